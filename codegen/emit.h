@@ -1,0 +1,25 @@
+/* emit.h - the generator's back ends; each writes files under an output root.
+ *
+ * All emitters are deterministic: output depends only on the schema model
+ * (declaration order, names, values), never on time, paths or addresses.
+ * Each returns 0 or -1 (I/O failure, already reported). */
+#ifndef IGW_GEN_EMIT_H
+#define IGW_GEN_EMIT_H
+
+#include "model.h"
+
+/* generated/api.h, generated/api.c: C types, strict decoders, encoders,
+ * error classes, route table and dispatch. */
+int igw_emit_c(const igw_schema *s, const char *gen_dir);
+/* generated/machines.h, generated/machines.c and docs/machines/<name>.dot. */
+int igw_emit_machines(const igw_schema *s, const char *gen_dir, const char *docs_dir);
+/* generated/sql/schema.sql. */
+int igw_emit_sql(const igw_schema *s, const char *gen_dir);
+/* generated/conformance/<route>.jsonl and machines.jsonl. */
+int igw_emit_vectors(const igw_schema *s, const char *gen_dir);
+/* generated/openapi.json (OpenAPI 3.1). */
+int igw_emit_openapi(const igw_schema *s, const char *gen_dir);
+/* docs/api.md, the API reference. */
+int igw_emit_apidoc(const igw_schema *s, const char *docs_dir);
+
+#endif

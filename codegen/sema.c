@@ -1,0 +1,818 @@
+/* sema.c - resolution and checks; see sema.h.
+ *
+ * Errors are reported, not fatal, so one run shows every problem; emitters
+ * only run when this returns 0. */
+#include "sema.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+#define FOR(vec, T, x)                                                                     \
+    for (int x##_i = 0; x##_i < (vec).n; x##_i++)                                          \
+        for (T *x = IGW_VEC_AT(vec, T, x##_i); x; x = NULL)
+
+igw_type *igw_type_resolve(igw_type *t)
+{
+    for (int hops = 0; t && t->kind == IGW_T_REF && hops < 64; hops++)
+        t = t->target;
+    return t;
+}
+
+igw_type *igw_schema_type(const igw_schema *s, const char *name)
+{
+    FOR(s->types, igw_type, t)
+        if (strcmp(t->name, name) == 0)
+            return t;
+    return NULL;
+}
+
+igw_error *igw_schema_error(const igw_schema *s, const char *name)
+{
+    FOR(s->errors, igw_error, e)
+        if (strcmp(e->name, name) == 0)
+            return e;
+    return NULL;
+}
+
+igw_error *igw_schema_error_role(const igw_schema *s, unsigned role)
+{
+    FOR(s->errors, igw_error, e)
+        if (e->roles & role)
+            return e;
+    return NULL;
+}
+
+igw_machine *igw_schema_machine(const igw_schema *s, const char *name)
+{
+    FOR(s->machines, igw_machine, m)
+        if (strcmp(m->name, name) == 0)
+            return m;
+    return NULL;
+}
+
+igw_table *igw_schema_table(const igw_schema *s, const char *name)
+{
+    FOR(s->tables, igw_table, t)
+        if (strcmp(t->name, name) == 0)
+            return t;
+    return NULL;
+}
+
+igw_field *igw_object_field(const igw_type *obj, const char *name)
+{
+    FOR(obj->fields, igw_field, f)
+        if (strcmp(f->name, name) == 0)
+            return f;
+    return NULL;
+}
+
+static bool in_list(const igw_vec *v, const char *s)
+{
+    for (int i = 0; i < v->n; i++)
+        if (strcmp(IGW_VEC_AT(*v, const char, i), s) == 0)
+            return true;
+    return false;
+}
+
+/* ---- types ---- */
+
+static void resolve_type(igw_schema *s, igw_type *t)
+{
+    if (!t)
+        return;
+    switch (t->kind) {
+    case IGW_T_REF:
+        if (!t->target) {
+            t->target = igw_schema_type(s, t->ref);
+            if (!t->target)
+                igw_diag_error(t->loc, "unknown type '%s'", t->ref);
+        }
+        break;
+    case IGW_T_ARRAY:
+        resolve_type(s, t->item);
+        break;
+    default:
+        break;
+    }
+}
+
+static void mark_used(igw_type *t)
+{
+    for (int hops = 0; t && hops < 64; hops++) {
+        if (t->kind == IGW_T_REF) {
+            if (t->target && !t->target->used) {
+                t->target->used = true;
+                mark_used(t->target);
+            }
+            return;
+        }
+        if (t->kind == IGW_T_ARRAY) {
+            t = t->item;
+            continue;
+        }
+        if (t->kind == IGW_T_OBJECT) {
+            t->used = true;
+            FOR(t->fields, igw_field, f) {
+                if (f->type)
+                    mark_used(f->type);
+                if (f->sw)
+                    FOR(f->sw->cases, igw_case, c)
+                        mark_used(c->type);
+            }
+        }
+        return;
+    }
+}
+
+static void check_scalar(igw_type *t)
+{
+    switch (t->kind) {
+    case IGW_T_STRING:
+        if (t->format == IGW_FMT_CANONICAL_ID && t->max_len < 0) {
+            t->min_len = 1;
+            t->max_len = 16; /* "9007199254740991" */
+        }
+        if (t->max_len < 0)
+            igw_diag_error(t->loc, "string needs an explicit byte length range (bytes MIN..MAX)");
+        else if (t->min_len < 0 || t->min_len > t->max_len)
+            igw_diag_error(t->loc, "empty byte length range %lld..%lld", (long long)t->min_len,
+                           (long long)t->max_len);
+        break;
+    case IGW_T_INT:
+        if (t->min > t->max)
+            igw_diag_error(t->loc, "empty integer range %lld..%lld", (long long)t->min, (long long)t->max);
+        break;
+    case IGW_T_ARRAY:
+        if (t->max_items < 0)
+            igw_diag_error(t->loc, "array needs an explicit item count range (items MIN..MAX)");
+        else if (t->min_items < 0 || t->min_items > t->max_items)
+            igw_diag_error(t->loc, "empty item count range");
+        if (t->item)
+            check_scalar(t->item);
+        break;
+    case IGW_T_JSON:
+        if (t->max_depth < 1 || t->max_depth > 32)
+            igw_diag_error(t->loc, "json depth must be 1..32");
+        if (t->max_bytes < 2)
+            igw_diag_error(t->loc, "json size must be at least 2 bytes");
+        break;
+    case IGW_T_ENUM:
+        for (int i = 0; i < t->values.n; i++)
+            for (int j = 0; j < i; j++)
+                if (strcmp(IGW_VEC_AT(t->values, char, i), IGW_VEC_AT(t->values, char, j)) == 0)
+                    igw_diag_error(t->loc, "duplicate enum value '%s'", IGW_VEC_AT(t->values, char, i));
+        if (t->values.n == 0)
+            igw_diag_error(t->loc, "empty enum");
+        break;
+    default:
+        break;
+    }
+}
+
+/* ---- rules ---- */
+
+static igw_field *rule_field(igw_type *obj, const char *name, igw_loc loc)
+{
+    igw_field *f = igw_object_field(obj, name);
+    if (!f)
+        igw_diag_error(loc, "'%s' is not a field of %s", name, obj->name);
+    return f;
+}
+
+static void resolve_cond(igw_type *obj, igw_cond *c)
+{
+    if (!c)
+        return;
+    if (c->op == IGW_C_AND || c->op == IGW_C_OR || c->op == IGW_C_NOT) {
+        resolve_cond(obj, c->a);
+        resolve_cond(obj, c->b);
+        return;
+    }
+    c->fref = rule_field(obj, c->field, c->loc);
+    if (!c->fref || c->op == IGW_C_PRESENT)
+        return;
+    igw_type *ft = igw_type_resolve(c->fref->type);
+    if (!ft) {
+        igw_diag_error(c->loc, "a condition cannot test the discriminated field '%s'", c->field);
+        return;
+    }
+    for (int i = 0; i < c->values.n; i++) {
+        const char *v = IGW_VEC_AT(c->values, char, i);
+        if (ft->kind == IGW_T_ENUM && !in_list(&ft->values, v))
+            igw_diag_error(c->loc, "'%s' is not a value of %s", v, c->field);
+        else if (ft->kind == IGW_T_BOOL && strcmp(v, "true") != 0 && strcmp(v, "false") != 0)
+            igw_diag_error(c->loc, "'%s' is not a boolean", v);
+        else if (ft->kind != IGW_T_ENUM && ft->kind != IGW_T_BOOL && ft->kind != IGW_T_STRING)
+            igw_diag_error(c->loc, "conditions compare enum, bool or string fields; '%s' is not one",
+                           c->field);
+    }
+}
+
+static void resolve_operand(igw_type *obj, igw_operand *o, igw_loc loc, const char **unit)
+{
+    if (o->is_const)
+        return;
+    const char *names[2] = {o->a, o->b};
+    igw_field **refs[2] = {&o->fa, &o->fb};
+    for (int i = 0; i < 2; i++) {
+        if (!names[i])
+            continue;
+        igw_field *f = rule_field(obj, names[i], loc);
+        *refs[i] = f;
+        igw_type *ft = f ? igw_type_resolve(f->type) : NULL;
+        if (f && (!ft || ft->kind != IGW_T_INT)) {
+            igw_diag_error(loc, "check operand '%s' is not an integer field", names[i]);
+            continue;
+        }
+        if (!ft)
+            continue;
+        if (*unit && ft->unit && strcmp(*unit, ft->unit) != 0)
+            igw_diag_error(loc, "check mixes units %s and %s", *unit, ft->unit);
+        if (ft->unit)
+            *unit = ft->unit;
+    }
+}
+
+/* Values one dimension of the contradiction search can take. */
+typedef struct dim {
+    igw_field *field;
+    const char *vals[40]; /* NULL entry = absent */
+    int n;
+} dim;
+
+static void add_dim(dim *dims, int *nd, igw_field *f, const igw_cond *c)
+{
+    int i;
+    for (i = 0; i < *nd; i++)
+        if (dims[i].field == f)
+            break;
+    if (i == *nd) {
+        if (*nd >= 8)
+            return;
+        dims[i].field = f;
+        dims[i].n = 0;
+        dims[i].vals[dims[i].n++] = NULL; /* absent */
+        igw_type *ft = igw_type_resolve(f->type);
+        if (ft && ft->kind == IGW_T_ENUM) {
+            for (int k = 0; k < ft->values.n && dims[i].n < 39; k++)
+                dims[i].vals[dims[i].n++] = IGW_VEC_AT(ft->values, char, k);
+        } else if (ft && ft->kind == IGW_T_BOOL) {
+            dims[i].vals[dims[i].n++] = "true";
+            dims[i].vals[dims[i].n++] = "false";
+        } else {
+            dims[i].vals[dims[i].n++] = "\x01other"; /* present, matching no literal */
+        }
+        (*nd)++;
+    }
+    if (c && c->op != IGW_C_PRESENT) {
+        igw_type *ft = igw_type_resolve(f->type);
+        if (ft && ft->kind == IGW_T_STRING)
+            for (int k = 0; k < c->values.n && dims[i].n < 39; k++)
+                dims[i].vals[dims[i].n++] = IGW_VEC_AT(c->values, char, k);
+    }
+}
+
+static void collect_dims(const igw_cond *c, dim *dims, int *nd)
+{
+    if (!c)
+        return;
+    if (c->op == IGW_C_AND || c->op == IGW_C_OR || c->op == IGW_C_NOT) {
+        collect_dims(c->a, dims, nd);
+        collect_dims(c->b, dims, nd);
+    } else if (c->fref) {
+        add_dim(dims, nd, c->fref, c);
+    }
+}
+
+static const char *dim_value(const dim *dims, int nd, const int *pick, const igw_field *f)
+{
+    for (int i = 0; i < nd; i++)
+        if (dims[i].field == f)
+            return dims[i].vals[pick[i]];
+    return NULL;
+}
+
+static bool eval(const igw_cond *c, const dim *dims, int nd, const int *pick)
+{
+    if (!c)
+        return true;
+    const char *v;
+    switch (c->op) {
+    case IGW_C_AND: return eval(c->a, dims, nd, pick) && eval(c->b, dims, nd, pick);
+    case IGW_C_OR: return eval(c->a, dims, nd, pick) || eval(c->b, dims, nd, pick);
+    case IGW_C_NOT: return !eval(c->a, dims, nd, pick);
+    case IGW_C_PRESENT: return dim_value(dims, nd, pick, c->fref) != NULL;
+    case IGW_C_EQ:
+    case IGW_C_IN:
+        v = dim_value(dims, nd, pick, c->fref);
+        return v && in_list(&c->values, v);
+    case IGW_C_NE:
+        /* An absent field is "not equal": rules like `forbid x when m != a` must
+         * also hold when m is missing (which its own rule rejects anyway). */
+        v = dim_value(dims, nd, pick, c->fref);
+        return !v || !in_list(&c->values, v);
+    }
+    return false;
+}
+
+static void check_contradictions(igw_type *obj)
+{
+    dim dims[8];
+    int nd = 0;
+    FOR(obj->rules, igw_rule, r)
+        if (r->kind != IGW_R_CHECK)
+            collect_dims(r->when, dims, &nd);
+    if (nd == 0)
+        return;
+    int pick[8] = {0};
+    long combos = 0;
+    int nf = obj->fields.n;
+    bool *ever_allowed = igw_xcalloc((size_t)nf, sizeof *ever_allowed);
+    bool *reported = igw_xcalloc((size_t)nf, sizeof *reported);
+    for (;;) {
+        if (++combos > 200000)
+            break;
+        /* Skip assignments that break presence rules of the dimensions themselves. */
+        bool consistent = true;
+        for (int i = 0; i < nd; i++)
+            if (!dims[i].field->optional && !dims[i].vals[pick[i]])
+                consistent = false;
+        if (consistent) {
+            FOR(obj->fields, igw_field, f) {
+                bool req = !f->optional, forb = false;
+                FOR(obj->rules, igw_rule, r) {
+                    if (r->kind == IGW_R_CHECK || !eval(r->when, dims, nd, pick))
+                        continue;
+                    for (int k = 0; k < r->frefs.n; k++)
+                        if (IGW_VEC_AT(r->frefs, igw_field, k) == f) {
+                            if (r->kind == IGW_R_REQUIRE)
+                                req = true;
+                            else
+                                forb = true;
+                        }
+                }
+                const char *dv = NULL;
+                bool is_dim = false;
+                for (int i = 0; i < nd; i++)
+                    if (dims[i].field == f) {
+                        is_dim = true;
+                        dv = dims[i].vals[pick[i]];
+                    }
+                if (is_dim && ((req && !dv) || (forb && dv)))
+                    consistent = false; /* this assignment is simply an invalid input */
+                if (req && forb && !reported[f->index]) {
+                    reported[f->index] = true;
+                    igw_diag_error(f->loc, "contradictory rules: field '%s' is both required and forbidden in some case",
+                                   f->name);
+                }
+                if (!forb)
+                    ever_allowed[f->index] = true;
+            }
+        }
+        int i = 0;
+        while (i < nd && ++pick[i] == dims[i].n)
+            pick[i++] = 0;
+        if (i == nd)
+            break;
+    }
+    FOR(obj->fields, igw_field, f)
+        if (!ever_allowed[f->index] && !f->reserved)
+            igw_diag_error(f->loc, "field '%s' is forbidden in every case", f->name);
+    free(ever_allowed);
+    free(reported);
+}
+
+static void check_object(igw_schema *s, igw_type *obj)
+{
+    FOR(obj->fields, igw_field, f) {
+        for (int j = 0; j < f->index; j++)
+            if (strcmp(IGW_VEC_AT(obj->fields, igw_field, j)->name, f->name) == 0)
+                igw_diag_error(f->loc, "duplicate field '%s' in %s", f->name, obj->name);
+        if (f->type) {
+            resolve_type(s, f->type);
+            check_scalar(f->type);
+        }
+        if (f->reserved && !f->optional)
+            igw_diag_error(f->loc, "a reserved field must be optional");
+    }
+    FOR(obj->fields, igw_field, f) {
+        if (!f->sw)
+            continue;
+        igw_switch *sw = f->sw;
+        sw->on_field = igw_object_field(obj, sw->on);
+        igw_type *dt = sw->on_field ? igw_type_resolve(sw->on_field->type) : NULL;
+        if (!sw->on_field || !dt || dt->kind != IGW_T_ENUM || sw->on_field->optional) {
+            igw_diag_error(f->loc, "switch on '%s': the discriminator must be a required enum field of %s",
+                           sw->on, obj->name);
+            continue;
+        }
+        FOR(sw->cases, igw_case, c) {
+            resolve_type(s, c->type);
+            if (!in_list(&dt->values, c->value))
+                igw_diag_error(c->loc, "'%s' is not a value of %s", c->value, sw->on);
+            for (int j = 0; j < c_i; j++)
+                if (strcmp(IGW_VEC_AT(sw->cases, igw_case, j)->value, c->value) == 0)
+                    igw_diag_error(c->loc, "duplicate case '%s'", c->value);
+            igw_type *ct = igw_type_resolve(c->type);
+            if (ct && ct->kind != IGW_T_OBJECT)
+                igw_diag_error(c->loc, "case '%s' must select an object type", c->value);
+            /* Desugar `require x` / `forbid y` into ordinary rules. */
+            for (int k = 0; k < 2; k++) {
+                igw_vec *names = k ? &c->forbid : &c->require;
+                if (!names->n)
+                    continue;
+                igw_rule *r = igw_xcalloc(1, sizeof *r);
+                r->kind = k ? IGW_R_FORBID : IGW_R_REQUIRE;
+                r->fields = *names;
+                r->origin = "switch";
+                r->loc = c->loc;
+                r->when = igw_xcalloc(1, sizeof *r->when);
+                r->when->op = IGW_C_EQ;
+                r->when->field = sw->on;
+                r->when->loc = c->loc;
+                igw_vec_push(&r->when->values, (void *)c->value);
+                igw_vec_push(&obj->rules, r);
+            }
+        }
+        for (int k = 0; k < dt->values.n; k++) {
+            const char *v = IGW_VEC_AT(dt->values, char, k);
+            bool found = false;
+            FOR(sw->cases, igw_case, c)
+                if (strcmp(c->value, v) == 0)
+                    found = true;
+            if (!found)
+                igw_diag_error(f->loc, "switch on '%s' has no case for '%s'", sw->on, v);
+        }
+    }
+    FOR(obj->rules, igw_rule, r) {
+        if (r->kind == IGW_R_CHECK) {
+            const char *unit = NULL;
+            resolve_operand(obj, &r->lhs, r->loc, &unit);
+            resolve_operand(obj, &r->rhs, r->loc, &unit);
+            if (r->lhs.is_const && r->rhs.is_const)
+                igw_diag_error(r->loc, "check compares two constants");
+            continue;
+        }
+        resolve_cond(obj, r->when);
+        for (int k = 0; k < r->fields.n; k++) {
+            igw_field *f = rule_field(obj, IGW_VEC_AT(r->fields, char, k), r->loc);
+            if (!f)
+                continue;
+            if (!f->optional)
+                igw_diag_error(r->loc, "'%s' is required anyway; %s rules apply to optional fields", f->name,
+                               r->kind == IGW_R_REQUIRE ? "require" : "forbid");
+            igw_vec_push(&r->frefs, f);
+        }
+    }
+    check_contradictions(obj);
+}
+
+/* ---- routes ---- */
+
+static void check_route(igw_schema *s, igw_route *r)
+{
+    if (!r->method || !r->path) {
+        igw_diag_error(r->loc, "route '%s' needs a method and path (post \"/...\")", r->name);
+        return;
+    }
+    if (r->body_limit < 0)
+        igw_diag_error(r->loc, "route '%s' needs a body declaration", r->name);
+    /* Path parameters: every {x} declared, every declared one used, in order. */
+    int np = 0;
+    for (const char *p = r->path; (p = strchr(p, '{')) != NULL; np++) {
+        const char *e = strchr(p, '}');
+        if (!e) {
+            igw_diag_error(r->loc, "unterminated '{' in path");
+            return;
+        }
+        char *name = igw_xstrndup(p + 1, (size_t)(e - p - 1));
+        if (np >= r->params.n || strcmp(IGW_VEC_AT(r->params, igw_field, np)->name, name) != 0)
+            igw_diag_error(r->loc, "path parameter '{%s}' needs a matching `param %s` (in path order)", name, name);
+        free(name);
+        p = e;
+    }
+    if (np != r->params.n)
+        igw_diag_error(r->loc, "route '%s' declares %d params but its path has %d", r->name, r->params.n, np);
+    FOR(r->params, igw_field, f) {
+        resolve_type(s, f->type);
+        igw_type *t = igw_type_resolve(f->type);
+        if (t && t->kind != IGW_T_STRING && t->kind != IGW_T_ENUM)
+            igw_diag_error(f->loc, "path parameter '%s' must be a string or enum", f->name);
+        mark_used(f->type);
+    }
+    if (r->body == IGW_BODY_JSON) {
+        resolve_type(s, r->body_type);
+        igw_type *t = igw_type_resolve(r->body_type);
+        if (t && t->kind != IGW_T_OBJECT)
+            igw_diag_error(r->loc, "a JSON body must be an object type");
+        mark_used(r->body_type);
+    }
+    if (r->body == IGW_BODY_MULTIPART && r->parts.n == 0)
+        igw_diag_error(r->loc, "a multipart body needs at least one part");
+    if (r->reply) {
+        resolve_type(s, r->reply);
+        igw_type *t = igw_type_resolve(r->reply);
+        if (t && t->kind != IGW_T_OBJECT)
+            igw_diag_error(r->loc, "reply must be an object type");
+        mark_used(r->reply);
+    }
+    FOR(r->errors, const char, name) {
+        igw_error *e = igw_schema_error(s, name);
+        if (!e)
+            igw_diag_error(r->loc, "unknown error class '%s'", name);
+        else
+            igw_vec_push(&r->error_refs, e);
+    }
+    FOR(s->routes, igw_route, o)
+        if (o != r && o->index < r->index &&
+            (strcmp(o->name, r->name) == 0 || strcmp(o->path, r->path) == 0))
+            igw_diag_error(r->loc, "duplicate route name or path ('%s')", r->name);
+}
+
+/* ---- machines ---- */
+
+static int state_index(igw_machine *m, const char *name)
+{
+    FOR(m->states, igw_state, st)
+        if (strcmp(st->name, name) == 0)
+            return st->index;
+    return -2;
+}
+
+static void check_machine(igw_schema *s, igw_machine *m)
+{
+    FOR(m->states, igw_state, st)
+        for (int j = 0; j < st->index; j++)
+            if (strcmp(IGW_VEC_AT(m->states, igw_state, j)->name, st->name) == 0)
+                igw_diag_error(st->loc, "duplicate state '%s'", st->name);
+    FOR(m->guards, igw_guard, g)
+        for (int j = 0; j < g->index; j++)
+            if (strcmp(IGW_VEC_AT(m->guards, igw_guard, j)->name, g->name) == 0)
+                igw_diag_error(g->loc, "duplicate guard '%s'", g->name);
+    if (!m->illegal) {
+        igw_diag_error(m->loc, "machine '%s' needs `illegal <error class>;`", m->name);
+    } else if (!(m->illegal_ref = igw_schema_error(s, m->illegal))) {
+        igw_diag_error(m->loc, "unknown error class '%s'", m->illegal);
+    }
+    FOR(m->transitions, igw_transition, t) {
+        if (!in_list(&m->triggers, t->trigger))
+            igw_vec_push(&m->triggers, (void *)t->trigger);
+        FOR(t->from, const char, name) {
+            if (strcmp(name, "*") == 0) {
+                FOR(m->states, igw_state, st)
+                    if (!st->terminal)
+                        igw_vec_push(&t->from_idx, (void *)(intptr_t)st->index);
+            } else if (strcmp(name, "none") == 0) {
+                igw_vec_push(&t->from_idx, (void *)(intptr_t)-1);
+            } else {
+                int k = state_index(m, name);
+                if (k < 0)
+                    igw_diag_error(t->loc, "unknown state '%s'", name);
+                else
+                    igw_vec_push(&t->from_idx, (void *)(intptr_t)k);
+            }
+        }
+        if (t->reject) {
+            t->error_ref = igw_schema_error(s, t->error);
+            if (!t->error_ref)
+                igw_diag_error(t->loc, "unknown error class '%s'", t->error);
+        } else {
+            t->to_idx = state_index(m, t->to);
+            if (t->to_idx < 0)
+                igw_diag_error(t->loc, "unknown state '%s'", t->to);
+            for (int k = 0; k < t->from_idx.n; k++) {
+                intptr_t from = (intptr_t)t->from_idx.v[k];
+                if (from >= 0 && t->to_idx >= 0 && from != t->to_idx &&
+                    IGW_VEC_AT(m->states, igw_state, from)->terminal)
+                    igw_diag_error(t->loc, "terminal state '%s' cannot move to '%s'",
+                                   IGW_VEC_AT(m->states, igw_state, from)->name, t->to);
+            }
+        }
+        if (t->guard) {
+            FOR(m->guards, igw_guard, g)
+                if (strcmp(g->name, t->guard) == 0) {
+                    t->guard_idx = g->index;
+                    g->used = true;
+                }
+            if (t->guard_idx < 0)
+                igw_diag_error(t->loc, "undeclared guard '%s'", t->guard);
+        }
+    }
+    FOR(m->guards, igw_guard, g)
+        if (!g->used)
+            igw_diag_error(g->loc, "guard '%s' is never used", g->name);
+    /* Reachability from creation. */
+    int ns = m->states.n;
+    bool *seen = igw_xcalloc((size_t)ns + 1, 1);
+    bool grew = true;
+    while (grew) {
+        grew = false;
+        FOR(m->transitions, igw_transition, t) {
+            if (t->reject || t->to_idx < 0 || seen[t->to_idx])
+                continue;
+            for (int k = 0; k < t->from_idx.n; k++) {
+                intptr_t from = (intptr_t)t->from_idx.v[k];
+                if (from == -1 || (from >= 0 && seen[from])) {
+                    seen[t->to_idx] = grew = true;
+                    break;
+                }
+            }
+        }
+    }
+    FOR(m->states, igw_state, st)
+        if (!seen[st->index])
+            igw_diag_error(st->loc, "state '%s' is unreachable from creation", st->name);
+    free(seen);
+}
+
+/* ---- tables ---- */
+
+static void check_table(igw_schema *s, igw_table *t)
+{
+    bool has_pk = false;
+    FOR(t->columns, igw_column, c) {
+        for (int j = 0; j < c_i; j++)
+            if (strcmp(IGW_VEC_AT(t->columns, igw_column, j)->name, c->name) == 0)
+                igw_diag_error(c->loc, "duplicate column '%s'", c->name);
+        if (c->from_type) {
+            igw_type *ft = NULL;
+            igw_type *owner = igw_schema_type(s, c->from_type);
+            igw_route *route = NULL;
+            FOR(s->routes, igw_route, r)
+                if (strcmp(r->name, c->from_type) == 0)
+                    route = r;
+            if (owner && igw_type_resolve(owner) && igw_type_resolve(owner)->kind == IGW_T_OBJECT) {
+                igw_field *f = igw_object_field(igw_type_resolve(owner), c->from_field);
+                if (f)
+                    ft = f->type ? f->type : NULL;
+                if (!f)
+                    igw_diag_error(c->loc, "'%s' is not a field of %s", c->from_field, c->from_type);
+                else if (!ft)
+                    igw_diag_error(c->loc, "'%s.%s' is discriminated and cannot be a column", c->from_type,
+                                   c->from_field);
+            } else if (route) {
+                FOR(route->params, igw_field, f)
+                    if (strcmp(f->name, c->from_field) == 0)
+                        ft = f->type;
+                if (!ft)
+                    igw_diag_error(c->loc, "route '%s' has no parameter '%s'", c->from_type, c->from_field);
+            } else {
+                igw_diag_error(c->loc, "unknown object type or route '%s'", c->from_type);
+            }
+            c->from = igw_type_resolve(ft);
+            if (c->from) {
+                const char *want = NULL;
+                switch (c->from->kind) {
+                case IGW_T_STRING:
+                case IGW_T_ENUM: want = "text"; break;
+                case IGW_T_INT: want = "bigint"; break;
+                case IGW_T_BOOL: want = "boolean"; break;
+                case IGW_T_JSON:
+                case IGW_T_OBJECT:
+                case IGW_T_ARRAY: want = "jsonb"; break;
+                default: break;
+                }
+                if (want && strcmp(want, c->sqltype) != 0)
+                    igw_diag_error(c->loc, "column '%s' derives from a field that needs SQL type %s, not %s",
+                                   c->name, want, c->sqltype);
+            }
+        }
+        if (c->machine) {
+            c->machine_ref = igw_schema_machine(s, c->machine);
+            if (!c->machine_ref)
+                igw_diag_error(c->loc, "unknown machine '%s'", c->machine);
+            else if (strcmp(c->sqltype, "text") != 0)
+                igw_diag_error(c->loc, "a machine state column must be text");
+        }
+    }
+    FOR(t->indexes, igw_index, ix) {
+        has_pk |= ix->primary;
+        FOR(ix->columns, const char, name) {
+            bool found = false;
+            FOR(t->columns, igw_column, c)
+                if (strcmp(c->name, name) == 0)
+                    found = true;
+            if (!found)
+                igw_diag_error(ix->loc, "unknown column '%s' in %s", name, t->name);
+        }
+    }
+    if (!has_pk)
+        igw_diag_error(t->loc, "table '%s' needs a primary key", t->name);
+}
+
+static void check_references(igw_schema *s, igw_table *t)
+{
+    FOR(t->columns, igw_column, c) {
+        if (!c->ref_table)
+            continue;
+        igw_table *rt = igw_schema_table(s, c->ref_table);
+        if (!rt) {
+            igw_diag_error(c->loc, "unknown table '%s'", c->ref_table);
+            continue;
+        }
+        /* Only earlier tables, so schema.sql applies top to bottom. */
+        int ri = -1, ti = -1;
+        FOR(s->tables, igw_table, x) {
+            if (x == rt)
+                ri = x_i;
+            if (x == t)
+                ti = x_i;
+        }
+        if (ri >= ti)
+            igw_diag_error(c->loc, "table '%s' must be declared before '%s' references it", rt->name, t->name);
+        bool found = false;
+        FOR(rt->columns, igw_column, rc)
+            if (strcmp(rc->name, c->ref_column) == 0)
+                found = true;
+        if (!found)
+            igw_diag_error(c->loc, "table '%s' has no column '%s'", rt->name, c->ref_column);
+    }
+}
+
+int igw_sema(igw_schema *s)
+{
+    int before = igw_diag_count();
+    unsigned roles = 0;
+    FOR(s->errors, igw_error, e) {
+        for (int j = 0; j < e->index; j++) {
+            igw_error *o = IGW_VEC_AT(s->errors, igw_error, j);
+            if (strcmp(o->name, e->name) == 0)
+                igw_diag_error(e->loc, "duplicate error class '%s'", e->name);
+            else if (o->code == e->code)
+                igw_diag_error(e->loc, "error code %lld already used by '%s'", (long long)e->code, o->name);
+        }
+        if (e->roles & roles)
+            igw_diag_error(e->loc, "a role of '%s' is already given to another class", e->name);
+        roles |= e->roles;
+        if (e->http < 100 || e->http > 599)
+            igw_diag_error(e->loc, "HTTP status %d out of range", e->http);
+    }
+    static const struct { unsigned role; const char *name; } need[] = {
+        {IGW_ROLE_OK, "ok"}, {IGW_ROLE_DECODE, "decode"}, {IGW_ROLE_RESERVED, "reserved"},
+        {IGW_ROLE_BODY_CAP, "body_cap"}, {IGW_ROLE_NO_ROUTE, "no_route"}, {IGW_ROLE_METHOD, "method"},
+        {IGW_ROLE_MEDIA, "media_type"}, {IGW_ROLE_INTERNAL, "internal"},
+    };
+    if (s->errors.n)
+        for (size_t i = 0; i < sizeof need / sizeof need[0]; i++)
+            if (!(roles & need[i].role))
+                igw_diag_error(IGW_VEC_AT(s->errors, igw_error, 0)->loc, "no error class is `for %s`", need[i].name);
+
+    FOR(s->types, igw_type, t) {
+        t->index = t_i;
+        for (int j = 0; j < t_i; j++)
+            if (strcmp(IGW_VEC_AT(s->types, igw_type, j)->name, t->name) == 0)
+                igw_diag_error(t->loc, "duplicate type '%s'", t->name);
+    }
+    FOR(s->types, igw_type, t) {
+        resolve_type(s, t);
+        if (t->kind != IGW_T_OBJECT && t->kind != IGW_T_REF)
+            check_scalar(t);
+    }
+    /* Reference cycles (type A = B; type B = A) would hang resolution. */
+    FOR(s->types, igw_type, t) {
+        igw_type *x = t;
+        int hops = 0;
+        while (x && x->kind == IGW_T_REF && hops < 64) {
+            x = x->target;
+            hops++;
+        }
+        if (hops >= 64)
+            igw_diag_error(t->loc, "type '%s' is defined in terms of itself", t->name);
+    }
+    if (igw_diag_count() != before)
+        return igw_diag_count() - before;
+    FOR(s->types, igw_type, t)
+        if (t->kind == IGW_T_OBJECT)
+            check_object(s, t);
+    FOR(s->routes, igw_route, r)
+        check_route(s, r);
+    FOR(s->events, igw_event, e) {
+        resolve_type(s, e->type);
+        igw_type *t = igw_type_resolve(e->type);
+        if (t && t->kind != IGW_T_OBJECT)
+            igw_diag_error(e->loc, "an event must be an object type");
+        mark_used(e->type);
+    }
+    FOR(s->machines, igw_machine, m) {
+        for (int j = 0; j < m_i; j++)
+            if (strcmp(IGW_VEC_AT(s->machines, igw_machine, j)->name, m->name) == 0)
+                igw_diag_error(m->loc, "duplicate machine '%s'", m->name);
+        check_machine(s, m);
+    }
+    FOR(s->tables, igw_table, t) {
+        for (int j = 0; j < t_i; j++)
+            if (strcmp(IGW_VEC_AT(s->tables, igw_table, j)->name, t->name) == 0)
+                igw_diag_error(t->loc, "duplicate table '%s'", t->name);
+        check_table(s, t);
+    }
+    FOR(s->tables, igw_table, t)
+        check_references(s, t);
+    FOR(s->types, igw_type, t)
+        if (!t->used && !t->synthesized)
+            igw_diag_error(t->loc, "type '%s' is never used", t->name);
+    return igw_diag_count() - before;
+}

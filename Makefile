@@ -23,7 +23,7 @@ GEN_SRC     := codegen/main.c codegen/parser.c codegen/sema.c codegen/util.c \
 COMMON_SRC  := $(sort $(wildcard src/common/*.c))
 GENERATED_C := $(sort $(wildcard generated/*.c))
 RUNTIME_SRC := $(COMMON_SRC) $(GENERATED_C)
-RT_INC      := -Isrc/common -Igenerated
+RT_INC      := -Isrc/common -Igenerated -Isrc/igwctl
 
 .PHONY: all generate check-gen test test-unit test-codegen test-conformance test-json \
         test-sql test-openapi fuzz-smoke fuzz bench-decode clean deps
@@ -51,9 +51,9 @@ check-gen: $(BUILD)/igw-gen
 	@echo "check-gen: generated/ is up to date"
 
 # ---- runtime and tools ----------------------------------------------------
-$(BUILD)/igwctl: src/igwctl/main.c $(RUNTIME_SRC) $(wildcard src/common/*.h generated/*.h)
+$(BUILD)/igwctl: $(wildcard src/igwctl/*.c) $(RUNTIME_SRC) $(wildcard src/common/*.h generated/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(RT_INC) -o $@ src/igwctl/main.c $(RUNTIME_SRC) $(LDFLAGS)
+	$(CC) $(ALL_CFLAGS) $(RT_INC) -o $@ $(wildcard src/igwctl/*.c) $(RUNTIME_SRC) $(LDFLAGS)
 
 clean:
 	rm -rf $(BUILD)

@@ -1,3 +1,911 @@
-/* emit_c.c - placeholder. */
+/* emit_c.c - C back end: types, strict single-pass decoders, encoders, error
+ * classes, route table and dispatch (generated/api.h, generated/api.c).
+ *
+ * Decoders follow flatcc's generated JSON parsers in spirit: no DOM, one pass
+ * over the bytes; each object keeps a `has` bitmask that serves both for
+ * duplicate detection and required/conditional rules; keys are matched by
+ * length first, then memcmp (h2o's token table idea). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "emit.h"
-int igw_emit_c(const igw_schema *s, const char *g) { (void)s; (void)g; return 0; }
+#include "util.h"
+
+#define FOR(vec, T, x)                                                                     \
+    for (int x##_i = 0; x##_i < (vec).n; x##_i++)                                          \
+        for (T *x = IGW_VEC_AT(vec, T, x##_i); x; x = NULL)
+
+/* C type used to hold a value of schema type `t`. */
+static const char *ctype(igw_type *t)
+{
+    igw_type *r = igw_type_resolve(t);
+    switch (r->kind) {
+    case IGW_T_STRING:
+    case IGW_T_JSON: return "igw_str";
+    case IGW_T_INT: return "int64_t";
+    case IGW_T_BOOL: return "bool";
+    case IGW_T_ENUM: return igw_xprintf("igw_%s", r->name);
+    case IGW_T_OBJECT: return igw_xprintf("igw_%s", r->name);
+    case IGW_T_ARRAY: {
+        igw_type *it = igw_type_resolve(r->item);
+        if (it->kind == IGW_T_STRING || it->kind == IGW_T_JSON)
+            return "igw_str_list";
+        if (it->kind == IGW_T_INT)
+            return "igw_int_list";
+        return igw_xprintf("igw_%s_list", it->name);
+    }
+    default: return "void";
+    }
+}
+
+static char *bit(const igw_type *obj, const igw_field *f)
+{
+    return igw_xprintf("IGW_%s_%s", obj->name, f->name);
+}
+
+static char *enum_const(const igw_type *e, const char *value)
+{
+    return igw_xprintf("IGW_%s_%s", e->name, igw_c_ident(value));
+}
+
+/* ---- header ---------------------------------------------------------------- */
+
+/* Emits object structs so that every by-value member is defined first. */
+static void emit_struct(igw_out *h, igw_type *t, char *done, const igw_schema *s);
+
+static void emit_deps(igw_out *h, igw_type *ft, char *done, const igw_schema *s)
+{
+    igw_type *r = igw_type_resolve(ft);
+    if (r->kind == IGW_T_ARRAY)
+        r = igw_type_resolve(r->item);
+    if (r->kind == IGW_T_OBJECT)
+        emit_struct(h, r, done, s);
+}
+
+static void emit_struct(igw_out *h, igw_type *t, char *done, const igw_schema *s)
+{
+    if (done[t->index])
+        return;
+    done[t->index] = 1;
+    FOR(t->fields, igw_field, f) {
+        if (f->type)
+            emit_deps(h, f->type, done, s);
+        if (f->sw)
+            FOR(f->sw->cases, igw_case, c)
+                emit_deps(h, c->type, done, s);
+    }
+    igw_out_printf(h, "/* %s */\n", t->doc ? t->doc : t->name);
+    igw_out_printf(h, "typedef struct igw_%s {\n    uint64_t has; /* IGW_%s_<field> bits of the fields present */\n",
+                   t->name, t->name);
+    FOR(t->fields, igw_field, f) {
+        if (f->sw) {
+            igw_out_puts(h, "    union {\n");
+            FOR(f->sw->cases, igw_case, c)
+                igw_out_printf(h, "        %s %s;\n", ctype(c->type), igw_c_ident(c->value));
+            igw_out_printf(h, "    } %s; /* selected by %s */\n", f->name, f->sw->on);
+        } else {
+            igw_out_printf(h, "    %s %s;\n", ctype(f->type), f->name);
+        }
+    }
+    igw_out_printf(h, "} igw_%s;\n", t->name);
+    FOR(t->fields, igw_field, f)
+        igw_out_printf(h, "#define IGW_%s_%s (UINT64_C(1) << %d)\n", t->name, f->name, f->index);
+    igw_out_printf(h, "typedef struct igw_%s_list {\n    igw_%s *v;\n    uint32_t n;\n} igw_%s_list;\n\n", t->name,
+                   t->name, t->name);
+    (void)s;
+}
+
+static void emit_header(const igw_schema *s, igw_out *h)
+{
+    igw_out_banner(h, s, "//");
+    igw_out_puts(h, "/* api.h - types, strict decoders, encoders, error classes and routes of igw. */\n"
+                    "#ifndef IGW_GENERATED_API_H\n#define IGW_GENERATED_API_H\n\n"
+                    "#include <stdbool.h>\n#include <stddef.h>\n#include <stdint.h>\n\n"
+                    "#include \"arena.h\"\n#include \"json.h\"\n#include \"jw.h\"\n\n");
+
+    igw_out_puts(h, "/* ---- error classes ---- */\n\ntypedef enum igw_err {\n");
+    FOR(s->errors, igw_error, e)
+        igw_out_printf(h, "    IGW_ERR_%s, /* %lld, HTTP %d */\n", igw_c_upper(e->name), (long long)e->code, e->http);
+    igw_out_puts(h, "    IGW_ERR__COUNT\n} igw_err;\n\n");
+    static const struct { unsigned role; const char *name; } roles[] = {
+        {IGW_ROLE_OK, "OK_ROLE"}, {IGW_ROLE_DECODE, "DECODE"}, {IGW_ROLE_RESERVED, "RESERVED"},
+        {IGW_ROLE_BODY_CAP, "BODY_CAP"}, {IGW_ROLE_NO_ROUTE, "NO_ROUTE"}, {IGW_ROLE_METHOD, "METHOD_ROLE"},
+        {IGW_ROLE_MEDIA, "MEDIA_TYPE_ROLE"}, {IGW_ROLE_INTERNAL, "INTERNAL_ROLE"},
+    };
+    igw_out_puts(h, "/* The class the runtime uses for each built-in situation. */\n");
+    for (size_t i = 0; i < sizeof roles / sizeof roles[0]; i++) {
+        igw_error *e = igw_schema_error_role(s, roles[i].role);
+        igw_out_printf(h, "#define IGW_ERR_FOR_%s IGW_ERR_%s\n", roles[i].name, igw_c_upper(e->name));
+    }
+    igw_out_puts(h, "\ntypedef struct igw_error_class {\n    const char *name;\n    int64_t code;\n    int http;\n"
+                    "    const char *reason;\n} igw_error_class;\n\n"
+                    "/* Indexed by igw_err. */\nextern const igw_error_class igw_error_classes[IGW_ERR__COUNT];\n\n");
+
+    igw_out_puts(h, "/* ---- enums ---- */\n\n");
+    FOR(s->types, igw_type, t) {
+        if (t->kind != IGW_T_ENUM)
+            continue;
+        igw_out_printf(h, "typedef enum igw_%s {\n", t->name);
+        FOR(t->values, const char, v)
+            igw_out_printf(h, "    %s,\n", enum_const(t, v));
+        igw_out_printf(h, "    IGW_%s__COUNT\n} igw_%s;\n", t->name, t->name);
+        igw_out_printf(h, "/* Wire names, indexed by igw_%s. */\nextern const igw_str igw_%s_names[IGW_%s__COUNT];\n\n",
+                       t->name, t->name, t->name);
+    }
+
+    igw_out_puts(h, "/* ---- objects ---- */\n\n"
+                    "typedef struct igw_str_list {\n    igw_str *v;\n    uint32_t n;\n} igw_str_list;\n"
+                    "typedef struct igw_int_list {\n    int64_t *v;\n    uint32_t n;\n} igw_int_list;\n\n");
+    char *done = igw_xcalloc((size_t)s->types.n + 1, 1);
+    FOR(s->types, igw_type, t)
+        if (t->kind == IGW_T_OBJECT)
+            emit_struct(h, t, done, s);
+    free(done);
+
+    igw_out_puts(h, "/* ---- decoders and encoders ---- */\n\n"
+                    "/* Each decoder reads one object of its type at the scanner's position, strictly\n"
+                    " * (see docs/schema-language.md); 0 or -1 with the failure in the scanner.\n"
+                    " * Each encoder writes the object with fields in schema order. */\n");
+    FOR(s->types, igw_type, t) {
+        if (t->kind != IGW_T_OBJECT)
+            continue;
+        igw_out_printf(h, "int igw_decode_%s(igw_json *j, igw_%s *out);\n", t->name, t->name);
+        igw_out_printf(h, "void igw_encode_%s(igw_jw *w, const igw_%s *in);\n", t->name, t->name);
+    }
+
+    igw_out_puts(h, "\n/* ---- routes ---- */\n\ntypedef enum igw_route_id {\n");
+    FOR(s->routes, igw_route, r)
+        igw_out_printf(h, "    IGW_ROUTE_%s,\n", igw_c_upper(r->name));
+    igw_out_puts(h, "    IGW_ROUTE__COUNT\n} igw_route_id;\n\n");
+    int maxp = 1;
+    FOR(s->routes, igw_route, r)
+        if (r->params.n > maxp)
+            maxp = r->params.n;
+    igw_out_printf(h, "#define IGW_MAX_PATH_PARAMS %d\n\n", maxp);
+    igw_out_puts(h,
+        "typedef enum igw_auth_kind { IGW_AUTH_KIND_NONE, IGW_AUTH_KIND_DEVICE, IGW_AUTH_KIND_USER } igw_auth_kind;\n"
+        "typedef enum igw_body_kind { IGW_BODY_KIND_NONE, IGW_BODY_KIND_JSON, IGW_BODY_KIND_MULTIPART } igw_body_kind;\n\n"
+        "typedef struct igw_route_def {\n"
+        "    igw_route_id id;\n    const char *name;\n    const char *method;\n    const char *path;\n"
+        "    igw_auth_kind auth;\n    bool gate_signaling;\n    igw_body_kind body;\n"
+        "    size_t body_limit; /* bytes, checked before decoding */\n"
+        "    size_t body_size;  /* sizeof the decoded request struct (JSON bodies) */\n"
+        "    int (*decode)(igw_json *j, void *out);\n"
+        "    void (*encode)(igw_jw *w, const void *in);\n"
+        "    const char *const *params; /* path parameter names */\n    uint32_t nparams;\n"
+        "    const char *const *parts;  /* multipart part names; required ones first */\n"
+        "    uint32_t nparts, nrequired_parts;\n    bool reject_other_parts;\n"
+        "    const igw_err *errors;     /* classes the route may answer with */\n    uint32_t nerrors;\n"
+        "} igw_route_def;\n\n"
+        "/* Indexed by igw_route_id. */\nextern const igw_route_def igw_routes[IGW_ROUTE__COUNT];\n\n"
+        "/* Why the strict stage refused a request. */\n"
+        "typedef struct igw_decode_error {\n    igw_err cls;\n    igw_json_errkind kind; /* IGW_JERR_NONE for route-level failures */\n"
+        "    const char *reason;\n    char path[512];     /* JSON Pointer into the body, \"\" for the whole */\n"
+        "} igw_decode_error;\n\n"
+        "/* A request that passed the strict stage. */\n"
+        "typedef struct igw_request {\n    const igw_route_def *route;\n    igw_str params[IGW_MAX_PATH_PARAMS];\n"
+        "    void *body; /* decoded struct for JSON bodies (in the arena), else NULL */\n} igw_request;\n\n"
+        "/* Finds the route of METHOD and PATH (no query string). NULL with *err set\n"
+        " * (no_route or method class) when none matches; path parameters land in params. */\n"
+        "const igw_route_def *igw_route_match(const char *method, size_t mlen, const char *path, size_t plen,\n"
+        "                                     igw_str params[IGW_MAX_PATH_PARAMS], igw_decode_error *err);\n\n"
+        "/* The strict stage, in order: route, body cap, content type (skipped when\n"
+        " * content_type is NULL), path parameters, body decode. 0, or -1 with *err. */\n"
+        "int igw_request_decode(igw_request *req, const char *method, size_t mlen, const char *path, size_t plen,\n"
+        "                       const char *content_type, size_t ctlen, const void *body, size_t len,\n"
+        "                       igw_arena *a, igw_decode_error *err);\n\n"
+        "/* A route handler; receives a request that passed the strict stage. */\n"
+        "typedef int (*igw_handler_fn)(void *ctx, const igw_request *req);\n\n"
+        "/* Runs the strict stage and calls handlers[route id]. Returns the handler's\n"
+        " * result, or -1 with *err when the strict stage refused the request (or\n"
+        " * the route has no handler: internal class). */\n"
+        "int igw_dispatch(const igw_handler_fn handlers[IGW_ROUTE__COUNT], void *ctx, const char *method,\n"
+        "                 size_t mlen, const char *path, size_t plen, const char *content_type, size_t ctlen,\n"
+        "                 const void *body, size_t len, igw_arena *a, igw_decode_error *err);\n\n"
+        "#endif\n");
+}
+
+/* ---- decoders ------------------------------------------------------------- */
+
+static int tmp_counter;
+
+static void indent(igw_out *o, int n)
+{
+    for (int i = 0; i < n; i++)
+        igw_out_puts(o, "    ");
+}
+
+/* Emits code reading one value of type `t` into lvalue `lv`. */
+static void emit_read(igw_out *o, igw_type *t, const char *lv, int in)
+{
+    igw_type *r = igw_type_resolve(t);
+    switch (r->kind) {
+    case IGW_T_STRING:
+        indent(o, in);
+        igw_out_printf(o, "if (igw_json_string(j, &%s) || igw_decode_string_rules(j, %s, %lld, %lld, %d))\n", lv, lv,
+                       (long long)r->min_len, (long long)r->max_len, (int)r->format);
+        indent(o, in + 1);
+        igw_out_puts(o, "return -1;\n");
+        break;
+    case IGW_T_INT:
+        indent(o, in);
+        igw_out_printf(o, "if (igw_json_int(j, &%s, INT64_C(%lld), INT64_C(%lld)))\n", lv, (long long)r->min,
+                       (long long)r->max);
+        indent(o, in + 1);
+        igw_out_puts(o, "return -1;\n");
+        break;
+    case IGW_T_BOOL:
+        indent(o, in);
+        igw_out_printf(o, "if (igw_json_bool(j, &%s))\n", lv);
+        indent(o, in + 1);
+        igw_out_puts(o, "return -1;\n");
+        break;
+    case IGW_T_ENUM:
+        indent(o, in);
+        igw_out_printf(o, "if (enum_%s(j, &%s))\n", r->name, lv);
+        indent(o, in + 1);
+        igw_out_puts(o, "return -1;\n");
+        break;
+    case IGW_T_OBJECT:
+        indent(o, in);
+        igw_out_printf(o, "if (igw_decode_%s(j, &%s))\n", r->name, lv);
+        indent(o, in + 1);
+        igw_out_puts(o, "return -1;\n");
+        break;
+    case IGW_T_JSON:
+        indent(o, in);
+        igw_out_printf(o, "if (igw_decode_free(j, %s, %lld, %lld, &%s))\n",
+                       r->json_kind == IGW_JSON_OBJECT ? "true" : "false", (long long)r->max_depth,
+                       (long long)r->max_bytes, lv);
+        indent(o, in + 1);
+        igw_out_puts(o, "return -1;\n");
+        break;
+    case IGW_T_ARRAY: {
+        int k = tmp_counter++;
+        igw_type *it = igw_type_resolve(r->item);
+        indent(o, in);
+        igw_out_puts(o, "{\n");
+        indent(o, in + 1);
+        igw_out_printf(o, "int more%d;\n", k);
+        indent(o, in + 1);
+        igw_out_printf(o, "if (igw_json_array_begin(j))\n");
+        indent(o, in + 2);
+        igw_out_puts(o, "return -1;\n");
+        indent(o, in + 1);
+        igw_out_printf(o, "%s.n = 0;\n", lv);
+        indent(o, in + 1);
+        /* The item bound is known, so one allocation holds every item. */
+        igw_out_printf(o, "%s.v = igw_arena_alloc(j->arena, %lld * sizeof *%s.v);\n", lv, (long long)r->max_items,
+                       lv);
+        indent(o, in + 1);
+        igw_out_printf(o, "if (!%s.v)\n", lv);
+        indent(o, in + 2);
+        igw_out_puts(o, "return igw_json_fail(j, IGW_JERR_NOMEM, \"out of memory\");\n");
+        indent(o, in + 1);
+        igw_out_printf(o, "while ((more%d = igw_json_array_next(j)) == 1) {\n", k);
+        indent(o, in + 2);
+        igw_out_printf(o, "igw_json_push_index(j, %s.n);\n", lv);
+        indent(o, in + 2);
+        igw_out_printf(o, "if (%s.n == %lld)\n", lv, (long long)r->max_items);
+        indent(o, in + 3);
+        igw_out_printf(o, "return igw_json_fail(j, IGW_JERR_LENGTH, \"more than %lld items\");\n",
+                       (long long)r->max_items);
+        char *item = igw_xprintf("%s.v[%s.n]", lv, lv);
+        emit_read(o, r->item, item, in + 2);
+        if (r->unique) {
+            indent(o, in + 2);
+            igw_out_printf(o, "for (uint32_t u = 0; u < %s.n; u++)\n", lv);
+            indent(o, in + 3);
+            if (it->kind == IGW_T_STRING)
+                igw_out_printf(o, "if (igw_str_eq(%s.v[u], %s.ptr, %s.len))\n", lv, item, item);
+            else
+                igw_out_printf(o, "if (%s.v[u] == %s)\n", lv, item);
+            indent(o, in + 4);
+            igw_out_puts(o, "return igw_json_fail(j, IGW_JERR_DUPLICATE, \"duplicate item\");\n");
+        }
+        free(item);
+        indent(o, in + 2);
+        igw_out_printf(o, "igw_json_pop(j);\n");
+        indent(o, in + 2);
+        igw_out_printf(o, "%s.n++;\n", lv);
+        indent(o, in + 1);
+        igw_out_puts(o, "}\n");
+        indent(o, in + 1);
+        igw_out_printf(o, "if (more%d < 0)\n", k);
+        indent(o, in + 2);
+        igw_out_puts(o, "return -1;\n");
+        if (r->min_items > 0) {
+            indent(o, in + 1);
+            igw_out_printf(o, "if (%s.n < %lld)\n", lv, (long long)r->min_items);
+            indent(o, in + 2);
+            igw_out_printf(o, "return igw_json_fail(j, IGW_JERR_LENGTH, \"fewer than %lld items\");\n",
+                           (long long)r->min_items);
+        }
+        indent(o, in);
+        igw_out_puts(o, "}\n");
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+/* C expression: the condition `c` over decoded object `o`. */
+static void emit_cond(igw_out *o, const igw_type *obj, const igw_cond *c)
+{
+    switch (c->op) {
+    case IGW_C_AND:
+    case IGW_C_OR:
+        igw_out_puts(o, "(");
+        emit_cond(o, obj, c->a);
+        igw_out_puts(o, c->op == IGW_C_AND ? " && " : " || ");
+        emit_cond(o, obj, c->b);
+        igw_out_puts(o, ")");
+        return;
+    case IGW_C_NOT:
+        igw_out_puts(o, "!");
+        emit_cond(o, obj, c->a);
+        return;
+    case IGW_C_PRESENT:
+        igw_out_printf(o, "(o->has & %s)", bit(obj, c->fref));
+        return;
+    default:
+        break;
+    }
+    igw_type *ft = igw_type_resolve(c->fref->type);
+    igw_out_printf(o, "%s((o->has & %s) && (", c->op == IGW_C_NE ? "!" : "", bit(obj, c->fref));
+    for (int i = 0; i < c->values.n; i++) {
+        const char *v = IGW_VEC_AT(c->values, char, i);
+        if (i)
+            igw_out_puts(o, " || ");
+        if (ft->kind == IGW_T_ENUM)
+            igw_out_printf(o, "o->%s == %s", c->fref->name, enum_const(ft, v));
+        else if (ft->kind == IGW_T_BOOL)
+            igw_out_printf(o, "o->%s == %s", c->fref->name, v);
+        else {
+            igw_out_printf(o, "igw_str_eq(o->%s, ", c->fref->name);
+            igw_out_c_string(o, v);
+            igw_out_printf(o, ", %zu)", strlen(v));
+        }
+    }
+    igw_out_puts(o, "))");
+}
+
+/* Text of a condition for reasons ("purpose = ipcTalk"). */
+static void cond_text(igw_out *o, const igw_cond *c)
+{
+    switch (c->op) {
+    case IGW_C_AND:
+    case IGW_C_OR:
+        cond_text(o, c->a);
+        igw_out_puts(o, c->op == IGW_C_AND ? " and " : " or ");
+        cond_text(o, c->b);
+        return;
+    case IGW_C_NOT:
+        igw_out_puts(o, "not ");
+        cond_text(o, c->a);
+        return;
+    case IGW_C_PRESENT:
+        igw_out_printf(o, "%s present", c->field);
+        return;
+    default:
+        break;
+    }
+    igw_out_printf(o, "%s %s ", c->field, c->op == IGW_C_EQ ? "=" : c->op == IGW_C_NE ? "!=" : "in");
+    if (c->op == IGW_C_IN)
+        igw_out_puts(o, "(");
+    for (int i = 0; i < c->values.n; i++)
+        igw_out_printf(o, "%s%s", i ? ", " : "", IGW_VEC_AT(c->values, char, i));
+    if (c->op == IGW_C_IN)
+        igw_out_puts(o, ")");
+}
+
+static void operand_expr(igw_out *o, const igw_operand *op)
+{
+    if (op->is_const)
+        igw_out_printf(o, "INT64_C(%lld)", (long long)op->value);
+    else if (op->b)
+        igw_out_printf(o, "(o->%s - o->%s)", op->a, op->b);
+    else
+        igw_out_printf(o, "o->%s", op->a);
+}
+
+static void operand_text(igw_out *o, const igw_operand *op)
+{
+    if (op->is_const)
+        igw_out_printf(o, "%lld", (long long)op->value);
+    else if (op->b)
+        igw_out_printf(o, "%s - %s", op->a, op->b);
+    else
+        igw_out_printf(o, "%s", op->a);
+}
+
+static void emit_rule(igw_out *o, const igw_type *obj, const igw_rule *r)
+{
+    static const char *const cmp[] = {"<", "<=", ">", ">="};
+    if (r->kind == IGW_R_CHECK) {
+        igw_field *fs[4] = {r->lhs.fa, r->lhs.fb, r->rhs.fa, r->rhs.fb};
+        igw_out_puts(o, "    if (");
+        int n = 0;
+        for (int i = 0; i < 4; i++)
+            if (fs[i])
+                igw_out_printf(o, "%s(o->has & %s)", n++ ? " && " : "", bit(obj, fs[i]));
+        igw_out_puts(o, " && !(");
+        operand_expr(o, &r->lhs);
+        igw_out_printf(o, " %s ", cmp[r->cmp]);
+        operand_expr(o, &r->rhs);
+        igw_field *first = r->lhs.fa ? r->lhs.fa : r->rhs.fa;
+        igw_out_printf(o, ")) {\n        igw_json_push_key(j, \"%s\", %zu);\n", first->name, strlen(first->name));
+        igw_out_puts(o, "        return igw_json_fail(j, IGW_JERR_RULE, \"rule ");
+        igw_out t;
+        igw_out_init(&t);
+        operand_text(&t, &r->lhs);
+        igw_out_printf(&t, " %s ", cmp[r->cmp]);
+        operand_text(&t, &r->rhs);
+        igw_out_puts(o, t.buf);
+        igw_out_free(&t);
+        igw_out_puts(o, " does not hold\");\n    }\n");
+        return;
+    }
+    bool req = r->kind == IGW_R_REQUIRE;
+    igw_out t;
+    igw_out_init(&t);
+    if (r->when) {
+        igw_out_puts(&t, " when ");
+        cond_text(&t, r->when);
+    }
+    for (int k = 0; k < r->frefs.n; k++) {
+        igw_field *f = IGW_VEC_AT(r->frefs, igw_field, k);
+        igw_out_printf(o, "    if (%s(o->has & %s)", req ? "!" : "", bit(obj, f));
+        if (r->when) {
+            igw_out_puts(o, " && ");
+            emit_cond(o, obj, r->when);
+        }
+        igw_out_printf(o, ") {\n        igw_json_push_key(j, \"%s\", %zu);\n", f->name, strlen(f->name));
+        igw_out_printf(o, "        return igw_json_fail(j, %s, ", req ? "IGW_JERR_MISSING" : "IGW_JERR_FORBIDDEN");
+        char *reason = igw_xprintf("%s%s", req ? "field is required" : "field is not allowed", t.buf ? t.buf : "");
+        igw_out_c_string(o, reason);
+        free(reason);
+        igw_out_puts(o, ");\n    }\n");
+    }
+    igw_out_free(&t);
+}
+
+static void emit_key_matcher(igw_out *o, const igw_type *t)
+{
+    igw_out_printf(o, "/* Field index of a key of %s, or -1: length first, then memcmp. */\n", t->name);
+    igw_out_printf(o, "static int key_%s(const char *k, size_t n)\n{\n    switch (n) {\n", t->name);
+    size_t maxlen = 0;
+    FOR(t->fields, igw_field, f)
+        if (strlen(f->name) > maxlen)
+            maxlen = strlen(f->name);
+    for (size_t len = 1; len <= maxlen; len++) {
+        bool any = false;
+        FOR(t->fields, igw_field, f) {
+            if (strlen(f->name) != len)
+                continue;
+            if (!any)
+                igw_out_printf(o, "    case %zu:\n", len);
+            any = true;
+            igw_out_printf(o, "        if (memcmp(k, \"%s\", %zu) == 0)\n            return %d;\n", f->name, len,
+                           f->index);
+        }
+        if (any)
+            igw_out_puts(o, "        break;\n");
+    }
+    igw_out_puts(o, "    default:\n        break;\n    }\n    return -1;\n}\n\n");
+}
+
+static void emit_switch_decoder(igw_out *o, const igw_type *t, const igw_field *f)
+{
+    igw_type *dt = igw_type_resolve(f->sw->on_field->type);
+    igw_out_printf(o, "/* %s.%s: the case selected by %s. */\n", t->name, f->name, f->sw->on);
+    igw_out_printf(o, "static int switch_%s_%s(igw_json *j, void *arg)\n{\n    igw_%s *o = arg;\n    switch (o->%s) {\n",
+                   t->name, f->name, t->name, f->sw->on);
+    FOR(f->sw->cases, igw_case, c) {
+        igw_out_printf(o, "    case %s:\n", enum_const(dt, c->value));
+        char *lv = igw_xprintf("o->%s.%s", f->name, igw_c_ident(c->value));
+        emit_read(o, c->type, lv, 2);
+        free(lv);
+        igw_out_puts(o, "        return 0;\n");
+    }
+    igw_out_printf(o, "    default:\n        break;\n    }\n    return igw_json_fail(j, IGW_JERR_ENUM, \"unknown %s\");\n}\n\n",
+                   f->sw->on);
+}
+
+static void emit_decoder(igw_out *o, const igw_type *t)
+{
+    emit_key_matcher(o, t);
+    const igw_field *sw = NULL;
+    FOR(t->fields, igw_field, f)
+        if (f->sw) {
+            sw = f;
+            emit_switch_decoder(o, t, f);
+        }
+    unsigned long long required = 0;
+    FOR(t->fields, igw_field, f)
+        if (!f->optional)
+            required |= 1ULL << f->index;
+    igw_out_printf(o, "int igw_decode_%s(igw_json *j, igw_%s *o)\n{\n", t->name, t->name);
+    igw_out_puts(o, "    igw_str k;\n    int more;\n");
+    if (sw)
+        igw_out_puts(o, "    igw_str held = {NULL, 0};\n    unsigned held_depth = 0;\n");
+    igw_out_puts(o, "    memset(o, 0, sizeof *o);\n    if (igw_json_object_begin(j))\n        return -1;\n");
+    igw_out_puts(o, "    while ((more = igw_json_object_next(j, &k)) == 1) {\n");
+    igw_out_printf(o, "        int f = key_%s(k.ptr, k.len);\n", t->name);
+    igw_out_puts(o, "        igw_json_push_key(j, k.ptr, k.len);\n"
+                    "        if (f < 0)\n            return igw_json_fail(j, IGW_JERR_UNKNOWN, \"unknown field\");\n"
+                    "        if (o->has & (UINT64_C(1) << f))\n"
+                    "            return igw_json_fail(j, IGW_JERR_DUPLICATE, \"duplicate key\");\n"
+                    "        o->has |= UINT64_C(1) << f;\n        switch (f) {\n");
+    FOR(t->fields, igw_field, f) {
+        igw_out_printf(o, "        case %d:\n", f->index);
+        if (f->reserved) {
+            igw_out_puts(o, "            return igw_json_fail(j, IGW_JERR_RESERVED, \"field is not open in this version\");\n");
+            continue;
+        }
+        if (f->sw) {
+            igw_out_printf(o, "            if (o->has & %s) {\n", bit(t, f->sw->on_field));
+            igw_out_printf(o, "                if (switch_%s_%s(j, o))\n                    return -1;\n", t->name, f->name);
+            igw_out_puts(o, "            } else {\n"
+                            "                /* Discriminator not seen yet: hold the bytes, decode at the end. */\n"
+                            "                held_depth = j->depth;\n"
+                            "                if (igw_decode_hold(j, &held))\n                    return -1;\n"
+                            "            }\n            break;\n");
+            continue;
+        }
+        char *lv = igw_xprintf("o->%s", f->name);
+        emit_read(o, f->type, lv, 3);
+        free(lv);
+        igw_out_puts(o, "            break;\n");
+    }
+    igw_out_puts(o, "        default:\n            break;\n        }\n        igw_json_pop(j);\n    }\n"
+                    "    if (more < 0)\n        return -1;\n");
+    if (required) {
+        igw_out_printf(o, "    if ((o->has & UINT64_C(0x%llx)) != UINT64_C(0x%llx)) {\n", required, required);
+        FOR(t->fields, igw_field, f) {
+            if (f->optional)
+                continue;
+            igw_out_printf(o, "        if (!(o->has & %s)) {\n            igw_json_push_key(j, \"%s\", %zu);\n"
+                              "            return igw_json_fail(j, IGW_JERR_MISSING, \"required field is missing\");\n"
+                              "        }\n",
+                           bit(t, f), f->name, strlen(f->name));
+        }
+        igw_out_puts(o, "    }\n");
+    }
+    if (sw)
+        igw_out_printf(o, "    if (held.ptr && igw_decode_held(j, held, \"%s\", %zu, held_depth, switch_%s_%s, o))\n"
+                          "        return -1;\n",
+                       sw->name, strlen(sw->name), t->name, sw->name);
+    FOR(t->rules, igw_rule, r)
+        emit_rule(o, t, r);
+    igw_out_puts(o, "    return 0;\n}\n\n");
+}
+
+/* ---- encoders -------------------------------------------------------------- */
+
+static void emit_write(igw_out *o, igw_type *t, const char *rv, int in)
+{
+    igw_type *r = igw_type_resolve(t);
+    indent(o, in);
+    switch (r->kind) {
+    case IGW_T_STRING:
+        igw_out_printf(o, "igw_jw_string(w, %s.ptr, %s.len);\n", rv, rv);
+        break;
+    case IGW_T_INT:
+        igw_out_printf(o, "igw_jw_int(w, %s);\n", rv);
+        break;
+    case IGW_T_BOOL:
+        igw_out_printf(o, "igw_jw_bool(w, %s);\n", rv);
+        break;
+    case IGW_T_ENUM:
+        igw_out_printf(o, "enc_%s(w, %s);\n", r->name, rv);
+        break;
+    case IGW_T_OBJECT:
+        igw_out_printf(o, "igw_encode_%s(w, &%s);\n", r->name, rv);
+        break;
+    case IGW_T_JSON:
+        /* Canonical form: the same value always encodes to the same bytes. */
+        igw_out_printf(o, "if (igw_jw_canonical(w, %s.ptr, %s.len) != 0)\n", rv, rv);
+        indent(o, in + 1);
+        igw_out_puts(o, "w->oom = true; /* not valid JSON: mark the output unusable */\n");
+        break;
+    case IGW_T_ARRAY: {
+        int k = tmp_counter++;
+        igw_out_printf(o, "igw_jw_array_begin(w);\n");
+        indent(o, in);
+        igw_out_printf(o, "for (uint32_t i%d = 0; i%d < %s.n; i%d++) {\n", k, k, rv, k);
+        char *item = igw_xprintf("%s.v[i%d]", rv, k);
+        emit_write(o, r->item, item, in + 1);
+        free(item);
+        indent(o, in);
+        igw_out_puts(o, "}\n");
+        indent(o, in);
+        igw_out_puts(o, "igw_jw_array_end(w);\n");
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+static void emit_encoder(igw_out *o, const igw_type *t)
+{
+    igw_out_printf(o, "void igw_encode_%s(igw_jw *w, const igw_%s *o)\n{\n    igw_jw_object_begin(w);\n", t->name,
+                   t->name);
+    FOR(t->fields, igw_field, f) {
+        int in = 1;
+        if (f->optional) {
+            igw_out_printf(o, "    if (o->has & %s) {\n", bit(t, f));
+            in = 2;
+        }
+        indent(o, in);
+        igw_out_printf(o, "igw_jw_key(w, \"%s\", %zu);\n", f->name, strlen(f->name));
+        if (f->sw) {
+            igw_type *dt = igw_type_resolve(f->sw->on_field->type);
+            indent(o, in);
+            igw_out_printf(o, "switch (o->%s) {\n", f->sw->on);
+            FOR(f->sw->cases, igw_case, c) {
+                indent(o, in);
+                igw_out_printf(o, "case %s:\n", enum_const(dt, c->value));
+                char *rv = igw_xprintf("o->%s.%s", f->name, igw_c_ident(c->value));
+                emit_write(o, c->type, rv, in + 1);
+                free(rv);
+                indent(o, in + 1);
+                igw_out_puts(o, "break;\n");
+            }
+            indent(o, in);
+            igw_out_puts(o, "default:\n");
+            indent(o, in + 1);
+            igw_out_puts(o, "igw_jw_null(w); /* unreachable for a decoded value */\n");
+            indent(o, in + 1);
+            igw_out_puts(o, "break;\n");
+            indent(o, in);
+            igw_out_puts(o, "}\n");
+        } else {
+            char *rv = igw_xprintf("o->%s", f->name);
+            emit_write(o, f->type, rv, in);
+            free(rv);
+        }
+        if (f->optional)
+            igw_out_puts(o, "    }\n");
+    }
+    igw_out_puts(o, "    igw_jw_object_end(w);\n}\n\n");
+}
+
+/* ---- enums ------------------------------------------------------------------- */
+
+static void emit_enum(igw_out *o, const igw_type *t)
+{
+    igw_out_printf(o, "const igw_str igw_%s_names[IGW_%s__COUNT] = {\n", t->name, t->name);
+    FOR(t->values, const char, v) {
+        igw_out_puts(o, "    {");
+        igw_out_c_string(o, v);
+        igw_out_printf(o, ", %zu},\n", strlen(v));
+    }
+    igw_out_puts(o, "};\n\n");
+    igw_out_printf(o, "static int __attribute__((unused)) enum_%s(igw_json *j, igw_%s *out)\n{\n    igw_str s;\n"
+                      "    if (igw_json_string(j, &s))\n        return -1;\n"
+                      "    for (int i = 0; i < IGW_%s__COUNT; i++)\n"
+                      "        if (igw_str_eq(s, igw_%s_names[i].ptr, igw_%s_names[i].len)) {\n"
+                      "            *out = (igw_%s)i;\n            return 0;\n        }\n",
+                   t->name, t->name, t->name, t->name, t->name, t->name);
+    igw_out t2;
+    igw_out_init(&t2);
+    igw_out_puts(&t2, "value is not one of:");
+    FOR(t->values, const char, v)
+        igw_out_printf(&t2, " %s", v);
+    igw_out_puts(o, "    return igw_json_fail(j, IGW_JERR_ENUM, ");
+    igw_out_c_string(o, t2.buf);
+    igw_out_puts(o, ");\n}\n\n");
+    igw_out_free(&t2);
+    igw_out_printf(o, "static void __attribute__((unused)) enc_%s(igw_jw *w, igw_%s v)\n{\n"
+                      "    if ((unsigned)v < IGW_%s__COUNT)\n"
+                      "        igw_jw_string(w, igw_%s_names[v].ptr, igw_%s_names[v].len);\n"
+                      "    else\n        w->oom = true; /* not a value of the enum: output unusable */\n}\n\n",
+                   t->name, t->name, t->name, t->name, t->name);
+}
+
+/* ---- routes ------------------------------------------------------------------ */
+
+static void emit_routes(const igw_schema *s, igw_out *o)
+{
+    igw_out_puts(o, "/* ---- routes ---- */\n\n");
+    FOR(s->routes, igw_route, r) {
+        igw_type *bt = r->body == IGW_BODY_JSON ? igw_type_resolve(r->body_type) : NULL;
+        if (bt) {
+            igw_out_printf(o, "static int route_decode_%s(igw_json *j, void *out) { return igw_decode_%s(j, out); }\n",
+                           r->name, bt->name);
+            igw_out_printf(o, "static void route_encode_%s(igw_jw *w, const void *in) { igw_encode_%s(w, in); }\n",
+                           r->name, bt->name);
+        }
+        if (r->params.n) {
+            igw_out_printf(o, "static const char *const route_params_%s[] = {", r->name);
+            FOR(r->params, igw_field, f)
+                igw_out_printf(o, "%s\"%s\"", f_i ? ", " : "", f->name);
+            igw_out_puts(o, "};\n");
+        }
+        if (r->parts.n) {
+            igw_out_printf(o, "static const char *const route_parts_%s[] = {", r->name);
+            int k = 0;
+            for (int pass = 0; pass < 2; pass++)
+                FOR(r->parts, igw_part, p)
+                    if (p->required == !pass)
+                        igw_out_printf(o, "%s\"%s\"", k++ ? ", " : "", p->name);
+            igw_out_puts(o, "};\n");
+        }
+        igw_out_printf(o, "static const igw_err route_errors_%s[] = {", r->name);
+        FOR(r->error_refs, igw_error, e)
+            igw_out_printf(o, "%sIGW_ERR_%s", e_i ? ", " : "", igw_c_upper(e->name));
+        igw_out_puts(o, "};\n\n");
+    }
+    igw_out_puts(o, "const igw_route_def igw_routes[IGW_ROUTE__COUNT] = {\n");
+    static const char *const auth[] = {"IGW_AUTH_KIND_NONE", "IGW_AUTH_KIND_DEVICE", "IGW_AUTH_KIND_USER"};
+    static const char *const body[] = {"IGW_BODY_KIND_NONE", "IGW_BODY_KIND_JSON", "IGW_BODY_KIND_MULTIPART"};
+    FOR(s->routes, igw_route, r) {
+        igw_type *bt = r->body == IGW_BODY_JSON ? igw_type_resolve(r->body_type) : NULL;
+        int nreq = 0;
+        FOR(r->parts, igw_part, p)
+            nreq += p->required;
+        igw_out_printf(o, "    [IGW_ROUTE_%s] = {IGW_ROUTE_%s, \"%s\", \"%s\", \"%s\", %s, %s, %s, %lld,\n",
+                       igw_c_upper(r->name), igw_c_upper(r->name), r->name, r->method, r->path, auth[r->auth],
+                       r->gate_signaling ? "true" : "false", body[r->body], (long long)r->body_limit);
+        if (bt)
+            igw_out_printf(o, "        sizeof(igw_%s), route_decode_%s, route_encode_%s,\n", bt->name, r->name, r->name);
+        else
+            igw_out_puts(o, "        0, NULL, NULL,\n");
+        if (r->params.n)
+            igw_out_printf(o, "        route_params_%s, %d,\n", r->name, r->params.n);
+        else
+            igw_out_puts(o, "        NULL, 0,\n");
+        if (r->parts.n)
+            igw_out_printf(o, "        route_parts_%s, %d, %d, %s,\n", r->name, r->parts.n, nreq,
+                           r->extra_parts && strcmp(r->extra_parts, "reject") == 0 ? "true" : "false");
+        else
+            igw_out_puts(o, "        NULL, 0, 0, false,\n");
+        igw_out_printf(o, "        route_errors_%s, %d},\n", r->name, r->error_refs.n);
+    }
+    igw_out_puts(o, "};\n\n");
+
+    /* Path parameter rules, checked like body strings. */
+    igw_out_puts(o, "static int route_params_check(const igw_route_def *r, const igw_str *p, igw_json *j)\n{\n"
+                    "    switch (r->id) {\n");
+    FOR(s->routes, igw_route, r) {
+        if (!r->params.n)
+            continue;
+        igw_out_printf(o, "    case IGW_ROUTE_%s:\n", igw_c_upper(r->name));
+        FOR(r->params, igw_field, f) {
+            igw_type *ft = igw_type_resolve(f->type);
+            if (ft->kind == IGW_T_STRING)
+                igw_out_printf(o, "        if (igw_decode_string_rules(j, p[%d], %lld, %lld, %d))\n            return -1;\n",
+                               f_i, (long long)ft->min_len, (long long)ft->max_len, (int)ft->format);
+        }
+        igw_out_puts(o, "        return 0;\n");
+    }
+    igw_out_puts(o, "    default:\n        return 0;\n    }\n}\n\n");
+}
+
+static const char *runtime_c =
+    "static void set_error(igw_decode_error *err, igw_err cls, igw_json_errkind kind, const char *reason,\n"
+    "                      const char *path)\n{\n"
+    "    err->cls = cls;\n    err->kind = kind;\n    err->reason = reason;\n"
+    "    size_t n = strlen(path);\n    if (n >= sizeof err->path)\n        n = sizeof err->path - 1;\n"
+    "    memcpy(err->path, path, n);\n    err->path[n] = '\\0';\n}\n\n"
+    "const igw_route_def *igw_route_match(const char *method, size_t mlen, const char *path, size_t plen,\n"
+    "                                     igw_str params[IGW_MAX_PATH_PARAMS], igw_decode_error *err)\n{\n"
+    "    bool path_known = false;\n"
+    "    for (int i = 0; i < IGW_ROUTE__COUNT; i++) {\n"
+    "        const igw_route_def *r = &igw_routes[i];\n"
+    "        const char *pat = r->path;\n"
+    "        size_t at = 0;\n        uint32_t np = 0;\n        bool ok = true;\n"
+    "        while (*pat && ok) {\n"
+    "            if (*pat == '{') {\n"
+    "                /* A parameter takes one non-empty segment. */\n"
+    "                size_t start = at;\n"
+    "                while (at < plen && path[at] != '/')\n                    at++;\n"
+    "                ok = at > start && np < IGW_MAX_PATH_PARAMS;\n"
+    "                if (ok)\n                    params[np++] = (igw_str){path + start, at - start};\n"
+    "                while (*pat && *pat != '}')\n                    pat++;\n"
+    "                if (*pat)\n                    pat++;\n"
+    "            } else {\n"
+    "                ok = at < plen && path[at] == *pat;\n                at++;\n                pat++;\n"
+    "            }\n        }\n"
+    "        if (!ok || at != plen)\n            continue;\n"
+    "        path_known = true;\n"
+    "        if (strlen(r->method) == mlen && memcmp(r->method, method, mlen) == 0)\n            return r;\n"
+    "    }\n"
+    "    if (path_known)\n"
+    "        set_error(err, IGW_ERR_FOR_METHOD_ROLE, IGW_JERR_NONE, \"method not allowed on this route\", \"\");\n"
+    "    else\n        set_error(err, IGW_ERR_FOR_NO_ROUTE, IGW_JERR_NONE, \"no such route\", \"\");\n"
+    "    return NULL;\n}\n\n"
+    "/* Media type without parameters, compared case-insensitively. */\n"
+    "static bool media_is(const char *ct, size_t n, const char *want)\n{\n"
+    "    size_t w = strlen(want);\n"
+    "    if (n < w || strncasecmp(ct, want, w) != 0)\n        return false;\n"
+    "    return n == w || ct[w] == ';' || ct[w] == ' ';\n}\n\n"
+    "int igw_request_decode(igw_request *req, const char *method, size_t mlen, const char *path, size_t plen,\n"
+    "                       const char *content_type, size_t ctlen, const void *body, size_t len,\n"
+    "                       igw_arena *a, igw_decode_error *err)\n{\n"
+    "    memset(req, 0, sizeof *req);\n"
+    "    const igw_route_def *r = igw_route_match(method, mlen, path, plen, req->params, err);\n"
+    "    if (!r)\n        return -1;\n"
+    "    req->route = r;\n"
+    "    if (len > r->body_limit) {\n"
+    "        set_error(err, IGW_ERR_FOR_BODY_CAP, IGW_JERR_SIZE, \"body exceeds the route's cap\", \"\");\n"
+    "        return -1;\n    }\n"
+    "    if (content_type && r->body != IGW_BODY_KIND_NONE &&\n"
+    "        !media_is(content_type, ctlen, r->body == IGW_BODY_KIND_JSON ? \"application/json\" : \"multipart/form-data\")) {\n"
+    "        set_error(err, IGW_ERR_FOR_MEDIA_TYPE_ROLE, IGW_JERR_NONE,\n"
+    "                  r->body == IGW_BODY_KIND_JSON ? \"expected Content-Type application/json\"\n"
+    "                                                : \"expected Content-Type multipart/form-data\", \"\");\n"
+    "        return -1;\n    }\n"
+    "    igw_json j;\n"
+    "    igw_json_init(&j, \"\", 0, a, 1);\n"
+    "    if (route_params_check(r, req->params, &j)) {\n"
+    "        set_error(err, IGW_ERR_FOR_DECODE, j.err, \"invalid path parameter\", \"\");\n"
+    "        return -1;\n    }\n"
+    "    if (r->body == IGW_BODY_KIND_NONE) {\n"
+    "        if (len != 0) {\n"
+    "            set_error(err, IGW_ERR_FOR_DECODE, IGW_JERR_TRAILING, \"this route takes no body\", \"\");\n"
+    "            return -1;\n        }\n        return 0;\n    }\n"
+    "    if (r->body != IGW_BODY_KIND_JSON)\n        return 0; /* multipart is streamed by the handler */\n"
+    "    void *out = igw_arena_alloc(a, r->body_size);\n"
+    "    if (!out) {\n"
+    "        set_error(err, IGW_ERR_FOR_INTERNAL_ROLE, IGW_JERR_NOMEM, \"out of memory\", \"\");\n"
+    "        return -1;\n    }\n"
+    "    igw_json_init(&j, body, len, a, IGW_JSON_MAX_DEPTH);\n"
+    "    if (r->decode(&j, out) == 0 && igw_json_finish(&j) == 0) {\n"
+    "        req->body = out;\n        return 0;\n    }\n"
+    "    igw_err cls = j.err == IGW_JERR_RESERVED ? IGW_ERR_FOR_RESERVED\n"
+    "                : j.err == IGW_JERR_NOMEM  ? IGW_ERR_FOR_INTERNAL_ROLE\n"
+    "                                           : IGW_ERR_FOR_DECODE;\n"
+    "    set_error(err, cls, j.err, j.reason, j.path);\n"
+    "    return -1;\n}\n\n"
+    "int igw_dispatch(const igw_handler_fn handlers[IGW_ROUTE__COUNT], void *ctx, const char *method,\n"
+    "                 size_t mlen, const char *path, size_t plen, const char *content_type, size_t ctlen,\n"
+    "                 const void *body, size_t len, igw_arena *a, igw_decode_error *err)\n{\n"
+    "    igw_request req;\n"
+    "    if (igw_request_decode(&req, method, mlen, path, plen, content_type, ctlen, body, len, a, err))\n"
+    "        return -1;\n"
+    "    if (!handlers[req.route->id]) {\n"
+    "        set_error(err, IGW_ERR_FOR_INTERNAL_ROLE, IGW_JERR_NONE, \"route has no handler\", \"\");\n"
+    "        return -1;\n    }\n"
+    "    return handlers[req.route->id](ctx, &req);\n}\n";
+
+int igw_emit_c(const igw_schema *s, const char *gen_dir)
+{
+    igw_out h, c;
+    igw_out_init(&h);
+    igw_out_init(&c);
+    tmp_counter = 0;
+    emit_header(s, &h);
+
+    igw_out_banner(&c, s, "//");
+    igw_out_puts(&c, "/* api.c - see api.h. */\n#include \"api.h\"\n\n#include <string.h>\n#include <strings.h>\n\n"
+                     "#include \"decode.h\"\n\n");
+    igw_out_puts(&c, "const igw_error_class igw_error_classes[IGW_ERR__COUNT] = {\n");
+    FOR(s->errors, igw_error, e) {
+        igw_out_printf(&c, "    [IGW_ERR_%s] = {\"%s\", %lld, %d, ", igw_c_upper(e->name), e->name, (long long)e->code,
+                       e->http);
+        igw_out_c_string(&c, e->reason);
+        igw_out_puts(&c, "},\n");
+    }
+    igw_out_puts(&c, "};\n\n");
+    FOR(s->types, igw_type, t)
+        if (t->kind == IGW_T_ENUM)
+            emit_enum(&c, t);
+    FOR(s->types, igw_type, t)
+        if (t->kind == IGW_T_OBJECT)
+            emit_decoder(&c, t);
+    FOR(s->types, igw_type, t)
+        if (t->kind == IGW_T_OBJECT)
+            emit_encoder(&c, t);
+    emit_routes(s, &c);
+    igw_out_puts(&c, runtime_c);
+
+    int rc = igw_out_save(&h, gen_dir, "api.h") | igw_out_save(&c, gen_dir, "api.c");
+    igw_out_free(&h);
+    igw_out_free(&c);
+    return rc ? -1 : 0;
+}

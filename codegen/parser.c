@@ -238,6 +238,7 @@ static igw_type *type_expr(parser *p, const char *owner, const char *field)
         expect_kw(p, "size");
         t->max_bytes = size(p);
     } else if (accept_kw(p, "enum")) {
+        /* Inline enum: named like inline objects so C gets one enum type. */
         t = new_type(p, IGW_T_ENUM);
         expect(p, TOK_LBRACE);
         do {
@@ -246,6 +247,13 @@ static igw_type *type_expr(parser *p, const char *owner, const char *field)
             igw_vec_push(&t->values, (void *)value(p));
         } while (accept(p, TOK_COMMA));
         expect(p, TOK_RBRACE);
+        t->name = igw_xprintf("%s_%s", owner ? owner : "Anon", field ? field : "value");
+        t->synthesized = true;
+        igw_vec_push(&p->s->types, t);
+        igw_type *ref = new_type(p, IGW_T_REF);
+        ref->ref = t->name;
+        ref->loc = t->loc;
+        return ref;
     } else if (is_kw(p, "object")) {
         /* Inline object: registered as a named type so every emitter sees one
          * kind of object; the name joins owner and field. */

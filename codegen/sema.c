@@ -396,6 +396,14 @@ static void check_object(igw_schema *s, igw_type *obj)
             resolve_type(s, f->type);
             check_scalar(f->type);
         }
+        if (f->index >= 64)
+            igw_diag_error(f->loc, "an object has at most 64 fields");
+        if (f->type && igw_type_resolve(f->type) && igw_type_resolve(f->type)->kind == IGW_T_ARRAY) {
+            igw_type *at = igw_type_resolve(f->type);
+            igw_type *it = igw_type_resolve(at->item);
+            if (at->unique && it && it->kind != IGW_T_STRING && it->kind != IGW_T_INT && it->kind != IGW_T_ENUM)
+                igw_diag_error(f->loc, "unique arrays hold strings, integers or enums");
+        }
         if (f->reserved && !f->optional)
             igw_diag_error(f->loc, "a reserved field must be optional");
     }

@@ -1,0 +1,127 @@
+/* decode.c - see decode.h. */
+#include "decode.h"
+
+#include <string.h>
+
+bool igw_format_canonical_id(const char *s, size_t n)
+{
+    static const char max[] = "9007199254740991";
+    if (n == 0 || n > sizeof max - 1 || s[0] < '1' || s[0] > '9')
+        return false;
+    for (size_t i = 1; i < n; i++)
+        if (s[i] < '0' || s[i] > '9')
+            return false;
+    /* Same length as the bound: digit strings compare like numbers. */
+    return n < sizeof max - 1 || memcmp(s, max, n) <= 0;
+}
+
+static bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+static bool is_alnum(char c) { return is_alpha(c) || (c >= '0' && c <= '9'); }
+
+bool igw_format_bcp47(const char *s, size_t n)
+{
+    size_t i = 0, run = 0;
+    while (i < n && is_alpha(s[i]))
+        i++;
+    if (i < 2 || i > 8)
+        return false;
+    while (i < n) {
+        if (s[i++] != '-')
+            return false;
+        for (run = 0; i < n && is_alnum(s[i]); i++)
+            run++;
+        if (run < 1 || run > 8)
+            return false;
+    }
+    return true;
+}
+
+static bool is_space(unsigned char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
+
+bool igw_format_identifier(const char *s, size_t n)
+{
+    if (n == 0)
+        return true; /* emptiness is the length rule's business */
+    if (is_space((unsigned char)s[0]) || is_space((unsigned char)s[n - 1]))
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c < 0x20 || c == 0x7f || c == '*' || c == '?' || c == '%' || c == '+' || c == '#')
+            return false;
+    }
+    return true;
+}
+
+int igw_decode_string_rules(igw_json *j, igw_str s, int64_t min, int64_t max, int format)
+{
+    if ((int64_t)s.len < min)
+        return igw_json_fail(j, IGW_JERR_LENGTH, "string is shorter than its minimum byte length");
+    if ((int64_t)s.len > max)
+        return igw_json_fail(j, IGW_JERR_LENGTH, "string is longer than its maximum byte length");
+    switch (format) {
+    case IGW_FORMAT_CANONICAL_ID:
+        if (!igw_format_canonical_id(s.ptr, s.len))
+            return igw_json_fail(j, IGW_JERR_FORMAT,
+                                 "expected a canonical decimal id 1..9007199254740991 (no sign, leading zero or space)");
+        break;
+    case IGW_FORMAT_BCP47:
+        if (!igw_format_bcp47(s.ptr, s.len))
+            return igw_json_fail(j, IGW_JERR_FORMAT, "expected a BCP 47 language tag");
+        break;
+    case IGW_FORMAT_IDENTIFIER:
+        if (!igw_format_identifier(s.ptr, s.len))
+            return igw_json_fail(j, IGW_JERR_FORMAT,
+                                 "identifier has a wildcard, a control character or surrounding whitespace");
+        break;
+    default:
+        break;
+    }
+    return 0;
+}
+
+int igw_decode_free(igw_json *j, bool object, unsigned max_depth, size_t max_bytes, igw_str *raw)
+{
+    if (object) {
+        int c = igw_json_peek(j);
+        if (c != '{')
+            return igw_json_object_begin(j); /* reports null / wrong type precisely */
+    }
+    unsigned nseg = j->nseg;
+    if (igw_json_value(j, IGW_JSON_STRICT, max_depth, max_bytes, raw) == 0)
+        return 0;
+    if (j->err == IGW_JERR_DEPTH || j->err == IGW_JERR_SIZE) {
+        /* A bound of the field as a whole: point at the field, not inside it. */
+        igw_json_errkind kind = j->err;
+        const char *reason = j->reason;
+        j->nseg = nseg;
+        j->err = IGW_JERR_NONE;
+        igw_json_fail(j, kind, reason);
+    }
+    return -1;
+}
+
+int igw_decode_hold(igw_json *j, igw_str *raw)
+{
+    size_t left = (size_t)(j->end - j->p);
+    unsigned depth = j->max_depth > j->depth ? j->max_depth - j->depth : 0;
+    return igw_json_value(j, IGW_JSON_RFC8259, depth, left, raw);
+}
+
+int igw_decode_held(igw_json *j, igw_str raw, const char *key, size_t klen, unsigned depth,
+                    int (*fn)(igw_json *, void *), void *arg)
+{
+    igw_json sub;
+    igw_json_init(&sub, raw.ptr, raw.len, j->arena, j->max_depth);
+    sub.start = j->start; /* offsets stay relative to the whole body */
+    sub.depth = depth;
+    sub.nseg = j->nseg;
+    memcpy(sub.seg, j->seg, sizeof sub.seg);
+    igw_json_push_key(&sub, key, klen);
+    if (fn(&sub, arg) == 0 && igw_json_finish(&sub) == 0)
+        return 0;
+    j->err = sub.err;
+    j->reason = sub.reason;
+    j->err_offset = sub.err_offset;
+    memcpy(j->path, sub.path, sizeof j->path);
+    return -1;
+}

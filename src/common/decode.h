@@ -1,0 +1,55 @@
+/* decode.h - support for generated strict decoders.
+ *
+ * The generated code stays small by calling these for every check whose
+ * logic does not depend on the schema: string formats and byte lengths,
+ * enum lookup failures, free JSON fields, and re-scanning a discriminated
+ * value that arrived before its discriminator. */
+#ifndef IGW_DECODE_H
+#define IGW_DECODE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "json.h"
+
+/* String formats of the schema language (codegen/model.h igw_format). */
+enum {
+    IGW_FORMAT_NONE = 0,
+    IGW_FORMAT_CANONICAL_ID = 1,
+    IGW_FORMAT_BCP47 = 2,
+    IGW_FORMAT_IDENTIFIER = 3
+};
+
+/* Decimal 1..9007199254740991: digits only, no sign, no leading zero, no space. */
+bool igw_format_canonical_id(const char *s, size_t n);
+/* BCP 47 tag syntax: ALPHA{2,8} ("-" ALNUM{1,8})*. */
+bool igw_format_bcp47(const char *s, size_t n);
+/* No control characters, none of * ? % + #, no leading or trailing whitespace. */
+bool igw_format_identifier(const char *s, size_t n);
+
+/* Checks a decoded string's byte length and format; on failure records a
+ * LENGTH or FORMAT error at the current path and returns -1. */
+int igw_decode_string_rules(igw_json *j, igw_str s, int64_t min, int64_t max, int format);
+
+/* Reads a free JSON field: an object when `object` is set (null and other
+ * types refused), nesting at most `max_depth` levels, at most `max_bytes`
+ * long, strict profile. Depth and size failures point at the field itself. */
+int igw_decode_free(igw_json *j, bool object, unsigned max_depth, size_t max_bytes, igw_str *raw);
+
+/* Skips any value, validating only its grammar, and returns its bytes; used
+ * to hold a discriminated value until its discriminator is known. */
+int igw_decode_hold(igw_json *j, igw_str *raw);
+
+/* Decodes a held value with `fn` as if it were met at the current position:
+ * same path (plus `key`), depth and arena; errors are copied back into `j`. */
+int igw_decode_held(igw_json *j, igw_str raw, const char *key, size_t klen, unsigned depth,
+                    int (*fn)(igw_json *, void *), void *arg);
+
+/* True when `s` equals the `n` bytes at `lit`. */
+static inline bool igw_str_eq(igw_str s, const char *lit, size_t n)
+{
+    return s.len == n && (n == 0 || __builtin_memcmp(s.ptr, lit, n) == 0);
+}
+
+#endif

@@ -55,5 +55,60 @@ $(BUILD)/igwctl: $(wildcard src/igwctl/*.c) $(RUNTIME_SRC) $(wildcard src/common
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(RT_INC) -o $@ $(wildcard src/igwctl/*.c) $(RUNTIME_SRC) $(LDFLAGS)
 
+# ---- tests ------------------------------------------------------------------
+# Test binaries always carry AddressSanitizer and UBSan: they are small and the
+# point of them is to catch what a plain build would let through.
+T        := $(BUILD)/tests
+TFLAGS   := $(CSTD) $(WARN) -O1 -g $(SANFLAGS) $(RT_INC)
+JSON_SUITE ?= ../shared/testdata/JSONTestSuite/test_parsing
+FUZZ_SECONDS ?= 3
+
+$(T)/%: tests/json/%.c $(COMMON_SRC) $(wildcard src/common/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(TFLAGS) -o $@ $< $(COMMON_SRC)
+
+$(T)/conformance-run: tests/conformance/run.c $(RUNTIME_SRC) $(wildcard src/common/*.h generated/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(TFLAGS) -o $@ $< $(RUNTIME_SRC)
+
+$(T)/machines-spec: tests/machines/test_spec.c $(RUNTIME_SRC) $(wildcard src/common/*.h generated/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(TFLAGS) -o $@ $< $(RUNTIME_SRC)
+
+$(T)/igwctl: $(wildcard src/igwctl/*.c) $(RUNTIME_SRC) $(wildcard src/common/*.h generated/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(TFLAGS) -o $@ $(wildcard src/igwctl/*.c) $(RUNTIME_SRC)
+
+test-json: $(T)/test_scanner $(T)/test_jw $(T)/test_json_suite
+	$(T)/test_scanner
+	$(T)/test_jw
+	$(T)/test_json_suite $(JSON_SUITE)
+
+test-codegen: $(BUILD)/igw-gen
+	tests/codegen/run.sh $(BUILD)/igw-gen
+
+test-conformance: $(T)/conformance-run $(T)/machines-spec
+	$(T)/conformance-run $(sort $(wildcard generated/conformance/*.jsonl))
+	$(T)/machines-spec
+
+test-igwctl: $(T)/igwctl
+	tests/igwctl/check.sh $(T)/igwctl
+
+test-sql:
+	tests/sql/drift.sh
+
+test-openapi:
+	tests/openapi/run.sh
+
+fuzz-smoke: $(T)/conformance-run
+	CLANG=$(CLANG) tests/fuzz/smoke.sh $(FUZZ_SECONDS)
+
+fuzz: $(T)/conformance-run
+	CLANG=$(CLANG) tests/fuzz/smoke.sh $${FUZZ_SECONDS:-300}
+
+# Every test; non-zero on any failure.
+test: all check-gen test-codegen test-json test-conformance test-igwctl test-sql test-openapi fuzz-smoke
+	@echo "make test: all passed"
+
 clean:
 	rm -rf $(BUILD)

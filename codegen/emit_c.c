@@ -190,7 +190,7 @@ static void emit_header(const igw_schema *s, igw_out *h)
         " * (no_route or method class) when none matches; path parameters land in params. */\n"
         "const igw_route_def *igw_route_match(const char *method, size_t mlen, const char *path, size_t plen,\n"
         "                                     igw_str params[IGW_MAX_PATH_PARAMS], igw_decode_error *err);\n\n"
-        "/* The strict stage, in order: route, body cap, content type (skipped when\n"
+        "/* The strict stage, in order: route, body presence, body cap, content type (skipped when\n"
         " * content_type is NULL), path parameters, body decode. 0, or -1 with *err. */\n"
         "int igw_request_decode(igw_request *req, const char *method, size_t mlen, const char *path, size_t plen,\n"
         "                       const char *content_type, size_t ctlen, const void *body, size_t len,\n"
@@ -770,6 +770,7 @@ static void emit_routes(const igw_schema *s, igw_out *o)
 
     /* Path parameter rules, checked like body strings. */
     igw_out_puts(o, "static int route_params_check(const igw_route_def *r, const igw_str *p, igw_json *j)\n{\n"
+                    "    (void)p; /* unused when no route has path parameters */\n    (void)j;\n"
                     "    switch (r->id) {\n");
     FOR(s->routes, igw_route, r) {
         if (!r->params.n)
@@ -831,6 +832,9 @@ static const char *runtime_c =
     "    const igw_route_def *r = igw_route_match(method, mlen, path, plen, req->params, err);\n"
     "    if (!r)\n        return -1;\n"
     "    req->route = r;\n"
+    "    if (r->body == IGW_BODY_KIND_NONE && len != 0) {\n"
+    "        set_error(err, IGW_ERR_FOR_DECODE, IGW_JERR_TRAILING, \"this route takes no body\", \"\");\n"
+    "        return -1;\n    }\n"
     "    if (len > r->body_limit) {\n"
     "        set_error(err, IGW_ERR_FOR_BODY_CAP, IGW_JERR_SIZE, \"body exceeds the route's cap\", \"\");\n"
     "        return -1;\n    }\n"
@@ -845,10 +849,7 @@ static const char *runtime_c =
     "    if (route_params_check(r, req->params, &j)) {\n"
     "        set_error(err, IGW_ERR_FOR_DECODE, j.err, \"invalid path parameter\", \"\");\n"
     "        return -1;\n    }\n"
-    "    if (r->body == IGW_BODY_KIND_NONE) {\n"
-    "        if (len != 0) {\n"
-    "            set_error(err, IGW_ERR_FOR_DECODE, IGW_JERR_TRAILING, \"this route takes no body\", \"\");\n"
-    "            return -1;\n        }\n        return 0;\n    }\n"
+    "    if (r->body == IGW_BODY_KIND_NONE)\n        return 0;\n"
     "    if (r->body != IGW_BODY_KIND_JSON)\n        return 0; /* multipart is streamed by the handler */\n"
     "    void *out = igw_arena_alloc(a, r->body_size);\n"
     "    if (!out) {\n"

@@ -5169,6 +5169,8 @@ const igw_route_def igw_routes[IGW_ROUTE__COUNT] = {
 
 static int route_params_check(const igw_route_def *r, const igw_str *p, igw_json *j)
 {
+    (void)p; /* unused when no route has path parameters */
+    (void)j;
     switch (r->id) {
     case IGW_ROUTE_DEVICE_SEND:
         if (igw_decode_string_rules(j, p[0], 1, 16, 3))
@@ -5254,6 +5256,10 @@ int igw_request_decode(igw_request *req, const char *method, size_t mlen, const 
     if (!r)
         return -1;
     req->route = r;
+    if (r->body == IGW_BODY_KIND_NONE && len != 0) {
+        set_error(err, IGW_ERR_FOR_DECODE, IGW_JERR_TRAILING, "this route takes no body", "");
+        return -1;
+    }
     if (len > r->body_limit) {
         set_error(err, IGW_ERR_FOR_BODY_CAP, IGW_JERR_SIZE, "body exceeds the route's cap", "");
         return -1;
@@ -5271,13 +5277,8 @@ int igw_request_decode(igw_request *req, const char *method, size_t mlen, const 
         set_error(err, IGW_ERR_FOR_DECODE, j.err, "invalid path parameter", "");
         return -1;
     }
-    if (r->body == IGW_BODY_KIND_NONE) {
-        if (len != 0) {
-            set_error(err, IGW_ERR_FOR_DECODE, IGW_JERR_TRAILING, "this route takes no body", "");
-            return -1;
-        }
+    if (r->body == IGW_BODY_KIND_NONE)
         return 0;
-    }
     if (r->body != IGW_BODY_KIND_JSON)
         return 0; /* multipart is streamed by the handler */
     void *out = igw_arena_alloc(a, r->body_size);

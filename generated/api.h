@@ -1111,7 +1111,7 @@ typedef struct igw_request {
 const igw_route_def *igw_route_match(const char *method, size_t mlen, const char *path, size_t plen,
                                      igw_str params[IGW_MAX_PATH_PARAMS], igw_decode_error *err);
 
-/* The strict stage, in order: route, body cap, content type (skipped when
+/* The strict stage, in order: route, body presence, body cap, content type (skipped when
  * content_type is NULL), path parameters, body decode. 0, or -1 with *err. */
 int igw_request_decode(igw_request *req, const char *method, size_t mlen, const char *path, size_t plen,
                        const char *content_type, size_t ctlen, const void *body, size_t len,

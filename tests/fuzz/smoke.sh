@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# smoke.sh SECONDS - builds a libFuzzer harness per route decoder, seeds it
+# from the route's conformance vectors, and fuzzes each for SECONDS.
+# `make fuzz-smoke` runs it briefly inside `make test`; `make fuzz` longer.
+set -euo pipefail
+secs=${1:-5}
+cd "$(dirname "$0")/../.."
+out=build/fuzz
+mkdir -p "$out"
+clang=${CLANG:-clang}
+flags=(-std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -g -O1 -Wall -Wextra -Werror
+       -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -Isrc/common -Igenerated)
+srcs=(tests/fuzz/fuzz_decode.c generated/api.c src/common/*.c)
+runner=build/tests/conformance-run
+[ -x "$runner" ] || { echo "fuzz: build $runner first (make test-conformance)"; exit 2; }
+routes=$(sed -n 's/^    IGW_ROUTE_\([A-Z0-9_]*\),$/\1/p' generated/api.h)
+[ -n "$routes" ] || { echo "fuzz: no routes found in generated/api.h"; exit 2; }
+ran=0
+for r in $routes; do
+    lower=$(echo "$r" | tr 'A-Z' 'a-z')
+    vectors=generated/conformance/$lower.jsonl
+    [ -f "$vectors" ] || continue   # multipart routes are parsed by the server, not a decoder
+    bin=$out/fuzz_$lower
+    if [ ! -x "$bin" ] || [ "$bin" -ot generated/api.c ] || [ "$bin" -ot tests/fuzz/fuzz_decode.c ]; then
+        "$clang" "${flags[@]}" -DIGW_FUZZ_ROUTE="IGW_ROUTE_$r" -o "$bin" "${srcs[@]}"
+    fi
+    corpus=$out/corpus/$lower
+    rm -rf "$corpus" && mkdir -p "$corpus"
+    "$runner" --seeds "$corpus" "$vectors" >/dev/null
+    echo "fuzz: $lower for ${secs}s ($(ls "$corpus" | wc -l) seeds)"
+    "$bin" -max_total_time="$secs" -max_len=70000 -print_final_stats=0 "$corpus" 2>"$out/$lower.log" ||
+        { tail -40 "$out/$lower.log"; echo "fuzz: $lower FAILED"; exit 1; }
+    ran=$((ran + 1))
+done
+[ "$ran" -gt 0 ] || { echo "fuzz: no decoder fuzzed"; exit 1; }
+echo "fuzz: $ran decoders fuzzed, no crash"

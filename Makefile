@@ -25,9 +25,29 @@ GENERATED_C := $(sort $(wildcard generated/*.c))
 RUNTIME_SRC := $(COMMON_SRC) $(GENERATED_C)
 RT_INC      := -Isrc/common -Igenerated -Isrc/igwctl
 
-.PHONY: all generate check-gen test test-unit test-codegen test-conformance test-json \
+# Debian packages the build and the tests need; `make deps` installs the
+# missing ones (as root), and `make run` / `make test` call it first.
+DEB_PACKAGES := re2c clang libclang-rt-14-dev libssl-dev libsimdjson-dev libjansson-dev \
+                postgresql-15 postgresql-client-15
+
+.PHONY: all deps run generate check-gen test test-unit test-codegen test-conformance test-json \
         test-sql test-openapi fuzz-smoke fuzz bench-decode clean deps
 all: $(BUILD)/igw-gen $(BUILD)/igwctl
+
+deps:
+	@missing=$$(for p in $(DEB_PACKAGES); do \
+	    dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
+	command -v node >/dev/null && command -v npm >/dev/null || missing="$$missing nodejs npm"; \
+	if [ -n "$$(echo $$missing)" ]; then \
+	    echo "deps: installing$$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+# Builds everything. The server (igwd) and the local services arrive with
+# the server issue; until then `run` builds and shows how to try the decoders.
+run: deps all
+	@echo "igw: built build/igw-gen and build/igwctl."
+	@echo "Try the strict decoder:  echo '{\"endpointId\":\"e\",\"limit\":1}' | build/igwctl check /api/v1/im/interaction/events"
 
 # ---- the generator --------------------------------------------------------
 $(BUILD)/codegen/lexer.c: codegen/lexer.re
@@ -107,7 +127,7 @@ fuzz: $(T)/conformance-run
 	CLANG=$(CLANG) tests/fuzz/smoke.sh $${FUZZ_SECONDS:-300}
 
 # Every test; non-zero on any failure.
-test: all check-gen test-codegen test-json test-conformance test-igwctl test-sql test-openapi fuzz-smoke
+test: deps all check-gen test-codegen test-json test-conformance test-igwctl test-sql test-openapi fuzz-smoke
 	@echo "make test: all passed"
 
 clean:

@@ -1,3 +1,449 @@
-/* emit_sql.c - placeholder until the SQL back end lands. */
+/* emit_sql.c - generated/sql/schema.sql: the PostgreSQL DDL of every table.
+ *
+ * One CREATE TABLE per table in declaration order (sema guarantees that a
+ * referenced table comes first, so the file applies top to bottom), then its
+ * secondary indexes. Every constraint and index gets an explicit name so the
+ * catalog of a database built from this file can be compared line by line
+ * with one built from migrations/ (tests/sql/drift.sh).
+ *
+ * CHECK constraints restate the field rule a column derives from (`from`)
+ * and the states of its machine (`machine`). They are a backstop behind the
+ * generated strict decoders: each one accepts exactly what the decoder
+ * (src/common/decode.c) accepts, so a value that passed the API never fails
+ * an INSERT, and tests/sql/checks.sql holds them to that.
+ *
+ * The file has no BEGIN/COMMIT: whoever applies it decides transactions. */
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "emit.h"
-int igw_emit_sql(const igw_schema *s, const char *gen_dir) { (void)s; (void)gen_dir; return 0; }
+#include "util.h"
+
+#define FOR(vec, T, x)                                                                     \
+    for (int x##_i = 0; x##_i < (vec).n; x##_i++)                                          \
+        for (T *x = IGW_VEC_AT(vec, T, x##_i); x; x = NULL)
+
+/* PostgreSQL truncates longer identifiers silently (NAMEDATALEN - 1). */
+#define PG_NAME_MAX 63
+
+/* Keywords PostgreSQL 15 refuses as unquoted table or column names
+ * (pg_get_keywords() categories R and T). Names are never quoted here, so a
+ * schema using one is refused with a clear message instead of failing later
+ * with a syntax error in psql. */
+static const char *const pg_reserved[] = {
+    "all", "analyse", "analyze", "and", "any", "array", "as", "asc", "asymmetric",
+    "authorization", "binary", "both", "case", "cast", "check", "collate", "collation",
+    "column", "concurrently", "constraint", "create", "cross", "current_catalog",
+    "current_date", "current_role", "current_schema", "current_time", "current_timestamp",
+    "current_user", "default", "deferrable", "desc", "distinct", "do", "else", "end",
+    "except", "false", "fetch", "for", "foreign", "freeze", "from", "full", "grant",
+    "group", "having", "ilike", "in", "initially", "inner", "intersect", "into", "is",
+    "isnull", "join", "lateral", "leading", "left", "like", "limit", "localtime",
+    "localtimestamp", "natural", "not", "notnull", "null", "offset", "on", "only", "or",
+    "order", "outer", "overlaps", "placing", "primary", "references", "returning", "right",
+    "select", "session_user", "similar", "some", "symmetric", "table", "tablesample",
+    "then", "to", "trailing", "true", "union", "unique", "user", "using", "variadic",
+    "verbose", "when", "where", "window", "with",
+};
+
+/* ---- names ---------------------------------------------------------------- */
+
+/* A schema name usable unquoted: lower case (PostgreSQL folds unquoted names),
+ * not a reserved keyword, not truncated. */
+static bool check_ident(igw_loc loc, const char *what, const char *name)
+{
+    bool ok = (name[0] >= 'a' && name[0] <= 'z') || name[0] == '_';
+    for (const char *p = name; *p && ok; p++)
+        ok = (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_';
+    if (!ok) {
+        igw_diag_error(loc, "%s '%s' must match [a-z_][a-z0-9_]* to be a PostgreSQL name", what, name);
+        return false;
+    }
+    if (strlen(name) > PG_NAME_MAX) {
+        igw_diag_error(loc, "%s '%s' is longer than %d bytes", what, name, PG_NAME_MAX);
+        return false;
+    }
+    for (size_t i = 0; i < sizeof pg_reserved / sizeof pg_reserved[0]; i++)
+        if (strcmp(name, pg_reserved[i]) == 0) {
+            igw_diag_error(loc, "%s '%s' is a reserved word in PostgreSQL", what, name);
+            return false;
+        }
+    return true;
+}
+
+/* Names that must be unique together: relations (tables and indexes share one
+ * namespace per schema) or the constraints of one table. */
+typedef struct nameset {
+    igw_vec names; /* char* */
+} nameset;
+
+static bool nameset_add(nameset *ns, igw_loc loc, const char *name)
+{
+    if (strlen(name) > PG_NAME_MAX) {
+        igw_diag_error(loc, "derived name '%s' is longer than %d bytes; PostgreSQL would truncate it", name,
+                       PG_NAME_MAX);
+        return false;
+    }
+    FOR(ns->names, char, n)
+        if (strcmp(n, name) == 0) {
+            igw_diag_error(loc, "derived name '%s' is used twice", name);
+            return false;
+        }
+    igw_vec_push(&ns->names, igw_xstrdup(name));
+    return true;
+}
+
+static void nameset_free(nameset *ns)
+{
+    FOR(ns->names, char, n)
+        free(n);
+    free(ns->names.v);
+    memset(ns, 0, sizeof *ns);
+}
+
+/* "<table>_<col1>_<col2>..._<suffix>", PostgreSQL's own naming pattern. */
+static char *index_name(const igw_table *t, const igw_index *ix, const char *suffix)
+{
+    igw_out o;
+    igw_out_init(&o);
+    igw_out_puts(&o, t->name);
+    FOR(ix->columns, const char, c)
+        igw_out_printf(&o, "_%s", c);
+    igw_out_printf(&o, "_%s", suffix);
+    return o.buf;
+}
+
+/* ---- literals ------------------------------------------------------------- */
+
+/* A standard SQL string literal: quotes doubled, everything else verbatim
+ * (with standard_conforming_strings, on since PostgreSQL 9.1, a backslash
+ * is an ordinary character). */
+static void sql_literal(igw_out *o, const char *s)
+{
+    igw_out_write(o, "'", 1);
+    for (const char *p = s; *p; p++) {
+        if (*p == '\'')
+            igw_out_write(o, "'", 1);
+        igw_out_write(o, p, 1);
+    }
+    igw_out_write(o, "'", 1);
+}
+
+/* The column default. The parser stores string defaults as '<text>' with the
+ * text unescaped, so the text is re-quoted here; a non-text column gets an
+ * explicit cast so '{}' reads as the jsonb it is. */
+static void default_expr(igw_out *o, const igw_column *c)
+{
+    const char *d = c->deflt;
+    size_t n = strlen(d);
+    if (strcmp(d, "now") == 0) {
+        igw_out_puts(o, "now()");
+    } else if (n >= 2 && d[0] == '\'' && d[n - 1] == '\'') {
+        char *text = igw_xstrndup(d + 1, n - 2);
+        sql_literal(o, text);
+        free(text);
+        if (strcmp(c->sqltype, "text") != 0)
+            igw_out_printf(o, "::%s", c->sqltype);
+    } else {
+        igw_out_puts(o, d);
+    }
+}
+
+/* A doc string on one line: comments must not be broken by newlines. */
+static void doc_text(igw_out *o, const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        igw_out_write(o, *p < 0x20 ? " " : (const char *)p, 1);
+}
+
+/* ---- CHECK conditions ----------------------------------------------------- */
+
+/* Characters of values per line of an IN list before it wraps. */
+#define IN_LIST_WIDTH 80
+
+/* Conditions of one column's CHECK, ANDed; each a complete SQL expression. */
+typedef struct conds {
+    igw_vec v; /* char* */
+} conds;
+
+static void cond_add(conds *cs, igw_out *o)
+{
+    igw_vec_push(&cs->v, o->buf);
+    igw_out_init(o);
+}
+
+/* Appends the i-th value of an IN list; long lists continue on lines of
+ * their own to stay readable. `line` is where the current line starts. */
+static void in_value(igw_out *o, size_t *line, int i, const char *value)
+{
+    igw_out item;
+    igw_out_init(&item);
+    sql_literal(&item, value);
+    if (i) {
+        bool wrap = o->len - *line + item.len > IN_LIST_WIDTH;
+        igw_out_puts(o, wrap ? ",\n            " : ", ");
+        if (wrap)
+            *line = o->len;
+    }
+    igw_out_write(o, item.buf, item.len);
+    igw_out_free(&item);
+}
+
+/* col IN (the enum's values). */
+static void enum_cond(conds *cs, const char *col, const igw_type *t)
+{
+    igw_out o;
+    igw_out_init(&o);
+    igw_out_printf(&o, "%s IN (", col);
+    size_t line = o.len;
+    FOR(t->values, const char, v)
+        in_value(&o, &line, v_i, v);
+    igw_out_puts(&o, ")");
+    cond_add(cs, &o);
+}
+
+/* col IN (the machine's state names). */
+static void machine_cond(conds *cs, const char *col, const igw_machine *m)
+{
+    igw_out o;
+    igw_out_init(&o);
+    igw_out_printf(&o, "%s IN (", col);
+    size_t line = o.len;
+    FOR(m->states, igw_state, st)
+        in_value(&o, &line, st_i, st->name);
+    igw_out_puts(&o, ")");
+    cond_add(cs, &o);
+}
+
+static void string_conds(conds *cs, const char *col, const igw_type *t)
+{
+    igw_out o;
+    igw_out_init(&o);
+    /* Bounds are bytes, as the decoder counts them, not characters. */
+    igw_out_printf(&o, "octet_length(%s) BETWEEN %" PRId64 " AND %" PRId64, col, t->min_len, t->max_len);
+    cond_add(cs, &o);
+    switch (t->format) {
+    case IGW_FMT_NONE:
+        break;
+    case IGW_FMT_CANONICAL_ID:
+        /* 1..2^53-1 in decimal: no sign, no leading zero, at most 16 digits;
+         * a 16-digit value is compared as a string (same length, so byte
+         * order is numeric order; COLLATE "C" keeps it so under any locale). */
+        igw_out_printf(&o, "%s ~ '^[1-9][0-9]{0,15}$'", col);
+        cond_add(cs, &o);
+        igw_out_printf(&o, "(octet_length(%s) < 16 OR %s COLLATE \"C\" <= '%" PRId64 "')", col, col,
+                       IGW_SAFE_MAX);
+        cond_add(cs, &o);
+        break;
+    case IGW_FMT_BCP47:
+        /* The decoder's RFC 5646 shape (igw_format_bcp47): 2-8 letters, then
+         * "-" and 1-8 letters or digits, repeated. Bracket ranges are code
+         * points in PostgreSQL regexes, whatever the database locale. */
+        igw_out_printf(&o, "%s ~ '^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*$'", col);
+        cond_add(cs, &o);
+        break;
+    case IGW_FMT_IDENTIFIER:
+        /* The decoder's rule (igw_format_identifier) works on bytes: no byte
+         * below 0x20, no DEL, no wildcard; UTF-8 above ASCII is printable.
+         * So: explicit code points, not [:cntrl:], which above ASCII depends
+         * on the locale and would refuse U+0080-U+009F the decoder accepts.
+         * U+0000 cannot occur in text. */
+        igw_out_printf(&o, "%s !~ '[\\u0001-\\u001f\\u007f*?%%+#]'", col);
+        cond_add(cs, &o);
+        /* No leading or trailing whitespace. btrim() strips spaces only, which
+         * suffices: tab, LF, VT, FF and CR are control characters, already
+         * refused above. */
+        igw_out_printf(&o, "%s = btrim(%s)", col, col);
+        cond_add(cs, &o);
+        break;
+    }
+}
+
+/* The CHECK conditions of column `c`, from its field rule and its machine. */
+static void column_conds(conds *cs, const igw_column *c)
+{
+    const igw_type *t = c->from;
+    if (t) {
+        switch (t->kind) {
+        case IGW_T_STRING:
+            string_conds(cs, c->name, t);
+            break;
+        case IGW_T_INT: {
+            igw_out o;
+            igw_out_init(&o);
+            igw_out_printf(&o, "%s BETWEEN %" PRId64 " AND %" PRId64, c->name, t->min, t->max);
+            cond_add(cs, &o);
+            break;
+        }
+        case IGW_T_ENUM:
+            enum_cond(cs, c->name, t);
+            break;
+        case IGW_T_BOOL:
+        case IGW_T_JSON:
+        case IGW_T_OBJECT:
+        case IGW_T_ARRAY:
+        case IGW_T_REF: /* resolved by sema; never reached */
+            break;
+        }
+    }
+    if (c->machine_ref)
+        machine_cond(cs, c->name, c->machine_ref);
+}
+
+static void conds_free(conds *cs)
+{
+    FOR(cs->v, char, s)
+        free(s);
+    free(cs->v.v);
+    memset(cs, 0, sizeof *cs);
+}
+
+/* ---- tables --------------------------------------------------------------- */
+
+/* Writes "a, b, c". */
+static void column_list(igw_out *o, const igw_vec *cols)
+{
+    for (int i = 0; i < cols->n; i++)
+        igw_out_printf(o, "%s%s", i ? ", " : "", IGW_VEC_AT(*cols, const char, i));
+}
+
+/* Pads to `width` columns so names and types line up. */
+static void pad(igw_out *o, size_t have, size_t width)
+{
+    for (; have < width; have++)
+        igw_out_write(o, " ", 1);
+}
+
+/* One table: CREATE TABLE (columns, keys, checks) and its CREATE INDEXes.
+ * Returns false when a derived name is unusable (already reported). */
+static bool emit_table(igw_out *o, const igw_table *t, nameset *relations)
+{
+    bool ok = check_ident(t->loc, "table name", t->name);
+    ok &= nameset_add(relations, t->loc, t->name);
+    nameset constraints = {0};
+
+    size_t wname = 0, wtype = 0;
+    FOR(t->columns, igw_column, c) {
+        ok &= check_ident(c->loc, "column name", c->name);
+        if (strlen(c->name) > wname)
+            wname = strlen(c->name);
+        if (strlen(c->sqltype) > wtype)
+            wtype = strlen(c->sqltype);
+    }
+
+    /* Table constraints, in a fixed order: primary key, unique keys, checks. */
+    igw_vec lines = {0}; /* char*, without the separating comma */
+    FOR(t->indexes, igw_index, ix) {
+        if (!ix->unique)
+            continue;
+        char *name = ix->primary ? igw_xprintf("%s_pkey", t->name) : index_name(t, ix, "key");
+        /* A key constraint is also an index, a relation of the schema. */
+        ok &= nameset_add(&constraints, ix->loc, name) && nameset_add(relations, ix->loc, name);
+        igw_out l;
+        igw_out_init(&l);
+        igw_out_printf(&l, "CONSTRAINT %s %s (", name, ix->primary ? "PRIMARY KEY" : "UNIQUE");
+        column_list(&l, &ix->columns);
+        igw_out_puts(&l, ")");
+        igw_vec_push(&lines, l.buf);
+        free(name);
+    }
+    FOR(t->columns, igw_column, c) {
+        conds cs = {0};
+        column_conds(&cs, c);
+        if (cs.v.n == 0)
+            continue;
+        char *name = igw_xprintf("%s_%s_check", t->name, c->name);
+        ok &= nameset_add(&constraints, c->loc, name);
+        igw_out l;
+        igw_out_init(&l);
+        igw_out_printf(&l, "CONSTRAINT %s CHECK (", name);
+        if (cs.v.n == 1 && !strchr(IGW_VEC_AT(cs.v, char, 0), '\n')) {
+            igw_out_printf(&l, "%s)", IGW_VEC_AT(cs.v, char, 0));
+        } else {
+            FOR(cs.v, char, s)
+                igw_out_printf(&l, "\n        %s%s", s_i ? "AND " : "", s);
+            igw_out_puts(&l, "\n    )");
+        }
+        igw_vec_push(&lines, l.buf);
+        free(name);
+        conds_free(&cs);
+    }
+
+    if (t->doc) {
+        igw_out_puts(o, "-- ");
+        doc_text(o, t->doc);
+        igw_out_puts(o, "\n");
+    }
+    igw_out_printf(o, "CREATE TABLE %s (\n", t->name);
+    FOR(t->columns, igw_column, c) {
+        igw_out l;
+        igw_out_init(&l);
+        igw_out_printf(&l, "    %s", c->name);
+        pad(&l, strlen(c->name), wname);
+        igw_out_printf(&l, " %s", c->sqltype);
+        bool more = !c->nullable || c->deflt || c->ref_table;
+        if (more)
+            pad(&l, strlen(c->sqltype), wtype);
+        if (!c->nullable)
+            igw_out_puts(&l, " NOT NULL");
+        if (c->deflt) {
+            igw_out_puts(&l, " DEFAULT ");
+            default_expr(&l, c);
+        }
+        if (c->ref_table) {
+            char *name = igw_xprintf("%s_%s_fkey", t->name, c->name);
+            ok &= nameset_add(&constraints, c->loc, name);
+            igw_out_printf(&l, " CONSTRAINT %s REFERENCES %s (%s)", name, c->ref_table, c->ref_column);
+            free(name);
+        }
+        bool last = c_i == t->columns.n - 1 && lines.n == 0;
+        igw_out_printf(o, "%s%s", l.buf, last ? "" : ",");
+        if (c->doc) {
+            igw_out_puts(o, " -- ");
+            doc_text(o, c->doc);
+        }
+        igw_out_puts(o, "\n");
+        igw_out_free(&l);
+    }
+    FOR(lines, char, l) {
+        igw_out_printf(o, "    %s%s\n", l, l_i == lines.n - 1 ? "" : ",");
+        free(l);
+    }
+    free(lines.v);
+    igw_out_puts(o, ");\n");
+
+    FOR(t->indexes, igw_index, ix) {
+        if (ix->unique)
+            continue;
+        char *name = index_name(t, ix, "idx");
+        ok &= nameset_add(relations, ix->loc, name);
+        igw_out_printf(o, "CREATE INDEX %s ON %s (", name, t->name);
+        column_list(o, &ix->columns);
+        igw_out_puts(o, ");\n");
+        free(name);
+    }
+    nameset_free(&constraints);
+    return ok;
+}
+
+int igw_emit_sql(const igw_schema *s, const char *gen_dir)
+{
+    igw_out o;
+    igw_out_init(&o);
+    igw_out_banner(&o, s, "--");
+    igw_out_puts(&o, "--\n"
+                     "-- PostgreSQL 15 DDL of every table of the schema, in declaration order.\n"
+                     "-- migrations/ must build the same catalog: tests/sql/drift.sh compares them.\n");
+    nameset relations = {0};
+    bool ok = true;
+    FOR(s->tables, igw_table, t) {
+        igw_out_puts(&o, "\n");
+        ok &= emit_table(&o, t, &relations);
+    }
+    nameset_free(&relations);
+    int rc = ok ? igw_out_save(&o, gen_dir, "sql/schema.sql") : -1;
+    igw_out_free(&o);
+    return rc;
+}

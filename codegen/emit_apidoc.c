@@ -581,6 +581,21 @@ static void route(doc *d, const igw_route *r)
         }
         igw_out_puts(o, "\n");
     }
+    if (r->headers.n) {
+        igw_out_puts(o, "Headers:\n\n| Header | Presence | Type | Description |\n|---|---|---|---|\n");
+        for (int i = 0; i < r->headers.n; i++) {
+            const igw_field *f = IGW_VEC_AT(r->headers, igw_field, i);
+            igw_out_puts(o, "| ");
+            code(o, f->name);
+            igw_out_puts(o, f->optional ? " | optional | " : " | required | ");
+            type_words(d, o, f->type, 0);
+            igw_out_puts(o, " | ");
+            const igw_type *pt = f->type->kind == IGW_T_REF ? f->type->target : NULL;
+            md(o, f->doc ? f->doc : pt ? pt->doc : NULL);
+            igw_out_puts(o, " |\n");
+        }
+        igw_out_puts(o, "\n");
+    }
     if (r->body == IGW_BODY_MULTIPART) {
         igw_out_puts(o, "Parts:\n\n| Part | Presence | Description |\n|---|---|---|\n");
         for (int i = 0; i < r->parts.n; i++) {

@@ -177,6 +177,8 @@ static void emit_header(const igw_schema *s, igw_out *h)
         "    const char *const *parts;  /* multipart part names; required ones first */\n"
         "    uint32_t nparts, nrequired_parts;\n    bool reject_other_parts;\n"
         "    const igw_err *errors;     /* classes the route may answer with */\n    uint32_t nerrors;\n"
+        "    const char *const *headers; /* request headers the route reads (lower case) */\n"
+        "    uint32_t nheaders;\n"
         "} igw_route_def;\n\n"
         "/* Indexed by igw_route_id. */\nextern const igw_route_def igw_routes[IGW_ROUTE__COUNT];\n\n"
         "/* Why the strict stage refused a request. */\n"
@@ -195,6 +197,9 @@ static void emit_header(const igw_schema *s, igw_out *h)
         "int igw_request_decode(igw_request *req, const char *method, size_t mlen, const char *path, size_t plen,\n"
         "                       const char *content_type, size_t ctlen, const void *body, size_t len,\n"
         "                       igw_arena *a, igw_decode_error *err);\n\n"
+        "/* Checks the value of header `index` (igw_route_def.headers) against its rule:\n"
+        " * 0, or -1 with *err (decode class, path \"\", reason naming the header). */\n"
+        "int igw_request_header_check(const igw_route_def *r, uint32_t index, igw_str value, igw_decode_error *err);\n\n"
         "/* A route handler; receives a request that passed the strict stage. */\n"
         "typedef int (*igw_handler_fn)(void *ctx, const igw_request *req);\n\n"
         "/* Runs the strict stage and calls handlers[route id]. Returns the handler's\n"
@@ -735,6 +740,18 @@ static void emit_routes(const igw_schema *s, igw_out *o)
                         igw_out_printf(o, "%s\"%s\"", k++ ? ", " : "", p->name);
             igw_out_puts(o, "};\n");
         }
+        if (r->headers.n) {
+            igw_out_printf(o, "static const char *const route_headers_%s[] = {", r->name);
+            FOR(r->headers, igw_field, f) {
+                char *lower = igw_xstrdup(f->name);
+                for (char *q = lower; *q; q++)
+                    if (*q >= 'A' && *q <= 'Z')
+                        *q = (char)(*q - 'A' + 'a');
+                igw_out_printf(o, "%s\"%s\"", f_i ? ", " : "", lower);
+                free(lower);
+            }
+            igw_out_puts(o, "};\n");
+        }
         igw_out_printf(o, "static const igw_err route_errors_%s[] = {", r->name);
         FOR(r->error_refs, igw_error, e)
             igw_out_printf(o, "%sIGW_ERR_%s", e_i ? ", " : "", igw_c_upper(e->name));
@@ -764,7 +781,11 @@ static void emit_routes(const igw_schema *s, igw_out *o)
                            r->extra_parts && strcmp(r->extra_parts, "reject") == 0 ? "true" : "false");
         else
             igw_out_puts(o, "        NULL, 0, 0, false,\n");
-        igw_out_printf(o, "        route_errors_%s, %d},\n", r->name, r->error_refs.n);
+        igw_out_printf(o, "        route_errors_%s, %d,\n", r->name, r->error_refs.n);
+        if (r->headers.n)
+            igw_out_printf(o, "        route_headers_%s, %d},\n", r->name, r->headers.n);
+        else
+            igw_out_puts(o, "        NULL, 0},\n");
     }
     igw_out_puts(o, "};\n\n");
 
@@ -783,6 +804,23 @@ static void emit_routes(const igw_schema *s, igw_out *o)
                                f_i, (long long)ft->min_len, (long long)ft->max_len, (int)ft->format);
         }
         igw_out_puts(o, "        return 0;\n");
+    }
+    igw_out_puts(o, "    default:\n        return 0;\n    }\n}\n\n");
+
+    /* Header rules, one case per (route, header). */
+    igw_out_puts(o, "static int route_header_rule(const igw_route_def *r, uint32_t index, igw_str v, igw_json *j)\n{\n"
+                    "    (void)v; /* unused when no route reads a header */\n    (void)j;\n"
+                    "    switch (r->id * 64 + (int)index) {\n");
+    FOR(s->routes, igw_route, r) {
+        FOR(r->headers, igw_field, f) {
+            igw_type *ft = igw_type_resolve(f->type);
+            igw_out_printf(o, "    case IGW_ROUTE_%s * 64 + %d:\n", igw_c_upper(r->name), f_i);
+            if (ft->kind == IGW_T_STRING)
+                igw_out_printf(o, "        return igw_decode_string_rules(j, v, %lld, %lld, %d);\n",
+                               (long long)ft->min_len, (long long)ft->max_len, (int)ft->format);
+            else
+                igw_out_puts(o, "        return 0;\n");
+        }
     }
     igw_out_puts(o, "    default:\n        return 0;\n    }\n}\n\n");
 }
@@ -862,6 +900,12 @@ static const char *runtime_c =
     "                : j.err == IGW_JERR_NOMEM  ? IGW_ERR_FOR_INTERNAL_ROLE\n"
     "                                           : IGW_ERR_FOR_DECODE;\n"
     "    set_error(err, cls, j.err, j.reason, j.path);\n"
+    "    return -1;\n}\n\n"
+    "int igw_request_header_check(const igw_route_def *r, uint32_t index, igw_str value, igw_decode_error *err)\n{\n"
+    "    igw_json j;\n"
+    "    igw_json_init(&j, \"\", 0, NULL, 1);\n"
+    "    if (index >= r->nheaders || route_header_rule(r, index, value, &j) == 0)\n        return 0;\n"
+    "    set_error(err, IGW_ERR_FOR_DECODE, j.err, \"invalid header value\", \"\");\n"
     "    return -1;\n}\n\n"
     "int igw_dispatch(const igw_handler_fn handlers[IGW_ROUTE__COUNT], void *ctx, const char *method,\n"
     "                 size_t mlen, const char *path, size_t plen, const char *content_type, size_t ctlen,\n"

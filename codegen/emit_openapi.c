@@ -934,7 +934,7 @@ static void operation(ctx *c, const igw_route *r)
     jw_str(w, NULL, tag);
     jw_close(w);
     free(tag);
-    if (r->params.n) {
+    if (r->params.n || r->headers.n) {
         jw_arr(w, "parameters");
         for (int i = 0; i < r->params.n; i++) {
             const igw_field *f = IGW_VEC_AT(r->params, igw_field, i);
@@ -942,6 +942,17 @@ static void operation(ctx *c, const igw_route *r)
             jw_str(w, "name", f->name);
             jw_str(w, "in", "path");
             jw_bool(w, "required", true);
+            if (f->doc)
+                jw_str(w, "description", f->doc);
+            type_schema(c, "schema", f->type, 1);
+            jw_close(w);
+        }
+        for (int i = 0; i < r->headers.n; i++) {
+            const igw_field *f = IGW_VEC_AT(r->headers, igw_field, i);
+            jw_obj(w, NULL);
+            jw_str(w, "name", f->name);
+            jw_str(w, "in", "header");
+            jw_bool(w, "required", !f->optional);
             if (f->doc)
                 jw_str(w, "description", f->doc);
             type_schema(c, "schema", f->type, 1);

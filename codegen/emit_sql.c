@@ -25,6 +25,10 @@
     for (int x##_i = 0; x##_i < (vec).n; x##_i++)                                          \
         for (T *x = IGW_VEC_AT(vec, T, x##_i); x; x = NULL)
 
+/* Unicode White_Space as a regex bracket body (igw_format_identifier's set;
+ * C0 and C1 members are refused as controls anyway). */
+#define SQL_SPACE "\\u0009-\\u000d \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff"
+
 /* PostgreSQL truncates longer identifiers silently (NAMEDATALEN - 1). */
 #define PG_NAME_MAX 63
 
@@ -245,17 +249,14 @@ static void string_conds(conds *cs, const char *col, const igw_type *t)
         cond_add(cs, &o);
         break;
     case IGW_FMT_IDENTIFIER:
-        /* The decoder's rule (igw_format_identifier) works on bytes: no byte
-         * below 0x20, no DEL, no wildcard; UTF-8 above ASCII is printable.
-         * So: explicit code points, not [:cntrl:], which above ASCII depends
-         * on the locale and would refuse U+0080-U+009F the decoder accepts.
-         * U+0000 cannot occur in text. */
-        igw_out_printf(&o, "%s !~ '[\\u0001-\\u001f\\u007f*?%%+#]'", col);
+        /* The decoder's rule (igw_format_identifier): no control character
+         * (C0, DEL, C1), no wildcard, no leading or trailing Unicode white
+         * space. Explicit code points, not [:cntrl:] or [:space:], whose
+         * meaning above ASCII depends on the database locale. U+0000 cannot
+         * occur in text. */
+        igw_out_printf(&o, "%s !~ '[\\u0001-\\u001f\\u007f-\\u009f*?%%+#]'", col);
         cond_add(cs, &o);
-        /* No leading or trailing whitespace. btrim() strips spaces only, which
-         * suffices: tab, LF, VT, FF and CR are control characters, already
-         * refused above. */
-        igw_out_printf(&o, "%s = btrim(%s)", col, col);
+        igw_out_printf(&o, "%s !~ '^[%s]|[%s]$'", col, SQL_SPACE, SQL_SPACE);
         cond_add(cs, &o);
         break;
     }

@@ -111,7 +111,8 @@ typedef struct igw_operand {
     const char *a, *b;
     igw_field *fa, *fb; /* resolved */
     bool is_const;
-    int64_t value;      /* constant, already converted to the fields' unit */
+    bool time_unit;     /* the constant carried a time unit (parsed as ms) */
+    int64_t value;      /* constant; sema converts it to the fields' unit */
 } igw_operand;
 
 typedef struct igw_rule {
@@ -201,6 +202,7 @@ typedef struct igw_route {
     const char *method; /* "POST", "GET" */
     const char *path;   /* "/api/v1/things/device/edge/send/{handle}/{type}" */
     igw_vec params;     /* igw_field*: path parameters, in path order */
+    igw_vec headers;    /* igw_field*: request headers the route reads (optional flag honoured) */
     igw_auth auth;
     bool gate_signaling;
     igw_bodykind body;

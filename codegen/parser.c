@@ -367,6 +367,7 @@ static void operand(parser *p, igw_operand *o)
                 if (o->value > IGW_SAFE_MAX / units[i].mul)
                     fail(p, "constant out of range");
                 o->value *= units[i].mul;
+                o->time_unit = true;
                 break;
             }
         }
@@ -438,7 +439,9 @@ static void members(parser *p, igw_type *obj)
                 c->loc = p->tok.loc;
                 c->value = value(p);
                 expect(p, TOK_COLON);
-                c->type = type_expr(p, obj->name, f->name);
+                /* Inline case types are named per case so two cases never collide. */
+                char *cname = igw_xprintf("%s_%s", f->name, igw_c_ident(c->value));
+                c->type = type_expr(p, obj->name, cname);
                 for (;;) {
                     if (accept_kw(p, "require"))
                         name_list(p, &c->require);
@@ -567,6 +570,15 @@ static void route_decl(parser *p)
             f->type = type_expr(p, r->name, f->name);
             f->doc = opt_doc(p);
             igw_vec_push(&r->params, f);
+        } else if (accept_kw(p, "header")) {
+            igw_field *f = igw_xcalloc(1, sizeof *f);
+            f->loc = p->tok.loc;
+            f->name = ident(p, "header name");
+            f->index = r->headers.n;
+            f->optional = accept_kw(p, "optional");
+            f->type = type_expr(p, r->name, f->name);
+            f->doc = opt_doc(p);
+            igw_vec_push(&r->headers, f);
         } else if (accept_kw(p, "auth")) {
             if (accept_kw(p, "device"))
                 r->auth = IGW_AUTH_DEVICE;

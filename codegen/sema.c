@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "util.h"
 
@@ -461,6 +462,18 @@ static void check_object(igw_schema *s, igw_type *obj)
             const char *unit = NULL;
             resolve_operand(obj, &r->lhs, r->loc, &unit);
             resolve_operand(obj, &r->rhs, r->loc, &unit);
+            /* Time constants were parsed in ms; bring them to the fields' unit. */
+            igw_operand *ops[2] = {&r->lhs, &r->rhs};
+            for (int k = 0; k < 2; k++) {
+                if (!ops[k]->is_const || !ops[k]->time_unit)
+                    continue;
+                if (!unit || (strcmp(unit, "ms") != 0 && strcmp(unit, "s") != 0))
+                    igw_diag_error(r->loc, "a time constant needs fields with unit ms or s");
+                else if (strcmp(unit, "s") == 0 && ops[k]->value % 1000 != 0)
+                    igw_diag_error(r->loc, "constant is not a whole number of seconds");
+                else if (strcmp(unit, "s") == 0)
+                    ops[k]->value /= 1000;
+            }
             if (r->lhs.is_const && r->rhs.is_const)
                 igw_diag_error(r->loc, "check compares two constants");
             continue;
@@ -510,6 +523,17 @@ static void check_route(igw_schema *s, igw_route *r)
         igw_type *t = igw_type_resolve(f->type);
         if (t && t->kind != IGW_T_STRING && t->kind != IGW_T_ENUM)
             igw_diag_error(f->loc, "path parameter '%s' must be a string or enum", f->name);
+        mark_used(f->type);
+    }
+    FOR(r->headers, igw_field, f) {
+        resolve_type(s, f->type);
+        check_scalar(f->type);
+        igw_type *t = igw_type_resolve(f->type);
+        if (t && t->kind != IGW_T_STRING && t->kind != IGW_T_ENUM)
+            igw_diag_error(f->loc, "header '%s' must be a string or enum", f->name);
+        for (int j = 0; j < f_i; j++)
+            if (strcasecmp(IGW_VEC_AT(r->headers, igw_field, j)->name, f->name) == 0)
+                igw_diag_error(f->loc, "duplicate header '%s'", f->name);
         mark_used(f->type);
     }
     if (r->body == IGW_BODY_JSON) {

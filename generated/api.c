@@ -5082,9 +5082,11 @@ static const igw_err route_errors_consent_revoke[] = {IGW_ERR_PARAMETER, IGW_ERR
 static int route_decode_device_send(igw_json *j, void *out) { return igw_decode_DeviceMessage(j, out); }
 static void route_encode_device_send(igw_jw *w, const void *in) { igw_encode_DeviceMessage(w, in); }
 static const char *const route_params_device_send[] = {"handle", "type"};
+static const char *const route_headers_device_send[] = {"productid", "devicename"};
 static const igw_err route_errors_device_send[] = {IGW_ERR_PARAMETER, IGW_ERR_UNAUTHENTICATED, IGW_ERR_PERMISSION, IGW_ERR_NOT_FOUND, IGW_ERR_TOO_LARGE, IGW_ERR_MEDIA_TYPE, IGW_ERR_UNAVAILABLE, IGW_ERR_INTERNAL};
 
 static const char *const route_parts_device_upload[] = {"file"};
+static const char *const route_headers_device_upload[] = {"productid", "devicename"};
 static const igw_err route_errors_device_upload[] = {IGW_ERR_PARAMETER, IGW_ERR_UNAUTHENTICATED, IGW_ERR_PERMISSION, IGW_ERR_TOO_LARGE, IGW_ERR_MEDIA_TYPE, IGW_ERR_UNAVAILABLE, IGW_ERR_INTERNAL};
 
 static const igw_err route_errors_endpoints_register[] = {IGW_ERR_PARAMETER, IGW_ERR_UNAUTHENTICATED, IGW_ERR_PERMISSION, IGW_ERR_TOO_LARGE, IGW_ERR_UNAVAILABLE, IGW_ERR_INTERNAL};
@@ -5114,57 +5116,68 @@ const igw_route_def igw_routes[IGW_ROUTE__COUNT] = {
         sizeof(igw_ConsentCreate), route_decode_consent_create, route_encode_consent_create,
         NULL, 0,
         NULL, 0, 0, false,
-        route_errors_consent_create, 10},
+        route_errors_consent_create, 10,
+        NULL, 0},
     [IGW_ROUTE_CONSENT_GET_ONE] = {IGW_ROUTE_CONSENT_GET_ONE, "consent_get_one", "POST", "/api/v1/im/vision-consents/get-one", IGW_AUTH_KIND_USER, false, IGW_BODY_KIND_JSON, 4096,
         sizeof(igw_ConsentGetOne), route_decode_consent_get_one, route_encode_consent_get_one,
         NULL, 0,
         NULL, 0, 0, false,
-        route_errors_consent_get_one, 7},
+        route_errors_consent_get_one, 7,
+        NULL, 0},
     [IGW_ROUTE_CONSENT_REVOKE] = {IGW_ROUTE_CONSENT_REVOKE, "consent_revoke", "POST", "/api/v1/im/vision-consents/revoke", IGW_AUTH_KIND_USER, false, IGW_BODY_KIND_JSON, 4096,
         sizeof(igw_ConsentRevoke), route_decode_consent_revoke, route_encode_consent_revoke,
         NULL, 0,
         NULL, 0, 0, false,
-        route_errors_consent_revoke, 8},
+        route_errors_consent_revoke, 8,
+        NULL, 0},
     [IGW_ROUTE_DEVICE_SEND] = {IGW_ROUTE_DEVICE_SEND, "device_send", "POST", "/api/v1/things/device/edge/send/{handle}/{type}", IGW_AUTH_KIND_DEVICE, false, IGW_BODY_KIND_JSON, 65536,
         sizeof(igw_DeviceMessage), route_decode_device_send, route_encode_device_send,
         route_params_device_send, 2,
         NULL, 0, 0, false,
-        route_errors_device_send, 8},
+        route_errors_device_send, 8,
+        route_headers_device_send, 2},
     [IGW_ROUTE_DEVICE_UPLOAD] = {IGW_ROUTE_DEVICE_UPLOAD, "device_upload", "POST", "/api/v1/things/device/edge/upload-file", IGW_AUTH_KIND_DEVICE, false, IGW_BODY_KIND_MULTIPART, 67108864,
         0, NULL, NULL,
         NULL, 0,
         route_parts_device_upload, 1, 1, false,
-        route_errors_device_upload, 7},
+        route_errors_device_upload, 7,
+        route_headers_device_upload, 2},
     [IGW_ROUTE_ENDPOINTS_REGISTER] = {IGW_ROUTE_ENDPOINTS_REGISTER, "endpoints_register", "POST", "/api/v1/im/interaction/endpoints/register", IGW_AUTH_KIND_USER, true, IGW_BODY_KIND_NONE, 0,
         0, NULL, NULL,
         NULL, 0,
         NULL, 0, 0, false,
-        route_errors_endpoints_register, 6},
+        route_errors_endpoints_register, 6,
+        NULL, 0},
     [IGW_ROUTE_EVENTS_PULL] = {IGW_ROUTE_EVENTS_PULL, "events_pull", "POST", "/api/v1/im/interaction/events", IGW_AUTH_KIND_USER, true, IGW_BODY_KIND_JSON, 4096,
         sizeof(igw_EventsRequest), route_decode_events_pull, route_encode_events_pull,
         NULL, 0,
         NULL, 0, 0, false,
-        route_errors_events_pull, 8},
+        route_errors_events_pull, 8,
+        NULL, 0},
     [IGW_ROUTE_EVENTS_ACK] = {IGW_ROUTE_EVENTS_ACK, "events_ack", "POST", "/api/v1/im/interaction/events/ack", IGW_AUTH_KIND_USER, true, IGW_BODY_KIND_JSON, 8192,
         sizeof(igw_AckRequest), route_decode_events_ack, route_encode_events_ack,
         NULL, 0,
         NULL, 0, 0, false,
-        route_errors_events_ack, 8},
+        route_errors_events_ack, 8,
+        NULL, 0},
     [IGW_ROUTE_COMMANDS] = {IGW_ROUTE_COMMANDS, "commands", "POST", "/api/v1/im/interaction/commands", IGW_AUTH_KIND_USER, true, IGW_BODY_KIND_JSON, 65536,
         sizeof(igw_CommandsRequest), route_decode_commands, route_encode_commands,
         NULL, 0,
         NULL, 0, 0, false,
-        route_errors_commands, 12},
+        route_errors_commands, 12,
+        NULL, 0},
     [IGW_ROUTE_RECORDINGS_QUERY] = {IGW_ROUTE_RECORDINGS_QUERY, "recordings_query", "POST", "/api/v1/im/interaction/recordings/query", IGW_AUTH_KIND_USER, true, IGW_BODY_KIND_JSON, 4096,
         sizeof(igw_RecordingsQuery), route_decode_recordings_query, route_encode_recordings_query,
         NULL, 0,
         NULL, 0, 0, false,
-        route_errors_recordings_query, 8},
+        route_errors_recordings_query, 8,
+        NULL, 0},
     [IGW_ROUTE_TALK_AUDIO_ACCESS] = {IGW_ROUTE_TALK_AUDIO_ACCESS, "talk_audio_access", "POST", "/api/v1/im/interaction/talk/audio-access", IGW_AUTH_KIND_USER, true, IGW_BODY_KIND_JSON, 4096,
         sizeof(igw_AudioAccessRequest), route_decode_talk_audio_access, route_encode_talk_audio_access,
         NULL, 0,
         NULL, 0, 0, false,
-        route_errors_talk_audio_access, 9},
+        route_errors_talk_audio_access, 9,
+        NULL, 0},
 };
 
 static int route_params_check(const igw_route_def *r, const igw_str *p, igw_json *j)
@@ -5178,6 +5191,24 @@ static int route_params_check(const igw_route_def *r, const igw_str *p, igw_json
         if (igw_decode_string_rules(j, p[1], 1, 32, 3))
             return -1;
         return 0;
+    default:
+        return 0;
+    }
+}
+
+static int route_header_rule(const igw_route_def *r, uint32_t index, igw_str v, igw_json *j)
+{
+    (void)v; /* unused when no route reads a header */
+    (void)j;
+    switch (r->id * 64 + (int)index) {
+    case IGW_ROUTE_DEVICE_SEND * 64 + 0:
+        return igw_decode_string_rules(j, v, 1, 64, 3);
+    case IGW_ROUTE_DEVICE_SEND * 64 + 1:
+        return igw_decode_string_rules(j, v, 1, 64, 3);
+    case IGW_ROUTE_DEVICE_UPLOAD * 64 + 0:
+        return igw_decode_string_rules(j, v, 1, 64, 3);
+    case IGW_ROUTE_DEVICE_UPLOAD * 64 + 1:
+        return igw_decode_string_rules(j, v, 1, 64, 3);
     default:
         return 0;
     }
@@ -5295,6 +5326,16 @@ int igw_request_decode(igw_request *req, const char *method, size_t mlen, const 
                 : j.err == IGW_JERR_NOMEM  ? IGW_ERR_FOR_INTERNAL_ROLE
                                            : IGW_ERR_FOR_DECODE;
     set_error(err, cls, j.err, j.reason, j.path);
+    return -1;
+}
+
+int igw_request_header_check(const igw_route_def *r, uint32_t index, igw_str value, igw_decode_error *err)
+{
+    igw_json j;
+    igw_json_init(&j, "", 0, NULL, 1);
+    if (index >= r->nheaders || route_header_rule(r, index, value, &j) == 0)
+        return 0;
+    set_error(err, IGW_ERR_FOR_DECODE, j.err, "invalid header value", "");
     return -1;
 }
 

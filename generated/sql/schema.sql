@@ -33,8 +33,8 @@ CREATE TABLE products (
     CONSTRAINT products_pkey PRIMARY KEY (product_id),
     CONSTRAINT products_product_id_check CHECK (
         octet_length(product_id) BETWEEN 1 AND 64
-        AND product_id !~ '[\u0001-\u001f\u007f*?%+#]'
-        AND product_id = btrim(product_id)
+        AND product_id !~ '[\u0001-\u001f\u007f-\u009f*?%+#]'
+        AND product_id !~ '^[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]|[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]$'
     )
 );
 CREATE INDEX products_enterprise_id_idx ON products (enterprise_id);
@@ -54,23 +54,23 @@ CREATE TABLE devices (
     CONSTRAINT devices_pkey PRIMARY KEY (product_id, device_name),
     CONSTRAINT devices_product_id_check CHECK (
         octet_length(product_id) BETWEEN 1 AND 64
-        AND product_id !~ '[\u0001-\u001f\u007f*?%+#]'
-        AND product_id = btrim(product_id)
+        AND product_id !~ '[\u0001-\u001f\u007f-\u009f*?%+#]'
+        AND product_id !~ '^[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]|[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]$'
     ),
     CONSTRAINT devices_device_name_check CHECK (
         octet_length(device_name) BETWEEN 1 AND 64
-        AND device_name !~ '[\u0001-\u001f\u007f*?%+#]'
-        AND device_name = btrim(device_name)
+        AND device_name !~ '[\u0001-\u001f\u007f-\u009f*?%+#]'
+        AND device_name !~ '^[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]|[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]$'
     ),
     CONSTRAINT devices_gateway_product_id_check CHECK (
         octet_length(gateway_product_id) BETWEEN 1 AND 64
-        AND gateway_product_id !~ '[\u0001-\u001f\u007f*?%+#]'
-        AND gateway_product_id = btrim(gateway_product_id)
+        AND gateway_product_id !~ '[\u0001-\u001f\u007f-\u009f*?%+#]'
+        AND gateway_product_id !~ '^[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]|[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]$'
     ),
     CONSTRAINT devices_gateway_device_name_check CHECK (
         octet_length(gateway_device_name) BETWEEN 1 AND 64
-        AND gateway_device_name !~ '[\u0001-\u001f\u007f*?%+#]'
-        AND gateway_device_name = btrim(gateway_device_name)
+        AND gateway_device_name !~ '[\u0001-\u001f\u007f-\u009f*?%+#]'
+        AND gateway_device_name !~ '^[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]|[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]$'
     )
 );
 CREATE INDEX devices_gateway_product_id_gateway_device_name_idx ON devices (gateway_product_id, gateway_device_name);
@@ -86,13 +86,13 @@ CREATE TABLE device_grants (
     CONSTRAINT device_grants_pkey PRIMARY KEY (product_id, device_name, user_id),
     CONSTRAINT device_grants_product_id_check CHECK (
         octet_length(product_id) BETWEEN 1 AND 64
-        AND product_id !~ '[\u0001-\u001f\u007f*?%+#]'
-        AND product_id = btrim(product_id)
+        AND product_id !~ '[\u0001-\u001f\u007f-\u009f*?%+#]'
+        AND product_id !~ '^[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]|[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]$'
     ),
     CONSTRAINT device_grants_device_name_check CHECK (
         octet_length(device_name) BETWEEN 1 AND 64
-        AND device_name !~ '[\u0001-\u001f\u007f*?%+#]'
-        AND device_name = btrim(device_name)
+        AND device_name !~ '[\u0001-\u001f\u007f-\u009f*?%+#]'
+        AND device_name !~ '^[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]|[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]$'
     )
 );
 CREATE INDEX device_grants_user_id_idx ON device_grants (user_id);
@@ -111,33 +111,33 @@ CREATE TABLE device_messages (
     CONSTRAINT device_messages_pkey PRIMARY KEY (message_id),
     CONSTRAINT device_messages_product_id_check CHECK (
         octet_length(product_id) BETWEEN 1 AND 64
-        AND product_id !~ '[\u0001-\u001f\u007f*?%+#]'
-        AND product_id = btrim(product_id)
+        AND product_id !~ '[\u0001-\u001f\u007f-\u009f*?%+#]'
+        AND product_id !~ '^[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]|[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]$'
     ),
     CONSTRAINT device_messages_device_name_check CHECK (
         octet_length(device_name) BETWEEN 1 AND 64
-        AND device_name !~ '[\u0001-\u001f\u007f*?%+#]'
-        AND device_name = btrim(device_name)
+        AND device_name !~ '[\u0001-\u001f\u007f-\u009f*?%+#]'
+        AND device_name !~ '^[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]|[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]$'
     ),
     CONSTRAINT device_messages_handle_check CHECK (
         octet_length(handle) BETWEEN 1 AND 16
-        AND handle !~ '[\u0001-\u001f\u007f*?%+#]'
-        AND handle = btrim(handle)
+        AND handle !~ '[\u0001-\u001f\u007f-\u009f*?%+#]'
+        AND handle !~ '^[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]|[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]$'
     ),
     CONSTRAINT device_messages_msg_type_check CHECK (
         octet_length(msg_type) BETWEEN 1 AND 32
-        AND msg_type !~ '[\u0001-\u001f\u007f*?%+#]'
-        AND msg_type = btrim(msg_type)
+        AND msg_type !~ '[\u0001-\u001f\u007f-\u009f*?%+#]'
+        AND msg_type !~ '^[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]|[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]$'
     ),
     CONSTRAINT device_messages_method_check CHECK (
         octet_length(method) BETWEEN 1 AND 64
-        AND method !~ '[\u0001-\u001f\u007f*?%+#]'
-        AND method = btrim(method)
+        AND method !~ '[\u0001-\u001f\u007f-\u009f*?%+#]'
+        AND method !~ '^[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]|[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]$'
     ),
     CONSTRAINT device_messages_msg_token_check CHECK (
         octet_length(msg_token) BETWEEN 1 AND 128
-        AND msg_token !~ '[\u0001-\u001f\u007f*?%+#]'
-        AND msg_token = btrim(msg_token)
+        AND msg_token !~ '[\u0001-\u001f\u007f-\u009f*?%+#]'
+        AND msg_token !~ '^[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]|[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]$'
     )
 );
 CREATE INDEX device_messages_product_id_device_name_received_at_idx ON device_messages (product_id, device_name, received_at);
@@ -154,13 +154,13 @@ CREATE TABLE files (
     CONSTRAINT files_file_path_check CHECK (octet_length(file_path) BETWEEN 1 AND 512),
     CONSTRAINT files_product_id_check CHECK (
         octet_length(product_id) BETWEEN 1 AND 64
-        AND product_id !~ '[\u0001-\u001f\u007f*?%+#]'
-        AND product_id = btrim(product_id)
+        AND product_id !~ '[\u0001-\u001f\u007f-\u009f*?%+#]'
+        AND product_id !~ '^[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]|[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]$'
     ),
     CONSTRAINT files_device_name_check CHECK (
         octet_length(device_name) BETWEEN 1 AND 64
-        AND device_name !~ '[\u0001-\u001f\u007f*?%+#]'
-        AND device_name = btrim(device_name)
+        AND device_name !~ '[\u0001-\u001f\u007f-\u009f*?%+#]'
+        AND device_name !~ '^[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]|[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]$'
     )
 );
 
@@ -174,8 +174,8 @@ CREATE TABLE endpoints (
     CONSTRAINT endpoints_pkey PRIMARY KEY (endpoint_id),
     CONSTRAINT endpoints_endpoint_id_check CHECK (
         octet_length(endpoint_id) BETWEEN 1 AND 64
-        AND endpoint_id !~ '[\u0001-\u001f\u007f*?%+#]'
-        AND endpoint_id = btrim(endpoint_id)
+        AND endpoint_id !~ '[\u0001-\u001f\u007f-\u009f*?%+#]'
+        AND endpoint_id !~ '^[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]|[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]$'
     ),
     CONSTRAINT endpoints_expires_at_ms_check CHECK (expires_at_ms BETWEEN 0 AND 9007199254740991)
 );
@@ -195,13 +195,13 @@ CREATE TABLE commands (
     CONSTRAINT commands_pkey PRIMARY KEY (enterprise_id, endpoint_id, msg_token),
     CONSTRAINT commands_endpoint_id_check CHECK (
         octet_length(endpoint_id) BETWEEN 1 AND 64
-        AND endpoint_id !~ '[\u0001-\u001f\u007f*?%+#]'
-        AND endpoint_id = btrim(endpoint_id)
+        AND endpoint_id !~ '[\u0001-\u001f\u007f-\u009f*?%+#]'
+        AND endpoint_id !~ '^[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]|[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]$'
     ),
     CONSTRAINT commands_msg_token_check CHECK (
         octet_length(msg_token) BETWEEN 1 AND 128
-        AND msg_token !~ '[\u0001-\u001f\u007f*?%+#]'
-        AND msg_token = btrim(msg_token)
+        AND msg_token !~ '[\u0001-\u001f\u007f-\u009f*?%+#]'
+        AND msg_token !~ '^[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]|[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]$'
     ),
     CONSTRAINT commands_method_check CHECK (
         method IN ('interaction.open', 'interaction.end', 'interaction.join', 'interaction.leave',
@@ -212,8 +212,8 @@ CREATE TABLE commands (
     ),
     CONSTRAINT commands_session_id_check CHECK (
         octet_length(session_id) BETWEEN 1 AND 64
-        AND session_id !~ '[\u0001-\u001f\u007f*?%+#]'
-        AND session_id = btrim(session_id)
+        AND session_id !~ '[\u0001-\u001f\u007f-\u009f*?%+#]'
+        AND session_id !~ '^[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]|[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]$'
     )
 );
 
@@ -234,25 +234,25 @@ CREATE TABLE sessions (
     CONSTRAINT sessions_pkey PRIMARY KEY (session_id),
     CONSTRAINT sessions_session_id_check CHECK (
         octet_length(session_id) BETWEEN 1 AND 64
-        AND session_id !~ '[\u0001-\u001f\u007f*?%+#]'
-        AND session_id = btrim(session_id)
+        AND session_id !~ '[\u0001-\u001f\u007f-\u009f*?%+#]'
+        AND session_id !~ '^[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]|[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]$'
     ),
     CONSTRAINT sessions_endpoint_id_check CHECK (
         octet_length(endpoint_id) BETWEEN 1 AND 64
-        AND endpoint_id !~ '[\u0001-\u001f\u007f*?%+#]'
-        AND endpoint_id = btrim(endpoint_id)
+        AND endpoint_id !~ '[\u0001-\u001f\u007f-\u009f*?%+#]'
+        AND endpoint_id !~ '^[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]|[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]$'
     ),
     CONSTRAINT sessions_state_check CHECK (state IN ('invited', 'established', 'ended')),
     CONSTRAINT sessions_reason_check CHECK (octet_length(reason) BETWEEN 1 AND 256),
     CONSTRAINT sessions_product_id_check CHECK (
         octet_length(product_id) BETWEEN 1 AND 64
-        AND product_id !~ '[\u0001-\u001f\u007f*?%+#]'
-        AND product_id = btrim(product_id)
+        AND product_id !~ '[\u0001-\u001f\u007f-\u009f*?%+#]'
+        AND product_id !~ '^[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]|[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]$'
     ),
     CONSTRAINT sessions_device_name_check CHECK (
         octet_length(device_name) BETWEEN 1 AND 64
-        AND device_name !~ '[\u0001-\u001f\u007f*?%+#]'
-        AND device_name = btrim(device_name)
+        AND device_name !~ '[\u0001-\u001f\u007f-\u009f*?%+#]'
+        AND device_name !~ '^[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]|[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]$'
     )
 );
 CREATE INDEX sessions_endpoint_id_idx ON sessions (endpoint_id);
@@ -268,13 +268,13 @@ CREATE TABLE events (
     CONSTRAINT events_pkey PRIMARY KEY (event_id),
     CONSTRAINT events_session_id_check CHECK (
         octet_length(session_id) BETWEEN 1 AND 64
-        AND session_id !~ '[\u0001-\u001f\u007f*?%+#]'
-        AND session_id = btrim(session_id)
+        AND session_id !~ '[\u0001-\u001f\u007f-\u009f*?%+#]'
+        AND session_id !~ '^[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]|[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]$'
     ),
     CONSTRAINT events_msg_token_check CHECK (
         octet_length(msg_token) BETWEEN 1 AND 128
-        AND msg_token !~ '[\u0001-\u001f\u007f*?%+#]'
-        AND msg_token = btrim(msg_token)
+        AND msg_token !~ '[\u0001-\u001f\u007f-\u009f*?%+#]'
+        AND msg_token !~ '^[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]|[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]$'
     ),
     CONSTRAINT events_event_seq_check CHECK (event_seq BETWEEN 1 AND 9007199254740991)
 );
@@ -293,20 +293,20 @@ CREATE TABLE deliveries (
     CONSTRAINT deliveries_pkey PRIMARY KEY (delivery_id),
     CONSTRAINT deliveries_delivery_id_check CHECK (
         octet_length(delivery_id) BETWEEN 1 AND 64
-        AND delivery_id !~ '[\u0001-\u001f\u007f*?%+#]'
-        AND delivery_id = btrim(delivery_id)
+        AND delivery_id !~ '[\u0001-\u001f\u007f-\u009f*?%+#]'
+        AND delivery_id !~ '^[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]|[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]$'
     ),
     CONSTRAINT deliveries_endpoint_id_check CHECK (
         octet_length(endpoint_id) BETWEEN 1 AND 64
-        AND endpoint_id !~ '[\u0001-\u001f\u007f*?%+#]'
-        AND endpoint_id = btrim(endpoint_id)
+        AND endpoint_id !~ '[\u0001-\u001f\u007f-\u009f*?%+#]'
+        AND endpoint_id !~ '^[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]|[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]$'
     ),
     CONSTRAINT deliveries_state_check CHECK (state IN ('pending', 'acknowledged', 'redelivered', 'expired')),
     CONSTRAINT deliveries_expires_at_ms_check CHECK (expires_at_ms BETWEEN 0 AND 9007199254740991),
     CONSTRAINT deliveries_replaces_check CHECK (
         octet_length(replaces) BETWEEN 1 AND 64
-        AND replaces !~ '[\u0001-\u001f\u007f*?%+#]'
-        AND replaces = btrim(replaces)
+        AND replaces !~ '[\u0001-\u001f\u007f-\u009f*?%+#]'
+        AND replaces !~ '^[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]|[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]$'
     )
 );
 CREATE INDEX deliveries_endpoint_id_session_id_watermark_delivery_id_idx ON deliveries (endpoint_id, session_id, watermark, delivery_id);
@@ -332,29 +332,29 @@ CREATE TABLE consents (
     CONSTRAINT consents_enterprise_id_user_id_msg_token_key UNIQUE (enterprise_id, user_id, msg_token),
     CONSTRAINT consents_consent_id_check CHECK (
         octet_length(consent_id) BETWEEN 1 AND 64
-        AND consent_id !~ '[\u0001-\u001f\u007f*?%+#]'
-        AND consent_id = btrim(consent_id)
+        AND consent_id !~ '[\u0001-\u001f\u007f-\u009f*?%+#]'
+        AND consent_id !~ '^[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]|[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]$'
     ),
     CONSTRAINT consents_msg_token_check CHECK (
         octet_length(msg_token) BETWEEN 1 AND 128
-        AND msg_token !~ '[\u0001-\u001f\u007f*?%+#]'
-        AND msg_token = btrim(msg_token)
+        AND msg_token !~ '[\u0001-\u001f\u007f-\u009f*?%+#]'
+        AND msg_token !~ '^[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]|[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]$'
     ),
     CONSTRAINT consents_scope_check CHECK (scope IN ('cameraAI')),
     CONSTRAINT consents_source_session_id_check CHECK (
         octet_length(source_session_id) BETWEEN 1 AND 64
-        AND source_session_id !~ '[\u0001-\u001f\u007f*?%+#]'
-        AND source_session_id = btrim(source_session_id)
+        AND source_session_id !~ '[\u0001-\u001f\u007f-\u009f*?%+#]'
+        AND source_session_id !~ '^[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]|[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]$'
     ),
     CONSTRAINT consents_camera_id_check CHECK (
         octet_length(camera_id) BETWEEN 1 AND 64
-        AND camera_id !~ '[\u0001-\u001f\u007f*?%+#]'
-        AND camera_id = btrim(camera_id)
+        AND camera_id !~ '[\u0001-\u001f\u007f-\u009f*?%+#]'
+        AND camera_id !~ '^[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]|[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]$'
     ),
     CONSTRAINT consents_track_id_check CHECK (
         octet_length(track_id) BETWEEN 1 AND 64
-        AND track_id !~ '[\u0001-\u001f\u007f*?%+#]'
-        AND track_id = btrim(track_id)
+        AND track_id !~ '[\u0001-\u001f\u007f-\u009f*?%+#]'
+        AND track_id !~ '^[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]|[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]$'
     ),
     CONSTRAINT consents_media_revision_check CHECK (media_revision BETWEEN 1 AND 9007199254740991),
     CONSTRAINT consents_expires_at_ms_check CHECK (expires_at_ms BETWEEN 0 AND 9007199254740991),
@@ -380,36 +380,36 @@ CREATE TABLE recordings (
     CONSTRAINT recordings_pkey PRIMARY KEY (recording_id),
     CONSTRAINT recordings_recording_id_check CHECK (
         octet_length(recording_id) BETWEEN 1 AND 64
-        AND recording_id !~ '[\u0001-\u001f\u007f*?%+#]'
-        AND recording_id = btrim(recording_id)
+        AND recording_id !~ '[\u0001-\u001f\u007f-\u009f*?%+#]'
+        AND recording_id !~ '^[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]|[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]$'
     ),
     CONSTRAINT recordings_product_id_check CHECK (
         octet_length(product_id) BETWEEN 1 AND 64
-        AND product_id !~ '[\u0001-\u001f\u007f*?%+#]'
-        AND product_id = btrim(product_id)
+        AND product_id !~ '[\u0001-\u001f\u007f-\u009f*?%+#]'
+        AND product_id !~ '^[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]|[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]$'
     ),
     CONSTRAINT recordings_device_name_check CHECK (
         octet_length(device_name) BETWEEN 1 AND 64
-        AND device_name !~ '[\u0001-\u001f\u007f*?%+#]'
-        AND device_name = btrim(device_name)
+        AND device_name !~ '[\u0001-\u001f\u007f-\u009f*?%+#]'
+        AND device_name !~ '^[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]|[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]$'
     ),
     CONSTRAINT recordings_camera_id_check CHECK (
         octet_length(camera_id) BETWEEN 1 AND 64
-        AND camera_id !~ '[\u0001-\u001f\u007f*?%+#]'
-        AND camera_id = btrim(camera_id)
+        AND camera_id !~ '[\u0001-\u001f\u007f-\u009f*?%+#]'
+        AND camera_id !~ '^[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]|[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]$'
     ),
     CONSTRAINT recordings_start_time_ms_check CHECK (start_time_ms BETWEEN 0 AND 9007199254740991),
     CONSTRAINT recordings_end_time_ms_check CHECK (end_time_ms BETWEEN 0 AND 9007199254740991),
     CONSTRAINT recordings_duration_ms_check CHECK (duration_ms BETWEEN 0 AND 9007199254740991),
     CONSTRAINT recordings_video_codec_check CHECK (
         octet_length(video_codec) BETWEEN 1 AND 32
-        AND video_codec !~ '[\u0001-\u001f\u007f*?%+#]'
-        AND video_codec = btrim(video_codec)
+        AND video_codec !~ '[\u0001-\u001f\u007f-\u009f*?%+#]'
+        AND video_codec !~ '^[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]|[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]$'
     ),
     CONSTRAINT recordings_audio_codec_check CHECK (
         octet_length(audio_codec) BETWEEN 1 AND 32
-        AND audio_codec !~ '[\u0001-\u001f\u007f*?%+#]'
-        AND audio_codec = btrim(audio_codec)
+        AND audio_codec !~ '[\u0001-\u001f\u007f-\u009f*?%+#]'
+        AND audio_codec !~ '^[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]|[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]$'
     ),
     CONSTRAINT recordings_recording_version_check CHECK (recording_version BETWEEN 1 AND 9007199254740991)
 );

@@ -36,18 +36,43 @@ bool igw_format_bcp47(const char *s, size_t n)
     return true;
 }
 
-static bool is_space(unsigned char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
-
-bool igw_format_identifier(const char *s, size_t n)
+/* Decodes the code point at s[i] (input is already valid UTF-8). */
+static uint32_t code_point(const unsigned char *s, size_t i)
 {
+    if (s[i] < 0x80)
+        return s[i];
+    if (s[i] < 0xE0)
+        return ((uint32_t)(s[i] & 0x1F) << 6) | (s[i + 1] & 0x3F);
+    if (s[i] < 0xF0)
+        return ((uint32_t)(s[i] & 0x0F) << 12) | ((uint32_t)(s[i + 1] & 0x3F) << 6) | (s[i + 2] & 0x3F);
+    return ((uint32_t)(s[i] & 0x07) << 18) | ((uint32_t)(s[i + 1] & 0x3F) << 12) |
+           ((uint32_t)(s[i + 2] & 0x3F) << 6) | (s[i + 3] & 0x3F);
+}
+
+/* Unicode White_Space (the set ECMAScript's \s matches, plus U+0085). */
+static bool is_space(uint32_t c)
+{
+    return c == ' ' || (c >= '\t' && c <= '\r') || c == 0x85 || c == 0xA0 || c == 0x1680 ||
+           (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F ||
+           c == 0x3000 || c == 0xFEFF;
+}
+
+bool igw_format_identifier(const char *str, size_t n)
+{
+    const unsigned char *s = (const unsigned char *)str;
     if (n == 0)
         return true; /* emptiness is the length rule's business */
-    if (is_space((unsigned char)s[0]) || is_space((unsigned char)s[n - 1]))
+    size_t last = n - 1;
+    while (last > 0 && (s[last] & 0xC0) == 0x80)
+        last--;
+    if (is_space(code_point(s, 0)) || is_space(code_point(s, last)))
         return false;
     for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
+        unsigned char c = s[i];
         if (c < 0x20 || c == 0x7f || c == '*' || c == '?' || c == '%' || c == '+' || c == '#')
             return false;
+        if (c == 0xC2 && i + 1 < n && s[i + 1] >= 0x80 && s[i + 1] <= 0x9F)
+            return false; /* C1 control characters U+0080..U+009F */
     }
     return true;
 }

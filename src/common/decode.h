@@ -25,7 +25,8 @@ enum {
 bool igw_format_canonical_id(const char *s, size_t n);
 /* BCP 47 tag syntax: ALPHA{2,8} ("-" ALNUM{1,8})*. */
 bool igw_format_bcp47(const char *s, size_t n);
-/* No control characters, none of * ? % + #, no leading or trailing whitespace. */
+/* No control characters (C0, DEL, C1), none of * ? % + #, no leading or
+ * trailing Unicode whitespace. Input must be valid UTF-8. */
 bool igw_format_identifier(const char *s, size_t n);
 
 /* Checks a decoded string's byte length and format; on failure records a

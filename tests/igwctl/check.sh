@@ -83,6 +83,9 @@ run recordings-order "$I/recordings/query" 1 "$(err 100400 /startTimeMs)" \
     '{"endpointId":"ep","target":{"productID":"p","deviceName":"d"},"cameraId":"c","startTimeMs":5,"endTimeMs":5,"limit":1}'
 run consent-wildcard "$V/get-one" 1 "$(err 100400 /consentId)" '{"consentId":"abc*"}'
 run consent-space "$V/get-one" 1 "$(err 100400 /consentId)" '{"consentId":" abc"}'
+run consent-nbsp-edge "$V/get-one" 1 "$(err 100400 /consentId)" $'{"consentId":"abc\u00a0"}'
+run consent-c1-control "$V/get-one" 1 "$(err 100400 /consentId)" $'{"consentId":"a\xc2\x85b"}'
+run consent-nbsp-inside "$V/get-one" 0 $'{"consentId":"a\xc2\xa0b"}' $'{"consentId":"a\xc2\xa0b"}'
 run revoke-at-bound "$V/revoke" 1 "$(err 100400 /expectedRevision)" '{"consentId":"c","expectedRevision":9007199254740991}'
 run revoke-ok "$V/revoke" 0 '{"consentId":"c","expectedRevision":9007199254740990}' '{"consentId":"c","expectedRevision":9007199254740990}'
 run consent-cap "$V/create" 1 "$(err 100413 "")" "{\"msgToken\":\"$(head -c 5000 /dev/zero | tr '\0' a)\"}"

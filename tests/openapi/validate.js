@@ -196,7 +196,9 @@ check("register takes no body", post("/im/interaction/endpoints/register").reque
 	const mp = post("/things/device/edge/upload-file").requestBody?.content?.["multipart/form-data"]?.schema;
 	check("upload-file: multipart with a required binary part `file`", mp?.required?.includes("file") && mp?.properties?.file?.format === "binary");
 	const send = post("/things/device/edge/send/{handle}/{type}");
-	check("send: path parameters handle and type", (send.parameters ?? []).map((p) => `${p.in}:${p.name}:${p.required}`).join() === "path:handle:true,path:type:true");
+	check("send: path parameters handle and type, optional gateway headers productID and deviceName",
+		(send.parameters ?? []).map((p) => `${p.in}:${p.name}:${p.required}`).join() ===
+			"path:handle:true,path:type:true,header:productID:false,header:deviceName:false");
 }
 
 // Every object type reachable from a JSON request body is closed. The walk

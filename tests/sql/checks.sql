@@ -75,9 +75,11 @@ FROM (VALUES
     ('name', 'a.b-c_d', true),
     ('name', 'x/y:z', true),
     ('name', 'éééé', true),                        -- 8 bytes
-    ('name', U&'\00A0x\00A0', true),               -- NBSP is not ASCII whitespace
-    ('name', U&'a\0085', true),                   -- C1 controls are UTF-8 bytes >= 0x80:
-    ('name', U&'a\009F', true),                   -- the decoder lets them through
+    ('name', U&'a\00A0x', true),                  -- NBSP inside is fine
+    ('name', U&'\00A0x', false),                  -- Unicode whitespace at an edge
+    ('name', U&'x\3000', false),                  -- IDEOGRAPHIC SPACE at the end
+    ('name', U&'a\0085', false),                  -- C1 controls are controls too
+    ('name', U&'a\009Fb', false),
     ('name', 'ééééé', false),                      -- 10 bytes
     ('name', '123456789', false),
     ('name', '', false),

@@ -216,7 +216,8 @@ const igw_route_def igw_routes[IGW_ROUTE__COUNT] = {
         sizeof(igw_Hello), route_decode_hello, route_encode_hello,
         route_params_hello, 1,
         NULL, 0, 0, false,
-        route_errors_hello, 2},
+        route_errors_hello, 2,
+        NULL, 0},
 };
 
 static int route_params_check(const igw_route_def *r, const igw_str *p, igw_json *j)
@@ -228,6 +229,16 @@ static int route_params_check(const igw_route_def *r, const igw_str *p, igw_json
         if (igw_decode_string_rules(j, p[0], 2, 5, 2))
             return -1;
         return 0;
+    default:
+        return 0;
+    }
+}
+
+static int route_header_rule(const igw_route_def *r, uint32_t index, igw_str v, igw_json *j)
+{
+    (void)v; /* unused when no route reads a header */
+    (void)j;
+    switch (r->id * 64 + (int)index) {
     default:
         return 0;
     }
@@ -345,6 +356,16 @@ int igw_request_decode(igw_request *req, const char *method, size_t mlen, const 
                 : j.err == IGW_JERR_NOMEM  ? IGW_ERR_FOR_INTERNAL_ROLE
                                            : IGW_ERR_FOR_DECODE;
     set_error(err, cls, j.err, j.reason, j.path);
+    return -1;
+}
+
+int igw_request_header_check(const igw_route_def *r, uint32_t index, igw_str value, igw_decode_error *err)
+{
+    igw_json j;
+    igw_json_init(&j, "", 0, NULL, 1);
+    if (index >= r->nheaders || route_header_rule(r, index, value, &j) == 0)
+        return 0;
+    set_error(err, IGW_ERR_FOR_DECODE, j.err, "invalid header value", "");
     return -1;
 }
 

@@ -389,7 +389,8 @@ const igw_route_def igw_routes[IGW_ROUTE__COUNT] = {
         sizeof(igw_Shape), route_decode_shape, route_encode_shape,
         NULL, 0,
         NULL, 0, 0, false,
-        route_errors_shape, 1},
+        route_errors_shape, 1,
+        NULL, 0},
 };
 
 static int route_params_check(const igw_route_def *r, const igw_str *p, igw_json *j)
@@ -397,6 +398,16 @@ static int route_params_check(const igw_route_def *r, const igw_str *p, igw_json
     (void)p; /* unused when no route has path parameters */
     (void)j;
     switch (r->id) {
+    default:
+        return 0;
+    }
+}
+
+static int route_header_rule(const igw_route_def *r, uint32_t index, igw_str v, igw_json *j)
+{
+    (void)v; /* unused when no route reads a header */
+    (void)j;
+    switch (r->id * 64 + (int)index) {
     default:
         return 0;
     }
@@ -514,6 +525,16 @@ int igw_request_decode(igw_request *req, const char *method, size_t mlen, const 
                 : j.err == IGW_JERR_NOMEM  ? IGW_ERR_FOR_INTERNAL_ROLE
                                            : IGW_ERR_FOR_DECODE;
     set_error(err, cls, j.err, j.reason, j.path);
+    return -1;
+}
+
+int igw_request_header_check(const igw_route_def *r, uint32_t index, igw_str value, igw_decode_error *err)
+{
+    igw_json j;
+    igw_json_init(&j, "", 0, NULL, 1);
+    if (index >= r->nheaders || route_header_rule(r, index, value, &j) == 0)
+        return 0;
+    set_error(err, IGW_ERR_FOR_DECODE, j.err, "invalid header value", "");
     return -1;
 }
 

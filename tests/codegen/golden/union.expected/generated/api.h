@@ -165,6 +165,8 @@ typedef struct igw_route_def {
     bool reject_other_parts;
     const igw_err *errors;     /* classes the route may answer with */
     uint32_t nerrors;
+    const char *const *headers; /* request headers the route reads (lower case) */
+    uint32_t nheaders;
 } igw_route_def;
 
 /* Indexed by igw_route_id. */
@@ -195,6 +197,10 @@ const igw_route_def *igw_route_match(const char *method, size_t mlen, const char
 int igw_request_decode(igw_request *req, const char *method, size_t mlen, const char *path, size_t plen,
                        const char *content_type, size_t ctlen, const void *body, size_t len,
                        igw_arena *a, igw_decode_error *err);
+
+/* Checks the value of header `index` (igw_route_def.headers) against its rule:
+ * 0, or -1 with *err (decode class, path "", reason naming the header). */
+int igw_request_header_check(const igw_route_def *r, uint32_t index, igw_str value, igw_decode_error *err);
 
 /* A route handler; receives a request that passed the strict stage. */
 typedef int (*igw_handler_fn)(void *ctx, const igw_request *req);

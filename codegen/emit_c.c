@@ -25,28 +25,28 @@ static const char *ctype(igw_type *t)
     case IGW_T_JSON: return "igw_str";
     case IGW_T_INT: return "int64_t";
     case IGW_T_BOOL: return "bool";
-    case IGW_T_ENUM: return igw_xprintf("igw_%s", r->name);
-    case IGW_T_OBJECT: return igw_xprintf("igw_%s", r->name);
+    case IGW_T_ENUM: return igw_sprintf("igw_%s", r->name);
+    case IGW_T_OBJECT: return igw_sprintf("igw_%s", r->name);
     case IGW_T_ARRAY: {
         igw_type *it = igw_type_resolve(r->item);
         if (it->kind == IGW_T_STRING || it->kind == IGW_T_JSON)
             return "igw_str_list";
         if (it->kind == IGW_T_INT)
             return "igw_int_list";
-        return igw_xprintf("igw_%s_list", it->name);
+        return igw_sprintf("igw_%s_list", it->name);
     }
     default: return "void";
     }
 }
 
-static char *bit(const igw_type *obj, const igw_field *f)
+static const char *bit(const igw_type *obj, const igw_field *f)
 {
-    return igw_xprintf("IGW_%s_%s", obj->name, f->name);
+    return igw_sprintf("IGW_%s_%s", obj->name, f->name);
 }
 
-static char *enum_const(const igw_type *e, const char *value)
+static const char *enum_const(const igw_type *e, const char *value)
 {
-    return igw_xprintf("IGW_%s_%s", e->name, igw_c_ident(value));
+    return igw_sprintf("IGW_%s_%s", e->name, igw_c_ident(value));
 }
 
 /* ---- header ---------------------------------------------------------------- */

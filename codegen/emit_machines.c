@@ -59,7 +59,7 @@ static void emit_header(const igw_schema *s, igw_out *h)
         "int igw_sm_trigger(const igw_sm *m, const char *name);\n"
         "int igw_sm_guard(const igw_sm *m, const char *name);\n\n");
     FOR(s->machines, igw_machine, m) {
-        char *up = igw_c_upper(m->name);
+        const char *up = igw_c_upper(m->name);
         igw_out_printf(h, "/* ---- %s: %s ---- */\n\n", m->name, m->doc ? m->doc : "");
         igw_out_printf(h, "typedef enum igw_%s_state {\n    IGW_%s_NONE,\n", m->name, up);
         FOR(m->states, igw_state, st)
@@ -83,7 +83,6 @@ static void emit_header(const igw_schema *s, igw_out *h)
                           "    igw_sm_result r = igw_sm_fire(&igw_sm_%s, (int)state, (int)trigger, guards);\n"
                           "    if (!r.ok && err)\n        *err = r.err;\n    return (igw_%s_state)r.next;\n}\n\n",
                        m->name, m->name, m->name, m->name, m->name, m->name);
-        free(up);
     }
     igw_out_puts(h, "#endif\n");
 }
@@ -130,7 +129,7 @@ static void emit_source(const igw_schema *s, igw_out *c)
         }
         igw_out_puts(c, "};\n");
         igw_out_printf(c, "const igw_sm igw_sm_%s = {\"%s\", %s_states, %s_triggers, %s, %s_terminal, %d, %d, %d, %d, %s_rows, IGW_ERR_%s};\n\n",
-                       m->name, m->name, m->name, m->name, m->guards.n ? igw_xprintf("%s_guards", m->name) : "NULL",
+                       m->name, m->name, m->name, m->name, m->guards.n ? igw_sprintf("%s_guards", m->name) : "NULL",
                        m->name, m->states.n + 1, m->triggers.n, m->guards.n, nrows, m->name,
                        igw_c_upper(m->illegal_ref->name));
     }

@@ -63,8 +63,9 @@ int main(int argc, char **argv)
 {
     const char *gen_dir = "generated", *docs_dir = "docs";
     bool check_only = false;
-    igw_schema s;
-    memset(&s, 0, sizeof s);
+    /* The model lives until exit (the process is short-lived); emitters'
+     * temporaries are scratch strings released below. */
+    static igw_schema s;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "-o") == 0 && i + 1 < argc) {
             gen_dir = argv[++i];
@@ -92,7 +93,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "igw-gen: cannot read %s: %s\n", path, strerror(errno));
             return 2;
         }
-        igw_diag_source(path, text, len);
+        igw_diag_source(path, text, len); /* diagnostics quote it until exit */
         if (igw_parse(&s, path, text, len) != 0)
             parse_failed = 1;
     }
@@ -102,8 +103,8 @@ int main(int argc, char **argv)
     }
     if (check_only)
         return 0;
-    if (igw_emit_c(&s, gen_dir) || igw_emit_machines(&s, gen_dir, docs_dir) || igw_emit_sql(&s, gen_dir) ||
-        igw_emit_vectors(&s, gen_dir) || igw_emit_openapi(&s, gen_dir) || igw_emit_apidoc(&s, docs_dir))
-        return 2;
-    return 0;
+    int rc = igw_emit_c(&s, gen_dir) || igw_emit_machines(&s, gen_dir, docs_dir) || igw_emit_sql(&s, gen_dir) ||
+             igw_emit_vectors(&s, gen_dir) || igw_emit_openapi(&s, gen_dir) || igw_emit_apidoc(&s, docs_dir);
+    igw_scratch_release();
+    return rc ? 2 : 0;
 }

@@ -22,8 +22,13 @@ typedef struct parser {
     jmp_buf fail;
 } parser;
 
+/* Token texts are owned by the parser until a rule takes them (ident,
+ * value, string): what is still here when the next token comes was a
+ * keyword or punctuation and is released. */
 static void next(parser *p)
 {
+    if (p->tok.kind == TOK_IDENT || p->tok.kind == TOK_STRING)
+        free((char *)p->tok.text);
     p->tok = igw_lexer_next(&p->lx);
     if (p->tok.kind == TOK_ERROR) {
         igw_diag_error(p->tok.loc, "%s", p->tok.text);
@@ -92,6 +97,7 @@ static const char *ident(parser *p, const char *what)
     if (p->tok.kind != TOK_IDENT)
         fail(p, "expected %s, found %s", what, found(p));
     const char *r = p->tok.text;
+    p->tok.text = NULL; /* taken */
     next(p);
     return r;
 }
@@ -101,6 +107,7 @@ static const char *opt_doc(parser *p)
     if (p->tok.kind != TOK_STRING)
         return NULL;
     const char *r = p->tok.text;
+    p->tok.text = NULL;
     next(p);
     return r;
 }
@@ -117,6 +124,7 @@ static const char *value(parser *p)
 {
     if (p->tok.kind == TOK_STRING || p->tok.kind == TOK_IDENT) {
         const char *r = p->tok.text;
+        p->tok.text = NULL;
         next(p);
         return r;
     }
@@ -201,6 +209,7 @@ static igw_type *type_expr(parser *p, const char *owner, const char *field)
                 t->format = IGW_FMT_IDENTIFIER;
             else
                 fail(p, "unknown format '%s' (canonical_id, bcp47, identifier)", f);
+            free((char *)f);
         }
     } else if (accept_kw(p, "int")) {
         t = new_type(p, IGW_T_INT);
@@ -442,6 +451,7 @@ static void members(parser *p, igw_type *obj)
                 /* Inline case types are named per case so two cases never collide. */
                 char *cname = igw_xprintf("%s_%s", f->name, igw_c_ident(c->value));
                 c->type = type_expr(p, obj->name, cname);
+                free(cname);
                 for (;;) {
                     if (accept_kw(p, "require"))
                         name_list(p, &c->require);
@@ -490,6 +500,7 @@ static void error_decl(parser *p)
                     bit = roles[i].role;
             if (!bit)
                 fail(p, "unknown role '%s'", r);
+            free((char *)r);
             e->roles |= bit;
         } while (accept(p, TOK_COMMA));
     }
@@ -746,6 +757,7 @@ static void table_decl(parser *p)
                     c->sqltype = sqltypes[i];
             if (!c->sqltype)
                 fail(p, "unknown SQL type '%s' (text, bigint, integer, boolean, bytea, jsonb, timestamptz)", ty);
+            free((char *)ty);
             for (;;) {
                 if (accept_kw(p, "null")) {
                     c->nullable = true;
@@ -802,8 +814,11 @@ int igw_parse(igw_schema *s, const char *file, const char *text, size_t len)
     memset(&p, 0, sizeof p);
     p.s = s;
     igw_lexer_init(&p.lx, file, text, len);
-    if (setjmp(p.fail))
+    if (setjmp(p.fail)) {
+        if (p.tok.kind == TOK_IDENT || p.tok.kind == TOK_STRING)
+            free((char *)p.tok.text);
         return -1;
+    }
     next(&p);
     while (p.tok.kind != TOK_EOF) {
         if (accept_kw(&p, "error"))

@@ -252,19 +252,50 @@ void igw_out_banner(igw_out *o, const igw_schema *s, const char *comment)
     igw_out_puts(o, "; do not edit\n");
 }
 
-char *igw_c_ident(const char *name)
+static igw_vec scratch;
+
+static const char *scratch_keep(char *s)
+{
+    igw_vec_push(&scratch, s);
+    return s;
+}
+
+const char *igw_sprintf(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        oom();
+    char *p = igw_xmalloc((size_t)n + 1);
+    va_start(ap, fmt);
+    vsnprintf(p, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    return scratch_keep(p);
+}
+
+void igw_scratch_release(void)
+{
+    for (int i = 0; i < scratch.n; i++)
+        free(scratch.v[i]);
+    free(scratch.v);
+    memset(&scratch, 0, sizeof scratch);
+}
+
+const char *igw_c_ident(const char *name)
 {
     char *r = igw_xstrdup(name);
     for (char *p = r; *p; p++)
         if (!isalnum((unsigned char)*p))
             *p = '_';
-    return r;
+    return scratch_keep(r);
 }
 
-char *igw_c_upper(const char *name)
+const char *igw_c_upper(const char *name)
 {
-    char *r = igw_c_ident(name);
+    char *r = igw_xstrdup(igw_c_ident(name));
     for (char *p = r; *p; p++)
         *p = (char)toupper((unsigned char)*p);
-    return r;
+    return scratch_keep(r);
 }

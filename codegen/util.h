@@ -49,9 +49,15 @@ int igw_out_save(const igw_out *o, const char *dir, const char *rel);
  * ("//", "#", "--" or "" for none); names the schema files, never paths. */
 void igw_out_banner(igw_out *o, const igw_schema *s, const char *comment);
 
-/* Builds an identifier from a schema name: "interaction.open" -> "interaction_open". */
-char *igw_c_ident(const char *name);
-/* Same, upper-cased: "INTERACTION_OPEN". */
-char *igw_c_upper(const char *name);
+/* Scratch strings for emitters: valid until igw_scratch_release(); never
+ * freed by the caller. They keep inline temporaries out of every printf. */
+const char *igw_sprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Releases every scratch string (main calls it once the emitters are done). */
+void igw_scratch_release(void);
+
+/* Builds an identifier from a schema name: "interaction.open" -> "interaction_open" (scratch). */
+const char *igw_c_ident(const char *name);
+/* Same, upper-cased: "INTERACTION_OPEN" (scratch). */
+const char *igw_c_upper(const char *name);
 
 #endif

@@ -24,7 +24,8 @@ void *igw_arena_alloc(igw_arena *a, size_t n);
 /* Copies `n` bytes into the arena and NUL-terminates the copy. */
 char *igw_arena_strndup(igw_arena *a, const char *s, size_t n);
 
-/* Releases everything but the first chunk, which is kept for reuse. */
+/* Releases everything but the first chunk, which is kept for reuse (unless
+ * it is an oversized one, over 64 KiB, which is released too). */
 void igw_arena_reset(igw_arena *a);
 
 /* Releases all memory of the arena. */

@@ -830,7 +830,8 @@ static uint8_t num_digit(const numtok *t, size_t i)
 /* STRICT check of a number with fraction or exponent: it must round to a
  * finite double and, unless it is zero, to a nonzero one. The token is
  * normalized to "<digits>e<exp>" (no '.', so the locale cannot interfere)
- * in a bounded buffer; far-out magnitudes are decided without strtod. */
+ * in a bounded buffer; all but the two boundary decades are decided from
+ * the decimal magnitude alone, without strtod. */
 static int check_double(igw_json *j, const numtok *t)
 {
     size_t nd = t->nint + t->nfrac, first = 0, last = nd;
@@ -853,6 +854,9 @@ static int check_double(igw_json *j, const numtok *t)
         return igw_json_fail(j, IGW_JERR_RANGE, "number overflows a double");
     if (mag < -323) /* < 1e-324, below half the smallest subnormal */
         return igw_json_fail(j, IGW_JERR_RANGE, "nonzero number underflows to zero");
+    if (mag > -323 && mag < 309) /* within [1e-323, 1e308): finite and nonzero */
+        return 0;
+    /* only the two boundary decades need correct rounding */
     char buf[SIG_DIGITS + 32];
     size_t k = n < SIG_DIGITS ? n : SIG_DIGITS;
     for (size_t i = 0; i < k; i++)
@@ -920,19 +924,34 @@ static int vkey_cmp(const void *a, const void *b)
     return x->off < y->off ? -1 : x->off > y->off;
 }
 
-/* Sorts the keys of a closing object (O(n log n), immune to crafted hash
- * collisions) and reports the earliest key that repeats a previous one. */
+/* Objects up to this many keys are checked pairwise, cheaper than sorting. */
+#define SMALL_OBJECT 16
+
+static bool vkey_equal(const vkey *a, const vkey *b)
+{
+    return a->len == b->len && (a->len == 0 || memcmp(a->ptr, b->ptr, a->len) == 0);
+}
+
+/* Reports the earliest key of a closing object that repeats a previous one.
+ * Big objects are sorted (O(n log n), immune to crafted hash collisions). */
 static int check_duplicates(igw_json *j, vlevel *L)
 {
-    if (L->nkeys < 2)
-        return 0;
-    qsort(L->keys, L->nkeys, sizeof(vkey), vkey_cmp);
     const vkey *dup = NULL;
-    for (size_t i = 1; i < L->nkeys; i++) {
-        const vkey *a = &L->keys[i - 1], *b = &L->keys[i];
-        if (a->len == b->len && (a->len == 0 || memcmp(a->ptr, b->ptr, a->len) == 0) &&
-            (dup == NULL || b->off < dup->off))
-            dup = b;
+    if (L->nkeys <= SMALL_OBJECT) {
+        /* keys are in document order: the first one equal to an earlier one */
+        for (size_t b = 1; b < L->nkeys && dup == NULL; b++)
+            for (size_t a = 0; a < b; a++)
+                if (vkey_equal(&L->keys[a], &L->keys[b])) {
+                    dup = &L->keys[b];
+                    break;
+                }
+    } else {
+        qsort(L->keys, L->nkeys, sizeof(vkey), vkey_cmp);
+        for (size_t i = 1; i < L->nkeys; i++) {
+            const vkey *b = &L->keys[i];
+            if (vkey_equal(&L->keys[i - 1], b) && (dup == NULL || b->off < dup->off))
+                dup = b;
+        }
     }
     if (dup == NULL)
         return 0;
@@ -985,7 +1004,7 @@ static int member_key(igw_json *j, vlevel *L, igw_json_profile profile)
  * member has started. */
 static int walk_value(igw_json *j, igw_json_profile profile, unsigned limit, vlevel *lv)
 {
-    unsigned level = 0;
+    unsigned level = 0, ready = 0; /* lv[0, ready) have initialized key arrays */
     for (;;) {
         /* a value starts here */
         skip_ws(j);
@@ -997,6 +1016,11 @@ static int walk_value(igw_json *j, igw_json_profile profile, unsigned limit, vle
                 return igw_json_fail(j, IGW_JERR_DEPTH, "nesting too deep");
             j->depth++;
             j->p++;
+            if (level == ready) {
+                lv[level].keys = NULL;
+                lv[level].cap = 0;
+                ready++;
+            }
             vlevel *L = &lv[level++];
             L->is_obj = c == '{';
             L->index = 0;
@@ -1107,7 +1131,6 @@ int igw_json_value(igw_json *j, igw_json_profile profile, unsigned max_depth,
         j->end = vstart + max_bytes + 1;
 
     vlevel lv[IGW_JSON_MAX_DEPTH];
-    memset(lv, 0, sizeof lv);
     int rc = walk_value(j, profile, limit, lv);
     j->end = real_end;
     if (rc < 0) {

@@ -74,7 +74,8 @@ typedef struct igw_json {
 /* Starts scanning `len` bytes; `max_depth` (<= IGW_JSON_MAX_DEPTH) bounds nesting. */
 void igw_json_init(igw_json *j, const void *buf, size_t len, igw_arena *a, unsigned max_depth);
 
-/* Records a failure of `kind` at the current path (first failure wins); returns -1. */
+/* Records a failure of `kind` at the current path (first failure wins); returns -1.
+ * Once a failure is recorded every scanning call returns -1 without reading. */
 int igw_json_fail(igw_json *j, igw_json_errkind kind, const char *reason);
 
 /* Pushes an object key / array index onto the error path; pop removes the last. */
@@ -117,7 +118,15 @@ typedef enum igw_json_profile {
 
 /* Validates one free value of any type (object, array, ...) that nests at most
  * `max_depth` levels below the current depth and spans at most `max_bytes`;
- * *raw receives the exact bytes of the value. 0 or -1. */
+ * *raw receives the exact bytes of the value. 0 or -1.
+ * Depth: an object or array value is itself level 1, so max_depth 0 admits
+ * scalars only and max_depth 1 admits {"a":1} but not {"a":{}}; the limit
+ * given to igw_json_init applies as well. Size: the value's bytes, from its
+ * first to its last (surrounding whitespace excluded); scanning never reads
+ * past max_bytes + 1 bytes, and a value that cannot end within max_bytes is a
+ * SIZE failure reported at the value itself. Errors inside the value carry
+ * its inner path (/key/index...). On return depth and the error path are as
+ * on entry. */
 int igw_json_value(igw_json *j, igw_json_profile profile, unsigned max_depth,
                    size_t max_bytes, igw_str *raw);
 

@@ -374,8 +374,10 @@ static int push_member(canon *c, const igw_str *key, size_t start, size_t end)
  * Already sorted objects (the common case) cost one pass of comparisons. */
 static int reorder(canon *c, size_t base)
 {
-    cmember *m = c->m + base;
     size_t n = c->nm - base, i;
+    if (n < 2)
+        return 0; /* also keeps c->m, NULL before the first member, out of arithmetic */
+    cmember *m = c->m + base;
     for (i = 1; i < n; i++)
         if (cmember_cmp(&m[i - 1], &m[i]) > 0)
             break;

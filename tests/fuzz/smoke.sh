@@ -32,5 +32,18 @@ for r in $routes; do
         { tail -40 "$out/$lower.log"; echo "fuzz: $lower FAILED"; exit 1; }
     ran=$((ran + 1))
 done
+# The free-value layer: both profiles and the canonical writer, seeded
+# from JSONTestSuite.
+suite=${JSON_SUITE:-../shared/testdata/JSONTestSuite/test_parsing}
+bin=$out/fuzz_json
+if [ ! -x "$bin" ] || [ "$bin" -ot src/common/json.c ] || [ "$bin" -ot src/common/jw.c ]; then
+    "$clang" "${flags[@]}" -o "$bin" tests/fuzz/fuzz_json.c src/common/*.c
+fi
+corpus=$out/corpus/json
+rm -rf "$corpus" && mkdir -p "$corpus"
+[ -d "$suite" ] && cp "$suite"/*.json "$corpus"/
+echo "fuzz: json for ${secs}s ($(ls "$corpus" | wc -l) seeds)"
+"$bin" -max_total_time="$secs" -print_final_stats=0 "$corpus" 2>"$out/json.log" ||
+    { tail -40 "$out/json.log"; echo "fuzz: json FAILED"; exit 1; }
 [ "$ran" -gt 0 ] || { echo "fuzz: no decoder fuzzed"; exit 1; }
 echo "fuzz: $ran decoders fuzzed, no crash"

@@ -1,0 +1,914 @@
+/* test_scanner.c - unit tests of the pull scanner (json.c) and the arena. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arena.h"
+#include "json.h"
+
+static unsigned passed, failed;
+
+#define CHECK(cond)                                                                  \
+    do {                                                                             \
+        if (cond) {                                                                  \
+            passed++;                                                                \
+        } else {                                                                     \
+            failed++;                                                                \
+            printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);                   \
+        }                                                                            \
+    } while (0)
+
+static igw_arena arena;
+
+static void start(igw_json *j, const char *s, unsigned max_depth)
+{
+    igw_arena_reset(&arena);
+    igw_json_init(j, s, strlen(s), &arena, max_depth);
+}
+
+/* Checks the recorded failure; reason and path are compared exactly unless NULL. */
+static int failure_is(const igw_json *j, igw_json_errkind kind, const char *path,
+                      const char *reason)
+{
+    int ok = j->err == kind && (path == NULL || strcmp(j->path, path) == 0) &&
+             (reason == NULL || strcmp(j->reason, reason) == 0);
+    if (!ok)
+        printf("  got %s \"%s\" at \"%s\" offset %zu\n", igw_json_errkind_name(j->err), j->reason,
+               j->path, j->err_offset);
+    return ok;
+}
+
+static int str_is(igw_str s, const char *want, size_t n)
+{
+    return s.len == n && memcmp(s.ptr, want, n) == 0;
+}
+
+static int inside(const char *buf, igw_str s)
+{
+    return s.ptr >= buf && s.ptr + s.len <= buf + strlen(buf);
+}
+
+/* ------------------------------------------------------------ decoding */
+
+/* A decoder shaped like the generated ones:
+ * {"command":{"name":str,"params":{"x":int,"on":bool}},"deliveryIds":[int...]} */
+typedef struct cmd {
+    igw_str name;
+    int64_t x;
+    bool on;
+    int64_t ids[8];
+    unsigned nids;
+} cmd;
+
+static int decode_params(igw_json *j, cmd *c)
+{
+    igw_str k;
+    int r;
+    if (igw_json_object_begin(j) < 0)
+        return -1;
+    while ((r = igw_json_object_next(j, &k)) == 1) {
+        igw_json_push_key(j, k.ptr, k.len);
+        if (str_is(k, "x", 1))
+            r = igw_json_int(j, &c->x, -1000, 1000);
+        else if (str_is(k, "on", 2))
+            r = igw_json_bool(j, &c->on);
+        else
+            r = igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+        if (r < 0)
+            return -1;
+        igw_json_pop(j);
+    }
+    return r;
+}
+
+static int decode_command(igw_json *j, cmd *c)
+{
+    igw_str k;
+    int r;
+    if (igw_json_object_begin(j) < 0)
+        return -1;
+    while ((r = igw_json_object_next(j, &k)) == 1) {
+        igw_json_push_key(j, k.ptr, k.len);
+        if (str_is(k, "name", 4))
+            r = igw_json_string(j, &c->name);
+        else if (str_is(k, "params", 6))
+            r = decode_params(j, c);
+        else
+            r = igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+        if (r < 0)
+            return -1;
+        igw_json_pop(j);
+    }
+    return r;
+}
+
+static int decode_doc(const char *s, cmd *c, igw_json *j)
+{
+    igw_str k;
+    int r;
+    memset(c, 0, sizeof *c);
+    start(j, s, 16);
+    if (igw_json_object_begin(j) < 0)
+        return -1;
+    while ((r = igw_json_object_next(j, &k)) == 1) {
+        igw_json_push_key(j, k.ptr, k.len);
+        if (str_is(k, "command", 7)) {
+            r = decode_command(j, c);
+        } else if (str_is(k, "deliveryIds", 11)) {
+            if ((r = igw_json_array_begin(j)) < 0)
+                return -1;
+            uint32_t i = 0;
+            while ((r = igw_json_array_next(j)) == 1) {
+                igw_json_push_index(j, i);
+                if (i == 8)
+                    return igw_json_fail(j, IGW_JERR_LENGTH, "too many items");
+                if (igw_json_int(j, &c->ids[i], 0, 100) < 0)
+                    return -1;
+                igw_json_pop(j);
+                c->nids = ++i;
+            }
+        } else {
+            r = igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+        }
+        if (r < 0)
+            return -1;
+        igw_json_pop(j);
+    }
+    if (r < 0)
+        return -1;
+    return igw_json_finish(j);
+}
+
+static void test_decoder(void)
+{
+    igw_json j;
+    cmd c;
+    const char *doc = " {\"command\": {\"name\": \"reboot\", \"params\": {\"x\": -7, \"on\": true}},\n"
+                      "  \"deliveryIds\": [1, 2 ,3] } \r\n";
+    CHECK(decode_doc(doc, &c, &j) == 0);
+    CHECK(str_is(c.name, "reboot", 6) && inside(doc, c.name)); /* zero-copy */
+    CHECK(c.x == -7 && c.on && c.nids == 3 && c.ids[0] == 1 && c.ids[2] == 3);
+    CHECK(j.depth == 0 && j.nseg == 0 && j.err == IGW_JERR_NONE);
+
+    CHECK(decode_doc("{\"command\":{\"params\":{\"x\":\"7\"}}}", &c, &j) < 0);
+    CHECK(failure_is(&j, IGW_JERR_TYPE, "/command/params/x", "expected integer, found string"));
+    CHECK(j.err_offset == 26);
+    CHECK(decode_doc("{\"command\":{\"params\":{\"on\":null}}}", &c, &j) < 0);
+    CHECK(failure_is(&j, IGW_JERR_NULL, "/command/params/on", "null is not accepted"));
+    CHECK(decode_doc("{\"deliveryIds\":[1,2,3,101]}", &c, &j) < 0);
+    CHECK(failure_is(&j, IGW_JERR_RANGE, "/deliveryIds/3", "integer above the allowed maximum"));
+    CHECK(decode_doc("{\"deliveryIds\":[1,2,3,]}", &c, &j) < 0);
+    CHECK(failure_is(&j, IGW_JERR_SYNTAX, "/deliveryIds", "trailing comma in array"));
+    CHECK(decode_doc("{\"deliveryIds\":[1 2]}", &c, &j) < 0);
+    CHECK(failure_is(&j, IGW_JERR_SYNTAX, "/deliveryIds", NULL));
+    CHECK(decode_doc("{\"deliveryIds\":[,1]}", &c, &j) < 0);
+    CHECK(failure_is(&j, IGW_JERR_SYNTAX, "/deliveryIds/0", "unexpected character"));
+    CHECK(decode_doc("{\"deliveryIds\":{}}", &c, &j) < 0);
+    CHECK(failure_is(&j, IGW_JERR_TYPE, "/deliveryIds", "expected array, found object"));
+    CHECK(decode_doc("{\"command\":{\"params\":{\"x\":1,}}}", &c, &j) < 0);
+    CHECK(failure_is(&j, IGW_JERR_SYNTAX, "/command/params", "trailing comma in object"));
+    CHECK(decode_doc("{\"command\":{\"params\":{\"x\":1 \"on\":true}}}", &c, &j) < 0);
+    CHECK(failure_is(&j, IGW_JERR_SYNTAX, "/command/params",
+                     "expected ',' or '}' after object member"));
+    CHECK(decode_doc("{\"command\" {}}", &c, &j) < 0);
+    CHECK(failure_is(&j, IGW_JERR_SYNTAX, "", "expected ':' after object key"));
+    CHECK(decode_doc("{,}", &c, &j) < 0);
+    CHECK(failure_is(&j, IGW_JERR_SYNTAX, "", "expected an object key"));
+    CHECK(decode_doc("{\"command\":{}} x", &c, &j) < 0);
+    CHECK(failure_is(&j, IGW_JERR_TRAILING, "", "unexpected data after the value"));
+    CHECK(j.err_offset == 15);
+    CHECK(decode_doc("{\"command\":{}", &c, &j) < 0);
+    CHECK(failure_is(&j, IGW_JERR_SYNTAX, "", "unexpected end of input") && j.err_offset == 13);
+    CHECK(decode_doc("{\"bogus\":1}", &c, &j) < 0);
+    CHECK(failure_is(&j, IGW_JERR_UNKNOWN, "/bogus", "unknown field"));
+}
+
+static void test_keys(void)
+{
+    igw_json j;
+    igw_str k1, k2, k3;
+    const char *doc = "{\"a\":1,\"\\u0061\":2, \"x\\/y\" : 3}";
+    int64_t v;
+    start(&j, doc, 4);
+    CHECK(igw_json_object_begin(&j) == 0 && j.depth == 1);
+    CHECK(igw_json_object_next(&j, &k1) == 1 && igw_json_int(&j, &v, 0, 9) == 0 && v == 1);
+    CHECK(igw_json_object_next(&j, &k2) == 1 && igw_json_int(&j, &v, 0, 9) == 0 && v == 2);
+    CHECK(igw_json_peek(&j) == ',');
+    CHECK(igw_json_object_next(&j, &k3) == 1 && igw_json_int(&j, &v, 0, 9) == 0 && v == 3);
+    CHECK(igw_json_object_next(&j, &k3) == 0 && j.depth == 0);
+    CHECK(igw_json_finish(&j) == 0);
+    CHECK(str_is(k1, "a", 1) && str_is(k2, "a", 1)); /* equal after unescaping */
+    CHECK(inside(doc, k1) && !inside(doc, k2));      /* fast path vs arena copy */
+    CHECK(k2.ptr[1] == '\0');                        /* decoded copies are terminated */
+
+    start(&j, "{ }", 4);
+    CHECK(igw_json_object_begin(&j) == 0 && igw_json_object_next(&j, &k1) == 0);
+    CHECK(j.depth == 0 && igw_json_finish(&j) == 0);
+    start(&j, "[ ]", 4);
+    CHECK(igw_json_array_begin(&j) == 0 && igw_json_array_next(&j) == 0 && j.depth == 0);
+    start(&j, "{\"a\":1", 4);
+    CHECK(igw_json_object_begin(&j) == 0 && igw_json_object_next(&j, &k1) == 1);
+    CHECK(igw_json_int(&j, &v, 0, 9) == 0 && igw_json_object_next(&j, &k1) < 0);
+    CHECK(failure_is(&j, IGW_JERR_SYNTAX, "", "unexpected end of input") && j.err_offset == 6);
+    start(&j, "{\"a\\q\":1}", 4);
+    CHECK(igw_json_object_begin(&j) == 0 && igw_json_object_next(&j, &k1) < 0);
+    CHECK(failure_is(&j, IGW_JERR_SYNTAX, "", "invalid escape in string") && j.err_offset == 3);
+    start(&j, "{\"\\udc00\":1}", 4);
+    CHECK(igw_json_object_begin(&j) == 0 && igw_json_object_next(&j, &k1) < 0);
+    CHECK(failure_is(&j, IGW_JERR_UTF8, "", "lone low surrogate escape in string"));
+}
+
+static void test_types(void)
+{
+    static const struct {
+        const char *doc;
+        int reader; /* 0 object, 1 array, 2 string, 3 int, 4 bool */
+        igw_json_errkind kind;
+        const char *reason;
+    } cases[] = {
+        {"null", 0, IGW_JERR_NULL, "null is not accepted"},
+        {" null", 1, IGW_JERR_NULL, "null is not accepted"},
+        {"null", 2, IGW_JERR_NULL, "null is not accepted"},
+        {"null", 3, IGW_JERR_NULL, "null is not accepted"},
+        {"null", 4, IGW_JERR_NULL, "null is not accepted"},
+        {"\"x\"", 0, IGW_JERR_TYPE, "expected object, found string"},
+        {"1", 1, IGW_JERR_TYPE, "expected array, found number"},
+        {"{}", 2, IGW_JERR_TYPE, "expected string, found object"},
+        {"[]", 3, IGW_JERR_TYPE, "expected integer, found array"},
+        {"true", 3, IGW_JERR_TYPE, "expected integer, found boolean"},
+        {"[", 4, IGW_JERR_TYPE, "expected boolean, found array"},
+        {"-1", 4, IGW_JERR_TYPE, "expected boolean, found number"},
+        {"false", 2, IGW_JERR_TYPE, "expected string, found boolean"},
+        {"nul", 3, IGW_JERR_SYNTAX, "unexpected end of input"},
+        {"nulL", 3, IGW_JERR_SYNTAX, "invalid literal"},
+        {"True", 4, IGW_JERR_SYNTAX, "unexpected character"},
+        {"tru", 4, IGW_JERR_SYNTAX, "unexpected end of input"},
+        {"x", 0, IGW_JERR_SYNTAX, "unexpected character"},
+        {"'a'", 2, IGW_JERR_SYNTAX, "unexpected character"},
+        {"", 2, IGW_JERR_SYNTAX, "unexpected end of input"},
+        {"   ", 0, IGW_JERR_SYNTAX, "unexpected end of input"},
+        {"-", 3, IGW_JERR_SYNTAX, "unexpected end of input"},
+        {"-x", 3, IGW_JERR_SYNTAX, "expected a digit in number"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        igw_json j;
+        igw_str s;
+        int64_t v;
+        bool b;
+        int r = 0;
+        start(&j, cases[i].doc, 4);
+        switch (cases[i].reader) {
+        case 0: r = igw_json_object_begin(&j); break;
+        case 1: r = igw_json_array_begin(&j); break;
+        case 2: r = igw_json_string(&j, &s); break;
+        case 3: r = igw_json_int(&j, &v, INT64_MIN, INT64_MAX); break;
+        case 4: r = igw_json_bool(&j, &b); break;
+        }
+        CHECK(r < 0 && failure_is(&j, cases[i].kind, "", cases[i].reason));
+        if (r == 0 || j.err != cases[i].kind)
+            printf("  case %zu: %s\n", i, cases[i].doc);
+    }
+
+    igw_json j;
+    bool b = false;
+    start(&j, " true false", 4);
+    CHECK(igw_json_bool(&j, &b) == 0 && b);
+    CHECK(igw_json_bool(&j, &b) == 0 && !b);
+    CHECK(igw_json_finish(&j) == 0);
+}
+
+static void test_integers(void)
+{
+    static char long_digits[10002];
+    memset(long_digits, '7', sizeof long_digits - 1);
+    static const char *const frac = "fraction or exponent where an integer is required";
+    static const char *const safe = "integer beyond the safe integer range";
+    const struct {
+        const char *doc;
+        int64_t min, max;
+        igw_json_errkind kind;
+        int64_t want;
+        const char *reason;
+    } cases[] = {
+        {"1", 0, 10, IGW_JERR_NONE, 1, NULL},
+        {"0", 0, 10, IGW_JERR_NONE, 0, NULL},
+        {"-0", 0, 10, IGW_JERR_INTEGER, 0, "-0 is not accepted as an integer here"},
+        {"-0", -5, 10, IGW_JERR_NONE, 0, NULL},
+        {"01", 0, 10, IGW_JERR_INTEGER, 0, "leading zero is not allowed in an integer"},
+        {"-01", -5, 10, IGW_JERR_INTEGER, 0, "leading zero is not allowed in an integer"},
+        {"00", 0, 10, IGW_JERR_INTEGER, 0, "leading zero is not allowed in an integer"},
+        {"1.0", 0, 10, IGW_JERR_INTEGER, 0, frac},
+        {"1e0", 0, 10, IGW_JERR_INTEGER, 0, frac},
+        {"1E0", 0, 10, IGW_JERR_INTEGER, 0, frac},
+        {"0.5", 0, 10, IGW_JERR_INTEGER, 0, frac},
+        {"1e+2", 0, 1000, IGW_JERR_INTEGER, 0, frac},
+        {"1.", 0, 10, IGW_JERR_SYNTAX, 0, "unexpected end of input"},
+        {"1.x", 0, 10, IGW_JERR_SYNTAX, 0, "expected a digit after '.'"},
+        {"1e", 0, 10, IGW_JERR_SYNTAX, 0, "unexpected end of input"},
+        {"+1", 0, 10, IGW_JERR_INTEGER, 0, "leading '+' is not allowed in an integer"},
+        {"+", 0, 10, IGW_JERR_SYNTAX, 0, "unexpected character"},
+        {"9007199254740991", INT64_MIN, INT64_MAX, IGW_JERR_NONE, INT64_C(9007199254740991), NULL},
+        {"-9007199254740991", INT64_MIN, INT64_MAX, IGW_JERR_NONE, -INT64_C(9007199254740991), NULL},
+        {"9007199254740992", INT64_MIN, INT64_MAX, IGW_JERR_RANGE, 0, safe},
+        {"-9007199254740992", INT64_MIN, INT64_MAX, IGW_JERR_RANGE, 0, safe},
+        {"10000000000000000", INT64_MIN, INT64_MAX, IGW_JERR_RANGE, 0, safe},
+        {"99999999999999999999999999999", INT64_MIN, INT64_MAX, IGW_JERR_RANGE, 0, safe},
+        {long_digits, INT64_MIN, INT64_MAX, IGW_JERR_RANGE, 0, safe},
+        {"1000000000000000", INT64_MIN, INT64_MAX, IGW_JERR_NONE, INT64_C(1000000000000000), NULL},
+        {"5", 0, 4, IGW_JERR_RANGE, 0, "integer above the allowed maximum"},
+        {"-6", -5, 4, IGW_JERR_RANGE, 0, "integer below the allowed minimum"},
+        {"-5", -5, 4, IGW_JERR_NONE, -5, NULL},
+        {"-1", 0, 4, IGW_JERR_RANGE, 0, "integer below the allowed minimum"},
+        {" \t\r\n42", 0, 100, IGW_JERR_NONE, 42, NULL},
+        {"\f42", 0, 100, IGW_JERR_SYNTAX, 0, "unexpected character"},
+        {"\"1\"", 0, 100, IGW_JERR_TYPE, 0, "expected integer, found string"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        igw_json j;
+        int64_t v = -12345;
+        start(&j, cases[i].doc, 4);
+        int r = igw_json_int(&j, &v, cases[i].min, cases[i].max);
+        if (cases[i].kind == IGW_JERR_NONE) {
+            CHECK(r == 0 && v == cases[i].want && igw_json_finish(&j) == 0);
+        } else {
+            CHECK(r < 0 && failure_is(&j, cases[i].kind, "", cases[i].reason));
+            CHECK(v == -12345); /* output untouched on failure */
+        }
+        if ((r == 0) != (cases[i].kind == IGW_JERR_NONE) || j.err != cases[i].kind)
+            printf("  case %zu: %.40s\n", i, cases[i].doc);
+    }
+    /* the number stops at its last digit; what follows is the caller's business */
+    igw_json j;
+    int64_t v;
+    start(&j, "42x", 4);
+    CHECK(igw_json_int(&j, &v, 0, 100) == 0 && v == 42);
+    CHECK(igw_json_finish(&j) < 0 && failure_is(&j, IGW_JERR_TRAILING, "", NULL) &&
+          j.err_offset == 2);
+}
+
+static void test_strings(void)
+{
+    const struct {
+        const char *doc;
+        igw_json_errkind kind;
+        const char *want; /* decoded, for successes */
+        size_t want_len;
+        size_t offset;    /* error offset, for failures */
+    } cases[] = {
+        {"\"\xF4\x8F\xBF\xBF\"", IGW_JERR_NONE, "\xF4\x8F\xBF\xBF", 4, 0},   /* U+10FFFF */
+        {"\"\xEF\xBF\xBF\xC2\x80\xDF\xBF\"", IGW_JERR_NONE, "\xEF\xBF\xBF\xC2\x80\xDF\xBF", 7, 0},
+        {"\"\xED\x9F\xBF\xEE\x80\x80\"", IGW_JERR_NONE, "\xED\x9F\xBF\xEE\x80\x80", 6, 0},
+        {"\"\\ud83d\\ude00\"", IGW_JERR_NONE, "\xF0\x9F\x98\x80", 4, 0},
+        {"\"\\uD834\\uDD1E\"", IGW_JERR_NONE, "\xF0\x9D\x84\x9E", 4, 0},
+        {"\"\\udbff\\udfff\"", IGW_JERR_NONE, "\xF4\x8F\xBF\xBF", 4, 0},
+        {"\"\\u00e9\\u20AC\\u0041\"", IGW_JERR_NONE, "\xC3\xA9\xE2\x82\xAC" "A", 6, 0},
+        {"\"\\\"\\\\\\/\\b\\f\\n\\r\\t\"", IGW_JERR_NONE, "\"\\/\b\f\n\r\t", 8, 0},
+        {"\"a\\u0000b\"", IGW_JERR_NONE, "a\0b", 3, 0},
+        {"\"\x7F\"", IGW_JERR_NONE, "\x7F", 1, 0},
+        {"\"\"", IGW_JERR_NONE, "", 0, 0},
+        {"\"\\ud800\"", IGW_JERR_UTF8, NULL, 0, 1},
+        {"\"\\udc00\"", IGW_JERR_UTF8, NULL, 0, 1},
+        {"\"\\ud800\\u0041\"", IGW_JERR_UTF8, NULL, 0, 1},
+        {"\"\\ud800\\ud800\"", IGW_JERR_UTF8, NULL, 0, 1},
+        {"\"ab\\ud800x\"", IGW_JERR_UTF8, NULL, 0, 3},
+        {"\"\\ude00\\ud83d\"", IGW_JERR_UTF8, NULL, 0, 1},
+        {"\"\\ud800\\u00\"", IGW_JERR_SYNTAX, NULL, 0, 7},
+        {"\"\\ud800", IGW_JERR_SYNTAX, NULL, 0, 7},
+        {"\"\xC0\x80\"", IGW_JERR_UTF8, NULL, 0, 1},
+        {"\"\xC1\xBF\"", IGW_JERR_UTF8, NULL, 0, 1},
+        {"\"\xE0\x80\x80\"", IGW_JERR_UTF8, NULL, 0, 1},
+        {"\"\xE0\x9F\xBF\"", IGW_JERR_UTF8, NULL, 0, 1},
+        {"\"\xF0\x8F\xBF\xBF\"", IGW_JERR_UTF8, NULL, 0, 1},
+        {"\"\xED\xA0\x80\"", IGW_JERR_UTF8, NULL, 0, 1},
+        {"\"\xED\xBF\xBF\"", IGW_JERR_UTF8, NULL, 0, 1},
+        {"\"\xF4\x90\x80\x80\"", IGW_JERR_UTF8, NULL, 0, 1},
+        {"\"\xF5\x80\x80\x80\"", IGW_JERR_UTF8, NULL, 0, 1},
+        {"\"\xFF\"", IGW_JERR_UTF8, NULL, 0, 1},
+        {"\"abc\x80\"", IGW_JERR_UTF8, NULL, 0, 4},
+        {"\"\xE2\x82\"", IGW_JERR_UTF8, NULL, 0, 1},
+        {"\"\xF0\x9F\x98\"", IGW_JERR_UTF8, NULL, 0, 1},
+        {"\"\xC3\"", IGW_JERR_UTF8, NULL, 0, 1},
+        {"\"\xE2\x82", IGW_JERR_SYNTAX, NULL, 0, 3}, /* cut by the end of input */
+        {"\"a\x01\"", IGW_JERR_SYNTAX, NULL, 0, 2},
+        {"\"a\tb\"", IGW_JERR_SYNTAX, NULL, 0, 2},
+        {"\"a\nb\"", IGW_JERR_SYNTAX, NULL, 0, 2},
+        {"\"\\x\"", IGW_JERR_SYNTAX, NULL, 0, 1},
+        {"\"\\u12\"", IGW_JERR_SYNTAX, NULL, 0, 1},
+        {"\"\\u12", IGW_JERR_SYNTAX, NULL, 0, 5},
+        {"\"\\U0041\"", IGW_JERR_SYNTAX, NULL, 0, 1},
+        {"\"abc", IGW_JERR_SYNTAX, NULL, 0, 4},
+        {"\"abc\\", IGW_JERR_SYNTAX, NULL, 0, 5},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        igw_json j;
+        igw_str s;
+        start(&j, cases[i].doc, 4);
+        int r = igw_json_string(&j, &s);
+        if (cases[i].kind == IGW_JERR_NONE) {
+            CHECK(r == 0 && str_is(s, cases[i].want, cases[i].want_len));
+            CHECK(igw_json_finish(&j) == 0);
+        } else {
+            CHECK(r < 0 && j.err == cases[i].kind && j.err_offset == cases[i].offset);
+        }
+        if ((r == 0) != (cases[i].kind == IGW_JERR_NONE) || j.err != cases[i].kind ||
+            (r < 0 && j.err_offset != cases[i].offset))
+            printf("  case %zu: got %s \"%s\" offset %zu\n", i, igw_json_errkind_name(j.err),
+                   j.reason, j.err_offset);
+    }
+
+    /* Long strings: the 8-byte scan must find a special byte at any offset. */
+    for (size_t pos = 0; pos < 40; pos++) {
+        char doc[64];
+        igw_json j;
+        igw_str s;
+        memset(doc, 'a', sizeof doc);
+        doc[0] = '"';
+        doc[62] = '"';
+        doc[63] = '\0';
+        CHECK((start(&j, doc, 4), igw_json_string(&j, &s) == 0 && s.len == 61 && inside(doc, s)));
+        doc[1 + pos] = '\x1f';
+        CHECK((start(&j, doc, 4), igw_json_string(&j, &s) < 0 && j.err == IGW_JERR_SYNTAX &&
+                                      j.err_offset == 1 + pos));
+        doc[1 + pos] = '"';
+        CHECK((start(&j, doc, 4), igw_json_string(&j, &s) == 0 && s.len == pos));
+        doc[1 + pos] = '\xA9';
+        CHECK((start(&j, doc, 4), igw_json_string(&j, &s) < 0 && j.err == IGW_JERR_UTF8 &&
+                                      j.err_offset == 1 + pos));
+        doc[1 + pos] = '\\';
+        doc[2 + pos] = 'n';
+        CHECK((start(&j, doc, 4), igw_json_string(&j, &s) == 0 && s.len == 60 &&
+                                      s.ptr[pos] == '\n' && !inside(doc, s)));
+    }
+
+    CHECK(igw_json_utf8_valid("", 0) && igw_json_utf8_valid(NULL, 0));
+    CHECK(igw_json_utf8_valid("a\0b", 3));
+    CHECK(igw_json_utf8_valid("\xF4\x8F\xBF\xBF\xE2\x82\xAC", 7));
+    CHECK(!igw_json_utf8_valid("\xE2\x82", 2));
+    CHECK(!igw_json_utf8_valid("\xED\xA0\x80", 3));
+    CHECK(!igw_json_utf8_valid("\xC0\xAF", 2));
+    CHECK(!igw_json_utf8_valid("\xF8\x88\x80\x80\x80", 5));
+}
+
+static void test_paths(void)
+{
+    igw_json j;
+    start(&j, "{}", 4);
+    CHECK(igw_json_fail(&j, IGW_JERR_RULE, "root") == -1 && failure_is(&j, IGW_JERR_RULE, "", "root"));
+
+    start(&j, "{}", 4);
+    igw_json_push_key(&j, "command", 7);
+    igw_json_push_key(&j, "params", 6);
+    igw_json_push_key(&j, "xyz", 1); /* only the first len bytes count */
+    igw_json_fail(&j, IGW_JERR_MISSING, NULL);
+    CHECK(failure_is(&j, IGW_JERR_MISSING, "/command/params/x", "missing-field"));
+
+    start(&j, "{}", 4);
+    igw_json_push_key(&j, "a~b/c", 5);
+    igw_json_push_key(&j, "", 0);
+    igw_json_push_key(&j, "~/~", 3);
+    igw_json_fail(&j, IGW_JERR_FORMAT, "bad");
+    CHECK(failure_is(&j, IGW_JERR_FORMAT, "/a~0b~1c//~0~1~0", "bad"));
+
+    start(&j, "{}", 4);
+    igw_json_push_key(&j, "deliveryIds", 11);
+    igw_json_push_index(&j, 3);
+    igw_json_push_index(&j, UINT32_MAX);
+    igw_json_pop(&j);
+    igw_json_fail(&j, IGW_JERR_DUPLICATE, "dup");
+    CHECK(failure_is(&j, IGW_JERR_DUPLICATE, "/deliveryIds/3", "dup"));
+
+    /* pushes past the capacity are counted and keep push/pop balanced */
+    start(&j, "{}", 4);
+    for (unsigned i = 0; i < 1000; i++)
+        igw_json_push_index(&j, i);
+    CHECK(j.nseg == 1000);
+    for (unsigned i = 0; i < 990; i++)
+        igw_json_pop(&j);
+    igw_json_push_key(&j, "k", 1);
+    igw_json_fail(&j, IGW_JERR_RULE, "deep");
+    CHECK(j.err == IGW_JERR_RULE && strncmp(j.path, "/0/1/2/3/", 9) == 0);
+    CHECK(strlen(j.path) < sizeof j.path);
+    for (unsigned i = 0; i < 2000; i++)
+        igw_json_pop(&j);
+    CHECK(j.nseg == 0);
+
+    /* a segment that does not fit ends the pointer at its parent */
+    static char big[700];
+    memset(big, 'k', sizeof big);
+    start(&j, "{}", 4);
+    igw_json_push_key(&j, "a", 1);
+    igw_json_push_key(&j, big, sizeof big);
+    igw_json_push_key(&j, "b", 1);
+    igw_json_fail(&j, IGW_JERR_RULE, "long");
+    CHECK(failure_is(&j, IGW_JERR_RULE, "/a", "long"));
+    start(&j, "{}", 4);
+    igw_json_push_key(&j, big, 509); /* '/' + 509 + NUL = 511 bytes: fits */
+    igw_json_fail(&j, IGW_JERR_RULE, "fits");
+    CHECK(strlen(j.path) == 510);
+    start(&j, "{}", 4);
+    igw_json_push_key(&j, big, 200);
+    igw_json_push_key(&j, "~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~"
+                          "~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~"
+                          "~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~",
+                      204);
+    igw_json_fail(&j, IGW_JERR_RULE, "escaped growth");
+    CHECK(strlen(j.path) == 201); /* 204 '~' need 408 bytes after escaping */
+    start(&j, "{}", 4);
+    igw_json_push_key(&j, "a", 1);
+    igw_json_push_key(&j, "b\0c", 3); /* NUL cannot live in a C string */
+    igw_json_fail(&j, IGW_JERR_RULE, "nul");
+    CHECK(failure_is(&j, IGW_JERR_RULE, "/a", "nul"));
+
+    /* first failure wins, later calls return -1 and change nothing */
+    start(&j, "[1, 2]", 4);
+    CHECK(igw_json_array_begin(&j) == 0 && igw_json_array_next(&j) == 1);
+    igw_json_push_index(&j, 0);
+    CHECK(igw_json_fail(&j, IGW_JERR_ENUM, "first") == -1);
+    igw_json_pop(&j);
+    CHECK(igw_json_fail(&j, IGW_JERR_RANGE, "second") == -1);
+    CHECK(failure_is(&j, IGW_JERR_ENUM, "/0", "first") && j.err_offset == 1);
+    int64_t v;
+    CHECK(igw_json_int(&j, &v, 0, 9) == -1 && igw_json_array_next(&j) == -1);
+    CHECK(igw_json_peek(&j) == -1 && igw_json_finish(&j) == -1);
+    CHECK(failure_is(&j, IGW_JERR_ENUM, "/0", "first"));
+    start(&j, "1", 4);
+    CHECK(igw_json_fail(&j, IGW_JERR_NONE, NULL) == -1 && j.err == IGW_JERR_SYNTAX);
+
+    CHECK(strcmp(igw_json_errkind_name(IGW_JERR_DUPLICATE), "duplicate") == 0);
+    CHECK(strcmp(igw_json_errkind_name(IGW_JERR_UNKNOWN), "unknown-field") == 0);
+    CHECK(strcmp(igw_json_errkind_name(IGW_JERR_NOMEM), "nomem") == 0);
+    CHECK(strcmp(igw_json_errkind_name((igw_json_errkind)999), "invalid-kind") == 0);
+}
+
+static void test_depth(void)
+{
+    igw_json j;
+    start(&j, "[[1]]", 2);
+    CHECK(igw_json_array_begin(&j) == 0 && igw_json_array_next(&j) == 1);
+    CHECK(igw_json_array_begin(&j) == 0 && j.depth == 2);
+    start(&j, "[[[1]]]", 2);
+    CHECK(igw_json_array_begin(&j) == 0 && igw_json_array_next(&j) == 1);
+    CHECK(igw_json_array_begin(&j) == 0 && igw_json_array_next(&j) == 1);
+    CHECK(igw_json_array_begin(&j) < 0);
+    CHECK(failure_is(&j, IGW_JERR_DEPTH, "", "nesting too deep") && j.err_offset == 2);
+    start(&j, "{}", 0);
+    CHECK(igw_json_object_begin(&j) < 0 && j.err == IGW_JERR_DEPTH);
+    start(&j, "{}", 1000); /* clamped to IGW_JSON_MAX_DEPTH */
+    CHECK(j.max_depth == IGW_JSON_MAX_DEPTH);
+
+    /* depth goes back down as containers close */
+    igw_str k;
+    start(&j, "{\"a\":{},\"b\":{}}", 2);
+    CHECK(igw_json_object_begin(&j) == 0 && igw_json_object_next(&j, &k) == 1);
+    CHECK(igw_json_object_begin(&j) == 0 && igw_json_object_next(&j, &k) == 0 && j.depth == 1);
+    CHECK(igw_json_object_next(&j, &k) == 1 && str_is(k, "b", 1));
+    CHECK(igw_json_object_begin(&j) == 0 && igw_json_object_next(&j, &k) == 0);
+    CHECK(igw_json_object_next(&j, &k) == 0 && j.depth == 0 && igw_json_finish(&j) == 0);
+
+    /* the whole-document check stays bounded on hostile nesting */
+    static char deep[100001];
+    memset(deep, '[', sizeof deep - 1);
+    CHECK(igw_json_validate(deep, sizeof deep - 1, IGW_JSON_RFC8259, 64, &arena, &j) < 0);
+    CHECK(j.err == IGW_JERR_DEPTH && j.err_offset == 64);
+    char doc[200];
+    for (int n = 63; n <= 65; n++) {
+        memset(doc, '[', (size_t)n);
+        memset(doc + n, ']', (size_t)n);
+        int r = igw_json_validate(doc, 2 * (size_t)n, IGW_JSON_STRICT, IGW_JSON_MAX_DEPTH,
+                                  &arena, &j);
+        CHECK(n <= 64 ? r == 0 : (r < 0 && j.err == IGW_JERR_DEPTH));
+    }
+}
+
+/* Writes the decimal digits of base^exp * mul to out; returns their count. */
+static size_t big_digits(char *out, unsigned base, unsigned exp, uint64_t mul)
+{
+    static uint8_t d[2000]; /* little-endian decimal digits */
+    size_t n = 1;
+    d[0] = 1;
+    for (unsigned e = 0; e <= exp; e++) {
+        uint64_t m = e < exp ? base : mul, carry = 0;
+        for (size_t i = 0; i < n; i++) {
+            uint64_t v = d[i] * m + carry;
+            d[i] = (uint8_t)(v % 10);
+            carry = v / 10;
+        }
+        while (carry != 0 && n < sizeof d) {
+            d[n++] = (uint8_t)(carry % 10);
+            carry /= 10;
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        out[i] = (char)('0' + d[n - 1 - i]);
+    return n;
+}
+
+/* igw_json_value on `doc` from its start. */
+static int value(igw_json *j, const char *doc, igw_json_profile profile, unsigned max_depth,
+                 size_t max_bytes, igw_str *raw)
+{
+    start(j, doc, IGW_JSON_MAX_DEPTH);
+    return igw_json_value(j, profile, max_depth, max_bytes, raw);
+}
+
+static void test_value(void)
+{
+    igw_json j;
+    igw_str raw, k;
+    const size_t any = SIZE_MAX;
+
+    /* depth: the value's own container is level 1 */
+    CHECK(value(&j, "{\"a\":1}", IGW_JSON_STRICT, 1, any, &raw) == 0 && raw.len == 7);
+    CHECK(value(&j, "{\"a\":{}}", IGW_JSON_STRICT, 1, any, &raw) < 0);
+    CHECK(failure_is(&j, IGW_JERR_DEPTH, "/a", "nesting too deep") && j.err_offset == 5);
+    CHECK(raw.ptr == NULL && raw.len == 0);
+    CHECK(value(&j, "{\"a\":{}}", IGW_JSON_STRICT, 2, any, NULL) == 0);
+    CHECK(value(&j, " \"s\" ", IGW_JSON_STRICT, 0, any, &raw) == 0 && str_is(raw, "\"s\"", 3));
+    CHECK(value(&j, "[]", IGW_JSON_STRICT, 0, any, &raw) < 0 && j.err == IGW_JERR_DEPTH);
+    CHECK(value(&j, "[[[]]]", IGW_JSON_RFC8259, 3, any, &raw) == 0);
+    CHECK(value(&j, "[[[[]]]]", IGW_JSON_RFC8259, 3, any, &raw) < 0);
+    CHECK(failure_is(&j, IGW_JERR_DEPTH, "/0/0/0", NULL));
+
+    /* relative to the current depth, and never past the scanner's limit */
+    const char *nested = "{\"free\": {\"a\": [1, {\"b\": null}]}, \"n\": 2}";
+    start(&j, nested, 3);
+    CHECK(igw_json_object_begin(&j) == 0 && igw_json_object_next(&j, &k) == 1);
+    igw_json_push_key(&j, k.ptr, k.len);
+    CHECK(igw_json_value(&j, IGW_JSON_STRICT, 10, any, &raw) < 0);
+    CHECK(failure_is(&j, IGW_JERR_DEPTH, "/free/a/1", NULL));
+    CHECK(j.depth == 1 && j.nseg == 1); /* restored on failure too */
+    start(&j, nested, 4);
+    CHECK(igw_json_object_begin(&j) == 0 && igw_json_object_next(&j, &k) == 1);
+    igw_json_push_key(&j, k.ptr, k.len);
+    CHECK(igw_json_value(&j, IGW_JSON_STRICT, 2, any, &raw) < 0 && j.err == IGW_JERR_DEPTH);
+    start(&j, nested, 4);
+    CHECK(igw_json_object_begin(&j) == 0 && igw_json_object_next(&j, &k) == 1);
+    igw_json_push_key(&j, k.ptr, k.len);
+    CHECK(igw_json_value(&j, IGW_JSON_STRICT, 3, any, &raw) == 0);
+    CHECK(str_is(raw, "{\"a\": [1, {\"b\": null}]}", 23) && j.depth == 1 && j.nseg == 1);
+    igw_json_pop(&j);
+    int64_t n;
+    CHECK(igw_json_object_next(&j, &k) == 1 && igw_json_int(&j, &n, 0, 9) == 0 && n == 2);
+    CHECK(igw_json_object_next(&j, &k) == 0 && igw_json_finish(&j) == 0);
+
+    /* size, both sides of the limit */
+    CHECK(value(&j, "[1,2,3]", IGW_JSON_STRICT, 4, 7, &raw) == 0 && raw.len == 7);
+    CHECK(value(&j, "[1,2,3]", IGW_JSON_STRICT, 4, 6, &raw) < 0);
+    CHECK(failure_is(&j, IGW_JERR_SIZE, "", "value larger than allowed") && j.err_offset == 0);
+    CHECK(value(&j, "12345", IGW_JSON_STRICT, 4, 5, &raw) == 0 && raw.len == 5);
+    CHECK(value(&j, "12345", IGW_JSON_STRICT, 4, 4, &raw) < 0 && j.err == IGW_JERR_SIZE);
+    CHECK(value(&j, "12345 ", IGW_JSON_STRICT, 4, 4, &raw) < 0 && j.err == IGW_JERR_SIZE);
+    CHECK(value(&j, "\"abcdef\"", IGW_JSON_STRICT, 4, 3, &raw) < 0 && j.err == IGW_JERR_SIZE);
+    CHECK(value(&j, "\"abcdef\"", IGW_JSON_STRICT, 4, 0, &raw) < 0 && j.err == IGW_JERR_SIZE);
+    CHECK(value(&j, "true", IGW_JSON_STRICT, 4, 3, &raw) < 0 && j.err == IGW_JERR_SIZE);
+    CHECK(value(&j, "\"\xE2\x82\xAC\"", IGW_JSON_STRICT, 4, 3, &raw) < 0 &&
+          j.err == IGW_JERR_SIZE);
+    CHECK(value(&j, "\"\xE2\x82\xAC\"", IGW_JSON_STRICT, 4, 5, &raw) == 0);
+    CHECK(value(&j, "[1,x,22222222]", IGW_JSON_STRICT, 4, 5, &raw) < 0);
+    CHECK(failure_is(&j, IGW_JERR_SYNTAX, "/1", "unexpected character")); /* before the limit */
+    CHECK(value(&j, "[1,2,x2222222]", IGW_JSON_STRICT, 4, 5, &raw) < 0);
+    CHECK(failure_is(&j, IGW_JERR_SIZE, "", NULL)); /* at the limit: could not have fitted */
+    start(&j, "{\"x\": [1, 2] ,\"y\":1}", 4);
+    CHECK(igw_json_object_begin(&j) == 0 && igw_json_object_next(&j, &k) == 1);
+    igw_json_push_key(&j, k.ptr, k.len);
+    CHECK(igw_json_value(&j, IGW_JSON_RFC8259, 4, 5, &raw) < 0);
+    CHECK(failure_is(&j, IGW_JERR_SIZE, "/x", NULL) && j.err_offset == 6);
+    start(&j, "{\"x\": [1, 2] ,\"y\":1}", 4);
+    CHECK(igw_json_object_begin(&j) == 0 && igw_json_object_next(&j, &k) == 1);
+    igw_json_push_key(&j, k.ptr, k.len);
+    CHECK(igw_json_value(&j, IGW_JSON_RFC8259, 4, 6, &raw) == 0 && str_is(raw, "[1, 2]", 6));
+    igw_json_pop(&j);
+    CHECK(igw_json_object_next(&j, &k) == 1 && str_is(k, "y", 1));
+
+    /* duplicates: STRICT only, compared after unescaping, path at the repeat */
+    CHECK(value(&j, "{\"a\":1,\"b\":{\"c\":1,\"d\":[],\"c\":2}}", IGW_JSON_STRICT, 4, any, &raw) < 0);
+    CHECK(failure_is(&j, IGW_JERR_DUPLICATE, "/b/c", "duplicate object key") &&
+          j.err_offset == 25);
+    CHECK(value(&j, "{\"a\":1,\"b\":{\"c\":1,\"d\":[],\"c\":2}}", IGW_JSON_RFC8259, 4, any, &raw) == 0);
+    CHECK(value(&j, "{\"a\":1,\"\\u0061\":2}", IGW_JSON_STRICT, 4, any, &raw) < 0);
+    CHECK(failure_is(&j, IGW_JERR_DUPLICATE, "/a", NULL) && j.err_offset == 7);
+    CHECK(value(&j, "{\"a~/\":1,\"x\":1,\"a~/\":2,\"x\":3}", IGW_JSON_STRICT, 4, any, &raw) < 0);
+    CHECK(failure_is(&j, IGW_JERR_DUPLICATE, "/a~0~1", NULL));
+    CHECK(value(&j, "[{\"a\":1},{\"a\":1},{\"b\":1,\"a\":2}]", IGW_JSON_STRICT, 4, any, &raw) == 0);
+    CHECK(value(&j, "{\"\":1,\"\":2}", IGW_JSON_STRICT, 4, any, &raw) < 0 &&
+          failure_is(&j, IGW_JERR_DUPLICATE, "/", NULL));
+    CHECK(value(&j, "{\"a\":1,\"a\\u0000\":2,\"a\\u0000b\":3}", IGW_JSON_STRICT, 4, any, &raw) == 0);
+
+    /* both sides of the pairwise/sorted switch: the earliest repeat wins */
+    for (int n = 2; n <= 40; n++) {
+        char doc[1024];
+        size_t dl = 0, off = 0;
+        doc[dl++] = '{';
+        for (int i = 0; i < n; i++)
+            dl += (size_t)snprintf(doc + dl, sizeof doc - dl, "%s\"k%d\":%d", i ? "," : "", i, i);
+        memcpy(doc + dl, "}", 2);
+        CHECK(value(&j, doc, IGW_JSON_STRICT, 4, any, &raw) == 0);
+        dl += (size_t)snprintf(doc + dl, sizeof doc - dl, ",");
+        off = dl;
+        dl += (size_t)snprintf(doc + dl, sizeof doc - dl, "\"k%d\":0,\"k0\":0}", n - 1);
+        CHECK(value(&j, doc, IGW_JSON_STRICT, 4, any, &raw) < 0 && j.err_offset == off);
+        char want[16];
+        snprintf(want, sizeof want, "/k%d", n - 1);
+        CHECK(failure_is(&j, IGW_JERR_DUPLICATE, want, NULL));
+    }
+
+    /* a big object: sorted check, and the earliest repeat is reported */
+    size_t cap = 20000 * 16, len = 0;
+    char *big = malloc(cap);
+    CHECK(big != NULL);
+    if (big != NULL) {
+        big[len++] = '{';
+        for (int i = 0; i < 20000; i++)
+            len += (size_t)snprintf(big + len, cap - len, "%s\"k%d\":%d", i ? "," : "", i, i);
+        memcpy(big + len, "}", 2);
+        CHECK(value(&j, big, IGW_JSON_STRICT, 4, any, &raw) == 0 && raw.len == len + 1);
+        len += (size_t)snprintf(big + len, cap - len, ",\"k7\":1,\"k5000\":1,\"k7\":2}");
+        CHECK(value(&j, big, IGW_JSON_STRICT, 4, any, &raw) < 0);
+        CHECK(failure_is(&j, IGW_JERR_DUPLICATE, "/k7", NULL));
+        free(big);
+    }
+
+    /* STRICT numbers */
+    static const struct {
+        const char *doc;
+        igw_json_errkind strict;
+    } nums[] = {
+        {"9007199254740991", IGW_JERR_NONE},
+        {"-9007199254740991", IGW_JERR_NONE},
+        {"9007199254740992", IGW_JERR_RANGE},
+        {"-9007199254740992", IGW_JERR_RANGE},
+        {"123456789012345678901234567890", IGW_JERR_RANGE},
+        {"-0", IGW_JERR_NONE},
+        {"-0.0e-99999999999999999999", IGW_JERR_NONE},
+        {"0e99999999999999999999999", IGW_JERR_NONE},
+        {"9007199254740992.0", IGW_JERR_NONE}, /* a double, not an integer */
+        {"1e308", IGW_JERR_NONE},
+        {"1.7976931348623157e308", IGW_JERR_NONE},  /* DBL_MAX */
+        {"1.7976931348623158e308", IGW_JERR_NONE},  /* rounds down to DBL_MAX */
+        {"1.7976931348623159e308", IGW_JERR_RANGE}, /* rounds to infinity */
+        {"-1e309", IGW_JERR_RANGE},
+        {"1E400", IGW_JERR_RANGE},
+        {"1e99999999999999999999999999", IGW_JERR_RANGE},
+        {"4.9406564584124654e-324", IGW_JERR_NONE}, /* smallest subnormal */
+        {"3e-324", IGW_JERR_NONE},                  /* rounds up to it */
+        {"2e-324", IGW_JERR_RANGE},                 /* rounds to zero */
+        {"1e-400", IGW_JERR_RANGE},
+        {"-1e-99999999999999999999", IGW_JERR_RANGE},
+        {"0.0000000000000000000000000000000000000000000000000000000000000000000000000000001",
+         IGW_JERR_NONE},
+        {"1.5", IGW_JERR_NONE},
+        {"01", IGW_JERR_SYNTAX},
+        {"-", IGW_JERR_SYNTAX},
+        {"1.e3", IGW_JERR_SYNTAX},
+        {".5", IGW_JERR_SYNTAX},
+        {"1e+", IGW_JERR_SYNTAX},
+        {"NaN", IGW_JERR_SYNTAX},
+        {"-Infinity", IGW_JERR_SYNTAX},
+    };
+    for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {
+        int rs = value(&j, nums[i].doc, IGW_JSON_STRICT, 4, any, &raw);
+        CHECK(rs == 0 ? nums[i].strict == IGW_JERR_NONE : j.err == nums[i].strict);
+        if ((rs == 0) != (nums[i].strict == IGW_JERR_NONE) || j.err != nums[i].strict)
+            printf("  strict number case %zu: %s -> %s\n", i, nums[i].doc,
+                   igw_json_errkind_name(j.err));
+        int rr = value(&j, nums[i].doc, IGW_JSON_RFC8259, 4, any, &raw);
+        CHECK(nums[i].strict == IGW_JERR_SYNTAX ? rr < 0 && j.err == IGW_JERR_SYNTAX
+                                                : rr == 0 && raw.len == strlen(nums[i].doc));
+    }
+    /* long mantissas: exact decisions beyond the 800 digits passed to strtod */
+    static char m[2100];
+    memset(m, '0', sizeof m);
+    m[0] = '1';
+    snprintf(m + 1500, sizeof m - 1500, "e-1800"); /* 1e-301 */
+    CHECK(value(&j, m, IGW_JSON_STRICT, 4, any, &raw) == 0);
+    m[1499] = '7';
+    CHECK(value(&j, m, IGW_JSON_STRICT, 4, any, &raw) == 0);
+    snprintf(m + 1500, sizeof m - 1500, "e-1200"); /* 1e299 */
+    CHECK(value(&j, m, IGW_JSON_STRICT, 4, any, &raw) == 0);
+    snprintf(m + 1500, sizeof m - 1500, "e-1190"); /* 1e309 */
+    CHECK(value(&j, m, IGW_JSON_STRICT, 4, any, &raw) < 0 && j.err == IGW_JERR_RANGE);
+    snprintf(m + 1500, sizeof m - 1500, "e-1823"); /* ~1e-324: rounds to zero */
+    CHECK(value(&j, m, IGW_JSON_STRICT, 4, any, &raw) < 0 && j.err == IGW_JERR_RANGE);
+    /* the rounding boundaries, exactly and off by far less than 800 digits */
+    static char b[4096];
+    size_t nb = big_digits(b, 5, 1075, 1); /* 5^1075 * 10^-1075 = 2^-1075, half the
+                                              smallest subnormal: a tie, rounds to 0 */
+    snprintf(b + nb, sizeof b - nb, "e-1075");
+    CHECK(value(&j, b, IGW_JSON_STRICT, 4, any, &raw) < 0 && j.err == IGW_JERR_RANGE);
+    memset(b + nb, '0', 100);
+    snprintf(b + nb + 100, sizeof b - nb - 100, "1e-1176"); /* a hair above: rounds up */
+    CHECK(value(&j, b, IGW_JSON_STRICT, 4, any, &raw) == 0);
+    b[nb - 1]--; /* 5^1075 ends in 5 */
+    memset(b + nb, '9', 100);
+    snprintf(b + nb + 100, sizeof b - nb - 100, "9e-1176"); /* a hair below: zero */
+    CHECK(value(&j, b, IGW_JSON_STRICT, 4, any, &raw) < 0 && j.err == IGW_JERR_RANGE);
+    /* 2^970 * (2^54 - 1) = 2^1024 - 2^970, midway between DBL_MAX and 2^1024:
+     * a tie that rounds to even, i.e. to infinity */
+    nb = big_digits(b, 2, 970, (UINT64_C(1) << 54) - 1);
+    snprintf(b + nb, sizeof b - nb, "e0");
+    CHECK(value(&j, b, IGW_JSON_STRICT, 4, any, &raw) < 0 && j.err == IGW_JERR_RANGE);
+    b[nb - 1]--;
+    b[nb] = '.';
+    memset(b + nb + 1, '9', 600);
+    b[nb + 601] = '\0'; /* a hair below: DBL_MAX */
+    CHECK(value(&j, b, IGW_JSON_STRICT, 4, any, &raw) == 0);
+    b[nb - 1]++;
+    memset(b + nb + 1, '0', 600);
+    memcpy(b + nb + 601, "1", 2); /* a hair above */
+    CHECK(value(&j, b, IGW_JSON_STRICT, 4, any, &raw) < 0 && j.err == IGW_JERR_RANGE);
+
+    /* paths inside free values */
+    CHECK(value(&j, "{\"a\":[1,2,{\"b\":tru}]}", IGW_JSON_RFC8259, 8, any, &raw) < 0);
+    CHECK(failure_is(&j, IGW_JERR_SYNTAX, "/a/2/b", "invalid literal") && j.err_offset == 15);
+    CHECK(value(&j, "[0, 1, 1e999]", IGW_JSON_STRICT, 8, any, &raw) < 0);
+    CHECK(failure_is(&j, IGW_JERR_RANGE, "/2", "number overflows a double") && j.err_offset == 7);
+    CHECK(value(&j, "{\"k\":\"\\ud800\"}", IGW_JSON_RFC8259, 8, any, &raw) < 0);
+    CHECK(failure_is(&j, IGW_JERR_UTF8, "/k", NULL));
+    CHECK(value(&j, "{\"a\":1,}", IGW_JSON_RFC8259, 8, any, &raw) < 0);
+    CHECK(failure_is(&j, IGW_JERR_SYNTAX, "", "trailing comma in object"));
+    CHECK(value(&j, "[[1,]]", IGW_JSON_RFC8259, 8, any, &raw) < 0);
+    CHECK(failure_is(&j, IGW_JERR_SYNTAX, "/0", "trailing comma in array"));
+    CHECK(value(&j, "{\"a\" 1}", IGW_JSON_RFC8259, 8, any, &raw) < 0);
+    CHECK(failure_is(&j, IGW_JERR_SYNTAX, "/a", "expected ':' after object key"));
+    CHECK(value(&j, "{\"a\":1 \"b\":2}", IGW_JSON_RFC8259, 8, any, &raw) < 0);
+    CHECK(failure_is(&j, IGW_JERR_SYNTAX, "/a", "expected ',' or '}' after object member"));
+    CHECK(value(&j, "[\"a\\u00e9\", -1.5e-3, true, false, null, {}, []]", IGW_JSON_STRICT, 2,
+                any, &raw) == 0);
+
+    /* the convenience wrapper */
+    CHECK(igw_json_validate(" {\"a\" : [1, 2]} \n", 17, IGW_JSON_STRICT, 4, &arena, &j) == 0);
+    CHECK(igw_json_validate("{} {}", 5, IGW_JSON_STRICT, 4, &arena, &j) < 0 &&
+          failure_is(&j, IGW_JERR_TRAILING, "", NULL) && j.err_offset == 3);
+    CHECK(igw_json_validate("", 0, IGW_JSON_STRICT, 4, &arena, &j) < 0 &&
+          j.err == IGW_JERR_SYNTAX && j.err_offset == 0);
+    CHECK(igw_json_validate(NULL, 0, IGW_JSON_RFC8259, 4, &arena, &j) < 0 &&
+          j.err == IGW_JERR_SYNTAX);
+    CHECK(igw_json_validate("\"a\0\"", 4, IGW_JSON_RFC8259, 4, &arena, &j) < 0 &&
+          j.err == IGW_JERR_SYNTAX);
+
+    /* escaped keys need the arena; without room that is NOMEM, not a crash */
+    igw_arena tiny;
+    igw_arena_init(&tiny, 1);
+    CHECK(igw_json_validate("{\"\\u0061bc\":1}", 14, IGW_JSON_RFC8259, 4, &tiny, &j) < 0 &&
+          j.err == IGW_JERR_NOMEM);
+    CHECK(igw_json_validate("{\"abc\":1}", 9, IGW_JSON_RFC8259, 4, &tiny, &j) == 0);
+    CHECK(igw_json_validate("{\"abc\":1}", 9, IGW_JSON_RFC8259, 4, NULL, &j) == 0);
+    igw_arena_free(&tiny);
+}
+
+static void test_arena(void)
+{
+    igw_arena a;
+    igw_arena_init(&a, 0);
+    void *first = NULL;
+    size_t sizes[] = {1, 15, 16, 17, 0, 100, 4000, 5000, 70000, 3, 2000000, 8};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        unsigned char *p = igw_arena_alloc(&a, sizes[i]);
+        CHECK(p != NULL && ((uintptr_t)p & 15) == 0);
+        if (p != NULL && sizes[i] != 0)
+            memset(p, 0xAB, sizes[i]); /* ASan catches overlap or overrun */
+        if (i == 0)
+            first = p;
+    }
+    CHECK(igw_arena_alloc(&a, SIZE_MAX) == NULL && igw_arena_alloc(&a, SIZE_MAX - 8) == NULL);
+    char *s = igw_arena_strndup(&a, "hello", 3);
+    CHECK(s != NULL && strcmp(s, "hel") == 0);
+    CHECK(igw_arena_strndup(&a, "x", SIZE_MAX) == NULL);
+    igw_arena_reset(&a);
+    CHECK(a.total == 0 && a.head != NULL);
+    CHECK(igw_arena_alloc(&a, 10) == first); /* the first chunk is reused */
+    igw_arena_free(&a);
+    CHECK(a.head == NULL);
+
+    igw_arena_init(&a, 100);
+    CHECK(igw_arena_alloc(&a, 60) != NULL && igw_arena_alloc(&a, 40) != NULL);
+    CHECK(igw_arena_alloc(&a, 1) == NULL && a.total == 100);
+    igw_arena_reset(&a);
+    CHECK(igw_arena_alloc(&a, 100) != NULL && igw_arena_alloc(&a, 1) == NULL);
+    igw_arena_free(&a);
+
+    /* a huge first chunk is not pinned by reset */
+    igw_arena_init(&a, 0);
+    CHECK(igw_arena_alloc(&a, 1 << 20) != NULL);
+    igw_arena_reset(&a);
+    CHECK(a.head == NULL);
+    igw_arena_free(&a);
+}
+
+int main(void)
+{
+    igw_arena_init(&arena, (size_t)16 << 20);
+    test_decoder();
+    test_keys();
+    test_types();
+    test_integers();
+    test_strings();
+    test_paths();
+    test_depth();
+    test_value();
+    test_arena();
+    igw_arena_free(&arena);
+    printf("scanner: %u passed, %u failed\n", passed, failed);
+    return failed != 0;
+}

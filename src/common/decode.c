@@ -106,11 +106,9 @@ int igw_decode_string_rules(igw_json *j, igw_str s, int64_t min, int64_t max, in
 
 int igw_decode_free(igw_json *j, bool object, unsigned max_depth, size_t max_bytes, igw_str *raw)
 {
-    if (object) {
-        int c = igw_json_peek(j);
-        if (c != '{')
-            return igw_json_object_begin(j); /* reports null / wrong type precisely */
-    }
+    int c = igw_json_peek(j);
+    if (c == 'n' || (object && c != '{'))
+        return igw_json_object_begin(j); /* the field's own null (never accepted) or wrong type */
     unsigned nseg = j->nseg;
     if (igw_json_value(j, IGW_JSON_STRICT, max_depth, max_bytes, raw) == 0)
         return 0;

@@ -33,9 +33,10 @@ bool igw_format_identifier(const char *s, size_t n);
  * LENGTH or FORMAT error at the current path and returns -1. */
 int igw_decode_string_rules(igw_json *j, igw_str s, int64_t min, int64_t max, int format);
 
-/* Reads a free JSON field: an object when `object` is set (null and other
- * types refused), nesting at most `max_depth` levels, at most `max_bytes`
- * long, strict profile. Depth and size failures point at the field itself. */
+/* Reads a free JSON field: any value but null (null inside it is fine), an
+ * object when `object` is set, nesting at most `max_depth` levels, at most
+ * `max_bytes` long, strict profile. Depth and size failures point at the
+ * field itself. */
 int igw_decode_free(igw_json *j, bool object, unsigned max_depth, size_t max_bytes, igw_str *raw);
 
 /* Skips any value, validating only its grammar, and returns its bytes; used

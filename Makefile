@@ -80,7 +80,7 @@ $(BUILD)/igwctl: $(wildcard src/igwctl/*.c) $(RUNTIME_SRC) $(wildcard src/common
 # point of them is to catch what a plain build would let through.
 T        := $(BUILD)/tests
 TFLAGS   := $(CSTD) $(WARN) -O1 -g $(SANFLAGS) $(RT_INC)
-JSON_SUITE ?= ../shared/testdata/JSONTestSuite/test_parsing
+JSON_SUITE ?= tests/json/JSONTestSuite/test_parsing
 FUZZ_SECONDS ?= 3
 
 $(T)/%: tests/json/%.c $(COMMON_SRC) $(wildcard src/common/*.h)

@@ -34,7 +34,7 @@ for r in $routes; do
 done
 # The free-value layer: both profiles and the canonical writer, seeded
 # from JSONTestSuite.
-suite=${JSON_SUITE:-../shared/testdata/JSONTestSuite/test_parsing}
+suite=${JSON_SUITE:-tests/json/JSONTestSuite/test_parsing}
 bin=$out/fuzz_json
 if [ ! -x "$bin" ] || [ "$bin" -ot src/common/json.c ] || [ "$bin" -ot src/common/jw.c ]; then
     "$clang" "${flags[@]}" -o "$bin" tests/fuzz/fuzz_json.c src/common/*.c

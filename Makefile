@@ -130,5 +130,25 @@ fuzz: $(T)/conformance-run
 test: deps all check-gen test-codegen test-json test-conformance test-igwctl test-sql test-openapi fuzz-smoke
 	@echo "make test: all passed"
 
+# ---- benchmark ----------------------------------------------------------------
+# A benchmark, not a test: -O2 without sanitizers whatever CFLAGS/SAN say, no
+# -march=native (the CI machine may differ). Needs libsimdjson-dev, libjansson-dev.
+BENCH     := $(BUILD)/bench
+BENCH_OPT := -O2 -g
+BENCH_C   := tests/bench/bench_decode.c tests/bench/hand_validate.c
+
+$(BENCH)/bench_simdjson.o: tests/bench/bench_simdjson.cc tests/bench/bench_simdjson.h
+	@mkdir -p $(dir $@)
+	$(CXX) -std=c++17 $(WARN) $(BENCH_OPT) -c -o $@ $<
+
+$(BENCH)/bench_decode: $(BENCH_C) $(BENCH)/bench_simdjson.o $(RUNTIME_SRC) \
+                       $(wildcard tests/bench/*.h src/common/*.h generated/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CSTD) $(WARN) $(BENCH_OPT) $(RT_INC) -Itests/bench -o $@ $(BENCH_C) $(RUNTIME_SRC) \
+	    $(BENCH)/bench_simdjson.o -lsimdjson -ljansson -lstdc++ -lm
+
+bench-decode: deps $(BENCH)/bench_decode
+	$(BENCH)/bench_decode $(sort $(wildcard generated/conformance/*.jsonl))
+
 clean:
 	rm -rf $(BUILD)

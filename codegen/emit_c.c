@@ -714,6 +714,8 @@ static void emit_enum(igw_out *o, const igw_type *t)
 
 /* ---- routes ------------------------------------------------------------------ */
 
+static void emit_matcher(const igw_schema *s, igw_out *o);
+
 static void emit_routes(const igw_schema *s, igw_out *o)
 {
     igw_out_puts(o, "/* ---- routes ---- */\n\n");
@@ -823,6 +825,72 @@ static void emit_routes(const igw_schema *s, igw_out *o)
         }
     }
     igw_out_puts(o, "    default:\n        return 0;\n    }\n}\n\n");
+    emit_matcher(s, o);
+}
+
+/* Route lookup: fixed paths by length then one memcmp (h2o's token table
+ * idea); paths with parameters by literal pieces and '/'-free segments. */
+static void emit_matcher(const igw_schema *s, igw_out *o)
+{
+    FOR(s->routes, igw_route, r) {
+        if (!r->params.n)
+            continue;
+        igw_out_printf(o, "static bool match_%s(const char *path, size_t plen, igw_str *params)\n{\n"
+                          "    size_t at = 0, start;\n", r->name);
+        int np = 0;
+        for (const char *p = r->path; *p;) {
+            if (*p == '{') {
+                igw_out_printf(o, "    start = at;\n    while (at < plen && path[at] != '/')\n        at++;\n"
+                                  "    if (at == start)\n        return false;\n"
+                                  "    params[%d] = (igw_str){path + start, at - start};\n", np++);
+                const char *close = strchr(p, '}'); /* sema checked the braces pair up */
+                p = close ? close + 1 : p + strlen(p);
+                continue;
+            }
+            size_t n = strcspn(p, "{");
+            igw_out_printf(o, "    if (plen - at < %zu || memcmp(path + at, ", n);
+            igw_out_c_bytes(o, p, n);
+            igw_out_printf(o, ", %zu) != 0)\n        return false;\n    at += %zu;\n", n, n);
+            p += n;
+        }
+        igw_out_puts(o, "    return at == plen;\n}\n\n");
+    }
+    igw_out_puts(o, "static void set_error(igw_decode_error *err, igw_err cls, igw_json_errkind kind, const char *reason,\n"
+                    "                      const char *path);\n\n");
+    igw_out_puts(o, "const igw_route_def *igw_route_match(const char *method, size_t mlen, const char *path, size_t plen,\n"
+                    "                                     igw_str params[IGW_MAX_PATH_PARAMS], igw_decode_error *err)\n{\n"
+                    "    int id = -1;\n    switch (plen) {\n");
+    size_t maxlen = 0;
+    FOR(s->routes, igw_route, r)
+        if (!r->params.n && strlen(r->path) > maxlen)
+            maxlen = strlen(r->path);
+    for (size_t len = 1; len <= maxlen; len++) {
+        bool any = false;
+        FOR(s->routes, igw_route, r) {
+            if (r->params.n || strlen(r->path) != len)
+                continue;
+            if (!any)
+                igw_out_printf(o, "    case %zu:\n", len);
+            any = true;
+            igw_out_printf(o, "        if (memcmp(path, \"%s\", %zu) == 0)\n            id = IGW_ROUTE_%s;\n", r->path,
+                           len, igw_c_upper(r->name));
+        }
+        if (any)
+            igw_out_puts(o, "        break;\n");
+    }
+    igw_out_puts(o, "    default:\n        break;\n    }\n");
+    FOR(s->routes, igw_route, r)
+        if (r->params.n)
+            igw_out_printf(o, "    if (id < 0 && match_%s(path, plen, params))\n        id = IGW_ROUTE_%s;\n", r->name,
+                           igw_c_upper(r->name));
+    igw_out_puts(o, "    (void)params; /* unused when no route has path parameters */\n    (void)path;\n"
+                    "    if (id < 0) {\n"
+                    "        set_error(err, IGW_ERR_FOR_NO_ROUTE, IGW_JERR_NONE, \"no such route\", \"\");\n"
+                    "        return NULL;\n    }\n"
+                    "    const igw_route_def *r = &igw_routes[id];\n"
+                    "    if (strlen(r->method) != mlen || memcmp(r->method, method, mlen) != 0) {\n"
+                    "        set_error(err, IGW_ERR_FOR_METHOD_ROLE, IGW_JERR_NONE, \"method not allowed on this route\", \"\");\n"
+                    "        return NULL;\n    }\n    return r;\n}\n\n");
 }
 
 static const char *runtime_c =
@@ -831,33 +899,6 @@ static const char *runtime_c =
     "    err->cls = cls;\n    err->kind = kind;\n    err->reason = reason;\n"
     "    size_t n = strlen(path);\n    if (n >= sizeof err->path)\n        n = sizeof err->path - 1;\n"
     "    memcpy(err->path, path, n);\n    err->path[n] = '\\0';\n}\n\n"
-    "const igw_route_def *igw_route_match(const char *method, size_t mlen, const char *path, size_t plen,\n"
-    "                                     igw_str params[IGW_MAX_PATH_PARAMS], igw_decode_error *err)\n{\n"
-    "    bool path_known = false;\n"
-    "    for (int i = 0; i < IGW_ROUTE__COUNT; i++) {\n"
-    "        const igw_route_def *r = &igw_routes[i];\n"
-    "        const char *pat = r->path;\n"
-    "        size_t at = 0;\n        uint32_t np = 0;\n        bool ok = true;\n"
-    "        while (*pat && ok) {\n"
-    "            if (*pat == '{') {\n"
-    "                /* A parameter takes one non-empty segment. */\n"
-    "                size_t start = at;\n"
-    "                while (at < plen && path[at] != '/')\n                    at++;\n"
-    "                ok = at > start && np < IGW_MAX_PATH_PARAMS;\n"
-    "                if (ok)\n                    params[np++] = (igw_str){path + start, at - start};\n"
-    "                while (*pat && *pat != '}')\n                    pat++;\n"
-    "                if (*pat)\n                    pat++;\n"
-    "            } else {\n"
-    "                ok = at < plen && path[at] == *pat;\n                at++;\n                pat++;\n"
-    "            }\n        }\n"
-    "        if (!ok || at != plen)\n            continue;\n"
-    "        path_known = true;\n"
-    "        if (strlen(r->method) == mlen && memcmp(r->method, method, mlen) == 0)\n            return r;\n"
-    "    }\n"
-    "    if (path_known)\n"
-    "        set_error(err, IGW_ERR_FOR_METHOD_ROLE, IGW_JERR_NONE, \"method not allowed on this route\", \"\");\n"
-    "    else\n        set_error(err, IGW_ERR_FOR_NO_ROUTE, IGW_JERR_NONE, \"no such route\", \"\");\n"
-    "    return NULL;\n}\n\n"
     "/* Media type without parameters, compared case-insensitively. */\n"
     "static bool media_is(const char *ct, size_t n, const char *want)\n{\n"
     "    size_t w = strlen(want);\n"

@@ -3046,6 +3046,39 @@ static void gen_free(gen *g)
     igw_out_free(&g->out);
 }
 
+/* Route-level vectors: the route table refuses a wrong method (405 class)
+ * and a path that only looks like the route (404 class) before any body. */
+static void route_vectors(gen *g)
+{
+    static const struct {
+        const char *test, *what;
+        unsigned role;
+        bool wrong_method;
+        const char *prefix, *suffix;
+    } cases[] = {
+        {"wrong-method", "the route's path with another HTTP method", IGW_ROLE_METHOD, true, "", ""},
+        {"trailing-slash", "the route's path with a trailing '/'", IGW_ROLE_NO_ROUTE, false, "", "/"},
+        {"prefixed", "the route's path below another first segment", IGW_ROLE_NO_ROUTE, false, "/x", ""},
+    };
+    igw_out *o = &g->out;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const igw_error *e = igw_schema_error_role(g->s, cases[i].role);
+        const char *id = unique_id(g, gprintf(g, "%s/route/%s", g->r->name, cases[i].test));
+        igw_out_puts(o, "{\"id\":");
+        igw_out_json_string(o, id);
+        igw_out_puts(o, ",\"doc\":");
+        igw_out_json_string(o, gprintf(g, "route: %s", cases[i].what));
+        igw_out_puts(o, ",\"tags\":[\"route\"],\"request\":{\"method\":");
+        igw_out_json_string(o, cases[i].wrong_method ? (strcmp(g->r->method, "GET") == 0 ? "POST" : "GET")
+                                                     : g->r->method);
+        igw_out_puts(o, ",\"path\":");
+        igw_out_json_string(o, gprintf(g, "%s%s%s", cases[i].prefix, g->req_path, cases[i].suffix));
+        igw_out_printf(o, ",\"headers\":{},\"body\":\"\"},\"expect\":{\"status\":%d,\"code\":%" PRId64
+                          ",\"path\":\"\"}}\n",
+                       e->http, e->code);
+    }
+}
+
 int igw_emit_vectors(const igw_schema *s, const char *gen_dir)
 {
     const char *verbose = getenv("IGW_GEN_VERBOSE");
@@ -3079,6 +3112,7 @@ int igw_emit_vectors(const igw_schema *s, const char *gen_dir)
             none_route(&g);
         else
             json_route(&g);
+        route_vectors(&g);
         if (g.verbose && g.mismatches)
             fprintf(stderr, "igw-gen: vectors: %s: %d vectors carry a simulated outcome other than aimed\n", r->name,
                     g.mismatches);

@@ -5214,6 +5214,93 @@ static int route_header_rule(const igw_route_def *r, uint32_t index, igw_str v, 
     }
 }
 
+static bool match_device_send(const char *path, size_t plen, igw_str *params)
+{
+    size_t at = 0, start;
+    if (plen - at < 32 || memcmp(path + at, "/api/v1/things/device/edge/send/", 32) != 0)
+        return false;
+    at += 32;
+    start = at;
+    while (at < plen && path[at] != '/')
+        at++;
+    if (at == start)
+        return false;
+    params[0] = (igw_str){path + start, at - start};
+    if (plen - at < 1 || memcmp(path + at, "/", 1) != 0)
+        return false;
+    at += 1;
+    start = at;
+    while (at < plen && path[at] != '/')
+        at++;
+    if (at == start)
+        return false;
+    params[1] = (igw_str){path + start, at - start};
+    return at == plen;
+}
+
+static void set_error(igw_decode_error *err, igw_err cls, igw_json_errkind kind, const char *reason,
+                      const char *path);
+
+const igw_route_def *igw_route_match(const char *method, size_t mlen, const char *path, size_t plen,
+                                     igw_str params[IGW_MAX_PATH_PARAMS], igw_decode_error *err)
+{
+    int id = -1;
+    switch (plen) {
+    case 29:
+        if (memcmp(path, "/api/v1/im/interaction/events", 29) == 0)
+            id = IGW_ROUTE_EVENTS_PULL;
+        break;
+    case 31:
+        if (memcmp(path, "/api/v1/im/interaction/commands", 31) == 0)
+            id = IGW_ROUTE_COMMANDS;
+        break;
+    case 33:
+        if (memcmp(path, "/api/v1/im/vision-consents/create", 33) == 0)
+            id = IGW_ROUTE_CONSENT_CREATE;
+        if (memcmp(path, "/api/v1/im/vision-consents/revoke", 33) == 0)
+            id = IGW_ROUTE_CONSENT_REVOKE;
+        if (memcmp(path, "/api/v1/im/interaction/events/ack", 33) == 0)
+            id = IGW_ROUTE_EVENTS_ACK;
+        break;
+    case 34:
+        if (memcmp(path, "/api/v1/im/vision-consents/get-one", 34) == 0)
+            id = IGW_ROUTE_CONSENT_GET_ONE;
+        break;
+    case 38:
+        if (memcmp(path, "/api/v1/things/device/edge/upload-file", 38) == 0)
+            id = IGW_ROUTE_DEVICE_UPLOAD;
+        break;
+    case 39:
+        if (memcmp(path, "/api/v1/im/interaction/recordings/query", 39) == 0)
+            id = IGW_ROUTE_RECORDINGS_QUERY;
+        break;
+    case 40:
+        if (memcmp(path, "/api/v1/im/interaction/talk/audio-access", 40) == 0)
+            id = IGW_ROUTE_TALK_AUDIO_ACCESS;
+        break;
+    case 41:
+        if (memcmp(path, "/api/v1/im/interaction/endpoints/register", 41) == 0)
+            id = IGW_ROUTE_ENDPOINTS_REGISTER;
+        break;
+    default:
+        break;
+    }
+    if (id < 0 && match_device_send(path, plen, params))
+        id = IGW_ROUTE_DEVICE_SEND;
+    (void)params; /* unused when no route has path parameters */
+    (void)path;
+    if (id < 0) {
+        set_error(err, IGW_ERR_FOR_NO_ROUTE, IGW_JERR_NONE, "no such route", "");
+        return NULL;
+    }
+    const igw_route_def *r = &igw_routes[id];
+    if (strlen(r->method) != mlen || memcmp(r->method, method, mlen) != 0) {
+        set_error(err, IGW_ERR_FOR_METHOD_ROLE, IGW_JERR_NONE, "method not allowed on this route", "");
+        return NULL;
+    }
+    return r;
+}
+
 static void set_error(igw_decode_error *err, igw_err cls, igw_json_errkind kind, const char *reason,
                       const char *path)
 {
@@ -5225,48 +5312,6 @@ static void set_error(igw_decode_error *err, igw_err cls, igw_json_errkind kind,
         n = sizeof err->path - 1;
     memcpy(err->path, path, n);
     err->path[n] = '\0';
-}
-
-const igw_route_def *igw_route_match(const char *method, size_t mlen, const char *path, size_t plen,
-                                     igw_str params[IGW_MAX_PATH_PARAMS], igw_decode_error *err)
-{
-    bool path_known = false;
-    for (int i = 0; i < IGW_ROUTE__COUNT; i++) {
-        const igw_route_def *r = &igw_routes[i];
-        const char *pat = r->path;
-        size_t at = 0;
-        uint32_t np = 0;
-        bool ok = true;
-        while (*pat && ok) {
-            if (*pat == '{') {
-                /* A parameter takes one non-empty segment. */
-                size_t start = at;
-                while (at < plen && path[at] != '/')
-                    at++;
-                ok = at > start && np < IGW_MAX_PATH_PARAMS;
-                if (ok)
-                    params[np++] = (igw_str){path + start, at - start};
-                while (*pat && *pat != '}')
-                    pat++;
-                if (*pat)
-                    pat++;
-            } else {
-                ok = at < plen && path[at] == *pat;
-                at++;
-                pat++;
-            }
-        }
-        if (!ok || at != plen)
-            continue;
-        path_known = true;
-        if (strlen(r->method) == mlen && memcmp(r->method, method, mlen) == 0)
-            return r;
-    }
-    if (path_known)
-        set_error(err, IGW_ERR_FOR_METHOD_ROLE, IGW_JERR_NONE, "method not allowed on this route", "");
-    else
-        set_error(err, IGW_ERR_FOR_NO_ROUTE, IGW_JERR_NONE, "no such route", "");
-    return NULL;
 }
 
 /* Media type without parameters, compared case-insensitively. */

@@ -414,6 +414,35 @@ static int route_header_rule(const igw_route_def *r, uint32_t index, igw_str v, 
 }
 
 static void set_error(igw_decode_error *err, igw_err cls, igw_json_errkind kind, const char *reason,
+                      const char *path);
+
+const igw_route_def *igw_route_match(const char *method, size_t mlen, const char *path, size_t plen,
+                                     igw_str params[IGW_MAX_PATH_PARAMS], igw_decode_error *err)
+{
+    int id = -1;
+    switch (plen) {
+    case 6:
+        if (memcmp(path, "/shape", 6) == 0)
+            id = IGW_ROUTE_SHAPE;
+        break;
+    default:
+        break;
+    }
+    (void)params; /* unused when no route has path parameters */
+    (void)path;
+    if (id < 0) {
+        set_error(err, IGW_ERR_FOR_NO_ROUTE, IGW_JERR_NONE, "no such route", "");
+        return NULL;
+    }
+    const igw_route_def *r = &igw_routes[id];
+    if (strlen(r->method) != mlen || memcmp(r->method, method, mlen) != 0) {
+        set_error(err, IGW_ERR_FOR_METHOD_ROLE, IGW_JERR_NONE, "method not allowed on this route", "");
+        return NULL;
+    }
+    return r;
+}
+
+static void set_error(igw_decode_error *err, igw_err cls, igw_json_errkind kind, const char *reason,
                       const char *path)
 {
     err->cls = cls;
@@ -424,48 +453,6 @@ static void set_error(igw_decode_error *err, igw_err cls, igw_json_errkind kind,
         n = sizeof err->path - 1;
     memcpy(err->path, path, n);
     err->path[n] = '\0';
-}
-
-const igw_route_def *igw_route_match(const char *method, size_t mlen, const char *path, size_t plen,
-                                     igw_str params[IGW_MAX_PATH_PARAMS], igw_decode_error *err)
-{
-    bool path_known = false;
-    for (int i = 0; i < IGW_ROUTE__COUNT; i++) {
-        const igw_route_def *r = &igw_routes[i];
-        const char *pat = r->path;
-        size_t at = 0;
-        uint32_t np = 0;
-        bool ok = true;
-        while (*pat && ok) {
-            if (*pat == '{') {
-                /* A parameter takes one non-empty segment. */
-                size_t start = at;
-                while (at < plen && path[at] != '/')
-                    at++;
-                ok = at > start && np < IGW_MAX_PATH_PARAMS;
-                if (ok)
-                    params[np++] = (igw_str){path + start, at - start};
-                while (*pat && *pat != '}')
-                    pat++;
-                if (*pat)
-                    pat++;
-            } else {
-                ok = at < plen && path[at] == *pat;
-                at++;
-                pat++;
-            }
-        }
-        if (!ok || at != plen)
-            continue;
-        path_known = true;
-        if (strlen(r->method) == mlen && memcmp(r->method, method, mlen) == 0)
-            return r;
-    }
-    if (path_known)
-        set_error(err, IGW_ERR_FOR_METHOD_ROLE, IGW_JERR_NONE, "method not allowed on this route", "");
-    else
-        set_error(err, IGW_ERR_FOR_NO_ROUTE, IGW_JERR_NONE, "no such route", "");
-    return NULL;
 }
 
 /* Media type without parameters, compared case-insensitively. */

@@ -57,32 +57,43 @@ static bool is_space(uint32_t c)
            c == 0x3000 || c == 0xFEFF;
 }
 
+/* Byte classes of the identifier rule: 1 refused anywhere (C0, DEL,
+ * wildcards), 2 lead byte 0xC2 (C1 controls follow it), 4 ASCII whitespace
+ * (refused at the edges only, and already refused as C0 except space). */
+static const unsigned char ident_class[256] = {
+    [0x01] = 1, [0x02] = 1, [0x03] = 1, [0x04] = 1, [0x05] = 1, [0x06] = 1, [0x07] = 1, [0x08] = 1,
+    [0x09] = 5, [0x0a] = 5, [0x0b] = 5, [0x0c] = 5, [0x0d] = 5, [0x0e] = 1, [0x0f] = 1, [0x10] = 1,
+    [0x11] = 1, [0x12] = 1, [0x13] = 1, [0x14] = 1, [0x15] = 1, [0x16] = 1, [0x17] = 1, [0x18] = 1,
+    [0x19] = 1, [0x1a] = 1, [0x1b] = 1, [0x1c] = 1, [0x1d] = 1, [0x1e] = 1, [0x1f] = 1, [0x00] = 1,
+    [' '] = 4, ['*'] = 1, ['?'] = 1, ['%'] = 1, ['+'] = 1, ['#'] = 1, [0x7f] = 1, [0xc2] = 2,
+};
+
 bool igw_format_identifier(const char *str, size_t n)
 {
     const unsigned char *s = (const unsigned char *)str;
     if (n == 0)
         return true; /* emptiness is the length rule's business */
+    unsigned seen = 0;
+    for (size_t i = 0; i < n; i++)
+        seen |= ident_class[s[i]];
+    if (seen & 1)
+        return false;
+    if (seen & 2) /* rare: look for C1 controls U+0080..U+009F (C2 80..C2 9F) */
+        for (size_t i = 0; i + 1 < n; i++)
+            if (s[i] == 0xC2 && s[i + 1] >= 0x80 && s[i + 1] <= 0x9F)
+                return false;
+    /* Edges: ASCII is decided by the table; only non-ASCII needs decoding. */
     size_t last = n - 1;
     while (last > 0 && (s[last] & 0xC0) == 0x80)
         last--;
-    if (is_space(code_point(s, 0)) || is_space(code_point(s, last)))
+    if ((s[0] < 0x80 ? ident_class[s[0]] & 4 : is_space(code_point(s, 0))) ||
+        (s[last] < 0x80 ? ident_class[s[last]] & 4 : is_space(code_point(s, last))))
         return false;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = s[i];
-        if (c < 0x20 || c == 0x7f || c == '*' || c == '?' || c == '%' || c == '+' || c == '#')
-            return false;
-        if (c == 0xC2 && i + 1 < n && s[i + 1] >= 0x80 && s[i + 1] <= 0x9F)
-            return false; /* C1 control characters U+0080..U+009F */
-    }
     return true;
 }
 
-int igw_decode_string_rules(igw_json *j, igw_str s, int64_t min, int64_t max, int format)
+int igw_decode_string_format(igw_json *j, igw_str s, int format)
 {
-    if ((int64_t)s.len < min)
-        return igw_json_fail(j, IGW_JERR_LENGTH, "string is shorter than its minimum byte length");
-    if ((int64_t)s.len > max)
-        return igw_json_fail(j, IGW_JERR_LENGTH, "string is longer than its maximum byte length");
     switch (format) {
     case IGW_FORMAT_CANONICAL_ID:
         if (!igw_format_canonical_id(s.ptr, s.len))

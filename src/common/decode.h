@@ -29,9 +29,21 @@ bool igw_format_bcp47(const char *s, size_t n);
  * trailing Unicode whitespace. Input must be valid UTF-8. */
 bool igw_format_identifier(const char *s, size_t n);
 
+/* Checks a decoded string's format; on failure records a FORMAT error at
+ * the current path and returns -1. */
+int igw_decode_string_format(igw_json *j, igw_str s, int format);
+
 /* Checks a decoded string's byte length and format; on failure records a
- * LENGTH or FORMAT error at the current path and returns -1. */
-int igw_decode_string_rules(igw_json *j, igw_str s, int64_t min, int64_t max, int format);
+ * LENGTH or FORMAT error at the current path and returns -1. Inline: it
+ * runs for every string field and the length test is two compares. */
+static inline int igw_decode_string_rules(igw_json *j, igw_str s, int64_t min, int64_t max, int format)
+{
+    if ((int64_t)s.len < min)
+        return igw_json_fail(j, IGW_JERR_LENGTH, "string is shorter than its minimum byte length");
+    if ((int64_t)s.len > max)
+        return igw_json_fail(j, IGW_JERR_LENGTH, "string is longer than its maximum byte length");
+    return format == IGW_FORMAT_NONE ? 0 : igw_decode_string_format(j, s, format);
+}
 
 /* Reads a free JSON field: any value but null (null inside it is fine), an
  * object when `object` is set, nesting at most `max_depth` levels, at most

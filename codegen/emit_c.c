@@ -690,12 +690,31 @@ static void emit_enum(igw_out *o, const igw_type *t)
         igw_out_printf(o, ", %zu},\n", strlen(v));
     }
     igw_out_puts(o, "};\n\n");
+    /* Lookup like the key matcher: length first, then memcmp. */
     igw_out_printf(o, "static int __attribute__((unused)) enum_%s(igw_json *j, igw_%s *out)\n{\n    igw_str s;\n"
-                      "    if (igw_json_string(j, &s))\n        return -1;\n"
-                      "    for (int i = 0; i < IGW_%s__COUNT; i++)\n"
-                      "        if (igw_str_eq(s, igw_%s_names[i].ptr, igw_%s_names[i].len)) {\n"
-                      "            *out = (igw_%s)i;\n            return 0;\n        }\n",
-                   t->name, t->name, t->name, t->name, t->name, t->name);
+                      "    if (igw_json_string(j, &s))\n        return -1;\n    switch (s.len) {\n",
+                   t->name, t->name);
+    size_t maxlen = 0;
+    FOR(t->values, const char, v)
+        if (strlen(v) > maxlen)
+            maxlen = strlen(v);
+    for (size_t len = 0; len <= maxlen; len++) {
+        bool any = false;
+        FOR(t->values, const char, v) {
+            if (strlen(v) != len)
+                continue;
+            if (!any)
+                igw_out_printf(o, "    case %zu:\n", len);
+            any = true;
+            igw_out_printf(o, "        if (memcmp(s.ptr, ");
+            igw_out_c_string(o, v);
+            igw_out_printf(o, ", %zu) == 0) {\n            *out = %s;\n            return 0;\n        }\n", len,
+                           enum_const(t, v));
+        }
+        if (any)
+            igw_out_puts(o, "        break;\n");
+    }
+    igw_out_puts(o, "    default:\n        break;\n    }\n");
     igw_out t2;
     igw_out_init(&t2);
     igw_out_puts(&t2, "value is not one of:");

@@ -46,11 +46,86 @@ static int __attribute__((unused)) enum_CommandMethod(igw_json *j, igw_CommandMe
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    for (int i = 0; i < IGW_CommandMethod__COUNT; i++)
-        if (igw_str_eq(s, igw_CommandMethod_names[i].ptr, igw_CommandMethod_names[i].len)) {
-            *out = (igw_CommandMethod)i;
+    switch (s.len) {
+    case 11:
+        if (memcmp(s.ptr, "messageSend", 11) == 0) {
+            *out = IGW_CommandMethod_messageSend;
             return 0;
         }
+        break;
+    case 13:
+        if (memcmp(s.ptr, "device.action", 13) == 0) {
+            *out = IGW_CommandMethod_device_action;
+            return 0;
+        }
+        break;
+    case 15:
+        if (memcmp(s.ptr, "interaction.end", 15) == 0) {
+            *out = IGW_CommandMethod_interaction_end;
+            return 0;
+        }
+        break;
+    case 16:
+        if (memcmp(s.ptr, "interaction.open", 16) == 0) {
+            *out = IGW_CommandMethod_interaction_open;
+            return 0;
+        }
+        if (memcmp(s.ptr, "interaction.join", 16) == 0) {
+            *out = IGW_CommandMethod_interaction_join;
+            return 0;
+        }
+        break;
+    case 17:
+        if (memcmp(s.ptr, "interaction.leave", 17) == 0) {
+            *out = IGW_CommandMethod_interaction_leave;
+            return 0;
+        }
+        break;
+    case 19:
+        if (memcmp(s.ptr, "interaction.control", 19) == 0) {
+            *out = IGW_CommandMethod_interaction_control;
+            return 0;
+        }
+        break;
+    case 21:
+        if (memcmp(s.ptr, "interaction.subscribe", 21) == 0) {
+            *out = IGW_CommandMethod_interaction_subscribe;
+            return 0;
+        }
+        if (memcmp(s.ptr, "interaction.configure", 21) == 0) {
+            *out = IGW_CommandMethod_interaction_configure;
+            return 0;
+        }
+        break;
+    case 22:
+        if (memcmp(s.ptr, "interaction.mediaOffer", 22) == 0) {
+            *out = IGW_CommandMethod_interaction_mediaOffer;
+            return 0;
+        }
+        if (memcmp(s.ptr, "interaction.mediaState", 22) == 0) {
+            *out = IGW_CommandMethod_interaction_mediaState;
+            return 0;
+        }
+        if (memcmp(s.ptr, "device.propertyControl", 22) == 0) {
+            *out = IGW_CommandMethod_device_propertyControl;
+            return 0;
+        }
+        break;
+    case 24:
+        if (memcmp(s.ptr, "interaction.trackControl", 24) == 0) {
+            *out = IGW_CommandMethod_interaction_trackControl;
+            return 0;
+        }
+        break;
+    case 28:
+        if (memcmp(s.ptr, "interaction.processorControl", 28) == 0) {
+            *out = IGW_CommandMethod_interaction_processorControl;
+            return 0;
+        }
+        break;
+    default:
+        break;
+    }
     return igw_json_fail(j, IGW_JERR_ENUM, "value is not one of: interaction.open interaction.end interaction.join interaction.leave interaction.subscribe interaction.mediaOffer interaction.mediaState interaction.trackControl interaction.configure interaction.processorControl interaction.control messageSend device.action device.propertyControl");
 }
 
@@ -73,11 +148,28 @@ static int __attribute__((unused)) enum_Purpose(igw_json *j, igw_Purpose *out)
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    for (int i = 0; i < IGW_Purpose__COUNT; i++)
-        if (igw_str_eq(s, igw_Purpose_names[i].ptr, igw_Purpose_names[i].len)) {
-            *out = (igw_Purpose)i;
+    switch (s.len) {
+    case 7:
+        if (memcmp(s.ptr, "ipcTalk", 7) == 0) {
+            *out = IGW_Purpose_ipcTalk;
             return 0;
         }
+        break;
+    case 11:
+        if (memcmp(s.ptr, "ipcLiveView", 11) == 0) {
+            *out = IGW_Purpose_ipcLiveView;
+            return 0;
+        }
+        break;
+    case 14:
+        if (memcmp(s.ptr, "recordPlayback", 14) == 0) {
+            *out = IGW_Purpose_recordPlayback;
+            return 0;
+        }
+        break;
+    default:
+        break;
+    }
     return igw_json_fail(j, IGW_JERR_ENUM, "value is not one of: ipcLiveView ipcTalk recordPlayback");
 }
 
@@ -99,11 +191,20 @@ static int __attribute__((unused)) enum_CallType(igw_json *j, igw_CallType *out)
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    for (int i = 0; i < IGW_CallType__COUNT; i++)
-        if (igw_str_eq(s, igw_CallType_names[i].ptr, igw_CallType_names[i].len)) {
-            *out = (igw_CallType)i;
+    switch (s.len) {
+    case 5:
+        if (memcmp(s.ptr, "voice", 5) == 0) {
+            *out = IGW_CallType_voice;
             return 0;
         }
+        if (memcmp(s.ptr, "video", 5) == 0) {
+            *out = IGW_CallType_video;
+            return 0;
+        }
+        break;
+    default:
+        break;
+    }
     return igw_json_fail(j, IGW_JERR_ENUM, "value is not one of: voice video");
 }
 
@@ -125,11 +226,22 @@ static int __attribute__((unused)) enum_EndReason(igw_json *j, igw_EndReason *ou
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    for (int i = 0; i < IGW_EndReason__COUNT; i++)
-        if (igw_str_eq(s, igw_EndReason_names[i].ptr, igw_EndReason_names[i].len)) {
-            *out = (igw_EndReason)i;
+    switch (s.len) {
+    case 10:
+        if (memcmp(s.ptr, "userHangup", 10) == 0) {
+            *out = IGW_EndReason_userHangup;
             return 0;
         }
+        break;
+    case 11:
+        if (memcmp(s.ptr, "userStopped", 11) == 0) {
+            *out = IGW_EndReason_userStopped;
+            return 0;
+        }
+        break;
+    default:
+        break;
+    }
     return igw_json_fail(j, IGW_JERR_ENUM, "value is not one of: userHangup userStopped");
 }
 
@@ -151,11 +263,20 @@ static int __attribute__((unused)) enum_IceMode(igw_json *j, igw_IceMode *out)
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    for (int i = 0; i < IGW_IceMode__COUNT; i++)
-        if (igw_str_eq(s, igw_IceMode_names[i].ptr, igw_IceMode_names[i].len)) {
-            *out = (igw_IceMode)i;
+    switch (s.len) {
+    case 4:
+        if (memcmp(s.ptr, "full", 4) == 0) {
+            *out = IGW_IceMode_full;
             return 0;
         }
+        if (memcmp(s.ptr, "lite", 4) == 0) {
+            *out = IGW_IceMode_lite;
+            return 0;
+        }
+        break;
+    default:
+        break;
+    }
     return igw_json_fail(j, IGW_JERR_ENUM, "value is not one of: full lite");
 }
 
@@ -180,11 +301,38 @@ static int __attribute__((unused)) enum_MediaPeerState(igw_json *j, igw_MediaPee
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    for (int i = 0; i < IGW_MediaPeerState__COUNT; i++)
-        if (igw_str_eq(s, igw_MediaPeerState_names[i].ptr, igw_MediaPeerState_names[i].len)) {
-            *out = (igw_MediaPeerState)i;
+    switch (s.len) {
+    case 6:
+        if (memcmp(s.ptr, "failed", 6) == 0) {
+            *out = IGW_MediaPeerState_failed;
             return 0;
         }
+        if (memcmp(s.ptr, "closed", 6) == 0) {
+            *out = IGW_MediaPeerState_closed;
+            return 0;
+        }
+        break;
+    case 9:
+        if (memcmp(s.ptr, "connected", 9) == 0) {
+            *out = IGW_MediaPeerState_connected;
+            return 0;
+        }
+        break;
+    case 10:
+        if (memcmp(s.ptr, "connecting", 10) == 0) {
+            *out = IGW_MediaPeerState_connecting;
+            return 0;
+        }
+        break;
+    case 12:
+        if (memcmp(s.ptr, "disconnected", 12) == 0) {
+            *out = IGW_MediaPeerState_disconnected;
+            return 0;
+        }
+        break;
+    default:
+        break;
+    }
     return igw_json_fail(j, IGW_JERR_ENUM, "value is not one of: connecting connected disconnected failed closed");
 }
 
@@ -210,11 +358,46 @@ static int __attribute__((unused)) enum_TrackOperation(igw_json *j, igw_TrackOpe
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    for (int i = 0; i < IGW_TrackOperation__COUNT; i++)
-        if (igw_str_eq(s, igw_TrackOperation_names[i].ptr, igw_TrackOperation_names[i].len)) {
-            *out = (igw_TrackOperation)i;
+    switch (s.len) {
+    case 4:
+        if (memcmp(s.ptr, "stop", 4) == 0) {
+            *out = IGW_TrackOperation_stop;
             return 0;
         }
+        break;
+    case 5:
+        if (memcmp(s.ptr, "pause", 5) == 0) {
+            *out = IGW_TrackOperation_pause;
+            return 0;
+        }
+        break;
+    case 6:
+        if (memcmp(s.ptr, "resume", 6) == 0) {
+            *out = IGW_TrackOperation_resume;
+            return 0;
+        }
+        break;
+    case 7:
+        if (memcmp(s.ptr, "publish", 7) == 0) {
+            *out = IGW_TrackOperation_publish;
+            return 0;
+        }
+        break;
+    case 9:
+        if (memcmp(s.ptr, "subscribe", 9) == 0) {
+            *out = IGW_TrackOperation_subscribe;
+            return 0;
+        }
+        break;
+    case 11:
+        if (memcmp(s.ptr, "unsubscribe", 11) == 0) {
+            *out = IGW_TrackOperation_unsubscribe;
+            return 0;
+        }
+        break;
+    default:
+        break;
+    }
     return igw_json_fail(j, IGW_JERR_ENUM, "value is not one of: subscribe unsubscribe pause resume publish stop");
 }
 
@@ -236,11 +419,22 @@ static int __attribute__((unused)) enum_Processor(igw_json *j, igw_Processor *ou
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    for (int i = 0; i < IGW_Processor__COUNT; i++)
-        if (igw_str_eq(s, igw_Processor_names[i].ptr, igw_Processor_names[i].len)) {
-            *out = (igw_Processor)i;
+    switch (s.len) {
+    case 8:
+        if (memcmp(s.ptr, "aiAssist", 8) == 0) {
+            *out = IGW_Processor_aiAssist;
             return 0;
         }
+        break;
+    case 11:
+        if (memcmp(s.ptr, "translation", 11) == 0) {
+            *out = IGW_Processor_translation;
+            return 0;
+        }
+        break;
+    default:
+        break;
+    }
     return igw_json_fail(j, IGW_JERR_ENUM, "value is not one of: translation aiAssist");
 }
 
@@ -262,11 +456,20 @@ static int __attribute__((unused)) enum_ProcessorOperation(igw_json *j, igw_Proc
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    for (int i = 0; i < IGW_ProcessorOperation__COUNT; i++)
-        if (igw_str_eq(s, igw_ProcessorOperation_names[i].ptr, igw_ProcessorOperation_names[i].len)) {
-            *out = (igw_ProcessorOperation)i;
+    switch (s.len) {
+    case 6:
+        if (memcmp(s.ptr, "attach", 6) == 0) {
+            *out = IGW_ProcessorOperation_attach;
             return 0;
         }
+        if (memcmp(s.ptr, "detach", 6) == 0) {
+            *out = IGW_ProcessorOperation_detach;
+            return 0;
+        }
+        break;
+    default:
+        break;
+    }
     return igw_json_fail(j, IGW_JERR_ENUM, "value is not one of: attach detach");
 }
 
@@ -290,11 +493,34 @@ static int __attribute__((unused)) enum_ControlOperation(igw_json *j, igw_Contro
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    for (int i = 0; i < IGW_ControlOperation__COUNT; i++)
-        if (igw_str_eq(s, igw_ControlOperation_names[i].ptr, igw_ControlOperation_names[i].len)) {
-            *out = (igw_ControlOperation)i;
+    switch (s.len) {
+    case 6:
+        if (memcmp(s.ptr, "accept", 6) == 0) {
+            *out = IGW_ControlOperation_accept;
             return 0;
         }
+        break;
+    case 7:
+        if (memcmp(s.ptr, "decline", 7) == 0) {
+            *out = IGW_ControlOperation_decline;
+            return 0;
+        }
+        break;
+    case 8:
+        if (memcmp(s.ptr, "handover", 8) == 0) {
+            *out = IGW_ControlOperation_handover;
+            return 0;
+        }
+        break;
+    case 15:
+        if (memcmp(s.ptr, "endpointControl", 15) == 0) {
+            *out = IGW_ControlOperation_endpointControl;
+            return 0;
+        }
+        break;
+    default:
+        break;
+    }
     return igw_json_fail(j, IGW_JERR_ENUM, "value is not one of: accept decline handover endpointControl");
 }
 
@@ -316,11 +542,22 @@ static int __attribute__((unused)) enum_MessageKind(igw_json *j, igw_MessageKind
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    for (int i = 0; i < IGW_MessageKind__COUNT; i++)
-        if (igw_str_eq(s, igw_MessageKind_names[i].ptr, igw_MessageKind_names[i].len)) {
-            *out = (igw_MessageKind)i;
+    switch (s.len) {
+    case 9:
+        if (memcmp(s.ptr, "broadcast", 9) == 0) {
+            *out = IGW_MessageKind_broadcast;
             return 0;
         }
+        break;
+    case 12:
+        if (memcmp(s.ptr, "voiceMessage", 12) == 0) {
+            *out = IGW_MessageKind_voiceMessage;
+            return 0;
+        }
+        break;
+    default:
+        break;
+    }
     return igw_json_fail(j, IGW_JERR_ENUM, "value is not one of: broadcast voiceMessage");
 }
 
@@ -341,11 +578,16 @@ static int __attribute__((unused)) enum_ConsentScope(igw_json *j, igw_ConsentSco
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    for (int i = 0; i < IGW_ConsentScope__COUNT; i++)
-        if (igw_str_eq(s, igw_ConsentScope_names[i].ptr, igw_ConsentScope_names[i].len)) {
-            *out = (igw_ConsentScope)i;
+    switch (s.len) {
+    case 8:
+        if (memcmp(s.ptr, "cameraAI", 8) == 0) {
+            *out = IGW_ConsentScope_cameraAI;
             return 0;
         }
+        break;
+    default:
+        break;
+    }
     return igw_json_fail(j, IGW_JERR_ENUM, "value is not one of: cameraAI");
 }
 
@@ -366,11 +608,16 @@ static int __attribute__((unused)) enum_ResultMethod(igw_json *j, igw_ResultMeth
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    for (int i = 0; i < IGW_ResultMethod__COUNT; i++)
-        if (igw_str_eq(s, igw_ResultMethod_names[i].ptr, igw_ResultMethod_names[i].len)) {
-            *out = (igw_ResultMethod)i;
+    switch (s.len) {
+    case 18:
+        if (memcmp(s.ptr, "interaction.result", 18) == 0) {
+            *out = IGW_ResultMethod_interaction_result;
             return 0;
         }
+        break;
+    default:
+        break;
+    }
     return igw_json_fail(j, IGW_JERR_ENUM, "value is not one of: interaction.result");
 }
 
@@ -391,11 +638,16 @@ static int __attribute__((unused)) enum_StateMethod(igw_json *j, igw_StateMethod
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    for (int i = 0; i < IGW_StateMethod__COUNT; i++)
-        if (igw_str_eq(s, igw_StateMethod_names[i].ptr, igw_StateMethod_names[i].len)) {
-            *out = (igw_StateMethod)i;
+    switch (s.len) {
+    case 17:
+        if (memcmp(s.ptr, "interaction.state", 17) == 0) {
+            *out = IGW_StateMethod_interaction_state;
             return 0;
         }
+        break;
+    default:
+        break;
+    }
     return igw_json_fail(j, IGW_JERR_ENUM, "value is not one of: interaction.state");
 }
 
@@ -418,11 +670,28 @@ static int __attribute__((unused)) enum_SessionState(igw_json *j, igw_SessionSta
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    for (int i = 0; i < IGW_SessionState__COUNT; i++)
-        if (igw_str_eq(s, igw_SessionState_names[i].ptr, igw_SessionState_names[i].len)) {
-            *out = (igw_SessionState)i;
+    switch (s.len) {
+    case 5:
+        if (memcmp(s.ptr, "ended", 5) == 0) {
+            *out = IGW_SessionState_ended;
             return 0;
         }
+        break;
+    case 7:
+        if (memcmp(s.ptr, "invited", 7) == 0) {
+            *out = IGW_SessionState_invited;
+            return 0;
+        }
+        break;
+    case 11:
+        if (memcmp(s.ptr, "established", 11) == 0) {
+            *out = IGW_SessionState_established;
+            return 0;
+        }
+        break;
+    default:
+        break;
+    }
     return igw_json_fail(j, IGW_JERR_ENUM, "value is not one of: invited established ended");
 }
 
@@ -444,11 +713,22 @@ static int __attribute__((unused)) enum_AudioOperation(igw_json *j, igw_AudioOpe
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    for (int i = 0; i < IGW_AudioOperation__COUNT; i++)
-        if (igw_str_eq(s, igw_AudioOperation_names[i].ptr, igw_AudioOperation_names[i].len)) {
-            *out = (igw_AudioOperation)i;
+    switch (s.len) {
+    case 3:
+        if (memcmp(s.ptr, "set", 3) == 0) {
+            *out = IGW_AudioOperation_set;
             return 0;
         }
+        break;
+    case 4:
+        if (memcmp(s.ptr, "read", 4) == 0) {
+            *out = IGW_AudioOperation_read;
+            return 0;
+        }
+        break;
+    default:
+        break;
+    }
     return igw_json_fail(j, IGW_JERR_ENUM, "value is not one of: read set");
 }
 

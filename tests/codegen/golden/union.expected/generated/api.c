@@ -28,11 +28,22 @@ static int __attribute__((unused)) enum_Kind(igw_json *j, igw_Kind *out)
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    for (int i = 0; i < IGW_Kind__COUNT; i++)
-        if (igw_str_eq(s, igw_Kind_names[i].ptr, igw_Kind_names[i].len)) {
-            *out = (igw_Kind)i;
+    switch (s.len) {
+    case 9:
+        if (memcmp(s.ptr, "shape.box", 9) == 0) {
+            *out = IGW_Kind_shape_box;
             return 0;
         }
+        break;
+    case 12:
+        if (memcmp(s.ptr, "shape.circle", 12) == 0) {
+            *out = IGW_Kind_shape_circle;
+            return 0;
+        }
+        break;
+    default:
+        break;
+    }
     return igw_json_fail(j, IGW_JERR_ENUM, "value is not one of: shape.circle shape.box");
 }
 
@@ -54,11 +65,22 @@ static int __attribute__((unused)) enum_Unit(igw_json *j, igw_Unit *out)
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    for (int i = 0; i < IGW_Unit__COUNT; i++)
-        if (igw_str_eq(s, igw_Unit_names[i].ptr, igw_Unit_names[i].len)) {
-            *out = (igw_Unit)i;
+    switch (s.len) {
+    case 2:
+        if (memcmp(s.ptr, "mm", 2) == 0) {
+            *out = IGW_Unit_mm;
             return 0;
         }
+        break;
+    case 4:
+        if (memcmp(s.ptr, "inch", 4) == 0) {
+            *out = IGW_Unit_inch;
+            return 0;
+        }
+        break;
+    default:
+        break;
+    }
     return igw_json_fail(j, IGW_JERR_ENUM, "value is not one of: mm inch");
 }
 

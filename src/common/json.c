@@ -2,16 +2,22 @@
  *
  * Conventions of this file:
  * - j->p only moves forward, and every value reader leaves it right after
- *   the value's last byte. igw_json_object_next/array_next rely on that: the
- *   last non-whitespace byte before p is '{' or '[' exactly when no member
- *   has been read yet, so the scanner needs no per-level state.
+ *   the value's last byte.
+ * - igw_json_object_next/array_next tell the first member of a container
+ *   from the later ones (which need a ',') by one bit per depth in j->first,
+ *   set when the container is opened and cleared at its first member; a
+ *   container is only ever read by the call that opened it and its callees,
+ *   so the bit of the current depth always belongs to the open container.
  * - Once a failure is recorded every scanning call returns -1 at once: p may
  *   sit in the middle of a token and nothing sane can follow.
  * - A failure caused by running out of input is recorded at offset len
  *   (j->end); igw_json_value relies on that to tell "value too big for its
  *   byte window" from a genuine syntax error.
  * - Loops advance p at least one byte per iteration or return, so every scan
- *   is bounded by the input length; nesting is bounded by the depth limit. */
+ *   is bounded by the input length; nesting is bounded by the depth limit.
+ * - The input is not padded: block loads (8 or 16 bytes) are only made
+ *   while the whole block lies before j->end; the bytes after it are done
+ *   one at a time. */
 #include "json.h"
 
 #include <inttypes.h>
@@ -20,6 +26,34 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* SSE2 is part of the x86-64 baseline, so this needs no -march flag; other
+ * targets use the portable SWAR and byte loops. ctz comes from the GNU
+ * builtins, hence the compiler test (its result is cast to unsigned to
+ * spare a sign extension). -DIGW_JSON_SSE2=0 forces the portable
+ * code, to test it on x86-64. */
+#ifndef IGW_JSON_SSE2
+#if defined(__SSE2__) && defined(__GNUC__)
+#define IGW_JSON_SSE2 1
+#else
+#define IGW_JSON_SSE2 0
+#endif
+#endif
+#if IGW_JSON_SSE2
+#include <emmintrin.h>
+#endif
+
+#if defined(__GNUC__)
+#define LIKELY(x) __builtin_expect(!!(x), 1)
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define NOINLINE __attribute__((noinline))
+#define COLD __attribute__((cold))
+#else
+#define LIKELY(x) (x)
+#define UNLIKELY(x) (x)
+#define NOINLINE
+#define COLD
+#endif
 
 #define SEG_CAP (sizeof(((igw_json *)0)->seg) / sizeof(((igw_json *)0)->seg[0]))
 
@@ -117,7 +151,7 @@ int igw_json_fail(igw_json *j, igw_json_errkind kind, const char *reason)
     return -1;
 }
 
-static int fail_at(igw_json *j, const uint8_t *at, igw_json_errkind kind, const char *reason)
+static COLD int fail_at(igw_json *j, const uint8_t *at, igw_json_errkind kind, const char *reason)
 {
     if (j->err != IGW_JERR_NONE)
         return -1;
@@ -125,12 +159,12 @@ static int fail_at(igw_json *j, const uint8_t *at, igw_json_errkind kind, const 
     return igw_json_fail(j, kind, reason);
 }
 
-static int fail_eof(igw_json *j)
+static COLD int fail_eof(igw_json *j)
 {
     return fail_at(j, j->end, IGW_JERR_SYNTAX, "unexpected end of input");
 }
 
-static int fail_nomem(igw_json *j)
+static COLD int fail_nomem(igw_json *j)
 {
     return igw_json_fail(j, IGW_JERR_NOMEM, "out of memory");
 }
@@ -148,6 +182,7 @@ void igw_json_init(igw_json *j, const void *buf, size_t len, igw_arena *a, unsig
     j->arena = a;
     j->depth = 0;
     j->max_depth = max_depth < IGW_JSON_MAX_DEPTH ? max_depth : IGW_JSON_MAX_DEPTH;
+    j->first = 0;
     j->nseg = 0;
     j->err = IGW_JERR_NONE;
     j->reason = "";
@@ -197,21 +232,66 @@ static inline bool is_digit(uint8_t c)
     return c >= '0' && c <= '9';
 }
 
-static void skip_ws(igw_json *j)
+#if IGW_JSON_SSE2
+static inline __m128i load16(const uint8_t *p)
 {
-    const uint8_t *p = j->p;
-    while (p < j->end && is_ws(*p))
-        p++;
-    j->p = p;
+    return _mm_loadu_si128((const __m128i *)(const void *)p);
 }
 
-/* The last non-whitespace byte before p, or -1 at the start of input. */
-static int prev_significant(const igw_json *j)
+/* Bit i set when byte i of x is not JSON whitespace. */
+static inline unsigned non_ws_mask(__m128i x)
 {
-    const uint8_t *q = j->p;
-    while (q > j->start && is_ws(q[-1]))
-        q--;
-    return q > j->start ? q[-1] : -1;
+    __m128i ws = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8(' ')),
+                                           _mm_cmpeq_epi8(x, _mm_set1_epi8('\n'))),
+                              _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('\r')),
+                                           _mm_cmpeq_epi8(x, _mm_set1_epi8('\t'))));
+    return (unsigned)_mm_movemask_epi8(ws) ^ 0xFFFFu;
+}
+
+/* True when the 64 bytes at p are all spaces: long whitespace runs
+ * (padding, deep indentation) are spaces in practice, and testing one byte
+ * value instead of four makes such runs about three times cheaper. */
+static inline bool spaces64(const uint8_t *p)
+{
+    const __m128i sp = _mm_set1_epi8(' ');
+    __m128i a = _mm_and_si128(_mm_cmpeq_epi8(load16(p), sp), _mm_cmpeq_epi8(load16(p + 16), sp));
+    __m128i b = _mm_and_si128(_mm_cmpeq_epi8(load16(p + 32), sp), _mm_cmpeq_epi8(load16(p + 48), sp));
+    return _mm_movemask_epi8(_mm_and_si128(a, b)) == 0xFFFF;
+}
+#endif
+
+/* The first byte at or after p that is not whitespace, or end. Called when
+ * *p is (or may be) whitespace; one separating byte is the common case, so
+ * it is taken before any block work. */
+static NOINLINE const uint8_t *skip_ws_run(const uint8_t *p, const uint8_t *end)
+{
+    if (p < end && is_ws(*p)) {
+        p++;
+        if (p < end && *p > ' ')
+            return p;
+    }
+#if IGW_JSON_SSE2
+    while (end - p >= 16) {
+        unsigned m = non_ws_mask(load16(p));
+        if (m != 0)
+            return p + (unsigned)__builtin_ctz(m);
+        p += 16;
+        while (end - p >= 64 && spaces64(p))
+            p += 64;
+    }
+#endif
+    while (p < end && is_ws(*p))
+        p++;
+    return p;
+}
+
+/* Skips whitespace. Inline test first: tokens are mostly packed, and every
+ * byte above ' ' ends a whitespace run. */
+static inline void skip_ws(igw_json *j)
+{
+    if (LIKELY(j->p < j->end && *j->p > ' '))
+        return;
+    j->p = skip_ws_run(j->p, j->end);
 }
 
 int igw_json_peek(igw_json *j)
@@ -351,6 +431,34 @@ static int scan_escape(igw_json *j, const uint8_t **pp)
     return 0;
 }
 
+/* True for the bytes a string scan must stop at: the closing quote, an
+ * escape, a control character (refused) or the start of a multi-byte UTF-8
+ * sequence (validated). */
+static inline bool str_special(uint8_t c)
+{
+    return c < 0x20 || c == '"' || c == '\\' || c >= 0x80;
+}
+
+#if IGW_JSON_SSE2
+/* 0xFF in each byte of the 16 at p that is not str_special(), 0 in the
+ * others. x ^ 0x02 keeps 0x00..0x1F below 0x20 and the sign of 0x80..0xFF,
+ * turns '"' into 0x20 and every other printable ASCII byte into 0x21..0x7F,
+ * so one signed compare with 0x20 leaves only the backslash to exclude.
+ * Ordinary bytes rather than special ones are computed because SSE2 has
+ * only a greater-than compare; the other polarity costs an inversion. */
+static inline __m128i ordinary16(const uint8_t *p)
+{
+    __m128i x = load16(p);
+    __m128i gt = _mm_cmpgt_epi8(_mm_xor_si128(x, _mm_set1_epi8(0x02)), _mm_set1_epi8(0x20));
+    return _mm_andnot_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('\\')), gt);
+}
+
+/* Bit i set when byte i of the 16 at p is str_special(). */
+static inline unsigned special_mask16(const uint8_t *p)
+{
+    return (unsigned)_mm_movemask_epi8(ordinary16(p)) ^ 0xFFFFu;
+}
+#else
 /* Nonzero when one of the 8 bytes is < 0x20, '"', '\\' or >= 0x80. Each
  * term is the exact "has byte less than n" test, free of false positives. */
 static inline uint64_t swar_special(uint64_t v)
@@ -360,48 +468,128 @@ static inline uint64_t swar_special(uint64_t v)
     uint64_t q = v ^ (ones * '"'), b = v ^ (ones * '\\');
     return (((v - ones * 0x20) & ~v) | ((q - ones) & ~q) | ((b - ones) & ~b) | v) & high;
 }
+#endif
 
-/* Validates the string whose opening quote is at j->p and moves past its
- * closing quote. *raw spans the bytes between the quotes. */
-static int scan_string(igw_json *j, igw_str *raw, bool *escaped)
+/* The first byte at or after p for which str_special() holds, or end. */
+static inline const uint8_t *find_special(const uint8_t *p, const uint8_t *end)
 {
-    const uint8_t *p = j->p + 1, *end = j->end;
-    bool esc = false;
-    for (;;) {
-        while (end - p >= 8) {
-            uint64_t v;
-            memcpy(&v, p, sizeof v);
-            if (swar_special(v))
-                break;
-            p += 8;
+#if IGW_JSON_SSE2
+    /* One block first: most strings (keys, short values) end inside it, and
+     * the 64-byte loop would only load bytes past their end. */
+    if (end - p >= 16) {
+        unsigned m = special_mask16(p);
+        if (m != 0)
+            return p + (unsigned)__builtin_ctz(m);
+        p += 16;
+        while (end - p >= 64) {
+            __m128i o0 = ordinary16(p), o1 = ordinary16(p + 16);
+            __m128i o2 = ordinary16(p + 32), o3 = ordinary16(p + 48);
+            if (_mm_movemask_epi8(_mm_and_si128(_mm_and_si128(o0, o1), _mm_and_si128(o2, o3))) !=
+                0xFFFF) {
+                uint64_t m64 = (uint64_t)(unsigned)_mm_movemask_epi8(o0) |
+                               (uint64_t)(unsigned)_mm_movemask_epi8(o1) << 16 |
+                               (uint64_t)(unsigned)_mm_movemask_epi8(o2) << 32 |
+                               (uint64_t)(unsigned)_mm_movemask_epi8(o3) << 48;
+                return p + (unsigned)__builtin_ctzll(~m64);
+            }
+            p += 64;
         }
-        if (p >= end)
-            return fail_eof(j);
+        while (end - p >= 16) {
+            m = special_mask16(p);
+            if (m != 0)
+                return p + (unsigned)__builtin_ctz(m);
+            p += 16;
+        }
+    }
+#else
+    while (end - p >= 8) {
+        uint64_t v;
+        memcpy(&v, p, sizeof v);
+        if (swar_special(v) != 0)
+            break; /* the byte loop below finds which one */
+        p += 8;
+    }
+#endif
+    while (p < end && !str_special(*p))
+        p++;
+    return p;
+}
+
+/* What scan_string() found: the closing quote (NULL after a failure) and
+ * whether an escape came before it. Returned by value, in two registers:
+ * results written through pointers to locals make those locals live in
+ * memory, and reading such a 16-byte pair back as one vector right after
+ * two 8-byte stores stalls store forwarding (about 10 cycles a string). */
+typedef struct strscan {
+    const uint8_t *close;
+    bool escaped;
+} strscan;
+
+/* scan_string() from p, any byte of the string at or after the opening
+ * quote at j->p: finds the closing quote, validating escapes and UTF-8 on
+ * the way. */
+static NOINLINE strscan scan_string_from(igw_json *j, const uint8_t *p)
+{
+    const uint8_t *end = j->end;
+    strscan r = {NULL, false};
+    for (;;) {
+        p = find_special(p, end);
+        if (UNLIKELY(p >= end)) {
+            fail_eof(j);
+            return r;
+        }
         uint8_t c = *p;
-        if (c == '"')
+        if (LIKELY(c == '"'))
             break;
         if (c == '\\') {
-            esc = true;
+            r.escaped = true;
             if (scan_escape(j, &p) < 0)
-                return -1;
+                return (strscan){NULL, false};
         } else if (c < 0x20) {
-            return fail_at(j, p, IGW_JERR_SYNTAX, "control character in string");
-        } else if (c < 0x80) {
-            p++;
+            fail_at(j, p, IGW_JERR_SYNTAX, "control character in string");
+            return (strscan){NULL, false};
         } else {
             int n = utf8_seq(p, end);
-            if (n < 0)
-                return fail_eof(j);
-            if (n == 0)
-                return fail_at(j, p, IGW_JERR_UTF8, "invalid UTF-8 in string");
+            if (n <= 0) {
+                if (n < 0)
+                    fail_eof(j);
+                else
+                    fail_at(j, p, IGW_JERR_UTF8, "invalid UTF-8 in string");
+                return (strscan){NULL, false};
+            }
             p += n;
         }
     }
-    raw->ptr = (const char *)j->p + 1;
-    raw->len = (size_t)(p - (j->p + 1));
-    *escaped = esc;
-    j->p = p + 1;
-    return 0;
+    r.close = p;
+    return r;
+}
+
+/* Validates the string whose opening quote is at j->p and, unless it fails,
+ * moves j->p past its closing quote; its content runs from the old j->p + 1
+ * to the returned closing quote. Inline part: keys and most values are plain
+ * ASCII that ends within 16 bytes, settled by one block test; anything else
+ * continues out of line. */
+static inline strscan scan_string(igw_json *j)
+{
+    const uint8_t *p = j->p + 1;
+    strscan r;
+#if IGW_JSON_SSE2
+    if (LIKELY(j->end - p >= 16)) {
+        unsigned m = special_mask16(p);
+        if (m == 0) {
+            r = scan_string_from(j, p + 16);
+        } else {
+            p += (unsigned)__builtin_ctz(m);
+            r = LIKELY(*p == '"') ? (strscan){p, false} : scan_string_from(j, p);
+        }
+    } else
+#endif
+    {
+        r = scan_string_from(j, p);
+    }
+    if (r.close != NULL)
+        j->p = r.close + 1;
+    return r;
 }
 
 static size_t utf8_put(char *o, uint32_t cp)
@@ -474,25 +662,39 @@ static size_t decode_string(const char *s, size_t n, char *out)
     return o;
 }
 
-/* Reads the string at j->p. With `decode`, escapes are resolved into the
- * arena (NUL-terminated there); otherwise *out is the raw content. */
-static int read_string(igw_json *j, igw_str *out, bool decode)
+/* The slow part of read_string(): decodes the n bytes at s, content with
+ * escapes, into the arena, NUL-terminated there. .ptr is NULL on failure. */
+static NOINLINE igw_str decode_into_arena(igw_json *j, const uint8_t *s, size_t n)
 {
-    igw_str raw;
-    bool escaped;
-    if (scan_string(j, &raw, &escaped) < 0)
+    char *buf = j->arena != NULL ? igw_arena_alloc(j->arena, n + 1) : NULL;
+    if (buf == NULL) {
+        fail_nomem(j);
+        return (igw_str){NULL, 0};
+    }
+    size_t len = decode_string((const char *)s, n, buf);
+    buf[len] = '\0';
+    return (igw_str){buf, len};
+}
+
+/* Reads the string at j->p. With `decode`, escapes are resolved into the
+ * arena (NUL-terminated there); otherwise *out is the raw content. *out is
+ * written only on success. */
+static inline int read_string(igw_json *j, igw_str *out, bool decode)
+{
+    const uint8_t *s = j->p + 1;
+    strscan r = scan_string(j);
+    if (r.close == NULL)
         return -1;
-    if (!escaped || !decode) {
-        *out = raw;
+    size_t n = (size_t)(r.close - s);
+    if (LIKELY(!r.escaped || !decode)) {
+        out->ptr = (const char *)s;
+        out->len = n;
         return 0;
     }
-    char *buf = j->arena != NULL ? igw_arena_alloc(j->arena, raw.len + 1) : NULL;
-    if (buf == NULL)
-        return fail_nomem(j);
-    size_t n = decode_string(raw.ptr, raw.len, buf);
-    buf[n] = '\0';
-    out->ptr = buf;
-    out->len = n;
+    igw_str d = decode_into_arena(j, s, n);
+    if (d.ptr == NULL)
+        return -1;
+    *out = d;
     return 0;
 }
 
@@ -600,7 +802,7 @@ static enum vtype classify(const igw_json *j)
 }
 
 /* Reports the bytes at j->p that start no JSON value. */
-static int fail_bad(igw_json *j)
+static COLD int fail_bad(igw_json *j)
 {
     const uint8_t *p = j->p;
     if (p >= j->end)
@@ -625,7 +827,7 @@ static int fail_bad(igw_json *j)
 
 /* Reports a value of the wrong kind: NULL for null, TYPE for another JSON
  * type, SYNTAX for anything that is no value at all. */
-static int fail_type(igw_json *j, enum expect ex, enum vtype found)
+static COLD int fail_type(igw_json *j, enum expect ex, enum vtype found)
 {
     static const char *const reasons[][VT_NULL] = {
         [EX_OBJECT] = MISMATCH("object"),   [EX_ARRAY] = MISMATCH("array"),
@@ -640,6 +842,16 @@ static int fail_type(igw_json *j, enum expect ex, enum vtype found)
     }
 }
 
+/* The j->first bit of the container at `depth` (1..IGW_JSON_MAX_DEPTH, as
+ * max_depth is clamped to it). Depth 0, where no container is open, has no
+ * bit: a member read there always needs a ',' and is refused without one. */
+_Static_assert(IGW_JSON_MAX_DEPTH <= 64, "j->first has one bit per depth");
+
+static inline uint64_t first_bit(unsigned depth)
+{
+    return depth - 1u < 64u ? UINT64_C(1) << (depth - 1u) : 0;
+}
+
 static int open_container(igw_json *j, uint8_t c, enum expect ex)
 {
     if (j->err != IGW_JERR_NONE)
@@ -650,6 +862,7 @@ static int open_container(igw_json *j, uint8_t c, enum expect ex)
             return igw_json_fail(j, IGW_JERR_DEPTH, "nesting too deep");
         j->p++;
         j->depth++;
+        j->first |= first_bit(j->depth);
         return 0;
     }
     return fail_type(j, ex, classify(j));
@@ -672,11 +885,12 @@ static void close_container(igw_json *j)
         j->depth--;
 }
 
-int igw_json_object_next(igw_json *j, igw_str *key)
+/* igw_json_object_next() for any layout: whitespace, escaped or non-ASCII
+ * keys, keys near the end of input, and every error. */
+static NOINLINE int object_next_any(igw_json *j, igw_str *key)
 {
-    if (j->err != IGW_JERR_NONE)
-        return -1;
-    bool first = prev_significant(j) == '{';
+    uint64_t bit = first_bit(j->depth);
+    bool first = (j->first & bit) != 0;
     skip_ws(j);
     if (j->p >= j->end)
         return fail_eof(j);
@@ -684,7 +898,9 @@ int igw_json_object_next(igw_json *j, igw_str *key)
         close_container(j);
         return 0;
     }
-    if (!first) {
+    if (first) {
+        j->first &= ~bit;
+    } else {
         if (*j->p != ',')
             return igw_json_fail(j, IGW_JERR_SYNTAX, "expected ',' or '}' after object member");
         j->p++;
@@ -710,11 +926,11 @@ int igw_json_object_next(igw_json *j, igw_str *key)
     return 1;
 }
 
-int igw_json_array_next(igw_json *j)
+/* igw_json_array_next() for any layout and every error. */
+static NOINLINE int array_next_any(igw_json *j)
 {
-    if (j->err != IGW_JERR_NONE)
-        return -1;
-    bool first = prev_significant(j) == '[';
+    uint64_t bit = first_bit(j->depth);
+    bool first = (j->first & bit) != 0;
     skip_ws(j);
     if (j->p >= j->end)
         return fail_eof(j);
@@ -722,7 +938,9 @@ int igw_json_array_next(igw_json *j)
         close_container(j);
         return 0;
     }
-    if (!first) {
+    if (first) {
+        j->first &= ~bit;
+    } else {
         if (*j->p != ',')
             return igw_json_fail(j, IGW_JERR_SYNTAX, "expected ',' or ']' after array item");
         j->p++;
@@ -735,14 +953,84 @@ int igw_json_array_next(igw_json *j)
     return 1;
 }
 
+/* The fast path of object_next_any() for packed JSON, the common case of
+ * machine-written bodies: '}' right at p, or [','] '"' key '"' ':' with no
+ * whitespace and a plain ASCII key ending within one 16-byte block. It
+ * reads the same bytes and reaches the same result the general code would;
+ * anything else, errors included, is left to that code, from the same p,
+ * before anything has changed. Being a leaf, it also saves the register
+ * spills the general code pays for its calls. */
+int igw_json_object_next(igw_json *j, igw_str *key)
+{
+    if (j->err != IGW_JERR_NONE)
+        return -1;
+#if IGW_JSON_SSE2
+    const uint8_t *p = j->p, *end = j->end;
+    uint64_t bit = first_bit(j->depth);
+    if (p < end && *p == '}') { /* the closing brackets of a body lie near its end */
+        close_container(j);
+        return 0;
+    }
+    /* ',' '"' and a 16-byte block after the quote lie before end */
+    if (LIKELY(end - p >= 18)) {
+        const uint8_t *q = p;
+        if ((j->first & bit) == 0) {
+            if (*q != ',')
+                return object_next_any(j, key);
+            q++;
+        }
+        unsigned m = *q == '"' ? special_mask16(q + 1) : 0;
+        if (m != 0) {
+            const uint8_t *close = q + 1 + (unsigned)__builtin_ctz(m);
+            if (*close == '"' && end - close >= 2 && close[1] == ':') {
+                j->first &= ~bit;
+                j->p = close + 2;
+                if (key != NULL) {
+                    key->ptr = (const char *)q + 1;
+                    key->len = (size_t)(close - (q + 1));
+                }
+                return 1;
+            }
+        }
+    }
+#endif
+    return object_next_any(j, key);
+}
+
+/* The fast path of array_next_any() for packed JSON: ']' at p, or an item
+ * (after ',' unless it is the first) that starts with a byte that is
+ * neither whitespace nor ']'. The same contract as igw_json_object_next. */
+int igw_json_array_next(igw_json *j)
+{
+    if (j->err != IGW_JERR_NONE)
+        return -1;
+    const uint8_t *p = j->p, *end = j->end;
+    uint64_t bit = first_bit(j->depth);
+    if (p < end && *p == ']') {
+        close_container(j);
+        return 0;
+    }
+    if (LIKELY(end - p >= 2)) {
+        if (j->first & bit) {
+            if (*p > ' ') {
+                j->first &= ~bit;
+                return 1;
+            }
+        } else if (*p == ',' && p[1] > ' ' && p[1] != ']') {
+            j->p = p + 1;
+            return 1;
+        }
+    }
+    return array_next_any(j);
+}
+
 int igw_json_string(igw_json *j, igw_str *out)
 {
     if (j->err != IGW_JERR_NONE)
         return -1;
     skip_ws(j);
-    enum vtype t = classify(j);
-    if (t != VT_STRING)
-        return fail_type(j, EX_STRING, t);
+    if (UNLIKELY(j->p >= j->end || *j->p != '"')) /* classify() only to name the mismatch */
+        return fail_type(j, EX_STRING, classify(j));
     igw_str s;
     if (read_string(j, &s, true) < 0)
         return -1;
@@ -756,33 +1044,53 @@ int igw_json_int(igw_json *j, int64_t *out, int64_t min, int64_t max)
     if (j->err != IGW_JERR_NONE)
         return -1;
     skip_ws(j);
-    if (j->end - j->p >= 2 && j->p[0] == '+' && is_digit(j->p[1]))
-        return igw_json_fail(j, IGW_JERR_INTEGER, "leading '+' is not allowed in an integer");
-    enum vtype t = classify(j);
-    if (t != VT_NUMBER)
-        return fail_type(j, EX_INTEGER, t);
-    numtok tok;
-    if (lex_number(j, &tok) < 0)
-        return -1;
-    if (leading_zero(j, &tok))
-        return igw_json_fail(j, IGW_JERR_INTEGER, "leading zero is not allowed in an integer");
-    if (tok.nfrac != 0 || tok.has_exp)
-        return igw_json_fail(j, IGW_JERR_INTEGER,
-                             "fraction or exponent where an integer is required");
-    uint64_t m;
-    if (!safe_magnitude(&tok, &m))
+    /* a digit starts a number: classify() is for '-' and the failures */
+    if (j->p >= j->end || !is_digit(*j->p)) {
+        if (j->end - j->p >= 2 && j->p[0] == '+' && is_digit(j->p[1]))
+            return igw_json_fail(j, IGW_JERR_INTEGER, "leading '+' is not allowed in an integer");
+        enum vtype t = classify(j);
+        if (t != VT_NUMBER)
+            return fail_type(j, EX_INTEGER, t);
+    }
+    /* Fast path: at most 16 digits, no leading zero, and no '.', exponent
+     * or further digit after them: a plain integer, accumulated as it is
+     * read. Anything else goes through the full lexer, which decides the
+     * exact error. 16 digits stay below 10^17, far from overflowing. */
+    const uint8_t *q = j->p, *end = j->end;
+    bool neg = *q == '-';
+    q += neg;
+    const uint8_t *digits = q;
+    uint64_t m = 0;
+    while (q < end && is_digit(*q) && q - digits < 17)
+        m = m * 10 + (uint64_t)(*q++ - '0');
+    size_t nd = (size_t)(q - digits);
+    if (nd == 0 || nd > 16 || (nd > 1 && *digits == '0') ||
+        (q < end && (*q == '.' || *q == 'e' || *q == 'E' || is_digit(*q)))) {
+        numtok tok;
+        if (lex_number(j, &tok) < 0)
+            return -1;
+        if (leading_zero(j, &tok))
+            return igw_json_fail(j, IGW_JERR_INTEGER, "leading zero is not allowed in an integer");
+        if (tok.nfrac != 0 || tok.has_exp)
+            return igw_json_fail(j, IGW_JERR_INTEGER,
+                                 "fraction or exponent where an integer is required");
+        if (!safe_magnitude(&tok, &m))
+            return igw_json_fail(j, IGW_JERR_RANGE, "integer beyond the safe integer range");
+        q = tok.end;
+    } else if (m > (uint64_t)IGW_JSON_SAFE_MAX) {
         return igw_json_fail(j, IGW_JERR_RANGE, "integer beyond the safe integer range");
-    if (tok.neg && m == 0) {
+    }
+    if (neg && m == 0) {
         if (min >= 0)
             return igw_json_fail(j, IGW_JERR_INTEGER, "-0 is not accepted as an integer here");
-        tok.neg = false; /* -0 is plainly 0 where negatives are allowed */
+        neg = false; /* -0 is plainly 0 where negatives are allowed */
     }
-    int64_t v = tok.neg ? -(int64_t)m : (int64_t)m;
+    int64_t v = neg ? -(int64_t)m : (int64_t)m;
     if (v < min)
         return igw_json_fail(j, IGW_JERR_RANGE, "integer below the allowed minimum");
     if (v > max)
         return igw_json_fail(j, IGW_JERR_RANGE, "integer above the allowed maximum");
-    j->p = tok.end;
+    j->p = q;
     if (out != NULL)
         *out = v;
     return 0;
@@ -912,9 +1220,11 @@ typedef struct vlevel {
     bool is_obj;
 } vlevel;
 
-static int vkey_cmp(const void *a, const void *b)
+/* Total order on keys: bytes, then length, then position. The position
+ * makes equal keys sort in document order, so the sort needs no stability
+ * and a duplicate's later occurrence always directly follows an earlier one. */
+static int vkey_cmp(const vkey *x, const vkey *y)
 {
-    const vkey *x = a, *y = b;
     size_t n = x->len < y->len ? x->len : y->len;
     int c = n != 0 ? memcmp(x->ptr, y->ptr, n) : 0;
     if (c != 0)
@@ -922,6 +1232,42 @@ static int vkey_cmp(const void *a, const void *b)
     if (x->len != y->len)
         return x->len < y->len ? -1 : 1;
     return x->off < y->off ? -1 : x->off > y->off;
+}
+
+/* Moves k[i] down the max-heap k[0, n) to its place. */
+static void vkey_sift(vkey *k, size_t i, size_t n)
+{
+    vkey v = k[i];
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= n)
+            break;
+        if (c + 1 < n && vkey_cmp(&k[c], &k[c + 1]) < 0)
+            c++;
+        if (vkey_cmp(&v, &k[c]) >= 0)
+            break;
+        k[i] = k[c];
+        i = c;
+    }
+    k[i] = v;
+}
+
+/* Heapsort: O(n log n) whatever the keys, in place. qsort would do, but
+ * glibc's allocates a merge buffer for arrays over 1 KiB (43 keys here),
+ * and a request must not reach malloc; an arena buffer could fail where
+ * the check itself cannot. */
+static void vkey_sort(vkey *k, size_t n)
+{
+    if (n < 2)
+        return;
+    for (size_t i = n / 2; i-- > 0;)
+        vkey_sift(k, i, n);
+    for (size_t end = n - 1; end > 0; end--) {
+        vkey t = k[0];
+        k[0] = k[end];
+        k[end] = t;
+        vkey_sift(k, 0, end);
+    }
 }
 
 /* Objects up to this many keys are checked pairwise, cheaper than sorting. */
@@ -946,7 +1292,7 @@ static int check_duplicates(igw_json *j, vlevel *L)
                     break;
                 }
     } else {
-        qsort(L->keys, L->nkeys, sizeof(vkey), vkey_cmp);
+        vkey_sort(L->keys, L->nkeys);
         for (size_t i = 1; i < L->nkeys; i++) {
             const vkey *b = &L->keys[i];
             if (vkey_equal(&L->keys[i - 1], b) && (dup == NULL || b->off < dup->off))
@@ -1040,9 +1386,7 @@ static int walk_value(igw_json *j, igw_json_profile profile, unsigned limit, vle
             close_container(j); /* empty */
             level--;
         } else if (c == '"') {
-            igw_str s;
-            bool escaped;
-            if (scan_string(j, &s, &escaped) < 0)
+            if (scan_string(j).close == NULL)
                 return -1;
         } else if (c == '-' || is_digit(c)) {
             if (free_number(j, profile) < 0)

@@ -63,6 +63,8 @@ typedef struct igw_json {
     const uint8_t *start, *p, *end;
     igw_arena *arena;
     unsigned depth, max_depth;
+    uint64_t first;     /* bit d-1: the container at depth d has no member yet
+                           (igw_json_init clears it; a container's open sets it) */
     unsigned nseg;
     igw_json_seg seg[IGW_JSON_MAX_DEPTH + 2];
     igw_json_errkind err;

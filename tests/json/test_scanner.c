@@ -417,7 +417,7 @@ static void test_strings(void)
                    j.reason, j.err_offset);
     }
 
-    /* Long strings: the 8-byte scan must find a special byte at any offset. */
+    /* Long strings: the block scan must find a special byte at any offset. */
     for (size_t pos = 0; pos < 40; pos++) {
         char doc[64];
         igw_json j;
@@ -857,6 +857,507 @@ static void test_value(void)
     igw_arena_free(&tiny);
 }
 
+/* ------------------------------------------------- block scanning, state */
+
+/* Starts j on an exact-size heap copy of n bytes, so AddressSanitizer
+ * reports any read past the end of the input (which is not padded). The
+ * copy lives until the next call. */
+static const char *start_exact(igw_json *j, const void *s, size_t n, unsigned max_depth)
+{
+    static char *copy;
+    free(copy);
+    copy = malloc(n != 0 ? n : 1);
+    if (copy == NULL) {
+        printf("FAIL: out of memory\n");
+        exit(1);
+    }
+    memcpy(copy, s, n);
+    igw_arena_reset(&arena);
+    igw_json_init(j, copy, n, &arena, max_depth);
+    return copy;
+}
+
+/* Every byte value at every offset around the 16- and 64-byte blocks of the
+ * string scan, with the string ending at, before and past the end of an
+ * unpadded buffer. */
+static void test_string_blocks(void)
+{
+    static const size_t lens[] = {1, 14, 15, 16, 17, 31, 32, 33, 63, 64, 65, 79, 80, 81, 95,
+                                  96, 97, 127, 128, 129, 143, 200};
+    char doc[256];
+    unsigned bad = 0;
+    for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+        size_t len = lens[li]; /* content bytes between the quotes */
+        for (size_t pos = 0; pos < len; pos++) {
+            for (unsigned b = 0; b < 256; b++) {
+                doc[0] = '"';
+                memset(doc + 1, 'a', len);
+                doc[1 + pos] = (char)b;
+                doc[1 + len] = '"';
+                for (int tail = 0; tail < 2; tail++) { /* closing quote last, or 20 bytes more */
+                    size_t n = 2 + len;
+                    if (tail) {
+                        memset(doc + n, ' ', 19);
+                        doc[n + 19] = '1';
+                        n += 20;
+                    }
+                    igw_json j;
+                    igw_str s;
+                    start_exact(&j, doc, n, 4);
+                    int r = igw_json_string(&j, &s);
+                    bool ok;
+                    if (b < 0x20)
+                        ok = r < 0 && j.err == IGW_JERR_SYNTAX && j.err_offset == 1 + pos &&
+                             strcmp(j.reason, "control character in string") == 0;
+                    else if (b == '"')
+                        ok = r == 0 && s.len == pos && j.p == j.start + 2 + pos;
+                    else if (b == '\\') /* "\a" is no escape; \" leaves the string open */
+                        ok = r < 0 && j.err == IGW_JERR_SYNTAX &&
+                             j.err_offset == (pos + 1 == len ? n : 1 + pos);
+                    else if (b >= 0x80) /* no sequence continues with 'a' or '"' */
+                        ok = r < 0 && j.err == IGW_JERR_UTF8 && j.err_offset == 1 + pos;
+                    else
+                        ok = r == 0 && s.len == len && j.p == j.start + 2 + len;
+                    if (!ok && bad++ < 5)
+                        printf("  len %zu pos %zu byte 0x%02x tail %d: r=%d %s at %zu\n", len, pos,
+                               b, tail, r, igw_json_errkind_name(j.err), j.err_offset);
+                }
+            }
+        }
+        /* unterminated: EOF is reported at the end, whatever the length */
+        igw_json j;
+        igw_str s;
+        memset(doc + 1, 'a', len);
+        start_exact(&j, doc, 1 + len, 4);
+        CHECK(igw_json_string(&j, &s) < 0 && j.err == IGW_JERR_SYNTAX && j.err_offset == 1 + len);
+    }
+    CHECK(bad == 0);
+
+    /* multi-byte sequences across block edges; scanning resumes after them */
+    static const char *const seqs[] = {"\xC3\xA9", "\xE2\x82\xAC", "\xF0\x9F\x98\x80",
+                                       "\xF4\x8F\xBF\xBF", "\xED\x9F\xBF"};
+    bad = 0;
+    for (size_t si = 0; si < sizeof seqs / sizeof seqs[0]; si++) {
+        size_t sl = strlen(seqs[si]);
+        for (size_t pos = 0; pos + sl <= 150; pos++) {
+            size_t len = 150;
+            doc[0] = '"';
+            memset(doc + 1, 'b', len);
+            memcpy(doc + 1 + pos, seqs[si], sl);
+            /* a second sequence 17 bytes later, and a control byte at the end */
+            if (pos + 17 + sl <= len)
+                memcpy(doc + 1 + pos + 17, seqs[si], sl);
+            doc[1 + len] = '"';
+            igw_json j;
+            igw_str s;
+            const char *copy = start_exact(&j, doc, 2 + len, 4);
+            bool ok = igw_json_string(&j, &s) == 0 && s.len == len && s.ptr == copy + 1;
+            /* cut the sequence by a control byte: refused at the lead byte */
+            doc[1 + pos + sl - 1] = '\x01';
+            start_exact(&j, doc, 2 + len, 4);
+            ok = ok && igw_json_string(&j, &s) < 0 && j.err == IGW_JERR_UTF8 && j.err_offset == 1 + pos;
+            /* cut by the end of input */
+            start_exact(&j, doc, 1 + pos + sl - 1, 4);
+            ok = ok && igw_json_string(&j, &s) < 0 && j.err == IGW_JERR_SYNTAX &&
+                 j.err_offset == pos + sl;
+            if (!ok && bad++ < 5)
+                printf("  seq %zu at %zu: %s at %zu\n", si, pos, igw_json_errkind_name(j.err),
+                       j.err_offset);
+        }
+    }
+    CHECK(bad == 0);
+
+    /* escapes anywhere in a long string: decoded copy, scan resumes after */
+    bad = 0;
+    for (size_t pos = 0; pos + 12 <= 120; pos++) {
+        doc[0] = '"';
+        memset(doc + 1, 'c', 120);
+        memcpy(doc + 1 + pos, "\\ud83d\\ude00", 12);
+        doc[121] = '"';
+        igw_json j;
+        igw_str s;
+        start_exact(&j, doc, 122, 4);
+        bool ok = igw_json_string(&j, &s) == 0 && s.len == 112 &&
+                  memcmp(s.ptr + pos, "\xF0\x9F\x98\x80", 4) == 0 &&
+                  (pos == 108 || s.ptr[111] == 'c');
+        if (!ok && bad++ < 5)
+            printf("  escape at %zu: %s at %zu\n", pos, igw_json_errkind_name(j.err), j.err_offset);
+    }
+    CHECK(bad == 0);
+}
+
+/* Whitespace runs of every length up to past two 64-byte blocks, mixed and
+ * spaces only, before a value, before the end, and broken by a byte that is
+ * no JSON whitespace (form feed, vertical tab, NUL). */
+static void test_ws_blocks(void)
+{
+    char doc[300];
+    unsigned bad = 0;
+    for (size_t n = 0; n <= 200; n++) {
+        for (int mixed = 0; mixed < 2; mixed++) {
+            for (size_t i = 0; i < n; i++)
+                doc[i] = mixed ? " \t\r\n"[(i * 7 + n) % 4] : ' ';
+            igw_json j;
+            bool b = false;
+            doc[n] = 't';
+            memcpy(doc + n, "true", 4);
+            start_exact(&j, doc, n + 4, 4);
+            bool ok = igw_json_bool(&j, &b) == 0 && b && igw_json_finish(&j) == 0;
+            start_exact(&j, doc, n, 4); /* whitespace up to the end */
+            ok = ok && igw_json_finish(&j) == 0 && igw_json_peek(&j) == -1;
+            memcpy(doc, "1", 1); /* "1" then n-1 bytes of whitespace */
+            start_exact(&j, doc, n != 0 ? n : 1, 4);
+            int64_t v;
+            ok = ok && igw_json_int(&j, &v, 0, 9) == 0 && igw_json_finish(&j) == 0;
+            for (size_t k = 0; k < n; k += 1 + k / 8) {
+                static const char stray[] = {'\f', '\v', '\0', 'x'};
+                for (size_t si = 0; si < sizeof stray; si++) {
+                    for (size_t i = 0; i < n; i++)
+                        doc[i] = mixed ? " \t\r\n"[(i * 7 + n) % 4] : ' ';
+                    doc[k] = stray[si];
+                    start_exact(&j, doc, n, 4);
+                    ok = ok && igw_json_finish(&j) < 0 && j.err == IGW_JERR_TRAILING &&
+                         j.err_offset == k;
+                }
+            }
+            if (!ok && bad++ < 5)
+                printf("  ws run %zu mixed %d: %s at %zu\n", n, mixed, igw_json_errkind_name(j.err),
+                       j.err_offset);
+        }
+    }
+    CHECK(bad == 0);
+}
+
+/* The first-member state: one bit per depth, set on open, cleared at the
+ * first member, never confused by siblings, free values or sub-scanners. */
+static void test_members(void)
+{
+    igw_json j;
+    igw_str k;
+    int64_t v;
+
+    /* empty and non-empty containers side by side, at every level */
+    start(&j, "[[],[ ],{},{ \"a\" : [ ] },[[1],[]]]", 8);
+    CHECK(igw_json_array_begin(&j) == 0 && igw_json_array_next(&j) == 1);
+    CHECK(igw_json_array_begin(&j) == 0 && igw_json_array_next(&j) == 0);
+    CHECK(igw_json_array_next(&j) == 1);
+    CHECK(igw_json_array_begin(&j) == 0 && igw_json_array_next(&j) == 0);
+    CHECK(igw_json_array_next(&j) == 1);
+    CHECK(igw_json_object_begin(&j) == 0 && igw_json_object_next(&j, &k) == 0);
+    CHECK(igw_json_array_next(&j) == 1);
+    CHECK(igw_json_object_begin(&j) == 0 && igw_json_object_next(&j, &k) == 1 && str_is(k, "a", 1));
+    CHECK(igw_json_array_begin(&j) == 0 && igw_json_array_next(&j) == 0);
+    CHECK(igw_json_object_next(&j, &k) == 0);
+    CHECK(igw_json_array_next(&j) == 1);
+    CHECK(igw_json_array_begin(&j) == 0 && igw_json_array_next(&j) == 1);
+    CHECK(igw_json_array_begin(&j) == 0 && igw_json_array_next(&j) == 1);
+    CHECK(igw_json_int(&j, &v, 0, 9) == 0 && igw_json_array_next(&j) == 0);
+    CHECK(igw_json_array_next(&j) == 1);
+    CHECK(igw_json_array_begin(&j) == 0 && igw_json_array_next(&j) == 0);
+    CHECK(igw_json_array_next(&j) == 0 && igw_json_array_next(&j) == 0 && j.depth == 0);
+    CHECK(igw_json_finish(&j) == 0);
+
+    /* a comma is required after an empty container, refused before the first */
+    start(&j, "[[] []]", 4);
+    CHECK(igw_json_array_begin(&j) == 0 && igw_json_array_next(&j) == 1);
+    CHECK(igw_json_array_begin(&j) == 0 && igw_json_array_next(&j) == 0);
+    CHECK(igw_json_array_next(&j) < 0);
+    CHECK(failure_is(&j, IGW_JERR_SYNTAX, "", "expected ',' or ']' after array item"));
+    start(&j, "{\"a\":{}\"b\":1}", 4);
+    CHECK(igw_json_object_begin(&j) == 0 && igw_json_object_next(&j, &k) == 1);
+    CHECK(igw_json_object_begin(&j) == 0 && igw_json_object_next(&j, &k) == 0);
+    CHECK(igw_json_object_next(&j, &k) < 0);
+    CHECK(failure_is(&j, IGW_JERR_SYNTAX, "", "expected ',' or '}' after object member"));
+    start(&j, "[,1]", 4);
+    CHECK(igw_json_array_begin(&j) == 0 && igw_json_array_next(&j) == 1);
+    CHECK(igw_json_int(&j, &v, 0, 9) < 0 && j.err == IGW_JERR_SYNTAX && j.err_offset == 1);
+    start(&j, "{ , \"a\":1}", 4);
+    CHECK(igw_json_object_begin(&j) == 0 && igw_json_object_next(&j, &k) < 0);
+    CHECK(failure_is(&j, IGW_JERR_SYNTAX, "", "expected an object key") && j.err_offset == 2);
+    /* a member read where no container is open needs a ',' */
+    start(&j, "\"a\":1", 4);
+    CHECK(igw_json_object_next(&j, &k) < 0 && j.err == IGW_JERR_SYNTAX);
+
+    /* a free value opens and closes containers of its own below the current
+     * depth; the open object continues with its second member after it */
+    start(&j, "{\"a\":{\"x\":[{},[]]},\"b\":[{\"y\":1}],\"c\":2}", 8);
+    CHECK(igw_json_object_begin(&j) == 0 && igw_json_object_next(&j, &k) == 1);
+    CHECK(igw_json_value(&j, IGW_JSON_STRICT, 8, SIZE_MAX, NULL) == 0);
+    CHECK(igw_json_object_next(&j, &k) == 1 && str_is(k, "b", 1));
+    CHECK(igw_json_array_begin(&j) == 0 && igw_json_array_next(&j) == 1);
+    CHECK(igw_json_object_begin(&j) == 0 && igw_json_object_next(&j, &k) == 1);
+    CHECK(igw_json_int(&j, &v, 0, 9) == 0 && igw_json_object_next(&j, &k) == 0);
+    CHECK(igw_json_array_next(&j) == 0);
+    CHECK(igw_json_object_next(&j, &k) == 1 && str_is(k, "c", 1));
+    CHECK(igw_json_int(&j, &v, 0, 9) == 0 && v == 2 && igw_json_object_next(&j, &k) == 0);
+    CHECK(igw_json_finish(&j) == 0);
+
+    /* every depth up to the ceiling has its own bit: [{"k":[{"k":...}]}] */
+    char deep[1000];
+    size_t n = 0;
+    for (int d = 0; d < IGW_JSON_MAX_DEPTH / 2; d++) {
+        memcpy(deep + n, "[{\"k\":", 6);
+        n += 6;
+    }
+    deep[n++] = '1';
+    for (int d = 0; d < IGW_JSON_MAX_DEPTH / 2; d++) {
+        memcpy(deep + n, ",2},3]", 6);
+        n += 6;
+    }
+    start_exact(&j, deep, n, IGW_JSON_MAX_DEPTH);
+    bool ok = true;
+    for (int d = 0; d < IGW_JSON_MAX_DEPTH / 2; d++)
+        ok = ok && igw_json_array_begin(&j) == 0 && igw_json_array_next(&j) == 1 &&
+             igw_json_object_begin(&j) == 0 && igw_json_object_next(&j, &k) == 1;
+    CHECK(ok && j.depth == IGW_JSON_MAX_DEPTH && igw_json_int(&j, &v, 0, 9) == 0);
+    for (int d = 0; d < IGW_JSON_MAX_DEPTH / 2; d++) /* ',2' is a bad key, ',3' an item */
+        ok = ok && igw_json_object_next(&j, &k) < 0;
+    CHECK(ok && failure_is(&j, IGW_JERR_SYNTAX, "", "expected an object key"));
+    CHECK(j.err_offset == (size_t)(IGW_JSON_MAX_DEPTH / 2 * 6 + 2));
+    start_exact(&j, deep, n, IGW_JSON_MAX_DEPTH);
+    for (int d = 0; d < IGW_JSON_MAX_DEPTH / 2; d++)
+        ok = ok && igw_json_array_begin(&j) == 0 && igw_json_array_next(&j) == 1 &&
+             igw_json_object_begin(&j) == 0 && igw_json_object_next(&j, &k) == 1;
+    CHECK(ok && igw_json_int(&j, &v, 0, 9) == 0);
+    for (int d = 0; ok && d < IGW_JSON_MAX_DEPTH / 2; d++) {
+        igw_json_push_key(&j, "k", 1);
+        ok = igw_json_peek(&j) == ',' && (j.p++, igw_json_int(&j, &v, 0, 9) == 0) && v == 2 &&
+             igw_json_object_next(&j, &k) == 0 && igw_json_array_next(&j) == 1 &&
+             igw_json_int(&j, &v, 0, 9) == 0 && v == 3 && igw_json_array_next(&j) == 0;
+        igw_json_pop(&j);
+    }
+    CHECK(ok && j.depth == 0 && igw_json_finish(&j) == 0);
+
+    /* a sub-scanner as igw_decode_held makes one: fresh state, started at
+     * the depth of the parent field, opening its value itself */
+    const char *body = "{\"params\":{\"x\":1,\"on\":true},\"method\":\"m\"}";
+    start(&j, body, 3);
+    igw_str raw;
+    CHECK(igw_json_object_begin(&j) == 0 && igw_json_object_next(&j, &k) == 1);
+    unsigned held_depth = j.depth;
+    CHECK(igw_json_value(&j, IGW_JSON_RFC8259, 2, SIZE_MAX, &raw) == 0);
+    CHECK(igw_json_object_next(&j, &k) == 1 && str_is(k, "method", 6));
+    igw_json sub;
+    igw_json_init(&sub, raw.ptr, raw.len, j.arena, j.max_depth);
+    sub.start = j.start;
+    sub.depth = held_depth;
+    cmd c;
+    memset(&c, 0, sizeof c);
+    CHECK(decode_params(&sub, &c) == 0 && igw_json_finish(&sub) == 0);
+    CHECK(c.x == 1 && c.on && sub.depth == held_depth);
+    igw_json_init(&sub, raw.ptr, raw.len - 1, j.arena, j.max_depth); /* cut before '}' */
+    sub.start = j.start;
+    sub.depth = held_depth;
+    CHECK(decode_params(&sub, &c) < 0 && sub.err == IGW_JERR_SYNTAX &&
+          sub.err_offset == (size_t)(raw.ptr + raw.len - 1 - body));
+    igw_json_init(&sub, "{\"x\":1}", 7, j.arena, j.max_depth); /* depth limit still counts */
+    sub.depth = held_depth + 2;
+    CHECK(decode_params(&sub, &c) < 0 && sub.err == IGW_JERR_DEPTH);
+}
+
+/* Reads {"key":int,...} with the pull API; the keys go to keys[]. */
+static int read_flat(igw_json *j, igw_str *keys, size_t cap, size_t *n)
+{
+    igw_str k;
+    int r;
+    int64_t v;
+    *n = 0;
+    if (igw_json_object_begin(j) < 0)
+        return -1;
+    while ((r = igw_json_object_next(j, &k)) == 1) {
+        if (*n < cap)
+            keys[(*n)++] = k;
+        if (igw_json_int(j, &v, 0, 9) < 0)
+            return -1;
+    }
+    return r < 0 ? -1 : igw_json_finish(j);
+}
+
+/* Members of every key length around the 16-byte block, packed or spaced,
+ * plain or with escapes, UTF-8 or a raw control byte in the key, and every
+ * prefix of each document: the packed fast path and the general code must
+ * agree byte for byte. */
+static void test_member_layouts(void)
+{
+    static const char *const inserts[] = {"", "\\n", "\xC3\xA9", "\\u00e9", "\x01"};
+    static const char *const decoded[] = {"", "\n", "\xC3\xA9", "\xC3\xA9", NULL};
+    static const char *const seps[][3] = {{"", "", ""}, {" ", "", ""}, {"", " ", ""},
+                                          {"", "", "\n  "}, {"\t", "\r\n", " "}};
+    unsigned bad = 0;
+    for (size_t len = 0; len <= 40; len++) {
+        for (size_t ii = 0; ii < sizeof inserts / sizeof inserts[0]; ii++) {
+            for (size_t si = 0; si < sizeof seps / sizeof seps[0]; si++) {
+                if (ii != 0 && len == 0)
+                    continue;
+                /* key: len 'k' bytes with the insert at len / 2 */
+                char key[64], want[64];
+                size_t h = len / 2;
+                snprintf(key, sizeof key, "%.*s%s%.*s", (int)h, "kkkkkkkkkkkkkkkkkkkk", inserts[ii],
+                         (int)(len - h), "kkkkkkkkkkkkkkkkkkkkkkkkk");
+                if (decoded[ii] != NULL)
+                    snprintf(want, sizeof want, "%.*s%s%.*s", (int)h, "kkkkkkkkkkkkkkkkkkkk",
+                             decoded[ii], (int)(len - h), "kkkkkkkkkkkkkkkkkkkkkkkkk");
+                /* {"key":1,"key":2,"a":3} with the separators: before ':', after ':', after ',' */
+                char doc[256];
+                int dl = snprintf(doc, sizeof doc, "{\"%s\"%s:%s1,%s\"%s\"%s:%s2,%s\"a\":3}", key,
+                                  seps[si][0], seps[si][1], seps[si][2], key, seps[si][0],
+                                  seps[si][1], seps[si][2]);
+                igw_json j;
+                igw_str keys[4];
+                size_t n;
+                start_exact(&j, doc, (size_t)dl, 4);
+                int r = read_flat(&j, keys, 4, &n);
+                bool ok;
+                if (decoded[ii] == NULL) {
+                    ok = r < 0 && j.err == IGW_JERR_SYNTAX && j.err_offset == 2 + h;
+                } else {
+                    size_t wl = strlen(want);
+                    ok = r == 0 && n == 3 && str_is(keys[0], want, wl) && str_is(keys[1], want, wl) &&
+                         str_is(keys[2], "a", 1);
+                    for (int cut = 0; ok && cut < dl; cut++) {
+                        start_exact(&j, doc, (size_t)cut, 4);
+                        ok = read_flat(&j, keys, 4, &n) < 0 &&
+                             failure_is(&j, IGW_JERR_SYNTAX, "", "unexpected end of input") &&
+                             j.err_offset == (size_t)cut;
+                    }
+                }
+                if (!ok && bad++ < 5)
+                    printf("  key len %zu insert %zu seps %zu: %s \"%s\" at %zu\n", len, ii, si,
+                           igw_json_errkind_name(j.err), j.reason, j.err_offset);
+            }
+        }
+    }
+    CHECK(bad == 0);
+
+    /* arrays, packed and spaced, and every prefix */
+    static const char *const arrays[] = {"[1,2,[3,[]],[],4]", "[ 1 , 2 ,[ 3,[ ] ] ,[],\n4 ]",
+                                         "[[[[]]],[[]]]"};
+    for (size_t ai = 0; ai < sizeof arrays / sizeof arrays[0]; ai++) {
+        size_t n = strlen(arrays[ai]);
+        igw_json j;
+        CHECK((start_exact(&j, arrays[ai], n, 8), igw_json_value(&j, IGW_JSON_STRICT, 8, SIZE_MAX,
+                                                                 NULL) == 0));
+        for (size_t cut = 0; cut <= n; cut++) {
+            /* walk with the pull API: every item is an int or an array */
+            start_exact(&j, arrays[ai], cut, 8);
+            int depth = 0, r = 0;
+            if (igw_json_array_begin(&j) == 0) {
+                depth = 1;
+                while (depth > 0 && r >= 0) {
+                    r = igw_json_array_next(&j);
+                    if (r == 0) {
+                        depth--;
+                    } else if (r == 1) {
+                        int64_t v;
+                        if (igw_json_peek(&j) == '[')
+                            r = igw_json_array_begin(&j) == 0 ? (depth++, 1) : -1;
+                        else
+                            r = igw_json_int(&j, &v, 0, 9);
+                    }
+                }
+            }
+            bool ok = cut == n ? r >= 0 && depth == 0 && igw_json_finish(&j) == 0
+                               : j.err == IGW_JERR_SYNTAX && j.err_offset == cut;
+            CHECK(ok);
+            if (!ok)
+                printf("  array %zu cut %zu: %s at %zu\n", ai, cut, igw_json_errkind_name(j.err),
+                       j.err_offset);
+        }
+    }
+}
+
+/* Integers around the 16-digit fast path and at an unpadded end. */
+static void test_int_edges(void)
+{
+    static const char *const safe = "integer beyond the safe integer range";
+    const struct {
+        const char *doc;
+        igw_json_errkind kind;
+        int64_t want;
+        const char *reason;
+    } cases[] = {
+        {"1234567890123456", IGW_JERR_NONE, INT64_C(1234567890123456), NULL},
+        {"-1234567890123456", IGW_JERR_NONE, -INT64_C(1234567890123456), NULL},
+        {"9999999999999999", IGW_JERR_RANGE, 0, safe},
+        {"12345678901234567", IGW_JERR_RANGE, 0, safe},
+        {"00000000000000000", IGW_JERR_INTEGER, 0, "leading zero is not allowed in an integer"},
+        {"0000000000000001", IGW_JERR_INTEGER, 0, "leading zero is not allowed in an integer"},
+        {"1234567890123456.5", IGW_JERR_INTEGER, 0, NULL},
+        {"12345678901234567.5", IGW_JERR_INTEGER, 0, NULL},
+        {"12345678901234567e0", IGW_JERR_INTEGER, 0, NULL},
+        {"7E1", IGW_JERR_INTEGER, 0, NULL},
+        {"7.", IGW_JERR_SYNTAX, 0, "unexpected end of input"},
+        {"7.e", IGW_JERR_SYNTAX, 0, "expected a digit after '.'"},
+        {"7e", IGW_JERR_SYNTAX, 0, "unexpected end of input"},
+        {"-", IGW_JERR_SYNTAX, 0, "unexpected end of input"},
+        {"-0", IGW_JERR_NONE, 0, NULL},
+        {"0", IGW_JERR_NONE, 0, NULL},
+        {"0-", IGW_JERR_NONE, 0, NULL}, /* the number ends at '-' */
+        {"42", IGW_JERR_NONE, 42, NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        igw_json j;
+        int64_t v = -1;
+        start_exact(&j, cases[i].doc, strlen(cases[i].doc), 4);
+        int r = igw_json_int(&j, &v, INT64_MIN, INT64_MAX);
+        bool ok = cases[i].kind == IGW_JERR_NONE
+                      ? r == 0 && v == cases[i].want
+                      : r < 0 && failure_is(&j, cases[i].kind, "", cases[i].reason);
+        CHECK(ok);
+        if (!ok)
+            printf("  case %zu: %s\n", i, cases[i].doc);
+    }
+}
+
+/* The sorted duplicate check against a pairwise reference, on objects with
+ * random keys (many alike) and repeats in random places. */
+static void test_dup_sort(void)
+{
+    static char doc[1 << 16];
+    static size_t offs[2000];
+    static char keys[2000][8];
+    uint32_t seed = 12345;
+    unsigned bad = 0;
+    for (int round = 0; round < 200; round++) {
+        seed = seed * 1103515245u + 12345u;
+        size_t nkeys = 17 + (seed >> 8) % (round < 150 ? 150 : 2000);
+        size_t len = 0;
+        doc[len++] = '{';
+        for (size_t i = 0; i < nkeys; i++) {
+            seed = seed * 1103515245u + 12345u;
+            /* a small alphabet and lengths 0..5: repeats happen, often late */
+            size_t kl = (seed >> 10) % 6;
+            uint32_t alpha = round % 3 == 0 ? 26 : 2;
+            for (size_t c = 0; c < kl; c++) {
+                seed = seed * 1103515245u + 12345u;
+                keys[i][c] = (char)('a' + (seed >> 16) % alpha);
+            }
+            keys[i][kl] = '\0';
+            if (i != 0)
+                doc[len++] = ',';
+            offs[i] = len;
+            len += (size_t)snprintf(doc + len, sizeof doc - len, "\"%s\":%zu", keys[i], i);
+        }
+        doc[len++] = '}';
+        /* reference: the earliest key equal to an earlier one */
+        size_t want = SIZE_MAX;
+        for (size_t b = 1; b < nkeys && want == SIZE_MAX; b++)
+            for (size_t a = 0; a < b; a++)
+                if (strcmp(keys[a], keys[b]) == 0) {
+                    want = b;
+                    break;
+                }
+        igw_json j;
+        int r = (start_exact(&j, doc, len, 4), igw_json_value(&j, IGW_JSON_STRICT, 4, SIZE_MAX, NULL));
+        bool ok = want == SIZE_MAX ? r == 0
+                                   : r < 0 && j.err == IGW_JERR_DUPLICATE && j.err_offset == offs[want];
+        if (!ok && bad++ < 5)
+            printf("  round %d (%zu keys): r=%d %s at %zu, want key %zu\n", round, nkeys, r,
+                   igw_json_errkind_name(j.err), j.err_offset, want);
+    }
+    CHECK(bad == 0);
+}
+
 static void test_arena(void)
 {
     igw_arena a;
@@ -907,6 +1408,12 @@ int main(void)
     test_paths();
     test_depth();
     test_value();
+    test_string_blocks();
+    test_ws_blocks();
+    test_members();
+    test_member_layouts();
+    test_int_edges();
+    test_dup_sort();
     test_arena();
     igw_arena_free(&arena);
     printf("scanner: %u passed, %u failed\n", passed, failed);

@@ -21,7 +21,7 @@ for r in $routes; do
     vectors=generated/conformance/$lower.jsonl
     [ -f "$vectors" ] || continue   # multipart routes are parsed by the server, not a decoder
     bin=$out/fuzz_$lower
-    if [ ! -x "$bin" ] || [ "$bin" -ot generated/api.c ] || [ "$bin" -ot tests/fuzz/fuzz_decode.c ]; then
+    if [ ! -x "$bin" ] || [ -n "$(find generated/api.c tests/fuzz/fuzz_decode.c src/common -newer "$bin" -name '*.[ch]' | head -1)" ]; then
         "$clang" "${flags[@]}" -DIGW_FUZZ_ROUTE="IGW_ROUTE_$r" -o "$bin" "${srcs[@]}"
     fi
     corpus=$out/corpus/$lower
@@ -36,7 +36,7 @@ done
 # from JSONTestSuite.
 suite=${JSON_SUITE:-tests/json/JSONTestSuite/test_parsing}
 bin=$out/fuzz_json
-if [ ! -x "$bin" ] || [ "$bin" -ot src/common/json.c ] || [ "$bin" -ot src/common/jw.c ]; then
+if [ ! -x "$bin" ] || [ -n "$(find tests/fuzz/fuzz_json.c src/common -newer "$bin" -name '*.[ch]' | head -1)" ]; then
     "$clang" "${flags[@]}" -o "$bin" tests/fuzz/fuzz_json.c src/common/*.c
 fi
 corpus=$out/corpus/json

@@ -33,6 +33,8 @@ static const char *ctype(igw_type *t)
             return "igw_str_list";
         if (it->kind == IGW_T_INT)
             return "igw_int_list";
+        if (it->kind == IGW_T_BOOL)
+            return "igw_bool_list";
         return igw_sprintf("igw_%s_list", it->name);
     }
     default: return "void";
@@ -102,7 +104,7 @@ static void emit_header(const igw_schema *s, igw_out *h)
     igw_out_puts(h, "/* api.h - types, strict decoders, encoders, error classes and routes of igw. */\n"
                     "#ifndef IGW_GENERATED_API_H\n#define IGW_GENERATED_API_H\n\n"
                     "#include <stdbool.h>\n#include <stddef.h>\n#include <stdint.h>\n\n"
-                    "#include \"arena.h\"\n#include \"json.h\"\n#include \"jw.h\"\n\n");
+                    "#include \"arena.h\"\n#include \"json.h\"\n#include \"jw.h\"\n#include \"request.h\"\n\n");
 
     igw_out_puts(h, "/* ---- error classes ---- */\n\ntypedef enum igw_err {\n");
     FOR(s->errors, igw_error, e)
@@ -130,13 +132,16 @@ static void emit_header(const igw_schema *s, igw_out *h)
         FOR(t->values, const char, v)
             igw_out_printf(h, "    %s,\n", enum_const(t, v));
         igw_out_printf(h, "    IGW_%s__COUNT\n} igw_%s;\n", t->name, t->name);
+        igw_out_printf(h, "typedef struct igw_%s_list {\n    igw_%s *v;\n    uint32_t n;\n} igw_%s_list;\n", t->name,
+                       t->name, t->name);
         igw_out_printf(h, "/* Wire names, indexed by igw_%s. */\nextern const igw_str igw_%s_names[IGW_%s__COUNT];\n\n",
                        t->name, t->name, t->name);
     }
 
     igw_out_puts(h, "/* ---- objects ---- */\n\n"
                     "typedef struct igw_str_list {\n    igw_str *v;\n    uint32_t n;\n} igw_str_list;\n"
-                    "typedef struct igw_int_list {\n    int64_t *v;\n    uint32_t n;\n} igw_int_list;\n\n");
+                    "typedef struct igw_int_list {\n    int64_t *v;\n    uint32_t n;\n} igw_int_list;\n"
+                    "typedef struct igw_bool_list {\n    bool *v;\n    uint32_t n;\n} igw_bool_list;\n\n");
     char *done = igw_xcalloc((size_t)s->types.n + 1, 1);
     FOR(s->types, igw_type, t)
         if (t->kind == IGW_T_OBJECT)
@@ -158,56 +163,11 @@ static void emit_header(const igw_schema *s, igw_out *h)
     FOR(s->routes, igw_route, r)
         igw_out_printf(h, "    IGW_ROUTE_%s,\n", igw_c_upper(r->name));
     igw_out_puts(h, "    IGW_ROUTE__COUNT\n} igw_route_id;\n\n");
-    int maxp = 1;
-    FOR(s->routes, igw_route, r)
-        if (r->params.n > maxp)
-            maxp = r->params.n;
-    igw_out_printf(h, "#define IGW_MAX_PATH_PARAMS %d\n\n", maxp);
     igw_out_puts(h,
-        "typedef enum igw_auth_kind { IGW_AUTH_KIND_NONE, IGW_AUTH_KIND_DEVICE, IGW_AUTH_KIND_USER } igw_auth_kind;\n"
-        "typedef enum igw_body_kind { IGW_BODY_KIND_NONE, IGW_BODY_KIND_JSON, IGW_BODY_KIND_MULTIPART } igw_body_kind;\n\n"
-        "typedef struct igw_route_def {\n"
-        "    igw_route_id id;\n    const char *name;\n    const char *method;\n    const char *path;\n"
-        "    igw_auth_kind auth;\n    bool gate_signaling;\n    igw_body_kind body;\n"
-        "    size_t body_limit; /* bytes, checked before decoding */\n"
-        "    size_t body_size;  /* sizeof the decoded request struct (JSON bodies) */\n"
-        "    int (*decode)(igw_json *j, void *out);\n"
-        "    void (*encode)(igw_jw *w, const void *in);\n"
-        "    const char *const *params; /* path parameter names */\n    uint32_t nparams;\n"
-        "    const char *const *parts;  /* multipart part names; required ones first */\n"
-        "    uint32_t nparts, nrequired_parts;\n    bool reject_other_parts;\n"
-        "    const igw_err *errors;     /* classes the route may answer with */\n    uint32_t nerrors;\n"
-        "    const char *const *headers; /* request headers the route reads (lower case) */\n"
-        "    uint32_t nheaders;\n"
-        "} igw_route_def;\n\n"
         "/* Indexed by igw_route_id. */\nextern const igw_route_def igw_routes[IGW_ROUTE__COUNT];\n\n"
-        "/* Why the strict stage refused a request. */\n"
-        "typedef struct igw_decode_error {\n    igw_err cls;\n    igw_json_errkind kind; /* IGW_JERR_NONE for route-level failures */\n"
-        "    const char *reason;\n    char path[512];     /* JSON Pointer into the body, \"\" for the whole */\n"
-        "} igw_decode_error;\n\n"
-        "/* A request that passed the strict stage. */\n"
-        "typedef struct igw_request {\n    const igw_route_def *route;\n    igw_str params[IGW_MAX_PATH_PARAMS];\n"
-        "    void *body; /* decoded struct for JSON bodies (in the arena), else NULL */\n} igw_request;\n\n"
-        "/* Finds the route of METHOD and PATH (no query string). NULL with *err set\n"
-        " * (no_route or method class) when none matches; path parameters land in params. */\n"
-        "const igw_route_def *igw_route_match(const char *method, size_t mlen, const char *path, size_t plen,\n"
-        "                                     igw_str params[IGW_MAX_PATH_PARAMS], igw_decode_error *err);\n\n"
-        "/* The strict stage, in order: route, body presence, body cap, content type (skipped when\n"
-        " * content_type is NULL), path parameters, body decode. 0, or -1 with *err. */\n"
-        "int igw_request_decode(igw_request *req, const char *method, size_t mlen, const char *path, size_t plen,\n"
-        "                       const char *content_type, size_t ctlen, const void *body, size_t len,\n"
-        "                       igw_arena *a, igw_decode_error *err);\n\n"
-        "/* Checks the value of header `index` (igw_route_def.headers) against its rule:\n"
-        " * 0, or -1 with *err (decode class, path \"\", reason naming the header). */\n"
-        "int igw_request_header_check(const igw_route_def *r, uint32_t index, igw_str value, igw_decode_error *err);\n\n"
-        "/* A route handler; receives a request that passed the strict stage. */\n"
-        "typedef int (*igw_handler_fn)(void *ctx, const igw_request *req);\n\n"
-        "/* Runs the strict stage and calls handlers[route id]. Returns the handler's\n"
-        " * result, or -1 with *err when the strict stage refused the request (or\n"
-        " * the route has no handler: internal class). */\n"
-        "int igw_dispatch(const igw_handler_fn handlers[IGW_ROUTE__COUNT], void *ctx, const char *method,\n"
-        "                 size_t mlen, const char *path, size_t plen, const char *content_type, size_t ctlen,\n"
-        "                 const void *body, size_t len, igw_arena *a, igw_decode_error *err);\n\n"
+        "/* The route table, matcher and error classes for src/common/request.h:\n"
+        " * igw_request_decode(&igw_gen_api, ...) runs the strict stage. */\n"
+        "extern const igw_api igw_gen_api;\n\n"
         "#endif\n");
 }
 
@@ -278,15 +238,11 @@ static void emit_read(igw_out *o, igw_type *t, const char *lv, int in)
         indent(o, in + 2);
         igw_out_puts(o, "return -1;\n");
         indent(o, in + 1);
+        igw_out_printf(o, "uint32_t cap%d = 0;\n", k);
+        indent(o, in + 1);
         igw_out_printf(o, "%s.n = 0;\n", lv);
         indent(o, in + 1);
-        /* The item bound is known, so one allocation holds every item. */
-        igw_out_printf(o, "%s.v = igw_arena_alloc(j->arena, %lld * sizeof *%s.v);\n", lv, (long long)r->max_items,
-                       lv);
-        indent(o, in + 1);
-        igw_out_printf(o, "if (!%s.v)\n", lv);
-        indent(o, in + 2);
-        igw_out_puts(o, "return igw_json_fail(j, IGW_JERR_NOMEM, \"out of memory\");\n");
+        igw_out_printf(o, "%s.v = NULL;\n", lv);
         indent(o, in + 1);
         igw_out_printf(o, "while ((more%d = igw_json_array_next(j)) == 1) {\n", k);
         indent(o, in + 2);
@@ -296,6 +252,12 @@ static void emit_read(igw_out *o, igw_type *t, const char *lv, int in)
         indent(o, in + 3);
         igw_out_printf(o, "return igw_json_fail(j, IGW_JERR_LENGTH, \"more than %lld items\");\n",
                        (long long)r->max_items);
+        /* Room grows with the items actually sent, never to the bound up front. */
+        indent(o, in + 2);
+        igw_out_printf(o, "if (%s.n == cap%d && !(%s.v = igw_decode_grow(j, %s.v, %s.n, &cap%d, %lld, sizeof *%s.v)))\n",
+                       lv, k, lv, lv, lv, k, (long long)r->max_items, lv);
+        indent(o, in + 3);
+        igw_out_puts(o, "return -1;\n");
         char *item = igw_xprintf("%s.v[%s.n]", lv, lv);
         emit_read(o, r->item, item, in + 2);
         if (r->unique) {
@@ -690,10 +652,9 @@ static void emit_enum(igw_out *o, const igw_type *t)
         igw_out_printf(o, ", %zu},\n", strlen(v));
     }
     igw_out_puts(o, "};\n\n");
-    /* Lookup like the key matcher: length first, then memcmp. */
-    igw_out_printf(o, "static int __attribute__((unused)) enum_%s(igw_json *j, igw_%s *out)\n{\n    igw_str s;\n"
-                      "    if (igw_json_string(j, &s))\n        return -1;\n    switch (s.len) {\n",
-                   t->name, t->name);
+    /* Lookup like the key matcher: length first, then memcmp. lookup_ also
+     * serves path parameters and headers of enum type. */
+    igw_out_printf(o, "static int __attribute__((unused)) lookup_%s(igw_str s)\n{\n    switch (s.len) {\n", t->name);
     size_t maxlen = 0;
     FOR(t->values, const char, v)
         if (strlen(v) > maxlen)
@@ -708,13 +669,16 @@ static void emit_enum(igw_out *o, const igw_type *t)
             any = true;
             igw_out_printf(o, "        if (memcmp(s.ptr, ");
             igw_out_c_string(o, v);
-            igw_out_printf(o, ", %zu) == 0) {\n            *out = %s;\n            return 0;\n        }\n", len,
-                           enum_const(t, v));
+            igw_out_printf(o, ", %zu) == 0)\n            return %s;\n", len, enum_const(t, v));
         }
         if (any)
             igw_out_puts(o, "        break;\n");
     }
-    igw_out_puts(o, "    default:\n        break;\n    }\n");
+    igw_out_puts(o, "    default:\n        break;\n    }\n    return -1;\n}\n\n");
+    igw_out_printf(o, "static int __attribute__((unused)) enum_%s(igw_json *j, igw_%s *out)\n{\n    igw_str s;\n"
+                      "    if (igw_json_string(j, &s))\n        return -1;\n    int v = lookup_%s(s);\n"
+                      "    if (v >= 0) {\n        *out = (igw_%s)v;\n        return 0;\n    }\n",
+                   t->name, t->name, t->name, t->name);
     igw_out t2;
     igw_out_init(&t2);
     igw_out_puts(&t2, "value is not one of:");
@@ -735,25 +699,76 @@ static void emit_enum(igw_out *o, const igw_type *t)
 
 static void emit_matcher(const igw_schema *s, igw_out *o);
 
+/* Checkers of the values that come from outside JSON (path segments and
+ * headers): UTF-8 and control characters first, then the same string or
+ * enum rule a body field gets. One function per value, a table per route. */
+static void emit_text_checks(const igw_route *r, const igw_vec *vals, const char *kind, igw_out *o)
+{
+    bool header = strcmp(kind, "header") == 0;
+    FOR(*vals, igw_field, f) {
+        igw_type *ft = igw_type_resolve(f->type);
+        igw_out_printf(o, "static int text_%s_%s_%d(igw_json *j, igw_str v)\n{\n"
+                          "    if (igw_decode_text(j, v))\n        return -1;\n",
+                       r->name, kind, f_i);
+        if (ft->kind == IGW_T_STRING)
+            igw_out_printf(o, "    return igw_decode_string_rules(j, v, %lld, %lld, %d);\n", (long long)ft->min_len,
+                           (long long)ft->max_len, (int)ft->format);
+        else
+            igw_out_printf(o, "    if (lookup_%s(v) < 0)\n"
+                              "        return igw_json_fail(j, IGW_JERR_ENUM, \"value is not one of the enumeration\");\n"
+                              "    return 0;\n",
+                           ft->name);
+        igw_out_puts(o, "}\n\n");
+    }
+    if (!vals->n)
+        return;
+    igw_out_printf(o, "static const char *const %ss_%s[] = {", kind, r->name);
+    FOR(*vals, igw_field, f) {
+        /* Header names are matched case-insensitively: lower case here. */
+        char *name = igw_xstrdup(f->name);
+        for (char *q = name; header && *q; q++)
+            if (*q >= 'A' && *q <= 'Z')
+                *q = (char)(*q - 'A' + 'a');
+        igw_out_printf(o, "%s\"%s\"", f_i ? ", " : "", name);
+        free(name);
+    }
+    igw_out_printf(o, "};\nstatic const igw_text_check_fn %s_checks_%s[] = {", kind, r->name);
+    FOR(*vals, igw_field, f)
+        igw_out_printf(o, "%stext_%s_%s_%d", f_i ? ", " : "", r->name, kind, f_i);
+    igw_out_printf(o, "};\nstatic const char *const %s_reasons_%s[] = {", kind, r->name);
+    FOR(*vals, igw_field, f) {
+        igw_out_puts(o, f_i ? ", " : "");
+        igw_out_c_string(o, igw_sprintf(header ? "invalid value of header %s" : "invalid path parameter %s", f->name));
+    }
+    igw_out_puts(o, "};\n");
+    if (header) {
+        igw_out_printf(o, "static const char *const header_missing_%s[] = {", r->name);
+        FOR(*vals, igw_field, f) {
+            igw_out_puts(o, f_i ? ", " : "");
+            igw_out_c_string(o, igw_sprintf("missing header %s", f->name));
+        }
+        igw_out_puts(o, "};\n");
+    }
+    igw_out_puts(o, "\n");
+}
+
 static void emit_routes(const igw_schema *s, igw_out *o)
 {
+    static const char *const auth[] = {"IGW_AUTH_KIND_NONE", "IGW_AUTH_KIND_DEVICE", "IGW_AUTH_KIND_USER"};
+    static const char *const body[] = {"IGW_BODY_KIND_NONE", "IGW_BODY_KIND_JSON", "IGW_BODY_KIND_MULTIPART"};
     igw_out_puts(o, "/* ---- routes ---- */\n\n");
     FOR(s->routes, igw_route, r) {
         igw_type *bt = r->body == IGW_BODY_JSON ? igw_type_resolve(r->body_type) : NULL;
         if (bt) {
             igw_out_printf(o, "static int route_decode_%s(igw_json *j, void *out) { return igw_decode_%s(j, out); }\n",
                            r->name, bt->name);
-            igw_out_printf(o, "static void route_encode_%s(igw_jw *w, const void *in) { igw_encode_%s(w, in); }\n",
+            igw_out_printf(o, "static void route_encode_%s(igw_jw *w, const void *in) { igw_encode_%s(w, in); }\n\n",
                            r->name, bt->name);
         }
-        if (r->params.n) {
-            igw_out_printf(o, "static const char *const route_params_%s[] = {", r->name);
-            FOR(r->params, igw_field, f)
-                igw_out_printf(o, "%s\"%s\"", f_i ? ", " : "", f->name);
-            igw_out_puts(o, "};\n");
-        }
+        emit_text_checks(r, &r->params, "param", o);
+        emit_text_checks(r, &r->headers, "header", o);
         if (r->parts.n) {
-            igw_out_printf(o, "static const char *const route_parts_%s[] = {", r->name);
+            igw_out_printf(o, "static const char *const parts_%s[] = {", r->name);
             int k = 0;
             for (int pass = 0; pass < 2; pass++)
                 FOR(r->parts, igw_part, p)
@@ -761,89 +776,51 @@ static void emit_routes(const igw_schema *s, igw_out *o)
                         igw_out_printf(o, "%s\"%s\"", k++ ? ", " : "", p->name);
             igw_out_puts(o, "};\n");
         }
-        if (r->headers.n) {
-            igw_out_printf(o, "static const char *const route_headers_%s[] = {", r->name);
-            FOR(r->headers, igw_field, f) {
-                char *lower = igw_xstrdup(f->name);
-                for (char *q = lower; *q; q++)
-                    if (*q >= 'A' && *q <= 'Z')
-                        *q = (char)(*q - 'A' + 'a');
-                igw_out_printf(o, "%s\"%s\"", f_i ? ", " : "", lower);
-                free(lower);
-            }
-            igw_out_puts(o, "};\n");
-        }
-        igw_out_printf(o, "static const igw_err route_errors_%s[] = {", r->name);
+        igw_out_printf(o, "static const int errors_%s[] = {", r->name);
         FOR(r->error_refs, igw_error, e)
             igw_out_printf(o, "%sIGW_ERR_%s", e_i ? ", " : "", igw_c_upper(e->name));
         igw_out_puts(o, "};\n\n");
     }
     igw_out_puts(o, "const igw_route_def igw_routes[IGW_ROUTE__COUNT] = {\n");
-    static const char *const auth[] = {"IGW_AUTH_KIND_NONE", "IGW_AUTH_KIND_DEVICE", "IGW_AUTH_KIND_USER"};
-    static const char *const body[] = {"IGW_BODY_KIND_NONE", "IGW_BODY_KIND_JSON", "IGW_BODY_KIND_MULTIPART"};
     FOR(s->routes, igw_route, r) {
         igw_type *bt = r->body == IGW_BODY_JSON ? igw_type_resolve(r->body_type) : NULL;
-        int nreq = 0;
-        FOR(r->parts, igw_part, p)
-            nreq += p->required;
-        igw_out_printf(o, "    [IGW_ROUTE_%s] = {IGW_ROUTE_%s, \"%s\", \"%s\", \"%s\", %s, %s, %s, %lld,\n",
-                       igw_c_upper(r->name), igw_c_upper(r->name), r->name, r->method, r->path, auth[r->auth],
-                       r->gate_signaling ? "true" : "false", body[r->body], (long long)r->body_limit);
+        igw_out_printf(o, "    [IGW_ROUTE_%s] = {\n        .id = IGW_ROUTE_%s,\n        .name = \"%s\",\n"
+                          "        .method = \"%s\",\n        .path = ",
+                       igw_c_upper(r->name), igw_c_upper(r->name), r->name, r->method);
+        igw_out_c_string(o, r->path);
+        igw_out_printf(o, ",\n        .auth = %s,\n        .gate_signaling = %s,\n        .body = %s,\n"
+                          "        .body_limit = %lld,\n",
+                       auth[r->auth], r->gate_signaling ? "true" : "false", body[r->body], (long long)r->body_limit);
         if (bt)
-            igw_out_printf(o, "        sizeof(igw_%s), route_decode_%s, route_encode_%s,\n", bt->name, r->name, r->name);
-        else
-            igw_out_puts(o, "        0, NULL, NULL,\n");
+            igw_out_printf(o, "        .body_size = sizeof(igw_%s),\n        .decode = route_decode_%s,\n"
+                              "        .encode = route_encode_%s,\n",
+                           bt->name, r->name, r->name);
         if (r->params.n)
-            igw_out_printf(o, "        route_params_%s, %d,\n", r->name, r->params.n);
-        else
-            igw_out_puts(o, "        NULL, 0,\n");
-        if (r->parts.n)
-            igw_out_printf(o, "        route_parts_%s, %d, %d, %s,\n", r->name, r->parts.n, nreq,
+            igw_out_printf(o, "        .params = params_%s,\n        .param_checks = param_checks_%s,\n"
+                              "        .param_reasons = param_reasons_%s,\n        .nparams = %d,\n",
+                           r->name, r->name, r->name, r->params.n);
+        if (r->headers.n) {
+            unsigned long long required = 0;
+            FOR(r->headers, igw_field, f)
+                if (!f->optional)
+                    required |= 1ULL << f_i;
+            igw_out_printf(o, "        .headers = headers_%s,\n        .header_checks = header_checks_%s,\n"
+                              "        .header_reasons = header_reasons_%s,\n        .header_missing = header_missing_%s,\n"
+                              "        .nheaders = %d,\n        .required_headers = UINT64_C(0x%llx),\n",
+                           r->name, r->name, r->name, r->name, r->headers.n, required);
+        }
+        if (r->parts.n) {
+            int nreq = 0;
+            FOR(r->parts, igw_part, p)
+                nreq += p->required;
+            igw_out_printf(o, "        .parts = parts_%s,\n        .nparts = %d,\n        .nrequired_parts = %d,\n"
+                              "        .reject_other_parts = %s,\n",
+                           r->name, r->parts.n, nreq,
                            r->extra_parts && strcmp(r->extra_parts, "reject") == 0 ? "true" : "false");
-        else
-            igw_out_puts(o, "        NULL, 0, 0, false,\n");
-        igw_out_printf(o, "        route_errors_%s, %d,\n", r->name, r->error_refs.n);
-        if (r->headers.n)
-            igw_out_printf(o, "        route_headers_%s, %d},\n", r->name, r->headers.n);
-        else
-            igw_out_puts(o, "        NULL, 0},\n");
+        }
+        igw_out_printf(o, "        .errors = errors_%s,\n        .nerrors = %d,\n    },\n", r->name, r->error_refs.n);
     }
     igw_out_puts(o, "};\n\n");
-
-    /* Path parameter rules, checked like body strings. */
-    igw_out_puts(o, "static int route_params_check(const igw_route_def *r, const igw_str *p, igw_json *j)\n{\n"
-                    "    (void)p; /* unused when no route has path parameters */\n    (void)j;\n"
-                    "    switch (r->id) {\n");
-    FOR(s->routes, igw_route, r) {
-        if (!r->params.n)
-            continue;
-        igw_out_printf(o, "    case IGW_ROUTE_%s:\n", igw_c_upper(r->name));
-        FOR(r->params, igw_field, f) {
-            igw_type *ft = igw_type_resolve(f->type);
-            if (ft->kind == IGW_T_STRING)
-                igw_out_printf(o, "        if (igw_decode_string_rules(j, p[%d], %lld, %lld, %d))\n            return -1;\n",
-                               f_i, (long long)ft->min_len, (long long)ft->max_len, (int)ft->format);
-        }
-        igw_out_puts(o, "        return 0;\n");
-    }
-    igw_out_puts(o, "    default:\n        return 0;\n    }\n}\n\n");
-
-    /* Header rules, one case per (route, header). */
-    igw_out_puts(o, "static int route_header_rule(const igw_route_def *r, uint32_t index, igw_str v, igw_json *j)\n{\n"
-                    "    (void)v; /* unused when no route reads a header */\n    (void)j;\n"
-                    "    switch (r->id * 64 + (int)index) {\n");
-    FOR(s->routes, igw_route, r) {
-        FOR(r->headers, igw_field, f) {
-            igw_type *ft = igw_type_resolve(f->type);
-            igw_out_printf(o, "    case IGW_ROUTE_%s * 64 + %d:\n", igw_c_upper(r->name), f_i);
-            if (ft->kind == IGW_T_STRING)
-                igw_out_printf(o, "        return igw_decode_string_rules(j, v, %lld, %lld, %d);\n",
-                               (long long)ft->min_len, (long long)ft->max_len, (int)ft->format);
-            else
-                igw_out_puts(o, "        return 0;\n");
-        }
-    }
-    igw_out_puts(o, "    default:\n        return 0;\n    }\n}\n\n");
     emit_matcher(s, o);
 }
 
@@ -874,10 +851,8 @@ static void emit_matcher(const igw_schema *s, igw_out *o)
         }
         igw_out_puts(o, "    return at == plen;\n}\n\n");
     }
-    igw_out_puts(o, "static void set_error(igw_decode_error *err, igw_err cls, igw_json_errkind kind, const char *reason,\n"
-                    "                      const char *path);\n\n");
-    igw_out_puts(o, "const igw_route_def *igw_route_match(const char *method, size_t mlen, const char *path, size_t plen,\n"
-                    "                                     igw_str params[IGW_MAX_PATH_PARAMS], igw_decode_error *err)\n{\n"
+    igw_out_puts(o, "static const igw_route_def *route_match(const char *path, size_t plen,\n"
+                    "                                        igw_str params[IGW_MAX_PATH_PARAMS])\n{\n"
                     "    int id = -1;\n    switch (plen) {\n");
     size_t maxlen = 0;
     FOR(s->routes, igw_route, r)
@@ -891,8 +866,9 @@ static void emit_matcher(const igw_schema *s, igw_out *o)
             if (!any)
                 igw_out_printf(o, "    case %zu:\n", len);
             any = true;
-            igw_out_printf(o, "        if (memcmp(path, \"%s\", %zu) == 0)\n            id = IGW_ROUTE_%s;\n", r->path,
-                           len, igw_c_upper(r->name));
+            igw_out_puts(o, "        if (memcmp(path, ");
+            igw_out_c_string(o, r->path);
+            igw_out_printf(o, ", %zu) == 0)\n            id = IGW_ROUTE_%s;\n", len, igw_c_upper(r->name));
         }
         if (any)
             igw_out_puts(o, "        break;\n");
@@ -903,80 +879,21 @@ static void emit_matcher(const igw_schema *s, igw_out *o)
             igw_out_printf(o, "    if (id < 0 && match_%s(path, plen, params))\n        id = IGW_ROUTE_%s;\n", r->name,
                            igw_c_upper(r->name));
     igw_out_puts(o, "    (void)params; /* unused when no route has path parameters */\n    (void)path;\n"
-                    "    if (id < 0) {\n"
-                    "        set_error(err, IGW_ERR_FOR_NO_ROUTE, IGW_JERR_NONE, \"no such route\", \"\");\n"
-                    "        return NULL;\n    }\n"
-                    "    const igw_route_def *r = &igw_routes[id];\n"
-                    "    if (strlen(r->method) != mlen || memcmp(r->method, method, mlen) != 0) {\n"
-                    "        set_error(err, IGW_ERR_FOR_METHOD_ROLE, IGW_JERR_NONE, \"method not allowed on this route\", \"\");\n"
-                    "        return NULL;\n    }\n    return r;\n}\n\n");
+                    "    return id < 0 ? NULL : &igw_routes[id];\n}\n\n");
+    igw_error *role[7] = {
+        igw_schema_error_role(s, IGW_ROLE_DECODE), igw_schema_error_role(s, IGW_ROLE_RESERVED),
+        igw_schema_error_role(s, IGW_ROLE_BODY_CAP), igw_schema_error_role(s, IGW_ROLE_NO_ROUTE),
+        igw_schema_error_role(s, IGW_ROLE_METHOD), igw_schema_error_role(s, IGW_ROLE_MEDIA),
+        igw_schema_error_role(s, IGW_ROLE_INTERNAL),
+    };
+    igw_out_printf(o, "const igw_api igw_gen_api = {\n    .routes = igw_routes,\n    .nroutes = IGW_ROUTE__COUNT,\n"
+                      "    .match = route_match,\n    .cls_decode = IGW_ERR_%s,\n    .cls_reserved = IGW_ERR_%s,\n"
+                      "    .cls_body_cap = IGW_ERR_%s,\n    .cls_no_route = IGW_ERR_%s,\n    .cls_method = IGW_ERR_%s,\n"
+                      "    .cls_media_type = IGW_ERR_%s,\n    .cls_internal = IGW_ERR_%s,\n};\n",
+                   igw_c_upper(role[0]->name), igw_c_upper(role[1]->name), igw_c_upper(role[2]->name),
+                   igw_c_upper(role[3]->name), igw_c_upper(role[4]->name), igw_c_upper(role[5]->name),
+                   igw_c_upper(role[6]->name));
 }
-
-static const char *runtime_c =
-    "static void set_error(igw_decode_error *err, igw_err cls, igw_json_errkind kind, const char *reason,\n"
-    "                      const char *path)\n{\n"
-    "    err->cls = cls;\n    err->kind = kind;\n    err->reason = reason;\n"
-    "    size_t n = strlen(path);\n    if (n >= sizeof err->path)\n        n = sizeof err->path - 1;\n"
-    "    memcpy(err->path, path, n);\n    err->path[n] = '\\0';\n}\n\n"
-    "/* Media type without parameters, compared case-insensitively. */\n"
-    "static bool media_is(const char *ct, size_t n, const char *want)\n{\n"
-    "    size_t w = strlen(want);\n"
-    "    if (n < w || strncasecmp(ct, want, w) != 0)\n        return false;\n"
-    "    return n == w || ct[w] == ';' || ct[w] == ' ';\n}\n\n"
-    "int igw_request_decode(igw_request *req, const char *method, size_t mlen, const char *path, size_t plen,\n"
-    "                       const char *content_type, size_t ctlen, const void *body, size_t len,\n"
-    "                       igw_arena *a, igw_decode_error *err)\n{\n"
-    "    memset(req, 0, sizeof *req);\n"
-    "    const igw_route_def *r = igw_route_match(method, mlen, path, plen, req->params, err);\n"
-    "    if (!r)\n        return -1;\n"
-    "    req->route = r;\n"
-    "    if (r->body == IGW_BODY_KIND_NONE && len != 0) {\n"
-    "        set_error(err, IGW_ERR_FOR_DECODE, IGW_JERR_TRAILING, \"this route takes no body\", \"\");\n"
-    "        return -1;\n    }\n"
-    "    if (len > r->body_limit) {\n"
-    "        set_error(err, IGW_ERR_FOR_BODY_CAP, IGW_JERR_SIZE, \"body exceeds the route's cap\", \"\");\n"
-    "        return -1;\n    }\n"
-    "    if (content_type && r->body != IGW_BODY_KIND_NONE &&\n"
-    "        !media_is(content_type, ctlen, r->body == IGW_BODY_KIND_JSON ? \"application/json\" : \"multipart/form-data\")) {\n"
-    "        set_error(err, IGW_ERR_FOR_MEDIA_TYPE_ROLE, IGW_JERR_NONE,\n"
-    "                  r->body == IGW_BODY_KIND_JSON ? \"expected Content-Type application/json\"\n"
-    "                                                : \"expected Content-Type multipart/form-data\", \"\");\n"
-    "        return -1;\n    }\n"
-    "    igw_json j;\n"
-    "    igw_json_init(&j, \"\", 0, a, 1);\n"
-    "    if (route_params_check(r, req->params, &j)) {\n"
-    "        set_error(err, IGW_ERR_FOR_DECODE, j.err, \"invalid path parameter\", \"\");\n"
-    "        return -1;\n    }\n"
-    "    if (r->body == IGW_BODY_KIND_NONE)\n        return 0;\n"
-    "    if (r->body != IGW_BODY_KIND_JSON)\n        return 0; /* multipart is streamed by the handler */\n"
-    "    void *out = igw_arena_alloc(a, r->body_size);\n"
-    "    if (!out) {\n"
-    "        set_error(err, IGW_ERR_FOR_INTERNAL_ROLE, IGW_JERR_NOMEM, \"out of memory\", \"\");\n"
-    "        return -1;\n    }\n"
-    "    igw_json_init(&j, body, len, a, IGW_JSON_MAX_DEPTH);\n"
-    "    if (r->decode(&j, out) == 0 && igw_json_finish(&j) == 0) {\n"
-    "        req->body = out;\n        return 0;\n    }\n"
-    "    igw_err cls = j.err == IGW_JERR_RESERVED ? IGW_ERR_FOR_RESERVED\n"
-    "                : j.err == IGW_JERR_NOMEM  ? IGW_ERR_FOR_INTERNAL_ROLE\n"
-    "                                           : IGW_ERR_FOR_DECODE;\n"
-    "    set_error(err, cls, j.err, j.reason, j.path);\n"
-    "    return -1;\n}\n\n"
-    "int igw_request_header_check(const igw_route_def *r, uint32_t index, igw_str value, igw_decode_error *err)\n{\n"
-    "    igw_json j;\n"
-    "    igw_json_init(&j, \"\", 0, NULL, 1);\n"
-    "    if (index >= r->nheaders || route_header_rule(r, index, value, &j) == 0)\n        return 0;\n"
-    "    set_error(err, IGW_ERR_FOR_DECODE, j.err, \"invalid header value\", \"\");\n"
-    "    return -1;\n}\n\n"
-    "int igw_dispatch(const igw_handler_fn handlers[IGW_ROUTE__COUNT], void *ctx, const char *method,\n"
-    "                 size_t mlen, const char *path, size_t plen, const char *content_type, size_t ctlen,\n"
-    "                 const void *body, size_t len, igw_arena *a, igw_decode_error *err)\n{\n"
-    "    igw_request req;\n"
-    "    if (igw_request_decode(&req, method, mlen, path, plen, content_type, ctlen, body, len, a, err))\n"
-    "        return -1;\n"
-    "    if (!handlers[req.route->id]) {\n"
-    "        set_error(err, IGW_ERR_FOR_INTERNAL_ROLE, IGW_JERR_NONE, \"route has no handler\", \"\");\n"
-    "        return -1;\n    }\n"
-    "    return handlers[req.route->id](ctx, &req);\n}\n";
 
 int igw_emit_c(const igw_schema *s, const char *gen_dir)
 {
@@ -987,7 +904,7 @@ int igw_emit_c(const igw_schema *s, const char *gen_dir)
     emit_header(s, &h);
 
     igw_out_banner(&c, s, "//");
-    igw_out_puts(&c, "/* api.c - see api.h. */\n#include \"api.h\"\n\n#include <string.h>\n#include <strings.h>\n\n"
+    igw_out_puts(&c, "/* api.c - see api.h. */\n#include \"api.h\"\n\n#include <string.h>\n\n"
                      "#include \"decode.h\"\n\n");
     igw_out_puts(&c, "const igw_error_class igw_error_classes[IGW_ERR__COUNT] = {\n");
     FOR(s->errors, igw_error, e) {
@@ -1007,7 +924,6 @@ int igw_emit_c(const igw_schema *s, const char *gen_dir)
         if (t->kind == IGW_T_OBJECT)
             emit_encoder(&c, t);
     emit_routes(s, &c);
-    igw_out_puts(&c, runtime_c);
 
     int rc = igw_out_save(&h, gen_dir, "api.h") | igw_out_save(&c, gen_dir, "api.c");
     igw_out_free(&h);

@@ -584,7 +584,7 @@ static void route_decl(parser *p)
         } else if (accept_kw(p, "header")) {
             igw_field *f = igw_xcalloc(1, sizeof *f);
             f->loc = p->tok.loc;
-            f->name = ident(p, "header name");
+            f->name = value(p); /* a string allows names like "X-Request-Id" */
             f->index = r->headers.n;
             f->optional = accept_kw(p, "optional");
             f->type = type_expr(p, r->name, f->name);

@@ -531,6 +531,9 @@ static void check_route(igw_schema *s, igw_route *r)
         igw_type *t = igw_type_resolve(f->type);
         if (t && t->kind != IGW_T_STRING && t->kind != IGW_T_ENUM)
             igw_diag_error(f->loc, "header '%s' must be a string or enum", f->name);
+        if (!*f->name || strspn(f->name, "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyz"
+                                            "ABCDEFGHIJKLMNOPQRSTUVWXYZ") != strlen(f->name))
+            igw_diag_error(f->loc, "header name '%s' is not an HTTP token", f->name);
         for (int j = 0; j < f_i; j++)
             if (strcasecmp(IGW_VEC_AT(r->headers, igw_field, j)->name, f->name) == 0)
                 igw_diag_error(f->loc, "duplicate header '%s'", f->name);

@@ -3,7 +3,6 @@
 #include "api.h"
 
 #include <string.h>
-#include <strings.h>
 
 #include "decode.h"
 
@@ -41,90 +40,72 @@ const igw_str igw_CommandMethod_names[IGW_CommandMethod__COUNT] = {
     {"device.propertyControl", 22},
 };
 
+static int __attribute__((unused)) lookup_CommandMethod(igw_str s)
+{
+    switch (s.len) {
+    case 11:
+        if (memcmp(s.ptr, "messageSend", 11) == 0)
+            return IGW_CommandMethod_messageSend;
+        break;
+    case 13:
+        if (memcmp(s.ptr, "device.action", 13) == 0)
+            return IGW_CommandMethod_device_action;
+        break;
+    case 15:
+        if (memcmp(s.ptr, "interaction.end", 15) == 0)
+            return IGW_CommandMethod_interaction_end;
+        break;
+    case 16:
+        if (memcmp(s.ptr, "interaction.open", 16) == 0)
+            return IGW_CommandMethod_interaction_open;
+        if (memcmp(s.ptr, "interaction.join", 16) == 0)
+            return IGW_CommandMethod_interaction_join;
+        break;
+    case 17:
+        if (memcmp(s.ptr, "interaction.leave", 17) == 0)
+            return IGW_CommandMethod_interaction_leave;
+        break;
+    case 19:
+        if (memcmp(s.ptr, "interaction.control", 19) == 0)
+            return IGW_CommandMethod_interaction_control;
+        break;
+    case 21:
+        if (memcmp(s.ptr, "interaction.subscribe", 21) == 0)
+            return IGW_CommandMethod_interaction_subscribe;
+        if (memcmp(s.ptr, "interaction.configure", 21) == 0)
+            return IGW_CommandMethod_interaction_configure;
+        break;
+    case 22:
+        if (memcmp(s.ptr, "interaction.mediaOffer", 22) == 0)
+            return IGW_CommandMethod_interaction_mediaOffer;
+        if (memcmp(s.ptr, "interaction.mediaState", 22) == 0)
+            return IGW_CommandMethod_interaction_mediaState;
+        if (memcmp(s.ptr, "device.propertyControl", 22) == 0)
+            return IGW_CommandMethod_device_propertyControl;
+        break;
+    case 24:
+        if (memcmp(s.ptr, "interaction.trackControl", 24) == 0)
+            return IGW_CommandMethod_interaction_trackControl;
+        break;
+    case 28:
+        if (memcmp(s.ptr, "interaction.processorControl", 28) == 0)
+            return IGW_CommandMethod_interaction_processorControl;
+        break;
+    default:
+        break;
+    }
+    return -1;
+}
+
 static int __attribute__((unused)) enum_CommandMethod(igw_json *j, igw_CommandMethod *out)
 {
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    switch (s.len) {
-    case 11:
-        if (memcmp(s.ptr, "messageSend", 11) == 0) {
-            *out = IGW_CommandMethod_messageSend;
-            return 0;
-        }
-        break;
-    case 13:
-        if (memcmp(s.ptr, "device.action", 13) == 0) {
-            *out = IGW_CommandMethod_device_action;
-            return 0;
-        }
-        break;
-    case 15:
-        if (memcmp(s.ptr, "interaction.end", 15) == 0) {
-            *out = IGW_CommandMethod_interaction_end;
-            return 0;
-        }
-        break;
-    case 16:
-        if (memcmp(s.ptr, "interaction.open", 16) == 0) {
-            *out = IGW_CommandMethod_interaction_open;
-            return 0;
-        }
-        if (memcmp(s.ptr, "interaction.join", 16) == 0) {
-            *out = IGW_CommandMethod_interaction_join;
-            return 0;
-        }
-        break;
-    case 17:
-        if (memcmp(s.ptr, "interaction.leave", 17) == 0) {
-            *out = IGW_CommandMethod_interaction_leave;
-            return 0;
-        }
-        break;
-    case 19:
-        if (memcmp(s.ptr, "interaction.control", 19) == 0) {
-            *out = IGW_CommandMethod_interaction_control;
-            return 0;
-        }
-        break;
-    case 21:
-        if (memcmp(s.ptr, "interaction.subscribe", 21) == 0) {
-            *out = IGW_CommandMethod_interaction_subscribe;
-            return 0;
-        }
-        if (memcmp(s.ptr, "interaction.configure", 21) == 0) {
-            *out = IGW_CommandMethod_interaction_configure;
-            return 0;
-        }
-        break;
-    case 22:
-        if (memcmp(s.ptr, "interaction.mediaOffer", 22) == 0) {
-            *out = IGW_CommandMethod_interaction_mediaOffer;
-            return 0;
-        }
-        if (memcmp(s.ptr, "interaction.mediaState", 22) == 0) {
-            *out = IGW_CommandMethod_interaction_mediaState;
-            return 0;
-        }
-        if (memcmp(s.ptr, "device.propertyControl", 22) == 0) {
-            *out = IGW_CommandMethod_device_propertyControl;
-            return 0;
-        }
-        break;
-    case 24:
-        if (memcmp(s.ptr, "interaction.trackControl", 24) == 0) {
-            *out = IGW_CommandMethod_interaction_trackControl;
-            return 0;
-        }
-        break;
-    case 28:
-        if (memcmp(s.ptr, "interaction.processorControl", 28) == 0) {
-            *out = IGW_CommandMethod_interaction_processorControl;
-            return 0;
-        }
-        break;
-    default:
-        break;
+    int v = lookup_CommandMethod(s);
+    if (v >= 0) {
+        *out = (igw_CommandMethod)v;
+        return 0;
     }
     return igw_json_fail(j, IGW_JERR_ENUM, "value is not one of: interaction.open interaction.end interaction.join interaction.leave interaction.subscribe interaction.mediaOffer interaction.mediaState interaction.trackControl interaction.configure interaction.processorControl interaction.control messageSend device.action device.propertyControl");
 }
@@ -143,32 +124,36 @@ const igw_str igw_Purpose_names[IGW_Purpose__COUNT] = {
     {"recordPlayback", 14},
 };
 
+static int __attribute__((unused)) lookup_Purpose(igw_str s)
+{
+    switch (s.len) {
+    case 7:
+        if (memcmp(s.ptr, "ipcTalk", 7) == 0)
+            return IGW_Purpose_ipcTalk;
+        break;
+    case 11:
+        if (memcmp(s.ptr, "ipcLiveView", 11) == 0)
+            return IGW_Purpose_ipcLiveView;
+        break;
+    case 14:
+        if (memcmp(s.ptr, "recordPlayback", 14) == 0)
+            return IGW_Purpose_recordPlayback;
+        break;
+    default:
+        break;
+    }
+    return -1;
+}
+
 static int __attribute__((unused)) enum_Purpose(igw_json *j, igw_Purpose *out)
 {
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    switch (s.len) {
-    case 7:
-        if (memcmp(s.ptr, "ipcTalk", 7) == 0) {
-            *out = IGW_Purpose_ipcTalk;
-            return 0;
-        }
-        break;
-    case 11:
-        if (memcmp(s.ptr, "ipcLiveView", 11) == 0) {
-            *out = IGW_Purpose_ipcLiveView;
-            return 0;
-        }
-        break;
-    case 14:
-        if (memcmp(s.ptr, "recordPlayback", 14) == 0) {
-            *out = IGW_Purpose_recordPlayback;
-            return 0;
-        }
-        break;
-    default:
-        break;
+    int v = lookup_Purpose(s);
+    if (v >= 0) {
+        *out = (igw_Purpose)v;
+        return 0;
     }
     return igw_json_fail(j, IGW_JERR_ENUM, "value is not one of: ipcLiveView ipcTalk recordPlayback");
 }
@@ -186,24 +171,30 @@ const igw_str igw_CallType_names[IGW_CallType__COUNT] = {
     {"video", 5},
 };
 
+static int __attribute__((unused)) lookup_CallType(igw_str s)
+{
+    switch (s.len) {
+    case 5:
+        if (memcmp(s.ptr, "voice", 5) == 0)
+            return IGW_CallType_voice;
+        if (memcmp(s.ptr, "video", 5) == 0)
+            return IGW_CallType_video;
+        break;
+    default:
+        break;
+    }
+    return -1;
+}
+
 static int __attribute__((unused)) enum_CallType(igw_json *j, igw_CallType *out)
 {
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    switch (s.len) {
-    case 5:
-        if (memcmp(s.ptr, "voice", 5) == 0) {
-            *out = IGW_CallType_voice;
-            return 0;
-        }
-        if (memcmp(s.ptr, "video", 5) == 0) {
-            *out = IGW_CallType_video;
-            return 0;
-        }
-        break;
-    default:
-        break;
+    int v = lookup_CallType(s);
+    if (v >= 0) {
+        *out = (igw_CallType)v;
+        return 0;
     }
     return igw_json_fail(j, IGW_JERR_ENUM, "value is not one of: voice video");
 }
@@ -221,26 +212,32 @@ const igw_str igw_EndReason_names[IGW_EndReason__COUNT] = {
     {"userStopped", 11},
 };
 
+static int __attribute__((unused)) lookup_EndReason(igw_str s)
+{
+    switch (s.len) {
+    case 10:
+        if (memcmp(s.ptr, "userHangup", 10) == 0)
+            return IGW_EndReason_userHangup;
+        break;
+    case 11:
+        if (memcmp(s.ptr, "userStopped", 11) == 0)
+            return IGW_EndReason_userStopped;
+        break;
+    default:
+        break;
+    }
+    return -1;
+}
+
 static int __attribute__((unused)) enum_EndReason(igw_json *j, igw_EndReason *out)
 {
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    switch (s.len) {
-    case 10:
-        if (memcmp(s.ptr, "userHangup", 10) == 0) {
-            *out = IGW_EndReason_userHangup;
-            return 0;
-        }
-        break;
-    case 11:
-        if (memcmp(s.ptr, "userStopped", 11) == 0) {
-            *out = IGW_EndReason_userStopped;
-            return 0;
-        }
-        break;
-    default:
-        break;
+    int v = lookup_EndReason(s);
+    if (v >= 0) {
+        *out = (igw_EndReason)v;
+        return 0;
     }
     return igw_json_fail(j, IGW_JERR_ENUM, "value is not one of: userHangup userStopped");
 }
@@ -258,24 +255,30 @@ const igw_str igw_IceMode_names[IGW_IceMode__COUNT] = {
     {"lite", 4},
 };
 
+static int __attribute__((unused)) lookup_IceMode(igw_str s)
+{
+    switch (s.len) {
+    case 4:
+        if (memcmp(s.ptr, "full", 4) == 0)
+            return IGW_IceMode_full;
+        if (memcmp(s.ptr, "lite", 4) == 0)
+            return IGW_IceMode_lite;
+        break;
+    default:
+        break;
+    }
+    return -1;
+}
+
 static int __attribute__((unused)) enum_IceMode(igw_json *j, igw_IceMode *out)
 {
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    switch (s.len) {
-    case 4:
-        if (memcmp(s.ptr, "full", 4) == 0) {
-            *out = IGW_IceMode_full;
-            return 0;
-        }
-        if (memcmp(s.ptr, "lite", 4) == 0) {
-            *out = IGW_IceMode_lite;
-            return 0;
-        }
-        break;
-    default:
-        break;
+    int v = lookup_IceMode(s);
+    if (v >= 0) {
+        *out = (igw_IceMode)v;
+        return 0;
     }
     return igw_json_fail(j, IGW_JERR_ENUM, "value is not one of: full lite");
 }
@@ -296,42 +299,42 @@ const igw_str igw_MediaPeerState_names[IGW_MediaPeerState__COUNT] = {
     {"closed", 6},
 };
 
+static int __attribute__((unused)) lookup_MediaPeerState(igw_str s)
+{
+    switch (s.len) {
+    case 6:
+        if (memcmp(s.ptr, "failed", 6) == 0)
+            return IGW_MediaPeerState_failed;
+        if (memcmp(s.ptr, "closed", 6) == 0)
+            return IGW_MediaPeerState_closed;
+        break;
+    case 9:
+        if (memcmp(s.ptr, "connected", 9) == 0)
+            return IGW_MediaPeerState_connected;
+        break;
+    case 10:
+        if (memcmp(s.ptr, "connecting", 10) == 0)
+            return IGW_MediaPeerState_connecting;
+        break;
+    case 12:
+        if (memcmp(s.ptr, "disconnected", 12) == 0)
+            return IGW_MediaPeerState_disconnected;
+        break;
+    default:
+        break;
+    }
+    return -1;
+}
+
 static int __attribute__((unused)) enum_MediaPeerState(igw_json *j, igw_MediaPeerState *out)
 {
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    switch (s.len) {
-    case 6:
-        if (memcmp(s.ptr, "failed", 6) == 0) {
-            *out = IGW_MediaPeerState_failed;
-            return 0;
-        }
-        if (memcmp(s.ptr, "closed", 6) == 0) {
-            *out = IGW_MediaPeerState_closed;
-            return 0;
-        }
-        break;
-    case 9:
-        if (memcmp(s.ptr, "connected", 9) == 0) {
-            *out = IGW_MediaPeerState_connected;
-            return 0;
-        }
-        break;
-    case 10:
-        if (memcmp(s.ptr, "connecting", 10) == 0) {
-            *out = IGW_MediaPeerState_connecting;
-            return 0;
-        }
-        break;
-    case 12:
-        if (memcmp(s.ptr, "disconnected", 12) == 0) {
-            *out = IGW_MediaPeerState_disconnected;
-            return 0;
-        }
-        break;
-    default:
-        break;
+    int v = lookup_MediaPeerState(s);
+    if (v >= 0) {
+        *out = (igw_MediaPeerState)v;
+        return 0;
     }
     return igw_json_fail(j, IGW_JERR_ENUM, "value is not one of: connecting connected disconnected failed closed");
 }
@@ -353,50 +356,48 @@ const igw_str igw_TrackOperation_names[IGW_TrackOperation__COUNT] = {
     {"stop", 4},
 };
 
+static int __attribute__((unused)) lookup_TrackOperation(igw_str s)
+{
+    switch (s.len) {
+    case 4:
+        if (memcmp(s.ptr, "stop", 4) == 0)
+            return IGW_TrackOperation_stop;
+        break;
+    case 5:
+        if (memcmp(s.ptr, "pause", 5) == 0)
+            return IGW_TrackOperation_pause;
+        break;
+    case 6:
+        if (memcmp(s.ptr, "resume", 6) == 0)
+            return IGW_TrackOperation_resume;
+        break;
+    case 7:
+        if (memcmp(s.ptr, "publish", 7) == 0)
+            return IGW_TrackOperation_publish;
+        break;
+    case 9:
+        if (memcmp(s.ptr, "subscribe", 9) == 0)
+            return IGW_TrackOperation_subscribe;
+        break;
+    case 11:
+        if (memcmp(s.ptr, "unsubscribe", 11) == 0)
+            return IGW_TrackOperation_unsubscribe;
+        break;
+    default:
+        break;
+    }
+    return -1;
+}
+
 static int __attribute__((unused)) enum_TrackOperation(igw_json *j, igw_TrackOperation *out)
 {
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    switch (s.len) {
-    case 4:
-        if (memcmp(s.ptr, "stop", 4) == 0) {
-            *out = IGW_TrackOperation_stop;
-            return 0;
-        }
-        break;
-    case 5:
-        if (memcmp(s.ptr, "pause", 5) == 0) {
-            *out = IGW_TrackOperation_pause;
-            return 0;
-        }
-        break;
-    case 6:
-        if (memcmp(s.ptr, "resume", 6) == 0) {
-            *out = IGW_TrackOperation_resume;
-            return 0;
-        }
-        break;
-    case 7:
-        if (memcmp(s.ptr, "publish", 7) == 0) {
-            *out = IGW_TrackOperation_publish;
-            return 0;
-        }
-        break;
-    case 9:
-        if (memcmp(s.ptr, "subscribe", 9) == 0) {
-            *out = IGW_TrackOperation_subscribe;
-            return 0;
-        }
-        break;
-    case 11:
-        if (memcmp(s.ptr, "unsubscribe", 11) == 0) {
-            *out = IGW_TrackOperation_unsubscribe;
-            return 0;
-        }
-        break;
-    default:
-        break;
+    int v = lookup_TrackOperation(s);
+    if (v >= 0) {
+        *out = (igw_TrackOperation)v;
+        return 0;
     }
     return igw_json_fail(j, IGW_JERR_ENUM, "value is not one of: subscribe unsubscribe pause resume publish stop");
 }
@@ -414,26 +415,32 @@ const igw_str igw_Processor_names[IGW_Processor__COUNT] = {
     {"aiAssist", 8},
 };
 
+static int __attribute__((unused)) lookup_Processor(igw_str s)
+{
+    switch (s.len) {
+    case 8:
+        if (memcmp(s.ptr, "aiAssist", 8) == 0)
+            return IGW_Processor_aiAssist;
+        break;
+    case 11:
+        if (memcmp(s.ptr, "translation", 11) == 0)
+            return IGW_Processor_translation;
+        break;
+    default:
+        break;
+    }
+    return -1;
+}
+
 static int __attribute__((unused)) enum_Processor(igw_json *j, igw_Processor *out)
 {
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    switch (s.len) {
-    case 8:
-        if (memcmp(s.ptr, "aiAssist", 8) == 0) {
-            *out = IGW_Processor_aiAssist;
-            return 0;
-        }
-        break;
-    case 11:
-        if (memcmp(s.ptr, "translation", 11) == 0) {
-            *out = IGW_Processor_translation;
-            return 0;
-        }
-        break;
-    default:
-        break;
+    int v = lookup_Processor(s);
+    if (v >= 0) {
+        *out = (igw_Processor)v;
+        return 0;
     }
     return igw_json_fail(j, IGW_JERR_ENUM, "value is not one of: translation aiAssist");
 }
@@ -451,24 +458,30 @@ const igw_str igw_ProcessorOperation_names[IGW_ProcessorOperation__COUNT] = {
     {"detach", 6},
 };
 
+static int __attribute__((unused)) lookup_ProcessorOperation(igw_str s)
+{
+    switch (s.len) {
+    case 6:
+        if (memcmp(s.ptr, "attach", 6) == 0)
+            return IGW_ProcessorOperation_attach;
+        if (memcmp(s.ptr, "detach", 6) == 0)
+            return IGW_ProcessorOperation_detach;
+        break;
+    default:
+        break;
+    }
+    return -1;
+}
+
 static int __attribute__((unused)) enum_ProcessorOperation(igw_json *j, igw_ProcessorOperation *out)
 {
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    switch (s.len) {
-    case 6:
-        if (memcmp(s.ptr, "attach", 6) == 0) {
-            *out = IGW_ProcessorOperation_attach;
-            return 0;
-        }
-        if (memcmp(s.ptr, "detach", 6) == 0) {
-            *out = IGW_ProcessorOperation_detach;
-            return 0;
-        }
-        break;
-    default:
-        break;
+    int v = lookup_ProcessorOperation(s);
+    if (v >= 0) {
+        *out = (igw_ProcessorOperation)v;
+        return 0;
     }
     return igw_json_fail(j, IGW_JERR_ENUM, "value is not one of: attach detach");
 }
@@ -488,38 +501,40 @@ const igw_str igw_ControlOperation_names[IGW_ControlOperation__COUNT] = {
     {"endpointControl", 15},
 };
 
+static int __attribute__((unused)) lookup_ControlOperation(igw_str s)
+{
+    switch (s.len) {
+    case 6:
+        if (memcmp(s.ptr, "accept", 6) == 0)
+            return IGW_ControlOperation_accept;
+        break;
+    case 7:
+        if (memcmp(s.ptr, "decline", 7) == 0)
+            return IGW_ControlOperation_decline;
+        break;
+    case 8:
+        if (memcmp(s.ptr, "handover", 8) == 0)
+            return IGW_ControlOperation_handover;
+        break;
+    case 15:
+        if (memcmp(s.ptr, "endpointControl", 15) == 0)
+            return IGW_ControlOperation_endpointControl;
+        break;
+    default:
+        break;
+    }
+    return -1;
+}
+
 static int __attribute__((unused)) enum_ControlOperation(igw_json *j, igw_ControlOperation *out)
 {
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    switch (s.len) {
-    case 6:
-        if (memcmp(s.ptr, "accept", 6) == 0) {
-            *out = IGW_ControlOperation_accept;
-            return 0;
-        }
-        break;
-    case 7:
-        if (memcmp(s.ptr, "decline", 7) == 0) {
-            *out = IGW_ControlOperation_decline;
-            return 0;
-        }
-        break;
-    case 8:
-        if (memcmp(s.ptr, "handover", 8) == 0) {
-            *out = IGW_ControlOperation_handover;
-            return 0;
-        }
-        break;
-    case 15:
-        if (memcmp(s.ptr, "endpointControl", 15) == 0) {
-            *out = IGW_ControlOperation_endpointControl;
-            return 0;
-        }
-        break;
-    default:
-        break;
+    int v = lookup_ControlOperation(s);
+    if (v >= 0) {
+        *out = (igw_ControlOperation)v;
+        return 0;
     }
     return igw_json_fail(j, IGW_JERR_ENUM, "value is not one of: accept decline handover endpointControl");
 }
@@ -537,26 +552,32 @@ const igw_str igw_MessageKind_names[IGW_MessageKind__COUNT] = {
     {"voiceMessage", 12},
 };
 
+static int __attribute__((unused)) lookup_MessageKind(igw_str s)
+{
+    switch (s.len) {
+    case 9:
+        if (memcmp(s.ptr, "broadcast", 9) == 0)
+            return IGW_MessageKind_broadcast;
+        break;
+    case 12:
+        if (memcmp(s.ptr, "voiceMessage", 12) == 0)
+            return IGW_MessageKind_voiceMessage;
+        break;
+    default:
+        break;
+    }
+    return -1;
+}
+
 static int __attribute__((unused)) enum_MessageKind(igw_json *j, igw_MessageKind *out)
 {
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    switch (s.len) {
-    case 9:
-        if (memcmp(s.ptr, "broadcast", 9) == 0) {
-            *out = IGW_MessageKind_broadcast;
-            return 0;
-        }
-        break;
-    case 12:
-        if (memcmp(s.ptr, "voiceMessage", 12) == 0) {
-            *out = IGW_MessageKind_voiceMessage;
-            return 0;
-        }
-        break;
-    default:
-        break;
+    int v = lookup_MessageKind(s);
+    if (v >= 0) {
+        *out = (igw_MessageKind)v;
+        return 0;
     }
     return igw_json_fail(j, IGW_JERR_ENUM, "value is not one of: broadcast voiceMessage");
 }
@@ -573,20 +594,28 @@ const igw_str igw_ConsentScope_names[IGW_ConsentScope__COUNT] = {
     {"cameraAI", 8},
 };
 
+static int __attribute__((unused)) lookup_ConsentScope(igw_str s)
+{
+    switch (s.len) {
+    case 8:
+        if (memcmp(s.ptr, "cameraAI", 8) == 0)
+            return IGW_ConsentScope_cameraAI;
+        break;
+    default:
+        break;
+    }
+    return -1;
+}
+
 static int __attribute__((unused)) enum_ConsentScope(igw_json *j, igw_ConsentScope *out)
 {
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    switch (s.len) {
-    case 8:
-        if (memcmp(s.ptr, "cameraAI", 8) == 0) {
-            *out = IGW_ConsentScope_cameraAI;
-            return 0;
-        }
-        break;
-    default:
-        break;
+    int v = lookup_ConsentScope(s);
+    if (v >= 0) {
+        *out = (igw_ConsentScope)v;
+        return 0;
     }
     return igw_json_fail(j, IGW_JERR_ENUM, "value is not one of: cameraAI");
 }
@@ -603,20 +632,28 @@ const igw_str igw_ResultMethod_names[IGW_ResultMethod__COUNT] = {
     {"interaction.result", 18},
 };
 
+static int __attribute__((unused)) lookup_ResultMethod(igw_str s)
+{
+    switch (s.len) {
+    case 18:
+        if (memcmp(s.ptr, "interaction.result", 18) == 0)
+            return IGW_ResultMethod_interaction_result;
+        break;
+    default:
+        break;
+    }
+    return -1;
+}
+
 static int __attribute__((unused)) enum_ResultMethod(igw_json *j, igw_ResultMethod *out)
 {
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    switch (s.len) {
-    case 18:
-        if (memcmp(s.ptr, "interaction.result", 18) == 0) {
-            *out = IGW_ResultMethod_interaction_result;
-            return 0;
-        }
-        break;
-    default:
-        break;
+    int v = lookup_ResultMethod(s);
+    if (v >= 0) {
+        *out = (igw_ResultMethod)v;
+        return 0;
     }
     return igw_json_fail(j, IGW_JERR_ENUM, "value is not one of: interaction.result");
 }
@@ -633,20 +670,28 @@ const igw_str igw_StateMethod_names[IGW_StateMethod__COUNT] = {
     {"interaction.state", 17},
 };
 
+static int __attribute__((unused)) lookup_StateMethod(igw_str s)
+{
+    switch (s.len) {
+    case 17:
+        if (memcmp(s.ptr, "interaction.state", 17) == 0)
+            return IGW_StateMethod_interaction_state;
+        break;
+    default:
+        break;
+    }
+    return -1;
+}
+
 static int __attribute__((unused)) enum_StateMethod(igw_json *j, igw_StateMethod *out)
 {
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    switch (s.len) {
-    case 17:
-        if (memcmp(s.ptr, "interaction.state", 17) == 0) {
-            *out = IGW_StateMethod_interaction_state;
-            return 0;
-        }
-        break;
-    default:
-        break;
+    int v = lookup_StateMethod(s);
+    if (v >= 0) {
+        *out = (igw_StateMethod)v;
+        return 0;
     }
     return igw_json_fail(j, IGW_JERR_ENUM, "value is not one of: interaction.state");
 }
@@ -665,32 +710,36 @@ const igw_str igw_SessionState_names[IGW_SessionState__COUNT] = {
     {"ended", 5},
 };
 
+static int __attribute__((unused)) lookup_SessionState(igw_str s)
+{
+    switch (s.len) {
+    case 5:
+        if (memcmp(s.ptr, "ended", 5) == 0)
+            return IGW_SessionState_ended;
+        break;
+    case 7:
+        if (memcmp(s.ptr, "invited", 7) == 0)
+            return IGW_SessionState_invited;
+        break;
+    case 11:
+        if (memcmp(s.ptr, "established", 11) == 0)
+            return IGW_SessionState_established;
+        break;
+    default:
+        break;
+    }
+    return -1;
+}
+
 static int __attribute__((unused)) enum_SessionState(igw_json *j, igw_SessionState *out)
 {
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    switch (s.len) {
-    case 5:
-        if (memcmp(s.ptr, "ended", 5) == 0) {
-            *out = IGW_SessionState_ended;
-            return 0;
-        }
-        break;
-    case 7:
-        if (memcmp(s.ptr, "invited", 7) == 0) {
-            *out = IGW_SessionState_invited;
-            return 0;
-        }
-        break;
-    case 11:
-        if (memcmp(s.ptr, "established", 11) == 0) {
-            *out = IGW_SessionState_established;
-            return 0;
-        }
-        break;
-    default:
-        break;
+    int v = lookup_SessionState(s);
+    if (v >= 0) {
+        *out = (igw_SessionState)v;
+        return 0;
     }
     return igw_json_fail(j, IGW_JERR_ENUM, "value is not one of: invited established ended");
 }
@@ -708,26 +757,32 @@ const igw_str igw_AudioOperation_names[IGW_AudioOperation__COUNT] = {
     {"set", 3},
 };
 
+static int __attribute__((unused)) lookup_AudioOperation(igw_str s)
+{
+    switch (s.len) {
+    case 3:
+        if (memcmp(s.ptr, "set", 3) == 0)
+            return IGW_AudioOperation_set;
+        break;
+    case 4:
+        if (memcmp(s.ptr, "read", 4) == 0)
+            return IGW_AudioOperation_read;
+        break;
+    default:
+        break;
+    }
+    return -1;
+}
+
 static int __attribute__((unused)) enum_AudioOperation(igw_json *j, igw_AudioOperation *out)
 {
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    switch (s.len) {
-    case 3:
-        if (memcmp(s.ptr, "set", 3) == 0) {
-            *out = IGW_AudioOperation_set;
-            return 0;
-        }
-        break;
-    case 4:
-        if (memcmp(s.ptr, "read", 4) == 0) {
-            *out = IGW_AudioOperation_read;
-            return 0;
-        }
-        break;
-    default:
-        break;
+    int v = lookup_AudioOperation(s);
+    if (v >= 0) {
+        *out = (igw_AudioOperation)v;
+        return 0;
     }
     return igw_json_fail(j, IGW_JERR_ENUM, "value is not one of: read set");
 }
@@ -1841,14 +1896,15 @@ int igw_decode_ProcessorControlParams(igw_json *j, igw_ProcessorControlParams *o
                 int more0;
                 if (igw_json_array_begin(j))
                     return -1;
+                uint32_t cap0 = 0;
                 o->sourceTrackIds.n = 0;
-                o->sourceTrackIds.v = igw_arena_alloc(j->arena, 8 * sizeof *o->sourceTrackIds.v);
-                if (!o->sourceTrackIds.v)
-                    return igw_json_fail(j, IGW_JERR_NOMEM, "out of memory");
+                o->sourceTrackIds.v = NULL;
                 while ((more0 = igw_json_array_next(j)) == 1) {
                     igw_json_push_index(j, o->sourceTrackIds.n);
                     if (o->sourceTrackIds.n == 8)
                         return igw_json_fail(j, IGW_JERR_LENGTH, "more than 8 items");
+                    if (o->sourceTrackIds.n == cap0 && !(o->sourceTrackIds.v = igw_decode_grow(j, o->sourceTrackIds.v, o->sourceTrackIds.n, &cap0, 8, sizeof *o->sourceTrackIds.v)))
+                        return -1;
                     if (igw_json_string(j, &o->sourceTrackIds.v[o->sourceTrackIds.n]) || igw_decode_string_rules(j, o->sourceTrackIds.v[o->sourceTrackIds.n], 1, 64, 3))
                         return -1;
                     for (uint32_t u = 0; u < o->sourceTrackIds.n; u++)
@@ -1868,14 +1924,15 @@ int igw_decode_ProcessorControlParams(igw_json *j, igw_ProcessorControlParams *o
                 int more1;
                 if (igw_json_array_begin(j))
                     return -1;
+                uint32_t cap1 = 0;
                 o->consentIds.n = 0;
-                o->consentIds.v = igw_arena_alloc(j->arena, 8 * sizeof *o->consentIds.v);
-                if (!o->consentIds.v)
-                    return igw_json_fail(j, IGW_JERR_NOMEM, "out of memory");
+                o->consentIds.v = NULL;
                 while ((more1 = igw_json_array_next(j)) == 1) {
                     igw_json_push_index(j, o->consentIds.n);
                     if (o->consentIds.n == 8)
                         return igw_json_fail(j, IGW_JERR_LENGTH, "more than 8 items");
+                    if (o->consentIds.n == cap1 && !(o->consentIds.v = igw_decode_grow(j, o->consentIds.v, o->consentIds.n, &cap1, 8, sizeof *o->consentIds.v)))
+                        return -1;
                     if (igw_json_string(j, &o->consentIds.v[o->consentIds.n]) || igw_decode_string_rules(j, o->consentIds.v[o->consentIds.n], 1, 64, 3))
                         return -1;
                     for (uint32_t u = 0; u < o->consentIds.n; u++)
@@ -3131,14 +3188,15 @@ int igw_decode_ResultData(igw_json *j, igw_ResultData *o)
                 int more2;
                 if (igw_json_array_begin(j))
                     return -1;
+                uint32_t cap2 = 0;
                 o->remaining.n = 0;
-                o->remaining.v = igw_arena_alloc(j->arena, 256 * sizeof *o->remaining.v);
-                if (!o->remaining.v)
-                    return igw_json_fail(j, IGW_JERR_NOMEM, "out of memory");
+                o->remaining.v = NULL;
                 while ((more2 = igw_json_array_next(j)) == 1) {
                     igw_json_push_index(j, o->remaining.n);
                     if (o->remaining.n == 256)
                         return igw_json_fail(j, IGW_JERR_LENGTH, "more than 256 items");
+                    if (o->remaining.n == cap2 && !(o->remaining.v = igw_decode_grow(j, o->remaining.v, o->remaining.n, &cap2, 256, sizeof *o->remaining.v)))
+                        return -1;
                     if (igw_json_string(j, &o->remaining.v[o->remaining.n]) || igw_decode_string_rules(j, o->remaining.v[o->remaining.n], 1, 16, 1))
                         return -1;
                     igw_json_pop(j);
@@ -3735,14 +3793,15 @@ int igw_decode_EventsData(igw_json *j, igw_EventsData *o)
                 int more3;
                 if (igw_json_array_begin(j))
                     return -1;
+                uint32_t cap3 = 0;
                 o->list.n = 0;
-                o->list.v = igw_arena_alloc(j->arena, 32 * sizeof *o->list.v);
-                if (!o->list.v)
-                    return igw_json_fail(j, IGW_JERR_NOMEM, "out of memory");
+                o->list.v = NULL;
                 while ((more3 = igw_json_array_next(j)) == 1) {
                     igw_json_push_index(j, o->list.n);
                     if (o->list.n == 32)
                         return igw_json_fail(j, IGW_JERR_LENGTH, "more than 32 items");
+                    if (o->list.n == cap3 && !(o->list.v = igw_decode_grow(j, o->list.v, o->list.n, &cap3, 32, sizeof *o->list.v)))
+                        return -1;
                     if (igw_decode_EventItem(j, &o->list.v[o->list.n]))
                         return -1;
                     igw_json_pop(j);
@@ -3811,14 +3870,15 @@ int igw_decode_AckRequest(igw_json *j, igw_AckRequest *o)
                 int more4;
                 if (igw_json_array_begin(j))
                     return -1;
+                uint32_t cap4 = 0;
                 o->deliveryIds.n = 0;
-                o->deliveryIds.v = igw_arena_alloc(j->arena, 32 * sizeof *o->deliveryIds.v);
-                if (!o->deliveryIds.v)
-                    return igw_json_fail(j, IGW_JERR_NOMEM, "out of memory");
+                o->deliveryIds.v = NULL;
                 while ((more4 = igw_json_array_next(j)) == 1) {
                     igw_json_push_index(j, o->deliveryIds.n);
                     if (o->deliveryIds.n == 32)
                         return igw_json_fail(j, IGW_JERR_LENGTH, "more than 32 items");
+                    if (o->deliveryIds.n == cap4 && !(o->deliveryIds.v = igw_decode_grow(j, o->deliveryIds.v, o->deliveryIds.n, &cap4, 32, sizeof *o->deliveryIds.v)))
+                        return -1;
                     if (igw_json_string(j, &o->deliveryIds.v[o->deliveryIds.n]) || igw_decode_string_rules(j, o->deliveryIds.v[o->deliveryIds.n], 1, 64, 3))
                         return -1;
                     for (uint32_t u = 0; u < o->deliveryIds.n; u++)
@@ -4328,14 +4388,15 @@ int igw_decode_RecordingsData(igw_json *j, igw_RecordingsData *o)
                 int more5;
                 if (igw_json_array_begin(j))
                     return -1;
+                uint32_t cap5 = 0;
                 o->list.n = 0;
-                o->list.v = igw_arena_alloc(j->arena, 32 * sizeof *o->list.v);
-                if (!o->list.v)
-                    return igw_json_fail(j, IGW_JERR_NOMEM, "out of memory");
+                o->list.v = NULL;
                 while ((more5 = igw_json_array_next(j)) == 1) {
                     igw_json_push_index(j, o->list.n);
                     if (o->list.n == 32)
                         return igw_json_fail(j, IGW_JERR_LENGTH, "more than 32 items");
+                    if (o->list.n == cap5 && !(o->list.v = igw_decode_grow(j, o->list.v, o->list.n, &cap5, 32, sizeof *o->list.v)))
+                        return -1;
                     if (igw_decode_RecordingEntry(j, &o->list.v[o->list.n]))
                         return -1;
                     igw_json_pop(j);
@@ -5349,150 +5410,291 @@ void igw_encode_AudioAccessRecord(igw_jw *w, const igw_AudioAccessRecord *o)
 
 static int route_decode_consent_create(igw_json *j, void *out) { return igw_decode_ConsentCreate(j, out); }
 static void route_encode_consent_create(igw_jw *w, const void *in) { igw_encode_ConsentCreate(w, in); }
-static const igw_err route_errors_consent_create[] = {IGW_ERR_PARAMETER, IGW_ERR_UNAUTHENTICATED, IGW_ERR_PERMISSION, IGW_ERR_NOT_FOUND, IGW_ERR_CONFLICT, IGW_ERR_TOO_LARGE, IGW_ERR_MEDIA_TYPE, IGW_ERR_UNAVAILABLE, IGW_ERR_UNKNOWN_OUTCOME, IGW_ERR_INTERNAL};
+
+static const int errors_consent_create[] = {IGW_ERR_PARAMETER, IGW_ERR_UNAUTHENTICATED, IGW_ERR_PERMISSION, IGW_ERR_NOT_FOUND, IGW_ERR_CONFLICT, IGW_ERR_TOO_LARGE, IGW_ERR_MEDIA_TYPE, IGW_ERR_UNAVAILABLE, IGW_ERR_UNKNOWN_OUTCOME, IGW_ERR_INTERNAL};
 
 static int route_decode_consent_get_one(igw_json *j, void *out) { return igw_decode_ConsentGetOne(j, out); }
 static void route_encode_consent_get_one(igw_jw *w, const void *in) { igw_encode_ConsentGetOne(w, in); }
-static const igw_err route_errors_consent_get_one[] = {IGW_ERR_PARAMETER, IGW_ERR_UNAUTHENTICATED, IGW_ERR_NOT_FOUND, IGW_ERR_TOO_LARGE, IGW_ERR_MEDIA_TYPE, IGW_ERR_UNAVAILABLE, IGW_ERR_INTERNAL};
+
+static const int errors_consent_get_one[] = {IGW_ERR_PARAMETER, IGW_ERR_UNAUTHENTICATED, IGW_ERR_NOT_FOUND, IGW_ERR_TOO_LARGE, IGW_ERR_MEDIA_TYPE, IGW_ERR_UNAVAILABLE, IGW_ERR_INTERNAL};
 
 static int route_decode_consent_revoke(igw_json *j, void *out) { return igw_decode_ConsentRevoke(j, out); }
 static void route_encode_consent_revoke(igw_jw *w, const void *in) { igw_encode_ConsentRevoke(w, in); }
-static const igw_err route_errors_consent_revoke[] = {IGW_ERR_PARAMETER, IGW_ERR_UNAUTHENTICATED, IGW_ERR_NOT_FOUND, IGW_ERR_CONFLICT, IGW_ERR_TOO_LARGE, IGW_ERR_MEDIA_TYPE, IGW_ERR_UNAVAILABLE, IGW_ERR_INTERNAL};
+
+static const int errors_consent_revoke[] = {IGW_ERR_PARAMETER, IGW_ERR_UNAUTHENTICATED, IGW_ERR_NOT_FOUND, IGW_ERR_CONFLICT, IGW_ERR_TOO_LARGE, IGW_ERR_MEDIA_TYPE, IGW_ERR_UNAVAILABLE, IGW_ERR_INTERNAL};
 
 static int route_decode_device_send(igw_json *j, void *out) { return igw_decode_DeviceMessage(j, out); }
 static void route_encode_device_send(igw_jw *w, const void *in) { igw_encode_DeviceMessage(w, in); }
-static const char *const route_params_device_send[] = {"handle", "type"};
-static const char *const route_headers_device_send[] = {"productid", "devicename"};
-static const igw_err route_errors_device_send[] = {IGW_ERR_PARAMETER, IGW_ERR_UNAUTHENTICATED, IGW_ERR_PERMISSION, IGW_ERR_NOT_FOUND, IGW_ERR_TOO_LARGE, IGW_ERR_MEDIA_TYPE, IGW_ERR_UNAVAILABLE, IGW_ERR_INTERNAL};
 
-static const char *const route_parts_device_upload[] = {"file"};
-static const char *const route_headers_device_upload[] = {"productid", "devicename"};
-static const igw_err route_errors_device_upload[] = {IGW_ERR_PARAMETER, IGW_ERR_UNAUTHENTICATED, IGW_ERR_PERMISSION, IGW_ERR_TOO_LARGE, IGW_ERR_MEDIA_TYPE, IGW_ERR_UNAVAILABLE, IGW_ERR_INTERNAL};
+static int text_device_send_param_0(igw_json *j, igw_str v)
+{
+    if (igw_decode_text(j, v))
+        return -1;
+    return igw_decode_string_rules(j, v, 1, 16, 3);
+}
 
-static const igw_err route_errors_endpoints_register[] = {IGW_ERR_PARAMETER, IGW_ERR_UNAUTHENTICATED, IGW_ERR_PERMISSION, IGW_ERR_TOO_LARGE, IGW_ERR_UNAVAILABLE, IGW_ERR_INTERNAL};
+static int text_device_send_param_1(igw_json *j, igw_str v)
+{
+    if (igw_decode_text(j, v))
+        return -1;
+    return igw_decode_string_rules(j, v, 1, 32, 3);
+}
+
+static const char *const params_device_send[] = {"handle", "type"};
+static const igw_text_check_fn param_checks_device_send[] = {text_device_send_param_0, text_device_send_param_1};
+static const char *const param_reasons_device_send[] = {"invalid path parameter handle", "invalid path parameter type"};
+
+static int text_device_send_header_0(igw_json *j, igw_str v)
+{
+    if (igw_decode_text(j, v))
+        return -1;
+    return igw_decode_string_rules(j, v, 1, 64, 3);
+}
+
+static int text_device_send_header_1(igw_json *j, igw_str v)
+{
+    if (igw_decode_text(j, v))
+        return -1;
+    return igw_decode_string_rules(j, v, 1, 64, 3);
+}
+
+static const char *const headers_device_send[] = {"productid", "devicename"};
+static const igw_text_check_fn header_checks_device_send[] = {text_device_send_header_0, text_device_send_header_1};
+static const char *const header_reasons_device_send[] = {"invalid value of header productID", "invalid value of header deviceName"};
+static const char *const header_missing_device_send[] = {"missing header productID", "missing header deviceName"};
+
+static const int errors_device_send[] = {IGW_ERR_PARAMETER, IGW_ERR_UNAUTHENTICATED, IGW_ERR_PERMISSION, IGW_ERR_NOT_FOUND, IGW_ERR_TOO_LARGE, IGW_ERR_MEDIA_TYPE, IGW_ERR_UNAVAILABLE, IGW_ERR_INTERNAL};
+
+static int text_device_upload_header_0(igw_json *j, igw_str v)
+{
+    if (igw_decode_text(j, v))
+        return -1;
+    return igw_decode_string_rules(j, v, 1, 64, 3);
+}
+
+static int text_device_upload_header_1(igw_json *j, igw_str v)
+{
+    if (igw_decode_text(j, v))
+        return -1;
+    return igw_decode_string_rules(j, v, 1, 64, 3);
+}
+
+static const char *const headers_device_upload[] = {"productid", "devicename"};
+static const igw_text_check_fn header_checks_device_upload[] = {text_device_upload_header_0, text_device_upload_header_1};
+static const char *const header_reasons_device_upload[] = {"invalid value of header productID", "invalid value of header deviceName"};
+static const char *const header_missing_device_upload[] = {"missing header productID", "missing header deviceName"};
+
+static const char *const parts_device_upload[] = {"file"};
+static const int errors_device_upload[] = {IGW_ERR_PARAMETER, IGW_ERR_UNAUTHENTICATED, IGW_ERR_PERMISSION, IGW_ERR_TOO_LARGE, IGW_ERR_MEDIA_TYPE, IGW_ERR_UNAVAILABLE, IGW_ERR_INTERNAL};
+
+static const int errors_endpoints_register[] = {IGW_ERR_PARAMETER, IGW_ERR_UNAUTHENTICATED, IGW_ERR_PERMISSION, IGW_ERR_TOO_LARGE, IGW_ERR_UNAVAILABLE, IGW_ERR_INTERNAL};
 
 static int route_decode_events_pull(igw_json *j, void *out) { return igw_decode_EventsRequest(j, out); }
 static void route_encode_events_pull(igw_jw *w, const void *in) { igw_encode_EventsRequest(w, in); }
-static const igw_err route_errors_events_pull[] = {IGW_ERR_PARAMETER, IGW_ERR_UNAUTHENTICATED, IGW_ERR_PERMISSION, IGW_ERR_NOT_FOUND, IGW_ERR_TOO_LARGE, IGW_ERR_MEDIA_TYPE, IGW_ERR_UNAVAILABLE, IGW_ERR_INTERNAL};
+
+static const int errors_events_pull[] = {IGW_ERR_PARAMETER, IGW_ERR_UNAUTHENTICATED, IGW_ERR_PERMISSION, IGW_ERR_NOT_FOUND, IGW_ERR_TOO_LARGE, IGW_ERR_MEDIA_TYPE, IGW_ERR_UNAVAILABLE, IGW_ERR_INTERNAL};
 
 static int route_decode_events_ack(igw_json *j, void *out) { return igw_decode_AckRequest(j, out); }
 static void route_encode_events_ack(igw_jw *w, const void *in) { igw_encode_AckRequest(w, in); }
-static const igw_err route_errors_events_ack[] = {IGW_ERR_PARAMETER, IGW_ERR_UNAUTHENTICATED, IGW_ERR_PERMISSION, IGW_ERR_NOT_FOUND, IGW_ERR_TOO_LARGE, IGW_ERR_MEDIA_TYPE, IGW_ERR_UNAVAILABLE, IGW_ERR_INTERNAL};
+
+static const int errors_events_ack[] = {IGW_ERR_PARAMETER, IGW_ERR_UNAUTHENTICATED, IGW_ERR_PERMISSION, IGW_ERR_NOT_FOUND, IGW_ERR_TOO_LARGE, IGW_ERR_MEDIA_TYPE, IGW_ERR_UNAVAILABLE, IGW_ERR_INTERNAL};
 
 static int route_decode_commands(igw_json *j, void *out) { return igw_decode_CommandsRequest(j, out); }
 static void route_encode_commands(igw_jw *w, const void *in) { igw_encode_CommandsRequest(w, in); }
-static const igw_err route_errors_commands[] = {IGW_ERR_PARAMETER, IGW_ERR_UNAUTHENTICATED, IGW_ERR_PERMISSION, IGW_ERR_NOT_FOUND, IGW_ERR_CONFLICT, IGW_ERR_TOO_LARGE, IGW_ERR_MEDIA_TYPE, IGW_ERR_CAPACITY, IGW_ERR_NOT_IMPLEMENTED, IGW_ERR_UNAVAILABLE, IGW_ERR_UNKNOWN_OUTCOME, IGW_ERR_INTERNAL};
+
+static const int errors_commands[] = {IGW_ERR_PARAMETER, IGW_ERR_UNAUTHENTICATED, IGW_ERR_PERMISSION, IGW_ERR_NOT_FOUND, IGW_ERR_CONFLICT, IGW_ERR_TOO_LARGE, IGW_ERR_MEDIA_TYPE, IGW_ERR_CAPACITY, IGW_ERR_NOT_IMPLEMENTED, IGW_ERR_UNAVAILABLE, IGW_ERR_UNKNOWN_OUTCOME, IGW_ERR_INTERNAL};
 
 static int route_decode_recordings_query(igw_json *j, void *out) { return igw_decode_RecordingsQuery(j, out); }
 static void route_encode_recordings_query(igw_jw *w, const void *in) { igw_encode_RecordingsQuery(w, in); }
-static const igw_err route_errors_recordings_query[] = {IGW_ERR_PARAMETER, IGW_ERR_UNAUTHENTICATED, IGW_ERR_PERMISSION, IGW_ERR_NOT_FOUND, IGW_ERR_TOO_LARGE, IGW_ERR_MEDIA_TYPE, IGW_ERR_UNAVAILABLE, IGW_ERR_INTERNAL};
+
+static const int errors_recordings_query[] = {IGW_ERR_PARAMETER, IGW_ERR_UNAUTHENTICATED, IGW_ERR_PERMISSION, IGW_ERR_NOT_FOUND, IGW_ERR_TOO_LARGE, IGW_ERR_MEDIA_TYPE, IGW_ERR_UNAVAILABLE, IGW_ERR_INTERNAL};
 
 static int route_decode_talk_audio_access(igw_json *j, void *out) { return igw_decode_AudioAccessRequest(j, out); }
 static void route_encode_talk_audio_access(igw_jw *w, const void *in) { igw_encode_AudioAccessRequest(w, in); }
-static const igw_err route_errors_talk_audio_access[] = {IGW_ERR_PARAMETER, IGW_ERR_UNAUTHENTICATED, IGW_ERR_PERMISSION, IGW_ERR_NOT_FOUND, IGW_ERR_TOO_LARGE, IGW_ERR_MEDIA_TYPE, IGW_ERR_UNAVAILABLE, IGW_ERR_UNKNOWN_OUTCOME, IGW_ERR_INTERNAL};
+
+static const int errors_talk_audio_access[] = {IGW_ERR_PARAMETER, IGW_ERR_UNAUTHENTICATED, IGW_ERR_PERMISSION, IGW_ERR_NOT_FOUND, IGW_ERR_TOO_LARGE, IGW_ERR_MEDIA_TYPE, IGW_ERR_UNAVAILABLE, IGW_ERR_UNKNOWN_OUTCOME, IGW_ERR_INTERNAL};
 
 const igw_route_def igw_routes[IGW_ROUTE__COUNT] = {
-    [IGW_ROUTE_CONSENT_CREATE] = {IGW_ROUTE_CONSENT_CREATE, "consent_create", "POST", "/api/v1/im/vision-consents/create", IGW_AUTH_KIND_USER, true, IGW_BODY_KIND_JSON, 4096,
-        sizeof(igw_ConsentCreate), route_decode_consent_create, route_encode_consent_create,
-        NULL, 0,
-        NULL, 0, 0, false,
-        route_errors_consent_create, 10,
-        NULL, 0},
-    [IGW_ROUTE_CONSENT_GET_ONE] = {IGW_ROUTE_CONSENT_GET_ONE, "consent_get_one", "POST", "/api/v1/im/vision-consents/get-one", IGW_AUTH_KIND_USER, false, IGW_BODY_KIND_JSON, 4096,
-        sizeof(igw_ConsentGetOne), route_decode_consent_get_one, route_encode_consent_get_one,
-        NULL, 0,
-        NULL, 0, 0, false,
-        route_errors_consent_get_one, 7,
-        NULL, 0},
-    [IGW_ROUTE_CONSENT_REVOKE] = {IGW_ROUTE_CONSENT_REVOKE, "consent_revoke", "POST", "/api/v1/im/vision-consents/revoke", IGW_AUTH_KIND_USER, false, IGW_BODY_KIND_JSON, 4096,
-        sizeof(igw_ConsentRevoke), route_decode_consent_revoke, route_encode_consent_revoke,
-        NULL, 0,
-        NULL, 0, 0, false,
-        route_errors_consent_revoke, 8,
-        NULL, 0},
-    [IGW_ROUTE_DEVICE_SEND] = {IGW_ROUTE_DEVICE_SEND, "device_send", "POST", "/api/v1/things/device/edge/send/{handle}/{type}", IGW_AUTH_KIND_DEVICE, false, IGW_BODY_KIND_JSON, 65536,
-        sizeof(igw_DeviceMessage), route_decode_device_send, route_encode_device_send,
-        route_params_device_send, 2,
-        NULL, 0, 0, false,
-        route_errors_device_send, 8,
-        route_headers_device_send, 2},
-    [IGW_ROUTE_DEVICE_UPLOAD] = {IGW_ROUTE_DEVICE_UPLOAD, "device_upload", "POST", "/api/v1/things/device/edge/upload-file", IGW_AUTH_KIND_DEVICE, false, IGW_BODY_KIND_MULTIPART, 67108864,
-        0, NULL, NULL,
-        NULL, 0,
-        route_parts_device_upload, 1, 1, false,
-        route_errors_device_upload, 7,
-        route_headers_device_upload, 2},
-    [IGW_ROUTE_ENDPOINTS_REGISTER] = {IGW_ROUTE_ENDPOINTS_REGISTER, "endpoints_register", "POST", "/api/v1/im/interaction/endpoints/register", IGW_AUTH_KIND_USER, true, IGW_BODY_KIND_NONE, 0,
-        0, NULL, NULL,
-        NULL, 0,
-        NULL, 0, 0, false,
-        route_errors_endpoints_register, 6,
-        NULL, 0},
-    [IGW_ROUTE_EVENTS_PULL] = {IGW_ROUTE_EVENTS_PULL, "events_pull", "POST", "/api/v1/im/interaction/events", IGW_AUTH_KIND_USER, true, IGW_BODY_KIND_JSON, 4096,
-        sizeof(igw_EventsRequest), route_decode_events_pull, route_encode_events_pull,
-        NULL, 0,
-        NULL, 0, 0, false,
-        route_errors_events_pull, 8,
-        NULL, 0},
-    [IGW_ROUTE_EVENTS_ACK] = {IGW_ROUTE_EVENTS_ACK, "events_ack", "POST", "/api/v1/im/interaction/events/ack", IGW_AUTH_KIND_USER, true, IGW_BODY_KIND_JSON, 8192,
-        sizeof(igw_AckRequest), route_decode_events_ack, route_encode_events_ack,
-        NULL, 0,
-        NULL, 0, 0, false,
-        route_errors_events_ack, 8,
-        NULL, 0},
-    [IGW_ROUTE_COMMANDS] = {IGW_ROUTE_COMMANDS, "commands", "POST", "/api/v1/im/interaction/commands", IGW_AUTH_KIND_USER, true, IGW_BODY_KIND_JSON, 65536,
-        sizeof(igw_CommandsRequest), route_decode_commands, route_encode_commands,
-        NULL, 0,
-        NULL, 0, 0, false,
-        route_errors_commands, 12,
-        NULL, 0},
-    [IGW_ROUTE_RECORDINGS_QUERY] = {IGW_ROUTE_RECORDINGS_QUERY, "recordings_query", "POST", "/api/v1/im/interaction/recordings/query", IGW_AUTH_KIND_USER, true, IGW_BODY_KIND_JSON, 4096,
-        sizeof(igw_RecordingsQuery), route_decode_recordings_query, route_encode_recordings_query,
-        NULL, 0,
-        NULL, 0, 0, false,
-        route_errors_recordings_query, 8,
-        NULL, 0},
-    [IGW_ROUTE_TALK_AUDIO_ACCESS] = {IGW_ROUTE_TALK_AUDIO_ACCESS, "talk_audio_access", "POST", "/api/v1/im/interaction/talk/audio-access", IGW_AUTH_KIND_USER, true, IGW_BODY_KIND_JSON, 4096,
-        sizeof(igw_AudioAccessRequest), route_decode_talk_audio_access, route_encode_talk_audio_access,
-        NULL, 0,
-        NULL, 0, 0, false,
-        route_errors_talk_audio_access, 9,
-        NULL, 0},
+    [IGW_ROUTE_CONSENT_CREATE] = {
+        .id = IGW_ROUTE_CONSENT_CREATE,
+        .name = "consent_create",
+        .method = "POST",
+        .path = "/api/v1/im/vision-consents/create",
+        .auth = IGW_AUTH_KIND_USER,
+        .gate_signaling = true,
+        .body = IGW_BODY_KIND_JSON,
+        .body_limit = 4096,
+        .body_size = sizeof(igw_ConsentCreate),
+        .decode = route_decode_consent_create,
+        .encode = route_encode_consent_create,
+        .errors = errors_consent_create,
+        .nerrors = 10,
+    },
+    [IGW_ROUTE_CONSENT_GET_ONE] = {
+        .id = IGW_ROUTE_CONSENT_GET_ONE,
+        .name = "consent_get_one",
+        .method = "POST",
+        .path = "/api/v1/im/vision-consents/get-one",
+        .auth = IGW_AUTH_KIND_USER,
+        .gate_signaling = false,
+        .body = IGW_BODY_KIND_JSON,
+        .body_limit = 4096,
+        .body_size = sizeof(igw_ConsentGetOne),
+        .decode = route_decode_consent_get_one,
+        .encode = route_encode_consent_get_one,
+        .errors = errors_consent_get_one,
+        .nerrors = 7,
+    },
+    [IGW_ROUTE_CONSENT_REVOKE] = {
+        .id = IGW_ROUTE_CONSENT_REVOKE,
+        .name = "consent_revoke",
+        .method = "POST",
+        .path = "/api/v1/im/vision-consents/revoke",
+        .auth = IGW_AUTH_KIND_USER,
+        .gate_signaling = false,
+        .body = IGW_BODY_KIND_JSON,
+        .body_limit = 4096,
+        .body_size = sizeof(igw_ConsentRevoke),
+        .decode = route_decode_consent_revoke,
+        .encode = route_encode_consent_revoke,
+        .errors = errors_consent_revoke,
+        .nerrors = 8,
+    },
+    [IGW_ROUTE_DEVICE_SEND] = {
+        .id = IGW_ROUTE_DEVICE_SEND,
+        .name = "device_send",
+        .method = "POST",
+        .path = "/api/v1/things/device/edge/send/{handle}/{type}",
+        .auth = IGW_AUTH_KIND_DEVICE,
+        .gate_signaling = false,
+        .body = IGW_BODY_KIND_JSON,
+        .body_limit = 65536,
+        .body_size = sizeof(igw_DeviceMessage),
+        .decode = route_decode_device_send,
+        .encode = route_encode_device_send,
+        .params = params_device_send,
+        .param_checks = param_checks_device_send,
+        .param_reasons = param_reasons_device_send,
+        .nparams = 2,
+        .headers = headers_device_send,
+        .header_checks = header_checks_device_send,
+        .header_reasons = header_reasons_device_send,
+        .header_missing = header_missing_device_send,
+        .nheaders = 2,
+        .required_headers = UINT64_C(0x0),
+        .errors = errors_device_send,
+        .nerrors = 8,
+    },
+    [IGW_ROUTE_DEVICE_UPLOAD] = {
+        .id = IGW_ROUTE_DEVICE_UPLOAD,
+        .name = "device_upload",
+        .method = "POST",
+        .path = "/api/v1/things/device/edge/upload-file",
+        .auth = IGW_AUTH_KIND_DEVICE,
+        .gate_signaling = false,
+        .body = IGW_BODY_KIND_MULTIPART,
+        .body_limit = 67108864,
+        .headers = headers_device_upload,
+        .header_checks = header_checks_device_upload,
+        .header_reasons = header_reasons_device_upload,
+        .header_missing = header_missing_device_upload,
+        .nheaders = 2,
+        .required_headers = UINT64_C(0x0),
+        .parts = parts_device_upload,
+        .nparts = 1,
+        .nrequired_parts = 1,
+        .reject_other_parts = false,
+        .errors = errors_device_upload,
+        .nerrors = 7,
+    },
+    [IGW_ROUTE_ENDPOINTS_REGISTER] = {
+        .id = IGW_ROUTE_ENDPOINTS_REGISTER,
+        .name = "endpoints_register",
+        .method = "POST",
+        .path = "/api/v1/im/interaction/endpoints/register",
+        .auth = IGW_AUTH_KIND_USER,
+        .gate_signaling = true,
+        .body = IGW_BODY_KIND_NONE,
+        .body_limit = 0,
+        .errors = errors_endpoints_register,
+        .nerrors = 6,
+    },
+    [IGW_ROUTE_EVENTS_PULL] = {
+        .id = IGW_ROUTE_EVENTS_PULL,
+        .name = "events_pull",
+        .method = "POST",
+        .path = "/api/v1/im/interaction/events",
+        .auth = IGW_AUTH_KIND_USER,
+        .gate_signaling = true,
+        .body = IGW_BODY_KIND_JSON,
+        .body_limit = 4096,
+        .body_size = sizeof(igw_EventsRequest),
+        .decode = route_decode_events_pull,
+        .encode = route_encode_events_pull,
+        .errors = errors_events_pull,
+        .nerrors = 8,
+    },
+    [IGW_ROUTE_EVENTS_ACK] = {
+        .id = IGW_ROUTE_EVENTS_ACK,
+        .name = "events_ack",
+        .method = "POST",
+        .path = "/api/v1/im/interaction/events/ack",
+        .auth = IGW_AUTH_KIND_USER,
+        .gate_signaling = true,
+        .body = IGW_BODY_KIND_JSON,
+        .body_limit = 8192,
+        .body_size = sizeof(igw_AckRequest),
+        .decode = route_decode_events_ack,
+        .encode = route_encode_events_ack,
+        .errors = errors_events_ack,
+        .nerrors = 8,
+    },
+    [IGW_ROUTE_COMMANDS] = {
+        .id = IGW_ROUTE_COMMANDS,
+        .name = "commands",
+        .method = "POST",
+        .path = "/api/v1/im/interaction/commands",
+        .auth = IGW_AUTH_KIND_USER,
+        .gate_signaling = true,
+        .body = IGW_BODY_KIND_JSON,
+        .body_limit = 65536,
+        .body_size = sizeof(igw_CommandsRequest),
+        .decode = route_decode_commands,
+        .encode = route_encode_commands,
+        .errors = errors_commands,
+        .nerrors = 12,
+    },
+    [IGW_ROUTE_RECORDINGS_QUERY] = {
+        .id = IGW_ROUTE_RECORDINGS_QUERY,
+        .name = "recordings_query",
+        .method = "POST",
+        .path = "/api/v1/im/interaction/recordings/query",
+        .auth = IGW_AUTH_KIND_USER,
+        .gate_signaling = true,
+        .body = IGW_BODY_KIND_JSON,
+        .body_limit = 4096,
+        .body_size = sizeof(igw_RecordingsQuery),
+        .decode = route_decode_recordings_query,
+        .encode = route_encode_recordings_query,
+        .errors = errors_recordings_query,
+        .nerrors = 8,
+    },
+    [IGW_ROUTE_TALK_AUDIO_ACCESS] = {
+        .id = IGW_ROUTE_TALK_AUDIO_ACCESS,
+        .name = "talk_audio_access",
+        .method = "POST",
+        .path = "/api/v1/im/interaction/talk/audio-access",
+        .auth = IGW_AUTH_KIND_USER,
+        .gate_signaling = true,
+        .body = IGW_BODY_KIND_JSON,
+        .body_limit = 4096,
+        .body_size = sizeof(igw_AudioAccessRequest),
+        .decode = route_decode_talk_audio_access,
+        .encode = route_encode_talk_audio_access,
+        .errors = errors_talk_audio_access,
+        .nerrors = 9,
+    },
 };
-
-static int route_params_check(const igw_route_def *r, const igw_str *p, igw_json *j)
-{
-    (void)p; /* unused when no route has path parameters */
-    (void)j;
-    switch (r->id) {
-    case IGW_ROUTE_DEVICE_SEND:
-        if (igw_decode_string_rules(j, p[0], 1, 16, 3))
-            return -1;
-        if (igw_decode_string_rules(j, p[1], 1, 32, 3))
-            return -1;
-        return 0;
-    default:
-        return 0;
-    }
-}
-
-static int route_header_rule(const igw_route_def *r, uint32_t index, igw_str v, igw_json *j)
-{
-    (void)v; /* unused when no route reads a header */
-    (void)j;
-    switch (r->id * 64 + (int)index) {
-    case IGW_ROUTE_DEVICE_SEND * 64 + 0:
-        return igw_decode_string_rules(j, v, 1, 64, 3);
-    case IGW_ROUTE_DEVICE_SEND * 64 + 1:
-        return igw_decode_string_rules(j, v, 1, 64, 3);
-    case IGW_ROUTE_DEVICE_UPLOAD * 64 + 0:
-        return igw_decode_string_rules(j, v, 1, 64, 3);
-    case IGW_ROUTE_DEVICE_UPLOAD * 64 + 1:
-        return igw_decode_string_rules(j, v, 1, 64, 3);
-    default:
-        return 0;
-    }
-}
 
 static bool match_device_send(const char *path, size_t plen, igw_str *params)
 {
@@ -5518,11 +5720,8 @@ static bool match_device_send(const char *path, size_t plen, igw_str *params)
     return at == plen;
 }
 
-static void set_error(igw_decode_error *err, igw_err cls, igw_json_errkind kind, const char *reason,
-                      const char *path);
-
-const igw_route_def *igw_route_match(const char *method, size_t mlen, const char *path, size_t plen,
-                                     igw_str params[IGW_MAX_PATH_PARAMS], igw_decode_error *err)
+static const igw_route_def *route_match(const char *path, size_t plen,
+                                        igw_str params[IGW_MAX_PATH_PARAMS])
 {
     int id = -1;
     switch (plen) {
@@ -5569,111 +5768,18 @@ const igw_route_def *igw_route_match(const char *method, size_t mlen, const char
         id = IGW_ROUTE_DEVICE_SEND;
     (void)params; /* unused when no route has path parameters */
     (void)path;
-    if (id < 0) {
-        set_error(err, IGW_ERR_FOR_NO_ROUTE, IGW_JERR_NONE, "no such route", "");
-        return NULL;
-    }
-    const igw_route_def *r = &igw_routes[id];
-    if (strlen(r->method) != mlen || memcmp(r->method, method, mlen) != 0) {
-        set_error(err, IGW_ERR_FOR_METHOD_ROLE, IGW_JERR_NONE, "method not allowed on this route", "");
-        return NULL;
-    }
-    return r;
+    return id < 0 ? NULL : &igw_routes[id];
 }
 
-static void set_error(igw_decode_error *err, igw_err cls, igw_json_errkind kind, const char *reason,
-                      const char *path)
-{
-    err->cls = cls;
-    err->kind = kind;
-    err->reason = reason;
-    size_t n = strlen(path);
-    if (n >= sizeof err->path)
-        n = sizeof err->path - 1;
-    memcpy(err->path, path, n);
-    err->path[n] = '\0';
-}
-
-/* Media type without parameters, compared case-insensitively. */
-static bool media_is(const char *ct, size_t n, const char *want)
-{
-    size_t w = strlen(want);
-    if (n < w || strncasecmp(ct, want, w) != 0)
-        return false;
-    return n == w || ct[w] == ';' || ct[w] == ' ';
-}
-
-int igw_request_decode(igw_request *req, const char *method, size_t mlen, const char *path, size_t plen,
-                       const char *content_type, size_t ctlen, const void *body, size_t len,
-                       igw_arena *a, igw_decode_error *err)
-{
-    memset(req, 0, sizeof *req);
-    const igw_route_def *r = igw_route_match(method, mlen, path, plen, req->params, err);
-    if (!r)
-        return -1;
-    req->route = r;
-    if (r->body == IGW_BODY_KIND_NONE && len != 0) {
-        set_error(err, IGW_ERR_FOR_DECODE, IGW_JERR_TRAILING, "this route takes no body", "");
-        return -1;
-    }
-    if (len > r->body_limit) {
-        set_error(err, IGW_ERR_FOR_BODY_CAP, IGW_JERR_SIZE, "body exceeds the route's cap", "");
-        return -1;
-    }
-    if (content_type && r->body != IGW_BODY_KIND_NONE &&
-        !media_is(content_type, ctlen, r->body == IGW_BODY_KIND_JSON ? "application/json" : "multipart/form-data")) {
-        set_error(err, IGW_ERR_FOR_MEDIA_TYPE_ROLE, IGW_JERR_NONE,
-                  r->body == IGW_BODY_KIND_JSON ? "expected Content-Type application/json"
-                                                : "expected Content-Type multipart/form-data", "");
-        return -1;
-    }
-    igw_json j;
-    igw_json_init(&j, "", 0, a, 1);
-    if (route_params_check(r, req->params, &j)) {
-        set_error(err, IGW_ERR_FOR_DECODE, j.err, "invalid path parameter", "");
-        return -1;
-    }
-    if (r->body == IGW_BODY_KIND_NONE)
-        return 0;
-    if (r->body != IGW_BODY_KIND_JSON)
-        return 0; /* multipart is streamed by the handler */
-    void *out = igw_arena_alloc(a, r->body_size);
-    if (!out) {
-        set_error(err, IGW_ERR_FOR_INTERNAL_ROLE, IGW_JERR_NOMEM, "out of memory", "");
-        return -1;
-    }
-    igw_json_init(&j, body, len, a, IGW_JSON_MAX_DEPTH);
-    if (r->decode(&j, out) == 0 && igw_json_finish(&j) == 0) {
-        req->body = out;
-        return 0;
-    }
-    igw_err cls = j.err == IGW_JERR_RESERVED ? IGW_ERR_FOR_RESERVED
-                : j.err == IGW_JERR_NOMEM  ? IGW_ERR_FOR_INTERNAL_ROLE
-                                           : IGW_ERR_FOR_DECODE;
-    set_error(err, cls, j.err, j.reason, j.path);
-    return -1;
-}
-
-int igw_request_header_check(const igw_route_def *r, uint32_t index, igw_str value, igw_decode_error *err)
-{
-    igw_json j;
-    igw_json_init(&j, "", 0, NULL, 1);
-    if (index >= r->nheaders || route_header_rule(r, index, value, &j) == 0)
-        return 0;
-    set_error(err, IGW_ERR_FOR_DECODE, j.err, "invalid header value", "");
-    return -1;
-}
-
-int igw_dispatch(const igw_handler_fn handlers[IGW_ROUTE__COUNT], void *ctx, const char *method,
-                 size_t mlen, const char *path, size_t plen, const char *content_type, size_t ctlen,
-                 const void *body, size_t len, igw_arena *a, igw_decode_error *err)
-{
-    igw_request req;
-    if (igw_request_decode(&req, method, mlen, path, plen, content_type, ctlen, body, len, a, err))
-        return -1;
-    if (!handlers[req.route->id]) {
-        set_error(err, IGW_ERR_FOR_INTERNAL_ROLE, IGW_JERR_NONE, "route has no handler", "");
-        return -1;
-    }
-    return handlers[req.route->id](ctx, &req);
-}
+const igw_api igw_gen_api = {
+    .routes = igw_routes,
+    .nroutes = IGW_ROUTE__COUNT,
+    .match = route_match,
+    .cls_decode = IGW_ERR_PARAMETER,
+    .cls_reserved = IGW_ERR_NOT_IMPLEMENTED,
+    .cls_body_cap = IGW_ERR_TOO_LARGE,
+    .cls_no_route = IGW_ERR_NOT_FOUND,
+    .cls_method = IGW_ERR_METHOD,
+    .cls_media_type = IGW_ERR_MEDIA_TYPE,
+    .cls_internal = IGW_ERR_INTERNAL,
+};

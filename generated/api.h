@@ -10,6 +10,7 @@
 #include "arena.h"
 #include "json.h"
 #include "jw.h"
+#include "request.h"
 
 /* ---- error classes ---- */
 
@@ -70,6 +71,10 @@ typedef enum igw_CommandMethod {
     IGW_CommandMethod_device_propertyControl,
     IGW_CommandMethod__COUNT
 } igw_CommandMethod;
+typedef struct igw_CommandMethod_list {
+    igw_CommandMethod *v;
+    uint32_t n;
+} igw_CommandMethod_list;
 /* Wire names, indexed by igw_CommandMethod. */
 extern const igw_str igw_CommandMethod_names[IGW_CommandMethod__COUNT];
 
@@ -79,6 +84,10 @@ typedef enum igw_Purpose {
     IGW_Purpose_recordPlayback,
     IGW_Purpose__COUNT
 } igw_Purpose;
+typedef struct igw_Purpose_list {
+    igw_Purpose *v;
+    uint32_t n;
+} igw_Purpose_list;
 /* Wire names, indexed by igw_Purpose. */
 extern const igw_str igw_Purpose_names[IGW_Purpose__COUNT];
 
@@ -87,6 +96,10 @@ typedef enum igw_CallType {
     IGW_CallType_video,
     IGW_CallType__COUNT
 } igw_CallType;
+typedef struct igw_CallType_list {
+    igw_CallType *v;
+    uint32_t n;
+} igw_CallType_list;
 /* Wire names, indexed by igw_CallType. */
 extern const igw_str igw_CallType_names[IGW_CallType__COUNT];
 
@@ -95,6 +108,10 @@ typedef enum igw_EndReason {
     IGW_EndReason_userStopped,
     IGW_EndReason__COUNT
 } igw_EndReason;
+typedef struct igw_EndReason_list {
+    igw_EndReason *v;
+    uint32_t n;
+} igw_EndReason_list;
 /* Wire names, indexed by igw_EndReason. */
 extern const igw_str igw_EndReason_names[IGW_EndReason__COUNT];
 
@@ -103,6 +120,10 @@ typedef enum igw_IceMode {
     IGW_IceMode_lite,
     IGW_IceMode__COUNT
 } igw_IceMode;
+typedef struct igw_IceMode_list {
+    igw_IceMode *v;
+    uint32_t n;
+} igw_IceMode_list;
 /* Wire names, indexed by igw_IceMode. */
 extern const igw_str igw_IceMode_names[IGW_IceMode__COUNT];
 
@@ -114,6 +135,10 @@ typedef enum igw_MediaPeerState {
     IGW_MediaPeerState_closed,
     IGW_MediaPeerState__COUNT
 } igw_MediaPeerState;
+typedef struct igw_MediaPeerState_list {
+    igw_MediaPeerState *v;
+    uint32_t n;
+} igw_MediaPeerState_list;
 /* Wire names, indexed by igw_MediaPeerState. */
 extern const igw_str igw_MediaPeerState_names[IGW_MediaPeerState__COUNT];
 
@@ -126,6 +151,10 @@ typedef enum igw_TrackOperation {
     IGW_TrackOperation_stop,
     IGW_TrackOperation__COUNT
 } igw_TrackOperation;
+typedef struct igw_TrackOperation_list {
+    igw_TrackOperation *v;
+    uint32_t n;
+} igw_TrackOperation_list;
 /* Wire names, indexed by igw_TrackOperation. */
 extern const igw_str igw_TrackOperation_names[IGW_TrackOperation__COUNT];
 
@@ -134,6 +163,10 @@ typedef enum igw_Processor {
     IGW_Processor_aiAssist,
     IGW_Processor__COUNT
 } igw_Processor;
+typedef struct igw_Processor_list {
+    igw_Processor *v;
+    uint32_t n;
+} igw_Processor_list;
 /* Wire names, indexed by igw_Processor. */
 extern const igw_str igw_Processor_names[IGW_Processor__COUNT];
 
@@ -142,6 +175,10 @@ typedef enum igw_ProcessorOperation {
     IGW_ProcessorOperation_detach,
     IGW_ProcessorOperation__COUNT
 } igw_ProcessorOperation;
+typedef struct igw_ProcessorOperation_list {
+    igw_ProcessorOperation *v;
+    uint32_t n;
+} igw_ProcessorOperation_list;
 /* Wire names, indexed by igw_ProcessorOperation. */
 extern const igw_str igw_ProcessorOperation_names[IGW_ProcessorOperation__COUNT];
 
@@ -152,6 +189,10 @@ typedef enum igw_ControlOperation {
     IGW_ControlOperation_endpointControl,
     IGW_ControlOperation__COUNT
 } igw_ControlOperation;
+typedef struct igw_ControlOperation_list {
+    igw_ControlOperation *v;
+    uint32_t n;
+} igw_ControlOperation_list;
 /* Wire names, indexed by igw_ControlOperation. */
 extern const igw_str igw_ControlOperation_names[IGW_ControlOperation__COUNT];
 
@@ -160,6 +201,10 @@ typedef enum igw_MessageKind {
     IGW_MessageKind_voiceMessage,
     IGW_MessageKind__COUNT
 } igw_MessageKind;
+typedef struct igw_MessageKind_list {
+    igw_MessageKind *v;
+    uint32_t n;
+} igw_MessageKind_list;
 /* Wire names, indexed by igw_MessageKind. */
 extern const igw_str igw_MessageKind_names[IGW_MessageKind__COUNT];
 
@@ -167,6 +212,10 @@ typedef enum igw_ConsentScope {
     IGW_ConsentScope_cameraAI,
     IGW_ConsentScope__COUNT
 } igw_ConsentScope;
+typedef struct igw_ConsentScope_list {
+    igw_ConsentScope *v;
+    uint32_t n;
+} igw_ConsentScope_list;
 /* Wire names, indexed by igw_ConsentScope. */
 extern const igw_str igw_ConsentScope_names[IGW_ConsentScope__COUNT];
 
@@ -174,6 +223,10 @@ typedef enum igw_ResultMethod {
     IGW_ResultMethod_interaction_result,
     IGW_ResultMethod__COUNT
 } igw_ResultMethod;
+typedef struct igw_ResultMethod_list {
+    igw_ResultMethod *v;
+    uint32_t n;
+} igw_ResultMethod_list;
 /* Wire names, indexed by igw_ResultMethod. */
 extern const igw_str igw_ResultMethod_names[IGW_ResultMethod__COUNT];
 
@@ -181,6 +234,10 @@ typedef enum igw_StateMethod {
     IGW_StateMethod_interaction_state,
     IGW_StateMethod__COUNT
 } igw_StateMethod;
+typedef struct igw_StateMethod_list {
+    igw_StateMethod *v;
+    uint32_t n;
+} igw_StateMethod_list;
 /* Wire names, indexed by igw_StateMethod. */
 extern const igw_str igw_StateMethod_names[IGW_StateMethod__COUNT];
 
@@ -190,6 +247,10 @@ typedef enum igw_SessionState {
     IGW_SessionState_ended,
     IGW_SessionState__COUNT
 } igw_SessionState;
+typedef struct igw_SessionState_list {
+    igw_SessionState *v;
+    uint32_t n;
+} igw_SessionState_list;
 /* Wire names, indexed by igw_SessionState. */
 extern const igw_str igw_SessionState_names[IGW_SessionState__COUNT];
 
@@ -198,6 +259,10 @@ typedef enum igw_AudioOperation {
     IGW_AudioOperation_set,
     IGW_AudioOperation__COUNT
 } igw_AudioOperation;
+typedef struct igw_AudioOperation_list {
+    igw_AudioOperation *v;
+    uint32_t n;
+} igw_AudioOperation_list;
 /* Wire names, indexed by igw_AudioOperation. */
 extern const igw_str igw_AudioOperation_names[IGW_AudioOperation__COUNT];
 
@@ -211,6 +276,10 @@ typedef struct igw_int_list {
     int64_t *v;
     uint32_t n;
 } igw_int_list;
+typedef struct igw_bool_list {
+    bool *v;
+    uint32_t n;
+} igw_bool_list;
 
 /* The device a command addresses; checked against ownership and grants. */
 typedef struct igw_Target {
@@ -1062,75 +1131,11 @@ typedef enum igw_route_id {
     IGW_ROUTE__COUNT
 } igw_route_id;
 
-#define IGW_MAX_PATH_PARAMS 2
-
-typedef enum igw_auth_kind { IGW_AUTH_KIND_NONE, IGW_AUTH_KIND_DEVICE, IGW_AUTH_KIND_USER } igw_auth_kind;
-typedef enum igw_body_kind { IGW_BODY_KIND_NONE, IGW_BODY_KIND_JSON, IGW_BODY_KIND_MULTIPART } igw_body_kind;
-
-typedef struct igw_route_def {
-    igw_route_id id;
-    const char *name;
-    const char *method;
-    const char *path;
-    igw_auth_kind auth;
-    bool gate_signaling;
-    igw_body_kind body;
-    size_t body_limit; /* bytes, checked before decoding */
-    size_t body_size;  /* sizeof the decoded request struct (JSON bodies) */
-    int (*decode)(igw_json *j, void *out);
-    void (*encode)(igw_jw *w, const void *in);
-    const char *const *params; /* path parameter names */
-    uint32_t nparams;
-    const char *const *parts;  /* multipart part names; required ones first */
-    uint32_t nparts, nrequired_parts;
-    bool reject_other_parts;
-    const igw_err *errors;     /* classes the route may answer with */
-    uint32_t nerrors;
-    const char *const *headers; /* request headers the route reads (lower case) */
-    uint32_t nheaders;
-} igw_route_def;
-
 /* Indexed by igw_route_id. */
 extern const igw_route_def igw_routes[IGW_ROUTE__COUNT];
 
-/* Why the strict stage refused a request. */
-typedef struct igw_decode_error {
-    igw_err cls;
-    igw_json_errkind kind; /* IGW_JERR_NONE for route-level failures */
-    const char *reason;
-    char path[512];     /* JSON Pointer into the body, "" for the whole */
-} igw_decode_error;
-
-/* A request that passed the strict stage. */
-typedef struct igw_request {
-    const igw_route_def *route;
-    igw_str params[IGW_MAX_PATH_PARAMS];
-    void *body; /* decoded struct for JSON bodies (in the arena), else NULL */
-} igw_request;
-
-/* Finds the route of METHOD and PATH (no query string). NULL with *err set
- * (no_route or method class) when none matches; path parameters land in params. */
-const igw_route_def *igw_route_match(const char *method, size_t mlen, const char *path, size_t plen,
-                                     igw_str params[IGW_MAX_PATH_PARAMS], igw_decode_error *err);
-
-/* The strict stage, in order: route, body presence, body cap, content type (skipped when
- * content_type is NULL), path parameters, body decode. 0, or -1 with *err. */
-int igw_request_decode(igw_request *req, const char *method, size_t mlen, const char *path, size_t plen,
-                       const char *content_type, size_t ctlen, const void *body, size_t len,
-                       igw_arena *a, igw_decode_error *err);
-
-/* Checks the value of header `index` (igw_route_def.headers) against its rule:
- * 0, or -1 with *err (decode class, path "", reason naming the header). */
-int igw_request_header_check(const igw_route_def *r, uint32_t index, igw_str value, igw_decode_error *err);
-
-/* A route handler; receives a request that passed the strict stage. */
-typedef int (*igw_handler_fn)(void *ctx, const igw_request *req);
-
-/* Runs the strict stage and calls handlers[route id]. Returns the handler's
- * result, or -1 with *err when the strict stage refused the request (or
- * the route has no handler: internal class). */
-int igw_dispatch(const igw_handler_fn handlers[IGW_ROUTE__COUNT], void *ctx, const char *method,
-                 size_t mlen, const char *path, size_t plen, const char *content_type, size_t ctlen,
-                 const void *body, size_t len, igw_arena *a, igw_decode_error *err);
+/* The route table, matcher and error classes for src/common/request.h:
+ * igw_request_decode(&igw_gen_api, ...) runs the strict stage. */
+extern const igw_api igw_gen_api;
 
 #endif

@@ -29,6 +29,10 @@ bool igw_format_bcp47(const char *s, size_t n);
  * trailing Unicode whitespace. Input must be valid UTF-8. */
 bool igw_format_identifier(const char *s, size_t n);
 
+/* Checks a value that arrived outside JSON (a path segment, a header):
+ * valid UTF-8 and no control characters. 0, or -1 (UTF8 / FORMAT). */
+int igw_decode_text(igw_json *j, igw_str v);
+
 /* Checks a decoded string's format; on failure records a FORMAT error at
  * the current path and returns -1. */
 int igw_decode_string_format(igw_json *j, igw_str s, int format);
@@ -50,6 +54,11 @@ static inline int igw_decode_string_rules(igw_json *j, igw_str s, int64_t min, i
  * `max_bytes` long, strict profile. Depth and size failures point at the
  * field itself. */
 int igw_decode_free(igw_json *j, bool object, unsigned max_depth, size_t max_bytes, igw_str *raw);
+
+/* Makes room for item n (== *cap) of an array in the arena: the capacity
+ * doubles from 8 up to `max`, copying the items so far. Returns the array,
+ * or NULL after recording NOMEM. */
+void *igw_decode_grow(igw_json *j, void *v, uint32_t n, uint32_t *cap, uint32_t max, size_t size);
 
 /* Skips any value, validating only its grammar, and returns its bytes; used
  * to hold a discriminated value until its discriminator is known. */

@@ -74,11 +74,16 @@ int igw_check_main(int argc, char **argv)
     igw_decode_error err;
     memset(&err, 0, sizeof err);
     igw_str params[IGW_MAX_PATH_PARAMS];
-    const igw_route_def *route = igw_route_match("POST", 4, path, strlen(path), params, &err);
-    if (!route)
-        route = igw_route_match("GET", 3, path, strlen(path), params, &err);
+    const igw_route_def *route = igw_gen_api.match(path, strlen(path), params);
     if (!route) {
+        err.cls = igw_gen_api.cls_no_route;
+        err.reason = "no such route";
         print_error(&err);
+        return 2;
+    }
+    if (route->body == IGW_BODY_KIND_MULTIPART) {
+        fprintf(stderr, "igwctl: %s takes multipart/form-data, which the server streams; check decodes JSON bodies\n",
+                route->path);
         return 2;
     }
     size_t len = 0;
@@ -88,14 +93,21 @@ int igw_check_main(int argc, char **argv)
         fputs("igwctl: cannot read standard input\n", stderr);
         return 2;
     }
-    if (over)
-        len = route->body_limit + 1; /* enough to trip the cap */
+    /* The request as a client would send it: the route's method and, for a
+     * JSON body, its media type; the decoder decides the rest. */
+    igw_header ct = {{"content-type", 12}, {"application/json", 16}};
+    igw_http_request in = {
+        .method = {route->method, strlen(route->method)},
+        .path = {path, strlen(path)},
+        .headers = &ct,
+        .nheaders = route->body == IGW_BODY_KIND_JSON ? 1 : 0,
+        .body = {body, over ? route->body_limit + 1 : len}, /* over the cap: enough to trip it */
+    };
     igw_arena arena;
     igw_arena_init(&arena, 0);
     igw_request req;
     int rc = 1;
-    if (igw_request_decode(&req, route->method, strlen(route->method), path, strlen(path), NULL, 0, body,
-                           over ? route->body_limit + 1 : len, &arena, &err) != 0) {
+    if (igw_request_decode(&igw_gen_api, &req, &in, &arena, &err) != 0) {
         print_error(&err);
     } else {
         rc = 0;

@@ -221,9 +221,8 @@ static void load_file(const char *file, bodies *valid, bodies *invalid)
         json_t *status = json_object_get(exp, "status");
         bool ok = json_is_integer(status) && json_integer_value(status) == 200;
         igw_str params[IGW_MAX_PATH_PARAMS];
-        igw_decode_error err;
         if (b.method != NULL && b.path != NULL && b.data != NULL && b.len > 0)
-            b.route = igw_route_match(b.method, b.mlen, b.path, b.plen, params, &err);
+            b.route = igw_gen_api.match(b.path, b.plen, params);
         if (b.route != NULL && b.route->body == IGW_BODY_KIND_JSON) {
             b.order = valid->n + invalid->n;
             push(ok ? valid : invalid, b);
@@ -247,8 +246,9 @@ static uint64_t run_generated(const corpus *c, size_t iters)
             igw_request req;
             igw_decode_error err;
             igw_arena_reset(&arena);
-            if (igw_request_decode(&req, b->method, b->mlen, b->path, b->plen, b->ct, b->ctlen, b->data,
-                                   b->len, &arena, &err) != 0) {
+            igw_header ct = {{"content-type", 12}, {b->ct, b->ctlen}};
+            igw_http_request in = {{b->method, b->mlen}, {b->path, b->plen}, &ct, b->ct ? 1 : 0, {b->data, b->len}};
+            if (igw_request_decode(&igw_gen_api, &req, &in, &arena, &err) != 0) {
                 sum += 1000003;
                 continue;
             }
@@ -324,8 +324,9 @@ static void verify(const corpus *c)
         igw_request req;
         igw_decode_error err;
         igw_arena_reset(&arena);
-        if (igw_request_decode(&req, b->method, b->mlen, b->path, b->plen, b->ct, b->ctlen, b->data, b->len,
-                               &arena, &err) != 0)
+        igw_header ct = {{"content-type", 12}, {b->ct, b->ctlen}};
+        igw_http_request in = {{b->method, b->mlen}, {b->path, b->plen}, &ct, b->ct ? 1 : 0, {b->data, b->len}};
+        if (igw_request_decode(&igw_gen_api, &req, &in, &arena, &err) != 0)
             die("generated decoder refuses valid body %s (%s): %s", b->id, b->file, err.reason);
         if (arena.total > peak)
             peak = arena.total;

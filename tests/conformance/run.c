@@ -18,8 +18,12 @@
 
 #define MAX_LINE (4u << 20)
 
+#define MAX_HEADERS 16
+
 typedef struct vec {
-    igw_str id, method, path, body, content_type;
+    igw_str id, method, path, body;
+    igw_header headers[MAX_HEADERS];
+    size_t nheaders;
     bool has_body, body_is_b64;
     int64_t status, code;
     igw_str expect_path;
@@ -94,12 +98,12 @@ static int read_headers(igw_json *j, vec *v)
     if (igw_json_object_begin(j))
         return -1;
     while ((more = igw_json_object_next(j, &k)) == 1) {
-        if (k.len == 12 && strncasecmp(k.ptr, "content-type", 12) == 0) {
-            if (igw_json_string(j, &v->content_type))
-                return -1;
-        } else if (skip(j)) {
+        if (v->nheaders == MAX_HEADERS)
             return -1;
-        }
+        igw_header *h = &v->headers[v->nheaders++];
+        h->name = k;
+        if (igw_json_string(j, &h->value))
+            return -1;
     }
     return more;
 }
@@ -165,9 +169,8 @@ static void run_route_vector(const char *file, vec *v, igw_arena *a)
     memset(&err, 0, sizeof err);
     int64_t status = 200, code = igw_error_classes[IGW_ERR_FOR_OK_ROLE].code;
     const char *path = "";
-    if (igw_request_decode(&req, v->method.ptr, v->method.len, v->path.ptr, v->path.len,
-                           v->content_type.ptr ? v->content_type.ptr : NULL, v->content_type.len, body.ptr,
-                           body.len, a, &err) != 0) {
+    igw_http_request in = {v->method, v->path, v->headers, v->nheaders, body};
+    if (igw_request_decode(&igw_gen_api, &req, &in, a, &err) != 0) {
         status = igw_error_classes[err.cls].http;
         code = igw_error_classes[err.cls].code;
         path = err.path;

@@ -3,7 +3,6 @@
 #include "api.h"
 
 #include <string.h>
-#include <strings.h>
 
 #include "decode.h"
 
@@ -75,14 +74,15 @@ int igw_decode_Hello(igw_json *j, igw_Hello *o)
                 int more0;
                 if (igw_json_array_begin(j))
                     return -1;
+                uint32_t cap0 = 0;
                 o->tags.n = 0;
-                o->tags.v = igw_arena_alloc(j->arena, 2 * sizeof *o->tags.v);
-                if (!o->tags.v)
-                    return igw_json_fail(j, IGW_JERR_NOMEM, "out of memory");
+                o->tags.v = NULL;
                 while ((more0 = igw_json_array_next(j)) == 1) {
                     igw_json_push_index(j, o->tags.n);
                     if (o->tags.n == 2)
                         return igw_json_fail(j, IGW_JERR_LENGTH, "more than 2 items");
+                    if (o->tags.n == cap0 && !(o->tags.v = igw_decode_grow(j, o->tags.v, o->tags.n, &cap0, 2, sizeof *o->tags.v)))
+                        return -1;
                     if (igw_json_string(j, &o->tags.v[o->tags.n]) || igw_decode_string_rules(j, o->tags.v[o->tags.n], 1, 8, 3))
                         return -1;
                     for (uint32_t u = 0; u < o->tags.n; u++)
@@ -208,41 +208,41 @@ void igw_encode_Reply(igw_jw *w, const igw_Reply *o)
 
 static int route_decode_hello(igw_json *j, void *out) { return igw_decode_Hello(j, out); }
 static void route_encode_hello(igw_jw *w, const void *in) { igw_encode_Hello(w, in); }
-static const char *const route_params_hello[] = {"lang"};
-static const igw_err route_errors_hello[] = {IGW_ERR_BAD, IGW_ERR_BIG};
+
+static int text_hello_param_0(igw_json *j, igw_str v)
+{
+    if (igw_decode_text(j, v))
+        return -1;
+    return igw_decode_string_rules(j, v, 2, 5, 2);
+}
+
+static const char *const params_hello[] = {"lang"};
+static const igw_text_check_fn param_checks_hello[] = {text_hello_param_0};
+static const char *const param_reasons_hello[] = {"invalid path parameter lang"};
+
+static const int errors_hello[] = {IGW_ERR_BAD, IGW_ERR_BIG};
 
 const igw_route_def igw_routes[IGW_ROUTE__COUNT] = {
-    [IGW_ROUTE_HELLO] = {IGW_ROUTE_HELLO, "hello", "POST", "/v1/hello/{lang}", IGW_AUTH_KIND_NONE, false, IGW_BODY_KIND_JSON, 256,
-        sizeof(igw_Hello), route_decode_hello, route_encode_hello,
-        route_params_hello, 1,
-        NULL, 0, 0, false,
-        route_errors_hello, 2,
-        NULL, 0},
+    [IGW_ROUTE_HELLO] = {
+        .id = IGW_ROUTE_HELLO,
+        .name = "hello",
+        .method = "POST",
+        .path = "/v1/hello/{lang}",
+        .auth = IGW_AUTH_KIND_NONE,
+        .gate_signaling = false,
+        .body = IGW_BODY_KIND_JSON,
+        .body_limit = 256,
+        .body_size = sizeof(igw_Hello),
+        .decode = route_decode_hello,
+        .encode = route_encode_hello,
+        .params = params_hello,
+        .param_checks = param_checks_hello,
+        .param_reasons = param_reasons_hello,
+        .nparams = 1,
+        .errors = errors_hello,
+        .nerrors = 2,
+    },
 };
-
-static int route_params_check(const igw_route_def *r, const igw_str *p, igw_json *j)
-{
-    (void)p; /* unused when no route has path parameters */
-    (void)j;
-    switch (r->id) {
-    case IGW_ROUTE_HELLO:
-        if (igw_decode_string_rules(j, p[0], 2, 5, 2))
-            return -1;
-        return 0;
-    default:
-        return 0;
-    }
-}
-
-static int route_header_rule(const igw_route_def *r, uint32_t index, igw_str v, igw_json *j)
-{
-    (void)v; /* unused when no route reads a header */
-    (void)j;
-    switch (r->id * 64 + (int)index) {
-    default:
-        return 0;
-    }
-}
 
 static bool match_hello(const char *path, size_t plen, igw_str *params)
 {
@@ -259,11 +259,8 @@ static bool match_hello(const char *path, size_t plen, igw_str *params)
     return at == plen;
 }
 
-static void set_error(igw_decode_error *err, igw_err cls, igw_json_errkind kind, const char *reason,
-                      const char *path);
-
-const igw_route_def *igw_route_match(const char *method, size_t mlen, const char *path, size_t plen,
-                                     igw_str params[IGW_MAX_PATH_PARAMS], igw_decode_error *err)
+static const igw_route_def *route_match(const char *path, size_t plen,
+                                        igw_str params[IGW_MAX_PATH_PARAMS])
 {
     int id = -1;
     switch (plen) {
@@ -274,111 +271,18 @@ const igw_route_def *igw_route_match(const char *method, size_t mlen, const char
         id = IGW_ROUTE_HELLO;
     (void)params; /* unused when no route has path parameters */
     (void)path;
-    if (id < 0) {
-        set_error(err, IGW_ERR_FOR_NO_ROUTE, IGW_JERR_NONE, "no such route", "");
-        return NULL;
-    }
-    const igw_route_def *r = &igw_routes[id];
-    if (strlen(r->method) != mlen || memcmp(r->method, method, mlen) != 0) {
-        set_error(err, IGW_ERR_FOR_METHOD_ROLE, IGW_JERR_NONE, "method not allowed on this route", "");
-        return NULL;
-    }
-    return r;
+    return id < 0 ? NULL : &igw_routes[id];
 }
 
-static void set_error(igw_decode_error *err, igw_err cls, igw_json_errkind kind, const char *reason,
-                      const char *path)
-{
-    err->cls = cls;
-    err->kind = kind;
-    err->reason = reason;
-    size_t n = strlen(path);
-    if (n >= sizeof err->path)
-        n = sizeof err->path - 1;
-    memcpy(err->path, path, n);
-    err->path[n] = '\0';
-}
-
-/* Media type without parameters, compared case-insensitively. */
-static bool media_is(const char *ct, size_t n, const char *want)
-{
-    size_t w = strlen(want);
-    if (n < w || strncasecmp(ct, want, w) != 0)
-        return false;
-    return n == w || ct[w] == ';' || ct[w] == ' ';
-}
-
-int igw_request_decode(igw_request *req, const char *method, size_t mlen, const char *path, size_t plen,
-                       const char *content_type, size_t ctlen, const void *body, size_t len,
-                       igw_arena *a, igw_decode_error *err)
-{
-    memset(req, 0, sizeof *req);
-    const igw_route_def *r = igw_route_match(method, mlen, path, plen, req->params, err);
-    if (!r)
-        return -1;
-    req->route = r;
-    if (r->body == IGW_BODY_KIND_NONE && len != 0) {
-        set_error(err, IGW_ERR_FOR_DECODE, IGW_JERR_TRAILING, "this route takes no body", "");
-        return -1;
-    }
-    if (len > r->body_limit) {
-        set_error(err, IGW_ERR_FOR_BODY_CAP, IGW_JERR_SIZE, "body exceeds the route's cap", "");
-        return -1;
-    }
-    if (content_type && r->body != IGW_BODY_KIND_NONE &&
-        !media_is(content_type, ctlen, r->body == IGW_BODY_KIND_JSON ? "application/json" : "multipart/form-data")) {
-        set_error(err, IGW_ERR_FOR_MEDIA_TYPE_ROLE, IGW_JERR_NONE,
-                  r->body == IGW_BODY_KIND_JSON ? "expected Content-Type application/json"
-                                                : "expected Content-Type multipart/form-data", "");
-        return -1;
-    }
-    igw_json j;
-    igw_json_init(&j, "", 0, a, 1);
-    if (route_params_check(r, req->params, &j)) {
-        set_error(err, IGW_ERR_FOR_DECODE, j.err, "invalid path parameter", "");
-        return -1;
-    }
-    if (r->body == IGW_BODY_KIND_NONE)
-        return 0;
-    if (r->body != IGW_BODY_KIND_JSON)
-        return 0; /* multipart is streamed by the handler */
-    void *out = igw_arena_alloc(a, r->body_size);
-    if (!out) {
-        set_error(err, IGW_ERR_FOR_INTERNAL_ROLE, IGW_JERR_NOMEM, "out of memory", "");
-        return -1;
-    }
-    igw_json_init(&j, body, len, a, IGW_JSON_MAX_DEPTH);
-    if (r->decode(&j, out) == 0 && igw_json_finish(&j) == 0) {
-        req->body = out;
-        return 0;
-    }
-    igw_err cls = j.err == IGW_JERR_RESERVED ? IGW_ERR_FOR_RESERVED
-                : j.err == IGW_JERR_NOMEM  ? IGW_ERR_FOR_INTERNAL_ROLE
-                                           : IGW_ERR_FOR_DECODE;
-    set_error(err, cls, j.err, j.reason, j.path);
-    return -1;
-}
-
-int igw_request_header_check(const igw_route_def *r, uint32_t index, igw_str value, igw_decode_error *err)
-{
-    igw_json j;
-    igw_json_init(&j, "", 0, NULL, 1);
-    if (index >= r->nheaders || route_header_rule(r, index, value, &j) == 0)
-        return 0;
-    set_error(err, IGW_ERR_FOR_DECODE, j.err, "invalid header value", "");
-    return -1;
-}
-
-int igw_dispatch(const igw_handler_fn handlers[IGW_ROUTE__COUNT], void *ctx, const char *method,
-                 size_t mlen, const char *path, size_t plen, const char *content_type, size_t ctlen,
-                 const void *body, size_t len, igw_arena *a, igw_decode_error *err)
-{
-    igw_request req;
-    if (igw_request_decode(&req, method, mlen, path, plen, content_type, ctlen, body, len, a, err))
-        return -1;
-    if (!handlers[req.route->id]) {
-        set_error(err, IGW_ERR_FOR_INTERNAL_ROLE, IGW_JERR_NONE, "route has no handler", "");
-        return -1;
-    }
-    return handlers[req.route->id](ctx, &req);
-}
+const igw_api igw_gen_api = {
+    .routes = igw_routes,
+    .nroutes = IGW_ROUTE__COUNT,
+    .match = route_match,
+    .cls_decode = IGW_ERR_BAD,
+    .cls_reserved = IGW_ERR_LATER,
+    .cls_body_cap = IGW_ERR_BIG,
+    .cls_no_route = IGW_ERR_GONE,
+    .cls_method = IGW_ERR_VERB,
+    .cls_media_type = IGW_ERR_MEDIA,
+    .cls_internal = IGW_ERR_OOPS,
+};

@@ -10,6 +10,7 @@
 #include "arena.h"
 #include "json.h"
 #include "jw.h"
+#include "request.h"
 
 /* ---- error classes ---- */
 
@@ -52,6 +53,10 @@ typedef enum igw_Kind {
     IGW_Kind_shape_box,
     IGW_Kind__COUNT
 } igw_Kind;
+typedef struct igw_Kind_list {
+    igw_Kind *v;
+    uint32_t n;
+} igw_Kind_list;
 /* Wire names, indexed by igw_Kind. */
 extern const igw_str igw_Kind_names[IGW_Kind__COUNT];
 
@@ -60,6 +65,10 @@ typedef enum igw_Unit {
     IGW_Unit_inch,
     IGW_Unit__COUNT
 } igw_Unit;
+typedef struct igw_Unit_list {
+    igw_Unit *v;
+    uint32_t n;
+} igw_Unit_list;
 /* Wire names, indexed by igw_Unit. */
 extern const igw_str igw_Unit_names[IGW_Unit__COUNT];
 
@@ -73,6 +82,10 @@ typedef struct igw_int_list {
     int64_t *v;
     uint32_t n;
 } igw_int_list;
+typedef struct igw_bool_list {
+    bool *v;
+    uint32_t n;
+} igw_bool_list;
 
 /* Circle */
 typedef struct igw_Circle {
@@ -141,75 +154,11 @@ typedef enum igw_route_id {
     IGW_ROUTE__COUNT
 } igw_route_id;
 
-#define IGW_MAX_PATH_PARAMS 1
-
-typedef enum igw_auth_kind { IGW_AUTH_KIND_NONE, IGW_AUTH_KIND_DEVICE, IGW_AUTH_KIND_USER } igw_auth_kind;
-typedef enum igw_body_kind { IGW_BODY_KIND_NONE, IGW_BODY_KIND_JSON, IGW_BODY_KIND_MULTIPART } igw_body_kind;
-
-typedef struct igw_route_def {
-    igw_route_id id;
-    const char *name;
-    const char *method;
-    const char *path;
-    igw_auth_kind auth;
-    bool gate_signaling;
-    igw_body_kind body;
-    size_t body_limit; /* bytes, checked before decoding */
-    size_t body_size;  /* sizeof the decoded request struct (JSON bodies) */
-    int (*decode)(igw_json *j, void *out);
-    void (*encode)(igw_jw *w, const void *in);
-    const char *const *params; /* path parameter names */
-    uint32_t nparams;
-    const char *const *parts;  /* multipart part names; required ones first */
-    uint32_t nparts, nrequired_parts;
-    bool reject_other_parts;
-    const igw_err *errors;     /* classes the route may answer with */
-    uint32_t nerrors;
-    const char *const *headers; /* request headers the route reads (lower case) */
-    uint32_t nheaders;
-} igw_route_def;
-
 /* Indexed by igw_route_id. */
 extern const igw_route_def igw_routes[IGW_ROUTE__COUNT];
 
-/* Why the strict stage refused a request. */
-typedef struct igw_decode_error {
-    igw_err cls;
-    igw_json_errkind kind; /* IGW_JERR_NONE for route-level failures */
-    const char *reason;
-    char path[512];     /* JSON Pointer into the body, "" for the whole */
-} igw_decode_error;
-
-/* A request that passed the strict stage. */
-typedef struct igw_request {
-    const igw_route_def *route;
-    igw_str params[IGW_MAX_PATH_PARAMS];
-    void *body; /* decoded struct for JSON bodies (in the arena), else NULL */
-} igw_request;
-
-/* Finds the route of METHOD and PATH (no query string). NULL with *err set
- * (no_route or method class) when none matches; path parameters land in params. */
-const igw_route_def *igw_route_match(const char *method, size_t mlen, const char *path, size_t plen,
-                                     igw_str params[IGW_MAX_PATH_PARAMS], igw_decode_error *err);
-
-/* The strict stage, in order: route, body presence, body cap, content type (skipped when
- * content_type is NULL), path parameters, body decode. 0, or -1 with *err. */
-int igw_request_decode(igw_request *req, const char *method, size_t mlen, const char *path, size_t plen,
-                       const char *content_type, size_t ctlen, const void *body, size_t len,
-                       igw_arena *a, igw_decode_error *err);
-
-/* Checks the value of header `index` (igw_route_def.headers) against its rule:
- * 0, or -1 with *err (decode class, path "", reason naming the header). */
-int igw_request_header_check(const igw_route_def *r, uint32_t index, igw_str value, igw_decode_error *err);
-
-/* A route handler; receives a request that passed the strict stage. */
-typedef int (*igw_handler_fn)(void *ctx, const igw_request *req);
-
-/* Runs the strict stage and calls handlers[route id]. Returns the handler's
- * result, or -1 with *err when the strict stage refused the request (or
- * the route has no handler: internal class). */
-int igw_dispatch(const igw_handler_fn handlers[IGW_ROUTE__COUNT], void *ctx, const char *method,
-                 size_t mlen, const char *path, size_t plen, const char *content_type, size_t ctlen,
-                 const void *body, size_t len, igw_arena *a, igw_decode_error *err);
+/* The route table, matcher and error classes for src/common/request.h:
+ * igw_request_decode(&igw_gen_api, ...) runs the strict stage. */
+extern const igw_api igw_gen_api;
 
 #endif

@@ -3,7 +3,6 @@
 #include "api.h"
 
 #include <string.h>
-#include <strings.h>
 
 #include "decode.h"
 
@@ -24,26 +23,32 @@ const igw_str igw_Color_names[IGW_Color__COUNT] = {
     {"it's", 4},
 };
 
+static int __attribute__((unused)) lookup_Color(igw_str s)
+{
+    switch (s.len) {
+    case 3:
+        if (memcmp(s.ptr, "red", 3) == 0)
+            return IGW_Color_red;
+        break;
+    case 4:
+        if (memcmp(s.ptr, "it's", 4) == 0)
+            return IGW_Color_it_s;
+        break;
+    default:
+        break;
+    }
+    return -1;
+}
+
 static int __attribute__((unused)) enum_Color(igw_json *j, igw_Color *out)
 {
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    switch (s.len) {
-    case 3:
-        if (memcmp(s.ptr, "red", 3) == 0) {
-            *out = IGW_Color_red;
-            return 0;
-        }
-        break;
-    case 4:
-        if (memcmp(s.ptr, "it's", 4) == 0) {
-            *out = IGW_Color_it_s;
-            return 0;
-        }
-        break;
-    default:
-        break;
+    int v = lookup_Color(s);
+    if (v >= 0) {
+        *out = (igw_Color)v;
+        return 0;
     }
     return igw_json_fail(j, IGW_JERR_ENUM, "value is not one of: red it's");
 }
@@ -208,31 +213,8 @@ void igw_encode_Sample(igw_jw *w, const igw_Sample *o)
 const igw_route_def igw_routes[IGW_ROUTE__COUNT] = {
 };
 
-static int route_params_check(const igw_route_def *r, const igw_str *p, igw_json *j)
-{
-    (void)p; /* unused when no route has path parameters */
-    (void)j;
-    switch (r->id) {
-    default:
-        return 0;
-    }
-}
-
-static int route_header_rule(const igw_route_def *r, uint32_t index, igw_str v, igw_json *j)
-{
-    (void)v; /* unused when no route reads a header */
-    (void)j;
-    switch (r->id * 64 + (int)index) {
-    default:
-        return 0;
-    }
-}
-
-static void set_error(igw_decode_error *err, igw_err cls, igw_json_errkind kind, const char *reason,
-                      const char *path);
-
-const igw_route_def *igw_route_match(const char *method, size_t mlen, const char *path, size_t plen,
-                                     igw_str params[IGW_MAX_PATH_PARAMS], igw_decode_error *err)
+static const igw_route_def *route_match(const char *path, size_t plen,
+                                        igw_str params[IGW_MAX_PATH_PARAMS])
 {
     int id = -1;
     switch (plen) {
@@ -241,111 +223,18 @@ const igw_route_def *igw_route_match(const char *method, size_t mlen, const char
     }
     (void)params; /* unused when no route has path parameters */
     (void)path;
-    if (id < 0) {
-        set_error(err, IGW_ERR_FOR_NO_ROUTE, IGW_JERR_NONE, "no such route", "");
-        return NULL;
-    }
-    const igw_route_def *r = &igw_routes[id];
-    if (strlen(r->method) != mlen || memcmp(r->method, method, mlen) != 0) {
-        set_error(err, IGW_ERR_FOR_METHOD_ROLE, IGW_JERR_NONE, "method not allowed on this route", "");
-        return NULL;
-    }
-    return r;
+    return id < 0 ? NULL : &igw_routes[id];
 }
 
-static void set_error(igw_decode_error *err, igw_err cls, igw_json_errkind kind, const char *reason,
-                      const char *path)
-{
-    err->cls = cls;
-    err->kind = kind;
-    err->reason = reason;
-    size_t n = strlen(path);
-    if (n >= sizeof err->path)
-        n = sizeof err->path - 1;
-    memcpy(err->path, path, n);
-    err->path[n] = '\0';
-}
-
-/* Media type without parameters, compared case-insensitively. */
-static bool media_is(const char *ct, size_t n, const char *want)
-{
-    size_t w = strlen(want);
-    if (n < w || strncasecmp(ct, want, w) != 0)
-        return false;
-    return n == w || ct[w] == ';' || ct[w] == ' ';
-}
-
-int igw_request_decode(igw_request *req, const char *method, size_t mlen, const char *path, size_t plen,
-                       const char *content_type, size_t ctlen, const void *body, size_t len,
-                       igw_arena *a, igw_decode_error *err)
-{
-    memset(req, 0, sizeof *req);
-    const igw_route_def *r = igw_route_match(method, mlen, path, plen, req->params, err);
-    if (!r)
-        return -1;
-    req->route = r;
-    if (r->body == IGW_BODY_KIND_NONE && len != 0) {
-        set_error(err, IGW_ERR_FOR_DECODE, IGW_JERR_TRAILING, "this route takes no body", "");
-        return -1;
-    }
-    if (len > r->body_limit) {
-        set_error(err, IGW_ERR_FOR_BODY_CAP, IGW_JERR_SIZE, "body exceeds the route's cap", "");
-        return -1;
-    }
-    if (content_type && r->body != IGW_BODY_KIND_NONE &&
-        !media_is(content_type, ctlen, r->body == IGW_BODY_KIND_JSON ? "application/json" : "multipart/form-data")) {
-        set_error(err, IGW_ERR_FOR_MEDIA_TYPE_ROLE, IGW_JERR_NONE,
-                  r->body == IGW_BODY_KIND_JSON ? "expected Content-Type application/json"
-                                                : "expected Content-Type multipart/form-data", "");
-        return -1;
-    }
-    igw_json j;
-    igw_json_init(&j, "", 0, a, 1);
-    if (route_params_check(r, req->params, &j)) {
-        set_error(err, IGW_ERR_FOR_DECODE, j.err, "invalid path parameter", "");
-        return -1;
-    }
-    if (r->body == IGW_BODY_KIND_NONE)
-        return 0;
-    if (r->body != IGW_BODY_KIND_JSON)
-        return 0; /* multipart is streamed by the handler */
-    void *out = igw_arena_alloc(a, r->body_size);
-    if (!out) {
-        set_error(err, IGW_ERR_FOR_INTERNAL_ROLE, IGW_JERR_NOMEM, "out of memory", "");
-        return -1;
-    }
-    igw_json_init(&j, body, len, a, IGW_JSON_MAX_DEPTH);
-    if (r->decode(&j, out) == 0 && igw_json_finish(&j) == 0) {
-        req->body = out;
-        return 0;
-    }
-    igw_err cls = j.err == IGW_JERR_RESERVED ? IGW_ERR_FOR_RESERVED
-                : j.err == IGW_JERR_NOMEM  ? IGW_ERR_FOR_INTERNAL_ROLE
-                                           : IGW_ERR_FOR_DECODE;
-    set_error(err, cls, j.err, j.reason, j.path);
-    return -1;
-}
-
-int igw_request_header_check(const igw_route_def *r, uint32_t index, igw_str value, igw_decode_error *err)
-{
-    igw_json j;
-    igw_json_init(&j, "", 0, NULL, 1);
-    if (index >= r->nheaders || route_header_rule(r, index, value, &j) == 0)
-        return 0;
-    set_error(err, IGW_ERR_FOR_DECODE, j.err, "invalid header value", "");
-    return -1;
-}
-
-int igw_dispatch(const igw_handler_fn handlers[IGW_ROUTE__COUNT], void *ctx, const char *method,
-                 size_t mlen, const char *path, size_t plen, const char *content_type, size_t ctlen,
-                 const void *body, size_t len, igw_arena *a, igw_decode_error *err)
-{
-    igw_request req;
-    if (igw_request_decode(&req, method, mlen, path, plen, content_type, ctlen, body, len, a, err))
-        return -1;
-    if (!handlers[req.route->id]) {
-        set_error(err, IGW_ERR_FOR_INTERNAL_ROLE, IGW_JERR_NONE, "route has no handler", "");
-        return -1;
-    }
-    return handlers[req.route->id](ctx, &req);
-}
+const igw_api igw_gen_api = {
+    .routes = igw_routes,
+    .nroutes = IGW_ROUTE__COUNT,
+    .match = route_match,
+    .cls_decode = IGW_ERR_PARAMETER,
+    .cls_reserved = IGW_ERR_RESERVED,
+    .cls_body_cap = IGW_ERR_TOO_LARGE,
+    .cls_no_route = IGW_ERR_NOT_FOUND,
+    .cls_method = IGW_ERR_METHOD,
+    .cls_media_type = IGW_ERR_MEDIA,
+    .cls_internal = IGW_ERR_INTERNAL,
+};

@@ -1,0 +1,147 @@
+/* request.c - see request.h. */
+#include "request.h"
+
+#include <string.h>
+#include <strings.h>
+
+static void set_error(igw_decode_error *err, int cls, igw_json_errkind kind, const char *reason, const char *path)
+{
+    err->cls = cls;
+    err->kind = kind;
+    err->reason = reason;
+    size_t n = strlen(path);
+    if (n >= sizeof err->path)
+        n = sizeof err->path - 1;
+    memcpy(err->path, path, n);
+    err->path[n] = '\0';
+}
+
+igw_str igw_http_header(const igw_http_request *in, const char *name, size_t len)
+{
+    for (size_t i = 0; i < in->nheaders; i++)
+        if (in->headers[i].name.len == len && strncasecmp(in->headers[i].name.ptr, name, len) == 0)
+            return in->headers[i].value;
+    return (igw_str){NULL, 0};
+}
+
+/* RFC 9110 media type: type/subtype (case-insensitive), then optional
+ * whitespace and either the end or ';' parameters (charset etc. ignored). */
+static bool media_is(igw_str ct, const char *want)
+{
+    size_t w = strlen(want);
+    if (ct.len < w || strncasecmp(ct.ptr, want, w) != 0)
+        return false;
+    while (w < ct.len && (ct.ptr[w] == ' ' || ct.ptr[w] == '\t'))
+        w++;
+    return w == ct.len || ct.ptr[w] == ';';
+}
+
+/* Collects the route's headers into req->headers and checks them: each
+ * declared header at most once, required ones present, values by rule. */
+static int check_headers(const igw_api *api, igw_request *req, const igw_http_request *in, igw_decode_error *err)
+{
+    const igw_route_def *r = req->route;
+    for (uint32_t i = 0; i < r->nheaders; i++) {
+        size_t len = strlen(r->headers[i]);
+        for (size_t k = 0; k < in->nheaders; k++) {
+            const igw_header *h = &in->headers[k];
+            if (h->name.len != len || strncasecmp(h->name.ptr, r->headers[i], len) != 0)
+                continue;
+            if (req->headers[i].ptr) {
+                set_error(err, api->cls_decode, IGW_JERR_DUPLICATE, r->header_reasons[i], "");
+                return -1;
+            }
+            /* An empty value is still present: keep a non-NULL pointer. */
+            req->headers[i] = (igw_str){h->value.ptr ? h->value.ptr : "", h->value.len};
+        }
+        if (!req->headers[i].ptr) {
+            if (r->required_headers & (UINT64_C(1) << i)) {
+                set_error(err, api->cls_decode, IGW_JERR_MISSING, r->header_missing[i], "");
+                return -1;
+            }
+            continue;
+        }
+        igw_json j;
+        igw_json_init(&j, "", 0, NULL, 1);
+        if (r->header_checks[i](&j, req->headers[i])) {
+            set_error(err, api->cls_decode, j.err, r->header_reasons[i], "");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int igw_request_decode(const igw_api *api, igw_request *req, const igw_http_request *in, igw_arena *a,
+                       igw_decode_error *err)
+{
+    memset(req, 0, sizeof *req);
+    const igw_route_def *r = api->match(in->path.ptr, in->path.len, req->params);
+    if (!r) {
+        set_error(err, api->cls_no_route, IGW_JERR_NONE, "no such route", "");
+        return -1;
+    }
+    if (strlen(r->method) != in->method.len || memcmp(r->method, in->method.ptr, in->method.len) != 0) {
+        set_error(err, api->cls_method, IGW_JERR_NONE, "method not allowed on this route", "");
+        return -1;
+    }
+    req->route = r;
+    size_t len = in->body.len;
+    if (r->body == IGW_BODY_KIND_NONE && len != 0) {
+        set_error(err, api->cls_decode, IGW_JERR_TRAILING, "this route takes no body", "");
+        return -1;
+    }
+    if (len > r->body_limit) {
+        set_error(err, api->cls_body_cap, IGW_JERR_SIZE, "body exceeds the route's cap", "");
+        return -1;
+    }
+    if (r->body != IGW_BODY_KIND_NONE) {
+        bool json = r->body == IGW_BODY_KIND_JSON;
+        igw_str ct = igw_http_header(in, "content-type", 12);
+        if (!ct.ptr || !media_is(ct, json ? "application/json" : "multipart/form-data")) {
+            set_error(err, api->cls_media_type, IGW_JERR_NONE,
+                      json ? "expected Content-Type application/json" : "expected Content-Type multipart/form-data",
+                      "");
+            return -1;
+        }
+    }
+    igw_json j;
+    for (uint32_t i = 0; i < r->nparams; i++) {
+        igw_json_init(&j, "", 0, NULL, 1);
+        if (r->param_checks[i](&j, req->params[i])) {
+            set_error(err, api->cls_decode, j.err, r->param_reasons[i], "");
+            return -1;
+        }
+    }
+    if (check_headers(api, req, in, err))
+        return -1;
+    if (r->body != IGW_BODY_KIND_JSON)
+        return 0; /* no body, or multipart, which the handler streams */
+    void *out = igw_arena_alloc(a, r->body_size);
+    if (!out) {
+        set_error(err, api->cls_internal, IGW_JERR_NOMEM, "out of memory", "");
+        return -1;
+    }
+    igw_json_init(&j, in->body.ptr, len, a, IGW_JSON_MAX_DEPTH);
+    if (r->decode(&j, out) == 0 && igw_json_finish(&j) == 0) {
+        req->body = out;
+        return 0;
+    }
+    int cls = j.err == IGW_JERR_RESERVED ? api->cls_reserved
+            : j.err == IGW_JERR_NOMEM    ? api->cls_internal
+                                         : api->cls_decode;
+    set_error(err, cls, j.err, j.reason, j.path);
+    return -1;
+}
+
+int igw_dispatch(const igw_api *api, const igw_handler_fn *handlers, void *ctx, const igw_http_request *in,
+                 igw_arena *a, igw_decode_error *err)
+{
+    igw_request req;
+    if (igw_request_decode(api, &req, in, a, err))
+        return -1;
+    if (!handlers[req.route->id]) {
+        set_error(err, api->cls_internal, IGW_JERR_NONE, "route has no handler", "");
+        return -1;
+    }
+    return handlers[req.route->id](ctx, &req);
+}

@@ -216,6 +216,7 @@ typedef struct igw_route {
     const char *doc;
     igw_loc loc;
     int index;
+    bool has_auth, has_reply, has_errors; /* each route states these explicitly */
 } igw_route;
 
 /* ---- state machines ------------------------------------------------------ */

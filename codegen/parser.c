@@ -20,7 +20,10 @@ typedef struct parser {
     igw_token tok;
     igw_schema *s;
     jmp_buf fail;
+    int nesting; /* of type expressions and conditions; bounded */
 } parser;
+
+#define MAX_NESTING 32
 
 /* Token texts are owned by the parser until a rule takes them (ident,
  * value, string): what is still here when the next token comes was a
@@ -190,7 +193,19 @@ static igw_type *new_type(parser *p, igw_typekind kind)
 
 static void members(parser *p, igw_type *obj);
 
+static igw_type *type_expr_inner(parser *p, const char *owner, const char *field);
+
+/* Types nest (array of array of ...); a bound keeps recursion finite. */
 static igw_type *type_expr(parser *p, const char *owner, const char *field)
+{
+    if (++p->nesting > MAX_NESTING)
+        fail(p, "type nested deeper than %d levels", MAX_NESTING);
+    igw_type *t = type_expr_inner(p, owner, field);
+    p->nesting--;
+    return t;
+}
+
+static igw_type *type_expr_inner(parser *p, const char *owner, const char *field)
 {
     igw_type *t;
     if (accept_kw(p, "string")) {
@@ -299,16 +314,22 @@ static igw_cond *cond(parser *p);
 
 static igw_cond *unary(parser *p)
 {
+    if (p->nesting + 1 > MAX_NESTING)
+        fail(p, "condition nested deeper than %d levels", MAX_NESTING);
     igw_cond *c = igw_xcalloc(1, sizeof *c);
     c->loc = p->tok.loc;
     if (accept_kw(p, "not")) {
         c->op = IGW_C_NOT;
+        p->nesting++;
         c->a = unary(p);
+        p->nesting--;
         return c;
     }
     if (accept(p, TOK_LPAREN)) {
         free(c);
+        p->nesting++;
         igw_cond *r = cond(p);
+        p->nesting--;
         expect(p, TOK_RPAREN);
         return r;
     }
@@ -570,6 +591,8 @@ static void route_decl(parser *p)
     expect(p, TOK_LBRACE);
     while (!accept(p, TOK_RBRACE)) {
         if (is_kw(p, "post") || is_kw(p, "get")) {
+            if (r->method)
+                fail(p, "route '%s' already has a method and path", r->name);
             r->method = is_kw(p, "post") ? "POST" : "GET";
             next(p);
             r->path = string(p, "path");
@@ -591,6 +614,9 @@ static void route_decl(parser *p)
             f->doc = opt_doc(p);
             igw_vec_push(&r->headers, f);
         } else if (accept_kw(p, "auth")) {
+            if (r->has_auth)
+                fail(p, "route '%s' already has an auth item", r->name);
+            r->has_auth = true;
             if (accept_kw(p, "device"))
                 r->auth = IGW_AUTH_DEVICE;
             else if (accept_kw(p, "user"))
@@ -603,6 +629,8 @@ static void route_decl(parser *p)
             expect_kw(p, "signaling");
             r->gate_signaling = true;
         } else if (accept_kw(p, "body")) {
+            if (r->body_limit >= 0)
+                fail(p, "route '%s' already has a body item", r->name);
             if (accept_kw(p, "none")) {
                 r->body = IGW_BODY_NONE;
                 r->body_limit = 0;
@@ -641,9 +669,15 @@ static void route_decl(parser *p)
                 fail(p, "expected 'none', 'json' or 'multipart', found %s", found(p));
             }
         } else if (accept_kw(p, "reply")) {
+            if (r->has_reply)
+                fail(p, "route '%s' already has a reply item", r->name);
+            r->has_reply = true;
             if (!accept_kw(p, "none"))
                 r->reply = type_expr(p, r->name, "reply");
         } else if (accept_kw(p, "errors")) {
+            if (r->has_errors)
+                fail(p, "route '%s' already has an errors item", r->name);
+            r->has_errors = true;
             do
                 igw_vec_push(&r->errors, (void *)ident(p, "error class"));
             while (accept(p, TOK_COMMA));

@@ -79,6 +79,23 @@ static bool in_list(const igw_vec *v, const char *s)
     return false;
 }
 
+/* Names that become C identifiers must not be keywords (or the `has`
+ * member every generated struct carries). */
+static bool c_reserved(const char *name)
+{
+    static const char *const words[] = {
+        "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else", "enum",
+        "extern", "float", "for", "goto", "if", "inline", "int", "long", "register", "restrict", "return",
+        "short", "signed", "sizeof", "static", "struct", "switch", "typedef", "union", "unsigned", "void",
+        "volatile", "while", "_Bool", "_Complex", "_Imaginary", "_Alignas", "_Alignof", "_Atomic",
+        "_Generic", "_Noreturn", "_Static_assert", "_Thread_local", "bool", "true", "false", "has",
+    };
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+        if (strcmp(name, words[i]) == 0)
+            return true;
+    return false;
+}
+
 /* ---- types ---- */
 
 static void resolve_type(igw_schema *s, igw_type *t)
@@ -163,9 +180,13 @@ static void check_scalar(igw_type *t)
         break;
     case IGW_T_ENUM:
         for (int i = 0; i < t->values.n; i++)
-            for (int j = 0; j < i; j++)
-                if (strcmp(IGW_VEC_AT(t->values, char, i), IGW_VEC_AT(t->values, char, j)) == 0)
-                    igw_diag_error(t->loc, "duplicate enum value '%s'", IGW_VEC_AT(t->values, char, i));
+            for (int j = 0; j < i; j++) {
+                const char *a = IGW_VEC_AT(t->values, char, i), *b = IGW_VEC_AT(t->values, char, j);
+                if (strcmp(a, b) == 0)
+                    igw_diag_error(t->loc, "duplicate enum value '%s'", a);
+                else if (strcmp(igw_c_ident(a), igw_c_ident(b)) == 0)
+                    igw_diag_error(t->loc, "enum values '%s' and '%s' have the same C name", b, a);
+            }
         if (t->values.n == 0)
             igw_diag_error(t->loc, "empty enum");
         break;
@@ -252,8 +273,8 @@ static void add_dim(dim *dims, int *nd, igw_field *f, const igw_cond *c)
         if (dims[i].field == f)
             break;
     if (i == *nd) {
-        if (*nd >= 8)
-            return;
+        if (*nd >= 9)
+            return; /* the caller reports more than 8 */
         dims[i].field = f;
         dims[i].n = 0;
         dims[i].vals[dims[i].n++] = NULL; /* absent */
@@ -322,57 +343,66 @@ static bool eval(const igw_cond *c, const dim *dims, int nd, const int *pick)
 
 static void check_contradictions(igw_type *obj)
 {
-    dim dims[8];
+    dim dims[9];
     int nd = 0;
     FOR(obj->rules, igw_rule, r)
         if (r->kind != IGW_R_CHECK)
             collect_dims(r->when, dims, &nd);
     if (nd == 0)
         return;
-    int pick[8] = {0};
-    long combos = 0;
+    /* The search is exhaustive or it says so: a schema past the limits is
+     * refused rather than checked halfway. */
+    long total = 1;
+    for (int i = 0; i < nd; i++) {
+        if (dims[i].n >= 39) {
+            igw_diag_error(dims[i].field->loc, "conditions on '%s' test too many values for the rule check (max 37)",
+                           dims[i].field->name);
+            return;
+        }
+        total *= dims[i].n;
+    }
+    if (nd > 8 || total > 200000) {
+        igw_diag_error(obj->loc, "rules of %s test too many field combinations to check (max 8 fields, 200000 cases)",
+                       obj->name);
+        return;
+    }
+    int pick[9] = {0};
     int nf = obj->fields.n;
     bool *ever_allowed = igw_xcalloc((size_t)nf, sizeof *ever_allowed);
     bool *reported = igw_xcalloc((size_t)nf, sizeof *reported);
+    bool *req = igw_xcalloc((size_t)nf, sizeof *req), *forb = igw_xcalloc((size_t)nf, sizeof *forb);
     for (;;) {
-        if (++combos > 200000)
-            break;
-        /* Skip assignments that break presence rules of the dimensions themselves. */
-        bool consistent = true;
-        for (int i = 0; i < nd; i++)
-            if (!dims[i].field->optional && !dims[i].vals[pick[i]])
-                consistent = false;
-        if (consistent) {
-            FOR(obj->fields, igw_field, f) {
-                bool req = !f->optional, forb = false;
-                FOR(obj->rules, igw_rule, r) {
-                    if (r->kind == IGW_R_CHECK || !eval(r->when, dims, nd, pick))
-                        continue;
-                    for (int k = 0; k < r->frefs.n; k++)
-                        if (IGW_VEC_AT(r->frefs, igw_field, k) == f) {
-                            if (r->kind == IGW_R_REQUIRE)
-                                req = true;
-                            else
-                                forb = true;
-                        }
-                }
-                const char *dv = NULL;
-                bool is_dim = false;
-                for (int i = 0; i < nd; i++)
-                    if (dims[i].field == f) {
-                        is_dim = true;
-                        dv = dims[i].vals[pick[i]];
-                    }
-                if (is_dim && ((req && !dv) || (forb && dv)))
-                    consistent = false; /* this assignment is simply an invalid input */
-                if (req && forb && !reported[f->index]) {
-                    reported[f->index] = true;
-                    igw_diag_error(f->loc, "contradictory rules: field '%s' is both required and forbidden in some case",
-                                   f->name);
-                }
-                if (!forb)
-                    ever_allowed[f->index] = true;
+        /* What the rules demand under this assignment of the tested fields. */
+        FOR(obj->fields, igw_field, f) {
+            req[f->index] = !f->optional;
+            forb[f->index] = false;
+        }
+        FOR(obj->rules, igw_rule, r) {
+            if (r->kind == IGW_R_CHECK || !eval(r->when, dims, nd, pick))
+                continue;
+            for (int k = 0; k < r->frefs.n; k++)
+                (r->kind == IGW_R_REQUIRE ? req : forb)[IGW_VEC_AT(r->frefs, igw_field, k)->index] = true;
+        }
+        /* An assignment in which a tested field breaks the rules is an
+         * invalid input, not a contradiction; `broken` counts such fields. */
+        int broken = 0, broken_at = -1;
+        for (int i = 0; i < nd; i++) {
+            const igw_field *f = dims[i].field;
+            const char *v = dims[i].vals[pick[i]];
+            if ((!v && req[f->index]) || (v && forb[f->index])) {
+                broken++;
+                broken_at = f->index;
             }
+        }
+        FOR(obj->fields, igw_field, f) {
+            bool alone = broken == 0 || (broken == 1 && broken_at == f->index);
+            if (req[f->index] && forb[f->index] && alone && !reported[f->index]) {
+                reported[f->index] = true;
+                igw_diag_error(f->loc, "contradictory rules: field '%s' is both required and forbidden in some case",
+                               f->name);
+            }
+            if (broken == 0 && !forb[f->index])
+                ever_allowed[f->index] = true;
         }
         int i = 0;
         while (i < nd && ++pick[i] == dims[i].n)
@@ -381,10 +411,12 @@ static void check_contradictions(igw_type *obj)
             break;
     }
     FOR(obj->fields, igw_field, f)
-        if (!ever_allowed[f->index] && !f->reserved)
+        if (!ever_allowed[f->index] && !f->reserved && !reported[f->index])
             igw_diag_error(f->loc, "field '%s' is forbidden in every case", f->name);
     free(ever_allowed);
     free(reported);
+    free(req);
+    free(forb);
 }
 
 static void check_object(igw_schema *s, igw_type *obj)
@@ -399,6 +431,13 @@ static void check_object(igw_schema *s, igw_type *obj)
         }
         if (f->index >= 64)
             igw_diag_error(f->loc, "an object has at most 64 fields");
+        if (c_reserved(f->name))
+            igw_diag_error(f->loc, "field name '%s' is reserved in the generated C", f->name);
+        if (f->type && igw_type_resolve(f->type) && igw_type_resolve(f->type)->kind == IGW_T_ARRAY) {
+            igw_type *it = igw_type_resolve(igw_type_resolve(f->type)->item);
+            if (it && it->kind == IGW_T_ARRAY)
+                igw_diag_error(f->loc, "arrays of arrays are not supported; wrap the inner array in an object");
+        }
         if (f->type && igw_type_resolve(f->type) && igw_type_resolve(f->type)->kind == IGW_T_ARRAY) {
             igw_type *at = igw_type_resolve(f->type);
             igw_type *it = igw_type_resolve(at->item);
@@ -423,6 +462,8 @@ static void check_object(igw_schema *s, igw_type *obj)
             resolve_type(s, c->type);
             if (!in_list(&dt->values, c->value))
                 igw_diag_error(c->loc, "'%s' is not a value of %s", c->value, sw->on);
+            if (c_reserved(igw_c_ident(c->value)))
+                igw_diag_error(c->loc, "case '%s' is reserved in the generated C", c->value);
             for (int j = 0; j < c_i; j++)
                 if (strcmp(IGW_VEC_AT(sw->cases, igw_case, j)->value, c->value) == 0)
                     igw_diag_error(c->loc, "duplicate case '%s'", c->value);
@@ -492,7 +533,57 @@ static void check_object(igw_schema *s, igw_type *obj)
     check_contradictions(obj);
 }
 
+/* ---- recursion ---- */
+
+/* Depth-first walk over the objects a type holds by value (fields, items,
+ * switch cases); color 1 = on the stack, 2 = done. A cycle means an
+ * unbounded document shape, which the decoders and C structs cannot hold. */
+static bool find_cycle(igw_type *t, char *color, igw_type **via)
+{
+    t = igw_type_resolve(t);
+    while (t && t->kind == IGW_T_ARRAY)
+        t = igw_type_resolve(t->item);
+    if (!t || t->kind != IGW_T_OBJECT || t->index < 0)
+        return false;
+    if (color[t->index] == 1) {
+        *via = t;
+        return true;
+    }
+    if (color[t->index] == 2)
+        return false;
+    color[t->index] = 1;
+    FOR(t->fields, igw_field, f) {
+        if (f->type && find_cycle(f->type, color, via))
+            return true;
+        if (f->sw)
+            FOR(f->sw->cases, igw_case, c)
+                if (find_cycle(c->type, color, via))
+                    return true;
+    }
+    color[t->index] = 2;
+    return false;
+}
+
 /* ---- routes ---- */
+
+/* The path with every {param} written as {}: two routes with one shape
+ * would make the second unreachable. */
+static char *path_shape(const char *path)
+{
+    char *r = igw_xstrdup(path), *w = r;
+    for (const char *p = path; *p; p++) {
+        *w++ = *p;
+        if (*p == '{') {
+            while (*p && *p != '}')
+                p++;
+            if (!*p)
+                break;
+            *w++ = '}';
+        }
+    }
+    *w = '\0';
+    return r;
+}
 
 static void check_route(igw_schema *s, igw_route *r)
 {
@@ -502,6 +593,39 @@ static void check_route(igw_schema *s, igw_route *r)
     }
     if (r->body_limit < 0)
         igw_diag_error(r->loc, "route '%s' needs a body declaration", r->name);
+    if (!r->has_auth)
+        igw_diag_error(r->loc, "route '%s' needs `auth device|user|none;` (no silent default)", r->name);
+    if (!r->has_reply)
+        igw_diag_error(r->loc, "route '%s' needs `reply TYPE;` or `reply none;`", r->name);
+    if (!r->has_errors)
+        igw_diag_error(r->loc, "route '%s' needs `errors ...;`", r->name);
+    if (r->params.n > 8)
+        igw_diag_error(r->loc, "a route has at most 8 path parameters");
+    if (r->headers.n > 16)
+        igw_diag_error(r->loc, "a route reads at most 16 headers");
+    /* Path syntax: '/'-separated non-empty segments of unreserved characters,
+     * or a whole-segment {param}; so it is safe in C, SQL and OpenAPI alike. */
+    if (r->path[0] != '/') {
+        igw_diag_error(r->loc, "path must start with '/'");
+    } else {
+        for (const char *seg = r->path + 1;; ) {
+            size_t n = strcspn(seg, "/");
+            bool param = n >= 2 && seg[0] == '{' && seg[n - 1] == '}';
+            const char *allowed = param ? "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_"
+                                        : "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~";
+            const char *body = param ? seg + 1 : seg;
+            size_t bn = param ? n - 2 : n;
+            if (bn == 0 || strspn(body, allowed) < bn) {
+                igw_diag_error(r->loc,
+                               "path segment '%.*s' must be unreserved characters (A-Z a-z 0-9 - . _ ~) or a whole {param}",
+                               (int)n, seg);
+                return;
+            }
+            if (!seg[n])
+                break;
+            seg += n + 1;
+        }
+    }
     /* Path parameters: every {x} declared, every declared one used, in order. */
     int np = 0;
     for (const char *p = r->path; (p = strchr(p, '{')) != NULL; np++) {
@@ -520,6 +644,7 @@ static void check_route(igw_schema *s, igw_route *r)
         igw_diag_error(r->loc, "route '%s' declares %d params but its path has %d", r->name, r->params.n, np);
     FOR(r->params, igw_field, f) {
         resolve_type(s, f->type);
+        check_scalar(f->type);
         igw_type *t = igw_type_resolve(f->type);
         if (t && t->kind != IGW_T_STRING && t->kind != IGW_T_ENUM)
             igw_diag_error(f->loc, "path parameter '%s' must be a string or enum", f->name);
@@ -562,10 +687,18 @@ static void check_route(igw_schema *s, igw_route *r)
         else
             igw_vec_push(&r->error_refs, e);
     }
-    FOR(s->routes, igw_route, o)
-        if (o != r && o->index < r->index &&
-            (strcmp(o->name, r->name) == 0 || strcmp(o->path, r->path) == 0))
-            igw_diag_error(r->loc, "duplicate route name or path ('%s')", r->name);
+    char *shape = path_shape(r->path);
+    FOR(s->routes, igw_route, o) {
+        if (o == r || o->index > r->index || !o->path)
+            continue;
+        if (strcmp(o->name, r->name) == 0)
+            igw_diag_error(r->loc, "duplicate route name '%s'", r->name);
+        char *other = path_shape(o->path);
+        if (strcmp(other, shape) == 0)
+            igw_diag_error(r->loc, "route '%s' has the same path shape as '%s'", r->name, o->name);
+        free(other);
+    }
+    free(shape);
 }
 
 /* ---- machines ---- */
@@ -580,10 +713,15 @@ static int state_index(igw_machine *m, const char *name)
 
 static void check_machine(igw_schema *s, igw_machine *m)
 {
-    FOR(m->states, igw_state, st)
+    FOR(m->states, igw_state, st) {
         for (int j = 0; j < st->index; j++)
             if (strcmp(IGW_VEC_AT(m->states, igw_state, j)->name, st->name) == 0)
                 igw_diag_error(st->loc, "duplicate state '%s'", st->name);
+        if (strcmp(st->name, "none") == 0)
+            igw_diag_error(st->loc, "'none' names the state before creation; pick another name");
+    }
+    if (m->guards.n > 32)
+        igw_diag_error(m->loc, "a machine has at most 32 guards");
     FOR(m->guards, igw_guard, g)
         for (int j = 0; j < g->index; j++)
             if (strcmp(IGW_VEC_AT(m->guards, igw_guard, j)->name, g->name) == 0)
@@ -640,6 +778,26 @@ static void check_machine(igw_schema *s, igw_machine *m)
     FOR(m->guards, igw_guard, g)
         if (!g->used)
             igw_diag_error(g->loc, "guard '%s' is never used", g->name);
+    /* A row after an unconditional row (or a reject) for the same state and
+     * trigger can never fire: the first matching row wins. */
+    FOR(m->transitions, igw_transition, t) {
+        for (int k = 0; k < t->from_idx.n; k++) {
+            intptr_t from = (intptr_t)t->from_idx.v[k];
+            for (int e = 0; e < t_i; e++) {
+                igw_transition *u = IGW_VEC_AT(m->transitions, igw_transition, e);
+                if (strcmp(u->trigger, t->trigger) != 0 || (u->guard && !u->reject))
+                    continue;
+                bool same = false;
+                for (int q = 0; q < u->from_idx.n; q++)
+                    same |= (intptr_t)u->from_idx.v[q] == from;
+                if (same) {
+                    igw_diag_error(t->loc, "'%s' in state '%s' never reaches this row: an earlier row always applies",
+                                   t->trigger, from < 0 ? "none" : IGW_VEC_AT(m->states, igw_state, from)->name);
+                    e = t_i; /* one report per row and state */
+                }
+            }
+        }
+    }
     /* Reachability from creation. */
     int ns = m->states.n;
     bool *seen = igw_xcalloc((size_t)ns + 1, 1);
@@ -791,10 +949,12 @@ int igw_sema(igw_schema *s)
         {IGW_ROLE_BODY_CAP, "body_cap"}, {IGW_ROLE_NO_ROUTE, "no_route"}, {IGW_ROLE_METHOD, "method"},
         {IGW_ROLE_MEDIA, "media_type"}, {IGW_ROLE_INTERNAL, "internal"},
     };
+    igw_loc roles_at = {IGW_VEC_AT(s->files, const char, 0), 1, 1};
     if (s->errors.n)
-        for (size_t i = 0; i < sizeof need / sizeof need[0]; i++)
-            if (!(roles & need[i].role))
-                igw_diag_error(IGW_VEC_AT(s->errors, igw_error, 0)->loc, "no error class is `for %s`", need[i].name);
+        roles_at = IGW_VEC_AT(s->errors, igw_error, 0)->loc;
+    for (size_t i = 0; i < sizeof need / sizeof need[0]; i++)
+        if (!(roles & need[i].role))
+            igw_diag_error(roles_at, "no error class is `for %s`", need[i].name);
 
     FOR(s->types, igw_type, t) {
         t->index = t_i;
@@ -823,6 +983,17 @@ int igw_sema(igw_schema *s)
     FOR(s->types, igw_type, t)
         if (t->kind == IGW_T_OBJECT)
             check_object(s, t);
+    if (igw_diag_count() == before) {
+        char *color = igw_xcalloc((size_t)s->types.n + 1, 1);
+        FOR(s->types, igw_type, t) {
+            igw_type *via = NULL;
+            if (t->kind == IGW_T_OBJECT && !color[t->index] && find_cycle(t, color, &via)) {
+                igw_diag_error(via->loc, "type '%s' contains itself; recursive types are not supported", via->name);
+                break;
+            }
+        }
+        free(color);
+    }
     FOR(s->routes, igw_route, r)
         check_route(s, r);
     FOR(s->events, igw_event, e) {

@@ -103,6 +103,47 @@ static void __attribute__((unused)) enc_Unit(igw_jw *w, igw_Unit v)
         w->oom = true; /* not a value of the enum: output unusable */
 }
 
+const igw_str igw_Mode_names[IGW_Mode__COUNT] = {
+    {"a", 1},
+    {"b", 1},
+};
+
+static int __attribute__((unused)) lookup_Mode(igw_str s)
+{
+    switch (s.len) {
+    case 1:
+        if (memcmp(s.ptr, "a", 1) == 0)
+            return IGW_Mode_a;
+        if (memcmp(s.ptr, "b", 1) == 0)
+            return IGW_Mode_b;
+        break;
+    default:
+        break;
+    }
+    return -1;
+}
+
+static int __attribute__((unused)) enum_Mode(igw_json *j, igw_Mode *out)
+{
+    igw_str s;
+    if (igw_json_string(j, &s))
+        return -1;
+    int v = lookup_Mode(s);
+    if (v >= 0) {
+        *out = (igw_Mode)v;
+        return 0;
+    }
+    return igw_json_fail(j, IGW_JERR_ENUM, "value is not one of: a b");
+}
+
+static void __attribute__((unused)) enc_Mode(igw_jw *w, igw_Mode v)
+{
+    if ((unsigned)v < IGW_Mode__COUNT)
+        igw_jw_string(w, igw_Mode_names[v].ptr, igw_Mode_names[v].len);
+    else
+        w->oom = true; /* not a value of the enum: output unusable */
+}
+
 /* Field index of a key of Circle, or -1: length first, then memcmp. */
 static int key_Circle(const char *k, size_t n)
 {
@@ -357,6 +398,80 @@ int igw_decode_Shape(igw_json *j, igw_Shape *o)
     return 0;
 }
 
+/* Field index of a key of Presence, or -1: length first, then memcmp. */
+static int key_Presence(const char *k, size_t n)
+{
+    switch (n) {
+    case 1:
+        if (memcmp(k, "m", 1) == 0)
+            return 0;
+        if (memcmp(k, "y", 1) == 0)
+            return 1;
+        if (memcmp(k, "x", 1) == 0)
+            return 2;
+        break;
+    default:
+        break;
+    }
+    return -1;
+}
+
+int igw_decode_Presence(igw_json *j, igw_Presence *o)
+{
+    igw_str k;
+    int more;
+    memset(o, 0, sizeof *o);
+    if (igw_json_object_begin(j))
+        return -1;
+    while ((more = igw_json_object_next(j, &k)) == 1) {
+        int f = key_Presence(k.ptr, k.len);
+        igw_json_push_key(j, k.ptr, k.len);
+        if (f < 0)
+            return igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+        if (o->has & (UINT64_C(1) << f))
+            return igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+        o->has |= UINT64_C(1) << f;
+        switch (f) {
+        case 0:
+            if (enum_Mode(j, &o->m))
+                return -1;
+            break;
+        case 1:
+            if (igw_json_bool(j, &o->y))
+                return -1;
+            break;
+        case 2:
+            if (igw_json_bool(j, &o->x))
+                return -1;
+            break;
+        default:
+            break;
+        }
+        igw_json_pop(j);
+    }
+    if (more < 0)
+        return -1;
+    if ((o->has & UINT64_C(0x1)) != UINT64_C(0x1)) {
+        if (!(o->has & IGW_Presence_m)) {
+            igw_json_push_key(j, "m", 1);
+            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+        }
+    }
+    if (!(o->has & IGW_Presence_x) && (o->has & IGW_Presence_y)) {
+        igw_json_push_key(j, "x", 1);
+        return igw_json_fail(j, IGW_JERR_MISSING, "field is required when y present");
+    }
+    if ((o->has & IGW_Presence_x) && ((o->has & IGW_Presence_m) && (o->m == IGW_Mode_a))) {
+        igw_json_push_key(j, "x", 1);
+        return igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when m = a");
+    }
+    if ((o->has & IGW_Presence_y) && ((o->has & IGW_Presence_m) && (o->m == IGW_Mode_a))) {
+        igw_json_push_key(j, "y", 1);
+        return igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when m = a");
+    }
+    return 0;
+}
+
 void igw_encode_Circle(igw_jw *w, const igw_Circle *o)
 {
     igw_jw_object_begin(w);
@@ -411,12 +526,33 @@ void igw_encode_Shape(igw_jw *w, const igw_Shape *o)
     igw_jw_object_end(w);
 }
 
+void igw_encode_Presence(igw_jw *w, const igw_Presence *o)
+{
+    igw_jw_object_begin(w);
+    igw_jw_key(w, "m", 1);
+    enc_Mode(w, o->m);
+    if (o->has & IGW_Presence_y) {
+        igw_jw_key(w, "y", 1);
+        igw_jw_bool(w, o->y);
+    }
+    if (o->has & IGW_Presence_x) {
+        igw_jw_key(w, "x", 1);
+        igw_jw_bool(w, o->x);
+    }
+    igw_jw_object_end(w);
+}
+
 /* ---- routes ---- */
 
 static int route_decode_shape(igw_json *j, void *out) { return igw_decode_Shape(j, out); }
 static void route_encode_shape(igw_jw *w, const void *in) { igw_encode_Shape(w, in); }
 
 static const int errors_shape[] = {IGW_ERR_BAD};
+
+static int route_decode_presence(igw_json *j, void *out) { return igw_decode_Presence(j, out); }
+static void route_encode_presence(igw_jw *w, const void *in) { igw_encode_Presence(w, in); }
+
+static const int errors_presence[] = {IGW_ERR_BAD};
 
 const igw_route_def igw_routes[IGW_ROUTE__COUNT] = {
     [IGW_ROUTE_SHAPE] = {
@@ -434,6 +570,21 @@ const igw_route_def igw_routes[IGW_ROUTE__COUNT] = {
         .errors = errors_shape,
         .nerrors = 1,
     },
+    [IGW_ROUTE_PRESENCE] = {
+        .id = IGW_ROUTE_PRESENCE,
+        .name = "presence",
+        .method = "POST",
+        .path = "/presence",
+        .auth = IGW_AUTH_KIND_NONE,
+        .gate_signaling = false,
+        .body = IGW_BODY_KIND_JSON,
+        .body_limit = 1024,
+        .body_size = sizeof(igw_Presence),
+        .decode = route_decode_presence,
+        .encode = route_encode_presence,
+        .errors = errors_presence,
+        .nerrors = 1,
+    },
 };
 
 static const igw_route_def *route_match(const char *path, size_t plen,
@@ -444,6 +595,10 @@ static const igw_route_def *route_match(const char *path, size_t plen,
     case 6:
         if (memcmp(path, "/shape", 6) == 0)
             id = IGW_ROUTE_SHAPE;
+        break;
+    case 9:
+        if (memcmp(path, "/presence", 9) == 0)
+            id = IGW_ROUTE_PRESENCE;
         break;
     default:
         break;

@@ -72,6 +72,18 @@ typedef struct igw_Unit_list {
 /* Wire names, indexed by igw_Unit. */
 extern const igw_str igw_Unit_names[IGW_Unit__COUNT];
 
+typedef enum igw_Mode {
+    IGW_Mode_a,
+    IGW_Mode_b,
+    IGW_Mode__COUNT
+} igw_Mode;
+typedef struct igw_Mode_list {
+    igw_Mode *v;
+    uint32_t n;
+} igw_Mode_list;
+/* Wire names, indexed by igw_Mode. */
+extern const igw_str igw_Mode_names[IGW_Mode__COUNT];
+
 /* ---- objects ---- */
 
 typedef struct igw_str_list {
@@ -135,6 +147,21 @@ typedef struct igw_Shape_list {
     uint32_t n;
 } igw_Shape_list;
 
+/* Presence */
+typedef struct igw_Presence {
+    uint64_t has; /* IGW_Presence_<field> bits of the fields present */
+    igw_Mode m;
+    bool y;
+    bool x;
+} igw_Presence;
+#define IGW_Presence_m (UINT64_C(1) << 0)
+#define IGW_Presence_y (UINT64_C(1) << 1)
+#define IGW_Presence_x (UINT64_C(1) << 2)
+typedef struct igw_Presence_list {
+    igw_Presence *v;
+    uint32_t n;
+} igw_Presence_list;
+
 /* ---- decoders and encoders ---- */
 
 /* Each decoder reads one object of its type at the scanner's position, strictly
@@ -146,11 +173,14 @@ int igw_decode_Box(igw_json *j, igw_Box *out);
 void igw_encode_Box(igw_jw *w, const igw_Box *in);
 int igw_decode_Shape(igw_json *j, igw_Shape *out);
 void igw_encode_Shape(igw_jw *w, const igw_Shape *in);
+int igw_decode_Presence(igw_json *j, igw_Presence *out);
+void igw_encode_Presence(igw_jw *w, const igw_Presence *in);
 
 /* ---- routes ---- */
 
 typedef enum igw_route_id {
     IGW_ROUTE_SHAPE,
+    IGW_ROUTE_PRESENCE,
     IGW_ROUTE__COUNT
 } igw_route_id;
 

@@ -3077,6 +3077,66 @@ static void route_vectors(gen *g)
                           ",\"path\":\"\"}}\n",
                        e->http, e->code);
     }
+    /* Path parameters and headers are text from outside JSON: a control
+     * character is refused by the strict stage whatever the value's rule,
+     * before the body is read. */
+    const igw_error *dec = igw_schema_error_role(g->s, IGW_ROLE_DECODE);
+    size_t len;
+    const char *body = g->bases.n ? jv_text(g, IGW_VEC_AT(g->bases, base, 0)->root, &len) : "";
+    for (int i = 0; i < g->r->params.n + g->r->headers.n; i++) {
+        bool header = i >= g->r->params.n;
+        const igw_field *f = header ? IGW_VEC_AT(g->r->headers, igw_field, i - g->r->params.n)
+                                    : IGW_VEC_AT(g->r->params, igw_field, i);
+        const char *id = unique_id(g, gprintf(g, "%s/%s/%s/control-character", g->r->name,
+                                              header ? "header" : "param", f->name));
+        igw_out_puts(o, "{\"id\":");
+        igw_out_json_string(o, id);
+        igw_out_puts(o, ",\"doc\":");
+        igw_out_json_string(o, gprintf(g, "%s %s carries a control character", header ? "header" : "path parameter",
+                                       f->name));
+        igw_out_printf(o, ",\"tags\":[\"%s\",\"text\"],\"request\":{\"method\":", header ? "header" : "param");
+        igw_out_json_string(o, g->r->method);
+        igw_out_puts(o, ",\"path\":");
+        const char *path = g->req_path;
+        if (!header) {
+            /* Replace the i-th parameter segment of the concrete path. */
+            igw_out seg;
+            igw_out_init(&seg);
+            int n = -1;
+            for (const char *t = g->r->path, *q = g->req_path; *t;) {
+                if (*t == '{') {
+                    n++;
+                    size_t k = strcspn(q, "/");
+                    if (n == i)
+                        igw_out_puts(&seg, "a\x01b");
+                    else
+                        igw_out_write(&seg, q, k);
+                    q += k;
+                    const char *close = strchr(t, '}'); /* sema checked the braces */
+                    t = close ? close + 1 : t + strlen(t);
+                } else {
+                    igw_out_write(&seg, t, 1);
+                    t++;
+                    q++;
+                }
+            }
+            path = gprintf(g, "%s", out_str(&seg));
+            igw_out_free(&seg);
+        }
+        igw_out_json_string(o, path);
+        igw_out_puts(o, ",\"headers\":{");
+        if (g->r->body != IGW_BODY_NONE)
+            igw_out_puts(o, "\"content-type\":\"application/json\"");
+        if (header) {
+            igw_out_puts(o, g->r->body != IGW_BODY_NONE ? "," : "");
+            igw_out_json_string(o, f->name);
+            igw_out_puts(o, ":\"a\\u0001b\"");
+        }
+        igw_out_puts(o, "},\"body\":");
+        igw_out_json_string(o, gstrndup(g, body, g->r->body == IGW_BODY_NONE ? 0 : len));
+        igw_out_printf(o, "},\"expect\":{\"status\":%d,\"code\":%" PRId64 ",\"path\":\"\"}}\n", dec->http,
+                       dec->code);
+    }
 }
 
 int igw_emit_vectors(const igw_schema *s, const char *gen_dir)

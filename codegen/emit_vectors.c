@@ -3108,7 +3108,7 @@ static void route_vectors(gen *g)
                     n++;
                     size_t k = strcspn(q, "/");
                     if (n == i)
-                        igw_out_puts(&seg, "a\x01b");
+                        igw_out_puts(&seg, "a\001b"); /* octal: a hex escape would swallow the b */
                     else
                         igw_out_write(&seg, q, k);
                     q += k;

@@ -18,9 +18,13 @@ static void set_error(igw_decode_error *err, int cls, igw_json_errkind kind, con
 
 igw_str igw_http_header(const igw_http_request *in, const char *name, size_t len)
 {
-    for (size_t i = 0; i < in->nheaders; i++)
-        if (in->headers[i].name.len == len && strncasecmp(in->headers[i].name.ptr, name, len) == 0)
+    for (size_t i = 0; i < in->nheaders; i++) {
+        igw_str n = in->headers[i].name;
+        /* Transports usually hand names over lower-cased (h2o does): try the
+         * exact bytes before the case-insensitive compare. */
+        if (n.len == len && (memcmp(n.ptr, name, len) == 0 || strncasecmp(n.ptr, name, len) == 0))
             return in->headers[i].value;
+    }
     return (igw_str){NULL, 0};
 }
 
@@ -41,6 +45,8 @@ static bool media_is(igw_str ct, const char *want)
 static int check_headers(const igw_api *api, igw_request *req, const igw_http_request *in, igw_decode_error *err)
 {
     const igw_route_def *r = req->route;
+    for (uint32_t i = 0; i < r->nheaders; i++)
+        req->headers[i] = (igw_str){NULL, 0};
     for (uint32_t i = 0; i < r->nheaders; i++) {
         size_t len = strlen(r->headers[i]);
         for (size_t k = 0; k < in->nheaders; k++) {
@@ -74,7 +80,10 @@ static int check_headers(const igw_api *api, igw_request *req, const igw_http_re
 int igw_request_decode(const igw_api *api, igw_request *req, const igw_http_request *in, igw_arena *a,
                        igw_decode_error *err)
 {
-    memset(req, 0, sizeof *req);
+    /* Only what the route uses is set: params by the matcher, headers by
+     * check_headers; the struct is too big to clear on every request. */
+    req->route = NULL;
+    req->body = NULL;
     const igw_route_def *r = api->match(in->path.ptr, in->path.len, req->params);
     if (!r) {
         set_error(err, api->cls_no_route, IGW_JERR_NONE, "no such route", "");

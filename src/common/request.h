@@ -109,7 +109,8 @@ typedef int (*igw_handler_fn)(void *ctx, const igw_request *req);
 int igw_dispatch(const igw_api *api, const igw_handler_fn *handlers, void *ctx, const igw_http_request *in,
                  igw_arena *a, igw_decode_error *err);
 
-/* The value of header `name` (case-insensitive) in `in`, or ptr NULL. */
+/* The value of header `name` (case-insensitive; pass it lower case) in
+ * `in`, or ptr NULL. */
 igw_str igw_http_header(const igw_http_request *in, const char *name, size_t len);
 
 #endif

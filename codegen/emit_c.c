@@ -181,62 +181,82 @@ static void indent(igw_out *o, int n)
         igw_out_puts(o, "    ");
 }
 
-/* Emits code reading one value of type `t` into lvalue `lv`. */
-static void emit_read(igw_out *o, igw_type *t, const char *lv, int in)
+/* Ends an `if (...)` line at indent `in` with its failure branch:
+ * `return <fail>;`, or, when `call` is given (the call recording the
+ * failure), `{ call; return <fail>; }`. */
+static void emit_fail(igw_out *o, int in, const char *call, const char *fail)
+{
+    if (!call || strcmp(fail, "-1") == 0) {
+        igw_out_puts(o, "\n");
+        indent(o, in + 1);
+        igw_out_printf(o, "return %s;\n", call ? call : fail);
+        return;
+    }
+    igw_out_puts(o, " {\n");
+    indent(o, in + 1);
+    igw_out_printf(o, "%s;\n", call);
+    indent(o, in + 1);
+    igw_out_printf(o, "return %s;\n", fail);
+    indent(o, in);
+    igw_out_puts(o, "}\n");
+}
+
+/* Emits code reading one value of type `t` into lvalue `lv`. Error paths are
+ * built lazily (json.h): nothing is pushed on the way in; after a failure the
+ * code returns `fail`, an expression that prepends the segments of the value
+ * within the decoder (its key, its item index) and yields -1 ("-1" when the
+ * caller prepends them itself). */
+static void emit_read(igw_out *o, igw_type *t, const char *lv, int in, const char *fail)
 {
     igw_type *r = igw_type_resolve(t);
     switch (r->kind) {
     case IGW_T_STRING:
         indent(o, in);
-        igw_out_printf(o, "if (igw_json_string(j, &%s) || igw_decode_string_rules(j, %s, %lld, %lld, %d))\n", lv, lv,
+        igw_out_printf(o, "if (igw_json_string(j, &%s) || igw_decode_string_rules(j, %s, %lld, %lld, %d))", lv, lv,
                        (long long)r->min_len, (long long)r->max_len, (int)r->format);
-        indent(o, in + 1);
-        igw_out_puts(o, "return -1;\n");
+        emit_fail(o, in, NULL, fail);
         break;
     case IGW_T_INT:
         indent(o, in);
-        igw_out_printf(o, "if (igw_json_int(j, &%s, INT64_C(%lld), INT64_C(%lld)))\n", lv, (long long)r->min,
+        igw_out_printf(o, "if (igw_json_int(j, &%s, INT64_C(%lld), INT64_C(%lld)))", lv, (long long)r->min,
                        (long long)r->max);
-        indent(o, in + 1);
-        igw_out_puts(o, "return -1;\n");
+        emit_fail(o, in, NULL, fail);
         break;
     case IGW_T_BOOL:
         indent(o, in);
-        igw_out_printf(o, "if (igw_json_bool(j, &%s))\n", lv);
-        indent(o, in + 1);
-        igw_out_puts(o, "return -1;\n");
+        igw_out_printf(o, "if (igw_json_bool(j, &%s))", lv);
+        emit_fail(o, in, NULL, fail);
         break;
     case IGW_T_ENUM:
         indent(o, in);
-        igw_out_printf(o, "if (enum_%s(j, &%s))\n", r->name, lv);
-        indent(o, in + 1);
-        igw_out_puts(o, "return -1;\n");
+        igw_out_printf(o, "if (enum_%s(j, &%s))", r->name, lv);
+        emit_fail(o, in, NULL, fail);
         break;
     case IGW_T_OBJECT:
         indent(o, in);
-        igw_out_printf(o, "if (igw_decode_%s(j, &%s))\n", r->name, lv);
-        indent(o, in + 1);
-        igw_out_puts(o, "return -1;\n");
+        igw_out_printf(o, "if (igw_decode_%s(j, &%s))", r->name, lv);
+        emit_fail(o, in, NULL, fail);
         break;
     case IGW_T_JSON:
         indent(o, in);
-        igw_out_printf(o, "if (igw_decode_free(j, %s, %lld, %lld, &%s))\n",
+        igw_out_printf(o, "if (igw_decode_free(j, %s, %lld, %lld, &%s))",
                        r->json_kind == IGW_JSON_OBJECT ? "true" : "false", (long long)r->max_depth,
                        (long long)r->max_bytes, lv);
-        indent(o, in + 1);
-        igw_out_puts(o, "return -1;\n");
+        emit_fail(o, in, NULL, fail);
         break;
     case IGW_T_ARRAY: {
         int k = tmp_counter++;
         igw_type *it = igw_type_resolve(r->item);
+        /* An item's failure gets its index, then whatever `fail` adds. */
+        char *ifail = strcmp(fail, "-1") == 0 ? igw_xprintf("igw_json_prefix_index(j, %s.n)", lv)
+                                               : igw_xprintf("(igw_json_prefix_index(j, %s.n), %s)", lv, fail);
         indent(o, in);
         igw_out_puts(o, "{\n");
         indent(o, in + 1);
         igw_out_printf(o, "int more%d;\n", k);
         indent(o, in + 1);
-        igw_out_printf(o, "if (igw_json_array_begin(j))\n");
-        indent(o, in + 2);
-        igw_out_puts(o, "return -1;\n");
+        igw_out_printf(o, "if (igw_json_array_begin(j))");
+        emit_fail(o, in + 1, NULL, fail);
         indent(o, in + 1);
         igw_out_printf(o, "uint32_t cap%d = 0;\n", k);
         indent(o, in + 1);
@@ -246,48 +266,40 @@ static void emit_read(igw_out *o, igw_type *t, const char *lv, int in)
         indent(o, in + 1);
         igw_out_printf(o, "while ((more%d = igw_json_array_next(j)) == 1) {\n", k);
         indent(o, in + 2);
-        igw_out_printf(o, "igw_json_push_index(j, %s.n);\n", lv);
-        indent(o, in + 2);
-        igw_out_printf(o, "if (%s.n == %lld)\n", lv, (long long)r->max_items);
-        indent(o, in + 3);
-        igw_out_printf(o, "return igw_json_fail(j, IGW_JERR_LENGTH, \"more than %lld items\");\n",
-                       (long long)r->max_items);
+        igw_out_printf(o, "if (%s.n == %lld)", lv, (long long)r->max_items);
+        emit_fail(o, in + 2, igw_sprintf("igw_json_fail(j, IGW_JERR_LENGTH, \"more than %lld items\")",
+                                         (long long)r->max_items), ifail);
         /* Room grows with the items actually sent, never to the bound up front. */
         indent(o, in + 2);
-        igw_out_printf(o, "if (%s.n == cap%d && !(%s.v = igw_decode_grow(j, %s.v, %s.n, &cap%d, %lld, sizeof *%s.v)))\n",
+        igw_out_printf(o, "if (%s.n == cap%d && !(%s.v = igw_decode_grow(j, %s.v, %s.n, &cap%d, %lld, sizeof *%s.v)))",
                        lv, k, lv, lv, lv, k, (long long)r->max_items, lv);
-        indent(o, in + 3);
-        igw_out_puts(o, "return -1;\n");
+        emit_fail(o, in + 2, NULL, ifail);
         char *item = igw_xprintf("%s.v[%s.n]", lv, lv);
-        emit_read(o, r->item, item, in + 2);
+        emit_read(o, r->item, item, in + 2, ifail);
         if (r->unique) {
             indent(o, in + 2);
             igw_out_printf(o, "for (uint32_t u = 0; u < %s.n; u++)\n", lv);
             indent(o, in + 3);
             if (it->kind == IGW_T_STRING)
-                igw_out_printf(o, "if (igw_str_eq(%s.v[u], %s.ptr, %s.len))\n", lv, item, item);
+                igw_out_printf(o, "if (igw_str_eq(%s.v[u], %s.ptr, %s.len))", lv, item, item);
             else
-                igw_out_printf(o, "if (%s.v[u] == %s)\n", lv, item);
-            indent(o, in + 4);
-            igw_out_puts(o, "return igw_json_fail(j, IGW_JERR_DUPLICATE, \"duplicate item\");\n");
+                igw_out_printf(o, "if (%s.v[u] == %s)", lv, item);
+            emit_fail(o, in + 3, "igw_json_fail(j, IGW_JERR_DUPLICATE, \"duplicate item\")", ifail);
         }
         free(item);
-        indent(o, in + 2);
-        igw_out_printf(o, "igw_json_pop(j);\n");
+        free(ifail);
         indent(o, in + 2);
         igw_out_printf(o, "%s.n++;\n", lv);
         indent(o, in + 1);
         igw_out_puts(o, "}\n");
         indent(o, in + 1);
-        igw_out_printf(o, "if (more%d < 0)\n", k);
-        indent(o, in + 2);
-        igw_out_puts(o, "return -1;\n");
+        igw_out_printf(o, "if (more%d < 0)", k);
+        emit_fail(o, in + 1, NULL, fail);
         if (r->min_items > 0) {
             indent(o, in + 1);
-            igw_out_printf(o, "if (%s.n < %lld)\n", lv, (long long)r->min_items);
-            indent(o, in + 2);
-            igw_out_printf(o, "return igw_json_fail(j, IGW_JERR_LENGTH, \"fewer than %lld items\");\n",
-                           (long long)r->min_items);
+            igw_out_printf(o, "if (%s.n < %lld)", lv, (long long)r->min_items);
+            emit_fail(o, in + 1, igw_sprintf("igw_json_fail(j, IGW_JERR_LENGTH, \"fewer than %lld items\")",
+                                             (long long)r->min_items), fail);
         }
         indent(o, in);
         igw_out_puts(o, "}\n");
@@ -403,8 +415,7 @@ static void emit_rule(igw_out *o, const igw_type *obj, const igw_rule *r)
         igw_out_printf(o, " %s ", cmp[r->cmp]);
         operand_expr(o, &r->rhs);
         igw_field *first = r->lhs.fa ? r->lhs.fa : r->rhs.fa;
-        igw_out_printf(o, ")) {\n        igw_json_push_key(j, \"%s\", %zu);\n", first->name, strlen(first->name));
-        igw_out_puts(o, "        return igw_json_fail(j, IGW_JERR_RULE, \"rule ");
+        igw_out_puts(o, ")) {\n        igw_json_fail(j, IGW_JERR_RULE, \"rule ");
         igw_out t;
         igw_out_init(&t);
         operand_text(&t, &r->lhs);
@@ -412,7 +423,8 @@ static void emit_rule(igw_out *o, const igw_type *obj, const igw_rule *r)
         operand_text(&t, &r->rhs);
         igw_out_puts(o, t.buf);
         igw_out_free(&t);
-        igw_out_puts(o, " does not hold\");\n    }\n");
+        igw_out_printf(o, " does not hold\");\n        return igw_json_prefix_key(j, \"%s\", %zu);\n    }\n", first->name,
+                       strlen(first->name));
         return;
     }
     bool req = r->kind == IGW_R_REQUIRE;
@@ -429,12 +441,11 @@ static void emit_rule(igw_out *o, const igw_type *obj, const igw_rule *r)
             igw_out_puts(o, " && ");
             emit_cond(o, obj, r->when);
         }
-        igw_out_printf(o, ") {\n        igw_json_push_key(j, \"%s\", %zu);\n", f->name, strlen(f->name));
-        igw_out_printf(o, "        return igw_json_fail(j, %s, ", req ? "IGW_JERR_MISSING" : "IGW_JERR_FORBIDDEN");
+        igw_out_printf(o, ") {\n        igw_json_fail(j, %s, ", req ? "IGW_JERR_MISSING" : "IGW_JERR_FORBIDDEN");
         char *reason = igw_xprintf("%s%s", req ? "field is required" : "field is not allowed", t.buf ? t.buf : "");
         igw_out_c_string(o, reason);
         free(reason);
-        igw_out_puts(o, ");\n    }\n");
+        igw_out_printf(o, ");\n        return igw_json_prefix_key(j, \"%s\", %zu);\n    }\n", f->name, strlen(f->name));
     }
     igw_out_free(&t);
 }
@@ -473,7 +484,7 @@ static void emit_switch_decoder(igw_out *o, const igw_type *t, const igw_field *
     FOR(f->sw->cases, igw_case, c) {
         igw_out_printf(o, "    case %s:\n", enum_const(dt, c->value));
         char *lv = igw_xprintf("o->%s.%s", f->name, igw_c_ident(c->value));
-        emit_read(o, c->type, lv, 2);
+        emit_read(o, c->type, lv, 2, "-1"); /* the caller prepends the field's key */
         free(lv);
         igw_out_puts(o, "        return 0;\n");
     }
@@ -501,42 +512,48 @@ static void emit_decoder(igw_out *o, const igw_type *t)
     igw_out_puts(o, "    memset(o, 0, sizeof *o);\n    if (igw_json_object_begin(j))\n        return -1;\n");
     igw_out_puts(o, "    while ((more = igw_json_object_next(j, &k)) == 1) {\n");
     igw_out_printf(o, "        int f = key_%s(k.ptr, k.len);\n", t->name);
-    igw_out_puts(o, "        igw_json_push_key(j, k.ptr, k.len);\n"
-                    "        if (f < 0)\n            return igw_json_fail(j, IGW_JERR_UNKNOWN, \"unknown field\");\n"
-                    "        if (o->has & (UINT64_C(1) << f))\n"
-                    "            return igw_json_fail(j, IGW_JERR_DUPLICATE, \"duplicate key\");\n"
+    /* Nothing goes on the error path per member: a failure is reported with
+     * the member's key prepended as it leaves this level (json.h). */
+    igw_out_puts(o, "        if (f < 0) {\n            igw_json_fail(j, IGW_JERR_UNKNOWN, \"unknown field\");\n"
+                    "            return igw_json_prefix_key(j, k.ptr, k.len);\n        }\n"
+                    "        if (o->has & (UINT64_C(1) << f)) {\n"
+                    "            igw_json_fail(j, IGW_JERR_DUPLICATE, \"duplicate key\");\n"
+                    "            return igw_json_prefix_key(j, k.ptr, k.len);\n        }\n"
                     "        o->has |= UINT64_C(1) << f;\n        switch (f) {\n");
     FOR(t->fields, igw_field, f) {
         igw_out_printf(o, "        case %d:\n", f->index);
         if (f->reserved) {
-            igw_out_puts(o, "            return igw_json_fail(j, IGW_JERR_RESERVED, \"field is not open in this version\");\n");
+            igw_out_puts(o, "            igw_json_fail(j, IGW_JERR_RESERVED, \"field is not open in this version\");\n"
+                            "            return igw_json_prefix_key(j, k.ptr, k.len);\n");
             continue;
         }
         if (f->sw) {
             igw_out_printf(o, "            if (o->has & %s) {\n", bit(t, f->sw->on_field));
-            igw_out_printf(o, "                if (switch_%s_%s(j, o))\n                    return -1;\n", t->name, f->name);
+            igw_out_printf(o, "                if (switch_%s_%s(j, o))\n                    return igw_json_prefix_key(j, k.ptr, k.len);\n",
+                           t->name, f->name);
             igw_out_puts(o, "            } else {\n"
                             "                /* Discriminator not seen yet: hold the bytes, decode at the end. */\n"
                             "                held_depth = j->depth;\n"
-                            "                if (igw_decode_hold(j, &held))\n                    return -1;\n"
+                            "                if (igw_decode_hold(j, &held))\n"
+                            "                    return igw_json_prefix_key(j, k.ptr, k.len);\n"
                             "            }\n            break;\n");
             continue;
         }
         char *lv = igw_xprintf("o->%s", f->name);
-        emit_read(o, f->type, lv, 3);
+        emit_read(o, f->type, lv, 3, "igw_json_prefix_key(j, k.ptr, k.len)");
         free(lv);
         igw_out_puts(o, "            break;\n");
     }
-    igw_out_puts(o, "        default:\n            break;\n        }\n        igw_json_pop(j);\n    }\n"
+    igw_out_puts(o, "        default:\n            break;\n        }\n    }\n"
                     "    if (more < 0)\n        return -1;\n");
     if (required) {
         igw_out_printf(o, "    if ((o->has & UINT64_C(0x%llx)) != UINT64_C(0x%llx)) {\n", required, required);
         FOR(t->fields, igw_field, f) {
             if (f->optional)
                 continue;
-            igw_out_printf(o, "        if (!(o->has & %s)) {\n            igw_json_push_key(j, \"%s\", %zu);\n"
-                              "            return igw_json_fail(j, IGW_JERR_MISSING, \"required field is missing\");\n"
-                              "        }\n",
+            igw_out_printf(o, "        if (!(o->has & %s)) {\n"
+                              "            igw_json_fail(j, IGW_JERR_MISSING, \"required field is missing\");\n"
+                              "            return igw_json_prefix_key(j, \"%s\", %zu);\n        }\n",
                            bit(t, f), f->name, strlen(f->name));
         }
         igw_out_puts(o, "    }\n");

@@ -899,174 +899,176 @@ int igw_decode_Command(igw_json *j, igw_Command *o)
         return -1;
     while ((more = igw_json_object_next(j, &k)) == 1) {
         int f = key_Command(k.ptr, k.len);
-        igw_json_push_key(j, k.ptr, k.len);
-        if (f < 0)
-            return igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
-        if (o->has & (UINT64_C(1) << f))
-            return igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case 0:
             if (igw_json_string(j, &o->msgToken) || igw_decode_string_rules(j, o->msgToken, 1, 128, 3))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 1:
             if (enum_CommandMethod(j, &o->method))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 2:
             if (igw_json_string(j, &o->sessionId) || igw_decode_string_rules(j, o->sessionId, 1, 64, 3))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 3:
             if (igw_decode_Target(j, &o->target))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 4:
             if (o->has & IGW_Command_method) {
                 if (switch_Command_params(j, o))
-                    return -1;
+                    return igw_json_prefix_key(j, k.ptr, k.len);
             } else {
                 /* Discriminator not seen yet: hold the bytes, decode at the end. */
                 held_depth = j->depth;
                 if (igw_decode_hold(j, &held))
-                    return -1;
+                    return igw_json_prefix_key(j, k.ptr, k.len);
             }
             break;
         default:
             break;
         }
-        igw_json_pop(j);
     }
     if (more < 0)
         return -1;
     if ((o->has & UINT64_C(0x13)) != UINT64_C(0x13)) {
         if (!(o->has & IGW_Command_msgToken)) {
-            igw_json_push_key(j, "msgToken", 8);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "msgToken", 8);
         }
         if (!(o->has & IGW_Command_method)) {
-            igw_json_push_key(j, "method", 6);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "method", 6);
         }
         if (!(o->has & IGW_Command_params)) {
-            igw_json_push_key(j, "params", 6);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "params", 6);
         }
     }
     if (held.ptr && igw_decode_held(j, held, "params", 6, held_depth, switch_Command_params, o))
         return -1;
     if (!(o->has & IGW_Command_target) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_open))) {
-        igw_json_push_key(j, "target", 6);
-        return igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = interaction.open");
+        igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = interaction.open");
+        return igw_json_prefix_key(j, "target", 6);
     }
     if ((o->has & IGW_Command_sessionId) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_open))) {
-        igw_json_push_key(j, "sessionId", 9);
-        return igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method = interaction.open");
+        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method = interaction.open");
+        return igw_json_prefix_key(j, "sessionId", 9);
     }
     if (!(o->has & IGW_Command_sessionId) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_end))) {
-        igw_json_push_key(j, "sessionId", 9);
-        return igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = interaction.end");
+        igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = interaction.end");
+        return igw_json_prefix_key(j, "sessionId", 9);
     }
     if ((o->has & IGW_Command_target) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_end))) {
-        igw_json_push_key(j, "target", 6);
-        return igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method = interaction.end");
+        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method = interaction.end");
+        return igw_json_prefix_key(j, "target", 6);
     }
     if (!(o->has & IGW_Command_sessionId) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_join))) {
-        igw_json_push_key(j, "sessionId", 9);
-        return igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = interaction.join");
+        igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = interaction.join");
+        return igw_json_prefix_key(j, "sessionId", 9);
     }
     if ((o->has & IGW_Command_target) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_join))) {
-        igw_json_push_key(j, "target", 6);
-        return igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method = interaction.join");
+        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method = interaction.join");
+        return igw_json_prefix_key(j, "target", 6);
     }
     if (!(o->has & IGW_Command_sessionId) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_leave))) {
-        igw_json_push_key(j, "sessionId", 9);
-        return igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = interaction.leave");
+        igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = interaction.leave");
+        return igw_json_prefix_key(j, "sessionId", 9);
     }
     if ((o->has & IGW_Command_target) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_leave))) {
-        igw_json_push_key(j, "target", 6);
-        return igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method = interaction.leave");
+        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method = interaction.leave");
+        return igw_json_prefix_key(j, "target", 6);
     }
     if (!(o->has & IGW_Command_sessionId) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_subscribe))) {
-        igw_json_push_key(j, "sessionId", 9);
-        return igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = interaction.subscribe");
+        igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = interaction.subscribe");
+        return igw_json_prefix_key(j, "sessionId", 9);
     }
     if ((o->has & IGW_Command_target) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_subscribe))) {
-        igw_json_push_key(j, "target", 6);
-        return igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method = interaction.subscribe");
+        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method = interaction.subscribe");
+        return igw_json_prefix_key(j, "target", 6);
     }
     if (!(o->has & IGW_Command_sessionId) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_mediaOffer))) {
-        igw_json_push_key(j, "sessionId", 9);
-        return igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = interaction.mediaOffer");
+        igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = interaction.mediaOffer");
+        return igw_json_prefix_key(j, "sessionId", 9);
     }
     if ((o->has & IGW_Command_target) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_mediaOffer))) {
-        igw_json_push_key(j, "target", 6);
-        return igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method = interaction.mediaOffer");
+        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method = interaction.mediaOffer");
+        return igw_json_prefix_key(j, "target", 6);
     }
     if (!(o->has & IGW_Command_sessionId) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_mediaState))) {
-        igw_json_push_key(j, "sessionId", 9);
-        return igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = interaction.mediaState");
+        igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = interaction.mediaState");
+        return igw_json_prefix_key(j, "sessionId", 9);
     }
     if ((o->has & IGW_Command_target) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_mediaState))) {
-        igw_json_push_key(j, "target", 6);
-        return igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method = interaction.mediaState");
+        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method = interaction.mediaState");
+        return igw_json_prefix_key(j, "target", 6);
     }
     if (!(o->has & IGW_Command_sessionId) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_trackControl))) {
-        igw_json_push_key(j, "sessionId", 9);
-        return igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = interaction.trackControl");
+        igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = interaction.trackControl");
+        return igw_json_prefix_key(j, "sessionId", 9);
     }
     if ((o->has & IGW_Command_target) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_trackControl))) {
-        igw_json_push_key(j, "target", 6);
-        return igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method = interaction.trackControl");
+        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method = interaction.trackControl");
+        return igw_json_prefix_key(j, "target", 6);
     }
     if (!(o->has & IGW_Command_sessionId) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_configure))) {
-        igw_json_push_key(j, "sessionId", 9);
-        return igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = interaction.configure");
+        igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = interaction.configure");
+        return igw_json_prefix_key(j, "sessionId", 9);
     }
     if ((o->has & IGW_Command_target) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_configure))) {
-        igw_json_push_key(j, "target", 6);
-        return igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method = interaction.configure");
+        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method = interaction.configure");
+        return igw_json_prefix_key(j, "target", 6);
     }
     if (!(o->has & IGW_Command_sessionId) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_processorControl))) {
-        igw_json_push_key(j, "sessionId", 9);
-        return igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = interaction.processorControl");
+        igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = interaction.processorControl");
+        return igw_json_prefix_key(j, "sessionId", 9);
     }
     if ((o->has & IGW_Command_target) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_processorControl))) {
-        igw_json_push_key(j, "target", 6);
-        return igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method = interaction.processorControl");
+        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method = interaction.processorControl");
+        return igw_json_prefix_key(j, "target", 6);
     }
     if (!(o->has & IGW_Command_sessionId) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_control))) {
-        igw_json_push_key(j, "sessionId", 9);
-        return igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = interaction.control");
+        igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = interaction.control");
+        return igw_json_prefix_key(j, "sessionId", 9);
     }
     if ((o->has & IGW_Command_target) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_control))) {
-        igw_json_push_key(j, "target", 6);
-        return igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method = interaction.control");
+        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method = interaction.control");
+        return igw_json_prefix_key(j, "target", 6);
     }
     if (!(o->has & IGW_Command_target) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_messageSend))) {
-        igw_json_push_key(j, "target", 6);
-        return igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = messageSend");
+        igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = messageSend");
+        return igw_json_prefix_key(j, "target", 6);
     }
     if ((o->has & IGW_Command_sessionId) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_messageSend))) {
-        igw_json_push_key(j, "sessionId", 9);
-        return igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method = messageSend");
+        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method = messageSend");
+        return igw_json_prefix_key(j, "sessionId", 9);
     }
     if (!(o->has & IGW_Command_target) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_device_action))) {
-        igw_json_push_key(j, "target", 6);
-        return igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = device.action");
+        igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = device.action");
+        return igw_json_prefix_key(j, "target", 6);
     }
     if ((o->has & IGW_Command_sessionId) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_device_action))) {
-        igw_json_push_key(j, "sessionId", 9);
-        return igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method = device.action");
+        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method = device.action");
+        return igw_json_prefix_key(j, "sessionId", 9);
     }
     if (!(o->has & IGW_Command_target) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_device_propertyControl))) {
-        igw_json_push_key(j, "target", 6);
-        return igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = device.propertyControl");
+        igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = device.propertyControl");
+        return igw_json_prefix_key(j, "target", 6);
     }
     if ((o->has & IGW_Command_sessionId) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_device_propertyControl))) {
-        igw_json_push_key(j, "sessionId", 9);
-        return igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method = device.propertyControl");
+        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method = device.propertyControl");
+        return igw_json_prefix_key(j, "sessionId", 9);
     }
     return 0;
 }
@@ -1120,83 +1122,88 @@ int igw_decode_OpenParams(igw_json *j, igw_OpenParams *o)
         return -1;
     while ((more = igw_json_object_next(j, &k)) == 1) {
         int f = key_OpenParams(k.ptr, k.len);
-        igw_json_push_key(j, k.ptr, k.len);
-        if (f < 0)
-            return igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
-        if (o->has & (UINT64_C(1) << f))
-            return igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case 0:
             if (enum_Purpose(j, &o->purpose))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 1:
             if (igw_json_string(j, &o->cameraId) || igw_decode_string_rules(j, o->cameraId, 1, 64, 3))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 2:
             if (igw_json_string(j, &o->callId) || igw_decode_string_rules(j, o->callId, 1, 96, 3))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 3:
             if (igw_json_bool(j, &o->listenAudio))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 4:
             if (igw_json_string(j, &o->recordingId) || igw_decode_string_rules(j, o->recordingId, 1, 64, 3))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 5:
             if (igw_decode_OpenParams_clip(j, &o->clip))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 6:
-            return igw_json_fail(j, IGW_JERR_RESERVED, "field is not open in this version");
+            igw_json_fail(j, IGW_JERR_RESERVED, "field is not open in this version");
+            return igw_json_prefix_key(j, k.ptr, k.len);
         case 7:
-            return igw_json_fail(j, IGW_JERR_RESERVED, "field is not open in this version");
+            igw_json_fail(j, IGW_JERR_RESERVED, "field is not open in this version");
+            return igw_json_prefix_key(j, k.ptr, k.len);
         case 8:
-            return igw_json_fail(j, IGW_JERR_RESERVED, "field is not open in this version");
+            igw_json_fail(j, IGW_JERR_RESERVED, "field is not open in this version");
+            return igw_json_prefix_key(j, k.ptr, k.len);
         default:
             break;
         }
-        igw_json_pop(j);
     }
     if (more < 0)
         return -1;
     if ((o->has & UINT64_C(0x3)) != UINT64_C(0x3)) {
         if (!(o->has & IGW_OpenParams_purpose)) {
-            igw_json_push_key(j, "purpose", 7);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "purpose", 7);
         }
         if (!(o->has & IGW_OpenParams_cameraId)) {
-            igw_json_push_key(j, "cameraId", 8);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "cameraId", 8);
         }
     }
     if (!(o->has & IGW_OpenParams_callId) && ((o->has & IGW_OpenParams_purpose) && (o->purpose == IGW_Purpose_ipcTalk))) {
-        igw_json_push_key(j, "callId", 6);
-        return igw_json_fail(j, IGW_JERR_MISSING, "field is required when purpose = ipcTalk");
+        igw_json_fail(j, IGW_JERR_MISSING, "field is required when purpose = ipcTalk");
+        return igw_json_prefix_key(j, "callId", 6);
     }
     if ((o->has & IGW_OpenParams_callId) && !((o->has & IGW_OpenParams_purpose) && (o->purpose == IGW_Purpose_ipcTalk))) {
-        igw_json_push_key(j, "callId", 6);
-        return igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when purpose != ipcTalk");
+        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when purpose != ipcTalk");
+        return igw_json_prefix_key(j, "callId", 6);
     }
     if ((o->has & IGW_OpenParams_listenAudio) && !((o->has & IGW_OpenParams_purpose) && (o->purpose == IGW_Purpose_ipcLiveView))) {
-        igw_json_push_key(j, "listenAudio", 11);
-        return igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when purpose != ipcLiveView");
+        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when purpose != ipcLiveView");
+        return igw_json_prefix_key(j, "listenAudio", 11);
     }
     if (!(o->has & IGW_OpenParams_recordingId) && ((o->has & IGW_OpenParams_purpose) && (o->purpose == IGW_Purpose_recordPlayback))) {
-        igw_json_push_key(j, "recordingId", 11);
-        return igw_json_fail(j, IGW_JERR_MISSING, "field is required when purpose = recordPlayback");
+        igw_json_fail(j, IGW_JERR_MISSING, "field is required when purpose = recordPlayback");
+        return igw_json_prefix_key(j, "recordingId", 11);
     }
     if ((o->has & IGW_OpenParams_recordingId) && !((o->has & IGW_OpenParams_purpose) && (o->purpose == IGW_Purpose_recordPlayback))) {
-        igw_json_push_key(j, "recordingId", 11);
-        return igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when purpose != recordPlayback");
+        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when purpose != recordPlayback");
+        return igw_json_prefix_key(j, "recordingId", 11);
     }
     if ((o->has & IGW_OpenParams_clip) && !((o->has & IGW_OpenParams_purpose) && (o->purpose == IGW_Purpose_recordPlayback))) {
-        igw_json_push_key(j, "clip", 4);
-        return igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when purpose != recordPlayback");
+        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when purpose != recordPlayback");
+        return igw_json_prefix_key(j, "clip", 4);
     }
     return 0;
 }
@@ -1228,41 +1235,43 @@ int igw_decode_OpenParams_clip(igw_json *j, igw_OpenParams_clip *o)
         return -1;
     while ((more = igw_json_object_next(j, &k)) == 1) {
         int f = key_OpenParams_clip(k.ptr, k.len);
-        igw_json_push_key(j, k.ptr, k.len);
-        if (f < 0)
-            return igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
-        if (o->has & (UINT64_C(1) << f))
-            return igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case 0:
             if (igw_json_int(j, &o->startMs, INT64_C(0), INT64_C(9007199254740991)))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 1:
             if (igw_json_int(j, &o->endMs, INT64_C(0), INT64_C(9007199254740991)))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         default:
             break;
         }
-        igw_json_pop(j);
     }
     if (more < 0)
         return -1;
     if ((o->has & UINT64_C(0x3)) != UINT64_C(0x3)) {
         if (!(o->has & IGW_OpenParams_clip_startMs)) {
-            igw_json_push_key(j, "startMs", 7);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "startMs", 7);
         }
         if (!(o->has & IGW_OpenParams_clip_endMs)) {
-            igw_json_push_key(j, "endMs", 5);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "endMs", 5);
         }
     }
     if ((o->has & IGW_OpenParams_clip_startMs) && (o->has & IGW_OpenParams_clip_endMs) && !(o->startMs < o->endMs)) {
-        igw_json_push_key(j, "startMs", 7);
-        return igw_json_fail(j, IGW_JERR_RULE, "rule startMs < endMs does not hold");
+        igw_json_fail(j, IGW_JERR_RULE, "rule startMs < endMs does not hold");
+        return igw_json_prefix_key(j, "startMs", 7);
     }
     return 0;
 }
@@ -1290,28 +1299,30 @@ int igw_decode_EndParams(igw_json *j, igw_EndParams *o)
         return -1;
     while ((more = igw_json_object_next(j, &k)) == 1) {
         int f = key_EndParams(k.ptr, k.len);
-        igw_json_push_key(j, k.ptr, k.len);
-        if (f < 0)
-            return igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
-        if (o->has & (UINT64_C(1) << f))
-            return igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case 0:
             if (enum_EndReason(j, &o->reason))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         default:
             break;
         }
-        igw_json_pop(j);
     }
     if (more < 0)
         return -1;
     if ((o->has & UINT64_C(0x1)) != UINT64_C(0x1)) {
         if (!(o->has & IGW_EndParams_reason)) {
-            igw_json_push_key(j, "reason", 6);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "reason", 6);
         }
     }
     return 0;
@@ -1340,28 +1351,30 @@ int igw_decode_JoinParams(igw_json *j, igw_JoinParams *o)
         return -1;
     while ((more = igw_json_object_next(j, &k)) == 1) {
         int f = key_JoinParams(k.ptr, k.len);
-        igw_json_push_key(j, k.ptr, k.len);
-        if (f < 0)
-            return igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
-        if (o->has & (UINT64_C(1) << f))
-            return igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case 0:
             if (igw_json_string(j, &o->participantId) || igw_decode_string_rules(j, o->participantId, 1, 16, 1))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         default:
             break;
         }
-        igw_json_pop(j);
     }
     if (more < 0)
         return -1;
     if ((o->has & UINT64_C(0x1)) != UINT64_C(0x1)) {
         if (!(o->has & IGW_JoinParams_participantId)) {
-            igw_json_push_key(j, "participantId", 13);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "participantId", 13);
         }
     }
     return 0;
@@ -1398,44 +1411,46 @@ int igw_decode_LeaveParams(igw_json *j, igw_LeaveParams *o)
         return -1;
     while ((more = igw_json_object_next(j, &k)) == 1) {
         int f = key_LeaveParams(k.ptr, k.len);
-        igw_json_push_key(j, k.ptr, k.len);
-        if (f < 0)
-            return igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
-        if (o->has & (UINT64_C(1) << f))
-            return igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case 0:
             if (igw_json_string(j, &o->callId) || igw_decode_string_rules(j, o->callId, 1, 96, 3))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 1:
             if (igw_json_string(j, &o->participantId) || igw_decode_string_rules(j, o->participantId, 1, 16, 1))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 2:
             if (igw_json_int(j, &o->expectedMemberEpoch, INT64_C(1), INT64_C(9007199254740991)))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         default:
             break;
         }
-        igw_json_pop(j);
     }
     if (more < 0)
         return -1;
     if ((o->has & UINT64_C(0x7)) != UINT64_C(0x7)) {
         if (!(o->has & IGW_LeaveParams_callId)) {
-            igw_json_push_key(j, "callId", 6);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "callId", 6);
         }
         if (!(o->has & IGW_LeaveParams_participantId)) {
-            igw_json_push_key(j, "participantId", 13);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "participantId", 13);
         }
         if (!(o->has & IGW_LeaveParams_expectedMemberEpoch)) {
-            igw_json_push_key(j, "expectedMemberEpoch", 19);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "expectedMemberEpoch", 19);
         }
     }
     return 0;
@@ -1464,28 +1479,30 @@ int igw_decode_SubscribeParams(igw_json *j, igw_SubscribeParams *o)
         return -1;
     while ((more = igw_json_object_next(j, &k)) == 1) {
         int f = key_SubscribeParams(k.ptr, k.len);
-        igw_json_push_key(j, k.ptr, k.len);
-        if (f < 0)
-            return igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
-        if (o->has & (UINT64_C(1) << f))
-            return igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case 0:
             if (igw_json_string(j, &o->trackId) || igw_decode_string_rules(j, o->trackId, 1, 64, 3))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         default:
             break;
         }
-        igw_json_pop(j);
     }
     if (more < 0)
         return -1;
     if ((o->has & UINT64_C(0x1)) != UINT64_C(0x1)) {
         if (!(o->has & IGW_SubscribeParams_trackId)) {
-            igw_json_push_key(j, "trackId", 7);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "trackId", 7);
         }
     }
     return 0;
@@ -1518,36 +1535,38 @@ int igw_decode_WebrtcOffer(igw_json *j, igw_WebrtcOffer *o)
         return -1;
     while ((more = igw_json_object_next(j, &k)) == 1) {
         int f = key_WebrtcOffer(k.ptr, k.len);
-        igw_json_push_key(j, k.ptr, k.len);
-        if (f < 0)
-            return igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
-        if (o->has & (UINT64_C(1) << f))
-            return igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case 0:
             if (enum_IceMode(j, &o->iceMode))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 1:
             if (igw_json_string(j, &o->sdp) || igw_decode_string_rules(j, o->sdp, 1, 49152, 0))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         default:
             break;
         }
-        igw_json_pop(j);
     }
     if (more < 0)
         return -1;
     if ((o->has & UINT64_C(0x3)) != UINT64_C(0x3)) {
         if (!(o->has & IGW_WebrtcOffer_iceMode)) {
-            igw_json_push_key(j, "iceMode", 7);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "iceMode", 7);
         }
         if (!(o->has & IGW_WebrtcOffer_sdp)) {
-            igw_json_push_key(j, "sdp", 3);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "sdp", 3);
         }
     }
     return 0;
@@ -1580,36 +1599,38 @@ int igw_decode_MediaOfferParams(igw_json *j, igw_MediaOfferParams *o)
         return -1;
     while ((more = igw_json_object_next(j, &k)) == 1) {
         int f = key_MediaOfferParams(k.ptr, k.len);
-        igw_json_push_key(j, k.ptr, k.len);
-        if (f < 0)
-            return igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
-        if (o->has & (UINT64_C(1) << f))
-            return igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case 0:
             if (igw_json_int(j, &o->mediaRevision, INT64_C(1), INT64_C(9007199254740991)))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 1:
             if (igw_decode_WebrtcOffer(j, &o->webrtc))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         default:
             break;
         }
-        igw_json_pop(j);
     }
     if (more < 0)
         return -1;
     if ((o->has & UINT64_C(0x3)) != UINT64_C(0x3)) {
         if (!(o->has & IGW_MediaOfferParams_mediaRevision)) {
-            igw_json_push_key(j, "mediaRevision", 13);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "mediaRevision", 13);
         }
         if (!(o->has & IGW_MediaOfferParams_webrtc)) {
-            igw_json_push_key(j, "webrtc", 6);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "webrtc", 6);
         }
     }
     return 0;
@@ -1642,36 +1663,38 @@ int igw_decode_MediaStateParams(igw_json *j, igw_MediaStateParams *o)
         return -1;
     while ((more = igw_json_object_next(j, &k)) == 1) {
         int f = key_MediaStateParams(k.ptr, k.len);
-        igw_json_push_key(j, k.ptr, k.len);
-        if (f < 0)
-            return igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
-        if (o->has & (UINT64_C(1) << f))
-            return igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case 0:
             if (igw_json_int(j, &o->mediaRevision, INT64_C(1), INT64_C(9007199254740991)))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 1:
             if (enum_MediaPeerState(j, &o->state))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         default:
             break;
         }
-        igw_json_pop(j);
     }
     if (more < 0)
         return -1;
     if ((o->has & UINT64_C(0x3)) != UINT64_C(0x3)) {
         if (!(o->has & IGW_MediaStateParams_mediaRevision)) {
-            igw_json_push_key(j, "mediaRevision", 13);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "mediaRevision", 13);
         }
         if (!(o->has & IGW_MediaStateParams_state)) {
-            igw_json_push_key(j, "state", 5);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "state", 5);
         }
     }
     return 0;
@@ -1708,44 +1731,46 @@ int igw_decode_TrackControlParams(igw_json *j, igw_TrackControlParams *o)
         return -1;
     while ((more = igw_json_object_next(j, &k)) == 1) {
         int f = key_TrackControlParams(k.ptr, k.len);
-        igw_json_push_key(j, k.ptr, k.len);
-        if (f < 0)
-            return igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
-        if (o->has & (UINT64_C(1) << f))
-            return igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case 0:
             if (igw_json_string(j, &o->trackId) || igw_decode_string_rules(j, o->trackId, 1, 64, 3))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 1:
             if (enum_TrackOperation(j, &o->operation))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 2:
             if (igw_json_int(j, &o->mediaRevision, INT64_C(1), INT64_C(9007199254740991)))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         default:
             break;
         }
-        igw_json_pop(j);
     }
     if (more < 0)
         return -1;
     if ((o->has & UINT64_C(0x7)) != UINT64_C(0x7)) {
         if (!(o->has & IGW_TrackControlParams_trackId)) {
-            igw_json_push_key(j, "trackId", 7);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "trackId", 7);
         }
         if (!(o->has & IGW_TrackControlParams_operation)) {
-            igw_json_push_key(j, "operation", 9);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "operation", 9);
         }
         if (!(o->has & IGW_TrackControlParams_mediaRevision)) {
-            igw_json_push_key(j, "mediaRevision", 13);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "mediaRevision", 13);
         }
     }
     return 0;
@@ -1782,52 +1807,54 @@ int igw_decode_ConfigureParams(igw_json *j, igw_ConfigureParams *o)
         return -1;
     while ((more = igw_json_object_next(j, &k)) == 1) {
         int f = key_ConfigureParams(k.ptr, k.len);
-        igw_json_push_key(j, k.ptr, k.len);
-        if (f < 0)
-            return igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
-        if (o->has & (UINT64_C(1) << f))
-            return igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case 0:
             if (igw_json_string(j, &o->sourceLanguage) || igw_decode_string_rules(j, o->sourceLanguage, 2, 35, 2))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 1:
             if (igw_json_string(j, &o->targetLanguage) || igw_decode_string_rules(j, o->targetLanguage, 2, 35, 2))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 2:
             if (igw_json_string(j, &o->speakerId) || igw_decode_string_rules(j, o->speakerId, 1, 64, 3))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 3:
             if (igw_json_int(j, &o->configRevision, INT64_C(1), INT64_C(9007199254740991)))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         default:
             break;
         }
-        igw_json_pop(j);
     }
     if (more < 0)
         return -1;
     if ((o->has & UINT64_C(0xf)) != UINT64_C(0xf)) {
         if (!(o->has & IGW_ConfigureParams_sourceLanguage)) {
-            igw_json_push_key(j, "sourceLanguage", 14);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "sourceLanguage", 14);
         }
         if (!(o->has & IGW_ConfigureParams_targetLanguage)) {
-            igw_json_push_key(j, "targetLanguage", 14);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "targetLanguage", 14);
         }
         if (!(o->has & IGW_ConfigureParams_speakerId)) {
-            igw_json_push_key(j, "speakerId", 9);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "speakerId", 9);
         }
         if (!(o->has & IGW_ConfigureParams_configRevision)) {
-            igw_json_push_key(j, "configRevision", 14);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "configRevision", 14);
         }
     }
     return 0;
@@ -1872,125 +1899,135 @@ int igw_decode_ProcessorControlParams(igw_json *j, igw_ProcessorControlParams *o
         return -1;
     while ((more = igw_json_object_next(j, &k)) == 1) {
         int f = key_ProcessorControlParams(k.ptr, k.len);
-        igw_json_push_key(j, k.ptr, k.len);
-        if (f < 0)
-            return igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
-        if (o->has & (UINT64_C(1) << f))
-            return igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case 0:
             if (igw_json_string(j, &o->processorId) || igw_decode_string_rules(j, o->processorId, 1, 64, 3))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 1:
             if (enum_Processor(j, &o->processor))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 2:
             if (enum_ProcessorOperation(j, &o->operation))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 3:
             {
                 int more0;
                 if (igw_json_array_begin(j))
-                    return -1;
+                    return igw_json_prefix_key(j, k.ptr, k.len);
                 uint32_t cap0 = 0;
                 o->sourceTrackIds.n = 0;
                 o->sourceTrackIds.v = NULL;
                 while ((more0 = igw_json_array_next(j)) == 1) {
-                    igw_json_push_index(j, o->sourceTrackIds.n);
-                    if (o->sourceTrackIds.n == 8)
-                        return igw_json_fail(j, IGW_JERR_LENGTH, "more than 8 items");
+                    if (o->sourceTrackIds.n == 8) {
+                        igw_json_fail(j, IGW_JERR_LENGTH, "more than 8 items");
+                        return (igw_json_prefix_index(j, o->sourceTrackIds.n), igw_json_prefix_key(j, k.ptr, k.len));
+                    }
                     if (o->sourceTrackIds.n == cap0 && !(o->sourceTrackIds.v = igw_decode_grow(j, o->sourceTrackIds.v, o->sourceTrackIds.n, &cap0, 8, sizeof *o->sourceTrackIds.v)))
-                        return -1;
+                        return (igw_json_prefix_index(j, o->sourceTrackIds.n), igw_json_prefix_key(j, k.ptr, k.len));
                     if (igw_json_string(j, &o->sourceTrackIds.v[o->sourceTrackIds.n]) || igw_decode_string_rules(j, o->sourceTrackIds.v[o->sourceTrackIds.n], 1, 64, 3))
-                        return -1;
+                        return (igw_json_prefix_index(j, o->sourceTrackIds.n), igw_json_prefix_key(j, k.ptr, k.len));
                     for (uint32_t u = 0; u < o->sourceTrackIds.n; u++)
-                        if (igw_str_eq(o->sourceTrackIds.v[u], o->sourceTrackIds.v[o->sourceTrackIds.n].ptr, o->sourceTrackIds.v[o->sourceTrackIds.n].len))
-                            return igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate item");
-                    igw_json_pop(j);
+                        if (igw_str_eq(o->sourceTrackIds.v[u], o->sourceTrackIds.v[o->sourceTrackIds.n].ptr, o->sourceTrackIds.v[o->sourceTrackIds.n].len)) {
+                            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate item");
+                            return (igw_json_prefix_index(j, o->sourceTrackIds.n), igw_json_prefix_key(j, k.ptr, k.len));
+                        }
                     o->sourceTrackIds.n++;
                 }
                 if (more0 < 0)
-                    return -1;
-                if (o->sourceTrackIds.n < 1)
-                    return igw_json_fail(j, IGW_JERR_LENGTH, "fewer than 1 items");
+                    return igw_json_prefix_key(j, k.ptr, k.len);
+                if (o->sourceTrackIds.n < 1) {
+                    igw_json_fail(j, IGW_JERR_LENGTH, "fewer than 1 items");
+                    return igw_json_prefix_key(j, k.ptr, k.len);
+                }
             }
             break;
         case 4:
             {
                 int more1;
                 if (igw_json_array_begin(j))
-                    return -1;
+                    return igw_json_prefix_key(j, k.ptr, k.len);
                 uint32_t cap1 = 0;
                 o->consentIds.n = 0;
                 o->consentIds.v = NULL;
                 while ((more1 = igw_json_array_next(j)) == 1) {
-                    igw_json_push_index(j, o->consentIds.n);
-                    if (o->consentIds.n == 8)
-                        return igw_json_fail(j, IGW_JERR_LENGTH, "more than 8 items");
+                    if (o->consentIds.n == 8) {
+                        igw_json_fail(j, IGW_JERR_LENGTH, "more than 8 items");
+                        return (igw_json_prefix_index(j, o->consentIds.n), igw_json_prefix_key(j, k.ptr, k.len));
+                    }
                     if (o->consentIds.n == cap1 && !(o->consentIds.v = igw_decode_grow(j, o->consentIds.v, o->consentIds.n, &cap1, 8, sizeof *o->consentIds.v)))
-                        return -1;
+                        return (igw_json_prefix_index(j, o->consentIds.n), igw_json_prefix_key(j, k.ptr, k.len));
                     if (igw_json_string(j, &o->consentIds.v[o->consentIds.n]) || igw_decode_string_rules(j, o->consentIds.v[o->consentIds.n], 1, 64, 3))
-                        return -1;
+                        return (igw_json_prefix_index(j, o->consentIds.n), igw_json_prefix_key(j, k.ptr, k.len));
                     for (uint32_t u = 0; u < o->consentIds.n; u++)
-                        if (igw_str_eq(o->consentIds.v[u], o->consentIds.v[o->consentIds.n].ptr, o->consentIds.v[o->consentIds.n].len))
-                            return igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate item");
-                    igw_json_pop(j);
+                        if (igw_str_eq(o->consentIds.v[u], o->consentIds.v[o->consentIds.n].ptr, o->consentIds.v[o->consentIds.n].len)) {
+                            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate item");
+                            return (igw_json_prefix_index(j, o->consentIds.n), igw_json_prefix_key(j, k.ptr, k.len));
+                        }
                     o->consentIds.n++;
                 }
                 if (more1 < 0)
-                    return -1;
-                if (o->consentIds.n < 1)
-                    return igw_json_fail(j, IGW_JERR_LENGTH, "fewer than 1 items");
+                    return igw_json_prefix_key(j, k.ptr, k.len);
+                if (o->consentIds.n < 1) {
+                    igw_json_fail(j, IGW_JERR_LENGTH, "fewer than 1 items");
+                    return igw_json_prefix_key(j, k.ptr, k.len);
+                }
             }
             break;
         case 5:
             if (igw_json_string(j, &o->targetLanguage) || igw_decode_string_rules(j, o->targetLanguage, 2, 35, 2))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         default:
             break;
         }
-        igw_json_pop(j);
     }
     if (more < 0)
         return -1;
     if ((o->has & UINT64_C(0xf)) != UINT64_C(0xf)) {
         if (!(o->has & IGW_ProcessorControlParams_processorId)) {
-            igw_json_push_key(j, "processorId", 11);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "processorId", 11);
         }
         if (!(o->has & IGW_ProcessorControlParams_processor)) {
-            igw_json_push_key(j, "processor", 9);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "processor", 9);
         }
         if (!(o->has & IGW_ProcessorControlParams_operation)) {
-            igw_json_push_key(j, "operation", 9);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "operation", 9);
         }
         if (!(o->has & IGW_ProcessorControlParams_sourceTrackIds)) {
-            igw_json_push_key(j, "sourceTrackIds", 14);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "sourceTrackIds", 14);
         }
     }
     if (!(o->has & IGW_ProcessorControlParams_consentIds) && ((o->has & IGW_ProcessorControlParams_operation) && (o->operation == IGW_ProcessorOperation_attach))) {
-        igw_json_push_key(j, "consentIds", 10);
-        return igw_json_fail(j, IGW_JERR_MISSING, "field is required when operation = attach");
+        igw_json_fail(j, IGW_JERR_MISSING, "field is required when operation = attach");
+        return igw_json_prefix_key(j, "consentIds", 10);
     }
     if ((o->has & IGW_ProcessorControlParams_consentIds) && ((o->has & IGW_ProcessorControlParams_operation) && (o->operation == IGW_ProcessorOperation_detach))) {
-        igw_json_push_key(j, "consentIds", 10);
-        return igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when operation = detach");
+        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when operation = detach");
+        return igw_json_prefix_key(j, "consentIds", 10);
     }
     if (!(o->has & IGW_ProcessorControlParams_targetLanguage) && (((o->has & IGW_ProcessorControlParams_operation) && (o->operation == IGW_ProcessorOperation_attach)) && ((o->has & IGW_ProcessorControlParams_processor) && (o->processor == IGW_Processor_translation)))) {
-        igw_json_push_key(j, "targetLanguage", 14);
-        return igw_json_fail(j, IGW_JERR_MISSING, "field is required when operation = attach and processor = translation");
+        igw_json_fail(j, IGW_JERR_MISSING, "field is required when operation = attach and processor = translation");
+        return igw_json_prefix_key(j, "targetLanguage", 14);
     }
     if ((o->has & IGW_ProcessorControlParams_targetLanguage) && (((o->has & IGW_ProcessorControlParams_operation) && (o->operation == IGW_ProcessorOperation_detach)) || !((o->has & IGW_ProcessorControlParams_processor) && (o->processor == IGW_Processor_translation)))) {
-        igw_json_push_key(j, "targetLanguage", 14);
-        return igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when operation = detach or processor != translation");
+        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when operation = detach or processor != translation");
+        return igw_json_prefix_key(j, "targetLanguage", 14);
     }
     return 0;
 }
@@ -2022,32 +2059,34 @@ int igw_decode_ControlParams(igw_json *j, igw_ControlParams *o)
         return -1;
     while ((more = igw_json_object_next(j, &k)) == 1) {
         int f = key_ControlParams(k.ptr, k.len);
-        igw_json_push_key(j, k.ptr, k.len);
-        if (f < 0)
-            return igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
-        if (o->has & (UINT64_C(1) << f))
-            return igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case 0:
             if (enum_ControlOperation(j, &o->operation))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 1:
             if (igw_decode_free(j, true, 8, 16384, &o->args))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         default:
             break;
         }
-        igw_json_pop(j);
     }
     if (more < 0)
         return -1;
     if ((o->has & UINT64_C(0x1)) != UINT64_C(0x1)) {
         if (!(o->has & IGW_ControlParams_operation)) {
-            igw_json_push_key(j, "operation", 9);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "operation", 9);
         }
     }
     return 0;
@@ -2086,52 +2125,54 @@ int igw_decode_MessageSendParams(igw_json *j, igw_MessageSendParams *o)
         return -1;
     while ((more = igw_json_object_next(j, &k)) == 1) {
         int f = key_MessageSendParams(k.ptr, k.len);
-        igw_json_push_key(j, k.ptr, k.len);
-        if (f < 0)
-            return igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
-        if (o->has & (UINT64_C(1) << f))
-            return igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case 0:
             if (igw_json_string(j, &o->deliveryId) || igw_decode_string_rules(j, o->deliveryId, 1, 64, 3))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 1:
             if (enum_MessageKind(j, &o->kind))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 2:
             if (igw_json_int(j, &o->expiresAt, INT64_C(0), INT64_C(9007199254740991)))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 3:
             if (igw_json_string(j, &o->contentRef) || igw_decode_string_rules(j, o->contentRef, 1, 64, 3))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         default:
             break;
         }
-        igw_json_pop(j);
     }
     if (more < 0)
         return -1;
     if ((o->has & UINT64_C(0xf)) != UINT64_C(0xf)) {
         if (!(o->has & IGW_MessageSendParams_deliveryId)) {
-            igw_json_push_key(j, "deliveryId", 10);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "deliveryId", 10);
         }
         if (!(o->has & IGW_MessageSendParams_kind)) {
-            igw_json_push_key(j, "kind", 4);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "kind", 4);
         }
         if (!(o->has & IGW_MessageSendParams_expiresAt)) {
-            igw_json_push_key(j, "expiresAt", 9);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "expiresAt", 9);
         }
         if (!(o->has & IGW_MessageSendParams_contentRef)) {
-            igw_json_push_key(j, "contentRef", 10);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "contentRef", 10);
         }
     }
     return 0;
@@ -2164,36 +2205,38 @@ int igw_decode_DeviceActionParams(igw_json *j, igw_DeviceActionParams *o)
         return -1;
     while ((more = igw_json_object_next(j, &k)) == 1) {
         int f = key_DeviceActionParams(k.ptr, k.len);
-        igw_json_push_key(j, k.ptr, k.len);
-        if (f < 0)
-            return igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
-        if (o->has & (UINT64_C(1) << f))
-            return igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case 0:
             if (igw_json_string(j, &o->actionID) || igw_decode_string_rules(j, o->actionID, 1, 64, 3))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 1:
             if (igw_decode_free(j, true, 8, 16384, &o->input))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         default:
             break;
         }
-        igw_json_pop(j);
     }
     if (more < 0)
         return -1;
     if ((o->has & UINT64_C(0x3)) != UINT64_C(0x3)) {
         if (!(o->has & IGW_DeviceActionParams_actionID)) {
-            igw_json_push_key(j, "actionID", 8);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "actionID", 8);
         }
         if (!(o->has & IGW_DeviceActionParams_input)) {
-            igw_json_push_key(j, "input", 5);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "input", 5);
         }
     }
     return 0;
@@ -2222,28 +2265,30 @@ int igw_decode_PropertyControlParams(igw_json *j, igw_PropertyControlParams *o)
         return -1;
     while ((more = igw_json_object_next(j, &k)) == 1) {
         int f = key_PropertyControlParams(k.ptr, k.len);
-        igw_json_push_key(j, k.ptr, k.len);
-        if (f < 0)
-            return igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
-        if (o->has & (UINT64_C(1) << f))
-            return igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case 0:
             if (igw_decode_free(j, true, 8, 16384, &o->properties))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         default:
             break;
         }
-        igw_json_pop(j);
     }
     if (more < 0)
         return -1;
     if ((o->has & UINT64_C(0x1)) != UINT64_C(0x1)) {
         if (!(o->has & IGW_PropertyControlParams_properties)) {
-            igw_json_push_key(j, "properties", 10);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "properties", 10);
         }
     }
     return 0;
@@ -2276,36 +2321,38 @@ int igw_decode_Target(igw_json *j, igw_Target *o)
         return -1;
     while ((more = igw_json_object_next(j, &k)) == 1) {
         int f = key_Target(k.ptr, k.len);
-        igw_json_push_key(j, k.ptr, k.len);
-        if (f < 0)
-            return igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
-        if (o->has & (UINT64_C(1) << f))
-            return igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case 0:
             if (igw_json_string(j, &o->productID) || igw_decode_string_rules(j, o->productID, 1, 64, 3))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 1:
             if (igw_json_string(j, &o->deviceName) || igw_decode_string_rules(j, o->deviceName, 1, 64, 3))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         default:
             break;
         }
-        igw_json_pop(j);
     }
     if (more < 0)
         return -1;
     if ((o->has & UINT64_C(0x3)) != UINT64_C(0x3)) {
         if (!(o->has & IGW_Target_productID)) {
-            igw_json_push_key(j, "productID", 9);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "productID", 9);
         }
         if (!(o->has & IGW_Target_deviceName)) {
-            igw_json_push_key(j, "deviceName", 10);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "deviceName", 10);
         }
     }
     return 0;
@@ -2352,68 +2399,70 @@ int igw_decode_ConsentCreate(igw_json *j, igw_ConsentCreate *o)
         return -1;
     while ((more = igw_json_object_next(j, &k)) == 1) {
         int f = key_ConsentCreate(k.ptr, k.len);
-        igw_json_push_key(j, k.ptr, k.len);
-        if (f < 0)
-            return igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
-        if (o->has & (UINT64_C(1) << f))
-            return igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case 0:
             if (igw_json_string(j, &o->msgToken) || igw_decode_string_rules(j, o->msgToken, 1, 128, 3))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 1:
             if (igw_json_string(j, &o->sourceSessionId) || igw_decode_string_rules(j, o->sourceSessionId, 1, 64, 3))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 2:
             if (igw_json_string(j, &o->cameraId) || igw_decode_string_rules(j, o->cameraId, 1, 64, 3))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 3:
             if (igw_json_string(j, &o->trackId) || igw_decode_string_rules(j, o->trackId, 1, 64, 3))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 4:
             if (igw_json_int(j, &o->expectedMediaRevision, INT64_C(1), INT64_C(9007199254740991)))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 5:
             if (igw_json_int(j, &o->expiresAt, INT64_C(1), INT64_C(9007199254740991)))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         default:
             break;
         }
-        igw_json_pop(j);
     }
     if (more < 0)
         return -1;
     if ((o->has & UINT64_C(0x3f)) != UINT64_C(0x3f)) {
         if (!(o->has & IGW_ConsentCreate_msgToken)) {
-            igw_json_push_key(j, "msgToken", 8);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "msgToken", 8);
         }
         if (!(o->has & IGW_ConsentCreate_sourceSessionId)) {
-            igw_json_push_key(j, "sourceSessionId", 15);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "sourceSessionId", 15);
         }
         if (!(o->has & IGW_ConsentCreate_cameraId)) {
-            igw_json_push_key(j, "cameraId", 8);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "cameraId", 8);
         }
         if (!(o->has & IGW_ConsentCreate_trackId)) {
-            igw_json_push_key(j, "trackId", 7);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "trackId", 7);
         }
         if (!(o->has & IGW_ConsentCreate_expectedMediaRevision)) {
-            igw_json_push_key(j, "expectedMediaRevision", 21);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "expectedMediaRevision", 21);
         }
         if (!(o->has & IGW_ConsentCreate_expiresAt)) {
-            igw_json_push_key(j, "expiresAt", 9);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "expiresAt", 9);
         }
     }
     return 0;
@@ -2442,28 +2491,30 @@ int igw_decode_ConsentGetOne(igw_json *j, igw_ConsentGetOne *o)
         return -1;
     while ((more = igw_json_object_next(j, &k)) == 1) {
         int f = key_ConsentGetOne(k.ptr, k.len);
-        igw_json_push_key(j, k.ptr, k.len);
-        if (f < 0)
-            return igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
-        if (o->has & (UINT64_C(1) << f))
-            return igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case 0:
             if (igw_json_string(j, &o->consentId) || igw_decode_string_rules(j, o->consentId, 1, 64, 3))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         default:
             break;
         }
-        igw_json_pop(j);
     }
     if (more < 0)
         return -1;
     if ((o->has & UINT64_C(0x1)) != UINT64_C(0x1)) {
         if (!(o->has & IGW_ConsentGetOne_consentId)) {
-            igw_json_push_key(j, "consentId", 9);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "consentId", 9);
         }
     }
     return 0;
@@ -2496,36 +2547,38 @@ int igw_decode_ConsentRevoke(igw_json *j, igw_ConsentRevoke *o)
         return -1;
     while ((more = igw_json_object_next(j, &k)) == 1) {
         int f = key_ConsentRevoke(k.ptr, k.len);
-        igw_json_push_key(j, k.ptr, k.len);
-        if (f < 0)
-            return igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
-        if (o->has & (UINT64_C(1) << f))
-            return igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case 0:
             if (igw_json_string(j, &o->consentId) || igw_decode_string_rules(j, o->consentId, 1, 64, 3))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 1:
             if (igw_json_int(j, &o->expectedRevision, INT64_C(1), INT64_C(9007199254740990)))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         default:
             break;
         }
-        igw_json_pop(j);
     }
     if (more < 0)
         return -1;
     if ((o->has & UINT64_C(0x3)) != UINT64_C(0x3)) {
         if (!(o->has & IGW_ConsentRevoke_consentId)) {
-            igw_json_push_key(j, "consentId", 9);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "consentId", 9);
         }
         if (!(o->has & IGW_ConsentRevoke_expectedRevision)) {
-            igw_json_push_key(j, "expectedRevision", 16);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "expectedRevision", 16);
         }
     }
     return 0;
@@ -2582,100 +2635,102 @@ int igw_decode_Consent(igw_json *j, igw_Consent *o)
         return -1;
     while ((more = igw_json_object_next(j, &k)) == 1) {
         int f = key_Consent(k.ptr, k.len);
-        igw_json_push_key(j, k.ptr, k.len);
-        if (f < 0)
-            return igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
-        if (o->has & (UINT64_C(1) << f))
-            return igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case 0:
             if (igw_json_string(j, &o->consentId) || igw_decode_string_rules(j, o->consentId, 1, 64, 3))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 1:
             if (enum_ConsentScope(j, &o->scope))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 2:
             if (igw_json_string(j, &o->sourceSessionId) || igw_decode_string_rules(j, o->sourceSessionId, 1, 64, 3))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 3:
             if (igw_json_string(j, &o->cameraId) || igw_decode_string_rules(j, o->cameraId, 1, 64, 3))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 4:
             if (igw_json_string(j, &o->trackId) || igw_decode_string_rules(j, o->trackId, 1, 64, 3))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 5:
             if (igw_json_int(j, &o->mediaRevision, INT64_C(1), INT64_C(9007199254740991)))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 6:
             if (igw_json_int(j, &o->expiresAt, INT64_C(0), INT64_C(9007199254740991)))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 7:
             if (igw_json_int(j, &o->grantedAt, INT64_C(0), INT64_C(9007199254740991)))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 8:
             if (igw_json_int(j, &o->revision, INT64_C(1), INT64_C(9007199254740991)))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 9:
             if (igw_json_int(j, &o->revokedAt, INT64_C(0), INT64_C(9007199254740991)))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         default:
             break;
         }
-        igw_json_pop(j);
     }
     if (more < 0)
         return -1;
     if ((o->has & UINT64_C(0x3ff)) != UINT64_C(0x3ff)) {
         if (!(o->has & IGW_Consent_consentId)) {
-            igw_json_push_key(j, "consentId", 9);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "consentId", 9);
         }
         if (!(o->has & IGW_Consent_scope)) {
-            igw_json_push_key(j, "scope", 5);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "scope", 5);
         }
         if (!(o->has & IGW_Consent_sourceSessionId)) {
-            igw_json_push_key(j, "sourceSessionId", 15);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "sourceSessionId", 15);
         }
         if (!(o->has & IGW_Consent_cameraId)) {
-            igw_json_push_key(j, "cameraId", 8);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "cameraId", 8);
         }
         if (!(o->has & IGW_Consent_trackId)) {
-            igw_json_push_key(j, "trackId", 7);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "trackId", 7);
         }
         if (!(o->has & IGW_Consent_mediaRevision)) {
-            igw_json_push_key(j, "mediaRevision", 13);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "mediaRevision", 13);
         }
         if (!(o->has & IGW_Consent_expiresAt)) {
-            igw_json_push_key(j, "expiresAt", 9);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "expiresAt", 9);
         }
         if (!(o->has & IGW_Consent_grantedAt)) {
-            igw_json_push_key(j, "grantedAt", 9);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "grantedAt", 9);
         }
         if (!(o->has & IGW_Consent_revision)) {
-            igw_json_push_key(j, "revision", 8);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "revision", 8);
         }
         if (!(o->has & IGW_Consent_revokedAt)) {
-            igw_json_push_key(j, "revokedAt", 9);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "revokedAt", 9);
         }
     }
     return 0;
@@ -2708,36 +2763,38 @@ int igw_decode_ConsentCreateData(igw_json *j, igw_ConsentCreateData *o)
         return -1;
     while ((more = igw_json_object_next(j, &k)) == 1) {
         int f = key_ConsentCreateData(k.ptr, k.len);
-        igw_json_push_key(j, k.ptr, k.len);
-        if (f < 0)
-            return igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
-        if (o->has & (UINT64_C(1) << f))
-            return igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case 0:
             if (igw_decode_Consent(j, &o->consent))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 1:
             if (igw_json_bool(j, &o->replay))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         default:
             break;
         }
-        igw_json_pop(j);
     }
     if (more < 0)
         return -1;
     if ((o->has & UINT64_C(0x3)) != UINT64_C(0x3)) {
         if (!(o->has & IGW_ConsentCreateData_consent)) {
-            igw_json_push_key(j, "consent", 7);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "consent", 7);
         }
         if (!(o->has & IGW_ConsentCreateData_replay)) {
-            igw_json_push_key(j, "replay", 6);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "replay", 6);
         }
     }
     return 0;
@@ -2766,28 +2823,30 @@ int igw_decode_ConsentData(igw_json *j, igw_ConsentData *o)
         return -1;
     while ((more = igw_json_object_next(j, &k)) == 1) {
         int f = key_ConsentData(k.ptr, k.len);
-        igw_json_push_key(j, k.ptr, k.len);
-        if (f < 0)
-            return igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
-        if (o->has & (UINT64_C(1) << f))
-            return igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case 0:
             if (igw_decode_Consent(j, &o->consent))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         default:
             break;
         }
-        igw_json_pop(j);
     }
     if (more < 0)
         return -1;
     if ((o->has & UINT64_C(0x1)) != UINT64_C(0x1)) {
         if (!(o->has & IGW_ConsentData_consent)) {
-            igw_json_push_key(j, "consent", 7);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "consent", 7);
         }
     }
     return 0;
@@ -2846,89 +2905,91 @@ int igw_decode_DeviceMessage(igw_json *j, igw_DeviceMessage *o)
         return -1;
     while ((more = igw_json_object_next(j, &k)) == 1) {
         int f = key_DeviceMessage(k.ptr, k.len);
-        igw_json_push_key(j, k.ptr, k.len);
-        if (f < 0)
-            return igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
-        if (o->has & (UINT64_C(1) << f))
-            return igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case 0:
             if (igw_json_string(j, &o->method) || igw_decode_string_rules(j, o->method, 1, 64, 3))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 1:
             if (igw_json_string(j, &o->msgToken) || igw_decode_string_rules(j, o->msgToken, 1, 128, 3))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 2:
             if (igw_json_int(j, &o->timestamp, INT64_C(0), INT64_C(9007199254740991)))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 3:
             if (igw_decode_free(j, true, 8, 49152, &o->params))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 4:
             if (igw_json_string(j, &o->eventID) || igw_decode_string_rules(j, o->eventID, 1, 64, 3))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 5:
             if (igw_json_string(j, &o->type) || igw_decode_string_rules(j, o->type, 1, 64, 3))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 6:
             if (igw_json_string(j, &o->actionID) || igw_decode_string_rules(j, o->actionID, 1, 64, 3))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 7:
             if (igw_json_int(j, &o->code, INT64_C(-9007199254740991), INT64_C(9007199254740991)))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 8:
             if (igw_json_string(j, &o->msg) || igw_decode_string_rules(j, o->msg, 0, 1024, 0))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 9:
             if (igw_decode_free(j, true, 8, 16384, &o->response))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 10:
             if (igw_decode_free(j, false, 8, 49152, &o->data))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         default:
             break;
         }
-        igw_json_pop(j);
     }
     if (more < 0)
         return -1;
     if ((o->has & UINT64_C(0x3)) != UINT64_C(0x3)) {
         if (!(o->has & IGW_DeviceMessage_method)) {
-            igw_json_push_key(j, "method", 6);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "method", 6);
         }
         if (!(o->has & IGW_DeviceMessage_msgToken)) {
-            igw_json_push_key(j, "msgToken", 8);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "msgToken", 8);
         }
     }
     if (!(o->has & IGW_DeviceMessage_eventID) && ((o->has & IGW_DeviceMessage_method) && (igw_str_eq(o->method, "eventPost", 9)))) {
-        igw_json_push_key(j, "eventID", 7);
-        return igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = eventPost");
+        igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = eventPost");
+        return igw_json_prefix_key(j, "eventID", 7);
     }
     if (!(o->has & IGW_DeviceMessage_type) && ((o->has & IGW_DeviceMessage_method) && (igw_str_eq(o->method, "eventPost", 9)))) {
-        igw_json_push_key(j, "type", 4);
-        return igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = eventPost");
+        igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = eventPost");
+        return igw_json_prefix_key(j, "type", 4);
     }
     if ((o->has & IGW_DeviceMessage_eventID) && !((o->has & IGW_DeviceMessage_method) && (igw_str_eq(o->method, "eventPost", 9)))) {
-        igw_json_push_key(j, "eventID", 7);
-        return igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method != eventPost");
+        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method != eventPost");
+        return igw_json_prefix_key(j, "eventID", 7);
     }
     if (!(o->has & IGW_DeviceMessage_code) && ((o->has & IGW_DeviceMessage_method) && (igw_str_eq(o->method, "actionReply", 11) || igw_str_eq(o->method, "controlReply", 12) || igw_str_eq(o->method, "getReportReply", 14)))) {
-        igw_json_push_key(j, "code", 4);
-        return igw_json_fail(j, IGW_JERR_MISSING, "field is required when method in (actionReply, controlReply, getReportReply)");
+        igw_json_fail(j, IGW_JERR_MISSING, "field is required when method in (actionReply, controlReply, getReportReply)");
+        return igw_json_prefix_key(j, "code", 4);
     }
     return 0;
 }
@@ -2970,52 +3031,54 @@ int igw_decode_DeviceReply(igw_json *j, igw_DeviceReply *o)
         return -1;
     while ((more = igw_json_object_next(j, &k)) == 1) {
         int f = key_DeviceReply(k.ptr, k.len);
-        igw_json_push_key(j, k.ptr, k.len);
-        if (f < 0)
-            return igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
-        if (o->has & (UINT64_C(1) << f))
-            return igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case 0:
             if (igw_json_int(j, &o->code, INT64_C(-9007199254740991), INT64_C(9007199254740991)))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 1:
             if (igw_json_string(j, &o->method) || igw_decode_string_rules(j, o->method, 1, 64, 3))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 2:
             if (igw_json_string(j, &o->msgToken) || igw_decode_string_rules(j, o->msgToken, 1, 128, 3))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 3:
             if (igw_json_string(j, &o->msg) || igw_decode_string_rules(j, o->msg, 0, 1024, 0))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 4:
             if (igw_decode_free(j, true, 8, 49152, &o->data))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         default:
             break;
         }
-        igw_json_pop(j);
     }
     if (more < 0)
         return -1;
     if ((o->has & UINT64_C(0x7)) != UINT64_C(0x7)) {
         if (!(o->has & IGW_DeviceReply_code)) {
-            igw_json_push_key(j, "code", 4);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "code", 4);
         }
         if (!(o->has & IGW_DeviceReply_method)) {
-            igw_json_push_key(j, "method", 6);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "method", 6);
         }
         if (!(o->has & IGW_DeviceReply_msgToken)) {
-            igw_json_push_key(j, "msgToken", 8);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "msgToken", 8);
         }
     }
     return 0;
@@ -3048,36 +3111,38 @@ int igw_decode_UploadResult(igw_json *j, igw_UploadResult *o)
         return -1;
     while ((more = igw_json_object_next(j, &k)) == 1) {
         int f = key_UploadResult(k.ptr, k.len);
-        igw_json_push_key(j, k.ptr, k.len);
-        if (f < 0)
-            return igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
-        if (o->has & (UINT64_C(1) << f))
-            return igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case 0:
             if (igw_json_string(j, &o->filePath) || igw_decode_string_rules(j, o->filePath, 1, 512, 0))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 1:
             if (igw_json_string(j, &o->fileUri) || igw_decode_string_rules(j, o->fileUri, 1, 2048, 0))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         default:
             break;
         }
-        igw_json_pop(j);
     }
     if (more < 0)
         return -1;
     if ((o->has & UINT64_C(0x3)) != UINT64_C(0x3)) {
         if (!(o->has & IGW_UploadResult_filePath)) {
-            igw_json_push_key(j, "filePath", 8);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "filePath", 8);
         }
         if (!(o->has & IGW_UploadResult_fileUri)) {
-            igw_json_push_key(j, "fileUri", 7);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "fileUri", 7);
         }
     }
     return 0;
@@ -3152,168 +3217,170 @@ int igw_decode_ResultData(igw_json *j, igw_ResultData *o)
         return -1;
     while ((more = igw_json_object_next(j, &k)) == 1) {
         int f = key_ResultData(k.ptr, k.len);
-        igw_json_push_key(j, k.ptr, k.len);
-        if (f < 0)
-            return igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
-        if (o->has & (UINT64_C(1) << f))
-            return igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case 0:
             if (enum_CommandMethod(j, &o->operation))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 1:
             if (igw_decode_free(j, true, 16, 32768, &o->result))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 2:
             if (igw_json_string(j, &o->state) || igw_decode_string_rules(j, o->state, 1, 32, 3))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 3:
             if (igw_json_string(j, &o->callId) || igw_decode_string_rules(j, o->callId, 1, 96, 3))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 4:
             if (igw_json_string(j, &o->participantId) || igw_decode_string_rules(j, o->participantId, 1, 16, 1))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 5:
             if (igw_json_int(j, &o->memberEpoch, INT64_C(1), INT64_C(9007199254740991)))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 6:
             {
                 int more2;
                 if (igw_json_array_begin(j))
-                    return -1;
+                    return igw_json_prefix_key(j, k.ptr, k.len);
                 uint32_t cap2 = 0;
                 o->remaining.n = 0;
                 o->remaining.v = NULL;
                 while ((more2 = igw_json_array_next(j)) == 1) {
-                    igw_json_push_index(j, o->remaining.n);
-                    if (o->remaining.n == 256)
-                        return igw_json_fail(j, IGW_JERR_LENGTH, "more than 256 items");
+                    if (o->remaining.n == 256) {
+                        igw_json_fail(j, IGW_JERR_LENGTH, "more than 256 items");
+                        return (igw_json_prefix_index(j, o->remaining.n), igw_json_prefix_key(j, k.ptr, k.len));
+                    }
                     if (o->remaining.n == cap2 && !(o->remaining.v = igw_decode_grow(j, o->remaining.v, o->remaining.n, &cap2, 256, sizeof *o->remaining.v)))
-                        return -1;
+                        return (igw_json_prefix_index(j, o->remaining.n), igw_json_prefix_key(j, k.ptr, k.len));
                     if (igw_json_string(j, &o->remaining.v[o->remaining.n]) || igw_decode_string_rules(j, o->remaining.v[o->remaining.n], 1, 16, 1))
-                        return -1;
-                    igw_json_pop(j);
+                        return (igw_json_prefix_index(j, o->remaining.n), igw_json_prefix_key(j, k.ptr, k.len));
                     o->remaining.n++;
                 }
                 if (more2 < 0)
-                    return -1;
+                    return igw_json_prefix_key(j, k.ptr, k.len);
             }
             break;
         case 7:
             if (igw_json_bool(j, &o->ended))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 8:
             if (igw_json_string(j, &o->reason) || igw_decode_string_rules(j, o->reason, 1, 256, 0))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 9:
             if (igw_json_string(j, &o->sessionId) || igw_decode_string_rules(j, o->sessionId, 1, 64, 3))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 10:
             if (igw_decode_free(j, true, 8, 49152, &o->webrtc))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 11:
             if (igw_json_int(j, &o->mediaRevision, INT64_C(1), INT64_C(9007199254740991)))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 12:
             if (igw_json_string(j, &o->playbackToken) || igw_decode_string_rules(j, o->playbackToken, 1, 64, 3))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 13:
             if (igw_json_string(j, &o->processorId) || igw_decode_string_rules(j, o->processorId, 1, 64, 3))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 14:
             if (igw_json_string(j, &o->deliveryId) || igw_decode_string_rules(j, o->deliveryId, 1, 64, 3))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 15:
             if (igw_json_string(j, &o->trackId) || igw_decode_string_rules(j, o->trackId, 1, 64, 3))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 16:
             if (igw_json_int(j, &o->configRevision, INT64_C(1), INT64_C(9007199254740991)))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         default:
             break;
         }
-        igw_json_pop(j);
     }
     if (more < 0)
         return -1;
     if ((o->has & UINT64_C(0x1)) != UINT64_C(0x1)) {
         if (!(o->has & IGW_ResultData_operation)) {
-            igw_json_push_key(j, "operation", 9);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "operation", 9);
         }
     }
     if (!(o->has & IGW_ResultData_state) && (!((o->has & IGW_ResultData_operation) && (o->operation == IGW_CommandMethod_interaction_leave)) && !(o->has & IGW_ResultData_reason))) {
-        igw_json_push_key(j, "state", 5);
-        return igw_json_fail(j, IGW_JERR_MISSING, "field is required when operation != interaction.leave and not reason present");
+        igw_json_fail(j, IGW_JERR_MISSING, "field is required when operation != interaction.leave and not reason present");
+        return igw_json_prefix_key(j, "state", 5);
     }
     if ((o->has & IGW_ResultData_state) && ((o->has & IGW_ResultData_operation) && (o->operation == IGW_CommandMethod_interaction_leave))) {
-        igw_json_push_key(j, "state", 5);
-        return igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when operation = interaction.leave");
+        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when operation = interaction.leave");
+        return igw_json_prefix_key(j, "state", 5);
     }
     if (!(o->has & IGW_ResultData_callId) && (((o->has & IGW_ResultData_operation) && (o->operation == IGW_CommandMethod_interaction_leave)) && !(o->has & IGW_ResultData_reason))) {
-        igw_json_push_key(j, "callId", 6);
-        return igw_json_fail(j, IGW_JERR_MISSING, "field is required when operation = interaction.leave and not reason present");
+        igw_json_fail(j, IGW_JERR_MISSING, "field is required when operation = interaction.leave and not reason present");
+        return igw_json_prefix_key(j, "callId", 6);
     }
     if (!(o->has & IGW_ResultData_participantId) && (((o->has & IGW_ResultData_operation) && (o->operation == IGW_CommandMethod_interaction_leave)) && !(o->has & IGW_ResultData_reason))) {
-        igw_json_push_key(j, "participantId", 13);
-        return igw_json_fail(j, IGW_JERR_MISSING, "field is required when operation = interaction.leave and not reason present");
+        igw_json_fail(j, IGW_JERR_MISSING, "field is required when operation = interaction.leave and not reason present");
+        return igw_json_prefix_key(j, "participantId", 13);
     }
     if (!(o->has & IGW_ResultData_memberEpoch) && (((o->has & IGW_ResultData_operation) && (o->operation == IGW_CommandMethod_interaction_leave)) && !(o->has & IGW_ResultData_reason))) {
-        igw_json_push_key(j, "memberEpoch", 11);
-        return igw_json_fail(j, IGW_JERR_MISSING, "field is required when operation = interaction.leave and not reason present");
+        igw_json_fail(j, IGW_JERR_MISSING, "field is required when operation = interaction.leave and not reason present");
+        return igw_json_prefix_key(j, "memberEpoch", 11);
     }
     if (!(o->has & IGW_ResultData_remaining) && (((o->has & IGW_ResultData_operation) && (o->operation == IGW_CommandMethod_interaction_leave)) && !(o->has & IGW_ResultData_reason))) {
-        igw_json_push_key(j, "remaining", 9);
-        return igw_json_fail(j, IGW_JERR_MISSING, "field is required when operation = interaction.leave and not reason present");
+        igw_json_fail(j, IGW_JERR_MISSING, "field is required when operation = interaction.leave and not reason present");
+        return igw_json_prefix_key(j, "remaining", 9);
     }
     if (!(o->has & IGW_ResultData_ended) && (((o->has & IGW_ResultData_operation) && (o->operation == IGW_CommandMethod_interaction_leave)) && !(o->has & IGW_ResultData_reason))) {
-        igw_json_push_key(j, "ended", 5);
-        return igw_json_fail(j, IGW_JERR_MISSING, "field is required when operation = interaction.leave and not reason present");
+        igw_json_fail(j, IGW_JERR_MISSING, "field is required when operation = interaction.leave and not reason present");
+        return igw_json_prefix_key(j, "ended", 5);
     }
     if ((o->has & IGW_ResultData_callId) && !((o->has & IGW_ResultData_operation) && (o->operation == IGW_CommandMethod_interaction_leave))) {
-        igw_json_push_key(j, "callId", 6);
-        return igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when operation != interaction.leave");
+        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when operation != interaction.leave");
+        return igw_json_prefix_key(j, "callId", 6);
     }
     if ((o->has & IGW_ResultData_participantId) && !((o->has & IGW_ResultData_operation) && (o->operation == IGW_CommandMethod_interaction_leave))) {
-        igw_json_push_key(j, "participantId", 13);
-        return igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when operation != interaction.leave");
+        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when operation != interaction.leave");
+        return igw_json_prefix_key(j, "participantId", 13);
     }
     if ((o->has & IGW_ResultData_memberEpoch) && !((o->has & IGW_ResultData_operation) && (o->operation == IGW_CommandMethod_interaction_leave))) {
-        igw_json_push_key(j, "memberEpoch", 11);
-        return igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when operation != interaction.leave");
+        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when operation != interaction.leave");
+        return igw_json_prefix_key(j, "memberEpoch", 11);
     }
     if ((o->has & IGW_ResultData_remaining) && !((o->has & IGW_ResultData_operation) && (o->operation == IGW_CommandMethod_interaction_leave))) {
-        igw_json_push_key(j, "remaining", 9);
-        return igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when operation != interaction.leave");
+        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when operation != interaction.leave");
+        return igw_json_prefix_key(j, "remaining", 9);
     }
     if ((o->has & IGW_ResultData_ended) && !((o->has & IGW_ResultData_operation) && (o->operation == IGW_CommandMethod_interaction_leave))) {
-        igw_json_push_key(j, "ended", 5);
-        return igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when operation != interaction.leave");
+        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when operation != interaction.leave");
+        return igw_json_prefix_key(j, "ended", 5);
     }
     if (!(o->has & IGW_ResultData_result) && (((o->has & IGW_ResultData_operation) && (o->operation == IGW_CommandMethod_interaction_control)) && !(o->has & IGW_ResultData_reason))) {
-        igw_json_push_key(j, "result", 6);
-        return igw_json_fail(j, IGW_JERR_MISSING, "field is required when operation = interaction.control and not reason present");
+        igw_json_fail(j, IGW_JERR_MISSING, "field is required when operation = interaction.control and not reason present");
+        return igw_json_prefix_key(j, "result", 6);
     }
     if ((o->has & IGW_ResultData_result) && !((o->has & IGW_ResultData_operation) && (o->operation == IGW_CommandMethod_interaction_control))) {
-        igw_json_push_key(j, "result", 6);
-        return igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when operation != interaction.control");
+        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when operation != interaction.control");
+        return igw_json_prefix_key(j, "result", 6);
     }
     return 0;
 }
@@ -3355,56 +3422,58 @@ int igw_decode_ResultEvent(igw_json *j, igw_ResultEvent *o)
         return -1;
     while ((more = igw_json_object_next(j, &k)) == 1) {
         int f = key_ResultEvent(k.ptr, k.len);
-        igw_json_push_key(j, k.ptr, k.len);
-        if (f < 0)
-            return igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
-        if (o->has & (UINT64_C(1) << f))
-            return igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case 0:
             if (igw_json_string(j, &o->msgToken) || igw_decode_string_rules(j, o->msgToken, 1, 128, 3))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 1:
             if (enum_ResultMethod(j, &o->method))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 2:
             if (igw_json_string(j, &o->sessionId) || igw_decode_string_rules(j, o->sessionId, 1, 64, 3))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 3:
             if (igw_json_int(j, &o->code, INT64_C(-9007199254740991), INT64_C(9007199254740991)))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 4:
             if (igw_decode_ResultData(j, &o->data))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         default:
             break;
         }
-        igw_json_pop(j);
     }
     if (more < 0)
         return -1;
     if ((o->has & UINT64_C(0x1b)) != UINT64_C(0x1b)) {
         if (!(o->has & IGW_ResultEvent_msgToken)) {
-            igw_json_push_key(j, "msgToken", 8);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "msgToken", 8);
         }
         if (!(o->has & IGW_ResultEvent_method)) {
-            igw_json_push_key(j, "method", 6);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "method", 6);
         }
         if (!(o->has & IGW_ResultEvent_code)) {
-            igw_json_push_key(j, "code", 4);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "code", 4);
         }
         if (!(o->has & IGW_ResultEvent_data)) {
-            igw_json_push_key(j, "data", 4);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "data", 4);
         }
     }
     return 0;
@@ -3437,41 +3506,43 @@ int igw_decode_StateData(igw_json *j, igw_StateData *o)
         return -1;
     while ((more = igw_json_object_next(j, &k)) == 1) {
         int f = key_StateData(k.ptr, k.len);
-        igw_json_push_key(j, k.ptr, k.len);
-        if (f < 0)
-            return igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
-        if (o->has & (UINT64_C(1) << f))
-            return igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case 0:
             if (enum_SessionState(j, &o->state))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 1:
             if (igw_json_string(j, &o->reason) || igw_decode_string_rules(j, o->reason, 1, 256, 0))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         default:
             break;
         }
-        igw_json_pop(j);
     }
     if (more < 0)
         return -1;
     if ((o->has & UINT64_C(0x1)) != UINT64_C(0x1)) {
         if (!(o->has & IGW_StateData_state)) {
-            igw_json_push_key(j, "state", 5);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "state", 5);
         }
     }
     if (!(o->has & IGW_StateData_reason) && ((o->has & IGW_StateData_state) && (o->state == IGW_SessionState_ended))) {
-        igw_json_push_key(j, "reason", 6);
-        return igw_json_fail(j, IGW_JERR_MISSING, "field is required when state = ended");
+        igw_json_fail(j, IGW_JERR_MISSING, "field is required when state = ended");
+        return igw_json_prefix_key(j, "reason", 6);
     }
     if ((o->has & IGW_StateData_reason) && !((o->has & IGW_StateData_state) && (o->state == IGW_SessionState_ended))) {
-        igw_json_push_key(j, "reason", 6);
-        return igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when state != ended");
+        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when state != ended");
+        return igw_json_prefix_key(j, "reason", 6);
     }
     return 0;
 }
@@ -3513,60 +3584,62 @@ int igw_decode_StateEvent(igw_json *j, igw_StateEvent *o)
         return -1;
     while ((more = igw_json_object_next(j, &k)) == 1) {
         int f = key_StateEvent(k.ptr, k.len);
-        igw_json_push_key(j, k.ptr, k.len);
-        if (f < 0)
-            return igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
-        if (o->has & (UINT64_C(1) << f))
-            return igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case 0:
             if (igw_json_string(j, &o->msgToken) || igw_decode_string_rules(j, o->msgToken, 1, 128, 3))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 1:
             if (enum_StateMethod(j, &o->method))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 2:
             if (igw_json_string(j, &o->sessionId) || igw_decode_string_rules(j, o->sessionId, 1, 64, 3))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 3:
             if (igw_json_int(j, &o->eventSeq, INT64_C(1), INT64_C(9007199254740991)))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 4:
             if (igw_decode_StateData(j, &o->data))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         default:
             break;
         }
-        igw_json_pop(j);
     }
     if (more < 0)
         return -1;
     if ((o->has & UINT64_C(0x1f)) != UINT64_C(0x1f)) {
         if (!(o->has & IGW_StateEvent_msgToken)) {
-            igw_json_push_key(j, "msgToken", 8);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "msgToken", 8);
         }
         if (!(o->has & IGW_StateEvent_method)) {
-            igw_json_push_key(j, "method", 6);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "method", 6);
         }
         if (!(o->has & IGW_StateEvent_sessionId)) {
-            igw_json_push_key(j, "sessionId", 9);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "sessionId", 9);
         }
         if (!(o->has & IGW_StateEvent_eventSeq)) {
-            igw_json_push_key(j, "eventSeq", 8);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "eventSeq", 8);
         }
         if (!(o->has & IGW_StateEvent_data)) {
-            igw_json_push_key(j, "data", 4);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "data", 4);
         }
     }
     return 0;
@@ -3599,36 +3672,38 @@ int igw_decode_RegisterData(igw_json *j, igw_RegisterData *o)
         return -1;
     while ((more = igw_json_object_next(j, &k)) == 1) {
         int f = key_RegisterData(k.ptr, k.len);
-        igw_json_push_key(j, k.ptr, k.len);
-        if (f < 0)
-            return igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
-        if (o->has & (UINT64_C(1) << f))
-            return igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case 0:
             if (igw_json_string(j, &o->endpointId) || igw_decode_string_rules(j, o->endpointId, 1, 64, 3))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 1:
             if (igw_json_int(j, &o->expiresAt, INT64_C(0), INT64_C(9007199254740991)))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         default:
             break;
         }
-        igw_json_pop(j);
     }
     if (more < 0)
         return -1;
     if ((o->has & UINT64_C(0x3)) != UINT64_C(0x3)) {
         if (!(o->has & IGW_RegisterData_endpointId)) {
-            igw_json_push_key(j, "endpointId", 10);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "endpointId", 10);
         }
         if (!(o->has & IGW_RegisterData_expiresAt)) {
-            igw_json_push_key(j, "expiresAt", 9);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "expiresAt", 9);
         }
     }
     return 0;
@@ -3661,36 +3736,38 @@ int igw_decode_EventsRequest(igw_json *j, igw_EventsRequest *o)
         return -1;
     while ((more = igw_json_object_next(j, &k)) == 1) {
         int f = key_EventsRequest(k.ptr, k.len);
-        igw_json_push_key(j, k.ptr, k.len);
-        if (f < 0)
-            return igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
-        if (o->has & (UINT64_C(1) << f))
-            return igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case 0:
             if (igw_json_string(j, &o->endpointId) || igw_decode_string_rules(j, o->endpointId, 1, 64, 3))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 1:
             if (igw_json_int(j, &o->limit, INT64_C(1), INT64_C(32)))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         default:
             break;
         }
-        igw_json_pop(j);
     }
     if (more < 0)
         return -1;
     if ((o->has & UINT64_C(0x3)) != UINT64_C(0x3)) {
         if (!(o->has & IGW_EventsRequest_endpointId)) {
-            igw_json_push_key(j, "endpointId", 10);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "endpointId", 10);
         }
         if (!(o->has & IGW_EventsRequest_limit)) {
-            igw_json_push_key(j, "limit", 5);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "limit", 5);
         }
     }
     return 0;
@@ -3723,36 +3800,38 @@ int igw_decode_EventItem(igw_json *j, igw_EventItem *o)
         return -1;
     while ((more = igw_json_object_next(j, &k)) == 1) {
         int f = key_EventItem(k.ptr, k.len);
-        igw_json_push_key(j, k.ptr, k.len);
-        if (f < 0)
-            return igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
-        if (o->has & (UINT64_C(1) << f))
-            return igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case 0:
             if (igw_json_string(j, &o->deliveryId) || igw_decode_string_rules(j, o->deliveryId, 1, 64, 3))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 1:
             if (igw_decode_free(j, true, 16, 65536, &o->event))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         default:
             break;
         }
-        igw_json_pop(j);
     }
     if (more < 0)
         return -1;
     if ((o->has & UINT64_C(0x3)) != UINT64_C(0x3)) {
         if (!(o->has & IGW_EventItem_deliveryId)) {
-            igw_json_push_key(j, "deliveryId", 10);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "deliveryId", 10);
         }
         if (!(o->has & IGW_EventItem_event)) {
-            igw_json_push_key(j, "event", 5);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "event", 5);
         }
     }
     return 0;
@@ -3781,47 +3860,49 @@ int igw_decode_EventsData(igw_json *j, igw_EventsData *o)
         return -1;
     while ((more = igw_json_object_next(j, &k)) == 1) {
         int f = key_EventsData(k.ptr, k.len);
-        igw_json_push_key(j, k.ptr, k.len);
-        if (f < 0)
-            return igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
-        if (o->has & (UINT64_C(1) << f))
-            return igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case 0:
             {
                 int more3;
                 if (igw_json_array_begin(j))
-                    return -1;
+                    return igw_json_prefix_key(j, k.ptr, k.len);
                 uint32_t cap3 = 0;
                 o->list.n = 0;
                 o->list.v = NULL;
                 while ((more3 = igw_json_array_next(j)) == 1) {
-                    igw_json_push_index(j, o->list.n);
-                    if (o->list.n == 32)
-                        return igw_json_fail(j, IGW_JERR_LENGTH, "more than 32 items");
+                    if (o->list.n == 32) {
+                        igw_json_fail(j, IGW_JERR_LENGTH, "more than 32 items");
+                        return (igw_json_prefix_index(j, o->list.n), igw_json_prefix_key(j, k.ptr, k.len));
+                    }
                     if (o->list.n == cap3 && !(o->list.v = igw_decode_grow(j, o->list.v, o->list.n, &cap3, 32, sizeof *o->list.v)))
-                        return -1;
+                        return (igw_json_prefix_index(j, o->list.n), igw_json_prefix_key(j, k.ptr, k.len));
                     if (igw_decode_EventItem(j, &o->list.v[o->list.n]))
-                        return -1;
-                    igw_json_pop(j);
+                        return (igw_json_prefix_index(j, o->list.n), igw_json_prefix_key(j, k.ptr, k.len));
                     o->list.n++;
                 }
                 if (more3 < 0)
-                    return -1;
+                    return igw_json_prefix_key(j, k.ptr, k.len);
             }
             break;
         default:
             break;
         }
-        igw_json_pop(j);
     }
     if (more < 0)
         return -1;
     if ((o->has & UINT64_C(0x1)) != UINT64_C(0x1)) {
         if (!(o->has & IGW_EventsData_list)) {
-            igw_json_push_key(j, "list", 4);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "list", 4);
         }
     }
     return 0;
@@ -3854,60 +3935,66 @@ int igw_decode_AckRequest(igw_json *j, igw_AckRequest *o)
         return -1;
     while ((more = igw_json_object_next(j, &k)) == 1) {
         int f = key_AckRequest(k.ptr, k.len);
-        igw_json_push_key(j, k.ptr, k.len);
-        if (f < 0)
-            return igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
-        if (o->has & (UINT64_C(1) << f))
-            return igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case 0:
             if (igw_json_string(j, &o->endpointId) || igw_decode_string_rules(j, o->endpointId, 1, 64, 3))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 1:
             {
                 int more4;
                 if (igw_json_array_begin(j))
-                    return -1;
+                    return igw_json_prefix_key(j, k.ptr, k.len);
                 uint32_t cap4 = 0;
                 o->deliveryIds.n = 0;
                 o->deliveryIds.v = NULL;
                 while ((more4 = igw_json_array_next(j)) == 1) {
-                    igw_json_push_index(j, o->deliveryIds.n);
-                    if (o->deliveryIds.n == 32)
-                        return igw_json_fail(j, IGW_JERR_LENGTH, "more than 32 items");
+                    if (o->deliveryIds.n == 32) {
+                        igw_json_fail(j, IGW_JERR_LENGTH, "more than 32 items");
+                        return (igw_json_prefix_index(j, o->deliveryIds.n), igw_json_prefix_key(j, k.ptr, k.len));
+                    }
                     if (o->deliveryIds.n == cap4 && !(o->deliveryIds.v = igw_decode_grow(j, o->deliveryIds.v, o->deliveryIds.n, &cap4, 32, sizeof *o->deliveryIds.v)))
-                        return -1;
+                        return (igw_json_prefix_index(j, o->deliveryIds.n), igw_json_prefix_key(j, k.ptr, k.len));
                     if (igw_json_string(j, &o->deliveryIds.v[o->deliveryIds.n]) || igw_decode_string_rules(j, o->deliveryIds.v[o->deliveryIds.n], 1, 64, 3))
-                        return -1;
+                        return (igw_json_prefix_index(j, o->deliveryIds.n), igw_json_prefix_key(j, k.ptr, k.len));
                     for (uint32_t u = 0; u < o->deliveryIds.n; u++)
-                        if (igw_str_eq(o->deliveryIds.v[u], o->deliveryIds.v[o->deliveryIds.n].ptr, o->deliveryIds.v[o->deliveryIds.n].len))
-                            return igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate item");
-                    igw_json_pop(j);
+                        if (igw_str_eq(o->deliveryIds.v[u], o->deliveryIds.v[o->deliveryIds.n].ptr, o->deliveryIds.v[o->deliveryIds.n].len)) {
+                            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate item");
+                            return (igw_json_prefix_index(j, o->deliveryIds.n), igw_json_prefix_key(j, k.ptr, k.len));
+                        }
                     o->deliveryIds.n++;
                 }
                 if (more4 < 0)
-                    return -1;
-                if (o->deliveryIds.n < 1)
-                    return igw_json_fail(j, IGW_JERR_LENGTH, "fewer than 1 items");
+                    return igw_json_prefix_key(j, k.ptr, k.len);
+                if (o->deliveryIds.n < 1) {
+                    igw_json_fail(j, IGW_JERR_LENGTH, "fewer than 1 items");
+                    return igw_json_prefix_key(j, k.ptr, k.len);
+                }
             }
             break;
         default:
             break;
         }
-        igw_json_pop(j);
     }
     if (more < 0)
         return -1;
     if ((o->has & UINT64_C(0x3)) != UINT64_C(0x3)) {
         if (!(o->has & IGW_AckRequest_endpointId)) {
-            igw_json_push_key(j, "endpointId", 10);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "endpointId", 10);
         }
         if (!(o->has & IGW_AckRequest_deliveryIds)) {
-            igw_json_push_key(j, "deliveryIds", 11);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "deliveryIds", 11);
         }
     }
     return 0;
@@ -3936,28 +4023,30 @@ int igw_decode_AckData(igw_json *j, igw_AckData *o)
         return -1;
     while ((more = igw_json_object_next(j, &k)) == 1) {
         int f = key_AckData(k.ptr, k.len);
-        igw_json_push_key(j, k.ptr, k.len);
-        if (f < 0)
-            return igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
-        if (o->has & (UINT64_C(1) << f))
-            return igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case 0:
             if (igw_json_int(j, &o->acknowledged, INT64_C(0), INT64_C(9007199254740991)))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         default:
             break;
         }
-        igw_json_pop(j);
     }
     if (more < 0)
         return -1;
     if ((o->has & UINT64_C(0x1)) != UINT64_C(0x1)) {
         if (!(o->has & IGW_AckData_acknowledged)) {
-            igw_json_push_key(j, "acknowledged", 12);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "acknowledged", 12);
         }
     }
     return 0;
@@ -3990,36 +4079,38 @@ int igw_decode_CommandsRequest(igw_json *j, igw_CommandsRequest *o)
         return -1;
     while ((more = igw_json_object_next(j, &k)) == 1) {
         int f = key_CommandsRequest(k.ptr, k.len);
-        igw_json_push_key(j, k.ptr, k.len);
-        if (f < 0)
-            return igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
-        if (o->has & (UINT64_C(1) << f))
-            return igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case 0:
             if (igw_json_string(j, &o->endpointId) || igw_decode_string_rules(j, o->endpointId, 1, 64, 3))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 1:
             if (igw_decode_Command(j, &o->command))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         default:
             break;
         }
-        igw_json_pop(j);
     }
     if (more < 0)
         return -1;
     if ((o->has & UINT64_C(0x3)) != UINT64_C(0x3)) {
         if (!(o->has & IGW_CommandsRequest_endpointId)) {
-            igw_json_push_key(j, "endpointId", 10);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "endpointId", 10);
         }
         if (!(o->has & IGW_CommandsRequest_command)) {
-            igw_json_push_key(j, "command", 7);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "command", 7);
         }
     }
     return 0;
@@ -4054,44 +4145,46 @@ int igw_decode_CommandsData(igw_json *j, igw_CommandsData *o)
         return -1;
     while ((more = igw_json_object_next(j, &k)) == 1) {
         int f = key_CommandsData(k.ptr, k.len);
-        igw_json_push_key(j, k.ptr, k.len);
-        if (f < 0)
-            return igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
-        if (o->has & (UINT64_C(1) << f))
-            return igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case 0:
             if (igw_json_bool(j, &o->accepted))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 1:
             if (igw_json_string(j, &o->msgToken) || igw_decode_string_rules(j, o->msgToken, 1, 128, 3))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 2:
             if (igw_json_bool(j, &o->replay))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         default:
             break;
         }
-        igw_json_pop(j);
     }
     if (more < 0)
         return -1;
     if ((o->has & UINT64_C(0x7)) != UINT64_C(0x7)) {
         if (!(o->has & IGW_CommandsData_accepted)) {
-            igw_json_push_key(j, "accepted", 8);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "accepted", 8);
         }
         if (!(o->has & IGW_CommandsData_msgToken)) {
-            igw_json_push_key(j, "msgToken", 8);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "msgToken", 8);
         }
         if (!(o->has & IGW_CommandsData_replay)) {
-            igw_json_push_key(j, "replay", 6);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "replay", 6);
         }
     }
     return 0;
@@ -4140,77 +4233,79 @@ int igw_decode_RecordingsQuery(igw_json *j, igw_RecordingsQuery *o)
         return -1;
     while ((more = igw_json_object_next(j, &k)) == 1) {
         int f = key_RecordingsQuery(k.ptr, k.len);
-        igw_json_push_key(j, k.ptr, k.len);
-        if (f < 0)
-            return igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
-        if (o->has & (UINT64_C(1) << f))
-            return igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case 0:
             if (igw_json_string(j, &o->endpointId) || igw_decode_string_rules(j, o->endpointId, 1, 64, 3))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 1:
             if (igw_decode_Target(j, &o->target))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 2:
             if (igw_json_string(j, &o->cameraId) || igw_decode_string_rules(j, o->cameraId, 1, 64, 3))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 3:
             if (igw_json_int(j, &o->startTimeMs, INT64_C(0), INT64_C(9007199254740991)))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 4:
             if (igw_json_int(j, &o->endTimeMs, INT64_C(0), INT64_C(9007199254740991)))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 5:
             if (igw_json_int(j, &o->limit, INT64_C(1), INT64_C(32)))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         default:
             break;
         }
-        igw_json_pop(j);
     }
     if (more < 0)
         return -1;
     if ((o->has & UINT64_C(0x3f)) != UINT64_C(0x3f)) {
         if (!(o->has & IGW_RecordingsQuery_endpointId)) {
-            igw_json_push_key(j, "endpointId", 10);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "endpointId", 10);
         }
         if (!(o->has & IGW_RecordingsQuery_target)) {
-            igw_json_push_key(j, "target", 6);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "target", 6);
         }
         if (!(o->has & IGW_RecordingsQuery_cameraId)) {
-            igw_json_push_key(j, "cameraId", 8);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "cameraId", 8);
         }
         if (!(o->has & IGW_RecordingsQuery_startTimeMs)) {
-            igw_json_push_key(j, "startTimeMs", 11);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "startTimeMs", 11);
         }
         if (!(o->has & IGW_RecordingsQuery_endTimeMs)) {
-            igw_json_push_key(j, "endTimeMs", 9);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "endTimeMs", 9);
         }
         if (!(o->has & IGW_RecordingsQuery_limit)) {
-            igw_json_push_key(j, "limit", 5);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "limit", 5);
         }
     }
     if ((o->has & IGW_RecordingsQuery_startTimeMs) && (o->has & IGW_RecordingsQuery_endTimeMs) && !(o->startTimeMs < o->endTimeMs)) {
-        igw_json_push_key(j, "startTimeMs", 11);
-        return igw_json_fail(j, IGW_JERR_RULE, "rule startTimeMs < endTimeMs does not hold");
+        igw_json_fail(j, IGW_JERR_RULE, "rule startTimeMs < endTimeMs does not hold");
+        return igw_json_prefix_key(j, "startTimeMs", 11);
     }
     if ((o->has & IGW_RecordingsQuery_endTimeMs) && (o->has & IGW_RecordingsQuery_startTimeMs) && !((o->endTimeMs - o->startTimeMs) <= INT64_C(86400000))) {
-        igw_json_push_key(j, "endTimeMs", 9);
-        return igw_json_fail(j, IGW_JERR_RULE, "rule endTimeMs - startTimeMs <= 86400000 does not hold");
+        igw_json_fail(j, IGW_JERR_RULE, "rule endTimeMs - startTimeMs <= 86400000 does not hold");
+        return igw_json_prefix_key(j, "endTimeMs", 9);
     }
     return 0;
 }
@@ -4262,88 +4357,90 @@ int igw_decode_RecordingEntry(igw_json *j, igw_RecordingEntry *o)
         return -1;
     while ((more = igw_json_object_next(j, &k)) == 1) {
         int f = key_RecordingEntry(k.ptr, k.len);
-        igw_json_push_key(j, k.ptr, k.len);
-        if (f < 0)
-            return igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
-        if (o->has & (UINT64_C(1) << f))
-            return igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case 0:
             if (igw_json_string(j, &o->recordingId) || igw_decode_string_rules(j, o->recordingId, 1, 64, 3))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 1:
             if (igw_json_string(j, &o->cameraId) || igw_decode_string_rules(j, o->cameraId, 1, 64, 3))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 2:
             if (igw_json_int(j, &o->startTimeMs, INT64_C(0), INT64_C(9007199254740991)))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 3:
             if (igw_json_int(j, &o->endTimeMs, INT64_C(0), INT64_C(9007199254740991)))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 4:
             if (igw_json_int(j, &o->durationMs, INT64_C(0), INT64_C(9007199254740991)))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 5:
             if (igw_json_bool(j, &o->available))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 6:
             if (igw_json_string(j, &o->videoCodec) || igw_decode_string_rules(j, o->videoCodec, 1, 32, 3))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 7:
             if (igw_json_string(j, &o->audioCodec) || igw_decode_string_rules(j, o->audioCodec, 1, 32, 3))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 8:
             if (igw_json_int(j, &o->recordingVersion, INT64_C(1), INT64_C(9007199254740991)))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         default:
             break;
         }
-        igw_json_pop(j);
     }
     if (more < 0)
         return -1;
     if ((o->has & UINT64_C(0x17f)) != UINT64_C(0x17f)) {
         if (!(o->has & IGW_RecordingEntry_recordingId)) {
-            igw_json_push_key(j, "recordingId", 11);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "recordingId", 11);
         }
         if (!(o->has & IGW_RecordingEntry_cameraId)) {
-            igw_json_push_key(j, "cameraId", 8);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "cameraId", 8);
         }
         if (!(o->has & IGW_RecordingEntry_startTimeMs)) {
-            igw_json_push_key(j, "startTimeMs", 11);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "startTimeMs", 11);
         }
         if (!(o->has & IGW_RecordingEntry_endTimeMs)) {
-            igw_json_push_key(j, "endTimeMs", 9);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "endTimeMs", 9);
         }
         if (!(o->has & IGW_RecordingEntry_durationMs)) {
-            igw_json_push_key(j, "durationMs", 10);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "durationMs", 10);
         }
         if (!(o->has & IGW_RecordingEntry_available)) {
-            igw_json_push_key(j, "available", 9);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "available", 9);
         }
         if (!(o->has & IGW_RecordingEntry_videoCodec)) {
-            igw_json_push_key(j, "videoCodec", 10);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "videoCodec", 10);
         }
         if (!(o->has & IGW_RecordingEntry_recordingVersion)) {
-            igw_json_push_key(j, "recordingVersion", 16);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "recordingVersion", 16);
         }
     }
     return 0;
@@ -4376,55 +4473,57 @@ int igw_decode_RecordingsData(igw_json *j, igw_RecordingsData *o)
         return -1;
     while ((more = igw_json_object_next(j, &k)) == 1) {
         int f = key_RecordingsData(k.ptr, k.len);
-        igw_json_push_key(j, k.ptr, k.len);
-        if (f < 0)
-            return igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
-        if (o->has & (UINT64_C(1) << f))
-            return igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case 0:
             {
                 int more5;
                 if (igw_json_array_begin(j))
-                    return -1;
+                    return igw_json_prefix_key(j, k.ptr, k.len);
                 uint32_t cap5 = 0;
                 o->list.n = 0;
                 o->list.v = NULL;
                 while ((more5 = igw_json_array_next(j)) == 1) {
-                    igw_json_push_index(j, o->list.n);
-                    if (o->list.n == 32)
-                        return igw_json_fail(j, IGW_JERR_LENGTH, "more than 32 items");
+                    if (o->list.n == 32) {
+                        igw_json_fail(j, IGW_JERR_LENGTH, "more than 32 items");
+                        return (igw_json_prefix_index(j, o->list.n), igw_json_prefix_key(j, k.ptr, k.len));
+                    }
                     if (o->list.n == cap5 && !(o->list.v = igw_decode_grow(j, o->list.v, o->list.n, &cap5, 32, sizeof *o->list.v)))
-                        return -1;
+                        return (igw_json_prefix_index(j, o->list.n), igw_json_prefix_key(j, k.ptr, k.len));
                     if (igw_decode_RecordingEntry(j, &o->list.v[o->list.n]))
-                        return -1;
-                    igw_json_pop(j);
+                        return (igw_json_prefix_index(j, o->list.n), igw_json_prefix_key(j, k.ptr, k.len));
                     o->list.n++;
                 }
                 if (more5 < 0)
-                    return -1;
+                    return igw_json_prefix_key(j, k.ptr, k.len);
             }
             break;
         case 1:
             if (igw_json_bool(j, &o->hasMore))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         default:
             break;
         }
-        igw_json_pop(j);
     }
     if (more < 0)
         return -1;
     if ((o->has & UINT64_C(0x3)) != UINT64_C(0x3)) {
         if (!(o->has & IGW_RecordingsData_list)) {
-            igw_json_push_key(j, "list", 4);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "list", 4);
         }
         if (!(o->has & IGW_RecordingsData_hasMore)) {
-            igw_json_push_key(j, "hasMore", 7);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "hasMore", 7);
         }
     }
     return 0;
@@ -4469,69 +4568,71 @@ int igw_decode_AudioAccessRequest(igw_json *j, igw_AudioAccessRequest *o)
         return -1;
     while ((more = igw_json_object_next(j, &k)) == 1) {
         int f = key_AudioAccessRequest(k.ptr, k.len);
-        igw_json_push_key(j, k.ptr, k.len);
-        if (f < 0)
-            return igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
-        if (o->has & (UINT64_C(1) << f))
-            return igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case 0:
             if (enum_AudioOperation(j, &o->operation))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 1:
             if (igw_json_string(j, &o->callId) || igw_decode_string_rules(j, o->callId, 1, 96, 3))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 2:
             if (igw_json_string(j, &o->targetUserID) || igw_decode_string_rules(j, o->targetUserID, 1, 16, 1))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 3:
             if (igw_json_bool(j, &o->allowed))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 4:
             if (igw_json_int(j, &o->expectedRevision, INT64_C(1), INT64_C(9007199254740991)))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         default:
             break;
         }
-        igw_json_pop(j);
     }
     if (more < 0)
         return -1;
     if ((o->has & UINT64_C(0x7)) != UINT64_C(0x7)) {
         if (!(o->has & IGW_AudioAccessRequest_operation)) {
-            igw_json_push_key(j, "operation", 9);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "operation", 9);
         }
         if (!(o->has & IGW_AudioAccessRequest_callId)) {
-            igw_json_push_key(j, "callId", 6);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "callId", 6);
         }
         if (!(o->has & IGW_AudioAccessRequest_targetUserID)) {
-            igw_json_push_key(j, "targetUserID", 12);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "targetUserID", 12);
         }
     }
     if (!(o->has & IGW_AudioAccessRequest_allowed) && ((o->has & IGW_AudioAccessRequest_operation) && (o->operation == IGW_AudioOperation_set))) {
-        igw_json_push_key(j, "allowed", 7);
-        return igw_json_fail(j, IGW_JERR_MISSING, "field is required when operation = set");
+        igw_json_fail(j, IGW_JERR_MISSING, "field is required when operation = set");
+        return igw_json_prefix_key(j, "allowed", 7);
     }
     if (!(o->has & IGW_AudioAccessRequest_expectedRevision) && ((o->has & IGW_AudioAccessRequest_operation) && (o->operation == IGW_AudioOperation_set))) {
-        igw_json_push_key(j, "expectedRevision", 16);
-        return igw_json_fail(j, IGW_JERR_MISSING, "field is required when operation = set");
+        igw_json_fail(j, IGW_JERR_MISSING, "field is required when operation = set");
+        return igw_json_prefix_key(j, "expectedRevision", 16);
     }
     if ((o->has & IGW_AudioAccessRequest_allowed) && ((o->has & IGW_AudioAccessRequest_operation) && (o->operation == IGW_AudioOperation_read))) {
-        igw_json_push_key(j, "allowed", 7);
-        return igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when operation = read");
+        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when operation = read");
+        return igw_json_prefix_key(j, "allowed", 7);
     }
     if ((o->has & IGW_AudioAccessRequest_expectedRevision) && ((o->has & IGW_AudioAccessRequest_operation) && (o->operation == IGW_AudioOperation_read))) {
-        igw_json_push_key(j, "expectedRevision", 16);
-        return igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when operation = read");
+        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when operation = read");
+        return igw_json_prefix_key(j, "expectedRevision", 16);
     }
     return 0;
 }
@@ -4579,68 +4680,70 @@ int igw_decode_AudioAccessRecord(igw_json *j, igw_AudioAccessRecord *o)
         return -1;
     while ((more = igw_json_object_next(j, &k)) == 1) {
         int f = key_AudioAccessRecord(k.ptr, k.len);
-        igw_json_push_key(j, k.ptr, k.len);
-        if (f < 0)
-            return igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
-        if (o->has & (UINT64_C(1) << f))
-            return igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case 0:
             if (igw_json_string(j, &o->callId) || igw_decode_string_rules(j, o->callId, 1, 96, 3))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 1:
             if (igw_json_string(j, &o->targetUserID) || igw_decode_string_rules(j, o->targetUserID, 1, 16, 1))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 2:
             if (igw_json_bool(j, &o->publishAllowed))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 3:
             if (igw_json_int(j, &o->audioRevision, INT64_C(1), INT64_C(9007199254740991)))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 4:
             if (igw_json_int(j, &o->memberEpoch, INT64_C(1), INT64_C(9007199254740991)))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 5:
             if (igw_json_int(j, &o->expiresAt, INT64_C(0), INT64_C(9007199254740991)))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         default:
             break;
         }
-        igw_json_pop(j);
     }
     if (more < 0)
         return -1;
     if ((o->has & UINT64_C(0x3f)) != UINT64_C(0x3f)) {
         if (!(o->has & IGW_AudioAccessRecord_callId)) {
-            igw_json_push_key(j, "callId", 6);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "callId", 6);
         }
         if (!(o->has & IGW_AudioAccessRecord_targetUserID)) {
-            igw_json_push_key(j, "targetUserID", 12);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "targetUserID", 12);
         }
         if (!(o->has & IGW_AudioAccessRecord_publishAllowed)) {
-            igw_json_push_key(j, "publishAllowed", 14);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "publishAllowed", 14);
         }
         if (!(o->has & IGW_AudioAccessRecord_audioRevision)) {
-            igw_json_push_key(j, "audioRevision", 13);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "audioRevision", 13);
         }
         if (!(o->has & IGW_AudioAccessRecord_memberEpoch)) {
-            igw_json_push_key(j, "memberEpoch", 11);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "memberEpoch", 11);
         }
         if (!(o->has & IGW_AudioAccessRecord_expiresAt)) {
-            igw_json_push_key(j, "expiresAt", 9);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "expiresAt", 9);
         }
     }
     return 0;

@@ -79,40 +79,31 @@ static const unsigned char ident_class[256] = {
     [' '] = 4, ['*'] = 1, ['?'] = 1, ['%'] = 1, ['+'] = 1, ['#'] = 1, [0x7f] = 1, [0xc2] = 2,
 };
 
-bool igw_format_identifier(const char *str, size_t n)
+static bool identifier_edges(const unsigned char *s, size_t n);
+
+/* The rule byte at a time: the portable path, and short strings. */
+static bool identifier_portable(const unsigned char *s, size_t n)
 {
-    const unsigned char *s = (const unsigned char *)str;
-    if (n == 0)
-        return true; /* emptiness is the length rule's business */
-    unsigned seen = 0;
-    size_t i = 0;
-#if IGW_DECODE_SSE2
-    /* 16 bytes at a time: refused bytes and the C1 lead byte in one mask. */
-    const __m128i c1 = _mm_set1_epi8((char)0xC2), c20 = _mm_set1_epi8(0x1F), del = _mm_set1_epi8(0x7F);
-    const __m128i star = _mm_set1_epi8('*'), qm = _mm_set1_epi8('?'), pct = _mm_set1_epi8('%');
-    const __m128i plus = _mm_set1_epi8('+'), hash = _mm_set1_epi8('#');
-    for (; i + 16 <= n; i += 16) {
-        __m128i x = _mm_loadu_si128((const __m128i *)(s + i));
-        __m128i ctl = _mm_cmpeq_epi8(_mm_min_epu8(x, c20), x); /* x <= 0x1F */
-        __m128i bad = _mm_or_si128(_mm_or_si128(ctl, _mm_cmpeq_epi8(x, del)),
-                                   _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, star), _mm_cmpeq_epi8(x, qm)),
-                                                _mm_or_si128(_mm_cmpeq_epi8(x, pct), _mm_cmpeq_epi8(x, plus))));
-        bad = _mm_or_si128(bad, _mm_cmpeq_epi8(x, hash));
-        if (_mm_movemask_epi8(bad))
-            return false;
-        if (_mm_movemask_epi8(_mm_cmpeq_epi8(x, c1)))
-            seen |= 2;
-    }
-#endif
-    for (; i < n; i++)
+    unsigned seen = 0, any = 0;
+    for (size_t i = 0; i < n; i++) {
         seen |= ident_class[s[i]];
+        any |= s[i];
+    }
     if (seen & 1)
         return false;
+    if (!(any & 0x80)) /* ASCII: no C1, and the only whitespace left is the space */
+        return s[0] != ' ' && s[n - 1] != ' ';
     if (seen & 2) /* rare: look for C1 controls U+0080..U+009F (C2 80..C2 9F) */
         for (size_t i = 0; i + 1 < n; i++)
             if (s[i] == 0xC2 && s[i + 1] >= 0x80 && s[i + 1] <= 0x9F)
                 return false;
-    /* Edges: ASCII is decided by the table; only non-ASCII needs decoding. */
+    return identifier_edges(s, n);
+}
+
+/* No whitespace at the edges (n > 0): ASCII is decided by the table; only
+ * non-ASCII needs decoding. */
+static bool identifier_edges(const unsigned char *s, size_t n)
+{
     size_t last = n - 1;
     while (last > 0 && (s[last] & 0xC0) == 0x80)
         last--;
@@ -120,6 +111,69 @@ bool igw_format_identifier(const char *str, size_t n)
         (s[last] < 0x80 ? ident_class[s[last]] & 4 : is_space(code_point(s, last, n))))
         return false;
     return true;
+}
+
+#if IGW_DECODE_SSE2
+/* Lanes flagged over the blocks of a string; turned into bit masks once. */
+typedef struct ident_masks {
+    __m128i bad; /* refused bytes: C0, DEL, * ? % + # */
+    __m128i c2;  /* the C1 lead byte 0xC2 */
+} ident_masks;
+
+static inline void ident_block(ident_masks *m, __m128i x)
+{
+    const __m128i c20 = _mm_set1_epi8(0x1F), del = _mm_set1_epi8(0x7F), qm = _mm_set1_epi8('?');
+    const __m128i pct = _mm_set1_epi8('%'), hash = _mm_set1_epi8('#'), c2 = _mm_set1_epi8((char)0xC2);
+    const __m128i fe = _mm_set1_epi8((char)0xFE), star = _mm_set1_epi8('*'); /* '*' 0x2A, '+' 0x2B */
+    __m128i ctl = _mm_cmpeq_epi8(_mm_min_epu8(x, c20), x); /* x <= 0x1F */
+    __m128i bad = _mm_or_si128(_mm_or_si128(ctl, _mm_cmpeq_epi8(x, del)),
+                               _mm_or_si128(_mm_cmpeq_epi8(_mm_and_si128(x, fe), star),
+                                            _mm_or_si128(_mm_cmpeq_epi8(x, qm), _mm_cmpeq_epi8(x, pct))));
+    m->bad = _mm_or_si128(m->bad, _mm_or_si128(bad, _mm_cmpeq_epi8(x, hash)));
+    m->c2 = _mm_or_si128(m->c2, _mm_cmpeq_epi8(x, c2));
+}
+#endif
+
+bool igw_format_identifier(const char *str, size_t n)
+{
+    const unsigned char *s = (const unsigned char *)str;
+    if (n == 0)
+        return true; /* emptiness is the length rule's business */
+#if IGW_DECODE_SSE2
+    if (n >= 4) {
+        /* Every byte is tested once or twice, never outside [0, n): short
+         * strings are covered by two overlapping loads, long ones by 16-byte
+         * blocks and a last block that overlaps the one before. Each test is
+         * "some byte is ...", so testing a byte twice changes nothing. */
+        ident_masks m = {_mm_setzero_si128(), _mm_setzero_si128()};
+        if (n < 8) {
+            uint32_t a, b;
+            memcpy(&a, s, 4);
+            memcpy(&b, s + n - 4, 4);
+            ident_block(&m, _mm_set_epi32((int)a, (int)b, (int)a, (int)b));
+        } else if (n < 16) {
+            ident_block(&m, _mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i *)s),
+                                               _mm_loadl_epi64((const __m128i *)(s + n - 8))));
+        } else {
+            size_t i = 0;
+            for (; i + 16 <= n; i += 16)
+                ident_block(&m, _mm_loadu_si128((const __m128i *)(s + i)));
+            if (i < n)
+                ident_block(&m, _mm_loadu_si128((const __m128i *)(s + n - 16)));
+        }
+        if (_mm_movemask_epi8(m.bad))
+            return false;
+        /* Without the C1 lead byte no C1 control can occur: only the edges
+         * are left. An ASCII edge can only be the space (the other ASCII
+         * whitespace is C0, refused above); non-ASCII ones need decoding. */
+        if (!_mm_movemask_epi8(m.c2)) {
+            if (s[0] < 0x80 && s[n - 1] < 0x80)
+                return s[0] != ' ' && s[n - 1] != ' ';
+            return identifier_edges(s, n);
+        }
+    }
+#endif
+    return identifier_portable(s, n);
 }
 
 int igw_decode_text(igw_json *j, igw_str v)
@@ -166,7 +220,9 @@ int igw_decode_free(igw_json *j, bool object, unsigned max_depth, size_t max_byt
     if (igw_json_value(j, IGW_JSON_STRICT, max_depth, max_bytes, raw) == 0)
         return 0;
     if (j->err == IGW_JERR_DEPTH || j->err == IGW_JERR_SIZE) {
-        /* A bound of the field as a whole: point at the field, not inside it. */
+        /* A bound of the field as a whole: point at the field, not inside it
+         * (back to the segments of entry, none in generated decoders, whose
+         * callers prepend the field's own path as the failure propagates). */
         igw_json_errkind kind = j->err;
         const char *reason = j->reason;
         j->nseg = nseg;
@@ -206,11 +262,12 @@ int igw_decode_held(igw_json *j, igw_str raw, const char *key, size_t klen, unsi
     igw_json_init(&sub, raw.ptr, raw.len, j->arena, j->max_depth);
     sub.start = j->start; /* offsets stay relative to the whole body */
     sub.depth = depth;
-    sub.nseg = j->nseg;
-    memcpy(sub.seg, j->seg, sizeof sub.seg);
-    igw_json_push_key(&sub, key, klen);
+    /* Paths are built lazily (json.h): the held value's own failure path
+     * starts empty, gets the field's key here, and the callers up the
+     * chain prepend theirs as the failure propagates out of them. */
     if (fn(&sub, arg) == 0 && igw_json_finish(&sub) == 0)
         return 0;
+    igw_json_prefix_key(&sub, key, klen);
     j->err = sub.err;
     j->reason = sub.reason;
     j->err_offset = sub.err_offset;

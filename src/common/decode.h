@@ -65,7 +65,8 @@ void *igw_decode_grow(igw_json *j, void *v, uint32_t n, uint32_t *cap, uint32_t 
 int igw_decode_hold(igw_json *j, igw_str *raw);
 
 /* Decodes a held value with `fn` as if it were met at the current position:
- * same path (plus `key`), depth and arena; errors are copied back into `j`. */
+ * same depth and arena; a failure is copied back into `j` with a path that
+ * starts at `key` (the caller's callers prepend the rest, see json.h). */
 int igw_decode_held(igw_json *j, igw_str raw, const char *key, size_t klen, unsigned depth,
                     int (*fn)(igw_json *, void *), void *arg);
 

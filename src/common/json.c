@@ -220,6 +220,66 @@ void igw_json_pop(igw_json *j)
         j->nseg--;
 }
 
+/* Prepends "/" + the escaped segment `seg` (already escaped, `n` bytes,
+ * 1 + n <= sizeof j->path - 1 checked by the callers) to j->path, dropping
+ * trailing segments of the old path until the result fits. */
+static void path_prepend(igw_json *j, const char *seg, size_t n)
+{
+    size_t cap = sizeof(j->path) - 1; /* room for characters, NUL excluded */
+    size_t old = strlen(j->path);
+    size_t keep = old;
+    if (n + 1 + keep > cap) {
+        /* Segments start with '/', which never occurs escaped inside one:
+         * cut at the last boundary that leaves room. */
+        keep = cap - (n + 1);
+        while (keep > 0 && j->path[keep] != '/')
+            keep--;
+    }
+    memmove(j->path + n + 1, j->path, keep);
+    j->path[0] = '/';
+    memcpy(j->path + 1, seg, n);
+    j->path[n + 1 + keep] = '\0';
+}
+
+int igw_json_prefix_key(igw_json *j, const char *key, size_t len)
+{
+    if (j->err == IGW_JERR_NONE)
+        return -1;
+    char seg[sizeof(j->path)];
+    size_t n = 0;
+    for (size_t k = 0; k < len; k++) {
+        char c = key[k];
+        size_t need = c == '~' || c == '/' ? 2 : 1;
+        if (c == '\0' || 1 + n + need > sizeof(j->path) - 1) {
+            /* Holds NUL, or cannot fit even alone: the pointer ends before
+             * this segment, so nothing below it is kept either. */
+            j->path[0] = '\0';
+            return -1;
+        }
+        if (c == '~') {
+            seg[n++] = '~';
+            seg[n++] = '0';
+        } else if (c == '/') {
+            seg[n++] = '~';
+            seg[n++] = '1';
+        } else {
+            seg[n++] = c;
+        }
+    }
+    path_prepend(j, seg, n);
+    return -1;
+}
+
+int igw_json_prefix_index(igw_json *j, uint32_t index)
+{
+    if (j->err == IGW_JERR_NONE)
+        return -1;
+    char seg[16];
+    int n = snprintf(seg, sizeof seg, "%" PRIu32, index);
+    path_prepend(j, seg, (size_t)n);
+    return -1;
+}
+
 /* ------------------------------------------------------------- lexing */
 
 static inline bool is_ws(uint8_t c)

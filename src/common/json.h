@@ -80,10 +80,26 @@ void igw_json_init(igw_json *j, const void *buf, size_t len, igw_arena *a, unsig
  * Once a failure is recorded every scanning call returns -1 without reading. */
 int igw_json_fail(igw_json *j, igw_json_errkind kind, const char *reason);
 
-/* Pushes an object key / array index onto the error path; pop removes the last. */
+/* Pushes an object key / array index onto the error path; pop removes the last.
+ * igw_json_fail formats the segments pushed at that moment. Free values
+ * (igw_json_value) use them for their inner path; generated decoders push
+ * nothing and build the path lazily with the prefix calls below. */
 void igw_json_push_key(igw_json *j, const char *key, size_t len);
 void igw_json_push_index(igw_json *j, uint32_t index);
 void igw_json_pop(igw_json *j);
+
+/* Lazy error paths: while a recorded failure propagates out of nested
+ * values, each level prepends its own segment (RFC 6901 escaped) to
+ * j->path exactly once, so the happy path pays nothing for paths. No-ops
+ * when no failure is recorded; both return -1 to be used as
+ * `return igw_json_prefix_key(j, k.ptr, k.len);`.
+ * Overflow policy (the same result as formatting the whole pointer at
+ * once): when the pointer would not fit in j->path, trailing segments are
+ * dropped until it does, and a key holding NUL (which a C string cannot
+ * carry) drops itself and everything after it; the result therefore always
+ * names the failing value or one of its ancestors, never a wrong sibling. */
+int igw_json_prefix_key(igw_json *j, const char *key, size_t len);
+int igw_json_prefix_index(igw_json *j, uint32_t index);
 
 /* Skips whitespace and returns the next byte without consuming it, or -1 at EOF. */
 int igw_json_peek(igw_json *j);

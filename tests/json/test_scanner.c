@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "arena.h"
+#include "decode.h"
 #include "json.h"
 
 static unsigned passed, failed;
@@ -539,6 +540,146 @@ static void test_paths(void)
     CHECK(strcmp(igw_json_errkind_name(IGW_JERR_UNKNOWN), "unknown-field") == 0);
     CHECK(strcmp(igw_json_errkind_name(IGW_JERR_NOMEM), "nomem") == 0);
     CHECK(strcmp(igw_json_errkind_name((igw_json_errkind)999), "invalid-kind") == 0);
+}
+
+/* Lazy paths (igw_json_prefix_key/index, what generated decoders use):
+ * failing at the leaf and prepending the segments on the way out must give
+ * exactly the pointer that pushing them all before the failure gives,
+ * including the overflow and NUL policies. */
+static void test_lazy_paths(void)
+{
+    igw_json j;
+    start(&j, "{}", 4);
+    CHECK(igw_json_prefix_key(&j, "a", 1) == -1 && igw_json_prefix_index(&j, 2) == -1);
+    CHECK(j.err == IGW_JERR_NONE && j.path[0] == '\0'); /* no failure: nothing to prefix */
+
+    start(&j, "{}", 4);
+    igw_json_fail(&j, IGW_JERR_FORMAT, "bad");
+    igw_json_prefix_key(&j, "~/~", 3);
+    igw_json_prefix_index(&j, UINT32_MAX);
+    igw_json_prefix_key(&j, "", 0);
+    igw_json_prefix_key(&j, "a~b/c", 5);
+    CHECK(failure_is(&j, IGW_JERR_FORMAT, "/a~0b~1c//4294967295/~0~1~0", "bad"));
+
+    /* Chains of keys (short, long, escaped, holding NUL) and indexes. */
+    static char big[700];
+    memset(big, 'k', sizeof big);
+    static const char tildes[] = "~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~"
+                                 "~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~"
+                                 "~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~"
+                                 "~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~";
+    struct { const char *k; size_t n; } keys[] = {
+        {"a", 1}, {"b/c", 3}, {big, 100}, {big, 254}, {big, 509}, {big, 510}, {big, 700},
+        {tildes, 200}, {tildes, 255}, {"x\0y", 3}, {"", 0}, {NULL, 0} /* NULL: an index */
+    };
+    const unsigned nk = sizeof keys / sizeof keys[0];
+    uint32_t rng = 12345;
+    for (unsigned round = 0; round < 3000; round++) {
+        unsigned len = 1 + round % 9, pick[9];
+        for (unsigned i = 0; i < len; i++) {
+            rng = rng * 1103515245u + 12345u;
+            pick[i] = (rng >> 16) % nk;
+        }
+        igw_json eager, lazy;
+        start(&eager, "{}", 4);
+        for (unsigned i = 0; i < len; i++) {
+            if (keys[pick[i]].k)
+                igw_json_push_key(&eager, keys[pick[i]].k, keys[pick[i]].n);
+            else
+                igw_json_push_index(&eager, i * 1000u);
+        }
+        igw_json_fail(&eager, IGW_JERR_RULE, "r");
+        start(&lazy, "{}", 4);
+        igw_json_fail(&lazy, IGW_JERR_RULE, "r");
+        for (unsigned i = len; i-- > 0;) {
+            if (keys[pick[i]].k)
+                igw_json_prefix_key(&lazy, keys[pick[i]].k, keys[pick[i]].n);
+            else
+                igw_json_prefix_index(&lazy, i * 1000u);
+        }
+        if (strcmp(eager.path, lazy.path) != 0) {
+            CHECK(!"lazy path differs from eager path");
+            break;
+        }
+    }
+    CHECK(1);
+}
+
+/* igw_format_identifier (decode.c, with its SIMD fast paths) against the
+ * rule written plainly over code points, on random UTF-8 of every length
+ * around the block sizes. */
+static bool ident_ref_space(uint32_t c)
+{
+    return c == ' ' || (c >= '\t' && c <= '\r') || c == 0x85 || c == 0xA0 || c == 0x1680 ||
+           (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F ||
+           c == 0x3000 || c == 0xFEFF;
+}
+
+static size_t put_utf8(unsigned char *o, uint32_t c)
+{
+    if (c < 0x80) {
+        o[0] = (unsigned char)c;
+        return 1;
+    }
+    if (c < 0x800) {
+        o[0] = (unsigned char)(0xC0 | (c >> 6));
+        o[1] = (unsigned char)(0x80 | (c & 0x3F));
+        return 2;
+    }
+    if (c < 0x10000) {
+        o[0] = (unsigned char)(0xE0 | (c >> 12));
+        o[1] = (unsigned char)(0x80 | ((c >> 6) & 0x3F));
+        o[2] = (unsigned char)(0x80 | (c & 0x3F));
+        return 3;
+    }
+    o[0] = (unsigned char)(0xF0 | (c >> 18));
+    o[1] = (unsigned char)(0x80 | ((c >> 12) & 0x3F));
+    o[2] = (unsigned char)(0x80 | ((c >> 6) & 0x3F));
+    o[3] = (unsigned char)(0x80 | (c & 0x3F));
+    return 4;
+}
+
+static void test_identifier_format(void)
+{
+    static const uint32_t alpha[] = {'a', 'b', 'Z', '0', '-', '.', ' ', '\t', '\n', 0x1F, 0x7F, '*', '?', '%', '+',
+                                     '#', 0x80, 0x85, 0x9F, 0xA0, 0xE9, 0x100, 0x1680, 0x2000, 0x2028, 0x3000,
+                                     0xFEFF, 0xFFFD, 0x1F600, 0x10FFFF};
+    const unsigned na = sizeof alpha / sizeof alpha[0];
+    uint32_t rng = 777;
+    unsigned mismatches = 0, accepted = 0;
+    for (unsigned round = 0; round < 200000; round++) {
+        uint32_t cps[48];
+        unsigned ncp = round % 41;
+        for (unsigned i = 0; i < ncp; i++) {
+            rng = rng * 1103515245u + 12345u;
+            unsigned r = (rng >> 16) & 0x7FFF;
+            /* mostly plain letters, so that many strings are accepted */
+            cps[i] = r % 64 < 56 ? alpha[r % 4] : alpha[(r >> 6) % na];
+        }
+        unsigned char buf[48 * 4];
+        size_t n = 0;
+        bool want = true;
+        for (unsigned i = 0; i < ncp; i++) {
+            uint32_t c = cps[i];
+            if (c < 0x20 || c == 0x7F || (c >= 0x80 && c <= 0x9F) || c == '*' || c == '?' || c == '%' ||
+                c == '+' || c == '#')
+                want = false;
+            n += put_utf8(buf + n, c);
+        }
+        if (ncp > 0 && (ident_ref_space(cps[0]) || ident_ref_space(cps[ncp - 1])))
+            want = false;
+        /* exact-size heap copy, so ASan sees any read past the string */
+        char *copy = malloc(n ? n : 1);
+        if (n)
+            memcpy(copy, buf, n);
+        bool got = igw_format_identifier(copy, n);
+        free(copy);
+        accepted += got;
+        if (got != want && mismatches++ < 5)
+            fprintf(stderr, "identifier mismatch: round %u, %zu bytes, want %d\n", round, n, want);
+    }
+    CHECK(mismatches == 0);
+    CHECK(accepted > 10000); /* the test exercises the accepting paths too */
 }
 
 static void test_depth(void)
@@ -1406,6 +1547,8 @@ int main(void)
     test_integers();
     test_strings();
     test_paths();
+    test_lazy_paths();
+    test_identifier_format();
     test_depth();
     test_value();
     test_string_blocks();

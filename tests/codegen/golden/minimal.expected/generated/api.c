@@ -50,68 +50,74 @@ int igw_decode_Hello(igw_json *j, igw_Hello *o)
         return -1;
     while ((more = igw_json_object_next(j, &k)) == 1) {
         int f = key_Hello(k.ptr, k.len);
-        igw_json_push_key(j, k.ptr, k.len);
-        if (f < 0)
-            return igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
-        if (o->has & (UINT64_C(1) << f))
-            return igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case 0:
             if (igw_json_string(j, &o->name) || igw_decode_string_rules(j, o->name, 1, 8, 3))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 1:
             if (igw_json_int(j, &o->times, INT64_C(1), INT64_C(3)))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 2:
             if (igw_json_bool(j, &o->loud))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 3:
             {
                 int more0;
                 if (igw_json_array_begin(j))
-                    return -1;
+                    return igw_json_prefix_key(j, k.ptr, k.len);
                 uint32_t cap0 = 0;
                 o->tags.n = 0;
                 o->tags.v = NULL;
                 while ((more0 = igw_json_array_next(j)) == 1) {
-                    igw_json_push_index(j, o->tags.n);
-                    if (o->tags.n == 2)
-                        return igw_json_fail(j, IGW_JERR_LENGTH, "more than 2 items");
+                    if (o->tags.n == 2) {
+                        igw_json_fail(j, IGW_JERR_LENGTH, "more than 2 items");
+                        return (igw_json_prefix_index(j, o->tags.n), igw_json_prefix_key(j, k.ptr, k.len));
+                    }
                     if (o->tags.n == cap0 && !(o->tags.v = igw_decode_grow(j, o->tags.v, o->tags.n, &cap0, 2, sizeof *o->tags.v)))
-                        return -1;
+                        return (igw_json_prefix_index(j, o->tags.n), igw_json_prefix_key(j, k.ptr, k.len));
                     if (igw_json_string(j, &o->tags.v[o->tags.n]) || igw_decode_string_rules(j, o->tags.v[o->tags.n], 1, 8, 3))
-                        return -1;
+                        return (igw_json_prefix_index(j, o->tags.n), igw_json_prefix_key(j, k.ptr, k.len));
                     for (uint32_t u = 0; u < o->tags.n; u++)
-                        if (igw_str_eq(o->tags.v[u], o->tags.v[o->tags.n].ptr, o->tags.v[o->tags.n].len))
-                            return igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate item");
-                    igw_json_pop(j);
+                        if (igw_str_eq(o->tags.v[u], o->tags.v[o->tags.n].ptr, o->tags.v[o->tags.n].len)) {
+                            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate item");
+                            return (igw_json_prefix_index(j, o->tags.n), igw_json_prefix_key(j, k.ptr, k.len));
+                        }
                     o->tags.n++;
                 }
                 if (more0 < 0)
-                    return -1;
-                if (o->tags.n < 1)
-                    return igw_json_fail(j, IGW_JERR_LENGTH, "fewer than 1 items");
+                    return igw_json_prefix_key(j, k.ptr, k.len);
+                if (o->tags.n < 1) {
+                    igw_json_fail(j, IGW_JERR_LENGTH, "fewer than 1 items");
+                    return igw_json_prefix_key(j, k.ptr, k.len);
+                }
             }
             break;
         case 4:
             if (igw_decode_free(j, true, 2, 64, &o->extra))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         default:
             break;
         }
-        igw_json_pop(j);
     }
     if (more < 0)
         return -1;
     if ((o->has & UINT64_C(0x1)) != UINT64_C(0x1)) {
         if (!(o->has & IGW_Hello_name)) {
-            igw_json_push_key(j, "name", 4);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "name", 4);
         }
     }
     return 0;
@@ -140,28 +146,30 @@ int igw_decode_Reply(igw_json *j, igw_Reply *o)
         return -1;
     while ((more = igw_json_object_next(j, &k)) == 1) {
         int f = key_Reply(k.ptr, k.len);
-        igw_json_push_key(j, k.ptr, k.len);
-        if (f < 0)
-            return igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
-        if (o->has & (UINT64_C(1) << f))
-            return igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case 0:
             if (igw_json_string(j, &o->text) || igw_decode_string_rules(j, o->text, 0, 64, 0))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         default:
             break;
         }
-        igw_json_pop(j);
     }
     if (more < 0)
         return -1;
     if ((o->has & UINT64_C(0x1)) != UINT64_C(0x1)) {
         if (!(o->has & IGW_Reply_text)) {
-            igw_json_push_key(j, "text", 4);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "text", 4);
         }
     }
     return 0;

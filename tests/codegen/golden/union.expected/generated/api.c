@@ -167,28 +167,30 @@ int igw_decode_Circle(igw_json *j, igw_Circle *o)
         return -1;
     while ((more = igw_json_object_next(j, &k)) == 1) {
         int f = key_Circle(k.ptr, k.len);
-        igw_json_push_key(j, k.ptr, k.len);
-        if (f < 0)
-            return igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
-        if (o->has & (UINT64_C(1) << f))
-            return igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case 0:
             if (igw_json_int(j, &o->r, INT64_C(1), INT64_C(9007199254740991)))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         default:
             break;
         }
-        igw_json_pop(j);
     }
     if (more < 0)
         return -1;
     if ((o->has & UINT64_C(0x1)) != UINT64_C(0x1)) {
         if (!(o->has & IGW_Circle_r)) {
-            igw_json_push_key(j, "r", 1);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "r", 1);
         }
     }
     return 0;
@@ -231,63 +233,66 @@ int igw_decode_Box(igw_json *j, igw_Box *o)
         return -1;
     while ((more = igw_json_object_next(j, &k)) == 1) {
         int f = key_Box(k.ptr, k.len);
-        igw_json_push_key(j, k.ptr, k.len);
-        if (f < 0)
-            return igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
-        if (o->has & (UINT64_C(1) << f))
-            return igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case 0:
             if (igw_json_int(j, &o->w, INT64_C(0), INT64_C(100)))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 1:
             if (igw_json_int(j, &o->h, INT64_C(0), INT64_C(100)))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 2:
             if (enum_Unit(j, &o->unit))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 3:
             if (igw_json_int(j, &o->scale, INT64_C(1), INT64_C(9)))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 4:
-            return igw_json_fail(j, IGW_JERR_RESERVED, "field is not open in this version");
+            igw_json_fail(j, IGW_JERR_RESERVED, "field is not open in this version");
+            return igw_json_prefix_key(j, k.ptr, k.len);
         default:
             break;
         }
-        igw_json_pop(j);
     }
     if (more < 0)
         return -1;
     if ((o->has & UINT64_C(0x3)) != UINT64_C(0x3)) {
         if (!(o->has & IGW_Box_w)) {
-            igw_json_push_key(j, "w", 1);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "w", 1);
         }
         if (!(o->has & IGW_Box_h)) {
-            igw_json_push_key(j, "h", 1);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "h", 1);
         }
     }
     if (!(o->has & IGW_Box_scale) && ((o->has & IGW_Box_unit) && (o->unit == IGW_Unit_inch))) {
-        igw_json_push_key(j, "scale", 5);
-        return igw_json_fail(j, IGW_JERR_MISSING, "field is required when unit = inch");
+        igw_json_fail(j, IGW_JERR_MISSING, "field is required when unit = inch");
+        return igw_json_prefix_key(j, "scale", 5);
     }
     if ((o->has & IGW_Box_scale) && !((o->has & IGW_Box_unit) && (o->unit == IGW_Unit_inch))) {
-        igw_json_push_key(j, "scale", 5);
-        return igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when unit != inch");
+        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when unit != inch");
+        return igw_json_prefix_key(j, "scale", 5);
     }
     if ((o->has & IGW_Box_w) && (o->has & IGW_Box_h) && !(o->w < o->h)) {
-        igw_json_push_key(j, "w", 1);
-        return igw_json_fail(j, IGW_JERR_RULE, "rule w < h does not hold");
+        igw_json_fail(j, IGW_JERR_RULE, "rule w < h does not hold");
+        return igw_json_prefix_key(j, "w", 1);
     }
     if ((o->has & IGW_Box_h) && (o->has & IGW_Box_w) && !((o->h - o->w) <= INT64_C(50))) {
-        igw_json_push_key(j, "h", 1);
-        return igw_json_fail(j, IGW_JERR_RULE, "rule h - w <= 50 does not hold");
+        igw_json_fail(j, IGW_JERR_RULE, "rule h - w <= 50 does not hold");
+        return igw_json_prefix_key(j, "h", 1);
     }
     return 0;
 }
@@ -342,58 +347,60 @@ int igw_decode_Shape(igw_json *j, igw_Shape *o)
         return -1;
     while ((more = igw_json_object_next(j, &k)) == 1) {
         int f = key_Shape(k.ptr, k.len);
-        igw_json_push_key(j, k.ptr, k.len);
-        if (f < 0)
-            return igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
-        if (o->has & (UINT64_C(1) << f))
-            return igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case 0:
             if (enum_Kind(j, &o->kind))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 1:
             if (igw_json_string(j, &o->label) || igw_decode_string_rules(j, o->label, 1, 16, 0))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 2:
             if (o->has & IGW_Shape_kind) {
                 if (switch_Shape_body(j, o))
-                    return -1;
+                    return igw_json_prefix_key(j, k.ptr, k.len);
             } else {
                 /* Discriminator not seen yet: hold the bytes, decode at the end. */
                 held_depth = j->depth;
                 if (igw_decode_hold(j, &held))
-                    return -1;
+                    return igw_json_prefix_key(j, k.ptr, k.len);
             }
             break;
         default:
             break;
         }
-        igw_json_pop(j);
     }
     if (more < 0)
         return -1;
     if ((o->has & UINT64_C(0x5)) != UINT64_C(0x5)) {
         if (!(o->has & IGW_Shape_kind)) {
-            igw_json_push_key(j, "kind", 4);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "kind", 4);
         }
         if (!(o->has & IGW_Shape_body)) {
-            igw_json_push_key(j, "body", 4);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "body", 4);
         }
     }
     if (held.ptr && igw_decode_held(j, held, "body", 4, held_depth, switch_Shape_body, o))
         return -1;
     if ((o->has & IGW_Shape_label) && ((o->has & IGW_Shape_kind) && (o->kind == IGW_Kind_shape_circle))) {
-        igw_json_push_key(j, "label", 5);
-        return igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when kind = shape.circle");
+        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when kind = shape.circle");
+        return igw_json_prefix_key(j, "label", 5);
     }
     if (!(o->has & IGW_Shape_label) && ((o->has & IGW_Shape_kind) && (o->kind == IGW_Kind_shape_box))) {
-        igw_json_push_key(j, "label", 5);
-        return igw_json_fail(j, IGW_JERR_MISSING, "field is required when kind = shape.box");
+        igw_json_fail(j, IGW_JERR_MISSING, "field is required when kind = shape.box");
+        return igw_json_prefix_key(j, "label", 5);
     }
     return 0;
 }
@@ -425,49 +432,51 @@ int igw_decode_Presence(igw_json *j, igw_Presence *o)
         return -1;
     while ((more = igw_json_object_next(j, &k)) == 1) {
         int f = key_Presence(k.ptr, k.len);
-        igw_json_push_key(j, k.ptr, k.len);
-        if (f < 0)
-            return igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
-        if (o->has & (UINT64_C(1) << f))
-            return igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case 0:
             if (enum_Mode(j, &o->m))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 1:
             if (igw_json_bool(j, &o->y))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 2:
             if (igw_json_bool(j, &o->x))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         default:
             break;
         }
-        igw_json_pop(j);
     }
     if (more < 0)
         return -1;
     if ((o->has & UINT64_C(0x1)) != UINT64_C(0x1)) {
         if (!(o->has & IGW_Presence_m)) {
-            igw_json_push_key(j, "m", 1);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "m", 1);
         }
     }
     if (!(o->has & IGW_Presence_x) && (o->has & IGW_Presence_y)) {
-        igw_json_push_key(j, "x", 1);
-        return igw_json_fail(j, IGW_JERR_MISSING, "field is required when y present");
+        igw_json_fail(j, IGW_JERR_MISSING, "field is required when y present");
+        return igw_json_prefix_key(j, "x", 1);
     }
     if ((o->has & IGW_Presence_x) && ((o->has & IGW_Presence_m) && (o->m == IGW_Mode_a))) {
-        igw_json_push_key(j, "x", 1);
-        return igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when m = a");
+        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when m = a");
+        return igw_json_prefix_key(j, "x", 1);
     }
     if ((o->has & IGW_Presence_y) && ((o->has & IGW_Presence_m) && (o->m == IGW_Mode_a))) {
-        igw_json_push_key(j, "y", 1);
-        return igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when m = a");
+        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when m = a");
+        return igw_json_prefix_key(j, "y", 1);
     }
     return 0;
 }

@@ -102,84 +102,86 @@ int igw_decode_Sample(igw_json *j, igw_Sample *o)
         return -1;
     while ((more = igw_json_object_next(j, &k)) == 1) {
         int f = key_Sample(k.ptr, k.len);
-        igw_json_push_key(j, k.ptr, k.len);
-        if (f < 0)
-            return igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
-        if (o->has & (UINT64_C(1) << f))
-            return igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case 0:
             if (igw_json_string(j, &o->id) || igw_decode_string_rules(j, o->id, 1, 16, 1))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 1:
             if (igw_json_string(j, &o->name) || igw_decode_string_rules(j, o->name, 1, 8, 3))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 2:
             if (igw_json_string(j, &o->lang) || igw_decode_string_rules(j, o->lang, 2, 35, 2))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 3:
             if (igw_json_string(j, &o->note) || igw_decode_string_rules(j, o->note, 0, 4, 0))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 4:
             if (igw_json_int(j, &o->count, INT64_C(-5), INT64_C(5)))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 5:
             if (enum_Color(j, &o->color))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 6:
             if (igw_json_bool(j, &o->flag))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case 7:
             if (igw_decode_free(j, true, 2, 64, &o->extra))
-                return -1;
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         default:
             break;
         }
-        igw_json_pop(j);
     }
     if (more < 0)
         return -1;
     if ((o->has & UINT64_C(0xff)) != UINT64_C(0xff)) {
         if (!(o->has & IGW_Sample_id)) {
-            igw_json_push_key(j, "id", 2);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "id", 2);
         }
         if (!(o->has & IGW_Sample_name)) {
-            igw_json_push_key(j, "name", 4);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "name", 4);
         }
         if (!(o->has & IGW_Sample_lang)) {
-            igw_json_push_key(j, "lang", 4);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "lang", 4);
         }
         if (!(o->has & IGW_Sample_note)) {
-            igw_json_push_key(j, "note", 4);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "note", 4);
         }
         if (!(o->has & IGW_Sample_count)) {
-            igw_json_push_key(j, "count", 5);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "count", 5);
         }
         if (!(o->has & IGW_Sample_color)) {
-            igw_json_push_key(j, "color", 5);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "color", 5);
         }
         if (!(o->has & IGW_Sample_flag)) {
-            igw_json_push_key(j, "flag", 4);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "flag", 4);
         }
         if (!(o->has & IGW_Sample_extra)) {
-            igw_json_push_key(j, "extra", 5);
-            return igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "extra", 5);
         }
     }
     return 0;

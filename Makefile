@@ -18,7 +18,7 @@ endif
 ALL_CFLAGS = $(CSTD) $(WARN) $(CFLAGS)
 
 SCHEMA      := $(sort $(wildcard schema/*.igw))
-GEN_SRC     := codegen/main.c codegen/parser.c codegen/sema.c codegen/util.c \
+GEN_SRC     := codegen/main.c codegen/parser.c codegen/sema.c codegen/util.c codegen/ruletext.c \
                $(sort $(wildcard codegen/emit_*.c))
 COMMON_SRC  := $(sort $(wildcard src/common/*.c))
 GENERATED_C := $(sort $(wildcard generated/*.c))

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "emit.h"
+#include "ruletext.h"
 #include "util.h"
 
 #define FOR(vec, T, x)                                                                     \
@@ -351,35 +352,6 @@ static void emit_cond(igw_out *o, const igw_type *obj, const igw_cond *c)
     igw_out_puts(o, "))");
 }
 
-/* Text of a condition for reasons ("purpose = ipcTalk"). */
-static void cond_text(igw_out *o, const igw_cond *c)
-{
-    switch (c->op) {
-    case IGW_C_AND:
-    case IGW_C_OR:
-        cond_text(o, c->a);
-        igw_out_puts(o, c->op == IGW_C_AND ? " and " : " or ");
-        cond_text(o, c->b);
-        return;
-    case IGW_C_NOT:
-        igw_out_puts(o, "not ");
-        cond_text(o, c->a);
-        return;
-    case IGW_C_PRESENT:
-        igw_out_printf(o, "%s present", c->field);
-        return;
-    default:
-        break;
-    }
-    igw_out_printf(o, "%s %s ", c->field, c->op == IGW_C_EQ ? "=" : c->op == IGW_C_NE ? "!=" : "in");
-    if (c->op == IGW_C_IN)
-        igw_out_puts(o, "(");
-    for (int i = 0; i < c->values.n; i++)
-        igw_out_printf(o, "%s%s", i ? ", " : "", IGW_VEC_AT(c->values, char, i));
-    if (c->op == IGW_C_IN)
-        igw_out_puts(o, ")");
-}
-
 static void operand_expr(igw_out *o, const igw_operand *op)
 {
     if (op->is_const)
@@ -388,16 +360,6 @@ static void operand_expr(igw_out *o, const igw_operand *op)
         igw_out_printf(o, "(o->%s - o->%s)", op->a, op->b);
     else
         igw_out_printf(o, "o->%s", op->a);
-}
-
-static void operand_text(igw_out *o, const igw_operand *op)
-{
-    if (op->is_const)
-        igw_out_printf(o, "%lld", (long long)op->value);
-    else if (op->b)
-        igw_out_printf(o, "%s - %s", op->a, op->b);
-    else
-        igw_out_printf(o, "%s", op->a);
 }
 
 static void emit_rule(igw_out *o, const igw_type *obj, const igw_rule *r)
@@ -415,15 +377,15 @@ static void emit_rule(igw_out *o, const igw_type *obj, const igw_rule *r)
         igw_out_printf(o, " %s ", cmp[r->cmp]);
         operand_expr(o, &r->rhs);
         igw_field *first = r->lhs.fa ? r->lhs.fa : r->rhs.fa;
-        igw_out_puts(o, ")) {\n        igw_json_fail(j, IGW_JERR_RULE, \"rule ");
+        igw_out_puts(o, ")) {\n        igw_json_fail(j, IGW_JERR_RULE, ");
         igw_out t;
         igw_out_init(&t);
-        operand_text(&t, &r->lhs);
-        igw_out_printf(&t, " %s ", cmp[r->cmp]);
-        operand_text(&t, &r->rhs);
-        igw_out_puts(o, t.buf);
+        igw_out_puts(&t, "rule ");
+        igw_check_text(&t, r);
+        igw_out_puts(&t, " does not hold");
+        igw_out_c_string(o, t.buf);
         igw_out_free(&t);
-        igw_out_printf(o, " does not hold\");\n        return igw_json_prefix_key(j, \"%s\", %zu);\n    }\n", first->name,
+        igw_out_printf(o, ");\n        return igw_json_prefix_key(j, \"%s\", %zu);\n    }\n", first->name,
                        strlen(first->name));
         return;
     }
@@ -432,7 +394,7 @@ static void emit_rule(igw_out *o, const igw_type *obj, const igw_rule *r)
     igw_out_init(&t);
     if (r->when) {
         igw_out_puts(&t, " when ");
-        cond_text(&t, r->when);
+        igw_cond_text(&t, r->when);
     }
     for (int k = 0; k < r->frefs.n; k++) {
         igw_field *f = IGW_VEC_AT(r->frefs, igw_field, k);

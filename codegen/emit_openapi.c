@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "emit.h"
+#include "ruletext.h"
 #include "util.h"
 
 #define API_VERSION "1.0.0"
@@ -242,121 +243,12 @@ static void string_keywords(jw *w, const igw_type *t)
 
 /* ---- rules as text ------------------------------------------------------- */
 
-static void value_text(igw_out *o, const char *v)
+/* x-igw-rules text of one rule (the schema's own syntax). */
+static void rule_text(igw_out *o, const igw_rule *r)
 {
-    bool plain = *v != '\0';
-    for (const char *p = v; *p; p++)
-        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_'))
-            plain = false;
-    if (plain)
-        igw_out_puts(o, v);
-    else
-        igw_out_printf(o, "\"%s\"", v);
-}
-
-/* Writes a condition in the DSL's own syntax; parentheses where precedence
- * (not > and > or) would otherwise change the meaning. */
-static void cond_text(ctx *c, igw_out *o, const igw_cond *k, int depth)
-{
-    if (depth > MAX_COND_DEPTH) {
-        igw_diag_error(k->loc, "condition nested too deeply for the OpenAPI emitter");
-        c->failed = 1;
-        return;
-    }
-    switch (k->op) {
-    case IGW_C_EQ:
-    case IGW_C_NE:
-        igw_out_printf(o, "%s %s ", k->field, k->op == IGW_C_EQ ? "=" : "!=");
-        value_text(o, IGW_VEC_AT(k->values, const char, 0));
-        return;
-    case IGW_C_IN:
-        igw_out_printf(o, "%s in (", k->field);
-        for (int i = 0; i < k->values.n; i++) {
-            if (i)
-                igw_out_puts(o, ", ");
-            value_text(o, IGW_VEC_AT(k->values, const char, i));
-        }
-        igw_out_puts(o, ")");
-        return;
-    case IGW_C_PRESENT:
-        igw_out_printf(o, "%s present", k->field);
-        return;
-    case IGW_C_NOT: {
-        bool paren = k->a->op == IGW_C_AND || k->a->op == IGW_C_OR;
-        igw_out_puts(o, paren ? "not (" : "not ");
-        cond_text(c, o, k->a, depth + 1);
-        if (paren)
-            igw_out_puts(o, ")");
-        return;
-    }
-    case IGW_C_AND:
-    case IGW_C_OR:
-        for (int side = 0; side < 2; side++) {
-            const igw_cond *x = side ? k->b : k->a;
-            bool paren = k->op == IGW_C_AND && x->op == IGW_C_OR;
-            if (side)
-                igw_out_puts(o, k->op == IGW_C_AND ? " and " : " or ");
-            if (paren)
-                igw_out_puts(o, "(");
-            cond_text(c, o, x, depth + 1);
-            if (paren)
-                igw_out_puts(o, ")");
-        }
-        return;
-    }
-}
-
-static const char *cmp_text(igw_cmp cmp)
-{
-    switch (cmp) {
-    case IGW_CMP_LT: return "<";
-    case IGW_CMP_LE: return "<=";
-    case IGW_CMP_GT: return ">";
-    case IGW_CMP_GE: return ">=";
-    }
-    return "?";
-}
-
-static void operand_text(igw_out *o, const igw_operand *op, const char *unit)
-{
-    if (op->is_const)
-        igw_out_printf(o, "%" PRId64 "%s%s", op->value, unit ? " " : "", unit ? unit : "");
-    else if (op->b)
-        igw_out_printf(o, "%s - %s", op->a, op->b);
-    else
-        igw_out_puts(o, op->a);
-}
-
-/* Unit of the integer fields a check compares (sema made them agree). */
-static const char *check_unit(const igw_rule *r)
-{
-    const igw_field *fs[4] = {r->lhs.fa, r->lhs.fb, r->rhs.fa, r->rhs.fb};
-    for (int i = 0; i < 4; i++) {
-        const igw_type *t = fs[i] ? igw_type_resolve(fs[i]->type) : NULL;
-        if (t && t->unit)
-            return t->unit;
-    }
-    return NULL;
-}
-
-static void rule_text(ctx *c, igw_out *o, const igw_rule *r)
-{
-    if (r->kind == IGW_R_CHECK) {
-        const char *unit = check_unit(r);
-        igw_out_puts(o, "check ");
-        operand_text(o, &r->lhs, unit);
-        igw_out_printf(o, " %s ", cmp_text(r->cmp));
-        operand_text(o, &r->rhs, unit);
+    igw_rule_text(o, r);
+    if (r->kind == IGW_R_CHECK)
         igw_out_puts(o, " (when every operand is present)");
-        return;
-    }
-    igw_out_puts(o, r->kind == IGW_R_REQUIRE ? "require " : "forbid ");
-    for (int i = 0; i < r->fields.n; i++)
-        igw_out_printf(o, "%s%s", i ? ", " : "", IGW_VEC_AT(r->fields, const char, i));
-    if (r->when) {
-        igw_out_puts(o, " when ");
-        cond_text(c, o, r->when, 0);
-    }
 }
 
 /* ---- rules as JSON Schema ------------------------------------------------ */
@@ -697,7 +589,7 @@ static void object_keywords(ctx *c, const igw_type *t, int depth)
         for (int i = 0; i < t->rules.n; i++) {
             igw_out o;
             igw_out_init(&o);
-            rule_text(c, &o, IGW_VEC_AT(t->rules, igw_rule, i));
+            rule_text(&o, IGW_VEC_AT(t->rules, igw_rule, i));
             jw_take(w, NULL, &o);
         }
         jw_close(w);

@@ -366,19 +366,29 @@ static igw_cond *binary(parser *p, igw_cond *a, igw_condop op, igw_cond *b)
     return c;
 }
 
+/* and/or chains build left-deep trees: a bound on their terms keeps every
+ * recursive walk over a condition (sema, emitters) shallow. */
+#define MAX_TERMS 32
+
 static igw_cond *conjunction(parser *p)
 {
     igw_cond *c = unary(p);
-    while (accept_kw(p, "and"))
+    for (int n = 1; accept_kw(p, "and"); n++) {
+        if (n >= MAX_TERMS)
+            fail(p, "a condition has at most %d terms", MAX_TERMS);
         c = binary(p, c, IGW_C_AND, unary(p));
+    }
     return c;
 }
 
 static igw_cond *cond(parser *p)
 {
     igw_cond *c = conjunction(p);
-    while (accept_kw(p, "or"))
+    for (int n = 1; accept_kw(p, "or"); n++) {
+        if (n >= MAX_TERMS)
+            fail(p, "a condition has at most %d terms", MAX_TERMS);
         c = binary(p, c, IGW_C_OR, conjunction(p));
+    }
     return c;
 }
 

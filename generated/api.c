@@ -959,91 +959,91 @@ int igw_decode_Command(igw_json *j, igw_Command *o)
     if (held.ptr && igw_decode_held(j, held, "params", 6, held_depth, switch_Command_params, o))
         return -1;
     if (!(o->has & IGW_Command_target) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_open))) {
-        igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = interaction.open");
+        igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = \"interaction.open\"");
         return igw_json_prefix_key(j, "target", 6);
     }
     if ((o->has & IGW_Command_sessionId) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_open))) {
-        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method = interaction.open");
+        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method = \"interaction.open\"");
         return igw_json_prefix_key(j, "sessionId", 9);
     }
     if (!(o->has & IGW_Command_sessionId) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_end))) {
-        igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = interaction.end");
+        igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = \"interaction.end\"");
         return igw_json_prefix_key(j, "sessionId", 9);
     }
     if ((o->has & IGW_Command_target) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_end))) {
-        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method = interaction.end");
+        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method = \"interaction.end\"");
         return igw_json_prefix_key(j, "target", 6);
     }
     if (!(o->has & IGW_Command_sessionId) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_join))) {
-        igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = interaction.join");
+        igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = \"interaction.join\"");
         return igw_json_prefix_key(j, "sessionId", 9);
     }
     if ((o->has & IGW_Command_target) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_join))) {
-        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method = interaction.join");
+        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method = \"interaction.join\"");
         return igw_json_prefix_key(j, "target", 6);
     }
     if (!(o->has & IGW_Command_sessionId) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_leave))) {
-        igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = interaction.leave");
+        igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = \"interaction.leave\"");
         return igw_json_prefix_key(j, "sessionId", 9);
     }
     if ((o->has & IGW_Command_target) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_leave))) {
-        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method = interaction.leave");
+        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method = \"interaction.leave\"");
         return igw_json_prefix_key(j, "target", 6);
     }
     if (!(o->has & IGW_Command_sessionId) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_subscribe))) {
-        igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = interaction.subscribe");
+        igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = \"interaction.subscribe\"");
         return igw_json_prefix_key(j, "sessionId", 9);
     }
     if ((o->has & IGW_Command_target) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_subscribe))) {
-        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method = interaction.subscribe");
+        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method = \"interaction.subscribe\"");
         return igw_json_prefix_key(j, "target", 6);
     }
     if (!(o->has & IGW_Command_sessionId) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_mediaOffer))) {
-        igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = interaction.mediaOffer");
+        igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = \"interaction.mediaOffer\"");
         return igw_json_prefix_key(j, "sessionId", 9);
     }
     if ((o->has & IGW_Command_target) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_mediaOffer))) {
-        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method = interaction.mediaOffer");
+        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method = \"interaction.mediaOffer\"");
         return igw_json_prefix_key(j, "target", 6);
     }
     if (!(o->has & IGW_Command_sessionId) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_mediaState))) {
-        igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = interaction.mediaState");
+        igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = \"interaction.mediaState\"");
         return igw_json_prefix_key(j, "sessionId", 9);
     }
     if ((o->has & IGW_Command_target) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_mediaState))) {
-        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method = interaction.mediaState");
+        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method = \"interaction.mediaState\"");
         return igw_json_prefix_key(j, "target", 6);
     }
     if (!(o->has & IGW_Command_sessionId) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_trackControl))) {
-        igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = interaction.trackControl");
+        igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = \"interaction.trackControl\"");
         return igw_json_prefix_key(j, "sessionId", 9);
     }
     if ((o->has & IGW_Command_target) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_trackControl))) {
-        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method = interaction.trackControl");
+        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method = \"interaction.trackControl\"");
         return igw_json_prefix_key(j, "target", 6);
     }
     if (!(o->has & IGW_Command_sessionId) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_configure))) {
-        igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = interaction.configure");
+        igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = \"interaction.configure\"");
         return igw_json_prefix_key(j, "sessionId", 9);
     }
     if ((o->has & IGW_Command_target) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_configure))) {
-        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method = interaction.configure");
+        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method = \"interaction.configure\"");
         return igw_json_prefix_key(j, "target", 6);
     }
     if (!(o->has & IGW_Command_sessionId) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_processorControl))) {
-        igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = interaction.processorControl");
+        igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = \"interaction.processorControl\"");
         return igw_json_prefix_key(j, "sessionId", 9);
     }
     if ((o->has & IGW_Command_target) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_processorControl))) {
-        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method = interaction.processorControl");
+        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method = \"interaction.processorControl\"");
         return igw_json_prefix_key(j, "target", 6);
     }
     if (!(o->has & IGW_Command_sessionId) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_control))) {
-        igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = interaction.control");
+        igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = \"interaction.control\"");
         return igw_json_prefix_key(j, "sessionId", 9);
     }
     if ((o->has & IGW_Command_target) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_control))) {
-        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method = interaction.control");
+        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method = \"interaction.control\"");
         return igw_json_prefix_key(j, "target", 6);
     }
     if (!(o->has & IGW_Command_target) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_messageSend))) {
@@ -1055,19 +1055,19 @@ int igw_decode_Command(igw_json *j, igw_Command *o)
         return igw_json_prefix_key(j, "sessionId", 9);
     }
     if (!(o->has & IGW_Command_target) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_device_action))) {
-        igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = device.action");
+        igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = \"device.action\"");
         return igw_json_prefix_key(j, "target", 6);
     }
     if ((o->has & IGW_Command_sessionId) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_device_action))) {
-        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method = device.action");
+        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method = \"device.action\"");
         return igw_json_prefix_key(j, "sessionId", 9);
     }
     if (!(o->has & IGW_Command_target) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_device_propertyControl))) {
-        igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = device.propertyControl");
+        igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = \"device.propertyControl\"");
         return igw_json_prefix_key(j, "target", 6);
     }
     if ((o->has & IGW_Command_sessionId) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_device_propertyControl))) {
-        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method = device.propertyControl");
+        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method = \"device.propertyControl\"");
         return igw_json_prefix_key(j, "sessionId", 9);
     }
     return 0;
@@ -3327,59 +3327,59 @@ int igw_decode_ResultData(igw_json *j, igw_ResultData *o)
         }
     }
     if (!(o->has & IGW_ResultData_state) && (!((o->has & IGW_ResultData_operation) && (o->operation == IGW_CommandMethod_interaction_leave)) && !(o->has & IGW_ResultData_reason))) {
-        igw_json_fail(j, IGW_JERR_MISSING, "field is required when operation != interaction.leave and not reason present");
+        igw_json_fail(j, IGW_JERR_MISSING, "field is required when operation != \"interaction.leave\" and not reason present");
         return igw_json_prefix_key(j, "state", 5);
     }
     if ((o->has & IGW_ResultData_state) && ((o->has & IGW_ResultData_operation) && (o->operation == IGW_CommandMethod_interaction_leave))) {
-        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when operation = interaction.leave");
+        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when operation = \"interaction.leave\"");
         return igw_json_prefix_key(j, "state", 5);
     }
     if (!(o->has & IGW_ResultData_callId) && (((o->has & IGW_ResultData_operation) && (o->operation == IGW_CommandMethod_interaction_leave)) && !(o->has & IGW_ResultData_reason))) {
-        igw_json_fail(j, IGW_JERR_MISSING, "field is required when operation = interaction.leave and not reason present");
+        igw_json_fail(j, IGW_JERR_MISSING, "field is required when operation = \"interaction.leave\" and not reason present");
         return igw_json_prefix_key(j, "callId", 6);
     }
     if (!(o->has & IGW_ResultData_participantId) && (((o->has & IGW_ResultData_operation) && (o->operation == IGW_CommandMethod_interaction_leave)) && !(o->has & IGW_ResultData_reason))) {
-        igw_json_fail(j, IGW_JERR_MISSING, "field is required when operation = interaction.leave and not reason present");
+        igw_json_fail(j, IGW_JERR_MISSING, "field is required when operation = \"interaction.leave\" and not reason present");
         return igw_json_prefix_key(j, "participantId", 13);
     }
     if (!(o->has & IGW_ResultData_memberEpoch) && (((o->has & IGW_ResultData_operation) && (o->operation == IGW_CommandMethod_interaction_leave)) && !(o->has & IGW_ResultData_reason))) {
-        igw_json_fail(j, IGW_JERR_MISSING, "field is required when operation = interaction.leave and not reason present");
+        igw_json_fail(j, IGW_JERR_MISSING, "field is required when operation = \"interaction.leave\" and not reason present");
         return igw_json_prefix_key(j, "memberEpoch", 11);
     }
     if (!(o->has & IGW_ResultData_remaining) && (((o->has & IGW_ResultData_operation) && (o->operation == IGW_CommandMethod_interaction_leave)) && !(o->has & IGW_ResultData_reason))) {
-        igw_json_fail(j, IGW_JERR_MISSING, "field is required when operation = interaction.leave and not reason present");
+        igw_json_fail(j, IGW_JERR_MISSING, "field is required when operation = \"interaction.leave\" and not reason present");
         return igw_json_prefix_key(j, "remaining", 9);
     }
     if (!(o->has & IGW_ResultData_ended) && (((o->has & IGW_ResultData_operation) && (o->operation == IGW_CommandMethod_interaction_leave)) && !(o->has & IGW_ResultData_reason))) {
-        igw_json_fail(j, IGW_JERR_MISSING, "field is required when operation = interaction.leave and not reason present");
+        igw_json_fail(j, IGW_JERR_MISSING, "field is required when operation = \"interaction.leave\" and not reason present");
         return igw_json_prefix_key(j, "ended", 5);
     }
     if ((o->has & IGW_ResultData_callId) && !((o->has & IGW_ResultData_operation) && (o->operation == IGW_CommandMethod_interaction_leave))) {
-        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when operation != interaction.leave");
+        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when operation != \"interaction.leave\"");
         return igw_json_prefix_key(j, "callId", 6);
     }
     if ((o->has & IGW_ResultData_participantId) && !((o->has & IGW_ResultData_operation) && (o->operation == IGW_CommandMethod_interaction_leave))) {
-        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when operation != interaction.leave");
+        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when operation != \"interaction.leave\"");
         return igw_json_prefix_key(j, "participantId", 13);
     }
     if ((o->has & IGW_ResultData_memberEpoch) && !((o->has & IGW_ResultData_operation) && (o->operation == IGW_CommandMethod_interaction_leave))) {
-        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when operation != interaction.leave");
+        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when operation != \"interaction.leave\"");
         return igw_json_prefix_key(j, "memberEpoch", 11);
     }
     if ((o->has & IGW_ResultData_remaining) && !((o->has & IGW_ResultData_operation) && (o->operation == IGW_CommandMethod_interaction_leave))) {
-        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when operation != interaction.leave");
+        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when operation != \"interaction.leave\"");
         return igw_json_prefix_key(j, "remaining", 9);
     }
     if ((o->has & IGW_ResultData_ended) && !((o->has & IGW_ResultData_operation) && (o->operation == IGW_CommandMethod_interaction_leave))) {
-        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when operation != interaction.leave");
+        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when operation != \"interaction.leave\"");
         return igw_json_prefix_key(j, "ended", 5);
     }
     if (!(o->has & IGW_ResultData_result) && (((o->has & IGW_ResultData_operation) && (o->operation == IGW_CommandMethod_interaction_control)) && !(o->has & IGW_ResultData_reason))) {
-        igw_json_fail(j, IGW_JERR_MISSING, "field is required when operation = interaction.control and not reason present");
+        igw_json_fail(j, IGW_JERR_MISSING, "field is required when operation = \"interaction.control\" and not reason present");
         return igw_json_prefix_key(j, "result", 6);
     }
     if ((o->has & IGW_ResultData_result) && !((o->has & IGW_ResultData_operation) && (o->operation == IGW_CommandMethod_interaction_control))) {
-        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when operation != interaction.control");
+        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when operation != \"interaction.control\"");
         return igw_json_prefix_key(j, "result", 6);
     }
     return 0;
@@ -4304,7 +4304,7 @@ int igw_decode_RecordingsQuery(igw_json *j, igw_RecordingsQuery *o)
         return igw_json_prefix_key(j, "startTimeMs", 11);
     }
     if ((o->has & IGW_RecordingsQuery_endTimeMs) && (o->has & IGW_RecordingsQuery_startTimeMs) && !((o->endTimeMs - o->startTimeMs) <= INT64_C(86400000))) {
-        igw_json_fail(j, IGW_JERR_RULE, "rule endTimeMs - startTimeMs <= 86400000 does not hold");
+        igw_json_fail(j, IGW_JERR_RULE, "rule endTimeMs - startTimeMs <= 86400000 ms does not hold");
         return igw_json_prefix_key(j, "endTimeMs", 9);
     }
     return 0;

@@ -395,11 +395,11 @@ int igw_decode_Shape(igw_json *j, igw_Shape *o)
     if (held.ptr && igw_decode_held(j, held, "body", 4, held_depth, switch_Shape_body, o))
         return -1;
     if ((o->has & IGW_Shape_label) && ((o->has & IGW_Shape_kind) && (o->kind == IGW_Kind_shape_circle))) {
-        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when kind = shape.circle");
+        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when kind = \"shape.circle\"");
         return igw_json_prefix_key(j, "label", 5);
     }
     if (!(o->has & IGW_Shape_label) && ((o->has & IGW_Shape_kind) && (o->kind == IGW_Kind_shape_box))) {
-        igw_json_fail(j, IGW_JERR_MISSING, "field is required when kind = shape.box");
+        igw_json_fail(j, IGW_JERR_MISSING, "field is required when kind = \"shape.box\"");
         return igw_json_prefix_key(j, "label", 5);
     }
     return 0;

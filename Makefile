@@ -28,9 +28,10 @@ RT_INC      := -Isrc/common -Igenerated -Isrc/igwctl
 # Debian packages the build and the tests need; `make deps` installs the
 # missing ones (as root), and `make run` / `make test` call it first.
 DEB_PACKAGES := re2c clang libclang-rt-14-dev libssl-dev libsimdjson-dev libjansson-dev \
-                postgresql-15 postgresql-client-15
+                postgresql-15 postgresql-client-15 redis-server mosquitto mosquitto-clients \
+                libh2o-evloop-dev libpq-dev libhiredis-dev libmosquitto-dev
 
-.PHONY: all deps run generate check-gen test test-unit test-codegen test-conformance test-json \
+.PHONY: all deps run generate services-up services-down test-ops check-gen test test-unit test-codegen test-conformance test-json \
         test-sql test-openapi fuzz-smoke fuzz bench-decode clean deps
 all: $(BUILD)/igw-gen $(BUILD)/igwctl
 
@@ -48,6 +49,13 @@ deps:
 run: deps all
 	@echo "igw: built build/igw-gen and build/igwctl."
 	@echo "Try the strict decoder:  echo '{\"endpointId\":\"e\",\"limit\":1}' | build/igwctl check /api/v1/im/interaction/events"
+
+# Local PostgreSQL 15, Redis and Mosquitto under var/ (src/ops/README.md).
+services-up: deps
+	src/ops/services.sh up
+
+services-down:
+	src/ops/services.sh down
 
 # ---- the generator --------------------------------------------------------
 $(BUILD)/codegen/lexer.c: codegen/lexer.re
@@ -117,6 +125,9 @@ test-igwctl: $(T)/igwctl
 test-sql:
 	tests/sql/drift.sh
 
+test-ops:
+	tests/ops/services_test.sh
+
 test-openapi:
 	tests/openapi/run.sh
 
@@ -127,7 +138,7 @@ fuzz: $(T)/conformance-run
 	CLANG=$(CLANG) tests/fuzz/smoke.sh $${FUZZ_SECONDS:-300}
 
 # Every test; non-zero on any failure.
-test: deps all check-gen test-codegen test-json test-conformance test-igwctl test-sql test-openapi fuzz-smoke
+test: deps all check-gen test-codegen test-json test-conformance test-igwctl test-sql test-ops test-openapi fuzz-smoke
 	@echo "make test: all passed"
 
 # ---- benchmark ----------------------------------------------------------------

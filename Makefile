@@ -24,6 +24,7 @@ COMMON_SRC  := $(sort $(wildcard src/common/*.c))
 GENERATED_C := $(sort $(wildcard generated/*.c))
 RUNTIME_SRC := $(COMMON_SRC) $(GENERATED_C)
 RT_INC      := -Isrc/common -Igenerated -Isrc/igwctl
+RT_LIBS     := -lcrypto -lm
 
 # Debian packages the build and the tests need; `make deps` installs the
 # missing ones (as root), and `make run` / `make test` call it first.
@@ -31,7 +32,7 @@ DEB_PACKAGES := re2c clang libclang-rt-14-dev libssl-dev libsimdjson-dev libjans
                 postgresql-15 postgresql-client-15 redis-server mosquitto mosquitto-clients \
                 libh2o-evloop-dev libpq-dev libhiredis-dev libmosquitto-dev
 
-.PHONY: all deps run generate services-up services-down test-ops check-gen test test-unit test-codegen test-conformance test-json \
+.PHONY: all deps run generate services-up services-down test-ops test-devauth test-thingmodel check-gen test test-unit test-codegen test-conformance test-json \
         test-sql test-openapi fuzz-smoke fuzz bench-decode clean deps
 all: $(BUILD)/igw-gen $(BUILD)/igwctl
 
@@ -81,7 +82,7 @@ check-gen: $(BUILD)/igw-gen
 # ---- runtime and tools ----------------------------------------------------
 $(BUILD)/igwctl: $(wildcard src/igwctl/*.c) $(RUNTIME_SRC) $(wildcard src/common/*.h generated/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(RT_INC) -o $@ $(wildcard src/igwctl/*.c) $(RUNTIME_SRC) $(LDFLAGS)
+	$(CC) $(ALL_CFLAGS) $(RT_INC) -o $@ $(wildcard src/igwctl/*.c) $(RUNTIME_SRC) $(LDFLAGS) $(RT_LIBS)
 
 # ---- tests ------------------------------------------------------------------
 # Test binaries always carry AddressSanitizer and UBSan: they are small and the
@@ -93,19 +94,27 @@ FUZZ_SECONDS ?= 3
 
 $(T)/%: tests/json/%.c $(COMMON_SRC) $(wildcard src/common/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(TFLAGS) -o $@ $< $(COMMON_SRC)
+	$(CC) $(TFLAGS) -o $@ $< $(COMMON_SRC) $(RT_LIBS)
 
 $(T)/conformance-run: tests/conformance/run.c $(RUNTIME_SRC) $(wildcard src/common/*.h generated/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(TFLAGS) -o $@ $< $(RUNTIME_SRC)
+	$(CC) $(TFLAGS) -o $@ $< $(RUNTIME_SRC) $(RT_LIBS)
 
 $(T)/machines-spec: tests/machines/test_spec.c $(RUNTIME_SRC) $(wildcard src/common/*.h generated/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(TFLAGS) -o $@ $< $(RUNTIME_SRC)
+	$(CC) $(TFLAGS) -o $@ $< $(RUNTIME_SRC) $(RT_LIBS)
+
+$(T)/test_devauth: tests/devauth/test_devauth.c $(COMMON_SRC) $(wildcard src/common/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(TFLAGS) -o $@ $< $(COMMON_SRC) $(RT_LIBS)
+
+$(T)/test_thingmodel: tests/thingmodel/test_thingmodel.c $(COMMON_SRC) $(wildcard src/common/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(TFLAGS) -o $@ $< $(COMMON_SRC) $(RT_LIBS)
 
 $(T)/igwctl: $(wildcard src/igwctl/*.c) $(RUNTIME_SRC) $(wildcard src/common/*.h generated/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(TFLAGS) -o $@ $(wildcard src/igwctl/*.c) $(RUNTIME_SRC)
+	$(CC) $(TFLAGS) -o $@ $(wildcard src/igwctl/*.c) $(RUNTIME_SRC) $(RT_LIBS)
 
 test-json: $(T)/test_scanner $(T)/test_jw $(T)/test_json_suite
 	$(T)/test_scanner
@@ -118,6 +127,12 @@ test-codegen: $(BUILD)/igw-gen
 test-conformance: $(T)/conformance-run $(T)/machines-spec
 	$(T)/conformance-run $(sort $(wildcard generated/conformance/*.jsonl))
 	$(T)/machines-spec
+
+test-devauth: $(T)/test_devauth
+	$(T)/test_devauth
+
+test-thingmodel: $(T)/test_thingmodel
+	$(T)/test_thingmodel tests/thingmodel/demo-model.json
 
 test-igwctl: $(T)/igwctl
 	tests/igwctl/check.sh $(T)/igwctl
@@ -138,7 +153,7 @@ fuzz: $(T)/conformance-run
 	CLANG=$(CLANG) tests/fuzz/smoke.sh $${FUZZ_SECONDS:-300}
 
 # Every test; non-zero on any failure.
-test: deps all check-gen test-codegen test-json test-conformance test-igwctl test-sql test-ops test-openapi fuzz-smoke
+test: deps all check-gen test-codegen test-json test-conformance test-devauth test-thingmodel test-igwctl test-sql test-ops test-openapi fuzz-smoke
 	@echo "make test: all passed"
 
 # ---- benchmark ----------------------------------------------------------------
@@ -156,7 +171,7 @@ $(BENCH)/bench_decode: $(BENCH_C) $(BENCH)/bench_simdjson.o $(RUNTIME_SRC) \
                        $(wildcard tests/bench/*.h src/common/*.h generated/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CSTD) $(WARN) $(BENCH_OPT) $(RT_INC) -Itests/bench -o $@ $(BENCH_C) $(RUNTIME_SRC) \
-	    $(BENCH)/bench_simdjson.o -lsimdjson -ljansson -lstdc++ -lm
+	    $(BENCH)/bench_simdjson.o -lsimdjson -ljansson -lstdc++ $(RT_LIBS)
 
 bench-decode: deps $(BENCH)/bench_decode
 	$(BENCH)/bench_decode $(sort $(wildcard generated/conformance/*.jsonl))

@@ -22,7 +22,7 @@ for r in $routes; do
     [ -f "$vectors" ] || continue   # multipart routes are parsed by the server, not a decoder
     bin=$out/fuzz_$lower
     if [ ! -x "$bin" ] || [ -n "$(find generated/api.c tests/fuzz/fuzz_decode.c src/common -newer "$bin" -name '*.[ch]' | head -1)" ]; then
-        "$clang" "${flags[@]}" -DIGW_FUZZ_ROUTE="IGW_ROUTE_$r" -o "$bin" "${srcs[@]}"
+        "$clang" "${flags[@]}" -DIGW_FUZZ_ROUTE="IGW_ROUTE_$r" -o "$bin" "${srcs[@]}" -lcrypto -lm
     fi
     corpus=$out/corpus/$lower
     rm -rf "$corpus" && mkdir -p "$corpus"
@@ -37,7 +37,7 @@ done
 suite=${JSON_SUITE:-tests/json/JSONTestSuite/test_parsing}
 bin=$out/fuzz_json
 if [ ! -x "$bin" ] || [ -n "$(find tests/fuzz/fuzz_json.c src/common -newer "$bin" -name '*.[ch]' | head -1)" ]; then
-    "$clang" "${flags[@]}" -o "$bin" tests/fuzz/fuzz_json.c src/common/*.c
+    "$clang" "${flags[@]}" -o "$bin" tests/fuzz/fuzz_json.c src/common/*.c -lcrypto -lm
 fi
 corpus=$out/corpus/json
 rm -rf "$corpus" && mkdir -p "$corpus"

@@ -30,11 +30,11 @@ RT_LIBS     := -lcrypto -lm
 # missing ones (as root), and `make run` / `make test` call it first.
 DEB_PACKAGES := re2c clang libclang-rt-14-dev libssl-dev libsimdjson-dev libjansson-dev \
                 postgresql-15 postgresql-client-15 redis-server mosquitto mosquitto-clients \
-                libh2o-evloop-dev libpq-dev libhiredis-dev libmosquitto-dev
+                libh2o-evloop-dev libpq-dev libhiredis-dev libmosquitto-dev curl
 
-.PHONY: all deps run generate services-up services-down test-ops test-devauth test-thingmodel check-gen test test-unit test-codegen test-conformance test-json \
+.PHONY: all deps run stop generate services-up services-down test-ops test-devauth test-thingmodel test-igwd check-gen test test-unit test-codegen test-conformance test-json \
         test-sql test-openapi fuzz-smoke fuzz bench-decode clean deps
-all: $(BUILD)/igw-gen $(BUILD)/igwctl
+all: $(BUILD)/igw-gen $(BUILD)/igwctl $(BUILD)/igwd
 
 deps:
 	@missing=$$(for p in $(DEB_PACKAGES); do \
@@ -45,11 +45,14 @@ deps:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	fi
 
-# Builds everything. The server (igwd) and the local services arrive with
-# the server issue; until then `run` builds and shows how to try the decoders.
+# Builds everything, starts PostgreSQL, Redis and Mosquitto under var/ and
+# runs igwd in the foreground (src/ops/run.sh). Ctrl-C stops igwd.
 run: deps all
-	@echo "igw: built build/igw-gen and build/igwctl."
-	@echo "Try the strict decoder:  echo '{\"endpointId\":\"e\",\"limit\":1}' | build/igwctl check /api/v1/im/interaction/events"
+	src/ops/run.sh
+
+# Stops the local services (data under var/ is kept for the next run).
+stop:
+	src/ops/services.sh down
 
 # Local PostgreSQL 15, Redis and Mosquitto under var/ (src/ops/README.md).
 services-up: deps
@@ -83,6 +86,16 @@ check-gen: $(BUILD)/igw-gen
 $(BUILD)/igwctl: $(wildcard src/igwctl/*.c) $(RUNTIME_SRC) $(wildcard src/common/*.h generated/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(RT_INC) -o $@ $(wildcard src/igwctl/*.c) $(RUNTIME_SRC) $(LDFLAGS) $(RT_LIBS)
+
+# ---- the server -------------------------------------------------------------
+IGWD_SRC    := $(sort $(wildcard src/igwd/*.c))
+IGWD_PKGS   := libh2o-evloop libpq hiredis
+IGWD_CFLAGS  = -DH2O_USE_LIBUV=0 $(shell pkg-config --cflags $(IGWD_PKGS))
+IGWD_LIBS    = $(shell pkg-config --libs $(IGWD_PKGS)) -lssl -lcrypto -lpthread -lm
+
+$(BUILD)/igwd: $(IGWD_SRC) $(RUNTIME_SRC) $(wildcard src/igwd/*.h src/common/*.h generated/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(RT_INC) $(IGWD_CFLAGS) -o $@ $(IGWD_SRC) $(RUNTIME_SRC) $(IGWD_LIBS) $(LDFLAGS)
 
 # ---- tests ------------------------------------------------------------------
 # Test binaries always carry AddressSanitizer and UBSan: they are small and the
@@ -128,6 +141,13 @@ test-conformance: $(T)/conformance-run $(T)/machines-spec
 	$(T)/conformance-run $(sort $(wildcard generated/conformance/*.jsonl))
 	$(T)/machines-spec
 
+$(T)/igwd: $(IGWD_SRC) $(RUNTIME_SRC) $(wildcard src/igwd/*.h src/common/*.h generated/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(TFLAGS) $(IGWD_CFLAGS) -o $@ $(IGWD_SRC) $(RUNTIME_SRC) $(IGWD_LIBS)
+
+test-igwd: $(T)/igwd
+	tests/igwd/smoke.sh $(T)/igwd
+
 test-devauth: $(T)/test_devauth
 	$(T)/test_devauth
 
@@ -153,7 +173,7 @@ fuzz: $(T)/conformance-run
 	CLANG=$(CLANG) tests/fuzz/smoke.sh $${FUZZ_SECONDS:-300}
 
 # Every test; non-zero on any failure.
-test: deps all check-gen test-codegen test-json test-conformance test-devauth test-thingmodel test-igwctl test-sql test-ops test-openapi fuzz-smoke
+test: deps all check-gen test-codegen test-json test-conformance test-devauth test-thingmodel test-igwctl test-igwd test-sql test-ops test-openapi fuzz-smoke
 	@echo "make test: all passed"
 
 # ---- benchmark ----------------------------------------------------------------

@@ -1,0 +1,61 @@
+/* config.h - igwd settings: documented defaults, an optional `key = value`
+ * file, then IGW_* environment variables (the environment wins).
+ *
+ * Every setting is listed once in config.c's table (key, default, help);
+ * docs/configuration.md describes the same list. Unknown keys, in the file
+ * or as IGW_* variables, are errors. Nothing here allocates: strings live in
+ * bounded buffers inside igw_config. */
+#ifndef IGW_CONFIG_H
+#define IGW_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define IGW_CONFIG_HOST_MAX 256  /* host names and addresses, with the NUL */
+#define IGW_CONFIG_DSN_MAX 1024  /* PostgreSQL connection string, with the NUL */
+#define IGW_CONFIG_MAX_THREADS 256
+
+typedef struct igw_config {
+    char listen_host[IGW_CONFIG_HOST_MAX]; /* address to bind, e.g. 127.0.0.1 or :: */
+    uint16_t listen_port;                  /* 0: any free port (the first worker's, shared) */
+    unsigned threads;                      /* HTTP worker threads; 0 until resolved: online CPUs */
+    size_t max_body;                       /* h2o's global body cap; 0 until resolved: largest route cap */
+    char pg_dsn[IGW_CONFIG_DSN_MAX];       /* "" = not configured */
+    char redis_host[IGW_CONFIG_HOST_MAX];  /* "" = not configured */
+    uint16_t redis_port;
+    char mqtt_host[IGW_CONFIG_HOST_MAX]; /* "" = not configured */
+    uint16_t mqtt_port;
+    bool signaling_enabled; /* routes with `gate signaling` need it */
+    unsigned check_timeout_ms;   /* per dependency probe of /readyz */
+    unsigned shutdown_timeout_ms; /* bound on draining in-flight requests */
+    bool access_log;             /* JSON lines on stderr */
+} igw_config;
+
+/* Fills *c with the documented defaults. 0, or -1 with err if a default in
+ * the table does not parse (a programming error). */
+int igw_config_defaults(igw_config *c, char *err, size_t errlen);
+
+/* Sets one setting from its text form. 0, or -1 with a message in err
+ * (unknown key, or a value out of range or malformed). */
+int igw_config_set(igw_config *c, const char *key, const char *value, char *err, size_t errlen);
+
+/* Reads a settings file: `key = value` lines, blank lines and lines whose
+ * first non-blank character is '#'. A key may appear once. The value is the
+ * rest of the line, trimmed (no inline comments, no quoting). 0, or -1 with
+ * "FILE:LINE: message" in err. */
+int igw_config_load_file(igw_config *c, const char *path, char *err, size_t errlen);
+
+/* Applies IGW_<KEY> environment variables (key upper-cased). An IGW_*
+ * variable that names no setting is an error. 0, or -1 with err. */
+int igw_config_load_env(igw_config *c, char *err, size_t errlen);
+
+/* Fills the values left to the machine: threads 0 → online CPUs (at most
+ * IGW_CONFIG_MAX_THREADS), max_body 0 → `largest_route_cap`. */
+void igw_config_resolve(igw_config *c, size_t largest_route_cap);
+
+/* Prints every setting with its environment variable, default and help. */
+void igw_config_print_help(FILE *out);
+
+#endif

@@ -1,0 +1,17 @@
+/* handlers.h - the route handler table of igwd.
+ *
+ * igw_handlers[route id] is called with an igw_exchange (see http.h) as
+ * ctx, once the request passed the strict stage. A handler answers through
+ * igw_http_reply_* and returns 0; a non-zero return without a reply makes
+ * the transport answer the internal class. Every slot is filled; routes
+ * whose handler has not been written yet answer the not_implemented class. */
+#ifndef IGW_HANDLERS_H
+#define IGW_HANDLERS_H
+
+#include "api.h"
+#include "request.h"
+
+/* Indexed by igw_route_id. */
+extern const igw_handler_fn igw_handlers[IGW_ROUTE__COUNT];
+
+#endif

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# run.sh - what `make run` does after building: the local services up (under
+# $IGW_VAR, default var/), then igwd in the foreground; Ctrl-C stops igwd,
+# `make stop` stops the services.
+#
+# igwd refuses IGW_* variables that name none of its settings (so a typo
+# never leaves a default in place), while these scripts read their own
+# IGW_VAR / IGW_*_PORT; igwd therefore starts with a clean environment that
+# holds only its settings.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+var=${IGW_VAR:-$root/var}
+listen=${IGW_LISTEN:-127.0.0.1:8080}
+
+"$root/src/ops/services.sh" up
+# shellcheck disable=SC1091 # written by services.sh up
+. "$var/env"
+
+base="http://$listen"
+cat <<MSG
+
+igw is starting at $base (Ctrl-C stops it; make stop stops the services)
+  ready?    curl -s $base/readyz
+  decoder:  curl -s -X POST -H 'content-type: application/json' -d '{"endpointId":"e","limit":99}' $base/api/v1/im/interaction/events
+  metrics:  curl -s $base/metrics
+Services: PostgreSQL $IGW_PG_DSN, Redis $IGW_REDIS_HOST:$IGW_REDIS_PORT, MQTT $IGW_MQTT_HOST:$IGW_MQTT_PORT
+(Demo tenant provisioning and var/demo.json come with igwctl's admin commands.)
+
+MSG
+exec env -i PATH="$PATH" HOME="${HOME:-/root}" \
+    IGW_LISTEN="$listen" IGW_PG_DSN="$IGW_PG_DSN" \
+    IGW_REDIS_HOST="$IGW_REDIS_HOST" IGW_REDIS_PORT="$IGW_REDIS_PORT" \
+    IGW_MQTT_HOST="$IGW_MQTT_HOST" IGW_MQTT_PORT="$IGW_MQTT_PORT" \
+    "$root/build/igwd"

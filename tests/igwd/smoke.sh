@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# smoke.sh BINARY - starts igwd on a free loopback port with no PostgreSQL,
+# Redis or MQTT configured and checks the transport end to end with curl:
+# ops routes, the strict stage's error envelopes, the stub handlers, metrics,
+# request ids, the access log, strict configuration and a clean SIGTERM.
+# Exits non-zero with a message on the first failure.
+set -u
+BIN=${1:?usage: smoke.sh BINARY}
+HERE=$(cd "$(dirname "$0")" && pwd)
+DOCS="$HERE/../../docs/configuration.md"
+TMP=$(mktemp -d)
+PID=
+cleanup() {
+    if [ -n "$PID" ] && kill -0 "$PID" 2>/dev/null; then kill -KILL "$PID" 2>/dev/null; fi
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
+fail() { echo "igwd smoke: FAIL: $*" >&2; [ -s "$TMP/err" ] && { echo "--- igwd stderr:" >&2; tail -n 20 "$TMP/err" >&2; }; exit 1; }
+command -v curl >/dev/null || fail "curl is not installed"
+
+# jfield FILE .a.b - one JSON field as text (jq if installed, else python3).
+jfield() {
+    if command -v jq >/dev/null; then jq -r "$2" "$1"; else
+        python3 -c 'import json,sys
+v=json.load(open(sys.argv[1]))
+for k in sys.argv[2].split(".")[1:]: v=v[k]
+print(json.dumps(v) if isinstance(v,(dict,list)) else v)' "$1" "$2"; fi
+}
+
+# For sanitizer builds: h2o 2.2.5 never frees its per-thread memory-pool
+# recycle caches nor the multithread queue struct (fixed in later h2o);
+# suppress exactly those two allocation sites, nothing of ours.
+printf 'leak:h2o_mem_alloc_recycle\nleak:h2o_multithread_create_queue\n' >"$TMP/lsan.supp"
+export LSAN_OPTIONS="suppressions=$TMP/lsan.supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+
+# No IGW_* from the caller's environment: the run must be reproducible.
+for v in $(compgen -e | grep '^IGW_' || true); do unset "$v"; done
+
+# ---- configuration is strict -------------------------------------------------
+IGW_NO_SUCH_SETTING=1 "$BIN" >/dev/null 2>"$TMP/cfgerr"; rc=$?
+[ $rc -eq 2 ] || fail "unknown IGW_ variable: exit $rc, want 2"
+printf 'listen = 127.0.0.1:0\nno_such_key = 1\n' >"$TMP/bad.conf"
+"$BIN" -c "$TMP/bad.conf" >/dev/null 2>"$TMP/cfgerr"; rc=$?
+[ $rc -eq 2 ] && grep -q 'bad.conf:2: unknown setting' "$TMP/cfgerr" || fail "unknown file key: exit $rc, $(cat "$TMP/cfgerr")"
+IGW_THREADS=x "$BIN" >/dev/null 2>&1; rc=$?
+[ $rc -eq 2 ] || fail "IGW_THREADS=x: exit $rc, want 2"
+# Every setting --help lists is documented.
+if [ -f "$DOCS" ]; then
+    for k in $("$BIN" --help | sed -n 's/^  \([a-z_]*\) .*/\1/p'); do
+        grep -q "\`$k\`" "$DOCS" || fail "setting $k missing from docs/configuration.md"
+    done
+fi
+
+# ---- start ---------------------------------------------------------------------
+IGW_LISTEN=127.0.0.1:0 IGW_THREADS=2 "$BIN" >"$TMP/out" 2>"$TMP/err" &
+PID=$!
+PORT=
+for _ in $(seq 50); do
+    PORT=$(sed -n 's/^igwd: listening on http:\/\/127\.0\.0\.1:\([0-9]*\) .*/\1/p' "$TMP/out")
+    [ -n "$PORT" ] && break
+    kill -0 "$PID" 2>/dev/null || fail "igwd exited at startup"
+    sleep 0.1
+done
+[ -n "$PORT" ] || fail "no startup line within 5 s"
+BASE="http://127.0.0.1:$PORT"
+
+# req NAME EXPECTED_STATUS curl-args... - body in $TMP/NAME.json, headers in $TMP/NAME.h
+req() {
+    local name=$1 want=$2; shift 2
+    local got
+    got=$(curl -s -o "$TMP/$name.json" -D "$TMP/$name.h" -w '%{http_code}' "$@") || fail "$name: curl failed"
+    [ "$got" = "$want" ] || fail "$name: HTTP $got, want $want: $(head -c 300 "$TMP/$name.json")"
+}
+# envelope NAME CODE - the reply is the JSON error envelope with this code.
+envelope() {
+    grep -qi '^content-type: application/json' "$TMP/$1.h" || fail "$1: not application/json"
+    grep -qi '^content-length: ' "$TMP/$1.h" || fail "$1: no Content-Length"
+    local code; code=$(jfield "$TMP/$1.json" .code) || fail "$1: body is not JSON"
+    [ "$code" = "$2" ] || fail "$1: code $code, want $2"
+    jfield "$TMP/$1.json" .msg >/dev/null && jfield "$TMP/$1.json" .data.reason >/dev/null \
+        || fail "$1: envelope lacks msg or data.reason"
+}
+EVENTS=/api/v1/im/interaction/events
+JSON=(-H 'Content-Type: application/json')
+
+req healthz 200 "$BASE/healthz"
+[ "$(jfield "$TMP/healthz.json" .data.status)" = alive ] || fail "healthz: $(cat "$TMP/healthz.json")"
+[ "$(jfield "$TMP/healthz.json" .code)" = 200 ] || fail "healthz: code"
+grep -qiE '^x-request-id: [0-9a-f]{16}' "$TMP/healthz.h" || fail "healthz: no 16-hex x-request-id header"
+
+req limit 400 "${JSON[@]}" -d '{"endpointId":"e","limit":99}' "$BASE$EVENTS"
+envelope limit 100400
+[ "$(jfield "$TMP/limit.json" .data.path)" = /limit ] || fail "limit: data.path $(cat "$TMP/limit.json")"
+
+req unknown 404 "$BASE/api/v1/no/such/route?x=1"
+envelope unknown 100404
+req method 405 "$BASE$EVENTS"
+envelope method 100405
+head -c 4097 /dev/zero | tr '\0' ' ' >"$TMP/big"
+req cap 413 "${JSON[@]}" --data-binary @"$TMP/big" "$BASE/api/v1/im/vision-consents/get-one"
+envelope cap 100413
+req ctype 415 -H 'Content-Type: text/plain' -d '{"endpointId":"e","limit":1}' "$BASE$EVENTS"
+envelope ctype 100415
+req stub 501 "${JSON[@]}" -d '{"endpointId":"e","limit":1}' "$BASE$EVENTS?since=now"
+envelope stub 100501
+[ "$(jfield "$TMP/stub.json" .data.reason)" = "handler not implemented yet" ] || fail "stub: reason"
+
+req readyz 503 "$BASE/readyz"
+envelope readyz 100503
+for dep in postgres redis mqtt; do
+    grep -q "\"$dep\"" "$TMP/readyz.json" || fail "readyz: $dep not named as down: $(cat "$TMP/readyz.json")"
+done
+
+req metrics 200 "$BASE/metrics"
+for code in 200 100400 100404 100405 100413 100415 100501 100503; do
+    grep -q "requests_total{.*code=\"$code\"}" "$TMP/metrics.json" || fail "metrics: no requests_total with code $code"
+done
+grep -q '^igw_request_duration_seconds_bucket{route="events_pull",le="+Inf"}' "$TMP/metrics.json" \
+    || fail "metrics: no duration histogram for events_pull"
+grep -q '^process_start_time_seconds ' "$TMP/metrics.json" || fail "metrics: no process_start_time_seconds"
+
+# ---- SIGTERM: exit 0 within 5 s ------------------------------------------------
+kill -TERM "$PID"
+for _ in $(seq 50); do kill -0 "$PID" 2>/dev/null || break; sleep 0.1; done
+kill -0 "$PID" 2>/dev/null && fail "still running 5 s after SIGTERM"
+wait "$PID"; rc=$?
+PID=
+[ $rc -eq 0 ] || fail "exit status $rc after SIGTERM"
+grep -q '^igwd: stopped' "$TMP/out" || fail "no 'stopped' line"
+
+# ---- the access log: every stderr line is one JSON object per request ------------
+python3 - "$TMP/err" <<'PY' || fail "access log"
+import json, sys
+lines = open(sys.argv[1], encoding="utf-8").read().splitlines()
+keys = {"ts", "id", "method", "path", "route", "status", "code", "bytes_in", "bytes_out", "duration_us"}
+if len(lines) != 9:
+    sys.exit(f"{len(lines)} stderr lines, want 9 (one per request): {lines[:3]}")
+for l in lines:
+    o = json.loads(l)
+    if set(o) != keys:
+        sys.exit(f"keys {sorted(o)}")
+    if len(o["id"]) != 16 or "?" in o["path"]:
+        sys.exit(f"bad line {l}")
+PY
+echo "igwd smoke: all passed ($BIN)"

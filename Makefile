@@ -32,9 +32,9 @@ DEB_PACKAGES := re2c clang libclang-rt-14-dev libssl-dev libsimdjson-dev libjans
                 postgresql-15 postgresql-client-15 redis-server mosquitto mosquitto-clients \
                 libh2o-evloop-dev libpq-dev libhiredis-dev libmosquitto-dev curl
 
-.PHONY: all deps run stop generate services-up services-down test-ops test-devauth test-thingmodel test-igwd check-gen test test-unit test-codegen test-conformance test-json \
+.PHONY: all deps run stop generate services-up services-down test-ops test-devauth test-thingmodel test-igwd test-mqttauth check-gen test test-unit test-codegen test-conformance test-json \
         test-sql test-openapi fuzz-smoke fuzz bench-decode clean deps
-all: $(BUILD)/igw-gen $(BUILD)/igwctl $(BUILD)/igwd
+all: $(BUILD)/igw-gen $(BUILD)/igwctl $(BUILD)/igwd $(BUILD)/igw-mqtt-auth.so
 
 deps:
 	@missing=$$(for p in $(DEB_PACKAGES); do \
@@ -96,6 +96,17 @@ IGWD_LIBS    = $(shell pkg-config --libs $(IGWD_PKGS)) -lssl -lcrypto -lpthread 
 $(BUILD)/igwd: $(IGWD_SRC) $(RUNTIME_SRC) $(wildcard src/igwd/*.h src/common/*.h generated/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(RT_INC) $(IGWD_CFLAGS) -o $@ $(IGWD_SRC) $(RUNTIME_SRC) $(IGWD_LIBS) $(LDFLAGS)
+
+# ---- the Mosquitto auth plugin ----------------------------------------------
+# Loaded into the distribution's (unsanitized) mosquitto: never built with SAN.
+MQTTAUTH_SRC    := $(sort $(wildcard src/mqttauth/*.c)) src/common/devauth.c
+MQTTAUTH_CFLAGS  = $(CSTD) $(WARN) $(filter-out $(SANFLAGS),$(CFLAGS)) -fPIC -fvisibility=hidden \
+                   -Isrc/common $(shell pkg-config --cflags libpq)
+MQTTAUTH_LIBS    = $(shell pkg-config --libs libpq) -lcrypto
+
+$(BUILD)/igw-mqtt-auth.so: $(MQTTAUTH_SRC) $(wildcard src/mqttauth/*.h) src/common/devauth.h
+	@mkdir -p $(dir $@)
+	$(CC) $(MQTTAUTH_CFLAGS) -shared -o $@ $(MQTTAUTH_SRC) $(MQTTAUTH_LIBS)
 
 # ---- tests ------------------------------------------------------------------
 # Test binaries always carry AddressSanitizer and UBSan: they are small and the
@@ -163,6 +174,9 @@ test-sql:
 test-ops:
 	tests/ops/services_test.sh
 
+test-mqttauth: $(BUILD)/igw-mqtt-auth.so
+	tests/mqttauth/plugin_test.sh $(BUILD)/igw-mqtt-auth.so
+
 test-openapi:
 	tests/openapi/run.sh
 
@@ -173,7 +187,7 @@ fuzz: $(T)/conformance-run
 	CLANG=$(CLANG) tests/fuzz/smoke.sh $${FUZZ_SECONDS:-300}
 
 # Every test; non-zero on any failure.
-test: deps all check-gen test-codegen test-json test-conformance test-devauth test-thingmodel test-igwctl test-igwd test-sql test-ops test-openapi fuzz-smoke
+test: deps all check-gen test-codegen test-json test-conformance test-devauth test-thingmodel test-igwctl test-igwd test-sql test-ops test-mqttauth test-openapi fuzz-smoke
 	@echo "make test: all passed"
 
 # ---- benchmark ----------------------------------------------------------------

@@ -25,6 +25,8 @@ GENERATED_C := $(sort $(wildcard generated/*.c))
 RUNTIME_SRC := $(COMMON_SRC) $(GENERATED_C)
 RT_INC      := -Isrc/common -Igenerated -Isrc/igwctl
 RT_LIBS     := -lcrypto -lm
+CTL_CFLAGS   = $(shell pkg-config --cflags libpq)
+CTL_LIBS     = $(shell pkg-config --libs libpq)
 
 # Debian packages the build and the tests need; `make deps` installs the
 # missing ones (as root), and `make run` / `make test` call it first.
@@ -32,7 +34,7 @@ DEB_PACKAGES := re2c clang libclang-rt-14-dev libssl-dev libsimdjson-dev libjans
                 postgresql-15 postgresql-client-15 redis-server mosquitto mosquitto-clients \
                 libh2o-evloop-dev libpq-dev libhiredis-dev libmosquitto-dev curl
 
-.PHONY: all deps run stop generate services-up services-down test-ops test-devauth test-thingmodel test-igwd test-mqttauth check-gen test test-unit test-codegen test-conformance test-json \
+.PHONY: all deps run stop generate services-up services-down test-ops test-devauth test-jwt test-thingmodel test-igwd test-mqttauth check-gen test test-unit test-codegen test-conformance test-json \
         test-sql test-openapi fuzz-smoke fuzz bench-decode clean deps
 all: $(BUILD)/igw-gen $(BUILD)/igwctl $(BUILD)/igwd $(BUILD)/igw-mqtt-auth.so
 
@@ -85,7 +87,7 @@ check-gen: $(BUILD)/igw-gen
 # ---- runtime and tools ----------------------------------------------------
 $(BUILD)/igwctl: $(wildcard src/igwctl/*.c) $(RUNTIME_SRC) $(wildcard src/common/*.h generated/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(RT_INC) -o $@ $(wildcard src/igwctl/*.c) $(RUNTIME_SRC) $(LDFLAGS) $(RT_LIBS)
+	$(CC) $(ALL_CFLAGS) $(RT_INC) $(CTL_CFLAGS) -o $@ $(wildcard src/igwctl/*.c) $(RUNTIME_SRC) $(LDFLAGS) $(CTL_LIBS) $(RT_LIBS)
 
 # ---- the server -------------------------------------------------------------
 IGWD_SRC    := $(sort $(wildcard src/igwd/*.c))
@@ -132,13 +134,17 @@ $(T)/test_devauth: tests/devauth/test_devauth.c $(COMMON_SRC) $(wildcard src/com
 	@mkdir -p $(dir $@)
 	$(CC) $(TFLAGS) -o $@ $< $(COMMON_SRC) $(RT_LIBS)
 
+$(T)/test_jwt: tests/jwt/test_jwt.c $(COMMON_SRC) $(wildcard src/common/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(TFLAGS) -o $@ $< $(COMMON_SRC) $(RT_LIBS)
+
 $(T)/test_thingmodel: tests/thingmodel/test_thingmodel.c $(COMMON_SRC) $(wildcard src/common/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(TFLAGS) -o $@ $< $(COMMON_SRC) $(RT_LIBS)
 
 $(T)/igwctl: $(wildcard src/igwctl/*.c) $(RUNTIME_SRC) $(wildcard src/common/*.h generated/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(TFLAGS) -o $@ $(wildcard src/igwctl/*.c) $(RUNTIME_SRC) $(RT_LIBS)
+	$(CC) $(TFLAGS) $(CTL_CFLAGS) -o $@ $(wildcard src/igwctl/*.c) $(RUNTIME_SRC) $(CTL_LIBS) $(RT_LIBS)
 
 test-json: $(T)/test_scanner $(T)/test_jw $(T)/test_json_suite
 	$(T)/test_scanner
@@ -162,11 +168,15 @@ test-igwd: $(T)/igwd
 test-devauth: $(T)/test_devauth
 	$(T)/test_devauth
 
+test-jwt: $(T)/test_jwt
+	$(T)/test_jwt
+
 test-thingmodel: $(T)/test_thingmodel
 	$(T)/test_thingmodel tests/thingmodel/demo-model.json
 
 test-igwctl: $(T)/igwctl
 	tests/igwctl/check.sh $(T)/igwctl
+	tests/igwctl/admin_test.sh $(T)/igwctl
 
 test-sql:
 	tests/sql/drift.sh
@@ -187,7 +197,7 @@ fuzz: $(T)/conformance-run
 	CLANG=$(CLANG) tests/fuzz/smoke.sh $${FUZZ_SECONDS:-300}
 
 # Every test; non-zero on any failure.
-test: deps all check-gen test-codegen test-json test-conformance test-devauth test-thingmodel test-igwctl test-igwd test-sql test-ops test-mqttauth test-openapi fuzz-smoke
+test: deps all check-gen test-codegen test-json test-conformance test-devauth test-jwt test-thingmodel test-igwctl test-igwd test-sql test-ops test-mqttauth test-openapi fuzz-smoke
 	@echo "make test: all passed"
 
 # ---- benchmark ----------------------------------------------------------------

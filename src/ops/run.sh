@@ -17,6 +17,7 @@ listen=${IGW_LISTEN:-127.0.0.1:8080}
 . "$var/env"
 
 base="http://$listen"
+IGW_VAR="$var" IGW_BASE_URL="$base" "$root/src/ops/provision.sh"
 cat <<MSG
 
 igw is starting at $base (Ctrl-C stops it; make stop stops the services)
@@ -24,7 +25,7 @@ igw is starting at $base (Ctrl-C stops it; make stop stops the services)
   decoder:  curl -s -X POST -H 'content-type: application/json' -d '{"endpointId":"e","limit":99}' $base/api/v1/im/interaction/events
   metrics:  curl -s $base/metrics
 Services: PostgreSQL $IGW_PG_DSN, Redis $IGW_REDIS_HOST:$IGW_REDIS_PORT, MQTT $IGW_MQTT_HOST:$IGW_MQTT_PORT
-(Demo tenant provisioning and var/demo.json come with igwctl's admin commands.)
+Demo tenant, login token and device credentials: $var/demo.json
 
 MSG
 exec env -i PATH="$PATH" HOME="${HOME:-/root}" \

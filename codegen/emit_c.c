@@ -114,12 +114,13 @@ static void emit_header(const igw_schema *s, igw_out *h)
     static const struct { unsigned role; const char *name; } roles[] = {
         {IGW_ROLE_OK, "OK_ROLE"}, {IGW_ROLE_DECODE, "DECODE"}, {IGW_ROLE_RESERVED, "RESERVED"},
         {IGW_ROLE_BODY_CAP, "BODY_CAP"}, {IGW_ROLE_NO_ROUTE, "NO_ROUTE"}, {IGW_ROLE_METHOD, "METHOD_ROLE"},
-        {IGW_ROLE_MEDIA, "MEDIA_TYPE_ROLE"}, {IGW_ROLE_INTERNAL, "INTERNAL_ROLE"},
+        {IGW_ROLE_MEDIA, "MEDIA_TYPE_ROLE"}, {IGW_ROLE_INTERNAL, "INTERNAL_ROLE"}, {IGW_ROLE_GATE, "GATE"},
     };
     igw_out_puts(h, "/* The class the runtime uses for each built-in situation. */\n");
     for (size_t i = 0; i < sizeof roles / sizeof roles[0]; i++) {
         igw_error *e = igw_schema_error_role(s, roles[i].role);
-        igw_out_printf(h, "#define IGW_ERR_FOR_%s IGW_ERR_%s\n", roles[i].name, igw_c_upper(e->name));
+        if (e) /* optional roles (gate) exist only when the schema uses them */
+            igw_out_printf(h, "#define IGW_ERR_FOR_%s IGW_ERR_%s\n", roles[i].name, igw_c_upper(e->name));
     }
     igw_out_puts(h, "\ntypedef struct igw_error_class {\n    const char *name;\n    int64_t code;\n    int http;\n"
                     "    const char *reason;\n} igw_error_class;\n\n"

@@ -38,7 +38,8 @@ enum {
     IGW_ROLE_METHOD = 1 << 4,   /* known path, wrong HTTP method */
     IGW_ROLE_MEDIA = 1 << 5,    /* wrong Content-Type */
     IGW_ROLE_INTERNAL = 1 << 6, /* unexpected internal failure */
-    IGW_ROLE_OK = 1 << 7        /* success */
+    IGW_ROLE_OK = 1 << 7,       /* success */
+    IGW_ROLE_GATE = 1 << 8      /* a gated route while its switch is off (Signaling) */
 };
 
 typedef struct igw_error {

@@ -521,7 +521,7 @@ static void error_decl(parser *p)
             {"decode", IGW_ROLE_DECODE}, {"reserved", IGW_ROLE_RESERVED},
             {"body_cap", IGW_ROLE_BODY_CAP}, {"no_route", IGW_ROLE_NO_ROUTE},
             {"method", IGW_ROLE_METHOD}, {"media_type", IGW_ROLE_MEDIA},
-            {"internal", IGW_ROLE_INTERNAL}, {"ok", IGW_ROLE_OK},
+            {"internal", IGW_ROLE_INTERNAL}, {"ok", IGW_ROLE_OK}, {"gate", IGW_ROLE_GATE},
         };
         do {
             const char *r = ident(p, "role");

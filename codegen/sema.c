@@ -955,6 +955,12 @@ int igw_sema(igw_schema *s)
     for (size_t i = 0; i < sizeof need / sizeof need[0]; i++)
         if (!(roles & need[i].role))
             igw_diag_error(roles_at, "no error class is `for %s`", need[i].name);
+    /* The gate role is needed only where a route is gated. */
+    FOR(s->routes, igw_route, r)
+        if (r->gate_signaling && !(roles & IGW_ROLE_GATE)) {
+            igw_diag_error(r->loc, "route '%s' is gated but no error class is `for gate`", r->name);
+            break;
+        }
 
     FOR(s->types, igw_type, t) {
         t->index = t_i;

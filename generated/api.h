@@ -41,6 +41,7 @@ typedef enum igw_err {
 #define IGW_ERR_FOR_METHOD_ROLE IGW_ERR_METHOD
 #define IGW_ERR_FOR_MEDIA_TYPE_ROLE IGW_ERR_MEDIA_TYPE
 #define IGW_ERR_FOR_INTERNAL_ROLE IGW_ERR_INTERNAL
+#define IGW_ERR_FOR_GATE IGW_ERR_UNAVAILABLE
 
 typedef struct igw_error_class {
     const char *name;

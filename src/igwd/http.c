@@ -325,6 +325,12 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
         return 0;
     }
     ex.route = (unsigned)r.route->id;
+    /* The schema's `gate signaling`: after the strict stage (bad input is
+     * refused first, as everywhere), before any handler or authentication. */
+    if (r.route->gate_signaling && !w->server->cfg.signaling_enabled) {
+        igw_http_reply_error(&ex, IGW_ERR_FOR_GATE, "signaling is disabled", "");
+        return 0;
+    }
     igw_handler_fn fn = igw_handlers[r.route->id];
     int rc = fn ? fn(&ex, &r) : -1;
     if (!ex.replied)

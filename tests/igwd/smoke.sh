@@ -142,4 +142,26 @@ for l in lines:
     if len(o["id"]) != 16 or "?" in o["path"]:
         sys.exit(f"bad line {l}")
 PY
+# ---- Signaling off: gated routes answer the gate class, others go on -----------
+IGW_LISTEN=127.0.0.1:0 IGW_THREADS=1 IGW_SIGNALING_ENABLED=false "$BIN" >"$TMP/out2" 2>/dev/null &
+PID=$!
+PORT=
+for _ in $(seq 50); do
+    PORT=$(sed -n 's/^igwd: listening on http:\/\/127\.0\.0\.1:\([0-9]*\) .*/\1/p' "$TMP/out2")
+    [ -n "$PORT" ] && break
+    sleep 0.1
+done
+[ -n "$PORT" ] || fail "second igwd did not start"
+BASE=http://127.0.0.1:$PORT
+req gated 503 "${JSON[@]}" -d '{"endpointId":"e","limit":1}' "$BASE$EVENTS"
+envelope gated 100503
+[ "$(jfield "$TMP/gated.json" .data.reason)" = "signaling is disabled" ] || fail "gated: reason"
+req gated_bad 400 "${JSON[@]}" -d '{"endpointId":"e","limit":99}' "$BASE$EVENTS"
+envelope gated_bad 100400
+req ungated 501 "${JSON[@]}" -d '{"consentId":"c1"}' "$BASE/api/v1/im/vision-consents/get-one"
+envelope ungated 100501
+kill -TERM "$PID"
+wait "$PID" || fail "second igwd: exit status $? after SIGTERM"
+PID=
+
 echo "igwd smoke: all passed ($BIN)"

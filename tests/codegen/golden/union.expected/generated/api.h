@@ -35,6 +35,7 @@ typedef enum igw_err {
 #define IGW_ERR_FOR_METHOD_ROLE IGW_ERR_VERB
 #define IGW_ERR_FOR_MEDIA_TYPE_ROLE IGW_ERR_MEDIA
 #define IGW_ERR_FOR_INTERNAL_ROLE IGW_ERR_OOPS
+#define IGW_ERR_FOR_GATE IGW_ERR_OOPS
 
 typedef struct igw_error_class {
     const char *name;

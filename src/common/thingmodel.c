@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 
 #define SAFE IGW_JSON_SAFE_MAX
@@ -385,10 +386,15 @@ static int parse_define(igw_json *j, igw_tm_define **out, unsigned nest);
 
 enum member_kind { MK_PROPERTY, MK_PARAM, MK_SPEC };
 
-static int member_cmp(const void *a, const void *b)
+/* Members, events and actions all start with their identifier: one
+ * comparator orders any of them. */
+_Static_assert(offsetof(igw_tm_member, id) == 0, "members start with their id");
+_Static_assert(offsetof(igw_tm_event, id) == 0, "events start with their id");
+_Static_assert(offsetof(igw_tm_action, id) == 0, "actions start with their id");
+static int first_id_cmp(const void *a, const void *b)
 {
-    const igw_tm_member *x = a, *y = b;
-    return id_cmp(x->id.ptr, x->id.len, y->id.ptr, y->id.len);
+    const igw_str *x = a, *y = b;
+    return id_cmp(x->ptr, x->len, y->ptr, y->len);
 }
 
 /* Fails at /<index>/identifier of the current list. */
@@ -459,12 +465,17 @@ static int parse_member(igw_json *j, igw_tm_member *m, enum member_kind kind, un
     return 0;
 }
 
-/* An array of members (properties, params, specs): sorted, duplicate-free. */
-static int parse_member_list(igw_json *j, igw_tm_list *out, enum member_kind kind,
-                             uint32_t max, unsigned nest)
+/* Reads one list item into `item`; `ctx` carries what the item parser needs. */
+typedef int (*item_parser)(igw_json *j, void *item, const void *ctx);
+
+/* An array of items that start with their identifier (igw_str id) and keep
+ * their declaration position at `index_off`: at most `max` of them, sorted
+ * by id, duplicate-free (reported at the later one). */
+static int parse_list(igw_json *j, size_t size, size_t index_off, uint32_t max, const char *what,
+                      item_parser parse, const void *ctx, void **out, uint32_t *nout)
 {
     uint32_t cap = 0, n = 0;
-    igw_tm_member *arr = NULL;
+    char *arr = NULL;
     int r;
     if (igw_json_array_begin(j) < 0)
         return -1;
@@ -472,27 +483,55 @@ static int parse_member_list(igw_json *j, igw_tm_list *out, enum member_kind kin
         igw_json_push_index(j, n);
         int rc;
         if (n >= max)
-            rc = failf(j, IGW_JERR_SIZE, "too many entries (at most %u)", (unsigned)max);
-        else if ((arr = grow(j->arena, arr, n, &cap, sizeof *arr)) == NULL)
+            rc = failf(j, IGW_JERR_SIZE, "too many %s (at most %u)", what, (unsigned)max);
+        else if ((arr = grow(j->arena, arr, n, &cap, size)) == NULL)
             rc = igw_json_fail(j, IGW_JERR_NOMEM, "out of memory");
         else
-            rc = parse_member(j, &arr[n], kind, nest);
+            rc = parse(j, arr + (size_t)n * size, ctx);
         igw_json_pop(j);
         if (rc < 0)
             return -1;
-        arr[n].index = n;
+        memcpy(arr + (size_t)n * size + index_off, &n, sizeof n);
         n++;
     }
     if (r < 0)
         return -1;
     if (n > 1)
-        qsort(arr, n, sizeof *arr, member_cmp);
-    for (uint32_t i = 1; i < n; i++)
-        if (member_cmp(&arr[i - 1], &arr[i]) == 0)
-            return fail_dup_id(j, arr[i - 1].index > arr[i].index ? arr[i - 1].index
-                                                                   : arr[i].index);
-    out->items = arr;
-    out->n = n;
+        qsort(arr, n, size, first_id_cmp);
+    for (uint32_t i = 1; i < n; i++) {
+        const char *x = arr + (size_t)(i - 1) * size, *y = arr + (size_t)i * size;
+        if (first_id_cmp(x, y) == 0) {
+            uint32_t xi, yi;
+            memcpy(&xi, x + index_off, sizeof xi);
+            memcpy(&yi, y + index_off, sizeof yi);
+            return fail_dup_id(j, xi > yi ? xi : yi);
+        }
+    }
+    *out = arr;
+    *nout = n;
+    return 0;
+}
+
+struct member_ctx {
+    enum member_kind kind;
+    unsigned nest;
+};
+
+static int parse_member_item(igw_json *j, void *item, const void *ctx)
+{
+    const struct member_ctx *c = ctx;
+    return parse_member(j, item, c->kind, c->nest);
+}
+
+/* An array of members (properties, params, specs): sorted, duplicate-free. */
+static int parse_member_list(igw_json *j, igw_tm_list *out, enum member_kind kind, uint32_t max, unsigned nest)
+{
+    struct member_ctx c = {kind, nest};
+    void *items;
+    if (parse_list(j, sizeof(igw_tm_member), offsetof(igw_tm_member, index), max, "entries", parse_member_item, &c,
+                   &items, &out->n))
+        return -1;
+    out->items = items;
     return 0;
 }
 
@@ -647,18 +686,6 @@ static int parse_define(igw_json *j, igw_tm_define **out, unsigned nest)
     return 0;
 }
 
-static int event_cmp(const void *a, const void *b)
-{
-    const igw_tm_event *x = a, *y = b;
-    return id_cmp(x->id.ptr, x->id.len, y->id.ptr, y->id.len);
-}
-
-static int action_cmp(const void *a, const void *b)
-{
-    const igw_tm_action *x = a, *y = b;
-    return id_cmp(x->id.ptr, x->id.len, y->id.ptr, y->id.len);
-}
-
 static int parse_event(igw_json *j, igw_tm_event *e)
 {
     bool have_id = false, have_name = false, have_type = false, have_params = false;
@@ -756,73 +783,35 @@ static int parse_action(igw_json *j, igw_tm_action *ac)
     return 0;
 }
 
+static int parse_event_item(igw_json *j, void *item, const void *ctx)
+{
+    (void)ctx;
+    return parse_event(j, item);
+}
+
+static int parse_action_item(igw_json *j, void *item, const void *ctx)
+{
+    (void)ctx;
+    return parse_action(j, item);
+}
+
 static int parse_events(igw_json *j, igw_thingmodel *m)
 {
-    uint32_t cap = 0, n = 0;
-    igw_tm_event *arr = NULL;
-    int r;
-    if (igw_json_array_begin(j) < 0)
+    void *items;
+    if (parse_list(j, sizeof(igw_tm_event), offsetof(igw_tm_event, index), IGW_TM_MAX_EVENTS, "events",
+                   parse_event_item, NULL, &items, &m->nevents))
         return -1;
-    while ((r = igw_json_array_next(j)) == 1) {
-        igw_json_push_index(j, n);
-        int rc;
-        if (n >= IGW_TM_MAX_EVENTS)
-            rc = igw_json_fail(j, IGW_JERR_SIZE, "too many events (at most 128)");
-        else if ((arr = grow(j->arena, arr, n, &cap, sizeof *arr)) == NULL)
-            rc = igw_json_fail(j, IGW_JERR_NOMEM, "out of memory");
-        else
-            rc = parse_event(j, &arr[n]);
-        igw_json_pop(j);
-        if (rc < 0)
-            return -1;
-        arr[n].index = n;
-        n++;
-    }
-    if (r < 0)
-        return -1;
-    if (n > 1)
-        qsort(arr, n, sizeof *arr, event_cmp);
-    for (uint32_t i = 1; i < n; i++)
-        if (event_cmp(&arr[i - 1], &arr[i]) == 0)
-            return fail_dup_id(j, arr[i - 1].index > arr[i].index ? arr[i - 1].index
-                                                                   : arr[i].index);
-    m->events = arr;
-    m->nevents = n;
+    m->events = items;
     return 0;
 }
 
 static int parse_actions(igw_json *j, igw_thingmodel *m)
 {
-    uint32_t cap = 0, n = 0;
-    igw_tm_action *arr = NULL;
-    int r;
-    if (igw_json_array_begin(j) < 0)
+    void *items;
+    if (parse_list(j, sizeof(igw_tm_action), offsetof(igw_tm_action, index), IGW_TM_MAX_ACTIONS, "actions",
+                   parse_action_item, NULL, &items, &m->nactions))
         return -1;
-    while ((r = igw_json_array_next(j)) == 1) {
-        igw_json_push_index(j, n);
-        int rc;
-        if (n >= IGW_TM_MAX_ACTIONS)
-            rc = igw_json_fail(j, IGW_JERR_SIZE, "too many actions (at most 128)");
-        else if ((arr = grow(j->arena, arr, n, &cap, sizeof *arr)) == NULL)
-            rc = igw_json_fail(j, IGW_JERR_NOMEM, "out of memory");
-        else
-            rc = parse_action(j, &arr[n]);
-        igw_json_pop(j);
-        if (rc < 0)
-            return -1;
-        arr[n].index = n;
-        n++;
-    }
-    if (r < 0)
-        return -1;
-    if (n > 1)
-        qsort(arr, n, sizeof *arr, action_cmp);
-    for (uint32_t i = 1; i < n; i++)
-        if (action_cmp(&arr[i - 1], &arr[i]) == 0)
-            return fail_dup_id(j, arr[i - 1].index > arr[i].index ? arr[i - 1].index
-                                                                   : arr[i].index);
-    m->actions = arr;
-    m->nactions = n;
+    m->actions = items;
     return 0;
 }
 

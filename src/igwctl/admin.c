@@ -96,6 +96,23 @@ static void jbool(igw_jw *w, const char *k, bool v)
     igw_jw_bool(w, v);
 }
 
+/* Prints the reply of every `add`: {key: value, ..., "created": bool} on
+ * stdout; the key/value strings end with NULL. */
+static void print_added(bool created, ...)
+{
+    igw_jw w;
+    igw_jw_init(&w);
+    igw_jw_object_begin(&w);
+    va_list ap;
+    va_start(ap, created);
+    for (const char *k; (k = va_arg(ap, const char *)) != NULL;)
+        jstr(&w, k, va_arg(ap, const char *));
+    va_end(ap);
+    jbool(&w, "created", created);
+    igw_jw_object_end(&w);
+    put_json(stdout, &w);
+}
+
 /* ---- options ------------------------------------------------------------------ */
 
 typedef struct opt {
@@ -383,14 +400,7 @@ static int enterprise_add(void)
         if (!same)
             die("enterprise %s exists with a different name", id);
     }
-    igw_jw w;
-    igw_jw_init(&w);
-    igw_jw_object_begin(&w);
-    jstr(&w, "enterpriseId", id);
-    jstr(&w, "name", name);
-    jbool(&w, "created", created);
-    igw_jw_object_end(&w);
-    put_json(stdout, &w);
+    print_added(created, "enterpriseId", id, "name", name, NULL);
     return 0;
 }
 
@@ -419,15 +429,7 @@ static int user_add(void)
             die("user %s exists with a different enterprise or name", id);
     }
     db_cmd("COMMIT");
-    igw_jw w;
-    igw_jw_init(&w);
-    igw_jw_object_begin(&w);
-    jstr(&w, "userId", id);
-    jstr(&w, "enterpriseId", ent);
-    jstr(&w, "name", name);
-    jbool(&w, "created", created);
-    igw_jw_object_end(&w);
-    put_json(stdout, &w);
+    print_added(created, "userId", id, "enterpriseId", ent, "name", name, NULL);
     return 0;
 }
 
@@ -666,16 +668,7 @@ static int camera_add(void)
             die("camera %s of %s/%s exists with a different name", cam, prod, dev);
     }
     db_cmd("COMMIT");
-    igw_jw w;
-    igw_jw_init(&w);
-    igw_jw_object_begin(&w);
-    jstr(&w, "productID", prod);
-    jstr(&w, "deviceName", dev);
-    jstr(&w, "cameraId", cam);
-    jstr(&w, "name", name);
-    jbool(&w, "created", created);
-    igw_jw_object_end(&w);
-    put_json(stdout, &w);
+    print_added(created, "productID", prod, "deviceName", dev, "cameraId", cam, "name", name, NULL);
     return 0;
 }
 
@@ -707,15 +700,7 @@ static int grant(void)
     bool created = PQntuples(r) == 1;
     PQclear(r);
     db_cmd("COMMIT");
-    igw_jw w;
-    igw_jw_init(&w);
-    igw_jw_object_begin(&w);
-    jstr(&w, "userId", user);
-    jstr(&w, "productID", prod);
-    jstr(&w, "deviceName", dev);
-    jbool(&w, "created", created);
-    igw_jw_object_end(&w);
-    put_json(stdout, &w);
+    print_added(created, "userId", user, "productID", prod, "deviceName", dev, NULL);
     return 0;
 }
 

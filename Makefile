@@ -101,12 +101,12 @@ $(BUILD)/igwd: $(IGWD_SRC) $(RUNTIME_SRC) $(wildcard src/igwd/*.h src/common/*.h
 
 # ---- the Mosquitto auth plugin ----------------------------------------------
 # Loaded into the distribution's (unsanitized) mosquitto: never built with SAN.
-MQTTAUTH_SRC    := $(sort $(wildcard src/mqttauth/*.c)) src/common/devauth.c
+MQTTAUTH_SRC    := $(sort $(wildcard src/mqttauth/*.c)) src/common/devauth.c src/common/base64.c
 MQTTAUTH_CFLAGS  = $(CSTD) $(WARN) $(filter-out $(SANFLAGS),$(CFLAGS)) -fPIC -fvisibility=hidden \
                    -Isrc/common $(shell pkg-config --cflags libpq)
 MQTTAUTH_LIBS    = $(shell pkg-config --libs libpq) -lcrypto
 
-$(BUILD)/igw-mqtt-auth.so: $(MQTTAUTH_SRC) $(wildcard src/mqttauth/*.h) src/common/devauth.h
+$(BUILD)/igw-mqtt-auth.so: $(MQTTAUTH_SRC) $(wildcard src/mqttauth/*.h) src/common/devauth.h src/common/base64.h
 	@mkdir -p $(dir $@)
 	$(CC) $(MQTTAUTH_CFLAGS) -shared -o $@ $(MQTTAUTH_SRC) $(MQTTAUTH_LIBS)
 

@@ -1,6 +1,8 @@
 /* devauth.c - device credentials compatible with iThings devices (see devauth.h). */
 #include "devauth.h"
 
+#include "base64.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -12,86 +14,7 @@
 #define SHA256_LEN 32
 #define SHA1_LEN 20
 
-static const char B64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 static const char HEX[] = "0123456789abcdef";
-
-/* ---- base64 ---------------------------------------------------------------- */
-
-/* Value of one base64 character, or -1; no branches or tables indexed by c
- * (the secret passes through here). Each term is a mask that is all ones
- * only when c is inside the range. */
-static int b64_val(unsigned char uc)
-{
-    int c = uc, r = -1;
-    r += (((0x40 - c) & (c - 0x5b)) >> 8) & (c - 64); /* A-Z -> 0..25, +1 */
-    r += (((0x60 - c) & (c - 0x7b)) >> 8) & (c - 70); /* a-z -> 26..51, +1 */
-    r += (((0x2f - c) & (c - 0x3a)) >> 8) & (c + 5);  /* 0-9 -> 52..61, +1 */
-    r += (((0x2a - c) & (c - 0x2c)) >> 8) & 63;       /* +   -> 62, +1 */
-    r += (((0x2e - c) & (c - 0x30)) >> 8) & 64;       /* /   -> 63, +1 */
-    return r;
-}
-
-/* Strict decoding: standard alphabet, length a multiple of 4, '=' only as
- * the last one or two characters, unused trailing bits zero. Returns the
- * decoded length, or -1 (invalid or over cap). */
-static long b64_decode(const char *in, size_t n, unsigned char *out, size_t cap)
-{
-    if (n % 4 != 0)
-        return -1;
-    if (n == 0)
-        return 0;
-    size_t pad = (in[n - 1] == '=') + (in[n - 1] == '=' && in[n - 2] == '=');
-    size_t olen = n / 4 * 3 - pad;
-    if (olen > cap)
-        return -1;
-    int bad = 0;
-    size_t o = 0;
-    for (size_t i = 0; i < n; i += 4) {
-        int last = i + 4 == n;
-        int a = b64_val((unsigned char)in[i]), b = b64_val((unsigned char)in[i + 1]);
-        int c = (last && pad == 2) ? 0 : b64_val((unsigned char)in[i + 2]);
-        int d = (last && pad >= 1) ? 0 : b64_val((unsigned char)in[i + 3]);
-        bad |= ((a | b | c | d) >> 8) & 1; /* only -1 reaches bit 8 */
-        a &= 63, b &= 63, c &= 63, d &= 63;
-        unsigned v = (unsigned)a << 18 | (unsigned)b << 12 | (unsigned)c << 6 | (unsigned)d;
-        out[o++] = (unsigned char)(v >> 16);
-        if (!(last && pad == 2))
-            out[o++] = (unsigned char)(v >> 8);
-        else
-            bad |= (b & 15) != 0;
-        if (!(last && pad >= 1))
-            out[o++] = (unsigned char)v;
-        else if (pad == 1)
-            bad |= (c & 3) != 0;
-    }
-    if (bad) {
-        OPENSSL_cleanse(out, olen);
-        return -1;
-    }
-    return (long)olen;
-}
-
-/* Writes the padded base64 of in[0..n) and a NUL; returns -1 if cap is short. */
-static int b64_encode(const unsigned char *in, size_t n, char *out, size_t cap)
-{
-    size_t need = 4 * ((n + 2) / 3) + 1;
-    if (cap < need)
-        return -1;
-    size_t o = 0;
-    for (size_t i = 0; i < n; i += 3) {
-        unsigned v = (unsigned)in[i] << 16;
-        if (i + 1 < n)
-            v |= (unsigned)in[i + 1] << 8;
-        if (i + 2 < n)
-            v |= in[i + 2];
-        out[o++] = B64[v >> 18 & 63];
-        out[o++] = B64[v >> 12 & 63];
-        out[o++] = i + 1 < n ? B64[v >> 6 & 63] : '=';
-        out[o++] = i + 2 < n ? B64[v & 63] : '=';
-    }
-    out[o] = '\0';
-    return 0;
-}
 
 /* ---- names and usernames ---------------------------------------------------- */
 
@@ -286,7 +209,7 @@ int igw_devauth_parse_basic(const char *hdr, size_t len, char *user, size_t ucap
             return -1;
     if (hdr[5] != ' ')
         return -1;
-    n = b64_decode(hdr + 6, len - 6, buf, sizeof buf);
+    n = igw_b64_decode(IGW_B64_STD, hdr + 6, len - 6, buf, sizeof buf);
     const unsigned char *colon = n < 0 ? NULL : memchr(buf, ':', (size_t)n);
     if (colon && !has_ctl(buf, (size_t)n)) {
         size_t ul = (size_t)(colon - buf), pl = (size_t)n - ul - 1;
@@ -315,7 +238,7 @@ int igw_devauth_basic(const char *user, const char *pass, char *out, size_t cap)
     buf[ul] = ':';
     memcpy(buf + ul + 1, pass, pl);
     memcpy(out, "Basic ", 6);
-    int rc = b64_encode(buf, ul + 1 + pl, out + 6, cap - 6);
+    int rc = igw_b64_encode(IGW_B64_STD, buf, ul + 1 + pl, out + 6, cap - 6) < 0 ? -1 : 0;
     OPENSSL_cleanse(buf, sizeof buf);
     if (rc != 0)
         out[0] = '\0';
@@ -334,7 +257,7 @@ int igw_devauth_secret_decode(const char *b64, unsigned char *out, size_t cap, s
     if (n > IGW_DEVAUTH_SECRET_B64_MAX)
         return -1;
     unsigned char tmp[IGW_DEVAUTH_SECRET_MAX + 2];
-    long got = b64_decode(b64, n, tmp, sizeof tmp);
+    long got = igw_b64_decode(IGW_B64_STD, b64, n, tmp, sizeof tmp);
     int rc = -1;
     if (got >= IGW_DEVAUTH_SECRET_MIN && got <= IGW_DEVAUTH_SECRET_MAX && (size_t)got <= cap) {
         memcpy(out, tmp, (size_t)got);
@@ -354,7 +277,7 @@ int igw_devauth_secret_new(char *b64, size_t cap)
         b64[0] = '\0';
         return -1;
     }
-    int rc = b64_encode(raw, sizeof raw, b64, cap);
+    int rc = igw_b64_encode(IGW_B64_STD, raw, sizeof raw, b64, cap) < 0 ? -1 : 0;
     OPENSSL_cleanse(raw, sizeof raw);
     return rc;
 }

@@ -1,6 +1,8 @@
 /* jwt.c - HS256 JSON Web Tokens for user logins (see jwt.h). */
 #include "jwt.h"
 
+#include "base64.h"
+
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -17,75 +19,6 @@
 #define SIG_B64_LEN 43 /* unpadded base64url of 32 bytes */
 #define HEADER_B64 "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9" /* {"alg":"HS256","typ":"JWT"} */
 #define PART_MAX 512   /* decoded header or claims bytes */
-
-static const char b64url[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-
-/* Unpadded base64url of n bytes into out (NUL-terminated); returns the length. */
-static size_t b64url_encode(const unsigned char *in, size_t n, char *out)
-{
-    size_t o = 0, i = 0;
-    for (; i + 3 <= n; i += 3) {
-        uint32_t v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8 | in[i + 2];
-        out[o++] = b64url[v >> 18 & 63];
-        out[o++] = b64url[v >> 12 & 63];
-        out[o++] = b64url[v >> 6 & 63];
-        out[o++] = b64url[v & 63];
-    }
-    if (n - i == 1) {
-        uint32_t v = (uint32_t)in[i] << 16;
-        out[o++] = b64url[v >> 18 & 63];
-        out[o++] = b64url[v >> 12 & 63];
-    } else if (n - i == 2) {
-        uint32_t v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8;
-        out[o++] = b64url[v >> 18 & 63];
-        out[o++] = b64url[v >> 12 & 63];
-        out[o++] = b64url[v >> 6 & 63];
-    }
-    out[o] = '\0';
-    return o;
-}
-
-static int b64url_val(unsigned char c)
-{
-    if (c >= 'A' && c <= 'Z')
-        return c - 'A';
-    if (c >= 'a' && c <= 'z')
-        return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
-        return c - '0' + 52;
-    if (c == '-')
-        return 62;
-    if (c == '_')
-        return 63;
-    return -1;
-}
-
-/* Strict decode: alphabet only, no padding, length % 4 != 1, zero trailing
- * bits (so every byte string has exactly one accepted encoding).
- * Returns the decoded length or -1. */
-static long b64url_decode(const char *s, size_t n, unsigned char *out, size_t cap)
-{
-    if (n % 4 == 1 || n / 4 * 3 + (n % 4 ? n % 4 - 1 : 0) > cap)
-        return -1;
-    size_t o = 0;
-    uint32_t acc = 0;
-    unsigned bits = 0;
-    for (size_t i = 0; i < n; i++) {
-        int v = b64url_val((unsigned char)s[i]);
-        if (v < 0)
-            return -1;
-        acc = acc << 6 | (uint32_t)v;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            out[o++] = (unsigned char)(acc >> bits);
-            acc &= (1u << bits) - 1;
-        }
-    }
-    if (acc != 0) /* non-zero leftover bits: not canonical */
-        return -1;
-    return (long)o;
-}
 
 static int mac(const unsigned char *key, size_t keylen, const char *msg, size_t len,
                unsigned char out[SIG_LEN])
@@ -120,13 +53,20 @@ int igw_jwt_sign(const unsigned char *key, size_t keylen, const igw_jwt_claims *
     size_t hl = sizeof HEADER_B64 - 1;
     memcpy(tok, HEADER_B64, hl);
     tok[hl] = '.';
-    size_t len = hl + 1 + b64url_encode((const unsigned char *)claims, (size_t)n, tok + hl + 1);
+    long cl = igw_b64_encode(IGW_B64_URL, (const unsigned char *)claims, (size_t)n, tok + hl + 1,
+                             sizeof tok - hl - 1);
+    if (cl < 0)
+        return IGW_JWT_EINTERNAL;
+    size_t len = hl + 1 + (size_t)cl;
     unsigned char sig[SIG_LEN];
     if (mac(key, keylen, tok, len, sig) != 0)
         return IGW_JWT_EINTERNAL;
     tok[len++] = '.';
-    len += b64url_encode(sig, SIG_LEN, tok + len);
+    long sl = igw_b64_encode(IGW_B64_URL, sig, SIG_LEN, tok + len, sizeof tok - len);
     OPENSSL_cleanse(sig, sizeof sig);
+    if (sl < 0)
+        return IGW_JWT_EINTERNAL;
+    len += (size_t)sl;
     if (len + 1 > cap)
         return IGW_JWT_EINTERNAL;
     memcpy(out, tok, len + 1);
@@ -231,9 +171,9 @@ int igw_jwt_verify(const char *tok, size_t len, const unsigned char *key, size_t
     if (hlen == 0 || plen == 0 || slen != SIG_B64_LEN)
         return IGW_JWT_EFORMAT; /* also refuses a fourth part: '.' is not base64url */
     unsigned char h[PART_MAX], p[PART_MAX], sig[SIG_LEN + 2], want[SIG_LEN];
-    long hn = b64url_decode(tok, hlen, h, sizeof h);
-    long pn = b64url_decode(d1 + 1, plen, p, sizeof p);
-    long sn = b64url_decode(sig_b64, slen, sig, sizeof sig);
+    long hn = igw_b64_decode(IGW_B64_URL, tok, hlen, h, sizeof h);
+    long pn = igw_b64_decode(IGW_B64_URL, d1 + 1, plen, p, sizeof p);
+    long sn = igw_b64_decode(IGW_B64_URL, sig_b64, slen, sig, sizeof sig);
     if (hn <= 0 || pn <= 0 || sn != SIG_LEN)
         return IGW_JWT_EFORMAT;
     if (mac(key, keylen, tok, (size_t)(d2 - tok), want) != 0)

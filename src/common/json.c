@@ -945,16 +945,17 @@ static void close_container(igw_json *j)
         j->depth--;
 }
 
-/* igw_json_object_next() for any layout: whitespace, escaped or non-ASCII
- * keys, keys near the end of input, and every error. */
-static NOINLINE int object_next_any(igw_json *j, igw_str *key)
+/* Positions at the next member of the open object or array (1), or closes it
+ * at `close` (0): the separator rules both containers share, for any layout
+ * and every error. */
+static int next_member(igw_json *j, char close, const char *no_sep, const char *trailing)
 {
     uint64_t bit = first_bit(j->depth);
     bool first = (j->first & bit) != 0;
     skip_ws(j);
     if (j->p >= j->end)
         return fail_eof(j);
-    if (*j->p == '}') {
+    if (*j->p == close) {
         close_container(j);
         return 0;
     }
@@ -962,14 +963,24 @@ static NOINLINE int object_next_any(igw_json *j, igw_str *key)
         j->first &= ~bit;
     } else {
         if (*j->p != ',')
-            return igw_json_fail(j, IGW_JERR_SYNTAX, "expected ',' or '}' after object member");
+            return igw_json_fail(j, IGW_JERR_SYNTAX, no_sep);
         j->p++;
         skip_ws(j);
         if (j->p >= j->end)
             return fail_eof(j);
-        if (*j->p == '}')
-            return igw_json_fail(j, IGW_JERR_SYNTAX, "trailing comma in object");
+        if (*j->p == close)
+            return igw_json_fail(j, IGW_JERR_SYNTAX, trailing);
     }
+    return 1;
+}
+
+/* igw_json_object_next() for any layout: whitespace, escaped or non-ASCII
+ * keys, keys near the end of input, and every error. */
+static NOINLINE int object_next_any(igw_json *j, igw_str *key)
+{
+    int more = next_member(j, '}', "expected ',' or '}' after object member", "trailing comma in object");
+    if (more <= 0)
+        return more;
     if (*j->p != '"')
         return igw_json_fail(j, IGW_JERR_SYNTAX, "expected an object key");
     igw_str k;
@@ -989,28 +1000,7 @@ static NOINLINE int object_next_any(igw_json *j, igw_str *key)
 /* igw_json_array_next() for any layout and every error. */
 static NOINLINE int array_next_any(igw_json *j)
 {
-    uint64_t bit = first_bit(j->depth);
-    bool first = (j->first & bit) != 0;
-    skip_ws(j);
-    if (j->p >= j->end)
-        return fail_eof(j);
-    if (*j->p == ']') {
-        close_container(j);
-        return 0;
-    }
-    if (first) {
-        j->first &= ~bit;
-    } else {
-        if (*j->p != ',')
-            return igw_json_fail(j, IGW_JERR_SYNTAX, "expected ',' or ']' after array item");
-        j->p++;
-        skip_ws(j);
-        if (j->p >= j->end)
-            return fail_eof(j);
-        if (*j->p == ']')
-            return igw_json_fail(j, IGW_JERR_SYNTAX, "trailing comma in array");
-    }
-    return 1;
+    return next_member(j, ']', "expected ',' or ']' after array item", "trailing comma in array");
 }
 
 /* The fast path of object_next_any() for packed JSON, the common case of

@@ -19,6 +19,8 @@ int igw_emit_sql(const igw_schema *s, const char *gen_dir);
 int igw_emit_vectors(const igw_schema *s, const char *gen_dir);
 /* generated/openapi.json (OpenAPI 3.1). */
 int igw_emit_openapi(const igw_schema *s, const char *gen_dir);
+/* generated/protocol.h, generated/protocol.c, generated/conformance/protocol.jsonl. */
+int igw_emit_protocol(const igw_schema *s, const char *gen_dir);
 /* docs/api.md, the API reference. */
 int igw_emit_apidoc(const igw_schema *s, const char *docs_dir);
 

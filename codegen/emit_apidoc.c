@@ -457,7 +457,7 @@ static void intro(doc *d)
         igw_out_printf(o, "  - [`%s %s`](#route-%s)\n", r->method, r->path, r->name);
     }
     igw_out_puts(o, "- [Types](#types)\n- [Command methods](#command-methods)\n- [Events](#events)\n"
-                    "- [State machines](#state-machines)\n- [Tables](#tables)\n\n");
+                    "- [Device protocols](#protocols)\n- [State machines](#state-machines)\n- [Tables](#tables)\n\n");
 
     igw_out_puts(o, "<a id=\"conventions\"></a>\n## Conventions\n\n");
     igw_out_puts(o, "- Every route is a POST with a JSON reply (the [envelope](#envelope)). JSON bodies are "
@@ -715,6 +715,45 @@ static void events(doc *d)
     igw_out_puts(o, "\n");
 }
 
+static void protocols(doc *d)
+{
+    igw_out *o = d->o;
+    igw_out_puts(o, "<a id=\"protocols\"></a>\n## Device protocols\n\nMethods a device may send, by handle and "
+                    "message type (topic `$<handle>/up/<type>/{productID}/{deviceName}`, or the path of the HTTP "
+                    "send route). `*` is any identifier; a leading `$` on the handle is tolerated. Anything not "
+                    "listed is refused.\n\n");
+    for (int i = 0; i < d->s->protocols.n; i++) {
+        const igw_protocol *p = IGW_VEC_AT(d->s->protocols, igw_protocol, i);
+        igw_out_printf(o, "<a id=\"protocol-%s\"></a>\n### `%s`\n\n", p->name, p->name);
+        if (p->doc) {
+            md(o, p->doc);
+            igw_out_puts(o, "\n\n");
+        }
+        igw_out_puts(o, "| Handle | Type | Method | Reply | Check | Returns | Description |\n"
+                        "|---|---|---|---|---|---|---|\n");
+        for (int k = 0; k < p->rows.n; k++) {
+            const igw_proto_row *r = IGW_VEC_AT(p->rows, igw_proto_row, k);
+            igw_out_puts(o, "| ");
+            code(o, r->handle);
+            igw_out_puts(o, " | ");
+            code(o, r->type);
+            igw_out_puts(o, " | ");
+            code(o, r->method);
+            igw_out_puts(o, " | ");
+            if (r->reply)
+                code(o, r->reply);
+            else
+                igw_out_puts(o, "none");
+            igw_out_printf(o, " | %s | %s | ", r->check ? r->check : "none", r->returns ? r->returns : "none");
+            md(o, r->doc);
+            igw_out_puts(o, " |\n");
+        }
+        igw_out_puts(o, "\n");
+    }
+    if (!d->s->protocols.n)
+        igw_out_puts(o, "None.\n\n");
+}
+
 static void machine(doc *d, const igw_machine *m)
 {
     igw_out *o = d->o;
@@ -840,6 +879,7 @@ int igw_emit_apidoc(const igw_schema *s, const char *docs_dir)
     types(&d);
     command_methods(&d);
     events(&d);
+    protocols(&d);
     igw_out_puts(&o, "<a id=\"state-machines\"></a>\n## State machines\n\n");
     for (int i = 0; i < s->machines.n; i++)
         machine(&d, IGW_VEC_AT(s->machines, igw_machine, i));

@@ -309,6 +309,30 @@ typedef struct igw_event {
     igw_loc loc;
 } igw_event;
 
+/* ---- device protocols ----------------------------------------------------- */
+
+/* The checks and returns a protocol row may name: a closed set, because the
+ * handler implements each one (an enum in generated/api.h). */
+#define IGW_PROTO_CHECKS "properties", "pack", "event", "action", "subdevices"
+#define IGW_PROTO_RETURNS "properties", "config"
+
+/* `HANDLE TYPE METHOD [-> REPLY] [check KIND] [returns WHAT] ["doc"];`
+ * TYPE and METHOD may be `*` (any identifier). */
+typedef struct igw_proto_row {
+    const char *handle, *type, *method; /* "*" = any */
+    const char *reply;                  /* NULL: no reply message */
+    const char *check, *returns;        /* NULL: none */
+    const char *doc;
+    igw_loc loc;
+} igw_proto_row;
+
+typedef struct igw_protocol {
+    const char *name;
+    const char *doc;
+    igw_vec rows; /* igw_proto_row* in declaration order */
+    igw_loc loc;
+} igw_protocol;
+
 /* ---- the whole schema ---------------------------------------------------- */
 
 typedef struct igw_schema {
@@ -319,6 +343,7 @@ typedef struct igw_schema {
     igw_vec machines; /* igw_machine* */
     igw_vec tables;   /* igw_table* */
     igw_vec events;   /* igw_event* */
+    igw_vec protocols; /* igw_protocol* */
 } igw_schema;
 
 igw_type *igw_schema_type(const igw_schema *s, const char *name);

@@ -852,6 +852,49 @@ static void event_decl(parser *p)
     igw_vec_push(&p->s->events, e);
 }
 
+/* A protocol row's handle, type or method: an identifier, or `*` (any). */
+static const char *proto_name(parser *p, const char *what)
+{
+    if (accept(p, TOK_STAR))
+        return "*";
+    return ident(p, what);
+}
+
+static void protocol_decl(parser *p)
+{
+    igw_protocol *pr = igw_xcalloc(1, sizeof *pr);
+    pr->loc = p->tok.loc;
+    pr->name = ident(p, "protocol name");
+    pr->doc = opt_doc(p);
+    expect(p, TOK_LBRACE);
+    while (!accept(p, TOK_RBRACE)) {
+        igw_proto_row *r = igw_xcalloc(1, sizeof *r);
+        r->loc = p->tok.loc;
+        r->handle = ident(p, "handle");
+        r->type = proto_name(p, "message type or *");
+        r->method = proto_name(p, "method or *");
+        if (accept(p, TOK_ARROW))
+            r->reply = ident(p, "reply method");
+        for (;;) {
+            if (accept_kw(p, "check")) {
+                if (r->check)
+                    fail(p, "a row has one check");
+                r->check = ident(p, "check kind");
+            } else if (accept_kw(p, "returns")) {
+                if (r->returns)
+                    fail(p, "a row returns one thing");
+                r->returns = ident(p, "what the reply returns");
+            } else {
+                break;
+            }
+        }
+        r->doc = opt_doc(p);
+        expect(p, TOK_SEMI);
+        igw_vec_push(&pr->rows, r);
+    }
+    igw_vec_push(&p->s->protocols, pr);
+}
+
 int igw_parse(igw_schema *s, const char *file, const char *text, size_t len)
 {
     parser p;
@@ -881,8 +924,10 @@ int igw_parse(igw_schema *s, const char *file, const char *text, size_t len)
             table_decl(&p);
         else if (accept_kw(&p, "event"))
             event_decl(&p);
+        else if (accept_kw(&p, "protocol"))
+            protocol_decl(&p);
         else
-            fail(&p, "expected a declaration (error, type, enum, object, route, event, machine, table), found %s",
+            fail(&p, "expected a declaration (error, type, enum, object, route, event, machine, table, protocol), found %s",
                  found(&p));
     }
     return 0;

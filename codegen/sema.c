@@ -926,6 +926,57 @@ static void check_references(igw_schema *s, igw_table *t)
     }
 }
 
+static bool in_set(const char *s, const char *const *set, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(s, set[i]) == 0)
+            return true;
+    return false;
+}
+
+/* Rows are looked up by (handle, type, method); a `*` must not hide a
+ * specific row, so a wildcard row is alone in its handle (type `*`) or in
+ * its handle and type (method `*`). */
+static void check_protocol(igw_schema *s, igw_protocol *pr)
+{
+    static const char *const checks[] = {IGW_PROTO_CHECKS};
+    static const char *const returns[] = {IGW_PROTO_RETURNS};
+    for (int i = 0; i < s->protocols.n && IGW_VEC_AT(s->protocols, igw_protocol, i) != pr; i++)
+        if (strcmp(IGW_VEC_AT(s->protocols, igw_protocol, i)->name, pr->name) == 0) {
+            igw_diag_error(pr->loc, "duplicate protocol '%s'", pr->name);
+            break;
+        }
+    if (c_reserved(pr->name))
+        igw_diag_error(pr->loc, "protocol name '%s' is reserved in C", pr->name);
+    if (!pr->rows.n)
+        igw_diag_error(pr->loc, "protocol '%s' has no rows", pr->name);
+    FOR(pr->rows, igw_proto_row, r) {
+        if (r->check && !in_set(r->check, checks, sizeof checks / sizeof checks[0]))
+            igw_diag_error(r->loc, "unknown check '%s' (properties, pack, event, action, subdevices)", r->check);
+        if (r->returns && !in_set(r->returns, returns, sizeof returns / sizeof returns[0]))
+            igw_diag_error(r->loc, "unknown returns '%s' (properties, config)", r->returns);
+        for (int j = 0; j < r_i; j++) {
+            igw_proto_row *o = IGW_VEC_AT(pr->rows, igw_proto_row, j);
+            if (strcmp(o->handle, r->handle) != 0)
+                continue;
+            if (!strcmp(o->type, "*") || !strcmp(r->type, "*")) {
+                igw_diag_error(r->loc, "handle '%s' has a row for any type (*) and another row", r->handle);
+                break;
+            }
+            if (strcmp(o->type, r->type) != 0)
+                continue;
+            if (!strcmp(o->method, "*") || !strcmp(r->method, "*")) {
+                igw_diag_error(r->loc, "'%s %s' has a row for any method (*) and another row", r->handle, r->type);
+                break;
+            }
+            if (!strcmp(o->method, r->method)) {
+                igw_diag_error(r->loc, "duplicate row '%s %s %s'", r->handle, r->type, r->method);
+                break;
+            }
+        }
+    }
+}
+
 int igw_sema(igw_schema *s)
 {
     int before = igw_diag_count();
@@ -1023,6 +1074,8 @@ int igw_sema(igw_schema *s)
     }
     FOR(s->tables, igw_table, t)
         check_references(s, t);
+    FOR(s->protocols, igw_protocol, pr)
+        check_protocol(s, pr);
     FOR(s->types, igw_type, t)
         if (!t->used && !t->synthesized)
             igw_diag_error(t->loc, "type '%s' is never used", t->name);

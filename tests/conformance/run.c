@@ -15,6 +15,7 @@
 
 #include "api.h"
 #include "machines.h"
+#include "protocol.h"
 
 #define MAX_LINE (4u << 20)
 
@@ -270,6 +271,82 @@ static int run_step(igw_json *j, const igw_sm *m, int *state, igw_arena *a, cons
     return 0;
 }
 
+/* ---- protocol vectors ---- */
+
+static const igw_protocol *protocol_named(igw_str name)
+{
+    static const igw_protocol *const all[] = {&igw_proto_device};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        if (key_is(name, all[i]->name))
+            return all[i];
+    return NULL;
+}
+
+static const char *const proto_status_names[] = {"found", "no_handle", "no_type", "no_method"};
+
+/* One protocol vector: {"protocol","handle","type","method","expect":{"status",
+ * "reply","check","returns"}}; the lookup must give exactly the expectation. */
+static int run_protocol(igw_json *j, igw_str id, const char *file)
+{
+    igw_str k, name = {0}, h = {0}, t = {0}, m = {0}, st = {0}, reply = {0}, check = {0}, returns = {0};
+    int more;
+    while ((more = igw_json_object_next(j, &k)) == 1) {
+        int rc = 0;
+        if (key_is(k, "protocol"))
+            rc = igw_json_string(j, &name);
+        else if (key_is(k, "handle"))
+            rc = igw_json_string(j, &h);
+        else if (key_is(k, "type"))
+            rc = igw_json_string(j, &t);
+        else if (key_is(k, "method"))
+            rc = igw_json_string(j, &m);
+        else if (key_is(k, "expect")) {
+            igw_str ek;
+            int emore;
+            if (igw_json_object_begin(j))
+                return -1;
+            while ((emore = igw_json_object_next(j, &ek)) == 1) {
+                if (key_is(ek, "status"))
+                    rc = igw_json_string(j, &st);
+                else if (key_is(ek, "reply"))
+                    rc = igw_json_string(j, &reply);
+                else if (key_is(ek, "check"))
+                    rc = igw_json_string(j, &check);
+                else if (key_is(ek, "returns"))
+                    rc = igw_json_string(j, &returns);
+                else
+                    rc = skip(j);
+                if (rc)
+                    return -1;
+            }
+            if (emore < 0)
+                return -1;
+        } else if (key_is(k, "id"))
+            rc = igw_json_string(j, &id);
+        else
+            rc = skip(j);
+        if (rc)
+            return -1;
+    }
+    const igw_protocol *p = protocol_named(name);
+    if (more < 0 || !p || !h.ptr || !t.ptr || !m.ptr || !st.ptr)
+        return -1;
+    const igw_proto_row *row = NULL;
+    igw_proto_status got = igw_proto_find(p, h.ptr, h.len, t.ptr, t.len, m.ptr, m.len, &row);
+    bool ok = key_is(st, proto_status_names[got]);
+    if (ok && got == IGW_PROTO_FOUND)
+        ok = reply.ptr && key_is(reply, row->reply ? row->reply : "") &&
+             key_is(check, igw_proto_check_names[row->check]) && key_is(returns, igw_proto_returns_names[row->returns]);
+    if (ok)
+        passed++;
+    else {
+        char want[64];
+        snprintf(want, sizeof want, "%.*s", (int)(st.len < 40 ? st.len : 40), st.ptr);
+        fail_vec(file, id, "expected %s, got %s (or a different reply/check/returns)", want, proto_status_names[got]);
+    }
+    return 0;
+}
+
 static int run_line(const char *file, const char *line, size_t len, igw_arena *a)
 {
     igw_json j;
@@ -292,6 +369,14 @@ static int run_line(const char *file, const char *line, size_t len, igw_arena *a
             rc = read_expect(&j, &v);
         else if (key_is(k, "machine"))
             rc = igw_json_string(&j, &machine);
+        else if (key_is(k, "protocol")) {
+            /* A protocol vector: re-read the line from the start. */
+            igw_json pj;
+            igw_json_init(&pj, line, len, a, 32);
+            if (igw_json_object_begin(&pj))
+                return -1;
+            return run_protocol(&pj, v.id, file);
+        }
         else if (key_is(k, "steps")) {
             igw_str raw;
             rc = igw_json_value(&j, IGW_JSON_RFC8259, 16, SIZE_MAX, &raw);

@@ -1,0 +1,275 @@
+/* emit_protocol.c - device protocols: generated/protocol.h, generated/protocol.c
+ * (one row table per protocol and the lookup) and
+ * generated/conformance/protocol.jsonl (lookup vectors).
+ *
+ * The lookup is emitted, not handwritten, so that the table and the rule for
+ * `*` and the tolerated leading `$` live in one place: here. */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emit.h"
+#include "util.h"
+
+#define FOR(vec, T, x)                                                                     \
+    for (int x##_i = 0; x##_i < (vec).n; x##_i++)                                          \
+        for (T *x = IGW_VEC_AT(vec, T, x##_i); x; x = NULL)
+
+static const char *const checks[] = {IGW_PROTO_CHECKS};
+static const char *const returns[] = {IGW_PROTO_RETURNS};
+
+static void upper(igw_out *o, const char *s)
+{
+    for (; *s; s++)
+        igw_out_printf(o, "%c", toupper((unsigned char)*s));
+}
+
+static void enum_value(igw_out *o, const char *prefix, const char *name)
+{
+    igw_out_puts(o, prefix);
+    if (name)
+        upper(o, name);
+    else
+        igw_out_puts(o, "NONE");
+}
+
+static void emit_header(const igw_schema *s, igw_out *h)
+{
+    igw_out_banner(h, s, "//");
+    igw_out_puts(h,
+        "/* protocol.h - device protocols: which method a device may send on which\n"
+        " * handle and message type, the method of the reply, and the check the\n"
+        " * handler applies to the message. One table per `protocol` declaration. */\n"
+        "#ifndef IGW_GENERATED_PROTOCOL_H\n#define IGW_GENERATED_PROTOCOL_H\n\n"
+        "#include <stddef.h>\n\n"
+        "/* What the handler checks the message against (schema: `check`). */\n"
+        "typedef enum igw_proto_check {\n    IGW_PROTO_CHECK_NONE, /* free parameters, bounded by the decoder */\n");
+    for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++) {
+        igw_out_puts(h, "    ");
+        enum_value(h, "IGW_PROTO_CHECK_", checks[i]);
+        igw_out_puts(h, ",\n");
+    }
+    igw_out_puts(h, "} igw_proto_check;\n\n"
+                    "/* What the reply's data carries (schema: `returns`). */\n"
+                    "typedef enum igw_proto_returns {\n    IGW_PROTO_RETURNS_NONE,\n");
+    for (size_t i = 0; i < sizeof returns / sizeof returns[0]; i++) {
+        igw_out_puts(h, "    ");
+        enum_value(h, "IGW_PROTO_RETURNS_", returns[i]);
+        igw_out_puts(h, ",\n");
+    }
+    igw_out_puts(h,
+        "} igw_proto_returns;\n\n"
+        "typedef struct igw_proto_row {\n"
+        "    const char *handle, *type, *method; /* \"*\": any identifier */\n"
+        "    const char *reply;                  /* NULL: the device gets no reply message */\n"
+        "    igw_proto_check check;\n"
+        "    igw_proto_returns returns;\n"
+        "} igw_proto_row;\n\n"
+        "typedef struct igw_protocol {\n"
+        "    const char *name;\n"
+        "    const igw_proto_row *rows;\n"
+        "    size_t nrows;\n"
+        "} igw_protocol;\n\n"
+        "typedef enum igw_proto_status {\n"
+        "    IGW_PROTO_FOUND,\n"
+        "    IGW_PROTO_NO_HANDLE, /* no row has this handle */\n"
+        "    IGW_PROTO_NO_TYPE,   /* the handle has no row for this type */\n"
+        "    IGW_PROTO_NO_METHOD, /* the handle and type have no row for this method */\n"
+        "} igw_proto_status;\n\n");
+    FOR(s->protocols, igw_protocol, pr) {
+        if (pr->doc)
+            igw_out_printf(h, "/* %s */\n", pr->doc);
+        igw_out_printf(h, "extern const igw_protocol igw_proto_%s;\n", pr->name);
+    }
+    igw_out_puts(h,
+        "\n/* Schema names of the enums, by value (\"none\" first). */\n"
+        "extern const char *const igw_proto_check_names[];\n"
+        "extern const char *const igw_proto_returns_names[];\n");
+    igw_out_puts(h,
+        "\n/* The row for (handle, type, method), lengths in bytes; one leading '$'\n"
+        " * on the handle is ignored (MQTT topics carry it, HTTP paths may). A `*`\n"
+        " * row matches any non-empty name. *row is set when FOUND. */\n"
+        "igw_proto_status igw_proto_find(const igw_protocol *p, const char *handle, size_t hlen, const char *type,\n"
+        "                                size_t tlen, const char *method, size_t mlen, const igw_proto_row **row);\n\n"
+        "/* A short reason for a status other than FOUND (\"unknown handle\", ...). */\n"
+        "const char *igw_proto_status_text(igw_proto_status st);\n\n"
+        "#endif\n");
+}
+
+static void emit_source(const igw_schema *s, igw_out *c)
+{
+    igw_out_banner(c, s, "//");
+    igw_out_puts(c, "#include \"protocol.h\"\n\n#include <string.h>\n\n");
+    FOR(s->protocols, igw_protocol, pr) {
+        igw_out_printf(c, "static const igw_proto_row %s_rows[] = {\n", pr->name);
+        FOR(pr->rows, igw_proto_row, r) {
+            igw_out_puts(c, "    {");
+            igw_out_c_string(c, r->handle);
+            igw_out_puts(c, ", ");
+            igw_out_c_string(c, r->type);
+            igw_out_puts(c, ", ");
+            igw_out_c_string(c, r->method);
+            igw_out_puts(c, ", ");
+            if (r->reply)
+                igw_out_c_string(c, r->reply);
+            else
+                igw_out_puts(c, "NULL");
+            igw_out_puts(c, ", ");
+            enum_value(c, "IGW_PROTO_CHECK_", r->check);
+            igw_out_puts(c, ", ");
+            enum_value(c, "IGW_PROTO_RETURNS_", r->returns);
+            igw_out_puts(c, "},\n");
+        }
+        igw_out_printf(c, "};\n\nconst igw_protocol igw_proto_%s = {\"%s\", %s_rows, %d};\n\n", pr->name,
+                       pr->name, pr->name, pr->rows.n);
+    }
+    igw_out_puts(c, "const char *const igw_proto_check_names[] = {\"none\"");
+    for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++)
+        igw_out_printf(c, ", \"%s\"", checks[i]);
+    igw_out_puts(c, "};\nconst char *const igw_proto_returns_names[] = {\"none\"");
+    for (size_t i = 0; i < sizeof returns / sizeof returns[0]; i++)
+        igw_out_printf(c, ", \"%s\"", returns[i]);
+    igw_out_puts(c, "};\n\n");
+    igw_out_puts(c,
+        "static int name_is(const char *want, const char *p, size_t n)\n"
+        "{\n"
+        "    if (want[0] == '*' && want[1] == '\\0')\n"
+        "        return n > 0;\n"
+        "    return strlen(want) == n && memcmp(want, p, n) == 0;\n"
+        "}\n\n"
+        "igw_proto_status igw_proto_find(const igw_protocol *p, const char *handle, size_t hlen, const char *type,\n"
+        "                                size_t tlen, const char *method, size_t mlen, const igw_proto_row **row)\n"
+        "{\n"
+        "    if (hlen && handle[0] == '$') {\n"
+        "        handle++;\n"
+        "        hlen--;\n"
+        "    }\n"
+        "    igw_proto_status best = IGW_PROTO_NO_HANDLE;\n"
+        "    for (size_t i = 0; i < p->nrows; i++) {\n"
+        "        const igw_proto_row *r = &p->rows[i];\n"
+        "        if (!hlen || !name_is(r->handle, handle, hlen))\n"
+        "            continue;\n"
+        "        if (!name_is(r->type, type, tlen)) {\n"
+        "            if (best < IGW_PROTO_NO_TYPE)\n"
+        "                best = IGW_PROTO_NO_TYPE;\n"
+        "            continue;\n"
+        "        }\n"
+        "        if (!name_is(r->method, method, mlen)) {\n"
+        "            best = IGW_PROTO_NO_METHOD;\n"
+        "            continue;\n"
+        "        }\n"
+        "        *row = r;\n"
+        "        return IGW_PROTO_FOUND;\n"
+        "    }\n"
+        "    return best;\n"
+        "}\n\n"
+        "const char *igw_proto_status_text(igw_proto_status st)\n"
+        "{\n"
+        "    switch (st) {\n"
+        "    case IGW_PROTO_FOUND: return \"found\";\n"
+        "    case IGW_PROTO_NO_HANDLE: return \"unknown handle\";\n"
+        "    case IGW_PROTO_NO_TYPE: return \"unknown message type for this handle\";\n"
+        "    case IGW_PROTO_NO_METHOD: return \"unknown method for this handle and type\";\n"
+        "    }\n"
+        "    return \"unknown\";\n"
+        "}\n");
+}
+
+/* ---- vectors ---- */
+
+static bool has_row(const igw_protocol *pr, const char *h, const char *t, const char *m)
+{
+    FOR(pr->rows, igw_proto_row, r)
+        if (!strcmp(r->handle, h) && (!t || !strcmp(r->type, t) || !strcmp(r->type, "*")) &&
+            (!m || !strcmp(r->method, m) || !strcmp(r->method, "*")))
+            return true;
+    return false;
+}
+
+static void vector(igw_out *o, const igw_protocol *pr, const char *id, const char *h, const char *t,
+                   const char *m, const char *status, const igw_proto_row *r)
+{
+    igw_out_puts(o, "{\"id\":");
+    igw_out_json_string(o, igw_sprintf("protocol/%s/%s", pr->name, id));
+    igw_out_puts(o, ",\"protocol\":");
+    igw_out_json_string(o, pr->name);
+    igw_out_puts(o, ",\"handle\":");
+    igw_out_json_string(o, h);
+    igw_out_puts(o, ",\"type\":");
+    igw_out_json_string(o, t);
+    igw_out_puts(o, ",\"method\":");
+    igw_out_json_string(o, m);
+    igw_out_puts(o, ",\"expect\":{\"status\":");
+    igw_out_json_string(o, status);
+    if (r) {
+        igw_out_puts(o, ",\"reply\":");
+        igw_out_json_string(o, r->reply ? r->reply : "");
+        igw_out_puts(o, ",\"check\":");
+        igw_out_json_string(o, r->check ? r->check : "none");
+        igw_out_puts(o, ",\"returns\":");
+        igw_out_json_string(o, r->returns ? r->returns : "none");
+    }
+    igw_out_puts(o, "}}\n");
+}
+
+/* A concrete name for a `*` position, and one that no row names. */
+static const char *concrete(const char *name) { return strcmp(name, "*") ? name : "anyName1"; }
+
+static void emit_vectors(const igw_schema *s, igw_out *o)
+{
+    igw_out banner;
+    igw_out_init(&banner);
+    igw_out_banner(&banner, s, "");
+    /* The vector files' header line: {"generated_by":"igw-gen from ...; do not edit"}. */
+    const char *bt = banner.buf ? banner.buf : "";
+    const char *from = strstr(bt, "igw-gen");
+    char *by = igw_xstrndup(from ? from : bt, strcspn(from ? from : bt, "\n"));
+    igw_out_puts(o, "{\"generated_by\":");
+    igw_out_json_string(o, by);
+    igw_out_puts(o, "}\n");
+    free(by);
+    igw_out_free(&banner);
+    FOR(s->protocols, igw_protocol, pr) {
+        FOR(pr->rows, igw_proto_row, r) {
+            const char *t = concrete(r->type), *m = concrete(r->method);
+            const char *base = igw_sprintf("%s/%s/%s", r->handle, t, m);
+            vector(o, pr, igw_sprintf("found/%s", base), r->handle, t, m, "found", r);
+            vector(o, pr, igw_sprintf("found/$%s", base), igw_sprintf("$%s", r->handle), t, m, "found", r);
+            if (!has_row(pr, r->handle, t, "zzNoSuchMethod"))
+                vector(o, pr, igw_sprintf("no_method/%s", base), r->handle, t, "zzNoSuchMethod", "no_method", NULL);
+            if (!has_row(pr, r->handle, "zzNoSuchType", NULL))
+                vector(o, pr, igw_sprintf("no_type/%s", base), r->handle, "zzNoSuchType", m, "no_type", NULL);
+            /* The `$` is tolerated once, and only in front. */
+            vector(o, pr, igw_sprintf("no_handle/$$%s", base), igw_sprintf("$$%s", r->handle), t, m, "no_handle",
+                   NULL);
+            vector(o, pr, igw_sprintf("no_handle/%s$", base), igw_sprintf("%s$", r->handle), t, m, "no_handle",
+                   NULL);
+            /* Names compare exactly: no case folding. */
+            char *caps = igw_xstrdup(r->handle);
+            caps[0] = (char)toupper((unsigned char)caps[0]);
+            if (strcmp(caps, r->handle) && !has_row(pr, caps, NULL, NULL))
+                vector(o, pr, igw_sprintf("no_handle/%s/%s/%s", caps, t, m), caps, t, m, "no_handle", NULL);
+            free(caps);
+        }
+        vector(o, pr, "no_handle/empty", "", "property", "report", "no_handle", NULL);
+        vector(o, pr, "no_handle/dollar", "$", "property", "report", "no_handle", NULL);
+    }
+}
+
+int igw_emit_protocol(const igw_schema *s, const char *gen_dir)
+{
+    igw_out h, c, v;
+    igw_out_init(&h);
+    igw_out_init(&c);
+    igw_out_init(&v);
+    emit_header(s, &h);
+    emit_source(s, &c);
+    emit_vectors(s, &v);
+    int rc = igw_out_save(&h, gen_dir, "protocol.h") || igw_out_save(&c, gen_dir, "protocol.c") ||
+             (s->protocols.n && igw_out_save(&v, gen_dir, "conformance/protocol.jsonl"));
+    igw_out_free(&h);
+    igw_out_free(&c);
+    igw_out_free(&v);
+    return rc ? -1 : 0;
+}

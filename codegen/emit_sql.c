@@ -384,12 +384,14 @@ static bool emit_table(igw_out *o, const igw_table *t, nameset *relations)
         igw_out_printf(&l, "    %s", c->name);
         pad(&l, strlen(c->name), wname);
         igw_out_printf(&l, " %s", c->sqltype);
-        bool more = !c->nullable || c->deflt || c->ref_table;
+        bool more = !c->nullable || c->deflt || c->identity || c->ref_table;
         if (more)
             pad(&l, strlen(c->sqltype), wtype);
         if (!c->nullable)
             igw_out_puts(&l, " NOT NULL");
-        if (c->deflt) {
+        if (c->identity) {
+            igw_out_puts(&l, " GENERATED ALWAYS AS IDENTITY");
+        } else if (c->deflt) {
             igw_out_puts(&l, " DEFAULT ");
             default_expr(&l, c);
         }

@@ -275,6 +275,7 @@ typedef struct igw_column {
     const char *sqltype;  /* text bigint integer boolean bytea jsonb timestamptz */
     bool nullable;
     const char *deflt;    /* raw SQL default or NULL; "now" means now() */
+    bool identity;        /* `default identity`: GENERATED ALWAYS AS IDENTITY */
     const char *from_type, *from_field; /* derive CHECK from a field rule */
     igw_type *from;       /* resolved field type */
     const char *machine;  /* state column of a machine: CHECK IN (states) */

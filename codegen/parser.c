@@ -810,6 +810,8 @@ static void table_decl(parser *p)
                         c->deflt = igw_xprintf("%lld", (long long)integer(p));
                     else if (accept_kw(p, "now"))
                         c->deflt = "now()";
+                    else if (accept_kw(p, "identity"))
+                        c->identity = true;
                     else if (accept_kw(p, "true"))
                         c->deflt = "true";
                     else if (accept_kw(p, "false"))

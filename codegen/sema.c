@@ -831,6 +831,10 @@ static void check_table(igw_schema *s, igw_table *t)
         for (int j = 0; j < c_i; j++)
             if (strcmp(IGW_VEC_AT(t->columns, igw_column, j)->name, c->name) == 0)
                 igw_diag_error(c->loc, "duplicate column '%s'", c->name);
+        if (c->identity && strcmp(c->sqltype, "bigint") != 0 && strcmp(c->sqltype, "integer") != 0)
+            igw_diag_error(c->loc, "an identity column must be bigint or integer");
+        if (c->identity && c->nullable)
+            igw_diag_error(c->loc, "an identity column cannot be null");
         if (c->from_type) {
             igw_type *ft = NULL;
             igw_type *owner = igw_schema_type(s, c->from_type);

@@ -99,7 +99,7 @@ CREATE INDEX device_grants_user_id_idx ON device_grants (user_id);
 
 -- Uplinks from devices, durable before the reply.
 CREATE TABLE device_messages (
-    message_id  bigint      NOT NULL,
+    message_id  bigint      NOT NULL GENERATED ALWAYS AS IDENTITY, -- Arrival order.
     product_id  text        NOT NULL,
     device_name text        NOT NULL,
     handle      text        NOT NULL,

@@ -1,0 +1,96 @@
+/* db.h - one PostgreSQL connection per worker thread, on its h2o loop.
+ *
+ * Non-blocking libpq in pipeline mode: every query is sent as
+ * Bind/Execute + Sync, so each is its own implicit transaction and many are
+ * in flight at once; results come back in submission order. A query is
+ * reported only once its Sync is answered, i.e. after its commit (the
+ * session runs with synchronous_commit=on whatever the server default).
+ * Queries submitted while disconnected wait in a bounded queue; after a
+ * connection loss the queries that were already sent fail (they may have
+ * committed: the caller decides) and the connection is re-established with
+ * backoff (50 ms doubling to 2 s). Everything but igw_db_stats_get runs on
+ * the loop's thread. */
+#ifndef IGW_DB_H
+#define IGW_DB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <libpq-fe.h>
+
+struct st_h2o_evloop_t; /* h2o_evloop_t, without pulling h2o into every user */
+
+typedef struct igw_db igw_db;
+
+/* Queries accepted but not yet answered (queued + in flight), per connection. */
+#define IGW_DB_QUEUE_MAX 65536
+
+/* A statement, prepared lazily once per physical connection (again after a
+ * reconnect) under `name`. Static storage, shared by all workers; the
+ * pointer is its identity. */
+typedef struct igw_db_stmt {
+    const char *name;
+    const char *sql;
+    int nparams;
+} igw_db_stmt;
+
+/* Called exactly once per accepted query, on the loop thread. Success: res
+ * is PGRES_TUPLES_OK or PGRES_COMMAND_OK, err NULL; db.c frees res after the
+ * callback returns. Failure: res NULL and err a short text for logs only
+ * (never for clients), valid during the callback. A server-reported error
+ * starts with its 5-character SQLSTATE and a space ("23505 duplicate key
+ * ..."); local failures start with a lower-case word ("connection lost: ...",
+ * "shutting down"). Must not call igw_db_destroy. */
+typedef void (*igw_db_cb)(void *arg, const PGresult *res, const char *err);
+
+/* Round-trip histogram bounds in microseconds (same as the request metrics). */
+#define IGW_DB_RTT_NBOUNDS 16
+extern const uint64_t igw_db_rtt_bounds_us[IGW_DB_RTT_NBOUNDS];
+
+/* Counters since creation, for Prometheus. Round trip: from handing the
+ * query to the socket until its Sync came back (successes and server-side
+ * errors; queries lost with the connection are not observed). */
+typedef struct igw_db_stats {
+    uint64_t queries_ok, queries_failed; /* callbacks with a result / an error */
+    uint64_t rejected;                   /* igw_db_exec returned -1 */
+    uint64_t connects;                   /* sessions that became ready (the first included) */
+    uint64_t connect_failures;           /* attempts that failed or timed out */
+    uint64_t connections_lost;           /* ready sessions that broke */
+    uint64_t rtt_count, rtt_sum_us;
+    uint64_t rtt_buckets[IGW_DB_RTT_NBOUNDS + 1]; /* per bucket, not cumulative; last: above the largest bound */
+    uint64_t queued, in_flight;                   /* gauges: waiting to be sent / sent, unanswered */
+    bool connected;
+} igw_db_stats;
+
+/* Starts connecting to `dsn` (a conninfo string or URI) in the background
+ * and returns at once; queries may be submitted right away. NULL with err
+ * when the DSN does not parse or memory runs out. */
+igw_db *igw_db_create(struct st_h2o_evloop_t *loop, const char *dsn, char *err, size_t errlen);
+
+/* Queues `stmt` with stmt->nparams parameters (values[i] NULL for SQL NULL;
+ * lengths and formats as for PQsendQueryPrepared, both may be NULL for all
+ * text). The values are copied: they need to live only during the call.
+ * Sending happens at the end of the current loop turn, all queued queries
+ * together. 0 accepted (cb will be called exactly once), or -1 when the
+ * queue is full (IGW_DB_QUEUE_MAX), memory runs out or the db is being
+ * destroyed: cb is then never called. */
+int igw_db_exec(igw_db *db, const igw_db_stmt *stmt, const char *const *values, const int *lengths,
+                const int *formats, igw_db_cb cb, void *arg);
+
+/* True when the session is ready (connected and configured). */
+bool igw_db_connected(const igw_db *db);
+
+/* The reason of the last connection failure or loss ("" if none), for logs. */
+const char *igw_db_last_error(const igw_db *db);
+
+/* A consistent-enough snapshot of the counters; safe from any thread. */
+void igw_db_stats_get(const igw_db *db, igw_db_stats *out);
+
+/* Fails every queued and in-flight query with "shutting down" (in order),
+ * closes the connection and frees. On the loop thread, not from inside an
+ * igw_db callback. The loop must run once more afterwards (or be destroyed)
+ * for h2o to free its socket. NULL is ignored. */
+void igw_db_destroy(igw_db *db);
+
+#endif

@@ -1,0 +1,116 @@
+/* mqtt.h - igwd's privileged MQTT client (libmosquitto): device uplinks in,
+ * downlinks out.
+ *
+ * One connection per instance, run by a network thread of its own. MQTT
+ * 3.1.1 with clean_session=false and a stable client id: the broker keeps
+ * the QoS 1 subscriptions and queues uplinks while igwd is away (in memory
+ * only with the local broker's `persistence false`, and at most its
+ * max_queued_messages). On every connection the client subscribes with QoS 1
+ * to $thing/up/#, $ota/up/#, $config/up/#, $log/up/#, $gateway/up/# and
+ * $ext/up/# (a top-level # never matches $ topics); topics without the '$'
+ * are neither subscribed nor accepted: the auth plugin lets devices publish
+ * only to $<handle>/up/<type>/<productID>/<deviceName>.
+ *
+ * An uplink is handed to the callback only when its topic is exactly
+ * $<handle>/up/<type>/<productID>/<deviceName> with a known handle, a type
+ * of [A-Za-z0-9_-]{1,64} and valid device names (igw_devauth_name_ok), its
+ * payload is at most IGW_MQTT_PAYLOAD_MAX bytes and it is not a retained
+ * message replayed by a (re)subscription. Anything else is counted as
+ * dropped (stderr: the first and every 1000th of each kind). libmosquitto
+ * acknowledges a QoS 1 message before the callback runs: what the callback
+ * does not make durable is lost if igwd dies right then.
+ *
+ * The network thread never gives up: after any failure (refused, broker
+ * down, name resolution, protocol error) it reconnects with a backoff of
+ * 0.25 s doubling to 8 s. (mosquitto_loop_start is not used: its loop quits
+ * for good on some errors, e.g. MOSQ_ERR_EAI, and its backoff sleep cannot
+ * be interrupted by a stop.) mosquitto_lib_init runs once per process and
+ * mosquitto_lib_cleanup never: its CONF_modules_unload would reset OpenSSL
+ * under h2o and libpq. */
+#ifndef IGW_MQTT_H
+#define IGW_MQTT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define IGW_MQTT_HANDLE_MAX 16       /* bytes of a handle, without the '$' */
+#define IGW_MQTT_TYPE_MAX 64         /* bytes of a type (as the auth plugin) */
+#define IGW_MQTT_NAME_MAX 64         /* bytes of a productID or deviceName */
+#define IGW_MQTT_PAYLOAD_MAX 65536   /* largest payload accepted or published */
+
+typedef struct igw_mqtt igw_mqtt;
+
+/* Connection settings; the strings are copied by igw_mqtt_start. */
+typedef struct igw_mqtt_config {
+    const char *host;      /* broker host name or address (required) */
+    uint16_t port;         /* broker port (required) */
+    const char *username;  /* the privileged user, e.g. "igwd" (required) */
+    const char *password;  /* its password (required) */
+    const char *client_id; /* stable per igwd node, e.g. "igwd-<node>" (required, 1..128 bytes) */
+    unsigned keepalive_s;  /* 0: 30; at least 5 */
+} igw_mqtt_config;
+
+/* One uplink from $<handle>/up/<type>/<productID>/<deviceName>; the handle
+ * without its '$' ("thing", "ota", "config", "log", "gateway", "ext"). The
+ * payload has len bytes followed by a NUL that len does not count. Owned by
+ * the receiver; free it with igw_mqtt_uplink_free. */
+typedef struct igw_mqtt_uplink {
+    char handle[IGW_MQTT_HANDLE_MAX + 1];
+    char type[IGW_MQTT_TYPE_MAX + 1];
+    char product_id[IGW_MQTT_NAME_MAX + 1];
+    char device_name[IGW_MQTT_NAME_MAX + 1];
+    size_t len;
+    char payload[];
+} igw_mqtt_uplink;
+
+/* Receives each accepted uplink on the network thread; must not block (hand
+ * it to a queue); takes ownership of u. */
+typedef void (*igw_mqtt_uplink_fn)(void *arg, igw_mqtt_uplink *u);
+
+/* Counters since igw_mqtt_start (each read atomically, not as a set). */
+typedef struct igw_mqtt_stats {
+    uint64_t in;               /* uplinks handed to the callback */
+    uint64_t out;              /* messages accepted by igw_mqtt_publish */
+    uint64_t out_failed;       /* igw_mqtt_publish calls that returned -1 */
+    uint64_t dropped;          /* messages received and discarded: the sum of the three below */
+    uint64_t dropped_topic;    /* topic not $<handle>/up/<type>/<productID>/<deviceName> */
+    uint64_t dropped_size;     /* payload over IGW_MQTT_PAYLOAD_MAX */
+    uint64_t dropped_retained; /* retained message replayed by a subscription */
+    uint64_t reconnects;       /* successful connections after the first */
+} igw_mqtt_stats;
+
+/* Validates cfg, creates the client and starts its network thread, which
+ * connects (and keeps reconnecting) in the background: a broker that is down
+ * or refuses is not an error here (see igw_mqtt_wait_connected). fn (with
+ * arg) receives the uplinks. NULL with a message in err on invalid settings
+ * or when out of resources. */
+igw_mqtt *igw_mqtt_start(const igw_mqtt_config *cfg, igw_mqtt_uplink_fn fn, void *arg, char *err,
+                         size_t errlen);
+
+/* Publishes a downlink (never retained) with QoS 0, 1 or 2; callable from any
+ * thread. 0 when queued for sending, -1 when not connected, on invalid
+ * arguments (topic with wildcards, not UTF-8, payload over
+ * IGW_MQTT_PAYLOAD_MAX) or when libmosquitto fails. */
+int igw_mqtt_publish(igw_mqtt *m, const char *topic, const void *payload, size_t len, int qos);
+
+/* True while connected with every uplink subscription granted at QoS 1. */
+bool igw_mqtt_connected(const igw_mqtt *m);
+
+/* Waits up to timeout_ms for igw_mqtt_connected to hold. 0 if it does, -1 on
+ * timeout. */
+int igw_mqtt_wait_connected(igw_mqtt *m, unsigned timeout_ms);
+
+/* Copies the counters into *out. */
+void igw_mqtt_stats_get(const igw_mqtt *m, igw_mqtt_stats *out);
+
+/* Frees an uplink (NULL is fine). */
+void igw_mqtt_uplink_free(igw_mqtt_uplink *u);
+
+/* Disconnects cleanly (the broker keeps the session), joins the network
+ * thread and frees everything; no callback runs after it returns. No
+ * igw_mqtt_publish may be running or start once it is called. NULL is
+ * fine. */
+void igw_mqtt_stop(igw_mqtt *m);
+
+#endif

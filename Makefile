@@ -32,9 +32,9 @@ CTL_LIBS     = $(shell pkg-config --libs libpq)
 # missing ones (as root), and `make run` / `make test` call it first.
 DEB_PACKAGES := re2c clang libclang-rt-14-dev libssl-dev libsimdjson-dev libjansson-dev \
                 postgresql-15 postgresql-client-15 redis-server mosquitto mosquitto-clients \
-                libh2o-evloop-dev libpq-dev libhiredis-dev libmosquitto-dev curl
+                libh2o-evloop-dev libpq-dev libhiredis-dev libmosquitto-dev curl jq
 
-.PHONY: all deps run stop generate services-up services-down test-ops test-devauth test-jwt test-thingmodel test-igwd test-mqttauth check-gen test test-unit test-codegen test-conformance test-json \
+.PHONY: all deps run stop generate services-up services-down test-ops test-edge test-devauth test-jwt test-thingmodel test-igwd test-mqttauth check-gen test test-unit test-codegen test-conformance test-json \
         test-sql test-openapi fuzz-smoke fuzz bench-decode clean deps
 all: $(BUILD)/igw-gen $(BUILD)/igwctl $(BUILD)/igwd $(BUILD)/igw-mqtt-auth.so
 
@@ -91,7 +91,7 @@ $(BUILD)/igwctl: $(wildcard src/igwctl/*.c) $(RUNTIME_SRC) $(wildcard src/common
 
 # ---- the server -------------------------------------------------------------
 IGWD_SRC    := $(sort $(wildcard src/igwd/*.c))
-IGWD_PKGS   := libh2o-evloop libpq hiredis
+IGWD_PKGS   := libh2o-evloop libpq hiredis libmosquitto
 IGWD_CFLAGS  = -DH2O_USE_LIBUV=0 $(shell pkg-config --cflags $(IGWD_PKGS))
 IGWD_LIBS    = $(shell pkg-config --libs $(IGWD_PKGS)) -lssl -lcrypto -lpthread -lm
 
@@ -165,6 +165,10 @@ $(T)/igwd: $(IGWD_SRC) $(RUNTIME_SRC) $(wildcard src/igwd/*.h src/common/*.h gen
 test-igwd: $(T)/igwd
 	tests/igwd/smoke.sh $(T)/igwd
 
+# Area A against real PostgreSQL, Redis and Mosquitto (own ports and var/).
+test-edge: $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-mqtt-auth.so
+	tests/igwd/edge_test.sh $(T)/igwd $(BUILD)/igwctl
+
 test-devauth: $(T)/test_devauth
 	$(T)/test_devauth
 
@@ -197,7 +201,7 @@ fuzz: $(T)/conformance-run
 	CLANG=$(CLANG) tests/fuzz/smoke.sh $${FUZZ_SECONDS:-300}
 
 # Every test; non-zero on any failure.
-test: deps all check-gen test-codegen test-json test-conformance test-devauth test-jwt test-thingmodel test-igwctl test-igwd test-sql test-ops test-mqttauth test-openapi fuzz-smoke
+test: deps all check-gen test-codegen test-json test-conformance test-devauth test-jwt test-thingmodel test-igwctl test-igwd test-edge test-sql test-ops test-mqttauth test-openapi fuzz-smoke
 	@echo "make test: all passed"
 
 # ---- benchmark ----------------------------------------------------------------

@@ -162,17 +162,10 @@ static int boundary_ok(const char *b, size_t n, const char **err)
     return 1;
 }
 
-int igw_multipart_boundary(const char *ct, size_t len, char *out, size_t cap, const char **err)
+/* Parses the Content-Type into out; returns the boundary's length or -1
+ * with *err set (out may then hold anything). */
+static int boundary_of(const char *ct, size_t len, char *out, size_t cap, const char **err)
 {
-    const char *why_dummy;
-    if (!err)
-        err = &why_dummy;
-    if (out && cap)
-        out[0] = '\0';
-    if (!out || cap < 2) {
-        *err = "multipart: boundary buffer too small";
-        return -1;
-    }
     if (!ct || len == 0) {
         *err = "multipart: missing Content-Type";
         return -1;
@@ -198,8 +191,7 @@ int igw_multipart_boundary(const char *ct, size_t len, char *out, size_t cap, co
         return -1;
     }
     char val[IGW_MULTIPART_BOUNDARY_MAX + 2]; /* one more to tell "too long" */
-    int found = 0;
-    long blen = -1;
+    int blen = -1;
     /* Each iteration consumes at least ";x=y", so this ends within len steps. */
     for (;;) {
         const char *name;
@@ -213,26 +205,43 @@ int igw_multipart_boundary(const char *ct, size_t len, char *out, size_t cap, co
         }
         if (!ieq(name, nlen, "boundary"))
             continue;
-        if (found) {
+        if (blen >= 0) {
             *err = "multipart: duplicate boundary";
             return -1;
         }
-        found = 1;
         if (!boundary_ok(val, vlen, err))
             return -1;
-        blen = (long)vlen;
+        if (vlen + 1 > cap) {
+            *err = "multipart: boundary buffer too small";
+            return -1;
+        }
+        memcpy(out, val, vlen + 1); /* val is reused by later parameters */
+        blen = (int)vlen;
     }
-    if (!found) {
+    if (blen < 0)
         *err = "multipart: missing boundary";
+    return blen;
+}
+
+int igw_multipart_boundary(const char *ct, size_t len, char *out, size_t cap, const char **err)
+{
+    const char *why = NULL;
+    if (!out || cap < 2) {
+        if (out && cap)
+            out[0] = '\0';
+        why = "multipart: boundary buffer too small";
+        if (err)
+            *err = why;
         return -1;
     }
-    if ((size_t)blen + 1 > cap) {
-        *err = "multipart: boundary buffer too small";
-        return -1;
-    }
-    memcpy(out, val, (size_t)blen + 1);
-    *err = NULL;
-    return (int)blen;
+    int n = boundary_of(ct, len, out, cap, &why);
+    if (n < 0)
+        out[0] = '\0';
+    else
+        why = NULL;
+    if (err)
+        *err = why;
+    return n;
 }
 
 /* ---- the parser ------------------------------------------------------------- */

@@ -125,14 +125,25 @@ int igw_request_decode(const igw_api *api, igw_request *req, const igw_http_requ
         return -1;
     if (r->body != IGW_BODY_KIND_JSON)
         return 0; /* no body, or multipart, which the handler streams */
-    void *out = igw_arena_alloc(a, r->body_size);
-    if (!out) {
+    return igw_request_decode_body(api, r, in->body, a, &req->body, err);
+}
+
+int igw_request_decode_body(const igw_api *api, const igw_route_def *r, igw_str body, igw_arena *a, void **out,
+                            igw_decode_error *err)
+{
+    if (body.len > r->body_limit) {
+        set_error(err, api->cls_body_cap, IGW_JERR_SIZE, "body exceeds the route's cap", "");
+        return -1;
+    }
+    void *v = igw_arena_alloc(a, r->body_size);
+    if (!v) {
         set_error(err, api->cls_internal, IGW_JERR_NOMEM, "out of memory", "");
         return -1;
     }
-    igw_json_init(&j, in->body.ptr, len, a, IGW_JSON_MAX_DEPTH);
-    if (r->decode(&j, out) == 0 && igw_json_finish(&j) == 0) {
-        req->body = out;
+    igw_json j;
+    igw_json_init(&j, body.ptr, body.len, a, IGW_JSON_MAX_DEPTH);
+    if (r->decode(&j, v) == 0 && igw_json_finish(&j) == 0) {
+        *out = v;
         return 0;
     }
     int cls = j.err == IGW_JERR_RESERVED ? api->cls_reserved

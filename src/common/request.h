@@ -100,6 +100,12 @@ typedef struct igw_request {
 int igw_request_decode(const igw_api *api, igw_request *req, const igw_http_request *in, igw_arena *a,
                        igw_decode_error *err);
 
+/* The body stage alone, for a payload that arrived by another transport
+ * (an MQTT uplink carries the send route's body): cap, then the route's
+ * strict decoder. 0 with *out set (in the arena), or -1 with *err. */
+int igw_request_decode_body(const igw_api *api, const igw_route_def *r, igw_str body, igw_arena *a, void **out,
+                            igw_decode_error *err);
+
 /* A route handler; receives a request that passed the strict stage. */
 typedef int (*igw_handler_fn)(void *ctx, const igw_request *req);
 

@@ -34,6 +34,7 @@ const char igw_admin_usage[] =
     "  user add --id N --enterprise N --name S\n"
     "  product add --id P --enterprise N --name S --model FILE\n"
     "  device add --product P --device D [--owner USER] [--gateway] [--expiry UNIX_S]\n"
+    "  device sign --product P --device D --secret S [--expiry UNIX_S] [--sha1]   (offline)\n"
     "  gateway bind --gateway-product P --gateway-device D --product P --device D\n"
     "  camera add --product P --device D --camera C [--name S]\n"
     "  grant --user N --product P --device D\n"
@@ -136,7 +137,7 @@ static void parse_opts(int argc, char **argv)
         if (eq) {
             o->name = strndup(a + 2, (size_t)(eq - a - 2));
             o->value = eq + 1;
-        } else if (strcmp(a, "--gateway") == 0) {
+        } else if (strcmp(a, "--gateway") == 0 || strcmp(a, "--sha1") == 0) { /* the flags */
             o->name = strdup(a + 2);
         } else {
             if (i + 1 >= argc)
@@ -571,6 +572,36 @@ static int device_add(void)
     return 0;
 }
 
+/* Offline: credentials from a known secret, with any expiry (also a past
+ * one) and either signature form; for device makers and tests. */
+static int device_sign(void)
+{
+    const char *prod = ident_arg("product", true), *dev = ident_arg("device", true);
+    const char *secret = opt_get("secret", true);
+    const char *exp_s = opt_get("expiry", false);
+    bool sha1 = flag_get("sha1");
+    int64_t expiry = exp_s ? int_arg("expiry", exp_s, 1, IGW_DEVAUTH_EXPIRY_MAX) : now_s() + DEVICE_TTL_DEFAULT;
+    opts_done();
+    char user[IGW_DEVAUTH_USER_MAX + 1], pass[IGW_DEVAUTH_PASS_MAX + 1];
+    char basic[IGW_DEVAUTH_BASIC_MAX + 1];
+    if (igw_devauth_sign(prod, dev, secret, expiry, sha1, user, sizeof user, pass, sizeof pass) != 0 ||
+        igw_devauth_basic(user, pass, basic, sizeof basic) != 0)
+        die("cannot sign: the secret must be base64 of 16..64 bytes");
+    igw_jw w;
+    igw_jw_init(&w);
+    igw_jw_object_begin(&w);
+    jstr(&w, "productID", prod);
+    jstr(&w, "deviceName", dev);
+    jstr(&w, "username", user);
+    jstr(&w, "password", pass);
+    jstr(&w, "authorization", basic);
+    igw_jw_key(&w, "expiresAt", 9);
+    igw_jw_int(&w, expiry);
+    igw_jw_object_end(&w);
+    put_json(stdout, &w);
+    return 0;
+}
+
 static void target(igw_jw *w, const char *key, const char *prod, const char *dev)
 {
     igw_jw_key(w, key, strlen(key));
@@ -793,6 +824,7 @@ typedef struct command {
 static const command commands[] = {
     {"enterprise", "add", enterprise_add}, {"user", "add", user_add},
     {"product", "add", product_add},       {"device", "add", device_add},
+    {"device", "sign", device_sign},
     {"gateway", "bind", gateway_bind},     {"camera", "add", camera_add},
     {"grant", NULL, grant},                {"token", "issue", token_issue},
     {"token", "verify", token_verify},

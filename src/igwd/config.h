@@ -15,6 +15,7 @@
 
 #define IGW_CONFIG_HOST_MAX 256  /* host names and addresses, with the NUL */
 #define IGW_CONFIG_DSN_MAX 1024  /* PostgreSQL connection string, with the NUL */
+#define IGW_CONFIG_PATH_MAX 1024 /* file and directory paths, with the NUL */
 #define IGW_CONFIG_MAX_THREADS 256
 
 typedef struct igw_config {
@@ -27,6 +28,16 @@ typedef struct igw_config {
     uint16_t redis_port;
     char mqtt_host[IGW_CONFIG_HOST_MAX]; /* "" = not configured */
     uint16_t mqtt_port;
+    char mqtt_username[IGW_CONFIG_HOST_MAX];
+    char mqtt_password_file[IGW_CONFIG_PATH_MAX];
+    char mqtt_client_id[IGW_CONFIG_HOST_MAX];
+    unsigned device_cache_ms;  /* edge: device record reuse */
+    unsigned batch_max;        /* edge: uplinks per group commit */
+    char storage_root[IGW_CONFIG_PATH_MAX];
+    size_t upload_max;         /* bytes */
+    char url_key_file[IGW_CONFIG_PATH_MAX]; /* "" = random per process */
+    unsigned url_ttl_s;
+    bool bench_routes;         /* POST /bench/bare, for make bench-edge */
     bool signaling_enabled; /* routes with `gate signaling` need it */
     unsigned check_timeout_ms;   /* per dependency probe of /readyz */
     unsigned shutdown_timeout_ms; /* bound on draining in-flight requests */

@@ -11,6 +11,12 @@
 #include "api.h"
 #include "request.h"
 
+/* handle_device.c: the device routes. */
+int igw_handle_device_send(void *ctx, const igw_request *req);
+/* POST /bench/bare (setting bench_routes): the send route's reply for a
+ * report without credentials or database, the reference of make bench-edge. */
+int igw_handle_bench_bare(void *ctx, const igw_request *req);
+
 /* Indexed by igw_route_id. */
 extern const igw_handler_fn igw_handlers[IGW_ROUTE__COUNT];
 

@@ -48,12 +48,14 @@ typedef struct worker {
     igw_jw body, log;     /* reply body and access-log line, reused */
     igw_metrics_shard *metrics;
     uint64_t id_seed, id_counter;
+    void *app_state;
 } worker;
 
 struct igw_server {
     igw_config cfg;
     h2o_globalconf_t globalconf;
     igw_metrics *metrics;
+    igw_http_app app;
     worker *workers;
     unsigned nworkers;
     uint16_t port;
@@ -62,13 +64,29 @@ struct igw_server {
 
 struct igw_exchange {
     worker *w;
-    h2o_req_t *req;
+    h2o_req_t *req; /* NULL once a held exchange's request was disposed */
     igw_str path;
     unsigned route; /* metrics route slot */
     char id[17];
     struct timespec start;
     bool replied;
+    bool held;              /* the handler's exchange: a copy took over */
+    bool heap;              /* the copy (igw_http_hold): freed by its reply */
+    struct hold_guard *guard; /* a held exchange's link to its request pool */
 };
+
+/* Lives in the request's pool: when h2o disposes the request (the reply
+ * was sent, or the client went away), it detaches the held exchange. */
+typedef struct hold_guard {
+    igw_exchange *ex;
+} hold_guard;
+
+/* A task for a worker (igw_http_post). */
+typedef struct task {
+    h2o_multithread_message_t super;
+    void (*fn)(void *state, void *arg);
+    void *arg;
+} task;
 
 /* ---- replies ------------------------------------------------------------ */
 
@@ -101,16 +119,85 @@ static uint64_t elapsed_us(const struct timespec *start)
     return us < 0 ? 0 : (uint64_t)us;
 }
 
+static void on_guard_dispose(void *p)
+{
+    hold_guard *g = p;
+    if (g->ex) {
+        g->ex->req = NULL;
+        g->ex->guard = NULL;
+    }
+}
+
+igw_exchange *igw_http_hold(igw_exchange *ex)
+{
+    igw_exchange *h = malloc(sizeof *h);
+    if (!h)
+        return NULL;
+    hold_guard *g = h2o_mem_alloc_shared(&ex->req->pool, sizeof *g, on_guard_dispose);
+    *h = *ex;
+    h->heap = true;
+    g->ex = h;
+    h->guard = g;
+    ex->held = true;
+    return h;
+}
+
+bool igw_http_cancelled(const igw_exchange *ex)
+{
+    return ex->req == NULL;
+}
+
+igw_str igw_http_header_value(igw_exchange *ex, const char *name)
+{
+    size_t n = strlen(name);
+    ssize_t i = h2o_find_header_by_str(&ex->req->headers, name, n, -1);
+    if (i < 0)
+        return (igw_str){NULL, 0};
+    const h2o_header_t *h = &ex->req->headers.entries[i];
+    return (igw_str){h->value.base, h->value.len};
+}
+
+igw_str igw_http_body(igw_exchange *ex)
+{
+    if (!ex->req->entity.base)
+        return (igw_str){"", 0};
+    return (igw_str){ex->req->entity.base, ex->req->entity.len};
+}
+
+const char *igw_http_request_id(const igw_exchange *ex)
+{
+    return ex->id;
+}
+
+void *igw_http_state(igw_exchange *ex)
+{
+    return ex->w->app_state;
+}
+
+/* A held exchange is freed by its reply; the guard must not touch it then. */
+static void release_held(igw_exchange *ex)
+{
+    if (ex->guard)
+        ex->guard->ex = NULL;
+    free(ex);
+}
+
 /* Sends `body` with class `cls`'s status; counts and logs the request. */
 static void send_reply(igw_exchange *ex, int cls, const char *ctype, const char *body, size_t len)
 {
     h2o_req_t *req = ex->req;
     worker *w = ex->w;
-    if (ex->replied) {
+    if (ex->replied || ex->held) {
         fprintf(stderr, "igwd: bug: second reply to request %s ignored\n", ex->id);
         return;
     }
     ex->replied = true;
+    if (!req) { /* the client went away while the work was pending */
+        igw_metrics_observe(w->metrics, ex->route, (unsigned)(cls < 0 || cls >= IGW_ERR__COUNT ? IGW_ERR_INTERNAL : cls),
+                            elapsed_us(&ex->start));
+        release_held(ex);
+        return;
+    }
     if (cls < 0 || cls >= IGW_ERR__COUNT)
         cls = IGW_ERR_INTERNAL;
     const igw_error_class *ec = &igw_error_classes[cls];
@@ -122,8 +209,9 @@ static void send_reply(igw_exchange *ex, int cls, const char *ctype, const char 
     h2o_add_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("x-request-id"), 0, NULL, id,
                           sizeof ex->id - 1);
     req->res.content_length = len;
-    h2o_send_inline(req, body, len);
 
+    /* Counted and logged before sending: h2o may dispose the request once
+     * it is sent, and the log reads from it. */
     uint64_t us = elapsed_us(&ex->start);
     igw_metrics_observe(w->metrics, ex->route, (unsigned)cls, us);
     if (w->server->cfg.access_log) {
@@ -140,6 +228,10 @@ static void send_reply(igw_exchange *ex, int cls, const char *ctype, const char 
         };
         (void)igw_accesslog_write(&w->log, &e); /* a lost log line must not fail the request */
     }
+    bool heap = ex->heap;
+    h2o_send_inline(req, body, len);
+    if (heap)
+        release_held(ex);
 }
 
 static const char internal_body[] =
@@ -296,6 +388,10 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
 
     if (serve_ops(&ex, method))
         return 0;
+    if (w->server->cfg.bench_routes && str_is(ex.path, "/bench/bare") && str_is(method, "POST")) {
+        igw_handle_bench_bare(&ex, NULL);
+        return 0;
+    }
 
     igw_http_request in = {.method = method, .path = ex.path};
     if (req->entity.base)
@@ -333,6 +429,12 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     }
     igw_handler_fn fn = igw_handlers[r.route->id];
     int rc = fn ? fn(&ex, &r) : -1;
+    if (ex.held && rc == 0)
+        return 0; /* answered later */
+    if (ex.held) {
+        fprintf(stderr, "igwd: bug: handler held request %s and failed\n", ex.id);
+        return 0;
+    }
     if (!ex.replied)
         igw_http_reply_error(&ex, IGW_ERR_INTERNAL, rc ? "handler failed" : "handler did not reply", "");
     return 0;
@@ -362,11 +464,32 @@ static void on_accept(h2o_socket_t *listener, const char *err)
 
 static void on_wake(h2o_multithread_receiver_t *r, h2o_linklist_t *messages)
 {
-    (void)r;
+    worker *w = H2O_STRUCT_FROM_MEMBER(worker, wake, r);
     while (!h2o_linklist_is_empty(messages)) {
         h2o_multithread_message_t *m = H2O_STRUCT_FROM_MEMBER(h2o_multithread_message_t, link, messages->next);
         h2o_linklist_unlink(&m->link);
+        if (m == &w->wake_msg)
+            continue; /* the stop signal */
+        task *t = (task *)m;
+        t->fn(w->app_state, t->arg);
+        free(t);
     }
+}
+
+unsigned igw_http_workers(const igw_server *s)
+{
+    return s->nworkers;
+}
+
+int igw_http_post(igw_server *s, unsigned index, void (*fn)(void *state, void *arg), void *arg)
+{
+    task *t = calloc(1, sizeof *t);
+    if (!t)
+        return -1;
+    t->fn = fn;
+    t->arg = arg;
+    h2o_multithread_send_message(&s->workers[index % s->nworkers].wake, &t->super);
+    return 0;
 }
 
 static int64_t now_ms(void)
@@ -458,7 +581,7 @@ static int open_listener(const igw_config *c, uint16_t port, int *fd_out, uint16
     return 0;
 }
 
-igw_server *igw_http_create(const igw_config *cfg, char *err, size_t errlen)
+igw_server *igw_http_create(const igw_config *cfg, const igw_http_app *app, char *err, size_t errlen)
 {
     if (cfg->threads == 0 || cfg->max_body == 0) {
         snprintf(err, errlen, "configuration not resolved");
@@ -470,6 +593,8 @@ igw_server *igw_http_create(const igw_config *cfg, char *err, size_t errlen)
         return NULL;
     }
     s->cfg = *cfg;
+    if (app)
+        s->app = *app;
     atomic_init(&s->stopping, false);
     h2o_config_init(&s->globalconf);
     s->globalconf.max_request_entity_size = cfg->max_body;
@@ -515,6 +640,10 @@ igw_server *igw_http_create(const igw_config *cfg, char *err, size_t errlen)
         w->accept_ctx.ctx = &w->ctx;
         w->accept_ctx.hosts = s->globalconf.hosts;
         h2o_multithread_register_receiver(w->ctx.queue, &w->wake, on_wake);
+        if (s->app.start && !(w->app_state = s->app.start(s->app.arg, i, w->loop, err, errlen))) {
+            igw_http_destroy(s);
+            return NULL;
+        }
     }
     return s;
 }
@@ -580,6 +709,10 @@ void igw_http_destroy(igw_server *s)
         if (w->listen_fd >= 0)
             close(w->listen_fd);
         if (w->ctx_ready && w->nconns == 0) {
+            h2o_evloop_run(w->loop, 0); /* tasks posted after the worker stopped */
+            if (w->app_state && s->app.stop)
+                s->app.stop(s->app.arg, w->app_state);
+            w->app_state = NULL;
             /* h2o_context_request_shutdown arms HTTP/2's GOAWAY resend timer
              * (one second) even with no connection; it is ours to cancel. */
             if (h2o_timeout_is_linked(&w->ctx.http2._graceful_shutdown_timeout))

@@ -12,20 +12,66 @@
 #ifndef IGW_HTTP_H
 #define IGW_HTTP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "config.h"
+#include "json.h"
 
 typedef struct igw_server igw_server;
 
 /* One request being answered; belongs to its worker thread. */
 typedef struct igw_exchange igw_exchange;
 
-/* Prepares the server: h2o configuration, metrics, and one bound listening
- * socket per worker (so an address in use fails here). The config is
- * copied and must be resolved (threads, max_body set). NULL with err. */
-igw_server *igw_http_create(const igw_config *cfg, char *err, size_t errlen);
+struct st_h2o_evloop_t;
+
+/* The application's per-worker state (database connection, caches, ...).
+ * start runs once per worker, on the creating thread, before the worker
+ * serves (so it may register sockets with the loop); stop runs after the
+ * worker drained, on the destroying thread. Either hook may be NULL. */
+typedef struct igw_http_app {
+    void *(*start)(void *arg, unsigned worker, struct st_h2o_evloop_t *loop, char *err, size_t errlen);
+    void (*stop)(void *arg, void *state);
+    void *arg;
+} igw_http_app;
+
+/* Prepares the server: h2o configuration, metrics, one bound listening
+ * socket and one app state per worker (so an address in use or an app
+ * failure fails here). The config is copied and must be resolved (threads,
+ * max_body set); app may be NULL. NULL with err. */
+igw_server *igw_http_create(const igw_config *cfg, const igw_http_app *app, char *err, size_t errlen);
+
+/* The number of workers. */
+unsigned igw_http_workers(const igw_server *s);
+
+/* Runs fn(state, arg) on worker `worker`'s thread, state being that
+ * worker's app state. Any thread. 0, or -1 when out of memory (fn is not
+ * run). Tasks still queued when the worker stops run during destroy. */
+int igw_http_post(igw_server *s, unsigned worker, void (*fn)(void *state, void *arg), void *arg);
+
+/* The app state of the worker answering `ex`. */
+void *igw_http_state(igw_exchange *ex);
+
+/* Keeps the exchange past the handler's return, for a reply that comes
+ * later on this worker's thread (a database result). Returns the exchange
+ * to use from now on (the handler's one is not). If the client goes away
+ * first, the exchange is cancelled: the reply then only releases it.
+ * A held exchange must be answered exactly once. */
+igw_exchange *igw_http_hold(igw_exchange *ex);
+
+/* True when a held exchange's client went away (its reply is dropped). */
+bool igw_http_cancelled(const igw_exchange *ex);
+
+/* A request header by lower-case name (first occurrence), ptr NULL when
+ * absent. Only while the handler runs (before igw_http_hold's return is used). */
+igw_str igw_http_header_value(igw_exchange *ex, const char *name);
+
+/* The request body as received; same lifetime as igw_http_header_value. */
+igw_str igw_http_body(igw_exchange *ex);
+
+/* The request id (16 hex characters), for logs. */
+const char *igw_http_request_id(const igw_exchange *ex);
 
 /* The port actually listened on (differs from the config when it said 0). */
 uint16_t igw_http_port(const igw_server *s);

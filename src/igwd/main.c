@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "api.h"
+#include "app.h"
 #include "config.h"
 #include "http.h"
 
@@ -72,13 +73,20 @@ int main(int argc, char **argv)
         return 1;
     }
 
-    igw_server *srv = igw_http_create(&cfg, err, sizeof err);
-    if (!srv) {
+    static igw_app app; /* outlives the workers */
+    if (igw_app_init(&app, &cfg, err, sizeof err)) {
         fprintf(stderr, "igwd: %s\n", err);
         return 1;
     }
+    igw_http_app hooks = igw_app_http_hooks(&app);
+    igw_server *srv = igw_http_create(&cfg, &hooks, err, sizeof err);
+    if (!srv) {
+        fprintf(stderr, "igwd: %s\n", err);
+        igw_app_free(&app);
+        return 1;
+    }
     int rc = 0;
-    if (igw_http_start(srv, err, sizeof err)) {
+    if (igw_http_start(srv, err, sizeof err) || igw_app_start_mqtt(&app, srv, err, sizeof err)) {
         fprintf(stderr, "igwd: %s\n", err);
         rc = 1;
     } else {
@@ -94,11 +102,15 @@ int main(int argc, char **argv)
                cfg.shutdown_timeout_ms);
         fflush(stdout);
     }
+    /* Workers drain first (their MQTT replies still go out), then the MQTT
+     * client stops (no new uplinks), then destroy fails what is left. */
     igw_http_stop(srv);
     if (igw_http_join(srv)) {
         fprintf(stderr, "igwd: connections still open at the shutdown deadline were dropped\n");
     }
+    igw_app_stop_mqtt(&app);
     igw_http_destroy(srv);
+    igw_app_free(&app);
     if (rc == 0) {
         printf("igwd: stopped\n");
         fflush(stdout);

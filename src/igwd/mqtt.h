@@ -73,7 +73,7 @@ typedef struct igw_mqtt_stats {
     uint64_t in;               /* uplinks handed to the callback */
     uint64_t out;              /* messages accepted by igw_mqtt_publish */
     uint64_t out_failed;       /* igw_mqtt_publish calls that returned -1 */
-    uint64_t dropped;          /* messages received and discarded: the sum of the three below */
+    uint64_t dropped;          /* messages received and discarded: the three below, or out of memory */
     uint64_t dropped_topic;    /* topic not $<handle>/up/<type>/<productID>/<deviceName> */
     uint64_t dropped_size;     /* payload over IGW_MQTT_PAYLOAD_MAX */
     uint64_t dropped_retained; /* retained message replayed by a subscription */

@@ -41,6 +41,12 @@ if [ ! -s "$keyfile" ]; then
     mv -f "$keyfile.tmp.$$" "$keyfile"
 fi
 export IGW_JWT_KEY_FILE=$keyfile
+# The key igwd signs download URLs with (setting url_key_file).
+urlkey=$IGW_VAR/url.key
+if [ ! -s "$urlkey" ]; then
+    (umask 077 && head -c 32 /dev/urandom | base64 | tr -d '\n' >"$urlkey.tmp.$$")
+    mv -f "$urlkey.tmp.$$" "$urlkey"
+fi
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/igw-provision.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT

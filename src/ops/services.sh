@@ -374,6 +374,7 @@ write_env() {
             echo "IGW_MQTT_PORT=$IGW_MQTT_PORT"
             echo "IGW_MQTT_USER=$mqtt_user"
             echo "IGW_MQTT_PASSWORD=$(sq "$mqtt_password")"
+            echo "IGW_MQTT_PASSWORD_FILE=$(sq "$mqtt_secret")"
         } >"$tmp"
     )
     mv -f "$tmp" "$envfile"

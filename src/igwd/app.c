@@ -1,0 +1,229 @@
+/* app.c - see app.h. */
+#include "app.h"
+
+#include "api.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Reads a small secret file, trailing newline dropped. 0 or -1 with err. */
+static int read_secret(const char *path, char *out, size_t cap, size_t *len, char *err, size_t errlen)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    ssize_t n = read(fd, out, cap);
+    int e = errno;
+    close(fd);
+    if (n < 0 || (size_t)n >= cap) {
+        snprintf(err, errlen, "%s: %s", path, n < 0 ? strerror(e) : "too long");
+        return -1;
+    }
+    while (n > 0 && (out[n - 1] == '\n' || out[n - 1] == '\r'))
+        n--;
+    out[n] = '\0';
+    if (n == 0) {
+        snprintf(err, errlen, "%s: empty", path);
+        return -1;
+    }
+    *len = (size_t)n;
+    return 0;
+}
+
+int igw_app_init(igw_app *app, const igw_config *cfg, char *err, size_t errlen)
+{
+    memset(app, 0, sizeof *app);
+    app->cfg = *cfg;
+    app->storage_fd = -1;
+    if (cfg->url_key_file[0]) {
+        char buf[256];
+        size_t n;
+        if (read_secret(cfg->url_key_file, buf, sizeof buf, &n, err, errlen))
+            return -1;
+        if (n < 16) {
+            snprintf(err, errlen, "%s: the URL key needs at least 16 bytes", cfg->url_key_file);
+            return -1;
+        }
+        /* Any length in, a fixed-size HMAC key out. */
+        memset(app->url_key, 0, sizeof app->url_key);
+        for (size_t i = 0; i < n; i++)
+            app->url_key[i % sizeof app->url_key] ^= (unsigned char)buf[i];
+    } else if (getrandom(app->url_key, sizeof app->url_key, 0) != (ssize_t)sizeof app->url_key) {
+        snprintf(err, errlen, "getrandom: %s", strerror(errno));
+        return -1;
+    }
+    if (cfg->storage_root[0]) {
+        if (mkdir(cfg->storage_root, 0750) != 0 && errno != EEXIST) {
+            snprintf(err, errlen, "storage_root %s: %s", cfg->storage_root, strerror(errno));
+            return -1;
+        }
+        app->storage_fd = open(cfg->storage_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (app->storage_fd < 0) {
+            snprintf(err, errlen, "storage_root %s: %s", cfg->storage_root, strerror(errno));
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* ---- workers ---------------------------------------------------------------- */
+
+static void *worker_start(void *arg, unsigned index, struct st_h2o_evloop_t *loop, char *err, size_t errlen)
+{
+    igw_app *app = arg;
+    igw_worker *w = calloc(1, sizeof *w);
+    if (!w) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    w->app = app;
+    w->index = index;
+    if (app->cfg.pg_dsn[0]) {
+        w->db = igw_db_create(loop, app->cfg.pg_dsn, err, errlen);
+        if (!w->db) {
+            free(w);
+            return NULL;
+        }
+        igw_edge_settings es = {.cache_ttl_ms = app->cfg.device_cache_ms, .batch_max = app->cfg.batch_max};
+        w->edge = igw_edge_create(loop, w->db, &es);
+        if (!w->edge) {
+            igw_db_destroy(w->db);
+            free(w);
+            snprintf(err, errlen, "out of memory");
+            return NULL;
+        }
+    }
+    return w;
+}
+
+static void worker_stop(void *arg, void *state)
+{
+    (void)arg;
+    igw_worker *w = state;
+    if (w->edge)
+        igw_edge_close(w->edge);
+    igw_db_destroy(w->db);
+    igw_edge_destroy(w->edge);
+    free(w);
+}
+
+igw_http_app igw_app_http_hooks(igw_app *app)
+{
+    return (igw_http_app){.start = worker_start, .stop = worker_stop, .arg = app};
+}
+
+/* ---- MQTT uplinks ------------------------------------------------------------- */
+
+typedef struct mqtt_job {
+    igw_app *app;
+    igw_mqtt_uplink *u;
+} mqtt_job;
+
+/* Replies go to $<handle>/down/<type>/<productID>/<deviceName>: the reply
+ * method's message on success, and an error reply whenever the message
+ * could be decoded (so a device learns why it was refused). */
+static void on_mqtt_done(void *arg, const igw_edge_result *r)
+{
+    mqtt_job *mj = arg;
+    if (r->reply && (r->reply_topic || r->cls != IGW_ERR_OK) && mj->app->mqtt) {
+        char topic[256];
+        int n = snprintf(topic, sizeof topic, "$%s/down/%s/%s/%s", mj->u->handle, mj->u->type, mj->u->product_id,
+                         mj->u->device_name);
+        if (n > 0 && (size_t)n < sizeof topic)
+            (void)igw_mqtt_publish(mj->app->mqtt, topic, r->reply, r->reply_len, 1); /* counted in its stats */
+    }
+    igw_mqtt_uplink_free(mj->u);
+    free(mj);
+}
+
+static void run_uplink(void *state, void *arg)
+{
+    igw_worker *w = state;
+    mqtt_job *mj = arg;
+    igw_mqtt_uplink *u = mj->u;
+    if (!w->edge) {
+        igw_edge_result r = {.cls = IGW_ERR_UNAVAILABLE, .reason = "no database configured", .path = ""};
+        on_mqtt_done(mj, &r);
+        return;
+    }
+    igw_uplink up = {
+        .handle = {u->handle, strlen(u->handle)},
+        .type = {u->type, strlen(u->type)},
+        .product_id = {u->product_id, strlen(u->product_id)},
+        .device_name = {u->device_name, strlen(u->device_name)},
+        .payload = {u->payload, u->len},
+    };
+    igw_edge_submit(w->edge, &up, on_mqtt_done, mj);
+}
+
+static uint64_t device_hash(const igw_mqtt_uplink *u)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (const char *p = u->product_id; *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+    h = (h ^ 0xff) * 1099511628211ULL;
+    for (const char *p = u->device_name; *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+    return h;
+}
+
+/* On the MQTT network thread: hand over, never block. */
+static void on_uplink(void *arg, igw_mqtt_uplink *u)
+{
+    igw_app *app = arg;
+    mqtt_job *mj = malloc(sizeof *mj);
+    if (!mj) {
+        igw_mqtt_uplink_free(u);
+        return;
+    }
+    mj->app = app;
+    mj->u = u;
+    unsigned n = igw_http_workers(app->srv);
+    if (igw_http_post(app->srv, (unsigned)(device_hash(u) % n), run_uplink, mj)) {
+        igw_mqtt_uplink_free(u);
+        free(mj);
+    }
+}
+
+int igw_app_start_mqtt(igw_app *app, igw_server *srv, char *err, size_t errlen)
+{
+    app->srv = srv;
+    if (!app->cfg.mqtt_host[0])
+        return 0;
+    char password[256] = "";
+    size_t n = 0;
+    if (app->cfg.mqtt_password_file[0] &&
+        read_secret(app->cfg.mqtt_password_file, password, sizeof password, &n, err, errlen))
+        return -1;
+    igw_mqtt_config mc = {
+        .host = app->cfg.mqtt_host,
+        .port = app->cfg.mqtt_port,
+        .username = app->cfg.mqtt_username,
+        .password = password,
+        .client_id = app->cfg.mqtt_client_id,
+    };
+    app->mqtt = igw_mqtt_start(&mc, on_uplink, app, err, errlen);
+    memset(password, 0, sizeof password);
+    return app->mqtt ? 0 : -1;
+}
+
+void igw_app_stop_mqtt(igw_app *app)
+{
+    igw_mqtt_stop(app->mqtt);
+    app->mqtt = NULL;
+}
+
+void igw_app_free(igw_app *app)
+{
+    if (app->storage_fd >= 0)
+        close(app->storage_fd);
+    app->storage_fd = -1;
+}

@@ -1,0 +1,50 @@
+/* app.h - what igwd's handlers share: the process-wide parts (settings, MQTT
+ * client, upload key) and each worker's own (database connection, device
+ * edge). The HTTP transport creates a worker's state through the hooks of
+ * igw_app_http_hooks; handlers reach it with igw_http_state(). */
+#ifndef IGW_APP_H
+#define IGW_APP_H
+
+#include <stddef.h>
+
+#include "config.h"
+#include "db.h"
+#include "edge.h"
+#include "http.h"
+#include "mqtt.h"
+
+#define IGW_APP_URL_KEY_LEN 32
+
+typedef struct igw_app {
+    igw_config cfg;
+    igw_server *srv;   /* set by igw_app_start_mqtt */
+    igw_mqtt *mqtt;    /* NULL when no broker is configured */
+    unsigned char url_key[IGW_APP_URL_KEY_LEN]; /* signs download URLs */
+    int storage_fd;    /* the storage root, opened once */
+} igw_app;
+
+/* One worker's state (igw_http_state). */
+typedef struct igw_worker {
+    igw_app *app;
+    unsigned index;
+    igw_db *db;      /* NULL when no database is configured */
+    igw_edge *edge;  /* NULL with db */
+} igw_worker;
+
+/* Fills *app from the resolved settings: reads the MQTT password and URL
+ * key files, opens (creating) the storage root. 0, or -1 with err. */
+int igw_app_init(igw_app *app, const igw_config *cfg, char *err, size_t errlen);
+
+/* The worker hooks for igw_http_create. */
+igw_http_app igw_app_http_hooks(igw_app *app);
+
+/* Connects to the broker (when configured) and feeds its uplinks to the
+ * workers of srv, each device always to the same worker (its order kept).
+ * 0, or -1 with err. */
+int igw_app_start_mqtt(igw_app *app, igw_server *srv, char *err, size_t errlen);
+
+/* Stops the MQTT client (before the HTTP workers stop), then frees. */
+void igw_app_stop_mqtt(igw_app *app);
+void igw_app_free(igw_app *app);
+
+#endif

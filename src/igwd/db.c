@@ -1,0 +1,750 @@
+/* db.c - see db.h.
+ *
+ * States: BACKOFF (waiting to retry) -> CONNECTING (PQconnectPoll steps) ->
+ * SETUP (pipeline on, "SET synchronous_commit" in flight) -> READY. Any
+ * failure goes back to BACKOFF through drop(). Queries wait in `queued`
+ * until READY, then move to `inflight` once handed to libpq; a connection
+ * loss fails `inflight` only. libpq's socket is watched through a dup()
+ * wrapped in an h2o socket with DONT_READ, so h2o reports readiness and
+ * libpq does all reading and writing. */
+#include "db.h"
+
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <h2o/socket.h>
+#include <h2o/timeout.h>
+
+/* PQpipelineSync (libpq <= 16) flushes on every call; PQsendPipelineSync
+ * (17+) does not, which lets one loop turn go out in one write. */
+#ifdef LIBPQ_HAS_SEND_PIPELINE_SYNC
+#define SYNC_FLUSHES 0
+#define send_sync PQsendPipelineSync
+#else
+#define SYNC_FLUSHES 1
+#define send_sync PQpipelineSync
+#endif
+
+#define CONNECT_TIMEOUT_MS 10000 /* PQconnectPoll has no timeout of its own */
+static const uint64_t backoff_ms[] = {50, 100, 200, 400, 800, 1600, 2000};
+#define NBACKOFF (sizeof backoff_ms / sizeof backoff_ms[0])
+
+const uint64_t igw_db_rtt_bounds_us[IGW_DB_RTT_NBOUNDS] = {
+    100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000, 500000, 1000000, 2500000, 5000000, 10000000};
+
+/* Durability must not depend on the server's default. */
+static const char setup_sql[] = "SET synchronous_commit TO on";
+
+typedef struct req {
+    struct req *next;
+    const igw_db_stmt *stmt; /* NULL: the session setup statement */
+    igw_db_cb cb;
+    void *arg;
+    const char *const *values;
+    const int *lengths, *formats;
+    bool prepare;       /* its Parse went out in the same Sync segment */
+    unsigned cmds_done; /* commands (Parse, Execute) whose results ended */
+    uint64_t sent_us;
+    PGresult *res;     /* the Execute's result on success */
+    PGresult *err_res; /* the first error of its segment */
+} req;
+
+typedef struct fifo {
+    req *head, *tail;
+    size_t n;
+} fifo;
+
+enum state { ST_BACKOFF, ST_CONNECTING, ST_SETUP, ST_READY };
+
+struct igw_db {
+    h2o_evloop_t *loop;
+    char *dsn;
+    PGconn *conn;
+    h2o_socket_t *sock;
+    enum state state;
+    bool write_armed; /* h2o_socket_notify_write pending (it asserts if armed twice) */
+    bool need_flush;  /* libpq holds unsent output */
+    bool last_null;   /* the previous PQgetResult was NULL: two in a row means out of step */
+    bool closing;
+    unsigned in_cb;
+    unsigned gen; /* bumped by every drop(), to notice one under our feet */
+    unsigned backoff;
+    fifo queued, inflight;
+    const igw_db_stmt **prepared; /* statements prepared (or being) on this connection */
+    size_t nprepared, capprepared;
+    h2o_timeout_t t_zero, t_connect, t_backoff[NBACKOFF];
+    h2o_timeout_entry_t kick, deadline, retry;
+    char errbuf[256];   /* err handed to callbacks */
+    char lostbuf[320];  /* "connection lost: ..." while failing in-flight queries */
+    char last_err[256];
+    struct {
+        atomic_uint_fast64_t ok, failed, rejected, connects, connect_failures, lost;
+        atomic_uint_fast64_t rtt_count, rtt_sum_us, rtt_buckets[IGW_DB_RTT_NBOUNDS + 1];
+        atomic_uint_fast64_t queued, inflight, connected;
+    } st;
+};
+
+static void drop(igw_db *db, const char *why);
+static void send_queued(igw_db *db);
+
+/* ---- small helpers ----------------------------------------------------------- */
+
+static uint64_t now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* Single writer (the loop thread): a relaxed load + store is enough. */
+static void bump(atomic_uint_fast64_t *a, uint64_t by)
+{
+    atomic_store_explicit(a, atomic_load_explicit(a, memory_order_relaxed) + by, memory_order_relaxed);
+}
+
+static void set(atomic_uint_fast64_t *a, uint64_t v)
+{
+    atomic_store_explicit(a, v, memory_order_relaxed);
+}
+
+static void gauges(igw_db *db)
+{
+    set(&db->st.queued, db->queued.n);
+    set(&db->st.inflight, db->inflight.n);
+}
+
+static void fifo_push(fifo *f, req *r)
+{
+    r->next = NULL;
+    if (f->tail)
+        f->tail->next = r;
+    else
+        f->head = r;
+    f->tail = r;
+    f->n++;
+}
+
+static void fifo_push_front(fifo *f, req *r)
+{
+    r->next = f->head;
+    f->head = r;
+    if (!f->tail)
+        f->tail = r;
+    f->n++;
+}
+
+static req *fifo_pop(fifo *f)
+{
+    req *r = f->head;
+    if (r) {
+        f->head = r->next;
+        if (!f->head)
+            f->tail = NULL;
+        f->n--;
+        r->next = NULL;
+    }
+    return r;
+}
+
+/* libpq messages span lines ("...failed: ...\n\tIs the server running"):
+ * one line for logs, whitespace runs collapsed. */
+static void flatten(char *dst, size_t cap, const char *prefix, const char *msg)
+{
+    const char *parts[2] = {prefix, msg};
+    size_t o = 0;
+    bool space = false;
+    for (size_t i = 0; i < 2; i++) {
+        for (const char *s = parts[i] ? parts[i] : ""; *s && o + 1 < cap; s++) {
+            if (*s == '\n' || *s == '\r' || *s == '\t' || *s == ' ') {
+                space = o > 0;
+                continue;
+            }
+            if (space && o + 2 < cap)
+                dst[o++] = ' ';
+            space = false;
+            dst[o++] = *s;
+        }
+    }
+    dst[o] = '\0';
+}
+
+/* Notices would go to stderr, in the middle of the JSON access log. */
+static void quiet_notice(void *arg, const char *message)
+{
+    (void)arg;
+    (void)message;
+}
+
+static bool is_prepared(const igw_db *db, const igw_db_stmt *s)
+{
+    for (size_t i = 0; i < db->nprepared; i++)
+        if (db->prepared[i] == s)
+            return true;
+    return false;
+}
+
+static void unmark_prepared(igw_db *db, const igw_db_stmt *s)
+{
+    for (size_t i = 0; i < db->nprepared; i++)
+        if (db->prepared[i] == s) {
+            db->prepared[i] = db->prepared[--db->nprepared];
+            return;
+        }
+}
+
+/* ---- completion -------------------------------------------------------------- */
+
+static void free_req(req *r)
+{
+    PQclear(r->res);
+    PQclear(r->err_res);
+    free(r);
+}
+
+static const char *format_err(igw_db *db, const PGresult *res)
+{
+    const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+    const char *msg = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+    if (state && msg) {
+        char head[8];
+        snprintf(head, sizeof head, "%.5s ", state);
+        flatten(db->errbuf, sizeof db->errbuf, head, msg);
+    } else {
+        const char *m = PQresultErrorMessage(res);
+        flatten(db->errbuf, sizeof db->errbuf, "libpq: ", *m ? m : PQresStatus(PQresultStatus(res)));
+    }
+    return db->errbuf;
+}
+
+/* Hands a user query's outcome to its callback and frees it. `local_err`
+ * applies only when the server did not report an error itself. */
+static void finish(igw_db *db, req *r, const char *local_err)
+{
+    const PGresult *res = NULL;
+    const char *err;
+    if (r->err_res)
+        err = format_err(db, r->err_res);
+    else if (local_err)
+        err = local_err;
+    else if (r->res)
+        err = NULL;
+    else
+        err = "no result";
+    if (!err)
+        res = r->res;
+    bump(err ? &db->st.failed : &db->st.ok, 1);
+    db->in_cb++;
+    r->cb(r->arg, res, err);
+    db->in_cb--;
+    free_req(r);
+}
+
+/* Fails a detached list in order; setup requests are just freed. */
+static void fail_list(igw_db *db, req *r, const char *err)
+{
+    while (r) {
+        req *next = r->next;
+        if (r->stmt)
+            finish(db, r, err);
+        else
+            free_req(r);
+        r = next;
+    }
+}
+
+static void observe_rtt(igw_db *db, uint64_t us)
+{
+    size_t b = 0;
+    while (b < IGW_DB_RTT_NBOUNDS && us > igw_db_rtt_bounds_us[b])
+        b++;
+    bump(&db->st.rtt_buckets[b], 1);
+    bump(&db->st.rtt_count, 1);
+    bump(&db->st.rtt_sum_us, us);
+}
+
+/* ---- socket plumbing --------------------------------------------------------- */
+
+static void on_sock_read(h2o_socket_t *sock, const char *err);
+static void on_sock_write(h2o_socket_t *sock, const char *err);
+
+static void close_socket(igw_db *db)
+{
+    if (db->sock) {
+        h2o_socket_close(db->sock); /* closes our dup only; a pending notify dies with it */
+        db->sock = NULL;
+    }
+    db->write_armed = false;
+}
+
+/* Wraps a dup of libpq's current socket (closing the previous wrapper:
+ * PQconnectPoll may switch sockets between attempts, and a fd number can
+ * be reused, so a fresh one per step is the simple correct choice). */
+static int open_socket(igw_db *db)
+{
+    close_socket(db);
+    int fd = PQsocket(db->conn);
+    if (fd < 0)
+        return -1;
+    int dupfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (dupfd < 0)
+        return -1;
+    db->sock = h2o_evloop_socket_create(db->loop, dupfd, H2O_SOCKET_FLAG_DONT_READ);
+    db->sock->data = db;
+    return 0;
+}
+
+static void arm_write(igw_db *db)
+{
+    if (!db->write_armed) {
+        db->write_armed = true;
+        h2o_socket_notify_write(db->sock, on_sock_write);
+    }
+}
+
+/* 0 all sent, 1 more to send (write readiness armed), -1 connection dropped. */
+static int flush(igw_db *db)
+{
+    int r = PQflush(db->conn);
+    if (r < 0) {
+        drop(db, "send failed");
+        return -1;
+    }
+    db->need_flush = r > 0;
+    if (r > 0)
+        arm_write(db);
+    return r;
+}
+
+/* ---- connection lifecycle ---------------------------------------------------- */
+
+static void on_retry(h2o_timeout_entry_t *e);
+
+/* Tears the connection down from any state and schedules the next attempt;
+ * queries in flight fail (never retried: they may have committed). */
+static void drop(igw_db *db, const char *why)
+{
+    enum state was = db->state;
+    const char *pqmsg = db->conn ? PQerrorMessage(db->conn) : "";
+    char tmp[sizeof db->last_err];
+    snprintf(tmp, sizeof tmp, "%s%s%s", why, *pqmsg ? ": " : "", pqmsg);
+    flatten(db->last_err, sizeof db->last_err, "", tmp);
+    db->gen++;
+    close_socket(db);
+    if (db->conn)
+        PQfinish(db->conn);
+    db->conn = NULL;
+    db->nprepared = 0;
+    db->need_flush = false;
+    db->last_null = false;
+    if (h2o_timeout_is_linked(&db->kick))
+        h2o_timeout_unlink(&db->kick);
+    if (h2o_timeout_is_linked(&db->deadline))
+        h2o_timeout_unlink(&db->deadline);
+    db->state = ST_BACKOFF;
+    set(&db->st.connected, 0);
+    bump(was == ST_READY ? &db->st.lost : &db->st.connect_failures, 1);
+    h2o_timeout_link(db->loop, &db->t_backoff[db->backoff], &db->retry);
+    if (db->backoff + 1 < NBACKOFF)
+        db->backoff++;
+
+    req *list = db->inflight.head;
+    db->inflight = (fifo){0};
+    gauges(db);
+    snprintf(db->lostbuf, sizeof db->lostbuf, "%s%s", strncmp(why, "connection lost", 15) ? "connection lost: " : "",
+             db->last_err);
+    fail_list(db, list, db->lostbuf); /* last: callbacks may submit again */
+}
+
+/* Hands one request to libpq: 0 sent; 1 nothing of its Execute queued
+ * (safe to requeue); 2 queued without its Sync (counts as in flight). */
+static int send_one(igw_db *db, req *r)
+{
+    if (!r->stmt) {
+        if (!PQsendQueryParams(db->conn, setup_sql, 0, NULL, NULL, NULL, NULL, 0))
+            return 1;
+    } else {
+        r->prepare = !is_prepared(db, r->stmt);
+        if (r->prepare) {
+            if (db->nprepared == db->capprepared) {
+                size_t cap = db->capprepared ? db->capprepared * 2 : 16;
+                const igw_db_stmt **p = realloc(db->prepared, cap * sizeof *p);
+                if (!p)
+                    return 1;
+                db->prepared = p;
+                db->capprepared = cap;
+            }
+            if (!PQsendPrepare(db->conn, r->stmt->name, r->stmt->sql, 0, NULL))
+                return 1;
+            db->prepared[db->nprepared++] = r->stmt;
+        }
+        if (!PQsendQueryPrepared(db->conn, r->stmt->name, r->stmt->nparams, r->values, r->lengths, r->formats, 0))
+            return 1;
+    }
+    r->sent_us = now_us();
+    fifo_push(&db->inflight, r);
+    return send_sync(db->conn) ? 0 : 2;
+}
+
+/* Moves queued queries into the pipeline until done or the socket pushes
+ * back (then on_sock_write resumes). */
+static void send_queued(igw_db *db)
+{
+    if (db->state != ST_READY || db->need_flush)
+        return;
+    while (db->queued.head) {
+        req *r = fifo_pop(&db->queued);
+        int rc = send_one(db, r);
+        if (rc == 1)
+            fifo_push_front(&db->queued, r);
+        if (rc != 0) {
+            gauges(db);
+            drop(db, "send failed");
+            return;
+        }
+        if (SYNC_FLUSHES && PQflush(db->conn) != 0) /* no syscall when libpq's buffer is empty */
+            break;
+    }
+    gauges(db);
+    flush(db);
+}
+
+static void on_kick(h2o_timeout_entry_t *e)
+{
+    send_queued(H2O_STRUCT_FROM_MEMBER(igw_db, kick, e));
+}
+
+static void setup_done(igw_db *db, req *r)
+{
+    if (r->err_res || !r->res) {
+        char why[200];
+        snprintf(why, sizeof why, "session setup failed: %s", r->err_res ? format_err(db, r->err_res) : "no result");
+        free_req(r);
+        drop(db, why);
+        return;
+    }
+    free_req(r);
+    if (h2o_timeout_is_linked(&db->deadline))
+        h2o_timeout_unlink(&db->deadline);
+    db->state = ST_READY;
+    db->backoff = 0;
+    bump(&db->st.connects, 1);
+    set(&db->st.connected, 1);
+    if (db->queued.head && !h2o_timeout_is_linked(&db->kick))
+        h2o_timeout_link(db->loop, &db->t_zero, &db->kick);
+}
+
+/* Connected: pipeline on, then the session settings as the first entry. */
+static void connected(igw_db *db)
+{
+    req *r = calloc(1, sizeof *r);
+    if (!r) {
+        drop(db, "out of memory");
+        return;
+    }
+    if (PQsetnonblocking(db->conn, 1) != 0 || !PQenterPipelineMode(db->conn) || open_socket(db) != 0) {
+        free(r);
+        drop(db, "pipeline setup failed");
+        return;
+    }
+    db->state = ST_SETUP;
+    h2o_socket_read_start(db->sock, on_sock_read);
+    int rc = send_one(db, r);
+    if (rc == 1)
+        free(r);
+    if (rc != 0) {
+        drop(db, "send failed");
+        return;
+    }
+    gauges(db);
+    flush(db);
+}
+
+/* One PQconnectPoll step, then wait for what it asked for. */
+static void connect_step(igw_db *db)
+{
+    PostgresPollingStatusType ps = PQconnectPoll(db->conn);
+    if (ps == PGRES_POLLING_OK) {
+        connected(db);
+        return;
+    }
+    if (ps == PGRES_POLLING_FAILED || open_socket(db) != 0) {
+        drop(db, "connect failed");
+        return;
+    }
+    if (ps == PGRES_POLLING_READING)
+        h2o_socket_read_start(db->sock, on_sock_read);
+    else
+        arm_write(db);
+}
+
+static void start_connect(igw_db *db)
+{
+    static const char *const keys[] = {"dbname", "fallback_application_name", NULL};
+    const char *vals[] = {db->dsn, "igwd", NULL};
+    db->conn = PQconnectStartParams(keys, vals, 1);
+    db->state = ST_CONNECTING;
+    h2o_timeout_link(db->loop, &db->t_connect, &db->deadline);
+    if (!db->conn) {
+        drop(db, "out of memory");
+        return;
+    }
+    PQsetNoticeProcessor(db->conn, quiet_notice, NULL);
+    if (PQstatus(db->conn) == CONNECTION_BAD || open_socket(db) != 0) {
+        drop(db, "connect failed");
+        return;
+    }
+    arm_write(db); /* as if PQconnectPoll had said WRITING */
+}
+
+static void on_retry(h2o_timeout_entry_t *e)
+{
+    start_connect(H2O_STRUCT_FROM_MEMBER(igw_db, retry, e));
+}
+
+static void on_deadline(h2o_timeout_entry_t *e)
+{
+    drop(H2O_STRUCT_FROM_MEMBER(igw_db, deadline, e), "connect timed out");
+}
+
+/* ---- results ------------------------------------------------------------------- */
+
+/* Reads every complete result; a query completes at its Sync, i.e. after
+ * its commit, so success is never reported for a transaction that could
+ * still be lost. */
+static void process(igw_db *db)
+{
+    unsigned gen = db->gen;
+    while (db->inflight.head) {
+        if (PQisBusy(db->conn))
+            break;
+        PGresult *res = PQgetResult(db->conn);
+        req *r = db->inflight.head;
+        if (!res) {
+            if (db->last_null) { /* libpq and our FIFO disagree: start afresh */
+                drop(db, "pipeline out of step");
+                return;
+            }
+            db->last_null = true;
+            r->cmds_done++;
+            continue;
+        }
+        db->last_null = false;
+        ExecStatusType s = PQresultStatus(res);
+        if (s == PGRES_PIPELINE_SYNC) {
+            PQclear(res);
+            fifo_pop(&db->inflight);
+            gauges(db);
+            if (!r->stmt) {
+                setup_done(db, r);
+            } else {
+                observe_rtt(db, now_us() - r->sent_us);
+                finish(db, r, NULL);
+            }
+            if (gen != db->gen || db->closing)
+                return;
+            continue;
+        }
+        if (s == PGRES_COPY_IN || s == PGRES_COPY_OUT || s == PGRES_COPY_BOTH) {
+            PQclear(res);
+            drop(db, "COPY is not supported");
+            return;
+        }
+        bool is_prepare = r->prepare && r->cmds_done == 0;
+        if ((s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK) && !is_prepare && !r->res) {
+            r->res = res;
+        } else if (s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK) {
+            PQclear(res);
+        } else {
+            if (is_prepare) /* prepare again next time */
+                unmark_prepared(db, r->stmt);
+            if (!r->err_res)
+                r->err_res = res;
+            else
+                PQclear(res);
+        }
+    }
+    if (PQstatus(db->conn) == CONNECTION_BAD)
+        drop(db, "connection lost");
+}
+
+static void on_sock_read(h2o_socket_t *sock, const char *err)
+{
+    igw_db *db = sock->data;
+    if (db->state == ST_CONNECTING) {
+        connect_step(db);
+        return;
+    }
+    if (err || !PQconsumeInput(db->conn)) {
+        drop(db, "connection lost");
+        return;
+    }
+    unsigned gen = db->gen;
+    process(db);
+    if (gen == db->gen && db->need_flush && flush(db) == 0) /* libpq: after reading, flush again */
+        send_queued(db);
+}
+
+static void on_sock_write(h2o_socket_t *sock, const char *err)
+{
+    igw_db *db = sock->data;
+    db->write_armed = false;
+    if (db->state == ST_CONNECTING) {
+        connect_step(db);
+        return;
+    }
+    if (err) {
+        drop(db, "connection lost");
+        return;
+    }
+    if (flush(db) == 0)
+        send_queued(db);
+}
+
+/* ---- public -------------------------------------------------------------------- */
+
+igw_db *igw_db_create(h2o_evloop_t *loop, const char *dsn, char *err, size_t errlen)
+{
+    char *perr = NULL;
+    PQconninfoOption *opts = PQconninfoParse(dsn, &perr);
+    if (!opts) {
+        char tmp[256];
+        flatten(tmp, sizeof tmp, "", perr ? perr : "out of memory");
+        snprintf(err, errlen, "database DSN: %s", tmp);
+        PQfreemem(perr);
+        return NULL;
+    }
+    PQconninfoFree(opts);
+    igw_db *db = calloc(1, sizeof *db);
+    if (!db || !(db->dsn = strdup(dsn))) {
+        free(db);
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    db->loop = loop;
+    h2o_timeout_init(loop, &db->t_zero, 0);
+    h2o_timeout_init(loop, &db->t_connect, CONNECT_TIMEOUT_MS);
+    for (size_t i = 0; i < NBACKOFF; i++)
+        h2o_timeout_init(loop, &db->t_backoff[i], backoff_ms[i]);
+    db->kick.cb = on_kick;
+    db->deadline.cb = on_deadline;
+    db->retry.cb = on_retry;
+    start_connect(db);
+    return db;
+}
+
+int igw_db_exec(igw_db *db, const igw_db_stmt *stmt, const char *const *values, const int *lengths,
+                const int *formats, igw_db_cb cb, void *arg)
+{
+    if (db->closing || !stmt || !cb || stmt->nparams < 0 || stmt->nparams > 65535 ||
+        (stmt->nparams > 0 && !values) || db->queued.n + db->inflight.n >= IGW_DB_QUEUE_MAX)
+        goto reject;
+    size_t n = (size_t)stmt->nparams, data = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!values[i])
+            continue;
+        bool bin = formats && formats[i];
+        if (bin && (!lengths || lengths[i] < 0))
+            goto reject;
+        data += bin ? (size_t)lengths[i] : strlen(values[i]) + 1;
+    }
+    /* One block: the request, then values, lengths, formats, bytes. */
+    size_t size = sizeof(req) + n * sizeof(char *) + (lengths ? n * sizeof(int) : 0) +
+                  (formats ? n * sizeof(int) : 0) + data;
+    req *r = calloc(1, size);
+    if (!r)
+        goto reject;
+    const char **v = (const char **)(r + 1);
+    int *l = (int *)(v + n), *f = lengths ? l + n : l;
+    char *bytes = (char *)(formats ? f + n : f);
+    for (size_t i = 0; i < n; i++) {
+        if (lengths)
+            l[i] = lengths[i];
+        if (formats)
+            f[i] = formats[i];
+        if (!values[i])
+            continue;
+        size_t len = formats && formats[i] ? (size_t)lengths[i] : strlen(values[i]) + 1;
+        memcpy(bytes, values[i], len);
+        v[i] = bytes;
+        bytes += len;
+    }
+    r->stmt = stmt;
+    r->cb = cb;
+    r->arg = arg;
+    r->values = n ? v : NULL;
+    r->lengths = lengths ? l : NULL;
+    r->formats = formats ? f : NULL;
+    fifo_push(&db->queued, r);
+    gauges(db);
+    if (db->state == ST_READY && !h2o_timeout_is_linked(&db->kick))
+        h2o_timeout_link(db->loop, &db->t_zero, &db->kick); /* end of this loop turn: one batch */
+    return 0;
+reject:
+    bump(&db->st.rejected, 1);
+    return -1;
+}
+
+bool igw_db_connected(const igw_db *db)
+{
+    return db->state == ST_READY;
+}
+
+const char *igw_db_last_error(const igw_db *db)
+{
+    return db->last_err;
+}
+
+void igw_db_stats_get(const igw_db *db, igw_db_stats *out)
+{
+#define L(x) atomic_load_explicit(&db->st.x, memory_order_relaxed)
+    memset(out, 0, sizeof *out);
+    out->queries_ok = L(ok);
+    out->queries_failed = L(failed);
+    out->rejected = L(rejected);
+    out->connects = L(connects);
+    out->connect_failures = L(connect_failures);
+    out->connections_lost = L(lost);
+    out->rtt_count = L(rtt_count);
+    out->rtt_sum_us = L(rtt_sum_us);
+    for (size_t i = 0; i <= IGW_DB_RTT_NBOUNDS; i++)
+        out->rtt_buckets[i] = L(rtt_buckets[i]);
+    out->queued = L(queued);
+    out->in_flight = L(inflight);
+    out->connected = L(connected) != 0;
+#undef L
+}
+
+void igw_db_destroy(igw_db *db)
+{
+    if (!db)
+        return;
+    if (db->in_cb) {
+        fprintf(stderr, "igw_db_destroy called from an igw_db callback\n");
+        abort();
+    }
+    db->closing = true;
+    h2o_timeout_entry_t *entries[] = {&db->kick, &db->deadline, &db->retry};
+    for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++)
+        if (h2o_timeout_is_linked(entries[i]))
+            h2o_timeout_unlink(entries[i]);
+    close_socket(db);
+    if (db->conn)
+        PQfinish(db->conn);
+    db->conn = NULL;
+    req *inflight = db->inflight.head, *queued = db->queued.head;
+    db->inflight = db->queued = (fifo){0};
+    fail_list(db, inflight, "shutting down");
+    fail_list(db, queued, "shutting down");
+    h2o_timeout_dispose(db->loop, &db->t_zero);
+    h2o_timeout_dispose(db->loop, &db->t_connect);
+    for (size_t i = 0; i < NBACKOFF; i++)
+        h2o_timeout_dispose(db->loop, &db->t_backoff[i]);
+    free(db->prepared);
+    free(db->dsn);
+    free(db);
+}

@@ -1,0 +1,252 @@
+#!/usr/bin/env bash
+# edge_test.sh IGWD IGWCTL - area A against real services: device HTTP
+# ingestion (credential matrix, gateway rules, every protocol row, thing
+# model errors with their paths, the envelope on every error), durability
+# under kill -9, and the MQTT path (mosquitto_pub/sub as real devices, ACL
+# refusals). Brings up its own PostgreSQL, Redis and Mosquitto (own ports,
+# own directory, the project's auth plugin), provisions the demo tenant and
+# tears everything down. Exits non-zero on the first failure.
+set -u
+IGWD=$(realpath "${1:?usage: edge_test.sh IGWD IGWCTL}")
+IGWCTL=$(realpath "${2:?usage: edge_test.sh IGWD IGWCTL}")
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+TMP=$(mktemp -d /tmp/igw-edge.XXXXXX)
+chmod 755 "$TMP"
+export IGW_VAR=$TMP/var IGW_PG_PORT=${EDGE_PG_PORT:-54393} IGW_REDIS_PORT=${EDGE_REDIS_PORT:-63793} \
+       IGW_MQTT_PORT=${EDGE_MQTT_PORT:-18893} IGWCTL
+PID=
+checks=0
+cleanup() {
+    [ -n "$PID" ] && kill -KILL "$PID" 2>/dev/null
+    "$ROOT/src/ops/services.sh" down >/dev/null 2>&1
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
+fail() {
+    echo "edge test: FAIL: $*" >&2
+    [ -s "$TMP/igwd.err" ] && { echo "--- igwd stderr (last lines):" >&2; grep -v '^{"ts"' "$TMP/igwd.err" | tail -n 15 >&2; }
+    exit 1
+}
+ok() { checks=$((checks + 1)); }
+
+printf 'leak:h2o_mem_alloc_recycle\nleak:h2o_multithread_create_queue\n' >"$TMP/lsan.supp"
+export LSAN_OPTIONS="suppressions=$TMP/lsan.supp:print_suppressions=0"
+
+"$ROOT/src/ops/services.sh" up >"$TMP/services.log" 2>&1 || { cat "$TMP/services.log" >&2; fail "services.sh up"; }
+# shellcheck disable=SC1091
+. "$IGW_VAR/env"
+IGW_BASE_URL=http://127.0.0.1:0 "$ROOT/src/ops/provision.sh" >"$TMP/provision.log" 2>&1 ||
+    { cat "$TMP/provision.log" >&2; fail "provision.sh"; }
+DEMO=$IGW_VAR/demo.json
+j() { jq -r "$1" "$DEMO"; }
+PID_=$(j .device.productID) DEV=$(j .device.deviceName) SECRET=$(j .device.secret) AUTH=$(j .device.authorization)
+GW_AUTH=$(j .gateway.authorization) GW_P=$(j .gateway.productID) GW_D=$(j .gateway.deviceName)
+SUB_P=$(j .gateway.subDevice.productID) SUB_D=$(j .gateway.subDevice.deviceName)
+UNB_P=$(j .unboundDevice.productID) UNB_D=$(j .unboundDevice.deviceName)
+psql_q() { "$ROOT/src/ops/services.sh" psql -XAtq -c "$1"; }
+
+start_igwd() {
+    env -i PATH="$PATH" LSAN_OPTIONS="$LSAN_OPTIONS" ASAN_OPTIONS="${ASAN_OPTIONS:-}" \
+        IGW_LISTEN=127.0.0.1:0 IGW_THREADS=2 IGW_PG_DSN="$IGW_PG_DSN" \
+        IGW_MQTT_HOST=127.0.0.1 IGW_MQTT_PORT="$IGW_MQTT_PORT" IGW_MQTT_PASSWORD_FILE="$IGW_MQTT_PASSWORD_FILE" \
+        IGW_MQTT_CLIENT_ID=igwd-edge-test IGW_STORAGE_ROOT="$TMP/storage" IGW_DEVICE_CACHE_MS=0 \
+        "$IGWD" >"$TMP/igwd.out" 2>>"$TMP/igwd.err" &
+    PID=$!
+    PORT=
+    for _ in $(seq 100); do
+        PORT=$(sed -n 's/^igwd: listening on http:\/\/127\.0\.0\.1:\([0-9]*\) .*/\1/p' "$TMP/igwd.out")
+        [ -n "$PORT" ] && break
+        sleep 0.1
+    done
+    [ -n "$PORT" ] || fail "igwd did not start"
+    URL=http://127.0.0.1:$PORT/api/v1/things/device/edge/send
+}
+start_igwd
+
+# send AUTH PATH BODY [HEADER...]: the reply body in $TMP/r, status in $STATUS.
+send() {
+    local auth=$1 path=$2 body=$3
+    shift 3
+    local hdr=()
+    [ -n "$auth" ] && hdr+=(-H "authorization: $auth")
+    for h in "$@"; do hdr+=(-H "$h"); done
+    STATUS=$(curl -s -o "$TMP/r" -w '%{http_code}' -H 'content-type: application/json' "${hdr[@]}" \
+        --data-binary "$body" "$URL/$path")
+}
+# expect STATUS CODE [PATH]: the last reply; errors must carry the envelope
+# with data.reason and data.path, and never internal text.
+expect() {
+    local want=$1 code=$2 path=${3-}
+    [ "$STATUS" = "$want" ] || fail "$CASE: HTTP $STATUS, want $want: $(cat "$TMP/r")"
+    [ "$(jq -r .code "$TMP/r")" = "$code" ] || fail "$CASE: code $(jq -r .code "$TMP/r"), want $code: $(cat "$TMP/r")"
+    if [ "$code" != 200 ]; then
+        jq -e '(.msg|type)=="string" and (.data.reason|type)=="string" and (.data.reason|length)>0 and (.data.path|type)=="string"' \
+            "$TMP/r" >/dev/null || fail "$CASE: not the error envelope: $(cat "$TMP/r")"
+        [ "$(jq -r .data.path "$TMP/r")" = "$path" ] || fail "$CASE: path $(jq -r .data.path "$TMP/r"), want $path"
+        grep -qiE 'select|insert|postgres|sqlstate|127\.0\.0\.1|secret' "$TMP/r" && fail "$CASE: internal text leaked: $(cat "$TMP/r")"
+    fi
+    ok
+}
+REPORT='{"method":"report","msgToken":"m1","params":{"brightness":40}}'
+
+# ---- credentials ---------------------------------------------------------------
+sign() { "$IGWCTL" device sign --product "$PID_" --device "$DEV" "$@" | jq -r .authorization; }
+CASE="good credentials"; send "$AUTH" thing/property "$REPORT"; expect 200 200
+jq -e '.data == {"code":200,"method":"reportReply","msgToken":"m1"}' "$TMP/r" >/dev/null || fail "reply data: $(cat "$TMP/r")"; ok
+CASE="sha1 form"; send "$(sign --secret "$SECRET" --sha1)" thing/property "$REPORT"; expect 200 200
+CASE="wrong secret"; send "$(sign --secret AAAAAAAAAAAAAAAAAAAAAAAAAAA=)" thing/property "$REPORT"; expect 401 100401
+CASE="expired"; send "$(sign --secret "$SECRET" --expiry $(( $(date +%s) - 10 )))" thing/property "$REPORT"; expect 401 100401
+other=$("$IGWCTL" device sign --product "$GW_P" --device "$GW_D" --secret "$SECRET")
+mine=$("$IGWCTL" device sign --product "$PID_" --device "$DEV" --secret "$SECRET")
+CASE="other device's username with this password"
+send "Basic $(printf '%s:%s' "$(jq -r .username <<<"$other")" "$(jq -r .password <<<"$mine")" | base64 -w0)" thing/property "$REPORT"
+expect 401 100401
+CASE="unknown device"; send "$("$IGWCTL" device sign --product "$PID_" --device nosuchdevice --secret "$SECRET" | jq -r .authorization)" thing/property "$REPORT"; expect 401 100401
+for bad in "" "Basic" "Basic !!!" "Bearer abc" "Basic $(printf 'nocolon' | base64)" "Basic $(printf 'a:b' | base64)"; do
+    CASE="malformed header '$bad'"; send "$bad" thing/property "$REPORT"; expect 401 100401
+    [ "$(jq -r .data.reason "$TMP/r")" = "invalid device credentials" ] || fail "$CASE: reason says more"; ok
+done
+
+# ---- gateway rules ---------------------------------------------------------------
+CASE="gateway for its bound sub-device"; send "$GW_AUTH" thing/property '{"method":"report","msgToken":"g1","params":{"zoom":20}}' "productID: $SUB_P" "deviceName: $SUB_D"; expect 200 200
+[ "$(psql_q "SELECT count(*) FROM device_messages WHERE product_id='$SUB_P' AND device_name='$SUB_D' AND msg_token='g1'")" = 1 ] || fail "sub-device message not stored under the sub-device"; ok
+CASE="gateway for an unbound device"; send "$GW_AUTH" thing/property "$REPORT" "productID: $UNB_P" "deviceName: $UNB_D"; expect 403 100403
+CASE="gateway for a device that does not exist"; send "$GW_AUTH" thing/property "$REPORT" "productID: $UNB_P" "deviceName: nosuch"; expect 403 100403
+CASE="plain device naming another"; send "$AUTH" thing/property "$REPORT" "productID: $SUB_P" "deviceName: $SUB_D"; expect 403 100403
+CASE="productID without deviceName"; send "$GW_AUTH" thing/property "$REPORT" "productID: $SUB_P"; expect 400 100400 deviceName
+CASE="gateway topo, bound"; send "$GW_AUTH" gateway/operation "{\"method\":\"topo\",\"msgToken\":\"t\",\"params\":{\"devices\":[{\"productID\":\"$SUB_P\",\"deviceName\":\"$SUB_D\"}]}}"; expect 200 200
+CASE="gateway online, second not bound"; send "$GW_AUTH" gateway/operation "{\"method\":\"online\",\"msgToken\":\"t\",\"params\":{\"devices\":[{\"productID\":\"$SUB_P\",\"deviceName\":\"$SUB_D\"},{\"productID\":\"$UNB_P\",\"deviceName\":\"$UNB_D\"}]}}"; expect 403 100403 /params/devices/1
+CASE="topo from a plain device"; send "$AUTH" gateway/operation "{\"method\":\"topo\",\"msgToken\":\"t\",\"params\":{\"devices\":[{\"productID\":\"$SUB_P\",\"deviceName\":\"$SUB_D\"}]}}"; expect 403 100403
+
+# ---- every protocol row ------------------------------------------------------------
+# PATH BODY REPLY_METHOD: each row of `protocol device` (schema/device.igw), also with '$'.
+while IFS='|' read -r path body reply; do
+    for p in "$path" "\$$path"; do
+        CASE="row $p $reply"; send "$AUTH" "$p" "$body"; expect 200 200
+        [ "$(jq -r .data.method "$TMP/r")" = "$reply" ] || fail "$CASE: reply method $(jq -r .data.method "$TMP/r")"; ok
+    done
+done <<'ROWS'
+thing/property|{"method":"report","msgToken":"r","params":{"brightness":1,"label":"abc","position":{"pan":10}}}|reportReply
+thing/property|{"method":"reportInfo","msgToken":"r","params":{"fw":"1.0"}}|reportInfoReply
+thing/property|{"method":"getStatus","msgToken":"r"}|getStatusReply
+thing/property|{"method":"packReport","msgToken":"r","params":{"properties":{"zoom":15},"events":[{"eventID":"alarm","params":{"level":2}}]}}|packReportReply
+thing/property|{"method":"controlReply","msgToken":"r","code":200}|controlReply
+thing/property|{"method":"getReportReply","msgToken":"r","code":200,"params":{"power":1}}|getReportReply
+thing/event|{"method":"eventPost","msgToken":"r","eventID":"alarm","type":"alert","params":{"type":1,"level":3}}|eventReply
+thing/action|{"method":"actionReply","msgToken":"r","code":200,"actionID":"ptz","response":{"ok":true}}|actionReply
+thing/service|{"method":"getStatus","msgToken":"r"}|getStatusReply
+ota/inform|{"method":"inform","msgToken":"r","params":{"version":"1.2.3"}}|informReply
+ota/progress|{"method":"progress","msgToken":"r","params":{"step":50}}|progressReply
+config/report|{"method":"report","msgToken":"r","params":{"interval":30}}|reportReply
+config/get|{"method":"get","msgToken":"r"}|getReply
+log/operation|{"method":"operation","msgToken":"r","params":{"op":"reboot"}}|operationReply
+log/status|{"method":"status","msgToken":"r","params":{"s":"ok"}}|statusReply
+ext/anything|{"method":"whatever","msgToken":"r","params":{"x":1}}|whatever
+ROWS
+CASE="getStatus returns stored values"; send "$AUTH" thing/property '{"method":"getStatus","msgToken":"s"}'
+expect 200 200
+jq -e '.data.data.brightness == 1 and .data.data.zoom == 15 and .data.data.label == "abc" and .data.data.power == 1' "$TMP/r" >/dev/null ||
+    fail "getStatus data: $(cat "$TMP/r")"; ok
+CASE="config get returns the latest report"; send "$AUTH" config/get '{"method":"get","msgToken":"c"}'; expect 200 200
+jq -e '.data.data == {"interval":30}' "$TMP/r" >/dev/null || fail "config data: $(cat "$TMP/r")"; ok
+CASE="unknown handle"; send "$AUTH" nothing/property "$REPORT"; expect 400 100400
+CASE="unknown type"; send "$AUTH" thing/nothing "$REPORT"; expect 400 100400
+CASE="unknown method"; send "$AUTH" thing/event "$REPORT"; expect 400 100400 /method
+CASE="double dollar"; send "$AUTH" '$$thing/property' "$REPORT"; expect 400 100400
+
+# ---- thing model errors, with paths -------------------------------------------------
+while IFS='|' read -r path body errpath; do
+    CASE="model $body"; send "$AUTH" "$path" "$body"; expect 400 100400 "$errpath"
+done <<'MODEL'
+thing/property|{"method":"report","msgToken":"x","params":{"brightness":101}}|/params/brightness
+thing/property|{"method":"report","msgToken":"x","params":{"zoom":12}}|/params/zoom
+thing/property|{"method":"report","msgToken":"x","params":{"temperature":20.05}}|/params/temperature
+thing/property|{"method":"report","msgToken":"x","params":{"label":"123456789"}}|/params/label
+thing/property|{"method":"report","msgToken":"x","params":{"nightMode":7}}|/params/nightMode
+thing/property|{"method":"report","msgToken":"x","params":{"power":"on"}}|/params/power
+thing/property|{"method":"report","msgToken":"x","params":{"lastSeen":-1}}|/params/lastSeen
+thing/property|{"method":"report","msgToken":"x","params":{"position":{"pan":181}}}|/params/position/pan
+thing/property|{"method":"report","msgToken":"x","params":{"position":{"roll":1}}}|/params/position/roll
+thing/property|{"method":"report","msgToken":"x","params":{"presets":[{"id":1},{"id":17}]}}|/params/presets/1/id
+thing/property|{"method":"report","msgToken":"x","params":{"tags":["ok","toolong"]}}|/params/tags/1
+thing/property|{"method":"report","msgToken":"x","params":{"nosuch":1}}|/params/nosuch
+thing/property|{"method":"packReport","msgToken":"x","params":{"properties":{"zoom":15},"events":[{"eventID":"alarm","params":{"level":9}}]}}|/params/events/0/params/level
+thing/event|{"method":"eventPost","msgToken":"x","eventID":"alarm","type":"alert","params":{"level":0}}|/params/level
+thing/event|{"method":"eventPost","msgToken":"x","eventID":"nosuch","type":"alert","params":{}}|/eventID
+thing/action|{"method":"actionReply","msgToken":"x","code":200,"actionID":"nosuch"}|/actionID
+thing/action|{"method":"actionReply","msgToken":"x","code":200,"actionID":"ptz","response":{"ok":3}}|/response/ok
+MODEL
+CASE="strict decoding first"; send "$AUTH" thing/property '{"method":"report","msgToken":"x","msgToken":"y"}'; expect 400 100400 /msgToken
+CASE="refusals change nothing"
+[ "$(psql_q "SELECT count(*) FROM device_messages WHERE msg_token='x'")" = 0 ] || fail "a refused message was stored"; ok
+
+# ---- durability: kill -9 under load --------------------------------------------------
+before=$(psql_q "SELECT count(*) FROM device_messages")
+load() { # WORKER: reports until igwd dies; logs the tokens that got 200
+    local i=0
+    while [ $i -lt 400 ]; do
+        i=$((i + 1))
+        code=$(curl -s -o /dev/null -w '%{http_code}' -H "authorization: $AUTH" -H 'content-type: application/json' \
+            --data-binary "{\"method\":\"report\",\"msgToken\":\"k$1-$i\",\"params\":{\"brightness\":$((i % 100))}}" "$URL/thing/property")
+        [ "$code" = 200 ] && echo "k$1-$i"
+        [ "$code" = 000 ] && break
+    done >"$TMP/acked.$1"
+}
+for w in 1 2 3 4; do load $w & done
+sleep 1.5
+disown "$PID"; kill -KILL "$PID" # disowned: no job notice on stderr
+while kill -0 "$PID" 2>/dev/null; do sleep 0.05; done
+PID=
+wait
+cat "$TMP"/acked.* | sort >"$TMP/acked"
+nacked=$(wc -l <"$TMP/acked")
+[ "$nacked" -gt 20 ] || fail "durability: only $nacked messages acknowledged before the kill (load too slow?)"
+psql_q "SELECT msg_token FROM device_messages WHERE msg_token LIKE 'k%'" | sort >"$TMP/stored"
+missing=$(comm -23 "$TMP/acked" "$TMP/stored" | wc -l)
+[ "$missing" = 0 ] || fail "durability: $missing of $nacked acknowledged messages are not in the database"; ok
+echo "edge test: durability: $nacked acknowledged before kill -9, all stored ($(( $(psql_q "SELECT count(*) FROM device_messages") - before )) rows written)"
+: >"$TMP/igwd.err"
+start_igwd
+CASE="after restart"; send "$AUTH" thing/property "$REPORT"; expect 200 200
+
+# ---- MQTT: the same processing ------------------------------------------------------------
+MU=$(j .device.username) MP=$(j .device.password)
+# The plugin admits one client id per device ({productID}&{deviceName}), so
+# the device subscribes with a persistent session (-c), goes away, publishes,
+# and reads its queued downlinks afterwards, as a sleepy device would.
+mq_pub() { mosquitto_pub -h 127.0.0.1 -p "$IGW_MQTT_PORT" -i "$PID_&$DEV" -u "$MU" -P "$MP" -q 1 -c "$@"; }
+mq_sub() { mosquitto_sub -h 127.0.0.1 -p "$IGW_MQTT_PORT" -i "$PID_&$DEV" -u "$MU" -P "$MP" -q 1 -c -v \
+    -t "\$thing/down/property/$PID_/$DEV" -t "\$thing/down/event/$PID_/$DEV" "$@"; }
+mq_sub -E >/dev/null 2>&1 || fail "mosquitto_sub as the device"
+for _ in $(seq 50); do grep -q "igw-mqtt: connected" "$TMP/igwd.err" && break; sleep 0.1; done
+mq_pub -t "\$thing/up/property/$PID_/$DEV" -m '{"method":"report","msgToken":"mq1","params":{"brightness":77}}' || fail "mosquitto_pub"
+mq_pub -t "\$thing/up/property/$PID_/$DEV" -m '{"method":"report","msgToken":"mq2","params":{"brightness":700}}' || fail "mosquitto_pub"
+mq_pub -t "\$thing/up/event/$PID_/$DEV" -m '{"method":"eventPost","msgToken":"mq3","eventID":"boot","type":"info","params":{}}' || fail "mosquitto_pub"
+# Another device's topic: the plugin's ACL refuses the publish.
+mq_pub -t "\$thing/up/property/$SUB_P/$SUB_D" -m '{"method":"report","msgToken":"mq4","params":{"zoom":20}}' 2>/dev/null
+for _ in $(seq 50); do
+    [ "$(psql_q "SELECT count(*) FROM device_messages WHERE msg_token IN ('mq1','mq3')")" = 2 ] && break; sleep 0.1
+done
+sleep 0.3 # the error reply of mq2 needs no commit; the others were published after theirs
+mq_sub -C 3 -W 5 >"$TMP/down" 2>&1
+CASE="mqtt reportReply"
+grep -q "^\$thing/down/property/$PID_/$DEV {\"code\":200,\"method\":\"reportReply\",\"msgToken\":\"mq1\"}$" "$TMP/down" || fail "$CASE: $(cat "$TMP/down")"; ok
+CASE="mqtt error reply names the path"
+grep '"msgToken":"mq2"' "$TMP/down" | grep '"code":100400' | grep '"method":"reportReply"' | grep -q '"msg":"above maximum 100"' ||
+    fail "$CASE: $(cat "$TMP/down")"; ok
+CASE="mqtt eventReply"; grep -q '"method":"eventReply","msgToken":"mq3"' "$TMP/down" || fail "$CASE: $(cat "$TMP/down")"; ok
+CASE="mqtt stored"; [ "$(psql_q "SELECT count(*) FROM device_messages WHERE msg_token IN ('mq1','mq3')")" = 2 ] || fail "$CASE"; ok
+CASE="mqtt refused stored nothing"; [ "$(psql_q "SELECT count(*) FROM device_messages WHERE msg_token IN ('mq2','mq4')")" = 0 ] || fail "$CASE"; ok
+CASE="mqtt and http share the device state"; send "$AUTH" thing/property '{"method":"getStatus","msgToken":"s"}'
+jq -e '.data.data.brightness == 77' "$TMP/r" >/dev/null || fail "$CASE: $(cat "$TMP/r")"; ok
+# A device may not listen to another device's downlinks.
+CASE="mqtt subscribe refused"
+timeout 5 mosquitto_sub -h 127.0.0.1 -p "$IGW_MQTT_PORT" -i "$PID_&$DEV-x" -u "$MU" -P "$MP" -q 1 -E \
+    -t "\$thing/down/property/$SUB_P/$SUB_D" >"$TMP/subx" 2>&1
+grep -qi "denied\|failed\|refused" "$TMP/subx" || fail "$CASE: $(cat "$TMP/subx")"; ok
+
+# ---- clean stop ------------------------------------------------------------------------------
+kill -TERM "$PID"; wait "$PID"; rc=$?; PID=
+[ $rc = 0 ] || fail "igwd exit $rc after SIGTERM"
+grep -q "ERROR: \(Address\|Leak\)Sanitizer\|runtime error" "$TMP/igwd.err" && fail "sanitizer report"
+echo "edge test: $checks checks passed"

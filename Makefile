@@ -34,7 +34,7 @@ DEB_PACKAGES := re2c clang libclang-rt-14-dev libssl-dev libsimdjson-dev libjans
                 postgresql-15 postgresql-client-15 redis-server mosquitto mosquitto-clients \
                 libh2o-evloop-dev libpq-dev libhiredis-dev libmosquitto-dev curl jq
 
-.PHONY: all deps run stop generate services-up services-down test-ops test-edge test-devauth test-jwt test-thingmodel test-igwd test-mqttauth check-gen test test-unit test-codegen test-conformance test-json \
+.PHONY: all deps run stop generate services-up services-down test-ops test-edge test-mqtt test-db test-upload test-devauth test-jwt test-thingmodel test-igwd test-mqttauth check-gen test test-unit test-codegen test-conformance test-json \
         test-sql test-openapi fuzz-smoke fuzz bench-decode clean deps
 all: $(BUILD)/igw-gen $(BUILD)/igwctl $(BUILD)/igwd $(BUILD)/igw-mqtt-auth.so
 
@@ -165,9 +165,36 @@ $(T)/igwd: $(IGWD_SRC) $(RUNTIME_SRC) $(wildcard src/igwd/*.h src/common/*.h gen
 test-igwd: $(T)/igwd
 	tests/igwd/smoke.sh $(T)/igwd
 
+$(T)/db_test: tests/igwd/db_test.c src/igwd/db.c src/igwd/db.h
+	@mkdir -p $(dir $@)
+	$(CC) $(TFLAGS) -Isrc/igwd $(IGWD_CFLAGS) -o $@ tests/igwd/db_test.c src/igwd/db.c $(IGWD_LIBS)
+
+# igwd's PostgreSQL pipeline against a throwaway server.
+test-db: $(T)/db_test
+	tests/igwd/db_test.sh $(T)/db_test
+
+$(T)/mqtt_test: tests/igwd/mqtt_test.c src/igwd/mqtt.c src/igwd/mqtt.h src/common/devauth.c src/common/base64.c $(wildcard src/common/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(TFLAGS) -Isrc/igwd $(IGWD_CFLAGS) -o $@ tests/igwd/mqtt_test.c src/igwd/mqtt.c src/common/devauth.c src/common/base64.c $(IGWD_LIBS)
+
+# igwd's MQTT client against the local Mosquitto with the project's plugin.
+test-mqtt: $(T)/mqtt_test $(BUILD)/igw-mqtt-auth.so $(BUILD)/igwctl
+	tests/igwd/mqtt_test.sh $(T)/mqtt_test $(BUILD)/igw-mqtt-auth.so
+
 # Area A against real PostgreSQL, Redis and Mosquitto (own ports and var/).
 test-edge: $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-mqtt-auth.so
 	tests/igwd/edge_test.sh $(T)/igwd $(BUILD)/igwctl
+
+$(T)/test_%: tests/upload/test_%.c $(COMMON_SRC) $(wildcard src/common/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(TFLAGS) -o $@ $< $(COMMON_SRC) $(RT_LIBS)
+
+# The upload building blocks: multipart parser, file names, signed URLs, storage.
+test-upload: $(T)/test_multipart $(T)/test_filename $(T)/test_signedurl $(T)/test_storage
+	$(T)/test_multipart
+	$(T)/test_filename
+	$(T)/test_signedurl
+	$(T)/test_storage
 
 test-devauth: $(T)/test_devauth
 	$(T)/test_devauth
@@ -201,7 +228,7 @@ fuzz: $(T)/conformance-run
 	CLANG=$(CLANG) tests/fuzz/smoke.sh $${FUZZ_SECONDS:-300}
 
 # Every test; non-zero on any failure.
-test: deps all check-gen test-codegen test-json test-conformance test-devauth test-jwt test-thingmodel test-igwctl test-igwd test-edge test-sql test-ops test-mqttauth test-openapi fuzz-smoke
+test: deps all check-gen test-codegen test-json test-conformance test-devauth test-jwt test-thingmodel test-upload test-igwctl test-igwd test-db test-mqtt test-edge test-sql test-ops test-mqttauth test-openapi fuzz-smoke
 	@echo "make test: all passed"
 
 # ---- benchmark ----------------------------------------------------------------

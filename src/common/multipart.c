@@ -67,11 +67,11 @@ static const char *skip_token(const char *s, const char *end)
     return s;
 }
 
-/* One parameter ";" OWS name "=" value at *s (after OWS). The value (token or
+/* One parameter OWS ";" OWS name "=" value at *s. The value (token or
  * quoted-string, quoted-pairs unescaped) goes to val when it fits in vcap - 1
  * bytes (NUL added), else *vlen is set past vcap - 1 and val holds a prefix;
  * val may be NULL (vcap 0) to skip it. Returns 1 with a parameter, 0 at the
- * end of the value, -1 on malformed syntax. */
+ * end of the header value, -1 on malformed syntax. */
 static int next_param(const char **s, const char *end, const char **name, size_t *nlen, char *val,
                       size_t vcap, size_t *vlen)
 {
@@ -300,8 +300,10 @@ static int scan(igw_multipart *p, const char *b, size_t n, size_t *i)
             k++;
             if (++p->matched == p->dlen) {
                 size_t here = p->dlen - held_prev; /* delimiter bytes in this chunk */
-                if (emit(p, b + run, k - here - run))
+                if (emit(p, b + run, k - here - run)) {
+                    *i = k;
                     return -1;
+                }
                 p->matched = 0;
                 p->seen_delim = 1;
                 p->state = S_AFTER;
@@ -311,16 +313,16 @@ static int scan(igw_multipart *p, const char *b, size_t n, size_t *i)
             continue;
         }
         /* Mismatch: what was held is content; b[k] is looked at again. */
-        if (held_prev && emit(p, p->delim, held_prev))
+        if (held_prev && emit(p, p->delim, held_prev)) {
+            *i = k;
             return -1;
+        }
         held_prev = 0;
         p->matched = 0;
     }
     /* Keep the bytes of a partial match that lie in this chunk back. */
-    if (emit(p, b + run, n - (p->matched - held_prev) - run))
-        return -1;
     *i = n;
-    return 0;
+    return emit(p, b + run, n - (p->matched - held_prev) - run);
 }
 
 static int end_part(igw_multipart *p)

@@ -5,8 +5,8 @@
  * where <path> is the file's path under the storage root
  * ("edge/p/d/250101/120000/a.txt"), percent-encoded with every byte but
  * ALPHA DIGIT - . _ ~ and the '/' separators as %XX (upper-case hex);
- * <unix> is the last second + 1 at which the URL works (decimal, no
- * leading zero, 1..2^53-1); and
+ * <unix> is the first second at which the URL no longer works (decimal,
+ * no leading zero, 1..2^53-1); and
  *   <sig> = base64url(HMAC-SHA256(key, <decoded path> "\n" <unix>)), no padding.
  * The key should be one used for nothing else.
  *

@@ -87,21 +87,22 @@ static void *worker_start(void *arg, unsigned index, struct st_h2o_evloop_t *loo
     w->app = app;
     w->index = index;
     if (app->cfg.pg_dsn[0]) {
-        w->db = igw_db_create(loop, app->cfg.pg_dsn, err, errlen);
-        if (!w->db) {
-            free(w);
-            return NULL;
-        }
+        for (; w->ndb < app->cfg.db_connections && w->ndb < IGW_EDGE_MAX_DB; w->ndb++)
+            if (!(w->db[w->ndb] = igw_db_create(loop, app->cfg.pg_dsn, err, errlen)))
+                goto fail;
         igw_edge_settings es = {.cache_ttl_ms = app->cfg.device_cache_ms, .batch_max = app->cfg.batch_max};
-        w->edge = igw_edge_create(loop, w->db, &es);
+        w->edge = igw_edge_create(loop, w->db, w->ndb, &es);
         if (!w->edge) {
-            igw_db_destroy(w->db);
-            free(w);
             snprintf(err, errlen, "out of memory");
-            return NULL;
+            goto fail;
         }
     }
     return w;
+fail:
+    for (unsigned i = 0; i < w->ndb; i++)
+        igw_db_destroy(w->db[i]);
+    free(w);
+    return NULL;
 }
 
 static void worker_stop(void *arg, void *state)
@@ -110,7 +111,8 @@ static void worker_stop(void *arg, void *state)
     igw_worker *w = state;
     if (w->edge)
         igw_edge_close(w->edge);
-    igw_db_destroy(w->db);
+    for (unsigned i = 0; i < w->ndb; i++)
+        igw_db_destroy(w->db[i]);
     igw_edge_destroy(w->edge);
     free(w);
 }
@@ -188,6 +190,9 @@ static void on_uplink(void *arg, igw_mqtt_uplink *u)
     mj->u = u;
     unsigned n = igw_http_workers(app->srv);
     if (igw_http_post(app->srv, (unsigned)(device_hash(u) % n), run_uplink, mj)) {
+        /* Already acknowledged to the broker: the device gets no reply and
+         * retries on its own (its reply never came). Say so in the log. */
+        fprintf(stderr, "igwd: mqtt: out of memory, uplink from %s/%s dropped\n", u->product_id, u->device_name);
         igw_mqtt_uplink_free(u);
         free(mj);
     }

@@ -27,8 +27,9 @@ typedef struct igw_app {
 typedef struct igw_worker {
     igw_app *app;
     unsigned index;
-    igw_db *db;      /* NULL when no database is configured */
-    igw_edge *edge;  /* NULL with db */
+    igw_db *db[IGW_EDGE_MAX_DB]; /* db_connections of them; none when no database is configured */
+    unsigned ndb;
+    igw_edge *edge;  /* NULL without a database */
 } igw_worker;
 
 /* Fills *app from the resolved settings: reads the MQTT password and URL

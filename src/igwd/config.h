@@ -33,10 +33,12 @@ typedef struct igw_config {
     char mqtt_client_id[IGW_CONFIG_HOST_MAX];
     unsigned device_cache_ms;  /* edge: device record reuse */
     unsigned batch_max;        /* edge: uplinks per group commit */
+    unsigned db_connections;   /* per worker */
     char storage_root[IGW_CONFIG_PATH_MAX];
     size_t upload_max;         /* bytes */
     char url_key_file[IGW_CONFIG_PATH_MAX]; /* "" = random per process */
     unsigned url_ttl_s;
+    char public_url[IGW_CONFIG_PATH_MAX];   /* "" = path-only download URLs */
     bool bench_routes;         /* POST /bench/bare, for make bench-edge */
     bool signaling_enabled; /* routes with `gate signaling` need it */
     unsigned check_timeout_ms;   /* per dependency probe of /readyz */

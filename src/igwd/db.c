@@ -30,7 +30,7 @@
 #define send_sync PQpipelineSync
 #endif
 
-#define CONNECT_TIMEOUT_MS 10000 /* PQconnectPoll has no timeout of its own */
+#define CONNECT_TIMEOUT_MS 10000 /* when the DSN sets no connect_timeout */
 static const uint64_t backoff_ms[] = {50, 100, 200, 400, 800, 1600, 2000};
 #define NBACKOFF (sizeof backoff_ms / sizeof backoff_ms[0])
 
@@ -618,6 +618,15 @@ igw_db *igw_db_create(h2o_evloop_t *loop, const char *dsn, char *err, size_t err
         PQfreemem(perr);
         return NULL;
     }
+    /* PQconnectPoll ignores connect_timeout: the caller enforces it, as
+     * libpq would (seconds, at least 2). */
+    uint64_t timeout_ms = CONNECT_TIMEOUT_MS;
+    for (PQconninfoOption *o = opts; o->keyword; o++)
+        if (strcmp(o->keyword, "connect_timeout") == 0 && o->val) {
+            long t = strtol(o->val, NULL, 10);
+            if (t > 0)
+                timeout_ms = (uint64_t)(t < 2 ? 2 : t) * 1000;
+        }
     PQconninfoFree(opts);
     igw_db *db = calloc(1, sizeof *db);
     if (!db || !(db->dsn = strdup(dsn))) {
@@ -627,7 +636,7 @@ igw_db *igw_db_create(h2o_evloop_t *loop, const char *dsn, char *err, size_t err
     }
     db->loop = loop;
     h2o_timeout_init(loop, &db->t_zero, 0);
-    h2o_timeout_init(loop, &db->t_connect, CONNECT_TIMEOUT_MS);
+    h2o_timeout_init(loop, &db->t_connect, timeout_ms);
     for (size_t i = 0; i < NBACKOFF; i++)
         h2o_timeout_init(loop, &db->t_backoff[i], backoff_ms[i]);
     db->kick.cb = on_kick;

@@ -64,8 +64,10 @@ typedef struct igw_db_stats {
 } igw_db_stats;
 
 /* Starts connecting to `dsn` (a conninfo string or URI) in the background
- * and returns at once; queries may be submitted right away. NULL with err
- * when the DSN does not parse or memory runs out. */
+ * and returns at once; queries may be submitted right away. A connection
+ * attempt (including the session setup) is abandoned after the DSN's
+ * connect_timeout, 10 s if unset. NULL with err when the DSN does not parse
+ * or memory runs out. */
 igw_db *igw_db_create(struct st_h2o_evloop_t *loop, const char *dsn, char *err, size_t errlen);
 
 /* Queues `stmt` with stmt->nparams parameters (values[i] NULL for SQL NULL;

@@ -94,15 +94,23 @@ typedef struct device {
 
 typedef struct job job;
 
+/* A batch being committed on connection `slot`. */
+typedef struct batch {
+    igw_edge *e;
+    unsigned slot;
+    job *jobs;
+} batch;
+
 struct igw_edge {
     h2o_loop_t *loop;
-    igw_db *db;
+    igw_db *db[IGW_EDGE_MAX_DB]; /* batches alternate between them */
+    bool busy[IGW_EDGE_MAX_DB];   /* a batch is being committed on it */
+    unsigned ndb, next_db;
     igw_edge_settings set;
     device *buckets[CACHE_BUCKETS];
     unsigned ncached;
     job *pending, **pending_tail; /* the next batch */
     unsigned npending;
-    bool in_flight;               /* a batch is being committed */
     h2o_timeout_t flush_timeout;
     h2o_timeout_entry_t flush_entry;
     igw_jw jw; /* replies and batch arrays */
@@ -125,6 +133,7 @@ struct job {
     char *payload;
     size_t len;
     igw_DeviceMessage *msg;
+    bool auth_only;            /* igw_edge_authorize: stop once the target is known */
     const igw_proto_row *row;
     igw_str props; /* properties to merge into the device's record, or ptr NULL */
     igw_str sub_p, sub_d; /* subdevices: text arrays */
@@ -321,26 +330,44 @@ static void flush(igw_edge *e);
 
 static void on_batch(void *arg, const PGresult *res, const char *err)
 {
-    job *batch = arg;
-    igw_edge *e = batch ? batch->e : NULL;
-    for (job *j = batch, *n; j; j = n) {
+    batch *b = arg;
+    igw_edge *e = b->e;
+    for (job *j = b->jobs, *n; j; j = n) {
         n = j->next;
         if (res)
             finish(j, IGW_ERR_OK, NULL, NULL, NULL, 0);
         else
             fail_internal(j, "batch commit failed", err);
     }
-    if (e) {
-        e->in_flight = false;
-        if (e->npending)
-            flush(e);
-    }
+    e->busy[b->slot] = false;
+    free(b);
+    if (e->npending)
+        flush(e);
 }
 
+/* A connection for other queries: round robin. */
+static igw_db *query_db(igw_edge *e)
+{
+    return e->db[e->next_db++ % e->ndb];
+}
+
+static void flush_one(igw_edge *e, unsigned slot);
+
+/* Sends batches while there are pending uplinks and idle connections. */
 static void flush(igw_edge *e)
 {
-    if (e->in_flight || !e->npending || e->closing)
-        return;
+    for (unsigned i = 0; i < e->ndb && e->npending && !e->closing; i++)
+        if (!e->busy[i])
+            flush_one(e, i);
+}
+
+static void flush_one(igw_edge *e, unsigned slot)
+{
+    batch *b = malloc(sizeof *b);
+    if (!b)
+        return; /* retried by the next completion or arrival */
+    b->e = e;
+    b->slot = slot;
     job *batch = e->pending;
     unsigned n = 0;
     job **tail = &e->pending;
@@ -384,8 +411,10 @@ static void flush(igw_edge *e)
         igw_jw_raw(w, "", 1); /* NUL: each array is a C string */
         end[col] = w->len;
     }
+    b->jobs = batch;
+    e->busy[slot] = true;
     if (igw_jw_status(w)) {
-        on_batch(batch, NULL, "out of memory building the batch");
+        on_batch(b, NULL, "out of memory building the batch");
         return;
     }
     const char *values[10];
@@ -393,11 +422,8 @@ static void flush(igw_edge *e)
         values[col] = w->buf + start[col];
         (void)end[col];
     }
-    e->in_flight = true;
-    if (igw_db_exec(e->db, &stmt_batch, values, NULL, NULL, on_batch, batch)) {
-        e->in_flight = false;
-        on_batch(batch, NULL, "database queue full");
-    }
+    if (igw_db_exec(e->db[slot], &stmt_batch, values, NULL, NULL, on_batch, b))
+        on_batch(b, NULL, "database queue full");
 }
 
 static void on_flush_timeout(h2o_timeout_entry_t *entry)
@@ -419,7 +445,7 @@ static void enqueue(job *j)
     e->npending++;
     /* Flushed after this loop turn, so the uplinks that arrived together
      * share a transaction; while one is in flight, the next one grows. */
-    if (!e->in_flight && !h2o_timeout_is_linked(&e->flush_entry))
+    if (!h2o_timeout_is_linked(&e->flush_entry))
         h2o_timeout_link(e->loop, &e->flush_timeout, &e->flush_entry);
 }
 
@@ -635,6 +661,11 @@ static void on_subdevices(void *arg, const PGresult *res, const char *err)
 /* The target device is known: protocol row, model check, then the outcome. */
 static void process(job *j, const device *target)
 {
+    if (j->auth_only) {
+        (void)target;
+        finish(j, IGW_ERR_OK, NULL, NULL, NULL, 0);
+        return;
+    }
     igw_DeviceMessage *m = j->msg;
     igw_proto_status st = igw_proto_find(&igw_proto_device, j->handle, strlen(j->handle), j->type,
                                          strlen(j->type), m->method.ptr, m->method.len, &j->row);
@@ -706,7 +737,7 @@ static void process(job *j, const device *target)
                          : j->row->returns == IGW_PROTO_RETURNS_CONFIG     ? &stmt_config
                                                                            : NULL;
     if (q) {
-        if (igw_db_exec(j->e->db, q, values, NULL, NULL, on_query_data, j))
+        if (igw_db_exec(query_db(j->e), q, values, NULL, NULL, on_query_data, j))
             finish(j, IGW_ERR_UNAVAILABLE, "busy, retry later", "", NULL, 0);
         return;
     }
@@ -715,7 +746,7 @@ static void process(job *j, const device *target)
             finish(j, IGW_ERR_PERMISSION, "only a gateway reports sub-devices", "", NULL, 0);
             return;
         }
-        if (igw_db_exec(j->e->db, &stmt_subdevices, values, NULL, NULL, on_subdevices, j))
+        if (igw_db_exec(query_db(j->e), &stmt_subdevices, values, NULL, NULL, on_subdevices, j))
             finish(j, IGW_ERR_UNAVAILABLE, "busy, retry later", "", NULL, 0);
         return;
     }
@@ -802,7 +833,7 @@ static void lookup(job *j, const char *pid, const char *dn, void (*next)(job *j,
     snprintf(c->pid, sizeof c->pid, "%s", pid);
     snprintf(c->dn, sizeof c->dn, "%s", dn);
     const char *values[2] = {c->pid, c->dn};
-    if (igw_db_exec(j->e->db, &stmt_device, values, NULL, NULL, on_device, c)) {
+    if (igw_db_exec(query_db(j->e), &stmt_device, values, NULL, NULL, on_device, c)) {
         free(c);
         finish(j, IGW_ERR_UNAVAILABLE, "busy, retry later", "", NULL, 0);
     }
@@ -818,6 +849,8 @@ static bool copy_name(char *dst, size_t cap, igw_str s)
     dst[s.len] = '\0';
     return true;
 }
+
+static void start(job *j, const igw_uplink *u);
 
 static char *dup_str(igw_str s)
 {
@@ -871,7 +904,12 @@ void igw_edge_submit(igw_edge *e, const igw_uplink *u, igw_edge_done done, void 
         return;
     }
     j->msg = body;
+    start(j, u);
+}
 
+/* From the credentials (HTTP) or the topic (MQTT) to the target device. */
+static void start(job *j, const igw_uplink *u)
+{
     if (j->http) {
         igw_devauth_username un;
         if (igw_devauth_parse_username(j->username, strlen(j->username), &un)) {
@@ -899,13 +937,38 @@ void igw_edge_submit(igw_edge *e, const igw_uplink *u, igw_edge_done done, void 
     lookup(j, j->pid, j->dn, step_target);
 }
 
-igw_edge *igw_edge_create(h2o_loop_t *loop, igw_db *db, const igw_edge_settings *s)
+void igw_edge_authorize(igw_edge *e, const igw_uplink *u, igw_edge_done done, void *arg)
 {
+    job *j = calloc(1, sizeof *j);
+    if (!j || !u->username.ptr) {
+        free(j);
+        igw_edge_result r = {.cls = IGW_ERR_INTERNAL, .reason = "out of memory", .path = ""};
+        done(arg, &r);
+        return;
+    }
+    j->e = e;
+    j->done = done;
+    j->arg = arg;
+    j->auth_only = true;
+    j->http = true;
+    igw_arena_init(&j->arena, JOB_ARENA);
+    if (!(j->username = dup_str(u->username)) || !(j->password = dup_str(u->password))) {
+        fail_internal(j, "authorize", "out of memory");
+        return;
+    }
+    start(j, u);
+}
+
+igw_edge *igw_edge_create(h2o_loop_t *loop, igw_db *const *db, unsigned ndb, const igw_edge_settings *s)
+{
+    if (ndb == 0 || ndb > IGW_EDGE_MAX_DB)
+        return NULL;
     igw_edge *e = calloc(1, sizeof *e);
     if (!e)
         return NULL;
     e->loop = loop;
-    e->db = db;
+    memcpy(e->db, db, ndb * sizeof *db);
+    e->ndb = ndb;
     e->set = *s;
     if (!e->set.batch_max)
         e->set.batch_max = 1;

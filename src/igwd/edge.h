@@ -51,12 +51,24 @@ typedef struct igw_edge_result {
  * returns; `r` and its strings are valid during the call only. */
 typedef void (*igw_edge_done)(void *arg, const igw_edge_result *r);
 
-/* Creates the worker's edge on `loop` with database `db` (not owned).
- * NULL when out of memory. */
-igw_edge *igw_edge_create(struct st_h2o_evloop_t *loop, igw_db *db, const igw_edge_settings *s);
+#define IGW_EDGE_MAX_DB 8
+
+/* Creates the worker's edge on `loop` with its `ndb` (1..IGW_EDGE_MAX_DB)
+ * database connections (not owned). One batch is committed per connection
+ * at a time: a single connection serializes commit latency (its backend
+ * waits for each WAL flush), several let PostgreSQL overlap the flushes of
+ * concurrent batches. NULL when out of memory or ndb is out of range. */
+igw_edge *igw_edge_create(struct st_h2o_evloop_t *loop, igw_db *const *db, unsigned ndb,
+                          const igw_edge_settings *s);
 
 /* Processes one uplink; `done` is called exactly once. */
 void igw_edge_submit(igw_edge *e, const igw_uplink *u, igw_edge_done done, void *arg);
+
+/* Only the credentials and the gateway rule of an HTTP uplink (username,
+ * password, optional product_id/device_name; the rest is ignored): done
+ * gets IGW_ERR_OK with the target in product_id/device_name, or the
+ * unauthenticated / permission / parameter error a send would get. */
+void igw_edge_authorize(igw_edge *e, const igw_uplink *u, igw_edge_done done, void *arg);
 
 /* Shutdown, in this order: igw_edge_close (nothing new is sent to the
  * database; uplinks that would be get "shutting down"), then destroy the

@@ -13,6 +13,10 @@
 
 /* handle_device.c: the device routes. */
 int igw_handle_device_send(void *ctx, const igw_request *req);
+int igw_handle_device_upload(void *ctx, const igw_request *req);
+/* GET|HEAD of a signed download URL (IGW_SIGNEDURL_PREFIX...), before the
+ * strict stage: the signature and expiry are the authorization. */
+void igw_handle_device_download(void *ctx);
 /* POST /bench/bare (setting bench_routes): the send route's reply for a
  * report without credentials or database, the reference of make bench-edge. */
 int igw_handle_bench_bare(void *ctx, const igw_request *req);

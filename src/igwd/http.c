@@ -21,12 +21,14 @@
 #include "api.h"
 #include "arena.h"
 #include "handlers.h"
+#include "signedurl.h"
 #include "jw.h"
 #include "metrics.h"
 #include "ready.h"
 #include "request.h"
 
 #define LISTEN_BACKLOG 1024
+#define IGW_DOWNLOAD_PREFIX IGW_SIGNEDURL_PREFIX
 /* Bytes the strict stage and a handler may take from a request's arena. */
 #define ARENA_LIMIT ((size_t)16 << 20)
 
@@ -284,6 +286,119 @@ void igw_http_reply_ok(igw_exchange *ex, const char *data, size_t len)
     send_json(ex, IGW_ERR_OK);
 }
 
+/* ---- files ----------------------------------------------------------------- */
+
+#define FILE_SLICE 65536
+
+/* Streams a file: one slice per proceed, read with pread on the worker
+ * (files are local; a slice costs microseconds). */
+typedef struct file_gen {
+    h2o_generator_t super;
+    int fd;
+    uint64_t off, size;
+    char *buf;
+} file_gen;
+
+static void file_gen_close(file_gen *g)
+{
+    if (g->fd >= 0)
+        close(g->fd);
+    g->fd = -1;
+}
+
+static void file_gen_dispose(void *p)
+{
+    file_gen_close(p);
+}
+
+static void file_gen_proceed(h2o_generator_t *self, h2o_req_t *req)
+{
+    file_gen *g = (file_gen *)self;
+    uint64_t left = g->size - g->off;
+    size_t want = left < FILE_SLICE ? (size_t)left : FILE_SLICE;
+    ssize_t n = 0;
+    while (want && (n = pread(g->fd, g->buf, want, (off_t)g->off)) < 0 && errno == EINTR)
+        ;
+    if (want && n <= 0) { /* truncated under us or an I/O error: cut the response */
+        file_gen_close(g);
+        h2o_send(req, NULL, 0, H2O_SEND_STATE_ERROR);
+        return;
+    }
+    g->off += (uint64_t)n;
+    bool last = g->off >= g->size;
+    if (last)
+        file_gen_close(g);
+    h2o_iovec_t v = h2o_iovec_init(g->buf, (size_t)n);
+    h2o_send(req, &v, 1, last ? H2O_SEND_STATE_FINAL : H2O_SEND_STATE_IN_PROGRESS);
+}
+
+static void file_gen_stop(h2o_generator_t *self, h2o_req_t *req)
+{
+    (void)req;
+    file_gen_close((file_gen *)self);
+}
+
+void igw_http_reply_file(igw_exchange *ex, int fd, uint64_t size, const char *name)
+{
+    h2o_req_t *req = ex->req;
+    worker *w = ex->w;
+    file_gen *g = h2o_mem_alloc_shared(&req->pool, sizeof *g, file_gen_dispose);
+    g->fd = fd;
+    g->off = 0;
+    g->size = size;
+    g->buf = h2o_mem_alloc_pool(&req->pool, FILE_SLICE);
+    g->super.proceed = file_gen_proceed;
+    g->super.stop = file_gen_stop;
+    ex->replied = true;
+    req->res.status = 200;
+    req->res.reason = "OK";
+    req->res.content_length = size;
+    h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, NULL, H2O_STRLIT("application/octet-stream"));
+    h2o_add_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("x-content-type-options"), 0, NULL,
+                          H2O_STRLIT("nosniff"));
+    /* The name passed igw_filename_check: no quote, backslash or control character. */
+    h2o_iovec_t disp = h2o_concat(&req->pool, h2o_iovec_init(H2O_STRLIT("attachment; filename=\"")),
+                                  h2o_iovec_init(name, strlen(name)), h2o_iovec_init(H2O_STRLIT("\"")));
+    h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_DISPOSITION, NULL, disp.base, disp.len);
+    char *id = h2o_mem_alloc_pool(&req->pool, sizeof ex->id - 1);
+    memcpy(id, ex->id, sizeof ex->id - 1);
+    h2o_add_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("x-request-id"), 0, NULL, id, sizeof ex->id - 1);
+    uint64_t us = elapsed_us(&ex->start);
+    igw_metrics_observe(w->metrics, ex->route, IGW_ERR_OK, us);
+    if (w->server->cfg.access_log) {
+        igw_accesslog_entry e = {
+            .id = ex->id, .method = {req->input.method.base, req->input.method.len}, .path = ex->path,
+            .route = igw_metrics_route_name(ex->route), .status = 200, .code = igw_error_classes[IGW_ERR_OK].code,
+            .bytes_in = 0, .bytes_out = (size_t)size, .duration_us = us,
+        };
+        (void)igw_accesslog_write(&w->log, &e);
+    }
+    bool heap = ex->heap;
+    h2o_start_response(req, &g->super);
+    if (h2o_memis(req->input.method.base, req->input.method.len, H2O_STRLIT("HEAD")) || size == 0) {
+        file_gen_close(g);
+        h2o_send(req, NULL, 0, H2O_SEND_STATE_FINAL);
+    } else {
+        file_gen_proceed(&g->super, req);
+    }
+    if (heap)
+        release_held(ex);
+}
+
+igw_str igw_http_path(igw_exchange *ex)
+{
+    return ex->path;
+}
+
+igw_str igw_http_query(igw_exchange *ex)
+{
+    h2o_req_t *req = ex->req;
+    if (req->input.query_at == SIZE_MAX)
+        return (igw_str){NULL, 0};
+    size_t at = req->input.query_at + 1;
+    return (igw_str){req->input.path.base + at, req->input.path.len - at};
+}
+
 /* ---- ops routes ------------------------------------------------------------ */
 
 static void serve_readyz(igw_exchange *ex)
@@ -389,7 +504,19 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     if (serve_ops(&ex, method))
         return 0;
     if (w->server->cfg.bench_routes && str_is(ex.path, "/bench/bare") && str_is(method, "POST")) {
+        ex.route = IGW_METRICS_ROUTE_BENCH;
         igw_handle_bench_bare(&ex, NULL);
+        return 0;
+    }
+    /* Signed download URLs: not an API route (the schema has none), the
+     * signature is the authorization. */
+    if (ex.path.len > sizeof IGW_DOWNLOAD_PREFIX - 1 &&
+        memcmp(ex.path.ptr, IGW_DOWNLOAD_PREFIX, sizeof IGW_DOWNLOAD_PREFIX - 1) == 0 &&
+        (str_is(method, "GET") || str_is(method, "HEAD"))) {
+        ex.route = IGW_METRICS_ROUTE_DOWNLOAD;
+        igw_handle_device_download(&ex);
+        if (!ex.replied)
+            igw_http_reply_error(&ex, IGW_ERR_INTERNAL, "handler did not reply", "");
         return 0;
     }
 

@@ -70,6 +70,17 @@ igw_str igw_http_header_value(igw_exchange *ex, const char *name);
 /* The request body as received; same lifetime as igw_http_header_value. */
 igw_str igw_http_body(igw_exchange *ex);
 
+/* Answers 200 with the `size` bytes of the open regular file `fd` (taken
+ * over: closed when done) as an attachment named `name`, streamed in
+ * slices; HEAD gets the headers only. */
+void igw_http_reply_file(igw_exchange *ex, int fd, uint64_t size, const char *name);
+
+/* The request path without the query string, as sent (not decoded). */
+igw_str igw_http_path(igw_exchange *ex);
+
+/* The query string after '?', or ptr NULL when there is none. */
+igw_str igw_http_query(igw_exchange *ex);
+
 /* The request id (16 hex characters), for logs. */
 const char *igw_http_request_id(const igw_exchange *ex);
 

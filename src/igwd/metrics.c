@@ -86,6 +86,8 @@ const char *igw_metrics_route_name(unsigned route)
     case IGW_METRICS_ROUTE_HEALTHZ: return "healthz";
     case IGW_METRICS_ROUTE_READYZ: return "readyz";
     case IGW_METRICS_ROUTE_METRICS: return "metrics";
+    case IGW_METRICS_ROUTE_DOWNLOAD: return "device_download";
+    case IGW_METRICS_ROUTE_BENCH: return "bench_bare";
     default: return "none";
     }
 }

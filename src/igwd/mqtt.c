@@ -453,11 +453,13 @@ static void *net_main(void *arg)
             }
             continue;
         }
+        bool was_up = atomic_load(&m->link_up);
         rc = io_round(m, fd, POLL_MS);
         if (rc != MOSQ_ERR_SUCCESS || mosquitto_socket(m->mosq) < 0) {
-            /* libmosquitto closed the socket (and called on_disconnect). */
-            if (rc != MOSQ_ERR_SUCCESS && rc != MOSQ_ERR_CONN_LOST && rc != MOSQ_ERR_CONN_REFUSED &&
-                !atomic_load(&m->stop))
+            /* libmosquitto closed the socket and called on_disconnect, which
+             * logged the loss of an established link; refusals are logged
+             * by on_connect. */
+            if (rc != MOSQ_ERR_SUCCESS && rc != MOSQ_ERR_CONN_REFUSED && !was_up && !atomic_load(&m->stop))
                 conn_error_rc(m, "connection", rc);
             backoff_next(m);
         }
@@ -546,7 +548,14 @@ igw_mqtt *igw_mqtt_start(const igw_mqtt_config *cfg, igw_mqtt_uplink_fn fn, void
         errf(err, errlen, "mqtt: pthread_mutex_init: %s", strerror(e));
         return NULL;
     }
-    if ((e = pthread_cond_init(&m->cv, NULL)) != 0) {
+    pthread_condattr_t ca;
+    if ((e = pthread_condattr_init(&ca)) == 0) {
+        e = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        if (e == 0)
+            e = pthread_cond_init(&m->cv, &ca);
+        pthread_condattr_destroy(&ca);
+    }
+    if (e != 0) {
         pthread_mutex_destroy(&m->mu);
         free(m);
         errf(err, errlen, "mqtt: pthread_cond_init: %s", strerror(e));
@@ -628,7 +637,7 @@ int igw_mqtt_wait_connected(igw_mqtt *m, unsigned timeout_ms)
     int rc = 0;
     if (!m)
         return -1;
-    clock_gettime(CLOCK_REALTIME, &dl);
+    clock_gettime(CLOCK_MONOTONIC, &dl);
     dl.tv_sec += timeout_ms / 1000;
     dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
     if (dl.tv_nsec >= 1000000000L) {

@@ -2,31 +2,39 @@
  * downlinks out.
  *
  * One connection per instance, run by a network thread of its own. MQTT
- * 3.1.1 with clean_session=false and a stable client id: the broker keeps
- * the QoS 1 subscriptions and queues uplinks while igwd is away (in memory
- * only with the local broker's `persistence false`, and at most its
- * max_queued_messages). On every connection the client subscribes with QoS 1
- * to $thing/up/#, $ota/up/#, $config/up/#, $log/up/#, $gateway/up/# and
- * $ext/up/# (a top-level # never matches $ topics); topics without the '$'
- * are neither subscribed nor accepted: the auth plugin lets devices publish
- * only to $<handle>/up/<type>/<productID>/<deviceName>.
+ * 3.1.1 (a refused CONNACK under MQTT 5 is a fatal MOSQ_ERR_PROTOCOL in
+ * libmosquitto 2.0; 3.1.1 needs no session-expiry property) with
+ * clean_session=false and a stable client id: the broker keeps the QoS 1
+ * subscriptions and queues uplinks while igwd is away (in memory with the
+ * local broker's `persistence false`, at most its max_queued_messages). The
+ * client id must be unique per igwd node (two nodes with one id take the
+ * session from each other); every node receives every uplink. On every
+ * connection the client subscribes with QoS 1 to $thing/up/#, $ota/up/#,
+ * $config/up/#, $log/up/#, $gateway/up/# and $ext/up/# (a top-level # never
+ * matches $ topics). Topics without the '$' are neither subscribed nor
+ * accepted: the auth plugin lets devices publish only to
+ * $<handle>/up/<type>/<productID>/<deviceName>.
  *
- * An uplink is handed to the callback only when its topic is exactly
+ * An uplink reaches the callback only when its topic is exactly
  * $<handle>/up/<type>/<productID>/<deviceName> with a known handle, a type
- * of [A-Za-z0-9_-]{1,64} and valid device names (igw_devauth_name_ok), its
- * payload is at most IGW_MQTT_PAYLOAD_MAX bytes and it is not a retained
- * message replayed by a (re)subscription. Anything else is counted as
- * dropped (stderr: the first and every 1000th of each kind). libmosquitto
- * acknowledges a QoS 1 message before the callback runs: what the callback
- * does not make durable is lost if igwd dies right then.
+ * of [A-Za-z0-9_-]{1,64} and valid names (igw_devauth_name_ok), its payload
+ * is at most IGW_MQTT_PAYLOAD_MAX bytes and it is not a retained message
+ * replayed by a (re)subscription (the live copy was delivered). Anything
+ * else is counted as dropped and logged on stderr (the first and every
+ * 1000th of each kind). QoS 1 is at least once: libmosquitto acknowledges a
+ * message before the callback runs (what the callback does not make durable
+ * is lost if igwd dies then), and the broker may deliver again what was in
+ * flight when a connection broke; consumers deduplicate (msgToken).
  *
  * The network thread never gives up: after any failure (refused, broker
  * down, name resolution, protocol error) it reconnects with a backoff of
- * 0.25 s doubling to 8 s. (mosquitto_loop_start is not used: its loop quits
- * for good on some errors, e.g. MOSQ_ERR_EAI, and its backoff sleep cannot
- * be interrupted by a stop.) mosquitto_lib_init runs once per process and
+ * 0.25 s doubling to 8 s (reset by a connection that lasted 10 s). It polls
+ * with poll(2) instead of mosquitto_loop_start/mosquitto_loop: their
+ * select(2) fails on descriptors >= 1024, their loop quits for good on some
+ * errors (MOSQ_ERR_EAI, ...) and its backoff sleep ignores a stop. No TLS
+ * (the broker is local). mosquitto_lib_init runs once per process and
  * mosquitto_lib_cleanup never: its CONF_modules_unload would reset OpenSSL
- * under h2o and libpq. */
+ * under h2o and libpq. Nothing here needs a leak suppression. */
 #ifndef IGW_MQTT_H
 #define IGW_MQTT_H
 
@@ -65,7 +73,7 @@ typedef struct igw_mqtt_uplink {
 } igw_mqtt_uplink;
 
 /* Receives each accepted uplink on the network thread; must not block (hand
- * it to a queue); takes ownership of u. */
+ * it to a queue; igw_mqtt_publish is fine); takes ownership of u. */
 typedef void (*igw_mqtt_uplink_fn)(void *arg, igw_mqtt_uplink *u);
 
 /* Counters since igw_mqtt_start (each read atomically, not as a set). */

@@ -45,5 +45,14 @@ rm -rf "$corpus" && mkdir -p "$corpus"
 echo "fuzz: json for ${secs}s ($(ls "$corpus" | wc -l) seeds)"
 "$bin" -max_total_time="$secs" -print_final_stats=0 "$corpus" 2>"$out/json.log" ||
     { tail -40 "$out/json.log"; echo "fuzz: json FAILED"; exit 1; }
+# The multipart parser of the upload route (and the filename/URL checks it feeds).
+bin=$out/fuzz_multipart
+if [ ! -x "$bin" ] || [ -n "$(find tests/fuzz/fuzz_multipart.c src/common -newer "$bin" -name '*.[ch]' | head -1)" ]; then
+    "$clang" "${flags[@]}" -o "$bin" tests/fuzz/fuzz_multipart.c src/common/*.c -lcrypto -lm
+fi
+rm -rf "$out/corpus/multipart" && mkdir -p "$out/corpus/multipart"
+echo "fuzz: multipart for ${secs}s"
+"$bin" -max_total_time="$secs" -max_len=8192 -print_final_stats=0 "$out/corpus/multipart" 2>"$out/multipart.log" ||
+    { tail -40 "$out/multipart.log"; echo "fuzz: multipart FAILED"; exit 1; }
 [ "$ran" -gt 0 ] || { echo "fuzz: no decoder fuzzed"; exit 1; }
 echo "fuzz: $ran decoders fuzzed, no crash"

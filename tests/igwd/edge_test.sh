@@ -15,9 +15,11 @@ chmod 755 "$TMP"
 export IGW_VAR=$TMP/var IGW_PG_PORT=${EDGE_PG_PORT:-54393} IGW_REDIS_PORT=${EDGE_REDIS_PORT:-63793} \
        IGW_MQTT_PORT=${EDGE_MQTT_PORT:-18893} IGWCTL
 PID=
+SUBPID=
 checks=0
 cleanup() {
     [ -n "$PID" ] && kill -KILL "$PID" 2>/dev/null
+    [ -n "$SUBPID" ] && kill "$SUBPID" 2>/dev/null
     "$ROOT/src/ops/services.sh" down >/dev/null 2>&1
     rm -rf "$TMP"
 }
@@ -50,6 +52,7 @@ start_igwd() {
         IGW_LISTEN=127.0.0.1:0 IGW_THREADS=2 IGW_PG_DSN="$IGW_PG_DSN" \
         IGW_MQTT_HOST=127.0.0.1 IGW_MQTT_PORT="$IGW_MQTT_PORT" IGW_MQTT_PASSWORD_FILE="$IGW_MQTT_PASSWORD_FILE" \
         IGW_MQTT_CLIENT_ID=igwd-edge-test IGW_STORAGE_ROOT="$TMP/storage" IGW_DEVICE_CACHE_MS=0 \
+        IGW_UPLOAD_MAX=4096 IGW_URL_TTL_S=4 \
         "$IGWD" >"$TMP/igwd.out" 2>>"$TMP/igwd.err" &
     PID=$!
     PORT=
@@ -180,6 +183,69 @@ CASE="strict decoding first"; send "$AUTH" thing/property '{"method":"report","m
 CASE="refusals change nothing"
 [ "$(psql_q "SELECT count(*) FROM device_messages WHERE msg_token='x'")" = 0 ] || fail "a refused message was stored"; ok
 
+# ---- uploads ------------------------------------------------------------------------------
+UP=http://127.0.0.1:$PORT/api/v1/things/device/edge/upload-file
+printf 'hello upload\n' >"$TMP/hello.txt"
+# upload AUTH CURL_ARGS...: reply in $TMP/r, status in $STATUS.
+upload() { local a=$1; shift; STATUS=$(curl -s -o "$TMP/r" -w '%{http_code}' ${a:+-H "authorization: $a"} "$@" "$UP"); }
+CASE="upload"; upload "$AUTH" -F "file=@$TMP/hello.txt" -F "note=ignored"; expect 200 200
+fp=$(jq -r .data.filePath "$TMP/r") uri=$(jq -r .data.fileUri "$TMP/r")
+[[ $fp =~ ^edge/$PID_/$DEV/[0-9]{6}/[0-9]{6}/hello\.txt$ ]] || fail "filePath $fp"; ok
+[ "$(date -u +%y%m%d)" = "$(cut -d/ -f4 <<<"$fp")" ] || fail "filePath date is not today in UTC: $fp"; ok
+cmp -s "$TMP/hello.txt" "$TMP/storage/$fp" || fail "stored bytes differ"; ok
+[ "$(psql_q "SELECT size_bytes || ' ' || encode(sha256, 'hex') FROM files WHERE file_path = '$fp'")" = \
+  "$(stat -c %s "$TMP/hello.txt") $(sha256sum "$TMP/hello.txt" | cut -d' ' -f1)" ] || fail "files row"; ok
+CASE="download"; code=$(curl -s -o "$TMP/dl" -D "$TMP/dlh" -w '%{http_code}' "http://127.0.0.1:$PORT$uri")
+[ "$code" = 200 ] && cmp -s "$TMP/dl" "$TMP/hello.txt" || fail "$CASE: $code"; ok
+grep -qi '^content-disposition: attachment; filename="hello.txt"' "$TMP/dlh" && grep -qi '^x-content-type-options: nosniff' "$TMP/dlh" ||
+    fail "$CASE: headers $(cat "$TMP/dlh")"; ok
+CASE="same name again: never overwritten"; upload "$AUTH" -F "file=@$TMP/hello.txt"; expect 200 200
+fp2=$(jq -r .data.filePath "$TMP/r")
+[ "$fp2" != "$fp" ] && cmp -s "$TMP/hello.txt" "$TMP/storage/$fp2" || fail "$CASE: $fp2"; ok
+# Tampering: every part of the URL is covered.
+for bad in "${uri/hello.txt/hellp.txt}" "${uri/expires=/expires=1}" "${uri%?}A" "${uri%%\?*}" "${uri}&x=1" \
+           "${uri/hello.txt/..%2Fhello.txt}"; do
+    CASE="tampered URL $bad"; STATUS=$(curl -s -o "$TMP/r" -w '%{http_code}' "http://127.0.0.1:$PORT$bad"); expect 404 100404
+done
+# Raw bodies (curl -F rewrites backslashes and quotes in names).
+raw_upload() { # NAME: a body whose part file is named NAME (a quoted-string: \ and " escaped)
+    local q=${1//\\/\\\\}
+    q=${q//\"/\\\"}
+    printf -- '--bnd\r\nContent-Disposition: form-data; name="file"; filename="%s"\r\n\r\nhello\r\n--bnd--\r\n' "$q" >"$TMP/raw"
+    upload "$AUTH" -H 'content-type: multipart/form-data; boundary=bnd' --data-binary "@$TMP/raw"
+}
+# A raw control character already breaks the part's header line.
+for name in $'a\x01b.txt' $'a\x7fb.txt' $'a\x1bb.txt'; do
+    CASE="filename $(printf '%q' "$name")"; raw_upload "$name"; expect 400 100400 ""
+done
+for name in ../etc/passwd '..\x.txt' 'a/b.txt' $'a\xc2\x85b.txt' 'a$b.txt' "a'b.txt" 'a"b.txt' 'a`b.txt' 'a|b.txt' \
+            'a{b}.txt' 'a,b.txt' 'a?b.txt' 'a*b.txt' '..' '.' '/abs.txt' 'C:\\x.txt'; do
+    CASE="filename $(printf '%q' "$name")"; raw_upload "$name"; expect 400 100400 file
+done
+CASE="raw upload with a plain name"; raw_upload 'plain name (1).txt'; expect 200 200
+rm -f "$TMP/storage/$(jq -r .data.filePath "$TMP/r")"; psql_q "DELETE FROM files WHERE file_path = '$(jq -r .data.filePath "$TMP/r")'" >/dev/null
+for ext in html HTM xml Xht xhtml SVG php PHP2 php3 php4 Php5 phtml pht asp ASPX asa asax ascx ashx asmx cer jsp jspa jspx jsw jsv jspf jhtml htaccess swf; do
+    CASE="forbidden .$ext"; upload "$AUTH" -F "file=@$TMP/hello.txt;filename=x.$ext"; expect 400 100400 file
+done
+CASE="forbidden .htaccess alone"; upload "$AUTH" -F "file=@$TMP/hello.txt;filename=.htaccess"; expect 400 100400 file
+head -c 5000 /dev/zero >"$TMP/big.bin"
+CASE="oversize (upload_max 4096)"; upload "$AUTH" -F "file=@$TMP/big.bin"; expect 413 100413 file
+CASE="missing part file"; upload "$AUTH" -F "other=@$TMP/hello.txt"; expect 400 100400 file
+CASE="wrong content type"; upload "$AUTH" -H 'content-type: application/json' --data-binary '{}'; expect 415 100415
+CASE="broken multipart"; upload "$AUTH" -H 'content-type: multipart/form-data; boundary=xyz' --data-binary $'--xyz\r\nno headers'; expect 400 100400
+CASE="upload without credentials"; upload "" -F "file=@$TMP/hello.txt"; expect 401 100401
+CASE="gateway uploads for its sub-device"; upload "$GW_AUTH" -H "productID: $SUB_P" -H "deviceName: $SUB_D" -F "file=@$TMP/hello.txt"; expect 200 200
+[[ $(jq -r .data.filePath "$TMP/r") == edge/$SUB_P/$SUB_D/* ]] || fail "$CASE: $(cat "$TMP/r")"; ok
+CASE="gateway upload for an unbound device"; upload "$GW_AUTH" -H "productID: $UNB_P" -H "deviceName: $UNB_D" -F "file=@$TMP/hello.txt"; expect 403 100403
+CASE="refused uploads left no file"
+[ "$(find "$TMP/storage" -type f | wc -l)" = 3 ] || fail "$CASE: $(find "$TMP/storage" -type f)"; ok
+[ "$(psql_q "SELECT count(*) FROM files")" = 3 ] || fail "$CASE: files rows"; ok
+# A symlink planted inside the storage root is never followed.
+ln -s /etc "$TMP/storage/edge/$PID_/$DEV/planted"
+CASE="no reading through a planted symlink"
+STATUS=$(curl -s -o "$TMP/r" -w '%{http_code}' "http://127.0.0.1:$PORT${uri/hello.txt/..\/planted\/passwd}"); expect 404 100404
+expiry_uri=$uri expiry_at=$(( $(date +%s) + 5 ))
+
 # ---- durability: kill -9 under load --------------------------------------------------
 before=$(psql_q "SELECT count(*) FROM device_messages")
 load() { # WORKER: reports until igwd dies; logs the tokens that got 200
@@ -210,40 +276,57 @@ start_igwd
 CASE="after restart"; send "$AUTH" thing/property "$REPORT"; expect 200 200
 
 # ---- MQTT: the same processing ------------------------------------------------------------
-MU=$(j .device.username) MP=$(j .device.password)
-# The plugin admits one client id per device ({productID}&{deviceName}), so
-# the device subscribes with a persistent session (-c), goes away, publishes,
-# and reads its queued downlinks afterwards, as a sleepy device would.
-mq_pub() { mosquitto_pub -h 127.0.0.1 -p "$IGW_MQTT_PORT" -i "$PID_&$DEV" -u "$MU" -P "$MP" -q 1 -c "$@"; }
-mq_sub() { mosquitto_sub -h 127.0.0.1 -p "$IGW_MQTT_PORT" -i "$PID_&$DEV" -u "$MU" -P "$MP" -q 1 -c -v \
-    -t "\$thing/down/property/$PID_/$DEV" -t "\$thing/down/event/$PID_/$DEV" "$@"; }
-mq_sub -E >/dev/null 2>&1 || fail "mosquitto_sub as the device"
+# The plugin admits one connection per device (client id {productID}&{deviceName}).
+# A fresh sub-device listens on its down topics while its gateway publishes
+# for it; the device itself publishes too (checked in the database).
+SUB2=$("$IGWCTL" device add --db "$IGW_PG_DSN" --product "$PID_" --device edge-sub-2) || fail "igwctl device add"
+"$IGWCTL" gateway bind --db "$IGW_PG_DSN" --gateway-product "$GW_P" --gateway-device "$GW_D" --product "$PID_" --device edge-sub-2 >/dev/null ||
+    fail "igwctl gateway bind"
+GU=$(j .gateway.username) GP=$(j .gateway.password) MU=$(j .device.username) MP=$(j .device.password)
+gw_pub() { mosquitto_pub -h 127.0.0.1 -p "$IGW_MQTT_PORT" -i "$GW_P&$GW_D" -u "$GU" -P "$GP" -q 1 "$@"; }
 for _ in $(seq 50); do grep -q "igw-mqtt: connected" "$TMP/igwd.err" && break; sleep 0.1; done
-mq_pub -t "\$thing/up/property/$PID_/$DEV" -m '{"method":"report","msgToken":"mq1","params":{"brightness":77}}' || fail "mosquitto_pub"
-mq_pub -t "\$thing/up/property/$PID_/$DEV" -m '{"method":"report","msgToken":"mq2","params":{"brightness":700}}' || fail "mosquitto_pub"
-mq_pub -t "\$thing/up/event/$PID_/$DEV" -m '{"method":"eventPost","msgToken":"mq3","eventID":"boot","type":"info","params":{}}' || fail "mosquitto_pub"
-# Another device's topic: the plugin's ACL refuses the publish.
-mq_pub -t "\$thing/up/property/$SUB_P/$SUB_D" -m '{"method":"report","msgToken":"mq4","params":{"zoom":20}}' 2>/dev/null
-for _ in $(seq 50); do
-    [ "$(psql_q "SELECT count(*) FROM device_messages WHERE msg_token IN ('mq1','mq3')")" = 2 ] && break; sleep 0.1
-done
-sleep 0.3 # the error reply of mq2 needs no commit; the others were published after theirs
-mq_sub -C 3 -W 5 >"$TMP/down" 2>&1
+mosquitto_sub -h 127.0.0.1 -p "$IGW_MQTT_PORT" -i "$PID_&edge-sub-2" -u "$(jq -r .username <<<"$SUB2")" \
+    -P "$(jq -r .password <<<"$SUB2")" -q 1 -v -C 3 -W 15 \
+    -t "\$thing/down/property/$PID_/edge-sub-2" -t "\$thing/down/event/$PID_/edge-sub-2" >"$TMP/down" 2>&1 &
+SUBPID=$!
+sleep 0.5
+up=\$thing/up/property/$PID_/edge-sub-2
+gw_pub -t "$up" -m '{"method":"report","msgToken":"mq1","params":{"brightness":77}}' || fail "mosquitto_pub"
+gw_pub -t "$up" -m '{"method":"report","msgToken":"mq2","params":{"brightness":700}}' || fail "mosquitto_pub"
+gw_pub -t "\$thing/up/event/$PID_/edge-sub-2" -m '{"method":"eventPost","msgToken":"mq3","eventID":"boot","type":"info","params":{}}' ||
+    fail "mosquitto_pub"
+# The device itself, on its own topic; and on another device's topic, which the plugin refuses.
+mosquitto_pub -h 127.0.0.1 -p "$IGW_MQTT_PORT" -i "$PID_&$DEV" -u "$MU" -P "$MP" -q 1 \
+    -t "\$thing/up/property/$PID_/$DEV" -m '{"method":"report","msgToken":"mq5","params":{"zoom":45}}' || fail "mosquitto_pub"
+mosquitto_pub -h 127.0.0.1 -p "$IGW_MQTT_PORT" -i "$PID_&$DEV" -u "$MU" -P "$MP" -q 1 \
+    -t "\$thing/up/property/$SUB_P/$SUB_D" -m '{"method":"report","msgToken":"mq4","params":{"zoom":20}}' 2>/dev/null
+wait "$SUBPID"; SUBPID=
 CASE="mqtt reportReply"
-grep -q "^\$thing/down/property/$PID_/$DEV {\"code\":200,\"method\":\"reportReply\",\"msgToken\":\"mq1\"}$" "$TMP/down" || fail "$CASE: $(cat "$TMP/down")"; ok
-CASE="mqtt error reply names the path"
+grep -q "^\$thing/down/property/$PID_/edge-sub-2 {\"code\":200,\"method\":\"reportReply\",\"msgToken\":\"mq1\"}$" "$TMP/down" ||
+    fail "$CASE: $(cat "$TMP/down")"; ok
+CASE="mqtt error reply names the reason"
 grep '"msgToken":"mq2"' "$TMP/down" | grep '"code":100400' | grep '"method":"reportReply"' | grep -q '"msg":"above maximum 100"' ||
     fail "$CASE: $(cat "$TMP/down")"; ok
-CASE="mqtt eventReply"; grep -q '"method":"eventReply","msgToken":"mq3"' "$TMP/down" || fail "$CASE: $(cat "$TMP/down")"; ok
-CASE="mqtt stored"; [ "$(psql_q "SELECT count(*) FROM device_messages WHERE msg_token IN ('mq1','mq3')")" = 2 ] || fail "$CASE"; ok
-CASE="mqtt refused stored nothing"; [ "$(psql_q "SELECT count(*) FROM device_messages WHERE msg_token IN ('mq2','mq4')")" = 0 ] || fail "$CASE"; ok
+CASE="mqtt eventReply"; grep -q "^\$thing/down/event/$PID_/edge-sub-2 .*\"method\":\"eventReply\",\"msgToken\":\"mq3\"" "$TMP/down" ||
+    fail "$CASE: $(cat "$TMP/down")"; ok
+for _ in $(seq 50); do [ "$(psql_q "SELECT count(*) FROM device_messages WHERE msg_token = 'mq5'")" = 1 ] && break; sleep 0.1; done
+CASE="mqtt stored under the right devices"
+[ "$(psql_q "SELECT string_agg(msg_token || '@' || device_name, ',' ORDER BY msg_token) FROM device_messages WHERE msg_token LIKE 'mq%'")" = \
+  "mq1@edge-sub-2,mq3@edge-sub-2,mq5@$DEV" ] || fail "$CASE: $(psql_q "SELECT msg_token, device_name FROM device_messages WHERE msg_token LIKE 'mq%'")"; ok
 CASE="mqtt and http share the device state"; send "$AUTH" thing/property '{"method":"getStatus","msgToken":"s"}'
-jq -e '.data.data.brightness == 77' "$TMP/r" >/dev/null || fail "$CASE: $(cat "$TMP/r")"; ok
+jq -e '.data.data.zoom == 45' "$TMP/r" >/dev/null || fail "$CASE: $(cat "$TMP/r")"; ok
 # A device may not listen to another device's downlinks.
 CASE="mqtt subscribe refused"
-timeout 5 mosquitto_sub -h 127.0.0.1 -p "$IGW_MQTT_PORT" -i "$PID_&$DEV-x" -u "$MU" -P "$MP" -q 1 -E \
+timeout 5 mosquitto_sub -h 127.0.0.1 -p "$IGW_MQTT_PORT" -i "$PID_&$DEV" -u "$MU" -P "$MP" -q 1 -E \
     -t "\$thing/down/property/$SUB_P/$SUB_D" >"$TMP/subx" 2>&1
-grep -qi "denied\|failed\|refused" "$TMP/subx" || fail "$CASE: $(cat "$TMP/subx")"; ok
+grep -qi "denied" "$TMP/subx" || fail "$CASE: $(cat "$TMP/subx")"; ok
+CASE="mqtt subscribe to its own downlinks allowed"
+timeout 5 mosquitto_sub -h 127.0.0.1 -p "$IGW_MQTT_PORT" -i "$PID_&$DEV" -u "$MU" -P "$MP" -q 1 -E \
+    -t "\$thing/down/property/$PID_/$DEV" >"$TMP/subx" 2>&1 || fail "$CASE: $(cat "$TMP/subx")"; ok
+
+# ---- the upload's URL expired (url_ttl_s 4) ---------------------------------------------------
+while [ "$(date +%s)" -lt "$expiry_at" ]; do sleep 0.2; done
+CASE="expired URL"; STATUS=$(curl -s -o "$TMP/r" -w '%{http_code}' "http://127.0.0.1:$PORT$expiry_uri"); expect 404 100404
 
 # ---- clean stop ------------------------------------------------------------------------------
 kill -TERM "$PID"; wait "$PID"; rc=$?; PID=

@@ -1,0 +1,485 @@
+/* db_test.c - igw_db against a real PostgreSQL (started by db_test.sh).
+ *
+ * usage: db_test DSN, with IGW_DBTEST_STOP / IGW_DBTEST_START holding shell
+ * commands that stop and start that server (run with system(); the loop is
+ * ours, so blocking here is fine). A second, plain blocking connection
+ * checks the table and terminates igw_db's backend. Prints the number of
+ * checks; exits 1 on any failure. */
+#include "db.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <h2o/socket.h>
+
+static int checks, failures;
+
+static void check(bool ok, int line, const char *what, const char *fmt, ...)
+{
+    checks++;
+    if (ok)
+        return;
+    failures++;
+    fprintf(stderr, "db_test:%d: FAIL: %s", line, what);
+    if (fmt && *fmt) {
+        va_list ap;
+        va_start(ap, fmt);
+        fputs(": ", stderr);
+        vfprintf(stderr, fmt, ap);
+        va_end(ap);
+    }
+    fputc('\n', stderr);
+}
+#define CHECK(cond, ...) check((cond), __LINE__, #cond, "" __VA_ARGS__)
+
+static h2o_evloop_t *loop;
+static PGconn *admin;
+static const char *dsn;
+
+typedef struct outcome {
+    int calls, order;
+    bool ok;
+    char err[256];
+    char val[64]; /* first column of the first row, if any */
+} outcome;
+static int completed;
+
+static void record(void *arg, const PGresult *res, const char *err)
+{
+    outcome *o = arg;
+    o->calls++;
+    o->order = completed++;
+    o->ok = res != NULL && err == NULL;
+    snprintf(o->err, sizeof o->err, "%s", err ? err : "");
+    if (res && PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) > 0 && PQnfields(res) > 0)
+        snprintf(o->val, sizeof o->val, "%s", PQgetvalue(res, 0, 0));
+}
+
+static void never(void *arg, const PGresult *res, const char *err)
+{
+    (void)res, (void)err;
+    ++*(int *)arg;
+}
+
+static void quiet(void *arg, const char *msg)
+{
+    (void)arg, (void)msg;
+}
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static bool all_called(const outcome *o, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (o[i].calls == 0)
+            return false;
+    return true;
+}
+
+/* Runs the loop until every outcome was called or the timeout. */
+static bool run_until_called(const outcome *o, size_t n, int timeout_ms)
+{
+    int64_t end = now_ms() + timeout_ms;
+    while (!all_called(o, n) && now_ms() < end)
+        h2o_evloop_run(loop, 10);
+    return all_called(o, n);
+}
+
+static void run_for(int ms)
+{
+    int64_t end = now_ms() + ms;
+    while (now_ms() < end)
+        h2o_evloop_run(loop, 10);
+}
+
+static bool run_until_connected(igw_db *db, bool want, int timeout_ms)
+{
+    int64_t end = now_ms() + timeout_ms;
+    while (igw_db_connected(db) != want && now_ms() < end)
+        h2o_evloop_run(loop, 10);
+    return igw_db_connected(db) == want;
+}
+
+/* A blocking query on the admin connection; its first value as a long (-1 on error). */
+static long admin_long(const char *sql)
+{
+    PGresult *r = PQexec(admin, sql);
+    long v = -1;
+    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1)
+        v = strtol(PQgetvalue(r, 0, 0), NULL, 10);
+    else if (PQresultStatus(r) != PGRES_COMMAND_OK)
+        fprintf(stderr, "db_test: admin: %s: %s", sql, PQerrorMessage(admin));
+    PQclear(r);
+    return v;
+}
+
+static const igw_db_stmt st_ins = {"t_ins", "INSERT INTO dbtest(id, v) VALUES ($1, $2)", 2};
+static const igw_db_stmt st_ins2 = {"t_ins2", "INSERT INTO dbtest(id, v) VALUES ($1::int, $2)", 2};
+static const igw_db_stmt st_bad = {"t_bad", "INSERT INTO no_such_table VALUES ($1)", 1};
+static const igw_db_stmt st_pid = {"t_pid", "SELECT pg_backend_pid()", 0};
+static const igw_db_stmt st_sync = {"t_sync", "SELECT current_setting('synchronous_commit')", 0};
+static const igw_db_stmt st_nprep = {"t_nprep", "SELECT count(*) FROM pg_prepared_statements", 0};
+static const igw_db_stmt st_sleep = {"t_sleep", "SELECT pg_sleep($1::float8)", 1};
+static const igw_db_stmt st_plus1 = {"t_plus1", "SELECT $1::int4 + 1", 1};
+static const igw_db_stmt st_isnull = {"t_isnull", "SELECT $1::text IS NULL", 1};
+
+static int exec_ins(igw_db *db, const igw_db_stmt *st, int id, outcome *o)
+{
+    char idbuf[16], vbuf[32];
+    snprintf(idbuf, sizeof idbuf, "%d", id);
+    snprintf(vbuf, sizeof vbuf, "row-%d", id);
+    const char *vals[2] = {idbuf, vbuf};
+    int rc = igw_db_exec(db, st, vals, NULL, NULL, record, o);
+    memset(idbuf, 'x', sizeof idbuf - 1); /* the values must have been copied */
+    memset(vbuf, 'x', sizeof vbuf - 1);
+    return rc;
+}
+
+static int exec0(igw_db *db, const igw_db_stmt *st, outcome *o)
+{
+    return igw_db_exec(db, st, NULL, NULL, NULL, record, o);
+}
+
+static int exec1(igw_db *db, const igw_db_stmt *st, const char *v, outcome *o)
+{
+    const char *vals[1] = {v};
+    return igw_db_exec(db, st, vals, NULL, NULL, record, o);
+}
+
+/* A callback that submits the next query of a chain from inside itself. */
+typedef struct chain {
+    igw_db *db;
+    int left, ok;
+} chain;
+static void chain_cb(void *arg, const PGresult *res, const char *err)
+{
+    chain *c = arg;
+    (void)err;
+    c->ok += res != NULL;
+    if (--c->left > 0 && igw_db_exec(c->db, &st_pid, NULL, NULL, NULL, chain_cb, c) != 0)
+        c->left = -1000;
+}
+
+static bool starts(const char *s, const char *prefix)
+{
+    return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: db_test DSN\n");
+        return 2;
+    }
+    dsn = argv[1];
+    const char *stop_cmd = getenv("IGW_DBTEST_STOP"), *start_cmd = getenv("IGW_DBTEST_START");
+    loop = h2o_evloop_create();
+    admin = PQconnectdb(dsn);
+    if (PQstatus(admin) != CONNECTION_OK) {
+        fprintf(stderr, "db_test: admin connection: %s", PQerrorMessage(admin));
+        return 1;
+    }
+    PQsetNoticeProcessor(admin, quiet, NULL);
+    admin_long("DROP TABLE IF EXISTS dbtest");
+    admin_long("CREATE TABLE dbtest (id int PRIMARY KEY, v text NOT NULL)");
+
+    char err[256] = "";
+    CHECK(igw_db_create(loop, "no_such_option=1", err, sizeof err) == NULL);
+    CHECK(strstr(err, "no_such_option") != NULL, "err '%s'", err);
+
+    igw_db *db = igw_db_create(loop, dsn, err, sizeof err);
+    CHECK(db != NULL, "%s", err);
+    if (!db)
+        return 1;
+
+    /* ---- submitted before the connection is up: queued, then answered ---- */
+    outcome o_pid = {0}, o_sync = {0};
+    CHECK(exec0(db, &st_pid, &o_pid) == 0);
+    CHECK(exec0(db, &st_sync, &o_sync) == 0);
+    CHECK(!igw_db_connected(db));
+    CHECK(run_until_called(&o_pid, 1, 10000) && run_until_called(&o_sync, 1, 1000), "%s", igw_db_last_error(db));
+    CHECK(o_pid.ok && atoi(o_pid.val) > 0, "pid '%s' err '%s'", o_pid.val, o_pid.err);
+    CHECK(o_sync.ok && strcmp(o_sync.val, "on") == 0, "synchronous_commit '%s' (server default is off)", o_sync.val);
+    CHECK(o_pid.order < o_sync.order);
+    CHECK(igw_db_connected(db));
+
+    /* ---- 1000 pipelined inserts submitted in one go ---- */
+    enum { N = 1000 };
+    static outcome o_ins[N];
+    igw_db_stats s0, s1;
+    igw_db_stats_get(db, &s0);
+    int base = completed;
+    int rejected = 0;
+    for (int i = 0; i < N; i++)
+        rejected += exec_ins(db, &st_ins, i, &o_ins[i]) != 0;
+    CHECK(rejected == 0);
+    int64_t t0 = now_ms();
+    uint64_t max_inflight = 0;
+    while (!all_called(o_ins, N) && now_ms() - t0 < 30000) {
+        h2o_evloop_run(loop, 10);
+        igw_db_stats_get(db, &s1);
+        if (s1.in_flight > max_inflight)
+            max_inflight = s1.in_flight;
+    }
+    int64_t took = now_ms() - t0;
+    int ok = 0, in_order = 0, once = 0;
+    for (int i = 0; i < N; i++) {
+        ok += o_ins[i].ok;
+        in_order += o_ins[i].order == base + i;
+        once += o_ins[i].calls == 1;
+    }
+    CHECK(ok == N, "%d of %d ok; first err '%s'", ok, N, o_ins[0].err);
+    CHECK(in_order == N, "%d in order", in_order);
+    CHECK(once == N);
+    CHECK(max_inflight > 100, "at most %llu in flight: not pipelined", (unsigned long long)max_inflight);
+    CHECK(admin_long("SELECT count(*) FROM dbtest WHERE id < 1000") == N);
+    CHECK(admin_long("SELECT sum(id) FROM dbtest WHERE v = 'row-' || id") == (long)N * (N - 1) / 2);
+    igw_db_stats_get(db, &s1);
+    CHECK(s1.queries_ok - s0.queries_ok == N);
+    CHECK(s1.rtt_count - s0.rtt_count == N);
+    uint64_t bsum = 0;
+    for (size_t i = 0; i <= IGW_DB_RTT_NBOUNDS; i++)
+        bsum += s1.rtt_buckets[i];
+    CHECK(bsum == s1.rtt_count && s1.rtt_sum_us > 0);
+    CHECK(s1.queued == 0 && s1.in_flight == 0 && s1.connected);
+    printf("db_test: %d pipelined inserts in %lld ms (max %llu in flight, mean round trip %llu us)\n", N,
+           (long long)took, (unsigned long long)max_inflight,
+           (unsigned long long)((s1.rtt_sum_us - s0.rtt_sum_us) / N));
+
+    /* Each statement was prepared once on this connection. */
+    outcome o_nprep = {0};
+    CHECK(exec0(db, &st_nprep, &o_nprep) == 0);
+    CHECK(run_until_called(&o_nprep, 1, 5000) && o_nprep.ok);
+    CHECK(strcmp(o_nprep.val, "4") == 0, "prepared statements: %s", o_nprep.val); /* pid, sync, ins, nprep */
+
+    /* ---- a failing statement fails only itself ---- */
+    outcome o_mix[8] = {{0}};
+    CHECK(exec_ins(db, &st_ins, 2000, &o_mix[0]) == 0);
+    CHECK(exec_ins(db, &st_ins, 0, &o_mix[1]) == 0);     /* duplicate key */
+    CHECK(exec_ins(db, &st_ins, 2001, &o_mix[2]) == 0);
+    CHECK(exec1(db, &st_bad, "1", &o_mix[3]) == 0);     /* fails at prepare */
+    CHECK(exec_ins(db, &st_ins2, 1, &o_mix[4]) == 0);    /* first use of a statement fails */
+    CHECK(exec_ins(db, &st_ins2, 2002, &o_mix[5]) == 0); /* ... and it still works */
+    CHECK(exec0(db, &st_pid, &o_mix[6]) == 0);
+    CHECK(run_until_called(o_mix, 7, 5000));
+    CHECK(exec1(db, &st_bad, "2", &o_mix[7]) == 0); /* prepared again, fails the same way */
+    CHECK(run_until_called(o_mix, 8, 5000));
+    CHECK(o_mix[0].ok && o_mix[2].ok && o_mix[5].ok && o_mix[6].ok, "'%s' '%s' '%s' '%s'", o_mix[0].err,
+          o_mix[2].err, o_mix[5].err, o_mix[6].err);
+    CHECK(!o_mix[1].ok && starts(o_mix[1].err, "23505 "), "'%s'", o_mix[1].err);
+    CHECK(!o_mix[3].ok && starts(o_mix[3].err, "42P01 "), "'%s'", o_mix[3].err);
+    CHECK(!o_mix[4].ok && starts(o_mix[4].err, "23505 "), "'%s'", o_mix[4].err);
+    CHECK(!o_mix[7].ok && starts(o_mix[7].err, "42P01 "), "'%s'", o_mix[7].err);
+    bool mix_order = true;
+    for (int i = 1; i < 8; i++)
+        mix_order &= o_mix[i].order == o_mix[i - 1].order + 1;
+    CHECK(mix_order);
+    CHECK(strcmp(o_mix[6].val, o_pid.val) == 0, "same connection");
+    CHECK(admin_long("SELECT count(*) FROM dbtest WHERE id IN (2000, 2001, 2002)") == 3);
+
+    /* ---- binary and NULL parameters; a callback submitting the next query ---- */
+    uint32_t be = htonl(41);
+    const char *bv[1] = {(const char *)&be};
+    int blen[1] = {4}, bfmt[1] = {1};
+    outcome o_bin = {0}, o_null = {0};
+    CHECK(igw_db_exec(db, &st_plus1, bv, blen, bfmt, record, &o_bin) == 0);
+    be = htonl(1000);
+    CHECK(exec1(db, &st_isnull, NULL, &o_null) == 0);
+    chain ch = {db, 3, 0};
+    CHECK(igw_db_exec(db, &st_pid, NULL, NULL, NULL, chain_cb, &ch) == 0);
+    CHECK(run_until_called(&o_null, 1, 5000));
+    run_for(100);
+    CHECK(o_bin.ok && strcmp(o_bin.val, "42") == 0, "'%s' '%s'", o_bin.val, o_bin.err);
+    CHECK(o_null.ok && strcmp(o_null.val, "t") == 0, "'%s' '%s'", o_null.val, o_null.err);
+    CHECK(ch.left == 0 && ch.ok == 3, "chain left %d ok %d", ch.left, ch.ok);
+
+    /* ---- more than the socket buffers hold: libpq pushes back, sending resumes ---- */
+    enum { B = 64, BIG = 256 * 1024 };
+    static outcome o_big[B];
+    char *big = malloc(BIG + 1);
+    CHECK(big != NULL);
+    if (big) {
+        for (int i = 0; i < B; i++) {
+            char idbuf[16];
+            snprintf(idbuf, sizeof idbuf, "%d", 6000 + i);
+            memset(big, 'a' + i % 26, BIG);
+            big[BIG] = '\0';
+            const char *vals[2] = {idbuf, big};
+            CHECK(igw_db_exec(db, &st_ins, vals, NULL, NULL, record, &o_big[i]) == 0);
+        }
+        free(big);
+        CHECK(run_until_called(o_big, B, 30000));
+        int big_ok = 0;
+        for (int i = 0; i < B; i++)
+            big_ok += o_big[i].ok && (i == 0 || o_big[i].order == o_big[i - 1].order + 1);
+        CHECK(big_ok == B, "%d ok; '%s'", big_ok, o_big[0].err);
+        CHECK(admin_long("SELECT count(*) FROM dbtest WHERE id >= 6000 AND length(v) = 262144 "
+                         "AND v = repeat(chr(97 + (id - 6000) % 26), 262144)") == B);
+    }
+
+    /* ---- the backend is terminated: in-flight queries fail, not retried ---- */
+    igw_db_stats_get(db, &s0);
+    outcome o_term[3] = {{0}};
+    CHECK(exec1(db, &st_sleep, "30", &o_term[0]) == 0);
+    CHECK(exec_ins(db, &st_ins, 3000, &o_term[1]) == 0);
+    CHECK(exec_ins(db, &st_ins, 3001, &o_term[2]) == 0);
+    run_for(300);
+    igw_db_stats_get(db, &s1);
+    CHECK(s1.in_flight == 3 && !all_called(o_term, 1), "in flight %llu", (unsigned long long)s1.in_flight);
+    char sql[128];
+    snprintf(sql, sizeof sql, "SELECT pg_terminate_backend(%s)::int", o_pid.val);
+    CHECK(admin_long(sql) == 1);
+    CHECK(run_until_called(o_term, 3, 10000));
+    CHECK(!o_term[0].ok && (starts(o_term[0].err, "57P01 ") || starts(o_term[0].err, "connection lost")), "'%s'",
+          o_term[0].err);
+    CHECK(!o_term[1].ok && starts(o_term[1].err, "connection lost"), "'%s'", o_term[1].err);
+    CHECK(!o_term[2].ok && starts(o_term[2].err, "connection lost"), "'%s'", o_term[2].err);
+    printf("db_test: after pg_terminate_backend: '%s' / '%s'\n", o_term[0].err, o_term[1].err);
+    outcome o_after[2] = {{0}};
+    CHECK(exec_ins(db, &st_ins, 3002, &o_after[0]) == 0);
+    CHECK(exec0(db, &st_pid, &o_after[1]) == 0);
+    CHECK(run_until_called(o_after, 2, 10000));
+    CHECK(o_after[0].ok && o_after[1].ok, "'%s' '%s'", o_after[0].err, o_after[1].err);
+    CHECK(strcmp(o_after[1].val, o_pid.val) != 0, "a new backend");
+    CHECK(admin_long("SELECT count(*) FROM dbtest WHERE id IN (3000, 3001)") == 0);
+    CHECK(admin_long("SELECT count(*) FROM dbtest WHERE id = 3002") == 1);
+    igw_db_stats_get(db, &s1);
+    CHECK(s1.connections_lost - s0.connections_lost == 1);
+    CHECK(s1.connects - s0.connects == 1);
+    CHECK(s1.connects == 2);
+
+    /* ---- the server stops: queries queue, and go through once it is back ---- */
+    if (!stop_cmd || !start_cmd) {
+        check(false, __LINE__, "IGW_DBTEST_STOP and IGW_DBTEST_START are set", NULL);
+    } else {
+        igw_db_stats_get(db, &s0);
+        CHECK(system(stop_cmd) == 0, "%s", stop_cmd);
+        CHECK(run_until_connected(db, false, 10000));
+        enum { M = 10 };
+        outcome o_down[M] = {{0}};
+        for (int i = 0; i < M; i++)
+            CHECK(exec_ins(db, &st_ins, 4000 + i, &o_down[i]) == 0);
+        run_for(500);
+        int early = 0;
+        for (int i = 0; i < M; i++)
+            early += o_down[i].calls;
+        CHECK(early == 0, "%d answered while the server is down", early);
+        igw_db_stats_get(db, &s1);
+        CHECK(s1.queued == M && s1.connect_failures > s0.connect_failures && !s1.connected);
+        printf("db_test: while stopped: %s\n", igw_db_last_error(db));
+        CHECK(system(start_cmd) == 0, "%s", start_cmd);
+        CHECK(run_until_called(o_down, M, 20000), "%s", igw_db_last_error(db));
+        int down_ok = 0, down_order = 0;
+        for (int i = 0; i < M; i++) {
+            down_ok += o_down[i].ok;
+            down_order += i == 0 || o_down[i].order == o_down[i - 1].order + 1;
+        }
+        CHECK(down_ok == M, "%d ok; '%s'", down_ok, o_down[0].err);
+        CHECK(down_order == M);
+        PQreset(admin);
+        CHECK(PQstatus(admin) == CONNECTION_OK);
+        CHECK(admin_long("SELECT count(*) FROM dbtest WHERE id BETWEEN 4000 AND 4009") == M);
+        outcome o_sync2 = {0};
+        CHECK(exec0(db, &st_sync, &o_sync2) == 0);
+        CHECK(run_until_called(&o_sync2, 1, 5000) && strcmp(o_sync2.val, "on") == 0, "'%s'", o_sync2.val);
+    }
+
+    /* ---- destroy with queries in flight and queued ---- */
+    outcome o_end[6] = {{0}};
+    CHECK(exec1(db, &st_sleep, "0.5", &o_end[0]) == 0);
+    CHECK(exec_ins(db, &st_ins, 5000, &o_end[1]) == 0);
+    CHECK(exec_ins(db, &st_ins, 5001, &o_end[2]) == 0);
+    run_for(100);
+    igw_db_stats_get(db, &s1);
+    CHECK(s1.in_flight == 3, "in flight %llu", (unsigned long long)s1.in_flight);
+    CHECK(exec_ins(db, &st_ins, 5002, &o_end[3]) == 0);
+    CHECK(exec_ins(db, &st_ins, 5003, &o_end[4]) == 0);
+    CHECK(exec0(db, &st_pid, &o_end[5]) == 0);
+    igw_db_destroy(db);
+    int shut = 0, end_order = 0;
+    for (int i = 0; i < 6; i++) {
+        shut += o_end[i].calls == 1 && !o_end[i].ok && strcmp(o_end[i].err, "shutting down") == 0;
+        end_order += i == 0 || o_end[i].order == o_end[i - 1].order + 1;
+    }
+    CHECK(shut == 6, "%d of 6 shut down", shut);
+    CHECK(end_order == 6);
+
+    /* ---- the queue is bounded; nothing listening: backoff, then shutdown ---- */
+    char dsn2[256];
+    snprintf(dsn2, sizeof dsn2, "host=127.0.0.1 port=1 dbname=postgres connect_timeout=1");
+    igw_db *db2 = igw_db_create(loop, dsn2, err, sizeof err);
+    CHECK(db2 != NULL, "%s", err);
+    if (db2) {
+        int *calls = calloc(IGW_DB_QUEUE_MAX + 1, sizeof *calls);
+        int accepted = 0, extra = 0;
+        for (int i = 0; i < IGW_DB_QUEUE_MAX; i++)
+            accepted += igw_db_exec(db2, &st_pid, NULL, NULL, NULL, never, &calls[i]) == 0;
+        CHECK(accepted == IGW_DB_QUEUE_MAX);
+        CHECK(igw_db_exec(db2, &st_pid, NULL, NULL, NULL, never, &extra) == -1);
+        run_for(300);
+        igw_db_stats_get(db2, &s1);
+        CHECK(s1.rejected == 1 && s1.queued == IGW_DB_QUEUE_MAX && !s1.connected);
+        CHECK(s1.connect_failures >= 2, "%llu connect failures in 300 ms", (unsigned long long)s1.connect_failures);
+        CHECK(s1.connect_failures <= 5, "%llu connect failures in 300 ms: no backoff?",
+              (unsigned long long)s1.connect_failures);
+        CHECK(strstr(igw_db_last_error(db2), "connect") != NULL, "'%s'", igw_db_last_error(db2));
+        int called = 0;
+        for (int i = 0; i < IGW_DB_QUEUE_MAX; i++)
+            called += calls[i];
+        CHECK(called == 0);
+        igw_db_destroy(db2);
+        called = 0;
+        for (int i = 0; i < IGW_DB_QUEUE_MAX; i++)
+            called += calls[i] == 1;
+        CHECK(called == IGW_DB_QUEUE_MAX && extra == 0);
+        free(calls);
+    }
+
+    /* ---- a server that accepts and never answers: connect_timeout applies ---- */
+    int lfd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t slen = sizeof sin;
+    CHECK(lfd >= 0 && bind(lfd, (struct sockaddr *)&sin, sizeof sin) == 0 && listen(lfd, 4) == 0 &&
+          getsockname(lfd, (struct sockaddr *)&sin, &slen) == 0);
+    char dsn3[128];
+    snprintf(dsn3, sizeof dsn3, "host=127.0.0.1 port=%d dbname=postgres connect_timeout=2", ntohs(sin.sin_port));
+    igw_db *db3 = igw_db_create(loop, dsn3, err, sizeof err);
+    CHECK(db3 != NULL, "%s", err);
+    if (db3) {
+        outcome o_silent = {0};
+        CHECK(exec0(db3, &st_pid, &o_silent) == 0);
+        int64_t t3 = now_ms();
+        igw_db_stats_get(db3, &s1);
+        while (s1.connect_failures == 0 && now_ms() - t3 < 5000) {
+            h2o_evloop_run(loop, 10);
+            igw_db_stats_get(db3, &s1);
+        }
+        int64_t waited = now_ms() - t3;
+        CHECK(s1.connect_failures == 1 && waited >= 1900 && waited < 3000, "%llu failures after %lld ms",
+              (unsigned long long)s1.connect_failures, (long long)waited);
+        CHECK(strstr(igw_db_last_error(db3), "timed out") != NULL, "'%s'", igw_db_last_error(db3));
+        CHECK(o_silent.calls == 0);
+        igw_db_destroy(db3);
+        CHECK(o_silent.calls == 1 && strcmp(o_silent.err, "shutting down") == 0);
+    }
+    if (lfd >= 0)
+        close(lfd);
+
+    h2o_evloop_run(loop, 0); /* h2o frees closed sockets on the next turn */
+    h2o_evloop_destroy(loop);
+    PQfinish(admin);
+    printf("db_test: %d checks, %d failed\n", checks, failures);
+    return failures ? 1 : 0;
+}

@@ -46,7 +46,7 @@ static const setting settings[] = {
      "MQTT client id; stable, so the broker keeps igwd's session and queues uplinks while it is down"},
     {"device_cache_ms", KIND_UINT, OFF(device_cache_ms), 0, 0, 600000, "5000",
      "how long a worker reuses a device's secret, gateway binding and thing model, milliseconds"},
-    {"db_connections", KIND_UINT, OFF(db_connections), 0, 1, 8, "2",
+    {"db_connections", KIND_UINT, OFF(db_connections), 0, 1, 8, "1",
      "PostgreSQL connections per worker (pipelined); group-commit batches alternate between them"},
     {"batch_max", KIND_UINT, OFF(batch_max), 0, 1, 4096, "256",
      "device messages per group-commit transaction (at most)"},

@@ -134,6 +134,7 @@ struct job {
     size_t len;
     igw_DeviceMessage *msg;
     bool auth_only;            /* igw_edge_authorize: stop once the target is known */
+    bool dry_run;              /* the bench's reference: no database write */
     const igw_proto_row *row;
     igw_str props; /* properties to merge into the device's record, or ptr NULL */
     igw_str sub_p, sub_d; /* subdevices: text arrays */
@@ -437,6 +438,10 @@ static void enqueue(job *j)
     igw_edge *e = j->e;
     if (e->closing) {
         finish(j, IGW_ERR_UNAVAILABLE, "shutting down", "", NULL, 0);
+        return;
+    }
+    if (j->dry_run) {
+        finish(j, IGW_ERR_OK, NULL, NULL, NULL, 0);
         return;
     }
     j->next = NULL;
@@ -875,6 +880,7 @@ void igw_edge_submit(igw_edge *e, const igw_uplink *u, igw_edge_done done, void 
     j->arg = arg;
     igw_arena_init(&j->arena, JOB_ARENA);
     j->http = u->username.ptr != NULL;
+    j->dry_run = u->dry_run;
     igw_str handle = u->handle;
     if (handle.len && handle.ptr[0] == '$') {
         handle.ptr++;

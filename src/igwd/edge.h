@@ -32,6 +32,7 @@ typedef struct igw_uplink {
     igw_str product_id, device_name; /* the target; ptr NULL: the authenticated device */
     igw_str username, password;     /* HTTP Basic; ptr NULL for MQTT (broker-authenticated) */
     igw_str payload;                /* the JSON message */
+    bool dry_run;                   /* bench only: everything but the database write */
 } igw_uplink;
 
 /* The outcome of one uplink. */

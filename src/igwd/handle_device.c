@@ -59,14 +59,15 @@ static void on_send_done(void *arg, const igw_edge_result *r)
         igw_http_reply_error(ex, r->cls == IGW_ERR_OK ? IGW_ERR_INTERNAL : r->cls, r->reason, r->path);
 }
 
-int igw_handle_device_send(void *ctx, const igw_request *req)
+/* The send route, or (dry_run) the bench's reference: the same work and
+ * reply without the database write. */
+static int send_uplink(igw_exchange *ex, const igw_request *req, igw_str handle, igw_str type, bool dry_run)
 {
-    igw_exchange *ex = ctx;
     igw_worker *w = igw_http_state(ex);
     char user[IGW_DEVAUTH_USER_MAX + 1], pass[IGW_DEVAUTH_PASS_MAX + 1];
-    igw_uplink up = {.handle = req->params[0], .type = req->params[1]};
+    igw_uplink up = {.handle = handle, .type = type, .dry_run = dry_run};
     if (basic_credentials(ex, user, sizeof user, pass, sizeof pass) ||
-        target_headers(ex, req, &up.product_id, &up.device_name))
+        (req && target_headers(ex, req, &up.product_id, &up.device_name)))
         return 0;
     if (!w || !w->edge) {
         igw_http_reply_error(ex, IGW_ERR_UNAVAILABLE, "no database configured", "");
@@ -84,36 +85,15 @@ int igw_handle_device_send(void *ctx, const igw_request *req)
     return 0;
 }
 
+int igw_handle_device_send(void *ctx, const igw_request *req)
+{
+    return send_uplink(ctx, req, req->params[0], req->params[1], false);
+}
+
 int igw_handle_bench_bare(void *ctx, const igw_request *req)
 {
-    /* The send route's answer for a report, with the same strict decoding
-     * and reply encoding, but no credentials check and no database. */
-    igw_exchange *ex = ctx;
     (void)req;
-    igw_str body = igw_http_body(ex);
-    igw_arena a;
-    igw_arena_init(&a, 1u << 20);
-    igw_decode_error derr;
-    void *out = NULL;
-    if (igw_request_decode_body(&igw_gen_api, &igw_routes[IGW_ROUTE_DEVICE_SEND], body, &a, &out, &derr)) {
-        igw_http_reply_error(ex, derr.cls, derr.reason, derr.path);
-    } else {
-        igw_DeviceMessage *m = out;
-        igw_DeviceReply rep = {.has = IGW_DeviceReply_code | IGW_DeviceReply_method | IGW_DeviceReply_msgToken,
-                               .code = 200,
-                               .method = {"reportReply", 11},
-                               .msgToken = m->msgToken};
-        igw_jw jw;
-        igw_jw_init(&jw);
-        igw_encode_DeviceReply(&jw, &rep);
-        if (igw_jw_status(&jw))
-            igw_http_reply_error(ex, IGW_ERR_INTERNAL, "out of memory", "");
-        else
-            igw_http_reply_ok(ex, jw.buf, jw.len);
-        igw_jw_free(&jw);
-    }
-    igw_arena_free(&a);
-    return 0;
+    return send_uplink(ctx, NULL, (igw_str){"thing", 5}, (igw_str){"property", 8}, true);
 }
 
 /* ---- upload-file ---------------------------------------------------------------

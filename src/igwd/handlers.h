@@ -17,8 +17,9 @@ int igw_handle_device_upload(void *ctx, const igw_request *req);
 /* GET|HEAD of a signed download URL (IGW_SIGNEDURL_PREFIX...), before the
  * strict stage: the signature and expiry are the authorization. */
 void igw_handle_device_download(void *ctx);
-/* POST /bench/bare (setting bench_routes): the send route's reply for a
- * report without credentials or database, the reference of make bench-edge. */
+/* POST /bench/bare (setting bench_routes): send/thing/property doing all
+ * the same work (credentials, decoding, model check, reply) except the
+ * database write: the reference of make bench-edge. */
 int igw_handle_bench_bare(void *ctx, const igw_request *req);
 
 /* Indexed by igw_route_id. */

@@ -188,6 +188,7 @@ void igw_json_init(igw_json *j, const void *buf, size_t len, igw_arena *a, unsig
     j->reason = "";
     j->path[0] = '\0';
     j->err_offset = 0;
+    j->nul_ok = false;
 }
 
 /* Segments past the capacity are only counted, so pushes and pops stay
@@ -471,6 +472,8 @@ static int scan_escape(igw_json *j, const uint8_t **pp)
         return fail_at(j, p, IGW_JERR_SYNTAX, "invalid \\u escape in string");
     if (cu >= 0xDC00 && cu <= 0xDFFF)
         return fail_at(j, p, IGW_JERR_UTF8, "lone low surrogate escape in string");
+    if (cu == 0 && !j->nul_ok) /* no C string, SQL text or jsonb can hold it */
+        return fail_at(j, p, IGW_JERR_FORMAT, "\\u0000 in string");
     if (cu >= 0xD800 && cu <= 0xDBFF) {
         const uint8_t *q = p + 6;
         if (q >= end || (q[0] == '\\' && end - q < 2))
@@ -1179,6 +1182,8 @@ int igw_json_finish(igw_json *j)
 #define SIG_DIGITS 800
 /* Exponents are accumulated up to this; past it the verdict cannot change. */
 #define EXP_SATURATE INT64_C(1000000000000000)
+#define STRICT_EXP_MAX 100000  /* |exponent| as written */
+#define STRICT_SCALE_MAX 16383 /* digits after the point, exponent applied (PostgreSQL's NUMERIC_DSCALE_MAX) */
 
 static uint8_t num_digit(const numtok *t, size_t i)
 {
@@ -1242,6 +1247,16 @@ static int free_number(igw_json *j, igw_json_profile profile)
         return fail_at(j, t.end, IGW_JERR_SYNTAX, "leading zero in number");
     if (profile == IGW_JSON_STRICT) {
         uint64_t m;
+        /* The bounds of PostgreSQL's numeric (and so jsonb), which
+         * zero and long fractions would otherwise reach: a value accepted
+         * here must be storable as it was sent. */
+        int64_t ex = 0;
+        for (size_t i = 0; i < t.nexp && ex <= STRICT_EXP_MAX; i++)
+            ex = ex * 10 + (t.ep[i] - '0');
+        if (ex > STRICT_EXP_MAX)
+            return igw_json_fail(j, IGW_JERR_RANGE, "exponent beyond +-100000");
+        if ((int64_t)t.nfrac + (t.exp_neg ? ex : -ex) > STRICT_SCALE_MAX)
+            return igw_json_fail(j, IGW_JERR_RANGE, "more than 16383 digits after the decimal point");
         if (t.nfrac == 0 && !t.has_exp) {
             if (!safe_magnitude(&t, &m))
                 return igw_json_fail(j, IGW_JERR_RANGE, "integer beyond the safe integer range");
@@ -1525,7 +1540,10 @@ int igw_json_value(igw_json *j, igw_json_profile profile, unsigned max_depth,
         j->end = vstart + max_bytes + 1;
 
     vlevel lv[IGW_JSON_MAX_DEPTH];
+    bool nul_ok = j->nul_ok;
+    j->nul_ok = profile == IGW_JSON_RFC8259;
     int rc = walk_value(j, profile, limit, lv);
+    j->nul_ok = nul_ok;
     j->end = real_end;
     if (rc < 0) {
         if (windowed && j->err_offset >= (size_t)(vstart - j->start) + max_bytes)

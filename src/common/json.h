@@ -71,6 +71,8 @@ typedef struct igw_json {
     const char *reason; /* static string describing the failure */
     char path[512];     /* JSON Pointer of the failure, RFC 6901 escaped */
     size_t err_offset;  /* byte offset of the failure */
+    bool nul_ok;        /* "\u0000" is accepted (RFC8259 free values only; never in
+                           decoded strings: nothing downstream can hold a NUL) */
 } igw_json;
 
 /* Starts scanning `len` bytes; `max_depth` (<= IGW_JSON_MAX_DEPTH) bounds nesting. */

@@ -231,3 +231,30 @@ int igw_storage_remove(int root_fd, const char *relpath)
     close_keep(dir);
     return r;
 }
+
+int igw_storage_sync_dirs(int root_fd, const char *relpath)
+{
+    char buf[IGW_STORAGE_PATH_MAX + 1];
+    const char *comp[IGW_STORAGE_DEPTH_MAX];
+    int n = split(relpath, buf, sizeof buf, comp);
+    if (n < 1)
+        return einval();
+    /* The root's entry for the first directory, then each directory's
+     * entry for the next, down to the file's own directory. */
+    int cur = fcntl(root_fd, F_DUPFD_CLOEXEC, 0);
+    for (int i = 0; cur >= 0; i++) {
+        if (fsync(cur) != 0) {
+            close_keep(cur);
+            return -1;
+        }
+        if (i == n - 1)
+            break;
+        int next = step_dir(cur, comp[i], 0);
+        close_keep(cur);
+        cur = next;
+    }
+    if (cur < 0)
+        return -1;
+    close_keep(cur);
+    return 0;
+}

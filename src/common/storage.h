@@ -59,6 +59,12 @@ int igw_storage_open(int root_fd, const char *const *dirs, size_t ndirs, const c
  * Returns 0 (*fd set) or -1 with errno (*fd = -1). */
 int igw_storage_open_read(int root_fd, const char *relpath, int *fd);
 
+/* Makes the creation of relpath durable: fsyncs the root and every
+ * directory down to the file's (walked as above), so that after a crash
+ * the new directories and the file's name exist (fsync the file itself
+ * first). Returns 0 or -1 with errno. */
+int igw_storage_sync_dirs(int root_fd, const char *relpath);
+
 /* Removes the file relpath below root_fd (a failed upload's partial file),
  * walking the directories as above; directories are left. Returns 0 or -1. */
 int igw_storage_remove(int root_fd, const char *relpath);

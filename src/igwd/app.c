@@ -86,6 +86,8 @@ static void *worker_start(void *arg, unsigned index, struct st_h2o_evloop_t *loo
     }
     w->app = app;
     w->index = index;
+    atomic_init(&w->tasks, 0);
+    app->workers[index] = w;
     if (app->cfg.pg_dsn[0]) {
         for (; w->ndb < app->cfg.db_connections && w->ndb < IGW_EDGE_MAX_DB; w->ndb++)
             if (!(w->db[w->ndb] = igw_db_create(loop, app->cfg.pg_dsn, err, errlen)))
@@ -105,10 +107,18 @@ fail:
     return NULL;
 }
 
-static void worker_stop(void *arg, void *state)
+static bool worker_idle(void *arg, void *state)
 {
     (void)arg;
     igw_worker *w = state;
+    return atomic_load(&w->tasks) == 0 && (!w->edge || igw_edge_idle(w->edge));
+}
+
+static void worker_stop(void *arg, void *state)
+{
+    igw_app *app = arg;
+    igw_worker *w = state;
+    app->workers[w->index] = NULL;
     if (w->edge)
         igw_edge_close(w->edge);
     for (unsigned i = 0; i < w->ndb; i++)
@@ -119,7 +129,7 @@ static void worker_stop(void *arg, void *state)
 
 igw_http_app igw_app_http_hooks(igw_app *app)
 {
-    return (igw_http_app){.start = worker_start, .stop = worker_stop, .arg = app};
+    return (igw_http_app){.start = worker_start, .stop = worker_stop, .idle = worker_idle, .arg = app};
 }
 
 /* ---- MQTT uplinks ------------------------------------------------------------- */
@@ -135,12 +145,13 @@ typedef struct mqtt_job {
 static void on_mqtt_done(void *arg, const igw_edge_result *r)
 {
     mqtt_job *mj = arg;
-    if (r->reply && (r->reply_topic || r->cls != IGW_ERR_OK) && mj->app->mqtt) {
+    igw_mqtt *mqtt = atomic_load(&mj->app->mqtt);
+    if (r->reply && (r->reply_topic || r->cls != IGW_ERR_OK) && mqtt) {
         char topic[256];
         int n = snprintf(topic, sizeof topic, "$%s/down/%s/%s/%s", mj->u->handle, mj->u->type, mj->u->product_id,
                          mj->u->device_name);
         if (n > 0 && (size_t)n < sizeof topic)
-            (void)igw_mqtt_publish(mj->app->mqtt, topic, r->reply, r->reply_len, 1); /* counted in its stats */
+            (void)igw_mqtt_publish(mqtt, topic, r->reply, r->reply_len, 1); /* counted in its stats */
     }
     igw_mqtt_uplink_free(mj->u);
     free(mj);
@@ -151,6 +162,7 @@ static void run_uplink(void *state, void *arg)
     igw_worker *w = state;
     mqtt_job *mj = arg;
     igw_mqtt_uplink *u = mj->u;
+    atomic_fetch_sub(&w->tasks, 1);
     if (!w->edge) {
         igw_edge_result r = {.cls = IGW_ERR_UNAVAILABLE, .reason = "no database configured", .path = ""};
         on_mqtt_done(mj, &r);
@@ -188,8 +200,10 @@ static void on_uplink(void *arg, igw_mqtt_uplink *u)
     }
     mj->app = app;
     mj->u = u;
-    unsigned n = igw_http_workers(app->srv);
-    if (igw_http_post(app->srv, (unsigned)(device_hash(u) % n), run_uplink, mj)) {
+    unsigned n = igw_http_workers(app->srv), i = (unsigned)(device_hash(u) % n);
+    atomic_fetch_add(&app->workers[i]->tasks, 1); /* before the post: the drain must see it */
+    if (igw_http_post(app->srv, i, run_uplink, mj)) {
+        atomic_fetch_sub(&app->workers[i]->tasks, 1);
         /* Already acknowledged to the broker: the device gets no reply and
          * retries on its own (its reply never came). Say so in the log. */
         fprintf(stderr, "igwd: mqtt: out of memory, uplink from %s/%s dropped\n", u->product_id, u->device_name);
@@ -215,15 +229,21 @@ int igw_app_start_mqtt(igw_app *app, igw_server *srv, char *err, size_t errlen)
         .password = password,
         .client_id = app->cfg.mqtt_client_id,
     };
-    app->mqtt = igw_mqtt_start(&mc, on_uplink, app, err, errlen);
+    igw_mqtt *m = igw_mqtt_start(&mc, on_uplink, app, err, errlen);
     memset(password, 0, sizeof password);
-    return app->mqtt ? 0 : -1;
+    atomic_store(&app->mqtt, m); /* an uplink may already run: on_mqtt_done loads it */
+    return m ? 0 : -1;
+}
+
+void igw_app_pause_mqtt(igw_app *app)
+{
+    igw_mqtt_pause(atomic_load(&app->mqtt));
 }
 
 void igw_app_stop_mqtt(igw_app *app)
 {
-    igw_mqtt_stop(app->mqtt);
-    app->mqtt = NULL;
+    igw_mqtt *m = atomic_exchange(&app->mqtt, NULL);
+    igw_mqtt_stop(m);
 }
 
 void igw_app_free(igw_app *app)

@@ -5,6 +5,7 @@
 #ifndef IGW_APP_H
 #define IGW_APP_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 
 #include "config.h"
@@ -18,7 +19,8 @@
 typedef struct igw_app {
     igw_config cfg;
     igw_server *srv;   /* set by igw_app_start_mqtt */
-    igw_mqtt *mqtt;    /* NULL when no broker is configured */
+    _Atomic(igw_mqtt *) mqtt; /* NULL when no broker is configured; read by workers */
+    struct igw_worker *workers[IGW_CONFIG_MAX_THREADS]; /* set before the workers run */
     unsigned char url_key[IGW_APP_URL_KEY_LEN]; /* signs download URLs */
     int storage_fd;    /* the storage root, opened once */
 } igw_app;
@@ -27,6 +29,7 @@ typedef struct igw_app {
 typedef struct igw_worker {
     igw_app *app;
     unsigned index;
+    atomic_uint tasks; /* MQTT uplinks posted to this worker, not yet taken */
     igw_db *db[IGW_EDGE_MAX_DB]; /* db_connections of them; none when no database is configured */
     unsigned ndb;
     igw_edge *edge;  /* NULL without a database */
@@ -44,7 +47,11 @@ igw_http_app igw_app_http_hooks(igw_app *app);
  * 0, or -1 with err. */
 int igw_app_start_mqtt(igw_app *app, igw_server *srv, char *err, size_t errlen);
 
-/* Stops the MQTT client (before the HTTP workers stop), then frees. */
+/* The stop, in order: igw_app_pause_mqtt (no more uplinks are read; those
+ * not read stay with the broker), then the HTTP stop and join (the workers
+ * drain their connections and uplinks, replies still go out), then
+ * igw_app_stop_mqtt, then igw_http_destroy and igw_app_free. */
+void igw_app_pause_mqtt(igw_app *app);
 void igw_app_stop_mqtt(igw_app *app);
 void igw_app_free(igw_app *app);
 

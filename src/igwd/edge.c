@@ -32,6 +32,8 @@
 #define MODEL_ARENA (4u << 20)   /* bytes a parsed model may take */
 #define JOB_ARENA (1u << 20)     /* bytes a job's decoding and checks may take */
 #define SUBDEVICES_MAX 64
+#define PENDING_MAX 16384        /* uplinks waiting for a batch, per worker: beyond, "busy" */
+#define RETRIES_MAX 3            /* a batch that lost a deadlock or serialization race */
 
 /* ---- statements ------------------------------------------------------------ */
 
@@ -115,6 +117,7 @@ struct igw_edge {
     h2o_timeout_entry_t flush_entry;
     igw_jw jw; /* replies and batch arrays */
     bool closing; /* destroy began: nothing new reaches the database */
+    unsigned njobs; /* uplinks not yet answered */
 };
 
 /* ---- jobs ------------------------------------------------------------------- */
@@ -126,7 +129,7 @@ struct job {
     job *next;                 /* in the batch */
     igw_arena arena;
     bool http;
-    char handle[24], type[40];  /* handle without '$' */
+    char handle[17], type[33];  /* handle without '$'; the Handle and MsgType bounds */
     char pid[NAME_CAP], dn[NAME_CAP];           /* target */
     char auth_pid[NAME_CAP], auth_dn[NAME_CAP]; /* HTTP: the authenticated device */
     char *username, *password;
@@ -137,6 +140,8 @@ struct job {
     bool dry_run;              /* the bench's reference: no database write */
     const igw_proto_row *row;
     igw_str props; /* properties to merge into the device's record, or ptr NULL */
+    bool solo;     /* committed alone: its batch failed on a value (SQLSTATE 22, 23) */
+    unsigned retries;
     igw_str sub_p, sub_d; /* subdevices: text arrays */
     unsigned nsub;
 };
@@ -244,6 +249,7 @@ static device *device_from_row(const char *pid, const char *dn, const PGresult *
 
 static void job_free(job *j)
 {
+    j->e->njobs--;
     igw_arena_free(&j->arena);
     free(j->payload);
     free(j->username);
@@ -329,21 +335,57 @@ static void array_elem(igw_jw *w, bool first, const char *s, size_t n, bool null
 
 static void flush(igw_edge *e);
 
+static void arm_flush(igw_edge *e);
+
+/* Puts jobs (a list) back at the head of the pending batch, in order. */
+static void requeue(igw_edge *e, job *jobs)
+{
+    job *last = jobs;
+    unsigned n = 1;
+    while (last->next) {
+        last = last->next;
+        n++;
+    }
+    last->next = e->pending;
+    if (!e->pending)
+        e->pending_tail = &last->next;
+    e->pending = jobs;
+    e->npending += n;
+}
+
+/* A failed batch is rolled back as a whole. One bad value (SQLSTATE class
+ * 22 data exception, 23 constraint) must not fail the other devices'
+ * messages: each is retried alone. A lost deadlock or serialization race
+ * (class 40) is retried as it was. Anything else fails the batch. */
 static void on_batch(void *arg, const PGresult *res, const char *err)
 {
     batch *b = arg;
     igw_edge *e = b->e;
-    for (job *j = b->jobs, *n; j; j = n) {
-        n = j->next;
-        if (res)
-            finish(j, IGW_ERR_OK, NULL, NULL, NULL, 0);
-        else
-            fail_internal(j, "batch commit failed", err);
-    }
+    job *jobs = b->jobs;
     e->busy[b->slot] = false;
     free(b);
+    bool value = !res && err && (!strncmp(err, "22", 2) || !strncmp(err, "23", 2));
+    bool race = !res && err && !strncmp(err, "40", 2);
+    if (!e->closing && ((value && jobs->next) || (race && jobs->retries < RETRIES_MAX))) {
+        for (job *j = jobs; j; j = j->next) {
+            j->solo = j->solo || value;
+            j->retries++;
+        }
+        fprintf(stderr, "igwd: edge: batch failed (%s), retrying %s\n", err, value ? "each message alone" : "it");
+        requeue(e, jobs);
+    } else {
+        for (job *j = jobs, *n; j; j = n) {
+            n = j->next;
+            if (res)
+                finish(j, IGW_ERR_OK, NULL, NULL, NULL, 0);
+            else if (value)
+                finish(j, IGW_ERR_PARAMETER, "the message cannot be stored", "", NULL, 0);
+            else
+                fail_internal(j, "batch commit failed", err);
+        }
+    }
     if (e->npending)
-        flush(e);
+        arm_flush(e); /* after this turn: no recursion through a failing send */
 }
 
 /* A connection for other queries: round robin. */
@@ -365,14 +407,16 @@ static void flush(igw_edge *e)
 static void flush_one(igw_edge *e, unsigned slot)
 {
     batch *b = malloc(sizeof *b);
-    if (!b)
-        return; /* retried by the next completion or arrival */
+    if (!b) {
+        arm_flush(e); /* try again next turn */
+        return;
+    }
     b->e = e;
     b->slot = slot;
     job *batch = e->pending;
-    unsigned n = 0;
+    unsigned n = 0, max = batch->solo ? 1 : e->set.batch_max;
     job **tail = &e->pending;
-    while (*tail && n < e->set.batch_max) {
+    while (*tail && n < max && !(n && (*tail)->solo)) {
         tail = &(*tail)->next;
         n++;
     }
@@ -440,6 +484,10 @@ static void enqueue(job *j)
         finish(j, IGW_ERR_UNAVAILABLE, "shutting down", "", NULL, 0);
         return;
     }
+    if (e->npending >= PENDING_MAX) { /* the database is not keeping up */
+        finish(j, IGW_ERR_UNAVAILABLE, "busy, retry later", "", NULL, 0);
+        return;
+    }
     if (j->dry_run) {
         finish(j, IGW_ERR_OK, NULL, NULL, NULL, 0);
         return;
@@ -448,9 +496,14 @@ static void enqueue(job *j)
     *e->pending_tail = j;
     e->pending_tail = &j->next;
     e->npending++;
-    /* Flushed after this loop turn, so the uplinks that arrived together
-     * share a transaction; while one is in flight, the next one grows. */
-    if (!h2o_timeout_is_linked(&e->flush_entry))
+    arm_flush(e);
+}
+
+/* Flushes after this loop turn, so the uplinks that arrived together share
+ * a transaction; while one is in flight, the next one grows. */
+static void arm_flush(igw_edge *e)
+{
+    if (!e->closing && !h2o_timeout_is_linked(&e->flush_entry))
         h2o_timeout_link(e->loop, &e->flush_timeout, &e->flush_entry);
 }
 
@@ -875,6 +928,7 @@ void igw_edge_submit(igw_edge *e, const igw_uplink *u, igw_edge_done done, void 
         done(arg, &r);
         return;
     }
+    e->njobs++;
     j->e = e;
     j->done = done;
     j->arg = arg;
@@ -952,6 +1006,7 @@ void igw_edge_authorize(igw_edge *e, const igw_uplink *u, igw_edge_done done, vo
         done(arg, &r);
         return;
     }
+    e->njobs++;
     j->e = e;
     j->done = done;
     j->arg = arg;
@@ -983,6 +1038,11 @@ igw_edge *igw_edge_create(h2o_loop_t *loop, igw_db *const *db, unsigned ndb, con
     e->flush_entry.cb = on_flush_timeout;
     igw_jw_init(&e->jw);
     return e;
+}
+
+bool igw_edge_idle(const igw_edge *e)
+{
+    return e->njobs == 0;
 }
 
 void igw_edge_close(igw_edge *e)

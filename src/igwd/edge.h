@@ -71,6 +71,9 @@ void igw_edge_submit(igw_edge *e, const igw_uplink *u, igw_edge_done done, void 
  * unauthenticated / permission / parameter error a send would get. */
 void igw_edge_authorize(igw_edge *e, const igw_uplink *u, igw_edge_done done, void *arg);
 
+/* True when no uplink is waiting for its answer (a drain can end). */
+bool igw_edge_idle(const igw_edge *e);
+
 /* Shutdown, in this order: igw_edge_close (nothing new is sent to the
  * database; uplinks that would be get "shutting down"), then destroy the
  * database (its pending callbacks fail their uplinks), then

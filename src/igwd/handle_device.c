@@ -4,7 +4,6 @@
  * applied by the strict stage; the method table is the schema's `protocol
  * device`. What is left here: the credentials, the gateway header rule, and
  * handing the message to the edge (edge.c), which MQTT uplinks share. */
-#define _GNU_SOURCE /* syncfs */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -185,7 +184,7 @@ static int up_part_end(void *ctx)
         return 0;
     u->in_file = false;
     /* Durable before the reply: the content, then the new directory entries. */
-    if (fsync(u->fd) != 0 || syncfs(u->fd) != 0) {
+    if (fsync(u->fd) != 0 || igw_storage_sync_dirs(u->w->app->storage_fd, u->relpath) != 0) {
         fprintf(stderr, "igwd: upload %s: fsync: %s\n", igw_http_request_id(u->ex), strerror(errno));
         return up_fail(u, IGW_ERR_INTERNAL, "cannot store the file", "");
     }
@@ -222,7 +221,10 @@ static void on_file_row(void *arg, const PGresult *res, const char *err)
     if (!res) {
         fprintf(stderr, "igwd: upload %s: metadata insert failed: %s\n", igw_http_request_id(u->ex), err);
         igw_http_reply_error(u->ex, IGW_ERR_INTERNAL, "cannot store the file", "");
-        upload_free(u, true);
+        /* A server-reported error (SQLSTATE first) rolled the row back; a
+         * lost connection may have committed it: keep the file then. */
+        bool sqlstate = err && strlen(err) > 6 && err[5] == ' ' && strspn(err, "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ") >= 5;
+        upload_free(u, sqlstate);
         return;
     }
     const igw_app *app = u->w->app;

@@ -403,7 +403,9 @@ igw_str igw_http_query(igw_exchange *ex)
 
 static void serve_readyz(igw_exchange *ex)
 {
-    unsigned down = igw_ready_check(&ex->w->server->cfg);
+    igw_server *s = ex->w->server;
+    unsigned known = 0, down = s->app.ready ? s->app.ready(s->app.arg, &known) : 0;
+    down = (down & known) | igw_ready_check(&s->cfg, known);
     if (!down) {
         igw_http_reply_ok(ex, "{\"status\":\"ready\"}", 18);
         return;
@@ -428,7 +430,8 @@ static void serve_metrics(igw_exchange *ex)
 {
     char *text = NULL;
     size_t len = 0;
-    if (igw_metrics_render(ex->w->server->metrics, &text, &len)) {
+    igw_server *s = ex->w->server;
+    if (igw_metrics_render_with(s->metrics, s->app.metrics, s->app.arg, &text, &len)) {
         igw_http_reply_error(ex, IGW_ERR_INTERNAL, "out of memory", "");
         return;
     }
@@ -652,7 +655,8 @@ static void *worker_main(void *arg)
     int64_t deadline = now_ms() + s->cfg.shutdown_timeout_ms;
     for (;;) {
         int64_t left = deadline - now_ms();
-        if (w->nconns == 0 || left <= 0)
+        bool app_idle = !s->app.idle || !w->app_state || s->app.idle(s->app.arg, w->app_state);
+        if ((w->nconns == 0 && app_idle) || left <= 0)
             break;
         h2o_evloop_run(w->loop, (int32_t)(left > 100 ? 100 : left));
     }

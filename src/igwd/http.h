@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "config.h"
 #include "json.h"
@@ -33,6 +34,15 @@ struct st_h2o_evloop_t;
 typedef struct igw_http_app {
     void *(*start)(void *arg, unsigned worker, struct st_h2o_evloop_t *loop, char *err, size_t errlen);
     void (*stop)(void *arg, void *state);
+    /* During a stop: true when the worker's state has nothing in flight
+     * (the drain waits for it, like for open connections). */
+    bool (*idle)(void *arg, void *state);
+    /* Appends the app's metric families to /metrics (any worker thread). */
+    void (*metrics)(void *arg, FILE *f);
+    /* /readyz: the IGW_READY_* bits the app judges from its live
+     * connections (*known) and which of those are down (returned); the
+     * others are probed. Any worker thread. */
+    unsigned (*ready)(void *arg, unsigned *known);
     void *arg;
 } igw_http_app;
 

@@ -102,8 +102,10 @@ int main(int argc, char **argv)
                cfg.shutdown_timeout_ms);
         fflush(stdout);
     }
-    /* Workers drain first (their MQTT replies still go out), then the MQTT
-     * client stops (no new uplinks), then destroy fails what is left. */
+    /* No more uplinks are read; the workers drain connections and uplinks
+     * (replies still go out); then the MQTT client stops; destroy fails
+     * whatever the deadline left. */
+    igw_app_pause_mqtt(&app);
     igw_http_stop(srv);
     if (igw_http_join(srv)) {
         fprintf(stderr, "igwd: connections still open at the shutdown deadline were dropped\n");

@@ -99,6 +99,11 @@ static uint64_t load(const atomic_uint_fast64_t *a)
 
 int igw_metrics_render(igw_metrics *m, char **out, size_t *len)
 {
+    return igw_metrics_render_with(m, NULL, NULL, out, len);
+}
+
+int igw_metrics_render_with(igw_metrics *m, void (*extra)(void *arg, FILE *f), void *arg, char **out, size_t *len)
+{
     char *buf = NULL;
     size_t size = 0;
     FILE *f = open_memstream(&buf, &size);
@@ -144,6 +149,8 @@ int igw_metrics_render(igw_metrics *m, char **out, size_t *len)
                "# TYPE process_start_time_seconds gauge\n"
                "process_start_time_seconds %.3f\n",
             m->start_time);
+    if (extra)
+        extra(arg, f);
     if (ferror(f)) {
         fclose(f);
         free(buf);

@@ -9,6 +9,7 @@
 #define IGW_METRICS_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include "api.h"
@@ -44,5 +45,8 @@ const char *igw_metrics_route_name(unsigned route);
 /* Renders the Prometheus text exposition (version 0.0.4) into a malloc'd
  * buffer; *out and *len set, 0, or -1 when out of memory. free() it. */
 int igw_metrics_render(igw_metrics *m, char **out, size_t *len);
+
+/* The same, with `extra` (may be NULL) appending more families to f. */
+int igw_metrics_render_with(igw_metrics *m, void (*extra)(void *arg, FILE *f), void *arg, char **out, size_t *len);
 
 #endif

@@ -63,6 +63,7 @@ struct igw_mqtt {
     pthread_cond_t cv;
 
     atomic_bool stop;
+    atomic_bool paused;  /* igw_mqtt_pause: nothing more is read */
     atomic_bool link_up; /* CONNACK accepted, not yet disconnected */
     atomic_bool ready;   /* link_up and every subscription granted at QoS 1 */
     atomic_uint_fast64_t in, out, out_failed, dropped, d_topic, d_size, d_retained, connects, reconnects;
@@ -359,8 +360,9 @@ static void backoff_next(igw_mqtt *m)
  * that closed it. */
 static int io_round(igw_mqtt *m, int fd, int timeout_ms)
 {
+    bool reading = !atomic_load(&m->paused);
     struct pollfd p[2] = {
-        {.fd = fd, .events = (short)(POLLIN | (mosquitto_want_write(m->mosq) ? POLLOUT : 0))},
+        {.fd = fd, .events = (short)((reading ? POLLIN : 0) | (mosquitto_want_write(m->mosq) ? POLLOUT : 0))},
         {.fd = m->wake_fd, .events = POLLIN},
     };
     int rc = MOSQ_ERR_SUCCESS, n;
@@ -378,7 +380,7 @@ static int io_round(igw_mqtt *m, int fd, int timeout_ms)
             fprintf(stderr, PFX "eventfd read: %s\n", strerror(errno));
         woken = true;
     }
-    if (p[0].revents & (POLLIN | POLLERR | POLLHUP))
+    if (reading && (p[0].revents & (POLLIN | POLLERR | POLLHUP)))
         rc = mosquitto_loop_read(m->mosq, 1);
     if (rc == MOSQ_ERR_SUCCESS && mosquitto_socket(m->mosq) >= 0 &&
         ((p[0].revents & POLLOUT) || (woken && mosquitto_want_write(m->mosq))))
@@ -670,6 +672,14 @@ void igw_mqtt_stats_get(const igw_mqtt *m, igw_mqtt_stats *out)
 void igw_mqtt_uplink_free(igw_mqtt_uplink *u)
 {
     free(u);
+}
+
+void igw_mqtt_pause(igw_mqtt *m)
+{
+    if (!m)
+        return;
+    atomic_store(&m->paused, true);
+    wake(m);
 }
 
 void igw_mqtt_stop(igw_mqtt *m)

@@ -121,4 +121,9 @@ void igw_mqtt_uplink_free(igw_mqtt_uplink *u);
  * fine. */
 void igw_mqtt_stop(igw_mqtt *m);
 
+/* Stops reading from the broker (publishing goes on): uplinks not read yet
+ * stay unacknowledged and are delivered again on the next session, so a
+ * drain before igw_mqtt_stop loses none. Any thread; NULL is fine. */
+void igw_mqtt_pause(igw_mqtt *m);
+
 #endif

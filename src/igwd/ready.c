@@ -116,14 +116,15 @@ static int probe_redis(const char *host, unsigned port, unsigned timeout_ms)
     return ok;
 }
 
-unsigned igw_ready_check(const igw_config *c)
+unsigned igw_ready_check(const igw_config *c, unsigned known)
 {
     unsigned down = 0;
-    if (!c->pg_dsn[0] || probe_postgres(c->pg_dsn, c->check_timeout_ms))
+    if (!(known & IGW_READY_POSTGRES) && (!c->pg_dsn[0] || probe_postgres(c->pg_dsn, c->check_timeout_ms)))
         down |= IGW_READY_POSTGRES;
-    if (!c->redis_host[0] || probe_redis(c->redis_host, c->redis_port, c->check_timeout_ms))
+    if (!(known & IGW_READY_REDIS) &&
+        (!c->redis_host[0] || probe_redis(c->redis_host, c->redis_port, c->check_timeout_ms)))
         down |= IGW_READY_REDIS;
-    if (!c->mqtt_host[0] || probe_tcp(c->mqtt_host, c->mqtt_port, c->check_timeout_ms))
+    if (!(known & IGW_READY_MQTT) && (!c->mqtt_host[0] || probe_tcp(c->mqtt_host, c->mqtt_port, c->check_timeout_ms)))
         down |= IGW_READY_MQTT;
     return down;
 }

@@ -15,9 +15,10 @@ enum {
     IGW_READY__ALL = (1u << 3) - 1
 };
 
-/* Probes every dependency in turn; returns the set of IGW_READY_* bits of
- * those that are down (0: all reachable). */
-unsigned igw_ready_check(const igw_config *c);
+/* Probes the dependencies not in `known` in turn; returns the set of
+ * IGW_READY_* bits of those that are down (0: all reachable). `known` are
+ * judged by the caller from its live connections (no probe, no blocking). */
+unsigned igw_ready_check(const igw_config *c, unsigned known);
 
 /* The name of one IGW_READY_* bit ("postgres", "redis", "mqtt"). */
 const char *igw_ready_name(unsigned bit);

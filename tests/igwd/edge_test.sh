@@ -180,6 +180,13 @@ thing/action|{"method":"actionReply","msgToken":"x","code":200,"actionID":"nosuc
 thing/action|{"method":"actionReply","msgToken":"x","code":200,"actionID":"ptz","response":{"ok":3}}|/response/ok
 MODEL
 CASE="strict decoding first"; send "$AUTH" thing/property '{"method":"report","msgToken":"x","msgToken":"y"}'; expect 400 100400 /msgToken
+# Values no database column could hold are refused by the decoder, before
+# they could share (and fail) a batch with other devices' messages.
+CASE="escaped NUL in free params"; send "$AUTH" ext/x '{"method":"m","msgToken":"x","params":{"a":"b\u0000"}}'; expect 400 100400 /params/a
+CASE="zero with a huge exponent"; send "$AUTH" ext/x '{"method":"m","msgToken":"x","params":{"a":0e99999999999}}'; expect 400 100400 /params/a
+CASE="too many fraction digits"; send "$AUTH" ext/x "{\"method\":\"m\",\"msgToken\":\"x\",\"params\":{\"a\":1.$(printf '0%.0s' $(seq 16400))}}"
+expect 400 100400 /params/a
+CASE="type longer than MsgType"; send "$AUTH" ext/abcdefghijabcdefghijabcdefghij123 '{"method":"m","msgToken":"x"}'; expect 400 100400
 CASE="refusals change nothing"
 [ "$(psql_q "SELECT count(*) FROM device_messages WHERE msg_token='x'")" = 0 ] || fail "a refused message was stored"; ok
 

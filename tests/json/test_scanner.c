@@ -365,7 +365,8 @@ static void test_strings(void)
         {"\"\\udbff\\udfff\"", IGW_JERR_NONE, "\xF4\x8F\xBF\xBF", 4, 0},
         {"\"\\u00e9\\u20AC\\u0041\"", IGW_JERR_NONE, "\xC3\xA9\xE2\x82\xAC" "A", 6, 0},
         {"\"\\\"\\\\\\/\\b\\f\\n\\r\\t\"", IGW_JERR_NONE, "\"\\/\b\f\n\r\t", 8, 0},
-        {"\"a\\u0000b\"", IGW_JERR_NONE, "a\0b", 3, 0},
+        /* U+0000 cannot be held downstream (C strings, SQL text, jsonb) */
+        {"\"a\\u0000b\"", IGW_JERR_FORMAT, NULL, 0, 2},
         {"\"\x7F\"", IGW_JERR_NONE, "\x7F", 1, 0},
         {"\"\"", IGW_JERR_NONE, "", 0, 0},
         {"\"\\ud800\"", IGW_JERR_UTF8, NULL, 0, 1},
@@ -834,7 +835,9 @@ static void test_value(void)
     CHECK(value(&j, "[{\"a\":1},{\"a\":1},{\"b\":1,\"a\":2}]", IGW_JSON_STRICT, 4, any, &raw) == 0);
     CHECK(value(&j, "{\"\":1,\"\":2}", IGW_JSON_STRICT, 4, any, &raw) < 0 &&
           failure_is(&j, IGW_JERR_DUPLICATE, "/", NULL));
-    CHECK(value(&j, "{\"a\":1,\"a\\u0000\":2,\"a\\u0000b\":3}", IGW_JSON_STRICT, 4, any, &raw) == 0);
+    CHECK(value(&j, "{\"a\":1,\"a\\u0000\":2,\"a\\u0000b\":3}", IGW_JSON_STRICT, 4, any, &raw) < 0 &&
+          j.err == IGW_JERR_FORMAT);
+    CHECK(value(&j, "{\"a\":1,\"a\\u0000\":2,\"a\\u0000b\":3}", IGW_JSON_RFC8259, 4, any, &raw) == 0);
 
     /* both sides of the pairwise/sorted switch: the earliest repeat wins */
     for (int n = 2; n <= 40; n++) {
@@ -881,8 +884,14 @@ static void test_value(void)
         {"-9007199254740992", IGW_JERR_RANGE},
         {"123456789012345678901234567890", IGW_JERR_RANGE},
         {"-0", IGW_JERR_NONE},
-        {"-0.0e-99999999999999999999", IGW_JERR_NONE},
-        {"0e99999999999999999999999", IGW_JERR_NONE},
+        /* zero too: PostgreSQL's numeric bounds (exponent, digits after the point) */
+        {"-0.0e-99999999999999999999", IGW_JERR_RANGE},
+        {"0e99999999999999999999999", IGW_JERR_RANGE},
+        {"0e100000", IGW_JERR_NONE},
+        {"0e100001", IGW_JERR_RANGE},
+        {"0e-16383", IGW_JERR_NONE},
+        {"0.0e-16383", IGW_JERR_RANGE},
+        {"1e-16384", IGW_JERR_RANGE},
         {"9007199254740992.0", IGW_JERR_NONE}, /* a double, not an integer */
         {"1e308", IGW_JERR_NONE},
         {"1.7976931348623157e308", IGW_JERR_NONE},  /* DBL_MAX */

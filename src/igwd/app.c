@@ -2,6 +2,7 @@
 #include "app.h"
 
 #include "api.h"
+#include "ready.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -127,9 +128,110 @@ static void worker_stop(void *arg, void *state)
     free(w);
 }
 
+/* ---- /metrics and /readyz from the live connections ------------------------------ */
+
+static void app_metrics(void *arg, FILE *f)
+{
+    igw_app *app = arg;
+    igw_db_stats t = {0};
+    unsigned nconn = 0, nup = 0;
+    for (unsigned i = 0; i < IGW_CONFIG_MAX_THREADS; i++) {
+        igw_worker *w = app->workers[i];
+        for (unsigned k = 0; w && k < w->ndb; k++) {
+            igw_db_stats s;
+            igw_db_stats_get(w->db[k], &s);
+            t.queries_ok += s.queries_ok;
+            t.queries_failed += s.queries_failed;
+            t.rejected += s.rejected;
+            t.connections_lost += s.connections_lost;
+            t.connect_failures += s.connect_failures;
+            t.rtt_count += s.rtt_count;
+            t.rtt_sum_us += s.rtt_sum_us;
+            for (unsigned b = 0; b <= IGW_DB_RTT_NBOUNDS; b++)
+                t.rtt_buckets[b] += s.rtt_buckets[b];
+            nconn++;
+            nup += s.connected;
+        }
+    }
+    fprintf(f, "# HELP igw_db_queries_total Database queries by outcome (rejected: queue full).\n"
+               "# TYPE igw_db_queries_total counter\n"
+               "igw_db_queries_total{result=\"ok\"} %llu\nigw_db_queries_total{result=\"failed\"} %llu\n"
+               "igw_db_queries_total{result=\"rejected\"} %llu\n"
+               "# HELP igw_db_connections Database connections, and how many are ready.\n"
+               "# TYPE igw_db_connections gauge\n"
+               "igw_db_connections{state=\"configured\"} %u\nigw_db_connections{state=\"ready\"} %u\n"
+               "# HELP igw_db_connection_events_total Connections lost and connection attempts that failed.\n"
+               "# TYPE igw_db_connection_events_total counter\n"
+               "igw_db_connection_events_total{event=\"lost\"} %llu\n"
+               "igw_db_connection_events_total{event=\"connect_failed\"} %llu\n"
+               "# HELP igw_db_round_trip_seconds From sending a query to its commit's answer.\n"
+               "# TYPE igw_db_round_trip_seconds histogram\n",
+            (unsigned long long)t.queries_ok, (unsigned long long)t.queries_failed, (unsigned long long)t.rejected,
+            nconn, nup, (unsigned long long)t.connections_lost, (unsigned long long)t.connect_failures);
+    uint64_t cum = 0;
+    for (unsigned b = 0; b < IGW_DB_RTT_NBOUNDS; b++) {
+        cum += t.rtt_buckets[b];
+        fprintf(f, "igw_db_round_trip_seconds_bucket{le=\"%g\"} %llu\n", (double)igw_db_rtt_bounds_us[b] / 1e6,
+                (unsigned long long)cum);
+    }
+    fprintf(f, "igw_db_round_trip_seconds_bucket{le=\"+Inf\"} %llu\nigw_db_round_trip_seconds_sum %.6f\n"
+               "igw_db_round_trip_seconds_count %llu\n",
+            (unsigned long long)t.rtt_count, (double)t.rtt_sum_us / 1e6, (unsigned long long)t.rtt_count);
+    igw_mqtt *m = atomic_load(&app->mqtt);
+    igw_mqtt_stats ms = {0};
+    if (m)
+        igw_mqtt_stats_get(m, &ms);
+    fprintf(f, "# HELP igw_mqtt_messages_total MQTT messages: uplinks in, publishes out, refused publishes.\n"
+               "# TYPE igw_mqtt_messages_total counter\n"
+               "igw_mqtt_messages_total{direction=\"in\"} %llu\nigw_mqtt_messages_total{direction=\"out\"} %llu\n"
+               "igw_mqtt_messages_total{direction=\"out_failed\"} %llu\n"
+               "# HELP igw_mqtt_dropped_total Received MQTT messages dropped, by reason.\n"
+               "# TYPE igw_mqtt_dropped_total counter\n"
+               "igw_mqtt_dropped_total{reason=\"topic\"} %llu\nigw_mqtt_dropped_total{reason=\"size\"} %llu\n"
+               "igw_mqtt_dropped_total{reason=\"retained\"} %llu\n"
+               "# HELP igw_mqtt_connected 1 while connected to the broker with every subscription granted.\n"
+               "# TYPE igw_mqtt_connected gauge\nigw_mqtt_connected %d\n",
+            (unsigned long long)ms.in, (unsigned long long)ms.out, (unsigned long long)ms.out_failed,
+            (unsigned long long)ms.dropped_topic, (unsigned long long)ms.dropped_size,
+            (unsigned long long)ms.dropped_retained, m && igw_mqtt_connected(m));
+}
+
+/* PostgreSQL and the broker are judged from the live connections (no
+ * probe, nothing blocks); Redis, which igwd does not use yet, is probed. */
+static unsigned app_ready(void *arg, unsigned *known)
+{
+    igw_app *app = arg;
+    unsigned down = 0;
+    *known = 0;
+    if (app->cfg.pg_dsn[0]) {
+        *known |= IGW_READY_POSTGRES;
+        for (unsigned i = 0; i < IGW_CONFIG_MAX_THREADS; i++) {
+            igw_worker *w = app->workers[i];
+            for (unsigned k = 0; w && k < w->ndb; k++) {
+                igw_db_stats st; /* the thread-safe view of another worker's connection */
+                igw_db_stats_get(w->db[k], &st);
+                if (!st.connected)
+                    down |= IGW_READY_POSTGRES;
+            }
+        }
+    }
+    igw_mqtt *m = atomic_load(&app->mqtt);
+    if (m) {
+        *known |= IGW_READY_MQTT;
+        if (!igw_mqtt_connected(m))
+            down |= IGW_READY_MQTT;
+    }
+    return down;
+}
+
 igw_http_app igw_app_http_hooks(igw_app *app)
 {
-    return (igw_http_app){.start = worker_start, .stop = worker_stop, .idle = worker_idle, .arg = app};
+    return (igw_http_app){.start = worker_start,
+                          .stop = worker_stop,
+                          .idle = worker_idle,
+                          .metrics = app_metrics,
+                          .ready = app_ready,
+                          .arg = app};
 }
 
 /* ---- MQTT uplinks ------------------------------------------------------------- */

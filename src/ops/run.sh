@@ -22,6 +22,8 @@ cat <<MSG
 
 igw is starting at $base (Ctrl-C stops it; make stop stops the services)
   ready?    curl -s $base/readyz
+  device:   curl -s -H "Authorization: \$(jq -r .device.authorization $var/demo.json)" -H 'content-type: application/json' -d '{"method":"report","msgToken":"t1","params":{"brightness":40}}' $base/api/v1/things/device/edge/send/thing/property
+  upload:   curl -s -H "Authorization: \$(jq -r .device.authorization $var/demo.json)" -F file=@$root/README.md $base/api/v1/things/device/edge/upload-file
   decoder:  curl -s -X POST -H 'content-type: application/json' -d '{"endpointId":"e","limit":99}' $base/api/v1/im/interaction/events
   metrics:  curl -s $base/metrics
 Services: PostgreSQL $IGW_PG_DSN, Redis $IGW_REDIS_HOST:$IGW_REDIS_PORT, MQTT $IGW_MQTT_HOST:$IGW_MQTT_PORT
@@ -33,5 +35,5 @@ exec env -i PATH="$PATH" HOME="${HOME:-/root}" \
     IGW_REDIS_HOST="$IGW_REDIS_HOST" IGW_REDIS_PORT="$IGW_REDIS_PORT" \
     IGW_MQTT_HOST="$IGW_MQTT_HOST" IGW_MQTT_PORT="$IGW_MQTT_PORT" \
     IGW_MQTT_USERNAME="$IGW_MQTT_USER" IGW_MQTT_PASSWORD_FILE="$IGW_MQTT_PASSWORD_FILE" \
-    IGW_STORAGE_ROOT="$var/storage" IGW_URL_KEY_FILE="$var/url.key" \
+    IGW_STORAGE_ROOT="$var/storage" IGW_URL_KEY_FILE="$var/url.key" IGW_PUBLIC_URL="$base" \
     "$root/build/igwd"

@@ -335,6 +335,19 @@ timeout 5 mosquitto_sub -h 127.0.0.1 -p "$IGW_MQTT_PORT" -i "$PID_&$DEV" -u "$MU
 while [ "$(date +%s)" -lt "$expiry_at" ]; do sleep 0.2; done
 CASE="expired URL"; STATUS=$(curl -s -o "$TMP/r" -w '%{http_code}' "http://127.0.0.1:$PORT$expiry_uri"); expect 404 100404
 
+# ---- readiness and metrics from the live connections ---------------------------------------------
+CASE="metrics"; curl -s "http://127.0.0.1:$PORT/metrics" >"$TMP/metrics"
+grep -Eq '^igw_db_queries_total\{result="ok"\} [1-9]' "$TMP/metrics" &&
+    grep -Eq '^igw_db_round_trip_seconds_count [1-9]' "$TMP/metrics" &&
+    grep -Eq '^igw_mqtt_messages_total\{direction="in"\} [1-9]' "$TMP/metrics" &&
+    grep -Eq '^igw_mqtt_messages_total\{direction="out"\} [1-9]' "$TMP/metrics" &&
+    grep -Eq '^igw_mqtt_connected 1$' "$TMP/metrics" &&
+    grep -Eq '^igw_requests_total\{route="device_send",code="200"\} [1-9]' "$TMP/metrics" ||
+    fail "$CASE: $(grep -E 'igw_db|igw_mqtt' "$TMP/metrics")"; ok
+CASE="readyz with every service up"; STATUS=$(curl -s -o "$TMP/r" -w '%{http_code}' "http://127.0.0.1:$PORT/readyz")
+# redis_host is not given to this igwd: only redis may be down.
+jq -e '.data.down == ["redis"]' "$TMP/r" >/dev/null || fail "$CASE: $(cat "$TMP/r")"; ok
+
 # ---- clean stop ------------------------------------------------------------------------------
 kill -TERM "$PID"; wait "$PID"; rc=$?; PID=
 [ $rc = 0 ] || fail "igwd exit $rc after SIGTERM"

@@ -34,7 +34,7 @@ DEB_PACKAGES := re2c clang libclang-rt-14-dev libssl-dev libsimdjson-dev libjans
                 postgresql-15 postgresql-client-15 redis-server mosquitto mosquitto-clients \
                 libh2o-evloop-dev libpq-dev libhiredis-dev libmosquitto-dev curl jq
 
-.PHONY: all deps run stop generate services-up services-down test-ops test-edge test-mqtt test-db test-upload test-devauth test-jwt test-thingmodel test-igwd test-mqttauth check-gen test test-unit test-codegen test-conformance test-json \
+.PHONY: all deps run stop generate services-up services-down test-ops test-edge test-mqtt test-db test-upload test-redis test-devauth test-jwt test-thingmodel test-igwd test-mqttauth check-gen test test-unit test-codegen test-conformance test-json \
         test-sql test-openapi fuzz-smoke fuzz bench-decode bench-edge clean deps
 all: $(BUILD)/igw-gen $(BUILD)/igwctl $(BUILD)/igwd $(BUILD)/igw-mqtt-auth.so
 
@@ -173,6 +173,14 @@ $(T)/db_test: tests/igwd/db_test.c src/igwd/db.c src/igwd/db.h
 test-db: $(T)/db_test
 	tests/igwd/db_test.sh $(T)/db_test
 
+$(T)/redis_test: tests/igwd/redis_test.c src/igwd/redis.c src/igwd/redis.h
+	@mkdir -p $(dir $@)
+	$(CC) $(TFLAGS) -Isrc/igwd $(IGWD_CFLAGS) -o $@ tests/igwd/redis_test.c src/igwd/redis.c $(IGWD_LIBS)
+
+# igwd's Redis connection against a throwaway redis-server (port 63797).
+test-redis: $(T)/redis_test
+	tests/igwd/redis_test.sh $(T)/redis_test
+
 $(T)/mqtt_test: tests/igwd/mqtt_test.c src/igwd/mqtt.c src/igwd/mqtt.h src/common/devauth.c src/common/base64.c $(wildcard src/common/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(TFLAGS) -Isrc/igwd $(IGWD_CFLAGS) -o $@ tests/igwd/mqtt_test.c src/igwd/mqtt.c src/common/devauth.c src/common/base64.c $(IGWD_LIBS)
@@ -228,7 +236,7 @@ fuzz: $(T)/conformance-run
 	CLANG=$(CLANG) tests/fuzz/smoke.sh $${FUZZ_SECONDS:-300}
 
 # Every test; non-zero on any failure.
-test: deps all check-gen test-codegen test-json test-conformance test-devauth test-jwt test-thingmodel test-upload test-igwctl test-igwd test-db test-mqtt test-edge test-sql test-ops test-mqttauth test-openapi fuzz-smoke
+test: deps all check-gen test-codegen test-json test-conformance test-devauth test-jwt test-thingmodel test-upload test-igwctl test-igwd test-db test-redis test-mqtt test-edge test-sql test-ops test-mqttauth test-openapi fuzz-smoke
 	@echo "make test: all passed"
 
 # ---- benchmark ----------------------------------------------------------------

@@ -100,10 +100,16 @@ static void *worker_start(void *arg, unsigned index, struct st_h2o_evloop_t *loo
             goto fail;
         }
     }
+    if (app->cfg.redis_host[0] &&
+        !(w->redis = igw_redis_create(loop, app->cfg.redis_host, app->cfg.redis_port, app->cfg.check_timeout_ms, err,
+                                      errlen)))
+        goto fail;
     return w;
 fail:
+    igw_edge_destroy(w->edge);
     for (unsigned i = 0; i < w->ndb; i++)
         igw_db_destroy(w->db[i]);
+    app->workers[index] = NULL;
     free(w);
     return NULL;
 }
@@ -125,6 +131,7 @@ static void worker_stop(void *arg, void *state)
     for (unsigned i = 0; i < w->ndb; i++)
         igw_db_destroy(w->db[i]);
     igw_edge_destroy(w->edge);
+    igw_redis_destroy(w->redis);
     free(w);
 }
 
@@ -177,6 +184,44 @@ static void app_metrics(void *arg, FILE *f)
     fprintf(f, "igw_db_round_trip_seconds_bucket{le=\"+Inf\"} %llu\nigw_db_round_trip_seconds_sum %.6f\n"
                "igw_db_round_trip_seconds_count %llu\n",
             (unsigned long long)t.rtt_count, (double)t.rtt_sum_us / 1e6, (unsigned long long)t.rtt_count);
+    igw_redis_stats rt = {0};
+    unsigned rconn = 0, rup = 0;
+    for (unsigned i = 0; i < IGW_CONFIG_MAX_THREADS; i++) {
+        igw_worker *w = app->workers[i];
+        if (!w || !w->redis)
+            continue;
+        igw_redis_stats s;
+        igw_redis_stats_get(w->redis, &s);
+        rt.commands_ok += s.commands_ok;
+        rt.error_replies += s.error_replies;
+        rt.commands_failed += s.commands_failed;
+        rt.rtt_count += s.rtt_count;
+        rt.rtt_sum_us += s.rtt_sum_us;
+        for (unsigned b = 0; b <= IGW_REDIS_RTT_NBOUNDS; b++)
+            rt.rtt_buckets[b] += s.rtt_buckets[b];
+        rconn++;
+        rup += s.connected;
+    }
+    fprintf(f, "# HELP igw_redis_commands_total Redis commands by outcome.\n"
+               "# TYPE igw_redis_commands_total counter\n"
+               "igw_redis_commands_total{result=\"ok\"} %llu\nigw_redis_commands_total{result=\"error_reply\"} %llu\n"
+               "igw_redis_commands_total{result=\"failed\"} %llu\n"
+               "# HELP igw_redis_connections Redis connections, and how many are up.\n"
+               "# TYPE igw_redis_connections gauge\n"
+               "igw_redis_connections{state=\"configured\"} %u\nigw_redis_connections{state=\"ready\"} %u\n"
+               "# HELP igw_redis_round_trip_seconds From sending a command to its reply.\n"
+               "# TYPE igw_redis_round_trip_seconds histogram\n",
+            (unsigned long long)rt.commands_ok, (unsigned long long)rt.error_replies,
+            (unsigned long long)rt.commands_failed, rconn, rup);
+    cum = 0;
+    for (unsigned b = 0; b < IGW_REDIS_RTT_NBOUNDS; b++) {
+        cum += rt.rtt_buckets[b];
+        fprintf(f, "igw_redis_round_trip_seconds_bucket{le=\"%g\"} %llu\n", (double)igw_redis_rtt_bounds_us[b] / 1e6,
+                (unsigned long long)cum);
+    }
+    fprintf(f, "igw_redis_round_trip_seconds_bucket{le=\"+Inf\"} %llu\nigw_redis_round_trip_seconds_sum %.6f\n"
+               "igw_redis_round_trip_seconds_count %llu\n",
+            (unsigned long long)rt.rtt_count, (double)rt.rtt_sum_us / 1e6, (unsigned long long)rt.rtt_count);
     igw_mqtt *m = atomic_load(&app->mqtt);
     igw_mqtt_stats ms = {0};
     if (m)
@@ -196,8 +241,8 @@ static void app_metrics(void *arg, FILE *f)
             (unsigned long long)ms.dropped_retained, m && igw_mqtt_connected(m));
 }
 
-/* PostgreSQL and the broker are judged from the live connections (no
- * probe, nothing blocks); Redis, which igwd does not use yet, is probed. */
+/* Every dependency is judged from the worker's live connections: no
+ * probe, nothing blocks a worker. */
 static unsigned app_ready(void *arg, unsigned *known)
 {
     igw_app *app = arg;
@@ -212,6 +257,18 @@ static unsigned app_ready(void *arg, unsigned *known)
                 igw_db_stats_get(w->db[k], &st);
                 if (!st.connected)
                     down |= IGW_READY_POSTGRES;
+            }
+        }
+    }
+    if (app->cfg.redis_host[0]) {
+        *known |= IGW_READY_REDIS;
+        for (unsigned i = 0; i < IGW_CONFIG_MAX_THREADS; i++) {
+            igw_worker *w = app->workers[i];
+            igw_redis_stats st;
+            if (w && w->redis) {
+                igw_redis_stats_get(w->redis, &st);
+                if (!st.connected)
+                    down |= IGW_READY_REDIS;
             }
         }
     }

@@ -13,6 +13,7 @@
 #include "edge.h"
 #include "http.h"
 #include "mqtt.h"
+#include "redis.h"
 
 #define IGW_APP_URL_KEY_LEN 32
 
@@ -32,6 +33,7 @@ typedef struct igw_worker {
     atomic_uint tasks; /* MQTT uplinks posted to this worker, not yet taken */
     igw_db *db[IGW_EDGE_MAX_DB]; /* db_connections of them; none when no database is configured */
     unsigned ndb;
+    igw_redis *redis; /* NULL when no Redis is configured (live state of later issues) */
     igw_edge *edge;  /* NULL without a database */
 } igw_worker;
 

@@ -64,7 +64,7 @@ static const setting settings[] = {
     {"signaling_enabled", KIND_BOOL, OFF(signaling_enabled), 0, 0, 0, "true",
      "Signaling switch; routes with `gate signaling` need it (true/false)"},
     {"check_timeout_ms", KIND_UINT, OFF(check_timeout_ms), 0, 10, 10000, "500",
-     "timeout of each /readyz dependency probe, milliseconds"},
+     "timeout of each Redis command and connect attempt, milliseconds"},
     {"shutdown_timeout_ms", KIND_UINT, OFF(shutdown_timeout_ms), 0, 0, 600000, "5000",
      "on SIGTERM/SIGINT, how long in-flight requests may take to finish, milliseconds"},
     {"access_log", KIND_BOOL, OFF(access_log), 0, 0, 0, "true", "one JSON line per request on stderr (true/false)"},

@@ -415,6 +415,8 @@ static void serve_readyz(igw_exchange *ex)
     igw_jw_object_begin(jw);
     igw_jw_key(jw, "reason", 6);
     igw_jw_string(jw, "dependencies unreachable", 24);
+    igw_jw_key(jw, "path", 4);
+    igw_jw_string(jw, "", 0);
     igw_jw_key(jw, "down", 4);
     igw_jw_array_begin(jw);
     for (unsigned bit = 1; bit & IGW_READY__ALL; bit <<= 1)

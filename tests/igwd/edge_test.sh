@@ -50,6 +50,7 @@ psql_q() { "$ROOT/src/ops/services.sh" psql -XAtq -c "$1"; }
 start_igwd() {
     env -i PATH="$PATH" LSAN_OPTIONS="$LSAN_OPTIONS" ASAN_OPTIONS="${ASAN_OPTIONS:-}" \
         IGW_LISTEN=127.0.0.1:0 IGW_THREADS=2 IGW_PG_DSN="$IGW_PG_DSN" \
+        IGW_REDIS_HOST=127.0.0.1 IGW_REDIS_PORT="$IGW_REDIS_PORT" \
         IGW_MQTT_HOST=127.0.0.1 IGW_MQTT_PORT="$IGW_MQTT_PORT" IGW_MQTT_PASSWORD_FILE="$IGW_MQTT_PASSWORD_FILE" \
         IGW_MQTT_CLIENT_ID=igwd-edge-test IGW_STORAGE_ROOT="$TMP/storage" IGW_DEVICE_CACHE_MS=0 \
         IGW_UPLOAD_MAX=4096 IGW_URL_TTL_S=4 \
@@ -344,9 +345,21 @@ grep -Eq '^igw_db_queries_total\{result="ok"\} [1-9]' "$TMP/metrics" &&
     grep -Eq '^igw_mqtt_connected 1$' "$TMP/metrics" &&
     grep -Eq '^igw_requests_total\{route="device_send",code="200"\} [1-9]' "$TMP/metrics" ||
     fail "$CASE: $(grep -E 'igw_db|igw_mqtt' "$TMP/metrics")"; ok
+grep -Eq '^igw_redis_connections\{state="ready"\} 2$' "$TMP/metrics" || fail "$CASE: redis $(grep -E 'igw_redis' "$TMP/metrics")"; ok
 CASE="readyz with every service up"; STATUS=$(curl -s -o "$TMP/r" -w '%{http_code}' "http://127.0.0.1:$PORT/readyz")
-# redis_host is not given to this igwd: only redis may be down.
+expect 200 200
+# Judged from the live connections: Redis stopped shows at once, and back.
+redis-cli -p "$IGW_REDIS_PORT" shutdown nosave >/dev/null 2>&1
+for _ in $(seq 50); do
+    STATUS=$(curl -s -o "$TMP/r" -w '%{http_code}' "http://127.0.0.1:$PORT/readyz"); [ "$STATUS" = 503 ] && break; sleep 0.1
+done
+CASE="readyz with redis down"; expect 503 100503
 jq -e '.data.down == ["redis"]' "$TMP/r" >/dev/null || fail "$CASE: $(cat "$TMP/r")"; ok
+"$ROOT/src/ops/services.sh" up >/dev/null 2>&1 || fail "services.sh up again"
+for _ in $(seq 60); do
+    STATUS=$(curl -s -o "$TMP/r" -w '%{http_code}' "http://127.0.0.1:$PORT/readyz"); [ "$STATUS" = 200 ] && break; sleep 0.1
+done
+CASE="readyz after redis is back"; expect 200 200
 
 # ---- clean stop ------------------------------------------------------------------------------
 kill -TERM "$PID"; wait "$PID"; rc=$?; PID=

@@ -1,0 +1,646 @@
+/* redis_test.c - igw_redis against a real redis-server (started by redis_test.sh).
+ *
+ * usage: redis_test PORT [UNIX_SOCKET], with IGW_REDISTEST_STOP /
+ * IGW_REDISTEST_START holding shell commands that stop and start that
+ * server (run with system(); the loop is ours, so blocking here is fine).
+ * The server must allow DEBUG from local clients. A second, plain blocking
+ * hiredis connection kills igw_redis's connections and checks values.
+ * Prints the number of checks; exits 1 on any failure. */
+#include "redis.h"
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <h2o/socket.h>
+
+static int checks, failures;
+
+static void check(bool ok, int line, const char *what, const char *fmt, ...)
+{
+    checks++;
+    if (ok)
+        return;
+    failures++;
+    fprintf(stderr, "redis_test:%d: FAIL: %s", line, what);
+    if (fmt && *fmt) {
+        va_list ap;
+        va_start(ap, fmt);
+        fputs(": ", stderr);
+        vfprintf(stderr, fmt, ap);
+        va_end(ap);
+    }
+    fputc('\n', stderr);
+}
+#define CHECK(cond, ...) check((cond), __LINE__, #cond, "" __VA_ARGS__)
+
+static h2o_evloop_t *loop;
+static redisContext *admin;
+static unsigned port;
+
+typedef struct outcome {
+    int calls, order;
+    bool ok; /* a reply */
+    int type;
+    long long integer;
+    size_t len;
+    char str[1100]; /* string / error / status replies, binary-safe up to this size */
+    char err[300];
+} outcome;
+static int completed;
+
+static void record(void *arg, const redisReply *reply, const char *err)
+{
+    outcome *o = arg;
+    o->calls++;
+    o->order = completed++;
+    o->ok = reply != NULL && err == NULL;
+    o->type = reply ? reply->type : -1;
+    snprintf(o->err, sizeof o->err, "%s", err ? err : "");
+    if (reply && (reply->type == REDIS_REPLY_STRING || reply->type == REDIS_REPLY_ERROR ||
+                  reply->type == REDIS_REPLY_STATUS)) {
+        o->len = reply->len;
+        memcpy(o->str, reply->str, reply->len < sizeof o->str - 1 ? reply->len : sizeof o->str - 1);
+    }
+    if (reply && reply->type == REDIS_REPLY_INTEGER)
+        o->integer = reply->integer;
+}
+
+static void never(void *arg, const redisReply *reply, const char *err)
+{
+    (void)reply, (void)err;
+    ++*(int *)arg;
+}
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static bool all_called(const outcome *o, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (o[i].calls == 0)
+            return false;
+    return true;
+}
+
+static bool run_until_called(const outcome *o, size_t n, int timeout_ms)
+{
+    int64_t end = now_ms() + timeout_ms;
+    while (!all_called(o, n) && now_ms() < end)
+        h2o_evloop_run(loop, 10);
+    return all_called(o, n);
+}
+
+static void run_for(int ms)
+{
+    int64_t end = now_ms() + ms;
+    while (now_ms() < end)
+        h2o_evloop_run(loop, 10);
+}
+
+static bool run_until_connected(igw_redis *r, bool want, int timeout_ms)
+{
+    int64_t end = now_ms() + timeout_ms;
+    while (igw_redis_connected(r) != want && now_ms() < end)
+        h2o_evloop_run(loop, 10);
+    return igw_redis_connected(r) == want;
+}
+
+static int count_fds(void)
+{
+    int n = 0;
+    DIR *d = opendir("/proc/self/fd");
+    if (!d)
+        return -1;
+    while (readdir(d))
+        n++;
+    closedir(d);
+    return n;
+}
+
+static bool starts(const char *s, const char *prefix)
+{
+    return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+/* A text command: words separated by single spaces. */
+static int cmd(igw_redis *r, outcome *o, const char *line)
+{
+    char buf[256];
+    const char *argv[16];
+    int argc = 0;
+    snprintf(buf, sizeof buf, "%s", line);
+    for (char *save = NULL, *w = strtok_r(buf, " ", &save); w && argc < 16; w = strtok_r(NULL, " ", &save))
+        argv[argc++] = w;
+    int rc = igw_redis_command(r, record, o, argc, argv, NULL);
+    memset(buf, 'x', sizeof buf - 1); /* the arguments must have been copied */
+    return rc;
+}
+
+static bool is_str(const outcome *o, const char *want)
+{
+    return o->ok && o->type == REDIS_REPLY_STRING && o->len == strlen(want) && memcmp(o->str, want, o->len) == 0;
+}
+
+static bool is_status(const outcome *o, const char *want)
+{
+    return o->ok && o->type == REDIS_REPLY_STATUS && strcmp(o->str, want) == 0;
+}
+
+static bool admin_ok(void)
+{
+    if (admin && !admin->err)
+        return true;
+    if (admin)
+        redisFree(admin);
+    admin = redisConnect("127.0.0.1", (int)port);
+    return admin && !admin->err;
+}
+
+/* A blocking command on the admin connection; its integer reply (-1 otherwise). */
+static long long admin_int(const char *fmt, ...)
+{
+    if (!admin_ok())
+        return -1;
+    va_list ap;
+    va_start(ap, fmt);
+    redisReply *rep = redisvCommand(admin, fmt, ap);
+    va_end(ap);
+    long long v = rep && rep->type == REDIS_REPLY_INTEGER ? rep->integer : -1;
+    if (rep && rep->type == REDIS_REPLY_ERROR)
+        fprintf(stderr, "redis_test: admin: %s\n", rep->str);
+    freeReplyObject(rep);
+    return v;
+}
+
+/* A callback submitting the next command of a chain from inside itself. */
+typedef struct chain {
+    igw_redis *r;
+    int left, ok;
+} chain;
+static void chain_cb(void *arg, const redisReply *reply, const char *err)
+{
+    chain *c = arg;
+    (void)err;
+    c->ok += reply != NULL;
+    const char *argv[] = {"INCR", "rt:chain"};
+    if (--c->left > 0 && igw_redis_command(c->r, chain_cb, c, 2, argv, NULL) != 0)
+        c->left = -1000;
+}
+
+/* Large values: checks length and content of GET replies. */
+enum { BIGN = 32, BIG = 512 * 1024 };
+static char *bigbuf;
+static int big_ok, big_calls;
+static void big_cb(void *arg, const redisReply *reply, const char *err)
+{
+    int i = (int)(intptr_t)arg;
+    (void)err;
+    big_calls++;
+    if (!reply)
+        return;
+    if (i < 0) { /* a SET */
+        big_ok += reply->type == REDIS_REPLY_STATUS;
+        return;
+    }
+    memset(bigbuf, 'a' + i % 26, BIG);
+    big_ok += reply->type == REDIS_REPLY_STRING && reply->len == BIG && memcmp(reply->str, bigbuf, BIG) == 0;
+}
+
+/* During destroy: the callback tries to submit again (must be refused). */
+typedef struct resubmit {
+    igw_redis *r;
+    int calls, refused;
+    char err[64];
+} resubmit;
+static void resubmit_cb(void *arg, const redisReply *reply, const char *err)
+{
+    resubmit *s = arg;
+    (void)reply;
+    s->calls++;
+    snprintf(s->err, sizeof s->err, "%s", err ? err : "");
+    const char *argv[] = {"PING"};
+    int dummy = 0;
+    s->refused += igw_redis_command(s->r, never, &dummy, 1, argv, NULL) == -1;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2 || argc > 3) {
+        fprintf(stderr, "usage: redis_test PORT [UNIX_SOCKET]\n");
+        return 2;
+    }
+    port = (unsigned)atoi(argv[1]);
+    const char *unix_path = argc > 2 ? argv[2] : NULL;
+    const char *stop_cmd = getenv("IGW_REDISTEST_STOP"), *start_cmd = getenv("IGW_REDISTEST_START");
+    signal(SIGPIPE, SIG_IGN);
+    loop = h2o_evloop_create();
+    if (!admin_ok()) {
+        fprintf(stderr, "redis_test: admin connection: %s\n", admin ? admin->errstr : "out of memory");
+        return 1;
+    }
+    admin_int("DEL rt:chain rt:es");
+    int fds0 = count_fds();
+
+    char err[256] = "";
+    CHECK(igw_redis_create(loop, "127.0.0.1", 0, 1000, err, sizeof err) == NULL && err[0]);
+    CHECK(igw_redis_create(loop, "127.0.0.1", port, 0, err, sizeof err) == NULL);
+
+    igw_redis *r = igw_redis_create(loop, "localhost", port, 5000, err, sizeof err);
+    CHECK(r != NULL, "%s", err);
+    if (!r)
+        return 1;
+
+    /* ---- submitted while connecting: buffered, then answered ---- */
+    outcome o_ping = {0};
+    CHECK(!igw_redis_connected(r));
+    CHECK(cmd(r, &o_ping, "PING") == 0);
+    CHECK(run_until_called(&o_ping, 1, 5000), "%s", igw_redis_last_error(r));
+    CHECK(is_status(&o_ping, "PONG"), "type %d '%s' err '%s'", o_ping.type, o_ping.str, o_ping.err);
+    CHECK(igw_redis_connected(r));
+
+    /* ---- 1000 SET + 1000 GET pipelined in one loop turn ---- */
+    enum { N = 1000 };
+    static outcome o_set[N], o_get[N];
+    igw_redis_stats s0, s1;
+    igw_redis_stats_get(r, &s0);
+    int base = completed, rejected = 0;
+    for (int i = 0; i < N; i++) {
+        char line[64];
+        snprintf(line, sizeof line, "SET rt:k%d value-%d", i, i * 7);
+        rejected += cmd(r, &o_set[i], line) != 0;
+        snprintf(line, sizeof line, "GET rt:k%d", i);
+        rejected += cmd(r, &o_get[i], line) != 0;
+    }
+    CHECK(rejected == 0);
+    igw_redis_stats_get(r, &s1);
+    CHECK(s1.pending == 2 * N, "pending %llu", (unsigned long long)s1.pending);
+    int64_t t0 = now_ms();
+    CHECK(run_until_called(o_get, N, 10000) && all_called(o_set, N));
+    int64_t took = now_ms() - t0;
+    int good = 0, in_order = 0, once = 0;
+    for (int i = 0; i < N; i++) {
+        char want[32];
+        snprintf(want, sizeof want, "value-%d", i * 7);
+        good += is_status(&o_set[i], "OK") && is_str(&o_get[i], want);
+        in_order += o_set[i].order == base + 2 * i && o_get[i].order == base + 2 * i + 1;
+        once += o_set[i].calls == 1 && o_get[i].calls == 1;
+    }
+    CHECK(good == N, "%d of %d good; first err '%s'", good, N, o_get[0].err);
+    CHECK(in_order == N, "%d in order", in_order);
+    CHECK(once == N);
+    igw_redis_stats_get(r, &s1);
+    CHECK(s1.commands_ok - s0.commands_ok == 2 * N && s1.rtt_count - s0.rtt_count == 2 * N);
+    uint64_t bsum = 0;
+    for (size_t i = 0; i <= IGW_REDIS_RTT_NBOUNDS; i++)
+        bsum += s1.rtt_buckets[i];
+    CHECK(bsum == s1.rtt_count && s1.rtt_sum_us > 0);
+    CHECK(s1.pending == 0 && s1.connected && s1.connects == 1 && s1.commands_failed == 0);
+    printf("redis_test: %d pipelined SET+GET in %lld ms (mean round trip %llu us)\n", N, (long long)took,
+           (unsigned long long)((s1.rtt_sum_us - s0.rtt_sum_us) / (2 * N)));
+
+    /* ---- binary-safe keys and values ---- */
+    {
+        char key[] = "rt:bin\0key";
+        char val[1024];
+        for (size_t i = 0; i < sizeof val; i++)
+            val[i] = (char)(i % 256);
+        const char *sargv[] = {"SET", key, val};
+        size_t slen[] = {3, sizeof key - 1, sizeof val};
+        const char *gargv[] = {"GET", key};
+        size_t glen[] = {3, sizeof key - 1};
+        outcome o_bs = {0}, o_bg = {0}, o_bother = {0};
+        CHECK(igw_redis_command(r, record, &o_bs, 3, sargv, slen) == 0);
+        memset(val, 'z', sizeof val); /* copied */
+        CHECK(igw_redis_command(r, record, &o_bg, 2, gargv, glen) == 0);
+        CHECK(cmd(r, &o_bother, "EXISTS rt:bin") == 0); /* the key is not cut at its NUL */
+        CHECK(run_until_called(&o_bother, 1, 5000));
+        for (size_t i = 0; i < sizeof val; i++)
+            val[i] = (char)(i % 256);
+        CHECK(is_status(&o_bs, "OK"));
+        CHECK(o_bg.ok && o_bg.type == REDIS_REPLY_STRING && o_bg.len == sizeof val && memcmp(o_bg.str, val, sizeof val) == 0,
+              "len %zu", o_bg.len);
+        CHECK(o_bother.ok && o_bother.integer == 0);
+    }
+
+    /* ---- an error reply reaches its own callback only ---- */
+    {
+        igw_redis_stats_get(r, &s0);
+        outcome o_e[4] = {{0}};
+        CHECK(cmd(r, &o_e[0], "SET rt:es abc") == 0);
+        CHECK(cmd(r, &o_e[1], "INCR rt:es") == 0);
+        CHECK(cmd(r, &o_e[2], "GET rt:es") == 0);
+        CHECK(cmd(r, &o_e[3], "NOSUCHCOMMAND x") == 0);
+        CHECK(run_until_called(o_e, 4, 5000));
+        CHECK(is_status(&o_e[0], "OK"));
+        CHECK(o_e[1].ok && o_e[1].type == REDIS_REPLY_ERROR && starts(o_e[1].str, "ERR ") && !o_e[1].err[0], "'%s'",
+              o_e[1].str);
+        CHECK(is_str(&o_e[2], "abc"));
+        CHECK(o_e[3].ok && o_e[3].type == REDIS_REPLY_ERROR, "'%s'", o_e[3].str);
+        CHECK(o_e[1].order == o_e[0].order + 1 && o_e[2].order == o_e[1].order + 1 && o_e[3].order == o_e[2].order + 1);
+        igw_redis_stats_get(r, &s1);
+        CHECK(s1.error_replies - s0.error_replies == 2 && s1.commands_ok - s0.commands_ok == 4);
+        CHECK(s1.connects == 1 && s1.connections_lost == 0);
+    }
+
+    /* ---- refused commands never call back ---- */
+    {
+        int calls = 0;
+        igw_redis_stats_get(r, &s0);
+        const char *sub[] = {"subscribe", "ch"}, *psub[] = {"PSUBSCRIBE", "c*"}, *unsub[] = {"UNSUBSCRIBE"},
+                   *mon[] = {"MONITOR"}, *crep[] = {"CLIENT", "REPLY", "OFF"}, *hello[] = {"HELLO", "3"},
+                   *nul[] = {"GET", NULL};
+        CHECK(igw_redis_command(r, never, &calls, 2, sub, NULL) == -1);
+        CHECK(igw_redis_command(r, never, &calls, 2, psub, NULL) == -1);
+        CHECK(igw_redis_command(r, never, &calls, 1, unsub, NULL) == -1);
+        CHECK(igw_redis_command(r, never, &calls, 1, mon, NULL) == -1);
+        CHECK(igw_redis_command(r, never, &calls, 3, crep, NULL) == -1);
+        CHECK(igw_redis_command(r, never, &calls, 2, hello, NULL) == -1);
+        CHECK(igw_redis_command(r, never, &calls, 2, nul, NULL) == -1);
+        CHECK(igw_redis_command(r, never, &calls, 0, sub, NULL) == -1);
+        CHECK(igw_redis_command(r, NULL, &calls, 1, mon, NULL) == -1);
+        run_for(50);
+        igw_redis_stats_get(r, &s1);
+        CHECK(calls == 0 && s1.rejected - s0.rejected == 9 && s1.pending == 0);
+    }
+
+    /* ---- a callback submitting the next command ---- */
+    {
+        chain ch = {r, 5, 0};
+        const char *a[] = {"INCR", "rt:chain"};
+        CHECK(igw_redis_command(r, chain_cb, &ch, 2, a, NULL) == 0);
+        int64_t end = now_ms() + 5000;
+        while (ch.left > 0 && now_ms() < end)
+            h2o_evloop_run(loop, 10);
+        CHECK(ch.left == 0 && ch.ok == 5, "left %d ok %d", ch.left, ch.ok);
+        redisReply *rep = admin_ok() ? redisCommand(admin, "GET rt:chain") : NULL;
+        CHECK(rep && rep->type == REDIS_REPLY_STRING && strcmp(rep->str, "5") == 0);
+        freeReplyObject(rep);
+    }
+
+    /* ---- more than the socket buffers hold, both ways ---- */
+    bigbuf = malloc(BIG);
+    CHECK(bigbuf != NULL);
+    if (bigbuf) {
+        for (int i = 0; i < BIGN; i++) {
+            char key[32];
+            snprintf(key, sizeof key, "rt:big%d", i);
+            memset(bigbuf, 'a' + i % 26, BIG);
+            const char *a[] = {"SET", key, bigbuf};
+            size_t l[] = {3, strlen(key), BIG};
+            CHECK(igw_redis_command(r, big_cb, (void *)(intptr_t)-1, 3, a, l) == 0);
+        }
+        for (int i = 0; i < BIGN; i++) {
+            char key[32];
+            snprintf(key, sizeof key, "rt:big%d", i);
+            const char *a[] = {"GET", key};
+            CHECK(igw_redis_command(r, big_cb, (void *)(intptr_t)i, 2, a, NULL) == 0);
+        }
+        int64_t end = now_ms() + 15000;
+        t0 = now_ms();
+        while (big_calls < 2 * BIGN && now_ms() < end)
+            h2o_evloop_run(loop, 10);
+        CHECK(big_ok == 2 * BIGN, "%d of %d ok (%d called)", big_ok, 2 * BIGN, big_calls);
+        printf("redis_test: %d x %d KiB SET then GET in %lld ms\n", BIGN, BIG / 1024, (long long)(now_ms() - t0));
+        free(bigbuf);
+        admin_int("DEL rt:big0 rt:big1 rt:big2 rt:big3"); /* keep the server small */
+    }
+
+    /* ---- CLIENT KILL: in-flight commands fail, later ones work after reconnecting ---- */
+    {
+        igw_redis_stats_get(r, &s0);
+        outcome o_k[3] = {{0}};
+        CHECK(cmd(r, &o_k[0], "BLPOP rt:nolist 3") == 0);
+        CHECK(cmd(r, &o_k[1], "SET rt:killed 1") == 0);
+        CHECK(cmd(r, &o_k[2], "GET rt:killed") == 0);
+        run_for(200);
+        CHECK(!all_called(o_k, 1));
+        CHECK(admin_int("CLIENT KILL TYPE normal") >= 1);
+        CHECK(run_until_called(o_k, 3, 2000));
+        int lostc = 0;
+        for (int i = 0; i < 3; i++)
+            lostc += o_k[i].calls == 1 && !o_k[i].ok && starts(o_k[i].err, "connection lost: ");
+        CHECK(lostc == 3, "'%s' '%s' '%s'", o_k[0].err, o_k[1].err, o_k[2].err);
+        CHECK(o_k[1].order == o_k[0].order + 1 && o_k[2].order == o_k[1].order + 1);
+        printf("redis_test: after CLIENT KILL: '%s'\n", o_k[0].err);
+        CHECK(run_until_connected(r, true, 3000), "%s", igw_redis_last_error(r));
+        outcome o_a[2] = {{0}};
+        CHECK(cmd(r, &o_a[0], "SET rt:after yes") == 0);
+        CHECK(cmd(r, &o_a[1], "GET rt:after") == 0);
+        CHECK(run_until_called(o_a, 2, 5000));
+        CHECK(is_status(&o_a[0], "OK") && is_str(&o_a[1], "yes"), "'%s' '%s'", o_a[0].err, o_a[1].err);
+        igw_redis_stats_get(r, &s1);
+        CHECK(s1.connections_lost - s0.connections_lost == 1 && s1.connects - s0.connects == 1);
+        CHECK(s1.commands_failed - s0.commands_failed == 3);
+        CHECK(admin_int("EXISTS rt:killed") == 0); /* queued behind BLPOP on the server, never run */
+    }
+
+    /* ---- the server stops: refused or failed; works again once it is back ---- */
+    if (!stop_cmd || !start_cmd) {
+        check(false, __LINE__, "IGW_REDISTEST_STOP and IGW_REDISTEST_START are set", NULL);
+    } else {
+        igw_redis_stats_get(r, &s0);
+        CHECK(system(stop_cmd) == 0, "%s", stop_cmd);
+        CHECK(run_until_connected(r, false, 5000));
+        run_for(300);
+        int refused = 0, failed = 0;
+        for (int i = 0; i < 5; i++) {
+            outcome o_d = {0};
+            if (cmd(r, &o_d, "PING") != 0)
+                refused++;
+            else if (run_until_called(&o_d, 1, 3000) && o_d.calls == 1 && !o_d.ok && o_d.err[0])
+                failed++;
+            run_for(60);
+        }
+        CHECK(refused + failed == 5, "%d refused, %d failed", refused, failed);
+        igw_redis_stats_get(r, &s1);
+        CHECK(!s1.connected && s1.connect_failures > s0.connect_failures);
+        CHECK(s1.connect_failures - s0.connect_failures < 20, "%llu attempts: no backoff?",
+              (unsigned long long)(s1.connect_failures - s0.connect_failures));
+        printf("redis_test: while stopped: %d refused, %d failed; %s\n", refused, failed, igw_redis_last_error(r));
+        CHECK(system(start_cmd) == 0, "%s", start_cmd);
+        CHECK(run_until_connected(r, true, 5000), "%s", igw_redis_last_error(r));
+        outcome o_up = {0};
+        CHECK(cmd(r, &o_up, "PING") == 0);
+        CHECK(run_until_called(&o_up, 1, 5000) && is_status(&o_up, "PONG"), "'%s'", o_up.err);
+        redisFree(admin);
+        admin = NULL;
+    }
+
+    /* ---- a unix socket ---- */
+    if (unix_path) {
+        igw_redis *ru = igw_redis_create(loop, unix_path, 0, 2000, err, sizeof err);
+        CHECK(ru != NULL, "%s", err);
+        if (ru) {
+            outcome o_u = {0};
+            CHECK(cmd(ru, &o_u, "ECHO unix") == 0);
+            CHECK(run_until_called(&o_u, 1, 3000) && is_str(&o_u, "unix"), "'%s'", o_u.err);
+            igw_redis_destroy(ru);
+        }
+    }
+
+    /* ---- a command unanswered for timeout_ms drops the connection ---- */
+    {
+        igw_redis *rt = igw_redis_create(loop, "127.0.0.1", port, 500, err, sizeof err);
+        CHECK(rt != NULL, "%s", err);
+        if (rt) {
+            outcome o_t0 = {0}, o_t[2] = {{0}};
+            CHECK(cmd(rt, &o_t0, "PING") == 0);
+            CHECK(run_until_called(&o_t0, 1, 3000) && is_status(&o_t0, "PONG"), "'%s'", o_t0.err);
+            h2o_evloop_run(loop, 0); /* fresh loop time for the deadlines */
+            CHECK(cmd(rt, &o_t[0], "DEBUG SLEEP 2") == 0);
+            CHECK(cmd(rt, &o_t[1], "PING") == 0);
+            t0 = now_ms();
+            CHECK(run_until_called(o_t, 2, 3000));
+            int64_t waited = now_ms() - t0;
+            CHECK(waited >= 450 && waited < 1200, "failed after %lld ms", (long long)waited);
+            CHECK(!o_t[0].ok && strcmp(o_t[0].err, "timed out after 500 ms") == 0, "'%s' '%s'", o_t[0].err, o_t[0].str);
+            CHECK(!o_t[1].ok && strstr(o_t[1].err, "timed out") != NULL, "'%s'", o_t[1].err);
+            printf("redis_test: DEBUG SLEEP 2: '%s' after %lld ms, then '%s'\n", o_t[0].err, (long long)waited,
+                   o_t[1].err);
+            igw_redis_stats_get(rt, &s1);
+            CHECK(s1.connections_lost == 1 && !s1.connected && s1.commands_failed == 2);
+            CHECK(strstr(igw_redis_last_error(rt), "timed out") != NULL, "'%s'", igw_redis_last_error(rt));
+            /* Once the server wakes up, commands go through again. */
+            bool back = false;
+            int64_t end = now_ms() + 6000;
+            while (!back && now_ms() < end) {
+                outcome o_b = {0};
+                if (cmd(rt, &o_b, "PING") == 0)
+                    run_until_called(&o_b, 1, 1000);
+                back = is_status(&o_b, "PONG");
+                if (!back)
+                    run_for(100);
+            }
+            CHECK(back, "%s", igw_redis_last_error(rt));
+            igw_redis_destroy(rt);
+        }
+    }
+
+    /* ---- destroy with commands in flight and unsent ---- */
+    {
+        outcome o_end[5] = {{0}};
+        resubmit rs = {r, 0, 0, ""};
+        CHECK(cmd(r, &o_end[0], "BLPOP rt:nolist 2") == 0);
+        CHECK(cmd(r, &o_end[1], "PING") == 0);
+        run_for(100);
+        igw_redis_stats_get(r, &s1);
+        CHECK(s1.pending == 2);
+        CHECK(cmd(r, &o_end[2], "SET rt:end 1") == 0);
+        const char *p[] = {"PING"};
+        CHECK(igw_redis_command(r, resubmit_cb, &rs, 1, p, NULL) == 0);
+        CHECK(cmd(r, &o_end[3], "PING") == 0);
+        CHECK(cmd(r, &o_end[4], "PING") == 0);
+        igw_redis_destroy(r);
+        int shut = 0, order = 0;
+        for (int i = 0; i < 5; i++) {
+            shut += o_end[i].calls == 1 && !o_end[i].ok && strcmp(o_end[i].err, "shutting down") == 0;
+            order += i == 0 || o_end[i].order == o_end[i - 1].order + 1;
+        }
+        CHECK(shut == 5, "%d of 5 shut down; '%s'", shut, o_end[0].err);
+        CHECK(order == 5);
+        CHECK(rs.calls == 1 && rs.refused == 1 && strcmp(rs.err, "shutting down") == 0);
+        run_for(50);
+        CHECK(o_end[0].calls == 1 && o_end[4].calls == 1);
+        CHECK(admin_int("EXISTS rt:end") == 0);
+    }
+
+    /* ---- nothing listening: backoff; destroy while waiting ---- */
+    {
+        igw_redis *rn = igw_redis_create(loop, "127.0.0.1", 1, 1000, err, sizeof err);
+        CHECK(rn != NULL, "%s", err);
+        if (rn) {
+            int calls = 0, accepted = 0;
+            const char *p[] = {"PING"};
+            for (int i = 0; i < 3; i++)
+                accepted += igw_redis_command(rn, never, &calls, 1, p, NULL) == 0;
+            run_for(300);
+            igw_redis_stats_get(rn, &s1);
+            CHECK(calls == accepted, "%d calls for %d accepted", calls, accepted);
+            CHECK(s1.connect_failures >= 2 && s1.connect_failures <= 5, "%llu connect failures in 300 ms",
+                  (unsigned long long)s1.connect_failures);
+            CHECK(strstr(igw_redis_last_error(rn), "connect failed") != NULL, "'%s'", igw_redis_last_error(rn));
+            printf("redis_test: nothing listening: %s\n", igw_redis_last_error(rn));
+            igw_redis_destroy(rn);
+            CHECK(calls == accepted);
+        }
+        igw_redis_destroy(NULL);
+    }
+
+    /* ---- a listener whose accept queue is full drops SYNs: the connect
+     * deadline applies; once it closes, the retransmitted SYN is refused
+     * (hiredis reports that in its connect callback, then frees itself) ---- */
+    {
+        int lfd = socket(AF_INET, SOCK_STREAM, 0), filler[4];
+        struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        socklen_t slen = sizeof sin;
+        CHECK(lfd >= 0 && bind(lfd, (struct sockaddr *)&sin, sizeof sin) == 0 && listen(lfd, 0) == 0 &&
+              getsockname(lfd, (struct sockaddr *)&sin, &slen) == 0);
+        for (int i = 0; i < 4; i++) { /* the queue holds backlog + 1; the rest wait in SYN_SENT */
+            filler[i] = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+            int rc = connect(filler[i], (struct sockaddr *)&sin, sizeof sin);
+            CHECK(rc == 0 || errno == EINPROGRESS);
+        }
+        run_for(50);
+        unsigned lport = ntohs(sin.sin_port);
+        igw_redis *rs = igw_redis_create(loop, "127.0.0.1", lport, 300, err, sizeof err);
+        CHECK(rs != NULL, "%s", err);
+        if (rs) {
+            outcome o_s = {0};
+            CHECK(cmd(rs, &o_s, "PING") == 0); /* connecting: accepted */
+            t0 = now_ms();
+            CHECK(run_until_called(&o_s, 1, 3000));
+            int64_t waited = now_ms() - t0;
+            CHECK(!o_s.ok && strcmp(o_s.err, "connection lost: connect timed out after 300 ms") == 0, "'%s'", o_s.err);
+            CHECK(waited >= 250 && waited < 1000, "after %lld ms", (long long)waited);
+            igw_redis_stats_get(rs, &s1);
+            CHECK(s1.connect_failures == 1 && s1.connections_lost == 0 && s1.connects == 0);
+            igw_redis_destroy(rs);
+        }
+        igw_redis *rf = igw_redis_create(loop, "127.0.0.1", lport, 5000, err, sizeof err);
+        CHECK(rf != NULL, "%s", err);
+        if (rf) {
+            outcome o_f[2] = {{0}};
+            CHECK(cmd(rf, &o_f[0], "PING") == 0);
+            CHECK(cmd(rf, &o_f[1], "PING") == 0);
+            run_for(200);
+            CHECK(!all_called(o_f, 1));
+            close(lfd);
+            lfd = -1;
+            CHECK(run_until_called(o_f, 2, 4000));
+            CHECK(!o_f[0].ok && starts(o_f[0].err, "connect failed: "), "'%s'", o_f[0].err);
+            CHECK(!o_f[1].ok && strcmp(o_f[1].err, o_f[0].err) == 0, "'%s'", o_f[1].err);
+            printf("redis_test: refused while connecting: '%s'\n", o_f[0].err);
+            igw_redis_stats_get(rf, &s1);
+            CHECK(s1.connect_failures >= 1 && s1.commands_failed == 2 && s1.pending == 0);
+            igw_redis_destroy(rf);
+        }
+        if (lfd >= 0)
+            close(lfd);
+        for (int i = 0; i < 4; i++)
+            close(filler[i]);
+    }
+
+    h2o_evloop_run(loop, 0); /* h2o frees closed sockets on the next turn */
+    admin_ok();
+    CHECK(count_fds() == fds0, "%d descriptors open, %d at the start", count_fds(), fds0);
+    h2o_evloop_destroy(loop);
+    if (admin)
+        redisFree(admin);
+    printf("redis_test: %d checks, %d failed\n", checks, failures);
+    return failures ? 1 : 0;
+}

@@ -27,7 +27,7 @@ chmod 755 "$TMP"
 export IGW_VAR=$TMP/var IGW_PG_PORT=54394 IGW_REDIS_PORT=63794 IGW_MQTT_PORT=18894
 PID=
 cleanup() {
-    [ -n "$PID" ] && kill -KILL "$PID" 2>/dev/null
+    [ -n "$PID" ] && { disown "$PID" 2>/dev/null; kill -KILL "$PID" 2>/dev/null; }
     "$ROOT/src/ops/services.sh" down >/dev/null 2>&1 || true
     rm -rf "$TMP"
 }

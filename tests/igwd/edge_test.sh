@@ -18,7 +18,7 @@ PID=
 SUBPID=
 checks=0
 cleanup() {
-    [ -n "$PID" ] && kill -KILL "$PID" 2>/dev/null
+    [ -n "$PID" ] && { disown "$PID" 2>/dev/null; kill -KILL "$PID" 2>/dev/null; }
     [ -n "$SUBPID" ] && kill "$SUBPID" 2>/dev/null
     "$ROOT/src/ops/services.sh" down >/dev/null 2>&1
     rm -rf "$TMP"

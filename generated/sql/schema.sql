@@ -259,7 +259,7 @@ CREATE INDEX sessions_endpoint_id_idx ON sessions (endpoint_id);
 
 -- Event bodies, stored once.
 CREATE TABLE events (
-    event_id   bigint      NOT NULL,
+    event_id   bigint      NOT NULL GENERATED ALWAYS AS IDENTITY, -- Creation order.
     session_id text,
     msg_token  text        NOT NULL,
     event_seq  bigint,

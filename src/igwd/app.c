@@ -61,6 +61,19 @@ int igw_app_init(igw_app *app, const igw_config *cfg, char *err, size_t errlen)
         snprintf(err, errlen, "getrandom: %s", strerror(errno));
         return -1;
     }
+    if (cfg->jwt_key_file[0]) {
+        char buf[sizeof app->jwt_key + 2];
+        size_t n;
+        if (read_secret(cfg->jwt_key_file, buf, sizeof buf, &n, err, errlen))
+            return -1;
+        if (n < 32 || n > sizeof app->jwt_key) {
+            snprintf(err, errlen, "%s: the login key must hold 32..1024 bytes", cfg->jwt_key_file);
+            return -1;
+        }
+        memcpy(app->jwt_key, buf, n);
+        app->jwt_key_len = n;
+        memset(buf, 0, sizeof buf);
+    }
     if (cfg->storage_root[0]) {
         if (mkdir(cfg->storage_root, 0750) != 0 && errno != EEXIST) {
             snprintf(err, errlen, "storage_root %s: %s", cfg->storage_root, strerror(errno));
@@ -100,12 +113,18 @@ static void *worker_start(void *arg, unsigned index, struct st_h2o_evloop_t *loo
             goto fail;
         }
     }
+    if (w->ndb && app->jwt_key_len &&
+        !(w->login = igw_login_create(w->db[0], app->jwt_key, app->jwt_key_len, app->cfg.device_cache_ms))) {
+        snprintf(err, errlen, "out of memory");
+        goto fail;
+    }
     if (app->cfg.redis_host[0] &&
         !(w->redis = igw_redis_create(loop, app->cfg.redis_host, app->cfg.redis_port, app->cfg.check_timeout_ms, err,
                                       errlen)))
         goto fail;
     return w;
 fail:
+    igw_login_destroy(w->login);
     igw_edge_destroy(w->edge);
     for (unsigned i = 0; i < w->ndb; i++)
         igw_db_destroy(w->db[i]);
@@ -131,6 +150,7 @@ static void worker_stop(void *arg, void *state)
     for (unsigned i = 0; i < w->ndb; i++)
         igw_db_destroy(w->db[i]);
     igw_edge_destroy(w->edge);
+    igw_login_destroy(w->login);
     igw_redis_destroy(w->redis);
     free(w);
 }

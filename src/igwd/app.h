@@ -13,6 +13,7 @@
 #include "edge.h"
 #include "http.h"
 #include "mqtt.h"
+#include "login.h"
 #include "redis.h"
 
 #define IGW_APP_URL_KEY_LEN 32
@@ -23,6 +24,8 @@ typedef struct igw_app {
     _Atomic(igw_mqtt *) mqtt; /* NULL when no broker is configured; read by workers */
     struct igw_worker *workers[IGW_CONFIG_MAX_THREADS]; /* set before the workers run */
     unsigned char url_key[IGW_APP_URL_KEY_LEN]; /* signs download URLs */
+    unsigned char jwt_key[1024];                /* verifies login tokens */
+    size_t jwt_key_len;                         /* 0: no login configured */
     int storage_fd;    /* the storage root, opened once */
 } igw_app;
 
@@ -34,6 +37,7 @@ typedef struct igw_worker {
     igw_db *db[IGW_EDGE_MAX_DB]; /* db_connections of them; none when no database is configured */
     unsigned ndb;
     igw_redis *redis; /* NULL when no Redis is configured (live state of later issues) */
+    igw_login *login; /* NULL without a database or a login key */
     igw_edge *edge;  /* NULL without a database */
 } igw_worker;
 

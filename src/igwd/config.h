@@ -31,7 +31,8 @@ typedef struct igw_config {
     char mqtt_username[IGW_CONFIG_HOST_MAX];
     char mqtt_password_file[IGW_CONFIG_PATH_MAX];
     char mqtt_client_id[IGW_CONFIG_HOST_MAX];
-    unsigned device_cache_ms;  /* edge: device record reuse */
+    unsigned device_cache_ms;  /* edge: device record reuse; login: user record reuse */
+    char jwt_key_file[IGW_CONFIG_PATH_MAX]; /* "" = no login (application routes answer 503) */
     unsigned batch_max;        /* edge: uplinks per group commit */
     unsigned db_connections;   /* per worker */
     char storage_root[IGW_CONFIG_PATH_MAX];

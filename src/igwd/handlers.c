@@ -1,26 +1,49 @@
 /* handlers.c - see handlers.h. */
 #include "handlers.h"
 
+#include "app.h"
 #include "http.h"
+#include "login.h"
+
+/* A route's behaviour: `plain` for routes without a user login (the device
+ * routes authenticate devices themselves), `user` for `auth user` routes,
+ * which run once the caller is known. */
+typedef struct route_handler {
+    igw_handler_fn plain;
+    igw_login_next user;
+} route_handler;
+
+static const route_handler handlers[IGW_ROUTE__COUNT] = {
+    [IGW_ROUTE_DEVICE_SEND] = {.plain = igw_handle_device_send},
+    [IGW_ROUTE_DEVICE_UPLOAD] = {.plain = igw_handle_device_upload},
+    [IGW_ROUTE_ENDPOINTS_REGISTER] = {.user = igw_handle_endpoints_register},
+};
 
 /* The placeholder of every route until its issue lands. */
-static int handle_not_implemented(void *ctx, const igw_request *req)
+static void user_not_implemented(igw_exchange *ex, const igw_request *req, const igw_principal *who)
 {
     (void)req;
-    igw_http_reply_error(ctx, IGW_ERR_NOT_IMPLEMENTED, "handler not implemented yet", "");
-    return 0;
+    (void)who;
+    igw_http_reply_error(ex, IGW_ERR_NOT_IMPLEMENTED, "handler not implemented yet", "");
 }
 
-const igw_handler_fn igw_handlers[IGW_ROUTE__COUNT] = {
-    [IGW_ROUTE_CONSENT_CREATE] = handle_not_implemented,
-    [IGW_ROUTE_CONSENT_GET_ONE] = handle_not_implemented,
-    [IGW_ROUTE_CONSENT_REVOKE] = handle_not_implemented,
-    [IGW_ROUTE_DEVICE_SEND] = igw_handle_device_send,
-    [IGW_ROUTE_DEVICE_UPLOAD] = igw_handle_device_upload,
-    [IGW_ROUTE_ENDPOINTS_REGISTER] = handle_not_implemented,
-    [IGW_ROUTE_EVENTS_PULL] = handle_not_implemented,
-    [IGW_ROUTE_EVENTS_ACK] = handle_not_implemented,
-    [IGW_ROUTE_COMMANDS] = handle_not_implemented,
-    [IGW_ROUTE_RECORDINGS_QUERY] = handle_not_implemented,
-    [IGW_ROUTE_TALK_AUDIO_ACCESS] = handle_not_implemented,
-};
+int igw_handle(void *ctx, const igw_request *req)
+{
+    igw_exchange *ex = ctx;
+    const route_handler *h = &handlers[req->route->id];
+    if (req->route->auth == IGW_AUTH_KIND_USER) {
+        /* The schema's `auth user`: the login comes first, for every such
+         * route, implemented or not. */
+        igw_worker *w = igw_http_state(ex);
+        if (!w || !w->login) {
+            igw_http_reply_error(ex, IGW_ERR_UNAVAILABLE, "login is not configured", "");
+            return 0;
+        }
+        igw_login_run(w->login, ex, req, h->user ? h->user : user_not_implemented);
+        return 0;
+    }
+    if (h->plain)
+        return h->plain(ctx, req);
+    igw_http_reply_error(ex, IGW_ERR_NOT_IMPLEMENTED, "handler not implemented yet", "");
+    return 0;
+}

@@ -1,15 +1,23 @@
-/* handlers.h - the route handler table of igwd.
+/* handlers.h - igwd's route handlers.
  *
- * igw_handlers[route id] is called with an igw_exchange (see http.h) as
- * ctx, once the request passed the strict stage. A handler answers through
- * igw_http_reply_* and returns 0; a non-zero return without a reply makes
- * the transport answer the internal class. Every slot is filled; routes
- * whose handler has not been written yet answer the not_implemented class. */
+ * igw_handle is called with an igw_exchange (see http.h) as ctx once the
+ * request passed the strict stage (and the signaling gate). Routes with
+ * `auth user` in the schema get the login first (login.h), then their
+ * handler with the caller; the device routes authenticate devices
+ * themselves. A handler answers through igw_http_reply_* (now, or later on
+ * a held exchange); routes whose handler is not written yet answer the
+ * not_implemented class. */
 #ifndef IGW_HANDLERS_H
 #define IGW_HANDLERS_H
 
 #include "api.h"
+#include "http.h"
+#include "login.h"
 #include "request.h"
+
+/* Runs the route's handler; 0, or non-zero without a reply (the transport
+ * then answers the internal class). */
+int igw_handle(void *ctx, const igw_request *req);
 
 /* handle_device.c: the device routes. */
 int igw_handle_device_send(void *ctx, const igw_request *req);
@@ -22,7 +30,7 @@ void igw_handle_device_download(void *ctx);
  * database write: the reference of make bench-edge. */
 int igw_handle_bench_bare(void *ctx, const igw_request *req);
 
-/* Indexed by igw_route_id. */
-extern const igw_handler_fn igw_handlers[IGW_ROUTE__COUNT];
+/* handle_interaction.c: the application transport routes (area B). */
+void igw_handle_endpoints_register(igw_exchange *ex, const igw_request *req, const igw_principal *who);
 
 #endif

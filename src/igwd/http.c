@@ -74,6 +74,7 @@ struct igw_exchange {
     bool replied;
     bool held;              /* the handler's exchange: a copy took over */
     bool heap;              /* the copy (igw_http_hold): freed by its reply */
+    igw_arena arena;        /* the copy's: the request's decoded data, taken from the worker */
     struct hold_guard *guard; /* a held exchange's link to its request pool */
 };
 
@@ -138,6 +139,10 @@ igw_exchange *igw_http_hold(igw_exchange *ex)
     hold_guard *g = h2o_mem_alloc_shared(&ex->req->pool, sizeof *g, on_guard_dispose);
     *h = *ex;
     h->heap = true;
+    /* The decoded request lives in the worker's arena, which the next
+     * request resets: the held exchange takes its chunks along. */
+    h->arena = ex->w->arena;
+    igw_arena_init(&ex->w->arena, ARENA_LIMIT);
     g->ex = h;
     h->guard = g;
     ex->held = true;
@@ -181,7 +186,13 @@ static void release_held(igw_exchange *ex)
 {
     if (ex->guard)
         ex->guard->ex = NULL;
+    igw_arena_free(&ex->arena);
     free(ex);
+}
+
+igw_arena *igw_http_arena(igw_exchange *ex)
+{
+    return ex->heap ? &ex->arena : &ex->w->arena;
 }
 
 /* Sends `body` with class `cls`'s status; counts and logs the request. */
@@ -559,8 +570,7 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
         igw_http_reply_error(&ex, IGW_ERR_FOR_GATE, "signaling is disabled", "");
         return 0;
     }
-    igw_handler_fn fn = igw_handlers[r.route->id];
-    int rc = fn ? fn(&ex, &r) : -1;
+    int rc = igw_handle(&ex, &r);
     if (ex.held && rc == 0)
         return 0; /* answered later */
     if (ex.held) {

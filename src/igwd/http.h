@@ -18,6 +18,7 @@
 #include <stdio.h>
 
 #include "config.h"
+#include "arena.h"
 #include "json.h"
 
 typedef struct igw_server igw_server;
@@ -69,6 +70,10 @@ void *igw_http_state(igw_exchange *ex);
  * first, the exchange is cancelled: the reply then only releases it.
  * A held exchange must be answered exactly once. */
 igw_exchange *igw_http_hold(igw_exchange *ex);
+
+/* The arena holding the request's decoded data (it moves with a held
+ * exchange); handlers may allocate from it until their reply. */
+igw_arena *igw_http_arena(igw_exchange *ex);
 
 /* True when a held exchange's client went away (its reply is dropped). */
 bool igw_http_cancelled(const igw_exchange *ex);

@@ -36,4 +36,5 @@ exec env -i PATH="$PATH" HOME="${HOME:-/root}" \
     IGW_MQTT_HOST="$IGW_MQTT_HOST" IGW_MQTT_PORT="$IGW_MQTT_PORT" \
     IGW_MQTT_USERNAME="$IGW_MQTT_USER" IGW_MQTT_PASSWORD_FILE="$IGW_MQTT_PASSWORD_FILE" \
     IGW_STORAGE_ROOT="$var/storage" IGW_URL_KEY_FILE="$var/url.key" IGW_PUBLIC_URL="$base" \
+    IGW_JWT_KEY_FILE="$var/jwt.key" \
     "$root/build/igwd"

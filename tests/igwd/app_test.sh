@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# app_test.sh IGWD IGWCTL - area B transport against real services: the
+# login (Bearer JWT HS256, enterprise context checked in PostgreSQL), strict
+# decoding before any authorization, the signaling gate, and
+# /endpoints/register. Own PostgreSQL, Redis and Mosquitto (own ports and
+# directory), demo tenant provisioned, everything torn down. Exits non-zero
+# on the first failure.
+set -u
+IGWD=$(realpath "${1:?usage: app_test.sh IGWD IGWCTL}")
+IGWCTL=$(realpath "${2:?usage: app_test.sh IGWD IGWCTL}")
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+TMP=$(mktemp -d /tmp/igw-app.XXXXXX)
+chmod 755 "$TMP"
+export IGW_VAR=$TMP/var IGW_PG_PORT=${APP_PG_PORT:-54395} IGW_REDIS_PORT=${APP_REDIS_PORT:-63795} \
+       IGW_MQTT_PORT=${APP_MQTT_PORT:-18895} IGWCTL
+PID=
+checks=0
+cleanup() {
+    [ -n "$PID" ] && { disown "$PID" 2>/dev/null; kill -KILL "$PID" 2>/dev/null; }
+    "$ROOT/src/ops/services.sh" down >/dev/null 2>&1
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
+fail() {
+    echo "app test: FAIL: $*" >&2
+    [ -s "$TMP/igwd.err" ] && { echo "--- igwd stderr (last lines):" >&2; grep -v '^{"ts"' "$TMP/igwd.err" | tail -n 15 >&2; }
+    exit 1
+}
+ok() { checks=$((checks + 1)); }
+
+printf 'leak:h2o_mem_alloc_recycle\nleak:h2o_multithread_create_queue\n' >"$TMP/lsan.supp"
+export LSAN_OPTIONS="suppressions=$TMP/lsan.supp:print_suppressions=0"
+
+"$ROOT/src/ops/services.sh" up >"$TMP/services.log" 2>&1 || { cat "$TMP/services.log" >&2; fail "services.sh up"; }
+# shellcheck disable=SC1091
+. "$IGW_VAR/env"
+IGW_BASE_URL=http://127.0.0.1:0 "$ROOT/src/ops/provision.sh" >"$TMP/provision.log" 2>&1 ||
+    { cat "$TMP/provision.log" >&2; fail "provision.sh"; }
+DEMO=$IGW_VAR/demo.json KEY=$IGW_VAR/jwt.key
+j() { jq -r "$1" "$DEMO"; }
+TOKEN=$(j .user.token) OTHER=$(j .otherUser.token) OTHER_ENT=$(j .otherEnterpriseUser.token)
+psql_q() { "$ROOT/src/ops/services.sh" psql -XAtq -c "$1"; }
+
+# start NAME [VAR=VALUE...]: igwd with the login key; URL in $BASE.
+start_igwd() {
+    env -i PATH="$PATH" LSAN_OPTIONS="$LSAN_OPTIONS" IGW_LISTEN=127.0.0.1:0 IGW_THREADS=2 \
+        IGW_PG_DSN="$IGW_PG_DSN" IGW_JWT_KEY_FILE="$KEY" IGW_DEVICE_CACHE_MS=0 "$@" \
+        "$IGWD" >"$TMP/igwd.out" 2>>"$TMP/igwd.err" &
+    PID=$!
+    PORT=
+    for _ in $(seq 100); do
+        PORT=$(sed -n 's/^igwd: listening on http:\/\/127\.0\.0\.1:\([0-9]*\) .*/\1/p' "$TMP/igwd.out")
+        [ -n "$PORT" ] && break
+        sleep 0.1
+    done
+    [ -n "$PORT" ] || fail "igwd did not start"
+    BASE=http://127.0.0.1:$PORT/api/v1/im/interaction
+}
+stop_igwd() {
+    kill -TERM "$PID"; wait "$PID"; local rc=$?; PID=
+    [ $rc = 0 ] || fail "igwd exit $rc after SIGTERM"
+}
+start_igwd
+
+# call TOKEN PATH [BODY]: POST; reply in $TMP/r, status in $STATUS.
+call() {
+    local tok=$1 path=$2 body=${3-}
+    local args=(-s -o "$TMP/r" -w '%{http_code}' -X POST)
+    [ -n "$tok" ] && args+=(-H "authorization: Bearer $tok")
+    [ -n "$body" ] && args+=(-H 'content-type: application/json' --data-binary "$body")
+    STATUS=$(curl "${args[@]}" "$BASE$path")
+}
+expect() {
+    local want=$1 code=$2 path=${3-}
+    [ "$STATUS" = "$want" ] || fail "$CASE: HTTP $STATUS, want $want: $(cat "$TMP/r")"
+    [ "$(jq -r .code "$TMP/r")" = "$code" ] || fail "$CASE: code $(jq -r .code "$TMP/r"), want $code: $(cat "$TMP/r")"
+    if [ "$code" != 200 ]; then
+        jq -e '(.data.reason|type)=="string" and (.data.reason|length)>0 and (.data.path|type)=="string"' \
+            "$TMP/r" >/dev/null || fail "$CASE: not the error envelope: $(cat "$TMP/r")"
+        [ "$(jq -r .data.path "$TMP/r")" = "$path" ] || fail "$CASE: path $(jq -r .data.path "$TMP/r"), want $path"
+    fi
+    ok
+}
+
+# jwt CLAIMS_JSON [KEYFILE]: an HS256 token signed here, independently of igw.
+b64url() { base64 -w0 | tr '+/' '-_' | tr -d '='; }
+jwt() {
+    local h p s
+    h=$(printf '{"alg":"HS256","typ":"JWT"}' | b64url)
+    p=$(printf '%s' "$1" | b64url)
+    s=$(printf '%s.%s' "$h" "$p" | openssl dgst -sha256 -hmac "$(cat "${2:-$KEY}")" -binary | b64url)
+    printf '%s.%s.%s' "$h" "$p" "$s"
+}
+now=$(date +%s)
+
+# ---- login ---------------------------------------------------------------------------------
+CASE="register"; call "$TOKEN" /endpoints/register; expect 200 200
+EP=$(jq -r .data.endpointId "$TMP/r") EXP=$(jq -r .data.expiresAt "$TMP/r")
+[[ $EP =~ ^[A-Za-z0-9_-]{22,}$ ]] || fail "endpointId $EP: not >= 128 random bits, URL-safe"; ok
+after=$(( $(date +%s%3N) + 3600000 ))
+[ "$EXP" -le "$after" ] && [ "$EXP" -ge $(( after - 5000 )) ] || fail "expiresAt $EXP is not now + 1 h"; ok
+[ "$(psql_q "SELECT enterprise_id || '/' || user_id || '/' || expires_at_ms FROM endpoints WHERE endpoint_id = '$EP'")" = "1/1001/$EXP" ] ||
+    fail "endpoint row"; ok
+CASE="register twice: two endpoints"; call "$TOKEN" /endpoints/register; expect 200 200
+[ "$(jq -r .data.endpointId "$TMP/r")" != "$EP" ] || fail "$CASE: same id"; ok
+CASE="register with a body"; call "$TOKEN" /endpoints/register '{}'; expect 400 100400
+CASE="independently signed token"; call "$(jwt "{\"sub\":\"1001\",\"ent\":\"1\",\"iat\":$now,\"exp\":$((now + 60))}")" /endpoints/register
+expect 200 200
+head -c 32 /dev/urandom | base64 >"$TMP/other.key"
+for bad in "" "garbage" "$TOKEN.x" "${TOKEN%?}A" \
+    "$(jwt "{\"sub\":\"1001\",\"ent\":\"1\",\"iat\":$now,\"exp\":$((now + 60))}" "$TMP/other.key")" \
+    "$(jwt "{\"sub\":\"1001\",\"ent\":\"1\",\"iat\":$((now - 120)),\"exp\":$((now - 60))}")" \
+    "$(printf '{"alg":"none"}' | b64url).$(printf '{"sub":"1001","ent":"1","iat":%s,"exp":%s}' "$now" $((now + 60)) | b64url)." \
+    "$(jwt "{\"sub\":\"1001\",\"ent\":\"1\",\"iat\":$now,\"exp\":$((now + 60)),\"admin\":true}")"; do
+    CASE="bad token '${bad:0:24}...'"; call "$bad" /endpoints/register; expect 401 100401
+    [ "$(jq -r .data.reason "$TMP/r")" = "a valid login token is required" ] || fail "$CASE: reason says more"; ok
+done
+CASE="basic credentials are not a login"
+STATUS=$(curl -s -o "$TMP/r" -w '%{http_code}' -X POST -H "authorization: $(j .device.authorization)" "$BASE/endpoints/register")
+expect 401 100401
+CASE="token of another enterprise's claim"; call "$(jwt "{\"sub\":\"1001\",\"ent\":\"2\",\"iat\":$now,\"exp\":$((now + 60))}")" /endpoints/register
+expect 403 100403
+CASE="unknown user"; call "$(jwt "{\"sub\":\"999999\",\"ent\":\"1\",\"iat\":$now,\"exp\":$((now + 60))}")" /endpoints/register
+expect 403 100403
+CASE="other enterprise user registers in its own"; call "$OTHER_ENT" /endpoints/register; expect 200 200
+[ "$(psql_q "SELECT enterprise_id FROM endpoints WHERE endpoint_id = '$(jq -r .data.endpointId "$TMP/r")'")" = 2 ] || fail "$CASE"; ok
+psql_q "UPDATE users SET active = false WHERE user_id = 1002" >/dev/null
+CASE="inactive user"; call "$OTHER" /endpoints/register; expect 403 100403
+psql_q "UPDATE users SET active = true WHERE user_id = 1002; UPDATE enterprises SET active = false WHERE enterprise_id = 2" >/dev/null
+CASE="user active again"; call "$OTHER" /endpoints/register; expect 200 200
+CASE="inactive enterprise"; call "$OTHER_ENT" /endpoints/register; expect 403 100403
+psql_q "UPDATE enterprises SET active = true WHERE enterprise_id = 2" >/dev/null
+
+# ---- strict decoding first; then the login; unimplemented routes after it -------------------
+CASE="declared principal, no token"; call "" /events '{"endpointId":"e","limit":1,"userId":"1001"}'; expect 400 100400 /userId
+CASE="declared enterprise"; call "$TOKEN" /events '{"endpointId":"e","limit":1,"enterpriseId":"1"}'; expect 400 100400 /enterpriseId
+CASE="limit out of range, no token"; call "" /events '{"endpointId":"e","limit":33}'; expect 400 100400 /limit
+CASE="valid body, no token"; call "" /events '{"endpointId":"e","limit":1}'; expect 401 100401
+CASE="command as a string"; call "$TOKEN" /commands '{"endpointId":"e","command":"{}"}'; expect 400 100400 /command
+stop_igwd
+
+# ---- the signaling gate ------------------------------------------------------------------------
+start_igwd IGW_SIGNALING_ENABLED=false
+CASE="gated register"; call "$TOKEN" /endpoints/register; expect 503 100503
+[ "$(jq -r .data.reason "$TMP/r")" = "signaling is disabled" ] || fail "$CASE: reason"; ok
+CASE="gated, no token"; call "" /endpoints/register; expect 503 100503
+CASE="consent get-one is not gated"
+STATUS=$(curl -s -o "$TMP/r" -w '%{http_code}' -X POST -H 'content-type: application/json' -d '{"consentId":"c1"}' \
+    "http://127.0.0.1:$PORT/api/v1/im/vision-consents/get-one")
+expect 401 100401
+stop_igwd
+
+# ---- no login key: application routes are off, device routes are not ------------------------------
+env -i PATH="$PATH" LSAN_OPTIONS="$LSAN_OPTIONS" IGW_LISTEN=127.0.0.1:0 IGW_THREADS=1 IGW_PG_DSN="$IGW_PG_DSN" \
+    "$IGWD" >"$TMP/igwd.out" 2>>"$TMP/igwd.err" &
+PID=$!
+for _ in $(seq 100); do
+    PORT=$(sed -n 's/^igwd: listening on http:\/\/127\.0\.0\.1:\([0-9]*\) .*/\1/p' "$TMP/igwd.out"); [ -n "$PORT" ] && break; sleep 0.1
+done
+BASE=http://127.0.0.1:$PORT/api/v1/im/interaction
+CASE="no login key"; call "$TOKEN" /endpoints/register; expect 503 100503
+stop_igwd
+grep -q "ERROR: \(Address\|Leak\)Sanitizer\|runtime error" "$TMP/igwd.err" && fail "sanitizer report"
+echo "app test: $checks checks passed"

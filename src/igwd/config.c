@@ -46,6 +46,8 @@ static const setting settings[] = {
      "MQTT client id; stable, so the broker keeps igwd's session and queues uplinks while it is down"},
     {"jwt_key_file", KIND_STRING, OFF(jwt_key_file), IGW_CONFIG_PATH_MAX, 0, 0, "",
      "file holding the HS256 key of login tokens (the igwctl token issue key; empty = application routes off)"},
+    {"command_timeout_ms", KIND_UINT, OFF(command_timeout_ms), 0, 100, 3600000, "10000",
+     "how long a device has to answer a device command before its result is a failure, milliseconds"},
     {"device_cache_ms", KIND_UINT, OFF(device_cache_ms), 0, 0, 600000, "5000",
      "how long a worker reuses a device's secret, binding and model, and a user's enterprise context, milliseconds"},
     {"db_connections", KIND_UINT, OFF(db_connections), 0, 1, 8, "1",

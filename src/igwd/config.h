@@ -33,6 +33,7 @@ typedef struct igw_config {
     char mqtt_client_id[IGW_CONFIG_HOST_MAX];
     unsigned device_cache_ms;  /* edge: device record reuse; login: user record reuse */
     char jwt_key_file[IGW_CONFIG_PATH_MAX]; /* "" = no login (application routes answer 503) */
+    unsigned command_timeout_ms; /* a device command without reply by then fails */
     unsigned batch_max;        /* edge: uplinks per group commit */
     unsigned db_connections;   /* per worker */
     char storage_root[IGW_CONFIG_PATH_MAX];

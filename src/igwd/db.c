@@ -757,3 +757,13 @@ void igw_db_destroy(igw_db *db)
     free(db->dsn);
     free(db);
 }
+
+bool igw_db_outcome_unknown(const char *err)
+{
+    if (!err)
+        return true;
+    for (int i = 0; i < 5; i++)
+        if (!((err[i] >= '0' && err[i] <= '9') || (err[i] >= 'A' && err[i] <= 'Z')))
+            return true;
+    return err[5] != ' ';
+}

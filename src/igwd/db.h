@@ -80,6 +80,11 @@ igw_db *igw_db_create(struct st_h2o_evloop_t *loop, const char *dsn, char *err, 
 int igw_db_exec(igw_db *db, const igw_db_stmt *stmt, const char *const *values, const int *lengths,
                 const int *formats, igw_db_cb cb, void *arg);
 
+/* For a failed query's err: true when the server never answered it (the
+ * connection was lost after sending), so a write may have committed; false
+ * for a server-reported error (SQLSTATE first), which rolled it back. */
+bool igw_db_outcome_unknown(const char *err);
+
 /* True when the session is ready (connected and configured). */
 bool igw_db_connected(const igw_db *db);
 

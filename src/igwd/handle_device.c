@@ -223,8 +223,7 @@ static void on_file_row(void *arg, const PGresult *res, const char *err)
         igw_http_reply_error(u->ex, IGW_ERR_INTERNAL, "cannot store the file", "");
         /* A server-reported error (SQLSTATE first) rolled the row back; a
          * lost connection may have committed it: keep the file then. */
-        bool sqlstate = err && strlen(err) > 6 && err[5] == ' ' && strspn(err, "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ") >= 5;
-        upload_free(u, sqlstate);
+        upload_free(u, !igw_db_outcome_unknown(err));
         return;
     }
     const igw_app *app = u->w->app;

@@ -7,10 +7,14 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include <openssl/sha.h>
+
 #include "api.h"
 #include "app.h"
 #include "base64.h"
+#include "devauth.h"
 #include "handlers.h"
+#include "thingmodel.h"
 
 #define ENDPOINT_TTL_MS INT64_C(3600000) /* one hour, fixed; never renewed */
 #define ENDPOINT_ID_BYTES 18             /* 144 random bits, 24 base64url characters */
@@ -78,5 +82,282 @@ void igw_handle_endpoints_register(igw_exchange *ex, const igw_request *req, con
     if (igw_db_exec(w->db[0], &stmt_endpoint, values, NULL, NULL, on_endpoint, r)) {
         free(r);
         igw_http_reply_error(ex, IGW_ERR_UNAVAILABLE, "busy, retry later", "");
+    }
+}
+
+/* ---- /commands ---------------------------------------------------------------------
+ * In order (spec): endpoint authentication, method known and implemented,
+ * persistent idempotency by (enterprise, endpoint, msgToken) with the
+ * SHA-256 of the canonical command; then, for a first acceptance, the
+ * target's rights and the thing model; the acceptance row (and the
+ * downlink's row) commit before the reply, and the downlink is published
+ * after it. Every accepted command gets exactly one interaction.result,
+ * from the device's reply or the deadline (see edge.c and the sweeper). */
+
+static const igw_db_stmt stmt_cmd_lookup = {
+    "igw_cmd_lookup",
+    "SELECT EXISTS (SELECT 1 FROM endpoints WHERE endpoint_id = $1 AND enterprise_id = $2::bigint "
+    "AND user_id = $3::bigint AND expires_at_ms > $4::bigint), "
+    "(SELECT encode(fingerprint, 'hex') FROM commands WHERE enterprise_id = $2::bigint AND endpoint_id = $1 "
+    "AND msg_token = $5)",
+    5};
+
+/* The caller's rights on the target: its true owner or a grant, within the
+ * caller's enterprise; an unknown device looks the same (no existence leak). */
+static const igw_db_stmt stmt_cmd_target = {
+    "igw_cmd_target",
+    "SELECT p.model::text FROM devices d JOIN products p ON p.product_id = d.product_id "
+    "WHERE d.product_id = $1 AND d.device_name = $2 AND d.enterprise_id = $3::bigint "
+    "AND (d.owner_user_id = $4::bigint OR EXISTS (SELECT 1 FROM device_grants g WHERE g.product_id = d.product_id "
+    "AND g.device_name = d.device_name AND g.user_id = $4::bigint))",
+    4};
+
+static const igw_db_stmt stmt_cmd_accept = {
+    "igw_cmd_accept",
+    "WITH c AS (INSERT INTO commands (enterprise_id, endpoint_id, msg_token, user_id, method, session_id, "
+    "fingerprint, command) VALUES ($1::bigint, $2, $3, $4::bigint, $5, NULL, decode($6, 'hex'), $7::jsonb) "
+    "ON CONFLICT (enterprise_id, endpoint_id, msg_token) DO NOTHING RETURNING 1), "
+    "d AS (INSERT INTO device_commands (product_id, device_name, device_token, enterprise_id, endpoint_id, "
+    "msg_token, method, deadline_ms) SELECT $8, $9, $10, $1::bigint, $2, $3, $5, $11::bigint FROM c RETURNING 1) "
+    "SELECT (SELECT count(*) FROM c) + (SELECT count(*) FROM d), "
+    "(SELECT encode(fingerprint, 'hex') FROM commands WHERE enterprise_id = $1::bigint AND endpoint_id = $2 "
+    "AND msg_token = $3)",
+    11};
+
+typedef struct cmd {
+    igw_exchange *ex;
+    igw_worker *w;
+    const igw_CommandsRequest *rq;
+    igw_principal who;
+    char fp[65];
+    char *canon; /* canonical command, NUL-terminated */
+    char ent[24], user[24];
+    char endpoint[72]; /* EndpointId: an Ident of at most 64 bytes */
+    char pid[IGW_DEVAUTH_NAME_MAX + 1], dn[IGW_DEVAUTH_NAME_MAX + 1];
+    char token[40]; /* the downlink's msgToken */
+    char deadline[24];
+    char *downlink;  /* the MQTT payload */
+    size_t downlink_len;
+    igw_arena arena; /* thing model and check reasons */
+} cmd;
+
+static void cmd_free(cmd *c)
+{
+    free(c->canon);
+    free(c->downlink);
+    igw_arena_free(&c->arena);
+    free(c);
+}
+
+static void reply_commands(igw_exchange *ex, igw_str token, bool replay)
+{
+    igw_CommandsData d = {.accepted = true, .msgToken = token, .replay = replay};
+    igw_jw jw;
+    igw_jw_init(&jw);
+    igw_encode_CommandsData(&jw, &d);
+    if (igw_jw_status(&jw))
+        igw_http_reply_error(ex, IGW_ERR_INTERNAL, "out of memory", "");
+    else
+        igw_http_reply_ok(ex, jw.buf, jw.len);
+    igw_jw_free(&jw);
+}
+
+/* The same token again: a replay of the same command, or a conflict. */
+static void idempotent(cmd *c, const char *stored_fp)
+{
+    if (strcmp(stored_fp, c->fp) != 0)
+        igw_http_reply_error(c->ex, IGW_ERR_CONFLICT, "this msgToken was used for a different command",
+                             "/command/msgToken");
+    else
+        reply_commands(c->ex, c->rq->command.msgToken, true);
+}
+
+static void on_cmd_accept(void *arg, const PGresult *res, const char *err)
+{
+    cmd *c = arg;
+    if (!res) {
+        fprintf(stderr, "igwd: commands %s: acceptance failed: %s\n", igw_http_request_id(c->ex), err);
+        /* A lost connection may have committed it: the client retries with
+         * the same token and learns the outcome. */
+        if (igw_db_outcome_unknown(err))
+            igw_http_reply_error(c->ex, IGW_ERR_UNKNOWN_OUTCOME, "outcome unknown; retry with the same msgToken", "");
+        else
+            igw_http_reply_error(c->ex, IGW_ERR_INTERNAL, "the command could not be recorded", "");
+    } else if (strtol(PQgetvalue(res, 0, 0), NULL, 10) == 2) {
+        igw_mqtt *m = atomic_load(&c->w->app->mqtt);
+        const igw_Command *k = &c->rq->command;
+        char topic[256];
+        snprintf(topic, sizeof topic, "$thing/down/%s/%s/%s",
+                 k->method == IGW_CommandMethod_device_action ? "action" : "property", c->pid, c->dn);
+        /* Not published (broker away): the deadline turns it into a failure result. */
+        if (!m || igw_mqtt_publish(m, topic, c->downlink, c->downlink_len, 1) != 0)
+            fprintf(stderr, "igwd: commands %s: downlink not published (broker unreachable)\n",
+                    igw_http_request_id(c->ex));
+        reply_commands(c->ex, k->msgToken, false);
+    } else {
+        idempotent(c, PQgetvalue(res, 0, 1)); /* a concurrent twin won the insert */
+    }
+    cmd_free(c);
+}
+
+static void on_cmd_target(void *arg, const PGresult *res, const char *err)
+{
+    cmd *c = arg;
+    const igw_Command *k = &c->rq->command;
+    if (!res) {
+        fprintf(stderr, "igwd: commands %s: target lookup failed: %s\n", igw_http_request_id(c->ex), err);
+        igw_http_reply_error(c->ex, IGW_ERR_UNAVAILABLE, "try again later", "");
+        cmd_free(c);
+        return;
+    }
+    if (PQntuples(res) != 1) {
+        igw_http_reply_error(c->ex, IGW_ERR_PERMISSION, "no rights on the target device", "/command/target");
+        cmd_free(c);
+        return;
+    }
+    igw_thingmodel *model = NULL;
+    igw_json err_j;
+    if (igw_thingmodel_load(PQgetvalue(res, 0, 0), (size_t)PQgetlength(res, 0, 0), &c->arena, &model, &err_j)) {
+        igw_http_reply_error(c->ex, IGW_ERR_INTERNAL, "the product's thing model is not usable", "");
+        cmd_free(c);
+        return;
+    }
+    igw_json_init(&err_j, "", 0, NULL, 1);
+    int rc;
+    igw_jw jw;
+    igw_jw_init(&jw);
+    igw_jw_object_begin(&jw);
+    if (k->method == IGW_CommandMethod_device_action) {
+        const igw_DeviceActionParams *p = &k->params.device_action;
+        if (!igw_thingmodel_action(model, p->actionID.ptr, p->actionID.len)) {
+            igw_jw_free(&jw);
+            igw_http_reply_error(c->ex, IGW_ERR_PARAMETER, "unknown action", "/command/params/actionID");
+            cmd_free(c);
+            return;
+        }
+        igw_str input = p->has & IGW_DeviceActionParams_input ? p->input : (igw_str){"{}", 2};
+        rc = igw_thingmodel_check_action_input(model, p->actionID.ptr, p->actionID.len, input.ptr, input.len,
+                                               "/command/params/input", &c->arena, &err_j);
+        igw_jw_key(&jw, "method", 6);
+        igw_jw_string(&jw, "action", 6);
+        igw_jw_key(&jw, "msgToken", 8);
+        igw_jw_string(&jw, c->token, strlen(c->token));
+        igw_jw_key(&jw, "actionID", 8);
+        igw_jw_string(&jw, p->actionID.ptr, p->actionID.len);
+        igw_jw_key(&jw, "params", 6);
+        igw_jw_raw(&jw, input.ptr, input.len);
+    } else {
+        const igw_PropertyControlParams *p = &k->params.device_propertyControl;
+        rc = igw_thingmodel_check_properties(model, p->properties.ptr, p->properties.len, IGW_TM_WRITABLE_ONLY,
+                                             "/command/params/properties", &c->arena, &err_j);
+        igw_jw_key(&jw, "method", 6);
+        igw_jw_string(&jw, "control", 7);
+        igw_jw_key(&jw, "msgToken", 8);
+        igw_jw_string(&jw, c->token, strlen(c->token));
+        igw_jw_key(&jw, "params", 6);
+        igw_jw_raw(&jw, p->properties.ptr, p->properties.len);
+    }
+    igw_jw_object_end(&jw);
+    if (rc) {
+        igw_jw_free(&jw);
+        igw_http_reply_error(c->ex, err_j.err == IGW_JERR_NOMEM ? IGW_ERR_INTERNAL : IGW_ERR_PARAMETER, err_j.reason,
+                             err_j.path);
+        cmd_free(c);
+        return;
+    }
+    if (igw_jw_status(&jw) || !(c->downlink = malloc(jw.len))) {
+        igw_jw_free(&jw);
+        igw_http_reply_error(c->ex, IGW_ERR_INTERNAL, "out of memory", "");
+        cmd_free(c);
+        return;
+    }
+    memcpy(c->downlink, jw.buf, jw.len);
+    c->downlink_len = jw.len;
+    igw_jw_free(&jw);
+    snprintf(c->deadline, sizeof c->deadline, "%lld",
+             (long long)(wall_ms() + (int64_t)c->w->app->cfg.command_timeout_ms));
+    const igw_str *mt = &k->msgToken, *me = &igw_CommandMethod_names[k->method];
+    char *token = strndup(mt->ptr, mt->len), *method = strndup(me->ptr, me->len);
+    const char *values[11] = {c->ent, c->endpoint, token, c->user, method, c->fp, c->canon,
+                              c->pid,  c->dn,                c->token, c->deadline};
+    int sent = token && method ? igw_db_exec(c->w->db[0], &stmt_cmd_accept, values, NULL, NULL, on_cmd_accept, c) : -1;
+    free(token);
+    free(method);
+    if (sent) {
+        igw_http_reply_error(c->ex, IGW_ERR_UNAVAILABLE, "busy, retry later", "");
+        cmd_free(c);
+    }
+}
+
+static void on_cmd_lookup(void *arg, const PGresult *res, const char *err)
+{
+    cmd *c = arg;
+    const igw_Command *k = &c->rq->command;
+    if (!res) {
+        fprintf(stderr, "igwd: commands %s: lookup failed: %s\n", igw_http_request_id(c->ex), err);
+        igw_http_reply_error(c->ex, IGW_ERR_UNAVAILABLE, "try again later", "");
+    } else if (PQgetvalue(res, 0, 0)[0] != 't') {
+        /* Unknown, expired, or another user's or enterprise's: all the same. */
+        igw_http_reply_error(c->ex, IGW_ERR_NOT_FOUND, "unknown or expired endpoint", "/endpointId");
+    } else if (k->method != IGW_CommandMethod_device_action && k->method != IGW_CommandMethod_device_propertyControl) {
+        igw_http_reply_error(c->ex, IGW_ERR_NOT_IMPLEMENTED, "this command method is not implemented yet",
+                             "/command/method");
+    } else if (!PQgetisnull(res, 0, 1)) {
+        idempotent(c, PQgetvalue(res, 0, 1));
+    } else {
+        const char *values[4] = {c->pid, c->dn, c->ent, c->user};
+        if (igw_db_exec(c->w->db[0], &stmt_cmd_target, values, NULL, NULL, on_cmd_target, c) == 0)
+            return;
+        igw_http_reply_error(c->ex, IGW_ERR_UNAVAILABLE, "busy, retry later", "");
+    }
+    cmd_free(c);
+}
+
+void igw_handle_commands(igw_exchange *ex, const igw_request *req, const igw_principal *who)
+{
+    igw_worker *w = igw_http_state(ex);
+    const igw_CommandsRequest *rq = req->body;
+    const igw_Command *k = &rq->command;
+    cmd *c = calloc(1, sizeof *c);
+    unsigned char raw[18];
+    igw_jw jw;
+    igw_jw_init(&jw);
+    igw_encode_Command(&jw, k);
+    if (!c || igw_jw_status(&jw) || getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw ||
+        igw_b64_encode(IGW_B64_URL, raw, sizeof raw, c->token, sizeof c->token) < 0 ||
+        !(c->canon = strndup(jw.buf, jw.len))) {
+        igw_jw_free(&jw);
+        if (c)
+            free(c->canon);
+        free(c);
+        igw_http_reply_error(ex, IGW_ERR_INTERNAL, "out of memory", "");
+        return;
+    }
+    unsigned char md[32];
+    SHA256((const unsigned char *)jw.buf, jw.len, md);
+    igw_jw_free(&jw);
+    for (int i = 0; i < 32; i++)
+        snprintf(c->fp + 2 * i, 3, "%02x", md[i]);
+    c->ex = ex;
+    c->w = w;
+    c->rq = rq;
+    c->who = *who;
+    igw_arena_init(&c->arena, 4u << 20);
+    snprintf(c->ent, sizeof c->ent, "%lld", (long long)who->enterprise_id);
+    snprintf(c->user, sizeof c->user, "%lld", (long long)who->user_id);
+    snprintf(c->endpoint, sizeof c->endpoint, "%.*s", (int)rq->endpointId.len, rq->endpointId.ptr);
+    if (k->has & IGW_Command_target) {
+        snprintf(c->pid, sizeof c->pid, "%.*s", (int)k->target.productID.len, k->target.productID.ptr);
+        snprintf(c->dn, sizeof c->dn, "%.*s", (int)k->target.deviceName.len, k->target.deviceName.ptr);
+    }
+    char now[24];
+    snprintf(now, sizeof now, "%lld", (long long)wall_ms());
+    char *mt = strndup(k->msgToken.ptr, k->msgToken.len);
+    const char *values[5] = {c->endpoint, c->ent, c->user, now, mt};
+    int sent = mt ? igw_db_exec(w->db[0], &stmt_cmd_lookup, values, NULL, NULL, on_cmd_lookup, c) : -1;
+    free(mt);
+    if (sent) {
+        igw_http_reply_error(ex, IGW_ERR_UNAVAILABLE, "busy, retry later", "");
+        cmd_free(c);
     }
 }

@@ -17,6 +17,7 @@ static const route_handler handlers[IGW_ROUTE__COUNT] = {
     [IGW_ROUTE_DEVICE_SEND] = {.plain = igw_handle_device_send},
     [IGW_ROUTE_DEVICE_UPLOAD] = {.plain = igw_handle_device_upload},
     [IGW_ROUTE_ENDPOINTS_REGISTER] = {.user = igw_handle_endpoints_register},
+    [IGW_ROUTE_COMMANDS] = {.user = igw_handle_commands},
 };
 
 /* The placeholder of every route until its issue lands. */

@@ -14,9 +14,11 @@ chmod 755 "$TMP"
 export IGW_VAR=$TMP/var IGW_PG_PORT=${APP_PG_PORT:-54395} IGW_REDIS_PORT=${APP_REDIS_PORT:-63795} \
        IGW_MQTT_PORT=${APP_MQTT_PORT:-18895} IGWCTL
 PID=
+SUBPID=
 checks=0
 cleanup() {
     [ -n "$PID" ] && { disown "$PID" 2>/dev/null; kill -KILL "$PID" 2>/dev/null; }
+    [ -n "$SUBPID" ] && kill "$SUBPID" 2>/dev/null
     "$ROOT/src/ops/services.sh" down >/dev/null 2>&1
     rm -rf "$TMP"
 }
@@ -44,7 +46,9 @@ psql_q() { "$ROOT/src/ops/services.sh" psql -XAtq -c "$1"; }
 # start NAME [VAR=VALUE...]: igwd with the login key; URL in $BASE.
 start_igwd() {
     env -i PATH="$PATH" LSAN_OPTIONS="$LSAN_OPTIONS" IGW_LISTEN=127.0.0.1:0 IGW_THREADS=2 \
-        IGW_PG_DSN="$IGW_PG_DSN" IGW_JWT_KEY_FILE="$KEY" IGW_DEVICE_CACHE_MS=0 "$@" \
+        IGW_PG_DSN="$IGW_PG_DSN" IGW_JWT_KEY_FILE="$KEY" IGW_DEVICE_CACHE_MS=0 \
+        IGW_MQTT_HOST=127.0.0.1 IGW_MQTT_PORT="$IGW_MQTT_PORT" IGW_MQTT_PASSWORD_FILE="$IGW_MQTT_PASSWORD_FILE" \
+        IGW_MQTT_CLIENT_ID=igwd-app-test "$@" \
         "$IGWD" >"$TMP/igwd.out" 2>>"$TMP/igwd.err" &
     PID=$!
     PORT=
@@ -137,6 +141,55 @@ CASE="declared enterprise"; call "$TOKEN" /events '{"endpointId":"e","limit":1,"
 CASE="limit out of range, no token"; call "" /events '{"endpointId":"e","limit":33}'; expect 400 100400 /limit
 CASE="valid body, no token"; call "" /events '{"endpointId":"e","limit":1}'; expect 401 100401
 CASE="command as a string"; call "$TOKEN" /commands '{"endpointId":"e","command":"{}"}'; expect 400 100400 /command
+
+# ---- /commands: endpoint, method, idempotency, rights, model, downlink ------------------------------
+PID_=$(j .device.productID) DEV=$(j .device.deviceName)
+action() { # TOKEN_OF_MSG ACTION INPUT_JSON [ENDPOINT]
+    printf '{"endpointId":"%s","command":{"msgToken":"%s","method":"device.action","target":{"productID":"%s","deviceName":"%s"},"params":{"actionID":"%s","input":%s}}}' \
+        "${4:-$EP}" "$1" "$PID_" "$DEV" "$2" "$3"
+}
+control() { # TOKEN_OF_MSG PROPERTIES_JSON
+    printf '{"endpointId":"%s","command":{"msgToken":"%s","method":"device.propertyControl","target":{"productID":"%s","deviceName":"%s"},"params":{"properties":%s}}}' \
+        "$EP" "$1" "$PID_" "$DEV" "$2"
+}
+# The device listens on its downlinks (one connection per device: the plugin's rule).
+MU=$(j .device.username) MP=$(j .device.password)
+mosquitto_sub -h 127.0.0.1 -p "$IGW_MQTT_PORT" -i "$PID_&$DEV" -u "$MU" -P "$MP" -q 1 -v -C 2 -W 20 \
+    -t "\$thing/down/action/$PID_/$DEV" -t "\$thing/down/property/$PID_/$DEV" >"$TMP/down" 2>&1 &
+SUBPID=$!
+sleep 0.5
+CASE="action accepted"; call "$TOKEN" /commands "$(action c1 ptz '{"direction":1,"speed":5}')"; expect 200 200
+jq -e '.data == {"accepted":true,"msgToken":"c1","replay":false}' "$TMP/r" >/dev/null || fail "$CASE: $(cat "$TMP/r")"; ok
+CASE="same command again: replay"; call "$TOKEN" /commands "$(action c1 ptz '{"direction":1,"speed":5}')"; expect 200 200
+jq -e '.data == {"accepted":true,"msgToken":"c1","replay":true}' "$TMP/r" >/dev/null || fail "$CASE: $(cat "$TMP/r")"; ok
+CASE="same token, other body: conflict"; call "$TOKEN" /commands "$(action c1 ptz '{"direction":2,"speed":5}')"
+expect 409 100409 /command/msgToken
+CASE="property control accepted"; call "$TOKEN" /commands "$(control c2 '{"brightness":70,"power":1}')"; expect 200 200
+wait "$SUBPID"; SUBPID=
+CASE="downlinks on the device's topics"
+grep -q "^\$thing/down/action/$PID_/$DEV {\"method\":\"action\",\"msgToken\":\"[A-Za-z0-9_-]\{24\}\",\"actionID\":\"ptz\",\"params\":{\"direction\":1,\"speed\":5}}$" "$TMP/down" &&
+    grep -q "^\$thing/down/property/$PID_/$DEV {\"method\":\"control\",.*\"params\":{\"brightness\":70,\"power\":1}}$" "$TMP/down" ||
+    fail "$CASE: $(cat "$TMP/down")"; ok
+[ "$(psql_q "SELECT count(*) FROM commands WHERE msg_token IN ('c1','c2')")" = 2 ] &&
+    [ "$(psql_q "SELECT string_agg(method, ',' ORDER BY msg_token) FROM device_commands WHERE msg_token IN ('c1','c2')")" = \
+      "device.action,device.propertyControl" ] || fail "$CASE: ledger rows"; ok
+CASE="unknown action"; call "$TOKEN" /commands "$(action c3 nosuch '{}')"; expect 400 100400 /command/params/actionID
+CASE="action input out of range"; call "$TOKEN" /commands "$(action c3 ptz '{"direction":1,"speed":11}')"; expect 400 100400 /command/params/input/speed
+CASE="action input missing a parameter"; call "$TOKEN" /commands "$(action c3 ptz '{"direction":1}')"; expect 400 100400 /command/params/input/speed
+CASE="control of a read-only property"; call "$TOKEN" /commands "$(control c3 '{"rssi":-3}')"; expect 400 100400 /command/params/properties/rssi
+CASE="control out of range"; call "$TOKEN" /commands "$(control c3 '{"brightness":101}')"; expect 400 100400 /command/params/properties/brightness
+CASE="refusals are never accepted"; [ "$(psql_q "SELECT count(*) FROM commands WHERE msg_token = 'c3'")" = 0 ] || fail "$CASE"; ok
+call "$OTHER" /endpoints/register; EP_OTHER=$(jq -r .data.endpointId "$TMP/r")
+CASE="user without rights on the device"; call "$OTHER" /commands "$(action c4 ptz '{"direction":1,"speed":5}' "$EP_OTHER")"
+expect 403 100403 /command/target
+CASE="another user's endpoint, as if unknown"; call "$TOKEN" /commands "$(action c5 ptz '{"direction":1,"speed":5}' "$EP_OTHER")"
+expect 404 100404 /endpointId
+CASE="unknown endpoint"; call "$TOKEN" /commands "$(action c5 ptz '{"direction":1,"speed":5}' nosuchendpoint)"; expect 404 100404 /endpointId
+CASE="unimplemented method"
+call "$TOKEN" /commands "{\"endpointId\":\"$EP\",\"command\":{\"msgToken\":\"c6\",\"method\":\"interaction.open\",\"target\":{\"productID\":\"$PID_\",\"deviceName\":\"$DEV\"},\"params\":{\"purpose\":\"ipcLiveView\",\"cameraId\":\"cam-1\"}}}"
+expect 501 100501 /command/method
+psql_q "UPDATE endpoints SET expires_at_ms = 0 WHERE endpoint_id = '$EP_OTHER'" >/dev/null
+CASE="expired endpoint"; call "$OTHER" /commands "$(action c7 ptz '{"direction":1,"speed":5}' "$EP_OTHER")"; expect 404 100404 /endpointId
 stop_igwd
 
 # ---- the signaling gate ------------------------------------------------------------------------

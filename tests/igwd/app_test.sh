@@ -11,7 +11,7 @@ IGWCTL=$(realpath "${2:?usage: app_test.sh IGWD IGWCTL}")
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 TMP=$(mktemp -d /tmp/igw-app.XXXXXX)
 chmod 755 "$TMP"
-export IGW_VAR=$TMP/var IGW_PG_PORT=${APP_PG_PORT:-54395} IGW_REDIS_PORT=${APP_REDIS_PORT:-63795} \
+export IGW_VAR=$TMP/var IGW_PG_PORT=${APP_PG_PORT:-25395} IGW_REDIS_PORT=${APP_REDIS_PORT:-63795} \
        IGW_MQTT_PORT=${APP_MQTT_PORT:-18895} IGWCTL
 PID=
 SUBPID=

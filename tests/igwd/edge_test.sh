@@ -12,7 +12,7 @@ IGWCTL=$(realpath "${2:?usage: edge_test.sh IGWD IGWCTL}")
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 TMP=$(mktemp -d /tmp/igw-edge.XXXXXX)
 chmod 755 "$TMP"
-export IGW_VAR=$TMP/var IGW_PG_PORT=${EDGE_PG_PORT:-54393} IGW_REDIS_PORT=${EDGE_REDIS_PORT:-63793} \
+export IGW_VAR=$TMP/var IGW_PG_PORT=${EDGE_PG_PORT:-25393} IGW_REDIS_PORT=${EDGE_REDIS_PORT:-63793} \
        IGW_MQTT_PORT=${EDGE_MQTT_PORT:-18893} IGWCTL
 PID=
 SUBPID=

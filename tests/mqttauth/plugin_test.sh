@@ -30,7 +30,9 @@ check() { # DESCRIPTION CMD...
 
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 ports=()
-p=$((20000 + RANDOM % 20000))
+# Below the kernel's ephemeral range (32768+), so no outgoing connection of
+# another process can hold the port between this check and the bind.
+p=$((20000 + RANDOM % 12000))
 while [ ${#ports[@]} -lt 4 ]; do
     port_open "$p" || ports+=("$p")
     p=$((p + 1))

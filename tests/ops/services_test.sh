@@ -27,7 +27,7 @@ exits_3() { local rc=0; "$@" >/dev/null 2>&1 || rc=$?; [ "$rc" -eq 3 ]; }
 
 # Three distinct free ports, probed from a random base.
 ports=()
-p=$((20000 + RANDOM % 20000))
+p=$((20000 + RANDOM % 12000)) # below the ephemeral range (32768+)
 while [ ${#ports[@]} -lt 3 ]; do
     port_open "$p" || ports+=("$p")
     p=$((p + 1))

@@ -32,9 +32,9 @@ CTL_LIBS     = $(shell pkg-config --libs libpq)
 # missing ones (as root), and `make run` / `make test` call it first.
 DEB_PACKAGES := re2c clang libclang-rt-14-dev libssl-dev libsimdjson-dev libjansson-dev \
                 postgresql-15 postgresql-client-15 redis-server mosquitto mosquitto-clients \
-                libh2o-evloop-dev libpq-dev libhiredis-dev libmosquitto-dev curl jq
+                libh2o-evloop-dev libwslay-dev libpq-dev libhiredis-dev libmosquitto-dev curl jq
 
-.PHONY: all deps run stop generate services-up services-down test-ops test-edge test-mqtt test-db test-upload test-redis test-app test-devauth test-jwt test-thingmodel test-igwd test-mqttauth check-gen test test-unit test-codegen test-conformance test-json \
+.PHONY: all deps run stop generate services-up services-down test-ops test-edge test-mqtt test-db test-upload test-redis test-app test-outbox test-ws test-devauth test-jwt test-thingmodel test-igwd test-mqttauth check-gen test test-unit test-codegen test-conformance test-json \
         test-sql test-openapi fuzz-smoke fuzz bench-decode bench-edge clean deps
 all: $(BUILD)/igw-gen $(BUILD)/igwctl $(BUILD)/igwd $(BUILD)/igw-mqtt-auth.so
 
@@ -93,7 +93,7 @@ $(BUILD)/igwctl: $(wildcard src/igwctl/*.c) $(RUNTIME_SRC) $(wildcard src/common
 IGWD_SRC    := $(sort $(wildcard src/igwd/*.c))
 IGWD_PKGS   := libh2o-evloop libpq hiredis libmosquitto
 IGWD_CFLAGS  = -DH2O_USE_LIBUV=0 $(shell pkg-config --cflags $(IGWD_PKGS))
-IGWD_LIBS    = $(shell pkg-config --libs $(IGWD_PKGS)) -lssl -lcrypto -lpthread -lm
+IGWD_LIBS    = $(shell pkg-config --libs $(IGWD_PKGS)) -lwslay -lssl -lcrypto -lpthread -lm
 
 $(BUILD)/igwd: $(IGWD_SRC) $(RUNTIME_SRC) $(wildcard src/igwd/*.h src/common/*.h generated/*.h)
 	@mkdir -p $(dir $@)
@@ -181,6 +181,24 @@ $(T)/redis_test: tests/igwd/redis_test.c src/igwd/redis.c src/igwd/redis.h
 test-redis: $(T)/redis_test
 	tests/igwd/redis_test.sh $(T)/redis_test
 
+$(T)/outbox_test: tests/igwd/outbox_test.c src/igwd/outbox.c src/igwd/outbox.h src/igwd/db.c src/igwd/db.h \
+                  src/common/base64.c generated/machines.c
+	@mkdir -p $(dir $@)
+	$(CC) $(TFLAGS) -Isrc/igwd $(IGWD_CFLAGS) -o $@ tests/igwd/outbox_test.c src/igwd/outbox.c src/igwd/db.c \
+	    src/common/base64.c generated/machines.c $(IGWD_LIBS)
+
+# The event outbox against a throwaway PostgreSQL with the migrations applied.
+test-outbox: $(T)/outbox_test
+	tests/igwd/outbox_test.sh $(T)/outbox_test
+
+$(T)/ws_test: tests/igwd/ws_test.c src/igwd/ws.c src/igwd/ws.h
+	@mkdir -p $(dir $@)
+	$(CC) $(TFLAGS) -Isrc/igwd $(IGWD_CFLAGS) -o $@ tests/igwd/ws_test.c src/igwd/ws.c $(IGWD_LIBS)
+
+# igw_ws (WebSocket transport) against the npm `ws` client (installed once under $(T)/ws-node).
+test-ws: $(T)/ws_test
+	tests/igwd/ws_test.sh $(T)/ws_test
+
 $(T)/mqtt_test: tests/igwd/mqtt_test.c src/igwd/mqtt.c src/igwd/mqtt.h src/common/devauth.c src/common/base64.c $(wildcard src/common/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(TFLAGS) -Isrc/igwd $(IGWD_CFLAGS) -o $@ tests/igwd/mqtt_test.c src/igwd/mqtt.c src/common/devauth.c src/common/base64.c $(IGWD_LIBS)
@@ -240,7 +258,7 @@ fuzz: $(T)/conformance-run
 	CLANG=$(CLANG) tests/fuzz/smoke.sh $${FUZZ_SECONDS:-300}
 
 # Every test; non-zero on any failure.
-test: deps all check-gen test-codegen test-json test-conformance test-devauth test-jwt test-thingmodel test-upload test-igwctl test-igwd test-db test-redis test-mqtt test-edge test-app test-sql test-ops test-mqttauth test-openapi fuzz-smoke
+test: deps all check-gen test-codegen test-json test-conformance test-devauth test-jwt test-thingmodel test-upload test-igwctl test-igwd test-db test-outbox test-ws test-redis test-mqtt test-edge test-app test-sql test-ops test-mqttauth test-openapi fuzz-smoke
 	@echo "make test: all passed"
 
 # ---- benchmark ----------------------------------------------------------------

@@ -314,6 +314,7 @@ CREATE TABLE events (
     event_seq  bigint,
     body       jsonb       NOT NULL,
     created_at timestamptz NOT NULL DEFAULT now(),
+    body_text  text        NOT NULL, -- The canonical JSON text as emitted; /events returns these bytes verbatim.
     CONSTRAINT events_pkey PRIMARY KEY (event_id),
     CONSTRAINT events_session_id_check CHECK (
         octet_length(session_id) BETWEEN 1 AND 64

@@ -151,8 +151,12 @@ typedef void (*igw_outbox_cb)(void *arg, const igw_outbox_result *r);
 
 /* Stores the event once and its pending delivery to ev->endpoint_id (which
  * must exist and be unexpired: UNKNOWN_ENDPOINT / ENDPOINT_EXPIRED), with
- * expiresAt as described at expires_at_ms; NOTIFY. -1 also when the body
- * is empty or an id is longer than IGW_OUTBOX_ID_MAX. */
+ * expiresAt as described at expires_at_ms; NOTIFY. A body that is not JSON
+ * at all fails (ERROR, "22P02 ..."). A caller that must survive a lost
+ * connection passes its own delivery_id (igw_outbox_new_id) and, after an
+ * ERROR for which igw_db_outcome_unknown() holds, emits again with it:
+ * DUPLICATE then means the first attempt committed. -1 also when the body is empty or
+ * an id is longer than IGW_OUTBOX_ID_MAX. */
 int igw_outbox_emit(igw_db *db, const igw_outbox_event *ev, igw_outbox_cb cb, void *arg);
 
 /* Up to limit (1..32) deliverable deliveries of the endpoint, ordered by
@@ -189,7 +193,8 @@ int igw_outbox_replay(igw_db *db, const igw_outbox_command *cmd, igw_outbox_cb c
  * delivery; since a delivery expires no later than its endpoint, a replay
  * reaching a swept delivery through a live endpoint finds no delivery
  * (REPLAY_NONE), and once the endpoint is swept too the request fails
- * endpoint authentication. retention_ms >= 0. */
+ * endpoint authentication. device_commands rows are not touched.
+ * retention_ms >= 0. Sends no NOTIFY. */
 int igw_outbox_sweep(igw_db *db, int64_t now_ms, int64_t retention_ms, igw_outbox_cb cb, void *arg);
 
 /* A fresh deliveryId: IGW_OUTBOX_ID_LEN base64url characters of 16 bytes

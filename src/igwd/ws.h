@@ -19,9 +19,12 @@
  * - a ping every ping_interval_ms; a connection from which nothing at all
  *   (pong or any other frame) arrived during a whole interval is dropped:
  *   a dead client is released within two intervals;
- * - bytes queued for sending are bounded by max_queued: a send beyond it
- *   fails and closes the connection with 1008 (slow consumer), so one
- *   message is at most max_queued bytes (1 MiB messages pass the default);
+ * - the send queue is bounded by max_queued, each message counting its
+ *   length plus 64 bytes: a send beyond it fails and closes the connection
+ *   with 1008 (slow consumer), so one message is at most max_queued - 64
+ *   bytes (1 MiB messages pass the default). Pongs count too: a peer that
+ *   pings without reading is closed the same way. On top of the queue, h2o
+ *   holds at most one message being written;
  * - after our close frame, the peer has close_timeout_ms to answer it (and
  *   to read what was queued before it), then the socket is dropped.
  *

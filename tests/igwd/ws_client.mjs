@@ -111,8 +111,13 @@ async function suite(hostport, pingArg, closeArg) {
         };
         return rec;
     }
-    const withTimeout = (p, ms, what) =>
-        Promise.race([p, sleep(ms).then(() => { check(false, `timed out: ${what}`); return null; })]);
+    const withTimeout = (p, ms, what) => {
+        let timer;
+        const late = new Promise((resolve) => {
+            timer = setTimeout(() => { check(false, `timed out: ${what}`); resolve(null); }, ms);
+        });
+        return Promise.race([p, late]).finally(() => clearTimeout(timer));
+    };
     const t0 = Date.now();
     const timings = [];
 
@@ -429,14 +434,30 @@ async function suite(hostport, pingArg, closeArg) {
         await settled('stalled');
     }
 
-    // -- shutdown: open connections get 1001 ----------------------------------------------------------
+    // -- a hub destroyed before its connection's 101 went out ---------------------------------------
+    {
+        const before = await stats();
+        const c = open('/ws/orphan');
+        await c.opened;
+        await withTimeout(c.closed, 5000, 'orphan closes');
+        check(c.code === 1001, 'orphaned connection: close 1001 once open', c.code);
+        const { s } = await waitFor((s) => s.closed > before.closed, 2000, 'orphan on_close');
+        check(lastClose(s).code === 1001 && lastClose(s).why === 'hub destroyed', 'orphan: on_close at the destroy', lastClose(s));
+        await settled('orphan');
+    }
+
+    // -- shutdown: open connections get 1001, a destroyed hub's are dropped ----------------------------
     {
         const c = open('/ws/echo');
+        const d = open('/ws/doomed');
         await c.opened;
+        await d.opened;
         const r = await request('/quit');
         check(r.status === 200, '/quit');
         await withTimeout(c.closed, 5000, 'close at shutdown');
         check(c.code === 1001 && c.reason === 'going away', 'shutdown: close 1001', [c.code, c.reason]);
+        await withTimeout(d.closed, 5000, 'drop at hub destroy');
+        check(d.code === 1006, 'hub destroyed: connection dropped', d.code);
     }
 
     for (const t of timings) console.log(`ws_client: ${t}`);

@@ -11,6 +11,9 @@
  *                   one; "flood-slow" the same from a timer, 16 frames a
  *                   millisecond (for a stalled client)
  *   /ws/push?n=N    upgrade and push N frames at once (before the 101 is out)
+ *   /ws/doomed      upgrade on a second hub, destroyed at /quit with it open
+ *   /ws/orphan      upgrade on a fresh hub destroyed at once, before the
+ *                   101 is out (the connection must still close itself: 1001)
  *   /ws/...         not a handshake: 400
  *   /stats          {"opened","closed","open","sockets","conns","flood","log":[{id,code,why}]}
  *   /quit           stop: close the rest with 1001, drain, check, exit
@@ -51,7 +54,8 @@ static h2o_globalconf_t globalconf;
 static h2o_context_t ctx;
 static h2o_accept_ctx_t accept_ctx;
 static h2o_evloop_t *loop;
-static igw_ws_hub *hub;
+static igw_ws_hub *hub, *hub2;
+static igw_ws_limits lim;
 static h2o_timeout_t flood_timeout;
 static size_t nconns;
 static int opened, closed, last_flood = -1;
@@ -228,8 +232,8 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
         reply(req, 404, "Not Found", "text/plain", "not found\n", 10);
         return 0;
     }
-    bool push = path_is(path, "/ws/push");
-    if (!push && !path_is(path, "/ws/echo")) {
+    bool push = path_is(path, "/ws/push"), doomed = path_is(path, "/ws/doomed"), orphan = path_is(path, "/ws/orphan");
+    if (!push && !doomed && !orphan && !path_is(path, "/ws/echo")) {
         reply(req, 404, "Not Found", "text/plain", "not found\n", 10);
         return 0;
     }
@@ -247,15 +251,30 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
                                        H2O_STRLIT("igw.v1"), ','))
         proto = "igw.v1";
     igw_ws_handlers h = {.on_message = on_message, .on_close = on_close, .arg = r, .protocol = proto};
-    igw_ws *ws = igw_ws_upgrade(hub, req, &h);
+    igw_ws_hub *on = doomed ? hub2 : hub;
+    if (orphan && !(on = igw_ws_hub_create(loop, &lim))) {
+        free(r);
+        reply(req, 500, "Internal Server Error", "text/plain", "oom\n", 4);
+        return 0;
+    }
+    igw_ws *ws = igw_ws_upgrade(on, req, &h);
     CHECK((ws != NULL) == hs);
     if (!ws) {
         free(r);
+        if (orphan)
+            igw_ws_hub_destroy(on);
         reply(req, 400, "Bad Request", "text/plain", "not a websocket handshake\n", 26);
         return 0;
     }
     r->ws = ws;
     opened++;
+    if (orphan) {
+        int before = closed;
+        igw_ws_hub_destroy(on); /* the 101 is not written yet: r is freed by on_close */
+        CHECK(closed == before + 1);
+        CHECK(strcmp(closelog[before].why, "hub destroyed") == 0);
+        return 0;
+    }
     if (push) {
         int n = 0;
         if (req->input.query_at != SIZE_MAX) {
@@ -307,10 +326,10 @@ int main(int argc, char **argv)
         return 2;
     }
     signal(SIGPIPE, SIG_IGN);
-    igw_ws_limits lim = {.max_message = 4096,
-                         .max_queued = (size_t)2 << 20,
-                         .ping_interval_ms = (uint32_t)atoi(argv[1]),
-                         .close_timeout_ms = (uint32_t)atoi(argv[2])};
+    lim = (igw_ws_limits){.max_message = 4096,
+                          .max_queued = (size_t)2 << 20,
+                          .ping_interval_ms = (uint32_t)atoi(argv[1]),
+                          .close_timeout_ms = (uint32_t)atoi(argv[2])};
     pad64k = malloc(FRAME_64K);
     if (!pad64k)
         return 1;
@@ -334,7 +353,8 @@ int main(int argc, char **argv)
     igw_ws_hub_destroy(idle);
     igw_ws_hub_destroy(NULL);
     hub = igw_ws_hub_create(loop, &lim);
-    CHECK(hub != NULL);
+    hub2 = igw_ws_hub_create(loop, &lim);
+    CHECK(hub != NULL && hub2 != NULL);
 
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
@@ -355,7 +375,14 @@ int main(int argc, char **argv)
     /* Shutdown: stop accepting, close the rest with 1001, drain. */
     h2o_socket_read_stop(listener);
     h2o_socket_close(listener);
+    /* Destroying a hub with a connection open drops it (no close frame). */
     int before = closed;
+    size_t doomed = igw_ws_hub_count(hub2);
+    CHECK(doomed == 1);
+    igw_ws_hub_destroy(hub2);
+    CHECK(closed == before + (int)doomed);
+    CHECK(closed > 0 && strcmp(closelog[closed - 1].why, "hub destroyed") == 0 && closelog[closed - 1].code == 1001);
+    before = closed;
     size_t left = igw_ws_hub_count(hub);
     igw_ws_hub_close_all(hub, 1001, "going away");
     int64_t deadline = now_ms() + 5000;

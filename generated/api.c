@@ -3167,6 +3167,8 @@ static int key_ResultData(const char *k, size_t n)
             return 8;
         if (memcmp(k, "webrtc", 6) == 0)
             return 10;
+        if (memcmp(k, "output", 6) == 0)
+            return 17;
         break;
     case 7:
         if (memcmp(k, "trackId", 7) == 0)
@@ -3314,6 +3316,10 @@ int igw_decode_ResultData(igw_json *j, igw_ResultData *o)
             if (igw_json_int(j, &o->configRevision, INT64_C(1), INT64_C(9007199254740991)))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
+        case 17:
+            if (igw_decode_free(j, true, 8, 16384, &o->output))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
         default:
             break;
         }
@@ -3381,6 +3387,10 @@ int igw_decode_ResultData(igw_json *j, igw_ResultData *o)
     if ((o->has & IGW_ResultData_result) && !((o->has & IGW_ResultData_operation) && (o->operation == IGW_CommandMethod_interaction_control))) {
         igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when operation != \"interaction.control\"");
         return igw_json_prefix_key(j, "result", 6);
+    }
+    if ((o->has & IGW_ResultData_output) && !((o->has & IGW_ResultData_operation) && (o->operation == IGW_CommandMethod_device_action))) {
+        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when operation != \"device.action\"");
+        return igw_json_prefix_key(j, "output", 6);
     }
     return 0;
 }
@@ -5276,6 +5286,11 @@ void igw_encode_ResultData(igw_jw *w, const igw_ResultData *o)
     if (o->has & IGW_ResultData_configRevision) {
         igw_jw_key(w, "configRevision", 14);
         igw_jw_int(w, o->configRevision);
+    }
+    if (o->has & IGW_ResultData_output) {
+        igw_jw_key(w, "output", 6);
+        if (igw_jw_canonical(w, o->output.ptr, o->output.len) != 0)
+            w->oom = true; /* not valid JSON: mark the output unusable */
     }
     igw_jw_object_end(w);
 }

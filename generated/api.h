@@ -744,6 +744,7 @@ typedef struct igw_ResultData {
     igw_str deliveryId;
     igw_str trackId;
     int64_t configRevision;
+    igw_str output;
 } igw_ResultData;
 #define IGW_ResultData_operation (UINT64_C(1) << 0)
 #define IGW_ResultData_result (UINT64_C(1) << 1)
@@ -762,6 +763,7 @@ typedef struct igw_ResultData {
 #define IGW_ResultData_deliveryId (UINT64_C(1) << 14)
 #define IGW_ResultData_trackId (UINT64_C(1) << 15)
 #define IGW_ResultData_configRevision (UINT64_C(1) << 16)
+#define IGW_ResultData_output (UINT64_C(1) << 17)
 typedef struct igw_ResultData_list {
     igw_ResultData *v;
     uint32_t n;

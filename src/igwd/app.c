@@ -1,8 +1,76 @@
 /* app.c - see app.h. */
 #include "app.h"
 
+#include <time.h>
+
+#include <h2o.h>
+
 #include "api.h"
+#include "outbox.h"
 #include "ready.h"
+#include "results.h"
+
+/* ---- periodic chores (worker 0) -------------------------------------------------------
+ * Command deadlines are settled every CHORE_MS; the outbox is swept every
+ * SWEEP_EVERY chores. Every igwd process runs them: the statements claim
+ * rows with SKIP LOCKED / once-only updates, so several can share a database. */
+#define CHORE_MS 500
+#define SWEEP_EVERY 120
+
+struct igw_chores {
+    h2o_loop_t *loop;
+    igw_db *db;
+    h2o_timeout_t timeout;
+    h2o_timeout_entry_t entry;
+    unsigned n;
+};
+
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void on_swept(void *arg, const igw_outbox_result *r)
+{
+    (void)arg;
+    if (r->status != IGW_OUTBOX_OK)
+        fprintf(stderr, "igwd: outbox sweep failed: %s\n", r->err ? r->err : "?");
+}
+
+static void on_chore(h2o_timeout_entry_t *entry)
+{
+    struct igw_chores *c = H2O_STRUCT_FROM_MEMBER(struct igw_chores, entry, entry);
+    int64_t now = wall_ms();
+    igw_results_sweep_timeouts(c->db, now);
+    if (++c->n % SWEEP_EVERY == 0)
+        (void)igw_outbox_sweep(c->db, now, IGW_OUTBOX_RETENTION_MS, on_swept, NULL);
+    h2o_timeout_link(c->loop, &c->timeout, &c->entry);
+}
+
+static struct igw_chores *chores_start(h2o_loop_t *loop, igw_db *db)
+{
+    struct igw_chores *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    c->loop = loop;
+    c->db = db;
+    h2o_timeout_init(loop, &c->timeout, CHORE_MS);
+    c->entry.cb = on_chore;
+    h2o_timeout_link(loop, &c->timeout, &c->entry);
+    return c;
+}
+
+static void chores_stop(struct igw_chores *c)
+{
+    if (!c)
+        return;
+    if (h2o_timeout_is_linked(&c->entry))
+        h2o_timeout_unlink(&c->entry);
+    h2o_timeout_dispose(c->loop, &c->timeout);
+    free(c);
+}
 
 #include <errno.h>
 #include <fcntl.h>
@@ -113,6 +181,10 @@ static void *worker_start(void *arg, unsigned index, struct st_h2o_evloop_t *loo
             goto fail;
         }
     }
+    if (index == 0 && w->ndb && !(w->chores = chores_start(loop, w->db[0]))) {
+        snprintf(err, errlen, "out of memory");
+        goto fail;
+    }
     if (w->ndb && app->jwt_key_len &&
         !(w->login = igw_login_create(w->db[0], app->jwt_key, app->jwt_key_len, app->cfg.device_cache_ms))) {
         snprintf(err, errlen, "out of memory");
@@ -124,6 +196,7 @@ static void *worker_start(void *arg, unsigned index, struct st_h2o_evloop_t *loo
         goto fail;
     return w;
 fail:
+    chores_stop(w->chores);
     igw_login_destroy(w->login);
     igw_edge_destroy(w->edge);
     for (unsigned i = 0; i < w->ndb; i++)
@@ -145,6 +218,7 @@ static void worker_stop(void *arg, void *state)
     igw_app *app = arg;
     igw_worker *w = state;
     app->workers[w->index] = NULL;
+    chores_stop(w->chores); /* before the database: it uses it */
     if (w->edge)
         igw_edge_close(w->edge);
     for (unsigned i = 0; i < w->ndb; i++)

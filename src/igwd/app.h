@@ -38,6 +38,7 @@ typedef struct igw_worker {
     unsigned ndb;
     igw_redis *redis; /* NULL when no Redis is configured (live state of later issues) */
     igw_login *login; /* NULL without a database or a login key */
+    struct igw_chores *chores; /* worker 0: command deadlines and the outbox sweep */
     igw_edge *edge;  /* NULL without a database */
 } igw_worker;
 

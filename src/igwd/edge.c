@@ -24,6 +24,7 @@
 #include "jw.h"
 #include "protocol.h"
 #include "request.h"
+#include "results.h"
 #include "thingmodel.h"
 
 #define NAME_CAP (IGW_DEVAUTH_NAME_MAX + 1)
@@ -337,6 +338,20 @@ static void flush(igw_edge *e);
 
 static void arm_flush(igw_edge *e);
 
+/* The device's answer to a downlink of an application's command. */
+static bool is_command_reply(const job *j)
+{
+    static const struct { const char *type, *method; } replies[] = {{"action", "actionReply"},
+                                                                      {"property", "controlReply"}};
+    if (strcmp(j->handle, "thing") != 0)
+        return false;
+    for (size_t i = 0; i < sizeof replies / sizeof replies[0]; i++)
+        if (!strcmp(j->type, replies[i].type) && j->msg->method.len == strlen(replies[i].method) &&
+            !memcmp(j->msg->method.ptr, replies[i].method, j->msg->method.len))
+            return true;
+    return false;
+}
+
 /* Puts jobs (a list) back at the head of the pending batch, in order. */
 static void requeue(igw_edge *e, job *jobs)
 {
@@ -376,6 +391,11 @@ static void on_batch(void *arg, const PGresult *res, const char *err)
     } else {
         for (job *j = jobs, *n; j; j = n) {
             n = j->next;
+            if (res && is_command_reply(j)) /* durable now: it may settle a command */
+                igw_results_device_reply(e->db[0], j->pid, j->dn, j->msg->msgToken, j->msg->code,
+                                         j->msg->has & IGW_DeviceMessage_msg ? j->msg->msg : (igw_str){NULL, 0},
+                                         j->msg->has & IGW_DeviceMessage_response ? j->msg->response
+                                                                                  : (igw_str){NULL, 0});
             if (res)
                 finish(j, IGW_ERR_OK, NULL, NULL, NULL, 0);
             else if (value)

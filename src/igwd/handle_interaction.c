@@ -14,6 +14,7 @@
 #include "base64.h"
 #include "devauth.h"
 #include "handlers.h"
+#include "outbox.h"
 #include "thingmodel.h"
 
 #define ENDPOINT_TTL_MS INT64_C(3600000) /* one hour, fixed; never renewed */
@@ -162,14 +163,58 @@ static void reply_commands(igw_exchange *ex, igw_str token, bool replay)
     igw_jw_free(&jw);
 }
 
-/* The same token again: a replay of the same command, or a conflict. */
+typedef struct replay_call {
+    igw_exchange *ex;
+    igw_str token; /* in the exchange's arena */
+} replay_call;
+
+static void on_replayed(void *arg, const igw_outbox_result *r)
+{
+    replay_call *rc = arg;
+    if (r->status != IGW_OUTBOX_OK)
+        fprintf(stderr, "igwd: commands %s: replay: %s\n", igw_http_request_id(rc->ex),
+                r->err ? r->err : "no such command");
+    /* The HTTP answer is the acceptance only; the result comes as an event
+     * (the same delivery, a new one after an ack, or none once expired). */
+    reply_commands(rc->ex, rc->token, true);
+    free(rc);
+}
+
+/* The same token again: a replay of the same command (spec replay rule 2:
+ * the result is delivered again per the outbox's rules), or a conflict. */
 static void idempotent(cmd *c, const char *stored_fp)
 {
-    if (strcmp(stored_fp, c->fp) != 0)
+    if (strcmp(stored_fp, c->fp) != 0) {
         igw_http_reply_error(c->ex, IGW_ERR_CONFLICT, "this msgToken was used for a different command",
                              "/command/msgToken");
-    else
-        reply_commands(c->ex, c->rq->command.msgToken, true);
+        return;
+    }
+    const igw_Command *k = &c->rq->command;
+    unsigned char fp[32];
+    for (int i = 0; i < 32; i++) {
+        unsigned v;
+        sscanf(c->fp + 2 * i, "%2x", &v);
+        fp[i] = (unsigned char)v;
+    }
+    igw_arena *a = igw_http_arena(c->ex);
+    replay_call *rc = malloc(sizeof *rc);
+    char *token = igw_arena_strndup(a, k->msgToken.ptr, k->msgToken.len);
+    char *method = igw_arena_strndup(a, igw_CommandMethod_names[k->method].ptr, igw_CommandMethod_names[k->method].len);
+    char *session = k->has & IGW_Command_sessionId ? igw_arena_strndup(a, k->sessionId.ptr, k->sessionId.len) : NULL;
+    igw_outbox_command oc = {.enterprise_id = c->who.enterprise_id, .user_id = c->who.user_id,
+                             .endpoint_id = c->endpoint, .session_id = session, .method = method,
+                             .msg_token = token, .fingerprint = fp, .fingerprint_len = sizeof fp};
+    if (!rc || !token || !method || (k->has & IGW_Command_sessionId && !session)) {
+        free(rc);
+        igw_http_reply_error(c->ex, IGW_ERR_INTERNAL, "out of memory", "");
+        return;
+    }
+    rc->ex = c->ex;
+    rc->token = k->msgToken;
+    if (igw_outbox_replay(c->w->db[0], &oc, on_replayed, rc)) {
+        free(rc);
+        igw_http_reply_error(c->ex, IGW_ERR_UNAVAILABLE, "busy, retry later", "");
+    }
 }
 
 static void on_cmd_accept(void *arg, const PGresult *res, const char *err)
@@ -360,4 +405,95 @@ void igw_handle_commands(igw_exchange *ex, const igw_request *req, const igw_pri
         igw_http_reply_error(ex, IGW_ERR_UNAVAILABLE, "busy, retry later", "");
         cmd_free(c);
     }
+}
+
+/* ---- /events and /events/ack (outbox.h) -------------------------------------------- */
+
+static void on_pull(void *arg, const igw_outbox_result *r)
+{
+    igw_exchange *ex = arg;
+    if (r->status == IGW_OUTBOX_UNKNOWN_ENDPOINT || r->status == IGW_OUTBOX_ENDPOINT_EXPIRED) {
+        igw_http_reply_error(ex, IGW_ERR_NOT_FOUND, "unknown or expired endpoint", "/endpointId");
+        return;
+    }
+    if (r->status != IGW_OUTBOX_OK) {
+        fprintf(stderr, "igwd: events %s: %s\n", igw_http_request_id(ex), r->err ? r->err : "pull failed");
+        igw_http_reply_error(ex, IGW_ERR_UNAVAILABLE, "try again later", "");
+        return;
+    }
+    igw_EventItem items[IGW_OUTBOX_BATCH_MAX];
+    size_t n = r->nitems < IGW_OUTBOX_BATCH_MAX ? r->nitems : IGW_OUTBOX_BATCH_MAX;
+    for (size_t i = 0; i < n; i++)
+        items[i] = (igw_EventItem){.has = IGW_EventItem_deliveryId | IGW_EventItem_event,
+                                   .deliveryId = {r->items[i].delivery_id, strlen(r->items[i].delivery_id)},
+                                   .event = {r->items[i].event, r->items[i].event_len}};
+    igw_EventsData d = {.has = IGW_EventsData_list, .list = {items, (uint32_t)n}};
+    igw_jw jw;
+    igw_jw_init(&jw);
+    igw_encode_EventsData(&jw, &d);
+    if (igw_jw_status(&jw))
+        igw_http_reply_error(ex, IGW_ERR_INTERNAL, "out of memory", "");
+    else
+        igw_http_reply_ok(ex, jw.buf, jw.len);
+    igw_jw_free(&jw);
+}
+
+void igw_handle_events_pull(igw_exchange *ex, const igw_request *req, const igw_principal *who)
+{
+    igw_worker *w = igw_http_state(ex);
+    const igw_EventsRequest *rq = req->body;
+    char ep[IGW_OUTBOX_ID_MAX + 1];
+    snprintf(ep, sizeof ep, "%.*s", (int)rq->endpointId.len, rq->endpointId.ptr);
+    if (igw_outbox_pull(w->db[0], who->enterprise_id, who->user_id, ep, (int)rq->limit, on_pull, ex))
+        igw_http_reply_error(ex, IGW_ERR_UNAVAILABLE, "busy, retry later", "");
+}
+
+static void on_ack(void *arg, const igw_outbox_result *r)
+{
+    igw_exchange *ex = arg;
+    if (r->status == IGW_OUTBOX_UNKNOWN_ENDPOINT || r->status == IGW_OUTBOX_ENDPOINT_EXPIRED) {
+        igw_http_reply_error(ex, IGW_ERR_NOT_FOUND, "unknown or expired endpoint", "/endpointId");
+        return;
+    }
+    if (r->status == IGW_OUTBOX_REFUSED) {
+        /* One reason for every kind (foreign, device, unknown, expired): a
+         * caller learns nothing about deliveries that are not its own. */
+        char path[48];
+        snprintf(path, sizeof path, "/deliveryIds/%zu", r->refused_index);
+        igw_http_reply_error(ex, IGW_ERR_NOT_FOUND, "unknown, foreign or expired delivery; nothing was acknowledged",
+                             path);
+        return;
+    }
+    if (r->status != IGW_OUTBOX_OK) {
+        fprintf(stderr, "igwd: events/ack %s: %s\n", igw_http_request_id(ex), r->err ? r->err : "ack failed");
+        igw_http_reply_error(ex, IGW_ERR_UNAVAILABLE, "try again later", "");
+        return;
+    }
+    igw_AckData d = {.has = IGW_AckData_acknowledged, .acknowledged = r->acknowledged};
+    igw_jw jw;
+    igw_jw_init(&jw);
+    igw_encode_AckData(&jw, &d);
+    if (igw_jw_status(&jw))
+        igw_http_reply_error(ex, IGW_ERR_INTERNAL, "out of memory", "");
+    else
+        igw_http_reply_ok(ex, jw.buf, jw.len);
+    igw_jw_free(&jw);
+}
+
+void igw_handle_events_ack(igw_exchange *ex, const igw_request *req, const igw_principal *who)
+{
+    igw_worker *w = igw_http_state(ex);
+    const igw_AckRequest *rq = req->body;
+    char ep[IGW_OUTBOX_ID_MAX + 1];
+    snprintf(ep, sizeof ep, "%.*s", (int)rq->endpointId.len, rq->endpointId.ptr);
+    const char *ids[IGW_OUTBOX_BATCH_MAX];
+    uint32_t n = rq->deliveryIds.n < IGW_OUTBOX_BATCH_MAX ? rq->deliveryIds.n : IGW_OUTBOX_BATCH_MAX;
+    igw_arena *a = igw_http_arena(ex);
+    for (uint32_t i = 0; i < n; i++)
+        if (!(ids[i] = igw_arena_strndup(a, rq->deliveryIds.v[i].ptr, rq->deliveryIds.v[i].len))) {
+            igw_http_reply_error(ex, IGW_ERR_INTERNAL, "out of memory", "");
+            return;
+        }
+    if (igw_outbox_ack(w->db[0], who->enterprise_id, who->user_id, ep, ids, n, on_ack, ex))
+        igw_http_reply_error(ex, IGW_ERR_UNAVAILABLE, "busy, retry later", "");
 }

@@ -18,6 +18,8 @@ static const route_handler handlers[IGW_ROUTE__COUNT] = {
     [IGW_ROUTE_DEVICE_UPLOAD] = {.plain = igw_handle_device_upload},
     [IGW_ROUTE_ENDPOINTS_REGISTER] = {.user = igw_handle_endpoints_register},
     [IGW_ROUTE_COMMANDS] = {.user = igw_handle_commands},
+    [IGW_ROUTE_EVENTS_PULL] = {.user = igw_handle_events_pull},
+    [IGW_ROUTE_EVENTS_ACK] = {.user = igw_handle_events_ack},
 };
 
 /* The placeholder of every route until its issue lands. */

@@ -33,5 +33,7 @@ int igw_handle_bench_bare(void *ctx, const igw_request *req);
 /* handle_interaction.c: the application transport routes (area B). */
 void igw_handle_endpoints_register(igw_exchange *ex, const igw_request *req, const igw_principal *who);
 void igw_handle_commands(igw_exchange *ex, const igw_request *req, const igw_principal *who);
+void igw_handle_events_pull(igw_exchange *ex, const igw_request *req, const igw_principal *who);
+void igw_handle_events_ack(igw_exchange *ex, const igw_request *req, const igw_principal *who);
 
 #endif

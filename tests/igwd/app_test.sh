@@ -48,7 +48,7 @@ start_igwd() {
     env -i PATH="$PATH" LSAN_OPTIONS="$LSAN_OPTIONS" IGW_LISTEN=127.0.0.1:0 IGW_THREADS=2 \
         IGW_PG_DSN="$IGW_PG_DSN" IGW_JWT_KEY_FILE="$KEY" IGW_DEVICE_CACHE_MS=0 \
         IGW_MQTT_HOST=127.0.0.1 IGW_MQTT_PORT="$IGW_MQTT_PORT" IGW_MQTT_PASSWORD_FILE="$IGW_MQTT_PASSWORD_FILE" \
-        IGW_MQTT_CLIENT_ID=igwd-app-test "$@" \
+        IGW_MQTT_CLIENT_ID=igwd-app-test IGW_COMMAND_TIMEOUT_MS=1500 "$@" \
         "$IGWD" >"$TMP/igwd.out" 2>>"$TMP/igwd.err" &
     PID=$!
     PORT=
@@ -190,6 +190,71 @@ call "$TOKEN" /commands "{\"endpointId\":\"$EP\",\"command\":{\"msgToken\":\"c6\
 expect 501 100501 /command/method
 psql_q "UPDATE endpoints SET expires_at_ms = 0 WHERE endpoint_id = '$EP_OTHER'" >/dev/null
 CASE="expired endpoint"; call "$OTHER" /commands "$(action c7 ptz '{"direction":1,"speed":5}' "$EP_OTHER")"; expect 404 100404 /endpointId
+
+# ---- results: the device answers over MQTT (action) and over HTTP (control) ---------------------
+T1=$(sed -n 's/^\$thing\/down\/action\/[^ ]* //p' "$TMP/down" | jq -r .msgToken)
+T2=$(sed -n 's/^\$thing\/down\/property\/[^ ]* //p' "$TMP/down" | jq -r .msgToken)
+mosquitto_pub -h 127.0.0.1 -p "$IGW_MQTT_PORT" -i "$PID_&$DEV" -u "$MU" -P "$MP" -q 1 -t "\$thing/up/action/$PID_/$DEV" \
+    -m "{\"method\":\"actionReply\",\"msgToken\":\"$T1\",\"code\":200,\"actionID\":\"ptz\",\"response\":{\"ok\":true}}" ||
+    fail "mosquitto_pub actionReply"
+STATUS=$(curl -s -o "$TMP/r" -w '%{http_code}' -H "authorization: $(j .device.authorization)" -H 'content-type: application/json' \
+    -d "{\"method\":\"controlReply\",\"msgToken\":\"$T2\",\"code\":200}" \
+    "http://127.0.0.1:$PORT/api/v1/things/device/edge/send/thing/property")
+CASE="controlReply over HTTP"; expect 200 200
+# A reply for a token nobody sent: stored as a message, settles nothing.
+STATUS=$(curl -s -o "$TMP/r" -w '%{http_code}' -H "authorization: $(j .device.authorization)" -H 'content-type: application/json' \
+    -d '{"method":"controlReply","msgToken":"nosuchtoken","code":200}' \
+    "http://127.0.0.1:$PORT/api/v1/things/device/edge/send/thing/property")
+CASE="reply for an unknown token"; expect 200 200
+# A command nobody answers: its deadline (IGW_COMMAND_TIMEOUT_MS) makes a failure result.
+CASE="unanswered control accepted"; call "$TOKEN" /commands "$(control c8 '{"zoom":20}')"; expect 200 200
+pull() { call "$TOKEN" /events "{\"endpointId\":\"$EP\",\"limit\":${1:-32}}"; }
+for _ in $(seq 60); do pull; [ "$(jq '.data.list | length' "$TMP/r")" = 3 ] && break; sleep 0.1; done
+CASE="three results pulled"; expect 200 200
+[ "$(jq '.data.list | length' "$TMP/r")" = 3 ] || fail "$CASE: $(cat "$TMP/r")"; ok
+cp "$TMP/r" "$TMP/pull1"
+CASE="action result"
+jq -e '[.data.list[].event | select(.msgToken == "c1")][0] | .method == "interaction.result" and .code == 200
+       and .data == {"operation":"device.action","output":{"ok":true},"state":"succeeded"}' "$TMP/r" >/dev/null || fail "$CASE: $(cat "$TMP/r")"; ok
+CASE="control result"
+jq -e '[.data.list[].event | select(.msgToken == "c2")][0] | .code == 200 and .data == {"operation":"device.propertyControl","state":"succeeded"}' \
+    "$TMP/r" >/dev/null || fail "$CASE: $(cat "$TMP/r")"; ok
+CASE="timeout result"
+jq -e '[.data.list[].event | select(.msgToken == "c8")][0] | .code == 100504 and .data.operation == "device.propertyControl"
+       and (.data.reason | length) > 0 and (.data | has("state") | not)' "$TMP/r" >/dev/null || fail "$CASE: $(cat "$TMP/r")"; ok
+CASE="exactly one result per command"
+[ "$(psql_q "SELECT count(*) FROM events WHERE msg_token IN ('c1','c2','c8')")" = 3 ] || fail "$CASE"; ok
+CASE="repeated pulls are byte-identical"; pull; cmp -s <(jq -c .data "$TMP/r") <(jq -c .data "$TMP/pull1") || fail "$CASE"; ok
+curl -s -o "$TMP/raw1" -X POST -H "authorization: Bearer $TOKEN" -H 'content-type: application/json' -d "{\"endpointId\":\"$EP\",\"limit\":32}" "$BASE/events"
+curl -s -o "$TMP/raw2" -X POST -H "authorization: Bearer $TOKEN" -H 'content-type: application/json' -d "{\"endpointId\":\"$EP\",\"limit\":32}" "$BASE/events"
+cmp -s "$TMP/raw1" "$TMP/raw2" || fail "$CASE: raw bytes differ"; ok
+CASE="limit"; pull 1; [ "$(jq '.data.list | length' "$TMP/r")" = 1 ] || fail "$CASE"; ok
+D1=$(jq -r '.data.list[] | select(.event.msgToken == "c1") | .deliveryId' "$TMP/pull1")
+D2=$(jq -r '.data.list[] | select(.event.msgToken == "c2") | .deliveryId' "$TMP/pull1")
+D8=$(jq -r '.data.list[] | select(.event.msgToken == "c8") | .deliveryId' "$TMP/pull1")
+ack() { call "$TOKEN" /events/ack "{\"endpointId\":\"$EP\",\"deliveryIds\":$1}"; }
+CASE="ack with an unknown id: nothing acknowledged"; ack "[\"$D1\",\"nosuchdelivery\"]"; expect 404 100404 /deliveryIds/1
+pull; [ "$(jq '.data.list | length' "$TMP/r")" = 3 ] || fail "$CASE: something was cleared"; ok
+CASE="another user's endpoint"; ack_other=$(curl -s -X POST -H "authorization: Bearer $OTHER" -H 'content-type: application/json' \
+    -d "{\"endpointId\":\"$EP\",\"deliveryIds\":[\"$D1\"]}" "$BASE/events/ack")
+[ "$(jq -r .code <<<"$ack_other")" = 100404 ] || fail "$CASE: $ack_other"; ok
+CASE="ack"; ack "[\"$D1\",\"$D2\"]"; expect 200 200
+[ "$(jq -r .data.acknowledged "$TMP/r")" = 2 ] || fail "$CASE: $(cat "$TMP/r")"; ok
+CASE="ack again"; ack "[\"$D1\"]"; expect 200 200
+[ "$(jq -r .data.acknowledged "$TMP/r")" = 2 ] || fail "$CASE: $(cat "$TMP/r")"; ok
+CASE="acknowledged ones are not pulled"; pull
+[ "$(jq -r '[.data.list[].deliveryId] | join(",")' "$TMP/r")" = "$D8" ] || fail "$CASE: $(cat "$TMP/r")"; ok
+CASE="replay after ack: a new delivery, the same body"; call "$TOKEN" /commands "$(action c1 ptz '{"direction":1,"speed":5}')"; expect 200 200
+jq -e '.data.replay == true' "$TMP/r" >/dev/null || fail "$CASE"; ok
+pull
+NEW1=$(jq -r '.data.list[] | select(.event.msgToken == "c1") | .deliveryId' "$TMP/r")
+[ -n "$NEW1" ] && [ "$NEW1" != "$D1" ] || fail "$CASE: $(cat "$TMP/r")"; ok
+cmp -s <(jq -c '.data.list[] | select(.event.msgToken == "c1") | .event' "$TMP/r") \
+       <(jq -c '.data.list[] | select(.event.msgToken == "c1") | .event' "$TMP/pull1") || fail "$CASE: body differs"; ok
+CASE="replay before ack: the same delivery"; call "$TOKEN" /commands "$(control c8 '{"zoom":20}')"; expect 200 200
+pull; [ "$(jq -r '[.data.list[] | select(.event.msgToken == "c8") | .deliveryId] | join(",")' "$TMP/r")" = "$D8" ] || fail "$CASE"; ok
+CASE="a late ack of the old id does not ack the new one"; ack "[\"$D1\"]"; expect 200 200
+pull; jq -e --arg n "$NEW1" '[.data.list[].deliveryId] | index($n) != null' "$TMP/r" >/dev/null || fail "$CASE"; ok
 stop_igwd
 
 # ---- the signaling gate ------------------------------------------------------------------------

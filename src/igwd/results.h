@@ -1,0 +1,26 @@
+/* results.h - the interaction.result of device commands (device.action,
+ * device.propertyControl): from the device's actionReply / controlReply,
+ * whichever way it arrives (MQTT or the HTTP edge: both end in edge.c), or
+ * from the deadline. Exactly one per accepted command: its device_commands
+ * row is claimed (outcome set, once) before the event goes to the outbox;
+ * a reply for an unknown, foreign or already settled token is dropped and
+ * logged. */
+#ifndef IGW_RESULTS_H
+#define IGW_RESULTS_H
+
+#include <stdint.h>
+
+#include "db.h"
+#include "json.h"
+
+/* The device answered the downlink `device_token` with `code` (200:
+ * success), its `msg`, and (actionReply) its `response` (ptr NULL: none).
+ * Strings are copied. */
+void igw_results_device_reply(igw_db *db, const char *product_id, const char *device_name, igw_str device_token,
+                              int64_t code, igw_str msg, igw_str response);
+
+/* Settles every command whose deadline passed without a reply (a failure
+ * result each). Safe from several igwd processes at once. */
+void igw_results_sweep_timeouts(igw_db *db, int64_t now_ms);
+
+#endif

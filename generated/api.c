@@ -795,6 +795,44 @@ static void __attribute__((unused)) enc_AudioOperation(igw_jw *w, igw_AudioOpera
         w->oom = true; /* not a value of the enum: output unusable */
 }
 
+const igw_str igw_PushMethod_names[IGW_PushMethod__COUNT] = {
+    {"interaction.event", 17},
+};
+
+static int __attribute__((unused)) lookup_PushMethod(igw_str s)
+{
+    switch (s.len) {
+    case 17:
+        if (memcmp(s.ptr, "interaction.event", 17) == 0)
+            return IGW_PushMethod_interaction_event;
+        break;
+    default:
+        break;
+    }
+    return -1;
+}
+
+static int __attribute__((unused)) enum_PushMethod(igw_json *j, igw_PushMethod *out)
+{
+    igw_str s;
+    if (igw_json_string(j, &s))
+        return -1;
+    int v = lookup_PushMethod(s);
+    if (v >= 0) {
+        *out = (igw_PushMethod)v;
+        return 0;
+    }
+    return igw_json_fail(j, IGW_JERR_ENUM, "value is not one of: interaction.event");
+}
+
+static void __attribute__((unused)) enc_PushMethod(igw_jw *w, igw_PushMethod v)
+{
+    if ((unsigned)v < IGW_PushMethod__COUNT)
+        igw_jw_string(w, igw_PushMethod_names[v].ptr, igw_PushMethod_names[v].len);
+    else
+        w->oom = true; /* not a value of the enum: output unusable */
+}
+
 /* Field index of a key of Command, or -1: length first, then memcmp. */
 static int key_Command(const char *k, size_t n)
 {
@@ -4759,6 +4797,82 @@ int igw_decode_AudioAccessRecord(igw_json *j, igw_AudioAccessRecord *o)
     return 0;
 }
 
+/* Field index of a key of PushFrame, or -1: length first, then memcmp. */
+static int key_PushFrame(const char *k, size_t n)
+{
+    switch (n) {
+    case 5:
+        if (memcmp(k, "event", 5) == 0)
+            return 2;
+        break;
+    case 6:
+        if (memcmp(k, "method", 6) == 0)
+            return 0;
+        break;
+    case 10:
+        if (memcmp(k, "deliveryId", 10) == 0)
+            return 1;
+        break;
+    default:
+        break;
+    }
+    return -1;
+}
+
+int igw_decode_PushFrame(igw_json *j, igw_PushFrame *o)
+{
+    igw_str k;
+    int more;
+    memset(o, 0, sizeof *o);
+    if (igw_json_object_begin(j))
+        return -1;
+    while ((more = igw_json_object_next(j, &k)) == 1) {
+        int f = key_PushFrame(k.ptr, k.len);
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        o->has |= UINT64_C(1) << f;
+        switch (f) {
+        case 0:
+            if (enum_PushMethod(j, &o->method))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        case 1:
+            if (igw_json_string(j, &o->deliveryId) || igw_decode_string_rules(j, o->deliveryId, 1, 64, 3))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        case 2:
+            if (igw_decode_free(j, true, 16, 65536, &o->event))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        default:
+            break;
+        }
+    }
+    if (more < 0)
+        return -1;
+    if ((o->has & UINT64_C(0x7)) != UINT64_C(0x7)) {
+        if (!(o->has & IGW_PushFrame_method)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "method", 6);
+        }
+        if (!(o->has & IGW_PushFrame_deliveryId)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "deliveryId", 10);
+        }
+        if (!(o->has & IGW_PushFrame_event)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "event", 5);
+        }
+    }
+    return 0;
+}
+
 void igw_encode_Command(igw_jw *w, const igw_Command *o)
 {
     igw_jw_object_begin(w);
@@ -5524,6 +5638,19 @@ void igw_encode_AudioAccessRecord(igw_jw *w, const igw_AudioAccessRecord *o)
     igw_jw_object_end(w);
 }
 
+void igw_encode_PushFrame(igw_jw *w, const igw_PushFrame *o)
+{
+    igw_jw_object_begin(w);
+    igw_jw_key(w, "method", 6);
+    enc_PushMethod(w, o->method);
+    igw_jw_key(w, "deliveryId", 10);
+    igw_jw_string(w, o->deliveryId.ptr, o->deliveryId.len);
+    igw_jw_key(w, "event", 5);
+    if (igw_jw_canonical(w, o->event.ptr, o->event.len) != 0)
+        w->oom = true; /* not valid JSON: mark the output unusable */
+    igw_jw_object_end(w);
+}
+
 /* ---- routes ---- */
 
 static int route_decode_consent_create(igw_json *j, void *out) { return igw_decode_ConsentCreate(j, out); }
@@ -5631,6 +5758,19 @@ static int route_decode_talk_audio_access(igw_json *j, void *out) { return igw_d
 static void route_encode_talk_audio_access(igw_jw *w, const void *in) { igw_encode_AudioAccessRequest(w, in); }
 
 static const int errors_talk_audio_access[] = {IGW_ERR_PARAMETER, IGW_ERR_UNAUTHENTICATED, IGW_ERR_PERMISSION, IGW_ERR_NOT_FOUND, IGW_ERR_TOO_LARGE, IGW_ERR_MEDIA_TYPE, IGW_ERR_UNAVAILABLE, IGW_ERR_UNKNOWN_OUTCOME, IGW_ERR_INTERNAL};
+
+static int text_events_push_param_0(igw_json *j, igw_str v)
+{
+    if (igw_decode_text(j, v))
+        return -1;
+    return igw_decode_string_rules(j, v, 1, 64, 3);
+}
+
+static const char *const params_events_push[] = {"endpointId"};
+static const igw_text_check_fn param_checks_events_push[] = {text_events_push_param_0};
+static const char *const param_reasons_events_push[] = {"invalid path parameter endpointId"};
+
+static const int errors_events_push[] = {IGW_ERR_PARAMETER, IGW_ERR_UNAUTHENTICATED, IGW_ERR_PERMISSION, IGW_ERR_NOT_FOUND, IGW_ERR_UNAVAILABLE, IGW_ERR_INTERNAL};
 
 const igw_route_def igw_routes[IGW_ROUTE__COUNT] = {
     [IGW_ROUTE_CONSENT_CREATE] = {
@@ -5812,6 +5952,22 @@ const igw_route_def igw_routes[IGW_ROUTE__COUNT] = {
         .errors = errors_talk_audio_access,
         .nerrors = 9,
     },
+    [IGW_ROUTE_EVENTS_PUSH] = {
+        .id = IGW_ROUTE_EVENTS_PUSH,
+        .name = "events_push",
+        .method = "GET",
+        .path = "/api/v1/im/interaction/events/ws/{endpointId}",
+        .auth = IGW_AUTH_KIND_USER,
+        .gate_signaling = true,
+        .body = IGW_BODY_KIND_NONE,
+        .body_limit = 0,
+        .params = params_events_push,
+        .param_checks = param_checks_events_push,
+        .param_reasons = param_reasons_events_push,
+        .nparams = 1,
+        .errors = errors_events_push,
+        .nerrors = 6,
+    },
 };
 
 static bool match_device_send(const char *path, size_t plen, igw_str *params)
@@ -5835,6 +5991,21 @@ static bool match_device_send(const char *path, size_t plen, igw_str *params)
     if (at == start)
         return false;
     params[1] = (igw_str){path + start, at - start};
+    return at == plen;
+}
+
+static bool match_events_push(const char *path, size_t plen, igw_str *params)
+{
+    size_t at = 0, start;
+    if (plen - at < 33 || memcmp(path + at, "/api/v1/im/interaction/events/ws/", 33) != 0)
+        return false;
+    at += 33;
+    start = at;
+    while (at < plen && path[at] != '/')
+        at++;
+    if (at == start)
+        return false;
+    params[0] = (igw_str){path + start, at - start};
     return at == plen;
 }
 
@@ -5884,6 +6055,8 @@ static const igw_route_def *route_match(const char *path, size_t plen,
     }
     if (id < 0 && match_device_send(path, plen, params))
         id = IGW_ROUTE_DEVICE_SEND;
+    if (id < 0 && match_events_push(path, plen, params))
+        id = IGW_ROUTE_EVENTS_PUSH;
     (void)params; /* unused when no route has path parameters */
     (void)path;
     return id < 0 ? NULL : &igw_routes[id];

@@ -267,6 +267,17 @@ typedef struct igw_AudioOperation_list {
 /* Wire names, indexed by igw_AudioOperation. */
 extern const igw_str igw_AudioOperation_names[IGW_AudioOperation__COUNT];
 
+typedef enum igw_PushMethod {
+    IGW_PushMethod_interaction_event,
+    IGW_PushMethod__COUNT
+} igw_PushMethod;
+typedef struct igw_PushMethod_list {
+    igw_PushMethod *v;
+    uint32_t n;
+} igw_PushMethod_list;
+/* Wire names, indexed by igw_PushMethod. */
+extern const igw_str igw_PushMethod_names[IGW_PushMethod__COUNT];
+
 /* ---- objects ---- */
 
 typedef struct igw_str_list {
@@ -1023,6 +1034,21 @@ typedef struct igw_AudioAccessRecord_list {
     uint32_t n;
 } igw_AudioAccessRecord_list;
 
+/* One WebSocket text frame of events_push: a delivery, exactly as /events lists it. */
+typedef struct igw_PushFrame {
+    uint64_t has; /* IGW_PushFrame_<field> bits of the fields present */
+    igw_PushMethod method;
+    igw_str deliveryId;
+    igw_str event;
+} igw_PushFrame;
+#define IGW_PushFrame_method (UINT64_C(1) << 0)
+#define IGW_PushFrame_deliveryId (UINT64_C(1) << 1)
+#define IGW_PushFrame_event (UINT64_C(1) << 2)
+typedef struct igw_PushFrame_list {
+    igw_PushFrame *v;
+    uint32_t n;
+} igw_PushFrame_list;
+
 /* ---- decoders and encoders ---- */
 
 /* Each decoder reads one object of its type at the scanner's position, strictly
@@ -1116,6 +1142,8 @@ int igw_decode_AudioAccessRequest(igw_json *j, igw_AudioAccessRequest *out);
 void igw_encode_AudioAccessRequest(igw_jw *w, const igw_AudioAccessRequest *in);
 int igw_decode_AudioAccessRecord(igw_json *j, igw_AudioAccessRecord *out);
 void igw_encode_AudioAccessRecord(igw_jw *w, const igw_AudioAccessRecord *in);
+int igw_decode_PushFrame(igw_json *j, igw_PushFrame *out);
+void igw_encode_PushFrame(igw_jw *w, const igw_PushFrame *in);
 
 /* ---- routes ---- */
 
@@ -1131,6 +1159,7 @@ typedef enum igw_route_id {
     IGW_ROUTE_COMMANDS,
     IGW_ROUTE_RECORDINGS_QUERY,
     IGW_ROUTE_TALK_AUDIO_ACCESS,
+    IGW_ROUTE_EVENTS_PUSH,
     IGW_ROUTE__COUNT
 } igw_route_id;
 

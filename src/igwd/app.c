@@ -174,6 +174,10 @@ static void *worker_start(void *arg, unsigned index, struct st_h2o_evloop_t *loo
         for (; w->ndb < app->cfg.db_connections && w->ndb < IGW_EDGE_MAX_DB; w->ndb++)
             if (!(w->db[w->ndb] = igw_db_create(loop, app->cfg.pg_dsn, err, errlen)))
                 goto fail;
+        if (!(w->push = igw_push_create(loop, w->db[0]))) { /* LISTENs: right after the create */
+            snprintf(err, errlen, "out of memory");
+            goto fail;
+        }
         igw_edge_settings es = {.cache_ttl_ms = app->cfg.device_cache_ms, .batch_max = app->cfg.batch_max};
         w->edge = igw_edge_create(loop, w->db, w->ndb, &es);
         if (!w->edge) {
@@ -196,6 +200,7 @@ static void *worker_start(void *arg, unsigned index, struct st_h2o_evloop_t *loo
         goto fail;
     return w;
 fail:
+    igw_push_destroy(w->push);
     chores_stop(w->chores);
     igw_login_destroy(w->login);
     igw_edge_destroy(w->edge);
@@ -210,7 +215,8 @@ static bool worker_idle(void *arg, void *state)
 {
     (void)arg;
     igw_worker *w = state;
-    return atomic_load(&w->tasks) == 0 && (!w->edge || igw_edge_idle(w->edge));
+    bool ws_done = !w->push || igw_push_drained(w->push); /* closes the WebSockets (1001) first */
+    return ws_done && atomic_load(&w->tasks) == 0 && (!w->edge || igw_edge_idle(w->edge));
 }
 
 static void worker_stop(void *arg, void *state)
@@ -219,6 +225,7 @@ static void worker_stop(void *arg, void *state)
     igw_worker *w = state;
     app->workers[w->index] = NULL;
     chores_stop(w->chores); /* before the database: it uses it */
+    igw_push_destroy(w->push);
     if (w->edge)
         igw_edge_close(w->edge);
     for (unsigned i = 0; i < w->ndb; i++)

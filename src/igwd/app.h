@@ -14,6 +14,7 @@
 #include "http.h"
 #include "mqtt.h"
 #include "login.h"
+#include "push.h"
 #include "redis.h"
 
 #define IGW_APP_URL_KEY_LEN 32
@@ -39,6 +40,7 @@ typedef struct igw_worker {
     igw_redis *redis; /* NULL when no Redis is configured (live state of later issues) */
     igw_login *login; /* NULL without a database or a login key */
     struct igw_chores *chores; /* worker 0: command deadlines and the outbox sweep */
+    igw_push *push;   /* events_push: WebSockets woken by LISTEN/NOTIFY; NULL without a database */
     igw_edge *edge;  /* NULL without a database */
 } igw_worker;
 

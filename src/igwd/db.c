@@ -42,7 +42,8 @@ static const char setup_sql[] = "SET synchronous_commit TO on";
 
 typedef struct req {
     struct req *next;
-    const igw_db_stmt *stmt; /* NULL: the session setup statement */
+    const igw_db_stmt *stmt; /* NULL: a session setup statement */
+    const char *sql;         /* setup: this text (NULL: setup_sql) */
     igw_db_cb cb;
     void *arg;
     const char *const *values;
@@ -82,6 +83,10 @@ struct igw_db {
     char errbuf[256];   /* err handed to callbacks */
     char lostbuf[320];  /* "connection lost: ..." while failing in-flight queries */
     char last_err[256];
+    char *listen_sql; /* "LISTEN <channel>", part of every session's setup */
+    unsigned setup_left;
+    void (*on_notify)(void *arg, const char *channel, const char *payload);
+    void *notify_arg;
     struct {
         atomic_uint_fast64_t ok, failed, rejected, connects, connect_failures, lost;
         atomic_uint_fast64_t rtt_count, rtt_sum_us, rtt_buckets[IGW_DB_RTT_NBOUNDS + 1];
@@ -365,7 +370,7 @@ static void drop(igw_db *db, const char *why)
 static int send_one(igw_db *db, req *r)
 {
     if (!r->stmt) {
-        if (!PQsendQueryParams(db->conn, setup_sql, 0, NULL, NULL, NULL, NULL, 0))
+        if (!PQsendQueryParams(db->conn, r->sql ? r->sql : setup_sql, 0, NULL, NULL, NULL, NULL, 0))
             return 1;
     } else {
         r->prepare = !is_prepared(db, r->stmt);
@@ -428,6 +433,11 @@ static void setup_done(igw_db *db, req *r)
         return;
     }
     free_req(r);
+    if (db->setup_left > 1) {
+        db->setup_left--;
+        return;
+    }
+    db->setup_left = 0;
     if (h2o_timeout_is_linked(&db->deadline))
         h2o_timeout_unlink(&db->deadline);
     db->state = ST_READY;
@@ -436,6 +446,10 @@ static void setup_done(igw_db *db, req *r)
     set(&db->st.connected, 1);
     if (db->queued.head && !h2o_timeout_is_linked(&db->kick))
         h2o_timeout_link(db->loop, &db->t_zero, &db->kick);
+    /* Notifications sent while this session did not listen are lost: the
+     * listener catches up (channel NULL). */
+    if (db->on_notify)
+        db->on_notify(db->notify_arg, NULL, NULL);
 }
 
 /* Connected: pipeline on, then the session settings as the first entry. */
@@ -452,6 +466,7 @@ static void connected(igw_db *db)
         return;
     }
     db->state = ST_SETUP;
+    db->setup_left = 1;
     h2o_socket_read_start(db->sock, on_sock_read);
     int rc = send_one(db, r);
     if (rc == 1)
@@ -459,6 +474,21 @@ static void connected(igw_db *db)
     if (rc != 0) {
         drop(db, "send failed");
         return;
+    }
+    if (db->listen_sql) {
+        req *l = calloc(1, sizeof *l);
+        if (!l) {
+            drop(db, "out of memory");
+            return;
+        }
+        l->sql = db->listen_sql;
+        if ((rc = send_one(db, l)) == 1)
+            free(l);
+        if (rc != 0) {
+            drop(db, "send failed");
+            return;
+        }
+        db->setup_left = 2;
     }
     gauges(db);
     flush(db);
@@ -584,6 +614,14 @@ static void on_sock_read(h2o_socket_t *sock, const char *err)
         return;
     }
     unsigned gen = db->gen;
+    PGnotify *n;
+    while ((n = PQnotifies(db->conn)) != NULL) {
+        if (db->on_notify)
+            db->on_notify(db->notify_arg, n->relname, n->extra);
+        PQfreemem(n);
+        if (gen != db->gen || db->closing)
+            return;
+    }
     process(db);
     if (gen == db->gen && db->need_flush && flush(db) == 0) /* libpq: after reading, flush again */
         send_queued(db);
@@ -755,6 +793,7 @@ void igw_db_destroy(igw_db *db)
         h2o_timeout_dispose(db->loop, &db->t_backoff[i]);
     free(db->prepared);
     free(db->dsn);
+    free(db->listen_sql);
     free(db);
 }
 
@@ -766,4 +805,21 @@ bool igw_db_outcome_unknown(const char *err)
         if (!((err[i] >= '0' && err[i] <= '9') || (err[i] >= 'A' && err[i] <= 'Z')))
             return true;
     return err[5] != ' ';
+}
+
+int igw_db_listen(igw_db *db, const char *channel, void (*cb)(void *arg, const char *channel, const char *payload),
+                  void *arg)
+{
+    size_t n = strlen(channel);
+    if (n == 0 || n > 63 || db->listen_sql || db->state == ST_SETUP || db->state == ST_READY)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        if (!((channel[i] >= 'a' && channel[i] <= 'z') || channel[i] == '_'))
+            return -1;
+    if (!(db->listen_sql = malloc(n + 8)))
+        return -1;
+    snprintf(db->listen_sql, n + 8, "LISTEN %s", channel);
+    db->on_notify = cb;
+    db->notify_arg = arg;
+    return 0;
 }

@@ -85,6 +85,14 @@ int igw_db_exec(igw_db *db, const igw_db_stmt *stmt, const char *const *values, 
  * for a server-reported error (SQLSTATE first), which rolled it back. */
 bool igw_db_outcome_unknown(const char *err);
 
+/* Makes every session of db LISTEN on `channel` ([a-z_]{1,63}) as part of
+ * its setup; cb gets each notification (channel, payload) on the loop
+ * thread, and (NULL, NULL) whenever a session became ready, since
+ * notifications sent while none listened are lost. Call right after
+ * igw_db_create. 0, or -1 (bad channel, already listening, too late). */
+int igw_db_listen(igw_db *db, const char *channel, void (*cb)(void *arg, const char *channel, const char *payload),
+                  void *arg);
+
 /* True when the session is ready (connected and configured). */
 bool igw_db_connected(const igw_db *db);
 

@@ -13,6 +13,12 @@ typedef struct route_handler {
     igw_login_next user;
 } route_handler;
 
+static void handle_events_push(igw_exchange *ex, const igw_request *req, const igw_principal *who)
+{
+    igw_worker *w = igw_http_state(ex);
+    igw_push_attach(w->push, ex, req, who);
+}
+
 static const route_handler handlers[IGW_ROUTE__COUNT] = {
     [IGW_ROUTE_DEVICE_SEND] = {.plain = igw_handle_device_send},
     [IGW_ROUTE_DEVICE_UPLOAD] = {.plain = igw_handle_device_upload},
@@ -20,6 +26,7 @@ static const route_handler handlers[IGW_ROUTE__COUNT] = {
     [IGW_ROUTE_COMMANDS] = {.user = igw_handle_commands},
     [IGW_ROUTE_EVENTS_PULL] = {.user = igw_handle_events_pull},
     [IGW_ROUTE_EVENTS_ACK] = {.user = igw_handle_events_ack},
+    [IGW_ROUTE_EVENTS_PUSH] = {.user = handle_events_push},
 };
 
 /* The placeholder of every route until its issue lands. */

@@ -22,6 +22,7 @@
 #include "arena.h"
 #include "handlers.h"
 #include "signedurl.h"
+#include "ws.h"
 #include "jw.h"
 #include "metrics.h"
 #include "ready.h"
@@ -394,6 +395,34 @@ void igw_http_reply_file(igw_exchange *ex, int fd, uint64_t size, const char *na
     }
     if (heap)
         release_held(ex);
+}
+
+bool igw_http_is_ws_handshake(igw_exchange *ex)
+{
+    return ex->req && igw_ws_is_handshake(ex->req);
+}
+
+igw_ws *igw_http_upgrade_ws(igw_exchange *ex, igw_ws_hub *hub, const igw_ws_handlers *h)
+{
+    if (!ex->req || ex->replied)
+        return NULL;
+    h2o_req_t *req = ex->req;
+    worker *w = ex->w;
+    igw_accesslog_entry e = {
+        .id = ex->id, .method = {req->input.method.base, req->input.method.len}, .path = ex->path,
+        .route = igw_metrics_route_name(ex->route), .status = 101, .code = igw_error_classes[IGW_ERR_OK].code,
+        .duration_us = elapsed_us(&ex->start),
+    };
+    igw_ws *ws = igw_ws_upgrade(hub, req, h);
+    if (!ws)
+        return NULL;
+    ex->replied = true;
+    igw_metrics_observe(w->metrics, ex->route, IGW_ERR_OK, e.duration_us);
+    if (w->server->cfg.access_log)
+        (void)igw_accesslog_write(&w->log, &e);
+    if (ex->heap)
+        release_held(ex);
+    return ws;
 }
 
 igw_str igw_http_path(igw_exchange *ex)

@@ -90,6 +90,18 @@ igw_str igw_http_body(igw_exchange *ex);
  * slices; HEAD gets the headers only. */
 void igw_http_reply_file(igw_exchange *ex, int fd, uint64_t size, const char *name);
 
+struct igw_ws;
+struct igw_ws_hub;
+struct igw_ws_handlers;
+
+/* True when the request is a WebSocket handshake (ws.h's rules). */
+bool igw_http_is_ws_handshake(igw_exchange *ex);
+
+/* Upgrades the request to a WebSocket on hub (the 101 is its answer:
+ * counted, logged, and the exchange released). NULL when it cannot be
+ * upgraded; the exchange then still needs its answer. */
+struct igw_ws *igw_http_upgrade_ws(igw_exchange *ex, struct igw_ws_hub *hub, const struct igw_ws_handlers *h);
+
 /* The request path without the query string, as sent (not decoded). */
 igw_str igw_http_path(igw_exchange *ex);
 

@@ -9,6 +9,7 @@ set -u
 IGWD=$(realpath "${1:?usage: app_test.sh IGWD IGWCTL}")
 IGWCTL=$(realpath "${2:?usage: app_test.sh IGWD IGWCTL}")
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+HERE=$(cd "$(dirname "$0")" && pwd)
 TMP=$(mktemp -d /tmp/igw-app.XXXXXX)
 chmod 755 "$TMP"
 export IGW_VAR=$TMP/var IGW_PG_PORT=${APP_PG_PORT:-25395} IGW_REDIS_PORT=${APP_REDIS_PORT:-63795} \
@@ -255,6 +256,39 @@ CASE="replay before ack: the same delivery"; call "$TOKEN" /commands "$(control 
 pull; [ "$(jq -r '[.data.list[] | select(.event.msgToken == "c8") | .deliveryId] | join(",")' "$TMP/r")" = "$D8" ] || fail "$CASE"; ok
 CASE="a late ack of the old id does not ack the new one"; ack "[\"$D1\"]"; expect 200 200
 pull; jq -e --arg n "$NEW1" '[.data.list[].deliveryId] | index($n) != null' "$TMP/r" >/dev/null || fail "$CASE"; ok
+
+# ---- push over the WebSocket: the same deliveryIds and bodies as the pull -------------------------
+WS_NODE_DIR=${WS_NODE_DIR:-$(cd "$(dirname "$IGWD")" && pwd)/ws-node}
+if [ ! -d "$WS_NODE_DIR/node_modules/ws" ]; then
+    npm install --no-save --no-audit --no-fund --silent --prefer-offline --prefix "$WS_NODE_DIR" ws@8.18.3 >&2 ||
+        fail "npm install ws"
+fi
+export WS_NODE_DIR
+WSURL=ws://127.0.0.1:$PORT/api/v1/im/interaction/events/ws
+node "$HERE/push_client.mjs" "$WSURL/$EP" "$TOKEN" 4 >"$TMP/push" 2>&1 &
+PUSHPID=$!
+for _ in $(seq 50); do grep -q '^OPEN' "$TMP/push" && break; sleep 0.1; done
+sleep 0.5
+CASE="push sends what is pending on connect"
+pull
+[ "$(jq -r '[.data.list[].deliveryId] | sort | join(",")' "$TMP/r")" = \
+  "$(grep '^{' "$TMP/push" | jq -rs '[.[].deliveryId] | sort | join(",")')" ] || fail "$CASE: $(cat "$TMP/push")"; ok
+grep '^{' "$TMP/push" | jq -e -s 'all(.method == "interaction.event")' >/dev/null || fail "$CASE: frame shape"; ok
+# A new result, pushed as soon as it is committed: a command nobody answers (deadline 1.5 s).
+CASE="a new delivery is pushed"; call "$TOKEN" /commands "$(control c9 '{"zoom":25}')"; expect 200 200
+wait "$PUSHPID"
+D9=$(grep '^{' "$TMP/push" | jq -r 'select(.event.msgToken == "c9") | .deliveryId')
+[ -n "$D9" ] || fail "$CASE: $(cat "$TMP/push")"; ok
+pull
+[ "$(jq -c '.data.list[] | select(.deliveryId == "'"$D9"'")' "$TMP/r")" = \
+  "$(grep '^{' "$TMP/push" | jq -c 'select(.deliveryId == "'"$D9"'") | {deliveryId, event}')" ] || fail "$CASE: pull and push differ"; ok
+CASE="push for another user's endpoint"; node "$HERE/push_client.mjs" "$WSURL/$EP" "$OTHER" 1 >"$TMP/push2" 2>&1
+grep -q '^HTTP 404' "$TMP/push2" || fail "$CASE: $(cat "$TMP/push2")"; ok
+CASE="push without a token"; node "$HERE/push_client.mjs" "$WSURL/$EP" "" 1 >"$TMP/push2" 2>&1
+grep -q '^HTTP 401' "$TMP/push2" || fail "$CASE: $(cat "$TMP/push2")"; ok
+CASE="push route without the handshake"
+STATUS=$(curl -s -o "$TMP/r" -w '%{http_code}' -H "authorization: Bearer $TOKEN" "http://127.0.0.1:$PORT/api/v1/im/interaction/events/ws/$EP")
+expect 400 100400
 stop_igwd
 
 # ---- the signaling gate ------------------------------------------------------------------------

@@ -1,0 +1,240 @@
+/* push.c - see push.h. */
+#include "push.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api.h"
+#include "jw.h"
+#include "outbox.h"
+#include "ws.h"
+
+#define PUSH_WINDOW 256 /* pending deliveries read per wake-up (oldest first) */
+
+static const igw_db_stmt stmt_endpoint = {
+    "igw_push_endpoint",
+    "SELECT 1 FROM endpoints WHERE endpoint_id = $1 AND enterprise_id = $2::bigint AND user_id = $3::bigint "
+    "AND expires_at_ms > (extract(epoch FROM clock_timestamp()) * 1000)::bigint",
+    3};
+
+static const igw_db_stmt stmt_pending = {
+    "igw_push_pending",
+    "SELECT d.delivery_id, e.body_text FROM deliveries d JOIN events e ON e.event_id = d.event_id "
+    "JOIN endpoints p ON p.endpoint_id = d.endpoint_id "
+    "WHERE d.endpoint_id = $1 AND p.enterprise_id = $2::bigint AND p.user_id = $3::bigint AND d.state = 'pending' "
+    "AND d.expires_at_ms > (extract(epoch FROM clock_timestamp()) * 1000)::bigint "
+    "ORDER BY d.watermark, d.delivery_id COLLATE \"C\" LIMIT 256",
+    3};
+
+typedef struct sub {
+    struct sub *next;
+    igw_push *p;
+    igw_ws *ws; /* NULL once closed */
+    char endpoint[72], ent[24], user[24];
+    bool reading, again;
+    char **sent; /* deliveryIds sent and still pending at the last read */
+    size_t nsent;
+} sub;
+
+struct igw_push {
+    igw_db *db;
+    igw_ws_hub *hub;
+    sub *subs;
+    bool stopping;
+};
+
+static void sub_free(sub *s)
+{
+    for (size_t i = 0; i < s->nsent; i++)
+        free(s->sent[i]);
+    free(s->sent);
+    free(s);
+}
+
+static void unlink_sub(sub *s)
+{
+    for (sub **pp = &s->p->subs; *pp; pp = &(*pp)->next)
+        if (*pp == s) {
+            *pp = s->next;
+            return;
+        }
+}
+
+static void read_pending(sub *s);
+
+static bool was_sent(const sub *s, const char *id)
+{
+    for (size_t i = 0; i < s->nsent; i++)
+        if (!strcmp(s->sent[i], id))
+            return true;
+    return false;
+}
+
+static void on_pending(void *arg, const PGresult *res, const char *err)
+{
+    sub *s = arg;
+    s->reading = false;
+    if (!s->ws) { /* closed meanwhile */
+        sub_free(s);
+        return;
+    }
+    if (!res) {
+        fprintf(stderr, "igwd: push: reading deliveries failed: %s\n", err);
+        return; /* the next notification (or reconnect) tries again */
+    }
+    int n = PQntuples(res);
+    char **now = calloc((size_t)n + 1, sizeof *now);
+    igw_jw jw;
+    igw_jw_init(&jw);
+    for (int i = 0; now && i < n; i++) {
+        const char *id = PQgetvalue(res, i, 0);
+        if (!(now[i] = strdup(id)))
+            break;
+        if (was_sent(s, id))
+            continue;
+        igw_PushFrame f = {.has = IGW_PushFrame_method | IGW_PushFrame_deliveryId | IGW_PushFrame_event,
+                           .method = IGW_PushMethod_interaction_event,
+                           .deliveryId = {id, strlen(id)},
+                           .event = {PQgetvalue(res, i, 1), (size_t)PQgetlength(res, i, 1)}};
+        igw_jw_reset(&jw);
+        igw_encode_PushFrame(&jw, &f);
+        if (igw_jw_status(&jw) || igw_ws_send_text(s->ws, jw.buf, jw.len) != 0)
+            break; /* closed (slow consumer, peer gone): on_close cleans up */
+    }
+    igw_jw_free(&jw);
+    /* What is still pending is what has been sent (or fails to send and
+     * closes the connection): remember exactly that. */
+    for (size_t i = 0; i < s->nsent; i++)
+        free(s->sent[i]);
+    free(s->sent);
+    s->sent = now;
+    s->nsent = 0;
+    while (now && s->nsent < (size_t)n && now[s->nsent])
+        s->nsent++;
+    if (s->again && s->ws) {
+        s->again = false;
+        read_pending(s);
+    }
+}
+
+static void read_pending(sub *s)
+{
+    if (s->reading) {
+        s->again = true;
+        return;
+    }
+    const char *values[3] = {s->endpoint, s->ent, s->user};
+    if (igw_db_exec(s->p->db, &stmt_pending, values, NULL, NULL, on_pending, s) == 0)
+        s->reading = true;
+}
+
+static void on_notify(void *arg, const char *channel, const char *payload)
+{
+    igw_push *p = arg;
+    for (sub *s = p->subs; s; s = s->next)
+        if (!channel || (!strcmp(channel, IGW_OUTBOX_CHANNEL) && payload && !strcmp(payload, s->endpoint)))
+            read_pending(s);
+}
+
+static void on_ws_close(void *arg, igw_ws *ws, uint16_t code, const char *why)
+{
+    (void)ws;
+    (void)code;
+    (void)why;
+    sub *s = arg;
+    unlink_sub(s);
+    s->ws = NULL;
+    if (!s->reading)
+        sub_free(s);
+}
+
+typedef struct attach {
+    igw_push *p;
+    igw_exchange *ex;
+    sub *s;
+} attach;
+
+static void on_endpoint(void *arg, const PGresult *res, const char *err)
+{
+    attach *a = arg;
+    sub *s = a->s;
+    if (!res || PQntuples(res) != 1 || igw_http_cancelled(a->ex)) {
+        if (!res)
+            fprintf(stderr, "igwd: push %s: %s\n", igw_http_request_id(a->ex), err);
+        igw_http_reply_error(a->ex, res ? IGW_ERR_NOT_FOUND : IGW_ERR_UNAVAILABLE,
+                             res ? "unknown or expired endpoint" : "try again later", res ? "endpointId" : "");
+        sub_free(s);
+        free(a);
+        return;
+    }
+    igw_ws_handlers h = {.on_close = on_ws_close, .arg = s};
+    if (a->p->stopping || !(s->ws = igw_http_upgrade_ws(a->ex, a->p->hub, &h))) {
+        igw_http_reply_error(a->ex, IGW_ERR_UNAVAILABLE, "cannot open the WebSocket now", "");
+        sub_free(s);
+        free(a);
+        return;
+    }
+    s->next = a->p->subs;
+    a->p->subs = s;
+    free(a);
+    read_pending(s); /* what is pending already */
+}
+
+void igw_push_attach(igw_push *p, igw_exchange *ex, const igw_request *req, const igw_principal *who)
+{
+    if (!igw_http_is_ws_handshake(ex)) {
+        igw_http_reply_error(ex, IGW_ERR_PARAMETER, "a WebSocket handshake (Upgrade: websocket) is required", "");
+        return;
+    }
+    attach *a = calloc(1, sizeof *a);
+    sub *s = calloc(1, sizeof *s);
+    if (!a || !s) {
+        free(a);
+        free(s);
+        igw_http_reply_error(ex, IGW_ERR_INTERNAL, "out of memory", "");
+        return;
+    }
+    s->p = p;
+    snprintf(s->endpoint, sizeof s->endpoint, "%.*s", (int)req->params[0].len, req->params[0].ptr);
+    snprintf(s->ent, sizeof s->ent, "%lld", (long long)who->enterprise_id);
+    snprintf(s->user, sizeof s->user, "%lld", (long long)who->user_id);
+    *a = (attach){.p = p, .ex = ex, .s = s};
+    const char *values[3] = {s->endpoint, s->ent, s->user};
+    if (igw_db_exec(p->db, &stmt_endpoint, values, NULL, NULL, on_endpoint, a)) {
+        free(a);
+        sub_free(s);
+        igw_http_reply_error(ex, IGW_ERR_UNAVAILABLE, "busy, retry later", "");
+    }
+}
+
+igw_push *igw_push_create(struct st_h2o_evloop_t *loop, igw_db *db)
+{
+    igw_push *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    p->db = db;
+    if (!(p->hub = igw_ws_hub_create(loop, NULL)) || igw_db_listen(db, IGW_OUTBOX_CHANNEL, on_notify, p) != 0) {
+        igw_ws_hub_destroy(p->hub);
+        free(p);
+        return NULL;
+    }
+    return p;
+}
+
+bool igw_push_drained(igw_push *p)
+{
+    if (!p->stopping) {
+        p->stopping = true;
+        igw_ws_hub_close_all(p->hub, 1001, "going away");
+    }
+    return igw_ws_hub_sockets(p->hub) == 0;
+}
+
+void igw_push_destroy(igw_push *p)
+{
+    if (!p)
+        return;
+    igw_ws_hub_destroy(p->hub); /* on_close of each: subs freed (or when their read ends) */
+    free(p);
+}

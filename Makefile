@@ -35,7 +35,7 @@ DEB_PACKAGES := re2c clang libclang-rt-14-dev libssl-dev libsimdjson-dev libjans
                 libh2o-evloop-dev libwslay-dev libpq-dev libhiredis-dev libmosquitto-dev curl jq
 
 .PHONY: all deps run stop generate services-up services-down test-ops test-edge test-mqtt test-db test-upload test-redis test-app test-outbox test-ws test-devauth test-jwt test-thingmodel test-igwd test-mqttauth check-gen test test-unit test-codegen test-conformance test-json \
-        test-sql test-openapi fuzz-smoke fuzz bench-decode bench-edge clean deps
+        test-sql test-openapi fuzz-smoke fuzz bench-decode bench-edge bench-app clean deps
 all: $(BUILD)/igw-gen $(BUILD)/igwctl $(BUILD)/igwd $(BUILD)/igw-mqtt-auth.so
 
 deps:
@@ -282,6 +282,11 @@ $(BENCH)/bench_decode: $(BENCH_C) $(BENCH)/bench_simdjson.o $(RUNTIME_SRC) \
 bench-edge: deps all
 	@command -v wrk >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null; }
 	tests/bench/bench_edge.sh $(BUILD)/igwd
+
+# Area B under load: acceptance, command-to-push, pull-and-ack (node + npm ws, mqtt).
+bench-app: deps all
+	@command -v wrk >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null; }
+	tests/bench/bench_app.sh $(BUILD)/igwd
 
 bench-decode: deps $(BENCH)/bench_decode
 	$(BENCH)/bench_decode $(sort $(wildcard generated/conformance/*.jsonl))

@@ -5,23 +5,35 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/sha.h>
+
 #include "api.h"
+#include "base64.h"
 #include "jw.h"
 #include "outbox.h"
 
-static const igw_db_stmt stmt_claim = {
-    "igw_results_claim",
-    "UPDATE device_commands SET outcome = 'replied' WHERE product_id = $1 AND device_name = $2 "
-    "AND device_token = $3 AND outcome IS NULL RETURNING endpoint_id, msg_token, method",
+/* Exactly one result per command without a claim-then-emit window: the
+ * result's deliveryId is derived from the command (enterprise, endpoint,
+ * msgToken), so a second emit for the same command (the deadline racing the
+ * reply, a retry after a crash between the emit and the settling update) is
+ * refused by the outbox as a duplicate. The row is settled after the emit. */
+static const igw_db_stmt stmt_find = {
+    "igw_results_find",
+    "SELECT endpoint_id, msg_token, method, enterprise_id::text, product_id, device_name, device_token "
+    "FROM device_commands WHERE product_id = $1 AND device_name = $2 AND device_token = $3 AND outcome IS NULL",
     3};
 
-static const igw_db_stmt stmt_timeouts = {
-    "igw_results_timeouts",
-    "UPDATE device_commands SET outcome = 'timeout' WHERE (product_id, device_name, device_token) IN ("
-    "SELECT product_id, device_name, device_token FROM device_commands WHERE outcome IS NULL "
-    "AND deadline_ms < $1::bigint ORDER BY deadline_ms LIMIT 256 FOR UPDATE SKIP LOCKED) "
-    "RETURNING endpoint_id, msg_token, method",
+static const igw_db_stmt stmt_overdue = {
+    "igw_results_overdue",
+    "SELECT endpoint_id, msg_token, method, enterprise_id::text, product_id, device_name, device_token "
+    "FROM device_commands WHERE outcome IS NULL AND deadline_ms < $1::bigint ORDER BY deadline_ms LIMIT 256",
     1};
+
+static const igw_db_stmt stmt_settle = {
+    "igw_results_settle",
+    "UPDATE device_commands SET outcome = $4 WHERE product_id = $1 AND device_name = $2 AND device_token = $3 "
+    "AND outcome IS NULL",
+    4};
 
 /* What a claimed command's result says. */
 typedef struct outcome {
@@ -40,20 +52,61 @@ static void outcome_free(outcome *o)
     free(o);
 }
 
-static void on_emitted(void *arg, const igw_outbox_result *r)
+/* One command being settled. */
+typedef struct settle {
+    igw_db *db;
+    char *key[3];      /* product_id, device_name, device_token */
+    const char *outcome;
+} settle;
+
+static void settle_free(settle *st)
 {
-    char *what = arg;
-    if (r->status != IGW_OUTBOX_OK)
-        fprintf(stderr, "igwd: result %s not delivered: %s\n", what,
-                r->status == IGW_OUTBOX_ENDPOINT_EXPIRED || r->status == IGW_OUTBOX_UNKNOWN_ENDPOINT
-                    ? "the endpoint expired"
-                    : r->err ? r->err : "outbox refused it");
-    free(what);
+    for (int i = 0; i < 3; i++)
+        free(st->key[i]);
+    free(st);
 }
 
-/* Builds and emits the result of one claimed row. */
-static void emit(const outcome *o, const char *endpoint, const char *msg_token, const char *method)
+static void on_settled(void *arg, const PGresult *res, const char *err)
 {
+    settle *st = arg;
+    if (!res) /* the next overdue pass finds it and its emit is a duplicate */
+        fprintf(stderr, "igwd: results: settling %s failed: %s\n", st->key[2], err);
+    settle_free(st);
+}
+
+static void on_emitted(void *arg, const igw_outbox_result *r)
+{
+    settle *st = arg;
+    bool settled = r->status == IGW_OUTBOX_OK || r->status == IGW_OUTBOX_DUPLICATE;
+    if (!settled && r->status != IGW_OUTBOX_ENDPOINT_EXPIRED && r->status != IGW_OUTBOX_UNKNOWN_ENDPOINT) {
+        fprintf(stderr, "igwd: results: result of %s not stored: %s\n", st->key[2], r->err ? r->err : "refused");
+        settle_free(st); /* still unsettled: the overdue pass retries */
+        return;
+    }
+    if (!settled)
+        fprintf(stderr, "igwd: results: result of %s dropped: its endpoint expired\n", st->key[2]);
+    const char *values[4] = {st->key[0], st->key[1], st->key[2], settled ? st->outcome : "expired"};
+    if (igw_db_exec(st->db, &stmt_settle, values, NULL, NULL, on_settled, st))
+        settle_free(st);
+}
+
+/* The result's deliveryId: 16 bytes of SHA-256 over the command's identity. */
+static int result_id(const char *ent, const char *endpoint, const char *msg_token, char *out, size_t cap)
+{
+    unsigned char md[32];
+    char buf[512]; /* NUL-separated: no two identities give the same bytes */
+    int n = snprintf(buf, sizeof buf, "igw-result%c%s%c%s%c%s", 0, ent, 0, endpoint, 0, msg_token);
+    if (n < 0 || (size_t)n >= sizeof buf)
+        return -1;
+    SHA256((const unsigned char *)buf, (size_t)n, md);
+    return igw_b64_encode(IGW_B64_URL, md, 16, out, cap) < 0 ? -1 : 0;
+}
+
+/* Builds and emits the result of one row (then settles it). */
+static void emit(const outcome *o, const PGresult *res, int row)
+{
+    const char *endpoint = PQgetvalue(res, row, 0), *msg_token = PQgetvalue(res, row, 1);
+    const char *method = PQgetvalue(res, row, 2), *ent = PQgetvalue(res, row, 3);
     igw_ResultEvent ev = {0};
     ev.has = IGW_ResultEvent_msgToken | IGW_ResultEvent_method | IGW_ResultEvent_code | IGW_ResultEvent_data;
     ev.msgToken = (igw_str){msg_token, strlen(msg_token)};
@@ -77,26 +130,35 @@ static void emit(const outcome *o, const char *endpoint, const char *msg_token, 
     igw_jw jw;
     igw_jw_init(&jw);
     igw_encode_ResultEvent(&jw, &ev);
-    char *what = malloc(strlen(msg_token) + 16);
-    if (what)
-        snprintf(what, strlen(msg_token) + 16, "of %s", msg_token);
-    igw_outbox_event oe = {.endpoint_id = endpoint, .msg_token = msg_token, .body = jw.buf, .body_len = jw.len};
-    if (igw_jw_status(&jw) || !what || igw_outbox_emit(o->db, &oe, on_emitted, what)) {
-        fprintf(stderr, "igwd: result of %s could not be queued\n", msg_token);
-        free(what);
+    char id[40];
+    settle *st = calloc(1, sizeof *st);
+    bool ok = st && !igw_jw_status(&jw) && result_id(ent, endpoint, msg_token, id, sizeof id) == 0;
+    for (int i = 0; ok && i < 3; i++)
+        ok = (st->key[i] = strdup(PQgetvalue(res, row, 4 + i))) != NULL;
+    if (ok) {
+        st->db = o->db;
+        st->outcome = o->cls == IGW_ERR_UNKNOWN_OUTCOME ? "timeout" : "replied";
+        igw_outbox_event oe = {.endpoint_id = endpoint, .msg_token = msg_token, .body = jw.buf, .body_len = jw.len,
+                               .delivery_id = id};
+        ok = igw_outbox_emit(o->db, &oe, on_emitted, st) == 0;
+    }
+    if (!ok) {
+        fprintf(stderr, "igwd: results: result of %s could not be queued (the overdue pass retries)\n", msg_token);
+        if (st)
+            settle_free(st);
     }
     igw_jw_free(&jw);
 }
 
-static void on_claimed(void *arg, const PGresult *res, const char *err)
+static void on_found(void *arg, const PGresult *res, const char *err)
 {
     outcome *o = arg;
     if (!res)
-        fprintf(stderr, "igwd: results: claim failed (%s): %s\n", o->log, err);
+        fprintf(stderr, "igwd: results: lookup failed (%s): %s\n", o->log, err);
     else if (PQntuples(res) == 0 && o->log[0])
         fprintf(stderr, "igwd: results: reply %s matches no pending command; dropped\n", o->log);
     for (int i = 0; res && i < PQntuples(res); i++)
-        emit(o, PQgetvalue(res, i, 0), PQgetvalue(res, i, 1), PQgetvalue(res, i, 2));
+        emit(o, res, i);
     outcome_free(o);
 }
 
@@ -140,7 +202,7 @@ void igw_results_device_reply(igw_db *db, const char *product_id, const char *de
             goto oom;
     }
     const char *values[3] = {product_id, device_name, token};
-    if (igw_db_exec(db, &stmt_claim, values, NULL, NULL, on_claimed, o) == 0) {
+    if (igw_db_exec(db, &stmt_find, values, NULL, NULL, on_found, o) == 0) {
         free(token);
         return;
     }
@@ -162,6 +224,6 @@ void igw_results_sweep_timeouts(igw_db *db, int64_t now_ms)
     char now[24];
     snprintf(now, sizeof now, "%lld", (long long)now_ms);
     const char *values[1] = {now};
-    if (igw_db_exec(db, &stmt_timeouts, values, NULL, NULL, on_claimed, o))
+    if (igw_db_exec(db, &stmt_overdue, values, NULL, NULL, on_found, o))
         outcome_free(o);
 }

@@ -1,0 +1,120 @@
+// bench_app.mjs - area B under load (run by bench_app.sh with a provisioned
+// demo tenant and a running igwd). Three measurements, one after the other:
+//  1. acceptance: device.propertyControl commands at a fixed rate (RATE/s,
+//     durable acceptance), latency p50/p99, then as fast as CONNS keep-alive
+//     connections go (accepted/s);
+//  2. command-to-push: a real MQTT device (npm `mqtt`) answers every downlink
+//     at once; the command's result frame arrives on the endpoint's WebSocket:
+//     p50/p99 from sending the command to receiving its frame;
+//  3. pull-and-ack: deliveries/s drained with /events (32) + /events/ack.
+// Env: BASE, TOKEN, DEVICE (JSON of demo.json .device), MQTT_PORT, NODE_DIR,
+//      RATE (1000), SECONDS (5), CONNS (32).
+import { createRequire } from 'module';
+import http from 'http';
+const require = createRequire(process.env.NODE_DIR + '/package.json');
+const WebSocket = require('ws');
+const mqtt = require('mqtt');
+
+const BASE = process.env.BASE, TOKEN = process.env.TOKEN;
+const dev = JSON.parse(process.env.DEVICE);
+const RATE = Number(process.env.RATE || 1000), SECONDS = Number(process.env.SECONDS || 5);
+const CONNS = Number(process.env.CONNS || 32);
+const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
+const url = new URL(BASE);
+
+function post(path, body) {
+  return new Promise((resolve, reject) => {
+    const data = JSON.stringify(body);
+    const req = http.request({ host: url.hostname, port: url.port, path: url.pathname + path, method: 'POST', agent,
+      headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data), authorization: 'Bearer ' + TOKEN } },
+      (res) => { let b = ''; res.on('data', (c) => (b += c)); res.on('end', () => resolve({ status: res.statusCode, body: b })); });
+    req.on('error', reject);
+    req.end(data);
+  });
+}
+const pct = (a, p) => { const s = [...a].sort((x, y) => x - y); return s.length ? s[Math.min(s.length - 1, Math.floor(s.length * p))] : NaN; };
+const ms = (t) => Number(process.hrtime.bigint() - t) / 1e6;
+let seq = 0;
+const command = (ep) => ({ endpointId: ep, command: { msgToken: 'b' + (++seq) + '-' + process.pid, method: 'device.propertyControl',
+  target: { productID: dev.productID, deviceName: dev.deviceName }, params: { properties: { brightness: seq % 101 } } } });
+
+async function register() {
+  const r = await post('/endpoints/register');
+  if (r.status !== 200) throw new Error('register: ' + r.body);
+  return JSON.parse(r.body).data.endpointId;
+}
+
+// 1. acceptance latency at RATE/s, then throughput
+async function acceptance(ep) {
+  const lat = [];
+  let errors = 0;
+  const total = RATE * SECONDS, start = process.hrtime.bigint(), pending = [];
+  for (let i = 0; i < total; i++) {
+    const due = start + BigInt(Math.round((i * 1e9) / RATE));
+    while (process.hrtime.bigint() < due) await new Promise((r) => setImmediate(r));
+    const t = process.hrtime.bigint();
+    pending.push(post('/commands', command(ep)).then((r) => { if (r.status === 200) lat.push(ms(t)); else errors++; }));
+  }
+  await Promise.all(pending);
+  let done = 0;
+  const t0 = process.hrtime.bigint(), stopAt = Date.now() + SECONDS * 1000;
+  await Promise.all(Array.from({ length: CONNS }, async () => {
+    while (Date.now() < stopAt) { const r = await post('/commands', command(ep)); if (r.status === 200) done++; else errors++; }
+  }));
+  return { p50: pct(lat, 0.5), p99: pct(lat, 0.99), perSec: done / (ms(t0) / 1000), errors };
+}
+
+// 2. command -> device reply (MQTT) -> result -> push
+async function pushLatency(ep) {
+  const device = mqtt.connect(`mqtt://127.0.0.1:${process.env.MQTT_PORT}`, { clientId: `${dev.productID}&${dev.deviceName}`,
+    username: dev.username, password: dev.password, clean: true, protocolVersion: 4 });
+  await new Promise((res, rej) => { device.on('connect', res); device.on('error', rej); });
+  await device.subscribeAsync(`$thing/down/property/${dev.productID}/${dev.deviceName}`, { qos: 1 });
+  device.on('message', (topic, payload) => {
+    const m = JSON.parse(payload.toString());
+    device.publish(`$thing/up/property/${dev.productID}/${dev.deviceName}`, JSON.stringify({ method: 'controlReply', msgToken: m.msgToken, code: 200 }), { qos: 1 });
+  });
+  const ws = new WebSocket(BASE.replace('http', 'ws') + '/events/ws/' + ep, { headers: { authorization: 'Bearer ' + TOKEN } });
+  await new Promise((res, rej) => { ws.on('open', res); ws.on('error', rej); });
+  const sent = new Map(), lat = [];
+  ws.on('message', (data) => { const f = JSON.parse(data.toString()); const t = sent.get(f.event.msgToken); if (t) { lat.push(ms(t)); sent.delete(f.event.msgToken); } });
+  const n = Math.min(2000, RATE * 2);
+  for (let i = 0; i < n; i++) {
+    const c = command(ep);
+    sent.set(c.command.msgToken, process.hrtime.bigint());
+    await post('/commands', c);
+    await new Promise((r) => setTimeout(r, 2));
+  }
+  const until = Date.now() + 5000;
+  while (sent.size && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+  ws.close(); device.end();
+  return { p50: pct(lat, 0.5), p99: pct(lat, 0.99), missing: sent.size, n };
+}
+
+// 3. drain: pull 32, ack them, until nothing is left
+async function pullAck(ep) {
+  let n = 0;
+  const t0 = process.hrtime.bigint();
+  for (;;) {
+    const r = JSON.parse((await post('/events', { endpointId: ep, limit: 32 })).body);
+    const ids = r.data.list.map((x) => x.deliveryId);
+    if (!ids.length) break;
+    const a = await post('/events/ack', { endpointId: ep, deliveryIds: ids });
+    if (a.status !== 200) throw new Error('ack: ' + a.body);
+    n += ids.length;
+  }
+  return { perSec: n / (ms(t0) / 1000), n };
+}
+
+const ep = await register();
+const a = await acceptance(ep);
+console.log(`acceptance at ${RATE}/s: p50 ${a.p50.toFixed(2)} ms p99 ${a.p99.toFixed(2)} ms; throughput ${a.perSec.toFixed(0)} accepted/s (${CONNS} connections); errors ${a.errors}`);
+const ep2 = await register();
+const p = await pushLatency(ep2);
+console.log(`command-to-push (MQTT device answering): p50 ${p.p50.toFixed(2)} ms p99 ${p.p99.toFixed(2)} ms over ${p.n} commands, ${p.missing} missing`);
+// the acceptance phase's commands time out into results: wait for them, then drain
+await new Promise((r) => setTimeout(r, Number(process.env.WAIT_MS || 3000)));
+const d = await pullAck(ep);
+console.log(`pull-and-ack: ${d.perSec.toFixed(0)} deliveries/s over ${d.n}`);
+console.log(`JSON ${JSON.stringify({ accept_p99_ms: a.p99, accepted_per_s: a.perSec, push_p99_ms: p.p99, pull_ack_per_s: d.perSec })}`);
+process.exit(0);

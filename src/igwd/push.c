@@ -10,7 +10,9 @@
 #include "outbox.h"
 #include "ws.h"
 
-#define PUSH_WINDOW 256 /* pending deliveries read per wake-up (oldest first) */
+#define PUSH_BATCH 256    /* pending deliveries read per query (by watermark) */
+#define PUSH_SLACK 100000 /* watermarks below the highest sent that are read again: a delivery whose
+                             watermark was drawn earlier may commit later */
 
 static const igw_db_stmt stmt_endpoint = {
     "igw_push_endpoint",
@@ -20,12 +22,12 @@ static const igw_db_stmt stmt_endpoint = {
 
 static const igw_db_stmt stmt_pending = {
     "igw_push_pending",
-    "SELECT d.delivery_id, e.body_text FROM deliveries d JOIN events e ON e.event_id = d.event_id "
+    "SELECT d.delivery_id, e.body_text, d.watermark FROM deliveries d JOIN events e ON e.event_id = d.event_id "
     "JOIN endpoints p ON p.endpoint_id = d.endpoint_id "
     "WHERE d.endpoint_id = $1 AND p.enterprise_id = $2::bigint AND p.user_id = $3::bigint AND d.state = 'pending' "
-    "AND d.expires_at_ms > (extract(epoch FROM clock_timestamp()) * 1000)::bigint "
-    "ORDER BY d.watermark, d.delivery_id COLLATE \"C\" LIMIT 256",
-    3};
+    "AND d.expires_at_ms > (extract(epoch FROM clock_timestamp()) * 1000)::bigint AND d.watermark > $4::bigint "
+    "ORDER BY d.watermark LIMIT 256",
+    4};
 
 typedef struct sub {
     struct sub *next;
@@ -33,8 +35,11 @@ typedef struct sub {
     igw_ws *ws; /* NULL once closed */
     char endpoint[72], ent[24], user[24];
     bool reading, again;
-    char **sent; /* deliveryIds sent and still pending at the last read */
-    size_t nsent;
+    /* Watermarks sent (unique per delivery), ascending, those within
+     * PUSH_SLACK of the highest; reads start there. */
+    int64_t *sent;
+    size_t nsent, capsent;
+    int64_t from; /* the next read: watermarks above this one */
 } sub;
 
 struct igw_push {
@@ -46,10 +51,50 @@ struct igw_push {
 
 static void sub_free(sub *s)
 {
-    for (size_t i = 0; i < s->nsent; i++)
-        free(s->sent[i]);
     free(s->sent);
     free(s);
+}
+
+static bool was_sent(const sub *s, int64_t wm)
+{
+    size_t lo = 0, hi = s->nsent;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (s->sent[mid] < wm)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < s->nsent && s->sent[lo] == wm;
+}
+
+/* Records wm (kept sorted; usually an append) and forgets what fell out of
+ * the slack. 0, or -1 when out of memory. */
+static int mark_sent(sub *s, int64_t wm)
+{
+    if (s->nsent == s->capsent) {
+        size_t cap = s->capsent ? s->capsent * 2 : 256;
+        int64_t *p = realloc(s->sent, cap * sizeof *p);
+        if (!p)
+            return -1;
+        s->sent = p;
+        s->capsent = cap;
+    }
+    size_t at = s->nsent;
+    while (at > 0 && s->sent[at - 1] > wm)
+        at--;
+    memmove(s->sent + at + 1, s->sent + at, (s->nsent - at) * sizeof *s->sent);
+    s->sent[at] = wm;
+    s->nsent++;
+    int64_t floor = s->sent[s->nsent - 1] - PUSH_SLACK;
+    size_t drop = 0;
+    while (drop < s->nsent && s->sent[drop] <= floor)
+        drop++;
+    if (drop) {
+        memmove(s->sent, s->sent + drop, (s->nsent - drop) * sizeof *s->sent);
+        s->nsent -= drop;
+    }
+    return 0;
 }
 
 static void unlink_sub(sub *s)
@@ -62,14 +107,6 @@ static void unlink_sub(sub *s)
 }
 
 static void read_pending(sub *s);
-
-static bool was_sent(const sub *s, const char *id)
-{
-    for (size_t i = 0; i < s->nsent; i++)
-        if (!strcmp(s->sent[i], id))
-            return true;
-    return false;
-}
 
 static void on_pending(void *arg, const PGresult *res, const char *err)
 {
@@ -84,15 +121,17 @@ static void on_pending(void *arg, const PGresult *res, const char *err)
         return; /* the next notification (or reconnect) tries again */
     }
     int n = PQntuples(res);
-    char **now = calloc((size_t)n + 1, sizeof *now);
+    int64_t last = s->from;
     igw_jw jw;
     igw_jw_init(&jw);
-    for (int i = 0; now && i < n; i++) {
+    for (int i = 0; i < n; i++) {
         const char *id = PQgetvalue(res, i, 0);
-        if (!(now[i] = strdup(id)))
-            break;
-        if (was_sent(s, id))
+        int64_t wm = strtoll(PQgetvalue(res, i, 2), NULL, 10);
+        last = wm;
+        if (was_sent(s, wm))
             continue;
+        if (mark_sent(s, wm) != 0)
+            break;
         igw_PushFrame f = {.has = IGW_PushFrame_method | IGW_PushFrame_deliveryId | IGW_PushFrame_event,
                            .method = IGW_PushMethod_interaction_event,
                            .deliveryId = {id, strlen(id)},
@@ -103,15 +142,15 @@ static void on_pending(void *arg, const PGresult *res, const char *err)
             break; /* closed (slow consumer, peer gone): on_close cleans up */
     }
     igw_jw_free(&jw);
-    /* What is still pending is what has been sent (or fails to send and
-     * closes the connection): remember exactly that. */
-    for (size_t i = 0; i < s->nsent; i++)
-        free(s->sent[i]);
-    free(s->sent);
-    s->sent = now;
-    s->nsent = 0;
-    while (now && s->nsent < (size_t)n && now[s->nsent])
-        s->nsent++;
+    /* A full batch: more is waiting, read on from its end. Otherwise the
+     * next read starts PUSH_SLACK below the highest sent. */
+    if (n == PUSH_BATCH) {
+        s->from = last;
+        s->again = true;
+    } else {
+        int64_t high = s->nsent ? s->sent[s->nsent - 1] : 0;
+        s->from = high > PUSH_SLACK ? high - PUSH_SLACK : 0;
+    }
     if (s->again && s->ws) {
         s->again = false;
         read_pending(s);
@@ -124,7 +163,9 @@ static void read_pending(sub *s)
         s->again = true;
         return;
     }
-    const char *values[3] = {s->endpoint, s->ent, s->user};
+    char from[24];
+    snprintf(from, sizeof from, "%lld", (long long)s->from);
+    const char *values[4] = {s->endpoint, s->ent, s->user, from};
     if (igw_db_exec(s->p->db, &stmt_pending, values, NULL, NULL, on_pending, s) == 0)
         s->reading = true;
 }

@@ -24,9 +24,10 @@ const url = new URL(BASE);
 
 function post(path, body) {
   return new Promise((resolve, reject) => {
-    const data = JSON.stringify(body);
-    const req = http.request({ host: url.hostname, port: url.port, path: url.pathname + path, method: 'POST', agent,
-      headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data), authorization: 'Bearer ' + TOKEN } },
+    const data = body === undefined ? '' : JSON.stringify(body);
+    const headers = { 'content-length': Buffer.byteLength(data), authorization: 'Bearer ' + TOKEN };
+    if (data) headers['content-type'] = 'application/json';
+    const req = http.request({ host: url.hostname, port: url.port, path: url.pathname + path, method: 'POST', agent, headers },
       (res) => { let b = ''; res.on('data', (c) => (b += c)); res.on('end', () => resolve({ status: res.statusCode, body: b })); });
     req.on('error', reject);
     req.end(data);

@@ -186,6 +186,13 @@ expect 403 100403 /command/target
 CASE="another user's endpoint, as if unknown"; call "$TOKEN" /commands "$(action c5 ptz '{"direction":1,"speed":5}' "$EP_OTHER")"
 expect 404 100404 /endpointId
 CASE="unknown endpoint"; call "$TOKEN" /commands "$(action c5 ptz '{"direction":1,"speed":5}' nosuchendpoint)"; expect 404 100404 /endpointId
+CASE="a login token is no endpoint"; call "$TOKEN" /events "{\"endpointId\":\"${TOKEN:0:60}\",\"limit\":1}"; expect 404 100404 /endpointId
+CASE="a principal declared in the command"
+call "$TOKEN" /commands "{\"endpointId\":\"$EP\",\"command\":{\"msgToken\":\"c5\",\"method\":\"device.action\",\"userId\":\"1002\",\"target\":{\"productID\":\"$PID_\",\"deviceName\":\"$DEV\"},\"params\":{\"actionID\":\"ptz\",\"input\":{}}}}"
+expect 400 100400 /command/userId
+CASE="a principal declared beside the command"
+call "$TOKEN" /commands "{\"endpointId\":\"$EP\",\"enterpriseId\":\"2\",\"command\":{\"msgToken\":\"c5\",\"method\":\"device.action\",\"target\":{\"productID\":\"$PID_\",\"deviceName\":\"$DEV\"},\"params\":{\"actionID\":\"ptz\",\"input\":{}}}}"
+expect 400 100400 /enterpriseId
 CASE="unimplemented method"
 call "$TOKEN" /commands "{\"endpointId\":\"$EP\",\"command\":{\"msgToken\":\"c6\",\"method\":\"interaction.open\",\"target\":{\"productID\":\"$PID_\",\"deviceName\":\"$DEV\"},\"params\":{\"purpose\":\"ipcLiveView\",\"cameraId\":\"cam-1\"}}}"
 expect 501 100501 /command/method

@@ -1,11 +1,19 @@
 /* app.c - see app.h. */
 #include "app.h"
 
-#include <time.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <h2o.h>
 
 #include "api.h"
+#include "clock.h"
 #include "outbox.h"
 #include "ready.h"
 #include "results.h"
@@ -25,13 +33,6 @@ struct igw_chores {
     unsigned n;
 };
 
-static int64_t wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void on_swept(void *arg, const igw_outbox_result *r)
 {
     (void)arg;
@@ -42,7 +43,7 @@ static void on_swept(void *arg, const igw_outbox_result *r)
 static void on_chore(h2o_timeout_entry_t *entry)
 {
     struct igw_chores *c = H2O_STRUCT_FROM_MEMBER(struct igw_chores, entry, entry);
-    int64_t now = wall_ms();
+    int64_t now = igw_wall_ms();
     igw_results_sweep_timeouts(c->db, now);
     if (++c->n % SWEEP_EVERY == 0)
         (void)igw_outbox_sweep(c->db, now, IGW_OUTBOX_RETENTION_MS, on_swept, NULL);
@@ -71,15 +72,6 @@ static void chores_stop(struct igw_chores *c)
     h2o_timeout_dispose(c->loop, &c->timeout);
     free(c);
 }
-
-#include <errno.h>
-#include <fcntl.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/random.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 /* Reads a small secret file, trailing newline dropped. 0 or -1 with err. */
 static int read_secret(const char *path, char *out, size_t cap, size_t *len, char *err, size_t errlen)
@@ -438,17 +430,6 @@ static void run_uplink(void *state, void *arg)
     igw_edge_submit(w->edge, &up, on_mqtt_done, mj);
 }
 
-static uint64_t device_hash(const igw_mqtt_uplink *u)
-{
-    uint64_t h = 1469598103934665603ULL;
-    for (const char *p = u->product_id; *p; p++)
-        h = (h ^ (unsigned char)*p) * 1099511628211ULL;
-    h = (h ^ 0xff) * 1099511628211ULL;
-    for (const char *p = u->device_name; *p; p++)
-        h = (h ^ (unsigned char)*p) * 1099511628211ULL;
-    return h;
-}
-
 /* On the MQTT network thread: hand over, never block. */
 static void on_uplink(void *arg, igw_mqtt_uplink *u)
 {
@@ -460,7 +441,7 @@ static void on_uplink(void *arg, igw_mqtt_uplink *u)
     }
     mj->app = app;
     mj->u = u;
-    unsigned n = igw_http_workers(app->srv), i = (unsigned)(device_hash(u) % n);
+    unsigned n = igw_http_workers(app->srv), i = (unsigned)(igw_edge_device_hash(u->product_id, u->device_name) % n);
     atomic_fetch_add(&app->workers[i]->tasks, 1); /* before the post: the drain must see it */
     if (igw_http_post(app->srv, i, run_uplink, mj)) {
         atomic_fetch_sub(&app->workers[i]->tasks, 1);

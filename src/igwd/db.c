@@ -20,6 +20,8 @@
 #include <h2o/socket.h>
 #include <h2o/timeout.h>
 
+#include "clock.h"
+
 /* PQpipelineSync (libpq <= 16) flushes on every call; PQsendPipelineSync
  * (17+) does not, which lets one loop turn go out in one write. */
 #ifdef LIBPQ_HAS_SEND_PIPELINE_SYNC
@@ -98,13 +100,6 @@ static void drop(igw_db *db, const char *why);
 static void send_queued(igw_db *db);
 
 /* ---- small helpers ----------------------------------------------------------- */
-
-static uint64_t now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
 
 /* Single writer (the loop thread): a relaxed load + store is enough. */
 static void bump(atomic_uint_fast64_t *a, uint64_t by)
@@ -390,7 +385,7 @@ static int send_one(igw_db *db, req *r)
         if (!PQsendQueryPrepared(db->conn, r->stmt->name, r->stmt->nparams, r->values, r->lengths, r->formats, 0))
             return 1;
     }
-    r->sent_us = now_us();
+    r->sent_us = igw_clock_us();
     fifo_push(&db->inflight, r);
     return send_sync(db->conn) ? 0 : 2;
 }
@@ -572,7 +567,7 @@ static void process(igw_db *db)
             if (!r->stmt) {
                 setup_done(db, r);
             } else {
-                observe_rtt(db, now_us() - r->sent_us);
+                observe_rtt(db, igw_clock_us() - r->sent_us);
                 finish(db, r, NULL);
             }
             if (gen != db->gen || db->closing)

@@ -20,6 +20,7 @@
 
 #include "api.h"
 #include "arena.h"
+#include "clock.h"
 #include "devauth.h"
 #include "jw.h"
 #include "protocol.h"
@@ -147,14 +148,7 @@ struct job {
     unsigned nsub;
 };
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static uint64_t hash_key(const char *pid, const char *dn)
+uint64_t igw_edge_device_hash(const char *pid, const char *dn)
 {
     uint64_t h = 1469598103934665603ULL; /* FNV-1a */
     for (const char *p = pid; *p; p++)
@@ -187,11 +181,11 @@ static void cache_clear(igw_edge *e)
 
 static device *cache_get(igw_edge *e, const char *pid, const char *dn)
 {
-    device **pp = &e->buckets[hash_key(pid, dn) % CACHE_BUCKETS];
+    device **pp = &e->buckets[igw_edge_device_hash(pid, dn) % CACHE_BUCKETS];
     for (device *d = *pp; d; pp = &d->next, d = d->next) {
         if (strcmp(d->pid, pid) || strcmp(d->dn, dn))
             continue;
-        if (now_ms() - d->fetched_ms < (int64_t)e->set.cache_ttl_ms)
+        if (igw_clock_ms() - d->fetched_ms < (int64_t)e->set.cache_ttl_ms)
             return d;
         *pp = d->next; /* stale */
         device_free(d);
@@ -203,7 +197,7 @@ static device *cache_get(igw_edge *e, const char *pid, const char *dn)
 
 static void cache_put(igw_edge *e, device *nd)
 {
-    device **pp = &e->buckets[hash_key(nd->pid, nd->dn) % CACHE_BUCKETS];
+    device **pp = &e->buckets[igw_edge_device_hash(nd->pid, nd->dn) % CACHE_BUCKETS];
     for (device *d = *pp; d; pp = &d->next, d = d->next)
         if (!strcmp(d->pid, nd->pid) && !strcmp(d->dn, nd->dn)) {
             *pp = d->next;
@@ -213,7 +207,7 @@ static void cache_put(igw_edge *e, device *nd)
         }
     if (e->ncached >= CACHE_MAX)
         cache_clear(e);
-    pp = &e->buckets[hash_key(nd->pid, nd->dn) % CACHE_BUCKETS];
+    pp = &e->buckets[igw_edge_device_hash(nd->pid, nd->dn) % CACHE_BUCKETS];
     nd->next = *pp;
     *pp = nd;
     e->ncached++;
@@ -227,7 +221,7 @@ static device *device_from_row(const char *pid, const char *dn, const PGresult *
         return NULL;
     snprintf(d->pid, sizeof d->pid, "%s", pid);
     snprintf(d->dn, sizeof d->dn, "%s", dn);
-    d->fetched_ms = now_ms();
+    d->fetched_ms = igw_clock_ms();
     igw_arena_init(&d->model_arena, MODEL_ARENA);
     if (PQntuples(res) != 1)
         return d;

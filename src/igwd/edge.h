@@ -15,6 +15,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "db.h"
 #include "json.h"
@@ -70,6 +71,11 @@ void igw_edge_submit(igw_edge *e, const igw_uplink *u, igw_edge_done done, void 
  * gets IGW_ERR_OK with the target in product_id/device_name, or the
  * unauthenticated / permission / parameter error a send would get. */
 void igw_edge_authorize(igw_edge *e, const igw_uplink *u, igw_edge_done done, void *arg);
+
+/* FNV-1a of a device's (productID, deviceName): the device cache's key,
+ * and how MQTT uplinks pick their worker (one device, one worker, so its
+ * messages keep their order). */
+uint64_t igw_edge_device_hash(const char *product_id, const char *device_name);
 
 /* True when no uplink is waiting for its answer (a drain can end). */
 bool igw_edge_idle(const igw_edge *e);

@@ -238,14 +238,8 @@ static void on_file_row(void *arg, const PGresult *res, const char *err)
         return;
     }
     igw_UploadResult r = {.filePath = {u->relpath, strlen(u->relpath)}, .fileUri = {uri, base + (size_t)n}};
-    igw_jw jw;
-    igw_jw_init(&jw);
-    igw_encode_UploadResult(&jw, &r);
-    if (igw_jw_status(&jw))
-        igw_http_reply_error(u->ex, IGW_ERR_INTERNAL, "out of memory", "");
-    else
-        igw_http_reply_ok(u->ex, jw.buf, jw.len);
-    igw_jw_free(&jw);
+    igw_encode_UploadResult(igw_http_data(u->ex), &r);
+    igw_http_reply_data(u->ex);
     upload_free(u, false);
 }
 

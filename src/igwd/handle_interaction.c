@@ -5,13 +5,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include <time.h>
 
 #include <openssl/sha.h>
 
 #include "api.h"
 #include "app.h"
 #include "base64.h"
+#include "clock.h"
 #include "devauth.h"
 #include "handlers.h"
 #include "outbox.h"
@@ -19,13 +19,6 @@
 
 #define ENDPOINT_TTL_MS INT64_C(3600000) /* one hour, fixed; never renewed */
 #define ENDPOINT_ID_BYTES 18             /* 144 random bits, 24 base64url characters */
-
-static int64_t wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* ---- /endpoints/register ---------------------------------------------------------- */
 
@@ -49,14 +42,8 @@ static void on_endpoint(void *arg, const PGresult *res, const char *err)
         igw_http_reply_error(r->ex, IGW_ERR_INTERNAL, "could not register the endpoint", "");
     } else {
         igw_RegisterData d = {.endpointId = {r->id, strlen(r->id)}, .expiresAt = r->expires_at};
-        igw_jw jw;
-        igw_jw_init(&jw);
-        igw_encode_RegisterData(&jw, &d);
-        if (igw_jw_status(&jw))
-            igw_http_reply_error(r->ex, IGW_ERR_INTERNAL, "out of memory", "");
-        else
-            igw_http_reply_ok(r->ex, jw.buf, jw.len);
-        igw_jw_free(&jw);
+        igw_encode_RegisterData(igw_http_data(r->ex), &d);
+        igw_http_reply_data(r->ex);
     }
     free(r);
 }
@@ -74,7 +61,7 @@ void igw_handle_endpoints_register(igw_exchange *ex, const igw_request *req, con
         return;
     }
     r->ex = ex;
-    r->expires_at = wall_ms() + ENDPOINT_TTL_MS;
+    r->expires_at = igw_wall_ms() + ENDPOINT_TTL_MS;
     char ent[24], user[24], exp[24];
     snprintf(ent, sizeof ent, "%lld", (long long)who->enterprise_id);
     snprintf(user, sizeof user, "%lld", (long long)who->user_id);
@@ -130,7 +117,8 @@ typedef struct cmd {
     igw_worker *w;
     const igw_CommandsRequest *rq;
     igw_principal who;
-    char fp[65];
+    unsigned char md[32]; /* SHA-256 of the canonical command */
+    char fp[65];          /* the same, hex, as SQL compares it */
     char *canon; /* canonical command, NUL-terminated */
     char ent[24], user[24];
     char endpoint[72]; /* EndpointId: an Ident of at most 64 bytes */
@@ -153,14 +141,8 @@ static void cmd_free(cmd *c)
 static void reply_commands(igw_exchange *ex, igw_str token, bool replay)
 {
     igw_CommandsData d = {.accepted = true, .msgToken = token, .replay = replay};
-    igw_jw jw;
-    igw_jw_init(&jw);
-    igw_encode_CommandsData(&jw, &d);
-    if (igw_jw_status(&jw))
-        igw_http_reply_error(ex, IGW_ERR_INTERNAL, "out of memory", "");
-    else
-        igw_http_reply_ok(ex, jw.buf, jw.len);
-    igw_jw_free(&jw);
+    igw_encode_CommandsData(igw_http_data(ex), &d);
+    igw_http_reply_data(ex);
 }
 
 typedef struct replay_call {
@@ -190,12 +172,6 @@ static void idempotent(cmd *c, const char *stored_fp)
         return;
     }
     const igw_Command *k = &c->rq->command;
-    unsigned char fp[32];
-    for (int i = 0; i < 32; i++) {
-        unsigned v;
-        sscanf(c->fp + 2 * i, "%2x", &v);
-        fp[i] = (unsigned char)v;
-    }
     igw_arena *a = igw_http_arena(c->ex);
     replay_call *rc = malloc(sizeof *rc);
     char *token = igw_arena_strndup(a, k->msgToken.ptr, k->msgToken.len);
@@ -203,7 +179,7 @@ static void idempotent(cmd *c, const char *stored_fp)
     char *session = k->has & IGW_Command_sessionId ? igw_arena_strndup(a, k->sessionId.ptr, k->sessionId.len) : NULL;
     igw_outbox_command oc = {.enterprise_id = c->who.enterprise_id, .user_id = c->who.user_id,
                              .endpoint_id = c->endpoint, .session_id = session, .method = method,
-                             .msg_token = token, .fingerprint = fp, .fingerprint_len = sizeof fp};
+                             .msg_token = token, .fingerprint = c->md, .fingerprint_len = sizeof c->md};
     if (!rc || !token || !method || (k->has & IGW_Command_sessionId && !session)) {
         free(rc);
         igw_http_reply_error(c->ex, IGW_ERR_INTERNAL, "out of memory", "");
@@ -268,48 +244,48 @@ static void on_cmd_target(void *arg, const PGresult *res, const char *err)
         return;
     }
     igw_json_init(&err_j, "", 0, NULL, 1);
+    /* Checked against the model; the downlink is {"method","msgToken"[,"actionID"],"params"}. */
     int rc;
-    igw_jw jw;
-    igw_jw_init(&jw);
-    igw_jw_object_begin(&jw);
+    const char *down_method;
+    igw_str action_id = {NULL, 0}, params;
     if (k->method == IGW_CommandMethod_device_action) {
         const igw_DeviceActionParams *p = &k->params.device_action;
         if (!igw_thingmodel_action(model, p->actionID.ptr, p->actionID.len)) {
-            igw_jw_free(&jw);
             igw_http_reply_error(c->ex, IGW_ERR_PARAMETER, "unknown action", "/command/params/actionID");
             cmd_free(c);
             return;
         }
-        igw_str input = p->has & IGW_DeviceActionParams_input ? p->input : (igw_str){"{}", 2};
-        rc = igw_thingmodel_check_action_input(model, p->actionID.ptr, p->actionID.len, input.ptr, input.len,
+        down_method = "action";
+        action_id = p->actionID;
+        params = p->has & IGW_DeviceActionParams_input ? p->input : (igw_str){"{}", 2};
+        rc = igw_thingmodel_check_action_input(model, p->actionID.ptr, p->actionID.len, params.ptr, params.len,
                                                "/command/params/input", &c->arena, &err_j);
-        igw_jw_key(&jw, "method", 6);
-        igw_jw_string(&jw, "action", 6);
-        igw_jw_key(&jw, "msgToken", 8);
-        igw_jw_string(&jw, c->token, strlen(c->token));
-        igw_jw_key(&jw, "actionID", 8);
-        igw_jw_string(&jw, p->actionID.ptr, p->actionID.len);
-        igw_jw_key(&jw, "params", 6);
-        igw_jw_raw(&jw, input.ptr, input.len);
     } else {
-        const igw_PropertyControlParams *p = &k->params.device_propertyControl;
-        rc = igw_thingmodel_check_properties(model, p->properties.ptr, p->properties.len, IGW_TM_WRITABLE_ONLY,
+        down_method = "control";
+        params = k->params.device_propertyControl.properties;
+        rc = igw_thingmodel_check_properties(model, params.ptr, params.len, IGW_TM_WRITABLE_ONLY,
                                              "/command/params/properties", &c->arena, &err_j);
-        igw_jw_key(&jw, "method", 6);
-        igw_jw_string(&jw, "control", 7);
-        igw_jw_key(&jw, "msgToken", 8);
-        igw_jw_string(&jw, c->token, strlen(c->token));
-        igw_jw_key(&jw, "params", 6);
-        igw_jw_raw(&jw, p->properties.ptr, p->properties.len);
     }
-    igw_jw_object_end(&jw);
     if (rc) {
-        igw_jw_free(&jw);
         igw_http_reply_error(c->ex, err_j.err == IGW_JERR_NOMEM ? IGW_ERR_INTERNAL : IGW_ERR_PARAMETER, err_j.reason,
                              err_j.path);
         cmd_free(c);
         return;
     }
+    igw_jw jw;
+    igw_jw_init(&jw);
+    igw_jw_object_begin(&jw);
+    igw_jw_key(&jw, "method", 6);
+    igw_jw_string(&jw, down_method, strlen(down_method));
+    igw_jw_key(&jw, "msgToken", 8);
+    igw_jw_string(&jw, c->token, strlen(c->token));
+    if (action_id.ptr) {
+        igw_jw_key(&jw, "actionID", 8);
+        igw_jw_string(&jw, action_id.ptr, action_id.len);
+    }
+    igw_jw_key(&jw, "params", 6);
+    igw_jw_raw(&jw, params.ptr, params.len);
+    igw_jw_object_end(&jw);
     if (igw_jw_status(&jw) || !(c->downlink = malloc(jw.len))) {
         igw_jw_free(&jw);
         igw_http_reply_error(c->ex, IGW_ERR_INTERNAL, "out of memory", "");
@@ -320,7 +296,7 @@ static void on_cmd_target(void *arg, const PGresult *res, const char *err)
     c->downlink_len = jw.len;
     igw_jw_free(&jw);
     snprintf(c->deadline, sizeof c->deadline, "%lld",
-             (long long)(wall_ms() + (int64_t)c->w->app->cfg.command_timeout_ms));
+             (long long)(igw_wall_ms() + (int64_t)c->w->app->cfg.command_timeout_ms));
     const igw_str *mt = &k->msgToken, *me = &igw_CommandMethod_names[k->method];
     char *token = strndup(mt->ptr, mt->len), *method = strndup(me->ptr, me->len);
     const char *values[11] = {c->ent, c->endpoint, token, c->user, method, c->fp, c->canon,
@@ -378,11 +354,10 @@ void igw_handle_commands(igw_exchange *ex, const igw_request *req, const igw_pri
         igw_http_reply_error(ex, IGW_ERR_INTERNAL, "out of memory", "");
         return;
     }
-    unsigned char md[32];
-    SHA256((const unsigned char *)jw.buf, jw.len, md);
+    SHA256((const unsigned char *)jw.buf, jw.len, c->md);
     igw_jw_free(&jw);
     for (int i = 0; i < 32; i++)
-        snprintf(c->fp + 2 * i, 3, "%02x", md[i]);
+        snprintf(c->fp + 2 * i, 3, "%02x", c->md[i]);
     c->ex = ex;
     c->w = w;
     c->rq = rq;
@@ -396,7 +371,7 @@ void igw_handle_commands(igw_exchange *ex, const igw_request *req, const igw_pri
         snprintf(c->dn, sizeof c->dn, "%.*s", (int)k->target.deviceName.len, k->target.deviceName.ptr);
     }
     char now[24];
-    snprintf(now, sizeof now, "%lld", (long long)wall_ms());
+    snprintf(now, sizeof now, "%lld", (long long)igw_wall_ms());
     char *mt = strndup(k->msgToken.ptr, k->msgToken.len);
     const char *values[5] = {c->endpoint, c->ent, c->user, now, mt};
     int sent = mt ? igw_db_exec(w->db[0], &stmt_cmd_lookup, values, NULL, NULL, on_cmd_lookup, c) : -1;
@@ -428,14 +403,8 @@ static void on_pull(void *arg, const igw_outbox_result *r)
                                    .deliveryId = {r->items[i].delivery_id, strlen(r->items[i].delivery_id)},
                                    .event = {r->items[i].event, r->items[i].event_len}};
     igw_EventsData d = {.has = IGW_EventsData_list, .list = {items, (uint32_t)n}};
-    igw_jw jw;
-    igw_jw_init(&jw);
-    igw_encode_EventsData(&jw, &d);
-    if (igw_jw_status(&jw))
-        igw_http_reply_error(ex, IGW_ERR_INTERNAL, "out of memory", "");
-    else
-        igw_http_reply_ok(ex, jw.buf, jw.len);
-    igw_jw_free(&jw);
+    igw_encode_EventsData(igw_http_data(ex), &d);
+    igw_http_reply_data(ex);
 }
 
 void igw_handle_events_pull(igw_exchange *ex, const igw_request *req, const igw_principal *who)
@@ -470,14 +439,8 @@ static void on_ack(void *arg, const igw_outbox_result *r)
         return;
     }
     igw_AckData d = {.has = IGW_AckData_acknowledged, .acknowledged = r->acknowledged};
-    igw_jw jw;
-    igw_jw_init(&jw);
-    igw_encode_AckData(&jw, &d);
-    if (igw_jw_status(&jw))
-        igw_http_reply_error(ex, IGW_ERR_INTERNAL, "out of memory", "");
-    else
-        igw_http_reply_ok(ex, jw.buf, jw.len);
-    igw_jw_free(&jw);
+    igw_encode_AckData(igw_http_data(ex), &d);
+    igw_http_reply_data(ex);
 }
 
 void igw_handle_events_ack(igw_exchange *ex, const igw_request *req, const igw_principal *who)

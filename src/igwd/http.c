@@ -20,6 +20,7 @@
 #include "accesslog.h"
 #include "api.h"
 #include "arena.h"
+#include "clock.h"
 #include "handlers.h"
 #include "signedurl.h"
 #include "ws.h"
@@ -49,6 +50,7 @@ typedef struct worker {
     size_t nconns;
     igw_arena arena;      /* per request, reset at its start */
     igw_jw body, log;     /* reply body and access-log line, reused */
+    igw_jw data;          /* a success reply's data (igw_http_data), reused */
     igw_metrics_shard *metrics;
     uint64_t id_seed, id_counter;
     void *app_state;
@@ -196,52 +198,69 @@ igw_arena *igw_http_arena(igw_exchange *ex)
     return ex->heap ? &ex->arena : &ex->w->arena;
 }
 
+/* The access-log line of ex's answer (read from the request: build it
+ * before h2o may dispose of the request). */
+static igw_accesslog_entry log_entry(igw_exchange *ex, int status, int cls, size_t bytes_in, size_t bytes_out)
+{
+    h2o_req_t *req = ex->req;
+    return (igw_accesslog_entry){
+        .id = ex->id,
+        .method = {req->input.method.base, req->input.method.len},
+        .path = ex->path,
+        .route = igw_metrics_route_name(ex->route),
+        .status = status,
+        .code = igw_error_classes[cls].code,
+        .bytes_in = bytes_in,
+        .bytes_out = bytes_out,
+        .duration_us = elapsed_us(&ex->start),
+    };
+}
+
+/* Counts the answer `e` of class `cls` and writes its log line. */
+static void account(igw_exchange *ex, int cls, const igw_accesslog_entry *e)
+{
+    worker *w = ex->w;
+    igw_metrics_observe(w->metrics, ex->route, (unsigned)cls, e->duration_us);
+    if (w->server->cfg.access_log)
+        (void)igw_accesslog_write(&w->log, e); /* a lost log line must not fail the request */
+}
+
+/* Every answer carries the request id. */
+static void add_request_id(igw_exchange *ex)
+{
+    h2o_req_t *req = ex->req;
+    char *id = h2o_mem_alloc_pool(&req->pool, sizeof ex->id - 1);
+    memcpy(id, ex->id, sizeof ex->id - 1);
+    h2o_add_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("x-request-id"), 0, NULL, id, sizeof ex->id - 1);
+}
+
 /* Sends `body` with class `cls`'s status; counts and logs the request. */
 static void send_reply(igw_exchange *ex, int cls, const char *ctype, const char *body, size_t len)
 {
     h2o_req_t *req = ex->req;
-    worker *w = ex->w;
     if (ex->replied || ex->held) {
         fprintf(stderr, "igwd: bug: second reply to request %s ignored\n", ex->id);
         return;
     }
     ex->replied = true;
-    if (!req) { /* the client went away while the work was pending */
-        igw_metrics_observe(w->metrics, ex->route, (unsigned)(cls < 0 || cls >= IGW_ERR__COUNT ? IGW_ERR_INTERNAL : cls),
-                            elapsed_us(&ex->start));
+    if (cls < 0 || cls >= IGW_ERR__COUNT)
+        cls = IGW_ERR_INTERNAL;
+    if (!req) { /* the client went away while the work was pending: counted, not logged */
+        igw_metrics_observe(ex->w->metrics, ex->route, (unsigned)cls, elapsed_us(&ex->start));
         release_held(ex);
         return;
     }
-    if (cls < 0 || cls >= IGW_ERR__COUNT)
-        cls = IGW_ERR_INTERNAL;
     const igw_error_class *ec = &igw_error_classes[cls];
     req->res.status = ec->http;
     req->res.reason = reason_phrase(ec->http);
     h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, NULL, ctype, strlen(ctype));
-    char *id = h2o_mem_alloc_pool(&req->pool, sizeof ex->id - 1);
-    memcpy(id, ex->id, sizeof ex->id - 1);
-    h2o_add_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("x-request-id"), 0, NULL, id,
-                          sizeof ex->id - 1);
+    add_request_id(ex);
     req->res.content_length = len;
 
     /* Counted and logged before sending: h2o may dispose the request once
      * it is sent, and the log reads from it. */
-    uint64_t us = elapsed_us(&ex->start);
-    igw_metrics_observe(w->metrics, ex->route, (unsigned)cls, us);
-    if (w->server->cfg.access_log) {
-        igw_accesslog_entry e = {
-            .id = ex->id,
-            .method = {req->input.method.base, req->input.method.len},
-            .path = ex->path,
-            .route = igw_metrics_route_name(ex->route),
-            .status = ec->http,
-            .code = ec->code,
-            .bytes_in = req->entity.base ? req->entity.len : 0,
-            .bytes_out = len,
-            .duration_us = us,
-        };
-        (void)igw_accesslog_write(&w->log, &e); /* a lost log line must not fail the request */
-    }
+    igw_accesslog_entry e = log_entry(ex, ec->http, cls, req->entity.base ? req->entity.len : 0, len);
+    account(ex, cls, &e);
     bool heap = ex->heap;
     h2o_send_inline(req, body, len);
     if (heap)
@@ -353,7 +372,6 @@ static void file_gen_stop(h2o_generator_t *self, h2o_req_t *req)
 void igw_http_reply_file(igw_exchange *ex, int fd, uint64_t size, const char *name)
 {
     h2o_req_t *req = ex->req;
-    worker *w = ex->w;
     file_gen *g = h2o_mem_alloc_shared(&req->pool, sizeof *g, file_gen_dispose);
     g->fd = fd;
     g->off = 0;
@@ -372,19 +390,9 @@ void igw_http_reply_file(igw_exchange *ex, int fd, uint64_t size, const char *na
     h2o_iovec_t disp = h2o_concat(&req->pool, h2o_iovec_init(H2O_STRLIT("attachment; filename=\"")),
                                   h2o_iovec_init(name, strlen(name)), h2o_iovec_init(H2O_STRLIT("\"")));
     h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_DISPOSITION, NULL, disp.base, disp.len);
-    char *id = h2o_mem_alloc_pool(&req->pool, sizeof ex->id - 1);
-    memcpy(id, ex->id, sizeof ex->id - 1);
-    h2o_add_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("x-request-id"), 0, NULL, id, sizeof ex->id - 1);
-    uint64_t us = elapsed_us(&ex->start);
-    igw_metrics_observe(w->metrics, ex->route, IGW_ERR_OK, us);
-    if (w->server->cfg.access_log) {
-        igw_accesslog_entry e = {
-            .id = ex->id, .method = {req->input.method.base, req->input.method.len}, .path = ex->path,
-            .route = igw_metrics_route_name(ex->route), .status = 200, .code = igw_error_classes[IGW_ERR_OK].code,
-            .bytes_in = 0, .bytes_out = (size_t)size, .duration_us = us,
-        };
-        (void)igw_accesslog_write(&w->log, &e);
-    }
+    add_request_id(ex);
+    igw_accesslog_entry e = log_entry(ex, 200, IGW_ERR_OK, 0, (size_t)size);
+    account(ex, IGW_ERR_OK, &e);
     bool heap = ex->heap;
     h2o_start_response(req, &g->super);
     if (h2o_memis(req->input.method.base, req->input.method.len, H2O_STRLIT("HEAD")) || size == 0) {
@@ -406,20 +414,12 @@ igw_ws *igw_http_upgrade_ws(igw_exchange *ex, igw_ws_hub *hub, const igw_ws_hand
 {
     if (!ex->req || ex->replied)
         return NULL;
-    h2o_req_t *req = ex->req;
-    worker *w = ex->w;
-    igw_accesslog_entry e = {
-        .id = ex->id, .method = {req->input.method.base, req->input.method.len}, .path = ex->path,
-        .route = igw_metrics_route_name(ex->route), .status = 101, .code = igw_error_classes[IGW_ERR_OK].code,
-        .duration_us = elapsed_us(&ex->start),
-    };
-    igw_ws *ws = igw_ws_upgrade(hub, req, h);
+    igw_accesslog_entry e = log_entry(ex, 101, IGW_ERR_OK, 0, 0); /* before h2o takes the request over */
+    igw_ws *ws = igw_ws_upgrade(hub, ex->req, h);
     if (!ws)
         return NULL;
     ex->replied = true;
-    igw_metrics_observe(w->metrics, ex->route, IGW_ERR_OK, e.duration_us);
-    if (w->server->cfg.access_log)
-        (void)igw_accesslog_write(&w->log, &e);
+    account(ex, IGW_ERR_OK, &e);
     if (ex->heap)
         release_held(ex);
     return ws;
@@ -437,6 +437,21 @@ igw_str igw_http_query(igw_exchange *ex)
         return (igw_str){NULL, 0};
     size_t at = req->input.query_at + 1;
     return (igw_str){req->input.path.base + at, req->input.path.len - at};
+}
+
+igw_jw *igw_http_data(igw_exchange *ex)
+{
+    igw_jw_reset(&ex->w->data);
+    return &ex->w->data;
+}
+
+void igw_http_reply_data(igw_exchange *ex)
+{
+    igw_jw *d = &ex->w->data;
+    if (igw_jw_status(d))
+        igw_http_reply_error(ex, IGW_ERR_INTERNAL, "out of memory", "");
+    else
+        igw_http_reply_ok(ex, d->buf, d->len);
 }
 
 /* ---- ops routes ------------------------------------------------------------ */
@@ -663,13 +678,6 @@ int igw_http_post(igw_server *s, unsigned index, void (*fn)(void *state, void *a
     return 0;
 }
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void *worker_main(void *arg)
 {
     worker *w = arg;
@@ -693,9 +701,9 @@ static void *worker_main(void *arg)
      * replies being written are not affected (on_req runs only once the
      * whole request arrived, so a request still arriving is cut). */
     w->ctx.http1.req_timeout.timeout = 0;
-    int64_t deadline = now_ms() + s->cfg.shutdown_timeout_ms;
+    int64_t deadline = igw_clock_ms() + s->cfg.shutdown_timeout_ms;
     for (;;) {
-        int64_t left = deadline - now_ms();
+        int64_t left = deadline - igw_clock_ms();
         bool app_idle = !s->app.idle || !w->app_state || s->app.idle(s->app.arg, w->app_state);
         if ((w->nconns == 0 && app_idle) || left <= 0)
             break;
@@ -806,6 +814,7 @@ igw_server *igw_http_create(const igw_config *cfg, const igw_http_app *app, char
         igw_arena_init(&w->arena, ARENA_LIMIT);
         igw_jw_init(&w->body);
         igw_jw_init(&w->log);
+        igw_jw_init(&w->data);
         w->loop = h2o_evloop_create();
         h2o_context_init(&w->ctx, w->loop, &s->globalconf);
         w->ctx_ready = true;
@@ -899,6 +908,7 @@ void igw_http_destroy(igw_server *s)
         igw_arena_free(&w->arena);
         igw_jw_free(&w->body);
         igw_jw_free(&w->log);
+        igw_jw_free(&w->data);
     }
     if (all_disposed)
         h2o_config_dispose(&s->globalconf);

@@ -20,6 +20,7 @@
 #include "config.h"
 #include "arena.h"
 #include "json.h"
+#include "jw.h"
 
 typedef struct igw_server igw_server;
 
@@ -77,6 +78,14 @@ igw_arena *igw_http_arena(igw_exchange *ex);
 
 /* True when a held exchange's client went away (its reply is dropped). */
 bool igw_http_cancelled(const igw_exchange *ex);
+
+/* The worker's buffer for a success reply's data, emptied: encode the
+ * reply into it, then igw_http_reply_data. Valid until that call. */
+igw_jw *igw_http_data(igw_exchange *ex);
+
+/* Answers 200 with the data written into igw_http_data's buffer, or the
+ * internal class if writing it failed. */
+void igw_http_reply_data(igw_exchange *ex);
 
 /* A request header by lower-case name (first occurrence), ptr NULL when
  * absent. Only while the handler runs (before igw_http_hold's return is used). */

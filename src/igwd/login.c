@@ -11,6 +11,7 @@
 #include <openssl/crypto.h>
 
 #include "api.h"
+#include "clock.h"
 #include "jwt.h"
 
 #define CACHE_BUCKETS 256
@@ -38,13 +39,6 @@ static const igw_db_stmt stmt_user = {
     "JOIN enterprises e ON e.enterprise_id = u.enterprise_id WHERE u.user_id = $1::bigint",
     1};
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void cache_clear(igw_login *l)
 {
     for (unsigned i = 0; i < CACHE_BUCKETS; i++)
@@ -66,7 +60,7 @@ static const user *cache_get(igw_login *l, int64_t id)
     for (user **pp = slot(l, id), *u = *pp; u; pp = &u->next, u = u->next) {
         if (u->user_id != id)
             continue;
-        if (now_ms() - u->fetched_ms < (int64_t)l->ttl_ms)
+        if (igw_clock_ms() - u->fetched_ms < (int64_t)l->ttl_ms)
             return u;
         *pp = u->next; /* stale */
         free(u);
@@ -93,7 +87,7 @@ static const user *cache_put(igw_login *l, int64_t id, int64_t ent, bool active)
     u->user_id = id;
     u->enterprise_id = ent;
     u->active = active;
-    u->fetched_ms = now_ms();
+    u->fetched_ms = igw_clock_ms();
     user **pp = slot(l, id);
     u->next = *pp;
     *pp = u;

@@ -26,6 +26,7 @@
 
 #include <mosquitto.h>
 
+#include "clock.h"
 #include "devauth.h"
 
 _Static_assert(IGW_MQTT_NAME_MAX == IGW_DEVAUTH_NAME_MAX, "device names as in devauth.h");
@@ -84,13 +85,6 @@ static void lib_init(void)
     lib_rc = mosquitto_lib_init();
 }
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 __attribute__((format(printf, 3, 4))) static void errf(char *err, size_t errlen, const char *fmt, ...)
 {
     va_list ap;
@@ -143,7 +137,7 @@ static void set_ready(igw_mqtt *m, bool v)
 /* Logs a connection problem; the same message at most every 30 s. */
 static void conn_error(igw_mqtt *m, const char *what)
 {
-    int64_t t = now_ms();
+    int64_t t = igw_clock_ms();
     if (strcmp(what, m->last_err) == 0 && t - m->last_err_ms < ERR_LOG_REPEAT_MS)
         return;
     snprintf(m->last_err, sizeof m->last_err, "%s", what);
@@ -285,7 +279,7 @@ static void on_connect(struct mosquitto *mosq, void *obj, int rc, int flags)
         return;
     }
     atomic_store(&m->link_up, true);
-    m->up_since_ms = now_ms();
+    m->up_since_ms = igw_clock_ms();
     if (inc(&m->connects) > 1)
         inc(&m->reconnects);
     fprintf(stderr, PFX "connected to %s:%u as %s (session %s)\n", m->host, (unsigned)m->port,
@@ -332,9 +326,9 @@ static void on_disconnect(struct mosquitto *mosq, void *obj, int rc)
 /* Waits ms, or less when woken; true when stop is set. */
 static bool pause_ms(igw_mqtt *m, unsigned ms)
 {
-    int64_t end = now_ms() + ms;
+    int64_t end = igw_clock_ms() + ms;
     while (!atomic_load(&m->stop)) {
-        int64_t left = end - now_ms();
+        int64_t left = end - igw_clock_ms();
         struct pollfd p = {.fd = m->wake_fd, .events = POLLIN};
         uint64_t v;
         if (left <= 0)
@@ -347,7 +341,7 @@ static bool pause_ms(igw_mqtt *m, unsigned ms)
 
 static void backoff_next(igw_mqtt *m)
 {
-    if (m->up_since_ms && now_ms() - m->up_since_ms >= STABLE_MS)
+    if (m->up_since_ms && igw_clock_ms() - m->up_since_ms >= STABLE_MS)
         m->backoff_ms = BACKOFF_MIN_MS;
     else if (m->backoff_ms < BACKOFF_MIN_MS)
         m->backoff_ms = BACKOFF_MIN_MS;
@@ -403,11 +397,11 @@ static int io_round(igw_mqtt *m, int fd, int timeout_ms)
 static void disconnect_cleanly(igw_mqtt *m)
 {
     int fd = mosquitto_socket(m->mosq), keep = fd >= 0 ? dup(fd) : -1;
-    int64_t end = now_ms() + STOP_DRAIN_MS;
+    int64_t end = igw_clock_ms() + STOP_DRAIN_MS;
 
     if (mosquitto_disconnect(m->mosq) == MOSQ_ERR_SUCCESS) {
         while ((fd = mosquitto_socket(m->mosq)) >= 0 && mosquitto_want_write(m->mosq) &&
-               now_ms() < end) {
+               igw_clock_ms() < end) {
             struct pollfd p = {.fd = fd, .events = POLLOUT};
             if (poll(&p, 1, 50) > 0 && mosquitto_loop_write(m->mosq, 1) != MOSQ_ERR_SUCCESS)
                 break;
@@ -419,7 +413,7 @@ static void disconnect_cleanly(igw_mqtt *m)
         char buf[4096];
         for (;;) {
             struct pollfd p = {.fd = keep, .events = POLLIN};
-            int64_t left = end - now_ms();
+            int64_t left = end - igw_clock_ms();
             ssize_t r;
             if (left <= 0 || poll(&p, 1, (int)left) <= 0)
                 break;

@@ -15,18 +15,13 @@
 #include <hiredis/hiredis.h>
 #include <libpq-fe.h>
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+#include "clock.h"
 
 /* Waits for `events` on fd until deadline; 1 ready, 0 timeout, -1 error. */
 static int wait_fd(int fd, short events, int64_t deadline)
 {
     for (;;) {
-        int64_t left = deadline - now_ms();
+        int64_t left = deadline - igw_clock_ms();
         if (left <= 0)
             return 0;
         struct pollfd p = {.fd = fd, .events = events};
@@ -40,7 +35,7 @@ static int wait_fd(int fd, short events, int64_t deadline)
 /* 0 when a TCP connection to host:port completes before the timeout. */
 static int probe_tcp(const char *host, unsigned port, unsigned timeout_ms)
 {
-    int64_t deadline = now_ms() + timeout_ms;
+    int64_t deadline = igw_clock_ms() + timeout_ms;
     char service[8];
     snprintf(service, sizeof service, "%u", port);
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV};
@@ -71,7 +66,7 @@ static int probe_tcp(const char *host, unsigned port, unsigned timeout_ms)
  * igwd needs a working login. */
 static int probe_postgres(const char *dsn, unsigned timeout_ms)
 {
-    int64_t deadline = now_ms() + timeout_ms;
+    int64_t deadline = igw_clock_ms() + timeout_ms;
     const char *const keys[] = {"dbname", NULL};
     const char *const values[] = {dsn, NULL};
     PGconn *conn = PQconnectStartParams(keys, values, 1);

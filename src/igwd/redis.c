@@ -47,6 +47,8 @@
 #include <h2o/timeout.h>
 #include <hiredis/async.h>
 
+#include "clock.h"
+
 static const uint64_t backoff_ms[] = {50, 100, 200, 400, 800, 1600, 2000};
 #define NBACKOFF (sizeof backoff_ms / sizeof backoff_ms[0])
 
@@ -93,13 +95,6 @@ struct igw_redis {
 };
 
 /* ---- small helpers ----------------------------------------------------------- */
-
-static uint64_t now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
 
 /* Single writer (the loop thread): a relaxed load + store is enough. */
 static void bump(atomic_uint_fast64_t *a, uint64_t by)
@@ -327,7 +322,7 @@ static void on_reply(redisAsyncContext *ac, void *reply_, void *privdata)
     const char *err = NULL;
     if (reply) {
         r->backoff = 0; /* a server that answers (one that accepts, then hangs up, keeps backing off) */
-        observe_rtt(r, now_us() - q->start_us);
+        observe_rtt(r, igw_clock_us() - q->start_us);
         bump(&r->st.ok, 1);
         if (reply->type == REDIS_REPLY_ERROR)
             bump(&r->st.errors, 1);
@@ -432,7 +427,7 @@ int igw_redis_command(igw_redis *r, igw_redis_cb cb, void *arg, int argc, const 
     q->r = r;
     q->cb = cb;
     q->arg = arg;
-    q->start_us = now_us();
+    q->start_us = igw_clock_us();
     q->timer.cb = on_cmd_timeout;
     if (redisAsyncCommandArgv(r->ac, on_reply, q, argc, argv, argvlen) != REDIS_OK) {
         free(q);

@@ -10,6 +10,8 @@
 set -euo pipefail
 IGWD=$(realpath "${1:?usage: bench_app.sh IGWD}")
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=../igwd/lib.sh
+. "$ROOT/tests/igwd/lib.sh"
 TMP=$(mktemp -d /tmp/igw-bench-app.XXXXXX)
 chmod 755 "$TMP"
 export IGW_VAR=$TMP/var IGW_PG_PORT=25397 IGW_REDIS_PORT=63797 IGW_MQTT_PORT=18897
@@ -33,11 +35,7 @@ env -i PATH="$PATH" IGW_LISTEN=127.0.0.1:0 IGW_THREADS="${IGWD_THREADS:-2}" IGW_
     IGW_MQTT_HOST=127.0.0.1 IGW_MQTT_PORT="$IGW_MQTT_PORT" IGW_MQTT_PASSWORD_FILE="$IGW_MQTT_PASSWORD_FILE" \
     IGW_MQTT_CLIENT_ID=igwd-bench-app "$IGWD" >"$TMP/out" 2>"$TMP/err" &
 PID=$!
-PORT=
-for _ in $(seq 100); do
-    PORT=$(sed -n 's/^igwd: listening on http:\/\/127\.0\.0\.1:\([0-9]*\) .*/\1/p' "$TMP/out"); [ -n "$PORT" ] && break; sleep 0.1
-done
-[ -n "$PORT" ] || { echo "bench_app: igwd did not start" >&2; cat "$TMP/err" >&2; exit 2; }
+PORT=$(igw_port "$TMP/out" "$PID") || { echo "bench_app: igwd did not start" >&2; cat "$TMP/err" >&2; exit 2; }
 for _ in $(seq 50); do grep -q "igw-mqtt: connected" "$TMP/err" && break; sleep 0.1; done
 
 # The reference of the edge benchmark: the no-database reply, same binary, wrk.

@@ -18,6 +18,8 @@
 set -euo pipefail
 IGWD=$(realpath "${1:?usage: bench_edge.sh IGWD}")
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=../igwd/lib.sh
+. "$ROOT/tests/igwd/lib.sh"
 SECONDS_=${BENCH_SECONDS:-10}
 CONNS=${BENCH_CONNS:-1000}
 WRK_THREADS=${BENCH_THREADS:-2}
@@ -42,13 +44,7 @@ AUTH=$(jq -r .device.authorization "$IGW_VAR/demo.json")
 env -i PATH="$PATH" IGW_LISTEN=127.0.0.1:0 IGW_THREADS="${IGWD_THREADS:-2}" IGW_PG_DSN="$IGW_PG_DSN" \
     IGW_ACCESS_LOG=false IGW_BENCH_ROUTES=true IGW_DB_CONNECTIONS="${IGWD_DB_CONNECTIONS:-1}" IGW_BATCH_MAX="${IGWD_BATCH_MAX:-256}" "$IGWD" >"$TMP/out" 2>"$TMP/err" &
 PID=$!
-PORT=
-for _ in $(seq 100); do
-    PORT=$(sed -n 's/^igwd: listening on http:\/\/127\.0\.0\.1:\([0-9]*\) .*/\1/p' "$TMP/out")
-    [ -n "$PORT" ] && break
-    sleep 0.1
-done
-[ -n "$PORT" ] || { echo "bench_edge: igwd did not start" >&2; cat "$TMP/err" >&2; exit 2; }
+PORT=$(igw_port "$TMP/out" "$PID") || { echo "bench_edge: igwd did not start" >&2; cat "$TMP/err" >&2; exit 2; }
 BASE=http://127.0.0.1:$PORT
 
 # Each request a distinct msgToken, as devices send.

@@ -10,6 +10,8 @@ IGWD=$(realpath "${1:?usage: app_test.sh IGWD IGWCTL}")
 IGWCTL=$(realpath "${2:?usage: app_test.sh IGWD IGWCTL}")
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=lib.sh
+. "$HERE/lib.sh"
 TMP=$(mktemp -d /tmp/igw-app.XXXXXX)
 chmod 755 "$TMP"
 export IGW_VAR=$TMP/var IGW_PG_PORT=${APP_PG_PORT:-25395} IGW_REDIS_PORT=${APP_REDIS_PORT:-63795} \
@@ -52,13 +54,7 @@ start_igwd() {
         IGW_MQTT_CLIENT_ID=igwd-app-test IGW_COMMAND_TIMEOUT_MS=1500 "$@" \
         "$IGWD" >"$TMP/igwd.out" 2>>"$TMP/igwd.err" &
     PID=$!
-    PORT=
-    for _ in $(seq 100); do
-        PORT=$(sed -n 's/^igwd: listening on http:\/\/127\.0\.0\.1:\([0-9]*\) .*/\1/p' "$TMP/igwd.out")
-        [ -n "$PORT" ] && break
-        sleep 0.1
-    done
-    [ -n "$PORT" ] || fail "igwd did not start"
+    PORT=$(igw_port "$TMP/igwd.out" "$PID") || fail "igwd did not start"
     BASE=http://127.0.0.1:$PORT/api/v1/im/interaction
 }
 stop_igwd() {
@@ -75,18 +71,6 @@ call() {
     [ -n "$body" ] && args+=(-H 'content-type: application/json' --data-binary "$body")
     STATUS=$(curl "${args[@]}" "$BASE$path")
 }
-expect() {
-    local want=$1 code=$2 path=${3-}
-    [ "$STATUS" = "$want" ] || fail "$CASE: HTTP $STATUS, want $want: $(cat "$TMP/r")"
-    [ "$(jq -r .code "$TMP/r")" = "$code" ] || fail "$CASE: code $(jq -r .code "$TMP/r"), want $code: $(cat "$TMP/r")"
-    if [ "$code" != 200 ]; then
-        jq -e '(.data.reason|type)=="string" and (.data.reason|length)>0 and (.data.path|type)=="string"' \
-            "$TMP/r" >/dev/null || fail "$CASE: not the error envelope: $(cat "$TMP/r")"
-        [ "$(jq -r .data.path "$TMP/r")" = "$path" ] || fail "$CASE: path $(jq -r .data.path "$TMP/r"), want $path"
-    fi
-    ok
-}
-
 # jwt CLAIMS_JSON [KEYFILE]: an HS256 token signed here, independently of igw.
 b64url() { base64 -w0 | tr '+/' '-_' | tr -d '='; }
 jwt() {
@@ -313,9 +297,7 @@ stop_igwd
 env -i PATH="$PATH" LSAN_OPTIONS="$LSAN_OPTIONS" IGW_LISTEN=127.0.0.1:0 IGW_THREADS=1 IGW_PG_DSN="$IGW_PG_DSN" \
     "$IGWD" >"$TMP/igwd.out" 2>>"$TMP/igwd.err" &
 PID=$!
-for _ in $(seq 100); do
-    PORT=$(sed -n 's/^igwd: listening on http:\/\/127\.0\.0\.1:\([0-9]*\) .*/\1/p' "$TMP/igwd.out"); [ -n "$PORT" ] && break; sleep 0.1
-done
+PORT=$(igw_port "$TMP/igwd.out" "$PID") || fail "igwd without a login key did not start"
 BASE=http://127.0.0.1:$PORT/api/v1/im/interaction
 CASE="no login key"; call "$TOKEN" /endpoints/register; expect 503 100503
 stop_igwd

@@ -10,6 +10,8 @@ set -u
 IGWD=$(realpath "${1:?usage: edge_test.sh IGWD IGWCTL}")
 IGWCTL=$(realpath "${2:?usage: edge_test.sh IGWD IGWCTL}")
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=lib.sh
+. "$ROOT/tests/igwd/lib.sh"
 TMP=$(mktemp -d /tmp/igw-edge.XXXXXX)
 chmod 755 "$TMP"
 export IGW_VAR=$TMP/var IGW_PG_PORT=${EDGE_PG_PORT:-25393} IGW_REDIS_PORT=${EDGE_REDIS_PORT:-63793} \
@@ -56,13 +58,7 @@ start_igwd() {
         IGW_UPLOAD_MAX=4096 IGW_URL_TTL_S=4 \
         "$IGWD" >"$TMP/igwd.out" 2>>"$TMP/igwd.err" &
     PID=$!
-    PORT=
-    for _ in $(seq 100); do
-        PORT=$(sed -n 's/^igwd: listening on http:\/\/127\.0\.0\.1:\([0-9]*\) .*/\1/p' "$TMP/igwd.out")
-        [ -n "$PORT" ] && break
-        sleep 0.1
-    done
-    [ -n "$PORT" ] || fail "igwd did not start"
+    PORT=$(igw_port "$TMP/igwd.out" "$PID") || fail "igwd did not start"
     URL=http://127.0.0.1:$PORT/api/v1/things/device/edge/send
 }
 start_igwd
@@ -76,20 +72,6 @@ send() {
     for h in "$@"; do hdr+=(-H "$h"); done
     STATUS=$(curl -s -o "$TMP/r" -w '%{http_code}' -H 'content-type: application/json' "${hdr[@]}" \
         --data-binary "$body" "$URL/$path")
-}
-# expect STATUS CODE [PATH]: the last reply; errors must carry the envelope
-# with data.reason and data.path, and never internal text.
-expect() {
-    local want=$1 code=$2 path=${3-}
-    [ "$STATUS" = "$want" ] || fail "$CASE: HTTP $STATUS, want $want: $(cat "$TMP/r")"
-    [ "$(jq -r .code "$TMP/r")" = "$code" ] || fail "$CASE: code $(jq -r .code "$TMP/r"), want $code: $(cat "$TMP/r")"
-    if [ "$code" != 200 ]; then
-        jq -e '(.msg|type)=="string" and (.data.reason|type)=="string" and (.data.reason|length)>0 and (.data.path|type)=="string"' \
-            "$TMP/r" >/dev/null || fail "$CASE: not the error envelope: $(cat "$TMP/r")"
-        [ "$(jq -r .data.path "$TMP/r")" = "$path" ] || fail "$CASE: path $(jq -r .data.path "$TMP/r"), want $path"
-        grep -qiE 'select|insert|postgres|sqlstate|127\.0\.0\.1|secret' "$TMP/r" && fail "$CASE: internal text leaked: $(cat "$TMP/r")"
-    fi
-    ok
 }
 REPORT='{"method":"report","msgToken":"m1","params":{"brightness":40}}'
 

@@ -7,6 +7,8 @@
 set -u
 BIN=${1:?usage: smoke.sh BINARY}
 HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=lib.sh
+. "$HERE/lib.sh"
 DOCS="$HERE/../../docs/configuration.md"
 TMP=$(mktemp -d)
 PID=
@@ -54,14 +56,7 @@ fi
 # ---- start ---------------------------------------------------------------------
 IGW_LISTEN=127.0.0.1:0 IGW_THREADS=2 "$BIN" >"$TMP/out" 2>"$TMP/err" &
 PID=$!
-PORT=
-for _ in $(seq 50); do
-    PORT=$(sed -n 's/^igwd: listening on http:\/\/127\.0\.0\.1:\([0-9]*\) .*/\1/p' "$TMP/out")
-    [ -n "$PORT" ] && break
-    kill -0 "$PID" 2>/dev/null || fail "igwd exited at startup"
-    sleep 0.1
-done
-[ -n "$PORT" ] || fail "no startup line within 5 s"
+PORT=$(igw_port "$TMP/out" "$PID") || fail "no startup line (igwd exited, or 10 s passed)"
 BASE="http://127.0.0.1:$PORT"
 
 # req NAME EXPECTED_STATUS curl-args... - body in $TMP/NAME.json, headers in $TMP/NAME.h
@@ -146,13 +141,7 @@ PY
 # ---- Signaling off: gated routes answer the gate class, others go on -----------
 IGW_LISTEN=127.0.0.1:0 IGW_THREADS=1 IGW_SIGNALING_ENABLED=false "$BIN" >"$TMP/out2" 2>/dev/null &
 PID=$!
-PORT=
-for _ in $(seq 50); do
-    PORT=$(sed -n 's/^igwd: listening on http:\/\/127\.0\.0\.1:\([0-9]*\) .*/\1/p' "$TMP/out2")
-    [ -n "$PORT" ] && break
-    sleep 0.1
-done
-[ -n "$PORT" ] || fail "second igwd did not start"
+PORT=$(igw_port "$TMP/out2" "$PID") || fail "second igwd did not start"
 BASE=http://127.0.0.1:$PORT
 req gated 503 "${JSON[@]}" -d '{"endpointId":"e","limit":1}' "$BASE$EVENTS"
 envelope gated 100503

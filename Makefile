@@ -32,11 +32,14 @@ CTL_LIBS     = $(shell pkg-config --libs libpq)
 # missing ones (as root), and `make run` / `make test` call it first.
 DEB_PACKAGES := re2c clang libclang-rt-14-dev libssl-dev libsimdjson-dev libjansson-dev \
                 postgresql-15 postgresql-client-15 redis-server mosquitto mosquitto-clients \
-                libh2o-evloop-dev libwslay-dev libpq-dev libhiredis-dev libmosquitto-dev curl jq
+                libh2o-evloop-dev libwslay-dev libpq-dev libhiredis-dev libmosquitto-dev curl jq \
+                libnice-dev libsrtp2-dev libglib2.0-dev libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev \
+                libgstreamer-plugins-bad1.0-dev gstreamer1.0-nice gstreamer1.0-plugins-base \
+                gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-plugins-ugly chromium
 
-.PHONY: all deps run stop generate services-up services-down test-ops test-edge test-mqtt test-db test-upload test-redis test-app test-outbox test-ws test-devauth test-jwt test-thingmodel test-igwd test-mqttauth check-gen test test-unit test-codegen test-conformance test-json \
+.PHONY: test-media-unit all deps run stop generate services-up services-down test-ops test-edge test-mqtt test-db test-upload test-redis test-app test-outbox test-ws test-devauth test-jwt test-thingmodel test-igwd test-mqttauth check-gen test test-unit test-codegen test-conformance test-json \
         test-sql test-openapi fuzz-smoke fuzz bench-decode bench-edge bench-app clean deps
-all: $(BUILD)/igw-gen $(BUILD)/igwctl $(BUILD)/igwd $(BUILD)/igw-mqtt-auth.so
+all: $(BUILD)/igw-gen $(BUILD)/igwctl $(BUILD)/igwd $(BUILD)/igw-mqtt-auth.so $(BUILD)/igw-vcam
 
 deps:
 	@missing=$$(for p in $(DEB_PACKAGES); do \
@@ -109,6 +112,19 @@ MQTTAUTH_LIBS    = $(shell pkg-config --libs libpq) -lcrypto
 $(BUILD)/igw-mqtt-auth.so: $(MQTTAUTH_SRC) $(wildcard src/mqttauth/*.h) src/common/devauth.h src/common/base64.h
 	@mkdir -p $(dir $@)
 	$(CC) $(MQTTAUTH_CFLAGS) -shared -o $@ $(MQTTAUTH_SRC) $(MQTTAUTH_LIBS)
+
+# ---- the media core (src/media: a library, no HTTP) and the virtual camera ----
+MEDIA_SRC    := $(sort $(wildcard src/media/*.c))
+MEDIA_PKGS   := nice libsrtp2 gio-2.0 glib-2.0 openssl
+MEDIA_CFLAGS  = $(shell pkg-config --cflags $(MEDIA_PKGS)) -Isrc/media
+MEDIA_LIBS    = $(shell pkg-config --libs $(MEDIA_PKGS)) -lpthread -lm
+VCAM_PKGS    := gstreamer-1.0 gstreamer-webrtc-1.0 gstreamer-sdp-1.0
+VCAM_CFLAGS   = $(shell pkg-config --cflags $(VCAM_PKGS))
+VCAM_LIBS     = $(shell pkg-config --libs $(VCAM_PKGS))
+
+$(BUILD)/igw-vcam: $(wildcard src/vcam/*.c src/vcam/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(VCAM_CFLAGS) -o $@ $(wildcard src/vcam/*.c) $(VCAM_LIBS) $(LDFLAGS)
 
 # ---- tests ------------------------------------------------------------------
 # Test binaries always carry AddressSanitizer and UBSan: they are small and the
@@ -225,6 +241,33 @@ test-upload: $(T)/test_multipart $(T)/test_filename $(T)/test_signedurl $(T)/tes
 	$(T)/test_filename
 	$(T)/test_signedurl
 	$(T)/test_storage
+
+# Media building blocks, each alone (pure functions or in-memory peers).
+$(T)/media_test_sdp: tests/media/test_sdp.c src/media/sdp.c src/media/sdp.h
+	@mkdir -p $(dir $@)
+	$(CC) $(TFLAGS) -Isrc/media -o $@ tests/media/test_sdp.c src/media/sdp.c
+
+$(T)/media_test_rtp: tests/media/test_rtp.c src/media/rtp.c src/media/rtp.h
+	@mkdir -p $(dir $@)
+	$(CC) $(TFLAGS) -Isrc/media -o $@ tests/media/test_rtp.c src/media/rtp.c
+
+$(T)/media_test_dtls: tests/media/test_dtls.c src/media/dtls.c src/media/dtls.h
+	@mkdir -p $(dir $@)
+	$(CC) $(TFLAGS) $(MEDIA_CFLAGS) -o $@ tests/media/test_dtls.c src/media/dtls.c $(MEDIA_LIBS)
+
+# The media core behind a JSON-lines interface: the real-peer tests' host.
+MEDIA_HOST_SRC := tests/media/host.c $(MEDIA_SRC) src/common/json.c src/common/jw.c src/common/arena.c \
+                  generated/machines.c
+MEDIA_HOST_DEP := $(MEDIA_HOST_SRC) $(wildcard src/media/*.h src/common/*.h generated/*.h)
+
+$(T)/igw-media-host: $(MEDIA_HOST_DEP)
+	@mkdir -p $(dir $@)
+	$(CC) $(TFLAGS) $(MEDIA_CFLAGS) -o $@ $(MEDIA_HOST_SRC) $(MEDIA_LIBS)
+
+test-media-unit: $(T)/media_test_sdp $(T)/media_test_rtp $(T)/media_test_dtls
+	$(T)/media_test_sdp
+	$(T)/media_test_rtp
+	$(T)/media_test_dtls
 
 test-devauth: $(T)/test_devauth
 	$(T)/test_devauth

@@ -1,0 +1,135 @@
+/* core.h - internals of the media core shared by media.c (threads, registry,
+ * events, the public calls) and forward.c (sources, viewers, the packet path).
+ * Not installed; nothing outside src/media includes it. */
+#ifndef IGW_MEDIA_CORE_H
+#define IGW_MEDIA_CORE_H
+
+#include <gio/gio.h>
+#include <glib.h>
+
+#include "dtls.h"
+#include "machines.h"
+#include "media.h"
+#include "peer.h"
+#include "rtp.h"
+#include "sdp.h"
+
+enum { TRACK_AUDIO = 0, TRACK_VIDEO = 1, TRACK_KINDS = 2 };
+
+/* A media thread: its main context runs every peer placed on it. */
+typedef struct igw_mthread {
+    igw_media    *m;
+    unsigned      index;
+    GMainContext *ctx;
+    GMainLoop    *loop;
+    GThread      *thread;
+    GSource      *tick;
+    GQueue        nodes; /* every node on this thread, for the tick */
+} igw_mthread;
+
+struct igw_media {
+    igw_media_config cfg;
+    char           **addresses;    /* owned copies of cfg.addresses */
+    char            *announced;
+    igw_dtls_cert   *cert;
+    igw_mthread     *threads;
+    unsigned         nthreads;
+    unsigned         next_thread;
+    GMutex           lock;         /* registry and event queue */
+    GHashTable      *registry;     /* id -> igw_node*, freed only on its thread */
+    GQueue           events;
+    uint64_t         events_dropped;
+    int              efd;
+};
+
+/* What a source receives, per kind. */
+typedef struct src_track {
+    bool             present;
+    uint8_t          pt;
+    uint32_t         clock;
+    igw_h264_profile profile;
+    char             fmtp[256];
+    uint32_t         ssrc;
+    bool             have_ssrc;
+    uint32_t         epoch;          /* bumped when the source's SSRC changes */
+    igw_rtp_history *history;        /* video: answers every viewer's NACKs */
+    uint64_t         last_pli_us;
+    bool             pli_pending;
+    bool             keyframe_wanted; /* a PLI went out: report the next keyframe */
+    uint32_t         ext_max;        /* extended highest sequence number (this SSRC) */
+} src_track;
+
+/* What a viewer is sent, per kind. */
+typedef struct view_track {
+    bool             present;
+    int              state;          /* igw_track_state (generated machine `track`) */
+    uint8_t          pt;             /* the viewer's payload type */
+    uint32_t         ssrc;           /* our SSRC toward this viewer */
+    char             mid[33];
+    igw_rtp_rewriter rw;
+    uint32_t         epoch;          /* source epoch the mapping follows */
+    bool             waiting_keyframe;
+    uint32_t         packets, octets;
+} view_track;
+
+typedef struct igw_node {
+    char             id[IGW_MEDIA_ID_MAX + 1];
+    uint32_t         revision;
+    bool             is_source;
+    igw_media       *m;
+    igw_mthread     *t;
+    GList            link;           /* in t->nodes */
+    igw_peer        *peer;           /* NULL for a plain RTP source */
+    GSocket         *sock;           /* plain RTP source */
+    GSource         *sock_src;
+    bool             closing;
+    GSource         *close_src;
+    char             close_reason[96];
+    bool             first_packet;
+    igw_media_stats  st;
+    uint32_t         rtcp_ssrc;      /* our SSRC in RTCP toward this peer */
+    uint64_t         last_sr_us;
+    /* source */
+    src_track        src[TRACK_KINDS];
+    struct igw_node **viewers;
+    size_t           nviewers, capviewers;
+    /* viewer */
+    struct igw_node *source;
+    view_track       view[TRACK_KINDS];
+    bool             offered;        /* we made the offer, waiting for the answer */
+} igw_node;
+
+/* ---- media.c services for forward.c ---- */
+
+/* Queues an event for node n. Any thread. */
+void igw_media_emit(igw_media *m, igw_media_event_kind kind, const igw_node *n, const char *reason);
+
+/* Enters n under its id; false if the id is taken. */
+bool igw_media_register(igw_media *m, igw_node *n);
+
+/* Removes n from the registry (before it is freed). */
+void igw_media_unregister(igw_media *m, igw_node *n);
+
+/* ---- forward.c ---- */
+
+/* Each runs on the node's media thread. rc and err as the public calls. */
+igw_media_rc igw_fwd_source_offer(igw_mthread *t, const char *id, uint32_t rev, const igw_sdp *offer, char *answer,
+                                  size_t cap, char *err, size_t errlen);
+igw_media_rc igw_fwd_source_rtp(igw_mthread *t, const char *id, const char *addr, uint16_t port, uint8_t video_pt,
+                                const char *profile, uint8_t audio_pt, uint16_t *bound, char *err, size_t errlen);
+igw_media_rc igw_fwd_viewer_offer(igw_node *source, const char *id, uint32_t rev, bool paused, const igw_sdp *offer,
+                                  char *answer, size_t cap, char *err, size_t errlen);
+igw_media_rc igw_fwd_viewer_make_offer(igw_node *source, const char *id, uint32_t rev, bool paused, char *offer,
+                                       size_t cap, char *err, size_t errlen);
+igw_media_rc igw_fwd_viewer_answer(igw_node *viewer, const igw_sdp *answer, char *err, size_t errlen);
+igw_media_rc igw_fwd_viewer_track(igw_node *viewer, igw_media_kinds kinds, int trigger, int *state, char *err,
+                                  size_t errlen);
+void         igw_fwd_stats(const igw_node *n, igw_media_stats *out);
+
+/* Closes a node now (viewers of a source too), queues "closed" with reason. */
+void igw_fwd_close(igw_node *n, const char *reason);
+
+/* Every ~100 ms on each thread. */
+void igw_fwd_tick(igw_mthread *t, uint64_t now_us);
+
+#endif

@@ -1,0 +1,843 @@
+/* forward.c - sources, viewers and the packet path of the media core.
+ *
+ * Everything here runs on the media thread that owns the node; a source and
+ * all of its viewers share that thread, so a packet received from the source
+ * is rewritten, protected and sent to each viewer inside the receive callback.
+ *
+ * Per viewer and kind the forwarding state is the generated machine `track`
+ * (active / paused / stopped); only `active` tracks are sent. Output SSRC,
+ * sequence numbers and timestamps are the viewer's own (igw_rtp_rewriter), so
+ * pause/resume and a new source SSRC continue seamlessly; video restarts at a
+ * keyframe, which is requested from the source (at most once per
+ * keyframe_min_interval_ms, whoever asks). */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "clock.h"
+#include "core.h"
+
+#define HISTORY_SLOTS 512
+#define SR_INTERVAL_US 1000000
+#define RTP_BURST 64 /* datagrams read per wakeup of a plain RTP source */
+
+static const char *const kind_name[TRACK_KINDS] = {"audio", "video"};
+
+static int track_of(igw_sdp_kind kind)
+{
+    return kind == IGW_SDP_AUDIO ? TRACK_AUDIO : kind == IGW_SDP_VIDEO ? TRACK_VIDEO : -1;
+}
+
+static uint32_t random_ssrc(void)
+{
+    uint32_t v;
+    do
+        v = g_random_int();
+    while (v == 0);
+    return v;
+}
+
+/* ---- node lifetime ---- */
+
+static void node_free(igw_node *n)
+{
+    if (n->close_src) {
+        g_source_destroy(n->close_src);
+        g_source_unref(n->close_src);
+    }
+    igw_peer_free(n->peer);
+    if (n->sock_src) {
+        g_source_destroy(n->sock_src);
+        g_source_unref(n->sock_src);
+    }
+    if (n->sock) {
+        (void)g_socket_close(n->sock, NULL);
+        g_object_unref(n->sock);
+    }
+    for (int k = 0; k < TRACK_KINDS; k++)
+        igw_rtp_history_free(n->src[k].history);
+    g_free(n->viewers);
+    g_free(n);
+}
+
+static igw_node *node_new(igw_mthread *t, const char *id, uint32_t rev, bool is_source)
+{
+    igw_node *n = g_new0(igw_node, 1);
+    g_strlcpy(n->id, id, sizeof n->id);
+    n->revision = rev;
+    n->is_source = is_source;
+    n->m = t->m;
+    n->t = t;
+    n->link.data = n;
+    n->rtcp_ssrc = random_ssrc();
+    n->st.is_source = is_source;
+    return n;
+}
+
+/* Makes a fully built node visible; false (node untouched) if the id is taken. */
+static bool node_enter(igw_node *n)
+{
+    if (!igw_media_register(n->m, n))
+        return false;
+    g_queue_push_tail_link(&n->t->nodes, &n->link);
+    return true;
+}
+
+static void source_detach_viewer(igw_node *src, igw_node *v)
+{
+    for (size_t i = 0; i < src->nviewers; i++)
+        if (src->viewers[i] == v) {
+            src->viewers[i] = src->viewers[--src->nviewers];
+            break;
+        }
+    src->st.viewers = (uint32_t)src->nviewers;
+    v->source = NULL;
+}
+
+void igw_fwd_close(igw_node *n, const char *reason)
+{
+    while (n->is_source && n->nviewers > 0)
+        igw_fwd_close(n->viewers[n->nviewers - 1], "source closed");
+    if (n->source)
+        source_detach_viewer(n->source, n);
+    igw_media_unregister(n->m, n);
+    g_queue_unlink(&n->t->nodes, &n->link);
+    igw_media_emit(n->m, IGW_MEDIA_EV_CLOSED, n, reason);
+    node_free(n);
+}
+
+static gboolean close_later_cb(gpointer ud)
+{
+    igw_node *n = ud;
+    igw_fwd_close(n, n->close_reason);
+    return G_SOURCE_REMOVE;
+}
+
+/* From inside a callback of the node's own peer: close on the next loop turn. */
+static void close_later(igw_node *n, const char *reason)
+{
+    if (n->closing)
+        return;
+    n->closing = true;
+    g_strlcpy(n->close_reason, reason, sizeof n->close_reason);
+    n->close_src = g_idle_source_new();
+    g_source_set_callback(n->close_src, close_later_cb, n, NULL);
+    g_source_attach(n->close_src, n->t->ctx);
+}
+
+/* ---- keyframes ---- */
+
+static void source_send_pli(igw_node *s, uint64_t now_us)
+{
+    src_track *tr = &s->src[TRACK_VIDEO];
+    tr->last_pli_us = now_us;
+    tr->pli_pending = false;
+    if (!s->peer || !tr->have_ssrc)
+        return; /* a plain RTP feed has no feedback channel */
+    uint8_t buf[IGW_PEER_BUF];
+    size_t n = igw_rtcp_write_pli(buf, sizeof buf, s->rtcp_ssrc, tr->ssrc);
+    if (n && igw_peer_send_rtcp(s->peer, buf, n) == 0) {
+        s->st.pli_out++;
+        tr->keyframe_wanted = true;
+    }
+}
+
+/* Asks the source for a keyframe; requests from every viewer are merged so the
+ * source sees at most one per keyframe_min_interval_ms. */
+static void source_want_keyframe(igw_node *s)
+{
+    src_track *tr = &s->src[TRACK_VIDEO];
+    if (!tr->present)
+        return;
+    uint64_t now = igw_clock_us();
+    if (tr->last_pli_us == 0 || now - tr->last_pli_us >= (uint64_t)s->m->cfg.keyframe_min_interval_ms * 1000)
+        source_send_pli(s, now);
+    else
+        tr->pli_pending = true;
+}
+
+/* ---- the packet path ---- */
+
+static void viewer_forward(igw_node *v, int k, const src_track *tr, const uint8_t *pkt, size_t len,
+                           const igw_rtp_hdr *h, bool keyframe, uint64_t now_us)
+{
+    view_track *vt = &v->view[k];
+    if (!vt->present || vt->state != IGW_TRACK_ACTIVE || !igw_peer_ready(v->peer))
+        return;
+    if (vt->epoch != tr->epoch) { /* the source changed SSRC: continue our numbering */
+        vt->epoch = tr->epoch;
+        igw_rtp_rewriter_rebase(&vt->rw);
+        if (k == TRACK_VIDEO) {
+            vt->waiting_keyframe = true;
+            source_want_keyframe(v->source);
+        }
+    }
+    if (vt->waiting_keyframe) {
+        if (!keyframe) {
+            v->st.dropped++;
+            return;
+        }
+        vt->waiting_keyframe = false;
+        igw_media_emit(v->m, IGW_MEDIA_EV_KEYFRAME, v, kind_name[k]);
+    }
+    uint8_t out[IGW_PEER_BUF];
+    memcpy(out, pkt, len);
+    uint16_t seq;
+    uint32_t ts;
+    igw_rtp_rewriter_map(&vt->rw, h->seq, h->ts, now_us, &seq, &ts);
+    if (!igw_rtp_rewriter_unmap(&vt->rw, seq, &(uint16_t){0})) {
+        v->st.dropped++; /* late packet of a mapping before the last rebase */
+        return;
+    }
+    igw_rtp_rewrite(out, vt->pt, seq, ts, vt->ssrc);
+    if (igw_peer_send_rtp(v->peer, out, len) != 0) {
+        v->st.dropped++;
+        return;
+    }
+    vt->packets++;
+    vt->octets += (uint32_t)h->payload_len;
+    v->st.rtp_out++;
+    v->st.bytes_out += len;
+    if (!v->first_packet) {
+        v->first_packet = true;
+        igw_media_emit(v->m, IGW_MEDIA_EV_FIRST_PACKET, v, kind_name[k]);
+    }
+}
+
+/* One RTP packet from a source (decrypted, or plain from a UDP feed). */
+static void source_rtp(igw_node *s, uint8_t *pkt, size_t len)
+{
+    igw_rtp_hdr h;
+    if (!igw_rtp_parse(pkt, len, &h)) {
+        s->st.dropped++;
+        return;
+    }
+    int k = -1;
+    for (int i = 0; i < TRACK_KINDS; i++)
+        if (s->src[i].present && s->src[i].pt == h.pt)
+            k = i;
+    if (k < 0) {
+        s->st.dropped++;
+        return;
+    }
+    src_track *tr = &s->src[k];
+    s->st.rtp_in++;
+    s->st.bytes_in += len;
+    if (!s->first_packet) {
+        s->first_packet = true;
+        igw_media_emit(s->m, IGW_MEDIA_EV_FIRST_PACKET, s, kind_name[k]);
+    }
+    if (!tr->have_ssrc || tr->ssrc != h.ssrc) {
+        if (tr->have_ssrc)
+            tr->epoch++;
+        tr->ssrc = h.ssrc;
+        tr->have_ssrc = true;
+        tr->ext_max = h.seq;
+        s->st.rtp_expected++;
+    } else {
+        /* Extended highest sequence number: count how many the sender numbered. */
+        uint16_t step = (uint16_t)(h.seq - (uint16_t)tr->ext_max);
+        if (step != 0 && step < 0x8000) {
+            tr->ext_max += step;
+            s->st.rtp_expected += step;
+        }
+    }
+    bool keyframe = false;
+    if (k == TRACK_VIDEO) {
+        keyframe = igw_rtp_h264_keyframe(pkt + h.hdr_len, h.payload_len);
+        if (keyframe) {
+            s->st.keyframes_in++;
+            tr->pli_pending = false;
+            if (tr->keyframe_wanted || s->st.keyframes_in == 1) {
+                tr->keyframe_wanted = false;
+                igw_media_emit(s->m, IGW_MEDIA_EV_KEYFRAME, s, "video");
+            }
+        }
+        igw_rtp_history_put(tr->history, h.seq, pkt, len);
+    }
+    uint64_t now = igw_clock_us();
+    for (size_t i = 0; i < s->nviewers; i++)
+        viewer_forward(s->viewers[i], k, tr, pkt, len, &h, keyframe, now);
+}
+
+typedef struct rtcp_ctx {
+    igw_node *v;
+} rtcp_ctx;
+
+/* A NACKed packet, from the source's history, renumbered for this viewer. */
+static void viewer_retransmit(igw_node *v, uint16_t out_seq)
+{
+    view_track *vt = &v->view[TRACK_VIDEO];
+    src_track  *tr = &v->source->src[TRACK_VIDEO];
+    uint16_t in_seq;
+    size_t len;
+    if (!igw_rtp_rewriter_unmap(&vt->rw, out_seq, &in_seq))
+        return;
+    const uint8_t *pkt = igw_rtp_history_get(tr->history, in_seq, &len);
+    igw_rtp_hdr h;
+    if (!pkt || !igw_rtp_parse(pkt, len, &h) || h.ssrc != tr->ssrc)
+        return;
+    uint8_t out[IGW_PEER_BUF];
+    memcpy(out, pkt, len);
+    igw_rtp_rewrite(out, vt->pt, out_seq, h.ts + vt->rw.ts_delta, vt->ssrc);
+    if (igw_peer_send_rtp(v->peer, out, len) == 0)
+        v->st.rtx_out++;
+}
+
+static void viewer_rtcp_item(void *ud, const igw_rtcp_item *it)
+{
+    igw_node *v = ((rtcp_ctx *)ud)->v;
+    view_track *video = &v->view[TRACK_VIDEO];
+    if (!v->source || !video->present || it->media_ssrc != video->ssrc)
+        return;
+    switch (it->kind) {
+    case IGW_RTCP_PLI:
+    case IGW_RTCP_FIR:
+        v->st.pli_in++;
+        source_want_keyframe(v->source);
+        break;
+    case IGW_RTCP_NACK:
+        v->st.nack_in++;
+        viewer_retransmit(v, it->seq);
+        break;
+    default:
+        break;
+    }
+}
+
+/* ---- peer callbacks ---- */
+
+static void node_on_rtp(void *ud, uint8_t *buf, size_t len)
+{
+    igw_node *n = ud;
+    if (n->is_source)
+        source_rtp(n, buf, len);
+    else
+        n->st.rtp_in++; /* viewers receive; nothing to forward */
+}
+
+static void node_on_rtcp(void *ud, uint8_t *buf, size_t len)
+{
+    igw_node *n = ud;
+    if (n->is_source)
+        return; /* the camera's sender reports: nothing to act on */
+    rtcp_ctx c = {n};
+    (void)igw_rtcp_walk(buf, len, viewer_rtcp_item, &c);
+}
+
+static void node_on_event(void *ud, igw_media_event_kind kind, const char *reason)
+{
+    igw_node *n = ud;
+    igw_media_emit(n->m, kind, n, reason);
+    if (kind == IGW_MEDIA_EV_DTLS_CONNECTED) {
+        n->st.connected = true;
+        if (!n->is_source && n->source && n->view[TRACK_VIDEO].present &&
+            n->view[TRACK_VIDEO].state == IGW_TRACK_ACTIVE)
+            source_want_keyframe(n->source);
+    }
+}
+
+static void node_on_failed(void *ud, igw_media_event_kind kind, const char *reason)
+{
+    igw_node *n = ud;
+    igw_media_emit(n->m, kind, n, reason);
+    close_later(n, reason);
+}
+
+static const igw_peer_ops node_ops = {node_on_rtp, node_on_rtcp, node_on_event, node_on_failed};
+
+static igw_peer *node_peer(igw_node *n, char *err, size_t errlen)
+{
+    igw_peer_config pc = {n->t->ctx, n->m->cert, &n->m->cfg};
+    return igw_peer_new(&pc, &node_ops, n, err, errlen);
+}
+
+/* ---- descriptions ---- */
+
+static igw_sdp *local_new(void)
+{
+    igw_sdp *l = g_new0(igw_sdp, 1);
+    l->sess_id = ((uint64_t)g_random_int() << 31) ^ g_random_int();
+    l->sess_version = 2;
+    l->bundle = true;
+    return l;
+}
+
+static igw_sdp_media *local_section(igw_sdp *l, igw_sdp_kind kind, const char *mid, const char *proto)
+{
+    igw_sdp_media *lm = &l->media[l->nmedia++];
+    lm->kind = kind;
+    g_strlcpy(lm->mid, mid, sizeof lm->mid);
+    g_strlcpy(lm->proto, proto[0] ? proto : "UDP/TLS/RTP/SAVPF", sizeof lm->proto);
+    lm->port = 9;
+    lm->rtcp_mux = true;
+    return lm;
+}
+
+/* An answer section refusing the offered one (port 0, first payload type). */
+static void local_reject(igw_sdp *l, const igw_sdp_media *om)
+{
+    igw_sdp_media *lm = local_section(l, om->kind, om->mid, om->proto);
+    lm->port = 0;
+    lm->dir = IGW_SDP_INACTIVE;
+    if (om->ncodecs) {
+        lm->codecs[0] = om->codecs[0];
+        lm->ncodecs = 1;
+    }
+}
+
+static void local_accept(igw_sdp *l, igw_sdp_media *lm)
+{
+    g_strlcpy(l->bundle_mids[l->nbundle++], lm->mid, sizeof l->bundle_mids[0]);
+}
+
+/* Our outgoing track toward a viewer: SSRC, cname, msid. */
+static void local_sender(igw_sdp_media *lm, view_track *vt, int k)
+{
+    lm->ssrc[0] = vt->ssrc;
+    lm->nssrc = 1;
+    g_strlcpy(lm->cname, "igw", sizeof lm->cname);
+    snprintf(lm->msid, sizeof lm->msid, "igw igw-%s", kind_name[k]);
+}
+
+static igw_media_rc finish(igw_sdp *l, char *out, size_t cap, char *err, size_t errlen)
+{
+    if (igw_sdp_write(l, out, cap) == 0) {
+        snprintf(err, errlen, "description does not fit in %zu bytes", cap);
+        return IGW_MEDIA_EFAIL;
+    }
+    return IGW_MEDIA_OK;
+}
+
+static void view_track_start(igw_node *v, int k, uint32_t clock, bool paused)
+{
+    view_track *vt = &v->view[k];
+    vt->present = true;
+    vt->ssrc = random_ssrc();
+    vt->state = igw_track_next(IGW_TRACK_NONE, paused ? IGW_TRACK_ON_STARTVISION : IGW_TRACK_ON_START, 0, NULL);
+    igw_rtp_rewriter_init(&vt->rw, clock, (uint16_t)g_random_int(), g_random_int());
+    vt->epoch = v->source->src[k].epoch;
+    vt->waiting_keyframe = k == TRACK_VIDEO;
+}
+
+static void source_attach_viewer(igw_node *s, igw_node *v)
+{
+    if (s->nviewers == s->capviewers) {
+        s->capviewers = s->capviewers ? s->capviewers * 2 : 8;
+        s->viewers = g_renew(igw_node *, s->viewers, s->capviewers);
+    }
+    s->viewers[s->nviewers++] = v;
+    s->st.viewers = (uint32_t)s->nviewers;
+    v->source = s;
+}
+
+/* ---- sources ---- */
+
+igw_media_rc igw_fwd_source_offer(igw_mthread *t, const char *id, uint32_t rev, const igw_sdp *offer, char *answer,
+                                  size_t cap, char *err, size_t errlen)
+{
+    igw_node *n = node_new(t, id, rev, true);
+    igw_sdp *l = local_new();
+    igw_media_rc rc = IGW_MEDIA_EINVAL;
+    int first = -1;
+    for (size_t i = 0; i < offer->nmedia; i++) {
+        const igw_sdp_media *om = &offer->media[i];
+        int k = track_of(om->kind), ci = -1;
+        if (k >= 0 && om->port != 0 && (om->dir == IGW_SDP_SENDONLY || om->dir == IGW_SDP_SENDRECV) &&
+            !n->src[k].present)
+            ci = k == TRACK_VIDEO ? igw_sdp_pick_h264(om, IGW_H264_UNKNOWN) : igw_sdp_pick_opus(om);
+        if (ci < 0) {
+            local_reject(l, om);
+            continue;
+        }
+        const igw_sdp_codec *oc = &om->codecs[ci];
+        igw_sdp_media *lm = local_section(l, om->kind, om->mid, om->proto);
+        lm->dir = IGW_SDP_RECVONLY;
+        lm->rtcp_rsize = om->rtcp_rsize;
+        lm->codecs[0] = *oc;
+        lm->codecs[0].fb_remb = lm->codecs[0].fb_twcc = false;
+        if (k == TRACK_AUDIO)
+            lm->codecs[0].fb_nack = lm->codecs[0].fb_pli = lm->codecs[0].fb_fir = false;
+        lm->ncodecs = 1;
+        local_accept(l, lm);
+        if (first < 0)
+            first = (int)(l->nmedia - 1);
+        src_track *tr = &n->src[k];
+        tr->present = true;
+        tr->pt = oc->pt;
+        tr->clock = oc->clock;
+        g_strlcpy(tr->fmtp, oc->fmtp, sizeof tr->fmtp);
+        if (k == TRACK_VIDEO) {
+            tr->profile = igw_sdp_h264_profile(oc->fmtp);
+            tr->history = igw_rtp_history_new(HISTORY_SLOTS);
+        }
+    }
+    if (first < 0) {
+        snprintf(err, errlen, "no common codec: need a sending H264 (packetization-mode=1) or opus/48000/2 section");
+        goto out;
+    }
+    rc = IGW_MEDIA_EFAIL;
+    if (!(n->peer = node_peer(n, err, errlen)))
+        goto out;
+    igw_peer_describe(n->peer, l, (size_t)first, true, offer->setup);
+    rc = IGW_MEDIA_EINVAL;
+    if (igw_peer_set_remote(n->peer, offer, err, errlen) != 0)
+        goto out;
+    if ((rc = finish(l, answer, cap, err, errlen)) != IGW_MEDIA_OK)
+        goto out;
+    if (!node_enter(n)) {
+        snprintf(err, errlen, "id %s is in use", id);
+        rc = IGW_MEDIA_ESTALE;
+        goto out;
+    }
+    n = NULL;
+out:
+    if (n)
+        node_free(n);
+    g_free(l);
+    return rc;
+}
+
+static gboolean rtp_feed_cb(GSocket *sock, GIOCondition cond, gpointer ud)
+{
+    (void)cond;
+    igw_node *n = ud;
+    uint8_t buf[IGW_PEER_BUF];
+    int fd = g_socket_get_fd(sock);
+    for (int i = 0; i < RTP_BURST; i++) {
+        ssize_t r = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+        if (r < 0)
+            break; /* EAGAIN, or an ICMP error queued by an earlier send: try next wakeup */
+        if (r > 0 && (size_t)r <= IGW_RTP_MTU)
+            source_rtp(n, buf, (size_t)r);
+    }
+    return G_SOURCE_CONTINUE;
+}
+
+igw_media_rc igw_fwd_source_rtp(igw_mthread *t, const char *id, const char *addr, uint16_t port, uint8_t video_pt,
+                                const char *profile, uint8_t audio_pt, uint16_t *bound, char *err, size_t errlen)
+{
+    if ((!video_pt && !audio_pt) || video_pt > 127 || audio_pt > 127 || (video_pt && video_pt == audio_pt)) {
+        snprintf(err, errlen, "payload types: one or two distinct values 1..127");
+        return IGW_MEDIA_EINVAL;
+    }
+    GInetAddress *ia = g_inet_address_new_from_string(addr);
+    if (!ia) {
+        snprintf(err, errlen, "bad address");
+        return IGW_MEDIA_EINVAL;
+    }
+    igw_node *n = node_new(t, id, 0, true);
+    GError *ge = NULL;
+    GSocketAddress *sa = g_inet_socket_address_new(ia, port);
+    g_object_unref(ia);
+    n->sock = g_socket_new(g_socket_address_get_family(sa), G_SOCKET_TYPE_DATAGRAM, G_SOCKET_PROTOCOL_UDP, &ge);
+    if (!n->sock || !g_socket_bind(n->sock, sa, TRUE, &ge)) {
+        snprintf(err, errlen, "cannot bind the RTP port");
+        g_clear_error(&ge);
+        g_object_unref(sa);
+        node_free(n);
+        return IGW_MEDIA_EFAIL;
+    }
+    g_object_unref(sa);
+    g_socket_set_blocking(n->sock, FALSE);
+    (void)g_socket_set_option(n->sock, SOL_SOCKET, SO_RCVBUF, 4 << 20, NULL);
+    GSocketAddress *local = g_socket_get_local_address(n->sock, NULL);
+    *bound = local ? g_inet_socket_address_get_port(G_INET_SOCKET_ADDRESS(local)) : port;
+    if (local)
+        g_object_unref(local);
+    if (video_pt) {
+        char fmtp[128];
+        snprintf(fmtp, sizeof fmtp, "level-asymmetry-allowed=1;packetization-mode=1;profile-level-id=%.6s",
+                 profile ? profile : "42e01f");
+        src_track *tr = &n->src[TRACK_VIDEO];
+        tr->present = true;
+        tr->pt = video_pt;
+        tr->clock = 90000;
+        g_strlcpy(tr->fmtp, fmtp, sizeof tr->fmtp);
+        tr->profile = igw_sdp_h264_profile(fmtp);
+        tr->history = igw_rtp_history_new(HISTORY_SLOTS);
+    }
+    if (audio_pt) {
+        src_track *tr = &n->src[TRACK_AUDIO];
+        tr->present = true;
+        tr->pt = audio_pt;
+        tr->clock = 48000;
+        g_strlcpy(tr->fmtp, "minptime=10;useinbandfec=1", sizeof tr->fmtp);
+    }
+    n->st.connected = true;
+    n->sock_src = g_socket_create_source(n->sock, G_IO_IN, NULL);
+    g_source_set_callback(n->sock_src, (GSourceFunc)(void (*)(void))rtp_feed_cb, n, NULL);
+    g_source_attach(n->sock_src, t->ctx);
+    if (!node_enter(n)) {
+        snprintf(err, errlen, "id %s is in use", id);
+        node_free(n);
+        return IGW_MEDIA_ESTALE;
+    }
+    return IGW_MEDIA_OK;
+}
+
+/* ---- viewers ---- */
+
+igw_media_rc igw_fwd_viewer_offer(igw_node *s, const char *id, uint32_t rev, bool paused, const igw_sdp *offer,
+                                  char *answer, size_t cap, char *err, size_t errlen)
+{
+    igw_node *v = node_new(s->t, id, rev, false);
+    v->source = s;
+    igw_sdp *l = local_new();
+    igw_media_rc rc = IGW_MEDIA_EINVAL;
+    int first = -1;
+    for (size_t i = 0; i < offer->nmedia; i++) {
+        const igw_sdp_media *om = &offer->media[i];
+        int k = track_of(om->kind), ci = -1;
+        if (k >= 0 && om->port != 0 && s->src[k].present && !v->view[k].present &&
+            (om->dir == IGW_SDP_RECVONLY || om->dir == IGW_SDP_SENDRECV)) {
+            if (k == TRACK_AUDIO)
+                ci = igw_sdp_pick_opus(om);
+            else if ((ci = igw_sdp_pick_h264(om, s->src[k].profile)) < 0)
+                ci = igw_sdp_pick_h264(om, IGW_H264_UNKNOWN);
+        }
+        if (ci < 0) {
+            local_reject(l, om);
+            continue;
+        }
+        igw_sdp_media *lm = local_section(l, om->kind, om->mid, om->proto);
+        lm->dir = IGW_SDP_SENDONLY;
+        lm->rtcp_rsize = om->rtcp_rsize;
+        lm->codecs[0] = om->codecs[ci];
+        lm->codecs[0].fb_remb = lm->codecs[0].fb_twcc = false;
+        if (k == TRACK_VIDEO && s->src[k].fmtp[0])
+            g_strlcpy(lm->codecs[0].fmtp, s->src[k].fmtp, sizeof lm->codecs[0].fmtp);
+        if (k == TRACK_AUDIO)
+            lm->codecs[0].fb_nack = lm->codecs[0].fb_pli = lm->codecs[0].fb_fir = false;
+        lm->ncodecs = 1;
+        view_track_start(v, k, s->src[k].clock, paused);
+        v->view[k].pt = om->codecs[ci].pt;
+        g_strlcpy(v->view[k].mid, om->mid, sizeof v->view[k].mid);
+        local_sender(lm, &v->view[k], k);
+        local_accept(l, lm);
+        if (first < 0)
+            first = (int)(l->nmedia - 1);
+    }
+    if (first < 0) {
+        snprintf(err, errlen, "no common codec: the source sends %s%s%s", s->src[TRACK_VIDEO].present ? "H264" : "",
+                 s->src[0].present && s->src[1].present ? " and " : "", s->src[TRACK_AUDIO].present ? "opus" : "");
+        goto out;
+    }
+    rc = IGW_MEDIA_EFAIL;
+    if (!(v->peer = node_peer(v, err, errlen)))
+        goto out;
+    igw_peer_describe(v->peer, l, (size_t)first, true, offer->setup);
+    rc = IGW_MEDIA_EINVAL;
+    if (igw_peer_set_remote(v->peer, offer, err, errlen) != 0)
+        goto out;
+    if ((rc = finish(l, answer, cap, err, errlen)) != IGW_MEDIA_OK)
+        goto out;
+    if (!node_enter(v)) {
+        snprintf(err, errlen, "id %s is in use", id);
+        rc = IGW_MEDIA_ESTALE;
+        goto out;
+    }
+    source_attach_viewer(s, v);
+    v = NULL;
+out:
+    if (v)
+        node_free(v);
+    g_free(l);
+    return rc;
+}
+
+igw_media_rc igw_fwd_viewer_make_offer(igw_node *s, const char *id, uint32_t rev, bool paused, char *offer,
+                                       size_t cap, char *err, size_t errlen)
+{
+    igw_node *v = node_new(s->t, id, rev, false);
+    v->source = s;
+    v->offered = true;
+    igw_sdp *l = local_new();
+    igw_media_rc rc = IGW_MEDIA_EFAIL;
+    for (int k = 0; k < TRACK_KINDS; k++) {
+        const src_track *tr = &s->src[k];
+        if (!tr->present)
+            continue;
+        char mid[4];
+        snprintf(mid, sizeof mid, "%u", (unsigned)l->nmedia);
+        igw_sdp_media *lm = local_section(l, k == TRACK_VIDEO ? IGW_SDP_VIDEO : IGW_SDP_AUDIO, mid, "");
+        lm->dir = IGW_SDP_SENDONLY;
+        lm->rtcp_rsize = true;
+        igw_sdp_codec *c = &lm->codecs[0];
+        lm->ncodecs = 1;
+        c->pt = tr->pt;
+        c->clock = tr->clock;
+        g_strlcpy(c->fmtp, tr->fmtp, sizeof c->fmtp);
+        if (k == TRACK_VIDEO) {
+            g_strlcpy(c->name, "H264", sizeof c->name);
+            c->fb_nack = c->fb_pli = c->fb_fir = true;
+        } else {
+            g_strlcpy(c->name, "opus", sizeof c->name);
+            c->channels = 2;
+        }
+        view_track_start(v, k, tr->clock, paused);
+        v->view[k].pt = tr->pt;
+        g_strlcpy(v->view[k].mid, mid, sizeof v->view[k].mid);
+        local_sender(lm, &v->view[k], k);
+        local_accept(l, lm);
+    }
+    if (l->nmedia == 0) {
+        snprintf(err, errlen, "the source has no track");
+        rc = IGW_MEDIA_EINVAL;
+        goto out;
+    }
+    if (!(v->peer = node_peer(v, err, errlen)))
+        goto out;
+    igw_peer_describe(v->peer, l, 0, false, IGW_SDP_SETUP_NONE);
+    if ((rc = finish(l, offer, cap, err, errlen)) != IGW_MEDIA_OK)
+        goto out;
+    if (!node_enter(v)) {
+        snprintf(err, errlen, "id %s is in use", id);
+        rc = IGW_MEDIA_ESTALE;
+        goto out;
+    }
+    source_attach_viewer(s, v);
+    v = NULL;
+out:
+    if (v)
+        node_free(v);
+    g_free(l);
+    return rc;
+}
+
+igw_media_rc igw_fwd_viewer_answer(igw_node *v, const igw_sdp *answer, char *err, size_t errlen)
+{
+    if (!v->offered) {
+        snprintf(err, errlen, "no offer of ours is waiting for an answer");
+        return IGW_MEDIA_EINVAL;
+    }
+    if (answer->setup == IGW_SDP_SETUP_ACTPASS) {
+        snprintf(err, errlen, "an answer must say setup active or passive");
+        return IGW_MEDIA_EINVAL;
+    }
+    bool keep[TRACK_KINDS] = {false, false};
+    for (int k = 0; k < TRACK_KINDS; k++) {
+        view_track *vt = &v->view[k];
+        if (!vt->present)
+            continue;
+        for (size_t i = 0; i < answer->nmedia; i++) {
+            const igw_sdp_media *am = &answer->media[i];
+            if (strcmp(am->mid, vt->mid) != 0 || am->port == 0 || track_of(am->kind) != k ||
+                !(am->dir == IGW_SDP_RECVONLY || am->dir == IGW_SDP_SENDRECV))
+                continue;
+            int ci = k == TRACK_VIDEO ? igw_sdp_find_codec(am, "H264", 90000, 0) : igw_sdp_pick_opus(am);
+            if (ci >= 0) {
+                vt->pt = am->codecs[ci].pt;
+                keep[k] = true;
+            }
+        }
+    }
+    if (!keep[TRACK_AUDIO] && !keep[TRACK_VIDEO]) {
+        snprintf(err, errlen, "the answer accepts no track");
+        return IGW_MEDIA_EINVAL;
+    }
+    if (igw_peer_set_remote(v->peer, answer, err, errlen) != 0)
+        return IGW_MEDIA_EINVAL;
+    for (int k = 0; k < TRACK_KINDS; k++)
+        if (!keep[k])
+            v->view[k].present = false;
+    v->offered = false;
+    return IGW_MEDIA_OK;
+}
+
+igw_media_rc igw_fwd_viewer_track(igw_node *v, igw_media_kinds kinds, int trigger, int *state, char *err,
+                                  size_t errlen)
+{
+    if (trigger < 0 || trigger >= IGW_TRACK__TRIGGERS || !(kinds & IGW_MEDIA_BOTH)) {
+        snprintf(err, errlen, "unknown trigger or kind");
+        return IGW_MEDIA_EINVAL;
+    }
+    int next[TRACK_KINDS] = {0, 0}, first = -1;
+    for (int k = 0; k < TRACK_KINDS; k++) {
+        if (!(kinds & (1 << k)))
+            continue;
+        if (!v->view[k].present) {
+            if (kinds != IGW_MEDIA_BOTH) {
+                snprintf(err, errlen, "the viewer has no %s track", kind_name[k]);
+                return IGW_MEDIA_ENOENT;
+            }
+            continue;
+        }
+        igw_sm_result r = igw_sm_fire(&igw_sm_track, v->view[k].state, trigger, IGW_TRACK_IF_SAMETRACK);
+        if (!r.ok) {
+            snprintf(err, errlen, "%s track: %s", kind_name[k], r.reason ? r.reason : "not allowed in this state");
+            return IGW_MEDIA_ECONFLICT;
+        }
+        next[k] = r.next;
+        if (first < 0)
+            first = k;
+    }
+    if (first < 0) {
+        snprintf(err, errlen, "the viewer has no track");
+        return IGW_MEDIA_ENOENT;
+    }
+    for (int k = 0; k < TRACK_KINDS; k++) {
+        view_track *vt = &v->view[k];
+        if (!(kinds & (1 << k)) || !vt->present)
+            continue;
+        bool starts = next[k] == IGW_TRACK_ACTIVE && vt->state != IGW_TRACK_ACTIVE;
+        vt->state = next[k];
+        if (starts) {
+            igw_rtp_rewriter_rebase(&vt->rw);
+            if (k == TRACK_VIDEO) {
+                vt->waiting_keyframe = true;
+                source_want_keyframe(v->source);
+            }
+        }
+    }
+    if (state)
+        *state = v->view[first].state;
+    return IGW_MEDIA_OK;
+}
+
+void igw_fwd_stats(const igw_node *n, igw_media_stats *out)
+{
+    *out = n->st;
+    out->audio_state = n->view[TRACK_AUDIO].present ? n->view[TRACK_AUDIO].state : 0;
+    out->video_state = n->view[TRACK_VIDEO].present ? n->view[TRACK_VIDEO].state : 0;
+}
+
+/* ---- the tick ---- */
+
+static void viewer_reports(igw_node *v, uint64_t now_us)
+{
+    if (!igw_peer_ready(v->peer) || now_us - v->last_sr_us < SR_INTERVAL_US)
+        return;
+    v->last_sr_us = now_us;
+    uint64_t ntp = igw_rtp_ntp_from_unix_us((uint64_t)g_get_real_time());
+    for (int k = 0; k < TRACK_KINDS; k++) {
+        view_track *vt = &v->view[k];
+        if (!vt->present || vt->packets == 0 || !vt->rw.started)
+            continue;
+        uint32_t ts = vt->rw.last_ts + (uint32_t)((now_us - vt->rw.last_us) * vt->rw.clock / 1000000);
+        uint8_t buf[IGW_PEER_BUF];
+        size_t n = igw_rtcp_write_sr(buf, sizeof buf, vt->ssrc, ntp, ts, vt->packets, vt->octets);
+        if (n && igw_peer_send_rtcp(v->peer, buf, n) == 0)
+            v->st.sr_out++;
+    }
+}
+
+void igw_fwd_tick(igw_mthread *t, uint64_t now_us)
+{
+    for (GList *it = t->nodes.head; it; it = it->next) {
+        igw_node *n = it->data;
+        if (n->closing)
+            continue;
+        if (n->peer)
+            igw_peer_tick(n->peer, now_us);
+        if (n->is_source) {
+            src_track *tr = &n->src[TRACK_VIDEO];
+            if (tr->pli_pending &&
+                now_us - tr->last_pli_us >= (uint64_t)n->m->cfg.keyframe_min_interval_ms * 1000)
+                source_send_pli(n, now_us);
+        } else {
+            viewer_reports(n, now_us);
+        }
+    }
+}

@@ -1,0 +1,594 @@
+/* media.c - the media core's engine: media threads, the peer registry, the
+ * event queue and the public calls, each of which runs its work on the owning
+ * media thread (g_main_context_invoke) and waits for it. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "core.h"
+
+#define EVENTS_MAX 65536
+#define TICK_MS 100
+
+/* ---- events ---- */
+
+const char *igw_media_event_name(igw_media_event_kind kind)
+{
+    switch (kind) {
+    case IGW_MEDIA_EV_ICE_CONNECTED: return "ice-connected";
+    case IGW_MEDIA_EV_ICE_FAILED: return "ice-failed";
+    case IGW_MEDIA_EV_DTLS_CONNECTED: return "dtls-connected";
+    case IGW_MEDIA_EV_DTLS_FAILED: return "dtls-failed";
+    case IGW_MEDIA_EV_FIRST_PACKET: return "first-packet";
+    case IGW_MEDIA_EV_KEYFRAME: return "keyframe";
+    case IGW_MEDIA_EV_CLOSED: return "closed";
+    }
+    return "unknown";
+}
+
+void igw_media_emit(igw_media *m, igw_media_event_kind kind, const igw_node *n, const char *reason)
+{
+    igw_media_event *ev = g_new0(igw_media_event, 1);
+    ev->kind = kind;
+    g_strlcpy(ev->id, n->id, sizeof ev->id);
+    ev->revision = n->revision;
+    ev->is_source = n->is_source;
+    g_strlcpy(ev->reason, reason ? reason : "", sizeof ev->reason);
+    ev->at_us = igw_clock_us();
+    g_mutex_lock(&m->lock);
+    if (m->events.length >= EVENTS_MAX) {
+        g_free(g_queue_pop_head(&m->events));
+        m->events_dropped++;
+    }
+    g_queue_push_tail(&m->events, ev);
+    uint64_t one = 1;
+    /* Written under the lock so a reader that empties the queue cannot miss it. */
+    if (write(m->efd, &one, sizeof one) < 0 && errno != EAGAIN)
+        g_warning("igw-media: event fd write failed");
+    g_mutex_unlock(&m->lock);
+}
+
+int igw_media_event_fd(igw_media *m)
+{
+    return m->efd;
+}
+
+bool igw_media_event_next(igw_media *m, igw_media_event *out)
+{
+    g_mutex_lock(&m->lock);
+    igw_media_event *ev = g_queue_pop_head(&m->events);
+    if (m->events.length == 0) {
+        uint64_t v;
+        (void)!read(m->efd, &v, sizeof v); /* EAGAIN when already drained */
+    }
+    g_mutex_unlock(&m->lock);
+    if (!ev)
+        return false;
+    *out = *ev;
+    g_free(ev);
+    return true;
+}
+
+/* ---- registry ---- */
+
+bool igw_media_register(igw_media *m, igw_node *n)
+{
+    g_mutex_lock(&m->lock);
+    bool free_id = !g_hash_table_contains(m->registry, n->id);
+    if (free_id)
+        g_hash_table_insert(m->registry, n->id, n);
+    g_mutex_unlock(&m->lock);
+    return free_id;
+}
+
+void igw_media_unregister(igw_media *m, igw_node *n)
+{
+    g_mutex_lock(&m->lock);
+    if (g_hash_table_lookup(m->registry, n->id) == n)
+        g_hash_table_remove(m->registry, n->id);
+    g_mutex_unlock(&m->lock);
+}
+
+/* The thread and revision of a registered id; NULL if unknown. */
+static igw_mthread *lookup(igw_media *m, const char *id, uint32_t *rev, bool *is_source)
+{
+    g_mutex_lock(&m->lock);
+    igw_node *n = g_hash_table_lookup(m->registry, id);
+    igw_mthread *t = n ? n->t : NULL;
+    if (n && rev)
+        *rev = n->revision;
+    if (n && is_source)
+        *is_source = n->is_source;
+    g_mutex_unlock(&m->lock);
+    return t;
+}
+
+/* On a media thread: the node for id, or NULL. Valid until this thread frees it. */
+static igw_node *node_here(igw_mthread *t, const char *id)
+{
+    igw_media *m = t->m;
+    g_mutex_lock(&m->lock);
+    igw_node *n = g_hash_table_lookup(m->registry, id);
+    g_mutex_unlock(&m->lock);
+    return n && n->t == t ? n : NULL;
+}
+
+/* ---- calls onto a media thread ---- */
+
+typedef struct call call;
+typedef igw_media_rc (*call_fn)(igw_mthread *t, call *c);
+
+struct call {
+    call_fn      fn;
+    GMutex       mu;
+    GCond        cv;
+    bool         done;
+    igw_media_rc rc;
+    /* arguments, as the operation needs them */
+    const char  *id, *source_id, *reason, *addr, *profile;
+    uint32_t     revision;
+    bool         paused;
+    const igw_sdp *sdp;
+    char        *out;
+    size_t       cap;
+    uint16_t     port, *bound;
+    uint8_t      video_pt, audio_pt;
+    int          kinds, trigger, *state;
+    igw_media_stats *stats;
+    char        *err;
+    size_t       errlen;
+};
+
+typedef struct call_box {
+    call        *c;
+    igw_mthread *t;
+} call_box;
+
+static gboolean call_box_run(gpointer ud)
+{
+    call_box *b = ud;
+    call *c = b->c;
+    igw_media_rc rc = c->fn(b->t, c);
+    g_mutex_lock(&c->mu);
+    c->rc = rc;
+    c->done = true;
+    g_cond_signal(&c->cv);
+    g_mutex_unlock(&c->mu);
+    return G_SOURCE_REMOVE;
+}
+
+static igw_media_rc call_on(igw_mthread *t, call *c)
+{
+    call_box b = {c, t};
+    g_mutex_init(&c->mu);
+    g_cond_init(&c->cv);
+    c->done = false;
+    g_main_context_invoke(t->ctx, call_box_run, &b);
+    g_mutex_lock(&c->mu);
+    while (!c->done)
+        g_cond_wait(&c->cv, &c->mu);
+    g_mutex_unlock(&c->mu);
+    g_mutex_clear(&c->mu);
+    g_cond_clear(&c->cv);
+    return c->rc;
+}
+
+static bool id_ok(const char *id, char *err, size_t errlen)
+{
+    size_t n = id ? strlen(id) : 0;
+    if (n == 0 || n > IGW_MEDIA_ID_MAX) {
+        snprintf(err, errlen, "id must be 1..%d bytes", IGW_MEDIA_ID_MAX);
+        return false;
+    }
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)id[i] < 0x21 || (unsigned char)id[i] > 0x7e) {
+            snprintf(err, errlen, "id must be printable ASCII without spaces");
+            return false;
+        }
+    return true;
+}
+
+/* Parses and checks a peer's description on the caller's thread. */
+static igw_sdp *parse_remote(const char *text, size_t len, char *err, size_t errlen)
+{
+    igw_sdp *sdp = g_new0(igw_sdp, 1);
+    char why[160];
+    if (igw_sdp_parse(text, len, sdp, why, sizeof why) != 0) {
+        snprintf(err, errlen, "bad SDP: %s", why);
+        g_free(sdp);
+        return NULL;
+    }
+    if (igw_sdp_check_webrtc(sdp, why, sizeof why) != 0) {
+        snprintf(err, errlen, "unusable SDP: %s", why);
+        g_free(sdp);
+        return NULL;
+    }
+    return sdp;
+}
+
+/* An existing peer under id blocks a new generation unless it is older; an
+ * older one is closed first ("superseded"). */
+static igw_media_rc make_room(igw_media *m, const char *id, uint32_t rev, char *err, size_t errlen)
+{
+    uint32_t have;
+    if (!lookup(m, id, &have, NULL))
+        return IGW_MEDIA_OK;
+    if (rev <= have) {
+        snprintf(err, errlen, "mediaRevision %u is not newer than %u", rev, have);
+        return IGW_MEDIA_ESTALE;
+    }
+    (void)igw_media_close(m, id, "superseded by a newer mediaRevision");
+    return IGW_MEDIA_OK;
+}
+
+/* ---- sources ---- */
+
+static igw_media_rc op_source_offer(igw_mthread *t, call *c)
+{
+    return igw_fwd_source_offer(t, c->id, c->revision, c->sdp, c->out, c->cap, c->err, c->errlen);
+}
+
+igw_media_rc igw_media_source_offer(igw_media *m, const char *source_id, uint32_t revision, const char *offer,
+                                    size_t len, char *answer, size_t cap, char *err, size_t errlen)
+{
+    if (!id_ok(source_id, err, errlen))
+        return IGW_MEDIA_EINVAL;
+    igw_sdp *sdp = parse_remote(offer, len, err, errlen);
+    if (!sdp)
+        return IGW_MEDIA_EINVAL;
+    igw_media_rc rc = make_room(m, source_id, revision, err, errlen);
+    if (rc == IGW_MEDIA_OK) {
+        g_mutex_lock(&m->lock);
+        igw_mthread *t = &m->threads[m->next_thread++ % m->nthreads];
+        g_mutex_unlock(&m->lock);
+        call c = {.fn = op_source_offer, .id = source_id, .revision = revision, .sdp = sdp, .out = answer,
+                  .cap = cap, .err = err, .errlen = errlen};
+        rc = call_on(t, &c);
+    }
+    g_free(sdp);
+    return rc;
+}
+
+static igw_media_rc op_source_rtp(igw_mthread *t, call *c)
+{
+    return igw_fwd_source_rtp(t, c->id, c->addr, c->port, c->video_pt, c->profile, c->audio_pt, c->bound, c->err,
+                              c->errlen);
+}
+
+igw_media_rc igw_media_source_rtp(igw_media *m, const char *source_id, const char *addr, uint16_t port,
+                                  uint8_t video_pt, const char *h264_profile, uint8_t audio_pt, uint16_t *bound,
+                                  char *err, size_t errlen)
+{
+    if (!id_ok(source_id, err, errlen))
+        return IGW_MEDIA_EINVAL;
+    if (h264_profile && (strlen(h264_profile) != 6 || strspn(h264_profile, "0123456789abcdefABCDEF") != 6)) {
+        snprintf(err, errlen, "profile-level-id must be 6 hex digits");
+        return IGW_MEDIA_EINVAL;
+    }
+    if (lookup(m, source_id, NULL, NULL)) {
+        snprintf(err, errlen, "id %s is in use", source_id);
+        return IGW_MEDIA_ESTALE;
+    }
+    g_mutex_lock(&m->lock);
+    igw_mthread *t = &m->threads[m->next_thread++ % m->nthreads];
+    g_mutex_unlock(&m->lock);
+    call c = {.fn = op_source_rtp, .id = source_id, .addr = addr, .port = port, .video_pt = video_pt,
+              .profile = h264_profile, .audio_pt = audio_pt, .bound = bound, .err = err, .errlen = errlen};
+    return call_on(t, &c);
+}
+
+/* ---- viewers ---- */
+
+static igw_media_rc source_here(igw_mthread *t, call *c, igw_node **s)
+{
+    *s = node_here(t, c->source_id);
+    if (!*s || !(*s)->is_source) {
+        snprintf(c->err, c->errlen, "no source %s", c->source_id);
+        return IGW_MEDIA_ENOENT;
+    }
+    return IGW_MEDIA_OK;
+}
+
+static igw_media_rc op_viewer_offer(igw_mthread *t, call *c)
+{
+    igw_node *s;
+    igw_media_rc rc = source_here(t, c, &s);
+    if (rc == IGW_MEDIA_OK)
+        rc = igw_fwd_viewer_offer(s, c->id, c->revision, c->paused, c->sdp, c->out, c->cap, c->err, c->errlen);
+    return rc;
+}
+
+static igw_media_rc op_viewer_make_offer(igw_mthread *t, call *c)
+{
+    igw_node *s;
+    igw_media_rc rc = source_here(t, c, &s);
+    if (rc == IGW_MEDIA_OK)
+        rc = igw_fwd_viewer_make_offer(s, c->id, c->revision, c->paused, c->out, c->cap, c->err, c->errlen);
+    return rc;
+}
+
+static igw_media_rc viewer_start(igw_media *m, call *c, const char *source_id, const char *viewer_id)
+{
+    if (!id_ok(viewer_id, c->err, c->errlen) || !id_ok(source_id, c->err, c->errlen))
+        return IGW_MEDIA_EINVAL;
+    bool is_source = false;
+    if (lookup(m, viewer_id, NULL, &is_source) && is_source) {
+        snprintf(c->err, c->errlen, "id %s names a source", viewer_id);
+        return IGW_MEDIA_EINVAL;
+    }
+    igw_media_rc rc = make_room(m, viewer_id, c->revision, c->err, c->errlen);
+    if (rc != IGW_MEDIA_OK)
+        return rc;
+    igw_mthread *t = lookup(m, source_id, NULL, &is_source);
+    if (!t || !is_source) {
+        snprintf(c->err, c->errlen, "no source %s", source_id);
+        return IGW_MEDIA_ENOENT;
+    }
+    c->id = viewer_id;
+    c->source_id = source_id;
+    return call_on(t, c);
+}
+
+igw_media_rc igw_media_viewer_offer(igw_media *m, const char *source_id, const char *viewer_id, uint32_t revision,
+                                    bool start_paused, const char *offer, size_t len, char *answer, size_t cap,
+                                    char *err, size_t errlen)
+{
+    igw_sdp *sdp = parse_remote(offer, len, err, errlen);
+    if (!sdp)
+        return IGW_MEDIA_EINVAL;
+    call c = {.fn = op_viewer_offer, .revision = revision, .paused = start_paused, .sdp = sdp, .out = answer,
+              .cap = cap, .err = err, .errlen = errlen};
+    igw_media_rc rc = viewer_start(m, &c, source_id, viewer_id);
+    g_free(sdp);
+    return rc;
+}
+
+igw_media_rc igw_media_viewer_make_offer(igw_media *m, const char *source_id, const char *viewer_id,
+                                         uint32_t revision, bool start_paused, char *offer, size_t cap, char *err,
+                                         size_t errlen)
+{
+    call c = {.fn = op_viewer_make_offer, .revision = revision, .paused = start_paused, .out = offer, .cap = cap,
+              .err = err, .errlen = errlen};
+    return viewer_start(m, &c, source_id, viewer_id);
+}
+
+/* Runs fn on the thread of an existing viewer whose revision must equal rev. */
+static igw_media_rc viewer_op(igw_media *m, const char *viewer_id, uint32_t rev, call *c)
+{
+    if (!id_ok(viewer_id, c->err, c->errlen))
+        return IGW_MEDIA_EINVAL;
+    c->id = viewer_id;
+    c->revision = rev;
+    igw_mthread *t = lookup(m, viewer_id, NULL, NULL);
+    if (!t) {
+        snprintf(c->err, c->errlen, "no viewer %s", viewer_id);
+        return IGW_MEDIA_ENOENT;
+    }
+    return call_on(t, c);
+}
+
+static igw_media_rc viewer_here(igw_mthread *t, call *c, igw_node **v)
+{
+    *v = node_here(t, c->id);
+    if (!*v || (*v)->is_source) {
+        snprintf(c->err, c->errlen, "no viewer %s", c->id);
+        return IGW_MEDIA_ENOENT;
+    }
+    if ((*v)->revision != c->revision) {
+        snprintf(c->err, c->errlen, "mediaRevision %u is not the current %u", c->revision, (*v)->revision);
+        return IGW_MEDIA_ESTALE;
+    }
+    return IGW_MEDIA_OK;
+}
+
+static igw_media_rc op_viewer_answer(igw_mthread *t, call *c)
+{
+    igw_node *v;
+    igw_media_rc rc = viewer_here(t, c, &v);
+    return rc == IGW_MEDIA_OK ? igw_fwd_viewer_answer(v, c->sdp, c->err, c->errlen) : rc;
+}
+
+igw_media_rc igw_media_viewer_answer(igw_media *m, const char *viewer_id, uint32_t revision, const char *answer,
+                                     size_t len, char *err, size_t errlen)
+{
+    igw_sdp *sdp = parse_remote(answer, len, err, errlen);
+    if (!sdp)
+        return IGW_MEDIA_EINVAL;
+    call c = {.fn = op_viewer_answer, .sdp = sdp, .err = err, .errlen = errlen};
+    igw_media_rc rc = viewer_op(m, viewer_id, revision, &c);
+    g_free(sdp);
+    return rc;
+}
+
+static igw_media_rc op_viewer_track(igw_mthread *t, call *c)
+{
+    igw_node *v;
+    igw_media_rc rc = viewer_here(t, c, &v);
+    return rc == IGW_MEDIA_OK ? igw_fwd_viewer_track(v, c->kinds, c->trigger, c->state, c->err, c->errlen) : rc;
+}
+
+igw_media_rc igw_media_viewer_track(igw_media *m, const char *viewer_id, uint32_t revision, igw_media_kinds kinds,
+                                    int trigger, int *state, char *err, size_t errlen)
+{
+    call c = {.fn = op_viewer_track, .kinds = (int)kinds, .trigger = trigger, .state = state, .err = err,
+              .errlen = errlen};
+    return viewer_op(m, viewer_id, revision, &c);
+}
+
+/* ---- close and stats ---- */
+
+static igw_media_rc op_close(igw_mthread *t, call *c)
+{
+    igw_node *n = node_here(t, c->id);
+    if (!n)
+        return IGW_MEDIA_ENOENT;
+    igw_fwd_close(n, c->reason);
+    return IGW_MEDIA_OK;
+}
+
+igw_media_rc igw_media_close(igw_media *m, const char *id, const char *reason)
+{
+    if (!id)
+        return IGW_MEDIA_EINVAL;
+    igw_mthread *t = lookup(m, id, NULL, NULL);
+    if (!t)
+        return IGW_MEDIA_ENOENT;
+    call c = {.fn = op_close, .id = id, .reason = reason ? reason : "closed"};
+    return call_on(t, &c);
+}
+
+static igw_media_rc op_stats(igw_mthread *t, call *c)
+{
+    igw_node *n = node_here(t, c->id);
+    if (!n)
+        return IGW_MEDIA_ENOENT;
+    igw_fwd_stats(n, c->stats);
+    return IGW_MEDIA_OK;
+}
+
+igw_media_rc igw_media_get_stats(igw_media *m, const char *id, igw_media_stats *out)
+{
+    igw_mthread *t = id ? lookup(m, id, NULL, NULL) : NULL;
+    if (!t)
+        return IGW_MEDIA_ENOENT;
+    call c = {.fn = op_stats, .id = id, .stats = out};
+    return call_on(t, &c);
+}
+
+/* ---- threads ---- */
+
+static gboolean tick_cb(gpointer ud)
+{
+    igw_mthread *t = ud;
+    igw_fwd_tick(t, igw_clock_us());
+    return G_SOURCE_CONTINUE;
+}
+
+static gpointer thread_main(gpointer ud)
+{
+    igw_mthread *t = ud;
+    g_main_context_push_thread_default(t->ctx);
+    g_main_loop_run(t->loop);
+    g_main_context_pop_thread_default(t->ctx);
+    return NULL;
+}
+
+static igw_media_rc op_close_all(igw_mthread *t, call *c)
+{
+    (void)c;
+    /* Sources first: closing one closes its viewers, wherever they are queued. */
+    for (GList *it = t->nodes.head; it;) {
+        igw_node *n = it->data;
+        it = it->next;
+        if (n->is_source) {
+            igw_fwd_close(n, "media core stopping");
+            it = t->nodes.head;
+        }
+    }
+    while (t->nodes.head)
+        igw_fwd_close(t->nodes.head->data, "media core stopping");
+    return IGW_MEDIA_OK;
+}
+
+static gboolean quit_cb(gpointer ud)
+{
+    g_main_loop_quit(ud);
+    return G_SOURCE_REMOVE;
+}
+
+void igw_media_config_defaults(igw_media_config *c)
+{
+    memset(c, 0, sizeof *c);
+    c->threads = 1;
+    c->consent_timeout_ms = 10000;
+    c->connect_timeout_ms = 20000;
+    c->keyframe_min_interval_ms = 1000;
+}
+
+igw_media *igw_media_new(const igw_media_config *cfg, char *err, size_t errlen)
+{
+    if (cfg->threads < 1 || cfg->threads > 16 || cfg->naddresses > IGW_MEDIA_MAX_ADDRS ||
+        cfg->consent_timeout_ms < 500 || cfg->connect_timeout_ms < 500 || cfg->port_min > cfg->port_max) {
+        snprintf(err, errlen, "bad media configuration");
+        return NULL;
+    }
+    igw_media *m = g_new0(igw_media, 1);
+    m->cfg = *cfg;
+    m->addresses = g_new0(char *, IGW_MEDIA_MAX_ADDRS + 1);
+    for (unsigned i = 0; i < cfg->naddresses; i++) {
+        m->addresses[i] = g_strdup(cfg->addresses[i]);
+        m->cfg.addresses[i] = m->addresses[i];
+    }
+    m->announced = g_strdup(cfg->announced_address);
+    m->cfg.announced_address = m->announced;
+    g_mutex_init(&m->lock);
+    g_queue_init(&m->events);
+    m->registry = g_hash_table_new(g_str_hash, g_str_equal);
+    m->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (m->efd < 0 || !(m->cert = igw_dtls_cert_new(err, errlen))) {
+        if (m->efd < 0)
+            snprintf(err, errlen, "eventfd failed");
+        igw_media_free(m);
+        return NULL;
+    }
+    m->threads = g_new0(igw_mthread, cfg->threads);
+    for (unsigned i = 0; i < cfg->threads; i++) {
+        igw_mthread *t = &m->threads[i];
+        t->m = m;
+        t->index = i;
+        t->ctx = g_main_context_new();
+        t->loop = g_main_loop_new(t->ctx, FALSE);
+        g_queue_init(&t->nodes);
+        t->tick = g_timeout_source_new(TICK_MS);
+        g_source_set_callback(t->tick, tick_cb, t, NULL);
+        g_source_attach(t->tick, t->ctx);
+        char name[24];
+        snprintf(name, sizeof name, "igw-media-%u", i);
+        t->thread = g_thread_new(name, thread_main, t);
+        m->nthreads = i + 1;
+    }
+    return m;
+}
+
+void igw_media_free(igw_media *m)
+{
+    if (!m)
+        return;
+    for (unsigned i = 0; i < m->nthreads; i++) {
+        call c = {.fn = op_close_all};
+        (void)call_on(&m->threads[i], &c);
+    }
+    for (unsigned i = 0; i < m->nthreads; i++) {
+        igw_mthread *t = &m->threads[i];
+        g_main_context_invoke(t->ctx, quit_cb, t->loop);
+        g_thread_join(t->thread);
+        g_source_destroy(t->tick);
+        g_source_unref(t->tick);
+        g_main_loop_unref(t->loop);
+        g_main_context_unref(t->ctx);
+    }
+    g_free(m->threads);
+    if (m->cert)
+        igw_dtls_cert_free(m->cert);
+    igw_media_event ev;
+    while (igw_media_event_next(m, &ev))
+        ;
+    if (m->efd >= 0)
+        close(m->efd);
+    if (m->registry)
+        g_hash_table_destroy(m->registry);
+    g_mutex_clear(&m->lock);
+    for (unsigned i = 0; i < IGW_MEDIA_MAX_ADDRS; i++)
+        g_free(m->addresses[i]);
+    g_free(m->addresses);
+    g_free(m->announced);
+    g_free(m);
+}
+
+const char *igw_media_fingerprint(const igw_media *m)
+{
+    return igw_dtls_cert_fp_text(m->cert);
+}

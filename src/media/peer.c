@@ -1,0 +1,331 @@
+/* peer.c - one WebRTC transport: libnice agent + DTLS-SRTP + demultiplexing. */
+#include "peer.h"
+
+#include <nice/agent.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "clock.h"
+#include "rtp.h"
+
+struct igw_peer {
+    GMainContext           *ctx;
+    const igw_media_config *cfg;
+    igw_dtls_cert          *cert;
+    const igw_peer_ops     *ops;
+    void                   *ud;
+    NiceAgent              *agent;
+    guint                   stream;
+    bool                    lite;
+    bool                    ice_connected;
+    bool                    dtls_client;
+    bool                    remote_set;
+    bool                    answering;     /* our description is the answer */
+    bool                    failed;
+    igw_dtls               *dtls;
+    igw_srtp               *srtp;
+    uint64_t                created_us, last_rx_us;
+    uint8_t                 buf[IGW_PEER_BUF];
+};
+
+static void peer_fail(igw_peer *p, igw_media_event_kind kind, const char *reason)
+{
+    if (p->failed)
+        return;
+    p->failed = true;
+    p->ops->on_failed(p->ud, kind, reason);
+}
+
+static void dtls_send(void *ud, const uint8_t *data, size_t n)
+{
+    igw_peer *p = ud;
+    /* Before ICE has a pair the send fails; DTLS retransmits on its timer. */
+    (void)nice_agent_send(p->agent, p->stream, 1, (guint)n, (const gchar *)data);
+}
+
+static void dtls_after(igw_peer *p, igw_dtls_state before, igw_dtls_state now)
+{
+    if (now == before)
+        return;
+    if (now == IGW_DTLS_CONNECTED) {
+        char err[128];
+        p->srtp = igw_dtls_srtp_new(p->dtls, err, sizeof err);
+        if (!p->srtp) {
+            peer_fail(p, IGW_MEDIA_EV_DTLS_FAILED, "SRTP keys could not be installed");
+            return;
+        }
+        p->ops->on_event(p->ud, IGW_MEDIA_EV_DTLS_CONNECTED,
+                         igw_dtls_srtp_profile(p->dtls) == IGW_SRTP_AEAD_AES_128_GCM ? "AEAD_AES_128_GCM"
+                                                                                  : "AES_CM_128_HMAC_SHA1_80");
+    } else if (now == IGW_DTLS_FAILED) {
+        peer_fail(p, IGW_MEDIA_EV_DTLS_FAILED, igw_dtls_reason(p->dtls));
+    } else if (now == IGW_DTLS_CLOSED) {
+        peer_fail(p, IGW_MEDIA_EV_DTLS_FAILED, "peer closed DTLS");
+    }
+}
+
+static void on_recv(NiceAgent *agent, guint stream, guint component, guint len, gchar *data, gpointer ud)
+{
+    (void)agent, (void)stream, (void)component;
+    igw_peer *p = ud;
+    if (p->failed || len == 0 || len > IGW_RTP_MTU)
+        return;
+    p->last_rx_us = igw_clock_us();
+    memcpy(p->buf, data, len);
+    size_t n = len;
+    switch (igw_pkt_classify(p->buf, n)) {
+    case IGW_PKT_DTLS:
+        if (p->dtls) {
+            igw_dtls_state before = igw_dtls_state_get(p->dtls);
+            dtls_after(p, before, igw_dtls_feed(p->dtls, p->buf, n));
+        }
+        break;
+    case IGW_PKT_RTP:
+        if (p->srtp && igw_srtp_unprotect(p->srtp, p->buf, &n) == 0)
+            p->ops->on_rtp(p->ud, p->buf, n);
+        break;
+    case IGW_PKT_RTCP:
+        if (p->srtp && igw_srtp_unprotect_rtcp(p->srtp, p->buf, &n) == 0)
+            p->ops->on_rtcp(p->ud, p->buf, n);
+        break;
+    default:
+        break;
+    }
+}
+
+static void on_state(NiceAgent *agent, guint stream, guint component, guint state, gpointer ud)
+{
+    (void)agent, (void)stream, (void)component;
+    igw_peer *p = ud;
+    if (p->failed)
+        return;
+    if ((state == NICE_COMPONENT_STATE_CONNECTED || state == NICE_COMPONENT_STATE_READY) && !p->ice_connected) {
+        p->ice_connected = true;
+        p->ops->on_event(p->ud, IGW_MEDIA_EV_ICE_CONNECTED, "");
+        if (p->dtls && p->dtls_client && igw_dtls_state_get(p->dtls) == IGW_DTLS_NEW) {
+            igw_dtls_state before = igw_dtls_state_get(p->dtls);
+            dtls_after(p, before, igw_dtls_start(p->dtls));
+        }
+    } else if (state == NICE_COMPONENT_STATE_FAILED) {
+        peer_fail(p, IGW_MEDIA_EV_ICE_FAILED, "ICE failed");
+    }
+}
+
+igw_peer *igw_peer_new(const igw_peer_config *cfg, const igw_peer_ops *ops, void *ud, char *err, size_t errlen)
+{
+    igw_peer *p = g_new0(igw_peer, 1);
+    p->ctx = cfg->ctx;
+    p->cfg = cfg->media;
+    p->cert = cfg->cert;
+    p->ops = ops;
+    p->ud = ud;
+    p->lite = !cfg->media->ice_full;
+    p->created_us = igw_clock_us();
+    p->agent = nice_agent_new_full(p->ctx, NICE_COMPATIBILITY_RFC5245,
+                                   p->lite ? NICE_AGENT_OPTION_LITE_MODE : NICE_AGENT_OPTION_NONE);
+    if (!p->agent) {
+        snprintf(err, errlen, "ICE agent could not be created");
+        g_free(p);
+        return NULL;
+    }
+    g_object_set(p->agent, "ice-tcp", FALSE, "upnp", FALSE, "controlling-mode", FALSE, NULL);
+    unsigned naddr = p->cfg->naddresses;
+    for (unsigned i = 0; i < (naddr ? naddr : 1); i++) {
+        const char *text = naddr ? p->cfg->addresses[i] : "127.0.0.1";
+        NiceAddress a;
+        nice_address_init(&a);
+        if (!nice_address_set_from_string(&a, text) || !nice_agent_add_local_address(p->agent, &a)) {
+            snprintf(err, errlen, "bad local address %.40s", text);
+            goto fail;
+        }
+    }
+    p->stream = nice_agent_add_stream(p->agent, 1);
+    if (!p->stream) {
+        snprintf(err, errlen, "ICE stream could not be added");
+        goto fail;
+    }
+    if (p->cfg->port_min || p->cfg->port_max)
+        nice_agent_set_port_range(p->agent, p->stream, 1, p->cfg->port_min, p->cfg->port_max);
+    g_signal_connect(p->agent, "component-state-changed", G_CALLBACK(on_state), p);
+    if (!nice_agent_attach_recv(p->agent, p->stream, 1, p->ctx, on_recv, p)) {
+        snprintf(err, errlen, "ICE receive could not be attached");
+        goto fail;
+    }
+    if (!nice_agent_gather_candidates(p->agent, p->stream)) {
+        snprintf(err, errlen, "no local candidate (address or port range unusable)");
+        goto fail;
+    }
+    return p;
+fail:
+    igw_peer_free(p);
+    return NULL;
+}
+
+void igw_peer_describe(igw_peer *p, igw_sdp *local, size_t media_index, bool answering, igw_sdp_setup remote_setup)
+{
+    gchar *ufrag = NULL, *pwd = NULL;
+    if (nice_agent_get_local_credentials(p->agent, p->stream, &ufrag, &pwd)) {
+        g_strlcpy(local->ice_ufrag, ufrag, sizeof local->ice_ufrag);
+        g_strlcpy(local->ice_pwd, pwd, sizeof local->ice_pwd);
+    }
+    g_free(ufrag);
+    g_free(pwd);
+    p->answering = answering;
+    local->ice_lite = p->lite;
+    g_strlcpy(local->fp_alg, "sha-256", sizeof local->fp_alg);
+    memcpy(local->fp, igw_dtls_cert_fp(p->cert), 32);
+    local->fp_len = 32;
+    if (!answering)
+        local->setup = IGW_SDP_SETUP_ACTPASS;
+    else
+        local->setup = remote_setup == IGW_SDP_SETUP_PASSIVE ? IGW_SDP_SETUP_ACTIVE : IGW_SDP_SETUP_PASSIVE;
+
+    igw_sdp_media *m = &local->media[media_index];
+    m->ncands = 0;
+    GSList *cands = nice_agent_get_local_candidates(p->agent, p->stream, 1);
+    for (GSList *it = cands; it && m->ncands < IGW_SDP_MAX_CANDS; it = it->next) {
+        NiceCandidate *c = it->data;
+        if (c->transport != NICE_CANDIDATE_TRANSPORT_UDP)
+            continue;
+        char addr[NICE_ADDRESS_STRING_LEN];
+        nice_address_to_string(&c->addr, addr);
+        const char *shown = p->cfg->announced_address ? p->cfg->announced_address : addr;
+        snprintf(m->cands[m->ncands++], sizeof m->cands[0], "candidate:%s 1 udp %u %s %u typ host",
+                 c->foundation, c->priority, shown, nice_address_get_port(&c->addr));
+    }
+    g_slist_free_full(cands, (GDestroyNotify)nice_candidate_free);
+    m->end_of_candidates = true;
+}
+
+int igw_peer_set_remote(igw_peer *p, const igw_sdp *remote, char *err, size_t errlen)
+{
+    if (p->remote_set) {
+        snprintf(err, errlen, "remote description already applied");
+        return -1;
+    }
+    if (remote->fp_len != 32 || strcmp(remote->fp_alg, "sha-256") != 0) {
+        snprintf(err, errlen, "no sha-256 fingerprint");
+        return -1;
+    }
+    if (!nice_agent_set_remote_credentials(p->agent, p->stream, remote->ice_ufrag, remote->ice_pwd)) {
+        snprintf(err, errlen, "ICE credentials refused");
+        return -1;
+    }
+    /* The first BUNDLE member carries the transport; in ICE-lite the peer's
+     * checks reach us anyway, in full mode we need its candidates. */
+    GSList *list = NULL;
+    for (size_t i = 0; i < remote->nmedia; i++) {
+        const igw_sdp_media *m = &remote->media[i];
+        if (m->port == 0)
+            continue;
+        for (size_t k = 0; k < m->ncands; k++) {
+            char line[300];
+            snprintf(line, sizeof line, "a=%s", m->cands[k]);
+            NiceCandidate *c = nice_agent_parse_remote_candidate_sdp(p->agent, p->stream, line);
+            if (!c)
+                continue; /* mDNS names, TCP, unknown types: not usable here */
+            if (c->component_id != 1 || c->transport != NICE_CANDIDATE_TRANSPORT_UDP) {
+                nice_candidate_free(c);
+                continue;
+            }
+            list = g_slist_append(list, c);
+        }
+        break;
+    }
+    if (list) {
+        (void)nice_agent_set_remote_candidates(p->agent, p->stream, 1, list);
+        g_slist_free_full(list, (GDestroyNotify)nice_candidate_free);
+    }
+    p->dtls_client = remote->setup == IGW_SDP_SETUP_PASSIVE;
+    /* Full mode: the offerer controls, unless the other side is lite (RFC 8445 6.1.1). */
+    if (!p->lite)
+        g_object_set(p->agent, "controlling-mode", (gboolean)(remote->ice_lite || !p->answering), NULL);
+    char derr[128];
+    p->dtls = igw_dtls_new(p->cert, p->dtls_client ? IGW_DTLS_CLIENT : IGW_DTLS_SERVER, remote->fp, dtls_send, p,
+                           derr, sizeof derr);
+    if (!p->dtls) {
+        snprintf(err, errlen, "DTLS transport could not be created");
+        return -1;
+    }
+    p->remote_set = true;
+    if (!p->dtls_client || p->ice_connected) {
+        igw_dtls_state before = igw_dtls_state_get(p->dtls);
+        dtls_after(p, before, igw_dtls_start(p->dtls));
+    }
+    return 0;
+}
+
+static int peer_send(igw_peer *p, uint8_t *buf, size_t len, bool rtcp)
+{
+    if (!p->srtp || p->failed)
+        return -1;
+    int rc = rtcp ? igw_srtp_protect_rtcp(p->srtp, buf, &len, IGW_PEER_BUF)
+                  : igw_srtp_protect(p->srtp, buf, &len, IGW_PEER_BUF);
+    if (rc != 0)
+        return -1;
+    return nice_agent_send(p->agent, p->stream, 1, (guint)len, (const gchar *)buf) == (gint)len ? 0 : -1;
+}
+
+int igw_peer_send_rtp(igw_peer *p, uint8_t *buf, size_t len)
+{
+    return peer_send(p, buf, len, false);
+}
+
+int igw_peer_send_rtcp(igw_peer *p, uint8_t *buf, size_t len)
+{
+    return peer_send(p, buf, len, true);
+}
+
+bool igw_peer_ready(const igw_peer *p)
+{
+    return p->srtp != NULL && !p->failed;
+}
+
+uint64_t igw_peer_last_rx_us(const igw_peer *p)
+{
+    return p->last_rx_us;
+}
+
+void igw_peer_tick(igw_peer *p, uint64_t now_us)
+{
+    if (p->failed)
+        return;
+    if (p->dtls && igw_dtls_state_get(p->dtls) == IGW_DTLS_HANDSHAKING && igw_dtls_timeout_us(p->dtls) == 0) {
+        igw_dtls_state before = igw_dtls_state_get(p->dtls);
+        dtls_after(p, before, igw_dtls_on_timer(p->dtls));
+        if (p->failed)
+            return;
+    }
+    if (!p->srtp) {
+        if (now_us - p->created_us > (uint64_t)p->cfg->connect_timeout_ms * 1000)
+            peer_fail(p, p->ice_connected ? IGW_MEDIA_EV_DTLS_FAILED : IGW_MEDIA_EV_ICE_FAILED,
+                      p->ice_connected ? "DTLS handshake timeout" : "ICE connect timeout");
+        return;
+    }
+    /* Consent (RFC 7675 in spirit): an ICE-lite agent sends no checks, so the
+     * proof of life is traffic; a viewer sends RTCP at least every few seconds. */
+    if (now_us - p->last_rx_us > (uint64_t)p->cfg->consent_timeout_ms * 1000)
+        peer_fail(p, IGW_MEDIA_EV_ICE_FAILED, "consent expired: peer silent");
+}
+
+void igw_peer_free(igw_peer *p)
+{
+    if (!p)
+        return;
+    if (p->dtls) {
+        if (igw_dtls_state_get(p->dtls) == IGW_DTLS_CONNECTED)
+            igw_dtls_close(p->dtls);
+        igw_dtls_free(p->dtls);
+    }
+    if (p->srtp)
+        igw_srtp_free(p->srtp);
+    if (p->agent) {
+        if (p->stream) {
+            (void)nice_agent_attach_recv(p->agent, p->stream, 1, p->ctx, NULL, NULL);
+            nice_agent_remove_stream(p->agent, p->stream);
+        }
+        g_signal_handlers_disconnect_by_data(p->agent, p);
+        g_object_unref(p->agent);
+    }
+    g_free(p);
+}

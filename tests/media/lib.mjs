@@ -1,0 +1,368 @@
+// lib.mjs - the browser side of the media tests: headless Chromium driven by
+// playwright-core (installed by the calling .sh into $IGW_PW_DIR, see
+// vcam_direct.sh), one RTCPeerConnection per viewer page, and a child-process
+// helper that speaks JSON lines (igw-vcam's stdio signaling).
+//
+//   import { launch, newViewer, spawnLines, Checker } from './lib.mjs';
+//   const browser = await launch();
+//   const v = await newViewer(browser);
+//   const answer = await v.answer(offerSdp);   // or v.offerRecvOnly() + v.setAnswer()
+//   await v.waitFor((s) => s.framesDecoded > 0, 5000);
+//
+// Nothing here installs anything or picks addresses: run it where the peers
+// are reachable (the .sh scripts run it in a network namespace of their own).
+import { createRequire } from 'node:module';
+import { spawn } from 'node:child_process';
+import readline from 'node:readline';
+
+function playwright() {
+    const dir = process.env.IGW_PW_DIR;
+    if (!dir) throw new Error('IGW_PW_DIR is not set: run through the .sh script that installs playwright-core');
+    const require = createRequire(`${dir}/igw-media-tests.cjs`);
+    return require('playwright-core');
+}
+
+export const CHROMIUM = process.env.IGW_CHROMIUM || '/usr/bin/chromium';
+
+// Chromium flags: no sandbox/GPU in CI containers, fake devices so that
+// getUserMedia never prompts, nothing phoning home, and real host IPs in
+// candidates (mDNS names would be unresolvable for webrtcbin and igw).
+export const CHROMIUM_ARGS = [
+    '--no-sandbox',
+    '--disable-gpu',
+    '--use-fake-device-for-media-stream',
+    '--use-fake-ui-for-media-stream',
+    '--disable-background-networking',
+    '--disable-component-update',
+    '--disable-sync',
+    '--no-first-run',
+    '--disable-features=WebRtcHideLocalIpsWithMdns',
+];
+
+/** Starts headless Chromium; close it with `await browser.close()`. */
+export async function launch(opts = {}) {
+    const { chromium } = playwright();
+    return chromium.launch({
+        executablePath: CHROMIUM,
+        headless: true,
+        args: [...CHROMIUM_ARGS, ...(opts.args || [])],
+        timeout: opts.timeout || 15000,
+    });
+}
+
+// Runs inside the page: one peer connection, received tracks shown in
+// <video> elements (so a screenshot shows the picture), and the helpers the
+// Node side calls through page.evaluate.
+function pageSetup() {
+    const pc = new RTCPeerConnection({ bundlePolicy: 'max-bundle', rtcpMuxPolicy: 'require' });
+    const stream = new MediaStream();
+    const video = document.createElement('video');
+    video.autoplay = true;
+    video.muted = true;
+    video.playsInline = true;
+    document.body.style.margin = '0';
+    document.body.appendChild(video);
+    pc.ontrack = (e) => {
+        stream.addTrack(e.track);
+        video.srcObject = stream;
+    };
+    const gathered = (ms) =>
+        new Promise((resolve, reject) => {
+            if (pc.iceGatheringState === 'complete') return resolve();
+            const t = setTimeout(() => reject(new Error(`ICE gathering not complete after ${ms} ms`)), ms);
+            pc.addEventListener('icegatheringstatechange', () => {
+                if (pc.iceGatheringState === 'complete') {
+                    clearTimeout(t);
+                    resolve();
+                }
+            });
+        });
+    // Keyframe requests go through an encoded transform on the video
+    // receiver (pass-through; sendKeyFrameRequest makes Chromium send a
+    // PLI/FIR now instead of when it thinks it needs one).
+    let kfWorker = null;
+    let kfSeq = 0;
+    const kfWaiters = new Map();
+    const workerCode = `
+        let transformer = null;
+        onrtctransform = (e) => {
+            transformer = e.transformer;
+            transformer.readable.pipeTo(transformer.writable);
+            postMessage({ ready: true });
+        };
+        onmessage = async (e) => {
+            try {
+                if (!transformer) throw new Error('no transform yet');
+                await transformer.sendKeyFrameRequest();
+                postMessage({ id: e.data.id, ok: true });
+            } catch (err) {
+                postMessage({ id: e.data.id, ok: false, error: String(err) });
+            }
+        };`;
+    window.__igw = {
+        pc,
+        async requestKeyFrame(ms) {
+            const receiver = pc.getReceivers().find((r) => r.track && r.track.kind === 'video');
+            if (!receiver) throw new Error('no video receiver');
+            if (!kfWorker) {
+                kfWorker = new Worker(URL.createObjectURL(new Blob([workerCode], { type: 'text/javascript' })));
+                const ready = new Promise((resolve) => {
+                    kfWorker.onmessage = (e) => {
+                        if (e.data.ready) return resolve();
+                        const w = kfWaiters.get(e.data.id);
+                        if (w) (kfWaiters.delete(e.data.id), e.data.ok ? w.resolve() : w.reject(new Error(e.data.error)));
+                    };
+                });
+                receiver.transform = new RTCRtpScriptTransform(kfWorker, {});
+                await ready;
+            }
+            const id = ++kfSeq;
+            return new Promise((resolve, reject) => {
+                const t = setTimeout(() => (kfWaiters.delete(id), reject(new Error('keyframe request timed out'))), ms);
+                kfWaiters.set(id, { resolve: () => (clearTimeout(t), resolve()), reject: (e) => (clearTimeout(t), reject(e)) });
+                kfWorker.postMessage({ id });
+            });
+        },
+        async offerRecvOnly(ms) {
+            pc.addTransceiver('audio', { direction: 'recvonly' });
+            pc.addTransceiver('video', { direction: 'recvonly' });
+            await pc.setLocalDescription(await pc.createOffer());
+            await gathered(ms);
+            return pc.localDescription.sdp;
+        },
+        async answer(sdp, ms) {
+            await pc.setRemoteDescription({ type: 'offer', sdp });
+            await pc.setLocalDescription(await pc.createAnswer());
+            await gathered(ms);
+            return pc.localDescription.sdp;
+        },
+        async setAnswer(sdp) {
+            await pc.setRemoteDescription({ type: 'answer', sdp });
+        },
+        async stats() {
+            const s = {
+                framesDecoded: 0, framesReceived: 0, keyFramesDecoded: 0, videoPackets: 0,
+                audioPackets: 0, pliCount: 0, firCount: 0, nackCount: 0, frameWidth: 0, frameHeight: 0,
+                connectionState: pc.connectionState, iceConnectionState: pc.iceConnectionState,
+            };
+            const report = await pc.getStats();
+            report.forEach((r) => {
+                if (r.type !== 'inbound-rtp') return;
+                if (r.kind === 'video') {
+                    s.framesDecoded += r.framesDecoded || 0;
+                    s.framesReceived += r.framesReceived || 0;
+                    s.keyFramesDecoded += r.keyFramesDecoded || 0;
+                    s.videoPackets += r.packetsReceived || 0;
+                    s.pliCount += r.pliCount || 0;
+                    s.firCount += r.firCount || 0;
+                    s.nackCount += r.nackCount || 0;
+                    s.frameWidth = r.frameWidth || s.frameWidth;
+                    s.frameHeight = r.frameHeight || s.frameHeight;
+                } else if (r.kind === 'audio') {
+                    s.audioPackets += r.packetsReceived || 0;
+                    s.nackCount += r.nackCount || 0;
+                }
+            });
+            return s;
+        },
+    };
+    return typeof RTCPeerConnection;
+}
+
+/**
+ * A viewer: a page holding one RTCPeerConnection.
+ *   offerRecvOnly()  recvonly audio+video, resolves to the complete offer SDP
+ *   answer(sdp)      answers a remote offer, resolves to the complete answer
+ *   setAnswer(sdp)   applies the remote answer to our offer
+ *   requestKeyFrame() makes Chromium send a keyframe request (PLI) now, through
+ *                    a pass-through encoded transform on the video receiver
+ *   stats()          {framesDecoded, framesReceived, keyFramesDecoded, videoPackets,
+ *                     audioPackets, pliCount, firCount, nackCount, frameWidth,
+ *                     frameHeight, connectionState, iceConnectionState}
+ *   waitFor(pred, ms) polls stats() until pred(stats) holds; resolves to those
+ *                     stats, rejects (with the last stats) after ms
+ *   close()
+ * The page is about:blank: RTCPeerConnection needs no secure origin.
+ */
+export async function newViewer(browser, opts = {}) {
+    const gatherMs = opts.gatherMs || 5000;
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    const kind = await page.evaluate(pageSetup);
+    if (kind !== 'function') throw new Error('no RTCPeerConnection in the page');
+    const viewer = {
+        page,
+        offerRecvOnly: () => page.evaluate((ms) => window.__igw.offerRecvOnly(ms), gatherMs),
+        answer: (sdp) => page.evaluate(([s, ms]) => window.__igw.answer(s, ms), [sdp, gatherMs]),
+        setAnswer: (sdp) => page.evaluate((s) => window.__igw.setAnswer(s), sdp),
+        requestKeyFrame: () => page.evaluate((ms) => window.__igw.requestKeyFrame(ms), gatherMs),
+        stats: () => page.evaluate(() => window.__igw.stats()),
+        async waitFor(pred, ms) {
+            const deadline = Date.now() + ms;
+            let last;
+            for (;;) {
+                last = await viewer.stats();
+                if (pred(last)) return last;
+                if (Date.now() >= deadline) {
+                    const err = new Error(`condition not met within ${ms} ms; last stats ${JSON.stringify(last)}`);
+                    err.stats = last;
+                    throw err;
+                }
+                await sleep(100);
+            }
+        },
+        async close() {
+            await page.evaluate(() => window.__igw.pc.close()).catch(() => {});
+            await context.close().catch(() => {});
+        },
+    };
+    return viewer;
+}
+
+export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+const children = new Set();
+process.on('exit', () => {
+    for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+});
+
+/**
+ * Runs cmd with args; its stdout is read as JSON lines, its stderr goes to
+ * ours with a prefix and is kept (the last 1 MiB) for assertions.
+ *   next(type, ms)  the next unread message (of that type if given; others
+ *                   before it are dropped), rejects on timeout or exit
+ *   send(obj)       writes one JSON line; sendRaw(line) writes it verbatim
+ *   end()           closes its stdin
+ *   kill(sig)       sends a signal
+ *   exited          resolves to {code, signal}
+ *   waitExit(ms)    exited, or rejects after ms
+ *   stderr()        what it printed on stderr so far
+ * Children still running when this process exits are killed.
+ */
+export function spawnLines(cmd, args = [], opts = {}) {
+    const prefix = opts.prefix || `[${cmd.split('/').pop()}] `;
+    const child = spawn(cmd, args, { stdio: ['pipe', 'pipe', 'pipe'], env: opts.env || process.env });
+    children.add(child);
+    const queue = [];
+    const waiters = [];
+    let errText = '';
+    let exitInfo = null;
+    const exited = new Promise((resolve) => {
+        child.on('exit', (code, signal) => {
+            exitInfo = { code, signal };
+            children.delete(child);
+            resolve(exitInfo);
+            for (const w of waiters.splice(0)) w.fail(new Error(`${cmd} exited (${code ?? signal}) while awaited`));
+        });
+    });
+    child.on('error', (e) => {
+        for (const w of waiters.splice(0)) w.fail(e);
+    });
+    child.stdin.on('error', () => {}); // EPIPE after the child is gone: surfaced by exit
+    readline.createInterface({ input: child.stdout }).on('line', (line) => {
+        let msg;
+        try {
+            msg = JSON.parse(line);
+        } catch {
+            msg = { type: '_raw', line };
+        }
+        queue.push(msg);
+        deliver();
+    });
+    readline.createInterface({ input: child.stderr }).on('line', (line) => {
+        errText += line + '\n';
+        if (errText.length > 1 << 20) errText = errText.slice(-(1 << 20));
+        if (!opts.quiet) process.stderr.write(prefix + line + '\n');
+    });
+    function deliver() {
+        for (let i = 0; i < waiters.length; ) {
+            const w = waiters[i];
+            let idx = -1;
+            while (queue.length) {
+                if (!w.type || queue[0].type === w.type) {
+                    idx = 0;
+                    break;
+                }
+                queue.shift();
+            }
+            if (idx < 0) {
+                i++;
+                continue;
+            }
+            waiters.splice(i, 1);
+            w.ok(queue.shift());
+        }
+    }
+    return {
+        child,
+        pid: child.pid,
+        next(type, ms = 10000) {
+            return new Promise((resolve, reject) => {
+                const t = setTimeout(() => {
+                    const i = waiters.indexOf(w);
+                    if (i >= 0) waiters.splice(i, 1);
+                    reject(new Error(`no ${type || 'message'} from ${cmd} within ${ms} ms`));
+                }, ms);
+                const w = {
+                    type,
+                    ok: (m) => (clearTimeout(t), resolve(m)),
+                    fail: (e) => (clearTimeout(t), reject(e)),
+                };
+                waiters.push(w);
+                deliver();
+                const i = waiters.indexOf(w);
+                if (exitInfo && i >= 0) {
+                    waiters.splice(i, 1);
+                    w.fail(new Error(`${cmd} already exited (${exitInfo.code ?? exitInfo.signal})`));
+                }
+            });
+        },
+        send(obj) {
+            child.stdin.write(JSON.stringify(obj) + '\n');
+        },
+        sendRaw(line) {
+            child.stdin.write(line.endsWith('\n') ? line : line + '\n');
+        },
+        end() {
+            child.stdin.end();
+        },
+        kill(sig = 'SIGTERM') {
+            if (!exitInfo) child.kill(sig);
+        },
+        exited,
+        waitExit(ms) {
+            return Promise.race([
+                exited,
+                sleep(ms).then(() => {
+                    if (!exitInfo) throw new Error(`${cmd} still running after ${ms} ms`);
+                    return exitInfo;
+                }),
+            ]);
+        },
+        stderr: () => errText,
+    };
+}
+
+/** Counts checks the house way; `done(name)` prints the closing line and exits. */
+export class Checker {
+    constructor() {
+        this.n = 0;
+        this.failed = 0;
+    }
+    check(cond, what) {
+        this.n++;
+        if (!cond) {
+            this.failed++;
+            console.error(`FAIL: ${what}`);
+        }
+        return !!cond;
+    }
+    done(name) {
+        if (this.failed) {
+            console.log(`${name}: ${this.n} checks, ${this.failed} failures`);
+            process.exit(1);
+        }
+        console.log(`${name}: ${this.n} checks passed`);
+        process.exit(0);
+    }
+}

@@ -1,0 +1,179 @@
+// media_test.mjs HOST VCAM - the media core with real peers: igw-vcam (GStreamer
+// webrtcbin) publishes to igw-media-host, headless Chromium pages view it.
+// Run by media_test.sh (namespaces, playwright-core); prints
+// "media_test: N checks passed" or exits non-zero.
+import { execSync } from 'node:child_process';
+import { launch, newViewer, sleep, spawnLines, Checker } from './lib.mjs';
+
+const [HOST, VCAM] = process.argv.slice(2);
+const ADDR = process.env.IGW_MEDIA_ADDR || '127.0.0.1';
+const CONSENT_MS = 3000;
+const c = new Checker();
+
+// ---- the host: replies and events on one stream ----
+const host = spawnLines(HOST, ['--consent-ms', String(CONSENT_MS), '--address', ADDR], { prefix: '[host] ' });
+const events = [];
+const pending = [];
+async function pump(ms) {
+    const m = await host.next(undefined, ms);
+    if (m.type === 'event') events.push(m);
+    else pending.push(m);
+}
+async function call(req, ms = 10000) {
+    host.send(req);
+    const deadline = Date.now() + ms;
+    while (!pending.length) await pump(Math.max(1, deadline - Date.now()));
+    return pending.shift();
+}
+async function waitEvent(pred, ms) {
+    const deadline = Date.now() + ms;
+    for (;;) {
+        const hit = events.find(pred);
+        if (hit) return hit;
+        const left = deadline - Date.now();
+        if (left <= 0) return null;
+        await pump(left).catch(() => {});
+    }
+}
+const stats = async (id) => call({ op: 'stats', id });
+
+async function connectViewer(browser, id, rev, { platformOffers = false, paused = false } = {}) {
+    const v = await newViewer(browser);
+    if (platformOffers) {
+        const r = await call({ op: 'viewer_offer', source: 'cam', id, rev, paused });
+        if (!c.check(r.ok, `${id}: platform offer made (${r.error || ''})`)) return v;
+        const answer = await v.answer(r.sdp);
+        const a = await call({ op: 'viewer_answer', id, rev, sdp: answer });
+        c.check(a.ok, `${id}: Chromium's answer applied (${a.error || ''})`);
+    } else {
+        const offer = await v.offerRecvOnly();
+        const r = await call({ op: 'viewer', source: 'cam', id, rev, paused, sdp: offer });
+        if (!c.check(r.ok, `${id}: answer to Chromium's offer (${r.error || ''})`)) return v;
+        c.check(/a=setup:(passive|active)/.test(r.sdp) && !/a=setup:actpass/.test(r.sdp), `${id}: answer setup is not actpass`);
+        c.check(/a=ice-lite/.test(r.sdp), `${id}: answer says ice-lite`);
+        c.check(/a=group:BUNDLE/.test(r.sdp) && /a=rtcp-mux/.test(r.sdp), `${id}: answer bundles with rtcp-mux`);
+        await v.setAnswer(r.sdp);
+    }
+    return v;
+}
+
+const playing = (s) => s.framesDecoded > 0 && s.audioPackets > 0;
+
+async function main() {
+    // ---- the camera ----
+    const cam = spawnLines(VCAM, ['--address', ADDR], { prefix: '[vcam] ' });
+    const offer = await cam.next('offer', 15000);
+    const src = await call({ op: 'source', id: 'cam', rev: 1, sdp: offer.sdp });
+    c.check(src.ok, `camera offer answered (${src.error || ''})`);
+    cam.send({ type: 'answer', sdp: src.sdp });
+    c.check(!!(await waitEvent((e) => e.id === 'cam' && e.event === 'dtls-connected', 10000)), 'camera DTLS connected');
+    c.check(!!(await waitEvent((e) => e.id === 'cam' && e.event === 'first-packet', 5000)), 'camera media arrives');
+
+    const browser = await launch();
+    // ---- viewer A offers, viewer B is offered to ----
+    const viewers = {};
+    for (const [name, opts] of [['vA', {}], ['vB', { platformOffers: true }]]) {
+        const v = (viewers[name] = await connectViewer(browser, name, 1, opts));
+        const t0 = Date.now();
+        const s = await v.waitFor(playing, 5000).catch((e) => e.stats);
+        c.check(s && playing(s), `${name}: video frames decoded and audio received within 5 s (${JSON.stringify(s)})`);
+        console.error(`media_test: ${name} playing ${Date.now() - t0} ms after signaling`);
+    }
+    const [a, b] = [viewers.vA, viewers.vB];
+    c.check(!!(await waitEvent((e) => e.id === 'vA' && e.event === 'keyframe', 1000)), 'vA: video started at a keyframe');
+
+    // ---- pause A: its frames stop, B's do not ----
+    let r = await call({ op: 'track', id: 'vA', rev: 1, kinds: 'video', trigger: 'pause' });
+    c.check(r.ok && r.state === 'paused', `vA: video paused (${JSON.stringify(r)})`);
+    await sleep(300); // frames already in flight
+    let a1 = await a.stats(), b1 = await b.stats();
+    await sleep(1500);
+    let a2 = await a.stats(), b2 = await b.stats();
+    c.check(a2.framesDecoded - a1.framesDecoded <= 1, `vA: no frames while paused (${a1.framesDecoded} -> ${a2.framesDecoded})`);
+    c.check(b2.framesDecoded - b1.framesDecoded >= 15, `vB: frames go on while vA is paused (${b1.framesDecoded} -> ${b2.framesDecoded})`);
+    c.check(a2.audioPackets > a1.audioPackets, 'vA: audio goes on while its video is paused');
+    r = await call({ op: 'stats', id: 'vA' });
+    c.check(r.video === 'paused' && r.audio === 'active', `vA: track states video paused, audio active (${r.video}/${r.audio})`);
+
+    // ---- stale generation: refused, changes nothing ----
+    r = await call({ op: 'track', id: 'vA', rev: 0, kinds: 'video', trigger: 'resume' });
+    c.check(!r.ok && r.rc === 'ESTALE', `old mediaRevision track op refused (${r.rc})`);
+    r = await call({ op: 'viewer', source: 'cam', id: 'vA', rev: 1, sdp: offer.sdp });
+    c.check(!r.ok && r.rc === 'ESTALE', `offer with the same mediaRevision refused (${r.rc}: ${r.error})`);
+    r = await call({ op: 'stats', id: 'vA' });
+    c.check(r.ok && r.video === 'paused', 'vA still paused after the refused operations');
+
+    // ---- resume A: frames again within 1 s, a keyframe was requested ----
+    const pliBefore = (await stats('cam')).pli_out;
+    a1 = await a.stats();
+    r = await call({ op: 'track', id: 'vA', rev: 1, kinds: 'video', trigger: 'resume' });
+    c.check(r.ok && r.state === 'active', 'vA: video resumed');
+    const resumedAt = Date.now();
+    const s = await a.waitFor((x) => x.framesDecoded > a1.framesDecoded, 1000).catch((e) => e.stats);
+    c.check(s && s.framesDecoded > a1.framesDecoded, `vA: frames again within 1 s of resume (${Date.now() - resumedAt} ms)`);
+    await sleep(200);
+    c.check((await stats('cam')).pli_out > pliBefore, 'a keyframe was requested from the camera on resume');
+
+    // ---- garbage and unusable descriptions ----
+    r = await call({ op: 'viewer', source: 'cam', id: 'vX', rev: 1, sdp: 'hello world' });
+    c.check(!r.ok && r.rc === 'EINVAL' && /SDP/.test(r.error), `garbage SDP refused clearly (${r.error})`);
+    const noBundle = (await newViewer(browser).then((v) => v.offerRecvOnly())).replace(/a=group:BUNDLE[^\r\n]*\r?\n/, '');
+    r = await call({ op: 'viewer', source: 'cam', id: 'vX', rev: 1, sdp: noBundle });
+    c.check(!r.ok && /BUNDLE/.test(r.error), `offer without BUNDLE refused (${r.error})`);
+    r = await call({ op: 'stats', id: 'vX' });
+    c.check(!r.ok, 'a refused viewer leaves nothing behind');
+
+    // ---- stop A: B unaffected; pause after stop is a conflict ----
+    r = await call({ op: 'track', id: 'vA', rev: 1, kinds: 'both', trigger: 'unsubscribe' });
+    c.check(r.ok && r.state === 'stopped', 'vA: unsubscribed');
+    r = await call({ op: 'track', id: 'vA', rev: 1, kinds: 'video', trigger: 'pause' });
+    c.check(!r.ok && r.rc === 'ECONFLICT', `pause after stop is refused by the machine (${r.error})`);
+    b1 = await b.stats();
+    await sleep(1000);
+    b2 = await b.stats();
+    c.check(b2.framesDecoded - b1.framesDecoded >= 10, 'vB: unaffected by vA stopping');
+
+    // ---- a viewer that vanishes is detected and released ----
+    const children = () => execSync(`pgrep -P ${process.pid} -x chromium || true`).toString().split(/\s+/).filter(Boolean);
+    const before = new Set(children());
+    const browser2 = await launch();
+    const victim = children().filter((p) => !before.has(p));
+    const v3 = await connectViewer(browser2, 'vC', 1);
+    const s3 = await v3.waitFor(playing, 5000).catch((e) => e.stats);
+    c.check(s3 && playing(s3), 'vC: playing');
+    c.check(victim.length === 1, `the second browser's process is known (${victim})`);
+    process.kill(Number(victim[0]), 'SIGKILL'); // the whole browser, as a crash would
+    const gone = await waitEvent((e) => e.id === 'vC' && e.event === 'closed', CONSENT_MS + 4000);
+    c.check(!!gone, `vC: released after its browser was killed (${gone && gone.reason})`);
+    r = await call({ op: 'stats', id: 'cam' });
+    c.check(r.ok && r.connected && r.viewers === 2, `camera still up with 2 viewers (${r.viewers})`);
+    b1 = await b.stats();
+    await sleep(1000);
+    b2 = await b.stats();
+    c.check(b2.framesDecoded - b1.framesDecoded >= 10, 'vB: plays on after vC vanished');
+    r = await call({ op: 'stats', id: 'vB' });
+    c.check(r.sr_out > 0, `vB: sender reports sent (${r.sr_out})`);
+
+    // ---- a new generation replaces the peer ----
+    const a3 = await connectViewer(browser, 'vA', 2);
+    const sa3 = await a3.waitFor(playing, 5000).catch((e) => e.stats);
+    c.check(sa3 && playing(sa3), 'vA revision 2 plays');
+    c.check(!!(await waitEvent((e) => e.id === 'vA' && e.rev === 1 && e.event === 'closed' && /superseded/.test(e.reason), 1000)),
+        'vA revision 1 closed as superseded');
+
+    // ---- closing the camera closes its viewers ----
+    r = await call({ op: 'close', id: 'cam' });
+    c.check(r.ok, 'camera closed');
+    c.check(!!(await waitEvent((e) => e.id === 'vB' && e.event === 'closed' && /source/.test(e.reason), 2000)),
+        'vB closed because the source closed');
+    cam.end();
+    await browser.close();
+    host.end();
+    const ex = await host.waitExit(10000).catch(() => ({ code: 'hung' }));
+    c.check(ex.code === 0, `host exits cleanly under sanitizers (${ex.code})`);
+    await cam.waitExit(5000).catch(() => cam.kill('SIGKILL'));
+}
+
+main()
+    .catch((e) => c.check(false, `unexpected: ${e.stack || e}`))
+    .finally(() => c.done('media_test'));

@@ -37,7 +37,7 @@ DEB_PACKAGES := re2c clang libclang-rt-14-dev libssl-dev libsimdjson-dev libjans
                 libgstreamer-plugins-bad1.0-dev gstreamer1.0-nice gstreamer1.0-plugins-base \
                 gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-plugins-ugly chromium
 
-.PHONY: test-media-unit all deps run stop generate services-up services-down test-ops test-edge test-mqtt test-db test-upload test-redis test-app test-outbox test-ws test-devauth test-jwt test-thingmodel test-igwd test-mqttauth check-gen test test-unit test-codegen test-conformance test-json \
+.PHONY: test-media-unit test-media bench-media all deps run stop generate services-up services-down test-ops test-edge test-mqtt test-db test-upload test-redis test-app test-outbox test-ws test-devauth test-jwt test-thingmodel test-igwd test-mqttauth check-gen test test-unit test-codegen test-conformance test-json \
         test-sql test-openapi fuzz-smoke fuzz bench-decode bench-edge bench-app clean deps
 all: $(BUILD)/igw-gen $(BUILD)/igwctl $(BUILD)/igwd $(BUILD)/igw-mqtt-auth.so $(BUILD)/igw-vcam
 
@@ -118,7 +118,7 @@ MEDIA_SRC    := $(sort $(wildcard src/media/*.c))
 MEDIA_PKGS   := nice libsrtp2 gio-2.0 glib-2.0 openssl
 MEDIA_CFLAGS  = $(shell pkg-config --cflags $(MEDIA_PKGS)) -Isrc/media
 MEDIA_LIBS    = $(shell pkg-config --libs $(MEDIA_PKGS)) -lpthread -lm
-VCAM_PKGS    := gstreamer-1.0 gstreamer-webrtc-1.0 gstreamer-sdp-1.0
+VCAM_PKGS    := gstreamer-1.0 gstreamer-webrtc-1.0 gstreamer-sdp-1.0 nice
 VCAM_CFLAGS   = $(shell pkg-config --cflags $(VCAM_PKGS))
 VCAM_LIBS     = $(shell pkg-config --libs $(VCAM_PKGS))
 
@@ -269,6 +269,12 @@ test-media-unit: $(T)/media_test_sdp $(T)/media_test_rtp $(T)/media_test_dtls
 	$(T)/media_test_rtp
 	$(T)/media_test_dtls
 
+# The media core with real peers (tests/media/README.md): igw-vcam against
+# Chromium alone, then igw-vcam -> igw-media-host (sanitizers) -> Chromium viewers.
+test-media: $(T)/igw-media-host $(BUILD)/igw-vcam
+	tests/media/vcam_direct.sh $(BUILD)/igw-vcam
+	tests/media/media_test.sh $(T)/igw-media-host $(BUILD)/igw-vcam
+
 test-devauth: $(T)/test_devauth
 	$(T)/test_devauth
 
@@ -301,7 +307,7 @@ fuzz: $(T)/conformance-run
 	CLANG=$(CLANG) tests/fuzz/smoke.sh $${FUZZ_SECONDS:-300}
 
 # Every test; non-zero on any failure.
-test: deps all check-gen test-codegen test-json test-conformance test-devauth test-jwt test-thingmodel test-upload test-igwctl test-igwd test-db test-outbox test-ws test-redis test-mqtt test-edge test-app test-sql test-ops test-mqttauth test-openapi fuzz-smoke
+test: deps all check-gen test-codegen test-json test-conformance test-devauth test-jwt test-thingmodel test-upload test-igwctl test-igwd test-db test-outbox test-ws test-redis test-mqtt test-edge test-app test-sql test-ops test-mqttauth test-openapi test-media-unit test-media fuzz-smoke
 	@echo "make test: all passed"
 
 # ---- benchmark ----------------------------------------------------------------
@@ -330,6 +336,15 @@ bench-edge: deps all
 bench-app: deps all
 	@command -v wrk >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null; }
 	tests/bench/bench_app.sh $(BUILD)/igwd
+
+$(BENCH)/igw-media-host: $(MEDIA_HOST_DEP)
+	@mkdir -p $(dir $@)
+	$(CC) $(CSTD) $(WARN) $(BENCH_OPT) $(RT_INC) $(MEDIA_CFLAGS) -o $@ $(MEDIA_HOST_SRC) $(MEDIA_LIBS)
+
+# The media core against Janus 1.1.2: CPU per forwarded packet, memory per viewer, loss.
+bench-media: deps $(BENCH)/igw-media-host
+	@command -v janus >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq janus >/dev/null; }
+	tests/bench/bench_media.sh $(BENCH)/igw-media-host
 
 bench-decode: deps $(BENCH)/bench_decode
 	$(BENCH)/bench_decode $(sort $(wildcard generated/conformance/*.jsonl))

@@ -88,7 +88,7 @@ typedef struct igw_node {
     bool             first_packet;
     igw_media_stats  st;
     uint32_t         rtcp_ssrc;      /* our SSRC in RTCP toward this peer */
-    uint64_t         last_sr_us;
+    uint64_t         last_sr_us;     /* last sender (viewer) or receiver (source) report */
     /* source */
     src_track        src[TRACK_KINDS];
     struct igw_node **viewers;

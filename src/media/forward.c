@@ -823,6 +823,19 @@ static void viewer_reports(igw_node *v, uint64_t now_us)
     }
 }
 
+/* A receiver report toward a WebRTC source each second: RFC 3550 asks a
+ * receiver for them, and it is the sender's proof that we are still here. */
+static void source_reports(igw_node *s, uint64_t now_us)
+{
+    if (!s->peer || !igw_peer_ready(s->peer) || now_us - s->last_sr_us < SR_INTERVAL_US)
+        return;
+    s->last_sr_us = now_us;
+    uint8_t buf[IGW_PEER_BUF];
+    size_t n = igw_rtcp_write_rr(buf, sizeof buf, s->rtcp_ssrc);
+    if (n)
+        (void)igw_peer_send_rtcp(s->peer, buf, n);
+}
+
 void igw_fwd_tick(igw_mthread *t, uint64_t now_us)
 {
     for (GList *it = t->nodes.head; it; it = it->next) {
@@ -832,6 +845,7 @@ void igw_fwd_tick(igw_mthread *t, uint64_t now_us)
         if (n->peer)
             igw_peer_tick(n->peer, now_us);
         if (n->is_source) {
+            source_reports(n, now_us);
             src_track *tr = &n->src[TRACK_VIDEO];
             if (tr->pli_pending &&
                 now_us - tr->last_pli_us >= (uint64_t)n->m->cfg.keyframe_min_interval_ms * 1000)

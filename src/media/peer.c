@@ -4,6 +4,7 @@
 #include <nice/agent.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "clock.h"
 #include "rtp.h"
@@ -24,6 +25,12 @@ struct igw_peer {
     bool                    failed;
     igw_dtls               *dtls;
     igw_srtp               *srtp;
+    /* The selected pair's socket and peer address: media is sent with one
+     * sendto() instead of nice_agent_send's lock, lookups and GObject calls. */
+    GSocket                *sock;
+    int                     fd;
+    struct sockaddr_storage remote;
+    socklen_t               remote_len;
     uint64_t                created_us, last_rx_us;
     uint8_t                 buf[IGW_PEER_BUF];
 };
@@ -93,6 +100,19 @@ static void on_recv(NiceAgent *agent, guint stream, guint component, guint len, 
     }
 }
 
+static void on_pair(NiceAgent *agent, guint stream, guint component, NiceCandidate *local, NiceCandidate *remote,
+                    gpointer ud)
+{
+    (void)local;
+    igw_peer *p = ud;
+    if (p->sock)
+        g_object_unref(p->sock);
+    p->sock = nice_agent_get_selected_socket(agent, stream, component);
+    p->fd = p->sock ? g_socket_get_fd(p->sock) : -1;
+    nice_address_copy_to_sockaddr(&remote->addr, (struct sockaddr *)&p->remote);
+    p->remote_len = remote->addr.s.addr.sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+}
+
 static void on_state(NiceAgent *agent, guint stream, guint component, guint state, gpointer ud)
 {
     (void)agent, (void)stream, (void)component;
@@ -121,6 +141,7 @@ igw_peer *igw_peer_new(const igw_peer_config *cfg, const igw_peer_ops *ops, void
     p->ud = ud;
     p->lite = !cfg->media->ice_full;
     p->created_us = igw_clock_us();
+    p->fd = -1;
     p->agent = nice_agent_new_full(p->ctx, NICE_COMPATIBILITY_RFC5245,
                                    p->lite ? NICE_AGENT_OPTION_LITE_MODE : NICE_AGENT_OPTION_NONE);
     if (!p->agent) {
@@ -147,6 +168,7 @@ igw_peer *igw_peer_new(const igw_peer_config *cfg, const igw_peer_ops *ops, void
     if (p->cfg->port_min || p->cfg->port_max)
         nice_agent_set_port_range(p->agent, p->stream, 1, p->cfg->port_min, p->cfg->port_max);
     g_signal_connect(p->agent, "component-state-changed", G_CALLBACK(on_state), p);
+    g_signal_connect(p->agent, "new-selected-pair-full", G_CALLBACK(on_pair), p);
     if (!nice_agent_attach_recv(p->agent, p->stream, 1, p->ctx, on_recv, p)) {
         snprintf(err, errlen, "ICE receive could not be attached");
         goto fail;
@@ -263,6 +285,10 @@ static int peer_send(igw_peer *p, uint8_t *buf, size_t len, bool rtcp)
                   : igw_srtp_protect(p->srtp, buf, &len, IGW_PEER_BUF);
     if (rc != 0)
         return -1;
+    if (p->fd >= 0) {
+        ssize_t n = sendto(p->fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&p->remote, p->remote_len);
+        return n == (ssize_t)len ? 0 : -1; /* EAGAIN: a full socket buffer drops, as UDP would */
+    }
     return nice_agent_send(p->agent, p->stream, 1, (guint)len, (const gchar *)buf) == (gint)len ? 0 : -1;
 }
 
@@ -325,6 +351,8 @@ void igw_peer_free(igw_peer *p)
             nice_agent_remove_stream(p->agent, p->stream);
         }
         g_signal_handlers_disconnect_by_data(p->agent, p);
+        if (p->sock)
+            g_object_unref(p->sock);
         g_object_unref(p->agent);
     }
     g_free(p);

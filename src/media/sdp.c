@@ -1026,7 +1026,8 @@ static bool media_ok(const igw_sdp_media *m)
 
 static bool sdp_ok(const igw_sdp *s)
 {
-    if (s->nmedia > IGW_SDP_MAX_MEDIA || s->nbundle > IGW_SDP_MAX_MEDIA ||
+    /* Without a section the ICE and DTLS lines would have nowhere to go. */
+    if (s->nmedia == 0 || s->nmedia > IGW_SDP_MAX_MEDIA || s->nbundle > IGW_SDP_MAX_MEDIA ||
         s->fp_len > IGW_SDP_MAX_FP || (unsigned)s->setup > IGW_SDP_SETUP_PASSIVE ||
         !field_ok(s->ice_ufrag, sizeof s->ice_ufrag, true, is_visible) ||
         !field_ok(s->ice_pwd, sizeof s->ice_pwd, true, is_visible) ||

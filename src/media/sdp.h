@@ -97,9 +97,10 @@ int igw_sdp_check_webrtc(const igw_sdp *sdp, char *err, size_t errlen);
  * lines only (webrtcbin insists on ufrag, pwd and setup in every section).
  * Returns the length written (a NUL follows, so cap must exceed it), or 0 if
  * it does not fit or the structure holds what the parser would not read back:
- * a value with control characters or out of its field, a live section without
- * codecs, ssrcs with neither cname nor msid, an IGW_SDP_OTHER kind. buf then
- * holds nothing useful. igw_sdp_parse reads back every field written. */
+ * a value with control characters or out of its field, no section at all, a
+ * live section without codecs (datachannels are not written), ssrcs with
+ * neither cname nor msid, an IGW_SDP_OTHER kind. buf then holds nothing
+ * useful. igw_sdp_parse reads back every field written. */
 size_t igw_sdp_write(const igw_sdp *sdp, char *buf, size_t cap);
 
 /* Index of the first codec in m named `name` (case-insensitive) with that clock
@@ -116,8 +117,13 @@ typedef enum {
     IGW_H264_HIGH,
 } igw_h264_profile;
 
-/* The profile of an H264 fmtp line (profile-level-id absent = baseline, the
- * RFC 6184 default 42000a), and whether packetization-mode=1 is present. */
+/* The profile of an H264 fmtp line, and whether packetization-mode=1 is
+ * present. fmtp is "key=value;..." (keys case-insensitive, blanks ignored).
+ * profile-level-id absent = baseline, the RFC 6184 default 42000a (Chrome
+ * assumes constrained baseline instead). Otherwise Chrome's table: 42 with
+ * constraint_set1 (iop x1xx0000) constrained baseline, 42 x0xx0000 baseline,
+ * 4d 0x0x0000 main (4d 1xxx0000 constrained baseline), 64 00 high, 64 0c
+ * constrained high; anything else, a bad level or not 6 hex digits UNKNOWN. */
 igw_h264_profile igw_sdp_h264_profile(const char *fmtp);
 bool igw_sdp_h264_mode1(const char *fmtp);
 

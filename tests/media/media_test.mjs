@@ -6,7 +6,7 @@ import { execSync } from 'node:child_process';
 import { launch, newViewer, sleep, spawnLines, Checker } from './lib.mjs';
 
 const [HOST, VCAM] = process.argv.slice(2);
-const ADDR = process.env.IGW_MEDIA_ADDR || '127.0.0.1';
+const ADDR = process.env.IGW_NETNS_ADDR || '127.0.0.1';
 const CONSENT_MS = 3000;
 const c = new Checker();
 

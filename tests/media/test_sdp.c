@@ -1273,6 +1273,7 @@ static void test_write(void)
     REFUSE(T->media[0].ncodecs = 0);
     REFUSE(T->media[0].ncodecs = IGW_SDP_MAX_CODECS + 1);
     REFUSE(T->nmedia = IGW_SDP_MAX_MEDIA + 1);
+    REFUSE(T->nmedia = 0);
     REFUSE(T->nbundle = IGW_SDP_MAX_MEDIA + 1);
     REFUSE(T->fp_len = IGW_SDP_MAX_FP + 1);
     REFUSE(T->media[1].codecs[1].pt = 108);

@@ -35,7 +35,7 @@ DEB_PACKAGES := re2c clang libclang-rt-14-dev libssl-dev libsimdjson-dev libjans
                 libh2o-evloop-dev libwslay-dev libpq-dev libhiredis-dev libmosquitto-dev curl jq \
                 libnice-dev libsrtp2-dev libglib2.0-dev libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev \
                 libgstreamer-plugins-bad1.0-dev gstreamer1.0-nice gstreamer1.0-plugins-base \
-                gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-plugins-ugly chromium
+                gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-plugins-ugly chromium nftables
 
 .PHONY: test-media-unit test-media bench-media all deps run stop generate services-up services-down test-ops test-edge test-mqtt test-db test-upload test-redis test-app test-outbox test-ws test-devauth test-jwt test-thingmodel test-igwd test-mqttauth check-gen test test-unit test-codegen test-conformance test-json \
         test-sql test-openapi fuzz-smoke fuzz bench-decode bench-edge bench-app clean deps

@@ -42,6 +42,7 @@ async function connectViewer(browser, id, rev, { platformOffers = false, paused 
     if (platformOffers) {
         const r = await call({ op: 'viewer_offer', source: 'cam', id, rev, paused });
         if (!c.check(r.ok, `${id}: platform offer made (${r.error || ''})`)) return v;
+        v.ourSdp = r.sdp;
         const answer = await v.answer(r.sdp);
         const a = await call({ op: 'viewer_answer', id, rev, sdp: answer });
         c.check(a.ok, `${id}: Chromium's answer applied (${a.error || ''})`);
@@ -85,7 +86,7 @@ async function main() {
     // ---- pause A: its frames stop, B's do not ----
     let r = await call({ op: 'track', id: 'vA', rev: 1, kinds: 'video', trigger: 'pause' });
     c.check(r.ok && r.state === 'paused', `vA: video paused (${JSON.stringify(r)})`);
-    await sleep(300); // frames already in flight
+    await sleep(600); // frames in flight or completed by retransmissions
     let a1 = await a.stats(), b1 = await b.stats();
     await sleep(1500);
     let a2 = await a.stats(), b2 = await b.stats();
@@ -153,6 +154,23 @@ async function main() {
     c.check(b2.framesDecoded - b1.framesDecoded >= 10, 'vB: plays on after vC vanished');
     r = await call({ op: 'stats', id: 'vB' });
     c.check(r.sr_out > 0, `vB: sender reports sent (${r.sr_out})`);
+
+    // ---- loss toward vB: its NACKs are answered from the source's history ----
+    if (process.env.IGW_NETNS_ADDR && process.env.IGW_NETNS_ADDR !== '127.0.0.1') {
+        const port = /a=candidate:\S+ 1 udp \d+ \S+ (\d+) typ host/.exec(b.ourSdp)[1];
+        const nft = (cmd) => execSync(`nft ${cmd}`);
+        nft('add table inet igwloss');
+        nft(`add chain inet igwloss out '{ type filter hook output priority 0; }'`);
+        nft(`add rule inet igwloss out udp sport ${port} numgen random mod 100 '<' 3 drop`); // 3% of what vB is sent
+        const [s0, h0] = [await b.stats(), await stats('vB')];
+        await sleep(3000);
+        const [s1, h1] = [await b.stats(), await stats('vB')];
+        nft('delete table inet igwloss');
+        c.check(s1.nackCount > s0.nackCount, `vB: Chromium sent NACKs under 3% loss (${s0.nackCount} -> ${s1.nackCount})`);
+        c.check(h1.nack_in > h0.nack_in && h1.rtx_out > h0.rtx_out,
+            `vB: NACKs answered with retransmissions (nack_in ${h0.nack_in} -> ${h1.nack_in}, rtx_out ${h0.rtx_out} -> ${h1.rtx_out})`);
+        c.check(s1.framesDecoded - s0.framesDecoded >= 45, `vB: plays on under loss (${s0.framesDecoded} -> ${s1.framesDecoded})`);
+    }
 
     // ---- a new generation replaces the peer ----
     const a3 = await connectViewer(browser, 'vA', 2);

@@ -444,6 +444,10 @@ igw_media_rc igw_fwd_source_offer(igw_mthread *t, const char *id, uint32_t rev, 
     for (size_t i = 0; i < offer->nmedia; i++) {
         const igw_sdp_media *om = &offer->media[i];
         int k = track_of(om->kind), ci = -1;
+        if (om->kind == IGW_SDP_OTHER) { /* an answer cannot even name it to refuse it */
+            snprintf(err, errlen, "section %.32s: unsupported media kind", om->mid);
+            goto out;
+        }
         if (k >= 0 && om->port != 0 && (om->dir == IGW_SDP_SENDONLY || om->dir == IGW_SDP_SENDRECV) &&
             !n->src[k].present)
             ci = k == TRACK_VIDEO ? igw_sdp_pick_h264(om, IGW_H264_UNKNOWN) : igw_sdp_pick_opus(om);
@@ -590,6 +594,10 @@ igw_media_rc igw_fwd_viewer_offer(igw_node *s, const char *id, uint32_t rev, boo
     for (size_t i = 0; i < offer->nmedia; i++) {
         const igw_sdp_media *om = &offer->media[i];
         int k = track_of(om->kind), ci = -1;
+        if (om->kind == IGW_SDP_OTHER) { /* an answer cannot even name it to refuse it */
+            snprintf(err, errlen, "section %.32s: unsupported media kind", om->mid);
+            goto out;
+        }
         if (k >= 0 && om->port != 0 && s->src[k].present && !v->view[k].present &&
             (om->dir == IGW_SDP_RECVONLY || om->dir == IGW_SDP_SENDRECV)) {
             if (k == TRACK_AUDIO)

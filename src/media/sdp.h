@@ -15,7 +15,7 @@
 #define IGW_SDP_MAX_TEXT   65536 /* longest description accepted */
 #define IGW_SDP_MAX_MEDIA  8
 #define IGW_SDP_MAX_CODECS 64    /* Chrome 156 offers 34 video payload types */
-#define IGW_SDP_MAX_CANDS  16    /* per media section */
+#define IGW_SDP_MAX_CANDS  32    /* per media section */
 #define IGW_SDP_MAX_SSRC   4     /* per media section */
 #define IGW_SDP_MAX_FP     64    /* fingerprint bytes (sha-512 fits) */
 

@@ -54,5 +54,16 @@ rm -rf "$out/corpus/multipart" && mkdir -p "$out/corpus/multipart"
 echo "fuzz: multipart for ${secs}s"
 "$bin" -max_total_time="$secs" -max_len=8192 -print_final_stats=0 "$out/corpus/multipart" 2>"$out/multipart.log" ||
     { tail -40 "$out/multipart.log"; echo "fuzz: multipart FAILED"; exit 1; }
+# The WebRTC SDP parser and writer, seeded from the real offers in tests/media/sdp_corpus.
+bin=$out/fuzz_sdp
+if [ ! -x "$bin" ] || [ -n "$(find tests/fuzz/fuzz_sdp.c src/media/sdp.c src/media/sdp.h -newer "$bin" | head -1)" ]; then
+    "$clang" "${flags[@]}" -Isrc/media -o "$bin" tests/fuzz/fuzz_sdp.c src/media/sdp.c
+fi
+rm -rf "$out/corpus/sdp" && mkdir -p "$out/corpus/sdp" && cp tests/media/sdp_corpus/*.sdp "$out/corpus/sdp"/
+echo "fuzz: sdp for ${secs}s ($(ls "$out/corpus/sdp" | wc -l) seeds)"
+"$bin" -max_total_time="$secs" -max_len=70000 -print_final_stats=0 "$out/corpus/sdp" 2>"$out/sdp.log" ||
+    { tail -40 "$out/sdp.log"; echo "fuzz: sdp FAILED"; exit 1; }
+ran=$((ran + 1))
+
 [ "$ran" -gt 0 ] || { echo "fuzz: no decoder fuzzed"; exit 1; }
 echo "fuzz: $ran decoders fuzzed, no crash"

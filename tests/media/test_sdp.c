@@ -855,7 +855,11 @@ static void test_parse_errors(void)
     for (int i = 0; i <= IGW_SDP_MAX_CANDS; i++)
         n += (size_t)snprintf(buf + n, sizeof buf - n,
                               "a=candidate:%d 1 udp 2130706431 192.0.2.1 %d typ host\r\n", i, 4000 + i);
-    EXPECT_ERR(buf, "line 31: too many candidates");
+    {
+        char want[64]; /* MIN has 14 lines; the cap + 1st candidate is the offending one */
+        snprintf(want, sizeof want, "line %d: too many candidates", 15 + IGW_SDP_MAX_CANDS);
+        EXPECT_ERR(buf, want);
+    }
     n = (size_t)snprintf(buf, sizeof buf, "%sa=group:BUNDLE", HDR);
     for (int i = 0; i <= IGW_SDP_MAX_MEDIA; i++)
         n += (size_t)snprintf(buf + n, sizeof buf - n, " m%d", i);

@@ -37,7 +37,7 @@ DEB_PACKAGES := re2c clang libclang-rt-14-dev libssl-dev libsimdjson-dev libjans
                 libgstreamer-plugins-bad1.0-dev gstreamer1.0-nice gstreamer1.0-plugins-base \
                 gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-plugins-ugly chromium nftables
 
-.PHONY: test-media-unit test-media bench-media all deps run stop generate services-up services-down test-ops test-edge test-mqtt test-db test-upload test-redis test-app test-outbox test-ws test-devauth test-jwt test-thingmodel test-igwd test-mqttauth check-gen test test-unit test-codegen test-conformance test-json \
+.PHONY: test-media-unit test-media bench-media bench-srtp all deps run stop generate services-up services-down test-ops test-edge test-mqtt test-db test-upload test-redis test-app test-outbox test-ws test-devauth test-jwt test-thingmodel test-igwd test-mqttauth check-gen test test-unit test-codegen test-conformance test-json \
         test-sql test-openapi fuzz-smoke fuzz bench-decode bench-edge bench-app clean deps
 all: $(BUILD)/igw-gen $(BUILD)/igwctl $(BUILD)/igwd $(BUILD)/igw-mqtt-auth.so $(BUILD)/igw-vcam
 
@@ -340,6 +340,14 @@ bench-app: deps all
 $(BENCH)/igw-media-host: $(MEDIA_HOST_DEP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CSTD) $(WARN) $(BENCH_OPT) $(RT_INC) $(MEDIA_CFLAGS) -o $@ $(MEDIA_HOST_SRC) $(MEDIA_LIBS)
+
+$(BENCH)/bench_srtp: tests/media/bench_srtp.c src/media/dtls.c src/media/dtls.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CSTD) $(WARN) $(BENCH_OPT) $(MEDIA_CFLAGS) -o $@ tests/media/bench_srtp.c src/media/dtls.c $(MEDIA_LIBS)
+
+# Outbound SRTP protect: igw's OpenSSL path against libsrtp2 (Debian's, NSS) per profile.
+bench-srtp: deps $(BENCH)/bench_srtp
+	$(BENCH)/bench_srtp
 
 # The media core against Janus 1.1.2: CPU per forwarded packet, memory per viewer, loss.
 bench-media: deps $(BENCH)/igw-media-host

@@ -6,7 +6,9 @@
  * until READY, then move to `inflight` once handed to libpq; a connection
  * loss fails `inflight` only. libpq's socket is watched through a dup()
  * wrapped in an h2o socket with DONT_READ, so h2o reports readiness and
- * libpq does all reading and writing. */
+ * libpq does all reading and writing. Rows of batched statements wait in
+ * their statement's queue until the kick (the end of the loop turn) finds
+ * no batch of it in flight; then they become one ordinary query. */
 #include "db.h"
 
 #include <fcntl.h>
@@ -62,6 +64,33 @@ typedef struct fifo {
     size_t n;
 } fifo;
 
+/* A row of a batched statement, waiting or in flight (values follow it). */
+typedef struct brow {
+    struct brow *next;
+    igw_db_row_cb cb;
+    void *arg;
+    bool solo;        /* its batch failed on a value: it goes alone */
+    unsigned retries; /* class 40 retries so far */
+    size_t bytes;     /* its share of the parameters */
+    const char **values;
+} brow;
+
+/* The rows of one batched statement: waiting ones, and whether a batch of
+ * them is in flight (the next one gathers meanwhile). */
+typedef struct bqueue {
+    const igw_db_stmt *stmt;
+    brow *head, *tail;
+    size_t n;
+    bool busy;
+} bqueue;
+
+typedef struct batch {
+    igw_db *db;
+    bqueue *q;
+    brow *rows;
+    size_t n;
+} batch;
+
 enum state { ST_BACKOFF, ST_CONNECTING, ST_SETUP, ST_READY };
 
 struct igw_db {
@@ -89,6 +118,11 @@ struct igw_db {
     unsigned setup_left;
     void (*on_notify)(void *arg, const char *channel, const char *payload);
     void *notify_arg;
+    bqueue bq[IGW_DB_BATCH_STMTS];
+    unsigned nbq;
+    size_t nrows; /* batched rows waiting (not yet in a query) */
+    char *bbuf;   /* a batch's array literals, reused */
+    size_t bcap;
     struct {
         atomic_uint_fast64_t ok, failed, rejected, connects, connect_failures, lost;
         atomic_uint_fast64_t rtt_count, rtt_sum_us, rtt_buckets[IGW_DB_RTT_NBOUNDS + 1];
@@ -413,9 +447,13 @@ static void send_queued(igw_db *db)
     flush(db);
 }
 
+static void form_batches(igw_db *db);
+
 static void on_kick(h2o_timeout_entry_t *e)
 {
-    send_queued(H2O_STRUCT_FROM_MEMBER(igw_db, kick, e));
+    igw_db *db = H2O_STRUCT_FROM_MEMBER(igw_db, kick, e);
+    form_batches(db);
+    send_queued(db);
 }
 
 static void setup_done(igw_db *db, req *r)
@@ -439,7 +477,7 @@ static void setup_done(igw_db *db, req *r)
     db->backoff = 0;
     bump(&db->st.connects, 1);
     set(&db->st.connected, 1);
-    if (db->queued.head && !h2o_timeout_is_linked(&db->kick))
+    if ((db->queued.head || db->nrows) && !h2o_timeout_is_linked(&db->kick))
         h2o_timeout_link(db->loop, &db->t_zero, &db->kick);
     /* Notifications sent while this session did not listen are lost: the
      * listener catches up (channel NULL). */
@@ -683,7 +721,7 @@ int igw_db_exec(igw_db *db, const igw_db_stmt *stmt, const char *const *values, 
                 const int *formats, igw_db_cb cb, void *arg)
 {
     if (db->closing || !stmt || !cb || stmt->nparams < 0 || stmt->nparams > 65535 ||
-        (stmt->nparams > 0 && !values) || db->queued.n + db->inflight.n >= IGW_DB_QUEUE_MAX)
+        (stmt->nparams > 0 && !values) || db->queued.n + db->inflight.n + db->nrows >= IGW_DB_QUEUE_MAX)
         goto reject;
     size_t n = (size_t)stmt->nparams, data = 0;
     for (size_t i = 0; i < n; i++) {
@@ -725,6 +763,205 @@ int igw_db_exec(igw_db *db, const igw_db_stmt *stmt, const char *const *values, 
     gauges(db);
     if (db->state == ST_READY && !h2o_timeout_is_linked(&db->kick))
         h2o_timeout_link(db->loop, &db->t_zero, &db->kick); /* end of this loop turn: one batch */
+    return 0;
+reject:
+    bump(&db->st.rejected, 1);
+    return -1;
+}
+
+/* ---- group commit ---------------------------------------------------------------- */
+
+static void arm_kick(igw_db *db)
+{
+    if (db->state == ST_READY && !h2o_timeout_is_linked(&db->kick))
+        h2o_timeout_link(db->loop, &db->t_zero, &db->kick); /* end of this loop turn */
+}
+
+/* Hands each row of a detached list its outcome (row i of res, or err), in
+ * order, and frees it. */
+static void finish_rows(igw_db *db, brow *rows, const PGresult *res, const char *err)
+{
+    int i = 0;
+    while (rows) {
+        brow *next = rows->next;
+        db->in_cb++;
+        rows->cb(rows->arg, err ? NULL : res, i++, err);
+        db->in_cb--;
+        free(rows);
+        rows = next;
+    }
+}
+
+/* Puts a detached list back at the head of its queue, in order. */
+static void requeue_rows(igw_db *db, bqueue *q, brow *rows, size_t n)
+{
+    brow *last = rows;
+    while (last->next)
+        last = last->next;
+    last->next = q->head;
+    if (!q->head)
+        q->tail = last;
+    q->head = rows;
+    q->n += n;
+    db->nrows += n;
+}
+
+static void on_batch(void *arg, const PGresult *res, const char *err)
+{
+    batch *b = arg;
+    igw_db *db = b->db;
+    bqueue *q = b->q;
+    brow *rows = b->rows;
+    size_t n = b->n;
+    free(b);
+    q->busy = false;
+    if (res && (size_t)PQntuples(res) != n) {
+        res = NULL;
+        err = "batched statement answered a different number of rows";
+    }
+    bool value = !res && err && (!strncmp(err, "22", 2) || !strncmp(err, "23", 2));
+    bool race = !res && err && !strncmp(err, "40", 2);
+    if (!db->closing && ((value && n > 1) || (race && rows->retries < IGW_DB_BATCH_RETRIES))) {
+        for (brow *r = rows; r; r = r->next) {
+            r->solo = r->solo || value;
+            r->retries += race;
+        }
+        requeue_rows(db, q, rows, n);
+    } else {
+        finish_rows(db, rows, res, err);
+    }
+    if (q->n && !db->closing)
+        arm_kick(db);
+}
+
+/* Appends one element of an array literal to the batch buffer; -1 when out
+ * of memory. */
+static int put(igw_db *db, size_t *len, const char *s, size_t n)
+{
+    if (*len + n + 1 > db->bcap) {
+        size_t cap = db->bcap ? db->bcap : 4096;
+        while (cap < *len + n + 1)
+            cap *= 2;
+        char *p = realloc(db->bbuf, cap);
+        if (!p)
+            return -1;
+        db->bbuf = p;
+        db->bcap = cap;
+    }
+    memcpy(db->bbuf + *len, s, n);
+    *len += n;
+    return 0;
+}
+
+static int put_elem(igw_db *db, size_t *len, const char *v)
+{
+    if (!v)
+        return put(db, len, "NULL", 4);
+    if (put(db, len, "\"", 1))
+        return -1;
+    for (const char *from = v, *p = v;; p++) {
+        if (*p == '"' || *p == '\\' || !*p) {
+            if (put(db, len, from, (size_t)(p - from)) || (*p && put(db, len, "\\", 1)))
+                return -1;
+            if (!*p)
+                break;
+            from = p;
+        }
+    }
+    return put(db, len, "\"", 1);
+}
+
+/* Sends the next batch of q: its first rows up to the bounds (a solo row
+ * alone). */
+static void form_batch(igw_db *db, bqueue *q)
+{
+    batch *b = malloc(sizeof *b);
+    if (!b) {
+        arm_kick(db); /* try again next turn */
+        return;
+    }
+    size_t n = 0, bytes = 0, max = q->head->solo ? 1 : IGW_DB_BATCH_ROWS;
+    brow **tail = &q->head;
+    while (*tail && n < max && !(n && ((*tail)->solo || bytes + (*tail)->bytes > IGW_DB_BATCH_BYTES))) {
+        bytes += (*tail)->bytes;
+        tail = &(*tail)->next;
+        n++;
+    }
+    *b = (batch){.db = db, .q = q, .rows = q->head, .n = n};
+    q->head = *tail;
+    *tail = NULL;
+    if (!q->head)
+        q->tail = NULL;
+    q->n -= n;
+    db->nrows -= n;
+    q->busy = true;
+
+    /* The columns' array literals, one after the other, NUL-separated. */
+    size_t np = (size_t)q->stmt->nparams, len = 0, start[IGW_DB_BATCH_COLS];
+    int rc = 0;
+    for (size_t c = 0; c < np && !rc; c++) {
+        start[c] = len;
+        rc = put(db, &len, "{", 1);
+        for (brow *r = b->rows; r && !rc; r = r->next)
+            rc = (r != b->rows && put(db, &len, ",", 1)) || put_elem(db, &len, r->values[c]);
+        rc = rc || put(db, &len, "}", 2); /* with the NUL */
+    }
+    const char *values[IGW_DB_BATCH_COLS];
+    for (size_t c = 0; c < np && !rc; c++)
+        values[c] = db->bbuf + start[c];
+    if (rc || igw_db_exec(db, q->stmt, values, NULL, NULL, on_batch, b) != 0)
+        on_batch(b, NULL, rc ? "out of memory building a batch" : "database queue full");
+}
+
+static void form_batches(igw_db *db)
+{
+    for (unsigned i = 0; i < db->nbq && !db->closing; i++)
+        if (db->bq[i].n && !db->bq[i].busy)
+            form_batch(db, &db->bq[i]);
+}
+
+int igw_db_exec_row(igw_db *db, const igw_db_stmt *stmt, const char *const *values, igw_db_row_cb cb, void *arg)
+{
+    if (db->closing || !stmt || !cb || stmt->nparams < 1 || stmt->nparams > IGW_DB_BATCH_COLS || !values ||
+        db->queued.n + db->inflight.n + db->nrows >= IGW_DB_QUEUE_MAX)
+        goto reject;
+    bqueue *q = NULL;
+    for (unsigned i = 0; i < db->nbq && !q; i++)
+        if (db->bq[i].stmt == stmt)
+            q = &db->bq[i];
+    if (!q) {
+        if (db->nbq == IGW_DB_BATCH_STMTS)
+            goto reject;
+        q = &db->bq[db->nbq++];
+        *q = (bqueue){.stmt = stmt};
+    }
+    size_t n = (size_t)stmt->nparams, data = 0;
+    for (size_t i = 0; i < n; i++)
+        data += values[i] ? strlen(values[i]) + 1 : 0;
+    brow *r = calloc(1, sizeof *r + n * sizeof(char *) + data);
+    if (!r)
+        goto reject;
+    r->values = (const char **)(r + 1);
+    char *bytes = (char *)(r->values + n);
+    for (size_t i = 0; i < n; i++) {
+        if (!values[i])
+            continue;
+        size_t len = strlen(values[i]) + 1;
+        memcpy(bytes, values[i], len);
+        r->values[i] = bytes;
+        bytes += len;
+    }
+    r->cb = cb;
+    r->arg = arg;
+    r->bytes = 2 * data + 8 * n; /* escaping at worst doubles it */
+    if (q->tail)
+        q->tail->next = r;
+    else
+        q->head = r;
+    q->tail = r;
+    q->n++;
+    db->nrows++;
+    arm_kick(db);
     return 0;
 reject:
     bump(&db->st.rejected, 1);
@@ -782,11 +1019,19 @@ void igw_db_destroy(igw_db *db)
     db->inflight = db->queued = (fifo){0};
     fail_list(db, inflight, "shutting down");
     fail_list(db, queued, "shutting down");
+    for (unsigned i = 0; i < db->nbq; i++) {
+        brow *rows = db->bq[i].head;
+        db->bq[i].head = db->bq[i].tail = NULL;
+        db->bq[i].n = 0;
+        finish_rows(db, rows, NULL, "shutting down");
+    }
+    db->nrows = 0;
     h2o_timeout_dispose(db->loop, &db->t_zero);
     h2o_timeout_dispose(db->loop, &db->t_connect);
     for (size_t i = 0; i < NBACKOFF; i++)
         h2o_timeout_dispose(db->loop, &db->t_backoff[i]);
     free(db->prepared);
+    free(db->bbuf);
     free(db->dsn);
     free(db->listen_sql);
     free(db);

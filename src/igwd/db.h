@@ -23,7 +23,8 @@ struct st_h2o_evloop_t; /* h2o_evloop_t, without pulling h2o into every user */
 
 typedef struct igw_db igw_db;
 
-/* Queries accepted but not yet answered (queued + in flight), per connection. */
+/* Queries accepted but not yet answered (queued + in flight, batched rows
+ * waiting included), per connection. */
 #define IGW_DB_QUEUE_MAX 65536
 
 /* A statement, prepared lazily once per physical connection (again after a
@@ -79,6 +80,37 @@ igw_db *igw_db_create(struct st_h2o_evloop_t *loop, const char *dsn, char *err, 
  * destroyed: cb is then never called. */
 int igw_db_exec(igw_db *db, const igw_db_stmt *stmt, const char *const *values, const int *lengths,
                 const int *formats, igw_db_cb cb, void *arg);
+
+/* ---- group commit -------------------------------------------------------------
+ * A batched statement runs many rows at once: rows submitted for the same
+ * statement on one connection are gathered while its previous batch is in
+ * flight (and during the loop turn) and go out as ONE execution, so one
+ * transaction and one commit serve them all. Parameter c of the execution is
+ * a PostgreSQL array literal (text form, e.g. {"a",NULL}) of every row's
+ * value c, in submission order; the SQL casts it ($1::text[], $2::bigint[],
+ * ...), reads the rows with unnest(...) WITH ORDINALITY and must answer
+ * exactly one result row per input row, in input order (ORDER BY the
+ * ordinality). A batch that fails on a value (SQLSTATE class 22 or 23) is
+ * retried one row at a time, so a bad row fails alone; one that lost a
+ * deadlock or serialization race (class 40) is retried as it was (at most
+ * IGW_DB_BATCH_RETRIES times). */
+
+#define IGW_DB_BATCH_ROWS 256          /* rows per execution at most */
+#define IGW_DB_BATCH_BYTES (4u << 20)  /* parameter bytes per execution (a larger row goes alone) */
+#define IGW_DB_BATCH_RETRIES 3
+#define IGW_DB_BATCH_STMTS 16          /* distinct batched statements per connection */
+#define IGW_DB_BATCH_COLS 32           /* parameters (columns) of a batched statement */
+
+/* Called exactly once per accepted row, on the loop thread: res and `row`
+ * (its index in res) on success, else res NULL and err as for igw_db_cb.
+ * res is freed after the batch's last callback. */
+typedef void (*igw_db_row_cb)(void *arg, const PGresult *res, int row, const char *err);
+
+/* Queues one row of the batched statement `stmt` (stmt->nparams text
+ * values, NULL for SQL NULL; copied). 0 accepted, or -1 (queue full, out of
+ * memory, more than IGW_DB_BATCH_STMTS statements, destroying): cb is then
+ * never called. Never calls cb from inside the call. */
+int igw_db_exec_row(igw_db *db, const igw_db_stmt *stmt, const char *const *values, igw_db_row_cb cb, void *arg);
 
 /* For a failed query's err: true when the server never answered it (the
  * connection was lost after sending), so a write may have committed; false

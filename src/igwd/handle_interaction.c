@@ -80,37 +80,83 @@ void igw_handle_endpoints_register(igw_exchange *ex, const igw_request *req, con
  * target's rights and the thing model; the acceptance row (and the
  * downlink's row) commit before the reply, and the downlink is published
  * after it. Every accepted command gets exactly one interaction.result,
- * from the device's reply or the deadline (see edge.c and the sweeper). */
+ * from the device's reply or the deadline (see edge.c and the sweeper).
+ *
+ * Two batched statements (igw_db_exec_row: the commands of a worker that
+ * arrive together share one execution): a read (endpoint, stored
+ * fingerprint, rights and the product's model), then, for those the model
+ * accepts, the write, which checks endpoint, idempotency and rights again
+ * and inserts in the same statement, so its answer is exact even if
+ * something changed since the read. One commit per batch. */
 
-static const igw_db_stmt stmt_cmd_lookup = {
-    "igw_cmd_lookup",
-    "SELECT EXISTS (SELECT 1 FROM endpoints WHERE endpoint_id = $1 AND enterprise_id = $2::bigint "
-    "AND user_id = $3::bigint AND expires_at_ms > $4::bigint), "
-    "(SELECT encode(fingerprint, 'hex') FROM commands WHERE enterprise_id = $2::bigint AND endpoint_id = $1 "
-    "AND msg_token = $5)",
-    5};
+/* $1 endpoint, $2 enterprise, $3 user, $4 msgToken, $5 productID, $6
+ * deviceName, $7 now (ms). Per row: endpoint live, stored fingerprint (hex)
+ * or NULL, rights (NULL: none; an unknown device looks the same), model. */
+static const igw_db_stmt stmt_cmd_read = {
+    "igw_cmd_read",
+    "SELECT EXISTS (SELECT 1 FROM endpoints p WHERE p.endpoint_id = i.ep AND p.enterprise_id = i.ent "
+    "               AND p.user_id = i.usr AND p.expires_at_ms > i.now_ms), "
+    "       (SELECT encode(k.fingerprint, 'hex') FROM commands k "
+    "        WHERE k.enterprise_id = i.ent AND k.endpoint_id = i.ep AND k.msg_token = i.token), "
+    "       t.ok, t.model "
+    "FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::bigint[]) "
+    "     WITH ORDINALITY AS i(ep, ent, usr, token, pid, dn, now_ms, ord) "
+    "LEFT JOIN LATERAL (SELECT true AS ok, pr.model::text AS model FROM devices d "
+    "                   JOIN products pr ON pr.product_id = d.product_id "
+    "                   WHERE d.product_id = i.pid AND d.device_name = i.dn AND d.enterprise_id = i.ent "
+    "                     AND (d.owner_user_id = i.usr OR EXISTS (SELECT 1 FROM device_grants g "
+    "                          WHERE g.product_id = d.product_id AND g.device_name = d.device_name "
+    "                            AND g.user_id = i.usr))) t ON true "
+    "ORDER BY i.ord",
+    7};
 
-/* The caller's rights on the target: its true owner or a grant, within the
- * caller's enterprise; an unknown device looks the same (no existence leak). */
-static const igw_db_stmt stmt_cmd_target = {
-    "igw_cmd_target",
-    "SELECT p.model::text FROM devices d JOIN products p ON p.product_id = d.product_id "
-    "WHERE d.product_id = $1 AND d.device_name = $2 AND d.enterprise_id = $3::bigint "
-    "AND (d.owner_user_id = $4::bigint OR EXISTS (SELECT 1 FROM device_grants g WHERE g.product_id = d.product_id "
-    "AND g.device_name = d.device_name AND g.user_id = $4::bigint))",
-    4};
+/* $1 endpoint, $2 enterprise, $3 user, $4 msgToken, $5 method, $6
+ * fingerprint (hex), $7 command, $8 productID, $9 deviceName, $10 device
+ * token, $11 deadline (ms), $12 now (ms). Of the rows that pass (endpoint
+ * live, no stored command, rights), the first of each key in the batch
+ * inserts (ON CONFLICT DO NOTHING: a concurrent twin elsewhere wins or
+ * loses on the unique key); a later row of the same key sees the winner's
+ * fingerprint as if it had come after it. Per row: endpoint live, rights,
+ * accepted, fingerprint stored before it (NULL: none). Accepted false with
+ * the rest passing: a twin in another transaction won, not yet visible to
+ * this snapshot; the caller asks again. */
+static const igw_db_stmt stmt_cmd_write = {
+    "igw_cmd_write",
+    "WITH c AS MATERIALIZED (SELECT i.*, "
+    "    EXISTS (SELECT 1 FROM endpoints p WHERE p.endpoint_id = i.ep AND p.enterprise_id = i.ent "
+    "            AND p.user_id = i.usr AND p.expires_at_ms > i.now_ms) AS ep_ok, "
+    "    (SELECT encode(k.fingerprint, 'hex') FROM commands k "
+    "     WHERE k.enterprise_id = i.ent AND k.endpoint_id = i.ep AND k.msg_token = i.token) AS prior, "
+    "    EXISTS (SELECT 1 FROM devices d WHERE d.product_id = i.pid AND d.device_name = i.dn "
+    "            AND d.enterprise_id = i.ent AND (d.owner_user_id = i.usr OR EXISTS (SELECT 1 FROM device_grants g "
+    "            WHERE g.product_id = d.product_id AND g.device_name = d.device_name AND g.user_id = i.usr))) "
+    "      AS rights "
+    "  FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::jsonb[], "
+    "              $8::text[], $9::text[], $10::text[], $11::bigint[], $12::bigint[]) "
+    "       WITH ORDINALITY AS i(ep, ent, usr, token, method, fp, command, pid, dn, dtoken, deadline, now_ms, ord)), "
+    "w AS (SELECT DISTINCT ON (ent, ep, token) ord FROM c WHERE ep_ok AND prior IS NULL AND rights "
+    "      ORDER BY ent, ep, token, ord), "
+    "ins AS (INSERT INTO commands (enterprise_id, endpoint_id, msg_token, user_id, method, session_id, "
+    "                              fingerprint, command) "
+    "        SELECT c.ent, c.ep, c.token, c.usr, c.method, NULL, decode(c.fp, 'hex'), c.command "
+    "        FROM c JOIN w USING (ord) ORDER BY c.ent, c.ep, c.token "
+    "        ON CONFLICT (enterprise_id, endpoint_id, msg_token) DO NOTHING "
+    "        RETURNING enterprise_id, endpoint_id, msg_token), "
+    "dc AS (INSERT INTO device_commands (product_id, device_name, device_token, enterprise_id, endpoint_id, "
+    "                                    msg_token, method, deadline_ms) "
+    "       SELECT c.pid, c.dn, c.dtoken, c.ent, c.ep, c.token, c.method, c.deadline "
+    "       FROM c JOIN w USING (ord) "
+    "       JOIN ins ON ins.enterprise_id = c.ent AND ins.endpoint_id = c.ep AND ins.msg_token = c.token "
+    "       RETURNING enterprise_id, endpoint_id, msg_token), "
+    "acc AS (SELECT c.ord, c.ent, c.ep, c.token, c.fp FROM c JOIN w USING (ord) "
+    "        JOIN dc ON dc.enterprise_id = c.ent AND dc.endpoint_id = c.ep AND dc.msg_token = c.token) "
+    "SELECT c.ep_ok, c.rights, a.ord IS NOT NULL, "
+    "       COALESCE(c.prior, (SELECT x.fp FROM acc x WHERE x.ent = c.ent AND x.ep = c.ep AND x.token = c.token "
+    "                          AND x.ord < c.ord)) "
+    "FROM c LEFT JOIN acc a ON a.ord = c.ord ORDER BY c.ord",
+    12};
 
-static const igw_db_stmt stmt_cmd_accept = {
-    "igw_cmd_accept",
-    "WITH c AS (INSERT INTO commands (enterprise_id, endpoint_id, msg_token, user_id, method, session_id, "
-    "fingerprint, command) VALUES ($1::bigint, $2, $3, $4::bigint, $5, NULL, decode($6, 'hex'), $7::jsonb) "
-    "ON CONFLICT (enterprise_id, endpoint_id, msg_token) DO NOTHING RETURNING 1), "
-    "d AS (INSERT INTO device_commands (product_id, device_name, device_token, enterprise_id, endpoint_id, "
-    "msg_token, method, deadline_ms) SELECT $8, $9, $10, $1::bigint, $2, $3, $5, $11::bigint FROM c RETURNING 1) "
-    "SELECT (SELECT count(*) FROM c) + (SELECT count(*) FROM d), "
-    "(SELECT encode(fingerprint, 'hex') FROM commands WHERE enterprise_id = $1::bigint AND endpoint_id = $2 "
-    "AND msg_token = $3)",
-    11};
+#define CMD_WRITE_RETRIES 3 /* a twin committed elsewhere, not yet visible: ask again */
 
 typedef struct cmd {
     igw_exchange *ex;
@@ -120,19 +166,22 @@ typedef struct cmd {
     unsigned char md[32]; /* SHA-256 of the canonical command */
     char fp[65];          /* the same, hex, as SQL compares it */
     char *canon; /* canonical command, NUL-terminated */
-    char ent[24], user[24];
+    char ent[24], user[24], now[24];
     char endpoint[72]; /* EndpointId: an Ident of at most 64 bytes */
     char pid[IGW_DEVAUTH_NAME_MAX + 1], dn[IGW_DEVAUTH_NAME_MAX + 1];
+    char *msg_token; /* the command's, NUL-terminated */
     char token[40]; /* the downlink's msgToken */
     char deadline[24];
     char *downlink;  /* the MQTT payload */
     size_t downlink_len;
+    unsigned retries;
     igw_arena arena; /* thing model and check reasons */
 } cmd;
 
 static void cmd_free(cmd *c)
 {
     free(c->canon);
+    free(c->msg_token);
     free(c->downlink);
     igw_arena_free(&c->arena);
     free(c);
@@ -174,13 +223,12 @@ static void idempotent(cmd *c, const char *stored_fp)
     const igw_Command *k = &c->rq->command;
     igw_arena *a = igw_http_arena(c->ex);
     replay_call *rc = malloc(sizeof *rc);
-    char *token = igw_arena_strndup(a, k->msgToken.ptr, k->msgToken.len);
     char *method = igw_arena_strndup(a, igw_CommandMethod_names[k->method].ptr, igw_CommandMethod_names[k->method].len);
     char *session = k->has & IGW_Command_sessionId ? igw_arena_strndup(a, k->sessionId.ptr, k->sessionId.len) : NULL;
     igw_outbox_command oc = {.enterprise_id = c->who.enterprise_id, .user_id = c->who.user_id,
                              .endpoint_id = c->endpoint, .session_id = session, .method = method,
-                             .msg_token = token, .fingerprint = c->md, .fingerprint_len = sizeof c->md};
-    if (!rc || !token || !method || (k->has & IGW_Command_sessionId && !session)) {
+                             .msg_token = c->msg_token, .fingerprint = c->md, .fingerprint_len = sizeof c->md};
+    if (!rc || !method || (k->has & IGW_Command_sessionId && !session)) {
         free(rc);
         igw_http_reply_error(c->ex, IGW_ERR_INTERNAL, "out of memory", "");
         return;
@@ -193,7 +241,9 @@ static void idempotent(cmd *c, const char *stored_fp)
     }
 }
 
-static void on_cmd_accept(void *arg, const PGresult *res, const char *err)
+static int submit_write(cmd *c);
+
+static void on_cmd_write(void *arg, const PGresult *res, int row, const char *err)
 {
     cmd *c = arg;
     if (!res) {
@@ -204,7 +254,13 @@ static void on_cmd_accept(void *arg, const PGresult *res, const char *err)
             igw_http_reply_error(c->ex, IGW_ERR_UNKNOWN_OUTCOME, "outcome unknown; retry with the same msgToken", "");
         else
             igw_http_reply_error(c->ex, IGW_ERR_INTERNAL, "the command could not be recorded", "");
-    } else if (strtol(PQgetvalue(res, 0, 0), NULL, 10) == 2) {
+    } else if (PQgetvalue(res, row, 0)[0] != 't') { /* expired since the read */
+        igw_http_reply_error(c->ex, IGW_ERR_NOT_FOUND, "unknown or expired endpoint", "/endpointId");
+    } else if (!PQgetisnull(res, row, 3)) {
+        idempotent(c, PQgetvalue(res, row, 3)); /* a twin came first */
+    } else if (PQgetvalue(res, row, 1)[0] != 't') { /* revoked since the read */
+        igw_http_reply_error(c->ex, IGW_ERR_PERMISSION, "no rights on the target device", "/command/target");
+    } else if (PQgetvalue(res, row, 2)[0] == 't') {
         igw_mqtt *m = atomic_load(&c->w->app->mqtt);
         const igw_Command *k = &c->rq->command;
         char topic[256];
@@ -215,33 +271,36 @@ static void on_cmd_accept(void *arg, const PGresult *res, const char *err)
             fprintf(stderr, "igwd: commands %s: downlink not published (broker unreachable)\n",
                     igw_http_request_id(c->ex));
         reply_commands(c->ex, k->msgToken, false);
+    } else if (c->retries++ < CMD_WRITE_RETRIES) { /* a twin elsewhere won, not visible yet */
+        if (submit_write(c) == 0)
+            return;
+        igw_http_reply_error(c->ex, IGW_ERR_UNAVAILABLE, "busy, retry later", "");
     } else {
-        idempotent(c, PQgetvalue(res, 0, 1)); /* a concurrent twin won the insert */
+        igw_http_reply_error(c->ex, IGW_ERR_UNAVAILABLE, "try again later", "");
     }
     cmd_free(c);
 }
 
-static void on_cmd_target(void *arg, const PGresult *res, const char *err)
+static int submit_write(cmd *c)
 {
-    cmd *c = arg;
+    const igw_str *me = &igw_CommandMethod_names[c->rq->command.method];
+    char method[64];
+    snprintf(method, sizeof method, "%.*s", (int)me->len, me->ptr);
+    const char *values[12] = {c->endpoint, c->ent, c->user,  c->msg_token, method,   c->fp,
+                              c->canon,    c->pid, c->dn,    c->token,     c->deadline, c->now};
+    return igw_db_exec_row(c->w->db[0], &stmt_cmd_write, values, on_cmd_write, c);
+}
+
+/* The thing model's verdict on a first acceptance and the downlink it
+ * sends: 0, or -1 with the reply given. */
+static int check_and_build(cmd *c, const char *model_text, size_t model_len)
+{
     const igw_Command *k = &c->rq->command;
-    if (!res) {
-        fprintf(stderr, "igwd: commands %s: target lookup failed: %s\n", igw_http_request_id(c->ex), err);
-        igw_http_reply_error(c->ex, IGW_ERR_UNAVAILABLE, "try again later", "");
-        cmd_free(c);
-        return;
-    }
-    if (PQntuples(res) != 1) {
-        igw_http_reply_error(c->ex, IGW_ERR_PERMISSION, "no rights on the target device", "/command/target");
-        cmd_free(c);
-        return;
-    }
     igw_thingmodel *model = NULL;
     igw_json err_j;
-    if (igw_thingmodel_load(PQgetvalue(res, 0, 0), (size_t)PQgetlength(res, 0, 0), &c->arena, &model, &err_j)) {
+    if (igw_thingmodel_load(model_text, model_len, &c->arena, &model, &err_j)) {
         igw_http_reply_error(c->ex, IGW_ERR_INTERNAL, "the product's thing model is not usable", "");
-        cmd_free(c);
-        return;
+        return -1;
     }
     igw_json_init(&err_j, "", 0, NULL, 1);
     /* Checked against the model; the downlink is {"method","msgToken"[,"actionID"],"params"}. */
@@ -252,8 +311,7 @@ static void on_cmd_target(void *arg, const PGresult *res, const char *err)
         const igw_DeviceActionParams *p = &k->params.device_action;
         if (!igw_thingmodel_action(model, p->actionID.ptr, p->actionID.len)) {
             igw_http_reply_error(c->ex, IGW_ERR_PARAMETER, "unknown action", "/command/params/actionID");
-            cmd_free(c);
-            return;
+            return -1;
         }
         down_method = "action";
         action_id = p->actionID;
@@ -269,8 +327,7 @@ static void on_cmd_target(void *arg, const PGresult *res, const char *err)
     if (rc) {
         igw_http_reply_error(c->ex, err_j.err == IGW_JERR_NOMEM ? IGW_ERR_INTERNAL : IGW_ERR_PARAMETER, err_j.reason,
                              err_j.path);
-        cmd_free(c);
-        return;
+        return -1;
     }
     igw_jw jw;
     igw_jw_init(&jw);
@@ -289,45 +346,39 @@ static void on_cmd_target(void *arg, const PGresult *res, const char *err)
     if (igw_jw_status(&jw) || !(c->downlink = malloc(jw.len))) {
         igw_jw_free(&jw);
         igw_http_reply_error(c->ex, IGW_ERR_INTERNAL, "out of memory", "");
-        cmd_free(c);
-        return;
+        return -1;
     }
     memcpy(c->downlink, jw.buf, jw.len);
     c->downlink_len = jw.len;
     igw_jw_free(&jw);
     snprintf(c->deadline, sizeof c->deadline, "%lld",
              (long long)(igw_wall_ms() + (int64_t)c->w->app->cfg.command_timeout_ms));
-    const igw_str *mt = &k->msgToken, *me = &igw_CommandMethod_names[k->method];
-    char *token = strndup(mt->ptr, mt->len), *method = strndup(me->ptr, me->len);
-    const char *values[11] = {c->ent, c->endpoint, token, c->user, method, c->fp, c->canon,
-                              c->pid,  c->dn,                c->token, c->deadline};
-    int sent = token && method ? igw_db_exec(c->w->db[0], &stmt_cmd_accept, values, NULL, NULL, on_cmd_accept, c) : -1;
-    free(token);
-    free(method);
-    if (sent) {
-        igw_http_reply_error(c->ex, IGW_ERR_UNAVAILABLE, "busy, retry later", "");
-        cmd_free(c);
-    }
+    return 0;
 }
 
-static void on_cmd_lookup(void *arg, const PGresult *res, const char *err)
+static void on_cmd_read(void *arg, const PGresult *res, int row, const char *err)
 {
     cmd *c = arg;
     const igw_Command *k = &c->rq->command;
     if (!res) {
         fprintf(stderr, "igwd: commands %s: lookup failed: %s\n", igw_http_request_id(c->ex), err);
         igw_http_reply_error(c->ex, IGW_ERR_UNAVAILABLE, "try again later", "");
-    } else if (PQgetvalue(res, 0, 0)[0] != 't') {
+    } else if (PQgetvalue(res, row, 0)[0] != 't') {
         /* Unknown, expired, or another user's or enterprise's: all the same. */
         igw_http_reply_error(c->ex, IGW_ERR_NOT_FOUND, "unknown or expired endpoint", "/endpointId");
     } else if (k->method != IGW_CommandMethod_device_action && k->method != IGW_CommandMethod_device_propertyControl) {
         igw_http_reply_error(c->ex, IGW_ERR_NOT_IMPLEMENTED, "this command method is not implemented yet",
                              "/command/method");
-    } else if (!PQgetisnull(res, 0, 1)) {
-        idempotent(c, PQgetvalue(res, 0, 1));
-    } else {
-        const char *values[4] = {c->pid, c->dn, c->ent, c->user};
-        if (igw_db_exec(c->w->db[0], &stmt_cmd_target, values, NULL, NULL, on_cmd_target, c) == 0)
+    } else if (!PQgetisnull(res, row, 1)) {
+        idempotent(c, PQgetvalue(res, row, 1));
+    } else if (PQgetisnull(res, row, 2)) {
+        /* The caller's rights on the target: its true owner or a grant,
+         * within the caller's enterprise; an unknown device looks the same
+         * (no existence leak). */
+        igw_http_reply_error(c->ex, IGW_ERR_PERMISSION, "no rights on the target device", "/command/target");
+    } else if (check_and_build(c, PQgetvalue(res, row, 3), (size_t)PQgetlength(res, row, 3)) == 0) {
+        snprintf(c->now, sizeof c->now, "%lld", (long long)igw_wall_ms());
+        if (submit_write(c) == 0)
             return;
         igw_http_reply_error(c->ex, IGW_ERR_UNAVAILABLE, "busy, retry later", "");
     }
@@ -346,10 +397,12 @@ void igw_handle_commands(igw_exchange *ex, const igw_request *req, const igw_pri
     igw_encode_Command(&jw, k);
     if (!c || igw_jw_status(&jw) || getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw ||
         igw_b64_encode(IGW_B64_URL, raw, sizeof raw, c->token, sizeof c->token) < 0 ||
-        !(c->canon = strndup(jw.buf, jw.len))) {
+        !(c->canon = strndup(jw.buf, jw.len)) || !(c->msg_token = strndup(k->msgToken.ptr, k->msgToken.len))) {
         igw_jw_free(&jw);
-        if (c)
+        if (c) {
             free(c->canon);
+            free(c->msg_token);
+        }
         free(c);
         igw_http_reply_error(ex, IGW_ERR_INTERNAL, "out of memory", "");
         return;
@@ -366,17 +419,15 @@ void igw_handle_commands(igw_exchange *ex, const igw_request *req, const igw_pri
     snprintf(c->ent, sizeof c->ent, "%lld", (long long)who->enterprise_id);
     snprintf(c->user, sizeof c->user, "%lld", (long long)who->user_id);
     snprintf(c->endpoint, sizeof c->endpoint, "%.*s", (int)rq->endpointId.len, rq->endpointId.ptr);
-    if (k->has & IGW_Command_target) {
+    bool target = k->has & IGW_Command_target;
+    if (target) {
         snprintf(c->pid, sizeof c->pid, "%.*s", (int)k->target.productID.len, k->target.productID.ptr);
         snprintf(c->dn, sizeof c->dn, "%.*s", (int)k->target.deviceName.len, k->target.deviceName.ptr);
     }
-    char now[24];
-    snprintf(now, sizeof now, "%lld", (long long)igw_wall_ms());
-    char *mt = strndup(k->msgToken.ptr, k->msgToken.len);
-    const char *values[5] = {c->endpoint, c->ent, c->user, now, mt};
-    int sent = mt ? igw_db_exec(w->db[0], &stmt_cmd_lookup, values, NULL, NULL, on_cmd_lookup, c) : -1;
-    free(mt);
-    if (sent) {
+    snprintf(c->now, sizeof c->now, "%lld", (long long)igw_wall_ms());
+    const char *values[7] = {c->endpoint, c->ent, c->user, c->msg_token,
+                             target ? c->pid : NULL, target ? c->dn : NULL, c->now};
+    if (igw_db_exec_row(w->db[0], &stmt_cmd_read, values, on_cmd_read, c)) {
         igw_http_reply_error(ex, IGW_ERR_UNAVAILABLE, "busy, retry later", "");
         cmd_free(c);
     }

@@ -581,7 +581,10 @@ igw_mqtt *igw_mqtt_start(const igw_mqtt_config *cfg, igw_mqtt_uplink_fn fn, void
         errf(err, errlen, "mqtt: mosquitto_new: %s", strerror(errno));
         goto fail;
     }
+    /* TCP_NODELAY: a downlink is one small packet; Nagle held each ~40 ms
+     * waiting for the broker's ack of the previous one. */
     if ((rc = mosquitto_threaded_set(m->mosq, true)) != MOSQ_ERR_SUCCESS ||
+        (rc = mosquitto_int_option(m->mosq, MOSQ_OPT_TCP_NODELAY, 1)) != MOSQ_ERR_SUCCESS ||
         (rc = mosquitto_int_option(m->mosq, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V311)) !=
             MOSQ_ERR_SUCCESS ||
         (rc = mosquitto_username_pw_set(m->mosq, m->username, m->password)) != MOSQ_ERR_SUCCESS) {

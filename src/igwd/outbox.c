@@ -54,6 +54,43 @@ static const igw_db_stmt st_emit = {
     "FROM b CROSS JOIN dup LEFT JOIN p ON true LEFT JOIN dl ON true",
     7};
 
+/* Batched (igw_db_exec_row), one row per result: $1 endpoint, $2
+ * msgToken, $3 body (text), $4 deliveryId, $5 productID, $6 deviceName,
+ * $7 device token, $8 outcome. As st_emit for each row (session-less, no
+ * eventSeq, no expiry cap), a repeated deliveryId in the batch counting as
+ * a duplicate of its first row, plus the device command settled in the same
+ * transaction. Event ids are drawn first so each delivery knows its event. */
+static const igw_db_stmt st_emit_result = {
+    "igw_outbox_emit_result",
+    "WITH t AS (SELECT " NOW_MS " AS now_ms), "
+    "i AS MATERIALIZED (SELECT u.*, p.endpoint_id IS NOT NULL AS known, p.expires_at_ms > t.now_ms AS live, "
+    "      p.expires_at_ms AS exp, "
+    "      jsonb_typeof(u.body::jsonb) = 'object' AND u.body::jsonb->>'msgToken' IS NOT DISTINCT FROM u.token "
+    "        AND u.body::jsonb->'sessionId' IS NULL AND u.body::jsonb->'eventSeq' IS NULL AS ok, "
+    "      EXISTS (SELECT 1 FROM deliveries d WHERE d.delivery_id = u.did) AS dup, "
+    "      u.ord = min(u.ord) OVER (PARTITION BY u.did) AS first "
+    "    FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], "
+    "                $8::text[]) WITH ORDINALITY AS u(ep, token, body, did, pid, dn, dtoken, outcome, ord) "
+    "    CROSS JOIN t LEFT JOIN endpoints p ON p.endpoint_id = u.ep), "
+    "go AS MATERIALIZED (SELECT i.*, nextval(pg_get_serial_sequence('events', 'event_id')) AS event_id "
+    "    FROM i WHERE i.live AND i.ok AND NOT i.dup AND i.first), "
+    "ev AS (INSERT INTO events (event_id, session_id, msg_token, event_seq, body, body_text) OVERRIDING SYSTEM VALUE "
+    "       SELECT go.event_id, NULL, go.token, NULL, go.body::jsonb, go.body FROM go RETURNING event_id), "
+    "dl AS (INSERT INTO deliveries (delivery_id, event_id, endpoint_id, session_id, watermark, state, expires_at_ms) "
+    "       SELECT go.did, go.event_id, go.ep, '', go.event_id, '" ST_PENDING "', go.exp FROM go "
+    "       RETURNING delivery_id, endpoint_id), "
+    "ntf AS (SELECT pg_notify('" IGW_OUTBOX_CHANNEL "', dl.endpoint_id) FROM dl), "
+    "st AS (UPDATE device_commands c SET outcome = s.outcome "
+    "       FROM (SELECT DISTINCT ON (i.pid, i.dn, i.dtoken) i.pid, i.dn, i.dtoken, "
+    "                    CASE WHEN i.live AND i.ok THEN i.outcome WHEN i.live IS NOT TRUE THEN 'expired' END AS outcome "
+    "             FROM i WHERE i.first ORDER BY i.pid, i.dn, i.dtoken, i.ord) s "
+    "       WHERE c.product_id = s.pid AND c.device_name = s.dn AND c.device_token = s.dtoken "
+    "         AND c.outcome IS NULL AND s.outcome IS NOT NULL RETURNING 1) "
+    "SELECT i.known, i.live, i.dup OR NOT i.first, i.ok, dl.delivery_id, (SELECT count(*) FROM ntf), "
+    "       (SELECT count(*) FROM st) "
+    "FROM i LEFT JOIN dl ON dl.delivery_id = i.did AND i.first ORDER BY i.ord",
+    8};
+
 /* $1 enterprise, $2 user, $3 endpoint, $4 limit. */
 static const igw_db_stmt st_pull = {
     "igw_outbox_pull",
@@ -161,7 +198,7 @@ static const igw_db_stmt st_sweep = {
     "       (SELECT count(*) FROM dep), (SELECT count(*) FROM dc), c.lim FROM c",
     3};
 
-typedef enum op { OP_EMIT, OP_PULL, OP_ACK, OP_REPLAY, OP_SWEEP } op;
+typedef enum op { OP_EMIT, OP_EMIT_RESULT, OP_PULL, OP_ACK, OP_REPLAY, OP_SWEEP } op;
 
 typedef struct ctx {
     op op;
@@ -262,6 +299,23 @@ static void done_emit(ctx *c, igw_outbox_result *r, const PGresult *res)
     r->event_id = num(res, 0, 4);
     r->watermark = num(res, 0, 5);
     r->expires_at_ms = num(res, 0, 6);
+}
+
+static void done_emit_result(ctx *c, igw_outbox_result *r, const PGresult *res, int row)
+{
+    /* known, live, dup, body ok, delivery_id, notified, settled */
+    if (!val(res, row, 0))
+        r->status = IGW_OUTBOX_UNKNOWN_ENDPOINT;
+    else if (!is_true(res, row, 1))
+        r->status = IGW_OUTBOX_ENDPOINT_EXPIRED;
+    else if (is_true(res, row, 2))
+        r->status = IGW_OUTBOX_DUPLICATE;
+    else if (!is_true(res, row, 3))
+        r->status = IGW_OUTBOX_BAD_EVENT;
+    else if (!val(res, row, 4))
+        fail(r, "emit: no delivery inserted");
+    if (r->status == IGW_OUTBOX_OK || r->status == IGW_OUTBOX_DUPLICATE)
+        r->delivery_id = c->delivery_id;
 }
 
 static void done_pull(igw_outbox_result *r, const PGresult *res, igw_outbox_item *items)
@@ -378,6 +432,9 @@ static void on_result(void *arg, const PGresult *res, const char *err)
         case OP_EMIT:
             done_emit(c, &r, res);
             break;
+        case OP_EMIT_RESULT: /* batched: on_result_row */
+            fail(&r, "emit_result: not a batched row");
+            break;
         case OP_PULL:
             done_pull(&r, res, items);
             break;
@@ -392,6 +449,18 @@ static void on_result(void *arg, const PGresult *res, const char *err)
             break;
         }
     c->cb(c->arg, &r); /* r may point into c (delivery_id) */
+    free(c);
+}
+
+static void on_result_row(void *arg, const PGresult *res, int row, const char *err)
+{
+    ctx *c = arg;
+    igw_outbox_result r = {.status = IGW_OUTBOX_OK};
+    if (!res)
+        fail(&r, err ? err : "no result");
+    else
+        done_emit_result(c, &r, res, row);
+    c->cb(c->arg, &r);
     free(c);
 }
 
@@ -444,6 +513,24 @@ int igw_outbox_emit(igw_db *db, const igw_outbox_event *ev, igw_outbox_cb cb, vo
     int len[7] = {0, 0, 0, 0, (int)ev->body_len, 0, 0};
     int fmt[7] = {0, 0, 0, 0, 1, 0, 0}; /* the body as text's binary form: its bytes, no NUL needed */
     return submit(db, &st_emit, v, len, fmt, c);
+}
+
+int igw_outbox_emit_result(igw_db *db, const igw_outbox_result_event *ev, igw_outbox_cb cb, void *arg)
+{
+    if (!db || !ev || !id_ok(ev->endpoint_id) || !ev->msg_token || !ev->msg_token[0] || !ev->body || !ev->body[0] ||
+        !id_ok(ev->delivery_id) || !ev->product_id || !ev->device_name || !ev->device_token || !ev->outcome)
+        return -1;
+    ctx *c = new_ctx(OP_EMIT_RESULT, cb, arg);
+    if (!c)
+        return -1;
+    snprintf(c->delivery_id, sizeof c->delivery_id, "%s", ev->delivery_id);
+    const char *v[8] = {ev->endpoint_id, ev->msg_token, ev->body, ev->delivery_id, ev->product_id, ev->device_name,
+                        ev->device_token, ev->outcome};
+    if (igw_db_exec_row(db, &st_emit_result, v, on_result_row, c) != 0) {
+        free(c);
+        return -1;
+    }
+    return 0;
 }
 
 int igw_outbox_pull(igw_db *db, int64_t enterprise_id, int64_t user_id, const char *endpoint_id, int limit,

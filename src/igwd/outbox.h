@@ -159,6 +159,25 @@ typedef void (*igw_outbox_cb)(void *arg, const igw_outbox_result *r);
  * an id is longer than IGW_OUTBOX_ID_MAX. */
 int igw_outbox_emit(igw_db *db, const igw_outbox_event *ev, igw_outbox_cb cb, void *arg);
 
+/* The interaction.result of a device command (results.c). */
+typedef struct igw_outbox_result_event {
+    const char *endpoint_id, *msg_token; /* the command's */
+    const char *body;        /* the canonical JSON object text, NUL-terminated; no sessionId, no eventSeq */
+    const char *delivery_id; /* derived from the command: a second emit is a DUPLICATE */
+    const char *product_id, *device_name, *device_token; /* its device_commands row */
+    const char *outcome;     /* what the row's outcome becomes when the result is stored */
+} igw_outbox_result_event;
+
+/* igw_outbox_emit for a command's result (no session, no eventSeq, the
+ * endpoint's expiresAt), and in the SAME transaction the command's
+ * device_commands row settled if still unsettled: to ev->outcome when the
+ * delivery is stored now or was before (OK, DUPLICATE), to "expired" when
+ * the endpoint is unknown or expired; untouched otherwise (BAD_EVENT,
+ * ERROR). Results emitted together (one loop turn, or while the previous
+ * batch commits) share one statement and one commit (igw_db_exec_row); a
+ * repeated delivery_id in one batch is a DUPLICATE of its first. */
+int igw_outbox_emit_result(igw_db *db, const igw_outbox_result_event *ev, igw_outbox_cb cb, void *arg);
+
 /* Up to limit (1..32) deliverable deliveries of the endpoint, ordered by
  * sessionId (bytes), watermark, deliveryId (bytes). The endpoint must be
  * (enterprise, user)'s and unexpired. Pulling changes nothing. */

@@ -15,33 +15,38 @@
 /* Exactly one result per command without a claim-then-emit window: the
  * result's deliveryId is derived from the command (enterprise, endpoint,
  * msgToken), so a second emit for the same command (the deadline racing the
- * reply, a retry after a crash between the emit and the settling update) is
- * refused by the outbox as a duplicate. The row is settled after the emit. */
+ * reply, a retry after a lost connection) is refused by the outbox as a
+ * duplicate, and the row is settled in the emit's own transaction
+ * (igw_outbox_emit_result). Lookups and emits are batched statements: the
+ * replies of one edge batch, or one overdue pass, cost one lookup and one
+ * commit together. */
+
+/* Batched: $1 productID, $2 deviceName, $3 device token; the pending
+ * command of each row, or NULLs. */
 static const igw_db_stmt stmt_find = {
     "igw_results_find",
-    "SELECT endpoint_id, msg_token, method, enterprise_id::text, product_id, device_name, device_token "
-    "FROM device_commands WHERE product_id = $1 AND device_name = $2 AND device_token = $3 AND outcome IS NULL",
+    "SELECT c.endpoint_id, c.msg_token, c.method, c.enterprise_id::text "
+    "FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS i(pid, dn, tok, ord) "
+    "LEFT JOIN device_commands c ON c.product_id = i.pid AND c.device_name = i.dn AND c.device_token = i.tok "
+    "  AND c.outcome IS NULL "
+    "ORDER BY i.ord",
     3};
 
+/* At most 1024 commands per overdue pass (every 0.5 s: 2048/s). */
 static const igw_db_stmt stmt_overdue = {
     "igw_results_overdue",
     "SELECT endpoint_id, msg_token, method, enterprise_id::text, product_id, device_name, device_token "
-    "FROM device_commands WHERE outcome IS NULL AND deadline_ms < $1::bigint ORDER BY deadline_ms LIMIT 256",
+    "FROM device_commands WHERE outcome IS NULL AND deadline_ms < $1::bigint ORDER BY deadline_ms LIMIT 1024",
     1};
 
-static const igw_db_stmt stmt_settle = {
-    "igw_results_settle",
-    "UPDATE device_commands SET outcome = $4 WHERE product_id = $1 AND device_name = $2 AND device_token = $3 "
-    "AND outcome IS NULL",
-    4};
-
-/* What a claimed command's result says. */
+/* What a command's result says. */
 typedef struct outcome {
     igw_db *db;
     int cls;        /* IGW_ERR_OK: success */
     char *reason;   /* failures */
     char *response; /* actionReply output, or NULL */
     size_t response_len;
+    char *key[3]; /* a device reply: product_id, device_name, device_token */
     char log[160];
 } outcome;
 
@@ -49,45 +54,24 @@ static void outcome_free(outcome *o)
 {
     free(o->reason);
     free(o->response);
+    for (int i = 0; i < 3; i++)
+        free(o->key[i]);
     free(o);
 }
 
-/* One command being settled. */
-typedef struct settle {
-    igw_db *db;
-    char *key[3];      /* product_id, device_name, device_token */
-    const char *outcome;
-} settle;
-
-static void settle_free(settle *st)
-{
-    for (int i = 0; i < 3; i++)
-        free(st->key[i]);
-    free(st);
-}
-
-static void on_settled(void *arg, const PGresult *res, const char *err)
-{
-    settle *st = arg;
-    if (!res) /* the next overdue pass finds it and its emit is a duplicate */
-        fprintf(stderr, "igwd: results: settling %s failed: %s\n", st->key[2], err);
-    settle_free(st);
-}
+/* One result being stored: the device token, for logs. */
+typedef struct emitting {
+    char token[IGW_OUTBOX_ID_MAX + 1];
+} emitting;
 
 static void on_emitted(void *arg, const igw_outbox_result *r)
 {
-    settle *st = arg;
-    bool settled = r->status == IGW_OUTBOX_OK || r->status == IGW_OUTBOX_DUPLICATE;
-    if (!settled && r->status != IGW_OUTBOX_ENDPOINT_EXPIRED && r->status != IGW_OUTBOX_UNKNOWN_ENDPOINT) {
-        fprintf(stderr, "igwd: results: result of %s not stored: %s\n", st->key[2], r->err ? r->err : "refused");
-        settle_free(st); /* still unsettled: the overdue pass retries */
-        return;
-    }
-    if (!settled)
-        fprintf(stderr, "igwd: results: result of %s dropped: its endpoint expired\n", st->key[2]);
-    const char *values[4] = {st->key[0], st->key[1], st->key[2], settled ? st->outcome : "expired"};
-    if (igw_db_exec(st->db, &stmt_settle, values, NULL, NULL, on_settled, st))
-        settle_free(st);
+    emitting *em = arg;
+    if (r->status == IGW_OUTBOX_ENDPOINT_EXPIRED || r->status == IGW_OUTBOX_UNKNOWN_ENDPOINT)
+        fprintf(stderr, "igwd: results: result of %s dropped: its endpoint expired\n", em->token);
+    else if (r->status != IGW_OUTBOX_OK && r->status != IGW_OUTBOX_DUPLICATE) /* still unsettled: the overdue pass retries */
+        fprintf(stderr, "igwd: results: result of %s not stored: %s\n", em->token, r->err ? r->err : "refused");
+    free(em);
 }
 
 /* The result's deliveryId: 16 bytes of SHA-256 over the command's identity. */
@@ -102,8 +86,10 @@ static int result_id(const char *ent, const char *endpoint, const char *msg_toke
     return igw_b64_encode(IGW_B64_URL, md, 16, out, cap) < 0 ? -1 : 0;
 }
 
-/* Builds and emits the result of one row (then settles it). */
-static void emit(const outcome *o, const PGresult *res, int row)
+/* Builds and emits the result of the command in row `row` (columns 0-3:
+ * endpoint, msgToken, method, enterprise) of the device command `key`,
+ * settling it in the same transaction. */
+static void emit(const outcome *o, const PGresult *res, int row, const char *const key[3])
 {
     const char *endpoint = PQgetvalue(res, row, 0), *msg_token = PQgetvalue(res, row, 1);
     const char *method = PQgetvalue(res, row, 2), *ent = PQgetvalue(res, row, 3);
@@ -130,35 +116,46 @@ static void emit(const outcome *o, const PGresult *res, int row)
     igw_jw jw;
     igw_jw_init(&jw);
     igw_encode_ResultEvent(&jw, &ev);
+    igw_jw_raw(&jw, "", 1); /* NUL: the body is passed as a C string */
     char id[40];
-    settle *st = calloc(1, sizeof *st);
-    bool ok = st && !igw_jw_status(&jw) && result_id(ent, endpoint, msg_token, id, sizeof id) == 0;
-    for (int i = 0; ok && i < 3; i++)
-        ok = (st->key[i] = strdup(PQgetvalue(res, row, 4 + i))) != NULL;
+    emitting *em = calloc(1, sizeof *em);
+    bool ok = em && !igw_jw_status(&jw) && result_id(ent, endpoint, msg_token, id, sizeof id) == 0;
     if (ok) {
-        st->db = o->db;
-        st->outcome = o->cls == IGW_ERR_UNKNOWN_OUTCOME ? "timeout" : "replied";
-        igw_outbox_event oe = {.endpoint_id = endpoint, .msg_token = msg_token, .body = jw.buf, .body_len = jw.len,
-                               .delivery_id = id};
-        ok = igw_outbox_emit(o->db, &oe, on_emitted, st) == 0;
+        snprintf(em->token, sizeof em->token, "%s", key[2]);
+        igw_outbox_result_event oe = {.endpoint_id = endpoint, .msg_token = msg_token, .body = jw.buf,
+                                      .delivery_id = id, .product_id = key[0], .device_name = key[1],
+                                      .device_token = key[2],
+                                      .outcome = o->cls == IGW_ERR_UNKNOWN_OUTCOME ? "timeout" : "replied"};
+        ok = igw_outbox_emit_result(o->db, &oe, on_emitted, em) == 0;
     }
     if (!ok) {
         fprintf(stderr, "igwd: results: result of %s could not be queued (the overdue pass retries)\n", msg_token);
-        if (st)
-            settle_free(st);
+        free(em);
     }
     igw_jw_free(&jw);
 }
 
-static void on_found(void *arg, const PGresult *res, const char *err)
+static void on_found(void *arg, const PGresult *res, int row, const char *err)
 {
     outcome *o = arg;
     if (!res)
         fprintf(stderr, "igwd: results: lookup failed (%s): %s\n", o->log, err);
-    else if (PQntuples(res) == 0 && o->log[0])
+    else if (PQgetisnull(res, row, 0))
         fprintf(stderr, "igwd: results: reply %s matches no pending command; dropped\n", o->log);
-    for (int i = 0; res && i < PQntuples(res); i++)
-        emit(o, res, i);
+    else
+        emit(o, res, row, (const char *const *)o->key);
+    outcome_free(o);
+}
+
+static void on_overdue(void *arg, const PGresult *res, const char *err)
+{
+    outcome *o = arg;
+    if (!res)
+        fprintf(stderr, "igwd: results: overdue lookup failed: %s\n", err);
+    for (int i = 0; res && i < PQntuples(res); i++) {
+        const char *key[3] = {PQgetvalue(res, i, 4), PQgetvalue(res, i, 5), PQgetvalue(res, i, 6)};
+        emit(o, res, i, key);
+    }
     outcome_free(o);
 }
 
@@ -176,15 +173,15 @@ void igw_results_device_reply(igw_db *db, const char *product_id, const char *de
                               int64_t code, igw_str msg, igw_str response)
 {
     outcome *o = calloc(1, sizeof *o);
-    char *token = dupn(device_token.ptr, device_token.len);
-    if (!o || !token) {
-        free(o);
-        free(token);
+    if (!o || !(o->key[0] = strdup(product_id)) || !(o->key[1] = strdup(device_name)) ||
+        !(o->key[2] = dupn(device_token.ptr, device_token.len))) {
+        if (o)
+            outcome_free(o);
         fprintf(stderr, "igwd: results: out of memory, a device reply is dropped\n");
         return;
     }
     o->db = db;
-    snprintf(o->log, sizeof o->log, "%s/%s token %s", product_id, device_name, token);
+    snprintf(o->log, sizeof o->log, "%s/%s token %s", product_id, device_name, o->key[2]);
     if (code == 200) {
         o->cls = IGW_ERR_OK;
         if (response.ptr && !(o->response = dupn(response.ptr, response.len)))
@@ -201,14 +198,11 @@ void igw_results_device_reply(igw_db *db, const char *product_id, const char *de
         if (!(o->reason = dupn(buf, strlen(buf))))
             goto oom;
     }
-    const char *values[3] = {product_id, device_name, token};
-    if (igw_db_exec(db, &stmt_find, values, NULL, NULL, on_found, o) == 0) {
-        free(token);
+    const char *values[3] = {o->key[0], o->key[1], o->key[2]};
+    if (igw_db_exec_row(db, &stmt_find, values, on_found, o) == 0)
         return;
-    }
 oom:
     fprintf(stderr, "igwd: results: a device reply could not be settled (%s)\n", o->log);
-    free(token);
     outcome_free(o);
 }
 
@@ -224,6 +218,6 @@ void igw_results_sweep_timeouts(igw_db *db, int64_t now_ms)
     char now[24];
     snprintf(now, sizeof now, "%lld", (long long)now_ms);
     const char *values[1] = {now};
-    if (igw_db_exec(db, &stmt_overdue, values, NULL, NULL, on_found, o))
+    if (igw_db_exec(db, &stmt_overdue, values, NULL, NULL, on_overdue, o))
         outcome_free(o);
 }

@@ -1,10 +1,11 @@
 /* results.h - the interaction.result of device commands (device.action,
  * device.propertyControl): from the device's actionReply / controlReply,
  * whichever way it arrives (MQTT or the HTTP edge: both end in edge.c), or
- * from the deadline. Exactly one per accepted command: its device_commands
- * row is claimed (outcome set, once) before the event goes to the outbox;
- * a reply for an unknown, foreign or already settled token is dropped and
- * logged. */
+ * from the deadline. Exactly one per accepted command: the event's
+ * deliveryId is derived from the command, and its device_commands row is
+ * settled (outcome set, once) in the emit's own transaction; a reply for an
+ * unknown, foreign or already settled token is dropped and logged. Replies
+ * (and overdue commands) handled together share one lookup and one commit. */
 #ifndef IGW_RESULTS_H
 #define IGW_RESULTS_H
 

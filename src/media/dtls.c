@@ -8,7 +8,16 @@
  * valid one). The peer certificate is authenticated by the SDP fingerprint
  * alone, in the verify callback (so a wrong peer is refused before the
  * handshake completes) and again once it completed. SRTP keys are exported
- * per RFC 5764 into two libsrtp2 sessions, one per direction. */
+ * per RFC 5764 into two libsrtp2 sessions, one per direction.
+ *
+ * Outbound RTP, protected once per viewer for every forwarded packet, does
+ * not go through libsrtp: Debian's libsrtp2 is built against NSS, which
+ * builds a PK11 context for each packet (a quarter of the forwarding CPU).
+ * It is done here with OpenSSL contexts keyed once per session: the session
+ * keys derived as RFC 3711 4.3 says, AES-GCM per RFC 7714 or AES-CM with
+ * HMAC-SHA1 per RFC 3711, and the index of each packet estimated exactly as
+ * libsrtp does for a sender, so the bytes on the wire are libsrtp's. Inbound
+ * RTP (and its replay protection) and RTCP both ways stay with libsrtp. */
 #include "dtls.h"
 
 #include <pthread.h>
@@ -20,9 +29,11 @@
 
 #include <openssl/bio.h>
 #include <openssl/bn.h>
+#include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
+#include <openssl/params.h>
 #include <openssl/rand.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
@@ -52,6 +63,20 @@
 #define SRTP_SALT_GCM 12
 #define SRTP_SALT_CM 14
 #define SRTP_SALT_MAX SRTP_SALT_CM
+/* RFC 3711: HMAC-SHA1 key, the tag AES128_CM_SHA1_80 sends; RFC 7714 tag. */
+#define SRTP_AUTH_KEY_LEN 20
+#define SRTP_CM_TAG 10
+#define SRTP_GCM_TAG 16
+/* KDF labels (RFC 3711 4.3.2) of the outbound RTP session keys. */
+#define LABEL_RTP_ENC 0x00
+#define LABEL_RTP_AUTH 0x01
+#define LABEL_RTP_SALT 0x02
+/* Replay window of both libsrtp sessions. libsrtp keeps it for a sender too:
+ * it refuses to protect an index this far behind the newest, and our
+ * outbound RTP does the same so that nothing changes on the wire. */
+#define SRTP_WINDOW 1024
+/* The packet index is 48 bits (RFC 3711 3.3.1). */
+#define SRTP_INDEX_END ((uint64_t)1 << 48)
 
 _Static_assert(SRTP_MAX_TAG_LEN + 4 <= IGW_SRTP_MAX_TRAILER, "trailer bound below libsrtp's tag");
 
@@ -78,9 +103,23 @@ struct igw_dtls {
     char reason[96];
 };
 
+/* One outbound RTP SSRC: libsrtp's sender state without the bitmap, which
+ * a sender that allows retransmissions never consults. */
+typedef struct out_stream {
+    uint32_t ssrc;
+    uint64_t high; /* highest index (ROC << 16 | SEQ) protected so far */
+} out_stream;
+
 struct igw_srtp {
-    srtp_t out; /* our write key, any outbound SSRC */
+    srtp_t out; /* our write key, any outbound SSRC: RTCP only */
     srtp_t in;  /* the peer's write key, any inbound SSRC */
+    /* outbound RTP, keyed with the session keys of our write key */
+    bool gcm;
+    EVP_CIPHER_CTX *enc; /* AES-128-GCM, or AES-128-CTR for AES-CM */
+    EVP_MAC_CTX *mac;    /* HMAC-SHA1 (AES-CM only) */
+    uint8_t salt[SRTP_SALT_MAX]; /* session salt: 12 bytes for GCM, 14 for CM */
+    size_t nstreams;
+    out_stream streams[IGW_SRTP_MAX_OUT_SSRC];
 };
 
 /* ---- helpers ------------------------------------------------------------------ */
@@ -590,9 +629,54 @@ static void srtp_policy_fill(srtp_policy_t *pol, igw_srtp_profile profile, srtp_
     }
     pol->ssrc.type = type;
     pol->key = key;
-    pol->window_size = 1024;
+    pol->window_size = SRTP_WINDOW;
     pol->allow_repeat_tx = type == ssrc_any_outbound; /* NACKed packets are re-sent */
     pol->next = NULL;
+}
+
+/* The AES-CM PRF of RFC 3711 4.3.3 with key_derivation_rate 0: AES-CTR
+ * keystream under the master key from IV = (salt XOR label << 64) << 16.
+ * The 12-byte GCM master salt is used as salt << 16 (RFC 7714 erratum 4938,
+ * and what libsrtp does). */
+static int srtp_kdf(const uint8_t *master_key, const uint8_t *master_salt, size_t salt_len,
+                    uint8_t label, uint8_t *out, size_t len)
+{
+    uint8_t iv[16] = {0};
+    memcpy(iv, master_salt, salt_len);
+    iv[7] ^= label;
+    memset(out, 0, len);
+    EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
+    int n = 0;
+    int ok = c && EVP_EncryptInit_ex(c, EVP_aes_128_ctr(), NULL, master_key, iv) == 1 &&
+             EVP_EncryptUpdate(c, out, &n, out, (int)len) == 1 && n == (int)len;
+    EVP_CIPHER_CTX_free(c);
+    return ok ? 0 : -1;
+}
+
+/* Keys the outbound RTP contexts from our master key || salt. */
+static int rtp_out_init(igw_srtp *s, bool gcm, const uint8_t *master, size_t salt_len)
+{
+    const uint8_t *mkey = master, *msalt = master + SRTP_KEY_LEN;
+    uint8_t key[SRTP_KEY_LEN], auth[SRTP_AUTH_KEY_LEN];
+    s->gcm = gcm;
+    int ok = srtp_kdf(mkey, msalt, salt_len, LABEL_RTP_ENC, key, sizeof key) == 0 &&
+             srtp_kdf(mkey, msalt, salt_len, LABEL_RTP_SALT, s->salt, salt_len) == 0 &&
+             (s->enc = EVP_CIPHER_CTX_new()) != NULL &&
+             EVP_EncryptInit_ex(s->enc, gcm ? EVP_aes_128_gcm() : EVP_aes_128_ctr(), NULL, key,
+                                NULL) == 1;
+    if (ok && !gcm) {
+        char digest[] = "SHA1";
+        OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0),
+                               OSSL_PARAM_construct_end()};
+        EVP_MAC *hmac = EVP_MAC_fetch(NULL, "HMAC", NULL);
+        ok = hmac && (s->mac = EVP_MAC_CTX_new(hmac)) != NULL &&
+             srtp_kdf(mkey, msalt, salt_len, LABEL_RTP_AUTH, auth, sizeof auth) == 0 &&
+             EVP_MAC_init(s->mac, auth, sizeof auth, params) == 1;
+        EVP_MAC_free(hmac); /* the context keeps its own reference */
+    }
+    OPENSSL_cleanse(key, sizeof key);
+    OPENSSL_cleanse(auth, sizeof auth);
+    return ok ? 0 : -1;
 }
 
 igw_srtp *igw_dtls_srtp_new(const igw_dtls *d, char *err, size_t errlen)
@@ -639,6 +723,8 @@ igw_srtp *igw_dtls_srtp_new(const igw_dtls *d, char *err, size_t errlen)
         what = "srtp_create (outbound) failed";
     else if (srtp_create(&s->in, &in_pol) != srtp_err_status_ok)
         what = "srtp_create (inbound) failed";
+    else if (rtp_out_init(s, d->profile == IGW_SRTP_AEAD_AES_128_GCM, local, slen) != 0)
+        what = "outbound RTP key setup failed";
     OPENSSL_cleanse(km, sizeof km);
     OPENSSL_cleanse(local, sizeof local);
     OPENSSL_cleanse(remote, sizeof remote);
@@ -658,6 +744,9 @@ void igw_srtp_free(igw_srtp *s)
         srtp_dealloc(s->out); /* only fails for a NULL session */
     if (s->in)
         srtp_dealloc(s->in);
+    EVP_CIPHER_CTX_free(s->enc); /* both wipe their key material */
+    EVP_MAC_CTX_free(s->mac);
+    OPENSSL_cleanse(s, sizeof *s); /* the session salt */
     free(s);
 }
 
@@ -683,9 +772,134 @@ static int transform(srtp_t ctx, uint8_t *buf, size_t *len, size_t cap, size_t m
     return 0;
 }
 
+/* The index of sequence number `seq` given the highest index sent, as
+ * libsrtp's srtp_rdbx_estimate_index: RFC 3711 3.3.1 (a seq more than 2^15
+ * away from the highest one belongs to the neighbouring ROC), except that
+ * while the highest index is at most 2^15 the ROC is 0 (there is no ROC -1,
+ * and a stream may start anywhere). */
+static uint64_t estimate_index(uint64_t high, uint16_t seq)
+{
+    if (high <= 0x8000)
+        return seq;
+    uint64_t roc = high >> 16;
+    uint32_t hseq = (uint16_t)high;
+    if (hseq < 0x8000 && seq > hseq + 0x8000)
+        roc--; /* high > 2^15 and hseq < 2^15: roc >= 1 */
+    else if (hseq >= 0x8000 && seq < hseq - 0x8000)
+        roc++;
+    return roc << 16 | seq;
+}
+
+/* The stream of `ssrc`, a new one (index 0, as libsrtp starts) while there
+ * is room, or NULL. */
+static out_stream *out_stream_of(igw_srtp *s, uint32_t ssrc)
+{
+    for (size_t i = 0; i < s->nstreams; i++)
+        if (s->streams[i].ssrc == ssrc)
+            return &s->streams[i];
+    if (s->nstreams == IGW_SRTP_MAX_OUT_SSRC)
+        return NULL; /* forgetting a ROC could reuse an index: refuse instead */
+    out_stream *st = &s->streams[s->nstreams++];
+    st->ssrc = ssrc;
+    st->high = 0;
+    return st;
+}
+
+/* RFC 7714: IV = salt XOR (0x0000 || SSRC || ROC || SEQ), the header (with
+ * CSRCs and extension) authenticated, the rest (padding included) encrypted,
+ * the 16-byte tag appended. */
+static int protect_gcm(igw_srtp *s, uint8_t *buf, size_t hlen, size_t n, uint32_t roc)
+{
+    uint8_t iv[SRTP_SALT_GCM];
+    memcpy(iv, s->salt, sizeof iv);
+    for (int i = 0; i < 4; i++) {
+        iv[2 + i] ^= buf[8 + i];
+        iv[6 + i] ^= (uint8_t)(roc >> (24 - 8 * i));
+    }
+    iv[10] ^= buf[2];
+    iv[11] ^= buf[3];
+    int out = 0;
+    if (EVP_EncryptInit_ex(s->enc, NULL, NULL, NULL, iv) != 1 ||
+        EVP_EncryptUpdate(s->enc, NULL, &out, buf, (int)hlen) != 1)
+        return -1;
+    int plen = (int)(n - hlen); /* n is bounded: fits */
+    if (plen > 0 &&
+        (EVP_EncryptUpdate(s->enc, buf + hlen, &out, buf + hlen, plen) != 1 || out != plen))
+        return -1;
+    if (EVP_EncryptFinal_ex(s->enc, buf + n, &out) != 1 || out != 0 ||
+        EVP_CIPHER_CTX_ctrl(s->enc, EVP_CTRL_AEAD_GET_TAG, SRTP_GCM_TAG, buf + n) != 1)
+        return -1;
+    return SRTP_GCM_TAG;
+}
+
+/* RFC 3711: the payload XORed with AES-CTR from IV = salt << 16 XOR SSRC << 64
+ * XOR index << 16, then the first 10 bytes of HMAC-SHA1 over the packet and
+ * the ROC appended. */
+static int protect_cm(igw_srtp *s, uint8_t *buf, size_t hlen, size_t n, uint32_t roc)
+{
+    uint8_t iv[16] = {0};
+    memcpy(iv, s->salt, SRTP_SALT_CM);
+    uint8_t roc_be[4];
+    for (int i = 0; i < 4; i++) {
+        roc_be[i] = (uint8_t)(roc >> (24 - 8 * i));
+        iv[4 + i] ^= buf[8 + i];
+        iv[8 + i] ^= roc_be[i];
+    }
+    iv[12] ^= buf[2];
+    iv[13] ^= buf[3];
+    int out = 0, plen = (int)(n - hlen);
+    /* CTR is a stream cipher: Update produces every byte, Final nothing. */
+    if (plen > 0 && (EVP_EncryptInit_ex(s->enc, NULL, NULL, NULL, iv) != 1 ||
+                     EVP_EncryptUpdate(s->enc, buf + hlen, &out, buf + hlen, plen) != 1 ||
+                     out != plen))
+        return -1;
+    uint8_t tag[EVP_MAX_MD_SIZE];
+    size_t tlen = 0;
+    if (EVP_MAC_init(s->mac, NULL, 0, NULL) != 1 || /* same key: back to the ipad state */
+        EVP_MAC_update(s->mac, buf, n) != 1 || EVP_MAC_update(s->mac, roc_be, sizeof roc_be) != 1 ||
+        EVP_MAC_final(s->mac, tag, &tlen, sizeof tag) != 1 || tlen < SRTP_CM_TAG)
+        return -1;
+    memcpy(buf + n, tag, SRTP_CM_TAG);
+    return SRTP_CM_TAG;
+}
+
 int igw_srtp_protect(igw_srtp *s, uint8_t *buf, size_t *len, size_t cap)
 {
-    return s ? transform(s->out, buf, len, cap, 12, true, false) : -1;
+    if (!s || !s->enc || !buf || !len || *len < 12 || *len > IGW_SRTP_MAX_PACKET ||
+        cap < *len + IGW_SRTP_MAX_TRAILER)
+        return -1;
+    size_t n = *len;
+    /* The header as libsrtp bounds it: CSRCs, then the extension's 4-byte
+     * head and its length in words, all inside the packet. */
+    size_t hlen = 12 + 4 * (size_t)(buf[0] & 0x0f);
+    if (buf[0] & 0x10) {
+        if (hlen + 4 > n)
+            return -1;
+        hlen += 4 + 4 * ((size_t)buf[hlen + 2] << 8 | buf[hlen + 3]);
+    }
+    if (hlen > n)
+        return -1;
+    uint32_t ssrc =
+        (uint32_t)buf[8] << 24 | (uint32_t)buf[9] << 16 | (uint32_t)buf[10] << 8 | buf[11];
+    uint16_t seq = (uint16_t)(buf[2] << 8 | buf[3]);
+    out_stream *st = out_stream_of(s, ssrc);
+    if (!st)
+        return -1;
+    uint64_t index = estimate_index(st->high, seq);
+    /* Too far behind the newest: libsrtp's "replay_old"; past 2^48: the key
+     * is used up (unreachable at any real packet rate). */
+    if (index >= SRTP_INDEX_END || index + SRTP_WINDOW <= st->high)
+        return -1;
+    int tag = s->gcm ? protect_gcm(s, buf, hlen, n, (uint32_t)(index >> 16))
+                     : protect_cm(s, buf, hlen, n, (uint32_t)(index >> 16));
+    if (tag < 0) {
+        ERR_clear_error();
+        return -1;
+    }
+    if (index > st->high)
+        st->high = index;
+    *len = n + (size_t)tag;
+    return 0;
 }
 
 int igw_srtp_unprotect(igw_srtp *s, uint8_t *buf, size_t *len)

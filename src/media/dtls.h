@@ -1,7 +1,9 @@
 /* dtls.h - DTLS-SRTP for one WebRTC transport: OpenSSL DTLS 1.2 over memory
  * BIOs (datagrams in and out go through the caller's ICE transport), the peer's
  * certificate checked against the fingerprint from its SDP, SRTP keys exported
- * (RFC 5764) into libsrtp2 sessions.
+ * (RFC 5764) into libsrtp2 sessions, except for outbound RTP: the per-viewer
+ * hot path is protected with OpenSSL contexts kept for the session (Debian's
+ * libsrtp2 goes through NSS, which sets up a context for every packet).
  *
  * Not thread-safe per object: one transport is driven by one thread. The
  * certificate is shared read-only by every transport of the process. */
@@ -100,11 +102,19 @@ igw_srtp_profile igw_dtls_srtp_profile(const igw_dtls *d);
 igw_srtp *igw_dtls_srtp_new(const igw_dtls *d, char *err, size_t errlen);
 void igw_srtp_free(igw_srtp *s);
 
+/* Outbound RTP SSRCs one context keeps a rollover counter for (a viewer
+ * sends audio and video); an RTP packet of a further SSRC is refused. */
+#define IGW_SRTP_MAX_OUT_SSRC 8
+
 /* In-place transforms. *len is updated. Protect needs cap >= *len +
  * IGW_SRTP_MAX_TRAILER (16 + 4) and *len <= IGW_SRTP_MAX_PACKET;
- * re-protecting an RTP packet already sent (a retransmission) is allowed.
- * Each returns 0, or -1 (authentication failure, replay, bad packet or length)
- * leaving the buffer content unspecified. */
+ * re-protecting an RTP packet already sent (a retransmission) is allowed
+ * and gives the same bytes, as long as it is fewer than 1024 packets behind
+ * the newest one sent on its SSRC (libsrtp's replay window, which it keeps
+ * for outbound streams too). RTP protect writes exactly what libsrtp would
+ * for the same keys and packets.
+ * Each returns 0, or -1 (authentication failure, replay, bad packet or length,
+ * too many SSRCs) leaving the buffer content unspecified. */
 int igw_srtp_protect(igw_srtp *s, uint8_t *buf, size_t *len, size_t cap);
 int igw_srtp_unprotect(igw_srtp *s, uint8_t *buf, size_t *len);
 int igw_srtp_protect_rtcp(igw_srtp *s, uint8_t *buf, size_t *len, size_t cap);

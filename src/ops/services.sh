@@ -331,6 +331,8 @@ listener $IGW_MQTT_PORT 127.0.0.1
 allow_anonymous false
 $mqtt_auth
 persistence false
+# Small messages both ways (downlinks, replies): no Nagle delay.
+set_tcp_nodelay true
 log_dest file $log
 log_type error
 log_type warning

@@ -51,7 +51,7 @@ start_igwd() {
     env -i PATH="$PATH" LSAN_OPTIONS="$LSAN_OPTIONS" IGW_LISTEN=127.0.0.1:0 IGW_THREADS=2 \
         IGW_PG_DSN="$IGW_PG_DSN" IGW_JWT_KEY_FILE="$KEY" IGW_DEVICE_CACHE_MS=0 \
         IGW_MQTT_HOST=127.0.0.1 IGW_MQTT_PORT="$IGW_MQTT_PORT" IGW_MQTT_PASSWORD_FILE="$IGW_MQTT_PASSWORD_FILE" \
-        IGW_MQTT_CLIENT_ID=igwd-app-test IGW_COMMAND_TIMEOUT_MS=1500 "$@" \
+        IGW_MQTT_CLIENT_ID=igwd-app-test IGW_COMMAND_TIMEOUT_MS=8000 "$@" \
         "$IGWD" >"$TMP/igwd.out" 2>>"$TMP/igwd.err" &
     PID=$!
     PORT=$(igw_port "$TMP/igwd.out" "$PID") || fail "igwd did not start"
@@ -201,7 +201,7 @@ CASE="reply for an unknown token"; expect 200 200
 # A command nobody answers: its deadline (IGW_COMMAND_TIMEOUT_MS) makes a failure result.
 CASE="unanswered control accepted"; call "$TOKEN" /commands "$(control c8 '{"zoom":20}')"; expect 200 200
 pull() { call "$TOKEN" /events "{\"endpointId\":\"$EP\",\"limit\":${1:-32}}"; }
-for _ in $(seq 60); do pull; [ "$(jq '.data.list | length' "$TMP/r")" = 3 ] && break; sleep 0.1; done
+for _ in $(seq 150); do pull; [ "$(jq '.data.list | length' "$TMP/r")" = 3 ] && break; sleep 0.1; done
 CASE="three results pulled"; expect 200 200
 [ "$(jq '.data.list | length' "$TMP/r")" = 3 ] || fail "$CASE: $(cat "$TMP/r")"; ok
 cp "$TMP/r" "$TMP/pull1"
@@ -248,6 +248,46 @@ pull; [ "$(jq -r '[.data.list[] | select(.event.msgToken == "c8") | .deliveryId]
 CASE="a late ack of the old id does not ack the new one"; ack "[\"$D1\"]"; expect 200 200
 pull; jq -e --arg n "$NEW1" '[.data.list[].deliveryId] | index($n) != null' "$TMP/r" >/dev/null || fail "$CASE"; ok
 
+# ---- group commit: commands sent together share a batch, each keeps its own outcome ---------------
+# (own endpoint, so its results do not disturb the pulls and pushes of $EP)
+call "$TOKEN" /endpoints/register; EPB=$(jq -r .data.endpointId "$TMP/r")
+# par NAME BODY...: POSTs every BODY to /commands at once; reply i in $TMP/NAME.i, status in $TMP/NAME.i.st.
+par() {
+    local name=$1 i=0 pids=() body
+    shift
+    for body in "$@"; do
+        curl -s -o "$TMP/$name.$i" -w '%{http_code}' -X POST -H "authorization: Bearer $TOKEN" \
+            -H 'content-type: application/json' --data-binary "$body" "$BASE/commands" >"$TMP/$name.$i.st" &
+        pids+=($!)
+        i=$((i + 1))
+    done
+    wait "${pids[@]}"
+}
+same=$(action g1 ptz '{"direction":1,"speed":5}' "$EPB")
+CASE="the same command twice at once: one acceptance, one replay"
+par twin "$same" "$same"
+[ "$(cat "$TMP/twin.0.st" "$TMP/twin.1.st" | tr -d '\n')" = 200200 ] || fail "$CASE: $(cat "$TMP"/twin.*)"
+[ "$(jq -s -c 'map(.data.replay) | sort' "$TMP/twin.0" "$TMP/twin.1")" = '[false,true]' ] || fail "$CASE: $(cat "$TMP"/twin.0 "$TMP"/twin.1)"; ok
+[ "$(psql_q "SELECT count(*) FROM commands WHERE endpoint_id = '$EPB' AND msg_token = 'g1'")" = 1 ] &&
+    [ "$(psql_q "SELECT count(*) FROM device_commands WHERE endpoint_id = '$EPB' AND msg_token = 'g1'")" = 1 ] ||
+    fail "$CASE: rows"; ok
+CASE="the same token, two bodies at once: one acceptance, one conflict"
+par rival "$(action g2 ptz '{"direction":1,"speed":5}' "$EPB")" "$(action g2 ptz '{"direction":2,"speed":5}' "$EPB")"
+[ "$( (cat "$TMP/rival.0.st"; echo; cat "$TMP/rival.1.st"; echo) | sort | tr -d '\n')" = 200409 ] || fail "$CASE: $(cat "$TMP"/rival.*)"; ok
+won=$(for i in 0 1; do [ "$(cat "$TMP/rival.$i.st")" = 200 ] && jq -r '.data.replay' "$TMP/rival.$i"; done)
+[ "$won" = false ] && [ "$(psql_q "SELECT count(*) FROM device_commands WHERE endpoint_id = '$EPB' AND msg_token = 'g2'")" = 1 ] ||
+    fail "$CASE: $won"; ok
+CASE="refusals in a batch do not fail their neighbours"
+par mix "$(action g3 ptz '{"direction":1,"speed":5}' "$EPB")" "$(action g4 ptz '{"direction":1,"speed":11}' "$EPB")" \
+    "$(action g5 ptz '{"direction":1,"speed":5}' nosuchendpoint)" "$(action g2 ptz '{"direction":3,"speed":5}' "$EPB")" \
+    "$(action g6 ptz '{"direction":2,"speed":5}' "$EPB")" "$(action g7 ptz '{"direction":1,"speed":5}' "$EP_OTHER")"
+got=$(for i in 0 1 2 3 4 5; do printf '%s,' "$(cat "$TMP/mix.$i.st")"; done)
+[ "$got" = 200,400,404,409,200,404, ] || fail "$CASE: $got"; ok
+jq -e '.data.path == "/command/params/input/speed"' "$TMP/mix.1" >/dev/null && jq -e '.data.path == "/command/msgToken"' "$TMP/mix.3" >/dev/null ||
+    fail "$CASE: paths"; ok
+[ "$(psql_q "SELECT string_agg(msg_token, ',' ORDER BY msg_token) FROM commands WHERE endpoint_id = '$EPB'")" = g1,g2,g3,g6 ] ||
+    fail "$CASE: stored"; ok
+
 # ---- push over the WebSocket: the same deliveryIds and bodies as the pull -------------------------
 WS_NODE_DIR=${WS_NODE_DIR:-$(cd "$(dirname "$IGWD")" && pwd)/ws-node}
 if [ ! -d "$WS_NODE_DIR/node_modules/ws" ]; then
@@ -256,7 +296,7 @@ if [ ! -d "$WS_NODE_DIR/node_modules/ws" ]; then
 fi
 export WS_NODE_DIR
 WSURL=ws://127.0.0.1:$PORT/api/v1/im/interaction/events/ws
-node "$HERE/push_client.mjs" "$WSURL/$EP" "$TOKEN" 4 >"$TMP/push" 2>&1 &
+node "$HERE/push_client.mjs" "$WSURL/$EP" "$TOKEN" 11 >"$TMP/push" 2>&1 &
 PUSHPID=$!
 for _ in $(seq 50); do grep -q '^OPEN' "$TMP/push" && break; sleep 0.1; done
 sleep 0.5

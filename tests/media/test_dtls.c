@@ -8,7 +8,10 @@
  *
  * Two transports of ours agree with each other even if both derive the SRTP
  * keys wrongly, so a reference peer built here from plain OpenSSL and libsrtp
- * (its own certificate, its own RFC 5764 key layout) checks interop too. */
+ * (its own certificate, its own RFC 5764 key layout) checks interop too.
+ * Outbound RTP is protected by dtls.c itself, not libsrtp: against the
+ * reference peer every such packet is also protected by a libsrtp session
+ * holding our write key, and the bytes must be the same. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -661,6 +664,7 @@ typedef struct ref {
     BIO *rb, *wb;
     uint8_t fp[32];
     srtp_t out, in;
+    srtp_t mirror; /* libsrtp with OUR write key, as dtls.c sets up a sender */
 } ref;
 
 static int accept_any(int ok, X509_STORE_CTX *xs)
@@ -721,6 +725,8 @@ static void ref_free(ref *r)
         srtp_dealloc(r->out);
     if (r->in)
         srtp_dealloc(r->in);
+    if (r->mirror)
+        srtp_dealloc(r->mirror);
     SSL_free(r->ssl);
     SSL_CTX_free(r->ctx);
     X509_free(r->x509);
@@ -742,7 +748,7 @@ static int ref_keys(ref *r, int client, int gcm)
     memcpy(mine + kl, client ? client_salt : server_salt, sl);
     memcpy(theirs, client ? server_key : client_key, kl);
     memcpy(theirs + kl, client ? server_salt : client_salt, sl);
-    srtp_policy_t po, pi;
+    srtp_policy_t po;
     memset(&po, 0, sizeof po);
     if (gcm) {
         srtp_crypto_policy_set_aes_gcm_128_16_auth(&po.rtp);
@@ -752,15 +758,242 @@ static int ref_keys(ref *r, int client, int gcm)
         srtp_crypto_policy_set_aes_cm_128_hmac_sha1_80(&po.rtcp);
     }
     po.window_size = 128;
-    pi = po;
+    srtp_policy_t pm = po, pi = po;
     po.ssrc.type = ssrc_any_outbound;
     po.key = mine;
     pi.ssrc.type = ssrc_any_inbound;
     pi.key = theirs;
+    /* the sender dtls.c documents: retransmissions allowed, window 1024 */
+    pm.ssrc.type = ssrc_any_outbound;
+    pm.key = theirs;
+    pm.allow_repeat_tx = 1;
+    pm.window_size = 1024;
     if (srtp_create(&r->out, &po) != srtp_err_status_ok ||
-        srtp_create(&r->in, &pi) != srtp_err_status_ok)
+        srtp_create(&r->in, &pi) != srtp_err_status_ok ||
+        srtp_create(&r->mirror, &pm) != srtp_err_status_ok)
         return -1;
     return 0;
+}
+
+/* ---- outbound RTP: ours against libsrtp ---------------------------------------- */
+
+/* An RTP packet: cc CSRCs, a one-byte-header extension (RFC 8285) of
+ * ext_words words when ext_words >= 0, `payload` bytes, then `pad` bytes of
+ * RTP padding (P bit, the last byte the count). */
+static size_t rtp_packet_ex(uint8_t *b, uint16_t seq, uint32_t ssrc, unsigned cc, int ext_words,
+                            size_t payload, uint8_t pad)
+{
+    size_t n = rtp_packet(b, seq, ssrc, 0);
+    b[0] = (uint8_t)(0x80 | (pad ? 0x20 : 0) | (ext_words >= 0 ? 0x10 : 0) | cc);
+    for (unsigned i = 0; i < cc; i++, n += 4) {
+        uint32_t csrc = 0xc0000000u + i;
+        for (int k = 0; k < 4; k++)
+            b[n + (size_t)k] = (uint8_t)(csrc >> (24 - 8 * k));
+    }
+    if (ext_words >= 0) {
+        b[n] = 0xbe;
+        b[n + 1] = 0xde;
+        b[n + 2] = 0;
+        b[n + 3] = (uint8_t)ext_words;
+        n += 4;
+        for (int i = 0; i < 4 * ext_words; i++)
+            b[n++] = (uint8_t)(0x10 + i);
+    }
+    for (size_t i = 0; i < payload; i++)
+        b[n++] = (uint8_t)(i * 13 + seq);
+    for (unsigned i = 1; i <= pad; i++)
+        b[n++] = i == pad ? pad : 0;
+    return n;
+}
+
+typedef struct parity {
+    igw_srtp *ours;
+    srtp_t lib;  /* libsrtp sender with our write key */
+    srtp_t peer; /* the reference peer's receiver */
+    unsigned disagree; /* one refused, the other did not, or different bytes */
+} parity;
+
+/* Protects plain[0..plen) with ours into out and with libsrtp into a copy:
+ * 1 when both accepted with the same bytes, 0 when both refused, -1 (and
+ * counted) otherwise. */
+static int protect_both(parity *p, const uint8_t *plain, size_t plen, uint8_t *out, size_t *olen)
+{
+    uint8_t lib[BUFCAP];
+    memcpy(out, plain, plen);
+    memcpy(lib, plain, plen);
+    *olen = plen;
+    int n = (int)plen;
+    int a = igw_srtp_protect(p->ours, out, olen, BUFCAP);
+    srtp_err_status_t b = srtp_protect(p->lib, lib, &n);
+    int r = -1;
+    if (a == 0 && b == srtp_err_status_ok)
+        r = (size_t)n == *olen && memcmp(out, lib, *olen) == 0 ? 1 : -1;
+    else if (a != 0 && b != srtp_err_status_ok)
+        r = 0;
+    if (r < 0)
+        p->disagree++;
+    return r;
+}
+
+/* The peer's libsrtp unprotects prot[0..n) back to plain[0..plen). */
+static int peer_accepts(parity *p, const uint8_t *prot, size_t n, const uint8_t *plain, size_t plen)
+{
+    uint8_t buf[BUFCAP];
+    memcpy(buf, prot, n);
+    int len = (int)n;
+    return srtp_unprotect(p->peer, buf, &len) == srtp_err_status_ok && (size_t)len == plen &&
+           memcmp(buf, plain, plen) == 0;
+}
+
+/* Both protect it the same way and the peer takes it: 1. */
+static int send_ok(parity *p, const uint8_t *plain, size_t plen, uint8_t *out, size_t *olen)
+{
+    return protect_both(p, plain, plen, out, olen) == 1 && peer_accepts(p, out, *olen, plain, plen);
+}
+
+/* prior_ssrcs: outbound SSRCs `ours` has already used. */
+static void check_protect_parity(parity *p, size_t tag, unsigned prior_ssrcs)
+{
+    uint8_t plain[BUFCAP], out[BUFCAP], keep[BUFCAP];
+    size_t plen, olen, klen;
+
+    /* plain packets, up to the largest accepted */
+    plen = rtp_packet_ex(plain, 100, 0x1001, 0, -1, 160, 0);
+    CHECK(send_ok(p, plain, plen, out, &olen));
+    CHECK(olen == plen + tag);
+    CHECK(memcmp(out, plain, 12) == 0 && memcmp(out + 12, plain + 12, 160) != 0);
+    memcpy(keep, out, olen);
+    klen = olen;
+    CHECK(!peer_accepts(p, keep, klen, plain, plen)); /* the peer refuses a replay */
+    plen = rtp_packet_ex(plain, 101, 0x1001, 0, -1, 1188, 0); /* 1200 bytes */
+    CHECK(send_ok(p, plain, plen, out, &olen));
+    plen = rtp_packet_ex(plain, 102, 0x1001, 0, -1, IGW_SRTP_MAX_PACKET - 12, 0);
+    CHECK(send_ok(p, plain, plen, out, &olen));
+    CHECK(olen == IGW_SRTP_MAX_PACKET + tag);
+
+    /* CSRCs and a header extension: all of it stays in the clear (and, with
+     * GCM, authenticated as AAD) */
+    plen = rtp_packet_ex(plain, 7, 0x1002, 3, 2, 300, 0);
+    size_t hlen = 12 + 3 * 4 + 4 + 2 * 4;
+    CHECK(send_ok(p, plain, plen, out, &olen));
+    CHECK(memcmp(out, plain, hlen) == 0 && memcmp(out + hlen, plain + hlen, 300) != 0);
+    plen = rtp_packet_ex(plain, 8, 0x1002, 15, 0, 40, 0); /* most CSRCs, empty extension */
+    CHECK(send_ok(p, plain, plen, out, &olen));
+    plen = rtp_packet_ex(plain, 9, 0x1002, 0, 255, 1, 0);
+    CHECK(send_ok(p, plain, plen, out, &olen));
+
+    /* RTP padding is part of the payload, encrypted (RFC 3711 3.1; RFC 7714 alike) */
+    plen = rtp_packet_ex(plain, 1, 0x1003, 0, -1, 100, 7);
+    CHECK(send_ok(p, plain, plen, out, &olen));
+    CHECK(memcmp(out + plen - 7, plain + plen - 7, 7) != 0);
+    plen = rtp_packet_ex(plain, 2, 0x1003, 0, -1, 0, 4); /* padding only */
+    CHECK(send_ok(p, plain, plen, out, &olen));
+    plen = rtp_packet_ex(plain, 3, 0x1003, 2, 1, 33, 255); /* everything at once */
+    CHECK(send_ok(p, plain, plen, out, &olen));
+    plen = rtp_packet_ex(plain, 4, 0x1003, 0, -1, 0, 0); /* no payload at all */
+    CHECK(send_ok(p, plain, plen, out, &olen));
+    CHECK(olen == 12 + tag);
+
+    /* Two SSRCs interleaved, 400 packets each, both wrapping 65535 -> 0 at
+     * different times (so a shared ROC would show). Some are held back and
+     * sent late: A's 65530 once A is at 40 (ROC 1), B's 65535 once B is at
+     * 20, B's 3 once B is at 50. Copies of A's 65500 and 10 are kept. */
+    const uint32_t A = 0x2000a, B = 0x2000b;
+    uint8_t keep_a0[BUFCAP], keep_a1[BUFCAP];
+    size_t ka0 = 0, ka1 = 0;
+    unsigned sent = 0, bad = 0;
+    for (unsigned i = 0; i < 400; i++) {
+        for (int w = 0; w < 2; w++) {
+            uint16_t seq = (uint16_t)((w ? 65300u : 65400u) + i);
+            uint32_t ssrc = w ? B : A;
+            if ((!w && seq == 65530) || (w && (seq == 65535 || seq == 3)))
+                continue;
+            plen = rtp_packet_ex(plain, seq, ssrc, (unsigned)(i % 3), i % 5 ? -1 : 1, 100 + i % 7,
+                                 (uint8_t)(i % 11 == 0 ? 3 : 0));
+            sent++;
+            bad += !send_ok(p, plain, plen, out, &olen);
+            if (!w && seq == 65500) {
+                memcpy(keep_a0, out, olen);
+                ka0 = olen;
+            }
+            if (!w && seq == 10) {
+                memcpy(keep_a1, out, olen);
+                ka1 = olen;
+            }
+            uint16_t late = 0;
+            uint32_t late_ssrc = ssrc;
+            if (!w && seq == 40)
+                late = 65530;
+            else if (w && seq == 20)
+                late = 65535;
+            else if (w && seq == 50)
+                late = 3;
+            if (late) {
+                plen = rtp_packet_ex(plain, late, late_ssrc, 0, -1, 77, 0);
+                sent++;
+                bad += !send_ok(p, plain, plen, out, &olen);
+            }
+        }
+    }
+    CHECK(sent == 800 && bad == 0);
+    CHECK(ka0 > 0 && ka1 > 0);
+
+    /* retransmissions after the wrap: A's 65500 with its ROC 0, A's 10 with
+     * ROC 1, byte for byte what was sent; the peer refuses both as replays */
+    uint16_t rseq[2] = {65500, 10};
+    for (int k = 0; k < 2; k++) {
+        unsigned i = (uint16_t)(rseq[k] - 65400u);
+        plen = rtp_packet_ex(plain, rseq[k], A, i % 3, i % 5 ? -1 : 1, 100 + i % 7,
+                             (uint8_t)(i % 11 == 0 ? 3 : 0));
+        CHECK(protect_both(p, plain, plen, out, &olen) == 1);
+        CHECK(k == 0 ? olen == ka0 && memcmp(out, keep_a0, olen) == 0
+                     : olen == ka1 && memcmp(out, keep_a1, olen) == 0);
+        CHECK(!peer_accepts(p, out, olen, plain, plen));
+    }
+
+    /* A's newest is ROC 1, seq 263: 1023 behind (ROC 0, 64776) still goes,
+     * 1024 behind is refused by both, as is anything older */
+    plen = rtp_packet_ex(plain, 64776, A, 0, -1, 20, 0);
+    CHECK(protect_both(p, plain, plen, out, &olen) == 1);
+    plen = rtp_packet_ex(plain, 64775, A, 0, -1, 20, 0);
+    CHECK(protect_both(p, plain, plen, out, &olen) == 0);
+    plen = rtp_packet_ex(plain, 40000, A, 0, -1, 20, 0);
+    CHECK(protect_both(p, plain, plen, out, &olen) == 0);
+    /* a jump ahead of almost 2^15 keeps ROC 1; the peer follows */
+    plen = rtp_packet_ex(plain, 263 + 32767, A, 0, -1, 20, 0);
+    CHECK(send_ok(p, plain, plen, out, &olen));
+    plen = rtp_packet_ex(plain, 263 + 32768, A, 0, -1, 20, 0);
+    CHECK(send_ok(p, plain, plen, out, &olen));
+
+    /* a stream that starts past 2^15: seq 0 right after 32769 is the next
+     * ROC (libsrtp guesses ROC 0 only while the newest index is <= 2^15) */
+    plen = rtp_packet_ex(plain, 32769, 0x1005, 0, -1, 20, 0);
+    CHECK(send_ok(p, plain, plen, out, &olen));
+    plen = rtp_packet_ex(plain, 0, 0x1005, 0, -1, 20, 0);
+    CHECK(send_ok(p, plain, plen, out, &olen));
+
+    /* malformed headers: both refuse */
+    plen = rtp_packet_ex(plain, 5, 0x1004, 0, 3, 0, 0);
+    plen -= 4; /* the extension claims a word more than there is */
+    CHECK(protect_both(p, plain, plen, out, &olen) == 0);
+    plen = rtp_packet_ex(plain, 5, 0x1004, 15, -1, 0, 0);
+    CHECK(protect_both(p, plain, plen - 1, out, &olen) == 0); /* a CSRC cut short */
+    plen = rtp_packet_ex(plain, 5, 0x1004, 0, 0, 0, 0);
+    CHECK(protect_both(p, plain, plen - 1, out, &olen) == 0); /* extension head cut short */
+    CHECK(p->disagree == 0);
+
+    /* the SSRC bound (libsrtp has none): new SSRCs until ours refuses */
+    unsigned used = prior_ssrcs + 6; /* 0x1001-0x1003, A, B, 0x1005 */
+    unsigned took = 0;
+    for (uint32_t k = 0; k < IGW_SRTP_MAX_OUT_SSRC + 2; k++) {
+        plen = rtp_packet_ex(plain, 1, 0x3000 + k, 0, -1, 10, 0);
+        memcpy(out, plain, plen);
+        olen = plen;
+        took += igw_srtp_protect(p->ours, out, &olen, sizeof out) == 0;
+    }
+    CHECK(took == IGW_SRTP_MAX_OUT_SSRC - used);
+    plen = rtp_packet_ex(plain, 300, 0x1001, 0, -1, 10, 0); /* a known one still goes */
+    CHECK(send_ok(p, plain, plen, out, &olen));
 }
 
 /* Our transport in `role` against the reference peer; checks SRTP and SRTCP
@@ -844,6 +1077,9 @@ static void test_reference(igw_dtls_cert *cert, igw_dtls_role role, const char *
         len = (size_t)n;
         CHECK(igw_srtp_unprotect_rtcp(s, buf, &len) == 0);
         CHECK(len == plen && memcmp(buf, plain, plen) == 0);
+        /* outbound RTP byte for byte against libsrtp, one SSRC used above */
+        parity par = {s, r.mirror, r.in, 0};
+        check_protect_parity(&par, gcm ? 16 : 10, 1);
     } else {
         CHECK(0); /* no keys to compare */
     }

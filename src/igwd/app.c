@@ -22,8 +22,8 @@
  * Command deadlines are settled every CHORE_MS; the outbox is swept every
  * SWEEP_EVERY chores. Every igwd process runs them: the statements claim
  * rows with SKIP LOCKED / once-only updates, so several can share a database. */
-#define CHORE_MS 500
-#define SWEEP_EVERY 120
+#define CHORE_MS 100   /* small, frequent passes: a burst of deadlines would stall acceptances */
+#define SWEEP_EVERY 600 /* 60 s */
 
 struct igw_chores {
     h2o_loop_t *loop;

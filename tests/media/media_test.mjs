@@ -184,6 +184,21 @@ async function main() {
     c.check(r.ok, 'camera closed');
     c.check(!!(await waitEvent((e) => e.id === 'vB' && e.event === 'closed' && /source/.test(e.reason), 2000)),
         'vB closed because the source closed');
+    // ---- configuration reaches the descriptions: port range, announced address, full ICE ----
+    const h2 = spawnLines(HOST, ['--address', ADDR, '--ports', '41000-41009', '--announce', '203.0.113.7', '--ice-full'],
+        { prefix: '[host2] ' });
+    h2.send({ op: 'source_rtp', id: 'feed', port: 0, video_pt: 96, audio_pt: 111 });
+    const fr = await h2.next('reply');
+    h2.send({ op: 'viewer_offer', source: 'feed', id: 'v', rev: 1 });
+    const vo = await h2.next('reply');
+    const cands = [...(vo.sdp || '').matchAll(/a=candidate:\S+ 1 udp \d+ (\S+) (\d+) typ host/g)];
+    c.check(fr.ok && vo.ok && cands.length > 0, `a configured host offers (${vo.error || cands.length + ' candidates'})`);
+    c.check(cands.every((m) => m[1] === '203.0.113.7'), 'candidates carry the announced address');
+    c.check(cands.every((m) => Number(m[2]) >= 41000 && Number(m[2]) <= 41009), 'candidate ports are in the configured range');
+    c.check(!/a=ice-lite/.test(vo.sdp) && /a=setup:actpass/.test(vo.sdp), 'full ICE: no ice-lite; an offer says actpass');
+    h2.end();
+    c.check((await h2.waitExit(10000).catch(() => ({ code: 'hung' }))).code === 0, 'the configured host exits cleanly');
+
     cam.end();
     await browser.close();
     host.end();

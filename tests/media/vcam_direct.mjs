@@ -77,7 +77,9 @@ try {
     const t0 = Date.now();
     let s;
     try {
-        s = await viewer.waitFor((x) => x.framesDecoded > 0 && x.audioPackets > 0 && x.keyFramesDecoded >= 1, 5000);
+        // frameWidth and connectionState can trail the first decoded frame by a poll.
+        s = await viewer.waitFor((x) => x.framesDecoded > 0 && x.audioPackets > 0 && x.keyFramesDecoded >= 1 &&
+            x.frameWidth > 0 && x.connectionState === 'connected', 5000);
     } catch (e) {
         s = e.stats;
         console.error(e.message);

@@ -89,6 +89,7 @@ typedef struct igw_node {
     igw_media_stats  st;
     uint32_t         rtcp_ssrc;      /* our SSRC in RTCP toward this peer */
     uint64_t         last_sr_us;     /* last sender (viewer) or receiver (source) report */
+    uint32_t         rtx_budget;     /* viewer: retransmissions left until the next tick */
     /* source */
     src_track        src[TRACK_KINDS];
     struct igw_node **viewers;
@@ -109,6 +110,11 @@ bool igw_media_register(igw_media *m, igw_node *n);
 
 /* Removes n from the registry (before it is freed). */
 void igw_media_unregister(igw_media *m, igw_node *n);
+
+/* On media thread t: the node registered under id if it lives on t (valid
+ * until t frees it), else NULL; *elsewhere (optional) tells whether the id
+ * is registered on another thread. */
+igw_node *igw_media_here(igw_mthread *t, const char *id, bool *elsewhere);
 
 /* ---- forward.c ---- */
 

@@ -21,6 +21,7 @@
 #define HISTORY_SLOTS 512
 #define SR_INTERVAL_US 1000000
 #define RTP_BURST 64 /* datagrams read per wakeup of a plain RTP source */
+#define RTX_PER_TICK 100 /* retransmissions per viewer per tick (1000/s) */
 
 static const char *const kind_name[TRACK_KINDS] = {"audio", "video"};
 
@@ -45,6 +46,7 @@ static void node_free(igw_node *n)
     if (n->close_src) {
         g_source_destroy(n->close_src);
         g_source_unref(n->close_src);
+        n->close_src = NULL;
     }
     igw_peer_free(n->peer);
     if (n->sock_src) {
@@ -84,6 +86,29 @@ static bool node_enter(igw_node *n)
     return true;
 }
 
+/* Makes a fully built node the current generation of its id: an older one on
+ * this thread is closed in the same turn, so no call sees neither or both. */
+static igw_media_rc node_commit(igw_node *n, char *err, size_t errlen)
+{
+    bool elsewhere = false;
+    igw_node *old = igw_media_here(n->t, n->id, &elsewhere);
+    if (old && old->is_source != n->is_source) {
+        snprintf(err, errlen, "id %s names a %s", n->id, old->is_source ? "source" : "viewer");
+        return IGW_MEDIA_EINVAL;
+    }
+    if (old && old->revision >= n->revision) {
+        snprintf(err, errlen, "mediaRevision %u is not newer than %u", n->revision, old->revision);
+        return IGW_MEDIA_ESTALE;
+    }
+    if (old)
+        igw_fwd_close(old, "superseded by a newer mediaRevision");
+    if (elsewhere || !node_enter(n)) {
+        snprintf(err, errlen, "id %s is in use", n->id);
+        return IGW_MEDIA_ESTALE;
+    }
+    return IGW_MEDIA_OK;
+}
+
 static void source_detach_viewer(igw_node *src, igw_node *v)
 {
     for (size_t i = 0; i < src->nviewers; i++)
@@ -97,6 +122,7 @@ static void source_detach_viewer(igw_node *src, igw_node *v)
 
 void igw_fwd_close(igw_node *n, const char *reason)
 {
+    n->closing = true; /* no close_later from here on */
     while (n->is_source && n->nviewers > 0)
         igw_fwd_close(n->viewers[n->nviewers - 1], "source closed");
     if (n->source)
@@ -122,6 +148,8 @@ static void close_later(igw_node *n, const char *reason)
     n->closing = true;
     g_strlcpy(n->close_reason, reason, sizeof n->close_reason);
     n->close_src = g_idle_source_new();
+    /* Default, not idle, priority: a thread busy with packets must still get to it. */
+    g_source_set_priority(n->close_src, G_PRIORITY_DEFAULT);
     g_source_set_callback(n->close_src, close_later_cb, n, NULL);
     g_source_attach(n->close_src, n->t->ctx);
 }
@@ -272,8 +300,13 @@ static void viewer_retransmit(igw_node *v, uint16_t out_seq)
     src_track  *tr = &v->source->src[TRACK_VIDEO];
     uint16_t in_seq;
     size_t len;
+    if (v->rtx_budget == 0) {
+        v->st.dropped++; /* a viewer NACKing beyond reason does not get to load the thread */
+        return;
+    }
     if (!igw_rtp_rewriter_unmap(&vt->rw, out_seq, &in_seq))
         return;
+    v->rtx_budget--;
     const uint8_t *pkt = igw_rtp_history_get(tr->history, in_seq, &len);
     igw_rtp_hdr h;
     if (!pkt || !igw_rtp_parse(pkt, len, &h) || h.ssrc != tr->ssrc)
@@ -451,6 +484,9 @@ igw_media_rc igw_fwd_source_offer(igw_mthread *t, const char *id, uint32_t rev, 
         if (k >= 0 && om->port != 0 && (om->dir == IGW_SDP_SENDONLY || om->dir == IGW_SDP_SENDRECV) &&
             !n->src[k].present)
             ci = k == TRACK_VIDEO ? igw_sdp_pick_h264(om, IGW_H264_UNKNOWN) : igw_sdp_pick_opus(om);
+        /* Packets are told apart by payload type: two tracks cannot share one. */
+        if (ci >= 0 && n->src[!k].present && n->src[!k].pt == om->codecs[ci].pt)
+            ci = -1;
         if (ci < 0) {
             local_reject(l, om);
             continue;
@@ -474,7 +510,11 @@ igw_media_rc igw_fwd_source_offer(igw_mthread *t, const char *id, uint32_t rev, 
         g_strlcpy(tr->fmtp, oc->fmtp, sizeof tr->fmtp);
         if (k == TRACK_VIDEO) {
             tr->profile = igw_sdp_h264_profile(oc->fmtp);
-            tr->history = igw_rtp_history_new(HISTORY_SLOTS);
+            if (!(tr->history = igw_rtp_history_new(HISTORY_SLOTS))) {
+                snprintf(err, errlen, "out of memory");
+                rc = IGW_MEDIA_EFAIL;
+                goto out;
+            }
         }
     }
     if (first < 0) {
@@ -488,13 +528,8 @@ igw_media_rc igw_fwd_source_offer(igw_mthread *t, const char *id, uint32_t rev, 
     rc = IGW_MEDIA_EINVAL;
     if (igw_peer_set_remote(n->peer, offer, err, errlen) != 0)
         goto out;
-    if ((rc = finish(l, answer, cap, err, errlen)) != IGW_MEDIA_OK)
+    if ((rc = finish(l, answer, cap, err, errlen)) != IGW_MEDIA_OK || (rc = node_commit(n, err, errlen)) != IGW_MEDIA_OK)
         goto out;
-    if (!node_enter(n)) {
-        snprintf(err, errlen, "id %s is in use", id);
-        rc = IGW_MEDIA_ESTALE;
-        goto out;
-    }
     n = NULL;
 out:
     if (n)
@@ -536,7 +571,7 @@ igw_media_rc igw_fwd_source_rtp(igw_mthread *t, const char *id, const char *addr
     GSocketAddress *sa = g_inet_socket_address_new(ia, port);
     g_object_unref(ia);
     n->sock = g_socket_new(g_socket_address_get_family(sa), G_SOCKET_TYPE_DATAGRAM, G_SOCKET_PROTOCOL_UDP, &ge);
-    if (!n->sock || !g_socket_bind(n->sock, sa, TRUE, &ge)) {
+    if (!n->sock || !g_socket_bind(n->sock, sa, FALSE, &ge)) { /* no SO_REUSEPORT: one feed per port */
         snprintf(err, errlen, "cannot bind the RTP port");
         g_clear_error(&ge);
         g_object_unref(sa);
@@ -560,7 +595,11 @@ igw_media_rc igw_fwd_source_rtp(igw_mthread *t, const char *id, const char *addr
         tr->clock = 90000;
         g_strlcpy(tr->fmtp, fmtp, sizeof tr->fmtp);
         tr->profile = igw_sdp_h264_profile(fmtp);
-        tr->history = igw_rtp_history_new(HISTORY_SLOTS);
+        if (!(tr->history = igw_rtp_history_new(HISTORY_SLOTS))) {
+            snprintf(err, errlen, "out of memory");
+            node_free(n);
+            return IGW_MEDIA_EFAIL;
+        }
     }
     if (audio_pt) {
         src_track *tr = &n->src[TRACK_AUDIO];
@@ -573,12 +612,10 @@ igw_media_rc igw_fwd_source_rtp(igw_mthread *t, const char *id, const char *addr
     n->sock_src = g_socket_create_source(n->sock, G_IO_IN, NULL);
     g_source_set_callback(n->sock_src, (GSourceFunc)(void (*)(void))rtp_feed_cb, n, NULL);
     g_source_attach(n->sock_src, t->ctx);
-    if (!node_enter(n)) {
-        snprintf(err, errlen, "id %s is in use", id);
+    igw_media_rc rc = node_commit(n, err, errlen);
+    if (rc != IGW_MEDIA_OK)
         node_free(n);
-        return IGW_MEDIA_ESTALE;
-    }
-    return IGW_MEDIA_OK;
+    return rc;
 }
 
 /* ---- viewers ---- */
@@ -639,13 +676,8 @@ igw_media_rc igw_fwd_viewer_offer(igw_node *s, const char *id, uint32_t rev, boo
     rc = IGW_MEDIA_EINVAL;
     if (igw_peer_set_remote(v->peer, offer, err, errlen) != 0)
         goto out;
-    if ((rc = finish(l, answer, cap, err, errlen)) != IGW_MEDIA_OK)
+    if ((rc = finish(l, answer, cap, err, errlen)) != IGW_MEDIA_OK || (rc = node_commit(v, err, errlen)) != IGW_MEDIA_OK)
         goto out;
-    if (!node_enter(v)) {
-        snprintf(err, errlen, "id %s is in use", id);
-        rc = IGW_MEDIA_ESTALE;
-        goto out;
-    }
     source_attach_viewer(s, v);
     v = NULL;
 out:
@@ -698,13 +730,8 @@ igw_media_rc igw_fwd_viewer_make_offer(igw_node *s, const char *id, uint32_t rev
     if (!(v->peer = node_peer(v, err, errlen)))
         goto out;
     igw_peer_describe(v->peer, l, 0, false, IGW_SDP_SETUP_NONE);
-    if ((rc = finish(l, offer, cap, err, errlen)) != IGW_MEDIA_OK)
+    if ((rc = finish(l, offer, cap, err, errlen)) != IGW_MEDIA_OK || (rc = node_commit(v, err, errlen)) != IGW_MEDIA_OK)
         goto out;
-    if (!node_enter(v)) {
-        snprintf(err, errlen, "id %s is in use", id);
-        rc = IGW_MEDIA_ESTALE;
-        goto out;
-    }
     source_attach_viewer(s, v);
     v = NULL;
 out:
@@ -844,6 +871,18 @@ static void source_reports(igw_node *s, uint64_t now_us)
         (void)igw_peer_send_rtcp(s->peer, buf, n);
 }
 
+/* Some connected viewer waits for a keyframe to start its video. */
+static bool source_starving(const igw_node *s)
+{
+    for (size_t i = 0; i < s->nviewers; i++) {
+        const igw_node *v = s->viewers[i];
+        const view_track *vt = &v->view[TRACK_VIDEO];
+        if (vt->present && vt->state == IGW_TRACK_ACTIVE && vt->waiting_keyframe && igw_peer_ready(v->peer))
+            return true;
+    }
+    return false;
+}
+
 void igw_fwd_tick(igw_mthread *t, uint64_t now_us)
 {
     for (GList *it = t->nodes.head; it; it = it->next) {
@@ -858,7 +897,11 @@ void igw_fwd_tick(igw_mthread *t, uint64_t now_us)
             if (tr->pli_pending &&
                 now_us - tr->last_pli_us >= (uint64_t)n->m->cfg.keyframe_min_interval_ms * 1000)
                 source_send_pli(n, now_us);
+            if (!tr->pli_pending && tr->present && source_starving(n) &&
+                now_us - tr->last_pli_us >= (uint64_t)n->m->cfg.keyframe_min_interval_ms * 1000)
+                source_send_pli(n, now_us); /* the last request or its keyframe was lost */
         } else {
+            n->rtx_budget = RTX_PER_TICK;
             viewer_reports(n, now_us);
         }
     }

@@ -106,14 +106,23 @@ static igw_mthread *lookup(igw_media *m, const char *id, uint32_t *rev, bool *is
     return t;
 }
 
-/* On a media thread: the node for id, or NULL. Valid until this thread frees it. */
-static igw_node *node_here(igw_mthread *t, const char *id)
+igw_node *igw_media_here(igw_mthread *t, const char *id, bool *elsewhere)
 {
     igw_media *m = t->m;
     g_mutex_lock(&m->lock);
     igw_node *n = g_hash_table_lookup(m->registry, id);
+    /* n->t is read under the lock: a node of another thread may be freed
+     * the moment the lock is released. */
+    bool here = n && n->t == t;
     g_mutex_unlock(&m->lock);
-    return n && n->t == t ? n : NULL;
+    if (elsewhere)
+        *elsewhere = n && !here;
+    return here ? n : NULL;
+}
+
+static igw_node *node_here(igw_mthread *t, const char *id)
+{
+    return igw_media_here(t, id, NULL);
 }
 
 /* ---- calls onto a media thread ---- */
@@ -130,6 +139,7 @@ struct call {
     /* arguments, as the operation needs them */
     const char  *id, *source_id, *reason, *addr, *profile;
     uint32_t     revision;
+    bool         check_rev; /* close: only this revision */
     bool         paused;
     const igw_sdp *sdp;
     char        *out;
@@ -160,8 +170,19 @@ static gboolean call_box_run(gpointer ud)
     return G_SOURCE_REMOVE;
 }
 
+/* Set on media threads: the public calls are not for them (a call onto the
+ * own thread would run inside a peer callback, one onto another could wait
+ * on a thread that waits back). */
+static _Thread_local bool on_media_thread;
+
 static igw_media_rc call_on(igw_mthread *t, call *c)
 {
+    if (on_media_thread) {
+        g_critical("igw-media: public call from a media thread refused");
+        if (c->err)
+            snprintf(c->err, c->errlen, "called from a media thread");
+        return IGW_MEDIA_EFAIL;
+    }
     call_box b = {c, t};
     g_mutex_init(&c->mu);
     g_cond_init(&c->cv);
@@ -209,20 +230,27 @@ static igw_sdp *parse_remote(const char *text, size_t len, char *err, size_t err
     return sdp;
 }
 
-/* An existing peer under id blocks a new generation unless it is older; an
- * older one is closed first ("superseded"). */
-static igw_media_rc make_room(igw_media *m, const char *id, uint32_t rev, char *err, size_t errlen)
+/* A quick refusal on the caller's thread: an existing peer under id with the
+ * same or a newer revision blocks a new generation. The media thread checks
+ * again and supersedes an older one in the same turn (igw_fwd_* commit). */
+static igw_media_rc precheck(igw_media *m, const char *id, uint32_t rev, bool want_source, char *err, size_t errlen)
 {
     uint32_t have;
-    if (!lookup(m, id, &have, NULL))
+    bool is_source;
+    if (!lookup(m, id, &have, &is_source))
         return IGW_MEDIA_OK;
+    if (is_source != want_source) {
+        snprintf(err, errlen, "id %s names a %s", id, is_source ? "source" : "viewer");
+        return IGW_MEDIA_EINVAL;
+    }
     if (rev <= have) {
         snprintf(err, errlen, "mediaRevision %u is not newer than %u", rev, have);
         return IGW_MEDIA_ESTALE;
     }
-    (void)igw_media_close(m, id, "superseded by a newer mediaRevision");
     return IGW_MEDIA_OK;
 }
+
+static igw_media_rc op_close(igw_mthread *t, call *c);
 
 /* ---- sources ---- */
 
@@ -239,10 +267,13 @@ igw_media_rc igw_media_source_offer(igw_media *m, const char *source_id, uint32_
     igw_sdp *sdp = parse_remote(offer, len, err, errlen);
     if (!sdp)
         return IGW_MEDIA_EINVAL;
-    igw_media_rc rc = make_room(m, source_id, revision, err, errlen);
+    igw_media_rc rc = precheck(m, source_id, revision, true, err, errlen);
     if (rc == IGW_MEDIA_OK) {
+        /* A new generation goes where the old one is, so that it replaces it in one turn. */
+        igw_mthread *t = lookup(m, source_id, NULL, NULL);
         g_mutex_lock(&m->lock);
-        igw_mthread *t = &m->threads[m->next_thread++ % m->nthreads];
+        if (!t)
+            t = &m->threads[m->next_thread++ % m->nthreads];
         g_mutex_unlock(&m->lock);
         call c = {.fn = op_source_offer, .id = source_id, .revision = revision, .sdp = sdp, .out = answer,
                   .cap = cap, .err = err, .errlen = errlen};
@@ -314,18 +345,23 @@ static igw_media_rc viewer_start(igw_media *m, call *c, const char *source_id, c
 {
     if (!id_ok(viewer_id, c->err, c->errlen) || !id_ok(source_id, c->err, c->errlen))
         return IGW_MEDIA_EINVAL;
-    bool is_source = false;
-    if (lookup(m, viewer_id, NULL, &is_source) && is_source) {
-        snprintf(c->err, c->errlen, "id %s names a source", viewer_id);
-        return IGW_MEDIA_EINVAL;
-    }
-    igw_media_rc rc = make_room(m, viewer_id, c->revision, c->err, c->errlen);
+    igw_media_rc rc = precheck(m, viewer_id, c->revision, false, c->err, c->errlen);
     if (rc != IGW_MEDIA_OK)
         return rc;
+    bool is_source = false;
     igw_mthread *t = lookup(m, source_id, NULL, &is_source);
     if (!t || !is_source) {
         snprintf(c->err, c->errlen, "no source %s", source_id);
         return IGW_MEDIA_ENOENT;
+    }
+    /* An older generation watching a source on another thread is closed
+     * first (the rare case: moving a viewer between sources). */
+    uint32_t have;
+    igw_mthread *old = lookup(m, viewer_id, &have, NULL);
+    if (old && old != t) {
+        call cl = {.fn = op_close, .id = viewer_id, .reason = "superseded by a newer mediaRevision",
+                   .check_rev = true, .revision = have};
+        (void)call_on(old, &cl);
     }
     c->id = viewer_id;
     c->source_id = source_id;
@@ -423,7 +459,7 @@ igw_media_rc igw_media_viewer_track(igw_media *m, const char *viewer_id, uint32_
 static igw_media_rc op_close(igw_mthread *t, call *c)
 {
     igw_node *n = node_here(t, c->id);
-    if (!n)
+    if (!n || (c->check_rev && n->revision != c->revision))
         return IGW_MEDIA_ENOENT;
     igw_fwd_close(n, c->reason);
     return IGW_MEDIA_OK;
@@ -470,6 +506,7 @@ static gboolean tick_cb(gpointer ud)
 static gpointer thread_main(gpointer ud)
 {
     igw_mthread *t = ud;
+    on_media_thread = true;
     g_main_context_push_thread_default(t->ctx);
     g_main_loop_run(t->loop);
     g_main_context_pop_thread_default(t->ctx);

@@ -7,9 +7,10 @@
  * received them: no per-packet cross-thread queue. See docs/media.md.
  *
  * Peers are named by the caller (ids of at most IGW_MEDIA_ID_MAX bytes) and
- * carry a mediaRevision: an offer, answer or track operation naming an older
- * revision than the peer's is refused and changes nothing; an offer with a
- * newer one replaces the peer (a new generation).
+ * carry a mediaRevision: an offer must name a newer revision than the peer
+ * it replaces (it then replaces it: a new generation), an answer or a track
+ * operation the peer's current one; anything else is refused and changes
+ * nothing.
  *
  * The functions below may be called from any thread except a media thread;
  * each runs its work on the owning media thread and waits for it (no network
@@ -47,7 +48,8 @@ void igw_media_config_defaults(igw_media_config *c);
 /* Starts the media threads and makes the process certificate. NULL + err. */
 igw_media *igw_media_new(const igw_media_config *cfg, char *err, size_t errlen);
 
-/* Closes every peer (events "closed" are queued) and stops the threads. */
+/* Closes every peer (their events are discarded) and stops the threads. No
+ * other call may run during or after it. */
 void igw_media_free(igw_media *m);
 
 /* SHA-256 fingerprint of the process certificate, SDP form. */

@@ -126,7 +126,9 @@ static void on_state(NiceAgent *agent, guint stream, guint component, guint stat
             igw_dtls_state before = igw_dtls_state_get(p->dtls);
             dtls_after(p, before, igw_dtls_start(p->dtls));
         }
-    } else if (state == NICE_COMPONENT_STATE_FAILED) {
+    } else if (state == NICE_COMPONENT_STATE_FAILED && p->lite) {
+        /* Full mode: checks toward unreachable candidates fail before a
+         * peer-reflexive pair succeeds; connect_timeout_ms decides there. */
         peer_fail(p, IGW_MEDIA_EV_ICE_FAILED, "ICE failed");
     }
 }
@@ -233,6 +235,10 @@ int igw_peer_set_remote(igw_peer *p, const igw_sdp *remote, char *err, size_t er
         snprintf(err, errlen, "ICE credentials refused");
         return -1;
     }
+    /* Full mode: the offerer controls, unless the other side is lite (RFC
+     * 8445 6.1.1); set before the candidates so pair priorities use it. */
+    if (!p->lite)
+        g_object_set(p->agent, "controlling-mode", (gboolean)(remote->ice_lite || !p->answering), NULL);
     /* The first BUNDLE member carries the transport; in ICE-lite the peer's
      * checks reach us anyway, in full mode we need its candidates. */
     GSList *list = NULL;
@@ -259,9 +265,6 @@ int igw_peer_set_remote(igw_peer *p, const igw_sdp *remote, char *err, size_t er
         g_slist_free_full(list, (GDestroyNotify)nice_candidate_free);
     }
     p->dtls_client = remote->setup == IGW_SDP_SETUP_PASSIVE;
-    /* Full mode: the offerer controls, unless the other side is lite (RFC 8445 6.1.1). */
-    if (!p->lite)
-        g_object_set(p->agent, "controlling-mode", (gboolean)(remote->ice_lite || !p->answering), NULL);
     char derr[128];
     p->dtls = igw_dtls_new(p->cert, p->dtls_client ? IGW_DTLS_CLIENT : IGW_DTLS_SERVER, remote->fp, dtls_send, p,
                            derr, sizeof derr);
@@ -338,6 +341,9 @@ void igw_peer_free(igw_peer *p)
 {
     if (!p)
         return;
+    p->failed = true; /* nothing reported from here on */
+    if (p->agent)
+        g_signal_handlers_disconnect_by_data(p->agent, p);
     if (p->dtls) {
         if (igw_dtls_state_get(p->dtls) == IGW_DTLS_CONNECTED)
             igw_dtls_close(p->dtls);
@@ -350,7 +356,6 @@ void igw_peer_free(igw_peer *p)
             (void)nice_agent_attach_recv(p->agent, p->stream, 1, p->ctx, NULL, NULL);
             nice_agent_remove_stream(p->agent, p->stream);
         }
-        g_signal_handlers_disconnect_by_data(p->agent, p);
         if (p->sock)
             g_object_unref(p->sock);
         g_object_unref(p->agent);

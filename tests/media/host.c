@@ -291,6 +291,8 @@ int main(int argc, char **argv)
     igw_arena_init(&arena, 4 * LINE_MAX_BYTES);
     char *line = NULL;
     size_t linecap = 0;
+    /* Unbuffered: poll() on fd 0 must see every line, none may wait in stdio. */
+    setvbuf(stdin, NULL, _IONBF, 0);
     struct pollfd pfd[2] = {{.fd = 0, .events = POLLIN}, {.fd = igw_media_event_fd(m), .events = POLLIN}};
     int status = 0;
     for (;;) {

@@ -123,6 +123,14 @@ async function main() {
     c.check(!r.ok && /BUNDLE/.test(r.error), `offer without BUNDLE refused (${r.error})`);
     r = await call({ op: 'stats', id: 'vX' });
     c.check(!r.ok, 'a refused viewer leaves nothing behind');
+    // A newer generation that cannot be served is refused before it replaces anything.
+    r = await call({ op: 'viewer', source: 'cam', id: 'vB', rev: 2, sdp: offer.sdp }); // sendonly: nothing to view
+    c.check(!r.ok && r.rc === 'EINVAL' && /codec/.test(r.error), `unusable newer offer refused (${r.error})`);
+    b1 = await b.stats();
+    await sleep(700);
+    b2 = await b.stats();
+    r = await call({ op: 'stats', id: 'vB' });
+    c.check(r.ok && b2.framesDecoded > b1.framesDecoded, 'vB revision 1 untouched by the refused revision 2');
 
     // ---- stop A: B unaffected; pause after stop is a conflict ----
     r = await call({ op: 'track', id: 'vA', rev: 1, kinds: 'both', trigger: 'unsubscribe' });

@@ -162,6 +162,10 @@ static void *worker_start(void *arg, unsigned index, struct st_h2o_evloop_t *loo
     w->index = index;
     atomic_init(&w->tasks, 0);
     app->workers[index] = w;
+    if (!(w->models = igw_modelcache_create())) {
+        snprintf(err, errlen, "out of memory");
+        goto fail;
+    }
     if (app->cfg.pg_dsn[0]) {
         for (; w->ndb < app->cfg.db_connections && w->ndb < IGW_EDGE_MAX_DB; w->ndb++)
             if (!(w->db[w->ndb] = igw_db_create(loop, app->cfg.pg_dsn, err, errlen)))
@@ -198,6 +202,7 @@ fail:
     igw_edge_destroy(w->edge);
     for (unsigned i = 0; i < w->ndb; i++)
         igw_db_destroy(w->db[i]);
+    igw_modelcache_destroy(w->models);
     app->workers[index] = NULL;
     free(w);
     return NULL;
@@ -225,6 +230,7 @@ static void worker_stop(void *arg, void *state)
     igw_edge_destroy(w->edge);
     igw_login_destroy(w->login);
     igw_redis_destroy(w->redis);
+    igw_modelcache_destroy(w->models); /* after the databases: no command is in flight */
     free(w);
 }
 

@@ -14,6 +14,7 @@
 #include "http.h"
 #include "mqtt.h"
 #include "login.h"
+#include "modelcache.h"
 #include "push.h"
 #include "redis.h"
 
@@ -42,6 +43,7 @@ typedef struct igw_worker {
     struct igw_chores *chores; /* worker 0: command deadlines and the outbox sweep */
     igw_push *push;   /* events_push: WebSockets woken by LISTEN/NOTIFY; NULL without a database */
     igw_edge *edge;  /* NULL without a database */
+    igw_modelcache *models; /* /commands: parsed thing models by product */
 } igw_worker;
 
 /* Fills *app from the resolved settings: reads the MQTT password and URL

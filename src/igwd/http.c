@@ -167,6 +167,36 @@ igw_str igw_http_header_value(igw_exchange *ex, const char *name)
     return (igw_str){h->value.base, h->value.len};
 }
 
+igw_str igw_http_list_next(igw_exchange *ex, const char *name, igw_http_list *it)
+{
+    if (!ex->req)
+        return (igw_str){NULL, 0};
+    const h2o_headers_t *hs = &ex->req->headers;
+    size_t n = strlen(name);
+    /* Each turn consumes one element or one occurrence: bounded by the
+     * request's header bytes. */
+    for (;;) {
+        if (it->header == 0 || it->pos > hs->entries[it->header - 1].value.len) {
+            ssize_t i = h2o_find_header_by_str(hs, name, n, (ssize_t)it->header - 1);
+            if (i < 0)
+                return (igw_str){NULL, 0};
+            it->header = (size_t)i + 1;
+            it->pos = 0;
+        }
+        const h2o_iovec_t *v = &hs->entries[it->header - 1].value;
+        size_t start = it->pos, end = start;
+        while (end < v->len && v->base[end] != ',')
+            end++;
+        it->pos = end + 1; /* past the comma, or past the end */
+        while (start < end && (v->base[start] == ' ' || v->base[start] == '\t'))
+            start++;
+        while (end > start && (v->base[end - 1] == ' ' || v->base[end - 1] == '\t'))
+            end--;
+        if (end > start)
+            return (igw_str){v->base + start, end - start};
+    }
+}
+
 igw_str igw_http_body(igw_exchange *ex)
 {
     if (!ex->req->entity.base)

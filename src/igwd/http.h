@@ -91,6 +91,18 @@ void igw_http_reply_data(igw_exchange *ex);
  * absent. Only while the handler runs (before igw_http_hold's return is used). */
 igw_str igw_http_header_value(igw_exchange *ex, const char *name);
 
+/* Walks the elements of a list header (RFC 7230 #rule) over all its
+ * occurrences, in order: comma-separated, blanks around an element trimmed,
+ * empty elements skipped, elements returned as sent (not checked as
+ * tokens). `name` is lower case; start with `*it` zeroed. Returns the next
+ * element, ptr NULL after the last one or once the client went away. Valid
+ * while the request is (a held exchange's too, until its reply). */
+typedef struct igw_http_list {
+    size_t header; /* 1 + the index of the occurrence being read; 0 before the first */
+    size_t pos;    /* where the next element starts in it; past its end when read */
+} igw_http_list;
+igw_str igw_http_list_next(igw_exchange *ex, const char *name, igw_http_list *it);
+
 /* The request body as received; same lifetime as igw_http_header_value. */
 igw_str igw_http_body(igw_exchange *ex);
 

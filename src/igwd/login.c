@@ -160,12 +160,13 @@ static void on_user(void *arg, const PGresult *res, const char *err)
     free(p);
 }
 
-void igw_login_run(igw_login *l, igw_exchange *ex, const igw_request *req, igw_login_next next)
+/* The login with the token `tok` (len bytes; NULL: none was sent), wherever
+ * it came from: every source answers the same. */
+static void run_token(igw_login *l, igw_exchange *ex, const igw_request *req, igw_login_next next, const char *tok,
+                      size_t len)
 {
-    igw_str h = igw_http_header_value(ex, "authorization");
     igw_jwt_claims c;
-    if (!h.ptr || h.len < 8 || strncasecmp(h.ptr, "Bearer ", 7) != 0 ||
-        igw_jwt_verify(h.ptr + 7, h.len - 7, l->key, l->keylen, (int64_t)time(NULL), &c) != IGW_JWT_OK) {
+    if (!tok || igw_jwt_verify(tok, len, l->key, l->keylen, (int64_t)time(NULL), &c) != IGW_JWT_OK) {
         igw_http_reply_error(ex, IGW_ERR_UNAUTHENTICATED, "a valid login token is required", "");
         return;
     }
@@ -198,4 +199,56 @@ void igw_login_run(igw_login *l, igw_exchange *ex, const igw_request *req, igw_l
         free(p);
         igw_http_reply_error(held, IGW_ERR_UNAVAILABLE, "busy, retry later", "");
     }
+}
+
+void igw_login_run(igw_login *l, igw_exchange *ex, const igw_request *req, igw_login_next next)
+{
+    igw_str h = igw_http_header_value(ex, "authorization");
+    if (!h.ptr || h.len < 8 || strncasecmp(h.ptr, "Bearer ", 7) != 0)
+        run_token(l, ex, req, next, NULL, 0);
+    else
+        run_token(l, ex, req, next, h.ptr + 7, h.len - 7);
+}
+
+static bool str_is(igw_str s, const char *lit, size_t n)
+{
+    return s.len == n && memcmp(s.ptr, lit, n) == 0;
+}
+
+void igw_login_run_ws(igw_login *l, igw_exchange *ex, const igw_request *req, igw_login_next next)
+{
+    static const char v1[] = IGW_LOGIN_WS_PROTOCOL, prefix[] = IGW_LOGIN_WS_BEARER;
+    igw_http_list it = {0};
+    igw_str e, bearer = {NULL, 0};
+    bool has_v1 = false;
+    unsigned bearers = 0;
+    /* Subprotocol names compare exactly (RFC 6455 4.1: tokens, case-sensitive). */
+    while ((e = igw_http_list_next(ex, "sec-websocket-protocol", &it)).ptr) {
+        if (str_is(e, v1, sizeof v1 - 1)) {
+            has_v1 = true;
+        } else if (e.len >= sizeof prefix - 1 && memcmp(e.ptr, prefix, sizeof prefix - 1) == 0) {
+            if (bearers++ == 0)
+                bearer = (igw_str){e.ptr + sizeof prefix - 1, e.len - (sizeof prefix - 1)};
+        }
+    }
+    if (bearers == 0) {
+        igw_login_run(l, ex, req, next);
+        return;
+    }
+    /* The reasons name the rule, never the offered value: it holds a token. */
+    if (bearers > 1) {
+        igw_http_reply_error(ex, IGW_ERR_PARAMETER, "offer one igw.bearer.<token> subprotocol, not several", "");
+        return;
+    }
+    if (igw_http_header_value(ex, "authorization").ptr) {
+        igw_http_reply_error(ex, IGW_ERR_PARAMETER,
+                             "send the login token in Authorization or in the igw.bearer subprotocol, not both", "");
+        return;
+    }
+    if (!has_v1) {
+        igw_http_reply_error(ex, IGW_ERR_PARAMETER, "the igw.bearer subprotocol must be offered along with igw.v1",
+                             "");
+        return;
+    }
+    run_token(l, ex, req, next, bearer.ptr, bearer.len);
 }

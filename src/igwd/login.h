@@ -1,6 +1,7 @@
 /* login.h - who calls a route with `auth user`: the login token
- * (Authorization: Bearer, JWT HS256 with the algorithm pinned and the
- * expiry enforced, as `igwctl token issue` makes) and the enterprise
+ * (Authorization: Bearer, or for the push WebSocket a subprotocol; JWT
+ * HS256 with the algorithm pinned and the expiry enforced, as
+ * `igwctl token issue` makes) and the enterprise
  * context, checked against PostgreSQL (the user belongs to the token's
  * enterprise; both active). Identity never comes from a body.
  *
@@ -38,5 +39,21 @@ void igw_login_destroy(igw_login *l);
  * unauthenticated (one reason for all); a user not in the token's
  * enterprise, or an inactive user or enterprise, is permission. */
 void igw_login_run(igw_login *l, igw_exchange *ex, const igw_request *req, igw_login_next next);
+
+/* The subprotocols of a WebSocket route a browser opens (a browser can set
+ * no request header but Sec-WebSocket-Protocol): the one the upgrade
+ * selects, and the prefix of the one carrying the login token. */
+#define IGW_LOGIN_WS_PROTOCOL "igw.v1"
+#define IGW_LOGIN_WS_BEARER "igw.bearer."
+
+/* igw_login_run for such a route: the token comes from Authorization, or
+ * from a subprotocol "igw.bearer.<token>" offered along with "igw.v1"
+ * (which the upgrade must then select: a browser fails a handshake that
+ * selects none of its offers). Verified and refused exactly as from the
+ * header. Refused as parameter, before the token is looked at: more than
+ * one igw.bearer entry, an igw.bearer entry and an Authorization header
+ * (ambiguous), an igw.bearer entry without igw.v1. The token is never
+ * logged nor echoed. */
+void igw_login_run_ws(igw_login *l, igw_exchange *ex, const igw_request *req, igw_login_next next);
 
 #endif

@@ -194,7 +194,19 @@ typedef struct attach {
     igw_push *p;
     igw_exchange *ex;
     sub *s;
+    bool v1; /* the client offered subprotocol igw.v1: the upgrade selects it */
 } attach;
+
+static bool offers_v1(igw_exchange *ex)
+{
+    static const char v1[] = IGW_LOGIN_WS_PROTOCOL;
+    igw_http_list it = {0};
+    igw_str e;
+    while ((e = igw_http_list_next(ex, "sec-websocket-protocol", &it)).ptr)
+        if (e.len == sizeof v1 - 1 && memcmp(e.ptr, v1, sizeof v1 - 1) == 0)
+            return true;
+    return false;
+}
 
 static void on_endpoint(void *arg, const PGresult *res, const char *err)
 {
@@ -209,7 +221,8 @@ static void on_endpoint(void *arg, const PGresult *res, const char *err)
         free(a);
         return;
     }
-    igw_ws_handlers h = {.on_close = on_ws_close, .arg = s};
+    /* Never the client's whole offer: it may carry the login token. */
+    igw_ws_handlers h = {.on_close = on_ws_close, .arg = s, .protocol = a->v1 ? IGW_LOGIN_WS_PROTOCOL : NULL};
     if (a->p->stopping || !(s->ws = igw_http_upgrade_ws(a->ex, a->p->hub, &h))) {
         igw_http_reply_error(a->ex, IGW_ERR_UNAVAILABLE, "cannot open the WebSocket now", "");
         sub_free(s);
@@ -240,7 +253,7 @@ void igw_push_attach(igw_push *p, igw_exchange *ex, const igw_request *req, cons
     snprintf(s->endpoint, sizeof s->endpoint, "%.*s", (int)req->params[0].len, req->params[0].ptr);
     snprintf(s->ent, sizeof s->ent, "%lld", (long long)who->enterprise_id);
     snprintf(s->user, sizeof s->user, "%lld", (long long)who->user_id);
-    *a = (attach){.p = p, .ex = ex, .s = s};
+    *a = (attach){.p = p, .ex = ex, .s = s, .v1 = offers_v1(ex)};
     const char *values[3] = {s->endpoint, s->ent, s->user};
     if (igw_db_exec(p->db, &stmt_endpoint, values, NULL, NULL, on_endpoint, a)) {
         free(a);

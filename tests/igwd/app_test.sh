@@ -320,6 +320,70 @@ grep -q '^HTTP 401' "$TMP/push2" || fail "$CASE: $(cat "$TMP/push2")"; ok
 CASE="push route without the handshake"
 STATUS=$(curl -s -o "$TMP/r" -w '%{http_code}' -H "authorization: Bearer $TOKEN" "http://127.0.0.1:$PORT/api/v1/im/interaction/events/ws/$EP")
 expect 400 100400
+
+CASE="push with the login as a subprotocol (the browser form)"
+node "$HERE/push_client.mjs" --check-subprotocol "$WSURL/$EP" "$TOKEN" "$OTHER" "$KEY" "$TMP/igwd.err" >"$TMP/push3" 2>&1 ||
+    fail "$CASE: $(cat "$TMP/push3")"
+n=$(sed -n 's/^push subprotocol: \([0-9]*\) checks passed$/\1/p' "$TMP/push3")
+[ -n "$n" ] || fail "$CASE: $(cat "$TMP/push3")"; checks=$((checks + n))
+stop_igwd
+
+# ---- the model cache: one round trip per command, a model change honoured at once ----------------
+# One worker (every command meets the same cache); PostgreSQL logs each execution of the statements.
+PGLOG=$IGW_VAR/log/postgres.log
+psql_q "DO \$\$ BEGIN EXECUTE format('ALTER DATABASE %I SET log_statement = ''all''', current_database()); END \$\$" >/dev/null ||
+    fail "log_statement"
+start_igwd IGW_THREADS=1
+call "$TOKEN" /endpoints/register; EPM=$(jq -r .data.endpointId "$TMP/r")
+mark() { LOGPOS=$(stat -c %s "$PGLOG"); }
+# execs KIND: executions of igw_cmd_KIND since the mark.
+execs() { tail -c +$((LOGPOS + 1)) "$PGLOG" | grep -c "execute igw_cmd_$1:"; }
+cmodel() { # TOKEN_OF_MSG BRIGHTNESS: a control on EPM
+    printf '{"endpointId":"%s","command":{"msgToken":"%s","method":"device.propertyControl","target":{"productID":"%s","deviceName":"%s"},"params":{"properties":{"brightness":%s}}}}' \
+        "$EPM" "$1" "$PID_" "$DEV" "$2"
+}
+# bmax N: the product's model now allows brightness up to N (a plain UPDATE, as an operator would).
+bmax() {
+    psql_q "UPDATE products SET model = jsonb_set(model, ARRAY['properties', (SELECT (o - 1)::text
+              FROM jsonb_array_elements(model->'properties') WITH ORDINALITY e(p, o) WHERE p->>'identifier' = 'brightness'),
+              'define', 'max'], to_jsonb('$1'::text)) WHERE product_id = '$PID_'" >/dev/null || fail "bmax $1"
+}
+accepted() { # REPLAY: expects 200, accepted, and .data.replay == REPLAY
+    expect 200 200
+    jq -e ".data.accepted == true and .data.replay == $1" "$TMP/r" >/dev/null || fail "$CASE: $(cat "$TMP/r")"; ok
+}
+mark
+CASE="model cache: first command"; call "$TOKEN" /commands "$(cmodel m1 70)"; accepted false
+[ "$(execs read),$(execs write)" = 1,1 ] || fail "$CASE: $(execs read) reads, $(execs write) writes"; ok
+mark
+for t in m2 m3 m4; do CASE="model cache: $t"; call "$TOKEN" /commands "$(cmodel $t 80)"; accepted false; done
+CASE="model cache: one round trip per command"
+[ "$(execs read),$(execs write)" = 0,3 ] || fail "$CASE: $(execs read) reads, $(execs write) writes"; ok
+bmax 60
+mark
+CASE="model narrowed: what the old model accepted is refused"; call "$TOKEN" /commands "$(cmodel m5 70)"
+expect 400 100400 /command/params/properties/brightness
+[ "$(execs write),$(execs read)" = 1,1 ] || fail "$CASE: the write should refuse, then one read"; ok
+[ "$(psql_q "SELECT count(*) FROM commands WHERE endpoint_id = '$EPM' AND msg_token = 'm5'")" = 0 ] || fail "$CASE: stored"; ok
+CASE="model narrowed: replay of a command accepted before"; call "$TOKEN" /commands "$(cmodel m1 70)"; accepted true
+CASE="model narrowed: conflict still a conflict"; call "$TOKEN" /commands "$(cmodel m1 55)"; expect 409 100409 /command/msgToken
+CASE="model narrowed: within the new bound"; call "$TOKEN" /commands "$(cmodel m6 60)"; accepted false
+bmax 120
+CASE="model widened: what the old model refused is accepted"; call "$TOKEN" /commands "$(cmodel m7 110)"; accepted false
+[ "$(psql_q "SELECT count(*) FROM device_commands WHERE endpoint_id = '$EPM' AND msg_token = 'm7'")" = 1 ] || fail "$CASE: row"; ok
+bmax 60
+CASE="model narrowed again: replay through the cached old model"; call "$TOKEN" /commands "$(cmodel m7 110)"; accepted true
+CASE="model narrowed again: refused"; call "$TOKEN" /commands "$(cmodel m8 110)"; expect 400 100400 /command/params/properties/brightness
+CASE="model narrowed again: replay through the cached new model"; call "$TOKEN" /commands "$(cmodel m7 110)"; accepted true
+CASE="model narrowed again: no rights still answers no rights"
+call "$OTHER" /endpoints/register; EPO=$(jq -r .data.endpointId "$TMP/r")
+call "$OTHER" /commands "$(cmodel m9 10 | sed "s/$EPM/$EPO/")"; expect 403 100403 /command/target
+CASE="model narrowed again: unknown device as no rights"; call "$TOKEN" /commands "$(cmodel m9 10 | sed "s/\"$DEV\"/\"nosuchdevice\"/")"
+expect 403 100403 /command/target
+CASE="model narrowed again: unknown endpoint"; call "$TOKEN" /commands "$(cmodel m9 10 | sed "s/$EPM/nosuchendpoint/")"
+expect 404 100404 /endpointId
+bmax 100
+psql_q "DO \$\$ BEGIN EXECUTE format('ALTER DATABASE %I RESET log_statement', current_database()); END \$\$" >/dev/null
 stop_igwd
 
 # ---- the signaling gate ------------------------------------------------------------------------

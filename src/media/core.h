@@ -57,6 +57,14 @@ typedef struct src_track {
     bool             pli_pending;
     bool             keyframe_wanted; /* a PLI went out: report the next keyframe */
     uint32_t         ext_max;        /* extended highest sequence number (this SSRC) */
+    /* Reception statistics for our receiver reports (RFC 3550 6.4.1, A.3, A.8). */
+    uint32_t         ext_base;       /* extended seq of the first packet of this SSRC */
+    uint64_t         received, expected_prior, received_prior;
+    uint32_t         jitter_q4;      /* interarrival jitter x 16 */
+    uint32_t         transit;        /* arrival - timestamp of the previous packet */
+    bool             have_transit;
+    uint32_t         lsr;            /* middle 32 bits of the source's last SR, 0 = none */
+    uint64_t         lsr_at_us;
 } src_track;
 
 /* What a viewer is sent, per kind. */

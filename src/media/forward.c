@@ -261,7 +261,11 @@ static void source_rtp(igw_node *s, uint8_t *pkt, size_t len)
             tr->epoch++;
         tr->ssrc = h.ssrc;
         tr->have_ssrc = true;
-        tr->ext_max = h.seq;
+        tr->ext_max = tr->ext_base = h.seq;
+        tr->received = tr->expected_prior = tr->received_prior = 0;
+        tr->jitter_q4 = 0;
+        tr->have_transit = false;
+        tr->lsr = 0;
         s->st.rtp_expected++;
     } else {
         /* Extended highest sequence number: count how many the sender numbered. */
@@ -271,6 +275,17 @@ static void source_rtp(igw_node *s, uint8_t *pkt, size_t len)
             s->st.rtp_expected += step;
         }
     }
+    tr->received++;
+    /* Interarrival jitter (RFC 3550 A.8), in the track's clock units. */
+    uint32_t arrival = (uint32_t)(igw_clock_us() * tr->clock / 1000000);
+    uint32_t transit = arrival - h.ts;
+    if (tr->have_transit) {
+        int32_t d = (int32_t)(transit - tr->transit);
+        uint32_t ad = d < 0 ? (uint32_t)-(int64_t)d : (uint32_t)d;
+        tr->jitter_q4 += ad - ((tr->jitter_q4 + 8) >> 4);
+    }
+    tr->transit = transit;
+    tr->have_transit = true;
     bool keyframe = false;
     if (k == TRACK_VIDEO) {
         keyframe = igw_rtp_h264_keyframe(pkt + h.hdr_len, h.payload_len);
@@ -350,13 +365,24 @@ static void node_on_rtp(void *ud, uint8_t *buf, size_t len)
         n->st.rtp_in++; /* viewers receive; nothing to forward */
 }
 
+/* A source's sender report: its time, for the LSR/DLSR of our reports. */
+static void source_rtcp_item(void *ud, const igw_rtcp_item *it)
+{
+    igw_node *s = ((rtcp_ctx *)ud)->v;
+    if (it->kind != IGW_RTCP_SR)
+        return;
+    for (int k = 0; k < TRACK_KINDS; k++)
+        if (s->src[k].present && s->src[k].have_ssrc && s->src[k].ssrc == it->sender_ssrc) {
+            s->src[k].lsr = (uint32_t)(it->ntp >> 16);
+            s->src[k].lsr_at_us = igw_clock_us();
+        }
+}
+
 static void node_on_rtcp(void *ud, uint8_t *buf, size_t len)
 {
     igw_node *n = ud;
-    if (n->is_source)
-        return; /* the camera's sender reports: nothing to act on */
     rtcp_ctx c = {n};
-    (void)igw_rtcp_walk(buf, len, viewer_rtcp_item, &c);
+    (void)igw_rtcp_walk(buf, len, n->is_source ? source_rtcp_item : viewer_rtcp_item, &c);
 }
 
 static void node_on_event(void *ud, igw_media_event_kind kind, const char *reason)
@@ -858,15 +884,37 @@ static void viewer_reports(igw_node *v, uint64_t now_us)
     }
 }
 
-/* A receiver report toward a WebRTC source each second: RFC 3550 asks a
- * receiver for them, and it is the sender's proof that we are still here. */
+/* A receiver report toward a WebRTC source each second, a block per track:
+ * loss, jitter and round-trip data a camera's rate control reads, and the
+ * sender's proof that we are still here. */
 static void source_reports(igw_node *s, uint64_t now_us)
 {
     if (!s->peer || !igw_peer_ready(s->peer) || now_us - s->last_sr_us < SR_INTERVAL_US)
         return;
     s->last_sr_us = now_us;
+    igw_rtcp_report rb[TRACK_KINDS];
+    size_t nb = 0;
+    for (int k = 0; k < TRACK_KINDS; k++) {
+        src_track *tr = &s->src[k];
+        if (!tr->present || !tr->have_ssrc)
+            continue;
+        uint64_t expected = (uint64_t)(tr->ext_max - tr->ext_base) + 1;
+        int64_t exp_int = (int64_t)(expected - tr->expected_prior);
+        int64_t lost_int = exp_int - (int64_t)(tr->received - tr->received_prior);
+        tr->expected_prior = expected;
+        tr->received_prior = tr->received;
+        igw_rtcp_report *r = &rb[nb++];
+        r->ssrc = tr->ssrc;
+        r->fraction_lost = exp_int > 0 && lost_int > 0 ? (uint8_t)((lost_int << 8) / exp_int) : 0;
+        int64_t lost = (int64_t)expected - (int64_t)tr->received;
+        r->cumulative_lost = lost > INT32_MAX ? INT32_MAX : lost < INT32_MIN ? INT32_MIN : (int32_t)lost;
+        r->ext_highest_seq = tr->ext_max;
+        r->jitter = tr->jitter_q4 >> 4;
+        r->lsr = tr->lsr;
+        r->dlsr = tr->lsr ? (uint32_t)((now_us - tr->lsr_at_us) * 65536 / 1000000) : 0;
+    }
     uint8_t buf[IGW_PEER_BUF];
-    size_t n = igw_rtcp_write_rr(buf, sizeof buf, s->rtcp_ssrc);
+    size_t n = igw_rtcp_write_rr(buf, sizeof buf, s->rtcp_ssrc, rb, nb);
     if (n)
         (void)igw_peer_send_rtcp(s->peer, buf, n);
 }

@@ -333,13 +333,26 @@ size_t igw_rtcp_write_sr(uint8_t *buf, size_t cap, uint32_t ssrc, uint64_t ntp, 
     return 28;
 }
 
-size_t igw_rtcp_write_rr(uint8_t *buf, size_t cap, uint32_t ssrc)
+size_t igw_rtcp_write_rr(uint8_t *buf, size_t cap, uint32_t ssrc, const igw_rtcp_report *blocks, size_t nblocks)
 {
-    if (cap < 8)
+    size_t len = 8 + 24 * nblocks;
+    if (nblocks > 31 || cap < len || (nblocks && !blocks))
         return 0;
-    rtcp_hdr(buf, 0, 201, 8);
+    rtcp_hdr(buf, (uint8_t)nblocks, 201, len);
     wr32(buf + 4, ssrc);
-    return 8;
+    for (size_t i = 0; i < nblocks; i++) {
+        const igw_rtcp_report *r = &blocks[i];
+        uint8_t *b = buf + 8 + 24 * i;
+        int32_t lost = r->cumulative_lost > 0x7fffff ? 0x7fffff : r->cumulative_lost < -0x800000 ? -0x800000
+                                                                                                 : r->cumulative_lost;
+        wr32(b, r->ssrc);
+        wr32(b + 4, ((uint32_t)r->fraction_lost << 24) | ((uint32_t)lost & 0xffffff));
+        wr32(b + 8, r->ext_highest_seq);
+        wr32(b + 12, r->jitter);
+        wr32(b + 16, r->lsr);
+        wr32(b + 20, r->dlsr);
+    }
+    return len;
 }
 
 /* Position of seq in serial order around ref: -32768..32767. */

@@ -86,8 +86,20 @@ size_t igw_rtcp_write_pli(uint8_t *buf, size_t cap, uint32_t sender_ssrc, uint32
 size_t igw_rtcp_write_fir(uint8_t *buf, size_t cap, uint32_t sender_ssrc, uint32_t media_ssrc, uint8_t fir_seq);
 size_t igw_rtcp_write_sr(uint8_t *buf, size_t cap, uint32_t ssrc, uint64_t ntp, uint32_t rtp_ts,
                          uint32_t packets, uint32_t octets);
-/* Receiver report with no report blocks (keeps a sender's RTCP alive). */
-size_t igw_rtcp_write_rr(uint8_t *buf, size_t cap, uint32_t ssrc);
+/* One reception report block (RFC 3550 6.4.1) about a source we receive. */
+typedef struct igw_rtcp_report {
+    uint32_t ssrc;          /* the source reported on */
+    uint8_t  fraction_lost; /* since the previous report, in 1/256 */
+    int32_t  cumulative_lost; /* clamped to 24-bit signed */
+    uint32_t ext_highest_seq;
+    uint32_t jitter;        /* interarrival jitter, RTP timestamp units */
+    uint32_t lsr;           /* middle 32 bits of the last SR's NTP time, 0 = none */
+    uint32_t dlsr;          /* delay since that SR, 1/65536 s */
+} igw_rtcp_report;
+
+/* Receiver report from ssrc with up to 31 report blocks (none keeps a
+ * sender's RTCP alive). */
+size_t igw_rtcp_write_rr(uint8_t *buf, size_t cap, uint32_t ssrc, const igw_rtcp_report *blocks, size_t nblocks);
 /* Generic NACK for the given lost sequence numbers, in any order, duplicates
  * allowed (packed into pid/blp pairs, each covering pid..pid+16, in serial
  * order from seqs[0]'s point of view, so they should lie within 2^15 of it).

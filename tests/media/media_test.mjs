@@ -187,6 +187,55 @@ async function main() {
     c.check(!!(await waitEvent((e) => e.id === 'vA' && e.rev === 1 && e.event === 'closed' && /superseded/.test(e.reason), 1000)),
         'vA revision 1 closed as superseded');
 
+    // ---- Chromium as a camera: our receiver reports reach it (loss, jitter, round trip) ----
+    {
+        const page = await (await browser.newContext()).newPage();
+        const camOffer = await page.evaluate(async () => {
+            const pc = new RTCPeerConnection({ bundlePolicy: 'max-bundle' });
+            window.camPc = pc;
+            const cv = document.createElement('canvas');
+            cv.width = 320;
+            cv.height = 240;
+            const g = cv.getContext('2d');
+            let f = 0;
+            setInterval(() => { g.fillStyle = `hsl(${f++ % 360},80%,50%)`; g.fillRect(0, 0, 320, 240); }, 33);
+            const ac = new AudioContext(), osc = ac.createOscillator(), dst = ac.createMediaStreamDestination();
+            osc.connect(dst);
+            osc.start();
+            for (const t of [...cv.captureStream(30).getTracks(), ...dst.stream.getTracks()])
+                pc.addTransceiver(t, { direction: 'sendonly' });
+            await pc.setLocalDescription(await pc.createOffer());
+            await new Promise((ok) => {
+                if (pc.iceGatheringState === 'complete') ok();
+                pc.onicegatheringstatechange = () => pc.iceGatheringState === 'complete' && ok();
+            });
+            return pc.localDescription.sdp;
+        });
+        r = await call({ op: 'source', id: 'chromecam', rev: 1, sdp: camOffer });
+        c.check(r.ok, `Chromium's camera offer answered (${r.error || ''})`);
+        if (r.ok) {
+            await page.evaluate((sdp) => window.camPc.setRemoteDescription({ type: 'answer', sdp }), r.sdp);
+            const deadline = Date.now() + 6000;
+            let rep = [];
+            while (Date.now() < deadline) {
+                rep = await page.evaluate(async () => {
+                    const out = [];
+                    (await window.camPc.getStats()).forEach((x) => {
+                        if (x.type === 'remote-inbound-rtp') out.push({ kind: x.kind, rtt: x.roundTripTime, fl: x.fractionLost, jitter: x.jitter });
+                    });
+                    return out;
+                });
+                if (rep.length === 2 && rep.every((x) => x.rtt !== undefined)) break;
+                await sleep(250);
+            }
+            c.check(rep.length === 2 && rep.every((x) => typeof x.rtt === 'number' && x.rtt >= 0 && x.rtt < 1 && typeof x.jitter === 'number'),
+                `Chromium reads our receiver reports for both tracks: round trip from LSR/DLSR, jitter (${JSON.stringify(rep)})`);
+            const cs = await stats('chromecam');
+            c.check(cs.rtp_in > 0 && cs.keyframes_in > 0, `Chromium's H264 and Opus arrive (${cs.rtp_in} packets, ${cs.keyframes_in} keyframes)`);
+            await call({ op: 'close', id: 'chromecam' });
+        }
+    }
+
     // ---- closing the camera closes its viewers ----
     r = await call({ op: 'close', id: 'cam' });
     c.check(r.ok, 'camera closed');

@@ -10,6 +10,9 @@
 
 #include "rtp.h"
 
+static uint32_t rd32(const uint8_t *p) { return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]; }
+static uint32_t rd24(const uint8_t *p) { return (uint32_t)p[0] << 16 | (uint32_t)p[1] << 8 | p[2]; }
+
 static unsigned passed, failed;
 
 #define CHECK(cond)                                                                  \
@@ -615,10 +618,25 @@ static void test_builders(void)
           r.it[0].ntp == 0x0102030405060708ull && r.it[0].rtp_ts == 0xfffffffe &&
           r.it[0].packets == 77 && r.it[0].octets == 88888);
 
-    CHECK(igw_rtcp_write_rr(b, 7, 1) == 0);
-    CHECK(igw_rtcp_write_rr(b, 8, 0xd) == 8);
+    CHECK(igw_rtcp_write_rr(b, 7, 1, NULL, 0) == 0);
+    CHECK(igw_rtcp_write_rr(b, 8, 0xd, NULL, 0) == 8);
     CHECK(b[0] == 0x80 && b[1] == 201 && b[2] == 0 && b[3] == 1);
     CHECK(walk(b, 8, &r) == 1 && r.it[0].kind == IGW_RTCP_RR && r.it[0].sender_ssrc == 0xd);
+    {
+        /* Two report blocks, exact bytes; lost clamps to 24-bit signed both ways. */
+        igw_rtcp_report rb[2] = {{0x11223344, 25, -3, 0x00010005, 77, 0xa1b2c3d4, 0x00018000},
+                                 {0x55667788, 255, 0x1234567, 9, 0, 0, 0}};
+        CHECK(igw_rtcp_write_rr(b, 55, 0xd, rb, 2) == 0);
+        CHECK(igw_rtcp_write_rr(b, 56, 0xd, rb, 32) == 0);
+        CHECK(igw_rtcp_write_rr(b, 56, 0xd, rb, 2) == 56);
+        CHECK(b[0] == 0x82 && b[1] == 201 && b[2] == 0 && b[3] == 13);
+        CHECK(rd32(b + 8) == 0x11223344 && b[12] == 25 && rd24(b + 13) == 0xfffffd && rd32(b + 16) == 0x00010005 &&
+              rd32(b + 20) == 77 && rd32(b + 24) == 0xa1b2c3d4 && rd32(b + 28) == 0x00018000);
+        CHECK(rd32(b + 32) == 0x55667788 && b[36] == 255 && rd24(b + 37) == 0x7fffff && rd32(b + 40) == 9);
+        rb[0].cumulative_lost = -0x1000000;
+        CHECK(igw_rtcp_write_rr(b, 56, 0xd, rb, 1) == 32 && rd24(b + 13) == 0x800000);
+        CHECK(walk(b, 32, &r) == 1 && r.it[0].kind == IGW_RTCP_RR && r.it[0].sender_ssrc == 0xd);
+    }
 
     /* A compound of all four builders. */
     size_t n = igw_rtcp_write_sr(b, sizeof b, 1, 2, 3, 4, 5);

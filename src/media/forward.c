@@ -460,13 +460,23 @@ static void local_sender(igw_sdp_media *lm, view_track *vt, int k)
     snprintf(lm->msid, sizeof lm->msid, "igw igw-%s", kind_name[k]);
 }
 
-static igw_media_rc finish(igw_sdp *l, char *out, size_t cap, char *err, size_t errlen)
+/* Gives a negotiated node its transport and makes it current: the peer's
+ * ICE/DTLS side of our description l (its transport in section `first`),
+ * the remote offer applied when we answer (remote NULL: we offer), l
+ * written into out, the node committed. The caller frees n on failure. */
+static igw_media_rc node_start(igw_node *n, igw_sdp *l, size_t first, const igw_sdp *remote, char *out, size_t cap,
+                               char *err, size_t errlen)
 {
+    if (!(n->peer = node_peer(n, err, errlen)))
+        return IGW_MEDIA_EFAIL;
+    igw_peer_describe(n->peer, l, first, remote != NULL, remote ? remote->setup : IGW_SDP_SETUP_NONE);
+    if (remote && igw_peer_set_remote(n->peer, remote, err, errlen) != 0)
+        return IGW_MEDIA_EINVAL;
     if (igw_sdp_write(l, out, cap) == 0) {
         snprintf(err, errlen, "description does not fit in %zu bytes", cap);
         return IGW_MEDIA_EFAIL;
     }
-    return IGW_MEDIA_OK;
+    return node_commit(n, err, errlen);
 }
 
 static void view_track_start(igw_node *v, int k, uint32_t clock, bool paused)
@@ -547,14 +557,7 @@ igw_media_rc igw_fwd_source_offer(igw_mthread *t, const char *id, uint32_t rev, 
         snprintf(err, errlen, "no common codec: need a sending H264 (packetization-mode=1) or opus/48000/2 section");
         goto out;
     }
-    rc = IGW_MEDIA_EFAIL;
-    if (!(n->peer = node_peer(n, err, errlen)))
-        goto out;
-    igw_peer_describe(n->peer, l, (size_t)first, true, offer->setup);
-    rc = IGW_MEDIA_EINVAL;
-    if (igw_peer_set_remote(n->peer, offer, err, errlen) != 0)
-        goto out;
-    if ((rc = finish(l, answer, cap, err, errlen)) != IGW_MEDIA_OK || (rc = node_commit(n, err, errlen)) != IGW_MEDIA_OK)
+    if ((rc = node_start(n, l, (size_t)first, offer, answer, cap, err, errlen)) != IGW_MEDIA_OK)
         goto out;
     n = NULL;
 out:
@@ -695,14 +698,7 @@ igw_media_rc igw_fwd_viewer_offer(igw_node *s, const char *id, uint32_t rev, boo
                  s->src[0].present && s->src[1].present ? " and " : "", s->src[TRACK_AUDIO].present ? "opus" : "");
         goto out;
     }
-    rc = IGW_MEDIA_EFAIL;
-    if (!(v->peer = node_peer(v, err, errlen)))
-        goto out;
-    igw_peer_describe(v->peer, l, (size_t)first, true, offer->setup);
-    rc = IGW_MEDIA_EINVAL;
-    if (igw_peer_set_remote(v->peer, offer, err, errlen) != 0)
-        goto out;
-    if ((rc = finish(l, answer, cap, err, errlen)) != IGW_MEDIA_OK || (rc = node_commit(v, err, errlen)) != IGW_MEDIA_OK)
+    if ((rc = node_start(v, l, (size_t)first, offer, answer, cap, err, errlen)) != IGW_MEDIA_OK)
         goto out;
     source_attach_viewer(s, v);
     v = NULL;
@@ -753,10 +749,7 @@ igw_media_rc igw_fwd_viewer_make_offer(igw_node *s, const char *id, uint32_t rev
         rc = IGW_MEDIA_EINVAL;
         goto out;
     }
-    if (!(v->peer = node_peer(v, err, errlen)))
-        goto out;
-    igw_peer_describe(v->peer, l, 0, false, IGW_SDP_SETUP_NONE);
-    if ((rc = finish(l, offer, cap, err, errlen)) != IGW_MEDIA_OK || (rc = node_commit(v, err, errlen)) != IGW_MEDIA_OK)
+    if ((rc = node_start(v, l, 0, NULL, offer, cap, err, errlen)) != IGW_MEDIA_OK)
         goto out;
     source_attach_viewer(s, v);
     v = NULL;

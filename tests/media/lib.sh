@@ -12,6 +12,10 @@
 #   test reaches every other on one address, and everything dies with it.
 #   /proc is the namespace's own (pgrep, LeakSanitizer). IGW_MEDIA_NETNS=0
 #   runs CMD in the host's namespaces instead (with IGW_NETNS_ADDR=127.0.0.1).
+# media_run SECONDS SCRIPT.mjs [ARG...]: the run of a real-peer test: a
+#   scratch directory, sanitizer options, SCRIPT under node in media_netns
+#   with a time limit, everything killed and removed on exit or signal.
+#   Returns the script's status.
 # media_sanitizers DIR: LeakSanitizer suppressions (in DIR) and options for
 #   sanitizer builds: what GLib's and GStreamer's constructors and fontconfig
 #   keep until exit is theirs, not ours; full unwinding so that those frames
@@ -49,4 +53,21 @@ media_sanitizers() {
         >"$1/lsan.supp" || return 1
     export LSAN_OPTIONS="suppressions=$1/lsan.supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
     export ASAN_OPTIONS="fast_unwind_on_malloc=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+}
+
+media_run() {
+    local secs=$1 rc
+    shift
+    MEDIA_TMP=$(mktemp -d /tmp/igw-media.XXXXXX) || return 1
+    MEDIA_RUNNER=
+    trap '[ -n "$MEDIA_RUNNER" ] && kill -9 "$MEDIA_RUNNER" 2>/dev/null; rm -rf "$MEDIA_TMP"' EXIT
+    trap 'exit 1' INT TERM
+    media_sanitizers "$MEDIA_TMP" || return 1
+    # In the background so that a signal to us runs the trap at once.
+    media_netns timeout -k 5 "$secs" node "$@" &
+    MEDIA_RUNNER=$!
+    wait "$MEDIA_RUNNER"
+    rc=$?
+    MEDIA_RUNNER=
+    return $rc
 }

@@ -20,18 +20,4 @@ command -v node >/dev/null || fail "node is required"
 . "$HERE/lib.sh"
 media_playwright "${IGW_PW_DIR:-$(dirname "$HOST")/pw-node}" || fail "playwright-core"
 
-TMP=$(mktemp -d /tmp/igw-mediatest.XXXXXX) || fail "mktemp"
-RUNNER=
-cleanup() {
-    [ -n "$RUNNER" ] && kill -9 "$RUNNER" 2>/dev/null
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-media_sanitizers "$TMP" || fail "sanitizer options"
-media_netns timeout -k 5 "$RUN_SECONDS" node "$HERE/media_test.mjs" "$HOST" "$VCAM" &
-RUNNER=$!
-wait "$RUNNER"
-RC=$?
-RUNNER=
-[ "$RC" = 0 ] || fail "media_test.mjs exited $RC"
+media_run "$RUN_SECONDS" "$HERE/media_test.mjs" "$HOST" "$VCAM" || fail "media_test.mjs exited $?"

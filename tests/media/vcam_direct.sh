@@ -22,19 +22,4 @@ command -v node >/dev/null && command -v npm >/dev/null || fail "node and npm ar
 . "$HERE/lib.sh"
 media_playwright "${IGW_PW_DIR:-$(dirname "$BIN")/pw-node}" || fail "playwright-core"
 
-TMP=$(mktemp -d /tmp/igw-vcamtest.XXXXXX) || fail "mktemp"
-RUNNER=
-cleanup() {
-    [ -n "$RUNNER" ] && kill -9 "$RUNNER" 2>/dev/null
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-
-media_sanitizers "$TMP" || fail "sanitizer options"
-media_netns timeout -k 5 "$RUN_SECONDS" node "$HERE/vcam_direct.mjs" "$BIN" &
-RUNNER=$!
-wait "$RUNNER"
-RC=$?
-RUNNER=
-[ "$RC" = 0 ] || fail "vcam_direct.mjs exited $RC"
+media_run "$RUN_SECONDS" "$HERE/vcam_direct.mjs" "$BIN" || fail "vcam_direct.mjs exited $?"

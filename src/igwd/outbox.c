@@ -54,6 +54,10 @@ static const igw_db_stmt st_emit = {
     "FROM b CROSS JOIN dup LEFT JOIN p ON true LEFT JOIN dl ON true",
     7};
 
+/* The largest event body a result's notification carries (a NOTIFY payload
+ * is below 8000 bytes; ids and the watermark take the rest). */
+#define NOTIFY_BODY_MAX "7600"
+
 /* Batched (igw_db_exec_row), one row per result: $1 endpoint, $2
  * msgToken, $3 body (text), $4 deliveryId, $5 productID, $6 deviceName,
  * $7 device token, $8 outcome. As st_emit for each row (session-less, no
@@ -78,8 +82,10 @@ static const igw_db_stmt st_emit_result = {
     "       SELECT go.event_id, NULL, go.token, NULL, go.body::jsonb, go.body FROM go RETURNING event_id), "
     "dl AS (INSERT INTO deliveries (delivery_id, event_id, endpoint_id, session_id, watermark, state, expires_at_ms) "
     "       SELECT go.did, go.event_id, go.ep, '', go.event_id, '" ST_PENDING "', go.exp FROM go "
-    "       RETURNING delivery_id, endpoint_id), "
-    "ntf AS (SELECT pg_notify('" IGW_OUTBOX_CHANNEL "', dl.endpoint_id) FROM dl), "
+    "       RETURNING delivery_id, endpoint_id, watermark), "
+    "ntf AS (SELECT pg_notify('" IGW_OUTBOX_CHANNEL "', CASE WHEN octet_length(go.body) <= " NOTIFY_BODY_MAX " "
+    "        THEN dl.endpoint_id || E'\\n' || dl.watermark || E'\\n' || dl.delivery_id || E'\\n' || go.body "
+    "        ELSE dl.endpoint_id END) FROM dl JOIN go ON go.did = dl.delivery_id), "
     "st AS (UPDATE device_commands c SET outcome = s.outcome "
     "       FROM (SELECT DISTINCT ON (i.pid, i.dn, i.dtoken) i.pid, i.dn, i.dtoken, "
     "                    CASE WHEN i.live AND i.ok THEN i.outcome WHEN i.live IS NOT TRUE THEN 'expired' END AS outcome "

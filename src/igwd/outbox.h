@@ -28,7 +28,10 @@
  * `redelivered`.
  *
  * Every committed new delivery (emit, or a replay that creates one) runs
- * pg_notify(IGW_OUTBOX_CHANNEL, endpointId) in its transaction.
+ * pg_notify(IGW_OUTBOX_CHANNEL, payload) in its transaction. The payload is
+ * the endpointId; a device command's result (igw_outbox_emit_result) whose
+ * body fits carries the delivery itself, so a listener can push it without
+ * reading it back: "<endpointId>\n<watermark>\n<deliveryId>\n<event body>".
  *
  * All functions run on the loop thread. 0: accepted, cb is called exactly
  * once, on the loop thread, never from inside the call; -1: refused (invalid
@@ -44,7 +47,7 @@
 #include "db.h"
 #include "machines.h"
 
-#define IGW_OUTBOX_CHANNEL "igw_delivery" /* NOTIFY channel; the payload is the endpointId */
+#define IGW_OUTBOX_CHANNEL "igw_delivery" /* NOTIFY channel; the payload starts with the endpointId */
 #define IGW_OUTBOX_BATCH_MAX 32           /* /events limit and /events/ack ids: 1..32 */
 #define IGW_OUTBOX_ID_MAX 64              /* bytes of a deliveryId or endpointId */
 #define IGW_OUTBOX_ID_LEN 22              /* a generated deliveryId: base64url of 16 random bytes */

@@ -1,11 +1,12 @@
 /* push.h - events_push: the WebSocket of an application endpoint. Each
  * delivery of the endpoint is sent as a PushFrame {method:
  * "interaction.event", deliveryId, event} once it is committed: the outbox
- * NOTIFYs igw_delivery with the endpoint id in the same transaction, every
- * worker LISTENs on its database connection (so it works across igwd
- * processes), and a woken connection reads the endpoint's pending
- * deliveries (oldest first, at most 256) and sends those it has not sent
- * yet. Pull and push show the same deliveryIds and bodies;
+ * NOTIFYs igw_delivery in the same transaction, every worker LISTENs on its
+ * database connection (so it works across igwd processes). A command
+ * result's notification carries the delivery itself (up to ~7.6 KB of
+ * body), which is sent at once; otherwise a woken connection reads the
+ * endpoint's pending deliveries (oldest first, at most 256) and sends those
+ * it has not sent yet. Pull and push show the same deliveryIds and bodies;
  * acknowledgement stays /events/ack (an acknowledged delivery is not sent
  * again; a redelivery after a replay is). One per worker. */
 #ifndef IGW_PUSH_H

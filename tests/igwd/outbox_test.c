@@ -116,7 +116,7 @@ static const char *admin_str(char *out, size_t cap, const char *fmt, ...)
 
 typedef struct notes {
     int n;
-    char payload[64][72];
+    char payload[64][256]; /* a result's carries its delivery: longer ones are cut */
     bool other_channel;
 } notes;
 
@@ -147,6 +147,7 @@ static notes collect_notes(int want, int wait_ms)
     return ns;
 }
 
+/* Every payload is exactly the endpointId (no delivery carried). */
 static bool all_payloads(const notes *ns, const char *ep)
 {
     for (int i = 0; i < ns->n && i < 64; i++)
@@ -221,6 +222,14 @@ static got g_emit(const igw_outbox_event *ev, int *rc)
     got g = {0};
     *rc = igw_outbox_emit(db, ev, on_got, &g);
     if (*rc == 0)
+        wait_for(&g);
+    return g;
+}
+
+static got g_emit_result(const igw_outbox_result_event *ev)
+{
+    got g = {0};
+    if (igw_outbox_emit_result(db, ev, on_got, &g) == 0)
         wait_for(&g);
     return g;
 }
@@ -958,6 +967,45 @@ int main(int argc, char **argv)
               g.err, (long long)g.r.endpoints_deleted);
         CHECK(admin_ll("SELECT count(*) FROM deliveries") == 0 && admin_ll("SELECT count(*) FROM events") == 0 &&
               admin_ll("SELECT count(*) FROM endpoints") == 0 && admin_ll("SELECT count(*) FROM commands") == 0);
+    }
+
+    /* ---- a command's result: its notification carries the delivery ---- */
+    {
+        CHECK(admin_exec("INSERT INTO endpoints (endpoint_id, enterprise_id, user_id, expires_at_ms) VALUES "
+                         "('epR', 1, 11, %lld)",
+                         (long long)(wall_ms() + hour)));
+        const char *body = "{\"msgToken\":\"c1\",\"method\":\"interaction.result\",\"code\":200,"
+                           "\"data\":{\"operation\":\"device.propertyControl\",\"state\":\"succeeded\"}}";
+        igw_outbox_result_event ev = {.endpoint_id = "epR", .msg_token = "c1", .body = body, .delivery_id = "resC1",
+                                      .product_id = "P1", .device_name = "d1", .device_token = "k1",
+                                      .outcome = "replied"};
+        got g = g_emit_result(&ev);
+        CHECK(g.calls == 1 && g.r.status == IGW_OUTBOX_OK, "status %d '%s'", g.r.status, g.err);
+        long long wm = admin_ll("SELECT watermark FROM deliveries WHERE delivery_id = 'resC1'");
+        char want[256];
+        snprintf(want, sizeof want, "epR\n%lld\nresC1\n%s", wm, body);
+        notes ns = collect_notes(1, 2000);
+        CHECK(wm > 0 && ns.n == 1 && strcmp(ns.payload[0], want) == 0, "%d notifications, '%s'", ns.n,
+              ns.payload[0]);
+        /* a body too large for a NOTIFY: the endpointId alone (the listener reads) */
+        size_t big = 7700;
+        char *large = malloc(big + 256);
+        CHECK(large != NULL);
+        if (large) {
+            int n = snprintf(large, big + 256,
+                             "{\"msgToken\":\"c2\",\"method\":\"interaction.result\",\"code\":200,\"data\":"
+                             "{\"operation\":\"device.action\",\"state\":\"succeeded\",\"output\":\"");
+            memset(large + n, 'x', big);
+            snprintf(large + n + big, 256 - (size_t)n, "\"}}");
+            ev = (igw_outbox_result_event){.endpoint_id = "epR", .msg_token = "c2", .body = large,
+                                           .delivery_id = "resC2", .product_id = "P1", .device_name = "d1",
+                                           .device_token = "k2", .outcome = "replied"};
+            g = g_emit_result(&ev);
+            CHECK(g.calls == 1 && g.r.status == IGW_OUTBOX_OK, "status %d '%s'", g.r.status, g.err);
+            ns = collect_notes(1, 2000);
+            CHECK(ns.n == 1 && all_payloads(&ns, "epR"), "%d notifications, '%.40s'", ns.n, ns.payload[0]);
+            free(large);
+        }
     }
 
     igw_db_destroy(db);

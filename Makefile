@@ -134,7 +134,7 @@ TFLAGS   := $(CSTD) $(WARN) -O1 -g $(SANFLAGS) $(RT_INC)
 JSON_SUITE ?= tests/json/JSONTestSuite/test_parsing
 FUZZ_SECONDS ?= 3
 
-$(T)/%: tests/json/%.c $(COMMON_SRC) $(wildcard src/common/*.h)
+$(T)/%: tests/json/%.c tests/check.h $(COMMON_SRC) $(wildcard src/common/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(TFLAGS) -o $@ $< $(COMMON_SRC) $(RT_LIBS)
 
@@ -146,15 +146,15 @@ $(T)/machines-spec: tests/machines/test_spec.c $(RUNTIME_SRC) $(wildcard src/com
 	@mkdir -p $(dir $@)
 	$(CC) $(TFLAGS) -o $@ $< $(RUNTIME_SRC) $(RT_LIBS)
 
-$(T)/test_devauth: tests/devauth/test_devauth.c $(COMMON_SRC) $(wildcard src/common/*.h)
+$(T)/test_devauth: tests/devauth/test_devauth.c tests/check.h $(COMMON_SRC) $(wildcard src/common/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(TFLAGS) -o $@ $< $(COMMON_SRC) $(RT_LIBS)
 
-$(T)/test_jwt: tests/jwt/test_jwt.c $(COMMON_SRC) $(wildcard src/common/*.h)
+$(T)/test_jwt: tests/jwt/test_jwt.c tests/check.h $(COMMON_SRC) $(wildcard src/common/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(TFLAGS) -o $@ $< $(COMMON_SRC) $(RT_LIBS)
 
-$(T)/test_thingmodel: tests/thingmodel/test_thingmodel.c $(COMMON_SRC) $(wildcard src/common/*.h)
+$(T)/test_thingmodel: tests/thingmodel/test_thingmodel.c tests/check.h $(COMMON_SRC) $(wildcard src/common/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(TFLAGS) -o $@ $< $(COMMON_SRC) $(RT_LIBS)
 
@@ -231,7 +231,7 @@ test-app: $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-mqtt-auth.so
 test-edge: $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-mqtt-auth.so
 	tests/igwd/edge_test.sh $(T)/igwd $(BUILD)/igwctl
 
-$(T)/test_%: tests/upload/test_%.c $(COMMON_SRC) $(wildcard src/common/*.h)
+$(T)/test_%: tests/upload/test_%.c tests/check.h $(COMMON_SRC) $(wildcard src/common/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(TFLAGS) -o $@ $< $(COMMON_SRC) $(RT_LIBS)
 
@@ -243,15 +243,15 @@ test-upload: $(T)/test_multipart $(T)/test_filename $(T)/test_signedurl $(T)/tes
 	$(T)/test_storage
 
 # Media building blocks, each alone (pure functions or in-memory peers).
-$(T)/media_test_sdp: tests/media/test_sdp.c src/media/sdp.c src/media/sdp.h
+$(T)/media_test_sdp: tests/media/test_sdp.c tests/check.h src/media/sdp.c src/media/sdp.h
 	@mkdir -p $(dir $@)
 	$(CC) $(TFLAGS) -Isrc/media -o $@ tests/media/test_sdp.c src/media/sdp.c
 
-$(T)/media_test_rtp: tests/media/test_rtp.c src/media/rtp.c src/media/rtp.h
+$(T)/media_test_rtp: tests/media/test_rtp.c tests/check.h src/media/rtp.c src/media/rtp.h
 	@mkdir -p $(dir $@)
 	$(CC) $(TFLAGS) -Isrc/media -o $@ tests/media/test_rtp.c src/media/rtp.c
 
-$(T)/media_test_dtls: tests/media/test_dtls.c src/media/dtls.c src/media/dtls.h
+$(T)/media_test_dtls: tests/media/test_dtls.c tests/check.h src/media/dtls.c src/media/dtls.h
 	@mkdir -p $(dir $@)
 	$(CC) $(TFLAGS) $(MEDIA_CFLAGS) -o $@ tests/media/test_dtls.c src/media/dtls.c $(MEDIA_LIBS)
 

@@ -8,17 +8,7 @@
 #include "json.h"
 #include "jw.h"
 
-static unsigned passed, failed;
-
-#define CHECK(cond)                                                                  \
-    do {                                                                             \
-        if (cond) {                                                                  \
-            passed++;                                                                \
-        } else {                                                                     \
-            failed++;                                                                \
-            printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);                   \
-        }                                                                            \
-    } while (0)
+#include "../check.h"
 
 /* Output equals `want` (n bytes) and the writer is healthy; prints a diff otherwise. */
 static int out_is_n(const igw_jw *w, const char *want, size_t n)

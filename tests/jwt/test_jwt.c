@@ -14,17 +14,7 @@
 
 #include "jwt.h"
 
-static unsigned passed, failed;
-
-#define CHECK(cond)                                                                  \
-    do {                                                                             \
-        if (cond) {                                                                  \
-            passed++;                                                                \
-        } else {                                                                     \
-            failed++;                                                                \
-            printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);                   \
-        }                                                                            \
-    } while (0)
+#include "../check.h"
 
 #define K1 "0123456789abcdef0123456789abcdef"
 #define K2 "igw-test-key-with-more-than-32-bytes!"

@@ -16,17 +16,7 @@
 
 #include "sdp.h"
 
-static unsigned passed, failed;
-
-#define CHECK(cond)                                                                  \
-    do {                                                                             \
-        if (cond) {                                                                  \
-            passed++;                                                                \
-        } else {                                                                     \
-            failed++;                                                                \
-            printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);                   \
-        }                                                                            \
-    } while (0)
+#include "../check.h"
 
 /* String equality that shows both sides when it fails. */
 #define CHECK_STR(got, want)                                                         \

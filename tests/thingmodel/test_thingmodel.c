@@ -8,19 +8,10 @@
 #include "json.h"
 #include "thingmodel.h"
 
-static unsigned passed, failed;
+#include "../check.h"
+
 static igw_thingmodel *M;
 static igw_arena scratch;
-
-#define CHECK(cond)                                                                  \
-    do {                                                                             \
-        if (cond) {                                                                  \
-            passed++;                                                                \
-        } else {                                                                     \
-            failed++;                                                                \
-            printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);                   \
-        }                                                                            \
-    } while (0)
 
 enum what { PROPS, CONTROL, EVENT, INPUT, OUTPUT };
 

@@ -5,17 +5,7 @@
 
 #include "filename.h"
 
-static unsigned passed, failed;
-
-#define CHECK(cond)                                                                  \
-    do {                                                                             \
-        if (cond) {                                                                  \
-            passed++;                                                                \
-        } else {                                                                     \
-            failed++;                                                                \
-            printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);                   \
-        }                                                                            \
-    } while (0)
+#include "../check.h"
 
 /* 1 when name[0..len) gets the verdict want (NULL: accepted). */
 static int verdict(const char *name, size_t len, const char *want)

@@ -12,17 +12,7 @@
 
 #include "signedurl.h"
 
-static unsigned passed, failed;
-
-#define CHECK(cond)                                                                  \
-    do {                                                                             \
-        if (cond) {                                                                  \
-            passed++;                                                                \
-        } else {                                                                     \
-            failed++;                                                                \
-            printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);                   \
-        }                                                                            \
-    } while (0)
+#include "../check.h"
 
 static const unsigned char KEY[] = "igw-test-key";
 #define KEYLEN (sizeof KEY - 1)

@@ -451,6 +451,30 @@ static void local_accept(igw_sdp *l, igw_sdp_media *lm)
     g_strlcpy(l->bundle_mids[l->nbundle++], lm->mid, sizeof l->bundle_mids[0]);
 }
 
+/* Codec c (kind k) as the section's only one, with our feedback only: NACK,
+ * PLI and FIR for video as c has them, none for audio, never REMB or
+ * transport-cc (we estimate no bandwidth). */
+static void local_codec(igw_sdp_media *lm, const igw_sdp_codec *c, int k)
+{
+    lm->codecs[0] = *c;
+    lm->codecs[0].fb_remb = lm->codecs[0].fb_twcc = false;
+    if (k == TRACK_AUDIO)
+        lm->codecs[0].fb_nack = lm->codecs[0].fb_pli = lm->codecs[0].fb_fir = false;
+    lm->ncodecs = 1;
+}
+
+/* An answer section accepting the offered one with its codec c, in dir. */
+static igw_sdp_media *local_answer(igw_sdp *l, const igw_sdp_media *om, const igw_sdp_codec *c, int k,
+                                   igw_sdp_dir dir)
+{
+    igw_sdp_media *lm = local_section(l, om->kind, om->mid, om->proto);
+    lm->dir = dir;
+    lm->rtcp_rsize = om->rtcp_rsize;
+    local_codec(lm, c, k);
+    local_accept(l, lm);
+    return lm;
+}
+
 /* Our outgoing track toward a viewer: SSRC, cname, msid. */
 static void local_sender(igw_sdp_media *lm, view_track *vt, int k)
 {
@@ -528,15 +552,7 @@ igw_media_rc igw_fwd_source_offer(igw_mthread *t, const char *id, uint32_t rev, 
             continue;
         }
         const igw_sdp_codec *oc = &om->codecs[ci];
-        igw_sdp_media *lm = local_section(l, om->kind, om->mid, om->proto);
-        lm->dir = IGW_SDP_RECVONLY;
-        lm->rtcp_rsize = om->rtcp_rsize;
-        lm->codecs[0] = *oc;
-        lm->codecs[0].fb_remb = lm->codecs[0].fb_twcc = false;
-        if (k == TRACK_AUDIO)
-            lm->codecs[0].fb_nack = lm->codecs[0].fb_pli = lm->codecs[0].fb_fir = false;
-        lm->ncodecs = 1;
-        local_accept(l, lm);
+        local_answer(l, om, oc, k, IGW_SDP_RECVONLY);
         if (first < 0)
             first = (int)(l->nmedia - 1);
         src_track *tr = &n->src[k];
@@ -675,21 +691,13 @@ igw_media_rc igw_fwd_viewer_offer(igw_node *s, const char *id, uint32_t rev, boo
             local_reject(l, om);
             continue;
         }
-        igw_sdp_media *lm = local_section(l, om->kind, om->mid, om->proto);
-        lm->dir = IGW_SDP_SENDONLY;
-        lm->rtcp_rsize = om->rtcp_rsize;
-        lm->codecs[0] = om->codecs[ci];
-        lm->codecs[0].fb_remb = lm->codecs[0].fb_twcc = false;
-        if (k == TRACK_VIDEO && s->src[k].fmtp[0])
+        igw_sdp_media *lm = local_answer(l, om, &om->codecs[ci], k, IGW_SDP_SENDONLY);
+        if (k == TRACK_VIDEO && s->src[k].fmtp[0]) /* we send the source's stream */
             g_strlcpy(lm->codecs[0].fmtp, s->src[k].fmtp, sizeof lm->codecs[0].fmtp);
-        if (k == TRACK_AUDIO)
-            lm->codecs[0].fb_nack = lm->codecs[0].fb_pli = lm->codecs[0].fb_fir = false;
-        lm->ncodecs = 1;
         view_track_start(v, k, s->src[k].clock, paused);
         v->view[k].pt = om->codecs[ci].pt;
         g_strlcpy(v->view[k].mid, om->mid, sizeof v->view[k].mid);
         local_sender(lm, &v->view[k], k);
-        local_accept(l, lm);
         if (first < 0)
             first = (int)(l->nmedia - 1);
     }
@@ -726,18 +734,11 @@ igw_media_rc igw_fwd_viewer_make_offer(igw_node *s, const char *id, uint32_t rev
         igw_sdp_media *lm = local_section(l, k == TRACK_VIDEO ? IGW_SDP_VIDEO : IGW_SDP_AUDIO, mid, "");
         lm->dir = IGW_SDP_SENDONLY;
         lm->rtcp_rsize = true;
-        igw_sdp_codec *c = &lm->codecs[0];
-        lm->ncodecs = 1;
-        c->pt = tr->pt;
-        c->clock = tr->clock;
-        g_strlcpy(c->fmtp, tr->fmtp, sizeof c->fmtp);
-        if (k == TRACK_VIDEO) {
-            g_strlcpy(c->name, "H264", sizeof c->name);
-            c->fb_nack = c->fb_pli = c->fb_fir = true;
-        } else {
-            g_strlcpy(c->name, "opus", sizeof c->name);
-            c->channels = 2;
-        }
+        igw_sdp_codec c = {.pt = tr->pt, .clock = tr->clock, .channels = k == TRACK_AUDIO ? 2 : 0,
+                           .fb_nack = true, .fb_pli = true, .fb_fir = true};
+        g_strlcpy(c.name, k == TRACK_VIDEO ? "H264" : "opus", sizeof c.name);
+        g_strlcpy(c.fmtp, tr->fmtp, sizeof c.fmtp);
+        local_codec(lm, &c, k);
         view_track_start(v, k, tr->clock, paused);
         v->view[k].pt = tr->pt;
         g_strlcpy(v->view[k].mid, mid, sizeof v->view[k].mid);

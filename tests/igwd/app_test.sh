@@ -12,39 +12,10 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=lib.sh
 . "$HERE/lib.sh"
-TMP=$(mktemp -d /tmp/igw-app.XXXXXX)
-chmod 755 "$TMP"
-export IGW_VAR=$TMP/var IGW_PG_PORT=${APP_PG_PORT:-25395} IGW_REDIS_PORT=${APP_REDIS_PORT:-63795} \
-       IGW_MQTT_PORT=${APP_MQTT_PORT:-18895} IGWCTL
-PID=
-SUBPID=
-checks=0
-cleanup() {
-    [ -n "$PID" ] && { disown "$PID" 2>/dev/null; kill -KILL "$PID" 2>/dev/null; }
-    [ -n "$SUBPID" ] && kill "$SUBPID" 2>/dev/null
-    "$ROOT/src/ops/services.sh" down >/dev/null 2>&1
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
-fail() {
-    echo "app test: FAIL: $*" >&2
-    [ -s "$TMP/igwd.err" ] && { echo "--- igwd stderr (last lines):" >&2; grep -v '^{"ts"' "$TMP/igwd.err" | tail -n 15 >&2; }
-    exit 1
-}
-ok() { checks=$((checks + 1)); }
-
-printf 'leak:h2o_mem_alloc_recycle\nleak:h2o_multithread_create_queue\n' >"$TMP/lsan.supp"
-export LSAN_OPTIONS="suppressions=$TMP/lsan.supp:print_suppressions=0"
-
-"$ROOT/src/ops/services.sh" up >"$TMP/services.log" 2>&1 || { cat "$TMP/services.log" >&2; fail "services.sh up"; }
-# shellcheck disable=SC1091
-. "$IGW_VAR/env"
-IGW_BASE_URL=http://127.0.0.1:0 "$ROOT/src/ops/provision.sh" >"$TMP/provision.log" 2>&1 ||
-    { cat "$TMP/provision.log" >&2; fail "provision.sh"; }
-DEMO=$IGW_VAR/demo.json KEY=$IGW_VAR/jwt.key
-j() { jq -r "$1" "$DEMO"; }
+export IGWCTL
+igw_services_test app "${APP_PG_PORT:-25395}" "${APP_REDIS_PORT:-63795}" "${APP_MQTT_PORT:-18895}"
+KEY=$IGW_VAR/jwt.key
 TOKEN=$(j .user.token) OTHER=$(j .otherUser.token) OTHER_ENT=$(j .otherEnterpriseUser.token)
-psql_q() { "$ROOT/src/ops/services.sh" psql -XAtq -c "$1"; }
 
 # start NAME [VAR=VALUE...]: igwd with the login key; URL in $BASE.
 start_igwd() {

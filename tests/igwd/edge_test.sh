@@ -12,42 +12,12 @@ IGWCTL=$(realpath "${2:?usage: edge_test.sh IGWD IGWCTL}")
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=lib.sh
 . "$ROOT/tests/igwd/lib.sh"
-TMP=$(mktemp -d /tmp/igw-edge.XXXXXX)
-chmod 755 "$TMP"
-export IGW_VAR=$TMP/var IGW_PG_PORT=${EDGE_PG_PORT:-25393} IGW_REDIS_PORT=${EDGE_REDIS_PORT:-63793} \
-       IGW_MQTT_PORT=${EDGE_MQTT_PORT:-18893} IGWCTL
-PID=
-SUBPID=
-checks=0
-cleanup() {
-    [ -n "$PID" ] && { disown "$PID" 2>/dev/null; kill -KILL "$PID" 2>/dev/null; }
-    [ -n "$SUBPID" ] && kill "$SUBPID" 2>/dev/null
-    "$ROOT/src/ops/services.sh" down >/dev/null 2>&1
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
-fail() {
-    echo "edge test: FAIL: $*" >&2
-    [ -s "$TMP/igwd.err" ] && { echo "--- igwd stderr (last lines):" >&2; grep -v '^{"ts"' "$TMP/igwd.err" | tail -n 15 >&2; }
-    exit 1
-}
-ok() { checks=$((checks + 1)); }
-
-printf 'leak:h2o_mem_alloc_recycle\nleak:h2o_multithread_create_queue\n' >"$TMP/lsan.supp"
-export LSAN_OPTIONS="suppressions=$TMP/lsan.supp:print_suppressions=0"
-
-"$ROOT/src/ops/services.sh" up >"$TMP/services.log" 2>&1 || { cat "$TMP/services.log" >&2; fail "services.sh up"; }
-# shellcheck disable=SC1091
-. "$IGW_VAR/env"
-IGW_BASE_URL=http://127.0.0.1:0 "$ROOT/src/ops/provision.sh" >"$TMP/provision.log" 2>&1 ||
-    { cat "$TMP/provision.log" >&2; fail "provision.sh"; }
-DEMO=$IGW_VAR/demo.json
-j() { jq -r "$1" "$DEMO"; }
+export IGWCTL
+igw_services_test edge "${EDGE_PG_PORT:-25393}" "${EDGE_REDIS_PORT:-63793}" "${EDGE_MQTT_PORT:-18893}"
 PID_=$(j .device.productID) DEV=$(j .device.deviceName) SECRET=$(j .device.secret) AUTH=$(j .device.authorization)
 GW_AUTH=$(j .gateway.authorization) GW_P=$(j .gateway.productID) GW_D=$(j .gateway.deviceName)
 SUB_P=$(j .gateway.subDevice.productID) SUB_D=$(j .gateway.subDevice.deviceName)
 UNB_P=$(j .unboundDevice.productID) UNB_D=$(j .unboundDevice.deviceName)
-psql_q() { "$ROOT/src/ops/services.sh" psql -XAtq -c "$1"; }
 
 start_igwd() {
     env -i PATH="$PATH" LSAN_OPTIONS="$LSAN_OPTIONS" ASAN_OPTIONS="${ASAN_OPTIONS:-}" \

@@ -29,3 +29,48 @@ expect() {
     fi
     ok
 }
+
+# igw_services_test NAME PG_PORT REDIS_PORT MQTT_PORT: the set-up of a test
+# against real services (the edge and app tests): a scratch $TMP, PostgreSQL,
+# Redis and Mosquitto on those ports under $TMP/var, the demo tenant
+# provisioned ($DEMO), and on exit igwd ($PID), a helper ($SUBPID) and the
+# services stopped and $TMP removed. Defines fail (names the test NAME, shows
+# igwd's last stderr lines) and ok (counts $checks).
+igw_services_test() {
+    IGW_TEST_NAME=$1
+    TMP=$(mktemp -d "/tmp/igw-$1.XXXXXX")
+    chmod 755 "$TMP"
+    export IGW_VAR=$TMP/var IGW_PG_PORT=$2 IGW_REDIS_PORT=$3 IGW_MQTT_PORT=$4
+    PID=
+    SUBPID=
+    checks=0
+    trap igw_services_test_down EXIT
+    printf 'leak:h2o_mem_alloc_recycle\nleak:h2o_multithread_create_queue\n' >"$TMP/lsan.supp"
+    export LSAN_OPTIONS="suppressions=$TMP/lsan.supp:print_suppressions=0"
+    "$ROOT/src/ops/services.sh" up >"$TMP/services.log" 2>&1 || { cat "$TMP/services.log" >&2; fail "services.sh up"; }
+    # shellcheck disable=SC1091
+    . "$IGW_VAR/env"
+    IGW_BASE_URL=http://127.0.0.1:0 "$ROOT/src/ops/provision.sh" >"$TMP/provision.log" 2>&1 ||
+        { cat "$TMP/provision.log" >&2; fail "provision.sh"; }
+    DEMO=$IGW_VAR/demo.json
+}
+
+igw_services_test_down() {
+    [ -n "$PID" ] && { disown "$PID" 2>/dev/null; kill -KILL "$PID" 2>/dev/null; }
+    [ -n "$SUBPID" ] && kill "$SUBPID" 2>/dev/null
+    "$ROOT/src/ops/services.sh" down >/dev/null 2>&1
+    rm -rf "$TMP"
+}
+
+fail() {
+    echo "$IGW_TEST_NAME test: FAIL: $*" >&2
+    [ -s "$TMP/igwd.err" ] && { echo "--- igwd stderr (last lines):" >&2; grep -v '^{"ts"' "$TMP/igwd.err" | tail -n 15 >&2; }
+    exit 1
+}
+
+ok() { checks=$((checks + 1)); }
+
+# j FILTER: a value of the demo tenant ($DEMO); psql_q SQL: one query on the
+# test's PostgreSQL, unaligned and quiet.
+j() { jq -r "$1" "$DEMO"; }
+psql_q() { "$ROOT/src/ops/services.sh" psql -XAtq -c "$1"; }

@@ -181,7 +181,7 @@ $(T)/igwd: $(IGWD_SRC) $(RUNTIME_SRC) $(wildcard src/igwd/*.h src/common/*.h gen
 test-igwd: $(T)/igwd
 	tests/igwd/smoke.sh $(T)/igwd
 
-$(T)/db_test: tests/igwd/db_test.c src/igwd/db.c src/igwd/db.h
+$(T)/db_test: tests/igwd/db_test.c tests/igwd/check.h src/igwd/db.c src/igwd/db.h
 	@mkdir -p $(dir $@)
 	$(CC) $(TFLAGS) -Isrc/igwd $(IGWD_CFLAGS) -o $@ tests/igwd/db_test.c src/igwd/db.c $(IGWD_LIBS)
 
@@ -189,7 +189,7 @@ $(T)/db_test: tests/igwd/db_test.c src/igwd/db.c src/igwd/db.h
 test-db: $(T)/db_test
 	tests/igwd/db_test.sh $(T)/db_test
 
-$(T)/redis_test: tests/igwd/redis_test.c src/igwd/redis.c src/igwd/redis.h
+$(T)/redis_test: tests/igwd/redis_test.c tests/igwd/check.h src/igwd/redis.c src/igwd/redis.h
 	@mkdir -p $(dir $@)
 	$(CC) $(TFLAGS) -Isrc/igwd $(IGWD_CFLAGS) -o $@ tests/igwd/redis_test.c src/igwd/redis.c $(IGWD_LIBS)
 
@@ -197,7 +197,7 @@ $(T)/redis_test: tests/igwd/redis_test.c src/igwd/redis.c src/igwd/redis.h
 test-redis: $(T)/redis_test
 	tests/igwd/redis_test.sh $(T)/redis_test
 
-$(T)/outbox_test: tests/igwd/outbox_test.c src/igwd/outbox.c src/igwd/outbox.h src/igwd/db.c src/igwd/db.h \
+$(T)/outbox_test: tests/igwd/outbox_test.c tests/igwd/check.h src/igwd/outbox.c src/igwd/outbox.h src/igwd/db.c src/igwd/db.h \
                   src/common/base64.c generated/machines.c
 	@mkdir -p $(dir $@)
 	$(CC) $(TFLAGS) -Isrc/igwd $(IGWD_CFLAGS) -o $@ tests/igwd/outbox_test.c src/igwd/outbox.c src/igwd/db.c \
@@ -207,7 +207,7 @@ $(T)/outbox_test: tests/igwd/outbox_test.c src/igwd/outbox.c src/igwd/outbox.h s
 test-outbox: $(T)/outbox_test
 	tests/igwd/outbox_test.sh $(T)/outbox_test
 
-$(T)/ws_test: tests/igwd/ws_test.c src/igwd/ws.c src/igwd/ws.h
+$(T)/ws_test: tests/igwd/ws_test.c tests/igwd/check.h src/igwd/ws.c src/igwd/ws.h
 	@mkdir -p $(dir $@)
 	$(CC) $(TFLAGS) -Isrc/igwd $(IGWD_CFLAGS) -o $@ tests/igwd/ws_test.c src/igwd/ws.c $(IGWD_LIBS)
 

@@ -5,6 +5,7 @@
  * ours, so blocking here is fine). A second, plain blocking connection
  * checks the table and terminates igw_db's backend. Prints the number of
  * checks; exits 1 on any failure. */
+#include "clock.h"
 #include "db.h"
 
 #include <arpa/inet.h>
@@ -19,25 +20,7 @@
 
 #include <h2o/socket.h>
 
-static int checks, failures;
-
-static void check(bool ok, int line, const char *what, const char *fmt, ...)
-{
-    checks++;
-    if (ok)
-        return;
-    failures++;
-    fprintf(stderr, "db_test:%d: FAIL: %s", line, what);
-    if (fmt && *fmt) {
-        va_list ap;
-        va_start(ap, fmt);
-        fputs(": ", stderr);
-        vfprintf(stderr, fmt, ap);
-        va_end(ap);
-    }
-    fputc('\n', stderr);
-}
-#define CHECK(cond, ...) check((cond), __LINE__, #cond, "" __VA_ARGS__)
+#include "check.h"
 
 static h2o_evloop_t *loop;
 static PGconn *admin;
@@ -73,13 +56,6 @@ static void quiet(void *arg, const char *msg)
     (void)arg, (void)msg;
 }
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static bool all_called(const outcome *o, size_t n)
 {
     for (size_t i = 0; i < n; i++)
@@ -91,23 +67,23 @@ static bool all_called(const outcome *o, size_t n)
 /* Runs the loop until every outcome was called or the timeout. */
 static bool run_until_called(const outcome *o, size_t n, int timeout_ms)
 {
-    int64_t end = now_ms() + timeout_ms;
-    while (!all_called(o, n) && now_ms() < end)
+    int64_t end = igw_clock_ms() + timeout_ms;
+    while (!all_called(o, n) && igw_clock_ms() < end)
         h2o_evloop_run(loop, 10);
     return all_called(o, n);
 }
 
 static void run_for(int ms)
 {
-    int64_t end = now_ms() + ms;
-    while (now_ms() < end)
+    int64_t end = igw_clock_ms() + ms;
+    while (igw_clock_ms() < end)
         h2o_evloop_run(loop, 10);
 }
 
 static bool run_until_connected(igw_db *db, bool want, int timeout_ms)
 {
-    int64_t end = now_ms() + timeout_ms;
-    while (igw_db_connected(db) != want && now_ms() < end)
+    int64_t end = igw_clock_ms() + timeout_ms;
+    while (igw_db_connected(db) != want && igw_clock_ms() < end)
         h2o_evloop_run(loop, 10);
     return igw_db_connected(db) == want;
 }
@@ -225,15 +201,15 @@ int main(int argc, char **argv)
     for (int i = 0; i < N; i++)
         rejected += exec_ins(db, &st_ins, i, &o_ins[i]) != 0;
     CHECK(rejected == 0);
-    int64_t t0 = now_ms();
+    int64_t t0 = igw_clock_ms();
     uint64_t max_inflight = 0;
-    while (!all_called(o_ins, N) && now_ms() - t0 < 30000) {
+    while (!all_called(o_ins, N) && igw_clock_ms() - t0 < 30000) {
         h2o_evloop_run(loop, 10);
         igw_db_stats_get(db, &s1);
         if (s1.in_flight > max_inflight)
             max_inflight = s1.in_flight;
     }
-    int64_t took = now_ms() - t0;
+    int64_t took = igw_clock_ms() - t0;
     int ok = 0, in_order = 0, once = 0;
     for (int i = 0; i < N; i++) {
         ok += o_ins[i].ok;
@@ -362,7 +338,7 @@ int main(int argc, char **argv)
 
     /* ---- the server stops: queries queue, and go through once it is back ---- */
     if (!stop_cmd || !start_cmd) {
-        check(false, __LINE__, "IGW_DBTEST_STOP and IGW_DBTEST_START are set", NULL);
+        check(false, __FILE__, __LINE__, "IGW_DBTEST_STOP and IGW_DBTEST_START are set", NULL);
     } else {
         igw_db_stats_get(db, &s0);
         CHECK(system(stop_cmd) == 0, "%s", stop_cmd);
@@ -460,13 +436,13 @@ int main(int argc, char **argv)
     if (db3) {
         outcome o_silent = {0};
         CHECK(exec0(db3, &st_pid, &o_silent) == 0);
-        int64_t t3 = now_ms();
+        int64_t t3 = igw_clock_ms();
         igw_db_stats_get(db3, &s1);
-        while (s1.connect_failures == 0 && now_ms() - t3 < 5000) {
+        while (s1.connect_failures == 0 && igw_clock_ms() - t3 < 5000) {
             h2o_evloop_run(loop, 10);
             igw_db_stats_get(db3, &s1);
         }
-        int64_t waited = now_ms() - t3;
+        int64_t waited = igw_clock_ms() - t3;
         CHECK(s1.connect_failures == 1 && waited >= 1900 && waited < 3000, "%llu failures after %lld ms",
               (unsigned long long)s1.connect_failures, (long long)waited);
         CHECK(strstr(igw_db_last_error(db3), "timed out") != NULL, "'%s'", igw_db_last_error(db3));

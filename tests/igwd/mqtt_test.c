@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "mqtt.h"
 
 extern char **environ;
@@ -51,13 +52,6 @@ static const char *need(const char *name)
         exit(2);
     }
     return v;
-}
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* CPU time of the whole process so far, in ms. */
@@ -102,11 +96,11 @@ static void on_uplink(void *arg, igw_mqtt_uplink *u)
 /* The next uplink, or NULL after timeout_ms. */
 static igw_mqtt_uplink *next_up(unsigned timeout_ms)
 {
-    int64_t end = now_ms() + timeout_ms;
+    int64_t end = igw_clock_ms() + timeout_ms;
     igw_mqtt_uplink *u = NULL;
     pthread_mutex_lock(&inbox.mu);
     while (inbox.n == 0) {
-        int64_t left = end - now_ms();
+        int64_t left = end - igw_clock_ms();
         struct timespec dl;
         if (left <= 0)
             break;
@@ -379,9 +373,9 @@ int main(void)
     c0 = cpu_ms();
     check(igw_mqtt_wait_connected(m, 1000) != 0, "... which is not connected after 1 s");
     check(cpu_ms() - c0 < 100, "... using %.1f ms of CPU meanwhile", cpu_ms() - c0);
-    t0 = now_ms();
+    t0 = igw_clock_ms();
     igw_mqtt_stop(m);
-    check(now_ms() - t0 < 1000, "... and stops in %lld ms", (long long)(now_ms() - t0));
+    check(igw_clock_ms() - t0 < 1000, "... and stops in %lld ms", (long long)(igw_clock_ms() - t0));
 
     /* ---- a wrong password: no connection, and stop is prompt ---- */
     m = start(client_id, "not-the-password", err, sizeof err);
@@ -389,9 +383,9 @@ int main(void)
         printf("     %s\n", err);
     check(igw_mqtt_wait_connected(m, 1500) != 0 && !igw_mqtt_connected(m),
           "... which is not connected after 1.5 s");
-    t0 = now_ms();
+    t0 = igw_clock_ms();
     igw_mqtt_stop(m);
-    check(now_ms() - t0 < 1000, "... and stops in %lld ms while backing off", (long long)(now_ms() - t0));
+    check(igw_clock_ms() - t0 < 1000, "... and stops in %lld ms while backing off", (long long)(igw_clock_ms() - t0));
 
     /* ---- connect ---- */
     m = start(client_id, password, err, sizeof err);
@@ -538,7 +532,7 @@ int main(void)
         stress_arg a[STRESS_THREADS];
         int next[STRESS_THREADS] = {0}, failed = 0, disorder = 0, strange = 0, got = 0;
         igw_mqtt_stats_get(m, &s0);
-        t0 = now_ms();
+        t0 = igw_clock_ms();
         for (int k = 0; k < STRESS_THREADS; k++) {
             a[k] = (stress_arg){.m = m, .dev = &dev, .k = k};
             if (pthread_create(&th[k], NULL, stress_main, &a[k]) != 0) {
@@ -567,7 +561,7 @@ int main(void)
         igw_mqtt_stats_get(m, &s1);
         check(failed == 0 && got == STRESS_THREADS * STRESS_EACH && strange == 0,
               "%d threads x %d QoS 1 publishes: all accepted and looped back as uplinks (%d) in %lld ms",
-              STRESS_THREADS, STRESS_EACH, got, (long long)(now_ms() - t0));
+              STRESS_THREADS, STRESS_EACH, got, (long long)(igw_clock_ms() - t0));
         check(disorder == 0, "... each thread's messages in order");
         check(s1.out - s0.out == STRESS_THREADS * STRESS_EACH && s1.in - s0.in == STRESS_THREADS * STRESS_EACH,
               "... stats: out +%llu, in +%llu", (unsigned long long)(s1.out - s0.out),
@@ -577,9 +571,9 @@ int main(void)
     /* ---- persistent session: uplinks while igwd is away ---- */
     {
         bool ok = true;
-        t0 = now_ms();
+        t0 = igw_clock_ms();
         igw_mqtt_stop(m);
-        check(now_ms() - t0 < 1500, "stop (clean disconnect) in %lld ms", (long long)(now_ms() - t0));
+        check(igw_clock_ms() - t0 < 1500, "stop (clean disconnect) in %lld ms", (long long)(igw_clock_ms() - t0));
         snprintf(topic, sizeof topic, "$log/up/operation/%s/%s", dev.pid, dev.dn);
         for (int i = 1; i <= 3; i++) {
             snprintf(marker, sizeof marker, "offline-%d", i);
@@ -607,13 +601,13 @@ int main(void)
         snprintf(topic, sizeof topic, "$ext/up/takeover/%s/%s", dev.pid, dev.dn);
         check(pub(&thief, topic, "takeover", NULL, false) == 0,
               "another client takes over the session with a clean one");
-        int64_t end = now_ms() + 6000;
+        int64_t end = igw_clock_ms() + 6000;
         do {
             igw_mqtt_stats_get(m, &s1);
             if (s1.reconnects > s0.reconnects && igw_mqtt_connected(m))
                 break;
             sleep_ms(50);
-        } while (now_ms() < end);
+        } while (igw_clock_ms() < end);
         check(s1.reconnects == s0.reconnects + 1 && igw_mqtt_connected(m),
               "... the client reconnects (reconnects %llu) and resubscribes", (unsigned long long)s1.reconnects);
         drain(); /* "takeover" may or may not have been delivered */

@@ -16,25 +16,7 @@
 
 #include <h2o/socket.h>
 
-static int checks, failures;
-
-static void check(bool ok, int line, const char *what, const char *fmt, ...)
-{
-    checks++;
-    if (ok)
-        return;
-    failures++;
-    fprintf(stderr, "outbox_test:%d: FAIL: %s", line, what);
-    if (fmt && *fmt) {
-        va_list ap;
-        va_start(ap, fmt);
-        fputs(": ", stderr);
-        vfprintf(stderr, fmt, ap);
-        va_end(ap);
-    }
-    fputc('\n', stderr);
-}
-#define CHECK(cond, ...) check((cond), __LINE__, #cond, "" __VA_ARGS__)
+#include "check.h"
 
 static h2o_evloop_t *loop;
 static igw_db *db, *db2;

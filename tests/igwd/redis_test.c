@@ -6,6 +6,7 @@
  * The server must allow DEBUG from local clients. A second, plain blocking
  * hiredis connection kills igw_redis's connections and checks values.
  * Prints the number of checks; exits 1 on any failure. */
+#include "clock.h"
 #include "redis.h"
 
 #include <arpa/inet.h>
@@ -24,25 +25,7 @@
 
 #include <h2o/socket.h>
 
-static int checks, failures;
-
-static void check(bool ok, int line, const char *what, const char *fmt, ...)
-{
-    checks++;
-    if (ok)
-        return;
-    failures++;
-    fprintf(stderr, "redis_test:%d: FAIL: %s", line, what);
-    if (fmt && *fmt) {
-        va_list ap;
-        va_start(ap, fmt);
-        fputs(": ", stderr);
-        vfprintf(stderr, fmt, ap);
-        va_end(ap);
-    }
-    fputc('\n', stderr);
-}
-#define CHECK(cond, ...) check((cond), __LINE__, #cond, "" __VA_ARGS__)
+#include "check.h"
 
 static h2o_evloop_t *loop;
 static redisContext *admin;
@@ -82,13 +65,6 @@ static void never(void *arg, const redisReply *reply, const char *err)
     ++*(int *)arg;
 }
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static bool all_called(const outcome *o, size_t n)
 {
     for (size_t i = 0; i < n; i++)
@@ -99,23 +75,23 @@ static bool all_called(const outcome *o, size_t n)
 
 static bool run_until_called(const outcome *o, size_t n, int timeout_ms)
 {
-    int64_t end = now_ms() + timeout_ms;
-    while (!all_called(o, n) && now_ms() < end)
+    int64_t end = igw_clock_ms() + timeout_ms;
+    while (!all_called(o, n) && igw_clock_ms() < end)
         h2o_evloop_run(loop, 10);
     return all_called(o, n);
 }
 
 static void run_for(int ms)
 {
-    int64_t end = now_ms() + ms;
-    while (now_ms() < end)
+    int64_t end = igw_clock_ms() + ms;
+    while (igw_clock_ms() < end)
         h2o_evloop_run(loop, 10);
 }
 
 static bool run_until_connected(igw_redis *r, bool want, int timeout_ms)
 {
-    int64_t end = now_ms() + timeout_ms;
-    while (igw_redis_connected(r) != want && now_ms() < end)
+    int64_t end = igw_clock_ms() + timeout_ms;
+    while (igw_redis_connected(r) != want && igw_clock_ms() < end)
         h2o_evloop_run(loop, 10);
     return igw_redis_connected(r) == want;
 }
@@ -289,9 +265,9 @@ int main(int argc, char **argv)
     CHECK(rejected == 0);
     igw_redis_stats_get(r, &s1);
     CHECK(s1.pending == 2 * N, "pending %llu", (unsigned long long)s1.pending);
-    int64_t t0 = now_ms();
+    int64_t t0 = igw_clock_ms();
     CHECK(run_until_called(o_get, N, 10000) && all_called(o_set, N));
-    int64_t took = now_ms() - t0;
+    int64_t took = igw_clock_ms() - t0;
     int good = 0, in_order = 0, once = 0;
     for (int i = 0; i < N; i++) {
         char want[32];
@@ -383,8 +359,8 @@ int main(int argc, char **argv)
         chain ch = {r, 5, 0};
         const char *a[] = {"INCR", "rt:chain"};
         CHECK(igw_redis_command(r, chain_cb, &ch, 2, a, NULL) == 0);
-        int64_t end = now_ms() + 5000;
-        while (ch.left > 0 && now_ms() < end)
+        int64_t end = igw_clock_ms() + 5000;
+        while (ch.left > 0 && igw_clock_ms() < end)
             h2o_evloop_run(loop, 10);
         CHECK(ch.left == 0 && ch.ok == 5, "left %d ok %d", ch.left, ch.ok);
         redisReply *rep = admin_ok() ? redisCommand(admin, "GET rt:chain") : NULL;
@@ -410,12 +386,12 @@ int main(int argc, char **argv)
             const char *a[] = {"GET", key};
             CHECK(igw_redis_command(r, big_cb, (void *)(intptr_t)i, 2, a, NULL) == 0);
         }
-        int64_t end = now_ms() + 15000;
-        t0 = now_ms();
-        while (big_calls < 2 * BIGN && now_ms() < end)
+        int64_t end = igw_clock_ms() + 15000;
+        t0 = igw_clock_ms();
+        while (big_calls < 2 * BIGN && igw_clock_ms() < end)
             h2o_evloop_run(loop, 10);
         CHECK(big_ok == 2 * BIGN, "%d of %d ok (%d called)", big_ok, 2 * BIGN, big_calls);
-        printf("redis_test: %d x %d KiB SET then GET in %lld ms\n", BIGN, BIG / 1024, (long long)(now_ms() - t0));
+        printf("redis_test: %d x %d KiB SET then GET in %lld ms\n", BIGN, BIG / 1024, (long long)(igw_clock_ms() - t0));
         free(bigbuf);
         admin_int("DEL rt:big0 rt:big1 rt:big2 rt:big3"); /* keep the server small */
     }
@@ -451,7 +427,7 @@ int main(int argc, char **argv)
 
     /* ---- the server stops: refused or failed; works again once it is back ---- */
     if (!stop_cmd || !start_cmd) {
-        check(false, __LINE__, "IGW_REDISTEST_STOP and IGW_REDISTEST_START are set", NULL);
+        check(false, __FILE__, __LINE__, "IGW_REDISTEST_STOP and IGW_REDISTEST_START are set", NULL);
     } else {
         igw_redis_stats_get(r, &s0);
         CHECK(system(stop_cmd) == 0, "%s", stop_cmd);
@@ -504,9 +480,9 @@ int main(int argc, char **argv)
             h2o_evloop_run(loop, 0); /* fresh loop time for the deadlines */
             CHECK(cmd(rt, &o_t[0], "DEBUG SLEEP 2") == 0);
             CHECK(cmd(rt, &o_t[1], "PING") == 0);
-            t0 = now_ms();
+            t0 = igw_clock_ms();
             CHECK(run_until_called(o_t, 2, 3000));
-            int64_t waited = now_ms() - t0;
+            int64_t waited = igw_clock_ms() - t0;
             CHECK(waited >= 450 && waited < 1200, "failed after %lld ms", (long long)waited);
             CHECK(!o_t[0].ok && strcmp(o_t[0].err, "timed out after 500 ms") == 0, "'%s' '%s'", o_t[0].err, o_t[0].str);
             CHECK(!o_t[1].ok && strstr(o_t[1].err, "timed out") != NULL, "'%s'", o_t[1].err);
@@ -517,8 +493,8 @@ int main(int argc, char **argv)
             CHECK(strstr(igw_redis_last_error(rt), "timed out") != NULL, "'%s'", igw_redis_last_error(rt));
             /* Once the server wakes up, commands go through again. */
             bool back = false;
-            int64_t end = now_ms() + 6000;
-            while (!back && now_ms() < end) {
+            int64_t end = igw_clock_ms() + 6000;
+            while (!back && igw_clock_ms() < end) {
                 outcome o_b = {0};
                 if (cmd(rt, &o_b, "PING") == 0)
                     run_until_called(&o_b, 1, 1000);
@@ -602,9 +578,9 @@ int main(int argc, char **argv)
         if (rs) {
             outcome o_s = {0};
             CHECK(cmd(rs, &o_s, "PING") == 0); /* connecting: accepted */
-            t0 = now_ms();
+            t0 = igw_clock_ms();
             CHECK(run_until_called(&o_s, 1, 3000));
-            int64_t waited = now_ms() - t0;
+            int64_t waited = igw_clock_ms() - t0;
             CHECK(!o_s.ok && strcmp(o_s.err, "connection lost: connect timed out after 300 ms") == 0, "'%s'", o_s.err);
             CHECK(waited >= 250 && waited < 1000, "after %lld ms", (long long)waited);
             igw_redis_stats_get(rs, &s1);

@@ -20,6 +20,7 @@
  * On its own side it checks that on_close runs exactly once per connection
  * and that sends fail from then on, and that everything drained. Prints
  * "ws_test: N checks, F failures"; exits 1 on failure. */
+#include "clock.h"
 #include "ws.h"
 
 #include <arpa/inet.h>
@@ -35,17 +36,7 @@
 
 #include <h2o.h>
 
-static int checks, failures;
-
-static void check(bool ok, int line, const char *what)
-{
-    checks++;
-    if (ok)
-        return;
-    failures++;
-    fprintf(stderr, "ws_test:%d: FAIL: %s\n", line, what);
-}
-#define CHECK(cond) check((cond), __LINE__, #cond)
+#include "check.h"
 
 #define FRAME_64K 65536
 #define MAX_LOG 512
@@ -312,13 +303,6 @@ static void on_accept(h2o_socket_t *listener, const char *err)
     h2o_accept(&accept_ctx, sock);
 }
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 int main(int argc, char **argv)
 {
     if (argc != 3) {
@@ -385,8 +369,8 @@ int main(int argc, char **argv)
     before = closed;
     size_t left = igw_ws_hub_count(hub);
     igw_ws_hub_close_all(hub, 1001, "going away");
-    int64_t deadline = now_ms() + 5000;
-    while ((igw_ws_hub_sockets(hub) || nconns) && now_ms() < deadline)
+    int64_t deadline = igw_clock_ms() + 5000;
+    while ((igw_ws_hub_sockets(hub) || nconns) && igw_clock_ms() < deadline)
         h2o_evloop_run(loop, 50);
     CHECK(closed == before + (int)left);
     CHECK(igw_ws_hub_count(hub) == 0);

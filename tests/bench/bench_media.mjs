@@ -7,18 +7,18 @@
 // media_netns (tests/media/lib.sh). Last line:
 //   RESULT cpu_us_per_pkt=<n> janus_cpu_us_per_pkt=<n> vs_janus=<ratio> kb_per_viewer=<n> loss_pct=<n>
 import { execSync, spawn } from 'node:child_process';
-import { readFileSync, mkdtempSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { spawnLines, sleep } from '../media/lib.mjs';
 import { Janus } from './janus.mjs';
+import { cpuUs, rssKiB } from './proc.mjs';
 
 const [HOST] = process.argv.slice(2);
 const HERE = path.dirname(new URL(import.meta.url).pathname);
 const VIEWERS = Number(process.env.VIEWERS || 50);
 const MEASURE_S = Number(process.env.MEASURE_SECONDS || 10);
 const WARMUP_S = 3;
-const TCK = Number(execSync('getconf CLK_TCK').toString());
 const JANUS_HTTP = 8088, JANUS_VIDEO = 5004, JANUS_AUDIO = 5006;
 
 // ---- a JSON-lines igw-media-host ----
@@ -52,11 +52,6 @@ function host(args, name) {
     };
 }
 
-const cpuUs = (pid) => {
-    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-    return ((Number(f[11]) + Number(f[12])) * 1e6) / TCK; // utime, stime (fields 14, 15)
-};
-const rssKb = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]);
 
 async function received(client, ids) {
     let rtp = 0, expected = 0;
@@ -71,7 +66,7 @@ async function received(client, ids) {
 // Connects VIEWERS viewers through `attach(i)` (returns the client id), then
 // measures the server `pid` over MEASURE_S seconds.
 async function measure(name, pid, client, attach) {
-    const rss0 = rssKb(pid);
+    const rss0 = rssKiB(pid);
     const ids = [];
     for (let i = 0; i < VIEWERS; i++) ids.push(await attach(i));
     const connected = (evs) => ids.every((id) => evs.some((e) => e.id === id && e.event === 'first-packet'));
@@ -80,7 +75,7 @@ async function measure(name, pid, client, attach) {
         throw e;
     });
     await sleep(WARMUP_S * 1000);
-    const rss1 = rssKb(pid);
+    const rss1 = rssKiB(pid);
     const c0 = cpuUs(pid), r0 = await received(client, ids);
     const t0 = Date.now();
     // PERF=<dir>: a CPU profile of each server over the window (perf record).

@@ -8,117 +8,27 @@
 // IGW_PW_DIR (where playwright-core is installed), JANUS_CHECK_VIEWERS
 // (default 2), JANUS_CHECK_MEASURE_S (default 5), JANUS_CHECK_VERBOSE=1
 // (prints the first offer and answer), IGW_CHROMIUM (default /usr/bin/chromium).
-import { createRequire } from 'node:module';
-import { readFileSync } from 'node:fs';
-import { execFileSync } from 'node:child_process';
 import { Janus, JanusError } from './janus.mjs';
+import { CLK_TCK, cpuUs, rssKiB } from './proc.mjs';
+import { Checker, launch, newViewer, sleep } from '../media/lib.mjs';
 
 const URL_ = process.env.JANUS_URL;
 const PID = Number(process.env.JANUS_PID);
 const VIEWERS = Number(process.env.JANUS_CHECK_VIEWERS || 2);
 const MEASURE_S = Number(process.env.JANUS_CHECK_MEASURE_S || 5);
 const VERBOSE = process.env.JANUS_CHECK_VERBOSE === '1';
+const ADDR = process.env.IGW_NETNS_ADDR;
 const MEDIA_MS = 10000;
-
-let checks = 0;
-let failures = 0;
-function check(cond, what) {
-    checks++;
-    if (!cond) {
-        failures++;
-        console.error(`FAIL: ${what}`);
-    }
-    return !!cond;
-}
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-function playwright() {
-    const dir = process.env.IGW_PW_DIR;
-    if (!dir) throw new Error('IGW_PW_DIR is not set: run janus_check.sh');
-    return createRequire(`${dir}/janus-check.cjs`)('playwright-core');
-}
-
-// Janus's CPU time so far in clock ticks (utime + stime, fields 14 and 15 of
-// /proc/<pid>/stat; the command name in parentheses may hold spaces).
-function cpuTicks(pid) {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return Number(f[11]) + Number(f[12]);
-}
-function rssKiB(pid) {
-    const m = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m ? Number(m[1]) : NaN;
-}
-
-// Runs in the page: one recvonly peer connection answering Janus's offer.
-function pageSetup() {
-    const pc = new RTCPeerConnection({ bundlePolicy: 'max-bundle', rtcpMuxPolicy: 'require' });
-    const gathered = (ms) =>
-        new Promise((resolve, reject) => {
-            if (pc.iceGatheringState === 'complete') return resolve();
-            const t = setTimeout(() => reject(new Error(`ICE gathering not complete after ${ms} ms`)), ms);
-            pc.addEventListener('icegatheringstatechange', () => {
-                if (pc.iceGatheringState === 'complete') {
-                    clearTimeout(t);
-                    resolve();
-                }
-            });
-        });
-    window.__v = {
-        async answer(sdp) {
-            await pc.setRemoteDescription({ type: 'offer', sdp });
-            await pc.setLocalDescription(await pc.createAnswer());
-            await gathered(5000);
-            return pc.localDescription.sdp;
-        },
-        async stats() {
-            const s = { framesDecoded: 0, videoPackets: 0, audioPackets: 0, videoLost: 0, audioLost: 0,
-                frameWidth: 0, frameHeight: 0, connectionState: pc.connectionState };
-            (await pc.getStats()).forEach((r) => {
-                if (r.type !== 'inbound-rtp') return;
-                if (r.kind === 'video') {
-                    s.framesDecoded += r.framesDecoded || 0;
-                    s.videoPackets += r.packetsReceived || 0;
-                    s.videoLost += r.packetsLost || 0;
-                    s.frameWidth = r.frameWidth || s.frameWidth;
-                    s.frameHeight = r.frameHeight || s.frameHeight;
-                } else if (r.kind === 'audio') {
-                    s.audioPackets += r.packetsReceived || 0;
-                    s.audioLost += r.packetsLost || 0;
-                }
-            });
-            return s;
-        },
-    };
-    return typeof RTCPeerConnection;
-}
-
-async function waitStats(page, pred, ms) {
-    const deadline = Date.now() + ms;
-    let last;
-    for (;;) {
-        last = await page.evaluate(() => window.__v.stats());
-        if (pred(last) || Date.now() >= deadline) return last;
-        await sleep(100);
-    }
-}
+const c = new Checker();
+const check = (cond, what) => c.check(cond, what);
 
 // Every a=candidate line's connection address (5th field).
 const candidateAddrs = (sdp) =>
     sdp.split(/\r?\n/).filter((l) => l.startsWith('a=candidate:')).map((l) => l.split(' ')[4]);
 
 async function main() {
-    check(URL_ && PID > 0, 'JANUS_URL and JANUS_PID are set');
-    const clkTck = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim());
-    const { chromium } = playwright();
-    const browser = await chromium.launch({
-        executablePath: process.env.IGW_CHROMIUM || '/usr/bin/chromium',
-        headless: true,
-        // mDNS host names would be unresolvable for Janus (no avahi here).
-        args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
-            '--disable-sync', '--no-first-run', '--disable-features=WebRtcHideLocalIpsWithMdns'],
-        timeout: 20000,
-    });
+    check(URL_ && PID > 0 && ADDR, 'JANUS_URL, JANUS_PID and IGW_NETNS_ADDR are set');
+    const browser = await launch({ timeout: 20000 });
     const janus = new Janus(URL_);
     try {
         const sid = await janus.session();
@@ -136,9 +46,7 @@ async function main() {
 
         const viewers = [];
         for (let i = 0; i < VIEWERS; i++) {
-            const context = await browser.newContext();
-            const page = await context.newPage();
-            check((await page.evaluate(pageSetup)) === 'function', `viewer ${i}: RTCPeerConnection in the page`);
+            const v = await newViewer(browser);
             const { handle, offerSdp } = await janus.watch(1);
             check(viewers.every((v) => v.handle !== handle), `viewer ${i}: a handle of its own (${handle})`);
             check(/^m=video 9 UDP\/TLS\/RTP\/SAVPF 96\b/m.test(offerSdp) && /^a=rtpmap:96 H264\/90000\r?$/m.test(offerSdp) &&
@@ -146,11 +54,11 @@ async function main() {
             check(/^m=audio 9 UDP\/TLS\/RTP\/SAVPF 111\b/m.test(offerSdp) && /^a=rtpmap:111 opus\/48000\/2\r?$/m.test(offerSdp),
                 `viewer ${i}: offer has Opus pt 111`);
             const addrs = candidateAddrs(offerSdp);
-            check(addrs.length > 0 && addrs.every((a) => a.startsWith('127.')), `viewer ${i}: offer candidates all in 127/8: ${addrs.join(',')}`);
+            check(addrs.length > 0 && addrs.every((a) => a === ADDR), `viewer ${i}: offer candidates all on ${ADDR}: ${addrs.join(',')}`);
             check(/^a=end-of-candidates\r?$/m.test(offerSdp), `viewer ${i}: offer is complete (a=end-of-candidates, half-trickle)`);
             const cands = janus.candidates(handle);
             check(cands.length > 0 && cands.every((c) => c.candidate.startsWith('candidate:')), `viewer ${i}: candidates() lists ${cands.length}`);
-            const answer = await page.evaluate((sdp) => window.__v.answer(sdp), offerSdp);
+            const answer = await v.answer(offerSdp);
             check(/^a=recvonly\r?$/m.test(answer), `viewer ${i}: Chromium answers recvonly`);
             if (VERBOSE && i === 0) {
                 console.error('--- janus offer ---\n' + offerSdp.replace(/\r\n/g, '\n'));
@@ -158,7 +66,7 @@ async function main() {
             }
             const started = await janus.start(handle, answer);
             check(started?.result?.status === 'starting', `viewer ${i}: start acknowledged (${JSON.stringify(started)})`);
-            viewers.push({ page, context, handle });
+            viewers.push(Object.assign(v, { handle }));
         }
 
         for (const [i, v] of viewers.entries()) {
@@ -168,7 +76,7 @@ async function main() {
         const t0 = Date.now();
         for (const [i, v] of viewers.entries()) {
             const left = Math.max(1000, MEDIA_MS - (Date.now() - t0));
-            const s = await waitStats(v.page, (x) => x.framesDecoded > 0 && x.audioPackets > 0 && x.frameWidth > 0, left);
+            const s = await v.waitFor((x) => x.framesDecoded > 0 && x.audioPackets > 0 && x.frameWidth > 0, left).catch((e) => e.stats);
             check(s.framesDecoded > 0, `viewer ${i}: framesDecoded ${s.framesDecoded} > 0 within ${MEDIA_MS} ms`);
             check(s.audioPackets > 0, `viewer ${i}: audio packetsReceived ${s.audioPackets} > 0 within ${MEDIA_MS} ms`);
             check(s.frameWidth === 640 && s.frameHeight === 360, `viewer ${i}: decoded 640x360 (got ${s.frameWidth}x${s.frameHeight})`);
@@ -180,13 +88,13 @@ async function main() {
 
         // CPU time while the viewers watch: ticks of Janus against packets
         // the viewers received (= packets Janus forwarded, less any lost).
-        const before = await Promise.all(viewers.map((v) => v.page.evaluate(() => window.__v.stats())));
-        const ticks0 = cpuTicks(PID);
+        const before = await Promise.all(viewers.map((v) => v.stats()));
+        const cpu0 = cpuUs(PID);
         const w0 = process.hrtime.bigint();
         await sleep(MEASURE_S * 1000);
-        const ticks1 = cpuTicks(PID);
+        const cpu1 = cpuUs(PID);
         const secs = Number(process.hrtime.bigint() - w0) / 1e9;
-        const after = await Promise.all(viewers.map((v) => v.page.evaluate(() => window.__v.stats())));
+        const after = await Promise.all(viewers.map((v) => v.stats()));
         let pkts = 0;
         let lost = 0;
         for (let i = 0; i < viewers.length; i++) {
@@ -195,12 +103,13 @@ async function main() {
             check(vp > 0 && ap > 0 && after[i].framesDecoded > before[i].framesDecoded,
                 `viewer ${i}: still receiving during the measurement (${vp} video, ${ap} audio packets)`);
             pkts += vp + ap;
-            lost += after[i].videoLost + after[i].audioLost - before[i].videoLost - before[i].audioLost;
+            lost += after[i].packetsLost - before[i].packetsLost;
         }
-        const tps = (ticks1 - ticks0) / secs;
-        console.log(`janus_check: janus pid ${PID}: ${(ticks1 - ticks0)} ticks in ${secs.toFixed(2)} s = ${tps.toFixed(1)} ticks/s ` +
-            `(CLK_TCK ${clkTck}, ${(100 * tps / clkTck).toFixed(1)}% of one core) with ${viewers.length} viewers; ` +
-            `${(pkts / secs).toFixed(0)} forwarded pkt/s, ${pkts ? ((ticks1 - ticks0) / clkTck * 1e6 / pkts).toFixed(1) : 'n/a'} us CPU/pkt, ` +
+        const ticks = ((cpu1 - cpu0) * CLK_TCK) / 1e6;
+        const tps = ticks / secs;
+        console.log(`janus_check: janus pid ${PID}: ${ticks.toFixed(0)} ticks in ${secs.toFixed(2)} s = ${tps.toFixed(1)} ticks/s ` +
+            `(CLK_TCK ${CLK_TCK}, ${(100 * tps / CLK_TCK).toFixed(1)}% of one core) with ${viewers.length} viewers; ` +
+            `${(pkts / secs).toFixed(0)} forwarded pkt/s, ${pkts ? ((cpu1 - cpu0) / pkts).toFixed(1) : 'n/a'} us CPU/pkt, ` +
             `${lost} lost; RSS ${rssKiB(PID)} KiB`);
 
         // Teardown through the API: detach one, destroy the session, then the
@@ -220,26 +129,14 @@ async function main() {
             threw = true;
         }
         check(threw, 'keepalive after destroy throws');
-        check(cpuTicks(PID) >= ticks1, 'Janus is still running after the session is destroyed');
-        for (const v of viewers) await v.context.close().catch(() => {});
+        check(cpuUs(PID) >= cpu1, 'Janus is still running after the session is destroyed');
+        for (const v of viewers) await v.close();
     } finally {
         await janus.destroy().catch(() => {});
         await browser.close().catch(() => {});
     }
 }
 
-main().then(
-    () => {
-        if (failures) {
-            console.log(`janus_check: ${checks} checks, ${failures} failures`);
-            process.exit(1);
-        }
-        console.log(`janus_check: ${checks} checks passed`);
-        process.exit(0);
-    },
-    (e) => {
-        console.error(`janus_check: error: ${e.stack || e}`);
-        console.log(`janus_check: ${checks} checks, ${failures + 1} failures`);
-        process.exit(1);
-    },
-);
+main()
+    .catch((e) => check(false, `unexpected: ${e.stack || e}`))
+    .finally(() => c.done('janus_check'));

@@ -142,12 +142,13 @@ function pageSetup() {
         async stats() {
             const s = {
                 framesDecoded: 0, framesReceived: 0, keyFramesDecoded: 0, videoPackets: 0,
-                audioPackets: 0, pliCount: 0, firCount: 0, nackCount: 0, frameWidth: 0, frameHeight: 0,
+                audioPackets: 0, packetsLost: 0, pliCount: 0, firCount: 0, nackCount: 0, frameWidth: 0, frameHeight: 0,
                 connectionState: pc.connectionState, iceConnectionState: pc.iceConnectionState,
             };
             const report = await pc.getStats();
             report.forEach((r) => {
                 if (r.type !== 'inbound-rtp') return;
+                s.packetsLost += r.packetsLost || 0;
                 if (r.kind === 'video') {
                     s.framesDecoded += r.framesDecoded || 0;
                     s.framesReceived += r.framesReceived || 0;
@@ -177,7 +178,7 @@ function pageSetup() {
  *   requestKeyFrame() makes Chromium send a keyframe request (PLI) now, through
  *                    a pass-through encoded transform on the video receiver
  *   stats()          {framesDecoded, framesReceived, keyFramesDecoded, videoPackets,
- *                     audioPackets, pliCount, firCount, nackCount, frameWidth,
+ *                     audioPackets, packetsLost, pliCount, firCount, nackCount, frameWidth,
  *                     frameHeight, connectionState, iceConnectionState}
  *   waitFor(pred, ms) polls stats() until pred(stats) holds; resolves to those
  *                     stats, rejects (with the last stats) after ms

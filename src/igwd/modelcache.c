@@ -126,8 +126,3 @@ int igw_modelcache_put(igw_modelcache *mc, const char *product_id, const char *v
     *out = e->model;
     return 0;
 }
-
-size_t igw_modelcache_count(const igw_modelcache *mc)
-{
-    return mc->n;
-}

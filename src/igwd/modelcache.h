@@ -42,7 +42,4 @@ const igw_thingmodel *igw_modelcache_get(igw_modelcache *mc, const char *product
 int igw_modelcache_put(igw_modelcache *mc, const char *product_id, const char *version, const char *json, size_t len,
                        const igw_thingmodel **out, igw_json *err);
 
-/* Entries held now (tests, metrics). */
-size_t igw_modelcache_count(const igw_modelcache *mc);
-
 #endif

@@ -310,11 +310,6 @@ bool igw_peer_ready(const igw_peer *p)
     return p->srtp != NULL && !p->failed;
 }
 
-uint64_t igw_peer_last_rx_us(const igw_peer *p)
-{
-    return p->last_rx_us;
-}
-
 void igw_peer_tick(igw_peer *p, uint64_t now_us)
 {
     if (p->failed)

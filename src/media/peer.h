@@ -54,9 +54,6 @@ int igw_peer_send_rtcp(igw_peer *p, uint8_t *buf, size_t len);
 /* Connected: DTLS done and SRTP keys installed. */
 bool igw_peer_ready(const igw_peer *p);
 
-/* Monotonic time of the last datagram received from the peer (0 = never). */
-uint64_t igw_peer_last_rx_us(const igw_peer *p);
-
 /* Periodic check (called about every 100 ms): consent and connect timeouts.
  * Reports a failure through on_failed once. */
 void igw_peer_tick(igw_peer *p, uint64_t now_us);

@@ -854,6 +854,8 @@ static void tables(doc *d)
             for (int c = 0; c < ix->columns.n; c++)
                 igw_out_printf(o, "%s%s", c ? ", " : "", IGW_VEC_AT(ix->columns, const char, c));
             igw_out_puts(o, ")");
+            if (ix->where)
+                igw_out_printf(o, " where %s %snull", ix->where, ix->where_not_null ? "not " : "");
         }
         igw_out_puts(o, " | ");
         md(o, t->doc);

@@ -424,7 +424,10 @@ static bool emit_table(igw_out *o, const igw_table *t, nameset *relations)
         ok &= nameset_add(relations, ix->loc, name);
         igw_out_printf(o, "CREATE INDEX %s ON %s (", name, t->name);
         column_list(o, &ix->columns);
-        igw_out_puts(o, ");\n");
+        igw_out_puts(o, ")");
+        if (ix->where)
+            igw_out_printf(o, " WHERE %s IS %sNULL", ix->where, ix->where_not_null ? "NOT " : "");
+        igw_out_puts(o, ";\n");
         free(name);
     }
     nameset_free(&constraints);

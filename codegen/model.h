@@ -289,6 +289,10 @@ typedef struct igw_index {
     bool unique;
     bool primary;
     igw_vec columns; /* const char* */
+    /* A partial index: only rows where column `where` IS NULL (IS NOT NULL
+     * when where_not_null); NULL when the index covers every row. */
+    const char *where;
+    bool where_not_null;
     igw_loc loc;
 } igw_index;
 

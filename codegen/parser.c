@@ -790,6 +790,11 @@ static void table_decl(parser *p)
                 igw_vec_push(&ix->columns, (void *)ident(p, "column name"));
             while (accept(p, TOK_COMMA));
             expect(p, TOK_RPAREN);
+            if (!ix->unique && accept_kw(p, "where")) {
+                ix->where = ident(p, "column name");
+                ix->where_not_null = accept_kw(p, "not");
+                expect_kw(p, "null");
+            }
             igw_vec_push(&t->indexes, ix);
         } else {
             igw_column *c = igw_xcalloc(1, sizeof *c);

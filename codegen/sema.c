@@ -896,6 +896,16 @@ static void check_table(igw_schema *s, igw_table *t)
             if (!found)
                 igw_diag_error(ix->loc, "unknown column '%s' in %s", name, t->name);
         }
+        if (ix->where) {
+            const igw_column *w = NULL;
+            FOR(t->columns, igw_column, c)
+                if (strcmp(c->name, ix->where) == 0)
+                    w = c;
+            if (!w)
+                igw_diag_error(ix->loc, "unknown column '%s' in %s", ix->where, t->name);
+            else if (!w->nullable)
+                igw_diag_error(ix->loc, "partial index on %s: column '%s' is never null", t->name, ix->where);
+        }
     }
     if (!has_pk)
         igw_diag_error(t->loc, "table '%s' needs a primary key", t->name);

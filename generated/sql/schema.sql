@@ -171,6 +171,7 @@ CREATE TABLE endpoints (
     user_id       bigint      NOT NULL CONSTRAINT endpoints_user_id_fkey REFERENCES users (user_id),
     expires_at_ms bigint      NOT NULL,
     created_at    timestamptz NOT NULL DEFAULT now(),
+    acked         bigint      NOT NULL DEFAULT 0, -- Deliveries this endpoint has acknowledged: /events/ack's count, kept here so an ack never counts the history.
     CONSTRAINT endpoints_pkey PRIMARY KEY (endpoint_id),
     CONSTRAINT endpoints_endpoint_id_check CHECK (
         octet_length(endpoint_id) BETWEEN 1 AND 64
@@ -264,7 +265,7 @@ CREATE TABLE device_commands (
             'device.action', 'device.propertyControl')
     )
 );
-CREATE INDEX device_commands_deadline_ms_idx ON device_commands (deadline_ms);
+CREATE INDEX device_commands_deadline_ms_idx ON device_commands (deadline_ms) WHERE outcome IS NULL;
 
 -- Application sessions.
 CREATE TABLE sessions (
@@ -359,7 +360,8 @@ CREATE TABLE deliveries (
         AND replaces !~ '^[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]|[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]$'
     )
 );
-CREATE INDEX deliveries_endpoint_id_session_id_watermark_delivery_id_idx ON deliveries (endpoint_id, session_id, watermark, delivery_id);
+CREATE INDEX deliveries_endpoint_id_session_id_watermark_delivery_id_idx ON deliveries (endpoint_id, session_id, watermark, delivery_id) WHERE acked_at IS NULL;
+CREATE INDEX deliveries_endpoint_id_idx ON deliveries (endpoint_id);
 CREATE INDEX deliveries_event_id_idx ON deliveries (event_id);
 
 -- Vision consents.

@@ -150,6 +150,32 @@ int igw_app_init(igw_app *app, const igw_config *cfg, char *err, size_t errlen)
 
 /* ---- workers ---------------------------------------------------------------- */
 
+#define WORKER_MAX_DBS (IGW_EDGE_MAX_DB + 2)
+
+/* Every database connection of worker w: the request ones, then the
+ * listener's and the chores'. Their number. */
+static unsigned worker_dbs(const igw_worker *w, igw_db *out[WORKER_MAX_DBS])
+{
+    unsigned n = 0;
+    for (unsigned k = 0; k < w->ndb; k++)
+        out[n++] = w->db[k];
+    if (w->listen_db)
+        out[n++] = w->listen_db;
+    if (w->chore_db)
+        out[n++] = w->chore_db;
+    return n;
+}
+
+static void worker_dbs_destroy(igw_worker *w)
+{
+    igw_db *dbs[WORKER_MAX_DBS];
+    unsigned n = worker_dbs(w, dbs);
+    for (unsigned k = 0; k < n; k++)
+        igw_db_destroy(dbs[k]);
+    w->ndb = 0;
+    w->listen_db = w->chore_db = NULL;
+}
+
 static void *worker_start(void *arg, unsigned index, struct st_h2o_evloop_t *loop, char *err, size_t errlen)
 {
     igw_app *app = arg;
@@ -170,7 +196,9 @@ static void *worker_start(void *arg, unsigned index, struct st_h2o_evloop_t *loo
         for (; w->ndb < app->cfg.db_connections && w->ndb < IGW_EDGE_MAX_DB; w->ndb++)
             if (!(w->db[w->ndb] = igw_db_create(loop, app->cfg.pg_dsn, err, errlen)))
                 goto fail;
-        if (!(w->push = igw_push_create(loop, w->db[0]))) { /* LISTENs: right after the create */
+        if (!(w->listen_db = igw_db_create(loop, app->cfg.pg_dsn, err, errlen)))
+            goto fail;
+        if (!(w->push = igw_push_create(loop, w->listen_db))) { /* LISTENs: right after the create */
             snprintf(err, errlen, "out of memory");
             goto fail;
         }
@@ -181,9 +209,13 @@ static void *worker_start(void *arg, unsigned index, struct st_h2o_evloop_t *loo
             goto fail;
         }
     }
-    if (index == 0 && w->ndb && !(w->chores = chores_start(loop, w->db[0]))) {
-        snprintf(err, errlen, "out of memory");
-        goto fail;
+    if (index == 0 && w->ndb) {
+        if (!(w->chore_db = igw_db_create(loop, app->cfg.pg_dsn, err, errlen)))
+            goto fail;
+        if (!(w->chores = chores_start(loop, w->chore_db))) {
+            snprintf(err, errlen, "out of memory");
+            goto fail;
+        }
     }
     if (w->ndb && app->jwt_key_len &&
         !(w->login = igw_login_create(w->db[0], app->jwt_key, app->jwt_key_len, app->cfg.device_cache_ms))) {
@@ -200,8 +232,7 @@ fail:
     chores_stop(w->chores);
     igw_login_destroy(w->login);
     igw_edge_destroy(w->edge);
-    for (unsigned i = 0; i < w->ndb; i++)
-        igw_db_destroy(w->db[i]);
+    worker_dbs_destroy(w);
     igw_modelcache_destroy(w->models);
     app->workers[index] = NULL;
     free(w);
@@ -225,8 +256,7 @@ static void worker_stop(void *arg, void *state)
     igw_push_destroy(w->push);
     if (w->edge)
         igw_edge_close(w->edge);
-    for (unsigned i = 0; i < w->ndb; i++)
-        igw_db_destroy(w->db[i]);
+    worker_dbs_destroy(w);
     igw_edge_destroy(w->edge);
     igw_login_destroy(w->login);
     igw_redis_destroy(w->redis);
@@ -243,9 +273,11 @@ static void app_metrics(void *arg, FILE *f)
     unsigned nconn = 0, nup = 0;
     for (unsigned i = 0; i < IGW_CONFIG_MAX_THREADS; i++) {
         igw_worker *w = app->workers[i];
-        for (unsigned k = 0; w && k < w->ndb; k++) {
+        igw_db *dbs[WORKER_MAX_DBS];
+        unsigned n = w ? worker_dbs(w, dbs) : 0;
+        for (unsigned k = 0; k < n; k++) {
             igw_db_stats s;
-            igw_db_stats_get(w->db[k], &s);
+            igw_db_stats_get(dbs[k], &s);
             t.queries_ok += s.queries_ok;
             t.queries_failed += s.queries_failed;
             t.rejected += s.rejected;
@@ -351,9 +383,11 @@ static unsigned app_ready(void *arg, unsigned *known)
         *known |= IGW_READY_POSTGRES;
         for (unsigned i = 0; i < IGW_CONFIG_MAX_THREADS; i++) {
             igw_worker *w = app->workers[i];
-            for (unsigned k = 0; w && k < w->ndb; k++) {
+            igw_db *dbs[WORKER_MAX_DBS];
+            unsigned n = w ? worker_dbs(w, dbs) : 0;
+            for (unsigned k = 0; k < n; k++) {
                 igw_db_stats st; /* the thread-safe view of another worker's connection */
-                igw_db_stats_get(w->db[k], &st);
+                igw_db_stats_get(dbs[k], &st);
                 if (!st.connected)
                     down |= IGW_READY_POSTGRES;
             }

@@ -38,6 +38,10 @@ typedef struct igw_worker {
     atomic_uint tasks; /* MQTT uplinks posted to this worker, not yet taken */
     igw_db *db[IGW_EDGE_MAX_DB]; /* db_connections of them; none when no database is configured */
     unsigned ndb;
+    /* Connections of their own, so requests never queue behind them: the
+     * push's LISTEN (a notification waits while its connection is busy) and,
+     * on worker 0, the chores' batches of overdue results. */
+    igw_db *listen_db, *chore_db;
     igw_redis *redis; /* NULL when no Redis is configured (live state of later issues) */
     igw_login *login; /* NULL without a database or a login key */
     struct igw_chores *chores; /* worker 0: command deadlines and the outbox sweep */

@@ -63,7 +63,11 @@ static const igw_db_stmt st_emit = {
  * $7 device token, $8 outcome. As st_emit for each row (session-less, no
  * eventSeq, no expiry cap), a repeated deliveryId in the batch counting as
  * a duplicate of its first row, plus the device command settled in the same
- * transaction. Event ids are drawn first so each delivery knows its event. */
+ * transaction (its first outcome kept by COALESCE: a WHERE on outcome IS
+ * NULL would let the planner drive the update from the partial index of
+ * waiting commands, estimated near empty whenever analyzed idle, and walk
+ * all of them per row). Event ids are drawn first so each delivery knows
+ * its event. */
 static const igw_db_stmt st_emit_result = {
     "igw_outbox_emit_result",
     "WITH t AS (SELECT " NOW_MS " AS now_ms), "
@@ -86,18 +90,21 @@ static const igw_db_stmt st_emit_result = {
     "ntf AS (SELECT pg_notify('" IGW_OUTBOX_CHANNEL "', CASE WHEN octet_length(go.body) <= " NOTIFY_BODY_MAX " "
     "        THEN dl.endpoint_id || E'\\n' || dl.watermark || E'\\n' || dl.delivery_id || E'\\n' || go.body "
     "        ELSE dl.endpoint_id END) FROM dl JOIN go ON go.did = dl.delivery_id), "
-    "st AS (UPDATE device_commands c SET outcome = s.outcome "
+    "st AS (UPDATE device_commands c SET outcome = COALESCE(c.outcome, s.outcome) "
     "       FROM (SELECT DISTINCT ON (i.pid, i.dn, i.dtoken) i.pid, i.dn, i.dtoken, "
     "                    CASE WHEN i.live AND i.ok THEN i.outcome WHEN i.live IS NOT TRUE THEN 'expired' END AS outcome "
     "             FROM i WHERE i.first ORDER BY i.pid, i.dn, i.dtoken, i.ord) s "
     "       WHERE c.product_id = s.pid AND c.device_name = s.dn AND c.device_token = s.dtoken "
-    "         AND c.outcome IS NULL AND s.outcome IS NOT NULL RETURNING 1) "
+    "         AND s.outcome IS NOT NULL RETURNING 1) "
     "SELECT i.known, i.live, i.dup OR NOT i.first, i.ok, dl.delivery_id, (SELECT count(*) FROM ntf), "
     "       (SELECT count(*) FROM st) "
     "FROM i LEFT JOIN dl ON dl.delivery_id = i.did AND i.first ORDER BY i.ord",
     8};
 
-/* $1 enterprise, $2 user, $3 endpoint, $4 limit. */
+/* $1 enterprise, $2 user, $3 endpoint, $4 limit. Ordered in the database's
+ * collation, the index's: an explicit COLLATE "C" made PostgreSQL sort all
+ * of the endpoint's pending deliveries on every pull (services.sh creates
+ * the database without a locale, so that order is bytewise). */
 static const igw_db_stmt st_pull = {
     "igw_outbox_pull",
     "WITH t AS (SELECT " NOW_MS " AS now_ms), " EP_CTE " "
@@ -106,15 +113,16 @@ static const igw_db_stmt st_pull = {
     "LEFT JOIN LATERAL ("
     "  SELECT d.delivery_id, d.session_id, d.watermark, e.body_text "
     "  FROM deliveries d JOIN events e ON e.event_id = d.event_id CROSS JOIN t "
-    "  WHERE ep.live AND d.endpoint_id = ep.endpoint_id AND d.state = '" ST_PENDING "' "
+    "  WHERE ep.live AND d.endpoint_id = ep.endpoint_id AND d.state = '" ST_PENDING "' AND d.acked_at IS NULL "
     "    AND d.expires_at_ms > t.now_ms "
-    "  ORDER BY d.session_id COLLATE \"C\", d.watermark, d.delivery_id COLLATE \"C\" LIMIT $4::int) x ON true "
-    "ORDER BY x.session_id COLLATE \"C\", x.watermark, x.delivery_id COLLATE \"C\"",
+    "  ORDER BY d.session_id, d.watermark, d.delivery_id LIMIT $4::int) x ON true "
+    "ORDER BY x.session_id, x.watermark, x.delivery_id",
     4};
 
 /* $1 enterprise, $2 user, $3 endpoint, $4 ids (text[]). The acknowledged
- * count is the snapshot's plus this statement's updates (the snapshot does
- * not see them). */
+ * count is the endpoint's counter, raised by this statement's updates (the
+ * row lock orders concurrent acks of one endpoint; counting the acked
+ * deliveries instead cost every ack the whole history). */
 static const igw_db_stmt st_ack = {
     "igw_outbox_ack",
     "WITH t AS (SELECT " NOW_MS " AS now_ms), " EP_CTE ", "
@@ -134,10 +142,11 @@ static const igw_db_stmt st_ack = {
     "        WHERE d.delivery_id IN (SELECT id FROM req) AND d.endpoint_id = $3::text "
     "          AND d.state = '" ST_PENDING "' AND d.expires_at_ms > t.now_ms "
     "          AND EXISTS (SELECT 1 FROM ep WHERE ep.live) AND NOT EXISTS (SELECT 1 FROM bad) "
-    "        RETURNING 1) "
+    "        RETURNING 1), "
+    "cnt AS (UPDATE endpoints p SET acked = p.acked + u.n FROM (SELECT count(*) AS n FROM upd) u "
+    "        WHERE p.endpoint_id = $3::text AND u.n > 0 RETURNING p.acked) "
     "SELECT ep.live, bad.refusal, bad.pos, bad.id, "
-    "       (SELECT count(*) FROM upd) + (SELECT count(*) FROM deliveries d "
-    "          WHERE d.endpoint_id = $3::text AND d.acked_at IS NOT NULL) "
+    "       COALESCE((SELECT acked FROM cnt), (SELECT p.acked FROM endpoints p WHERE p.endpoint_id = $3::text)) "
     "FROM (SELECT 1) one LEFT JOIN ep ON true LEFT JOIN bad ON true",
     4};
 

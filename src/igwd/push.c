@@ -26,6 +26,7 @@ static const igw_db_stmt stmt_pending = {
     "SELECT d.delivery_id, e.body_text, d.watermark FROM deliveries d JOIN events e ON e.event_id = d.event_id "
     "JOIN endpoints p ON p.endpoint_id = d.endpoint_id "
     "WHERE d.endpoint_id = $1 AND p.enterprise_id = $2::bigint AND p.user_id = $3::bigint AND d.state = 'pending' "
+    "AND d.acked_at IS NULL "
     "AND d.expires_at_ms > (extract(epoch FROM clock_timestamp()) * 1000)::bigint AND d.watermark > $4::bigint "
     "ORDER BY d.watermark LIMIT 256",
     4};

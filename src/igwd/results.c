@@ -21,14 +21,16 @@
  * replies of one edge batch, or one overdue pass, cost one lookup and one
  * commit together. */
 
-/* Batched: $1 productID, $2 deviceName, $3 device token; the pending
- * command of each row, or NULLs. */
+/* Batched: $1 productID, $2 deviceName, $3 device token; the command of
+ * each row and its outcome (NULL: still waiting), or NULLs. Matched on the
+ * primary key alone: a condition on outcome would let the planner drive the
+ * join from the partial index of waiting commands, whose row estimate is
+ * near zero whenever the table was analyzed idle. */
 static const igw_db_stmt stmt_find = {
     "igw_results_find",
-    "SELECT c.endpoint_id, c.msg_token, c.method, c.enterprise_id::text "
+    "SELECT c.endpoint_id, c.msg_token, c.method, c.enterprise_id::text, c.outcome "
     "FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS i(pid, dn, tok, ord) "
     "LEFT JOIN device_commands c ON c.product_id = i.pid AND c.device_name = i.dn AND c.device_token = i.tok "
-    "  AND c.outcome IS NULL "
     "ORDER BY i.ord",
     3};
 
@@ -142,6 +144,9 @@ static void on_found(void *arg, const PGresult *res, int row, const char *err)
         fprintf(stderr, "igwd: results: lookup failed (%s): %s\n", o->log, err);
     else if (PQgetisnull(res, row, 0))
         fprintf(stderr, "igwd: results: reply %s matches no pending command; dropped\n", o->log);
+    else if (!PQgetisnull(res, row, 4))
+        fprintf(stderr, "igwd: results: reply %s comes after its command was settled (%s); dropped\n", o->log,
+                PQgetvalue(res, row, 4));
     else
         emit(o, res, row, (const char *const *)o->key);
     outcome_free(o);

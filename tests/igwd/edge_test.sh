@@ -162,8 +162,10 @@ grep -qi '^content-disposition: attachment; filename="hello.txt"' "$TMP/dlh" && 
 CASE="same name again: never overwritten"; upload "$AUTH" -F "file=@$TMP/hello.txt"; expect 200 200
 fp2=$(jq -r .data.filePath "$TMP/r")
 [ "$fp2" != "$fp" ] && cmp -s "$TMP/hello.txt" "$TMP/storage/$fp2" || fail "$CASE: $fp2"; ok
-# Tampering: every part of the URL is covered.
-for bad in "${uri/hello.txt/hellp.txt}" "${uri/expires=/expires=1}" "${uri%?}A" "${uri%%\?*}" "${uri}&x=1" \
+# Tampering: every part of the URL is covered (the last character replaced by
+# another canonical one: "A" alone was the URL itself one time in 16).
+other_last=A; [ "${uri: -1}" = A ] && other_last=E
+for bad in "${uri/hello.txt/hellp.txt}" "${uri/expires=/expires=1}" "${uri%?}$other_last" "${uri%%\?*}" "${uri}&x=1" \
            "${uri/hello.txt/..%2Fhello.txt}"; do
     CASE="tampered URL $bad"; STATUS=$(curl -s -o "$TMP/r" -w '%{http_code}' "http://127.0.0.1:$PORT$bad"); expect 404 100404
 done

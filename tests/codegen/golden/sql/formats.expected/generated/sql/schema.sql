@@ -43,3 +43,5 @@ CREATE TABLE samples (
     CONSTRAINT samples_lamp_check CHECK (lamp IN ('off', 'on'))
 );
 CREATE INDEX samples_color_count_idx ON samples (color, count);
+CREATE INDEX samples_seen_at_idx ON samples (seen_at) WHERE lang IS NULL;
+CREATE INDEX samples_name_idx ON samples (name) WHERE parent_id IS NOT NULL;

@@ -333,9 +333,12 @@ bench-edge: deps all
 	tests/bench/bench_edge.sh $(BUILD)/igwd
 
 # Area B under load: acceptance, command-to-push, pull-and-ack (node + npm ws, mqtt).
-bench-app: deps all
-	@command -v wrk >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null; }
-	tests/bench/bench_app.sh $(BUILD)/igwd
+bench-app: deps all $(BENCH)/igw-loadgen
+	tests/bench/bench_app.sh $(BUILD)/igwd $(BENCH)/igw-loadgen
+
+$(BENCH)/igw-loadgen: tests/bench/loadgen.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CSTD) $(WARN) $(BENCH_OPT) -o $@ $<
 
 $(BENCH)/igw-media-host: $(MEDIA_HOST_DEP)
 	@mkdir -p $(dir $@)

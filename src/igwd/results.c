@@ -34,7 +34,7 @@ static const igw_db_stmt stmt_find = {
     "ORDER BY i.ord",
     3};
 
-/* At most 256 commands per overdue pass (every 100 ms: 2560/s). */
+/* At most 256 commands per overdue pass (every 20 ms: 12800/s). */
 static const igw_db_stmt stmt_overdue = {
     "igw_results_overdue",
     "SELECT endpoint_id, msg_token, method, enterprise_id::text, product_id, device_name, device_token "

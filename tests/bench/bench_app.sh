@@ -1,17 +1,25 @@
 #!/usr/bin/env bash
-# bench_app.sh IGWD - area B under load: acceptance latency at 1000
-# commands/s and throughput, command-to-push latency over the WebSocket with a
-# real MQTT device answering, pull-and-ack throughput (tests/bench/bench_app.mjs),
-# beside the edge benchmark's no-database reference route as ratios.
+# bench_app.sh IGWD LOADGEN - area B under load, beside two references
+# measured in the same run on the same machine:
+#  * the edge benchmark's no-database reply (/bench/bare): what HTTP and the
+#    load generator cost alone;
+#  * a one-row INSERT and COMMIT at the same rate (pgbench, own database):
+#    the floor a durable acceptance cannot go below on this disk.
+# Measured: acceptance latency at RATE commands/s (open loop, igw-loadgen,
+# latency from each command's due time) and throughput (closed loop, CONNS
+# connections), command-to-push latency over the WebSocket with a real MQTT
+# device answering, pull-and-ack throughput (tests/bench/bench_app.mjs).
 # Own PostgreSQL, Redis and Mosquitto; demo tenant; everything torn down.
 # The last line is
 #   RESULT accept_p99_ms=<n> accepted_per_s=<n> push_p99_ms=<n> pull_ack_per_s=<n>
-# Settings: RATE (1000), SECONDS (5), CONNS (32), IGWD_THREADS (2).
+# Settings: RATE (1000), BENCH_SECONDS (5), CONNS (32), IGWD_THREADS (2).
 set -euo pipefail
-IGWD=$(realpath "${1:?usage: bench_app.sh IGWD}")
+IGWD=$(realpath "${1:?usage: bench_app.sh IGWD LOADGEN}")
+LOADGEN=$(realpath "${2:?usage: bench_app.sh IGWD LOADGEN}")
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=../igwd/lib.sh
 . "$ROOT/tests/igwd/lib.sh"
+RATE=${RATE:-1000} SECS=${BENCH_SECONDS:-5} CONNS=${CONNS:-32}
 TMP=$(mktemp -d /tmp/igw-bench-app.XXXXXX)
 chmod 755 "$TMP"
 export IGW_VAR=$TMP/var IGW_PG_PORT=25397 IGW_REDIS_PORT=63797 IGW_MQTT_PORT=18897
@@ -38,26 +46,70 @@ PID=$!
 PORT=$(igw_port "$TMP/out" "$PID") || { echo "bench_app: igwd did not start" >&2; cat "$TMP/err" >&2; exit 2; }
 for _ in $(seq 50); do grep -q "igw-mqtt: connected" "$TMP/err" && break; sleep 0.1; done
 
-# The reference of the edge benchmark: the no-database reply, same binary, wrk.
-AUTH=$(jq -r .device.authorization "$IGW_VAR/demo.json")
-bare=0
-if command -v wrk >/dev/null; then
-    cat >"$TMP/post.lua" <<LUA
-wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-wrk.headers["Authorization"] = "$AUTH"
-wrk.body = '{"method":"report","msgToken":"b","params":{"brightness":1}}'
-LUA
-    bare=$(wrk -t2 -c64 -d3s -s "$TMP/post.lua" "http://127.0.0.1:$PORT/bench/bare" | awk '/Requests\/sec/ {printf "%.0f", $2}')
-fi
+TOKEN=$(jq -r .user.token "$IGW_VAR/demo.json")
+BASE=http://127.0.0.1:$PORT/api/v1/im/interaction
+J() { jq -r "$1" <<<"$2"; }
+# CPU per program (% of one core) between two snapshots of every process's
+# utime+stime, counted per pid seen in both (a kernel thread that renamed
+# itself or a process that came or went is not charged its whole past).
+cpu_snap() { awk '{ gsub(/[()]/, "", $2); print $1, $2, $14 + $15 }' /proc/[0-9]*/stat 2>/dev/null; }
+cpu_report() { # BEFORE AFTER SECONDS
+    awk -v s="$3" -v hz="$(getconf CLK_TCK)" 'NR == FNR { t[$1 " " $2] = $3; next }
+        ($1 " " $2) in t { c[$2] += $3 - t[$1 " " $2] }
+        END { for (k in c) if (c[k] * 100 / hz / s >= 1) printf "%s %.0f%%\n", k, c[k] * 100 / hz / s }' "$1" "$2" |
+        sort -k2 -rn | head -6 | tr '\n' ' '
+}
+line() { # NAME JSON: one line of a loadgen result
+    printf '%-44s p50 %7.2f ms  p99 %7.2f ms  max %7.2f ms  %8.0f ok/s  errors %s\n' "$1" \
+        "$(J .p50_ms "$2")" "$(J .p99_ms "$2")" "$(J .max_ms "$2")" "$(J .per_s "$2")" "$(J .errors "$2")"
+}
 
-BASE=http://127.0.0.1:$PORT/api/v1/im/interaction TOKEN=$(jq -r .user.token "$IGW_VAR/demo.json") \
-    DEVICE=$(jq -c .device "$IGW_VAR/demo.json") MQTT_PORT=$IGW_MQTT_PORT NODE_DIR=$NODE_DIR \
+# Reference 1: the no-database reply, same binary, same load generator.
+AUTH=$(jq -r .device.authorization "$IGW_VAR/demo.json")
+bare() { "$LOADGEN" -u "http://127.0.0.1:$PORT/bench/bare" -H "Authorization: $AUTH" -H "Content-Type: application/json" \
+    -b '{"method":"report","msgToken":"b{seq}","params":{"brightness":1}}' -e '"code":200' "$@"; }
+bare_rate=$(bare -r "$RATE" -s "$SECS")
+bare_max=$(bare -r 0 -s 3 -c 64)
+
+# Reference 2: a one-row durable INSERT at the same rate, in a database of
+# its own (the ledger untouched), two clients like igwd's two workers.
+psql "$IGW_PG_DSN" -qc 'CREATE DATABASE bench_floor'
+FLOOR_DSN="${IGW_PG_DSN/dbname=igw/dbname=bench_floor}"
+psql "$FLOOR_DSN" -qc 'CREATE TABLE floor (id bigserial PRIMARY KEY, v text NOT NULL)'
+echo "INSERT INTO floor (v) VALUES ('accepted');" >"$TMP/floor.sql"
+(cd "$TMP" && "${PGBIN:-/usr/lib/postgresql/15/bin}/pgbench" -n -R "$RATE" -T "$SECS" -c 2 -j 1 -l \
+    -f "$TMP/floor.sql" "$FLOOR_DSN" >/dev/null 2>&1)
+floor=$(cat "$TMP"/pgbench_log.* | awk '{print $3 / 1000}' | sort -g | awk '{a[NR] = $1} END {
+    printf "{\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"max_ms\":%.3f,\"per_s\":%.1f,\"errors\":0}",
+        a[int(NR * .5)], a[int(NR * .99)], a[NR], NR / '"$SECS"' }')
+
+# Acceptance: device.propertyControl commands, durable, each with its own msgToken.
+EP=$(curl -sf -X POST -H "Authorization: Bearer $TOKEN" "$BASE/endpoints/register" | jq -r .data.endpointId)
+dev() { jq -r ".device.$1" "$IGW_VAR/demo.json"; }
+cmd() {
+    "$LOADGEN" -u "$BASE/commands" -H "Authorization: Bearer $TOKEN" -H "Content-Type: application/json" -e '"accepted":true' \
+        -b "{\"endpointId\":\"$EP\",\"command\":{\"msgToken\":\"$1-{seq}\",\"method\":\"device.propertyControl\",\"target\":{\"productID\":\"$(dev productID)\",\"deviceName\":\"$(dev deviceName)\"},\"params\":{\"properties\":{\"brightness\":42}}}}" \
+        "${@:2}"
+}
+cpu_snap >"$TMP/cpu0"
+acc_rate=$(cmd r -r "$RATE" -s "$SECS")
+cpu_snap >"$TMP/cpu1"
+acc_max=$(cmd t -r 0 -s "$SECS" -c "$CONNS")
+
+echo "area B at $RATE/s for ${SECS} s (open loop: latency from each request's due time)"
+line "no-database reply (reference)" "$bare_rate"
+line "one-row INSERT + COMMIT, pgbench (floor)" "$floor"
+line "/commands accepted (durable)" "$acc_rate"
+echo "CPU (% of one core of $(nproc)) while accepting: $(cpu_report "$TMP/cpu0" "$TMP/cpu1" "$SECS")"
+echo "throughput: /commands $(J .per_s "$acc_max" | xargs printf '%.0f') accepted/s ($CONNS connections), no-database reply $(J .per_s "$bare_max" | xargs printf '%.0f')/s (64)"
+awk -v a="$(J .p99_ms "$acc_rate")" -v f="$(J .p99_ms "$floor")" -v b="$(J .p99_ms "$bare_rate")" \
+    -v t="$(J .per_s "$acc_max")" -v bt="$(J .per_s "$bare_max")" 'BEGIN {
+    printf "ratios: acceptance p99 / floor p99 %.2f, / no-database p99 %.1f; accepted/s / no-database %.3f\n", a / f, a / b, t / bt }'
+
+# The acceptance phase's commands (no device answers them) time out into
+# results over the next seconds; push is measured after that storm.
+BASE=$BASE TOKEN=$TOKEN EP=$EP DEVICE=$(jq -c .device "$IGW_VAR/demo.json") MQTT_PORT=$IGW_MQTT_PORT NODE_DIR=$NODE_DIR \
     node "$ROOT/tests/bench/bench_app.mjs" | tee "$TMP/res"
 json=$(sed -n 's/^JSON //p' "$TMP/res")
-r() { jq -r "$1" <<<"$json"; }
-echo "reference (no-database reply of the edge route): ${bare} req/s"
-awk -v a="$(r .accepted_per_s)" -v p="$(r .pull_ack_per_s)" -v b="$bare" \
-    'BEGIN { if (b > 0) printf "ratios to the reference: accepted %.3f, pull-and-ack deliveries %.3f\n", a / b, p / b }'
 printf 'RESULT accept_p99_ms=%.2f accepted_per_s=%.0f push_p99_ms=%.2f pull_ack_per_s=%.0f\n' \
-    "$(r .accept_p99_ms)" "$(r .accepted_per_s)" "$(r .push_p99_ms)" "$(r .pull_ack_per_s)"
+    "$(J .p99_ms "$acc_rate")" "$(J .per_s "$acc_max")" "$(J .push_p99_ms "$json")" "$(J .pull_ack_per_s "$json")"

@@ -106,6 +106,7 @@ static const igw_db_stmt st_ins2 = {"t_ins2", "INSERT INTO dbtest(id, v) VALUES 
 static const igw_db_stmt st_bad = {"t_bad", "INSERT INTO no_such_table VALUES ($1)", 1};
 static const igw_db_stmt st_pid = {"t_pid", "SELECT pg_backend_pid()", 0};
 static const igw_db_stmt st_sync = {"t_sync", "SELECT current_setting('synchronous_commit')", 0};
+static const igw_db_stmt st_plans = {"t_plans", "SELECT current_setting('plan_cache_mode')", 0};
 static const igw_db_stmt st_nprep = {"t_nprep", "SELECT count(*) FROM pg_prepared_statements", 0};
 static const igw_db_stmt st_sleep = {"t_sleep", "SELECT pg_sleep($1::float8)", 1};
 static const igw_db_stmt st_plus1 = {"t_plus1", "SELECT $1::int4 + 1", 1};
@@ -181,7 +182,7 @@ int main(int argc, char **argv)
         return 1;
 
     /* ---- submitted before the connection is up: queued, then answered ---- */
-    outcome o_pid = {0}, o_sync = {0};
+    outcome o_pid = {0}, o_sync = {0}, o_plans = {0};
     CHECK(exec0(db, &st_pid, &o_pid) == 0);
     CHECK(exec0(db, &st_sync, &o_sync) == 0);
     CHECK(!igw_db_connected(db));
@@ -189,6 +190,8 @@ int main(int argc, char **argv)
     CHECK(o_pid.ok && atoi(o_pid.val) > 0, "pid '%s' err '%s'", o_pid.val, o_pid.err);
     CHECK(o_sync.ok && strcmp(o_sync.val, "on") == 0, "synchronous_commit '%s' (server default is off)", o_sync.val);
     CHECK(o_pid.order < o_sync.order);
+    CHECK(exec0(db, &st_plans, &o_plans) == 0 && run_until_called(&o_plans, 1, 1000));
+    CHECK(o_plans.ok && strcmp(o_plans.val, "force_generic_plan") == 0, "plan_cache_mode '%s'", o_plans.val);
     CHECK(igw_db_connected(db));
 
     /* ---- 1000 pipelined inserts submitted in one go ---- */
@@ -238,7 +241,7 @@ int main(int argc, char **argv)
     outcome o_nprep = {0};
     CHECK(exec0(db, &st_nprep, &o_nprep) == 0);
     CHECK(run_until_called(&o_nprep, 1, 5000) && o_nprep.ok);
-    CHECK(strcmp(o_nprep.val, "4") == 0, "prepared statements: %s", o_nprep.val); /* pid, sync, ins, nprep */
+    CHECK(strcmp(o_nprep.val, "5") == 0, "prepared statements: %s", o_nprep.val); /* pid, sync, plans, ins, nprep */
 
     /* ---- a failing statement fails only itself ---- */
     outcome o_mix[8] = {{0}};

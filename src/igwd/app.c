@@ -34,6 +34,8 @@ struct igw_chores {
     h2o_timeout_t timeout;
     h2o_timeout_entry_t entry;
     unsigned n;
+    bool passing; /* an overdue pass has not finished: the next one waits */
+    bool stopping;
 };
 
 static void on_swept(void *arg, const igw_outbox_result *r)
@@ -43,11 +45,29 @@ static void on_swept(void *arg, const igw_outbox_result *r)
         fprintf(stderr, "igwd: outbox sweep failed: %s\n", r->err ? r->err : "?");
 }
 
+static void start_pass(struct igw_chores *c);
+
+static void on_pass_done(void *arg, int n)
+{
+    struct igw_chores *c = arg;
+    c->passing = false;
+    if (c->stopping)
+        free(c);
+    else if (n == IGW_RESULTS_PASS_MAX) /* a backlog: on at once */
+        start_pass(c);
+}
+
+static void start_pass(struct igw_chores *c)
+{
+    if (!c->passing)
+        c->passing = igw_results_sweep_timeouts(c->db, igw_wall_ms(), on_pass_done, c) == 0;
+}
+
 static void on_chore(h2o_timeout_entry_t *entry)
 {
     struct igw_chores *c = H2O_STRUCT_FROM_MEMBER(struct igw_chores, entry, entry);
     int64_t now = igw_wall_ms();
-    igw_results_sweep_timeouts(c->db, now);
+    start_pass(c);
     if (++c->n % SWEEP_EVERY == 0)
         (void)igw_outbox_sweep(c->db, now, IGW_OUTBOX_RETENTION_MS, on_swept, NULL);
     h2o_timeout_link(c->loop, &c->timeout, &c->entry);
@@ -73,7 +93,10 @@ static void chores_stop(struct igw_chores *c)
     if (h2o_timeout_is_linked(&c->entry))
         h2o_timeout_unlink(&c->entry);
     h2o_timeout_dispose(c->loop, &c->timeout);
-    free(c);
+    if (c->passing)
+        c->stopping = true; /* freed by the pass's end: the database fails what is in flight */
+    else
+        free(c);
 }
 
 /* Reads a small secret file, trailing newline dropped. 0 or -1 with err. */

@@ -34,16 +34,34 @@ static const igw_db_stmt stmt_find = {
     "ORDER BY i.ord",
     3};
 
-/* At most 256 commands per overdue pass (every 20 ms: 12800/s). */
+#define STR_(x) #x
+#define STR(x) STR_(x)
 static const igw_db_stmt stmt_overdue = {
     "igw_results_overdue",
     "SELECT endpoint_id, msg_token, method, enterprise_id::text, product_id, device_name, device_token "
-    "FROM device_commands WHERE outcome IS NULL AND deadline_ms < $1::bigint ORDER BY deadline_ms LIMIT 256",
+    "FROM device_commands WHERE outcome IS NULL AND deadline_ms < $1::bigint ORDER BY deadline_ms "
+    "LIMIT " STR(IGW_RESULTS_PASS_MAX),
     1};
+
+/* An overdue pass: done once its last emit has answered. */
+typedef struct pass {
+    int left, n;
+    void (*done)(void *arg, int n);
+    void *arg;
+} pass;
+
+static void pass_release(pass *p)
+{
+    if (p && --p->left == 0) {
+        p->done(p->arg, p->n);
+        free(p);
+    }
+}
 
 /* What a command's result says. */
 typedef struct outcome {
     igw_db *db;
+    pass *pass;     /* an overdue pass; NULL for a device reply */
     int cls;        /* IGW_ERR_OK: success */
     char *reason;   /* failures */
     char *response; /* actionReply output, or NULL */
@@ -64,6 +82,7 @@ static void outcome_free(outcome *o)
 /* One result being stored: the device token, for logs. */
 typedef struct emitting {
     char token[IGW_OUTBOX_ID_MAX + 1];
+    pass *pass;
 } emitting;
 
 static void on_emitted(void *arg, const igw_outbox_result *r)
@@ -73,6 +92,7 @@ static void on_emitted(void *arg, const igw_outbox_result *r)
         fprintf(stderr, "igwd: results: result of %s dropped: its endpoint expired\n", em->token);
     else if (r->status != IGW_OUTBOX_OK && r->status != IGW_OUTBOX_DUPLICATE) /* still unsettled: the overdue pass retries */
         fprintf(stderr, "igwd: results: result of %s not stored: %s\n", em->token, r->err ? r->err : "refused");
+    pass_release(em->pass);
     free(em);
 }
 
@@ -124,11 +144,16 @@ static void emit(const outcome *o, const PGresult *res, int row, const char *con
     bool ok = em && !igw_jw_status(&jw) && result_id(ent, endpoint, msg_token, id, sizeof id) == 0;
     if (ok) {
         snprintf(em->token, sizeof em->token, "%s", key[2]);
+        em->pass = o->pass;
+        if (o->pass)
+            o->pass->left++;
         igw_outbox_result_event oe = {.endpoint_id = endpoint, .msg_token = msg_token, .body = jw.buf,
                                       .delivery_id = id, .product_id = key[0], .device_name = key[1],
                                       .device_token = key[2],
                                       .outcome = o->cls == IGW_ERR_UNKNOWN_OUTCOME ? "timeout" : "replied"};
         ok = igw_outbox_emit_result(o->db, &oe, on_emitted, em) == 0;
+        if (!ok && o->pass)
+            o->pass->left--; /* never zero here: on_overdue holds one */
     }
     if (!ok) {
         fprintf(stderr, "igwd: results: result of %s could not be queued (the overdue pass retries)\n", msg_token);
@@ -155,13 +180,16 @@ static void on_found(void *arg, const PGresult *res, int row, const char *err)
 static void on_overdue(void *arg, const PGresult *res, const char *err)
 {
     outcome *o = arg;
+    pass *p = o->pass;
     if (!res)
         fprintf(stderr, "igwd: results: overdue lookup failed: %s\n", err);
-    for (int i = 0; res && i < PQntuples(res); i++) {
+    p->n = res ? PQntuples(res) : 0;
+    for (int i = 0; i < p->n; i++) {
         const char *key[3] = {PQgetvalue(res, i, 4), PQgetvalue(res, i, 5), PQgetvalue(res, i, 6)};
         emit(o, res, i, key);
     }
     outcome_free(o);
+    pass_release(p); /* the lookup's own hold */
 }
 
 static char *dupn(const char *p, size_t n)
@@ -211,18 +239,26 @@ oom:
     outcome_free(o);
 }
 
-void igw_results_sweep_timeouts(igw_db *db, int64_t now_ms)
+int igw_results_sweep_timeouts(igw_db *db, int64_t now_ms, void (*done)(void *arg, int n), void *arg)
 {
     outcome *o = calloc(1, sizeof *o);
-    if (!o || !(o->reason = dupn("the device did not answer in time", 33))) {
+    pass *p = calloc(1, sizeof *p);
+    if (!o || !p || !(o->reason = dupn("the device did not answer in time", 33))) {
         free(o);
-        return;
+        free(p);
+        return -1;
     }
+    *p = (pass){.left = 1, .done = done, .arg = arg};
     o->db = db;
+    o->pass = p;
     o->cls = IGW_ERR_UNKNOWN_OUTCOME;
     char now[24];
     snprintf(now, sizeof now, "%lld", (long long)now_ms);
     const char *values[1] = {now};
-    if (igw_db_exec(db, &stmt_overdue, values, NULL, NULL, on_overdue, o))
+    if (igw_db_exec(db, &stmt_overdue, values, NULL, NULL, on_overdue, o)) {
         outcome_free(o);
+        free(p);
+        return -1;
+    }
+    return 0;
 }

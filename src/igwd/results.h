@@ -20,8 +20,14 @@
 void igw_results_device_reply(igw_db *db, const char *product_id, const char *device_name, igw_str device_token,
                               int64_t code, igw_str msg, igw_str response);
 
-/* Settles every command whose deadline passed without a reply (a failure
- * result each). Safe from several igwd processes at once. */
-void igw_results_sweep_timeouts(igw_db *db, int64_t now_ms);
+/* Settles up to IGW_RESULTS_PASS_MAX commands whose deadline passed without
+ * a reply (a failure result each). done(arg, n) is called once every result
+ * of the pass is stored or given up (n: how many were overdue), so the
+ * caller can keep passes from overlapping: a command stays overdue until its
+ * result commits, and a pass started before that would emit it again. Safe
+ * from several igwd processes at once. 0, or -1 when nothing was started
+ * (done is not called). */
+#define IGW_RESULTS_PASS_MAX 256
+int igw_results_sweep_timeouts(igw_db *db, int64_t now_ms, void (*done)(void *arg, int n), void *arg);
 
 #endif

@@ -333,12 +333,16 @@ bench-edge: deps all
 	tests/bench/bench_edge.sh $(BUILD)/igwd
 
 # Area B under load: acceptance, command-to-push, pull-and-ack (node + npm ws, mqtt).
-bench-app: deps all $(BENCH)/igw-loadgen
-	tests/bench/bench_app.sh $(BUILD)/igwd $(BENCH)/igw-loadgen
+bench-app: deps all $(BENCH)/igw-loadgen $(BENCH)/igw-benchdevice
+	tests/bench/bench_app.sh $(BUILD)/igwd $(BENCH)/igw-loadgen $(BENCH)/igw-benchdevice
 
 $(BENCH)/igw-loadgen: tests/bench/loadgen.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CSTD) $(WARN) $(BENCH_OPT) -o $@ $<
+
+$(BENCH)/igw-benchdevice: tests/bench/device.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CSTD) $(WARN) $(BENCH_OPT) $$(pkg-config --cflags libmosquitto) -o $@ $< $$(pkg-config --libs libmosquitto)
 
 $(BENCH)/igw-media-host: $(MEDIA_HOST_DEP)
 	@mkdir -p $(dir $@)

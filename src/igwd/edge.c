@@ -146,6 +146,7 @@ struct job {
     unsigned retries;
     igw_str sub_p, sub_d; /* subdevices: text arrays */
     unsigned nsub;
+    igw_results_reply *settle; /* a command reply: its command looked up while the reply is stored */
 };
 
 uint64_t igw_edge_device_hash(const char *pid, const char *dn)
@@ -244,6 +245,7 @@ static device *device_from_row(const char *pid, const char *dn, const PGresult *
 
 static void job_free(job *j)
 {
+    igw_results_reply_cancel(j->settle); /* not stored: no result */
     j->e->njobs--;
     igw_arena_free(&j->arena);
     free(j->payload);
@@ -385,11 +387,10 @@ static void on_batch(void *arg, const PGresult *res, const char *err)
     } else {
         for (job *j = jobs, *n; j; j = n) {
             n = j->next;
-            if (res && is_command_reply(j)) /* durable now: it may settle a command */
-                igw_results_device_reply(e->db[0], j->pid, j->dn, j->msg->msgToken, j->msg->code,
-                                         j->msg->has & IGW_DeviceMessage_msg ? j->msg->msg : (igw_str){NULL, 0},
-                                         j->msg->has & IGW_DeviceMessage_response ? j->msg->response
-                                                                                  : (igw_str){NULL, 0});
+            if (res) { /* durable now: it may settle a command */
+                igw_results_reply_stored(j->settle);
+                j->settle = NULL;
+            }
             if (res)
                 finish(j, IGW_ERR_OK, NULL, NULL, NULL, 0);
             else if (value)
@@ -506,6 +507,14 @@ static void enqueue(job *j)
         finish(j, IGW_ERR_OK, NULL, NULL, NULL, 0);
         return;
     }
+    /* The command a reply settles is looked up while the reply is stored
+     * (its result waits for both): one round trip less on the way to the
+     * application's push. */
+    if (is_command_reply(j) && !j->settle)
+        j->settle = igw_results_reply_begin(
+            e->db[0], j->pid, j->dn, j->msg->msgToken, j->msg->code,
+            j->msg->has & IGW_DeviceMessage_msg ? j->msg->msg : (igw_str){NULL, 0},
+            j->msg->has & IGW_DeviceMessage_response ? j->msg->response : (igw_str){NULL, 0});
     j->next = NULL;
     *e->pending_tail = j;
     e->pending_tail = &j->next;

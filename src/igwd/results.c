@@ -68,6 +68,10 @@ typedef struct outcome {
     size_t response_len;
     char *key[3]; /* a device reply: product_id, device_name, device_token */
     char log[160];
+    /* A device reply: its lookup runs while the edge stores the reply; the
+     * result goes out once both are done (igw_results_reply_stored). */
+    bool looked, stored, cancelled;
+    char *cmd[4]; /* what the lookup found: endpoint, msgToken, method, enterprise; NULL: nothing to settle */
 } outcome;
 
 static void outcome_free(outcome *o)
@@ -76,6 +80,8 @@ static void outcome_free(outcome *o)
     free(o->response);
     for (int i = 0; i < 3; i++)
         free(o->key[i]);
+    for (int i = 0; i < 4; i++)
+        free(o->cmd[i]);
     free(o);
 }
 
@@ -108,13 +114,12 @@ static int result_id(const char *ent, const char *endpoint, const char *msg_toke
     return igw_b64_encode(IGW_B64_URL, md, 16, out, cap) < 0 ? -1 : 0;
 }
 
-/* Builds and emits the result of the command in row `row` (columns 0-3:
- * endpoint, msgToken, method, enterprise) of the device command `key`,
- * settling it in the same transaction. */
-static void emit(const outcome *o, const PGresult *res, int row, const char *const key[3])
+/* Builds and emits the result of the command cmd (endpoint, msgToken,
+ * method, enterprise) of the device command `key`, settling it in the same
+ * transaction. */
+static void emit(const outcome *o, const char *const cmd[4], const char *const key[3])
 {
-    const char *endpoint = PQgetvalue(res, row, 0), *msg_token = PQgetvalue(res, row, 1);
-    const char *method = PQgetvalue(res, row, 2), *ent = PQgetvalue(res, row, 3);
+    const char *endpoint = cmd[0], *msg_token = cmd[1], *method = cmd[2], *ent = cmd[3];
     igw_ResultEvent ev = {0};
     ev.has = IGW_ResultEvent_msgToken | IGW_ResultEvent_method | IGW_ResultEvent_code | IGW_ResultEvent_data;
     ev.msgToken = (igw_str){msg_token, strlen(msg_token)};
@@ -162,6 +167,14 @@ static void emit(const outcome *o, const PGresult *res, int row, const char *con
     igw_jw_free(&jw);
 }
 
+/* A device reply whose lookup and storing are both done: its result. */
+static void reply_settle(outcome *o)
+{
+    if (o->cmd[0])
+        emit(o, (const char *const *)o->cmd, (const char *const *)o->key);
+    outcome_free(o);
+}
+
 static void on_found(void *arg, const PGresult *res, int row, const char *err)
 {
     outcome *o = arg;
@@ -173,8 +186,20 @@ static void on_found(void *arg, const PGresult *res, int row, const char *err)
         fprintf(stderr, "igwd: results: reply %s comes after its command was settled (%s); dropped\n", o->log,
                 PQgetvalue(res, row, 4));
     else
-        emit(o, res, row, (const char *const *)o->key);
-    outcome_free(o);
+        for (int i = 0; i < 4; i++)
+            if (!(o->cmd[i] = strdup(PQgetvalue(res, row, i)))) {
+                fprintf(stderr, "igwd: results: out of memory, reply %s dropped\n", o->log);
+                for (int k = 0; k <= i; k++) {
+                    free(o->cmd[k]);
+                    o->cmd[k] = NULL;
+                }
+                break;
+            }
+    o->looked = true;
+    if (o->cancelled)
+        outcome_free(o);
+    else if (o->stored)
+        reply_settle(o);
 }
 
 static void on_overdue(void *arg, const PGresult *res, const char *err)
@@ -185,8 +210,10 @@ static void on_overdue(void *arg, const PGresult *res, const char *err)
         fprintf(stderr, "igwd: results: overdue lookup failed: %s\n", err);
     p->n = res ? PQntuples(res) : 0;
     for (int i = 0; i < p->n; i++) {
+        const char *cmd[4] = {PQgetvalue(res, i, 0), PQgetvalue(res, i, 1), PQgetvalue(res, i, 2),
+                              PQgetvalue(res, i, 3)};
         const char *key[3] = {PQgetvalue(res, i, 4), PQgetvalue(res, i, 5), PQgetvalue(res, i, 6)};
-        emit(o, res, i, key);
+        emit(o, cmd, key);
     }
     outcome_free(o);
     pass_release(p); /* the lookup's own hold */
@@ -202,8 +229,8 @@ static char *dupn(const char *p, size_t n)
     return s;
 }
 
-void igw_results_device_reply(igw_db *db, const char *product_id, const char *device_name, igw_str device_token,
-                              int64_t code, igw_str msg, igw_str response)
+igw_results_reply *igw_results_reply_begin(igw_db *db, const char *product_id, const char *device_name,
+                                           igw_str device_token, int64_t code, igw_str msg, igw_str response)
 {
     outcome *o = calloc(1, sizeof *o);
     if (!o || !(o->key[0] = strdup(product_id)) || !(o->key[1] = strdup(device_name)) ||
@@ -211,7 +238,7 @@ void igw_results_device_reply(igw_db *db, const char *product_id, const char *de
         if (o)
             outcome_free(o);
         fprintf(stderr, "igwd: results: out of memory, a device reply is dropped\n");
-        return;
+        return NULL;
     }
     o->db = db;
     snprintf(o->log, sizeof o->log, "%s/%s token %s", product_id, device_name, o->key[2]);
@@ -233,10 +260,32 @@ void igw_results_device_reply(igw_db *db, const char *product_id, const char *de
     }
     const char *values[3] = {o->key[0], o->key[1], o->key[2]};
     if (igw_db_exec_row(db, &stmt_find, values, on_found, o) == 0)
-        return;
+        return (igw_results_reply *)o;
 oom:
     fprintf(stderr, "igwd: results: a device reply could not be settled (%s)\n", o->log);
     outcome_free(o);
+    return NULL;
+}
+
+void igw_results_reply_stored(igw_results_reply *r)
+{
+    outcome *o = (outcome *)r;
+    if (!o)
+        return;
+    o->stored = true;
+    if (o->looked)
+        reply_settle(o);
+}
+
+void igw_results_reply_cancel(igw_results_reply *r)
+{
+    outcome *o = (outcome *)r;
+    if (!o)
+        return;
+    if (o->looked)
+        outcome_free(o);
+    else
+        o->cancelled = true; /* freed when the lookup answers */
 }
 
 int igw_results_sweep_timeouts(igw_db *db, int64_t now_ms, void (*done)(void *arg, int n), void *arg)

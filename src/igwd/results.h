@@ -14,11 +14,24 @@
 #include "db.h"
 #include "json.h"
 
+/* A device reply being settled. */
+typedef struct igw_results_reply igw_results_reply;
+
 /* The device answered the downlink `device_token` with `code` (200:
  * success), its `msg`, and (actionReply) its `response` (ptr NULL: none).
- * Strings are copied. */
-void igw_results_device_reply(igw_db *db, const char *product_id, const char *device_name, igw_str device_token,
-                              int64_t code, igw_str msg, igw_str response);
+ * Strings are copied. Looks the command up at once, so the lookup runs
+ * while the caller stores the reply; the result is emitted once
+ * igw_results_reply_stored says the reply is durable. NULL when nothing
+ * can be settled (logged). */
+igw_results_reply *igw_results_reply_begin(igw_db *db, const char *product_id, const char *device_name,
+                                           igw_str device_token, int64_t code, igw_str msg, igw_str response);
+
+/* The reply is durable: its result goes out (now, or when the lookup
+ * answers). r may be NULL. Ends r. */
+void igw_results_reply_stored(igw_results_reply *r);
+
+/* The reply was not stored: no result. r may be NULL. Ends r. */
+void igw_results_reply_cancel(igw_results_reply *r);
 
 /* Settles up to IGW_RESULTS_PASS_MAX commands whose deadline passed without
  * a reply (a failure result each). done(arg, n) is called once every result

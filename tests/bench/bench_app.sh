@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench_app.sh IGWD LOADGEN - area B under load, beside two references
+# bench_app.sh IGWD LOADGEN DEVICE - area B under load, beside two references
 # measured in the same run on the same machine:
 #  * the edge benchmark's no-database reply (/bench/bare): what HTTP and the
 #    load generator cost alone;
@@ -7,15 +7,18 @@
 #    the floor a durable acceptance cannot go below on this disk.
 # Measured: acceptance latency at RATE commands/s (open loop, igw-loadgen,
 # latency from each command's due time) and throughput (closed loop, CONNS
-# connections), command-to-push latency over the WebSocket with a real MQTT
-# device answering, pull-and-ack throughput (tests/bench/bench_app.mjs).
+# connections); command-to-push latency (igw-loadgen -w: from each command's
+# due time to its result's frame on the endpoint's WebSocket) with a real
+# MQTT device answering (igw-benchdevice); pull-and-ack throughput
+# (tests/bench/bench_app.mjs). See tests/bench/README.md.
 # Own PostgreSQL, Redis and Mosquitto; demo tenant; everything torn down.
 # The last line is
 #   RESULT accept_p99_ms=<n> accepted_per_s=<n> push_p99_ms=<n> pull_ack_per_s=<n>
-# Settings: RATE (1000), BENCH_SECONDS (5), CONNS (32), IGWD_THREADS (2).
+# Settings: RATE (1000), BENCH_SECONDS (5), CONNS (32), IGWD_THREADS (2), WAIT_S (12).
 set -euo pipefail
-IGWD=$(realpath "${1:?usage: bench_app.sh IGWD LOADGEN}")
-LOADGEN=$(realpath "${2:?usage: bench_app.sh IGWD LOADGEN}")
+IGWD=$(realpath "${1:?usage: bench_app.sh IGWD LOADGEN DEVICE}")
+LOADGEN=$(realpath "${2:?usage: bench_app.sh IGWD LOADGEN DEVICE}")
+DEVICE=$(realpath "${3:?usage: bench_app.sh IGWD LOADGEN DEVICE}")
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=../igwd/lib.sh
 . "$ROOT/tests/igwd/lib.sh"
@@ -23,17 +26,14 @@ RATE=${RATE:-1000} SECS=${BENCH_SECONDS:-5} CONNS=${CONNS:-32}
 TMP=$(mktemp -d /tmp/igw-bench-app.XXXXXX)
 chmod 755 "$TMP"
 export IGW_VAR=$TMP/var IGW_PG_PORT=25397 IGW_REDIS_PORT=63797 IGW_MQTT_PORT=18897
-NODE_DIR=${BENCH_NODE_DIR:-$ROOT/build/bench/node}
-PID=
-cleanup() {
-    [ -n "$PID" ] && { disown "$PID" 2>/dev/null; kill -KILL "$PID" 2>/dev/null; }
+PID= DEV=
+cleanup() { # never stops half way (set -e): a process that already exited is fine
+    if [ -n "$DEV" ]; then disown "$DEV" 2>/dev/null || true; kill "$DEV" 2>/dev/null || true; fi
+    if [ -n "$PID" ]; then disown "$PID" 2>/dev/null || true; kill -KILL "$PID" 2>/dev/null || true; fi
     "$ROOT/src/ops/services.sh" down >/dev/null 2>&1 || true
     rm -rf "$TMP"
 }
 trap cleanup EXIT
-if [ ! -d "$NODE_DIR/node_modules/mqtt" ] || [ ! -d "$NODE_DIR/node_modules/ws" ]; then
-    npm install --no-save --no-audit --no-fund --silent --prefer-offline --prefix "$NODE_DIR" ws@8.18.3 mqtt@5 >&2
-fi
 "$ROOT/src/ops/services.sh" up >"$TMP/services.log" 2>&1 || { cat "$TMP/services.log" >&2; exit 2; }
 # shellcheck disable=SC1091
 . "$IGW_VAR/env"
@@ -107,9 +107,23 @@ awk -v a="$(J .p99_ms "$acc_rate")" -v f="$(J .p99_ms "$floor")" -v b="$(J .p99_
     printf "ratios: acceptance p99 / floor p99 %.2f, / no-database p99 %.1f; accepted/s / no-database %.3f\n", a / f, a / b, t / bt }'
 
 # The acceptance phase's commands (no device answers them) time out into
-# results over the next seconds; push is measured after that storm.
-BASE=$BASE TOKEN=$TOKEN EP=$EP DEVICE=$(jq -c .device "$IGW_VAR/demo.json") MQTT_PORT=$IGW_MQTT_PORT NODE_DIR=$NODE_DIR \
-    node "$ROOT/tests/bench/bench_app.mjs" | tee "$TMP/res"
-json=$(sed -n 's/^JSON //p' "$TMP/res")
+# results over the next seconds; push is measured after that storm, on its
+# own, with the device connected: 2000 commands at 500/s.
+sleep "${WAIT_S:-12}"
+mkfifo "$TMP/dev.in"
+"$DEVICE" -p "$IGW_MQTT_PORT" -t "$(dev productID)" -n "$(dev deviceName)" -u "$(dev username)" -P "$(dev password)" \
+    <"$TMP/dev.in" >"$TMP/dev.out" 2>&1 &
+DEV=$!
+exec 7>"$TMP/dev.in" # the device runs while this end is open
+for _ in $(seq 100); do grep -q ready "$TMP/dev.out" && break; sleep 0.05; done
+grep -q ready "$TMP/dev.out" || { echo "bench_app: the device did not subscribe" >&2; cat "$TMP/dev.out" >&2; exit 2; }
+EP_ACC=$EP
+EP=$(curl -sf -X POST -H "Authorization: Bearer $TOKEN" "$BASE/endpoints/register" | jq -r .data.endpointId)
+push=$(cmd p -r 500 -s 4 -c 8 -w "/api/v1/im/interaction/events/ws/$EP")
+line "command -> device -> result pushed" "$push"
+exec 7>&-
+
+pull=$(BASE=$BASE TOKEN=$TOKEN EP=$EP_ACC node "$ROOT/tests/bench/bench_app.mjs" | sed -n 's/^JSON //p')
+echo "pull-and-ack: $(J .pull_ack_per_s "$pull" | xargs printf '%.0f') deliveries/s over $(J .n "$pull")"
 printf 'RESULT accept_p99_ms=%.2f accepted_per_s=%.0f push_p99_ms=%.2f pull_ack_per_s=%.0f\n' \
-    "$(J .p99_ms "$acc_rate")" "$(J .per_s "$acc_max")" "$(J .push_p99_ms "$json")" "$(J .pull_ack_per_s "$json")"
+    "$(J .p99_ms "$acc_rate")" "$(J .per_s "$acc_max")" "$(J .p99_ms "$push")" "$(J .pull_ack_per_s "$pull")"

@@ -28,8 +28,8 @@ TMP=$(mktemp -d /tmp/igw-bench-edge.XXXXXX)
 chmod 755 "$TMP"
 export IGW_VAR=$TMP/var IGW_PG_PORT=54394 IGW_REDIS_PORT=63794 IGW_MQTT_PORT=18894
 PID=
-cleanup() {
-    [ -n "$PID" ] && { disown "$PID" 2>/dev/null; kill -KILL "$PID" 2>/dev/null; }
+cleanup() { # never stops half way (set -e): a process that already exited is fine
+    if [ -n "$PID" ]; then disown "$PID" 2>/dev/null || true; kill -KILL "$PID" 2>/dev/null || true; fi
     "$ROOT/src/ops/services.sh" down >/dev/null 2>&1 || true
     rm -rf "$TMP"
 }

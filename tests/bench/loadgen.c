@@ -4,7 +4,7 @@
  * at p99 against a route that does nothing).
  *
  *   igw-loadgen -u http://HOST:PORT/PATH [-H 'Name: value']... -b BODY
- *               [-r RATE] [-s SECONDS] [-c CONNS] [-e SUBSTRING]
+ *               [-r RATE] [-s SECONDS] [-c CONNS] [-e SUBSTRING] [-w PATH]
  *
  * Open loop (-r RATE > 0): request i is due at start + i / RATE; it goes
  * out on an idle keep-alive connection, a new one (up to -c), or waits for
@@ -14,7 +14,13 @@
  * the previous answer is in, for -s seconds: throughput.
  * Every "{seq}" in BODY becomes the request's sequence number (unique
  * msgTokens). An answer counts as ok when its status is 200 and, with -e,
- * its body contains SUBSTRING. One JSON line on stdout:
+ * its body contains SUBSTRING.
+ * With -w PATH (a WebSocket on the same host, opened with the same -H
+ * headers before the clock starts) a request is done when a text frame
+ * carries "msgToken":"...<seq>" (its sequence number as the token's last
+ * digits: the push of its result); latency runs to that frame, and the
+ * requests whose frame has not come 10 s after the last send are errors.
+ * One JSON line on stdout:
  *   {"sent":n,"ok":n,"errors":n,"per_s":n,"p50_ms":n,"p90_ms":n,
  *    "p99_ms":n,"max_ms":n,"cpu_s":n}
  * Exit status 0, or 2 on bad arguments or a connection that cannot be made. */
@@ -46,6 +52,7 @@ typedef struct conn {
     int fd;
     bool busy;     /* a request is out */
     int64_t due;   /* its due time (ns) */
+    uint64_t seq;  /* its number */
     size_t rlen;   /* bytes of the answer so far */
     size_t wdone;  /* bytes of the request written */
     size_t wlen;
@@ -59,10 +66,20 @@ static struct {
     char host[256], path[1024];
     const char *headers[MAX_HEADERS];
     int nheaders;
-    const char *body, *expect;
+    const char *body, *expect, *ws_path;
     double rate, seconds;
     int conns;
 } opt = {.rate = 1000, .seconds = 5, .conns = 64};
+
+/* The watched WebSocket (-w): due times by sequence number, frames seen. */
+static struct {
+    int fd;
+    int64_t *due;
+    unsigned char *seen;
+    uint64_t cap, waiting;
+    size_t rlen;
+    unsigned char rbuf[1 << 20];
+} ws = {.fd = -1};
 
 static conn *pool[MAX_CONNS];
 static int npool, epfd;
@@ -173,11 +190,16 @@ static void record(conn *c, bool ok)
 {
     c->busy = false;
     c->rlen = 0;
-    if (!ok) {
+    if (!ok)
         nerr++;
+    if (opt.ws_path) { /* done when its frame comes; a refused one never will */
+        if (!ok && c->seq < ws.cap && !ws.seen[c->seq] && ws.due[c->seq]) {
+            ws.seen[c->seq] = 1;
+            ws.waiting--;
+        }
         return;
     }
-    if (nlat < MAX_REQUESTS)
+    if (ok && nlat < MAX_REQUESTS)
         lat[nlat++] = (double)(now_ns() - c->due) / 1e6;
 }
 
@@ -185,6 +207,11 @@ static void record(conn *c, bool ok)
  * requests are small and the socket buffer empty). -1 on a broken link. */
 static int send_req(conn *c, int64_t due, uint64_t seq)
 {
+    if (opt.ws_path && seq < ws.cap) {
+        ws.due[seq] = due;
+        ws.waiting++;
+    }
+    c->seq = seq;
     build(c, seq);
     c->busy = true;
     c->due = due;
@@ -244,6 +271,117 @@ static void close_conn(conn *c)
     free(c);
 }
 
+/* Opens the WebSocket -w names, with the -H headers; dies on refusal. */
+static void ws_open(void)
+{
+    int fd = socket(opt.addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+    if (fd < 0 || connect(fd, (struct sockaddr *)&opt.addr, opt.addrlen) != 0 ||
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) != 0)
+        die("cannot connect the WebSocket");
+    char req[4096];
+    int n = snprintf(req, sizeof req,
+                     "GET %s HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                     "Sec-WebSocket-Key: aWd3LWxvYWRnZW4tYmVuY2g=\r\nSec-WebSocket-Version: 13\r\n",
+                     opt.ws_path, opt.host);
+    for (int i = 0; i < opt.nheaders && n > 0 && (size_t)n < sizeof req; i++)
+        n += snprintf(req + n, sizeof req - (size_t)n, "%s\r\n", opt.headers[i]);
+    if (n <= 0 || (size_t)n + 3 > sizeof req)
+        die("WebSocket request too long");
+    memcpy(req + n, "\r\n", 3);
+    if (write(fd, req, (size_t)n + 2) != n + 2)
+        die("WebSocket write");
+    /* The 101 and its headers, byte by byte: no frame read with them. */
+    char head[4096];
+    size_t h = 0;
+    while (h < sizeof head - 1 && (h < 4 || memcmp(head + h - 4, "\r\n\r\n", 4)))
+        if (read(fd, head + h, 1) != 1)
+            die("WebSocket handshake: connection closed");
+        else
+            h++;
+    head[h] = '\0';
+    if (strncmp(head, "HTTP/1.1 101", 12) != 0)
+        die("WebSocket handshake refused");
+    ws.fd = fd;
+    ws.cap = opt.rate > 0 ? (uint64_t)(opt.rate * opt.seconds) : 0;
+    if (!ws.cap || !(ws.due = calloc(ws.cap, sizeof *ws.due)) || !(ws.seen = calloc(ws.cap, 1)))
+        die("-w needs -r RATE > 0 (and memory)");
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &ws};
+    if (epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) != 0)
+        die("epoll_ctl");
+}
+
+/* One text frame: the request whose number ends its msgToken is done. */
+static void ws_frame(const unsigned char *p, size_t n)
+{
+    const char *key = "\"msgToken\":\"";
+    const unsigned char *k = memmem(p, n, key, strlen(key));
+    if (!k)
+        return;
+    const unsigned char *v = k + strlen(key), *end = memchr(v, '"', n - (size_t)(v - p));
+    if (!end)
+        return;
+    const unsigned char *d = end;
+    while (d > v && d[-1] >= '0' && d[-1] <= '9')
+        d--;
+    if (d == end)
+        return;
+    uint64_t seq = 0;
+    for (; d < end; d++)
+        seq = seq * 10 + (uint64_t)(*d - '0');
+    if (seq >= ws.cap || ws.seen[seq] || !ws.due[seq])
+        return;
+    ws.seen[seq] = 1;
+    ws.waiting--;
+    if (nlat < MAX_REQUESTS)
+        lat[nlat++] = (double)(now_ns() - ws.due[seq]) / 1e6;
+}
+
+/* Reads the WebSocket: frames from the server are unmasked; a ping gets
+ * its pong (masked, as a client must). -1 when it closed. */
+static int ws_readable(void)
+{
+    ssize_t r = read(ws.fd, ws.rbuf + ws.rlen, sizeof ws.rbuf - ws.rlen);
+    if (r <= 0)
+        return r < 0 && errno == EINTR ? 0 : -1;
+    ws.rlen += (size_t)r;
+    for (;;) {
+        unsigned char *b = ws.rbuf;
+        if (ws.rlen < 2)
+            return 0;
+        size_t hl = 2, len = b[1] & 127;
+        if (len == 126) {
+            hl = 4;
+            if (ws.rlen < hl)
+                return 0;
+            len = (size_t)b[2] << 8 | b[3];
+        } else if (len == 127) {
+            hl = 10;
+            if (ws.rlen < hl)
+                return 0;
+            len = 0;
+            for (int i = 2; i < 10; i++)
+                len = len << 8 | b[i];
+        }
+        if ((b[1] & 128) || len > sizeof ws.rbuf - hl)
+            return -1; /* masked by a server, or bigger than the buffer */
+        if (ws.rlen < hl + len)
+            return 0;
+        int op = b[0] & 15;
+        if (op == 1)
+            ws_frame(b + hl, len);
+        else if (op == 8)
+            return -1;
+        else if (op == 9 && len <= 125) {
+            unsigned char pong[2 + 4 + 125] = {0x8a, (unsigned char)(0x80 | len)}; /* mask key 0 */
+            memcpy(pong + 6, b + hl, len);
+            if (write(ws.fd, pong, 6 + len) != (ssize_t)(6 + len))
+                return -1;
+        }
+        memmove(ws.rbuf, ws.rbuf + hl + len, ws.rlen - hl - len);
+        ws.rlen -= hl + len;
+    }
+}
+
 static int cmp(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -261,7 +399,7 @@ static double pct(double p)
 int main(int argc, char **argv)
 {
     int o;
-    while ((o = getopt(argc, argv, "u:H:b:r:s:c:e:")) != -1) {
+    while ((o = getopt(argc, argv, "u:H:b:r:s:c:e:w:")) != -1) {
         switch (o) {
         case 'u':
             if (parse_url(optarg))
@@ -277,6 +415,7 @@ int main(int argc, char **argv)
         case 's': opt.seconds = atof(optarg); break;
         case 'c': opt.conns = atoi(optarg); break;
         case 'e': opt.expect = optarg; break;
+        case 'w': opt.ws_path = optarg; break;
         default: die("usage: igw-loadgen -u URL [-H header]... -b BODY [-r RATE] [-s SECONDS] [-c CONNS] [-e TEXT]");
         }
     }
@@ -293,6 +432,8 @@ int main(int argc, char **argv)
     int warm = opt.rate > 0 ? (opt.conns < 16 ? opt.conns : 16) : opt.conns;
     for (int i = 0; i < warm; i++)
         open_conn();
+    if (opt.ws_path)
+        ws_open();
 
     struct rusage ru0, ru1;
     getrusage(RUSAGE_SELF, &ru0);
@@ -321,7 +462,7 @@ int main(int argc, char **argv)
                 close_conn(c);
             next++;
         }
-        bool busy = false;
+        bool busy = ws.fd >= 0 && ws.waiting > 0 && t < stop + (int64_t)10e9;
         for (int k = 0; k < npool; k++)
             busy |= pool[k]->busy;
         if (!busy && (closed_loop ? t >= stop : next >= total))
@@ -339,6 +480,14 @@ int main(int argc, char **argv)
         int n = epoll_wait(epfd, evs, 64, -1);
         for (int i = 0; i < n; i++) {
             conn *c = evs[i].data.ptr;
+            if (c == (void *)&ws) {
+                if (ws_readable() != 0) {
+                    epoll_ctl(epfd, EPOLL_CTL_DEL, ws.fd, NULL);
+                    close(ws.fd);
+                    ws.fd = -2; /* closed: its missing frames are errors */
+                }
+                continue;
+            }
             if (!c) {
                 uint64_t x;
                 if (read(tfd, &x, sizeof x) < 0 && errno != EAGAIN)
@@ -350,6 +499,10 @@ int main(int argc, char **argv)
         }
     }
     double elapsed = (double)(now_ns() - start) / 1e9;
+    if (opt.ws_path) {
+        nerr += ws.waiting; /* accepted, never pushed */
+        elapsed = opt.seconds;
+    }
     getrusage(RUSAGE_SELF, &ru1);
     for (int k = npool - 1; k >= 0; k--)
         close_conn(pool[k]);
@@ -364,6 +517,10 @@ int main(int argc, char **argv)
            "\"max_ms\":%.3f,\"cpu_s\":%.3f}\n",
            nsent, nlat, nerr, (double)nlat / elapsed, pct(0.5), pct(0.9), pct(0.99), max, cpu);
     free(lat);
+    free(ws.due);
+    free(ws.seen);
+    if (ws.fd >= 0)
+        close(ws.fd);
     close(tfd);
     close(epfd);
     return 0;

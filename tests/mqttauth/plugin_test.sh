@@ -48,9 +48,10 @@ mq_pid=
 sub_pid=
 cleanup() {
     local rc=$?
-    [ -n "$sub_pid" ] && kill "$sub_pid" 2>/dev/null
+    # Under set -e a failing kill or wait would end the cleanup half way.
+    if [ -n "$sub_pid" ]; then kill "$sub_pid" 2>/dev/null || true; fi
     if [ -n "$mq_pid" ]; then
-        kill "$mq_pid" 2>/dev/null && wait "$mq_pid" 2>/dev/null
+        kill "$mq_pid" 2>/dev/null && wait "$mq_pid" 2>/dev/null || true
     fi
     "$svc" down >/dev/null 2>&1 || true
     rm -rf "$tmp" "/tmp/igw-$(printf %s "$IGW_VAR" | sha256sum | cut -c1-12)"

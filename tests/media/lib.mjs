@@ -39,14 +39,16 @@ export const CHROMIUM_ARGS = [
     '--disable-features=WebRtcHideLocalIpsWithMdns',
 ];
 
-/** Starts headless Chromium; close it with `await browser.close()`. */
+/** Starts headless Chromium; close it with `await browser.close()`. The
+ * timeout only bounds a hang: a start that reads a cold page cache on a busy
+ * 2-core machine was seen to take over 15 s. */
 export async function launch(opts = {}) {
     const { chromium } = playwright();
     return chromium.launch({
         executablePath: CHROMIUM,
         headless: true,
         args: [...CHROMIUM_ARGS, ...(opts.args || [])],
-        timeout: opts.timeout || 15000,
+        timeout: opts.timeout || 60000,
     });
 }
 

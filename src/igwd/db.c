@@ -915,7 +915,7 @@ static void form_batch(igw_db *db, bqueue *q)
     for (size_t c = 0; c < np && !rc; c++)
         values[c] = db->bbuf + start[c];
     if (rc || igw_db_exec(db, q->stmt, values, NULL, NULL, on_batch, b) != 0)
-        on_batch(b, NULL, rc ? "out of memory building a batch" : "database queue full");
+        on_batch(b, NULL, rc ? IGW_DB_NOT_SENT "out of memory building a batch" : IGW_DB_NOT_SENT "database queue full");
 }
 
 static void form_batches(igw_db *db)
@@ -1023,12 +1023,12 @@ void igw_db_destroy(igw_db *db)
     req *inflight = db->inflight.head, *queued = db->queued.head;
     db->inflight = db->queued = (fifo){0};
     fail_list(db, inflight, "shutting down");
-    fail_list(db, queued, "shutting down");
+    fail_list(db, queued, IGW_DB_NOT_SENT "shutting down");
     for (unsigned i = 0; i < db->nbq; i++) {
         brow *rows = db->bq[i].head;
         db->bq[i].head = db->bq[i].tail = NULL;
         db->bq[i].n = 0;
-        finish_rows(db, rows, NULL, "shutting down");
+        finish_rows(db, rows, NULL, IGW_DB_NOT_SENT "shutting down");
     }
     db->nrows = 0;
     h2o_timeout_dispose(db->loop, &db->t_zero);
@@ -1042,10 +1042,17 @@ void igw_db_destroy(igw_db *db)
     free(db);
 }
 
+bool igw_db_not_sent(const char *err)
+{
+    return err && strncmp(err, IGW_DB_NOT_SENT, strlen(IGW_DB_NOT_SENT)) == 0;
+}
+
 bool igw_db_outcome_unknown(const char *err)
 {
     if (!err)
         return true;
+    if (igw_db_not_sent(err))
+        return false;
     for (int i = 0; i < 5; i++)
         if (!((err[i] >= '0' && err[i] <= '9') || (err[i] >= 'A' && err[i] <= 'Z')))
             return true;

@@ -114,8 +114,17 @@ int igw_db_exec_row(igw_db *db, const igw_db_stmt *stmt, const char *const *valu
 
 /* For a failed query's err: true when the server never answered it (the
  * connection was lost after sending), so a write may have committed; false
- * for a server-reported error (SQLSTATE first), which rolled it back. */
+ * for a server-reported error (SQLSTATE first), which rolled it back, and
+ * for a query that was never sent (igw_db_not_sent). */
 bool igw_db_outcome_unknown(const char *err);
+
+/* The errors of queries that never reached the server start with this:
+ * nothing was written (the queue was full, memory ran out building a batch,
+ * or igw_db_destroy came before they were sent). */
+#define IGW_DB_NOT_SENT "not sent: "
+
+/* err says the query never reached the server. */
+bool igw_db_not_sent(const char *err);
 
 /* Makes every session of db LISTEN on `channel` ([a-z_]{1,63}) as part of
  * its setup; cb gets each notification (channel, payload) on the loop

@@ -395,6 +395,8 @@ static void on_batch(void *arg, const PGresult *res, const char *err)
                 finish(j, IGW_ERR_OK, NULL, NULL, NULL, 0);
             else if (value)
                 finish(j, IGW_ERR_PARAMETER, "the message cannot be stored", "", NULL, 0);
+            else if (igw_db_not_sent(err)) /* nothing written: the device may simply retry */
+                finish(j, IGW_ERR_UNAVAILABLE, "busy, retry later", "", NULL, 0);
             else
                 fail_internal(j, "batch commit failed", err);
         }

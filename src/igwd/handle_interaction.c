@@ -292,7 +292,9 @@ static void on_cmd_write(void *arg, const PGresult *res, int row, const char *er
         fprintf(stderr, "igwd: commands %s: acceptance failed: %s\n", igw_http_request_id(c->ex), err);
         /* A lost connection may have committed it: the client retries with
          * the same token and learns the outcome. */
-        if (igw_db_outcome_unknown(err))
+        if (igw_db_not_sent(err)) /* nothing written: the client may simply retry */
+            igw_http_reply_error(c->ex, IGW_ERR_UNAVAILABLE, "busy, retry later", "");
+        else if (igw_db_outcome_unknown(err))
             igw_http_reply_error(c->ex, IGW_ERR_UNKNOWN_OUTCOME, "outcome unknown; retry with the same msgToken", "");
         else
             igw_http_reply_error(c->ex, IGW_ERR_INTERNAL, "the command could not be recorded", "");

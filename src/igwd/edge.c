@@ -146,7 +146,7 @@ struct job {
     unsigned retries;
     igw_str sub_p, sub_d; /* subdevices: text arrays */
     unsigned nsub;
-    igw_results_reply *settle; /* a command reply: its command looked up while the reply is stored */
+    bool settling; /* a command reply went to results.c (stored with its result, or back as a plain uplink) */
 };
 
 uint64_t igw_edge_device_hash(const char *pid, const char *dn)
@@ -245,7 +245,6 @@ static device *device_from_row(const char *pid, const char *dn, const PGresult *
 
 static void job_free(job *j)
 {
-    igw_results_reply_cancel(j->settle); /* not stored: no result */
     j->e->njobs--;
     igw_arena_free(&j->arena);
     free(j->payload);
@@ -387,10 +386,6 @@ static void on_batch(void *arg, const PGresult *res, const char *err)
     } else {
         for (job *j = jobs, *n; j; j = n) {
             n = j->next;
-            if (res) { /* durable now: it may settle a command */
-                igw_results_reply_stored(j->settle);
-                j->settle = NULL;
-            }
             if (res)
                 finish(j, IGW_ERR_OK, NULL, NULL, NULL, 0);
             else if (value)
@@ -476,7 +471,7 @@ static void flush_one(igw_edge *e, unsigned slot)
     b->jobs = batch;
     e->busy[slot] = true;
     if (igw_jw_status(w)) {
-        on_batch(b, NULL, "out of memory building the batch");
+        on_batch(b, NULL, IGW_DB_NOT_SENT "out of memory building the batch");
         return;
     }
     const char *values[10];
@@ -485,13 +480,31 @@ static void flush_one(igw_edge *e, unsigned slot)
         (void)end[col];
     }
     if (igw_db_exec(e->db[slot], &stmt_batch, values, NULL, NULL, on_batch, b))
-        on_batch(b, NULL, "database queue full");
+        on_batch(b, NULL, IGW_DB_NOT_SENT "database queue full");
 }
 
 static void on_flush_timeout(h2o_timeout_entry_t *entry)
 {
     igw_edge *e = H2O_STRUCT_FROM_MEMBER(igw_edge, flush_entry, entry);
     flush(e);
+}
+
+static void enqueue(job *j);
+
+/* results.c's answer for a command reply (igw_results_reply). */
+static void on_settled(void *arg, int status, const char *err)
+{
+    job *j = arg;
+    if (status == IGW_RESULTS_STORED)
+        finish(j, IGW_ERR_OK, NULL, NULL, NULL, 0);
+    else if (status == IGW_RESULTS_NOTHING)
+        enqueue(j); /* stored as any uplink */
+    else if (err && (!strncmp(err, "22", 2) || !strncmp(err, "23", 2)))
+        enqueue(j); /* a value the result's statement refused: the reply alone, as any uplink */
+    else if (igw_db_not_sent(err)) /* nothing written: the device may simply retry */
+        finish(j, IGW_ERR_UNAVAILABLE, "busy, retry later", "", NULL, 0);
+    else
+        fail_internal(j, "reply and result commit failed", err);
 }
 
 static void enqueue(job *j)
@@ -509,14 +522,19 @@ static void enqueue(job *j)
         finish(j, IGW_ERR_OK, NULL, NULL, NULL, 0);
         return;
     }
-    /* The command a reply settles is looked up while the reply is stored
-     * (its result waits for both): one round trip less on the way to the
-     * application's push. */
-    if (is_command_reply(j) && !j->settle)
-        j->settle = igw_results_reply_begin(
-            e->db[0], j->pid, j->dn, j->msg->msgToken, j->msg->code,
-            j->msg->has & IGW_DeviceMessage_msg ? j->msg->msg : (igw_str){NULL, 0},
-            j->msg->has & IGW_DeviceMessage_response ? j->msg->response : (igw_str){NULL, 0});
+    /* A reply to a pending command is stored with the command's result,
+     * in one commit (results.c); otherwise, or once it settles nothing, it
+     * joins the batch like any uplink. */
+    if (is_command_reply(j) && !j->props.ptr && !j->settling) {
+        j->settling = true;
+        igw_results_reply_in in = {
+            .product_id = j->pid, .device_name = j->dn, .device_token = j->msg->msgToken, .code = j->msg->code,
+            .msg = j->msg->has & IGW_DeviceMessage_msg ? j->msg->msg : (igw_str){NULL, 0},
+            .response = j->msg->has & IGW_DeviceMessage_response ? j->msg->response : (igw_str){NULL, 0},
+            .handle = j->handle, .type = j->type, .method = j->msg->method, .body = j->payload, .body_len = j->len};
+        if (igw_results_reply(query_db(e), &in, on_settled, j) == 0)
+            return;
+    }
     j->next = NULL;
     *e->pending_tail = j;
     e->pending_tail = &j->next;

@@ -60,7 +60,8 @@ static const igw_db_stmt st_emit = {
 
 /* Batched (igw_db_exec_row), one row per result: $1 endpoint, $2
  * msgToken, $3 body (text), $4 deliveryId, $5 productID, $6 deviceName,
- * $7 device token, $8 outcome. As st_emit for each row (session-less, no
+ * $7 device token, $8 outcome, $9-$13 the device reply to store (handle,
+ * type, method, msgToken, body; NULL body: none). As st_emit for each row (session-less, no
  * eventSeq, no expiry cap), a repeated deliveryId in the batch counting as
  * a duplicate of its first row, plus the device command settled in the same
  * transaction (its first outcome kept by COALESCE: a WHERE on outcome IS
@@ -78,8 +79,12 @@ static const igw_db_stmt st_emit_result = {
     "      EXISTS (SELECT 1 FROM deliveries d WHERE d.delivery_id = u.did) AS dup, "
     "      u.ord = min(u.ord) OVER (PARTITION BY u.did) AS first "
     "    FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], "
-    "                $8::text[]) WITH ORDINALITY AS u(ep, token, body, did, pid, dn, dtoken, outcome, ord) "
+    "                $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[]) "
+    "         WITH ORDINALITY AS u(ep, token, body, did, pid, dn, dtoken, outcome, rh, rt, rm, rtok, rbody, ord) "
     "    CROSS JOIN t LEFT JOIN endpoints p ON p.endpoint_id = u.ep), "
+    "dm AS (INSERT INTO device_messages (product_id, device_name, handle, msg_type, method, msg_token, body) "
+    "       SELECT i.pid, i.dn, i.rh, i.rt, i.rm, i.rtok, i.rbody::jsonb FROM i WHERE i.rbody IS NOT NULL "
+    "       ORDER BY i.ord RETURNING 1), "
     "go AS MATERIALIZED (SELECT i.*, nextval(pg_get_serial_sequence('events', 'event_id')) AS event_id "
     "    FROM i WHERE i.live AND i.ok AND NOT i.dup AND i.first), "
     "ev AS (INSERT INTO events (event_id, session_id, msg_token, event_seq, body, body_text) OVERRIDING SYSTEM VALUE "
@@ -99,7 +104,7 @@ static const igw_db_stmt st_emit_result = {
     "SELECT i.known, i.live, i.dup OR NOT i.first, i.ok, dl.delivery_id, (SELECT count(*) FROM ntf), "
     "       (SELECT count(*) FROM st) "
     "FROM i LEFT JOIN dl ON dl.delivery_id = i.did AND i.first ORDER BY i.ord",
-    8};
+    13};
 
 /* $1 enterprise, $2 user, $3 endpoint, $4 limit. Ordered in the database's
  * collation, the index's: an explicit COLLATE "C" made PostgreSQL sort all
@@ -539,8 +544,9 @@ int igw_outbox_emit_result(igw_db *db, const igw_outbox_result_event *ev, igw_ou
     if (!c)
         return -1;
     snprintf(c->delivery_id, sizeof c->delivery_id, "%s", ev->delivery_id);
-    const char *v[8] = {ev->endpoint_id, ev->msg_token, ev->body, ev->delivery_id, ev->product_id, ev->device_name,
-                        ev->device_token, ev->outcome};
+    const char *v[13] = {ev->endpoint_id, ev->msg_token, ev->body, ev->delivery_id, ev->product_id,
+                         ev->device_name, ev->device_token, ev->outcome, ev->reply_handle, ev->reply_type,
+                         ev->reply_method, ev->reply_token, ev->reply_body};
     if (igw_db_exec_row(db, &st_emit_result, v, on_result_row, c) != 0) {
         free(c);
         return -1;

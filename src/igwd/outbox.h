@@ -169,6 +169,10 @@ typedef struct igw_outbox_result_event {
     const char *delivery_id; /* derived from the command: a second emit is a DUPLICATE */
     const char *product_id, *device_name, *device_token; /* its device_commands row */
     const char *outcome;     /* what the row's outcome becomes when the result is stored */
+    /* The device's reply the result comes from, stored as its device_messages
+     * row (product_id, device_name above) in the same transaction whatever
+     * becomes of the result; reply_body NULL: none (a deadline's result). */
+    const char *reply_handle, *reply_type, *reply_method, *reply_token, *reply_body;
 } igw_outbox_result_event;
 
 /* igw_outbox_emit for a command's result (no session, no eventSeq, the
@@ -178,7 +182,8 @@ typedef struct igw_outbox_result_event {
  * the endpoint is unknown or expired; untouched otherwise (BAD_EVENT,
  * ERROR). Results emitted together (one loop turn, or while the previous
  * batch commits) share one statement and one commit (igw_db_exec_row); a
- * repeated delivery_id in one batch is a DUPLICATE of its first. */
+ * repeated delivery_id in one batch is a DUPLICATE of its first. Unless
+ * ERROR, the device's reply (ev->reply_*) is stored too. */
 int igw_outbox_emit_result(igw_db *db, const igw_outbox_result_event *ev, igw_outbox_cb cb, void *arg);
 
 /* Up to limit (1..32) deliverable deliveries of the endpoint, ordered by

@@ -68,10 +68,9 @@ typedef struct outcome {
     size_t response_len;
     char *key[3]; /* a device reply: product_id, device_name, device_token */
     char log[160];
-    /* A device reply: its lookup runs while the edge stores the reply; the
-     * result goes out once both are done (igw_results_reply_stored). */
-    bool looked, stored, cancelled;
-    char *cmd[4]; /* what the lookup found: endpoint, msgToken, method, enterprise; NULL: nothing to settle */
+    char *reply[5]; /* a device reply as device_messages stores it: handle, type, method, msgToken, body */
+    igw_results_reply_cb cb;
+    void *cb_arg;
 } outcome;
 
 static void outcome_free(outcome *o)
@@ -80,8 +79,8 @@ static void outcome_free(outcome *o)
     free(o->response);
     for (int i = 0; i < 3; i++)
         free(o->key[i]);
-    for (int i = 0; i < 4; i++)
-        free(o->cmd[i]);
+    for (int i = 0; i < 5; i++)
+        free(o->reply[i]);
     free(o);
 }
 
@@ -89,6 +88,8 @@ static void outcome_free(outcome *o)
 typedef struct emitting {
     char token[IGW_OUTBOX_ID_MAX + 1];
     pass *pass;
+    igw_results_reply_cb cb; /* a device reply's, stored with the result */
+    void *cb_arg;
 } emitting;
 
 static void on_emitted(void *arg, const igw_outbox_result *r)
@@ -98,6 +99,9 @@ static void on_emitted(void *arg, const igw_outbox_result *r)
         fprintf(stderr, "igwd: results: result of %s dropped: its endpoint expired\n", em->token);
     else if (r->status != IGW_OUTBOX_OK && r->status != IGW_OUTBOX_DUPLICATE) /* still unsettled: the overdue pass retries */
         fprintf(stderr, "igwd: results: result of %s not stored: %s\n", em->token, r->err ? r->err : "refused");
+    if (em->cb) /* anything but ERROR committed, the reply with it */
+        em->cb(em->cb_arg, r->status == IGW_OUTBOX_ERROR ? IGW_RESULTS_FAILED : IGW_RESULTS_STORED,
+               r->status == IGW_OUTBOX_ERROR ? (r->err ? r->err : "no result") : NULL);
     pass_release(em->pass);
     free(em);
 }
@@ -115,9 +119,10 @@ static int result_id(const char *ent, const char *endpoint, const char *msg_toke
 }
 
 /* Builds and emits the result of the command cmd (endpoint, msgToken,
- * method, enterprise) of the device command `key`, settling it in the same
- * transaction. */
-static void emit(const outcome *o, const char *const cmd[4], const char *const key[3])
+ * method, enterprise) of the device command `key`, settling it (and storing
+ * a device reply) in the same transaction. 0, or -1 when it could not be
+ * queued (logged). */
+static int emit(const outcome *o, const char *const cmd[4], const char *const key[3])
 {
     const char *endpoint = cmd[0], *msg_token = cmd[1], *method = cmd[2], *ent = cmd[3];
     igw_ResultEvent ev = {0};
@@ -150,12 +155,17 @@ static void emit(const outcome *o, const char *const cmd[4], const char *const k
     if (ok) {
         snprintf(em->token, sizeof em->token, "%s", key[2]);
         em->pass = o->pass;
+        em->cb = o->cb;
+        em->cb_arg = o->cb_arg;
         if (o->pass)
             o->pass->left++;
         igw_outbox_result_event oe = {.endpoint_id = endpoint, .msg_token = msg_token, .body = jw.buf,
                                       .delivery_id = id, .product_id = key[0], .device_name = key[1],
                                       .device_token = key[2],
-                                      .outcome = o->cls == IGW_ERR_UNKNOWN_OUTCOME ? "timeout" : "replied"};
+                                      .outcome = o->cls == IGW_ERR_UNKNOWN_OUTCOME ? "timeout" : "replied",
+                                      .reply_handle = o->reply[0], .reply_type = o->reply[1],
+                                      .reply_method = o->reply[2], .reply_token = o->reply[3],
+                                      .reply_body = o->reply[4]};
         ok = igw_outbox_emit_result(o->db, &oe, on_emitted, em) == 0;
         if (!ok && o->pass)
             o->pass->left--; /* never zero here: on_overdue holds one */
@@ -165,14 +175,7 @@ static void emit(const outcome *o, const char *const cmd[4], const char *const k
         free(em);
     }
     igw_jw_free(&jw);
-}
-
-/* A device reply whose lookup and storing are both done: its result. */
-static void reply_settle(outcome *o)
-{
-    if (o->cmd[0])
-        emit(o, (const char *const *)o->cmd, (const char *const *)o->key);
-    outcome_free(o);
+    return ok ? 0 : -1;
 }
 
 static void on_found(void *arg, const PGresult *res, int row, const char *err)
@@ -181,25 +184,20 @@ static void on_found(void *arg, const PGresult *res, int row, const char *err)
     if (!res)
         fprintf(stderr, "igwd: results: lookup failed (%s): %s\n", o->log, err);
     else if (PQgetisnull(res, row, 0))
-        fprintf(stderr, "igwd: results: reply %s matches no pending command; dropped\n", o->log);
+        fprintf(stderr, "igwd: results: reply %s matches no pending command\n", o->log);
     else if (!PQgetisnull(res, row, 4))
-        fprintf(stderr, "igwd: results: reply %s comes after its command was settled (%s); dropped\n", o->log,
+        fprintf(stderr, "igwd: results: reply %s comes after its command was settled (%s)\n", o->log,
                 PQgetvalue(res, row, 4));
-    else
-        for (int i = 0; i < 4; i++)
-            if (!(o->cmd[i] = strdup(PQgetvalue(res, row, i)))) {
-                fprintf(stderr, "igwd: results: out of memory, reply %s dropped\n", o->log);
-                for (int k = 0; k <= i; k++) {
-                    free(o->cmd[k]);
-                    o->cmd[k] = NULL;
-                }
-                break;
-            }
-    o->looked = true;
-    if (o->cancelled)
+    else {
+        const char *cmd[4] = {PQgetvalue(res, row, 0), PQgetvalue(res, row, 1), PQgetvalue(res, row, 2),
+                              PQgetvalue(res, row, 3)};
+        if (emit(o, cmd, (const char *const *)o->key) != 0)
+            o->cb(o->cb_arg, IGW_RESULTS_FAILED, IGW_DB_NOT_SENT "the result could not be queued");
         outcome_free(o);
-    else if (o->stored)
-        reply_settle(o);
+        return;
+    }
+    o->cb(o->cb_arg, IGW_RESULTS_NOTHING, NULL); /* the caller stores the reply as any uplink */
+    outcome_free(o);
 }
 
 static void on_overdue(void *arg, const PGresult *res, const char *err)
@@ -229,63 +227,44 @@ static char *dupn(const char *p, size_t n)
     return s;
 }
 
-igw_results_reply *igw_results_reply_begin(igw_db *db, const char *product_id, const char *device_name,
-                                           igw_str device_token, int64_t code, igw_str msg, igw_str response)
+int igw_results_reply(igw_db *db, const igw_results_reply_in *in, igw_results_reply_cb cb, void *arg)
 {
+    if (!cb || !in->body)
+        return -1;
     outcome *o = calloc(1, sizeof *o);
-    if (!o || !(o->key[0] = strdup(product_id)) || !(o->key[1] = strdup(device_name)) ||
-        !(o->key[2] = dupn(device_token.ptr, device_token.len))) {
-        if (o)
-            outcome_free(o);
-        fprintf(stderr, "igwd: results: out of memory, a device reply is dropped\n");
-        return NULL;
-    }
+    if (!o || !(o->key[0] = strdup(in->product_id)) || !(o->key[1] = strdup(in->device_name)) ||
+        !(o->key[2] = dupn(in->device_token.ptr, in->device_token.len)) || !(o->reply[0] = strdup(in->handle)) ||
+        !(o->reply[1] = strdup(in->type)) || !(o->reply[2] = dupn(in->method.ptr, in->method.len)) ||
+        !(o->reply[3] = dupn(in->device_token.ptr, in->device_token.len)) ||
+        !(o->reply[4] = dupn(in->body, in->body_len)))
+        goto fail;
     o->db = db;
-    snprintf(o->log, sizeof o->log, "%s/%s token %s", product_id, device_name, o->key[2]);
-    if (code == 200) {
+    o->cb = cb;
+    o->cb_arg = arg;
+    snprintf(o->log, sizeof o->log, "%s/%s token %s", in->product_id, in->device_name, o->key[2]);
+    if (in->code == 200) {
         o->cls = IGW_ERR_OK;
-        if (response.ptr && !(o->response = dupn(response.ptr, response.len)))
-            goto oom;
-        o->response_len = response.len;
+        if (in->response.ptr && !(o->response = dupn(in->response.ptr, in->response.len)))
+            goto fail;
+        o->response_len = in->response.len;
     } else {
         /* The device refused or failed: its own words when it gave some. */
         o->cls = IGW_ERR_UNAVAILABLE;
         char buf[300];
-        if (msg.ptr && msg.len)
-            snprintf(buf, sizeof buf, "device: %.*s", (int)(msg.len > 240 ? 240 : msg.len), msg.ptr);
+        if (in->msg.ptr && in->msg.len)
+            snprintf(buf, sizeof buf, "device: %.*s", (int)(in->msg.len > 240 ? 240 : in->msg.len), in->msg.ptr);
         else
-            snprintf(buf, sizeof buf, "device answered code %lld", (long long)code);
+            snprintf(buf, sizeof buf, "device answered code %lld", (long long)in->code);
         if (!(o->reason = dupn(buf, strlen(buf))))
-            goto oom;
+            goto fail;
     }
     const char *values[3] = {o->key[0], o->key[1], o->key[2]};
     if (igw_db_exec_row(db, &stmt_find, values, on_found, o) == 0)
-        return (igw_results_reply *)o;
-oom:
-    fprintf(stderr, "igwd: results: a device reply could not be settled (%s)\n", o->log);
-    outcome_free(o);
-    return NULL;
-}
-
-void igw_results_reply_stored(igw_results_reply *r)
-{
-    outcome *o = (outcome *)r;
-    if (!o)
-        return;
-    o->stored = true;
-    if (o->looked)
-        reply_settle(o);
-}
-
-void igw_results_reply_cancel(igw_results_reply *r)
-{
-    outcome *o = (outcome *)r;
-    if (!o)
-        return;
-    if (o->looked)
+        return 0;
+fail:
+    if (o)
         outcome_free(o);
-    else
-        o->cancelled = true; /* freed when the lookup answers */
+    return -1;
 }
 
 int igw_results_sweep_timeouts(igw_db *db, int64_t now_ms, void (*done)(void *arg, int n), void *arg)

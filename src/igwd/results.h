@@ -14,24 +14,34 @@
 #include "db.h"
 #include "json.h"
 
-/* A device reply being settled. */
-typedef struct igw_results_reply igw_results_reply;
+/* A device's answer to the downlink `device_token`: `code` (200: success),
+ * its `msg`, and (actionReply) its `response` (ptr NULL: none), and the
+ * uplink as device_messages stores it (handle, type, method, the raw JSON
+ * body). Strings are copied. */
+typedef struct igw_results_reply_in {
+    const char *product_id, *device_name;
+    igw_str device_token;
+    int64_t code;
+    igw_str msg, response;
+    const char *handle, *type;
+    igw_str method;
+    const char *body;
+    size_t body_len;
+} igw_results_reply_in;
 
-/* The device answered the downlink `device_token` with `code` (200:
- * success), its `msg`, and (actionReply) its `response` (ptr NULL: none).
- * Strings are copied. Looks the command up at once, so the lookup runs
- * while the caller stores the reply; the result is emitted once
- * igw_results_reply_stored says the reply is durable. NULL when nothing
- * can be settled (logged). */
-igw_results_reply *igw_results_reply_begin(igw_db *db, const char *product_id, const char *device_name,
-                                           igw_str device_token, int64_t code, igw_str msg, igw_str response);
+enum {
+    IGW_RESULTS_STORED,  /* the reply is durable, in the same transaction as its command's result */
+    IGW_RESULTS_NOTHING, /* it settles no pending command (logged): store it as any uplink */
+    IGW_RESULTS_FAILED,  /* the transaction failed (err: igw_db's, SQLSTATE first when the server refused) */
+};
+typedef void (*igw_results_reply_cb)(void *arg, int status, const char *err);
 
-/* The reply is durable: its result goes out (now, or when the lookup
- * answers). r may be NULL. Ends r. */
-void igw_results_reply_stored(igw_results_reply *r);
-
-/* The reply was not stored: no result. r may be NULL. Ends r. */
-void igw_results_reply_cancel(igw_results_reply *r);
+/* Settles the command a device reply answers: looks it up, then stores the
+ * reply and the command's result in one statement and one commit (one
+ * commit less between the device and the application's push than storing
+ * the reply first). cb is called once. 0, or -1 when nothing was started
+ * (out of memory; cb is not called). */
+int igw_results_reply(igw_db *db, const igw_results_reply_in *in, igw_results_reply_cb cb, void *arg);
 
 /* Settles up to IGW_RESULTS_PASS_MAX commands whose deadline passed without
  * a reply (a failure result each). done(arg, n) is called once every result

@@ -190,6 +190,17 @@ jq -e '[.data.list[].event | select(.msgToken == "c8")][0] | .code == 100504 and
        and (.data.reason | length) > 0 and (.data | has("state") | not)' "$TMP/r" >/dev/null || fail "$CASE: $(cat "$TMP/r")"; ok
 CASE="exactly one result per command"
 [ "$(psql_q "SELECT count(*) FROM events WHERE msg_token IN ('c1','c2','c8')")" = 3 ] || fail "$CASE"; ok
+# A reply that settles a command is stored in its result's transaction, one
+# that settles nothing as any uplink: each exactly once, with its body.
+CASE="each reply stored once"
+[ "$(psql_q "SELECT count(*) FILTER (WHERE msg_token = '$T1' AND method = 'actionReply' AND handle = 'thing'
+                                     AND msg_type = 'action' AND body->'response' = '{\"ok\":true}')
+             || '/' || count(*) FILTER (WHERE msg_token = '$T2' AND method = 'controlReply' AND msg_type = 'property')
+             || '/' || count(*) FILTER (WHERE msg_token = 'nosuchtoken')
+             FROM device_messages")" = 1/1/1 ] || fail "$CASE"; ok
+CASE="replied commands settled"
+[ "$(psql_q "SELECT string_agg(outcome, ',' ORDER BY outcome) FROM device_commands WHERE device_token IN ('$T1', '$T2')")" = replied,replied ] ||
+    fail "$CASE"; ok
 CASE="repeated pulls are byte-identical"; pull; cmp -s <(jq -c .data "$TMP/r") <(jq -c .data "$TMP/pull1") || fail "$CASE"; ok
 curl -s -o "$TMP/raw1" -X POST -H "authorization: Bearer $TOKEN" -H 'content-type: application/json' -d "{\"endpointId\":\"$EP\",\"limit\":32}" "$BASE/events"
 curl -s -o "$TMP/raw2" -X POST -H "authorization: Bearer $TOKEN" -H 'content-type: application/json' -d "{\"endpointId\":\"$EP\",\"limit\":32}" "$BASE/events"

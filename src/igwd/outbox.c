@@ -478,8 +478,10 @@ static void on_result_row(void *arg, const PGresult *res, int row, const char *e
     igw_outbox_result r = {.status = IGW_OUTBOX_OK};
     if (!res)
         fail(&r, err ? err : "no result");
-    else
+    else {
+        r.committed = true;
         done_emit_result(c, &r, res, row);
+    }
     c->cb(c->arg, &r);
     free(c);
 }

@@ -119,6 +119,7 @@ typedef struct igw_outbox_command {
 typedef struct igw_outbox_result {
     igw_outbox_status status;
     const char *err; /* IGW_OUTBOX_ERROR: for logs, never for clients */
+    bool committed;  /* the statement ran and committed (an ERROR can still say it found the rows inconsistent) */
 
     /* emit (OK, DUPLICATE) and replay (SAME, NEW): the delivery carrying the
      * event now; event_id, watermark and expires_at_ms are set for emit OK

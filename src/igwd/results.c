@@ -46,6 +46,7 @@ static const igw_db_stmt stmt_overdue = {
 /* An overdue pass: done once its last emit has answered. */
 typedef struct pass {
     int left, n;
+    int stored; /* results of this pass that committed: progress */
     void (*done)(void *arg, int n);
     void *arg;
 } pass;
@@ -53,7 +54,7 @@ typedef struct pass {
 static void pass_release(pass *p)
 {
     if (p && --p->left == 0) {
-        p->done(p->arg, p->n);
+        p->done(p->arg, p->stored ? p->n : 0); /* no progress: no reason to go on at once */
         free(p);
     }
 }
@@ -99,9 +100,11 @@ static void on_emitted(void *arg, const igw_outbox_result *r)
         fprintf(stderr, "igwd: results: result of %s dropped: its endpoint expired\n", em->token);
     else if (r->status != IGW_OUTBOX_OK && r->status != IGW_OUTBOX_DUPLICATE) /* still unsettled: the overdue pass retries */
         fprintf(stderr, "igwd: results: result of %s not stored: %s\n", em->token, r->err ? r->err : "refused");
-    if (em->cb) /* anything but ERROR committed, the reply with it */
-        em->cb(em->cb_arg, r->status == IGW_OUTBOX_ERROR ? IGW_RESULTS_FAILED : IGW_RESULTS_STORED,
-               r->status == IGW_OUTBOX_ERROR ? (r->err ? r->err : "no result") : NULL);
+    if (em->cb) /* a statement that committed stored the reply with it */
+        em->cb(em->cb_arg, r->committed ? IGW_RESULTS_STORED : IGW_RESULTS_FAILED,
+               r->committed ? NULL : (r->err ? r->err : "no result"));
+    if (em->pass && r->committed)
+        em->pass->stored++;
     pass_release(em->pass);
     free(em);
 }
@@ -181,14 +184,18 @@ static int emit(const outcome *o, const char *const cmd[4], const char *const ke
 static void on_found(void *arg, const PGresult *res, int row, const char *err)
 {
     outcome *o = arg;
-    if (!res)
+    if (!res) { /* the device is told, and sends its reply again */
         fprintf(stderr, "igwd: results: lookup failed (%s): %s\n", o->log, err);
-    else if (PQgetisnull(res, row, 0))
+        o->cb(o->cb_arg, IGW_RESULTS_FAILED, err ? err : "no result");
+        outcome_free(o);
+        return;
+    }
+    if (PQgetisnull(res, row, 0))
         fprintf(stderr, "igwd: results: reply %s matches no pending command\n", o->log);
     else if (!PQgetisnull(res, row, 4))
         fprintf(stderr, "igwd: results: reply %s comes after its command was settled (%s)\n", o->log,
                 PQgetvalue(res, row, 4));
-    else {
+    else { /* pending: stored with its result */
         const char *cmd[4] = {PQgetvalue(res, row, 0), PQgetvalue(res, row, 1), PQgetvalue(res, row, 2),
                               PQgetvalue(res, row, 3)};
         if (emit(o, cmd, (const char *const *)o->key) != 0)

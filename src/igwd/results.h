@@ -32,7 +32,8 @@ typedef struct igw_results_reply_in {
 enum {
     IGW_RESULTS_STORED,  /* the reply is durable, in the same transaction as its command's result */
     IGW_RESULTS_NOTHING, /* it settles no pending command (logged): store it as any uplink */
-    IGW_RESULTS_FAILED,  /* the transaction failed (err: igw_db's, SQLSTATE first when the server refused) */
+    IGW_RESULTS_FAILED,  /* the lookup or the transaction failed (err: igw_db's, SQLSTATE first when the server
+                          * refused): nothing stored, the device should send it again */
 };
 typedef void (*igw_results_reply_cb)(void *arg, int status, const char *err);
 
@@ -40,7 +41,7 @@ typedef void (*igw_results_reply_cb)(void *arg, int status, const char *err);
  * reply and the command's result in one statement and one commit (one
  * commit less between the device and the application's push than storing
  * the reply first). cb is called once. 0, or -1 when nothing was started
- * (out of memory; cb is not called). */
+ * (out of memory, or the database's queue is full; cb is not called). */
 int igw_results_reply(igw_db *db, const igw_results_reply_in *in, igw_results_reply_cb cb, void *arg);
 
 /* Settles up to IGW_RESULTS_PASS_MAX commands whose deadline passed without

@@ -18,8 +18,11 @@
  * With -w PATH (a WebSocket on the same host, opened with the same -H
  * headers before the clock starts) a request is done when a text frame
  * carries "msgToken":"...<seq>" (its sequence number as the token's last
- * digits: the push of its result); latency runs to that frame, and the
- * requests whose frame has not come 10 s after the last send are errors.
+ * digits: the push of its result, so the body's token must end in {seq}
+ * after a non-digit); latency runs to that frame, and the requests whose
+ * frame has not come 10 s after the last send are errors. Limits, enough
+ * for igwd: answers need a Content-Length (chunked ones count as errors),
+ * fragmented WebSocket messages are not reassembled.
  * One JSON line on stdout:
  *   {"sent":n,"ok":n,"errors":n,"per_s":n,"p50_ms":n,"p90_ms":n,
  *    "p99_ms":n,"max_ms":n,"cpu_s":n}
@@ -241,10 +244,13 @@ static int on_readable(conn *c)
     if (!end)
         return c->rlen >= RBUF - 1 ? -1 : 0;
     size_t head = (size_t)(end - c->rbuf) + 4, clen = 0;
-    for (char *l = strstr(c->rbuf, "\r\n"); l && l < end; l = strstr(l + 2, "\r\n"))
+    for (char *l = strstr(c->rbuf, "\r\n"); l && l < end; l = strstr(l + 2, "\r\n")) {
         if (!strncasecmp(l + 2, "content-length:", 15))
             clen = strtoull(l + 17, NULL, 10);
-    if (head + clen > RBUF - 1)
+        else if (!strncasecmp(l + 2, "transfer-encoding:", 18))
+            return -1; /* chunked answers are not read: the connection is dropped, the request an error */
+    }
+    if (clen > RBUF - 1 - head)
         return -1;
     if (c->rlen < head + clen)
         return 0;
@@ -499,13 +505,13 @@ int main(int argc, char **argv)
         }
     }
     double elapsed = (double)(now_ns() - start) / 1e9;
+    getrusage(RUSAGE_SELF, &ru1);
+    for (int k = npool - 1; k >= 0; k--)
+        close_conn(pool[k]); /* unanswered: errors (and no longer waited for) */
     if (opt.ws_path) {
         nerr += ws.waiting; /* accepted, never pushed */
         elapsed = opt.seconds;
     }
-    getrusage(RUSAGE_SELF, &ru1);
-    for (int k = npool - 1; k >= 0; k--)
-        close_conn(pool[k]);
     double cpu = (double)(ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec + ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) +
                  (double)(ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec + ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec) /
                      1e6;

@@ -14,7 +14,7 @@
 # Own PostgreSQL, Redis and Mosquitto; demo tenant; everything torn down.
 # The last line is
 #   RESULT accept_p99_ms=<n> accepted_per_s=<n> push_p99_ms=<n> pull_ack_per_s=<n>
-# Settings: RATE (1000), BENCH_SECONDS (5), CONNS (32), ROUNDS (3), IGWD_THREADS (2), WAIT_S (12).
+# Settings: RATE (1000), BENCH_SECONDS (5), CONNS (32), ROUNDS (3), IGWD_THREADS (2).
 # accept_p99_ms and push_p99_ms are the medians of the rounds' p99s.
 set -euo pipefail
 IGWD=$(realpath "${1:?usage: bench_app.sh IGWD LOADGEN DEVICE}")
@@ -122,7 +122,10 @@ awk -v a="$ACC_P99" -v f="$FLOOR_P99" -v b="$(J .p99_ms "$bare_rate")" \
 # results over the next seconds; push is measured after that storm, on its
 # own, with the device connected: ROUNDS rounds of 2000 commands at 500/s,
 # each on a new endpoint.
-sleep "${WAIT_S:-12}"
+for _ in $(seq 600); do # until every command of the throughput phase has its result (60 s at most)
+    [ "$(psql "$IGW_PG_DSN" -tAc 'SELECT count(*) FROM device_commands WHERE outcome IS NULL')" = 0 ] && break
+    sleep 0.1
+done
 mkfifo "$TMP/dev.in"
 "$DEVICE" -p "$IGW_MQTT_PORT" -t "$(dev productID)" -n "$(dev deviceName)" -u "$(dev username)" -P "$(dev password)" \
     <"$TMP/dev.in" >"$TMP/dev.out" 2>&1 &

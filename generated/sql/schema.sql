@@ -181,6 +181,7 @@ CREATE TABLE endpoints (
     CONSTRAINT endpoints_expires_at_ms_check CHECK (expires_at_ms BETWEEN 0 AND 9007199254740991)
 );
 CREATE INDEX endpoints_enterprise_id_user_id_idx ON endpoints (enterprise_id, user_id);
+CREATE INDEX endpoints_expires_at_ms_idx ON endpoints (expires_at_ms);
 
 -- Command acceptances: idempotency by (enterprise, endpoint, msgToken).
 CREATE TABLE commands (
@@ -363,6 +364,7 @@ CREATE TABLE deliveries (
 CREATE INDEX deliveries_endpoint_id_session_id_watermark_delivery_id_idx ON deliveries (endpoint_id, session_id, watermark, delivery_id) WHERE acked_at IS NULL;
 CREATE INDEX deliveries_endpoint_id_idx ON deliveries (endpoint_id);
 CREATE INDEX deliveries_event_id_idx ON deliveries (event_id);
+CREATE INDEX deliveries_expires_at_ms_idx ON deliveries (expires_at_ms);
 
 -- Vision consents.
 CREATE TABLE consents (

@@ -191,8 +191,10 @@ static const igw_db_stmt st_replay = {
 /* $1 now_ms, $2 retention_ms, $3 batch. Marking spares the rows being
  * deleted (one statement must not modify a row twice); an event goes with
  * its last delivery, an endpoint once it has no delivery left, and the
- * commands with their endpoint. The foreign keys are checked at the end of
- * the statement, after every sub-statement. */
+ * commands and device commands with their endpoint. The foreign keys are
+ * checked at the end of the statement, after every sub-statement. Each step
+ * reads an index (expires_at_ms, the keys' (enterprise, endpoint) prefix):
+ * no scan of the tables' history. */
 static const igw_db_stmt st_sweep = {
     "igw_outbox_sweep",
     "WITH c AS (SELECT $1::bigint AS now_ms, $1::bigint - $2::bigint AS cut, $3::int AS lim), "
@@ -212,8 +214,11 @@ static const igw_db_stmt st_sweep = {
     "          (SELECT x.endpoint_id FROM endpoints x, c WHERE x.expires_at_ms <= c.cut LIMIT $3::int) "
     "          AND NOT EXISTS (SELECT 1 FROM deliveries x WHERE x.endpoint_id = p.endpoint_id "
     "                            AND x.delivery_id NOT IN (SELECT delivery_id FROM dd)) "
-    "        RETURNING p.endpoint_id), "
-    "dc AS (DELETE FROM commands k WHERE k.endpoint_id IN (SELECT endpoint_id FROM dep) RETURNING 1) "
+    "        RETURNING p.enterprise_id, p.endpoint_id), "
+    "dc AS (DELETE FROM commands k WHERE (k.enterprise_id, k.endpoint_id) IN (SELECT enterprise_id, endpoint_id FROM dep) "
+    "       RETURNING 1), "
+    "ddc AS (DELETE FROM device_commands k "
+    "        WHERE (k.enterprise_id, k.endpoint_id) IN (SELECT enterprise_id, endpoint_id FROM dep)) "
     "SELECT (SELECT count(*) FROM mark), (SELECT count(*) FROM dd), (SELECT count(*) FROM de), "
     "       (SELECT count(*) FROM dep), (SELECT count(*) FROM dc), c.lim FROM c",
     3};

@@ -887,6 +887,11 @@ int main(int argc, char **argv)
                          (long long)(N - 2 * hour)));
         CHECK(admin_exec("UPDATE deliveries SET expires_at_ms = %lld WHERE delivery_id IN ('%s', 'dev_delivery')",
                          (long long)(N - 2 * hour), r11.id));
+        /* epOld's device command goes with it; epA's stays */
+        CHECK(admin_exec("INSERT INTO device_commands (product_id, device_name, device_token, enterprise_id, "
+                         "endpoint_id, msg_token, method, deadline_ms, outcome) VALUES "
+                         "('p1', 'd1', 'sweep-old', 1, 'epOld', 'old1', 'device.action', 1, 'timeout'), "
+                         "('p1', 'd1', 'sweep-live', 1, 'epA', 't1', 'device.action', 1, 'timeout')"));
         /* within retention: epX's delivery (to be marked expired), dExp, r10 */
         CHECK(admin_exec("INSERT INTO deliveries (delivery_id, event_id, endpoint_id, watermark, state, expires_at_ms) "
                          "VALUES ('x_pending', %lld, 'epX', 1, 'pending', %lld)",
@@ -911,6 +916,8 @@ int main(int argc, char **argv)
         CHECK(admin_ll("SELECT count(*) FROM events WHERE event_id = %lld", (long long)e1.event_id) == 1);
         CHECK(admin_ll("SELECT count(*) FROM endpoints WHERE endpoint_id IN ('epOld', 'epX')") == 1);
         CHECK(admin_ll("SELECT count(*) FROM commands WHERE endpoint_id = 'epOld'") == 0);
+        CHECK(admin_ll("SELECT count(*) FROM device_commands WHERE device_token = 'sweep-live'") == 1 &&
+              admin_ll("SELECT count(*) FROM device_commands WHERE device_token = 'sweep-old'") == 0);
         CHECK(admin_ll("SELECT count(*) FROM deliveries WHERE expires_at_ms > %lld", (long long)N) == live0);
         g = g_sweep(N, R); /* nothing left to do */
         CHECK(g.r.status == IGW_OUTBOX_OK && g.r.marked_expired == 0 && g.r.deliveries_deleted == 0 &&

@@ -68,19 +68,22 @@ static const igw_db_stmt st_emit = {
  * NULL would let the planner drive the update from the partial index of
  * waiting commands, estimated near empty whenever analyzed idle, and walk
  * all of them per row). Event ids are drawn first so each delivery knows
- * its event. */
+ * its event (and its watermark: the same number); the notifications are
+ * built from those rows (dl inserts every one or the statement fails, and
+ * a failed transaction notifies nobody). The body is parsed once. */
 static const igw_db_stmt st_emit_result = {
     "igw_outbox_emit_result",
     "WITH t AS (SELECT " NOW_MS " AS now_ms), "
-    "i AS MATERIALIZED (SELECT u.*, p.endpoint_id IS NOT NULL AS known, p.expires_at_ms > t.now_ms AS live, "
+    "i AS MATERIALIZED (SELECT u.*, b.j, p.endpoint_id IS NOT NULL AS known, p.expires_at_ms > t.now_ms AS live, "
     "      p.expires_at_ms AS exp, "
-    "      jsonb_typeof(u.body::jsonb) = 'object' AND u.body::jsonb->>'msgToken' IS NOT DISTINCT FROM u.token "
-    "        AND u.body::jsonb->'sessionId' IS NULL AND u.body::jsonb->'eventSeq' IS NULL AS ok, "
+    "      jsonb_typeof(b.j) = 'object' AND b.j->>'msgToken' IS NOT DISTINCT FROM u.token "
+    "        AND b.j->'sessionId' IS NULL AND b.j->'eventSeq' IS NULL AS ok, "
     "      EXISTS (SELECT 1 FROM deliveries d WHERE d.delivery_id = u.did) AS dup, "
     "      u.ord = min(u.ord) OVER (PARTITION BY u.did) AS first "
     "    FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], "
     "                $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[]) "
     "         WITH ORDINALITY AS u(ep, token, body, did, pid, dn, dtoken, outcome, rh, rt, rm, rtok, rbody, ord) "
+    "    CROSS JOIN LATERAL (SELECT u.body::jsonb AS j) b "
     "    CROSS JOIN t LEFT JOIN endpoints p ON p.endpoint_id = u.ep), "
     "dm AS (INSERT INTO device_messages (product_id, device_name, handle, msg_type, method, msg_token, body) "
     "       SELECT i.pid, i.dn, i.rh, i.rt, i.rm, i.rtok, i.rbody::jsonb FROM i WHERE i.rbody IS NOT NULL "
@@ -88,13 +91,13 @@ static const igw_db_stmt st_emit_result = {
     "go AS MATERIALIZED (SELECT i.*, nextval(pg_get_serial_sequence('events', 'event_id')) AS event_id "
     "    FROM i WHERE i.live AND i.ok AND NOT i.dup AND i.first), "
     "ev AS (INSERT INTO events (event_id, session_id, msg_token, event_seq, body, body_text) OVERRIDING SYSTEM VALUE "
-    "       SELECT go.event_id, NULL, go.token, NULL, go.body::jsonb, go.body FROM go RETURNING event_id), "
+    "       SELECT go.event_id, NULL, go.token, NULL, go.j, go.body FROM go RETURNING event_id), "
     "dl AS (INSERT INTO deliveries (delivery_id, event_id, endpoint_id, session_id, watermark, state, expires_at_ms) "
     "       SELECT go.did, go.event_id, go.ep, '', go.event_id, '" ST_PENDING "', go.exp FROM go "
     "       RETURNING delivery_id, endpoint_id, watermark), "
     "ntf AS (SELECT pg_notify('" IGW_OUTBOX_CHANNEL "', CASE WHEN octet_length(go.body) <= " NOTIFY_BODY_MAX " "
-    "        THEN dl.endpoint_id || E'\\n' || dl.watermark || E'\\n' || dl.delivery_id || E'\\n' || go.body "
-    "        ELSE dl.endpoint_id END) FROM dl JOIN go ON go.did = dl.delivery_id), "
+    "        THEN go.ep || E'\\n' || go.event_id || E'\\n' || go.did || E'\\n' || go.body "
+    "        ELSE go.ep END) FROM go), "
     "st AS (UPDATE device_commands c SET outcome = COALESCE(c.outcome, s.outcome) "
     "       FROM (SELECT DISTINCT ON (i.pid, i.dn, i.dtoken) i.pid, i.dn, i.dtoken, "
     "                    CASE WHEN i.live AND i.ok THEN i.outcome WHEN i.live IS NOT TRUE THEN 'expired' END AS outcome "

@@ -824,8 +824,8 @@ static void on_batch(void *arg, const PGresult *res, const char *err)
         res = NULL;
         err = "batched statement answered a different number of rows";
     }
-    bool value = !res && err && (!strncmp(err, "22", 2) || !strncmp(err, "23", 2));
-    bool race = !res && err && !strncmp(err, "40", 2);
+    bool value = !res && igw_db_value_error(err);
+    bool race = !res && igw_db_lost_race(err);
     if (!db->closing && ((value && n > 1) || (race && rows->retries < IGW_DB_BATCH_RETRIES))) {
         for (brow *r = rows; r; r = r->next) {
             r->solo = r->solo || value;
@@ -1040,6 +1040,16 @@ void igw_db_destroy(igw_db *db)
     free(db->dsn);
     free(db->listen_sql);
     free(db);
+}
+
+bool igw_db_value_error(const char *err)
+{
+    return err && (!strncmp(err, "22", 2) || !strncmp(err, "23", 2));
+}
+
+bool igw_db_lost_race(const char *err)
+{
+    return err && !strncmp(err, "40", 2);
 }
 
 bool igw_db_not_sent(const char *err)

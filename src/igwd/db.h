@@ -126,6 +126,14 @@ bool igw_db_outcome_unknown(const char *err);
 /* err says the query never reached the server. */
 bool igw_db_not_sent(const char *err);
 
+/* err is the server refusing a value (SQLSTATE class 22 data exception or
+ * 23 integrity constraint): that row fails again however often it is sent. */
+bool igw_db_value_error(const char *err);
+
+/* err is a lost deadlock or serialization race (SQLSTATE class 40): the
+ * same statement may well succeed when sent again. */
+bool igw_db_lost_race(const char *err);
+
 /* Makes every session of db LISTEN on `channel` ([a-z_]{1,63}) as part of
  * its setup; cb gets each notification (channel, payload) on the loop
  * thread, and (NULL, NULL) whenever a session became ready, since

@@ -374,8 +374,8 @@ static void on_batch(void *arg, const PGresult *res, const char *err)
     job *jobs = b->jobs;
     e->busy[b->slot] = false;
     free(b);
-    bool value = !res && err && (!strncmp(err, "22", 2) || !strncmp(err, "23", 2));
-    bool race = !res && err && !strncmp(err, "40", 2);
+    bool value = !res && igw_db_value_error(err);
+    bool race = !res && igw_db_lost_race(err);
     if (!e->closing && ((value && jobs->next) || (race && jobs->retries < RETRIES_MAX))) {
         for (job *j = jobs; j; j = j->next) {
             j->solo = j->solo || value;
@@ -499,7 +499,7 @@ static void on_settled(void *arg, int status, const char *err)
         finish(j, IGW_ERR_OK, NULL, NULL, NULL, 0);
     else if (status == IGW_RESULTS_NOTHING)
         enqueue(j); /* stored as any uplink */
-    else if (err && (!strncmp(err, "22", 2) || !strncmp(err, "23", 2)))
+    else if (igw_db_value_error(err))
         enqueue(j); /* a value the result's statement refused: the reply alone, as any uplink */
     else if (igw_db_not_sent(err)) /* nothing written: the device may simply retry */
         finish(j, IGW_ERR_UNAVAILABLE, "busy, retry later", "", NULL, 0);

@@ -183,8 +183,9 @@ typedef struct igw_outbox_result_event {
  * the endpoint is unknown or expired; untouched otherwise (BAD_EVENT,
  * ERROR). Results emitted together (one loop turn, or while the previous
  * batch commits) share one statement and one commit (igw_db_exec_row); a
- * repeated delivery_id in one batch is a DUPLICATE of its first. Unless
- * ERROR, the device's reply (ev->reply_*) is stored too. */
+ * repeated delivery_id in one batch is a DUPLICATE of its first. Whenever
+ * the statement commits (r->committed), the device's reply (ev->reply_*) is
+ * stored too. */
 int igw_outbox_emit_result(igw_db *db, const igw_outbox_result_event *ev, igw_outbox_cb cb, void *arg);
 
 /* Up to limit (1..32) deliverable deliveries of the endpoint, ordered by

@@ -69,7 +69,9 @@ typedef struct outcome {
     size_t response_len;
     char *key[3]; /* a device reply: product_id, device_name, device_token */
     char log[160];
-    char *reply[5]; /* a device reply as device_messages stores it: handle, type, method, msgToken, body */
+    /* A device reply as device_messages stores it (its msgToken is key[2]);
+     * reply_body NULL: none (a deadline's result). */
+    char *reply_handle, *reply_type, *reply_method, *reply_body;
     igw_results_reply_cb cb;
     void *cb_arg;
 } outcome;
@@ -80,8 +82,10 @@ static void outcome_free(outcome *o)
     free(o->response);
     for (int i = 0; i < 3; i++)
         free(o->key[i]);
-    for (int i = 0; i < 5; i++)
-        free(o->reply[i]);
+    free(o->reply_handle);
+    free(o->reply_type);
+    free(o->reply_method);
+    free(o->reply_body);
     free(o);
 }
 
@@ -166,9 +170,9 @@ static int emit(const outcome *o, const char *const cmd[4], const char *const ke
                                       .delivery_id = id, .product_id = key[0], .device_name = key[1],
                                       .device_token = key[2],
                                       .outcome = o->cls == IGW_ERR_UNKNOWN_OUTCOME ? "timeout" : "replied",
-                                      .reply_handle = o->reply[0], .reply_type = o->reply[1],
-                                      .reply_method = o->reply[2], .reply_token = o->reply[3],
-                                      .reply_body = o->reply[4]};
+                                      .reply_handle = o->reply_handle, .reply_type = o->reply_type,
+                                      .reply_method = o->reply_method,
+                                      .reply_token = o->reply_body ? key[2] : NULL, .reply_body = o->reply_body};
         ok = igw_outbox_emit_result(o->db, &oe, on_emitted, em) == 0;
         if (!ok && o->pass)
             o->pass->left--; /* never zero here: on_overdue holds one */
@@ -240,10 +244,9 @@ int igw_results_reply(igw_db *db, const igw_results_reply_in *in, igw_results_re
         return -1;
     outcome *o = calloc(1, sizeof *o);
     if (!o || !(o->key[0] = strdup(in->product_id)) || !(o->key[1] = strdup(in->device_name)) ||
-        !(o->key[2] = dupn(in->device_token.ptr, in->device_token.len)) || !(o->reply[0] = strdup(in->handle)) ||
-        !(o->reply[1] = strdup(in->type)) || !(o->reply[2] = dupn(in->method.ptr, in->method.len)) ||
-        !(o->reply[3] = dupn(in->device_token.ptr, in->device_token.len)) ||
-        !(o->reply[4] = dupn(in->body, in->body_len)))
+        !(o->key[2] = dupn(in->device_token.ptr, in->device_token.len)) ||
+        !(o->reply_handle = strdup(in->handle)) || !(o->reply_type = strdup(in->type)) ||
+        !(o->reply_method = dupn(in->method.ptr, in->method.len)) || !(o->reply_body = dupn(in->body, in->body_len)))
         goto fail;
     o->db = db;
     o->cb = cb;

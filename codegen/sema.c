@@ -824,6 +824,15 @@ static void check_machine(igw_schema *s, igw_machine *m)
 
 /* ---- tables ---- */
 
+/* t's column called name, or NULL. */
+static const igw_column *table_column(const igw_table *t, const char *name)
+{
+    FOR(t->columns, igw_column, c)
+        if (strcmp(c->name, name) == 0)
+            return c;
+    return NULL;
+}
+
 static void check_table(igw_schema *s, igw_table *t)
 {
     bool has_pk = false;
@@ -888,19 +897,11 @@ static void check_table(igw_schema *s, igw_table *t)
     }
     FOR(t->indexes, igw_index, ix) {
         has_pk |= ix->primary;
-        FOR(ix->columns, const char, name) {
-            bool found = false;
-            FOR(t->columns, igw_column, c)
-                if (strcmp(c->name, name) == 0)
-                    found = true;
-            if (!found)
+        FOR(ix->columns, const char, name)
+            if (!table_column(t, name))
                 igw_diag_error(ix->loc, "unknown column '%s' in %s", name, t->name);
-        }
         if (ix->where) {
-            const igw_column *w = NULL;
-            FOR(t->columns, igw_column, c)
-                if (strcmp(c->name, ix->where) == 0)
-                    w = c;
+            const igw_column *w = table_column(t, ix->where);
             if (!w)
                 igw_diag_error(ix->loc, "unknown column '%s' in %s", ix->where, t->name);
             else if (!w->nullable)
@@ -931,11 +932,7 @@ static void check_references(igw_schema *s, igw_table *t)
         }
         if (ri >= ti)
             igw_diag_error(c->loc, "table '%s' must be declared before '%s' references it", rt->name, t->name);
-        bool found = false;
-        FOR(rt->columns, igw_column, rc)
-            if (strcmp(rc->name, c->ref_column) == 0)
-                found = true;
-        if (!found)
+        if (!table_column(rt, c->ref_column))
             igw_diag_error(c->loc, "table '%s' has no column '%s'", rt->name, c->ref_column);
     }
 }

@@ -16,8 +16,7 @@
 #include <string.h>
 
 #include "api.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "fuzz.h"
 
 static void encode(const igw_route_def *r, const void *body, igw_jw *w)
 {

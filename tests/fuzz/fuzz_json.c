@@ -21,18 +21,11 @@
 #include <string.h>
 
 #include "arena.h"
+#include "fuzz.h"
 #include "json.h"
 #include "jw.h"
 
 #define DEPTH IGW_JSON_MAX_DEPTH
-
-#define REQUIRE(c)                                                                     \
-    do {                                                                               \
-        if (!(c)) {                                                                    \
-            fprintf(stderr, "%s:%d: invariant broken: %s\n", __FILE__, __LINE__, #c);   \
-            abort();                                                                   \
-        }                                                                              \
-    } while (0)
 
 static igw_arena arena;
 

@@ -31,18 +31,9 @@
 #include <string.h>
 
 #include "filename.h"
+#include "fuzz.h"
 #include "multipart.h"
 #include "signedurl.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define REQUIRE(c)                                                                     \
-    do {                                                                               \
-        if (!(c)) {                                                                    \
-            fprintf(stderr, "%s:%d: invariant broken: %s\n", __FILE__, __LINE__, #c);   \
-            abort();                                                                   \
-        }                                                                              \
-    } while (0)
 
 typedef struct run {
     uint64_t hash;

@@ -21,17 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz.h"
 #include "sdp.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define REQUIRE(c)                                                                     \
-    do {                                                                               \
-        if (!(c)) {                                                                    \
-            fprintf(stderr, "%s:%d: invariant broken: %s\n", __FILE__, __LINE__, #c);   \
-            abort();                                                                   \
-        }                                                                              \
-    } while (0)
 
 #define WCAP (1u << 20) /* far above what IGW_SDP_MAX_* allow to be written */
 

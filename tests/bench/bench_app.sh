@@ -91,7 +91,8 @@ median() { printf '%s\n' "$@" | sort -g | awk '{a[NR] = $1} END {print a[int((NR
 # Acceptance: device.propertyControl commands, durable, each with its own
 # msgToken; ROUNDS rounds, each right after a floor round (this machine's
 # disk latency moves from minute to minute: compare within a round).
-EP=$(curl -sf -X POST -H "Authorization: Bearer $TOKEN" "$BASE/endpoints/register" | jq -r .data.endpointId)
+register() { curl -sf -X POST -H "Authorization: Bearer $TOKEN" "$BASE/endpoints/register" | jq -r .data.endpointId; }
+EP=$(register)
 dev() { jq -r ".device.$1" "$IGW_VAR/demo.json"; }
 cmd() {
     "$LOADGEN" -u "$BASE/commands" -H "Authorization: Bearer $TOKEN" -H "Content-Type: application/json" -e '"accepted":true' \
@@ -136,7 +137,7 @@ grep -q ready "$TMP/dev.out" || { echo "bench_app: the device did not subscribe"
 EP_ACC=$EP
 push_p99=()
 for r in $(seq "$ROUNDS"); do
-    EP=$(curl -sf -X POST -H "Authorization: Bearer $TOKEN" "$BASE/endpoints/register" | jq -r .data.endpointId)
+    EP=$(register)
     push=$(cmd "p$r" -r 500 -s 4 -c 8 -w "/api/v1/im/interaction/events/ws/$EP")
     line "round $r: command -> device -> result pushed" "$push"
     push_p99+=("$(J .p99_ms "$push")")

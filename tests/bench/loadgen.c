@@ -169,15 +169,22 @@ static void build(conn *c, uint64_t seq)
     c->wdone = 0;
 }
 
-static conn *open_conn(void)
+/* A connected TCP socket to -u's host, without Nagle; dies when it cannot. */
+static int dial(void)
 {
-    if (npool == MAX_CONNS || npool >= opt.conns)
-        return NULL;
     int fd = socket(opt.addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
     if (fd < 0 || connect(fd, (struct sockaddr *)&opt.addr, opt.addrlen) != 0)
         die("cannot connect");
     if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) != 0)
         die("TCP_NODELAY");
+    return fd;
+}
+
+static conn *open_conn(void)
+{
+    if (npool == MAX_CONNS || npool >= opt.conns)
+        return NULL;
+    int fd = dial();
     conn *c = calloc(1, sizeof *c);
     if (!c)
         die("out of memory");
@@ -280,10 +287,7 @@ static void close_conn(conn *c)
 /* Opens the WebSocket -w names, with the -H headers; dies on refusal. */
 static void ws_open(void)
 {
-    int fd = socket(opt.addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
-    if (fd < 0 || connect(fd, (struct sockaddr *)&opt.addr, opt.addrlen) != 0 ||
-        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) != 0)
-        die("cannot connect the WebSocket");
+    int fd = dial();
     char req[4096];
     int n = snprintf(req, sizeof req,
                      "GET %s HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"

@@ -37,7 +37,7 @@ DEB_PACKAGES := re2c clang libclang-rt-14-dev libssl-dev libsimdjson-dev libjans
                 libgstreamer-plugins-bad1.0-dev gstreamer1.0-nice gstreamer1.0-plugins-base \
                 gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-plugins-ugly chromium nftables
 
-.PHONY: test-media-unit test-media bench-media bench-srtp all deps run stop generate services-up services-down test-ops test-edge test-mqtt test-db test-upload test-redis test-app test-outbox test-ws test-devauth test-jwt test-thingmodel test-igwd test-mqttauth check-gen test test-unit test-codegen test-conformance test-json \
+.PHONY: test-media-unit test-media bench-media bench-srtp all deps run stop generate services-up services-down test-ops test-edge test-mqtt test-db test-upload test-redis test-app test-outbox test-pending test-ws test-devauth test-jwt test-thingmodel test-igwd test-mqttauth check-gen test test-unit test-codegen test-conformance test-json \
         test-sql test-openapi fuzz-smoke fuzz bench-decode bench-edge bench-app clean deps
 all: $(BUILD)/igw-gen $(BUILD)/igwctl $(BUILD)/igwd $(BUILD)/igw-mqtt-auth.so $(BUILD)/igw-vcam
 
@@ -189,6 +189,14 @@ $(T)/db_test: tests/igwd/db_test.c tests/igwd/check.h src/igwd/db.c src/igwd/db.
 test-db: $(T)/db_test
 	tests/igwd/db_test.sh $(T)/db_test
 
+$(T)/pending_test: tests/igwd/pending_test.c tests/igwd/check.h src/igwd/pending.c src/igwd/pending.h
+	@mkdir -p $(dir $@)
+	$(CC) $(TFLAGS) -Isrc/igwd -o $@ tests/igwd/pending_test.c src/igwd/pending.c -lpthread
+
+# The map of published device commands (no services).
+test-pending: $(T)/pending_test
+	$(T)/pending_test
+
 $(T)/redis_test: tests/igwd/redis_test.c tests/igwd/check.h src/igwd/redis.c src/igwd/redis.h
 	@mkdir -p $(dir $@)
 	$(CC) $(TFLAGS) -Isrc/igwd $(IGWD_CFLAGS) -o $@ tests/igwd/redis_test.c src/igwd/redis.c $(IGWD_LIBS)
@@ -307,7 +315,7 @@ fuzz: $(T)/conformance-run
 	CLANG=$(CLANG) tests/fuzz/smoke.sh $${FUZZ_SECONDS:-300}
 
 # Every test; non-zero on any failure.
-test: deps all check-gen test-codegen test-json test-conformance test-devauth test-jwt test-thingmodel test-upload test-igwctl test-igwd test-db test-outbox test-ws test-redis test-mqtt test-edge test-app test-sql test-ops test-mqttauth test-openapi test-media-unit test-media fuzz-smoke
+test: deps all check-gen test-codegen test-json test-conformance test-devauth test-jwt test-thingmodel test-upload test-igwctl test-igwd test-pending test-db test-outbox test-ws test-redis test-mqtt test-edge test-app test-sql test-ops test-mqttauth test-openapi test-media-unit test-media fuzz-smoke
 	@echo "make test: all passed"
 
 # ---- benchmark ----------------------------------------------------------------

@@ -99,6 +99,10 @@ static void chores_stop(struct igw_chores *c)
         free(c);
 }
 
+/* Published device commands remembered until their reply (pending.h):
+ * beyond this many live ones, replies are looked up (about 200 bytes each). */
+#define PENDING_MAX 65536
+
 /* Reads a small secret file, trailing newline dropped. 0 or -1 with err. */
 static int read_secret(const char *path, char *out, size_t cap, size_t *len, char *err, size_t errlen)
 {
@@ -171,6 +175,11 @@ int igw_app_init(igw_app *app, const igw_config *cfg, char *err, size_t errlen)
             return -1;
         }
     }
+    if (!(app->pending = igw_pending_create(PENDING_MAX))) {
+        snprintf(err, errlen, "out of memory");
+        igw_app_free(app);
+        return -1;
+    }
     return 0;
 }
 
@@ -228,7 +237,8 @@ static void *worker_start(void *arg, unsigned index, struct st_h2o_evloop_t *loo
             snprintf(err, errlen, "out of memory");
             goto fail;
         }
-        igw_edge_settings es = {.cache_ttl_ms = app->cfg.device_cache_ms, .batch_max = app->cfg.batch_max};
+        igw_edge_settings es = {.cache_ttl_ms = app->cfg.device_cache_ms, .batch_max = app->cfg.batch_max,
+                                .pending = app->pending};
         w->edge = igw_edge_create(loop, w->db, w->ndb, &es);
         if (!w->edge) {
             snprintf(err, errlen, "out of memory");
@@ -396,6 +406,18 @@ static void app_metrics(void *arg, FILE *f)
             (unsigned long long)ms.in, (unsigned long long)ms.out, (unsigned long long)ms.out_failed,
             (unsigned long long)ms.dropped_topic, (unsigned long long)ms.dropped_size,
             (unsigned long long)ms.dropped_retained, m && igw_mqtt_connected(m));
+    igw_pending_stats ps = {0};
+    if (app->pending)
+        igw_pending_stats_get(app->pending, &ps);
+    fprintf(f, "# HELP igw_pending_commands Device commands published by this process, awaiting their reply.\n"
+               "# TYPE igw_pending_commands gauge\nigw_pending_commands %llu\n"
+               "# HELP igw_pending_replies_total Device command replies: found published here (no lookup), "
+               "looked up, not remembered (map full).\n"
+               "# TYPE igw_pending_replies_total counter\n"
+               "igw_pending_replies_total{result=\"hit\"} %llu\nigw_pending_replies_total{result=\"miss\"} %llu\n"
+               "igw_pending_replies_total{result=\"full\"} %llu\n",
+            (unsigned long long)ps.entries, (unsigned long long)ps.hits, (unsigned long long)ps.misses,
+            (unsigned long long)ps.full);
 }
 
 /* Every dependency is judged from the worker's live connections: no
@@ -558,4 +580,6 @@ void igw_app_free(igw_app *app)
     if (app->storage_fd >= 0)
         close(app->storage_fd);
     app->storage_fd = -1;
+    igw_pending_destroy(app->pending);
+    app->pending = NULL;
 }

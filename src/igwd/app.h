@@ -15,6 +15,7 @@
 #include "mqtt.h"
 #include "login.h"
 #include "modelcache.h"
+#include "pending.h"
 #include "push.h"
 #include "redis.h"
 
@@ -29,6 +30,7 @@ typedef struct igw_app {
     unsigned char jwt_key[1024];                /* verifies login tokens */
     size_t jwt_key_len;                         /* 0: no login configured */
     int storage_fd;    /* the storage root, opened once */
+    igw_pending *pending; /* device commands published by this process, until their reply (results.c) */
 } igw_app;
 
 /* One worker's state (igw_http_state). */

@@ -531,7 +531,8 @@ static void enqueue(job *j)
             .product_id = j->pid, .device_name = j->dn, .device_token = j->msg->msgToken, .code = j->msg->code,
             .msg = j->msg->has & IGW_DeviceMessage_msg ? j->msg->msg : (igw_str){NULL, 0},
             .response = j->msg->has & IGW_DeviceMessage_response ? j->msg->response : (igw_str){NULL, 0},
-            .handle = j->handle, .type = j->type, .method = j->msg->method, .body = j->payload, .body_len = j->len};
+            .handle = j->handle, .type = j->type, .method = j->msg->method, .body = j->payload, .body_len = j->len,
+            .pending = e->set.pending};
         if (igw_results_reply(query_db(e), &in, on_settled, j) != 0)
             finish(j, IGW_ERR_UNAVAILABLE, "busy, retry later", "", NULL, 0); /* stored nowhere: sent again */
         return;

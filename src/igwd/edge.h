@@ -19,12 +19,14 @@
 
 #include "db.h"
 #include "json.h"
+#include "pending.h"
 
 typedef struct igw_edge igw_edge;
 
 typedef struct igw_edge_settings {
     unsigned cache_ttl_ms; /* how long a device's secret, binding and model are reused */
     unsigned batch_max;    /* uplinks per group-commit transaction */
+    igw_pending *pending;  /* device commands this process published, for their replies (not owned; may be NULL) */
 } igw_edge_settings;
 
 /* One uplink. Strings are copied by igw_edge_submit. */

@@ -197,7 +197,8 @@ typedef struct cmd {
     char pid[IGW_DEVAUTH_NAME_MAX + 1], dn[IGW_DEVAUTH_NAME_MAX + 1];
     char *msg_token; /* the command's, NUL-terminated */
     char token[40]; /* the downlink's msgToken */
-    char deadline[24];
+    int64_t deadline_ms;
+    char deadline[24]; /* the same, as the write's parameter */
     char *downlink;  /* the MQTT payload */
     size_t downlink_len;
     unsigned retries, stale, rereads;
@@ -285,6 +286,26 @@ static int slow_path(cmd *c)
     return -1;
 }
 
+/* The method's name, as device_commands stores it. */
+static void method_name(const cmd *c, char out[64])
+{
+    const igw_str *me = &igw_CommandMethod_names[c->rq->command.method];
+    snprintf(out, 64, "%.*s", (int)me->len, me->ptr);
+}
+
+/* Tells results.c, through the process's pending map, which command the
+ * device's reply will answer, so it need not read it back. Best effort: a
+ * command not remembered is looked up. */
+static void remember(const cmd *c)
+{
+    char method[64];
+    method_name(c, method);
+    igw_pending_cmd pc = {.product_id = c->pid, .device_name = c->dn, .device_token = c->token,
+                          .endpoint_id = c->endpoint, .msg_token = c->msg_token, .method = method,
+                          .enterprise_id = c->ent, .deadline_ms = c->deadline_ms};
+    (void)igw_pending_put(c->w->app->pending, &pc, igw_wall_ms());
+}
+
 static void on_cmd_write(void *arg, const PGresult *res, int row, const char *err)
 {
     cmd *c = arg;
@@ -314,6 +335,7 @@ static void on_cmd_write(void *arg, const PGresult *res, int row, const char *er
     } else if (PQgetvalue(res, row, 2)[0] == 't') {
         igw_mqtt *m = atomic_load(&c->w->app->mqtt);
         const igw_Command *k = &c->rq->command;
+        remember(c); /* before the publish: the reply may come at once */
         char topic[256];
         snprintf(topic, sizeof topic, "$thing/down/%s/%s/%s",
                  k->method == IGW_CommandMethod_device_action ? "action" : "property", c->pid, c->dn);
@@ -334,9 +356,8 @@ static void on_cmd_write(void *arg, const PGresult *res, int row, const char *er
 
 static int submit_write(cmd *c)
 {
-    const igw_str *me = &igw_CommandMethod_names[c->rq->command.method];
     char method[64];
-    snprintf(method, sizeof method, "%.*s", (int)me->len, me->ptr);
+    method_name(c, method);
     const char *values[13] = {c->endpoint, c->ent,   c->user,  c->msg_token, method, c->fp,  c->canon,
                               c->pid,      c->dn,    c->token, c->deadline,  c->now, c->ver};
     return igw_db_exec_row(c->w->db[0], &stmt_cmd_write, values, on_cmd_write, c);
@@ -396,8 +417,8 @@ static int check_and_build(cmd *c, const igw_thingmodel *model, igw_json *err_j)
     memcpy(c->downlink, jw.buf, jw.len);
     c->downlink_len = jw.len;
     igw_jw_free(&jw);
-    snprintf(c->deadline, sizeof c->deadline, "%lld",
-             (long long)(igw_wall_ms() + (int64_t)c->w->app->cfg.command_timeout_ms));
+    c->deadline_ms = igw_wall_ms() + (int64_t)c->w->app->cfg.command_timeout_ms;
+    snprintf(c->deadline, sizeof c->deadline, "%lld", (long long)c->deadline_ms);
     return 0;
 }
 

@@ -9,6 +9,7 @@
 
 #include "api.h"
 #include "base64.h"
+#include "clock.h"
 #include "jw.h"
 #include "outbox.h"
 
@@ -19,7 +20,8 @@
  * duplicate, and the row is settled in the emit's own transaction
  * (igw_outbox_emit_result). Lookups and emits are batched statements: the
  * replies of one edge batch, or one overdue pass, cost one lookup and one
- * commit together. */
+ * commit together; a reply to a command this process published skips the
+ * lookup (pending.h). */
 
 /* Batched: $1 productID, $2 deviceName, $3 device token; the command of
  * each row and its outcome (NULL: still waiting), or NULLs. Matched on the
@@ -267,6 +269,16 @@ int igw_results_reply(igw_db *db, const igw_results_reply_in *in, igw_results_re
             snprintf(buf, sizeof buf, "device answered code %lld", (long long)in->code);
         if (!(o->reason = dupn(buf, strlen(buf))))
             goto fail;
+    }
+    igw_pending_cmd *known = in->pending ? igw_pending_take(in->pending, in->product_id, in->device_name,
+                                                             in->device_token.ptr, in->device_token.len, igw_wall_ms())
+                                         : NULL;
+    if (known) { /* published by this process: no need to read it back */
+        const char *cmd[4] = {known->endpoint_id, known->msg_token, known->method, known->enterprise_id};
+        int rc = emit(o, cmd, (const char *const *)o->key);
+        igw_pending_release(known);
+        outcome_free(o);
+        return rc;
     }
     const char *values[3] = {o->key[0], o->key[1], o->key[2]};
     if (igw_db_exec_row(db, &stmt_find, values, on_found, o) == 0)

@@ -13,6 +13,7 @@
 
 #include "db.h"
 #include "json.h"
+#include "pending.h"
 
 /* A device's answer to the downlink `device_token`: `code` (200: success),
  * its `msg`, and (actionReply) its `response` (ptr NULL: none), and the
@@ -27,6 +28,7 @@ typedef struct igw_results_reply_in {
     igw_str method;
     const char *body;
     size_t body_len;
+    igw_pending *pending; /* the commands this process published (NULL: look every reply up) */
 } igw_results_reply_in;
 
 enum {
@@ -37,11 +39,12 @@ enum {
 };
 typedef void (*igw_results_reply_cb)(void *arg, int status, const char *err);
 
-/* Settles the command a device reply answers: looks it up, then stores the
- * reply and the command's result in one statement and one commit (one
- * commit less between the device and the application's push than storing
- * the reply first). cb is called once. 0, or -1 when nothing was started
- * (out of memory, or the database's queue is full; cb is not called). */
+/* Settles the command a device reply answers: takes it from in->pending
+ * or else looks it up, then stores the reply and the command's result in
+ * one statement and one commit (one commit less between the device and the
+ * application's push than storing the reply first). cb is called once. 0,
+ * or -1 when nothing was started (out of memory, or the database's queue
+ * is full; cb is not called). */
 int igw_results_reply(igw_db *db, const igw_results_reply_in *in, igw_results_reply_cb cb, void *arg);
 
 /* Settles up to IGW_RESULTS_PASS_MAX commands whose deadline passed without

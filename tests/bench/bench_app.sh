@@ -14,7 +14,9 @@
 # Own PostgreSQL, Redis and Mosquitto; demo tenant; everything torn down.
 # The last line is
 #   RESULT accept_p99_ms=<n> accepted_per_s=<n> push_p99_ms=<n> pull_ack_per_s=<n>
-# Settings: RATE (1000), BENCH_SECONDS (5), CONNS (32), ROUNDS (3), IGWD_THREADS (2).
+# Settings: RATE (1000), BENCH_SECONDS (5), CONNS (32), ROUNDS (3), IGWD_THREADS (2),
+# BENCH_TMP (/tmp: where the services' files go; /dev/shm makes every fsync
+# free - not durable, a diagnostic of what igw costs apart from the disk).
 # accept_p99_ms and push_p99_ms are the medians of the rounds' p99s.
 set -euo pipefail
 IGWD=$(realpath "${1:?usage: bench_app.sh IGWD LOADGEN DEVICE}")
@@ -24,7 +26,7 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=../igwd/lib.sh
 . "$ROOT/tests/igwd/lib.sh"
 RATE=${RATE:-1000} SECS=${BENCH_SECONDS:-5} CONNS=${CONNS:-32} ROUNDS=${ROUNDS:-3}
-TMP=$(mktemp -d /tmp/igw-bench-app.XXXXXX)
+TMP=$(mktemp -d "${BENCH_TMP:-/tmp}/igw-bench-app.XXXXXX")
 chmod 755 "$TMP"
 export IGW_VAR=$TMP/var IGW_PG_PORT=25397 IGW_REDIS_PORT=63797 IGW_MQTT_PORT=18897
 PID= DEV=

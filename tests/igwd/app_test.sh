@@ -201,6 +201,31 @@ CASE="each reply stored once"
 CASE="replied commands settled"
 [ "$(psql_q "SELECT string_agg(outcome, ',' ORDER BY outcome) FROM device_commands WHERE device_token IN ('$T1', '$T2')")" = replied,replied ] ||
     fail "$CASE"; ok
+# A reply to a command this process published takes the command from the
+# process's map (pending.h), with no lookup; the unknown token was looked up.
+metric() { curl -s "http://127.0.0.1:$PORT/metrics" | awk -v k="$1" '$1 == k { print $2 }'; }
+CASE="replies to this process's commands skip the lookup"
+hits=$(metric 'igw_pending_replies_total{result="hit"}') misses=$(metric 'igw_pending_replies_total{result="miss"}')
+[ "$hits/$misses" = 2/1 ] || fail "$CASE: hit/miss $hits/$misses"; ok
+# A command accepted before a restart is not in the new process's map: its
+# reply is looked up and settles it all the same.
+call "$TOKEN" /endpoints/register; EPR=$(jq -r .data.endpointId "$TMP/r")
+CASE="action accepted before a restart"; call "$TOKEN" /commands "$(action r1 ptz '{"direction":3,"speed":2}' "$EPR")"; expect 200 200
+TR=$(psql_q "SELECT device_token FROM device_commands WHERE msg_token = 'r1'")
+stop_igwd; start_igwd
+STATUS=$(curl -s -o "$TMP/r" -w '%{http_code}' -H "authorization: $(j .device.authorization)" -H 'content-type: application/json' \
+    -d "{\"method\":\"actionReply\",\"msgToken\":\"$TR\",\"code\":200,\"actionID\":\"ptz\",\"response\":{\"ok\":false}}" \
+    "http://127.0.0.1:$PORT/api/v1/things/device/edge/send/thing/action")
+CASE="its reply after the restart"; expect 200 200
+CASE="looked up, settled, its result delivered"
+for _ in $(seq 50); do
+    call "$TOKEN" /events "{\"endpointId\":\"$EPR\",\"limit\":32}"; [ "$(jq '.data.list | length' "$TMP/r")" = 1 ] && break; sleep 0.1
+done
+jq -e '.data.list[0].event | .msgToken == "r1" and .data == {"operation":"device.action","output":{"ok":false},"state":"succeeded"}' \
+    "$TMP/r" >/dev/null || fail "$CASE: $(cat "$TMP/r")"
+[ "$(psql_q "SELECT outcome FROM device_commands WHERE msg_token = 'r1'")" = replied ] || fail "$CASE: not settled"
+hits=$(metric 'igw_pending_replies_total{result="hit"}') misses=$(metric 'igw_pending_replies_total{result="miss"}')
+[ "$hits/$misses" = 0/1 ] || fail "$CASE: hit/miss $hits/$misses"; ok
 CASE="repeated pulls are byte-identical"; pull; cmp -s <(jq -c .data "$TMP/r") <(jq -c .data "$TMP/pull1") || fail "$CASE"; ok
 curl -s -o "$TMP/raw1" -X POST -H "authorization: Bearer $TOKEN" -H 'content-type: application/json' -d "{\"endpointId\":\"$EP\",\"limit\":32}" "$BASE/events"
 curl -s -o "$TMP/raw2" -X POST -H "authorization: Bearer $TOKEN" -H 'content-type: application/json' -d "{\"endpointId\":\"$EP\",\"limit\":32}" "$BASE/events"

@@ -4,7 +4,7 @@
  * at p99 against a route that does nothing).
  *
  *   igw-loadgen -u http://HOST:PORT/PATH [-H 'Name: value']... -b BODY
- *               [-r RATE] [-s SECONDS] [-c CONNS] [-e SUBSTRING] [-w PATH]
+ *               [-r RATE] [-s SECONDS] [-c CONNS] [-e SUBSTRING] [-w PATH] [-l FILE]
  *
  * Open loop (-r RATE > 0): request i is due at start + i / RATE; it goes
  * out on an idle keep-alive connection, a new one (up to -c), or waits for
@@ -23,6 +23,8 @@
  * frame has not come 10 s after the last send are errors. Limits, enough
  * for igwd: answers need a Content-Length (chunked ones count as errors),
  * fragmented WebSocket messages are not reassembled.
+ * With -l FILE, one line per answered request: its due time (ms since the
+ * start) and its latency (ms), to see whether slow requests come together.
  * One JSON line on stdout:
  *   {"sent":n,"ok":n,"errors":n,"per_s":n,"p50_ms":n,"p90_ms":n,
  *    "p99_ms":n,"max_ms":n,"cpu_s":n}
@@ -69,7 +71,7 @@ static struct {
     char host[256], path[1024];
     const char *headers[MAX_HEADERS];
     int nheaders;
-    const char *body, *expect, *ws_path;
+    const char *body, *expect, *ws_path, *log;
     double rate, seconds;
     int conns;
 } opt = {.rate = 1000, .seconds = 5, .conns = 64};
@@ -86,8 +88,9 @@ static struct {
 
 static conn *pool[MAX_CONNS];
 static int npool, epfd;
-static double *lat;
+static double *lat, *lat_due; /* per answered request: latency, due time (ms since the start) */
 static size_t nlat, nerr, nsent;
+static int64_t t0; /* the clock's start */
 
 static int64_t now_ns(void)
 {
@@ -196,6 +199,15 @@ static conn *open_conn(void)
     return c;
 }
 
+/* A request due at `due` is done now. */
+static void done(int64_t due)
+{
+    if (nlat < MAX_REQUESTS) {
+        lat[nlat] = (double)(now_ns() - due) / 1e6;
+        lat_due[nlat++] = (double)(due - t0) / 1e6;
+    }
+}
+
 static void record(conn *c, bool ok)
 {
     c->busy = false;
@@ -209,8 +221,8 @@ static void record(conn *c, bool ok)
         }
         return;
     }
-    if (ok && nlat < MAX_REQUESTS)
-        lat[nlat++] = (double)(now_ns() - c->due) / 1e6;
+    if (ok)
+        done(c->due);
 }
 
 /* Writes what is left of the request (blocking writes are not expected:
@@ -342,8 +354,7 @@ static void ws_frame(const unsigned char *p, size_t n)
         return;
     ws.seen[seq] = 1;
     ws.waiting--;
-    if (nlat < MAX_REQUESTS)
-        lat[nlat++] = (double)(now_ns() - ws.due[seq]) / 1e6;
+    done(ws.due[seq]);
 }
 
 /* Reads the WebSocket: frames from the server are unmasked; a ping gets
@@ -409,7 +420,7 @@ static double pct(double p)
 int main(int argc, char **argv)
 {
     int o;
-    while ((o = getopt(argc, argv, "u:H:b:r:s:c:e:w:")) != -1) {
+    while ((o = getopt(argc, argv, "u:H:b:r:s:c:e:w:l:")) != -1) {
         switch (o) {
         case 'u':
             if (parse_url(optarg))
@@ -426,13 +437,14 @@ int main(int argc, char **argv)
         case 'c': opt.conns = atoi(optarg); break;
         case 'e': opt.expect = optarg; break;
         case 'w': opt.ws_path = optarg; break;
-        default: die("usage: igw-loadgen -u URL [-H header]... -b BODY [-r RATE] [-s SECONDS] [-c CONNS] [-e TEXT]");
+        case 'l': opt.log = optarg; break;
+        default: die("usage: igw-loadgen -u URL [-H header]... -b BODY [-r RATE] [-s SECONDS] [-c CONNS] [-e TEXT] [-w PATH] [-l FILE]");
         }
     }
     if (!opt.addrlen || !opt.body || opt.rate < 0 || opt.seconds <= 0 || opt.conns < 1 || opt.conns > MAX_CONNS ||
         opt.rate * opt.seconds > MAX_REQUESTS)
         die("need -u and -b; 0 <= RATE, 0 < SECONDS, 1 <= CONNS <= 1024, RATE x SECONDS <= 10^7");
-    if (!(lat = malloc(sizeof *lat * MAX_REQUESTS)) || (epfd = epoll_create1(EPOLL_CLOEXEC)) < 0)
+    if (!(lat = malloc(sizeof *lat * MAX_REQUESTS)) || !(lat_due = malloc(sizeof *lat_due * MAX_REQUESTS)) || (epfd = epoll_create1(EPOLL_CLOEXEC)) < 0)
         die("out of memory");
     int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
     struct epoll_event tev = {.events = EPOLLIN, .data.ptr = NULL};
@@ -447,7 +459,7 @@ int main(int argc, char **argv)
 
     struct rusage ru0, ru1;
     getrusage(RUSAGE_SELF, &ru0);
-    const int64_t start = now_ns(), stop = start + (int64_t)(opt.seconds * 1e9);
+    const int64_t start = t0 = now_ns(), stop = start + (int64_t)(opt.seconds * 1e9);
     const uint64_t total = opt.rate > 0 ? (uint64_t)(opt.rate * opt.seconds) : UINT64_MAX;
     uint64_t next = 0; /* the next request to send */
     bool closed_loop = opt.rate == 0;
@@ -522,11 +534,21 @@ int main(int argc, char **argv)
     double max = 0;
     for (size_t i = 0; i < nlat; i++)
         max = lat[i] > max ? lat[i] : max;
+    if (opt.log) { /* before the sort: request by request, in completion order */
+        FILE *f = fopen(opt.log, "w");
+        if (!f)
+            die("-l: cannot create the file");
+        for (size_t i = 0; i < nlat; i++)
+            fprintf(f, "%.3f %.3f\n", lat_due[i], lat[i]);
+        if (fclose(f) != 0)
+            die("-l: write failed");
+    }
     qsort(lat, nlat, sizeof *lat, cmp);
     printf("{\"sent\":%zu,\"ok\":%zu,\"errors\":%zu,\"per_s\":%.1f,\"p50_ms\":%.3f,\"p90_ms\":%.3f,\"p99_ms\":%.3f,"
            "\"max_ms\":%.3f,\"cpu_s\":%.3f}\n",
            nsent, nlat, nerr, (double)nlat / elapsed, pct(0.5), pct(0.9), pct(0.99), max, cpu);
     free(lat);
+    free(lat_due);
     free(ws.due);
     free(ws.seen);
     if (ws.fd >= 0)

@@ -193,9 +193,14 @@ $(T)/pending_test: tests/igwd/pending_test.c tests/igwd/check.h src/igwd/pending
 	@mkdir -p $(dir $@)
 	$(CC) $(TFLAGS) -Isrc/igwd -o $@ tests/igwd/pending_test.c src/igwd/pending.c -lpthread
 
-# The map of published device commands (no services).
-test-pending: $(T)/pending_test
+$(T)/pending_test_tsan: tests/igwd/pending_test.c tests/igwd/check.h src/igwd/pending.c src/igwd/pending.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CSTD) $(WARN) -O1 -g -fsanitize=thread $(RT_INC) -Isrc/igwd -o $@ tests/igwd/pending_test.c src/igwd/pending.c -lpthread
+
+# The map of published device commands (no services), also under ThreadSanitizer.
+test-pending: $(T)/pending_test $(T)/pending_test_tsan
 	$(T)/pending_test
+	$(T)/pending_test_tsan
 
 $(T)/redis_test: tests/igwd/redis_test.c tests/igwd/check.h src/igwd/redis.c src/igwd/redis.h
 	@mkdir -p $(dir $@)

@@ -408,16 +408,19 @@ static void app_metrics(void *arg, FILE *f)
             (unsigned long long)ms.dropped_retained, m && igw_mqtt_connected(m));
     igw_pending_stats ps = {0};
     if (app->pending)
-        igw_pending_stats_get(app->pending, &ps);
-    fprintf(f, "# HELP igw_pending_commands Device commands published by this process, awaiting their reply.\n"
+        igw_pending_stats_get(app->pending, igw_wall_ms(), &ps);
+    fprintf(f, "# HELP igw_pending_commands Device commands published by this process, awaiting their reply "
+               "before their deadline.\n"
                "# TYPE igw_pending_commands gauge\nigw_pending_commands %llu\n"
-               "# HELP igw_pending_replies_total Device command replies: found published here (no lookup), "
-               "looked up, not remembered (map full).\n"
+               "# HELP igw_pending_replies_total Device command replies: their command known here (no lookup), "
+               "or looked up.\n"
                "# TYPE igw_pending_replies_total counter\n"
                "igw_pending_replies_total{result=\"hit\"} %llu\nigw_pending_replies_total{result=\"miss\"} %llu\n"
-               "igw_pending_replies_total{result=\"full\"} %llu\n",
+               "# HELP igw_pending_refused_total Published device commands not remembered (map full): "
+               "their replies are looked up.\n"
+               "# TYPE igw_pending_refused_total counter\nigw_pending_refused_total %llu\n",
             (unsigned long long)ps.entries, (unsigned long long)ps.hits, (unsigned long long)ps.misses,
-            (unsigned long long)ps.full);
+            (unsigned long long)ps.refused);
 }
 
 /* Every dependency is judged from the worker's live connections: no

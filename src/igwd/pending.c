@@ -93,12 +93,25 @@ static node *find(igw_pending *p, uint64_t h, const char *pid, const char *dn, c
     return NULL;
 }
 
-/* Drops entries whose deadline passed, oldest first (locked). */
-static void prune(igw_pending *p, int64_t now_ms)
+/* Unlinks the entries whose deadline passed, oldest first, onto *dead
+ * (locked; the caller frees them after unlocking: after a burst of
+ * unanswered commands that can be many). Stops at the first live one: an
+ * entry put a little late (a retried write) waits behind it for a later
+ * prune, or for its take, which treats it as expired. */
+static void prune(igw_pending *p, int64_t now_ms, node **dead)
 {
     while (p->head && p->head->cmd.deadline_ms < now_ms) {
         node *n = p->head;
         unlink_node(p, n);
+        n->next = *dead;
+        *dead = n;
+    }
+}
+
+static void free_list(node *n)
+{
+    for (node *next; n; n = next) {
+        next = n->next;
         free(n);
     }
 }
@@ -108,14 +121,14 @@ int igw_pending_put(igw_pending *p, const igw_pending_cmd *c, int64_t now_ms)
     const char *s[7] = {c->product_id, c->device_name, c->device_token, c->endpoint_id,
                         c->msg_token,  c->method,      c->enterprise_id};
     size_t len[7], total = 0;
+    node *n = NULL;
     for (int i = 0; i < 7; i++) {
         if (!s[i] || (len[i] = strlen(s[i])) > STR_MAX)
-            return -1;
+            goto refused;
         total += len[i] + 1;
     }
-    node *n = malloc(sizeof *n + total);
-    if (!n)
-        return -1;
+    if (!(n = malloc(sizeof *n + total)))
+        goto refused;
     const char **dst[7] = {&n->cmd.product_id, &n->cmd.device_name, &n->cmd.device_token, &n->cmd.endpoint_id,
                            &n->cmd.msg_token,  &n->cmd.method,      &n->cmd.enterprise_id};
     char *w = n->str;
@@ -128,8 +141,9 @@ int igw_pending_put(igw_pending *p, const igw_pending_cmd *c, int64_t now_ms)
     n->hash = key_hash(c->product_id, c->device_name, c->device_token, len[2]);
     n->hnext = n->next = NULL;
 
+    node *dead = NULL;
     pthread_mutex_lock(&p->mu);
-    prune(p, now_ms);
+    prune(p, now_ms, &dead);
     node *old = find(p, n->hash, c->product_id, c->device_name, c->device_token, len[2]);
     if (old)
         unlink_node(p, old);
@@ -142,20 +156,28 @@ int igw_pending_put(igw_pending *p, const igw_pending_cmd *c, int64_t now_ms)
         p->tail = n;
         p->st.entries++;
     } else {
-        p->st.full++;
+        p->st.refused++;
     }
     pthread_mutex_unlock(&p->mu);
+    free_list(dead);
     free(old);
     if (!room)
         free(n);
     return room ? 0 : -1;
+refused:
+    pthread_mutex_lock(&p->mu);
+    p->st.refused++;
+    pthread_mutex_unlock(&p->mu);
+    return -1;
 }
 
 igw_pending_cmd *igw_pending_take(igw_pending *p, const char *product_id, const char *device_name, const char *token,
                                   size_t token_len, int64_t now_ms)
 {
     uint64_t h = key_hash(product_id, device_name, token, token_len);
+    node *dead = NULL;
     pthread_mutex_lock(&p->mu);
+    prune(p, now_ms, &dead);
     node *n = find(p, h, product_id, device_name, token, token_len);
     if (n)
         unlink_node(p, n);
@@ -165,6 +187,7 @@ igw_pending_cmd *igw_pending_take(igw_pending *p, const char *product_id, const 
     else
         p->st.misses++;
     pthread_mutex_unlock(&p->mu);
+    free_list(dead);
     if (n && !live) {
         free(n);
         n = NULL;
@@ -177,9 +200,12 @@ void igw_pending_release(igw_pending_cmd *c)
     free(c); /* the node itself: cmd is its first member */
 }
 
-void igw_pending_stats_get(igw_pending *p, igw_pending_stats *out)
+void igw_pending_stats_get(igw_pending *p, int64_t now_ms, igw_pending_stats *out)
 {
+    node *dead = NULL;
     pthread_mutex_lock(&p->mu);
+    prune(p, now_ms, &dead);
     *out = p->st;
     pthread_mutex_unlock(&p->mu);
+    free_list(dead);
 }

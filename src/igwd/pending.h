@@ -15,7 +15,7 @@
  * entry harmless; anything not found here (another process accepted it,
  * igwd restarted, the map was full, the deadline passed) is looked up as
  * before. Bounded: at most `max` entries; an entry leaves when its reply
- * takes it or, once its deadline passed, when a later put prunes it.
+ * takes it or, once its deadline passed, when a later call prunes it.
  * Thread-safe (one mutex): commands are accepted on any worker, replies
  * arrive on the device's worker. */
 #ifndef IGW_PENDING_H
@@ -36,10 +36,10 @@ typedef struct igw_pending_cmd {
 
 /* Counters since creation (read under the lock). */
 typedef struct igw_pending_stats {
-    uint64_t entries; /* now */
+    uint64_t entries; /* now, after pruning */
     uint64_t hits;    /* takes that found a live entry */
     uint64_t misses;  /* takes that found none, or one past its deadline */
-    uint64_t full;    /* puts refused: the map held max live entries */
+    uint64_t refused; /* puts refused: max live entries held, a string too long, out of memory */
 } igw_pending_stats;
 
 /* An empty map of at most max (1..2^20) entries, or NULL. */
@@ -47,7 +47,8 @@ igw_pending *igw_pending_create(size_t max);
 void igw_pending_destroy(igw_pending *p);
 
 /* Records c (its strings copied; each at most 255 bytes) after first
- * dropping entries whose deadline is before now_ms. A key already present is
+ * dropping entries whose deadline is before now_ms (as take and stats_get
+ * do). A key already present is
  * replaced. 0, or -1 when full, out of memory or a string is too long:
  * the reply will simply be looked up. */
 int igw_pending_put(igw_pending *p, const igw_pending_cmd *c, int64_t now_ms);
@@ -60,6 +61,7 @@ igw_pending_cmd *igw_pending_take(igw_pending *p, const char *product_id, const 
                                   size_t token_len, int64_t now_ms);
 void igw_pending_release(igw_pending_cmd *c);
 
-void igw_pending_stats_get(igw_pending *p, igw_pending_stats *out);
+/* The counters, once the entries past their deadline at now_ms are dropped. */
+void igw_pending_stats_get(igw_pending *p, int64_t now_ms, igw_pending_stats *out);
 
 #endif

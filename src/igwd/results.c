@@ -104,6 +104,9 @@ static void on_emitted(void *arg, const igw_outbox_result *r)
     emitting *em = arg;
     if (r->status == IGW_OUTBOX_ENDPOINT_EXPIRED || r->status == IGW_OUTBOX_UNKNOWN_ENDPOINT)
         fprintf(stderr, "igwd: results: result of %s dropped: its endpoint expired\n", em->token);
+    else if (r->status == IGW_OUTBOX_DUPLICATE && em->cb) /* a reply taken from the pending map: nothing checked it */
+        fprintf(stderr, "igwd: results: reply %s comes after its command was settled (stored, no new result)\n",
+                em->token);
     else if (r->status != IGW_OUTBOX_OK && r->status != IGW_OUTBOX_DUPLICATE) /* still unsettled: the overdue pass retries */
         fprintf(stderr, "igwd: results: result of %s not stored: %s\n", em->token, r->err ? r->err : "refused");
     if (em->cb) /* a statement that committed stored the reply with it */

@@ -24,7 +24,8 @@
  * for igwd: answers need a Content-Length (chunked ones count as errors),
  * fragmented WebSocket messages are not reassembled.
  * With -l FILE, one line per answered request: its due time (ms since the
- * start) and its latency (ms), to see whether slow requests come together.
+ * start; closed loop: when it was sent) and its latency (ms), to see whether
+ * slow requests come together.
  * One JSON line on stdout:
  *   {"sent":n,"ok":n,"errors":n,"per_s":n,"p50_ms":n,"p90_ms":n,
  *    "p99_ms":n,"max_ms":n,"cpu_s":n}
@@ -88,7 +89,8 @@ static struct {
 
 static conn *pool[MAX_CONNS];
 static int npool, epfd;
-static double *lat, *lat_due; /* per answered request: latency, due time (ms since the start) */
+static double *lat, *lat_due; /* per answered request: latency, due time (ms since the start; -l only) */
+static FILE *log_f;            /* -l */
 static size_t nlat, nerr, nsent;
 static int64_t t0; /* the clock's start */
 
@@ -203,8 +205,9 @@ static conn *open_conn(void)
 static void done(int64_t due)
 {
     if (nlat < MAX_REQUESTS) {
-        lat[nlat] = (double)(now_ns() - due) / 1e6;
-        lat_due[nlat++] = (double)(due - t0) / 1e6;
+        if (lat_due)
+            lat_due[nlat] = (double)(due - t0) / 1e6;
+        lat[nlat++] = (double)(now_ns() - due) / 1e6;
     }
 }
 
@@ -444,7 +447,10 @@ int main(int argc, char **argv)
     if (!opt.addrlen || !opt.body || opt.rate < 0 || opt.seconds <= 0 || opt.conns < 1 || opt.conns > MAX_CONNS ||
         opt.rate * opt.seconds > MAX_REQUESTS)
         die("need -u and -b; 0 <= RATE, 0 < SECONDS, 1 <= CONNS <= 1024, RATE x SECONDS <= 10^7");
-    if (!(lat = malloc(sizeof *lat * MAX_REQUESTS)) || !(lat_due = malloc(sizeof *lat_due * MAX_REQUESTS)) || (epfd = epoll_create1(EPOLL_CLOEXEC)) < 0)
+    if (opt.log && !(log_f = fopen(opt.log, "w")))
+        die("-l: cannot create the file");
+    if (!(lat = malloc(sizeof *lat * MAX_REQUESTS)) || (log_f && !(lat_due = malloc(sizeof *lat_due * MAX_REQUESTS))) ||
+        (epfd = epoll_create1(EPOLL_CLOEXEC)) < 0)
         die("out of memory");
     int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
     struct epoll_event tev = {.events = EPOLLIN, .data.ptr = NULL};
@@ -534,13 +540,11 @@ int main(int argc, char **argv)
     double max = 0;
     for (size_t i = 0; i < nlat; i++)
         max = lat[i] > max ? lat[i] : max;
-    if (opt.log) { /* before the sort: request by request, in completion order */
-        FILE *f = fopen(opt.log, "w");
-        if (!f)
-            die("-l: cannot create the file");
-        for (size_t i = 0; i < nlat; i++)
-            fprintf(f, "%.3f %.3f\n", lat_due[i], lat[i]);
-        if (fclose(f) != 0)
+    if (log_f) { /* before the sort: request by request, in completion order */
+        bool ok = true;
+        for (size_t i = 0; i < nlat && ok; i++)
+            ok = fprintf(log_f, "%.3f %.3f\n", lat_due[i], lat[i]) > 0;
+        if (fclose(log_f) != 0 || !ok)
             die("-l: write failed");
     }
     qsort(lat, nlat, sizeof *lat, cmp);

@@ -45,7 +45,7 @@ static void test_take(void)
     CHECK(igw_pending_take(p, "P1", "d1", "tok-a", 5, 10) == NULL, "taken once only");
 
     igw_pending_stats st;
-    igw_pending_stats_get(p, &st);
+    igw_pending_stats_get(p, 0, &st);
     CHECK(st.hits == 1 && st.misses == 5 && st.entries == 0, "hits %llu misses %llu entries %llu",
           (unsigned long long)st.hits, (unsigned long long)st.misses, (unsigned long long)st.entries);
     igw_pending_destroy(p);
@@ -59,7 +59,7 @@ static void test_deadline(void)
     /* Past its deadline the result may be the timeout's: the caller must ask the database. */
     CHECK(igw_pending_take(p, "P1", "d1", "late", 4, 101) == NULL);
     igw_pending_stats st;
-    igw_pending_stats_get(p, &st);
+    igw_pending_stats_get(p, 0, &st);
     CHECK(st.entries == 0 && st.misses == 1, "the late entry left with the take");
 
     /* At the deadline itself it is still live. */
@@ -78,7 +78,7 @@ static void test_deadline(void)
     }
     c = cmd("d1", "new", 1000);
     CHECK(igw_pending_put(p, &c, 303) == 0); /* old0..old2 expired: 300, 301, 302 < 303 */
-    igw_pending_stats_get(p, &st);
+    igw_pending_stats_get(p, 0, &st);
     CHECK(st.entries == 3, "entries %llu", (unsigned long long)st.entries);
     got = igw_pending_take(p, "P1", "d1", "old3", 4, 303);
     CHECK(got != NULL, "an unexpired one stays");
@@ -109,25 +109,47 @@ static void test_bounds(void)
     CHECK(got && !strcmp(got->msg_token, "m-2") && got->deadline_ms == 2000);
     igw_pending_release(got);
 
-    /* Bounded strings; a missing one is refused. */
-    char big[300];
-    memset(big, 'x', sizeof big - 1);
-    big[sizeof big - 1] = '\0';
+    /* Bounded strings: 255 bytes fit, 256 do not; a missing one is refused. */
+    char big[257];
+    memset(big, 'x', 256);
+    big[256] = '\0';
     c = cmd("d1", big, 1000);
     CHECK(igw_pending_put(p, &c, 0) == -1);
+    big[255] = '\0';
+    c = cmd("d1", big, 1000);
+    CHECK(igw_pending_put(p, &c, 0) == 0, "255 bytes fit");
+    got = igw_pending_take(p, "P1", "d1", big, 255, 0);
+    CHECK(got && strlen(got->device_token) == 255);
+    igw_pending_release(got);
     c = cmd("d1", "t9", 1000);
     c.endpoint_id = NULL;
     CHECK(igw_pending_put(p, &c, 0) == -1);
 
     igw_pending_stats st;
-    igw_pending_stats_get(p, &st);
-    CHECK(st.entries == 2 && st.full == 1, "entries %llu full %llu", (unsigned long long)st.entries,
-          (unsigned long long)st.full);
+    igw_pending_stats_get(p, 0, &st);
+    CHECK(st.entries == 2 && st.refused == 3, "entries %llu refused %llu", (unsigned long long)st.entries,
+          (unsigned long long)st.refused);
+
+    /* Full of commands past their deadline: a put makes room by pruning them. */
+    igw_pending *q = igw_pending_create(2);
+    c = cmd("d1", "x1", 100);
+    CHECK(igw_pending_put(q, &c, 0) == 0);
+    c = cmd("d1", "x2", 100);
+    CHECK(igw_pending_put(q, &c, 0) == 0);
+    c = cmd("d1", "x3", 500);
+    CHECK(igw_pending_put(q, &c, 0) == -1, "full while they are live");
+    CHECK(igw_pending_put(q, &c, 101) == 0, "room once they are past");
+    /* The gauge does not count what is past its deadline either. */
+    igw_pending_stats_get(q, 501, &st);
+    CHECK(st.entries == 0, "entries %llu", (unsigned long long)st.entries);
+    igw_pending_destroy(q);
     igw_pending_destroy(p);
     igw_pending_destroy(NULL);
 }
 
-/* Many keys in a small table: chains, and removal from their middle. */
+/* 1000 keys in 1024 buckets: about a third share a bucket with another
+ * (chains), and taking every third key out of order removes from their
+ * heads, middles and ends. */
 static void test_collisions(void)
 {
     igw_pending *p = igw_pending_create(1024);
@@ -149,9 +171,9 @@ static void test_collisions(void)
     }
     CHECK(found == (N + 2) / 3 && right == found, "found %d right %d", found, right);
     igw_pending_cmd c = cmd("even", "x", 5000);
-    CHECK(igw_pending_put(p, &c, 1000 + N) == 0); /* prunes every other entry through the chains */
+    CHECK(igw_pending_put(p, &c, 1000 + N) == 0); /* prunes the 666 left, through their chains */
     igw_pending_stats st;
-    igw_pending_stats_get(p, &st);
+    igw_pending_stats_get(p, 0, &st);
     CHECK(st.entries == 1, "entries %llu", (unsigned long long)st.entries);
     igw_pending_destroy(p);
 }
@@ -159,6 +181,7 @@ static void test_collisions(void)
 /* One thread puts (a worker accepting commands), another takes (the
  * device's worker): every command is taken exactly once. */
 enum { THREAD_N = 20000 };
+#define SPIN_MAX 100000000L /* a bound, far above what a working map needs: a hang becomes a failure */
 static igw_pending *shared;
 
 static void *putter(void *arg)
@@ -168,8 +191,12 @@ static void *putter(void *arg)
         char tok[16];
         snprintf(tok, sizeof tok, "c%d", i);
         igw_pending_cmd c = cmd("dev", tok, 1000);
+        long spins = 0;
         while (igw_pending_put(shared, &c, 0) != 0) /* full: the taker catches up */
-            sched_yield();
+            if (++spins > SPIN_MAX)
+                return "put never found room";
+            else
+                sched_yield();
     }
     return NULL;
 }
@@ -178,20 +205,28 @@ static void test_threads(void)
 {
     shared = igw_pending_create(256);
     pthread_t t;
-    CHECK(pthread_create(&t, NULL, putter, NULL) == 0);
+    if (pthread_create(&t, NULL, putter, NULL) != 0) {
+        CHECK(false, "pthread_create");
+        igw_pending_destroy(shared);
+        return;
+    }
     int taken = 0;
     for (int i = 0; i < THREAD_N; i++) {
         char tok[16];
         snprintf(tok, sizeof tok, "c%d", i);
         igw_pending_cmd *got;
-        while (!(got = igw_pending_take(shared, "P1", "dev", tok, strlen(tok), 0)))
+        long spins = 0;
+        while (!(got = igw_pending_take(shared, "P1", "dev", tok, strlen(tok), 0)) && ++spins <= SPIN_MAX)
             sched_yield();
+        if (!got)
+            break;
         taken += !strcmp(got->device_token, tok);
         igw_pending_release(got);
     }
-    pthread_join(t, NULL);
+    void *why = NULL;
+    CHECK(pthread_join(t, &why) == 0 && why == NULL, "%s", why ? (const char *)why : "");
     igw_pending_stats st;
-    igw_pending_stats_get(shared, &st);
+    igw_pending_stats_get(shared, 0, &st);
     CHECK(taken == THREAD_N && st.hits == THREAD_N && st.entries == 0, "taken %d hits %llu entries %llu", taken,
           (unsigned long long)st.hits, (unsigned long long)st.entries);
     igw_pending_destroy(shared);

@@ -416,7 +416,7 @@ static void app_metrics(void *arg, FILE *f)
                "or looked up.\n"
                "# TYPE igw_pending_replies_total counter\n"
                "igw_pending_replies_total{result=\"hit\"} %llu\nigw_pending_replies_total{result=\"miss\"} %llu\n"
-               "# HELP igw_pending_refused_total Published device commands not remembered (map full): "
+               "# HELP igw_pending_refused_total Published device commands not remembered (map full, out of memory): "
                "their replies are looked up.\n"
                "# TYPE igw_pending_refused_total counter\nigw_pending_refused_total %llu\n",
             (unsigned long long)ps.entries, (unsigned long long)ps.hits, (unsigned long long)ps.misses,

@@ -142,7 +142,7 @@ $(T)/conformance-run: tests/conformance/run.c $(RUNTIME_SRC) $(wildcard src/comm
 	@mkdir -p $(dir $@)
 	$(CC) $(TFLAGS) -o $@ $< $(RUNTIME_SRC) $(RT_LIBS)
 
-$(T)/machines-spec: tests/machines/test_spec.c $(RUNTIME_SRC) $(wildcard src/common/*.h generated/*.h)
+$(T)/machines-spec: tests/machines/test_spec.c tests/check.h $(RUNTIME_SRC) $(wildcard src/common/*.h generated/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(TFLAGS) -o $@ $< $(RUNTIME_SRC) $(RT_LIBS)
 
@@ -181,7 +181,7 @@ $(T)/igwd: $(IGWD_SRC) $(RUNTIME_SRC) $(wildcard src/igwd/*.h src/common/*.h gen
 test-igwd: $(T)/igwd
 	tests/igwd/smoke.sh $(T)/igwd
 
-$(T)/db_test: tests/igwd/db_test.c tests/igwd/check.h src/igwd/db.c src/igwd/db.h
+$(T)/db_test: tests/igwd/db_test.c tests/check.h src/igwd/db.c src/igwd/db.h
 	@mkdir -p $(dir $@)
 	$(CC) $(TFLAGS) -Isrc/igwd $(IGWD_CFLAGS) -o $@ tests/igwd/db_test.c src/igwd/db.c $(IGWD_LIBS)
 
@@ -189,11 +189,11 @@ $(T)/db_test: tests/igwd/db_test.c tests/igwd/check.h src/igwd/db.c src/igwd/db.
 test-db: $(T)/db_test
 	tests/igwd/db_test.sh $(T)/db_test
 
-$(T)/pending_test: tests/igwd/pending_test.c tests/igwd/check.h src/igwd/pending.c src/igwd/pending.h
+$(T)/pending_test: tests/igwd/pending_test.c tests/check.h src/igwd/pending.c src/igwd/pending.h
 	@mkdir -p $(dir $@)
 	$(CC) $(TFLAGS) -Isrc/igwd -o $@ tests/igwd/pending_test.c src/igwd/pending.c -lpthread
 
-$(T)/pending_test_tsan: tests/igwd/pending_test.c tests/igwd/check.h src/igwd/pending.c src/igwd/pending.h
+$(T)/pending_test_tsan: tests/igwd/pending_test.c tests/check.h src/igwd/pending.c src/igwd/pending.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CSTD) $(WARN) -O1 -g -fsanitize=thread $(RT_INC) -Isrc/igwd -o $@ tests/igwd/pending_test.c src/igwd/pending.c -lpthread
 
@@ -202,7 +202,7 @@ test-pending: $(T)/pending_test $(T)/pending_test_tsan
 	$(T)/pending_test
 	$(T)/pending_test_tsan
 
-$(T)/redis_test: tests/igwd/redis_test.c tests/igwd/check.h src/igwd/redis.c src/igwd/redis.h
+$(T)/redis_test: tests/igwd/redis_test.c tests/check.h src/igwd/redis.c src/igwd/redis.h
 	@mkdir -p $(dir $@)
 	$(CC) $(TFLAGS) -Isrc/igwd $(IGWD_CFLAGS) -o $@ tests/igwd/redis_test.c src/igwd/redis.c $(IGWD_LIBS)
 
@@ -210,7 +210,7 @@ $(T)/redis_test: tests/igwd/redis_test.c tests/igwd/check.h src/igwd/redis.c src
 test-redis: $(T)/redis_test
 	tests/igwd/redis_test.sh $(T)/redis_test
 
-$(T)/outbox_test: tests/igwd/outbox_test.c tests/igwd/check.h src/igwd/outbox.c src/igwd/outbox.h src/igwd/db.c src/igwd/db.h \
+$(T)/outbox_test: tests/igwd/outbox_test.c tests/check.h src/igwd/outbox.c src/igwd/outbox.h src/igwd/db.c src/igwd/db.h \
                   src/common/base64.c generated/machines.c
 	@mkdir -p $(dir $@)
 	$(CC) $(TFLAGS) -Isrc/igwd $(IGWD_CFLAGS) -o $@ tests/igwd/outbox_test.c src/igwd/outbox.c src/igwd/db.c \
@@ -220,7 +220,7 @@ $(T)/outbox_test: tests/igwd/outbox_test.c tests/igwd/check.h src/igwd/outbox.c 
 test-outbox: $(T)/outbox_test
 	tests/igwd/outbox_test.sh $(T)/outbox_test
 
-$(T)/ws_test: tests/igwd/ws_test.c tests/igwd/check.h src/igwd/ws.c src/igwd/ws.h
+$(T)/ws_test: tests/igwd/ws_test.c tests/check.h src/igwd/ws.c src/igwd/ws.h
 	@mkdir -p $(dir $@)
 	$(CC) $(TFLAGS) -Isrc/igwd $(IGWD_CFLAGS) -o $@ tests/igwd/ws_test.c src/igwd/ws.c $(IGWD_LIBS)
 

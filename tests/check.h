@@ -1,21 +1,47 @@
-/* check.h - the unit tests' check counter. CHECK(cond) counts a pass, or a
- * failure printed with its file, line and condition; a test ends by printing
- * passed/failed and exiting non-zero when failed > 0. */
+/* check.h - the C tests' check counter, one for all of them.
+ *
+ * CHECK(cond) or CHECK(cond, fmt, ...) counts a pass, or a failure printed
+ * on stderr (unbuffered: nothing is lost or doubled when a test forks or
+ * exits early) as "FAIL file:line: cond[: detail]". check() is the same
+ * for a test's own helpers, which pass their caller's line and say what
+ * they checked; it returns the outcome. A test ends with
+ * `return check_summary("name");`: "name: P passed, F failed" on stdout,
+ * and the exit status (1 when anything failed). */
 #ifndef IGW_TESTS_CHECK_H
 #define IGW_TESTS_CHECK_H
 
+#include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 
 static unsigned passed, failed;
 
-#define CHECK(cond)                                                                  \
-    do {                                                                             \
-        if (cond) {                                                                  \
-            passed++;                                                                \
-        } else {                                                                     \
-            failed++;                                                                \
-            printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);                   \
-        }                                                                            \
-    } while (0)
+/* fmt NULL or "": no detail. No format attribute: CHECK passes "" when it
+ * has no detail, which -Wformat-zero-length would refuse. */
+static inline bool check(bool ok, const char *file, int line, const char *what, const char *fmt, ...)
+{
+    if (ok) {
+        passed++;
+        return true;
+    }
+    failed++;
+    fprintf(stderr, "FAIL %s:%d: %s", file, line, what);
+    if (fmt && *fmt) {
+        va_list ap;
+        va_start(ap, fmt);
+        fputs(": ", stderr);
+        vfprintf(stderr, fmt, ap);
+        va_end(ap);
+    }
+    fputc('\n', stderr);
+    return false;
+}
+#define CHECK(cond, ...) check((cond), __FILE__, __LINE__, #cond, "" __VA_ARGS__)
+
+static inline int check_summary(const char *name)
+{
+    printf("%s: %u passed, %u failed\n", name, passed, failed);
+    return failed ? 1 : 0;
+}
 
 #endif

@@ -499,6 +499,5 @@ int main(void)
     test_basic();
     test_secrets();
     test_sign();
-    printf("test_devauth: %u passed, %u failed\n", passed, failed);
-    return failed ? 1 : 0;
+    return check_summary("test_devauth");
 }

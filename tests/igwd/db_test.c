@@ -20,7 +20,7 @@
 
 #include <h2o/socket.h>
 
-#include "check.h"
+#include "../check.h"
 
 static h2o_evloop_t *loop;
 static PGconn *admin;
@@ -462,6 +462,5 @@ int main(int argc, char **argv)
     h2o_evloop_run(loop, 0); /* h2o frees closed sockets on the next turn */
     h2o_evloop_destroy(loop);
     PQfinish(admin);
-    printf("db_test: %d checks, %d failed\n", checks, failures);
-    return failures ? 1 : 0;
+    return check_summary("db_test");
 }

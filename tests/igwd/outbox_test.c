@@ -16,7 +16,7 @@
 
 #include <h2o/socket.h>
 
-#include "check.h"
+#include "../check.h"
 
 static h2o_evloop_t *loop;
 static igw_db *db, *db2;
@@ -1003,6 +1003,5 @@ int main(int argc, char **argv)
     h2o_evloop_destroy(loop);
     PQfinish(admin);
     PQfinish(listener);
-    printf("outbox_test: %d checks, %d failed\n", checks, failures);
-    return failures ? 1 : 0;
+    return check_summary("outbox_test");
 }

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
+#include "../check.h"
 #include "pending.h"
 
 static igw_pending_cmd cmd(const char *dn, const char *token, int64_t deadline)
@@ -239,6 +239,5 @@ int main(void)
     test_bounds();
     test_collisions();
     test_threads();
-    printf("pending_test: %d checks, %d failed\n", checks, failures);
-    return failures ? 1 : 0;
+    return check_summary("pending_test");
 }

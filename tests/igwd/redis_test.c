@@ -25,7 +25,7 @@
 
 #include <h2o/socket.h>
 
-#include "check.h"
+#include "../check.h"
 
 static h2o_evloop_t *loop;
 static redisContext *admin;
@@ -617,6 +617,5 @@ int main(int argc, char **argv)
     h2o_evloop_destroy(loop);
     if (admin)
         redisFree(admin);
-    printf("redis_test: %d checks, %d failed\n", checks, failures);
-    return failures ? 1 : 0;
+    return check_summary("redis_test");
 }

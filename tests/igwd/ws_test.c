@@ -19,7 +19,7 @@
  *   /quit           stop: close the rest with 1001, drain, check, exit
  * On its own side it checks that on_close runs exactly once per connection
  * and that sends fail from then on, and that everything drained. Prints
- * "ws_test: N checks, F failures"; exits 1 on failure. */
+ * "ws_test: N connections" and "ws_test: P passed, F failed"; exits 1 on failure. */
 #include "clock.h"
 #include "ws.h"
 
@@ -36,7 +36,7 @@
 
 #include <h2o.h>
 
-#include "check.h"
+#include "../check.h"
 
 #define FRAME_64K 65536
 #define MAX_LOG 512
@@ -384,6 +384,6 @@ int main(int argc, char **argv)
     h2o_evloop_destroy(loop);
     h2o_config_dispose(&globalconf);
     free(pad64k);
-    printf("ws_test: %d checks, %d failures (%d connections)\n", checks, failures, opened);
-    return failures ? 1 : 0;
+    printf("ws_test: %d connections\n", opened);
+    return check_summary("ws_test");
 }

@@ -336,6 +336,5 @@ int main(void)
     test_ints();
     test_canonical();
     test_canonical_in_writer();
-    printf("jw: %u passed, %u failed\n", passed, failed);
-    return failed != 0;
+    return check_summary("jw");
 }

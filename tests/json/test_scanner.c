@@ -1558,6 +1558,5 @@ int main(void)
     test_dup_sort();
     test_arena();
     igw_arena_free(&arena);
-    printf("scanner: %u passed, %u failed\n", passed, failed);
-    return failed != 0;
+    return check_summary("scanner");
 }

@@ -196,6 +196,5 @@ int main(void)
     test_refused();
     test_tamper();
     test_sign_limits();
-    printf("test_jwt: %u passed, %u failed\n", passed, failed);
-    return failed ? 1 : 0;
+    return check_summary("test_jwt");
 }

@@ -4,18 +4,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../check.h"
 #include "machines.h"
 
-static int failures, checks;
-
-#define EXPECT(cond, what)                                                         \
-    do {                                                                           \
-        checks++;                                                                  \
-        if (!(cond)) {                                                             \
-            failures++;                                                            \
-            fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, what);         \
-        }                                                                          \
-    } while (0)
+#define EXPECT(cond, what) check((cond), __FILE__, __LINE__, (what), NULL)
 
 static void session(void)
 {
@@ -116,6 +108,5 @@ int main(void)
     track();
     consent();
     delivery();
-    printf("machines spec: %d checks, %d failed\n", checks, failures);
-    return failures ? 1 : 0;
+    return check_summary("machines spec");
 }

@@ -1138,6 +1138,5 @@ int main(void)
     CHECK(mono_us() - t0 < 5000000);
     igw_dtls_cert_free(ca);
     igw_dtls_cert_free(cb);
-    printf("media_test_dtls: %u passed, %u failed\n", passed, failed);
-    return failed ? 1 : 0;
+    return check_summary("media_test_dtls");
 }

@@ -976,6 +976,5 @@ int main(void)
     test_ntp();
     test_rewriter();
     test_history();
-    printf("test_rtp: %u checks passed, %u failed\n", passed, failed);
-    return failed ? 1 : 0;
+    return check_summary("test_rtp");
 }

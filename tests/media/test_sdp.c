@@ -19,28 +19,16 @@
 #include "../check.h"
 
 /* String equality that shows both sides when it fails. */
-#define CHECK_STR(got, want)                                                         \
-    do {                                                                             \
-        const char *g_ = (got), *w_ = (want);                                        \
-        if (strcmp(g_, w_) == 0) {                                                   \
-            passed++;                                                                \
-        } else {                                                                     \
-            failed++;                                                                \
-            printf("FAIL %s:%d: %s = \"%s\", want \"%s\"\n", __FILE__, __LINE__,     \
-                   #got, g_, w_);                                                    \
-        }                                                                            \
+#define CHECK_STR(got, want)                                                                   \
+    do {                                                                                       \
+        const char *g_ = (got), *w_ = (want);                                                  \
+        check(strcmp(g_, w_) == 0, __FILE__, __LINE__, #got, "\"%s\", want \"%s\"", g_, w_); \
     } while (0)
 
-#define CHECK_INT(got, want)                                                         \
-    do {                                                                             \
-        long long g_ = (long long)(got), w_ = (long long)(want);                     \
-        if (g_ == w_) {                                                              \
-            passed++;                                                                \
-        } else {                                                                     \
-            failed++;                                                                \
-            printf("FAIL %s:%d: %s = %lld, want %lld\n", __FILE__, __LINE__, #got,   \
-                   g_, w_);                                                          \
-        }                                                                            \
+#define CHECK_INT(got, want)                                                 \
+    do {                                                                     \
+        long long g_ = (long long)(got), w_ = (long long)(want);             \
+        check(g_ == w_, __FILE__, __LINE__, #got, "%lld, want %lld", g_, w_); \
     } while (0)
 
 static void *xcalloc(size_t n)
@@ -72,11 +60,8 @@ static text load(const char *name)
     snprintf(path, sizeof path, "%s/%s", dir ? dir : "tests/media/sdp_corpus", name);
     text t = {NULL, 0};
     FILE *f = fopen(path, "rb");
-    if (!f) {
-        printf("FAIL cannot open %s (run from the repository root)\n", path);
-        failed++;
+    if (!check(f != NULL, __FILE__, __LINE__, path, "cannot open (run from the repository root)"))
         return t;
-    }
     t.p = xcalloc(IGW_SDP_MAX_TEXT + 2);
     t.n = fread(t.p, 1, IGW_SDP_MAX_TEXT + 1, f);
     fclose(f);
@@ -723,13 +708,9 @@ static void expect_err_n(const char *in, size_t len, const char *want, int line)
     memset(err, 'x', sizeof err);
     memset(S, 0x5a, sizeof *S);
     int rc = parse(in, len, S, err, sizeof err);
-    if (rc != -1 || strcmp(err, want) != 0) {
-        failed++;
-        printf("FAIL %s:%d: rc=%d err \"%s\", want \"%s\"\n", __FILE__, line, rc,
-               rc ? err : "", want);
+    if (!check(rc == -1 && strcmp(err, want) == 0, __FILE__, line, "parse refuses",
+               "rc=%d err \"%s\", want \"%s\"", rc, rc ? err : "", want))
         return;
-    }
-    passed++;
     bool clean = strlen(err) < 64;
     for (const char *p = err; *p; p++)
         clean = clean && (unsigned char)*p >= 0x20 && (unsigned char)*p < 0x7f;
@@ -975,13 +956,8 @@ static void expect_check(const igw_sdp *s, const char *want, int line)
 {
     char err[128] = "unset";
     int rc = igw_sdp_check_webrtc(s, err, sizeof err);
-    if ((want ? rc != -1 || strcmp(err, want) != 0 : rc != 0)) {
-        failed++;
-        printf("FAIL %s:%d: check rc=%d err \"%s\", want \"%s\"\n", __FILE__, line, rc, err,
-               want ? want : "(ok)");
-    } else {
-        passed++;
-    }
+    check(want ? rc == -1 && strcmp(err, want) == 0 : rc == 0, __FILE__, line, "check_webrtc",
+          "rc=%d err \"%s\", want \"%s\"", rc, err, want ? want : "(ok)");
 }
 
 #define EXPECT_CHECK(want) expect_check(T, (want), __LINE__)
@@ -1242,16 +1218,11 @@ static void test_write(void)
     CHECK_INT(igw_sdp_write(NULL, WBUF, WCAP), 0);
 
     /* What the parser would not read back is refused: each from a valid base. */
-#define REFUSE(mutation)                                                             \
-    do {                                                                             \
-        build_answer(T);                                                             \
-        mutation;                                                                    \
-        if (igw_sdp_write(T, WBUF, WCAP) == 0) {                                     \
-            passed++;                                                                \
-        } else {                                                                     \
-            failed++;                                                                \
-            printf("FAIL %s:%d: wrote despite %s\n", __FILE__, __LINE__, #mutation); \
-        }                                                                            \
+#define REFUSE(mutation)                                                                 \
+    do {                                                                                 \
+        build_answer(T);                                                                 \
+        mutation;                                                                        \
+        check(igw_sdp_write(T, WBUF, WCAP) == 0, __FILE__, __LINE__, "wrote despite " #mutation, NULL); \
     } while (0)
     build_answer(T);
     CHECK(igw_sdp_write(T, WBUF, WCAP) > 0);
@@ -1349,13 +1320,8 @@ static void test_h264(void)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         igw_h264_profile p = igw_sdp_h264_profile(cases[i].fmtp);
         bool m1 = igw_sdp_h264_mode1(cases[i].fmtp);
-        if (p == cases[i].want && m1 == cases[i].mode1) {
-            passed++;
-        } else {
-            failed++;
-            printf("FAIL h264 \"%s\": profile %d mode1 %d, want %d %d\n", cases[i].fmtp, p, m1,
-                   cases[i].want, cases[i].mode1);
-        }
+        check(p == cases[i].want && m1 == cases[i].mode1, __FILE__, __LINE__, cases[i].fmtp,
+              "profile %d mode1 %d, want %d %d", p, m1, cases[i].want, cases[i].mode1);
     }
     CHECK_INT(igw_sdp_h264_profile(NULL), IGW_H264_BASELINE);
     CHECK(!igw_sdp_h264_mode1(NULL));
@@ -1489,6 +1455,5 @@ int main(void)
     free(U);
     free(WBUF);
     free(WBUF2);
-    printf("test_sdp: %u passed, %u failed\n", passed, failed);
-    return failed ? 1 : 0;
+    return check_summary("test_sdp");
 }

@@ -526,6 +526,5 @@ int main(int argc, char **argv)
     igw_arena_free(&scratch);
     igw_arena_free(&ma);
     free(model);
-    printf("test_thingmodel: %u passed, %u failed\n", passed, failed);
-    return failed == 0 ? 0 : 1;
+    return check_summary("test_thingmodel");
 }

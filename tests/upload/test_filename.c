@@ -220,6 +220,5 @@ int main(void)
     test_characters();
     test_utf8();
     test_extensions();
-    printf("test_filename: %u passed, %u failed\n", passed, failed);
-    return failed ? 1 : 0;
+    return check_summary("test_filename");
 }

@@ -658,6 +658,5 @@ int main(void)
     test_errors();
     test_random_agreement();
     CHECK(mismatches == 0);
-    printf("test_multipart: %u passed, %u failed\n", passed, failed);
-    return failed ? 1 : 0;
+    return check_summary("test_multipart");
 }

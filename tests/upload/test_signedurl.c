@@ -333,6 +333,5 @@ int main(void)
     test_tamper();
     test_traversal();
     test_queries();
-    printf("test_signedurl: %u passed, %u failed\n", passed, failed);
-    return failed ? 1 : 0;
+    return check_summary("test_signedurl");
 }

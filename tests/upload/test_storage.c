@@ -367,6 +367,5 @@ int main(void)
     CHECK(outside_entries() == 1); /* only the victim file put there by the test */
     close(root);
     sh("rm -rf '%s'", base);
-    printf("test_storage: %u passed, %u failed\n", passed, failed);
-    return failed ? 1 : 0;
+    return check_summary("test_storage");
 }

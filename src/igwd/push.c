@@ -99,6 +99,26 @@ static int mark_sent(sub *s, int64_t wm)
     return 0;
 }
 
+/* Sends the delivery (watermark wm) as an interaction.event frame unless it
+ * went already, encoding into jw. Marked sent only once the frame is built:
+ * a delivery not sent for want of memory is left for a read. 0 (sent, or
+ * sent before), 1 (out of memory), -1 (the send failed: closed, on_close
+ * cleans up). */
+static int send_delivery(sub *s, igw_jw *jw, int64_t wm, igw_str id, igw_str event)
+{
+    if (was_sent(s, wm))
+        return 0;
+    igw_PushFrame f = {.has = IGW_PushFrame_method | IGW_PushFrame_deliveryId | IGW_PushFrame_event,
+                       .method = IGW_PushMethod_interaction_event,
+                       .deliveryId = id,
+                       .event = event};
+    igw_jw_reset(jw);
+    igw_encode_PushFrame(jw, &f);
+    if (igw_jw_status(jw) || mark_sent(s, wm) != 0)
+        return 1;
+    return igw_ws_send_text(s->ws, jw->buf, jw->len) != 0 ? -1 : 0;
+}
+
 static void unlink_sub(sub *s)
 {
     for (sub **pp = &s->p->subs; *pp; pp = &(*pp)->next)
@@ -130,18 +150,9 @@ static void on_pending(void *arg, const PGresult *res, const char *err)
         const char *id = PQgetvalue(res, i, 0);
         int64_t wm = strtoll(PQgetvalue(res, i, 2), NULL, 10);
         last = wm;
-        if (was_sent(s, wm))
-            continue;
-        if (mark_sent(s, wm) != 0)
-            break;
-        igw_PushFrame f = {.has = IGW_PushFrame_method | IGW_PushFrame_deliveryId | IGW_PushFrame_event,
-                           .method = IGW_PushMethod_interaction_event,
-                           .deliveryId = {id, strlen(id)},
-                           .event = {PQgetvalue(res, i, 1), (size_t)PQgetlength(res, i, 1)}};
-        igw_jw_reset(&jw);
-        igw_encode_PushFrame(&jw, &f);
-        if (igw_jw_status(&jw) || igw_ws_send_text(s->ws, jw.buf, jw.len) != 0)
-            break; /* closed (slow consumer, peer gone): on_close cleans up */
+        igw_str id_s = {id, strlen(id)}, ev = {PQgetvalue(res, i, 1), (size_t)PQgetlength(res, i, 1)};
+        if (send_delivery(s, &jw, wm, id_s, ev) != 0)
+            break; /* out of memory, or closed (slow consumer, peer gone): on_close cleans up */
     }
     igw_jw_free(&jw);
     /* A full batch: more is waiting, read on from its end. Otherwise the
@@ -187,21 +198,13 @@ static int send_notified(sub *s, const char *d)
     if (idlen == 0 || idlen > IGW_OUTBOX_ID_MAX || id[idlen] != '\n')
         return -1;
     const char *body = id + idlen + 1;
-    if (!s->ws || was_sent(s, wm))
+    if (!s->ws)
         return 0;
-    igw_PushFrame f = {.has = IGW_PushFrame_method | IGW_PushFrame_deliveryId | IGW_PushFrame_event,
-                       .method = IGW_PushMethod_interaction_event,
-                       .deliveryId = {id, idlen},
-                       .event = {body, strlen(body)}};
     igw_jw jw;
     igw_jw_init(&jw);
-    igw_encode_PushFrame(&jw, &f);
-    /* Marked only once it can go: otherwise the read sends it. */
-    int rc = igw_jw_status(&jw) || mark_sent(s, wm) != 0 ? -1 : 0;
-    if (rc == 0)
-        (void)igw_ws_send_text(s->ws, jw.buf, jw.len); /* fails when closed: on_close cleans up */
+    int rc = send_delivery(s, &jw, wm, (igw_str){id, idlen}, (igw_str){body, strlen(body)});
     igw_jw_free(&jw);
-    return rc;
+    return rc > 0 ? -1 : 0; /* not sent for want of memory: the read sends it; closed: on_close cleans up */
 }
 
 static void on_notify(void *arg, const char *channel, const char *payload)

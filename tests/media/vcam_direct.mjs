@@ -175,6 +175,7 @@ try {
     for (const cam of cams) cam.kill('SIGKILL');
     await browser.close().catch(() => {});
 }
-const secs = (Date.now() - started) / 1000;
-c.check(secs < 30, `the whole run took ${secs.toFixed(1)} s (< 30 s)`);
+// Every step above waits with its own bound; the total is reported, not
+// asserted (a busy machine is slower, not wrong).
+console.error(`${NAME}: the whole run took ${((Date.now() - started) / 1000).toFixed(1)} s`);
 c.done(NAME);

@@ -94,14 +94,31 @@ median() { printf '%s\n' "$@" | sort -g | awk '{a[NR] = $1} END {print a[int((NR
 # msgToken; ROUNDS rounds, each right after a floor round (this machine's
 # disk latency moves from minute to minute: compare within a round).
 register() { curl -sf -X POST -H "Authorization: Bearer $TOKEN" "$BASE/endpoints/register" | jq -r .data.endpointId; }
-EP=$(register)
 dev() { jq -r ".device.$1" "$IGW_VAR/demo.json"; }
 cmd() {
     "$LOADGEN" -u "$BASE/commands" -H "Authorization: Bearer $TOKEN" -H "Content-Type: application/json" -e '"accepted":true' \
         -b "{\"endpointId\":\"$EP\",\"command\":{\"msgToken\":\"$1-{seq}\",\"method\":\"device.propertyControl\",\"target\":{\"productID\":\"$(dev productID)\",\"deviceName\":\"$(dev deviceName)\"},\"params\":{\"properties\":{\"brightness\":42}}}}" \
         "${@:2}"
 }
-echo "area B at $RATE/s, $ROUNDS rounds of ${SECS} s (open loop: latency from each request's due time)"
+# Warm-up: the rounds start from tables that hold history and have been
+# analyzed, as a running system's are (autovacuum analyzes a table within a
+# minute of it growing), not from empty ones. A prepared statement keeps its
+# generic plan until a table it reads is analyzed, and one planned on empty
+# tables reads them whole (sequential scans, hashed subplans) as they grow:
+# from a fresh database each result of the first minute took 3-4 times as
+# long in PostgreSQL. Its own endpoint: pull-and-ack drains EP's.
+timeouts_settled() { # until every command has its result (60 s at most)
+    for _ in $(seq 600); do
+        [ "$(psql "$IGW_PG_DSN" -tAc 'SELECT count(*) FROM device_commands WHERE outcome IS NULL')" = 0 ] && return
+        sleep 0.1
+    done
+}
+EP=$(register)
+cmd w -r "$RATE" -s "$SECS" >/dev/null
+timeouts_settled
+psql "$IGW_PG_DSN" -qc 'VACUUM ANALYZE'
+EP=$(register)
+echo "area B at $RATE/s, $ROUNDS rounds of ${SECS} s (open loop: latency from each request's due time), after a warm-up of $((RATE * SECS)) commands"
 line "no-database reply (reference)" "$bare_rate"
 acc_p99=() floor_p99=()
 for r in $(seq "$ROUNDS"); do
@@ -125,10 +142,7 @@ awk -v a="$ACC_P99" -v f="$FLOOR_P99" -v b="$(J .p99_ms "$bare_rate")" \
 # results over the next seconds; push is measured after that storm, on its
 # own, with the device connected: ROUNDS rounds of 2000 commands at 500/s,
 # each on a new endpoint.
-for _ in $(seq 600); do # until every command of the throughput phase has its result (60 s at most)
-    [ "$(psql "$IGW_PG_DSN" -tAc 'SELECT count(*) FROM device_commands WHERE outcome IS NULL')" = 0 ] && break
-    sleep 0.1
-done
+timeouts_settled # the throughput phase's
 mkfifo "$TMP/dev.in"
 "$DEVICE" -p "$IGW_MQTT_PORT" -t "$(dev productID)" -n "$(dev deviceName)" -u "$(dev username)" -P "$(dev password)" \
     <"$TMP/dev.in" >"$TMP/dev.out" 2>&1 &

@@ -18,6 +18,8 @@
 # BENCH_TMP (/tmp: where the services' files go; /dev/shm makes every fsync
 # free - not durable, a diagnostic of what igw costs apart from the disk).
 # accept_p99_ms and push_p99_ms are the medians of the rounds' p99s.
+# BENCH_PROFILE=1 adds, after each acceptance round, PostgreSQL's statements
+# of that round by time (pg_stat_statements, loaded for the run).
 set -euo pipefail
 IGWD=$(realpath "${1:?usage: bench_app.sh IGWD LOADGEN DEVICE}")
 LOADGEN=$(realpath "${2:?usage: bench_app.sh IGWD LOADGEN DEVICE}")
@@ -40,6 +42,19 @@ trap cleanup EXIT
 "$ROOT/src/ops/services.sh" up >"$TMP/services.log" 2>&1 || { cat "$TMP/services.log" >&2; exit 2; }
 # shellcheck disable=SC1091
 . "$IGW_VAR/env"
+if [ -n "${BENCH_PROFILE:-}" ]; then # the library loads at server start
+    psql "$IGW_PG_DSN" -qc 'ALTER SYSTEM SET shared_preload_libraries = pg_stat_statements'
+    "$ROOT/src/ops/services.sh" down >>"$TMP/services.log" 2>&1
+    "$ROOT/src/ops/services.sh" up >>"$TMP/services.log" 2>&1 || { cat "$TMP/services.log" >&2; exit 2; }
+    psql "$IGW_PG_DSN" -qc 'CREATE EXTENSION pg_stat_statements'
+fi
+profile() { # reset | report: the statements since the reset, by time
+    [ -n "${BENCH_PROFILE:-}" ] || return 0
+    if [ "$1" = reset ]; then psql "$IGW_PG_DSN" -qtAc 'SELECT pg_stat_statements_reset()' >/dev/null; return; fi
+    psql "$IGW_PG_DSN" -P footer=off -c "SELECT calls, round((total_exec_time / calls)::numeric, 3) AS ms_per_call,
+        rows, shared_blks_hit / calls AS blocks_per_call, left(regexp_replace(query, '\s+', ' ', 'g'), 70) AS statement
+        FROM pg_stat_statements WHERE calls > 1 ORDER BY total_exec_time DESC LIMIT 5"
+}
 IGW_BASE_URL=http://127.0.0.1:0 "$ROOT/src/ops/provision.sh" >/dev/null
 env -i PATH="$PATH" IGW_LISTEN=127.0.0.1:0 IGW_THREADS="${IGWD_THREADS:-2}" IGW_PG_DSN="$IGW_PG_DSN" \
     IGW_ACCESS_LOG=false IGW_BENCH_ROUTES=true IGW_JWT_KEY_FILE="$IGW_VAR/jwt.key" IGW_COMMAND_TIMEOUT_MS=1000 \
@@ -123,12 +138,14 @@ line "no-database reply (reference)" "$bare_rate"
 acc_p99=() floor_p99=()
 for r in $(seq "$ROUNDS"); do
     fl=$(floor "$r")
+    profile reset
     cpu_snap >"$TMP/cpu0"
     acc=$(cmd "r$r" -r "$RATE" -s "$SECS")
     cpu_snap >"$TMP/cpu1"
     line "round $r: one-row INSERT + COMMIT (floor)" "$fl"
     line "round $r: /commands accepted (durable)" "$acc"
     echo "  CPU (% of one core of $(nproc)) while accepting: $(cpu_report "$TMP/cpu0" "$TMP/cpu1" "$SECS")"
+    profile report
     acc_p99+=("$(J .p99_ms "$acc")") floor_p99+=("$(J .p99_ms "$fl")")
 done
 ACC_P99=$(median "${acc_p99[@]}") FLOOR_P99=$(median "${floor_p99[@]}")

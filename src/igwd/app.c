@@ -28,12 +28,26 @@
 #define CHORE_MS 20
 #define SWEEP_EVERY 3000 /* 60 s */
 
+/* A pass reads the index of waiting commands from `from` on, not from its
+ * start: a settled command stays in that partial index as a dead entry
+ * until vacuum (at 1000 commands/s, tens of thousands of them), and a pass
+ * from the start walked them all every CHORE_MS. `from` moves on only past
+ * what a pass settled completely, and stays LOOKBACK_MS behind the pass's
+ * clock for commands that commit after their deadline (a stalled commit,
+ * another igwd's clock). Every FULL_EVERY chores, and first, a pass reads
+ * from the start: whatever was missed is settled within a minute. */
+#define LOOKBACK_MS 10000
+#define FULL_EVERY 3000 /* 60 s */
+
 struct igw_chores {
     h2o_loop_t *loop;
     igw_db *db;
     h2o_timeout_t timeout;
     h2o_timeout_entry_t entry;
     unsigned n;
+    int64_t from;     /* the next pass reads deadlines from here */
+    int64_t pass_now; /* the running pass's clock */
+    bool full;        /* the next pass reads from the start */
     bool passing; /* an overdue pass has not finished: the next one waits */
     bool stopping;
 };
@@ -47,26 +61,40 @@ static void on_swept(void *arg, const igw_outbox_result *r)
 
 static void start_pass(struct igw_chores *c);
 
-static void on_pass_done(void *arg, int n)
+static void on_pass_done(void *arg, const igw_results_pass *r)
 {
     struct igw_chores *c = arg;
     c->passing = false;
-    if (c->stopping)
+    if (c->stopping) {
         free(c);
-    else if (n == IGW_RESULTS_PASS_MAX) /* a backlog: on at once */
+        return;
+    }
+    if (r->looked && r->stored < r->overdue) /* some still wait: read from the first again */
+        c->from = r->first_deadline_ms;
+    else if (r->looked && r->overdue == IGW_RESULTS_PASS_MAX) /* all settled, more behind them */
+        c->from = r->last_deadline_ms;
+    else if (r->looked && c->pass_now - LOOKBACK_MS > c->from) /* all settled up to the pass's clock */
+        c->from = c->pass_now - LOOKBACK_MS;
+    if (r->overdue == IGW_RESULTS_PASS_MAX && r->stored) /* a backlog: on at once */
         start_pass(c);
 }
 
 static void start_pass(struct igw_chores *c)
 {
-    if (!c->passing)
-        c->passing = igw_results_sweep_timeouts(c->db, igw_wall_ms(), on_pass_done, c) == 0;
+    if (c->passing)
+        return;
+    if (c->full)
+        c->from = 0;
+    c->pass_now = igw_wall_ms();
+    c->passing = igw_results_sweep_timeouts(c->db, c->pass_now, c->from, on_pass_done, c) == 0;
+    c->full &= !c->passing;
 }
 
 static void on_chore(h2o_timeout_entry_t *entry)
 {
     struct igw_chores *c = H2O_STRUCT_FROM_MEMBER(struct igw_chores, entry, entry);
     int64_t now = igw_wall_ms();
+    c->full |= c->n % FULL_EVERY == 0;
     start_pass(c);
     if (++c->n % SWEEP_EVERY == 0)
         (void)igw_outbox_sweep(c->db, now, IGW_OUTBOX_RETENTION_MS, on_swept, NULL);

@@ -40,23 +40,24 @@ static const igw_db_stmt stmt_find = {
 #define STR(x) STR_(x)
 static const igw_db_stmt stmt_overdue = {
     "igw_results_overdue",
-    "SELECT endpoint_id, msg_token, method, enterprise_id::text, product_id, device_name, device_token "
-    "FROM device_commands WHERE outcome IS NULL AND deadline_ms < $1::bigint ORDER BY deadline_ms "
-    "LIMIT " STR(IGW_RESULTS_PASS_MAX),
-    1};
+    "SELECT endpoint_id, msg_token, method, enterprise_id::text, product_id, device_name, device_token, "
+    "       deadline_ms "
+    "FROM device_commands WHERE outcome IS NULL AND deadline_ms < $1::bigint AND deadline_ms >= $2::bigint "
+    "ORDER BY deadline_ms LIMIT " STR(IGW_RESULTS_PASS_MAX),
+    2};
 
 /* An overdue pass: done once its last emit has answered. */
 typedef struct pass {
-    int left, n;
-    int stored; /* results of this pass that committed: progress */
-    void (*done)(void *arg, int n);
+    int left;
+    igw_results_pass r;
+    void (*done)(void *arg, const igw_results_pass *r);
     void *arg;
 } pass;
 
 static void pass_release(pass *p)
 {
     if (p && --p->left == 0) {
-        p->done(p->arg, p->stored ? p->n : 0); /* no progress: no reason to go on at once */
+        p->done(p->arg, &p->r);
         free(p);
     }
 }
@@ -113,7 +114,7 @@ static void on_emitted(void *arg, const igw_outbox_result *r)
         em->cb(em->cb_arg, r->committed ? IGW_RESULTS_STORED : IGW_RESULTS_FAILED,
                r->committed ? NULL : (r->err ? r->err : "no result"));
     if (em->pass && r->committed)
-        em->pass->stored++;
+        em->pass->r.stored++;
     pass_release(em->pass);
     free(em);
 }
@@ -222,8 +223,13 @@ static void on_overdue(void *arg, const PGresult *res, const char *err)
     pass *p = o->pass;
     if (!res)
         fprintf(stderr, "igwd: results: overdue lookup failed: %s\n", err);
-    p->n = res ? PQntuples(res) : 0;
-    for (int i = 0; i < p->n; i++) {
+    p->r.looked = res != NULL;
+    p->r.overdue = res ? PQntuples(res) : 0;
+    if (p->r.overdue) { /* ordered by deadline */
+        p->r.first_deadline_ms = strtoll(PQgetvalue(res, 0, 7), NULL, 10);
+        p->r.last_deadline_ms = strtoll(PQgetvalue(res, p->r.overdue - 1, 7), NULL, 10);
+    }
+    for (int i = 0; i < p->r.overdue; i++) {
         const char *cmd[4] = {PQgetvalue(res, i, 0), PQgetvalue(res, i, 1), PQgetvalue(res, i, 2),
                               PQgetvalue(res, i, 3)};
         const char *key[3] = {PQgetvalue(res, i, 4), PQgetvalue(res, i, 5), PQgetvalue(res, i, 6)};
@@ -292,7 +298,8 @@ fail:
     return -1;
 }
 
-int igw_results_sweep_timeouts(igw_db *db, int64_t now_ms, void (*done)(void *arg, int n), void *arg)
+int igw_results_sweep_timeouts(igw_db *db, int64_t now_ms, int64_t from_ms,
+                               void (*done)(void *arg, const igw_results_pass *r), void *arg)
 {
     outcome *o = calloc(1, sizeof *o);
     pass *p = calloc(1, sizeof *p);
@@ -305,9 +312,10 @@ int igw_results_sweep_timeouts(igw_db *db, int64_t now_ms, void (*done)(void *ar
     o->db = db;
     o->pass = p;
     o->cls = IGW_ERR_UNKNOWN_OUTCOME;
-    char now[24];
+    char now[24], from[24];
     snprintf(now, sizeof now, "%lld", (long long)now_ms);
-    const char *values[1] = {now};
+    snprintf(from, sizeof from, "%lld", (long long)from_ms);
+    const char *values[2] = {now, from};
     if (igw_db_exec(db, &stmt_overdue, values, NULL, NULL, on_overdue, o)) {
         outcome_free(o);
         free(p);

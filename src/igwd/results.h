@@ -9,6 +9,7 @@
 #ifndef IGW_RESULTS_H
 #define IGW_RESULTS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "db.h"
@@ -47,14 +48,24 @@ typedef void (*igw_results_reply_cb)(void *arg, int status, const char *err);
  * is full; cb is not called). */
 int igw_results_reply(igw_db *db, const igw_results_reply_in *in, igw_results_reply_cb cb, void *arg);
 
+/* What an overdue pass found and did. */
+typedef struct igw_results_pass {
+    bool looked;     /* the lookup answered (false: nothing is known) */
+    int overdue;     /* commands found overdue, at most IGW_RESULTS_PASS_MAX */
+    int stored;      /* of which the result committed */
+    int64_t first_deadline_ms, last_deadline_ms; /* of those found, when overdue > 0 */
+} igw_results_pass;
+
 /* Settles up to IGW_RESULTS_PASS_MAX commands whose deadline passed without
- * a reply (a failure result each). done(arg, n) is called once every result
- * of the pass is stored or given up (n: how many were overdue), so the
- * caller can keep passes from overlapping: a command stays overdue until its
- * result commits, and a pass started before that would emit it again. Safe
- * from several igwd processes at once. 0, or -1 when nothing was started
- * (done is not called). */
+ * a reply, earliest first, from_ms <= deadline < now_ms (a failure result
+ * each; from_ms 0: every one). done(arg, r) is called once every result of
+ * the pass is stored or given up, so the caller can keep passes from
+ * overlapping (a command stays overdue until its result commits, and a pass
+ * started before that would emit it again) and move from_ms on. Safe from
+ * several igwd processes at once. 0, or -1 when nothing was started (done
+ * is not called). */
 #define IGW_RESULTS_PASS_MAX 256
-int igw_results_sweep_timeouts(igw_db *db, int64_t now_ms, void (*done)(void *arg, int n), void *arg);
+int igw_results_sweep_timeouts(igw_db *db, int64_t now_ms, int64_t from_ms,
+                               void (*done)(void *arg, const igw_results_pass *r), void *arg);
 
 #endif

@@ -70,7 +70,9 @@ J() { jq -r "$1" <<<"$2"; }
 # CPU per program (% of one core) between two snapshots of every process's
 # utime+stime, counted per pid seen in both (a kernel thread that renamed
 # itself or a process that came or went is not charged its whole past).
-cpu_snap() { awk '{ gsub(/[()]/, "", $2); print $1, $2, $14 + $15 }' /proc/[0-9]*/stat 2>/dev/null; }
+# A process that exits between the glob and the read is skipped (awk goes
+# on past a file it cannot open, then exits 2).
+cpu_snap() { awk '{ gsub(/[()]/, "", $2); print $1, $2, $14 + $15 }' /proc/[0-9]*/stat 2>/dev/null || true; }
 cpu_report() { # BEFORE AFTER SECONDS
     awk -v s="$3" -v hz="$(getconf CLK_TCK)" 'NR == FNR { t[$1 " " $2] = $3; next }
         ($1 " " $2) in t { c[$2] += $3 - t[$1 " " $2] }

@@ -15,9 +15,9 @@
  * table CHECK's stored expression back from its text form in every
  * statement that writes the table, once per constraint, while a domain's
  * is read once per session (its type cache). With regular-expression and
- * IN-list constants that reading cost more than the insert itself: a
- * one-row INSERT of three identifier columns took 152 us with table CHECKs
- * and 113 us with domains (98 us with no check at all). Domains are
+ * IN-list constants that reading took a third of a one-row insert's time:
+ * an INSERT of three identifier columns took 152 us with table CHECKs and
+ * 113 us with domains (98 us with no check at all). Domains are
  * declared first, then the tables in declaration order.
  *
  * The file has no BEGIN/COMMIT: whoever applies it decides transactions. */
@@ -58,6 +58,30 @@ static const char *const pg_reserved[] = {
     "select", "session_user", "similar", "some", "symmetric", "table", "tablesample",
     "then", "to", "trailing", "true", "union", "unique", "user", "using", "variadic",
     "verbose", "when", "where", "window", "with",
+};
+
+/* Names a domain cannot take: PostgreSQL's built-in types (pg_catalog comes
+ * first on the search path, so a column typed `name` would silently be the
+ * built-in one, without the CHECK) and the keywords that may name columns
+ * but not types (pg_get_keywords() category C; R and T are pg_reserved). */
+static const char *const pg_type_names[] = {
+    "aclitem", "any", "anyarray", "anycompatible", "anycompatiblearray", "anycompatiblemultirange",
+    "anycompatiblenonarray", "anycompatiblerange", "anyelement", "anyenum", "anymultirange", "anynonarray",
+    "anyrange", "between", "bigint", "bit", "bool", "boolean", "box", "bpchar", "bytea", "char", "character",
+    "cid", "cidr", "circle", "coalesce", "cstring", "date", "datemultirange", "daterange", "dec", "decimal",
+    "event_trigger", "exists", "extract", "fdw_handler", "float", "float4", "float8", "greatest", "grouping",
+    "gtsvector", "index_am_handler", "inet", "inout", "int", "int2", "int2vector", "int4", "int4multirange",
+    "int4range", "int8", "int8multirange", "int8range", "integer", "internal", "interval", "json", "jsonb",
+    "jsonpath", "language_handler", "least", "line", "lseg", "macaddr", "macaddr8", "money", "name",
+    "national", "nchar", "none", "normalize", "nullif", "numeric", "nummultirange", "numrange", "oid",
+    "oidvector", "out", "overlay", "path", "point", "polygon", "position", "precision", "real", "record",
+    "refcursor", "regclass", "regcollation", "regconfig", "regdictionary", "regnamespace", "regoper",
+    "regoperator", "regproc", "regprocedure", "regrole", "regtype", "row", "setof", "smallint", "substring",
+    "table_am_handler", "text", "tid", "time", "timestamp", "timestamptz", "timetz", "treat", "trigger",
+    "trim", "tsm_handler", "tsmultirange", "tsquery", "tsrange", "tstzmultirange", "tstzrange", "tsvector",
+    "txid_snapshot", "unknown", "uuid", "values", "varbit", "varchar", "void", "xid", "xid8", "xml",
+    "xmlattributes", "xmlconcat", "xmlelement", "xmlexists", "xmlforest", "xmlnamespaces", "xmlparse",
+    "xmlpi", "xmlroot", "xmlserialize", "xmltable",
 };
 
 /* ---- names ---------------------------------------------------------------- */
@@ -105,6 +129,14 @@ static bool nameset_add(nameset *ns, igw_loc loc, const char *name)
         }
     igw_vec_push(&ns->names, igw_xstrdup(name));
     return true;
+}
+
+static bool nameset_has(const nameset *ns, const char *name)
+{
+    FOR(ns->names, char, n)
+        if (strcmp(n, name) == 0)
+            return true;
+    return false;
 }
 
 static void nameset_free(nameset *ns)
@@ -318,8 +350,10 @@ static void conds_free(conds *cs)
  * state column alone <machine>_state. */
 typedef struct domain {
     char *name;
-    const char *base; /* SQL type */
-    const char *doc;  /* the named type's, or NULL */
+    const char *base;   /* SQL type */
+    const char *doc;    /* the named type's, or NULL */
+    const char *table;  /* where it was first used, for diagnostics */
+    const char *column;
     conds cs;
     igw_loc loc;
 } domain;
@@ -336,21 +370,26 @@ static bool conds_equal(const conds *a, const conds *b)
     return same;
 }
 
-/* "MsgType" -> "msg_type". */
+static bool is_upper(char c) { return c >= 'A' && c <= 'Z'; }
+static bool is_lower_or_digit(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
+
+/* "MsgType" -> "msg_type", "HTTPCode" -> "http_code": a word starts at a
+ * capital after a small letter or digit, or at the last capital of a run
+ * followed by a small letter. */
 static char *snake_name(const char *name)
 {
     igw_out o;
     igw_out_init(&o);
     for (const char *p = name; *p; p++) {
         char ch = *p;
-        if (ch >= 'A' && ch <= 'Z') {
-            if (p != name && !(p[-1] >= 'A' && p[-1] <= 'Z'))
+        if (is_upper(ch)) {
+            if (p != name && (is_lower_or_digit(p[-1]) || (is_upper(p[-1]) && p[1] >= 'a' && p[1] <= 'z')))
                 igw_out_write(&o, "_", 1);
             ch = (char)(ch - 'A' + 'a');
         }
         igw_out_write(&o, &ch, 1);
     }
-    return o.buf;
+    return o.buf ? o.buf : igw_xstrdup("");
 }
 
 /* The domain of column `c` of table `t`, created on first use; NULL when the
@@ -374,17 +413,33 @@ static const domain *column_domain(domains *ds, const igw_table *t, const igw_co
     /* A different rule under a taken name is pushed too: emit_domain reports
      * the name used twice. */
     domain *d = igw_xcalloc(1, sizeof *d);
-    *d = (domain){.name = name, .base = c->sqltype, .doc = shared ? c->from->doc : NULL, .cs = cs, .loc = c->loc};
+    *d = (domain){.name = name, .base = c->sqltype, .doc = shared ? c->from->doc : NULL, .table = t->name,
+                  .column = c->name, .cs = cs, .loc = c->loc};
     igw_vec_push(&ds->v, d);
     return d;
 }
 
 /* CREATE DOMAIN name AS base CONSTRAINT name_check CHECK (...). Returns
- * false when the name is unusable (already reported). */
-static bool emit_domain(igw_out *o, const domain *d, nameset *relations)
+ * false when the name is unusable (already reported). `types` holds the
+ * tables' names and the domains' so far: a domain is a type, as every
+ * table's row type is, one namespace. */
+static bool emit_domain(igw_out *o, const domain *d, nameset *types)
 {
-    /* A domain is a type, as every table's row type is: one namespace. */
-    bool ok = check_ident(d->loc, "domain name", d->name) && nameset_add(relations, d->loc, d->name);
+    bool ok = check_ident(d->loc, "domain name", d->name);
+    for (size_t i = 0; ok && i < sizeof pg_type_names / sizeof pg_type_names[0]; i++)
+        if (strcmp(d->name, pg_type_names[i]) == 0) {
+            igw_diag_error(d->loc, "the rule of %s.%s becomes domain '%s', a PostgreSQL type or keyword", d->table,
+                           d->column, d->name);
+            ok = false;
+        }
+    if (ok && nameset_has(types, d->name)) {
+        igw_diag_error(d->loc, "the rule of %s.%s becomes domain '%s', a name a table or another rule has", d->table,
+                       d->column, d->name);
+        ok = false;
+    }
+    char *check = igw_xprintf("%s_check", d->name);
+    ok = ok && nameset_add(types, d->loc, d->name) && nameset_add(types, d->loc, check);
+    free(check);
     if (d->doc) {
         igw_out_puts(o, "-- ");
         doc_text(o, d->doc);
@@ -537,25 +592,36 @@ int igw_emit_sql(const igw_schema *s, const char *gen_dir)
     igw_out o;
     igw_out_init(&o);
     igw_out_banner(&o, s, "--");
-    igw_out_puts(&o, "--\n"
-                     "-- PostgreSQL 15 DDL of every table of the schema, in declaration order, after\n"
-                     "-- the domains their columns' rules became.\n"
-                     "-- migrations/ must build the same catalog: tests/sql/drift.sh compares them.\n");
-    nameset relations = {0};
+    nameset relations = {0}, types = {0};
     domains ds = {0};
     FOR(s->tables, igw_table, t)
         FOR(t->columns, igw_column, c)
             (void)column_domain(&ds, t, c);
+    igw_out_printf(&o,
+                   "--\n"
+                   "-- PostgreSQL 15 DDL of every table of the schema, in declaration order%s.\n"
+                   "-- migrations/ must build the same catalog: tests/sql/drift.sh compares them.\n",
+                   ds.v.n ? ", after\n-- the domains their columns' rules became" : "");
+    /* Tables first, so a clash is reported at the rule that made the domain;
+     * the domains come first in the file. */
+    igw_out tables;
+    igw_out_init(&tables);
     bool ok = true;
+    FOR(s->tables, igw_table, t) {
+        igw_out_puts(&tables, "\n");
+        ok &= emit_table(&tables, t, &ds, &relations);
+        if (!nameset_has(&types, t->name)) /* a table named twice is reported once, by emit_table */
+            (void)nameset_add(&types, t->loc, t->name);
+    }
     if (ds.v.n)
         igw_out_puts(&o, "\n");
     FOR(ds.v, domain, d)
-        ok &= emit_domain(&o, d, &relations);
-    FOR(s->tables, igw_table, t) {
-        igw_out_puts(&o, "\n");
-        ok &= emit_table(&o, t, &ds, &relations);
-    }
+        ok &= emit_domain(&o, d, &types);
+    if (tables.len)
+        igw_out_write(&o, tables.buf, tables.len);
+    igw_out_free(&tables);
     domains_free(&ds);
+    nameset_free(&types);
     nameset_free(&relations);
     int rc = ok ? igw_out_save(&o, gen_dir, "sql/schema.sql") : -1;
     igw_out_free(&o);

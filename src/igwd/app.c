@@ -32,12 +32,13 @@
  * start: a settled command stays in that partial index as a dead entry
  * until vacuum (at 1000 commands/s, tens of thousands of them), and a pass
  * from the start walked them all every CHORE_MS. `from` moves on only past
- * what a pass settled completely, and stays LOOKBACK_MS behind the pass's
- * clock for commands that commit after their deadline (a stalled commit,
- * another igwd's clock). Every FULL_EVERY chores, and first, a pass reads
- * from the start: whatever was missed is settled within a minute. */
+ * what a pass settled completely, and never closer than LOOKBACK_MS to the
+ * clock, for commands that commit after their deadline (a stalled commit,
+ * another igwd's clock; a clock stepped back pulls it back too). The first
+ * pass, and one every FULL_MS, reads from the start: whatever was missed is
+ * settled within about a minute. */
 #define LOOKBACK_MS 10000
-#define FULL_EVERY 3000 /* 60 s */
+#define FULL_MS 60000
 
 struct igw_chores {
     h2o_loop_t *loop;
@@ -45,9 +46,10 @@ struct igw_chores {
     h2o_timeout_t timeout;
     h2o_timeout_entry_t entry;
     unsigned n;
-    int64_t from;     /* the next pass reads deadlines from here */
-    int64_t pass_now; /* the running pass's clock */
-    bool full;        /* the next pass reads from the start */
+    int64_t from;      /* the next pass reads deadlines from here */
+    int64_t pass_now;  /* the running pass's clock (wall: deadlines are) */
+    int64_t last_full; /* igw_clock_ms of the last pass from the start */
+    bool had_full;     /* last_full is set */
     bool passing; /* an overdue pass has not finished: the next one waits */
     bool stopping;
 };
@@ -69,13 +71,18 @@ static void on_pass_done(void *arg, const igw_results_pass *r)
         free(c);
         return;
     }
-    if (r->looked && r->stored < r->overdue) /* some still wait: read from the first again */
-        c->from = r->first_deadline_ms;
-    else if (r->looked && r->overdue == IGW_RESULTS_PASS_MAX) /* all settled, more behind them */
-        c->from = r->last_deadline_ms;
-    else if (r->looked && c->pass_now - LOOKBACK_MS > c->from) /* all settled up to the pass's clock */
-        c->from = c->pass_now - LOOKBACK_MS;
-    if (r->overdue == IGW_RESULTS_PASS_MAX && r->stored) /* a backlog: on at once */
+    int64_t to = c->pass_now - LOOKBACK_MS; /* all settled up to the pass's clock */
+    if (!r->looked)
+        to = c->from;
+    else if (r->settled < r->overdue) /* some still wait: read from the first again */
+        to = r->first_deadline_ms;
+    else if (r->overdue == IGW_RESULTS_PASS_MAX) /* all settled, more behind them */
+        to = r->last_deadline_ms;
+    if (to > c->pass_now - LOOKBACK_MS)
+        to = c->pass_now - LOOKBACK_MS;
+    if (to > c->from)
+        c->from = to;
+    if (r->overdue == IGW_RESULTS_PASS_MAX && r->settled) /* a backlog: on at once */
         start_pass(c);
 }
 
@@ -83,18 +90,24 @@ static void start_pass(struct igw_chores *c)
 {
     if (c->passing)
         return;
-    if (c->full)
-        c->from = 0;
+    int64_t mono = igw_clock_ms();
+    bool full = !c->had_full || mono - c->last_full >= FULL_MS;
     c->pass_now = igw_wall_ms();
+    if (full)
+        c->from = 0;
+    else if (c->from > c->pass_now - LOOKBACK_MS) /* the clock was stepped back */
+        c->from = c->pass_now - LOOKBACK_MS;
     c->passing = igw_results_sweep_timeouts(c->db, c->pass_now, c->from, on_pass_done, c) == 0;
-    c->full &= !c->passing;
+    if (c->passing && full) {
+        c->last_full = mono;
+        c->had_full = true;
+    }
 }
 
 static void on_chore(h2o_timeout_entry_t *entry)
 {
     struct igw_chores *c = H2O_STRUCT_FROM_MEMBER(struct igw_chores, entry, entry);
     int64_t now = igw_wall_ms();
-    c->full |= c->n % FULL_EVERY == 0;
     start_pass(c);
     if (++c->n % SWEEP_EVERY == 0)
         (void)igw_outbox_sweep(c->db, now, IGW_OUTBOX_RETENTION_MS, on_swept, NULL);

@@ -11,7 +11,8 @@
 #include "base64.h"
 
 /* The delivery states the SQL below names: states of igw_sm_delivery (the
- * deliveries.state CHECK); igw_outbox_check_states() proves it. */
+ * delivery_state domain of deliveries.state); igw_outbox_check_states()
+ * proves it. */
 #define ST_PENDING "pending"
 #define ST_ACKNOWLEDGED "acknowledged"
 #define ST_REDELIVERED "redelivered"

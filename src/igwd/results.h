@@ -52,7 +52,7 @@ int igw_results_reply(igw_db *db, const igw_results_reply_in *in, igw_results_re
 typedef struct igw_results_pass {
     bool looked;     /* the lookup answered (false: nothing is known) */
     int overdue;     /* commands found overdue, at most IGW_RESULTS_PASS_MAX */
-    int stored;      /* of which the result committed */
+    int settled;     /* of which the command is settled (its result stored, or by another igwd) */
     int64_t first_deadline_ms, last_deadline_ms; /* of those found, when overdue > 0 */
 } igw_results_pass;
 

@@ -42,14 +42,14 @@ trap cleanup EXIT
 "$ROOT/src/ops/services.sh" up >"$TMP/services.log" 2>&1 || { cat "$TMP/services.log" >&2; exit 2; }
 # shellcheck disable=SC1091
 . "$IGW_VAR/env"
-if [ -n "${BENCH_PROFILE:-}" ]; then # the library loads at server start
+if [ "${BENCH_PROFILE:-0}" = 1 ]; then # the library loads at server start
     psql "$IGW_PG_DSN" -qc 'ALTER SYSTEM SET shared_preload_libraries = pg_stat_statements'
     "$ROOT/src/ops/services.sh" down >>"$TMP/services.log" 2>&1
     "$ROOT/src/ops/services.sh" up >>"$TMP/services.log" 2>&1 || { cat "$TMP/services.log" >&2; exit 2; }
-    psql "$IGW_PG_DSN" -qc 'CREATE EXTENSION pg_stat_statements'
+    psql "$IGW_PG_DSN" -qc 'CREATE EXTENSION IF NOT EXISTS pg_stat_statements'
 fi
 profile() { # reset | report: the statements since the reset, by time
-    [ -n "${BENCH_PROFILE:-}" ] || return 0
+    [ "${BENCH_PROFILE:-0}" = 1 ] || return 0
     if [ "$1" = reset ]; then psql "$IGW_PG_DSN" -qtAc 'SELECT pg_stat_statements_reset()' >/dev/null; return; fi
     psql "$IGW_PG_DSN" -P footer=off -c "SELECT calls, round((total_exec_time / calls)::numeric, 3) AS ms_per_call,
         rows, shared_blks_hit / calls AS blocks_per_call, left(regexp_replace(query, '\s+', ' ', 'g'), 70) AS statement
@@ -129,6 +129,7 @@ timeouts_settled() { # until every command has its result (60 s at most)
         [ "$(psql "$IGW_PG_DSN" -tAc 'SELECT count(*) FROM device_commands WHERE outcome IS NULL')" = 0 ] && return
         sleep 0.1
     done
+    echo "bench_app: warning: commands still without a result after 60 s; measuring on" >&2
 }
 EP=$(register)
 cmd w -r "$RATE" -s "$SECS" >/dev/null

@@ -232,19 +232,15 @@ grep -q "reply $TS comes after its command was settled" "$TMP/igwd.err" || fail 
 # A command accepted before a restart is not in the new process's map: its
 # reply is looked up and settles it all the same.
 call "$TOKEN" /endpoints/register; EPR=$(jq -r .data.endpointId "$TMP/r")
-CASE="action accepted before a restart"; call "$TOKEN" /commands "$(action r1 ptz '{"direction":3,"speed":2}' "$EPR")"; expect 200 200
-TR=$(psql_q "SELECT device_token FROM device_commands WHERE msg_token = 'r1'")
 # Passes read the deadlines of the last seconds only (app.c, LOOKBACK_MS);
 # one whose deadline is long past, as a process that died leaves it, is
 # settled by the pass that reads from the start, the first of a process.
 CASE="a command left overdue by a dead process"; call "$TOKEN" /commands "$(action o1 ptz '{"direction":1,"speed":2}' "$EPR")"
 expect 200 200
 psql_q "UPDATE device_commands SET deadline_ms = 0 WHERE msg_token = 'o1'" >/dev/null
+CASE="action accepted before a restart"; call "$TOKEN" /commands "$(action r1 ptz '{"direction":3,"speed":2}' "$EPR")"; expect 200 200
+TR=$(psql_q "SELECT device_token FROM device_commands WHERE msg_token = 'r1'")
 stop_igwd; start_igwd
-CASE="settled by the new process's first pass"
-for _ in $(seq 100); do [ "$(psql_q "SELECT outcome FROM device_commands WHERE msg_token = 'o1'")" = timeout ] && break; sleep 0.05; done
-[ "$(psql_q "SELECT outcome || '/' || (SELECT count(*) FROM events WHERE msg_token = 'o1')
-             FROM device_commands WHERE msg_token = 'o1'")" = timeout/1 ] || fail "$CASE"; ok
 STATUS=$(curl -s -o "$TMP/r" -w '%{http_code}' -H "authorization: $(j .device.authorization)" -H 'content-type: application/json' \
     -d "{\"method\":\"actionReply\",\"msgToken\":\"$TR\",\"code\":200,\"actionID\":\"ptz\",\"response\":{\"ok\":false}}" \
     "http://127.0.0.1:$PORT/api/v1/things/device/edge/send/thing/action")
@@ -258,6 +254,10 @@ jq -e '[.data.list[].event | select(.msgToken == "r1")][0] | .msgToken == "r1" a
 [ "$(psql_q "SELECT outcome FROM device_commands WHERE msg_token = 'r1'")" = replied ] || fail "$CASE: not settled"
 hits=$(metric 'igw_pending_replies_total{result="hit"}') misses=$(metric 'igw_pending_replies_total{result="miss"}')
 [ "$hits/$misses" = 0/1 ] || fail "$CASE: hit/miss $hits/$misses"; ok
+CASE="the command left overdue settled by the new process's first pass"
+for _ in $(seq 100); do [ "$(psql_q "SELECT outcome FROM device_commands WHERE msg_token = 'o1'")" = timeout ] && break; sleep 0.05; done
+[ "$(psql_q "SELECT outcome || '/' || (SELECT count(*) FROM events WHERE msg_token = 'o1')
+             FROM device_commands WHERE msg_token = 'o1'")" = timeout/1 ] || fail "$CASE"; ok
 CASE="repeated pulls are byte-identical"; pull; cmp -s <(jq -c .data "$TMP/r") <(jq -c .data "$TMP/pull1") || fail "$CASE"; ok
 curl -s -o "$TMP/raw1" -X POST -H "authorization: Bearer $TOKEN" -H 'content-type: application/json' -d "{\"endpointId\":\"$EP\",\"limit\":32}" "$BASE/events"
 curl -s -o "$TMP/raw2" -X POST -H "authorization: Bearer $TOKEN" -H 'content-type: application/json' -d "{\"endpointId\":\"$EP\",\"limit\":32}" "$BASE/events"

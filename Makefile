@@ -189,11 +189,11 @@ $(T)/db_test: tests/igwd/db_test.c tests/check.h src/igwd/db.c src/igwd/db.h
 test-db: $(T)/db_test
 	tests/igwd/db_test.sh $(T)/db_test
 
-$(T)/pending_test: tests/igwd/pending_test.c tests/check.h src/igwd/pending.c src/igwd/pending.h
+$(T)/pending_test: tests/igwd/pending_test.c tests/check.h src/igwd/pending.c src/igwd/pending.h src/common/lock.h
 	@mkdir -p $(dir $@)
 	$(CC) $(TFLAGS) -Isrc/igwd -o $@ tests/igwd/pending_test.c src/igwd/pending.c -lpthread
 
-$(T)/pending_test_tsan: tests/igwd/pending_test.c tests/check.h src/igwd/pending.c src/igwd/pending.h
+$(T)/pending_test_tsan: tests/igwd/pending_test.c tests/check.h src/igwd/pending.c src/igwd/pending.h src/common/lock.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CSTD) $(WARN) -O1 -g -fsanitize=thread $(RT_INC) -Isrc/igwd -o $@ tests/igwd/pending_test.c src/igwd/pending.c -lpthread
 

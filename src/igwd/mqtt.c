@@ -28,6 +28,7 @@
 
 #include "clock.h"
 #include "devauth.h"
+#include "lock.h"
 
 _Static_assert(IGW_MQTT_NAME_MAX == IGW_DEVAUTH_NAME_MAX, "device names as in devauth.h");
 _Static_assert(IGW_MQTT_PAYLOAD_MAX <= INT_MAX, "libmosquitto lengths are int");
@@ -128,10 +129,10 @@ static void wake(igw_mqtt *m)
 
 static void set_ready(igw_mqtt *m, bool v)
 {
-    pthread_mutex_lock(&m->mu);
+    igw_lock(&m->mu);
     atomic_store(&m->ready, v);
     pthread_cond_broadcast(&m->cv);
-    pthread_mutex_unlock(&m->mu);
+    igw_unlock(&m->mu);
 }
 
 /* Logs a connection problem; the same message at most every 30 s. */
@@ -643,11 +644,11 @@ int igw_mqtt_wait_connected(igw_mqtt *m, unsigned timeout_ms)
         dl.tv_sec++;
         dl.tv_nsec -= 1000000000L;
     }
-    pthread_mutex_lock(&m->mu);
+    igw_lock(&m->mu);
     while (!atomic_load(&m->ready) && rc == 0)
         rc = pthread_cond_timedwait(&m->cv, &m->mu, &dl);
     bool ok = atomic_load(&m->ready);
-    pthread_mutex_unlock(&m->mu);
+    igw_unlock(&m->mu);
     return ok ? 0 : -1;
 }
 

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lock.h"
+
 #define STR_MAX 255
 #define MAX_ENTRIES (1u << 20)
 
@@ -142,7 +144,7 @@ int igw_pending_put(igw_pending *p, const igw_pending_cmd *c, int64_t now_ms)
     n->hnext = n->next = NULL;
 
     node *dead = NULL;
-    pthread_mutex_lock(&p->mu);
+    igw_lock(&p->mu);
     prune(p, now_ms, &dead);
     node *old = find(p, n->hash, c->product_id, c->device_name, c->device_token, len[2]);
     if (old)
@@ -158,16 +160,16 @@ int igw_pending_put(igw_pending *p, const igw_pending_cmd *c, int64_t now_ms)
     } else {
         p->st.refused++;
     }
-    pthread_mutex_unlock(&p->mu);
+    igw_unlock(&p->mu);
     free_list(dead);
     free(old);
     if (!room)
         free(n);
     return room ? 0 : -1;
 refused:
-    pthread_mutex_lock(&p->mu);
+    igw_lock(&p->mu);
     p->st.refused++;
-    pthread_mutex_unlock(&p->mu);
+    igw_unlock(&p->mu);
     return -1;
 }
 
@@ -176,7 +178,7 @@ igw_pending_cmd *igw_pending_take(igw_pending *p, const char *product_id, const 
 {
     uint64_t h = key_hash(product_id, device_name, token, token_len);
     node *dead = NULL;
-    pthread_mutex_lock(&p->mu);
+    igw_lock(&p->mu);
     prune(p, now_ms, &dead);
     node *n = find(p, h, product_id, device_name, token, token_len);
     if (n)
@@ -186,7 +188,7 @@ igw_pending_cmd *igw_pending_take(igw_pending *p, const char *product_id, const 
         p->st.hits++;
     else
         p->st.misses++;
-    pthread_mutex_unlock(&p->mu);
+    igw_unlock(&p->mu);
     free_list(dead);
     if (n && !live) {
         free(n);
@@ -203,9 +205,9 @@ void igw_pending_release(igw_pending_cmd *c)
 void igw_pending_stats_get(igw_pending *p, int64_t now_ms, igw_pending_stats *out)
 {
     node *dead = NULL;
-    pthread_mutex_lock(&p->mu);
+    igw_lock(&p->mu);
     prune(p, now_ms, &dead);
     *out = p->st;
-    pthread_mutex_unlock(&p->mu);
+    igw_unlock(&p->mu);
     free_list(dead);
 }

@@ -36,13 +36,10 @@ static int run(enum what w, const char *id, const char *json, igw_json *e)
 static void ok_at(int line, enum what w, const char *id, const char *json)
 {
     igw_json e;
-    if (run(w, id, json, &e) == 0) {
-        passed++;
-    } else {
-        failed++;
-        printf("FAIL line %d: %s refused: %s %s (%s)\n", line, json, e.path, e.reason,
-               igw_json_errkind_name(e.err));
-    }
+    if (run(w, id, json, &e) == 0)
+        check(true, __FILE__, line, json, NULL);
+    else
+        check(false, __FILE__, line, json, "refused: %s %s (%s)", e.path, e.reason, igw_json_errkind_name(e.err));
 }
 
 /* Refused with `kind` at `path`; `reason` (if not NULL) is a substring of the reason. */
@@ -50,19 +47,12 @@ static void bad_at(int line, enum what w, const char *id, const char *json, igw_
                    const char *path, const char *reason)
 {
     igw_json e;
-    int rc = run(w, id, json, &e);
-    if (rc == -1 && e.err == kind && strcmp(e.path, path) == 0 &&
-        (reason == NULL || strstr(e.reason, reason) != NULL)) {
-        passed++;
-    } else {
-        failed++;
-        if (rc == 0)
-            printf("FAIL line %d: %s accepted\n", line, json);
-        else
-            printf("FAIL line %d: %s: got %s %s \"%s\", want %s %s \"%s\"\n", line, json,
-                   igw_json_errkind_name(e.err), e.path, e.reason, igw_json_errkind_name(kind),
-                   path, reason ? reason : "");
-    }
+    if (run(w, id, json, &e) == 0)
+        check(false, __FILE__, line, json, "accepted");
+    else
+        check(e.err == kind && strcmp(e.path, path) == 0 && (reason == NULL || strstr(e.reason, reason) != NULL),
+              __FILE__, line, json, "got %s %s \"%s\", want %s %s \"%s\"", igw_json_errkind_name(e.err), e.path,
+              e.reason, igw_json_errkind_name(kind), path, reason ? reason : "");
 }
 
 #define OK(json) ok_at(__LINE__, PROPS, NULL, json)
@@ -298,19 +288,14 @@ static void load_bad_at(int line, const char *model, igw_json_errkind kind, cons
     igw_arena_init(&a, 0);
     igw_thingmodel *m = (igw_thingmodel *)&a; /* must be reset to NULL */
     igw_json e;
-    int rc = igw_thingmodel_load(model, strlen(model), &a, &m, &e);
-    if (rc == -1 && m == NULL && e.err == kind && strcmp(e.path, path) == 0 &&
-        (reason == NULL || strstr(e.reason, reason) != NULL)) {
-        passed++;
-    } else {
-        failed++;
-        if (rc == 0)
-            printf("FAIL line %d: model accepted: %s\n", line, model);
-        else
-            printf("FAIL line %d: %s: got %s %s \"%s\", want %s %s \"%s\"\n", line, model,
-                   igw_json_errkind_name(e.err), e.path, e.reason, igw_json_errkind_name(kind),
-                   path, reason ? reason : "");
-    }
+    if (igw_thingmodel_load(model, strlen(model), &a, &m, &e) == 0)
+        check(false, __FILE__, line, model, "model accepted");
+    else
+        check(m == NULL && e.err == kind && strcmp(e.path, path) == 0 &&
+                  (reason == NULL || strstr(e.reason, reason) != NULL),
+              __FILE__, line, model, "got %s %s \"%s\", want %s %s \"%s\" (model %s)", igw_json_errkind_name(e.err),
+              e.path, e.reason, igw_json_errkind_name(kind), path, reason ? reason : "",
+              m ? "set" : "reset to NULL");
     igw_arena_free(&a);
 }
 
@@ -320,12 +305,10 @@ static void load_ok_at(int line, const char *model)
     igw_arena_init(&a, 0);
     igw_thingmodel *m;
     igw_json e;
-    if (igw_thingmodel_load(model, strlen(model), &a, &m, &e) == 0 && m != NULL) {
-        passed++;
-    } else {
-        failed++;
-        printf("FAIL line %d: model refused: %s %s %s\n", line, e.path, e.reason, model);
-    }
+    if (igw_thingmodel_load(model, strlen(model), &a, &m, &e) == 0)
+        check(m != NULL, __FILE__, line, model, "loaded, but no model");
+    else
+        check(false, __FILE__, line, model, "model refused: %s %s", e.path, e.reason);
     igw_arena_free(&a);
 }
 
@@ -511,8 +494,8 @@ int main(int argc, char **argv)
     igw_arena_init(&scratch, 0);
     igw_json e;
     if (igw_thingmodel_load(model, len, &ma, &M, &e) < 0) {
-        printf("FAIL: demo model refused: %s %s (%s)\n", e.path, e.reason,
-               igw_json_errkind_name(e.err));
+        fprintf(stderr, "FAIL: demo model refused: %s %s (%s)\n", e.path, e.reason,
+                igw_json_errkind_name(e.err));
         return 1;
     }
     test_lookup();

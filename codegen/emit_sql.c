@@ -86,6 +86,15 @@ static const char *const pg_type_names[] = {
 
 /* ---- names ---------------------------------------------------------------- */
 
+static bool listed(const char *const *list, size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(name, list[i]) == 0)
+            return true;
+    return false;
+}
+#define LISTED(list, name) listed((list), sizeof(list) / sizeof((list)[0]), (name))
+
 /* A schema name usable unquoted: lower case (PostgreSQL folds unquoted names),
  * not a reserved keyword, not truncated. */
 static bool check_ident(igw_loc loc, const char *what, const char *name)
@@ -101,11 +110,10 @@ static bool check_ident(igw_loc loc, const char *what, const char *name)
         igw_diag_error(loc, "%s '%s' is longer than %d bytes", what, name, PG_NAME_MAX);
         return false;
     }
-    for (size_t i = 0; i < sizeof pg_reserved / sizeof pg_reserved[0]; i++)
-        if (strcmp(name, pg_reserved[i]) == 0) {
-            igw_diag_error(loc, "%s '%s' is a reserved word in PostgreSQL", what, name);
-            return false;
-        }
+    if (LISTED(pg_reserved, name)) {
+        igw_diag_error(loc, "%s '%s' is a reserved word in PostgreSQL", what, name);
+        return false;
+    }
     return true;
 }
 
@@ -359,7 +367,9 @@ typedef struct domain {
 } domain;
 
 typedef struct domains {
-    igw_vec v; /* domain* in first-use order */
+    igw_vec v;    /* domain* in first-use order */
+    igw_vec cols; /* const igw_column*: the columns typed by a domain */
+    igw_vec of;   /* domain*: cols' domains, index for index */
 } domains;
 
 static bool conds_equal(const conds *a, const conds *b)
@@ -392,31 +402,33 @@ static char *snake_name(const char *name)
     return o.buf ? o.buf : igw_xstrdup("");
 }
 
-/* The domain of column `c` of table `t`, created on first use; NULL when the
- * column has no condition (its SQL type stands alone). */
-static const domain *column_domain(domains *ds, const igw_table *t, const igw_column *c)
+/* Gives column `c` of table `t` its domain, created on first use, when it
+ * has conditions (otherwise its SQL type stands alone). */
+static void add_column_domain(domains *ds, const igw_table *t, const igw_column *c)
 {
     conds cs = {0};
     column_conds(&cs, c, "VALUE");
     if (cs.v.n == 0)
-        return NULL;
+        return;
     bool shared = c->from && c->from->name && !c->machine_ref;
     char *name = shared                            ? snake_name(c->from->name)
                  : c->machine_ref && !c->from ? igw_xprintf("%s_state", c->machine_ref->name)
                                                    : igw_xprintf("%s_%s", t->name, c->name);
+    domain *found = NULL;
     FOR(ds->v, domain, d)
-        if (strcmp(d->name, name) == 0 && strcmp(d->base, c->sqltype) == 0 && conds_equal(&d->cs, &cs)) {
-            free(name);
-            conds_free(&cs);
-            return d;
-        }
-    /* A different rule under a taken name is pushed too: emit_domain reports
-     * the name used twice. */
-    domain *d = igw_xcalloc(1, sizeof *d);
-    *d = (domain){.name = name, .base = c->sqltype, .doc = shared ? c->from->doc : NULL, .table = t->name,
-                  .column = c->name, .cs = cs, .loc = c->loc};
-    igw_vec_push(&ds->v, d);
-    return d;
+        if (!found && strcmp(d->name, name) == 0 && strcmp(d->base, c->sqltype) == 0 && conds_equal(&d->cs, &cs))
+            found = d;
+    if (found) {
+        free(name);
+        conds_free(&cs);
+    } else { /* a different rule under a taken name too: emit_domain reports the name used twice */
+        found = igw_xcalloc(1, sizeof *found);
+        *found = (domain){.name = name, .base = c->sqltype, .doc = shared ? c->from->doc : NULL, .table = t->name,
+                          .column = c->name, .cs = cs, .loc = c->loc};
+        igw_vec_push(&ds->v, found);
+    }
+    igw_vec_push(&ds->cols, (void *)c);
+    igw_vec_push(&ds->of, found);
 }
 
 /* CREATE DOMAIN name AS base CONSTRAINT name_check CHECK (...). Returns
@@ -426,12 +438,11 @@ static const domain *column_domain(domains *ds, const igw_table *t, const igw_co
 static bool emit_domain(igw_out *o, const domain *d, nameset *types)
 {
     bool ok = check_ident(d->loc, "domain name", d->name);
-    for (size_t i = 0; ok && i < sizeof pg_type_names / sizeof pg_type_names[0]; i++)
-        if (strcmp(d->name, pg_type_names[i]) == 0) {
-            igw_diag_error(d->loc, "the rule of %s.%s becomes domain '%s', a PostgreSQL type or keyword", d->table,
-                           d->column, d->name);
-            ok = false;
-        }
+    if (ok && LISTED(pg_type_names, d->name)) {
+        igw_diag_error(d->loc, "the rule of %s.%s becomes domain '%s', a PostgreSQL type or keyword", d->table,
+                       d->column, d->name);
+        ok = false;
+    }
     if (ok && nameset_has(types, d->name)) {
         igw_diag_error(d->loc, "the rule of %s.%s becomes domain '%s', a name a table or another rule has", d->table,
                        d->column, d->name);
@@ -464,6 +475,8 @@ static void domains_free(domains *ds)
         free(d);
     }
     free(ds->v.v);
+    free(ds->cols.v);
+    free(ds->of.v);
     memset(ds, 0, sizeof *ds);
 }
 
@@ -484,15 +497,17 @@ static void pad(igw_out *o, size_t have, size_t width)
 }
 
 /* The SQL type column `c` is declared with: its domain's name, or its own. */
-static const char *column_type(domains *ds, const igw_table *t, const igw_column *c)
+static const char *column_type(const domains *ds, const igw_column *c)
 {
-    const domain *d = column_domain(ds, t, c);
-    return d ? d->name : c->sqltype;
+    for (int i = 0; i < ds->cols.n; i++)
+        if (ds->cols.v[i] == c)
+            return IGW_VEC_AT(ds->of, domain, i)->name;
+    return c->sqltype;
 }
 
 /* One table: CREATE TABLE (columns, keys) and its CREATE INDEXes. Returns
  * false when a derived name is unusable (already reported). */
-static bool emit_table(igw_out *o, const igw_table *t, domains *ds, nameset *relations)
+static bool emit_table(igw_out *o, const igw_table *t, const domains *ds, nameset *relations)
 {
     bool ok = check_ident(t->loc, "table name", t->name);
     ok &= nameset_add(relations, t->loc, t->name);
@@ -503,8 +518,9 @@ static bool emit_table(igw_out *o, const igw_table *t, domains *ds, nameset *rel
         ok &= check_ident(c->loc, "column name", c->name);
         if (strlen(c->name) > wname)
             wname = strlen(c->name);
-        if (strlen(column_type(ds, t, c)) > wtype)
-            wtype = strlen(column_type(ds, t, c));
+        size_t type_len = strlen(column_type(ds, c));
+        if (type_len > wtype)
+            wtype = type_len;
     }
 
     /* Table constraints, in a fixed order: primary key, unique keys. */
@@ -535,7 +551,7 @@ static bool emit_table(igw_out *o, const igw_table *t, domains *ds, nameset *rel
         igw_out_init(&l);
         igw_out_printf(&l, "    %s", c->name);
         pad(&l, strlen(c->name), wname);
-        const char *type = column_type(ds, t, c);
+        const char *type = column_type(ds, c);
         igw_out_printf(&l, " %s", type);
         bool more = !c->nullable || c->deflt || c->identity || c->ref_table;
         if (more)
@@ -596,7 +612,7 @@ int igw_emit_sql(const igw_schema *s, const char *gen_dir)
     domains ds = {0};
     FOR(s->tables, igw_table, t)
         FOR(t->columns, igw_column, c)
-            (void)column_domain(&ds, t, c);
+            add_column_domain(&ds, t, c);
     igw_out_printf(&o,
                    "--\n"
                    "-- PostgreSQL 15 DDL of every table of the schema, in declaration order%s.\n"

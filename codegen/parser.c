@@ -821,8 +821,11 @@ static void table_decl(parser *p)
                         c->deflt = "true";
                     else if (accept_kw(p, "false"))
                         c->deflt = "false";
-                    else if (p->tok.kind == TOK_STRING)
-                        c->deflt = igw_xprintf("'%s'", string(p, "default"));
+                    else if (p->tok.kind == TOK_STRING) {
+                        char *text = (char *)string(p, "default");
+                        c->deflt = igw_xprintf("'%s'", text);
+                        free(text);
+                    }
                     else
                         fail(p, "expected a default value, found %s", found(p));
                 } else if (accept_kw(p, "from")) {

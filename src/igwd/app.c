@@ -48,8 +48,7 @@ struct igw_chores {
     unsigned n;
     int64_t from;      /* the next pass reads deadlines from here */
     int64_t pass_now;  /* the running pass's clock (wall: deadlines are) */
-    int64_t last_full; /* igw_clock_ms of the last pass from the start */
-    bool had_full;     /* last_full is set */
+    int64_t last_full; /* igw_clock_ms of the last pass from the start (FULL_MS ago before the first) */
     bool passing; /* an overdue pass has not finished: the next one waits */
     bool stopping;
 };
@@ -91,17 +90,15 @@ static void start_pass(struct igw_chores *c)
     if (c->passing)
         return;
     int64_t mono = igw_clock_ms();
-    bool full = !c->had_full || mono - c->last_full >= FULL_MS;
+    bool full = mono - c->last_full >= FULL_MS;
     c->pass_now = igw_wall_ms();
     if (full)
         c->from = 0;
     else if (c->from > c->pass_now - LOOKBACK_MS) /* the clock was stepped back */
         c->from = c->pass_now - LOOKBACK_MS;
     c->passing = igw_results_sweep_timeouts(c->db, c->pass_now, c->from, on_pass_done, c) == 0;
-    if (c->passing && full) {
+    if (c->passing && full)
         c->last_full = mono;
-        c->had_full = true;
-    }
 }
 
 static void on_chore(h2o_timeout_entry_t *entry)
@@ -121,6 +118,7 @@ static struct igw_chores *chores_start(h2o_loop_t *loop, igw_db *db)
         return NULL;
     c->loop = loop;
     c->db = db;
+    c->last_full = igw_clock_ms() - FULL_MS; /* the first pass reads from the start */
     h2o_timeout_init(loop, &c->timeout, CHORE_MS);
     c->entry.cb = on_chore;
     h2o_timeout_link(loop, &c->timeout, &c->entry);

@@ -188,6 +188,15 @@ typedef struct igw_outbox_result_event {
  * stored too. */
 int igw_outbox_emit_result(igw_db *db, const igw_outbox_result_event *ev, igw_outbox_cb cb, void *arg);
 
+/* Whether igw_outbox_emit_result's answer `r` says the command's row is
+ * settled, as above: a committed OK, DUPLICATE, UNKNOWN_ENDPOINT or
+ * ENDPOINT_EXPIRED. */
+static inline bool igw_outbox_result_settled(const igw_outbox_result *r)
+{
+    return r->committed && (r->status == IGW_OUTBOX_OK || r->status == IGW_OUTBOX_DUPLICATE ||
+                            r->status == IGW_OUTBOX_UNKNOWN_ENDPOINT || r->status == IGW_OUTBOX_ENDPOINT_EXPIRED);
+}
+
 /* Up to limit (1..32) deliverable deliveries of the endpoint, ordered by
  * sessionId (bytes), watermark, deliveryId (bytes). The endpoint must be
  * (enterprise, user)'s and unexpired. Pulling changes nothing. */

@@ -113,9 +113,7 @@ static void on_emitted(void *arg, const igw_outbox_result *r)
     if (em->cb) /* a statement that committed stored the reply with it */
         em->cb(em->cb_arg, r->committed ? IGW_RESULTS_STORED : IGW_RESULTS_FAILED,
                r->committed ? NULL : (r->err ? r->err : "no result"));
-    if (em->pass && r->committed &&
-        (r->status == IGW_OUTBOX_OK || r->status == IGW_OUTBOX_DUPLICATE || r->status == IGW_OUTBOX_ENDPOINT_EXPIRED ||
-         r->status == IGW_OUTBOX_UNKNOWN_ENDPOINT)) /* the statement settled the row (BAD_EVENT does not) */
+    if (em->pass && igw_outbox_result_settled(r))
         em->pass->r.settled++;
     pass_release(em->pass);
     free(em);

@@ -27,7 +27,7 @@ DEVICE=$(realpath "${3:?usage: bench_app.sh IGWD LOADGEN DEVICE}")
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=../igwd/lib.sh
 . "$ROOT/tests/igwd/lib.sh"
-RATE=${RATE:-1000} SECS=${BENCH_SECONDS:-5} CONNS=${CONNS:-32} ROUNDS=${ROUNDS:-3}
+RATE=${RATE:-1000} SECS=${BENCH_SECONDS:-5} CONNS=${CONNS:-32} ROUNDS=${ROUNDS:-3} PROFILE=${BENCH_PROFILE:-0}
 TMP=$(mktemp -d "${BENCH_TMP:-/tmp}/igw-bench-app.XXXXXX")
 chmod 755 "$TMP"
 export IGW_VAR=$TMP/var IGW_PG_PORT=25397 IGW_REDIS_PORT=63797 IGW_MQTT_PORT=18897
@@ -42,14 +42,14 @@ trap cleanup EXIT
 "$ROOT/src/ops/services.sh" up >"$TMP/services.log" 2>&1 || { cat "$TMP/services.log" >&2; exit 2; }
 # shellcheck disable=SC1091
 . "$IGW_VAR/env"
-if [ "${BENCH_PROFILE:-0}" = 1 ]; then # the library loads at server start
+if [ "$PROFILE" = 1 ]; then # the library loads at server start
     psql "$IGW_PG_DSN" -qc 'ALTER SYSTEM SET shared_preload_libraries = pg_stat_statements'
     "$ROOT/src/ops/services.sh" down >>"$TMP/services.log" 2>&1
     "$ROOT/src/ops/services.sh" up >>"$TMP/services.log" 2>&1 || { cat "$TMP/services.log" >&2; exit 2; }
     psql "$IGW_PG_DSN" -qc 'CREATE EXTENSION IF NOT EXISTS pg_stat_statements'
 fi
 profile() { # reset | report: the statements since the reset, by time
-    [ "${BENCH_PROFILE:-0}" = 1 ] || return 0
+    [ "$PROFILE" = 1 ] || return 0
     if [ "$1" = reset ]; then psql "$IGW_PG_DSN" -qtAc 'SELECT pg_stat_statements_reset()' >/dev/null; return; fi
     psql "$IGW_PG_DSN" -P footer=off -c "SELECT calls, round((total_exec_time / calls)::numeric, 3) AS ms_per_call,
         rows, shared_blks_hit / calls AS blocks_per_call, left(regexp_replace(query, '\s+', ' ', 'g'), 70) AS statement

@@ -1,12 +1,23 @@
 # igw - IoT interaction gateway. `make` builds everything into build/;
-# `make test` runs every test; `make check-gen` fails on stale generated/.
+# `make test` runs every test (tiers: test-unit, test-services, test-media);
+# `make check-gen` fails on stale generated/.
 # Variables: CC (cc), CLANG (clang), SAN=1 (AddressSanitizer + UBSan build).
+#
+# Each source is compiled once per flavour into an object beside its path
+# under $(BUILD)/<flavour>/ with its header dependencies (-MMD -MP); each
+# room (src/rt, src/lib, generated, src/igwd/<room>, src/media) becomes a
+# static library, and binaries link the libraries of the rooms they use, in
+# dependency order (a reference against that order fails to link). Flavours:
+#   obj   the binaries (CFLAGS, SAN=1 adds the sanitizers)
+#   tobj  the tests' binaries (always AddressSanitizer + UBSan, -O1)
+#   pic   the Mosquitto plugin (-fPIC, never sanitized)
+#   bobj  the benchmarks (-O2, never sanitized)
 
 CC      ?= cc
 CLANG   ?= clang
 RE2C    ?= re2c
+AR      ?= ar
 BUILD   ?= build
-O       := $(BUILD)/obj
 CSTD    := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE
 WARN    := -Wall -Wextra -Werror
 CFLAGS  ?= -O2 -g
@@ -15,30 +26,118 @@ ifeq ($(SAN),1)
   CFLAGS += $(SANFLAGS)
   LDFLAGS += $(SANFLAGS)
 endif
-ALL_CFLAGS = $(CSTD) $(WARN) $(CFLAGS)
-
-SCHEMA      := $(sort $(wildcard schema/*.igw))
-GEN_SRC     := codegen/main.c codegen/parser.c codegen/sema.c codegen/util.c codegen/ruletext.c \
-               $(sort $(wildcard codegen/emit_*.c))
-COMMON_SRC  := $(sort $(wildcard src/common/*.c))
-GENERATED_C := $(sort $(wildcard generated/*.c))
-RUNTIME_SRC := $(COMMON_SRC) $(GENERATED_C)
-RT_INC      := -Isrc/common -Igenerated -Isrc/igwctl
-RT_LIBS     := -lcrypto -lm
-CTL_CFLAGS   = $(shell pkg-config --cflags libpq)
-CTL_LIBS     = $(shell pkg-config --libs libpq)
+INC         := -Isrc/rt -Isrc/lib -Igenerated -Isrc/igwd
+ALL_CFLAGS   = $(CSTD) $(WARN) $(CFLAGS)
+T           := $(BUILD)/tests
+TFLAGS      := $(CSTD) $(WARN) -O1 -g $(SANFLAGS)
+BENCH       := $(BUILD)/bench
+BENCH_OPT   := -O2 -g
+DEPFLAGS     = -MMD -MP
 
 # Debian packages the build and the tests need; `make deps` installs the
 # missing ones (as root), and `make run` / `make test` call it first.
 DEB_PACKAGES := re2c clang libclang-rt-14-dev libssl-dev libsimdjson-dev libjansson-dev \
-                postgresql-15 postgresql-client-15 redis-server mosquitto mosquitto-clients \
+                postgresql-15 postgresql-client-15 redis-server mosquitto mosquitto-clients mosquitto-dev \
                 libh2o-evloop-dev libwslay-dev libpq-dev libhiredis-dev libmosquitto-dev curl jq \
                 libnice-dev libsrtp2-dev libglib2.0-dev libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev \
                 libgstreamer-plugins-bad1.0-dev gstreamer1.0-nice gstreamer1.0-plugins-base \
                 gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-plugins-ugly chromium nftables
 
-.PHONY: test-media-unit test-media bench-media bench-srtp all deps run stop generate services-up services-down test-ops test-edge test-mqtt test-db test-upload test-redis test-app test-outbox test-pending test-ws test-devauth test-jwt test-thingmodel test-igwd test-mqttauth check-gen test test-unit test-codegen test-conformance test-json \
-        test-sql test-openapi fuzz-smoke fuzz bench-decode bench-edge bench-app clean deps
+# ---- packages ------------------------------------------------------------------
+PKG_IGWD  := libh2o-evloop libpq hiredis libmosquitto
+PKG_MEDIA := nice libsrtp2 gio-2.0 glib-2.0 openssl
+PKG_VCAM  := gstreamer-1.0 gstreamer-webrtc-1.0 gstreamer-sdp-1.0 nice
+# Evaluated once, when first used (pkg-config may be missing before `make deps`).
+pkg_cflags = $(or $(PKGC_$1),$(eval PKGC_$1 := $(shell pkg-config --cflags $($1)))$(PKGC_$1))
+pkg_libs   = $(or $(PKGL_$1),$(eval PKGL_$1 := $(shell pkg-config --libs $($1)))$(PKGL_$1))
+IGWD_CFLAGS  = -DH2O_USE_LIBUV=0 $(call pkg_cflags,PKG_IGWD)
+IGWD_LIBS    = $(call pkg_libs,PKG_IGWD) -lwslay -lssl -lcrypto -lpthread -lm
+MEDIA_CFLAGS = -Isrc/media $(call pkg_cflags,PKG_MEDIA)
+MEDIA_LIBS   = $(call pkg_libs,PKG_MEDIA) -lpthread -lm
+VCAM_CFLAGS  = $(call pkg_cflags,PKG_VCAM)
+VCAM_LIBS    = $(call pkg_libs,PKG_VCAM)
+PQ_CFLAGS    = $(shell pkg-config --cflags libpq)
+PQ_LIBS      = $(shell pkg-config --libs libpq)
+RT_LIBS     := -lcrypto -lm
+
+# ---- sources by room -------------------------------------------------------------
+SCHEMA      := $(sort $(wildcard schema/*.igw))
+GEN_SRC     := codegen/main.c codegen/parser.c codegen/sema.c codegen/util.c codegen/ruletext.c \
+               $(sort $(wildcard codegen/emit_*.c))
+RT_SRC      := $(sort $(wildcard src/rt/*.c))
+LIB_SRC     := $(sort $(wildcard src/lib/*.c))
+GENERATED_C := $(sort $(wildcard generated/*.c))
+MEDIA_SRC   := $(sort $(wildcard src/media/*.c))
+VCAM_SRC    := $(sort $(wildcard src/vcam/*.c))
+CTL_SRC     := $(sort $(wildcard src/igwctl/*.c))
+# igwd's rooms in link order: each may use those after it, never one before.
+IGWD_ROOMS  := routes edge command event auth http core
+IGWD_TOP    := src/igwd/main.c src/igwd/app.c
+
+# Per-source flags, by where the source lives (GNU make pattern-specific values).
+XCFLAGS :=
+$(BUILD)/obj/src/igwd/%.o $(BUILD)/tobj/src/igwd/%.o $(BUILD)/bobj/src/igwd/%.o: XCFLAGS = $(IGWD_CFLAGS)
+$(BUILD)/tobj/tests/igwd/%.o: XCFLAGS = $(IGWD_CFLAGS)
+$(BUILD)/obj/src/igwctl/%.o $(BUILD)/tobj/src/igwctl/%.o: XCFLAGS = $(PQ_CFLAGS)
+$(BUILD)/obj/src/media/%.o $(BUILD)/tobj/src/media/%.o $(BUILD)/bobj/src/media/%.o: XCFLAGS = $(MEDIA_CFLAGS)
+$(BUILD)/tobj/tests/media/%.o $(BUILD)/bobj/tests/media/%.o: XCFLAGS = $(MEDIA_CFLAGS)
+$(BUILD)/obj/src/vcam/%.o: XCFLAGS = $(VCAM_CFLAGS)
+$(BUILD)/obj/codegen/%.o: XCFLAGS = -Icodegen
+$(BUILD)/pic/src/mqttauth/%.o: XCFLAGS = $(PQ_CFLAGS)
+$(BUILD)/bobj/tests/bench/%.o: XCFLAGS = -Itests/bench
+
+# ---- one compile rule per flavour ---------------------------------------------------
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(INC) $(XCFLAGS) $(DEPFLAGS) -c -o $@ $<
+
+$(BUILD)/tobj/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(TFLAGS) $(INC) $(XCFLAGS) $(DEPFLAGS) -c -o $@ $<
+
+$(BUILD)/pic/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(CSTD) $(WARN) $(filter-out $(SANFLAGS),$(CFLAGS)) -fPIC -fvisibility=hidden $(INC) $(XCFLAGS) \
+	    $(DEPFLAGS) -c -o $@ $<
+
+$(BUILD)/bobj/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(CSTD) $(WARN) $(BENCH_OPT) $(INC) $(XCFLAGS) $(DEPFLAGS) -c -o $@ $<
+
+-include $(shell find $(addprefix $(BUILD)/,obj tobj pic bobj) -name '*.d' 2>/dev/null)
+
+# ---- one static library per room and flavour ---------------------------------------
+# $(call room,NAME,SOURCES): $(BUILD)/<flavour>/lib/libNAME.a for obj, tobj, bobj.
+define room
+ROOM_$1 := $2
+$$(BUILD)/obj/lib/lib$1.a: $$(patsubst %.c,$$(BUILD)/obj/%.o,$2)
+$$(BUILD)/tobj/lib/lib$1.a: $$(patsubst %.c,$$(BUILD)/tobj/%.o,$2)
+$$(BUILD)/bobj/lib/lib$1.a: $$(patsubst %.c,$$(BUILD)/bobj/%.o,$2)
+endef
+$(eval $(call room,rt,$(RT_SRC)))
+$(eval $(call room,lib,$(LIB_SRC)))
+$(eval $(call room,gen,$(GENERATED_C)))
+$(eval $(call room,media,$(MEDIA_SRC)))
+$(foreach r,$(IGWD_ROOMS),$(eval $(call room,igwd_$r,$(sort $(wildcard src/igwd/$r/*.c)))))
+
+$(BUILD)/%.a:
+	@mkdir -p $(@D)
+	@echo "  AR   $@" && rm -f $@ && $(AR) rcs $@ $^
+
+# Libraries of a flavour, in link order.
+libs = $(foreach l,$2,$(BUILD)/$1/lib/lib$l.a)
+IGWD_LINK := $(addprefix igwd_,$(IGWD_ROOMS)) gen lib rt
+
+# $(call link,FLAVOUR-FLAGS,EXTRA-LIBS): links the target from its objects and libraries.
+link = @mkdir -p $(@D) && echo "  LINK $@" && $(CC) $1 -o $@ $(filter %.o,$^) $(filter %.a,$^) $2
+
+.PHONY: all deps check-deps run stop generate check-gen services-up services-down clean \
+        test test-unit test-services test-media test-layers \
+        test-codegen test-json test-conformance test-devauth test-jwt test-thingmodel test-upload test-igwctl \
+        test-igwd test-pending test-db test-outbox test-ws test-redis test-mqtt test-edge test-app test-sql \
+        test-ops test-mqttauth test-openapi test-media-unit fuzz-smoke fuzz \
+        bench-decode bench-edge bench-app bench-media bench-srtp
+
 all: $(BUILD)/igw-gen $(BUILD)/igwctl $(BUILD)/igwd $(BUILD)/igw-mqtt-auth.so $(BUILD)/igw-vcam
 
 deps:
@@ -46,7 +145,7 @@ deps:
 	    dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
 	command -v node >/dev/null && command -v npm >/dev/null || missing="$$missing nodejs npm"; \
 	if [ -n "$$(echo $$missing)" ]; then \
-	    echo "deps: installing$$missing"; \
+	    echo "deps: installing" $$missing; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	fi
 
@@ -66,13 +165,17 @@ services-up: deps
 services-down:
 	src/ops/services.sh down
 
-# ---- the generator --------------------------------------------------------
+# ---- the generator --------------------------------------------------------------
 $(BUILD)/codegen/lexer.c: codegen/lexer.re
-	@mkdir -p $(dir $@)
+	@mkdir -p $(@D)
 	$(RE2C) -W -i --no-generation-date --no-version $< -o $@
 
-$(BUILD)/igw-gen: $(GEN_SRC) $(BUILD)/codegen/lexer.c $(wildcard codegen/*.h)
-	$(CC) $(ALL_CFLAGS) -Icodegen -o $@ $(GEN_SRC) $(BUILD)/codegen/lexer.c $(LDFLAGS)
+$(BUILD)/obj/codegen/lexer.o: $(BUILD)/codegen/lexer.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -Icodegen $(DEPFLAGS) -c -o $@ $<
+
+$(BUILD)/igw-gen: $(patsubst %.c,$(BUILD)/obj/%.o,$(GEN_SRC)) $(BUILD)/obj/codegen/lexer.o
+	$(call link,$(LDFLAGS))
 
 # Regenerates generated/ and the generated parts of docs/ from schema/.
 generate: $(BUILD)/igw-gen
@@ -87,150 +190,141 @@ check-gen: $(BUILD)/igw-gen
 	diff -r $(BUILD)/check-gen/docs/machines docs/machines
 	@echo "check-gen: generated/ is up to date"
 
-# ---- runtime and tools ----------------------------------------------------
-$(BUILD)/igwctl: $(wildcard src/igwctl/*.c) $(RUNTIME_SRC) $(wildcard src/common/*.h generated/*.h)
-	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(RT_INC) $(CTL_CFLAGS) -o $@ $(wildcard src/igwctl/*.c) $(RUNTIME_SRC) $(LDFLAGS) $(CTL_LIBS) $(RT_LIBS)
+# ---- binaries ---------------------------------------------------------------------
+$(BUILD)/igwctl: $(patsubst %.c,$(BUILD)/obj/%.o,$(CTL_SRC)) $(call libs,obj,gen lib rt)
+	$(call link,$(LDFLAGS),$(PQ_LIBS) $(RT_LIBS))
 
-# ---- the server -------------------------------------------------------------
-IGWD_SRC    := $(sort $(wildcard src/igwd/*.c))
-IGWD_PKGS   := libh2o-evloop libpq hiredis libmosquitto
-IGWD_CFLAGS  = -DH2O_USE_LIBUV=0 $(shell pkg-config --cflags $(IGWD_PKGS))
-IGWD_LIBS    = $(shell pkg-config --libs $(IGWD_PKGS)) -lwslay -lssl -lcrypto -lpthread -lm
+$(BUILD)/igwd: $(patsubst %.c,$(BUILD)/obj/%.o,$(IGWD_TOP)) $(call libs,obj,$(IGWD_LINK))
+	$(call link,$(LDFLAGS),$(IGWD_LIBS))
 
-$(BUILD)/igwd: $(IGWD_SRC) $(RUNTIME_SRC) $(wildcard src/igwd/*.h src/common/*.h generated/*.h)
-	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(RT_INC) $(IGWD_CFLAGS) -o $@ $(IGWD_SRC) $(RUNTIME_SRC) $(IGWD_LIBS) $(LDFLAGS)
-
-# ---- the Mosquitto auth plugin ----------------------------------------------
 # Loaded into the distribution's (unsanitized) mosquitto: never built with SAN.
-MQTTAUTH_SRC    := $(sort $(wildcard src/mqttauth/*.c)) src/common/devauth.c src/common/base64.c
-MQTTAUTH_CFLAGS  = $(CSTD) $(WARN) $(filter-out $(SANFLAGS),$(CFLAGS)) -fPIC -fvisibility=hidden \
-                   -Isrc/common $(shell pkg-config --cflags libpq)
-MQTTAUTH_LIBS    = $(shell pkg-config --libs libpq) -lcrypto
+MQTTAUTH_SRC := $(sort $(wildcard src/mqttauth/*.c)) src/lib/devauth.c src/rt/base64.c
+$(BUILD)/igw-mqtt-auth.so: $(patsubst %.c,$(BUILD)/pic/%.o,$(MQTTAUTH_SRC))
+	$(call link,-shared $(filter-out $(SANFLAGS),$(LDFLAGS)),$(PQ_LIBS) -lcrypto)
 
-$(BUILD)/igw-mqtt-auth.so: $(MQTTAUTH_SRC) $(wildcard src/mqttauth/*.h) src/common/devauth.h src/common/base64.h
-	@mkdir -p $(dir $@)
-	$(CC) $(MQTTAUTH_CFLAGS) -shared -o $@ $(MQTTAUTH_SRC) $(MQTTAUTH_LIBS)
+$(BUILD)/igw-vcam: $(patsubst %.c,$(BUILD)/obj/%.o,$(VCAM_SRC))
+	$(call link,$(LDFLAGS),$(VCAM_LIBS))
 
-# ---- the media core (src/media: a library, no HTTP) and the virtual camera ----
-MEDIA_SRC    := $(sort $(wildcard src/media/*.c))
-MEDIA_PKGS   := nice libsrtp2 gio-2.0 glib-2.0 openssl
-MEDIA_CFLAGS  = $(shell pkg-config --cflags $(MEDIA_PKGS)) -Isrc/media
-MEDIA_LIBS    = $(shell pkg-config --libs $(MEDIA_PKGS)) -lpthread -lm
-VCAM_PKGS    := gstreamer-1.0 gstreamer-webrtc-1.0 gstreamer-sdp-1.0 nice
-VCAM_CFLAGS   = $(shell pkg-config --cflags $(VCAM_PKGS))
-VCAM_LIBS     = $(shell pkg-config --libs $(VCAM_PKGS))
-
-$(BUILD)/igw-vcam: $(wildcard src/vcam/*.c src/vcam/*.h)
-	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(VCAM_CFLAGS) -o $@ $(wildcard src/vcam/*.c) $(VCAM_LIBS) $(LDFLAGS)
-
-# ---- tests ------------------------------------------------------------------
+# ---- test binaries ----------------------------------------------------------------
 # Test binaries always carry AddressSanitizer and UBSan: they are small and the
 # point of them is to catch what a plain build would let through.
-T        := $(BUILD)/tests
-TFLAGS   := $(CSTD) $(WARN) -O1 -g $(SANFLAGS) $(RT_INC)
-JSON_SUITE ?= tests/json/JSONTestSuite/test_parsing
+# $(call test_bin,NAME,SOURCES,ROOMS,LDLIBS): $(T)/NAME from SOURCES' objects and the rooms' libraries.
+define test_bin
+$$(T)/$1: $$(patsubst %.c,$$(BUILD)/tobj/%.o,$2) $$(call libs,tobj,$3)
+	$$(call link,$$(TFLAGS),$4)
+endef
+$(eval $(call test_bin,json_test,tests/rt/json_test.c,rt,$$(RT_LIBS)))
+$(eval $(call test_bin,jw_test,tests/rt/jw_test.c,rt,$$(RT_LIBS)))
+$(eval $(call test_bin,json_suite_test,tests/rt/json_suite_test.c,rt,$$(RT_LIBS)))
+$(foreach t,devauth jwt thingmodel multipart filename signedurl storage,\
+    $(eval $(call test_bin,$t_test,tests/lib/$t_test.c,lib rt,$$(RT_LIBS))))
+$(eval $(call test_bin,conformance-run,tests/conformance/run.c,gen lib rt,$$(RT_LIBS)))
+$(eval $(call test_bin,machines_spec_test,tests/machines/spec_test.c,gen lib rt,$$(RT_LIBS)))
+$(eval $(call test_bin,igwctl,$(CTL_SRC),gen lib rt,$$(PQ_LIBS) $$(RT_LIBS)))
+$(eval $(call test_bin,igwd,$(IGWD_TOP),$(IGWD_LINK),$$(IGWD_LIBS)))
+$(eval $(call test_bin,db_test,tests/igwd/db_test.c,igwd_core rt,$$(IGWD_LIBS)))
+$(eval $(call test_bin,redis_test,tests/igwd/redis_test.c,igwd_core rt,$$(IGWD_LIBS)))
+$(eval $(call test_bin,mqtt_test,tests/igwd/mqtt_test.c,igwd_core lib rt,$$(IGWD_LIBS)))
+$(eval $(call test_bin,ws_test,tests/igwd/ws_test.c,igwd_http rt,$$(IGWD_LIBS)))
+$(eval $(call test_bin,pending_test,tests/igwd/pending_test.c,igwd_command rt,-lpthread))
+$(eval $(call test_bin,outbox_test,tests/igwd/outbox_test.c,igwd_event igwd_core gen rt,$$(IGWD_LIBS)))
+$(eval $(call test_bin,sdp_test,tests/media/sdp_test.c,media,))
+$(eval $(call test_bin,rtp_test,tests/media/rtp_test.c,media,))
+$(eval $(call test_bin,dtls_test,tests/media/dtls_test.c,media,$$(MEDIA_LIBS)))
+# The media core behind a JSON-lines interface: the real-peer tests' host.
+$(eval $(call test_bin,igw-media-host,tests/media/host.c,media gen rt,$$(MEDIA_LIBS)))
+
+# The map of published device commands under ThreadSanitizer (not with ASan).
+$(T)/pending_test_tsan: tests/igwd/pending_test.c src/igwd/command/pending.c tests/check.h \
+                        src/igwd/command/pending.h src/rt/lock.h
+	@mkdir -p $(@D)
+	$(CC) $(CSTD) $(WARN) -O1 -g -fsanitize=thread $(INC) -o $@ tests/igwd/pending_test.c \
+	    src/igwd/command/pending.c -lpthread
+
+# ---- tests --------------------------------------------------------------------------
+JSON_SUITE ?= tests/rt/JSONTestSuite/test_parsing
 FUZZ_SECONDS ?= 3
 
-$(T)/%: tests/json/%.c tests/check.h $(COMMON_SRC) $(wildcard src/common/*.h)
-	@mkdir -p $(dir $@)
-	$(CC) $(TFLAGS) -o $@ $< $(COMMON_SRC) $(RT_LIBS)
+# Every system header, library, program and npm module the build and the
+# tests use comes from a package that `make deps` installs (src/ops/check-deps.sh).
+check-deps:
+	src/ops/check-deps.sh
 
-$(T)/conformance-run: tests/conformance/run.c $(RUNTIME_SRC) $(wildcard src/common/*.h generated/*.h)
-	@mkdir -p $(dir $@)
-	$(CC) $(TFLAGS) -o $@ $< $(RUNTIME_SRC) $(RT_LIBS)
+# The rooms' dependencies point one way and the transport knows no route.
+test-layers:
+	tests/layers.sh
 
-$(T)/machines-spec: tests/machines/test_spec.c tests/check.h $(RUNTIME_SRC) $(wildcard src/common/*.h generated/*.h)
-	@mkdir -p $(dir $@)
-	$(CC) $(TFLAGS) -o $@ $< $(RUNTIME_SRC) $(RT_LIBS)
-
-$(T)/test_devauth: tests/devauth/test_devauth.c tests/check.h $(COMMON_SRC) $(wildcard src/common/*.h)
-	@mkdir -p $(dir $@)
-	$(CC) $(TFLAGS) -o $@ $< $(COMMON_SRC) $(RT_LIBS)
-
-$(T)/test_jwt: tests/jwt/test_jwt.c tests/check.h $(COMMON_SRC) $(wildcard src/common/*.h)
-	@mkdir -p $(dir $@)
-	$(CC) $(TFLAGS) -o $@ $< $(COMMON_SRC) $(RT_LIBS)
-
-$(T)/test_thingmodel: tests/thingmodel/test_thingmodel.c tests/check.h $(COMMON_SRC) $(wildcard src/common/*.h)
-	@mkdir -p $(dir $@)
-	$(CC) $(TFLAGS) -o $@ $< $(COMMON_SRC) $(RT_LIBS)
-
-$(T)/igwctl: $(wildcard src/igwctl/*.c) $(RUNTIME_SRC) $(wildcard src/common/*.h generated/*.h)
-	@mkdir -p $(dir $@)
-	$(CC) $(TFLAGS) $(CTL_CFLAGS) -o $@ $(wildcard src/igwctl/*.c) $(RUNTIME_SRC) $(CTL_LIBS) $(RT_LIBS)
-
-test-json: $(T)/test_scanner $(T)/test_jw $(T)/test_json_suite
-	$(T)/test_scanner
-	$(T)/test_jw
-	$(T)/test_json_suite $(JSON_SUITE)
+test-json: $(T)/json_test $(T)/jw_test $(T)/json_suite_test
+	$(T)/json_test
+	$(T)/jw_test
+	$(T)/json_suite_test $(JSON_SUITE)
 
 test-codegen: $(BUILD)/igw-gen
 	tests/codegen/run.sh $(BUILD)/igw-gen
 
-test-conformance: $(T)/conformance-run $(T)/machines-spec
+test-conformance: $(T)/conformance-run $(T)/machines_spec_test
 	$(T)/conformance-run $(sort $(wildcard generated/conformance/*.jsonl))
-	$(T)/machines-spec
+	$(T)/machines_spec_test
 
-$(T)/igwd: $(IGWD_SRC) $(RUNTIME_SRC) $(wildcard src/igwd/*.h src/common/*.h generated/*.h)
-	@mkdir -p $(dir $@)
-	$(CC) $(TFLAGS) $(IGWD_CFLAGS) -o $@ $(IGWD_SRC) $(RUNTIME_SRC) $(IGWD_LIBS)
+test-devauth: $(T)/devauth_test
+	$(T)/devauth_test
 
-test-igwd: $(T)/igwd
-	tests/igwd/smoke.sh $(T)/igwd
+test-jwt: $(T)/jwt_test
+	$(T)/jwt_test
 
-$(T)/db_test: tests/igwd/db_test.c tests/check.h src/igwd/db.c src/igwd/db.h
-	@mkdir -p $(dir $@)
-	$(CC) $(TFLAGS) -Isrc/igwd $(IGWD_CFLAGS) -o $@ tests/igwd/db_test.c src/igwd/db.c $(IGWD_LIBS)
+test-thingmodel: $(T)/thingmodel_test
+	$(T)/thingmodel_test tests/lib/demo-model.json
 
-# igwd's PostgreSQL pipeline against a throwaway server.
-test-db: $(T)/db_test
-	tests/igwd/db_test.sh $(T)/db_test
-
-$(T)/pending_test: tests/igwd/pending_test.c tests/check.h src/igwd/pending.c src/igwd/pending.h src/common/lock.h
-	@mkdir -p $(dir $@)
-	$(CC) $(TFLAGS) -Isrc/igwd -o $@ tests/igwd/pending_test.c src/igwd/pending.c -lpthread
-
-$(T)/pending_test_tsan: tests/igwd/pending_test.c tests/check.h src/igwd/pending.c src/igwd/pending.h src/common/lock.h
-	@mkdir -p $(dir $@)
-	$(CC) $(CSTD) $(WARN) -O1 -g -fsanitize=thread $(RT_INC) -Isrc/igwd -o $@ tests/igwd/pending_test.c src/igwd/pending.c -lpthread
+# The upload building blocks: multipart parser, file names, signed URLs, storage.
+test-upload: $(T)/multipart_test $(T)/filename_test $(T)/signedurl_test $(T)/storage_test
+	$(T)/multipart_test
+	$(T)/filename_test
+	$(T)/signedurl_test
+	$(T)/storage_test
 
 # The map of published device commands (no services), also under ThreadSanitizer.
 test-pending: $(T)/pending_test $(T)/pending_test_tsan
 	$(T)/pending_test
 	$(T)/pending_test_tsan
 
-$(T)/redis_test: tests/igwd/redis_test.c tests/check.h src/igwd/redis.c src/igwd/redis.h
-	@mkdir -p $(dir $@)
-	$(CC) $(TFLAGS) -Isrc/igwd $(IGWD_CFLAGS) -o $@ tests/igwd/redis_test.c src/igwd/redis.c $(IGWD_LIBS)
+# Media building blocks, each alone (pure functions or in-memory peers).
+test-media-unit: $(T)/sdp_test $(T)/rtp_test $(T)/dtls_test
+	$(T)/sdp_test
+	$(T)/rtp_test
+	$(T)/dtls_test
 
-# igwd's Redis connection against a throwaway redis-server (port 63797).
-test-redis: $(T)/redis_test
-	tests/igwd/redis_test.sh $(T)/redis_test
+fuzz-smoke: $(T)/conformance-run
+	CLANG=$(CLANG) tests/fuzz/smoke.sh $(FUZZ_SECONDS)
 
-$(T)/outbox_test: tests/igwd/outbox_test.c tests/check.h src/igwd/outbox.c src/igwd/outbox.h src/igwd/db.c src/igwd/db.h \
-                  src/common/base64.c generated/machines.c
-	@mkdir -p $(dir $@)
-	$(CC) $(TFLAGS) -Isrc/igwd $(IGWD_CFLAGS) -o $@ tests/igwd/outbox_test.c src/igwd/outbox.c src/igwd/db.c \
-	    src/common/base64.c generated/machines.c $(IGWD_LIBS)
+fuzz: $(T)/conformance-run
+	CLANG=$(CLANG) tests/fuzz/smoke.sh $${FUZZ_SECONDS:-300}
+
+test-openapi:
+	tests/openapi/run.sh
+
+# -- with services (each test starts its own PostgreSQL, Redis, Mosquitto on free ports)
+test-igwctl: $(T)/igwctl
+	tests/igwctl/check.sh $(T)/igwctl
+	tests/igwctl/admin_test.sh $(T)/igwctl
+
+test-igwd: $(T)/igwd
+	tests/igwd/smoke.sh $(T)/igwd
+
+# igwd's PostgreSQL pipeline against a throwaway server.
+test-db: $(T)/db_test
+	tests/igwd/db_test.sh $(T)/db_test
 
 # The event outbox against a throwaway PostgreSQL with the migrations applied.
 test-outbox: $(T)/outbox_test
 	tests/igwd/outbox_test.sh $(T)/outbox_test
 
-$(T)/ws_test: tests/igwd/ws_test.c tests/check.h src/igwd/ws.c src/igwd/ws.h
-	@mkdir -p $(dir $@)
-	$(CC) $(TFLAGS) -Isrc/igwd $(IGWD_CFLAGS) -o $@ tests/igwd/ws_test.c src/igwd/ws.c $(IGWD_LIBS)
-
 # igw_ws (WebSocket transport) against the npm `ws` client (installed once under $(T)/ws-node).
 test-ws: $(T)/ws_test
 	tests/igwd/ws_test.sh $(T)/ws_test
 
-$(T)/mqtt_test: tests/igwd/mqtt_test.c src/igwd/mqtt.c src/igwd/mqtt.h src/common/devauth.c src/common/base64.c $(wildcard src/common/*.h)
-	@mkdir -p $(dir $@)
-	$(CC) $(TFLAGS) -Isrc/igwd $(IGWD_CFLAGS) -o $@ tests/igwd/mqtt_test.c src/igwd/mqtt.c src/common/devauth.c src/common/base64.c $(IGWD_LIBS)
+# igwd's Redis connection against a throwaway redis-server (port 63797).
+test-redis: $(T)/redis_test
+	tests/igwd/redis_test.sh $(T)/redis_test
 
 # igwd's MQTT client against the local Mosquitto with the project's plugin.
 test-mqtt: $(T)/mqtt_test $(BUILD)/igw-mqtt-auth.so $(BUILD)/igwctl
@@ -244,63 +338,6 @@ test-app: $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-mqtt-auth.so
 test-edge: $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-mqtt-auth.so
 	tests/igwd/edge_test.sh $(T)/igwd $(BUILD)/igwctl
 
-$(T)/test_%: tests/upload/test_%.c tests/check.h $(COMMON_SRC) $(wildcard src/common/*.h)
-	@mkdir -p $(dir $@)
-	$(CC) $(TFLAGS) -o $@ $< $(COMMON_SRC) $(RT_LIBS)
-
-# The upload building blocks: multipart parser, file names, signed URLs, storage.
-test-upload: $(T)/test_multipart $(T)/test_filename $(T)/test_signedurl $(T)/test_storage
-	$(T)/test_multipart
-	$(T)/test_filename
-	$(T)/test_signedurl
-	$(T)/test_storage
-
-# Media building blocks, each alone (pure functions or in-memory peers).
-$(T)/media_test_sdp: tests/media/test_sdp.c tests/check.h src/media/sdp.c src/media/sdp.h
-	@mkdir -p $(dir $@)
-	$(CC) $(TFLAGS) -Isrc/media -o $@ tests/media/test_sdp.c src/media/sdp.c
-
-$(T)/media_test_rtp: tests/media/test_rtp.c tests/check.h src/media/rtp.c src/media/rtp.h
-	@mkdir -p $(dir $@)
-	$(CC) $(TFLAGS) -Isrc/media -o $@ tests/media/test_rtp.c src/media/rtp.c
-
-$(T)/media_test_dtls: tests/media/test_dtls.c tests/check.h src/media/dtls.c src/media/dtls.h
-	@mkdir -p $(dir $@)
-	$(CC) $(TFLAGS) $(MEDIA_CFLAGS) -o $@ tests/media/test_dtls.c src/media/dtls.c $(MEDIA_LIBS)
-
-# The media core behind a JSON-lines interface: the real-peer tests' host.
-MEDIA_HOST_SRC := tests/media/host.c $(MEDIA_SRC) src/common/json.c src/common/jw.c src/common/arena.c \
-                  generated/machines.c
-MEDIA_HOST_DEP := $(MEDIA_HOST_SRC) $(wildcard src/media/*.h src/common/*.h generated/*.h)
-
-$(T)/igw-media-host: $(MEDIA_HOST_DEP)
-	@mkdir -p $(dir $@)
-	$(CC) $(TFLAGS) $(MEDIA_CFLAGS) -o $@ $(MEDIA_HOST_SRC) $(MEDIA_LIBS)
-
-test-media-unit: $(T)/media_test_sdp $(T)/media_test_rtp $(T)/media_test_dtls
-	$(T)/media_test_sdp
-	$(T)/media_test_rtp
-	$(T)/media_test_dtls
-
-# The media core with real peers (tests/media/README.md): igw-vcam against
-# Chromium alone, then igw-vcam -> igw-media-host (sanitizers) -> Chromium viewers.
-test-media: $(T)/igw-media-host $(BUILD)/igw-vcam
-	tests/media/vcam_direct.sh $(BUILD)/igw-vcam
-	tests/media/media_test.sh $(T)/igw-media-host $(BUILD)/igw-vcam
-
-test-devauth: $(T)/test_devauth
-	$(T)/test_devauth
-
-test-jwt: $(T)/test_jwt
-	$(T)/test_jwt
-
-test-thingmodel: $(T)/test_thingmodel
-	$(T)/test_thingmodel tests/thingmodel/demo-model.json
-
-test-igwctl: $(T)/igwctl
-	tests/igwctl/check.sh $(T)/igwctl
-	tests/igwctl/admin_test.sh $(T)/igwctl
-
 test-sql:
 	tests/sql/drift.sh
 
@@ -310,35 +347,52 @@ test-ops:
 test-mqttauth: $(BUILD)/igw-mqtt-auth.so
 	tests/mqttauth/plugin_test.sh $(BUILD)/igw-mqtt-auth.so
 
-test-openapi:
-	tests/openapi/run.sh
+# -- with real media peers (tests/media/README.md): igw-vcam against Chromium alone,
+# then igw-vcam -> igw-media-host (sanitizers) -> Chromium viewers.
+test-media: $(T)/igw-media-host $(BUILD)/igw-vcam
+	tests/media/vcam_direct.sh $(BUILD)/igw-vcam
+	tests/media/media_test.sh $(T)/igw-media-host $(BUILD)/igw-vcam
 
-fuzz-smoke: $(T)/conformance-run
-	CLANG=$(CLANG) tests/fuzz/smoke.sh $(FUZZ_SECONDS)
-
-fuzz: $(T)/conformance-run
-	CLANG=$(CLANG) tests/fuzz/smoke.sh $${FUZZ_SECONDS:-300}
+# The tiers: no services (seconds to a minute), real services, real media peers.
+test-unit: check-gen test-layers test-codegen test-json test-conformance test-devauth test-jwt test-thingmodel \
+           test-upload test-pending test-media-unit test-openapi fuzz-smoke
+test-services: test-igwctl test-igwd test-db test-outbox test-ws test-redis test-mqtt test-edge test-app \
+               test-sql test-ops test-mqttauth
 
 # Every test; non-zero on any failure.
-test: deps all check-gen test-codegen test-json test-conformance test-devauth test-jwt test-thingmodel test-upload test-igwctl test-igwd test-pending test-db test-outbox test-ws test-redis test-mqtt test-edge test-app test-sql test-ops test-mqttauth test-openapi test-media-unit test-media fuzz-smoke
+# `make deps` first, in a make of its own: the rest of the build reads
+# pkg-config, which a fresh machine gets from it.
+test: deps
+	$(MAKE) --no-print-directory all test-unit test-services test-media
 	@echo "make test: all passed"
 
-# ---- benchmark ----------------------------------------------------------------
-# A benchmark, not a test: -O2 without sanitizers whatever CFLAGS/SAN say, no
-# -march=native (the CI machine may differ). Needs libsimdjson-dev, libjansson-dev.
-BENCH     := $(BUILD)/bench
-BENCH_OPT := -O2 -g
-BENCH_C   := tests/bench/bench_decode.c tests/bench/hand_validate.c
-
+# ---- benchmarks ----------------------------------------------------------------------
+# Not tests: -O2 without sanitizers whatever CFLAGS/SAN say, no -march=native
+# (the CI machine may differ).
 $(BENCH)/bench_simdjson.o: tests/bench/bench_simdjson.cc tests/bench/bench_simdjson.h
-	@mkdir -p $(dir $@)
+	@mkdir -p $(@D)
 	$(CXX) -std=c++17 $(WARN) $(BENCH_OPT) -c -o $@ $<
 
-$(BENCH)/bench_decode: $(BENCH_C) $(BENCH)/bench_simdjson.o $(RUNTIME_SRC) \
-                       $(wildcard tests/bench/*.h src/common/*.h generated/*.h)
-	@mkdir -p $(dir $@)
-	$(CC) $(CSTD) $(WARN) $(BENCH_OPT) $(RT_INC) -Itests/bench -o $@ $(BENCH_C) $(RUNTIME_SRC) \
-	    $(BENCH)/bench_simdjson.o -lsimdjson -ljansson -lstdc++ $(RT_LIBS)
+$(BENCH)/bench_decode: $(BUILD)/bobj/tests/bench/bench_decode.o $(BUILD)/bobj/tests/bench/hand_validate.o \
+                       $(BENCH)/bench_simdjson.o $(call libs,bobj,gen lib rt)
+	@mkdir -p $(@D)
+	$(CC) -o $@ $(filter %.o,$^) $(filter %.a,$^) -lsimdjson -ljansson -lstdc++ $(RT_LIBS)
+
+$(BENCH)/igw-loadgen: $(BUILD)/bobj/tests/bench/loadgen.o
+	$(call link,,)
+
+$(BUILD)/bobj/tests/bench/device.o: XCFLAGS = $(shell pkg-config --cflags libmosquitto)
+$(BENCH)/igw-benchdevice: $(BUILD)/bobj/tests/bench/device.o
+	$(call link,,$(shell pkg-config --libs libmosquitto))
+
+$(BENCH)/igw-media-host: $(BUILD)/bobj/tests/media/host.o $(call libs,bobj,media gen rt)
+	$(call link,,$(MEDIA_LIBS))
+
+$(BENCH)/bench_srtp: $(BUILD)/bobj/tests/media/bench_srtp.o $(call libs,bobj,media)
+	$(call link,,$(MEDIA_LIBS))
+
+bench-decode: deps $(BENCH)/bench_decode
+	$(BENCH)/bench_decode $(sort $(wildcard generated/conformance/*.jsonl))
 
 # Durable device ingestion vs the same binary's no-database reply, with wrk.
 bench-edge: deps all
@@ -349,22 +403,6 @@ bench-edge: deps all
 bench-app: deps all $(BENCH)/igw-loadgen $(BENCH)/igw-benchdevice
 	tests/bench/bench_app.sh $(BUILD)/igwd $(BENCH)/igw-loadgen $(BENCH)/igw-benchdevice
 
-$(BENCH)/igw-loadgen: tests/bench/loadgen.c
-	@mkdir -p $(dir $@)
-	$(CC) $(CSTD) $(WARN) $(BENCH_OPT) -o $@ $<
-
-$(BENCH)/igw-benchdevice: tests/bench/device.c
-	@mkdir -p $(dir $@)
-	$(CC) $(CSTD) $(WARN) $(BENCH_OPT) $$(pkg-config --cflags libmosquitto) -o $@ $< $$(pkg-config --libs libmosquitto)
-
-$(BENCH)/igw-media-host: $(MEDIA_HOST_DEP)
-	@mkdir -p $(dir $@)
-	$(CC) $(CSTD) $(WARN) $(BENCH_OPT) $(RT_INC) $(MEDIA_CFLAGS) -o $@ $(MEDIA_HOST_SRC) $(MEDIA_LIBS)
-
-$(BENCH)/bench_srtp: tests/media/bench_srtp.c src/media/dtls.c src/media/dtls.h
-	@mkdir -p $(dir $@)
-	$(CC) $(CSTD) $(WARN) $(BENCH_OPT) $(MEDIA_CFLAGS) -o $@ tests/media/bench_srtp.c src/media/dtls.c $(MEDIA_LIBS)
-
 # Outbound SRTP protect: igw's OpenSSL path against libsrtp2 (Debian's, NSS) per profile.
 bench-srtp: deps $(BENCH)/bench_srtp
 	$(BENCH)/bench_srtp
@@ -373,9 +411,6 @@ bench-srtp: deps $(BENCH)/bench_srtp
 bench-media: deps $(BENCH)/igw-media-host
 	@command -v janus >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq janus >/dev/null; }
 	tests/bench/bench_media.sh $(BENCH)/igw-media-host
-
-bench-decode: deps $(BENCH)/bench_decode
-	$(BENCH)/bench_decode $(sort $(wildcard generated/conformance/*.jsonl))
 
 clean:
 	rm -rf $(BUILD)

@@ -167,7 +167,7 @@ static void emit_header(const igw_schema *s, igw_out *h)
     igw_out_puts(h, "    IGW_ROUTE__COUNT\n} igw_route_id;\n\n");
     igw_out_puts(h,
         "/* Indexed by igw_route_id. */\nextern const igw_route_def igw_routes[IGW_ROUTE__COUNT];\n\n"
-        "/* The route table, matcher and error classes for src/common/request.h:\n"
+        "/* The route table, matcher and error classes for src/rt/request.h:\n"
         " * igw_request_decode(&igw_gen_api, ...) runs the strict stage. */\n"
         "extern const igw_api igw_gen_api;\n\n"
         "#endif\n");

@@ -9,7 +9,7 @@
  * The field rule a column derives from (`from`) and the states of its
  * machine (`machine`) become a domain's CHECK, the column typed by that
  * domain. They are a backstop behind the generated strict decoders: each
- * one accepts exactly what the decoder (src/common/decode.c) accepts, so a
+ * one accepts exactly what the decoder (src/rt/decode.c) accepts, so a
  * value that passed the API never fails an INSERT, and tests/sql/checks.sql
  * holds them to that. A domain, not a table CHECK: PostgreSQL reads a
  * table CHECK's stored expression back from its text form in every

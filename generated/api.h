@@ -1166,7 +1166,7 @@ typedef enum igw_route_id {
 /* Indexed by igw_route_id. */
 extern const igw_route_def igw_routes[IGW_ROUTE__COUNT];
 
-/* The route table, matcher and error classes for src/common/request.h:
+/* The route table, matcher and error classes for src/rt/request.h:
  * igw_request_decode(&igw_gen_api, ...) runs the strict stage. */
 extern const igw_api igw_gen_api;
 

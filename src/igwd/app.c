@@ -14,9 +14,10 @@
 
 #include "api.h"
 #include "clock.h"
-#include "outbox.h"
-#include "ready.h"
-#include "results.h"
+#include "event/outbox.h"
+#include "core/ready.h"
+#include "command/results.h"
+#include "routes/routes.h"
 
 /* ---- periodic chores (worker 0) -------------------------------------------------------
  * Command deadlines are settled every CHORE_MS; the outbox is swept every
@@ -506,7 +507,12 @@ static unsigned app_ready(void *arg, unsigned *known)
 
 igw_http_app igw_app_http_hooks(igw_app *app)
 {
-    return (igw_http_app){.start = worker_start,
+    return (igw_http_app){.handle = igw_routes_handle,
+                          .raw = igw_routes_raw,
+                          .files_fd = app->storage_fd,
+                          .files_key = app->url_key,
+                          .files_key_len = sizeof app->url_key,
+                          .start = worker_start,
                           .stop = worker_stop,
                           .idle = worker_idle,
                           .metrics = app_metrics,

@@ -12,8 +12,8 @@
 
 #include "api.h"
 #include "app.h"
-#include "config.h"
-#include "http.h"
+#include "core/config.h"
+#include "http/http.h"
 
 static void usage(FILE *out)
 {

@@ -1,6 +1,6 @@
 /* plugin.c - igw's Mosquitto 2 auth plugin (plugin API v5).
  *
- * Devices connect with the iThings credentials of src/common/devauth.h:
+ * Devices connect with the iThings credentials of src/lib/devauth.h:
  * clientID {productID}&{deviceName}, a signed username and an HMAC
  * password checked against the device's secret in PostgreSQL. A device may
  * publish only to $<handle>/up/<type>/{itself} and subscribe to / receive

@@ -13,7 +13,7 @@
 # The demo: enterprise 1 "Demo" with user 1001 (owns the demo device and the
 # gateway, granted the sub-device) and user 1002 (no rights on any device);
 # enterprise 2 "Other" with user 2001. Product camlamp01
-# (tests/thingmodel/demo-model.json) with devices demo-cam-1 (camera cam-1),
+# (tests/lib/demo-model.json) with devices demo-cam-1 (camera cam-1),
 # demo-sub-1 (sub-device of the gateway) and demo-unbound-1 (no owner, no
 # grant, no gateway); product demogw01 with gateway demo-gw-1.
 # A second run changes no row: same ids and secrets; the token and the
@@ -33,7 +33,7 @@ command -v node >/dev/null || die "node not found (make deps installs it)"
 . "$IGW_VAR/env"
 export IGW_PG_DSN
 base_url=${IGW_BASE_URL:-http://${IGW_LISTEN:-127.0.0.1:8080}}
-model=$root/tests/thingmodel/demo-model.json
+model=$root/tests/lib/demo-model.json
 
 keyfile=${IGW_JWT_KEY_FILE:-$IGW_VAR/jwt.key}
 if [ ! -s "$keyfile" ]; then

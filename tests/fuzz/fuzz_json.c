@@ -1,7 +1,7 @@
 /* fuzz_json.c - libFuzzer harness for the JSON scanner and canonical writer.
  *
- *   clang -g -O1 -fsanitize=fuzzer,address,undefined -Isrc/common \
- *         src/common/{arena,json,jw}.c tests/fuzz/fuzz_json.c -o fuzz_json
+ *   clang -g -O1 -fsanitize=fuzzer,address,undefined -Isrc/rt -Isrc/lib \
+ *         src/rt/{arena,json,jw}.c tests/fuzz/fuzz_json.c -o fuzz_json
  *   ./fuzz_json -max_total_time=30 [corpus dir]
  *
  * With -DIGW_FUZZ_STANDALONE it builds without libFuzzer and replays the

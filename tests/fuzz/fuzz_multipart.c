@@ -1,8 +1,8 @@
 /* fuzz_multipart.c - libFuzzer harness of the upload parsing path.
  *
  *   clang -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -g -O1 \
- *         -fsanitize=fuzzer,address,undefined -Isrc/common \
- *         tests/fuzz/fuzz_multipart.c src/common/[a-z]*.c -lcrypto -lm -o fuzz_multipart
+ *         -fsanitize=fuzzer,address,undefined -Isrc/rt -Isrc/lib \
+ *         tests/fuzz/fuzz_multipart.c src/rt/[a-z]*.c src/lib/[a-z]*.c -lcrypto -lm -o fuzz_multipart
  *   ./fuzz_multipart -max_total_time=30 -max_len=8192 [corpus dir]
  *
  * With -DIGW_FUZZ_STANDALONE it builds without libFuzzer and replays the

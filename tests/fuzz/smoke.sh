@@ -9,8 +9,8 @@ out=build/fuzz
 mkdir -p "$out"
 clang=${CLANG:-clang}
 flags=(-std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -g -O1 -Wall -Wextra -Werror
-       -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -Isrc/common -Igenerated)
-srcs=(tests/fuzz/fuzz_decode.c generated/api.c src/common/*.c)
+       -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -Isrc/rt -Isrc/lib -Igenerated)
+srcs=(tests/fuzz/fuzz_decode.c generated/api.c src/rt/*.c src/lib/*.c)
 runner=build/tests/conformance-run
 [ -x "$runner" ] || { echo "fuzz: build $runner first (make test-conformance)"; exit 2; }
 routes=$(sed -n 's/^    IGW_ROUTE_\([A-Z0-9_]*\),$/\1/p' generated/api.h)
@@ -21,7 +21,7 @@ for r in $routes; do
     vectors=generated/conformance/$lower.jsonl
     [ -f "$vectors" ] || continue   # multipart routes are parsed by the server, not a decoder
     bin=$out/fuzz_$lower
-    if [ ! -x "$bin" ] || [ -n "$(find generated/api.c tests/fuzz/fuzz_decode.c src/common -newer "$bin" -name '*.[ch]' | head -1)" ]; then
+    if [ ! -x "$bin" ] || [ -n "$(find generated/api.c tests/fuzz/fuzz_decode.c src/rt src/lib -newer "$bin" -name '*.[ch]' | head -1)" ]; then
         "$clang" "${flags[@]}" -DIGW_FUZZ_ROUTE="IGW_ROUTE_$r" -o "$bin" "${srcs[@]}" -lcrypto -lm
     fi
     corpus=$out/corpus/$lower
@@ -34,10 +34,10 @@ for r in $routes; do
 done
 # The free-value layer: both profiles and the canonical writer, seeded
 # from JSONTestSuite.
-suite=${JSON_SUITE:-tests/json/JSONTestSuite/test_parsing}
+suite=${JSON_SUITE:-tests/rt/JSONTestSuite/test_parsing}
 bin=$out/fuzz_json
-if [ ! -x "$bin" ] || [ -n "$(find tests/fuzz/fuzz_json.c src/common -newer "$bin" -name '*.[ch]' | head -1)" ]; then
-    "$clang" "${flags[@]}" -o "$bin" tests/fuzz/fuzz_json.c src/common/*.c -lcrypto -lm
+if [ ! -x "$bin" ] || [ -n "$(find tests/fuzz/fuzz_json.c src/rt src/lib -newer "$bin" -name '*.[ch]' | head -1)" ]; then
+    "$clang" "${flags[@]}" -o "$bin" tests/fuzz/fuzz_json.c src/rt/*.c src/lib/*.c -lcrypto -lm
 fi
 corpus=$out/corpus/json
 rm -rf "$corpus" && mkdir -p "$corpus"
@@ -47,8 +47,8 @@ echo "fuzz: json for ${secs}s ($(ls "$corpus" | wc -l) seeds)"
     { tail -40 "$out/json.log"; echo "fuzz: json FAILED"; exit 1; }
 # The multipart parser of the upload route (and the filename/URL checks it feeds).
 bin=$out/fuzz_multipart
-if [ ! -x "$bin" ] || [ -n "$(find tests/fuzz/fuzz_multipart.c src/common -newer "$bin" -name '*.[ch]' | head -1)" ]; then
-    "$clang" "${flags[@]}" -o "$bin" tests/fuzz/fuzz_multipart.c src/common/*.c -lcrypto -lm
+if [ ! -x "$bin" ] || [ -n "$(find tests/fuzz/fuzz_multipart.c src/rt src/lib -newer "$bin" -name '*.[ch]' | head -1)" ]; then
+    "$clang" "${flags[@]}" -o "$bin" tests/fuzz/fuzz_multipart.c src/rt/*.c src/lib/*.c -lcrypto -lm
 fi
 rm -rf "$out/corpus/multipart" && mkdir -p "$out/corpus/multipart"
 echo "fuzz: multipart for ${secs}s"

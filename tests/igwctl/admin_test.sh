@@ -190,10 +190,10 @@ fails "user add: existing id, other enterprise" 'user 1001 exists' user add --id
 fails "user add: non-canonical id" 'canonical id' user add --id 007 --enterprise 1 --name X
 printf '{"properties":[],"events":[],"actions":[]}' >"$tmp/empty-model.json"
 fails "product add: model differs" 'product camlamp01 exists' product add --id camlamp01 --enterprise 1 --name 'Demo camera lamp' --model "$tmp/empty-model.json"
-fails "product add: model not JSON" "^model: .* at ''" product add --id p2 --enterprise 1 --name P --model "$root/tests/devauth/test_devauth.c"
+fails "product add: model not JSON" "^model: .* at ''" product add --id p2 --enterprise 1 --name P --model "$root/tests/lib/devauth_test.c"
 printf '{"properties":[{"identifier":"x","name":"X","mode":"rw","define":{"type":"int","min":"5","max":"1"}}]}' >"$tmp/bad-model.json"
 fails "product add: invalid model names its path" "model: .* at '/properties/0/define" product add --id p2 --enterprise 1 --name P --model "$tmp/bad-model.json"
-fails "product add: unknown enterprise" 'enterprise 77 not found' product add --id p2 --enterprise 77 --name P --model "$root/tests/thingmodel/demo-model.json"
+fails "product add: unknown enterprise" 'enterprise 77 not found' product add --id p2 --enterprise 77 --name P --model "$root/tests/lib/demo-model.json"
 fails "device add: different owner" 'exists with a different owner' device add --product camlamp01 --device demo-cam-1 --owner 1002
 fails "device add: owner of another enterprise" 'not in the enterprise' device add --product camlamp01 --device d9 --owner 2001
 fails "device add: unknown product" 'product nope not found' device add --product nope --device d9

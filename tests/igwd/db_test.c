@@ -6,7 +6,7 @@
  * checks the table and terminates igw_db's backend. Prints the number of
  * checks; exits 1 on any failure. */
 #include "clock.h"
-#include "db.h"
+#include "core/db.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

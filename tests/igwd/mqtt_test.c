@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "clock.h"
-#include "mqtt.h"
+#include "core/mqtt.h"
 
 extern char **environ;
 

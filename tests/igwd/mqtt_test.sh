@@ -86,7 +86,7 @@ P=mqttprod01 G=mqttgw01
 printf '%s\n' '{"properties":[{"identifier":"online","name":"Online","mode":"r","define":{"type":"bool"}}],"events":[],"actions":[]}' \
     >"$tmp/gateway-model.json"
 run enterprise add --id 1 --name 'MQTT test' >/dev/null
-run product add --id "$P" --enterprise 1 --name 'MQTT test product' --model "$root/tests/thingmodel/demo-model.json" >/dev/null
+run product add --id "$P" --enterprise 1 --name 'MQTT test product' --model "$root/tests/lib/demo-model.json" >/dev/null
 run product add --id "$G" --enterprise 1 --name 'MQTT test gateway' --model "$tmp/gateway-model.json" >/dev/null
 dev=$(run device add --product "$P" --device dev-1)
 gw=$(run device add --product "$G" --device gw-1 --gateway)

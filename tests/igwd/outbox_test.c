@@ -5,7 +5,7 @@
  * blocking connection seeds rows, inspects and back-dates them, and a third
  * one LISTENs on the delivery channel. Prints the number of checks; exits 1
  * on any failure. */
-#include "outbox.h"
+#include "event/outbox.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "../check.h"
-#include "pending.h"
+#include "command/pending.h"
 
 static igw_pending_cmd cmd(const char *dn, const char *token, int64_t deadline)
 {

@@ -7,7 +7,7 @@
  * hiredis connection kills igw_redis's connections and checks values.
  * Prints the number of checks; exits 1 on any failure. */
 #include "clock.h"
-#include "redis.h"
+#include "core/redis.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>

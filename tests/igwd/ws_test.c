@@ -21,7 +21,7 @@
  * and that sends fail from then on, and that everything drained. Prints
  * "ws_test: N connections" and "ws_test: P passed, F failed"; exits 1 on failure. */
 #include "clock.h"
-#include "ws.h"
+#include "http/ws.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

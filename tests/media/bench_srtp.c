@@ -3,7 +3,7 @@
  * OpenSSL path, for both SRTP profiles.
  *
  * A benchmark, not a test: it prints numbers and asserts nothing about them
- * (tests/media/test_dtls.c shows the two give the same bytes). Each
+ * (tests/media/dtls_test.c shows the two give the same bytes). Each
  * implementation is timed in thread CPU time over several alternating
  * rounds; the best round is the least disturbed by whatever else runs on the
  * machine, the median shows the spread.

@@ -3,7 +3,7 @@
 # a real PostgreSQL (src/ops/services.sh on free ports in a throwaway
 # IGW_VAR) and its own Mosquitto loading the plugin. Devices are inserted
 # with psql; credentials come from tests/mqttauth/sign.c (built here with
-# cc, src/common/devauth.c, base64.c and -lcrypto). Checks: good credentials connect
+# cc, src/lib/devauth.c, base64.c and -lcrypto). Checks: good credentials connect
 # and publish to their own up topic; bad secret, expired username, another
 # device's username, mismatched clientID, wrong admin password are refused;
 # publishing to another device's topic is not delivered; subscribing to the
@@ -68,8 +68,8 @@ summary() {
 start=$SECONDS
 
 # ---- setup --------------------------------------------------------------------
-cc -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror -O1 -I"$root/src/common" \
-    -o "$tmp/sign" "$root/tests/mqttauth/sign.c" "$root/src/common/devauth.c" "$root/src/common/base64.c" -lcrypto
+cc -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror -O1 -I"$root/src/rt" -I"$root/src/lib" \
+    -o "$tmp/sign" "$root/tests/mqttauth/sign.c" "$root/src/lib/devauth.c" "$root/src/rt/base64.c" -lcrypto
 
 if ! "$svc" up >"$tmp/up.out" 2>&1; then
     cat "$tmp/up.out"

@@ -1,5 +1,5 @@
 /* sign.c - test helper: prints a device's MQTT username and password
- * (src/common/devauth.h), one per line.
+ * (src/lib/devauth.h), one per line.
  *   sign PRODUCT DEVICE SECRET_B64 EXPIRY */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 -- checks.sql - the generated CHECK constraints judge values as the strict
 -- decoders do.
 --
--- The cases mirror src/common/decode.c (igw_format_*): the database must
+-- The cases mirror src/rt/decode.c (igw_format_*): the database must
 -- accept every value the decoder accepts. Runs (from tests/sql/drift.sh) against a database loaded with
 -- tests/codegen/golden/sql/formats.sql, whose table `samples` has one column
 -- per rule kind. Each case inserts a valid row with one column replaced and

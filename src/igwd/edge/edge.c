@@ -1,0 +1,1116 @@
+/* edge.c - see edge.h.
+ *
+ * A job walks: decode -> [authenticate] -> resolve target -> protocol row ->
+ * model check -> (query | batch). Device records (secret, gateway binding,
+ * parsed thing model) are cached per worker for cache_ttl_ms, so a busy
+ * device costs no lookup; the cache is bounded and simply emptied when full.
+ * Durable methods join the worker's pending batch; one batch is in flight
+ * at a time, and the next one collects meanwhile (group commit): a single
+ * statement inserts the batch's messages and merges reported properties, so
+ * one WAL flush acknowledges them all. */
+#include "edge/edge.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <h2o.h>
+
+#include "api.h"
+#include "arena.h"
+#include "clock.h"
+#include "devauth.h"
+#include "jw.h"
+#include "protocol.h"
+#include "request.h"
+#include "command/results.h"
+#include "thingmodel.h"
+
+#define NAME_CAP (IGW_DEVAUTH_NAME_MAX + 1)
+#define CACHE_BUCKETS 1024
+#define CACHE_MAX 8192           /* device records per worker */
+#define MODEL_ARENA (4u << 20)   /* bytes a parsed model may take */
+#define JOB_ARENA (1u << 20)     /* bytes a job's decoding and checks may take */
+#define SUBDEVICES_MAX 64
+#define PENDING_MAX 16384        /* uplinks waiting for a batch, per worker: beyond, "busy" */
+#define RETRIES_MAX 3            /* a batch that lost a deadlock or serialization race */
+
+/* ---- statements ------------------------------------------------------------ */
+
+static const igw_db_stmt stmt_device = {
+    "igw_edge_device",
+    "SELECT d.secret, d.is_gateway, coalesce(d.gateway_product_id, ''), coalesce(d.gateway_device_name, ''), "
+    "p.model::text FROM devices d JOIN products p ON p.product_id = d.product_id "
+    "WHERE d.product_id = $1 AND d.device_name = $2",
+    2};
+
+static const igw_db_stmt stmt_properties = {
+    "igw_edge_properties",
+    "SELECT properties::text FROM devices WHERE product_id = $1 AND device_name = $2", 2};
+
+static const igw_db_stmt stmt_config = {
+    "igw_edge_config",
+    "SELECT coalesce((SELECT body->'params' FROM device_messages WHERE product_id = $1 AND device_name = $2 "
+    "AND handle = 'config' AND method = 'report' AND body ? 'params' ORDER BY received_at DESC, message_id DESC "
+    "LIMIT 1), '{}'::jsonb)::text",
+    2};
+
+/* The first item (1-based) of the list that is not bound to the gateway, or no row. */
+static const igw_db_stmt stmt_subdevices = {
+    "igw_edge_subdevices",
+    "SELECT u.i FROM unnest($3::text[], $4::text[]) WITH ORDINALITY AS u(p, d, i) WHERE NOT EXISTS ("
+    "SELECT 1 FROM devices x WHERE x.product_id = u.p AND x.device_name = u.d "
+    "AND x.gateway_product_id = $1 AND x.gateway_device_name = $2) ORDER BY u.i LIMIT 1",
+    4};
+
+/* One statement, one transaction: the batch's messages, then the reported
+ * properties merged per device in arrival order (jsonb keeps the last of
+ * duplicate keys, so a later report wins). */
+static const igw_db_stmt stmt_batch = {
+    "igw_edge_batch",
+    "WITH m AS (INSERT INTO device_messages (product_id, device_name, handle, msg_type, method, msg_token, body) "
+    "SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::jsonb[]) "
+    "RETURNING 1), "
+    "p AS (SELECT r.pid, r.dn, jsonb_object_agg(e.key, e.value ORDER BY r.ord) AS props "
+    "FROM unnest($8::text[], $9::text[], $10::jsonb[]) WITH ORDINALITY AS r(pid, dn, props, ord) "
+    "CROSS JOIN LATERAL jsonb_each(r.props) AS e GROUP BY r.pid, r.dn), "
+    "u AS (UPDATE devices d SET properties = d.properties || p.props FROM p "
+    "WHERE d.product_id = p.pid AND d.device_name = p.dn RETURNING 1) "
+    "SELECT (SELECT count(*) FROM m), (SELECT count(*) FROM u)",
+    10};
+
+/* ---- the device cache ------------------------------------------------------- */
+
+typedef struct device {
+    struct device *next;
+    char pid[NAME_CAP], dn[NAME_CAP];
+    bool found;
+    unsigned char secret[IGW_DEVAUTH_SECRET_MAX];
+    size_t secret_len;
+    bool is_gateway;
+    char gw_pid[NAME_CAP], gw_dn[NAME_CAP]; /* "" when not bound */
+    igw_arena model_arena;
+    igw_thingmodel *model; /* NULL when the product's model does not load */
+    int64_t fetched_ms;
+} device;
+
+typedef struct job job;
+
+/* A batch being committed on connection `slot`. */
+typedef struct batch {
+    igw_edge *e;
+    unsigned slot;
+    job *jobs;
+} batch;
+
+struct igw_edge {
+    h2o_loop_t *loop;
+    igw_db *db[IGW_EDGE_MAX_DB]; /* batches alternate between them */
+    bool busy[IGW_EDGE_MAX_DB];   /* a batch is being committed on it */
+    unsigned ndb, next_db;
+    igw_edge_settings set;
+    device *buckets[CACHE_BUCKETS];
+    unsigned ncached;
+    job *pending, **pending_tail; /* the next batch */
+    unsigned npending;
+    h2o_timeout_t flush_timeout;
+    h2o_timeout_entry_t flush_entry;
+    igw_jw jw; /* replies and batch arrays */
+    bool closing; /* destroy began: nothing new reaches the database */
+    unsigned njobs; /* uplinks not yet answered */
+};
+
+/* ---- jobs ------------------------------------------------------------------- */
+
+struct job {
+    igw_edge *e;
+    igw_edge_done done;
+    void *arg;
+    job *next;                 /* in the batch */
+    igw_arena arena;
+    bool http;
+    char handle[17], type[33];  /* handle without '$'; the Handle and MsgType bounds */
+    char pid[NAME_CAP], dn[NAME_CAP];           /* target */
+    char auth_pid[NAME_CAP], auth_dn[NAME_CAP]; /* HTTP: the authenticated device */
+    char *username, *password;
+    char *payload;
+    size_t len;
+    igw_DeviceMessage *msg;
+    bool auth_only;            /* igw_edge_authorize: stop once the target is known */
+    bool dry_run;              /* the bench's reference: no database write */
+    const igw_proto_row *row;
+    igw_str props; /* properties to merge into the device's record, or ptr NULL */
+    bool solo;     /* committed alone: its batch failed on a value (SQLSTATE 22, 23) */
+    unsigned retries;
+    igw_str sub_p, sub_d; /* subdevices: text arrays */
+    unsigned nsub;
+    bool settling; /* a command reply went to results.c (stored with its result, or back as a plain uplink) */
+};
+
+uint64_t igw_edge_device_hash(const char *pid, const char *dn)
+{
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+    for (const char *p = pid; *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+    h = (h ^ 0xff) * 1099511628211ULL;
+    for (const char *p = dn; *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+    return h;
+}
+
+static void device_free(device *d)
+{
+    igw_arena_free(&d->model_arena);
+    free(d);
+}
+
+static void cache_clear(igw_edge *e)
+{
+    for (unsigned i = 0; i < CACHE_BUCKETS; i++) {
+        device *d = e->buckets[i];
+        while (d) {
+            device *n = d->next;
+            device_free(d);
+            d = n;
+        }
+        e->buckets[i] = NULL;
+    }
+    e->ncached = 0;
+}
+
+static device *cache_get(igw_edge *e, const char *pid, const char *dn)
+{
+    device **pp = &e->buckets[igw_edge_device_hash(pid, dn) % CACHE_BUCKETS];
+    for (device *d = *pp; d; pp = &d->next, d = d->next) {
+        if (strcmp(d->pid, pid) || strcmp(d->dn, dn))
+            continue;
+        if (igw_clock_ms() - d->fetched_ms < (int64_t)e->set.cache_ttl_ms)
+            return d;
+        *pp = d->next; /* stale */
+        device_free(d);
+        e->ncached--;
+        return NULL;
+    }
+    return NULL;
+}
+
+static void cache_put(igw_edge *e, device *nd)
+{
+    device **pp = &e->buckets[igw_edge_device_hash(nd->pid, nd->dn) % CACHE_BUCKETS];
+    for (device *d = *pp; d; pp = &d->next, d = d->next)
+        if (!strcmp(d->pid, nd->pid) && !strcmp(d->dn, nd->dn)) {
+            *pp = d->next;
+            device_free(d);
+            e->ncached--;
+            break;
+        }
+    if (e->ncached >= CACHE_MAX)
+        cache_clear(e);
+    pp = &e->buckets[igw_edge_device_hash(nd->pid, nd->dn) % CACHE_BUCKETS];
+    nd->next = *pp;
+    *pp = nd;
+    e->ncached++;
+}
+
+/* A device record from a lookup row (or a negative record). NULL: out of memory. */
+static device *device_from_row(const char *pid, const char *dn, const PGresult *res)
+{
+    device *d = calloc(1, sizeof *d);
+    if (!d)
+        return NULL;
+    snprintf(d->pid, sizeof d->pid, "%s", pid);
+    snprintf(d->dn, sizeof d->dn, "%s", dn);
+    d->fetched_ms = igw_clock_ms();
+    igw_arena_init(&d->model_arena, MODEL_ARENA);
+    if (PQntuples(res) != 1)
+        return d;
+    d->found = true;
+    if (igw_devauth_secret_decode(PQgetvalue(res, 0, 0), d->secret, sizeof d->secret, &d->secret_len))
+        d->secret_len = 0; /* an unusable secret: every credential fails */
+    d->is_gateway = PQgetvalue(res, 0, 1)[0] == 't';
+    snprintf(d->gw_pid, sizeof d->gw_pid, "%s", PQgetvalue(res, 0, 2));
+    snprintf(d->gw_dn, sizeof d->gw_dn, "%s", PQgetvalue(res, 0, 3));
+    igw_json err;
+    const char *model = PQgetvalue(res, 0, 4);
+    if (igw_thingmodel_load(model, (size_t)PQgetlength(res, 0, 4), &d->model_arena, &d->model, &err)) {
+        fprintf(stderr, "igwd: product %s: thing model does not load: %s at %s\n", pid, err.reason, err.path);
+        d->model = NULL;
+    }
+    return d;
+}
+
+/* ---- finishing -------------------------------------------------------------- */
+
+static void job_free(job *j)
+{
+    j->e->njobs--;
+    igw_arena_free(&j->arena);
+    free(j->payload);
+    free(j->username);
+    free(j->password);
+    free(j);
+}
+
+/* The reply method: the row's, else the request's own (no reply message). */
+static igw_str reply_method(const job *j)
+{
+    if (j->row && j->row->reply)
+        return (igw_str){j->row->reply, strlen(j->row->reply)};
+    return j->msg->method;
+}
+
+/* Answers and frees the job. data: raw JSON for the reply's data, or NULL. */
+static void finish(job *j, int cls, const char *reason, const char *path, const char *data, size_t dlen)
+{
+    igw_edge *e = j->e;
+    igw_edge_result r = {
+        .cls = cls,
+        .reason = reason ? reason : "",
+        .path = path ? path : "",
+        .reply_topic = j->row && j->row->reply,
+        .handle = j->handle,
+        .type = j->type,
+        .product_id = j->pid,
+        .device_name = j->dn,
+    };
+    if (j->msg) {
+        igw_DeviceReply rep = {0};
+        rep.has = IGW_DeviceReply_code | IGW_DeviceReply_method | IGW_DeviceReply_msgToken;
+        rep.code = igw_error_classes[cls].code;
+        rep.method = reply_method(j);
+        rep.msgToken = j->msg->msgToken;
+        if (cls != IGW_ERR_OK) {
+            rep.has |= IGW_DeviceReply_msg;
+            rep.msg = (igw_str){r.reason, strlen(r.reason)};
+        }
+        if (data) {
+            rep.has |= IGW_DeviceReply_data;
+            rep.data = (igw_str){data, dlen};
+        }
+        igw_jw_reset(&e->jw);
+        igw_encode_DeviceReply(&e->jw, &rep);
+        if (!igw_jw_status(&e->jw)) {
+            r.reply = e->jw.buf;
+            r.reply_len = e->jw.len;
+        }
+    }
+    j->done(j->arg, &r);
+    job_free(j);
+}
+
+static void fail_internal(job *j, const char *what, const char *err)
+{
+    fprintf(stderr, "igwd: edge: %s: %s\n", what, err ? err : "unknown");
+    finish(j, IGW_ERR_INTERNAL, "internal error", "", NULL, 0);
+}
+
+/* ---- the batch (group commit) ------------------------------------------------ */
+
+/* Appends one element of a PostgreSQL text array literal. */
+static void array_elem(igw_jw *w, bool first, const char *s, size_t n, bool null)
+{
+    if (!first)
+        igw_jw_raw(w, ",", 1);
+    if (null) {
+        igw_jw_raw(w, "NULL", 4);
+        return;
+    }
+    igw_jw_raw(w, "\"", 1);
+    size_t from = 0;
+    for (size_t i = 0; i < n; i++)
+        if (s[i] == '"' || s[i] == '\\') {
+            igw_jw_raw(w, s + from, i - from);
+            igw_jw_raw(w, "\\", 1);
+            from = i;
+        }
+    igw_jw_raw(w, s + from, n - from);
+    igw_jw_raw(w, "\"", 1);
+}
+
+static void flush(igw_edge *e);
+
+static void arm_flush(igw_edge *e);
+
+/* The device's answer to a downlink of an application's command. */
+static bool is_command_reply(const job *j)
+{
+    static const struct { const char *type, *method; } replies[] = {{"action", "actionReply"},
+                                                                      {"property", "controlReply"}};
+    if (strcmp(j->handle, "thing") != 0)
+        return false;
+    for (size_t i = 0; i < sizeof replies / sizeof replies[0]; i++)
+        if (!strcmp(j->type, replies[i].type) && j->msg->method.len == strlen(replies[i].method) &&
+            !memcmp(j->msg->method.ptr, replies[i].method, j->msg->method.len))
+            return true;
+    return false;
+}
+
+/* Puts jobs (a list) back at the head of the pending batch, in order. */
+static void requeue(igw_edge *e, job *jobs)
+{
+    job *last = jobs;
+    unsigned n = 1;
+    while (last->next) {
+        last = last->next;
+        n++;
+    }
+    last->next = e->pending;
+    if (!e->pending)
+        e->pending_tail = &last->next;
+    e->pending = jobs;
+    e->npending += n;
+}
+
+/* A failed batch is rolled back as a whole. One bad value (SQLSTATE class
+ * 22 data exception, 23 constraint) must not fail the other devices'
+ * messages: each is retried alone. A lost deadlock or serialization race
+ * (class 40) is retried as it was. Anything else fails the batch. */
+static void on_batch(void *arg, const PGresult *res, const char *err)
+{
+    batch *b = arg;
+    igw_edge *e = b->e;
+    job *jobs = b->jobs;
+    e->busy[b->slot] = false;
+    free(b);
+    bool value = !res && igw_db_value_error(err);
+    bool race = !res && igw_db_lost_race(err);
+    if (!e->closing && ((value && jobs->next) || (race && jobs->retries < RETRIES_MAX))) {
+        for (job *j = jobs; j; j = j->next) {
+            j->solo = j->solo || value;
+            j->retries++;
+        }
+        fprintf(stderr, "igwd: edge: batch failed (%s), retrying %s\n", err, value ? "each message alone" : "it");
+        requeue(e, jobs);
+    } else {
+        for (job *j = jobs, *n; j; j = n) {
+            n = j->next;
+            if (res)
+                finish(j, IGW_ERR_OK, NULL, NULL, NULL, 0);
+            else if (value)
+                finish(j, IGW_ERR_PARAMETER, "the message cannot be stored", "", NULL, 0);
+            else if (igw_db_not_sent(err)) /* nothing written: the device may simply retry */
+                finish(j, IGW_ERR_UNAVAILABLE, "busy, retry later", "", NULL, 0);
+            else
+                fail_internal(j, "batch commit failed", err);
+        }
+    }
+    if (e->npending)
+        arm_flush(e); /* after this turn: no recursion through a failing send */
+}
+
+/* A connection for other queries: round robin. */
+static igw_db *query_db(igw_edge *e)
+{
+    return e->db[e->next_db++ % e->ndb];
+}
+
+static void flush_one(igw_edge *e, unsigned slot);
+
+/* Sends batches while there are pending uplinks and idle connections. */
+static void flush(igw_edge *e)
+{
+    for (unsigned i = 0; i < e->ndb && e->npending && !e->closing; i++)
+        if (!e->busy[i])
+            flush_one(e, i);
+}
+
+static void flush_one(igw_edge *e, unsigned slot)
+{
+    batch *b = malloc(sizeof *b);
+    if (!b) {
+        arm_flush(e); /* try again next turn */
+        return;
+    }
+    b->e = e;
+    b->slot = slot;
+    job *batch = e->pending;
+    unsigned n = 0, max = batch->solo ? 1 : e->set.batch_max;
+    job **tail = &e->pending;
+    while (*tail && n < max && !(n && (*tail)->solo)) {
+        tail = &(*tail)->next;
+        n++;
+    }
+    e->pending = *tail;
+    *tail = NULL;
+    e->npending -= n;
+    if (!e->pending)
+        e->pending_tail = &e->pending;
+
+    /* Ten text arrays, one after the other in one buffer. */
+    igw_jw *w = &e->jw;
+    igw_jw_reset(w);
+    size_t start[10], end[10];
+    for (int col = 0; col < 10; col++) {
+        start[col] = w->len;
+        igw_jw_raw(w, "{", 1);
+        bool first = true;
+        for (job *j = batch; j; j = j->next) {
+            if (col >= 7 && !j->props.ptr)
+                continue;
+            const char *s = NULL;
+            size_t len = 0;
+            switch (col) {
+            case 0: case 7: s = j->pid; len = strlen(s); break;
+            case 1: case 8: s = j->dn; len = strlen(s); break;
+            case 2: s = j->handle; len = strlen(s); break;
+            case 3: s = j->type; len = strlen(s); break;
+            case 4: s = j->msg->method.ptr; len = j->msg->method.len; break;
+            case 5: s = j->msg->msgToken.ptr; len = j->msg->msgToken.len; break;
+            case 6: s = j->payload; len = j->len; break;
+            case 9: s = j->props.ptr; len = j->props.len; break;
+            }
+            array_elem(w, first, s, len, false);
+            first = false;
+        }
+        igw_jw_raw(w, "}", 1);
+        igw_jw_raw(w, "", 1); /* NUL: each array is a C string */
+        end[col] = w->len;
+    }
+    b->jobs = batch;
+    e->busy[slot] = true;
+    if (igw_jw_status(w)) {
+        on_batch(b, NULL, IGW_DB_NOT_SENT "out of memory building the batch");
+        return;
+    }
+    const char *values[10];
+    for (int col = 0; col < 10; col++) {
+        values[col] = w->buf + start[col];
+        (void)end[col];
+    }
+    if (igw_db_exec(e->db[slot], &stmt_batch, values, NULL, NULL, on_batch, b))
+        on_batch(b, NULL, IGW_DB_NOT_SENT "database queue full");
+}
+
+static void on_flush_timeout(h2o_timeout_entry_t *entry)
+{
+    igw_edge *e = H2O_STRUCT_FROM_MEMBER(igw_edge, flush_entry, entry);
+    flush(e);
+}
+
+static void enqueue(job *j);
+
+/* results.c's answer for a command reply (igw_results_reply). */
+static void on_settled(void *arg, int status, const char *err)
+{
+    job *j = arg;
+    if (status == IGW_RESULTS_STORED)
+        finish(j, IGW_ERR_OK, NULL, NULL, NULL, 0);
+    else if (status == IGW_RESULTS_NOTHING)
+        enqueue(j); /* stored as any uplink */
+    else if (igw_db_value_error(err))
+        enqueue(j); /* a value the result's statement refused: the reply alone, as any uplink */
+    else if (igw_db_not_sent(err)) /* nothing written: the device may simply retry */
+        finish(j, IGW_ERR_UNAVAILABLE, "busy, retry later", "", NULL, 0);
+    else
+        fail_internal(j, "reply and result commit failed", err);
+}
+
+static void enqueue(job *j)
+{
+    igw_edge *e = j->e;
+    if (e->closing) {
+        finish(j, IGW_ERR_UNAVAILABLE, "shutting down", "", NULL, 0);
+        return;
+    }
+    if (e->npending >= PENDING_MAX) { /* the database is not keeping up */
+        finish(j, IGW_ERR_UNAVAILABLE, "busy, retry later", "", NULL, 0);
+        return;
+    }
+    if (j->dry_run) {
+        finish(j, IGW_ERR_OK, NULL, NULL, NULL, 0);
+        return;
+    }
+    /* A reply to a pending command is stored with the command's result,
+     * in one commit (results.c); otherwise, or once it settles nothing, it
+     * joins the batch like any uplink. */
+    if (is_command_reply(j) && !j->props.ptr && !j->settling) {
+        j->settling = true;
+        igw_results_reply_in in = {
+            .product_id = j->pid, .device_name = j->dn, .device_token = j->msg->msgToken, .code = j->msg->code,
+            .msg = j->msg->has & IGW_DeviceMessage_msg ? j->msg->msg : (igw_str){NULL, 0},
+            .response = j->msg->has & IGW_DeviceMessage_response ? j->msg->response : (igw_str){NULL, 0},
+            .handle = j->handle, .type = j->type, .method = j->msg->method, .body = j->payload, .body_len = j->len,
+            .pending = e->set.pending};
+        if (igw_results_reply(query_db(e), &in, on_settled, j) != 0)
+            finish(j, IGW_ERR_UNAVAILABLE, "busy, retry later", "", NULL, 0); /* stored nowhere: sent again */
+        return;
+    }
+    j->next = NULL;
+    *e->pending_tail = j;
+    e->pending_tail = &j->next;
+    e->npending++;
+    arm_flush(e);
+}
+
+/* Flushes after this loop turn, so the uplinks that arrived together share
+ * a transaction; while one is in flight, the next one grows. */
+static void arm_flush(igw_edge *e)
+{
+    if (!e->closing && !h2o_timeout_is_linked(&e->flush_entry))
+        h2o_timeout_link(e->loop, &e->flush_timeout, &e->flush_entry);
+}
+
+/* ---- checks ----------------------------------------------------------------- */
+
+static void set_json_error(job *j, igw_json *err, int *cls, const char **reason, const char **path)
+{
+    *cls = err->err == IGW_JERR_NOMEM ? IGW_ERR_INTERNAL : IGW_ERR_PARAMETER;
+    *reason = err->reason ? err->reason : "invalid message";
+    *path = igw_arena_strndup(&j->arena, err->path, strlen(err->path));
+    if (!*path)
+        *path = "";
+}
+
+/* packReport: {"properties":{...},"events":[{"eventID","params"[,"timestamp","type"]}...]}. */
+static int check_pack(job *j, const igw_thingmodel *m, igw_json *err)
+{
+    igw_json s;
+    igw_json_init(&s, j->msg->params.ptr, j->msg->params.len, &j->arena, 10);
+    igw_json_prefix_key(&s, "params", 6);
+    igw_str k;
+    int more;
+    if (igw_json_object_begin(&s))
+        goto bad;
+    while ((more = igw_json_object_next(&s, &k)) == 1) {
+        if (k.len == 10 && !memcmp(k.ptr, "properties", 10)) {
+            igw_str raw;
+            if (igw_json_value(&s, IGW_JSON_STRICT, 8, SIZE_MAX, &raw))
+                goto bad;
+            if (igw_thingmodel_check_properties(m, raw.ptr, raw.len, 0, "/params/properties", &j->arena, err))
+                return -1;
+            j->props = raw;
+        } else if (k.len == 6 && !memcmp(k.ptr, "events", 6)) {
+            if (igw_json_array_begin(&s))
+                goto bad;
+            uint32_t i = 0;
+            int r;
+            while ((r = igw_json_array_next(&s)) == 1) {
+                igw_str ek, id = {0}, params = {0};
+                int emore;
+                if (i >= 64) {
+                    igw_json_fail(&s, IGW_JERR_SIZE, "at most 64 events");
+                    goto bad;
+                }
+                if (igw_json_object_begin(&s))
+                    goto bad;
+                while ((emore = igw_json_object_next(&s, &ek)) == 1) {
+                    int rc;
+                    if (ek.len == 7 && !memcmp(ek.ptr, "eventID", 7))
+                        rc = igw_json_string(&s, &id);
+                    else if (ek.len == 6 && !memcmp(ek.ptr, "params", 6))
+                        rc = igw_json_value(&s, IGW_JSON_STRICT, 8, SIZE_MAX, &params);
+                    else if ((ek.len == 9 && !memcmp(ek.ptr, "timestamp", 9)) ||
+                             (ek.len == 4 && !memcmp(ek.ptr, "type", 4)))
+                        rc = igw_json_value(&s, IGW_JSON_STRICT, 1, 64, &ek);
+                    else {
+                        igw_json_fail(&s, IGW_JERR_UNKNOWN, "unknown field");
+                        goto bad;
+                    }
+                    if (rc)
+                        goto bad;
+                }
+                if (emore < 0)
+                    goto bad;
+                if (!id.ptr) {
+                    igw_json_fail(&s, IGW_JERR_MISSING, "eventID is required");
+                    goto bad;
+                }
+                char prefix[64];
+                snprintf(prefix, sizeof prefix, "/params/events/%u/params", i);
+                if (igw_thingmodel_check_event(m, id.ptr, id.len, params.ptr ? params.ptr : "{}",
+                                               params.ptr ? params.len : 2, prefix, &j->arena, err))
+                    return -1;
+                i++;
+            }
+            if (r < 0)
+                goto bad;
+        } else {
+            igw_json_fail(&s, IGW_JERR_UNKNOWN, "unknown field (properties, events)");
+            goto bad;
+        }
+    }
+    if (more < 0 || igw_json_finish(&s))
+        goto bad;
+    return 0;
+bad:
+    *err = s;
+    return -1;
+}
+
+/* gateway topo/online/offline: params.devices = [{"productID","deviceName"}...]. */
+static int read_subdevices(job *j, igw_json *err)
+{
+    igw_json s;
+    igw_json_init(&s, j->msg->params.ptr, j->msg->params.len, &j->arena, 10);
+    igw_json_prefix_key(&s, "params", 6);
+    igw_jw p, d;
+    igw_jw_init(&p);
+    igw_jw_init(&d);
+    igw_jw_raw(&p, "{", 1);
+    igw_jw_raw(&d, "{", 1);
+    igw_str k;
+    int more, rc = -1;
+    bool seen = false;
+    if (igw_json_object_begin(&s))
+        goto out;
+    while ((more = igw_json_object_next(&s, &k)) == 1) {
+        if (!(k.len == 7 && !memcmp(k.ptr, "devices", 7))) {
+            igw_json_fail(&s, IGW_JERR_UNKNOWN, "unknown field (devices)");
+            goto out;
+        }
+        seen = true;
+        if (igw_json_array_begin(&s))
+            goto out;
+        int r;
+        while ((r = igw_json_array_next(&s)) == 1) {
+            if (j->nsub >= SUBDEVICES_MAX) {
+                igw_json_fail(&s, IGW_JERR_SIZE, "at most 64 devices");
+                goto out;
+            }
+            igw_str dk, pid = {0}, dn = {0};
+            int dmore;
+            if (igw_json_object_begin(&s))
+                goto out;
+            while ((dmore = igw_json_object_next(&s, &dk)) == 1) {
+                igw_str *dst = dk.len == 9 && !memcmp(dk.ptr, "productID", 9)    ? &pid
+                             : dk.len == 10 && !memcmp(dk.ptr, "deviceName", 10) ? &dn
+                                                                                 : NULL;
+                if (!dst) {
+                    igw_json_fail(&s, IGW_JERR_UNKNOWN, "unknown field (productID, deviceName)");
+                    goto out;
+                }
+                if (igw_json_string(&s, dst))
+                    goto out;
+                if (!igw_devauth_name_ok(dst->ptr, dst->len)) {
+                    igw_json_fail(&s, IGW_JERR_FORMAT, "not a valid device identifier");
+                    goto out;
+                }
+            }
+            if (dmore < 0)
+                goto out;
+            if (!pid.ptr || !dn.ptr) {
+                igw_json_fail(&s, IGW_JERR_MISSING, "productID and deviceName are required");
+                goto out;
+            }
+            array_elem(&p, j->nsub == 0, pid.ptr, pid.len, false);
+            array_elem(&d, j->nsub == 0, dn.ptr, dn.len, false);
+            j->nsub++;
+        }
+        if (r < 0)
+            goto out;
+    }
+    if (more < 0 || igw_json_finish(&s))
+        goto out;
+    if (!seen || !j->nsub) {
+        igw_json_fail(&s, IGW_JERR_MISSING, "params.devices must list at least one device");
+        goto out;
+    }
+    igw_jw_raw(&p, "}", 1);
+    igw_jw_raw(&d, "}", 1);
+    if (igw_jw_status(&p) || igw_jw_status(&d)) {
+        igw_json_fail(&s, IGW_JERR_NOMEM, "out of memory");
+        goto out;
+    }
+    j->sub_p.ptr = igw_arena_strndup(&j->arena, p.buf, p.len);
+    j->sub_d.ptr = igw_arena_strndup(&j->arena, d.buf, d.len);
+    if (!j->sub_p.ptr || !j->sub_d.ptr) {
+        igw_json_fail(&s, IGW_JERR_NOMEM, "out of memory");
+        goto out;
+    }
+    rc = 0;
+out:
+    if (rc)
+        *err = s;
+    igw_jw_free(&p);
+    igw_jw_free(&d);
+    return rc;
+}
+
+/* ---- the steps ---------------------------------------------------------------- */
+
+static void on_query_data(void *arg, const PGresult *res, const char *err)
+{
+    job *j = arg;
+    if (!res) {
+        fail_internal(j, "query failed", err);
+        return;
+    }
+    if (PQntuples(res) != 1) {
+        finish(j, IGW_ERR_NOT_FOUND, "unknown device", "", NULL, 0);
+        return;
+    }
+    finish(j, IGW_ERR_OK, NULL, NULL, PQgetvalue(res, 0, 0), (size_t)PQgetlength(res, 0, 0));
+}
+
+static void on_subdevices(void *arg, const PGresult *res, const char *err)
+{
+    job *j = arg;
+    if (!res) {
+        fail_internal(j, "subdevice query failed", err);
+        return;
+    }
+    if (PQntuples(res) == 1) {
+        long i = strtol(PQgetvalue(res, 0, 0), NULL, 10);
+        char path[48];
+        snprintf(path, sizeof path, "/params/devices/%ld", i - 1);
+        finish(j, IGW_ERR_PERMISSION, "not a sub-device bound to this gateway", path, NULL, 0);
+        return;
+    }
+    enqueue(j);
+}
+
+/* The target device is known: protocol row, model check, then the outcome. */
+static void process(job *j, const device *target)
+{
+    if (j->auth_only) {
+        (void)target;
+        finish(j, IGW_ERR_OK, NULL, NULL, NULL, 0);
+        return;
+    }
+    igw_DeviceMessage *m = j->msg;
+    igw_proto_status st = igw_proto_find(&igw_proto_device, j->handle, strlen(j->handle), j->type,
+                                         strlen(j->type), m->method.ptr, m->method.len, &j->row);
+    if (st != IGW_PROTO_FOUND) {
+        finish(j, IGW_ERR_PARAMETER, igw_proto_status_text(st), st == IGW_PROTO_NO_METHOD ? "/method" : "", NULL,
+               0);
+        return;
+    }
+    igw_json err;
+    igw_json_init(&err, "", 0, NULL, 1);
+    int rc = 0;
+    const igw_thingmodel *model = target->model;
+    bool has_params = m->has & IGW_DeviceMessage_params;
+    if (j->row->check != IGW_PROTO_CHECK_NONE && j->row->check != IGW_PROTO_CHECK_SUBDEVICES && !model) {
+        finish(j, IGW_ERR_INTERNAL, "the product's thing model is not usable", "", NULL, 0);
+        return;
+    }
+    switch (j->row->check) {
+    case IGW_PROTO_CHECK_NONE:
+        break;
+    case IGW_PROTO_CHECK_PROPERTIES:
+        if (has_params) {
+            rc = igw_thingmodel_check_properties(model, m->params.ptr, m->params.len, 0, "/params", &j->arena, &err);
+            j->props = m->params;
+        }
+        break;
+    case IGW_PROTO_CHECK_PACK:
+        if (has_params)
+            rc = check_pack(j, model, &err);
+        break;
+    case IGW_PROTO_CHECK_EVENT:
+        if (!igw_thingmodel_event(model, m->eventID.ptr, m->eventID.len)) {
+            finish(j, IGW_ERR_PARAMETER, "unknown event", "/eventID", NULL, 0);
+            return;
+        }
+        rc = igw_thingmodel_check_event(model, m->eventID.ptr, m->eventID.len, has_params ? m->params.ptr : "{}",
+                                        has_params ? m->params.len : 2, "/params", &j->arena, &err);
+        break;
+    case IGW_PROTO_CHECK_ACTION:
+        if (!(m->has & IGW_DeviceMessage_actionID)) {
+            finish(j, IGW_ERR_PARAMETER, "actionID is required", "/actionID", NULL, 0);
+            return;
+        }
+        if (!igw_thingmodel_action(model, m->actionID.ptr, m->actionID.len)) {
+            finish(j, IGW_ERR_PARAMETER, "unknown action", "/actionID", NULL, 0);
+            return;
+        }
+        if (m->has & IGW_DeviceMessage_response)
+            rc = igw_thingmodel_check_action_output(model, m->actionID.ptr, m->actionID.len, m->response.ptr,
+                                                    m->response.len, "/response", &j->arena, &err);
+        break;
+    case IGW_PROTO_CHECK_SUBDEVICES:
+        if (!has_params) {
+            finish(j, IGW_ERR_PARAMETER, "params.devices is required", "/params", NULL, 0);
+            return;
+        }
+        rc = read_subdevices(j, &err);
+        break;
+    }
+    if (rc) {
+        int cls;
+        const char *reason, *path;
+        set_json_error(j, &err, &cls, &reason, &path);
+        finish(j, cls, reason, path, NULL, 0);
+        return;
+    }
+    const char *values[4] = {j->pid, j->dn, j->sub_p.ptr, j->sub_d.ptr};
+    const igw_db_stmt *q = j->row->returns == IGW_PROTO_RETURNS_PROPERTIES ? &stmt_properties
+                         : j->row->returns == IGW_PROTO_RETURNS_CONFIG     ? &stmt_config
+                                                                           : NULL;
+    if (q) {
+        if (igw_db_exec(query_db(j->e), q, values, NULL, NULL, on_query_data, j))
+            finish(j, IGW_ERR_UNAVAILABLE, "busy, retry later", "", NULL, 0);
+        return;
+    }
+    if (j->row->check == IGW_PROTO_CHECK_SUBDEVICES) {
+        if (!target->is_gateway) {
+            finish(j, IGW_ERR_PERMISSION, "only a gateway reports sub-devices", "", NULL, 0);
+            return;
+        }
+        if (igw_db_exec(query_db(j->e), &stmt_subdevices, values, NULL, NULL, on_subdevices, j))
+            finish(j, IGW_ERR_UNAVAILABLE, "busy, retry later", "", NULL, 0);
+        return;
+    }
+    enqueue(j);
+}
+
+static void lookup(job *j, const char *pid, const char *dn, void (*next)(job *j, const device *d));
+
+static void step_target(job *j, const device *d)
+{
+    if (!d->found) {
+        finish(j, j->http ? IGW_ERR_PERMISSION : IGW_ERR_NOT_FOUND,
+               j->http ? "not a sub-device bound to this gateway" : "unknown device", "", NULL, 0);
+        return;
+    }
+    if (j->http && (strcmp(d->gw_pid, j->auth_pid) || strcmp(d->gw_dn, j->auth_dn))) {
+        finish(j, IGW_ERR_PERMISSION, "not a sub-device bound to this gateway", "", NULL, 0);
+        return;
+    }
+    process(j, d);
+}
+
+static void step_auth(job *j, const device *d)
+{
+    /* Unknown device and wrong credentials do the same work and give the
+     * same answer: nothing tells which part failed. */
+    int rc = igw_devauth_verify(j->username, j->password, d->found ? d->secret : NULL,
+                                d->found ? d->secret_len : 0, (int64_t)time(NULL), NULL);
+    if (rc != IGW_DEVAUTH_OK || !d->found || !d->secret_len) {
+        finish(j, IGW_ERR_UNAUTHENTICATED, "invalid device credentials", "", NULL, 0);
+        return;
+    }
+    if (strcmp(j->pid, j->auth_pid) == 0 && strcmp(j->dn, j->auth_dn) == 0) {
+        process(j, d);
+        return;
+    }
+    if (!d->is_gateway) {
+        finish(j, IGW_ERR_PERMISSION, "only a gateway may act for another device", "", NULL, 0);
+        return;
+    }
+    lookup(j, j->pid, j->dn, step_target);
+}
+
+typedef struct lookup_ctx {
+    job *j;
+    void (*next)(job *j, const device *d);
+    char pid[NAME_CAP], dn[NAME_CAP];
+} lookup_ctx;
+
+static void on_device(void *arg, const PGresult *res, const char *err)
+{
+    lookup_ctx *c = arg;
+    job *j = c->j;
+    void (*next)(job *, const device *) = c->next;
+    if (!res) {
+        free(c);
+        fail_internal(j, "device lookup failed", err);
+        return;
+    }
+    device *d = device_from_row(c->pid, c->dn, res);
+    free(c);
+    if (!d) {
+        fail_internal(j, "device lookup", "out of memory");
+        return;
+    }
+    cache_put(j->e, d);
+    next(j, d);
+}
+
+static void lookup(job *j, const char *pid, const char *dn, void (*next)(job *j, const device *d))
+{
+    const device *d = cache_get(j->e, pid, dn);
+    if (d) {
+        next(j, d);
+        return;
+    }
+    lookup_ctx *c = calloc(1, sizeof *c);
+    if (!c) {
+        fail_internal(j, "device lookup", "out of memory");
+        return;
+    }
+    c->j = j;
+    c->next = next;
+    snprintf(c->pid, sizeof c->pid, "%s", pid);
+    snprintf(c->dn, sizeof c->dn, "%s", dn);
+    const char *values[2] = {c->pid, c->dn};
+    if (igw_db_exec(query_db(j->e), &stmt_device, values, NULL, NULL, on_device, c)) {
+        free(c);
+        finish(j, IGW_ERR_UNAVAILABLE, "busy, retry later", "", NULL, 0);
+    }
+}
+
+/* ---- the public side ----------------------------------------------------------- */
+
+static bool copy_name(char *dst, size_t cap, igw_str s)
+{
+    if (!s.ptr || s.len == 0 || s.len >= cap || memchr(s.ptr, '\0', s.len))
+        return false;
+    memcpy(dst, s.ptr, s.len);
+    dst[s.len] = '\0';
+    return true;
+}
+
+static void start(job *j, const igw_uplink *u);
+
+static char *dup_str(igw_str s)
+{
+    char *p = malloc(s.len + 1);
+    if (p) {
+        memcpy(p, s.ptr, s.len);
+        p[s.len] = '\0';
+    }
+    return p;
+}
+
+void igw_edge_submit(igw_edge *e, const igw_uplink *u, igw_edge_done done, void *arg)
+{
+    job *j = calloc(1, sizeof *j);
+    if (!j) {
+        igw_edge_result r = {.cls = IGW_ERR_INTERNAL, .reason = "out of memory", .path = ""};
+        done(arg, &r);
+        return;
+    }
+    e->njobs++;
+    j->e = e;
+    j->done = done;
+    j->arg = arg;
+    igw_arena_init(&j->arena, JOB_ARENA);
+    j->http = u->username.ptr != NULL;
+    j->dry_run = u->dry_run;
+    igw_str handle = u->handle;
+    if (handle.len && handle.ptr[0] == '$') {
+        handle.ptr++;
+        handle.len--;
+    }
+    j->payload = dup_str(u->payload);
+    j->len = u->payload.len;
+    if (!j->payload || (j->http && (!(j->username = dup_str(u->username)) || !(j->password = dup_str(u->password))))) {
+        fail_internal(j, "submit", "out of memory");
+        return;
+    }
+    /* The route's parameter rules already bound these; an MQTT topic level
+     * that does not fit is simply an unknown handle or type. */
+    if (!copy_name(j->handle, sizeof j->handle, handle) || !copy_name(j->type, sizeof j->type, u->type) ||
+        j->handle[0] == '$') { /* one '$' is tolerated, as by igw_proto_find */
+        finish(j, IGW_ERR_PARAMETER, "unknown handle or message type", "", NULL, 0);
+        return;
+    }
+
+    /* The strict decoder first, as on every route. */
+    igw_decode_error derr;
+    void *body = NULL;
+    if (igw_request_decode_body(&igw_gen_api, &igw_routes[IGW_ROUTE_DEVICE_SEND], (igw_str){j->payload, j->len},
+                                &j->arena, &body, &derr)) {
+        char *path = igw_arena_strndup(&j->arena, derr.path, strlen(derr.path));
+        finish(j, derr.cls, derr.reason, path ? path : "", NULL, 0);
+        return;
+    }
+    j->msg = body;
+    start(j, u);
+}
+
+/* From the credentials (HTTP) or the topic (MQTT) to the target device. */
+static void start(job *j, const igw_uplink *u)
+{
+    if (j->http) {
+        igw_devauth_username un;
+        if (igw_devauth_parse_username(j->username, strlen(j->username), &un)) {
+            finish(j, IGW_ERR_UNAUTHENTICATED, "invalid device credentials", "", NULL, 0);
+            return;
+        }
+        memcpy(j->auth_pid, un.product_id, sizeof j->auth_pid);
+        memcpy(j->auth_dn, un.device_name, sizeof j->auth_dn);
+        if (u->product_id.ptr) {
+            if (!copy_name(j->pid, sizeof j->pid, u->product_id) || !copy_name(j->dn, sizeof j->dn, u->device_name)) {
+                finish(j, IGW_ERR_PARAMETER, "productID and deviceName go together", "", NULL, 0);
+                return;
+            }
+        } else {
+            memcpy(j->pid, j->auth_pid, sizeof j->pid);
+            memcpy(j->dn, j->auth_dn, sizeof j->dn);
+        }
+        lookup(j, j->auth_pid, j->auth_dn, step_auth);
+        return;
+    }
+    if (!copy_name(j->pid, sizeof j->pid, u->product_id) || !copy_name(j->dn, sizeof j->dn, u->device_name)) {
+        finish(j, IGW_ERR_PARAMETER, "unknown device", "", NULL, 0);
+        return;
+    }
+    lookup(j, j->pid, j->dn, step_target);
+}
+
+void igw_edge_authorize(igw_edge *e, const igw_uplink *u, igw_edge_done done, void *arg)
+{
+    job *j = calloc(1, sizeof *j);
+    if (!j || !u->username.ptr) {
+        free(j);
+        igw_edge_result r = {.cls = IGW_ERR_INTERNAL, .reason = "out of memory", .path = ""};
+        done(arg, &r);
+        return;
+    }
+    e->njobs++;
+    j->e = e;
+    j->done = done;
+    j->arg = arg;
+    j->auth_only = true;
+    j->http = true;
+    igw_arena_init(&j->arena, JOB_ARENA);
+    if (!(j->username = dup_str(u->username)) || !(j->password = dup_str(u->password))) {
+        fail_internal(j, "authorize", "out of memory");
+        return;
+    }
+    start(j, u);
+}
+
+igw_edge *igw_edge_create(h2o_loop_t *loop, igw_db *const *db, unsigned ndb, const igw_edge_settings *s)
+{
+    if (ndb == 0 || ndb > IGW_EDGE_MAX_DB)
+        return NULL;
+    igw_edge *e = calloc(1, sizeof *e);
+    if (!e)
+        return NULL;
+    e->loop = loop;
+    memcpy(e->db, db, ndb * sizeof *db);
+    e->ndb = ndb;
+    e->set = *s;
+    if (!e->set.batch_max)
+        e->set.batch_max = 1;
+    e->pending_tail = &e->pending;
+    h2o_timeout_init(loop, &e->flush_timeout, 0);
+    e->flush_entry.cb = on_flush_timeout;
+    igw_jw_init(&e->jw);
+    return e;
+}
+
+bool igw_edge_idle(const igw_edge *e)
+{
+    return e->njobs == 0;
+}
+
+void igw_edge_close(igw_edge *e)
+{
+    e->closing = true;
+    if (h2o_timeout_is_linked(&e->flush_entry))
+        h2o_timeout_unlink(&e->flush_entry);
+}
+
+void igw_edge_destroy(igw_edge *e)
+{
+    if (!e)
+        return;
+    igw_edge_close(e);
+    /* Jobs in the pending batch; jobs that waited on the database were
+     * failed by its destroy, which ran after igw_edge_close. */
+    for (job *j = e->pending, *n; j; j = n) {
+        n = j->next;
+        finish(j, IGW_ERR_UNAVAILABLE, "shutting down", "", NULL, 0);
+    }
+    e->pending = NULL;
+    h2o_timeout_dispose(e->loop, &e->flush_timeout);
+    cache_clear(e);
+    igw_jw_free(&e->jw);
+    free(e);
+}

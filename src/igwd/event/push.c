@@ -1,0 +1,342 @@
+/* push.c - see push.h. */
+#include "event/push.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api.h"
+#include "jw.h"
+#include "event/outbox.h"
+#include "http/ws.h"
+
+#define PUSH_BATCH 256    /* pending deliveries read per query (by watermark) */
+#define PUSH_SLACK 100000 /* watermarks below the highest sent that are read again: a delivery whose
+                             watermark was drawn earlier may commit later */
+
+static const igw_db_stmt stmt_endpoint = {
+    "igw_push_endpoint",
+    "SELECT 1 FROM endpoints WHERE endpoint_id = $1 AND enterprise_id = $2::bigint AND user_id = $3::bigint "
+    "AND expires_at_ms > (extract(epoch FROM clock_timestamp()) * 1000)::bigint",
+    3};
+
+static const igw_db_stmt stmt_pending = {
+    "igw_push_pending",
+    "SELECT d.delivery_id, e.body_text, d.watermark FROM deliveries d JOIN events e ON e.event_id = d.event_id "
+    "JOIN endpoints p ON p.endpoint_id = d.endpoint_id "
+    "WHERE d.endpoint_id = $1 AND p.enterprise_id = $2::bigint AND p.user_id = $3::bigint AND d.state = 'pending' "
+    "AND d.acked_at IS NULL "
+    "AND d.expires_at_ms > (extract(epoch FROM clock_timestamp()) * 1000)::bigint AND d.watermark > $4::bigint "
+    "ORDER BY d.watermark LIMIT 256",
+    4};
+
+typedef struct sub {
+    struct sub *next;
+    igw_push *p;
+    igw_ws *ws; /* NULL once closed */
+    char endpoint[72], ent[24], user[24];
+    bool reading, again;
+    /* Watermarks sent (unique per delivery), ascending, those within
+     * PUSH_SLACK of the highest; reads start there. */
+    int64_t *sent;
+    size_t nsent, capsent;
+    int64_t from; /* the next read: watermarks above this one */
+} sub;
+
+struct igw_push {
+    igw_db *db;
+    igw_ws_hub *hub;
+    sub *subs;
+    bool stopping;
+};
+
+static void sub_free(sub *s)
+{
+    free(s->sent);
+    free(s);
+}
+
+static bool was_sent(const sub *s, int64_t wm)
+{
+    size_t lo = 0, hi = s->nsent;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (s->sent[mid] < wm)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < s->nsent && s->sent[lo] == wm;
+}
+
+/* Records wm (kept sorted; usually an append) and forgets what fell out of
+ * the slack. 0, or -1 when out of memory. */
+static int mark_sent(sub *s, int64_t wm)
+{
+    if (s->nsent == s->capsent) {
+        size_t cap = s->capsent ? s->capsent * 2 : 256;
+        int64_t *p = realloc(s->sent, cap * sizeof *p);
+        if (!p)
+            return -1;
+        s->sent = p;
+        s->capsent = cap;
+    }
+    size_t at = s->nsent;
+    while (at > 0 && s->sent[at - 1] > wm)
+        at--;
+    memmove(s->sent + at + 1, s->sent + at, (s->nsent - at) * sizeof *s->sent);
+    s->sent[at] = wm;
+    s->nsent++;
+    int64_t floor = s->sent[s->nsent - 1] - PUSH_SLACK;
+    size_t drop = 0;
+    while (drop < s->nsent && s->sent[drop] <= floor)
+        drop++;
+    if (drop) {
+        memmove(s->sent, s->sent + drop, (s->nsent - drop) * sizeof *s->sent);
+        s->nsent -= drop;
+    }
+    return 0;
+}
+
+/* Sends the delivery (watermark wm) as an interaction.event frame unless it
+ * went already, encoding into jw. Marked sent only once the frame is built:
+ * a delivery not sent for want of memory is left for a read. 0 (sent, or
+ * sent before), 1 (out of memory), -1 (the send failed: closed, on_close
+ * cleans up). */
+static int send_delivery(sub *s, igw_jw *jw, int64_t wm, igw_str id, igw_str event)
+{
+    if (was_sent(s, wm))
+        return 0;
+    igw_PushFrame f = {.has = IGW_PushFrame_method | IGW_PushFrame_deliveryId | IGW_PushFrame_event,
+                       .method = IGW_PushMethod_interaction_event,
+                       .deliveryId = id,
+                       .event = event};
+    igw_jw_reset(jw);
+    igw_encode_PushFrame(jw, &f);
+    if (igw_jw_status(jw) || mark_sent(s, wm) != 0)
+        return 1;
+    return igw_ws_send_text(s->ws, jw->buf, jw->len) != 0 ? -1 : 0;
+}
+
+static void unlink_sub(sub *s)
+{
+    for (sub **pp = &s->p->subs; *pp; pp = &(*pp)->next)
+        if (*pp == s) {
+            *pp = s->next;
+            return;
+        }
+}
+
+static void read_pending(sub *s);
+
+static void on_pending(void *arg, const PGresult *res, const char *err)
+{
+    sub *s = arg;
+    s->reading = false;
+    if (!s->ws) { /* closed meanwhile */
+        sub_free(s);
+        return;
+    }
+    if (!res) {
+        fprintf(stderr, "igwd: push: reading deliveries failed: %s\n", err);
+        return; /* the next notification (or reconnect) tries again */
+    }
+    int n = PQntuples(res);
+    int64_t last = s->from;
+    igw_jw jw;
+    igw_jw_init(&jw);
+    for (int i = 0; i < n; i++) {
+        const char *id = PQgetvalue(res, i, 0);
+        int64_t wm = strtoll(PQgetvalue(res, i, 2), NULL, 10);
+        last = wm;
+        igw_str id_s = {id, strlen(id)}, ev = {PQgetvalue(res, i, 1), (size_t)PQgetlength(res, i, 1)};
+        if (send_delivery(s, &jw, wm, id_s, ev) != 0)
+            break; /* out of memory, or closed (slow consumer, peer gone): on_close cleans up */
+    }
+    igw_jw_free(&jw);
+    /* A full batch: more is waiting, read on from its end. Otherwise the
+     * next read starts PUSH_SLACK below the highest sent. */
+    if (n == PUSH_BATCH) {
+        s->from = last;
+        s->again = true;
+    } else {
+        int64_t high = s->nsent ? s->sent[s->nsent - 1] : 0;
+        s->from = high > PUSH_SLACK ? high - PUSH_SLACK : 0;
+    }
+    if (s->again && s->ws) {
+        s->again = false;
+        read_pending(s);
+    }
+}
+
+static void read_pending(sub *s)
+{
+    if (s->reading) {
+        s->again = true;
+        return;
+    }
+    char from[24];
+    snprintf(from, sizeof from, "%lld", (long long)s->from);
+    const char *values[4] = {s->endpoint, s->ent, s->user, from};
+    if (igw_db_exec(s->p->db, &stmt_pending, values, NULL, NULL, on_pending, s) == 0)
+        s->reading = true;
+}
+
+/* Sends the delivery a notification carries ("<watermark>\n<deliveryId>\n
+ * <event body>", see outbox.h), saving the read back: 0, or -1 when it does
+ * not parse (then the caller reads). */
+static int send_notified(sub *s, const char *d)
+{
+    char *end;
+    errno = 0;
+    long long wm = strtoll(d, &end, 10);
+    if (errno || end == d || *end != '\n' || wm <= 0)
+        return -1;
+    const char *id = end + 1;
+    size_t idlen = strcspn(id, "\n");
+    if (idlen == 0 || idlen > IGW_OUTBOX_ID_MAX || id[idlen] != '\n')
+        return -1;
+    const char *body = id + idlen + 1;
+    if (!s->ws)
+        return 0;
+    igw_jw jw;
+    igw_jw_init(&jw);
+    int rc = send_delivery(s, &jw, wm, (igw_str){id, idlen}, (igw_str){body, strlen(body)});
+    igw_jw_free(&jw);
+    return rc > 0 ? -1 : 0; /* not sent for want of memory: the read sends it; closed: on_close cleans up */
+}
+
+static void on_notify(void *arg, const char *channel, const char *payload)
+{
+    igw_push *p = arg;
+    size_t eplen = payload ? strcspn(payload, "\n") : 0;
+    for (sub *s = p->subs; s; s = s->next) {
+        if (!channel) { /* notifications may have been lost: catch up */
+            read_pending(s);
+            continue;
+        }
+        if (strcmp(channel, IGW_OUTBOX_CHANNEL) != 0 || !payload || strlen(s->endpoint) != eplen ||
+            memcmp(payload, s->endpoint, eplen) != 0)
+            continue;
+        /* No enterprise/user check needed: endpoint ids are unique and this
+         * one was checked as the user's at attach; expiry is the reads' job. */
+        if (!payload[eplen] || send_notified(s, payload + eplen + 1) != 0)
+            read_pending(s);
+    }
+}
+
+static void on_ws_close(void *arg, igw_ws *ws, uint16_t code, const char *why)
+{
+    (void)ws;
+    (void)code;
+    (void)why;
+    sub *s = arg;
+    unlink_sub(s);
+    s->ws = NULL;
+    if (!s->reading)
+        sub_free(s);
+}
+
+typedef struct attach {
+    igw_push *p;
+    igw_exchange *ex;
+    sub *s;
+    bool v1; /* the client offered subprotocol igw.v1: the upgrade selects it */
+} attach;
+
+static bool offers_v1(igw_exchange *ex)
+{
+    static const char v1[] = IGW_LOGIN_WS_PROTOCOL;
+    igw_http_list it = {0};
+    igw_str e;
+    while ((e = igw_http_list_next(ex, "sec-websocket-protocol", &it)).ptr)
+        if (e.len == sizeof v1 - 1 && memcmp(e.ptr, v1, sizeof v1 - 1) == 0)
+            return true;
+    return false;
+}
+
+static void on_endpoint(void *arg, const PGresult *res, const char *err)
+{
+    attach *a = arg;
+    sub *s = a->s;
+    if (!res || PQntuples(res) != 1 || igw_http_cancelled(a->ex)) {
+        if (!res)
+            fprintf(stderr, "igwd: push %s: %s\n", igw_http_request_id(a->ex), err);
+        igw_http_reply_error(a->ex, res ? IGW_ERR_NOT_FOUND : IGW_ERR_UNAVAILABLE,
+                             res ? "unknown or expired endpoint" : "try again later", res ? "endpointId" : "");
+        sub_free(s);
+        free(a);
+        return;
+    }
+    /* Never the client's whole offer: it may carry the login token. */
+    igw_ws_handlers h = {.on_close = on_ws_close, .arg = s, .protocol = a->v1 ? IGW_LOGIN_WS_PROTOCOL : NULL};
+    if (a->p->stopping || !(s->ws = igw_http_upgrade_ws(a->ex, a->p->hub, &h))) {
+        igw_http_reply_error(a->ex, IGW_ERR_UNAVAILABLE, "cannot open the WebSocket now", "");
+        sub_free(s);
+        free(a);
+        return;
+    }
+    s->next = a->p->subs;
+    a->p->subs = s;
+    free(a);
+    read_pending(s); /* what is pending already */
+}
+
+void igw_push_attach(igw_push *p, igw_exchange *ex, const igw_request *req, const igw_principal *who)
+{
+    if (!igw_http_is_ws_handshake(ex)) {
+        igw_http_reply_error(ex, IGW_ERR_PARAMETER, "a WebSocket handshake (Upgrade: websocket) is required", "");
+        return;
+    }
+    attach *a = calloc(1, sizeof *a);
+    sub *s = calloc(1, sizeof *s);
+    if (!a || !s) {
+        free(a);
+        free(s);
+        igw_http_reply_error(ex, IGW_ERR_INTERNAL, "out of memory", "");
+        return;
+    }
+    s->p = p;
+    snprintf(s->endpoint, sizeof s->endpoint, "%.*s", (int)req->params[0].len, req->params[0].ptr);
+    snprintf(s->ent, sizeof s->ent, "%lld", (long long)who->enterprise_id);
+    snprintf(s->user, sizeof s->user, "%lld", (long long)who->user_id);
+    *a = (attach){.p = p, .ex = ex, .s = s, .v1 = offers_v1(ex)};
+    const char *values[3] = {s->endpoint, s->ent, s->user};
+    if (igw_db_exec(p->db, &stmt_endpoint, values, NULL, NULL, on_endpoint, a)) {
+        free(a);
+        sub_free(s);
+        igw_http_reply_error(ex, IGW_ERR_UNAVAILABLE, "busy, retry later", "");
+    }
+}
+
+igw_push *igw_push_create(struct st_h2o_evloop_t *loop, igw_db *db)
+{
+    igw_push *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    p->db = db;
+    if (!(p->hub = igw_ws_hub_create(loop, NULL)) || igw_db_listen(db, IGW_OUTBOX_CHANNEL, on_notify, p) != 0) {
+        igw_ws_hub_destroy(p->hub);
+        free(p);
+        return NULL;
+    }
+    return p;
+}
+
+bool igw_push_drained(igw_push *p)
+{
+    if (!p->stopping) {
+        p->stopping = true;
+        igw_ws_hub_close_all(p->hub, 1001, "going away");
+    }
+    return igw_ws_hub_sockets(p->hub) == 0;
+}
+
+void igw_push_destroy(igw_push *p)
+{
+    if (!p)
+        return;
+    igw_ws_hub_destroy(p->hub); /* on_close of each: subs freed (or when their read ends) */
+    free(p);
+}

@@ -1,0 +1,955 @@
+/* http.c - see http.h. The only file that includes h2o. */
+#include "http/http.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <h2o.h>
+
+#include "http/accesslog.h"
+#include "api.h"
+#include "arena.h"
+#include "clock.h"
+#include "http/download.h"
+#include "http/ws.h"
+#include "jw.h"
+#include "http/metrics.h"
+#include "core/ready.h"
+#include "request.h"
+
+#define LISTEN_BACKLOG 1024
+/* Bytes the strict stage and a handler may take from a request's arena. */
+#define ARENA_LIMIT ((size_t)16 << 20)
+
+typedef struct worker {
+    igw_server *server;
+    unsigned index;
+    pthread_t tid;
+    bool started;
+    bool drained;
+    int listen_fd; /* owned until the worker wraps it in an h2o socket */
+    h2o_evloop_t *loop;
+    h2o_context_t ctx;
+    bool ctx_ready;
+    h2o_accept_ctx_t accept_ctx;
+    h2o_multithread_receiver_t wake;
+    h2o_multithread_message_t wake_msg;
+    size_t nconns;
+    igw_arena arena;      /* per request, reset at its start */
+    igw_jw body, log;     /* reply body and access-log line, reused */
+    igw_jw data;          /* a success reply's data (igw_http_data), reused */
+    igw_metrics_shard *metrics;
+    uint64_t id_seed, id_counter;
+    void *app_state;
+} worker;
+
+struct igw_server {
+    igw_config cfg;
+    h2o_globalconf_t globalconf;
+    igw_metrics *metrics;
+    igw_http_app app;
+    worker *workers;
+    unsigned nworkers;
+    uint16_t port;
+    atomic_bool stopping;
+};
+
+struct igw_exchange {
+    worker *w;
+    h2o_req_t *req; /* NULL once a held exchange's request was disposed */
+    igw_str path;
+    unsigned route; /* metrics route slot */
+    char id[17];
+    struct timespec start;
+    bool replied;
+    bool held;              /* the handler's exchange: a copy took over */
+    bool heap;              /* the copy (igw_http_hold): freed by its reply */
+    igw_arena arena;        /* the copy's: the request's decoded data, taken from the worker */
+    struct hold_guard *guard; /* a held exchange's link to its request pool */
+};
+
+/* Lives in the request's pool: when h2o disposes the request (the reply
+ * was sent, or the client went away), it detaches the held exchange. */
+typedef struct hold_guard {
+    igw_exchange *ex;
+} hold_guard;
+
+/* A task for a worker (igw_http_post). */
+typedef struct task {
+    h2o_multithread_message_t super;
+    void (*fn)(void *state, void *arg);
+    void *arg;
+} task;
+
+/* ---- replies ------------------------------------------------------------ */
+
+static const char *reason_phrase(int status)
+{
+    switch (status) {
+    case 200: return "OK";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 409: return "Conflict";
+    case 413: return "Payload Too Large";
+    case 415: return "Unsupported Media Type";
+    case 429: return "Too Many Requests";
+    case 500: return "Internal Server Error";
+    case 501: return "Not Implemented";
+    case 503: return "Service Unavailable";
+    case 504: return "Gateway Timeout";
+    default: return "Unknown";
+    }
+}
+
+static uint64_t elapsed_us(const struct timespec *start)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    int64_t us = (int64_t)(now.tv_sec - start->tv_sec) * 1000000 + (now.tv_nsec - start->tv_nsec) / 1000;
+    return us < 0 ? 0 : (uint64_t)us;
+}
+
+static void on_guard_dispose(void *p)
+{
+    hold_guard *g = p;
+    if (g->ex) {
+        g->ex->req = NULL;
+        g->ex->guard = NULL;
+    }
+}
+
+igw_exchange *igw_http_hold(igw_exchange *ex)
+{
+    igw_exchange *h = malloc(sizeof *h);
+    if (!h)
+        return NULL;
+    hold_guard *g = h2o_mem_alloc_shared(&ex->req->pool, sizeof *g, on_guard_dispose);
+    *h = *ex;
+    h->heap = true;
+    /* The decoded request lives in the worker's arena, which the next
+     * request resets: the held exchange takes its chunks along. */
+    h->arena = ex->w->arena;
+    igw_arena_init(&ex->w->arena, ARENA_LIMIT);
+    g->ex = h;
+    h->guard = g;
+    ex->held = true;
+    return h;
+}
+
+bool igw_http_cancelled(const igw_exchange *ex)
+{
+    return ex->req == NULL;
+}
+
+igw_str igw_http_header_value(igw_exchange *ex, const char *name)
+{
+    size_t n = strlen(name);
+    ssize_t i = h2o_find_header_by_str(&ex->req->headers, name, n, -1);
+    if (i < 0)
+        return (igw_str){NULL, 0};
+    const h2o_header_t *h = &ex->req->headers.entries[i];
+    return (igw_str){h->value.base, h->value.len};
+}
+
+igw_str igw_http_list_next(igw_exchange *ex, const char *name, igw_http_list *it)
+{
+    if (!ex->req)
+        return (igw_str){NULL, 0};
+    const h2o_headers_t *hs = &ex->req->headers;
+    size_t n = strlen(name);
+    /* Each turn consumes one element or one occurrence: bounded by the
+     * request's header bytes. */
+    for (;;) {
+        if (it->header == 0 || it->pos > hs->entries[it->header - 1].value.len) {
+            ssize_t i = h2o_find_header_by_str(hs, name, n, (ssize_t)it->header - 1);
+            if (i < 0)
+                return (igw_str){NULL, 0};
+            it->header = (size_t)i + 1;
+            it->pos = 0;
+        }
+        const h2o_iovec_t *v = &hs->entries[it->header - 1].value;
+        size_t start = it->pos, end = start;
+        while (end < v->len && v->base[end] != ',')
+            end++;
+        it->pos = end + 1; /* past the comma, or past the end */
+        while (start < end && (v->base[start] == ' ' || v->base[start] == '\t'))
+            start++;
+        while (end > start && (v->base[end - 1] == ' ' || v->base[end - 1] == '\t'))
+            end--;
+        if (end > start)
+            return (igw_str){v->base + start, end - start};
+    }
+}
+
+igw_str igw_http_body(igw_exchange *ex)
+{
+    if (!ex->req->entity.base)
+        return (igw_str){"", 0};
+    return (igw_str){ex->req->entity.base, ex->req->entity.len};
+}
+
+const char *igw_http_request_id(const igw_exchange *ex)
+{
+    return ex->id;
+}
+
+void *igw_http_state(igw_exchange *ex)
+{
+    return ex->w->app_state;
+}
+
+/* A held exchange is freed by its reply; the guard must not touch it then. */
+static void release_held(igw_exchange *ex)
+{
+    if (ex->guard)
+        ex->guard->ex = NULL;
+    igw_arena_free(&ex->arena);
+    free(ex);
+}
+
+igw_arena *igw_http_arena(igw_exchange *ex)
+{
+    return ex->heap ? &ex->arena : &ex->w->arena;
+}
+
+/* The access-log line of ex's answer (read from the request: build it
+ * before h2o may dispose of the request). */
+static igw_accesslog_entry log_entry(igw_exchange *ex, int status, int cls, size_t bytes_in, size_t bytes_out)
+{
+    h2o_req_t *req = ex->req;
+    return (igw_accesslog_entry){
+        .id = ex->id,
+        .method = {req->input.method.base, req->input.method.len},
+        .path = ex->path,
+        .route = igw_metrics_route_name(ex->route),
+        .status = status,
+        .code = igw_error_classes[cls].code,
+        .bytes_in = bytes_in,
+        .bytes_out = bytes_out,
+        .duration_us = elapsed_us(&ex->start),
+    };
+}
+
+/* Counts the answer `e` of class `cls` and writes its log line. */
+static void account(igw_exchange *ex, int cls, const igw_accesslog_entry *e)
+{
+    worker *w = ex->w;
+    igw_metrics_observe(w->metrics, ex->route, (unsigned)cls, e->duration_us);
+    if (w->server->cfg.access_log)
+        (void)igw_accesslog_write(&w->log, e); /* a lost log line must not fail the request */
+}
+
+/* Every answer carries the request id. */
+static void add_request_id(igw_exchange *ex)
+{
+    h2o_req_t *req = ex->req;
+    char *id = h2o_mem_alloc_pool(&req->pool, sizeof ex->id - 1);
+    memcpy(id, ex->id, sizeof ex->id - 1);
+    h2o_add_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("x-request-id"), 0, NULL, id, sizeof ex->id - 1);
+}
+
+/* Sends `body` with class `cls`'s status; counts and logs the request. */
+static void send_reply(igw_exchange *ex, int cls, const char *ctype, const char *body, size_t len)
+{
+    h2o_req_t *req = ex->req;
+    if (ex->replied || ex->held) {
+        fprintf(stderr, "igwd: bug: second reply to request %s ignored\n", ex->id);
+        return;
+    }
+    ex->replied = true;
+    if (cls < 0 || cls >= IGW_ERR__COUNT)
+        cls = IGW_ERR_INTERNAL;
+    if (!req) { /* the client went away while the work was pending: counted, not logged */
+        igw_metrics_observe(ex->w->metrics, ex->route, (unsigned)cls, elapsed_us(&ex->start));
+        release_held(ex);
+        return;
+    }
+    const igw_error_class *ec = &igw_error_classes[cls];
+    req->res.status = ec->http;
+    req->res.reason = reason_phrase(ec->http);
+    h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, NULL, ctype, strlen(ctype));
+    add_request_id(ex);
+    req->res.content_length = len;
+
+    /* Counted and logged before sending: h2o may dispose the request once
+     * it is sent, and the log reads from it. */
+    igw_accesslog_entry e = log_entry(ex, ec->http, cls, req->entity.base ? req->entity.len : 0, len);
+    account(ex, cls, &e);
+    bool heap = ex->heap;
+    h2o_send_inline(req, body, len);
+    if (heap)
+        release_held(ex);
+}
+
+static const char internal_body[] =
+    "{\"code\":100500,\"msg\":\"internal error\",\"data\":{\"reason\":\"out of memory\",\"path\":\"\"}}";
+
+/* Sends the JSON in w->body, or the internal class if writing it failed. */
+static void send_json(igw_exchange *ex, int cls)
+{
+    igw_jw *jw = &ex->w->body;
+    if (igw_jw_status(jw))
+        send_reply(ex, IGW_ERR_INTERNAL, "application/json", internal_body, sizeof internal_body - 1);
+    else
+        send_reply(ex, cls, "application/json", jw->buf, jw->len);
+}
+
+static void envelope_begin(igw_jw *jw, int cls)
+{
+    igw_jw_reset(jw);
+    igw_jw_object_begin(jw);
+    igw_jw_key(jw, "code", 4);
+    igw_jw_int(jw, igw_error_classes[cls].code);
+    igw_jw_key(jw, "msg", 3);
+    const char *msg = igw_error_classes[cls].reason;
+    igw_jw_string(jw, msg, strlen(msg));
+    igw_jw_key(jw, "data", 4);
+}
+
+void igw_http_reply_error(igw_exchange *ex, int cls, const char *reason, const char *path)
+{
+    if (cls < 0 || cls >= IGW_ERR__COUNT)
+        cls = IGW_ERR_INTERNAL;
+    igw_jw *jw = &ex->w->body;
+    envelope_begin(jw, cls);
+    igw_jw_object_begin(jw);
+    igw_jw_key(jw, "reason", 6);
+    igw_jw_string(jw, reason ? reason : "", reason ? strlen(reason) : 0);
+    igw_jw_key(jw, "path", 4);
+    igw_jw_string(jw, path ? path : "", path ? strlen(path) : 0);
+    igw_jw_object_end(jw);
+    igw_jw_object_end(jw);
+    send_json(ex, cls);
+}
+
+void igw_http_reply_ok(igw_exchange *ex, const char *data, size_t len)
+{
+    igw_jw *jw = &ex->w->body;
+    envelope_begin(jw, IGW_ERR_OK);
+    igw_jw_raw(jw, data, len);
+    igw_jw_object_end(jw);
+    send_json(ex, IGW_ERR_OK);
+}
+
+/* ---- files ----------------------------------------------------------------- */
+
+#define FILE_SLICE 65536
+
+/* Streams a file: one slice per proceed, read with pread on the worker
+ * (files are local; a slice costs microseconds). */
+typedef struct file_gen {
+    h2o_generator_t super;
+    int fd;
+    uint64_t off, size;
+    char *buf;
+} file_gen;
+
+static void file_gen_close(file_gen *g)
+{
+    if (g->fd >= 0)
+        close(g->fd);
+    g->fd = -1;
+}
+
+static void file_gen_dispose(void *p)
+{
+    file_gen_close(p);
+}
+
+static void file_gen_proceed(h2o_generator_t *self, h2o_req_t *req)
+{
+    file_gen *g = (file_gen *)self;
+    uint64_t left = g->size - g->off;
+    size_t want = left < FILE_SLICE ? (size_t)left : FILE_SLICE;
+    ssize_t n = 0;
+    while (want && (n = pread(g->fd, g->buf, want, (off_t)g->off)) < 0 && errno == EINTR)
+        ;
+    if (want && n <= 0) { /* truncated under us or an I/O error: cut the response */
+        file_gen_close(g);
+        h2o_send(req, NULL, 0, H2O_SEND_STATE_ERROR);
+        return;
+    }
+    g->off += (uint64_t)n;
+    bool last = g->off >= g->size;
+    if (last)
+        file_gen_close(g);
+    h2o_iovec_t v = h2o_iovec_init(g->buf, (size_t)n);
+    h2o_send(req, &v, 1, last ? H2O_SEND_STATE_FINAL : H2O_SEND_STATE_IN_PROGRESS);
+}
+
+static void file_gen_stop(h2o_generator_t *self, h2o_req_t *req)
+{
+    (void)req;
+    file_gen_close((file_gen *)self);
+}
+
+void igw_http_reply_file(igw_exchange *ex, int fd, uint64_t size, const char *name)
+{
+    h2o_req_t *req = ex->req;
+    file_gen *g = h2o_mem_alloc_shared(&req->pool, sizeof *g, file_gen_dispose);
+    g->fd = fd;
+    g->off = 0;
+    g->size = size;
+    g->buf = h2o_mem_alloc_pool(&req->pool, FILE_SLICE);
+    g->super.proceed = file_gen_proceed;
+    g->super.stop = file_gen_stop;
+    ex->replied = true;
+    req->res.status = 200;
+    req->res.reason = "OK";
+    req->res.content_length = size;
+    h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, NULL, H2O_STRLIT("application/octet-stream"));
+    h2o_add_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("x-content-type-options"), 0, NULL,
+                          H2O_STRLIT("nosniff"));
+    /* The name passed igw_filename_check: no quote, backslash or control character. */
+    h2o_iovec_t disp = h2o_concat(&req->pool, h2o_iovec_init(H2O_STRLIT("attachment; filename=\"")),
+                                  h2o_iovec_init(name, strlen(name)), h2o_iovec_init(H2O_STRLIT("\"")));
+    h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_DISPOSITION, NULL, disp.base, disp.len);
+    add_request_id(ex);
+    igw_accesslog_entry e = log_entry(ex, 200, IGW_ERR_OK, 0, (size_t)size);
+    account(ex, IGW_ERR_OK, &e);
+    bool heap = ex->heap;
+    h2o_start_response(req, &g->super);
+    if (h2o_memis(req->input.method.base, req->input.method.len, H2O_STRLIT("HEAD")) || size == 0) {
+        file_gen_close(g);
+        h2o_send(req, NULL, 0, H2O_SEND_STATE_FINAL);
+    } else {
+        file_gen_proceed(&g->super, req);
+    }
+    if (heap)
+        release_held(ex);
+}
+
+bool igw_http_is_ws_handshake(igw_exchange *ex)
+{
+    return ex->req && igw_ws_is_handshake(ex->req);
+}
+
+igw_ws *igw_http_upgrade_ws(igw_exchange *ex, igw_ws_hub *hub, const igw_ws_handlers *h)
+{
+    if (!ex->req || ex->replied)
+        return NULL;
+    igw_accesslog_entry e = log_entry(ex, 101, IGW_ERR_OK, 0, 0); /* before h2o takes the request over */
+    igw_ws *ws = igw_ws_upgrade(hub, ex->req, h);
+    if (!ws)
+        return NULL;
+    ex->replied = true;
+    account(ex, IGW_ERR_OK, &e);
+    if (ex->heap)
+        release_held(ex);
+    return ws;
+}
+
+igw_str igw_http_path(igw_exchange *ex)
+{
+    return ex->path;
+}
+
+igw_str igw_http_query(igw_exchange *ex)
+{
+    h2o_req_t *req = ex->req;
+    if (req->input.query_at == SIZE_MAX)
+        return (igw_str){NULL, 0};
+    size_t at = req->input.query_at + 1;
+    return (igw_str){req->input.path.base + at, req->input.path.len - at};
+}
+
+igw_jw *igw_http_data(igw_exchange *ex)
+{
+    igw_jw_reset(&ex->w->data);
+    return &ex->w->data;
+}
+
+void igw_http_reply_data(igw_exchange *ex)
+{
+    igw_jw *d = &ex->w->data;
+    if (igw_jw_status(d))
+        igw_http_reply_error(ex, IGW_ERR_INTERNAL, "out of memory", "");
+    else
+        igw_http_reply_ok(ex, d->buf, d->len);
+}
+
+/* ---- ops routes ------------------------------------------------------------ */
+
+static void serve_readyz(igw_exchange *ex)
+{
+    igw_server *s = ex->w->server;
+    unsigned known = 0, down = s->app.ready ? s->app.ready(s->app.arg, &known) : 0;
+    down = (down & known) | igw_ready_check(&s->cfg, known);
+    if (!down) {
+        igw_http_reply_ok(ex, "{\"status\":\"ready\"}", 18);
+        return;
+    }
+    igw_jw *jw = &ex->w->body;
+    envelope_begin(jw, IGW_ERR_UNAVAILABLE);
+    igw_jw_object_begin(jw);
+    igw_jw_key(jw, "reason", 6);
+    igw_jw_string(jw, "dependencies unreachable", 24);
+    igw_jw_key(jw, "path", 4);
+    igw_jw_string(jw, "", 0);
+    igw_jw_key(jw, "down", 4);
+    igw_jw_array_begin(jw);
+    for (unsigned bit = 1; bit & IGW_READY__ALL; bit <<= 1)
+        if (down & bit)
+            igw_jw_string(jw, igw_ready_name(bit), strlen(igw_ready_name(bit)));
+    igw_jw_array_end(jw);
+    igw_jw_object_end(jw);
+    igw_jw_object_end(jw);
+    send_json(ex, IGW_ERR_UNAVAILABLE);
+}
+
+static void serve_metrics(igw_exchange *ex)
+{
+    char *text = NULL;
+    size_t len = 0;
+    igw_server *s = ex->w->server;
+    if (igw_metrics_render_with(s->metrics, s->app.metrics, s->app.arg, &text, &len)) {
+        igw_http_reply_error(ex, IGW_ERR_INTERNAL, "out of memory", "");
+        return;
+    }
+    send_reply(ex, IGW_ERR_OK, "text/plain; version=0.0.4; charset=utf-8", text, len);
+    free(text); /* h2o_send_inline copied it */
+}
+
+static bool str_is(igw_str s, const char *lit)
+{
+    size_t n = strlen(lit);
+    return s.len == n && memcmp(s.ptr, lit, n) == 0;
+}
+
+/* Serves /healthz, /readyz, /metrics; false when the path is none of them. */
+static bool serve_ops(igw_exchange *ex, igw_str method)
+{
+    unsigned route;
+    if (str_is(ex->path, "/healthz"))
+        route = IGW_METRICS_ROUTE_HEALTHZ;
+    else if (str_is(ex->path, "/readyz"))
+        route = IGW_METRICS_ROUTE_READYZ;
+    else if (str_is(ex->path, "/metrics"))
+        route = IGW_METRICS_ROUTE_METRICS;
+    else
+        return false;
+    if (!str_is(method, "GET") && !str_is(method, "HEAD")) {
+        igw_http_reply_error(ex, IGW_ERR_METHOD, "method not allowed on this route", "");
+        return true;
+    }
+    ex->route = route;
+    if (route == IGW_METRICS_ROUTE_HEALTHZ)
+        igw_http_reply_ok(ex, "{\"status\":\"alive\"}", 18);
+    else if (route == IGW_METRICS_ROUTE_READYZ)
+        serve_readyz(ex);
+    else
+        serve_metrics(ex);
+    return true;
+}
+
+/* ---- the request handler --------------------------------------------------- */
+
+static uint64_t splitmix64(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+    return z ^ (z >> 31);
+}
+
+/* 16 hex characters: a bijection of the per-thread counter offset by a
+ * random per-thread seed, so ids never repeat within a thread and are not
+ * guessable across restarts. */
+static void make_request_id(worker *w, char out[17])
+{
+    static const char hex[] = "0123456789abcdef";
+    uint64_t v = splitmix64(w->id_seed + ++w->id_counter);
+    for (int i = 15; i >= 0; i--, v >>= 4)
+        out[i] = hex[v & 15];
+    out[16] = '\0';
+}
+
+static int on_req(h2o_handler_t *self, h2o_req_t *req)
+{
+    (void)self;
+    worker *w = H2O_STRUCT_FROM_MEMBER(worker, ctx, req->conn->ctx);
+    igw_exchange ex = {.w = w, .req = req, .route = IGW_METRICS_ROUTE_NONE};
+    clock_gettime(CLOCK_MONOTONIC, &ex.start);
+    make_request_id(w, ex.id);
+    size_t plen = req->input.query_at != SIZE_MAX ? req->input.query_at : req->input.path.len;
+    ex.path = (igw_str){req->input.path.base, plen};
+    igw_str method = {req->input.method.base, req->input.method.len};
+    igw_arena_reset(&w->arena);
+
+    if (serve_ops(&ex, method))
+        return 0;
+    const igw_http_app *app = &w->server->app;
+    if (app->raw && app->raw(app->arg, &ex)) {
+        if (!ex.replied && !ex.held)
+            igw_http_reply_error(&ex, IGW_ERR_INTERNAL, "handler did not reply", "");
+        return 0;
+    }
+    if (igw_http_download_match(ex.path) && (str_is(method, "GET") || str_is(method, "HEAD"))) {
+        ex.route = IGW_METRICS_ROUTE_DOWNLOAD;
+        igw_http_download(&ex, app);
+        if (!ex.replied)
+            igw_http_reply_error(&ex, IGW_ERR_INTERNAL, "handler did not reply", "");
+        return 0;
+    }
+
+    igw_http_request in = {.method = method, .path = ex.path};
+    if (req->entity.base)
+        in.body = (igw_str){req->entity.base, req->entity.len};
+    else
+        in.body = (igw_str){"", 0};
+    size_t nh = req->headers.size;
+    igw_header *hs = nh ? igw_arena_alloc(&w->arena, nh * sizeof *hs) : NULL;
+    if (nh && !hs) {
+        igw_http_reply_error(&ex, IGW_ERR_INTERNAL, "out of memory", "");
+        return 0;
+    }
+    for (size_t i = 0; i < nh; i++) {
+        const h2o_header_t *h = &req->headers.entries[i];
+        hs[i].name = (igw_str){h->name->base, h->name->len};
+        hs[i].value = (igw_str){h->value.base, h->value.len};
+    }
+    in.headers = hs;
+    in.nheaders = nh;
+
+    igw_request r;
+    igw_decode_error err;
+    if (igw_request_decode(&igw_gen_api, &r, &in, &w->arena, &err)) {
+        if (r.route)
+            ex.route = (unsigned)r.route->id;
+        igw_http_reply_error(&ex, err.cls, err.reason, err.path);
+        return 0;
+    }
+    ex.route = (unsigned)r.route->id;
+    /* The schema's `gate signaling`: after the strict stage (bad input is
+     * refused first, as everywhere), before any handler or authentication. */
+    if (r.route->gate_signaling && !w->server->cfg.signaling_enabled) {
+        igw_http_reply_error(&ex, IGW_ERR_FOR_GATE, "signaling is disabled", "");
+        return 0;
+    }
+    if (!app->handle) {
+        igw_http_reply_error(&ex, IGW_ERR_NOT_IMPLEMENTED, "handler not implemented yet", "");
+        return 0;
+    }
+    app->handle(app->arg, &ex, &r);
+    if (!ex.replied && !ex.held)
+        igw_http_reply_error(&ex, IGW_ERR_INTERNAL, "handler did not reply", "");
+    return 0;
+}
+
+/* ---- workers ---------------------------------------------------------------- */
+
+static void on_conn_close(void *data)
+{
+    worker *w = data;
+    w->nconns--;
+}
+
+static void on_accept(h2o_socket_t *listener, const char *err)
+{
+    worker *w = listener->data;
+    if (err)
+        return;
+    h2o_socket_t *sock = h2o_evloop_socket_accept(listener);
+    if (!sock)
+        return;
+    w->nconns++;
+    sock->on_close.cb = on_conn_close;
+    sock->on_close.data = w;
+    h2o_accept(&w->accept_ctx, sock);
+}
+
+static void on_wake(h2o_multithread_receiver_t *r, h2o_linklist_t *messages)
+{
+    worker *w = H2O_STRUCT_FROM_MEMBER(worker, wake, r);
+    while (!h2o_linklist_is_empty(messages)) {
+        h2o_multithread_message_t *m = H2O_STRUCT_FROM_MEMBER(h2o_multithread_message_t, link, messages->next);
+        h2o_linklist_unlink(&m->link);
+        if (m == &w->wake_msg)
+            continue; /* the stop signal */
+        task *t = (task *)m;
+        t->fn(w->app_state, t->arg);
+        free(t);
+    }
+}
+
+unsigned igw_http_workers(const igw_server *s)
+{
+    return s->nworkers;
+}
+
+int igw_http_post(igw_server *s, unsigned index, void (*fn)(void *state, void *arg), void *arg)
+{
+    task *t = calloc(1, sizeof *t);
+    if (!t)
+        return -1;
+    t->fn = fn;
+    t->arg = arg;
+    h2o_multithread_send_message(&s->workers[index % s->nworkers].wake, &t->super);
+    return 0;
+}
+
+static void *worker_main(void *arg)
+{
+    worker *w = arg;
+    igw_server *s = w->server;
+    h2o_socket_t *listener = h2o_evloop_socket_create(w->loop, w->listen_fd, H2O_SOCKET_FLAG_DONT_READ);
+    w->listen_fd = -1; /* the h2o socket owns it now */
+    listener->data = w;
+    h2o_socket_read_start(listener, on_accept);
+
+    while (!atomic_load(&s->stopping))
+        h2o_evloop_run(w->loop, INT32_MAX);
+
+    /* Stop accepting, ask the protocols to close idle connections, and let
+     * the others finish their requests, within the bound. */
+    h2o_socket_read_stop(listener);
+    h2o_socket_close(listener);
+    h2o_context_request_shutdown(&w->ctx);
+    /* h2o 2.2.5 closes HTTP/1 connections only after a response: an idle
+     * keep-alive connection would hold the drain until the deadline. Its
+     * request timeout also covers idle keep-alive, so expire it now;
+     * replies being written are not affected (on_req runs only once the
+     * whole request arrived, so a request still arriving is cut). */
+    w->ctx.http1.req_timeout.timeout = 0;
+    int64_t deadline = igw_clock_ms() + s->cfg.shutdown_timeout_ms;
+    for (;;) {
+        int64_t left = deadline - igw_clock_ms();
+        bool app_idle = !s->app.idle || !w->app_state || s->app.idle(s->app.arg, w->app_state);
+        if ((w->nconns == 0 && app_idle) || left <= 0)
+            break;
+        h2o_evloop_run(w->loop, (int32_t)(left > 100 ? 100 : left));
+    }
+    w->drained = w->nconns == 0;
+    return NULL;
+}
+
+static int open_listener(const igw_config *c, uint16_t port, int *fd_out, uint16_t *bound_port, char *err,
+                         size_t errlen)
+{
+    char service[8];
+    snprintf(service, sizeof service, "%u", (unsigned)port);
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+    struct addrinfo *res = NULL;
+    int gai = getaddrinfo(c->listen_host, service, &hints, &res);
+    if (gai) {
+        snprintf(err, errlen, "listen %s: %s", c->listen_host, gai_strerror(gai));
+        return -1;
+    }
+    int fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int one = 1;
+    const char *what = "socket";
+    if (fd >= 0) {
+        what = "setsockopt";
+        if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) == 0 &&
+            setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) == 0) {
+            what = "bind";
+            if (bind(fd, res->ai_addr, res->ai_addrlen) == 0) {
+                what = "listen";
+                if (listen(fd, LISTEN_BACKLOG) == 0)
+                    what = NULL;
+            }
+        }
+    }
+    freeaddrinfo(res);
+    if (what) {
+        snprintf(err, errlen, "listen %s:%u: %s: %s", c->listen_host, (unsigned)port, what, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    if (getsockname(fd, (struct sockaddr *)&ss, &sl) != 0) {
+        snprintf(err, errlen, "getsockname: %s", strerror(errno));
+        close(fd);
+        return -1;
+    }
+    *bound_port = ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
+                                           : ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    *fd_out = fd;
+    return 0;
+}
+
+igw_server *igw_http_create(const igw_config *cfg, const igw_http_app *app, char *err, size_t errlen)
+{
+    if (cfg->threads == 0 || cfg->max_body == 0) {
+        snprintf(err, errlen, "configuration not resolved");
+        return NULL;
+    }
+    igw_server *s = calloc(1, sizeof *s);
+    if (!s) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    s->cfg = *cfg;
+    if (app)
+        s->app = *app;
+    else
+        s->app.files_fd = -1;
+    atomic_init(&s->stopping, false);
+    h2o_config_init(&s->globalconf);
+    s->globalconf.max_request_entity_size = cfg->max_body;
+    s->globalconf.server_name = h2o_iovec_init(H2O_STRLIT("igwd"));
+    h2o_hostconf_t *host = h2o_config_register_host(&s->globalconf, h2o_iovec_init(H2O_STRLIT("default")), 65535);
+    h2o_pathconf_t *path = h2o_config_register_path(host, "/", 0);
+    h2o_handler_t *handler = h2o_create_handler(path, sizeof *handler);
+    handler->on_req = on_req;
+
+    s->metrics = igw_metrics_create(cfg->threads);
+    s->workers = calloc(cfg->threads, sizeof *s->workers);
+    if (!s->metrics || !s->workers) {
+        snprintf(err, errlen, "out of memory");
+        igw_http_destroy(s);
+        return NULL;
+    }
+    s->nworkers = cfg->threads;
+    for (unsigned i = 0; i < s->nworkers; i++)
+        s->workers[i].listen_fd = -1;
+    s->port = cfg->listen_port;
+    for (unsigned i = 0; i < s->nworkers; i++) {
+        worker *w = &s->workers[i];
+        w->server = s;
+        w->index = i;
+        uint16_t bound;
+        if (open_listener(cfg, s->port, &w->listen_fd, &bound, err, errlen)) {
+            igw_http_destroy(s);
+            return NULL;
+        }
+        s->port = bound; /* port 0: the later workers share the first one's port */
+        if (getrandom(&w->id_seed, sizeof w->id_seed, 0) != (ssize_t)sizeof w->id_seed) {
+            snprintf(err, errlen, "getrandom: %s", strerror(errno));
+            igw_http_destroy(s);
+            return NULL;
+        }
+        w->metrics = igw_metrics_shard_get(s->metrics, i);
+        igw_arena_init(&w->arena, ARENA_LIMIT);
+        igw_jw_init(&w->body);
+        igw_jw_init(&w->log);
+        igw_jw_init(&w->data);
+        w->loop = h2o_evloop_create();
+        h2o_context_init(&w->ctx, w->loop, &s->globalconf);
+        w->ctx_ready = true;
+        w->accept_ctx.ctx = &w->ctx;
+        w->accept_ctx.hosts = s->globalconf.hosts;
+        h2o_multithread_register_receiver(w->ctx.queue, &w->wake, on_wake);
+        if (s->app.start && !(w->app_state = s->app.start(s->app.arg, i, w->loop, err, errlen))) {
+            igw_http_destroy(s);
+            return NULL;
+        }
+    }
+    return s;
+}
+
+igw_str igw_http_method(igw_exchange *ex)
+{
+    if (!ex->req)
+        return (igw_str){NULL, 0};
+    return (igw_str){ex->req->input.method.base, ex->req->input.method.len};
+}
+
+void igw_http_set_route(igw_exchange *ex, unsigned route)
+{
+    ex->route = route;
+}
+
+uint16_t igw_http_port(const igw_server *s)
+{
+    return s->port;
+}
+
+int igw_http_start(igw_server *s, char *err, size_t errlen)
+{
+    for (unsigned i = 0; i < s->nworkers; i++) {
+        worker *w = &s->workers[i];
+        int rc = pthread_create(&w->tid, NULL, worker_main, w);
+        if (rc) {
+            snprintf(err, errlen, "pthread_create: %s", strerror(rc));
+            return -1;
+        }
+        w->started = true;
+    }
+    return 0;
+}
+
+void igw_http_stop(igw_server *s)
+{
+    atomic_store(&s->stopping, true);
+    for (unsigned i = 0; i < s->nworkers; i++)
+        if (s->workers[i].started)
+            h2o_multithread_send_message(&s->workers[i].wake, &s->workers[i].wake_msg);
+}
+
+int igw_http_join(igw_server *s)
+{
+    int rc = 0;
+    for (unsigned i = 0; i < s->nworkers; i++) {
+        worker *w = &s->workers[i];
+        if (!w->started)
+            continue;
+        int e = pthread_join(w->tid, NULL);
+        if (e) {
+            fprintf(stderr, "igwd: pthread_join: %s\n", strerror(e));
+            rc = -1;
+            continue;
+        }
+        w->started = false;
+        if (!w->drained)
+            rc = -1;
+    }
+    return rc;
+}
+
+void igw_http_destroy(igw_server *s)
+{
+    if (!s)
+        return;
+    bool all_disposed = true;
+    for (unsigned i = 0; s->workers && i < s->nworkers; i++) {
+        worker *w = &s->workers[i];
+        if (w->started) { /* never joined: cannot touch its loop */
+            all_disposed = false;
+            continue;
+        }
+        if (w->listen_fd >= 0)
+            close(w->listen_fd);
+        if (w->ctx_ready && w->nconns == 0) {
+            h2o_evloop_run(w->loop, 0); /* tasks posted after the worker stopped */
+            if (w->app_state && s->app.stop)
+                s->app.stop(s->app.arg, w->app_state);
+            w->app_state = NULL;
+            /* h2o_context_request_shutdown arms HTTP/2's GOAWAY resend timer
+             * (one second) even with no connection; it is ours to cancel. */
+            if (h2o_timeout_is_linked(&w->ctx.http2._graceful_shutdown_timeout))
+                h2o_timeout_unlink(&w->ctx.http2._graceful_shutdown_timeout);
+            h2o_multithread_unregister_receiver(w->ctx.queue, &w->wake);
+            h2o_context_dispose(&w->ctx);
+            h2o_evloop_run(w->loop, 0); /* frees the sockets closed by the dispose */
+            h2o_evloop_destroy(w->loop);
+        } else if (w->ctx_ready) {
+            all_disposed = false; /* connections abandoned at the deadline still point at it */
+        }
+        igw_arena_free(&w->arena);
+        igw_jw_free(&w->body);
+        igw_jw_free(&w->log);
+        igw_jw_free(&w->data);
+    }
+    if (all_disposed)
+        h2o_config_dispose(&s->globalconf);
+    free(s->workers);
+    igw_metrics_destroy(s->metrics);
+    free(s);
+}

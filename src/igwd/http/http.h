@@ -1,0 +1,184 @@
+/* http.h - igwd's HTTP transport: worker threads on h2o.
+ *
+ * N worker threads, each with its own h2o event loop and its own listening
+ * socket on the same address (SO_REUSEPORT: the kernel spreads
+ * connections). One catch-all handler per request: the ops routes
+ * (GET /healthz, /readyz, /metrics), else the strict stage
+ * (igw_request_decode) then igw_handlers[route]. Every reply is JSON
+ * (/metrics excepted) with Content-Length and an x-request-id header, and
+ * is counted in the metrics and written to the access log.
+ *
+ * h2o's headers are included by http.c only. */
+#ifndef IGW_HTTP_H
+#define IGW_HTTP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "core/config.h"
+#include "arena.h"
+#include "json.h"
+#include "jw.h"
+
+typedef struct igw_server igw_server;
+
+/* One request being answered; belongs to its worker thread. */
+typedef struct igw_exchange igw_exchange;
+
+struct st_h2o_evloop_t;
+
+struct igw_request;
+
+/* The application's routes and per-worker state (database connection,
+ * caches, ...). The transport knows no route of its own beyond the ops
+ * routes and signed downloads: `handle` answers every request that passed
+ * the strict stage (igw_request_decode against the generated table) and its
+ * route's gate; `raw`, when set, is offered each request before the strict
+ * stage and returns true when it took it (routes outside the schema, such as
+ * the benchmark's reference). Both run on the worker's thread and must
+ * answer the exchange, now or later (igw_http_hold).
+ * start runs once per worker, on the creating thread, before the worker
+ * serves (so it may register sockets with the loop); stop runs after the
+ * worker drained, on the destroying thread. Either hook may be NULL. */
+typedef struct igw_http_app {
+    void (*handle)(void *arg, igw_exchange *ex, const struct igw_request *req);
+    bool (*raw)(void *arg, igw_exchange *ex);
+    void *(*start)(void *arg, unsigned worker, struct st_h2o_evloop_t *loop, char *err, size_t errlen);
+    void (*stop)(void *arg, void *state);
+    /* During a stop: true when the worker's state has nothing in flight
+     * (the drain waits for it, like for open connections). */
+    bool (*idle)(void *arg, void *state);
+    /* Appends the app's metric families to /metrics (any worker thread). */
+    void (*metrics)(void *arg, FILE *f);
+    /* /readyz: the IGW_READY_* bits the app judges from its live
+     * connections (*known) and which of those are down (returned); the
+     * others are probed. Any worker thread. */
+    unsigned (*ready)(void *arg, unsigned *known);
+    /* Signed download URLs (IGW_SIGNEDURL_PREFIX...) of files under the
+     * directory `files_fd` (-1: none), verified with the key (download.c). */
+    int files_fd;
+    const unsigned char *files_key;
+    size_t files_key_len;
+    void *arg;
+} igw_http_app;
+
+/* Prepares the server: h2o configuration, metrics, one bound listening
+ * socket and one app state per worker (so an address in use or an app
+ * failure fails here). The config is copied and must be resolved (threads,
+ * max_body set); app may be NULL. NULL with err. */
+igw_server *igw_http_create(const igw_config *cfg, const igw_http_app *app, char *err, size_t errlen);
+
+/* The number of workers. */
+unsigned igw_http_workers(const igw_server *s);
+
+/* Runs fn(state, arg) on worker `worker`'s thread, state being that
+ * worker's app state. Any thread. 0, or -1 when out of memory (fn is not
+ * run). Tasks still queued when the worker stops run during destroy. */
+int igw_http_post(igw_server *s, unsigned worker, void (*fn)(void *state, void *arg), void *arg);
+
+/* The app state of the worker answering `ex`. */
+void *igw_http_state(igw_exchange *ex);
+
+/* Keeps the exchange past the handler's return, for a reply that comes
+ * later on this worker's thread (a database result). Returns the exchange
+ * to use from now on (the handler's one is not). If the client goes away
+ * first, the exchange is cancelled: the reply then only releases it.
+ * A held exchange must be answered exactly once. */
+igw_exchange *igw_http_hold(igw_exchange *ex);
+
+/* The arena holding the request's decoded data (it moves with a held
+ * exchange); handlers may allocate from it until their reply. */
+igw_arena *igw_http_arena(igw_exchange *ex);
+
+/* True when a held exchange's client went away (its reply is dropped). */
+bool igw_http_cancelled(const igw_exchange *ex);
+
+/* The worker's buffer for a success reply's data, emptied: encode the
+ * reply into it, then igw_http_reply_data. Valid until that call. */
+igw_jw *igw_http_data(igw_exchange *ex);
+
+/* Answers 200 with the data written into igw_http_data's buffer, or the
+ * internal class if writing it failed. */
+void igw_http_reply_data(igw_exchange *ex);
+
+/* A request header by lower-case name (first occurrence), ptr NULL when
+ * absent. Only while the handler runs (before igw_http_hold's return is used). */
+igw_str igw_http_header_value(igw_exchange *ex, const char *name);
+
+/* Walks the elements of a list header (RFC 7230 #rule) over all its
+ * occurrences, in order: comma-separated, blanks around an element trimmed,
+ * empty elements skipped, elements returned as sent (not checked as
+ * tokens). `name` is lower case; start with `*it` zeroed. Returns the next
+ * element, ptr NULL after the last one or once the client went away. Valid
+ * while the request is (a held exchange's too, until its reply). */
+typedef struct igw_http_list {
+    size_t header; /* 1 + the index of the occurrence being read; 0 before the first */
+    size_t pos;    /* where the next element starts in it; past its end when read */
+} igw_http_list;
+igw_str igw_http_list_next(igw_exchange *ex, const char *name, igw_http_list *it);
+
+/* The request body as received; same lifetime as igw_http_header_value. */
+igw_str igw_http_body(igw_exchange *ex);
+
+/* Answers 200 with the `size` bytes of the open regular file `fd` (taken
+ * over: closed when done) as an attachment named `name`, streamed in
+ * slices; HEAD gets the headers only. */
+void igw_http_reply_file(igw_exchange *ex, int fd, uint64_t size, const char *name);
+
+struct igw_ws;
+struct igw_ws_hub;
+struct igw_ws_handlers;
+
+/* True when the request is a WebSocket handshake (ws.h's rules). */
+bool igw_http_is_ws_handshake(igw_exchange *ex);
+
+/* Upgrades the request to a WebSocket on hub (the 101 is its answer:
+ * counted, logged, and the exchange released). NULL when it cannot be
+ * upgraded; the exchange then still needs its answer. */
+struct igw_ws *igw_http_upgrade_ws(igw_exchange *ex, struct igw_ws_hub *hub, const struct igw_ws_handlers *h);
+
+/* The request path without the query string, as sent (not decoded). */
+igw_str igw_http_path(igw_exchange *ex);
+
+/* The request method as sent; only while the handler runs. */
+igw_str igw_http_method(igw_exchange *ex);
+
+/* The query string after '?', or ptr NULL when there is none. */
+igw_str igw_http_query(igw_exchange *ex);
+
+/* The request id (16 hex characters), for logs. */
+const char *igw_http_request_id(const igw_exchange *ex);
+
+/* The route slot of the request in /metrics and the access log (the
+ * generated route ids, then IGW_METRICS_ROUTE_*), for raw routes. */
+void igw_http_set_route(igw_exchange *ex, unsigned route);
+
+/* The port actually listened on (differs from the config when it said 0). */
+uint16_t igw_http_port(const igw_server *s);
+
+/* Starts the worker threads. 0, or -1 with err (threads already started are
+ * stopped by igw_http_stop + igw_http_join as usual). */
+int igw_http_start(igw_server *s, char *err, size_t errlen);
+
+/* Asks every worker to stop: close its listener, let in-flight requests
+ * finish within cfg.shutdown_timeout_ms, then return. Call once. */
+void igw_http_stop(igw_server *s);
+
+/* Waits for the workers. 0 when every connection drained, -1 when some
+ * were still open at the deadline (they are abandoned). */
+int igw_http_join(igw_server *s);
+
+/* Releases everything (after igw_http_join, or when never started). */
+void igw_http_destroy(igw_server *s);
+
+/* Answers with the error envelope of class `cls` (igw_err):
+ * {"code","msg","data":{"reason","path"}}, HTTP status from the class. */
+void igw_http_reply_error(igw_exchange *ex, int cls, const char *reason, const char *path);
+
+/* Answers 200 with {"code":200,"msg":"success","data":<data>}; `data` must
+ * be one valid JSON value. */
+void igw_http_reply_ok(igw_exchange *ex, const char *data, size_t len);
+
+#endif

@@ -1,0 +1,58 @@
+/* context.h - what the route handlers read: the process-wide parts
+ * (settings, MQTT client, keys, storage) and each worker's own (database
+ * connections, device edge, login, push, caches). app.c builds and wires
+ * them; the HTTP transport creates a worker's state through the hooks of
+ * igw_app_http_hooks, and handlers reach it with igw_http_state(). Rooms
+ * below routes/ never see these structures: they get what they need as
+ * arguments. */
+#ifndef IGW_ROUTES_CONTEXT_H
+#define IGW_ROUTES_CONTEXT_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+
+#include "auth/login.h"
+#include "command/modelcache.h"
+#include "command/pending.h"
+#include "core/config.h"
+#include "core/db.h"
+#include "core/mqtt.h"
+#include "core/redis.h"
+#include "edge/edge.h"
+#include "event/push.h"
+#include "http/http.h"
+
+#define IGW_APP_URL_KEY_LEN 32
+
+typedef struct igw_app {
+    igw_config cfg;
+    igw_server *srv;   /* set by igw_app_start_mqtt */
+    _Atomic(igw_mqtt *) mqtt; /* NULL when no broker is configured; read by workers */
+    struct igw_worker *workers[IGW_CONFIG_MAX_THREADS]; /* set before the workers run */
+    unsigned char url_key[IGW_APP_URL_KEY_LEN]; /* signs download URLs */
+    unsigned char jwt_key[1024];                /* verifies login tokens */
+    size_t jwt_key_len;                         /* 0: no login configured */
+    int storage_fd;    /* the storage root, opened once */
+    igw_pending *pending; /* device commands published by this process, until their reply (results.c) */
+} igw_app;
+
+/* One worker's state (igw_http_state). */
+typedef struct igw_worker {
+    igw_app *app;
+    unsigned index;
+    atomic_uint tasks; /* MQTT uplinks posted to this worker, not yet taken */
+    igw_db *db[IGW_EDGE_MAX_DB]; /* db_connections of them; none when no database is configured */
+    unsigned ndb;
+    /* Connections of their own, so requests never queue behind them: the
+     * push's LISTEN (a notification waits while its connection is busy) and,
+     * on worker 0, the chores' batches of overdue results. */
+    igw_db *listen_db, *chore_db;
+    igw_redis *redis; /* NULL when no Redis is configured (live state of later issues) */
+    igw_login *login; /* NULL without a database or a login key */
+    struct igw_chores *chores; /* worker 0: command deadlines and the outbox sweep */
+    igw_push *push;   /* events_push: WebSockets woken by LISTEN/NOTIFY; NULL without a database */
+    igw_edge *edge;  /* NULL without a database */
+    igw_modelcache *models; /* /commands: parsed thing models by product */
+} igw_worker;
+
+#endif

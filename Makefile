@@ -134,7 +134,7 @@ link = @mkdir -p $(@D) && echo "  LINK $@" && $(CC) $1 -o $@ $(filter %.o,$^) $(
 .PHONY: all deps check-deps run stop generate check-gen services-up services-down clean \
         test test-unit test-services test-media test-layers \
         test-codegen test-json test-conformance test-devauth test-jwt test-thingmodel test-upload test-igwctl \
-        test-igwd test-pending test-db test-outbox test-ws test-redis test-mqtt test-edge test-app test-sql \
+        test-igwd test-conn test-pending test-db test-outbox test-ws test-redis test-mqtt test-edge test-app test-sql \
         test-ops test-mqttauth test-openapi test-media-unit fuzz-smoke fuzz \
         bench-decode bench-edge bench-app bench-media bench-srtp
 
@@ -222,6 +222,7 @@ $(eval $(call test_bin,conformance-run,tests/conformance/run.c,gen lib rt,$$(RT_
 $(eval $(call test_bin,machines_spec_test,tests/machines/spec_test.c,gen lib rt,$$(RT_LIBS)))
 $(eval $(call test_bin,igwctl,$(CTL_SRC),gen lib rt,$$(PQ_LIBS) $$(RT_LIBS)))
 $(eval $(call test_bin,igwd,$(IGWD_TOP),$(IGWD_LINK),$$(IGWD_LIBS)))
+$(eval $(call test_bin,conn_test,tests/igwd/conn_test.c,igwd_core rt,$$(IGWD_LIBS)))
 $(eval $(call test_bin,db_test,tests/igwd/db_test.c,igwd_core rt,$$(IGWD_LIBS)))
 $(eval $(call test_bin,redis_test,tests/igwd/redis_test.c,igwd_core rt,$$(IGWD_LIBS)))
 $(eval $(call test_bin,mqtt_test,tests/igwd/mqtt_test.c,igwd_core lib rt,$$(IGWD_LIBS)))
@@ -281,6 +282,10 @@ test-upload: $(T)/multipart_test $(T)/filename_test $(T)/signedurl_test $(T)/sto
 	$(T)/filename_test
 	$(T)/signedurl_test
 	$(T)/storage_test
+
+# The connection supervisor of PostgreSQL and Redis (a real h2o loop, no server).
+test-conn: $(T)/conn_test
+	$(T)/conn_test
 
 # The map of published device commands (no services), also under ThreadSanitizer.
 test-pending: $(T)/pending_test $(T)/pending_test_tsan
@@ -355,7 +360,7 @@ test-media: $(T)/igw-media-host $(BUILD)/igw-vcam
 
 # The tiers: no services (seconds to a minute), real services, real media peers.
 test-unit: check-gen test-layers test-codegen test-json test-conformance test-devauth test-jwt test-thingmodel \
-           test-upload test-pending test-media-unit test-openapi fuzz-smoke
+           test-upload test-conn test-pending test-media-unit test-openapi fuzz-smoke
 test-services: test-igwctl test-igwd test-db test-outbox test-ws test-redis test-mqtt test-edge test-app \
                test-sql test-ops test-mqttauth
 

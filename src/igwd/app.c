@@ -357,14 +357,8 @@ static void app_metrics(void *arg, FILE *f)
             t.queries_ok += s.queries_ok;
             t.queries_failed += s.queries_failed;
             t.rejected += s.rejected;
-            t.connections_lost += s.connections_lost;
-            t.connect_failures += s.connect_failures;
-            t.rtt_count += s.rtt_count;
-            t.rtt_sum_us += s.rtt_sum_us;
-            for (unsigned b = 0; b <= IGW_DB_RTT_NBOUNDS; b++)
-                t.rtt_buckets[b] += s.rtt_buckets[b];
+            igw_conn_stats_add(&t.conn, &nup, &s.conn);
             nconn++;
-            nup += s.connected;
         }
     }
     fprintf(f, "# HELP igw_db_queries_total Database queries by outcome (rejected: queue full).\n"
@@ -373,24 +367,10 @@ static void app_metrics(void *arg, FILE *f)
                "igw_db_queries_total{result=\"rejected\"} %llu\n"
                "# HELP igw_db_connections Database connections, and how many are ready.\n"
                "# TYPE igw_db_connections gauge\n"
-               "igw_db_connections{state=\"configured\"} %u\nigw_db_connections{state=\"ready\"} %u\n"
-               "# HELP igw_db_connection_events_total Connections lost and connection attempts that failed.\n"
-               "# TYPE igw_db_connection_events_total counter\n"
-               "igw_db_connection_events_total{event=\"lost\"} %llu\n"
-               "igw_db_connection_events_total{event=\"connect_failed\"} %llu\n"
-               "# HELP igw_db_round_trip_seconds From sending a query to its commit's answer.\n"
-               "# TYPE igw_db_round_trip_seconds histogram\n",
+               "igw_db_connections{state=\"configured\"} %u\nigw_db_connections{state=\"ready\"} %u\n",
             (unsigned long long)t.queries_ok, (unsigned long long)t.queries_failed, (unsigned long long)t.rejected,
-            nconn, nup, (unsigned long long)t.connections_lost, (unsigned long long)t.connect_failures);
-    uint64_t cum = 0;
-    for (unsigned b = 0; b < IGW_DB_RTT_NBOUNDS; b++) {
-        cum += t.rtt_buckets[b];
-        fprintf(f, "igw_db_round_trip_seconds_bucket{le=\"%g\"} %llu\n", (double)igw_db_rtt_bounds_us[b] / 1e6,
-                (unsigned long long)cum);
-    }
-    fprintf(f, "igw_db_round_trip_seconds_bucket{le=\"+Inf\"} %llu\nigw_db_round_trip_seconds_sum %.6f\n"
-               "igw_db_round_trip_seconds_count %llu\n",
-            (unsigned long long)t.rtt_count, (double)t.rtt_sum_us / 1e6, (unsigned long long)t.rtt_count);
+            nconn, nup);
+    igw_conn_metrics_write(f, "igw_db", "From sending a query to its commit's answer.", &t.conn);
     igw_redis_stats rt = {0};
     unsigned rconn = 0, rup = 0;
     for (unsigned i = 0; i < IGW_CONFIG_MAX_THREADS; i++) {
@@ -402,12 +382,8 @@ static void app_metrics(void *arg, FILE *f)
         rt.commands_ok += s.commands_ok;
         rt.error_replies += s.error_replies;
         rt.commands_failed += s.commands_failed;
-        rt.rtt_count += s.rtt_count;
-        rt.rtt_sum_us += s.rtt_sum_us;
-        for (unsigned b = 0; b <= IGW_REDIS_RTT_NBOUNDS; b++)
-            rt.rtt_buckets[b] += s.rtt_buckets[b];
+        igw_conn_stats_add(&rt.conn, &rup, &s.conn);
         rconn++;
-        rup += s.connected;
     }
     fprintf(f, "# HELP igw_redis_commands_total Redis commands by outcome.\n"
                "# TYPE igw_redis_commands_total counter\n"
@@ -415,20 +391,10 @@ static void app_metrics(void *arg, FILE *f)
                "igw_redis_commands_total{result=\"failed\"} %llu\n"
                "# HELP igw_redis_connections Redis connections, and how many are up.\n"
                "# TYPE igw_redis_connections gauge\n"
-               "igw_redis_connections{state=\"configured\"} %u\nigw_redis_connections{state=\"ready\"} %u\n"
-               "# HELP igw_redis_round_trip_seconds From sending a command to its reply.\n"
-               "# TYPE igw_redis_round_trip_seconds histogram\n",
+               "igw_redis_connections{state=\"configured\"} %u\nigw_redis_connections{state=\"ready\"} %u\n",
             (unsigned long long)rt.commands_ok, (unsigned long long)rt.error_replies,
             (unsigned long long)rt.commands_failed, rconn, rup);
-    cum = 0;
-    for (unsigned b = 0; b < IGW_REDIS_RTT_NBOUNDS; b++) {
-        cum += rt.rtt_buckets[b];
-        fprintf(f, "igw_redis_round_trip_seconds_bucket{le=\"%g\"} %llu\n", (double)igw_redis_rtt_bounds_us[b] / 1e6,
-                (unsigned long long)cum);
-    }
-    fprintf(f, "igw_redis_round_trip_seconds_bucket{le=\"+Inf\"} %llu\nigw_redis_round_trip_seconds_sum %.6f\n"
-               "igw_redis_round_trip_seconds_count %llu\n",
-            (unsigned long long)rt.rtt_count, (double)rt.rtt_sum_us / 1e6, (unsigned long long)rt.rtt_count);
+    igw_conn_metrics_write(f, "igw_redis", "From sending a command to its reply.", &rt.conn);
     igw_mqtt *m = atomic_load(&app->mqtt);
     igw_mqtt_stats ms = {0};
     if (m)
@@ -479,7 +445,7 @@ static unsigned app_ready(void *arg, unsigned *known)
             for (unsigned k = 0; k < n; k++) {
                 igw_db_stats st; /* the thread-safe view of another worker's connection */
                 igw_db_stats_get(dbs[k], &st);
-                if (!st.connected)
+                if (!st.conn.connected)
                     down |= IGW_READY_POSTGRES;
             }
         }
@@ -491,7 +457,7 @@ static unsigned app_ready(void *arg, unsigned *known)
             igw_redis_stats st;
             if (w && w->redis) {
                 igw_redis_stats_get(w->redis, &st);
-                if (!st.connected)
+                if (!st.conn.connected)
                     down |= IGW_READY_REDIS;
             }
         }

@@ -227,15 +227,15 @@ int main(int argc, char **argv)
     CHECK(admin_long("SELECT sum(id) FROM dbtest WHERE v = 'row-' || id") == (long)N * (N - 1) / 2);
     igw_db_stats_get(db, &s1);
     CHECK(s1.queries_ok - s0.queries_ok == N);
-    CHECK(s1.rtt_count - s0.rtt_count == N);
+    CHECK(s1.conn.rtt_count - s0.conn.rtt_count == N);
     uint64_t bsum = 0;
-    for (size_t i = 0; i <= IGW_DB_RTT_NBOUNDS; i++)
-        bsum += s1.rtt_buckets[i];
-    CHECK(bsum == s1.rtt_count && s1.rtt_sum_us > 0);
-    CHECK(s1.queued == 0 && s1.in_flight == 0 && s1.connected);
+    for (size_t i = 0; i <= IGW_CONN_RTT_NBOUNDS; i++)
+        bsum += s1.conn.rtt_buckets[i];
+    CHECK(bsum == s1.conn.rtt_count && s1.conn.rtt_sum_us > 0);
+    CHECK(s1.queued == 0 && s1.in_flight == 0 && s1.conn.connected);
     printf("db_test: %d pipelined inserts in %lld ms (max %llu in flight, mean round trip %llu us)\n", N,
            (long long)took, (unsigned long long)max_inflight,
-           (unsigned long long)((s1.rtt_sum_us - s0.rtt_sum_us) / N));
+           (unsigned long long)((s1.conn.rtt_sum_us - s0.conn.rtt_sum_us) / N));
 
     /* Each statement was prepared once on this connection. */
     outcome o_nprep = {0};
@@ -335,9 +335,9 @@ int main(int argc, char **argv)
     CHECK(admin_long("SELECT count(*) FROM dbtest WHERE id IN (3000, 3001)") == 0);
     CHECK(admin_long("SELECT count(*) FROM dbtest WHERE id = 3002") == 1);
     igw_db_stats_get(db, &s1);
-    CHECK(s1.connections_lost - s0.connections_lost == 1);
-    CHECK(s1.connects - s0.connects == 1);
-    CHECK(s1.connects == 2);
+    CHECK(s1.conn.lost - s0.conn.lost == 1);
+    CHECK(s1.conn.connects - s0.conn.connects == 1);
+    CHECK(s1.conn.connects == 2);
 
     /* ---- the server stops: queries queue, and go through once it is back ---- */
     if (!stop_cmd || !start_cmd) {
@@ -356,7 +356,7 @@ int main(int argc, char **argv)
             early += o_down[i].calls;
         CHECK(early == 0, "%d answered while the server is down", early);
         igw_db_stats_get(db, &s1);
-        CHECK(s1.queued == M && s1.connect_failures > s0.connect_failures && !s1.connected);
+        CHECK(s1.queued == M && s1.conn.connect_failures > s0.conn.connect_failures && !s1.conn.connected);
         printf("db_test: while stopped: %s\n", igw_db_last_error(db));
         CHECK(system(start_cmd) == 0, "%s", start_cmd);
         CHECK(run_until_called(o_down, M, 20000), "%s", igw_db_last_error(db));
@@ -412,10 +412,10 @@ int main(int argc, char **argv)
         CHECK(igw_db_exec(db2, &st_pid, NULL, NULL, NULL, never, &extra) == -1);
         run_for(300);
         igw_db_stats_get(db2, &s1);
-        CHECK(s1.rejected == 1 && s1.queued == IGW_DB_QUEUE_MAX && !s1.connected);
-        CHECK(s1.connect_failures >= 2, "%llu connect failures in 300 ms", (unsigned long long)s1.connect_failures);
-        CHECK(s1.connect_failures <= 5, "%llu connect failures in 300 ms: no backoff?",
-              (unsigned long long)s1.connect_failures);
+        CHECK(s1.rejected == 1 && s1.queued == IGW_DB_QUEUE_MAX && !s1.conn.connected);
+        CHECK(s1.conn.connect_failures >= 2, "%llu connect failures in 300 ms", (unsigned long long)s1.conn.connect_failures);
+        CHECK(s1.conn.connect_failures <= 5, "%llu connect failures in 300 ms: no backoff?",
+              (unsigned long long)s1.conn.connect_failures);
         CHECK(strstr(igw_db_last_error(db2), "connect") != NULL, "'%s'", igw_db_last_error(db2));
         int called = 0;
         for (int i = 0; i < IGW_DB_QUEUE_MAX; i++)
@@ -444,13 +444,13 @@ int main(int argc, char **argv)
         CHECK(exec0(db3, &st_pid, &o_silent) == 0);
         int64_t t3 = igw_clock_ms();
         igw_db_stats_get(db3, &s1);
-        while (s1.connect_failures == 0 && igw_clock_ms() - t3 < 5000) {
+        while (s1.conn.connect_failures == 0 && igw_clock_ms() - t3 < 5000) {
             h2o_evloop_run(loop, 10);
             igw_db_stats_get(db3, &s1);
         }
         int64_t waited = igw_clock_ms() - t3;
-        CHECK(s1.connect_failures == 1 && waited >= 1900 && waited < 3000, "%llu failures after %lld ms",
-              (unsigned long long)s1.connect_failures, (long long)waited);
+        CHECK(s1.conn.connect_failures == 1 && waited >= 1900 && waited < 3000, "%llu failures after %lld ms",
+              (unsigned long long)s1.conn.connect_failures, (long long)waited);
         CHECK(strstr(igw_db_last_error(db3), "timed out") != NULL, "'%s'", igw_db_last_error(db3));
         CHECK(o_silent.calls == 0);
         igw_db_destroy(db3);

@@ -280,14 +280,14 @@ int main(int argc, char **argv)
     CHECK(in_order == N, "%d in order", in_order);
     CHECK(once == N);
     igw_redis_stats_get(r, &s1);
-    CHECK(s1.commands_ok - s0.commands_ok == 2 * N && s1.rtt_count - s0.rtt_count == 2 * N);
+    CHECK(s1.commands_ok - s0.commands_ok == 2 * N && s1.conn.rtt_count - s0.conn.rtt_count == 2 * N);
     uint64_t bsum = 0;
-    for (size_t i = 0; i <= IGW_REDIS_RTT_NBOUNDS; i++)
-        bsum += s1.rtt_buckets[i];
-    CHECK(bsum == s1.rtt_count && s1.rtt_sum_us > 0);
-    CHECK(s1.pending == 0 && s1.connected && s1.connects == 1 && s1.commands_failed == 0);
+    for (size_t i = 0; i <= IGW_CONN_RTT_NBOUNDS; i++)
+        bsum += s1.conn.rtt_buckets[i];
+    CHECK(bsum == s1.conn.rtt_count && s1.conn.rtt_sum_us > 0);
+    CHECK(s1.pending == 0 && s1.conn.connected && s1.conn.connects == 1 && s1.commands_failed == 0);
     printf("redis_test: %d pipelined SET+GET in %lld ms (mean round trip %llu us)\n", N, (long long)took,
-           (unsigned long long)((s1.rtt_sum_us - s0.rtt_sum_us) / (2 * N)));
+           (unsigned long long)((s1.conn.rtt_sum_us - s0.conn.rtt_sum_us) / (2 * N)));
 
     /* ---- binary-safe keys and values ---- */
     {
@@ -330,7 +330,7 @@ int main(int argc, char **argv)
         CHECK(o_e[1].order == o_e[0].order + 1 && o_e[2].order == o_e[1].order + 1 && o_e[3].order == o_e[2].order + 1);
         igw_redis_stats_get(r, &s1);
         CHECK(s1.error_replies - s0.error_replies == 2 && s1.commands_ok - s0.commands_ok == 4);
-        CHECK(s1.connects == 1 && s1.connections_lost == 0);
+        CHECK(s1.conn.connects == 1 && s1.conn.lost == 0);
     }
 
     /* ---- refused commands never call back ---- */
@@ -420,7 +420,7 @@ int main(int argc, char **argv)
         CHECK(run_until_called(o_a, 2, 5000));
         CHECK(is_status(&o_a[0], "OK") && is_str(&o_a[1], "yes"), "'%s' '%s'", o_a[0].err, o_a[1].err);
         igw_redis_stats_get(r, &s1);
-        CHECK(s1.connections_lost - s0.connections_lost == 1 && s1.connects - s0.connects == 1);
+        CHECK(s1.conn.lost - s0.conn.lost == 1 && s1.conn.connects - s0.conn.connects == 1);
         CHECK(s1.commands_failed - s0.commands_failed == 3);
         CHECK(admin_int("EXISTS rt:killed") == 0); /* queued behind BLPOP on the server, never run */
     }
@@ -444,9 +444,9 @@ int main(int argc, char **argv)
         }
         CHECK(refused + failed == 5, "%d refused, %d failed", refused, failed);
         igw_redis_stats_get(r, &s1);
-        CHECK(!s1.connected && s1.connect_failures > s0.connect_failures);
-        CHECK(s1.connect_failures - s0.connect_failures < 20, "%llu attempts: no backoff?",
-              (unsigned long long)(s1.connect_failures - s0.connect_failures));
+        CHECK(!s1.conn.connected && s1.conn.connect_failures > s0.conn.connect_failures);
+        CHECK(s1.conn.connect_failures - s0.conn.connect_failures < 20, "%llu attempts: no backoff?",
+              (unsigned long long)(s1.conn.connect_failures - s0.conn.connect_failures));
         printf("redis_test: while stopped: %d refused, %d failed; %s\n", refused, failed, igw_redis_last_error(r));
         CHECK(system(start_cmd) == 0, "%s", start_cmd);
         CHECK(run_until_connected(r, true, 5000), "%s", igw_redis_last_error(r));
@@ -489,7 +489,7 @@ int main(int argc, char **argv)
             printf("redis_test: DEBUG SLEEP 2: '%s' after %lld ms, then '%s'\n", o_t[0].err, (long long)waited,
                    o_t[1].err);
             igw_redis_stats_get(rt, &s1);
-            CHECK(s1.connections_lost == 1 && !s1.connected && s1.commands_failed == 2);
+            CHECK(s1.conn.lost == 1 && !s1.conn.connected && s1.commands_failed == 2);
             CHECK(strstr(igw_redis_last_error(rt), "timed out") != NULL, "'%s'", igw_redis_last_error(rt));
             /* Once the server wakes up, commands go through again. */
             bool back = false;
@@ -547,8 +547,8 @@ int main(int argc, char **argv)
             run_for(300);
             igw_redis_stats_get(rn, &s1);
             CHECK(calls == accepted, "%d calls for %d accepted", calls, accepted);
-            CHECK(s1.connect_failures >= 2 && s1.connect_failures <= 5, "%llu connect failures in 300 ms",
-                  (unsigned long long)s1.connect_failures);
+            CHECK(s1.conn.connect_failures >= 2 && s1.conn.connect_failures <= 5, "%llu connect failures in 300 ms",
+                  (unsigned long long)s1.conn.connect_failures);
             CHECK(strstr(igw_redis_last_error(rn), "connect failed") != NULL, "'%s'", igw_redis_last_error(rn));
             printf("redis_test: nothing listening: %s\n", igw_redis_last_error(rn));
             igw_redis_destroy(rn);
@@ -584,7 +584,7 @@ int main(int argc, char **argv)
             CHECK(!o_s.ok && strcmp(o_s.err, "connection lost: connect timed out after 300 ms") == 0, "'%s'", o_s.err);
             CHECK(waited >= 250 && waited < 1000, "after %lld ms", (long long)waited);
             igw_redis_stats_get(rs, &s1);
-            CHECK(s1.connect_failures == 1 && s1.connections_lost == 0 && s1.connects == 0);
+            CHECK(s1.conn.connect_failures == 1 && s1.conn.lost == 0 && s1.conn.connects == 0);
             igw_redis_destroy(rs);
         }
         igw_redis *rf = igw_redis_create(loop, "127.0.0.1", lport, 5000, err, sizeof err);
@@ -602,7 +602,7 @@ int main(int argc, char **argv)
             CHECK(!o_f[1].ok && strcmp(o_f[1].err, o_f[0].err) == 0, "'%s'", o_f[1].err);
             printf("redis_test: refused while connecting: '%s'\n", o_f[0].err);
             igw_redis_stats_get(rf, &s1);
-            CHECK(s1.connect_failures >= 1 && s1.commands_failed == 2 && s1.pending == 0);
+            CHECK(s1.conn.connect_failures >= 1 && s1.commands_failed == 2 && s1.pending == 0);
             igw_redis_destroy(rf);
         }
         if (lfd >= 0)

@@ -2,7 +2,8 @@
  *
  * States: BACKOFF (waiting to retry) -> CONNECTING (PQconnectPoll steps) ->
  * SETUP (pipeline on, "SET synchronous_commit" in flight) -> READY. Any
- * failure goes back to BACKOFF through drop(). Queries wait in `queued`
+ * failure goes back to BACKOFF through drop(). The attempt's deadline, the
+ * backoff and the connection counters are conn.c's (the same for Redis). Queries wait in `queued`
  * until READY, then move to `inflight` once handed to libpq; a connection
  * loss fails `inflight` only. libpq's socket is watched through a dup()
  * wrapped in an h2o socket with DONT_READ, so h2o reports readiness and
@@ -23,6 +24,7 @@
 #include <h2o/timeout.h>
 
 #include "clock.h"
+#include "core/conn.h"
 
 /* PQpipelineSync (libpq <= 16) flushes on every call; PQsendPipelineSync
  * (17+) does not, which lets one loop turn go out in one write. */
@@ -35,11 +37,6 @@
 #endif
 
 #define CONNECT_TIMEOUT_MS 10000 /* when the DSN sets no connect_timeout */
-static const uint64_t backoff_ms[] = {50, 100, 200, 400, 800, 1600, 2000};
-#define NBACKOFF (sizeof backoff_ms / sizeof backoff_ms[0])
-
-const uint64_t igw_db_rtt_bounds_us[IGW_DB_RTT_NBOUNDS] = {
-    100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000, 500000, 1000000, 2500000, 5000000, 10000000};
 
 /* Durability must not depend on the server's default. Generic plans: the
  * batched statements are CTE chains whose planning cost more than their
@@ -110,15 +107,14 @@ struct igw_db {
     bool closing;
     unsigned in_cb;
     unsigned gen; /* bumped by every drop(), to notice one under our feet */
-    unsigned backoff;
+    igw_conn *sup; /* attempts, deadline, backoff, connection counters */
     fifo queued, inflight;
     const igw_db_stmt **prepared; /* statements prepared (or being) on this connection */
     size_t nprepared, capprepared;
-    h2o_timeout_t t_zero, t_connect, t_backoff[NBACKOFF];
-    h2o_timeout_entry_t kick, deadline, retry;
+    h2o_timeout_t t_zero;
+    h2o_timeout_entry_t kick;
     char errbuf[256];   /* err handed to callbacks */
     char lostbuf[320];  /* "connection lost: ..." while failing in-flight queries */
-    char last_err[256];
     char *listen_sql; /* "LISTEN <channel>", part of every session's setup */
     unsigned setup_left;
     void (*on_notify)(void *arg, const char *channel, const char *payload);
@@ -129,9 +125,8 @@ struct igw_db {
     char *bbuf;   /* a batch's array literals, reused */
     size_t bcap;
     struct {
-        atomic_uint_fast64_t ok, failed, rejected, connects, connect_failures, lost;
-        atomic_uint_fast64_t rtt_count, rtt_sum_us, rtt_buckets[IGW_DB_RTT_NBOUNDS + 1];
-        atomic_uint_fast64_t queued, inflight, connected;
+        atomic_uint_fast64_t ok, failed, rejected;
+        atomic_uint_fast64_t queued, inflight;
     } st;
 };
 
@@ -296,15 +291,6 @@ static void fail_list(igw_db *db, req *r, const char *err)
     }
 }
 
-static void observe_rtt(igw_db *db, uint64_t us)
-{
-    size_t b = 0;
-    while (b < IGW_DB_RTT_NBOUNDS && us > igw_db_rtt_bounds_us[b])
-        b++;
-    bump(&db->st.rtt_buckets[b], 1);
-    bump(&db->st.rtt_count, 1);
-    bump(&db->st.rtt_sum_us, us);
-}
 
 /* ---- socket plumbing --------------------------------------------------------- */
 
@@ -361,17 +347,14 @@ static int flush(igw_db *db)
 
 /* ---- connection lifecycle ---------------------------------------------------- */
 
-static void on_retry(h2o_timeout_entry_t *e);
-
 /* Tears the connection down from any state and schedules the next attempt;
  * queries in flight fail (never retried: they may have committed). */
 static void drop(igw_db *db, const char *why)
 {
-    enum state was = db->state;
     const char *pqmsg = db->conn ? PQerrorMessage(db->conn) : "";
-    char tmp[sizeof db->last_err];
+    char tmp[256], last[256];
     snprintf(tmp, sizeof tmp, "%s%s%s", why, *pqmsg ? ": " : "", pqmsg);
-    flatten(db->last_err, sizeof db->last_err, "", tmp);
+    flatten(last, sizeof last, "", tmp);
     db->gen++;
     close_socket(db);
     if (db->conn)
@@ -382,20 +365,14 @@ static void drop(igw_db *db, const char *why)
     db->last_null = false;
     if (h2o_timeout_is_linked(&db->kick))
         h2o_timeout_unlink(&db->kick);
-    if (h2o_timeout_is_linked(&db->deadline))
-        h2o_timeout_unlink(&db->deadline);
     db->state = ST_BACKOFF;
-    set(&db->st.connected, 0);
-    bump(was == ST_READY ? &db->st.lost : &db->st.connect_failures, 1);
-    h2o_timeout_link(db->loop, &db->t_backoff[db->backoff], &db->retry);
-    if (db->backoff + 1 < NBACKOFF)
-        db->backoff++;
+    igw_conn_down(db->sup, last);
 
     req *list = db->inflight.head;
     db->inflight = (fifo){0};
     gauges(db);
     snprintf(db->lostbuf, sizeof db->lostbuf, "%s%s", strncmp(why, "connection lost", 15) ? "connection lost: " : "",
-             db->last_err);
+             last);
     fail_list(db, list, db->lostbuf); /* last: callbacks may submit again */
 }
 
@@ -476,12 +453,9 @@ static void setup_done(igw_db *db, req *r)
         return;
     }
     db->setup_left = 0;
-    if (h2o_timeout_is_linked(&db->deadline))
-        h2o_timeout_unlink(&db->deadline);
     db->state = ST_READY;
-    db->backoff = 0;
-    bump(&db->st.connects, 1);
-    set(&db->st.connected, 1);
+    igw_conn_answered(db->sup, UINT64_MAX); /* the setup's answer */
+    igw_conn_up(db->sup);
     if ((db->queued.head || db->nrows) && !h2o_timeout_is_linked(&db->kick))
         h2o_timeout_link(db->loop, &db->t_zero, &db->kick);
     /* Notifications sent while this session did not listen are lost: the
@@ -550,13 +524,14 @@ static void connect_step(igw_db *db)
         arm_write(db);
 }
 
-static void start_connect(igw_db *db)
+/* conn.c's `connect` hook. */
+static void start_connect(void *arg)
 {
+    igw_db *db = arg;
     static const char *const keys[] = {"dbname", "fallback_application_name", NULL};
     const char *vals[] = {db->dsn, "igwd", NULL};
     db->conn = PQconnectStartParams(keys, vals, 1);
     db->state = ST_CONNECTING;
-    h2o_timeout_link(db->loop, &db->t_connect, &db->deadline);
     if (!db->conn) {
         drop(db, "out of memory");
         return;
@@ -569,14 +544,10 @@ static void start_connect(igw_db *db)
     arm_write(db); /* as if PQconnectPoll had said WRITING */
 }
 
-static void on_retry(h2o_timeout_entry_t *e)
+/* conn.c's `timed_out` hook. */
+static void on_deadline(void *arg)
 {
-    start_connect(H2O_STRUCT_FROM_MEMBER(igw_db, retry, e));
-}
-
-static void on_deadline(h2o_timeout_entry_t *e)
-{
-    drop(H2O_STRUCT_FROM_MEMBER(igw_db, deadline, e), "connect timed out");
+    drop(arg, "connect timed out");
 }
 
 /* ---- results ------------------------------------------------------------------- */
@@ -610,7 +581,7 @@ static void process(igw_db *db)
             if (!r->stmt) {
                 setup_done(db, r);
             } else {
-                observe_rtt(db, igw_clock_us() - r->sent_us);
+                igw_conn_answered(db->sup, igw_clock_us() - r->sent_us);
                 finish(db, r, NULL);
             }
             if (gen != db->gen || db->closing)
@@ -711,14 +682,16 @@ igw_db *igw_db_create(h2o_evloop_t *loop, const char *dsn, char *err, size_t err
         return NULL;
     }
     db->loop = loop;
+    db->sup = igw_conn_create(loop, timeout_ms, (igw_conn_hooks){.connect = start_connect, .timed_out = on_deadline}, db);
+    if (!db->sup) {
+        free(db->dsn);
+        free(db);
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
     h2o_timeout_init(loop, &db->t_zero, 0);
-    h2o_timeout_init(loop, &db->t_connect, timeout_ms);
-    for (size_t i = 0; i < NBACKOFF; i++)
-        h2o_timeout_init(loop, &db->t_backoff[i], backoff_ms[i]);
     db->kick.cb = on_kick;
-    db->deadline.cb = on_deadline;
-    db->retry.cb = on_retry;
-    start_connect(db);
+    igw_conn_start(db->sup);
     return db;
 }
 
@@ -980,7 +953,7 @@ bool igw_db_connected(const igw_db *db)
 
 const char *igw_db_last_error(const igw_db *db)
 {
-    return db->last_err;
+    return igw_conn_last_error(db->sup);
 }
 
 void igw_db_stats_get(const igw_db *db, igw_db_stats *out)
@@ -990,16 +963,9 @@ void igw_db_stats_get(const igw_db *db, igw_db_stats *out)
     out->queries_ok = L(ok);
     out->queries_failed = L(failed);
     out->rejected = L(rejected);
-    out->connects = L(connects);
-    out->connect_failures = L(connect_failures);
-    out->connections_lost = L(lost);
-    out->rtt_count = L(rtt_count);
-    out->rtt_sum_us = L(rtt_sum_us);
-    for (size_t i = 0; i <= IGW_DB_RTT_NBOUNDS; i++)
-        out->rtt_buckets[i] = L(rtt_buckets[i]);
     out->queued = L(queued);
     out->in_flight = L(inflight);
-    out->connected = L(connected) != 0;
+    igw_conn_stats_get(db->sup, &out->conn);
 #undef L
 }
 
@@ -1012,10 +978,9 @@ void igw_db_destroy(igw_db *db)
         abort();
     }
     db->closing = true;
-    h2o_timeout_entry_t *entries[] = {&db->kick, &db->deadline, &db->retry};
-    for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++)
-        if (h2o_timeout_is_linked(entries[i]))
-            h2o_timeout_unlink(entries[i]);
+    igw_conn_stop(db->sup);
+    if (h2o_timeout_is_linked(&db->kick))
+        h2o_timeout_unlink(&db->kick);
     close_socket(db);
     if (db->conn)
         PQfinish(db->conn);
@@ -1032,9 +997,7 @@ void igw_db_destroy(igw_db *db)
     }
     db->nrows = 0;
     h2o_timeout_dispose(db->loop, &db->t_zero);
-    h2o_timeout_dispose(db->loop, &db->t_connect);
-    for (size_t i = 0; i < NBACKOFF; i++)
-        h2o_timeout_dispose(db->loop, &db->t_backoff[i]);
+    igw_conn_destroy(db->sup);
     free(db->prepared);
     free(db->bbuf);
     free(db->dsn);

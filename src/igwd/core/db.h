@@ -19,6 +19,8 @@
 
 #include <libpq-fe.h>
 
+#include "core/conn.h"
+
 struct st_h2o_evloop_t; /* h2o_evloop_t, without pulling h2o into every user */
 
 typedef struct igw_db igw_db;
@@ -45,9 +47,6 @@ typedef struct igw_db_stmt {
  * "shutting down"). Must not call igw_db_destroy. */
 typedef void (*igw_db_cb)(void *arg, const PGresult *res, const char *err);
 
-/* Round-trip histogram bounds in microseconds (same as the request metrics). */
-#define IGW_DB_RTT_NBOUNDS 16
-extern const uint64_t igw_db_rtt_bounds_us[IGW_DB_RTT_NBOUNDS];
 
 /* Counters since creation, for Prometheus. Round trip: from handing the
  * query to the socket until its Sync came back (successes and server-side
@@ -55,13 +54,8 @@ extern const uint64_t igw_db_rtt_bounds_us[IGW_DB_RTT_NBOUNDS];
 typedef struct igw_db_stats {
     uint64_t queries_ok, queries_failed; /* callbacks with a result / an error */
     uint64_t rejected;                   /* igw_db_exec returned -1 */
-    uint64_t connects;                   /* sessions that became ready (the first included) */
-    uint64_t connect_failures;           /* attempts that failed or timed out */
-    uint64_t connections_lost;           /* ready sessions that broke */
-    uint64_t rtt_count, rtt_sum_us;
-    uint64_t rtt_buckets[IGW_DB_RTT_NBOUNDS + 1]; /* per bucket, not cumulative; last: above the largest bound */
-    uint64_t queued, in_flight;                   /* gauges: waiting to be sent / sent, unanswered */
-    bool connected;
+    uint64_t queued, in_flight;          /* gauges: waiting to be sent / sent, unanswered */
+    igw_conn_stats conn;                 /* connects: sessions that became ready; round trips */
 } igw_db_stats;
 
 /* Starts connecting to `dsn` (a conninfo string or URI) in the background

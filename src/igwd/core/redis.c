@@ -48,12 +48,8 @@
 #include <hiredis/async.h>
 
 #include "clock.h"
+#include "core/conn.h"
 
-static const uint64_t backoff_ms[] = {50, 100, 200, 400, 800, 1600, 2000};
-#define NBACKOFF (sizeof backoff_ms / sizeof backoff_ms[0])
-
-const uint64_t igw_redis_rtt_bounds_us[IGW_REDIS_RTT_NBOUNDS] = {
-    100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000, 500000, 1000000, 2500000, 5000000, 10000000};
 
 #define ADDR_MAX 108 /* an IPv6 address or a unix socket path (sun_path) */
 
@@ -80,17 +76,14 @@ struct igw_redis {
     bool want_write;  /* hiredis asked for write events (addWrite without delWrite) */
     bool closing;
     unsigned in_cb;
-    unsigned backoff;
+    igw_conn *sup; /* attempts, connect deadline, backoff, connection counters */
     size_t pending;
     const req *timed_out; /* the command whose deadline dropped the connection */
-    h2o_timeout_t t_timeout, t_backoff[NBACKOFF];
-    h2o_timeout_entry_t deadline, retry; /* connect deadline, next attempt */
+    h2o_timeout_t t_timeout; /* each command's deadline */
     char failbuf[300];  /* err handed to callbacks of a torn-down context */
-    char last_err[300];
     struct {
-        atomic_uint_fast64_t ok, errors, failed, rejected, connects, connect_failures, lost;
-        atomic_uint_fast64_t rtt_count, rtt_sum_us, rtt_buckets[IGW_REDIS_RTT_NBOUNDS + 1];
-        atomic_uint_fast64_t pending, connected;
+        atomic_uint_fast64_t ok, errors, failed, rejected;
+        atomic_uint_fast64_t pending;
     } st;
 };
 
@@ -107,15 +100,6 @@ static void set(atomic_uint_fast64_t *a, uint64_t v)
     atomic_store_explicit(a, v, memory_order_relaxed);
 }
 
-static void observe_rtt(igw_redis *r, uint64_t us)
-{
-    size_t b = 0;
-    while (b < IGW_REDIS_RTT_NBOUNDS && us > igw_redis_rtt_bounds_us[b])
-        b++;
-    bump(&r->st.rtt_buckets[b], 1);
-    bump(&r->st.rtt_count, 1);
-    bump(&r->st.rtt_sum_us, us);
-}
 
 static void unlink_entry(h2o_timeout_entry_t *e)
 {
@@ -201,17 +185,9 @@ static void ev_cleanup(void *p)
  * schedules the next attempt. Callbacks still to come fail with failbuf. */
 static void gone(igw_redis *r, const char *why, const char *fail)
 {
-    snprintf(r->last_err, sizeof r->last_err, "%s", why);
     snprintf(r->failbuf, sizeof r->failbuf, "%s", fail);
-    bump(r->state == ST_READY ? &r->st.lost : &r->st.connect_failures, 1);
     r->state = ST_BACKOFF;
-    set(&r->st.connected, 0);
-    unlink_entry(&r->deadline);
-    if (!r->closing) {
-        h2o_timeout_link(r->loop, &r->t_backoff[r->backoff], &r->retry);
-        if (r->backoff + 1 < NBACKOFF)
-            r->backoff++;
-    }
+    igw_conn_down(r->sup, why);
 }
 
 /* hiredis tears `ac` down on its own (error, EOF, failed connect). */
@@ -219,7 +195,7 @@ static void lost(igw_redis *r, const redisAsyncContext *ac)
 {
     if (ac != r->ac)
         return;
-    char why[sizeof r->last_err];
+    char why[300];
     snprintf(why, sizeof why, "%s: %s", r->state == ST_READY ? "connection lost" : "connect failed",
              ac->c.err && ac->c.errstr[0] ? ac->c.errstr : "connection closed");
     r->ac = NULL;
@@ -249,17 +225,17 @@ static void on_connect(const redisAsyncContext *ac, int status)
         lost(r, ac); /* hiredis frees the context right after */
         return;
     }
-    unlink_entry(&r->deadline);
     r->state = ST_READY;
-    bump(&r->st.connects, 1);
-    set(&r->st.connected, 1);
+    igw_conn_up(r->sup);
 }
 
-static void start_connect(igw_redis *r)
+/* conn.c's `connect` hook. */
+static void start_connect(void *arg)
 {
+    igw_redis *r = arg;
     r->state = ST_CONNECTING;
     redisAsyncContext *ac = r->unix_path ? redisAsyncConnectUnix(r->addr) : redisAsyncConnect(r->addr, (int)r->port);
-    char why[sizeof r->last_err];
+    char why[300];
     int dupfd = -1;
     if (!ac || ac->err || (dupfd = fcntl(ac->c.fd, F_DUPFD_CLOEXEC, 0)) < 0) {
         snprintf(why, sizeof why, "connect failed: %s",
@@ -279,18 +255,13 @@ static void start_connect(igw_redis *r)
     ac->ev.addWrite = ev_add_write;
     ac->ev.delWrite = ev_del_write;
     ac->ev.cleanup = ev_cleanup;
-    h2o_timeout_link(r->loop, &r->t_timeout, &r->deadline);
     redisAsyncSetConnectCallback(ac, on_connect); /* asks for a write event: connect completion */
 }
 
-static void on_retry(h2o_timeout_entry_t *e)
+/* conn.c's `timed_out` hook. */
+static void on_deadline(void *arg)
 {
-    start_connect(H2O_STRUCT_FROM_MEMBER(igw_redis, retry, e));
-}
-
-static void on_deadline(h2o_timeout_entry_t *e)
-{
-    igw_redis *r = H2O_STRUCT_FROM_MEMBER(igw_redis, deadline, e);
+    igw_redis *r = arg;
     char why[64];
     snprintf(why, sizeof why, "connect timed out after %u ms", r->timeout_ms);
     drop(r, why, NULL);
@@ -321,8 +292,8 @@ static void on_reply(redisAsyncContext *ac, void *reply_, void *privdata)
     char tbuf[64];
     const char *err = NULL;
     if (reply) {
-        r->backoff = 0; /* a server that answers (one that accepts, then hangs up, keeps backing off) */
-        observe_rtt(r, igw_clock_us() - q->start_us);
+        /* A server that answers (one that accepts, then hangs up, keeps backing off). */
+        igw_conn_answered(r->sup, igw_clock_us() - q->start_us);
         bump(&r->st.ok, 1);
         if (reply->type == REDIS_REPLY_ERROR)
             bump(&r->st.errors, 1);
@@ -403,12 +374,14 @@ igw_redis *igw_redis_create(h2o_evloop_t *loop, const char *host, unsigned port,
     r->loop = loop;
     r->port = port;
     r->timeout_ms = timeout_ms;
+    r->sup = igw_conn_create(loop, timeout_ms, (igw_conn_hooks){.connect = start_connect, .timed_out = on_deadline}, r);
+    if (!r->sup) {
+        free(r);
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
     h2o_timeout_init(loop, &r->t_timeout, timeout_ms);
-    for (size_t i = 0; i < NBACKOFF; i++)
-        h2o_timeout_init(loop, &r->t_backoff[i], backoff_ms[i]);
-    r->deadline.cb = on_deadline;
-    r->retry.cb = on_retry;
-    start_connect(r);
+    igw_conn_start(r->sup);
     return r;
 }
 
@@ -449,7 +422,7 @@ bool igw_redis_connected(const igw_redis *r)
 
 const char *igw_redis_last_error(const igw_redis *r)
 {
-    return r->last_err;
+    return igw_conn_last_error(r->sup);
 }
 
 void igw_redis_stats_get(const igw_redis *r, igw_redis_stats *out)
@@ -460,15 +433,8 @@ void igw_redis_stats_get(const igw_redis *r, igw_redis_stats *out)
     out->error_replies = L(errors);
     out->commands_failed = L(failed);
     out->rejected = L(rejected);
-    out->connects = L(connects);
-    out->connect_failures = L(connect_failures);
-    out->connections_lost = L(lost);
-    out->rtt_count = L(rtt_count);
-    out->rtt_sum_us = L(rtt_sum_us);
-    for (size_t i = 0; i <= IGW_REDIS_RTT_NBOUNDS; i++)
-        out->rtt_buckets[i] = L(rtt_buckets[i]);
     out->pending = L(pending);
-    out->connected = L(connected) != 0;
+    igw_conn_stats_get(r->sup, &out->conn);
 #undef L
 }
 
@@ -481,8 +447,7 @@ void igw_redis_destroy(igw_redis *r)
         abort();
     }
     r->closing = true;
-    unlink_entry(&r->retry);
-    unlink_entry(&r->deadline);
+    igw_conn_stop(r->sup);
     redisAsyncContext *ac = r->ac;
     r->ac = NULL;
     snprintf(r->failbuf, sizeof r->failbuf, "shutting down");
@@ -491,7 +456,6 @@ void igw_redis_destroy(igw_redis *r)
         redisAsyncFree(ac); /* every pending callback, in order, with NULL */
     close_socket(r);
     h2o_timeout_dispose(r->loop, &r->t_timeout);
-    for (size_t i = 0; i < NBACKOFF; i++)
-        h2o_timeout_dispose(r->loop, &r->t_backoff[i]);
+    igw_conn_destroy(r->sup);
     free(r);
 }

@@ -23,6 +23,8 @@
 
 #include <hiredis/hiredis.h>
 
+#include "core/conn.h"
+
 struct st_h2o_evloop_t; /* h2o_evloop_t, without pulling h2o into every user */
 
 typedef struct igw_redis igw_redis;
@@ -39,9 +41,6 @@ typedef struct igw_redis igw_redis;
  * igw_redis_destroy. */
 typedef void (*igw_redis_cb)(void *arg, const redisReply *reply, const char *err);
 
-/* Round-trip histogram bounds in microseconds (the values of igw_db_rtt_bounds_us). */
-#define IGW_REDIS_RTT_NBOUNDS 16
-extern const uint64_t igw_redis_rtt_bounds_us[IGW_REDIS_RTT_NBOUNDS];
 
 /* Counters since creation, for Prometheus. Round trip: from
  * igw_redis_command until the reply (commands that failed are not observed). */
@@ -50,13 +49,8 @@ typedef struct igw_redis_stats {
     uint64_t error_replies;    /* of which REDIS_REPLY_ERROR */
     uint64_t commands_failed;  /* callbacks without a reply */
     uint64_t rejected;         /* igw_redis_command returned -1 */
-    uint64_t connects;         /* connections established (the first included) */
-    uint64_t connect_failures; /* attempts that failed or timed out */
-    uint64_t connections_lost; /* established connections that broke or timed out */
-    uint64_t rtt_count, rtt_sum_us;
-    uint64_t rtt_buckets[IGW_REDIS_RTT_NBOUNDS + 1]; /* per bucket, not cumulative; last: above the largest bound */
-    uint64_t pending;                                /* gauge: accepted, unanswered */
-    bool connected;
+    uint64_t pending;          /* gauge: accepted, unanswered */
+    igw_conn_stats conn;       /* connects: connections established; round trips */
 } igw_redis_stats;
 
 /* Starts connecting to host:port in the background and returns at once.

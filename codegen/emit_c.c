@@ -47,6 +47,12 @@ static const char *bit(const igw_type *obj, const igw_field *f)
     return igw_sprintf("IGW_%s_%s", obj->name, f->name);
 }
 
+/* The field's number in its object: the bit of `has`, the key matcher's answer. */
+static const char *field_const(const igw_type *obj, const igw_field *f)
+{
+    return igw_sprintf("IGW_%s_F_%s", obj->name, f->name);
+}
+
 static const char *enum_const(const igw_type *e, const char *value)
 {
     return igw_sprintf("IGW_%s_%s", e->name, igw_c_ident(value));
@@ -92,8 +98,22 @@ static void emit_struct(igw_out *h, igw_type *t, char *done, const igw_schema *s
         }
     }
     igw_out_printf(h, "} igw_%s;\n", t->name);
+    /* Field numbers by name: a field inserted in the schema renumbers the
+     * ones after it here, never in code that names them. */
+    igw_out_printf(h, "enum igw_%s_field {\n", t->name);
     FOR(t->fields, igw_field, f)
-        igw_out_printf(h, "#define IGW_%s_%s (UINT64_C(1) << %d)\n", t->name, f->name, f->index);
+        igw_out_printf(h, "    %s = %d,\n", field_const(t, f), f->index);
+    igw_out_printf(h, "    IGW_%s__NFIELDS\n};\n", t->name);
+    FOR(t->fields, igw_field, f)
+        igw_out_printf(h, "#define %s (UINT64_C(1) << %s)\n", bit(t, f), field_const(t, f));
+    bool any_required = false;
+    igw_out_printf(h, "#define IGW_%s__REQUIRED (", t->name);
+    FOR(t->fields, igw_field, f)
+        if (!f->optional) {
+            igw_out_printf(h, "%s%s", any_required ? " | " : "", bit(t, f));
+            any_required = true;
+        }
+    igw_out_printf(h, "%s)\n", any_required ? "" : "UINT64_C(0)");
     igw_out_printf(h, "typedef struct igw_%s_list {\n    igw_%s *v;\n    uint32_t n;\n} igw_%s_list;\n\n", t->name,
                    t->name, t->name);
     (void)s;
@@ -165,6 +185,20 @@ static void emit_header(const igw_schema *s, igw_out *h)
     FOR(s->routes, igw_route, r)
         igw_out_printf(h, "    IGW_ROUTE_%s,\n", igw_c_upper(r->name));
     igw_out_puts(h, "    IGW_ROUTE__COUNT\n} igw_route_id;\n\n");
+    /* The places of a route's path parameters and headers in igw_request's
+     * params[] and headers[], by name. */
+    FOR(s->routes, igw_route, r) {
+        if (!r->params.n && !r->headers.n)
+            continue;
+        const char *up = igw_c_upper(r->name);
+        igw_out_printf(h, "enum igw_route_%s_slots {\n", r->name);
+        FOR(r->params, igw_field, f)
+            igw_out_printf(h, "    IGW_%s_P_%s = %d,\n", up, f->name, f_i);
+        FOR(r->headers, igw_field, f)
+            igw_out_printf(h, "    IGW_%s_H_%s = %d,\n", up, f->name, f_i);
+        igw_out_puts(h, "};\n");
+    }
+    igw_out_puts(h, "\n");
     igw_out_puts(h,
         "/* Indexed by igw_route_id. */\nextern const igw_route_def igw_routes[IGW_ROUTE__COUNT];\n\n"
         "/* The route table, matcher and error classes for src/rt/request.h:\n"
@@ -429,8 +463,8 @@ static void emit_key_matcher(igw_out *o, const igw_type *t)
             if (!any)
                 igw_out_printf(o, "    case %zu:\n", len);
             any = true;
-            igw_out_printf(o, "        if (memcmp(k, \"%s\", %zu) == 0)\n            return %d;\n", f->name, len,
-                           f->index);
+            igw_out_printf(o, "        if (memcmp(k, \"%s\", %zu) == 0)\n            return %s;\n", f->name, len,
+                           field_const(t, f));
         }
         if (any)
             igw_out_puts(o, "        break;\n");
@@ -484,7 +518,7 @@ static void emit_decoder(igw_out *o, const igw_type *t)
                     "            return igw_json_prefix_key(j, k.ptr, k.len);\n        }\n"
                     "        o->has |= UINT64_C(1) << f;\n        switch (f) {\n");
     FOR(t->fields, igw_field, f) {
-        igw_out_printf(o, "        case %d:\n", f->index);
+        igw_out_printf(o, "        case %s:\n", field_const(t, f));
         if (f->reserved) {
             igw_out_puts(o, "            igw_json_fail(j, IGW_JERR_RESERVED, \"field is not open in this version\");\n"
                             "            return igw_json_prefix_key(j, k.ptr, k.len);\n");
@@ -510,7 +544,7 @@ static void emit_decoder(igw_out *o, const igw_type *t)
     igw_out_puts(o, "        default:\n            break;\n        }\n    }\n"
                     "    if (more < 0)\n        return -1;\n");
     if (required) {
-        igw_out_printf(o, "    if ((o->has & UINT64_C(0x%llx)) != UINT64_C(0x%llx)) {\n", required, required);
+        igw_out_printf(o, "    if ((o->has & IGW_%s__REQUIRED) != IGW_%s__REQUIRED) {\n", t->name, t->name);
         FOR(t->fields, igw_field, f) {
             if (f->optional)
                 continue;
@@ -780,14 +814,16 @@ static void emit_routes(const igw_schema *s, igw_out *o)
                               "        .param_reasons = param_reasons_%s,\n        .nparams = %d,\n",
                            r->name, r->name, r->name, r->params.n);
         if (r->headers.n) {
-            unsigned long long required = 0;
-            FOR(r->headers, igw_field, f)
-                if (!f->optional)
-                    required |= 1ULL << f_i;
             igw_out_printf(o, "        .headers = headers_%s,\n        .header_checks = header_checks_%s,\n"
                               "        .header_reasons = header_reasons_%s,\n        .header_missing = header_missing_%s,\n"
-                              "        .nheaders = %d,\n        .required_headers = UINT64_C(0x%llx),\n",
-                           r->name, r->name, r->name, r->name, r->headers.n, required);
+                              "        .nheaders = %d,\n        .required_headers = ",
+                           r->name, r->name, r->name, r->name, r->headers.n);
+            int nreq = 0;
+            FOR(r->headers, igw_field, f)
+                if (!f->optional)
+                    igw_out_printf(o, "%s(UINT64_C(1) << IGW_%s_H_%s)", nreq++ ? " | " : "", igw_c_upper(r->name),
+                                   f->name);
+            igw_out_printf(o, "%s,\n", nreq ? "" : "UINT64_C(0)");
         }
         if (r->parts.n) {
             int nreq = 0;

@@ -17,14 +17,6 @@
     for (int x##_i = 0; x##_i < (vec).n; x##_i++)                                          \
         for (T *x = IGW_VEC_AT(vec, T, x##_i); x; x = NULL)
 
-static int trigger_index(const igw_machine *m, const char *name)
-{
-    for (int i = 0; i < m->triggers.n; i++)
-        if (strcmp(IGW_VEC_AT(m->triggers, char, i), name) == 0)
-            return i;
-    return -1;
-}
-
 static const char *state_name(const igw_machine *m, int idx)
 {
     return idx < 0 ? "none" : IGW_VEC_AT(m->states, igw_state, idx)->name;
@@ -38,26 +30,8 @@ static void emit_header(const igw_schema *s, igw_out *h)
     igw_out_puts(h,
         "/* machines.h - state machines of the schema as transition tables. */\n"
         "#ifndef IGW_GENERATED_MACHINES_H\n#define IGW_GENERATED_MACHINES_H\n\n"
-        "#include <stdbool.h>\n#include <stdint.h>\n\n#include \"api.h\"\n\n"
-        "/* One row: in state `from`, trigger `trigger` moves to `to` when guard\n"
-        " * `guard` holds (-1: unconditional); a reject row (to = -1) refuses with `err`. */\n"
-        "typedef struct igw_sm_row {\n    int16_t from, trigger, guard, to;\n    igw_err err;\n    const char *reason;\n} igw_sm_row;\n\n"
-        "typedef struct igw_sm {\n    const char *name;\n    const char *const *states; /* [0] = \"none\" */\n"
-        "    const char *const *triggers;\n    const char *const *guards;\n    const bool *terminal;\n"
-        "    uint16_t nstates, ntriggers, nguards, nrows;\n    const igw_sm_row *rows;\n"
-        "    igw_err illegal; /* class of an illegal trigger */\n} igw_sm;\n\n"
-        "/* Outcome of firing a trigger. */\n"
-        "typedef struct igw_sm_result {\n    bool ok;\n    int next;          /* next state (the current one when refused) */\n"
-        "    igw_err err;       /* when refused */\n    const char *reason;\n} igw_sm_result;\n\n"
-        "/* Fires `trigger` in `state` with the guards whose bits are set in\n"
-        " * `guards` holding: the first row that matches and whose guard holds\n"
-        " * wins; a matching reject row refuses with its class; otherwise the\n"
-        " * machine's illegal class. */\n"
-        "igw_sm_result igw_sm_fire(const igw_sm *m, int state, int trigger, uint32_t guards);\n\n"
-        "/* Index of a state/trigger/guard name, or -1. */\n"
-        "int igw_sm_state(const igw_sm *m, const char *name);\n"
-        "int igw_sm_trigger(const igw_sm *m, const char *name);\n"
-        "int igw_sm_guard(const igw_sm *m, const char *name);\n\n");
+        "#include <stdbool.h>\n#include <stdint.h>\n\n#include \"api.h\"\n#include \"sm.h\"\n\n"
+        "/* The tables of the schema's machines; the walker is src/rt/sm.c. */\n\n");
     FOR(s->machines, igw_machine, m) {
         const char *up = igw_c_upper(m->name);
         igw_out_printf(h, "/* ---- %s: %s ---- */\n\n", m->name, m->doc ? m->doc : "");
@@ -69,9 +43,16 @@ static void emit_header(const igw_schema *s, igw_out *h)
         FOR(m->triggers, const char, tr)
             igw_out_printf(h, "    IGW_%s_ON_%s,\n", up, igw_c_upper(tr));
         igw_out_printf(h, "    IGW_%s__TRIGGERS\n} igw_%s_trigger;\n\n", up, m->name);
+        if (m->guards.n) {
+            igw_out_printf(h, "enum igw_%s_guard {\n", m->name);
+            FOR(m->guards, igw_guard, g)
+                igw_out_printf(h, "    IGW_%s_GUARD_%s = %d, /* %s */\n", up, igw_c_upper(g->name), g->index,
+                               g->doc ? g->doc : "");
+            igw_out_printf(h, "    IGW_%s__GUARDS\n};\n", up);
+        }
         FOR(m->guards, igw_guard, g)
-            igw_out_printf(h, "#define IGW_%s_IF_%s (UINT32_C(1) << %d) /* %s */\n", up, igw_c_upper(g->name),
-                           g->index, g->doc ? g->doc : "");
+            igw_out_printf(h, "#define IGW_%s_IF_%s (UINT32_C(1) << IGW_%s_GUARD_%s)\n", up, igw_c_upper(g->name), up,
+                           igw_c_upper(g->name));
         igw_out_printf(h, "\nextern const igw_sm igw_sm_%s;\n\n", m->name);
         igw_out_printf(h, "/* True when `trigger` may fire in `state` given the holding guards. */\n"
                           "static inline bool igw_%s_can_fire(igw_%s_state state, igw_%s_trigger trigger, uint32_t guards)\n"
@@ -81,7 +62,7 @@ static void emit_header(const igw_schema *s, igw_out *h)
                           "static inline igw_%s_state igw_%s_next(igw_%s_state state, igw_%s_trigger trigger, uint32_t guards,\n"
                           "                                       igw_err *err)\n{\n"
                           "    igw_sm_result r = igw_sm_fire(&igw_sm_%s, (int)state, (int)trigger, guards);\n"
-                          "    if (!r.ok && err)\n        *err = r.err;\n    return (igw_%s_state)r.next;\n}\n\n",
+                          "    if (!r.ok && err)\n        *err = (igw_err)r.err;\n    return (igw_%s_state)r.next;\n}\n\n",
                        m->name, m->name, m->name, m->name, m->name, m->name);
     }
     igw_out_puts(h, "#endif\n");
@@ -90,7 +71,7 @@ static void emit_header(const igw_schema *s, igw_out *h)
 static void emit_source(const igw_schema *s, igw_out *c)
 {
     igw_out_banner(c, s, "//");
-    igw_out_puts(c, "/* machines.c - see machines.h. */\n#include \"machines.h\"\n\n#include <string.h>\n\n");
+    igw_out_puts(c, "/* machines.c - see machines.h: tables only. */\n#include \"machines.h\"\n\n");
     FOR(s->machines, igw_machine, m) {
         igw_out_printf(c, "static const char *const %s_states[] = {\"none\"", m->name);
         FOR(m->states, igw_state, st)
@@ -108,51 +89,39 @@ static void emit_source(const igw_schema *s, igw_out *c)
                 igw_out_printf(c, "%s\"%s\"", g_i ? ", " : "", g->name);
             igw_out_puts(c, "};\n");
         }
-        int nrows = 0;
+        const char *up = igw_c_upper(m->name);
         igw_out_printf(c, "static const igw_sm_row %s_rows[] = {\n", m->name);
         FOR(m->transitions, igw_transition, t) {
             for (int k = 0; k < t->from_idx.n; k++) {
                 int from = (int)(intptr_t)t->from_idx.v[k] + 1;
-                nrows++;
+                const char *fromc = igw_sprintf("IGW_%s_%s", up, igw_c_upper(state_name(m, from - 1)));
+                const char *trc = igw_sprintf("IGW_%s_ON_%s", up, igw_c_upper(t->trigger));
                 if (t->reject) {
-                    igw_out_printf(c, "    {%d, %d, -1, -1, IGW_ERR_%s, ", from, trigger_index(m, t->trigger),
-                                   igw_c_upper(t->error_ref->name));
+                    igw_out_printf(c, "    {.from = %s, .trigger = %s, .guard = IGW_SM_NO_GUARD, .to = IGW_SM_REFUSE,\n"
+                                      "     .err = IGW_ERR_%s, .reason = ",
+                                   fromc, trc, igw_c_upper(t->error_ref->name));
                     igw_out_c_string(c, t->reason);
                     igw_out_puts(c, "},\n");
                 } else {
-                    igw_out_printf(c, "    {%d, %d, %d, %d, IGW_ERR_%s, NULL}, /* %s: %s -> %s */\n", from,
-                                   trigger_index(m, t->trigger), t->guard_idx, t->to_idx + 1,
-                                   igw_c_upper(IGW_VEC_AT(s->errors, igw_error, 0)->name), t->trigger,
-                                   state_name(m, from - 1), t->to);
+                    const char *guard = t->guard_idx < 0
+                                            ? "IGW_SM_NO_GUARD"
+                                            : igw_sprintf("IGW_%s_GUARD_%s", up,
+                                                          igw_c_upper(IGW_VEC_AT(m->guards, igw_guard, t->guard_idx)->name));
+                    igw_out_printf(c, "    {.from = %s, .trigger = %s, .guard = %s, .to = IGW_%s_%s},\n", fromc, trc,
+                                   guard, up, igw_c_upper(t->to));
                 }
             }
         }
         igw_out_puts(c, "};\n");
-        igw_out_printf(c, "const igw_sm igw_sm_%s = {\"%s\", %s_states, %s_triggers, %s, %s_terminal, %d, %d, %d, %d, %s_rows, IGW_ERR_%s};\n\n",
+        igw_out_printf(c, "const igw_sm igw_sm_%s = {\n    .name = \"%s\",\n    .states = %s_states,\n"
+                          "    .triggers = %s_triggers,\n    .guards = %s,\n    .terminal = %s_terminal,\n"
+                          "    .nstates = IGW_%s__STATES,\n    .ntriggers = IGW_%s__TRIGGERS,\n    .nguards = %s,\n"
+                          "    .nrows = sizeof %s_rows / sizeof %s_rows[0],\n    .rows = %s_rows,\n"
+                          "    .illegal = IGW_ERR_%s,\n};\n\n",
                        m->name, m->name, m->name, m->name, m->guards.n ? igw_sprintf("%s_guards", m->name) : "NULL",
-                       m->name, m->states.n + 1, m->triggers.n, m->guards.n, nrows, m->name,
-                       igw_c_upper(m->illegal_ref->name));
+                       m->name, up, up, m->guards.n ? igw_sprintf("IGW_%s__GUARDS", up) : "0", m->name, m->name,
+                       m->name, igw_c_upper(m->illegal_ref->name));
     }
-    igw_out_puts(c,
-        "igw_sm_result igw_sm_fire(const igw_sm *m, int state, int trigger, uint32_t guards)\n{\n"
-        "    igw_sm_result r = {false, state, m->illegal, \"trigger not allowed in this state\"};\n"
-        "    if (state < 0 || state >= m->nstates || trigger < 0 || trigger >= m->ntriggers) {\n"
-        "        r.reason = \"unknown state or trigger\";\n        return r;\n    }\n"
-        "    for (uint16_t i = 0; i < m->nrows; i++) {\n"
-        "        const igw_sm_row *row = &m->rows[i];\n"
-        "        if (row->from != state || row->trigger != trigger)\n            continue;\n"
-        "        if (row->to < 0) {\n            r.err = row->err;\n            r.reason = row->reason;\n            return r;\n        }\n"
-        "        if (row->guard >= 0 && !(guards & (UINT32_C(1) << row->guard))) {\n"
-        "            r.reason = \"a guard of this transition does not hold\";\n            continue;\n        }\n"
-        "        r.ok = true;\n        r.next = row->to;\n        r.reason = NULL;\n        return r;\n    }\n"
-        "    return r;\n}\n\n"
-        "static int find(const char *const *names, int n, const char *name)\n{\n"
-        "    for (int i = 0; i < n; i++)\n        if (strcmp(names[i], name) == 0)\n            return i;\n"
-        "    return -1;\n}\n\n"
-        "int igw_sm_state(const igw_sm *m, const char *name) { return find(m->states, m->nstates, name); }\n"
-        "int igw_sm_trigger(const igw_sm *m, const char *name) { return find(m->triggers, m->ntriggers, name); }\n"
-        "int igw_sm_guard(const igw_sm *m, const char *name)\n{\n"
-        "    return m->guards ? find(m->guards, m->nguards, name) : -1;\n}\n");
 }
 
 /* ---- Graphviz ---- */

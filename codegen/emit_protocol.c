@@ -40,9 +40,10 @@ static void emit_header(const igw_schema *s, igw_out *h)
     igw_out_puts(h,
         "/* protocol.h - device protocols: which method a device may send on which\n"
         " * handle and message type, the method of the reply, and the check the\n"
-        " * handler applies to the message. One table per `protocol` declaration. */\n"
+        " * handler applies to the message. One table per `protocol` declaration;\n"
+        " * the walker is src/rt/proto.c. */\n"
         "#ifndef IGW_GENERATED_PROTOCOL_H\n#define IGW_GENERATED_PROTOCOL_H\n\n"
-        "#include <stddef.h>\n\n"
+        "#include <stddef.h>\n\n#include \"proto.h\"\n\n"
         "/* What the handler checks the message against (schema: `check`). */\n"
         "typedef enum igw_proto_check {\n    IGW_PROTO_CHECK_NONE, /* free parameters, bounded by the decoder */\n");
     for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++) {
@@ -59,24 +60,7 @@ static void emit_header(const igw_schema *s, igw_out *h)
         igw_out_puts(h, ",\n");
     }
     igw_out_puts(h,
-        "} igw_proto_returns;\n\n"
-        "typedef struct igw_proto_row {\n"
-        "    const char *handle, *type, *method; /* \"*\": any identifier */\n"
-        "    const char *reply;                  /* NULL: the device gets no reply message */\n"
-        "    igw_proto_check check;\n"
-        "    igw_proto_returns returns;\n"
-        "} igw_proto_row;\n\n"
-        "typedef struct igw_protocol {\n"
-        "    const char *name;\n"
-        "    const igw_proto_row *rows;\n"
-        "    size_t nrows;\n"
-        "} igw_protocol;\n\n"
-        "typedef enum igw_proto_status {\n"
-        "    IGW_PROTO_FOUND,\n"
-        "    IGW_PROTO_NO_HANDLE, /* no row has this handle */\n"
-        "    IGW_PROTO_NO_TYPE,   /* the handle has no row for this type */\n"
-        "    IGW_PROTO_NO_METHOD, /* the handle and type have no row for this method */\n"
-        "} igw_proto_status;\n\n");
+        "} igw_proto_returns;\n\n");
     FOR(s->protocols, igw_protocol, pr) {
         if (pr->doc)
             igw_out_printf(h, "/* %s */\n", pr->doc);
@@ -86,43 +70,35 @@ static void emit_header(const igw_schema *s, igw_out *h)
         "\n/* Schema names of the enums, by value (\"none\" first). */\n"
         "extern const char *const igw_proto_check_names[];\n"
         "extern const char *const igw_proto_returns_names[];\n");
-    igw_out_puts(h,
-        "\n/* The row for (handle, type, method), lengths in bytes; one leading '$'\n"
-        " * on the handle is ignored (MQTT topics carry it, HTTP paths may). A `*`\n"
-        " * row matches any non-empty name. *row is set when FOUND. */\n"
-        "igw_proto_status igw_proto_find(const igw_protocol *p, const char *handle, size_t hlen, const char *type,\n"
-        "                                size_t tlen, const char *method, size_t mlen, const igw_proto_row **row);\n\n"
-        "/* A short reason for a status other than FOUND (\"unknown handle\", ...). */\n"
-        "const char *igw_proto_status_text(igw_proto_status st);\n\n"
-        "#endif\n");
+    igw_out_puts(h, "\n#endif\n");
 }
 
 static void emit_source(const igw_schema *s, igw_out *c)
 {
     igw_out_banner(c, s, "//");
-    igw_out_puts(c, "#include \"protocol.h\"\n\n#include <string.h>\n\n");
+    igw_out_puts(c, "/* protocol.c - see protocol.h: tables only. */\n#include \"protocol.h\"\n\n");
     FOR(s->protocols, igw_protocol, pr) {
         igw_out_printf(c, "static const igw_proto_row %s_rows[] = {\n", pr->name);
         FOR(pr->rows, igw_proto_row, r) {
-            igw_out_puts(c, "    {");
+            igw_out_puts(c, "    {.handle = ");
             igw_out_c_string(c, r->handle);
-            igw_out_puts(c, ", ");
+            igw_out_puts(c, ", .type = ");
             igw_out_c_string(c, r->type);
-            igw_out_puts(c, ", ");
+            igw_out_puts(c, ", .method = ");
             igw_out_c_string(c, r->method);
-            igw_out_puts(c, ", ");
-            if (r->reply)
+            if (r->reply) {
+                igw_out_puts(c, ", .reply = ");
                 igw_out_c_string(c, r->reply);
-            else
-                igw_out_puts(c, "NULL");
-            igw_out_puts(c, ", ");
+            }
+            igw_out_puts(c, ",\n     .check = ");
             enum_value(c, "IGW_PROTO_CHECK_", r->check);
-            igw_out_puts(c, ", ");
+            igw_out_puts(c, ", .returns = ");
             enum_value(c, "IGW_PROTO_RETURNS_", r->returns);
             igw_out_puts(c, "},\n");
         }
-        igw_out_printf(c, "};\n\nconst igw_protocol igw_proto_%s = {\"%s\", %s_rows, %d};\n\n", pr->name,
-                       pr->name, pr->name, pr->rows.n);
+        igw_out_printf(c, "};\n\nconst igw_protocol igw_proto_%s = {\n    .name = \"%s\",\n    .rows = %s_rows,\n"
+                          "    .nrows = sizeof %s_rows / sizeof %s_rows[0],\n};\n\n",
+                       pr->name, pr->name, pr->name, pr->name, pr->name);
     }
     igw_out_puts(c, "const char *const igw_proto_check_names[] = {\"none\"");
     for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++)
@@ -131,49 +107,6 @@ static void emit_source(const igw_schema *s, igw_out *c)
     for (size_t i = 0; i < sizeof returns / sizeof returns[0]; i++)
         igw_out_printf(c, ", \"%s\"", returns[i]);
     igw_out_puts(c, "};\n\n");
-    igw_out_puts(c,
-        "static int name_is(const char *want, const char *p, size_t n)\n"
-        "{\n"
-        "    if (want[0] == '*' && want[1] == '\\0')\n"
-        "        return n > 0;\n"
-        "    return strlen(want) == n && memcmp(want, p, n) == 0;\n"
-        "}\n\n"
-        "igw_proto_status igw_proto_find(const igw_protocol *p, const char *handle, size_t hlen, const char *type,\n"
-        "                                size_t tlen, const char *method, size_t mlen, const igw_proto_row **row)\n"
-        "{\n"
-        "    if (hlen && handle[0] == '$') {\n"
-        "        handle++;\n"
-        "        hlen--;\n"
-        "    }\n"
-        "    igw_proto_status best = IGW_PROTO_NO_HANDLE;\n"
-        "    for (size_t i = 0; i < p->nrows; i++) {\n"
-        "        const igw_proto_row *r = &p->rows[i];\n"
-        "        if (!hlen || !name_is(r->handle, handle, hlen))\n"
-        "            continue;\n"
-        "        if (!name_is(r->type, type, tlen)) {\n"
-        "            if (best < IGW_PROTO_NO_TYPE)\n"
-        "                best = IGW_PROTO_NO_TYPE;\n"
-        "            continue;\n"
-        "        }\n"
-        "        if (!name_is(r->method, method, mlen)) {\n"
-        "            best = IGW_PROTO_NO_METHOD;\n"
-        "            continue;\n"
-        "        }\n"
-        "        *row = r;\n"
-        "        return IGW_PROTO_FOUND;\n"
-        "    }\n"
-        "    return best;\n"
-        "}\n\n"
-        "const char *igw_proto_status_text(igw_proto_status st)\n"
-        "{\n"
-        "    switch (st) {\n"
-        "    case IGW_PROTO_FOUND: return \"found\";\n"
-        "    case IGW_PROTO_NO_HANDLE: return \"unknown handle\";\n"
-        "    case IGW_PROTO_NO_TYPE: return \"unknown message type for this handle\";\n"
-        "    case IGW_PROTO_NO_METHOD: return \"unknown method for this handle and type\";\n"
-        "    }\n"
-        "    return \"unknown\";\n"
-        "}\n");
 }
 
 /* ---- vectors ---- */

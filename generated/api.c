@@ -839,19 +839,19 @@ static int key_Command(const char *k, size_t n)
     switch (n) {
     case 6:
         if (memcmp(k, "method", 6) == 0)
-            return 1;
+            return IGW_Command_F_method;
         if (memcmp(k, "target", 6) == 0)
-            return 3;
+            return IGW_Command_F_target;
         if (memcmp(k, "params", 6) == 0)
-            return 4;
+            return IGW_Command_F_params;
         break;
     case 8:
         if (memcmp(k, "msgToken", 8) == 0)
-            return 0;
+            return IGW_Command_F_msgToken;
         break;
     case 9:
         if (memcmp(k, "sessionId", 9) == 0)
-            return 2;
+            return IGW_Command_F_sessionId;
         break;
     default:
         break;
@@ -947,23 +947,23 @@ int igw_decode_Command(igw_json *j, igw_Command *o)
         }
         o->has |= UINT64_C(1) << f;
         switch (f) {
-        case 0:
+        case IGW_Command_F_msgToken:
             if (igw_json_string(j, &o->msgToken) || igw_decode_string_rules(j, o->msgToken, 1, 128, 3))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 1:
+        case IGW_Command_F_method:
             if (enum_CommandMethod(j, &o->method))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 2:
+        case IGW_Command_F_sessionId:
             if (igw_json_string(j, &o->sessionId) || igw_decode_string_rules(j, o->sessionId, 1, 64, 3))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 3:
+        case IGW_Command_F_target:
             if (igw_decode_Target(j, &o->target))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 4:
+        case IGW_Command_F_params:
             if (o->has & IGW_Command_method) {
                 if (switch_Command_params(j, o))
                     return igw_json_prefix_key(j, k.ptr, k.len);
@@ -980,7 +980,7 @@ int igw_decode_Command(igw_json *j, igw_Command *o)
     }
     if (more < 0)
         return -1;
-    if ((o->has & UINT64_C(0x13)) != UINT64_C(0x13)) {
+    if ((o->has & IGW_Command__REQUIRED) != IGW_Command__REQUIRED) {
         if (!(o->has & IGW_Command_msgToken)) {
             igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
             return igw_json_prefix_key(j, "msgToken", 8);
@@ -1117,33 +1117,33 @@ static int key_OpenParams(const char *k, size_t n)
     switch (n) {
     case 4:
         if (memcmp(k, "clip", 4) == 0)
-            return 5;
+            return IGW_OpenParams_F_clip;
         break;
     case 6:
         if (memcmp(k, "callId", 6) == 0)
-            return 2;
+            return IGW_OpenParams_F_callId;
         break;
     case 7:
         if (memcmp(k, "purpose", 7) == 0)
-            return 0;
+            return IGW_OpenParams_F_purpose;
         break;
     case 8:
         if (memcmp(k, "cameraId", 8) == 0)
-            return 1;
+            return IGW_OpenParams_F_cameraId;
         if (memcmp(k, "callType", 8) == 0)
-            return 6;
+            return IGW_OpenParams_F_callType;
         break;
     case 11:
         if (memcmp(k, "listenAudio", 11) == 0)
-            return 3;
+            return IGW_OpenParams_F_listenAudio;
         if (memcmp(k, "recordingId", 11) == 0)
-            return 4;
+            return IGW_OpenParams_F_recordingId;
         break;
     case 14:
         if (memcmp(k, "sourceLanguage", 14) == 0)
-            return 7;
+            return IGW_OpenParams_F_sourceLanguage;
         if (memcmp(k, "targetLanguage", 14) == 0)
-            return 8;
+            return IGW_OpenParams_F_targetLanguage;
         break;
     default:
         break;
@@ -1170,37 +1170,37 @@ int igw_decode_OpenParams(igw_json *j, igw_OpenParams *o)
         }
         o->has |= UINT64_C(1) << f;
         switch (f) {
-        case 0:
+        case IGW_OpenParams_F_purpose:
             if (enum_Purpose(j, &o->purpose))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 1:
+        case IGW_OpenParams_F_cameraId:
             if (igw_json_string(j, &o->cameraId) || igw_decode_string_rules(j, o->cameraId, 1, 64, 3))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 2:
+        case IGW_OpenParams_F_callId:
             if (igw_json_string(j, &o->callId) || igw_decode_string_rules(j, o->callId, 1, 96, 3))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 3:
+        case IGW_OpenParams_F_listenAudio:
             if (igw_json_bool(j, &o->listenAudio))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 4:
+        case IGW_OpenParams_F_recordingId:
             if (igw_json_string(j, &o->recordingId) || igw_decode_string_rules(j, o->recordingId, 1, 64, 3))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 5:
+        case IGW_OpenParams_F_clip:
             if (igw_decode_OpenParams_clip(j, &o->clip))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 6:
+        case IGW_OpenParams_F_callType:
             igw_json_fail(j, IGW_JERR_RESERVED, "field is not open in this version");
             return igw_json_prefix_key(j, k.ptr, k.len);
-        case 7:
+        case IGW_OpenParams_F_sourceLanguage:
             igw_json_fail(j, IGW_JERR_RESERVED, "field is not open in this version");
             return igw_json_prefix_key(j, k.ptr, k.len);
-        case 8:
+        case IGW_OpenParams_F_targetLanguage:
             igw_json_fail(j, IGW_JERR_RESERVED, "field is not open in this version");
             return igw_json_prefix_key(j, k.ptr, k.len);
         default:
@@ -1209,7 +1209,7 @@ int igw_decode_OpenParams(igw_json *j, igw_OpenParams *o)
     }
     if (more < 0)
         return -1;
-    if ((o->has & UINT64_C(0x3)) != UINT64_C(0x3)) {
+    if ((o->has & IGW_OpenParams__REQUIRED) != IGW_OpenParams__REQUIRED) {
         if (!(o->has & IGW_OpenParams_purpose)) {
             igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
             return igw_json_prefix_key(j, "purpose", 7);
@@ -1252,11 +1252,11 @@ static int key_OpenParams_clip(const char *k, size_t n)
     switch (n) {
     case 5:
         if (memcmp(k, "endMs", 5) == 0)
-            return 1;
+            return IGW_OpenParams_clip_F_endMs;
         break;
     case 7:
         if (memcmp(k, "startMs", 7) == 0)
-            return 0;
+            return IGW_OpenParams_clip_F_startMs;
         break;
     default:
         break;
@@ -1283,11 +1283,11 @@ int igw_decode_OpenParams_clip(igw_json *j, igw_OpenParams_clip *o)
         }
         o->has |= UINT64_C(1) << f;
         switch (f) {
-        case 0:
+        case IGW_OpenParams_clip_F_startMs:
             if (igw_json_int(j, &o->startMs, INT64_C(0), INT64_C(9007199254740991)))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 1:
+        case IGW_OpenParams_clip_F_endMs:
             if (igw_json_int(j, &o->endMs, INT64_C(0), INT64_C(9007199254740991)))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
@@ -1297,7 +1297,7 @@ int igw_decode_OpenParams_clip(igw_json *j, igw_OpenParams_clip *o)
     }
     if (more < 0)
         return -1;
-    if ((o->has & UINT64_C(0x3)) != UINT64_C(0x3)) {
+    if ((o->has & IGW_OpenParams_clip__REQUIRED) != IGW_OpenParams_clip__REQUIRED) {
         if (!(o->has & IGW_OpenParams_clip_startMs)) {
             igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
             return igw_json_prefix_key(j, "startMs", 7);
@@ -1320,7 +1320,7 @@ static int key_EndParams(const char *k, size_t n)
     switch (n) {
     case 6:
         if (memcmp(k, "reason", 6) == 0)
-            return 0;
+            return IGW_EndParams_F_reason;
         break;
     default:
         break;
@@ -1347,7 +1347,7 @@ int igw_decode_EndParams(igw_json *j, igw_EndParams *o)
         }
         o->has |= UINT64_C(1) << f;
         switch (f) {
-        case 0:
+        case IGW_EndParams_F_reason:
             if (enum_EndReason(j, &o->reason))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
@@ -1357,7 +1357,7 @@ int igw_decode_EndParams(igw_json *j, igw_EndParams *o)
     }
     if (more < 0)
         return -1;
-    if ((o->has & UINT64_C(0x1)) != UINT64_C(0x1)) {
+    if ((o->has & IGW_EndParams__REQUIRED) != IGW_EndParams__REQUIRED) {
         if (!(o->has & IGW_EndParams_reason)) {
             igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
             return igw_json_prefix_key(j, "reason", 6);
@@ -1372,7 +1372,7 @@ static int key_JoinParams(const char *k, size_t n)
     switch (n) {
     case 13:
         if (memcmp(k, "participantId", 13) == 0)
-            return 0;
+            return IGW_JoinParams_F_participantId;
         break;
     default:
         break;
@@ -1399,7 +1399,7 @@ int igw_decode_JoinParams(igw_json *j, igw_JoinParams *o)
         }
         o->has |= UINT64_C(1) << f;
         switch (f) {
-        case 0:
+        case IGW_JoinParams_F_participantId:
             if (igw_json_string(j, &o->participantId) || igw_decode_string_rules(j, o->participantId, 1, 16, 1))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
@@ -1409,7 +1409,7 @@ int igw_decode_JoinParams(igw_json *j, igw_JoinParams *o)
     }
     if (more < 0)
         return -1;
-    if ((o->has & UINT64_C(0x1)) != UINT64_C(0x1)) {
+    if ((o->has & IGW_JoinParams__REQUIRED) != IGW_JoinParams__REQUIRED) {
         if (!(o->has & IGW_JoinParams_participantId)) {
             igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
             return igw_json_prefix_key(j, "participantId", 13);
@@ -1424,15 +1424,15 @@ static int key_LeaveParams(const char *k, size_t n)
     switch (n) {
     case 6:
         if (memcmp(k, "callId", 6) == 0)
-            return 0;
+            return IGW_LeaveParams_F_callId;
         break;
     case 13:
         if (memcmp(k, "participantId", 13) == 0)
-            return 1;
+            return IGW_LeaveParams_F_participantId;
         break;
     case 19:
         if (memcmp(k, "expectedMemberEpoch", 19) == 0)
-            return 2;
+            return IGW_LeaveParams_F_expectedMemberEpoch;
         break;
     default:
         break;
@@ -1459,15 +1459,15 @@ int igw_decode_LeaveParams(igw_json *j, igw_LeaveParams *o)
         }
         o->has |= UINT64_C(1) << f;
         switch (f) {
-        case 0:
+        case IGW_LeaveParams_F_callId:
             if (igw_json_string(j, &o->callId) || igw_decode_string_rules(j, o->callId, 1, 96, 3))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 1:
+        case IGW_LeaveParams_F_participantId:
             if (igw_json_string(j, &o->participantId) || igw_decode_string_rules(j, o->participantId, 1, 16, 1))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 2:
+        case IGW_LeaveParams_F_expectedMemberEpoch:
             if (igw_json_int(j, &o->expectedMemberEpoch, INT64_C(1), INT64_C(9007199254740991)))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
@@ -1477,7 +1477,7 @@ int igw_decode_LeaveParams(igw_json *j, igw_LeaveParams *o)
     }
     if (more < 0)
         return -1;
-    if ((o->has & UINT64_C(0x7)) != UINT64_C(0x7)) {
+    if ((o->has & IGW_LeaveParams__REQUIRED) != IGW_LeaveParams__REQUIRED) {
         if (!(o->has & IGW_LeaveParams_callId)) {
             igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
             return igw_json_prefix_key(j, "callId", 6);
@@ -1500,7 +1500,7 @@ static int key_SubscribeParams(const char *k, size_t n)
     switch (n) {
     case 7:
         if (memcmp(k, "trackId", 7) == 0)
-            return 0;
+            return IGW_SubscribeParams_F_trackId;
         break;
     default:
         break;
@@ -1527,7 +1527,7 @@ int igw_decode_SubscribeParams(igw_json *j, igw_SubscribeParams *o)
         }
         o->has |= UINT64_C(1) << f;
         switch (f) {
-        case 0:
+        case IGW_SubscribeParams_F_trackId:
             if (igw_json_string(j, &o->trackId) || igw_decode_string_rules(j, o->trackId, 1, 64, 3))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
@@ -1537,7 +1537,7 @@ int igw_decode_SubscribeParams(igw_json *j, igw_SubscribeParams *o)
     }
     if (more < 0)
         return -1;
-    if ((o->has & UINT64_C(0x1)) != UINT64_C(0x1)) {
+    if ((o->has & IGW_SubscribeParams__REQUIRED) != IGW_SubscribeParams__REQUIRED) {
         if (!(o->has & IGW_SubscribeParams_trackId)) {
             igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
             return igw_json_prefix_key(j, "trackId", 7);
@@ -1552,11 +1552,11 @@ static int key_WebrtcOffer(const char *k, size_t n)
     switch (n) {
     case 3:
         if (memcmp(k, "sdp", 3) == 0)
-            return 1;
+            return IGW_WebrtcOffer_F_sdp;
         break;
     case 7:
         if (memcmp(k, "iceMode", 7) == 0)
-            return 0;
+            return IGW_WebrtcOffer_F_iceMode;
         break;
     default:
         break;
@@ -1583,11 +1583,11 @@ int igw_decode_WebrtcOffer(igw_json *j, igw_WebrtcOffer *o)
         }
         o->has |= UINT64_C(1) << f;
         switch (f) {
-        case 0:
+        case IGW_WebrtcOffer_F_iceMode:
             if (enum_IceMode(j, &o->iceMode))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 1:
+        case IGW_WebrtcOffer_F_sdp:
             if (igw_json_string(j, &o->sdp) || igw_decode_string_rules(j, o->sdp, 1, 49152, 0))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
@@ -1597,7 +1597,7 @@ int igw_decode_WebrtcOffer(igw_json *j, igw_WebrtcOffer *o)
     }
     if (more < 0)
         return -1;
-    if ((o->has & UINT64_C(0x3)) != UINT64_C(0x3)) {
+    if ((o->has & IGW_WebrtcOffer__REQUIRED) != IGW_WebrtcOffer__REQUIRED) {
         if (!(o->has & IGW_WebrtcOffer_iceMode)) {
             igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
             return igw_json_prefix_key(j, "iceMode", 7);
@@ -1616,11 +1616,11 @@ static int key_MediaOfferParams(const char *k, size_t n)
     switch (n) {
     case 6:
         if (memcmp(k, "webrtc", 6) == 0)
-            return 1;
+            return IGW_MediaOfferParams_F_webrtc;
         break;
     case 13:
         if (memcmp(k, "mediaRevision", 13) == 0)
-            return 0;
+            return IGW_MediaOfferParams_F_mediaRevision;
         break;
     default:
         break;
@@ -1647,11 +1647,11 @@ int igw_decode_MediaOfferParams(igw_json *j, igw_MediaOfferParams *o)
         }
         o->has |= UINT64_C(1) << f;
         switch (f) {
-        case 0:
+        case IGW_MediaOfferParams_F_mediaRevision:
             if (igw_json_int(j, &o->mediaRevision, INT64_C(1), INT64_C(9007199254740991)))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 1:
+        case IGW_MediaOfferParams_F_webrtc:
             if (igw_decode_WebrtcOffer(j, &o->webrtc))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
@@ -1661,7 +1661,7 @@ int igw_decode_MediaOfferParams(igw_json *j, igw_MediaOfferParams *o)
     }
     if (more < 0)
         return -1;
-    if ((o->has & UINT64_C(0x3)) != UINT64_C(0x3)) {
+    if ((o->has & IGW_MediaOfferParams__REQUIRED) != IGW_MediaOfferParams__REQUIRED) {
         if (!(o->has & IGW_MediaOfferParams_mediaRevision)) {
             igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
             return igw_json_prefix_key(j, "mediaRevision", 13);
@@ -1680,11 +1680,11 @@ static int key_MediaStateParams(const char *k, size_t n)
     switch (n) {
     case 5:
         if (memcmp(k, "state", 5) == 0)
-            return 1;
+            return IGW_MediaStateParams_F_state;
         break;
     case 13:
         if (memcmp(k, "mediaRevision", 13) == 0)
-            return 0;
+            return IGW_MediaStateParams_F_mediaRevision;
         break;
     default:
         break;
@@ -1711,11 +1711,11 @@ int igw_decode_MediaStateParams(igw_json *j, igw_MediaStateParams *o)
         }
         o->has |= UINT64_C(1) << f;
         switch (f) {
-        case 0:
+        case IGW_MediaStateParams_F_mediaRevision:
             if (igw_json_int(j, &o->mediaRevision, INT64_C(1), INT64_C(9007199254740991)))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 1:
+        case IGW_MediaStateParams_F_state:
             if (enum_MediaPeerState(j, &o->state))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
@@ -1725,7 +1725,7 @@ int igw_decode_MediaStateParams(igw_json *j, igw_MediaStateParams *o)
     }
     if (more < 0)
         return -1;
-    if ((o->has & UINT64_C(0x3)) != UINT64_C(0x3)) {
+    if ((o->has & IGW_MediaStateParams__REQUIRED) != IGW_MediaStateParams__REQUIRED) {
         if (!(o->has & IGW_MediaStateParams_mediaRevision)) {
             igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
             return igw_json_prefix_key(j, "mediaRevision", 13);
@@ -1744,15 +1744,15 @@ static int key_TrackControlParams(const char *k, size_t n)
     switch (n) {
     case 7:
         if (memcmp(k, "trackId", 7) == 0)
-            return 0;
+            return IGW_TrackControlParams_F_trackId;
         break;
     case 9:
         if (memcmp(k, "operation", 9) == 0)
-            return 1;
+            return IGW_TrackControlParams_F_operation;
         break;
     case 13:
         if (memcmp(k, "mediaRevision", 13) == 0)
-            return 2;
+            return IGW_TrackControlParams_F_mediaRevision;
         break;
     default:
         break;
@@ -1779,15 +1779,15 @@ int igw_decode_TrackControlParams(igw_json *j, igw_TrackControlParams *o)
         }
         o->has |= UINT64_C(1) << f;
         switch (f) {
-        case 0:
+        case IGW_TrackControlParams_F_trackId:
             if (igw_json_string(j, &o->trackId) || igw_decode_string_rules(j, o->trackId, 1, 64, 3))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 1:
+        case IGW_TrackControlParams_F_operation:
             if (enum_TrackOperation(j, &o->operation))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 2:
+        case IGW_TrackControlParams_F_mediaRevision:
             if (igw_json_int(j, &o->mediaRevision, INT64_C(1), INT64_C(9007199254740991)))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
@@ -1797,7 +1797,7 @@ int igw_decode_TrackControlParams(igw_json *j, igw_TrackControlParams *o)
     }
     if (more < 0)
         return -1;
-    if ((o->has & UINT64_C(0x7)) != UINT64_C(0x7)) {
+    if ((o->has & IGW_TrackControlParams__REQUIRED) != IGW_TrackControlParams__REQUIRED) {
         if (!(o->has & IGW_TrackControlParams_trackId)) {
             igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
             return igw_json_prefix_key(j, "trackId", 7);
@@ -1820,15 +1820,15 @@ static int key_ConfigureParams(const char *k, size_t n)
     switch (n) {
     case 9:
         if (memcmp(k, "speakerId", 9) == 0)
-            return 2;
+            return IGW_ConfigureParams_F_speakerId;
         break;
     case 14:
         if (memcmp(k, "sourceLanguage", 14) == 0)
-            return 0;
+            return IGW_ConfigureParams_F_sourceLanguage;
         if (memcmp(k, "targetLanguage", 14) == 0)
-            return 1;
+            return IGW_ConfigureParams_F_targetLanguage;
         if (memcmp(k, "configRevision", 14) == 0)
-            return 3;
+            return IGW_ConfigureParams_F_configRevision;
         break;
     default:
         break;
@@ -1855,19 +1855,19 @@ int igw_decode_ConfigureParams(igw_json *j, igw_ConfigureParams *o)
         }
         o->has |= UINT64_C(1) << f;
         switch (f) {
-        case 0:
+        case IGW_ConfigureParams_F_sourceLanguage:
             if (igw_json_string(j, &o->sourceLanguage) || igw_decode_string_rules(j, o->sourceLanguage, 2, 35, 2))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 1:
+        case IGW_ConfigureParams_F_targetLanguage:
             if (igw_json_string(j, &o->targetLanguage) || igw_decode_string_rules(j, o->targetLanguage, 2, 35, 2))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 2:
+        case IGW_ConfigureParams_F_speakerId:
             if (igw_json_string(j, &o->speakerId) || igw_decode_string_rules(j, o->speakerId, 1, 64, 3))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 3:
+        case IGW_ConfigureParams_F_configRevision:
             if (igw_json_int(j, &o->configRevision, INT64_C(1), INT64_C(9007199254740991)))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
@@ -1877,7 +1877,7 @@ int igw_decode_ConfigureParams(igw_json *j, igw_ConfigureParams *o)
     }
     if (more < 0)
         return -1;
-    if ((o->has & UINT64_C(0xf)) != UINT64_C(0xf)) {
+    if ((o->has & IGW_ConfigureParams__REQUIRED) != IGW_ConfigureParams__REQUIRED) {
         if (!(o->has & IGW_ConfigureParams_sourceLanguage)) {
             igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
             return igw_json_prefix_key(j, "sourceLanguage", 14);
@@ -1904,23 +1904,23 @@ static int key_ProcessorControlParams(const char *k, size_t n)
     switch (n) {
     case 9:
         if (memcmp(k, "processor", 9) == 0)
-            return 1;
+            return IGW_ProcessorControlParams_F_processor;
         if (memcmp(k, "operation", 9) == 0)
-            return 2;
+            return IGW_ProcessorControlParams_F_operation;
         break;
     case 10:
         if (memcmp(k, "consentIds", 10) == 0)
-            return 4;
+            return IGW_ProcessorControlParams_F_consentIds;
         break;
     case 11:
         if (memcmp(k, "processorId", 11) == 0)
-            return 0;
+            return IGW_ProcessorControlParams_F_processorId;
         break;
     case 14:
         if (memcmp(k, "sourceTrackIds", 14) == 0)
-            return 3;
+            return IGW_ProcessorControlParams_F_sourceTrackIds;
         if (memcmp(k, "targetLanguage", 14) == 0)
-            return 5;
+            return IGW_ProcessorControlParams_F_targetLanguage;
         break;
     default:
         break;
@@ -1947,19 +1947,19 @@ int igw_decode_ProcessorControlParams(igw_json *j, igw_ProcessorControlParams *o
         }
         o->has |= UINT64_C(1) << f;
         switch (f) {
-        case 0:
+        case IGW_ProcessorControlParams_F_processorId:
             if (igw_json_string(j, &o->processorId) || igw_decode_string_rules(j, o->processorId, 1, 64, 3))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 1:
+        case IGW_ProcessorControlParams_F_processor:
             if (enum_Processor(j, &o->processor))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 2:
+        case IGW_ProcessorControlParams_F_operation:
             if (enum_ProcessorOperation(j, &o->operation))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 3:
+        case IGW_ProcessorControlParams_F_sourceTrackIds:
             {
                 int more0;
                 if (igw_json_array_begin(j))
@@ -1991,7 +1991,7 @@ int igw_decode_ProcessorControlParams(igw_json *j, igw_ProcessorControlParams *o
                 }
             }
             break;
-        case 4:
+        case IGW_ProcessorControlParams_F_consentIds:
             {
                 int more1;
                 if (igw_json_array_begin(j))
@@ -2023,7 +2023,7 @@ int igw_decode_ProcessorControlParams(igw_json *j, igw_ProcessorControlParams *o
                 }
             }
             break;
-        case 5:
+        case IGW_ProcessorControlParams_F_targetLanguage:
             if (igw_json_string(j, &o->targetLanguage) || igw_decode_string_rules(j, o->targetLanguage, 2, 35, 2))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
@@ -2033,7 +2033,7 @@ int igw_decode_ProcessorControlParams(igw_json *j, igw_ProcessorControlParams *o
     }
     if (more < 0)
         return -1;
-    if ((o->has & UINT64_C(0xf)) != UINT64_C(0xf)) {
+    if ((o->has & IGW_ProcessorControlParams__REQUIRED) != IGW_ProcessorControlParams__REQUIRED) {
         if (!(o->has & IGW_ProcessorControlParams_processorId)) {
             igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
             return igw_json_prefix_key(j, "processorId", 11);
@@ -2076,11 +2076,11 @@ static int key_ControlParams(const char *k, size_t n)
     switch (n) {
     case 4:
         if (memcmp(k, "args", 4) == 0)
-            return 1;
+            return IGW_ControlParams_F_args;
         break;
     case 9:
         if (memcmp(k, "operation", 9) == 0)
-            return 0;
+            return IGW_ControlParams_F_operation;
         break;
     default:
         break;
@@ -2107,11 +2107,11 @@ int igw_decode_ControlParams(igw_json *j, igw_ControlParams *o)
         }
         o->has |= UINT64_C(1) << f;
         switch (f) {
-        case 0:
+        case IGW_ControlParams_F_operation:
             if (enum_ControlOperation(j, &o->operation))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 1:
+        case IGW_ControlParams_F_args:
             if (igw_decode_free(j, true, 8, 16384, &o->args))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
@@ -2121,7 +2121,7 @@ int igw_decode_ControlParams(igw_json *j, igw_ControlParams *o)
     }
     if (more < 0)
         return -1;
-    if ((o->has & UINT64_C(0x1)) != UINT64_C(0x1)) {
+    if ((o->has & IGW_ControlParams__REQUIRED) != IGW_ControlParams__REQUIRED) {
         if (!(o->has & IGW_ControlParams_operation)) {
             igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
             return igw_json_prefix_key(j, "operation", 9);
@@ -2136,17 +2136,17 @@ static int key_MessageSendParams(const char *k, size_t n)
     switch (n) {
     case 4:
         if (memcmp(k, "kind", 4) == 0)
-            return 1;
+            return IGW_MessageSendParams_F_kind;
         break;
     case 9:
         if (memcmp(k, "expiresAt", 9) == 0)
-            return 2;
+            return IGW_MessageSendParams_F_expiresAt;
         break;
     case 10:
         if (memcmp(k, "deliveryId", 10) == 0)
-            return 0;
+            return IGW_MessageSendParams_F_deliveryId;
         if (memcmp(k, "contentRef", 10) == 0)
-            return 3;
+            return IGW_MessageSendParams_F_contentRef;
         break;
     default:
         break;
@@ -2173,19 +2173,19 @@ int igw_decode_MessageSendParams(igw_json *j, igw_MessageSendParams *o)
         }
         o->has |= UINT64_C(1) << f;
         switch (f) {
-        case 0:
+        case IGW_MessageSendParams_F_deliveryId:
             if (igw_json_string(j, &o->deliveryId) || igw_decode_string_rules(j, o->deliveryId, 1, 64, 3))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 1:
+        case IGW_MessageSendParams_F_kind:
             if (enum_MessageKind(j, &o->kind))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 2:
+        case IGW_MessageSendParams_F_expiresAt:
             if (igw_json_int(j, &o->expiresAt, INT64_C(0), INT64_C(9007199254740991)))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 3:
+        case IGW_MessageSendParams_F_contentRef:
             if (igw_json_string(j, &o->contentRef) || igw_decode_string_rules(j, o->contentRef, 1, 64, 3))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
@@ -2195,7 +2195,7 @@ int igw_decode_MessageSendParams(igw_json *j, igw_MessageSendParams *o)
     }
     if (more < 0)
         return -1;
-    if ((o->has & UINT64_C(0xf)) != UINT64_C(0xf)) {
+    if ((o->has & IGW_MessageSendParams__REQUIRED) != IGW_MessageSendParams__REQUIRED) {
         if (!(o->has & IGW_MessageSendParams_deliveryId)) {
             igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
             return igw_json_prefix_key(j, "deliveryId", 10);
@@ -2222,11 +2222,11 @@ static int key_DeviceActionParams(const char *k, size_t n)
     switch (n) {
     case 5:
         if (memcmp(k, "input", 5) == 0)
-            return 1;
+            return IGW_DeviceActionParams_F_input;
         break;
     case 8:
         if (memcmp(k, "actionID", 8) == 0)
-            return 0;
+            return IGW_DeviceActionParams_F_actionID;
         break;
     default:
         break;
@@ -2253,11 +2253,11 @@ int igw_decode_DeviceActionParams(igw_json *j, igw_DeviceActionParams *o)
         }
         o->has |= UINT64_C(1) << f;
         switch (f) {
-        case 0:
+        case IGW_DeviceActionParams_F_actionID:
             if (igw_json_string(j, &o->actionID) || igw_decode_string_rules(j, o->actionID, 1, 64, 3))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 1:
+        case IGW_DeviceActionParams_F_input:
             if (igw_decode_free(j, true, 8, 16384, &o->input))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
@@ -2267,7 +2267,7 @@ int igw_decode_DeviceActionParams(igw_json *j, igw_DeviceActionParams *o)
     }
     if (more < 0)
         return -1;
-    if ((o->has & UINT64_C(0x3)) != UINT64_C(0x3)) {
+    if ((o->has & IGW_DeviceActionParams__REQUIRED) != IGW_DeviceActionParams__REQUIRED) {
         if (!(o->has & IGW_DeviceActionParams_actionID)) {
             igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
             return igw_json_prefix_key(j, "actionID", 8);
@@ -2286,7 +2286,7 @@ static int key_PropertyControlParams(const char *k, size_t n)
     switch (n) {
     case 10:
         if (memcmp(k, "properties", 10) == 0)
-            return 0;
+            return IGW_PropertyControlParams_F_properties;
         break;
     default:
         break;
@@ -2313,7 +2313,7 @@ int igw_decode_PropertyControlParams(igw_json *j, igw_PropertyControlParams *o)
         }
         o->has |= UINT64_C(1) << f;
         switch (f) {
-        case 0:
+        case IGW_PropertyControlParams_F_properties:
             if (igw_decode_free(j, true, 8, 16384, &o->properties))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
@@ -2323,7 +2323,7 @@ int igw_decode_PropertyControlParams(igw_json *j, igw_PropertyControlParams *o)
     }
     if (more < 0)
         return -1;
-    if ((o->has & UINT64_C(0x1)) != UINT64_C(0x1)) {
+    if ((o->has & IGW_PropertyControlParams__REQUIRED) != IGW_PropertyControlParams__REQUIRED) {
         if (!(o->has & IGW_PropertyControlParams_properties)) {
             igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
             return igw_json_prefix_key(j, "properties", 10);
@@ -2338,11 +2338,11 @@ static int key_Target(const char *k, size_t n)
     switch (n) {
     case 9:
         if (memcmp(k, "productID", 9) == 0)
-            return 0;
+            return IGW_Target_F_productID;
         break;
     case 10:
         if (memcmp(k, "deviceName", 10) == 0)
-            return 1;
+            return IGW_Target_F_deviceName;
         break;
     default:
         break;
@@ -2369,11 +2369,11 @@ int igw_decode_Target(igw_json *j, igw_Target *o)
         }
         o->has |= UINT64_C(1) << f;
         switch (f) {
-        case 0:
+        case IGW_Target_F_productID:
             if (igw_json_string(j, &o->productID) || igw_decode_string_rules(j, o->productID, 1, 64, 3))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 1:
+        case IGW_Target_F_deviceName:
             if (igw_json_string(j, &o->deviceName) || igw_decode_string_rules(j, o->deviceName, 1, 64, 3))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
@@ -2383,7 +2383,7 @@ int igw_decode_Target(igw_json *j, igw_Target *o)
     }
     if (more < 0)
         return -1;
-    if ((o->has & UINT64_C(0x3)) != UINT64_C(0x3)) {
+    if ((o->has & IGW_Target__REQUIRED) != IGW_Target__REQUIRED) {
         if (!(o->has & IGW_Target_productID)) {
             igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
             return igw_json_prefix_key(j, "productID", 9);
@@ -2402,25 +2402,25 @@ static int key_ConsentCreate(const char *k, size_t n)
     switch (n) {
     case 7:
         if (memcmp(k, "trackId", 7) == 0)
-            return 3;
+            return IGW_ConsentCreate_F_trackId;
         break;
     case 8:
         if (memcmp(k, "msgToken", 8) == 0)
-            return 0;
+            return IGW_ConsentCreate_F_msgToken;
         if (memcmp(k, "cameraId", 8) == 0)
-            return 2;
+            return IGW_ConsentCreate_F_cameraId;
         break;
     case 9:
         if (memcmp(k, "expiresAt", 9) == 0)
-            return 5;
+            return IGW_ConsentCreate_F_expiresAt;
         break;
     case 15:
         if (memcmp(k, "sourceSessionId", 15) == 0)
-            return 1;
+            return IGW_ConsentCreate_F_sourceSessionId;
         break;
     case 21:
         if (memcmp(k, "expectedMediaRevision", 21) == 0)
-            return 4;
+            return IGW_ConsentCreate_F_expectedMediaRevision;
         break;
     default:
         break;
@@ -2447,27 +2447,27 @@ int igw_decode_ConsentCreate(igw_json *j, igw_ConsentCreate *o)
         }
         o->has |= UINT64_C(1) << f;
         switch (f) {
-        case 0:
+        case IGW_ConsentCreate_F_msgToken:
             if (igw_json_string(j, &o->msgToken) || igw_decode_string_rules(j, o->msgToken, 1, 128, 3))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 1:
+        case IGW_ConsentCreate_F_sourceSessionId:
             if (igw_json_string(j, &o->sourceSessionId) || igw_decode_string_rules(j, o->sourceSessionId, 1, 64, 3))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 2:
+        case IGW_ConsentCreate_F_cameraId:
             if (igw_json_string(j, &o->cameraId) || igw_decode_string_rules(j, o->cameraId, 1, 64, 3))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 3:
+        case IGW_ConsentCreate_F_trackId:
             if (igw_json_string(j, &o->trackId) || igw_decode_string_rules(j, o->trackId, 1, 64, 3))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 4:
+        case IGW_ConsentCreate_F_expectedMediaRevision:
             if (igw_json_int(j, &o->expectedMediaRevision, INT64_C(1), INT64_C(9007199254740991)))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 5:
+        case IGW_ConsentCreate_F_expiresAt:
             if (igw_json_int(j, &o->expiresAt, INT64_C(1), INT64_C(9007199254740991)))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
@@ -2477,7 +2477,7 @@ int igw_decode_ConsentCreate(igw_json *j, igw_ConsentCreate *o)
     }
     if (more < 0)
         return -1;
-    if ((o->has & UINT64_C(0x3f)) != UINT64_C(0x3f)) {
+    if ((o->has & IGW_ConsentCreate__REQUIRED) != IGW_ConsentCreate__REQUIRED) {
         if (!(o->has & IGW_ConsentCreate_msgToken)) {
             igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
             return igw_json_prefix_key(j, "msgToken", 8);
@@ -2512,7 +2512,7 @@ static int key_ConsentGetOne(const char *k, size_t n)
     switch (n) {
     case 9:
         if (memcmp(k, "consentId", 9) == 0)
-            return 0;
+            return IGW_ConsentGetOne_F_consentId;
         break;
     default:
         break;
@@ -2539,7 +2539,7 @@ int igw_decode_ConsentGetOne(igw_json *j, igw_ConsentGetOne *o)
         }
         o->has |= UINT64_C(1) << f;
         switch (f) {
-        case 0:
+        case IGW_ConsentGetOne_F_consentId:
             if (igw_json_string(j, &o->consentId) || igw_decode_string_rules(j, o->consentId, 1, 64, 3))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
@@ -2549,7 +2549,7 @@ int igw_decode_ConsentGetOne(igw_json *j, igw_ConsentGetOne *o)
     }
     if (more < 0)
         return -1;
-    if ((o->has & UINT64_C(0x1)) != UINT64_C(0x1)) {
+    if ((o->has & IGW_ConsentGetOne__REQUIRED) != IGW_ConsentGetOne__REQUIRED) {
         if (!(o->has & IGW_ConsentGetOne_consentId)) {
             igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
             return igw_json_prefix_key(j, "consentId", 9);
@@ -2564,11 +2564,11 @@ static int key_ConsentRevoke(const char *k, size_t n)
     switch (n) {
     case 9:
         if (memcmp(k, "consentId", 9) == 0)
-            return 0;
+            return IGW_ConsentRevoke_F_consentId;
         break;
     case 16:
         if (memcmp(k, "expectedRevision", 16) == 0)
-            return 1;
+            return IGW_ConsentRevoke_F_expectedRevision;
         break;
     default:
         break;
@@ -2595,11 +2595,11 @@ int igw_decode_ConsentRevoke(igw_json *j, igw_ConsentRevoke *o)
         }
         o->has |= UINT64_C(1) << f;
         switch (f) {
-        case 0:
+        case IGW_ConsentRevoke_F_consentId:
             if (igw_json_string(j, &o->consentId) || igw_decode_string_rules(j, o->consentId, 1, 64, 3))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 1:
+        case IGW_ConsentRevoke_F_expectedRevision:
             if (igw_json_int(j, &o->expectedRevision, INT64_C(1), INT64_C(9007199254740990)))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
@@ -2609,7 +2609,7 @@ int igw_decode_ConsentRevoke(igw_json *j, igw_ConsentRevoke *o)
     }
     if (more < 0)
         return -1;
-    if ((o->has & UINT64_C(0x3)) != UINT64_C(0x3)) {
+    if ((o->has & IGW_ConsentRevoke__REQUIRED) != IGW_ConsentRevoke__REQUIRED) {
         if (!(o->has & IGW_ConsentRevoke_consentId)) {
             igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
             return igw_json_prefix_key(j, "consentId", 9);
@@ -2628,35 +2628,35 @@ static int key_Consent(const char *k, size_t n)
     switch (n) {
     case 5:
         if (memcmp(k, "scope", 5) == 0)
-            return 1;
+            return IGW_Consent_F_scope;
         break;
     case 7:
         if (memcmp(k, "trackId", 7) == 0)
-            return 4;
+            return IGW_Consent_F_trackId;
         break;
     case 8:
         if (memcmp(k, "cameraId", 8) == 0)
-            return 3;
+            return IGW_Consent_F_cameraId;
         if (memcmp(k, "revision", 8) == 0)
-            return 8;
+            return IGW_Consent_F_revision;
         break;
     case 9:
         if (memcmp(k, "consentId", 9) == 0)
-            return 0;
+            return IGW_Consent_F_consentId;
         if (memcmp(k, "expiresAt", 9) == 0)
-            return 6;
+            return IGW_Consent_F_expiresAt;
         if (memcmp(k, "grantedAt", 9) == 0)
-            return 7;
+            return IGW_Consent_F_grantedAt;
         if (memcmp(k, "revokedAt", 9) == 0)
-            return 9;
+            return IGW_Consent_F_revokedAt;
         break;
     case 13:
         if (memcmp(k, "mediaRevision", 13) == 0)
-            return 5;
+            return IGW_Consent_F_mediaRevision;
         break;
     case 15:
         if (memcmp(k, "sourceSessionId", 15) == 0)
-            return 2;
+            return IGW_Consent_F_sourceSessionId;
         break;
     default:
         break;
@@ -2683,43 +2683,43 @@ int igw_decode_Consent(igw_json *j, igw_Consent *o)
         }
         o->has |= UINT64_C(1) << f;
         switch (f) {
-        case 0:
+        case IGW_Consent_F_consentId:
             if (igw_json_string(j, &o->consentId) || igw_decode_string_rules(j, o->consentId, 1, 64, 3))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 1:
+        case IGW_Consent_F_scope:
             if (enum_ConsentScope(j, &o->scope))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 2:
+        case IGW_Consent_F_sourceSessionId:
             if (igw_json_string(j, &o->sourceSessionId) || igw_decode_string_rules(j, o->sourceSessionId, 1, 64, 3))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 3:
+        case IGW_Consent_F_cameraId:
             if (igw_json_string(j, &o->cameraId) || igw_decode_string_rules(j, o->cameraId, 1, 64, 3))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 4:
+        case IGW_Consent_F_trackId:
             if (igw_json_string(j, &o->trackId) || igw_decode_string_rules(j, o->trackId, 1, 64, 3))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 5:
+        case IGW_Consent_F_mediaRevision:
             if (igw_json_int(j, &o->mediaRevision, INT64_C(1), INT64_C(9007199254740991)))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 6:
+        case IGW_Consent_F_expiresAt:
             if (igw_json_int(j, &o->expiresAt, INT64_C(0), INT64_C(9007199254740991)))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 7:
+        case IGW_Consent_F_grantedAt:
             if (igw_json_int(j, &o->grantedAt, INT64_C(0), INT64_C(9007199254740991)))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 8:
+        case IGW_Consent_F_revision:
             if (igw_json_int(j, &o->revision, INT64_C(1), INT64_C(9007199254740991)))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 9:
+        case IGW_Consent_F_revokedAt:
             if (igw_json_int(j, &o->revokedAt, INT64_C(0), INT64_C(9007199254740991)))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
@@ -2729,7 +2729,7 @@ int igw_decode_Consent(igw_json *j, igw_Consent *o)
     }
     if (more < 0)
         return -1;
-    if ((o->has & UINT64_C(0x3ff)) != UINT64_C(0x3ff)) {
+    if ((o->has & IGW_Consent__REQUIRED) != IGW_Consent__REQUIRED) {
         if (!(o->has & IGW_Consent_consentId)) {
             igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
             return igw_json_prefix_key(j, "consentId", 9);
@@ -2780,11 +2780,11 @@ static int key_ConsentCreateData(const char *k, size_t n)
     switch (n) {
     case 6:
         if (memcmp(k, "replay", 6) == 0)
-            return 1;
+            return IGW_ConsentCreateData_F_replay;
         break;
     case 7:
         if (memcmp(k, "consent", 7) == 0)
-            return 0;
+            return IGW_ConsentCreateData_F_consent;
         break;
     default:
         break;
@@ -2811,11 +2811,11 @@ int igw_decode_ConsentCreateData(igw_json *j, igw_ConsentCreateData *o)
         }
         o->has |= UINT64_C(1) << f;
         switch (f) {
-        case 0:
+        case IGW_ConsentCreateData_F_consent:
             if (igw_decode_Consent(j, &o->consent))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 1:
+        case IGW_ConsentCreateData_F_replay:
             if (igw_json_bool(j, &o->replay))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
@@ -2825,7 +2825,7 @@ int igw_decode_ConsentCreateData(igw_json *j, igw_ConsentCreateData *o)
     }
     if (more < 0)
         return -1;
-    if ((o->has & UINT64_C(0x3)) != UINT64_C(0x3)) {
+    if ((o->has & IGW_ConsentCreateData__REQUIRED) != IGW_ConsentCreateData__REQUIRED) {
         if (!(o->has & IGW_ConsentCreateData_consent)) {
             igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
             return igw_json_prefix_key(j, "consent", 7);
@@ -2844,7 +2844,7 @@ static int key_ConsentData(const char *k, size_t n)
     switch (n) {
     case 7:
         if (memcmp(k, "consent", 7) == 0)
-            return 0;
+            return IGW_ConsentData_F_consent;
         break;
     default:
         break;
@@ -2871,7 +2871,7 @@ int igw_decode_ConsentData(igw_json *j, igw_ConsentData *o)
         }
         o->has |= UINT64_C(1) << f;
         switch (f) {
-        case 0:
+        case IGW_ConsentData_F_consent:
             if (igw_decode_Consent(j, &o->consent))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
@@ -2881,7 +2881,7 @@ int igw_decode_ConsentData(igw_json *j, igw_ConsentData *o)
     }
     if (more < 0)
         return -1;
-    if ((o->has & UINT64_C(0x1)) != UINT64_C(0x1)) {
+    if ((o->has & IGW_ConsentData__REQUIRED) != IGW_ConsentData__REQUIRED) {
         if (!(o->has & IGW_ConsentData_consent)) {
             igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
             return igw_json_prefix_key(j, "consent", 7);
@@ -2896,37 +2896,37 @@ static int key_DeviceMessage(const char *k, size_t n)
     switch (n) {
     case 3:
         if (memcmp(k, "msg", 3) == 0)
-            return 8;
+            return IGW_DeviceMessage_F_msg;
         break;
     case 4:
         if (memcmp(k, "type", 4) == 0)
-            return 5;
+            return IGW_DeviceMessage_F_type;
         if (memcmp(k, "code", 4) == 0)
-            return 7;
+            return IGW_DeviceMessage_F_code;
         if (memcmp(k, "data", 4) == 0)
-            return 10;
+            return IGW_DeviceMessage_F_data;
         break;
     case 6:
         if (memcmp(k, "method", 6) == 0)
-            return 0;
+            return IGW_DeviceMessage_F_method;
         if (memcmp(k, "params", 6) == 0)
-            return 3;
+            return IGW_DeviceMessage_F_params;
         break;
     case 7:
         if (memcmp(k, "eventID", 7) == 0)
-            return 4;
+            return IGW_DeviceMessage_F_eventID;
         break;
     case 8:
         if (memcmp(k, "msgToken", 8) == 0)
-            return 1;
+            return IGW_DeviceMessage_F_msgToken;
         if (memcmp(k, "actionID", 8) == 0)
-            return 6;
+            return IGW_DeviceMessage_F_actionID;
         if (memcmp(k, "response", 8) == 0)
-            return 9;
+            return IGW_DeviceMessage_F_response;
         break;
     case 9:
         if (memcmp(k, "timestamp", 9) == 0)
-            return 2;
+            return IGW_DeviceMessage_F_timestamp;
         break;
     default:
         break;
@@ -2953,47 +2953,47 @@ int igw_decode_DeviceMessage(igw_json *j, igw_DeviceMessage *o)
         }
         o->has |= UINT64_C(1) << f;
         switch (f) {
-        case 0:
+        case IGW_DeviceMessage_F_method:
             if (igw_json_string(j, &o->method) || igw_decode_string_rules(j, o->method, 1, 64, 3))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 1:
+        case IGW_DeviceMessage_F_msgToken:
             if (igw_json_string(j, &o->msgToken) || igw_decode_string_rules(j, o->msgToken, 1, 128, 3))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 2:
+        case IGW_DeviceMessage_F_timestamp:
             if (igw_json_int(j, &o->timestamp, INT64_C(0), INT64_C(9007199254740991)))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 3:
+        case IGW_DeviceMessage_F_params:
             if (igw_decode_free(j, true, 8, 49152, &o->params))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 4:
+        case IGW_DeviceMessage_F_eventID:
             if (igw_json_string(j, &o->eventID) || igw_decode_string_rules(j, o->eventID, 1, 64, 3))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 5:
+        case IGW_DeviceMessage_F_type:
             if (igw_json_string(j, &o->type) || igw_decode_string_rules(j, o->type, 1, 64, 3))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 6:
+        case IGW_DeviceMessage_F_actionID:
             if (igw_json_string(j, &o->actionID) || igw_decode_string_rules(j, o->actionID, 1, 64, 3))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 7:
+        case IGW_DeviceMessage_F_code:
             if (igw_json_int(j, &o->code, INT64_C(-9007199254740991), INT64_C(9007199254740991)))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 8:
+        case IGW_DeviceMessage_F_msg:
             if (igw_json_string(j, &o->msg) || igw_decode_string_rules(j, o->msg, 0, 1024, 0))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 9:
+        case IGW_DeviceMessage_F_response:
             if (igw_decode_free(j, true, 8, 16384, &o->response))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 10:
+        case IGW_DeviceMessage_F_data:
             if (igw_decode_free(j, false, 8, 49152, &o->data))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
@@ -3003,7 +3003,7 @@ int igw_decode_DeviceMessage(igw_json *j, igw_DeviceMessage *o)
     }
     if (more < 0)
         return -1;
-    if ((o->has & UINT64_C(0x3)) != UINT64_C(0x3)) {
+    if ((o->has & IGW_DeviceMessage__REQUIRED) != IGW_DeviceMessage__REQUIRED) {
         if (!(o->has & IGW_DeviceMessage_method)) {
             igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
             return igw_json_prefix_key(j, "method", 6);
@@ -3038,21 +3038,21 @@ static int key_DeviceReply(const char *k, size_t n)
     switch (n) {
     case 3:
         if (memcmp(k, "msg", 3) == 0)
-            return 3;
+            return IGW_DeviceReply_F_msg;
         break;
     case 4:
         if (memcmp(k, "code", 4) == 0)
-            return 0;
+            return IGW_DeviceReply_F_code;
         if (memcmp(k, "data", 4) == 0)
-            return 4;
+            return IGW_DeviceReply_F_data;
         break;
     case 6:
         if (memcmp(k, "method", 6) == 0)
-            return 1;
+            return IGW_DeviceReply_F_method;
         break;
     case 8:
         if (memcmp(k, "msgToken", 8) == 0)
-            return 2;
+            return IGW_DeviceReply_F_msgToken;
         break;
     default:
         break;
@@ -3079,23 +3079,23 @@ int igw_decode_DeviceReply(igw_json *j, igw_DeviceReply *o)
         }
         o->has |= UINT64_C(1) << f;
         switch (f) {
-        case 0:
+        case IGW_DeviceReply_F_code:
             if (igw_json_int(j, &o->code, INT64_C(-9007199254740991), INT64_C(9007199254740991)))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 1:
+        case IGW_DeviceReply_F_method:
             if (igw_json_string(j, &o->method) || igw_decode_string_rules(j, o->method, 1, 64, 3))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 2:
+        case IGW_DeviceReply_F_msgToken:
             if (igw_json_string(j, &o->msgToken) || igw_decode_string_rules(j, o->msgToken, 1, 128, 3))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 3:
+        case IGW_DeviceReply_F_msg:
             if (igw_json_string(j, &o->msg) || igw_decode_string_rules(j, o->msg, 0, 1024, 0))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 4:
+        case IGW_DeviceReply_F_data:
             if (igw_decode_free(j, true, 8, 49152, &o->data))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
@@ -3105,7 +3105,7 @@ int igw_decode_DeviceReply(igw_json *j, igw_DeviceReply *o)
     }
     if (more < 0)
         return -1;
-    if ((o->has & UINT64_C(0x7)) != UINT64_C(0x7)) {
+    if ((o->has & IGW_DeviceReply__REQUIRED) != IGW_DeviceReply__REQUIRED) {
         if (!(o->has & IGW_DeviceReply_code)) {
             igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
             return igw_json_prefix_key(j, "code", 4);
@@ -3128,11 +3128,11 @@ static int key_UploadResult(const char *k, size_t n)
     switch (n) {
     case 7:
         if (memcmp(k, "fileUri", 7) == 0)
-            return 1;
+            return IGW_UploadResult_F_fileUri;
         break;
     case 8:
         if (memcmp(k, "filePath", 8) == 0)
-            return 0;
+            return IGW_UploadResult_F_filePath;
         break;
     default:
         break;
@@ -3159,11 +3159,11 @@ int igw_decode_UploadResult(igw_json *j, igw_UploadResult *o)
         }
         o->has |= UINT64_C(1) << f;
         switch (f) {
-        case 0:
+        case IGW_UploadResult_F_filePath:
             if (igw_json_string(j, &o->filePath) || igw_decode_string_rules(j, o->filePath, 1, 512, 0))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 1:
+        case IGW_UploadResult_F_fileUri:
             if (igw_json_string(j, &o->fileUri) || igw_decode_string_rules(j, o->fileUri, 1, 2048, 0))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
@@ -3173,7 +3173,7 @@ int igw_decode_UploadResult(igw_json *j, igw_UploadResult *o)
     }
     if (more < 0)
         return -1;
-    if ((o->has & UINT64_C(0x3)) != UINT64_C(0x3)) {
+    if ((o->has & IGW_UploadResult__REQUIRED) != IGW_UploadResult__REQUIRED) {
         if (!(o->has & IGW_UploadResult_filePath)) {
             igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
             return igw_json_prefix_key(j, "filePath", 8);
@@ -3192,55 +3192,55 @@ static int key_ResultData(const char *k, size_t n)
     switch (n) {
     case 5:
         if (memcmp(k, "state", 5) == 0)
-            return 2;
+            return IGW_ResultData_F_state;
         if (memcmp(k, "ended", 5) == 0)
-            return 7;
+            return IGW_ResultData_F_ended;
         break;
     case 6:
         if (memcmp(k, "result", 6) == 0)
-            return 1;
+            return IGW_ResultData_F_result;
         if (memcmp(k, "callId", 6) == 0)
-            return 3;
+            return IGW_ResultData_F_callId;
         if (memcmp(k, "reason", 6) == 0)
-            return 8;
+            return IGW_ResultData_F_reason;
         if (memcmp(k, "webrtc", 6) == 0)
-            return 10;
+            return IGW_ResultData_F_webrtc;
         if (memcmp(k, "output", 6) == 0)
-            return 17;
+            return IGW_ResultData_F_output;
         break;
     case 7:
         if (memcmp(k, "trackId", 7) == 0)
-            return 15;
+            return IGW_ResultData_F_trackId;
         break;
     case 9:
         if (memcmp(k, "operation", 9) == 0)
-            return 0;
+            return IGW_ResultData_F_operation;
         if (memcmp(k, "remaining", 9) == 0)
-            return 6;
+            return IGW_ResultData_F_remaining;
         if (memcmp(k, "sessionId", 9) == 0)
-            return 9;
+            return IGW_ResultData_F_sessionId;
         break;
     case 10:
         if (memcmp(k, "deliveryId", 10) == 0)
-            return 14;
+            return IGW_ResultData_F_deliveryId;
         break;
     case 11:
         if (memcmp(k, "memberEpoch", 11) == 0)
-            return 5;
+            return IGW_ResultData_F_memberEpoch;
         if (memcmp(k, "processorId", 11) == 0)
-            return 13;
+            return IGW_ResultData_F_processorId;
         break;
     case 13:
         if (memcmp(k, "participantId", 13) == 0)
-            return 4;
+            return IGW_ResultData_F_participantId;
         if (memcmp(k, "mediaRevision", 13) == 0)
-            return 11;
+            return IGW_ResultData_F_mediaRevision;
         if (memcmp(k, "playbackToken", 13) == 0)
-            return 12;
+            return IGW_ResultData_F_playbackToken;
         break;
     case 14:
         if (memcmp(k, "configRevision", 14) == 0)
-            return 16;
+            return IGW_ResultData_F_configRevision;
         break;
     default:
         break;
@@ -3267,31 +3267,31 @@ int igw_decode_ResultData(igw_json *j, igw_ResultData *o)
         }
         o->has |= UINT64_C(1) << f;
         switch (f) {
-        case 0:
+        case IGW_ResultData_F_operation:
             if (enum_CommandMethod(j, &o->operation))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 1:
+        case IGW_ResultData_F_result:
             if (igw_decode_free(j, true, 16, 32768, &o->result))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 2:
+        case IGW_ResultData_F_state:
             if (igw_json_string(j, &o->state) || igw_decode_string_rules(j, o->state, 1, 32, 3))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 3:
+        case IGW_ResultData_F_callId:
             if (igw_json_string(j, &o->callId) || igw_decode_string_rules(j, o->callId, 1, 96, 3))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 4:
+        case IGW_ResultData_F_participantId:
             if (igw_json_string(j, &o->participantId) || igw_decode_string_rules(j, o->participantId, 1, 16, 1))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 5:
+        case IGW_ResultData_F_memberEpoch:
             if (igw_json_int(j, &o->memberEpoch, INT64_C(1), INT64_C(9007199254740991)))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 6:
+        case IGW_ResultData_F_remaining:
             {
                 int more2;
                 if (igw_json_array_begin(j))
@@ -3314,47 +3314,47 @@ int igw_decode_ResultData(igw_json *j, igw_ResultData *o)
                     return igw_json_prefix_key(j, k.ptr, k.len);
             }
             break;
-        case 7:
+        case IGW_ResultData_F_ended:
             if (igw_json_bool(j, &o->ended))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 8:
+        case IGW_ResultData_F_reason:
             if (igw_json_string(j, &o->reason) || igw_decode_string_rules(j, o->reason, 1, 256, 0))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 9:
+        case IGW_ResultData_F_sessionId:
             if (igw_json_string(j, &o->sessionId) || igw_decode_string_rules(j, o->sessionId, 1, 64, 3))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 10:
+        case IGW_ResultData_F_webrtc:
             if (igw_decode_free(j, true, 8, 49152, &o->webrtc))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 11:
+        case IGW_ResultData_F_mediaRevision:
             if (igw_json_int(j, &o->mediaRevision, INT64_C(1), INT64_C(9007199254740991)))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 12:
+        case IGW_ResultData_F_playbackToken:
             if (igw_json_string(j, &o->playbackToken) || igw_decode_string_rules(j, o->playbackToken, 1, 64, 3))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 13:
+        case IGW_ResultData_F_processorId:
             if (igw_json_string(j, &o->processorId) || igw_decode_string_rules(j, o->processorId, 1, 64, 3))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 14:
+        case IGW_ResultData_F_deliveryId:
             if (igw_json_string(j, &o->deliveryId) || igw_decode_string_rules(j, o->deliveryId, 1, 64, 3))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 15:
+        case IGW_ResultData_F_trackId:
             if (igw_json_string(j, &o->trackId) || igw_decode_string_rules(j, o->trackId, 1, 64, 3))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 16:
+        case IGW_ResultData_F_configRevision:
             if (igw_json_int(j, &o->configRevision, INT64_C(1), INT64_C(9007199254740991)))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 17:
+        case IGW_ResultData_F_output:
             if (igw_decode_free(j, true, 8, 16384, &o->output))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
@@ -3364,7 +3364,7 @@ int igw_decode_ResultData(igw_json *j, igw_ResultData *o)
     }
     if (more < 0)
         return -1;
-    if ((o->has & UINT64_C(0x1)) != UINT64_C(0x1)) {
+    if ((o->has & IGW_ResultData__REQUIRED) != IGW_ResultData__REQUIRED) {
         if (!(o->has & IGW_ResultData_operation)) {
             igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
             return igw_json_prefix_key(j, "operation", 9);
@@ -3439,21 +3439,21 @@ static int key_ResultEvent(const char *k, size_t n)
     switch (n) {
     case 4:
         if (memcmp(k, "code", 4) == 0)
-            return 3;
+            return IGW_ResultEvent_F_code;
         if (memcmp(k, "data", 4) == 0)
-            return 4;
+            return IGW_ResultEvent_F_data;
         break;
     case 6:
         if (memcmp(k, "method", 6) == 0)
-            return 1;
+            return IGW_ResultEvent_F_method;
         break;
     case 8:
         if (memcmp(k, "msgToken", 8) == 0)
-            return 0;
+            return IGW_ResultEvent_F_msgToken;
         break;
     case 9:
         if (memcmp(k, "sessionId", 9) == 0)
-            return 2;
+            return IGW_ResultEvent_F_sessionId;
         break;
     default:
         break;
@@ -3480,23 +3480,23 @@ int igw_decode_ResultEvent(igw_json *j, igw_ResultEvent *o)
         }
         o->has |= UINT64_C(1) << f;
         switch (f) {
-        case 0:
+        case IGW_ResultEvent_F_msgToken:
             if (igw_json_string(j, &o->msgToken) || igw_decode_string_rules(j, o->msgToken, 1, 128, 3))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 1:
+        case IGW_ResultEvent_F_method:
             if (enum_ResultMethod(j, &o->method))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 2:
+        case IGW_ResultEvent_F_sessionId:
             if (igw_json_string(j, &o->sessionId) || igw_decode_string_rules(j, o->sessionId, 1, 64, 3))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 3:
+        case IGW_ResultEvent_F_code:
             if (igw_json_int(j, &o->code, INT64_C(-9007199254740991), INT64_C(9007199254740991)))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 4:
+        case IGW_ResultEvent_F_data:
             if (igw_decode_ResultData(j, &o->data))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
@@ -3506,7 +3506,7 @@ int igw_decode_ResultEvent(igw_json *j, igw_ResultEvent *o)
     }
     if (more < 0)
         return -1;
-    if ((o->has & UINT64_C(0x1b)) != UINT64_C(0x1b)) {
+    if ((o->has & IGW_ResultEvent__REQUIRED) != IGW_ResultEvent__REQUIRED) {
         if (!(o->has & IGW_ResultEvent_msgToken)) {
             igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
             return igw_json_prefix_key(j, "msgToken", 8);
@@ -3533,11 +3533,11 @@ static int key_StateData(const char *k, size_t n)
     switch (n) {
     case 5:
         if (memcmp(k, "state", 5) == 0)
-            return 0;
+            return IGW_StateData_F_state;
         break;
     case 6:
         if (memcmp(k, "reason", 6) == 0)
-            return 1;
+            return IGW_StateData_F_reason;
         break;
     default:
         break;
@@ -3564,11 +3564,11 @@ int igw_decode_StateData(igw_json *j, igw_StateData *o)
         }
         o->has |= UINT64_C(1) << f;
         switch (f) {
-        case 0:
+        case IGW_StateData_F_state:
             if (enum_SessionState(j, &o->state))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 1:
+        case IGW_StateData_F_reason:
             if (igw_json_string(j, &o->reason) || igw_decode_string_rules(j, o->reason, 1, 256, 0))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
@@ -3578,7 +3578,7 @@ int igw_decode_StateData(igw_json *j, igw_StateData *o)
     }
     if (more < 0)
         return -1;
-    if ((o->has & UINT64_C(0x1)) != UINT64_C(0x1)) {
+    if ((o->has & IGW_StateData__REQUIRED) != IGW_StateData__REQUIRED) {
         if (!(o->has & IGW_StateData_state)) {
             igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
             return igw_json_prefix_key(j, "state", 5);
@@ -3601,21 +3601,21 @@ static int key_StateEvent(const char *k, size_t n)
     switch (n) {
     case 4:
         if (memcmp(k, "data", 4) == 0)
-            return 4;
+            return IGW_StateEvent_F_data;
         break;
     case 6:
         if (memcmp(k, "method", 6) == 0)
-            return 1;
+            return IGW_StateEvent_F_method;
         break;
     case 8:
         if (memcmp(k, "msgToken", 8) == 0)
-            return 0;
+            return IGW_StateEvent_F_msgToken;
         if (memcmp(k, "eventSeq", 8) == 0)
-            return 3;
+            return IGW_StateEvent_F_eventSeq;
         break;
     case 9:
         if (memcmp(k, "sessionId", 9) == 0)
-            return 2;
+            return IGW_StateEvent_F_sessionId;
         break;
     default:
         break;
@@ -3642,23 +3642,23 @@ int igw_decode_StateEvent(igw_json *j, igw_StateEvent *o)
         }
         o->has |= UINT64_C(1) << f;
         switch (f) {
-        case 0:
+        case IGW_StateEvent_F_msgToken:
             if (igw_json_string(j, &o->msgToken) || igw_decode_string_rules(j, o->msgToken, 1, 128, 3))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 1:
+        case IGW_StateEvent_F_method:
             if (enum_StateMethod(j, &o->method))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 2:
+        case IGW_StateEvent_F_sessionId:
             if (igw_json_string(j, &o->sessionId) || igw_decode_string_rules(j, o->sessionId, 1, 64, 3))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 3:
+        case IGW_StateEvent_F_eventSeq:
             if (igw_json_int(j, &o->eventSeq, INT64_C(1), INT64_C(9007199254740991)))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 4:
+        case IGW_StateEvent_F_data:
             if (igw_decode_StateData(j, &o->data))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
@@ -3668,7 +3668,7 @@ int igw_decode_StateEvent(igw_json *j, igw_StateEvent *o)
     }
     if (more < 0)
         return -1;
-    if ((o->has & UINT64_C(0x1f)) != UINT64_C(0x1f)) {
+    if ((o->has & IGW_StateEvent__REQUIRED) != IGW_StateEvent__REQUIRED) {
         if (!(o->has & IGW_StateEvent_msgToken)) {
             igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
             return igw_json_prefix_key(j, "msgToken", 8);
@@ -3699,11 +3699,11 @@ static int key_RegisterData(const char *k, size_t n)
     switch (n) {
     case 9:
         if (memcmp(k, "expiresAt", 9) == 0)
-            return 1;
+            return IGW_RegisterData_F_expiresAt;
         break;
     case 10:
         if (memcmp(k, "endpointId", 10) == 0)
-            return 0;
+            return IGW_RegisterData_F_endpointId;
         break;
     default:
         break;
@@ -3730,11 +3730,11 @@ int igw_decode_RegisterData(igw_json *j, igw_RegisterData *o)
         }
         o->has |= UINT64_C(1) << f;
         switch (f) {
-        case 0:
+        case IGW_RegisterData_F_endpointId:
             if (igw_json_string(j, &o->endpointId) || igw_decode_string_rules(j, o->endpointId, 1, 64, 3))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 1:
+        case IGW_RegisterData_F_expiresAt:
             if (igw_json_int(j, &o->expiresAt, INT64_C(0), INT64_C(9007199254740991)))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
@@ -3744,7 +3744,7 @@ int igw_decode_RegisterData(igw_json *j, igw_RegisterData *o)
     }
     if (more < 0)
         return -1;
-    if ((o->has & UINT64_C(0x3)) != UINT64_C(0x3)) {
+    if ((o->has & IGW_RegisterData__REQUIRED) != IGW_RegisterData__REQUIRED) {
         if (!(o->has & IGW_RegisterData_endpointId)) {
             igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
             return igw_json_prefix_key(j, "endpointId", 10);
@@ -3763,11 +3763,11 @@ static int key_EventsRequest(const char *k, size_t n)
     switch (n) {
     case 5:
         if (memcmp(k, "limit", 5) == 0)
-            return 1;
+            return IGW_EventsRequest_F_limit;
         break;
     case 10:
         if (memcmp(k, "endpointId", 10) == 0)
-            return 0;
+            return IGW_EventsRequest_F_endpointId;
         break;
     default:
         break;
@@ -3794,11 +3794,11 @@ int igw_decode_EventsRequest(igw_json *j, igw_EventsRequest *o)
         }
         o->has |= UINT64_C(1) << f;
         switch (f) {
-        case 0:
+        case IGW_EventsRequest_F_endpointId:
             if (igw_json_string(j, &o->endpointId) || igw_decode_string_rules(j, o->endpointId, 1, 64, 3))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 1:
+        case IGW_EventsRequest_F_limit:
             if (igw_json_int(j, &o->limit, INT64_C(1), INT64_C(32)))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
@@ -3808,7 +3808,7 @@ int igw_decode_EventsRequest(igw_json *j, igw_EventsRequest *o)
     }
     if (more < 0)
         return -1;
-    if ((o->has & UINT64_C(0x3)) != UINT64_C(0x3)) {
+    if ((o->has & IGW_EventsRequest__REQUIRED) != IGW_EventsRequest__REQUIRED) {
         if (!(o->has & IGW_EventsRequest_endpointId)) {
             igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
             return igw_json_prefix_key(j, "endpointId", 10);
@@ -3827,11 +3827,11 @@ static int key_EventItem(const char *k, size_t n)
     switch (n) {
     case 5:
         if (memcmp(k, "event", 5) == 0)
-            return 1;
+            return IGW_EventItem_F_event;
         break;
     case 10:
         if (memcmp(k, "deliveryId", 10) == 0)
-            return 0;
+            return IGW_EventItem_F_deliveryId;
         break;
     default:
         break;
@@ -3858,11 +3858,11 @@ int igw_decode_EventItem(igw_json *j, igw_EventItem *o)
         }
         o->has |= UINT64_C(1) << f;
         switch (f) {
-        case 0:
+        case IGW_EventItem_F_deliveryId:
             if (igw_json_string(j, &o->deliveryId) || igw_decode_string_rules(j, o->deliveryId, 1, 64, 3))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 1:
+        case IGW_EventItem_F_event:
             if (igw_decode_free(j, true, 16, 65536, &o->event))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
@@ -3872,7 +3872,7 @@ int igw_decode_EventItem(igw_json *j, igw_EventItem *o)
     }
     if (more < 0)
         return -1;
-    if ((o->has & UINT64_C(0x3)) != UINT64_C(0x3)) {
+    if ((o->has & IGW_EventItem__REQUIRED) != IGW_EventItem__REQUIRED) {
         if (!(o->has & IGW_EventItem_deliveryId)) {
             igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
             return igw_json_prefix_key(j, "deliveryId", 10);
@@ -3891,7 +3891,7 @@ static int key_EventsData(const char *k, size_t n)
     switch (n) {
     case 4:
         if (memcmp(k, "list", 4) == 0)
-            return 0;
+            return IGW_EventsData_F_list;
         break;
     default:
         break;
@@ -3918,7 +3918,7 @@ int igw_decode_EventsData(igw_json *j, igw_EventsData *o)
         }
         o->has |= UINT64_C(1) << f;
         switch (f) {
-        case 0:
+        case IGW_EventsData_F_list:
             {
                 int more3;
                 if (igw_json_array_begin(j))
@@ -3947,7 +3947,7 @@ int igw_decode_EventsData(igw_json *j, igw_EventsData *o)
     }
     if (more < 0)
         return -1;
-    if ((o->has & UINT64_C(0x1)) != UINT64_C(0x1)) {
+    if ((o->has & IGW_EventsData__REQUIRED) != IGW_EventsData__REQUIRED) {
         if (!(o->has & IGW_EventsData_list)) {
             igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
             return igw_json_prefix_key(j, "list", 4);
@@ -3962,11 +3962,11 @@ static int key_AckRequest(const char *k, size_t n)
     switch (n) {
     case 10:
         if (memcmp(k, "endpointId", 10) == 0)
-            return 0;
+            return IGW_AckRequest_F_endpointId;
         break;
     case 11:
         if (memcmp(k, "deliveryIds", 11) == 0)
-            return 1;
+            return IGW_AckRequest_F_deliveryIds;
         break;
     default:
         break;
@@ -3993,11 +3993,11 @@ int igw_decode_AckRequest(igw_json *j, igw_AckRequest *o)
         }
         o->has |= UINT64_C(1) << f;
         switch (f) {
-        case 0:
+        case IGW_AckRequest_F_endpointId:
             if (igw_json_string(j, &o->endpointId) || igw_decode_string_rules(j, o->endpointId, 1, 64, 3))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 1:
+        case IGW_AckRequest_F_deliveryIds:
             {
                 int more4;
                 if (igw_json_array_begin(j))
@@ -4035,7 +4035,7 @@ int igw_decode_AckRequest(igw_json *j, igw_AckRequest *o)
     }
     if (more < 0)
         return -1;
-    if ((o->has & UINT64_C(0x3)) != UINT64_C(0x3)) {
+    if ((o->has & IGW_AckRequest__REQUIRED) != IGW_AckRequest__REQUIRED) {
         if (!(o->has & IGW_AckRequest_endpointId)) {
             igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
             return igw_json_prefix_key(j, "endpointId", 10);
@@ -4054,7 +4054,7 @@ static int key_AckData(const char *k, size_t n)
     switch (n) {
     case 12:
         if (memcmp(k, "acknowledged", 12) == 0)
-            return 0;
+            return IGW_AckData_F_acknowledged;
         break;
     default:
         break;
@@ -4081,7 +4081,7 @@ int igw_decode_AckData(igw_json *j, igw_AckData *o)
         }
         o->has |= UINT64_C(1) << f;
         switch (f) {
-        case 0:
+        case IGW_AckData_F_acknowledged:
             if (igw_json_int(j, &o->acknowledged, INT64_C(0), INT64_C(9007199254740991)))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
@@ -4091,7 +4091,7 @@ int igw_decode_AckData(igw_json *j, igw_AckData *o)
     }
     if (more < 0)
         return -1;
-    if ((o->has & UINT64_C(0x1)) != UINT64_C(0x1)) {
+    if ((o->has & IGW_AckData__REQUIRED) != IGW_AckData__REQUIRED) {
         if (!(o->has & IGW_AckData_acknowledged)) {
             igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
             return igw_json_prefix_key(j, "acknowledged", 12);
@@ -4106,11 +4106,11 @@ static int key_CommandsRequest(const char *k, size_t n)
     switch (n) {
     case 7:
         if (memcmp(k, "command", 7) == 0)
-            return 1;
+            return IGW_CommandsRequest_F_command;
         break;
     case 10:
         if (memcmp(k, "endpointId", 10) == 0)
-            return 0;
+            return IGW_CommandsRequest_F_endpointId;
         break;
     default:
         break;
@@ -4137,11 +4137,11 @@ int igw_decode_CommandsRequest(igw_json *j, igw_CommandsRequest *o)
         }
         o->has |= UINT64_C(1) << f;
         switch (f) {
-        case 0:
+        case IGW_CommandsRequest_F_endpointId:
             if (igw_json_string(j, &o->endpointId) || igw_decode_string_rules(j, o->endpointId, 1, 64, 3))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 1:
+        case IGW_CommandsRequest_F_command:
             if (igw_decode_Command(j, &o->command))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
@@ -4151,7 +4151,7 @@ int igw_decode_CommandsRequest(igw_json *j, igw_CommandsRequest *o)
     }
     if (more < 0)
         return -1;
-    if ((o->has & UINT64_C(0x3)) != UINT64_C(0x3)) {
+    if ((o->has & IGW_CommandsRequest__REQUIRED) != IGW_CommandsRequest__REQUIRED) {
         if (!(o->has & IGW_CommandsRequest_endpointId)) {
             igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
             return igw_json_prefix_key(j, "endpointId", 10);
@@ -4170,13 +4170,13 @@ static int key_CommandsData(const char *k, size_t n)
     switch (n) {
     case 6:
         if (memcmp(k, "replay", 6) == 0)
-            return 2;
+            return IGW_CommandsData_F_replay;
         break;
     case 8:
         if (memcmp(k, "accepted", 8) == 0)
-            return 0;
+            return IGW_CommandsData_F_accepted;
         if (memcmp(k, "msgToken", 8) == 0)
-            return 1;
+            return IGW_CommandsData_F_msgToken;
         break;
     default:
         break;
@@ -4203,15 +4203,15 @@ int igw_decode_CommandsData(igw_json *j, igw_CommandsData *o)
         }
         o->has |= UINT64_C(1) << f;
         switch (f) {
-        case 0:
+        case IGW_CommandsData_F_accepted:
             if (igw_json_bool(j, &o->accepted))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 1:
+        case IGW_CommandsData_F_msgToken:
             if (igw_json_string(j, &o->msgToken) || igw_decode_string_rules(j, o->msgToken, 1, 128, 3))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 2:
+        case IGW_CommandsData_F_replay:
             if (igw_json_bool(j, &o->replay))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
@@ -4221,7 +4221,7 @@ int igw_decode_CommandsData(igw_json *j, igw_CommandsData *o)
     }
     if (more < 0)
         return -1;
-    if ((o->has & UINT64_C(0x7)) != UINT64_C(0x7)) {
+    if ((o->has & IGW_CommandsData__REQUIRED) != IGW_CommandsData__REQUIRED) {
         if (!(o->has & IGW_CommandsData_accepted)) {
             igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
             return igw_json_prefix_key(j, "accepted", 8);
@@ -4244,27 +4244,27 @@ static int key_RecordingsQuery(const char *k, size_t n)
     switch (n) {
     case 5:
         if (memcmp(k, "limit", 5) == 0)
-            return 5;
+            return IGW_RecordingsQuery_F_limit;
         break;
     case 6:
         if (memcmp(k, "target", 6) == 0)
-            return 1;
+            return IGW_RecordingsQuery_F_target;
         break;
     case 8:
         if (memcmp(k, "cameraId", 8) == 0)
-            return 2;
+            return IGW_RecordingsQuery_F_cameraId;
         break;
     case 9:
         if (memcmp(k, "endTimeMs", 9) == 0)
-            return 4;
+            return IGW_RecordingsQuery_F_endTimeMs;
         break;
     case 10:
         if (memcmp(k, "endpointId", 10) == 0)
-            return 0;
+            return IGW_RecordingsQuery_F_endpointId;
         break;
     case 11:
         if (memcmp(k, "startTimeMs", 11) == 0)
-            return 3;
+            return IGW_RecordingsQuery_F_startTimeMs;
         break;
     default:
         break;
@@ -4291,27 +4291,27 @@ int igw_decode_RecordingsQuery(igw_json *j, igw_RecordingsQuery *o)
         }
         o->has |= UINT64_C(1) << f;
         switch (f) {
-        case 0:
+        case IGW_RecordingsQuery_F_endpointId:
             if (igw_json_string(j, &o->endpointId) || igw_decode_string_rules(j, o->endpointId, 1, 64, 3))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 1:
+        case IGW_RecordingsQuery_F_target:
             if (igw_decode_Target(j, &o->target))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 2:
+        case IGW_RecordingsQuery_F_cameraId:
             if (igw_json_string(j, &o->cameraId) || igw_decode_string_rules(j, o->cameraId, 1, 64, 3))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 3:
+        case IGW_RecordingsQuery_F_startTimeMs:
             if (igw_json_int(j, &o->startTimeMs, INT64_C(0), INT64_C(9007199254740991)))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 4:
+        case IGW_RecordingsQuery_F_endTimeMs:
             if (igw_json_int(j, &o->endTimeMs, INT64_C(0), INT64_C(9007199254740991)))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 5:
+        case IGW_RecordingsQuery_F_limit:
             if (igw_json_int(j, &o->limit, INT64_C(1), INT64_C(32)))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
@@ -4321,7 +4321,7 @@ int igw_decode_RecordingsQuery(igw_json *j, igw_RecordingsQuery *o)
     }
     if (more < 0)
         return -1;
-    if ((o->has & UINT64_C(0x3f)) != UINT64_C(0x3f)) {
+    if ((o->has & IGW_RecordingsQuery__REQUIRED) != IGW_RecordingsQuery__REQUIRED) {
         if (!(o->has & IGW_RecordingsQuery_endpointId)) {
             igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
             return igw_json_prefix_key(j, "endpointId", 10);
@@ -4364,31 +4364,31 @@ static int key_RecordingEntry(const char *k, size_t n)
     switch (n) {
     case 8:
         if (memcmp(k, "cameraId", 8) == 0)
-            return 1;
+            return IGW_RecordingEntry_F_cameraId;
         break;
     case 9:
         if (memcmp(k, "endTimeMs", 9) == 0)
-            return 3;
+            return IGW_RecordingEntry_F_endTimeMs;
         if (memcmp(k, "available", 9) == 0)
-            return 5;
+            return IGW_RecordingEntry_F_available;
         break;
     case 10:
         if (memcmp(k, "durationMs", 10) == 0)
-            return 4;
+            return IGW_RecordingEntry_F_durationMs;
         if (memcmp(k, "videoCodec", 10) == 0)
-            return 6;
+            return IGW_RecordingEntry_F_videoCodec;
         if (memcmp(k, "audioCodec", 10) == 0)
-            return 7;
+            return IGW_RecordingEntry_F_audioCodec;
         break;
     case 11:
         if (memcmp(k, "recordingId", 11) == 0)
-            return 0;
+            return IGW_RecordingEntry_F_recordingId;
         if (memcmp(k, "startTimeMs", 11) == 0)
-            return 2;
+            return IGW_RecordingEntry_F_startTimeMs;
         break;
     case 16:
         if (memcmp(k, "recordingVersion", 16) == 0)
-            return 8;
+            return IGW_RecordingEntry_F_recordingVersion;
         break;
     default:
         break;
@@ -4415,39 +4415,39 @@ int igw_decode_RecordingEntry(igw_json *j, igw_RecordingEntry *o)
         }
         o->has |= UINT64_C(1) << f;
         switch (f) {
-        case 0:
+        case IGW_RecordingEntry_F_recordingId:
             if (igw_json_string(j, &o->recordingId) || igw_decode_string_rules(j, o->recordingId, 1, 64, 3))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 1:
+        case IGW_RecordingEntry_F_cameraId:
             if (igw_json_string(j, &o->cameraId) || igw_decode_string_rules(j, o->cameraId, 1, 64, 3))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 2:
+        case IGW_RecordingEntry_F_startTimeMs:
             if (igw_json_int(j, &o->startTimeMs, INT64_C(0), INT64_C(9007199254740991)))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 3:
+        case IGW_RecordingEntry_F_endTimeMs:
             if (igw_json_int(j, &o->endTimeMs, INT64_C(0), INT64_C(9007199254740991)))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 4:
+        case IGW_RecordingEntry_F_durationMs:
             if (igw_json_int(j, &o->durationMs, INT64_C(0), INT64_C(9007199254740991)))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 5:
+        case IGW_RecordingEntry_F_available:
             if (igw_json_bool(j, &o->available))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 6:
+        case IGW_RecordingEntry_F_videoCodec:
             if (igw_json_string(j, &o->videoCodec) || igw_decode_string_rules(j, o->videoCodec, 1, 32, 3))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 7:
+        case IGW_RecordingEntry_F_audioCodec:
             if (igw_json_string(j, &o->audioCodec) || igw_decode_string_rules(j, o->audioCodec, 1, 32, 3))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 8:
+        case IGW_RecordingEntry_F_recordingVersion:
             if (igw_json_int(j, &o->recordingVersion, INT64_C(1), INT64_C(9007199254740991)))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
@@ -4457,7 +4457,7 @@ int igw_decode_RecordingEntry(igw_json *j, igw_RecordingEntry *o)
     }
     if (more < 0)
         return -1;
-    if ((o->has & UINT64_C(0x17f)) != UINT64_C(0x17f)) {
+    if ((o->has & IGW_RecordingEntry__REQUIRED) != IGW_RecordingEntry__REQUIRED) {
         if (!(o->has & IGW_RecordingEntry_recordingId)) {
             igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
             return igw_json_prefix_key(j, "recordingId", 11);
@@ -4500,11 +4500,11 @@ static int key_RecordingsData(const char *k, size_t n)
     switch (n) {
     case 4:
         if (memcmp(k, "list", 4) == 0)
-            return 0;
+            return IGW_RecordingsData_F_list;
         break;
     case 7:
         if (memcmp(k, "hasMore", 7) == 0)
-            return 1;
+            return IGW_RecordingsData_F_hasMore;
         break;
     default:
         break;
@@ -4531,7 +4531,7 @@ int igw_decode_RecordingsData(igw_json *j, igw_RecordingsData *o)
         }
         o->has |= UINT64_C(1) << f;
         switch (f) {
-        case 0:
+        case IGW_RecordingsData_F_list:
             {
                 int more5;
                 if (igw_json_array_begin(j))
@@ -4554,7 +4554,7 @@ int igw_decode_RecordingsData(igw_json *j, igw_RecordingsData *o)
                     return igw_json_prefix_key(j, k.ptr, k.len);
             }
             break;
-        case 1:
+        case IGW_RecordingsData_F_hasMore:
             if (igw_json_bool(j, &o->hasMore))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
@@ -4564,7 +4564,7 @@ int igw_decode_RecordingsData(igw_json *j, igw_RecordingsData *o)
     }
     if (more < 0)
         return -1;
-    if ((o->has & UINT64_C(0x3)) != UINT64_C(0x3)) {
+    if ((o->has & IGW_RecordingsData__REQUIRED) != IGW_RecordingsData__REQUIRED) {
         if (!(o->has & IGW_RecordingsData_list)) {
             igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
             return igw_json_prefix_key(j, "list", 4);
@@ -4583,23 +4583,23 @@ static int key_AudioAccessRequest(const char *k, size_t n)
     switch (n) {
     case 6:
         if (memcmp(k, "callId", 6) == 0)
-            return 1;
+            return IGW_AudioAccessRequest_F_callId;
         break;
     case 7:
         if (memcmp(k, "allowed", 7) == 0)
-            return 3;
+            return IGW_AudioAccessRequest_F_allowed;
         break;
     case 9:
         if (memcmp(k, "operation", 9) == 0)
-            return 0;
+            return IGW_AudioAccessRequest_F_operation;
         break;
     case 12:
         if (memcmp(k, "targetUserID", 12) == 0)
-            return 2;
+            return IGW_AudioAccessRequest_F_targetUserID;
         break;
     case 16:
         if (memcmp(k, "expectedRevision", 16) == 0)
-            return 4;
+            return IGW_AudioAccessRequest_F_expectedRevision;
         break;
     default:
         break;
@@ -4626,23 +4626,23 @@ int igw_decode_AudioAccessRequest(igw_json *j, igw_AudioAccessRequest *o)
         }
         o->has |= UINT64_C(1) << f;
         switch (f) {
-        case 0:
+        case IGW_AudioAccessRequest_F_operation:
             if (enum_AudioOperation(j, &o->operation))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 1:
+        case IGW_AudioAccessRequest_F_callId:
             if (igw_json_string(j, &o->callId) || igw_decode_string_rules(j, o->callId, 1, 96, 3))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 2:
+        case IGW_AudioAccessRequest_F_targetUserID:
             if (igw_json_string(j, &o->targetUserID) || igw_decode_string_rules(j, o->targetUserID, 1, 16, 1))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 3:
+        case IGW_AudioAccessRequest_F_allowed:
             if (igw_json_bool(j, &o->allowed))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 4:
+        case IGW_AudioAccessRequest_F_expectedRevision:
             if (igw_json_int(j, &o->expectedRevision, INT64_C(1), INT64_C(9007199254740991)))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
@@ -4652,7 +4652,7 @@ int igw_decode_AudioAccessRequest(igw_json *j, igw_AudioAccessRequest *o)
     }
     if (more < 0)
         return -1;
-    if ((o->has & UINT64_C(0x7)) != UINT64_C(0x7)) {
+    if ((o->has & IGW_AudioAccessRequest__REQUIRED) != IGW_AudioAccessRequest__REQUIRED) {
         if (!(o->has & IGW_AudioAccessRequest_operation)) {
             igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
             return igw_json_prefix_key(j, "operation", 9);
@@ -4691,27 +4691,27 @@ static int key_AudioAccessRecord(const char *k, size_t n)
     switch (n) {
     case 6:
         if (memcmp(k, "callId", 6) == 0)
-            return 0;
+            return IGW_AudioAccessRecord_F_callId;
         break;
     case 9:
         if (memcmp(k, "expiresAt", 9) == 0)
-            return 5;
+            return IGW_AudioAccessRecord_F_expiresAt;
         break;
     case 11:
         if (memcmp(k, "memberEpoch", 11) == 0)
-            return 4;
+            return IGW_AudioAccessRecord_F_memberEpoch;
         break;
     case 12:
         if (memcmp(k, "targetUserID", 12) == 0)
-            return 1;
+            return IGW_AudioAccessRecord_F_targetUserID;
         break;
     case 13:
         if (memcmp(k, "audioRevision", 13) == 0)
-            return 3;
+            return IGW_AudioAccessRecord_F_audioRevision;
         break;
     case 14:
         if (memcmp(k, "publishAllowed", 14) == 0)
-            return 2;
+            return IGW_AudioAccessRecord_F_publishAllowed;
         break;
     default:
         break;
@@ -4738,27 +4738,27 @@ int igw_decode_AudioAccessRecord(igw_json *j, igw_AudioAccessRecord *o)
         }
         o->has |= UINT64_C(1) << f;
         switch (f) {
-        case 0:
+        case IGW_AudioAccessRecord_F_callId:
             if (igw_json_string(j, &o->callId) || igw_decode_string_rules(j, o->callId, 1, 96, 3))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 1:
+        case IGW_AudioAccessRecord_F_targetUserID:
             if (igw_json_string(j, &o->targetUserID) || igw_decode_string_rules(j, o->targetUserID, 1, 16, 1))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 2:
+        case IGW_AudioAccessRecord_F_publishAllowed:
             if (igw_json_bool(j, &o->publishAllowed))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 3:
+        case IGW_AudioAccessRecord_F_audioRevision:
             if (igw_json_int(j, &o->audioRevision, INT64_C(1), INT64_C(9007199254740991)))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 4:
+        case IGW_AudioAccessRecord_F_memberEpoch:
             if (igw_json_int(j, &o->memberEpoch, INT64_C(1), INT64_C(9007199254740991)))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 5:
+        case IGW_AudioAccessRecord_F_expiresAt:
             if (igw_json_int(j, &o->expiresAt, INT64_C(0), INT64_C(9007199254740991)))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
@@ -4768,7 +4768,7 @@ int igw_decode_AudioAccessRecord(igw_json *j, igw_AudioAccessRecord *o)
     }
     if (more < 0)
         return -1;
-    if ((o->has & UINT64_C(0x3f)) != UINT64_C(0x3f)) {
+    if ((o->has & IGW_AudioAccessRecord__REQUIRED) != IGW_AudioAccessRecord__REQUIRED) {
         if (!(o->has & IGW_AudioAccessRecord_callId)) {
             igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
             return igw_json_prefix_key(j, "callId", 6);
@@ -4803,15 +4803,15 @@ static int key_PushFrame(const char *k, size_t n)
     switch (n) {
     case 5:
         if (memcmp(k, "event", 5) == 0)
-            return 2;
+            return IGW_PushFrame_F_event;
         break;
     case 6:
         if (memcmp(k, "method", 6) == 0)
-            return 0;
+            return IGW_PushFrame_F_method;
         break;
     case 10:
         if (memcmp(k, "deliveryId", 10) == 0)
-            return 1;
+            return IGW_PushFrame_F_deliveryId;
         break;
     default:
         break;
@@ -4838,15 +4838,15 @@ int igw_decode_PushFrame(igw_json *j, igw_PushFrame *o)
         }
         o->has |= UINT64_C(1) << f;
         switch (f) {
-        case 0:
+        case IGW_PushFrame_F_method:
             if (enum_PushMethod(j, &o->method))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 1:
+        case IGW_PushFrame_F_deliveryId:
             if (igw_json_string(j, &o->deliveryId) || igw_decode_string_rules(j, o->deliveryId, 1, 64, 3))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 2:
+        case IGW_PushFrame_F_event:
             if (igw_decode_free(j, true, 16, 65536, &o->event))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
@@ -4856,7 +4856,7 @@ int igw_decode_PushFrame(igw_json *j, igw_PushFrame *o)
     }
     if (more < 0)
         return -1;
-    if ((o->has & UINT64_C(0x7)) != UINT64_C(0x7)) {
+    if ((o->has & IGW_PushFrame__REQUIRED) != IGW_PushFrame__REQUIRED) {
         if (!(o->has & IGW_PushFrame_method)) {
             igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
             return igw_json_prefix_key(j, "method", 6);
@@ -5839,7 +5839,7 @@ const igw_route_def igw_routes[IGW_ROUTE__COUNT] = {
         .header_reasons = header_reasons_device_send,
         .header_missing = header_missing_device_send,
         .nheaders = 2,
-        .required_headers = UINT64_C(0x0),
+        .required_headers = UINT64_C(0),
         .errors = errors_device_send,
         .nerrors = 8,
     },
@@ -5857,7 +5857,7 @@ const igw_route_def igw_routes[IGW_ROUTE__COUNT] = {
         .header_reasons = header_reasons_device_upload,
         .header_missing = header_missing_device_upload,
         .nheaders = 2,
-        .required_headers = UINT64_C(0x0),
+        .required_headers = UINT64_C(0),
         .parts = parts_device_upload,
         .nparts = 1,
         .nrequired_parts = 1,

@@ -299,8 +299,14 @@ typedef struct igw_Target {
     igw_str productID;
     igw_str deviceName;
 } igw_Target;
-#define IGW_Target_productID (UINT64_C(1) << 0)
-#define IGW_Target_deviceName (UINT64_C(1) << 1)
+enum igw_Target_field {
+    IGW_Target_F_productID = 0,
+    IGW_Target_F_deviceName = 1,
+    IGW_Target__NFIELDS
+};
+#define IGW_Target_productID (UINT64_C(1) << IGW_Target_F_productID)
+#define IGW_Target_deviceName (UINT64_C(1) << IGW_Target_F_deviceName)
+#define IGW_Target__REQUIRED (IGW_Target_productID | IGW_Target_deviceName)
 typedef struct igw_Target_list {
     igw_Target *v;
     uint32_t n;
@@ -312,8 +318,14 @@ typedef struct igw_OpenParams_clip {
     int64_t startMs;
     int64_t endMs;
 } igw_OpenParams_clip;
-#define IGW_OpenParams_clip_startMs (UINT64_C(1) << 0)
-#define IGW_OpenParams_clip_endMs (UINT64_C(1) << 1)
+enum igw_OpenParams_clip_field {
+    IGW_OpenParams_clip_F_startMs = 0,
+    IGW_OpenParams_clip_F_endMs = 1,
+    IGW_OpenParams_clip__NFIELDS
+};
+#define IGW_OpenParams_clip_startMs (UINT64_C(1) << IGW_OpenParams_clip_F_startMs)
+#define IGW_OpenParams_clip_endMs (UINT64_C(1) << IGW_OpenParams_clip_F_endMs)
+#define IGW_OpenParams_clip__REQUIRED (IGW_OpenParams_clip_startMs | IGW_OpenParams_clip_endMs)
 typedef struct igw_OpenParams_clip_list {
     igw_OpenParams_clip *v;
     uint32_t n;
@@ -332,15 +344,28 @@ typedef struct igw_OpenParams {
     igw_str sourceLanguage;
     igw_str targetLanguage;
 } igw_OpenParams;
-#define IGW_OpenParams_purpose (UINT64_C(1) << 0)
-#define IGW_OpenParams_cameraId (UINT64_C(1) << 1)
-#define IGW_OpenParams_callId (UINT64_C(1) << 2)
-#define IGW_OpenParams_listenAudio (UINT64_C(1) << 3)
-#define IGW_OpenParams_recordingId (UINT64_C(1) << 4)
-#define IGW_OpenParams_clip (UINT64_C(1) << 5)
-#define IGW_OpenParams_callType (UINT64_C(1) << 6)
-#define IGW_OpenParams_sourceLanguage (UINT64_C(1) << 7)
-#define IGW_OpenParams_targetLanguage (UINT64_C(1) << 8)
+enum igw_OpenParams_field {
+    IGW_OpenParams_F_purpose = 0,
+    IGW_OpenParams_F_cameraId = 1,
+    IGW_OpenParams_F_callId = 2,
+    IGW_OpenParams_F_listenAudio = 3,
+    IGW_OpenParams_F_recordingId = 4,
+    IGW_OpenParams_F_clip = 5,
+    IGW_OpenParams_F_callType = 6,
+    IGW_OpenParams_F_sourceLanguage = 7,
+    IGW_OpenParams_F_targetLanguage = 8,
+    IGW_OpenParams__NFIELDS
+};
+#define IGW_OpenParams_purpose (UINT64_C(1) << IGW_OpenParams_F_purpose)
+#define IGW_OpenParams_cameraId (UINT64_C(1) << IGW_OpenParams_F_cameraId)
+#define IGW_OpenParams_callId (UINT64_C(1) << IGW_OpenParams_F_callId)
+#define IGW_OpenParams_listenAudio (UINT64_C(1) << IGW_OpenParams_F_listenAudio)
+#define IGW_OpenParams_recordingId (UINT64_C(1) << IGW_OpenParams_F_recordingId)
+#define IGW_OpenParams_clip (UINT64_C(1) << IGW_OpenParams_F_clip)
+#define IGW_OpenParams_callType (UINT64_C(1) << IGW_OpenParams_F_callType)
+#define IGW_OpenParams_sourceLanguage (UINT64_C(1) << IGW_OpenParams_F_sourceLanguage)
+#define IGW_OpenParams_targetLanguage (UINT64_C(1) << IGW_OpenParams_F_targetLanguage)
+#define IGW_OpenParams__REQUIRED (IGW_OpenParams_purpose | IGW_OpenParams_cameraId)
 typedef struct igw_OpenParams_list {
     igw_OpenParams *v;
     uint32_t n;
@@ -351,7 +376,12 @@ typedef struct igw_EndParams {
     uint64_t has; /* IGW_EndParams_<field> bits of the fields present */
     igw_EndReason reason;
 } igw_EndParams;
-#define IGW_EndParams_reason (UINT64_C(1) << 0)
+enum igw_EndParams_field {
+    IGW_EndParams_F_reason = 0,
+    IGW_EndParams__NFIELDS
+};
+#define IGW_EndParams_reason (UINT64_C(1) << IGW_EndParams_F_reason)
+#define IGW_EndParams__REQUIRED (IGW_EndParams_reason)
 typedef struct igw_EndParams_list {
     igw_EndParams *v;
     uint32_t n;
@@ -362,7 +392,12 @@ typedef struct igw_JoinParams {
     uint64_t has; /* IGW_JoinParams_<field> bits of the fields present */
     igw_str participantId;
 } igw_JoinParams;
-#define IGW_JoinParams_participantId (UINT64_C(1) << 0)
+enum igw_JoinParams_field {
+    IGW_JoinParams_F_participantId = 0,
+    IGW_JoinParams__NFIELDS
+};
+#define IGW_JoinParams_participantId (UINT64_C(1) << IGW_JoinParams_F_participantId)
+#define IGW_JoinParams__REQUIRED (IGW_JoinParams_participantId)
 typedef struct igw_JoinParams_list {
     igw_JoinParams *v;
     uint32_t n;
@@ -375,9 +410,16 @@ typedef struct igw_LeaveParams {
     igw_str participantId;
     int64_t expectedMemberEpoch;
 } igw_LeaveParams;
-#define IGW_LeaveParams_callId (UINT64_C(1) << 0)
-#define IGW_LeaveParams_participantId (UINT64_C(1) << 1)
-#define IGW_LeaveParams_expectedMemberEpoch (UINT64_C(1) << 2)
+enum igw_LeaveParams_field {
+    IGW_LeaveParams_F_callId = 0,
+    IGW_LeaveParams_F_participantId = 1,
+    IGW_LeaveParams_F_expectedMemberEpoch = 2,
+    IGW_LeaveParams__NFIELDS
+};
+#define IGW_LeaveParams_callId (UINT64_C(1) << IGW_LeaveParams_F_callId)
+#define IGW_LeaveParams_participantId (UINT64_C(1) << IGW_LeaveParams_F_participantId)
+#define IGW_LeaveParams_expectedMemberEpoch (UINT64_C(1) << IGW_LeaveParams_F_expectedMemberEpoch)
+#define IGW_LeaveParams__REQUIRED (IGW_LeaveParams_callId | IGW_LeaveParams_participantId | IGW_LeaveParams_expectedMemberEpoch)
 typedef struct igw_LeaveParams_list {
     igw_LeaveParams *v;
     uint32_t n;
@@ -388,7 +430,12 @@ typedef struct igw_SubscribeParams {
     uint64_t has; /* IGW_SubscribeParams_<field> bits of the fields present */
     igw_str trackId;
 } igw_SubscribeParams;
-#define IGW_SubscribeParams_trackId (UINT64_C(1) << 0)
+enum igw_SubscribeParams_field {
+    IGW_SubscribeParams_F_trackId = 0,
+    IGW_SubscribeParams__NFIELDS
+};
+#define IGW_SubscribeParams_trackId (UINT64_C(1) << IGW_SubscribeParams_F_trackId)
+#define IGW_SubscribeParams__REQUIRED (IGW_SubscribeParams_trackId)
 typedef struct igw_SubscribeParams_list {
     igw_SubscribeParams *v;
     uint32_t n;
@@ -400,8 +447,14 @@ typedef struct igw_WebrtcOffer {
     igw_IceMode iceMode;
     igw_str sdp;
 } igw_WebrtcOffer;
-#define IGW_WebrtcOffer_iceMode (UINT64_C(1) << 0)
-#define IGW_WebrtcOffer_sdp (UINT64_C(1) << 1)
+enum igw_WebrtcOffer_field {
+    IGW_WebrtcOffer_F_iceMode = 0,
+    IGW_WebrtcOffer_F_sdp = 1,
+    IGW_WebrtcOffer__NFIELDS
+};
+#define IGW_WebrtcOffer_iceMode (UINT64_C(1) << IGW_WebrtcOffer_F_iceMode)
+#define IGW_WebrtcOffer_sdp (UINT64_C(1) << IGW_WebrtcOffer_F_sdp)
+#define IGW_WebrtcOffer__REQUIRED (IGW_WebrtcOffer_iceMode | IGW_WebrtcOffer_sdp)
 typedef struct igw_WebrtcOffer_list {
     igw_WebrtcOffer *v;
     uint32_t n;
@@ -413,8 +466,14 @@ typedef struct igw_MediaOfferParams {
     int64_t mediaRevision;
     igw_WebrtcOffer webrtc;
 } igw_MediaOfferParams;
-#define IGW_MediaOfferParams_mediaRevision (UINT64_C(1) << 0)
-#define IGW_MediaOfferParams_webrtc (UINT64_C(1) << 1)
+enum igw_MediaOfferParams_field {
+    IGW_MediaOfferParams_F_mediaRevision = 0,
+    IGW_MediaOfferParams_F_webrtc = 1,
+    IGW_MediaOfferParams__NFIELDS
+};
+#define IGW_MediaOfferParams_mediaRevision (UINT64_C(1) << IGW_MediaOfferParams_F_mediaRevision)
+#define IGW_MediaOfferParams_webrtc (UINT64_C(1) << IGW_MediaOfferParams_F_webrtc)
+#define IGW_MediaOfferParams__REQUIRED (IGW_MediaOfferParams_mediaRevision | IGW_MediaOfferParams_webrtc)
 typedef struct igw_MediaOfferParams_list {
     igw_MediaOfferParams *v;
     uint32_t n;
@@ -426,8 +485,14 @@ typedef struct igw_MediaStateParams {
     int64_t mediaRevision;
     igw_MediaPeerState state;
 } igw_MediaStateParams;
-#define IGW_MediaStateParams_mediaRevision (UINT64_C(1) << 0)
-#define IGW_MediaStateParams_state (UINT64_C(1) << 1)
+enum igw_MediaStateParams_field {
+    IGW_MediaStateParams_F_mediaRevision = 0,
+    IGW_MediaStateParams_F_state = 1,
+    IGW_MediaStateParams__NFIELDS
+};
+#define IGW_MediaStateParams_mediaRevision (UINT64_C(1) << IGW_MediaStateParams_F_mediaRevision)
+#define IGW_MediaStateParams_state (UINT64_C(1) << IGW_MediaStateParams_F_state)
+#define IGW_MediaStateParams__REQUIRED (IGW_MediaStateParams_mediaRevision | IGW_MediaStateParams_state)
 typedef struct igw_MediaStateParams_list {
     igw_MediaStateParams *v;
     uint32_t n;
@@ -440,9 +505,16 @@ typedef struct igw_TrackControlParams {
     igw_TrackOperation operation;
     int64_t mediaRevision;
 } igw_TrackControlParams;
-#define IGW_TrackControlParams_trackId (UINT64_C(1) << 0)
-#define IGW_TrackControlParams_operation (UINT64_C(1) << 1)
-#define IGW_TrackControlParams_mediaRevision (UINT64_C(1) << 2)
+enum igw_TrackControlParams_field {
+    IGW_TrackControlParams_F_trackId = 0,
+    IGW_TrackControlParams_F_operation = 1,
+    IGW_TrackControlParams_F_mediaRevision = 2,
+    IGW_TrackControlParams__NFIELDS
+};
+#define IGW_TrackControlParams_trackId (UINT64_C(1) << IGW_TrackControlParams_F_trackId)
+#define IGW_TrackControlParams_operation (UINT64_C(1) << IGW_TrackControlParams_F_operation)
+#define IGW_TrackControlParams_mediaRevision (UINT64_C(1) << IGW_TrackControlParams_F_mediaRevision)
+#define IGW_TrackControlParams__REQUIRED (IGW_TrackControlParams_trackId | IGW_TrackControlParams_operation | IGW_TrackControlParams_mediaRevision)
 typedef struct igw_TrackControlParams_list {
     igw_TrackControlParams *v;
     uint32_t n;
@@ -456,10 +528,18 @@ typedef struct igw_ConfigureParams {
     igw_str speakerId;
     int64_t configRevision;
 } igw_ConfigureParams;
-#define IGW_ConfigureParams_sourceLanguage (UINT64_C(1) << 0)
-#define IGW_ConfigureParams_targetLanguage (UINT64_C(1) << 1)
-#define IGW_ConfigureParams_speakerId (UINT64_C(1) << 2)
-#define IGW_ConfigureParams_configRevision (UINT64_C(1) << 3)
+enum igw_ConfigureParams_field {
+    IGW_ConfigureParams_F_sourceLanguage = 0,
+    IGW_ConfigureParams_F_targetLanguage = 1,
+    IGW_ConfigureParams_F_speakerId = 2,
+    IGW_ConfigureParams_F_configRevision = 3,
+    IGW_ConfigureParams__NFIELDS
+};
+#define IGW_ConfigureParams_sourceLanguage (UINT64_C(1) << IGW_ConfigureParams_F_sourceLanguage)
+#define IGW_ConfigureParams_targetLanguage (UINT64_C(1) << IGW_ConfigureParams_F_targetLanguage)
+#define IGW_ConfigureParams_speakerId (UINT64_C(1) << IGW_ConfigureParams_F_speakerId)
+#define IGW_ConfigureParams_configRevision (UINT64_C(1) << IGW_ConfigureParams_F_configRevision)
+#define IGW_ConfigureParams__REQUIRED (IGW_ConfigureParams_sourceLanguage | IGW_ConfigureParams_targetLanguage | IGW_ConfigureParams_speakerId | IGW_ConfigureParams_configRevision)
 typedef struct igw_ConfigureParams_list {
     igw_ConfigureParams *v;
     uint32_t n;
@@ -475,12 +555,22 @@ typedef struct igw_ProcessorControlParams {
     igw_str_list consentIds;
     igw_str targetLanguage;
 } igw_ProcessorControlParams;
-#define IGW_ProcessorControlParams_processorId (UINT64_C(1) << 0)
-#define IGW_ProcessorControlParams_processor (UINT64_C(1) << 1)
-#define IGW_ProcessorControlParams_operation (UINT64_C(1) << 2)
-#define IGW_ProcessorControlParams_sourceTrackIds (UINT64_C(1) << 3)
-#define IGW_ProcessorControlParams_consentIds (UINT64_C(1) << 4)
-#define IGW_ProcessorControlParams_targetLanguage (UINT64_C(1) << 5)
+enum igw_ProcessorControlParams_field {
+    IGW_ProcessorControlParams_F_processorId = 0,
+    IGW_ProcessorControlParams_F_processor = 1,
+    IGW_ProcessorControlParams_F_operation = 2,
+    IGW_ProcessorControlParams_F_sourceTrackIds = 3,
+    IGW_ProcessorControlParams_F_consentIds = 4,
+    IGW_ProcessorControlParams_F_targetLanguage = 5,
+    IGW_ProcessorControlParams__NFIELDS
+};
+#define IGW_ProcessorControlParams_processorId (UINT64_C(1) << IGW_ProcessorControlParams_F_processorId)
+#define IGW_ProcessorControlParams_processor (UINT64_C(1) << IGW_ProcessorControlParams_F_processor)
+#define IGW_ProcessorControlParams_operation (UINT64_C(1) << IGW_ProcessorControlParams_F_operation)
+#define IGW_ProcessorControlParams_sourceTrackIds (UINT64_C(1) << IGW_ProcessorControlParams_F_sourceTrackIds)
+#define IGW_ProcessorControlParams_consentIds (UINT64_C(1) << IGW_ProcessorControlParams_F_consentIds)
+#define IGW_ProcessorControlParams_targetLanguage (UINT64_C(1) << IGW_ProcessorControlParams_F_targetLanguage)
+#define IGW_ProcessorControlParams__REQUIRED (IGW_ProcessorControlParams_processorId | IGW_ProcessorControlParams_processor | IGW_ProcessorControlParams_operation | IGW_ProcessorControlParams_sourceTrackIds)
 typedef struct igw_ProcessorControlParams_list {
     igw_ProcessorControlParams *v;
     uint32_t n;
@@ -492,8 +582,14 @@ typedef struct igw_ControlParams {
     igw_ControlOperation operation;
     igw_str args;
 } igw_ControlParams;
-#define IGW_ControlParams_operation (UINT64_C(1) << 0)
-#define IGW_ControlParams_args (UINT64_C(1) << 1)
+enum igw_ControlParams_field {
+    IGW_ControlParams_F_operation = 0,
+    IGW_ControlParams_F_args = 1,
+    IGW_ControlParams__NFIELDS
+};
+#define IGW_ControlParams_operation (UINT64_C(1) << IGW_ControlParams_F_operation)
+#define IGW_ControlParams_args (UINT64_C(1) << IGW_ControlParams_F_args)
+#define IGW_ControlParams__REQUIRED (IGW_ControlParams_operation)
 typedef struct igw_ControlParams_list {
     igw_ControlParams *v;
     uint32_t n;
@@ -507,10 +603,18 @@ typedef struct igw_MessageSendParams {
     int64_t expiresAt;
     igw_str contentRef;
 } igw_MessageSendParams;
-#define IGW_MessageSendParams_deliveryId (UINT64_C(1) << 0)
-#define IGW_MessageSendParams_kind (UINT64_C(1) << 1)
-#define IGW_MessageSendParams_expiresAt (UINT64_C(1) << 2)
-#define IGW_MessageSendParams_contentRef (UINT64_C(1) << 3)
+enum igw_MessageSendParams_field {
+    IGW_MessageSendParams_F_deliveryId = 0,
+    IGW_MessageSendParams_F_kind = 1,
+    IGW_MessageSendParams_F_expiresAt = 2,
+    IGW_MessageSendParams_F_contentRef = 3,
+    IGW_MessageSendParams__NFIELDS
+};
+#define IGW_MessageSendParams_deliveryId (UINT64_C(1) << IGW_MessageSendParams_F_deliveryId)
+#define IGW_MessageSendParams_kind (UINT64_C(1) << IGW_MessageSendParams_F_kind)
+#define IGW_MessageSendParams_expiresAt (UINT64_C(1) << IGW_MessageSendParams_F_expiresAt)
+#define IGW_MessageSendParams_contentRef (UINT64_C(1) << IGW_MessageSendParams_F_contentRef)
+#define IGW_MessageSendParams__REQUIRED (IGW_MessageSendParams_deliveryId | IGW_MessageSendParams_kind | IGW_MessageSendParams_expiresAt | IGW_MessageSendParams_contentRef)
 typedef struct igw_MessageSendParams_list {
     igw_MessageSendParams *v;
     uint32_t n;
@@ -522,8 +626,14 @@ typedef struct igw_DeviceActionParams {
     igw_str actionID;
     igw_str input;
 } igw_DeviceActionParams;
-#define IGW_DeviceActionParams_actionID (UINT64_C(1) << 0)
-#define IGW_DeviceActionParams_input (UINT64_C(1) << 1)
+enum igw_DeviceActionParams_field {
+    IGW_DeviceActionParams_F_actionID = 0,
+    IGW_DeviceActionParams_F_input = 1,
+    IGW_DeviceActionParams__NFIELDS
+};
+#define IGW_DeviceActionParams_actionID (UINT64_C(1) << IGW_DeviceActionParams_F_actionID)
+#define IGW_DeviceActionParams_input (UINT64_C(1) << IGW_DeviceActionParams_F_input)
+#define IGW_DeviceActionParams__REQUIRED (IGW_DeviceActionParams_actionID | IGW_DeviceActionParams_input)
 typedef struct igw_DeviceActionParams_list {
     igw_DeviceActionParams *v;
     uint32_t n;
@@ -534,7 +644,12 @@ typedef struct igw_PropertyControlParams {
     uint64_t has; /* IGW_PropertyControlParams_<field> bits of the fields present */
     igw_str properties;
 } igw_PropertyControlParams;
-#define IGW_PropertyControlParams_properties (UINT64_C(1) << 0)
+enum igw_PropertyControlParams_field {
+    IGW_PropertyControlParams_F_properties = 0,
+    IGW_PropertyControlParams__NFIELDS
+};
+#define IGW_PropertyControlParams_properties (UINT64_C(1) << IGW_PropertyControlParams_F_properties)
+#define IGW_PropertyControlParams__REQUIRED (IGW_PropertyControlParams_properties)
 typedef struct igw_PropertyControlParams_list {
     igw_PropertyControlParams *v;
     uint32_t n;
@@ -564,11 +679,20 @@ typedef struct igw_Command {
         igw_PropertyControlParams device_propertyControl;
     } params; /* selected by method */
 } igw_Command;
-#define IGW_Command_msgToken (UINT64_C(1) << 0)
-#define IGW_Command_method (UINT64_C(1) << 1)
-#define IGW_Command_sessionId (UINT64_C(1) << 2)
-#define IGW_Command_target (UINT64_C(1) << 3)
-#define IGW_Command_params (UINT64_C(1) << 4)
+enum igw_Command_field {
+    IGW_Command_F_msgToken = 0,
+    IGW_Command_F_method = 1,
+    IGW_Command_F_sessionId = 2,
+    IGW_Command_F_target = 3,
+    IGW_Command_F_params = 4,
+    IGW_Command__NFIELDS
+};
+#define IGW_Command_msgToken (UINT64_C(1) << IGW_Command_F_msgToken)
+#define IGW_Command_method (UINT64_C(1) << IGW_Command_F_method)
+#define IGW_Command_sessionId (UINT64_C(1) << IGW_Command_F_sessionId)
+#define IGW_Command_target (UINT64_C(1) << IGW_Command_F_target)
+#define IGW_Command_params (UINT64_C(1) << IGW_Command_F_params)
+#define IGW_Command__REQUIRED (IGW_Command_msgToken | IGW_Command_method | IGW_Command_params)
 typedef struct igw_Command_list {
     igw_Command *v;
     uint32_t n;
@@ -584,12 +708,22 @@ typedef struct igw_ConsentCreate {
     int64_t expectedMediaRevision;
     int64_t expiresAt;
 } igw_ConsentCreate;
-#define IGW_ConsentCreate_msgToken (UINT64_C(1) << 0)
-#define IGW_ConsentCreate_sourceSessionId (UINT64_C(1) << 1)
-#define IGW_ConsentCreate_cameraId (UINT64_C(1) << 2)
-#define IGW_ConsentCreate_trackId (UINT64_C(1) << 3)
-#define IGW_ConsentCreate_expectedMediaRevision (UINT64_C(1) << 4)
-#define IGW_ConsentCreate_expiresAt (UINT64_C(1) << 5)
+enum igw_ConsentCreate_field {
+    IGW_ConsentCreate_F_msgToken = 0,
+    IGW_ConsentCreate_F_sourceSessionId = 1,
+    IGW_ConsentCreate_F_cameraId = 2,
+    IGW_ConsentCreate_F_trackId = 3,
+    IGW_ConsentCreate_F_expectedMediaRevision = 4,
+    IGW_ConsentCreate_F_expiresAt = 5,
+    IGW_ConsentCreate__NFIELDS
+};
+#define IGW_ConsentCreate_msgToken (UINT64_C(1) << IGW_ConsentCreate_F_msgToken)
+#define IGW_ConsentCreate_sourceSessionId (UINT64_C(1) << IGW_ConsentCreate_F_sourceSessionId)
+#define IGW_ConsentCreate_cameraId (UINT64_C(1) << IGW_ConsentCreate_F_cameraId)
+#define IGW_ConsentCreate_trackId (UINT64_C(1) << IGW_ConsentCreate_F_trackId)
+#define IGW_ConsentCreate_expectedMediaRevision (UINT64_C(1) << IGW_ConsentCreate_F_expectedMediaRevision)
+#define IGW_ConsentCreate_expiresAt (UINT64_C(1) << IGW_ConsentCreate_F_expiresAt)
+#define IGW_ConsentCreate__REQUIRED (IGW_ConsentCreate_msgToken | IGW_ConsentCreate_sourceSessionId | IGW_ConsentCreate_cameraId | IGW_ConsentCreate_trackId | IGW_ConsentCreate_expectedMediaRevision | IGW_ConsentCreate_expiresAt)
 typedef struct igw_ConsentCreate_list {
     igw_ConsentCreate *v;
     uint32_t n;
@@ -600,7 +734,12 @@ typedef struct igw_ConsentGetOne {
     uint64_t has; /* IGW_ConsentGetOne_<field> bits of the fields present */
     igw_str consentId;
 } igw_ConsentGetOne;
-#define IGW_ConsentGetOne_consentId (UINT64_C(1) << 0)
+enum igw_ConsentGetOne_field {
+    IGW_ConsentGetOne_F_consentId = 0,
+    IGW_ConsentGetOne__NFIELDS
+};
+#define IGW_ConsentGetOne_consentId (UINT64_C(1) << IGW_ConsentGetOne_F_consentId)
+#define IGW_ConsentGetOne__REQUIRED (IGW_ConsentGetOne_consentId)
 typedef struct igw_ConsentGetOne_list {
     igw_ConsentGetOne *v;
     uint32_t n;
@@ -612,8 +751,14 @@ typedef struct igw_ConsentRevoke {
     igw_str consentId;
     int64_t expectedRevision;
 } igw_ConsentRevoke;
-#define IGW_ConsentRevoke_consentId (UINT64_C(1) << 0)
-#define IGW_ConsentRevoke_expectedRevision (UINT64_C(1) << 1)
+enum igw_ConsentRevoke_field {
+    IGW_ConsentRevoke_F_consentId = 0,
+    IGW_ConsentRevoke_F_expectedRevision = 1,
+    IGW_ConsentRevoke__NFIELDS
+};
+#define IGW_ConsentRevoke_consentId (UINT64_C(1) << IGW_ConsentRevoke_F_consentId)
+#define IGW_ConsentRevoke_expectedRevision (UINT64_C(1) << IGW_ConsentRevoke_F_expectedRevision)
+#define IGW_ConsentRevoke__REQUIRED (IGW_ConsentRevoke_consentId | IGW_ConsentRevoke_expectedRevision)
 typedef struct igw_ConsentRevoke_list {
     igw_ConsentRevoke *v;
     uint32_t n;
@@ -633,16 +778,30 @@ typedef struct igw_Consent {
     int64_t revision;
     int64_t revokedAt;
 } igw_Consent;
-#define IGW_Consent_consentId (UINT64_C(1) << 0)
-#define IGW_Consent_scope (UINT64_C(1) << 1)
-#define IGW_Consent_sourceSessionId (UINT64_C(1) << 2)
-#define IGW_Consent_cameraId (UINT64_C(1) << 3)
-#define IGW_Consent_trackId (UINT64_C(1) << 4)
-#define IGW_Consent_mediaRevision (UINT64_C(1) << 5)
-#define IGW_Consent_expiresAt (UINT64_C(1) << 6)
-#define IGW_Consent_grantedAt (UINT64_C(1) << 7)
-#define IGW_Consent_revision (UINT64_C(1) << 8)
-#define IGW_Consent_revokedAt (UINT64_C(1) << 9)
+enum igw_Consent_field {
+    IGW_Consent_F_consentId = 0,
+    IGW_Consent_F_scope = 1,
+    IGW_Consent_F_sourceSessionId = 2,
+    IGW_Consent_F_cameraId = 3,
+    IGW_Consent_F_trackId = 4,
+    IGW_Consent_F_mediaRevision = 5,
+    IGW_Consent_F_expiresAt = 6,
+    IGW_Consent_F_grantedAt = 7,
+    IGW_Consent_F_revision = 8,
+    IGW_Consent_F_revokedAt = 9,
+    IGW_Consent__NFIELDS
+};
+#define IGW_Consent_consentId (UINT64_C(1) << IGW_Consent_F_consentId)
+#define IGW_Consent_scope (UINT64_C(1) << IGW_Consent_F_scope)
+#define IGW_Consent_sourceSessionId (UINT64_C(1) << IGW_Consent_F_sourceSessionId)
+#define IGW_Consent_cameraId (UINT64_C(1) << IGW_Consent_F_cameraId)
+#define IGW_Consent_trackId (UINT64_C(1) << IGW_Consent_F_trackId)
+#define IGW_Consent_mediaRevision (UINT64_C(1) << IGW_Consent_F_mediaRevision)
+#define IGW_Consent_expiresAt (UINT64_C(1) << IGW_Consent_F_expiresAt)
+#define IGW_Consent_grantedAt (UINT64_C(1) << IGW_Consent_F_grantedAt)
+#define IGW_Consent_revision (UINT64_C(1) << IGW_Consent_F_revision)
+#define IGW_Consent_revokedAt (UINT64_C(1) << IGW_Consent_F_revokedAt)
+#define IGW_Consent__REQUIRED (IGW_Consent_consentId | IGW_Consent_scope | IGW_Consent_sourceSessionId | IGW_Consent_cameraId | IGW_Consent_trackId | IGW_Consent_mediaRevision | IGW_Consent_expiresAt | IGW_Consent_grantedAt | IGW_Consent_revision | IGW_Consent_revokedAt)
 typedef struct igw_Consent_list {
     igw_Consent *v;
     uint32_t n;
@@ -654,8 +813,14 @@ typedef struct igw_ConsentCreateData {
     igw_Consent consent;
     bool replay;
 } igw_ConsentCreateData;
-#define IGW_ConsentCreateData_consent (UINT64_C(1) << 0)
-#define IGW_ConsentCreateData_replay (UINT64_C(1) << 1)
+enum igw_ConsentCreateData_field {
+    IGW_ConsentCreateData_F_consent = 0,
+    IGW_ConsentCreateData_F_replay = 1,
+    IGW_ConsentCreateData__NFIELDS
+};
+#define IGW_ConsentCreateData_consent (UINT64_C(1) << IGW_ConsentCreateData_F_consent)
+#define IGW_ConsentCreateData_replay (UINT64_C(1) << IGW_ConsentCreateData_F_replay)
+#define IGW_ConsentCreateData__REQUIRED (IGW_ConsentCreateData_consent | IGW_ConsentCreateData_replay)
 typedef struct igw_ConsentCreateData_list {
     igw_ConsentCreateData *v;
     uint32_t n;
@@ -666,7 +831,12 @@ typedef struct igw_ConsentData {
     uint64_t has; /* IGW_ConsentData_<field> bits of the fields present */
     igw_Consent consent;
 } igw_ConsentData;
-#define IGW_ConsentData_consent (UINT64_C(1) << 0)
+enum igw_ConsentData_field {
+    IGW_ConsentData_F_consent = 0,
+    IGW_ConsentData__NFIELDS
+};
+#define IGW_ConsentData_consent (UINT64_C(1) << IGW_ConsentData_F_consent)
+#define IGW_ConsentData__REQUIRED (IGW_ConsentData_consent)
 typedef struct igw_ConsentData_list {
     igw_ConsentData *v;
     uint32_t n;
@@ -687,17 +857,32 @@ typedef struct igw_DeviceMessage {
     igw_str response;
     igw_str data;
 } igw_DeviceMessage;
-#define IGW_DeviceMessage_method (UINT64_C(1) << 0)
-#define IGW_DeviceMessage_msgToken (UINT64_C(1) << 1)
-#define IGW_DeviceMessage_timestamp (UINT64_C(1) << 2)
-#define IGW_DeviceMessage_params (UINT64_C(1) << 3)
-#define IGW_DeviceMessage_eventID (UINT64_C(1) << 4)
-#define IGW_DeviceMessage_type (UINT64_C(1) << 5)
-#define IGW_DeviceMessage_actionID (UINT64_C(1) << 6)
-#define IGW_DeviceMessage_code (UINT64_C(1) << 7)
-#define IGW_DeviceMessage_msg (UINT64_C(1) << 8)
-#define IGW_DeviceMessage_response (UINT64_C(1) << 9)
-#define IGW_DeviceMessage_data (UINT64_C(1) << 10)
+enum igw_DeviceMessage_field {
+    IGW_DeviceMessage_F_method = 0,
+    IGW_DeviceMessage_F_msgToken = 1,
+    IGW_DeviceMessage_F_timestamp = 2,
+    IGW_DeviceMessage_F_params = 3,
+    IGW_DeviceMessage_F_eventID = 4,
+    IGW_DeviceMessage_F_type = 5,
+    IGW_DeviceMessage_F_actionID = 6,
+    IGW_DeviceMessage_F_code = 7,
+    IGW_DeviceMessage_F_msg = 8,
+    IGW_DeviceMessage_F_response = 9,
+    IGW_DeviceMessage_F_data = 10,
+    IGW_DeviceMessage__NFIELDS
+};
+#define IGW_DeviceMessage_method (UINT64_C(1) << IGW_DeviceMessage_F_method)
+#define IGW_DeviceMessage_msgToken (UINT64_C(1) << IGW_DeviceMessage_F_msgToken)
+#define IGW_DeviceMessage_timestamp (UINT64_C(1) << IGW_DeviceMessage_F_timestamp)
+#define IGW_DeviceMessage_params (UINT64_C(1) << IGW_DeviceMessage_F_params)
+#define IGW_DeviceMessage_eventID (UINT64_C(1) << IGW_DeviceMessage_F_eventID)
+#define IGW_DeviceMessage_type (UINT64_C(1) << IGW_DeviceMessage_F_type)
+#define IGW_DeviceMessage_actionID (UINT64_C(1) << IGW_DeviceMessage_F_actionID)
+#define IGW_DeviceMessage_code (UINT64_C(1) << IGW_DeviceMessage_F_code)
+#define IGW_DeviceMessage_msg (UINT64_C(1) << IGW_DeviceMessage_F_msg)
+#define IGW_DeviceMessage_response (UINT64_C(1) << IGW_DeviceMessage_F_response)
+#define IGW_DeviceMessage_data (UINT64_C(1) << IGW_DeviceMessage_F_data)
+#define IGW_DeviceMessage__REQUIRED (IGW_DeviceMessage_method | IGW_DeviceMessage_msgToken)
 typedef struct igw_DeviceMessage_list {
     igw_DeviceMessage *v;
     uint32_t n;
@@ -712,11 +897,20 @@ typedef struct igw_DeviceReply {
     igw_str msg;
     igw_str data;
 } igw_DeviceReply;
-#define IGW_DeviceReply_code (UINT64_C(1) << 0)
-#define IGW_DeviceReply_method (UINT64_C(1) << 1)
-#define IGW_DeviceReply_msgToken (UINT64_C(1) << 2)
-#define IGW_DeviceReply_msg (UINT64_C(1) << 3)
-#define IGW_DeviceReply_data (UINT64_C(1) << 4)
+enum igw_DeviceReply_field {
+    IGW_DeviceReply_F_code = 0,
+    IGW_DeviceReply_F_method = 1,
+    IGW_DeviceReply_F_msgToken = 2,
+    IGW_DeviceReply_F_msg = 3,
+    IGW_DeviceReply_F_data = 4,
+    IGW_DeviceReply__NFIELDS
+};
+#define IGW_DeviceReply_code (UINT64_C(1) << IGW_DeviceReply_F_code)
+#define IGW_DeviceReply_method (UINT64_C(1) << IGW_DeviceReply_F_method)
+#define IGW_DeviceReply_msgToken (UINT64_C(1) << IGW_DeviceReply_F_msgToken)
+#define IGW_DeviceReply_msg (UINT64_C(1) << IGW_DeviceReply_F_msg)
+#define IGW_DeviceReply_data (UINT64_C(1) << IGW_DeviceReply_F_data)
+#define IGW_DeviceReply__REQUIRED (IGW_DeviceReply_code | IGW_DeviceReply_method | IGW_DeviceReply_msgToken)
 typedef struct igw_DeviceReply_list {
     igw_DeviceReply *v;
     uint32_t n;
@@ -728,8 +922,14 @@ typedef struct igw_UploadResult {
     igw_str filePath;
     igw_str fileUri;
 } igw_UploadResult;
-#define IGW_UploadResult_filePath (UINT64_C(1) << 0)
-#define IGW_UploadResult_fileUri (UINT64_C(1) << 1)
+enum igw_UploadResult_field {
+    IGW_UploadResult_F_filePath = 0,
+    IGW_UploadResult_F_fileUri = 1,
+    IGW_UploadResult__NFIELDS
+};
+#define IGW_UploadResult_filePath (UINT64_C(1) << IGW_UploadResult_F_filePath)
+#define IGW_UploadResult_fileUri (UINT64_C(1) << IGW_UploadResult_F_fileUri)
+#define IGW_UploadResult__REQUIRED (IGW_UploadResult_filePath | IGW_UploadResult_fileUri)
 typedef struct igw_UploadResult_list {
     igw_UploadResult *v;
     uint32_t n;
@@ -757,24 +957,46 @@ typedef struct igw_ResultData {
     int64_t configRevision;
     igw_str output;
 } igw_ResultData;
-#define IGW_ResultData_operation (UINT64_C(1) << 0)
-#define IGW_ResultData_result (UINT64_C(1) << 1)
-#define IGW_ResultData_state (UINT64_C(1) << 2)
-#define IGW_ResultData_callId (UINT64_C(1) << 3)
-#define IGW_ResultData_participantId (UINT64_C(1) << 4)
-#define IGW_ResultData_memberEpoch (UINT64_C(1) << 5)
-#define IGW_ResultData_remaining (UINT64_C(1) << 6)
-#define IGW_ResultData_ended (UINT64_C(1) << 7)
-#define IGW_ResultData_reason (UINT64_C(1) << 8)
-#define IGW_ResultData_sessionId (UINT64_C(1) << 9)
-#define IGW_ResultData_webrtc (UINT64_C(1) << 10)
-#define IGW_ResultData_mediaRevision (UINT64_C(1) << 11)
-#define IGW_ResultData_playbackToken (UINT64_C(1) << 12)
-#define IGW_ResultData_processorId (UINT64_C(1) << 13)
-#define IGW_ResultData_deliveryId (UINT64_C(1) << 14)
-#define IGW_ResultData_trackId (UINT64_C(1) << 15)
-#define IGW_ResultData_configRevision (UINT64_C(1) << 16)
-#define IGW_ResultData_output (UINT64_C(1) << 17)
+enum igw_ResultData_field {
+    IGW_ResultData_F_operation = 0,
+    IGW_ResultData_F_result = 1,
+    IGW_ResultData_F_state = 2,
+    IGW_ResultData_F_callId = 3,
+    IGW_ResultData_F_participantId = 4,
+    IGW_ResultData_F_memberEpoch = 5,
+    IGW_ResultData_F_remaining = 6,
+    IGW_ResultData_F_ended = 7,
+    IGW_ResultData_F_reason = 8,
+    IGW_ResultData_F_sessionId = 9,
+    IGW_ResultData_F_webrtc = 10,
+    IGW_ResultData_F_mediaRevision = 11,
+    IGW_ResultData_F_playbackToken = 12,
+    IGW_ResultData_F_processorId = 13,
+    IGW_ResultData_F_deliveryId = 14,
+    IGW_ResultData_F_trackId = 15,
+    IGW_ResultData_F_configRevision = 16,
+    IGW_ResultData_F_output = 17,
+    IGW_ResultData__NFIELDS
+};
+#define IGW_ResultData_operation (UINT64_C(1) << IGW_ResultData_F_operation)
+#define IGW_ResultData_result (UINT64_C(1) << IGW_ResultData_F_result)
+#define IGW_ResultData_state (UINT64_C(1) << IGW_ResultData_F_state)
+#define IGW_ResultData_callId (UINT64_C(1) << IGW_ResultData_F_callId)
+#define IGW_ResultData_participantId (UINT64_C(1) << IGW_ResultData_F_participantId)
+#define IGW_ResultData_memberEpoch (UINT64_C(1) << IGW_ResultData_F_memberEpoch)
+#define IGW_ResultData_remaining (UINT64_C(1) << IGW_ResultData_F_remaining)
+#define IGW_ResultData_ended (UINT64_C(1) << IGW_ResultData_F_ended)
+#define IGW_ResultData_reason (UINT64_C(1) << IGW_ResultData_F_reason)
+#define IGW_ResultData_sessionId (UINT64_C(1) << IGW_ResultData_F_sessionId)
+#define IGW_ResultData_webrtc (UINT64_C(1) << IGW_ResultData_F_webrtc)
+#define IGW_ResultData_mediaRevision (UINT64_C(1) << IGW_ResultData_F_mediaRevision)
+#define IGW_ResultData_playbackToken (UINT64_C(1) << IGW_ResultData_F_playbackToken)
+#define IGW_ResultData_processorId (UINT64_C(1) << IGW_ResultData_F_processorId)
+#define IGW_ResultData_deliveryId (UINT64_C(1) << IGW_ResultData_F_deliveryId)
+#define IGW_ResultData_trackId (UINT64_C(1) << IGW_ResultData_F_trackId)
+#define IGW_ResultData_configRevision (UINT64_C(1) << IGW_ResultData_F_configRevision)
+#define IGW_ResultData_output (UINT64_C(1) << IGW_ResultData_F_output)
+#define IGW_ResultData__REQUIRED (IGW_ResultData_operation)
 typedef struct igw_ResultData_list {
     igw_ResultData *v;
     uint32_t n;
@@ -789,11 +1011,20 @@ typedef struct igw_ResultEvent {
     int64_t code;
     igw_ResultData data;
 } igw_ResultEvent;
-#define IGW_ResultEvent_msgToken (UINT64_C(1) << 0)
-#define IGW_ResultEvent_method (UINT64_C(1) << 1)
-#define IGW_ResultEvent_sessionId (UINT64_C(1) << 2)
-#define IGW_ResultEvent_code (UINT64_C(1) << 3)
-#define IGW_ResultEvent_data (UINT64_C(1) << 4)
+enum igw_ResultEvent_field {
+    IGW_ResultEvent_F_msgToken = 0,
+    IGW_ResultEvent_F_method = 1,
+    IGW_ResultEvent_F_sessionId = 2,
+    IGW_ResultEvent_F_code = 3,
+    IGW_ResultEvent_F_data = 4,
+    IGW_ResultEvent__NFIELDS
+};
+#define IGW_ResultEvent_msgToken (UINT64_C(1) << IGW_ResultEvent_F_msgToken)
+#define IGW_ResultEvent_method (UINT64_C(1) << IGW_ResultEvent_F_method)
+#define IGW_ResultEvent_sessionId (UINT64_C(1) << IGW_ResultEvent_F_sessionId)
+#define IGW_ResultEvent_code (UINT64_C(1) << IGW_ResultEvent_F_code)
+#define IGW_ResultEvent_data (UINT64_C(1) << IGW_ResultEvent_F_data)
+#define IGW_ResultEvent__REQUIRED (IGW_ResultEvent_msgToken | IGW_ResultEvent_method | IGW_ResultEvent_code | IGW_ResultEvent_data)
 typedef struct igw_ResultEvent_list {
     igw_ResultEvent *v;
     uint32_t n;
@@ -805,8 +1036,14 @@ typedef struct igw_StateData {
     igw_SessionState state;
     igw_str reason;
 } igw_StateData;
-#define IGW_StateData_state (UINT64_C(1) << 0)
-#define IGW_StateData_reason (UINT64_C(1) << 1)
+enum igw_StateData_field {
+    IGW_StateData_F_state = 0,
+    IGW_StateData_F_reason = 1,
+    IGW_StateData__NFIELDS
+};
+#define IGW_StateData_state (UINT64_C(1) << IGW_StateData_F_state)
+#define IGW_StateData_reason (UINT64_C(1) << IGW_StateData_F_reason)
+#define IGW_StateData__REQUIRED (IGW_StateData_state)
 typedef struct igw_StateData_list {
     igw_StateData *v;
     uint32_t n;
@@ -821,11 +1058,20 @@ typedef struct igw_StateEvent {
     int64_t eventSeq;
     igw_StateData data;
 } igw_StateEvent;
-#define IGW_StateEvent_msgToken (UINT64_C(1) << 0)
-#define IGW_StateEvent_method (UINT64_C(1) << 1)
-#define IGW_StateEvent_sessionId (UINT64_C(1) << 2)
-#define IGW_StateEvent_eventSeq (UINT64_C(1) << 3)
-#define IGW_StateEvent_data (UINT64_C(1) << 4)
+enum igw_StateEvent_field {
+    IGW_StateEvent_F_msgToken = 0,
+    IGW_StateEvent_F_method = 1,
+    IGW_StateEvent_F_sessionId = 2,
+    IGW_StateEvent_F_eventSeq = 3,
+    IGW_StateEvent_F_data = 4,
+    IGW_StateEvent__NFIELDS
+};
+#define IGW_StateEvent_msgToken (UINT64_C(1) << IGW_StateEvent_F_msgToken)
+#define IGW_StateEvent_method (UINT64_C(1) << IGW_StateEvent_F_method)
+#define IGW_StateEvent_sessionId (UINT64_C(1) << IGW_StateEvent_F_sessionId)
+#define IGW_StateEvent_eventSeq (UINT64_C(1) << IGW_StateEvent_F_eventSeq)
+#define IGW_StateEvent_data (UINT64_C(1) << IGW_StateEvent_F_data)
+#define IGW_StateEvent__REQUIRED (IGW_StateEvent_msgToken | IGW_StateEvent_method | IGW_StateEvent_sessionId | IGW_StateEvent_eventSeq | IGW_StateEvent_data)
 typedef struct igw_StateEvent_list {
     igw_StateEvent *v;
     uint32_t n;
@@ -837,8 +1083,14 @@ typedef struct igw_RegisterData {
     igw_str endpointId;
     int64_t expiresAt;
 } igw_RegisterData;
-#define IGW_RegisterData_endpointId (UINT64_C(1) << 0)
-#define IGW_RegisterData_expiresAt (UINT64_C(1) << 1)
+enum igw_RegisterData_field {
+    IGW_RegisterData_F_endpointId = 0,
+    IGW_RegisterData_F_expiresAt = 1,
+    IGW_RegisterData__NFIELDS
+};
+#define IGW_RegisterData_endpointId (UINT64_C(1) << IGW_RegisterData_F_endpointId)
+#define IGW_RegisterData_expiresAt (UINT64_C(1) << IGW_RegisterData_F_expiresAt)
+#define IGW_RegisterData__REQUIRED (IGW_RegisterData_endpointId | IGW_RegisterData_expiresAt)
 typedef struct igw_RegisterData_list {
     igw_RegisterData *v;
     uint32_t n;
@@ -850,8 +1102,14 @@ typedef struct igw_EventsRequest {
     igw_str endpointId;
     int64_t limit;
 } igw_EventsRequest;
-#define IGW_EventsRequest_endpointId (UINT64_C(1) << 0)
-#define IGW_EventsRequest_limit (UINT64_C(1) << 1)
+enum igw_EventsRequest_field {
+    IGW_EventsRequest_F_endpointId = 0,
+    IGW_EventsRequest_F_limit = 1,
+    IGW_EventsRequest__NFIELDS
+};
+#define IGW_EventsRequest_endpointId (UINT64_C(1) << IGW_EventsRequest_F_endpointId)
+#define IGW_EventsRequest_limit (UINT64_C(1) << IGW_EventsRequest_F_limit)
+#define IGW_EventsRequest__REQUIRED (IGW_EventsRequest_endpointId | IGW_EventsRequest_limit)
 typedef struct igw_EventsRequest_list {
     igw_EventsRequest *v;
     uint32_t n;
@@ -863,8 +1121,14 @@ typedef struct igw_EventItem {
     igw_str deliveryId;
     igw_str event;
 } igw_EventItem;
-#define IGW_EventItem_deliveryId (UINT64_C(1) << 0)
-#define IGW_EventItem_event (UINT64_C(1) << 1)
+enum igw_EventItem_field {
+    IGW_EventItem_F_deliveryId = 0,
+    IGW_EventItem_F_event = 1,
+    IGW_EventItem__NFIELDS
+};
+#define IGW_EventItem_deliveryId (UINT64_C(1) << IGW_EventItem_F_deliveryId)
+#define IGW_EventItem_event (UINT64_C(1) << IGW_EventItem_F_event)
+#define IGW_EventItem__REQUIRED (IGW_EventItem_deliveryId | IGW_EventItem_event)
 typedef struct igw_EventItem_list {
     igw_EventItem *v;
     uint32_t n;
@@ -875,7 +1139,12 @@ typedef struct igw_EventsData {
     uint64_t has; /* IGW_EventsData_<field> bits of the fields present */
     igw_EventItem_list list;
 } igw_EventsData;
-#define IGW_EventsData_list (UINT64_C(1) << 0)
+enum igw_EventsData_field {
+    IGW_EventsData_F_list = 0,
+    IGW_EventsData__NFIELDS
+};
+#define IGW_EventsData_list (UINT64_C(1) << IGW_EventsData_F_list)
+#define IGW_EventsData__REQUIRED (IGW_EventsData_list)
 typedef struct igw_EventsData_list {
     igw_EventsData *v;
     uint32_t n;
@@ -887,8 +1156,14 @@ typedef struct igw_AckRequest {
     igw_str endpointId;
     igw_str_list deliveryIds;
 } igw_AckRequest;
-#define IGW_AckRequest_endpointId (UINT64_C(1) << 0)
-#define IGW_AckRequest_deliveryIds (UINT64_C(1) << 1)
+enum igw_AckRequest_field {
+    IGW_AckRequest_F_endpointId = 0,
+    IGW_AckRequest_F_deliveryIds = 1,
+    IGW_AckRequest__NFIELDS
+};
+#define IGW_AckRequest_endpointId (UINT64_C(1) << IGW_AckRequest_F_endpointId)
+#define IGW_AckRequest_deliveryIds (UINT64_C(1) << IGW_AckRequest_F_deliveryIds)
+#define IGW_AckRequest__REQUIRED (IGW_AckRequest_endpointId | IGW_AckRequest_deliveryIds)
 typedef struct igw_AckRequest_list {
     igw_AckRequest *v;
     uint32_t n;
@@ -899,7 +1174,12 @@ typedef struct igw_AckData {
     uint64_t has; /* IGW_AckData_<field> bits of the fields present */
     int64_t acknowledged;
 } igw_AckData;
-#define IGW_AckData_acknowledged (UINT64_C(1) << 0)
+enum igw_AckData_field {
+    IGW_AckData_F_acknowledged = 0,
+    IGW_AckData__NFIELDS
+};
+#define IGW_AckData_acknowledged (UINT64_C(1) << IGW_AckData_F_acknowledged)
+#define IGW_AckData__REQUIRED (IGW_AckData_acknowledged)
 typedef struct igw_AckData_list {
     igw_AckData *v;
     uint32_t n;
@@ -911,8 +1191,14 @@ typedef struct igw_CommandsRequest {
     igw_str endpointId;
     igw_Command command;
 } igw_CommandsRequest;
-#define IGW_CommandsRequest_endpointId (UINT64_C(1) << 0)
-#define IGW_CommandsRequest_command (UINT64_C(1) << 1)
+enum igw_CommandsRequest_field {
+    IGW_CommandsRequest_F_endpointId = 0,
+    IGW_CommandsRequest_F_command = 1,
+    IGW_CommandsRequest__NFIELDS
+};
+#define IGW_CommandsRequest_endpointId (UINT64_C(1) << IGW_CommandsRequest_F_endpointId)
+#define IGW_CommandsRequest_command (UINT64_C(1) << IGW_CommandsRequest_F_command)
+#define IGW_CommandsRequest__REQUIRED (IGW_CommandsRequest_endpointId | IGW_CommandsRequest_command)
 typedef struct igw_CommandsRequest_list {
     igw_CommandsRequest *v;
     uint32_t n;
@@ -925,9 +1211,16 @@ typedef struct igw_CommandsData {
     igw_str msgToken;
     bool replay;
 } igw_CommandsData;
-#define IGW_CommandsData_accepted (UINT64_C(1) << 0)
-#define IGW_CommandsData_msgToken (UINT64_C(1) << 1)
-#define IGW_CommandsData_replay (UINT64_C(1) << 2)
+enum igw_CommandsData_field {
+    IGW_CommandsData_F_accepted = 0,
+    IGW_CommandsData_F_msgToken = 1,
+    IGW_CommandsData_F_replay = 2,
+    IGW_CommandsData__NFIELDS
+};
+#define IGW_CommandsData_accepted (UINT64_C(1) << IGW_CommandsData_F_accepted)
+#define IGW_CommandsData_msgToken (UINT64_C(1) << IGW_CommandsData_F_msgToken)
+#define IGW_CommandsData_replay (UINT64_C(1) << IGW_CommandsData_F_replay)
+#define IGW_CommandsData__REQUIRED (IGW_CommandsData_accepted | IGW_CommandsData_msgToken | IGW_CommandsData_replay)
 typedef struct igw_CommandsData_list {
     igw_CommandsData *v;
     uint32_t n;
@@ -943,12 +1236,22 @@ typedef struct igw_RecordingsQuery {
     int64_t endTimeMs;
     int64_t limit;
 } igw_RecordingsQuery;
-#define IGW_RecordingsQuery_endpointId (UINT64_C(1) << 0)
-#define IGW_RecordingsQuery_target (UINT64_C(1) << 1)
-#define IGW_RecordingsQuery_cameraId (UINT64_C(1) << 2)
-#define IGW_RecordingsQuery_startTimeMs (UINT64_C(1) << 3)
-#define IGW_RecordingsQuery_endTimeMs (UINT64_C(1) << 4)
-#define IGW_RecordingsQuery_limit (UINT64_C(1) << 5)
+enum igw_RecordingsQuery_field {
+    IGW_RecordingsQuery_F_endpointId = 0,
+    IGW_RecordingsQuery_F_target = 1,
+    IGW_RecordingsQuery_F_cameraId = 2,
+    IGW_RecordingsQuery_F_startTimeMs = 3,
+    IGW_RecordingsQuery_F_endTimeMs = 4,
+    IGW_RecordingsQuery_F_limit = 5,
+    IGW_RecordingsQuery__NFIELDS
+};
+#define IGW_RecordingsQuery_endpointId (UINT64_C(1) << IGW_RecordingsQuery_F_endpointId)
+#define IGW_RecordingsQuery_target (UINT64_C(1) << IGW_RecordingsQuery_F_target)
+#define IGW_RecordingsQuery_cameraId (UINT64_C(1) << IGW_RecordingsQuery_F_cameraId)
+#define IGW_RecordingsQuery_startTimeMs (UINT64_C(1) << IGW_RecordingsQuery_F_startTimeMs)
+#define IGW_RecordingsQuery_endTimeMs (UINT64_C(1) << IGW_RecordingsQuery_F_endTimeMs)
+#define IGW_RecordingsQuery_limit (UINT64_C(1) << IGW_RecordingsQuery_F_limit)
+#define IGW_RecordingsQuery__REQUIRED (IGW_RecordingsQuery_endpointId | IGW_RecordingsQuery_target | IGW_RecordingsQuery_cameraId | IGW_RecordingsQuery_startTimeMs | IGW_RecordingsQuery_endTimeMs | IGW_RecordingsQuery_limit)
 typedef struct igw_RecordingsQuery_list {
     igw_RecordingsQuery *v;
     uint32_t n;
@@ -967,15 +1270,28 @@ typedef struct igw_RecordingEntry {
     igw_str audioCodec;
     int64_t recordingVersion;
 } igw_RecordingEntry;
-#define IGW_RecordingEntry_recordingId (UINT64_C(1) << 0)
-#define IGW_RecordingEntry_cameraId (UINT64_C(1) << 1)
-#define IGW_RecordingEntry_startTimeMs (UINT64_C(1) << 2)
-#define IGW_RecordingEntry_endTimeMs (UINT64_C(1) << 3)
-#define IGW_RecordingEntry_durationMs (UINT64_C(1) << 4)
-#define IGW_RecordingEntry_available (UINT64_C(1) << 5)
-#define IGW_RecordingEntry_videoCodec (UINT64_C(1) << 6)
-#define IGW_RecordingEntry_audioCodec (UINT64_C(1) << 7)
-#define IGW_RecordingEntry_recordingVersion (UINT64_C(1) << 8)
+enum igw_RecordingEntry_field {
+    IGW_RecordingEntry_F_recordingId = 0,
+    IGW_RecordingEntry_F_cameraId = 1,
+    IGW_RecordingEntry_F_startTimeMs = 2,
+    IGW_RecordingEntry_F_endTimeMs = 3,
+    IGW_RecordingEntry_F_durationMs = 4,
+    IGW_RecordingEntry_F_available = 5,
+    IGW_RecordingEntry_F_videoCodec = 6,
+    IGW_RecordingEntry_F_audioCodec = 7,
+    IGW_RecordingEntry_F_recordingVersion = 8,
+    IGW_RecordingEntry__NFIELDS
+};
+#define IGW_RecordingEntry_recordingId (UINT64_C(1) << IGW_RecordingEntry_F_recordingId)
+#define IGW_RecordingEntry_cameraId (UINT64_C(1) << IGW_RecordingEntry_F_cameraId)
+#define IGW_RecordingEntry_startTimeMs (UINT64_C(1) << IGW_RecordingEntry_F_startTimeMs)
+#define IGW_RecordingEntry_endTimeMs (UINT64_C(1) << IGW_RecordingEntry_F_endTimeMs)
+#define IGW_RecordingEntry_durationMs (UINT64_C(1) << IGW_RecordingEntry_F_durationMs)
+#define IGW_RecordingEntry_available (UINT64_C(1) << IGW_RecordingEntry_F_available)
+#define IGW_RecordingEntry_videoCodec (UINT64_C(1) << IGW_RecordingEntry_F_videoCodec)
+#define IGW_RecordingEntry_audioCodec (UINT64_C(1) << IGW_RecordingEntry_F_audioCodec)
+#define IGW_RecordingEntry_recordingVersion (UINT64_C(1) << IGW_RecordingEntry_F_recordingVersion)
+#define IGW_RecordingEntry__REQUIRED (IGW_RecordingEntry_recordingId | IGW_RecordingEntry_cameraId | IGW_RecordingEntry_startTimeMs | IGW_RecordingEntry_endTimeMs | IGW_RecordingEntry_durationMs | IGW_RecordingEntry_available | IGW_RecordingEntry_videoCodec | IGW_RecordingEntry_recordingVersion)
 typedef struct igw_RecordingEntry_list {
     igw_RecordingEntry *v;
     uint32_t n;
@@ -987,8 +1303,14 @@ typedef struct igw_RecordingsData {
     igw_RecordingEntry_list list;
     bool hasMore;
 } igw_RecordingsData;
-#define IGW_RecordingsData_list (UINT64_C(1) << 0)
-#define IGW_RecordingsData_hasMore (UINT64_C(1) << 1)
+enum igw_RecordingsData_field {
+    IGW_RecordingsData_F_list = 0,
+    IGW_RecordingsData_F_hasMore = 1,
+    IGW_RecordingsData__NFIELDS
+};
+#define IGW_RecordingsData_list (UINT64_C(1) << IGW_RecordingsData_F_list)
+#define IGW_RecordingsData_hasMore (UINT64_C(1) << IGW_RecordingsData_F_hasMore)
+#define IGW_RecordingsData__REQUIRED (IGW_RecordingsData_list | IGW_RecordingsData_hasMore)
 typedef struct igw_RecordingsData_list {
     igw_RecordingsData *v;
     uint32_t n;
@@ -1003,11 +1325,20 @@ typedef struct igw_AudioAccessRequest {
     bool allowed;
     int64_t expectedRevision;
 } igw_AudioAccessRequest;
-#define IGW_AudioAccessRequest_operation (UINT64_C(1) << 0)
-#define IGW_AudioAccessRequest_callId (UINT64_C(1) << 1)
-#define IGW_AudioAccessRequest_targetUserID (UINT64_C(1) << 2)
-#define IGW_AudioAccessRequest_allowed (UINT64_C(1) << 3)
-#define IGW_AudioAccessRequest_expectedRevision (UINT64_C(1) << 4)
+enum igw_AudioAccessRequest_field {
+    IGW_AudioAccessRequest_F_operation = 0,
+    IGW_AudioAccessRequest_F_callId = 1,
+    IGW_AudioAccessRequest_F_targetUserID = 2,
+    IGW_AudioAccessRequest_F_allowed = 3,
+    IGW_AudioAccessRequest_F_expectedRevision = 4,
+    IGW_AudioAccessRequest__NFIELDS
+};
+#define IGW_AudioAccessRequest_operation (UINT64_C(1) << IGW_AudioAccessRequest_F_operation)
+#define IGW_AudioAccessRequest_callId (UINT64_C(1) << IGW_AudioAccessRequest_F_callId)
+#define IGW_AudioAccessRequest_targetUserID (UINT64_C(1) << IGW_AudioAccessRequest_F_targetUserID)
+#define IGW_AudioAccessRequest_allowed (UINT64_C(1) << IGW_AudioAccessRequest_F_allowed)
+#define IGW_AudioAccessRequest_expectedRevision (UINT64_C(1) << IGW_AudioAccessRequest_F_expectedRevision)
+#define IGW_AudioAccessRequest__REQUIRED (IGW_AudioAccessRequest_operation | IGW_AudioAccessRequest_callId | IGW_AudioAccessRequest_targetUserID)
 typedef struct igw_AudioAccessRequest_list {
     igw_AudioAccessRequest *v;
     uint32_t n;
@@ -1023,12 +1354,22 @@ typedef struct igw_AudioAccessRecord {
     int64_t memberEpoch;
     int64_t expiresAt;
 } igw_AudioAccessRecord;
-#define IGW_AudioAccessRecord_callId (UINT64_C(1) << 0)
-#define IGW_AudioAccessRecord_targetUserID (UINT64_C(1) << 1)
-#define IGW_AudioAccessRecord_publishAllowed (UINT64_C(1) << 2)
-#define IGW_AudioAccessRecord_audioRevision (UINT64_C(1) << 3)
-#define IGW_AudioAccessRecord_memberEpoch (UINT64_C(1) << 4)
-#define IGW_AudioAccessRecord_expiresAt (UINT64_C(1) << 5)
+enum igw_AudioAccessRecord_field {
+    IGW_AudioAccessRecord_F_callId = 0,
+    IGW_AudioAccessRecord_F_targetUserID = 1,
+    IGW_AudioAccessRecord_F_publishAllowed = 2,
+    IGW_AudioAccessRecord_F_audioRevision = 3,
+    IGW_AudioAccessRecord_F_memberEpoch = 4,
+    IGW_AudioAccessRecord_F_expiresAt = 5,
+    IGW_AudioAccessRecord__NFIELDS
+};
+#define IGW_AudioAccessRecord_callId (UINT64_C(1) << IGW_AudioAccessRecord_F_callId)
+#define IGW_AudioAccessRecord_targetUserID (UINT64_C(1) << IGW_AudioAccessRecord_F_targetUserID)
+#define IGW_AudioAccessRecord_publishAllowed (UINT64_C(1) << IGW_AudioAccessRecord_F_publishAllowed)
+#define IGW_AudioAccessRecord_audioRevision (UINT64_C(1) << IGW_AudioAccessRecord_F_audioRevision)
+#define IGW_AudioAccessRecord_memberEpoch (UINT64_C(1) << IGW_AudioAccessRecord_F_memberEpoch)
+#define IGW_AudioAccessRecord_expiresAt (UINT64_C(1) << IGW_AudioAccessRecord_F_expiresAt)
+#define IGW_AudioAccessRecord__REQUIRED (IGW_AudioAccessRecord_callId | IGW_AudioAccessRecord_targetUserID | IGW_AudioAccessRecord_publishAllowed | IGW_AudioAccessRecord_audioRevision | IGW_AudioAccessRecord_memberEpoch | IGW_AudioAccessRecord_expiresAt)
 typedef struct igw_AudioAccessRecord_list {
     igw_AudioAccessRecord *v;
     uint32_t n;
@@ -1041,9 +1382,16 @@ typedef struct igw_PushFrame {
     igw_str deliveryId;
     igw_str event;
 } igw_PushFrame;
-#define IGW_PushFrame_method (UINT64_C(1) << 0)
-#define IGW_PushFrame_deliveryId (UINT64_C(1) << 1)
-#define IGW_PushFrame_event (UINT64_C(1) << 2)
+enum igw_PushFrame_field {
+    IGW_PushFrame_F_method = 0,
+    IGW_PushFrame_F_deliveryId = 1,
+    IGW_PushFrame_F_event = 2,
+    IGW_PushFrame__NFIELDS
+};
+#define IGW_PushFrame_method (UINT64_C(1) << IGW_PushFrame_F_method)
+#define IGW_PushFrame_deliveryId (UINT64_C(1) << IGW_PushFrame_F_deliveryId)
+#define IGW_PushFrame_event (UINT64_C(1) << IGW_PushFrame_F_event)
+#define IGW_PushFrame__REQUIRED (IGW_PushFrame_method | IGW_PushFrame_deliveryId | IGW_PushFrame_event)
 typedef struct igw_PushFrame_list {
     igw_PushFrame *v;
     uint32_t n;
@@ -1162,6 +1510,20 @@ typedef enum igw_route_id {
     IGW_ROUTE_EVENTS_PUSH,
     IGW_ROUTE__COUNT
 } igw_route_id;
+
+enum igw_route_device_send_slots {
+    IGW_DEVICE_SEND_P_handle = 0,
+    IGW_DEVICE_SEND_P_type = 1,
+    IGW_DEVICE_SEND_H_productID = 0,
+    IGW_DEVICE_SEND_H_deviceName = 1,
+};
+enum igw_route_device_upload_slots {
+    IGW_DEVICE_UPLOAD_H_productID = 0,
+    IGW_DEVICE_UPLOAD_H_deviceName = 1,
+};
+enum igw_route_events_push_slots {
+    IGW_EVENTS_PUSH_P_endpointId = 0,
+};
 
 /* Indexed by igw_route_id. */
 extern const igw_route_def igw_routes[IGW_ROUTE__COUNT];

@@ -7,44 +7,9 @@
 #include <stdint.h>
 
 #include "api.h"
+#include "sm.h"
 
-/* One row: in state `from`, trigger `trigger` moves to `to` when guard
- * `guard` holds (-1: unconditional); a reject row (to = -1) refuses with `err`. */
-typedef struct igw_sm_row {
-    int16_t from, trigger, guard, to;
-    igw_err err;
-    const char *reason;
-} igw_sm_row;
-
-typedef struct igw_sm {
-    const char *name;
-    const char *const *states; /* [0] = "none" */
-    const char *const *triggers;
-    const char *const *guards;
-    const bool *terminal;
-    uint16_t nstates, ntriggers, nguards, nrows;
-    const igw_sm_row *rows;
-    igw_err illegal; /* class of an illegal trigger */
-} igw_sm;
-
-/* Outcome of firing a trigger. */
-typedef struct igw_sm_result {
-    bool ok;
-    int next;          /* next state (the current one when refused) */
-    igw_err err;       /* when refused */
-    const char *reason;
-} igw_sm_result;
-
-/* Fires `trigger` in `state` with the guards whose bits are set in
- * `guards` holding: the first row that matches and whose guard holds
- * wins; a matching reject row refuses with its class; otherwise the
- * machine's illegal class. */
-igw_sm_result igw_sm_fire(const igw_sm *m, int state, int trigger, uint32_t guards);
-
-/* Index of a state/trigger/guard name, or -1. */
-int igw_sm_state(const igw_sm *m, const char *name);
-int igw_sm_trigger(const igw_sm *m, const char *name);
-int igw_sm_guard(const igw_sm *m, const char *name);
+/* The tables of the schema's machines; the walker is src/rt/sm.c. */
 
 /* ---- session: Application session (interaction.state data.state). ---- */
 
@@ -65,8 +30,13 @@ typedef enum igw_session_trigger {
     IGW_SESSION__TRIGGERS
 } igw_session_trigger;
 
-#define IGW_SESSION_IF_NEGOTIATED (UINT32_C(1) << 0) /* Real negotiation, both sides' reports and server connectivity. */
-#define IGW_SESSION_IF_MAYEND (UINT32_C(1) << 1) /* The participant may end this session. */
+enum igw_session_guard {
+    IGW_SESSION_GUARD_NEGOTIATED = 0, /* Real negotiation, both sides' reports and server connectivity. */
+    IGW_SESSION_GUARD_MAYEND = 1, /* The participant may end this session. */
+    IGW_SESSION__GUARDS
+};
+#define IGW_SESSION_IF_NEGOTIATED (UINT32_C(1) << IGW_SESSION_GUARD_NEGOTIATED)
+#define IGW_SESSION_IF_MAYEND (UINT32_C(1) << IGW_SESSION_GUARD_MAYEND)
 
 extern const igw_sm igw_sm_session;
 
@@ -82,7 +52,7 @@ static inline igw_session_state igw_session_next(igw_session_state state, igw_se
 {
     igw_sm_result r = igw_sm_fire(&igw_sm_session, (int)state, (int)trigger, guards);
     if (!r.ok && err)
-        *err = r.err;
+        *err = (igw_err)r.err;
     return (igw_session_state)r.next;
 }
 
@@ -108,7 +78,11 @@ typedef enum igw_track_trigger {
     IGW_TRACK__TRIGGERS
 } igw_track_trigger;
 
-#define IGW_TRACK_IF_SAMETRACK (UINT32_C(1) << 0) /* The same authorized track. */
+enum igw_track_guard {
+    IGW_TRACK_GUARD_SAMETRACK = 0, /* The same authorized track. */
+    IGW_TRACK__GUARDS
+};
+#define IGW_TRACK_IF_SAMETRACK (UINT32_C(1) << IGW_TRACK_GUARD_SAMETRACK)
 
 extern const igw_sm igw_sm_track;
 
@@ -124,7 +98,7 @@ static inline igw_track_state igw_track_next(igw_track_state state, igw_track_tr
 {
     igw_sm_result r = igw_sm_fire(&igw_sm_track, (int)state, (int)trigger, guards);
     if (!r.ok && err)
-        *err = r.err;
+        *err = (igw_err)r.err;
     return (igw_track_state)r.next;
 }
 
@@ -144,8 +118,13 @@ typedef enum igw_consent_trigger {
     IGW_CONSENT__TRIGGERS
 } igw_consent_trigger;
 
-#define IGW_CONSENT_IF_REVISIONMATCHES (UINT32_C(1) << 0) /* expectedRevision equals the current revision. */
-#define IGW_CONSENT_IF_SAMEREVOKE (UINT32_C(1) << 1) /* expectedRevision equals the one that revoked it (replay). */
+enum igw_consent_guard {
+    IGW_CONSENT_GUARD_REVISIONMATCHES = 0, /* expectedRevision equals the current revision. */
+    IGW_CONSENT_GUARD_SAMEREVOKE = 1, /* expectedRevision equals the one that revoked it (replay). */
+    IGW_CONSENT__GUARDS
+};
+#define IGW_CONSENT_IF_REVISIONMATCHES (UINT32_C(1) << IGW_CONSENT_GUARD_REVISIONMATCHES)
+#define IGW_CONSENT_IF_SAMEREVOKE (UINT32_C(1) << IGW_CONSENT_GUARD_SAMEREVOKE)
 
 extern const igw_sm igw_sm_consent;
 
@@ -161,7 +140,7 @@ static inline igw_consent_state igw_consent_next(igw_consent_state state, igw_co
 {
     igw_sm_result r = igw_sm_fire(&igw_sm_consent, (int)state, (int)trigger, guards);
     if (!r.ok && err)
-        *err = r.err;
+        *err = (igw_err)r.err;
     return (igw_consent_state)r.next;
 }
 
@@ -200,7 +179,7 @@ static inline igw_delivery_state igw_delivery_next(igw_delivery_state state, igw
 {
     igw_sm_result r = igw_sm_fire(&igw_sm_delivery, (int)state, (int)trigger, guards);
     if (!r.ok && err)
-        *err = r.err;
+        *err = (igw_err)r.err;
     return (igw_delivery_state)r.next;
 }
 

@@ -298,7 +298,8 @@ void igw_push_attach(igw_push *p, igw_exchange *ex, const igw_request *req, cons
         return;
     }
     s->p = p;
-    snprintf(s->endpoint, sizeof s->endpoint, "%.*s", (int)req->params[0].len, req->params[0].ptr);
+    snprintf(s->endpoint, sizeof s->endpoint, "%.*s", (int)req->params[IGW_EVENTS_PUSH_P_endpointId].len,
+             req->params[IGW_EVENTS_PUSH_P_endpointId].ptr);
     snprintf(s->ent, sizeof s->ent, "%lld", (long long)who->enterprise_id);
     snprintf(s->user, sizeof s->user, "%lld", (long long)who->user_id);
     *a = (attach){.p = p, .ex = ex, .s = s, .v1 = offers_v1(ex)};

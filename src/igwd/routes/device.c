@@ -36,11 +36,16 @@ static int basic_credentials(igw_exchange *ex, char *user, size_t ucap, char *pa
     return 0;
 }
 
+/* The two device routes read the pair from the same slots. */
+_Static_assert((int)IGW_DEVICE_SEND_H_productID == (int)IGW_DEVICE_UPLOAD_H_productID &&
+                   (int)IGW_DEVICE_SEND_H_deviceName == (int)IGW_DEVICE_UPLOAD_H_deviceName,
+               "send and upload-file keep productID and deviceName in the same header slots");
+
 /* productID and deviceName headers name a sub-device together, or neither. */
 static int target_headers(igw_exchange *ex, const igw_request *req, igw_str *pid, igw_str *dn)
 {
-    *pid = req->headers[0];
-    *dn = req->headers[1];
+    *pid = req->headers[IGW_DEVICE_SEND_H_productID];
+    *dn = req->headers[IGW_DEVICE_SEND_H_deviceName];
     if (!pid->ptr != !dn->ptr) {
         igw_http_reply_error(ex, IGW_ERR_PARAMETER, "the productID and deviceName headers go together",
                              pid->ptr ? "deviceName" : "productID");
@@ -86,7 +91,7 @@ static void send_uplink(igw_exchange *ex, const igw_request *req, igw_str handle
 void igw_route_device_send(igw_exchange *ex, const igw_request *req, const igw_principal *who)
 {
     (void)who;
-    send_uplink(ex, req, req->params[0], req->params[1], false);
+    send_uplink(ex, req, req->params[IGW_DEVICE_SEND_P_handle], req->params[IGW_DEVICE_SEND_P_type], false);
 }
 
 void igw_route_bench_bare(igw_exchange *ex, const igw_request *req, const igw_principal *who)

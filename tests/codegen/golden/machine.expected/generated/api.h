@@ -69,6 +69,7 @@ typedef enum igw_route_id {
     IGW_ROUTE__COUNT
 } igw_route_id;
 
+
 /* Indexed by igw_route_id. */
 extern const igw_route_def igw_routes[IGW_ROUTE__COUNT];
 

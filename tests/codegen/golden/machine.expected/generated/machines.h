@@ -7,44 +7,9 @@
 #include <stdint.h>
 
 #include "api.h"
+#include "sm.h"
 
-/* One row: in state `from`, trigger `trigger` moves to `to` when guard
- * `guard` holds (-1: unconditional); a reject row (to = -1) refuses with `err`. */
-typedef struct igw_sm_row {
-    int16_t from, trigger, guard, to;
-    igw_err err;
-    const char *reason;
-} igw_sm_row;
-
-typedef struct igw_sm {
-    const char *name;
-    const char *const *states; /* [0] = "none" */
-    const char *const *triggers;
-    const char *const *guards;
-    const bool *terminal;
-    uint16_t nstates, ntriggers, nguards, nrows;
-    const igw_sm_row *rows;
-    igw_err illegal; /* class of an illegal trigger */
-} igw_sm;
-
-/* Outcome of firing a trigger. */
-typedef struct igw_sm_result {
-    bool ok;
-    int next;          /* next state (the current one when refused) */
-    igw_err err;       /* when refused */
-    const char *reason;
-} igw_sm_result;
-
-/* Fires `trigger` in `state` with the guards whose bits are set in
- * `guards` holding: the first row that matches and whose guard holds
- * wins; a matching reject row refuses with its class; otherwise the
- * machine's illegal class. */
-igw_sm_result igw_sm_fire(const igw_sm *m, int state, int trigger, uint32_t guards);
-
-/* Index of a state/trigger/guard name, or -1. */
-int igw_sm_state(const igw_sm *m, const char *name);
-int igw_sm_trigger(const igw_sm *m, const char *name);
-int igw_sm_guard(const igw_sm *m, const char *name);
+/* The tables of the schema's machines; the walker is src/rt/sm.c. */
 
 /* ---- door: A door. ---- */
 
@@ -64,7 +29,11 @@ typedef enum igw_door_trigger {
     IGW_DOOR__TRIGGERS
 } igw_door_trigger;
 
-#define IGW_DOOR_IF_UNLOCKED (UINT32_C(1) << 0) /* The lock is open. */
+enum igw_door_guard {
+    IGW_DOOR_GUARD_UNLOCKED = 0, /* The lock is open. */
+    IGW_DOOR__GUARDS
+};
+#define IGW_DOOR_IF_UNLOCKED (UINT32_C(1) << IGW_DOOR_GUARD_UNLOCKED)
 
 extern const igw_sm igw_sm_door;
 
@@ -80,7 +49,7 @@ static inline igw_door_state igw_door_next(igw_door_state state, igw_door_trigge
 {
     igw_sm_result r = igw_sm_fire(&igw_sm_door, (int)state, (int)trigger, guards);
     if (!r.ok && err)
-        *err = r.err;
+        *err = (igw_err)r.err;
     return (igw_door_state)r.next;
 }
 

@@ -23,17 +23,17 @@ static int key_Hello(const char *k, size_t n)
     switch (n) {
     case 4:
         if (memcmp(k, "name", 4) == 0)
-            return 0;
+            return IGW_Hello_F_name;
         if (memcmp(k, "loud", 4) == 0)
-            return 2;
+            return IGW_Hello_F_loud;
         if (memcmp(k, "tags", 4) == 0)
-            return 3;
+            return IGW_Hello_F_tags;
         break;
     case 5:
         if (memcmp(k, "times", 5) == 0)
-            return 1;
+            return IGW_Hello_F_times;
         if (memcmp(k, "extra", 5) == 0)
-            return 4;
+            return IGW_Hello_F_extra;
         break;
     default:
         break;
@@ -60,19 +60,19 @@ int igw_decode_Hello(igw_json *j, igw_Hello *o)
         }
         o->has |= UINT64_C(1) << f;
         switch (f) {
-        case 0:
+        case IGW_Hello_F_name:
             if (igw_json_string(j, &o->name) || igw_decode_string_rules(j, o->name, 1, 8, 3))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 1:
+        case IGW_Hello_F_times:
             if (igw_json_int(j, &o->times, INT64_C(1), INT64_C(3)))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 2:
+        case IGW_Hello_F_loud:
             if (igw_json_bool(j, &o->loud))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 3:
+        case IGW_Hello_F_tags:
             {
                 int more0;
                 if (igw_json_array_begin(j))
@@ -104,7 +104,7 @@ int igw_decode_Hello(igw_json *j, igw_Hello *o)
                 }
             }
             break;
-        case 4:
+        case IGW_Hello_F_extra:
             if (igw_decode_free(j, true, 2, 64, &o->extra))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
@@ -114,7 +114,7 @@ int igw_decode_Hello(igw_json *j, igw_Hello *o)
     }
     if (more < 0)
         return -1;
-    if ((o->has & UINT64_C(0x1)) != UINT64_C(0x1)) {
+    if ((o->has & IGW_Hello__REQUIRED) != IGW_Hello__REQUIRED) {
         if (!(o->has & IGW_Hello_name)) {
             igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
             return igw_json_prefix_key(j, "name", 4);
@@ -129,7 +129,7 @@ static int key_Reply(const char *k, size_t n)
     switch (n) {
     case 4:
         if (memcmp(k, "text", 4) == 0)
-            return 0;
+            return IGW_Reply_F_text;
         break;
     default:
         break;
@@ -156,7 +156,7 @@ int igw_decode_Reply(igw_json *j, igw_Reply *o)
         }
         o->has |= UINT64_C(1) << f;
         switch (f) {
-        case 0:
+        case IGW_Reply_F_text:
             if (igw_json_string(j, &o->text) || igw_decode_string_rules(j, o->text, 0, 64, 0))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
@@ -166,7 +166,7 @@ int igw_decode_Reply(igw_json *j, igw_Reply *o)
     }
     if (more < 0)
         return -1;
-    if ((o->has & UINT64_C(0x1)) != UINT64_C(0x1)) {
+    if ((o->has & IGW_Reply__REQUIRED) != IGW_Reply__REQUIRED) {
         if (!(o->has & IGW_Reply_text)) {
             igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
             return igw_json_prefix_key(j, "text", 4);

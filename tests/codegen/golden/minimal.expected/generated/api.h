@@ -72,11 +72,20 @@ typedef struct igw_Hello {
     igw_str_list tags;
     igw_str extra;
 } igw_Hello;
-#define IGW_Hello_name (UINT64_C(1) << 0)
-#define IGW_Hello_times (UINT64_C(1) << 1)
-#define IGW_Hello_loud (UINT64_C(1) << 2)
-#define IGW_Hello_tags (UINT64_C(1) << 3)
-#define IGW_Hello_extra (UINT64_C(1) << 4)
+enum igw_Hello_field {
+    IGW_Hello_F_name = 0,
+    IGW_Hello_F_times = 1,
+    IGW_Hello_F_loud = 2,
+    IGW_Hello_F_tags = 3,
+    IGW_Hello_F_extra = 4,
+    IGW_Hello__NFIELDS
+};
+#define IGW_Hello_name (UINT64_C(1) << IGW_Hello_F_name)
+#define IGW_Hello_times (UINT64_C(1) << IGW_Hello_F_times)
+#define IGW_Hello_loud (UINT64_C(1) << IGW_Hello_F_loud)
+#define IGW_Hello_tags (UINT64_C(1) << IGW_Hello_F_tags)
+#define IGW_Hello_extra (UINT64_C(1) << IGW_Hello_F_extra)
+#define IGW_Hello__REQUIRED (IGW_Hello_name)
 typedef struct igw_Hello_list {
     igw_Hello *v;
     uint32_t n;
@@ -87,7 +96,12 @@ typedef struct igw_Reply {
     uint64_t has; /* IGW_Reply_<field> bits of the fields present */
     igw_str text;
 } igw_Reply;
-#define IGW_Reply_text (UINT64_C(1) << 0)
+enum igw_Reply_field {
+    IGW_Reply_F_text = 0,
+    IGW_Reply__NFIELDS
+};
+#define IGW_Reply_text (UINT64_C(1) << IGW_Reply_F_text)
+#define IGW_Reply__REQUIRED (IGW_Reply_text)
 typedef struct igw_Reply_list {
     igw_Reply *v;
     uint32_t n;
@@ -109,6 +123,10 @@ typedef enum igw_route_id {
     IGW_ROUTE_HELLO,
     IGW_ROUTE__COUNT
 } igw_route_id;
+
+enum igw_route_hello_slots {
+    IGW_HELLO_P_lang = 0,
+};
 
 /* Indexed by igw_route_id. */
 extern const igw_route_def igw_routes[IGW_ROUTE__COUNT];

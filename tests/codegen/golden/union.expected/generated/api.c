@@ -150,7 +150,7 @@ static int key_Circle(const char *k, size_t n)
     switch (n) {
     case 1:
         if (memcmp(k, "r", 1) == 0)
-            return 0;
+            return IGW_Circle_F_r;
         break;
     default:
         break;
@@ -177,7 +177,7 @@ int igw_decode_Circle(igw_json *j, igw_Circle *o)
         }
         o->has |= UINT64_C(1) << f;
         switch (f) {
-        case 0:
+        case IGW_Circle_F_r:
             if (igw_json_int(j, &o->r, INT64_C(1), INT64_C(9007199254740991)))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
@@ -187,7 +187,7 @@ int igw_decode_Circle(igw_json *j, igw_Circle *o)
     }
     if (more < 0)
         return -1;
-    if ((o->has & UINT64_C(0x1)) != UINT64_C(0x1)) {
+    if ((o->has & IGW_Circle__REQUIRED) != IGW_Circle__REQUIRED) {
         if (!(o->has & IGW_Circle_r)) {
             igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
             return igw_json_prefix_key(j, "r", 1);
@@ -202,21 +202,21 @@ static int key_Box(const char *k, size_t n)
     switch (n) {
     case 1:
         if (memcmp(k, "w", 1) == 0)
-            return 0;
+            return IGW_Box_F_w;
         if (memcmp(k, "h", 1) == 0)
-            return 1;
+            return IGW_Box_F_h;
         break;
     case 4:
         if (memcmp(k, "unit", 4) == 0)
-            return 2;
+            return IGW_Box_F_unit;
         break;
     case 5:
         if (memcmp(k, "scale", 5) == 0)
-            return 3;
+            return IGW_Box_F_scale;
         break;
     case 6:
         if (memcmp(k, "legacy", 6) == 0)
-            return 4;
+            return IGW_Box_F_legacy;
         break;
     default:
         break;
@@ -243,23 +243,23 @@ int igw_decode_Box(igw_json *j, igw_Box *o)
         }
         o->has |= UINT64_C(1) << f;
         switch (f) {
-        case 0:
+        case IGW_Box_F_w:
             if (igw_json_int(j, &o->w, INT64_C(0), INT64_C(100)))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 1:
+        case IGW_Box_F_h:
             if (igw_json_int(j, &o->h, INT64_C(0), INT64_C(100)))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 2:
+        case IGW_Box_F_unit:
             if (enum_Unit(j, &o->unit))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 3:
+        case IGW_Box_F_scale:
             if (igw_json_int(j, &o->scale, INT64_C(1), INT64_C(9)))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 4:
+        case IGW_Box_F_legacy:
             igw_json_fail(j, IGW_JERR_RESERVED, "field is not open in this version");
             return igw_json_prefix_key(j, k.ptr, k.len);
         default:
@@ -268,7 +268,7 @@ int igw_decode_Box(igw_json *j, igw_Box *o)
     }
     if (more < 0)
         return -1;
-    if ((o->has & UINT64_C(0x3)) != UINT64_C(0x3)) {
+    if ((o->has & IGW_Box__REQUIRED) != IGW_Box__REQUIRED) {
         if (!(o->has & IGW_Box_w)) {
             igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
             return igw_json_prefix_key(j, "w", 1);
@@ -303,13 +303,13 @@ static int key_Shape(const char *k, size_t n)
     switch (n) {
     case 4:
         if (memcmp(k, "kind", 4) == 0)
-            return 0;
+            return IGW_Shape_F_kind;
         if (memcmp(k, "body", 4) == 0)
-            return 2;
+            return IGW_Shape_F_body;
         break;
     case 5:
         if (memcmp(k, "label", 5) == 0)
-            return 1;
+            return IGW_Shape_F_label;
         break;
     default:
         break;
@@ -357,15 +357,15 @@ int igw_decode_Shape(igw_json *j, igw_Shape *o)
         }
         o->has |= UINT64_C(1) << f;
         switch (f) {
-        case 0:
+        case IGW_Shape_F_kind:
             if (enum_Kind(j, &o->kind))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 1:
+        case IGW_Shape_F_label:
             if (igw_json_string(j, &o->label) || igw_decode_string_rules(j, o->label, 1, 16, 0))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 2:
+        case IGW_Shape_F_body:
             if (o->has & IGW_Shape_kind) {
                 if (switch_Shape_body(j, o))
                     return igw_json_prefix_key(j, k.ptr, k.len);
@@ -382,7 +382,7 @@ int igw_decode_Shape(igw_json *j, igw_Shape *o)
     }
     if (more < 0)
         return -1;
-    if ((o->has & UINT64_C(0x5)) != UINT64_C(0x5)) {
+    if ((o->has & IGW_Shape__REQUIRED) != IGW_Shape__REQUIRED) {
         if (!(o->has & IGW_Shape_kind)) {
             igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
             return igw_json_prefix_key(j, "kind", 4);
@@ -411,11 +411,11 @@ static int key_Presence(const char *k, size_t n)
     switch (n) {
     case 1:
         if (memcmp(k, "m", 1) == 0)
-            return 0;
+            return IGW_Presence_F_m;
         if (memcmp(k, "y", 1) == 0)
-            return 1;
+            return IGW_Presence_F_y;
         if (memcmp(k, "x", 1) == 0)
-            return 2;
+            return IGW_Presence_F_x;
         break;
     default:
         break;
@@ -442,15 +442,15 @@ int igw_decode_Presence(igw_json *j, igw_Presence *o)
         }
         o->has |= UINT64_C(1) << f;
         switch (f) {
-        case 0:
+        case IGW_Presence_F_m:
             if (enum_Mode(j, &o->m))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 1:
+        case IGW_Presence_F_y:
             if (igw_json_bool(j, &o->y))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 2:
+        case IGW_Presence_F_x:
             if (igw_json_bool(j, &o->x))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
@@ -460,7 +460,7 @@ int igw_decode_Presence(igw_json *j, igw_Presence *o)
     }
     if (more < 0)
         return -1;
-    if ((o->has & UINT64_C(0x1)) != UINT64_C(0x1)) {
+    if ((o->has & IGW_Presence__REQUIRED) != IGW_Presence__REQUIRED) {
         if (!(o->has & IGW_Presence_m)) {
             igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
             return igw_json_prefix_key(j, "m", 1);

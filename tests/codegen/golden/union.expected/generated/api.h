@@ -105,7 +105,12 @@ typedef struct igw_Circle {
     uint64_t has; /* IGW_Circle_<field> bits of the fields present */
     int64_t r;
 } igw_Circle;
-#define IGW_Circle_r (UINT64_C(1) << 0)
+enum igw_Circle_field {
+    IGW_Circle_F_r = 0,
+    IGW_Circle__NFIELDS
+};
+#define IGW_Circle_r (UINT64_C(1) << IGW_Circle_F_r)
+#define IGW_Circle__REQUIRED (IGW_Circle_r)
 typedef struct igw_Circle_list {
     igw_Circle *v;
     uint32_t n;
@@ -120,11 +125,20 @@ typedef struct igw_Box {
     int64_t scale;
     igw_str legacy;
 } igw_Box;
-#define IGW_Box_w (UINT64_C(1) << 0)
-#define IGW_Box_h (UINT64_C(1) << 1)
-#define IGW_Box_unit (UINT64_C(1) << 2)
-#define IGW_Box_scale (UINT64_C(1) << 3)
-#define IGW_Box_legacy (UINT64_C(1) << 4)
+enum igw_Box_field {
+    IGW_Box_F_w = 0,
+    IGW_Box_F_h = 1,
+    IGW_Box_F_unit = 2,
+    IGW_Box_F_scale = 3,
+    IGW_Box_F_legacy = 4,
+    IGW_Box__NFIELDS
+};
+#define IGW_Box_w (UINT64_C(1) << IGW_Box_F_w)
+#define IGW_Box_h (UINT64_C(1) << IGW_Box_F_h)
+#define IGW_Box_unit (UINT64_C(1) << IGW_Box_F_unit)
+#define IGW_Box_scale (UINT64_C(1) << IGW_Box_F_scale)
+#define IGW_Box_legacy (UINT64_C(1) << IGW_Box_F_legacy)
+#define IGW_Box__REQUIRED (IGW_Box_w | IGW_Box_h)
 typedef struct igw_Box_list {
     igw_Box *v;
     uint32_t n;
@@ -140,9 +154,16 @@ typedef struct igw_Shape {
         igw_Box shape_box;
     } body; /* selected by kind */
 } igw_Shape;
-#define IGW_Shape_kind (UINT64_C(1) << 0)
-#define IGW_Shape_label (UINT64_C(1) << 1)
-#define IGW_Shape_body (UINT64_C(1) << 2)
+enum igw_Shape_field {
+    IGW_Shape_F_kind = 0,
+    IGW_Shape_F_label = 1,
+    IGW_Shape_F_body = 2,
+    IGW_Shape__NFIELDS
+};
+#define IGW_Shape_kind (UINT64_C(1) << IGW_Shape_F_kind)
+#define IGW_Shape_label (UINT64_C(1) << IGW_Shape_F_label)
+#define IGW_Shape_body (UINT64_C(1) << IGW_Shape_F_body)
+#define IGW_Shape__REQUIRED (IGW_Shape_kind | IGW_Shape_body)
 typedef struct igw_Shape_list {
     igw_Shape *v;
     uint32_t n;
@@ -155,9 +176,16 @@ typedef struct igw_Presence {
     bool y;
     bool x;
 } igw_Presence;
-#define IGW_Presence_m (UINT64_C(1) << 0)
-#define IGW_Presence_y (UINT64_C(1) << 1)
-#define IGW_Presence_x (UINT64_C(1) << 2)
+enum igw_Presence_field {
+    IGW_Presence_F_m = 0,
+    IGW_Presence_F_y = 1,
+    IGW_Presence_F_x = 2,
+    IGW_Presence__NFIELDS
+};
+#define IGW_Presence_m (UINT64_C(1) << IGW_Presence_F_m)
+#define IGW_Presence_y (UINT64_C(1) << IGW_Presence_F_y)
+#define IGW_Presence_x (UINT64_C(1) << IGW_Presence_F_x)
+#define IGW_Presence__REQUIRED (IGW_Presence_m)
 typedef struct igw_Presence_list {
     igw_Presence *v;
     uint32_t n;
@@ -184,6 +212,7 @@ typedef enum igw_route_id {
     IGW_ROUTE_PRESENCE,
     IGW_ROUTE__COUNT
 } igw_route_id;
+
 
 /* Indexed by igw_route_id. */
 extern const igw_route_def igw_routes[IGW_ROUTE__COUNT];

@@ -67,25 +67,25 @@ static int key_Sample(const char *k, size_t n)
     switch (n) {
     case 2:
         if (memcmp(k, "id", 2) == 0)
-            return 0;
+            return IGW_Sample_F_id;
         break;
     case 4:
         if (memcmp(k, "name", 4) == 0)
-            return 1;
+            return IGW_Sample_F_name;
         if (memcmp(k, "lang", 4) == 0)
-            return 2;
+            return IGW_Sample_F_lang;
         if (memcmp(k, "note", 4) == 0)
-            return 3;
+            return IGW_Sample_F_note;
         if (memcmp(k, "flag", 4) == 0)
-            return 6;
+            return IGW_Sample_F_flag;
         break;
     case 5:
         if (memcmp(k, "count", 5) == 0)
-            return 4;
+            return IGW_Sample_F_count;
         if (memcmp(k, "color", 5) == 0)
-            return 5;
+            return IGW_Sample_F_color;
         if (memcmp(k, "extra", 5) == 0)
-            return 7;
+            return IGW_Sample_F_extra;
         break;
     default:
         break;
@@ -112,35 +112,35 @@ int igw_decode_Sample(igw_json *j, igw_Sample *o)
         }
         o->has |= UINT64_C(1) << f;
         switch (f) {
-        case 0:
+        case IGW_Sample_F_id:
             if (igw_json_string(j, &o->id) || igw_decode_string_rules(j, o->id, 1, 16, 1))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 1:
+        case IGW_Sample_F_name:
             if (igw_json_string(j, &o->name) || igw_decode_string_rules(j, o->name, 1, 8, 3))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 2:
+        case IGW_Sample_F_lang:
             if (igw_json_string(j, &o->lang) || igw_decode_string_rules(j, o->lang, 2, 35, 2))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 3:
+        case IGW_Sample_F_note:
             if (igw_json_string(j, &o->note) || igw_decode_string_rules(j, o->note, 0, 4, 0))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 4:
+        case IGW_Sample_F_count:
             if (igw_json_int(j, &o->count, INT64_C(-5), INT64_C(5)))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 5:
+        case IGW_Sample_F_color:
             if (enum_Color(j, &o->color))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 6:
+        case IGW_Sample_F_flag:
             if (igw_json_bool(j, &o->flag))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
-        case 7:
+        case IGW_Sample_F_extra:
             if (igw_decode_free(j, true, 2, 64, &o->extra))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
@@ -150,7 +150,7 @@ int igw_decode_Sample(igw_json *j, igw_Sample *o)
     }
     if (more < 0)
         return -1;
-    if ((o->has & UINT64_C(0xff)) != UINT64_C(0xff)) {
+    if ((o->has & IGW_Sample__REQUIRED) != IGW_Sample__REQUIRED) {
         if (!(o->has & IGW_Sample_id)) {
             igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
             return igw_json_prefix_key(j, "id", 2);

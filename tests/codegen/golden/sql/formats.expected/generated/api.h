@@ -88,14 +88,26 @@ typedef struct igw_Sample {
     bool flag;
     igw_str extra;
 } igw_Sample;
-#define IGW_Sample_id (UINT64_C(1) << 0)
-#define IGW_Sample_name (UINT64_C(1) << 1)
-#define IGW_Sample_lang (UINT64_C(1) << 2)
-#define IGW_Sample_note (UINT64_C(1) << 3)
-#define IGW_Sample_count (UINT64_C(1) << 4)
-#define IGW_Sample_color (UINT64_C(1) << 5)
-#define IGW_Sample_flag (UINT64_C(1) << 6)
-#define IGW_Sample_extra (UINT64_C(1) << 7)
+enum igw_Sample_field {
+    IGW_Sample_F_id = 0,
+    IGW_Sample_F_name = 1,
+    IGW_Sample_F_lang = 2,
+    IGW_Sample_F_note = 3,
+    IGW_Sample_F_count = 4,
+    IGW_Sample_F_color = 5,
+    IGW_Sample_F_flag = 6,
+    IGW_Sample_F_extra = 7,
+    IGW_Sample__NFIELDS
+};
+#define IGW_Sample_id (UINT64_C(1) << IGW_Sample_F_id)
+#define IGW_Sample_name (UINT64_C(1) << IGW_Sample_F_name)
+#define IGW_Sample_lang (UINT64_C(1) << IGW_Sample_F_lang)
+#define IGW_Sample_note (UINT64_C(1) << IGW_Sample_F_note)
+#define IGW_Sample_count (UINT64_C(1) << IGW_Sample_F_count)
+#define IGW_Sample_color (UINT64_C(1) << IGW_Sample_F_color)
+#define IGW_Sample_flag (UINT64_C(1) << IGW_Sample_F_flag)
+#define IGW_Sample_extra (UINT64_C(1) << IGW_Sample_F_extra)
+#define IGW_Sample__REQUIRED (IGW_Sample_id | IGW_Sample_name | IGW_Sample_lang | IGW_Sample_note | IGW_Sample_count | IGW_Sample_color | IGW_Sample_flag | IGW_Sample_extra)
 typedef struct igw_Sample_list {
     igw_Sample *v;
     uint32_t n;
@@ -114,6 +126,7 @@ void igw_encode_Sample(igw_jw *w, const igw_Sample *in);
 typedef enum igw_route_id {
     IGW_ROUTE__COUNT
 } igw_route_id;
+
 
 /* Indexed by igw_route_id. */
 extern const igw_route_def igw_routes[IGW_ROUTE__COUNT];

@@ -7,44 +7,9 @@
 #include <stdint.h>
 
 #include "api.h"
+#include "sm.h"
 
-/* One row: in state `from`, trigger `trigger` moves to `to` when guard
- * `guard` holds (-1: unconditional); a reject row (to = -1) refuses with `err`. */
-typedef struct igw_sm_row {
-    int16_t from, trigger, guard, to;
-    igw_err err;
-    const char *reason;
-} igw_sm_row;
-
-typedef struct igw_sm {
-    const char *name;
-    const char *const *states; /* [0] = "none" */
-    const char *const *triggers;
-    const char *const *guards;
-    const bool *terminal;
-    uint16_t nstates, ntriggers, nguards, nrows;
-    const igw_sm_row *rows;
-    igw_err illegal; /* class of an illegal trigger */
-} igw_sm;
-
-/* Outcome of firing a trigger. */
-typedef struct igw_sm_result {
-    bool ok;
-    int next;          /* next state (the current one when refused) */
-    igw_err err;       /* when refused */
-    const char *reason;
-} igw_sm_result;
-
-/* Fires `trigger` in `state` with the guards whose bits are set in
- * `guards` holding: the first row that matches and whose guard holds
- * wins; a matching reject row refuses with its class; otherwise the
- * machine's illegal class. */
-igw_sm_result igw_sm_fire(const igw_sm *m, int state, int trigger, uint32_t guards);
-
-/* Index of a state/trigger/guard name, or -1. */
-int igw_sm_state(const igw_sm *m, const char *name);
-int igw_sm_trigger(const igw_sm *m, const char *name);
-int igw_sm_guard(const igw_sm *m, const char *name);
+/* The tables of the schema's machines; the walker is src/rt/sm.c. */
 
 /* ---- lamp: A two-state machine. ---- */
 
@@ -76,7 +41,7 @@ static inline igw_lamp_state igw_lamp_next(igw_lamp_state state, igw_lamp_trigge
 {
     igw_sm_result r = igw_sm_fire(&igw_sm_lamp, (int)state, (int)trigger, guards);
     if (!r.ok && err)
-        *err = r.err;
+        *err = (igw_err)r.err;
     return (igw_lamp_state)r.next;
 }
 

@@ -1,0 +1,44 @@
+/* proto.h - the walker of the generated device protocol tables
+ * (generated/protocol.c holds only the rows): which method a device may
+ * send on which handle and message type, the method of its reply, and what
+ * the handler checks the message against.
+ *
+ * Pure functions over constant tables: any thread. `check` and `returns`
+ * are values of the generated igw_proto_check and igw_proto_returns
+ * (generated/protocol.h), carried as int so the runtime needs no generated
+ * header. */
+#ifndef IGW_PROTO_H
+#define IGW_PROTO_H
+
+#include <stddef.h>
+
+typedef struct igw_proto_row {
+    const char *handle, *type, *method; /* "*": any identifier */
+    const char *reply;                  /* NULL: the device gets no reply message */
+    int check;                          /* igw_proto_check */
+    int returns;                        /* igw_proto_returns */
+} igw_proto_row;
+
+typedef struct igw_protocol {
+    const char *name;
+    const igw_proto_row *rows;
+    size_t nrows;
+} igw_protocol;
+
+typedef enum igw_proto_status {
+    IGW_PROTO_FOUND,
+    IGW_PROTO_NO_HANDLE, /* no row has this handle */
+    IGW_PROTO_NO_TYPE,   /* the handle has no row for this type */
+    IGW_PROTO_NO_METHOD, /* the handle and type have no row for this method */
+} igw_proto_status;
+
+/* The row for (handle, type, method), lengths in bytes; one leading '$'
+ * on the handle is ignored (MQTT topics carry it, HTTP paths may). A `*`
+ * row matches any non-empty name. *row is set when FOUND. */
+igw_proto_status igw_proto_find(const igw_protocol *p, const char *handle, size_t hlen, const char *type,
+                                size_t tlen, const char *method, size_t mlen, const igw_proto_row **row);
+
+/* A short reason for a status other than FOUND ("unknown handle", ...). */
+const char *igw_proto_status_text(igw_proto_status st);
+
+#endif

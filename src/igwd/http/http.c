@@ -73,6 +73,7 @@ struct igw_exchange {
     char id[17];
     struct timespec start;
     bool replied;
+    bool contract; /* in its route's handler: answers only the classes the route declares */
     bool held;              /* the handler's exchange: a copy took over */
     bool heap;              /* the copy (igw_http_hold): freed by its reply */
     igw_arena arena;        /* the copy's: the request's decoded data, taken from the worker */
@@ -320,10 +321,30 @@ static void envelope_begin(igw_jw *jw, int cls)
     igw_jw_key(jw, "data", 4);
 }
 
+/* The schema's `errors` of a route are its contract with clients (OpenAPI
+ * and docs/api.md list them): a handler answering another class is a bug.
+ * Logged always; fatal in test builds (IGW_STRICT_CONTRACTS), so a test
+ * that reaches it fails. */
+static void check_contract(const igw_exchange *ex, int cls)
+{
+    if (!ex->contract || ex->route >= IGW_ROUTE__COUNT || cls == IGW_ERR_INTERNAL)
+        return;
+    const igw_route_def *r = &igw_routes[ex->route];
+    for (uint32_t i = 0; i < r->nerrors; i++)
+        if (r->errors[i] == cls)
+            return;
+    fprintf(stderr, "igwd: bug: route %s answered request %s with class %s, which its schema does not declare\n",
+            r->name, ex->id, igw_error_classes[cls].name);
+#ifdef IGW_STRICT_CONTRACTS
+    abort();
+#endif
+}
+
 void igw_http_reply_error(igw_exchange *ex, int cls, const char *reason, const char *path)
 {
     if (cls < 0 || cls >= IGW_ERR__COUNT)
         cls = IGW_ERR_INTERNAL;
+    check_contract(ex, cls);
     igw_jw *jw = &ex->w->body;
     envelope_begin(jw, cls);
     igw_jw_object_begin(jw);
@@ -643,6 +664,7 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
         igw_http_reply_error(&ex, IGW_ERR_NOT_IMPLEMENTED, "handler not implemented yet", "");
         return 0;
     }
+    ex.contract = true;
     app->handle(app->arg, &ex, &r);
     if (!ex.replied && !ex.held)
         igw_http_reply_error(&ex, IGW_ERR_INTERNAL, "handler did not reply", "");
@@ -859,6 +881,12 @@ igw_str igw_http_method(igw_exchange *ex)
     if (!ex->req)
         return (igw_str){NULL, 0};
     return (igw_str){ex->req->input.method.base, ex->req->input.method.len};
+}
+
+void igw_http_reply_unbound(igw_exchange *ex)
+{
+    ex->contract = false;
+    igw_http_reply_error(ex, IGW_ERR_NOT_IMPLEMENTED, "handler not implemented yet", "");
 }
 
 void igw_http_set_route(igw_exchange *ex, unsigned route)

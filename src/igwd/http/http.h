@@ -177,6 +177,12 @@ void igw_http_destroy(igw_server *s);
  * {"code","msg","data":{"reason","path"}}, HTTP status from the class. */
 void igw_http_reply_error(igw_exchange *ex, int cls, const char *reason, const char *path);
 
+/* Answers not_implemented for a route that has no handler yet: the one
+ * class a route may answer without declaring it in the schema. Every other
+ * reply_error of a handler is checked against the route's `errors` (logged
+ * as a bug, and fatal in test builds, when the class is not there). */
+void igw_http_reply_unbound(igw_exchange *ex);
+
 /* Answers 200 with {"code":200,"msg":"success","data":<data>}; `data` must
  * be one valid JSON value. */
 void igw_http_reply_ok(igw_exchange *ex, const char *data, size_t len);

@@ -33,7 +33,7 @@ static void not_implemented(igw_exchange *ex, const igw_request *req, const igw_
 {
     (void)req;
     (void)who;
-    igw_http_reply_error(ex, IGW_ERR_NOT_IMPLEMENTED, "handler not implemented yet", "");
+    igw_http_reply_unbound(ex);
 }
 
 void igw_routes_handle(void *arg, igw_exchange *ex, const igw_request *req)

@@ -740,10 +740,15 @@ static void protocols(doc *d)
             igw_out_puts(o, " | ");
             code(o, r->method);
             igw_out_puts(o, " | ");
-            if (r->reply)
+            if (r->reply) {
                 code(o, r->reply);
-            else
+            } else if (r->answers) {
+                igw_out_puts(o, "none: answers the ");
+                code(o, r->answers);
+                igw_out_puts(o, " downlink");
+            } else {
                 igw_out_puts(o, "none");
+            }
             igw_out_printf(o, " | %s | %s | ", r->check ? r->check : "none", r->returns ? r->returns : "none");
             md(o, r->doc);
             igw_out_puts(o, " |\n");

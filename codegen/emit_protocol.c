@@ -90,6 +90,10 @@ static void emit_source(const igw_schema *s, igw_out *c)
                 igw_out_puts(c, ", .reply = ");
                 igw_out_c_string(c, r->reply);
             }
+            if (r->answers) {
+                igw_out_puts(c, ", .answers = ");
+                igw_out_c_string(c, r->answers);
+            }
             igw_out_puts(c, ",\n     .check = ");
             enum_value(c, "IGW_PROTO_CHECK_", r->check);
             igw_out_puts(c, ", .returns = ");

@@ -327,6 +327,7 @@ typedef struct igw_proto_row {
     const char *handle, *type, *method; /* "*" = any */
     const char *reply;                  /* NULL: no reply message */
     const char *check, *returns;        /* NULL: none */
+    const char *answers;                /* the downlink method this uplink answers (a command's); NULL: none */
     const char *doc;
     igw_loc loc;
 } igw_proto_row;

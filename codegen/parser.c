@@ -894,6 +894,10 @@ static void protocol_decl(parser *p)
                 if (r->returns)
                     fail(p, "a row returns one thing");
                 r->returns = ident(p, "what the reply returns");
+            } else if (accept_kw(p, "answers")) {
+                if (r->answers)
+                    fail(p, "a row answers one downlink");
+                r->answers = ident(p, "downlink method");
             } else {
                 break;
             }

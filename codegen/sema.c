@@ -966,6 +966,13 @@ static void check_protocol(igw_schema *s, igw_protocol *pr)
             igw_diag_error(r->loc, "unknown check '%s' (properties, pack, event, action, subdevices)", r->check);
         if (r->returns && !in_set(r->returns, returns, sizeof returns / sizeof returns[0]))
             igw_diag_error(r->loc, "unknown returns '%s' (properties, config)", r->returns);
+        /* A device's answer to a command's downlink ends the exchange: it
+         * gets no reply message of its own, and it is one known method. */
+        if (r->answers && r->reply)
+            igw_diag_error(r->loc, "'%s' answers the downlink '%s' and cannot have a reply (-> %s)", r->method,
+                           r->answers, r->reply);
+        if (r->answers && (!strcmp(r->type, "*") || !strcmp(r->method, "*")))
+            igw_diag_error(r->loc, "a row that answers a downlink names its type and method (no *)");
         for (int j = 0; j < r_i; j++) {
             igw_proto_row *o = IGW_VEC_AT(pr->rows, igw_proto_row, j);
             if (strcmp(o->handle, r->handle) != 0)

@@ -3029,6 +3029,10 @@ int igw_decode_DeviceMessage(igw_json *j, igw_DeviceMessage *o)
         igw_json_fail(j, IGW_JERR_MISSING, "field is required when method in (actionReply, controlReply, getReportReply)");
         return igw_json_prefix_key(j, "code", 4);
     }
+    if (!(o->has & IGW_DeviceMessage_actionID) && ((o->has & IGW_DeviceMessage_method) && (igw_str_eq(o->method, "actionReply", 11)))) {
+        igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = actionReply");
+        return igw_json_prefix_key(j, "actionID", 8);
+    }
     return 0;
 }
 

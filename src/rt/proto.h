@@ -15,6 +15,7 @@
 typedef struct igw_proto_row {
     const char *handle, *type, *method; /* "*": any identifier */
     const char *reply;                  /* NULL: the device gets no reply message */
+    const char *answers;                /* the downlink method (a command's) this uplink answers; NULL: none */
     int check;                          /* igw_proto_check */
     int returns;                        /* igw_proto_returns */
 } igw_proto_row;

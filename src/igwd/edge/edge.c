@@ -333,18 +333,11 @@ static void flush(igw_edge *e);
 
 static void arm_flush(igw_edge *e);
 
-/* The device's answer to a downlink of an application's command. */
+/* The device's answer to a downlink of an application's command: the
+ * protocol row says so (schema: `answers`). */
 static bool is_command_reply(const job *j)
 {
-    static const struct { const char *type, *method; } replies[] = {{"action", "actionReply"},
-                                                                      {"property", "controlReply"}};
-    if (strcmp(j->handle, "thing") != 0)
-        return false;
-    for (size_t i = 0; i < sizeof replies / sizeof replies[0]; i++)
-        if (!strcmp(j->type, replies[i].type) && j->msg->method.len == strlen(replies[i].method) &&
-            !memcmp(j->msg->method.ptr, replies[i].method, j->msg->method.len))
-            return true;
-    return false;
+    return j->row && j->row->answers;
 }
 
 /* Puts jobs (a list) back at the head of the pending batch, in order. */
@@ -807,11 +800,7 @@ static void process(job *j, const device *target)
         rc = igw_thingmodel_check_event(model, m->eventID.ptr, m->eventID.len, has_params ? m->params.ptr : "{}",
                                         has_params ? m->params.len : 2, "/params", &j->arena, &err);
         break;
-    case IGW_PROTO_CHECK_ACTION:
-        if (!(m->has & IGW_DeviceMessage_actionID)) {
-            finish(j, IGW_ERR_PARAMETER, "actionID is required", "/actionID", NULL, 0);
-            return;
-        }
+    case IGW_PROTO_CHECK_ACTION: /* actionID: required by the schema (DeviceMessage) */
         if (!igw_thingmodel_action(model, m->actionID.ptr, m->actionID.len)) {
             finish(j, IGW_ERR_PARAMETER, "unknown action", "/actionID", NULL, 0);
             return;

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "emit.h"
+#include "ruletext.h"
 #include "util.h"
 
 /* Types nest through arrays and alias chains; conditions through and/or/not.
@@ -595,6 +596,15 @@ static void route(doc *d, const igw_route *r)
             igw_out_puts(o, " |\n");
         }
         igw_out_puts(o, "\n");
+        if (r->rules.n) {
+            igw_out_puts(o, "Header rules (checked by the strict stage, before authentication):\n\n");
+            for (int i = 0; i < r->rules.n; i++) {
+                igw_out_puts(o, "- `");
+                igw_rule_text(o, IGW_VEC_AT(r->rules, igw_rule, i));
+                igw_out_puts(o, "`\n");
+            }
+            igw_out_puts(o, "\n");
+        }
     }
     if (r->body == IGW_BODY_MULTIPART) {
         igw_out_puts(o, "Parts:\n\n| Part | Presence | Description |\n|---|---|---|\n");

@@ -193,9 +193,9 @@ static void emit_header(const igw_schema *s, igw_out *h)
         const char *up = igw_c_upper(r->name);
         igw_out_printf(h, "enum igw_route_%s_slots {\n", r->name);
         FOR(r->params, igw_field, f)
-            igw_out_printf(h, "    IGW_%s_P_%s = %d,\n", up, f->name, f_i);
+            igw_out_printf(h, "    IGW_%s_P_%s = %d,\n", up, igw_c_ident(f->name), f_i);
         FOR(r->headers, igw_field, f)
-            igw_out_printf(h, "    IGW_%s_H_%s = %d,\n", up, f->name, f_i);
+            igw_out_printf(h, "    IGW_%s_H_%s = %d,\n", up, igw_c_ident(f->name), f_i);
         igw_out_puts(h, "};\n");
     }
     igw_out_puts(h, "\n");
@@ -766,6 +766,56 @@ static void emit_text_checks(const igw_route *r, const igw_vec *vals, const char
     igw_out_puts(o, "\n");
 }
 
+/* A header rule's condition as C over the route's collected headers. */
+static void emit_header_cond(igw_out *o, const igw_route *r, const igw_cond *c)
+{
+    switch (c->op) {
+    case IGW_C_PRESENT:
+        igw_out_printf(o, "h[IGW_%s_H_%s].ptr != NULL", igw_c_upper(r->name), igw_c_ident(c->field));
+        return;
+    case IGW_C_NOT:
+        igw_out_puts(o, "!(");
+        emit_header_cond(o, r, c->a);
+        igw_out_puts(o, ")");
+        return;
+    case IGW_C_AND:
+    case IGW_C_OR:
+        igw_out_puts(o, "(");
+        emit_header_cond(o, r, c->a);
+        igw_out_puts(o, c->op == IGW_C_AND ? ") && (" : ") || (");
+        emit_header_cond(o, r, c->b);
+        igw_out_puts(o, ")");
+        return;
+    default: /* sema allows presence only */
+        igw_out_puts(o, "0");
+        return;
+    }
+}
+
+/* The route's require/forbid among its headers, in schema order: the
+ * first broken one names the header and the rule. */
+static void emit_header_rules(igw_out *o, const igw_route *r)
+{
+    igw_out_printf(o, "static int header_rules_%s(const igw_str *h, const char **reason, const char **name)\n{\n",
+                   r->name);
+    FOR(r->rules, igw_rule, rule) {
+        igw_out t;
+        igw_out_init(&t);
+        igw_cond_text(&t, rule->when);
+        FOR(rule->frefs, igw_field, f) {
+            igw_out_printf(o, "    if (%sh[IGW_%s_H_%s].ptr && (", rule->kind == IGW_R_REQUIRE ? "!" : "",
+                           igw_c_upper(r->name), igw_c_ident(f->name));
+            emit_header_cond(o, r, rule->when);
+            igw_out_puts(o, ")) {\n        *reason = ");
+            igw_out_c_string(o, igw_sprintf("header %s is %s when %s", f->name,
+                                            rule->kind == IGW_R_REQUIRE ? "required" : "not allowed", t.buf));
+            igw_out_printf(o, ";\n        *name = \"%s\";\n        return -1;\n    }\n", f->name);
+        }
+        igw_out_free(&t);
+    }
+    igw_out_puts(o, "    return 0;\n}\n\n");
+}
+
 static void emit_routes(const igw_schema *s, igw_out *o)
 {
     static const char *const auth[] = {"IGW_AUTH_KIND_NONE", "IGW_AUTH_KIND_DEVICE", "IGW_AUTH_KIND_USER"};
@@ -781,6 +831,8 @@ static void emit_routes(const igw_schema *s, igw_out *o)
         }
         emit_text_checks(r, &r->params, "param", o);
         emit_text_checks(r, &r->headers, "header", o);
+        if (r->rules.n)
+            emit_header_rules(o, r);
         if (r->parts.n) {
             igw_out_printf(o, "static const char *const parts_%s[] = {", r->name);
             int k = 0;
@@ -822,8 +874,10 @@ static void emit_routes(const igw_schema *s, igw_out *o)
             FOR(r->headers, igw_field, f)
                 if (!f->optional)
                     igw_out_printf(o, "%s(UINT64_C(1) << IGW_%s_H_%s)", nreq++ ? " | " : "", igw_c_upper(r->name),
-                                   f->name);
+                                   igw_c_ident(f->name));
             igw_out_printf(o, "%s,\n", nreq ? "" : "UINT64_C(0)");
+            if (r->rules.n)
+                igw_out_printf(o, "        .header_rules = header_rules_%s,\n", r->name);
         }
         if (r->parts.n) {
             int nreq = 0;

@@ -865,6 +865,16 @@ static void operation(ctx *c, const igw_route *r)
     jw_str(w, "x-igw-auth", auth_name(r->auth));
     if (r->gate_signaling)
         jw_str(w, "x-igw-gate", "signaling");
+    if (r->rules.n) { /* require/forbid among the headers, on their presence (strict stage) */
+        jw_arr(w, "x-igw-header-rules");
+        for (int i = 0; i < r->rules.n; i++) {
+            igw_out o;
+            igw_out_init(&o);
+            rule_text(&o, IGW_VEC_AT(r->rules, igw_rule, i));
+            jw_take(w, NULL, &o);
+        }
+        jw_close(w);
+    }
     jw_str(w, "x-igw-body", r->body == IGW_BODY_JSON ? "json" : r->body == IGW_BODY_MULTIPART ? "multipart" : "none");
     /* Checked on the raw byte count before decoding; 0 = no body accepted. */
     jw_int(w, "x-igw-body-cap-bytes", r->body_limit);

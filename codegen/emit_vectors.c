@@ -3048,6 +3048,8 @@ static void gen_free(gen *g)
 
 /* Route-level vectors: the route table refuses a wrong method (405 class)
  * and a path that only looks like the route (404 class) before any body. */
+static void header_rule_vectors(gen *g);
+
 static void route_vectors(gen *g)
 {
     static const struct {
@@ -3137,6 +3139,125 @@ static void route_vectors(gen *g)
         igw_out_printf(o, "},\"expect\":{\"status\":%d,\"code\":%" PRId64 ",\"path\":\"\"}}\n", dec->http,
                        dec->code);
     }
+    header_rule_vectors(g);
+}
+
+/* A valid value of header f: its enum's first value, else a sample of its
+ * string type from its name. */
+static const char *header_sample(gen *g, const igw_field *f)
+{
+    igw_type *t = igw_type_resolve(f->type);
+    if (t->kind == IGW_T_ENUM)
+        return IGW_VEC_AT(t->values, const char, 0);
+    int64_t n = (int64_t)strlen(f->name);
+    n = n < t->min_len ? t->min_len : n > t->max_len ? t->max_len : n;
+    return sample_string(g, t, f->name, 0, n)->s;
+}
+
+/* The headers a condition needs present, when it is presence joined by
+ * `and` (the shape header rules take); false for any other shape. */
+static bool present_set(const igw_cond *c, const char **names, int *n, int max)
+{
+    if (c->op == IGW_C_PRESENT) {
+        if (*n >= max)
+            return false;
+        names[(*n)++] = c->field;
+        return true;
+    }
+    return c->op == IGW_C_AND && present_set(c->a, names, n, max) && present_set(c->b, names, n, max);
+}
+
+static void header_request(gen *g, const char *const *names, const char *const *values, int n)
+{
+    igw_out *o = &g->out;
+    size_t len;
+    const char *body = g->bases.n ? jv_text(g, IGW_VEC_AT(g->bases, base, 0)->root, &len) : "";
+    igw_out_puts(o, ",\"request\":{\"method\":");
+    igw_out_json_string(o, g->r->method);
+    igw_out_puts(o, ",\"path\":");
+    igw_out_json_string(o, g->req_path);
+    igw_out_puts(o, ",\"headers\":{");
+    bool comma = false;
+    if (g->r->body != IGW_BODY_NONE) {
+        igw_out_puts(o, "\"content-type\":\"application/json\"");
+        comma = true;
+    }
+    for (int i = 0; i < n; i++) {
+        igw_out_puts(o, comma ? "," : "");
+        comma = true;
+        igw_out_json_string(o, names[i]);
+        igw_out_puts(o, ":");
+        igw_out_json_string(o, values[i]);
+    }
+    igw_out_puts(o, "},\"body\":");
+    igw_out_json_string(o, gstrndup(g, body, g->r->body == IGW_BODY_NONE ? 0 : len));
+    igw_out_puts(o, "}");
+}
+
+/* The route's header rules: each broken alone (its condition's headers
+ * present, its target absent for require, present for forbid), and, when
+ * every rule is a require, all the optional headers together (valid). */
+static void header_rule_vectors(gen *g)
+{
+    if (!g->r->rules.n)
+        return;
+    igw_out *o = &g->out;
+    const igw_error *dec = igw_schema_error_role(g->s, IGW_ROLE_DECODE);
+    bool all_require = true;
+    for (int ri = 0; ri < g->r->rules.n; ri++) {
+        const igw_rule *rule = IGW_VEC_AT(g->r->rules, igw_rule, ri);
+        all_require = all_require && rule->kind == IGW_R_REQUIRE;
+        const char *names[16];
+        int n = 0;
+        if (!present_set(rule->when, names, &n, 15))
+            continue;
+        for (int fi = 0; fi < rule->frefs.n; fi++) {
+            const igw_field *f = IGW_VEC_AT(rule->frefs, igw_field, fi);
+            const char *hn[16], *hv[16];
+            int k = 0;
+            for (int i = 0; i < n; i++) {
+                const igw_field *h = NULL;
+                for (int xi = 0; xi < g->r->headers.n; xi++)
+                    if (strcmp(IGW_VEC_AT(g->r->headers, igw_field, xi)->name, names[i]) == 0)
+                        h = IGW_VEC_AT(g->r->headers, igw_field, xi);
+                if (!h || (rule->kind == IGW_R_REQUIRE && h == f))
+                    continue;
+                hn[k] = h->name;
+                hv[k++] = header_sample(g, h);
+            }
+            if (rule->kind == IGW_R_FORBID && k < 16) {
+                hn[k] = f->name;
+                hv[k++] = header_sample(g, f);
+            }
+            igw_out_puts(o, "{\"id\":");
+            igw_out_json_string(o, unique_id(g, gprintf(g, "%s/header/rule%d-%s/%s", g->r->name, ri + 1,
+                                                        rule->kind == IGW_R_REQUIRE ? "require" : "forbid", f->name)));
+            igw_out_puts(o, ",\"doc\":");
+            igw_out_json_string(o, gprintf(g, "headers: breaks `%s`", rule_text(g, rule)));
+            igw_out_puts(o, ",\"tags\":[\"header\",\"rule\"]");
+            header_request(g, hn, hv, k);
+            igw_out_printf(o, ",\"expect\":{\"status\":%d,\"code\":%" PRId64 ",\"path\":", dec->http, dec->code);
+            igw_out_json_string(o, f->name);
+            igw_out_puts(o, "}}\n");
+        }
+    }
+    if (!all_require)
+        return;
+    const char *hn[16], *hv[16];
+    int k = 0;
+    for (int hi = 0; hi < g->r->headers.n; hi++) {
+        const igw_field *h = IGW_VEC_AT(g->r->headers, igw_field, hi);
+        if (h->optional && k < 16) {
+            hn[k] = h->name;
+            hv[k++] = header_sample(g, h);
+        }
+    }
+    igw_out_puts(o, "{\"id\":");
+    igw_out_json_string(o, unique_id(g, gprintf(g, "%s/header/rules-hold", g->r->name)));
+    igw_out_puts(o, ",\"doc\":\"headers: every optional header present, every header rule holds\"");
+    igw_out_puts(o, ",\"tags\":[\"header\",\"rule\",\"valid\"]");
+    header_request(g, hn, hv, k);
+    igw_out_puts(o, ",\"expect\":{\"status\":200,\"code\":200,\"path\":\"\"}}\n");
 }
 
 int igw_emit_vectors(const igw_schema *s, const char *gen_dir)

@@ -204,6 +204,7 @@ typedef struct igw_route {
     const char *path;   /* "/api/v1/things/device/edge/send/{handle}/{type}" */
     igw_vec params;     /* igw_field*: path parameters, in path order */
     igw_vec headers;    /* igw_field*: request headers the route reads (optional flag honoured) */
+    igw_vec rules;      /* igw_rule*: require/forbid among the optional headers, on their presence */
     igw_auth auth;
     bool gate_signaling;
     igw_bodykind body;

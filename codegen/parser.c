@@ -623,6 +623,13 @@ static void route_decl(parser *p)
             f->type = type_expr(p, r->name, f->name);
             f->doc = opt_doc(p);
             igw_vec_push(&r->headers, f);
+        } else if (is_kw(p, "require") || is_kw(p, "forbid")) {
+            igw_rule *rule = new_rule(p, is_kw(p, "require") ? IGW_R_REQUIRE : IGW_R_FORBID);
+            next(p);
+            name_list(p, &rule->fields);
+            if (accept_kw(p, "when"))
+                rule->when = cond(p);
+            igw_vec_push(&r->rules, rule);
         } else if (accept_kw(p, "auth")) {
             if (r->has_auth)
                 fail(p, "route '%s' already has an auth item", r->name);

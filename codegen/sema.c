@@ -585,6 +585,36 @@ static char *path_shape(const char *path)
     return r;
 }
 
+static const igw_field *route_header(const igw_route *r, const char *name)
+{
+    FOR(r->headers, igw_field, h)
+        if (strcmp(h->name, name) == 0)
+            return h;
+    return NULL;
+}
+
+/* A header rule's condition: presence of the route's headers, combined. */
+static void check_header_cond(const igw_route *r, const igw_cond *c, igw_loc loc)
+{
+    switch (c->op) {
+    case IGW_C_PRESENT:
+        if (!route_header(r, c->field))
+            igw_diag_error(loc, "'%s' is not a header of route '%s'", c->field, r->name);
+        return;
+    case IGW_C_AND:
+    case IGW_C_OR:
+        check_header_cond(r, c->a, loc);
+        check_header_cond(r, c->b, loc);
+        return;
+    case IGW_C_NOT:
+        check_header_cond(r, c->a, loc);
+        return;
+    default:
+        igw_diag_error(loc, "a header rule tests presence only (`%s present`)", c->field ? c->field : "header");
+        return;
+    }
+}
+
 static void check_route(igw_schema *s, igw_route *r)
 {
     if (!r->method || !r->path) {
@@ -663,6 +693,23 @@ static void check_route(igw_schema *s, igw_route *r)
             if (strcasecmp(IGW_VEC_AT(r->headers, igw_field, j)->name, f->name) == 0)
                 igw_diag_error(f->loc, "duplicate header '%s'", f->name);
         mark_used(f->type);
+    }
+    /* Header rules: over the route's optional headers, on their presence
+     * (a header's value is checked by its type; the rules relate headers). */
+    FOR(r->rules, igw_rule, rule) {
+        FOR(rule->fields, const char, name) {
+            const igw_field *h = route_header(r, name);
+            if (!h)
+                igw_diag_error(rule->loc, "'%s' is not a header of route '%s'", name, r->name);
+            else if (!h->optional)
+                igw_diag_error(rule->loc, "header '%s' is required already; a rule applies to optional headers", name);
+            else
+                igw_vec_push(&rule->frefs, (void *)h);
+        }
+        if (!rule->when)
+            igw_diag_error(rule->loc, "a header rule needs `when` (else declare the header required or drop it)");
+        else
+            check_header_cond(r, rule->when, rule->loc);
     }
     if (r->body == IGW_BODY_JSON) {
         resolve_type(s, r->body_type);

@@ -5712,6 +5712,21 @@ static const igw_text_check_fn header_checks_device_send[] = {text_device_send_h
 static const char *const header_reasons_device_send[] = {"invalid value of header productID", "invalid value of header deviceName"};
 static const char *const header_missing_device_send[] = {"missing header productID", "missing header deviceName"};
 
+static int header_rules_device_send(const igw_str *h, const char **reason, const char **name)
+{
+    if (!h[IGW_DEVICE_SEND_H_deviceName].ptr && (h[IGW_DEVICE_SEND_H_productID].ptr != NULL)) {
+        *reason = "header deviceName is required when productID present";
+        *name = "deviceName";
+        return -1;
+    }
+    if (!h[IGW_DEVICE_SEND_H_productID].ptr && (h[IGW_DEVICE_SEND_H_deviceName].ptr != NULL)) {
+        *reason = "header productID is required when deviceName present";
+        *name = "productID";
+        return -1;
+    }
+    return 0;
+}
+
 static const int errors_device_send[] = {IGW_ERR_PARAMETER, IGW_ERR_UNAUTHENTICATED, IGW_ERR_PERMISSION, IGW_ERR_NOT_FOUND, IGW_ERR_TOO_LARGE, IGW_ERR_MEDIA_TYPE, IGW_ERR_UNAVAILABLE, IGW_ERR_INTERNAL};
 
 static int text_device_upload_header_0(igw_json *j, igw_str v)
@@ -5732,6 +5747,21 @@ static const char *const headers_device_upload[] = {"productid", "devicename"};
 static const igw_text_check_fn header_checks_device_upload[] = {text_device_upload_header_0, text_device_upload_header_1};
 static const char *const header_reasons_device_upload[] = {"invalid value of header productID", "invalid value of header deviceName"};
 static const char *const header_missing_device_upload[] = {"missing header productID", "missing header deviceName"};
+
+static int header_rules_device_upload(const igw_str *h, const char **reason, const char **name)
+{
+    if (!h[IGW_DEVICE_UPLOAD_H_deviceName].ptr && (h[IGW_DEVICE_UPLOAD_H_productID].ptr != NULL)) {
+        *reason = "header deviceName is required when productID present";
+        *name = "deviceName";
+        return -1;
+    }
+    if (!h[IGW_DEVICE_UPLOAD_H_productID].ptr && (h[IGW_DEVICE_UPLOAD_H_deviceName].ptr != NULL)) {
+        *reason = "header productID is required when deviceName present";
+        *name = "productID";
+        return -1;
+    }
+    return 0;
+}
 
 static const char *const parts_device_upload[] = {"file"};
 static const int errors_device_upload[] = {IGW_ERR_PARAMETER, IGW_ERR_UNAUTHENTICATED, IGW_ERR_PERMISSION, IGW_ERR_TOO_LARGE, IGW_ERR_MEDIA_TYPE, IGW_ERR_UNAVAILABLE, IGW_ERR_INTERNAL};
@@ -5844,6 +5874,7 @@ const igw_route_def igw_routes[IGW_ROUTE__COUNT] = {
         .header_missing = header_missing_device_send,
         .nheaders = 2,
         .required_headers = UINT64_C(0),
+        .header_rules = header_rules_device_send,
         .errors = errors_device_send,
         .nerrors = 8,
     },
@@ -5862,6 +5893,7 @@ const igw_route_def igw_routes[IGW_ROUTE__COUNT] = {
         .header_missing = header_missing_device_upload,
         .nheaders = 2,
         .required_headers = UINT64_C(0),
+        .header_rules = header_rules_device_upload,
         .parts = parts_device_upload,
         .nparts = 1,
         .nrequired_parts = 1,

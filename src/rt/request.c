@@ -74,6 +74,12 @@ static int check_headers(const igw_api *api, igw_request *req, const igw_http_re
             return -1;
         }
     }
+    const char *reason, *name;
+    if (r->header_rules && r->header_rules(req->headers, &reason, &name)) {
+        /* The path names the header the rule is about (headers have no JSON Pointer). */
+        set_error(err, api->cls_decode, IGW_JERR_MISSING, reason, name);
+        return -1;
+    }
     return 0;
 }
 

@@ -48,6 +48,9 @@ typedef struct igw_route_def {
     const char *const *header_reasons, *const *header_missing;
     uint32_t nheaders;
     uint64_t required_headers; /* bit i: headers[i] must be present */
+    /* The schema's require/forbid among the headers (NULL: none): 0, or -1
+     * with the reason and the header it names. */
+    int (*header_rules)(const igw_str *headers, const char **reason, const char **name);
     const char *const *parts;  /* multipart part names; required ones first */
     uint32_t nparts, nrequired_parts;
     bool reject_other_parts;

@@ -41,17 +41,12 @@ _Static_assert((int)IGW_DEVICE_SEND_H_productID == (int)IGW_DEVICE_UPLOAD_H_prod
                    (int)IGW_DEVICE_SEND_H_deviceName == (int)IGW_DEVICE_UPLOAD_H_deviceName,
                "send and upload-file keep productID and deviceName in the same header slots");
 
-/* productID and deviceName headers name a sub-device together, or neither. */
-static int target_headers(igw_exchange *ex, const igw_request *req, igw_str *pid, igw_str *dn)
+/* productID and deviceName headers name a sub-device (together or
+ * neither: the schema's header rules, applied by the strict stage). */
+static void target_headers(const igw_request *req, igw_str *pid, igw_str *dn)
 {
     *pid = req->headers[IGW_DEVICE_SEND_H_productID];
     *dn = req->headers[IGW_DEVICE_SEND_H_deviceName];
-    if (!pid->ptr != !dn->ptr) {
-        igw_http_reply_error(ex, IGW_ERR_PARAMETER, "the productID and deviceName headers go together",
-                             pid->ptr ? "deviceName" : "productID");
-        return -1;
-    }
-    return 0;
 }
 
 static void on_send_done(void *arg, const igw_edge_result *r)
@@ -70,9 +65,10 @@ static void send_uplink(igw_exchange *ex, const igw_request *req, igw_str handle
     igw_worker *w = igw_http_state(ex);
     char user[IGW_DEVAUTH_USER_MAX + 1], pass[IGW_DEVAUTH_PASS_MAX + 1];
     igw_uplink up = {.handle = handle, .type = type, .dry_run = dry_run};
-    if (basic_credentials(ex, user, sizeof user, pass, sizeof pass) ||
-        (req && target_headers(ex, req, &up.product_id, &up.device_name)))
+    if (basic_credentials(ex, user, sizeof user, pass, sizeof pass))
         return;
+    if (req)
+        target_headers(req, &up.product_id, &up.device_name);
     if (!w || !w->edge) {
         igw_http_reply_error(ex, IGW_ERR_UNAVAILABLE, "no database configured", "");
         return;
@@ -312,9 +308,9 @@ void igw_route_device_upload(igw_exchange *ex, const igw_request *req, const igw
     igw_worker *w = igw_http_state(ex);
     char user[IGW_DEVAUTH_USER_MAX + 1], pass[IGW_DEVAUTH_PASS_MAX + 1];
     igw_uplink up = {0};
-    if (basic_credentials(ex, user, sizeof user, pass, sizeof pass) ||
-        target_headers(ex, req, &up.product_id, &up.device_name))
+    if (basic_credentials(ex, user, sizeof user, pass, sizeof pass))
         return;
+    target_headers(req, &up.product_id, &up.device_name);
     if (!w || !w->edge || w->app->storage_fd < 0) {
         igw_http_reply_error(ex, IGW_ERR_UNAVAILABLE, "uploads are not configured", "");
         return;

@@ -228,6 +228,54 @@ static const char *const params_hello[] = {"lang"};
 static const igw_text_check_fn param_checks_hello[] = {text_hello_param_0};
 static const char *const param_reasons_hello[] = {"invalid path parameter lang"};
 
+static int text_hello_header_0(igw_json *j, igw_str v)
+{
+    if (igw_decode_text(j, v))
+        return -1;
+    return igw_decode_string_rules(j, v, 1, 64, 0);
+}
+
+static int text_hello_header_1(igw_json *j, igw_str v)
+{
+    if (igw_decode_text(j, v))
+        return -1;
+    return igw_decode_string_rules(j, v, 1, 32, 0);
+}
+
+static int text_hello_header_2(igw_json *j, igw_str v)
+{
+    if (igw_decode_text(j, v))
+        return -1;
+    return igw_decode_string_rules(j, v, 1, 32, 0);
+}
+
+static int text_hello_header_3(igw_json *j, igw_str v)
+{
+    if (igw_decode_text(j, v))
+        return -1;
+    return igw_decode_string_rules(j, v, 1, 8, 0);
+}
+
+static const char *const headers_hello[] = {"x-request-id", "trace", "span", "debug"};
+static const igw_text_check_fn header_checks_hello[] = {text_hello_header_0, text_hello_header_1, text_hello_header_2, text_hello_header_3};
+static const char *const header_reasons_hello[] = {"invalid value of header X-Request-Id", "invalid value of header trace", "invalid value of header span", "invalid value of header debug"};
+static const char *const header_missing_hello[] = {"missing header X-Request-Id", "missing header trace", "missing header span", "missing header debug"};
+
+static int header_rules_hello(const igw_str *h, const char **reason, const char **name)
+{
+    if (!h[IGW_HELLO_H_span].ptr && (h[IGW_HELLO_H_trace].ptr != NULL)) {
+        *reason = "header span is required when trace present";
+        *name = "span";
+        return -1;
+    }
+    if (h[IGW_HELLO_H_debug].ptr && (!(h[IGW_HELLO_H_trace].ptr != NULL))) {
+        *reason = "header debug is not allowed when not trace present";
+        *name = "debug";
+        return -1;
+    }
+    return 0;
+}
+
 static const int errors_hello[] = {IGW_ERR_BAD, IGW_ERR_BIG};
 
 const igw_route_def igw_routes[IGW_ROUTE__COUNT] = {
@@ -247,6 +295,13 @@ const igw_route_def igw_routes[IGW_ROUTE__COUNT] = {
         .param_checks = param_checks_hello,
         .param_reasons = param_reasons_hello,
         .nparams = 1,
+        .headers = headers_hello,
+        .header_checks = header_checks_hello,
+        .header_reasons = header_reasons_hello,
+        .header_missing = header_missing_hello,
+        .nheaders = 4,
+        .required_headers = UINT64_C(0),
+        .header_rules = header_rules_hello,
         .errors = errors_hello,
         .nerrors = 2,
     },

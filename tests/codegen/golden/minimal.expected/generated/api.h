@@ -126,6 +126,10 @@ typedef enum igw_route_id {
 
 enum igw_route_hello_slots {
     IGW_HELLO_P_lang = 0,
+    IGW_HELLO_H_X_Request_Id = 0,
+    IGW_HELLO_H_trace = 1,
+    IGW_HELLO_H_span = 2,
+    IGW_HELLO_H_debug = 3,
 };
 
 /* Indexed by igw_route_id. */

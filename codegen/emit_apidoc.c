@@ -760,6 +760,10 @@ static void protocols(doc *d)
                 igw_out_puts(o, "none");
             }
             igw_out_printf(o, " | %s | %s | ", r->check ? r->check : "none", r->returns ? r->returns : "none");
+            if (r->params) {
+                const igw_type *pt = igw_type_resolve(r->params);
+                igw_out_printf(o, "params: [`%s`](#type-%s). ", pt->name, pt->name);
+            }
             md(o, r->doc);
             igw_out_puts(o, " |\n");
         }

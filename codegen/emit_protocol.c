@@ -76,7 +76,35 @@ static void emit_header(const igw_schema *s, igw_out *h)
 static void emit_source(const igw_schema *s, igw_out *c)
 {
     igw_out_banner(c, s, "//");
-    igw_out_puts(c, "/* protocol.c - see protocol.h: tables only. */\n#include \"protocol.h\"\n\n");
+    igw_out_puts(c, "/* protocol.c - see protocol.h: tables only. */\n#include \"protocol.h\"\n\n#include \"api.h\"\n\n");
+    /* One adapter per params type, to the decoder's exact signature. */
+    int adapters = 0;
+    FOR(s->protocols, igw_protocol, pr) {
+        FOR(pr->rows, igw_proto_row, r) {
+            if (!r->params)
+                continue;
+            const igw_type *t = igw_type_resolve(r->params);
+            bool seen = false;
+            for (int q = 0; q < pr_i && !seen; q++) {
+                const igw_protocol *op = IGW_VEC_AT(s->protocols, igw_protocol, q);
+                for (int k = 0; k < op->rows.n && !seen; k++) {
+                    const igw_proto_row *x = IGW_VEC_AT(op->rows, igw_proto_row, k);
+                    seen = x->params && igw_type_resolve(x->params) == t;
+                }
+            }
+            for (int k = 0; k < r_i && !seen; k++) {
+                const igw_proto_row *x = IGW_VEC_AT(pr->rows, igw_proto_row, k);
+                seen = x->params && igw_type_resolve(x->params) == t;
+            }
+            if (!seen) {
+                igw_out_printf(c, "static int params_%s(igw_json *j, void *out) { return igw_decode_%s(j, out); }\n",
+                               t->name, t->name);
+                adapters++;
+            }
+        }
+    }
+    if (adapters)
+        igw_out_puts(c, "\n");
     FOR(s->protocols, igw_protocol, pr) {
         igw_out_printf(c, "static const igw_proto_row %s_rows[] = {\n", pr->name);
         FOR(pr->rows, igw_proto_row, r) {
@@ -98,6 +126,11 @@ static void emit_source(const igw_schema *s, igw_out *c)
             enum_value(c, "IGW_PROTO_CHECK_", r->check);
             igw_out_puts(c, ", .returns = ");
             enum_value(c, "IGW_PROTO_RETURNS_", r->returns);
+            if (r->params) {
+                const igw_type *t = igw_type_resolve(r->params);
+                igw_out_printf(c, ",\n     .params = {.decode = params_%s, .size = sizeof(igw_%s), .type = \"%s\"}", t->name,
+                               t->name, t->name);
+            }
             igw_out_puts(c, "},\n");
         }
         igw_out_printf(c, "};\n\nconst igw_protocol igw_proto_%s = {\n    .name = \"%s\",\n    .rows = %s_rows,\n"

@@ -329,6 +329,7 @@ typedef struct igw_proto_row {
     const char *reply;                  /* NULL: no reply message */
     const char *check, *returns;        /* NULL: none */
     const char *answers;                /* the downlink method this uplink answers (a command's); NULL: none */
+    igw_type *params;                   /* the shape of the message's params (an object type); NULL: free */
     const char *doc;
     igw_loc loc;
 } igw_proto_row;

@@ -901,6 +901,10 @@ static void protocol_decl(parser *p)
                 if (r->returns)
                     fail(p, "a row returns one thing");
                 r->returns = ident(p, "what the reply returns");
+            } else if (accept_kw(p, "params")) {
+                if (r->params)
+                    fail(p, "a row has one params type");
+                r->params = type_expr(p, pr->name, "params");
             } else if (accept_kw(p, "answers")) {
                 if (r->answers)
                     fail(p, "a row answers one downlink");

@@ -1018,6 +1018,13 @@ static void check_protocol(igw_schema *s, igw_protocol *pr)
         if (r->answers && r->reply)
             igw_diag_error(r->loc, "'%s' answers the downlink '%s' and cannot have a reply (-> %s)", r->method,
                            r->answers, r->reply);
+        if (r->params) {
+            resolve_type(s, r->params);
+            const igw_type *t = igw_type_resolve(r->params);
+            if (t && t->kind != IGW_T_OBJECT)
+                igw_diag_error(r->loc, "a row's params type must be an object type");
+            mark_used(r->params);
+        }
         if (r->answers && (!strcmp(r->type, "*") || !strcmp(r->method, "*")))
             igw_diag_error(r->loc, "a row that answers a downlink names its type and method (no *)");
         for (int j = 0; j < r_i; j++) {

@@ -3036,6 +3036,230 @@ int igw_decode_DeviceMessage(igw_json *j, igw_DeviceMessage *o)
     return 0;
 }
 
+/* Field index of a key of PackEvent, or -1: length first, then memcmp. */
+static int key_PackEvent(const char *k, size_t n)
+{
+    switch (n) {
+    case 4:
+        if (memcmp(k, "type", 4) == 0)
+            return IGW_PackEvent_F_type;
+        break;
+    case 6:
+        if (memcmp(k, "params", 6) == 0)
+            return IGW_PackEvent_F_params;
+        break;
+    case 7:
+        if (memcmp(k, "eventID", 7) == 0)
+            return IGW_PackEvent_F_eventID;
+        break;
+    case 9:
+        if (memcmp(k, "timestamp", 9) == 0)
+            return IGW_PackEvent_F_timestamp;
+        break;
+    default:
+        break;
+    }
+    return -1;
+}
+
+int igw_decode_PackEvent(igw_json *j, igw_PackEvent *o)
+{
+    igw_str k;
+    int more;
+    memset(o, 0, sizeof *o);
+    if (igw_json_object_begin(j))
+        return -1;
+    while ((more = igw_json_object_next(j, &k)) == 1) {
+        int f = key_PackEvent(k.ptr, k.len);
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        o->has |= UINT64_C(1) << f;
+        switch (f) {
+        case IGW_PackEvent_F_eventID:
+            if (igw_json_string(j, &o->eventID) || igw_decode_string_rules(j, o->eventID, 1, 64, 3))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        case IGW_PackEvent_F_params:
+            if (igw_decode_free(j, true, 8, 49152, &o->params))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        case IGW_PackEvent_F_timestamp:
+            if (igw_json_int(j, &o->timestamp, INT64_C(0), INT64_C(9007199254740991)))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        case IGW_PackEvent_F_type:
+            if (igw_json_string(j, &o->type) || igw_decode_string_rules(j, o->type, 1, 64, 3))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        default:
+            break;
+        }
+    }
+    if (more < 0)
+        return -1;
+    if ((o->has & IGW_PackEvent__REQUIRED) != IGW_PackEvent__REQUIRED) {
+        if (!(o->has & IGW_PackEvent_eventID)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "eventID", 7);
+        }
+    }
+    return 0;
+}
+
+/* Field index of a key of PackReportParams, or -1: length first, then memcmp. */
+static int key_PackReportParams(const char *k, size_t n)
+{
+    switch (n) {
+    case 6:
+        if (memcmp(k, "events", 6) == 0)
+            return IGW_PackReportParams_F_events;
+        break;
+    case 10:
+        if (memcmp(k, "properties", 10) == 0)
+            return IGW_PackReportParams_F_properties;
+        break;
+    default:
+        break;
+    }
+    return -1;
+}
+
+int igw_decode_PackReportParams(igw_json *j, igw_PackReportParams *o)
+{
+    igw_str k;
+    int more;
+    memset(o, 0, sizeof *o);
+    if (igw_json_object_begin(j))
+        return -1;
+    while ((more = igw_json_object_next(j, &k)) == 1) {
+        int f = key_PackReportParams(k.ptr, k.len);
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        o->has |= UINT64_C(1) << f;
+        switch (f) {
+        case IGW_PackReportParams_F_properties:
+            if (igw_decode_free(j, true, 8, 49152, &o->properties))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        case IGW_PackReportParams_F_events:
+            {
+                int more2;
+                if (igw_json_array_begin(j))
+                    return igw_json_prefix_key(j, k.ptr, k.len);
+                uint32_t cap2 = 0;
+                o->events.n = 0;
+                o->events.v = NULL;
+                while ((more2 = igw_json_array_next(j)) == 1) {
+                    if (o->events.n == 64) {
+                        igw_json_fail(j, IGW_JERR_LENGTH, "more than 64 items");
+                        return (igw_json_prefix_index(j, o->events.n), igw_json_prefix_key(j, k.ptr, k.len));
+                    }
+                    if (o->events.n == cap2 && !(o->events.v = igw_decode_grow(j, o->events.v, o->events.n, &cap2, 64, sizeof *o->events.v)))
+                        return (igw_json_prefix_index(j, o->events.n), igw_json_prefix_key(j, k.ptr, k.len));
+                    if (igw_decode_PackEvent(j, &o->events.v[o->events.n]))
+                        return (igw_json_prefix_index(j, o->events.n), igw_json_prefix_key(j, k.ptr, k.len));
+                    o->events.n++;
+                }
+                if (more2 < 0)
+                    return igw_json_prefix_key(j, k.ptr, k.len);
+            }
+            break;
+        default:
+            break;
+        }
+    }
+    if (more < 0)
+        return -1;
+    return 0;
+}
+
+/* Field index of a key of TopologyParams, or -1: length first, then memcmp. */
+static int key_TopologyParams(const char *k, size_t n)
+{
+    switch (n) {
+    case 7:
+        if (memcmp(k, "devices", 7) == 0)
+            return IGW_TopologyParams_F_devices;
+        break;
+    default:
+        break;
+    }
+    return -1;
+}
+
+int igw_decode_TopologyParams(igw_json *j, igw_TopologyParams *o)
+{
+    igw_str k;
+    int more;
+    memset(o, 0, sizeof *o);
+    if (igw_json_object_begin(j))
+        return -1;
+    while ((more = igw_json_object_next(j, &k)) == 1) {
+        int f = key_TopologyParams(k.ptr, k.len);
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        o->has |= UINT64_C(1) << f;
+        switch (f) {
+        case IGW_TopologyParams_F_devices:
+            {
+                int more3;
+                if (igw_json_array_begin(j))
+                    return igw_json_prefix_key(j, k.ptr, k.len);
+                uint32_t cap3 = 0;
+                o->devices.n = 0;
+                o->devices.v = NULL;
+                while ((more3 = igw_json_array_next(j)) == 1) {
+                    if (o->devices.n == 64) {
+                        igw_json_fail(j, IGW_JERR_LENGTH, "more than 64 items");
+                        return (igw_json_prefix_index(j, o->devices.n), igw_json_prefix_key(j, k.ptr, k.len));
+                    }
+                    if (o->devices.n == cap3 && !(o->devices.v = igw_decode_grow(j, o->devices.v, o->devices.n, &cap3, 64, sizeof *o->devices.v)))
+                        return (igw_json_prefix_index(j, o->devices.n), igw_json_prefix_key(j, k.ptr, k.len));
+                    if (igw_decode_Target(j, &o->devices.v[o->devices.n]))
+                        return (igw_json_prefix_index(j, o->devices.n), igw_json_prefix_key(j, k.ptr, k.len));
+                    o->devices.n++;
+                }
+                if (more3 < 0)
+                    return igw_json_prefix_key(j, k.ptr, k.len);
+                if (o->devices.n < 1) {
+                    igw_json_fail(j, IGW_JERR_LENGTH, "fewer than 1 items");
+                    return igw_json_prefix_key(j, k.ptr, k.len);
+                }
+            }
+            break;
+        default:
+            break;
+        }
+    }
+    if (more < 0)
+        return -1;
+    if ((o->has & IGW_TopologyParams__REQUIRED) != IGW_TopologyParams__REQUIRED) {
+        if (!(o->has & IGW_TopologyParams_devices)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "devices", 7);
+        }
+    }
+    return 0;
+}
+
 /* Field index of a key of DeviceReply, or -1: length first, then memcmp. */
 static int key_DeviceReply(const char *k, size_t n)
 {
@@ -3297,24 +3521,24 @@ int igw_decode_ResultData(igw_json *j, igw_ResultData *o)
             break;
         case IGW_ResultData_F_remaining:
             {
-                int more2;
+                int more4;
                 if (igw_json_array_begin(j))
                     return igw_json_prefix_key(j, k.ptr, k.len);
-                uint32_t cap2 = 0;
+                uint32_t cap4 = 0;
                 o->remaining.n = 0;
                 o->remaining.v = NULL;
-                while ((more2 = igw_json_array_next(j)) == 1) {
+                while ((more4 = igw_json_array_next(j)) == 1) {
                     if (o->remaining.n == 256) {
                         igw_json_fail(j, IGW_JERR_LENGTH, "more than 256 items");
                         return (igw_json_prefix_index(j, o->remaining.n), igw_json_prefix_key(j, k.ptr, k.len));
                     }
-                    if (o->remaining.n == cap2 && !(o->remaining.v = igw_decode_grow(j, o->remaining.v, o->remaining.n, &cap2, 256, sizeof *o->remaining.v)))
+                    if (o->remaining.n == cap4 && !(o->remaining.v = igw_decode_grow(j, o->remaining.v, o->remaining.n, &cap4, 256, sizeof *o->remaining.v)))
                         return (igw_json_prefix_index(j, o->remaining.n), igw_json_prefix_key(j, k.ptr, k.len));
                     if (igw_json_string(j, &o->remaining.v[o->remaining.n]) || igw_decode_string_rules(j, o->remaining.v[o->remaining.n], 1, 16, 1))
                         return (igw_json_prefix_index(j, o->remaining.n), igw_json_prefix_key(j, k.ptr, k.len));
                     o->remaining.n++;
                 }
-                if (more2 < 0)
+                if (more4 < 0)
                     return igw_json_prefix_key(j, k.ptr, k.len);
             }
             break;
@@ -3924,24 +4148,24 @@ int igw_decode_EventsData(igw_json *j, igw_EventsData *o)
         switch (f) {
         case IGW_EventsData_F_list:
             {
-                int more3;
+                int more5;
                 if (igw_json_array_begin(j))
                     return igw_json_prefix_key(j, k.ptr, k.len);
-                uint32_t cap3 = 0;
+                uint32_t cap5 = 0;
                 o->list.n = 0;
                 o->list.v = NULL;
-                while ((more3 = igw_json_array_next(j)) == 1) {
+                while ((more5 = igw_json_array_next(j)) == 1) {
                     if (o->list.n == 32) {
                         igw_json_fail(j, IGW_JERR_LENGTH, "more than 32 items");
                         return (igw_json_prefix_index(j, o->list.n), igw_json_prefix_key(j, k.ptr, k.len));
                     }
-                    if (o->list.n == cap3 && !(o->list.v = igw_decode_grow(j, o->list.v, o->list.n, &cap3, 32, sizeof *o->list.v)))
+                    if (o->list.n == cap5 && !(o->list.v = igw_decode_grow(j, o->list.v, o->list.n, &cap5, 32, sizeof *o->list.v)))
                         return (igw_json_prefix_index(j, o->list.n), igw_json_prefix_key(j, k.ptr, k.len));
                     if (igw_decode_EventItem(j, &o->list.v[o->list.n]))
                         return (igw_json_prefix_index(j, o->list.n), igw_json_prefix_key(j, k.ptr, k.len));
                     o->list.n++;
                 }
-                if (more3 < 0)
+                if (more5 < 0)
                     return igw_json_prefix_key(j, k.ptr, k.len);
             }
             break;
@@ -4003,18 +4227,18 @@ int igw_decode_AckRequest(igw_json *j, igw_AckRequest *o)
             break;
         case IGW_AckRequest_F_deliveryIds:
             {
-                int more4;
+                int more6;
                 if (igw_json_array_begin(j))
                     return igw_json_prefix_key(j, k.ptr, k.len);
-                uint32_t cap4 = 0;
+                uint32_t cap6 = 0;
                 o->deliveryIds.n = 0;
                 o->deliveryIds.v = NULL;
-                while ((more4 = igw_json_array_next(j)) == 1) {
+                while ((more6 = igw_json_array_next(j)) == 1) {
                     if (o->deliveryIds.n == 32) {
                         igw_json_fail(j, IGW_JERR_LENGTH, "more than 32 items");
                         return (igw_json_prefix_index(j, o->deliveryIds.n), igw_json_prefix_key(j, k.ptr, k.len));
                     }
-                    if (o->deliveryIds.n == cap4 && !(o->deliveryIds.v = igw_decode_grow(j, o->deliveryIds.v, o->deliveryIds.n, &cap4, 32, sizeof *o->deliveryIds.v)))
+                    if (o->deliveryIds.n == cap6 && !(o->deliveryIds.v = igw_decode_grow(j, o->deliveryIds.v, o->deliveryIds.n, &cap6, 32, sizeof *o->deliveryIds.v)))
                         return (igw_json_prefix_index(j, o->deliveryIds.n), igw_json_prefix_key(j, k.ptr, k.len));
                     if (igw_json_string(j, &o->deliveryIds.v[o->deliveryIds.n]) || igw_decode_string_rules(j, o->deliveryIds.v[o->deliveryIds.n], 1, 64, 3))
                         return (igw_json_prefix_index(j, o->deliveryIds.n), igw_json_prefix_key(j, k.ptr, k.len));
@@ -4025,7 +4249,7 @@ int igw_decode_AckRequest(igw_json *j, igw_AckRequest *o)
                         }
                     o->deliveryIds.n++;
                 }
-                if (more4 < 0)
+                if (more6 < 0)
                     return igw_json_prefix_key(j, k.ptr, k.len);
                 if (o->deliveryIds.n < 1) {
                     igw_json_fail(j, IGW_JERR_LENGTH, "fewer than 1 items");
@@ -4537,24 +4761,24 @@ int igw_decode_RecordingsData(igw_json *j, igw_RecordingsData *o)
         switch (f) {
         case IGW_RecordingsData_F_list:
             {
-                int more5;
+                int more7;
                 if (igw_json_array_begin(j))
                     return igw_json_prefix_key(j, k.ptr, k.len);
-                uint32_t cap5 = 0;
+                uint32_t cap7 = 0;
                 o->list.n = 0;
                 o->list.v = NULL;
-                while ((more5 = igw_json_array_next(j)) == 1) {
+                while ((more7 = igw_json_array_next(j)) == 1) {
                     if (o->list.n == 32) {
                         igw_json_fail(j, IGW_JERR_LENGTH, "more than 32 items");
                         return (igw_json_prefix_index(j, o->list.n), igw_json_prefix_key(j, k.ptr, k.len));
                     }
-                    if (o->list.n == cap5 && !(o->list.v = igw_decode_grow(j, o->list.v, o->list.n, &cap5, 32, sizeof *o->list.v)))
+                    if (o->list.n == cap7 && !(o->list.v = igw_decode_grow(j, o->list.v, o->list.n, &cap7, 32, sizeof *o->list.v)))
                         return (igw_json_prefix_index(j, o->list.n), igw_json_prefix_key(j, k.ptr, k.len));
                     if (igw_decode_RecordingEntry(j, &o->list.v[o->list.n]))
                         return (igw_json_prefix_index(j, o->list.n), igw_json_prefix_key(j, k.ptr, k.len));
                     o->list.n++;
                 }
-                if (more5 < 0)
+                if (more7 < 0)
                     return igw_json_prefix_key(j, k.ptr, k.len);
             }
             break;
@@ -5094,15 +5318,15 @@ void igw_encode_ProcessorControlParams(igw_jw *w, const igw_ProcessorControlPara
     enc_ProcessorOperation(w, o->operation);
     igw_jw_key(w, "sourceTrackIds", 14);
     igw_jw_array_begin(w);
-    for (uint32_t i6 = 0; i6 < o->sourceTrackIds.n; i6++) {
-        igw_jw_string(w, o->sourceTrackIds.v[i6].ptr, o->sourceTrackIds.v[i6].len);
+    for (uint32_t i8 = 0; i8 < o->sourceTrackIds.n; i8++) {
+        igw_jw_string(w, o->sourceTrackIds.v[i8].ptr, o->sourceTrackIds.v[i8].len);
     }
     igw_jw_array_end(w);
     if (o->has & IGW_ProcessorControlParams_consentIds) {
         igw_jw_key(w, "consentIds", 10);
         igw_jw_array_begin(w);
-        for (uint32_t i7 = 0; i7 < o->consentIds.n; i7++) {
-            igw_jw_string(w, o->consentIds.v[i7].ptr, o->consentIds.v[i7].len);
+        for (uint32_t i9 = 0; i9 < o->consentIds.n; i9++) {
+            igw_jw_string(w, o->consentIds.v[i9].ptr, o->consentIds.v[i9].len);
         }
         igw_jw_array_end(w);
     }
@@ -5299,6 +5523,58 @@ void igw_encode_DeviceMessage(igw_jw *w, const igw_DeviceMessage *o)
     igw_jw_object_end(w);
 }
 
+void igw_encode_PackEvent(igw_jw *w, const igw_PackEvent *o)
+{
+    igw_jw_object_begin(w);
+    igw_jw_key(w, "eventID", 7);
+    igw_jw_string(w, o->eventID.ptr, o->eventID.len);
+    if (o->has & IGW_PackEvent_params) {
+        igw_jw_key(w, "params", 6);
+        if (igw_jw_canonical(w, o->params.ptr, o->params.len) != 0)
+            w->oom = true; /* not valid JSON: mark the output unusable */
+    }
+    if (o->has & IGW_PackEvent_timestamp) {
+        igw_jw_key(w, "timestamp", 9);
+        igw_jw_int(w, o->timestamp);
+    }
+    if (o->has & IGW_PackEvent_type) {
+        igw_jw_key(w, "type", 4);
+        igw_jw_string(w, o->type.ptr, o->type.len);
+    }
+    igw_jw_object_end(w);
+}
+
+void igw_encode_PackReportParams(igw_jw *w, const igw_PackReportParams *o)
+{
+    igw_jw_object_begin(w);
+    if (o->has & IGW_PackReportParams_properties) {
+        igw_jw_key(w, "properties", 10);
+        if (igw_jw_canonical(w, o->properties.ptr, o->properties.len) != 0)
+            w->oom = true; /* not valid JSON: mark the output unusable */
+    }
+    if (o->has & IGW_PackReportParams_events) {
+        igw_jw_key(w, "events", 6);
+        igw_jw_array_begin(w);
+        for (uint32_t i10 = 0; i10 < o->events.n; i10++) {
+            igw_encode_PackEvent(w, &o->events.v[i10]);
+        }
+        igw_jw_array_end(w);
+    }
+    igw_jw_object_end(w);
+}
+
+void igw_encode_TopologyParams(igw_jw *w, const igw_TopologyParams *o)
+{
+    igw_jw_object_begin(w);
+    igw_jw_key(w, "devices", 7);
+    igw_jw_array_begin(w);
+    for (uint32_t i11 = 0; i11 < o->devices.n; i11++) {
+        igw_encode_Target(w, &o->devices.v[i11]);
+    }
+    igw_jw_array_end(w);
+    igw_jw_object_end(w);
+}
+
 void igw_encode_DeviceReply(igw_jw *w, const igw_DeviceReply *o)
 {
     igw_jw_object_begin(w);
@@ -5359,8 +5635,8 @@ void igw_encode_ResultData(igw_jw *w, const igw_ResultData *o)
     if (o->has & IGW_ResultData_remaining) {
         igw_jw_key(w, "remaining", 9);
         igw_jw_array_begin(w);
-        for (uint32_t i8 = 0; i8 < o->remaining.n; i8++) {
-            igw_jw_string(w, o->remaining.v[i8].ptr, o->remaining.v[i8].len);
+        for (uint32_t i12 = 0; i12 < o->remaining.n; i12++) {
+            igw_jw_string(w, o->remaining.v[i12].ptr, o->remaining.v[i12].len);
         }
         igw_jw_array_end(w);
     }
@@ -5495,8 +5771,8 @@ void igw_encode_EventsData(igw_jw *w, const igw_EventsData *o)
     igw_jw_object_begin(w);
     igw_jw_key(w, "list", 4);
     igw_jw_array_begin(w);
-    for (uint32_t i9 = 0; i9 < o->list.n; i9++) {
-        igw_encode_EventItem(w, &o->list.v[i9]);
+    for (uint32_t i13 = 0; i13 < o->list.n; i13++) {
+        igw_encode_EventItem(w, &o->list.v[i13]);
     }
     igw_jw_array_end(w);
     igw_jw_object_end(w);
@@ -5509,8 +5785,8 @@ void igw_encode_AckRequest(igw_jw *w, const igw_AckRequest *o)
     igw_jw_string(w, o->endpointId.ptr, o->endpointId.len);
     igw_jw_key(w, "deliveryIds", 11);
     igw_jw_array_begin(w);
-    for (uint32_t i10 = 0; i10 < o->deliveryIds.n; i10++) {
-        igw_jw_string(w, o->deliveryIds.v[i10].ptr, o->deliveryIds.v[i10].len);
+    for (uint32_t i14 = 0; i14 < o->deliveryIds.n; i14++) {
+        igw_jw_string(w, o->deliveryIds.v[i14].ptr, o->deliveryIds.v[i14].len);
     }
     igw_jw_array_end(w);
     igw_jw_object_end(w);
@@ -5595,8 +5871,8 @@ void igw_encode_RecordingsData(igw_jw *w, const igw_RecordingsData *o)
     igw_jw_object_begin(w);
     igw_jw_key(w, "list", 4);
     igw_jw_array_begin(w);
-    for (uint32_t i11 = 0; i11 < o->list.n; i11++) {
-        igw_encode_RecordingEntry(w, &o->list.v[i11]);
+    for (uint32_t i15 = 0; i15 < o->list.n; i15++) {
+        igw_encode_RecordingEntry(w, &o->list.v[i15]);
     }
     igw_jw_array_end(w);
     igw_jw_key(w, "hasMore", 7);

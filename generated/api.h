@@ -888,6 +888,66 @@ typedef struct igw_DeviceMessage_list {
     uint32_t n;
 } igw_DeviceMessage_list;
 
+/* One event of a packReport. */
+typedef struct igw_PackEvent {
+    uint64_t has; /* IGW_PackEvent_<field> bits of the fields present */
+    igw_str eventID;
+    igw_str params;
+    int64_t timestamp;
+    igw_str type;
+} igw_PackEvent;
+enum igw_PackEvent_field {
+    IGW_PackEvent_F_eventID = 0,
+    IGW_PackEvent_F_params = 1,
+    IGW_PackEvent_F_timestamp = 2,
+    IGW_PackEvent_F_type = 3,
+    IGW_PackEvent__NFIELDS
+};
+#define IGW_PackEvent_eventID (UINT64_C(1) << IGW_PackEvent_F_eventID)
+#define IGW_PackEvent_params (UINT64_C(1) << IGW_PackEvent_F_params)
+#define IGW_PackEvent_timestamp (UINT64_C(1) << IGW_PackEvent_F_timestamp)
+#define IGW_PackEvent_type (UINT64_C(1) << IGW_PackEvent_F_type)
+#define IGW_PackEvent__REQUIRED (IGW_PackEvent_eventID)
+typedef struct igw_PackEvent_list {
+    igw_PackEvent *v;
+    uint32_t n;
+} igw_PackEvent_list;
+
+/* params of packReport: property values and events in one message. */
+typedef struct igw_PackReportParams {
+    uint64_t has; /* IGW_PackReportParams_<field> bits of the fields present */
+    igw_str properties;
+    igw_PackEvent_list events;
+} igw_PackReportParams;
+enum igw_PackReportParams_field {
+    IGW_PackReportParams_F_properties = 0,
+    IGW_PackReportParams_F_events = 1,
+    IGW_PackReportParams__NFIELDS
+};
+#define IGW_PackReportParams_properties (UINT64_C(1) << IGW_PackReportParams_F_properties)
+#define IGW_PackReportParams_events (UINT64_C(1) << IGW_PackReportParams_F_events)
+#define IGW_PackReportParams__REQUIRED (UINT64_C(0))
+typedef struct igw_PackReportParams_list {
+    igw_PackReportParams *v;
+    uint32_t n;
+} igw_PackReportParams_list;
+
+/* params of a gateway's topo, online and offline: its sub-devices. */
+typedef struct igw_TopologyParams {
+    uint64_t has; /* IGW_TopologyParams_<field> bits of the fields present */
+    igw_Target_list devices;
+} igw_TopologyParams;
+enum igw_TopologyParams_field {
+    IGW_TopologyParams_F_devices = 0,
+    IGW_TopologyParams__NFIELDS
+};
+#define IGW_TopologyParams_devices (UINT64_C(1) << IGW_TopologyParams_F_devices)
+#define IGW_TopologyParams__REQUIRED (IGW_TopologyParams_devices)
+typedef struct igw_TopologyParams_list {
+    igw_TopologyParams *v;
+    uint32_t n;
+} igw_TopologyParams_list;
+
 /* What the device would receive on the MQTT reply topic. */
 typedef struct igw_DeviceReply {
     uint64_t has; /* IGW_DeviceReply_<field> bits of the fields present */
@@ -1452,6 +1512,12 @@ int igw_decode_ConsentData(igw_json *j, igw_ConsentData *out);
 void igw_encode_ConsentData(igw_jw *w, const igw_ConsentData *in);
 int igw_decode_DeviceMessage(igw_json *j, igw_DeviceMessage *out);
 void igw_encode_DeviceMessage(igw_jw *w, const igw_DeviceMessage *in);
+int igw_decode_PackEvent(igw_json *j, igw_PackEvent *out);
+void igw_encode_PackEvent(igw_jw *w, const igw_PackEvent *in);
+int igw_decode_PackReportParams(igw_json *j, igw_PackReportParams *out);
+void igw_encode_PackReportParams(igw_jw *w, const igw_PackReportParams *in);
+int igw_decode_TopologyParams(igw_json *j, igw_TopologyParams *out);
+void igw_encode_TopologyParams(igw_jw *w, const igw_TopologyParams *in);
 int igw_decode_DeviceReply(igw_json *j, igw_DeviceReply *out);
 void igw_encode_DeviceReply(igw_jw *w, const igw_DeviceReply *in);
 int igw_decode_UploadResult(igw_json *j, igw_UploadResult *out);

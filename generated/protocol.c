@@ -2,6 +2,11 @@
 /* protocol.c - see protocol.h: tables only. */
 #include "protocol.h"
 
+#include "api.h"
+
+static int params_PackReportParams(igw_json *j, void *out) { return igw_decode_PackReportParams(j, out); }
+static int params_TopologyParams(igw_json *j, void *out) { return igw_decode_TopologyParams(j, out); }
+
 static const igw_proto_row device_rows[] = {
     {.handle = "thing", .type = "property", .method = "report", .reply = "reportReply",
      .check = IGW_PROTO_CHECK_PROPERTIES, .returns = IGW_PROTO_RETURNS_NONE},
@@ -10,7 +15,8 @@ static const igw_proto_row device_rows[] = {
     {.handle = "thing", .type = "property", .method = "getStatus", .reply = "getStatusReply",
      .check = IGW_PROTO_CHECK_NONE, .returns = IGW_PROTO_RETURNS_PROPERTIES},
     {.handle = "thing", .type = "property", .method = "packReport", .reply = "packReportReply",
-     .check = IGW_PROTO_CHECK_PACK, .returns = IGW_PROTO_RETURNS_NONE},
+     .check = IGW_PROTO_CHECK_PACK, .returns = IGW_PROTO_RETURNS_NONE,
+     .params = {.decode = params_PackReportParams, .size = sizeof(igw_PackReportParams), .type = "PackReportParams"}},
     {.handle = "thing", .type = "property", .method = "controlReply", .answers = "control",
      .check = IGW_PROTO_CHECK_NONE, .returns = IGW_PROTO_RETURNS_NONE},
     {.handle = "thing", .type = "property", .method = "getReportReply",
@@ -34,11 +40,14 @@ static const igw_proto_row device_rows[] = {
     {.handle = "log", .type = "status", .method = "status", .reply = "statusReply",
      .check = IGW_PROTO_CHECK_NONE, .returns = IGW_PROTO_RETURNS_NONE},
     {.handle = "gateway", .type = "operation", .method = "topo", .reply = "topoReply",
-     .check = IGW_PROTO_CHECK_SUBDEVICES, .returns = IGW_PROTO_RETURNS_NONE},
+     .check = IGW_PROTO_CHECK_SUBDEVICES, .returns = IGW_PROTO_RETURNS_NONE,
+     .params = {.decode = params_TopologyParams, .size = sizeof(igw_TopologyParams), .type = "TopologyParams"}},
     {.handle = "gateway", .type = "operation", .method = "online", .reply = "onlineReply",
-     .check = IGW_PROTO_CHECK_SUBDEVICES, .returns = IGW_PROTO_RETURNS_NONE},
+     .check = IGW_PROTO_CHECK_SUBDEVICES, .returns = IGW_PROTO_RETURNS_NONE,
+     .params = {.decode = params_TopologyParams, .size = sizeof(igw_TopologyParams), .type = "TopologyParams"}},
     {.handle = "gateway", .type = "operation", .method = "offline", .reply = "offlineReply",
-     .check = IGW_PROTO_CHECK_SUBDEVICES, .returns = IGW_PROTO_RETURNS_NONE},
+     .check = IGW_PROTO_CHECK_SUBDEVICES, .returns = IGW_PROTO_RETURNS_NONE,
+     .params = {.decode = params_TopologyParams, .size = sizeof(igw_TopologyParams), .type = "TopologyParams"}},
     {.handle = "ext", .type = "*", .method = "*",
      .check = IGW_PROTO_CHECK_NONE, .returns = IGW_PROTO_RETURNS_NONE},
 };

@@ -12,12 +12,23 @@
 
 #include <stddef.h>
 
+struct igw_json;
+
+/* The shape of a row's params: its type's strict decoder into a struct of
+ * `size` bytes (generated/api.h); decode NULL: free parameters. */
+typedef struct igw_proto_params {
+    int (*decode)(struct igw_json *j, void *out);
+    size_t size;
+    const char *type; /* the schema's name of the type */
+} igw_proto_params;
+
 typedef struct igw_proto_row {
     const char *handle, *type, *method; /* "*": any identifier */
     const char *reply;                  /* NULL: the device gets no reply message */
     const char *answers;                /* the downlink method (a command's) this uplink answers; NULL: none */
     int check;                          /* igw_proto_check */
     int returns;                        /* igw_proto_returns */
+    igw_proto_params params;
 } igw_proto_row;
 
 typedef struct igw_protocol {

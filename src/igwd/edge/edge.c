@@ -33,7 +33,6 @@
 #define CACHE_MAX 8192           /* device records per worker */
 #define MODEL_ARENA (4u << 20)   /* bytes a parsed model may take */
 #define JOB_ARENA (1u << 20)     /* bytes a job's decoding and checks may take */
-#define SUBDEVICES_MAX 64
 #define PENDING_MAX 16384        /* uplinks waiting for a batch, per worker: beyond, "busy" */
 #define RETRIES_MAX 3            /* a batch that lost a deadlock or serialization race */
 
@@ -146,6 +145,7 @@ struct job {
     unsigned retries;
     igw_str sub_p, sub_d; /* subdevices: text arrays */
     unsigned nsub;
+    const void *params; /* the row's params type decoded (decode_params), or NULL */
     bool settling; /* a command reply went to results.c (stored with its result, or back as a plain uplink) */
 };
 
@@ -556,166 +556,95 @@ static void set_json_error(job *j, igw_json *err, int *cls, const char **reason,
         *path = "";
 }
 
-/* packReport: {"properties":{...},"events":[{"eventID","params"[,"timestamp","type"]}...]}. */
-static int check_pack(job *j, const igw_thingmodel *m, igw_json *err)
+/* A row's params type (schema: `params`): the message's params, {} when
+ * omitted, through its type's strict decoder; error paths under /params. */
+static int decode_params(job *j, igw_json *err)
 {
+    const igw_proto_params *pt = &j->row->params;
+    igw_str raw = j->msg->has & IGW_DeviceMessage_params ? j->msg->params : (igw_str){"{}", 2};
     igw_json s;
-    igw_json_init(&s, j->msg->params.ptr, j->msg->params.len, &j->arena, 10);
-    igw_json_prefix_key(&s, "params", 6);
-    igw_str k;
-    int more;
-    if (igw_json_object_begin(&s))
-        goto bad;
-    while ((more = igw_json_object_next(&s, &k)) == 1) {
-        if (k.len == 10 && !memcmp(k.ptr, "properties", 10)) {
-            igw_str raw;
-            if (igw_json_value(&s, IGW_JSON_STRICT, 8, SIZE_MAX, &raw))
-                goto bad;
-            if (igw_thingmodel_check_properties(m, raw.ptr, raw.len, 0, "/params/properties", &j->arena, err))
-                return -1;
-            j->props = raw;
-        } else if (k.len == 6 && !memcmp(k.ptr, "events", 6)) {
-            if (igw_json_array_begin(&s))
-                goto bad;
-            uint32_t i = 0;
-            int r;
-            while ((r = igw_json_array_next(&s)) == 1) {
-                igw_str ek, id = {0}, params = {0};
-                int emore;
-                if (i >= 64) {
-                    igw_json_fail(&s, IGW_JERR_SIZE, "at most 64 events");
-                    goto bad;
-                }
-                if (igw_json_object_begin(&s))
-                    goto bad;
-                while ((emore = igw_json_object_next(&s, &ek)) == 1) {
-                    int rc;
-                    if (ek.len == 7 && !memcmp(ek.ptr, "eventID", 7))
-                        rc = igw_json_string(&s, &id);
-                    else if (ek.len == 6 && !memcmp(ek.ptr, "params", 6))
-                        rc = igw_json_value(&s, IGW_JSON_STRICT, 8, SIZE_MAX, &params);
-                    else if ((ek.len == 9 && !memcmp(ek.ptr, "timestamp", 9)) ||
-                             (ek.len == 4 && !memcmp(ek.ptr, "type", 4)))
-                        rc = igw_json_value(&s, IGW_JSON_STRICT, 1, 64, &ek);
-                    else {
-                        igw_json_fail(&s, IGW_JERR_UNKNOWN, "unknown field");
-                        goto bad;
-                    }
-                    if (rc)
-                        goto bad;
-                }
-                if (emore < 0)
-                    goto bad;
-                if (!id.ptr) {
-                    igw_json_fail(&s, IGW_JERR_MISSING, "eventID is required");
-                    goto bad;
-                }
-                char prefix[64];
-                snprintf(prefix, sizeof prefix, "/params/events/%u/params", i);
-                if (igw_thingmodel_check_event(m, id.ptr, id.len, params.ptr ? params.ptr : "{}",
-                                               params.ptr ? params.len : 2, prefix, &j->arena, err))
-                    return -1;
-                i++;
-            }
-            if (r < 0)
-                goto bad;
-        } else {
-            igw_json_fail(&s, IGW_JERR_UNKNOWN, "unknown field (properties, events)");
-            goto bad;
-        }
+    igw_json_init(&s, raw.ptr, raw.len, &j->arena, 10);
+    void *out = igw_arena_alloc(&j->arena, pt->size);
+    if (!out)
+        igw_json_fail(&s, IGW_JERR_NOMEM, "out of memory");
+    else if (pt->decode(&s, out) == 0 && igw_json_finish(&s) == 0) {
+        j->params = out;
+        return 0;
     }
-    if (more < 0 || igw_json_finish(&s))
-        goto bad;
-    return 0;
-bad:
+    igw_json_prefix_key(&s, "params", 6);
     *err = s;
     return -1;
 }
 
-/* gateway topo/online/offline: params.devices = [{"productID","deviceName"}...]. */
+/* packReport (PackReportParams): the properties and each event against the model. */
+static int check_pack(job *j, const igw_thingmodel *m, igw_json *err)
+{
+    const igw_PackReportParams *p = j->params;
+    if (p->has & IGW_PackReportParams_properties) {
+        if (igw_thingmodel_check_properties(m, p->properties.ptr, p->properties.len, 0, "/params/properties",
+                                            &j->arena, err))
+            return -1;
+        j->props = p->properties;
+    }
+    for (uint32_t i = 0; i < p->events.n; i++) {
+        const igw_PackEvent *ev = &p->events.v[i];
+        bool has = ev->has & IGW_PackEvent_params;
+        char prefix[64];
+        snprintf(prefix, sizeof prefix, "/params/events/%u/params", i);
+        if (igw_thingmodel_check_event(m, ev->eventID.ptr, ev->eventID.len, has ? ev->params.ptr : "{}",
+                                       has ? ev->params.len : 2, prefix, &j->arena, err))
+            return -1;
+    }
+    return 0;
+}
+
+/* A sub-device name the schema's Ident admits but a device cannot have
+ * (devauth's rule): the path /params/devices/<i>/<field>. */
+static int bad_subdevice(igw_json *err, uint32_t i, const char *field)
+{
+    igw_json_init(err, "", 0, NULL, 1);
+    igw_json_fail(err, IGW_JERR_FORMAT, "not a valid device identifier");
+    igw_json_prefix_key(err, field, strlen(field));
+    igw_json_prefix_index(err, i);
+    igw_json_prefix_key(err, "devices", 7);
+    return igw_json_prefix_key(err, "params", 6);
+}
+
+/* gateway topo/online/offline (TopologyParams): the sub-devices as two
+ * text arrays for the binding query. */
 static int read_subdevices(job *j, igw_json *err)
 {
-    igw_json s;
-    igw_json_init(&s, j->msg->params.ptr, j->msg->params.len, &j->arena, 10);
-    igw_json_prefix_key(&s, "params", 6);
+    const igw_TopologyParams *tp = j->params;
     igw_jw p, d;
     igw_jw_init(&p);
     igw_jw_init(&d);
     igw_jw_raw(&p, "{", 1);
     igw_jw_raw(&d, "{", 1);
-    igw_str k;
-    int more, rc = -1;
-    bool seen = false;
-    if (igw_json_object_begin(&s))
-        goto out;
-    while ((more = igw_json_object_next(&s, &k)) == 1) {
-        if (!(k.len == 7 && !memcmp(k.ptr, "devices", 7))) {
-            igw_json_fail(&s, IGW_JERR_UNKNOWN, "unknown field (devices)");
+    int rc = -1;
+    for (uint32_t i = 0; i < tp->devices.n; i++) {
+        const igw_Target *t = &tp->devices.v[i];
+        if (!igw_devauth_name_ok(t->productID.ptr, t->productID.len)) {
+            bad_subdevice(err, i, "productID");
             goto out;
         }
-        seen = true;
-        if (igw_json_array_begin(&s))
+        if (!igw_devauth_name_ok(t->deviceName.ptr, t->deviceName.len)) {
+            bad_subdevice(err, i, "deviceName");
             goto out;
-        int r;
-        while ((r = igw_json_array_next(&s)) == 1) {
-            if (j->nsub >= SUBDEVICES_MAX) {
-                igw_json_fail(&s, IGW_JERR_SIZE, "at most 64 devices");
-                goto out;
-            }
-            igw_str dk, pid = {0}, dn = {0};
-            int dmore;
-            if (igw_json_object_begin(&s))
-                goto out;
-            while ((dmore = igw_json_object_next(&s, &dk)) == 1) {
-                igw_str *dst = dk.len == 9 && !memcmp(dk.ptr, "productID", 9)    ? &pid
-                             : dk.len == 10 && !memcmp(dk.ptr, "deviceName", 10) ? &dn
-                                                                                 : NULL;
-                if (!dst) {
-                    igw_json_fail(&s, IGW_JERR_UNKNOWN, "unknown field (productID, deviceName)");
-                    goto out;
-                }
-                if (igw_json_string(&s, dst))
-                    goto out;
-                if (!igw_devauth_name_ok(dst->ptr, dst->len)) {
-                    igw_json_fail(&s, IGW_JERR_FORMAT, "not a valid device identifier");
-                    goto out;
-                }
-            }
-            if (dmore < 0)
-                goto out;
-            if (!pid.ptr || !dn.ptr) {
-                igw_json_fail(&s, IGW_JERR_MISSING, "productID and deviceName are required");
-                goto out;
-            }
-            array_elem(&p, j->nsub == 0, pid.ptr, pid.len, false);
-            array_elem(&d, j->nsub == 0, dn.ptr, dn.len, false);
-            j->nsub++;
         }
-        if (r < 0)
-            goto out;
+        array_elem(&p, i == 0, t->productID.ptr, t->productID.len, false);
+        array_elem(&d, i == 0, t->deviceName.ptr, t->deviceName.len, false);
     }
-    if (more < 0 || igw_json_finish(&s))
-        goto out;
-    if (!seen || !j->nsub) {
-        igw_json_fail(&s, IGW_JERR_MISSING, "params.devices must list at least one device");
-        goto out;
-    }
+    j->nsub = tp->devices.n;
     igw_jw_raw(&p, "}", 1);
     igw_jw_raw(&d, "}", 1);
-    if (igw_jw_status(&p) || igw_jw_status(&d)) {
-        igw_json_fail(&s, IGW_JERR_NOMEM, "out of memory");
-        goto out;
-    }
-    j->sub_p.ptr = igw_arena_strndup(&j->arena, p.buf, p.len);
-    j->sub_d.ptr = igw_arena_strndup(&j->arena, d.buf, d.len);
-    if (!j->sub_p.ptr || !j->sub_d.ptr) {
-        igw_json_fail(&s, IGW_JERR_NOMEM, "out of memory");
+    if (igw_jw_status(&p) || igw_jw_status(&d) || !(j->sub_p.ptr = igw_arena_strndup(&j->arena, p.buf, p.len)) ||
+        !(j->sub_d.ptr = igw_arena_strndup(&j->arena, d.buf, d.len))) {
+        igw_json_init(err, "", 0, NULL, 1);
+        igw_json_fail(err, IGW_JERR_NOMEM, "out of memory");
         goto out;
     }
     rc = 0;
 out:
-    if (rc)
-        *err = s;
     igw_jw_free(&p);
     igw_jw_free(&d);
     return rc;
@@ -772,14 +701,14 @@ static void process(job *j, const device *target)
     }
     igw_json err;
     igw_json_init(&err, "", 0, NULL, 1);
-    int rc = 0;
     const igw_thingmodel *model = target->model;
     bool has_params = m->has & IGW_DeviceMessage_params;
+    int rc = j->row->params.decode ? decode_params(j, &err) : 0;
     if (j->row->check != IGW_PROTO_CHECK_NONE && j->row->check != IGW_PROTO_CHECK_SUBDEVICES && !model) {
         finish(j, IGW_ERR_INTERNAL, "the product's thing model is not usable", "", NULL, 0);
         return;
     }
-    switch (j->row->check) {
+    switch (rc ? IGW_PROTO_CHECK_NONE : j->row->check) {
     case IGW_PROTO_CHECK_NONE:
         break;
     case IGW_PROTO_CHECK_PROPERTIES:
@@ -788,9 +717,8 @@ static void process(job *j, const device *target)
             j->props = m->params;
         }
         break;
-    case IGW_PROTO_CHECK_PACK:
-        if (has_params)
-            rc = check_pack(j, model, &err);
+    case IGW_PROTO_CHECK_PACK: /* the row's params type: PackReportParams */
+        rc = check_pack(j, model, &err);
         break;
     case IGW_PROTO_CHECK_EVENT:
         if (!igw_thingmodel_event(model, m->eventID.ptr, m->eventID.len)) {
@@ -809,11 +737,7 @@ static void process(job *j, const device *target)
             rc = igw_thingmodel_check_action_output(model, m->actionID.ptr, m->actionID.len, m->response.ptr,
                                                     m->response.len, "/response", &j->arena, &err);
         break;
-    case IGW_PROTO_CHECK_SUBDEVICES:
-        if (!has_params) {
-            finish(j, IGW_ERR_PARAMETER, "params.devices is required", "/params", NULL, 0);
-            return;
-        }
+    case IGW_PROTO_CHECK_SUBDEVICES: /* the row's params type: TopologyParams */
         rc = read_subdevices(j, &err);
         break;
     }

@@ -2,6 +2,8 @@
 /* protocol.c - see protocol.h: tables only. */
 #include "protocol.h"
 
+#include "api.h"
+
 const char *const igw_proto_check_names[] = {"none", "properties", "pack", "event", "action", "subdevices"};
 const char *const igw_proto_returns_names[] = {"none", "properties", "config"};
 

@@ -17,6 +17,153 @@ const igw_error_class igw_error_classes[IGW_ERR__COUNT] = {
     [IGW_ERR_OOPS] = {"oops", 500, 500, "internal error"},
 };
 
+/* Field index of a key of Child, or -1: length first, then memcmp. */
+static int key_Child(const char *k, size_t n)
+{
+    switch (n) {
+    case 2:
+        if (memcmp(k, "id", 2) == 0)
+            return IGW_Child_F_id;
+        break;
+    default:
+        break;
+    }
+    return -1;
+}
+
+int igw_decode_Child(igw_json *j, igw_Child *o)
+{
+    igw_str k;
+    int more;
+    memset(o, 0, sizeof *o);
+    if (igw_json_object_begin(j))
+        return -1;
+    while ((more = igw_json_object_next(j, &k)) == 1) {
+        int f = key_Child(k.ptr, k.len);
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        o->has |= UINT64_C(1) << f;
+        switch (f) {
+        case IGW_Child_F_id:
+            if (igw_json_string(j, &o->id) || igw_decode_string_rules(j, o->id, 1, 8, 0))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        default:
+            break;
+        }
+    }
+    if (more < 0)
+        return -1;
+    if ((o->has & IGW_Child__REQUIRED) != IGW_Child__REQUIRED) {
+        if (!(o->has & IGW_Child_id)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "id", 2);
+        }
+    }
+    return 0;
+}
+
+/* Field index of a key of Children, or -1: length first, then memcmp. */
+static int key_Children(const char *k, size_t n)
+{
+    switch (n) {
+    case 4:
+        if (memcmp(k, "list", 4) == 0)
+            return IGW_Children_F_list;
+        break;
+    default:
+        break;
+    }
+    return -1;
+}
+
+int igw_decode_Children(igw_json *j, igw_Children *o)
+{
+    igw_str k;
+    int more;
+    memset(o, 0, sizeof *o);
+    if (igw_json_object_begin(j))
+        return -1;
+    while ((more = igw_json_object_next(j, &k)) == 1) {
+        int f = key_Children(k.ptr, k.len);
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        o->has |= UINT64_C(1) << f;
+        switch (f) {
+        case IGW_Children_F_list:
+            {
+                int more0;
+                if (igw_json_array_begin(j))
+                    return igw_json_prefix_key(j, k.ptr, k.len);
+                uint32_t cap0 = 0;
+                o->list.n = 0;
+                o->list.v = NULL;
+                while ((more0 = igw_json_array_next(j)) == 1) {
+                    if (o->list.n == 4) {
+                        igw_json_fail(j, IGW_JERR_LENGTH, "more than 4 items");
+                        return (igw_json_prefix_index(j, o->list.n), igw_json_prefix_key(j, k.ptr, k.len));
+                    }
+                    if (o->list.n == cap0 && !(o->list.v = igw_decode_grow(j, o->list.v, o->list.n, &cap0, 4, sizeof *o->list.v)))
+                        return (igw_json_prefix_index(j, o->list.n), igw_json_prefix_key(j, k.ptr, k.len));
+                    if (igw_decode_Child(j, &o->list.v[o->list.n]))
+                        return (igw_json_prefix_index(j, o->list.n), igw_json_prefix_key(j, k.ptr, k.len));
+                    o->list.n++;
+                }
+                if (more0 < 0)
+                    return igw_json_prefix_key(j, k.ptr, k.len);
+                if (o->list.n < 1) {
+                    igw_json_fail(j, IGW_JERR_LENGTH, "fewer than 1 items");
+                    return igw_json_prefix_key(j, k.ptr, k.len);
+                }
+            }
+            break;
+        default:
+            break;
+        }
+    }
+    if (more < 0)
+        return -1;
+    if ((o->has & IGW_Children__REQUIRED) != IGW_Children__REQUIRED) {
+        if (!(o->has & IGW_Children_list)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "list", 4);
+        }
+    }
+    return 0;
+}
+
+void igw_encode_Child(igw_jw *w, const igw_Child *o)
+{
+    igw_jw_object_begin(w);
+    igw_jw_key(w, "id", 2);
+    igw_jw_string(w, o->id.ptr, o->id.len);
+    igw_jw_object_end(w);
+}
+
+void igw_encode_Children(igw_jw *w, const igw_Children *o)
+{
+    igw_jw_object_begin(w);
+    igw_jw_key(w, "list", 4);
+    igw_jw_array_begin(w);
+    for (uint32_t i1 = 0; i1 < o->list.n; i1++) {
+        igw_encode_Child(w, &o->list.v[i1]);
+    }
+    igw_jw_array_end(w);
+    igw_jw_object_end(w);
+}
+
 /* ---- routes ---- */
 
 const igw_route_def igw_routes[IGW_ROUTE__COUNT] = {

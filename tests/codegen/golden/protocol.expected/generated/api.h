@@ -63,11 +63,47 @@ typedef struct igw_bool_list {
     uint32_t n;
 } igw_bool_list;
 
+/* A sub-device. */
+typedef struct igw_Child {
+    uint64_t has; /* IGW_Child_<field> bits of the fields present */
+    igw_str id;
+} igw_Child;
+enum igw_Child_field {
+    IGW_Child_F_id = 0,
+    IGW_Child__NFIELDS
+};
+#define IGW_Child_id (UINT64_C(1) << IGW_Child_F_id)
+#define IGW_Child__REQUIRED (IGW_Child_id)
+typedef struct igw_Child_list {
+    igw_Child *v;
+    uint32_t n;
+} igw_Child_list;
+
+/* Sub-devices of a gateway. */
+typedef struct igw_Children {
+    uint64_t has; /* IGW_Children_<field> bits of the fields present */
+    igw_Child_list list;
+} igw_Children;
+enum igw_Children_field {
+    IGW_Children_F_list = 0,
+    IGW_Children__NFIELDS
+};
+#define IGW_Children_list (UINT64_C(1) << IGW_Children_F_list)
+#define IGW_Children__REQUIRED (IGW_Children_list)
+typedef struct igw_Children_list {
+    igw_Children *v;
+    uint32_t n;
+} igw_Children_list;
+
 /* ---- decoders and encoders ---- */
 
 /* Each decoder reads one object of its type at the scanner's position, strictly
  * (see docs/schema-language.md); 0 or -1 with the failure in the scanner.
  * Each encoder writes the object with fields in schema order. */
+int igw_decode_Child(igw_json *j, igw_Child *out);
+void igw_encode_Child(igw_jw *w, const igw_Child *in);
+int igw_decode_Children(igw_json *j, igw_Children *out);
+void igw_encode_Children(igw_jw *w, const igw_Children *in);
 
 /* ---- routes ---- */
 

@@ -2,14 +2,24 @@
 /* protocol.c - see protocol.h: tables only. */
 #include "protocol.h"
 
+#include "api.h"
+
+static int params_Children(igw_json *j, void *out) { return igw_decode_Children(j, out); }
+
 static const igw_proto_row dev_rows[] = {
     {.handle = "thing", .type = "property", .method = "report", .reply = "reportReply",
      .check = IGW_PROTO_CHECK_PROPERTIES, .returns = IGW_PROTO_RETURNS_NONE},
+    {.handle = "gateway", .type = "operation", .method = "topo", .reply = "topoReply",
+     .check = IGW_PROTO_CHECK_SUBDEVICES, .returns = IGW_PROTO_RETURNS_NONE,
+     .params = {.decode = params_Children, .size = sizeof(igw_Children), .type = "Children"}},
+    {.handle = "gateway", .type = "operation", .method = "online", .reply = "onlineReply",
+     .check = IGW_PROTO_CHECK_NONE, .returns = IGW_PROTO_RETURNS_NONE,
+     .params = {.decode = params_Children, .size = sizeof(igw_Children), .type = "Children"}},
     {.handle = "thing", .type = "property", .method = "getStatus", .reply = "getStatusReply",
      .check = IGW_PROTO_CHECK_NONE, .returns = IGW_PROTO_RETURNS_PROPERTIES},
     {.handle = "thing", .type = "event", .method = "eventPost", .reply = "eventReply",
      .check = IGW_PROTO_CHECK_EVENT, .returns = IGW_PROTO_RETURNS_NONE},
-    {.handle = "thing", .type = "action", .method = "actionReply",
+    {.handle = "thing", .type = "action", .method = "actionReply", .answers = "action",
      .check = IGW_PROTO_CHECK_ACTION, .returns = IGW_PROTO_RETURNS_NONE},
     {.handle = "log", .type = "*", .method = "post",
      .check = IGW_PROTO_CHECK_NONE, .returns = IGW_PROTO_RETURNS_NONE},

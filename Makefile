@@ -134,7 +134,7 @@ link = @mkdir -p $(@D) && echo "  LINK $@" && $(CC) $1 -o $@ $(filter %.o,$^) $(
 .PHONY: all deps check-deps run stop generate check-gen services-up services-down clean \
         test test-unit test-services test-media test-layers \
         test-codegen test-json test-conformance test-devauth test-topic test-jwt test-thingmodel test-upload test-igwctl \
-        test-igwd test-pending test-db test-outbox test-ws test-redis test-mqtt test-edge test-app test-sql \
+        test-igwd test-pending test-db test-outbox test-ws test-redis test-mqtt test-edge test-app test-nodes test-sql \
         test-ops test-mqttauth test-openapi test-media-unit fuzz-smoke fuzz \
         bench-decode bench-edge bench-app bench-media bench-srtp
 
@@ -342,6 +342,10 @@ test-app: $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-mqtt-auth.so
 test-edge: $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-mqtt-auth.so
 	tests/igwd/edge_test.sh $(T)/igwd $(BUILD)/igwctl
 
+# Two igwd nodes on one broker: each MQTT uplink stored exactly once, both take part.
+test-nodes: $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-mqtt-auth.so
+	tests/igwd/nodes_test.sh $(T)/igwd $(BUILD)/igwctl
+
 test-sql:
 	tests/sql/drift.sh
 
@@ -360,7 +364,7 @@ test-media: $(T)/igw-media-host $(BUILD)/igw-vcam
 # The tiers: no services (seconds to a minute), real services, real media peers.
 test-unit: check-gen test-layers test-codegen test-json test-conformance test-devauth test-topic test-jwt test-thingmodel \
            test-upload test-pending test-media-unit test-openapi fuzz-smoke
-test-services: test-igwctl test-igwd test-db test-outbox test-ws test-redis test-mqtt test-edge test-app \
+test-services: test-igwctl test-igwd test-db test-outbox test-ws test-redis test-mqtt test-edge test-app test-nodes \
                test-sql test-ops test-mqttauth
 
 # Every test; non-zero on any failure.

@@ -135,8 +135,8 @@ link = @mkdir -p $(@D) && echo "  LINK $@" && $(CC) $1 -o $@ $(filter %.o,$^) $(
 
 .PHONY: all deps check-deps run stop generate check-gen services-up services-down clean \
         test test-unit test-services test-media test-layers \
-        test-codegen test-json test-conformance test-devauth test-jwt test-thingmodel test-upload test-igwctl \
-        test-igwd test-conn test-pending test-db test-outbox test-ws test-redis test-mqtt test-edge test-app test-sql \
+        test-codegen test-json test-conformance test-devauth test-topic test-jwt test-thingmodel test-upload test-igwctl \
+        test-igwd test-conn test-pending test-db test-outbox test-ws test-redis test-mqtt test-edge test-app test-nodes test-sql \
         test-ops test-mqttauth test-openapi test-media-unit fuzz-smoke fuzz \
         bench-decode bench-edge bench-app bench-media bench-srtp
 
@@ -200,7 +200,7 @@ $(BUILD)/igwd: $(patsubst %.c,$(BUILD)/obj/%.o,$(IGWD_TOP)) $(call libs,obj,$(IG
 	$(call link,$(LDFLAGS),$(IGWD_LIBS))
 
 # Loaded into the distribution's (unsanitized) mosquitto: never built with SAN.
-MQTTAUTH_SRC := $(sort $(wildcard src/mqttauth/*.c)) src/lib/devauth.c src/rt/base64.c
+MQTTAUTH_SRC := $(sort $(wildcard src/mqttauth/*.c)) src/lib/devauth.c src/lib/topic.c src/rt/base64.c
 $(BUILD)/igw-mqtt-auth.so: $(patsubst %.c,$(BUILD)/pic/%.o,$(MQTTAUTH_SRC))
 	$(call link,-shared $(filter-out $(SANFLAGS),$(LDFLAGS)),$(PQ_LIBS) -lcrypto)
 
@@ -218,7 +218,7 @@ endef
 $(eval $(call test_bin,json_test,tests/rt/json_test.c,rt,$$(RT_LIBS)))
 $(eval $(call test_bin,jw_test,tests/rt/jw_test.c,rt,$$(RT_LIBS)))
 $(eval $(call test_bin,json_suite_test,tests/rt/json_suite_test.c,rt,$$(RT_LIBS)))
-$(foreach t,devauth jwt thingmodel multipart filename signedurl storage,\
+$(foreach t,devauth jwt thingmodel multipart filename signedurl storage topic,\
     $(eval $(call test_bin,$t_test,tests/lib/$t_test.c,lib rt,$$(RT_LIBS))))
 $(eval $(call test_bin,conformance-run,tests/conformance/run.c,gen lib rt,$$(RT_LIBS)))
 $(eval $(call test_bin,machines_spec_test,tests/machines/spec_test.c,gen lib rt,$$(RT_LIBS)))
@@ -271,6 +271,10 @@ test-conformance: $(T)/conformance-run $(T)/machines_spec_test
 
 test-devauth: $(T)/devauth_test
 	$(T)/devauth_test
+
+# The device MQTT topic grammar (parse and build), shared by igwd and the auth plugin.
+test-topic: $(T)/topic_test
+	$(T)/topic_test
 
 test-jwt: $(T)/jwt_test
 	$(T)/jwt_test
@@ -345,6 +349,10 @@ test-app: $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-mqtt-auth.so
 test-edge: $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-mqtt-auth.so
 	tests/igwd/edge_test.sh $(T)/igwd $(BUILD)/igwctl
 
+# Two igwd nodes on one broker: each MQTT uplink stored exactly once, both take part.
+test-nodes: $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-mqtt-auth.so
+	tests/igwd/nodes_test.sh $(T)/igwd $(BUILD)/igwctl
+
 test-sql:
 	tests/sql/drift.sh
 
@@ -361,9 +369,9 @@ test-media: $(T)/igw-media-host $(BUILD)/igw-vcam
 	tests/media/media_test.sh $(T)/igw-media-host $(BUILD)/igw-vcam
 
 # The tiers: no services (seconds to a minute), real services, real media peers.
-test-unit: check-gen test-layers test-codegen test-json test-conformance test-devauth test-jwt test-thingmodel \
+test-unit: check-gen test-layers test-codegen test-json test-conformance test-devauth test-topic test-jwt test-thingmodel \
            test-upload test-conn test-pending test-media-unit test-openapi fuzz-smoke
-test-services: test-igwctl test-igwd test-db test-outbox test-ws test-redis test-mqtt test-edge test-app \
+test-services: test-igwctl test-igwd test-db test-outbox test-ws test-redis test-mqtt test-edge test-app test-nodes \
                test-sql test-ops test-mqttauth
 
 # Every test; non-zero on any failure.

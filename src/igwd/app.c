@@ -18,6 +18,7 @@
 #include "core/ready.h"
 #include "command/results.h"
 #include "routes/routes.h"
+#include "topic.h"
 
 /* ---- periodic chores (worker 0) -------------------------------------------------------
  * Command deadlines are settled every CHORE_MS; the outbox is swept every
@@ -501,10 +502,9 @@ static void on_mqtt_done(void *arg, const igw_edge_result *r)
     mqtt_job *mj = arg;
     igw_mqtt *mqtt = atomic_load(&mj->app->mqtt);
     if (r->reply && (r->reply_topic || r->cls != IGW_ERR_OK) && mqtt) {
-        char topic[256];
-        int n = snprintf(topic, sizeof topic, "$%s/down/%s/%s/%s", mj->u->handle, mj->u->type, mj->u->product_id,
-                         mj->u->device_name);
-        if (n > 0 && (size_t)n < sizeof topic)
+        char topic[IGW_TOPIC_MAX + 1];
+        if (igw_topic_build(topic, sizeof topic, 0, IGW_TOPIC_DOWN, mj->u->handle, mj->u->type, mj->u->product_id,
+                            mj->u->device_name) > 0)
             (void)igw_mqtt_publish(mqtt, topic, r->reply, r->reply_len, 1); /* counted in its stats */
     }
     igw_mqtt_uplink_free(mj->u);

@@ -6,7 +6,8 @@
  * publish only to $<handle>/up/<type>/{itself} and subscribe to / receive
  * only $<handle>/down/<type>/{itself}; a gateway also for the sub-devices
  * bound to it. One privileged user (the gateway server igwd) may do
- * everything. See src/mqttauth/README.md.
+ * everything. Every uplink is relayed to igw/<handle>/up/... for igwd's
+ * shared subscription (topic.h). See src/mqttauth/README.md.
  *
  * Options (mosquitto.conf, after `plugin PATH`):
  *   plugin_opt_dsn                  libpq connection string (required; not
@@ -17,7 +18,6 @@
  *                                   (required with admin_user)
  *
  * Mosquitto calls the plugin on its single main thread: no locking. */
-#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -34,6 +34,7 @@
 #include <openssl/sha.h>
 
 #include "devauth.h"
+#include "topic.h"
 
 #define EXPORT __attribute__((visibility("default")))
 #define PFX "igw-mqtt-auth: "
@@ -44,8 +45,6 @@
 #define BIND_TTL 10         /* seconds a gateway/sub-device answer is reused */
 #define CACHE_SLOTS 1024    /* per cache; direct-mapped, a collision evicts */
 #define DB_RETRY_S 1        /* at most one connection attempt per second */
-#define TOPIC_MAX 256       /* longest topic considered at all */
-#define TYPE_MAX 64
 #define KEY_MAX (2 * (2 * IGW_DEVAUTH_NAME_MAX + 1) + 2)
 #define ADMIN_PASS_MAX 1024
 #define LOG_PER_S 50        /* denial log lines per second, then silence */
@@ -322,55 +321,6 @@ static int on_basic_auth(int event, void *event_data, void *userdata)
 
 /* ---- ACL ------------------------------------------------------------------------ */
 
-static const char *const handles[] = {"$thing", "$ota", "$config", "$log", "$gateway", "$ext"};
-
-static bool type_ok(const char *s, size_t n)
-{
-    if (n < 1 || n > TYPE_MAX) return false;
-    for (size_t i = 0; i < n; i++)
-        if (!isalnum((unsigned char)s[i]) && s[i] != '_' && s[i] != '-') return false;
-    return true;
-}
-
-/* Parses $<handle>/<dir>/<type>/<product>/<device> strictly: exactly five
- * levels, a known handle, dir as given, type [A-Za-z0-9_-]{1,64} (or exactly
- * "+" when plus_type), product and device valid names (no wildcards).
- * Returns 0 with product/device filled, or -1. */
-static int topic_parse(const char *topic, const char *dir, bool plus_type, char *product,
-                       char *device)
-{
-    const char *lv[5];
-    size_t ln[5], len, i, k = 0;
-    const char *start;
-    bool known = false;
-
-    if (!topic) return -1;
-    len = strnlen(topic, TOPIC_MAX + 1);
-    if (len > TOPIC_MAX) return -1;
-    start = topic;
-    for (i = 0; i <= len; i++) {
-        if (i == len || topic[i] == '/') {
-            if (k == 5) return -1;
-            lv[k] = start;
-            ln[k] = (size_t)(topic + i - start);
-            k++;
-            start = topic + i + 1;
-        }
-    }
-    if (k != 5) return -1;
-    for (i = 0; i < sizeof handles / sizeof handles[0]; i++)
-        if (ln[0] == strlen(handles[i]) && memcmp(lv[0], handles[i], ln[0]) == 0) known = true;
-    if (!known) return -1;
-    if (ln[1] != strlen(dir) || memcmp(lv[1], dir, ln[1]) != 0) return -1;
-    if (!(plus_type && ln[2] == 1 && lv[2][0] == '+') && !type_ok(lv[2], ln[2])) return -1;
-    if (!igw_devauth_name_ok(lv[3], ln[3]) || !igw_devauth_name_ok(lv[4], ln[4])) return -1;
-    memcpy(product, lv[3], ln[3]);
-    product[ln[3]] = 0;
-    memcpy(device, lv[4], ln[4]);
-    device[ln[4]] = 0;
-    return 0;
-}
-
 static const char *access_name(int a)
 {
     switch (a) {
@@ -385,7 +335,8 @@ static int on_acl_check(int event, void *event_data, void *userdata)
 {
     struct mosquitto_evt_acl_check *ed = event_data;
     const char *user = mosquitto_client_username(ed->client);
-    char product[IGW_DEVAUTH_NAME_MAX + 1], device[IGW_DEVAUTH_NAME_MAX + 1];
+    igw_topic t;
+    const char *product, *device;
     char cidlog[80], topiclog[96];
     igw_devauth_username u;
     const char *why;
@@ -400,15 +351,19 @@ static int on_acl_check(int event, void *event_data, void *userdata)
         goto deny;
     }
     switch (ed->access) {
-    case MOSQ_ACL_WRITE: rc = topic_parse(ed->topic, "up", false, product, device); break;
-    case MOSQ_ACL_READ: rc = topic_parse(ed->topic, "down", false, product, device); break;
-    case MOSQ_ACL_SUBSCRIBE: rc = topic_parse(ed->topic, "down", true, product, device); break;
+    case MOSQ_ACL_WRITE: rc = igw_topic_parse(ed->topic, 0, &t) == 0 && t.dir == IGW_TOPIC_UP ? 0 : -1; break;
+    case MOSQ_ACL_READ: rc = igw_topic_parse(ed->topic, 0, &t) == 0 && t.dir == IGW_TOPIC_DOWN ? 0 : -1; break;
+    case MOSQ_ACL_SUBSCRIBE:
+        rc = igw_topic_parse(ed->topic, IGW_TOPIC_PLUS_TYPE, &t) == 0 && t.dir == IGW_TOPIC_DOWN ? 0 : -1;
+        break;
     default: rc = -1; break;
     }
     if (rc != 0) {
         why = "topic not allowed";
         goto deny;
     }
+    product = t.product_id;
+    device = t.device_name;
     if (strcmp(product, u.product_id) == 0 && strcmp(device, u.device_name) == 0)
         return MOSQ_ERR_SUCCESS;
     rc = bound_get(u.product_id, u.device_name, product, device);
@@ -419,6 +374,37 @@ deny:
                  printable(mosquitto_client_id(ed->client), cidlog, sizeof cidlog),
                  access_name(ed->access), printable(ed->topic, topiclog, sizeof topiclog), why);
     return MOSQ_ERR_ACL_DENIED;
+}
+
+/* ---- the relay of uplinks ------------------------------------------------------------ */
+
+/* Each device uplink $<handle>/up/<type>/<p>/<d> is published again on its
+ * relay topic igw/<handle>/up/<type>/<p>/<d>: Mosquitto 2.0 matches no '$'
+ * topic against a shared subscription, and igwd's nodes share the relay
+ * topics (IGW_TOPIC_RELAY_SUB) so that each uplink reaches one of them.
+ * Runs after the publish passed the ACL (the broker checks before this
+ * event); the copy is queued by the broker and sent from its main loop, in
+ * the order of the originals. Never retained: the relay carries live
+ * uplinks only. The original is left as it is. */
+static int on_message(int event, void *event_data, void *userdata)
+{
+    struct mosquitto_evt_message *ed = event_data;
+    char relay[IGW_TOPIC_MAX + 1], topiclog[96];
+    igw_topic t;
+    int rc;
+    (void)event;
+    (void)userdata;
+
+    if (igw_topic_parse(ed->topic, 0, &t) != 0 || t.dir != IGW_TOPIC_UP)
+        return MOSQ_ERR_SUCCESS;
+    if (igw_topic_build(relay, sizeof relay, IGW_TOPIC_RELAY, IGW_TOPIC_UP, t.handle, t.type, t.product_id,
+                        t.device_name) < 0)
+        return MOSQ_ERR_SUCCESS; /* cannot happen: the parts parsed */
+    rc = mosquitto_broker_publish_copy(NULL, relay, (int)ed->payloadlen, ed->payload, ed->qos, false, NULL);
+    if (rc != MOSQ_ERR_SUCCESS)
+        logf_limited(MOSQ_LOG_WARNING, "uplink on %s not relayed: %s",
+                     printable(ed->topic, topiclog, sizeof topiclog), mosquitto_strerror(rc));
+    return MOSQ_ERR_SUCCESS;
 }
 
 /* ---- plugin entry points ------------------------------------------------------------ */
@@ -526,6 +512,11 @@ EXPORT int mosquitto_plugin_init(mosquitto_plugin_id_t *identifier, void **userd
         mosquitto_callback_unregister(identifier, MOSQ_EVT_BASIC_AUTH, on_basic_auth, NULL);
         goto fail;
     }
+    if (mosquitto_callback_register(identifier, MOSQ_EVT_MESSAGE, on_message, NULL, NULL) != MOSQ_ERR_SUCCESS) {
+        mosquitto_callback_unregister(identifier, MOSQ_EVT_BASIC_AUTH, on_basic_auth, NULL);
+        mosquitto_callback_unregister(identifier, MOSQ_EVT_ACL_CHECK, on_acl_check, NULL);
+        goto fail;
+    }
     mosquitto_log_printf(MOSQ_LOG_INFO, PFX "loaded (privileged user %s)",
                          g.admin_on ? "enabled" : "disabled");
     return MOSQ_ERR_SUCCESS;
@@ -542,6 +533,7 @@ EXPORT int mosquitto_plugin_cleanup(void *userdata, struct mosquitto_opt *option
     if (g.id) {
         mosquitto_callback_unregister(g.id, MOSQ_EVT_BASIC_AUTH, on_basic_auth, NULL);
         mosquitto_callback_unregister(g.id, MOSQ_EVT_ACL_CHECK, on_acl_check, NULL);
+        mosquitto_callback_unregister(g.id, MOSQ_EVT_MESSAGE, on_message, NULL);
     }
     state_free();
     return MOSQ_ERR_SUCCESS;

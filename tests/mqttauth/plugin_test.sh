@@ -156,7 +156,7 @@ refused() { # CLIENTID USER PASS: the connection is refused as not authorised
 
 # One igwd subscriber sees every uplink; a barrier message published by igwd
 # after a step proves the broker handled that step before we look.
-mosquitto_sub "${A[@]}" -i igwd-watch -v -t '$thing/#' -t '$ext/#' >"$tmp/seen" 2>&1 &
+mosquitto_sub "${A[@]}" -i igwd-watch -v -t '$thing/#' -t '$ext/#' -t 'igw/#' >"$tmp/seen" 2>&1 &
 sub_pid=$!
 nbar=0
 barrier() {
@@ -181,6 +181,8 @@ check "... and the igwd subscriber receives it" seen "\$thing/up/property/$P/dev
 check "... on another handle (\$ext) too" pub "$P&dev1" "$U" "$W" "\$ext/up/custom_1/$P/dev1" up-own-2
 barrier
 check "... and it arrives" seen "\$ext/up/custom_1/$P/dev1" up-own-2
+check "... each relayed to igw/<handle>/up/... (igwd's shared subscription)" \
+    bash -c "grep -qxF 'igw/thing/up/property/$P/dev1 up-own-1' '$tmp/seen' && grep -qxF 'igw/ext/up/custom_1/$P/dev1 up-own-2' '$tmp/seen'"
 
 check "good username with a mismatched clientID is refused" refused "$P&gw1" "$U" "$W"
 check "good credentials with a clientID that is not {productID}&{deviceName} are refused" \
@@ -207,7 +209,12 @@ pub "$P&dev1" "$U" "$W" "\$thing/up/property/$P/loose1" up-foreign-1 || true
 pub "$P&dev1" "$U" "$W" "\$thing/down/property/$P/dev1" down-by-device-1 || true
 pub "$P&dev1" "$U" "$W" "\$thing/up/property/$P/dev1/extra" up-extra-1 || true
 pub "$P&dev1" "$U" "$W" "\$bogus/up/property/$P/dev1" up-bogus-1 || true
+pub "$P&dev1" "$U" "$W" "igw/thing/up/property/$P/dev1" relay-forged-1 || true
 barrier
+check "device publishing on a relay topic itself: not delivered" \
+    bash -c "! grep -q relay-forged-1 '$tmp/seen'"
+check "refused publishes are not relayed either" \
+    bash -c "! grep -q -e up-foreign-1 -e down-by-device-1 -e up-extra-1 -e up-bogus-1 '$tmp/seen'"
 check "device publishing to another device's up topic: not delivered" \
     bash -c "! grep -q up-foreign-1 '$tmp/seen'"
 check "device publishing to its own down topic: not delivered" \

@@ -27,10 +27,12 @@
 #include <mosquitto.h>
 
 #include "clock.h"
-#include "devauth.h"
 #include "lock.h"
+#include "topic.h"
 
-_Static_assert(IGW_MQTT_NAME_MAX == IGW_DEVAUTH_NAME_MAX, "device names as in devauth.h");
+_Static_assert(IGW_MQTT_NAME_MAX == IGW_TOPIC_NAME_MAX && IGW_MQTT_TYPE_MAX == IGW_TOPIC_TYPE_MAX &&
+                   IGW_MQTT_HANDLE_MAX == IGW_TOPIC_HANDLE_MAX,
+               "an uplink's fields as in topic.h");
 _Static_assert(IGW_MQTT_PAYLOAD_MAX <= INT_MAX, "libmosquitto lengths are int");
 
 #define PFX "igw-mqtt: "
@@ -44,13 +46,10 @@ _Static_assert(IGW_MQTT_PAYLOAD_MAX <= INT_MAX, "libmosquitto lengths are int");
 #define ERR_LOG_REPEAT_MS 30000
 #define STOP_DRAIN_MS 1000  /* bound on sending DISCONNECT at stop */
 #define POLL_MS 1000        /* keepalive checks at least this often */
-/* "$" handle "/up/" type "/" product "/" device */
-#define TOPIC_MAX (1 + IGW_MQTT_HANDLE_MAX + 4 + IGW_MQTT_TYPE_MAX + 1 + 2 * IGW_MQTT_NAME_MAX + 1)
-
-static const char *const handles[] = {"thing", "ota", "config", "log", "gateway", "ext"};
-#define NHANDLES (sizeof handles / sizeof handles[0])
-static char *const sub_topics[NHANDLES] = {"$thing/up/#",   "$ota/up/#", "$config/up/#",
-                                           "$log/up/#",     "$gateway/up/#", "$ext/up/#"};
+/* One shared subscription to the relayed uplinks (topic.h): one node of the
+ * group gets each. */
+static char *const sub_topics[] = {IGW_TOPIC_RELAY_SUB};
+#define NSUBS (sizeof sub_topics / sizeof sub_topics[0])
 
 struct igw_mqtt {
     struct mosquitto *mosq;
@@ -158,60 +157,17 @@ static void conn_error_rc(igw_mqtt *m, const char *op, int rc)
 
 /* ---- topics ------------------------------------------------------------------- */
 
-static bool type_ok(const char *s, size_t n)
-{
-    if (n < 1 || n > IGW_MQTT_TYPE_MAX)
-        return false;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        if (!((c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_' ||
-              c == '-'))
-            return false;
-    }
-    return true;
-}
-
-/* Splits $<handle>/up/<type>/<product>/<device> into u's fields. 0, or -1
- * when the topic is anything else. */
+/* Fills u's names from a relayed uplink igw/<handle>/up/<type>/<product>/<device>.
+ * 0, or -1 when the topic is anything else. */
 static int topic_parse(const char *topic, igw_mqtt_uplink *u)
 {
-    const char *lv[5];
-    size_t ln[5], k = 0, len;
-    const char *start;
-    bool known = false;
-
-    if (!topic || topic[0] != '$')
+    igw_topic t;
+    if (igw_topic_parse(topic, IGW_TOPIC_RELAY, &t) != 0 || t.dir != IGW_TOPIC_UP)
         return -1;
-    len = strnlen(topic, TOPIC_MAX + 1);
-    if (len > TOPIC_MAX)
-        return -1;
-    start = topic + 1;
-    for (size_t i = 1; i <= len; i++) {
-        if (i == len || topic[i] == '/') {
-            if (k == 5)
-                return -1;
-            lv[k] = start;
-            ln[k] = (size_t)(topic + i - start);
-            k++;
-            start = topic + i + 1;
-        }
-    }
-    if (k != 5)
-        return -1;
-    for (size_t i = 0; i < NHANDLES; i++)
-        if (ln[0] == strlen(handles[i]) && memcmp(lv[0], handles[i], ln[0]) == 0)
-            known = true;
-    if (!known || ln[1] != 2 || memcmp(lv[1], "up", 2) != 0 || !type_ok(lv[2], ln[2]) ||
-        !igw_devauth_name_ok(lv[3], ln[3]) || !igw_devauth_name_ok(lv[4], ln[4]))
-        return -1;
-    memcpy(u->handle, lv[0], ln[0]);
-    u->handle[ln[0]] = 0;
-    memcpy(u->type, lv[2], ln[2]);
-    u->type[ln[2]] = 0;
-    memcpy(u->product_id, lv[3], ln[3]);
-    u->product_id[ln[3]] = 0;
-    memcpy(u->device_name, lv[4], ln[4]);
-    u->device_name[ln[4]] = 0;
+    memcpy(u->handle, t.handle, sizeof u->handle);
+    memcpy(u->type, t.type, sizeof u->type);
+    memcpy(u->product_id, t.product_id, sizeof u->product_id);
+    memcpy(u->device_name, t.device_name, sizeof u->device_name);
     return 0;
 }
 
@@ -244,7 +200,7 @@ static void on_message(struct mosquitto *mosq, void *obj, const struct mosquitto
         return;
     }
     if (topic_parse(msg->topic, &hdr) != 0) {
-        drop(m, &m->d_topic, "not $<handle>/up/<type>/<productID>/<deviceName>", msg->topic,
+        drop(m, &m->d_topic, "not igw/<handle>/up/<type>/<productID>/<deviceName>", msg->topic,
              msg->payloadlen);
         return;
     }
@@ -287,7 +243,7 @@ static void on_connect(struct mosquitto *mosq, void *obj, int rc, int flags)
             m->client_id, (flags & 1) ? "resumed" : "new");
     m->last_err[0] = 0;
     /* Every time: a session the broker lost (restart, takeover) has none. */
-    src = mosquitto_subscribe_multiple(mosq, &m->sub_mid, (int)NHANDLES, sub_topics, 1, 0, NULL);
+    src = mosquitto_subscribe_multiple(mosq, &m->sub_mid, (int)NSUBS, sub_topics, 1, 0, NULL);
     if (src != MOSQ_ERR_SUCCESS) {
         conn_error_rc(m, "subscribe", src);
         mosquitto_disconnect(mosq); /* and reconnect, to try again */
@@ -297,11 +253,11 @@ static void on_connect(struct mosquitto *mosq, void *obj, int rc, int flags)
 static void on_subscribe(struct mosquitto *mosq, void *obj, int mid, int n, const int *granted)
 {
     igw_mqtt *m = obj;
-    bool all = n == (int)NHANDLES;
+    bool all = n == (int)NSUBS;
     (void)mosq;
     if (mid != m->sub_mid)
         return;
-    for (int i = 0; i < n && i < (int)NHANDLES; i++) {
+    for (int i = 0; i < n && i < (int)NSUBS; i++) {
         if (granted[i] != 1) {
             fprintf(stderr, PFX "subscription to %s %s (granted %d): uplinks on it are lost\n",
                     sub_topics[i], granted[i] == 0x80 ? "refused" : "not at QoS 1", granted[i]);

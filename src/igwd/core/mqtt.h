@@ -2,29 +2,33 @@
  * downlinks out.
  *
  * One connection per instance, run by a network thread of its own. MQTT
- * 3.1.1 (a refused CONNACK under MQTT 5 is a fatal MOSQ_ERR_PROTOCOL in
- * libmosquitto 2.0; 3.1.1 needs no session-expiry property) with
- * clean_session=false and a stable client id: the broker keeps the QoS 1
- * subscriptions and queues uplinks while igwd is away (in memory with the
- * local broker's `persistence false`, at most its max_queued_messages). The
- * client id must be unique per igwd node (two nodes with one id take the
- * session from each other); every node receives every uplink. On every
- * connection the client subscribes with QoS 1 to $thing/up/#, $ota/up/#,
- * $config/up/#, $log/up/#, $gateway/up/# and $ext/up/# (a top-level # never
- * matches $ topics). Topics without the '$' are neither subscribed nor
- * accepted: the auth plugin lets devices publish only to
- * $<handle>/up/<type>/<productID>/<deviceName>.
+ * 3.1.1 (a refused CONNACK under MQTT 5 is a MOSQ_ERR_PROTOCOL in
+ * libmosquitto 2.0, and its only connect taking CONNECT properties, such as
+ * a session expiry, blocks; Mosquitto accepts $share under 3.1.1) with
+ * clean_session=false and a stable client id, unique per igwd node (two
+ * nodes with one id take the session from each other). On every connection
+ * the client subscribes with QoS 1 to the shared subscription
+ * IGW_TOPIC_RELAY_SUB ($share/igw/igw/+/up/#, topic.h): the auth plugin
+ * relays each device uplink $<handle>/up/... to igw/<handle>/up/...
+ * (Mosquitto 2.0 matches no '$' topic against a shared subscription), and
+ * the broker hands each relayed uplink to one node of the group, round
+ * robin. The broker keeps the subscription and queues a node's share while
+ * that node is away (in memory with the local broker's `persistence
+ * false`, at most its max_queued_messages): the group includes members
+ * that are offline, so a stopped node's share waits for it; a node taken
+ * away for good must have its session ended (docs/decisions.md). Consecutive
+ * uplinks of one device may reach different nodes.
  *
  * An uplink reaches the callback only when its topic is exactly
- * $<handle>/up/<type>/<productID>/<deviceName> with a known handle, a type
- * of [A-Za-z0-9_-]{1,64} and valid names (igw_devauth_name_ok), its payload
- * is at most IGW_MQTT_PAYLOAD_MAX bytes and it is not a retained message
- * replayed by a (re)subscription (the live copy was delivered). Anything
- * else is counted as dropped and logged on stderr (the first and every
- * 1000th of each kind). QoS 1 is at least once: libmosquitto acknowledges a
- * message before the callback runs (what the callback does not make durable
- * is lost if igwd dies then), and the broker may deliver again what was in
- * flight when a connection broke; consumers deduplicate (msgToken).
+ * igw/<handle>/up/<type>/<productID>/<deviceName> (igw_topic_parse with
+ * IGW_TOPIC_RELAY), its payload is at most IGW_MQTT_PAYLOAD_MAX bytes and
+ * it is not a retained message replayed by a (re)subscription (the live
+ * copy was delivered). Anything else is counted as dropped and logged on
+ * stderr (the first and every 1000th of each kind). QoS 1 is at least
+ * once: libmosquitto acknowledges a message before the callback runs (what
+ * the callback does not make durable is lost if igwd dies then), and the
+ * broker may deliver again what was in flight when a connection broke;
+ * consumers deduplicate (msgToken).
  *
  * The network thread never gives up: after any failure (refused, broker
  * down, name resolution, protocol error) it reconnects with a backoff of
@@ -59,8 +63,8 @@ typedef struct igw_mqtt_config {
     unsigned keepalive_s;  /* 0: 30; at least 5 */
 } igw_mqtt_config;
 
-/* One uplink from $<handle>/up/<type>/<productID>/<deviceName>; the handle
- * without its '$' ("thing", "ota", "config", "log", "gateway", "ext"). The
+/* One uplink from $<handle>/up/<type>/<productID>/<deviceName> (received on
+ * its relay topic); the handle without its '$' ("thing", "ota", "config", "log", "gateway", "ext"). The
  * payload has len bytes followed by a NUL that len does not count. Owned by
  * the receiver; free it with igw_mqtt_uplink_free. */
 typedef struct igw_mqtt_uplink {
@@ -82,7 +86,7 @@ typedef struct igw_mqtt_stats {
     uint64_t out;              /* messages accepted by igw_mqtt_publish */
     uint64_t out_failed;       /* igw_mqtt_publish calls that returned -1 */
     uint64_t dropped;          /* messages received and discarded: the three below, or out of memory */
-    uint64_t dropped_topic;    /* topic not $<handle>/up/<type>/<productID>/<deviceName> */
+    uint64_t dropped_topic;    /* topic not igw/<handle>/up/<type>/<productID>/<deviceName> */
     uint64_t dropped_size;     /* payload over IGW_MQTT_PAYLOAD_MAX */
     uint64_t dropped_retained; /* retained message replayed by a subscription */
     uint64_t reconnects;       /* successful connections after the first */

@@ -2,6 +2,7 @@
 #include "event/push.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,8 @@
 #define PUSH_BATCH 256    /* pending deliveries read per query (by watermark) */
 #define PUSH_SLACK 100000 /* watermarks below the highest sent that are read again: a delivery whose
                              watermark was drawn earlier may commit later */
+#define PUSH_BUCKETS_MIN 64      /* the endpoint table's first size */
+#define PUSH_BUCKETS_MAX 65536   /* it doubles while sockets outnumber buckets, up to this; then chains grow */
 
 static const igw_db_stmt stmt_endpoint = {
     "igw_push_endpoint",
@@ -32,7 +35,7 @@ static const igw_db_stmt stmt_pending = {
     4};
 
 typedef struct sub {
-    struct sub *next;
+    struct sub *next, **pprev; /* its chain in the endpoint table; pprev NULL while not in it */
     igw_push *p;
     igw_ws *ws; /* NULL once closed */
     char endpoint[72], ent[24], user[24];
@@ -44,12 +47,61 @@ typedef struct sub {
     int64_t from; /* the next read: watermarks above this one */
 } sub;
 
+/* The worker's open sockets by endpoint id: a notification finds its
+ * endpoint's sockets in one chain (several sockets may serve one endpoint). */
 struct igw_push {
     igw_db *db;
     igw_ws_hub *hub;
-    sub *subs;
+    sub **buckets; /* nbuckets chains, a power of two */
+    size_t nbuckets, nsubs;
     bool stopping;
 };
+
+static size_t hash_of(const char *id, size_t len)
+{
+    uint64_t h = UINT64_C(14695981039346656037); /* FNV-1a */
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (unsigned char)id[i]) * UINT64_C(1099511628211);
+    return (size_t)(h ^ (h >> 32));
+}
+
+static void chain_push(sub **head, sub *s)
+{
+    s->next = *head;
+    if (s->next)
+        s->next->pprev = &s->next;
+    s->pprev = head;
+    *head = s;
+}
+
+/* Doubles the table while sockets outnumber buckets (up to PUSH_BUCKETS_MAX);
+ * out of memory, it stays as it is: longer chains, same answers. */
+static void table_grow(igw_push *p)
+{
+    if (p->nsubs <= p->nbuckets || p->nbuckets >= PUSH_BUCKETS_MAX)
+        return;
+    size_t n = p->nbuckets * 2;
+    sub **b = calloc(n, sizeof *b);
+    if (!b)
+        return;
+    for (size_t i = 0; i < p->nbuckets; i++) {
+        sub *s = p->buckets[i], *next;
+        for (; s; s = next) {
+            next = s->next;
+            chain_push(&b[hash_of(s->endpoint, strlen(s->endpoint)) & (n - 1)], s);
+        }
+    }
+    free(p->buckets);
+    p->buckets = b;
+    p->nbuckets = n;
+}
+
+static void table_add(igw_push *p, sub *s)
+{
+    chain_push(&p->buckets[hash_of(s->endpoint, strlen(s->endpoint)) & (p->nbuckets - 1)], s);
+    p->nsubs++;
+    table_grow(p);
+}
 
 static void sub_free(sub *s)
 {
@@ -121,11 +173,14 @@ static int send_delivery(sub *s, igw_jw *jw, int64_t wm, igw_str id, igw_str eve
 
 static void unlink_sub(sub *s)
 {
-    for (sub **pp = &s->p->subs; *pp; pp = &(*pp)->next)
-        if (*pp == s) {
-            *pp = s->next;
-            return;
-        }
+    if (!s->pprev)
+        return;
+    *s->pprev = s->next;
+    if (s->next)
+        s->next->pprev = s->pprev;
+    s->next = NULL;
+    s->pprev = NULL;
+    s->p->nsubs--;
 }
 
 static void read_pending(sub *s);
@@ -207,17 +262,22 @@ static int send_notified(sub *s, const char *d)
     return rc > 0 ? -1 : 0; /* not sent for want of memory: the read sends it; closed: on_close cleans up */
 }
 
+/* Neither read_pending nor a send closes a socket from inside (ws.h): the
+ * chains do not change under these loops. */
 static void on_notify(void *arg, const char *channel, const char *payload)
 {
     igw_push *p = arg;
-    size_t eplen = payload ? strcspn(payload, "\n") : 0;
-    for (sub *s = p->subs; s; s = s->next) {
-        if (!channel) { /* notifications may have been lost: catch up */
-            read_pending(s);
-            continue;
-        }
-        if (strcmp(channel, IGW_OUTBOX_CHANNEL) != 0 || !payload || strlen(s->endpoint) != eplen ||
-            memcmp(payload, s->endpoint, eplen) != 0)
+    if (!channel) { /* notifications may have been lost: every socket catches up */
+        for (size_t i = 0; i < p->nbuckets; i++)
+            for (sub *s = p->buckets[i]; s; s = s->next)
+                read_pending(s);
+        return;
+    }
+    if (strcmp(channel, IGW_OUTBOX_CHANNEL) != 0 || !payload)
+        return;
+    size_t eplen = strcspn(payload, "\n");
+    for (sub *s = p->buckets[hash_of(payload, eplen) & (p->nbuckets - 1)]; s; s = s->next) {
+        if (strlen(s->endpoint) != eplen || memcmp(payload, s->endpoint, eplen) != 0)
             continue;
         /* No enterprise/user check needed: endpoint ids are unique and this
          * one was checked as the user's at attach; expiry is the reads' job. */
@@ -277,8 +337,7 @@ static void on_endpoint(void *arg, const PGresult *res, const char *err)
         free(a);
         return;
     }
-    s->next = a->p->subs;
-    a->p->subs = s;
+    table_add(a->p, s);
     free(a);
     read_pending(s); /* what is pending already */
 }
@@ -317,8 +376,11 @@ igw_push *igw_push_create(struct st_h2o_evloop_t *loop, igw_db *db)
     if (!p)
         return NULL;
     p->db = db;
-    if (!(p->hub = igw_ws_hub_create(loop, NULL)) || igw_db_listen(db, IGW_OUTBOX_CHANNEL, on_notify, p) != 0) {
+    p->nbuckets = PUSH_BUCKETS_MIN;
+    if (!(p->buckets = calloc(p->nbuckets, sizeof *p->buckets)) || !(p->hub = igw_ws_hub_create(loop, NULL)) ||
+        igw_db_listen(db, IGW_OUTBOX_CHANNEL, on_notify, p) != 0) {
         igw_ws_hub_destroy(p->hub);
+        free(p->buckets);
         free(p);
         return NULL;
     }
@@ -338,6 +400,7 @@ void igw_push_destroy(igw_push *p)
 {
     if (!p)
         return;
-    igw_ws_hub_destroy(p->hub); /* on_close of each: subs freed (or when their read ends) */
+    igw_ws_hub_destroy(p->hub); /* on_close of each: subs unlinked and freed (or when their read ends) */
+    free(p->buckets);
     free(p);
 }

@@ -23,6 +23,7 @@
 #include <h2o/timeout.h>
 
 #include "clock.h"
+#include "core/log.h"
 
 /* PQpipelineSync (libpq <= 16) flushes on every call; PQsendPipelineSync
  * (17+) does not, which lets one loop turn go out in one write. */
@@ -688,9 +689,8 @@ igw_db *igw_db_create(h2o_evloop_t *loop, const char *dsn, char *err, size_t err
     char *perr = NULL;
     PQconninfoOption *opts = PQconninfoParse(dsn, &perr);
     if (!opts) {
-        char tmp[256];
-        flatten(tmp, sizeof tmp, "", perr ? perr : "out of memory");
-        snprintf(err, errlen, "database DSN: %s", tmp);
+        /* libpq's reason may quote the DSN, password and all: not passed on. */
+        snprintf(err, errlen, "database DSN: %s", perr ? "does not parse (check it with psql)" : "out of memory");
         PQfreemem(perr);
         return NULL;
     }
@@ -1008,7 +1008,7 @@ void igw_db_destroy(igw_db *db)
     if (!db)
         return;
     if (db->in_cb) {
-        fprintf(stderr, "igw_db_destroy called from an igw_db callback\n");
+        igw_log(IGW_LOG_ERROR, NULL, "bug: igw_db_destroy called from an igw_db callback");
         abort();
     }
     db->closing = true;

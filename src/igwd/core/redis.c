@@ -48,6 +48,7 @@
 #include <hiredis/async.h>
 
 #include "clock.h"
+#include "core/log.h"
 
 static const uint64_t backoff_ms[] = {50, 100, 200, 400, 800, 1600, 2000};
 #define NBACKOFF (sizeof backoff_ms / sizeof backoff_ms[0])
@@ -477,7 +478,7 @@ void igw_redis_destroy(igw_redis *r)
     if (!r)
         return;
     if (r->in_cb) {
-        fprintf(stderr, "igw_redis_destroy called from an igw_redis callback\n");
+        igw_log(IGW_LOG_ERROR, NULL, "bug: igw_redis_destroy called from an igw_redis callback");
         abort();
     }
     r->closing = true;

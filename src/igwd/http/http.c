@@ -25,6 +25,7 @@
 #include "http/ws.h"
 #include "jw.h"
 #include "http/metrics.h"
+#include "core/log.h"
 #include "core/ready.h"
 #include "request.h"
 
@@ -267,7 +268,7 @@ static void send_reply(igw_exchange *ex, int cls, const char *ctype, const char 
 {
     h2o_req_t *req = ex->req;
     if (ex->replied || ex->held) {
-        fprintf(stderr, "igwd: bug: second reply to request %s ignored\n", ex->id);
+        igw_log(IGW_LOG_ERROR, ex->id, "bug: second reply to the request ignored");
         return;
     }
     ex->replied = true;
@@ -902,7 +903,7 @@ int igw_http_join(igw_server *s)
             continue;
         int e = pthread_join(w->tid, NULL);
         if (e) {
-            fprintf(stderr, "igwd: pthread_join: %s\n", strerror(e));
+            igw_log(IGW_LOG_ERROR, NULL, "pthread_join: %s", strerror(e));
             rc = -1;
             continue;
         }

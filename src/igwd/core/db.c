@@ -213,6 +213,22 @@ static void flatten(char *dst, size_t cap, const char *prefix, const char *msg)
     dst[o] = '\0';
 }
 
+/* libpq's reason for a DSN that does not parse, flattened. What it quotes
+ * of the DSN may hold a password (or be the whole URI): from the first
+ * quote to the last becomes "...", except in the unknown-option message,
+ * whose quote is a key. */
+static void dsn_reason(char *dst, size_t cap, const char *perr)
+{
+    static const char unknown[] = "invalid connection option \"";
+    char flat[256];
+    flatten(flat, sizeof flat, "", perr);
+    const char *first = strchr(flat, '"'), *last = strrchr(flat, '"');
+    if (!first || first == last || strncmp(flat, unknown, sizeof unknown - 1) == 0)
+        snprintf(dst, cap, "%s", first == last && first ? "does not parse" : flat);
+    else
+        snprintf(dst, cap, "%.*s\"...\"%s", (int)(first - flat), flat, last + 1);
+}
+
 /* Notices would go to stderr, in the middle of the JSON access log. */
 static void quiet_notice(void *arg, const char *message)
 {
@@ -689,8 +705,9 @@ igw_db *igw_db_create(h2o_evloop_t *loop, const char *dsn, char *err, size_t err
     char *perr = NULL;
     PQconninfoOption *opts = PQconninfoParse(dsn, &perr);
     if (!opts) {
-        /* libpq's reason may quote the DSN, password and all: not passed on. */
-        snprintf(err, errlen, "database DSN: %s", perr ? "does not parse (check it with psql)" : "out of memory");
+        char tmp[256];
+        dsn_reason(tmp, sizeof tmp, perr ? perr : "out of memory");
+        snprintf(err, errlen, "database DSN: %s", tmp);
         PQfreemem(perr);
         return NULL;
     }

@@ -136,7 +136,8 @@ link = @mkdir -p $(@D) && echo "  LINK $@" && $(CC) $1 -o $@ $(filter %.o,$^) $(
 .PHONY: all deps check-deps run stop generate check-gen services-up services-down clean \
         test test-unit test-services test-media test-layers \
         test-codegen test-json test-conformance test-devauth test-topic test-jwt test-thingmodel test-upload test-igwctl \
-        test-igwd test-conn test-pending test-db test-outbox test-ws test-redis test-mqtt test-edge test-app test-nodes test-sql \
+        test-igwd test-conn test-pending test-log test-db test-outbox test-ws test-redis test-mqtt test-edge test-app test-nodes \
+        test-sql \
         test-ops test-mqttauth test-openapi test-media-unit fuzz-smoke fuzz \
         bench-decode bench-edge bench-app bench-media bench-srtp
 
@@ -230,6 +231,7 @@ $(eval $(call test_bin,redis_test,tests/igwd/redis_test.c,igwd_core rt,$$(IGWD_L
 $(eval $(call test_bin,mqtt_test,tests/igwd/mqtt_test.c,igwd_core lib rt,$$(IGWD_LIBS)))
 $(eval $(call test_bin,ws_test,tests/igwd/ws_test.c,igwd_http rt,$$(IGWD_LIBS)))
 $(eval $(call test_bin,pending_test,tests/igwd/pending_test.c,igwd_command rt,-lpthread))
+$(eval $(call test_bin,log_test,tests/igwd/log_test.c,igwd_core rt,-lpthread))
 $(eval $(call test_bin,outbox_test,tests/igwd/outbox_test.c,igwd_event igwd_core gen rt,$$(IGWD_LIBS)))
 $(eval $(call test_bin,sdp_test,tests/media/sdp_test.c,media,))
 $(eval $(call test_bin,rtp_test,tests/media/rtp_test.c,media,))
@@ -297,6 +299,10 @@ test-conn: $(T)/conn_test
 test-pending: $(T)/pending_test $(T)/pending_test_tsan
 	$(T)/pending_test
 	$(T)/pending_test_tsan
+
+# igwd's logger: line formats, escaping, bounds, levels, whole lines from several threads.
+test-log: $(T)/log_test
+	$(T)/log_test
 
 # Media building blocks, each alone (pure functions or in-memory peers).
 test-media-unit: $(T)/sdp_test $(T)/rtp_test $(T)/dtls_test
@@ -370,7 +376,7 @@ test-media: $(T)/igw-media-host $(BUILD)/igw-vcam
 
 # The tiers: no services (seconds to a minute), real services, real media peers.
 test-unit: check-gen test-layers test-codegen test-json test-conformance test-devauth test-topic test-jwt test-thingmodel \
-           test-upload test-conn test-pending test-media-unit test-openapi fuzz-smoke
+           test-upload test-conn test-pending test-log test-media-unit test-openapi fuzz-smoke
 test-services: test-igwctl test-igwd test-db test-outbox test-ws test-redis test-mqtt test-edge test-app test-nodes \
                test-sql test-ops test-mqttauth
 

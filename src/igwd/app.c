@@ -15,6 +15,7 @@
 #include "api.h"
 #include "clock.h"
 #include "event/outbox.h"
+#include "core/log.h"
 #include "core/ready.h"
 #include "command/results.h"
 #include "routes/routes.h"
@@ -59,7 +60,7 @@ static void on_swept(void *arg, const igw_outbox_result *r)
 {
     (void)arg;
     if (r->status != IGW_OUTBOX_OK)
-        fprintf(stderr, "igwd: outbox sweep failed: %s\n", r->err ? r->err : "?");
+        igw_log(IGW_LOG_ERROR, NULL, "outbox: sweep failed: %s", r->err ? r->err : "?");
 }
 
 static void start_pass(struct igw_chores *c);
@@ -549,7 +550,7 @@ static void on_uplink(void *arg, igw_mqtt_uplink *u)
         atomic_fetch_sub(&app->workers[i]->tasks, 1);
         /* Already acknowledged to the broker: the device gets no reply and
          * retries on its own (its reply never came). Say so in the log. */
-        fprintf(stderr, "igwd: mqtt: out of memory, uplink from %s/%s dropped\n", u->product_id, u->device_name);
+        igw_log(IGW_LOG_ERROR, NULL, "mqtt: out of memory, uplink from %s/%s dropped", u->product_id, u->device_name);
         igw_mqtt_uplink_free(u);
         free(mj);
     }

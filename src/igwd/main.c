@@ -13,6 +13,7 @@
 #include "api.h"
 #include "app.h"
 #include "core/config.h"
+#include "core/log.h"
 #include "http/http.h"
 
 static void usage(FILE *out)
@@ -45,6 +46,7 @@ int main(int argc, char **argv)
             file = argv[++i];
             continue;
         }
+        /* Command-line usage, not a diagnostic: plain text for the person typing. */
         fprintf(stderr, "igwd: unexpected argument \"%s\"\n", argv[i]);
         usage(stderr);
         return 2;
@@ -54,10 +56,11 @@ int main(int argc, char **argv)
     char err[1024];
     if (igw_config_defaults(&cfg, err, sizeof err) || (file && igw_config_load_file(&cfg, file, err, sizeof err)) ||
         igw_config_load_env(&cfg, err, sizeof err)) {
-        fprintf(stderr, "igwd: %s\n", err);
+        igw_log(IGW_LOG_ERROR, NULL, "config: %s", err); /* the logger's defaults: text, fd 2 */
         return 2;
     }
     igw_config_resolve(&cfg, largest_route_cap());
+    igw_log_setup(cfg.log_level, cfg.log_format, 2);
 
     /* Signals are taken synchronously by this thread (sigwait); the
      * workers inherit the blocked mask. A closed peer must not kill us. */
@@ -69,25 +72,25 @@ int main(int argc, char **argv)
     sigemptyset(&ign.sa_mask);
     int e = pthread_sigmask(SIG_BLOCK, &stop, NULL);
     if (e || sigaction(SIGPIPE, &ign, NULL)) {
-        fprintf(stderr, "igwd: cannot set up signals: %s\n", strerror(e ? e : 1));
+        igw_log(IGW_LOG_ERROR, NULL, "cannot set up signals: %s", strerror(e ? e : 1));
         return 1;
     }
 
     static igw_app app; /* outlives the workers */
     if (igw_app_init(&app, &cfg, err, sizeof err)) {
-        fprintf(stderr, "igwd: %s\n", err);
+        igw_log(IGW_LOG_ERROR, NULL, "%s", err);
         return 1;
     }
     igw_http_app hooks = igw_app_http_hooks(&app);
     igw_server *srv = igw_http_create(&cfg, &hooks, err, sizeof err);
     if (!srv) {
-        fprintf(stderr, "igwd: %s\n", err);
+        igw_log(IGW_LOG_ERROR, NULL, "%s", err);
         igw_app_free(&app);
         return 1;
     }
     int rc = 0;
     if (igw_http_start(srv, err, sizeof err) || igw_app_start_mqtt(&app, srv, err, sizeof err)) {
-        fprintf(stderr, "igwd: %s\n", err);
+        igw_log(IGW_LOG_ERROR, NULL, "%s", err);
         rc = 1;
     } else {
         const char *h = cfg.listen_host;
@@ -108,7 +111,7 @@ int main(int argc, char **argv)
     igw_app_pause_mqtt(&app);
     igw_http_stop(srv);
     if (igw_http_join(srv)) {
-        fprintf(stderr, "igwd: connections still open at the shutdown deadline were dropped\n");
+        igw_log(IGW_LOG_WARN, NULL, "connections still open at the shutdown deadline were dropped");
     }
     igw_app_stop_mqtt(&app);
     igw_http_destroy(srv);

@@ -62,7 +62,7 @@ env -i PATH="$PATH" IGW_LISTEN=127.0.0.1:0 IGW_THREADS="${IGWD_THREADS:-2}" IGW_
     IGW_MQTT_CLIENT_ID=igwd-bench-app "$IGWD" >"$TMP/out" 2>"$TMP/err" &
 PID=$!
 PORT=$(igw_port "$TMP/out" "$PID") || { echo "bench_app: igwd did not start" >&2; cat "$TMP/err" >&2; exit 2; }
-for _ in $(seq 50); do grep -q "igw-mqtt: connected" "$TMP/err" && break; sleep 0.1; done
+for _ in $(seq 50); do grep -q "mqtt: connected to" "$TMP/err" && break; sleep 0.1; done
 
 TOKEN=$(jq -r .user.token "$IGW_VAR/demo.json")
 BASE=http://127.0.0.1:$PORT/api/v1/im/interaction

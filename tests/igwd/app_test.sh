@@ -439,6 +439,60 @@ STATUS=$(curl -s -o "$TMP/r" -w '%{http_code}' -X POST -H 'content-type: applica
 expect 401 100401
 stop_igwd
 
+# ---- secrets never reach the log -----------------------------------------------------------------
+# igwd at debug level with every kind of secret in play: the login key and
+# tokens (good, signed with another key, expired), a device's secret and
+# credentials (right and wrong), igwd's MQTT password, a password in the
+# DSN, the URL key and a signed URL's signature. Each is used by a request
+# (or the connection), the debug lines about them are written, and then
+# neither igwd's stderr (this run's and every earlier one's) nor its stdout
+# holds any of them.
+DSN_PW=dsnpw$(head -c 12 /dev/urandom | base64 | tr -d '/+=')
+start_igwd IGW_LOG_LEVEL=debug IGW_PG_DSN="$IGW_PG_DSN password=$DSN_PW" IGW_URL_KEY_FILE="$IGW_VAR/url.key" \
+    IGW_STORAGE_ROOT="$TMP/storage"
+now=$(date +%s)
+BAD_TOKEN=$(jwt "{\"sub\":\"1001\",\"ent\":\"1\",\"iat\":$now,\"exp\":$((now + 60))}" "$TMP/other.key")
+OLD_TOKEN=$(jwt "{\"sub\":\"1001\",\"ent\":\"1\",\"iat\":$((now - 120)),\"exp\":$((now - 60))}")
+CASE="secrets: good token"; call "$TOKEN" /endpoints/register; expect 200 200
+CASE="secrets: token of another key"; call "$BAD_TOKEN" /endpoints/register; expect 401 100401
+CASE="secrets: expired token"; call "$OLD_TOKEN" /endpoints/register; expect 401 100401
+DEV_P=$(j .device.productID) DEV_D=$(j .device.deviceName) DEV_AUTH=$(j .device.authorization)
+WRONG=$("$IGWCTL" device sign --product "$DEV_P" --device "$DEV_D" --secret AAAAAAAAAAAAAAAAAAAAAAAAAAA=) ||
+    fail "igwctl device sign"
+WRONG_AUTH=$(jq -r .authorization <<<"$WRONG") WRONG_PW=$(jq -r .password <<<"$WRONG")
+EDGE=http://127.0.0.1:$PORT/api/v1/things/device/edge
+dev() { # AUTH PATH CURL_ARGS...: status in $STATUS, reply in $TMP/r
+    local a=$1 p=$2; shift 2
+    STATUS=$(curl -s -o "$TMP/r" -w '%{http_code}' -H "authorization: $a" "$@" "$EDGE/$p")
+}
+REP=(-H 'content-type: application/json' --data-binary '{"method":"report","msgToken":"sec1","params":{"brightness":1}}')
+CASE="secrets: device credentials"; dev "$DEV_AUTH" send/thing/property "${REP[@]}"; expect 200 200
+CASE="secrets: wrong device password"; dev "$WRONG_AUTH" send/thing/property "${REP[@]}"; expect 401 100401
+printf 'secret test\n' >"$TMP/sec.txt"
+CASE="secrets: upload"; dev "$DEV_AUTH" upload-file -F "file=@$TMP/sec.txt"; expect 200 200
+uri=$(jq -r .data.fileUri "$TMP/r") SIG=${uri##*sig=}
+[ ${#SIG} -ge 40 ] || fail "$CASE: no signature in $uri"; ok
+CASE="secrets: download"; STATUS=$(curl -s -o "$TMP/r" -w '%{http_code}' "http://127.0.0.1:$PORT$uri")
+[ "$STATUS" = 200 ] || fail "$CASE: $STATUS"; ok
+CASE="secrets: download, bad signature"
+STATUS=$(curl -s -o "$TMP/r" -w '%{http_code}' "http://127.0.0.1:$PORT${uri%%sig=*}sig=${SIG:1}A"); expect 404 100404
+for _ in $(seq 50); do grep -q "mqtt: connected to" "$TMP/igwd.err" && break; sleep 0.1; done
+stop_igwd
+CASE="secrets: the debug lines were written"
+for line in " debug [" "login: token refused: signature does not match" "login: token refused: expired" \
+    "edge: device $DEV_P/$DEV_D: credentials refused: signature does not match" \
+    "download: signed URL refused: " "mqtt: connecting to "; do
+    grep -qF -e "$line" "$TMP/igwd.err" || fail "$CASE: no \"$line\": $(grep ' debug ' "$TMP/igwd.err" | tail -n 5)"; ok
+done
+CASE="secrets: none in the output"
+secrets=("$TOKEN" "${TOKEN##*.}" "$BAD_TOKEN" "${BAD_TOKEN##*.}" "$OLD_TOKEN" "${OLD_TOKEN##*.}" "$(cat "$KEY")"
+    "$DEV_AUTH" "${DEV_AUTH#Basic }" "$(j .device.password)" "$(j .device.secret)" "$WRONG_AUTH" "${WRONG_AUTH#Basic }"
+    "$WRONG_PW" "$(cat "$IGW_MQTT_PASSWORD_FILE")" "$DSN_PW" "$(cat "$IGW_VAR/url.key")" "$SIG")
+for s in "${secrets[@]}"; do
+    [ ${#s} -ge 12 ] || fail "$CASE: a secret of ${#s} bytes (the test's own mistake)"
+    ! grep -qF -e "$s" "$TMP/igwd.err" "$TMP/igwd.out" || fail "$CASE: a secret (${s:0:6}...) is in igwd's output"; ok
+done
+
 # ---- no login key: application routes are off, device routes are not ------------------------------
 env -i PATH="$PATH" LSAN_OPTIONS="$LSAN_OPTIONS" IGW_LISTEN=127.0.0.1:0 IGW_THREADS=1 IGW_PG_DSN="$IGW_PG_DSN" \
     "$IGWD" >"$TMP/igwd.out" 2>>"$TMP/igwd.err" &

@@ -175,6 +175,11 @@ int main(int argc, char **argv)
     char err[256] = "";
     CHECK(igw_db_create(loop, "no_such_option=1", err, sizeof err) == NULL);
     CHECK(strstr(err, "no_such_option") != NULL, "err '%s'", err);
+    /* libpq quotes the DSN in its reasons; a password never comes back. */
+    CHECK(igw_db_create(loop, "password=pw1 s3cr3t-fragment", err, sizeof err) == NULL);
+    CHECK(strstr(err, "database DSN: missing ") && !strstr(err, "s3cr3t"), "err '%s'", err);
+    CHECK(igw_db_create(loop, "postgresql://u:s3cr3t-pw@[::1", err, sizeof err) == NULL);
+    CHECK(strstr(err, "database DSN: ") && !strstr(err, "s3cr3t"), "err '%s'", err);
 
     igw_db *db = igw_db_create(loop, dsn, err, sizeof err);
     CHECK(db != NULL, "%s", err);

@@ -246,7 +246,7 @@ SUB2=$("$IGWCTL" device add --db "$IGW_PG_DSN" --product "$PID_" --device edge-s
     fail "igwctl gateway bind"
 GU=$(j .gateway.username) GP=$(j .gateway.password) MU=$(j .device.username) MP=$(j .device.password)
 gw_pub() { mosquitto_pub -h 127.0.0.1 -p "$IGW_MQTT_PORT" -i "$GW_P&$GW_D" -u "$GU" -P "$GP" -q 1 "$@"; }
-for _ in $(seq 50); do grep -q "igw-mqtt: connected" "$TMP/igwd.err" && break; sleep 0.1; done
+for _ in $(seq 50); do grep -q "mqtt: connected to" "$TMP/igwd.err" && break; sleep 0.1; done
 mosquitto_sub -h 127.0.0.1 -p "$IGW_MQTT_PORT" -i "$PID_&edge-sub-2" -u "$(jq -r .username <<<"$SUB2")" \
     -P "$(jq -r .password <<<"$SUB2")" -q 1 -v -C 3 -W 15 \
     -t "\$thing/down/property/$PID_/edge-sub-2" -t "\$thing/down/event/$PID_/edge-sub-2" >"$TMP/down" 2>&1 &

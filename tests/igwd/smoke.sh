@@ -46,6 +46,22 @@ printf 'listen = 127.0.0.1:0\nno_such_key = 1\n' >"$TMP/bad.conf"
 [ $rc -eq 2 ] && grep -q 'bad.conf:2: unknown setting' "$TMP/cfgerr" || fail "unknown file key: exit $rc, $(cat "$TMP/cfgerr")"
 IGW_THREADS=x "$BIN" >/dev/null 2>&1; rc=$?
 [ $rc -eq 2 ] || fail "IGW_THREADS=x: exit $rc, want 2"
+IGW_LOG_LEVEL=verbose "$BIN" >/dev/null 2>"$TMP/cfgerr"; rc=$?
+[ $rc -eq 2 ] && grep -q ' error config: environment IGW_LOG_LEVEL: log_level: expected error, warn, info or debug' "$TMP/cfgerr" ||
+    fail "IGW_LOG_LEVEL=verbose: exit $rc, $(cat "$TMP/cfgerr")"
+# A fatal start-up error as a JSON line (log_format); libpq's reason for a
+# DSN that does not parse is withheld: it may quote the password.
+IGW_LOG_FORMAT=json IGW_LISTEN=127.0.0.1:0 IGW_THREADS=1 IGW_PG_DSN='password=smoke-dsn-pw junk' \
+    "$BIN" >/dev/null 2>"$TMP/cfgerr"; rc=$?
+[ $rc -eq 1 ] || fail "bad DSN: exit $rc, want 1: $(cat "$TMP/cfgerr")"
+python3 - "$TMP/cfgerr" <<'PY' || fail "bad DSN: not one JSON error line: $(cat "$TMP/cfgerr")"
+import json, sys
+lines = open(sys.argv[1], encoding="utf-8").read().splitlines()
+o = json.loads(lines[0])
+assert len(lines) == 1 and set(o) == {"ts", "level", "msg"} and o["level"] == "error", lines
+assert o["msg"].startswith("database DSN: ") and len(o["ts"]) == 24 and o["ts"].endswith("Z"), o
+PY
+grep -q 'smoke-dsn-pw\|junk' "$TMP/cfgerr" && fail "bad DSN: the DSN is in the log: $(cat "$TMP/cfgerr")"
 # Every setting --help lists is documented.
 if [ -f "$DOCS" ]; then
     for k in $("$BIN" --help | sed -n 's/^  \([a-z_]*\) .*/\1/p'); do

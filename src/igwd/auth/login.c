@@ -12,6 +12,7 @@
 
 #include "api.h"
 #include "clock.h"
+#include "core/log.h"
 #include "jwt.h"
 
 #define CACHE_BUCKETS 256
@@ -132,6 +133,9 @@ static void decide(igw_exchange *ex, const igw_request *req, igw_login_next next
                    const user *u)
 {
     if (!u || u->enterprise_id != who->enterprise_id || !u->active) {
+        igw_log(IGW_LOG_DEBUG, igw_http_request_id(ex), "login: user %lld refused: %s", (long long)who->user_id,
+                !u || !u->enterprise_id ? "no such user" : !u->active ? "user or enterprise inactive"
+                                                                        : "another enterprise");
         igw_http_reply_error(ex, IGW_ERR_PERMISSION, "the enterprise context is not valid for this user", "");
         return;
     }
@@ -143,7 +147,7 @@ static void on_user(void *arg, const PGresult *res, const char *err)
     pending *p = arg;
     const user *u = NULL;
     if (!res) {
-        fprintf(stderr, "igwd: login %s: user lookup failed: %s\n", igw_http_request_id(p->ex), err);
+        igw_log(IGW_LOG_ERROR, igw_http_request_id(p->ex), "login: user lookup failed: %s", err);
         igw_http_reply_error(p->ex, IGW_ERR_UNAVAILABLE, "try again later", "");
     } else if (igw_http_cancelled(p->ex)) {
         igw_http_reply_error(p->ex, IGW_ERR_UNAVAILABLE, "client went away", ""); /* only releases it */
@@ -160,13 +164,28 @@ static void on_user(void *arg, const PGresult *res, const char *err)
     free(p);
 }
 
+/* Why a token was refused, for the debug log (never the token). */
+static const char *jwt_reason(int rc)
+{
+    switch (rc) {
+    case IGW_JWT_EFORMAT: return "malformed";
+    case IGW_JWT_ESIGNATURE: return "signature does not match";
+    case IGW_JWT_EHEADER: return "unsupported header";
+    case IGW_JWT_ECLAIMS: return "bad claims";
+    case IGW_JWT_EEXPIRED: return "expired";
+    default: return "internal error";
+    }
+}
+
 /* The login with the token `tok` (len bytes; NULL: none was sent), wherever
  * it came from: every source answers the same. */
 static void run_token(igw_login *l, igw_exchange *ex, const igw_request *req, igw_login_next next, const char *tok,
                       size_t len)
 {
     igw_jwt_claims c;
-    if (!tok || igw_jwt_verify(tok, len, l->key, l->keylen, (int64_t)time(NULL), &c) != IGW_JWT_OK) {
+    int rc = tok ? igw_jwt_verify(tok, len, l->key, l->keylen, (int64_t)time(NULL), &c) : IGW_JWT_EFORMAT;
+    if (rc != IGW_JWT_OK) {
+        igw_log(IGW_LOG_DEBUG, igw_http_request_id(ex), "login: token refused: %s", tok ? jwt_reason(rc) : "none sent");
         igw_http_reply_error(ex, IGW_ERR_UNAUTHENTICATED, "a valid login token is required", "");
         return;
     }

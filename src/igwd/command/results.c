@@ -11,6 +11,7 @@
 #include "base64.h"
 #include "clock.h"
 #include "jw.h"
+#include "core/log.h"
 #include "event/outbox.h"
 
 /* Exactly one result per command without a claim-then-emit window: the
@@ -104,12 +105,12 @@ static void on_emitted(void *arg, const igw_outbox_result *r)
 {
     emitting *em = arg;
     if (r->status == IGW_OUTBOX_ENDPOINT_EXPIRED || r->status == IGW_OUTBOX_UNKNOWN_ENDPOINT)
-        fprintf(stderr, "igwd: results: result of %s dropped: its endpoint expired\n", em->token);
+        igw_log(IGW_LOG_WARN, NULL, "results: result of %s dropped: its endpoint expired", em->token);
     else if (r->status == IGW_OUTBOX_DUPLICATE && em->cb) /* a reply taken from the pending map: nothing checked it */
-        fprintf(stderr, "igwd: results: reply %s comes after its command was settled (stored, no new result)\n",
+        igw_log(IGW_LOG_INFO, NULL, "results: reply %s comes after its command was settled (stored, no new result)",
                 em->token);
     else if (r->status != IGW_OUTBOX_OK && r->status != IGW_OUTBOX_DUPLICATE) /* still unsettled: the overdue pass retries */
-        fprintf(stderr, "igwd: results: result of %s not stored: %s\n", em->token, r->err ? r->err : "refused");
+        igw_log(IGW_LOG_WARN, NULL, "results: result of %s not stored: %s", em->token, r->err ? r->err : "refused");
     if (em->cb) /* a statement that committed stored the reply with it */
         em->cb(em->cb_arg, r->committed ? IGW_RESULTS_STORED : IGW_RESULTS_FAILED,
                r->committed ? NULL : (r->err ? r->err : "no result"));
@@ -184,7 +185,7 @@ static int emit(const outcome *o, const char *const cmd[4], const char *const ke
             o->pass->left--; /* never zero here: on_overdue holds one */
     }
     if (!ok) {
-        fprintf(stderr, "igwd: results: result of %s could not be queued (the overdue pass retries)\n", msg_token);
+        igw_log(IGW_LOG_WARN, NULL, "results: result of %s could not be queued (the overdue pass retries)", msg_token);
         free(em);
     }
     igw_jw_free(&jw);
@@ -195,15 +196,15 @@ static void on_found(void *arg, const PGresult *res, int row, const char *err)
 {
     outcome *o = arg;
     if (!res) { /* the device is told, and sends its reply again */
-        fprintf(stderr, "igwd: results: lookup failed (%s): %s\n", o->log, err);
+        igw_log(IGW_LOG_ERROR, NULL, "results: lookup failed (%s): %s", o->log, err);
         o->cb(o->cb_arg, IGW_RESULTS_FAILED, err ? err : "no result");
         outcome_free(o);
         return;
     }
     if (PQgetisnull(res, row, 0))
-        fprintf(stderr, "igwd: results: reply %s matches no pending command\n", o->log);
+        igw_log(IGW_LOG_INFO, NULL, "results: reply %s matches no pending command", o->log);
     else if (!PQgetisnull(res, row, 4))
-        fprintf(stderr, "igwd: results: reply %s comes after its command was settled (%s)\n", o->log,
+        igw_log(IGW_LOG_INFO, NULL, "results: reply %s comes after its command was settled (%s)", o->log,
                 PQgetvalue(res, row, 4));
     else { /* pending: stored with its result */
         const char *cmd[4] = {PQgetvalue(res, row, 0), PQgetvalue(res, row, 1), PQgetvalue(res, row, 2),
@@ -222,7 +223,7 @@ static void on_overdue(void *arg, const PGresult *res, const char *err)
     outcome *o = arg;
     pass *p = o->pass;
     if (!res)
-        fprintf(stderr, "igwd: results: overdue lookup failed: %s\n", err);
+        igw_log(IGW_LOG_ERROR, NULL, "results: overdue lookup failed: %s", err);
     p->r.looked = res != NULL;
     p->r.overdue = res ? PQntuples(res) : 0;
     if (p->r.overdue) { /* ordered by deadline */

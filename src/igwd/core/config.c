@@ -10,7 +10,16 @@
 
 extern char **environ;
 
-typedef enum setting_kind { KIND_LISTEN, KIND_UINT, KIND_PORT, KIND_SIZE, KIND_STRING, KIND_BOOL } setting_kind;
+typedef enum setting_kind {
+    KIND_LISTEN,
+    KIND_UINT,
+    KIND_PORT,
+    KIND_SIZE,
+    KIND_STRING,
+    KIND_BOOL,
+    KIND_LOG_LEVEL,
+    KIND_LOG_FORMAT
+} setting_kind;
 
 typedef struct setting {
     const char *key;
@@ -72,6 +81,10 @@ static const setting settings[] = {
     {"shutdown_timeout_ms", KIND_UINT, OFF(shutdown_timeout_ms), 0, 0, 600000, "5000",
      "on SIGTERM/SIGINT, how long in-flight requests may take to finish, milliseconds"},
     {"access_log", KIND_BOOL, OFF(access_log), 0, 0, 0, "true", "one JSON line per request on stderr (true/false)"},
+    {"log_level", KIND_LOG_LEVEL, OFF(log_level), 0, 0, 0, "info",
+     "least severe diagnostic written on stderr: error, warn, info or debug"},
+    {"log_format", KIND_LOG_FORMAT, OFF(log_format), 0, 0, 0, "text",
+     "diagnostics on stderr as text lines or JSON lines (text/json)"},
 };
 #define NSETTINGS (sizeof settings / sizeof settings[0])
 
@@ -207,6 +220,18 @@ int igw_config_set(igw_config *c, const char *key, const char *value, char *err,
             *(bool *)(void *)base = false;
         else {
             fail(err, errlen, "%s: expected true or false, got \"%s\"", s->key, value);
+            return -1;
+        }
+        return 0;
+    case KIND_LOG_LEVEL:
+        if (igw_log_level_parse(value, (igw_log_level *)(void *)base)) {
+            fail(err, errlen, "%s: expected error, warn, info or debug, got \"%s\"", s->key, value);
+            return -1;
+        }
+        return 0;
+    case KIND_LOG_FORMAT:
+        if (igw_log_format_parse(value, (igw_log_format *)(void *)base)) {
+            fail(err, errlen, "%s: expected text or json, got \"%s\"", s->key, value);
             return -1;
         }
         return 0;

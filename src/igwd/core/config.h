@@ -13,6 +13,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "core/log.h"
+
 #define IGW_CONFIG_HOST_MAX 256  /* host names and addresses, with the NUL */
 #define IGW_CONFIG_DSN_MAX 1024  /* PostgreSQL connection string, with the NUL */
 #define IGW_CONFIG_PATH_MAX 1024 /* file and directory paths, with the NUL */
@@ -46,6 +48,8 @@ typedef struct igw_config {
     unsigned check_timeout_ms;   /* per dependency probe of /readyz */
     unsigned shutdown_timeout_ms; /* bound on draining in-flight requests */
     bool access_log;             /* JSON lines on stderr */
+    igw_log_level log_level;     /* diagnostics at this level and more severe */
+    igw_log_format log_format;   /* diagnostics as text or JSON lines */
 } igw_config;
 
 /* Fills *c with the documented defaults. 0, or -1 with err if a default in

@@ -25,6 +25,7 @@
 
 #include "clock.h"
 #include "core/conn.h"
+#include "core/log.h"
 
 /* PQpipelineSync (libpq <= 16) flushes on every call; PQsendPipelineSync
  * (17+) does not, which lets one loop turn go out in one write. */
@@ -205,6 +206,22 @@ static void flatten(char *dst, size_t cap, const char *prefix, const char *msg)
         }
     }
     dst[o] = '\0';
+}
+
+/* libpq's reason for a DSN that does not parse, flattened. What it quotes
+ * of the DSN may hold a password (or be the whole URI): from the first
+ * quote to the last becomes "...", except in the unknown-option message,
+ * whose quote is a key. */
+static void dsn_reason(char *dst, size_t cap, const char *perr)
+{
+    static const char unknown[] = "invalid connection option \"";
+    char flat[256];
+    flatten(flat, sizeof flat, "", perr);
+    const char *first = strchr(flat, '"'), *last = strrchr(flat, '"');
+    if (!first || first == last || strncmp(flat, unknown, sizeof unknown - 1) == 0)
+        snprintf(dst, cap, "%s", first == last && first ? "does not parse" : flat);
+    else
+        snprintf(dst, cap, "%.*s\"...\"%s", (int)(first - flat), flat, last + 1);
 }
 
 /* Notices would go to stderr, in the middle of the JSON access log. */
@@ -660,7 +677,7 @@ igw_db *igw_db_create(h2o_evloop_t *loop, const char *dsn, char *err, size_t err
     PQconninfoOption *opts = PQconninfoParse(dsn, &perr);
     if (!opts) {
         char tmp[256];
-        flatten(tmp, sizeof tmp, "", perr ? perr : "out of memory");
+        dsn_reason(tmp, sizeof tmp, perr ? perr : "out of memory");
         snprintf(err, errlen, "database DSN: %s", tmp);
         PQfreemem(perr);
         return NULL;
@@ -974,7 +991,7 @@ void igw_db_destroy(igw_db *db)
     if (!db)
         return;
     if (db->in_cb) {
-        fprintf(stderr, "igw_db_destroy called from an igw_db callback\n");
+        igw_log(IGW_LOG_ERROR, NULL, "bug: igw_db_destroy called from an igw_db callback");
         abort();
     }
     db->closing = true;

@@ -27,6 +27,7 @@
 #include <mosquitto.h>
 
 #include "clock.h"
+#include "core/log.h"
 #include "lock.h"
 #include "topic.h"
 
@@ -35,7 +36,7 @@ _Static_assert(IGW_MQTT_NAME_MAX == IGW_TOPIC_NAME_MAX && IGW_MQTT_TYPE_MAX == I
                "an uplink's fields as in topic.h");
 _Static_assert(IGW_MQTT_PAYLOAD_MAX <= INT_MAX, "libmosquitto lengths are int");
 
-#define PFX "igw-mqtt: "
+#define PFX "mqtt: "
 #define CLIENT_ID_MAX 128
 #define KEEPALIVE_DEFAULT 30
 #define KEEPALIVE_MIN 5
@@ -123,7 +124,7 @@ static void wake(igw_mqtt *m)
     uint64_t one = 1;
     /* EAGAIN (counter saturated) still leaves the fd readable. */
     if (write(m->wake_fd, &one, sizeof one) < 0 && errno != EAGAIN)
-        fprintf(stderr, PFX "eventfd write: %s\n", strerror(errno));
+        igw_log(IGW_LOG_ERROR, NULL, PFX "eventfd write: %s", strerror(errno));
 }
 
 static void set_ready(igw_mqtt *m, bool v)
@@ -142,7 +143,7 @@ static void conn_error(igw_mqtt *m, const char *what)
         return;
     snprintf(m->last_err, sizeof m->last_err, "%s", what);
     m->last_err_ms = t;
-    fprintf(stderr, PFX "%s:%u: %s (retrying)\n", m->host, (unsigned)m->port, what);
+    igw_log(IGW_LOG_WARN, NULL, PFX "%s:%u: %s (retrying)", m->host, (unsigned)m->port, what);
 }
 
 static void conn_error_rc(igw_mqtt *m, const char *op, int rc)
@@ -183,7 +184,7 @@ static void drop(igw_mqtt *m, atomic_uint_fast64_t *counter, const char *why, co
         n = inc(counter);
     if (n == 1 || n % DROP_LOG_EVERY == 0) {
         char t[96];
-        fprintf(stderr, PFX "dropped a message on \"%s\" (%d bytes): %s (%llu such so far)\n",
+        igw_log(IGW_LOG_WARN, NULL, PFX "dropped a message on \"%s\" (%d bytes): %s (%llu such so far)",
                 printable(topic ? topic : "", t, sizeof t), len, why, (unsigned long long)n);
     }
 }
@@ -239,7 +240,7 @@ static void on_connect(struct mosquitto *mosq, void *obj, int rc, int flags)
     m->up_since_ms = igw_clock_ms();
     if (inc(&m->connects) > 1)
         inc(&m->reconnects);
-    fprintf(stderr, PFX "connected to %s:%u as %s (session %s)\n", m->host, (unsigned)m->port,
+    igw_log(IGW_LOG_INFO, NULL, PFX "connected to %s:%u as %s (session %s)", m->host, (unsigned)m->port,
             m->client_id, (flags & 1) ? "resumed" : "new");
     m->last_err[0] = 0;
     /* Every time: a session the broker lost (restart, takeover) has none. */
@@ -259,7 +260,7 @@ static void on_subscribe(struct mosquitto *mosq, void *obj, int mid, int n, cons
         return;
     for (int i = 0; i < n && i < (int)NSUBS; i++) {
         if (granted[i] != 1) {
-            fprintf(stderr, PFX "subscription to %s %s (granted %d): uplinks on it are lost\n",
+            igw_log(IGW_LOG_ERROR, NULL, PFX "subscription to %s %s (granted %d): uplinks on it are lost",
                     sub_topics[i], granted[i] == 0x80 ? "refused" : "not at QoS 1", granted[i]);
             all = false;
         }
@@ -291,7 +292,7 @@ static bool pause_ms(igw_mqtt *m, unsigned ms)
         if (left <= 0)
             return false;
         if (poll(&p, 1, (int)left) > 0 && read(m->wake_fd, &v, sizeof v) < 0 && errno != EAGAIN)
-            fprintf(stderr, PFX "eventfd read: %s\n", strerror(errno));
+            igw_log(IGW_LOG_ERROR, NULL, PFX "eventfd read: %s", strerror(errno));
     }
     return true;
 }
@@ -322,13 +323,13 @@ static int io_round(igw_mqtt *m, int fd, int timeout_ms)
     n = poll(p, 2, timeout_ms);
     if (n < 0) {
         if (errno != EINTR)
-            fprintf(stderr, PFX "poll: %s\n", strerror(errno));
+            igw_log(IGW_LOG_ERROR, NULL, PFX "poll: %s", strerror(errno));
         return MOSQ_ERR_SUCCESS;
     }
     if (p[1].revents & POLLIN) {
         uint64_t v;
         if (read(m->wake_fd, &v, sizeof v) < 0 && errno != EAGAIN)
-            fprintf(stderr, PFX "eventfd read: %s\n", strerror(errno));
+            igw_log(IGW_LOG_ERROR, NULL, PFX "eventfd read: %s", strerror(errno));
         woken = true;
     }
     if (reading && (p[0].revents & (POLLIN | POLLERR | POLLHUP)))
@@ -397,6 +398,9 @@ static void *net_main(void *arg)
         if (fd < 0) {
             if (tried && pause_ms(m, m->backoff_ms))
                 break;
+            if (!tried) /* the user name only: the password never reaches the log */
+                igw_log(IGW_LOG_DEBUG, NULL, PFX "connecting to %s:%u as client %s, user %s", m->host,
+                        (unsigned)m->port, m->client_id, m->username);
             rc = tried ? mosquitto_reconnect_async(m->mosq)
                        : mosquitto_connect_async(m->mosq, m->host, m->port, m->keepalive);
             tried = true;
@@ -644,6 +648,6 @@ void igw_mqtt_stop(igw_mqtt *m)
     atomic_store(&m->stop, true);
     wake(m);
     if ((e = pthread_join(m->thread, NULL)) != 0)
-        fprintf(stderr, PFX "pthread_join: %s\n", strerror(e));
+        igw_log(IGW_LOG_ERROR, NULL, PFX "pthread_join: %s", strerror(e));
     destroy(m);
 }

@@ -49,6 +49,7 @@
 
 #include "clock.h"
 #include "core/conn.h"
+#include "core/log.h"
 
 
 #define ADDR_MAX 108 /* an IPv6 address or a unix socket path (sun_path) */
@@ -443,7 +444,7 @@ void igw_redis_destroy(igw_redis *r)
     if (!r)
         return;
     if (r->in_cb) {
-        fprintf(stderr, "igw_redis_destroy called from an igw_redis callback\n");
+        igw_log(IGW_LOG_ERROR, NULL, "bug: igw_redis_destroy called from an igw_redis callback");
         abort();
     }
     r->closing = true;

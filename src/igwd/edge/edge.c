@@ -26,6 +26,7 @@
 #include "protocol.h"
 #include "request.h"
 #include "command/results.h"
+#include "core/log.h"
 #include "thingmodel.h"
 
 #define NAME_CAP (IGW_DEVAUTH_NAME_MAX + 1)
@@ -134,6 +135,7 @@ struct job {
     char pid[NAME_CAP], dn[NAME_CAP];           /* target */
     char auth_pid[NAME_CAP], auth_dn[NAME_CAP]; /* HTTP: the authenticated device */
     char *username, *password;
+    char log_id[IGW_LOG_ID_MAX + 1]; /* the request's, for the log; "" for MQTT */
     char *payload;
     size_t len;
     igw_DeviceMessage *msg;
@@ -235,7 +237,8 @@ static device *device_from_row(const char *pid, const char *dn, const PGresult *
     igw_json err;
     const char *model = PQgetvalue(res, 0, 4);
     if (igw_thingmodel_load(model, (size_t)PQgetlength(res, 0, 4), &d->model_arena, &d->model, &err)) {
-        fprintf(stderr, "igwd: product %s: thing model does not load: %s at %s\n", pid, err.reason, err.path);
+        igw_log(IGW_LOG_WARN, NULL, "edge: product %s: thing model does not load: %s at %s", pid, err.reason,
+                err.path);
         d->model = NULL;
     }
     return d;
@@ -302,7 +305,7 @@ static void finish(job *j, int cls, const char *reason, const char *path, const 
 
 static void fail_internal(job *j, const char *what, const char *err)
 {
-    fprintf(stderr, "igwd: edge: %s: %s\n", what, err ? err : "unknown");
+    igw_log(IGW_LOG_ERROR, j->log_id, "edge: %s: %s", what, err ? err : "unknown");
     finish(j, IGW_ERR_INTERNAL, "internal error", "", NULL, 0);
 }
 
@@ -374,7 +377,7 @@ static void on_batch(void *arg, const PGresult *res, const char *err)
             j->solo = j->solo || value;
             j->retries++;
         }
-        fprintf(stderr, "igwd: edge: batch failed (%s), retrying %s\n", err, value ? "each message alone" : "it");
+        igw_log(IGW_LOG_WARN, NULL, "edge: batch failed (%s), retrying %s", err, value ? "each message alone" : "it");
         requeue(e, jobs);
     } else {
         for (job *j = jobs, *n; j; j = n) {
@@ -785,6 +788,20 @@ static void step_target(job *j, const device *d)
     process(j, d);
 }
 
+/* Why igw_devauth_verify refused, for the debug log (never the values). */
+static const char *devauth_reason(int rc)
+{
+    switch (rc) {
+    case IGW_DEVAUTH_EUSERNAME: return "malformed username";
+    case IGW_DEVAUTH_EPASSWORD: return "malformed password";
+    case IGW_DEVAUTH_ESECRET: return "unusable secret";
+    case IGW_DEVAUTH_EUNKNOWN: return "unknown device";
+    case IGW_DEVAUTH_EMISMATCH: return "signature does not match";
+    case IGW_DEVAUTH_EEXPIRED: return "expired";
+    default: return "internal error";
+    }
+}
+
 static void step_auth(job *j, const device *d)
 {
     /* Unknown device and wrong credentials do the same work and give the
@@ -792,6 +809,9 @@ static void step_auth(job *j, const device *d)
     int rc = igw_devauth_verify(j->username, j->password, d->found ? d->secret : NULL,
                                 d->found ? d->secret_len : 0, (int64_t)time(NULL), NULL);
     if (rc != IGW_DEVAUTH_OK || !d->found || !d->secret_len) {
+        /* The operator may learn which part failed; the device may not. */
+        igw_log(IGW_LOG_DEBUG, j->log_id, "edge: device %s/%s: credentials refused: %s", j->auth_pid, j->auth_dn,
+                !d->found ? "unknown device" : !d->secret_len ? "unusable secret" : devauth_reason(rc));
         finish(j, IGW_ERR_UNAUTHENTICATED, "invalid device credentials", "", NULL, 0);
         return;
     }
@@ -893,6 +913,7 @@ void igw_edge_submit(igw_edge *e, const igw_uplink *u, igw_edge_done done, void 
     igw_arena_init(&j->arena, JOB_ARENA);
     j->http = u->username.ptr != NULL;
     j->dry_run = u->dry_run;
+    snprintf(j->log_id, sizeof j->log_id, "%s", u->log_id ? u->log_id : "");
     igw_str handle = u->handle;
     if (handle.len && handle.ptr[0] == '$') {
         handle.ptr++;
@@ -931,6 +952,7 @@ static void start(job *j, const igw_uplink *u)
     if (j->http) {
         igw_devauth_username un;
         if (igw_devauth_parse_username(j->username, strlen(j->username), &un)) {
+            igw_log(IGW_LOG_DEBUG, j->log_id, "edge: credentials refused: malformed username");
             finish(j, IGW_ERR_UNAUTHENTICATED, "invalid device credentials", "", NULL, 0);
             return;
         }
@@ -970,6 +992,7 @@ void igw_edge_authorize(igw_edge *e, const igw_uplink *u, igw_edge_done done, vo
     j->arg = arg;
     j->auth_only = true;
     j->http = true;
+    snprintf(j->log_id, sizeof j->log_id, "%s", u->log_id ? u->log_id : "");
     igw_arena_init(&j->arena, JOB_ARENA);
     if (!(j->username = dup_str(u->username)) || !(j->password = dup_str(u->password))) {
         fail_internal(j, "authorize", "out of memory");

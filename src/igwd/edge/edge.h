@@ -36,6 +36,7 @@ typedef struct igw_uplink {
     igw_str username, password;     /* HTTP Basic; ptr NULL for MQTT (broker-authenticated) */
     igw_str payload;                /* the JSON message */
     bool dry_run;                   /* bench only: everything but the database write */
+    const char *log_id;             /* the request id for the log (HTTP), or NULL */
 } igw_uplink;
 
 /* The outcome of one uplink. */

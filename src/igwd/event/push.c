@@ -9,6 +9,7 @@
 
 #include "api.h"
 #include "jw.h"
+#include "core/log.h"
 #include "event/outbox.h"
 #include "http/ws.h"
 
@@ -194,7 +195,7 @@ static void on_pending(void *arg, const PGresult *res, const char *err)
         return;
     }
     if (!res) {
-        fprintf(stderr, "igwd: push: reading deliveries failed: %s\n", err);
+        igw_log(IGW_LOG_ERROR, NULL, "push: reading deliveries failed: %s", err);
         return; /* the next notification (or reconnect) tries again */
     }
     int n = PQntuples(res);
@@ -322,7 +323,7 @@ static void on_endpoint(void *arg, const PGresult *res, const char *err)
     sub *s = a->s;
     if (!res || PQntuples(res) != 1 || igw_http_cancelled(a->ex)) {
         if (!res)
-            fprintf(stderr, "igwd: push %s: %s\n", igw_http_request_id(a->ex), err);
+            igw_log(IGW_LOG_ERROR, igw_http_request_id(a->ex), "push: %s", err);
         igw_http_reply_error(a->ex, res ? IGW_ERR_NOT_FOUND : IGW_ERR_UNAVAILABLE,
                              res ? "unknown or expired endpoint" : "try again later", res ? "endpointId" : "");
         sub_free(s);

@@ -1,11 +1,10 @@
 /* accesslog.c - see accesslog.h. */
 #include "http/accesslog.h"
 
-#include <errno.h>
-#include <stdio.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
+
+#include "clock.h"
+#include "core/log.h"
 
 #define TEXT_MAX 1024
 
@@ -40,15 +39,8 @@ static void key(igw_jw *w, const char *k)
 
 int igw_accesslog_write(igw_jw *w, const igw_accesslog_entry *e)
 {
-    struct timespec ts;
-    struct tm tm;
-    char when[32];
-    if (clock_gettime(CLOCK_REALTIME, &ts) != 0 || !gmtime_r(&ts.tv_sec, &tm))
-        return -1;
-    size_t n = strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
-    if (n == 0)
-        return -1;
-    snprintf(when + n, sizeof when - n, ".%03ldZ", ts.tv_nsec / 1000000);
+    char when[IGW_LOG_TS_LEN];
+    igw_log_timestamp(igw_wall_ms(), when);
 
     igw_jw_reset(w);
     igw_jw_object_begin(w);
@@ -81,14 +73,5 @@ int igw_accesslog_write(igw_jw *w, const igw_accesslog_entry *e)
         return -1;
     memcpy(line, w->buf, w->len);
     line[w->len] = '\n';
-    size_t len = w->len + 1, off = 0;
-    while (off < len) {
-        ssize_t k = write(2, line + off, len - off);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            return -1;
-        off += (size_t)k;
-    }
-    return 0;
+    return igw_log_write(line, w->len + 1); /* the stream the diagnostics share */
 }

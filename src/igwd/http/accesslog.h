@@ -24,7 +24,7 @@ typedef struct igw_accesslog_entry {
     uint64_t duration_us;
 } igw_accesslog_entry;
 
-/* Writes the entry's line to fd 2, using `scratch` (reset first) as the
+/* Writes the entry's line to the log's fd (core/log.h; fd 2), using `scratch` (reset first) as the
  * buffer. 0, or -1 when out of memory or the write failed. */
 int igw_accesslog_write(igw_jw *scratch, const igw_accesslog_entry *e);
 

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "api.h"
+#include "core/log.h"
 #include "signedurl.h"
 #include "storage.h"
 
@@ -28,6 +29,8 @@ void igw_http_download(igw_exchange *ex, const igw_http_app *app)
     int rc = igw_signedurl_verify(app->files_key, app->files_key_len, path.ptr, path.len, query.ptr ? query.ptr : "",
                                   query.len, (int64_t)time(NULL), rel, sizeof rel);
     if (rc != IGW_SIGNEDURL_OK) {
+        /* Why, never the URL: its query is a credential. */
+        igw_log(IGW_LOG_DEBUG, igw_http_request_id(ex), "download: signed URL refused: %s", igw_signedurl_strerror(rc));
         igw_http_reply_error(ex, IGW_ERR_NOT_FOUND, "no such file or link expired", "");
         return;
     }

@@ -25,6 +25,7 @@
 #include "http/ws.h"
 #include "jw.h"
 #include "http/metrics.h"
+#include "core/log.h"
 #include "core/ready.h"
 #include "request.h"
 
@@ -268,7 +269,7 @@ static void send_reply(igw_exchange *ex, int cls, const char *ctype, const char 
 {
     h2o_req_t *req = ex->req;
     if (ex->replied || ex->held) {
-        fprintf(stderr, "igwd: bug: second reply to request %s ignored\n", ex->id);
+        igw_log(IGW_LOG_ERROR, ex->id, "bug: second reply to the request ignored");
         return;
     }
     ex->replied = true;
@@ -333,8 +334,8 @@ static void check_contract(const igw_exchange *ex, int cls)
     for (uint32_t i = 0; i < r->nerrors; i++)
         if (r->errors[i] == cls)
             return;
-    fprintf(stderr, "igwd: bug: route %s answered request %s with class %s, which its schema does not declare\n",
-            r->name, ex->id, igw_error_classes[cls].name);
+    igw_log(IGW_LOG_ERROR, ex->id, "bug: route %s answered with class %s, which its schema does not declare", r->name,
+            igw_error_classes[cls].name);
 #ifdef IGW_STRICT_CONTRACTS
     abort();
 #endif
@@ -930,7 +931,7 @@ int igw_http_join(igw_server *s)
             continue;
         int e = pthread_join(w->tid, NULL);
         if (e) {
-            fprintf(stderr, "igwd: pthread_join: %s\n", strerror(e));
+            igw_log(IGW_LOG_ERROR, NULL, "pthread_join: %s", strerror(e));
             rc = -1;
             continue;
         }

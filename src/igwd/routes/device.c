@@ -19,6 +19,7 @@
 #include "devauth.h"
 #include "filename.h"
 #include "routes/routes.h"
+#include "core/log.h"
 #include "http/http.h"
 #include "multipart.h"
 #include "signedurl.h"
@@ -76,6 +77,7 @@ static void send_uplink(igw_exchange *ex, const igw_request *req, igw_str handle
     up.username = (igw_str){user, strlen(user)};
     up.password = (igw_str){pass, strlen(pass)};
     up.payload = igw_http_body(ex);
+    up.log_id = igw_http_request_id(ex);
     igw_exchange *held = igw_http_hold(ex);
     if (!held) {
         igw_http_reply_error(ex, IGW_ERR_INTERNAL, "out of memory", "");
@@ -146,7 +148,7 @@ static int up_part_begin(void *ctx, const igw_multipart_part *p)
     if (igw_storage_edge_dirs(&dirs, u->pid, u->dn, time(NULL)) ||
         igw_storage_open(u->w->app->storage_fd, dirs.dirs, 5, p->filename, &u->fd, u->relpath,
                          sizeof u->relpath)) {
-        fprintf(stderr, "igwd: upload %s: cannot create the file: %s\n", igw_http_request_id(u->ex), strerror(errno));
+        igw_log(IGW_LOG_ERROR, igw_http_request_id(u->ex), "upload: cannot create the file: %s", strerror(errno));
         return up_fail(u, IGW_ERR_INTERNAL, "cannot store the file", "");
     }
     u->in_file = true;
@@ -170,7 +172,7 @@ static int up_part_data(void *ctx, const char *data, size_t len)
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0) {
-            fprintf(stderr, "igwd: upload %s: write: %s\n", igw_http_request_id(u->ex), strerror(errno));
+            igw_log(IGW_LOG_ERROR, igw_http_request_id(u->ex), "upload: write: %s", strerror(errno));
             return up_fail(u, IGW_ERR_INTERNAL, "cannot store the file", "");
         }
         data += n;
@@ -187,7 +189,7 @@ static int up_part_end(void *ctx)
     u->in_file = false;
     /* Durable before the reply: the content, then the new directory entries. */
     if (fsync(u->fd) != 0 || igw_storage_sync_dirs(u->w->app->storage_fd, u->relpath) != 0) {
-        fprintf(stderr, "igwd: upload %s: fsync: %s\n", igw_http_request_id(u->ex), strerror(errno));
+        igw_log(IGW_LOG_ERROR, igw_http_request_id(u->ex), "upload: fsync: %s", strerror(errno));
         return up_fail(u, IGW_ERR_INTERNAL, "cannot store the file", "");
     }
     return 0;
@@ -206,7 +208,7 @@ static void upload_free(upload *u, bool remove_file)
     if (u->fd >= 0)
         close(u->fd);
     if (remove_file && u->relpath[0] && igw_storage_remove(u->w->app->storage_fd, u->relpath) != 0)
-        fprintf(stderr, "igwd: upload: cannot remove %s: %s\n", u->relpath, strerror(errno));
+        igw_log(IGW_LOG_WARN, NULL, "upload: cannot remove %s: %s", u->relpath, strerror(errno));
     EVP_MD_CTX_free(u->sha);
     free(u);
 }
@@ -221,7 +223,7 @@ static void on_file_row(void *arg, const PGresult *res, const char *err)
 {
     upload *u = arg;
     if (!res) {
-        fprintf(stderr, "igwd: upload %s: metadata insert failed: %s\n", igw_http_request_id(u->ex), err);
+        igw_log(IGW_LOG_ERROR, igw_http_request_id(u->ex), "upload: metadata insert failed: %s", err);
         igw_http_reply_error(u->ex, IGW_ERR_INTERNAL, "cannot store the file", "");
         /* A server-reported error (SQLSTATE first) rolled the row back; a
          * lost connection may have committed it: keep the file then. */
@@ -317,6 +319,7 @@ void igw_route_device_upload(igw_exchange *ex, const igw_request *req, const igw
     }
     up.username = (igw_str){user, strlen(user)};
     up.password = (igw_str){pass, strlen(pass)};
+    up.log_id = igw_http_request_id(ex);
     upload *u = calloc(1, sizeof *u);
     igw_exchange *held = u ? igw_http_hold(ex) : NULL;
     if (!held) {

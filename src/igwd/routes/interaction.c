@@ -15,6 +15,7 @@
 #include "devauth.h"
 #include "routes/routes.h"
 #include "command/modelcache.h"
+#include "core/log.h"
 #include "event/outbox.h"
 #include "thingmodel.h"
 
@@ -39,7 +40,7 @@ static void on_endpoint(void *arg, const PGresult *res, const char *err)
 {
     registration *r = arg;
     if (!res) {
-        fprintf(stderr, "igwd: register %s: %s\n", igw_http_request_id(r->ex), err);
+        igw_log(IGW_LOG_ERROR, igw_http_request_id(r->ex), "register: %s", err);
         igw_http_reply_error(r->ex, IGW_ERR_INTERNAL, "could not register the endpoint", "");
     } else {
         igw_RegisterData d = {.endpointId = {r->id, strlen(r->id)}, .expiresAt = r->expires_at};
@@ -232,8 +233,7 @@ static void on_replayed(void *arg, const igw_outbox_result *r)
 {
     replay_call *rc = arg;
     if (r->status != IGW_OUTBOX_OK)
-        fprintf(stderr, "igwd: commands %s: replay: %s\n", igw_http_request_id(rc->ex),
-                r->err ? r->err : "no such command");
+        igw_log(IGW_LOG_WARN, igw_http_request_id(rc->ex), "commands: replay: %s", r->err ? r->err : "no such command");
     /* The HTTP answer is the acceptance only; the result comes as an event
      * (the same delivery, a new one after an ack, or none once expired). */
     reply_commands(rc->ex, rc->token, true);
@@ -310,7 +310,7 @@ static void on_cmd_write(void *arg, const PGresult *res, int row, const char *er
 {
     cmd *c = arg;
     if (!res) {
-        fprintf(stderr, "igwd: commands %s: acceptance failed: %s\n", igw_http_request_id(c->ex), err);
+        igw_log(IGW_LOG_ERROR, igw_http_request_id(c->ex), "commands: acceptance failed: %s", err);
         /* A lost connection may have committed it: the client retries with
          * the same token and learns the outcome. */
         if (igw_db_not_sent(err)) /* nothing written: the client may simply retry */
@@ -341,8 +341,7 @@ static void on_cmd_write(void *arg, const PGresult *res, int row, const char *er
                  k->method == IGW_CommandMethod_device_action ? "action" : "property", c->pid, c->dn);
         /* Not published (broker away): the deadline turns it into a failure result. */
         if (!m || igw_mqtt_publish(m, topic, c->downlink, c->downlink_len, 1) != 0)
-            fprintf(stderr, "igwd: commands %s: downlink not published (broker unreachable)\n",
-                    igw_http_request_id(c->ex));
+            igw_log(IGW_LOG_WARN, igw_http_request_id(c->ex), "commands: downlink not published (broker unreachable)");
         reply_commands(c->ex, k->msgToken, false);
     } else if (c->retries++ < CMD_WRITE_RETRIES) { /* a twin elsewhere won, not visible yet */
         if (submit_write(c) == 0)
@@ -460,7 +459,7 @@ static void on_cmd_read(void *arg, const PGresult *res, int row, const char *err
     cmd *c = arg;
     const igw_Command *k = &c->rq->command;
     if (!res) {
-        fprintf(stderr, "igwd: commands %s: lookup failed: %s\n", igw_http_request_id(c->ex), err);
+        igw_log(IGW_LOG_ERROR, igw_http_request_id(c->ex), "commands: lookup failed: %s", err);
         igw_http_reply_error(c->ex, IGW_ERR_UNAVAILABLE, "try again later", "");
     } else if (PQgetvalue(res, row, 0)[0] != 't') {
         /* Unknown, expired, or another user's or enterprise's: all the same. */
@@ -579,7 +578,7 @@ static void on_pull(void *arg, const igw_outbox_result *r)
         return;
     }
     if (r->status != IGW_OUTBOX_OK) {
-        fprintf(stderr, "igwd: events %s: %s\n", igw_http_request_id(ex), r->err ? r->err : "pull failed");
+        igw_log(IGW_LOG_ERROR, igw_http_request_id(ex), "events: %s", r->err ? r->err : "pull failed");
         igw_http_reply_error(ex, IGW_ERR_UNAVAILABLE, "try again later", "");
         return;
     }
@@ -621,7 +620,7 @@ static void on_ack(void *arg, const igw_outbox_result *r)
         return;
     }
     if (r->status != IGW_OUTBOX_OK) {
-        fprintf(stderr, "igwd: events/ack %s: %s\n", igw_http_request_id(ex), r->err ? r->err : "ack failed");
+        igw_log(IGW_LOG_ERROR, igw_http_request_id(ex), "events/ack: %s", r->err ? r->err : "ack failed");
         igw_http_reply_error(ex, IGW_ERR_UNAVAILABLE, "try again later", "");
         return;
     }

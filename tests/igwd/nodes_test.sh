@@ -34,8 +34,8 @@ start_node() {
         "$IGWD" >"$out" 2>>"$err" &
     pid=$!
     port=$(igw_port "$out" "$pid") || fail "igwd node $1 did not start"
-    for _ in $(seq 100); do grep -q "igw-mqtt: connected" "$err" && break; sleep 0.1; done
-    grep -q "igw-mqtt: connected" "$err" || fail "igwd node $1 did not connect to the broker"
+    for _ in $(seq 100); do grep -q "mqtt: connected to" "$err" && break; sleep 0.1; done
+    grep -q "mqtt: connected to" "$err" || fail "igwd node $1 did not connect to the broker"
     if [ "$1" = a ]; then PID=$pid PORT_A=$port; else PID_B=$pid PORT_B=$port; fi
 }
 stop_b() { [ -n "$PID_B" ] && { kill -TERM "$PID_B"; wait "$PID_B"; local rc=$?; PID_B=; return $rc; }; }

@@ -120,7 +120,12 @@ $(eval $(call room,rt,$(RT_SRC)))
 $(eval $(call room,lib,$(LIB_SRC)))
 $(eval $(call room,gen,$(GENERATED_C)))
 $(eval $(call room,media,$(MEDIA_SRC)))
-$(foreach r,$(IGWD_ROOMS),$(eval $(call room,igwd_$r,$(sort $(wildcard src/igwd/$r/*.c)))))
+# The generated tables that name igwd's functions (generated/igwd/, not in
+# libgen, which igwctl and the tests link): each in the room that dispatches
+# through it, so its references resolve within that room's library.
+IGWD_GEN_routes  := generated/igwd/handlers.c
+IGWD_GEN_command := generated/igwd/methods.c
+$(foreach r,$(IGWD_ROOMS),$(eval $(call room,igwd_$r,$(sort $(wildcard src/igwd/$r/*.c)) $(IGWD_GEN_$r))))
 
 $(BUILD)/%.a:
 	@mkdir -p $(@D)

@@ -21,6 +21,9 @@ int igw_emit_vectors(const igw_schema *s, const char *gen_dir);
 int igw_emit_openapi(const igw_schema *s, const char *gen_dir);
 /* generated/protocol.h, generated/protocol.c, generated/conformance/protocol.jsonl. */
 int igw_emit_protocol(const igw_schema *s, const char *gen_dir);
+/* generated/igwd/handlers.{h,c} (routes' handlers) and generated/igwd/methods.{h,c}
+ * (`methods` blocks), each only when the schema binds something of its kind. */
+int igw_emit_bind(const igw_schema *s, const char *gen_dir);
 /* docs/api.md, the API reference. */
 int igw_emit_apidoc(const igw_schema *s, const char *docs_dir);
 

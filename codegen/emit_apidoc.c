@@ -529,6 +529,9 @@ static void route(doc *d, const igw_route *r)
     case IGW_AUTH_USER:
         igw_out_puts(o, "user: the login token (bearer) with its enterprise context; identity never comes "
                         "from the body");
+        if (r->auth_subprotocol)
+            igw_out_puts(o, "; the token may also come as the WebSocket subprotocol `igw.bearer.<token>`, "
+                            "offered with `igw.v1` (a browser can set no Authorization header)");
         break;
     case IGW_AUTH_NONE:
         igw_out_puts(o, "none");

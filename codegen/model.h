@@ -219,6 +219,8 @@ typedef struct igw_route {
     igw_loc loc;
     int index;
     bool has_auth, has_reply, has_errors; /* each route states these explicitly */
+    bool auth_subprotocol; /* `auth user subprotocol`: the token may also come as a WebSocket subprotocol */
+    const char *handler;   /* `handler NAME`: the C function igwd binds it to; NULL: not implemented */
 } igw_route;
 
 /* ---- state machines ------------------------------------------------------ */
@@ -341,6 +343,31 @@ typedef struct igw_protocol {
     igw_loc loc;
 } igw_protocol;
 
+/* ---- method bindings ----------------------------------------------------- */
+
+/* The traits a method binding may carry: a closed set, because the room
+ * that walks the table implements each one (flags in generated/igwd/methods.h). */
+#define IGW_METHOD_TRAITS "device"
+
+/* `VALUE: handler NAME [TRAIT ...] ["doc"];` */
+typedef struct igw_method_bind {
+    const char *value;   /* a value of the block's enum */
+    const char *handler; /* the C function that carries it out */
+    igw_vec traits;      /* const char*: of IGW_METHOD_TRAITS */
+    const char *doc;
+    igw_loc loc;
+} igw_method_bind;
+
+/* `methods ENUM ["doc"] { binding ... }`: who carries out each value of ENUM;
+ * a value without a binding has none (its caller answers not_implemented). */
+typedef struct igw_methods {
+    const char *on;   /* the enum type's name */
+    igw_type *enum_t; /* resolved by sema */
+    const char *doc;
+    igw_vec binds;    /* igw_method_bind* in declaration order */
+    igw_loc loc;
+} igw_methods;
+
 /* ---- the whole schema ---------------------------------------------------- */
 
 typedef struct igw_schema {
@@ -352,6 +379,7 @@ typedef struct igw_schema {
     igw_vec tables;   /* igw_table* */
     igw_vec events;   /* igw_event* */
     igw_vec protocols; /* igw_protocol* */
+    igw_vec methods;   /* igw_methods* */
 } igw_schema;
 
 igw_type *igw_schema_type(const igw_schema *s, const char *name);

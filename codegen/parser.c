@@ -636,8 +636,10 @@ static void route_decl(parser *p)
             r->has_auth = true;
             if (accept_kw(p, "device"))
                 r->auth = IGW_AUTH_DEVICE;
-            else if (accept_kw(p, "user"))
+            else if (accept_kw(p, "user")) {
                 r->auth = IGW_AUTH_USER;
+                r->auth_subprotocol = accept_kw(p, "subprotocol");
+            }
             else if (accept_kw(p, "none"))
                 r->auth = IGW_AUTH_NONE;
             else
@@ -691,6 +693,10 @@ static void route_decl(parser *p)
             r->has_reply = true;
             if (!accept_kw(p, "none"))
                 r->reply = type_expr(p, r->name, "reply");
+        } else if (accept_kw(p, "handler")) {
+            if (r->handler)
+                fail(p, "route '%s' already has a handler", r->name);
+            r->handler = ident(p, "handler function name");
         } else if (accept_kw(p, "errors")) {
             if (r->has_errors)
                 fail(p, "route '%s' already has an errors item", r->name);
@@ -920,6 +926,29 @@ static void protocol_decl(parser *p)
     igw_vec_push(&p->s->protocols, pr);
 }
 
+static void methods_decl(parser *p)
+{
+    igw_methods *m = igw_xcalloc(1, sizeof *m);
+    m->loc = p->tok.loc;
+    m->on = ident(p, "enum name");
+    m->doc = opt_doc(p);
+    expect(p, TOK_LBRACE);
+    while (!accept(p, TOK_RBRACE)) {
+        igw_method_bind *b = igw_xcalloc(1, sizeof *b);
+        b->loc = p->tok.loc;
+        b->value = value(p);
+        expect(p, TOK_COLON);
+        expect_kw(p, "handler");
+        b->handler = ident(p, "handler function name");
+        while (p->tok.kind == TOK_IDENT)
+            igw_vec_push(&b->traits, (void *)ident(p, "trait"));
+        b->doc = opt_doc(p);
+        expect(p, TOK_SEMI);
+        igw_vec_push(&m->binds, b);
+    }
+    igw_vec_push(&p->s->methods, m);
+}
+
 int igw_parse(igw_schema *s, const char *file, const char *text, size_t len)
 {
     parser p;
@@ -951,8 +980,12 @@ int igw_parse(igw_schema *s, const char *file, const char *text, size_t len)
             event_decl(&p);
         else if (accept_kw(&p, "protocol"))
             protocol_decl(&p);
+        else if (accept_kw(&p, "methods"))
+            methods_decl(&p);
         else
-            fail(&p, "expected a declaration (error, type, enum, object, route, event, machine, table, protocol), found %s",
+            fail(&p,
+                 "expected a declaration (error, type, enum, object, route, event, machine, table, protocol, methods), "
+                 "found %s",
                  found(&p));
     }
     return 0;

@@ -727,6 +727,10 @@ static void check_route(igw_schema *s, igw_route *r)
             igw_diag_error(r->loc, "reply must be an object type");
         mark_used(r->reply);
     }
+    if (r->auth_subprotocol && strcmp(r->method, "GET") != 0)
+        igw_diag_error(r->loc, "route '%s': `auth user subprotocol` is for a WebSocket route (get)", r->name);
+    if (r->handler && c_reserved(r->handler))
+        igw_diag_error(r->loc, "handler name '%s' is reserved in C", r->handler);
     FOR(r->errors, const char, name) {
         igw_error *e = igw_schema_error(s, name);
         if (!e)
@@ -1049,6 +1053,59 @@ static void check_protocol(igw_schema *s, igw_protocol *pr)
     }
 }
 
+/* ---- method bindings ---- */
+
+static void check_methods(igw_schema *s, igw_methods *m)
+{
+    static const char *const traits[] = {IGW_METHOD_TRAITS};
+    for (int j = 0; j < s->methods.n && IGW_VEC_AT(s->methods, igw_methods, j) != m; j++)
+        if (strcmp(IGW_VEC_AT(s->methods, igw_methods, j)->on, m->on) == 0) {
+            igw_diag_error(m->loc, "enum '%s' already has a methods block", m->on);
+            break;
+        }
+    igw_type *named = igw_schema_type(s, m->on);
+    igw_type *t = named ? igw_type_resolve(named) : NULL;
+    if (!named) {
+        igw_diag_error(m->loc, "unknown enum '%s'", m->on);
+        return;
+    }
+    if (!t || t->kind != IGW_T_ENUM) {
+        igw_diag_error(m->loc, "'%s' is not an enum: methods bind the values of an enum", m->on);
+        return;
+    }
+    m->enum_t = t;
+    named->used = t->used = true;
+    if (!m->binds.n)
+        igw_diag_error(m->loc, "methods of '%s' bind no value", m->on);
+    FOR(m->binds, igw_method_bind, b) {
+        if (!in_list(&t->values, b->value))
+            igw_diag_error(b->loc, "unknown method '%s': not a value of enum '%s'", b->value, m->on);
+        for (int j = 0; j < b_i; j++)
+            if (strcmp(IGW_VEC_AT(m->binds, igw_method_bind, j)->value, b->value) == 0) {
+                igw_diag_error(b->loc, "method '%s' is bound twice", b->value);
+                break;
+            }
+        if (c_reserved(b->handler))
+            igw_diag_error(b->loc, "handler name '%s' is reserved in C", b->handler);
+        /* One name, one signature: a route handler and a method handler differ. */
+        FOR(s->routes, igw_route, r)
+            if (r->handler && strcmp(r->handler, b->handler) == 0) {
+                igw_diag_error(b->loc, "handler '%s' is also the handler of route '%s' (their signatures differ)",
+                               b->handler, r->name);
+                break;
+            }
+        FOR(b->traits, const char, tr) {
+            if (!in_set(tr, traits, sizeof traits / sizeof traits[0]))
+                igw_diag_error(b->loc, "unknown trait '%s' (device)", tr);
+            for (int j = 0; j < tr_i; j++)
+                if (strcmp(IGW_VEC_AT(b->traits, const char, j), tr) == 0) {
+                    igw_diag_error(b->loc, "trait '%s' given twice", tr);
+                    break;
+                }
+        }
+    }
+}
+
 int igw_sema(igw_schema *s)
 {
     int before = igw_diag_count();
@@ -1148,6 +1205,8 @@ int igw_sema(igw_schema *s)
         check_references(s, t);
     FOR(s->protocols, igw_protocol, pr)
         check_protocol(s, pr);
+    FOR(s->methods, igw_methods, m)
+        check_methods(s, m);
     FOR(s->types, igw_type, t)
         if (!t->used && !t->synthesized)
             igw_diag_error(t->loc, "type '%s' is never used", t->name);

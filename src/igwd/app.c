@@ -304,6 +304,9 @@ static void *worker_start(void *arg, unsigned index, struct st_h2o_evloop_t *loo
         !(w->redis = igw_redis_create(loop, app->cfg.redis_host, app->cfg.redis_port, app->cfg.check_timeout_ms, err,
                                       errlen)))
         goto fail;
+    /* /commands' domain; no database, no login: the route is never reached. */
+    w->commands = (igw_command_env){.db = w->ndb ? w->db[0] : NULL, .models = w->models, .pending = app->pending,
+                                    .mqtt = &app->mqtt, .timeout_ms = app->cfg.command_timeout_ms};
     return w;
 fail:
     igw_push_destroy(w->push);

@@ -39,7 +39,8 @@ for schema in $(find golden -name '*.igw' | sort); do
         echo "FAIL $schema: output depends on the working directory or run"; fail=$((fail + 1)); continue
     fi
     if [ -f "$out/generated/api.c" ]; then
-        for c in "$out"/generated/*.c; do
+        for c in "$out"/generated/*.c "$out"/generated/igwd/*.c; do
+            [ -f "$c" ] || continue
             if ! ${CC:-cc} -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Wall -Wextra -Werror \
                  -I"$root/src/rt" -I"$root/src/lib" -I"$out/generated" -c "$c" -o "$out/$(basename "$c").o"; then
                 echo "FAIL $schema: generated $(basename "$c") does not compile"; fail=$((fail + 1)); continue 2

@@ -154,6 +154,10 @@ expect 400 100400 /enterpriseId
 CASE="unimplemented method"
 call "$TOKEN" /commands "{\"endpointId\":\"$EP\",\"command\":{\"msgToken\":\"c6\",\"method\":\"interaction.open\",\"target\":{\"productID\":\"$PID_\",\"deviceName\":\"$DEV\"},\"params\":{\"purpose\":\"ipcLiveView\",\"cameraId\":\"cam-1\"}}}"
 expect 501 100501 /command/method
+# A schema route without a `handler` (generated/igwd/handlers.c): the login first, then not_implemented.
+REC="{\"endpointId\":\"$EP\",\"target\":{\"productID\":\"$PID_\",\"deviceName\":\"$DEV\"},\"cameraId\":\"cam-1\",\"startTimeMs\":1,\"endTimeMs\":2,\"limit\":1}"
+CASE="a route bound to no handler, no token"; call "" /recordings/query "$REC"; expect 401 100401
+CASE="a route bound to no handler"; call "$TOKEN" /recordings/query "$REC"; expect 501 100501
 psql_q "UPDATE endpoints SET expires_at_ms = 0 WHERE endpoint_id = '$EP_OTHER'" >/dev/null
 CASE="expired endpoint"; call "$OTHER" /commands "$(action c7 ptz '{"direction":1,"speed":5}' "$EP_OTHER")"; expect 404 100404 /endpointId
 

@@ -1,7 +1,7 @@
 /* modelcache.h - one worker's parsed thing models, by product.
  *
  * Each entry remembers the version of the product row it was parsed from (an
- * opaque text the SQL computes, see routes/interaction.c); whoever relies on
+ * opaque text the SQL computes, see command/ledger.c); whoever relies on
  * an entry must have the database confirm that version in the same statement
  * that acts on it, so the cache only saves parsing and shipping the model,
  * never decides alone. Bounded by entries and bytes, least recently used

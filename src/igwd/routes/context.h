@@ -12,6 +12,7 @@
 #include <stddef.h>
 
 #include "auth/login.h"
+#include "command/command.h"
 #include "command/modelcache.h"
 #include "command/pending.h"
 #include "core/config.h"
@@ -53,6 +54,7 @@ typedef struct igw_worker {
     igw_push *push;   /* events_push: WebSockets woken by LISTEN/NOTIFY; NULL without a database */
     igw_edge *edge;  /* NULL without a database */
     igw_modelcache *models; /* /commands: parsed thing models by product */
+    igw_command_env commands; /* /commands' domain: db[0], models, the app's pending map and MQTT client */
 } igw_worker;
 
 #endif

@@ -3,30 +3,9 @@
 
 #include <string.h>
 
-#include "routes/context.h"
 #include "http/metrics.h"
-
-/* A route's handler and how the caller is authenticated before it:
- * `ws_bearer` is an `auth user` WebSocket route that browsers open, whose
- * login token may also come as the subprotocol igw.bearer.<token>
- * (igw_login_run_ws); a browser can set no Authorization header. Only
- * events_push: every other route ignores Sec-WebSocket-Protocol. (A rule
- * here, not in the schema: the schema language's `auth` has no such variant
- * yet.) */
-typedef struct route_handler {
-    igw_route_fn fn;
-    bool ws_bearer;
-} route_handler;
-
-static const route_handler handlers[IGW_ROUTE__COUNT] = {
-    [IGW_ROUTE_DEVICE_SEND] = {.fn = igw_route_device_send},
-    [IGW_ROUTE_DEVICE_UPLOAD] = {.fn = igw_route_device_upload},
-    [IGW_ROUTE_ENDPOINTS_REGISTER] = {.fn = igw_route_endpoints_register},
-    [IGW_ROUTE_COMMANDS] = {.fn = igw_route_commands},
-    [IGW_ROUTE_EVENTS_PULL] = {.fn = igw_route_events_pull},
-    [IGW_ROUTE_EVENTS_ACK] = {.fn = igw_route_events_ack},
-    [IGW_ROUTE_EVENTS_PUSH] = {.fn = igw_route_events_push, .ws_bearer = true},
-};
+#include "igwd/handlers.h"
+#include "routes/context.h"
 
 /* The answer of every route whose handler is not written yet. */
 static void not_implemented(igw_exchange *ex, const igw_request *req, const igw_principal *who)
@@ -39,7 +18,9 @@ static void not_implemented(igw_exchange *ex, const igw_request *req, const igw_
 void igw_routes_handle(void *arg, igw_exchange *ex, const igw_request *req)
 {
     (void)arg;
-    const route_handler *h = &handlers[req->route->id];
+    /* The schema's binding (generated/igwd/handlers.c): the handler, and
+     * whether the login token may come as the WebSocket subprotocol. */
+    const igw_route_binding *h = &igw_route_bindings[req->route->id];
     igw_route_fn fn = h->fn ? h->fn : not_implemented;
     if (req->route->auth != IGW_AUTH_KIND_USER) {
         fn(ex, req, NULL);
@@ -52,7 +33,7 @@ void igw_routes_handle(void *arg, igw_exchange *ex, const igw_request *req)
         igw_http_reply_error(ex, IGW_ERR_UNAVAILABLE, "login is not configured", "");
         return;
     }
-    if (h->ws_bearer)
+    if (h->auth_subprotocol)
         igw_login_run_ws(w->login, ex, req, fn);
     else
         igw_login_run(w->login, ex, req, fn);

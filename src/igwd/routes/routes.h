@@ -1,6 +1,6 @@
 /* routes.h - igwd's route handlers: one file per schema group (device.c,
- * interaction.c), all with one signature, bound to the generated route ids
- * in routes.c.
+ * interaction.c), all with one signature (igw_route_fn), bound to their
+ * routes by the schema (`handler`, generated/igwd/handlers.c).
  *
  * igw_routes_handle is the transport's `handle` hook (http.h): it runs once
  * the request passed the strict stage and its gate. Routes with `auth user`
@@ -19,10 +19,8 @@
 #include "api.h"
 #include "auth/login.h"
 #include "http/http.h"
+#include "igwd/handlers.h" /* igw_route_fn, the one handler signature (the same as igw_login_next) */
 #include "request.h"
-
-/* The one handler signature (the same as igw_login_next). */
-typedef void (*igw_route_fn)(igw_exchange *ex, const igw_request *req, const igw_principal *who);
 
 /* The transport's hooks (arg: the igw_app). */
 void igw_routes_handle(void *arg, igw_exchange *ex, const igw_request *req);
@@ -30,19 +28,13 @@ void igw_routes_handle(void *arg, igw_exchange *ex, const igw_request *req);
  * when the setting bench_routes is on. */
 bool igw_routes_raw(void *arg, igw_exchange *ex);
 
-/* device.c: the device routes. */
-void igw_route_device_send(igw_exchange *ex, const igw_request *req, const igw_principal *who);
-void igw_route_device_upload(igw_exchange *ex, const igw_request *req, const igw_principal *who);
-/* POST /bench/bare: send/thing/property doing all the same work
- * (credentials, decoding, model check, reply) except the database write:
- * the reference of make bench-edge. */
-void igw_route_bench_bare(igw_exchange *ex, const igw_request *req, const igw_principal *who);
+/* The handlers the schema binds are declared in generated/igwd/handlers.h:
+ * device.c has device_send and device_upload; interaction.c the
+ * application transport routes (area B). */
 
-/* interaction.c: the application transport routes (area B). */
-void igw_route_endpoints_register(igw_exchange *ex, const igw_request *req, const igw_principal *who);
-void igw_route_commands(igw_exchange *ex, const igw_request *req, const igw_principal *who);
-void igw_route_events_pull(igw_exchange *ex, const igw_request *req, const igw_principal *who);
-void igw_route_events_ack(igw_exchange *ex, const igw_request *req, const igw_principal *who);
-void igw_route_events_push(igw_exchange *ex, const igw_request *req, const igw_principal *who);
+/* device.c: POST /bench/bare: send/thing/property doing all the same work
+ * (credentials, decoding, model check, reply) except the database write:
+ * the reference of make bench-edge. Outside the schema. */
+void igw_route_bench_bare(igw_exchange *ex, const igw_request *req, const igw_principal *who);
 
 #endif

@@ -1,0 +1,89 @@
+/* command.h - /commands' domain: one command from its decoded request to
+ * its acceptance.
+ *
+ * In order (spec): endpoint authentication, the method known and carried
+ * out here (the schema's method table, generated/igwd/methods.c: a method
+ * without a handler answers not_implemented), persistent idempotency
+ * (ledger.h: replay or conflict), then for a first acceptance what the
+ * method's traits ask: for a `device` command the caller's rights on the
+ * target and the product's thing model, checked by the method's handler
+ * (device.h); then the acceptance commits, and a device command's downlink
+ * is published after it. Every accepted device command gets exactly one
+ * interaction.result, from the device's reply or the deadline (results.h).
+ *
+ * Fast path: each worker keeps parsed models by product with the product
+ * row's version (modelcache.h). When the cached model accepts the command,
+ * only the ledger's write is sent, with that version; the write refuses
+ * when the product's row is no longer that version, and the command takes
+ * the slow path (the read, then the write). A command the cached model
+ * rejects takes the slow path too, whose earlier checks (replay, conflict,
+ * rights) come first. The read ships the model only when its version is not
+ * the one the worker has.
+ *
+ * Everything runs on the worker that owns env->db. */
+#ifndef IGW_COMMAND_H
+#define IGW_COMMAND_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "api.h"
+#include "arena.h"
+#include "command/modelcache.h"
+#include "command/pending.h"
+#include "core/db.h"
+#include "core/mqtt.h"
+#include "igwd/methods.h"
+#include "json.h"
+#include "thingmodel.h"
+
+/* What a worker lends the domain: not owned, valid while the worker runs. */
+typedef struct igw_command_env {
+    igw_db *db;                /* the worker's request connection */
+    igw_modelcache *models;    /* the worker's parsed thing models */
+    igw_pending *pending;      /* the process's published device commands (NULL: replies are looked up) */
+    _Atomic(igw_mqtt *) *mqtt; /* the broker's client, NULL inside while there is none */
+    unsigned timeout_ms;       /* a device command's deadline from its acceptance */
+} igw_command_env;
+
+/* One /commands request. */
+typedef struct igw_command_in {
+    const igw_CommandsRequest *rq; /* decoded; must stay valid until done is called */
+    int64_t enterprise_id, user_id; /* the authenticated caller */
+    const char *request_id;         /* for logs (copied) */
+} igw_command_in;
+
+/* The answer. Strings are valid during the done call only. */
+typedef struct igw_command_result {
+    int cls;            /* igw_err: IGW_ERR_OK when the command is accepted (durably) */
+    bool replay;        /* accepted: this key was accepted before with this same command */
+    igw_str msg_token;  /* accepted: the command's */
+    const char *reason; /* errors: specific, safe to send */
+    const char *path;   /* errors: JSON Pointer into the request, or "" */
+} igw_command_result;
+
+typedef void (*igw_command_done)(void *arg, const igw_command_result *r);
+
+/* Carries out one command; done is called exactly once, possibly before
+ * this returns. */
+void igw_command_submit(const igw_command_env *env, const igw_command_in *in, igw_command_done done, void *arg);
+
+/* What a method's handler gets (generated/igwd/methods.h: one function per
+ * method, named in schema/commands.igw). A `device` method's handler checks
+ * `command` against `model` and says the downlink: 0; -1, refused (err's
+ * reason and path say why, reasons allocated in arena); -2, out of memory. */
+struct igw_CommandMethod_call {
+    const igw_Command *command;
+    const igw_thingmodel *model; /* device: the product's thing model */
+    igw_arena *arena;
+    igw_json *err;               /* initialized; set on -1 */
+    /* device: the downlink {"method","msgToken"[,"actionID"],"params"} */
+    const char *down_method; /* its method ("action", "control") */
+    const char *topic_type;  /* the type segment of $thing/down/<type>/<productID>/<deviceName> */
+    igw_str action_id;       /* ptr NULL: none */
+    igw_str params;          /* a JSON object, as sent */
+};
+typedef struct igw_CommandMethod_call igw_command_call;
+
+#endif

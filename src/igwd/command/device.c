@@ -1,0 +1,112 @@
+/* device.c - see device.h. */
+#include "command/device.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "jw.h"
+#include "topic.h"
+
+int igw_device_action(igw_command_call *call)
+{
+    const igw_DeviceActionParams *p = &call->command->params.device_action;
+    igw_json *e = call->err;
+    if (!igw_thingmodel_action(call->model, p->actionID.ptr, p->actionID.len)) {
+        igw_json_fail(e, IGW_JERR_UNKNOWN, "unknown action");
+        snprintf(e->path, sizeof e->path, "/command/params/actionID");
+        return -1;
+    }
+    call->down_method = "action";
+    call->topic_type = "action";
+    call->action_id = p->actionID;
+    call->params = p->has & IGW_DeviceActionParams_input ? p->input : (igw_str){"{}", 2};
+    if (igw_thingmodel_check_action_input(call->model, p->actionID.ptr, p->actionID.len, call->params.ptr,
+                                          call->params.len, "/command/params/input", call->arena, e))
+        return e->err == IGW_JERR_NOMEM ? -2 : -1;
+    return 0;
+}
+
+int igw_device_property_control(igw_command_call *call)
+{
+    igw_json *e = call->err;
+    call->down_method = "control";
+    call->topic_type = "property";
+    call->action_id = (igw_str){NULL, 0};
+    call->params = call->command->params.device_propertyControl.properties;
+    if (igw_thingmodel_check_properties(call->model, call->params.ptr, call->params.len, IGW_TM_WRITABLE_ONLY,
+                                        "/command/params/properties", call->arena, e))
+        return e->err == IGW_JERR_NOMEM ? -2 : -1;
+    return 0;
+}
+
+int igw_device_downlink(const igw_command_call *call, const char *token, char **out, size_t *len)
+{
+    igw_jw jw;
+    igw_jw_init(&jw);
+    igw_jw_object_begin(&jw);
+    igw_jw_key(&jw, "method", 6);
+    igw_jw_string(&jw, call->down_method, strlen(call->down_method));
+    igw_jw_key(&jw, "msgToken", 8);
+    igw_jw_string(&jw, token, strlen(token));
+    if (call->action_id.ptr) {
+        igw_jw_key(&jw, "actionID", 8);
+        igw_jw_string(&jw, call->action_id.ptr, call->action_id.len);
+    }
+    igw_jw_key(&jw, "params", 6);
+    igw_jw_raw(&jw, call->params.ptr, call->params.len);
+    igw_jw_object_end(&jw);
+    *out = NULL;
+    if (igw_jw_status(&jw) || !(*out = malloc(jw.len))) {
+        igw_jw_free(&jw);
+        return -1;
+    }
+    memcpy(*out, jw.buf, jw.len);
+    *len = jw.len;
+    igw_jw_free(&jw);
+    return 0;
+}
+
+const igw_thingmodel *igw_device_model(igw_modelcache *mc, const char *product_id, const char *version,
+                                       const char *text, size_t len, igw_arena *arena, bool *reread)
+{
+    const igw_thingmodel *model = NULL;
+    const char *cv = NULL;
+    igw_json e;
+    *reread = false;
+    if (!text) { /* version is the one the worker had when the read was sent */
+        model = igw_modelcache_get(mc, product_id, &cv);
+        if (!model || strcmp(cv, version) != 0) {
+            *reread = true; /* replaced or evicted since: ask for the text */
+            return NULL;
+        }
+        return model;
+    }
+    if (igw_modelcache_put(mc, product_id, version, text, len, &model, &e) == 0)
+        return model;
+    /* Not cacheable (too long a key or version, out of memory): as before the cache. */
+    igw_thingmodel *m = NULL;
+    if (igw_thingmodel_load(text, len, arena, &m, &e) == 0)
+        return m;
+    return NULL;
+}
+
+int igw_device_publish(igw_pending *pending, igw_mqtt *m, const igw_device_accepted *a)
+{
+    /* Before the publish: the reply may come at once. */
+    if (pending) {
+        igw_pending_cmd pc = {.product_id = a->product_id, .device_name = a->device_name,
+                              .device_token = a->device_token, .endpoint_id = a->endpoint_id,
+                              .msg_token = a->msg_token, .method = a->method, .enterprise_id = a->enterprise_id,
+                              .deadline_ms = a->deadline_ms};
+        (void)igw_pending_put(pending, &pc, igw_wall_ms());
+    }
+    char topic[IGW_TOPIC_MAX + 1];
+    if (igw_topic_build(topic, sizeof topic, 0, IGW_TOPIC_DOWN, "thing", a->topic_type, a->product_id,
+                        a->device_name) < 0)
+        return -1;
+    if (!m || igw_mqtt_publish(m, topic, a->payload, a->len, 1) != 0)
+        return -1;
+    return 0;
+}

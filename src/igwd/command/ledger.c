@@ -1,0 +1,232 @@
+/* ledger.c - see ledger.h. The statements were tuned with make bench-app:
+ * change them only with a measurement. */
+#include "command/ledger.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/sha.h>
+
+#include "event/outbox.h"
+#include "jw.h"
+
+int igw_ledger_fingerprint(const igw_Command *k, char **canon, igw_ledger_fp *fp)
+{
+    igw_jw jw;
+    igw_jw_init(&jw);
+    igw_encode_Command(&jw, k);
+    *canon = NULL;
+    if (igw_jw_status(&jw) || !(*canon = strndup(jw.buf, jw.len))) {
+        igw_jw_free(&jw);
+        return -1;
+    }
+    SHA256((const unsigned char *)jw.buf, jw.len, fp->md);
+    igw_jw_free(&jw);
+    for (int i = 0; i < 32; i++)
+        snprintf(fp->hex + 2 * i, 3, "%02x", fp->md[i]);
+    return 0;
+}
+
+/* The version of a product row `pr`: its xmin (the transaction that wrote
+ * this row version; every UPDATE writes a new one) and its place. A stale
+ * match would need a later version of the row at the same place written by
+ * a transaction id equal modulo 2^32 to the cached one. */
+#define MODEL_VERSION "(pr.xmin::text || '/' || pr.ctid::text)"
+
+/* $1 endpoint, $2 enterprise, $3 user, $4 msgToken, $5 productID, $6
+ * deviceName, $7 now (ms), $8 the model version the worker has (NULL: none).
+ * Per row: endpoint live, stored fingerprint (hex) or NULL, rights (NULL:
+ * none; an unknown device looks the same), the model's version, the model
+ * (NULL when its version is $8). */
+static const igw_db_stmt stmt_cmd_read = {
+    "igw_cmd_read",
+    "SELECT EXISTS (SELECT 1 FROM endpoints p WHERE p.endpoint_id = i.ep AND p.enterprise_id = i.ent "
+    "               AND p.user_id = i.usr AND p.expires_at_ms > i.now_ms), "
+    "       (SELECT encode(k.fingerprint, 'hex') FROM commands k "
+    "        WHERE k.enterprise_id = i.ent AND k.endpoint_id = i.ep AND k.msg_token = i.token), "
+    "       t.ok, t.ver, CASE WHEN t.ver = i.known THEN NULL ELSE t.model::text END "
+    "FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::bigint[], "
+    "            $8::text[]) WITH ORDINALITY AS i(ep, ent, usr, token, pid, dn, now_ms, known, ord) "
+    "LEFT JOIN LATERAL (SELECT true AS ok, " MODEL_VERSION " AS ver, pr.model AS model FROM devices d "
+    "                   JOIN products pr ON pr.product_id = d.product_id "
+    "                   WHERE d.product_id = i.pid AND d.device_name = i.dn AND d.enterprise_id = i.ent "
+    "                     AND (d.owner_user_id = i.usr OR EXISTS (SELECT 1 FROM device_grants g "
+    "                          WHERE g.product_id = d.product_id AND g.device_name = d.device_name "
+    "                            AND g.user_id = i.usr))) t ON true "
+    "ORDER BY i.ord",
+    8};
+
+/* $1 endpoint, $2 enterprise, $3 user, $4 msgToken, $5 method, $6
+ * fingerprint (hex), $7 command, $8 productID, $9 deviceName, $10 device
+ * token, $11 deadline (ms), $12 now (ms), $13 the version of the model the
+ * command was checked against. Of the rows that pass (endpoint live, no
+ * stored command, rights, the product's model still at that version), the
+ * first of each key in the batch inserts (ON CONFLICT DO NOTHING: a
+ * concurrent twin elsewhere wins or loses on the unique key); a later row
+ * of the same key sees the winner's fingerprint as if it had come after it.
+ * Per row: endpoint live, rights, accepted, fingerprint stored before it
+ * (NULL: none), model current. Accepted false with the rest passing: a twin
+ * in another transaction won, not yet visible to this snapshot; the caller
+ * asks again. */
+static const igw_db_stmt stmt_cmd_write = {
+    "igw_cmd_write",
+    "WITH c AS MATERIALIZED (SELECT i.*, "
+    "    EXISTS (SELECT 1 FROM endpoints p WHERE p.endpoint_id = i.ep AND p.enterprise_id = i.ent "
+    "            AND p.user_id = i.usr AND p.expires_at_ms > i.now_ms) AS ep_ok, "
+    "    (SELECT encode(k.fingerprint, 'hex') FROM commands k "
+    "     WHERE k.enterprise_id = i.ent AND k.endpoint_id = i.ep AND k.msg_token = i.token) AS prior, "
+    "    EXISTS (SELECT 1 FROM devices d WHERE d.product_id = i.pid AND d.device_name = i.dn "
+    "            AND d.enterprise_id = i.ent AND (d.owner_user_id = i.usr OR EXISTS (SELECT 1 FROM device_grants g "
+    "            WHERE g.product_id = d.product_id AND g.device_name = d.device_name AND g.user_id = i.usr))) "
+    "      AS rights, "
+    "    EXISTS (SELECT 1 FROM products pr WHERE pr.product_id = i.pid AND " MODEL_VERSION " = i.ver) AS model_ok "
+    "  FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::jsonb[], "
+    "              $8::text[], $9::text[], $10::text[], $11::bigint[], $12::bigint[], $13::text[]) "
+    "       WITH ORDINALITY AS i(ep, ent, usr, token, method, fp, command, pid, dn, dtoken, deadline, now_ms, ver, "
+    "                            ord)), "
+    "w AS (SELECT DISTINCT ON (ent, ep, token) ord FROM c WHERE ep_ok AND prior IS NULL AND rights AND model_ok "
+    "      ORDER BY ent, ep, token, ord), "
+    "ins AS (INSERT INTO commands (enterprise_id, endpoint_id, msg_token, user_id, method, session_id, "
+    "                              fingerprint, command) "
+    "        SELECT c.ent, c.ep, c.token, c.usr, c.method, NULL, decode(c.fp, 'hex'), c.command "
+    "        FROM c JOIN w USING (ord) ORDER BY c.ent, c.ep, c.token "
+    "        ON CONFLICT (enterprise_id, endpoint_id, msg_token) DO NOTHING "
+    "        RETURNING enterprise_id, endpoint_id, msg_token), "
+    "dc AS (INSERT INTO device_commands (product_id, device_name, device_token, enterprise_id, endpoint_id, "
+    "                                    msg_token, method, deadline_ms) "
+    "       SELECT c.pid, c.dn, c.dtoken, c.ent, c.ep, c.token, c.method, c.deadline "
+    "       FROM c JOIN w USING (ord) "
+    "       JOIN ins ON ins.enterprise_id = c.ent AND ins.endpoint_id = c.ep AND ins.msg_token = c.token "
+    "       RETURNING enterprise_id, endpoint_id, msg_token), "
+    "acc AS (SELECT c.ord, c.ent, c.ep, c.token, c.fp FROM c JOIN w USING (ord) "
+    "        JOIN dc ON dc.enterprise_id = c.ent AND dc.endpoint_id = c.ep AND dc.msg_token = c.token) "
+    "SELECT c.ep_ok, c.rights, a.ord IS NOT NULL, "
+    "       COALESCE(c.prior, (SELECT x.fp FROM acc x WHERE x.ent = c.ent AND x.ep = c.ep AND x.token = c.token "
+    "                          AND x.ord < c.ord)), "
+    "       c.model_ok "
+    "FROM c LEFT JOIN acc a ON a.ord = c.ord ORDER BY c.ord",
+    13};
+
+typedef struct ledger_call {
+    union {
+        igw_ledger_read_cb read;
+        igw_ledger_write_cb write;
+        igw_ledger_replay_cb replay;
+    } cb;
+    void *arg;
+} ledger_call;
+
+static ledger_call *call_new(void *arg)
+{
+    ledger_call *lc = malloc(sizeof *lc);
+    if (lc)
+        lc->arg = arg;
+    return lc;
+}
+
+static bool is_true(const PGresult *res, int row, int col)
+{
+    return PQgetvalue(res, row, col)[0] == 't';
+}
+
+static const char *text_or_null(const PGresult *res, int row, int col)
+{
+    return PQgetisnull(res, row, col) ? NULL : PQgetvalue(res, row, col);
+}
+
+static void on_read(void *arg, const PGresult *res, int row, const char *err)
+{
+    ledger_call lc = *(ledger_call *)arg;
+    free(arg);
+    igw_ledger_read_row r = {.ok = res != NULL, .err = err};
+    if (res) {
+        r.endpoint_live = is_true(res, row, 0);
+        r.prior_fp = text_or_null(res, row, 1);
+        r.rights = !PQgetisnull(res, row, 2);
+        if (r.rights) {
+            r.model_version = PQgetvalue(res, row, 3);
+            r.model = text_or_null(res, row, 4);
+            r.model_len = r.model ? (size_t)PQgetlength(res, row, 4) : 0;
+        }
+    }
+    lc.cb.read(lc.arg, &r);
+}
+
+int igw_ledger_read(igw_db *db, const igw_ledger_cmd *c, igw_ledger_read_cb cb, void *arg)
+{
+    ledger_call *lc = call_new(arg);
+    if (!lc)
+        return -1;
+    lc->cb.read = cb;
+    const char *values[8] = {c->endpoint, c->enterprise, c->user, c->msg_token, c->product_id, c->device_name,
+                             c->now, c->known};
+    if (igw_db_exec_row(db, &stmt_cmd_read, values, on_read, lc)) {
+        free(lc);
+        return -1;
+    }
+    return 0;
+}
+
+static void on_write(void *arg, const PGresult *res, int row, const char *err)
+{
+    ledger_call lc = *(ledger_call *)arg;
+    free(arg);
+    igw_ledger_write_row r = {.status = IGW_LEDGER_ANSWERED, .err = err};
+    if (!res) {
+        if (igw_db_not_sent(err))
+            r.status = IGW_LEDGER_NOT_SENT;
+        else if (igw_db_outcome_unknown(err))
+            r.status = IGW_LEDGER_UNKNOWN;
+        else
+            r.status = IGW_LEDGER_FAILED;
+    } else {
+        r.endpoint_live = is_true(res, row, 0);
+        r.rights = is_true(res, row, 1);
+        r.accepted = is_true(res, row, 2);
+        r.prior_fp = text_or_null(res, row, 3);
+        r.model_current = is_true(res, row, 4);
+    }
+    lc.cb.write(lc.arg, &r);
+}
+
+int igw_ledger_write(igw_db *db, const igw_ledger_cmd *c, igw_ledger_write_cb cb, void *arg)
+{
+    ledger_call *lc = call_new(arg);
+    if (!lc)
+        return -1;
+    lc->cb.write = cb;
+    const char *values[13] = {c->endpoint,   c->enterprise, c->user,         c->msg_token, c->method,
+                              c->fp->hex,    c->canon,      c->product_id,   c->device_name,
+                              c->device_token, c->deadline, c->now,          c->version};
+    if (igw_db_exec_row(db, &stmt_cmd_write, values, on_write, lc)) {
+        free(lc);
+        return -1;
+    }
+    return 0;
+}
+
+static void on_replayed(void *arg, const igw_outbox_result *r)
+{
+    ledger_call lc = *(ledger_call *)arg;
+    free(arg);
+    lc.cb.replay(lc.arg, r->status == IGW_OUTBOX_OK ? NULL : r->err ? r->err : "no such command");
+}
+
+int igw_ledger_repeat(igw_db *db, const igw_ledger_cmd *c, const char *stored_fp, igw_ledger_replay_cb cb, void *arg)
+{
+    if (strcmp(stored_fp, c->fp->hex) != 0)
+        return IGW_LEDGER_CONFLICT;
+    igw_outbox_command oc = {.enterprise_id = c->enterprise_id, .user_id = c->user_id, .endpoint_id = c->endpoint,
+                             .session_id = c->session_id, .method = c->method, .msg_token = c->msg_token,
+                             .fingerprint = c->fp->md, .fingerprint_len = sizeof c->fp->md};
+    ledger_call *lc = call_new(arg);
+    if (!lc)
+        return -2;
+    lc->cb.replay = cb;
+    if (igw_outbox_replay(db, &oc, on_replayed, lc)) {
+        free(lc);
+        return -1;
+    }
+    return IGW_LEDGER_REPLAY;
+}

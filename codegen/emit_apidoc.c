@@ -771,6 +771,24 @@ static void protocols(doc *d)
             igw_out_puts(o, " |\n");
         }
         igw_out_puts(o, "\n");
+        if (p->downs.n) {
+            igw_out_puts(o, "Downlinks the platform publishes (topic `$<handle>/down/<type>/{productID}/{deviceName}`):\n\n"
+                            "| Handle | Type | Method | Message | Description |\n|---|---|---|---|---|\n");
+            for (int k = 0; k < p->downs.n; k++) {
+                const igw_proto_down *dn = IGW_VEC_AT(p->downs, igw_proto_down, k);
+                const igw_type *mt = igw_type_resolve(dn->message);
+                igw_out_puts(o, "| ");
+                code(o, dn->handle);
+                igw_out_puts(o, " | ");
+                code(o, dn->type);
+                igw_out_puts(o, " | ");
+                code(o, dn->method);
+                igw_out_printf(o, " | [`%s`](#type-%s) | ", mt->name, mt->name);
+                md(o, dn->doc);
+                igw_out_puts(o, " |\n");
+            }
+            igw_out_puts(o, "\n");
+        }
     }
     if (!d->s->protocols.n)
         igw_out_puts(o, "None.\n\n");

@@ -123,7 +123,7 @@ static int emit_methods(const igw_schema *s, const char *gen_dir)
         " * its handlers take (struct igw_<Enum>_call) and implements them; the\n"
         " * functions are igwd's, so this table is linked into igwd only. */\n"
         "#ifndef IGW_GENERATED_METHODS_H\n#define IGW_GENERATED_METHODS_H\n\n"
-        "#include \"api.h\"\n\n"
+        "#include \"api.h\"\n#include \"protocol.h\"\n\n"
         "/* Traits of a binding (bits of `traits`). */\n"
         "enum {\n");
     for (size_t i = 0; i < sizeof traits / sizeof traits[0]; i++) {
@@ -151,6 +151,7 @@ static int emit_methods(const igw_schema *s, const char *gen_dir)
                        "typedef struct igw_%s_method {\n"
                        "    igw_%s_fn fn; /* NULL: no handler (not implemented) */\n"
                        "    unsigned traits; /* IGW_METHOD_* */\n"
+                       "    const igw_proto_down *downlink; /* device: how it reaches the device (schema: `downlink`) */\n"
                        "} igw_%s_method;\n"
                        "/* Indexed by igw_%s. */\n"
                        "extern const igw_%s_method igw_%s_methods[IGW_%s__COUNT];\n",
@@ -172,6 +173,8 @@ static int emit_methods(const igw_schema *s, const char *gen_dir)
                     igw_out_puts(&c, " | ");
                 trait_const(&c, t);
             }
+            if (b->down)
+                igw_out_printf(&c, ", &igw_proto_%s_downs[%d]", b->down_in->name, b->down->index);
             igw_out_puts(&c, "},");
             if (b->doc) {
                 igw_out_puts(&c, " ");

@@ -65,6 +65,10 @@ static void emit_header(const igw_schema *s, igw_out *h)
         if (pr->doc)
             igw_out_printf(h, "/* %s */\n", pr->doc);
         igw_out_printf(h, "extern const igw_protocol igw_proto_%s;\n", pr->name);
+        if (pr->downs.n)
+            igw_out_printf(h, "/* Its downlinks (also igw_proto_%s.downs), for tables that name one. */\n"
+                              "extern const igw_proto_down igw_proto_%s_downs[%d];\n",
+                           pr->name, pr->name, pr->downs.n);
     }
     igw_out_puts(h,
         "\n/* Schema names of the enums, by value (\"none\" first). */\n"
@@ -103,6 +107,13 @@ static void emit_source(const igw_schema *s, igw_out *c)
             }
         }
     }
+    FOR(s->protocols, igw_protocol, pr)
+        FOR(pr->downs, igw_proto_down, d) {
+            const igw_type *t = igw_type_resolve(d->message);
+            igw_out_printf(c, "static void down_%s(igw_jw *w, const void *in) { igw_encode_%s(w, in); }\n", t->name,
+                           t->name);
+            adapters++;
+        }
     if (adapters)
         igw_out_puts(c, "\n");
     FOR(s->protocols, igw_protocol, pr) {
@@ -133,9 +144,28 @@ static void emit_source(const igw_schema *s, igw_out *c)
             }
             igw_out_puts(c, "},\n");
         }
-        igw_out_printf(c, "};\n\nconst igw_protocol igw_proto_%s = {\n    .name = \"%s\",\n    .rows = %s_rows,\n"
-                          "    .nrows = sizeof %s_rows / sizeof %s_rows[0],\n};\n\n",
+        igw_out_puts(c, "};\n\n");
+        if (pr->downs.n) {
+            igw_out_printf(c, "const igw_proto_down igw_proto_%s_downs[%d] = {\n", pr->name, pr->downs.n);
+            FOR(pr->downs, igw_proto_down, d) {
+                const igw_type *t = igw_type_resolve(d->message);
+                igw_out_puts(c, "    {.handle = ");
+                igw_out_c_string(c, d->handle);
+                igw_out_puts(c, ", .type = ");
+                igw_out_c_string(c, d->type);
+                igw_out_puts(c, ", .method = ");
+                igw_out_c_string(c, d->method);
+                igw_out_printf(c, ",\n     .encode = down_%s, .size = sizeof(igw_%s), .message = \"%s\"},\n", t->name,
+                               t->name, t->name);
+            }
+            igw_out_puts(c, "};\n\n");
+        }
+        igw_out_printf(c, "const igw_protocol igw_proto_%s = {\n    .name = \"%s\",\n    .rows = %s_rows,\n"
+                          "    .nrows = sizeof %s_rows / sizeof %s_rows[0],\n",
                        pr->name, pr->name, pr->name, pr->name, pr->name);
+        if (pr->downs.n)
+            igw_out_printf(c, "    .downs = igw_proto_%s_downs,\n    .ndowns = %d,\n", pr->name, pr->downs.n);
+        igw_out_puts(c, "};\n\n");
     }
     igw_out_puts(c, "const char *const igw_proto_check_names[] = {\"none\"");
     for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++)

@@ -336,10 +336,22 @@ typedef struct igw_proto_row {
     igw_loc loc;
 } igw_proto_row;
 
+/* `down HANDLE TYPE METHOD message TYPE;`: a downlink the platform
+ * publishes on $HANDLE/down/TYPE/{productID}/{deviceName}, its message an
+ * object whose `method` is METHOD and whose `msgToken` the platform makes. */
+typedef struct igw_proto_down {
+    const char *handle, *type, *method;
+    igw_type *message;
+    const char *doc;
+    igw_loc loc;
+    int index; /* in its protocol's downs */
+} igw_proto_down;
+
 typedef struct igw_protocol {
     const char *name;
     const char *doc;
-    igw_vec rows; /* igw_proto_row* in declaration order */
+    igw_vec rows;  /* igw_proto_row* in declaration order */
+    igw_vec downs; /* igw_proto_down* in declaration order */
     igw_loc loc;
 } igw_protocol;
 
@@ -354,6 +366,9 @@ typedef struct igw_method_bind {
     const char *value;   /* a value of the block's enum */
     const char *handler; /* the C function that carries it out */
     igw_vec traits;      /* const char*: of IGW_METHOD_TRAITS */
+    const char *downlink;             /* `downlink TYPE`: the message type of a protocol's downlink */
+    const igw_proto_down *down;       /* resolved by sema */
+    const struct igw_protocol *down_in; /* the protocol that declares it */
     const char *doc;
     igw_loc loc;
 } igw_method_bind;

@@ -891,6 +891,21 @@ static void protocol_decl(parser *p)
     pr->doc = opt_doc(p);
     expect(p, TOK_LBRACE);
     while (!accept(p, TOK_RBRACE)) {
+        if (is_kw(p, "down")) {
+            igw_proto_down *d = igw_xcalloc(1, sizeof *d);
+            d->loc = p->tok.loc;
+            next(p);
+            d->handle = ident(p, "handle");
+            d->type = ident(p, "message type");
+            d->method = ident(p, "downlink method");
+            expect_kw(p, "message");
+            d->message = type_expr(p, pr->name, "message");
+            d->doc = opt_doc(p);
+            expect(p, TOK_SEMI);
+            d->index = pr->downs.n;
+            igw_vec_push(&pr->downs, d);
+            continue;
+        }
         igw_proto_row *r = igw_xcalloc(1, sizeof *r);
         r->loc = p->tok.loc;
         r->handle = ident(p, "handle");
@@ -940,8 +955,15 @@ static void methods_decl(parser *p)
         expect(p, TOK_COLON);
         expect_kw(p, "handler");
         b->handler = ident(p, "handler function name");
-        while (p->tok.kind == TOK_IDENT)
+        while (p->tok.kind == TOK_IDENT) {
+            if (accept_kw(p, "downlink")) {
+                if (b->downlink)
+                    fail(p, "a method has one downlink");
+                b->downlink = ident(p, "downlink message type");
+                continue;
+            }
             igw_vec_push(&b->traits, (void *)ident(p, "trait"));
+        }
         b->doc = opt_doc(p);
         expect(p, TOK_SEMI);
         igw_vec_push(&m->binds, b);

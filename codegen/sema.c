@@ -1051,6 +1051,44 @@ static void check_protocol(igw_schema *s, igw_protocol *pr)
             }
         }
     }
+    /* Downlinks: named levels, one message type each, that carries the
+     * `method` and `msgToken` the platform sets. */
+    FOR(pr->downs, igw_proto_down, d) {
+        for (int k = 0; k < d_i; k++) {
+            const igw_proto_down *o = IGW_VEC_AT(pr->downs, igw_proto_down, k);
+            if (!strcmp(o->handle, d->handle) && !strcmp(o->type, d->type) && !strcmp(o->method, d->method))
+                igw_diag_error(d->loc, "duplicate downlink '%s %s %s'", d->handle, d->type, d->method);
+        }
+        resolve_type(s, d->message);
+        const igw_type *t = igw_type_resolve(d->message);
+        if (!t)
+            continue;
+        if (t->kind != IGW_T_OBJECT) {
+            igw_diag_error(d->loc, "a downlink's message must be an object type");
+            continue;
+        }
+        mark_used(d->message);
+        bool method = false, token = false;
+        FOR(t->fields, igw_field, f) {
+            const igw_type *ft = f->type ? igw_type_resolve(f->type) : NULL;
+            if (!strcmp(f->name, "method"))
+                method = ft && ft->kind == IGW_T_STRING && !f->optional;
+            if (!strcmp(f->name, "msgToken"))
+                token = ft && ft->kind == IGW_T_STRING && !f->optional;
+        }
+        if (!method || !token)
+            igw_diag_error(d->loc, "downlink message '%s' needs required string fields method and msgToken", t->name);
+        FOR(s->protocols, igw_protocol, op)
+            FOR(op->downs, igw_proto_down, o) {
+                if (o == d)
+                    goto next_down;
+                if (igw_type_resolve(o->message) == t) {
+                    igw_diag_error(d->loc, "message '%s' already names another downlink", t->name);
+                    goto next_down;
+                }
+            }
+    next_down:;
+    }
 }
 
 /* ---- method bindings ---- */
@@ -1103,6 +1141,24 @@ static void check_methods(igw_schema *s, igw_methods *m)
                     break;
                 }
         }
+        /* A device command reaches its device by one declared downlink. */
+        bool device = in_list(&b->traits, "device");
+        if (b->downlink) {
+            FOR(s->protocols, igw_protocol, pr)
+                FOR(pr->downs, igw_proto_down, d) {
+                    const igw_type *mt = igw_type_resolve(d->message);
+                    if (mt && mt->name && strcmp(mt->name, b->downlink) == 0 && !b->down) {
+                        b->down = d;
+                        b->down_in = pr;
+                    }
+                }
+            if (!b->down)
+                igw_diag_error(b->loc, "no protocol declares a downlink with message '%s'", b->downlink);
+        }
+        if (device && !b->downlink)
+            igw_diag_error(b->loc, "device method '%s' needs `downlink MESSAGE` (how it reaches the device)", b->value);
+        if (!device && b->downlink)
+            igw_diag_error(b->loc, "method '%s' has a downlink but not the device trait", b->value);
     }
 }
 

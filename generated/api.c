@@ -3260,6 +3260,164 @@ int igw_decode_TopologyParams(igw_json *j, igw_TopologyParams *o)
     return 0;
 }
 
+/* Field index of a key of ActionDownlink, or -1: length first, then memcmp. */
+static int key_ActionDownlink(const char *k, size_t n)
+{
+    switch (n) {
+    case 6:
+        if (memcmp(k, "method", 6) == 0)
+            return IGW_ActionDownlink_F_method;
+        if (memcmp(k, "params", 6) == 0)
+            return IGW_ActionDownlink_F_params;
+        break;
+    case 8:
+        if (memcmp(k, "msgToken", 8) == 0)
+            return IGW_ActionDownlink_F_msgToken;
+        if (memcmp(k, "actionID", 8) == 0)
+            return IGW_ActionDownlink_F_actionID;
+        break;
+    default:
+        break;
+    }
+    return -1;
+}
+
+int igw_decode_ActionDownlink(igw_json *j, igw_ActionDownlink *o)
+{
+    igw_str k;
+    int more;
+    memset(o, 0, sizeof *o);
+    if (igw_json_object_begin(j))
+        return -1;
+    while ((more = igw_json_object_next(j, &k)) == 1) {
+        int f = key_ActionDownlink(k.ptr, k.len);
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        o->has |= UINT64_C(1) << f;
+        switch (f) {
+        case IGW_ActionDownlink_F_method:
+            if (igw_json_string(j, &o->method) || igw_decode_string_rules(j, o->method, 1, 64, 3))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        case IGW_ActionDownlink_F_msgToken:
+            if (igw_json_string(j, &o->msgToken) || igw_decode_string_rules(j, o->msgToken, 1, 128, 3))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        case IGW_ActionDownlink_F_actionID:
+            if (igw_json_string(j, &o->actionID) || igw_decode_string_rules(j, o->actionID, 1, 64, 3))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        case IGW_ActionDownlink_F_params:
+            if (igw_decode_free(j, true, 8, 49152, &o->params))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        default:
+            break;
+        }
+    }
+    if (more < 0)
+        return -1;
+    if ((o->has & IGW_ActionDownlink__REQUIRED) != IGW_ActionDownlink__REQUIRED) {
+        if (!(o->has & IGW_ActionDownlink_method)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "method", 6);
+        }
+        if (!(o->has & IGW_ActionDownlink_msgToken)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "msgToken", 8);
+        }
+        if (!(o->has & IGW_ActionDownlink_actionID)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "actionID", 8);
+        }
+        if (!(o->has & IGW_ActionDownlink_params)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "params", 6);
+        }
+    }
+    return 0;
+}
+
+/* Field index of a key of ControlDownlink, or -1: length first, then memcmp. */
+static int key_ControlDownlink(const char *k, size_t n)
+{
+    switch (n) {
+    case 6:
+        if (memcmp(k, "method", 6) == 0)
+            return IGW_ControlDownlink_F_method;
+        if (memcmp(k, "params", 6) == 0)
+            return IGW_ControlDownlink_F_params;
+        break;
+    case 8:
+        if (memcmp(k, "msgToken", 8) == 0)
+            return IGW_ControlDownlink_F_msgToken;
+        break;
+    default:
+        break;
+    }
+    return -1;
+}
+
+int igw_decode_ControlDownlink(igw_json *j, igw_ControlDownlink *o)
+{
+    igw_str k;
+    int more;
+    memset(o, 0, sizeof *o);
+    if (igw_json_object_begin(j))
+        return -1;
+    while ((more = igw_json_object_next(j, &k)) == 1) {
+        int f = key_ControlDownlink(k.ptr, k.len);
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        o->has |= UINT64_C(1) << f;
+        switch (f) {
+        case IGW_ControlDownlink_F_method:
+            if (igw_json_string(j, &o->method) || igw_decode_string_rules(j, o->method, 1, 64, 3))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        case IGW_ControlDownlink_F_msgToken:
+            if (igw_json_string(j, &o->msgToken) || igw_decode_string_rules(j, o->msgToken, 1, 128, 3))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        case IGW_ControlDownlink_F_params:
+            if (igw_decode_free(j, true, 8, 49152, &o->params))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        default:
+            break;
+        }
+    }
+    if (more < 0)
+        return -1;
+    if ((o->has & IGW_ControlDownlink__REQUIRED) != IGW_ControlDownlink__REQUIRED) {
+        if (!(o->has & IGW_ControlDownlink_method)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "method", 6);
+        }
+        if (!(o->has & IGW_ControlDownlink_msgToken)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "msgToken", 8);
+        }
+        if (!(o->has & IGW_ControlDownlink_params)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "params", 6);
+        }
+    }
+    return 0;
+}
+
 /* Field index of a key of DeviceReply, or -1: length first, then memcmp. */
 static int key_DeviceReply(const char *k, size_t n)
 {
@@ -5572,6 +5730,34 @@ void igw_encode_TopologyParams(igw_jw *w, const igw_TopologyParams *o)
         igw_encode_Target(w, &o->devices.v[i11]);
     }
     igw_jw_array_end(w);
+    igw_jw_object_end(w);
+}
+
+void igw_encode_ActionDownlink(igw_jw *w, const igw_ActionDownlink *o)
+{
+    igw_jw_object_begin(w);
+    igw_jw_key(w, "method", 6);
+    igw_jw_string(w, o->method.ptr, o->method.len);
+    igw_jw_key(w, "msgToken", 8);
+    igw_jw_string(w, o->msgToken.ptr, o->msgToken.len);
+    igw_jw_key(w, "actionID", 8);
+    igw_jw_string(w, o->actionID.ptr, o->actionID.len);
+    igw_jw_key(w, "params", 6);
+    if (igw_jw_canonical(w, o->params.ptr, o->params.len) != 0)
+        w->oom = true; /* not valid JSON: mark the output unusable */
+    igw_jw_object_end(w);
+}
+
+void igw_encode_ControlDownlink(igw_jw *w, const igw_ControlDownlink *o)
+{
+    igw_jw_object_begin(w);
+    igw_jw_key(w, "method", 6);
+    igw_jw_string(w, o->method.ptr, o->method.len);
+    igw_jw_key(w, "msgToken", 8);
+    igw_jw_string(w, o->msgToken.ptr, o->msgToken.len);
+    igw_jw_key(w, "params", 6);
+    if (igw_jw_canonical(w, o->params.ptr, o->params.len) != 0)
+        w->oom = true; /* not valid JSON: mark the output unusable */
     igw_jw_object_end(w);
 }
 

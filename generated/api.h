@@ -948,6 +948,53 @@ typedef struct igw_TopologyParams_list {
     uint32_t n;
 } igw_TopologyParams_list;
 
+/* What a device receives for an application's device.action. */
+typedef struct igw_ActionDownlink {
+    uint64_t has; /* IGW_ActionDownlink_<field> bits of the fields present */
+    igw_str method;
+    igw_str msgToken;
+    igw_str actionID;
+    igw_str params;
+} igw_ActionDownlink;
+enum igw_ActionDownlink_field {
+    IGW_ActionDownlink_F_method = 0,
+    IGW_ActionDownlink_F_msgToken = 1,
+    IGW_ActionDownlink_F_actionID = 2,
+    IGW_ActionDownlink_F_params = 3,
+    IGW_ActionDownlink__NFIELDS
+};
+#define IGW_ActionDownlink_method (UINT64_C(1) << IGW_ActionDownlink_F_method)
+#define IGW_ActionDownlink_msgToken (UINT64_C(1) << IGW_ActionDownlink_F_msgToken)
+#define IGW_ActionDownlink_actionID (UINT64_C(1) << IGW_ActionDownlink_F_actionID)
+#define IGW_ActionDownlink_params (UINT64_C(1) << IGW_ActionDownlink_F_params)
+#define IGW_ActionDownlink__REQUIRED (IGW_ActionDownlink_method | IGW_ActionDownlink_msgToken | IGW_ActionDownlink_actionID | IGW_ActionDownlink_params)
+typedef struct igw_ActionDownlink_list {
+    igw_ActionDownlink *v;
+    uint32_t n;
+} igw_ActionDownlink_list;
+
+/* What a device receives for an application's device.propertyControl. */
+typedef struct igw_ControlDownlink {
+    uint64_t has; /* IGW_ControlDownlink_<field> bits of the fields present */
+    igw_str method;
+    igw_str msgToken;
+    igw_str params;
+} igw_ControlDownlink;
+enum igw_ControlDownlink_field {
+    IGW_ControlDownlink_F_method = 0,
+    IGW_ControlDownlink_F_msgToken = 1,
+    IGW_ControlDownlink_F_params = 2,
+    IGW_ControlDownlink__NFIELDS
+};
+#define IGW_ControlDownlink_method (UINT64_C(1) << IGW_ControlDownlink_F_method)
+#define IGW_ControlDownlink_msgToken (UINT64_C(1) << IGW_ControlDownlink_F_msgToken)
+#define IGW_ControlDownlink_params (UINT64_C(1) << IGW_ControlDownlink_F_params)
+#define IGW_ControlDownlink__REQUIRED (IGW_ControlDownlink_method | IGW_ControlDownlink_msgToken | IGW_ControlDownlink_params)
+typedef struct igw_ControlDownlink_list {
+    igw_ControlDownlink *v;
+    uint32_t n;
+} igw_ControlDownlink_list;
+
 /* What the device would receive on the MQTT reply topic. */
 typedef struct igw_DeviceReply {
     uint64_t has; /* IGW_DeviceReply_<field> bits of the fields present */
@@ -1518,6 +1565,10 @@ int igw_decode_PackReportParams(igw_json *j, igw_PackReportParams *out);
 void igw_encode_PackReportParams(igw_jw *w, const igw_PackReportParams *in);
 int igw_decode_TopologyParams(igw_json *j, igw_TopologyParams *out);
 void igw_encode_TopologyParams(igw_jw *w, const igw_TopologyParams *in);
+int igw_decode_ActionDownlink(igw_json *j, igw_ActionDownlink *out);
+void igw_encode_ActionDownlink(igw_jw *w, const igw_ActionDownlink *in);
+int igw_decode_ControlDownlink(igw_json *j, igw_ControlDownlink *out);
+void igw_encode_ControlDownlink(igw_jw *w, const igw_ControlDownlink *in);
 int igw_decode_DeviceReply(igw_json *j, igw_DeviceReply *out);
 void igw_encode_DeviceReply(igw_jw *w, const igw_DeviceReply *in);
 int igw_decode_UploadResult(igw_json *j, igw_UploadResult *out);

@@ -6,6 +6,8 @@
 
 static int params_PackReportParams(igw_json *j, void *out) { return igw_decode_PackReportParams(j, out); }
 static int params_TopologyParams(igw_json *j, void *out) { return igw_decode_TopologyParams(j, out); }
+static void down_ActionDownlink(igw_jw *w, const void *in) { igw_encode_ActionDownlink(w, in); }
+static void down_ControlDownlink(igw_jw *w, const void *in) { igw_encode_ControlDownlink(w, in); }
 
 static const igw_proto_row device_rows[] = {
     {.handle = "thing", .type = "property", .method = "report", .reply = "reportReply",
@@ -52,10 +54,19 @@ static const igw_proto_row device_rows[] = {
      .check = IGW_PROTO_CHECK_NONE, .returns = IGW_PROTO_RETURNS_NONE},
 };
 
+const igw_proto_down igw_proto_device_downs[2] = {
+    {.handle = "thing", .type = "action", .method = "action",
+     .encode = down_ActionDownlink, .size = sizeof(igw_ActionDownlink), .message = "ActionDownlink"},
+    {.handle = "thing", .type = "property", .method = "control",
+     .encode = down_ControlDownlink, .size = sizeof(igw_ControlDownlink), .message = "ControlDownlink"},
+};
+
 const igw_protocol igw_proto_device = {
     .name = "device",
     .rows = device_rows,
     .nrows = sizeof device_rows / sizeof device_rows[0],
+    .downs = igw_proto_device_downs,
+    .ndowns = 2,
 };
 
 const char *const igw_proto_check_names[] = {"none", "properties", "pack", "event", "action", "subdevices"};

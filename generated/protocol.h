@@ -29,6 +29,8 @@ typedef enum igw_proto_returns {
 
 /* What a device may send, over MQTT or the send route (docs/device-protocol.md). */
 extern const igw_protocol igw_proto_device;
+/* Its downlinks (also igw_proto_device.downs), for tables that name one. */
+extern const igw_proto_down igw_proto_device_downs[2];
 
 /* Schema names of the enums, by value ("none" first). */
 extern const char *const igw_proto_check_names[];

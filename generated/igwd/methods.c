@@ -2,6 +2,6 @@
 #include "methods.h"
 
 const igw_CommandMethod_method igw_CommandMethod_methods[IGW_CommandMethod__COUNT] = {
-    [IGW_CommandMethod_device_action] = {igw_device_action, IGW_METHOD_DEVICE},
-    [IGW_CommandMethod_device_propertyControl] = {igw_device_property_control, IGW_METHOD_DEVICE},
+    [IGW_CommandMethod_device_action] = {igw_device_action, IGW_METHOD_DEVICE, &igw_proto_device_downs[0]},
+    [IGW_CommandMethod_device_propertyControl] = {igw_device_property_control, IGW_METHOD_DEVICE, &igw_proto_device_downs[1]},
 };

@@ -13,6 +13,7 @@
 #include <stddef.h>
 
 struct igw_json;
+struct igw_jw;
 
 /* The shape of a row's params: its type's strict decoder into a struct of
  * `size` bytes (generated/api.h); decode NULL: free parameters. */
@@ -31,10 +32,23 @@ typedef struct igw_proto_row {
     igw_proto_params params;
 } igw_proto_row;
 
+/* A downlink the platform publishes on $<handle>/down/<type>/{productID}/
+ * {deviceName}: its message a struct of the schema type `message`, whose
+ * `method` field is `method`, written by `encode` (the type's generated
+ * encoder). */
+typedef struct igw_proto_down {
+    const char *handle, *type, *method;
+    void (*encode)(struct igw_jw *w, const void *in);
+    size_t size;         /* sizeof the message struct */
+    const char *message; /* the schema's name of its type */
+} igw_proto_down;
+
 typedef struct igw_protocol {
     const char *name;
     const igw_proto_row *rows;
     size_t nrows;
+    const igw_proto_down *downs;
+    size_t ndowns;
 } igw_protocol;
 
 typedef enum igw_proto_status {

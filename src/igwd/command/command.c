@@ -39,7 +39,6 @@ typedef struct cmd {
     char deadline[24]; /* the same, as the write's parameter */
     char *downlink;    /* the MQTT payload */
     size_t downlink_len;
-    const char *topic_type; /* the downlink topic's type segment (the handler's, static) */
     unsigned retries, stale, rereads;
     char known[IGW_LEDGER_VERSION_MAX + 1]; /* the cached version sent with the read; "" none */
     char ver[IGW_LEDGER_VERSION_MAX + 1];   /* the version the write expects */
@@ -137,7 +136,7 @@ static void publish(cmd *c)
 {
     igw_device_accepted a = {.product_id = c->pid, .device_name = c->dn, .device_token = c->token,
                              .endpoint_id = c->endpoint, .msg_token = c->msg_token, .method = c->method,
-                             .enterprise_id = c->ent, .deadline_ms = c->deadline_ms, .topic_type = c->topic_type,
+                             .enterprise_id = c->ent, .deadline_ms = c->deadline_ms, .down = c->m->downlink,
                              .payload = c->downlink, .len = c->downlink_len};
     /* Not published (broker away): the deadline turns it into a failure result. */
     if (igw_device_publish(c->env.pending, atomic_load(c->env.mqtt), &a) != 0)
@@ -192,13 +191,17 @@ static int check_and_build(cmd *c, const igw_thingmodel *model, igw_json *e)
     free(c->downlink); /* from an earlier check whose model went stale */
     c->downlink = NULL;
     igw_json_init(e, "", 0, NULL, 1);
-    igw_command_call call = {.command = &c->rq->command, .model = model, .arena = &c->arena, .err = e};
+    igw_command_call call = {.command = &c->rq->command,
+                             .model = model,
+                             .arena = &c->arena,
+                             .err = e,
+                             .down = c->m->downlink,
+                             .device_token = {c->token, strlen(c->token)}};
     int rc = c->m->fn(&call);
     if (rc)
         return rc == -2 ? -2 : -1;
-    if (igw_device_downlink(&call, c->token, &c->downlink, &c->downlink_len))
+    if (!call.message || igw_device_downlink(&call, &c->downlink, &c->downlink_len))
         return -2;
-    c->topic_type = call.topic_type;
     c->deadline_ms = igw_wall_ms() + (int64_t)c->env.timeout_ms;
     snprintf(c->deadline, sizeof c->deadline, "%lld", (long long)c->deadline_ms);
     return 0;

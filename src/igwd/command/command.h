@@ -78,11 +78,13 @@ struct igw_CommandMethod_call {
     const igw_thingmodel *model; /* device: the product's thing model */
     igw_arena *arena;
     igw_json *err;               /* initialized; set on -1 */
-    /* device: the downlink {"method","msgToken"[,"actionID"],"params"} */
-    const char *down_method; /* its method ("action", "control") */
-    const char *topic_type;  /* the type segment of $thing/down/<type>/<productID>/<deviceName> */
-    igw_str action_id;       /* ptr NULL: none */
-    igw_str params;          /* a JSON object, as sent */
+    /* device: the method's downlink (schema: `downlink MESSAGE`, a `down`
+     * row of the device protocol) and the msgToken the platform gave it;
+     * the handler sets `message` to a struct of the downlink's message type
+     * (in arena), its `method` the row's and its `msgToken` device_token. */
+    const igw_proto_down *down;
+    igw_str device_token;
+    const void *message;
 };
 typedef struct igw_CommandMethod_call igw_command_call;
 

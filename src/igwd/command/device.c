@@ -18,45 +18,45 @@ int igw_device_action(igw_command_call *call)
         snprintf(e->path, sizeof e->path, "/command/params/actionID");
         return -1;
     }
-    call->down_method = "action";
-    call->topic_type = "action";
-    call->action_id = p->actionID;
-    call->params = p->has & IGW_DeviceActionParams_input ? p->input : (igw_str){"{}", 2};
-    if (igw_thingmodel_check_action_input(call->model, p->actionID.ptr, p->actionID.len, call->params.ptr,
-                                          call->params.len, "/command/params/input", call->arena, e))
+    igw_str input = p->has & IGW_DeviceActionParams_input ? p->input : (igw_str){"{}", 2};
+    if (igw_thingmodel_check_action_input(call->model, p->actionID.ptr, p->actionID.len, input.ptr, input.len,
+                                          "/command/params/input", call->arena, e))
         return e->err == IGW_JERR_NOMEM ? -2 : -1;
+    igw_ActionDownlink *d = igw_arena_alloc(call->arena, sizeof *d);
+    if (!d)
+        return -2;
+    *d = (igw_ActionDownlink){.has = IGW_ActionDownlink__REQUIRED,
+                              .method = {call->down->method, strlen(call->down->method)},
+                              .msgToken = call->device_token,
+                              .actionID = p->actionID,
+                              .params = input};
+    call->message = d;
     return 0;
 }
 
 int igw_device_property_control(igw_command_call *call)
 {
     igw_json *e = call->err;
-    call->down_method = "control";
-    call->topic_type = "property";
-    call->action_id = (igw_str){NULL, 0};
-    call->params = call->command->params.device_propertyControl.properties;
-    if (igw_thingmodel_check_properties(call->model, call->params.ptr, call->params.len, IGW_TM_WRITABLE_ONLY,
+    igw_str props = call->command->params.device_propertyControl.properties;
+    if (igw_thingmodel_check_properties(call->model, props.ptr, props.len, IGW_TM_WRITABLE_ONLY,
                                         "/command/params/properties", call->arena, e))
         return e->err == IGW_JERR_NOMEM ? -2 : -1;
+    igw_ControlDownlink *d = igw_arena_alloc(call->arena, sizeof *d);
+    if (!d)
+        return -2;
+    *d = (igw_ControlDownlink){.has = IGW_ControlDownlink__REQUIRED,
+                               .method = {call->down->method, strlen(call->down->method)},
+                               .msgToken = call->device_token,
+                               .params = props};
+    call->message = d;
     return 0;
 }
 
-int igw_device_downlink(const igw_command_call *call, const char *token, char **out, size_t *len)
+int igw_device_downlink(const igw_command_call *call, char **out, size_t *len)
 {
     igw_jw jw;
     igw_jw_init(&jw);
-    igw_jw_object_begin(&jw);
-    igw_jw_key(&jw, "method", 6);
-    igw_jw_string(&jw, call->down_method, strlen(call->down_method));
-    igw_jw_key(&jw, "msgToken", 8);
-    igw_jw_string(&jw, token, strlen(token));
-    if (call->action_id.ptr) {
-        igw_jw_key(&jw, "actionID", 8);
-        igw_jw_string(&jw, call->action_id.ptr, call->action_id.len);
-    }
-    igw_jw_key(&jw, "params", 6);
-    igw_jw_raw(&jw, call->params.ptr, call->params.len);
-    igw_jw_object_end(&jw);
+    call->down->encode(&jw, call->message);
     *out = NULL;
     if (igw_jw_status(&jw) || !(*out = malloc(jw.len))) {
         igw_jw_free(&jw);
@@ -103,7 +103,7 @@ int igw_device_publish(igw_pending *pending, igw_mqtt *m, const igw_device_accep
         (void)igw_pending_put(pending, &pc, igw_wall_ms());
     }
     char topic[IGW_TOPIC_MAX + 1];
-    if (igw_topic_build(topic, sizeof topic, 0, IGW_TOPIC_DOWN, "thing", a->topic_type, a->product_id,
+    if (igw_topic_build(topic, sizeof topic, 0, IGW_TOPIC_DOWN, a->down->handle, a->down->type, a->product_id,
                         a->device_name) < 0)
         return -1;
     if (!m || igw_mqtt_publish(m, topic, a->payload, a->len, 1) != 0)

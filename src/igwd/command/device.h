@@ -20,16 +20,16 @@
 #include "thingmodel.h"
 
 /* The methods' handlers (generated/igwd/methods.h declares them):
- * device.action checks actionID and its input against the model, and says
- * the downlink "action"; device.propertyControl checks the properties
- * (writable ones only), "control". */
+ * device.action checks actionID and its input against the model and fills
+ * the ActionDownlink; device.propertyControl checks the properties
+ * (writable ones only) and fills the ControlDownlink. */
 int igw_device_action(igw_command_call *call);
 int igw_device_property_control(igw_command_call *call);
 
-/* The downlink of a call its handler accepted, with the device's msgToken
- * `token`: {"method","msgToken"[,"actionID"],"params"} into *out (malloc'd,
- * the caller frees) and *len. 0, or -1 when out of memory. */
-int igw_device_downlink(const igw_command_call *call, const char *token, char **out, size_t *len);
+/* The downlink message of a call its handler accepted, written by its
+ * type's generated encoder into *out (malloc'd, the caller frees) and *len.
+ * 0, or -1 when out of memory. */
+int igw_device_downlink(const igw_command_call *call, char **out, size_t *len);
 
 /* The model a ledger read names for product_id at `version`: the cached
  * one when the read confirmed that version (text NULL), else `text`
@@ -45,14 +45,14 @@ typedef struct igw_device_accepted {
     const char *product_id, *device_name, *device_token;
     const char *endpoint_id, *msg_token, *method, *enterprise_id; /* the command (pending.h) */
     int64_t deadline_ms;
-    const char *topic_type; /* the handler's */
-    const char *payload;    /* igw_device_downlink's */
+    const igw_proto_down *down; /* the method's downlink: its topic's handle and type */
+    const char *payload;        /* igw_device_downlink's */
     size_t len;
 } igw_device_accepted;
 
 /* Remembers a in `pending` (may be NULL; best effort: a command not
  * remembered is looked up when its reply comes), then publishes its
- * downlink on $thing/down/<type>/<productID>/<deviceName> with QoS 1 (m
+ * downlink on $<handle>/down/<type>/<productID>/<deviceName> with QoS 1 (m
  * NULL: no broker). 0, or -1 when it was not published: the deadline turns
  * the command into a failure result. */
 int igw_device_publish(igw_pending *pending, igw_mqtt *m, const igw_device_accepted *a);

@@ -113,11 +113,99 @@ int igw_decode_Req(igw_json *j, igw_Req *o)
     return 0;
 }
 
+/* Field index of a key of OneDown, or -1: length first, then memcmp. */
+static int key_OneDown(const char *k, size_t n)
+{
+    switch (n) {
+    case 1:
+        if (memcmp(k, "n", 1) == 0)
+            return IGW_OneDown_F_n;
+        break;
+    case 6:
+        if (memcmp(k, "method", 6) == 0)
+            return IGW_OneDown_F_method;
+        break;
+    case 8:
+        if (memcmp(k, "msgToken", 8) == 0)
+            return IGW_OneDown_F_msgToken;
+        break;
+    default:
+        break;
+    }
+    return -1;
+}
+
+int igw_decode_OneDown(igw_json *j, igw_OneDown *o)
+{
+    igw_str k;
+    int more;
+    memset(o, 0, sizeof *o);
+    if (igw_json_object_begin(j))
+        return -1;
+    while ((more = igw_json_object_next(j, &k)) == 1) {
+        int f = key_OneDown(k.ptr, k.len);
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        o->has |= UINT64_C(1) << f;
+        switch (f) {
+        case IGW_OneDown_F_method:
+            if (igw_json_string(j, &o->method) || igw_decode_string_rules(j, o->method, 1, 16, 0))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        case IGW_OneDown_F_msgToken:
+            if (igw_json_string(j, &o->msgToken) || igw_decode_string_rules(j, o->msgToken, 1, 32, 0))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        case IGW_OneDown_F_n:
+            if (igw_json_int(j, &o->n, INT64_C(0), INT64_C(9)))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        default:
+            break;
+        }
+    }
+    if (more < 0)
+        return -1;
+    if ((o->has & IGW_OneDown__REQUIRED) != IGW_OneDown__REQUIRED) {
+        if (!(o->has & IGW_OneDown_method)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "method", 6);
+        }
+        if (!(o->has & IGW_OneDown_msgToken)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "msgToken", 8);
+        }
+        if (!(o->has & IGW_OneDown_n)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "n", 1);
+        }
+    }
+    return 0;
+}
+
 void igw_encode_Req(igw_jw *w, const igw_Req *o)
 {
     igw_jw_object_begin(w);
     igw_jw_key(w, "op", 2);
     enc_Op(w, o->op);
+    igw_jw_object_end(w);
+}
+
+void igw_encode_OneDown(igw_jw *w, const igw_OneDown *o)
+{
+    igw_jw_object_begin(w);
+    igw_jw_key(w, "method", 6);
+    igw_jw_string(w, o->method.ptr, o->method.len);
+    igw_jw_key(w, "msgToken", 8);
+    igw_jw_string(w, o->msgToken.ptr, o->msgToken.len);
+    igw_jw_key(w, "n", 1);
+    igw_jw_int(w, o->n);
     igw_jw_object_end(w);
 }
 

@@ -92,6 +92,28 @@ typedef struct igw_Req_list {
     uint32_t n;
 } igw_Req_list;
 
+/* What a device receives for a.one. */
+typedef struct igw_OneDown {
+    uint64_t has; /* IGW_OneDown_<field> bits of the fields present */
+    igw_str method;
+    igw_str msgToken;
+    int64_t n;
+} igw_OneDown;
+enum igw_OneDown_field {
+    IGW_OneDown_F_method = 0,
+    IGW_OneDown_F_msgToken = 1,
+    IGW_OneDown_F_n = 2,
+    IGW_OneDown__NFIELDS
+};
+#define IGW_OneDown_method (UINT64_C(1) << IGW_OneDown_F_method)
+#define IGW_OneDown_msgToken (UINT64_C(1) << IGW_OneDown_F_msgToken)
+#define IGW_OneDown_n (UINT64_C(1) << IGW_OneDown_F_n)
+#define IGW_OneDown__REQUIRED (IGW_OneDown_method | IGW_OneDown_msgToken | IGW_OneDown_n)
+typedef struct igw_OneDown_list {
+    igw_OneDown *v;
+    uint32_t n;
+} igw_OneDown_list;
+
 /* ---- decoders and encoders ---- */
 
 /* Each decoder reads one object of its type at the scanner's position, strictly
@@ -99,6 +121,8 @@ typedef struct igw_Req_list {
  * Each encoder writes the object with fields in schema order. */
 int igw_decode_Req(igw_json *j, igw_Req *out);
 void igw_encode_Req(igw_jw *w, const igw_Req *in);
+int igw_decode_OneDown(igw_json *j, igw_OneDown *out);
+void igw_encode_OneDown(igw_jw *w, const igw_OneDown *in);
 
 /* ---- routes ---- */
 

@@ -4,6 +4,26 @@
 
 #include "api.h"
 
+static void down_OneDown(igw_jw *w, const void *in) { igw_encode_OneDown(w, in); }
+
+static const igw_proto_row dev_rows[] = {
+    {.handle = "thing", .type = "property", .method = "report",
+     .check = IGW_PROTO_CHECK_NONE, .returns = IGW_PROTO_RETURNS_NONE},
+};
+
+const igw_proto_down igw_proto_dev_downs[1] = {
+    {.handle = "thing", .type = "action", .method = "one",
+     .encode = down_OneDown, .size = sizeof(igw_OneDown), .message = "OneDown"},
+};
+
+const igw_protocol igw_proto_dev = {
+    .name = "dev",
+    .rows = dev_rows,
+    .nrows = sizeof dev_rows / sizeof dev_rows[0],
+    .downs = igw_proto_dev_downs,
+    .ndowns = 1,
+};
+
 const char *const igw_proto_check_names[] = {"none", "properties", "pack", "event", "action", "subdevices"};
 const char *const igw_proto_returns_names[] = {"none", "properties", "config"};
 

@@ -27,6 +27,10 @@ typedef enum igw_proto_returns {
     IGW_PROTO_RETURNS_CONFIG,
 } igw_proto_returns;
 
+/* A device that gets a.one. */
+extern const igw_protocol igw_proto_dev;
+/* Its downlinks (also igw_proto_dev.downs), for tables that name one. */
+extern const igw_proto_down igw_proto_dev_downs[1];
 
 /* Schema names of the enums, by value ("none" first). */
 extern const char *const igw_proto_check_names[];

@@ -2,7 +2,7 @@
 #include "methods.h"
 
 const igw_Op_method igw_Op_methods[IGW_Op__COUNT] = {
-    [IGW_Op_a_one] = {op_one, IGW_METHOD_DEVICE}, /* The first. */
+    [IGW_Op_a_one] = {op_one, IGW_METHOD_DEVICE, &igw_proto_dev_downs[0]}, /* The first. */
     [IGW_Op_three] = {op_three, 0},
     [IGW_Op_a_two] = {op_one, 0},
 };

@@ -9,6 +9,7 @@
 #define IGW_GENERATED_METHODS_H
 
 #include "api.h"
+#include "protocol.h"
 
 /* Traits of a binding (bits of `traits`). */
 enum {
@@ -22,6 +23,7 @@ typedef int (*igw_Op_fn)(struct igw_Op_call *call);
 typedef struct igw_Op_method {
     igw_Op_fn fn; /* NULL: no handler (not implemented) */
     unsigned traits; /* IGW_METHOD_* */
+    const igw_proto_down *downlink; /* device: how it reaches the device (schema: `downlink`) */
 } igw_Op_method;
 /* Indexed by igw_Op. */
 extern const igw_Op_method igw_Op_methods[IGW_Op__COUNT];

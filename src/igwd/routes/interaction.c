@@ -4,72 +4,37 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 #include "api.h"
-#include "base64.h"
-#include "clock.h"
 #include "command/command.h"
 #include "core/log.h"
+#include "event/endpoint.h"
 #include "event/outbox.h"
 #include "event/push.h"
 #include "routes/context.h"
 #include "routes/routes.h"
 
-#define ENDPOINT_TTL_MS INT64_C(3600000) /* one hour, fixed; never renewed */
-#define ENDPOINT_ID_BYTES 18             /* 144 random bits, 24 base64url characters */
+/* ---- /endpoints/register (event/endpoint.h) ------------------------------------------ */
 
-/* ---- /endpoints/register ---------------------------------------------------------- */
-
-static const igw_db_stmt stmt_endpoint = {
-    "igw_endpoint_register",
-    "INSERT INTO endpoints (endpoint_id, enterprise_id, user_id, expires_at_ms) "
-    "VALUES ($1, $2::bigint, $3::bigint, $4::bigint)",
-    4};
-
-typedef struct registration {
-    igw_exchange *ex;
-    char id[40];
-    int64_t expires_at;
-} registration;
-
-static void on_endpoint(void *arg, const PGresult *res, const char *err)
+static void on_registered(void *arg, const igw_endpoint_result *r)
 {
-    registration *r = arg;
-    if (!res) {
-        igw_log(IGW_LOG_ERROR, igw_http_request_id(r->ex), "register: %s", err);
-        igw_http_reply_error(r->ex, IGW_ERR_INTERNAL, "could not register the endpoint", "");
-    } else {
-        igw_RegisterData d = {.endpointId = {r->id, strlen(r->id)}, .expiresAt = r->expires_at};
-        igw_encode_RegisterData(igw_http_data(r->ex), &d);
-        igw_http_reply_data(r->ex);
+    igw_exchange *ex = arg;
+    if (r->err) {
+        igw_log(IGW_LOG_ERROR, igw_http_request_id(ex), "register: %s", r->err);
+        igw_http_reply_error(ex, IGW_ERR_INTERNAL, "could not register the endpoint", "");
+        return;
     }
-    free(r);
+    igw_RegisterData d = {.endpointId = {r->id, strlen(r->id)}, .expiresAt = r->expires_at_ms};
+    igw_encode_RegisterData(igw_http_data(ex), &d);
+    igw_http_reply_data(ex);
 }
 
 void igw_route_endpoints_register(igw_exchange *ex, const igw_request *req, const igw_principal *who)
 {
     (void)req;
     igw_worker *w = igw_http_state(ex);
-    registration *r = calloc(1, sizeof *r);
-    unsigned char raw[ENDPOINT_ID_BYTES];
-    if (!r || getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw ||
-        igw_b64_encode(IGW_B64_URL, raw, sizeof raw, r->id, sizeof r->id) < 0) {
-        free(r);
-        igw_http_reply_error(ex, IGW_ERR_INTERNAL, "could not register the endpoint", "");
-        return;
-    }
-    r->ex = ex;
-    r->expires_at = igw_wall_ms() + ENDPOINT_TTL_MS;
-    char ent[24], user[24], exp[24];
-    snprintf(ent, sizeof ent, "%lld", (long long)who->enterprise_id);
-    snprintf(user, sizeof user, "%lld", (long long)who->user_id);
-    snprintf(exp, sizeof exp, "%lld", (long long)r->expires_at);
-    const char *values[4] = {r->id, ent, user, exp};
-    if (igw_db_exec(w->db[0], &stmt_endpoint, values, NULL, NULL, on_endpoint, r)) {
-        free(r);
+    if (igw_endpoint_register(w->db[0], who->enterprise_id, who->user_id, on_registered, ex))
         igw_http_reply_error(ex, IGW_ERR_UNAVAILABLE, "busy, retry later", "");
-    }
 }
 
 /* ---- /commands (command/command.h) ------------------------------------------------ */

@@ -30,25 +30,38 @@ CTL_LIBS     = $(shell pkg-config --libs libpq)
 
 # Debian packages the build and the tests need; `make deps` installs the
 # missing ones (as root), and `make run` / `make test` call it first.
+# DEB_NODE is installed only when no node/npm is on PATH
+# (Debian's Node 18 is enough; a newer one already installed is kept).
 DEB_PACKAGES := re2c clang libclang-rt-14-dev libssl-dev libsimdjson-dev libjansson-dev \
-                postgresql-15 postgresql-client-15 redis-server mosquitto mosquitto-clients \
+                postgresql-15 postgresql-client-15 redis-server mosquitto mosquitto-clients mosquitto-dev \
                 libh2o-evloop-dev libwslay-dev libpq-dev libhiredis-dev libmosquitto-dev curl jq \
                 libnice-dev libsrtp2-dev libglib2.0-dev libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev \
                 libgstreamer-plugins-bad1.0-dev gstreamer1.0-nice gstreamer1.0-plugins-base \
-                gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-plugins-ugly chromium nftables
+                gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-plugins-ugly chromium nftables \
+                iproute2 python3
+DEB_NODE     := nodejs npm
+# What only the benchmarks need (`make deps-bench`, run by every bench-* target):
+# wrk (bench-edge), janus and gst-launch-1.0 (bench-media).
+BENCH_DEB_PACKAGES := wrk janus gstreamer1.0-tools
 
 .PHONY: test-media-unit test-media bench-media bench-srtp all deps run stop generate services-up services-down test-ops test-edge test-mqtt test-db test-upload test-redis test-app test-outbox test-pending test-ws test-devauth test-jwt test-thingmodel test-igwd test-mqttauth check-gen test test-unit test-codegen test-conformance test-json \
-        test-sql test-openapi fuzz-smoke fuzz bench-decode bench-edge bench-app clean deps
+        test-sql test-openapi fuzz-smoke fuzz bench-decode bench-edge bench-app clean deps deps-bench
 all: $(BUILD)/igw-gen $(BUILD)/igwctl $(BUILD)/igwd $(BUILD)/igw-mqtt-auth.so $(BUILD)/igw-vcam
 
-deps:
-	@missing=$$(for p in $(DEB_PACKAGES); do \
+# deb_install PACKAGES: apt-get install those not installed yet.
+deb_install = @missing=$$(for p in $(1); do \
 	    dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
-	command -v node >/dev/null && command -v npm >/dev/null || missing="$$missing nodejs npm"; \
+	$(2) \
 	if [ -n "$$(echo $$missing)" ]; then \
-	    echo "deps: installing$$missing"; \
+	    echo "$@: installing" $$missing; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	fi
+
+deps:
+	$(call deb_install,$(DEB_PACKAGES),command -v node >/dev/null && command -v npm >/dev/null || missing="$$missing $(DEB_NODE)";)
+
+deps-bench: deps
+	$(call deb_install,$(BENCH_DEB_PACKAGES))
 
 # Builds everything, starts PostgreSQL, Redis and Mosquitto under var/ and
 # runs igwd in the foreground (src/ops/run.sh). Ctrl-C stops igwd.
@@ -341,12 +354,11 @@ $(BENCH)/bench_decode: $(BENCH_C) $(BENCH)/bench_simdjson.o $(RUNTIME_SRC) \
 	    $(BENCH)/bench_simdjson.o -lsimdjson -ljansson -lstdc++ $(RT_LIBS)
 
 # Durable device ingestion vs the same binary's no-database reply, with wrk.
-bench-edge: deps all
-	@command -v wrk >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null; }
+bench-edge: deps-bench all
 	tests/bench/bench_edge.sh $(BUILD)/igwd
 
 # Area B under load: acceptance, command-to-push, pull-and-ack (node + npm ws, mqtt).
-bench-app: deps all $(BENCH)/igw-loadgen $(BENCH)/igw-benchdevice
+bench-app: deps-bench all $(BENCH)/igw-loadgen $(BENCH)/igw-benchdevice
 	tests/bench/bench_app.sh $(BUILD)/igwd $(BENCH)/igw-loadgen $(BENCH)/igw-benchdevice
 
 $(BENCH)/igw-loadgen: tests/bench/loadgen.c
@@ -366,15 +378,14 @@ $(BENCH)/bench_srtp: tests/media/bench_srtp.c src/media/dtls.c src/media/dtls.h
 	$(CC) $(CSTD) $(WARN) $(BENCH_OPT) $(MEDIA_CFLAGS) -o $@ tests/media/bench_srtp.c src/media/dtls.c $(MEDIA_LIBS)
 
 # Outbound SRTP protect: igw's OpenSSL path against libsrtp2 (Debian's, NSS) per profile.
-bench-srtp: deps $(BENCH)/bench_srtp
+bench-srtp: deps-bench $(BENCH)/bench_srtp
 	$(BENCH)/bench_srtp
 
 # The media core against Janus 1.1.2: CPU per forwarded packet, memory per viewer, loss.
-bench-media: deps $(BENCH)/igw-media-host
-	@command -v janus >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq janus >/dev/null; }
+bench-media: deps-bench $(BENCH)/igw-media-host
 	tests/bench/bench_media.sh $(BENCH)/igw-media-host
 
-bench-decode: deps $(BENCH)/bench_decode
+bench-decode: deps-bench $(BENCH)/bench_decode
 	$(BENCH)/bench_decode $(sort $(wildcard generated/conformance/*.jsonl))
 
 clean:

@@ -20,7 +20,7 @@
 #   sanitizer builds: what GLib's and GStreamer's constructors and fontconfig
 #   keep until exit is theirs, not ours; full unwinding so that those frames
 #   are seen (the distribution's libraries have no frame pointers).
-MEDIA_PW_VERSION=1.65.1
+MEDIA_PW_VERSION=1.61.1
 
 media_playwright() {
     local dir=$1 have

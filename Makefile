@@ -30,7 +30,9 @@ CTL_LIBS     = $(shell pkg-config --libs libpq)
 
 # Debian packages the build and the tests need; `make deps` installs the
 # missing ones (as root), and `make run` / `make test` call it first.
-# DEB_NODE is installed only when no node/npm is on PATH
+# `make check-deps` (src/ops/check-deps.sh, first in `make test`) fails when a
+# header, library or program the sources, tests or benchmarks use comes from a
+# package missing here. DEB_NODE is installed only when no node/npm is on PATH
 # (Debian's Node 18 is enough; a newer one already installed is kept).
 DEB_PACKAGES := re2c clang libclang-rt-14-dev libssl-dev libsimdjson-dev libjansson-dev \
                 postgresql-15 postgresql-client-15 redis-server mosquitto mosquitto-clients mosquitto-dev \
@@ -45,7 +47,7 @@ DEB_NODE     := nodejs npm
 BENCH_DEB_PACKAGES := wrk janus gstreamer1.0-tools
 
 .PHONY: test-media-unit test-media bench-media bench-srtp all deps run stop generate services-up services-down test-ops test-edge test-mqtt test-db test-upload test-redis test-app test-outbox test-pending test-ws test-devauth test-jwt test-thingmodel test-igwd test-mqttauth check-gen test test-unit test-codegen test-conformance test-json \
-        test-sql test-openapi fuzz-smoke fuzz bench-decode bench-edge bench-app clean deps deps-bench
+        test-sql test-openapi fuzz-smoke fuzz bench-decode bench-edge bench-app clean deps deps-bench check-deps
 all: $(BUILD)/igw-gen $(BUILD)/igwctl $(BUILD)/igwd $(BUILD)/igw-mqtt-auth.so $(BUILD)/igw-vcam
 
 # deb_install PACKAGES: apt-get install those not installed yet.
@@ -62,6 +64,12 @@ deps:
 
 deps-bench: deps
 	$(call deb_install,$(BENCH_DEB_PACKAGES))
+
+# Every header, library, program and npm module the build, tests and benchmarks
+# use comes from DEB_PACKAGES/DEB_NODE/BENCH_DEB_PACKAGES or a pinned install
+# (after `deps`: dpkg knows the files of installed packages only).
+check-deps: deps
+	src/ops/check-deps.sh
 
 # Builds everything, starts PostgreSQL, Redis and Mosquitto under var/ and
 # runs igwd in the foreground (src/ops/run.sh). Ctrl-C stops igwd.
@@ -333,7 +341,7 @@ fuzz: $(T)/conformance-run
 	CLANG=$(CLANG) tests/fuzz/smoke.sh $${FUZZ_SECONDS:-300}
 
 # Every test; non-zero on any failure.
-test: deps all check-gen test-codegen test-json test-conformance test-devauth test-jwt test-thingmodel test-upload test-igwctl test-igwd test-pending test-db test-outbox test-ws test-redis test-mqtt test-edge test-app test-sql test-ops test-mqttauth test-openapi test-media-unit test-media fuzz-smoke
+test: check-deps deps all check-gen test-codegen test-json test-conformance test-devauth test-jwt test-thingmodel test-upload test-igwctl test-igwd test-pending test-db test-outbox test-ws test-redis test-mqtt test-edge test-app test-sql test-ops test-mqttauth test-openapi test-media-unit test-media fuzz-smoke
 	@echo "make test: all passed"
 
 # ---- benchmark ----------------------------------------------------------------

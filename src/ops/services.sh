@@ -70,7 +70,8 @@ esac
 # PostgreSQL refuses to run as root: the server runs as postgres then.
 if [ "$(id -u)" -eq 0 ]; then
     pg_user=postgres
-    as_pg() { runuser -u postgres -- "$@"; }
+    # From /: postgres may not reach the caller's directory (a clone under /root).
+    as_pg() { (cd / && runuser -u postgres -- "$@"); }
 else
     pg_user=$(id -un)
     as_pg() { "$@"; }

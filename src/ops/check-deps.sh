@@ -35,7 +35,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$root" || exit 2
 prog=check-deps
 NODE_MAJOR=18                     # Debian 12's nodejs: the oldest Node the tests must run on
-BASE_PACKAGES="build-essential make git pkg-config ca-certificates"
+BASE_PACKAGES="build-essential make git pkg-config ca-certificates apt"
 
 # Programs that must be available, with the package each comes from. Programs
 # found in command position are checked without being listed here; these are
@@ -282,7 +282,8 @@ cmdwords() {
     }'
 }
 mjs_files=$(git ls-files 'tests/*.mjs' 'tests/*.js')
-sh_files=$(git ls-files 'tests/*.sh' 'src/ops/*.sh' '.ci/*')
+# (not this script: its lists name programs without calling them)
+sh_files=$(git ls-files 'tests/*.sh' 'src/ops/*.sh' '.ci/*' | grep -vx 'src/ops/check-deps.sh')
 # Functions the scripts define are not programs.
 declare -A FUNC EXEC
 while read -r f; do FUNC[$f]=1; done < <(cat $sh_files | sed -nE 's/^[[:space:]]*(function[[:space:]]+)?([A-Za-z_][A-Za-z0-9_-]*)[[:space:]]*\(\)[[:space:]]*\{?.*/\2/p' | sort -u)

@@ -38,12 +38,21 @@ DEPFLAGS     = -MMD -MP
 
 # Debian packages the build and the tests need; `make deps` installs the
 # missing ones (as root), and `make run` / `make test` call it first.
+# `make check-deps` (src/ops/check-deps.sh, first in `make test`) fails when a
+# header, library or program the sources, tests or benchmarks use comes from a
+# package missing here. DEB_NODE is installed only when no node/npm is on PATH
+# (Debian's Node 18 is enough; a newer one already installed is kept).
 DEB_PACKAGES := re2c clang libclang-rt-14-dev libssl-dev libsimdjson-dev libjansson-dev \
                 postgresql-15 postgresql-client-15 redis-server mosquitto mosquitto-clients mosquitto-dev \
                 libh2o-evloop-dev libwslay-dev libpq-dev libhiredis-dev libmosquitto-dev curl jq \
                 libnice-dev libsrtp2-dev libglib2.0-dev libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev \
                 libgstreamer-plugins-bad1.0-dev gstreamer1.0-nice gstreamer1.0-plugins-base \
-                gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-plugins-ugly chromium nftables
+                gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-plugins-ugly chromium nftables \
+                iproute2 python3
+DEB_NODE     := nodejs npm
+# What only the benchmarks need (`make deps-bench`, run by every bench-* target):
+# wrk (bench-edge), janus and gst-launch-1.0 (bench-media).
+BENCH_DEB_PACKAGES := wrk janus gstreamer1.0-tools
 
 # ---- packages ------------------------------------------------------------------
 PKG_IGWD  := libh2o-evloop libpq hiredis libmosquitto
@@ -138,7 +147,7 @@ IGWD_LINK := $(addprefix igwd_,$(IGWD_ROOMS)) gen lib rt
 # $(call link,FLAVOUR-FLAGS,EXTRA-LIBS): links the target from its objects and libraries.
 link = @mkdir -p $(@D) && echo "  LINK $@" && $(CC) $1 -o $@ $(filter %.o,$^) $(filter %.a,$^) $2
 
-.PHONY: all deps check-deps run stop generate check-gen services-up services-down clean \
+.PHONY: all deps deps-bench check-deps run stop generate check-gen services-up services-down clean \
         test test-unit test-services test-media test-layers \
         test-codegen test-json test-conformance test-devauth test-topic test-jwt test-thingmodel test-upload test-igwctl \
         test-igwd test-conn test-pending test-log test-db test-outbox test-ws test-redis test-mqtt test-edge test-app test-nodes \
@@ -148,14 +157,20 @@ link = @mkdir -p $(@D) && echo "  LINK $@" && $(CC) $1 -o $@ $(filter %.o,$^) $(
 
 all: $(BUILD)/igw-gen $(BUILD)/igwctl $(BUILD)/igwd $(BUILD)/igw-mqtt-auth.so $(BUILD)/igw-vcam
 
-deps:
-	@missing=$$(for p in $(DEB_PACKAGES); do \
+# deb_install PACKAGES[,EXTRA-SHELL]: apt-get install those not installed yet.
+deb_install = @missing=$$(for p in $(1); do \
 	    dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
-	command -v node >/dev/null && command -v npm >/dev/null || missing="$$missing nodejs npm"; \
+	$(2) \
 	if [ -n "$$(echo $$missing)" ]; then \
-	    echo "deps: installing" $$missing; \
+	    echo "$@: installing" $$missing; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	fi
+
+deps:
+	$(call deb_install,$(DEB_PACKAGES),command -v node >/dev/null && command -v npm >/dev/null || missing="$$missing $(DEB_NODE)";)
+
+deps-bench: deps
+	$(call deb_install,$(BENCH_DEB_PACKAGES))
 
 # Builds everything, starts PostgreSQL, Redis and Mosquitto under var/ and
 # runs igwd in the foreground (src/ops/run.sh). Ctrl-C stops igwd.
@@ -255,9 +270,10 @@ $(T)/pending_test_tsan: tests/igwd/pending_test.c src/igwd/command/pending.c tes
 JSON_SUITE ?= tests/rt/JSONTestSuite/test_parsing
 FUZZ_SECONDS ?= 3
 
-# Every system header, library, program and npm module the build and the
-# tests use comes from a package that `make deps` installs (src/ops/check-deps.sh).
-check-deps:
+# Every header, library, program and npm module the build, tests and benchmarks
+# use comes from DEB_PACKAGES/DEB_NODE/BENCH_DEB_PACKAGES or a pinned install
+# (after `deps`: dpkg knows the files of installed packages only).
+check-deps: deps
 	src/ops/check-deps.sh
 
 # The rooms' dependencies point one way and the transport knows no route.
@@ -389,6 +405,7 @@ test-services: test-igwctl test-igwd test-db test-outbox test-ws test-redis test
 # `make deps` first, in a make of its own: the rest of the build reads
 # pkg-config, which a fresh machine gets from it.
 test: deps
+	$(MAKE) --no-print-directory check-deps
 	$(MAKE) --no-print-directory all test-unit test-services test-media
 	@echo "make test: all passed"
 
@@ -417,25 +434,23 @@ $(BENCH)/igw-media-host: $(BUILD)/bobj/tests/media/host.o $(call libs,bobj,media
 $(BENCH)/bench_srtp: $(BUILD)/bobj/tests/media/bench_srtp.o $(call libs,bobj,media)
 	$(call link,,$(MEDIA_LIBS))
 
-bench-decode: deps $(BENCH)/bench_decode
+bench-decode: deps-bench $(BENCH)/bench_decode
 	$(BENCH)/bench_decode $(sort $(wildcard generated/conformance/*.jsonl))
 
 # Durable device ingestion vs the same binary's no-database reply, with wrk.
-bench-edge: deps all
-	@command -v wrk >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null; }
+bench-edge: deps-bench all
 	tests/bench/bench_edge.sh $(BUILD)/igwd
 
 # Area B under load: acceptance, command-to-push, pull-and-ack (node + npm ws, mqtt).
-bench-app: deps all $(BENCH)/igw-loadgen $(BENCH)/igw-benchdevice
+bench-app: deps-bench all $(BENCH)/igw-loadgen $(BENCH)/igw-benchdevice
 	tests/bench/bench_app.sh $(BUILD)/igwd $(BENCH)/igw-loadgen $(BENCH)/igw-benchdevice
 
 # Outbound SRTP protect: igw's OpenSSL path against libsrtp2 (Debian's, NSS) per profile.
-bench-srtp: deps $(BENCH)/bench_srtp
+bench-srtp: deps-bench $(BENCH)/bench_srtp
 	$(BENCH)/bench_srtp
 
 # The media core against Janus 1.1.2: CPU per forwarded packet, memory per viewer, loss.
-bench-media: deps $(BENCH)/igw-media-host
-	@command -v janus >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq janus >/dev/null; }
+bench-media: deps-bench $(BENCH)/igw-media-host
 	tests/bench/bench_media.sh $(BENCH)/igw-media-host
 
 clean:

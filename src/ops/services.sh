@@ -25,6 +25,7 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+var_given=${IGW_VAR:+yes}
 IGW_VAR=$(realpath -m "${IGW_VAR:-$root/var}")
 IGW_PG_PORT=${IGW_PG_PORT:-54320}
 IGW_REDIS_PORT=${IGW_REDIS_PORT:-63790}
@@ -35,16 +36,21 @@ migrations=$(realpath -m "${IGW_MIGRATIONS:-$root/migrations}")
 pgbin=${PGBIN:-/usr/lib/postgresql/15/bin}
 mqtt_plugin=$(realpath -m "${IGW_MQTT_PLUGIN:-$root/build/igw-mqtt-auth.so}")
 
-pgdata=$IGW_VAR/pg
-logdir=$IGW_VAR/log
-envfile=$IGW_VAR/env
-redis_dir=$IGW_VAR/redis
-redis_pid=$redis_dir/redis.pid
-mqtt_dir=$IGW_VAR/mosquitto
-mqtt_conf=$mqtt_dir/mosquitto.conf
-mqtt_pid=$mqtt_dir/mosquitto.pid
-mqtt_passwd=$mqtt_dir/passwd
-mqtt_secret=$mqtt_dir/igwd.secret
+set_paths() {
+    pgdata=$IGW_VAR/pg
+    logdir=$IGW_VAR/log
+    envfile=$IGW_VAR/env
+    redis_dir=$IGW_VAR/redis
+    redis_pid=$redis_dir/redis.pid
+    mqtt_dir=$IGW_VAR/mosquitto
+    mqtt_conf=$mqtt_dir/mosquitto.conf
+    mqtt_pid=$mqtt_dir/mosquitto.pid
+    mqtt_passwd=$mqtt_dir/passwd
+    mqtt_secret=$mqtt_dir/igwd.secret
+    mqtt_plugin_copy=$mqtt_dir/igw-mqtt-auth.so
+    fallback_sockdir=/tmp/igw-$(printf %s "$IGW_VAR" | sha256sum | cut -c1-12)
+}
+set_paths
 mqtt_user=igwd
 
 prog=services.sh
@@ -64,7 +70,8 @@ esac
 # PostgreSQL refuses to run as root: the server runs as postgres then.
 if [ "$(id -u)" -eq 0 ]; then
     pg_user=postgres
-    as_pg() { runuser -u postgres -- "$@"; }
+    # From /: postgres may not reach the caller's directory (a clone under /root).
+    as_pg() { (cd / && runuser -u postgres -- "$@"); }
 else
     pg_user=$(id -un)
     as_pg() { "$@"; }
@@ -150,8 +157,6 @@ sq() { printf "'%s'" "${1//\'/\'\\\'\'}"; } # shell single-quote
 # $IGW_VAR/run when the server user can reach it and the socket paths fit
 # in sun_path (108 bytes), else /tmp/igw-<hash of IGW_VAR>. The choice is
 # recorded in $IGW_VAR/env as IGW_RUN_DIR.
-fallback_sockdir=/tmp/igw-$(printf %s "$IGW_VAR" | sha256sum | cut -c1-12)
-
 pg_can_reach() { as_pg test -x "$1" 2>/dev/null; }
 
 choose_sockdir() {
@@ -192,8 +197,36 @@ need_pg() {
 
 # ---- up ----------------------------------------------------------------------
 
+# As root with the default IGW_VAR (the repo's var/): when the service users
+# cannot reach the repo (a clone under /root, mode 700), the data lives in
+# /var/lib/igw/<hash of the repo's var path> and var/ becomes a symlink to it,
+# so var/env, var/demo.json and the next run (which follows the link) work
+# as before. An explicit IGW_VAR is never moved.
+relocate_default_var() {
+    local link=$root/var data
+    [ -z "$var_given" ] && [ "$pg_user" != "$(id -un)" ] || return 0
+    [ -L "$link" ] && return 0
+    pg_can_reach "$root" && return 0
+    data=/var/lib/igw/$(printf %s "$link" | sha256sum | cut -c1-12)
+    if [ -d "$link" ]; then
+        # What an earlier, failed `up` left: directories without files.
+        [ -z "$(find "$link" ! -type d -print -quit)" ] \
+            || die "the $pg_user user cannot reach $root, and $link holds data: move it away (the data then goes to $data, var/ linking there) or set IGW_VAR"
+        rm -rf "$link"
+    elif [ -e "$link" ]; then
+        die "$link exists and is not a directory"
+    fi
+    mkdir -p "$data"
+    chmod 0755 /var/lib/igw "$data"
+    ln -s "$data" "$link"
+    say "the $pg_user user cannot reach $root: data in $data ($link links there)"
+    IGW_VAR=$data
+    set_paths
+}
+
 prepare_dirs() {
     local d
+    relocate_default_var
     mkdir -p "$IGW_VAR" "$logdir" "$redis_dir" "$mqtt_dir"
     # The server users must traverse $IGW_VAR (not list it).
     chmod o+x,g+x "$IGW_VAR" 2>/dev/null || true
@@ -308,10 +341,16 @@ mqtt_up() {
     mosquitto_passwd -b "$mqtt_passwd" "$mqtt_user" "$mqtt_password" >/dev/null \
         || die "mosquitto_passwd failed"
     if [ -f "$mqtt_plugin" ]; then
+        # Mosquitto loads the plugin after dropping to its user, who may not
+        # reach the build tree (a clone under /root): it loads a copy in
+        # $mqtt_dir, which is its own (replaced whole, never rewritten).
+        cp -f "$mqtt_plugin" "$mqtt_plugin_copy.tmp.$$" && chmod 0644 "$mqtt_plugin_copy.tmp.$$" \
+            && mv -f "$mqtt_plugin_copy.tmp.$$" "$mqtt_plugin_copy" || die "cannot copy $mqtt_plugin to $mqtt_dir"
         mqtt_auth="# Devices authenticate with their own secrets against the database
 # (src/mqttauth/); $mqtt_user, the gateway's privileged client, with the
 # password in $mqtt_secret (also in $envfile).
-plugin $mqtt_plugin
+# A copy of $mqtt_plugin, made by 'up'.
+plugin $mqtt_plugin_copy
 plugin_opt_dsn host=$sockdir port=$IGW_PG_PORT dbname=$IGW_DB user=postgres
 plugin_opt_admin_user $mqtt_user
 plugin_opt_admin_password_file $mqtt_secret"

@@ -1,12 +1,12 @@
 #!/bin/sh
 # vectors.sh - recomputes the known-answer vectors of devauth_test.c with the
 # openssl CLI (independently of devauth.c). Prints C initialisers to paste
-# into kat[] and KAT_BASIC. Needs openssl, base64 (coreutils), xxd.
+# into kat[] and KAT_BASIC. Needs openssl, base64 and od (coreutils).
 set -eu
 
 hmac() { # alg secret_b64 msg
     printf %s "$3" | openssl dgst -"$1" -mac HMAC \
-        -macopt hexkey:"$(printf %s "$2" | base64 -d | xxd -p -c 256)" | sed 's/.*= //'
+        -macopt hexkey:"$(printf %s "$2" | base64 -d | od -An -v -tx1 | tr -d ' \n')" | sed 's/.*= //'
 }
 
 one() { # secret_b64 username

@@ -20,7 +20,9 @@
 #   sanitizer builds: what GLib's and GStreamer's constructors and fontconfig
 #   keep until exit is theirs, not ours; full unwinding so that those frames
 #   are seen (the distribution's libraries have no frame pointers).
-MEDIA_PW_VERSION=1.65.1
+# playwright-core 1.61.1: the last release that runs on Node 18 (Debian 12's
+# nodejs; 1.62 and later need Node 20); it drives Debian's /usr/bin/chromium.
+MEDIA_PW_VERSION=1.61.1
 
 media_playwright() {
     local dir=$1 have

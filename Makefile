@@ -395,9 +395,10 @@ test-media: $(T)/igw-media-host $(BUILD)/igw-vcam
 	tests/media/vcam_direct.sh $(BUILD)/igw-vcam
 	tests/media/media_test.sh $(T)/igw-media-host $(BUILD)/igw-vcam
 
-# The tiers: no services (seconds to a minute), real services, real media peers.
+# The tiers: no services, real services, real media peers (fuzz-smoke, a few
+# seconds per decoder plus its clang builds, runs in `make test` beside them).
 test-unit: check-gen test-layers test-codegen test-json test-conformance test-devauth test-topic test-jwt test-thingmodel \
-           test-upload test-conn test-pending test-log test-media-unit test-openapi fuzz-smoke
+           test-upload test-conn test-pending test-log test-media-unit test-openapi
 test-services: test-igwctl test-igwd test-db test-outbox test-ws test-redis test-mqtt test-edge test-app test-nodes \
                test-sql test-ops test-mqttauth
 
@@ -406,7 +407,7 @@ test-services: test-igwctl test-igwd test-db test-outbox test-ws test-redis test
 # pkg-config, which a fresh machine gets from it.
 test: deps
 	$(MAKE) --no-print-directory check-deps
-	$(MAKE) --no-print-directory all test-unit test-services test-media
+	$(MAKE) --no-print-directory all test-unit fuzz-smoke test-services test-media
 	@echo "make test: all passed"
 
 # ---- benchmarks ----------------------------------------------------------------------

@@ -3033,6 +3033,10 @@ int igw_decode_DeviceMessage(igw_json *j, igw_DeviceMessage *o)
         igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = actionReply");
         return igw_json_prefix_key(j, "actionID", 8);
     }
+    if ((o->has & IGW_DeviceMessage_response) && !((o->has & IGW_DeviceMessage_method) && (igw_str_eq(o->method, "actionReply", 11)))) {
+        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method != actionReply");
+        return igw_json_prefix_key(j, "response", 8);
+    }
     return 0;
 }
 

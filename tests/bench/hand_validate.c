@@ -456,11 +456,13 @@ static int v_device_message(ctx *c, json_t *o)
     TRY(has_event);
     int has_type = get_ident(c, o, "type", false);
     TRY(has_type);
-    TRY(get_ident(c, o, "actionID", false));
+    int has_action = get_ident(c, o, "actionID", false);
+    TRY(has_action);
     int has_code = get_int(c, o, "code", false, -SAFE_MAX, SAFE_MAX, NULL);
     TRY(has_code);
     TRY(get_string(c, o, "msg", false, 0, 1024, F_NONE, NULL, NULL));
-    TRY(get_free(c, o, "response", false, true, 8, 16 * 1024));
+    int has_response = get_free(c, o, "response", false, true, 8, 16 * 1024);
+    TRY(has_response);
     TRY(get_free(c, o, "data", false, false, 8, 48 * 1024));
     bool event_post = mlen == 9 && memcmp(method, "eventPost", 9) == 0;
     if (event_post && !has_event)
@@ -473,6 +475,11 @@ static int v_device_message(ctx *c, json_t *o)
                       (mlen == 12 && memcmp(method, "controlReply", 12) == 0) ||
                       (mlen == 14 && memcmp(method, "getReportReply", 14) == 0)))
         return fail(c, "code", "required for replies");
+    bool action_reply = mlen == 11 && memcmp(method, "actionReply", 11) == 0;
+    if (action_reply && !has_action)
+        return fail(c, "actionID", "required when method = actionReply");
+    if (!action_reply && has_response)
+        return fail(c, "response", "not allowed when method != actionReply");
     return 0;
 }
 

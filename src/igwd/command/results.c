@@ -151,7 +151,7 @@ static int emit(const outcome *o, const char *const cmd[4], const char *const ke
     if (o->cls == IGW_ERR_OK) {
         ev.data.has |= IGW_ResultData_state;
         ev.data.state = (igw_str){"succeeded", 9};
-        if (o->response && ev.data.operation == IGW_CommandMethod_device_action) {
+        if (o->response) { /* only an actionReply carries one (schema: DeviceMessage) */
             ev.data.has |= IGW_ResultData_output;
             ev.data.output = (igw_str){o->response, o->response_len};
         }

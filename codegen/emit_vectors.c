@@ -3050,6 +3050,49 @@ static void gen_free(gen *g)
  * and a path that only looks like the route (404 class) before any body. */
 static void header_rule_vectors(gen *g);
 
+/* A JSON route's Content-Type: missing, another media type, a charset that
+ * is not UTF-8 (refused: JSON is UTF-8), and UTF-8 spelled as clients do
+ * (accepted), each with the first valid body. */
+static void content_type_vectors(gen *g)
+{
+    if (g->r->body != IGW_BODY_JSON || !g->bases.n)
+        return;
+    static const struct {
+        const char *test, *what, *ct; /* ct NULL: no header */
+        bool ok;
+    } cases[] = {
+        {"missing", "no Content-Type", NULL, false},
+        {"text-plain", "Content-Type text/plain", "text/plain", false},
+        {"charset-latin1", "a charset that is not UTF-8", "application/json; charset=iso-8859-1", false},
+        {"charset-quoted-utf8", "charset \"UTF-8\", quoted, upper case", "Application/JSON;charset=\"UTF-8\"", true},
+    };
+    const igw_error *mt = igw_schema_error_role(g->s, IGW_ROLE_MEDIA);
+    size_t len;
+    const char *body = jv_text(g, IGW_VEC_AT(g->bases, base, 0)->root, &len);
+    igw_out *o = &g->out;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        igw_out_puts(o, "{\"id\":");
+        igw_out_json_string(o, unique_id(g, gprintf(g, "%s/content-type/%s", g->r->name, cases[i].test)));
+        igw_out_puts(o, ",\"doc\":");
+        igw_out_json_string(o, gprintf(g, "content type: %s", cases[i].what));
+        igw_out_puts(o, ",\"tags\":[\"content-type\"],\"request\":{\"method\":");
+        igw_out_json_string(o, g->r->method);
+        igw_out_puts(o, ",\"path\":");
+        igw_out_json_string(o, g->req_path);
+        igw_out_puts(o, ",\"headers\":{");
+        if (cases[i].ct) {
+            igw_out_puts(o, "\"content-type\":");
+            igw_out_json_string(o, cases[i].ct);
+        }
+        igw_out_puts(o, "},\"body\":");
+        igw_out_json_string(o, gstrndup(g, body, len));
+        if (cases[i].ok)
+            igw_out_puts(o, "},\"expect\":{\"status\":200,\"code\":200,\"path\":\"\"}}\n");
+        else
+            igw_out_printf(o, "},\"expect\":{\"status\":%d,\"code\":%" PRId64 ",\"path\":\"\"}}\n", mt->http, mt->code);
+    }
+}
+
 static void route_vectors(gen *g)
 {
     static const struct {
@@ -3140,6 +3183,7 @@ static void route_vectors(gen *g)
                        dec->code);
     }
     header_rule_vectors(g);
+    content_type_vectors(g);
 }
 
 /* A valid value of header f: its enum's first value, else a sample of its

@@ -29,7 +29,7 @@ igw_str igw_http_header(const igw_http_request *in, const char *name, size_t len
 }
 
 /* RFC 9110 media type: type/subtype (case-insensitive), then optional
- * whitespace and either the end or ';' parameters (charset etc. ignored). */
+ * whitespace and either the end or ';' parameters (see charset_ok). */
 static bool media_is(igw_str ct, const char *want)
 {
     size_t w = strlen(want);
@@ -38,6 +38,51 @@ static bool media_is(igw_str ct, const char *want)
     while (w < ct.len && (ct.ptr[w] == ' ' || ct.ptr[w] == '\t'))
         w++;
     return w == ct.len || ct.ptr[w] == ';';
+}
+
+/* The media type's parameters (`; name=value`, value a token or a quoted
+ * string): false when a charset names anything but UTF-8. JSON is UTF-8
+ * (RFC 8259 §8.1) and is decoded as such whatever a client says, so a
+ * client that says otherwise is refused rather than misread. */
+static bool charset_ok(igw_str ct)
+{
+    size_t i = 0;
+    while (i < ct.len && ct.ptr[i] != ';')
+        i++;
+    while (i < ct.len) {
+        i++; /* the ';' */
+        while (i < ct.len && (ct.ptr[i] == ' ' || ct.ptr[i] == '\t'))
+            i++;
+        size_t name = i;
+        while (i < ct.len && ct.ptr[i] != '=' && ct.ptr[i] != ';')
+            i++;
+        size_t name_len = i - name;
+        while (name_len > 0 && (ct.ptr[name + name_len - 1] == ' ' || ct.ptr[name + name_len - 1] == '\t'))
+            name_len--;
+        size_t val = i, val_len = 0;
+        if (i < ct.len && ct.ptr[i] == '=') {
+            val = ++i;
+            if (i < ct.len && ct.ptr[i] == '"') {
+                val = ++i;
+                while (i < ct.len && ct.ptr[i] != '"')
+                    i += ct.ptr[i] == '\\' && i + 1 < ct.len ? 2 : 1;
+                val_len = (i < ct.len ? i : ct.len) - val;
+                if (i < ct.len)
+                    i++;
+            }
+            while (i < ct.len && ct.ptr[i] != ';')
+                i++;
+            if (!val_len) {
+                val_len = i - val;
+                while (val_len > 0 && (ct.ptr[val + val_len - 1] == ' ' || ct.ptr[val + val_len - 1] == '\t'))
+                    val_len--;
+            }
+        }
+        if (name_len == 7 && strncasecmp(ct.ptr + name, "charset", 7) == 0 &&
+            !(val_len == 5 && strncasecmp(ct.ptr + val, "utf-8", 5) == 0))
+            return false;
+    }
+    return true;
 }
 
 /* Collects the route's headers into req->headers and checks them: each
@@ -116,6 +161,11 @@ int igw_request_decode(const igw_api *api, igw_request *req, const igw_http_requ
             set_error(err, api->cls_media_type, IGW_JERR_NONE,
                       json ? "expected Content-Type application/json" : "expected Content-Type multipart/form-data",
                       "");
+            return -1;
+        }
+        if (json && !charset_ok(ct)) {
+            set_error(err, api->cls_media_type, IGW_JERR_NONE,
+                      "a JSON body is UTF-8: charset, when given, must be utf-8", "");
             return -1;
         }
     }

@@ -159,6 +159,7 @@ CASE="download"; code=$(curl -s -o "$TMP/dl" -D "$TMP/dlh" -w '%{http_code}' "ht
 [ "$code" = 200 ] && cmp -s "$TMP/dl" "$TMP/hello.txt" || fail "$CASE: $code"; ok
 grep -qi '^content-disposition: attachment; filename="hello.txt"' "$TMP/dlh" && grep -qi '^x-content-type-options: nosniff' "$TMP/dlh" ||
     fail "$CASE: headers $(cat "$TMP/dlh")"; ok
+CASE="download URL with POST: 405, not 404"; STATUS=$(curl -s -o "$TMP/r" -w '%{http_code}' -X POST "http://127.0.0.1:$PORT$uri"); expect 405 100405
 CASE="same name again: never overwritten"; upload "$AUTH" -F "file=@$TMP/hello.txt"; expect 200 200
 fp2=$(jq -r .data.filePath "$TMP/r")
 [ "$fp2" != "$fp" ] && cmp -s "$TMP/hello.txt" "$TMP/storage/$fp2" || fail "$CASE: $fp2"; ok

@@ -173,6 +173,8 @@ async function checks(url, token, other, keyfile, logfile) {
         const [h, s] = await Promise.all([attempt(url, { token: t }), attempt(url, { protocols: offer(t) })]);
         check(h.status === status, `${name}: header answers ${status}: ${JSON.stringify(h)}`);
         check(s.status === h.status && s.body === h.body, `${name}: subprotocol answers as the header: ${JSON.stringify([h, s])}`);
+        if (status === 404) // the path parameter, as a JSON Pointer like every data.path
+            check(JSON.parse(h.body).data.path === '/endpointId', `${name}: data.path is /endpointId: ${h.body}`);
     }
 
     // Offers refused before the token is looked at (400, a reason naming the rule).

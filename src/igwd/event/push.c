@@ -325,7 +325,7 @@ static void on_endpoint(void *arg, const PGresult *res, const char *err)
         if (!res)
             igw_log(IGW_LOG_ERROR, igw_http_request_id(a->ex), "push: %s", err);
         igw_http_reply_error(a->ex, res ? IGW_ERR_NOT_FOUND : IGW_ERR_UNAVAILABLE,
-                             res ? "unknown or expired endpoint" : "try again later", res ? "endpointId" : "");
+                             res ? "unknown or expired endpoint" : "try again later", res ? "/endpointId" : "");
         sub_free(s);
         free(a);
         return;

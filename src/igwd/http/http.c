@@ -619,8 +619,12 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
             igw_http_reply_error(&ex, IGW_ERR_INTERNAL, "handler did not reply", "");
         return 0;
     }
-    if (igw_http_download_match(ex.path) && (str_is(method, "GET") || str_is(method, "HEAD"))) {
+    if (igw_http_download_match(ex.path)) {
         ex.route = IGW_METRICS_ROUTE_DOWNLOAD;
+        if (!str_is(method, "GET") && !str_is(method, "HEAD")) {
+            igw_http_reply_error(&ex, IGW_ERR_METHOD, "a download URL is read with GET or HEAD", "");
+            return 0;
+        }
         igw_http_download(&ex, app);
         if (!ex.replied)
             igw_http_reply_error(&ex, IGW_ERR_INTERNAL, "handler did not reply", "");

@@ -402,6 +402,10 @@ static void app_metrics(void *arg, FILE *f)
     igw_conn_metrics_write(f, "igw_redis", "From sending a command to its reply.", &rt.conn);
     igw_mqtt *m = atomic_load(&app->mqtt);
     igw_mqtt_stats ms = {0};
+    uint64_t refused = 0; /* uplinks the strict decoder refused (the edge's, per worker) */
+    for (unsigned i = 0; i < IGW_CONFIG_MAX_THREADS; i++)
+        if (app->workers[i] && app->workers[i]->edge)
+            refused += igw_edge_refused_mqtt(app->workers[i]->edge);
     if (m)
         igw_mqtt_stats_get(m, &ms);
     fprintf(f, "# HELP igw_mqtt_messages_total MQTT messages: uplinks in, publishes out, refused publishes.\n"
@@ -412,11 +416,12 @@ static void app_metrics(void *arg, FILE *f)
                "# TYPE igw_mqtt_dropped_total counter\n"
                "igw_mqtt_dropped_total{reason=\"topic\"} %llu\nigw_mqtt_dropped_total{reason=\"size\"} %llu\n"
                "igw_mqtt_dropped_total{reason=\"retained\"} %llu\n"
+               "igw_mqtt_dropped_total{reason=\"decode\"} %llu\n"
                "# HELP igw_mqtt_connected 1 while connected to the broker with every subscription granted.\n"
                "# TYPE igw_mqtt_connected gauge\nigw_mqtt_connected %d\n",
             (unsigned long long)ms.in, (unsigned long long)ms.out, (unsigned long long)ms.out_failed,
             (unsigned long long)ms.dropped_topic, (unsigned long long)ms.dropped_size,
-            (unsigned long long)ms.dropped_retained, m && igw_mqtt_connected(m));
+            (unsigned long long)ms.dropped_retained, (unsigned long long)refused, m && igw_mqtt_connected(m));
     igw_pending_stats ps = {0};
     if (app->pending)
         igw_pending_stats_get(app->pending, igw_wall_ms(), &ps);

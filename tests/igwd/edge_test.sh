@@ -278,6 +278,26 @@ CASE="mqtt stored under the right devices"
   "mq1@edge-sub-2,mq3@edge-sub-2,mq5@$DEV" ] || fail "$CASE: $(psql_q "SELECT msg_token, device_name FROM device_messages WHERE msg_token LIKE 'mq%'")"; ok
 CASE="mqtt and http share the device state"; send "$AUTH" thing/property '{"method":"getStatus","msgToken":"s"}'
 jq -e '.data.data.zoom == 45' "$TMP/r" >/dev/null || fail "$CASE: $(cat "$TMP/r")"; ok
+# Uplinks the strict decoder refuses: answered on the reply topic when their
+# method and msgToken can be read, counted and logged (once a minute per device) always.
+mosquitto_sub -h 127.0.0.1 -p "$IGW_MQTT_PORT" -i "$PID_&edge-sub-2" -u "$(jq -r .username <<<"$SUB2")" \
+    -P "$(jq -r .password <<<"$SUB2")" -q 1 -v -C 1 -W 15 -t "\$thing/down/property/$PID_/edge-sub-2" >"$TMP/down2" 2>&1 &
+SUBPID=$!
+sleep 0.5
+gw_pub -t "$up" -m '{"method":"report","msgToken":"mq6","params":{"brightness":1},"colour":"red"}' || fail "mosquitto_pub"
+gw_pub -t "$up" -m 'not json at all' || fail "mosquitto_pub"
+gw_pub -t "$up" -m '{"method":"report","msgToken":"mq7","params":{}' || fail "mosquitto_pub"
+wait "$SUBPID"; SUBPID=
+CASE="mqtt uplink the decoder refuses: error reply on the reply topic"
+grep '"msgToken":"mq6"' "$TMP/down2" | grep '"code":100400' | grep '"method":"reportReply"' | grep -q '"msg":"unknown field"' ||
+    fail "$CASE: $(cat "$TMP/down2")"; ok
+for _ in $(seq 50); do [ "$(grep -c 'mqtt uplink from .*/edge-sub-2 .* refused' "$TMP/igwd.err")" -ge 1 ] && break; sleep 0.1; done
+CASE="mqtt refusals logged once a minute per device"
+[ "$(grep -c "mqtt uplink from $PID_/edge-sub-2 on thing/property refused: unknown field" "$TMP/igwd.err")" = 1 ] &&
+    [ "$(grep -c "mqtt uplink from $PID_/edge-sub-2 .* refused" "$TMP/igwd.err")" = 1 ] || fail "$CASE: $(grep refused "$TMP/igwd.err")"; ok
+CASE="mqtt refusals counted"; curl -s "http://127.0.0.1:$PORT/metrics" >"$TMP/metrics"
+grep -Eq '^igw_mqtt_dropped_total\{reason="decode"\} 3$' "$TMP/metrics" || fail "$CASE: $(grep dropped "$TMP/metrics")"; ok
+[ "$(psql_q "SELECT count(*) FROM device_messages WHERE msg_token IN ('mq6', 'mq7')")" = 0 ] || fail "refused uplinks stored"; ok
 # A device may not listen to another device's downlinks.
 CASE="mqtt subscribe refused"
 timeout 5 mosquitto_sub -h 127.0.0.1 -p "$IGW_MQTT_PORT" -i "$PID_&$DEV" -u "$MU" -P "$MP" -q 1 -E \

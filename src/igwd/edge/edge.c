@@ -10,6 +10,7 @@
  * one WAL flush acknowledges them all. */
 #include "edge/edge.h"
 
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,7 @@
 #include "api.h"
 #include "arena.h"
 #include "clock.h"
+#include "decode.h"
 #include "devauth.h"
 #include "jw.h"
 #include "protocol.h"
@@ -31,6 +33,8 @@
 
 #define NAME_CAP (IGW_DEVAUTH_NAME_MAX + 1)
 #define CACHE_BUCKETS 1024
+#define REFUSED_LOG_SLOTS 256     /* devices whose last refusal log time is kept */
+#define REFUSED_LOG_MS INT64_C(60000) /* a device's refused uplinks: one log line a minute */
 #define CACHE_MAX 8192           /* device records per worker */
 #define MODEL_ARENA (4u << 20)   /* bytes a parsed model may take */
 #define JOB_ARENA (1u << 20)     /* bytes a job's decoding and checks may take */
@@ -120,6 +124,11 @@ struct igw_edge {
     igw_jw jw; /* replies and batch arrays */
     bool closing; /* destroy began: nothing new reaches the database */
     unsigned njobs; /* uplinks not yet answered */
+    atomic_uint_fast64_t refused_mqtt; /* MQTT uplinks the strict decoder refused (single writer) */
+    struct {
+        uint64_t device; /* igw_edge_device_hash; 0: free */
+        int64_t at_ms;   /* monotonic */
+    } refused_log[REFUSED_LOG_SLOTS];
 };
 
 /* ---- jobs ------------------------------------------------------------------- */
@@ -898,6 +907,76 @@ static char *dup_str(igw_str s)
     return p;
 }
 
+/* The top-level "method" and "msgToken" of a payload the strict decoder
+ * refused, when both are strings that pass their own rules (DeviceMessage):
+ * enough to answer the device on its reply topic. NULL otherwise. The scan
+ * stops at the first malformed byte, as the decoder did. */
+static igw_DeviceMessage *recover_identity(job *j)
+{
+    igw_json s;
+    igw_json_init(&s, j->payload, j->len, &j->arena, 16);
+    igw_str k, method = {NULL, 0}, token = {NULL, 0}, skip;
+    int more;
+    if (igw_json_object_begin(&s))
+        return NULL;
+    while ((more = igw_json_object_next(&s, &k)) == 1) {
+        igw_str *want = k.len == 6 && !memcmp(k.ptr, "method", 6)     ? &method
+                      : k.len == 8 && !memcmp(k.ptr, "msgToken", 8)   ? &token
+                                                                       : NULL;
+        if (want && !want->ptr) {
+            if (igw_json_peek(&s) != '"' || igw_json_string(&s, want))
+                return NULL;
+        } else if (igw_json_value(&s, IGW_JSON_RFC8259, 16, SIZE_MAX, &skip)) {
+            break; /* what came before may still name the message */
+        }
+    }
+    if (!method.ptr || !token.ptr || method.len > 64 || token.len > 128 ||
+        !igw_format_identifier(method.ptr, method.len) || !igw_format_identifier(token.ptr, token.len))
+        return NULL;
+    igw_DeviceMessage *m = igw_arena_alloc(&j->arena, sizeof *m);
+    if (!m)
+        return NULL;
+    memset(m, 0, sizeof *m);
+    m->has = IGW_DeviceMessage_method | IGW_DeviceMessage_msgToken;
+    m->method = method;
+    m->msgToken = token;
+    return m;
+}
+
+/* An MQTT uplink the strict decoder refused: counted (/metrics), logged once
+ * per device a minute (a device stuck on a bad payload must not flood the
+ * log), and answered on the device's reply topic like any other refusal
+ * when its method and msgToken can still be read. */
+static void refused_mqtt(job *j, const igw_uplink *u, const igw_decode_error *derr)
+{
+    igw_edge *e = j->e;
+    atomic_store_explicit(&e->refused_mqtt, atomic_load_explicit(&e->refused_mqtt, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+    char pid[NAME_CAP], dn[NAME_CAP];
+    snprintf(pid, sizeof pid, "%.*s", (int)(u->product_id.len < NAME_CAP ? u->product_id.len : NAME_CAP - 1),
+             u->product_id.ptr);
+    snprintf(dn, sizeof dn, "%.*s", (int)(u->device_name.len < NAME_CAP ? u->device_name.len : NAME_CAP - 1),
+             u->device_name.ptr);
+    uint64_t h = igw_edge_device_hash(pid, dn) | 1; /* never 0, the free mark */
+    int64_t now = igw_clock_ms();
+    unsigned slot = (unsigned)(h % REFUSED_LOG_SLOTS);
+    if (e->refused_log[slot].device != h || now - e->refused_log[slot].at_ms >= REFUSED_LOG_MS) {
+        e->refused_log[slot].device = h;
+        e->refused_log[slot].at_ms = now;
+        igw_log(IGW_LOG_WARN, NULL, "edge: mqtt uplink from %s/%s on %s/%s refused: %s%s%s (its next refusals within a "
+                "minute are counted, not logged)", pid, dn, j->handle, j->type, derr->reason, derr->path[0] ? " at " : "",
+                derr->path);
+    }
+    igw_DeviceMessage *m = recover_identity(j);
+    if (!m)
+        return;
+    j->msg = m;
+    const igw_proto_row *row = NULL;
+    if (igw_proto_find(&igw_proto_device, j->handle, strlen(j->handle), j->type, strlen(j->type), m->method.ptr,
+                       m->method.len, &row) == IGW_PROTO_FOUND)
+        j->row = row; /* its reply method, as for an uplink refused later */
+}
+
 void igw_edge_submit(igw_edge *e, const igw_uplink *u, igw_edge_done done, void *arg)
 {
     job *j = calloc(1, sizeof *j);
@@ -939,6 +1018,8 @@ void igw_edge_submit(igw_edge *e, const igw_uplink *u, igw_edge_done done, void 
     if (igw_request_decode_body(&igw_gen_api, &igw_routes[IGW_ROUTE_DEVICE_SEND], (igw_str){j->payload, j->len},
                                 &j->arena, &body, &derr)) {
         char *path = igw_arena_strndup(&j->arena, derr.path, strlen(derr.path));
+        if (!j->http) /* HTTP answers in its envelope; an MQTT device only on its reply topic */
+            refused_mqtt(j, u, &derr);
         finish(j, derr.cls, derr.reason, path ? path : "", NULL, 0);
         return;
     }
@@ -1019,6 +1100,11 @@ igw_edge *igw_edge_create(h2o_loop_t *loop, igw_db *const *db, unsigned ndb, con
     e->flush_entry.cb = on_flush_timeout;
     igw_jw_init(&e->jw);
     return e;
+}
+
+uint64_t igw_edge_refused_mqtt(const igw_edge *e)
+{
+    return atomic_load_explicit(&e->refused_mqtt, memory_order_relaxed);
 }
 
 bool igw_edge_idle(const igw_edge *e)

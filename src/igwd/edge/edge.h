@@ -80,6 +80,9 @@ void igw_edge_authorize(igw_edge *e, const igw_uplink *u, igw_edge_done done, vo
  * messages keep their order). */
 uint64_t igw_edge_device_hash(const char *product_id, const char *device_name);
 
+/* MQTT uplinks the strict decoder refused since creation (any thread). */
+uint64_t igw_edge_refused_mqtt(const igw_edge *e);
+
 /* True when no uplink is waiting for its answer (a drain can end). */
 bool igw_edge_idle(const igw_edge *e);
 

@@ -171,4 +171,34 @@ kill -TERM "$PID"
 wait "$PID" || fail "second igwd: exit status $? after SIGTERM"
 PID=
 
+# ---- /metrics: loopback peers only, unless metrics_public -----------------------
+# Needs an address of this host that is not loopback (the peer is then that address).
+HOSTIP=$(ip -4 -o addr show scope global 2>/dev/null | awk '{ sub(/\/.*/, "", $4); print $4; exit }')
+if [ -n "$HOSTIP" ]; then
+    for public in false true; do
+        IGW_LISTEN=0.0.0.0:0 IGW_THREADS=1 IGW_METRICS_PUBLIC=$public "$BIN" >"$TMP/out3" 2>/dev/null &
+        PID=$!
+        PORT=
+        for _ in $(seq 100); do
+            PORT=$(sed -n 's/^igwd: listening on http:\/\/0\.0\.0\.0:\([0-9]*\) .*/\1/p' "$TMP/out3")
+            [ -n "$PORT" ] || ! kill -0 "$PID" 2>/dev/null && break
+            sleep 0.1
+        done
+        [ -n "$PORT" ] || fail "igwd on 0.0.0.0 did not start: $(cat "$TMP/out3")"
+        req "metrics_local_$public" 200 "http://127.0.0.1:$PORT/metrics"
+        if [ $public = false ]; then
+            req metrics_remote 404 "http://$HOSTIP:$PORT/metrics"
+            envelope metrics_remote 100404
+            req healthz_remote 200 "http://$HOSTIP:$PORT/healthz"
+        else
+            req metrics_remote_public 200 "http://$HOSTIP:$PORT/metrics"
+        fi
+        kill -TERM "$PID"
+        wait "$PID" || fail "igwd on 0.0.0.0: exit status $? after SIGTERM"
+        PID=
+    done
+else
+    echo "smoke: no global IPv4 address here: /metrics from a remote peer not checked" >&2
+fi
+
 echo "igwd smoke: all passed ($BIN)"

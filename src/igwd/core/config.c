@@ -74,6 +74,8 @@ static const setting settings[] = {
     {"url_ttl_s", KIND_UINT, OFF(url_ttl_s), 0, 1, 604800, "3600", "validity of a signed download URL, seconds"},
     {"bench_routes", KIND_BOOL, OFF(bench_routes), 0, 0, 0, "false",
      "serve POST /bench/bare (the send route's reply without a database write), for make bench-edge only"},
+    {"metrics_public", KIND_BOOL, OFF(metrics_public), 0, 0, 0, "false",
+     "serve GET /metrics to any peer (false: loopback peers only; others get not_found)"},
     {"signaling_enabled", KIND_BOOL, OFF(signaling_enabled), 0, 0, 0, "true",
      "Signaling switch; routes with `gate signaling` need it (true/false)"},
     {"check_timeout_ms", KIND_UINT, OFF(check_timeout_ms), 0, 10, 10000, "500",

@@ -44,6 +44,7 @@ typedef struct igw_config {
     unsigned url_ttl_s;
     char public_url[IGW_CONFIG_PATH_MAX];   /* "" = path-only download URLs */
     bool bench_routes;         /* POST /bench/bare, for make bench-edge */
+    bool metrics_public;       /* /metrics to any peer; false: loopback peers only */
     bool signaling_enabled; /* routes with `gate signaling` need it */
     unsigned check_timeout_ms;   /* per dependency probe of /readyz */
     unsigned shutdown_timeout_ms; /* bound on draining in-flight requests */

@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -553,6 +555,22 @@ static bool str_is(igw_str s, const char *lit)
 }
 
 /* Serves /healthz, /readyz, /metrics; false when the path is none of them. */
+/* The connection's peer is on this host (127.0.0.0/8, ::1, or ::ffff:127.x). */
+static bool peer_is_loopback(igw_exchange *ex)
+{
+    struct sockaddr_storage ss;
+    if (!ex->req || !ex->req->conn->callbacks->get_peername ||
+        ex->req->conn->callbacks->get_peername(ex->req->conn, (struct sockaddr *)&ss) == 0)
+        return false;
+    if (ss.ss_family == AF_INET)
+        return (ntohl(((struct sockaddr_in *)&ss)->sin_addr.s_addr) >> 24) == 127;
+    if (ss.ss_family == AF_INET6) {
+        const struct in6_addr *a = &((struct sockaddr_in6 *)&ss)->sin6_addr;
+        return IN6_IS_ADDR_LOOPBACK(a) || (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+    }
+    return false;
+}
+
 static bool serve_ops(igw_exchange *ex, igw_str method)
 {
     unsigned route;
@@ -569,6 +587,10 @@ static bool serve_ops(igw_exchange *ex, igw_str method)
         return true;
     }
     ex->route = route;
+    if (route == IGW_METRICS_ROUTE_METRICS && !ex->w->server->cfg.metrics_public && !peer_is_loopback(ex)) {
+        igw_http_reply_error(ex, IGW_ERR_NOT_FOUND, "no such route", "");
+        return true;
+    }
     if (route == IGW_METRICS_ROUTE_HEALTHZ)
         igw_http_reply_ok(ex, "{\"status\":\"alive\"}", 18);
     else if (route == IGW_METRICS_ROUTE_READYZ)

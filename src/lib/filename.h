@@ -9,19 +9,32 @@
  *   forms, surrogates, above U+10FFFF, truncated sequences);
  * - "." and "..";
  * - path separators '/' and '\';
- * - control characters: C0, DEL, C1 (U+0080..U+009F); and the invisible
- *   direction/format marks U+061C, U+200E, U+200F, U+202A..U+202E and
- *   U+2066..U+2069, which make "evil\u202Egpj.exe" display as "evilexe.jpg";
+ * - control characters: C0, DEL, C1 (U+0080..U+009F);
+ * - the invisible direction marks U+061C, U+200E, U+200F, U+202A..U+202E
+ *   and U+2066..U+2069, which make "evil\u202Egpj.exe" display as
+ *   "evilexe.jpg" ("invisible direction mark");
+ * - the other characters that render as nothing ("invisible character"):
+ *   Unicode's Default_Ignorable_Code_Point (zero-width space, joiner and
+ *   non-joiner, word joiner, BOM, soft hyphen, Hangul fillers, tags...)
+ *   and U+FFF9..U+FFFB, so "x.PHP\u200B" cannot pass for x.PHP. Variation
+ *   selectors (U+FE00..U+FE0F...) stay allowed for emoji, and are skipped
+ *   by the edge and extension rules below; a name of only those is refused;
  * - the characters , ? * | { } $ ' " `;
  * - leading or trailing whitespace (ASCII space and the Unicode spaces
  *   U+00A0, U+1680, U+2000..U+200A, U+2028, U+2029, U+202F, U+205F,
- *   U+3000, U+FEFF) or dot (".profile", "a.php." - Windows drops a trailing
- *   dot, which would turn the latter into a.php);
- * - a forbidden type: the last extension (after the last '.') compared
- *   ASCII case-insensitively with IGW_FILENAME_FORBIDDEN; a name that is
- *   only an extension (".htaccess") counts as that extension.
- * Not done: Unicode normalization, Windows device names (CON, NUL...);
- * files are stored on a POSIX file system and served by igwd only. */
+ *   U+3000) or dot (".profile", "a.php." - Windows drops trailing dots and
+ *   spaces, which would turn "a.php." and "a.php " into a.php; refused
+ *   rather than stripped, like every rule here);
+ * - a forbidden type: the last extension (after the last '.'), variation
+ *   selectors skipped, compared ASCII case-insensitively with
+ *   IGW_FILENAME_FORBIDDEN (server-executable, browser-active and web
+ *   server configuration types; docs/decisions.md, issue 14); a name that
+ *   is only an extension (".htaccess") counts as that extension. Only the
+ *   last: "x.php.jpg" is a .jpg (igwd serves every file as an attachment,
+ *   and no stock server runs it as PHP).
+ * Not done: Unicode normalization, Windows device names (CON, NUL...),
+ * whole names such as web.config or .user.ini; files are stored on a POSIX
+ * file system and served by igwd only. */
 #ifndef IGW_FILENAME_H
 #define IGW_FILENAME_H
 
@@ -29,7 +42,8 @@
 
 #define IGW_FILENAME_MAX 255 /* bytes; NAME_MAX of common file systems */
 
-/* The forbidden extensions, lower case, NULL-terminated. */
+/* The forbidden extensions, lower case ASCII, NULL-terminated: the one
+ * list (filename.c). */
 extern const char *const IGW_FILENAME_FORBIDDEN[];
 
 /* Checks name[0..len) (need not be NUL-terminated; a NUL inside is a

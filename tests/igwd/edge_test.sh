@@ -187,9 +187,24 @@ for name in ../etc/passwd '..\x.txt' 'a/b.txt' $'a\xc2\x85b.txt' 'a$b.txt' "a'b.
 done
 CASE="raw upload with a plain name"; raw_upload 'plain name (1).txt'; expect 200 200
 rm -f "$TMP/storage/$(jq -r .data.filePath "$TMP/r")"; psql_q "DELETE FROM files WHERE file_path = '$(jq -r .data.filePath "$TMP/r")'" >/dev/null
-for ext in html HTM xml Xht xhtml SVG php PHP2 php3 php4 Php5 phtml pht asp ASPX asa asax ascx ashx asmx cer jsp jspa jspx jsw jsv jspf jhtml htaccess swf; do
+for ext in html HTM xml Xht xhtml SVG php PHP2 php3 php4 Php5 phtml pht asp ASPX asa asax ascx ashx asmx cer jsp jspa jspx jsw jsv jspf jhtml htaccess swf \
+           php6 php7 PHP8 phtm phps phar shtml shtm stm cshtml vbhtml svc cfm cfml cfc cgi pl mht mhtml xsl xslt svgz js mjs cjs htpasswd; do
     CASE="forbidden .$ext"; upload "$AUTH" -F "file=@$TMP/hello.txt;filename=x.$ext"; expect 400 100400 file
 done
+# Issue 14: dangerous names that used to be stored; the reason says which rule.
+for name in x.shtml x.phar x.pHp7 x.js x.MJS x.svgz x.cgi $'x.PHP\xe2\x80\x8b' $'x.P\xe2\x80\x8dHP' $'x.php\xc2\xad' \
+            $'x.php\xef\xb8\x8f' \
+            $'\xef\xbb\xbfx.txt' $'x.php\xe2\x80\xae' x.php. 'x.php ' 'x.php. .'; do # these five held before; now end to end
+    CASE="filename $(printf '%q' "$name")"; raw_upload "$name"; expect 400 100400 file
+done
+CASE="x.shtml: the reason"; raw_upload x.shtml; expect 400 100400 file
+[ "$(jq -r .data.reason "$TMP/r")" = "filename: forbidden file type" ] || fail "$CASE: $(cat "$TMP/r")"; ok
+CASE="x.PHP+U+200B: the reason"; raw_upload $'x.PHP\xe2\x80\x8b'; expect 400 100400 file
+[ "$(jq -r .data.reason "$TMP/r")" = "filename: contains an invisible character" ] || fail "$CASE: $(cat "$TMP/r")"; ok
+# Only the last extension counts: the download is an attachment, never run or rendered.
+CASE="x.php.jpg is a jpg"; raw_upload x.php.jpg; expect 200 200
+[[ $(jq -r .data.filePath "$TMP/r") == */x.php.jpg ]] || fail "$CASE: $(cat "$TMP/r")"; ok
+rm -f "$TMP/storage/$(jq -r .data.filePath "$TMP/r")"; psql_q "DELETE FROM files WHERE file_path = '$(jq -r .data.filePath "$TMP/r")'" >/dev/null
 CASE="forbidden .htaccess alone"; upload "$AUTH" -F "file=@$TMP/hello.txt;filename=.htaccess"; expect 400 100400 file
 head -c 5000 /dev/zero >"$TMP/big.bin"
 CASE="oversize (upload_max 4096)"; upload "$AUTH" -F "file=@$TMP/big.bin"; expect 413 100413 file

@@ -104,11 +104,11 @@ static void test_characters(void)
     NO("a\xe2\x81\xa9" "b", "contains an invisible direction mark");   /* U+2069 */
     NO("a\xd8\x9c" "b", "contains an invisible direction mark");       /* U+061C */
     OK("a\xe2\x80\xaf" "b");                                           /* U+202F inside */
-    OK("a\xe2\x81\xaa" "b");                                           /* U+206A: not listed */
+    NO("a\xe2\x81\xaa" "b", "contains an invisible character");      /* U+206A, deprecated */
     /* Unicode spaces at the ends */
     static const char *spaces[] = {"\xc2\xa0", "\xe1\x9a\x80", "\xe2\x80\x80", "\xe2\x80\x8a",
                                    "\xe2\x80\xa8", "\xe2\x80\xa9", "\xe2\x80\xaf", "\xe2\x81\x9f",
-                                   "\xe3\x80\x80", "\xef\xbb\xbf"};
+                                   "\xe3\x80\x80"};
     for (size_t i = 0; i < sizeof spaces / sizeof spaces[0]; i++) {
         char m[16];
         snprintf(m, sizeof m, "%sa.txt", spaces[i]);
@@ -118,6 +118,10 @@ static void test_characters(void)
         snprintf(m, sizeof m, "a%sb.txt", spaces[i]);
         OK(m);
     }
+    /* the BOM is no space but an invisible character, anywhere */
+    NO("\xef\xbb\xbf" "a.txt", "contains an invisible character");
+    NO("a.txt\xef\xbb\xbf", "contains an invisible character");
+    NO("a\xef\xbb\xbf" "b.txt", "contains an invisible character");
     OK("a b.txt");
     OK("(1) [copy] #2 @home ~x + y = z; 100% & more! <a>.txt");
 }
@@ -192,25 +196,152 @@ static void test_extensions(void)
         }
     }
     CHECK(all);
-    /* the list is the spec's, all 30 */
+    /* the list is exactly the one documented in docs/decisions.md (issue 14) */
+    static const char *const listed[] = {
+        "php", "php2", "php3", "php4", "php5", "php6", "php7", "php8", "phtml", "phtm", "pht", "phps",
+        "phar", "shtml", "shtm", "stm", "asp", "aspx", "asa", "asax", "ascx", "ashx", "asmx", "cer",
+        "cshtml", "vbhtml", "svc", "jsp", "jspa", "jspx", "jsw", "jsv", "jspf", "jhtml", "cfm",
+        "cfml", "cfc", "cgi", "pl", "html", "htm", "xhtml", "xht", "mht", "mhtml", "xml", "xsl",
+        "xslt", "svg", "svgz", "js", "mjs", "cjs", "swf", "htaccess", "htpasswd"};
+    for (size_t i = 0; i < sizeof listed / sizeof listed[0]; i++) {
+        char n[32];
+        snprintf(n, sizeof n, "x.%s", listed[i]);
+        NO(n, "forbidden file type");
+    }
     size_t count = 0;
     while (IGW_FILENAME_FORBIDDEN[count])
         count++;
-    CHECK(count == 30);
+    CHECK(count == sizeof listed / sizeof listed[0]);
     NO("index.html", "forbidden file type");
     NO("INDEX.HTM", "forbidden file type");
     NO("shell.pHp5", "forbidden file type");
     NO(".htaccess", "forbidden file type");
     NO(".HTAccess", "forbidden file type");
     NO("x.SvG", "forbidden file type");
-    OK("a.php6");
-    OK("a.php1");
-    OK("a.phps");
+    NO("a.php6", "forbidden file type");
+    NO("a.phps", "forbidden file type");
+    OK("a.php1"); /* no server maps it */
     OK("htaccess");
     OK("a.ht");
     OK("a.xm");
     /* non-ASCII lookalikes are not the extension (and harmless to a server) */
     OK("a.\xef\xbd\x90hp"); /* fullwidth p */
+}
+
+/* Issue 14: names stored before although dangerous, and the rules that
+ * refuse them. */
+static void test_issue14(void)
+{
+    /* the reported names */
+    NO("x.shtml", "forbidden file type");
+    NO("x.phar", "forbidden file type");
+    NO("x.pHp7", "forbidden file type");
+    NO("x.js", "forbidden file type");
+    NO("x.PHP\xe2\x80\x8b", "contains an invisible character"); /* U+200B */
+    /* mixed case, numbered forms */
+    NO("x.PhP3", "forbidden file type");
+    NO("x.PHP8", "forbidden file type");
+    NO("X.PHAR", "forbidden file type");
+    NO("x.ShTmL", "forbidden file type");
+    NO("x.sHtM", "forbidden file type");
+    NO("x.MJS", "forbidden file type");
+    NO("x.SvgZ", "forbidden file type");
+    NO("x.mHtMl", "forbidden file type");
+    NO(".HTPasswd", "forbidden file type");
+    NO("x.CFM", "forbidden file type");
+    NO("x.Cgi", "forbidden file type");
+    /* every invisible character we know, inside, leading and trailing */
+    static const char *const inv[] = {
+        "\xe2\x80\x8b",     /* U+200B zero-width space */
+        "\xe2\x80\x8c",     /* U+200C zero-width non-joiner */
+        "\xe2\x80\x8d",     /* U+200D zero-width joiner */
+        "\xe2\x81\xa0",     /* U+2060 word joiner */
+        "\xe2\x81\xa1",     /* U+2061 function application */
+        "\xe2\x81\xa4",     /* U+2064 invisible plus */
+        "\xe2\x81\xaf",     /* U+206F nominal digit shapes */
+        "\xef\xbb\xbf",     /* U+FEFF BOM */
+        "\xc2\xad",         /* U+00AD soft hyphen */
+        "\xcd\x8f",         /* U+034F combining grapheme joiner */
+        "\xe1\x85\x9f",     /* U+115F Hangul choseong filler */
+        "\xe1\x85\xa0",     /* U+1160 */
+        "\xe1\x9e\xb4",     /* U+17B4 */
+        "\xe1\xa0\x8e",     /* U+180E Mongolian vowel separator */
+        "\xe3\x85\xa4",     /* U+3164 Hangul filler */
+        "\xef\xbe\xa0",     /* U+FFA0 halfwidth Hangul filler */
+        "\xef\xbf\xb9",     /* U+FFF9 interlinear annotation anchor */
+        "\xef\xbf\xbb",     /* U+FFFB */
+        "\xf0\x9b\xb2\xa0", /* U+1BCA0 shorthand format letter overlap */
+        "\xf0\x9d\x85\xb3", /* U+1D173 musical symbol begin beam */
+        "\xf3\xa0\x80\x81", /* U+E0001 language tag */
+        "\xf3\xa0\x81\x81", /* U+E0041 tag latin capital A */
+        "\xf3\xa0\x81\xbf", /* U+E007F cancel tag */
+        "\xf3\xa0\x87\xb0", /* U+E01F0, default ignorable */
+    };
+    for (size_t i = 0; i < sizeof inv / sizeof inv[0]; i++) {
+        char m[32];
+        snprintf(m, sizeof m, "x.PHP%s", inv[i]);
+        NO(m, "contains an invisible character");
+        snprintf(m, sizeof m, "x.P%sHP", inv[i]);
+        NO(m, "contains an invisible character");
+        snprintf(m, sizeof m, "%sa.txt", inv[i]);
+        NO(m, "contains an invisible character");
+        snprintf(m, sizeof m, "a%s.txt", inv[i]);
+        NO(m, "contains an invisible character");
+    }
+    /* bidi controls, also around an extension */
+    static const char *const bidi[] = {"\xe2\x80\xaa", "\xe2\x80\xab", "\xe2\x80\xac",
+                                       "\xe2\x80\xad", "\xe2\x80\xae", "\xe2\x81\xa6",
+                                       "\xe2\x81\xa7", "\xe2\x81\xa8", "\xe2\x81\xa9",
+                                       "\xe2\x80\x8e", "\xe2\x80\x8f", "\xd8\x9c"};
+    for (size_t i = 0; i < sizeof bidi / sizeof bidi[0]; i++) {
+        char m[32];
+        snprintf(m, sizeof m, "x.php%s", bidi[i]);
+        NO(m, "contains an invisible direction mark");
+        snprintf(m, sizeof m, "x%sphp.jpg", bidi[i]);
+        NO(m, "contains an invisible direction mark");
+    }
+    /* neighbours that are visible and stay allowed */
+    OK("a\xe2\x80\x8a" "b"); /* U+200A hair space, inside */
+    OK("a\xe2\x80\x90" "b"); /* U+2010 hyphen */
+    OK("a\xe2\x81\x9f" "b"); /* U+205F medium mathematical space, inside */
+    OK("a\xe1\x85\xa1" "b"); /* U+1161 Hangul jungseong A */
+    OK("a\xf3\xa0\x84\x80"); /* U+E0100, a variation selector */
+    /* variation selectors: allowed (emoji), but they hide no type, dot or space */
+    OK("\xe2\x9d\xa4\xef\xb8\x8f.png");                          /* red heart + U+FE0F */
+    NO("x.php\xef\xb8\x8f", "forbidden file type");
+    NO("x.s\xef\xb8\x80html", "forbidden file type");
+    NO("x.php\xf3\xa0\x84\x80", "forbidden file type");               /* U+E0100 */
+    NO("x.php\xe1\xa0\x8b", "forbidden file type");                   /* U+180B */
+    NO("x.php.\xef\xb8\x8f", "leading or trailing dot");
+    NO("\xef\xb8\x8f.profile", "leading or trailing dot");
+    NO("x.php \xef\xb8\x8f", "leading or trailing whitespace");
+    NO("\xef\xb8\x8f", "contains an invisible character");
+    NO("\xef\xb8\x8f\xef\xb8\x8e", "contains an invisible character");
+    /* trailing dots and spaces are refused, not stripped: Windows would make these x.php */
+    NO("x.php..", "leading or trailing dot");
+    NO("x.PHP.", "leading or trailing dot");
+    NO("x.php. ", "leading or trailing whitespace");
+    NO("x.php .", "leading or trailing dot");
+    NO("x.php. . .", "leading or trailing dot");
+    NO("x.php\xc2\xa0", "leading or trailing whitespace");
+    NO("x.php\xe3\x80\x80", "leading or trailing whitespace");
+    NO("x.shtml  ", "leading or trailing whitespace");
+    NO("x.txt.", "leading or trailing dot"); /* any name, not only a listed type */
+    /* only the last extension counts: igwd serves every file as an attachment */
+    OK("x.php.jpg");
+    OK("x.shtml.png");
+    OK("x.html.txt");
+    /* decided out of the list (docs/decisions.md, issue 14) */
+    OK("a.py");
+    OK("a.rb");
+    OK("a.sh");
+    OK("a.exe");
+    OK("a.pgif");
+    OK("a.inc");
+    OK("a.json");
+    OK("a.crt");
+    OK("web.config");
+    OK("a.ini");
 }
 
 int main(void)
@@ -220,5 +351,6 @@ int main(void)
     test_characters();
     test_utf8();
     test_extensions();
+    test_issue14();
     return check_summary("filename_test");
 }

@@ -25,7 +25,7 @@ printf 'leak:h2o_mem_alloc_recycle\nleak:h2o_multithread_create_queue\n' >"$TMP/
 export LSAN_OPTIONS="suppressions=$TMP/lsan.supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 for v in $(compgen -e | grep '^IGW_' || true); do unset "$v"; done
 
-IGW_LISTEN=127.0.0.1:0 IGW_THREADS=1 "$BIN" >"$TMP/out" 2>"$TMP/err" &
+IGW_LISTEN=127.0.0.1:0 IGW_THREADS=1 IGW_MAX_BODY=64K "$BIN" >"$TMP/out" 2>"$TMP/err" &
 PID=$!
 PORT=$(igw_port "$TMP/out" "$PID") || fail "no startup line (igwd exited, or 10 s passed)"
 
@@ -91,24 +91,24 @@ def responses(name, data):
         data = rest[n:]
     return out
 
-def refused(name, raw, reason_has):
-    """One 400 envelope (parameter class), Connection: close, then EOF."""
+def refused(name, raw, reason_has, want=400, code=100400):
+    """One envelope of this status and code, Connection: close, then EOF."""
     data, closed = exchange(raw)
     rs = responses(name, data)
     if len(rs) != 1:
         fail(name, f"{len(rs)} responses, want 1 (a second request was served): {[r[0] for r in rs]}")
     status, hs, body = rs[0]
-    if status != 400:
-        fail(name, f"HTTP {status}, want 400: {body[:200]!r}")
+    if status != want:
+        fail(name, f"HTTP {status}, want {want}: {body[:200]!r}")
     if hs.get("content-type") != ["application/json"]:
         fail(name, f"content-type {hs.get('content-type')}, want application/json: {body[:200]!r}")
     try:
         o = json.loads(body)
     except ValueError:
         fail(name, f"body is not JSON: {body[:200]!r}")
-    if o.get("code") != 100400 or not isinstance(o.get("msg"), str) or \
+    if o.get("code") != code or not isinstance(o.get("msg"), str) or \
             not isinstance(o.get("data"), dict) or not isinstance(o["data"].get("path"), str):
-        fail(name, f"not the parameter-class envelope: {o}")
+        fail(name, f"not the envelope with code {code}: {o}")
     reason = o["data"].get("reason", "")
     if reason_has.lower() not in reason.lower():
         fail(name, f"reason {reason!r} does not name {reason_has!r}")
@@ -161,6 +161,19 @@ check(refused, "two Host", b"GET /healthz HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n
 # h2o refuses a Content-Length it cannot read before igwd sees the request.
 check(refused, "negative Content-Length", post([b"Content-Length: -1"], BODY + SMUGGLED), "content-length")
 check(refused, "unknown Transfer-Encoding", post([b"Transfer-Encoding: gzip"], BODY + SMUGGLED), "transfer-encoding")
+check(refused, "broken chunk", post([b"Transfer-Encoding: chunked"], b"zz\r\n" + BODY + SMUGGLED), "chunked")
+check(refused, "body over max_body", post([b"Content-Length: 70000"], BODY + SMUGGLED), "too large", 413, 100413)
+
+def unparsable(name):
+    """A header block h2o cannot parse: its fixed plain-text 400, then EOF
+    (no hook reaches it; docs/configuration.md says so)."""
+    data, closed = exchange(b"GET /healthz HTTP/1.1\r\nHost igw\r\n\r\n" + SMUGGLED)
+    rs = responses(name, data)
+    if [r[0] for r in rs] != [400] or not closed:
+        fail(name, f"statuses {[r[0] for r in rs]}, closed {closed}; want one 400, closed")
+    if rs[0][1].get("content-type") != ["text/plain; charset=utf-8"]:
+        fail(name, f"content-type {rs[0][1].get('content-type')}: h2o's answer changed, update the docs")
+check(unparsable, "unparsable header block")
 
 # Singleton headers a route reads: never resolved to one of two.
 check(refused, "two Authorization",
@@ -183,6 +196,8 @@ if grep -q '/smuggled' "$TMP/err"; then
     echo "framing: FAIL: the smuggled request was served: $(grep '/smuggled' "$TMP/err" | head -1)" >&2; bad=1
 fi
 n=$(grep -c '"status":400,"code":100400' "$TMP/err")
-if [ "$n" -ne 13 ]; then echo "framing: FAIL: $n access-log lines with 400/100400, want 13 (one per refusal)" >&2; bad=1; fi
+if [ "$n" -ne 14 ]; then echo "framing: FAIL: $n access-log lines with 400/100400, want 14 (one per refusal)" >&2; bad=1; fi
+n=$(grep -c '"status":413,"code":100413' "$TMP/err")
+if [ "$n" -ne 1 ]; then echo "framing: FAIL: $n access-log lines with 413/100413, want 1" >&2; bad=1; fi
 [ $prc -eq 0 ] && [ $bad -eq 0 ] || fail "see above"
 echo "framing: all passed ($BIN)"

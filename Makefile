@@ -150,7 +150,7 @@ link = @mkdir -p $(@D) && echo "  LINK $@" && $(CC) $1 -o $@ $(filter %.o,$^) $(
 .PHONY: all deps deps-bench check-deps run stop generate check-gen services-up services-down clean \
         test test-unit test-services test-media test-layers \
         test-codegen test-json test-conformance test-devauth test-topic test-jwt test-thingmodel test-upload test-igwctl \
-        test-igwd test-conn test-pending test-log test-db test-outbox test-ws test-redis test-mqtt test-edge test-app test-nodes \
+        test-igwd test-framing test-conn test-pending test-log test-db test-outbox test-ws test-redis test-mqtt test-edge test-app test-nodes \
         test-sql \
         test-ops test-mqttauth test-openapi test-media-unit fuzz-smoke fuzz \
         bench-decode bench-edge bench-app bench-media bench-srtp
@@ -348,6 +348,10 @@ test-igwctl: $(T)/igwctl
 test-igwd: $(T)/igwd
 	tests/igwd/smoke.sh $(T)/igwd
 
+# Request framing over raw sockets (issue 14): smuggling, Host, duplicate singleton headers.
+test-framing: $(T)/igwd
+	tests/igwd/framing_test.sh $(T)/igwd
+
 # igwd's PostgreSQL pipeline against a throwaway server.
 test-db: $(T)/db_test
 	tests/igwd/db_test.sh $(T)/db_test
@@ -399,7 +403,7 @@ test-media: $(T)/igw-media-host $(BUILD)/igw-vcam
 # seconds per decoder plus its clang builds, runs in `make test` beside them).
 test-unit: check-gen test-layers test-codegen test-json test-conformance test-devauth test-topic test-jwt test-thingmodel \
            test-upload test-conn test-pending test-log test-media-unit test-openapi
-test-services: test-igwctl test-igwd test-db test-outbox test-ws test-redis test-mqtt test-edge test-app test-nodes \
+test-services: test-igwctl test-igwd test-framing test-db test-outbox test-ws test-redis test-mqtt test-edge test-app test-nodes \
                test-sql test-ops test-mqttauth
 
 # Every test; non-zero on any failure.

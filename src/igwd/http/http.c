@@ -343,20 +343,25 @@ static void check_contract(const igw_exchange *ex, int cls)
 #endif
 }
 
+/* The error envelope of class cls into jw. */
+static void write_error(igw_jw *jw, int cls, const char *reason, size_t rlen, const char *path)
+{
+    envelope_begin(jw, cls);
+    igw_jw_object_begin(jw);
+    igw_jw_key(jw, "reason", 6);
+    igw_jw_string(jw, reason ? reason : "", reason ? rlen : 0);
+    igw_jw_key(jw, "path", 4);
+    igw_jw_string(jw, path ? path : "", path ? strlen(path) : 0);
+    igw_jw_object_end(jw);
+    igw_jw_object_end(jw);
+}
+
 void igw_http_reply_error(igw_exchange *ex, int cls, const char *reason, const char *path)
 {
     if (cls < 0 || cls >= IGW_ERR__COUNT)
         cls = IGW_ERR_INTERNAL;
     check_contract(ex, cls);
-    igw_jw *jw = &ex->w->body;
-    envelope_begin(jw, cls);
-    igw_jw_object_begin(jw);
-    igw_jw_key(jw, "reason", 6);
-    igw_jw_string(jw, reason ? reason : "", reason ? strlen(reason) : 0);
-    igw_jw_key(jw, "path", 4);
-    igw_jw_string(jw, path ? path : "", path ? strlen(path) : 0);
-    igw_jw_object_end(jw);
-    igw_jw_object_end(jw);
+    write_error(&ex->w->body, cls, reason, reason ? strlen(reason) : 0, path);
     send_json(ex, cls);
 }
 
@@ -600,6 +605,95 @@ static bool serve_ops(igw_exchange *ex, igw_str method)
     return true;
 }
 
+/* ---- framing ------------------------------------------------------------------ */
+
+/* Header fields a request may carry once. h2o 2.2.5 resolves a repeat
+ * silently, each its own way (the first Content-Length frames the body and
+ * the rest of it is read as the next request; Transfer-Encoding overrides
+ * Content-Length; the last Host wins; a route reads the first Authorization
+ * or Content-Type), and a proxy in front may resolve it another way: the
+ * classic request smuggling. So a repeat, a Content-Length beside a
+ * Transfer-Encoding, or an HTTP/1.1 request without Host (RFC 9112 §3.2) is
+ * refused, for every request, before the ops routes and the strict stage. */
+enum { F_HOST, F_CONTENT_LENGTH, F_TRANSFER_ENCODING, F_AUTHORIZATION, F_CONTENT_TYPE, F__COUNT };
+static const struct {
+    const char *name;
+    size_t len;
+    const char *dup;
+} singletons[F__COUNT] = {
+    [F_HOST] = {"host", 4, "duplicate Host header"},
+    [F_CONTENT_LENGTH] = {"content-length", 14, "duplicate Content-Length header"},
+    [F_TRANSFER_ENCODING] = {"transfer-encoding", 17, "duplicate Transfer-Encoding header"},
+    [F_AUTHORIZATION] = {"authorization", 13, "duplicate Authorization header"},
+    [F_CONTENT_TYPE] = {"content-type", 12, "duplicate Content-Type header"},
+};
+
+static int singleton_of(const char *name, size_t len)
+{
+    for (int i = 0; i < F__COUNT; i++)
+        if (len == singletons[i].len && h2o_lcstris(name, len, singletons[i].name, len))
+            return i;
+    return -1;
+}
+
+/* Counts the singletons in an HTTP/1 request's header block. h2o consumes
+ * Host, Content-Length and Transfer-Encoding while framing (they are not in
+ * req->headers), so this reads the block itself: lib/http1.c keeps it at
+ * the start of the socket's input until the response is sent, and
+ * picohttpparser already accepted it (so it ends with an empty line within
+ * H2O_MAX_REQLEN). Lines that start with a space continue the previous
+ * field (obs-fold) and count for nothing. */
+static void count_http1(h2o_req_t *req, unsigned n[F__COUNT])
+{
+    h2o_socket_t *sock = req->conn->callbacks->get_socket ? req->conn->callbacks->get_socket(req->conn) : NULL;
+    if (!sock || !sock->input)
+        return;
+    const char *p = sock->input->bytes;
+    const char *end = p + (sock->input->size < H2O_MAX_REQLEN ? sock->input->size : H2O_MAX_REQLEN);
+    const char *eol = memchr(p, '\n', (size_t)(end - p)); /* the request line */
+    while (eol) {
+        p = eol + 1;
+        if (!(eol = memchr(p, '\n', (size_t)(end - p))))
+            break;
+        size_t len = (size_t)(eol - p);
+        if (len && p[len - 1] == '\r')
+            len--;
+        if (len == 0)
+            break; /* the end of the block */
+        if (p[0] == ' ' || p[0] == '\t')
+            continue;
+        const char *colon = memchr(p, ':', len);
+        int i = colon ? singleton_of(p, (size_t)(colon - p)) : -1;
+        if (i >= 0)
+            n[i]++;
+    }
+}
+
+/* Why the request's framing is refused, or NULL. */
+static const char *framing_error(h2o_req_t *req)
+{
+    unsigned n[F__COUNT] = {0};
+    if (req->version < 0x200) {
+        count_http1(req, n);
+    } else { /* HTTP/2 frames its own messages; its fields are all in req->headers */
+        for (size_t i = 0; i < req->headers.size; i++) {
+            const h2o_iovec_t *name = req->headers.entries[i].name;
+            int k = singleton_of(name->base, name->len);
+            if (k >= 0)
+                n[k]++;
+        }
+        n[F_HOST] = 1; /* :authority, which h2o requires */
+    }
+    for (int i = 0; i < F__COUNT; i++)
+        if (n[i] > 1)
+            return singletons[i].dup;
+    if (n[F_CONTENT_LENGTH] && n[F_TRANSFER_ENCODING])
+        return "Content-Length with Transfer-Encoding";
+    if (req->version == 0x101 && n[F_HOST] == 0)
+        return "missing Host header";
+    return NULL;
+}
+
 /* ---- the request handler --------------------------------------------------- */
 
 static uint64_t splitmix64(uint64_t z)
@@ -621,6 +715,96 @@ static void make_request_id(worker *w, char out[17])
     out[16] = '\0';
 }
 
+/* ---- h2o's own refusals ------------------------------------------------------ */
+
+/* h2o answers some requests before on_req sees them (lib/http1.c through
+ * h2o_send_error_generic, plain text, connection closed): a Content-Length
+ * it cannot read (negative, not a number), a Transfer-Encoding other than
+ * chunked, a broken chunk, a body over max_body, an unknown Expect. It binds
+ * them to the host's fallback path, which no request on_req answers takes
+ * (every path matches "/"), so a filter there rewrites them to the envelope
+ * of the class with the same status, h2o's text as data.reason, and counts
+ * and logs them like every answer; the connection still closes. A status
+ * no class has (417) goes out as h2o wrote it. A request line h2o cannot
+ * parse gets a fixed 400 written straight to the socket: no hook sees it. */
+typedef struct refusal_ostream {
+    h2o_ostream_t super;
+    int cls;
+    bool sent;
+} refusal_ostream;
+
+static int class_of_status(int status)
+{
+    for (int i = 0; i < IGW_ERR__COUNT; i++)
+        if (i != IGW_ERR_OK && igw_error_classes[i].http == status)
+            return i;
+    return -1;
+}
+
+static void refusal_do_send(h2o_ostream_t *self, h2o_req_t *req, h2o_iovec_t *bufs, size_t nbufs,
+                            h2o_send_state_t state)
+{
+    refusal_ostream *o = (refusal_ostream *)self;
+    if (o->sent) { /* h2o_send_inline sends once; anything after adds nothing */
+        h2o_ostream_send_next(&o->super, req, NULL, 0, state);
+        return;
+    }
+    o->sent = true;
+    char reason[128]; /* h2o's texts are short and fixed; bounded anyway */
+    size_t rlen = 0;
+    for (size_t i = 0; i < nbufs && rlen < sizeof reason; i++) {
+        size_t n = bufs[i].len < sizeof reason - rlen ? bufs[i].len : sizeof reason - rlen;
+        memcpy(reason + rlen, bufs[i].base, n);
+        rlen += n;
+    }
+    worker *w = H2O_STRUCT_FROM_MEMBER(worker, ctx, req->conn->ctx);
+    igw_exchange ex = {.w = w, .req = req, .route = IGW_METRICS_ROUTE_NONE};
+    clock_gettime(CLOCK_MONOTONIC, &ex.start);
+    make_request_id(w, ex.id);
+    const char *q = memchr(req->input.path.base, '?', req->input.path.len);
+    ex.path = (igw_str){req->input.path.base, q ? (size_t)(q - req->input.path.base) : req->input.path.len};
+
+    /* A jw of its own: this runs from h2o's read callback, and must not
+     * depend on what the worker's buffers hold. The body lives in the
+     * request's pool until h2o wrote it. */
+    igw_jw jw;
+    igw_jw_init(&jw);
+    write_error(&jw, o->cls, reason, rlen, "");
+    int cls = o->cls;
+    h2o_iovec_t body;
+    if (igw_jw_status(&jw)) {
+        cls = IGW_ERR_INTERNAL;
+        body = h2o_iovec_init(internal_body, sizeof internal_body - 1);
+    } else {
+        body = h2o_strdup(&req->pool, jw.buf, jw.len);
+    }
+    igw_jw_free(&jw);
+    int status = igw_error_classes[cls].http;
+    req->res.status = status;
+    req->res.reason = reason_phrase(status);
+    req->res.content_length = body.len;
+    memset(&req->res.headers, 0, sizeof req->res.headers); /* h2o's text/plain */
+    h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, NULL, H2O_STRLIT("application/json"));
+    add_request_id(&ex);
+    igw_accesslog_entry e = log_entry(&ex, status, cls, 0, body.len);
+    account(&ex, cls, &e);
+    h2o_ostream_send_next(&o->super, req, &body, 1, state);
+}
+
+static void on_refusal_setup(h2o_filter_t *self, h2o_req_t *req, h2o_ostream_t **slot)
+{
+    (void)self;
+    int cls = req->res.status >= 400 ? class_of_status(req->res.status) : -1;
+    if (cls >= 0) {
+        refusal_ostream *o = (refusal_ostream *)h2o_add_ostream(req, sizeof *o, slot);
+        o->super.do_send = refusal_do_send;
+        o->cls = cls;
+        o->sent = false;
+        slot = &o->super.next;
+    }
+    h2o_setup_next_ostream(req, slot);
+}
+
 static int on_req(h2o_handler_t *self, h2o_req_t *req)
 {
     (void)self;
@@ -633,6 +817,14 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     igw_str method = {req->input.method.base, req->input.method.len};
     igw_arena_reset(&w->arena);
 
+    const char *bad = framing_error(req);
+    if (bad) {
+        /* What follows on the connection was framed by a rule a proxy in
+         * front may not share: answer, then close. */
+        req->http1_is_persistent = 0;
+        igw_http_reply_error(&ex, IGW_ERR_PARAMETER, bad, "");
+        return 0;
+    }
     if (serve_ops(&ex, method))
         return 0;
     const igw_http_app *app = &w->server->app;
@@ -857,6 +1049,8 @@ igw_server *igw_http_create(const igw_config *cfg, const igw_http_app *app, char
     h2o_pathconf_t *path = h2o_config_register_path(host, "/", 0);
     h2o_handler_t *handler = h2o_create_handler(path, sizeof *handler);
     handler->on_req = on_req;
+    h2o_filter_t *refusals = h2o_create_filter(&host->fallback_path, sizeof *refusals);
+    refusals->on_setup_ostream = on_refusal_setup;
 
     s->metrics = igw_metrics_create(cfg->threads);
     s->workers = calloc(cfg->threads, sizeof *s->workers);

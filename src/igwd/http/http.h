@@ -6,7 +6,12 @@
  * (GET /healthz, /readyz, /metrics), else the strict stage
  * (igw_request_decode) then igw_handlers[route]. Every reply is JSON
  * (/metrics excepted) with Content-Length and an x-request-id header, and
- * is counted in the metrics and written to the access log.
+ * is counted in the metrics and written to the access log. Before all of
+ * it, a request with ambiguous framing (two Content-Length, Content-Length
+ * with Transfer-Encoding, no Host in HTTP/1.1, a repeated singleton header)
+ * is refused 400 and its connection closed; h2o's own refusals (an
+ * unreadable Content-Length, a body over max_body) get the envelope too
+ * (docs/configuration.md, "Request framing").
  *
  * h2o's headers are included by http.c only. */
 #ifndef IGW_HTTP_H

@@ -270,11 +270,14 @@ static void *worker_start(void *arg, unsigned index, struct st_h2o_evloop_t *loo
         goto fail;
     }
     if (app->cfg.pg_dsn[0]) {
-        for (; w->ndb < app->cfg.db_connections && w->ndb < IGW_EDGE_MAX_DB; w->ndb++)
+        for (; w->ndb < app->cfg.db_connections && w->ndb < IGW_EDGE_MAX_DB; w->ndb++) {
             if (!(w->db[w->ndb] = igw_db_create(loop, app->cfg.pg_dsn, err, errlen)))
                 goto fail;
+            igw_db_set_deadline(w->db[w->ndb], app->cfg.db_timeout_ms);
+        }
         if (!(w->listen_db = igw_db_create(loop, app->cfg.pg_dsn, err, errlen)))
             goto fail;
+        igw_db_set_deadline(w->listen_db, app->cfg.db_timeout_ms);
         if (!(w->push = igw_push_create(loop, w->listen_db))) { /* LISTENs: right after the create */
             snprintf(err, errlen, "out of memory");
             goto fail;
@@ -290,6 +293,7 @@ static void *worker_start(void *arg, unsigned index, struct st_h2o_evloop_t *loo
     if (index == 0 && w->ndb) {
         if (!(w->chore_db = igw_db_create(loop, app->cfg.pg_dsn, err, errlen)))
             goto fail;
+        igw_db_set_deadline(w->chore_db, app->cfg.db_timeout_ms);
         if (!(w->chores = chores_start(loop, w->chore_db))) {
             snprintf(err, errlen, "out of memory");
             goto fail;

@@ -380,6 +380,44 @@ int main(int argc, char **argv)
         CHECK(run_until_called(&o_sync2, 1, 5000) && strcmp(o_sync2.val, "on") == 0, "'%s'", o_sync2.val);
     }
 
+    /* ---- a frozen server (SIGSTOP): nothing answers, nothing closes; the
+     * deadline fails the query in flight (connection dropped, outcome
+     * unknown) and one that waits to be sent (not sent), then the thawed
+     * server takes queries again. ---- */
+    const char *freeze = getenv("IGW_DBTEST_FREEZE"), *thaw = getenv("IGW_DBTEST_THAW");
+    if (!freeze || !thaw) {
+        check(false, __FILE__, __LINE__, "IGW_DBTEST_FREEZE and IGW_DBTEST_THAW are set", NULL);
+    } else {
+        igw_db_set_deadline(db, 1000);
+        outcome o_warm = {0};
+        CHECK(exec0(db, &st_pid, &o_warm) == 0);
+        CHECK(run_until_called(&o_warm, 1, 5000) && o_warm.ok, "'%s'", o_warm.err);
+        CHECK(system(freeze) == 0, "%s", freeze);
+        outcome o_frozen = {0}, o_later = {0};
+        int64_t tf = igw_clock_ms();
+        CHECK(exec_ins(db, &st_ins, 4100, &o_frozen) == 0);
+        CHECK(run_until_called(&o_frozen, 1, 5000), "a frozen server's query got no answer at all");
+        int64_t took = igw_clock_ms() - tf;
+        CHECK(!o_frozen.ok && starts(o_frozen.err, "connection lost") && strstr(o_frozen.err, "no answer within 1000 ms") &&
+                  igw_db_outcome_unknown(o_frozen.err),
+              "'%s'", o_frozen.err);
+        CHECK(took >= 900 && took < 2500, "failed after %lld ms (deadline 1000 ms)", (long long)took);
+        /* Reconnecting to a frozen server: a new query waits, then fails as not sent. */
+        tf = igw_clock_ms();
+        CHECK(exec_ins(db, &st_ins, 4101, &o_later) == 0);
+        CHECK(run_until_called(&o_later, 1, 5000), "a query waiting for a frozen server got no answer at all");
+        took = igw_clock_ms() - tf;
+        CHECK(!o_later.ok && igw_db_not_sent(o_later.err) && strstr(o_later.err, "did not answer within 1000 ms"),
+              "'%s'", o_later.err);
+        CHECK(took >= 900 && took < 2500, "failed after %lld ms (deadline 1000 ms)", (long long)took);
+        printf("db_test: frozen server: '%s' / '%s'\n", o_frozen.err, o_later.err);
+        CHECK(system(thaw) == 0, "%s", thaw);
+        outcome o_thawed = {0};
+        CHECK(exec0(db, &st_pid, &o_thawed) == 0);
+        CHECK(run_until_called(&o_thawed, 1, 15000) && o_thawed.ok, "after the thaw: '%s'", o_thawed.err);
+        igw_db_set_deadline(db, 0);
+    }
+
     /* ---- destroy with queries in flight and queued ---- */
     outcome o_end[6] = {{0}};
     CHECK(exec1(db, &st_sleep, "0.5", &o_end[0]) == 0);

@@ -78,6 +78,8 @@ static const setting settings[] = {
      "serve GET /metrics to any peer (false: loopback peers only; others get not_found)"},
     {"signaling_enabled", KIND_BOOL, OFF(signaling_enabled), 0, 0, 0, "true",
      "Signaling switch; routes with `gate signaling` need it (true/false)"},
+    {"db_timeout_ms", KIND_UINT, OFF(db_timeout_ms), 0, 100, 60000, "5000",
+     "a database query unanswered this long fails (its connection is dropped and reconnected), milliseconds"},
     {"check_timeout_ms", KIND_UINT, OFF(check_timeout_ms), 0, 10, 10000, "500",
      "timeout of each Redis command and connect attempt, milliseconds"},
     {"shutdown_timeout_ms", KIND_UINT, OFF(shutdown_timeout_ms), 0, 0, 600000, "5000",

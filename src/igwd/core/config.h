@@ -45,6 +45,7 @@ typedef struct igw_config {
     char public_url[IGW_CONFIG_PATH_MAX];   /* "" = path-only download URLs */
     bool bench_routes;         /* POST /bench/bare, for make bench-edge */
     bool metrics_public;       /* /metrics to any peer; false: loopback peers only */
+    unsigned db_timeout_ms;    /* igw_db_set_deadline of every database connection */
     bool signaling_enabled; /* routes with `gate signaling` need it */
     unsigned check_timeout_ms;   /* per dependency probe of /readyz */
     unsigned shutdown_timeout_ms; /* bound on draining in-flight requests */

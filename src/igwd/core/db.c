@@ -58,6 +58,7 @@ typedef struct req {
     bool prepare;       /* its Parse went out in the same Sync segment */
     unsigned cmds_done; /* commands (Parse, Execute) whose results ended */
     uint64_t sent_us;
+    uint64_t queued_us; /* when it was submitted (the deadline counts from here) */
     PGresult *res;     /* the Execute's result on success */
     PGresult *err_res; /* the first error of its segment */
 } req;
@@ -73,6 +74,7 @@ typedef struct brow {
     igw_db_row_cb cb;
     void *arg;
     bool solo;        /* its batch failed on a value: it goes alone */
+    uint64_t at_us;   /* when it was submitted */
     unsigned retries; /* class 40 retries so far */
     size_t bytes;     /* its share of the parameters */
     const char **values;
@@ -112,8 +114,9 @@ struct igw_db {
     fifo queued, inflight;
     const igw_db_stmt **prepared; /* statements prepared (or being) on this connection */
     size_t nprepared, capprepared;
-    h2o_timeout_t t_zero;
-    h2o_timeout_entry_t kick;
+    h2o_timeout_t t_zero, t_watch;
+    h2o_timeout_entry_t kick, watch;
+    uint64_t deadline_us; /* igw_db_set_deadline; 0: none */
     char errbuf[256];   /* err handed to callbacks */
     char lostbuf[320];  /* "connection lost: ..." while failing in-flight queries */
     char *listen_sql; /* "LISTEN <channel>", part of every session's setup */
@@ -132,6 +135,7 @@ struct igw_db {
 };
 
 static void drop(igw_db *db, const char *why);
+static void arm_watch(igw_db *db);
 static void send_queued(igw_db *db);
 
 /* ---- small helpers ----------------------------------------------------------- */
@@ -669,6 +673,80 @@ static void on_sock_write(h2o_socket_t *sock, const char *err)
         send_queued(db);
 }
 
+/* ---- deadlines ------------------------------------------------------------------ */
+
+static void finish_rows(igw_db *db, brow *rows, const PGresult *res, const char *err);
+
+/* Watched while anything waits: the deadline is checked every quarter of it. */
+static void arm_watch(igw_db *db)
+{
+    if (db->deadline_us && !db->closing && !h2o_timeout_is_linked(&db->watch) &&
+        (db->queued.head || db->inflight.head || db->nrows))
+        h2o_timeout_link(db->loop, &db->t_watch, &db->watch);
+}
+
+/* Nothing waits past the deadline (igw_db_set_deadline): a query sent and
+ * unanswered that long means the server does not answer (frozen, a lost
+ * route): the connection is dropped, which fails what is in flight (outcome
+ * unknown) and reconnects; queries and rows still waiting to be sent fail
+ * as not sent. */
+static void on_watch(h2o_timeout_entry_t *e)
+{
+    igw_db *db = H2O_STRUCT_FROM_MEMBER(igw_db, watch, e);
+    uint64_t now = igw_clock_us(), limit = db->deadline_us;
+    char why[96];
+    snprintf(why, sizeof why, IGW_DB_NOT_SENT "the database did not answer within %llu ms",
+             (unsigned long long)(limit / 1000));
+    unsigned gen = db->gen;
+    req *late = NULL, **tail = &late;
+    while (db->queued.head && now - db->queued.head->queued_us > limit) {
+        *tail = fifo_pop(&db->queued);
+        tail = &(*tail)->next;
+    }
+    gauges(db);
+    for (unsigned i = 0; i < db->nbq; i++) {
+        bqueue *q = &db->bq[i];
+        brow *rows = NULL, **rt = &rows;
+        while (q->head && now - q->head->at_us > limit) {
+            brow *r = q->head;
+            q->head = r->next;
+            if (!q->head)
+                q->tail = NULL;
+            q->n--;
+            db->nrows--;
+            r->next = NULL;
+            *rt = r;
+            rt = &r->next;
+        }
+        if (rows)
+            finish_rows(db, rows, NULL, why);
+        if (gen != db->gen || db->closing)
+            return;
+    }
+    if (late)
+        fail_list(db, late, why);
+    if (gen != db->gen || db->closing)
+        return;
+    req *head = db->inflight.head;
+    if (head && now - head->sent_us > limit) {
+        snprintf(why, sizeof why, "no answer within %llu ms", (unsigned long long)(limit / 1000));
+        drop(db, why);
+        return; /* drop's callbacks may have submitted again: they arm the watch */
+    }
+    arm_watch(db);
+}
+
+void igw_db_set_deadline(igw_db *db, unsigned ms)
+{
+    db->deadline_us = (uint64_t)ms * 1000;
+    if (h2o_timeout_is_linked(&db->watch))
+        h2o_timeout_unlink(&db->watch);
+    h2o_timeout_dispose(db->loop, &db->t_watch);
+    unsigned period = ms / 4 < 20 ? 20 : ms / 4 > 1000 ? 1000 : ms / 4;
+    h2o_timeout_init(db->loop, &db->t_watch, period);
+    arm_watch(db);
+}
+
 /* ---- public -------------------------------------------------------------------- */
 
 igw_db *igw_db_create(h2o_evloop_t *loop, const char *dsn, char *err, size_t errlen)
@@ -707,7 +785,9 @@ igw_db *igw_db_create(h2o_evloop_t *loop, const char *dsn, char *err, size_t err
         return NULL;
     }
     h2o_timeout_init(loop, &db->t_zero, 0);
+    h2o_timeout_init(loop, &db->t_watch, 1000);
     db->kick.cb = on_kick;
+    db->watch.cb = on_watch;
     igw_conn_start(db->sup);
     return db;
 }
@@ -751,11 +831,13 @@ int igw_db_exec(igw_db *db, const igw_db_stmt *stmt, const char *const *values, 
     r->stmt = stmt;
     r->cb = cb;
     r->arg = arg;
+    r->queued_us = igw_clock_us();
     r->values = n ? v : NULL;
     r->lengths = lengths ? l : NULL;
     r->formats = formats ? f : NULL;
     fifo_push(&db->queued, r);
     gauges(db);
+    arm_watch(db);
     if (db->state == ST_READY && !h2o_timeout_is_linked(&db->kick))
         h2o_timeout_link(db->loop, &db->t_zero, &db->kick); /* end of this loop turn: one batch */
     return 0;
@@ -948,6 +1030,7 @@ int igw_db_exec_row(igw_db *db, const igw_db_stmt *stmt, const char *const *valu
     }
     r->cb = cb;
     r->arg = arg;
+    r->at_us = igw_clock_us();
     r->bytes = 2 * data + 8 * n; /* escaping at worst doubles it */
     if (q->tail)
         q->tail->next = r;
@@ -957,6 +1040,7 @@ int igw_db_exec_row(igw_db *db, const igw_db_stmt *stmt, const char *const *valu
     q->n++;
     db->nrows++;
     arm_kick(db);
+    arm_watch(db);
     return 0;
 reject:
     bump(&db->st.rejected, 1);
@@ -998,6 +1082,8 @@ void igw_db_destroy(igw_db *db)
     igw_conn_stop(db->sup);
     if (h2o_timeout_is_linked(&db->kick))
         h2o_timeout_unlink(&db->kick);
+    if (h2o_timeout_is_linked(&db->watch))
+        h2o_timeout_unlink(&db->watch);
     close_socket(db);
     if (db->conn)
         PQfinish(db->conn);
@@ -1014,6 +1100,7 @@ void igw_db_destroy(igw_db *db)
     }
     db->nrows = 0;
     h2o_timeout_dispose(db->loop, &db->t_zero);
+    h2o_timeout_dispose(db->loop, &db->t_watch);
     igw_conn_destroy(db->sup);
     free(db->prepared);
     free(db->bbuf);

@@ -145,6 +145,15 @@ const char *igw_db_last_error(const igw_db *db);
 /* A consistent-enough snapshot of the counters; safe from any thread. */
 void igw_db_stats_get(const igw_db *db, igw_db_stats *out);
 
+/* A deadline for every query and row (ms; 0, the default: none): one still
+ * waiting to be sent after it fails with IGW_DB_NOT_SENT "the database did
+ * not answer within N ms"; one sent and unanswered after it drops the
+ * connection, which fails everything in flight as "connection lost: no
+ * answer within N ms" (it may have committed) and reconnects. So a frozen
+ * server costs a caller at most about the deadline (checked every quarter
+ * of it), never a hang. */
+void igw_db_set_deadline(igw_db *db, unsigned ms);
+
 /* Fails every queued and in-flight query with "shutting down" (in order),
  * closes the connection and frees. On the loop thread, not from inside an
  * igw_db callback. The loop must run once more afterwards (or be destroyed)

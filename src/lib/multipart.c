@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "field.h"
+
 enum {
     S_PREAMBLE,   /* looking for the first delimiter, discarding */
     S_DATA,       /* in a part's content, looking for the next delimiter */
@@ -21,113 +23,6 @@ static int fail(igw_multipart *p, const char *why)
     p->err = why;
     p->state = S_ERROR;
     return -1;
-}
-
-/* ---- tokens and parameters (RFC 7230 3.2.6, RFC 7231 3.1.1.1) -------------- */
-
-static int is_tchar(unsigned char c)
-{
-    if ((c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'))
-        return 1;
-    return c != 0 && strchr("!#$%&'*+-.^_`|~", c) != NULL;
-}
-
-static int is_ows(char c)
-{
-    return c == ' ' || c == '\t';
-}
-
-static int lower(unsigned char c)
-{
-    return c >= 'A' && c <= 'Z' ? c + 32 : c;
-}
-
-/* s[0..n) equals the lower-case word w, ignoring ASCII case. */
-static int ieq(const char *s, size_t n, const char *w)
-{
-    if (strlen(w) != n)
-        return 0;
-    for (size_t i = 0; i < n; i++)
-        if (lower((unsigned char)s[i]) != (unsigned char)w[i])
-            return 0;
-    return 1;
-}
-
-static const char *skip_ows(const char *s, const char *end)
-{
-    while (s < end && is_ows(*s))
-        s++;
-    return s;
-}
-
-static const char *skip_token(const char *s, const char *end)
-{
-    while (s < end && is_tchar((unsigned char)*s))
-        s++;
-    return s;
-}
-
-/* One parameter OWS ";" OWS name "=" value at *s. The value (token or
- * quoted-string, quoted-pairs unescaped) goes to val when it fits in vcap - 1
- * bytes (NUL added), else *vlen is set past vcap - 1 and val holds a prefix;
- * val may be NULL (vcap 0) to skip it. Returns 1 with a parameter, 0 at the
- * end of the header value, -1 on malformed syntax. */
-static int next_param(const char **s, const char *end, const char **name, size_t *nlen, char *val,
-                      size_t vcap, size_t *vlen)
-{
-    const char *q = skip_ows(*s, end);
-    if (q == end) {
-        *s = q;
-        return 0;
-    }
-    if (*q != ';')
-        return -1;
-    q = skip_ows(q + 1, end);
-    const char *n = q;
-    q = skip_token(q, end);
-    if (q == n || q == end || *q != '=')
-        return -1;
-    *name = n;
-    *nlen = (size_t)(q - n);
-    q++;
-    size_t o = 0;
-    if (q < end && *q == '"') {
-        for (q++;; q++) {
-            if (q == end)
-                return -1; /* unterminated */
-            unsigned char c = (unsigned char)*q;
-            if (c == '"')
-                break;
-            if (c == '\\') {
-                if (++q == end)
-                    return -1;
-                c = (unsigned char)*q;
-            }
-            /* qdtext and quoted-pair: HTAB, SP, VCHAR, obs-text. */
-            if ((c < 0x20 && c != '\t') || c == 0x7f)
-                return -1;
-            if (val && o + 1 < vcap)
-                val[o] = (char)c;
-            o++;
-        }
-        q++;
-    } else {
-        const char *v = q;
-        q = skip_token(q, end);
-        if (q == v)
-            return -1;
-        for (const char *t = v; t < q; t++, o++)
-            if (val && o + 1 < vcap)
-                val[o] = *t;
-    }
-    /* A value ends at OWS, ';' or the end. */
-    if (q < end && !is_ows(*q) && *q != ';')
-        return -1;
-    if (val && vcap)
-        val[o < vcap ? o : vcap - 1] = '\0';
-    *vlen = o;
-    *s = q;
-    return 1;
 }
 
 /* ---- the boundary ---------------------------------------------------------- */
@@ -171,22 +66,22 @@ static int boundary_of(const char *ct, size_t len, char *out, size_t cap, const 
         return -1;
     }
     const char *s = ct, *end = ct + len;
-    s = skip_ows(s, end);
+    s = igw_field_skip_ows(s, end);
     const char *type = s;
-    s = skip_token(s, end);
+    s = igw_field_skip_token(s, end);
     size_t tlen = (size_t)(s - type);
     if (tlen == 0 || s == end || *s != '/') {
         *err = "multipart: malformed Content-Type";
         return -1;
     }
     const char *sub = ++s;
-    s = skip_token(s, end);
+    s = igw_field_skip_token(s, end);
     size_t slen = (size_t)(s - sub);
     if (slen == 0) {
         *err = "multipart: malformed Content-Type";
         return -1;
     }
-    if (!ieq(type, tlen, "multipart") || !ieq(sub, slen, "form-data")) {
+    if (!igw_field_ieq(type, tlen, "multipart") || !igw_field_ieq(sub, slen, "form-data")) {
         *err = "multipart: Content-Type is not multipart/form-data";
         return -1;
     }
@@ -196,14 +91,14 @@ static int boundary_of(const char *ct, size_t len, char *out, size_t cap, const 
     for (;;) {
         const char *name;
         size_t nlen, vlen;
-        int r = next_param(&s, end, &name, &nlen, val, sizeof val, &vlen);
+        int r = igw_field_param_next(&s, end, &name, &nlen, val, sizeof val, &vlen);
         if (r == 0)
             break;
         if (r < 0) {
             *err = "multipart: malformed Content-Type";
             return -1;
         }
-        if (!ieq(name, nlen, "boundary"))
+        if (!igw_field_ieq(name, nlen, "boundary"))
             continue;
         if (blen >= 0) {
             *err = "multipart: duplicate boundary";
@@ -339,10 +234,10 @@ static int end_part(igw_multipart *p)
 static int disposition(igw_multipart *p, const char *s, const char *end)
 {
     const char *t = s;
-    s = skip_token(s, end);
+    s = igw_field_skip_token(s, end);
     if (s == t)
         return fail(p, "multipart: malformed Content-Disposition");
-    if (!ieq(t, (size_t)(s - t), "form-data"))
+    if (!igw_field_ieq(t, (size_t)(s - t), "form-data"))
         return fail(p, "multipart: Content-Disposition is not form-data");
     igw_multipart_part *pt = &p->part;
     int have_name = 0;
@@ -350,13 +245,13 @@ static int disposition(igw_multipart *p, const char *s, const char *end)
         const char *name;
         size_t nlen, vlen;
         const char *save = s;
-        int r = next_param(&s, end, &name, &nlen, NULL, 0, &vlen);
+        int r = igw_field_param_next(&s, end, &name, &nlen, NULL, 0, &vlen);
         if (r == 0)
             break;
         if (r < 0)
             return fail(p, "multipart: malformed Content-Disposition");
         char *dst = NULL;
-        if (ieq(name, nlen, "name")) {
+        if (igw_field_ieq(name, nlen, "name")) {
             if (have_name)
                 return fail(p, "multipart: duplicate Content-Disposition parameter");
             if (vlen > IGW_MULTIPART_NAME_MAX)
@@ -364,7 +259,7 @@ static int disposition(igw_multipart *p, const char *s, const char *end)
             have_name = 1;
             dst = pt->name;
             pt->name_len = vlen;
-        } else if (ieq(name, nlen, "filename")) {
+        } else if (igw_field_ieq(name, nlen, "filename")) {
             if (pt->has_filename)
                 return fail(p, "multipart: duplicate Content-Disposition parameter");
             if (vlen > IGW_MULTIPART_NAME_MAX)
@@ -372,12 +267,12 @@ static int disposition(igw_multipart *p, const char *s, const char *end)
             pt->has_filename = 1;
             dst = pt->filename;
             pt->filename_len = vlen;
-        } else if (ieq(name, nlen, "filename*")) {
+        } else if (igw_field_ieq(name, nlen, "filename*")) {
             return fail(p, "multipart: filename* is not supported");
         }
         if (dst) { /* parse again, now copying (it fits) */
             s = save;
-            if (next_param(&s, end, &name, &nlen, dst, IGW_MULTIPART_NAME_MAX + 1, &vlen) != 1)
+            if (igw_field_param_next(&s, end, &name, &nlen, dst, IGW_MULTIPART_NAME_MAX + 1, &vlen) != 1)
                 return fail(p, "multipart: malformed Content-Disposition");
         }
     }
@@ -403,19 +298,19 @@ static int header_line(igw_multipart *p)
     }
     if (++p->headers > IGW_MULTIPART_HEADERS_MAX)
         return fail(p, "multipart: too many part headers");
-    if (is_ows(*s))
+    if (igw_field_ows(*s))
         return fail(p, "multipart: folded part header");
     const char *name = s;
-    s = skip_token(s, end);
+    s = igw_field_skip_token(s, end);
     if (s == name || s == end || *s != ':')
         return fail(p, "multipart: malformed part header");
     size_t nlen = (size_t)(s - name);
-    if (!ieq(name, nlen, "content-disposition"))
+    if (!igw_field_ieq(name, nlen, "content-disposition"))
         return 0; /* others are ignored */
     if (p->have_disp)
         return fail(p, "multipart: duplicate Content-Disposition");
-    s = skip_ows(s + 1, end);
-    while (end > s && is_ows(end[-1]))
+    s = igw_field_skip_ows(s + 1, end);
+    while (end > s && igw_field_ows(end[-1]))
         end--;
     return disposition(p, s, end);
 }
@@ -449,7 +344,7 @@ static int step(igw_multipart *p, unsigned char c)
         p->state = S_PAD;
         /* fall through */
     case S_PAD:
-        if (is_ows((char)c)) {
+        if (igw_field_ows((char)c)) {
             if (++p->pad > IGW_MULTIPART_LINE_MAX)
                 return fail(p, "multipart: malformed delimiter line");
             return 0;

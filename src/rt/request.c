@@ -1,6 +1,8 @@
 /* request.c - see request.h. */
 #include "request.h"
 
+#include "field.h"
+
 #include <string.h>
 #include <strings.h>
 
@@ -40,46 +42,31 @@ static bool media_is(igw_str ct, const char *want)
     return w == ct.len || ct.ptr[w] == ';';
 }
 
-/* The media type's parameters (`; name=value`, value a token or a quoted
- * string): false when a charset names anything but UTF-8. JSON is UTF-8
- * (RFC 8259 §8.1) and is decoded as such whatever a client says, so a
- * client that says otherwise is refused rather than misread. */
+/* The media type's parameters (igw_field_param_next): false when a charset
+ * names anything but UTF-8. JSON is UTF-8 (RFC 8259 §8.1) and is decoded as
+ * such whatever a client says, so a client that says otherwise is refused
+ * rather than misread; so is a charset parameter that does not parse. Other
+ * parameters, malformed or not, are not this check's business (a malformed
+ * one is skipped to the next ';'). */
 static bool charset_ok(igw_str ct)
 {
-    size_t i = 0;
-    while (i < ct.len && ct.ptr[i] != ';')
-        i++;
-    while (i < ct.len) {
-        i++; /* the ';' */
-        while (i < ct.len && (ct.ptr[i] == ' ' || ct.ptr[i] == '\t'))
-            i++;
-        size_t name = i;
-        while (i < ct.len && ct.ptr[i] != '=' && ct.ptr[i] != ';')
-            i++;
-        size_t name_len = i - name;
-        while (name_len > 0 && (ct.ptr[name + name_len - 1] == ' ' || ct.ptr[name + name_len - 1] == '\t'))
-            name_len--;
-        size_t val = i, val_len = 0;
-        if (i < ct.len && ct.ptr[i] == '=') {
-            val = ++i;
-            if (i < ct.len && ct.ptr[i] == '"') {
-                val = ++i;
-                while (i < ct.len && ct.ptr[i] != '"')
-                    i += ct.ptr[i] == '\\' && i + 1 < ct.len ? 2 : 1;
-                val_len = (i < ct.len ? i : ct.len) - val;
-                if (i < ct.len)
-                    i++;
-            }
-            while (i < ct.len && ct.ptr[i] != ';')
-                i++;
-            if (!val_len) {
-                val_len = i - val;
-                while (val_len > 0 && (ct.ptr[val + val_len - 1] == ' ' || ct.ptr[val + val_len - 1] == '\t'))
-                    val_len--;
-            }
+    const char *s = memchr(ct.ptr, ';', ct.len), *end = ct.ptr + ct.len, *name;
+    char val[8]; /* "utf-8" and its NUL; a longer value is not UTF-8 */
+    size_t nlen, vlen;
+    while (s) {
+        int rc = igw_field_param_next(&s, end, &name, &nlen, val, sizeof val, &vlen);
+        if (rc == 0)
+            break;
+        if (rc < 0) {
+            /* A charset that does not parse cannot be shown to be UTF-8. */
+            const char *n = igw_field_skip_ows(s, end);
+            n = igw_field_skip_ows(n + (n < end && *n == ';'), end);
+            if (igw_field_ieq(n, (size_t)(igw_field_skip_token(n, end) - n), "charset"))
+                return false;
+            s = memchr(s + 1, ';', (size_t)(end - s - 1));
+            continue;
         }
-        if (name_len == 7 && strncasecmp(ct.ptr + name, "charset", 7) == 0 &&
-            !(val_len == 5 && strncasecmp(ct.ptr + val, "utf-8", 5) == 0))
+        if (igw_field_ieq(name, nlen, "charset") && !(vlen == 5 && strncasecmp(val, "utf-8", 5) == 0))
             return false;
     }
     return true;

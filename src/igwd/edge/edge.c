@@ -952,11 +952,8 @@ static void refused_mqtt(job *j, const igw_uplink *u, const igw_decode_error *de
     igw_edge *e = j->e;
     atomic_store_explicit(&e->refused_mqtt, atomic_load_explicit(&e->refused_mqtt, memory_order_relaxed) + 1,
                           memory_order_relaxed);
-    char pid[NAME_CAP], dn[NAME_CAP];
-    snprintf(pid, sizeof pid, "%.*s", (int)(u->product_id.len < NAME_CAP ? u->product_id.len : NAME_CAP - 1),
-             u->product_id.ptr);
-    snprintf(dn, sizeof dn, "%.*s", (int)(u->device_name.len < NAME_CAP ? u->device_name.len : NAME_CAP - 1),
-             u->device_name.ptr);
+    char pid[NAME_CAP] = "?", dn[NAME_CAP] = "?"; /* the MQTT client checked the topic's names: they fit */
+    (void)(copy_name(pid, sizeof pid, u->product_id) && copy_name(dn, sizeof dn, u->device_name));
     uint64_t h = igw_edge_device_hash(pid, dn) | 1; /* never 0, the free mark */
     int64_t now = igw_clock_ms();
     unsigned slot = (unsigned)(h % REFUSED_LOG_SLOTS);

@@ -5,7 +5,7 @@
 igw_port() {
     local p
     for _ in $(seq 100); do
-        p=$(sed -n 's/^igwd: listening on http:\/\/127\.0\.0\.1:\([0-9]*\) .*/\1/p' "$1")
+        p=$(sed -n 's/^igwd: listening on http:\/\/[^/ ]*:\([0-9]*\) .*/\1/p' "$1") # any address: 127.0.0.1, 0.0.0.0
         [ -n "$p" ] && { echo "$p"; return 0; }
         [ -n "${2:-}" ] && ! kill -0 "$2" 2>/dev/null && return 1
         sleep 0.1

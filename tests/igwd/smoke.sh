@@ -178,13 +178,7 @@ if [ -n "$HOSTIP" ]; then
     for public in false true; do
         IGW_LISTEN=0.0.0.0:0 IGW_THREADS=1 IGW_METRICS_PUBLIC=$public "$BIN" >"$TMP/out3" 2>/dev/null &
         PID=$!
-        PORT=
-        for _ in $(seq 100); do
-            PORT=$(sed -n 's/^igwd: listening on http:\/\/0\.0\.0\.0:\([0-9]*\) .*/\1/p' "$TMP/out3")
-            [ -n "$PORT" ] || ! kill -0 "$PID" 2>/dev/null && break
-            sleep 0.1
-        done
-        [ -n "$PORT" ] || fail "igwd on 0.0.0.0 did not start: $(cat "$TMP/out3")"
+        PORT=$(igw_port "$TMP/out3" "$PID") || fail "igwd on 0.0.0.0 did not start: $(cat "$TMP/out3")"
         req "metrics_local_$public" 200 "http://127.0.0.1:$PORT/metrics"
         if [ $public = false ]; then
             req metrics_remote 404 "http://$HOSTIP:$PORT/metrics"

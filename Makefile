@@ -332,10 +332,10 @@ test-media-unit: $(T)/sdp_test $(T)/rtp_test $(T)/dtls_test
 	$(T)/dtls_test
 
 fuzz-smoke: $(T)/conformance-run
-	CLANG=$(CLANG) tests/fuzz/smoke.sh $(FUZZ_SECONDS)
+	CLANG=$(CLANG) tests/fuzz/run.sh --seconds $(FUZZ_SECONDS)
 
 fuzz: $(T)/conformance-run
-	CLANG=$(CLANG) tests/fuzz/smoke.sh $${FUZZ_SECONDS:-300}
+	CLANG=$(CLANG) tests/fuzz/run.sh --runs $${FUZZ_RUNS:-10000000} $(FUZZ_TARGETS)
 
 test-openapi:
 	tests/openapi/run.sh

@@ -376,6 +376,11 @@ test-mqtt: $(T)/mqtt_test $(BUILD)/igw-mqtt-auth.so $(BUILD)/igwctl
 test-app: $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-mqtt-auth.so
 	tests/igwd/app_test.sh $(T)/igwd $(BUILD)/igwctl
 
+# PostgreSQL and Redis frozen under a running igwd: answers within the
+# deadline, /readyz down by the probes, recovery after they resume.
+test-deadline: $(T)/igwd
+	tests/igwd/deadline_test.sh $(T)/igwd
+
 # Area A against real PostgreSQL, Redis and Mosquitto (own ports and var/).
 test-edge: $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-mqtt-auth.so
 	tests/igwd/edge_test.sh $(T)/igwd $(BUILD)/igwctl
@@ -403,7 +408,7 @@ test-media: $(T)/igw-media-host $(BUILD)/igw-vcam
 # seconds per decoder plus its clang builds, runs in `make test` beside them).
 test-unit: check-gen test-layers test-codegen test-json test-conformance test-devauth test-topic test-jwt test-thingmodel \
            test-upload test-conn test-pending test-log test-media-unit test-openapi
-test-services: test-igwctl test-igwd test-framing test-db test-outbox test-ws test-redis test-mqtt test-edge test-app test-nodes \
+test-services: test-igwctl test-igwd test-framing test-deadline test-db test-outbox test-ws test-redis test-mqtt test-edge test-app test-nodes \
                test-sql test-ops test-mqttauth
 
 # Every test; non-zero on any failure.

@@ -253,6 +253,18 @@ static void worker_dbs_destroy(igw_worker *w)
     w->listen_db = w->chore_db = NULL;
 }
 
+/* A database connection of a worker: every query under the deadline, probed
+ * while idle (readiness). */
+static igw_db *db_open(igw_app *app, struct st_h2o_evloop_t *loop, char *err, size_t errlen)
+{
+    igw_db *db = igw_db_create(loop, app->cfg.pg_dsn, err, errlen);
+    if (db) {
+        igw_db_set_deadline(db, app->cfg.db_timeout_ms);
+        igw_db_set_probe(db, app->cfg.probe_interval_ms, app->cfg.check_timeout_ms);
+    }
+    return db;
+}
+
 static void *worker_start(void *arg, unsigned index, struct st_h2o_evloop_t *loop, char *err, size_t errlen)
 {
     igw_app *app = arg;
@@ -271,13 +283,11 @@ static void *worker_start(void *arg, unsigned index, struct st_h2o_evloop_t *loo
     }
     if (app->cfg.pg_dsn[0]) {
         for (; w->ndb < app->cfg.db_connections && w->ndb < IGW_EDGE_MAX_DB; w->ndb++) {
-            if (!(w->db[w->ndb] = igw_db_create(loop, app->cfg.pg_dsn, err, errlen)))
+            if (!(w->db[w->ndb] = db_open(app, loop, err, errlen)))
                 goto fail;
-            igw_db_set_deadline(w->db[w->ndb], app->cfg.db_timeout_ms);
         }
-        if (!(w->listen_db = igw_db_create(loop, app->cfg.pg_dsn, err, errlen)))
+        if (!(w->listen_db = db_open(app, loop, err, errlen)))
             goto fail;
-        igw_db_set_deadline(w->listen_db, app->cfg.db_timeout_ms);
         if (!(w->push = igw_push_create(loop, w->listen_db))) { /* LISTENs: right after the create */
             snprintf(err, errlen, "out of memory");
             goto fail;
@@ -291,9 +301,8 @@ static void *worker_start(void *arg, unsigned index, struct st_h2o_evloop_t *loo
         }
     }
     if (index == 0 && w->ndb) {
-        if (!(w->chore_db = igw_db_create(loop, app->cfg.pg_dsn, err, errlen)))
+        if (!(w->chore_db = db_open(app, loop, err, errlen)))
             goto fail;
-        igw_db_set_deadline(w->chore_db, app->cfg.db_timeout_ms);
         if (!(w->chores = chores_start(loop, w->chore_db))) {
             snprintf(err, errlen, "out of memory");
             goto fail;
@@ -304,10 +313,12 @@ static void *worker_start(void *arg, unsigned index, struct st_h2o_evloop_t *loo
         snprintf(err, errlen, "out of memory");
         goto fail;
     }
-    if (app->cfg.redis_host[0] &&
-        !(w->redis = igw_redis_create(loop, app->cfg.redis_host, app->cfg.redis_port, app->cfg.check_timeout_ms, err,
-                                      errlen)))
-        goto fail;
+    if (app->cfg.redis_host[0]) {
+        if (!(w->redis = igw_redis_create(loop, app->cfg.redis_host, app->cfg.redis_port, app->cfg.check_timeout_ms,
+                                          err, errlen)))
+            goto fail;
+        igw_redis_set_probe(w->redis, app->cfg.probe_interval_ms);
+    }
     /* /commands' domain; no database, no login: the route is never reached. */
     w->commands = (igw_command_env){.db = w->ndb ? w->db[0] : NULL, .models = w->models, .pending = app->pending,
                                     .mqtt = &app->mqtt, .timeout_ms = app->cfg.command_timeout_ms};
@@ -355,7 +366,7 @@ static void app_metrics(void *arg, FILE *f)
 {
     igw_app *app = arg;
     igw_db_stats t = {0};
-    unsigned nconn = 0, nup = 0;
+    unsigned nconn = 0, nup = 0, nhealthy = 0;
     for (unsigned i = 0; i < IGW_CONFIG_MAX_THREADS; i++) {
         igw_worker *w = app->workers[i];
         igw_db *dbs[WORKER_MAX_DBS];
@@ -366,7 +377,7 @@ static void app_metrics(void *arg, FILE *f)
             t.queries_ok += s.queries_ok;
             t.queries_failed += s.queries_failed;
             t.rejected += s.rejected;
-            igw_conn_stats_add(&t.conn, &nup, &s.conn);
+            igw_conn_stats_add(&t.conn, &nup, &nhealthy, &s.conn);
             nconn++;
         }
     }
@@ -374,14 +385,16 @@ static void app_metrics(void *arg, FILE *f)
                "# TYPE igw_db_queries_total counter\n"
                "igw_db_queries_total{result=\"ok\"} %llu\nigw_db_queries_total{result=\"failed\"} %llu\n"
                "igw_db_queries_total{result=\"rejected\"} %llu\n"
-               "# HELP igw_db_connections Database connections, and how many are ready.\n"
+               "# HELP igw_db_connections Database connections, how many are ready, and how many of those answer "
+               "their probes.\n"
                "# TYPE igw_db_connections gauge\n"
-               "igw_db_connections{state=\"configured\"} %u\nigw_db_connections{state=\"ready\"} %u\n",
+               "igw_db_connections{state=\"configured\"} %u\nigw_db_connections{state=\"ready\"} %u\n"
+               "igw_db_connections{state=\"healthy\"} %u\n",
             (unsigned long long)t.queries_ok, (unsigned long long)t.queries_failed, (unsigned long long)t.rejected,
-            nconn, nup);
+            nconn, nup, nhealthy);
     igw_conn_metrics_write(f, "igw_db", "From sending a query to its commit's answer.", &t.conn);
     igw_redis_stats rt = {0};
-    unsigned rconn = 0, rup = 0;
+    unsigned rconn = 0, rup = 0, rhealthy = 0;
     for (unsigned i = 0; i < IGW_CONFIG_MAX_THREADS; i++) {
         igw_worker *w = app->workers[i];
         if (!w || !w->redis)
@@ -391,18 +404,20 @@ static void app_metrics(void *arg, FILE *f)
         rt.commands_ok += s.commands_ok;
         rt.error_replies += s.error_replies;
         rt.commands_failed += s.commands_failed;
-        igw_conn_stats_add(&rt.conn, &rup, &s.conn);
+        igw_conn_stats_add(&rt.conn, &rup, &rhealthy, &s.conn);
         rconn++;
     }
     fprintf(f, "# HELP igw_redis_commands_total Redis commands by outcome.\n"
                "# TYPE igw_redis_commands_total counter\n"
                "igw_redis_commands_total{result=\"ok\"} %llu\nigw_redis_commands_total{result=\"error_reply\"} %llu\n"
                "igw_redis_commands_total{result=\"failed\"} %llu\n"
-               "# HELP igw_redis_connections Redis connections, and how many are up.\n"
+               "# HELP igw_redis_connections Redis connections, how many are up, and how many of those answer "
+               "their probes.\n"
                "# TYPE igw_redis_connections gauge\n"
-               "igw_redis_connections{state=\"configured\"} %u\nigw_redis_connections{state=\"ready\"} %u\n",
+               "igw_redis_connections{state=\"configured\"} %u\nigw_redis_connections{state=\"ready\"} %u\n"
+               "igw_redis_connections{state=\"healthy\"} %u\n",
             (unsigned long long)rt.commands_ok, (unsigned long long)rt.error_replies,
-            (unsigned long long)rt.commands_failed, rconn, rup);
+            (unsigned long long)rt.commands_failed, rconn, rup, rhealthy);
     igw_conn_metrics_write(f, "igw_redis", "From sending a command to its reply.", &rt.conn);
     igw_mqtt *m = atomic_load(&app->mqtt);
     igw_mqtt_stats ms = {0};
@@ -443,8 +458,9 @@ static void app_metrics(void *arg, FILE *f)
             (unsigned long long)ps.refused);
 }
 
-/* Every dependency is judged from the worker's live connections: no
- * probe, nothing blocks a worker. */
+/* Every dependency is judged from the workers' live connections, which
+ * probe themselves while idle (conn.h): a connection is ready when it is up
+ * and its last probe was answered in time. Nothing blocks a worker. */
 static unsigned app_ready(void *arg, unsigned *known)
 {
     igw_app *app = arg;
@@ -459,7 +475,7 @@ static unsigned app_ready(void *arg, unsigned *known)
             for (unsigned k = 0; k < n; k++) {
                 igw_db_stats st; /* the thread-safe view of another worker's connection */
                 igw_db_stats_get(dbs[k], &st);
-                if (!st.conn.connected)
+                if (!st.conn.healthy)
                     down |= IGW_READY_POSTGRES;
             }
         }
@@ -471,7 +487,7 @@ static unsigned app_ready(void *arg, unsigned *known)
             igw_redis_stats st;
             if (w && w->redis) {
                 igw_redis_stats_get(w->redis, &st);
-                if (!st.conn.connected)
+                if (!st.conn.healthy)
                     down |= IGW_READY_REDIS;
             }
         }

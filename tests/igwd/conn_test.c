@@ -16,7 +16,17 @@ typedef struct owner {
     unsigned connects, timeouts;
     int64_t attempt_ms[16];
     bool fail_at_once; /* the attempt fails inside the connect hook */
+    bool up_at_once;   /* the attempt succeeds inside the connect hook */
+    unsigned probes;   /* probe hook calls */
+    bool probe_refused; /* the probe hook cannot send */
 } owner;
+
+static int on_probe(void *arg)
+{
+    owner *o = arg;
+    o->probes++;
+    return o->probe_refused ? -1 : 0;
+}
 
 static void on_connect(void *arg)
 {
@@ -26,6 +36,8 @@ static void on_connect(void *arg)
     o->connects++;
     if (o->fail_at_once)
         igw_conn_down(o->c, "connect failed:\n\trefused");
+    if (o->up_at_once)
+        igw_conn_up(o->c);
 }
 
 static void on_timed_out(void *arg)
@@ -54,6 +66,23 @@ static bool one_timeout(const owner *o)
     return o->timeouts >= 1;
 }
 
+static bool one_probe(const owner *o)
+{
+    return o->probes >= 1;
+}
+
+static bool two_probes(const owner *o)
+{
+    return o->probes >= 2;
+}
+
+static bool unhealthy(const owner *o)
+{
+    igw_conn_stats st;
+    igw_conn_stats_get(o->c, &st);
+    return !st.healthy;
+}
+
 static bool never(const owner *o)
 {
     (void)o;
@@ -67,7 +96,7 @@ int main(void)
     /* Failed attempts back off 50, 100, 200 ms; the reason is kept on one line. */
     {
         owner o = {.fail_at_once = true};
-        o.c = igw_conn_create(loop, 1000, (igw_conn_hooks){on_connect, on_timed_out}, &o);
+        o.c = igw_conn_create(loop, 1000, (igw_conn_hooks){on_connect, on_timed_out, NULL}, &o);
         CHECK(o.c != NULL);
         CHECK(igw_conn_get_state(o.c) == IGW_CONN_DOWN && strcmp(igw_conn_last_error(o.c), "") == 0);
         igw_conn_start(o.c);
@@ -94,7 +123,7 @@ int main(void)
     /* An attempt that never ends times out, is counted as failed, and is retried. */
     {
         owner o = {0};
-        o.c = igw_conn_create(loop, 100, (igw_conn_hooks){on_connect, on_timed_out}, &o);
+        o.c = igw_conn_create(loop, 100, (igw_conn_hooks){on_connect, on_timed_out, NULL}, &o);
         int64_t t0 = igw_clock_ms();
         igw_conn_start(o.c);
         CHECK(igw_conn_get_state(o.c) == IGW_CONN_CONNECTING);
@@ -109,7 +138,7 @@ int main(void)
     /* Up, answers in the histogram, lost, and an answer resets the backoff. */
     {
         owner o = {0};
-        o.c = igw_conn_create(loop, 1000, (igw_conn_hooks){on_connect, on_timed_out}, &o);
+        o.c = igw_conn_create(loop, 1000, (igw_conn_hooks){on_connect, on_timed_out, NULL}, &o);
         igw_conn_start(o.c);
         igw_conn_up(o.c);
         CHECK(igw_conn_get_state(o.c) == IGW_CONN_UP);
@@ -145,18 +174,86 @@ int main(void)
         igw_conn_destroy(o.c);
     }
 
+    /* Probes: none while answers come; one after an idle interval; answered
+     * in time (ok, healthy), not answered (timeout, unhealthy, no second
+     * probe while it is out), answered late (healthy again, not counted ok),
+     * lost with the connection (failed); a hook that cannot send (failed,
+     * unhealthy). The connection itself is never dropped by a probe. */
+    {
+        owner o = {.up_at_once = true};
+        o.c = igw_conn_create(loop, 1000, (igw_conn_hooks){on_connect, on_timed_out, on_probe}, &o);
+        CHECK(o.c != NULL && igw_conn_set_probe(o.c, 100, 60) == 0);
+        igw_conn_start(o.c);
+        igw_conn_stats st;
+        igw_conn_stats_get(o.c, &st);
+        CHECK(st.connected && st.healthy, "up is healthy");
+        int64_t until = igw_clock_ms() + 300;
+        while (igw_clock_ms() < until) { /* busy: an answer every 20 ms */
+            h2o_evloop_run(loop, 20);
+            igw_conn_answered(o.c, 100);
+        }
+        CHECK(o.probes == 0, "%u probes of a busy connection", o.probes);
+        int64_t t0 = igw_clock_ms();
+        CHECK(run_until(loop, &o, one_probe, 1000));
+        int64_t idle = igw_clock_ms() - t0;
+        CHECK(idle >= 80 && idle < 400, "probed after %lld ms idle", (long long)idle);
+        igw_conn_answered(o.c, 100);
+        igw_conn_stats_get(o.c, &st);
+        CHECK(st.probes_ok == 1 && st.probes_timeout == 0 && st.healthy);
+
+        CHECK(run_until(loop, &o, two_probes, 1000), "idle again: probed again");
+        t0 = igw_clock_ms();
+        CHECK(run_until(loop, &o, unhealthy, 1000), "an unanswered probe makes it unhealthy");
+        int64_t late = igw_clock_ms() - t0;
+        CHECK(late >= 40 && late < 300, "unhealthy %lld ms after the probe", (long long)late);
+        igw_conn_stats_get(o.c, &st);
+        CHECK(st.connected && st.probes_timeout == 1 && st.probes_ok == 1, "still up: the owner's deadline drops it");
+        run_until(loop, &o, never, 300);
+        CHECK(o.probes == 2, "no second probe while one is out (%u)", o.probes);
+        igw_conn_answered(o.c, 100);
+        igw_conn_stats_get(o.c, &st);
+        CHECK(st.healthy && st.probes_ok == 1, "a late answer: healthy again, not counted ok");
+
+        /* a probe out when the connection breaks: failed, not ok */
+        o.probes = 0;
+        o.up_at_once = false;
+        CHECK(run_until(loop, &o, one_probe, 1000));
+        igw_conn_down(o.c, "connection lost");
+        igw_conn_stats_get(o.c, &st);
+        CHECK(!st.connected && !st.healthy && st.probes_failed == 1);
+        igw_conn_stop(o.c);
+        igw_conn_destroy(o.c);
+    }
+    {
+        owner o = {.up_at_once = true, .probe_refused = true};
+        o.c = igw_conn_create(loop, 1000, (igw_conn_hooks){on_connect, on_timed_out, on_probe}, &o);
+        CHECK(o.c != NULL && igw_conn_set_probe(o.c, 50, 60) == 0);
+        igw_conn_start(o.c);
+        CHECK(run_until(loop, &o, unhealthy, 1000), "a probe that cannot be sent: unhealthy");
+        igw_conn_stats st;
+        igw_conn_stats_get(o.c, &st);
+        CHECK(st.probes_failed >= 1 && st.connected);
+        igw_conn_stop(o.c);
+        igw_conn_destroy(o.c);
+        owner p = {0};
+        p.c = igw_conn_create(loop, 1000, (igw_conn_hooks){on_connect, on_timed_out, NULL}, &p);
+        CHECK(p.c != NULL && igw_conn_set_probe(p.c, 50, 60) == -1, "no probe hook: refused");
+        igw_conn_destroy(p.c);
+    }
+
     /* The metrics text: both families, cumulative buckets. */
     {
-        igw_conn_stats a = {.lost = 2, .connect_failures = 3, .rtt_count = 2, .rtt_sum_us = 1500, .connected = true},
-                       b = {.lost = 1, .rtt_count = 1, .rtt_sum_us = 500};
+        igw_conn_stats a = {.lost = 2, .connect_failures = 3, .rtt_count = 2, .rtt_sum_us = 1500, .connected = true,
+                            .healthy = true, .probes_ok = 4, .probes_timeout = 1},
+                       b = {.lost = 1, .rtt_count = 1, .rtt_sum_us = 500, .connected = true, .probes_failed = 2};
         a.rtt_buckets[0] = 1;
         a.rtt_buckets[3] = 1;
         b.rtt_buckets[3] = 1;
         igw_conn_stats t = {0};
-        unsigned up = 0;
-        igw_conn_stats_add(&t, &up, &a);
-        igw_conn_stats_add(&t, &up, &b);
-        CHECK(up == 1 && t.lost == 3 && t.connect_failures == 3 && t.rtt_count == 3 && t.rtt_sum_us == 2000);
+        unsigned up = 0, healthy = 0;
+        igw_conn_stats_add(&t, &up, &healthy, &a);
+        igw_conn_stats_add(&t, &up, &healthy, &b);
+        CHECK(up == 2 && healthy == 1 && t.lost == 3 && t.connect_failures == 3 && t.rtt_count == 3 && t.rtt_sum_us == 2000);
         char *text = NULL;
         size_t len = 0;
         FILE *f = open_memstream(&text, &len);
@@ -165,6 +262,9 @@ int main(void)
         fclose(f);
         CHECK(strstr(text, "igw_x_connection_events_total{event=\"lost\"} 3\n") != NULL);
         CHECK(strstr(text, "igw_x_connection_events_total{event=\"connect_failed\"} 3\n") != NULL);
+        CHECK(strstr(text, "igw_x_probes_total{result=\"ok\"} 4\n") != NULL);
+        CHECK(strstr(text, "igw_x_probes_total{result=\"timeout\"} 1\n") != NULL);
+        CHECK(strstr(text, "igw_x_probes_total{result=\"failed\"} 2\n") != NULL);
         CHECK(strstr(text, "# HELP igw_x_round_trip_seconds Round trips.\n") != NULL);
         CHECK(strstr(text, "igw_x_round_trip_seconds_bucket{le=\"0.0001\"} 1\n") != NULL);
         CHECK(strstr(text, "igw_x_round_trip_seconds_bucket{le=\"0.001\"} 3\n") != NULL);

@@ -47,7 +47,8 @@ typedef struct igw_config {
     bool metrics_public;       /* /metrics to any peer; false: loopback peers only */
     unsigned db_timeout_ms;    /* igw_db_set_deadline of every database connection */
     bool signaling_enabled; /* routes with `gate signaling` need it */
-    unsigned check_timeout_ms;   /* per dependency probe of /readyz */
+    unsigned check_timeout_ms;   /* Redis commands; probes of idle connections (readiness) */
+    unsigned probe_interval_ms;  /* idle time before a connection is probed; 0: never */
     unsigned shutdown_timeout_ms; /* bound on draining in-flight requests */
     bool access_log;             /* JSON lines on stderr */
     igw_log_level log_level;     /* diagnostics at this level and more severe */

@@ -22,10 +22,16 @@ struct igw_conn {
     unsigned backoff; /* the next step of backoff_ms */
     h2o_timeout_t t_deadline, t_backoff[NBACKOFF];
     h2o_timeout_entry_t deadline, retry;
+    /* probes: the interval's timer runs while up; the wait's while one is out */
+    uint64_t probe_interval_ms, probe_timeout_ms, last_answer_ms, probe_sent_ms;
+    bool probing, probe_out, probe_late;
+    h2o_timeout_t t_probe, t_probe_wait;
+    h2o_timeout_entry_t probe, probe_wait;
     char last_err[300];
     struct {
-        atomic_uint_fast64_t connects, connect_failures, lost, connected;
+        atomic_uint_fast64_t connects, connect_failures, lost, connected, healthy;
         atomic_uint_fast64_t rtt_count, rtt_sum_us, rtt_buckets[IGW_CONN_RTT_NBOUNDS + 1];
+        atomic_uint_fast64_t probes_ok, probes_timeout, probes_failed;
     } st;
 };
 
@@ -39,6 +45,41 @@ static void unlink_entry(h2o_timeout_entry_t *e)
 {
     if (h2o_timeout_is_linked(e))
         h2o_timeout_unlink(e);
+}
+
+static void set_healthy(igw_conn *c, bool on)
+{
+    atomic_store_explicit(&c->st.healthy, on, memory_order_relaxed);
+}
+
+static void on_probe(h2o_timeout_entry_t *e)
+{
+    igw_conn *c = H2O_STRUCT_FROM_MEMBER(igw_conn, probe, e);
+    if (c->state != IGW_CONN_UP)
+        return;
+    uint64_t now = h2o_now(c->loop);
+    /* Anything answered within the interval is as good as a probe; one
+     * probe out at a time (a late one stays out until answered or down). */
+    if (!c->probe_out && now - c->last_answer_ms >= c->probe_interval_ms) {
+        if (c->hooks.probe(c->arg) == 0) {
+            c->probe_out = true;
+            c->probe_late = false;
+            c->probe_sent_ms = now;
+            h2o_timeout_link(c->loop, &c->t_probe_wait, &c->probe_wait);
+        } else {
+            bump(&c->st.probes_failed, 1);
+            set_healthy(c, false);
+        }
+    }
+    h2o_timeout_link(c->loop, &c->t_probe, &c->probe);
+}
+
+static void on_probe_wait(h2o_timeout_entry_t *e)
+{
+    igw_conn *c = H2O_STRUCT_FROM_MEMBER(igw_conn, probe_wait, e);
+    c->probe_late = true;
+    bump(&c->st.probes_timeout, 1);
+    set_healthy(c, false);
 }
 
 static void attempt(igw_conn *c)
@@ -76,7 +117,27 @@ igw_conn *igw_conn_create(h2o_evloop_t *loop, uint64_t connect_timeout_ms, igw_c
         h2o_timeout_init(loop, &c->t_backoff[i], backoff_ms[i]);
     c->deadline.cb = on_deadline;
     c->retry.cb = on_retry;
+    c->probe.cb = on_probe;
+    c->probe_wait.cb = on_probe_wait;
     return c;
+}
+
+int igw_conn_set_probe(igw_conn *c, uint64_t interval_ms, uint64_t timeout_ms)
+{
+    if (!c->hooks.probe)
+        return -1;
+    if (c->probing || !interval_ms)
+        return 0;
+    c->probing = true;
+    c->probe_interval_ms = interval_ms;
+    c->probe_timeout_ms = timeout_ms;
+    h2o_timeout_init(c->loop, &c->t_probe, interval_ms);
+    h2o_timeout_init(c->loop, &c->t_probe_wait, timeout_ms);
+    if (c->state == IGW_CONN_UP) {
+        c->last_answer_ms = h2o_now(c->loop);
+        h2o_timeout_link(c->loop, &c->t_probe, &c->probe);
+    }
+    return 0;
 }
 
 void igw_conn_start(igw_conn *c)
@@ -91,11 +152,26 @@ void igw_conn_up(igw_conn *c)
     c->state = IGW_CONN_UP;
     bump(&c->st.connects, 1);
     atomic_store_explicit(&c->st.connected, 1, memory_order_relaxed);
+    set_healthy(c, true); /* the session's setup was just answered */
+    if (c->probing) {
+        c->last_answer_ms = h2o_now(c->loop);
+        h2o_timeout_link(c->loop, &c->t_probe, &c->probe);
+    }
 }
 
 void igw_conn_answered(igw_conn *c, uint64_t rtt_us)
 {
     c->backoff = 0;
+    if (c->probing && c->state == IGW_CONN_UP) {
+        c->last_answer_ms = h2o_now(c->loop);
+        if (c->probe_out) {
+            if (!c->probe_late)
+                bump(&c->st.probes_ok, 1);
+            c->probe_out = false;
+            unlink_entry(&c->probe_wait);
+        }
+        set_healthy(c, true);
+    }
     if (rtt_us == UINT64_MAX)
         return;
     size_t b = 0;
@@ -118,6 +194,13 @@ void igw_conn_down(igw_conn *c, const char *why)
     bump(c->state == IGW_CONN_UP ? &c->st.lost : &c->st.connect_failures, 1);
     c->state = IGW_CONN_DOWN;
     atomic_store_explicit(&c->st.connected, 0, memory_order_relaxed);
+    set_healthy(c, false);
+    if (c->probe_out && !c->probe_late) /* the owner's deadline may fire just before the probe's */
+        bump(h2o_now(c->loop) - c->probe_sent_ms >= c->probe_timeout_ms ? &c->st.probes_timeout : &c->st.probes_failed,
+             1);
+    c->probe_out = false;
+    unlink_entry(&c->probe);
+    unlink_entry(&c->probe_wait);
     unlink_entry(&c->deadline);
     unlink_entry(&c->retry);
     if (c->stopped)
@@ -132,6 +215,8 @@ void igw_conn_stop(igw_conn *c)
     c->stopped = true;
     unlink_entry(&c->deadline);
     unlink_entry(&c->retry);
+    unlink_entry(&c->probe);
+    unlink_entry(&c->probe_wait);
 }
 
 igw_conn_state igw_conn_get_state(const igw_conn *c)
@@ -155,12 +240,21 @@ void igw_conn_stats_get(const igw_conn *c, igw_conn_stats *out)
     out->rtt_sum_us = L(rtt_sum_us);
     for (size_t i = 0; i <= IGW_CONN_RTT_NBOUNDS; i++)
         out->rtt_buckets[i] = L(rtt_buckets[i]);
+    out->probes_ok = L(probes_ok);
+    out->probes_timeout = L(probes_timeout);
+    out->probes_failed = L(probes_failed);
     out->connected = L(connected) != 0;
+    out->healthy = L(healthy) != 0;
 #undef L
 }
 
-void igw_conn_stats_add(igw_conn_stats *total, unsigned *nup, const igw_conn_stats *s)
+void igw_conn_stats_add(igw_conn_stats *total, unsigned *nup, unsigned *nhealthy, const igw_conn_stats *s)
 {
+    total->probes_ok += s->probes_ok;
+    total->probes_timeout += s->probes_timeout;
+    total->probes_failed += s->probes_failed;
+    if (nhealthy)
+        *nhealthy += s->healthy;
     total->connects += s->connects;
     total->connect_failures += s->connect_failures;
     total->lost += s->lost;
@@ -179,10 +273,15 @@ void igw_conn_metrics_write(FILE *f, const char *prefix, const char *rtt_help, c
             "# TYPE %s_connection_events_total counter\n"
             "%s_connection_events_total{event=\"lost\"} %llu\n"
             "%s_connection_events_total{event=\"connect_failed\"} %llu\n"
+            "# HELP %s_probes_total Probes of idle connections: answered in time, not in time, not sent or lost.\n"
+            "# TYPE %s_probes_total counter\n"
+            "%s_probes_total{result=\"ok\"} %llu\n%s_probes_total{result=\"timeout\"} %llu\n"
+            "%s_probes_total{result=\"failed\"} %llu\n"
             "# HELP %s_round_trip_seconds %s\n"
             "# TYPE %s_round_trip_seconds histogram\n",
             prefix, prefix, prefix, (unsigned long long)s->lost, prefix, (unsigned long long)s->connect_failures, prefix,
-            rtt_help, prefix);
+            prefix, prefix, (unsigned long long)s->probes_ok, prefix, (unsigned long long)s->probes_timeout, prefix,
+            (unsigned long long)s->probes_failed, prefix, rtt_help, prefix);
     uint64_t cum = 0;
     for (unsigned b = 0; b < IGW_CONN_RTT_NBOUNDS; b++) {
         cum += s->rtt_buckets[b];
@@ -201,6 +300,12 @@ void igw_conn_destroy(igw_conn *c)
         return;
     unlink_entry(&c->deadline);
     unlink_entry(&c->retry);
+    unlink_entry(&c->probe);
+    unlink_entry(&c->probe_wait);
+    if (c->probing) {
+        h2o_timeout_dispose(c->loop, &c->t_probe);
+        h2o_timeout_dispose(c->loop, &c->t_probe_wait);
+    }
     h2o_timeout_dispose(c->loop, &c->t_deadline);
     for (size_t i = 0; i < NBACKOFF; i++)
         h2o_timeout_dispose(c->loop, &c->t_backoff[i]);

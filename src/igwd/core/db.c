@@ -747,6 +747,24 @@ void igw_db_set_deadline(igw_db *db, unsigned ms)
     arm_watch(db);
 }
 
+/* The probe of an idle connection (conn.h): answered by anything. */
+static const igw_db_stmt probe_stmt = {"igw_probe", "SELECT 1", 0};
+
+static void on_probe_answer(void *arg, const PGresult *res, const char *err)
+{
+    (void)arg, (void)res, (void)err; /* the supervisor saw the answer, or the loss */
+}
+
+static int send_probe(void *arg)
+{
+    return igw_db_exec(arg, &probe_stmt, NULL, NULL, NULL, on_probe_answer, NULL);
+}
+
+void igw_db_set_probe(igw_db *db, unsigned interval_ms, unsigned timeout_ms)
+{
+    igw_conn_set_probe(db->sup, interval_ms, timeout_ms); /* the hook is set: cannot fail */
+}
+
 /* ---- public -------------------------------------------------------------------- */
 
 igw_db *igw_db_create(h2o_evloop_t *loop, const char *dsn, char *err, size_t errlen)
@@ -777,7 +795,8 @@ igw_db *igw_db_create(h2o_evloop_t *loop, const char *dsn, char *err, size_t err
         return NULL;
     }
     db->loop = loop;
-    db->sup = igw_conn_create(loop, timeout_ms, (igw_conn_hooks){.connect = start_connect, .timed_out = on_deadline}, db);
+    db->sup = igw_conn_create(loop, timeout_ms, (igw_conn_hooks){.connect = start_connect, .timed_out = on_deadline, .probe = send_probe},
+                              db);
     if (!db->sup) {
         free(db->dsn);
         free(db);
@@ -1122,6 +1141,15 @@ bool igw_db_lost_race(const char *err)
 bool igw_db_not_sent(const char *err)
 {
     return err && strncmp(err, IGW_DB_NOT_SENT, strlen(IGW_DB_NOT_SENT)) == 0;
+}
+
+igw_err igw_db_error_class(const char *err, bool write)
+{
+    if (igw_db_not_sent(err))
+        return IGW_ERR_UNAVAILABLE;
+    if (igw_db_outcome_unknown(err))
+        return write ? IGW_ERR_UNKNOWN_OUTCOME : IGW_ERR_UNAVAILABLE;
+    return IGW_ERR_INTERNAL;
 }
 
 bool igw_db_outcome_unknown(const char *err)

@@ -19,6 +19,7 @@
 
 #include <libpq-fe.h>
 
+#include "api.h"
 #include "core/conn.h"
 
 struct st_h2o_evloop_t; /* h2o_evloop_t, without pulling h2o into every user */
@@ -117,6 +118,13 @@ bool igw_db_outcome_unknown(const char *err);
  * or igw_db_destroy came before they were sent). */
 #define IGW_DB_NOT_SENT "not sent: "
 
+/* The public error class of a failed query, the same on every route: never
+ * sent (nothing written) IGW_ERR_UNAVAILABLE; sent and unanswered (the
+ * deadline, a lost connection) IGW_ERR_UNAVAILABLE for a read and
+ * IGW_ERR_UNKNOWN_OUTCOME for a `write` (it may have committed); refused by
+ * the server IGW_ERR_INTERNAL (log err: it is never for clients). */
+igw_err igw_db_error_class(const char *err, bool write);
+
 /* err says the query never reached the server. */
 bool igw_db_not_sent(const char *err);
 
@@ -153,6 +161,12 @@ void igw_db_stats_get(const igw_db *db, igw_db_stats *out);
  * server costs a caller at most about the deadline (checked every quarter
  * of it), never a hang. */
 void igw_db_set_deadline(igw_db *db, unsigned ms);
+
+/* Probes the connection while it is idle (conn.h): SELECT 1 after
+ * `interval_ms` without an answer; none within `timeout_ms` makes the
+ * stats' conn.healthy false (readiness), until the server answers again or
+ * the deadline drops the connection. 0 interval: none. Once, after create. */
+void igw_db_set_probe(igw_db *db, unsigned interval_ms, unsigned timeout_ms);
 
 /* Fails every queued and in-flight query with "shutting down" (in order),
  * closes the connection and frees. On the loop thread, not from inside an

@@ -330,6 +330,23 @@ static bool refused_command(int argc, const char **argv, const size_t *argvlen)
 
 /* ---- public -------------------------------------------------------------------- */
 
+/* The probe of an idle connection (conn.h): PING, answered by anything. */
+static void on_probe_answer(void *arg, const redisReply *reply, const char *err)
+{
+    (void)arg, (void)reply, (void)err; /* the supervisor saw the answer, or the loss */
+}
+
+static int send_probe(void *arg)
+{
+    const char *argv[] = {"PING"};
+    return igw_redis_command(arg, on_probe_answer, NULL, 1, argv, NULL);
+}
+
+void igw_redis_set_probe(igw_redis *r, unsigned interval_ms)
+{
+    igw_conn_set_probe(r->sup, interval_ms, r->timeout_ms); /* the hook is set: cannot fail */
+}
+
 igw_redis *igw_redis_create(h2o_evloop_t *loop, const char *host, unsigned port, unsigned timeout_ms, char *err,
                             size_t errlen)
 {
@@ -375,7 +392,8 @@ igw_redis *igw_redis_create(h2o_evloop_t *loop, const char *host, unsigned port,
     r->loop = loop;
     r->port = port;
     r->timeout_ms = timeout_ms;
-    r->sup = igw_conn_create(loop, timeout_ms, (igw_conn_hooks){.connect = start_connect, .timed_out = on_deadline}, r);
+    r->sup = igw_conn_create(loop, timeout_ms, (igw_conn_hooks){.connect = start_connect, .timed_out = on_deadline, .probe = send_probe},
+                             r);
     if (!r->sup) {
         free(r);
         snprintf(err, errlen, "out of memory");

@@ -71,6 +71,12 @@ igw_redis *igw_redis_create(struct st_h2o_evloop_t *loop, const char *host, unsi
  * cb is then never called. */
 int igw_redis_command(igw_redis *r, igw_redis_cb cb, void *arg, int argc, const char **argv, const size_t *argvlen);
 
+/* Probes the connection while it is idle (conn.h): PING after
+ * `interval_ms` without a reply; none within the command timeout makes the
+ * stats' conn.healthy false (readiness) until the timeout drops the
+ * connection. 0: none. Once, after create. */
+void igw_redis_set_probe(igw_redis *r, unsigned interval_ms);
+
 /* True when the connection is established. */
 bool igw_redis_connected(const igw_redis *r);
 

@@ -318,6 +318,26 @@ static void fail_internal(job *j, const char *what, const char *err)
     finish(j, IGW_ERR_INTERNAL, "internal error", "", NULL, 0);
 }
 
+/* A failed query of `what`, answered by its class (igw_db_error_class):
+ * a message write that may have committed is an unknown outcome. */
+static void fail_db(job *j, const char *what, const char *err, bool write)
+{
+    switch (igw_db_error_class(err, write)) {
+    case IGW_ERR_UNAVAILABLE:
+        igw_log(IGW_LOG_WARN, j->log_id, "edge: %s: %s", what, err);
+        finish(j, IGW_ERR_UNAVAILABLE, "busy, retry later", "", NULL, 0);
+        break;
+    case IGW_ERR_UNKNOWN_OUTCOME:
+        igw_log(IGW_LOG_WARN, j->log_id, "edge: %s: %s", what, err);
+        finish(j, IGW_ERR_UNKNOWN_OUTCOME, "the database did not answer: the message may or may not be stored", "",
+               NULL, 0);
+        break;
+    default:
+        fail_internal(j, what, err);
+        break;
+    }
+}
+
 /* ---- the batch (group commit) ------------------------------------------------ */
 
 /* Appends one element of a PostgreSQL text array literal. */
@@ -395,10 +415,8 @@ static void on_batch(void *arg, const PGresult *res, const char *err)
                 finish(j, IGW_ERR_OK, NULL, NULL, NULL, 0);
             else if (value)
                 finish(j, IGW_ERR_PARAMETER, "the message cannot be stored", "", NULL, 0);
-            else if (igw_db_not_sent(err)) /* nothing written: the device may simply retry */
-                finish(j, IGW_ERR_UNAVAILABLE, "busy, retry later", "", NULL, 0);
             else
-                fail_internal(j, "batch commit failed", err);
+                fail_db(j, "batch commit failed", err, true);
         }
     }
     if (e->npending)
@@ -506,10 +524,8 @@ static void on_settled(void *arg, int status, const char *err)
         enqueue(j); /* stored as any uplink */
     else if (igw_db_value_error(err))
         enqueue(j); /* a value the result's statement refused: the reply alone, as any uplink */
-    else if (igw_db_not_sent(err)) /* nothing written: the device may simply retry */
-        finish(j, IGW_ERR_UNAVAILABLE, "busy, retry later", "", NULL, 0);
     else
-        fail_internal(j, "reply and result commit failed", err);
+        fail_db(j, "reply and result commit failed", err, true);
 }
 
 static void enqueue(job *j)
@@ -668,7 +684,7 @@ static void on_query_data(void *arg, const PGresult *res, const char *err)
 {
     job *j = arg;
     if (!res) {
-        fail_internal(j, "query failed", err);
+        fail_db(j, "query failed", err, false);
         return;
     }
     if (PQntuples(res) != 1) {
@@ -682,7 +698,7 @@ static void on_subdevices(void *arg, const PGresult *res, const char *err)
 {
     job *j = arg;
     if (!res) {
-        fail_internal(j, "subdevice query failed", err);
+        fail_db(j, "subdevice query failed", err, false);
         return;
     }
     if (PQntuples(res) == 1) {
@@ -848,7 +864,7 @@ static void on_device(void *arg, const PGresult *res, const char *err)
     void (*next)(job *, const device *) = c->next;
     if (!res) {
         free(c);
-        fail_internal(j, "device lookup failed", err);
+        fail_db(j, "device lookup failed", err, false);
         return;
     }
     device *d = device_from_row(c->pid, c->dn, res);

@@ -7,6 +7,7 @@
 
 #include "api.h"
 #include "command/command.h"
+#include "core/db.h"
 #include "core/log.h"
 #include "event/endpoint.h"
 #include "event/outbox.h"
@@ -20,8 +21,12 @@ static void on_registered(void *arg, const igw_endpoint_result *r)
 {
     igw_exchange *ex = arg;
     if (r->err) {
-        igw_log(IGW_LOG_ERROR, igw_http_request_id(ex), "register: %s", r->err);
-        igw_http_reply_error(ex, IGW_ERR_INTERNAL, "could not register the endpoint", "");
+        /* An endpoint that may have been created unseen is harmless (it
+         * expires unused): a lost answer is simply unavailable. */
+        igw_err cls = igw_db_error_class(r->err, false);
+        igw_log(cls == IGW_ERR_INTERNAL ? IGW_LOG_ERROR : IGW_LOG_WARN, igw_http_request_id(ex), "register: %s", r->err);
+        igw_http_reply_error(ex, cls, cls == IGW_ERR_INTERNAL ? "could not register the endpoint" : "try again later",
+                             "");
         return;
     }
     igw_RegisterData d = {.endpointId = {r->id, strlen(r->id)}, .expiresAt = r->expires_at_ms};

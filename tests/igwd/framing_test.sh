@@ -164,16 +164,24 @@ check(refused, "unknown Transfer-Encoding", post([b"Transfer-Encoding: gzip"], B
 check(refused, "broken chunk", post([b"Transfer-Encoding: chunked"], b"zz\r\n" + BODY + SMUGGLED), "chunked")
 check(refused, "body over max_body", post([b"Content-Length: 70000"], BODY + SMUGGLED), "too large", 413, 100413)
 
-def unparsable(name):
-    """A header block h2o cannot parse: its fixed plain-text 400, then EOF
-    (no hook reaches it; docs/configuration.md says so)."""
-    data, closed = exchange(b"GET /healthz HTTP/1.1\r\nHost igw\r\n\r\n" + SMUGGLED)
+def unparsable(name, request):
+    """A request h2o cannot parse: its fixed plain-text 400, then EOF (no
+    hook reaches it; docs/configuration.md says so). Nothing after it is
+    read as a request."""
+    data, closed = exchange(request + SMUGGLED)
     rs = responses(name, data)
     if [r[0] for r in rs] != [400] or not closed:
         fail(name, f"statuses {[r[0] for r in rs]}, closed {closed}; want one 400, closed")
     if rs[0][1].get("content-type") != ["text/plain; charset=utf-8"]:
         fail(name, f"content-type {rs[0][1].get('content-type')}: h2o's answer changed, update the docs")
-check(unparsable, "unparsable header block")
+check(unparsable, "unparsable header block", b"GET /healthz HTTP/1.1\r\nHost igw\r\n\r\n")
+# HTTP/0.9 has no status line to carry an envelope; h2o answers in 1.1.
+check(unparsable, "HTTP/0.9 request line", b"GET /healthz\r\n\r\n")
+many = b"".join(b"X-H%d: v\r\n" % i for i in range(1000))
+check(unparsable, "1000 header fields", b"GET /healthz HTTP/1.1\r\nHost: igw\r\n" + many + b"\r\n")
+check(unparsable, "101 header fields", b"GET /healthz HTTP/1.1\r\nHost: igw\r\n" + many[:many.index(b"X-H100:")] + b"\r\n")
+# h2o's H2O_MAX_REQLEN: 8192 + 4096 * 100 bytes of request line and headers.
+check(unparsable, "a 420 KB header block", b"GET /healthz HTTP/1.1\r\nHost: igw\r\nX-Big: " + b"a" * 420000 + b"\r\n\r\n")
 
 # Singleton headers a route reads: never resolved to one of two.
 check(refused, "two Authorization",

@@ -216,7 +216,8 @@ static void db_fail(const char *what, bool unhealthy)
     char msg[200], why[260];
     printable(g.db ? PQerrorMessage(g.db) : "out of memory", msg, sizeof msg);
     snprintf(why, sizeof why, "%s: %s", what, msg);
-    if (g.healthy) mosquitto_log_printf(MOSQ_LOG_WARNING, PFX "%s", why);
+    /* Once: an unhealthy drop logs the change of state with its reason. */
+    if (g.healthy && !unhealthy) mosquitto_log_printf(MOSQ_LOG_WARNING, PFX "%s", why);
     db_drop(why, unhealthy);
 }
 
@@ -293,8 +294,7 @@ static bool db_advance(int64_t deadline)
             int64_t give_up = g.db_started + DB_CONNECT_MS;
             PostgresPollingStatusType r;
             if (now_ms() >= give_up) {
-                if (g.healthy) mosquitto_log_printf(MOSQ_LOG_WARNING, PFX "database connection timed out");
-                db_drop("connection timed out", true);
+                db_drop("connection attempt timed out", true);
                 return false;
             }
             if (!wait_fd(PQsocket(g.db), g.db_want == PGRES_POLLING_READING ? POLLIN : POLLOUT,
@@ -402,9 +402,7 @@ done:
     return NULL;
 late:
     PQclear(res);
-    mosquitto_log_printf(MOSQ_LOG_WARNING, PFX "a query missed its %d ms deadline; connection dropped",
-                         g.wait_ms);
-    db_drop("a query missed its deadline", true);
+    db_drop("a query missed its plugin_opt_db_wait_ms deadline; connection dropped", true);
     return NULL;
 lost:
     PQclear(res);

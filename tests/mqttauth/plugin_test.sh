@@ -126,6 +126,7 @@ plugin $so
 plugin_opt_dsn $IGW_PG_DSN
 plugin_opt_admin_user igwd
 plugin_opt_admin_password_file $mq/admin.secret
+plugin_opt_db_wait_ms 400
 persistence false
 log_dest file $mq/mosquitto.log
 log_type all
@@ -350,7 +351,8 @@ check "an UPDATE of other columns (the uplink path's) notifies nothing" \
 # PostgreSQL stopped with SIGSTOP accepts connections and never answers.
 # Unknown devices (random names, well-formed signed usernames, 64-hex
 # passwords) connect in a loop meanwhile: they may cost one bounded wait
-# (plugin_opt_db_wait_ms), then nothing.
+# (plugin_opt_db_wait_ms, 400 here: a loaded test machine must not refuse
+# devices while the database is healthy), then nothing.
 s_new=$(newsecret)
 sql -c "INSERT INTO devices (product_id, device_name, enterprise_id, secret) VALUES ('$P', 'new1', 1, '$s_new')"
 creds dev1
@@ -432,8 +434,10 @@ creds dev1
 check "... and the known device" pub "$P&dev1" "$U" "$W" "\$thing/up/property/$P/dev1" after-thaw-3
 n_down=$(grep -c 'igw-mqtt-auth: database unavailable (' "$mq/mosquitto.log" || true)
 n_up=$(grep -c 'igw-mqtt-auth: database available again' "$mq/mosquitto.log" || true)
+# Two outages (services.sh down, the freeze); a loaded machine may add a
+# missed deadline, but never one line per refused device.
 check "each outage's state change is logged once ($n_down unavailable, $n_up available again)" \
-    test "$n_down" -eq 2 -a "$n_up" -eq 2
+    test "$n_down" -ge 2 -a "$n_down" -le 4 -a "$n_up" -eq "$n_down"
 
 check "the broker log has no secrets" bash -c "! grep -qF -e '$s_dev' -e '$admin_pw' '$mq/mosquitto.log'"
 check "the broker logged the denials" grep -q 'igw-mqtt-auth: client .* denied' "$mq/mosquitto.log"

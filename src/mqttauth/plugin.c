@@ -322,25 +322,31 @@ static bool db_advance(int64_t deadline)
             break;
         }
         case DB_LISTENING: {
-            PGresult *r;
-            bool ok = true;
+            bool idle = false;
             int f = PQflush(g.db);
             if (f < 0) {
                 db_fail("LISTEN failed", true);
                 return false;
             }
             if (db_consume() < 0) return false;
-            if (f == 1 || PQisBusy(g.db)) {
+            /* PQgetResult waits while PQisBusy: ask before each call. */
+            while (f == 0 && !PQisBusy(g.db)) {
+                PGresult *r = PQgetResult(g.db);
+                bool ok;
+                if (!r) {
+                    idle = true;
+                    break;
+                }
+                ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+                PQclear(r);
+                if (!ok) {
+                    db_fail("LISTEN failed", true);
+                    return false;
+                }
+            }
+            if (!idle) {
                 if (!wait_fd(PQsocket(g.db), f == 1 ? POLLIN | POLLOUT : POLLIN, deadline)) return false;
                 break;
-            }
-            while ((r = PQgetResult(g.db)) != NULL) {
-                ok &= PQresultStatus(r) == PGRES_COMMAND_OK;
-                PQclear(r);
-            }
-            if (!ok) {
-                db_fail("LISTEN failed", true);
-                return false;
             }
             g.state = DB_READY;
             mosquitto_log_printf(MOSQ_LOG_INFO, PFX "connected to the database");

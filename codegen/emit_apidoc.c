@@ -897,6 +897,13 @@ static void tables(doc *d)
             if (ix->where)
                 igw_out_printf(o, " where %s %snull", ix->where, ix->where_not_null ? "not " : "");
         }
+        for (int k = 0; k < t->notifies.n; k++) {
+            const igw_notify *n = IGW_VEC_AT(t->notifies, igw_notify, k);
+            igw_out_printf(o, "; notify `%s` on (", n->channel);
+            for (int c = 0; c < n->columns.n; c++)
+                igw_out_printf(o, "%s%s", c ? ", " : "", IGW_VEC_AT(n->columns, const char, c));
+            igw_out_puts(o, ")");
+        }
         igw_out_puts(o, " | ");
         md(o, t->doc);
         igw_out_puts(o, " |\n");

@@ -2,7 +2,7 @@
  *
  * One CREATE TABLE per table in declaration order (sema guarantees that a
  * referenced table comes first, so the file applies top to bottom), then its
- * secondary indexes. Every constraint and index gets an explicit name so the
+ * secondary indexes, then the trigger and function of each `notify` clause. Every constraint and index gets an explicit name so the
  * catalog of a database built from this file can be compared line by line
  * with one built from migrations/ (tests/sql/drift.sh).
  *
@@ -505,9 +505,82 @@ static const char *column_type(const domains *ds, const igw_column *c)
     return c->sqltype;
 }
 
-/* One table: CREATE TABLE (columns, keys) and its CREATE INDEXes. Returns
- * false when a derived name is unusable (already reported). */
-static bool emit_table(igw_out *o, const igw_table *t, const domains *ds, nameset *relations)
+/* `row.a || '&' || row.b`: the primary key of OLD or NEW as a payload. */
+static void key_payload(igw_out *o, const igw_table *t, const igw_index *pk, const char *row)
+{
+    FOR(pk->columns, const char, name) {
+        const igw_column *c = NULL;
+        FOR(t->columns, igw_column, x)
+            if (strcmp(x->name, name) == 0)
+                c = x;
+        igw_out_printf(o, "%s%s.%s%s", name_i ? " || '&' || " : "", row, name,
+                       c && strcmp(c->sqltype, "text") == 0 ? "" : "::text");
+    }
+}
+
+/* A `notify` clause: a row trigger and its function. AFTER, so a rolled
+ * back change notifies nobody (NOTIFY is delivered at commit anyway) and a
+ * listener that refetches on the notification sees the committed row.
+ * PostgreSQL merges identical notifications of one transaction, so an
+ * UPDATE that keeps the key sends one. */
+static bool emit_notify(igw_out *o, const igw_table *t, const igw_notify *n, nameset *functions)
+{
+    const igw_index *pk = NULL;
+    FOR(t->indexes, igw_index, ix)
+        if (ix->primary)
+            pk = ix;
+    bool ok = check_ident(n->loc, "channel name", n->channel);
+    char *name = igw_xprintf("%s_notify_%s", t->name, n->channel);
+    ok &= nameset_add(functions, n->loc, name);
+    if (!pk || !ok) { /* no primary key: reported by sema */
+        free(name);
+        return false;
+    }
+    igw_out_puts(o, "-- ");
+    if (n->doc) {
+        doc_text(o, n->doc);
+        igw_out_puts(o, "\n-- ");
+    }
+    igw_out_printf(o, "NOTIFY %s with the primary key of each row inserted, deleted or updated in (", n->channel);
+    column_list(o, &n->columns);
+    igw_out_puts(o, ") or its key.\n");
+    igw_out_printf(o,
+                   "CREATE FUNCTION %s() RETURNS trigger LANGUAGE plpgsql AS $$\n"
+                   "BEGIN\n"
+                   "    IF TG_OP <> 'INSERT' THEN\n"
+                   "        PERFORM pg_notify('%s', ",
+                   name, n->channel);
+    key_payload(o, t, pk, "OLD");
+    igw_out_printf(o, ");\n"
+                      "    END IF;\n"
+                      "    IF TG_OP <> 'DELETE' THEN\n"
+                      "        PERFORM pg_notify('%s', ",
+                   n->channel);
+    key_payload(o, t, pk, "NEW");
+    igw_out_puts(o, ");\n"
+                    "    END IF;\n"
+                    "    RETURN NULL;\n"
+                    "END\n"
+                    "$$;\n");
+    igw_out_printf(o, "CREATE TRIGGER %s AFTER INSERT OR DELETE OR UPDATE OF ", name);
+    column_list(o, &n->columns);
+    FOR(pk->columns, const char, c) {
+        bool watched = false;
+        FOR(n->columns, const char, w)
+            watched |= strcmp(w, c) == 0;
+        if (!watched)
+            igw_out_printf(o, ", %s", c);
+    }
+    igw_out_printf(o, " ON %s\n    FOR EACH ROW EXECUTE FUNCTION %s();\n", t->name, name);
+    free(name);
+    return true;
+}
+
+/* One table: CREATE TABLE (columns, keys), its CREATE INDEXes and the
+ * triggers of its `notify` clauses. Returns false when a derived name is
+ * unusable (already reported). */
+static bool emit_table(igw_out *o, const igw_table *t, const domains *ds, nameset *relations,
+                       nameset *functions)
 {
     bool ok = check_ident(t->loc, "table name", t->name);
     ok &= nameset_add(relations, t->loc, t->name);
@@ -599,6 +672,8 @@ static bool emit_table(igw_out *o, const igw_table *t, const domains *ds, namese
         igw_out_puts(o, ";\n");
         free(name);
     }
+    FOR(t->notifies, igw_notify, n)
+        ok &= emit_notify(o, t, n, functions);
     nameset_free(&constraints);
     return ok;
 }
@@ -608,7 +683,7 @@ int igw_emit_sql(const igw_schema *s, const char *gen_dir)
     igw_out o;
     igw_out_init(&o);
     igw_out_banner(&o, s, "--");
-    nameset relations = {0}, types = {0};
+    nameset relations = {0}, types = {0}, functions = {0};
     domains ds = {0};
     FOR(s->tables, igw_table, t)
         FOR(t->columns, igw_column, c)
@@ -625,7 +700,7 @@ int igw_emit_sql(const igw_schema *s, const char *gen_dir)
     bool ok = true;
     FOR(s->tables, igw_table, t) {
         igw_out_puts(&tables, "\n");
-        ok &= emit_table(&tables, t, &ds, &relations);
+        ok &= emit_table(&tables, t, &ds, &relations, &functions);
         if (!nameset_has(&types, t->name)) /* a table named twice is reported once, by emit_table */
             (void)nameset_add(&types, t->loc, t->name);
     }
@@ -639,6 +714,7 @@ int igw_emit_sql(const igw_schema *s, const char *gen_dir)
     domains_free(&ds);
     nameset_free(&types);
     nameset_free(&relations);
+    nameset_free(&functions);
     int rc = ok ? igw_out_save(&o, gen_dir, "sql/schema.sql") : -1;
     igw_out_free(&o);
     return rc;

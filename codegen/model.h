@@ -299,11 +299,23 @@ typedef struct igw_index {
     igw_loc loc;
 } igw_index;
 
+/* `notify CHANNEL on (cols) ["doc"];`: every row inserted, deleted, or
+ * updated in one of cols or the primary key sends pg_notify(CHANNEL, its
+ * primary key values joined by '&'), for the old row and the new one. A
+ * listener keeping a copy of the rows (a cache) learns which one to drop. */
+typedef struct igw_notify {
+    const char *channel;
+    igw_vec columns; /* const char*: the watched columns besides the primary key */
+    const char *doc;
+    igw_loc loc;
+} igw_notify;
+
 typedef struct igw_table {
     const char *name;
     const char *doc;
     igw_vec columns; /* igw_column* */
     igw_vec indexes; /* igw_index*: primary key first if present */
+    igw_vec notifies; /* igw_notify* */
     igw_loc loc;
 } igw_table;
 

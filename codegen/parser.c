@@ -809,6 +809,18 @@ static void table_decl(parser *p)
                 expect_kw(p, "null");
             }
             igw_vec_push(&t->indexes, ix);
+        } else if (accept_kw(p, "notify")) {
+            igw_notify *n = igw_xcalloc(1, sizeof *n);
+            n->loc = at;
+            n->channel = ident(p, "channel name");
+            expect_kw(p, "on");
+            expect(p, TOK_LPAREN);
+            do
+                igw_vec_push(&n->columns, (void *)ident(p, "column name"));
+            while (accept(p, TOK_COMMA));
+            expect(p, TOK_RPAREN);
+            n->doc = opt_doc(p);
+            igw_vec_push(&t->notifies, n);
         } else {
             igw_column *c = igw_xcalloc(1, sizeof *c);
             c->loc = at;

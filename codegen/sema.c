@@ -961,6 +961,14 @@ static void check_table(igw_schema *s, igw_table *t)
     }
     if (!has_pk)
         igw_diag_error(t->loc, "table '%s' needs a primary key", t->name);
+    FOR(t->notifies, igw_notify, n) {
+        for (int j = 0; j < n_i; j++)
+            if (strcmp(IGW_VEC_AT(t->notifies, igw_notify, j)->channel, n->channel) == 0)
+                igw_diag_error(n->loc, "table '%s' notifies '%s' twice", t->name, n->channel);
+        FOR(n->columns, const char, name)
+            if (!table_column(t, name))
+                igw_diag_error(n->loc, "unknown column '%s' in %s", name, t->name);
+    }
 }
 
 static void check_references(igw_schema *s, igw_table *t)

@@ -110,6 +110,21 @@ CREATE TABLE devices (
 CREATE INDEX devices_gateway_product_id_gateway_device_name_idx ON devices (gateway_product_id, gateway_device_name);
 CREATE INDEX devices_owner_user_id_idx ON devices (owner_user_id);
 CREATE INDEX devices_enterprise_id_idx ON devices (enterprise_id);
+-- The MQTT auth plugin drops its cached secret of the device (src/mqttauth).
+-- NOTIFY igw_device_secret with the primary key of each row inserted, deleted or updated in (secret) or its key.
+CREATE FUNCTION devices_notify_igw_device_secret() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP <> 'INSERT' THEN
+        PERFORM pg_notify('igw_device_secret', OLD.product_id || '&' || OLD.device_name);
+    END IF;
+    IF TG_OP <> 'DELETE' THEN
+        PERFORM pg_notify('igw_device_secret', NEW.product_id || '&' || NEW.device_name);
+    END IF;
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER devices_notify_igw_device_secret AFTER INSERT OR DELETE OR UPDATE OF secret, product_id, device_name ON devices
+    FOR EACH ROW EXECUTE FUNCTION devices_notify_igw_device_secret();
 
 -- Users granted rights on a device they do not own.
 CREATE TABLE device_grants (

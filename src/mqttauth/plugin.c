@@ -16,11 +16,26 @@
  *   plugin_opt_admin_user           privileged user name (optional)
  *   plugin_opt_admin_password_file  file whose first line is its password
  *                                   (required with admin_user)
+ *   plugin_opt_db_wait_ms           the most one callback waits for the
+ *                                   database (default 250)
+ *   plugin_opt_stale_s              how long a cached secret or binding may
+ *                                   answer while the database is unavailable
+ *                                   (default 600; 0: never)
  *
- * Mosquitto calls the plugin on its single main thread: no locking. */
+ * Mosquitto calls the plugin on its single main thread: no locking. That
+ * thread is the whole broker, so the database is never waited on without a
+ * bound (the deadline rule): libpq is used non-blocking only; a callback
+ * waits at most db_wait_ms in all for a connection and its answers, and not
+ * at all while the database is unhealthy (a query missed its deadline, a
+ * connection failed); then callbacks answer from the caches or refuse.
+ * Connections are opened and driven from MOSQ_EVT_TICK (every main-loop
+ * turn, at least every 100 ms in Mosquitto 2.0), at most one attempt per
+ * second. */
 #include <errno.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,31 +54,66 @@
 #define EXPORT __attribute__((visibility("default")))
 #define PFX "igw-mqtt-auth: "
 
-#define SECRET_TTL 30       /* seconds a found secret is reused */
-#define MISS_TTL 5          /* seconds "no such device" is reused */
-#define REFETCH_MIN_AGE 2   /* a mismatch against an older cached secret refetches once */
-#define BIND_TTL 10         /* seconds a gateway/sub-device answer is reused */
-#define CACHE_SLOTS 1024    /* per cache; direct-mapped, a collision evicts */
-#define DB_RETRY_S 1        /* at most one connection attempt per second */
-#define KEY_MAX (2 * (2 * IGW_DEVAUTH_NAME_MAX + 1) + 2)
+#define SECRET_TTL 30        /* seconds a found secret is reused */
+#define MISS_TTL 5           /* seconds "no such device" is reused */
+#define REFETCH_MIN_AGE 2    /* a mismatch against an older cached secret refetches once */
+#define BIND_TTL 10          /* seconds a gateway/sub-device answer is reused */
+#define SECRET_SLOTS 4096    /* found secrets: sets of SECRET_WAYS, least recently used evicted */
+#define SECRET_WAYS 4
+#define MISS_SLOTS 1024      /* "no such device": direct-mapped, a collision evicts */
+#define BIND_SLOTS 1024      /* bindings: direct-mapped */
+#define DB_RETRY_MS 1000     /* at most one connection attempt per second */
+#define DB_CONNECT_MS 2000   /* a connection attempt that has not finished by then is abandoned */
+#define DB_WAIT_MS 250       /* plugin_opt_db_wait_ms default */
+#define STALE_S 600          /* plugin_opt_stale_s default */
+#define SECRET_CHANNEL "igw_device_secret" /* schema/tables.igw: devices notify ... on (secret) */
+#define DEV_KEY_MAX (2 * IGW_DEVAUTH_NAME_MAX + 2) /* "product&device" + NUL */
+#define KEY_MAX (2 * DEV_KEY_MAX)
 #define ADMIN_PASS_MAX 1024
-#define LOG_PER_S 50        /* denial log lines per second, then silence */
+#define LOG_PER_S 50         /* denial log lines per second, then silence */
 
 /* ---- state ------------------------------------------------------------- */
 
+/* A cached answer is fresh while younger than its TTL and fetched on the
+ * current connection (epoch): notifications sent while no connection
+ * listened are lost, so every reconnect makes older answers refetch. A
+ * stale answer is still used, up to stale_s, while the database is
+ * unavailable. Times are CLOCK_MONOTONIC seconds. */
 typedef struct secret_ent {
-    char key[2 * IGW_DEVAUTH_NAME_MAX + 2]; /* "product&device", "" = empty slot */
+    char key[DEV_KEY_MAX]; /* "product&device", "" = empty slot */
     unsigned char secret[IGW_DEVAUTH_SECRET_MAX];
     size_t secret_len;
-    bool found;
-    time_t fetched;
+    int64_t fetched, used;
+    uint64_t epoch;
 } secret_ent;
+
+typedef struct miss_ent {
+    char key[DEV_KEY_MAX];
+    int64_t fetched;
+    uint64_t epoch;
+} miss_ent;
 
 typedef struct bind_ent {
     char key[KEY_MAX]; /* "gp&gd" "\n" "sp&sd" */
     bool bound;
-    time_t fetched;
+    int64_t fetched;
+    uint64_t epoch;
 } bind_ent;
+
+/* A secret copied out of the cache for one verification (wiped after). */
+typedef struct secret_copy {
+    unsigned char secret[IGW_DEVAUTH_SECRET_MAX];
+    size_t len;
+    int64_t age;
+    bool stale;
+} secret_copy;
+
+typedef enum db_state {
+    DB_NONE,       /* no connection; the next attempt at db_next_try */
+    DB_CONNECTING, /* PQconnectPoll in progress, wants db_want */
+    DB_LISTENING,  /* connected, LISTEN sent, its answer pending */
+    DB_READY       /* idle, listening */
+} db_state;
 
 static struct {
     mosquitto_plugin_id_t *id;
@@ -71,9 +121,17 @@ static struct {
     char *admin_user;
     unsigned char admin_digest[SHA256_DIGEST_LENGTH];
     bool admin_on;
+    int wait_ms;
+    int64_t stale_s;
     PGconn *db;
-    time_t db_next_try;
+    db_state state;
+    PostgresPollingStatusType db_want;
+    int64_t db_started;  /* ms: the connection attempt's start */
+    int64_t db_next_try; /* ms */
+    bool healthy;        /* callbacks may wait (bounded) for the database */
+    uint64_t epoch;      /* connections made so far */
     secret_ent *secrets;
+    miss_ent *misses;
     bind_ent *binds;
     time_t log_sec;
     int log_n;
@@ -111,135 +169,417 @@ __attribute__((format(printf, 2, 3))) static void logf_limited(int level, const 
     mosquitto_log_printf(level, PFX "%s", buf);
 }
 
-/* ---- PostgreSQL ------------------------------------------------------------ */
+/* ---- time ------------------------------------------------------------------ */
 
-static PGconn *db_conn(void)
+static int64_t now_ms(void)
 {
-    static const char *const keys[] = {"connect_timeout", "options", "application_name",
-                                       "dbname", NULL};
-    const char *vals[] = {"2", "-c statement_timeout=2000", "igw-mqtt-auth", g.dsn, NULL};
-    time_t now;
-
-    if (g.db && PQstatus(g.db) == CONNECTION_OK) return g.db;
-    if (g.db) {
-        PQfinish(g.db);
-        g.db = NULL;
-    }
-    now = time(NULL);
-    if (now < g.db_next_try) return NULL;
-    g.db_next_try = now + DB_RETRY_S;
-    /* Defaults first: the DSN (expanded from dbname) overrides them. */
-    g.db = PQconnectdbParams(keys, vals, 1);
-    if (!g.db || PQstatus(g.db) != CONNECTION_OK) {
-        char msg[200];
-        printable(g.db ? PQerrorMessage(g.db) : "out of memory", msg, sizeof msg);
-        mosquitto_log_printf(MOSQ_LOG_WARNING, PFX "database connection failed: %s", msg);
-        PQfinish(g.db);
-        g.db = NULL;
-        return NULL;
-    }
-    mosquitto_log_printf(MOSQ_LOG_INFO, PFX "connected to the database");
-    return g.db;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Runs a parameterized query returning rows; one reconnect-and-retry when the
- * connection broke. Returns the result (caller PQclear) or NULL. */
-static PGresult *db_query(const char *sql, int n, const char *const *params)
+static int64_t now_s(void) { return now_ms() / 1000; }
+
+/* ---- PostgreSQL: non-blocking, every wait bounded ----------------------------- */
+
+static void cache_evict(const char *key);
+
+/* The database's health changes are logged once each. */
+static void set_healthy(bool ok, const char *why)
 {
-    for (int attempt = 0; attempt < 2; attempt++) {
-        PGconn *c = db_conn();
-        PGresult *r;
-        if (!c) return NULL;
-        r = PQexecParams(c, sql, n, NULL, params, NULL, NULL, 0);
-        if (r && PQresultStatus(r) == PGRES_TUPLES_OK) return r;
-        {
-            char msg[200];
-            printable(PQerrorMessage(c), msg, sizeof msg);
-            mosquitto_log_printf(MOSQ_LOG_WARNING, PFX "query failed: %s", msg);
-        }
-        PQclear(r);
-        if (PQstatus(c) == CONNECTION_OK) return NULL; /* a query error, not the link */
-        PQfinish(g.db);
-        g.db = NULL;
-        g.db_next_try = 0; /* reconnect right away, once */
+    if (ok == g.healthy) return;
+    g.healthy = ok;
+    if (ok)
+        mosquitto_log_printf(MOSQ_LOG_NOTICE, PFX "database available again");
+    else
+        mosquitto_log_printf(MOSQ_LOG_WARNING,
+                             PFX "database unavailable (%s): answering from the cache (up to %llds stale), "
+                                 "refusing uncached devices at once, reconnecting at most once a second",
+                             why, (long long)g.stale_s);
+}
+
+/* Closes the connection. unhealthy: the database failed (a missed
+ * deadline, a failed connection), so callbacks stop waiting and the next
+ * attempt is a second away; else (an idle link closed under us) the next
+ * attempt may be right away. */
+static void db_drop(const char *why, bool unhealthy)
+{
+    if (g.db) PQfinish(g.db);
+    g.db = NULL;
+    g.state = DB_NONE;
+    g.db_next_try = unhealthy ? now_ms() + DB_RETRY_MS : 0;
+    if (unhealthy) set_healthy(false, why);
+}
+
+static void db_fail(const char *what, bool unhealthy)
+{
+    char msg[200], why[260];
+    printable(g.db ? PQerrorMessage(g.db) : "out of memory", msg, sizeof msg);
+    snprintf(why, sizeof why, "%s: %s", what, msg);
+    /* Once: an unhealthy drop logs the change of state with its reason. */
+    if (g.healthy && !unhealthy) mosquitto_log_printf(MOSQ_LOG_WARNING, PFX "%s", why);
+    db_drop(why, unhealthy);
+}
+
+/* Hands the queued notifications to the caches: each names a device whose
+ * secret changed (or that was added, removed or renamed). Reads nothing
+ * from the socket: db_consume does. */
+static void db_notifies(void)
+{
+    PGnotify *n;
+    while (g.db && (n = PQnotifies(g.db)) != NULL) {
+        if (strcmp(n->relname, SECRET_CHANNEL) == 0) cache_evict(n->extra);
+        PQfreemem(n);
     }
+}
+
+/* Reads what the server sent, without waiting. Returns 0, or -1 when the
+ * link broke (dropped). */
+static int db_consume(void)
+{
+    if (!g.db || g.state < DB_LISTENING) return 0;
+    if (!PQconsumeInput(g.db)) {
+        db_fail("database connection lost", false);
+        return -1;
+    }
+    return 0;
+}
+
+/* Waits until fd is ready for events or deadline (ms) passes. 1 ready, 0
+ * timed out. */
+static int wait_fd(int fd, short events, int64_t deadline)
+{
+    for (;;) {
+        struct pollfd p = {.fd = fd, .events = events};
+        int64_t left = deadline - now_ms();
+        int rc = poll(&p, 1, left > 0 ? (int)(left > 60000 ? 60000 : left) : 0);
+        if (rc > 0) return 1;
+        if (rc < 0 && errno == EINTR) continue;
+        if (rc < 0 || left <= 0) return 0;
+    }
+}
+
+static void db_start(void)
+{
+    /* Defaults first: the DSN (expanded from dbname) overrides them. */
+    static const char *const keys[] = {"options", "application_name", "dbname", NULL};
+    const char *vals[] = {"-c statement_timeout=2000", "igw-mqtt-auth", g.dsn, NULL};
+    int64_t now = now_ms();
+
+    if (now < g.db_next_try) return;
+    g.db_next_try = now + DB_RETRY_MS;
+    /* Non-blocking but for a host name's lookup (libpq resolves it before
+     * returning): give host an address or a socket directory, or hostaddr. */
+    g.db = PQconnectStartParams(keys, vals, 1);
+    if (!g.db || PQstatus(g.db) == CONNECTION_BAD) {
+        db_fail("database connection failed", true);
+        return;
+    }
+    g.state = DB_CONNECTING;
+    g.db_want = PGRES_POLLING_WRITING;
+    g.db_started = now;
+}
+
+/* Drives the connection towards DB_READY until it is there or deadline (ms)
+ * passes; deadline <= now never waits. Returns true when ready. */
+static bool db_advance(int64_t deadline)
+{
+    for (;;) {
+        switch (g.state) {
+        case DB_NONE:
+            db_start();
+            if (g.state == DB_NONE) return false;
+            break;
+        case DB_CONNECTING: {
+            int64_t give_up = g.db_started + DB_CONNECT_MS;
+            PostgresPollingStatusType r;
+            if (now_ms() >= give_up) {
+                db_drop("connection attempt timed out", true);
+                return false;
+            }
+            if (!wait_fd(PQsocket(g.db), g.db_want == PGRES_POLLING_READING ? POLLIN : POLLOUT,
+                         deadline < give_up ? deadline : give_up)) {
+                if (now_ms() < deadline) continue; /* give_up came first */
+                return false;
+            }
+            r = PQconnectPoll(g.db);
+            if (r == PGRES_POLLING_FAILED) {
+                db_fail("database connection failed", true);
+                return false;
+            }
+            if (r != PGRES_POLLING_OK) {
+                g.db_want = r;
+                break;
+            }
+            if (PQsetnonblocking(g.db, 1) != 0 || !PQsendQuery(g.db, "LISTEN " SECRET_CHANNEL)) {
+                db_fail("LISTEN failed", true);
+                return false;
+            }
+            g.state = DB_LISTENING;
+            /* Notifications sent while no connection listened are lost:
+             * every cached answer refetches (usable as stale meanwhile). */
+            g.epoch++;
+            break;
+        }
+        case DB_LISTENING: {
+            bool idle = false;
+            int f = PQflush(g.db);
+            if (f < 0) {
+                db_fail("LISTEN failed", true);
+                return false;
+            }
+            if (db_consume() < 0) return false;
+            /* PQgetResult waits while PQisBusy: ask before each call. */
+            while (f == 0 && !PQisBusy(g.db)) {
+                PGresult *r = PQgetResult(g.db);
+                bool ok;
+                if (!r) {
+                    idle = true;
+                    break;
+                }
+                ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+                PQclear(r);
+                if (!ok) {
+                    db_fail("LISTEN failed", true);
+                    return false;
+                }
+            }
+            if (!idle) {
+                if (!wait_fd(PQsocket(g.db), f == 1 ? POLLIN | POLLOUT : POLLIN, deadline)) return false;
+                break;
+            }
+            g.state = DB_READY;
+            mosquitto_log_printf(MOSQ_LOG_INFO, PFX "connected to the database");
+            set_healthy(true, NULL);
+            break;
+        }
+        case DB_READY: return true;
+        }
+    }
+}
+
+/* Runs a parameterized query returning rows, waiting until deadline (ms)
+ * at most, and not at all while the database is unhealthy. A query that
+ * misses its deadline drops the connection (its outcome is unknowable) and
+ * makes the database unhealthy. Returns the result (caller PQclear) or
+ * NULL. Notifications that arrive meanwhile stay queued (db_notifies),
+ * so that the caller drops what it cached after storing this answer. */
+static PGresult *db_query(const char *sql, int n, const char *const *params, int64_t deadline)
+{
+    PGresult *r, *res = NULL;
+    char msg[200];
+
+    if (!db_advance(g.healthy ? deadline : 0)) {
+        /* The attempt goes on in the background (DB_CONNECT_MS); callbacks
+         * stop waiting for it meanwhile. */
+        if (g.healthy) set_healthy(false, "no connection within plugin_opt_db_wait_ms");
+        return NULL;
+    }
+    if (!PQsendQueryParams(g.db, sql, n, NULL, params, NULL, NULL, 0)) {
+        db_fail("query not sent", true);
+        return NULL;
+    }
+    for (;;) {
+        int f = PQflush(g.db);
+        if (f < 0) goto lost;
+        if (f == 0) break;
+        if (!wait_fd(PQsocket(g.db), POLLIN | POLLOUT, deadline)) goto late;
+        if (!PQconsumeInput(g.db)) goto lost;
+    }
+    for (;;) {
+        if (!PQconsumeInput(g.db)) goto lost;
+        while (!PQisBusy(g.db)) {
+            r = PQgetResult(g.db);
+            if (!r) goto done;
+            if (!res)
+                res = r;
+            else
+                PQclear(r);
+        }
+        if (!wait_fd(PQsocket(g.db), POLLIN, deadline)) goto late;
+    }
+done:
+    if (res && PQresultStatus(res) == PGRES_TUPLES_OK) return res;
+    PQclear(res);
+    res = NULL;
+    if (PQstatus(g.db) != CONNECTION_OK) goto lost;
+    printable(PQerrorMessage(g.db), msg, sizeof msg);
+    logf_limited(MOSQ_LOG_WARNING, "query failed: %s", msg);
     return NULL;
+late:
+    PQclear(res);
+    db_drop("a query missed its plugin_opt_db_wait_ms deadline; connection dropped", true);
+    return NULL;
+lost:
+    PQclear(res);
+    db_fail("database connection lost during a query", true);
+    return NULL;
+}
+
+/* The timer: opens and drives the connection, reads notifications. Never
+ * waits. */
+static int on_tick(int event, void *event_data, void *userdata)
+{
+    (void)event;
+    (void)event_data;
+    (void)userdata;
+    (void)db_advance(0);
+    if (db_consume() == 0) db_notifies();
+    return MOSQ_ERR_SUCCESS;
 }
 
 /* ---- caches ---------------------------------------------------------------- */
 
-static size_t slot_of(const char *key)
+static uint64_t hash_of(const char *key)
 {
     uint64_t h = UINT64_C(14695981039346656037);
     for (; *key; key++) h = (h ^ (unsigned char)*key) * UINT64_C(1099511628211);
-    return (size_t)(h % CACHE_SLOTS);
+    return h;
 }
 
-/* The device's raw secret: cached or fetched. Returns 1 found, 0 no such
- * device (or an undecodable secret), -1 database unavailable. force skips
- * the cache. *age is the cache entry's age in seconds. */
-static int secret_get(const char *product, const char *device, bool force, const secret_ent **out,
-                      time_t *age)
+static secret_ent *secret_set(const char *key)
 {
-    char key[sizeof g.secrets[0].key];
+    return &g.secrets[(hash_of(key) % (SECRET_SLOTS / SECRET_WAYS)) * SECRET_WAYS];
+}
+
+static secret_ent *secret_find(const char *key)
+{
+    secret_ent *set = secret_set(key);
+    for (int i = 0; i < SECRET_WAYS; i++)
+        if (set[i].key[0] && strcmp(set[i].key, key) == 0) return &set[i];
+    return NULL;
+}
+
+/* The way for key: its own, else an empty one, else the least recently used. */
+static secret_ent *secret_slot(const char *key)
+{
+    secret_ent *set = secret_set(key), *e = secret_find(key);
+    if (e) return e;
+    e = &set[0];
+    for (int i = 0; i < SECRET_WAYS; i++) {
+        if (!set[i].key[0]) return &set[i];
+        if (set[i].used < e->used) e = &set[i];
+    }
+    return e;
+}
+
+static miss_ent *miss_slot(const char *key) { return &g.misses[hash_of(key) % MISS_SLOTS]; }
+
+static void cache_evict(const char *key)
+{
+    secret_ent *e = secret_find(key);
+    miss_ent *m = miss_slot(key);
+    if (e) OPENSSL_cleanse(e, sizeof *e);
+    if (strcmp(m->key, key) == 0) memset(m, 0, sizeof *m);
+}
+
+static bool fresh(int64_t fetched, uint64_t epoch, int64_t ttl, int64_t now)
+{
+    return epoch == g.epoch && now >= fetched && now - fetched < ttl;
+}
+
+/* The device's raw secret, copied into *out: cached or fetched (waiting at
+ * most until deadline, ms). Returns 1 found, 0 no such device (or an
+ * undecodable secret), -1 database unavailable and nothing usable cached.
+ * force skips the fresh cache (a mismatch refetch). While the database is
+ * unavailable a cached secret up to stale_s old answers (out->stale). */
+static int secret_get(const char *product, const char *device, bool force, int64_t deadline,
+                      secret_copy *out)
+{
+    char key[DEV_KEY_MAX];
     secret_ent *e;
-    time_t now = time(NULL);
+    miss_ent *m;
+    int64_t now = now_s();
     const char *params[2] = {product, device};
+    unsigned char raw[IGW_DEVAUTH_SECRET_MAX];
+    size_t raw_len = 0;
+    bool found = false;
     PGresult *r;
 
+    memset(out, 0, sizeof *out);
     snprintf(key, sizeof key, "%s&%s", product, device);
-    e = &g.secrets[slot_of(key)];
-    if (!force && strcmp(e->key, key) == 0 && now >= e->fetched &&
-        now - e->fetched < (e->found ? SECRET_TTL : MISS_TTL)) {
-        *out = e;
-        *age = now - e->fetched;
-        return e->found ? 1 : 0;
+    if (db_consume() == 0) db_notifies(); /* a change already announced applies now */
+    e = secret_find(key);
+    m = miss_slot(key);
+    if (e && !force && fresh(e->fetched, e->epoch, SECRET_TTL, now)) goto hit;
+    if (!e && !force && strcmp(m->key, key) == 0 && fresh(m->fetched, m->epoch, MISS_TTL, now)) return 0;
+    r = db_query("SELECT secret FROM devices WHERE product_id = $1 AND device_name = $2", 2, params,
+                 deadline);
+    if (!r) {
+        if (e && g.stale_s > 0 && now >= e->fetched && now - e->fetched < g.stale_s) {
+            out->stale = true;
+            goto hit;
+        }
+        return -1;
     }
-    r = db_query("SELECT secret FROM devices WHERE product_id = $1 AND device_name = $2", 2,
-                 params);
-    if (!r) return -1;
-    OPENSSL_cleanse(e, sizeof *e);
-    memcpy(e->key, key, sizeof key);
-    e->fetched = now;
     if (PQntuples(r) == 1 && !PQgetisnull(r, 0, 0)) {
-        if (igw_devauth_secret_decode(PQgetvalue(r, 0, 0), e->secret, sizeof e->secret,
-                                      &e->secret_len) == 0)
-            e->found = true;
+        if (igw_devauth_secret_decode(PQgetvalue(r, 0, 0), raw, sizeof raw, &raw_len) == 0)
+            found = true;
         else
-            logf_limited(MOSQ_LOG_WARNING, "device %s has an undecodable secret in the database",
-                         key);
+            logf_limited(MOSQ_LOG_WARNING, "device %s has an undecodable secret in the database", key);
     }
     PQclear(r);
-    *out = e;
-    *age = 0;
-    return e->found ? 1 : 0;
+    if (found) {
+        e = secret_slot(key);
+        OPENSSL_cleanse(e, sizeof *e);
+        memcpy(e->key, key, sizeof key);
+        memcpy(e->secret, raw, raw_len);
+        e->secret_len = raw_len;
+        e->fetched = now;
+        e->epoch = g.epoch;
+        if (strcmp(m->key, key) == 0) memset(m, 0, sizeof *m);
+    } else {
+        if (e) OPENSSL_cleanse(e, sizeof *e);
+        memcpy(m->key, key, sizeof key);
+        m->fetched = now;
+        m->epoch = g.epoch;
+    }
+    OPENSSL_cleanse(raw, sizeof raw);
+    /* Answered from a snapshot: a change committed since then is notified
+     * after this answer, so it must drop what was just stored. */
+    db_notifies();
+    e = found ? secret_find(key) : NULL;
+    if (!e) return 0; /* dropped at once: refused this time, refetched next */
+hit:
+    e->used = now;
+    memcpy(out->secret, e->secret, e->secret_len);
+    out->len = e->secret_len;
+    out->age = now >= e->fetched ? now - e->fetched : 0;
+    return 1;
 }
 
 /* Is sub-device (sp, sd) bound to gateway (gp, gd), and is that a gateway?
- * 1 yes, 0 no, -1 database unavailable. */
-static int bound_get(const char *gp, const char *gd, const char *sp, const char *sd)
+ * 1 yes, 0 no, -1 database unavailable and nothing usable cached. Waits
+ * until deadline (ms) at most; a cached answer up to stale_s old answers
+ * while the database is unavailable. */
+static int bound_get(const char *gp, const char *gd, const char *sp, const char *sd, int64_t deadline)
 {
     char key[KEY_MAX];
     bind_ent *e;
-    time_t now = time(NULL);
+    int64_t now = now_s();
     const char *params[4] = {sp, sd, gp, gd};
     PGresult *r;
 
     snprintf(key, sizeof key, "%s&%s\n%s&%s", gp, gd, sp, sd);
-    e = &g.binds[slot_of(key)];
-    if (strcmp(e->key, key) == 0 && now >= e->fetched && now - e->fetched < BIND_TTL)
-        return e->bound;
+    e = &g.binds[hash_of(key) % BIND_SLOTS];
+    if (strcmp(e->key, key) == 0 && fresh(e->fetched, e->epoch, BIND_TTL, now)) return e->bound;
     r = db_query("SELECT 1 FROM devices s JOIN devices gw"
                  " ON gw.product_id = s.gateway_product_id"
                  " AND gw.device_name = s.gateway_device_name"
                  " WHERE s.product_id = $1 AND s.device_name = $2"
                  " AND gw.product_id = $3 AND gw.device_name = $4 AND gw.is_gateway",
-                 4, params);
-    if (!r) return -1;
+                 4, params, deadline);
+    if (!r) {
+        if (strcmp(e->key, key) == 0 && g.stale_s > 0 && now >= e->fetched && now - e->fetched < g.stale_s)
+            return e->bound;
+        return -1;
+    }
     memcpy(e->key, key, sizeof key);
     e->bound = PQntuples(r) == 1;
     e->fetched = now;
+    e->epoch = g.epoch;
     PQclear(r);
+    db_notifies();
     return e->bound;
 }
 
@@ -268,8 +608,8 @@ static int on_basic_auth(int event, void *event_data, void *userdata)
     const char *cid = mosquitto_client_id(ed->client);
     char cidlog[80], want[2 * IGW_DEVAUTH_NAME_MAX + 2];
     igw_devauth_username u;
-    const secret_ent *e = NULL;
-    time_t age = 0;
+    secret_copy sc;
+    int64_t deadline = now_ms() + g.wait_ms;
     int found, rc;
     (void)event;
     (void)userdata;
@@ -295,28 +635,34 @@ static int on_basic_auth(int event, void *event_data, void *userdata)
                      cidlog);
         return MOSQ_ERR_AUTH;
     }
-    found = secret_get(u.product_id, u.device_name, false, &e, &age);
-    if (found < 0) {
-        logf_limited(MOSQ_LOG_WARNING, "client %s denied: database unavailable", cidlog);
-        return MOSQ_ERR_AUTH;
-    }
-    rc = igw_devauth_verify(user, pass, found ? e->secret : NULL, found ? e->secret_len : 0,
-                            (int64_t)time(NULL), NULL);
-    if (rc == IGW_DEVAUTH_EMISMATCH && age >= REFETCH_MIN_AGE) {
-        /* The secret may have been rotated since it was cached. */
-        found = secret_get(u.product_id, u.device_name, true, &e, &age);
-        if (found < 0) {
-            logf_limited(MOSQ_LOG_WARNING, "client %s denied: database unavailable", cidlog);
-            return MOSQ_ERR_AUTH;
-        }
-        rc = igw_devauth_verify(user, pass, found ? e->secret : NULL, found ? e->secret_len : 0,
+    /* Database unavailable: "not authorised" too. Mosquitto 2.0 sends a
+     * CONNACK only for MOSQ_ERR_AUTH; any other code closes the socket
+     * without one (no "server unavailable" from a plugin). */
+    found = secret_get(u.product_id, u.device_name, false, deadline, &sc);
+    if (found < 0) goto unavailable;
+    rc = igw_devauth_verify(user, pass, found ? sc.secret : NULL, found ? sc.len : 0, (int64_t)time(NULL),
+                            NULL);
+    if (rc == IGW_DEVAUTH_EMISMATCH && !sc.stale && sc.age >= REFETCH_MIN_AGE) {
+        /* The secret may have been rotated since it was cached (and the
+         * notification lost). */
+        OPENSSL_cleanse(&sc, sizeof sc);
+        found = secret_get(u.product_id, u.device_name, true, deadline, &sc);
+        if (found < 0) goto unavailable;
+        rc = igw_devauth_verify(user, pass, found ? sc.secret : NULL, found ? sc.len : 0,
                                 (int64_t)time(NULL), NULL);
     }
+    OPENSSL_cleanse(&sc.secret, sizeof sc.secret);
     if (rc != IGW_DEVAUTH_OK) {
         logf_limited(MOSQ_LOG_NOTICE, "client %s denied: %s", cidlog, igw_devauth_strerror(rc));
         return MOSQ_ERR_AUTH;
     }
+    if (sc.stale)
+        logf_limited(MOSQ_LOG_NOTICE, "client %s admitted on a cached secret %llds old: database unavailable",
+                     cidlog, (long long)sc.age);
     return MOSQ_ERR_SUCCESS;
+unavailable:
+    logf_limited(MOSQ_LOG_WARNING, "client %s denied: database unavailable", cidlog);
+    return MOSQ_ERR_AUTH;
 }
 
 /* ---- ACL ------------------------------------------------------------------------ */
@@ -366,7 +712,7 @@ static int on_acl_check(int event, void *event_data, void *userdata)
     device = t.device_name;
     if (strcmp(product, u.product_id) == 0 && strcmp(device, u.device_name) == 0)
         return MOSQ_ERR_SUCCESS;
-    rc = bound_get(u.product_id, u.device_name, product, device);
+    rc = bound_get(u.product_id, u.device_name, product, device, now_ms() + g.wait_ms);
     if (rc == 1) return MOSQ_ERR_SUCCESS;
     why = rc < 0 ? "database unavailable" : "another device, not a sub-device bound to this client";
 deny:
@@ -413,9 +759,10 @@ static void state_free(void)
 {
     if (g.db) PQfinish(g.db);
     if (g.secrets) {
-        OPENSSL_cleanse(g.secrets, CACHE_SLOTS * sizeof *g.secrets);
+        OPENSSL_cleanse(g.secrets, SECRET_SLOTS * sizeof *g.secrets);
         free(g.secrets);
     }
+    free(g.misses);
     free(g.binds);
     free(g.dsn);
     free(g.admin_user);
@@ -458,15 +805,57 @@ EXPORT int mosquitto_plugin_version(int supported_version_count, const int *supp
     return -1;
 }
 
+/* A decimal integer in [lo, hi], the whole of s. */
+static int parse_int(const char *k, const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    long v;
+    errno = 0;
+    v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi) {
+        mosquitto_log_printf(MOSQ_LOG_ERR, PFX "plugin_opt_%s must be an integer in %ld..%ld", k, lo, hi);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static const struct {
+    int event;
+    MOSQ_FUNC_generic_callback cb;
+} callbacks[] = {
+    {MOSQ_EVT_BASIC_AUTH, on_basic_auth},
+    {MOSQ_EVT_ACL_CHECK, on_acl_check},
+    {MOSQ_EVT_MESSAGE, on_message},
+    {MOSQ_EVT_TICK, on_tick},
+};
+#define NCALLBACKS (int)(sizeof callbacks / sizeof callbacks[0])
+
+static void callbacks_unregister(int n)
+{
+    while (n-- > 0) mosquitto_callback_unregister(g.id, callbacks[n].event, callbacks[n].cb, NULL);
+}
+
 EXPORT int mosquitto_plugin_init(mosquitto_plugin_id_t *identifier, void **userdata,
                                  struct mosquitto_opt *options, int option_count)
 {
     const char *pwfile = NULL;
+    long num;
+    int n;
     *userdata = NULL;
     memset(&g, 0, sizeof g);
+    g.wait_ms = DB_WAIT_MS;
+    g.stale_s = STALE_S;
+    g.healthy = true; /* until a wait fails: the first callbacks may wait */
     for (int i = 0; i < option_count; i++) {
         const char *k = options[i].key, *v = options[i].value ? options[i].value : "";
-        if (strcmp(k, "dsn") == 0) {
+        if (strcmp(k, "db_wait_ms") == 0) {
+            if (parse_int(k, v, 1, DB_CONNECT_MS, &num) != 0) goto fail;
+            g.wait_ms = (int)num;
+        } else if (strcmp(k, "stale_s") == 0) {
+            if (parse_int(k, v, 0, 86400, &num) != 0) goto fail;
+            g.stale_s = num;
+        } else if (strcmp(k, "dsn") == 0) {
             free(g.dsn);
             g.dsn = strdup(v);
         } else if (strcmp(k, "admin_user") == 0) {
@@ -500,25 +889,21 @@ EXPORT int mosquitto_plugin_init(mosquitto_plugin_id_t *identifier, void **userd
         mosquitto_log_printf(MOSQ_LOG_ERR, PFX "plugin_opt_admin_password_file needs plugin_opt_admin_user");
         goto fail;
     }
-    g.secrets = calloc(CACHE_SLOTS, sizeof *g.secrets);
-    g.binds = calloc(CACHE_SLOTS, sizeof *g.binds);
-    if (!g.secrets || !g.binds) goto fail;
+    g.secrets = calloc(SECRET_SLOTS, sizeof *g.secrets);
+    g.misses = calloc(MISS_SLOTS, sizeof *g.misses);
+    g.binds = calloc(BIND_SLOTS, sizeof *g.binds);
+    if (!g.secrets || !g.misses || !g.binds) goto fail;
     g.id = identifier;
-    if (mosquitto_callback_register(identifier, MOSQ_EVT_BASIC_AUTH, on_basic_auth, NULL, NULL) !=
-        MOSQ_ERR_SUCCESS)
-        goto fail;
-    if (mosquitto_callback_register(identifier, MOSQ_EVT_ACL_CHECK, on_acl_check, NULL, NULL) !=
-        MOSQ_ERR_SUCCESS) {
-        mosquitto_callback_unregister(identifier, MOSQ_EVT_BASIC_AUTH, on_basic_auth, NULL);
-        goto fail;
-    }
-    if (mosquitto_callback_register(identifier, MOSQ_EVT_MESSAGE, on_message, NULL, NULL) != MOSQ_ERR_SUCCESS) {
-        mosquitto_callback_unregister(identifier, MOSQ_EVT_BASIC_AUTH, on_basic_auth, NULL);
-        mosquitto_callback_unregister(identifier, MOSQ_EVT_ACL_CHECK, on_acl_check, NULL);
-        goto fail;
-    }
-    mosquitto_log_printf(MOSQ_LOG_INFO, PFX "loaded (privileged user %s)",
-                         g.admin_on ? "enabled" : "disabled");
+    for (n = 0; n < NCALLBACKS; n++)
+        if (mosquitto_callback_register(identifier, callbacks[n].event, callbacks[n].cb, NULL, NULL) !=
+            MOSQ_ERR_SUCCESS) {
+            callbacks_unregister(n);
+            goto fail;
+        }
+    /* The first connection is opened by the first tick, not the first
+     * device: Mosquitto has dropped privileges by then. */
+    mosquitto_log_printf(MOSQ_LOG_INFO, PFX "loaded (privileged user %s, db_wait_ms %d, stale_s %lld)",
+                         g.admin_on ? "enabled" : "disabled", g.wait_ms, (long long)g.stale_s);
     return MOSQ_ERR_SUCCESS;
 fail:
     state_free();
@@ -530,11 +915,7 @@ EXPORT int mosquitto_plugin_cleanup(void *userdata, struct mosquitto_opt *option
     (void)userdata;
     (void)options;
     (void)option_count;
-    if (g.id) {
-        mosquitto_callback_unregister(g.id, MOSQ_EVT_BASIC_AUTH, on_basic_auth, NULL);
-        mosquitto_callback_unregister(g.id, MOSQ_EVT_ACL_CHECK, on_acl_check, NULL);
-        mosquitto_callback_unregister(g.id, MOSQ_EVT_MESSAGE, on_message, NULL);
-    }
+    if (g.id) callbacks_unregister(NCALLBACKS);
     state_free();
     return MOSQ_ERR_SUCCESS;
 }

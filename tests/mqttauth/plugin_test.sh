@@ -9,6 +9,11 @@
 # publishing to another device's topic is not delivered; subscribing to the
 # own down topic works, to another device's (or a wildcard) gets nothing;
 # a gateway publishes for its bound sub-device but not for an unbound one.
+# A secret changed with psql takes effect at once (the devices trigger's
+# NOTIFY). With PostgreSQL frozen (SIGSTOP) and unknown devices connecting
+# in a loop, a known device still connects within 1 s, one never seen is
+# refused within 1 s, and the broker answers PINGREQ within 1 s throughout
+# (tests/mqttauth/ping.py); after SIGCONT everything recovers.
 # Exit 0 when every check passed, 1 otherwise. Always cleans up.
 # shellcheck disable=SC2016 # MQTT topics start with a literal $
 set -euo pipefail
@@ -46,9 +51,24 @@ chmod 0755 "$tmp" # the postgres user must traverse it when run as root
 export IGW_VAR=$tmp/var
 mq_pid=
 sub_pid=
+frozen=
+flood_pids=()
+# pg_signal STOP|CONT: the PostgreSQL server and its backends (found through
+# /proc: no procps on a fresh machine). STOP freezes it: nothing answers,
+# nothing closes.
+pg_signal() {
+    local pm kids
+    pm=$(head -n 1 "$IGW_VAR/pg/postmaster.pid") || return 1
+    kids=$(for s in /proc/[0-9]*/stat; do awk -v pm="$pm" '$4 == pm { print $1 }' "$s" 2>/dev/null; done)
+    # shellcheck disable=SC2086 # one pid per word
+    kill -"$1" "$pm" $kids
+}
 cleanup() {
     local rc=$?
     # Under set -e a failing kill or wait would end the cleanup half way.
+    for p in "${flood_pids[@]}"; do kill "$p" 2>/dev/null || true; done
+    # Never leave a stopped server behind (services.sh down would wait on it).
+    if [ -n "$frozen" ]; then pg_signal CONT 2>/dev/null || true; fi
     if [ -n "$sub_pid" ]; then kill "$sub_pid" 2>/dev/null || true; fi
     if [ -n "$mq_pid" ]; then
         kill "$mq_pid" 2>/dev/null && wait "$mq_pid" 2>/dev/null || true
@@ -106,6 +126,7 @@ plugin $so
 plugin_opt_dsn $IGW_PG_DSN
 plugin_opt_admin_user igwd
 plugin_opt_admin_password_file $mq/admin.secret
+plugin_opt_db_wait_ms 400
 persistence false
 log_dest file $mq/mosquitto.log
 log_type all
@@ -294,6 +315,129 @@ else
     cat "$tmp/down.out"
     bad "services.sh down (for the outage check)"
 fi
+
+# ---- a secret changed in the database ------------------------------------------------
+# The devices trigger NOTIFYs igw_device_secret; the plugin LISTENs and drops
+# the cached secret at once (not after its 30 s TTL).
+s_rot=$(newsecret)
+s_rot2=$(newsecret)
+sql -c "INSERT INTO devices (product_id, device_name, enterprise_id, secret) VALUES ('$P', 'rot1', 1, '$s_rot')"
+creds rot1 "" "$s_rot"
+U_old=$U W_old=$W
+check "a device with a fresh secret connects (and its secret is cached)" \
+    pub "$P&rot1" "$U_old" "$W_old" "\$thing/up/property/$P/rot1" rot-1
+sql -c "UPDATE devices SET secret = '$s_rot2' WHERE product_id = '$P' AND device_name = 'rot1'"
+check "after UPDATE of its secret its old credentials are refused at once" refused "$P&rot1" "$U_old" "$W_old"
+creds rot1 "" "$s_rot2"
+check "... and credentials signed with the new secret are accepted" \
+    pub "$P&rot1" "$U" "$W" "\$thing/up/property/$P/rot1" rot-2
+s_del=$(newsecret)
+sql -c "INSERT INTO devices (product_id, device_name, enterprise_id, secret) VALUES ('$P', 'del1', 1, '$s_del')"
+creds del1 "" "$s_del"
+check "another device connects (and its secret is cached)" \
+    pub "$P&del1" "$U" "$W" "\$thing/up/property/$P/del1" del-1
+sql -c "DELETE FROM devices WHERE product_id = '$P' AND device_name = 'del1'"
+check "after DELETE of the device its credentials are refused at once" refused "$P&del1" "$U" "$W"
+# listen_after SQL: what a session LISTENing on the channel hears from SQL.
+listen_after() { psql -X -q -tA -d "$IGW_PG_DSN" -c 'LISTEN igw_device_secret' -c "$1" -c 'SELECT 1' 2>&1; }
+check "an UPDATE of the secret notifies '<productID>&<deviceName>'" \
+    bash -c "grep -qF 'payload \"$P&dev1\"' <<<\"\$1\"" _ \
+    "$(listen_after "UPDATE devices SET secret = secret WHERE product_id = '$P' AND device_name = 'dev1'")"
+check "an UPDATE of other columns (the uplink path's) notifies nothing" \
+    bash -c "! grep -q 'notification' <<<\"\$1\"" _ \
+    "$(listen_after "UPDATE devices SET properties = '{}' WHERE product_id = '$P' AND device_name = 'dev1'")"
+
+# ---- a frozen database --------------------------------------------------------------
+# PostgreSQL stopped with SIGSTOP accepts connections and never answers.
+# Unknown devices (random names, well-formed signed usernames, 64-hex
+# passwords) connect in a loop meanwhile: they may cost one bounded wait
+# (plugin_opt_db_wait_ms, 400 here: a loaded test machine must not refuse
+# devices while the database is healthy), then nothing.
+s_new=$(newsecret)
+sql -c "INSERT INTO devices (product_id, device_name, enterprise_id, secret) VALUES ('$P', 'new1', 1, '$s_new')"
+creds dev1
+check "before the freeze the known device connects" pub "$P&dev1" "$U" "$W" "\$thing/up/property/$P/dev1" pre-freeze
+ms() { echo $(($(date +%s%N) / 1000000)); }
+# within_1s WHAT CMD...: CMD succeeds and took less than 1000 ms.
+within_1s() {
+    local what=$1 t0 t1 rc=0
+    shift
+    t0=$(ms)
+    "$@" || rc=$?
+    t1=$(ms)
+    if [ "$rc" -eq 0 ] && [ $((t1 - t0)) -lt 1000 ]; then ok "$what ($((t1 - t0)) ms)"; else
+        bad "$what (exit $rc after $((t1 - t0)) ms)"; fi
+}
+tpub() { timeout 5 mosquitto_pub -h 127.0.0.1 -p "$mport" -i "$1" -u "$2" -P "$3" -t "$4" -m "$5" -q 1 \
+    >"$tmp/pub.err" 2>&1; }
+trefused() { ! tpub "$1" "$2" "$3" "\$thing/up/property/$P/dev1" "refused-$RANDOM" && grep -qi 'not authori' "$tmp/pub.err"; }
+flood() { # one loop of unknown devices, until killed
+    local i=0 name out
+    while :; do
+        i=$((i + 1))
+        name=ghost$1x$i$RANDOM
+        out=$("$tmp/sign" "$P" "$name" "$(newsecret)" $(($(date +%s) + 3600)))
+        timeout 5 mosquitto_pub -h 127.0.0.1 -p "$mport" -i "$P&$name" -u "${out%%$'\n'*}" -P "${out#*$'\n'}" \
+            -t "\$thing/up/property/$P/$name" -m x -q 1 >/dev/null 2>&1 || true
+    done
+}
+python3 "$root/tests/mqttauth/ping.py" "$mport" igwd "$admin_pw" 4 >"$tmp/ping.out" 2>"$tmp/ping.err" &
+ping_pid=$!
+sleep 0.3
+pg_signal STOP && frozen=1
+for n in 1 2 3; do
+    flood "$n" &
+    flood_pids+=($!)
+done
+sleep 0.5
+creds dev1
+within_1s "frozen database, unknown devices flooding: the known device connects within 1 s" \
+    tpub "$P&dev1" "$U" "$W" "\$thing/up/property/$P/dev1" frozen-1
+creds loose1
+within_1s "... one cached before the last reconnect too (its stale secret)" \
+    tpub "$P&loose1" "$U" "$W" "\$thing/up/property/$P/loose1" frozen-2
+creds gw1
+within_1s "... a gateway publishes for its bound sub-device (cached binding)" \
+    tpub "$P&gw1" "$U" "$W" "\$thing/up/property/$P/sub1" frozen-gw-sub
+creds new1 "" "$s_new"
+within_1s "... a device never seen is refused within 1 s" trefused "$P&new1" "$U" "$W"
+sleep 1
+creds dev1
+within_1s "... 1.5 s into the flood the known device still connects within 1 s" \
+    tpub "$P&dev1" "$U" "$W" "\$thing/up/property/$P/dev1" frozen-3
+ping_rc=0
+wait "$ping_pid" || ping_rc=$?
+read -r _ npings _ max_ms <"$tmp/ping.out" || true
+check "the broker answered every PINGREQ during the freeze (${npings:-0} pings, max ${max_ms:-?} ms)" \
+    test "$ping_rc" -eq 0 -a "${npings:-0}" -ge 10 -a "${max_ms:-99999}" -lt 1000
+[ "$ping_rc" -eq 0 ] || cat "$tmp/ping.err"
+for p in "${flood_pids[@]}"; do kill "$p" 2>/dev/null || true; done
+for p in "${flood_pids[@]}"; do wait "$p" 2>/dev/null || true; done
+flood_pids=()
+pg_signal CONT && frozen=
+barrier || true
+check "... and the sub-device's message arrived" seen "\$thing/up/property/$P/sub1" frozen-gw-sub
+
+s_late=$(newsecret)
+sql -c "INSERT INTO devices (product_id, device_name, enterprise_id, secret) VALUES ('$P', 'late1', 1, '$s_late')"
+creds late1 "" "$s_late"
+back=1
+for _ in $(seq 40); do
+    pub "$P&late1" "$U" "$W" "\$thing/up/property/$P/late1" after-thaw && { back=0; break; }
+    sleep 0.2
+done
+check "after SIGCONT the plugin recovers: a device inserted after the thaw connects" test "$back" -eq 0
+creds new1 "" "$s_new"
+check "... and the device refused during the freeze connects" \
+    pub "$P&new1" "$U" "$W" "\$thing/up/property/$P/new1" after-thaw-2
+creds dev1
+check "... and the known device" pub "$P&dev1" "$U" "$W" "\$thing/up/property/$P/dev1" after-thaw-3
+n_down=$(grep -c 'igw-mqtt-auth: database unavailable (' "$mq/mosquitto.log" || true)
+n_up=$(grep -c 'igw-mqtt-auth: database available again' "$mq/mosquitto.log" || true)
+# Two outages (services.sh down, the freeze); a loaded machine may add a
+# missed deadline, but never one line per refused device.
+check "each outage's state change is logged once ($n_down unavailable, $n_up available again)" \
+    test "$n_down" -ge 2 -a "$n_down" -le 4 -a "$n_up" -eq "$n_down"
 
 check "the broker log has no secrets" bash -c "! grep -qF -e '$s_dev' -e '$admin_pw' '$mq/mosquitto.log'"
 check "the broker logged the denials" grep -q 'igw-mqtt-auth: client .* denied' "$mq/mosquitto.log"

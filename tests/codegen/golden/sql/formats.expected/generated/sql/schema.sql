@@ -27,6 +27,20 @@ CREATE TABLE parents (
     parent_id bigint NOT NULL,
     CONSTRAINT parents_pkey PRIMARY KEY (parent_id)
 );
+-- NOTIFY parents_changed with the primary key of each row inserted, deleted or updated in (parent_id) or its key.
+CREATE FUNCTION parents_notify_parents_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP <> 'INSERT' THEN
+        PERFORM pg_notify('parents_changed', OLD.parent_id::text);
+    END IF;
+    IF TG_OP <> 'DELETE' THEN
+        PERFORM pg_notify('parents_changed', NEW.parent_id::text);
+    END IF;
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER parents_notify_parents_changed AFTER INSERT OR DELETE OR UPDATE OF parent_id ON parents
+    FOR EACH ROW EXECUTE FUNCTION parents_notify_parents_changed();
 
 -- Every derived CHECK kind.
 CREATE TABLE samples (
@@ -47,3 +61,18 @@ CREATE TABLE samples (
 CREATE INDEX samples_color_count_idx ON samples (color, count);
 CREATE INDEX samples_seen_at_idx ON samples (seen_at) WHERE lang IS NULL;
 CREATE INDEX samples_name_idx ON samples (name) WHERE parent_id IS NOT NULL;
+-- Listeners drop their copy of the sample.
+-- NOTIFY sample_named with the primary key of each row inserted, deleted or updated in (name, color) or its key.
+CREATE FUNCTION samples_notify_sample_named() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP <> 'INSERT' THEN
+        PERFORM pg_notify('sample_named', OLD.sample_id);
+    END IF;
+    IF TG_OP <> 'DELETE' THEN
+        PERFORM pg_notify('sample_named', NEW.sample_id);
+    END IF;
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER samples_notify_sample_named AFTER INSERT OR DELETE OR UPDATE OF name, color, sample_id ON samples
+    FOR EACH ROW EXECUTE FUNCTION samples_notify_sample_named();

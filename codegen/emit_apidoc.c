@@ -894,7 +894,9 @@ static void tables(doc *d)
             for (int c = 0; c < ix->columns.n; c++)
                 igw_out_printf(o, "%s%s", c ? ", " : "", IGW_VEC_AT(ix->columns, const char, c));
             igw_out_puts(o, ")");
-            if (ix->where)
+            if (ix->where_not_state)
+                igw_out_printf(o, " where %s not %s", ix->where, ix->where_not_state);
+            else if (ix->where)
                 igw_out_printf(o, " where %s %snull", ix->where, ix->where_not_null ? "not " : "");
         }
         for (int k = 0; k < t->notifies.n; k++) {

@@ -667,7 +667,9 @@ static bool emit_table(igw_out *o, const igw_table *t, const domains *ds, namese
         igw_out_printf(o, "CREATE INDEX %s ON %s (", name, t->name);
         column_list(o, &ix->columns);
         igw_out_puts(o, ")");
-        if (ix->where)
+        if (ix->where_not_state) /* state names are identifiers: no quoting needed */
+            igw_out_printf(o, " WHERE %s <> '%s'", ix->where, ix->where_not_state);
+        else if (ix->where)
             igw_out_printf(o, " WHERE %s IS %sNULL", ix->where, ix->where_not_null ? "NOT " : "");
         igw_out_puts(o, ";\n");
         free(name);

@@ -293,9 +293,12 @@ typedef struct igw_index {
     bool primary;
     igw_vec columns; /* const char* */
     /* A partial index: only rows where column `where` IS NULL (IS NOT NULL
-     * when where_not_null); NULL when the index covers every row. */
+     * when where_not_null), or, with where_not_state, where the machine
+     * column `where` is not in that state (`where state not ended`: the live
+     * rows); NULL when the index covers every row. */
     const char *where;
     bool where_not_null;
+    const char *where_not_state;
     igw_loc loc;
 } igw_index;
 

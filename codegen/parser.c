@@ -806,7 +806,12 @@ static void table_decl(parser *p)
             if (!ix->unique && accept_kw(p, "where")) {
                 ix->where = ident(p, "column name");
                 ix->where_not_null = accept_kw(p, "not");
-                expect_kw(p, "null");
+                if (ix->where_not_null && !is_kw(p, "null")) { /* where <machine column> not <state> */
+                    ix->where_not_null = false;
+                    ix->where_not_state = ident(p, "state name or null");
+                } else {
+                    expect_kw(p, "null");
+                }
             }
             igw_vec_push(&t->indexes, ix);
         } else if (accept_kw(p, "notify")) {

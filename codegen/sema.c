@@ -955,7 +955,18 @@ static void check_table(igw_schema *s, igw_table *t)
             const igw_column *w = table_column(t, ix->where);
             if (!w)
                 igw_diag_error(ix->loc, "unknown column '%s' in %s", ix->where, t->name);
-            else if (!w->nullable)
+            else if (ix->where_not_state) {
+                bool known = false;
+                if (!w->machine_ref)
+                    igw_diag_error(ix->loc, "partial index on %s: column '%s' is not a machine state column",
+                                   t->name, ix->where);
+                else
+                    FOR(w->machine_ref->states, igw_state, st)
+                        known |= strcmp(st->name, ix->where_not_state) == 0;
+                if (w->machine_ref && !known)
+                    igw_diag_error(ix->loc, "partial index on %s: '%s' is no state of machine %s", t->name,
+                                   ix->where_not_state, w->machine_ref->name);
+            } else if (!w->nullable)
                 igw_diag_error(ix->loc, "partial index on %s: column '%s' is never null", t->name, ix->where);
         }
     }

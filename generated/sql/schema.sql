@@ -45,6 +45,7 @@ CREATE DOMAIN command_method AS text CONSTRAINT command_method_check CHECK (
 );
 CREATE DOMAIN session_state AS text CONSTRAINT session_state_check CHECK (VALUE IN ('invited', 'established', 'ended'));
 CREATE DOMAIN sessions_reason AS text CONSTRAINT sessions_reason_check CHECK (octet_length(VALUE) BETWEEN 1 AND 256);
+CREATE DOMAIN purpose AS text CONSTRAINT purpose_check CHECK (VALUE IN ('ipcLiveView', 'ipcTalk', 'recordPlayback'));
 -- Generation counter, safe positive integer.
 CREATE DOMAIN revision AS bigint CONSTRAINT revision_check CHECK (VALUE BETWEEN 1 AND 9007199254740991);
 CREATE DOMAIN delivery_state AS text CONSTRAINT delivery_state_check CHECK (VALUE IN ('pending', 'acknowledged', 'redelivered', 'expired'));
@@ -206,6 +207,15 @@ CREATE TABLE device_commands (
 );
 CREATE INDEX device_commands_deadline_ms_idx ON device_commands (deadline_ms) WHERE outcome IS NULL;
 
+-- igwd processes: a node id and its epoch, raised by each process that starts with that id (session/node.c).
+CREATE TABLE nodes (
+    node_id      text        NOT NULL, -- Configured, or the host name and the listening port.
+    epoch        bigint      NOT NULL, -- 1 at the first start, then one more per start.
+    started_at   timestamptz NOT NULL DEFAULT now(),
+    heartbeat_at timestamptz NOT NULL DEFAULT now(), -- Raised every node_heartbeat_ms while the epoch is the current one.
+    CONSTRAINT nodes_pkey PRIMARY KEY (node_id)
+);
+
 -- Application sessions.
 CREATE TABLE sessions (
     session_id     ident           NOT NULL,
@@ -220,9 +230,15 @@ CREATE TABLE sessions (
     device_name    ident,
     created_at     timestamptz     NOT NULL DEFAULT now(),
     updated_at     timestamptz     NOT NULL DEFAULT now(),
+    purpose        purpose, -- What the session is for (the engine's purpose table).
+    camera_id      ident,
+    owner_node     text, -- The node (nodes.node_id) whose process holds the session's live state.
+    owner_epoch    bigint, -- That node's epoch when it took the session: a later epoch of the node may not touch it.
+    deadline_ms    bigint, -- The session's next deadline (Unix ms): invite, establish.
     CONSTRAINT sessions_pkey PRIMARY KEY (session_id)
 );
 CREATE INDEX sessions_endpoint_id_idx ON sessions (endpoint_id);
+CREATE INDEX sessions_owner_node_owner_epoch_idx ON sessions (owner_node, owner_epoch) WHERE state <> 'ended';
 
 -- Event bodies, stored once.
 CREATE TABLE events (

@@ -82,7 +82,7 @@ MEDIA_SRC   := $(sort $(wildcard src/media/*.c))
 VCAM_SRC    := $(sort $(wildcard src/vcam/*.c))
 CTL_SRC     := $(sort $(wildcard src/igwctl/*.c))
 # igwd's rooms in link order: each may use those after it, never one before.
-IGWD_ROOMS  := routes edge command event auth http core
+IGWD_ROOMS  := routes edge command session event auth http core
 IGWD_TOP    := src/igwd/main.c src/igwd/app.c
 
 # Per-source flags, by where the source lives (GNU make pattern-specific values).
@@ -151,7 +151,7 @@ link = @mkdir -p $(@D) && echo "  LINK $@" && $(CC) $1 -o $@ $(filter %.o,$^) $(
         test test-unit test-services test-media test-layers \
         test-codegen test-json test-conformance test-devauth test-topic test-jwt test-thingmodel test-upload test-igwctl \
         test-igwd test-framing test-conn test-pending test-log test-db test-outbox test-ws test-redis test-mqtt test-edge test-app test-nodes \
-        test-sql \
+        test-nodes-own test-sql \
         test-ops test-mqttauth test-openapi test-media-unit fuzz-smoke fuzz \
         bench-decode bench-edge bench-app bench-media bench-srtp
 
@@ -389,6 +389,11 @@ test-edge: $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-mqtt-auth.so
 test-nodes: $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-mqtt-auth.so
 	tests/igwd/nodes_test.sh $(T)/igwd $(BUILD)/igwctl
 
+# igwd as a node: the nodes row and its epoch, the heartbeat and its fence, the
+# sweep of the sessions of a restarted or lapsed owner with their events.
+test-nodes-own: $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-mqtt-auth.so
+	tests/igwd/nodes_own_test.sh $(T)/igwd $(BUILD)/igwctl
+
 test-sql:
 	tests/sql/drift.sh
 
@@ -409,7 +414,7 @@ test-media: $(T)/igw-media-host $(BUILD)/igw-vcam
 test-unit: check-gen test-layers test-codegen test-json test-conformance test-devauth test-topic test-jwt test-thingmodel \
            test-upload test-conn test-pending test-log test-media-unit test-openapi
 test-services: test-igwctl test-igwd test-framing test-deadline test-db test-outbox test-ws test-redis test-mqtt test-edge test-app test-nodes \
-               test-sql test-ops test-mqttauth
+               test-nodes-own test-sql test-ops test-mqttauth
 
 # Every test; non-zero on any failure.
 # `make deps` first, in a make of its own: the rest of the build reads

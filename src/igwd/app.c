@@ -19,6 +19,7 @@
 #include "core/ready.h"
 #include "command/results.h"
 #include "routes/routes.h"
+#include "session/node.h"
 #include "topic.h"
 
 /* ---- periodic chores (worker 0) -------------------------------------------------------
@@ -176,6 +177,12 @@ int igw_app_init(igw_app *app, const igw_config *cfg, char *err, size_t errlen)
     memset(app, 0, sizeof *app);
     app->cfg = *cfg;
     app->storage_fd = -1;
+    /* A live node must not look lapsed between two of its heartbeats. */
+    if (cfg->node_lapse_ms < 2 * cfg->node_heartbeat_ms) {
+        snprintf(err, errlen, "node_lapse_ms (%u) must be at least twice node_heartbeat_ms (%u)", cfg->node_lapse_ms,
+                 cfg->node_heartbeat_ms);
+        return -1;
+    }
     if (cfg->url_key_file[0]) {
         char buf[256];
         size_t n;
@@ -265,7 +272,33 @@ static igw_db *db_open(igw_app *app, struct st_h2o_evloop_t *loop, char *err, si
     return db;
 }
 
-static void *worker_start(void *arg, unsigned index, struct st_h2o_evloop_t *loop, char *err, size_t errlen)
+_Static_assert(IGW_CONFIG_NODE_ID_MAX == IGW_NODE_ID_MAX, "node_id: the setting's bound is the node's");
+
+/* The configured node id, else <host name>:<listening port>: stable across
+ * restarts of the same service (so a restart ends its sessions at once) and
+ * different for two igwd on one machine. 0, or -1 with err. */
+static int node_id(const igw_config *cfg, uint16_t port, char *out, size_t cap, char *err, size_t errlen)
+{
+    if (cfg->node_id[0]) {
+        snprintf(out, cap, "%s", cfg->node_id);
+        return 0;
+    }
+    char host[256];
+    if (gethostname(host, sizeof host) != 0) {
+        snprintf(err, errlen, "gethostname: %s", strerror(errno));
+        return -1;
+    }
+    host[sizeof host - 1] = '\0';
+    int n = snprintf(out, cap, "%s:%u", host, (unsigned)port);
+    if (n < 0 || (size_t)n >= cap) {
+        snprintf(err, errlen, "node id %s:%u: longer than %zu bytes (set node_id)", host, (unsigned)port, cap - 1);
+        return -1;
+    }
+    return 0;
+}
+
+static void *worker_start(void *arg, unsigned index, uint16_t port, struct st_h2o_evloop_t *loop, char *err,
+                          size_t errlen)
 {
     igw_app *app = arg;
     igw_worker *w = calloc(1, sizeof *w);
@@ -307,6 +340,13 @@ static void *worker_start(void *arg, unsigned index, struct st_h2o_evloop_t *loo
             snprintf(err, errlen, "out of memory");
             goto fail;
         }
+        char id[IGW_NODE_ID_MAX + 1];
+        if (node_id(&app->cfg, port, id, sizeof id, err, errlen))
+            goto fail;
+        igw_node_config nc = {.node_id = id, .heartbeat_ms = app->cfg.node_heartbeat_ms,
+                              .lapse_ms = app->cfg.node_lapse_ms, .stats = &app->node};
+        if (!(w->node = igw_node_start(loop, w->chore_db, &nc, err, errlen)))
+            goto fail;
     }
     if (w->ndb && app->jwt_key_len &&
         !(w->login = igw_login_create(w->db[0], app->jwt_key, app->jwt_key_len, app->cfg.device_cache_ms))) {
@@ -325,6 +365,7 @@ static void *worker_start(void *arg, unsigned index, struct st_h2o_evloop_t *loo
     return w;
 fail:
     igw_push_destroy(w->push);
+    igw_node_stop(w->node);
     chores_stop(w->chores);
     igw_login_destroy(w->login);
     igw_edge_destroy(w->edge);
@@ -348,7 +389,8 @@ static void worker_stop(void *arg, void *state)
     igw_app *app = arg;
     igw_worker *w = state;
     app->workers[w->index] = NULL;
-    chores_stop(w->chores); /* before the database: it uses it */
+    igw_node_stop(w->node); /* before the database: they use it */
+    chores_stop(w->chores);
     igw_push_destroy(w->push);
     if (w->edge)
         igw_edge_close(w->edge);
@@ -456,6 +498,8 @@ static void app_metrics(void *arg, FILE *f)
                "# TYPE igw_pending_refused_total counter\nigw_pending_refused_total %llu\n",
             (unsigned long long)ps.entries, (unsigned long long)ps.hits, (unsigned long long)ps.misses,
             (unsigned long long)ps.refused);
+    if (app->cfg.pg_dsn[0])
+        igw_node_metrics_write(f, &app->node);
 }
 
 /* Every dependency is judged from the workers' live connections, which

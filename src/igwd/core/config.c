@@ -91,6 +91,14 @@ static const setting settings[] = {
      "least severe diagnostic written on stderr: error, warn, info or debug"},
     {"log_format", KIND_LOG_FORMAT, OFF(log_format), 0, 0, 0, "text",
      "diagnostics on stderr as text lines or JSON lines (text/json)"},
+    {"node_id", KIND_STRING, OFF(node_id), IGW_CONFIG_NODE_ID_MAX + 1, 0, 0, "",
+     "this process's node id: owner of its sessions; a restart with the same id ends them "
+     "(empty = the host name and the listening port, <host>:<port>)"},
+    {"node_heartbeat_ms", KIND_UINT, OFF(node_heartbeat_ms), 0, 50, 60000, "1000",
+     "how often the node's heartbeat is written, milliseconds"},
+    {"node_lapse_ms", KIND_UINT, OFF(node_lapse_ms), 0, 1000, 3600000, "10000",
+     "another node whose heartbeat is older than this is lost: its sessions are ended, milliseconds "
+     "(at least twice node_heartbeat_ms)"},
 };
 #define NSETTINGS (sizeof settings / sizeof settings[0])
 

@@ -19,6 +19,7 @@
 #define IGW_CONFIG_DSN_MAX 1024  /* PostgreSQL connection string, with the NUL */
 #define IGW_CONFIG_PATH_MAX 1024 /* file and directory paths, with the NUL */
 #define IGW_CONFIG_MAX_THREADS 256
+#define IGW_CONFIG_NODE_ID_MAX 128 /* bytes of node_id */
 
 typedef struct igw_config {
     char listen_host[IGW_CONFIG_HOST_MAX]; /* address to bind, e.g. 127.0.0.1 or :: */
@@ -53,6 +54,9 @@ typedef struct igw_config {
     bool access_log;             /* JSON lines on stderr */
     igw_log_level log_level;     /* diagnostics at this level and more severe */
     igw_log_format log_format;   /* diagnostics as text or JSON lines */
+    char node_id[IGW_CONFIG_NODE_ID_MAX + 1]; /* "" = the host name and the listening port */
+    unsigned node_heartbeat_ms;  /* the nodes row's heartbeat */
+    unsigned node_lapse_ms;      /* another node's heartbeat older than this: its sessions end */
 } igw_config;
 
 /* Fills *c with the documented defaults. 0, or -1 with err if a default in

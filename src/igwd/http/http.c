@@ -1089,7 +1089,7 @@ igw_server *igw_http_create(const igw_config *cfg, const igw_http_app *app, char
         w->accept_ctx.ctx = &w->ctx;
         w->accept_ctx.hosts = s->globalconf.hosts;
         h2o_multithread_register_receiver(w->ctx.queue, &w->wake, on_wake);
-        if (s->app.start && !(w->app_state = s->app.start(s->app.arg, i, w->loop, err, errlen))) {
+        if (s->app.start && !(w->app_state = s->app.start(s->app.arg, i, s->port, w->loop, err, errlen))) {
             igw_http_destroy(s);
             return NULL;
         }

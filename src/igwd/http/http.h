@@ -45,12 +45,14 @@ struct igw_request;
  * the benchmark's reference). Both run on the worker's thread and must
  * answer the exchange, now or later (igw_http_hold).
  * start runs once per worker, on the creating thread, before the worker
- * serves (so it may register sockets with the loop); stop runs after the
+ * serves (so it may register sockets with the loop), with the bound
+ * listening port (the one chosen when the configured port is 0); stop runs after the
  * worker drained, on the destroying thread. Either hook may be NULL. */
 typedef struct igw_http_app {
     void (*handle)(void *arg, igw_exchange *ex, const struct igw_request *req);
     bool (*raw)(void *arg, igw_exchange *ex);
-    void *(*start)(void *arg, unsigned worker, struct st_h2o_evloop_t *loop, char *err, size_t errlen);
+    void *(*start)(void *arg, unsigned worker, uint16_t port, struct st_h2o_evloop_t *loop, char *err,
+                   size_t errlen);
     void (*stop)(void *arg, void *state);
     /* During a stop: true when the worker's state has nothing in flight
      * (the drain waits for it, like for open connections). */

@@ -22,6 +22,7 @@
 #include "edge/edge.h"
 #include "event/push.h"
 #include "http/http.h"
+#include "session/node.h"
 
 #define IGW_APP_URL_KEY_LEN 32
 
@@ -35,6 +36,7 @@ typedef struct igw_app {
     size_t jwt_key_len;                         /* 0: no login configured */
     int storage_fd;    /* the storage root, opened once */
     igw_pending *pending; /* device commands published by this process, until their reply (results.c) */
+    igw_node_stats node; /* this process as a node (worker 0's igw_node writes it; metrics read it) */
 } igw_app;
 
 /* One worker's state (igw_http_state). */
@@ -51,6 +53,7 @@ typedef struct igw_worker {
     igw_redis *redis; /* NULL when no Redis is configured (live state of later issues) */
     igw_login *login; /* NULL without a database or a login key */
     struct igw_chores *chores; /* worker 0: command deadlines and the outbox sweep */
+    igw_node *node;   /* worker 0: the nodes row, heartbeat and session sweep, on chore_db */
     igw_push *push;   /* events_push: WebSockets woken by LISTEN/NOTIFY; NULL without a database */
     igw_edge *edge;  /* NULL without a database */
     igw_modelcache *models; /* /commands: parsed thing models by product */

@@ -1,0 +1,359 @@
+/* node.c - see node.h. */
+#include "session/node.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <h2o.h>
+
+#include "core/log.h"
+#include "event/outbox.h"
+#include "machines.h"
+
+/* The state names the SQL below uses: igw_node_check_states() proves them
+ * against the generated machines (session: the terminal state `fail`
+ * reaches from every live state; delivery: a new delivery's state). */
+#define ST_ENDED "ended"
+#define ST_PENDING "pending"
+
+#define REASON_RESTARTED "nodeRestarted"
+#define REASON_LOST "nodeLost"
+
+/* Unix milliseconds of the statement's start. */
+#define NOW_MS "floor(extract(epoch FROM now()) * 1000)::bigint"
+
+/* $1 node id. The first start gets epoch 1; every later one, one more. */
+static const igw_db_stmt st_claim = {
+    "igw_node_claim",
+    "INSERT INTO nodes (node_id, epoch) VALUES ($1::text, 1) "
+    "ON CONFLICT (node_id) DO UPDATE SET epoch = nodes.epoch + 1, started_at = now(), heartbeat_at = now() "
+    "RETURNING epoch",
+    1};
+
+/* $1 node id, $2 epoch: one row while the epoch is still ours. */
+static const igw_db_stmt st_beat = {
+    "igw_node_beat",
+    "UPDATE nodes SET heartbeat_at = now() WHERE node_id = $1::text AND epoch = $2::bigint RETURNING 1",
+    2};
+
+/* The fence of every sweep: this node's row at this epoch, FOR SHARE so a
+ * newer process's claim (an UPDATE of the row) waits for the sweep's commit
+ * and a sweep after that claim finds no row and writes nothing. */
+#define ME_CTE "me AS (SELECT n.node_id FROM nodes n WHERE n.node_id = $1::text AND n.epoch = $2::bigint FOR SHARE)"
+
+/* After `pick` (the session ids to end, locked): ends them (once: a
+ * session already ended by another sweeper is left alone), raises their
+ * event_seq and, for those whose endpoint is live, inserts the
+ * interaction.state event (its canonical text built here in the envelope's
+ * field order, strings escaped by to_json) and its delivery, and notifies
+ * the endpoints. Event ids are drawn first (as outbox.c's emit_result) so
+ * each delivery knows its event and watermark. A deliveryId: base64url of
+ * a random UUID (122 random bits), 22 characters as the outbox's own. */
+#define SWEEP_TAIL(REASON)                                                                                          \
+    "upd AS (UPDATE sessions s SET state = '" ST_ENDED "', reason = '" REASON "', event_seq = s.event_seq + 1, "     \
+    "        updated_at = now() FROM pick WHERE s.session_id = pick.session_id AND s.state <> '" ST_ENDED "' "        \
+    "        RETURNING s.session_id::text AS sid, s.endpoint_id::text AS ep, s.event_seq AS seq), "                 \
+    "go AS MATERIALIZED (SELECT u.sid, u.ep, u.seq, p.expires_at_ms AS exp, "                                      \
+    "        nextval(pg_get_serial_sequence('events', 'event_id')) AS event_id, u.sid || '.' || u.seq AS token, "  \
+    "        rtrim(translate(encode(uuid_send(gen_random_uuid()), 'base64'), '+/', '-_'), '=') AS did "            \
+    "    FROM upd u JOIN endpoints p ON p.endpoint_id = u.ep WHERE p.expires_at_ms > " NOW_MS "), "               \
+    "b AS MATERIALIZED (SELECT go.*, '{\"msgToken\":' || to_json(go.token)::text "                                  \
+    "        || ',\"method\":\"interaction.state\",\"sessionId\":' || to_json(go.sid)::text "                       \
+    "        || ',\"eventSeq\":' || go.seq || ',\"data\":{\"state\":\"" ST_ENDED "\",\"reason\":\"" REASON "\"}}' " \
+    "        AS body FROM go), "                                                                                    \
+    "ev AS (INSERT INTO events (event_id, session_id, msg_token, event_seq, body, body_text) OVERRIDING SYSTEM VALUE " \
+    "       SELECT b.event_id, b.sid, b.token, b.seq, b.body::jsonb, b.body FROM b RETURNING 1), "                  \
+    "dl AS (INSERT INTO deliveries (delivery_id, event_id, endpoint_id, session_id, watermark, state, expires_at_ms) " \
+    "       SELECT b.did, b.event_id, b.ep, b.sid, b.event_id, '" ST_PENDING "', b.exp FROM b RETURNING 1), "      \
+    "ntf AS (SELECT pg_notify('" IGW_OUTBOX_CHANNEL "', e.ep) FROM (SELECT DISTINCT ep FROM b) e) "                \
+    "SELECT (SELECT count(*) FROM me), (SELECT count(*) FROM pick), (SELECT count(*) FROM upd), "                  \
+    "       (SELECT count(*) FROM dl), (SELECT count(*) FROM ntf), (SELECT count(*) FROM ev)"
+
+/* $1 node id, $2 epoch, $3 batch: the live sessions of this node id's
+ * older epochs. */
+static const igw_db_stmt st_sweep_restarted = {
+    "igw_node_sweep_restarted",
+    "WITH " ME_CTE ", "
+    "pick AS MATERIALIZED (SELECT s.session_id FROM sessions s JOIN me ON s.owner_node = me.node_id "
+    "        WHERE s.owner_epoch < $2::bigint AND s.state <> '" ST_ENDED "' "
+    "        LIMIT $3::int FOR UPDATE OF s SKIP LOCKED), " SWEEP_TAIL(REASON_RESTARTED),
+    3};
+
+/* $1 node id, $2 epoch, $3 batch, $4 lapse (ms): the live sessions of the
+ * other nodes whose heartbeat is older than the lapse (the nodes table is
+ * small; each lapsed node's sessions come from the partial index of live
+ * sessions, never from the ended history). */
+static const igw_db_stmt st_sweep_lost = {
+    "igw_node_sweep_lost",
+    "WITH " ME_CTE ", "
+    "pick AS MATERIALIZED (SELECT s.session_id FROM me, nodes n JOIN sessions s ON s.owner_node = n.node_id "
+    "        WHERE n.node_id <> me.node_id AND n.heartbeat_at < now() - $4::bigint * interval '1 millisecond' "
+    "          AND s.state <> '" ST_ENDED "' "
+    "        LIMIT $3::int FOR UPDATE OF s SKIP LOCKED), " SWEEP_TAIL(REASON_LOST),
+    4};
+
+typedef enum phase { CLAIMING, LIVE, FENCED } phase;
+
+struct igw_node {
+    h2o_loop_t *loop;
+    igw_db *db;
+    igw_node_stats *stats;
+    h2o_timeout_t timeout;
+    h2o_timeout_entry_t entry;
+    char id[IGW_NODE_ID_MAX + 1];
+    unsigned lapse_ms;
+    phase phase;
+    int64_t epoch;
+    unsigned beats;       /* heartbeats sent */
+    unsigned inflight;    /* queries not answered yet */
+    bool claiming, beating, sweeping;
+    bool restarted_done;  /* the older epochs are swept completely */
+    bool stopping;        /* igw_node_stop came: free with the last answer */
+};
+
+const char *igw_node_reason_name(igw_node_reason r)
+{
+    return r == IGW_NODE_RESTARTED ? REASON_RESTARTED : r == IGW_NODE_LOST ? REASON_LOST : "?";
+}
+
+const char *igw_node_check_states(void)
+{
+    int ended = igw_sm_state(&igw_sm_session, ST_ENDED);
+    if (ended <= 0 || !igw_sm_session.terminal[ended])
+        return ST_ENDED;
+    /* The sweep's UPDATE takes every state but "ended" to "ended": the
+     * machine's `fail`, unguarded, from each of them. */
+    for (int s = 1; s < (int)igw_sm_session.nstates; s++) {
+        if (s == ended)
+            continue;
+        igw_sm_result r = igw_sm_fire(&igw_sm_session, s, IGW_SESSION_ON_FAIL, 0);
+        if (!r.ok || r.next != ended)
+            return igw_sm_session.states[s];
+    }
+    if (igw_sm_state(&igw_sm_delivery, ST_PENDING) <= 0)
+        return ST_PENDING;
+    return NULL;
+}
+
+static void release(igw_node *n)
+{
+    n->inflight--;
+    if (n->stopping && n->inflight == 0)
+        free(n);
+}
+
+static int64_t num(const PGresult *res, int col)
+{
+    return PQntuples(res) > 0 && !PQgetisnull(res, 0, col) ? strtoll(PQgetvalue(res, 0, col), NULL, 10) : -1;
+}
+
+static bool shaped(const PGresult *res, const char *err, int cols)
+{
+    return res && !err && PQresultStatus(res) == PGRES_TUPLES_OK && PQnfields(res) >= cols;
+}
+
+static int submit(igw_node *n, const igw_db_stmt *st, const char *const *v, igw_db_cb cb)
+{
+    if (igw_db_exec(n->db, st, v, NULL, NULL, cb, n) != 0)
+        return -1;
+    n->inflight++;
+    return 0;
+}
+
+static void sweep(igw_node *n, igw_node_reason why);
+
+static void fence(igw_node *n)
+{
+    if (n->phase == FENCED)
+        return;
+    n->phase = FENCED;
+    atomic_store(&n->stats->fenced, true);
+    igw_log(IGW_LOG_ERROR, NULL,
+            "node %s: epoch %" PRId64 " was taken over by another process with the same node id: "
+            "heartbeat stopped, this process ends and writes no session any more",
+            n->id, n->epoch);
+}
+
+static void on_swept(void *arg, const PGresult *res, const char *err, igw_node_reason why)
+{
+    igw_node *n = arg;
+    n->sweeping = false;
+    if (!n->stopping) {
+        /* me, picked, ended, delivered, notified, events */
+        if (!shaped(res, err, 6) || num(res, 0) < 0) {
+            igw_log(IGW_LOG_WARN, NULL, "node %s: sweep (%s) failed: %s", n->id, igw_node_reason_name(why),
+                    err ? err : "unexpected result shape");
+        } else if (num(res, 0) == 0) {
+            fence(n); /* our row is at a newer epoch: nothing was written */
+        } else {
+            int64_t picked = num(res, 1), ended = num(res, 2);
+            if (ended > 0) {
+                atomic_fetch_add(&n->stats->swept[why], (uint64_t)ended);
+                igw_log(IGW_LOG_INFO, NULL, "node %s: ended %" PRId64 " session(s): %s (%" PRId64 " delivered)",
+                        n->id, ended, igw_node_reason_name(why), num(res, 3));
+            }
+            if (picked >= IGW_NODE_SWEEP_BATCH) /* more behind them: on at once */
+                sweep(n, why);
+            else if (why == IGW_NODE_RESTARTED)
+                n->restarted_done = true;
+        }
+    }
+    release(n);
+}
+
+static void on_swept_restarted(void *arg, const PGresult *res, const char *err)
+{
+    on_swept(arg, res, err, IGW_NODE_RESTARTED);
+}
+
+static void on_swept_lost(void *arg, const PGresult *res, const char *err)
+{
+    on_swept(arg, res, err, IGW_NODE_LOST);
+}
+
+static void sweep(igw_node *n, igw_node_reason why)
+{
+    if (n->phase != LIVE || n->sweeping || n->stopping)
+        return;
+    char epoch[24], batch[12], lapse[24];
+    snprintf(epoch, sizeof epoch, "%" PRId64, n->epoch);
+    snprintf(batch, sizeof batch, "%d", IGW_NODE_SWEEP_BATCH);
+    snprintf(lapse, sizeof lapse, "%u", n->lapse_ms);
+    const char *v[4] = {n->id, epoch, batch, lapse};
+    if (why == IGW_NODE_RESTARTED)
+        n->sweeping = submit(n, &st_sweep_restarted, v, on_swept_restarted) == 0;
+    else
+        n->sweeping = submit(n, &st_sweep_lost, v, on_swept_lost) == 0;
+}
+
+static void on_claimed(void *arg, const PGresult *res, const char *err)
+{
+    igw_node *n = arg;
+    n->claiming = false;
+    if (!n->stopping) {
+        int64_t epoch = shaped(res, err, 1) ? num(res, 0) : -1;
+        if (epoch < 1) {
+            igw_log(IGW_LOG_WARN, NULL, "node %s: claim failed (retrying): %s", n->id,
+                    err ? err : "unexpected result shape");
+        } else {
+            n->epoch = epoch;
+            n->phase = LIVE;
+            atomic_store(&n->stats->epoch, epoch);
+            igw_log(IGW_LOG_INFO, NULL, "node %s: epoch %" PRId64, n->id, epoch);
+            sweep(n, IGW_NODE_RESTARTED);
+        }
+    }
+    release(n);
+}
+
+static void on_beat(void *arg, const PGresult *res, const char *err)
+{
+    igw_node *n = arg;
+    n->beating = false;
+    if (!n->stopping && n->phase == LIVE) {
+        if (!shaped(res, err, 1))
+            igw_log(IGW_LOG_WARN, NULL, "node %s: heartbeat failed: %s", n->id, err ? err : "unexpected result shape");
+        else if (PQntuples(res) == 0)
+            fence(n);
+    }
+    release(n);
+}
+
+static void claim(igw_node *n)
+{
+    const char *v[1] = {n->id};
+    n->claiming = submit(n, &st_claim, v, on_claimed) == 0;
+}
+
+static void beat(igw_node *n)
+{
+    char epoch[24];
+    snprintf(epoch, sizeof epoch, "%" PRId64, n->epoch);
+    const char *v[2] = {n->id, epoch};
+    n->beating = submit(n, &st_beat, v, on_beat) == 0;
+}
+
+/* Every heartbeat_ms: the claim until it is taken, then the heartbeat (one
+ * in flight at most: a slow database skips beats rather than queueing them),
+ * the sweep of older epochs until done, and every few beats that of lapsed
+ * nodes. A fenced node stops here. */
+static void on_tick(h2o_timeout_entry_t *entry)
+{
+    igw_node *n = H2O_STRUCT_FROM_MEMBER(igw_node, entry, entry);
+    if (n->phase == FENCED)
+        return;
+    if (n->phase == CLAIMING) {
+        if (!n->claiming)
+            claim(n);
+    } else {
+        if (!n->beating)
+            beat(n);
+        if (!n->restarted_done)
+            sweep(n, IGW_NODE_RESTARTED);
+        else if (++n->beats % IGW_NODE_LOST_EVERY == 0)
+            sweep(n, IGW_NODE_LOST);
+    }
+    h2o_timeout_link(n->loop, &n->timeout, &n->entry);
+}
+
+igw_node *igw_node_start(struct st_h2o_evloop_t *loop, igw_db *db, const igw_node_config *cfg, char *err,
+                         size_t errlen)
+{
+    const char *bad = igw_node_check_states();
+    if (bad) {
+        snprintf(err, errlen, "node: state \"%s\" does not match the generated machines", bad);
+        return NULL;
+    }
+    size_t len = cfg && cfg->node_id ? strnlen(cfg->node_id, IGW_NODE_ID_MAX + 1) : 0;
+    if (!loop || !db || !cfg || !cfg->stats || len < 1 || len > IGW_NODE_ID_MAX || cfg->heartbeat_ms < 1) {
+        snprintf(err, errlen, "node: the node id must be 1..%d bytes and the heartbeat at least 1 ms",
+                 IGW_NODE_ID_MAX);
+        return NULL;
+    }
+    igw_node *n = calloc(1, sizeof *n);
+    if (!n) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    n->loop = loop;
+    n->db = db;
+    n->stats = cfg->stats;
+    memcpy(n->id, cfg->node_id, len);
+    n->lapse_ms = cfg->lapse_ms;
+    h2o_timeout_init(loop, &n->timeout, cfg->heartbeat_ms);
+    n->entry.cb = on_tick;
+    claim(n); /* sent at the end of this loop turn; a refusal is retried by the tick */
+    h2o_timeout_link(loop, &n->timeout, &n->entry);
+    return n;
+}
+
+void igw_node_stop(igw_node *n)
+{
+    if (!n)
+        return;
+    if (h2o_timeout_is_linked(&n->entry))
+        h2o_timeout_unlink(&n->entry);
+    h2o_timeout_dispose(n->loop, &n->timeout);
+    if (n->inflight) {
+        n->stopping = true; /* freed by the last answer: the database fails what is in flight */
+        return;
+    }
+    free(n);
+}
+
+void igw_node_metrics_write(FILE *f, const igw_node_stats *s)
+{
+    fprintf(f,
+            "# HELP igw_node_epoch This process's epoch of its node id (0 until claimed).\n"
+            "# TYPE igw_node_epoch gauge\nigw_node_epoch %" PRId64 "\n"
+            "# HELP igw_node_fenced 1 once another process took over this node id's epoch.\n"
+            "# TYPE igw_node_fenced gauge\nigw_node_fenced %d\n"
+            "# HELP igw_sessions_swept_total Sessions this process ended because their owner node restarted or "
+            "lapsed.\n"
+            "# TYPE igw_sessions_swept_total counter\n"
+            "igw_sessions_swept_total{reason=\"" REASON_RESTARTED "\"} %" PRIu64 "\n"
+            "igw_sessions_swept_total{reason=\"" REASON_LOST "\"} %" PRIu64 "\n",
+            atomic_load(&s->epoch), atomic_load(&s->fenced) ? 1 : 0, atomic_load(&s->swept[IGW_NODE_RESTARTED]),
+            atomic_load(&s->swept[IGW_NODE_LOST]));
+}

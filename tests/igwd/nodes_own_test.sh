@@ -17,7 +17,7 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=lib.sh
 . "$ROOT/tests/igwd/lib.sh"
 export IGWCTL
-igw_services_test nodes-own "${NODES_OWN_PG_PORT:-25397}" "${NODES_OWN_REDIS_PORT:-63798}" "${NODES_OWN_MQTT_PORT:-18897}"
+igw_services_test nodes-own "${NODES_OWN_PG_PORT:-25398}" "${NODES_OWN_REDIS_PORT:-63798}" "${NODES_OWN_MQTT_PORT:-18898}"
 KEY=$IGW_VAR/jwt.key
 TOKEN=$(j .user.token)
 NODE=own-a

@@ -22,7 +22,7 @@ esac
 cd "$(dirname "$0")/../.."
 # the long run has its own directory, so that make test can run beside it
 out=build/fuzz
-[ "$mode" = runs ] && out=build/fuzz-long
+[ "$mode" = runs ] && out=${FUZZ_OUT:-build/fuzz-long} # FUZZ_OUT: two long runs side by side
 mkdir -p "$out"
 clang=${CLANG:-clang}
 flags=(-std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -g -O1 -Wall -Wextra -Werror

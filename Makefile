@@ -61,8 +61,8 @@ PKG_VCAM  := gstreamer-1.0 gstreamer-webrtc-1.0 gstreamer-sdp-1.0 nice
 # Evaluated once, when first used (pkg-config may be missing before `make deps`).
 pkg_cflags = $(or $(PKGC_$1),$(eval PKGC_$1 := $(shell pkg-config --cflags $($1)))$(PKGC_$1))
 pkg_libs   = $(or $(PKGL_$1),$(eval PKGL_$1 := $(shell pkg-config --libs $($1)))$(PKGL_$1))
-IGWD_CFLAGS  = -DH2O_USE_LIBUV=0 $(call pkg_cflags,PKG_IGWD)
-IGWD_LIBS    = $(call pkg_libs,PKG_IGWD) -lwslay -lssl -lcrypto -lpthread -lm
+IGWD_CFLAGS  = -DH2O_USE_LIBUV=0 $(call pkg_cflags,PKG_IGWD) -Isrc/media
+IGWD_LIBS    = $(call pkg_libs,PKG_IGWD) $(call pkg_libs,PKG_MEDIA) -lwslay -lssl -lcrypto -lpthread -lm
 MEDIA_CFLAGS = -Isrc/media $(call pkg_cflags,PKG_MEDIA)
 MEDIA_LIBS   = $(call pkg_libs,PKG_MEDIA) -lpthread -lm
 VCAM_CFLAGS  = $(call pkg_cflags,PKG_VCAM)
@@ -142,7 +142,7 @@ $(BUILD)/%.a:
 
 # Libraries of a flavour, in link order.
 libs = $(foreach l,$2,$(BUILD)/$1/lib/lib$l.a)
-IGWD_LINK := $(addprefix igwd_,$(IGWD_ROOMS)) gen lib rt
+IGWD_LINK := $(addprefix igwd_,$(IGWD_ROOMS)) media gen lib rt
 
 # $(call link,FLAVOUR-FLAGS,EXTRA-LIBS): links the target from its objects and libraries.
 link = @mkdir -p $(@D) && echo "  LINK $@" && $(CC) $1 -o $@ $(filter %.o,$^) $(filter %.a,$^) $2
@@ -150,7 +150,7 @@ link = @mkdir -p $(@D) && echo "  LINK $@" && $(CC) $1 -o $@ $(filter %.o,$^) $(
 .PHONY: all deps deps-bench check-deps run stop generate check-gen services-up services-down clean \
         test test-unit test-services test-media test-layers \
         test-codegen test-json test-conformance test-devauth test-topic test-jwt test-thingmodel test-upload test-igwctl \
-        test-igwd test-framing test-conn test-pending test-log test-db test-outbox test-ws test-redis test-mqtt test-edge test-app test-nodes \
+        test-igwd test-framing test-conn test-loop test-pending test-log test-db test-outbox test-ws test-redis test-mqtt test-edge test-app test-nodes \
         test-nodes-own test-sql \
         test-ops test-mqttauth test-openapi test-media-unit fuzz-smoke fuzz \
         bench-decode bench-edge bench-app bench-media bench-srtp
@@ -247,6 +247,7 @@ $(eval $(call test_bin,igwctl,$(CTL_SRC),gen lib rt,$$(PQ_LIBS) $$(RT_LIBS)))
 $(eval $(call test_bin,igwd,$(IGWD_TOP),$(IGWD_LINK),$$(IGWD_LIBS)))
 $(eval $(call test_bin,conn_test,tests/igwd/conn_test.c,igwd_core rt,$$(IGWD_LIBS)))
 $(eval $(call test_bin,db_test,tests/igwd/db_test.c,igwd_core rt,$$(IGWD_LIBS)))
+$(eval $(call test_bin,loop_test,tests/igwd/loop_test.c,igwd_core rt,$$(IGWD_LIBS)))
 $(eval $(call test_bin,redis_test,tests/igwd/redis_test.c,igwd_core rt,$$(IGWD_LIBS)))
 $(eval $(call test_bin,mqtt_test,tests/igwd/mqtt_test.c,igwd_core lib rt,$$(IGWD_LIBS)))
 $(eval $(call test_bin,ws_test,tests/igwd/ws_test.c,igwd_http rt,$$(IGWD_LIBS)))
@@ -258,6 +259,12 @@ $(eval $(call test_bin,rtp_test,tests/media/rtp_test.c,media,))
 $(eval $(call test_bin,dtls_test,tests/media/dtls_test.c,media,$$(MEDIA_LIBS)))
 # The media core behind a JSON-lines interface: the real-peer tests' host.
 $(eval $(call test_bin,igw-media-host,tests/media/host.c,media gen rt,$$(MEDIA_LIBS)))
+
+# core/loop under ThreadSanitizer: threads post, the loop's thread runs.
+$(T)/loop_test_tsan: tests/igwd/loop_test.c src/igwd/core/loop.c src/igwd/core/loop.h tests/check.h src/rt/lock.h
+	@mkdir -p $(@D)
+	$(CC) $(CSTD) $(WARN) -O1 -g -fsanitize=thread $(INC) $(IGWD_CFLAGS) -o $@ tests/igwd/loop_test.c \
+	    src/igwd/core/loop.c $(call pkg_libs,PKG_IGWD) -lssl -lcrypto -lpthread
 
 # The map of published device commands under ThreadSanitizer (not with ASan).
 $(T)/pending_test_tsan: tests/igwd/pending_test.c src/igwd/command/pending.c tests/check.h \
@@ -315,6 +322,11 @@ test-upload: $(T)/multipart_test $(T)/filename_test $(T)/signedurl_test $(T)/sto
 # The connection supervisor of PostgreSQL and Redis (a real h2o loop, no server).
 test-conn: $(T)/conn_test
 	$(T)/conn_test
+
+# A thread running one event loop, posted to from others (no services), also under ThreadSanitizer.
+test-loop: $(T)/loop_test $(T)/loop_test_tsan
+	LSAN_OPTIONS=suppressions=tests/lsan.supp:print_suppressions=0 $(T)/loop_test
+	$(T)/loop_test_tsan
 
 # The map of published device commands (no services), also under ThreadSanitizer.
 test-pending: $(T)/pending_test $(T)/pending_test_tsan
@@ -412,7 +424,7 @@ test-media: $(T)/igw-media-host $(BUILD)/igw-vcam
 # The tiers: no services, real services, real media peers (fuzz-smoke, a few
 # seconds per decoder plus its clang builds, runs in `make test` beside them).
 test-unit: check-gen test-layers test-codegen test-json test-conformance test-devauth test-topic test-jwt test-thingmodel \
-           test-upload test-conn test-pending test-log test-media-unit test-openapi
+           test-upload test-conn test-loop test-pending test-log test-media-unit test-openapi
 test-services: test-igwctl test-igwd test-framing test-deadline test-db test-outbox test-ws test-redis test-mqtt test-edge test-app test-nodes \
                test-nodes-own test-sql test-ops test-mqttauth
 

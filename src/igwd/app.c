@@ -172,6 +172,37 @@ static int read_secret(const char *path, char *out, size_t cap, size_t *len, cha
     return 0;
 }
 
+/* The session engine, with the media core unless media_threads is 0. Its
+ * addresses point into app->cfg, which outlives it. */
+int igw_app_start_engine(igw_app *app, char *err, size_t errlen)
+{
+    const igw_config *c = &app->cfg;
+    igw_media_config mc;
+    igw_media_config_defaults(&mc);
+    mc.threads = c->media_threads;
+    mc.addresses[0] = c->media_address;
+    mc.naddresses = 1;
+    mc.announced_address = c->media_announced_address[0] ? c->media_announced_address : NULL;
+    mc.port_min = (uint16_t)c->media_port_min;
+    mc.port_max = (uint16_t)c->media_port_max;
+    if ((mc.port_min == 0) != (mc.port_max == 0) || mc.port_min > mc.port_max) {
+        snprintf(err, errlen, "media_port_min and media_port_max: both 0, or a range min <= max");
+        return -1;
+    }
+    char why[256];
+    if (!(app->engine = igw_engine_start(c->media_threads ? &mc : NULL, why, sizeof why))) {
+        snprintf(err, errlen, "session engine: %s", why);
+        return -1;
+    }
+    if (c->media_threads)
+        igw_log(IGW_LOG_INFO, NULL, "session: media core up: %u thread%s on %s%s%s, certificate %s", c->media_threads,
+                c->media_threads == 1 ? "" : "s", c->media_address, mc.announced_address ? " announced as " : "",
+                mc.announced_address ? mc.announced_address : "", igw_engine_fingerprint(app->engine));
+    else
+        igw_log(IGW_LOG_INFO, NULL, "session: no media core (media_threads 0): sessions are refused");
+    return 0;
+}
+
 int igw_app_init(igw_app *app, const igw_config *cfg, char *err, size_t errlen)
 {
     memset(app, 0, sizeof *app);
@@ -500,6 +531,11 @@ static void app_metrics(void *arg, FILE *f)
             (unsigned long long)ps.refused);
     if (app->cfg.pg_dsn[0])
         igw_node_metrics_write(f, &app->node);
+    if (app->engine) {
+        igw_engine_stats es;
+        igw_engine_stats_get(app->engine, &es);
+        igw_engine_metrics_write(f, &es);
+    }
 }
 
 /* Every dependency is judged from the workers' live connections, which
@@ -664,6 +700,8 @@ void igw_app_stop_mqtt(igw_app *app)
 
 void igw_app_free(igw_app *app)
 {
+    igw_engine_stop(app->engine); /* the workers are gone: nothing posts to it any more */
+    app->engine = NULL;
     if (app->storage_fd >= 0)
         close(app->storage_fd);
     app->storage_fd = -1;

@@ -14,6 +14,11 @@ int igw_app_init(igw_app *app, const igw_config *cfg, char *err, size_t errlen);
 /* The worker hooks for igw_http_create. */
 igw_http_app igw_app_http_hooks(igw_app *app);
 
+/* Starts the session engine and its media core (session/engine.h), after
+ * igw_http_create has checked the configuration and before igw_http_start
+ * lets a worker post to it; igw_app_free stops it. 0, or -1 with err. */
+int igw_app_start_engine(igw_app *app, char *err, size_t errlen);
+
 /* Connects to the broker (when configured) and feeds its uplinks to the
  * workers of srv, each device always to the same worker (its order kept).
  * 0, or -1 with err. */

@@ -552,6 +552,18 @@ igw_media *igw_media_new(const igw_media_config *cfg, char *err, size_t errlen)
         snprintf(err, errlen, "bad media configuration");
         return NULL;
     }
+    /* Addresses are IP literals: a name would be looked up per peer, and a
+     * typo would only show when the first peer fails to gather. */
+    for (unsigned i = 0; i <= cfg->naddresses; i++) {
+        const char *a = i < cfg->naddresses ? cfg->addresses[i] : cfg->announced_address;
+        GInetAddress *ia = a ? g_inet_address_new_from_string(a) : NULL;
+        if (a && !ia) {
+            snprintf(err, errlen, "media address %.64s is not an IP address", a);
+            return NULL;
+        }
+        if (ia)
+            g_object_unref(ia);
+    }
     igw_media *m = g_new0(igw_media, 1);
     m->cfg = *cfg;
     m->addresses = g_new0(char *, IGW_MEDIA_MAX_ADDRS + 1);

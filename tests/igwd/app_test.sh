@@ -19,6 +19,7 @@ TOKEN=$(j .user.token) OTHER=$(j .otherUser.token) OTHER_ENT=$(j .otherEnterpris
 
 # start NAME [VAR=VALUE...]: igwd with the login key; URL in $BASE.
 start_igwd() {
+    : >"$TMP/igwd.out" # now, not in the child: igw_port must never read the last run's port
     env -i PATH="$PATH" LSAN_OPTIONS="$LSAN_OPTIONS" IGW_LISTEN=127.0.0.1:0 IGW_THREADS=2 \
         IGW_PG_DSN="$IGW_PG_DSN" IGW_JWT_KEY_FILE="$KEY" IGW_DEVICE_CACHE_MS=0 \
         IGW_MQTT_HOST=127.0.0.1 IGW_MQTT_PORT="$IGW_MQTT_PORT" IGW_MQTT_PASSWORD_FILE="$IGW_MQTT_PASSWORD_FILE" \

@@ -20,6 +20,7 @@ SUB_P=$(j .gateway.subDevice.productID) SUB_D=$(j .gateway.subDevice.deviceName)
 UNB_P=$(j .unboundDevice.productID) UNB_D=$(j .unboundDevice.deviceName)
 
 start_igwd() {
+    : >"$TMP/igwd.out" # now, not in the child: igw_port must never read the last run's port
     env -i PATH="$PATH" LSAN_OPTIONS="$LSAN_OPTIONS" ASAN_OPTIONS="${ASAN_OPTIONS:-}" \
         IGW_LISTEN=127.0.0.1:0 IGW_THREADS=2 IGW_PG_DSN="$IGW_PG_DSN" \
         IGW_REDIS_HOST=127.0.0.1 IGW_REDIS_PORT="$IGW_REDIS_PORT" \

@@ -24,6 +24,7 @@ NODE=own-a
 
 # start_igwd [VAR=VALUE...]: igwd as node $NODE, heartbeat 200 ms, lapse 2 s; URL in $BASE.
 start_igwd() {
+    : >"$TMP/igwd.out" # now, not in the child: igw_port must never read the last run's port
     env -i PATH="$PATH" LSAN_OPTIONS="$LSAN_OPTIONS" IGW_LISTEN=127.0.0.1:0 IGW_THREADS=2 \
         IGW_PG_DSN="$IGW_PG_DSN" IGW_JWT_KEY_FILE="$KEY" IGW_DEVICE_CACHE_MS=0 \
         IGW_NODE_ID="$NODE" IGW_NODE_HEARTBEAT_MS=200 IGW_NODE_LAPSE_MS=2000 "$@" \

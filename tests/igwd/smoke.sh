@@ -62,6 +62,14 @@ assert len(lines) == 1 and set(o) == {"ts", "level", "msg"} and o["level"] == "e
 assert o["msg"].startswith("database DSN: ") and len(o["ts"]) == 24 and o["ts"].endswith("Z"), o
 PY
 grep -q 'smoke-dsn-pw\|junk' "$TMP/cfgerr" && fail "bad DSN: the DSN is in the log: $(cat "$TMP/cfgerr")"
+# The media core's settings: a port range that is not one, an address it
+# cannot use; each refused at start with one error line naming it.
+IGW_LISTEN=127.0.0.1:0 IGW_THREADS=1 IGW_MEDIA_PORT_MIN=5000 "$BIN" >/dev/null 2>"$TMP/cfgerr"; rc=$?
+[ $rc -eq 1 ] && grep -q 'error media_port_min and media_port_max' "$TMP/cfgerr" ||
+    fail "media port range 5000-0: exit $rc, $(cat "$TMP/cfgerr")"
+IGW_LISTEN=127.0.0.1:0 IGW_THREADS=1 IGW_MEDIA_ADDRESS=not-an-address "$BIN" >/dev/null 2>"$TMP/cfgerr"; rc=$?
+[ $rc -eq 1 ] && grep -q 'error session engine: ' "$TMP/cfgerr" ||
+    fail "media address not-an-address: exit $rc, $(cat "$TMP/cfgerr")"
 # Every setting --help lists is documented.
 if [ -f "$DOCS" ]; then
     for k in $("$BIN" --help | sed -n 's/^  \([a-z_]*\) .*/\1/p'); do
@@ -130,6 +138,11 @@ done
 grep -q '^igw_request_duration_seconds_bucket{route="events_pull",le="+Inf"}' "$TMP/metrics.json" \
     || fail "metrics: no duration histogram for events_pull"
 grep -q '^process_start_time_seconds ' "$TMP/metrics.json" || fail "metrics: no process_start_time_seconds"
+# The session engine's media core runs (media_threads 1 by default), no peer yet.
+grep -qx 'igw_media_up 1' "$TMP/metrics.json" && grep -qx 'igw_media_threads 1' "$TMP/metrics.json" &&
+    grep -qx 'igw_media_events_total{kind="closed"} 0' "$TMP/metrics.json" || fail "metrics: the media core is not up"
+grep -q ' info session: media core up: 1 thread on 127.0.0.1, certificate [0-9A-F:]\{95\}$' "$TMP/err" ||
+    fail "no media core start line with its certificate fingerprint"
 
 # ---- SIGTERM: exit 0 within 5 s ------------------------------------------------
 kill -TERM "$PID"
@@ -140,10 +153,12 @@ PID=
 [ $rc -eq 0 ] || fail "exit status $rc after SIGTERM"
 grep -q '^igwd: stopped' "$TMP/out" || fail "no 'stopped' line"
 
-# ---- the access log: every stderr line is one JSON object per request ------------
+# ---- the access log: one JSON object per request on stderr ----------------------
 python3 - "$TMP/err" <<'PY' || fail "access log"
-import json, sys
-lines = open(sys.argv[1], encoding="utf-8").read().splitlines()
+import json, re, sys
+# Diagnostics (text lines with a level, e.g. the media core's start) are not requests.
+diag = re.compile(r"^\d{4}-\d\d-\d\dT[0-9:.]+Z (error|warn|info|debug) ")
+lines = [l for l in open(sys.argv[1], encoding="utf-8").read().splitlines() if not diag.match(l)]
 keys = {"ts", "id", "method", "path", "route", "status", "code", "bytes_in", "bytes_out", "duration_us"}
 if len(lines) != 9:
     sys.exit(f"{len(lines)} stderr lines, want 9 (one per request): {lines[:3]}")

@@ -51,6 +51,10 @@ typedef struct igw_config {
     unsigned check_timeout_ms;   /* Redis commands; probes of idle connections (readiness) */
     unsigned probe_interval_ms;  /* idle time before a connection is probed; 0: never */
     unsigned shutdown_timeout_ms; /* bound on draining in-flight requests */
+    unsigned media_threads;       /* 0: no media core */
+    char media_address[IGW_CONFIG_HOST_MAX];
+    char media_announced_address[IGW_CONFIG_HOST_MAX]; /* "" = media_address */
+    unsigned media_port_min, media_port_max;           /* 0/0 = any */
     bool access_log;             /* JSON lines on stderr */
     igw_log_level log_level;     /* diagnostics at this level and more severe */
     igw_log_format log_format;   /* diagnostics as text or JSON lines */

@@ -22,6 +22,7 @@
 #include "edge/edge.h"
 #include "event/push.h"
 #include "http/http.h"
+#include "session/engine.h"
 #include "session/node.h"
 
 #define IGW_APP_URL_KEY_LEN 32
@@ -37,6 +38,7 @@ typedef struct igw_app {
     int storage_fd;    /* the storage root, opened once */
     igw_pending *pending; /* device commands published by this process, until their reply (results.c) */
     igw_node_stats node; /* this process as a node (worker 0's igw_node writes it; metrics read it) */
+    igw_engine *engine;  /* the session engine and its media core; stopped after the workers */
 } igw_app;
 
 /* One worker's state (igw_http_state). */

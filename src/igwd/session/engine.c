@@ -1,0 +1,138 @@
+/* engine.c - see engine.h. */
+#include "session/engine.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <h2o.h>
+
+#include "core/log.h"
+#include "core/loop.h"
+
+struct igw_engine {
+    igw_loop *loop;
+    igw_media *media;       /* NULL: no media */
+    igw_media_config media_cfg;
+    h2o_socket_t *events;   /* a dup of the core's event fd, DONT_READ: the core reads it */
+    unsigned media_threads;
+    char fingerprint[160];
+    char start_err[256];    /* the loop's init failure, for the caller */
+    _Atomic uint64_t counts[IGW_ENGINE_EVENT_KINDS];
+};
+
+/* Single writer (the engine's loop): a relaxed load + store is enough. */
+static void bump(_Atomic uint64_t *a)
+{
+    atomic_store_explicit(a, atomic_load_explicit(a, memory_order_relaxed) + 1, memory_order_relaxed);
+}
+
+/* The core's events, on the engine's loop. Step 4 hands each to the
+ * session or leg named by ev.id; until then they are counted and logged. */
+static void on_media_events(h2o_socket_t *sock, const char *err)
+{
+    igw_engine *e = sock->data;
+    (void)err; /* an eventfd does not fail; the queue is drained either way */
+    igw_media_event ev;
+    while (igw_media_event_next(e->media, &ev)) {
+        if ((unsigned)ev.kind < IGW_ENGINE_EVENT_KINDS)
+            bump(&e->counts[ev.kind]);
+        igw_log(IGW_LOG_DEBUG, NULL, "session: media %s %s (revision %u)%s%s", igw_media_event_name(ev.kind), ev.id,
+                ev.revision, ev.reason[0] ? ": " : "", ev.reason);
+    }
+}
+
+static int engine_init(void *arg, struct st_h2o_evloop_t *loop)
+{
+    igw_engine *e = arg;
+    if (e->media_threads == 0)
+        return 0;
+    if (!(e->media = igw_media_new(&e->media_cfg, e->start_err, sizeof e->start_err)))
+        return -1;
+    int fd = dup(igw_media_event_fd(e->media));
+    if (fd < 0) {
+        snprintf(e->start_err, sizeof e->start_err, "cannot watch the media core's events");
+        igw_media_free(e->media);
+        e->media = NULL;
+        return -1;
+    }
+    e->events = h2o_evloop_socket_create(loop, fd, H2O_SOCKET_FLAG_DONT_READ);
+    e->events->data = e;
+    h2o_socket_read_start(e->events, on_media_events);
+    snprintf(e->fingerprint, sizeof e->fingerprint, "%s", igw_media_fingerprint(e->media));
+    return 0;
+}
+
+static void engine_fini(void *arg)
+{
+    igw_engine *e = arg;
+    if (e->events) {
+        h2o_socket_read_stop(e->events);
+        h2o_socket_close(e->events); /* closes the dup; the loop's last turns free it */
+        e->events = NULL;
+    }
+    igw_media_free(e->media);
+    e->media = NULL;
+}
+
+igw_engine *igw_engine_start(const igw_media_config *media, char *err, size_t errlen)
+{
+    igw_engine *e = calloc(1, sizeof *e);
+    if (!e) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    if (media) {
+        e->media_cfg = *media;
+        e->media_threads = media->threads;
+    }
+    char why[64];
+    if (!(e->loop = igw_loop_start("session", engine_init, e, why, sizeof why))) {
+        snprintf(err, errlen, "%s", e->start_err[0] ? e->start_err : why);
+        free(e);
+        return NULL;
+    }
+    return e;
+}
+
+const char *igw_engine_fingerprint(const igw_engine *e)
+{
+    return e->fingerprint;
+}
+
+int igw_engine_post(igw_engine *e, void (*fn)(void *arg), void *arg)
+{
+    return igw_loop_post(e->loop, fn, arg);
+}
+
+void igw_engine_stats_get(const igw_engine *e, igw_engine_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    out->media = e->media_threads > 0;
+    out->media_threads = e->media_threads;
+    for (unsigned k = 0; k < IGW_ENGINE_EVENT_KINDS; k++)
+        out->events[k] = atomic_load_explicit(&e->counts[k], memory_order_relaxed);
+}
+
+void igw_engine_metrics_write(FILE *f, const igw_engine_stats *s)
+{
+    fprintf(f,
+            "# HELP igw_media_up 1 while the media core runs (media_threads > 0).\n"
+            "# TYPE igw_media_up gauge\nigw_media_up %d\n"
+            "# HELP igw_media_threads Media threads of the WebRTC core.\n"
+            "# TYPE igw_media_threads gauge\nigw_media_threads %u\n"
+            "# HELP igw_media_events_total Events of the media core's peers, by kind.\n"
+            "# TYPE igw_media_events_total counter\n",
+            s->media ? 1 : 0, s->media_threads);
+    for (unsigned k = 0; k < IGW_ENGINE_EVENT_KINDS; k++)
+        fprintf(f, "igw_media_events_total{kind=\"%s\"} %llu\n", igw_media_event_name((igw_media_event_kind)k),
+                (unsigned long long)s->events[k]);
+}
+
+void igw_engine_stop(igw_engine *e)
+{
+    if (!e)
+        return;
+    igw_loop_stop(e->loop, engine_fini, e);
+    free(e);
+}

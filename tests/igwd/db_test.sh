@@ -47,8 +47,7 @@ STARTED=1
 
 # For sanitizer builds: h2o 2.2.5 never frees its per-thread memory-pool
 # recycle caches nor the multithread queue struct (fixed in later h2o).
-printf 'leak:h2o_mem_alloc_recycle\nleak:h2o_multithread_create_queue\n' >"$TMP/lsan.supp"
-export LSAN_OPTIONS="suppressions=$TMP/lsan.supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+export LSAN_OPTIONS="suppressions=$(realpath "$(dirname "${BASH_SOURCE[0]}")/../lsan.supp"):print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 export IGW_DBTEST_STOP="$(printf '%q ' "${AS[@]}" "$PGBIN/pg_ctl" -D "$PGDATA" -w -m fast stop) >/dev/null"
 export IGW_DBTEST_START="$(start_cmd $PORT) >/dev/null"
 # SIGSTOP / SIGCONT the server and its backends (a frozen server: nothing

@@ -21,8 +21,7 @@ fail() { echo "framing: FAIL: $*" >&2; [ -s "$TMP/err" ] && { echo "--- igwd std
 command -v python3 >/dev/null || fail "python3 is not installed"
 
 # As smoke.sh: h2o 2.2.5's per-thread caches are never freed.
-printf 'leak:h2o_mem_alloc_recycle\nleak:h2o_multithread_create_queue\n' >"$TMP/lsan.supp"
-export LSAN_OPTIONS="suppressions=$TMP/lsan.supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+export LSAN_OPTIONS="suppressions=$(realpath "$(dirname "${BASH_SOURCE[0]}")/../lsan.supp"):print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 for v in $(compgen -e | grep '^IGW_' || true); do unset "$v"; done
 
 IGW_LISTEN=127.0.0.1:0 IGW_THREADS=1 IGW_MAX_BODY=64K "$BIN" >"$TMP/out" 2>"$TMP/err" &

@@ -58,8 +58,7 @@ chmod +x "$TMP/start.sh" "$TMP/stop.sh"
 
 # For sanitizer builds: h2o 2.2.5 never frees its per-thread memory-pool
 # recycle caches nor the multithread queue struct (fixed in later h2o).
-printf 'leak:h2o_mem_alloc_recycle\nleak:h2o_multithread_create_queue\n' >"$TMP/lsan.supp"
-export LSAN_OPTIONS="suppressions=$TMP/lsan.supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+export LSAN_OPTIONS="suppressions=$(realpath "$(dirname "${BASH_SOURCE[0]}")/../lsan.supp"):print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 export IGW_REDISTEST_STOP="$TMP/stop.sh"
 export IGW_REDISTEST_START="$TMP/start.sh"
 

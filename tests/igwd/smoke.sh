@@ -32,8 +32,7 @@ print(json.dumps(v) if isinstance(v,(dict,list)) else v)' "$1" "$2"; fi
 # For sanitizer builds: h2o 2.2.5 never frees its per-thread memory-pool
 # recycle caches nor the multithread queue struct (fixed in later h2o);
 # suppress exactly those two allocation sites, nothing of ours.
-printf 'leak:h2o_mem_alloc_recycle\nleak:h2o_multithread_create_queue\n' >"$TMP/lsan.supp"
-export LSAN_OPTIONS="suppressions=$TMP/lsan.supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+export LSAN_OPTIONS="suppressions=$(realpath "$(dirname "${BASH_SOURCE[0]}")/../lsan.supp"):print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 
 # No IGW_* from the caller's environment: the run must be reproducible.
 for v in $(compgen -e | grep '^IGW_' || true); do unset "$v"; done

@@ -35,8 +35,7 @@ trap 'exit 1' INT TERM
 
 # For sanitizer builds: h2o 2.2.5 never frees its per-thread memory-pool
 # recycle caches nor the multithread queue struct (fixed in later h2o).
-printf 'leak:h2o_mem_alloc_recycle\nleak:h2o_multithread_create_queue\n' >"$TMP/lsan.supp"
-export LSAN_OPTIONS="suppressions=$TMP/lsan.supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+export LSAN_OPTIONS="suppressions=$(realpath "$(dirname "${BASH_SOURCE[0]}")/../lsan.supp"):print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 
 "$BIN" "$PING_MS" "$CLOSE_MS" >"$TMP/server.out" 2>"$TMP/server.err" &
 SERVER=$!

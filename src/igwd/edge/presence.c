@@ -48,6 +48,7 @@ struct igw_presence {
     igw_presence_stats *stats;
     unsigned inflight;   /* statements sent, unanswered */
     int64_t sweep_boot;  /* the boot being swept for (0: no sweep) */
+    int64_t sweep_sent;  /* the boot of the batch in flight */
 };
 
 /* ---- the payload -------------------------------------------------------------------- */
@@ -140,8 +141,8 @@ static void on_swept(void *arg, const PGresult *res, const char *err)
     long long n = strtoll(PQgetvalue(res, 0, 0), NULL, 10), online = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
     if (online > 0)
         atomic_fetch_add(&p->stats->swept, (uint64_t)online);
-    if (n >= IGW_PRESENCE_SWEEP_BATCH) {
-        sweep_next(p); /* more behind: at once */
+    if (n >= IGW_PRESENCE_SWEEP_BATCH || p->sweep_boot != p->sweep_sent) {
+        sweep_next(p); /* more behind, or a newer boot arrived meanwhile: at once */
         return;
     }
     igw_log(IGW_LOG_INFO, NULL, "presence: broker boot %" PRId64 ": the devices of older boots are offline",
@@ -154,6 +155,7 @@ static void sweep_next(igw_presence *p)
     char boot[24];
     const char *v[1] = {boot};
     snprintf(boot, sizeof boot, "%" PRId64, p->sweep_boot);
+    p->sweep_sent = p->sweep_boot;
     if (igw_db_exec(p->db, &st_sweep, v, NULL, NULL, on_swept, p) != 0) {
         count_log(&p->stats->failed, "presence: the sweep of older broker boots not sent%s%s (%llu such so far)", "",
                   "");

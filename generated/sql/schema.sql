@@ -106,11 +106,16 @@ CREATE TABLE devices (
     gateway_device_name ident,
     properties          jsonb       NOT NULL DEFAULT '{}'::jsonb, -- Last reported property values.
     created_at          timestamptz NOT NULL DEFAULT now(),
+    online              boolean     NOT NULL DEFAULT false, -- Connected to the broker, as its newest presence fact says (edge/presence.c).
+    presence_at         timestamptz, -- When the broker saw that connection or disconnection.
+    presence_boot       bigint, -- The broker process of the newest presence fact (its start, Unix ms).
+    presence_seq        bigint, -- That fact's sequence in its broker process: an older (boot, seq) changes nothing.
     CONSTRAINT devices_pkey PRIMARY KEY (product_id, device_name)
 );
 CREATE INDEX devices_gateway_product_id_gateway_device_name_idx ON devices (gateway_product_id, gateway_device_name);
 CREATE INDEX devices_owner_user_id_idx ON devices (owner_user_id);
 CREATE INDEX devices_enterprise_id_idx ON devices (enterprise_id);
+CREATE INDEX devices_presence_boot_idx ON devices (presence_boot) WHERE presence_boot IS NOT NULL;
 -- The MQTT auth plugin drops its cached secret of the device (src/mqttauth).
 -- NOTIFY igw_device_secret with the primary key of each row inserted, deleted or updated in (secret) or its key.
 CREATE FUNCTION devices_notify_igw_device_secret() RETURNS trigger LANGUAGE plpgsql AS $$

@@ -359,7 +359,8 @@ static void *worker_start(void *arg, unsigned index, uint16_t port, struct st_h2
         igw_edge_settings es = {.cache_ttl_ms = app->cfg.device_cache_ms, .batch_max = app->cfg.batch_max,
                                 .pending = app->pending};
         w->edge = igw_edge_create(loop, w->db, w->ndb, &es);
-        if (!w->edge) {
+        w->presence = igw_presence_create(w->db[0], &app->presence);
+        if (!w->edge || !w->presence) {
             snprintf(err, errlen, "out of memory");
             goto fail;
         }
@@ -401,6 +402,7 @@ fail:
     igw_login_destroy(w->login);
     igw_edge_destroy(w->edge);
     worker_dbs_destroy(w);
+    igw_presence_destroy(w->presence); /* after its database: the failed statements reach it */
     igw_modelcache_destroy(w->models);
     app->workers[index] = NULL;
     free(w);
@@ -412,7 +414,8 @@ static bool worker_idle(void *arg, void *state)
     (void)arg;
     igw_worker *w = state;
     bool ws_done = !w->push || igw_push_drained(w->push); /* closes the WebSockets (1001) first */
-    return ws_done && atomic_load(&w->tasks) == 0 && (!w->edge || igw_edge_idle(w->edge));
+    return ws_done && atomic_load(&w->tasks) == 0 && (!w->edge || igw_edge_idle(w->edge)) &&
+           igw_presence_idle(w->presence);
 }
 
 static void worker_stop(void *arg, void *state)
@@ -427,6 +430,7 @@ static void worker_stop(void *arg, void *state)
         igw_edge_close(w->edge);
     worker_dbs_destroy(w);
     igw_edge_destroy(w->edge);
+    igw_presence_destroy(w->presence); /* after its database: the failed statements reach it */
     igw_login_destroy(w->login);
     igw_redis_destroy(w->redis);
     igw_modelcache_destroy(w->models); /* after the databases: no command is in flight */
@@ -529,8 +533,10 @@ static void app_metrics(void *arg, FILE *f)
                "# TYPE igw_pending_refused_total counter\nigw_pending_refused_total %llu\n",
             (unsigned long long)ps.entries, (unsigned long long)ps.hits, (unsigned long long)ps.misses,
             (unsigned long long)ps.refused);
-    if (app->cfg.pg_dsn[0])
+    if (app->cfg.pg_dsn[0]) {
         igw_node_metrics_write(f, &app->node);
+        igw_presence_metrics_write(f, &app->presence);
+    }
     if (app->engine) {
         igw_engine_stats es;
         igw_engine_stats_get(app->engine, &es);
@@ -641,10 +647,33 @@ static void run_uplink(void *state, void *arg)
     igw_edge_submit(w->edge, &up, on_mqtt_done, mj);
 }
 
+/* A presence fact, on the worker of its device (the broker's: worker 0). */
+static void run_presence(void *state, void *arg)
+{
+    igw_worker *w = state;
+    igw_mqtt_uplink *u = arg;
+    atomic_fetch_sub(&w->tasks, 1);
+    if (w->presence)
+        igw_presence_submit(w->presence, u->product_id, u->device_name, u->payload, u->len);
+    igw_mqtt_uplink_free(u);
+}
+
 /* On the MQTT network thread: hand over, never block. */
 static void on_uplink(void *arg, igw_mqtt_uplink *u)
 {
     igw_app *app = arg;
+    if (u->kind == IGW_MQTT_PRESENCE) {
+        unsigned n = igw_http_workers(app->srv),
+                 i = u->product_id[0] ? (unsigned)(igw_edge_device_hash(u->product_id, u->device_name) % n) : 0;
+        atomic_fetch_add(&app->workers[i]->tasks, 1);
+        if (igw_http_post(app->srv, i, run_presence, u)) {
+            atomic_fetch_sub(&app->workers[i]->tasks, 1);
+            igw_log(IGW_LOG_ERROR, NULL, "mqtt: out of memory, a presence fact of %s/%s dropped", u->product_id,
+                    u->device_name);
+            igw_mqtt_uplink_free(u);
+        }
+        return;
+    }
     mqtt_job *mj = malloc(sizeof *mj);
     if (!mj) {
         igw_mqtt_uplink_free(u);
@@ -680,6 +709,7 @@ int igw_app_start_mqtt(igw_app *app, igw_server *srv, char *err, size_t errlen)
         .username = app->cfg.mqtt_username,
         .password = password,
         .client_id = app->cfg.mqtt_client_id,
+        .presence = app->cfg.pg_dsn[0] != 0, /* stored in the database: nothing to do without one */
     };
     igw_mqtt *m = igw_mqtt_start(&mc, on_uplink, app, err, errlen);
     memset(password, 0, sizeof password);

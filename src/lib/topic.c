@@ -7,6 +7,7 @@
 static const char *const handles[] = {"thing", "ota", "config", "log", "gateway", "ext"};
 #define NHANDLES (sizeof handles / sizeof handles[0])
 #define RELAY_PREFIX "igw/"
+#define PRESENCE_DEVICE "igw/presence/device/"
 
 bool igw_topic_handle_ok(const char *s, size_t n)
 {
@@ -94,6 +95,59 @@ int igw_topic_build(char *buf, size_t cap, unsigned flags, igw_topic_dir dir, co
         return -1;
     n = snprintf(buf, cap, "%s%s/%s/%s/%s/%s", (flags & IGW_TOPIC_RELAY) ? RELAY_PREFIX : "$", handle,
                  dir == IGW_TOPIC_UP ? "up" : "down", type, product_id, device_name);
+    if (n < 0 || (size_t)n >= cap) {
+        buf[0] = 0;
+        return -1;
+    }
+    return n;
+}
+
+int igw_topic_presence_parse(const char *topic, igw_topic_presence *out)
+{
+    const char *p, *slash;
+    size_t len, skip = sizeof PRESENCE_DEVICE - 1, pn, dn;
+
+    if (!topic || !out)
+        return -1;
+    len = strnlen(topic, IGW_TOPIC_PRESENCE_MAX + 1);
+    if (len > IGW_TOPIC_PRESENCE_MAX)
+        return -1;
+    if (strcmp(topic, IGW_TOPIC_PRESENCE_BROKER) == 0) {
+        out->broker = true;
+        out->product_id[0] = out->device_name[0] = 0;
+        return 0;
+    }
+    if (len < skip || memcmp(topic, PRESENCE_DEVICE, skip) != 0)
+        return -1;
+    p = topic + skip;
+    slash = memchr(p, '/', len - skip);
+    if (!slash)
+        return -1;
+    pn = (size_t)(slash - p);
+    dn = len - skip - pn - 1;
+    /* name_ok refuses '/', '+', '#': exactly two more levels, no wildcard. */
+    if (pn > IGW_TOPIC_NAME_MAX || dn > IGW_TOPIC_NAME_MAX || !igw_devauth_name_ok(p, pn) ||
+        !igw_devauth_name_ok(slash + 1, dn))
+        return -1;
+    out->broker = false;
+    memcpy(out->product_id, p, pn);
+    out->product_id[pn] = 0;
+    memcpy(out->device_name, slash + 1, dn);
+    out->device_name[dn] = 0;
+    return 0;
+}
+
+int igw_topic_presence_build(char *buf, size_t cap, const char *product_id, const char *device_name)
+{
+    int n;
+    if (!buf || cap == 0)
+        return -1;
+    buf[0] = 0;
+    if (!product_id || !device_name ||
+        !igw_devauth_name_ok(product_id, strnlen(product_id, IGW_TOPIC_NAME_MAX + 1)) ||
+        !igw_devauth_name_ok(device_name, strnlen(device_name, IGW_TOPIC_NAME_MAX + 1)))
+        return -1;
+    n = snprintf(buf, cap, PRESENCE_DEVICE "%s/%s", product_id, device_name);
     if (n < 0 || (size_t)n >= cap) {
         buf[0] = 0;
         return -1;

@@ -15,6 +15,20 @@
  * igwd's nodes share IGW_TOPIC_RELAY_SUB so that each uplink reaches one
  * node (docs/decisions.md). Devices can neither publish nor read it.
  *
+ * Presence: the auth plugin publishes what the broker knows of device
+ * connections (src/mqttauth/README.md, docs/device-protocol.md):
+ *
+ *   igw/presence/device/<productID>/<deviceName>   online / offline of one device
+ *   igw/presence/broker                            the broker's boot announcement
+ *
+ * and igwd publishes igw/presence-sync to ask the plugin for the broker
+ * fact and an `online` fact per device connected now. The fixed third
+ * level ("device", "broker") keeps every presence topic out of
+ * IGW_TOPIC_RELAY_SUB (igw/+/up/#), whatever the productID (a product named
+ * "up" included); devices can neither publish nor read igw/... topics, and
+ * "presence" is no handle, so $presence/... is refused too: a device cannot
+ * forge a presence fact.
+ *
  * Pure functions, any thread, no allocation. */
 #ifndef IGW_TOPIC_H
 #define IGW_TOPIC_H
@@ -33,6 +47,13 @@
 #define IGW_TOPIC_SHARE_GROUP "igw"
 /* What igwd subscribes to: every relayed uplink, one node of the group each. */
 #define IGW_TOPIC_RELAY_SUB "$share/" IGW_TOPIC_SHARE_GROUP "/igw/+/up/#"
+
+/* What igwd subscribes to for presence: every fact, one node of the group each. */
+#define IGW_TOPIC_PRESENCE_SUB "$share/" IGW_TOPIC_SHARE_GROUP "/igw/presence/#"
+#define IGW_TOPIC_PRESENCE_BROKER "igw/presence/broker"
+#define IGW_TOPIC_PRESENCE_SYNC "igw/presence-sync"
+/* The longest presence topic, without NUL. */
+#define IGW_TOPIC_PRESENCE_MAX (sizeof "igw/presence/device/" - 1 + 2 * IGW_TOPIC_NAME_MAX + 1)
 
 /* Flags of igw_topic_parse and igw_topic_build. */
 #define IGW_TOPIC_RELAY 1u     /* the relay form igw/<handle>/... instead of $<handle>/... */
@@ -59,6 +80,23 @@ int igw_topic_parse(const char *topic, unsigned flags, igw_topic *out);
  * "" when cap > 0. Only IGW_TOPIC_RELAY is meaningful in flags. */
 int igw_topic_build(char *buf, size_t cap, unsigned flags, igw_topic_dir dir, const char *handle, const char *type,
                     const char *product_id, const char *device_name);
+
+/* A presence topic: a device's (igw/presence/device/<p>/<d>) or the broker's. */
+typedef struct igw_topic_presence {
+    bool broker; /* igw/presence/broker; the names are then "" */
+    char product_id[IGW_TOPIC_NAME_MAX + 1];
+    char device_name[IGW_TOPIC_NAME_MAX + 1];
+} igw_topic_presence;
+
+/* Splits a presence topic (NUL-terminated; NULL is refused) into *out. 0, or
+ * -1 when it is neither form exactly (no wildcard, extra level or bad name);
+ * *out is then unspecified. */
+int igw_topic_presence_parse(const char *topic, igw_topic_presence *out);
+
+/* Writes igw/presence/device/<productID>/<deviceName> into buf (cap bytes,
+ * NUL-terminated). Its length, or -1 when a name breaks the grammar or it
+ * does not fit; buf is then "" when cap > 0. */
+int igw_topic_presence_build(char *buf, size_t cap, const char *product_id, const char *device_name);
 
 /* The rules of one level, over s[0..n). */
 bool igw_topic_handle_ok(const char *s, size_t n);

@@ -7,7 +7,9 @@
  * only $<handle>/down/<type>/{itself}; a gateway also for the sub-devices
  * bound to it. One privileged user (the gateway server igwd) may do
  * everything. Every uplink is relayed to igw/<handle>/up/... for igwd's
- * shared subscription (topic.h). See src/mqttauth/README.md.
+ * shared subscription (topic.h). Device connections and disconnections are
+ * published as presence facts on igw/presence/device/... (topic.h). See
+ * src/mqttauth/README.md.
  *
  * Options (mosquitto.conf, after `plugin PATH`):
  *   plugin_opt_dsn                  libpq connection string (required; not
@@ -71,6 +73,10 @@
 #define KEY_MAX (2 * DEV_KEY_MAX)
 #define ADMIN_PASS_MAX 1024
 #define LOG_PER_S 50         /* denial log lines per second, then silence */
+#define CONN_BUCKETS 65536   /* presence: chains of the current device connections */
+#define CONN_MAX (1 << 20)   /* presence: device connections tracked at most (about 180 bytes each) */
+#define REPLAY_PER_TICK 2048 /* presence: a sync's online facts per main-loop turn */
+#define FACT_MAX 160         /* a presence fact's JSON */
 
 /* ---- state ------------------------------------------------------------- */
 
@@ -99,6 +105,16 @@ typedef struct bind_ent {
     int64_t fetched;
     uint64_t epoch;
 } bind_ent;
+
+/* The current connection of one device (presence). client is the broker's
+ * context: compared, never dereferenced (it may be freed once its
+ * disconnect has been seen). */
+typedef struct conn_ent {
+    struct conn_ent *next;
+    const struct mosquitto *client;
+    int64_t since; /* wall ms of its authentication */
+    char key[DEV_KEY_MAX]; /* the clientID, "product&device" */
+} conn_ent;
 
 /* A secret copied out of the cache for one verification (wiped after). */
 typedef struct secret_copy {
@@ -135,6 +151,12 @@ static struct {
     bind_ent *binds;
     time_t log_sec;
     int log_n;
+    /* presence */
+    conn_ent **conns;      /* CONN_BUCKETS chains, by clientID */
+    size_t nconns;
+    int64_t boot;          /* wall ms at load: this broker process's boot id */
+    uint64_t seq;          /* facts published by this process */
+    size_t replay;         /* a sync's replay: the next bucket; CONN_BUCKETS: none */
 } g;
 
 /* ---- logging ------------------------------------------------------------- */
@@ -183,6 +205,8 @@ static int64_t now_s(void) { return now_ms() / 1000; }
 /* ---- PostgreSQL: non-blocking, every wait bounded ----------------------------- */
 
 static void cache_evict(const char *key);
+static void presence_online(const struct mosquitto *client, const char *key);
+static void presence_replay_step(void);
 
 /* The database's health changes are logged once each. */
 static void set_healthy(bool ok, const char *why)
@@ -425,6 +449,7 @@ static int on_tick(int event, void *event_data, void *userdata)
     (void)userdata;
     (void)db_advance(0);
     if (db_consume() == 0) db_notifies();
+    if (g.replay < CONN_BUCKETS) presence_replay_step();
     return MOSQ_ERR_SUCCESS;
 }
 
@@ -659,6 +684,7 @@ static int on_basic_auth(int event, void *event_data, void *userdata)
     if (sc.stale)
         logf_limited(MOSQ_LOG_NOTICE, "client %s admitted on a cached secret %llds old: database unavailable",
                      cidlog, (long long)sc.age);
+    presence_online(ed->client, want);
     return MOSQ_ERR_SUCCESS;
 unavailable:
     logf_limited(MOSQ_LOG_WARNING, "client %s denied: database unavailable", cidlog);
@@ -722,6 +748,138 @@ deny:
     return MOSQ_ERR_ACL_DENIED;
 }
 
+/* ---- presence ------------------------------------------------------------------------ */
+
+/* What the broker knows of device connections, published for igwd (topic.h,
+ * docs/device-protocol.md): `online` when a device's authentication succeeds
+ * (Mosquitto 2.0 has no connect event for plugins; the connection is
+ * established right after, in the same call of the broker), `offline` when
+ * that same connection ends (MOSQ_EVT_DISCONNECT: a DISCONNECT, a socket
+ * error, a keepalive expiry, a takeover). The privileged user is no device
+ * and gets none.
+ *
+ * Takeover: a device that connects again with its clientID while connected
+ * is authenticated first; then the broker closes the old connection, whose
+ * disconnect comes after the new connection's `online`. So each clientID
+ * remembers its current connection, and only that one's disconnect is
+ * `offline`. A failed authentication clears the clientID before the
+ * disconnect (handle_connect.c): nothing to match.
+ *
+ * Every fact carries this process's boot id (its start, wall ms) and a
+ * sequence number, so igwd keeps the newest fact per device whatever the
+ * order its nodes handle them in, and knows a restarted broker (a new boot)
+ * dropped every older connection. QoS 1, never retained: a fact is for the
+ * igwd nodes subscribed now; one that connects later asks (sync). */
+
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void fact_publish(const char *topic, const char *state, int64_t at)
+{
+    char payload[FACT_MAX], topiclog[96];
+    int n = snprintf(payload, sizeof payload, "{\"state\":\"%s\",\"boot\":%lld,\"seq\":%llu,\"at\":%lld}", state,
+                     (long long)g.boot, (unsigned long long)++g.seq, (long long)at);
+    int rc;
+    if (n < 0 || (size_t)n >= sizeof payload) return; /* cannot happen: bounded numbers */
+    rc = mosquitto_broker_publish_copy(NULL, topic, n, payload, 1, false, NULL);
+    if (rc != MOSQ_ERR_SUCCESS)
+        logf_limited(MOSQ_LOG_WARNING, "presence %s on %s not published: %s", state,
+                     printable(topic, topiclog, sizeof topiclog), mosquitto_strerror(rc));
+}
+
+/* key is "product&device" (a device's clientID, checked at its CONNECT). */
+static void device_fact(const char *key, const char *state, int64_t at)
+{
+    char topic[IGW_TOPIC_PRESENCE_MAX + 1], p[IGW_DEVAUTH_NAME_MAX + 1];
+    const char *amp = strchr(key, '&');
+    size_t pn = amp ? (size_t)(amp - key) : 0;
+    if (!amp || pn > IGW_DEVAUTH_NAME_MAX) return;
+    memcpy(p, key, pn);
+    p[pn] = 0;
+    if (igw_topic_presence_build(topic, sizeof topic, p, amp + 1) < 0) return;
+    fact_publish(topic, state, at);
+}
+
+static conn_ent **conn_link(const char *key)
+{
+    conn_ent **l = &g.conns[hash_of(key) % CONN_BUCKETS];
+    while (*l && strcmp((*l)->key, key) != 0) l = &(*l)->next;
+    return l;
+}
+
+/* A device authenticated on client (its clientID is key): it is the
+ * device's current connection, and online. */
+static void presence_online(const struct mosquitto *client, const char *key)
+{
+    conn_ent **l = conn_link(key), *e = *l;
+    if (e && e->client == client) return; /* re-authenticated (a reload): nothing new */
+    if (!e) {
+        if (g.nconns >= CONN_MAX || !(e = calloc(1, sizeof *e))) {
+            /* Neither fact then, so none is left without its pair. */
+            logf_limited(MOSQ_LOG_WARNING, "presence of %s not tracked: %s", key,
+                         g.nconns >= CONN_MAX ? "too many device connections" : "out of memory");
+            return;
+        }
+        snprintf(e->key, sizeof e->key, "%s", key);
+        *l = e;
+        g.nconns++;
+    }
+    e->client = client;
+    e->since = wall_ms();
+    device_fact(key, "online", e->since);
+}
+
+static int on_disconnect(int event, void *event_data, void *userdata)
+{
+    struct mosquitto_evt_disconnect *ed = event_data;
+    const char *cid = mosquitto_client_id(ed->client);
+    conn_ent **l, *e;
+    (void)event;
+    (void)userdata;
+
+    if (!cid || strnlen(cid, DEV_KEY_MAX) >= DEV_KEY_MAX) return MOSQ_ERR_SUCCESS;
+    l = conn_link(cid);
+    e = *l;
+    if (!e || e->client != ed->client) return MOSQ_ERR_SUCCESS; /* not a device's current connection */
+    *l = e->next;
+    g.nconns--;
+    device_fact(e->key, "offline", wall_ms());
+    free(e);
+    return MOSQ_ERR_SUCCESS;
+}
+
+/* igwd asked (IGW_TOPIC_PRESENCE_SYNC): the broker fact now, then, over the
+ * next ticks, an `online` fact for every device connected. */
+static void presence_sync(void)
+{
+    fact_publish(IGW_TOPIC_PRESENCE_BROKER, "boot", wall_ms());
+    g.replay = 0;
+}
+
+static void presence_replay_step(void)
+{
+    int n = 0;
+    for (; g.replay < CONN_BUCKETS && n < REPLAY_PER_TICK; g.replay++)
+        for (conn_ent *e = g.conns[g.replay]; e; e = e->next, n++) device_fact(e->key, "online", e->since);
+}
+
+static void presence_free(void)
+{
+    if (!g.conns) return;
+    for (size_t i = 0; i < CONN_BUCKETS; i++)
+        while (g.conns[i]) {
+            conn_ent *e = g.conns[i];
+            g.conns[i] = e->next;
+            free(e);
+        }
+    free(g.conns);
+    g.conns = NULL;
+}
+
 /* ---- the relay of uplinks ------------------------------------------------------------ */
 
 /* Each device uplink $<handle>/up/<type>/<p>/<d> is published again on its
@@ -741,6 +899,11 @@ static int on_message(int event, void *event_data, void *userdata)
     (void)event;
     (void)userdata;
 
+    if (ed->topic && strcmp(ed->topic, IGW_TOPIC_PRESENCE_SYNC) == 0) {
+        /* Only igwd may publish igw/...: the ACL refuses it to devices. */
+        if (is_admin_name(mosquitto_client_username(ed->client))) presence_sync();
+        return MOSQ_ERR_SUCCESS;
+    }
     if (igw_topic_parse(ed->topic, 0, &t) != 0 || t.dir != IGW_TOPIC_UP)
         return MOSQ_ERR_SUCCESS;
     if (igw_topic_build(relay, sizeof relay, IGW_TOPIC_RELAY, IGW_TOPIC_UP, t.handle, t.type, t.product_id,
@@ -757,6 +920,7 @@ static int on_message(int event, void *event_data, void *userdata)
 
 static void state_free(void)
 {
+    presence_free();
     if (g.db) PQfinish(g.db);
     if (g.secrets) {
         OPENSSL_cleanse(g.secrets, SECRET_SLOTS * sizeof *g.secrets);
@@ -828,6 +992,7 @@ static const struct {
     {MOSQ_EVT_ACL_CHECK, on_acl_check},
     {MOSQ_EVT_MESSAGE, on_message},
     {MOSQ_EVT_TICK, on_tick},
+    {MOSQ_EVT_DISCONNECT, on_disconnect},
 };
 #define NCALLBACKS (int)(sizeof callbacks / sizeof callbacks[0])
 
@@ -892,7 +1057,10 @@ EXPORT int mosquitto_plugin_init(mosquitto_plugin_id_t *identifier, void **userd
     g.secrets = calloc(SECRET_SLOTS, sizeof *g.secrets);
     g.misses = calloc(MISS_SLOTS, sizeof *g.misses);
     g.binds = calloc(BIND_SLOTS, sizeof *g.binds);
-    if (!g.secrets || !g.misses || !g.binds) goto fail;
+    g.conns = calloc(CONN_BUCKETS, sizeof *g.conns);
+    if (!g.secrets || !g.misses || !g.binds || !g.conns) goto fail;
+    g.boot = wall_ms();
+    g.replay = CONN_BUCKETS;
     g.id = identifier;
     for (n = 0; n < NCALLBACKS; n++)
         if (mosquitto_callback_register(identifier, callbacks[n].event, callbacks[n].cb, NULL, NULL) !=

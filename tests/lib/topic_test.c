@@ -121,9 +121,88 @@ static void test_build(void)
     CHECK(strcmp(IGW_TOPIC_RELAY_SUB, "$share/igw/igw/+/up/#") == 0);
 }
 
+static bool presence_is(const char *topic, bool broker, const char *p, const char *d)
+{
+    igw_topic_presence x;
+    memset(&x, 0x5a, sizeof x);
+    if (igw_topic_presence_parse(topic, &x) != 0) {
+        printf("  %s: refused\n", topic);
+        return false;
+    }
+    if (x.broker != broker || strcmp(x.product_id, p) || strcmp(x.device_name, d)) {
+        printf("  %s: %d %s %s\n", topic, (int)x.broker, x.product_id, x.device_name);
+        return false;
+    }
+    return true;
+}
+
+static bool presence_refused(const char *topic)
+{
+    igw_topic_presence x;
+    if (igw_topic_presence_parse(topic, &x) == 0) {
+        printf("  %s: accepted\n", topic);
+        return false;
+    }
+    return true;
+}
+
+static void test_presence(void)
+{
+    char b[IGW_TOPIC_PRESENCE_MAX + 1], small[23], longname[IGW_TOPIC_NAME_MAX + 2], t[512];
+    igw_topic x;
+    int n;
+
+    CHECK(presence_is("igw/presence/device/p1/d-1", false, "p1", "d-1"));
+    CHECK(presence_is("igw/presence/broker", true, "", ""));
+    /* A product named "up" is still a presence topic, never a relayed uplink. */
+    CHECK(presence_is("igw/presence/device/up/d", false, "up", "d"));
+    CHECK(igw_topic_parse("igw/presence/device/up/d", IGW_TOPIC_RELAY, &x) != 0);
+    CHECK(presence_refused("igw/presence/device/p"));
+    CHECK(presence_refused("igw/presence/device/p/"));
+    CHECK(presence_refused("igw/presence/device//d"));
+    CHECK(presence_refused("igw/presence/device/p/d/e"));
+    CHECK(presence_refused("igw/presence/device/+/d"));
+    CHECK(presence_refused("igw/presence/device/p/#"));
+    CHECK(presence_refused("igw/presence/device/p&q/d"));
+    CHECK(presence_refused("igw/presence/p/d"));
+    CHECK(presence_refused("igw/presence/broker/x"));
+    CHECK(presence_refused("igw/presence/brokers"));
+    CHECK(presence_refused("igw/presence"));
+    CHECK(presence_refused(IGW_TOPIC_PRESENCE_SYNC));
+    CHECK(presence_refused("$presence/device/p/d"));
+    CHECK(presence_refused("igw/thing/up/property/p/d"));
+    CHECK(presence_refused(""));
+    CHECK(presence_refused(NULL));
+    /* "presence" is no handle: a device cannot publish $presence/up/... */
+    CHECK(igw_topic_parse("$presence/up/state/p/d", 0, &x) != 0);
+    CHECK(!igw_topic_handle_ok("presence", 8));
+    /* Bounds: 64-byte names pass, 65 not. */
+    memset(longname, 'n', sizeof longname - 1);
+    longname[sizeof longname - 1] = 0;
+    snprintf(t, sizeof t, "igw/presence/device/%s/d", longname);
+    CHECK(presence_refused(t));
+    longname[IGW_TOPIC_NAME_MAX] = 0;
+    snprintf(t, sizeof t, "igw/presence/device/%s/%s", longname, longname);
+    CHECK(strlen(t) == IGW_TOPIC_PRESENCE_MAX, "the longest presence topic is IGW_TOPIC_PRESENCE_MAX: %zu", strlen(t));
+    CHECK(presence_is(t, false, longname, longname));
+    n = igw_topic_presence_build(b, sizeof b, longname, longname);
+    CHECK(n == (int)IGW_TOPIC_PRESENCE_MAX && strcmp(b, t) == 0, "%d", n);
+    /* Build: parses back; nothing outside the grammar. */
+    n = igw_topic_presence_build(b, sizeof b, "p1", "d1");
+    CHECK(n > 0 && strcmp(b, "igw/presence/device/p1/d1") == 0, "%s", b);
+    CHECK(presence_is(b, false, "p1", "d1"));
+    CHECK(igw_topic_presence_build(b, sizeof b, "+", "d") == -1 && b[0] == 0);
+    CHECK(igw_topic_presence_build(b, sizeof b, "p", "d/e") == -1);
+    CHECK(igw_topic_presence_build(b, sizeof b, "p", "") == -1);
+    CHECK(igw_topic_presence_build(b, sizeof b, NULL, "d") == -1);
+    CHECK(igw_topic_presence_build(small, sizeof small, "p", "d") == -1 && small[0] == 0);
+    CHECK(strcmp(IGW_TOPIC_PRESENCE_SUB, "$share/igw/igw/presence/#") == 0);
+}
+
 int main(void)
 {
     test_parse();
     test_build();
+    test_presence();
     return check_summary("topic_test");
 }

@@ -13,7 +13,12 @@
 # NOTIFY). With PostgreSQL frozen (SIGSTOP) and unknown devices connecting
 # in a loop, a known device still connects within 1 s, one never seen is
 # refused within 1 s, and the broker answers PINGREQ within 1 s throughout
-# (tests/mqttauth/ping.py); after SIGCONT everything recovers.
+# (tests/mqttauth/ping.py); after SIGCONT everything recovers. Presence:
+# the facts a privileged subscriber sees on igw/presence/... (online at a
+# device's authentication, offline at its end: clean, SIGKILL, a keepalive
+# expiry with tests/mqttauth/hold.py; none for igwd or a refused device;
+# a takeover leaves the device online), forged presence and sync refused,
+# igwd's sync answered with the broker fact and the connected devices.
 # Exit 0 when every check passed, 1 otherwise. Always cleans up.
 # shellcheck disable=SC2016 # MQTT topics start with a literal $
 set -euo pipefail
@@ -293,6 +298,105 @@ pub "$P&dev1" "$U" "$W" "\$thing/up/property/$P/sub1" dev-sub-1 || true
 barrier
 check "a non-gateway cannot publish for someone else's sub-device" \
     bash -c "! grep -q dev-sub-1 '$tmp/seen'"
+
+# ---- presence ------------------------------------------------------------------------
+# The plugin publishes igw/presence/device/<p>/<d> {"state","boot","seq","at"}
+# for each device connection (online at authentication, offline at its end)
+# and nothing for igwd; the watcher above subscribed to igw/#.
+# states DEVICE: the states of DEVICE's facts seen so far, in order.
+states() { grep "^igw/presence/device/$P/$1 " "$tmp/seen" | cut -d' ' -f2- | jq -r .state | tr '\n' ' ' | sed 's/ $//'; }
+last_state() { local s; s=$(states "$1"); echo "${s##* }"; }
+wait_state() { # DEVICE STATE SECONDS: until DEVICE's last fact is STATE
+    local n=$(($3 * 10))
+    for _ in $(seq "$n"); do [ "$(last_state "$1")" = "$2" ] && return 0; sleep 0.1; done
+    return 1
+}
+barrier
+check "presence: dev1's connections above gave online/offline pairs, in order" \
+    bash -c "[[ '$(states dev1)' =~ ^(online\ offline)(\ online\ offline)*$ ]]"
+check "presence: loose1 connected once (the refused attempt with its credentials gave nothing)" \
+    test "$(states loose1)" = "online offline"
+check "presence: a refused device (unknown, wrong secret) gives none" \
+    bash -c "! grep -q -e '^igw/presence/device/$P/nobody ' -e '^igw/presence/device/$P/new1 ' '$tmp/seen'"
+check "presence: the privileged user (igwd's clients) gives none" \
+    test "$(grep -c '^igw/presence/' "$tmp/seen")" = "$(grep -c "^igw/presence/device/$P/" "$tmp/seen")"
+check "presence: each fact's JSON: state, one boot, seq rising, at" \
+    bash -c "grep '^igw/presence/' '$tmp/seen' | cut -d' ' -f2- | jq -s -e '
+        (map(keys) | unique) == [[\"at\",\"boot\",\"seq\",\"state\"]] and (map(.boot) | unique | length) == 1
+        and ([.[].seq] == ([.[].seq] | sort)) and ([.[].seq] | unique | length) == length
+        and all(.[]; .at >= .boot and .boot > 1700000000000)' >/dev/null"
+check "presence: not retained (a new subscriber gets none)" \
+    test -z "$(mosquitto_sub "${A[@]}" -i igwd-retained -t 'igw/presence/#' -W 1 2>/dev/null || true)"
+
+# A device that goes silent: dropped by the broker once 1.5 x its keepalive
+# (2 s) passed; Mosquitto 2.0 checks keepalives every 6 s (keepalive.c), so
+# at most about 3 + 6 s after its last packet.
+creds dev1
+python3 "$root/tests/mqttauth/hold.py" "$mport" "$P&dev1" "$U" "$W" 2 >"$tmp/hold1" 2>&1 &
+hold_pid=$!
+check "presence: a silent connection is online" wait_state dev1 online 3
+t0=$(date +%s%N)
+wait_state dev1 offline 12 || true
+t1=$(date +%s%N)
+wait "$hold_pid" || true
+check "presence: ... offline after its keepalive expired ($(((t1 - t0) / 1000000)) ms; 2 s keepalive, checked every 6 s)" \
+    test "$(last_state dev1)" = offline -a $(((t1 - t0) / 1000000)) -ge 2000 -a $(((t1 - t0) / 1000000)) -le 10500
+check "presence: ... the broker closed it (keepalive), not the client" grep -q '^closed' "$tmp/hold1"
+# A client killed with SIGKILL: the kernel closes its socket.
+mosquitto_sub -h 127.0.0.1 -p "$mport" -i "$P&dev1" -u "$U" -P "$W" -k 5 -t "\$thing/down/property/$P/dev1" >/dev/null 2>&1 &
+kill_pid=$!
+check "presence: mosquitto_sub -k 5 is online" wait_state dev1 online 3
+kill -KILL "$kill_pid" 2>/dev/null || true; wait "$kill_pid" 2>/dev/null || true
+check "presence: ... offline within 3 s of its SIGKILL" wait_state dev1 offline 3
+# Takeover: the same clientID connects again while connected; the broker
+# closes the first connection, whose disconnect comes after the second's
+# online: the device stays online.
+python3 "$root/tests/mqttauth/hold.py" "$mport" "$P&dev1" "$U" "$W" 60 >"$tmp/hold2" 2>&1 &
+hold_pid=$!
+check "presence: takeover: the first connection is online" wait_state dev1 online 3
+n_before=$(states dev1 | wc -w)
+mosquitto_sub -h 127.0.0.1 -p "$mport" -i "$P&dev1" -u "$U" -P "$W" -t "\$thing/down/property/$P/dev1" >/dev/null 2>&1 &
+second_pid=$!
+kicked=1
+for _ in $(seq 30); do grep -q '^closed' "$tmp/hold2" && { kicked=0; break; }; sleep 0.1; done
+wait "$hold_pid" || true
+check "presence: takeover: the first connection is closed by the broker" test "$kicked" -eq 0
+barrier
+check "presence: takeover: one more online, no offline: still online ($(states dev1 | cut -d' ' -f"$((n_before + 1))"-))" \
+    test "$(states dev1 | cut -d' ' -f"$((n_before + 1))"-)" = online
+kill -INT "$second_pid" 2>/dev/null || true; wait "$second_pid" 2>/dev/null || true
+check "presence: takeover: the second's clean disconnect is offline" wait_state dev1 offline 3
+
+# Forgery: a device cannot publish presence, nor ask for a sync.
+creds dev1
+pub "$P&dev1" "$U" "$W" "igw/presence/device/$P/loose1" '{"state":"online","forged":1}' || true
+pub "$P&dev1" "$U" "$W" "\$presence/device/$P/dev1" '{"state":"online","forged":2}' || true
+pub "$P&dev1" "$U" "$W" "\$presence/up/state/$P/dev1" '{"state":"online","forged":3}' || true
+pub "$P&dev1" "$U" "$W" 'igw/presence-sync' sync-forged || true
+barrier
+check "presence: a device's forged presence is not delivered" bash -c "! grep -q forged '$tmp/seen'"
+check "presence: a device cannot ask for a sync (no broker fact)" bash -c "! grep -q '^igw/presence/broker ' '$tmp/seen'"
+check "presence: the forgery attempts were refused by the ACL" \
+    grep -q "publish igw/presence/device/$P/loose1 denied" "$mq/mosquitto.log"
+
+# Sync: igwd asks; the broker fact, then an online fact per connected device.
+creds gw1
+mosquitto_sub -h 127.0.0.1 -p "$mport" -i "$P&gw1" -u "$U" -P "$W" -t "\$thing/down/property/$P/gw1" >"$tmp/gw1.out" 2>&1 &
+sync_dev_pid=$!
+check "presence: gw1 connected, online" wait_state gw1 online 3
+n_gw=$(states gw1 | wc -w)
+mosquitto_pub "${A[@]}" -i igwd-sync -q 1 -t 'igw/presence-sync' -n
+barrier
+check "presence: sync: the broker fact (state boot, the facts' boot)" \
+    bash -c "grep '^igw/presence/broker ' '$tmp/seen' | cut -d' ' -f2- | jq -s -e --argjson b \
+        \"\$(grep '^igw/presence/device/' '$tmp/seen' | head -n 1 | cut -d' ' -f2- | jq .boot)\" \
+        'length == 1 and .[0].state == \"boot\" and .[0].boot == \$b' >/dev/null"
+check "presence: sync: the connected device's online again, with its connection's time" \
+    bash -c "[ '$(states gw1 | cut -d' ' -f"$((n_gw + 1))"-)' = online ] && [ \"\$(grep '^igw/presence/device/$P/gw1 ' '$tmp/seen' | tail -n 2 | cut -d' ' -f2- | jq -s '.[0].at == .[1].at and .[0].seq < .[1].seq')\" = true ]"
+check "presence: sync: no fact for a device not connected" \
+    test "$(last_state dev1)" = offline -a "$(last_state loose1)" = offline
+kill -INT "$sync_dev_pid" 2>/dev/null || true; wait "$sync_dev_pid" 2>/dev/null || true
+check "presence: gw1 offline after its disconnect" wait_state gw1 offline 3
 
 # ---- database outage ---------------------------------------------------------------
 # sub1 never connected, so its secret is not cached: with PostgreSQL down it

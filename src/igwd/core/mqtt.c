@@ -47,16 +47,17 @@ _Static_assert(IGW_MQTT_PAYLOAD_MAX <= INT_MAX, "libmosquitto lengths are int");
 #define ERR_LOG_REPEAT_MS 30000
 #define STOP_DRAIN_MS 1000  /* bound on sending DISCONNECT at stop */
 #define POLL_MS 1000        /* keepalive checks at least this often */
-/* One shared subscription to the relayed uplinks (topic.h): one node of the
- * group gets each. */
-static char *const sub_topics[] = {IGW_TOPIC_RELAY_SUB};
-#define NSUBS (sizeof sub_topics / sizeof sub_topics[0])
+/* Shared subscriptions (topic.h): one node of the group gets each relayed
+ * uplink, and each presence fact when presence is on (the second). */
+static char *const sub_topics[] = {IGW_TOPIC_RELAY_SUB, IGW_TOPIC_PRESENCE_SUB};
+#define NSUBS_ALL (sizeof sub_topics / sizeof sub_topics[0])
 
 struct igw_mqtt {
     struct mosquitto *mosq;
     char *host, *username, *password, *client_id;
     uint16_t port;
     int keepalive;
+    int nsubs; /* of sub_topics: 1, or 2 with presence */
     igw_mqtt_uplink_fn fn;
     void *fn_arg;
     int wake_fd; /* eventfd: publishers and stop wake the network thread */
@@ -68,7 +69,7 @@ struct igw_mqtt {
     atomic_bool paused;  /* igw_mqtt_pause: nothing more is read */
     atomic_bool link_up; /* CONNACK accepted, not yet disconnected */
     atomic_bool ready;   /* link_up and every subscription granted at QoS 1 */
-    atomic_uint_fast64_t in, out, out_failed, dropped, d_topic, d_size, d_retained, connects, reconnects;
+    atomic_uint_fast64_t in, presence, syncs, out, out_failed, dropped, d_topic, d_size, d_retained, connects, reconnects;
 
     /* network thread only */
     int sub_mid;
@@ -158,13 +159,23 @@ static void conn_error_rc(igw_mqtt *m, const char *op, int rc)
 
 /* ---- topics ------------------------------------------------------------------- */
 
-/* Fills u's names from a relayed uplink igw/<handle>/up/<type>/<product>/<device>.
- * 0, or -1 when the topic is anything else. */
-static int topic_parse(const char *topic, igw_mqtt_uplink *u)
+/* Fills u's kind and names from a relayed uplink
+ * igw/<handle>/up/<type>/<product>/<device>, or (with presence) a presence
+ * fact's topic. 0, or -1 when the topic is anything else. */
+static int topic_parse(const igw_mqtt *m, const char *topic, igw_mqtt_uplink *u)
 {
     igw_topic t;
+    igw_topic_presence pt;
+    if (m->nsubs > 1 && igw_topic_presence_parse(topic, &pt) == 0) {
+        u->kind = IGW_MQTT_PRESENCE;
+        u->handle[0] = u->type[0] = 0;
+        memcpy(u->product_id, pt.product_id, sizeof u->product_id);
+        memcpy(u->device_name, pt.device_name, sizeof u->device_name);
+        return 0;
+    }
     if (igw_topic_parse(topic, IGW_TOPIC_RELAY, &t) != 0 || t.dir != IGW_TOPIC_UP)
         return -1;
+    u->kind = IGW_MQTT_UPLINK;
     memcpy(u->handle, t.handle, sizeof u->handle);
     memcpy(u->type, t.type, sizeof u->type);
     memcpy(u->product_id, t.product_id, sizeof u->product_id);
@@ -200,8 +211,8 @@ static void on_message(struct mosquitto *mosq, void *obj, const struct mosquitto
         drop(m, &m->d_size, "payload too large", msg->topic, msg->payloadlen);
         return;
     }
-    if (topic_parse(msg->topic, &hdr) != 0) {
-        drop(m, &m->d_topic, "not igw/<handle>/up/<type>/<productID>/<deviceName>", msg->topic,
+    if (topic_parse(m, msg->topic, &hdr) != 0) {
+        drop(m, &m->d_topic, "neither igw/<handle>/up/<type>/<productID>/<deviceName> nor presence", msg->topic,
              msg->payloadlen);
         return;
     }
@@ -222,7 +233,7 @@ static void on_message(struct mosquitto *mosq, void *obj, const struct mosquitto
     if (len)
         memcpy(u->payload, msg->payload, len);
     u->payload[len] = 0;
-    inc(&m->in);
+    inc(u->kind == IGW_MQTT_PRESENCE ? &m->presence : &m->in);
     m->fn(m->fn_arg, u);
 }
 
@@ -244,7 +255,7 @@ static void on_connect(struct mosquitto *mosq, void *obj, int rc, int flags)
             m->client_id, (flags & 1) ? "resumed" : "new");
     m->last_err[0] = 0;
     /* Every time: a session the broker lost (restart, takeover) has none. */
-    src = mosquitto_subscribe_multiple(mosq, &m->sub_mid, (int)NSUBS, sub_topics, 1, 0, NULL);
+    src = mosquitto_subscribe_multiple(mosq, &m->sub_mid, m->nsubs, sub_topics, 1, 0, NULL);
     if (src != MOSQ_ERR_SUCCESS) {
         conn_error_rc(m, "subscribe", src);
         mosquitto_disconnect(mosq); /* and reconnect, to try again */
@@ -254,19 +265,28 @@ static void on_connect(struct mosquitto *mosq, void *obj, int rc, int flags)
 static void on_subscribe(struct mosquitto *mosq, void *obj, int mid, int n, const int *granted)
 {
     igw_mqtt *m = obj;
-    bool all = n == (int)NSUBS;
-    (void)mosq;
+    bool all = n == m->nsubs;
     if (mid != m->sub_mid)
         return;
-    for (int i = 0; i < n && i < (int)NSUBS; i++) {
+    for (int i = 0; i < n && i < m->nsubs; i++) {
         if (granted[i] != 1) {
             igw_log(IGW_LOG_ERROR, NULL, PFX "subscription to %s %s (granted %d): uplinks on it are lost",
                     sub_topics[i], granted[i] == 0x80 ? "refused" : "not at QoS 1", granted[i]);
             all = false;
         }
     }
-    if (all)
-        set_ready(m, true);
+    if (!all)
+        return;
+    /* Subscribed: what the broker published before is unknown to this
+     * session (a broker restart lost it, or a fresh session), so ask. */
+    if (m->nsubs > 1) {
+        int prc = mosquitto_publish(mosq, NULL, IGW_TOPIC_PRESENCE_SYNC, 0, NULL, 1, false);
+        if (prc == MOSQ_ERR_SUCCESS)
+            inc(&m->syncs);
+        else
+            conn_error_rc(m, "presence sync", prc);
+    }
+    set_ready(m, true);
 }
 
 static void on_disconnect(struct mosquitto *mosq, void *obj, int rc)
@@ -522,6 +542,7 @@ igw_mqtt *igw_mqtt_start(const igw_mqtt_config *cfg, igw_mqtt_uplink_fn fn, void
     m->fn_arg = arg;
     m->port = cfg->port;
     m->keepalive = cfg->keepalive_s ? (int)cfg->keepalive_s : KEEPALIVE_DEFAULT;
+    m->nsubs = cfg->presence ? (int)NSUBS_ALL : 1;
     m->host = strdup(cfg->host);
     m->username = strdup(cfg->username);
     m->password = strdup(cfg->password);
@@ -618,6 +639,8 @@ void igw_mqtt_stats_get(const igw_mqtt *m, igw_mqtt_stats *out)
     if (!m)
         return;
     out->in = ld(&m->in);
+    out->presence = ld(&m->presence);
+    out->syncs = ld(&m->syncs);
     out->out = ld(&m->out);
     out->out_failed = ld(&m->out_failed);
     out->dropped_topic = ld(&m->d_topic);

@@ -19,6 +19,16 @@
  * away for good must have its session ended (docs/decisions.md). Consecutive
  * uplinks of one device may reach different nodes.
  *
+ * Presence (igw_mqtt_config.presence): the client also subscribes to
+ * IGW_TOPIC_PRESENCE_SUB ($share/igw/igw/presence/#), the auth plugin's
+ * facts about device connections, and, each time every subscription is
+ * granted, publishes IGW_TOPIC_PRESENCE_SYNC: the plugin answers with its
+ * broker fact (its boot) and an `online` fact per device connected now, so
+ * a node that was away (a broker restart loses its session and what was
+ * published meanwhile) learns the broker's state. A fact reaches the
+ * callback as an igw_mqtt_uplink of kind IGW_MQTT_PRESENCE; its payload is
+ * not read here.
+ *
  * An uplink reaches the callback only when its topic is exactly
  * igw/<handle>/up/<type>/<productID>/<deviceName> (igw_topic_parse with
  * IGW_TOPIC_RELAY), its payload is at most IGW_MQTT_PAYLOAD_MAX bytes and
@@ -61,13 +71,22 @@ typedef struct igw_mqtt_config {
     const char *password;  /* its password (required) */
     const char *client_id; /* stable per igwd node, e.g. "igwd-<node>" (required, 1..128 bytes) */
     unsigned keepalive_s;  /* 0: 30; at least 5 */
+    bool presence;         /* also the presence facts, and a sync at each connection (above) */
 } igw_mqtt_config;
 
+typedef enum igw_mqtt_kind {
+    IGW_MQTT_UPLINK,   /* a device uplink */
+    IGW_MQTT_PRESENCE, /* a presence fact: handle and type "", the names "" for the broker's */
+} igw_mqtt_kind;
+
 /* One uplink from $<handle>/up/<type>/<productID>/<deviceName> (received on
- * its relay topic); the handle without its '$' ("thing", "ota", "config", "log", "gateway", "ext"). The
+ * its relay topic); the handle without its '$' ("thing", "ota", "config", "log", "gateway", "ext"). Or,
+ * kind IGW_MQTT_PRESENCE, one presence fact: igw/presence/device/<productID>/<deviceName>, or
+ * igw/presence/broker with both names "". The
  * payload has len bytes followed by a NUL that len does not count. Owned by
  * the receiver; free it with igw_mqtt_uplink_free. */
 typedef struct igw_mqtt_uplink {
+    igw_mqtt_kind kind;
     char handle[IGW_MQTT_HANDLE_MAX + 1];
     char type[IGW_MQTT_TYPE_MAX + 1];
     char product_id[IGW_MQTT_NAME_MAX + 1];
@@ -83,10 +102,12 @@ typedef void (*igw_mqtt_uplink_fn)(void *arg, igw_mqtt_uplink *u);
 /* Counters since igw_mqtt_start (each read atomically, not as a set). */
 typedef struct igw_mqtt_stats {
     uint64_t in;               /* uplinks handed to the callback */
+    uint64_t presence;         /* presence facts handed to the callback */
+    uint64_t syncs;            /* presence syncs asked for (one per connection with presence) */
     uint64_t out;              /* messages accepted by igw_mqtt_publish */
     uint64_t out_failed;       /* igw_mqtt_publish calls that returned -1 */
     uint64_t dropped;          /* messages received and discarded: the three below, or out of memory */
-    uint64_t dropped_topic;    /* topic not igw/<handle>/up/<type>/<productID>/<deviceName> */
+    uint64_t dropped_topic;    /* topic neither a relayed uplink's nor (with presence) a presence fact's */
     uint64_t dropped_size;     /* payload over IGW_MQTT_PAYLOAD_MAX */
     uint64_t dropped_retained; /* retained message replayed by a subscription */
     uint64_t reconnects;       /* successful connections after the first */

@@ -20,6 +20,7 @@
 #include "core/mqtt.h"
 #include "core/redis.h"
 #include "edge/edge.h"
+#include "edge/presence.h"
 #include "event/push.h"
 #include "http/http.h"
 #include "session/engine.h"
@@ -39,6 +40,7 @@ typedef struct igw_app {
     igw_pending *pending; /* device commands published by this process, until their reply (results.c) */
     igw_node_stats node; /* this process as a node (worker 0's igw_node writes it; metrics read it) */
     igw_engine *engine;  /* the session engine and its media core; stopped after the workers */
+    igw_presence_stats presence; /* device presence facts (the workers' igw_presence write it; metrics read it) */
 } igw_app;
 
 /* One worker's state (igw_http_state). */
@@ -58,6 +60,7 @@ typedef struct igw_worker {
     igw_node *node;   /* worker 0: the nodes row, heartbeat and session sweep, on chore_db */
     igw_push *push;   /* events_push: WebSockets woken by LISTEN/NOTIFY; NULL without a database */
     igw_edge *edge;  /* NULL without a database */
+    igw_presence *presence; /* device presence facts, on db[0]; NULL without a database */
     igw_modelcache *models; /* /commands: parsed thing models by product */
     igw_command_env commands; /* /commands' domain: db[0], models, the app's pending map and MQTT client */
 } igw_worker;

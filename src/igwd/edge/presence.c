@@ -1,0 +1,256 @@
+/* presence.c - device presence from the broker; see presence.h. */
+#include "edge/presence.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arena.h"
+#include "core/log.h"
+#include "json.h"
+
+#define LOG_EVERY 1000 /* malformed facts and failures: the first and every 1000th are logged */
+
+static const char *const state_names[IGW_PRESENCE__STATES] = {"online", "offline", "boot"};
+
+/* The fact applies only when newer than the stored one ((boot, seq), NULL:
+ * none yet); the primary key bounds it to one row, and a device that does
+ * not exist matches none. */
+static const igw_db_stmt st_apply = {
+    "presence_apply",
+    "UPDATE devices SET online = $3::boolean, presence_at = to_timestamp($6::double precision / 1000),"
+    " presence_boot = $4::bigint, presence_seq = $5::bigint"
+    " WHERE product_id = $1 AND device_name = $2"
+    " AND (presence_boot IS NULL OR (presence_boot, presence_seq) < ($4::bigint, $5::bigint))",
+    6,
+};
+
+/* A broker boot $1 ended every connection of the older boots: each device
+ * still of an older boot is set offline at ($1, 0) (so no fact of an older
+ * boot applies after), presence_at the new boot's start for those that
+ * were online. A batch at a time, by the partial index on presence_boot;
+ * FOR UPDATE so that a fact applied meanwhile is seen (and skipped when it
+ * is of the new boot), and two sweepers set each device once. */
+static const igw_db_stmt st_sweep = {
+    "presence_sweep",
+    "WITH s AS (SELECT product_id, device_name, online FROM devices WHERE presence_boot < $1::bigint"
+    " LIMIT 1000 FOR UPDATE),"
+    " u AS (UPDATE devices d SET online = false, presence_boot = $1::bigint, presence_seq = 0,"
+    " presence_at = CASE WHEN s.online THEN to_timestamp($1::double precision / 1000) ELSE d.presence_at END"
+    " FROM s WHERE d.product_id = s.product_id AND d.device_name = s.device_name RETURNING s.online)"
+    " SELECT count(*), count(*) FILTER (WHERE online) FROM u",
+    1,
+};
+_Static_assert(IGW_PRESENCE_SWEEP_BATCH == 1000, "st_sweep's LIMIT");
+
+struct igw_presence {
+    igw_db *db;
+    igw_presence_stats *stats;
+    unsigned inflight;   /* statements sent, unanswered */
+    int64_t sweep_boot;  /* the boot being swept for (0: no sweep) */
+    int64_t sweep_sent;  /* the boot of the batch in flight */
+};
+
+/* ---- the payload -------------------------------------------------------------------- */
+
+int igw_presence_parse(const char *payload, size_t len, igw_presence_fact *out)
+{
+    igw_arena a;
+    igw_json j;
+    igw_str k, v;
+    unsigned seen = 0;
+    int rc = -1, more;
+
+    if (!payload || !out || len > IGW_PRESENCE_PAYLOAD_MAX)
+        return -1;
+    igw_arena_init(&a, 4096);
+    igw_json_init(&j, payload, len, &a, 4);
+    if (igw_json_object_begin(&j) != 0)
+        goto done;
+    while ((more = igw_json_object_next(&j, &k)) == 1) {
+        unsigned bit;
+        int r;
+        if (k.len == 5 && memcmp(k.ptr, "state", 5) == 0) {
+            bit = 1;
+            r = igw_json_string(&j, &v);
+            if (r == 0) {
+                r = -1;
+                for (int s = 0; s < IGW_PRESENCE__STATES; s++)
+                    if (v.len == strlen(state_names[s]) && memcmp(v.ptr, state_names[s], v.len) == 0) {
+                        out->state = (igw_presence_state)s;
+                        r = 0;
+                    }
+            }
+        } else if (k.len == 4 && memcmp(k.ptr, "boot", 4) == 0) {
+            bit = 2;
+            r = igw_json_int(&j, &out->boot, 1, IGW_JSON_SAFE_MAX);
+        } else if (k.len == 3 && memcmp(k.ptr, "seq", 3) == 0) {
+            bit = 4;
+            r = igw_json_int(&j, &out->seq, 0, IGW_JSON_SAFE_MAX);
+        } else if (k.len == 2 && memcmp(k.ptr, "at", 2) == 0) {
+            bit = 8;
+            r = igw_json_int(&j, &out->at_ms, 0, IGW_JSON_SAFE_MAX);
+        } else {
+            bit = 0;
+            r = igw_json_value(&j, IGW_JSON_STRICT, 2, IGW_PRESENCE_PAYLOAD_MAX, &v);
+        }
+        if (r != 0 || (seen & bit))
+            goto done;
+        seen |= bit;
+    }
+    if (more == 0 && seen == 15 && igw_json_finish(&j) == 0)
+        rc = 0;
+done:
+    igw_arena_free(&a);
+    return rc;
+}
+
+/* ---- statements ------------------------------------------------------------------------ */
+
+static void count_log(atomic_uint_fast64_t *c, const char *fmt, const char *a, const char *b)
+{
+    uint64_t n = atomic_fetch_add(c, 1) + 1;
+    if (n == 1 || n % LOG_EVERY == 0)
+        igw_log(IGW_LOG_WARN, NULL, fmt, a, b, (unsigned long long)n);
+}
+
+static void on_applied(void *arg, const PGresult *res, const char *err)
+{
+    igw_presence *p = arg;
+    p->inflight--;
+    if (!res) {
+        count_log(&p->stats->failed, "presence: a fact not stored: %s%s (%llu such so far)", err, "");
+        return;
+    }
+    const char *n = PQcmdTuples((PGresult *)res);
+    atomic_fetch_add(n && strcmp(n, "1") == 0 ? &p->stats->applied : &p->stats->ignored, 1);
+}
+
+static void sweep_next(igw_presence *p);
+
+static void on_swept(void *arg, const PGresult *res, const char *err)
+{
+    igw_presence *p = arg;
+    p->inflight--;
+    if (!res || PQntuples(res) != 1) {
+        count_log(&p->stats->failed, "presence: the sweep of older broker boots failed: %s%s (%llu such so far)",
+                  err ? err : "no row", "");
+        p->sweep_boot = 0; /* the next newer boot sweeps again; this one's devices stay as they are */
+        return;
+    }
+    long long n = strtoll(PQgetvalue(res, 0, 0), NULL, 10), online = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
+    if (online > 0)
+        atomic_fetch_add(&p->stats->swept, (uint64_t)online);
+    if (n >= IGW_PRESENCE_SWEEP_BATCH || p->sweep_boot != p->sweep_sent) {
+        sweep_next(p); /* more behind, or a newer boot arrived meanwhile: at once */
+        return;
+    }
+    igw_log(IGW_LOG_INFO, NULL, "presence: broker boot %" PRId64 ": the devices of older boots are offline",
+            p->sweep_boot);
+    p->sweep_boot = 0;
+}
+
+static void sweep_next(igw_presence *p)
+{
+    char boot[24];
+    const char *v[1] = {boot};
+    snprintf(boot, sizeof boot, "%" PRId64, p->sweep_boot);
+    p->sweep_sent = p->sweep_boot;
+    if (igw_db_exec(p->db, &st_sweep, v, NULL, NULL, on_swept, p) != 0) {
+        count_log(&p->stats->failed, "presence: the sweep of older broker boots not sent%s%s (%llu such so far)", "",
+                  "");
+        p->sweep_boot = 0;
+        return;
+    }
+    p->inflight++;
+}
+
+/* A boot newer than any this process saw: this worker sweeps for it. */
+static void boot_seen(igw_presence *p, int64_t boot)
+{
+    int64_t cur = atomic_load(&p->stats->boot);
+    while (boot > cur)
+        if (atomic_compare_exchange_weak(&p->stats->boot, &cur, boot)) {
+            bool running = p->sweep_boot != 0;
+            p->sweep_boot = boot; /* a running sweep goes on with the newer boot */
+            if (!running)
+                sweep_next(p);
+            return;
+        }
+}
+
+/* ---- API ------------------------------------------------------------------------------- */
+
+void igw_presence_submit(igw_presence *p, const char *product_id, const char *device_name, const char *payload,
+                         size_t len)
+{
+    igw_presence_fact f;
+    bool broker = !product_id[0] && !device_name[0];
+    if (igw_presence_parse(payload, len, &f) != 0 || (!product_id[0] != !device_name[0]) ||
+        (broker != (f.state == IGW_PRESENCE_BOOT))) {
+        count_log(&p->stats->malformed, "presence: not a fact, from %s/%s, dropped (%llu such so far)",
+                  broker ? "the broker" : product_id, broker ? "" : device_name);
+        return;
+    }
+    atomic_fetch_add(&p->stats->facts[f.state], 1);
+    /* Before the device's own statement, on the same connection: the
+     * sweep's first batch runs first. */
+    boot_seen(p, f.boot);
+    if (broker)
+        return;
+    char boot[24], seq[24], at[24];
+    snprintf(boot, sizeof boot, "%" PRId64, f.boot);
+    snprintf(seq, sizeof seq, "%" PRId64, f.seq);
+    snprintf(at, sizeof at, "%" PRId64, f.at_ms);
+    const char *v[6] = {product_id, device_name, f.state == IGW_PRESENCE_ONLINE ? "t" : "f", boot, seq, at};
+    if (igw_db_exec(p->db, &st_apply, v, NULL, NULL, on_applied, p) != 0) {
+        count_log(&p->stats->failed, "presence: a fact of %s/%s not sent (%llu such so far)", product_id, device_name);
+        return;
+    }
+    p->inflight++;
+}
+
+igw_presence *igw_presence_create(igw_db *db, igw_presence_stats *stats)
+{
+    igw_presence *p;
+    if (!db || !stats || !(p = calloc(1, sizeof *p)))
+        return NULL;
+    p->db = db;
+    p->stats = stats;
+    return p;
+}
+
+bool igw_presence_idle(const igw_presence *p)
+{
+    return !p || p->inflight == 0;
+}
+
+void igw_presence_destroy(igw_presence *p)
+{
+    free(p);
+}
+
+void igw_presence_metrics_write(FILE *f, const igw_presence_stats *s)
+{
+    fprintf(f,
+            "# HELP igw_presence_total Presence facts from the broker, by state.\n"
+            "# TYPE igw_presence_total counter\n"
+            "igw_presence_total{state=\"online\"} %" PRIu64 "\nigw_presence_total{state=\"offline\"} %" PRIu64 "\n"
+            "igw_presence_total{state=\"boot\"} %" PRIu64 "\n"
+            "# HELP igw_presence_results_total Device presence facts by outcome: stored, ignored (older than the "
+            "stored one, or an unknown device), failed (database).\n"
+            "# TYPE igw_presence_results_total counter\n"
+            "igw_presence_results_total{result=\"applied\"} %" PRIu64 "\n"
+            "igw_presence_results_total{result=\"ignored\"} %" PRIu64 "\n"
+            "igw_presence_results_total{result=\"failed\"} %" PRIu64 "\n"
+            "# HELP igw_presence_malformed_total Messages on the presence topics that are no fact.\n"
+            "# TYPE igw_presence_malformed_total counter\nigw_presence_malformed_total %" PRIu64 "\n"
+            "# HELP igw_presence_swept_total Online devices set offline because their broker restarted.\n"
+            "# TYPE igw_presence_swept_total counter\nigw_presence_swept_total %" PRIu64 "\n"
+            "# HELP igw_presence_boot The newest broker boot seen (its start, Unix ms; 0: none yet).\n"
+            "# TYPE igw_presence_boot gauge\nigw_presence_boot %" PRId64 "\n",
+            (uint64_t)atomic_load(&s->facts[IGW_PRESENCE_ONLINE]), (uint64_t)atomic_load(&s->facts[IGW_PRESENCE_OFFLINE]),
+            (uint64_t)atomic_load(&s->facts[IGW_PRESENCE_BOOT]), (uint64_t)atomic_load(&s->applied),
+            (uint64_t)atomic_load(&s->ignored), (uint64_t)atomic_load(&s->failed), (uint64_t)atomic_load(&s->malformed),
+            (uint64_t)atomic_load(&s->swept), (int64_t)atomic_load(&s->boot));
+}

@@ -1,0 +1,94 @@
+/* presence.h - device presence from the broker: the auth plugin's facts
+ * (src/mqttauth/README.md, docs/device-protocol.md "Presence") made the
+ * devices' `online`, `presence_at`, `presence_boot`, `presence_seq`.
+ *
+ * A fact is {"state": "online"|"offline"|"boot", "boot", "seq", "at"}: boot
+ * is the broker process's start (Unix ms), seq its count of facts, at when
+ * the broker saw the connection or disconnection (Unix ms). A device's fact
+ * is applied only when (boot, seq) is newer than the device's stored pair
+ * (one statement on the device's primary key), so facts handled out of
+ * order — several nodes share the presence subscription, each worker its
+ * own devices — never let an older fact overwrite a newer one; a fact of an
+ * unknown device changes nothing.
+ *
+ * A broker restart ends every connection it had without a fact. So the
+ * first fact of a boot newer than any this process has seen (the broker's
+ * own "boot" fact, answering igwd's sync at each connection, or any
+ * device's) starts the sweep: every device whose stored boot is older is
+ * set offline at (that boot, 0), IGW_PRESENCE_SWEEP_BATCH per statement
+ * until none is left. A fact of the older boot that arrives after is older
+ * than (boot, 0): ignored. Several nodes sweep at once harmlessly (rows
+ * taken FOR UPDATE, each set once). Boot ids order broker processes by
+ * their start time (docs/decisions.md).
+ *
+ * One igw_presence per worker, on its loop thread, with one of its database
+ * connections (not owned); igw_presence_stats is shared by the workers of
+ * the process and read by any thread. */
+#ifndef IGW_EDGE_PRESENCE_H
+#define IGW_EDGE_PRESENCE_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "core/db.h"
+
+#define IGW_PRESENCE_SWEEP_BATCH 1000 /* devices set offline per statement of a sweep */
+#define IGW_PRESENCE_PAYLOAD_MAX 512  /* a fact's JSON at most */
+
+typedef struct igw_presence igw_presence;
+
+typedef enum igw_presence_state {
+    IGW_PRESENCE_ONLINE,
+    IGW_PRESENCE_OFFLINE,
+    IGW_PRESENCE_BOOT,
+    IGW_PRESENCE__STATES
+} igw_presence_state;
+
+/* Counters of the process (zero-initialised by the owner; atomics). */
+typedef struct igw_presence_stats {
+    atomic_uint_fast64_t facts[IGW_PRESENCE__STATES]; /* well-formed facts received, by state */
+    atomic_uint_fast64_t applied;   /* device facts stored */
+    atomic_uint_fast64_t ignored;   /* device facts older than the stored one, or of an unknown device */
+    atomic_uint_fast64_t malformed; /* payloads or topics that are no fact */
+    atomic_uint_fast64_t failed;    /* statements the database failed */
+    atomic_uint_fast64_t swept;     /* devices set offline because their broker restarted */
+    _Atomic int64_t boot;           /* the newest broker boot seen (0: none yet) */
+} igw_presence_stats;
+
+/* A fact's payload, parsed. */
+typedef struct igw_presence_fact {
+    igw_presence_state state;
+    int64_t boot, seq, at_ms;
+} igw_presence_fact;
+
+/* Parses a fact's JSON (len bytes, at most IGW_PRESENCE_PAYLOAD_MAX): an
+ * object with the members state, boot (>= 1), seq (>= 0) and at (>= 0),
+ * each exactly once, integers within 2^53; other members are skipped (a
+ * newer plugin may add some). 0, or -1. Pure, any thread. */
+int igw_presence_parse(const char *payload, size_t len, igw_presence_fact *out);
+
+/* The presence of one worker, on db's loop (db not owned, must outlive it;
+ * destroy the database first: its failed callbacks still reach it). NULL
+ * when out of memory. */
+igw_presence *igw_presence_create(igw_db *db, igw_presence_stats *stats);
+
+/* Handles one fact from the broker: product_id and device_name "" for the
+ * broker's fact (igw/presence/broker), else the device's (from the topic).
+ * Malformed facts are counted and logged (the first and every 1000th).
+ * Loop thread. */
+void igw_presence_submit(igw_presence *p, const char *product_id, const char *device_name, const char *payload,
+                         size_t len);
+
+/* True when no statement of this presence is in flight. */
+bool igw_presence_idle(const igw_presence *p);
+
+/* Frees (NULL is fine). After the database's destroy. */
+void igw_presence_destroy(igw_presence *p);
+
+/* Prometheus text of the counters. */
+void igw_presence_metrics_write(FILE *f, const igw_presence_stats *s);
+
+#endif

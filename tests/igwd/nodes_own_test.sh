@@ -44,6 +44,9 @@ call() { # PATH BODY: POST with the user's token; reply in $TMP/r, status in $ST
 metric() { # NAME_AND_LABELS: its value on /metrics
     curl -s "http://127.0.0.1:$PORT/metrics" | awk -v m="$1" '$1 == m { print $2 }'
 }
+metric_is() { # NAME VALUE: the metric has that value now (for wait_for: read again each time)
+    [ "$(metric "$1")" = "$2" ]
+}
 wait_for() { # SECONDS COMMAND...: until the command succeeds
     local n=$(($1 * 10))
     shift
@@ -73,7 +76,7 @@ rc=$?
 
 start_igwd
 CASE="first start: nodes row, epoch 1"; wait_for 10 epoch_is "$NODE" 1 || fail "$CASE: $(psql_q "TABLE nodes")"; ok
-CASE="igw_node_epoch 1"; wait_for 5 test "$(metric igw_node_epoch)" = 1 || fail "$CASE: $(metric igw_node_epoch)"; ok
+CASE="igw_node_epoch 1"; wait_for 5 metric_is igw_node_epoch 1 || fail "$CASE: $(metric igw_node_epoch)"; ok
 hb1=$(psql_q "SELECT heartbeat_at FROM nodes WHERE node_id = '$NODE'")
 sleep 0.6
 CASE="the heartbeat moves"
@@ -110,7 +113,7 @@ CASE="the running epoch's own sessions are not swept"; session_is s-restart esta
 stop_igwd
 start_igwd
 CASE="restart: epoch 2"; wait_for 10 epoch_is "$NODE" 2 || fail "$CASE: $(psql_q "TABLE nodes")"; ok
-CASE="igw_node_epoch 2"; wait_for 5 test "$(metric igw_node_epoch)" = 2 || fail "$CASE: $(metric igw_node_epoch)"; ok
+CASE="igw_node_epoch 2"; wait_for 5 metric_is igw_node_epoch 2 || fail "$CASE: $(metric igw_node_epoch)"; ok
 CASE="older epoch's session ended nodeRestarted, eventSeq + 1"
 wait_for 5 session_is s-restart ended/nodeRestarted/4 || fail "$CASE: $(session s-restart)"; ok
 CASE="session of an expired endpoint ended too"; wait_for 5 session_is s-gone ended/nodeRestarted/1 || fail "$CASE: $(session s-gone)"; ok

@@ -19,20 +19,12 @@ TOKEN=$(j .user.token) OTHER=$(j .otherUser.token) OTHER_ENT=$(j .otherEnterpris
 
 # start NAME [VAR=VALUE...]: igwd with the login key; URL in $BASE.
 start_igwd() {
-    : >"$TMP/igwd.out" # now, not in the child: igw_port must never read the last run's port
-    env -i PATH="$PATH" LSAN_OPTIONS="$LSAN_OPTIONS" IGW_LISTEN=127.0.0.1:0 IGW_THREADS=2 \
-        IGW_PG_DSN="$IGW_PG_DSN" IGW_JWT_KEY_FILE="$KEY" IGW_DEVICE_CACHE_MS=0 \
+    igw_start IGW_THREADS=2 IGW_PG_DSN="$IGW_PG_DSN" IGW_JWT_KEY_FILE="$KEY" IGW_DEVICE_CACHE_MS=0 \
         IGW_MQTT_HOST=127.0.0.1 IGW_MQTT_PORT="$IGW_MQTT_PORT" IGW_MQTT_PASSWORD_FILE="$IGW_MQTT_PASSWORD_FILE" \
-        IGW_MQTT_CLIENT_ID=igwd-app-test IGW_COMMAND_TIMEOUT_MS=8000 "$@" \
-        "$IGWD" >"$TMP/igwd.out" 2>>"$TMP/igwd.err" &
-    PID=$!
-    PORT=$(igw_port "$TMP/igwd.out" "$PID") || fail "igwd did not start"
+        IGW_MQTT_CLIENT_ID=igwd-app-test IGW_COMMAND_TIMEOUT_MS=8000 "$@"
     BASE=http://127.0.0.1:$PORT/api/v1/im/interaction
 }
-stop_igwd() {
-    kill -TERM "$PID"; wait "$PID"; local rc=$?; PID=
-    [ $rc = 0 ] || fail "igwd exit $rc after SIGTERM"
-}
+stop_igwd() { igw_stop; }
 start_igwd
 
 # call TOKEN PATH [BODY]: POST; reply in $TMP/r, status in $STATUS.
@@ -499,10 +491,7 @@ for s in "${secrets[@]}"; do
 done
 
 # ---- no login key: application routes are off, device routes are not ------------------------------
-env -i PATH="$PATH" LSAN_OPTIONS="$LSAN_OPTIONS" IGW_LISTEN=127.0.0.1:0 IGW_THREADS=1 IGW_PG_DSN="$IGW_PG_DSN" \
-    "$IGWD" >"$TMP/igwd.out" 2>>"$TMP/igwd.err" &
-PID=$!
-PORT=$(igw_port "$TMP/igwd.out" "$PID") || fail "igwd without a login key did not start"
+igw_start IGW_THREADS=1 IGW_PG_DSN="$IGW_PG_DSN"
 BASE=http://127.0.0.1:$PORT/api/v1/im/interaction
 CASE="no login key"; call "$TOKEN" /endpoints/register; expect 503 100503
 stop_igwd

@@ -24,7 +24,7 @@ fi
 PGDATA="$TMP/data"
 STARTED=
 cleanup() {
-    [ -n "$STARTED" ] && [ -x "$TMP/signal.sh" ] && "$TMP/signal.sh" CONT 2>/dev/null
+    [ -n "$STARTED" ] && "$(dirname "$0")/../pg_signal.sh" CONT "$PGDATA" 2>/dev/null
     [ -n "$STARTED" ] && "${AS[@]}" "$PGBIN/pg_ctl" -D "$PGDATA" -w -m immediate stop >/dev/null 2>&1
     rm -rf "$TMP"
 }
@@ -52,15 +52,9 @@ export IGW_DBTEST_STOP="$(printf '%q ' "${AS[@]}" "$PGBIN/pg_ctl" -D "$PGDATA" -
 export IGW_DBTEST_START="$(start_cmd $PORT) >/dev/null"
 # SIGSTOP / SIGCONT the server and its backends (a frozen server: nothing
 # answers, nothing closes), found through /proc (no procps on a fresh machine).
-cat >"$TMP/signal.sh" <<'SIG'
-#!/bin/sh
-pm=$(head -n 1 "$PGDATA/postmaster.pid")
-kids=$(for s in /proc/[0-9]*/stat; do awk -v pm="$pm" '$4 == pm { print $1 }' "$s" 2>/dev/null; done)
-kill -"$1" "$pm" $kids
-SIG
-chmod +x "$TMP/signal.sh"
+SIGNAL="$(realpath "$(dirname "$0")/../pg_signal.sh")"
 export PGDATA
-export IGW_DBTEST_FREEZE="$TMP/signal.sh STOP" IGW_DBTEST_THAW="$TMP/signal.sh CONT"
+export IGW_DBTEST_FREEZE="$SIGNAL STOP $PGDATA" IGW_DBTEST_THAW="$SIGNAL CONT $PGDATA"
 
 "$BIN" "host=127.0.0.1 port=$PORT dbname=postgres user=postgres" || fail "db_test exited $?"
 echo "db_test.sh: passed"

@@ -16,32 +16,24 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 igw_services_test deadline "${DEADLINE_PG_PORT:-25396}" "${DEADLINE_REDIS_PORT:-63796}" "${DEADLINE_MQTT_PORT:-18896}"
 AUTH=$(j .device.authorization) GW_AUTH=$(j .gateway.authorization) TOKEN=$(j .user.token)
 
-# signal.sh STOP|CONT pg|redis: freezes or thaws a service, found through
-# its pid file and /proc (no procps on a fresh machine). Thawed on exit,
-# whatever happens, so a failed test never leaves a stopped server behind.
-cat >"$TMP/signal.sh" <<'SIG'
-#!/bin/sh
-case "$2" in
-pg) pm=$(head -n 1 "$IGW_VAR/pg/postmaster.pid")
-    kids=$(for s in /proc/[0-9]*/stat; do awk -v pm="$pm" '$4 == pm { print $1 }' "$s" 2>/dev/null; done)
-    kill -"$1" "$pm" $kids ;;
-redis) kill -"$1" "$(cat "$IGW_VAR/redis/redis.pid")" ;;
-esac
-SIG
-chmod +x "$TMP/signal.sh"
-thaw_all() { "$TMP/signal.sh" CONT pg 2>/dev/null; "$TMP/signal.sh" CONT redis 2>/dev/null; igw_services_test_down; }
+# signal STOP|CONT pg|redis: freezes or thaws a service, found through its
+# pid file (PostgreSQL with its backends: tests/pg_signal.sh). Thawed on
+# exit, whatever happens, so a failed test never leaves a stopped server.
+signal() {
+    case "$2" in
+    pg) "$ROOT/tests/pg_signal.sh" "$1" "$IGW_VAR/pg" ;;
+    redis) kill -"$1" "$(cat "$IGW_VAR/redis/redis.pid")" ;;
+    esac
+}
+thaw_all() { signal CONT pg 2>/dev/null; signal CONT redis 2>/dev/null; igw_services_test_down; }
 trap thaw_all EXIT
 
 DB_TIMEOUT_MS=2000
-env -i PATH="$PATH" LSAN_OPTIONS="$LSAN_OPTIONS" ASAN_OPTIONS="${ASAN_OPTIONS:-}" \
-    IGW_LISTEN=127.0.0.1:0 IGW_THREADS=1 IGW_PG_DSN="$IGW_PG_DSN" IGW_JWT_KEY_FILE="$IGW_VAR/jwt.key" \
+igw_start IGW_THREADS=1 IGW_PG_DSN="$IGW_PG_DSN" IGW_JWT_KEY_FILE="$IGW_VAR/jwt.key" \
     IGW_REDIS_HOST=127.0.0.1 IGW_REDIS_PORT="$IGW_REDIS_PORT" \
     IGW_MQTT_HOST=127.0.0.1 IGW_MQTT_PORT="$IGW_MQTT_PORT" IGW_MQTT_PASSWORD_FILE="$IGW_MQTT_PASSWORD_FILE" \
     IGW_MQTT_CLIENT_ID=igwd-deadline-test IGW_DEVICE_CACHE_MS=60000 IGW_DB_TIMEOUT_MS=$DB_TIMEOUT_MS \
-    IGW_CHECK_TIMEOUT_MS=300 IGW_PROBE_INTERVAL_MS=300 \
-    "$IGWD" >"$TMP/igwd.out" 2>>"$TMP/igwd.err" &
-PID=$!
-PORT=$(igw_port "$TMP/igwd.out" "$PID") || fail "igwd did not start"
+    IGW_CHECK_TIMEOUT_MS=300 IGW_PROBE_INTERVAL_MS=300
 H=http://127.0.0.1:$PORT
 
 # timed METHOD URL [CURL ARGS...]: reply in $TMP/r, status in $STATUS,
@@ -88,7 +80,7 @@ sleep 1 # idle: the probes run and are answered
 [ "$(metric 'igw_db_probes_total{result="timeout"}')" = 0 ] || fail "a database probe timed out while all was up"; ok
 
 # ---- PostgreSQL frozen ----------------------------------------------------------------
-"$TMP/signal.sh" STOP pg || fail "cannot freeze PostgreSQL"
+signal STOP pg || fail "cannot freeze PostgreSQL"
 # An idle connection to a frozen server is noticed by its probe: interval
 # 300 ms + timeout 300 ms (3 s allowed for a loaded machine); the old
 # behaviour never turned to 503 while the connections stayed open.
@@ -116,19 +108,18 @@ case "$STATUS" in
 503) within_deadline 503 100503 ;;
 *) within_deadline 504 100504 ;;
 esac
-"$TMP/signal.sh" CONT pg || fail "cannot thaw PostgreSQL"
+signal CONT pg || fail "cannot thaw PostgreSQL"
 ready_within 10000 200
 CASE="send, PostgreSQL back"; send; expect 200 200
 CASE="register, PostgreSQL back"; register; expect 200 200
 
 # ---- Redis frozen ----------------------------------------------------------------------
-"$TMP/signal.sh" STOP redis || fail "cannot freeze Redis"
+signal STOP redis || fail "cannot freeze Redis"
 ready_within 3000 503 redis
 jq -e '.data.down == ["redis"]' "$TMP/r" >/dev/null || fail "/readyz names more than redis: $(cat "$TMP/r")"; ok
 [ "$(metric 'igw_redis_probes_total{result="timeout"}')" -ge 1 ] || fail "no Redis probe timeout counted"; ok
-"$TMP/signal.sh" CONT redis || fail "cannot thaw Redis"
+signal CONT redis || fail "cannot thaw Redis"
 ready_within 10000 200
 
-kill -TERM "$PID"; wait "$PID"; rc=$?; PID=
-[ $rc = 0 ] || fail "igwd exit $rc after SIGTERM"; ok
+igw_stop; ok
 echo "deadline test: $checks checks passed"

@@ -20,16 +20,11 @@ SUB_P=$(j .gateway.subDevice.productID) SUB_D=$(j .gateway.subDevice.deviceName)
 UNB_P=$(j .unboundDevice.productID) UNB_D=$(j .unboundDevice.deviceName)
 
 start_igwd() {
-    : >"$TMP/igwd.out" # now, not in the child: igw_port must never read the last run's port
-    env -i PATH="$PATH" LSAN_OPTIONS="$LSAN_OPTIONS" ASAN_OPTIONS="${ASAN_OPTIONS:-}" \
-        IGW_LISTEN=127.0.0.1:0 IGW_THREADS=2 IGW_PG_DSN="$IGW_PG_DSN" \
+    igw_start IGW_THREADS=2 IGW_PG_DSN="$IGW_PG_DSN" \
         IGW_REDIS_HOST=127.0.0.1 IGW_REDIS_PORT="$IGW_REDIS_PORT" \
         IGW_MQTT_HOST=127.0.0.1 IGW_MQTT_PORT="$IGW_MQTT_PORT" IGW_MQTT_PASSWORD_FILE="$IGW_MQTT_PASSWORD_FILE" \
         IGW_MQTT_CLIENT_ID=igwd-edge-test IGW_STORAGE_ROOT="$TMP/storage" IGW_DEVICE_CACHE_MS=0 \
-        IGW_UPLOAD_MAX=4096 IGW_URL_TTL_S=4 \
-        "$IGWD" >"$TMP/igwd.out" 2>>"$TMP/igwd.err" &
-    PID=$!
-    PORT=$(igw_port "$TMP/igwd.out" "$PID") || fail "igwd did not start"
+        IGW_UPLOAD_MAX=4096 IGW_URL_TTL_S=4
     URL=http://127.0.0.1:$PORT/api/v1/things/device/edge/send
 }
 start_igwd
@@ -353,7 +348,6 @@ done
 CASE="readyz after redis is back"; expect 200 200
 
 # ---- clean stop ------------------------------------------------------------------------------
-kill -TERM "$PID"; wait "$PID"; rc=$?; PID=
-[ $rc = 0 ] || fail "igwd exit $rc after SIGTERM"
+igw_stop
 grep -q "ERROR: \(Address\|Leak\)Sanitizer\|runtime error" "$TMP/igwd.err" && fail "sanitizer report"
 echo "edge test: $checks checks passed"

@@ -13,6 +13,23 @@ igw_port() {
     return 1
 }
 
+# igw_start [VAR=VALUE...]: igwd ($IGWD) on a free loopback port with only
+# these IGW_* settings (env -i: nothing leaks in from the caller, the
+# sanitizer options excepted), stdout in $TMP/igwd.out, stderr appended to
+# $TMP/igwd.err; sets PID and PORT, or fails the test. igw_stop: SIGTERM,
+# and it must exit 0.
+igw_start() {
+    : >"$TMP/igwd.out" # here, not in the child: igw_port must never read a previous run's port
+    env -i PATH="$PATH" LSAN_OPTIONS="${LSAN_OPTIONS:-}" ASAN_OPTIONS="${ASAN_OPTIONS:-}" IGW_LISTEN=127.0.0.1:0 \
+        "$@" "$IGWD" >"$TMP/igwd.out" 2>>"$TMP/igwd.err" &
+    PID=$!
+    PORT=$(igw_port "$TMP/igwd.out" "$PID") || fail "igwd did not start"
+}
+igw_stop() {
+    kill -TERM "$PID"; wait "$PID"; local rc=$?; PID=
+    [ $rc = 0 ] || fail "igwd exit $rc after SIGTERM"
+}
+
 # expect STATUS CODE [PATH]: the reply in $TMP/r had HTTP STATUS (in
 # $STATUS) and envelope code CODE; an error carries the envelope with
 # data.reason and data.path (PATH, default "") and no internal text. Names

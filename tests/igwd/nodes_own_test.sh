@@ -24,19 +24,11 @@ NODE=own-a
 
 # start_igwd [VAR=VALUE...]: igwd as node $NODE, heartbeat 200 ms, lapse 2 s; URL in $BASE.
 start_igwd() {
-    : >"$TMP/igwd.out" # now, not in the child: igw_port must never read the last run's port
-    env -i PATH="$PATH" LSAN_OPTIONS="$LSAN_OPTIONS" IGW_LISTEN=127.0.0.1:0 IGW_THREADS=2 \
-        IGW_PG_DSN="$IGW_PG_DSN" IGW_JWT_KEY_FILE="$KEY" IGW_DEVICE_CACHE_MS=0 \
-        IGW_NODE_ID="$NODE" IGW_NODE_HEARTBEAT_MS=200 IGW_NODE_LAPSE_MS=2000 "$@" \
-        "$IGWD" >"$TMP/igwd.out" 2>>"$TMP/igwd.err" &
-    PID=$!
-    PORT=$(igw_port "$TMP/igwd.out" "$PID") || fail "igwd did not start"
+    igw_start IGW_THREADS=2 IGW_PG_DSN="$IGW_PG_DSN" IGW_JWT_KEY_FILE="$KEY" IGW_DEVICE_CACHE_MS=0 \
+        IGW_NODE_ID="$NODE" IGW_NODE_HEARTBEAT_MS=200 IGW_NODE_LAPSE_MS=2000 "$@"
     BASE=http://127.0.0.1:$PORT/api/v1/im/interaction
 }
-stop_igwd() {
-    kill -TERM "$PID"; wait "$PID"; local rc=$?; PID=
-    [ $rc = 0 ] || fail "igwd exit $rc after SIGTERM"
-}
+stop_igwd() { igw_stop; }
 call() { # PATH BODY: POST with the user's token; reply in $TMP/r, status in $STATUS
     STATUS=$(curl -s -o "$TMP/r" -w '%{http_code}' -X POST -H "authorization: Bearer $TOKEN" \
         -H 'content-type: application/json' --data-binary "$2" "$BASE$1")

@@ -58,11 +58,9 @@ metric_is() { [ "$(metric "$1")" = "$2" ]; } # NAME VALUE: read at each call (fo
 metric_gt() { local v; v=$(metric "$1"); [ -n "$v" ] && [ "$v" -gt "$2" ]; }
 key() { psql_q "SELECT presence_boot || '/' || presence_seq FROM devices WHERE product_id = '$P' AND device_name = '$1'"; }
 
-env -i PATH="$PATH" LSAN_OPTIONS="$LSAN_OPTIONS" IGW_LISTEN=127.0.0.1:0 IGW_THREADS=2 IGW_PG_DSN="$IGW_PG_DSN" \
+igw_start IGW_THREADS=2 IGW_PG_DSN="$IGW_PG_DSN" \
     IGW_MQTT_HOST=127.0.0.1 IGW_MQTT_PORT="$IGW_MQTT_PORT" IGW_MQTT_PASSWORD_FILE="$IGW_MQTT_PASSWORD_FILE" \
-    IGW_MQTT_CLIENT_ID=igwd-presence-test "$IGWD" >"$TMP/igwd.out" 2>>"$TMP/igwd.err" &
-PID=$!
-PORT=$(igw_port "$TMP/igwd.out" "$PID") || fail "igwd did not start"
+    IGW_MQTT_CLIENT_ID=igwd-presence-test
 
 # ---- igwd's own connection: the sync's broker fact, no device ------------------------------
 CASE="igwd connects and its sync is answered by the broker fact"
@@ -168,7 +166,6 @@ is pres-1 f || fail "$CASE"; ok
 kill -INT "$SUB3"; wait "$SUB3" 2>/dev/null
 CASE="and offline again after its clean disconnect"; wait_for 2 is pres-3 f || fail "$CASE"; ok
 
-kill -TERM "$PID"; wait "$PID"; rc=$?; PID=
-[ $rc = 0 ] || fail "igwd exit $rc after SIGTERM"
+igw_stop
 grep -q "ERROR: \(Address\|Leak\)Sanitizer\|runtime error" "$TMP/igwd.err" && fail "sanitizer report"
 echo "presence test: $checks checks passed"

@@ -7,25 +7,10 @@ CONNACK) and exits 0. Exit 1 when the CONNECT is refused. Used by
 plugin_test.sh for the presence of a connection the broker drops: a
 keepalive expiry (a device that went silent), a takeover (the same
 clientID connected again)."""
-import socket
-import struct
 import sys
 import time
 
-
-def utf8(s):
-    b = s.encode()
-    return struct.pack("!H", len(b)) + b
-
-
-def remaining_length(n):
-    out = bytearray()
-    while True:
-        byte = n % 128
-        n //= 128
-        out.append(byte | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
+from mqttraw import connect
 
 
 def main():
@@ -33,18 +18,8 @@ def main():
         print(__doc__, file=sys.stderr)
         return 2
     port, cid, user, password, keepalive = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
-    sock = socket.create_connection(("127.0.0.1", port), timeout=5)
-    # CONNECT: protocol MQTT level 4, username + password + clean session.
-    var = utf8("MQTT") + bytes([4, 0xC2]) + struct.pack("!H", keepalive)
-    body = var + utf8(cid) + utf8(user) + utf8(password)
-    sock.sendall(bytes([0x10]) + remaining_length(len(body)) + body)
-    ack = b""
-    while len(ack) < 4:
-        chunk = sock.recv(4 - len(ack))
-        if not chunk:
-            break
-        ack += chunk
-    if ack != b"\x20\x02\x00\x00":
+    sock = connect(port, cid, user, password, keepalive)
+    if sock is None:
         print("hold.py: CONNECT not accepted", file=sys.stderr)
         return 1
     t0 = time.monotonic()

@@ -6,34 +6,10 @@ SECONDS and waits for each PINGRESP (5 s at most). Prints
 (with the reason on stderr). Used by plugin_test.sh to show that the broker
 keeps answering while the auth plugin's database is frozen."""
 import socket
-import struct
 import sys
 import time
 
-
-def utf8(s):
-    b = s.encode()
-    return struct.pack("!H", len(b)) + b
-
-
-def remaining_length(n):
-    out = bytearray()
-    while True:
-        byte = n % 128
-        n //= 128
-        out.append(byte | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
-
-
-def read_exact(sock, n):
-    buf = b""
-    while len(buf) < n:
-        chunk = sock.recv(n - len(buf))
-        if not chunk:
-            raise ConnectionError("connection closed by the broker")
-        buf += chunk
-    return buf
+from mqttraw import connect, read_exact
 
 
 def main():
@@ -41,13 +17,9 @@ def main():
         print(__doc__, file=sys.stderr)
         return 2
     port, user, password, seconds = int(sys.argv[1]), sys.argv[2], sys.argv[3], float(sys.argv[4])
-    sock = socket.create_connection(("127.0.0.1", port), timeout=5)
-    # CONNECT: protocol MQTT level 4, username + password + clean session, keepalive 60.
-    var = utf8("MQTT") + bytes([4, 0xC2]) + struct.pack("!H", 60)
-    payload = utf8("igwd-ping") + utf8(user) + utf8(password)
-    body = var + payload
-    sock.sendall(bytes([0x10]) + remaining_length(len(body)) + body)
-    if read_exact(sock, 4) != b"\x20\x02\x00\x00":
+    # keepalive 60: the pings below are the client's own, every 100 ms.
+    sock = connect(port, "igwd-ping", user, password, 60)
+    if sock is None:
         print("ping.py: CONNECT not accepted", file=sys.stderr)
         return 1
     n, worst = 0, 0.0

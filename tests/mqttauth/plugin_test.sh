@@ -61,13 +61,7 @@ flood_pids=()
 # pg_signal STOP|CONT: the PostgreSQL server and its backends (found through
 # /proc: no procps on a fresh machine). STOP freezes it: nothing answers,
 # nothing closes.
-pg_signal() {
-    local pm kids
-    pm=$(head -n 1 "$IGW_VAR/pg/postmaster.pid") || return 1
-    kids=$(for s in /proc/[0-9]*/stat; do awk -v pm="$pm" '$4 == pm { print $1 }' "$s" 2>/dev/null; done)
-    # shellcheck disable=SC2086 # one pid per word
-    kill -"$1" "$pm" $kids
-}
+pg_signal() { "$root/tests/pg_signal.sh" "$1" "$IGW_VAR/pg"; }
 cleanup() {
     local rc=$?
     # Under set -e a failing kill or wait would end the cleanup half way.

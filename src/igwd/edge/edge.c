@@ -319,23 +319,21 @@ static void fail_internal(job *j, const char *what, const char *err)
 }
 
 /* A failed query of `what`, answered by its class (igw_db_error_class):
- * a message write that may have committed is an unknown outcome. */
+ * a message write that may have committed is an unknown outcome. One that
+ * was sent and never answered is logged; a full queue is not (as before). */
 static void fail_db(job *j, const char *what, const char *err, bool write)
 {
-    switch (igw_db_error_class(err, write)) {
-    case IGW_ERR_UNAVAILABLE:
-        igw_log(IGW_LOG_WARN, j->log_id, "edge: %s: %s", what, err);
-        finish(j, IGW_ERR_UNAVAILABLE, "busy, retry later", "", NULL, 0);
-        break;
-    case IGW_ERR_UNKNOWN_OUTCOME:
-        igw_log(IGW_LOG_WARN, j->log_id, "edge: %s: %s", what, err);
-        finish(j, IGW_ERR_UNKNOWN_OUTCOME, "the database did not answer: the message may or may not be stored", "",
-               NULL, 0);
-        break;
-    default:
+    igw_err cls = igw_db_error_class(err, write);
+    if (cls == IGW_ERR_INTERNAL) {
         fail_internal(j, what, err);
-        break;
+        return;
     }
+    if (!igw_db_not_sent(err))
+        igw_log(IGW_LOG_WARN, j->log_id, "edge: %s: %s", what, err);
+    finish(j, cls,
+           cls == IGW_ERR_UNKNOWN_OUTCOME ? "the database did not answer: the message may or may not be stored"
+                                          : "busy, retry later",
+           "", NULL, 0);
 }
 
 /* ---- the batch (group commit) ------------------------------------------------ */

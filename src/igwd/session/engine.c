@@ -15,7 +15,6 @@ struct igw_engine {
     igw_media *media;       /* NULL: no media */
     igw_media_config media_cfg;
     h2o_socket_t *events;   /* a dup of the core's event fd, DONT_READ: the core reads it */
-    unsigned media_threads;
     char fingerprint[160];
     char start_err[256];    /* the loop's init failure, for the caller */
     _Atomic uint64_t counts[IGW_ENGINE_EVENT_KINDS];
@@ -45,7 +44,7 @@ static void on_media_events(h2o_socket_t *sock, const char *err)
 static int engine_init(void *arg, struct st_h2o_evloop_t *loop)
 {
     igw_engine *e = arg;
-    if (e->media_threads == 0)
+    if (e->media_cfg.threads == 0)
         return 0;
     if (!(e->media = igw_media_new(&e->media_cfg, e->start_err, sizeof e->start_err)))
         return -1;
@@ -82,10 +81,8 @@ igw_engine *igw_engine_start(const igw_media_config *media, char *err, size_t er
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
-    if (media) {
-        e->media_cfg = *media;
-        e->media_threads = media->threads;
-    }
+    if (media)
+        e->media_cfg = *media; /* else threads 0: no media */
     char why[64];
     if (!(e->loop = igw_loop_start("session", engine_init, e, why, sizeof why))) {
         snprintf(err, errlen, "%s", e->start_err[0] ? e->start_err : why);
@@ -108,8 +105,7 @@ int igw_engine_post(igw_engine *e, void (*fn)(void *arg), void *arg)
 void igw_engine_stats_get(const igw_engine *e, igw_engine_stats *out)
 {
     memset(out, 0, sizeof *out);
-    out->media = e->media_threads > 0;
-    out->media_threads = e->media_threads;
+    out->media_threads = e->media_cfg.threads;
     for (unsigned k = 0; k < IGW_ENGINE_EVENT_KINDS; k++)
         out->events[k] = atomic_load_explicit(&e->counts[k], memory_order_relaxed);
 }
@@ -123,7 +119,7 @@ void igw_engine_metrics_write(FILE *f, const igw_engine_stats *s)
             "# TYPE igw_media_threads gauge\nigw_media_threads %u\n"
             "# HELP igw_media_events_total Events of the media core's peers, by kind.\n"
             "# TYPE igw_media_events_total counter\n",
-            s->media ? 1 : 0, s->media_threads);
+            s->media_threads > 0, s->media_threads);
     for (unsigned k = 0; k < IGW_ENGINE_EVENT_KINDS; k++)
         fprintf(f, "igw_media_events_total{kind=\"%s\"} %llu\n", igw_media_event_name((igw_media_event_kind)k),
                 (unsigned long long)s->events[k]);

@@ -31,8 +31,7 @@ typedef struct igw_engine igw_engine;
 #define IGW_ENGINE_EVENT_KINDS (IGW_MEDIA_EV_CLOSED + 1)
 
 typedef struct igw_engine_stats {
-    bool media;           /* the media core runs */
-    unsigned media_threads;
+    unsigned media_threads; /* 0: no media core */
     uint64_t events[IGW_ENGINE_EVENT_KINDS];
 } igw_engine_stats;
 

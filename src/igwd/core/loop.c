@@ -53,22 +53,31 @@ static void on_messages(h2o_multithread_receiver_t *r, h2o_linklist_t *messages)
     }
 }
 
+/* The loop, its queue and every socket on them are made, run and freed on
+ * this thread: h2o 2.2 binds a socket's input buffer to the creating
+ * thread's buffer prototype (thread-local), whose recycling list is not
+ * shared safely with another thread, nor usable after that thread ended. */
 static void *loop_main(void *arg)
 {
     igw_loop *l = arg;
+    l->loop = h2o_evloop_create();
+    l->queue = h2o_multithread_create_queue(l->loop);
+    h2o_multithread_register_receiver(l->queue, &l->receiver, on_messages);
     int rc = l->init ? l->init(l->init_arg, l->loop) : 0;
     igw_lock(&l->mu);
     l->started = true;
     l->status = rc;
     pthread_cond_signal(&l->cv);
     igw_unlock(&l->mu);
-    if (rc != 0)
-        return NULL;
-    while (!l->done)
-        h2o_evloop_run(l->loop, INT32_MAX);
+    if (rc == 0)
+        while (!l->done)
+            h2o_evloop_run(l->loop, INT32_MAX);
+    h2o_multithread_unregister_receiver(l->queue, &l->receiver);
+    h2o_multithread_destroy_queue(l->queue);
     /* Closed sockets are freed by the loop's next turns. */
     for (int i = 0; i < 4; i++)
         h2o_evloop_run(l->loop, 0);
+    h2o_evloop_destroy(l->loop);
     return NULL;
 }
 
@@ -94,9 +103,6 @@ igw_loop *igw_loop_start(const char *name, int (*init)(void *arg, struct st_h2o_
         snprintf(err, errlen, "%s: cannot make a condition variable", name);
         return NULL;
     }
-    l->loop = h2o_evloop_create();
-    l->queue = h2o_multithread_create_queue(l->loop);
-    h2o_multithread_register_receiver(l->queue, &l->receiver, on_messages);
     int rc = pthread_create(&l->thread, NULL, loop_main, l);
     if (rc != 0) {
         snprintf(err, errlen, "%s: cannot start a thread: %s", name, strerror(rc));
@@ -114,9 +120,6 @@ igw_loop *igw_loop_start(const char *name, int (*init)(void *arg, struct st_h2o_
     }
     return l;
 fail:
-    h2o_multithread_unregister_receiver(l->queue, &l->receiver);
-    h2o_multithread_destroy_queue(l->queue);
-    h2o_evloop_destroy(l->loop);
     pthread_cond_destroy(&l->cv);
     pthread_mutex_destroy(&l->mu);
     free(l);
@@ -159,9 +162,6 @@ void igw_loop_stop(igw_loop *l, void (*fini)(void *arg), void *arg)
     h2o_multithread_send_message(&l->receiver, &l->stop.super);
     igw_unlock(&l->mu);
     pthread_join(l->thread, NULL);
-    h2o_multithread_unregister_receiver(l->queue, &l->receiver);
-    h2o_multithread_destroy_queue(l->queue);
-    h2o_evloop_destroy(l->loop);
     pthread_cond_destroy(&l->cv);
     pthread_mutex_destroy(&l->mu);
     free(l);

@@ -23,6 +23,7 @@
 #include "api.h"
 #include "arena.h"
 #include "clock.h"
+#include "lock.h"
 #include "http/download.h"
 #include "http/ws.h"
 #include "jw.h"
@@ -35,12 +36,26 @@
 /* Bytes the strict stage and a handler may take from a request's arena. */
 #define ARENA_LIMIT ((size_t)16 << 20)
 
+/* A worker's life, told to the controlling thread under server.mu. */
+typedef enum {
+    W_SETUP,   /* the thread makes its loop, context and app state */
+    W_READY,   /* set up; waits for igw_http_start (or for the end) */
+    W_FAILED,  /* the set-up failed (start_err says why) */
+    W_SERVING, /* accepting, until igw_http_stop */
+    W_DRAINED, /* stopped serving (drained says whether cleanly); waits for the end */
+    W_GONE,    /* freed what it made on its loop (or abandoned it); the thread ends */
+} worker_phase;
+
 typedef struct worker {
     igw_server *server;
     unsigned index;
     pthread_t tid;
-    bool started;
+    bool thread;   /* tid runs (to be joined) */
+    worker_phase phase;
+    bool go, end;  /* the controller's orders, under server.mu */
     bool drained;
+    bool disposed; /* the loop and context were freed (not abandoned) */
+    char start_err[256];
     int listen_fd; /* owned until the worker wraps it in an h2o socket */
     h2o_evloop_t *loop;
     h2o_context_t ctx;
@@ -66,6 +81,9 @@ struct igw_server {
     unsigned nworkers;
     uint16_t port;
     atomic_bool stopping;
+    pthread_mutex_t mu; /* the workers' phases and orders */
+    pthread_cond_t cv;
+    bool sync_ready;
 };
 
 struct igw_exchange {
@@ -942,9 +960,28 @@ int igw_http_post(igw_server *s, unsigned index, void (*fn)(void *state, void *a
     return 0;
 }
 
-static void *worker_main(void *arg)
+/* The worker's loop, its context (and queue) and the app state are made,
+ * run and freed on the worker's own thread: h2o 2.2 ties each socket's
+ * input buffer to the creating thread's buffer prototype (thread-local),
+ * whose recycling list is neither shared safely between threads nor valid
+ * once that thread ended. So the thread lives from set-up to the end. */
+static int worker_setup(worker *w)
 {
-    worker *w = arg;
+    igw_server *s = w->server;
+    w->loop = h2o_evloop_create();
+    h2o_context_init(&w->ctx, w->loop, &s->globalconf);
+    w->ctx_ready = true;
+    w->accept_ctx.ctx = &w->ctx;
+    w->accept_ctx.hosts = s->globalconf.hosts;
+    h2o_multithread_register_receiver(w->ctx.queue, &w->wake, on_wake);
+    if (s->app.start &&
+        !(w->app_state = s->app.start(s->app.arg, w->index, s->port, w->loop, w->start_err, sizeof w->start_err)))
+        return -1;
+    return 0;
+}
+
+static void worker_serve(worker *w)
+{
     igw_server *s = w->server;
     h2o_socket_t *listener = h2o_evloop_socket_create(w->loop, w->listen_fd, H2O_SOCKET_FLAG_DONT_READ);
     w->listen_fd = -1; /* the h2o socket owns it now */
@@ -974,6 +1011,65 @@ static void *worker_main(void *arg)
         h2o_evloop_run(w->loop, (int32_t)(left > 100 ? 100 : left));
     }
     w->drained = w->nconns == 0;
+}
+
+/* Frees what the worker made, unless connections abandoned at the
+ * deadline still point at its context (then all of it is left). */
+static void worker_teardown(worker *w)
+{
+    igw_server *s = w->server;
+    if (w->nconns != 0)
+        return;
+    h2o_evloop_run(w->loop, 0); /* tasks posted after the worker stopped */
+    if (w->app_state && s->app.stop)
+        s->app.stop(s->app.arg, w->app_state);
+    w->app_state = NULL;
+    /* h2o_context_request_shutdown arms HTTP/2's GOAWAY resend timer
+     * (one second) even with no connection; it is ours to cancel. */
+    if (h2o_timeout_is_linked(&w->ctx.http2._graceful_shutdown_timeout))
+        h2o_timeout_unlink(&w->ctx.http2._graceful_shutdown_timeout);
+    h2o_multithread_unregister_receiver(w->ctx.queue, &w->wake);
+    h2o_context_dispose(&w->ctx);
+    h2o_evloop_run(w->loop, 0); /* frees the sockets closed by the dispose */
+    h2o_evloop_destroy(w->loop);
+    w->ctx_ready = false;
+    w->disposed = true;
+}
+
+static void worker_tell(worker *w, worker_phase phase)
+{
+    igw_server *s = w->server;
+    igw_lock(&s->mu);
+    w->phase = phase;
+    pthread_cond_broadcast(&s->cv);
+    igw_unlock(&s->mu);
+}
+
+static void *worker_main(void *arg)
+{
+    worker *w = arg;
+    igw_server *s = w->server;
+    int rc = worker_setup(w);
+    igw_lock(&s->mu);
+    w->phase = rc == 0 ? W_READY : W_FAILED;
+    pthread_cond_broadcast(&s->cv);
+    while (!w->go && !w->end)
+        pthread_cond_wait(&s->cv, &s->mu);
+    bool serve = rc == 0 && w->go;
+    if (serve)
+        w->phase = W_SERVING;
+    igw_unlock(&s->mu);
+    if (serve) {
+        worker_serve(w);
+        igw_lock(&s->mu);
+        w->phase = W_DRAINED;
+        pthread_cond_broadcast(&s->cv);
+        while (!w->end)
+            pthread_cond_wait(&s->cv, &s->mu);
+        igw_unlock(&s->mu);
+    }
+    worker_teardown(w);
+    worker_tell(w, W_GONE);
     return NULL;
 }
 
@@ -1042,6 +1138,18 @@ igw_server *igw_http_create(const igw_config *cfg, const igw_http_app *app, char
     else
         s->app.files_fd = -1;
     atomic_init(&s->stopping, false);
+    if (pthread_mutex_init(&s->mu, NULL) != 0) {
+        snprintf(err, errlen, "cannot make a mutex");
+        free(s);
+        return NULL;
+    }
+    if (pthread_cond_init(&s->cv, NULL) != 0) {
+        snprintf(err, errlen, "cannot make a condition variable");
+        pthread_mutex_destroy(&s->mu);
+        free(s);
+        return NULL;
+    }
+    s->sync_ready = true;
     h2o_config_init(&s->globalconf);
     s->globalconf.max_request_entity_size = cfg->max_body;
     s->globalconf.server_name = h2o_iovec_init(H2O_STRLIT("igwd"));
@@ -1083,13 +1191,21 @@ igw_server *igw_http_create(const igw_config *cfg, const igw_http_app *app, char
         igw_jw_init(&w->body);
         igw_jw_init(&w->log);
         igw_jw_init(&w->data);
-        w->loop = h2o_evloop_create();
-        h2o_context_init(&w->ctx, w->loop, &s->globalconf);
-        w->ctx_ready = true;
-        w->accept_ctx.ctx = &w->ctx;
-        w->accept_ctx.hosts = s->globalconf.hosts;
-        h2o_multithread_register_receiver(w->ctx.queue, &w->wake, on_wake);
-        if (s->app.start && !(w->app_state = s->app.start(s->app.arg, i, s->port, w->loop, err, errlen))) {
+        /* One worker at a time: the app's start hooks never run concurrently. */
+        int rc = pthread_create(&w->tid, NULL, worker_main, w);
+        if (rc) {
+            snprintf(err, errlen, "pthread_create: %s", strerror(rc));
+            igw_http_destroy(s);
+            return NULL;
+        }
+        w->thread = true;
+        igw_lock(&s->mu);
+        while (w->phase == W_SETUP)
+            pthread_cond_wait(&s->cv, &s->mu);
+        bool failed = w->phase == W_FAILED;
+        igw_unlock(&s->mu);
+        if (failed) {
+            snprintf(err, errlen, "%s", w->start_err);
             igw_http_destroy(s);
             return NULL;
         }
@@ -1122,43 +1238,39 @@ uint16_t igw_http_port(const igw_server *s)
 
 int igw_http_start(igw_server *s, char *err, size_t errlen)
 {
-    for (unsigned i = 0; i < s->nworkers; i++) {
-        worker *w = &s->workers[i];
-        int rc = pthread_create(&w->tid, NULL, worker_main, w);
-        if (rc) {
-            snprintf(err, errlen, "pthread_create: %s", strerror(rc));
-            return -1;
-        }
-        w->started = true;
-    }
+    (void)err;
+    (void)errlen;
+    igw_lock(&s->mu);
+    for (unsigned i = 0; i < s->nworkers; i++)
+        s->workers[i].go = true;
+    pthread_cond_broadcast(&s->cv);
+    igw_unlock(&s->mu);
     return 0;
 }
 
 void igw_http_stop(igw_server *s)
 {
-    atomic_store(&s->stopping, true);
+    if (atomic_exchange(&s->stopping, true))
+        return; /* the wake message is sent once */
     for (unsigned i = 0; i < s->nworkers; i++)
-        if (s->workers[i].started)
+        if (s->workers[i].thread)
             h2o_multithread_send_message(&s->workers[i].wake, &s->workers[i].wake_msg);
 }
 
 int igw_http_join(igw_server *s)
 {
     int rc = 0;
+    igw_lock(&s->mu);
     for (unsigned i = 0; i < s->nworkers; i++) {
         worker *w = &s->workers[i];
-        if (!w->started)
+        if (!w->thread || !w->go)
             continue;
-        int e = pthread_join(w->tid, NULL);
-        if (e) {
-            igw_log(IGW_LOG_ERROR, NULL, "pthread_join: %s", strerror(e));
-            rc = -1;
-            continue;
-        }
-        w->started = false;
+        while (w->phase == W_SERVING || w->phase == W_READY)
+            pthread_cond_wait(&s->cv, &s->mu);
         if (!w->drained)
             rc = -1;
     }
+    igw_unlock(&s->mu);
     return rc;
 }
 
@@ -1166,31 +1278,27 @@ void igw_http_destroy(igw_server *s)
 {
     if (!s)
         return;
+    if (s->workers && s->sync_ready) {
+        igw_http_stop(s); /* a no-op after igw_http_stop */
+        igw_lock(&s->mu);
+        for (unsigned i = 0; i < s->nworkers; i++)
+            s->workers[i].end = true;
+        pthread_cond_broadcast(&s->cv);
+        igw_unlock(&s->mu);
+    }
     bool all_disposed = true;
     for (unsigned i = 0; s->workers && i < s->nworkers; i++) {
         worker *w = &s->workers[i];
-        if (w->started) { /* never joined: cannot touch its loop */
-            all_disposed = false;
-            continue;
+        if (w->thread) {
+            int e = pthread_join(w->tid, NULL);
+            if (e)
+                igw_log(IGW_LOG_ERROR, NULL, "pthread_join: %s", strerror(e));
+            w->thread = false;
+            if (!w->disposed)
+                all_disposed = false; /* connections abandoned at the deadline still point at it */
         }
         if (w->listen_fd >= 0)
             close(w->listen_fd);
-        if (w->ctx_ready && w->nconns == 0) {
-            h2o_evloop_run(w->loop, 0); /* tasks posted after the worker stopped */
-            if (w->app_state && s->app.stop)
-                s->app.stop(s->app.arg, w->app_state);
-            w->app_state = NULL;
-            /* h2o_context_request_shutdown arms HTTP/2's GOAWAY resend timer
-             * (one second) even with no connection; it is ours to cancel. */
-            if (h2o_timeout_is_linked(&w->ctx.http2._graceful_shutdown_timeout))
-                h2o_timeout_unlink(&w->ctx.http2._graceful_shutdown_timeout);
-            h2o_multithread_unregister_receiver(w->ctx.queue, &w->wake);
-            h2o_context_dispose(&w->ctx);
-            h2o_evloop_run(w->loop, 0); /* frees the sockets closed by the dispose */
-            h2o_evloop_destroy(w->loop);
-        } else if (w->ctx_ready) {
-            all_disposed = false; /* connections abandoned at the deadline still point at it */
-        }
         igw_arena_free(&w->arena);
         igw_jw_free(&w->body);
         igw_jw_free(&w->log);
@@ -1200,5 +1308,9 @@ void igw_http_destroy(igw_server *s)
         h2o_config_dispose(&s->globalconf);
     free(s->workers);
     igw_metrics_destroy(s->metrics);
+    if (s->sync_ready) {
+        pthread_cond_destroy(&s->cv);
+        pthread_mutex_destroy(&s->mu);
+    }
     free(s);
 }

@@ -44,10 +44,13 @@ struct igw_request;
  * stage and returns true when it took it (routes outside the schema, such as
  * the benchmark's reference). Both run on the worker's thread and must
  * answer the exchange, now or later (igw_http_hold).
- * start runs once per worker, on the creating thread, before the worker
- * serves (so it may register sockets with the loop), with the bound
- * listening port (the one chosen when the configured port is 0); stop runs after the
- * worker drained, on the destroying thread. Either hook may be NULL. */
+ * start runs once per worker, on that worker's own thread (during
+ * igw_http_create, one worker at a time), before the worker serves (so it
+ * may register sockets with the loop), with the bound listening port (the
+ * one chosen when the configured port is 0); stop runs on the same thread
+ * during igw_http_destroy, after the worker drained and ran the tasks
+ * posted to it. Everything made on a worker's loop lives and dies on its
+ * thread. Either hook may be NULL. */
 typedef struct igw_http_app {
     void (*handle)(void *arg, igw_exchange *ex, const struct igw_request *req);
     bool (*raw)(void *arg, igw_exchange *ex);
@@ -72,8 +75,9 @@ typedef struct igw_http_app {
 } igw_http_app;
 
 /* Prepares the server: h2o configuration, metrics, one bound listening
- * socket and one app state per worker (so an address in use or an app
- * failure fails here). The config is copied and must be resolved (threads,
+ * socket, one thread with its loop and one app state per worker (so an
+ * address in use or an app failure fails here); the workers wait for
+ * igw_http_start. The config is copied and must be resolved (threads,
  * max_body set); app may be NULL. NULL with err. */
 igw_server *igw_http_create(const igw_config *cfg, const igw_http_app *app, char *err, size_t errlen);
 
@@ -165,19 +169,22 @@ void igw_http_set_route(igw_exchange *ex, unsigned route);
 /* The port actually listened on (differs from the config when it said 0). */
 uint16_t igw_http_port(const igw_server *s);
 
-/* Starts the worker threads. 0, or -1 with err (threads already started are
- * stopped by igw_http_stop + igw_http_join as usual). */
+/* Lets the workers (whose threads igw_http_create started and set up)
+ * accept and serve. 0; err is kept for callers of an earlier contract. */
 int igw_http_start(igw_server *s, char *err, size_t errlen);
 
 /* Asks every worker to stop: close its listener, let in-flight requests
- * finish within cfg.shutdown_timeout_ms, then return. Call once. */
+ * finish within cfg.shutdown_timeout_ms. Returns at once; a second call
+ * does nothing. */
 void igw_http_stop(igw_server *s);
 
 /* Waits for the workers. 0 when every connection drained, -1 when some
  * were still open at the deadline (they are abandoned). */
 int igw_http_join(igw_server *s);
 
-/* Releases everything (after igw_http_join, or when never started). */
+/* Ends the workers' threads, each freeing what it made on its loop (the
+ * app's stop hook runs there), then releases the rest. After igw_http_join,
+ * or when never started (then it stops them itself). */
 void igw_http_destroy(igw_server *s);
 
 /* Answers with the error envelope of class `cls` (igw_err):

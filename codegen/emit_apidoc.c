@@ -762,7 +762,14 @@ static void protocols(doc *d)
             } else {
                 igw_out_puts(o, "none");
             }
-            igw_out_printf(o, " | %s | %s | ", r->check ? r->check : "none", r->returns ? r->returns : "none");
+            igw_out_printf(o, " | %s | ", r->check ? r->check : "none");
+            if (r->data) {
+                const igw_type *dt = igw_type_resolve(r->data);
+                igw_out_printf(o, "[`%s`](#type-%s)", dt->name, dt->name);
+            } else {
+                igw_out_puts(o, r->returns ? r->returns : "none");
+            }
+            igw_out_puts(o, " | ");
             if (r->params) {
                 const igw_type *pt = igw_type_resolve(r->params);
                 igw_out_printf(o, "params: [`%s`](#type-%s). ", pt->name, pt->name);

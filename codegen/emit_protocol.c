@@ -65,6 +65,23 @@ static void emit_header(const igw_schema *s, igw_out *h)
         if (pr->doc)
             igw_out_printf(h, "/* %s */\n", pr->doc);
         igw_out_printf(h, "extern const igw_protocol igw_proto_%s;\n", pr->name);
+        /* Its handles, once each in row order, for code that checks a topic
+         * without the tables (the broker's plugin, src/lib/topic.c). */
+        igw_out_puts(h, "#define IGW_PROTO_");
+        for (const char *q = pr->name; *q; q++)
+            igw_out_printf(h, "%c", toupper((unsigned char)*q));
+        igw_out_puts(h, "_HANDLES");
+        const char *sep = " ";
+        FOR(pr->rows, igw_proto_row, r) {
+            bool seen = false;
+            for (int k = 0; k < r_i && !seen; k++)
+                seen = !strcmp(IGW_VEC_AT(pr->rows, igw_proto_row, k)->handle, r->handle);
+            if (seen)
+                continue;
+            igw_out_printf(h, "%s\"%s\"", sep, r->handle);
+            sep = ", ";
+        }
+        igw_out_puts(h, "\n");
         if (pr->downs.n)
             igw_out_printf(h, "/* Its downlinks (also igw_proto_%s.downs), for tables that name one. */\n"
                               "extern const igw_proto_down igw_proto_%s_downs[%d];\n",

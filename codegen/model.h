@@ -336,7 +336,7 @@ typedef struct igw_event {
 
 /* The checks and returns a protocol row may name: a closed set, because the
  * handler implements each one (an enum in generated/api.h). */
-#define IGW_PROTO_CHECKS "properties", "pack", "event", "action", "subdevices"
+#define IGW_PROTO_CHECKS "properties", "pack", "event", "action", "subdevices", "session"
 #define IGW_PROTO_RETURNS "properties", "config"
 
 /* `HANDLE TYPE METHOD [-> REPLY] [check KIND] [returns WHAT] ["doc"];`
@@ -347,6 +347,7 @@ typedef struct igw_proto_row {
     const char *check, *returns;        /* NULL: none */
     const char *answers;                /* the downlink method this uplink answers (a command's); NULL: none */
     igw_type *params;                   /* the shape of the message's params (an object type); NULL: free */
+    igw_type *data;                     /* the reply's data (an object type its handler writes); NULL: none */
     const char *doc;
     igw_loc loc;
 } igw_proto_row;

@@ -943,6 +943,10 @@ static void protocol_decl(parser *p)
                 if (r->params)
                     fail(p, "a row has one params type");
                 r->params = type_expr(p, pr->name, "params");
+            } else if (accept_kw(p, "data")) {
+                if (r->data)
+                    fail(p, "a row has one data type");
+                r->data = type_expr(p, pr->name, "data");
             } else if (accept_kw(p, "answers")) {
                 if (r->answers)
                     fail(p, "a row answers one downlink");

@@ -1033,7 +1033,7 @@ static void check_protocol(igw_schema *s, igw_protocol *pr)
         igw_diag_error(pr->loc, "protocol '%s' has no rows", pr->name);
     FOR(pr->rows, igw_proto_row, r) {
         if (r->check && !in_set(r->check, checks, sizeof checks / sizeof checks[0]))
-            igw_diag_error(r->loc, "unknown check '%s' (properties, pack, event, action, subdevices)", r->check);
+            igw_diag_error(r->loc, "unknown check '%s' (properties, pack, event, action, subdevices, session)", r->check);
         if (r->returns && !in_set(r->returns, returns, sizeof returns / sizeof returns[0]))
             igw_diag_error(r->loc, "unknown returns '%s' (properties, config)", r->returns);
         /* A device's answer to a command's downlink ends the exchange: it
@@ -1047,6 +1047,17 @@ static void check_protocol(igw_schema *s, igw_protocol *pr)
             if (t && t->kind != IGW_T_OBJECT)
                 igw_diag_error(r->loc, "a row's params type must be an object type");
             mark_used(r->params);
+        }
+        if (r->data) {
+            resolve_type(s, r->data);
+            const igw_type *t = igw_type_resolve(r->data);
+            if (t && t->kind != IGW_T_OBJECT)
+                igw_diag_error(r->loc, "a row's data type must be an object type");
+            if (!r->reply)
+                igw_diag_error(r->loc, "'%s' has reply data but no reply (-> METHOD)", r->method);
+            if (r->returns)
+                igw_diag_error(r->loc, "'%s' returns %s: its data is that, not a type", r->method, r->returns);
+            mark_used(r->data);
         }
         if (r->answers && (!strcmp(r->type, "*") || !strcmp(r->method, "*")))
             igw_diag_error(r->loc, "a row that answers a downlink names its type and method (no *)");

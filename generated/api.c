@@ -628,6 +628,159 @@ static void __attribute__((unused)) enc_ConsentScope(igw_jw *w, igw_ConsentScope
         w->oom = true; /* not a value of the enum: output unusable */
 }
 
+const igw_str igw_ConfirmPolicy_names[IGW_ConfirmPolicy__COUNT] = {
+    {"auto", 4},
+    {"confirm", 7},
+};
+
+static int __attribute__((unused)) lookup_ConfirmPolicy(igw_str s)
+{
+    switch (s.len) {
+    case 4:
+        if (memcmp(s.ptr, "auto", 4) == 0)
+            return IGW_ConfirmPolicy_auto;
+        break;
+    case 7:
+        if (memcmp(s.ptr, "confirm", 7) == 0)
+            return IGW_ConfirmPolicy_confirm;
+        break;
+    default:
+        break;
+    }
+    return -1;
+}
+
+static int __attribute__((unused)) enum_ConfirmPolicy(igw_json *j, igw_ConfirmPolicy *out)
+{
+    igw_str s;
+    if (igw_json_string(j, &s))
+        return -1;
+    int v = lookup_ConfirmPolicy(s);
+    if (v >= 0) {
+        *out = (igw_ConfirmPolicy)v;
+        return 0;
+    }
+    return igw_json_fail(j, IGW_JERR_ENUM, "value is not one of: auto confirm");
+}
+
+static void __attribute__((unused)) enc_ConfirmPolicy(igw_jw *w, igw_ConfirmPolicy v)
+{
+    if ((unsigned)v < IGW_ConfirmPolicy__COUNT)
+        igw_jw_string(w, igw_ConfirmPolicy_names[v].ptr, igw_ConfirmPolicy_names[v].len);
+    else
+        w->oom = true; /* not a value of the enum: output unusable */
+}
+
+const igw_str igw_TrackKind_names[IGW_TrackKind__COUNT] = {
+    {"video", 5},
+    {"audio", 5},
+};
+
+static int __attribute__((unused)) lookup_TrackKind(igw_str s)
+{
+    switch (s.len) {
+    case 5:
+        if (memcmp(s.ptr, "video", 5) == 0)
+            return IGW_TrackKind_video;
+        if (memcmp(s.ptr, "audio", 5) == 0)
+            return IGW_TrackKind_audio;
+        break;
+    default:
+        break;
+    }
+    return -1;
+}
+
+static int __attribute__((unused)) enum_TrackKind(igw_json *j, igw_TrackKind *out)
+{
+    igw_str s;
+    if (igw_json_string(j, &s))
+        return -1;
+    int v = lookup_TrackKind(s);
+    if (v >= 0) {
+        *out = (igw_TrackKind)v;
+        return 0;
+    }
+    return igw_json_fail(j, IGW_JERR_ENUM, "value is not one of: video audio");
+}
+
+static void __attribute__((unused)) enc_TrackKind(igw_jw *w, igw_TrackKind v)
+{
+    if ((unsigned)v < IGW_TrackKind__COUNT)
+        igw_jw_string(w, igw_TrackKind_names[v].ptr, igw_TrackKind_names[v].len);
+    else
+        w->oom = true; /* not a value of the enum: output unusable */
+}
+
+const igw_str igw_ByeReason_names[IGW_ByeReason__COUNT] = {
+    {"cameraDeclined", 14},
+    {"cameraBusy", 10},
+    {"cameraError", 11},
+    {"cameraShutdown", 14},
+    {"noViewers", 9},
+    {"replaced", 8},
+    {"timeout", 7},
+    {"shutdown", 8},
+};
+
+static int __attribute__((unused)) lookup_ByeReason(igw_str s)
+{
+    switch (s.len) {
+    case 7:
+        if (memcmp(s.ptr, "timeout", 7) == 0)
+            return IGW_ByeReason_timeout;
+        break;
+    case 8:
+        if (memcmp(s.ptr, "replaced", 8) == 0)
+            return IGW_ByeReason_replaced;
+        if (memcmp(s.ptr, "shutdown", 8) == 0)
+            return IGW_ByeReason_shutdown;
+        break;
+    case 9:
+        if (memcmp(s.ptr, "noViewers", 9) == 0)
+            return IGW_ByeReason_noViewers;
+        break;
+    case 10:
+        if (memcmp(s.ptr, "cameraBusy", 10) == 0)
+            return IGW_ByeReason_cameraBusy;
+        break;
+    case 11:
+        if (memcmp(s.ptr, "cameraError", 11) == 0)
+            return IGW_ByeReason_cameraError;
+        break;
+    case 14:
+        if (memcmp(s.ptr, "cameraDeclined", 14) == 0)
+            return IGW_ByeReason_cameraDeclined;
+        if (memcmp(s.ptr, "cameraShutdown", 14) == 0)
+            return IGW_ByeReason_cameraShutdown;
+        break;
+    default:
+        break;
+    }
+    return -1;
+}
+
+static int __attribute__((unused)) enum_ByeReason(igw_json *j, igw_ByeReason *out)
+{
+    igw_str s;
+    if (igw_json_string(j, &s))
+        return -1;
+    int v = lookup_ByeReason(s);
+    if (v >= 0) {
+        *out = (igw_ByeReason)v;
+        return 0;
+    }
+    return igw_json_fail(j, IGW_JERR_ENUM, "value is not one of: cameraDeclined cameraBusy cameraError cameraShutdown noViewers replaced timeout shutdown");
+}
+
+static void __attribute__((unused)) enc_ByeReason(igw_jw *w, igw_ByeReason v)
+{
+    if ((unsigned)v < IGW_ByeReason__COUNT)
+        igw_jw_string(w, igw_ByeReason_names[v].ptr, igw_ByeReason_names[v].len);
+    else
+        w->oom = true; /* not a value of the enum: output unusable */
+}
+
 const igw_str igw_ResultMethod_names[IGW_ResultMethod__COUNT] = {
     {"interaction.result", 18},
 };
@@ -2927,6 +3080,8 @@ static int key_DeviceMessage(const char *k, size_t n)
     case 9:
         if (memcmp(k, "timestamp", 9) == 0)
             return IGW_DeviceMessage_F_timestamp;
+        if (memcmp(k, "sessionId", 9) == 0)
+            return IGW_DeviceMessage_F_sessionId;
         break;
     default:
         break;
@@ -2997,6 +3152,10 @@ int igw_decode_DeviceMessage(igw_json *j, igw_DeviceMessage *o)
             if (igw_decode_free(j, false, 8, 49152, &o->data))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
+        case IGW_DeviceMessage_F_sessionId:
+            if (igw_json_string(j, &o->sessionId) || igw_decode_string_rules(j, o->sessionId, 1, 64, 3))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
         default:
             break;
         }
@@ -3020,6 +3179,10 @@ int igw_decode_DeviceMessage(igw_json *j, igw_DeviceMessage *o)
     if (!(o->has & IGW_DeviceMessage_type) && ((o->has & IGW_DeviceMessage_method) && (igw_str_eq(o->method, "eventPost", 9)))) {
         igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = eventPost");
         return igw_json_prefix_key(j, "type", 4);
+    }
+    if (!(o->has & IGW_DeviceMessage_sessionId) && ((o->has & IGW_DeviceMessage_method) && (igw_str_eq(o->method, "mediaOffer", 10) || igw_str_eq(o->method, "mediaState", 10) || igw_str_eq(o->method, "bye", 3) || igw_str_eq(o->method, "trackControlReply", 17) || igw_str_eq(o->method, "byeReply", 8)))) {
+        igw_json_fail(j, IGW_JERR_MISSING, "field is required when method in (mediaOffer, mediaState, bye, trackControlReply, byeReply)");
+        return igw_json_prefix_key(j, "sessionId", 9);
     }
     if ((o->has & IGW_DeviceMessage_eventID) && !((o->has & IGW_DeviceMessage_method) && (igw_str_eq(o->method, "eventPost", 9)))) {
         igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method != eventPost");
@@ -3512,6 +3675,874 @@ int igw_decode_DeviceReply(igw_json *j, igw_DeviceReply *o)
     return 0;
 }
 
+/* Field index of a key of MediaCamera, or -1: length first, then memcmp. */
+static int key_MediaCamera(const char *k, size_t n)
+{
+    switch (n) {
+    case 5:
+        if (memcmp(k, "video", 5) == 0)
+            return IGW_MediaCamera_F_video;
+        if (memcmp(k, "audio", 5) == 0)
+            return IGW_MediaCamera_F_audio;
+        break;
+    case 8:
+        if (memcmp(k, "cameraId", 8) == 0)
+            return IGW_MediaCamera_F_cameraId;
+        break;
+    default:
+        break;
+    }
+    return -1;
+}
+
+int igw_decode_MediaCamera(igw_json *j, igw_MediaCamera *o)
+{
+    igw_str k;
+    int more;
+    memset(o, 0, sizeof *o);
+    if (igw_json_object_begin(j))
+        return -1;
+    while ((more = igw_json_object_next(j, &k)) == 1) {
+        int f = key_MediaCamera(k.ptr, k.len);
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        o->has |= UINT64_C(1) << f;
+        switch (f) {
+        case IGW_MediaCamera_F_cameraId:
+            if (igw_json_string(j, &o->cameraId) || igw_decode_string_rules(j, o->cameraId, 1, 64, 3))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        case IGW_MediaCamera_F_video:
+            {
+                int more4;
+                if (igw_json_array_begin(j))
+                    return igw_json_prefix_key(j, k.ptr, k.len);
+                uint32_t cap4 = 0;
+                o->video.n = 0;
+                o->video.v = NULL;
+                while ((more4 = igw_json_array_next(j)) == 1) {
+                    if (o->video.n == 8) {
+                        igw_json_fail(j, IGW_JERR_LENGTH, "more than 8 items");
+                        return (igw_json_prefix_index(j, o->video.n), igw_json_prefix_key(j, k.ptr, k.len));
+                    }
+                    if (o->video.n == cap4 && !(o->video.v = igw_decode_grow(j, o->video.v, o->video.n, &cap4, 8, sizeof *o->video.v)))
+                        return (igw_json_prefix_index(j, o->video.n), igw_json_prefix_key(j, k.ptr, k.len));
+                    if (igw_json_string(j, &o->video.v[o->video.n]) || igw_decode_string_rules(j, o->video.v[o->video.n], 1, 32, 3))
+                        return (igw_json_prefix_index(j, o->video.n), igw_json_prefix_key(j, k.ptr, k.len));
+                    for (uint32_t u = 0; u < o->video.n; u++)
+                        if (igw_str_eq(o->video.v[u], o->video.v[o->video.n].ptr, o->video.v[o->video.n].len)) {
+                            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate item");
+                            return (igw_json_prefix_index(j, o->video.n), igw_json_prefix_key(j, k.ptr, k.len));
+                        }
+                    o->video.n++;
+                }
+                if (more4 < 0)
+                    return igw_json_prefix_key(j, k.ptr, k.len);
+                if (o->video.n < 1) {
+                    igw_json_fail(j, IGW_JERR_LENGTH, "fewer than 1 items");
+                    return igw_json_prefix_key(j, k.ptr, k.len);
+                }
+            }
+            break;
+        case IGW_MediaCamera_F_audio:
+            {
+                int more5;
+                if (igw_json_array_begin(j))
+                    return igw_json_prefix_key(j, k.ptr, k.len);
+                uint32_t cap5 = 0;
+                o->audio.n = 0;
+                o->audio.v = NULL;
+                while ((more5 = igw_json_array_next(j)) == 1) {
+                    if (o->audio.n == 8) {
+                        igw_json_fail(j, IGW_JERR_LENGTH, "more than 8 items");
+                        return (igw_json_prefix_index(j, o->audio.n), igw_json_prefix_key(j, k.ptr, k.len));
+                    }
+                    if (o->audio.n == cap5 && !(o->audio.v = igw_decode_grow(j, o->audio.v, o->audio.n, &cap5, 8, sizeof *o->audio.v)))
+                        return (igw_json_prefix_index(j, o->audio.n), igw_json_prefix_key(j, k.ptr, k.len));
+                    if (igw_json_string(j, &o->audio.v[o->audio.n]) || igw_decode_string_rules(j, o->audio.v[o->audio.n], 1, 32, 3))
+                        return (igw_json_prefix_index(j, o->audio.n), igw_json_prefix_key(j, k.ptr, k.len));
+                    for (uint32_t u = 0; u < o->audio.n; u++)
+                        if (igw_str_eq(o->audio.v[u], o->audio.v[o->audio.n].ptr, o->audio.v[o->audio.n].len)) {
+                            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate item");
+                            return (igw_json_prefix_index(j, o->audio.n), igw_json_prefix_key(j, k.ptr, k.len));
+                        }
+                    o->audio.n++;
+                }
+                if (more5 < 0)
+                    return igw_json_prefix_key(j, k.ptr, k.len);
+            }
+            break;
+        default:
+            break;
+        }
+    }
+    if (more < 0)
+        return -1;
+    if ((o->has & IGW_MediaCamera__REQUIRED) != IGW_MediaCamera__REQUIRED) {
+        if (!(o->has & IGW_MediaCamera_cameraId)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "cameraId", 8);
+        }
+        if (!(o->has & IGW_MediaCamera_video)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "video", 5);
+        }
+    }
+    return 0;
+}
+
+/* Field index of a key of MediaCapability, or -1: length first, then memcmp. */
+static int key_MediaCapability(const char *k, size_t n)
+{
+    switch (n) {
+    case 7:
+        if (memcmp(k, "cameras", 7) == 0)
+            return IGW_MediaCapability_F_cameras;
+        if (memcmp(k, "speaker", 7) == 0)
+            return IGW_MediaCapability_F_speaker;
+        break;
+    case 10:
+        if (memcmp(k, "microphone", 10) == 0)
+            return IGW_MediaCapability_F_microphone;
+        break;
+    case 12:
+        if (memcmp(k, "maxUpstreams", 12) == 0)
+            return IGW_MediaCapability_F_maxUpstreams;
+        break;
+    case 13:
+        if (memcmp(k, "confirmPolicy", 13) == 0)
+            return IGW_MediaCapability_F_confirmPolicy;
+        break;
+    default:
+        break;
+    }
+    return -1;
+}
+
+int igw_decode_MediaCapability(igw_json *j, igw_MediaCapability *o)
+{
+    igw_str k;
+    int more;
+    memset(o, 0, sizeof *o);
+    if (igw_json_object_begin(j))
+        return -1;
+    while ((more = igw_json_object_next(j, &k)) == 1) {
+        int f = key_MediaCapability(k.ptr, k.len);
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        o->has |= UINT64_C(1) << f;
+        switch (f) {
+        case IGW_MediaCapability_F_cameras:
+            {
+                int more6;
+                if (igw_json_array_begin(j))
+                    return igw_json_prefix_key(j, k.ptr, k.len);
+                uint32_t cap6 = 0;
+                o->cameras.n = 0;
+                o->cameras.v = NULL;
+                while ((more6 = igw_json_array_next(j)) == 1) {
+                    if (o->cameras.n == 16) {
+                        igw_json_fail(j, IGW_JERR_LENGTH, "more than 16 items");
+                        return (igw_json_prefix_index(j, o->cameras.n), igw_json_prefix_key(j, k.ptr, k.len));
+                    }
+                    if (o->cameras.n == cap6 && !(o->cameras.v = igw_decode_grow(j, o->cameras.v, o->cameras.n, &cap6, 16, sizeof *o->cameras.v)))
+                        return (igw_json_prefix_index(j, o->cameras.n), igw_json_prefix_key(j, k.ptr, k.len));
+                    if (igw_decode_MediaCamera(j, &o->cameras.v[o->cameras.n]))
+                        return (igw_json_prefix_index(j, o->cameras.n), igw_json_prefix_key(j, k.ptr, k.len));
+                    o->cameras.n++;
+                }
+                if (more6 < 0)
+                    return igw_json_prefix_key(j, k.ptr, k.len);
+                if (o->cameras.n < 1) {
+                    igw_json_fail(j, IGW_JERR_LENGTH, "fewer than 1 items");
+                    return igw_json_prefix_key(j, k.ptr, k.len);
+                }
+            }
+            break;
+        case IGW_MediaCapability_F_microphone:
+            if (igw_json_bool(j, &o->microphone))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        case IGW_MediaCapability_F_speaker:
+            if (igw_json_bool(j, &o->speaker))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        case IGW_MediaCapability_F_maxUpstreams:
+            if (igw_json_int(j, &o->maxUpstreams, INT64_C(1), INT64_C(64)))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        case IGW_MediaCapability_F_confirmPolicy:
+            if (enum_ConfirmPolicy(j, &o->confirmPolicy))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        default:
+            break;
+        }
+    }
+    if (more < 0)
+        return -1;
+    if ((o->has & IGW_MediaCapability__REQUIRED) != IGW_MediaCapability__REQUIRED) {
+        if (!(o->has & IGW_MediaCapability_cameras)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "cameras", 7);
+        }
+        if (!(o->has & IGW_MediaCapability_microphone)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "microphone", 10);
+        }
+        if (!(o->has & IGW_MediaCapability_speaker)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "speaker", 7);
+        }
+        if (!(o->has & IGW_MediaCapability_maxUpstreams)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "maxUpstreams", 12);
+        }
+        if (!(o->has & IGW_MediaCapability_confirmPolicy)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "confirmPolicy", 13);
+        }
+    }
+    return 0;
+}
+
+/* Field index of a key of MediaTrack, or -1: length first, then memcmp. */
+static int key_MediaTrack(const char *k, size_t n)
+{
+    switch (n) {
+    case 4:
+        if (memcmp(k, "kind", 4) == 0)
+            return IGW_MediaTrack_F_kind;
+        break;
+    case 5:
+        if (memcmp(k, "codec", 5) == 0)
+            return IGW_MediaTrack_F_codec;
+        break;
+    case 7:
+        if (memcmp(k, "trackId", 7) == 0)
+            return IGW_MediaTrack_F_trackId;
+        break;
+    default:
+        break;
+    }
+    return -1;
+}
+
+int igw_decode_MediaTrack(igw_json *j, igw_MediaTrack *o)
+{
+    igw_str k;
+    int more;
+    memset(o, 0, sizeof *o);
+    if (igw_json_object_begin(j))
+        return -1;
+    while ((more = igw_json_object_next(j, &k)) == 1) {
+        int f = key_MediaTrack(k.ptr, k.len);
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        o->has |= UINT64_C(1) << f;
+        switch (f) {
+        case IGW_MediaTrack_F_trackId:
+            if (igw_json_string(j, &o->trackId) || igw_decode_string_rules(j, o->trackId, 1, 64, 3))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        case IGW_MediaTrack_F_kind:
+            if (enum_TrackKind(j, &o->kind))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        case IGW_MediaTrack_F_codec:
+            if (igw_json_string(j, &o->codec) || igw_decode_string_rules(j, o->codec, 1, 32, 3))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        default:
+            break;
+        }
+    }
+    if (more < 0)
+        return -1;
+    if ((o->has & IGW_MediaTrack__REQUIRED) != IGW_MediaTrack__REQUIRED) {
+        if (!(o->has & IGW_MediaTrack_trackId)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "trackId", 7);
+        }
+        if (!(o->has & IGW_MediaTrack_kind)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "kind", 4);
+        }
+        if (!(o->has & IGW_MediaTrack_codec)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "codec", 5);
+        }
+    }
+    return 0;
+}
+
+/* Field index of a key of MediaInviteParams, or -1: length first, then memcmp. */
+static int key_MediaInviteParams(const char *k, size_t n)
+{
+    switch (n) {
+    case 6:
+        if (memcmp(k, "tracks", 6) == 0)
+            return IGW_MediaInviteParams_F_tracks;
+        break;
+    case 8:
+        if (memcmp(k, "cameraId", 8) == 0)
+            return IGW_MediaInviteParams_F_cameraId;
+        break;
+    case 13:
+        if (memcmp(k, "mediaRevision", 13) == 0)
+            return IGW_MediaInviteParams_F_mediaRevision;
+        break;
+    default:
+        break;
+    }
+    return -1;
+}
+
+int igw_decode_MediaInviteParams(igw_json *j, igw_MediaInviteParams *o)
+{
+    igw_str k;
+    int more;
+    memset(o, 0, sizeof *o);
+    if (igw_json_object_begin(j))
+        return -1;
+    while ((more = igw_json_object_next(j, &k)) == 1) {
+        int f = key_MediaInviteParams(k.ptr, k.len);
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        o->has |= UINT64_C(1) << f;
+        switch (f) {
+        case IGW_MediaInviteParams_F_cameraId:
+            if (igw_json_string(j, &o->cameraId) || igw_decode_string_rules(j, o->cameraId, 1, 64, 3))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        case IGW_MediaInviteParams_F_mediaRevision:
+            if (igw_json_int(j, &o->mediaRevision, INT64_C(1), INT64_C(9007199254740991)))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        case IGW_MediaInviteParams_F_tracks:
+            {
+                int more7;
+                if (igw_json_array_begin(j))
+                    return igw_json_prefix_key(j, k.ptr, k.len);
+                uint32_t cap7 = 0;
+                o->tracks.n = 0;
+                o->tracks.v = NULL;
+                while ((more7 = igw_json_array_next(j)) == 1) {
+                    if (o->tracks.n == 4) {
+                        igw_json_fail(j, IGW_JERR_LENGTH, "more than 4 items");
+                        return (igw_json_prefix_index(j, o->tracks.n), igw_json_prefix_key(j, k.ptr, k.len));
+                    }
+                    if (o->tracks.n == cap7 && !(o->tracks.v = igw_decode_grow(j, o->tracks.v, o->tracks.n, &cap7, 4, sizeof *o->tracks.v)))
+                        return (igw_json_prefix_index(j, o->tracks.n), igw_json_prefix_key(j, k.ptr, k.len));
+                    if (igw_decode_MediaTrack(j, &o->tracks.v[o->tracks.n]))
+                        return (igw_json_prefix_index(j, o->tracks.n), igw_json_prefix_key(j, k.ptr, k.len));
+                    o->tracks.n++;
+                }
+                if (more7 < 0)
+                    return igw_json_prefix_key(j, k.ptr, k.len);
+                if (o->tracks.n < 1) {
+                    igw_json_fail(j, IGW_JERR_LENGTH, "fewer than 1 items");
+                    return igw_json_prefix_key(j, k.ptr, k.len);
+                }
+            }
+            break;
+        default:
+            break;
+        }
+    }
+    if (more < 0)
+        return -1;
+    if ((o->has & IGW_MediaInviteParams__REQUIRED) != IGW_MediaInviteParams__REQUIRED) {
+        if (!(o->has & IGW_MediaInviteParams_cameraId)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "cameraId", 8);
+        }
+        if (!(o->has & IGW_MediaInviteParams_mediaRevision)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "mediaRevision", 13);
+        }
+        if (!(o->has & IGW_MediaInviteParams_tracks)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "tracks", 6);
+        }
+    }
+    return 0;
+}
+
+/* Field index of a key of MediaInvite, or -1: length first, then memcmp. */
+static int key_MediaInvite(const char *k, size_t n)
+{
+    switch (n) {
+    case 6:
+        if (memcmp(k, "method", 6) == 0)
+            return IGW_MediaInvite_F_method;
+        if (memcmp(k, "params", 6) == 0)
+            return IGW_MediaInvite_F_params;
+        break;
+    case 8:
+        if (memcmp(k, "msgToken", 8) == 0)
+            return IGW_MediaInvite_F_msgToken;
+        break;
+    case 9:
+        if (memcmp(k, "sessionId", 9) == 0)
+            return IGW_MediaInvite_F_sessionId;
+        break;
+    default:
+        break;
+    }
+    return -1;
+}
+
+int igw_decode_MediaInvite(igw_json *j, igw_MediaInvite *o)
+{
+    igw_str k;
+    int more;
+    memset(o, 0, sizeof *o);
+    if (igw_json_object_begin(j))
+        return -1;
+    while ((more = igw_json_object_next(j, &k)) == 1) {
+        int f = key_MediaInvite(k.ptr, k.len);
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        o->has |= UINT64_C(1) << f;
+        switch (f) {
+        case IGW_MediaInvite_F_method:
+            if (igw_json_string(j, &o->method) || igw_decode_string_rules(j, o->method, 1, 64, 3))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        case IGW_MediaInvite_F_msgToken:
+            if (igw_json_string(j, &o->msgToken) || igw_decode_string_rules(j, o->msgToken, 1, 128, 3))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        case IGW_MediaInvite_F_sessionId:
+            if (igw_json_string(j, &o->sessionId) || igw_decode_string_rules(j, o->sessionId, 1, 64, 3))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        case IGW_MediaInvite_F_params:
+            if (igw_decode_MediaInviteParams(j, &o->params))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        default:
+            break;
+        }
+    }
+    if (more < 0)
+        return -1;
+    if ((o->has & IGW_MediaInvite__REQUIRED) != IGW_MediaInvite__REQUIRED) {
+        if (!(o->has & IGW_MediaInvite_method)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "method", 6);
+        }
+        if (!(o->has & IGW_MediaInvite_msgToken)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "msgToken", 8);
+        }
+        if (!(o->has & IGW_MediaInvite_sessionId)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "sessionId", 9);
+        }
+        if (!(o->has & IGW_MediaInvite_params)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "params", 6);
+        }
+    }
+    return 0;
+}
+
+/* Field index of a key of WebrtcAnswer, or -1: length first, then memcmp. */
+static int key_WebrtcAnswer(const char *k, size_t n)
+{
+    switch (n) {
+    case 3:
+        if (memcmp(k, "sdp", 3) == 0)
+            return IGW_WebrtcAnswer_F_sdp;
+        break;
+    case 7:
+        if (memcmp(k, "iceMode", 7) == 0)
+            return IGW_WebrtcAnswer_F_iceMode;
+        break;
+    default:
+        break;
+    }
+    return -1;
+}
+
+int igw_decode_WebrtcAnswer(igw_json *j, igw_WebrtcAnswer *o)
+{
+    igw_str k;
+    int more;
+    memset(o, 0, sizeof *o);
+    if (igw_json_object_begin(j))
+        return -1;
+    while ((more = igw_json_object_next(j, &k)) == 1) {
+        int f = key_WebrtcAnswer(k.ptr, k.len);
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        o->has |= UINT64_C(1) << f;
+        switch (f) {
+        case IGW_WebrtcAnswer_F_iceMode:
+            if (enum_IceMode(j, &o->iceMode))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        case IGW_WebrtcAnswer_F_sdp:
+            if (igw_json_string(j, &o->sdp) || igw_decode_string_rules(j, o->sdp, 1, 49152, 0))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        default:
+            break;
+        }
+    }
+    if (more < 0)
+        return -1;
+    if ((o->has & IGW_WebrtcAnswer__REQUIRED) != IGW_WebrtcAnswer__REQUIRED) {
+        if (!(o->has & IGW_WebrtcAnswer_iceMode)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "iceMode", 7);
+        }
+        if (!(o->has & IGW_WebrtcAnswer_sdp)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "sdp", 3);
+        }
+    }
+    return 0;
+}
+
+/* Field index of a key of MediaAnswer, or -1: length first, then memcmp. */
+static int key_MediaAnswer(const char *k, size_t n)
+{
+    switch (n) {
+    case 6:
+        if (memcmp(k, "webrtc", 6) == 0)
+            return IGW_MediaAnswer_F_webrtc;
+        break;
+    case 9:
+        if (memcmp(k, "sessionId", 9) == 0)
+            return IGW_MediaAnswer_F_sessionId;
+        break;
+    case 13:
+        if (memcmp(k, "mediaRevision", 13) == 0)
+            return IGW_MediaAnswer_F_mediaRevision;
+        break;
+    default:
+        break;
+    }
+    return -1;
+}
+
+int igw_decode_MediaAnswer(igw_json *j, igw_MediaAnswer *o)
+{
+    igw_str k;
+    int more;
+    memset(o, 0, sizeof *o);
+    if (igw_json_object_begin(j))
+        return -1;
+    while ((more = igw_json_object_next(j, &k)) == 1) {
+        int f = key_MediaAnswer(k.ptr, k.len);
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        o->has |= UINT64_C(1) << f;
+        switch (f) {
+        case IGW_MediaAnswer_F_sessionId:
+            if (igw_json_string(j, &o->sessionId) || igw_decode_string_rules(j, o->sessionId, 1, 64, 3))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        case IGW_MediaAnswer_F_mediaRevision:
+            if (igw_json_int(j, &o->mediaRevision, INT64_C(1), INT64_C(9007199254740991)))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        case IGW_MediaAnswer_F_webrtc:
+            if (igw_decode_WebrtcAnswer(j, &o->webrtc))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        default:
+            break;
+        }
+    }
+    if (more < 0)
+        return -1;
+    if ((o->has & IGW_MediaAnswer__REQUIRED) != IGW_MediaAnswer__REQUIRED) {
+        if (!(o->has & IGW_MediaAnswer_sessionId)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "sessionId", 9);
+        }
+        if (!(o->has & IGW_MediaAnswer_mediaRevision)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "mediaRevision", 13);
+        }
+        if (!(o->has & IGW_MediaAnswer_webrtc)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "webrtc", 6);
+        }
+    }
+    return 0;
+}
+
+/* Field index of a key of ByeParams, or -1: length first, then memcmp. */
+static int key_ByeParams(const char *k, size_t n)
+{
+    switch (n) {
+    case 6:
+        if (memcmp(k, "reason", 6) == 0)
+            return IGW_ByeParams_F_reason;
+        break;
+    default:
+        break;
+    }
+    return -1;
+}
+
+int igw_decode_ByeParams(igw_json *j, igw_ByeParams *o)
+{
+    igw_str k;
+    int more;
+    memset(o, 0, sizeof *o);
+    if (igw_json_object_begin(j))
+        return -1;
+    while ((more = igw_json_object_next(j, &k)) == 1) {
+        int f = key_ByeParams(k.ptr, k.len);
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        o->has |= UINT64_C(1) << f;
+        switch (f) {
+        case IGW_ByeParams_F_reason:
+            if (enum_ByeReason(j, &o->reason))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        default:
+            break;
+        }
+    }
+    if (more < 0)
+        return -1;
+    if ((o->has & IGW_ByeParams__REQUIRED) != IGW_ByeParams__REQUIRED) {
+        if (!(o->has & IGW_ByeParams_reason)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "reason", 6);
+        }
+    }
+    return 0;
+}
+
+/* Field index of a key of MediaTrackControl, or -1: length first, then memcmp. */
+static int key_MediaTrackControl(const char *k, size_t n)
+{
+    switch (n) {
+    case 6:
+        if (memcmp(k, "method", 6) == 0)
+            return IGW_MediaTrackControl_F_method;
+        if (memcmp(k, "params", 6) == 0)
+            return IGW_MediaTrackControl_F_params;
+        break;
+    case 8:
+        if (memcmp(k, "msgToken", 8) == 0)
+            return IGW_MediaTrackControl_F_msgToken;
+        break;
+    case 9:
+        if (memcmp(k, "sessionId", 9) == 0)
+            return IGW_MediaTrackControl_F_sessionId;
+        break;
+    default:
+        break;
+    }
+    return -1;
+}
+
+int igw_decode_MediaTrackControl(igw_json *j, igw_MediaTrackControl *o)
+{
+    igw_str k;
+    int more;
+    memset(o, 0, sizeof *o);
+    if (igw_json_object_begin(j))
+        return -1;
+    while ((more = igw_json_object_next(j, &k)) == 1) {
+        int f = key_MediaTrackControl(k.ptr, k.len);
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        o->has |= UINT64_C(1) << f;
+        switch (f) {
+        case IGW_MediaTrackControl_F_method:
+            if (igw_json_string(j, &o->method) || igw_decode_string_rules(j, o->method, 1, 64, 3))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        case IGW_MediaTrackControl_F_msgToken:
+            if (igw_json_string(j, &o->msgToken) || igw_decode_string_rules(j, o->msgToken, 1, 128, 3))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        case IGW_MediaTrackControl_F_sessionId:
+            if (igw_json_string(j, &o->sessionId) || igw_decode_string_rules(j, o->sessionId, 1, 64, 3))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        case IGW_MediaTrackControl_F_params:
+            if (igw_decode_TrackControlParams(j, &o->params))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        default:
+            break;
+        }
+    }
+    if (more < 0)
+        return -1;
+    if ((o->has & IGW_MediaTrackControl__REQUIRED) != IGW_MediaTrackControl__REQUIRED) {
+        if (!(o->has & IGW_MediaTrackControl_method)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "method", 6);
+        }
+        if (!(o->has & IGW_MediaTrackControl_msgToken)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "msgToken", 8);
+        }
+        if (!(o->has & IGW_MediaTrackControl_sessionId)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "sessionId", 9);
+        }
+        if (!(o->has & IGW_MediaTrackControl_params)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "params", 6);
+        }
+    }
+    return 0;
+}
+
+/* Field index of a key of MediaBye, or -1: length first, then memcmp. */
+static int key_MediaBye(const char *k, size_t n)
+{
+    switch (n) {
+    case 6:
+        if (memcmp(k, "method", 6) == 0)
+            return IGW_MediaBye_F_method;
+        if (memcmp(k, "params", 6) == 0)
+            return IGW_MediaBye_F_params;
+        break;
+    case 8:
+        if (memcmp(k, "msgToken", 8) == 0)
+            return IGW_MediaBye_F_msgToken;
+        break;
+    case 9:
+        if (memcmp(k, "sessionId", 9) == 0)
+            return IGW_MediaBye_F_sessionId;
+        break;
+    default:
+        break;
+    }
+    return -1;
+}
+
+int igw_decode_MediaBye(igw_json *j, igw_MediaBye *o)
+{
+    igw_str k;
+    int more;
+    memset(o, 0, sizeof *o);
+    if (igw_json_object_begin(j))
+        return -1;
+    while ((more = igw_json_object_next(j, &k)) == 1) {
+        int f = key_MediaBye(k.ptr, k.len);
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        o->has |= UINT64_C(1) << f;
+        switch (f) {
+        case IGW_MediaBye_F_method:
+            if (igw_json_string(j, &o->method) || igw_decode_string_rules(j, o->method, 1, 64, 3))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        case IGW_MediaBye_F_msgToken:
+            if (igw_json_string(j, &o->msgToken) || igw_decode_string_rules(j, o->msgToken, 1, 128, 3))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        case IGW_MediaBye_F_sessionId:
+            if (igw_json_string(j, &o->sessionId) || igw_decode_string_rules(j, o->sessionId, 1, 64, 3))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        case IGW_MediaBye_F_params:
+            if (igw_decode_ByeParams(j, &o->params))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        default:
+            break;
+        }
+    }
+    if (more < 0)
+        return -1;
+    if ((o->has & IGW_MediaBye__REQUIRED) != IGW_MediaBye__REQUIRED) {
+        if (!(o->has & IGW_MediaBye_method)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "method", 6);
+        }
+        if (!(o->has & IGW_MediaBye_msgToken)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "msgToken", 8);
+        }
+        if (!(o->has & IGW_MediaBye_sessionId)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "sessionId", 9);
+        }
+        if (!(o->has & IGW_MediaBye_params)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "params", 6);
+        }
+    }
+    return 0;
+}
+
 /* Field index of a key of UploadResult, or -1: length first, then memcmp. */
 static int key_UploadResult(const char *k, size_t n)
 {
@@ -3683,24 +4714,24 @@ int igw_decode_ResultData(igw_json *j, igw_ResultData *o)
             break;
         case IGW_ResultData_F_remaining:
             {
-                int more4;
+                int more8;
                 if (igw_json_array_begin(j))
                     return igw_json_prefix_key(j, k.ptr, k.len);
-                uint32_t cap4 = 0;
+                uint32_t cap8 = 0;
                 o->remaining.n = 0;
                 o->remaining.v = NULL;
-                while ((more4 = igw_json_array_next(j)) == 1) {
+                while ((more8 = igw_json_array_next(j)) == 1) {
                     if (o->remaining.n == 256) {
                         igw_json_fail(j, IGW_JERR_LENGTH, "more than 256 items");
                         return (igw_json_prefix_index(j, o->remaining.n), igw_json_prefix_key(j, k.ptr, k.len));
                     }
-                    if (o->remaining.n == cap4 && !(o->remaining.v = igw_decode_grow(j, o->remaining.v, o->remaining.n, &cap4, 256, sizeof *o->remaining.v)))
+                    if (o->remaining.n == cap8 && !(o->remaining.v = igw_decode_grow(j, o->remaining.v, o->remaining.n, &cap8, 256, sizeof *o->remaining.v)))
                         return (igw_json_prefix_index(j, o->remaining.n), igw_json_prefix_key(j, k.ptr, k.len));
                     if (igw_json_string(j, &o->remaining.v[o->remaining.n]) || igw_decode_string_rules(j, o->remaining.v[o->remaining.n], 1, 16, 1))
                         return (igw_json_prefix_index(j, o->remaining.n), igw_json_prefix_key(j, k.ptr, k.len));
                     o->remaining.n++;
                 }
-                if (more4 < 0)
+                if (more8 < 0)
                     return igw_json_prefix_key(j, k.ptr, k.len);
             }
             break;
@@ -4310,24 +5341,24 @@ int igw_decode_EventsData(igw_json *j, igw_EventsData *o)
         switch (f) {
         case IGW_EventsData_F_list:
             {
-                int more5;
+                int more9;
                 if (igw_json_array_begin(j))
                     return igw_json_prefix_key(j, k.ptr, k.len);
-                uint32_t cap5 = 0;
+                uint32_t cap9 = 0;
                 o->list.n = 0;
                 o->list.v = NULL;
-                while ((more5 = igw_json_array_next(j)) == 1) {
+                while ((more9 = igw_json_array_next(j)) == 1) {
                     if (o->list.n == 32) {
                         igw_json_fail(j, IGW_JERR_LENGTH, "more than 32 items");
                         return (igw_json_prefix_index(j, o->list.n), igw_json_prefix_key(j, k.ptr, k.len));
                     }
-                    if (o->list.n == cap5 && !(o->list.v = igw_decode_grow(j, o->list.v, o->list.n, &cap5, 32, sizeof *o->list.v)))
+                    if (o->list.n == cap9 && !(o->list.v = igw_decode_grow(j, o->list.v, o->list.n, &cap9, 32, sizeof *o->list.v)))
                         return (igw_json_prefix_index(j, o->list.n), igw_json_prefix_key(j, k.ptr, k.len));
                     if (igw_decode_EventItem(j, &o->list.v[o->list.n]))
                         return (igw_json_prefix_index(j, o->list.n), igw_json_prefix_key(j, k.ptr, k.len));
                     o->list.n++;
                 }
-                if (more5 < 0)
+                if (more9 < 0)
                     return igw_json_prefix_key(j, k.ptr, k.len);
             }
             break;
@@ -4389,18 +5420,18 @@ int igw_decode_AckRequest(igw_json *j, igw_AckRequest *o)
             break;
         case IGW_AckRequest_F_deliveryIds:
             {
-                int more6;
+                int more10;
                 if (igw_json_array_begin(j))
                     return igw_json_prefix_key(j, k.ptr, k.len);
-                uint32_t cap6 = 0;
+                uint32_t cap10 = 0;
                 o->deliveryIds.n = 0;
                 o->deliveryIds.v = NULL;
-                while ((more6 = igw_json_array_next(j)) == 1) {
+                while ((more10 = igw_json_array_next(j)) == 1) {
                     if (o->deliveryIds.n == 32) {
                         igw_json_fail(j, IGW_JERR_LENGTH, "more than 32 items");
                         return (igw_json_prefix_index(j, o->deliveryIds.n), igw_json_prefix_key(j, k.ptr, k.len));
                     }
-                    if (o->deliveryIds.n == cap6 && !(o->deliveryIds.v = igw_decode_grow(j, o->deliveryIds.v, o->deliveryIds.n, &cap6, 32, sizeof *o->deliveryIds.v)))
+                    if (o->deliveryIds.n == cap10 && !(o->deliveryIds.v = igw_decode_grow(j, o->deliveryIds.v, o->deliveryIds.n, &cap10, 32, sizeof *o->deliveryIds.v)))
                         return (igw_json_prefix_index(j, o->deliveryIds.n), igw_json_prefix_key(j, k.ptr, k.len));
                     if (igw_json_string(j, &o->deliveryIds.v[o->deliveryIds.n]) || igw_decode_string_rules(j, o->deliveryIds.v[o->deliveryIds.n], 1, 64, 3))
                         return (igw_json_prefix_index(j, o->deliveryIds.n), igw_json_prefix_key(j, k.ptr, k.len));
@@ -4411,7 +5442,7 @@ int igw_decode_AckRequest(igw_json *j, igw_AckRequest *o)
                         }
                     o->deliveryIds.n++;
                 }
-                if (more6 < 0)
+                if (more10 < 0)
                     return igw_json_prefix_key(j, k.ptr, k.len);
                 if (o->deliveryIds.n < 1) {
                     igw_json_fail(j, IGW_JERR_LENGTH, "fewer than 1 items");
@@ -4923,24 +5954,24 @@ int igw_decode_RecordingsData(igw_json *j, igw_RecordingsData *o)
         switch (f) {
         case IGW_RecordingsData_F_list:
             {
-                int more7;
+                int more11;
                 if (igw_json_array_begin(j))
                     return igw_json_prefix_key(j, k.ptr, k.len);
-                uint32_t cap7 = 0;
+                uint32_t cap11 = 0;
                 o->list.n = 0;
                 o->list.v = NULL;
-                while ((more7 = igw_json_array_next(j)) == 1) {
+                while ((more11 = igw_json_array_next(j)) == 1) {
                     if (o->list.n == 32) {
                         igw_json_fail(j, IGW_JERR_LENGTH, "more than 32 items");
                         return (igw_json_prefix_index(j, o->list.n), igw_json_prefix_key(j, k.ptr, k.len));
                     }
-                    if (o->list.n == cap7 && !(o->list.v = igw_decode_grow(j, o->list.v, o->list.n, &cap7, 32, sizeof *o->list.v)))
+                    if (o->list.n == cap11 && !(o->list.v = igw_decode_grow(j, o->list.v, o->list.n, &cap11, 32, sizeof *o->list.v)))
                         return (igw_json_prefix_index(j, o->list.n), igw_json_prefix_key(j, k.ptr, k.len));
                     if (igw_decode_RecordingEntry(j, &o->list.v[o->list.n]))
                         return (igw_json_prefix_index(j, o->list.n), igw_json_prefix_key(j, k.ptr, k.len));
                     o->list.n++;
                 }
-                if (more7 < 0)
+                if (more11 < 0)
                     return igw_json_prefix_key(j, k.ptr, k.len);
             }
             break;
@@ -5480,15 +6511,15 @@ void igw_encode_ProcessorControlParams(igw_jw *w, const igw_ProcessorControlPara
     enc_ProcessorOperation(w, o->operation);
     igw_jw_key(w, "sourceTrackIds", 14);
     igw_jw_array_begin(w);
-    for (uint32_t i8 = 0; i8 < o->sourceTrackIds.n; i8++) {
-        igw_jw_string(w, o->sourceTrackIds.v[i8].ptr, o->sourceTrackIds.v[i8].len);
+    for (uint32_t i12 = 0; i12 < o->sourceTrackIds.n; i12++) {
+        igw_jw_string(w, o->sourceTrackIds.v[i12].ptr, o->sourceTrackIds.v[i12].len);
     }
     igw_jw_array_end(w);
     if (o->has & IGW_ProcessorControlParams_consentIds) {
         igw_jw_key(w, "consentIds", 10);
         igw_jw_array_begin(w);
-        for (uint32_t i9 = 0; i9 < o->consentIds.n; i9++) {
-            igw_jw_string(w, o->consentIds.v[i9].ptr, o->consentIds.v[i9].len);
+        for (uint32_t i13 = 0; i13 < o->consentIds.n; i13++) {
+            igw_jw_string(w, o->consentIds.v[i13].ptr, o->consentIds.v[i13].len);
         }
         igw_jw_array_end(w);
     }
@@ -5682,6 +6713,10 @@ void igw_encode_DeviceMessage(igw_jw *w, const igw_DeviceMessage *o)
         if (igw_jw_canonical(w, o->data.ptr, o->data.len) != 0)
             w->oom = true; /* not valid JSON: mark the output unusable */
     }
+    if (o->has & IGW_DeviceMessage_sessionId) {
+        igw_jw_key(w, "sessionId", 9);
+        igw_jw_string(w, o->sessionId.ptr, o->sessionId.len);
+    }
     igw_jw_object_end(w);
 }
 
@@ -5717,8 +6752,8 @@ void igw_encode_PackReportParams(igw_jw *w, const igw_PackReportParams *o)
     if (o->has & IGW_PackReportParams_events) {
         igw_jw_key(w, "events", 6);
         igw_jw_array_begin(w);
-        for (uint32_t i10 = 0; i10 < o->events.n; i10++) {
-            igw_encode_PackEvent(w, &o->events.v[i10]);
+        for (uint32_t i14 = 0; i14 < o->events.n; i14++) {
+            igw_encode_PackEvent(w, &o->events.v[i14]);
         }
         igw_jw_array_end(w);
     }
@@ -5730,8 +6765,8 @@ void igw_encode_TopologyParams(igw_jw *w, const igw_TopologyParams *o)
     igw_jw_object_begin(w);
     igw_jw_key(w, "devices", 7);
     igw_jw_array_begin(w);
-    for (uint32_t i11 = 0; i11 < o->devices.n; i11++) {
-        igw_encode_Target(w, &o->devices.v[i11]);
+    for (uint32_t i15 = 0; i15 < o->devices.n; i15++) {
+        igw_encode_Target(w, &o->devices.v[i15]);
     }
     igw_jw_array_end(w);
     igw_jw_object_end(w);
@@ -5786,6 +6821,148 @@ void igw_encode_DeviceReply(igw_jw *w, const igw_DeviceReply *o)
     igw_jw_object_end(w);
 }
 
+void igw_encode_MediaCamera(igw_jw *w, const igw_MediaCamera *o)
+{
+    igw_jw_object_begin(w);
+    igw_jw_key(w, "cameraId", 8);
+    igw_jw_string(w, o->cameraId.ptr, o->cameraId.len);
+    igw_jw_key(w, "video", 5);
+    igw_jw_array_begin(w);
+    for (uint32_t i16 = 0; i16 < o->video.n; i16++) {
+        igw_jw_string(w, o->video.v[i16].ptr, o->video.v[i16].len);
+    }
+    igw_jw_array_end(w);
+    if (o->has & IGW_MediaCamera_audio) {
+        igw_jw_key(w, "audio", 5);
+        igw_jw_array_begin(w);
+        for (uint32_t i17 = 0; i17 < o->audio.n; i17++) {
+            igw_jw_string(w, o->audio.v[i17].ptr, o->audio.v[i17].len);
+        }
+        igw_jw_array_end(w);
+    }
+    igw_jw_object_end(w);
+}
+
+void igw_encode_MediaCapability(igw_jw *w, const igw_MediaCapability *o)
+{
+    igw_jw_object_begin(w);
+    igw_jw_key(w, "cameras", 7);
+    igw_jw_array_begin(w);
+    for (uint32_t i18 = 0; i18 < o->cameras.n; i18++) {
+        igw_encode_MediaCamera(w, &o->cameras.v[i18]);
+    }
+    igw_jw_array_end(w);
+    igw_jw_key(w, "microphone", 10);
+    igw_jw_bool(w, o->microphone);
+    igw_jw_key(w, "speaker", 7);
+    igw_jw_bool(w, o->speaker);
+    igw_jw_key(w, "maxUpstreams", 12);
+    igw_jw_int(w, o->maxUpstreams);
+    igw_jw_key(w, "confirmPolicy", 13);
+    enc_ConfirmPolicy(w, o->confirmPolicy);
+    igw_jw_object_end(w);
+}
+
+void igw_encode_MediaTrack(igw_jw *w, const igw_MediaTrack *o)
+{
+    igw_jw_object_begin(w);
+    igw_jw_key(w, "trackId", 7);
+    igw_jw_string(w, o->trackId.ptr, o->trackId.len);
+    igw_jw_key(w, "kind", 4);
+    enc_TrackKind(w, o->kind);
+    igw_jw_key(w, "codec", 5);
+    igw_jw_string(w, o->codec.ptr, o->codec.len);
+    igw_jw_object_end(w);
+}
+
+void igw_encode_MediaInviteParams(igw_jw *w, const igw_MediaInviteParams *o)
+{
+    igw_jw_object_begin(w);
+    igw_jw_key(w, "cameraId", 8);
+    igw_jw_string(w, o->cameraId.ptr, o->cameraId.len);
+    igw_jw_key(w, "mediaRevision", 13);
+    igw_jw_int(w, o->mediaRevision);
+    igw_jw_key(w, "tracks", 6);
+    igw_jw_array_begin(w);
+    for (uint32_t i19 = 0; i19 < o->tracks.n; i19++) {
+        igw_encode_MediaTrack(w, &o->tracks.v[i19]);
+    }
+    igw_jw_array_end(w);
+    igw_jw_object_end(w);
+}
+
+void igw_encode_MediaInvite(igw_jw *w, const igw_MediaInvite *o)
+{
+    igw_jw_object_begin(w);
+    igw_jw_key(w, "method", 6);
+    igw_jw_string(w, o->method.ptr, o->method.len);
+    igw_jw_key(w, "msgToken", 8);
+    igw_jw_string(w, o->msgToken.ptr, o->msgToken.len);
+    igw_jw_key(w, "sessionId", 9);
+    igw_jw_string(w, o->sessionId.ptr, o->sessionId.len);
+    igw_jw_key(w, "params", 6);
+    igw_encode_MediaInviteParams(w, &o->params);
+    igw_jw_object_end(w);
+}
+
+void igw_encode_WebrtcAnswer(igw_jw *w, const igw_WebrtcAnswer *o)
+{
+    igw_jw_object_begin(w);
+    igw_jw_key(w, "iceMode", 7);
+    enc_IceMode(w, o->iceMode);
+    igw_jw_key(w, "sdp", 3);
+    igw_jw_string(w, o->sdp.ptr, o->sdp.len);
+    igw_jw_object_end(w);
+}
+
+void igw_encode_MediaAnswer(igw_jw *w, const igw_MediaAnswer *o)
+{
+    igw_jw_object_begin(w);
+    igw_jw_key(w, "sessionId", 9);
+    igw_jw_string(w, o->sessionId.ptr, o->sessionId.len);
+    igw_jw_key(w, "mediaRevision", 13);
+    igw_jw_int(w, o->mediaRevision);
+    igw_jw_key(w, "webrtc", 6);
+    igw_encode_WebrtcAnswer(w, &o->webrtc);
+    igw_jw_object_end(w);
+}
+
+void igw_encode_ByeParams(igw_jw *w, const igw_ByeParams *o)
+{
+    igw_jw_object_begin(w);
+    igw_jw_key(w, "reason", 6);
+    enc_ByeReason(w, o->reason);
+    igw_jw_object_end(w);
+}
+
+void igw_encode_MediaTrackControl(igw_jw *w, const igw_MediaTrackControl *o)
+{
+    igw_jw_object_begin(w);
+    igw_jw_key(w, "method", 6);
+    igw_jw_string(w, o->method.ptr, o->method.len);
+    igw_jw_key(w, "msgToken", 8);
+    igw_jw_string(w, o->msgToken.ptr, o->msgToken.len);
+    igw_jw_key(w, "sessionId", 9);
+    igw_jw_string(w, o->sessionId.ptr, o->sessionId.len);
+    igw_jw_key(w, "params", 6);
+    igw_encode_TrackControlParams(w, &o->params);
+    igw_jw_object_end(w);
+}
+
+void igw_encode_MediaBye(igw_jw *w, const igw_MediaBye *o)
+{
+    igw_jw_object_begin(w);
+    igw_jw_key(w, "method", 6);
+    igw_jw_string(w, o->method.ptr, o->method.len);
+    igw_jw_key(w, "msgToken", 8);
+    igw_jw_string(w, o->msgToken.ptr, o->msgToken.len);
+    igw_jw_key(w, "sessionId", 9);
+    igw_jw_string(w, o->sessionId.ptr, o->sessionId.len);
+    igw_jw_key(w, "params", 6);
+    igw_encode_ByeParams(w, &o->params);
+    igw_jw_object_end(w);
+}
+
 void igw_encode_UploadResult(igw_jw *w, const igw_UploadResult *o)
 {
     igw_jw_object_begin(w);
@@ -5825,8 +7002,8 @@ void igw_encode_ResultData(igw_jw *w, const igw_ResultData *o)
     if (o->has & IGW_ResultData_remaining) {
         igw_jw_key(w, "remaining", 9);
         igw_jw_array_begin(w);
-        for (uint32_t i12 = 0; i12 < o->remaining.n; i12++) {
-            igw_jw_string(w, o->remaining.v[i12].ptr, o->remaining.v[i12].len);
+        for (uint32_t i20 = 0; i20 < o->remaining.n; i20++) {
+            igw_jw_string(w, o->remaining.v[i20].ptr, o->remaining.v[i20].len);
         }
         igw_jw_array_end(w);
     }
@@ -5961,8 +7138,8 @@ void igw_encode_EventsData(igw_jw *w, const igw_EventsData *o)
     igw_jw_object_begin(w);
     igw_jw_key(w, "list", 4);
     igw_jw_array_begin(w);
-    for (uint32_t i13 = 0; i13 < o->list.n; i13++) {
-        igw_encode_EventItem(w, &o->list.v[i13]);
+    for (uint32_t i21 = 0; i21 < o->list.n; i21++) {
+        igw_encode_EventItem(w, &o->list.v[i21]);
     }
     igw_jw_array_end(w);
     igw_jw_object_end(w);
@@ -5975,8 +7152,8 @@ void igw_encode_AckRequest(igw_jw *w, const igw_AckRequest *o)
     igw_jw_string(w, o->endpointId.ptr, o->endpointId.len);
     igw_jw_key(w, "deliveryIds", 11);
     igw_jw_array_begin(w);
-    for (uint32_t i14 = 0; i14 < o->deliveryIds.n; i14++) {
-        igw_jw_string(w, o->deliveryIds.v[i14].ptr, o->deliveryIds.v[i14].len);
+    for (uint32_t i22 = 0; i22 < o->deliveryIds.n; i22++) {
+        igw_jw_string(w, o->deliveryIds.v[i22].ptr, o->deliveryIds.v[i22].len);
     }
     igw_jw_array_end(w);
     igw_jw_object_end(w);
@@ -6061,8 +7238,8 @@ void igw_encode_RecordingsData(igw_jw *w, const igw_RecordingsData *o)
     igw_jw_object_begin(w);
     igw_jw_key(w, "list", 4);
     igw_jw_array_begin(w);
-    for (uint32_t i15 = 0; i15 < o->list.n; i15++) {
-        igw_encode_RecordingEntry(w, &o->list.v[i15]);
+    for (uint32_t i23 = 0; i23 < o->list.n; i23++) {
+        igw_encode_RecordingEntry(w, &o->list.v[i23]);
     }
     igw_jw_array_end(w);
     igw_jw_key(w, "hasMore", 7);

@@ -220,6 +220,48 @@ typedef struct igw_ConsentScope_list {
 /* Wire names, indexed by igw_ConsentScope. */
 extern const igw_str igw_ConsentScope_names[IGW_ConsentScope__COUNT];
 
+typedef enum igw_ConfirmPolicy {
+    IGW_ConfirmPolicy_auto,
+    IGW_ConfirmPolicy_confirm,
+    IGW_ConfirmPolicy__COUNT
+} igw_ConfirmPolicy;
+typedef struct igw_ConfirmPolicy_list {
+    igw_ConfirmPolicy *v;
+    uint32_t n;
+} igw_ConfirmPolicy_list;
+/* Wire names, indexed by igw_ConfirmPolicy. */
+extern const igw_str igw_ConfirmPolicy_names[IGW_ConfirmPolicy__COUNT];
+
+typedef enum igw_TrackKind {
+    IGW_TrackKind_video,
+    IGW_TrackKind_audio,
+    IGW_TrackKind__COUNT
+} igw_TrackKind;
+typedef struct igw_TrackKind_list {
+    igw_TrackKind *v;
+    uint32_t n;
+} igw_TrackKind_list;
+/* Wire names, indexed by igw_TrackKind. */
+extern const igw_str igw_TrackKind_names[IGW_TrackKind__COUNT];
+
+typedef enum igw_ByeReason {
+    IGW_ByeReason_cameraDeclined,
+    IGW_ByeReason_cameraBusy,
+    IGW_ByeReason_cameraError,
+    IGW_ByeReason_cameraShutdown,
+    IGW_ByeReason_noViewers,
+    IGW_ByeReason_replaced,
+    IGW_ByeReason_timeout,
+    IGW_ByeReason_shutdown,
+    IGW_ByeReason__COUNT
+} igw_ByeReason;
+typedef struct igw_ByeReason_list {
+    igw_ByeReason *v;
+    uint32_t n;
+} igw_ByeReason_list;
+/* Wire names, indexed by igw_ByeReason. */
+extern const igw_str igw_ByeReason_names[IGW_ByeReason__COUNT];
+
 typedef enum igw_ResultMethod {
     IGW_ResultMethod_interaction_result,
     IGW_ResultMethod__COUNT
@@ -856,6 +898,7 @@ typedef struct igw_DeviceMessage {
     igw_str msg;
     igw_str response;
     igw_str data;
+    igw_str sessionId;
 } igw_DeviceMessage;
 enum igw_DeviceMessage_field {
     IGW_DeviceMessage_F_method = 0,
@@ -869,6 +912,7 @@ enum igw_DeviceMessage_field {
     IGW_DeviceMessage_F_msg = 8,
     IGW_DeviceMessage_F_response = 9,
     IGW_DeviceMessage_F_data = 10,
+    IGW_DeviceMessage_F_sessionId = 11,
     IGW_DeviceMessage__NFIELDS
 };
 #define IGW_DeviceMessage_method (UINT64_C(1) << IGW_DeviceMessage_F_method)
@@ -882,6 +926,7 @@ enum igw_DeviceMessage_field {
 #define IGW_DeviceMessage_msg (UINT64_C(1) << IGW_DeviceMessage_F_msg)
 #define IGW_DeviceMessage_response (UINT64_C(1) << IGW_DeviceMessage_F_response)
 #define IGW_DeviceMessage_data (UINT64_C(1) << IGW_DeviceMessage_F_data)
+#define IGW_DeviceMessage_sessionId (UINT64_C(1) << IGW_DeviceMessage_F_sessionId)
 #define IGW_DeviceMessage__REQUIRED (IGW_DeviceMessage_method | IGW_DeviceMessage_msgToken)
 typedef struct igw_DeviceMessage_list {
     igw_DeviceMessage *v;
@@ -1022,6 +1067,232 @@ typedef struct igw_DeviceReply_list {
     igw_DeviceReply *v;
     uint32_t n;
 } igw_DeviceReply_list;
+
+/* One camera of a device. */
+typedef struct igw_MediaCamera {
+    uint64_t has; /* IGW_MediaCamera_<field> bits of the fields present */
+    igw_str cameraId;
+    igw_str_list video;
+    igw_str_list audio;
+} igw_MediaCamera;
+enum igw_MediaCamera_field {
+    IGW_MediaCamera_F_cameraId = 0,
+    IGW_MediaCamera_F_video = 1,
+    IGW_MediaCamera_F_audio = 2,
+    IGW_MediaCamera__NFIELDS
+};
+#define IGW_MediaCamera_cameraId (UINT64_C(1) << IGW_MediaCamera_F_cameraId)
+#define IGW_MediaCamera_video (UINT64_C(1) << IGW_MediaCamera_F_video)
+#define IGW_MediaCamera_audio (UINT64_C(1) << IGW_MediaCamera_F_audio)
+#define IGW_MediaCamera__REQUIRED (IGW_MediaCamera_cameraId | IGW_MediaCamera_video)
+typedef struct igw_MediaCamera_list {
+    igw_MediaCamera *v;
+    uint32_t n;
+} igw_MediaCamera_list;
+
+/* params of a camera's capability report; the latest report is the device's capability. */
+typedef struct igw_MediaCapability {
+    uint64_t has; /* IGW_MediaCapability_<field> bits of the fields present */
+    igw_MediaCamera_list cameras;
+    bool microphone;
+    bool speaker;
+    int64_t maxUpstreams;
+    igw_ConfirmPolicy confirmPolicy;
+} igw_MediaCapability;
+enum igw_MediaCapability_field {
+    IGW_MediaCapability_F_cameras = 0,
+    IGW_MediaCapability_F_microphone = 1,
+    IGW_MediaCapability_F_speaker = 2,
+    IGW_MediaCapability_F_maxUpstreams = 3,
+    IGW_MediaCapability_F_confirmPolicy = 4,
+    IGW_MediaCapability__NFIELDS
+};
+#define IGW_MediaCapability_cameras (UINT64_C(1) << IGW_MediaCapability_F_cameras)
+#define IGW_MediaCapability_microphone (UINT64_C(1) << IGW_MediaCapability_F_microphone)
+#define IGW_MediaCapability_speaker (UINT64_C(1) << IGW_MediaCapability_F_speaker)
+#define IGW_MediaCapability_maxUpstreams (UINT64_C(1) << IGW_MediaCapability_F_maxUpstreams)
+#define IGW_MediaCapability_confirmPolicy (UINT64_C(1) << IGW_MediaCapability_F_confirmPolicy)
+#define IGW_MediaCapability__REQUIRED (IGW_MediaCapability_cameras | IGW_MediaCapability_microphone | IGW_MediaCapability_speaker | IGW_MediaCapability_maxUpstreams | IGW_MediaCapability_confirmPolicy)
+typedef struct igw_MediaCapability_list {
+    igw_MediaCapability *v;
+    uint32_t n;
+} igw_MediaCapability_list;
+
+/* A track the platform asks the camera to send. */
+typedef struct igw_MediaTrack {
+    uint64_t has; /* IGW_MediaTrack_<field> bits of the fields present */
+    igw_str trackId;
+    igw_TrackKind kind;
+    igw_str codec;
+} igw_MediaTrack;
+enum igw_MediaTrack_field {
+    IGW_MediaTrack_F_trackId = 0,
+    IGW_MediaTrack_F_kind = 1,
+    IGW_MediaTrack_F_codec = 2,
+    IGW_MediaTrack__NFIELDS
+};
+#define IGW_MediaTrack_trackId (UINT64_C(1) << IGW_MediaTrack_F_trackId)
+#define IGW_MediaTrack_kind (UINT64_C(1) << IGW_MediaTrack_F_kind)
+#define IGW_MediaTrack_codec (UINT64_C(1) << IGW_MediaTrack_F_codec)
+#define IGW_MediaTrack__REQUIRED (IGW_MediaTrack_trackId | IGW_MediaTrack_kind | IGW_MediaTrack_codec)
+typedef struct igw_MediaTrack_list {
+    igw_MediaTrack *v;
+    uint32_t n;
+} igw_MediaTrack_list;
+
+/* MediaInviteParams */
+typedef struct igw_MediaInviteParams {
+    uint64_t has; /* IGW_MediaInviteParams_<field> bits of the fields present */
+    igw_str cameraId;
+    int64_t mediaRevision;
+    igw_MediaTrack_list tracks;
+} igw_MediaInviteParams;
+enum igw_MediaInviteParams_field {
+    IGW_MediaInviteParams_F_cameraId = 0,
+    IGW_MediaInviteParams_F_mediaRevision = 1,
+    IGW_MediaInviteParams_F_tracks = 2,
+    IGW_MediaInviteParams__NFIELDS
+};
+#define IGW_MediaInviteParams_cameraId (UINT64_C(1) << IGW_MediaInviteParams_F_cameraId)
+#define IGW_MediaInviteParams_mediaRevision (UINT64_C(1) << IGW_MediaInviteParams_F_mediaRevision)
+#define IGW_MediaInviteParams_tracks (UINT64_C(1) << IGW_MediaInviteParams_F_tracks)
+#define IGW_MediaInviteParams__REQUIRED (IGW_MediaInviteParams_cameraId | IGW_MediaInviteParams_mediaRevision | IGW_MediaInviteParams_tracks)
+typedef struct igw_MediaInviteParams_list {
+    igw_MediaInviteParams *v;
+    uint32_t n;
+} igw_MediaInviteParams_list;
+
+/* What a camera receives to open a leg; answered by its mediaOffer, or bye. */
+typedef struct igw_MediaInvite {
+    uint64_t has; /* IGW_MediaInvite_<field> bits of the fields present */
+    igw_str method;
+    igw_str msgToken;
+    igw_str sessionId;
+    igw_MediaInviteParams params;
+} igw_MediaInvite;
+enum igw_MediaInvite_field {
+    IGW_MediaInvite_F_method = 0,
+    IGW_MediaInvite_F_msgToken = 1,
+    IGW_MediaInvite_F_sessionId = 2,
+    IGW_MediaInvite_F_params = 3,
+    IGW_MediaInvite__NFIELDS
+};
+#define IGW_MediaInvite_method (UINT64_C(1) << IGW_MediaInvite_F_method)
+#define IGW_MediaInvite_msgToken (UINT64_C(1) << IGW_MediaInvite_F_msgToken)
+#define IGW_MediaInvite_sessionId (UINT64_C(1) << IGW_MediaInvite_F_sessionId)
+#define IGW_MediaInvite_params (UINT64_C(1) << IGW_MediaInvite_F_params)
+#define IGW_MediaInvite__REQUIRED (IGW_MediaInvite_method | IGW_MediaInvite_msgToken | IGW_MediaInvite_sessionId | IGW_MediaInvite_params)
+typedef struct igw_MediaInvite_list {
+    igw_MediaInvite *v;
+    uint32_t n;
+} igw_MediaInvite_list;
+
+/* WebrtcAnswer */
+typedef struct igw_WebrtcAnswer {
+    uint64_t has; /* IGW_WebrtcAnswer_<field> bits of the fields present */
+    igw_IceMode iceMode;
+    igw_str sdp;
+} igw_WebrtcAnswer;
+enum igw_WebrtcAnswer_field {
+    IGW_WebrtcAnswer_F_iceMode = 0,
+    IGW_WebrtcAnswer_F_sdp = 1,
+    IGW_WebrtcAnswer__NFIELDS
+};
+#define IGW_WebrtcAnswer_iceMode (UINT64_C(1) << IGW_WebrtcAnswer_F_iceMode)
+#define IGW_WebrtcAnswer_sdp (UINT64_C(1) << IGW_WebrtcAnswer_F_sdp)
+#define IGW_WebrtcAnswer__REQUIRED (IGW_WebrtcAnswer_iceMode | IGW_WebrtcAnswer_sdp)
+typedef struct igw_WebrtcAnswer_list {
+    igw_WebrtcAnswer *v;
+    uint32_t n;
+} igw_WebrtcAnswer_list;
+
+/* data of a mediaOfferReply (device) and of the interaction.mediaOffer result: the platform's answer. */
+typedef struct igw_MediaAnswer {
+    uint64_t has; /* IGW_MediaAnswer_<field> bits of the fields present */
+    igw_str sessionId;
+    int64_t mediaRevision;
+    igw_WebrtcAnswer webrtc;
+} igw_MediaAnswer;
+enum igw_MediaAnswer_field {
+    IGW_MediaAnswer_F_sessionId = 0,
+    IGW_MediaAnswer_F_mediaRevision = 1,
+    IGW_MediaAnswer_F_webrtc = 2,
+    IGW_MediaAnswer__NFIELDS
+};
+#define IGW_MediaAnswer_sessionId (UINT64_C(1) << IGW_MediaAnswer_F_sessionId)
+#define IGW_MediaAnswer_mediaRevision (UINT64_C(1) << IGW_MediaAnswer_F_mediaRevision)
+#define IGW_MediaAnswer_webrtc (UINT64_C(1) << IGW_MediaAnswer_F_webrtc)
+#define IGW_MediaAnswer__REQUIRED (IGW_MediaAnswer_sessionId | IGW_MediaAnswer_mediaRevision | IGW_MediaAnswer_webrtc)
+typedef struct igw_MediaAnswer_list {
+    igw_MediaAnswer *v;
+    uint32_t n;
+} igw_MediaAnswer_list;
+
+/* Why a leg ends: camera* from the camera, the others from the platform. */
+typedef struct igw_ByeParams {
+    uint64_t has; /* IGW_ByeParams_<field> bits of the fields present */
+    igw_ByeReason reason;
+} igw_ByeParams;
+enum igw_ByeParams_field {
+    IGW_ByeParams_F_reason = 0,
+    IGW_ByeParams__NFIELDS
+};
+#define IGW_ByeParams_reason (UINT64_C(1) << IGW_ByeParams_F_reason)
+#define IGW_ByeParams__REQUIRED (IGW_ByeParams_reason)
+typedef struct igw_ByeParams_list {
+    igw_ByeParams *v;
+    uint32_t n;
+} igw_ByeParams_list;
+
+/* What a camera receives to pause or resume one track of a leg; answered by trackControlReply. */
+typedef struct igw_MediaTrackControl {
+    uint64_t has; /* IGW_MediaTrackControl_<field> bits of the fields present */
+    igw_str method;
+    igw_str msgToken;
+    igw_str sessionId;
+    igw_TrackControlParams params;
+} igw_MediaTrackControl;
+enum igw_MediaTrackControl_field {
+    IGW_MediaTrackControl_F_method = 0,
+    IGW_MediaTrackControl_F_msgToken = 1,
+    IGW_MediaTrackControl_F_sessionId = 2,
+    IGW_MediaTrackControl_F_params = 3,
+    IGW_MediaTrackControl__NFIELDS
+};
+#define IGW_MediaTrackControl_method (UINT64_C(1) << IGW_MediaTrackControl_F_method)
+#define IGW_MediaTrackControl_msgToken (UINT64_C(1) << IGW_MediaTrackControl_F_msgToken)
+#define IGW_MediaTrackControl_sessionId (UINT64_C(1) << IGW_MediaTrackControl_F_sessionId)
+#define IGW_MediaTrackControl_params (UINT64_C(1) << IGW_MediaTrackControl_F_params)
+#define IGW_MediaTrackControl__REQUIRED (IGW_MediaTrackControl_method | IGW_MediaTrackControl_msgToken | IGW_MediaTrackControl_sessionId | IGW_MediaTrackControl_params)
+typedef struct igw_MediaTrackControl_list {
+    igw_MediaTrackControl *v;
+    uint32_t n;
+} igw_MediaTrackControl_list;
+
+/* What a camera receives when the platform ends a leg; answered by byeReply. */
+typedef struct igw_MediaBye {
+    uint64_t has; /* IGW_MediaBye_<field> bits of the fields present */
+    igw_str method;
+    igw_str msgToken;
+    igw_str sessionId;
+    igw_ByeParams params;
+} igw_MediaBye;
+enum igw_MediaBye_field {
+    IGW_MediaBye_F_method = 0,
+    IGW_MediaBye_F_msgToken = 1,
+    IGW_MediaBye_F_sessionId = 2,
+    IGW_MediaBye_F_params = 3,
+    IGW_MediaBye__NFIELDS
+};
+#define IGW_MediaBye_method (UINT64_C(1) << IGW_MediaBye_F_method)
+#define IGW_MediaBye_msgToken (UINT64_C(1) << IGW_MediaBye_F_msgToken)
+#define IGW_MediaBye_sessionId (UINT64_C(1) << IGW_MediaBye_F_sessionId)
+#define IGW_MediaBye_params (UINT64_C(1) << IGW_MediaBye_F_params)
+#define IGW_MediaBye__REQUIRED (IGW_MediaBye_method | IGW_MediaBye_msgToken | IGW_MediaBye_sessionId | IGW_MediaBye_params)
+typedef struct igw_MediaBye_list {
+    igw_MediaBye *v;
+    uint32_t n;
+} igw_MediaBye_list;
 
 /* UploadResult */
 typedef struct igw_UploadResult {
@@ -1571,6 +1842,26 @@ int igw_decode_ControlDownlink(igw_json *j, igw_ControlDownlink *out);
 void igw_encode_ControlDownlink(igw_jw *w, const igw_ControlDownlink *in);
 int igw_decode_DeviceReply(igw_json *j, igw_DeviceReply *out);
 void igw_encode_DeviceReply(igw_jw *w, const igw_DeviceReply *in);
+int igw_decode_MediaCamera(igw_json *j, igw_MediaCamera *out);
+void igw_encode_MediaCamera(igw_jw *w, const igw_MediaCamera *in);
+int igw_decode_MediaCapability(igw_json *j, igw_MediaCapability *out);
+void igw_encode_MediaCapability(igw_jw *w, const igw_MediaCapability *in);
+int igw_decode_MediaTrack(igw_json *j, igw_MediaTrack *out);
+void igw_encode_MediaTrack(igw_jw *w, const igw_MediaTrack *in);
+int igw_decode_MediaInviteParams(igw_json *j, igw_MediaInviteParams *out);
+void igw_encode_MediaInviteParams(igw_jw *w, const igw_MediaInviteParams *in);
+int igw_decode_MediaInvite(igw_json *j, igw_MediaInvite *out);
+void igw_encode_MediaInvite(igw_jw *w, const igw_MediaInvite *in);
+int igw_decode_WebrtcAnswer(igw_json *j, igw_WebrtcAnswer *out);
+void igw_encode_WebrtcAnswer(igw_jw *w, const igw_WebrtcAnswer *in);
+int igw_decode_MediaAnswer(igw_json *j, igw_MediaAnswer *out);
+void igw_encode_MediaAnswer(igw_jw *w, const igw_MediaAnswer *in);
+int igw_decode_ByeParams(igw_json *j, igw_ByeParams *out);
+void igw_encode_ByeParams(igw_jw *w, const igw_ByeParams *in);
+int igw_decode_MediaTrackControl(igw_json *j, igw_MediaTrackControl *out);
+void igw_encode_MediaTrackControl(igw_jw *w, const igw_MediaTrackControl *in);
+int igw_decode_MediaBye(igw_json *j, igw_MediaBye *out);
+void igw_encode_MediaBye(igw_jw *w, const igw_MediaBye *in);
 int igw_decode_UploadResult(igw_json *j, igw_UploadResult *out);
 void igw_encode_UploadResult(igw_jw *w, const igw_UploadResult *in);
 int igw_decode_ResultData(igw_json *j, igw_ResultData *out);

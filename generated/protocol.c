@@ -6,8 +6,15 @@
 
 static int params_PackReportParams(igw_json *j, void *out) { return igw_decode_PackReportParams(j, out); }
 static int params_TopologyParams(igw_json *j, void *out) { return igw_decode_TopologyParams(j, out); }
+static int params_MediaCapability(igw_json *j, void *out) { return igw_decode_MediaCapability(j, out); }
+static int params_MediaOfferParams(igw_json *j, void *out) { return igw_decode_MediaOfferParams(j, out); }
+static int params_MediaStateParams(igw_json *j, void *out) { return igw_decode_MediaStateParams(j, out); }
+static int params_ByeParams(igw_json *j, void *out) { return igw_decode_ByeParams(j, out); }
 static void down_ActionDownlink(igw_jw *w, const void *in) { igw_encode_ActionDownlink(w, in); }
 static void down_ControlDownlink(igw_jw *w, const void *in) { igw_encode_ControlDownlink(w, in); }
+static void down_MediaInvite(igw_jw *w, const void *in) { igw_encode_MediaInvite(w, in); }
+static void down_MediaTrackControl(igw_jw *w, const void *in) { igw_encode_MediaTrackControl(w, in); }
+static void down_MediaBye(igw_jw *w, const void *in) { igw_encode_MediaBye(w, in); }
 
 static const igw_proto_row device_rows[] = {
     {.handle = "thing", .type = "property", .method = "report", .reply = "reportReply",
@@ -50,15 +57,37 @@ static const igw_proto_row device_rows[] = {
     {.handle = "gateway", .type = "operation", .method = "offline", .reply = "offlineReply",
      .check = IGW_PROTO_CHECK_SUBDEVICES, .returns = IGW_PROTO_RETURNS_NONE,
      .params = {.decode = params_TopologyParams, .size = sizeof(igw_TopologyParams), .type = "TopologyParams"}},
+    {.handle = "media", .type = "capability", .method = "report", .reply = "reportReply",
+     .check = IGW_PROTO_CHECK_NONE, .returns = IGW_PROTO_RETURNS_NONE,
+     .params = {.decode = params_MediaCapability, .size = sizeof(igw_MediaCapability), .type = "MediaCapability"}},
+    {.handle = "media", .type = "session", .method = "mediaOffer", .reply = "mediaOfferReply",
+     .check = IGW_PROTO_CHECK_SESSION, .returns = IGW_PROTO_RETURNS_NONE,
+     .params = {.decode = params_MediaOfferParams, .size = sizeof(igw_MediaOfferParams), .type = "MediaOfferParams"}},
+    {.handle = "media", .type = "session", .method = "mediaState", .reply = "mediaStateReply",
+     .check = IGW_PROTO_CHECK_SESSION, .returns = IGW_PROTO_RETURNS_NONE,
+     .params = {.decode = params_MediaStateParams, .size = sizeof(igw_MediaStateParams), .type = "MediaStateParams"}},
+    {.handle = "media", .type = "session", .method = "bye", .reply = "byeReply",
+     .check = IGW_PROTO_CHECK_SESSION, .returns = IGW_PROTO_RETURNS_NONE,
+     .params = {.decode = params_ByeParams, .size = sizeof(igw_ByeParams), .type = "ByeParams"}},
+    {.handle = "media", .type = "session", .method = "trackControlReply",
+     .check = IGW_PROTO_CHECK_SESSION, .returns = IGW_PROTO_RETURNS_NONE},
+    {.handle = "media", .type = "session", .method = "byeReply",
+     .check = IGW_PROTO_CHECK_SESSION, .returns = IGW_PROTO_RETURNS_NONE},
     {.handle = "ext", .type = "*", .method = "*",
      .check = IGW_PROTO_CHECK_NONE, .returns = IGW_PROTO_RETURNS_NONE},
 };
 
-const igw_proto_down igw_proto_device_downs[2] = {
+const igw_proto_down igw_proto_device_downs[5] = {
     {.handle = "thing", .type = "action", .method = "action",
      .encode = down_ActionDownlink, .size = sizeof(igw_ActionDownlink), .message = "ActionDownlink"},
     {.handle = "thing", .type = "property", .method = "control",
      .encode = down_ControlDownlink, .size = sizeof(igw_ControlDownlink), .message = "ControlDownlink"},
+    {.handle = "media", .type = "session", .method = "invite",
+     .encode = down_MediaInvite, .size = sizeof(igw_MediaInvite), .message = "MediaInvite"},
+    {.handle = "media", .type = "session", .method = "trackControl",
+     .encode = down_MediaTrackControl, .size = sizeof(igw_MediaTrackControl), .message = "MediaTrackControl"},
+    {.handle = "media", .type = "session", .method = "bye",
+     .encode = down_MediaBye, .size = sizeof(igw_MediaBye), .message = "MediaBye"},
 };
 
 const igw_protocol igw_proto_device = {
@@ -66,9 +95,9 @@ const igw_protocol igw_proto_device = {
     .rows = device_rows,
     .nrows = sizeof device_rows / sizeof device_rows[0],
     .downs = igw_proto_device_downs,
-    .ndowns = 2,
+    .ndowns = 5,
 };
 
-const char *const igw_proto_check_names[] = {"none", "properties", "pack", "event", "action", "subdevices"};
+const char *const igw_proto_check_names[] = {"none", "properties", "pack", "event", "action", "subdevices", "session"};
 const char *const igw_proto_returns_names[] = {"none", "properties", "config"};
 

@@ -18,6 +18,7 @@ typedef enum igw_proto_check {
     IGW_PROTO_CHECK_EVENT,
     IGW_PROTO_CHECK_ACTION,
     IGW_PROTO_CHECK_SUBDEVICES,
+    IGW_PROTO_CHECK_SESSION,
 } igw_proto_check;
 
 /* What the reply's data carries (schema: `returns`). */
@@ -29,8 +30,9 @@ typedef enum igw_proto_returns {
 
 /* What a device may send, over MQTT or the send route (docs/device-protocol.md). */
 extern const igw_protocol igw_proto_device;
+#define IGW_PROTO_DEVICE_HANDLES "thing", "ota", "config", "log", "gateway", "media", "ext"
 /* Its downlinks (also igw_proto_device.downs), for tables that name one. */
-extern const igw_proto_down igw_proto_device_downs[2];
+extern const igw_proto_down igw_proto_device_downs[5];
 
 /* Schema names of the enums, by value ("none" first). */
 extern const char *const igw_proto_check_names[];

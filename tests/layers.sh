@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 # room: the rooms it may include (besides itself).
 declare -A allow=(
     [rt]=""
-    [lib]="rt"
+    [lib]="rt generated"  # generated: header-only tables (protocol.h: the device handles)
     [generated]="rt"
     [media]="rt generated"
     [igwd/core]="rt lib generated"
@@ -26,7 +26,7 @@ declare -A allow=(
     [igwd/routes]="igwd igwd/edge igwd/command igwd/session igwd/event igwd/auth igwd/http igwd/core rt lib generated"
     [igwd]="igwd/routes igwd/edge igwd/command igwd/session igwd/event igwd/auth igwd/http igwd/core rt lib generated"
     [igwctl]="rt lib generated"
-    [mqttauth]="rt lib"
+    [mqttauth]="rt lib generated"
     [vcam]=""
 )
 

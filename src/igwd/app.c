@@ -174,8 +174,9 @@ static int read_secret(const char *path, char *out, size_t cap, size_t *len, cha
 
 /* The session engine, with the media core unless media_threads is 0. Its
  * addresses point into app->cfg, which outlives it. */
-int igw_app_start_engine(igw_app *app, char *err, size_t errlen)
+int igw_app_start_engine(igw_app *app, igw_server *srv, char *err, size_t errlen)
 {
+    app->srv = srv; /* before any worker serves: the engine answers through it */
     const igw_config *c = &app->cfg;
     igw_media_config mc;
     igw_media_config_defaults(&mc);
@@ -328,6 +329,35 @@ static int node_id(const igw_config *cfg, uint16_t port, char *out, size_t cap, 
     return 0;
 }
 
+/* The engine's answers come back to the worker that asked (igw_engine_back). */
+typedef struct back_call {
+    void (*fn)(void *arg);
+    void *arg;
+} back_call;
+
+static void run_back(void *state, void *arg)
+{
+    (void)state;
+    back_call *c = arg;
+    c->fn(c->arg);
+    free(c);
+}
+
+static int back_to_worker(void *ctx, void (*fn)(void *arg), void *arg)
+{
+    igw_worker *w = ctx;
+    back_call *c = malloc(sizeof *c);
+    if (!c)
+        return -1;
+    c->fn = fn;
+    c->arg = arg;
+    if (igw_http_post(w->app->srv, w->index, run_back, c) != 0) {
+        free(c);
+        return -1;
+    }
+    return 0;
+}
+
 static void *worker_start(void *arg, unsigned index, uint16_t port, struct st_h2o_evloop_t *loop, char *err,
                           size_t errlen)
 {
@@ -357,7 +387,8 @@ static void *worker_start(void *arg, unsigned index, uint16_t port, struct st_h2
             goto fail;
         }
         igw_edge_settings es = {.cache_ttl_ms = app->cfg.device_cache_ms, .batch_max = app->cfg.batch_max,
-                                .pending = app->pending};
+                                .pending = app->pending, .engine = &app->engine,
+                                .back = {.post = back_to_worker, .ctx = w}};
         w->edge = igw_edge_create(loop, w->db, w->ndb, &es);
         w->presence = igw_presence_create(w->db[0], &app->presence);
         if (!w->edge || !w->presence) {

@@ -16,8 +16,9 @@ igw_http_app igw_app_http_hooks(igw_app *app);
 
 /* Starts the session engine and its media core (session/engine.h), after
  * igw_http_create has checked the configuration and before igw_http_start
- * lets a worker post to it; igw_app_free stops it. 0, or -1 with err. */
-int igw_app_start_engine(igw_app *app, char *err, size_t errlen);
+ * lets a worker post to it (the engine answers the workers of srv);
+ * igw_app_free stops it. 0, or -1 with err. */
+int igw_app_start_engine(igw_app *app, igw_server *srv, char *err, size_t errlen);
 
 /* Connects to the broker (when configured) and feeds its uplinks to the
  * workers of srv, each device always to the same worker (its order kept).

@@ -89,7 +89,7 @@ int main(int argc, char **argv)
         return 1;
     }
     int rc = 0;
-    if (igw_app_start_engine(&app, err, sizeof err) || igw_http_start(srv, err, sizeof err) ||
+    if (igw_app_start_engine(&app, srv, err, sizeof err) || igw_http_start(srv, err, sizeof err) ||
         igw_app_start_mqtt(&app, srv, err, sizeof err)) {
         igw_log(IGW_LOG_ERROR, NULL, "%s", err);
         rc = 1;

@@ -4,7 +4,9 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *const handles[] = {"thing", "ota", "config", "log", "gateway", "ext"};
+#include "protocol.h" /* the schema's handles: generated, header only */
+
+static const char *const handles[] = {IGW_PROTO_DEVICE_HANDLES};
 #define NHANDLES (sizeof handles / sizeof handles[0])
 #define RELAY_PREFIX "igw/"
 #define PRESENCE_DEVICE "igw/presence/device/"

@@ -2,7 +2,8 @@
  *
  *   $<handle>/<up|down>/<type>/<productID>/<deviceName>
  *
- * handle one of IGW_TOPIC_HANDLES (thing, ota, config, log, gateway, ext),
+ * handle one of the device protocol's handles (IGW_PROTO_DEVICE_HANDLES,
+ * generated from schema/device.igw: thing, ota, config, log, gateway, media, ext),
  * type [A-Za-z0-9_-]{1,IGW_TOPIC_TYPE_MAX}, productID and deviceName valid
  * device names (igw_devauth_name_ok: no '/', '+', '#'), exactly five
  * levels. Devices publish "up" and receive "down"; the auth plugin enforces

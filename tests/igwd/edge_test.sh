@@ -94,6 +94,7 @@ config/get|{"method":"get","msgToken":"r"}|getReply
 log/operation|{"method":"operation","msgToken":"r","params":{"op":"reboot"}}|operationReply
 log/status|{"method":"status","msgToken":"r","params":{"s":"ok"}}|statusReply
 ext/anything|{"method":"whatever","msgToken":"r","params":{"x":1}}|whatever
+media/capability|{"method":"report","msgToken":"r","params":{"cameras":[{"cameraId":"cam-1","video":["H264"],"audio":["opus"]}],"microphone":true,"speaker":false,"maxUpstreams":1,"confirmPolicy":"auto"}}|reportReply
 ROWS
 CASE="getStatus returns stored values"; send "$AUTH" thing/property '{"method":"getStatus","msgToken":"s"}'
 expect 200 200
@@ -101,6 +102,19 @@ jq -e '.data.data.brightness == 1 and .data.data.zoom == 15 and .data.data.label
     fail "getStatus data: $(cat "$TMP/r")"; ok
 CASE="config get returns the latest report"; send "$AUTH" config/get '{"method":"get","msgToken":"c"}'; expect 200 200
 jq -e '.data.data == {"interval":30}' "$TMP/r" >/dev/null || fail "config data: $(cat "$TMP/r")"; ok
+# ---- media legs: the engine answers once the message is stored --------------------
+OFFER='{"method":"mediaOffer","msgToken":"mo1","sessionId":"leg-nosuch","params":{"mediaRevision":1,"webrtc":{"iceMode":"full","sdp":"v=0"}}}'
+CASE="mediaOffer on a leg this node does not have"; send "$AUTH" media/session "$OFFER"; expect 404 100404
+[ "$(jq -r .data.reason "$TMP/r")" = "unknown session" ] || fail "$CASE: $(cat "$TMP/r")"; ok
+[ "$(psql_q "SELECT count(*) FROM device_messages WHERE handle='media' AND method='mediaOffer' AND msg_token='mo1' AND body->>'sessionId'='leg-nosuch'")" = 1 ] ||
+    fail "$CASE: the message was not stored before the engine's answer"; ok
+CASE="mediaOffer without sessionId"; send "$AUTH" media/session '{"method":"mediaOffer","msgToken":"x","params":{"mediaRevision":1,"webrtc":{"iceMode":"full","sdp":"v=0"}}}'; expect 400 100400 /sessionId
+CASE="bye with an unknown reason"; send "$AUTH" media/session '{"method":"bye","msgToken":"x","sessionId":"l","params":{"reason":"bored"}}'; expect 400 100400 /params/reason
+CASE="mediaState on an unknown leg"; send "$AUTH" media/session '{"method":"mediaState","msgToken":"ms","sessionId":"l","params":{"mediaRevision":1,"state":"connected"}}'; expect 404 100404
+CASE="capability without cameras"; send "$AUTH" media/capability '{"method":"report","msgToken":"x","params":{"cameras":[],"microphone":true,"speaker":false,"maxUpstreams":1,"confirmPolicy":"auto"}}'; expect 400 100400 /params/cameras
+CASE="capability: a codec twice"; send "$AUTH" media/capability '{"method":"report","msgToken":"x","params":{"cameras":[{"cameraId":"c","video":["H264","H264"]}],"microphone":true,"speaker":false,"maxUpstreams":1,"confirmPolicy":"auto"}}'; expect 400 100400 /params/cameras/0/video/1
+CASE="media invite is a downlink, not an uplink"; send "$AUTH" media/session '{"method":"invite","msgToken":"x","sessionId":"l"}'; expect 400 100400 /method
+
 CASE="unknown handle"; send "$AUTH" nothing/property "$REPORT"; expect 400 100400
 CASE="unknown type"; send "$AUTH" thing/nothing "$REPORT"; expect 400 100400
 CASE="unknown method"; send "$AUTH" thing/event "$REPORT"; expect 400 100400 /method
@@ -317,6 +331,30 @@ grep -qi "denied" "$TMP/subx" || fail "$CASE: $(cat "$TMP/subx")"; ok
 CASE="mqtt subscribe to its own downlinks allowed"
 timeout 5 mosquitto_sub -h 127.0.0.1 -p "$IGW_MQTT_PORT" -i "$PID_&$DEV" -u "$MU" -P "$MP" -q 1 -E \
     -t "\$thing/down/property/$PID_/$DEV" >"$TMP/subx" 2>&1 || fail "$CASE: $(cat "$TMP/subx")"; ok
+
+# The media handle over MQTT (its topics allowed by the broker from the
+# schema's handles): a capability report and a message on a leg, each
+# answered on its down topic.
+mosquitto_sub -h 127.0.0.1 -p "$IGW_MQTT_PORT" -i "$PID_&edge-sub-2" -u "$(jq -r .username <<<"$SUB2")" \
+    -P "$(jq -r .password <<<"$SUB2")" -q 1 -v -C 2 -W 15 \
+    -t "\$media/down/capability/$PID_/edge-sub-2" -t "\$media/down/session/$PID_/edge-sub-2" >"$TMP/mdown" 2>&1 &
+SUBPID=$!
+sleep 0.5
+gw_pub -t "\$media/up/capability/$PID_/edge-sub-2" \
+    -m '{"method":"report","msgToken":"mc1","params":{"cameras":[{"cameraId":"cam-1","video":["H264"]}],"microphone":false,"speaker":false,"maxUpstreams":2,"confirmPolicy":"auto"}}' ||
+    fail "mosquitto_pub"
+gw_pub -t "\$media/up/session/$PID_/edge-sub-2" \
+    -m '{"method":"bye","msgToken":"mc2","sessionId":"leg-x","params":{"reason":"cameraShutdown"}}' || fail "mosquitto_pub"
+wait "$SUBPID"; SUBPID=
+CASE="mqtt media capability reportReply"
+grep -q "^\$media/down/capability/$PID_/edge-sub-2 {\"code\":200,\"method\":\"reportReply\",\"msgToken\":\"mc1\"}$" "$TMP/mdown" ||
+    fail "$CASE: $(cat "$TMP/mdown")"; ok
+CASE="mqtt media bye on an unknown leg: byeReply 100404 from the engine"
+grep "^\$media/down/session/$PID_/edge-sub-2 " "$TMP/mdown" | grep '"msgToken":"mc2"' | grep '"method":"byeReply"' |
+    grep '"code":100404' | grep -q '"msg":"unknown session"' || fail "$CASE: $(cat "$TMP/mdown")"; ok
+CASE="mqtt media capability stored as the latest report"
+[ "$(psql_q "SELECT body->'params'->>'maxUpstreams' FROM device_messages WHERE device_name='edge-sub-2' AND handle='media' AND msg_type='capability' ORDER BY received_at DESC, message_id DESC LIMIT 1")" = 2 ] ||
+    fail "$CASE"; ok
 
 # ---- the upload's URL expired (url_ttl_s 4) ---------------------------------------------------
 while [ "$(date +%s)" -lt "$expiry_at" ]; do sleep 0.2; done

@@ -36,7 +36,7 @@ static bool refused(const char *topic, unsigned flags)
 static void test_parse(void)
 {
     char longtype[IGW_TOPIC_TYPE_MAX + 2], longname[IGW_TOPIC_NAME_MAX + 2], t[512];
-    static const char *const hs[] = {"thing", "ota", "config", "log", "gateway", "ext"};
+    static const char *const hs[] = {"thing", "ota", "config", "log", "gateway", "media", "ext"};
 
     CHECK(parses("$thing/up/property/p1/d1", 0, IGW_TOPIC_UP, "thing", "property", "p1", "d1"));
     CHECK(parses("$ext/down/custom_1-x/p1/d-1", 0, IGW_TOPIC_DOWN, "ext", "custom_1-x", "p1", "d-1"));

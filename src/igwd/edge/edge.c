@@ -386,6 +386,26 @@ static void requeue(igw_edge *e, job *jobs)
     e->npending += n;
 }
 
+/* The engine's answer to a message on a leg, on this worker's thread. */
+static void on_engine_answer(void *arg, const igw_engine_answer *a)
+{
+    job *j = arg;
+    finish(j, a->cls, a->reason, "", a->data, a->data ? a->data_len : 0);
+}
+
+/* A stored message on a leg: the engine that owns legs answers it. */
+static void to_engine(job *j)
+{
+    igw_engine *en = j->e->set.engine ? *j->e->set.engine : NULL;
+    igw_DeviceMessage *m = j->msg;
+    igw_engine_uplink u = {
+        .product_id = j->pid, .device_name = j->dn, .method = m->method, .msg_token = m->msgToken,
+        .session_id = m->sessionId, /* required by the schema for these methods */
+        .params = m->has & IGW_DeviceMessage_params ? m->params : (igw_str){NULL, 0}};
+    if (!en || !j->e->set.back.post || igw_engine_uplink_submit(en, &u, &j->e->set.back, on_engine_answer, j) != 0)
+        finish(j, IGW_ERR_UNAVAILABLE, "sessions are not available on this node", "", NULL, 0);
+}
+
 /* A failed batch is rolled back as a whole. One bad value (SQLSTATE class
  * 22 data exception, 23 constraint) must not fail the other devices'
  * messages: each is retried alone. A lost deadlock or serialization race
@@ -409,7 +429,9 @@ static void on_batch(void *arg, const PGresult *res, const char *err)
     } else {
         for (job *j = jobs, *n; j; j = n) {
             n = j->next;
-            if (res)
+            if (res && j->row && j->row->check == IGW_PROTO_CHECK_SESSION)
+                to_engine(j);
+            else if (res)
                 finish(j, IGW_ERR_OK, NULL, NULL, NULL, 0);
             else if (value)
                 finish(j, IGW_ERR_PARAMETER, "the message cannot be stored", "", NULL, 0);
@@ -730,7 +752,8 @@ static void process(job *j, const device *target)
     const igw_thingmodel *model = target->model;
     bool has_params = m->has & IGW_DeviceMessage_params;
     int rc = j->row->params.decode ? decode_params(j, &err) : 0;
-    if (j->row->check != IGW_PROTO_CHECK_NONE && j->row->check != IGW_PROTO_CHECK_SUBDEVICES && !model) {
+    if (j->row->check != IGW_PROTO_CHECK_NONE && j->row->check != IGW_PROTO_CHECK_SUBDEVICES &&
+        j->row->check != IGW_PROTO_CHECK_SESSION && !model) {
         finish(j, IGW_ERR_INTERNAL, "the product's thing model is not usable", "", NULL, 0);
         return;
     }
@@ -765,6 +788,8 @@ static void process(job *j, const device *target)
         break;
     case IGW_PROTO_CHECK_SUBDEVICES: /* the row's params type: TopologyParams */
         rc = read_subdevices(j, &err);
+        break;
+    case IGW_PROTO_CHECK_SESSION: /* the leg's engine checks it, once stored (to_engine) */
         break;
     }
     if (rc) {

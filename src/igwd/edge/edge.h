@@ -9,7 +9,8 @@
  * parameters checked against the product's thing model, and then either
  * answered from the database (getStatus, config get) or made durable with
  * group commit (one transaction per batch of uplinks; the reply waits for
- * the commit). One igw_edge per worker thread; everything runs on it. */
+ * the commit). A message on a media leg is then handed to the session
+ * engine, whose answer is the reply. One igw_edge per worker thread; everything runs on it. */
 #ifndef IGW_EDGE_H
 #define IGW_EDGE_H
 
@@ -20,6 +21,7 @@
 #include "core/db.h"
 #include "json.h"
 #include "command/pending.h"
+#include "session/engine.h"
 
 typedef struct igw_edge igw_edge;
 
@@ -27,6 +29,12 @@ typedef struct igw_edge_settings {
     unsigned cache_ttl_ms; /* how long a device's secret, binding and model are reused */
     unsigned batch_max;    /* uplinks per group-commit transaction */
     igw_pending *pending;  /* device commands this process published, for their replies (not owned; may be NULL) */
+    /* Where messages on legs go once stored (protocol rows `check session`):
+     * the node's engine, read at each use (it starts after the workers;
+     * NULL: such a message is answered unavailable), and how its answer
+     * comes back to this worker's thread. */
+    igw_engine *const *engine;
+    igw_engine_back back;
 } igw_edge_settings;
 
 /* One uplink. Strings are copied by igw_edge_submit. */

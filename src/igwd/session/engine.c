@@ -7,6 +7,7 @@
 
 #include <h2o.h>
 
+#include "api.h"
 #include "core/log.h"
 #include "core/loop.h"
 
@@ -72,6 +73,87 @@ static void engine_fini(void *arg)
     }
     igw_media_free(e->media);
     e->media = NULL;
+}
+
+/* ---- device messages on legs -------------------------------------------------- */
+
+typedef struct uplink_msg {
+    igw_engine *e;
+    igw_engine_back back;
+    igw_engine_answer_cb done;
+    void *arg;
+    igw_engine_uplink u; /* its strings point into buf */
+    igw_engine_answer answer;
+    char *data; /* the answer's data (owned), or NULL */
+    char buf[];
+} uplink_msg;
+
+/* Back on the caller's thread. */
+static void uplink_deliver(void *arg)
+{
+    uplink_msg *m = arg;
+    m->done(m->arg, &m->answer);
+    free(m->data);
+    free(m);
+}
+
+static void uplink_answer(uplink_msg *m, int cls, const char *reason)
+{
+    m->answer.cls = cls;
+    m->answer.reason = reason;
+    m->answer.data = m->data;
+    if (m->back.post(m->back.ctx, uplink_deliver, m) != 0) {
+        /* The caller's thread is gone or out of memory: its job waits for
+         * its own deadline (a worker's drain bound). */
+        igw_log(IGW_LOG_ERROR, NULL, "session: cannot answer %s/%s's %.*s", m->u.product_id, m->u.device_name,
+                (int)m->u.method.len, m->u.method.ptr);
+        free(m->data);
+        free(m);
+    }
+}
+
+/* On the loop. No leg is open on this node yet (build step 4 opens them):
+ * every leg a device names is unknown to it. */
+static void on_uplink(void *arg)
+{
+    uplink_msg *m = arg;
+    uplink_answer(m, IGW_ERR_NOT_FOUND, "unknown session");
+}
+
+static char *put(char **at, igw_str s)
+{
+    char *p = *at;
+    if (s.len)
+        memcpy(p, s.ptr, s.len);
+    p[s.len] = '\0';
+    *at += s.len + 1;
+    return p;
+}
+
+int igw_engine_uplink_submit(igw_engine *e, const igw_engine_uplink *u, const igw_engine_back *back,
+                             igw_engine_answer_cb done, void *arg)
+{
+    size_t pl = strlen(u->product_id), dl = strlen(u->device_name);
+    size_t need = pl + dl + u->method.len + u->msg_token.len + u->session_id.len + u->params.len + 6;
+    uplink_msg *m = calloc(1, sizeof *m + need);
+    if (!m)
+        return -1;
+    m->e = e;
+    m->back = *back;
+    m->done = done;
+    m->arg = arg;
+    char *at = m->buf;
+    m->u.product_id = put(&at, (igw_str){u->product_id, pl});
+    m->u.device_name = put(&at, (igw_str){u->device_name, dl});
+    m->u.method = (igw_str){put(&at, u->method), u->method.len};
+    m->u.msg_token = (igw_str){put(&at, u->msg_token), u->msg_token.len};
+    m->u.session_id = (igw_str){put(&at, u->session_id), u->session_id.len};
+    m->u.params = u->params.ptr ? (igw_str){put(&at, u->params), u->params.len} : (igw_str){NULL, 0};
+    if (igw_loop_post(e->loop, on_uplink, m) != 0) {
+        free(m);
+        return -1;
+    }
+    return 0;
 }
 
 igw_engine *igw_engine_start(const igw_media_config *media, char *err, size_t errlen)

@@ -8,11 +8,13 @@
  * come to it through the core's event fd, wrapped in an h2o socket on that
  * loop. Packets never cross threads: the core forwards on its own.
  *
- * Build step 2: the loop and the media core, their life and their
- * counters. Sessions (step 4) will be state of this loop.
+ * Built so far: the loop and the media core, their life and their
+ * counters, and the devices' messages on legs (answered `unknown session`
+ * until legs open, step 4). Sessions will be state of this loop.
  *
  * Threads: start and stop from the thread that owns the engine (app.c);
- * igw_engine_post and igw_engine_stats_get from any thread. */
+ * igw_engine_post, igw_engine_uplink_submit and igw_engine_stats_get from
+ * any thread. */
 #ifndef IGW_SESSION_ENGINE_H
 #define IGW_SESSION_ENGINE_H
 
@@ -22,6 +24,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "json.h"
 #include "media.h"
 
 typedef struct igw_engine igw_engine;
@@ -34,6 +37,40 @@ typedef struct igw_engine_stats {
     unsigned media_threads; /* 0: no media core */
     uint64_t events[IGW_ENGINE_EVENT_KINDS];
 } igw_engine_stats;
+
+/* How the engine answers on a caller's thread: post(ctx, fn, arg) runs
+ * fn(arg) there later and returns 0, or returns -1 (fn never runs). */
+typedef struct igw_engine_back {
+    int (*post)(void *ctx, void (*fn)(void *arg), void *arg);
+    void *ctx;
+} igw_engine_back;
+
+/* A device's message on one of its legs (a protocol row `check session`:
+ * mediaOffer, mediaState, bye, trackControlReply, byeReply), already
+ * decoded, checked and stored by the edge. */
+typedef struct igw_engine_uplink {
+    const char *product_id, *device_name;
+    igw_str method, msg_token, session_id;
+    igw_str params; /* the JSON object, or ptr NULL */
+} igw_engine_uplink;
+
+/* The engine's answer: the device's reply (its code from cls, msg the
+ * reason, data a JSON object: mediaOfferReply's MediaAnswer). Valid during
+ * the callback only. */
+typedef struct igw_engine_answer {
+    int cls;            /* igw_err */
+    const char *reason; /* errors: specific and safe to send */
+    const char *data;   /* NULL: none */
+    size_t data_len;
+} igw_engine_answer;
+
+typedef void (*igw_engine_answer_cb)(void *arg, const igw_engine_answer *a);
+
+/* Hands `u` (copied) to the engine's loop; done(arg, answer) then runs on
+ * the caller's thread through `back` (copied). 0, or -1 when the engine
+ * cannot take it (stopping, out of memory): done never runs. Any thread. */
+int igw_engine_uplink_submit(igw_engine *e, const igw_engine_uplink *u, const igw_engine_back *back,
+                             igw_engine_answer_cb done, void *arg);
 
 /* Starts the engine's loop and, when media is not NULL, the media core with
  * that configuration (copied). NULL with err (the core's own reason: an

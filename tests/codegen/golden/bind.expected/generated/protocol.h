@@ -18,6 +18,7 @@ typedef enum igw_proto_check {
     IGW_PROTO_CHECK_EVENT,
     IGW_PROTO_CHECK_ACTION,
     IGW_PROTO_CHECK_SUBDEVICES,
+    IGW_PROTO_CHECK_SESSION,
 } igw_proto_check;
 
 /* What the reply's data carries (schema: `returns`). */
@@ -29,6 +30,7 @@ typedef enum igw_proto_returns {
 
 /* A device that gets a.one. */
 extern const igw_protocol igw_proto_dev;
+#define IGW_PROTO_DEV_HANDLES "thing"
 /* Its downlinks (also igw_proto_dev.downs), for tables that name one. */
 extern const igw_proto_down igw_proto_dev_downs[1];
 

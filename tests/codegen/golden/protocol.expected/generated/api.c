@@ -144,6 +144,58 @@ int igw_decode_Children(igw_json *j, igw_Children *o)
     return 0;
 }
 
+/* Field index of a key of Answer, or -1: length first, then memcmp. */
+static int key_Answer(const char *k, size_t n)
+{
+    switch (n) {
+    case 3:
+        if (memcmp(k, "sdp", 3) == 0)
+            return IGW_Answer_F_sdp;
+        break;
+    default:
+        break;
+    }
+    return -1;
+}
+
+int igw_decode_Answer(igw_json *j, igw_Answer *o)
+{
+    igw_str k;
+    int more;
+    memset(o, 0, sizeof *o);
+    if (igw_json_object_begin(j))
+        return -1;
+    while ((more = igw_json_object_next(j, &k)) == 1) {
+        int f = key_Answer(k.ptr, k.len);
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        o->has |= UINT64_C(1) << f;
+        switch (f) {
+        case IGW_Answer_F_sdp:
+            if (igw_json_string(j, &o->sdp) || igw_decode_string_rules(j, o->sdp, 1, 64, 0))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        default:
+            break;
+        }
+    }
+    if (more < 0)
+        return -1;
+    if ((o->has & IGW_Answer__REQUIRED) != IGW_Answer__REQUIRED) {
+        if (!(o->has & IGW_Answer_sdp)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "sdp", 3);
+        }
+    }
+    return 0;
+}
+
 void igw_encode_Child(igw_jw *w, const igw_Child *o)
 {
     igw_jw_object_begin(w);
@@ -161,6 +213,14 @@ void igw_encode_Children(igw_jw *w, const igw_Children *o)
         igw_encode_Child(w, &o->list.v[i1]);
     }
     igw_jw_array_end(w);
+    igw_jw_object_end(w);
+}
+
+void igw_encode_Answer(igw_jw *w, const igw_Answer *o)
+{
+    igw_jw_object_begin(w);
+    igw_jw_key(w, "sdp", 3);
+    igw_jw_string(w, o->sdp.ptr, o->sdp.len);
     igw_jw_object_end(w);
 }
 

@@ -95,6 +95,22 @@ typedef struct igw_Children_list {
     uint32_t n;
 } igw_Children_list;
 
+/* What the handler answers. */
+typedef struct igw_Answer {
+    uint64_t has; /* IGW_Answer_<field> bits of the fields present */
+    igw_str sdp;
+} igw_Answer;
+enum igw_Answer_field {
+    IGW_Answer_F_sdp = 0,
+    IGW_Answer__NFIELDS
+};
+#define IGW_Answer_sdp (UINT64_C(1) << IGW_Answer_F_sdp)
+#define IGW_Answer__REQUIRED (IGW_Answer_sdp)
+typedef struct igw_Answer_list {
+    igw_Answer *v;
+    uint32_t n;
+} igw_Answer_list;
+
 /* ---- decoders and encoders ---- */
 
 /* Each decoder reads one object of its type at the scanner's position, strictly
@@ -104,6 +120,8 @@ int igw_decode_Child(igw_json *j, igw_Child *out);
 void igw_encode_Child(igw_jw *w, const igw_Child *in);
 int igw_decode_Children(igw_json *j, igw_Children *out);
 void igw_encode_Children(igw_jw *w, const igw_Children *in);
+int igw_decode_Answer(igw_json *j, igw_Answer *out);
+void igw_encode_Answer(igw_jw *w, const igw_Answer *in);
 
 /* ---- routes ---- */
 

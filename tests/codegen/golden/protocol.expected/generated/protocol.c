@@ -5,6 +5,7 @@
 #include "api.h"
 
 static int params_Children(igw_json *j, void *out) { return igw_decode_Children(j, out); }
+static int params_Child(igw_json *j, void *out) { return igw_decode_Child(j, out); }
 
 static const igw_proto_row dev_rows[] = {
     {.handle = "thing", .type = "property", .method = "report", .reply = "reportReply",
@@ -21,6 +22,9 @@ static const igw_proto_row dev_rows[] = {
      .check = IGW_PROTO_CHECK_EVENT, .returns = IGW_PROTO_RETURNS_NONE},
     {.handle = "thing", .type = "action", .method = "actionReply", .answers = "action",
      .check = IGW_PROTO_CHECK_ACTION, .returns = IGW_PROTO_RETURNS_NONE},
+    {.handle = "media", .type = "session", .method = "offer", .reply = "offerReply",
+     .check = IGW_PROTO_CHECK_SESSION, .returns = IGW_PROTO_RETURNS_NONE,
+     .params = {.decode = params_Child, .size = sizeof(igw_Child), .type = "Child"}},
     {.handle = "log", .type = "*", .method = "post",
      .check = IGW_PROTO_CHECK_NONE, .returns = IGW_PROTO_RETURNS_NONE},
     {.handle = "ext", .type = "*", .method = "*",
@@ -33,6 +37,6 @@ const igw_protocol igw_proto_dev = {
     .nrows = sizeof dev_rows / sizeof dev_rows[0],
 };
 
-const char *const igw_proto_check_names[] = {"none", "properties", "pack", "event", "action", "subdevices"};
+const char *const igw_proto_check_names[] = {"none", "properties", "pack", "event", "action", "subdevices", "session"};
 const char *const igw_proto_returns_names[] = {"none", "properties", "config"};
 

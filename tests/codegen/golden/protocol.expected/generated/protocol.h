@@ -18,6 +18,7 @@ typedef enum igw_proto_check {
     IGW_PROTO_CHECK_EVENT,
     IGW_PROTO_CHECK_ACTION,
     IGW_PROTO_CHECK_SUBDEVICES,
+    IGW_PROTO_CHECK_SESSION,
 } igw_proto_check;
 
 /* What the reply's data carries (schema: `returns`). */
@@ -29,6 +30,7 @@ typedef enum igw_proto_returns {
 
 /* Methods of a small device. */
 extern const igw_protocol igw_proto_dev;
+#define IGW_PROTO_DEV_HANDLES "thing", "gateway", "media", "log", "ext"
 
 /* Schema names of the enums, by value ("none" first). */
 extern const char *const igw_proto_check_names[];

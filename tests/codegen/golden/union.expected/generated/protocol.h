@@ -18,6 +18,7 @@ typedef enum igw_proto_check {
     IGW_PROTO_CHECK_EVENT,
     IGW_PROTO_CHECK_ACTION,
     IGW_PROTO_CHECK_SUBDEVICES,
+    IGW_PROTO_CHECK_SESSION,
 } igw_proto_check;
 
 /* What the reply's data carries (schema: `returns`). */

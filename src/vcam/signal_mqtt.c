@@ -314,6 +314,18 @@ static void net_publish(struct mosquitto *m, void *obj, int mid)
         g_atomic_int_add(&s->inflight, -1);
 }
 
+/* A refused subscription (0x80: the broker's ACL) means no invite will
+ * ever arrive: say so. */
+static void net_subscribe(struct mosquitto *m, void *obj, int mid, int n, const int *granted)
+{
+    (void)m;
+    (void)obj;
+    (void)mid;
+    for (int i = 0; i < n; i++)
+        if (granted[i] > 2)
+            mlog("error: the broker refused a subscription (granted 0x%02x): no downlinks will arrive", granted[i]);
+}
+
 static void net_message(struct mosquitto *m, void *obj, const struct mosquitto_message *msg)
 {
     mqtt_signal *s = obj;
@@ -953,6 +965,7 @@ igw_vcam_signal *igw_vcam_signal_mqtt_new(const igw_vcam_mqtt_config *c, const i
     mosquitto_disconnect_callback_set(s->m, net_disconnect);
     mosquitto_message_callback_set(s->m, net_message);
     mosquitto_publish_callback_set(s->m, net_publish);
+    mosquitto_subscribe_callback_set(s->m, net_subscribe);
     /* libmosquitto waits 1 s, 4 s, then 5 s between attempts: back soon after
      * a broker restart, without hammering one that stays down. */
     mosquitto_reconnect_delay_set(s->m, 1, 5, true);

@@ -5,6 +5,7 @@
 # MQTT client (tests/mqttauth/mqttraw.py) and igw-media-host (HOST, the media
 # core under sanitizers) answering the camera's offers. No browser: the media
 # core counts what arrives. Runs in the host's network namespace (loopback).
+# VCAM_MQTT_PORT changes the port (e.g. for a second run beside this one).
 # Exits non-zero on any failure; the .py prints "vcam mqtt: N checks passed".
 set -u
 HOST=${1:?usage: vcam_mqtt.sh HOST VCAM}

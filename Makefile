@@ -57,7 +57,7 @@ BENCH_DEB_PACKAGES := wrk janus gstreamer1.0-tools
 # ---- packages ------------------------------------------------------------------
 PKG_IGWD  := libh2o-evloop libpq hiredis libmosquitto
 PKG_MEDIA := nice libsrtp2 gio-2.0 glib-2.0 openssl
-PKG_VCAM  := gstreamer-1.0 gstreamer-webrtc-1.0 gstreamer-sdp-1.0 nice
+PKG_VCAM  := gstreamer-1.0 gstreamer-webrtc-1.0 gstreamer-sdp-1.0 nice libmosquitto
 # Evaluated once, when first used (pkg-config may be missing before `make deps`).
 pkg_cflags = $(or $(PKGC_$1),$(eval PKGC_$1 := $(shell pkg-config --cflags $($1)))$(PKGC_$1))
 pkg_libs   = $(or $(PKGL_$1),$(eval PKGL_$1 := $(shell pkg-config --libs $($1)))$(PKGL_$1))
@@ -225,8 +225,9 @@ MQTTAUTH_SRC := $(sort $(wildcard src/mqttauth/*.c)) src/lib/devauth.c src/lib/t
 $(BUILD)/igw-mqtt-auth.so: $(patsubst %.c,$(BUILD)/pic/%.o,$(MQTTAUTH_SRC))
 	$(call link,-shared $(filter-out $(SANFLAGS),$(LDFLAGS)),$(PQ_LIBS) -lcrypto)
 
-$(BUILD)/igw-vcam: $(patsubst %.c,$(BUILD)/obj/%.o,$(VCAM_SRC))
-	$(call link,$(LDFLAGS),$(VCAM_LIBS))
+# igw-vcam signs its device credentials with src/lib/devauth.c.
+$(BUILD)/igw-vcam: $(patsubst %.c,$(BUILD)/obj/%.o,$(VCAM_SRC)) $(call libs,obj,lib rt)
+	$(call link,$(LDFLAGS),$(VCAM_LIBS) $(RT_LIBS))
 
 # ---- test binaries ----------------------------------------------------------------
 # Test binaries always carry AddressSanitizer and UBSan: they are small and the
@@ -421,10 +422,12 @@ test-mqttauth: $(BUILD)/igw-mqtt-auth.so
 	tests/mqttauth/plugin_test.sh $(BUILD)/igw-mqtt-auth.so
 
 # -- with real media peers (tests/media/README.md): igw-vcam against Chromium alone,
-# then igw-vcam -> igw-media-host (sanitizers) -> Chromium viewers.
+# then igw-vcam -> igw-media-host (sanitizers) -> Chromium viewers, then igw-vcam
+# as an MQTT device (Mosquitto on 18901) whose legs igw-media-host answers.
 test-media: $(T)/igw-media-host $(BUILD)/igw-vcam
 	tests/media/vcam_direct.sh $(BUILD)/igw-vcam
 	tests/media/media_test.sh $(T)/igw-media-host $(BUILD)/igw-vcam
+	tests/media/vcam_mqtt.sh $(T)/igw-media-host $(BUILD)/igw-vcam
 
 # The tiers: no services, real services, real media peers (fuzz-smoke, a few
 # seconds per decoder plus its clang builds, runs in `make test` beside them).

@@ -27,7 +27,7 @@ declare -A allow=(
     [igwd]="igwd/routes igwd/edge igwd/command igwd/session igwd/event igwd/auth igwd/http igwd/core rt lib generated"
     [igwctl]="rt lib generated"
     [mqttauth]="rt lib generated"
-    [vcam]=""
+    [vcam]="rt lib"
 )
 
 room_of_file() { # PATH -> room

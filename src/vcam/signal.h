@@ -4,37 +4,100 @@
  * The camera is always the offerer: it hands a complete offer (ICE
  * candidates inside, no trickle) to the transport and gets the answer back.
  * Transports run on the GLib main loop of the calling thread and call back
- * on it. No GStreamer types here: a later transport speaks MQTT (invites and
- * mediaOffer uplinks) and should not need to know about pipelines.
+ * on it. No GStreamer types here.
+ *
+ * Two transports: stdio (tests; one implicit peer, leg "" revision 0) and
+ * MQTT (a device on the broker, docs/device-protocol.md "Media"): the
+ * platform invites legs, each leg gets a fresh peer and one offer.
  */
 #ifndef IGW_VCAM_SIGNAL_H
 #define IGW_VCAM_SIGNAL_H
 
 #include <stddef.h>
+#include <stdint.h>
+
+#include "devauth.h"
 
 /* The longest SDP a transport carries, and the longest stdio line. */
 #define IGW_VCAM_SIGNAL_MAX (64 * 1024)
+/* Bytes of a leg id (sessionId), msgToken, cameraId, trackId, bye reason. */
+#define IGW_VCAM_LEG_MAX 128
+#define IGW_VCAM_TOKEN_MAX 128
+#define IGW_VCAM_ID_MAX 64
+#define IGW_VCAM_REASON_MAX 128
+/* Tracks an invite may list. */
+#define IGW_VCAM_TRACKS_MAX 4
+
+/* One track an invite asks for, as the platform named it. */
+typedef struct igw_vcam_track {
+    const char *id;    /* trackId: "video-1", "mic" */
+    const char *kind;  /* "video" or "audio" */
+    const char *codec; /* "H264", "opus" */
+} igw_vcam_track;
+
+/* An invite: the platform asks for a leg (device transports only). All
+ * strings are valid during the callback only. */
+typedef struct igw_vcam_invite {
+    const char *leg;       /* sessionId: the platform's leg id */
+    const char *token;     /* its msgToken: a redelivered invite has the same */
+    const char *camera_id;
+    uint32_t revision;     /* mediaRevision, >= 1 */
+    unsigned ntracks;      /* 1..IGW_VCAM_TRACKS_MAX */
+    igw_vcam_track tracks[IGW_VCAM_TRACKS_MAX];
+} igw_vcam_invite;
+
+/* trackControl results (the device protocol's codes). */
+#define IGW_VCAM_CODE_OK 200
+#define IGW_VCAM_CODE_BAD 100400      /* an operation other than pause/resume */
+#define IGW_VCAM_CODE_NOTFOUND 100404 /* no such leg (or revision) or track */
 
 /* What the transport tells the camera, on the main loop. on_answer and
- * on_close are required. ops->destroy must not be called from inside one of
- * these callbacks (stop the loop, destroy after). */
+ * on_close are required; the device callbacks are required by the MQTT
+ * transport and never called by stdio. ops->destroy must not be called from
+ * inside one of these callbacks (stop the loop, destroy after). */
 typedef struct igw_vcam_signal_cbs {
-    /* The peer's answer to the last offer (NUL-terminated SDP text). */
-    void (*on_answer)(void *user, const char *sdp);
+    /* The peer's answer to the last offer of leg/revision (NUL-terminated SDP
+     * text; stdio: leg "" and revision 0). The MQTT transport calls it only
+     * for the reply to its outstanding offer with a matching sessionId and
+     * mediaRevision. */
+    void (*on_answer)(void *user, const char *leg, uint32_t revision, const char *sdp);
     /* The peer asks for a fresh offer (renegotiation). May be NULL. */
     void (*on_renegotiate)(void *user);
     /* The transport is gone: error is 0 for an orderly end (stdin EOF),
      * non-zero when it failed. The camera stops; nothing is sent after. */
     void (*on_close)(void *user, int error);
+
+    /* ---- device transports ---- */
+    /* The platform invites a leg. The camera answers with send_offer, or
+     * send_bye (e.g. "cameraDeclined"). */
+    void (*on_invite)(void *user, const igw_vcam_invite *inv);
+    /* The platform refused the offer of leg/revision (non-200), or answered
+     * it for another sessionId or mediaRevision; why says which. The leg
+     * must go; no bye is owed. */
+    void (*on_offer_failed)(void *user, const char *leg, uint32_t revision, const char *why);
+    /* trackControl: pause (1) or resume (0) track of leg; revision is 0 when
+     * the message had none. Returns IGW_VCAM_CODE_OK or _NOTFOUND; the
+     * transport answers _BAD itself for other operations. */
+    int (*on_track)(void *user, const char *leg, uint32_t revision, const char *track, int pause);
+    /* The platform ends leg (maybe not the active one, or none). The
+     * transport has answered byeReply already. */
+    void (*on_bye)(void *user, const char *leg, const char *reason);
 } igw_vcam_signal_cbs;
 
 typedef struct igw_vcam_signal igw_vcam_signal;
 
 /* What the camera asks of the transport. */
 typedef struct igw_vcam_signal_ops {
-    /* Sends an offer. Returns 0, or -1 when it could not be sent. */
-    int (*send_offer)(igw_vcam_signal *sig, const char *sdp);
-    /* Stops delivering callbacks and frees the transport. */
+    /* Sends the offer of leg/revision (stdio ignores both). Returns 0, or -1
+     * when it could not be sent. */
+    int (*send_offer)(igw_vcam_signal *sig, const char *leg, uint32_t revision, const char *sdp);
+    /* Reports leg's peer connection state ("connecting", "connected",
+     * "disconnected", "failed", "closed"). NULL for stdio. 0 or -1. */
+    int (*send_state)(igw_vcam_signal *sig, const char *leg, uint32_t revision, const char *state);
+    /* Ends leg from the camera's side with reason. NULL for stdio. 0 or -1. */
+    int (*send_bye)(igw_vcam_signal *sig, const char *leg, const char *reason);
+    /* Stops delivering callbacks and frees the transport (MQTT: waits up to
+     * a second for what was sent to be acknowledged, then disconnects). */
     void (*destroy)(igw_vcam_signal *sig);
 } igw_vcam_signal_ops;
 
@@ -51,5 +114,43 @@ struct igw_vcam_signal {
  * or over-long (> IGW_VCAM_SIGNAL_MAX) lines close the transport with an
  * error. Returns NULL (and logs why) if stdin cannot be watched. */
 igw_vcam_signal *igw_vcam_signal_stdio_new(const igw_vcam_signal_cbs *cbs, void *user);
+
+/* ---- MQTT: igw-vcam as a device ---- */
+
+/* Who the camera is and where the broker is. Filled by the options and/or
+ * igw_vcam_mqtt_config_read; checked by igw_vcam_mqtt_config_check. */
+typedef struct igw_vcam_mqtt_config {
+    char host[256];
+    int port; /* 0: not set */
+    char product[IGW_DEVAUTH_NAME_MAX + 1];
+    char device[IGW_DEVAUTH_NAME_MAX + 1];
+    char secret[IGW_DEVAUTH_SECRET_B64_MAX + 1]; /* base64 deviceSecret */
+    char camera_id[IGW_VCAM_ID_MAX + 1];
+    int microphone; /* the capability's microphone; also: "mic" tracks are offered */
+    int keepalive_s;
+} igw_vcam_mqtt_config;
+
+/* Reads device.productID, device.deviceName, device.secret and, when
+ * present, mqtt.host, mqtt.port and camera.cameraId from the JSON file at
+ * path (var/demo.json as src/ops/provision.sh writes it; at most 1 MiB).
+ * Only fields still empty in c are filled: options given before win.
+ * Returns 0, or -1 with a message in err. */
+int igw_vcam_mqtt_config_read(const char *path, igw_vcam_mqtt_config *c, char *err, size_t errlen);
+
+/* Checks a complete configuration (names, a decodable secret that signs,
+ * host and port, camera id). Returns 0, or -1 with a message in err. */
+int igw_vcam_mqtt_config_check(const igw_vcam_mqtt_config *c, char *err, size_t errlen);
+
+/* The device transport: libmosquitto with its own network thread; every
+ * connect, disconnect and message is handed to the default main context and
+ * handled there. Connects (clientID {P}&{D}, a fresh signed username and
+ * password before every connection attempt) and keeps reconnecting with
+ * backoff; on every CONNACK subscribes $media/down/{session,capability}/P/D
+ * (QoS 1) and reports the capability. Messages over IGW_VCAM_SIGNAL_MAX + 4
+ * KiB, malformed JSON and unknown methods are logged and dropped. c is
+ * copied. Returns NULL (logged) when libmosquitto cannot be set up; an
+ * unreachable broker is not an error (it is retried). */
+igw_vcam_signal *igw_vcam_signal_mqtt_new(const igw_vcam_mqtt_config *c, const igw_vcam_signal_cbs *cbs,
+                                          void *user);
 
 #endif

@@ -4,7 +4,7 @@
  * context; each wake-up does one read(2), so stdin need not be non-blocking.
  */
 #include "signal.h"
-#include "json.h"
+#include "flatjson.h"
 
 #include <errno.h>
 #include <glib.h>
@@ -63,7 +63,7 @@ static int stdio_line(stdio_signal *s, const char *line, size_t len)
             fprintf(stderr, "vcam: signaling: NUL inside the answer's sdp\n");
             return -1;
         }
-        s->base.cbs.on_answer(s->base.user, s->value);
+        s->base.cbs.on_answer(s->base.user, "", 0, s->value);
     } else if (strcmp(type, "renegotiate") == 0) {
         if (s->base.cbs.on_renegotiate)
             s->base.cbs.on_renegotiate(s->base.user);
@@ -137,7 +137,7 @@ static gboolean stdio_readable(GIOChannel *ch, GIOCondition cond, gpointer data)
     return G_SOURCE_CONTINUE;
 }
 
-static int stdio_send_offer(igw_vcam_signal *sig, const char *sdp)
+static int stdio_send_offer(igw_vcam_signal *sig, const char *leg, uint32_t revision, const char *sdp)
 {
     static const char head[] = "{\"type\":\"offer\",\"sdp\":";
     size_t len = strlen(sdp), cap = sizeof head + 6 * len + 4, n;
@@ -170,6 +170,8 @@ static int stdio_send_offer(igw_vcam_signal *sig, const char *sdp)
     }
     free(buf);
     (void)sig;
+    (void)leg;
+    (void)revision;
     return rc;
 }
 

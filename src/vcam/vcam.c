@@ -1,14 +1,21 @@
 /*
  * vcam.c - igw-vcam, a virtual WebRTC camera for tests: GStreamer webrtcbin
  * publishing H264 (test pattern with a wall clock) and Opus (440 Hz sine) as
- * two sendonly transceivers on one bundled transport. It offers (complete,
+ * sendonly transceivers on one bundled transport. It offers (complete,
  * non-trickle: candidates inside the SDP), takes the answer back through a
  * signaling transport (signal.h) and answers PLI/FIR with a keyframe.
  *
- * Threads: GStreamer and libnice call back on their own threads; those
- * callbacks only queue work onto the main loop, where all state lives.
- * The promise waits below block the main loop for the few milliseconds
- * webrtcbin's own thread needs to reply.
+ * Two modes. stdio (the default): one peer with video and audio, built at
+ * start, signaling as JSON lines. Device (--mqtt / --device-file): igw-vcam
+ * is a device on the broker; each leg the platform invites gets a fresh
+ * peer (pipeline + webrtcbin) with exactly the tracks asked, one leg at a
+ * time, torn down on bye, on a newer invite or when it fails.
+ *
+ * Threads: GStreamer, libnice and libmosquitto call back on their own
+ * threads; those callbacks only queue work onto the main loop, where all
+ * state lives. Work queued for a peer carries the peer's serial and is
+ * dropped when that peer is gone. The promise waits below block the main
+ * loop for the few milliseconds webrtcbin's own thread needs to reply.
  */
 /* webrtcbin's library is "unstable API" in 1.22; we accept that knowingly. */
 #define GST_USE_UNSTABLE_API 1
@@ -35,28 +42,53 @@ typedef struct vcam_opts {
     const char *address;
     const char *pattern;
     const char *signal;
+    int device; /* --mqtt or --device-file given */
+    igw_vcam_mqtt_config mqtt;
 } vcam_opts;
 
-typedef struct vcam {
-    vcam_opts o;
-    GMainLoop *loop;
-    GstElement *pipe, *webrtc, *venc;
-    igw_vcam_signal *sig;
-    int exit_code;
-    int stopping;
-    int offered_once;       /* the first offer was made */
-    int offer_pending;      /* local offer set, waiting for ICE gathering */
-    int awaiting_answer;    /* offer sent, no answer yet */
-    unsigned generation;    /* offers made so far */
-    guint gather_timer;
+typedef struct vcam vcam;
+
+/* One WebRTC peer: a pipeline with its webrtcbin. stdio has one for the
+ * whole run; a device has one per leg. */
+typedef struct peer {
+    vcam *v;
+    unsigned serial;
+    char leg[IGW_VCAM_LEG_MAX + 1]; /* "" for stdio */
+    char token[IGW_VCAM_TOKEN_MAX + 1]; /* the invite's msgToken */
+    uint32_t revision;
+    int video, audio;
+    char video_track[IGW_VCAM_ID_MAX + 1], audio_track[IGW_VCAM_ID_MAX + 1];
+    GstElement *pipe, *webrtc, *venc, *vvalve, *avalve;
+    guint bus_watch, gather_timer;
+    int failed;          /* torn down soon; nothing more is done with it */
+    int offered_once;    /* the first offer was made */
+    int offer_pending;   /* local offer set, waiting for ICE gathering */
+    int awaiting_answer; /* offer sent, no answer yet */
+    unsigned generation; /* offers made so far */
     /* The first offer's ICE candidates: webrtcbin leaves them out of later
      * offers on the same transport, so they are put back from here. */
-    GPtrArray *cands;       /* "candidate" attribute values */
+    GPtrArray *cands; /* "candidate" attribute values */
     guint cand_mline;
     char *ufrag;
-    int ice_state, pc_state; /* last states printed, -1 before any */
+    int ice_state, pc_state; /* last states seen, -1 before any */
+} peer;
+
+struct vcam {
+    vcam_opts o;
+    GMainLoop *loop;
+    igw_vcam_signal *sig;
+    peer *peer; /* the active peer, or NULL (device mode between legs) */
+    unsigned serials;
+    int exit_code;
+    int stopping;
     gint keyframes_requested, keyframes_encoded; /* atomics: streaming threads count */
-} vcam;
+};
+
+/* What a callback on another thread carries: the camera and which peer. */
+typedef struct peer_tag {
+    vcam *v;
+    unsigned serial;
+} peer_tag;
 
 static int verbose;
 
@@ -79,24 +111,6 @@ static void vlog(const char *fmt, ...)
             vlog(__VA_ARGS__);                                                                     \
     } while (0)
 
-/* Logs and ends the run with exit status 1 (the first failure wins). */
-static void vcam_fail(vcam *v, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
-static void vcam_fail(vcam *v, const char *fmt, ...)
-{
-    char line[1024];
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    vlog("error: %s", line);
-    if (!v->stopping) {
-        v->stopping = 1;
-        v->exit_code = 1;
-        g_main_loop_quit(v->loop);
-    }
-}
-
 static void vcam_stop(vcam *v, const char *why)
 {
     if (v->stopping)
@@ -104,6 +118,103 @@ static void vcam_stop(vcam *v, const char *why)
     vlog("stopping: %s", why);
     v->stopping = 1;
     g_main_loop_quit(v->loop);
+}
+
+/* The peer a tag names, if it is still the active one. */
+static peer *peer_of(const peer_tag *t)
+{
+    peer *p = t->v->peer;
+
+    return p && p->serial == t->serial && !p->failed && !t->v->stopping ? p : NULL;
+}
+
+static peer_tag *tag_new(peer *p)
+{
+    peer_tag *t = g_new(peer_tag, 1);
+
+    t->v = p->v;
+    t->serial = p->serial;
+    return t;
+}
+
+static void peer_free(peer *p)
+{
+    if (!p)
+        return;
+    if (p->gather_timer)
+        g_source_remove(p->gather_timer);
+    if (p->bus_watch)
+        g_source_remove(p->bus_watch);
+    if (p->pipe)
+        gst_element_set_state(p->pipe, GST_STATE_NULL);
+    if (p->avalve)
+        gst_object_unref(p->avalve);
+    if (p->vvalve)
+        gst_object_unref(p->vvalve);
+    if (p->venc)
+        gst_object_unref(p->venc);
+    if (p->webrtc)
+        gst_object_unref(p->webrtc);
+    if (p->pipe)
+        gst_object_unref(p->pipe);
+    if (p->cands)
+        g_ptr_array_unref(p->cands);
+    g_free(p->ufrag);
+    g_free(p);
+}
+
+/* Ends the active leg on the camera's side (device mode). */
+static void leg_end(vcam *v, const char *why)
+{
+    peer *p = v->peer;
+
+    if (!p)
+        return;
+    vlog("leg %s revision %u ended: %s", p->leg, p->revision, why);
+    v->peer = NULL;
+    peer_free(p);
+}
+
+static gboolean main_reap(gpointer data)
+{
+    peer_tag *t = data;
+    peer *p = t->v->peer;
+
+    if (p && p->serial == t->serial)
+        leg_end(t->v, "failed");
+    return G_SOURCE_REMOVE;
+}
+
+/* A peer failed. stdio: the run ends with exit status 1 (the first failure
+ * wins). Device: the leg ends with a bye "cameraError" and the camera
+ * stays; the peer is freed from an idle callback, since the caller may
+ * still be using it: callers check p->failed after anything that can fail. */
+static void peer_fail(peer *p, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+static void peer_fail(peer *p, const char *fmt, ...)
+{
+    vcam *v = p->v;
+    char line[1024];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    vlog("error: %s", line);
+    if (!v->o.device) {
+        if (!v->stopping) {
+            v->stopping = 1;
+            v->exit_code = 1;
+            g_main_loop_quit(v->loop);
+        }
+        p->failed = 1;
+        return;
+    }
+    if (p->failed)
+        return;
+    p->failed = 1;
+    if (!v->stopping && v->sig->ops->send_bye(v->sig, p->leg, "cameraError") == 0)
+        vlog("bye sent for leg %s (cameraError)", p->leg);
+    g_idle_add_full(G_PRIORITY_DEFAULT, main_reap, tag_new(p), g_free);
 }
 
 /* ---- keyframes: what the encoder is asked for and what it produces ---- */
@@ -139,26 +250,46 @@ static GstPadProbeReturn on_venc_buffer(GstPad *pad, GstPadProbeInfo *info, gpoi
     return GST_PAD_PROBE_OK;
 }
 
+/* Asks the encoder for a keyframe now, as a PLI would. */
+static void request_keyframe(peer *p)
+{
+    GstStructure *st;
+    GstPad *pad;
+
+    if (!p->venc)
+        return;
+    st = gst_structure_new("GstForceKeyUnit", "all-headers", G_TYPE_BOOLEAN, TRUE, NULL);
+    pad = gst_element_get_static_pad(p->venc, "src");
+    if (pad) {
+        if (!gst_pad_send_event(pad, gst_event_new_custom(GST_EVENT_CUSTOM_UPSTREAM, st)))
+            vlog("warning: the encoder refused a keyframe request");
+        gst_object_unref(pad);
+    } else {
+        gst_structure_free(st);
+    }
+}
+
 /* ---- offer / answer ---- */
 
 /* Waits for webrtcbin's reply to a promise. Returns 0 with *reply set (owned
- * by p, NULL when webrtcbin replied with nothing, as it does for the
- * set-*-description calls), or -1 after logging the error it carries. */
-static int promise_wait(vcam *v, GstPromise *p, const char *what, const GstStructure **reply)
+ * by pr, NULL when webrtcbin replied with nothing, as it does for the
+ * set-*-description calls), or -1 after failing the peer with the error it
+ * carries. */
+static int promise_wait(peer *p, GstPromise *pr, const char *what, const GstStructure **reply)
 {
-    GstPromiseResult res = gst_promise_wait(p);
+    GstPromiseResult res = gst_promise_wait(pr);
     const GstStructure *r;
     GError *err = NULL;
 
     *reply = NULL;
     if (res != GST_PROMISE_RESULT_REPLIED) {
-        vcam_fail(v, "%s: no reply from webrtcbin (promise result %d)", what, (int)res);
+        peer_fail(p, "%s: no reply from webrtcbin (promise result %d)", what, (int)res);
         return -1;
     }
-    r = gst_promise_get_reply(p);
+    r = gst_promise_get_reply(pr);
     if (r && gst_structure_has_field(r, "error")) {
         gst_structure_get(r, "error", G_TYPE_ERROR, &err, NULL);
-        vcam_fail(v, "%s: %s", what, err ? err->message : "unknown error");
+        peer_fail(p, "%s: %s", what, err ? err->message : "unknown error");
         g_clear_error(&err);
         return -1;
     }
@@ -181,26 +312,26 @@ static guint count_candidates(const GstSDPMessage *sdp, guint *mline)
 
 /* Remembers the candidates of the first offer (all in one m-section: the
  * transport is bundled). */
-static void remember_candidates(vcam *v, const GstSDPMessage *sdp)
+static void remember_candidates(peer *p, const GstSDPMessage *sdp)
 {
     const GstSDPMedia *m;
 
-    if (v->cands || count_candidates(sdp, &v->cand_mline) == 0)
+    if (p->cands || count_candidates(sdp, &p->cand_mline) == 0)
         return;
-    m = gst_sdp_message_get_media(sdp, v->cand_mline);
-    v->cands = g_ptr_array_new_with_free_func(g_free);
+    m = gst_sdp_message_get_media(sdp, p->cand_mline);
+    p->cands = g_ptr_array_new_with_free_func(g_free);
     for (guint k = 0; k < gst_sdp_media_attributes_len(m); k++) {
         const GstSDPAttribute *a = gst_sdp_media_get_attribute(m, k);
         if (g_strcmp0(a->key, "candidate") == 0 && a->value)
-            g_ptr_array_add(v->cands, g_strdup(a->value));
+            g_ptr_array_add(p->cands, g_strdup(a->value));
     }
-    v->ufrag = g_strdup(gst_sdp_media_get_attribute_val(m, "ice-ufrag"));
+    p->ufrag = g_strdup(gst_sdp_media_get_attribute_val(m, "ice-ufrag"));
 }
 
 /* The offer text to send: the local description, with the first offer's
  * candidates put back when webrtcbin left them out (renegotiation on the
- * same ICE transport). NULL (logged) if there is no usable offer. */
-static gchar *offer_text(vcam *v, const GstSDPMessage *sdp)
+ * same ICE transport). NULL (peer failed) if there is no usable offer. */
+static gchar *offer_text(peer *p, const GstSDPMessage *sdp)
 {
     GstSDPMessage *copy = NULL;
     GstSDPMedia *m;
@@ -208,188 +339,217 @@ static gchar *offer_text(vcam *v, const GstSDPMessage *sdp)
     gchar *text;
 
     if (count_candidates(sdp, NULL) > 0) {
-        remember_candidates(v, sdp);
+        remember_candidates(p, sdp);
         return gst_sdp_message_as_text(sdp);
     }
-    if (!v->cands) {
-        vcam_fail(v, "the offer has no ICE candidate (is %s an address of this host?)", v->o.address);
+    if (!p->cands) {
+        peer_fail(p, "the offer has no ICE candidate (is %s an address of this host?)", p->v->o.address);
         return NULL;
     }
-    if (v->cand_mline >= gst_sdp_message_medias_len(sdp)) {
-        vcam_fail(v, "the new offer has fewer m-sections than the first");
+    if (p->cand_mline >= gst_sdp_message_medias_len(sdp)) {
+        peer_fail(p, "the new offer has fewer m-sections than the first");
         return NULL;
     }
-    ufrag = gst_sdp_media_get_attribute_val(gst_sdp_message_get_media(sdp, v->cand_mline), "ice-ufrag");
-    if (g_strcmp0(ufrag, v->ufrag) != 0) {
-        vcam_fail(v, "ICE restarted (ufrag %s, was %s) but no new candidates", ufrag ? ufrag : "none", v->ufrag);
+    ufrag = gst_sdp_media_get_attribute_val(gst_sdp_message_get_media(sdp, p->cand_mline), "ice-ufrag");
+    if (g_strcmp0(ufrag, p->ufrag) != 0) {
+        peer_fail(p, "ICE restarted (ufrag %s, was %s) but no new candidates", ufrag ? ufrag : "none", p->ufrag);
         return NULL;
     }
     if (gst_sdp_message_copy(sdp, &copy) != GST_SDP_OK) {
-        vcam_fail(v, "cannot copy the local description");
+        peer_fail(p, "cannot copy the local description");
         return NULL;
     }
     /* The copy is ours: writing through the getter's pointer is fine. */
-    m = (GstSDPMedia *)gst_sdp_message_get_media(copy, v->cand_mline);
-    for (guint i = 0; i < v->cands->len; i++)
-        gst_sdp_media_add_attribute(m, "candidate", g_ptr_array_index(v->cands, i));
+    m = (GstSDPMedia *)gst_sdp_message_get_media(copy, p->cand_mline);
+    for (guint i = 0; i < p->cands->len; i++)
+        gst_sdp_media_add_attribute(m, "candidate", g_ptr_array_index(p->cands, i));
     text = gst_sdp_message_as_text(copy);
     gst_sdp_message_free(copy);
     return text;
 }
 
-static void send_offer_if_gathered(vcam *v)
+static void send_offer_if_gathered(peer *p)
 {
+    vcam *v = p->v;
     GstWebRTCICEGatheringState gs;
     GstWebRTCSessionDescription *desc = NULL;
     gchar *text;
 
-    if (!v->offer_pending || v->stopping)
+    if (!p->offer_pending || p->failed || v->stopping)
         return;
-    g_object_get(v->webrtc, "ice-gathering-state", &gs, NULL);
+    g_object_get(p->webrtc, "ice-gathering-state", &gs, NULL);
     if (gs != GST_WEBRTC_ICE_GATHERING_STATE_COMPLETE)
         return;
-    g_object_get(v->webrtc, "local-description", &desc, NULL);
+    g_object_get(p->webrtc, "local-description", &desc, NULL);
     if (!desc) {
-        vcam_fail(v, "no local description after gathering");
+        peer_fail(p, "no local description after gathering");
         return;
     }
-    text = offer_text(v, desc->sdp);
+    text = offer_text(p, desc->sdp);
     gst_webrtc_session_description_free(desc);
     if (!text)
         return;
-    v->offer_pending = 0;
-    if (v->gather_timer) {
-        g_source_remove(v->gather_timer);
-        v->gather_timer = 0;
+    p->offer_pending = 0;
+    if (p->gather_timer) {
+        g_source_remove(p->gather_timer);
+        p->gather_timer = 0;
     }
-    if (v->sig->ops->send_offer(v->sig, text) < 0) {
-        vcam_fail(v, "cannot send the offer");
+    if (v->sig->ops->send_offer(v->sig, p->leg, p->revision, text) < 0) {
+        peer_fail(p, "cannot send the offer");
     } else {
-        v->awaiting_answer = 1;
-        vlog("offer %u sent (%zu bytes)", v->generation, strlen(text));
+        p->awaiting_answer = 1;
+        if (v->o.device)
+            vlog("offer for leg %s revision %u sent (%zu bytes)", p->leg, p->revision, strlen(text));
+        else
+            vlog("offer %u sent (%zu bytes)", p->generation, strlen(text));
     }
     g_free(text);
 }
 
 static gboolean on_gather_timeout(gpointer data)
 {
-    vcam *v = data;
+    peer *p = data;
 
-    v->gather_timer = 0;
-    vcam_fail(v, "ICE gathering did not complete within %d s", GATHER_TIMEOUT_S);
+    p->gather_timer = 0;
+    peer_fail(p, "ICE gathering did not complete within %d s", GATHER_TIMEOUT_S);
     return G_SOURCE_REMOVE;
 }
 
-static void make_offer(vcam *v)
+static void make_offer(peer *p)
 {
     GstWebRTCSessionDescription *offer = NULL;
     const GstStructure *reply;
-    GstPromise *p;
+    GstPromise *pr;
     int rc;
 
-    if (v->stopping)
+    if (p->failed || p->v->stopping)
         return;
-    p = gst_promise_new();
-    g_signal_emit_by_name(v->webrtc, "create-offer", NULL, p);
-    rc = promise_wait(v, p, "create-offer", &reply);
+    pr = gst_promise_new();
+    g_signal_emit_by_name(p->webrtc, "create-offer", NULL, pr);
+    rc = promise_wait(p, pr, "create-offer", &reply);
     if (rc == 0 && reply)
         gst_structure_get(reply, "offer", GST_TYPE_WEBRTC_SESSION_DESCRIPTION, &offer, NULL);
-    gst_promise_unref(p);
+    gst_promise_unref(pr);
     if (!offer) {
         if (rc == 0)
-            vcam_fail(v, "create-offer: no offer in the reply");
+            peer_fail(p, "create-offer: no offer in the reply");
         return;
     }
-    p = gst_promise_new();
-    g_signal_emit_by_name(v->webrtc, "set-local-description", offer, p);
-    rc = promise_wait(v, p, "set-local-description", &reply);
-    gst_promise_unref(p);
+    pr = gst_promise_new();
+    g_signal_emit_by_name(p->webrtc, "set-local-description", offer, pr);
+    rc = promise_wait(p, pr, "set-local-description", &reply);
+    gst_promise_unref(pr);
     gst_webrtc_session_description_free(offer);
     if (rc < 0)
         return;
-    v->generation++;
-    v->offer_pending = 1;
-    v->awaiting_answer = 0;
-    if (!v->gather_timer)
-        v->gather_timer = g_timeout_add_seconds(GATHER_TIMEOUT_S, on_gather_timeout, v);
+    p->generation++;
+    p->offer_pending = 1;
+    p->awaiting_answer = 0;
+    if (!p->gather_timer)
+        p->gather_timer = g_timeout_add_seconds(GATHER_TIMEOUT_S, on_gather_timeout, p);
     /* On a renegotiation gathering is already complete: no notify follows. */
-    send_offer_if_gathered(v);
+    send_offer_if_gathered(p);
 }
 
-static void on_answer(void *user, const char *sdp)
+static void on_answer(void *user, const char *leg, uint32_t revision, const char *sdp)
 {
     vcam *v = user;
+    peer *p = v->peer;
     GstSDPMessage *msg = NULL;
     GstWebRTCSessionDescription *answer;
     const GstStructure *reply;
-    GstPromise *p;
+    GstPromise *pr;
 
-    if (v->stopping)
+    if (v->stopping || !p || p->failed) {
+        if (v->o.device && !v->stopping)
+            vlog("answer for leg %s, which is not active, ignored", leg);
         return;
-    if (!v->awaiting_answer) {
-        vcam_fail(v, "an answer came with no offer outstanding");
+    }
+    if (strcmp(leg, p->leg) != 0 || revision != p->revision) {
+        vlog("answer for leg %s revision %u, the active one is %s revision %u: ignored", leg, revision, p->leg,
+             p->revision);
+        return;
+    }
+    if (!p->awaiting_answer) {
+        peer_fail(p, "an answer came with no offer outstanding");
         return;
     }
     if (gst_sdp_message_new_from_text(sdp, &msg) != GST_SDP_OK || gst_sdp_message_medias_len(msg) == 0) {
         if (msg)
             gst_sdp_message_free(msg);
-        vcam_fail(v, "remote description rejected: not an SDP with media");
+        peer_fail(p, "remote description rejected: not an SDP with media");
         return;
     }
     answer = gst_webrtc_session_description_new(GST_WEBRTC_SDP_TYPE_ANSWER, msg); /* owns msg */
-    p = gst_promise_new();
-    g_signal_emit_by_name(v->webrtc, "set-remote-description", answer, p);
-    if (promise_wait(v, p, "remote description rejected", &reply) == 0) {
-        v->awaiting_answer = 0;
-        vlog("answer %u applied", v->generation);
+    pr = gst_promise_new();
+    g_signal_emit_by_name(p->webrtc, "set-remote-description", answer, pr);
+    if (promise_wait(p, pr, "remote description rejected", &reply) == 0) {
+        p->awaiting_answer = 0;
+        if (v->o.device)
+            vlog("answer for leg %s revision %u applied", p->leg, p->revision);
+        else
+            vlog("answer %u applied", p->generation);
     }
-    gst_promise_unref(p);
+    gst_promise_unref(pr);
     gst_webrtc_session_description_free(answer);
 }
 
 static void on_renegotiate(void *user)
 {
     vcam *v = user;
+    peer *p = v->peer;
     GstWebRTCSignalingState ss;
 
-    g_object_get(v->webrtc, "signaling-state", &ss, NULL);
-    if (ss != GST_WEBRTC_SIGNALING_STATE_STABLE || v->offer_pending) {
+    if (!p || p->failed)
+        return;
+    g_object_get(p->webrtc, "signaling-state", &ss, NULL);
+    if (ss != GST_WEBRTC_SIGNALING_STATE_STABLE || p->offer_pending) {
         vlog("renegotiation asked while an offer is outstanding, ignored");
         return;
     }
     vlog("renegotiating");
-    make_offer(v);
+    make_offer(p);
 }
 
 static void on_close(void *user, int error)
 {
     vcam *v = user;
 
-    if (error)
-        vcam_fail(v, "signaling failed (%s)", g_strerror(error));
-    else
+    if (error) {
+        vlog("error: signaling failed (%s)", g_strerror(error));
+        if (!v->stopping) {
+            v->stopping = 1;
+            v->exit_code = 1;
+            g_main_loop_quit(v->loop);
+        }
+    } else {
         vcam_stop(v, "signaling closed");
+    }
 }
 
 /* ---- webrtcbin notifications (any thread) -> main loop ---- */
 
 static gboolean main_negotiation_needed(gpointer data)
 {
-    vcam *v = data;
+    peer *p = peer_of(data);
 
-    if (v->offered_once) {
+    if (!p)
+        return G_SOURCE_REMOVE;
+    if (p->offered_once) {
         DBG("negotiation needed again, ignored (renegotiate on request)");
         return G_SOURCE_REMOVE;
     }
-    v->offered_once = 1;
-    make_offer(v);
+    p->offered_once = 1;
+    make_offer(p);
     return G_SOURCE_REMOVE;
 }
 
 static void on_negotiation_needed(GstElement *webrtc, gpointer data)
 {
+    peer_tag *t = data;
+
     (void)webrtc;
-    g_idle_add(main_negotiation_needed, data);
+    g_idle_add_full(G_PRIORITY_DEFAULT_IDLE, main_negotiation_needed, g_memdup2(t, sizeof *t), g_free);
 }
 
 static const char *enum_nick(GType type, int value)
@@ -405,36 +565,52 @@ static const char *enum_nick(GType type, int value)
 /* One state change, carried to the main loop with the value it had when
  * notified: reading the property later would skip short-lived states. */
 typedef struct state_change {
-    vcam *v;
+    peer_tag t;
     enum { CH_GATHERING, CH_ICE, CH_PC } what;
     int value;
 } state_change;
 
+static void pc_state_changed(peer *p, int value)
+{
+    vcam *v = p->v;
+    const char *nick = enum_nick(GST_TYPE_WEBRTC_PEER_CONNECTION_STATE, value);
+
+    vlog("peer connection state %s", nick);
+    if (!v->o.device) {
+        if (value == GST_WEBRTC_PEER_CONNECTION_STATE_FAILED)
+            peer_fail(p, "the peer connection failed");
+        return;
+    }
+    /* "new" is where every peer starts: nothing to report. A failed peer
+     * is reported and kept: the platform decides (bye or a new invite). */
+    if (value != GST_WEBRTC_PEER_CONNECTION_STATE_NEW &&
+        v->sig->ops->send_state(v->sig, p->leg, p->revision, nick) < 0)
+        vlog("error: cannot report state %s of leg %s", nick, p->leg);
+}
+
 static gboolean main_state_changed(gpointer data)
 {
     state_change *ch = data;
-    vcam *v = ch->v;
+    peer *p = peer_of(&ch->t);
 
-    if (v->stopping)
+    if (!p)
         return G_SOURCE_REMOVE;
     switch (ch->what) {
     case CH_ICE:
-        if (ch->value != v->ice_state) {
-            v->ice_state = ch->value;
+        if (ch->value != p->ice_state) {
+            p->ice_state = ch->value;
             vlog("ice state %s", enum_nick(GST_TYPE_WEBRTC_ICE_CONNECTION_STATE, ch->value));
         }
         break;
     case CH_PC:
-        if (ch->value != v->pc_state) {
-            v->pc_state = ch->value;
-            vlog("peer connection state %s", enum_nick(GST_TYPE_WEBRTC_PEER_CONNECTION_STATE, ch->value));
-            if (ch->value == GST_WEBRTC_PEER_CONNECTION_STATE_FAILED)
-                vcam_fail(v, "the peer connection failed");
+        if (ch->value != p->pc_state) {
+            p->pc_state = ch->value;
+            pc_state_changed(p, ch->value);
         }
         break;
     case CH_GATHERING:
         DBG("ice gathering %s", enum_nick(GST_TYPE_WEBRTC_ICE_GATHERING_STATE, ch->value));
-        send_offer_if_gathered(v);
+        send_offer_if_gathered(p);
         break;
     }
     return G_SOURCE_REMOVE;
@@ -445,7 +621,7 @@ static void on_notify(GObject *obj, GParamSpec *pspec, gpointer data)
     state_change *ch = g_new0(state_change, 1);
     int value = 0;
 
-    ch->v = data;
+    ch->t = *(peer_tag *)data;
     if (strcmp(pspec->name, "ice-connection-state") == 0)
         ch->what = CH_ICE;
     else if (strcmp(pspec->name, "connection-state") == 0)
@@ -459,22 +635,24 @@ static void on_notify(GObject *obj, GParamSpec *pspec, gpointer data)
 
 static gboolean on_bus(GstBus *bus, GstMessage *msg, gpointer data)
 {
-    vcam *v = data;
+    peer *p = peer_of(data);
     GError *err = NULL;
     gchar *dbg = NULL;
 
     (void)bus;
+    if (!p)
+        return G_SOURCE_CONTINUE;
     switch (GST_MESSAGE_TYPE(msg)) {
     case GST_MESSAGE_ERROR:
         gst_message_parse_error(msg, &err, &dbg);
-        vcam_fail(v, "%s: %s (%s)", GST_OBJECT_NAME(msg->src), err->message, dbg ? dbg : "");
+        peer_fail(p, "%s: %s (%s)", GST_OBJECT_NAME(msg->src), err->message, dbg ? dbg : "");
         break;
     case GST_MESSAGE_WARNING:
         gst_message_parse_warning(msg, &err, &dbg);
         vlog("warning: %s: %s", GST_OBJECT_NAME(msg->src), err->message);
         break;
     case GST_MESSAGE_EOS:
-        vcam_fail(v, "unexpected end of stream");
+        peer_fail(p, "unexpected end of stream");
         break;
     default:
         break;
@@ -505,6 +683,7 @@ static int check_elements(void)
         {"audiotestsrc", "gstreamer1.0-plugins-base"}, {"clockoverlay", "gstreamer1.0-plugins-base"},
         {"timeoverlay", "gstreamer1.0-plugins-base"}, {"videoconvert", "gstreamer1.0-plugins-base"},
         {"audioconvert", "gstreamer1.0-plugins-base"}, {"audioresample", "gstreamer1.0-plugins-base"},
+        {"valve", "gstreamer1.0-plugins-base (coreelements: libgstreamer1.0-0)"},
     };
     int missing = 0;
 
@@ -523,16 +702,17 @@ static int check_elements(void)
 /* Confines webrtcbin's libnice agent to one local address (loopback by
  * default): without it libnice gathers every non-loopback interface. Must
  * run before the first offer starts gathering. */
-static int restrict_ice(vcam *v)
+static int restrict_ice(peer *p)
 {
+    const char *address = p->v->o.address;
     GstWebRTCICE *ice = NULL;
     NiceAgent *agent = NULL;
     NiceAddress addr;
     int rc = -1;
 
-    g_object_get(v->webrtc, "ice-agent", &ice, NULL);
+    g_object_get(p->webrtc, "ice-agent", &ice, NULL);
     if (!ice || !g_object_class_find_property(G_OBJECT_GET_CLASS(ice), "agent")) {
-        vlog("error: webrtcbin's ICE agent is not libnice's: cannot restrict it to %s", v->o.address);
+        vlog("error: webrtcbin's ICE agent is not libnice's: cannot restrict it to %s", address);
         goto out;
     }
     g_object_get(ice, "agent", &agent, NULL);
@@ -541,12 +721,12 @@ static int restrict_ice(vcam *v)
         goto out;
     }
     nice_address_init(&addr);
-    if (!nice_address_set_from_string(&addr, v->o.address)) {
-        vlog("error: --address %s is not an IP address", v->o.address);
+    if (!nice_address_set_from_string(&addr, address)) {
+        vlog("error: --address %s is not an IP address", address);
         goto out;
     }
     if (!nice_agent_add_local_address(agent, &addr)) {
-        vlog("error: libnice refused local address %s", v->o.address);
+        vlog("error: libnice refused local address %s", address);
         goto out;
     }
     /* UDP only: a WebRTC media server offers no ICE-TCP worth pairing with. */
@@ -561,14 +741,15 @@ out:
     return rc;
 }
 
-static int set_sendonly(vcam *v)
+static int set_sendonly(peer *p)
 {
     GArray *ts = NULL;
+    guint want = (guint)(p->video + p->audio);
     int rc = 0;
 
-    g_signal_emit_by_name(v->webrtc, "get-transceivers", &ts);
-    if (!ts || ts->len != 2) {
-        vlog("error: expected 2 transceivers, webrtcbin has %u", ts ? ts->len : 0);
+    g_signal_emit_by_name(p->webrtc, "get-transceivers", &ts);
+    if (!ts || ts->len != want) {
+        vlog("error: expected %u transceivers, webrtcbin has %u", want, ts ? ts->len : 0);
         rc = -1;
     } else {
         for (guint i = 0; i < ts->len; i++) {
@@ -581,62 +762,227 @@ static int set_sendonly(vcam *v)
     return rc;
 }
 
-static int build_pipeline(vcam *v)
+/* Builds p's pipeline with the tracks it has. Returns 0 or -1 (logged);
+ * on failure the caller frees p. */
+static int build_pipeline(peer *p)
 {
+    const vcam_opts *o = &p->v->o;
     GError *err = NULL;
+    GString *desc = g_string_new("webrtcbin name=webrtc bundle-policy=max-bundle ");
+    GstBus *bus;
     GstPad *pad;
-    gchar *desc;
 
     /* Video: the wall clock top left (latency by eye), running time bottom
      * right. x264enc's keyframe interval is long on purpose: keyframes
      * come when a receiver asks (PLI/FIR). The rtcp-fb fields end up as
-     * a=rtcp-fb lines, without which a browser never sends PLI. */
-    desc = g_strdup_printf(
-        "webrtcbin name=webrtc bundle-policy=max-bundle "
-        "videotestsrc is-live=true pattern=%s "
-        "! video/x-raw,width=%d,height=%d,framerate=%d/1 "
-        "! clockoverlay time-format=\"%%H:%%M:%%S\" halignment=left valignment=top "
-        "font-desc=\"Sans 28\" shaded-background=true "
-        "! timeoverlay halignment=right valignment=bottom font-desc=\"Sans 16\" "
-        "! videoconvert ! queue max-size-buffers=2 max-size-bytes=0 max-size-time=0 "
-        "! x264enc name=venc tune=zerolatency speed-preset=ultrafast bitrate=%d key-int-max=%d "
-        "! video/x-h264,profile=constrained-baseline "
-        "! rtph264pay config-interval=-1 aggregate-mode=zero-latency pt=96 "
-        "! application/x-rtp,media=video,encoding-name=H264,payload=96,"
-        "rtcp-fb-nack-pli=(boolean)true,rtcp-fb-ccm-fir=(boolean)true "
-        "! webrtc. "
-        "audiotestsrc is-live=true wave=sine freq=440 volume=0.3 "
-        "! audioconvert ! audioresample ! queue max-size-time=100000000 "
-        "! opusenc ! rtpopuspay pt=111 "
-        "! application/x-rtp,media=audio,encoding-name=OPUS,payload=111 "
-        "! webrtc. ",
-        v->o.pattern, v->o.width, v->o.height, v->o.fps, v->o.bitrate_kbps,
-        v->o.key_int_s * v->o.fps);
-    v->pipe = gst_parse_launch_full(desc, NULL, GST_PARSE_FLAG_FATAL_ERRORS, &err);
-    g_free(desc);
-    if (!v->pipe) {
+     * a=rtcp-fb lines, without which a browser never sends PLI. The valves
+     * (open unless a trackControl paused the track) stop RTP before the
+     * payloader; sticky events still pass, so a resume needs no
+     * renegotiation, only a keyframe. */
+    if (p->video)
+        g_string_append_printf(
+            desc,
+            "videotestsrc is-live=true pattern=%s "
+            "! video/x-raw,width=%d,height=%d,framerate=%d/1 "
+            "! clockoverlay time-format=\"%%H:%%M:%%S\" halignment=left valignment=top "
+            "font-desc=\"Sans 28\" shaded-background=true "
+            "! timeoverlay halignment=right valignment=bottom font-desc=\"Sans 16\" "
+            "! videoconvert ! queue max-size-buffers=2 max-size-bytes=0 max-size-time=0 "
+            "! x264enc name=venc tune=zerolatency speed-preset=ultrafast bitrate=%d key-int-max=%d "
+            "! video/x-h264,profile=constrained-baseline "
+            "! valve name=vvalve drop=false drop-mode=forward-sticky-events "
+            "! rtph264pay config-interval=-1 aggregate-mode=zero-latency pt=96 "
+            "! application/x-rtp,media=video,encoding-name=H264,payload=96,"
+            "rtcp-fb-nack-pli=(boolean)true,rtcp-fb-ccm-fir=(boolean)true "
+            "! webrtc. ",
+            o->pattern, o->width, o->height, o->fps, o->bitrate_kbps, o->key_int_s * o->fps);
+    if (p->audio)
+        g_string_append(desc, "audiotestsrc is-live=true wave=sine freq=440 volume=0.3 "
+                              "! audioconvert ! audioresample ! queue max-size-time=100000000 "
+                              "! opusenc ! valve name=avalve drop=false drop-mode=forward-sticky-events "
+                              "! rtpopuspay pt=111 "
+                              "! application/x-rtp,media=audio,encoding-name=OPUS,payload=111 "
+                              "! webrtc. ");
+    p->pipe = gst_parse_launch_full(desc->str, NULL, GST_PARSE_FLAG_FATAL_ERRORS, &err);
+    g_string_free(desc, TRUE);
+    if (!p->pipe) {
         vlog("error: cannot build the pipeline: %s", err ? err->message : "unknown error");
         g_clear_error(&err);
         return -1;
     }
-    v->webrtc = gst_bin_get_by_name(GST_BIN(v->pipe), "webrtc");
-    v->venc = gst_bin_get_by_name(GST_BIN(v->pipe), "venc");
-    if (!v->webrtc || !v->venc) {
-        vlog("error: pipeline without webrtcbin or encoder");
+    p->webrtc = gst_bin_get_by_name(GST_BIN(p->pipe), "webrtc");
+    if (p->video) {
+        p->venc = gst_bin_get_by_name(GST_BIN(p->pipe), "venc");
+        p->vvalve = gst_bin_get_by_name(GST_BIN(p->pipe), "vvalve");
+    }
+    if (p->audio)
+        p->avalve = gst_bin_get_by_name(GST_BIN(p->pipe), "avalve");
+    if (!p->webrtc || (p->video && (!p->venc || !p->vvalve)) || (p->audio && !p->avalve)) {
+        vlog("error: pipeline without webrtcbin, encoder or valve");
         return -1;
     }
-    pad = gst_element_get_static_pad(v->venc, "src");
-    gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_EVENT_UPSTREAM, on_venc_upstream, v, NULL);
-    gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_BUFFER, on_venc_buffer, v, NULL);
-    gst_object_unref(pad);
-
-    if (restrict_ice(v) < 0 || set_sendonly(v) < 0)
+    if (p->venc) {
+        pad = gst_element_get_static_pad(p->venc, "src");
+        gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_EVENT_UPSTREAM, on_venc_upstream, p->v, NULL);
+        gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_BUFFER, on_venc_buffer, p->v, NULL);
+        gst_object_unref(pad);
+    }
+    if (restrict_ice(p) < 0 || set_sendonly(p) < 0)
         return -1;
-    g_signal_connect(v->webrtc, "on-negotiation-needed", G_CALLBACK(on_negotiation_needed), v);
-    g_signal_connect(v->webrtc, "notify::ice-gathering-state", G_CALLBACK(on_notify), v);
-    g_signal_connect(v->webrtc, "notify::ice-connection-state", G_CALLBACK(on_notify), v);
-    g_signal_connect(v->webrtc, "notify::connection-state", G_CALLBACK(on_notify), v);
+    /* The tags live as long as the handlers, i.e. as webrtcbin: a
+     * notification running while the peer is torn down still finds one. */
+    g_signal_connect_data(p->webrtc, "on-negotiation-needed", G_CALLBACK(on_negotiation_needed), tag_new(p),
+                          (GClosureNotify)(void (*)(void))g_free, 0);
+    g_signal_connect_data(p->webrtc, "notify::ice-gathering-state", G_CALLBACK(on_notify), tag_new(p),
+                          (GClosureNotify)(void (*)(void))g_free, 0);
+    g_signal_connect_data(p->webrtc, "notify::ice-connection-state", G_CALLBACK(on_notify), tag_new(p),
+                          (GClosureNotify)(void (*)(void))g_free, 0);
+    g_signal_connect_data(p->webrtc, "notify::connection-state", G_CALLBACK(on_notify), tag_new(p),
+                          (GClosureNotify)(void (*)(void))g_free, 0);
+    bus = gst_element_get_bus(p->pipe);
+    p->bus_watch = gst_bus_add_watch_full(bus, G_PRIORITY_DEFAULT, on_bus, tag_new(p), g_free);
+    gst_object_unref(bus);
     return 0;
+}
+
+/* A new peer with the tracks asked, playing: its offer follows on the main
+ * loop. NULL (logged) on failure. */
+static peer *peer_start(vcam *v, const char *leg, const char *token, uint32_t revision, const char *video_track,
+                        const char *audio_track)
+{
+    peer *p = g_new0(peer, 1);
+
+    p->v = v;
+    p->serial = ++v->serials;
+    p->ice_state = p->pc_state = -1;
+    g_strlcpy(p->leg, leg, sizeof p->leg);
+    g_strlcpy(p->token, token, sizeof p->token);
+    p->revision = revision;
+    p->video = video_track != NULL;
+    p->audio = audio_track != NULL;
+    if (video_track)
+        g_strlcpy(p->video_track, video_track, sizeof p->video_track);
+    if (audio_track)
+        g_strlcpy(p->audio_track, audio_track, sizeof p->audio_track);
+    if (build_pipeline(p) < 0)
+        goto fail;
+    if (gst_element_set_state(p->pipe, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE) {
+        vlog("error: the pipeline does not start");
+        goto fail;
+    }
+    return p;
+fail:
+    peer_free(p);
+    return NULL;
+}
+
+/* ---- the device side: legs ---- */
+
+static void decline(vcam *v, const char *leg, const char *why)
+{
+    vlog("invite for leg %s declined: %s", leg, why);
+    if (v->sig->ops->send_bye(v->sig, leg, "cameraDeclined") < 0)
+        vlog("error: cannot send the bye for leg %s", leg);
+}
+
+static void on_invite(void *user, const igw_vcam_invite *inv)
+{
+    vcam *v = user;
+    const char *video = NULL, *audio = NULL;
+    peer *p = v->peer;
+
+    if (v->stopping)
+        return;
+    /* A redelivered invite (QoS 1 may repeat) is the same leg, revision and
+     * token: the leg it made goes on. */
+    if (p && !p->failed && strcmp(p->leg, inv->leg) == 0 && p->revision == inv->revision &&
+        strcmp(p->token, inv->token) == 0) {
+        vlog("invite %s for leg %s again, ignored", inv->token, inv->leg);
+        return;
+    }
+    if (strcmp(inv->camera_id, v->o.mqtt.camera_id) != 0) {
+        decline(v, inv->leg, "unknown cameraId");
+        return;
+    }
+    for (unsigned i = 0; i < inv->ntracks; i++) {
+        const igw_vcam_track *t = &inv->tracks[i];
+        if (strcmp(t->kind, "video") == 0 && g_ascii_strcasecmp(t->codec, "H264") == 0 && !video) {
+            video = t->id;
+        } else if (strcmp(t->kind, "audio") == 0 && g_ascii_strcasecmp(t->codec, "opus") == 0 && !audio) {
+            if (!v->o.mqtt.microphone) {
+                decline(v, inv->leg, "an audio track, and this camera has no microphone (--no-mic)");
+                return;
+            }
+            audio = t->id;
+        } else {
+            char why[256];
+            snprintf(why, sizeof why, "track %s (%s %s) is not one this camera has", t->id, t->kind, t->codec);
+            decline(v, inv->leg, why);
+            return;
+        }
+    }
+    if (video && audio && strcmp(video, audio) == 0) {
+        decline(v, inv->leg, "two tracks with one trackId");
+        return;
+    }
+    /* One leg at a time, and the platform is authoritative: the new invite
+     * replaces whatever leg there was. */
+    if (v->peer)
+        leg_end(v, "replaced by a new invite");
+    vlog("invite for leg %s revision %u: %s%s%s", inv->leg, inv->revision, video ? video : "",
+         video && audio ? " + " : "", audio ? audio : "");
+    v->peer = peer_start(v, inv->leg, inv->token, inv->revision, video, audio);
+    if (!v->peer && v->sig->ops->send_bye(v->sig, inv->leg, "cameraError") == 0)
+        vlog("bye sent for leg %s (cameraError)", inv->leg);
+}
+
+static void on_offer_failed(void *user, const char *leg, uint32_t revision, const char *why)
+{
+    vcam *v = user;
+    peer *p = v->peer;
+
+    vlog("offer for leg %s revision %u refused: %s", leg, revision, why);
+    if (p && strcmp(p->leg, leg) == 0 && p->revision == revision)
+        leg_end(v, "its offer was refused");
+}
+
+static int on_track(void *user, const char *leg, uint32_t revision, const char *track, int pause)
+{
+    vcam *v = user;
+    peer *p = v->peer;
+    GstElement *valve;
+
+    if (!p || p->failed || strcmp(p->leg, leg) != 0 || (revision && revision != p->revision)) {
+        vlog("trackControl for leg %s revision %u, which is not active", leg, revision);
+        return IGW_VCAM_CODE_NOTFOUND;
+    }
+    if (p->video && strcmp(track, p->video_track) == 0)
+        valve = p->vvalve;
+    else if (p->audio && strcmp(track, p->audio_track) == 0)
+        valve = p->avalve;
+    else {
+        vlog("trackControl for track %s, which leg %s does not have", track, leg);
+        return IGW_VCAM_CODE_NOTFOUND;
+    }
+    g_object_set(valve, "drop", pause ? TRUE : FALSE, NULL);
+    /* The receiver's decoder needs a keyframe to start again. */
+    if (!pause && valve == p->vvalve)
+        request_keyframe(p);
+    vlog("track %s of leg %s %s", track, leg, pause ? "paused" : "resumed");
+    return IGW_VCAM_CODE_OK;
+}
+
+static void on_bye(void *user, const char *leg, const char *reason)
+{
+    vcam *v = user;
+
+    if (v->peer && strcmp(v->peer->leg, leg) == 0) {
+        char why[IGW_VCAM_REASON_MAX + 32];
+        snprintf(why, sizeof why, "bye from the platform (%s)", reason[0] ? reason : "no reason");
+        leg_end(v, why);
+    } else {
+        vlog("bye for leg %s, which is not active (%s)", leg, reason[0] ? reason : "no reason");
+    }
 }
 
 /* ---- options ---- */
@@ -645,6 +991,8 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: igw-vcam [options]\n"
+            "       igw-vcam --mqtt HOST:PORT --product P --device D --secret BASE64 [options]\n"
+            "       igw-vcam --device-file var/demo.json [options]\n"
             "A virtual WebRTC camera: offers H264 (test pattern, wall clock) and Opus\n"
             "(440 Hz) on one bundled transport and streams once answered.\n"
             "  --width N          video width (default 640)\n"
@@ -657,7 +1005,24 @@ static void usage(FILE *f)
             "  --signal stdio     signaling: JSON lines on stdin/stdout (the default)\n"
             "  -v, --verbose      debug logs (keyframe requests, ...)\n"
             "  -h, --help         this text\n"
-            "Exits 0 on stdin EOF, SIGTERM or SIGINT.\n");
+            "As a device on the MQTT broker (docs/device-protocol.md, \"Media\"): the\n"
+            "platform invites legs on $media/down/session/P/D, the camera answers each\n"
+            "with a fresh peer offering exactly the tracks asked (one leg at a time).\n"
+            "  --mqtt HOST:PORT   the broker (clientID P&D, a signed username/password)\n"
+            "  --product P        productID\n"
+            "  --device D         deviceName\n"
+            "  --secret BASE64    the device secret (igwctl device add prints it)\n"
+            "  --device-file F    reads device.productID, device.deviceName, device.secret\n"
+            "                     and, when present, mqtt.host, mqtt.port and\n"
+            "                     camera.cameraId from F (var/demo.json as make run's\n"
+            "                     provisioning writes it); options given win\n"
+            "  --camera-id ID     the camera's id in the capability (default cam-1)\n"
+            "  --no-mic           no microphone: invites with a mic track are declined\n"
+            "More cameras: one igw-vcam process per device; register each device first\n"
+            "(build/igwctl device add --product P --device D2 ..., then camera add) and\n"
+            "start another igw-vcam with its --device and --secret; all may share --address.\n"
+            "Exits 0 on stdin EOF (stdio), SIGTERM or SIGINT (device: a bye for an active\n"
+            "leg first, then a clean disconnect).\n");
 }
 
 static int parse_int(const char *name, const char *s, int lo, int hi, int *out)
@@ -675,9 +1040,47 @@ static int parse_int(const char *name, const char *s, int lo, int hi, int *out)
     return 0;
 }
 
+/* Copies an option's value into a fixed field. */
+static int opt_copy(const char *name, const char *s, char *dst, size_t cap)
+{
+    if (!s[0] || strlen(s) >= cap) {
+        fprintf(stderr, "vcam: error: --%s wants 1..%zu bytes\n", name, cap - 1);
+        return -1;
+    }
+    g_strlcpy(dst, s, cap);
+    return 0;
+}
+
+/* HOST:PORT; the host may be [IPv6]. */
+static int parse_hostport(const char *s, igw_vcam_mqtt_config *c)
+{
+    const char *colon = strrchr(s, ':');
+    const char *h = s;
+    size_t hl;
+
+    if (!colon || colon == s)
+        goto bad;
+    hl = (size_t)(colon - s);
+    if (h[0] == '[' && hl > 2 && h[hl - 1] == ']') {
+        h++;
+        hl -= 2;
+    }
+    if (hl >= sizeof c->host)
+        goto bad;
+    memcpy(c->host, h, hl);
+    c->host[hl] = '\0';
+    return parse_int("mqtt port", colon + 1, 1, 65535, &c->port);
+bad:
+    fprintf(stderr, "vcam: error: --mqtt wants HOST:PORT, not \"%s\"\n", s);
+    return -1;
+}
+
 static int parse_opts(int argc, char **argv, vcam_opts *o)
 {
-    enum { O_WIDTH = 256, O_HEIGHT, O_FPS, O_BITRATE, O_KEYINT, O_ADDRESS, O_PATTERN, O_SIGNAL };
+    enum {
+        O_WIDTH = 256, O_HEIGHT, O_FPS, O_BITRATE, O_KEYINT, O_ADDRESS, O_PATTERN, O_SIGNAL,
+        O_MQTT, O_PRODUCT, O_DEVICE, O_SECRET, O_DEVFILE, O_CAMERA, O_NOMIC
+    };
     static const struct option longopts[] = {
         {"width", required_argument, NULL, O_WIDTH},
         {"height", required_argument, NULL, O_HEIGHT},
@@ -687,13 +1090,23 @@ static int parse_opts(int argc, char **argv, vcam_opts *o)
         {"address", required_argument, NULL, O_ADDRESS},
         {"pattern", required_argument, NULL, O_PATTERN},
         {"signal", required_argument, NULL, O_SIGNAL},
+        {"mqtt", required_argument, NULL, O_MQTT},
+        {"product", required_argument, NULL, O_PRODUCT},
+        {"device", required_argument, NULL, O_DEVICE},
+        {"secret", required_argument, NULL, O_SECRET},
+        {"device-file", required_argument, NULL, O_DEVFILE},
+        {"camera-id", required_argument, NULL, O_CAMERA},
+        {"no-mic", no_argument, NULL, O_NOMIC},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    int c, rc = 0;
+    igw_vcam_mqtt_config *mc = &o->mqtt;
+    const char *devfile = NULL;
+    int c, rc = 0, device_opts = 0;
+    char err[512];
 
-    *o = (vcam_opts){640, 360, 30, 1000, 10, "127.0.0.1", "smpte", "stdio"};
+    *o = (vcam_opts){640, 360, 30, 1000, 10, "127.0.0.1", "smpte", "stdio", 0, {.microphone = 1}};
     opterr = 0;
     while ((c = getopt_long(argc, argv, "vh", longopts, NULL)) != -1) {
         switch (c) {
@@ -705,6 +1118,13 @@ static int parse_opts(int argc, char **argv, vcam_opts *o)
         case O_ADDRESS: o->address = optarg; break;
         case O_PATTERN: o->pattern = optarg; break;
         case O_SIGNAL: o->signal = optarg; break;
+        case O_MQTT: o->device = 1; rc |= parse_hostport(optarg, mc); break;
+        case O_PRODUCT: device_opts = 1; rc |= opt_copy("product", optarg, mc->product, sizeof mc->product); break;
+        case O_DEVICE: device_opts = 1; rc |= opt_copy("device", optarg, mc->device, sizeof mc->device); break;
+        case O_SECRET: device_opts = 1; rc |= opt_copy("secret", optarg, mc->secret, sizeof mc->secret); break;
+        case O_CAMERA: device_opts = 1; rc |= opt_copy("camera-id", optarg, mc->camera_id, sizeof mc->camera_id); break;
+        case O_NOMIC: device_opts = 1; mc->microphone = 0; break;
+        case O_DEVFILE: o->device = 1; devfile = optarg; break;
         case 'v': verbose = 1; break;
         case 'h': usage(stdout); exit(0);
         default:
@@ -729,7 +1149,7 @@ static int parse_opts(int argc, char **argv, vcam_opts *o)
         return -1;
     }
     if (strcmp(o->signal, "stdio") != 0) {
-        fprintf(stderr, "vcam: error: --signal %s: only stdio exists\n", o->signal);
+        fprintf(stderr, "vcam: error: --signal %s: only stdio exists (the broker: --mqtt)\n", o->signal);
         return -1;
     }
     /* Checked again by libnice; early here for a clear message. */
@@ -739,15 +1159,40 @@ static int parse_opts(int argc, char **argv, vcam_opts *o)
         fprintf(stderr, "vcam: error: --address %s is not an IP address\n", o->address);
         return -1;
     }
+    if (!o->device) {
+        if (device_opts) {
+            fprintf(stderr, "vcam: error: --product, --device, --secret, --camera-id and --no-mic "
+                            "need --mqtt or --device-file\n");
+            return -1;
+        }
+        return 0;
+    }
+    if (devfile && igw_vcam_mqtt_config_read(devfile, mc, err, sizeof err) < 0) {
+        fprintf(stderr, "vcam: error: --device-file: %s\n", err);
+        return -1;
+    }
+    if (!mc->camera_id[0])
+        g_strlcpy(mc->camera_id, "cam-1", sizeof mc->camera_id);
+    if (igw_vcam_mqtt_config_check(mc, err, sizeof err) < 0) {
+        fprintf(stderr, "vcam: error: %s\n", err);
+        return -1;
+    }
     return 0;
 }
 
 int main(int argc, char **argv)
 {
-    static const igw_vcam_signal_cbs cbs = {on_answer, on_renegotiate, on_close};
-    vcam v = {.exit_code = 0, .ice_state = -1, .pc_state = -1};
-    GstBus *bus;
-    guint bus_watch = 0, sig_term, sig_int;
+    static const igw_vcam_signal_cbs cbs = {
+        .on_answer = on_answer,
+        .on_renegotiate = on_renegotiate,
+        .on_close = on_close,
+        .on_invite = on_invite,
+        .on_offer_failed = on_offer_failed,
+        .on_track = on_track,
+        .on_bye = on_bye,
+    };
+    vcam v = {.exit_code = 0};
+    guint sig_term = 0, sig_int = 0;
 
     if (parse_opts(argc, argv, &v.o) < 0)
         return 2;
@@ -760,52 +1205,48 @@ int main(int argc, char **argv)
         return 1;
     }
     v.loop = g_main_loop_new(NULL, FALSE);
-    if (build_pipeline(&v) < 0) {
-        v.exit_code = 1;
-        goto out;
+    if (v.o.device) {
+        v.sig = igw_vcam_signal_mqtt_new(&v.o.mqtt, &cbs, &v);
+        if (!v.sig) {
+            v.exit_code = 1;
+            goto out;
+        }
+        vlog("device %s&%s camera %s on %s:%d: %dx%d@%d H264 %d kbit/s%s, ICE on %s", v.o.mqtt.product,
+             v.o.mqtt.device, v.o.mqtt.camera_id, v.o.mqtt.host, v.o.mqtt.port, v.o.width, v.o.height, v.o.fps,
+             v.o.bitrate_kbps, v.o.mqtt.microphone ? " + Opus" : ", no microphone", v.o.address);
+    } else {
+        /* The peer first: its offer waits for the main loop, and the
+         * transport's callbacks expect it. */
+        v.peer = peer_start(&v, "", "", 0, "video", "audio");
+        if (!v.peer) {
+            v.exit_code = 1;
+            goto out;
+        }
+        v.sig = igw_vcam_signal_stdio_new(&cbs, &v);
+        if (!v.sig) {
+            v.exit_code = 1;
+            goto out;
+        }
+        vlog("%dx%d@%d H264 %d kbit/s (keyframe every %d s or on request) + Opus, ICE on %s", v.o.width,
+             v.o.height, v.o.fps, v.o.bitrate_kbps, v.o.key_int_s, v.o.address);
     }
-    v.sig = igw_vcam_signal_stdio_new(&cbs, &v);
-    if (!v.sig) {
-        v.exit_code = 1;
-        goto out;
-    }
-    bus = gst_element_get_bus(v.pipe);
-    bus_watch = gst_bus_add_watch(bus, on_bus, &v);
-    gst_object_unref(bus);
     sig_term = g_unix_signal_add(SIGTERM, on_unix_signal, &v);
     sig_int = g_unix_signal_add(SIGINT, on_unix_signal, &v);
-
-    vlog("%dx%d@%d H264 %d kbit/s (keyframe every %d s or on request) + Opus, ICE on %s", v.o.width,
-         v.o.height, v.o.fps, v.o.bitrate_kbps, v.o.key_int_s, v.o.address);
-    if (gst_element_set_state(v.pipe, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE) {
-        vlog("error: the pipeline does not start");
-        v.exit_code = 1;
-    } else {
-        g_main_loop_run(v.loop);
-    }
+    g_main_loop_run(v.loop);
     g_source_remove(sig_term);
     g_source_remove(sig_int);
     vlog("keyframes: %d requested, %d encoded", g_atomic_int_get(&v.keyframes_requested),
          g_atomic_int_get(&v.keyframes_encoded));
+    /* A device says goodbye for its leg; the transport's destroy waits a
+     * moment for the broker to take it. */
+    if (v.o.device && v.peer && !v.peer->failed && v.sig->ops->send_bye(v.sig, v.peer->leg, "cameraStopped") == 0)
+        vlog("bye sent for leg %s (cameraStopped)", v.peer->leg);
 out:
     v.stopping = 1;
-    if (v.gather_timer)
-        g_source_remove(v.gather_timer);
-    if (bus_watch)
-        g_source_remove(bus_watch);
-    if (v.pipe)
-        gst_element_set_state(v.pipe, GST_STATE_NULL);
+    peer_free(v.peer);
+    v.peer = NULL;
     if (v.sig)
         v.sig->ops->destroy(v.sig);
-    if (v.venc)
-        gst_object_unref(v.venc);
-    if (v.webrtc)
-        gst_object_unref(v.webrtc);
-    if (v.pipe)
-        gst_object_unref(v.pipe);
-    if (v.cands)
-        g_ptr_array_unref(v.cands);
-    g_free(v.ufrag);
     /* Idle callbacks queued by late notifications point at v: drop them. */
     while (g_main_context_iteration(NULL, FALSE))
         ;

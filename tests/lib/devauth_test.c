@@ -459,6 +459,9 @@ static void test_sign(void)
               strcmp(id.product_id, "prod1") == 0 && strcmp(id.device_name, "cam-01") == 0 &&
               id.expiry == 1700000000);
         CHECK(verify_b64(user, pw, secret, 1700000000, &id) == IGW_DEVAUTH_EEXPIRED);
+        /* signed with one secret, checked against another: refused */
+        CHECK(verify_b64(user, pw, kats[0].secret_b64, 0, &id) == IGW_DEVAUTH_EMISMATCH &&
+              id.product_id[0] == '\0');
         /* through HTTP Basic */
         CHECK(igw_devauth_basic(user, pw, hdr, sizeof hdr) == 0);
         CHECK(igw_devauth_parse_basic(hdr, strlen(hdr), u, sizeof u, p, sizeof p) == 0 &&

@@ -1,7 +1,7 @@
 /*
- * json.c - a bounded escaper and a flat-object string reader (see json.h).
+ * flatjson.c - a bounded escaper and a flat-object string reader (see flatjson.h).
  */
-#include "json.h"
+#include "flatjson.h"
 
 #include <string.h>
 

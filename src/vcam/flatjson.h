@@ -1,10 +1,11 @@
 /*
- * json.h - the little JSON igw-vcam's signaling needs: one flat object per
+ * flatjson.h - the little JSON igw-vcam's stdio signaling needs: one flat object per
  * line whose values we read are strings (SDP). Both directions are bounded
- * by the caller's buffer; nothing is allocated.
+ * by the caller's buffer; nothing is allocated. (Named apart from src/rt/json.h,
+ * the strict scanner the MQTT transport uses, so that both can be included.)
  */
-#ifndef IGW_VCAM_JSON_H
-#define IGW_VCAM_JSON_H
+#ifndef IGW_VCAM_FLATJSON_H
+#define IGW_VCAM_FLATJSON_H
 
 #include <stddef.h>
 

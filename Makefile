@@ -151,7 +151,7 @@ link = @mkdir -p $(@D) && echo "  LINK $@" && $(CC) $1 -o $@ $(filter %.o,$^) $(
         test test-unit test-services test-media test-layers \
         test-codegen test-json test-conformance test-devauth test-topic test-jwt test-thingmodel test-upload test-igwctl \
         test-igwd test-framing test-conn test-loop test-pending test-log test-db test-outbox test-ws test-redis test-mqtt test-edge test-app test-nodes \
-        test-nodes-own test-presence test-sql \
+        test-nodes-own test-presence test-live test-sql \
         test-ops test-mqttauth test-openapi test-media-unit fuzz-smoke fuzz \
         bench-decode bench-edge bench-app bench-media bench-srtp
 
@@ -428,6 +428,11 @@ test-media: $(T)/igw-media-host $(BUILD)/igw-vcam
 	tests/media/vcam_direct.sh $(BUILD)/igw-vcam
 	tests/media/media_test.sh $(T)/igw-media-host $(BUILD)/igw-vcam
 	tests/media/vcam_mqtt.sh $(T)/igw-media-host $(BUILD)/igw-vcam
+
+# IPC live view through the public API: igw-vcam on the broker, igwd's
+# session engine (sanitizers), Chromium viewers (tests/igwd/live_test.mjs).
+test-live: $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-mqtt-auth.so $(BUILD)/igw-vcam
+	tests/igwd/live_test.sh $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-vcam
 
 # The tiers: no services, real services, real media peers (fuzz-smoke, a few
 # seconds per decoder plus its clang builds, runs in `make test` beside them).

@@ -4,4 +4,9 @@
 const igw_CommandMethod_method igw_CommandMethod_methods[IGW_CommandMethod__COUNT] = {
     [IGW_CommandMethod_device_action] = {igw_device_action, IGW_METHOD_DEVICE, &igw_proto_device_downs[0]},
     [IGW_CommandMethod_device_propertyControl] = {igw_device_property_control, IGW_METHOD_DEVICE, &igw_proto_device_downs[1]},
+    [IGW_CommandMethod_interaction_open] = {igw_session_command, IGW_METHOD_SESSION},
+    [IGW_CommandMethod_interaction_mediaOffer] = {igw_session_command, IGW_METHOD_SESSION},
+    [IGW_CommandMethod_interaction_mediaState] = {igw_session_command, IGW_METHOD_SESSION},
+    [IGW_CommandMethod_interaction_trackControl] = {igw_session_command, IGW_METHOD_SESSION},
+    [IGW_CommandMethod_interaction_end] = {igw_session_command, IGW_METHOD_SESSION},
 };

@@ -14,6 +14,7 @@
 /* Traits of a binding (bits of `traits`). */
 enum {
     IGW_METHOD_DEVICE = 1u << 0, /* a device command: rights on its target, the product's thing model, a downlink */
+    IGW_METHOD_SESSION = 1u << 1, /* a session command: carried out by the session engine that owns the session */
 };
 
 /* The handlers of /commands' methods. */
@@ -29,5 +30,6 @@ typedef struct igw_CommandMethod_method {
 extern const igw_CommandMethod_method igw_CommandMethod_methods[IGW_CommandMethod__COUNT];
 int igw_device_action(struct igw_CommandMethod_call *call);
 int igw_device_property_control(struct igw_CommandMethod_call *call);
+int igw_session_command(struct igw_CommandMethod_call *call);
 
 #endif

@@ -191,7 +191,12 @@ int igw_app_start_engine(igw_app *app, igw_server *srv, char *err, size_t errlen
         return -1;
     }
     char why[256];
-    if (!(app->engine = igw_engine_start(c->media_threads ? &mc : NULL, why, sizeof why))) {
+    igw_engine_config ec = {.media = c->media_threads ? &mc : NULL, .pg_dsn = c->pg_dsn,
+                            .db_timeout_ms = c->db_timeout_ms, .probe_interval_ms = c->probe_interval_ms,
+                            .check_timeout_ms = c->check_timeout_ms, .node_id = app->node_id, .node = &app->node,
+                            .mqtt = &app->mqtt, .invite_timeout_ms = c->invite_timeout_ms,
+                            .establish_timeout_ms = c->establish_timeout_ms, .max_sessions = c->max_sessions};
+    if (!(app->engine = igw_engine_start(&ec, why, sizeof why))) {
         snprintf(err, errlen, "session engine: %s", why);
         return -1;
     }
@@ -406,6 +411,7 @@ static void *worker_start(void *arg, unsigned index, uint16_t port, struct st_h2
         char id[IGW_NODE_ID_MAX + 1];
         if (node_id(&app->cfg, port, id, sizeof id, err, errlen))
             goto fail;
+        snprintf(app->node_id, sizeof app->node_id, "%s", id);
         igw_node_config nc = {.node_id = id, .heartbeat_ms = app->cfg.node_heartbeat_ms,
                               .lapse_ms = app->cfg.node_lapse_ms, .stats = &app->node};
         if (!(w->node = igw_node_start(loop, w->chore_db, &nc, err, errlen)))
@@ -424,7 +430,8 @@ static void *worker_start(void *arg, unsigned index, uint16_t port, struct st_h2
     }
     /* /commands' domain; no database, no login: the route is never reached. */
     w->commands = (igw_command_env){.db = w->ndb ? w->db[0] : NULL, .models = w->models, .pending = app->pending,
-                                    .mqtt = &app->mqtt, .timeout_ms = app->cfg.command_timeout_ms};
+                                    .mqtt = &app->mqtt, .timeout_ms = app->cfg.command_timeout_ms,
+                                    .engine = &app->engine, .back = {.post = back_to_worker, .ctx = w}};
     return w;
 fail:
     igw_push_destroy(w->push);

@@ -673,6 +673,7 @@ igw_media_rc igw_fwd_viewer_offer(igw_node *s, const char *id, uint32_t rev, boo
     igw_sdp *l = local_new();
     igw_media_rc rc = IGW_MEDIA_EINVAL;
     int first = -1;
+    bool served = false;
     for (size_t i = 0; i < offer->nmedia; i++) {
         const igw_sdp_media *om = &offer->media[i];
         int k = track_of(om->kind), ci = -1;
@@ -680,17 +681,29 @@ igw_media_rc igw_fwd_viewer_offer(igw_node *s, const char *id, uint32_t rev, boo
             snprintf(err, errlen, "section %.32s: unsupported media kind", om->mid);
             goto out;
         }
-        if (k >= 0 && om->port != 0 && s->src[k].present && !v->view[k].present &&
-            (om->dir == IGW_SDP_RECVONLY || om->dir == IGW_SDP_SENDRECV)) {
+        bool wanted = k >= 0 && om->port != 0 && !v->view[k].present &&
+                      (om->dir == IGW_SDP_RECVONLY || om->dir == IGW_SDP_SENDRECV);
+        if (wanted) {
             if (k == TRACK_AUDIO)
                 ci = igw_sdp_pick_opus(om);
-            else if ((ci = igw_sdp_pick_h264(om, s->src[k].profile)) < 0)
+            else if (!s->src[k].present || (ci = igw_sdp_pick_h264(om, s->src[k].profile)) < 0)
                 ci = igw_sdp_pick_h264(om, IGW_H264_UNKNOWN);
         }
         if (ci < 0) {
             local_reject(l, om);
             continue;
         }
+        if (!s->src[k].present) {
+            /* A kind this source does not have (a camera without its
+             * microphone): inactive, but kept in the bundle. Refusing it
+             * (port 0) would take the offer's BUNDLE-tag section out of the
+             * group, which Chrome cannot apply ("Failed to setup RTCP mux"). */
+            local_answer(l, om, &om->codecs[ci], k, IGW_SDP_INACTIVE);
+            if (first < 0)
+                first = (int)(l->nmedia - 1);
+            continue;
+        }
+        served = true;
         igw_sdp_media *lm = local_answer(l, om, &om->codecs[ci], k, IGW_SDP_SENDONLY);
         if (k == TRACK_VIDEO && s->src[k].fmtp[0]) /* we send the source's stream */
             g_strlcpy(lm->codecs[0].fmtp, s->src[k].fmtp, sizeof lm->codecs[0].fmtp);
@@ -701,7 +714,7 @@ igw_media_rc igw_fwd_viewer_offer(igw_node *s, const char *id, uint32_t rev, boo
         if (first < 0)
             first = (int)(l->nmedia - 1);
     }
-    if (first < 0) {
+    if (!served) {
         snprintf(err, errlen, "no common codec: the source sends %s%s%s", s->src[TRACK_VIDEO].present ? "H264" : "",
                  s->src[0].present && s->src[1].present ? " and " : "", s->src[TRACK_AUDIO].present ? "opus" : "");
         goto out;

@@ -1239,8 +1239,8 @@ int main(int argc, char **argv)
          g_atomic_int_get(&v.keyframes_encoded));
     /* A device says goodbye for its leg; the transport's destroy waits a
      * moment for the broker to take it. */
-    if (v.o.device && v.peer && !v.peer->failed && v.sig->ops->send_bye(v.sig, v.peer->leg, "cameraStopped") == 0)
-        vlog("bye sent for leg %s (cameraStopped)", v.peer->leg);
+    if (v.o.device && v.peer && !v.peer->failed && v.sig->ops->send_bye(v.sig, v.peer->leg, "cameraShutdown") == 0)
+        vlog("bye sent for leg %s (cameraShutdown)", v.peer->leg);
 out:
     v.stopping = 1;
     peer_free(v.peer);

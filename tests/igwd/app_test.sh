@@ -145,8 +145,14 @@ CASE="a principal declared beside the command"
 call "$TOKEN" /commands "{\"endpointId\":\"$EP\",\"enterpriseId\":\"2\",\"command\":{\"msgToken\":\"c5\",\"method\":\"device.action\",\"target\":{\"productID\":\"$PID_\",\"deviceName\":\"$DEV\"},\"params\":{\"actionID\":\"ptz\",\"input\":{}}}}"
 expect 400 100400 /enterpriseId
 CASE="unimplemented method"
-call "$TOKEN" /commands "{\"endpointId\":\"$EP\",\"command\":{\"msgToken\":\"c6\",\"method\":\"interaction.open\",\"target\":{\"productID\":\"$PID_\",\"deviceName\":\"$DEV\"},\"params\":{\"purpose\":\"ipcLiveView\",\"cameraId\":\"cam-1\"}}}"
+call "$TOKEN" /commands "{\"endpointId\":\"$EP\",\"command\":{\"msgToken\":\"c6\",\"method\":\"interaction.join\",\"sessionId\":\"s1\",\"params\":{\"participantId\":\"1001\"}}}"
 expect 501 100501 /command/method
+# A live view of a camera that is not connected: refused before any claim (tests/igwd/live_test.sh has the rest).
+CASE="live view of an offline camera"
+call "$TOKEN" /commands "{\"endpointId\":\"$EP\",\"command\":{\"msgToken\":\"c6b\",\"method\":\"interaction.open\",\"target\":{\"productID\":\"$PID_\",\"deviceName\":\"$DEV\"},\"params\":{\"purpose\":\"ipcLiveView\",\"cameraId\":\"cam-1\"}}}"
+expect 503 100503 /command/target
+[ "$(psql_q "SELECT count(*) FROM commands WHERE msg_token = 'c6b'")" = 0 ] && [ "$(psql_q "SELECT count(*) FROM sessions")" = 0 ] ||
+    fail "$CASE: something was claimed"; ok
 # A schema route without a `handler` (generated/igwd/handlers.c): the login first, then not_implemented.
 REC="{\"endpointId\":\"$EP\",\"target\":{\"productID\":\"$PID_\",\"deviceName\":\"$DEV\"},\"cameraId\":\"cam-1\",\"startTimeMs\":1,\"endTimeMs\":2,\"limit\":1}"
 CASE="a route bound to no handler, no token"; call "" /recordings/query "$REC"; expect 401 100401

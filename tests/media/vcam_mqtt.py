@@ -477,7 +477,7 @@ def run(broker, plat, host, cams):
         code = "hung"
     check(code == 0, f"SIGTERM: exit 0 ({code})")
     b = plat.session("bye", "L7", 5)
-    check(b and b.get("params", {}).get("reason") == "cameraStopped", f"SIGTERM: bye for the active leg ({b})")
+    check(b and b.get("params", {}).get("reason") == "cameraShutdown", f"SIGTERM: bye for the active leg ({b})")
     check("connection lost" in cam.stderr(), "the camera logged the lost connection")
 
     # ---- --device-file and --no-mic ----

@@ -118,6 +118,7 @@ static void again(cmd *c, const char *stored_fp)
 
 static int submit_write(cmd *c);
 static int submit_read(cmd *c);
+static void session_first(cmd *c);
 
 /* The command takes the slow path (again): 0, or -1 with the answer given. */
 static int slow_path(cmd *c)
@@ -249,12 +250,13 @@ static void on_read(void *arg, const igw_ledger_read_row *r)
     } else if (!r->endpoint_live) {
         /* Unknown, expired, or another user's or enterprise's: all the same. */
         finish(c, IGW_ERR_NOT_FOUND, "unknown or expired endpoint", "/endpointId");
-    } else if (!c->m->fn || !(c->m->traits & IGW_METHOD_DEVICE)) {
-        /* No handler in the schema's table; and only device commands have
-         * an acceptance (ledger.h) yet. */
+    } else if (!c->m->fn || !(c->m->traits & (IGW_METHOD_DEVICE | IGW_METHOD_SESSION))) {
+        /* No handler in the schema's table. */
         finish(c, IGW_ERR_NOT_IMPLEMENTED, "this command method is not implemented yet", "/command/method");
     } else if (r->prior_fp) {
         again(c, r->prior_fp);
+    } else if (c->m->traits & IGW_METHOD_SESSION) {
+        session_first(c); /* the engine checks rights and the session itself */
     } else if (!r->rights) {
         /* The caller's rights on the target: its true owner or a grant,
          * within the caller's enterprise; an unknown device looks the same
@@ -263,6 +265,31 @@ static void on_read(void *arg, const igw_ledger_read_row *r)
     } else {
         device_first(c, r);
     }
+}
+
+/* The engine's answer to a session command, on this worker. */
+static void on_engine(void *arg, const igw_engine_cmd_answer *a)
+{
+    cmd *c = arg;
+    if (a->prior_fp)
+        again(c, a->prior_fp); /* a twin accepted first */
+    else if (a->cls == IGW_ERR_OK)
+        accepted(c, false);
+    else
+        finish(c, a->cls, a->reason, a->path);
+}
+
+/* A session command's first acceptance: the engine carries it out. */
+static void session_first(cmd *c)
+{
+    igw_engine *en = c->env.engine ? *c->env.engine : NULL;
+    igw_engine_cmd ec = {.command = &c->rq->command, .enterprise_id = c->enterprise_id, .user_id = c->user_id,
+                         .endpoint_id = c->endpoint, .msg_token = c->msg_token, .method = c->method,
+                         .fingerprint_hex = c->fp.hex, .canon = c->canon, .request_id = c->rid};
+    igw_command_call call = {.command = &c->rq->command, .arena = &c->arena, .session = &ec, .engine = en,
+                             .back = &c->env.back, .session_done = on_engine, .session_arg = c};
+    if (!en || !c->env.back.post || c->m->fn(&call) != 0)
+        finish(c, IGW_ERR_UNAVAILABLE, "sessions are not available on this node now", "");
 }
 
 static int submit_read(cmd *c)

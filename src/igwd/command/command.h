@@ -10,6 +10,9 @@
  * (device.h); then the acceptance commits, and a device command's downlink
  * is published after it. Every accepted device command gets exactly one
  * interaction.result, from the device's reply or the deadline (results.h).
+ * A `session` command goes to the session engine once the endpoint is
+ * known live and its key new (session.h): the engine writes its
+ * acceptance with the session's rows, and its result follows as an event.
  *
  * Fast path: each worker keeps parsed models by product with the product
  * row's version (modelcache.h). When the cached model accepts the command,
@@ -36,6 +39,7 @@
 #include "core/mqtt.h"
 #include "igwd/methods.h"
 #include "json.h"
+#include "session/engine.h"
 #include "thingmodel.h"
 
 /* What a worker lends the domain: not owned, valid while the worker runs. */
@@ -45,6 +49,8 @@ typedef struct igw_command_env {
     igw_pending *pending;      /* the process's published device commands (NULL: replies are looked up) */
     _Atomic(igw_mqtt *) *mqtt; /* the broker's client, NULL inside while there is none */
     unsigned timeout_ms;       /* a device command's deadline from its acceptance */
+    igw_engine *const *engine; /* session commands: the node's engine, read at each use (NULL inside: none) */
+    igw_engine_back back;      /* how its answers come back to this worker */
 } igw_command_env;
 
 /* One /commands request. */
@@ -85,6 +91,13 @@ struct igw_CommandMethod_call {
     const igw_proto_down *down;
     igw_str device_token;
     const void *message;
+    /* session: the command as the engine takes it, the engine, and where
+     * its answer goes (the handler hands it over: session.h). */
+    const igw_engine_cmd *session;
+    igw_engine *engine;
+    const igw_engine_back *back;
+    igw_engine_cmd_cb session_done;
+    void *session_arg;
 };
 typedef struct igw_CommandMethod_call igw_command_call;
 

@@ -107,6 +107,13 @@ static const setting settings[] = {
     {"node_lapse_ms", KIND_UINT, OFF(node_lapse_ms), 0, 1000, 3600000, "10000",
      "another node whose heartbeat is older than this is lost: its sessions are ended, milliseconds "
      "(at least twice node_heartbeat_ms)"},
+    {"invite_timeout_ms", KIND_UINT, OFF(invite_timeout_ms), 0, 1000, 120000, "10000",
+     "a camera invited to a leg that has not offered by then is given up: its sessions end (inviteTimeout), "
+     "milliseconds"},
+    {"establish_timeout_ms", KIND_UINT, OFF(establish_timeout_ms), 0, 1000, 300000, "30000",
+     "a session not established this long after its open ends (establishTimeout), milliseconds"},
+    {"max_sessions", KIND_UINT, OFF(max_sessions), 0, 1, 100000, "1024",
+     "live sessions this node holds at most; beyond, interaction.open is refused (capacity)"},
 };
 #define NSETTINGS (sizeof settings / sizeof settings[0])
 

@@ -61,6 +61,9 @@ typedef struct igw_config {
     char node_id[IGW_CONFIG_NODE_ID_MAX + 1]; /* "" = the host name and the listening port */
     unsigned node_heartbeat_ms;  /* the nodes row's heartbeat */
     unsigned node_lapse_ms;      /* another node's heartbeat older than this: its sessions end */
+    unsigned invite_timeout_ms;  /* a leg's camera must offer within this */
+    unsigned establish_timeout_ms; /* a session must be established within this of its open */
+    unsigned max_sessions;       /* live sessions held by this node */
 } igw_config;
 
 /* Fills *c with the documented defaults. 0, or -1 with err if a default in

@@ -39,6 +39,7 @@ typedef struct igw_app {
     int storage_fd;    /* the storage root, opened once */
     igw_pending *pending; /* device commands published by this process, until their reply (results.c) */
     igw_node_stats node; /* this process as a node (worker 0's igw_node writes it; metrics read it) */
+    char node_id[IGW_NODE_ID_MAX + 1]; /* set by worker 0's start (igw_http_create), before the engine starts */
     igw_engine *engine;  /* the session engine and its media core; stopped after the workers */
     igw_presence_stats presence; /* device presence facts (the workers' igw_presence write it; metrics read it) */
 } igw_app;

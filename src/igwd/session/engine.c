@@ -8,18 +8,10 @@
 #include <h2o.h>
 
 #include "api.h"
+#include "clock.h"
 #include "core/log.h"
 #include "core/loop.h"
-
-struct igw_engine {
-    igw_loop *loop;
-    igw_media *media;       /* NULL: no media */
-    igw_media_config media_cfg;
-    h2o_socket_t *events;   /* a dup of the core's event fd, DONT_READ: the core reads it */
-    char fingerprint[160];
-    char start_err[256];    /* the loop's init failure, for the caller */
-    _Atomic uint64_t counts[IGW_ENGINE_EVENT_KINDS];
-};
+#include "session/live.h"
 
 /* Single writer (the engine's loop): a relaxed load + store is enough. */
 static void bump(_Atomic uint64_t *a)
@@ -27,8 +19,9 @@ static void bump(_Atomic uint64_t *a)
     atomic_store_explicit(a, atomic_load_explicit(a, memory_order_relaxed) + 1, memory_order_relaxed);
 }
 
-/* The core's events, on the engine's loop. Step 4 hands each to the
- * session or leg named by ev.id; until then they are counted and logged. */
+/* The core's events, on the engine's loop: each goes to the leg (a
+ * source) or the session (a viewer) its id names; a peer the engine no
+ * longer holds (closed by it) is only counted. */
 static void on_media_events(h2o_socket_t *sock, const char *err)
 {
     igw_engine *e = sock->data;
@@ -39,12 +32,41 @@ static void on_media_events(h2o_socket_t *sock, const char *err)
             bump(&e->counts[ev.kind]);
         igw_log(IGW_LOG_DEBUG, NULL, "session: media %s %s (revision %u)%s%s", igw_media_event_name(ev.kind), ev.id,
                 ev.revision, ev.reason[0] ? ": " : "", ev.reason);
+        if (ev.is_source) {
+            live_leg *l = live_leg_find(e, ev.id);
+            if (l)
+                live_leg_media(e, l, &ev);
+        } else {
+            live_session *s = live_session_find(e, ev.id);
+            if (s)
+                live_session_media(e, s, &ev);
+        }
     }
+}
+
+static void on_tick(h2o_timeout_entry_t *entry)
+{
+    igw_engine *e = H2O_STRUCT_FROM_MEMBER(igw_engine, tick_entry, entry);
+    int64_t now = igw_clock_ms();
+    live_legs_tick(e, now);
+    live_sessions_tick(e, now);
+    h2o_timeout_link(e->evloop, &e->tick, &e->tick_entry);
 }
 
 static int engine_init(void *arg, struct st_h2o_evloop_t *loop)
 {
     igw_engine *e = arg;
+    e->evloop = loop;
+    igw_jw_init(&e->jw);
+    h2o_timeout_init(loop, &e->tick, LIVE_TICK_MS);
+    e->tick_entry.cb = on_tick;
+    h2o_timeout_link(loop, &e->tick, &e->tick_entry);
+    if (e->pg_dsn[0]) {
+        if (!(e->db = igw_db_create(loop, e->pg_dsn, e->start_err, sizeof e->start_err)))
+            return -1;
+        igw_db_set_deadline(e->db, e->cfg.db_timeout_ms);
+        igw_db_set_probe(e->db, e->cfg.probe_interval_ms, e->cfg.check_timeout_ms);
+    }
     if (e->media_cfg.threads == 0)
         return 0;
     if (!(e->media = igw_media_new(&e->media_cfg, e->start_err, sizeof e->start_err)))
@@ -66,6 +88,13 @@ static int engine_init(void *arg, struct st_h2o_evloop_t *loop)
 static void engine_fini(void *arg)
 {
     igw_engine *e = arg;
+    live_free_all(e); /* the media core's close below ends their peers */
+    if (h2o_timeout_is_linked(&e->tick_entry))
+        h2o_timeout_unlink(&e->tick_entry);
+    h2o_timeout_dispose(e->evloop, &e->tick);
+    igw_db_destroy(e->db);
+    e->db = NULL;
+    igw_jw_free(&e->jw);
     if (e->events) {
         h2o_socket_read_stop(e->events);
         h2o_socket_close(e->events); /* closes the dup; the loop's last turns free it */
@@ -112,12 +141,82 @@ static void uplink_answer(uplink_msg *m, int cls, const char *reason)
     }
 }
 
-/* On the loop. No leg is open on this node yet (build step 4 opens them):
- * every leg a device names is unknown to it. */
+/* On the loop: the leg it names answers. */
 static void on_uplink(void *arg)
 {
     uplink_msg *m = arg;
-    uplink_answer(m, IGW_ERR_NOT_FOUND, "unknown session");
+    const char *reason = "", *data = NULL;
+    size_t len = 0;
+    live_leg *ready = NULL;
+    igw_engine *e = m->e;
+    int cls = live_leg_uplink(e, &m->u, &reason, &data, &len, &ready);
+    if (data && !(m->data = malloc(len + 1))) {
+        cls = IGW_ERR_INTERNAL;
+        reason = "out of memory";
+    } else if (data) {
+        memcpy(m->data, data, len);
+        m->data[len] = '\0';
+        m->answer.data_len = len;
+    }
+    uplink_answer(m, cls, reason);
+    if (ready)
+        live_sessions_source_ready(e, ready);
+}
+
+/* ---- commands ------------------------------------------------------------------- */
+
+typedef struct cmd_msg {
+    igw_engine *e;
+    igw_engine_cmd c;
+    igw_engine_back back;
+    igw_engine_cmd_cb done;
+    void *arg;
+    igw_engine_cmd_answer a;
+    char reason[256], path[128], prior[80];
+} cmd_msg;
+
+static void cmd_deliver(void *arg)
+{
+    cmd_msg *m = arg;
+    m->done(m->arg, &m->a);
+    free(m);
+}
+
+/* The engine's answer, copied (the engine's strings do not outlive the
+ * turn), then back to the caller's thread. */
+static void cmd_answer(void *ctx, const igw_engine_cmd_answer *a)
+{
+    cmd_msg *m = ctx;
+    snprintf(m->reason, sizeof m->reason, "%s", a->reason ? a->reason : "");
+    snprintf(m->path, sizeof m->path, "%s", a->path ? a->path : "");
+    if (a->prior_fp)
+        snprintf(m->prior, sizeof m->prior, "%s", a->prior_fp);
+    m->a = (igw_engine_cmd_answer){.cls = a->cls, .reason = m->reason, .path = m->path,
+                                   .prior_fp = a->prior_fp ? m->prior : NULL};
+    if (m->back.post(m->back.ctx, cmd_deliver, m) != 0) {
+        igw_log(IGW_LOG_ERROR, NULL, "session: cannot answer the command %s", m->c.msg_token);
+        free(m);
+    }
+}
+
+static void on_command(void *arg)
+{
+    cmd_msg *m = arg;
+    live_command(m->e, &m->c, cmd_answer, m);
+}
+
+int igw_engine_command_submit(igw_engine *e, const igw_engine_cmd *c, const igw_engine_back *back,
+                              igw_engine_cmd_cb done, void *arg)
+{
+    cmd_msg *m = calloc(1, sizeof *m);
+    if (!m)
+        return -1;
+    *m = (cmd_msg){.e = e, .c = *c, .back = *back, .done = done, .arg = arg};
+    if (igw_loop_post(e->loop, on_command, m) != 0) {
+        free(m);
+        return -1;
+    }
+    return 0;
 }
 
 static char *put(char **at, igw_str s)
@@ -156,15 +255,23 @@ int igw_engine_uplink_submit(igw_engine *e, const igw_engine_uplink *u, const ig
     return 0;
 }
 
-igw_engine *igw_engine_start(const igw_media_config *media, char *err, size_t errlen)
+igw_engine *igw_engine_start(const igw_engine_config *cfg, char *err, size_t errlen)
 {
     igw_engine *e = calloc(1, sizeof *e);
     if (!e) {
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
-    if (media)
-        e->media_cfg = *media; /* else threads 0: no media */
+    e->cfg = *cfg;
+    if (cfg->media)
+        e->media_cfg = *cfg->media; /* else threads 0: no media */
+    e->cfg.media = NULL;
+    snprintf(e->node_id, sizeof e->node_id, "%s", cfg->node_id ? cfg->node_id : "");
+    snprintf(e->pg_dsn, sizeof e->pg_dsn, "%s", cfg->pg_dsn ? cfg->pg_dsn : "");
+    e->cfg.node_id = e->node_id;
+    e->cfg.pg_dsn = e->pg_dsn;
+    if (!e->cfg.max_sessions)
+        e->cfg.max_sessions = 1;
     char why[64];
     if (!(e->loop = igw_loop_start("session", engine_init, e, why, sizeof why))) {
         snprintf(err, errlen, "%s", e->start_err[0] ? e->start_err : why);

@@ -24,8 +24,11 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "api.h"
+#include "core/mqtt.h"
 #include "json.h"
 #include "media.h"
+#include "session/node.h"
 
 typedef struct igw_engine igw_engine;
 
@@ -72,10 +75,52 @@ typedef void (*igw_engine_answer_cb)(void *arg, const igw_engine_answer *a);
 int igw_engine_uplink_submit(igw_engine *e, const igw_engine_uplink *u, const igw_engine_back *back,
                              igw_engine_answer_cb done, void *arg);
 
-/* Starts the engine's loop and, when media is not NULL, the media core with
- * that configuration (copied). NULL with err (the core's own reason: an
- * address it cannot use, ...). */
-igw_engine *igw_engine_start(const igw_media_config *media, char *err, size_t errlen);
+/* What the engine needs from its node. Pointers must outlive the engine. */
+typedef struct igw_engine_config {
+    const igw_media_config *media; /* copied; NULL: no media core (sessions are refused) */
+    const char *pg_dsn;            /* "" or NULL: no database (sessions are refused) */
+    unsigned db_timeout_ms, probe_interval_ms, check_timeout_ms;
+    const char *node_id;           /* this node's id (copied) */
+    const igw_node_stats *node;    /* its epoch (0 until claimed) and whether it was fenced */
+    _Atomic(igw_mqtt *) *mqtt;     /* the broker's client (NULL inside while there is none) */
+    unsigned invite_timeout_ms, establish_timeout_ms, max_sessions;
+} igw_engine_config;
+
+/* Starts the engine's loop and, with cfg->media, the media core (the
+ * core's own reason in err when it refuses: an address it cannot use...).
+ * NULL with err. */
+igw_engine *igw_engine_start(const igw_engine_config *cfg, char *err, size_t errlen);
+
+/* One /commands command of a `session` method (schema/commands.igw), after
+ * the command room checked the endpoint and found no earlier acceptance of
+ * its key. Every pointer stays valid until done runs; the engine copies
+ * what it keeps. */
+typedef struct igw_engine_cmd {
+    const igw_Command *command;      /* decoded: method, sessionId, target, params */
+    int64_t enterprise_id, user_id;  /* the caller */
+    const char *endpoint_id, *msg_token, *method; /* method: the wire name */
+    const char *fingerprint_hex;     /* the ledger's fingerprint of the canonical command */
+    const char *canon;               /* the canonical command (stored as the acceptance) */
+    const char *request_id;          /* for logs */
+} igw_engine_cmd;
+
+/* The engine's answer to a command: cls IGW_ERR_OK when accepted (durably:
+ * the acceptance committed; the result follows as an event), or the
+ * refusal; prior_fp non-NULL when the key was accepted before (the command
+ * room answers the replay or the conflict). Valid during the callback. */
+typedef struct igw_engine_cmd_answer {
+    int cls;
+    const char *reason, *path;
+    const char *prior_fp;
+} igw_engine_cmd_answer;
+
+typedef void (*igw_engine_cmd_cb)(void *arg, const igw_engine_cmd_answer *a);
+
+/* Hands a session command to the engine's loop; done(arg, answer) runs on
+ * the caller's thread through `back`. 0, or -1 (stopping, out of memory):
+ * done never runs. Any thread. */
+int igw_engine_command_submit(igw_engine *e, const igw_engine_cmd *c, const igw_engine_back *back,
+                              igw_engine_cmd_cb done, void *arg);
 
 /* The media core's certificate fingerprint (SDP form), "" without media. */
 const char *igw_engine_fingerprint(const igw_engine *e);

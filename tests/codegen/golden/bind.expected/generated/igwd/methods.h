@@ -14,6 +14,7 @@
 /* Traits of a binding (bits of `traits`). */
 enum {
     IGW_METHOD_DEVICE = 1u << 0, /* a device command: rights on its target, the product's thing model, a downlink */
+    IGW_METHOD_SESSION = 1u << 1, /* a session command: carried out by the session engine that owns the session */
 };
 
 /* Who carries out each op. */

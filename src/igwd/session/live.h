@@ -1,0 +1,136 @@
+/* live.h - the engine's live state, shared by engine.c (the loop, the media
+ * core's events, the devices' messages), leg.c (camera legs) and session.c
+ * (application sessions and their commands). Private to the session room.
+ *
+ * Everything here lives on the engine's loop thread and is touched only
+ * there (docs/sessions.md, "Threads and the owner node"). Counts are
+ * bounded: at most max_sessions sessions, and a leg exists only while a
+ * session holds it, so lists are walked linearly. */
+#ifndef IGW_SESSION_LIVE_H
+#define IGW_SESSION_LIVE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <h2o.h>
+
+#include "core/config.h"
+#include "core/db.h"
+#include "core/loop.h"
+#include "jw.h"
+#include "machines.h"
+#include "session/engine.h"
+
+#define LIVE_ID_MAX 64   /* bytes of a session or leg id (Ident) */
+#define LIVE_NAME_MAX 64 /* productID, deviceName, cameraId (Ident) */
+#define LIVE_EP_MAX 64   /* an endpointId */
+
+typedef struct live_leg live_leg;
+typedef struct live_session live_session;
+
+/* Where a camera leg is (facts of the media core and the camera). */
+typedef enum leg_phase {
+    LEG_INVITED,   /* invite published, no offer yet */
+    LEG_OFFERED,   /* the camera's offer answered: the core has the source */
+    LEG_CONNECTED, /* the source's DTLS is up */
+    LEG_FLOWING,   /* the source received its first packet */
+} leg_phase;
+
+/* An application participant's session: a viewer of one leg. */
+struct live_session {
+    live_session *next;     /* the engine's sessions */
+    live_session *leg_next; /* the leg's viewers */
+    live_leg *leg;
+    char id[LIVE_ID_MAX + 1]; /* also the viewer's id in the media core */
+    char endpoint[LIVE_EP_MAX + 1];
+    int64_t enterprise_id, user_id;
+    uint32_t revision;        /* mediaRevision */
+    igw_session_state state;
+    bool listen_audio;
+    bool offered;             /* the application's offer reached the core */
+    char *offer;              /* an offer waiting for the camera's source (owned), or NULL */
+    char offer_token[130];    /* its command's msgToken (Token: 1..128 bytes) */
+    bool viewer_dtls, viewer_flowing, app_connected; /* the facts of `established` */
+    int64_t deadline_ms;      /* establish deadline while invited (monotonic) */
+};
+
+/* One camera's upstream into the media core, shared by its viewers. */
+struct live_leg {
+    live_leg *next;
+    char id[LIVE_ID_MAX + 1]; /* also the source's id in the media core */
+    char product_id[LIVE_NAME_MAX + 1], device_name[LIVE_NAME_MAX + 1], camera_id[LIVE_NAME_MAX + 1];
+    uint32_t revision;
+    leg_phase phase;
+    bool audio;               /* the camera's microphone was asked for */
+    live_session *viewers;
+    int64_t deadline_ms;      /* invite deadline while LEG_INVITED (monotonic) */
+};
+
+struct igw_engine {
+    igw_loop *loop;
+    h2o_evloop_t *evloop;
+    igw_media *media;         /* NULL: no media */
+    igw_media_config media_cfg;
+    h2o_socket_t *events;     /* a dup of the core's event fd, DONT_READ: the core reads it */
+    char fingerprint[160];
+    char start_err[256];      /* the loop's init failure, for the caller */
+    _Atomic uint64_t counts[IGW_ENGINE_EVENT_KINDS];
+    /* sessions */
+    igw_engine_config cfg;    /* its strings point into the copies below */
+    char node_id[IGW_NODE_ID_MAX + 1];
+    char pg_dsn[IGW_CONFIG_DSN_MAX];
+    igw_db *db;               /* on the loop; NULL: no database */
+    live_session *sessions;
+    unsigned nsessions;
+    live_leg *legs;
+    h2o_timeout_t tick;       /* deadlines, checked every LIVE_TICK_MS */
+    h2o_timeout_entry_t tick_entry;
+    igw_jw jw;                /* bodies and downlinks, reused */
+};
+
+#define LIVE_TICK_MS 250
+
+/* ---- session.c ---- */
+/* A command of a session method, on the loop (engine.c posts it). */
+void live_command(igw_engine *e, const igw_engine_cmd *c, void (*answer)(void *ctx, const igw_engine_cmd_answer *a),
+                  void *ctx);
+live_session *live_session_find(igw_engine *e, const char *id);
+/* The leg's facts changed: sessions that now hold every fact of
+ * `established` move there. */
+void live_sessions_check(igw_engine *e, live_leg *leg);
+/* A viewer's media event (its DTLS, first packet, end). */
+void live_session_media(igw_engine *e, live_session *s, const igw_media_event *ev);
+/* Ends the session (state event with reason, viewer closed, leg released). */
+void live_session_end(igw_engine *e, live_session *s, const char *reason);
+/* The leg's source exists now: offers that waited for it are answered. */
+void live_sessions_source_ready(igw_engine *e, live_leg *leg);
+/* Deadlines of sessions, at each tick. */
+void live_sessions_tick(igw_engine *e, int64_t now_ms);
+
+/* ---- leg.c ---- */
+/* The camera's leg for (product, device, camera), opened (and the camera
+ * invited) when there is none. NULL with *reason when it cannot be. */
+live_leg *live_leg_get(igw_engine *e, const char *product_id, const char *device_name, const char *camera_id,
+                       bool audio, const char **reason);
+/* The camera's leg is open without its microphone (a listenAudio viewer
+ * cannot join it: asking again would replace the source of its viewers). */
+bool live_leg_lacks_audio(igw_engine *e, const char *product_id, const char *device_name, const char *camera_id);
+/* A viewer joins or leaves; the last one out closes the leg (bye to the camera). */
+void live_leg_attach(live_leg *leg, live_session *s);
+void live_leg_detach(igw_engine *e, live_leg *leg, live_session *s);
+/* A device's message on a leg: the reply's class, reason and data (in
+ * e->jw, data_len set). *ready: a leg whose source now exists; the caller
+ * takes the data, then calls live_sessions_source_ready. */
+int live_leg_uplink(igw_engine *e, const igw_engine_uplink *u, const char **reason, const char **data,
+                    size_t *data_len, live_leg **ready);
+/* A source's media event. */
+void live_leg_media(igw_engine *e, live_leg *leg, const igw_media_event *ev);
+live_leg *live_leg_find(igw_engine *e, const char *id);
+void live_legs_tick(igw_engine *e, int64_t now_ms);
+/* Closes every leg and session (the engine stops): nothing is written. */
+void live_free_all(igw_engine *e);
+
+/* A fresh random id (base64url, 22 bytes). 0, or -1. */
+int live_new_id(char *out, size_t cap);
+
+#endif

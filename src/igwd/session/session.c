@@ -1,0 +1,843 @@
+/* session.c - application sessions on the engine's loop: the `session`
+ * commands of /commands (open, mediaOffer, mediaState, trackControl, end),
+ * the generated `session` machine driven by facts, and the events each
+ * change emits (docs/sessions.md, "Session life").
+ *
+ * Durability: an acceptance is a `commands` row; open's acceptance, its
+ * session row and its interaction.result are one statement; every state
+ * change of a session and its interaction.state event are one statement,
+ * fenced by this node's epoch. The other commands' results are emitted
+ * through the outbox once their effect happened. */
+#include "session/live.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api.h"
+#include "clock.h"
+#include "core/log.h"
+#include "event/outbox.h"
+
+#define ANSWER_MAX (64 * 1024)
+#define NOW_MS "floor(extract(epoch FROM now()) * 1000)::bigint"
+#define ENDPOINT_LIVE(ep, ent, usr)                                                                                   \
+    "EXISTS (SELECT 1 FROM endpoints p WHERE p.endpoint_id = " ep " AND p.enterprise_id = " ent                       \
+    " AND p.user_id = " usr " AND p.expires_at_ms > " NOW_MS ")"
+#define RIGHTS(pid, dn, ent, usr)                                                                                     \
+    "EXISTS (SELECT 1 FROM devices d WHERE d.product_id = " pid " AND d.device_name = " dn                            \
+    " AND d.enterprise_id = " ent " AND (d.owner_user_id = " usr " OR EXISTS (SELECT 1 FROM device_grants g "         \
+    "WHERE g.product_id = d.product_id AND g.device_name = d.device_name AND g.user_id = " usr ")))"
+#define PRIOR_FP(ent, ep, token)                                                                                      \
+    "(SELECT encode(k.fingerprint, 'hex') FROM commands k WHERE k.enterprise_id = " ent " AND k.endpoint_id = " ep    \
+    " AND k.msg_token = " token ")"
+
+/* What open needs to know before it claims anything. */
+static const igw_db_stmt st_open_read = {
+    "igw_session_open_read",
+    "SELECT " ENDPOINT_LIVE("$3::text", "$1::bigint", "$2::bigint") ", "
+    PRIOR_FP("$1::bigint", "$3::text", "$4::text") ", "
+    RIGHTS("$5::text", "$6::text", "$1::bigint", "$2::bigint") ", "
+    "EXISTS (SELECT 1 FROM cameras c WHERE c.product_id = $5::text AND c.device_name = $6::text "
+    "        AND c.camera_id = $7::text), "
+    "COALESCE((SELECT d.online FROM devices d WHERE d.product_id = $5::text AND d.device_name = $6::text), false), "
+    "(SELECT (m.body->'params'->>'microphone')::boolean FROM device_messages m WHERE m.product_id = $5::text "
+    "  AND m.device_name = $6::text AND m.handle = 'media' AND m.msg_type = 'capability' AND m.method = 'report' "
+    "  ORDER BY m.received_at DESC, m.message_id DESC LIMIT 1)",
+    7};
+
+/* open's acceptance, its session (invited, owned by this node's epoch) and
+ * its interaction.result with the delivery and the NOTIFY: one statement,
+ * which claims nothing unless the endpoint is live, the rights hold and the
+ * epoch is still this node's. */
+static const igw_db_stmt st_open_write = {
+    "igw_session_open_write",
+    "WITH ok AS MATERIALIZED (SELECT p.expires_at_ms AS exp FROM endpoints p "
+    "    WHERE p.endpoint_id = $3::text AND p.enterprise_id = $1::bigint AND p.user_id = $2::bigint "
+    "      AND p.expires_at_ms > " NOW_MS " AND " RIGHTS("$5::text", "$6::text", "$1::bigint", "$2::bigint")
+    "      AND EXISTS (SELECT 1 FROM nodes n WHERE n.node_id = $12::text AND n.epoch = $13::bigint)), "
+    "cm AS (INSERT INTO commands (enterprise_id, endpoint_id, msg_token, user_id, method, session_id, fingerprint, "
+    "                             command) "
+    "       SELECT $1::bigint, $3::text, $4::text, $2::bigint, 'interaction.open', NULL, decode($9::text, 'hex'), "
+    "              $10::jsonb FROM ok "
+    "       ON CONFLICT (enterprise_id, endpoint_id, msg_token) DO NOTHING RETURNING 1), "
+    "s AS (INSERT INTO sessions (session_id, enterprise_id, user_id, endpoint_id, state, event_seq, media_revision, "
+    "                            product_id, device_name, purpose, camera_id, owner_node, owner_epoch, deadline_ms) "
+    "      SELECT $11::text, $1::bigint, $2::bigint, $3::text, 'invited', 0, 1, $5::text, $6::text, $8::text, "
+    "             $7::text, $12::text, $13::bigint, $14::bigint FROM cm RETURNING 1), "
+    "ev AS (INSERT INTO events (session_id, msg_token, event_seq, body, body_text) "
+    "       SELECT $11::text, $4::text, NULL, $15::text::jsonb, $15::text FROM s RETURNING event_id), "
+    "dl AS (INSERT INTO deliveries (delivery_id, event_id, endpoint_id, session_id, watermark, state, expires_at_ms) "
+    "       SELECT $16::text, ev.event_id, $3::text, $11::text, ev.event_id, 'pending', ok.exp FROM ev, ok "
+    "       RETURNING endpoint_id), "
+    "ntf AS (SELECT pg_notify('" IGW_OUTBOX_CHANNEL "', dl.endpoint_id) FROM dl) "
+    "SELECT " ENDPOINT_LIVE("$3::text", "$1::bigint", "$2::bigint") ", "
+    RIGHTS("$5::text", "$6::text", "$1::bigint", "$2::bigint") ", "
+    "EXISTS (SELECT 1 FROM nodes n WHERE n.node_id = $12::text AND n.epoch = $13::bigint), "
+    "(SELECT count(*) FROM cm), (SELECT count(*) FROM s), (SELECT count(*) FROM dl), (SELECT count(*) FROM ntf), "
+    PRIOR_FP("$1::bigint", "$3::text", "$4::text"),
+    16};
+
+/* The acceptance of a command on an existing session. */
+static const igw_db_stmt st_accept = {
+    "igw_session_accept",
+    "WITH cm AS (INSERT INTO commands (enterprise_id, endpoint_id, msg_token, user_id, method, session_id, "
+    "                                  fingerprint, command) "
+    "            SELECT $1::bigint, $3::text, $4::text, $2::bigint, $5::text, $6::text, decode($7::text, 'hex'), "
+    "                   $8::jsonb WHERE " ENDPOINT_LIVE("$3::text", "$1::bigint", "$2::bigint")
+    "            ON CONFLICT (enterprise_id, endpoint_id, msg_token) DO NOTHING RETURNING 1) "
+    "SELECT " ENDPOINT_LIVE("$3::text", "$1::bigint", "$2::bigint") ", (SELECT count(*) FROM cm), "
+    PRIOR_FP("$1::bigint", "$3::text", "$4::text"),
+    8};
+
+/* A session this node does not hold: whose it is, and whether it lives. */
+static const igw_db_stmt st_session_row = {
+    "igw_session_row",
+    "SELECT s.state, COALESCE(s.owner_node, ''), COALESCE(s.owner_epoch, 0) FROM sessions s "
+    "WHERE s.session_id = $1::text AND s.enterprise_id = $2::bigint AND s.user_id = $3::bigint "
+    "  AND s.endpoint_id = $4::text",
+    4};
+
+/* A state change ($2: the state, $3: the states it may come from, $4: the
+ * reason or '') with event_seq + 1 and its interaction.state event
+ * {msgToken "<sessionId>.<eventSeq>", method, sessionId, eventSeq, data}
+ * delivered to the session's endpoint (none when it expired: the session
+ * still changes), fenced by this node's epoch. */
+static const igw_db_stmt st_transition = {
+    "igw_session_transition",
+    "WITH me AS (SELECT 1 FROM nodes WHERE node_id = $5::text AND epoch = $6::bigint FOR SHARE), "
+    "upd AS (UPDATE sessions s SET state = $2::text, reason = NULLIF($4::text, ''), event_seq = s.event_seq + 1, "
+    "        updated_at = now(), deadline_ms = NULL "
+    "        WHERE s.session_id = $1::text AND s.state = ANY ($3::text[]) AND s.owner_node = $5::text "
+    "          AND s.owner_epoch = $6::bigint AND EXISTS (SELECT 1 FROM me) "
+    "        RETURNING s.session_id AS sid, s.endpoint_id AS ep, s.event_seq AS seq), "
+    "go AS MATERIALIZED (SELECT u.sid, u.ep, u.seq, p.expires_at_ms AS exp, "
+    "        nextval(pg_get_serial_sequence('events', 'event_id')) AS event_id, u.sid || '.' || u.seq AS token "
+    "    FROM upd u JOIN endpoints p ON p.endpoint_id = u.ep WHERE p.expires_at_ms > " NOW_MS "), "
+    "b AS MATERIALIZED (SELECT go.*, '{\"msgToken\":' || to_json(go.token)::text "
+    "        || ',\"method\":\"interaction.state\",\"sessionId\":' || to_json(go.sid)::text "
+    "        || ',\"eventSeq\":' || go.seq || ',\"data\":{\"state\":' || to_json($2::text)::text "
+    "        || CASE WHEN $4::text = '' THEN '' ELSE ',\"reason\":' || to_json($4::text)::text END || '}}' "
+    "        AS body FROM go), "
+    "ev AS (INSERT INTO events (event_id, session_id, msg_token, event_seq, body, body_text) OVERRIDING SYSTEM VALUE "
+    "       SELECT b.event_id, b.sid, b.token, b.seq, b.body::jsonb, b.body FROM b RETURNING 1), "
+    "dl AS (INSERT INTO deliveries (delivery_id, event_id, endpoint_id, session_id, watermark, state, expires_at_ms) "
+    "       SELECT $7::text, b.event_id, b.ep, b.sid, b.event_id, 'pending', b.exp FROM b RETURNING 1), "
+    "ntf AS (SELECT pg_notify('" IGW_OUTBOX_CHANNEL "', b.ep) FROM b) "
+    "SELECT (SELECT count(*) FROM upd), (SELECT count(*) FROM dl), (SELECT count(*) FROM ntf), "
+    "       (SELECT count(*) FROM ev)",
+    7};
+
+static igw_str cstr(const char *s)
+{
+    return (igw_str){s, strlen(s)};
+}
+
+int live_new_id(char *out, size_t cap)
+{
+    return igw_outbox_new_id(out, cap);
+}
+
+live_session *live_session_find(igw_engine *e, const char *id)
+{
+    for (live_session *s = e->sessions; s; s = s->next)
+        if (strcmp(s->id, id) == 0)
+            return s;
+    return NULL;
+}
+
+static void session_unlink(igw_engine *e, live_session *s)
+{
+    for (live_session **p = &e->sessions; *p; p = &(*p)->next)
+        if (*p == s) {
+            *p = s->next;
+            e->nsessions--;
+            return;
+        }
+}
+
+/* ---- events ------------------------------------------------------------------- */
+
+typedef struct write_ctx {
+    char what[48];
+    char sid[LIVE_ID_MAX + 1];
+} write_ctx;
+
+static void on_transition(void *arg, const PGresult *res, const char *err)
+{
+    write_ctx *w = arg;
+    if (!res)
+        igw_log(IGW_LOG_ERROR, NULL, "session %s: %s not stored: %s", w->sid, w->what, err);
+    else if (PQntuples(res) != 1 || strcmp(PQgetvalue(res, 0, 0), "1") != 0)
+        igw_log(IGW_LOG_WARN, NULL, "session %s: %s: the row is not this node's any more (or ended)", w->sid,
+                w->what);
+    free(w);
+}
+
+/* The session's state change and its interaction.state event. */
+static void write_state(igw_engine *e, const live_session *s, const char *to, const char *from, const char *reason)
+{
+    write_ctx *w = calloc(1, sizeof *w);
+    char did[32], epoch[24];
+    if (!w || live_new_id(did, sizeof did)) {
+        free(w);
+        igw_log(IGW_LOG_ERROR, NULL, "session %s: %s not stored: out of memory", s->id, to);
+        return;
+    }
+    snprintf(w->what, sizeof w->what, "%s", to);
+    snprintf(w->sid, sizeof w->sid, "%s", s->id);
+    snprintf(epoch, sizeof epoch, "%" PRId64, atomic_load(&e->cfg.node->epoch));
+    const char *v[7] = {s->id, to, from, reason ? reason : "", e->node_id, epoch, did};
+    if (igw_db_exec(e->db, &st_transition, v, NULL, NULL, on_transition, w) != 0) {
+        igw_log(IGW_LOG_ERROR, NULL, "session %s: %s not stored: the database queue is full", s->id, to);
+        free(w);
+    }
+}
+
+typedef struct emit_ctx {
+    char sid[LIVE_ID_MAX + 1];
+    char token[130];
+} emit_ctx;
+
+static void on_emitted(void *arg, const igw_outbox_result *r)
+{
+    emit_ctx *x = arg;
+    if (r->status != IGW_OUTBOX_OK && r->status != IGW_OUTBOX_DUPLICATE)
+        igw_log(r->status == IGW_OUTBOX_ERROR ? IGW_LOG_ERROR : IGW_LOG_INFO, NULL,
+                "session %s: the result of %s not delivered: %s", x->sid, x->token,
+                r->status == IGW_OUTBOX_ERROR ? (r->err ? r->err : "database error") : "the endpoint is gone");
+    free(x);
+}
+
+/* An interaction.result for the command `token` of session s: success
+ * (cls IGW_ERR_OK, data filled by the caller in *d) or failure (reason). */
+static void emit_result(igw_engine *e, const live_session *s, const char *token, igw_CommandMethod op, int cls,
+                        const char *reason, igw_ResultData *d)
+{
+    igw_ResultEvent ev = {.has = IGW_ResultEvent__REQUIRED | IGW_ResultEvent_sessionId,
+                          .msgToken = cstr(token),
+                          .method = IGW_ResultMethod_interaction_result,
+                          .sessionId = cstr(s->id),
+                          .code = igw_error_classes[cls].code,
+                          .data = *d};
+    ev.data.has |= IGW_ResultData_operation;
+    ev.data.operation = op;
+    if (cls != IGW_ERR_OK) {
+        ev.data.has = IGW_ResultData_operation | IGW_ResultData_reason;
+        ev.data.reason = cstr(reason);
+    }
+    igw_jw_reset(&e->jw);
+    igw_encode_ResultEvent(&e->jw, &ev);
+    emit_ctx *x = calloc(1, sizeof *x);
+    if (igw_jw_status(&e->jw) || !x) {
+        free(x);
+        igw_log(IGW_LOG_ERROR, NULL, "session %s: the result of %s not emitted: out of memory", s->id, token);
+        return;
+    }
+    snprintf(x->sid, sizeof x->sid, "%s", s->id);
+    snprintf(x->token, sizeof x->token, "%s", token);
+    igw_outbox_event oe = {.endpoint_id = s->endpoint, .msg_token = token, .session_id = s->id,
+                           .body = e->jw.buf, .body_len = e->jw.len};
+    if (igw_outbox_emit(e->db, &oe, on_emitted, x) != 0) {
+        igw_log(IGW_LOG_ERROR, NULL, "session %s: the result of %s not emitted: the database queue is full", s->id,
+                token);
+        free(x);
+    }
+}
+
+/* ---- the machine ----------------------------------------------------------------- */
+
+void live_session_end(igw_engine *e, live_session *s, const char *reason)
+{
+    if (s->state == IGW_SESSION_ENDED)
+        return;
+    igw_err err;
+    igw_session_state next = igw_session_next(s->state, IGW_SESSION_ON_FAIL, 0, &err);
+    if (next != IGW_SESSION_ENDED)
+        return; /* the machine forbids it: never happens for `fail` */
+    s->state = next;
+    write_state(e, s, "ended", "{invited,established}", reason);
+    igw_log(IGW_LOG_INFO, NULL, "session %s ended: %s", s->id, reason);
+    if (s->offered && e->media)
+        (void)igw_media_close(e->media, s->id, reason);
+    session_unlink(e, s);
+    if (s->leg)
+        live_leg_detach(e, s->leg, s); /* the last viewer out closes the leg */
+    free(s->offer);
+    free(s);
+}
+
+static void check_established(igw_engine *e, live_session *s)
+{
+    bool negotiated = s->leg && s->leg->phase == LEG_FLOWING && s->viewer_dtls && s->viewer_flowing &&
+                      s->app_connected;
+    if (s->state != IGW_SESSION_INVITED || !negotiated)
+        return;
+    igw_err err;
+    igw_session_state next = igw_session_next(s->state, IGW_SESSION_ON_ESTABLISH, IGW_SESSION_IF_NEGOTIATED, &err);
+    if (next != IGW_SESSION_ESTABLISHED)
+        return;
+    s->state = next;
+    write_state(e, s, "established", "{invited}", NULL);
+    igw_log(IGW_LOG_INFO, NULL, "session %s established", s->id);
+}
+
+void live_sessions_check(igw_engine *e, live_leg *leg)
+{
+    for (live_session *s = leg->viewers; s; s = s->leg_next)
+        check_established(e, s);
+}
+
+void live_session_media(igw_engine *e, live_session *s, const igw_media_event *ev)
+{
+    if (ev->revision != s->revision)
+        return;
+    switch (ev->kind) {
+    case IGW_MEDIA_EV_DTLS_CONNECTED:
+        s->viewer_dtls = true;
+        check_established(e, s);
+        break;
+    case IGW_MEDIA_EV_FIRST_PACKET:
+        s->viewer_flowing = true;
+        check_established(e, s);
+        break;
+    case IGW_MEDIA_EV_ICE_FAILED:
+    case IGW_MEDIA_EV_DTLS_FAILED:
+    case IGW_MEDIA_EV_CLOSED:
+        live_session_end(e, s, "viewerFailed");
+        break;
+    case IGW_MEDIA_EV_ICE_CONNECTED:
+    case IGW_MEDIA_EV_KEYFRAME:
+        break;
+    }
+}
+
+void live_sessions_tick(igw_engine *e, int64_t now_ms)
+{
+    for (live_session *s = e->sessions, *n; s; s = n) {
+        n = s->next;
+        if (s->state == IGW_SESSION_INVITED && now_ms >= s->deadline_ms)
+            live_session_end(e, s, "establishTimeout");
+    }
+}
+
+/* The viewer's offer to the core; the result carries the answer. */
+static void viewer_offer(igw_engine *e, live_session *s, const char *token)
+{
+    char *answer = malloc(ANSWER_MAX);
+    char err[160] = "";
+    igw_media_rc rc = answer ? igw_media_viewer_offer(e->media, s->leg->id, s->id, s->revision, false, s->offer,
+                                                      strlen(s->offer), answer, ANSWER_MAX, err, sizeof err)
+                             : IGW_MEDIA_EFAIL;
+    free(s->offer);
+    s->offer = NULL;
+    igw_ResultData d = {0};
+    if (rc != IGW_MEDIA_OK) {
+        free(answer);
+        igw_log(IGW_LOG_INFO, NULL, "session %s: the application's offer refused: %s", s->id, err);
+        emit_result(e, s, token, IGW_CommandMethod_interaction_mediaOffer,
+                    rc == IGW_MEDIA_EINVAL ? IGW_ERR_PARAMETER : IGW_ERR_INTERNAL,
+                    rc == IGW_MEDIA_EINVAL ? "the offer cannot be used (recvonly H264/Opus expected)"
+                                           : "the media core failed",
+                    &d);
+        return;
+    }
+    s->offered = true;
+    igw_jw w;
+    igw_jw_init(&w);
+    igw_WebrtcAnswer wa = {.has = IGW_WebrtcAnswer__REQUIRED,
+                           .iceMode = strstr(answer, "a=ice-lite") ? IGW_IceMode_lite : IGW_IceMode_full,
+                           .sdp = cstr(answer)};
+    igw_encode_WebrtcAnswer(&w, &wa);
+    free(answer);
+    if (igw_jw_status(&w)) {
+        igw_jw_free(&w);
+        emit_result(e, s, token, IGW_CommandMethod_interaction_mediaOffer, IGW_ERR_INTERNAL, "out of memory", &d);
+        return;
+    }
+    d.has = IGW_ResultData_state | IGW_ResultData_webrtc | IGW_ResultData_mediaRevision | IGW_ResultData_sessionId;
+    d.state = cstr("answered");
+    d.webrtc = (igw_str){w.buf, w.len};
+    d.mediaRevision = s->revision;
+    d.sessionId = cstr(s->id);
+    emit_result(e, s, token, IGW_CommandMethod_interaction_mediaOffer, IGW_ERR_OK, NULL, &d);
+    igw_jw_free(&w);
+}
+
+void live_sessions_source_ready(igw_engine *e, live_leg *leg)
+{
+    for (live_session *s = leg->viewers; s; s = s->leg_next)
+        if (s->offer)
+            viewer_offer(e, s, s->offer_token);
+}
+
+/* ---- commands ------------------------------------------------------------------------ */
+
+typedef struct op {
+    igw_engine *e;
+    void (*answer)(void *ctx, const igw_engine_cmd_answer *a);
+    void *ctx;
+    const igw_engine_cmd *c; /* valid until answered */
+    igw_CommandMethod method;
+    char sid[LIVE_ID_MAX + 1];
+    char pid[LIVE_NAME_MAX + 1], dn[LIVE_NAME_MAX + 1], cam[LIVE_NAME_MAX + 1];
+    char ent[24], user[24];
+    bool listen_audio;
+    /* kept past the answer */
+    char endpoint[LIVE_EP_MAX + 1];
+    char token[130];
+    char *offer;
+    int64_t enterprise_id, user_id;
+    igw_TrackOperation track_op;
+    char track_id[LIVE_ID_MAX + 1];
+    char state[16];
+    igw_EndReason end_reason;
+} op;
+
+static void answer(op *o, int cls, const char *reason, const char *path, const char *prior)
+{
+    igw_engine_cmd_answer a = {.cls = cls, .reason = reason ? reason : "", .path = path ? path : "",
+                               .prior_fp = prior};
+    o->answer(o->ctx, &a);
+    o->c = NULL;
+}
+
+static void op_free(op *o)
+{
+    free(o->offer);
+    free(o);
+}
+
+static void refuse(op *o, int cls, const char *reason, const char *path)
+{
+    answer(o, cls, reason, path, NULL);
+    op_free(o);
+}
+
+static void refuse_db(op *o, const char *err, bool write)
+{
+    igw_err cls = igw_db_error_class(err, write);
+    igw_log(IGW_LOG_WARN, NULL, "session: %s: %s", o->token, err);
+    refuse(o, cls,
+           cls == IGW_ERR_UNKNOWN_OUTCOME ? "outcome unknown; retry with the same msgToken"
+           : cls == IGW_ERR_INTERNAL      ? "internal error"
+                                          : "busy, retry later",
+           "");
+}
+
+static bool col_true(const PGresult *res, int c)
+{
+    return !PQgetisnull(res, 0, c) && PQgetvalue(res, 0, c)[0] == 't';
+}
+
+static int64_t node_epoch(const igw_engine *e)
+{
+    return atomic_load(&e->cfg.node->fenced) ? 0 : atomic_load(&e->cfg.node->epoch);
+}
+
+/* -- open -- */
+
+static void on_open_write(void *arg, const PGresult *res, const char *err)
+{
+    op *o = arg;
+    igw_engine *e = o->e;
+    if (!res) {
+        refuse_db(o, err, true);
+        return;
+    }
+    if (PQntuples(res) != 1) {
+        refuse(o, IGW_ERR_INTERNAL, "internal error", "");
+        return;
+    }
+    if (!PQgetisnull(res, 0, 7) && strcmp(PQgetvalue(res, 0, 3), "1") != 0) {
+        answer(o, IGW_ERR_OK, NULL, NULL, PQgetvalue(res, 0, 7)); /* a twin came first */
+        op_free(o);
+        return;
+    }
+    if (!col_true(res, 0)) {
+        refuse(o, IGW_ERR_NOT_FOUND, "unknown or expired endpoint", "/endpointId");
+        return;
+    }
+    if (!col_true(res, 1)) {
+        refuse(o, IGW_ERR_PERMISSION, "no rights on the target device", "/command/target");
+        return;
+    }
+    if (!col_true(res, 2) || strcmp(PQgetvalue(res, 0, 4), "1") != 0) {
+        refuse(o, IGW_ERR_UNAVAILABLE, "this node is not serving sessions now, retry", "");
+        return;
+    }
+    /* Accepted: the session exists, invited, with its result. */
+    live_session *s = calloc(1, sizeof *s);
+    if (!s) { /* durable already: the node's restart sweep ends it */
+        answer(o, IGW_ERR_OK, NULL, NULL, NULL);
+        op_free(o);
+        return;
+    }
+    snprintf(s->id, sizeof s->id, "%s", o->sid);
+    snprintf(s->endpoint, sizeof s->endpoint, "%s", o->endpoint);
+    s->enterprise_id = o->enterprise_id;
+    s->user_id = o->user_id;
+    s->revision = 1;
+    s->state = IGW_SESSION_INVITED;
+    s->listen_audio = o->listen_audio;
+    s->deadline_ms = igw_clock_ms() + e->cfg.establish_timeout_ms;
+    s->next = e->sessions;
+    e->sessions = s;
+    e->nsessions++;
+    answer(o, IGW_ERR_OK, NULL, NULL, NULL);
+    igw_log(IGW_LOG_INFO, NULL, "session %s: %s/%s camera %s opened (%s)", s->id, o->pid, o->dn, o->cam, o->token);
+    const char *why = NULL;
+    live_leg *leg = live_leg_get(e, o->pid, o->dn, o->cam, o->listen_audio, &why);
+    op_free(o);
+    if (!leg) {
+        live_session_end(e, s, "cameraUnreachable");
+        return;
+    }
+    live_leg_attach(leg, s);
+}
+
+static void on_open_read(void *arg, const PGresult *res, const char *err)
+{
+    op *o = arg;
+    igw_engine *e = o->e;
+    if (!res) {
+        refuse_db(o, err, false);
+        return;
+    }
+    if (PQntuples(res) != 1) {
+        refuse(o, IGW_ERR_INTERNAL, "internal error", "");
+        return;
+    }
+    if (!col_true(res, 0)) {
+        refuse(o, IGW_ERR_NOT_FOUND, "unknown or expired endpoint", "/endpointId");
+        return;
+    }
+    if (!PQgetisnull(res, 0, 1)) {
+        answer(o, IGW_ERR_OK, NULL, NULL, PQgetvalue(res, 0, 1));
+        op_free(o);
+        return;
+    }
+    if (!col_true(res, 2)) {
+        refuse(o, IGW_ERR_PERMISSION, "no rights on the target device", "/command/target");
+        return;
+    }
+    if (!col_true(res, 3)) {
+        refuse(o, IGW_ERR_NOT_FOUND, "unknown camera of the target device", "/command/params/cameraId");
+        return;
+    }
+    if (!col_true(res, 4)) {
+        refuse(o, IGW_ERR_UNAVAILABLE, "the camera is offline", "/command/target");
+        return;
+    }
+    if (o->listen_audio && !col_true(res, 5)) {
+        refuse(o, IGW_ERR_PARAMETER, "the camera has no microphone (its capability says so, or it reported none)",
+               "/command/params/listenAudio");
+        return;
+    }
+    if (o->listen_audio && live_leg_lacks_audio(e, o->pid, o->dn, o->cam)) {
+        refuse(o, IGW_ERR_CONFLICT, "the camera is being viewed without its microphone; open without listenAudio",
+               "/command/params/listenAudio");
+        return;
+    }
+    int64_t epoch = node_epoch(e);
+    if (!epoch) {
+        refuse(o, IGW_ERR_UNAVAILABLE, "this node is not serving sessions now, retry", "");
+        return;
+    }
+    if (live_new_id(o->sid, sizeof o->sid)) {
+        refuse(o, IGW_ERR_INTERNAL, "internal error", "");
+        return;
+    }
+    /* The result of the open, emitted with it. */
+    igw_ResultEvent ev = {.has = IGW_ResultEvent__REQUIRED | IGW_ResultEvent_sessionId,
+                          .msgToken = cstr(o->token),
+                          .method = IGW_ResultMethod_interaction_result,
+                          .sessionId = cstr(o->sid),
+                          .code = 200,
+                          .data = {.has = IGW_ResultData_operation | IGW_ResultData_state | IGW_ResultData_sessionId |
+                                          IGW_ResultData_mediaRevision,
+                                   .operation = IGW_CommandMethod_interaction_open,
+                                   .state = cstr("invited"),
+                                   .sessionId = cstr(o->sid),
+                                   .mediaRevision = 1}};
+    igw_jw_reset(&e->jw);
+    igw_encode_ResultEvent(&e->jw, &ev);
+    igw_jw_raw(&e->jw, "", 1); /* NUL: a C string parameter */
+    char did[32], ep[24], deadline[24];
+    if (igw_jw_status(&e->jw) || live_new_id(did, sizeof did)) {
+        refuse(o, IGW_ERR_INTERNAL, "out of memory", "");
+        return;
+    }
+    snprintf(ep, sizeof ep, "%" PRId64, epoch);
+    snprintf(deadline, sizeof deadline, "%" PRId64, igw_wall_ms() + (int64_t)e->cfg.establish_timeout_ms);
+    const char *v[16] = {o->ent, o->user, o->endpoint, o->token, o->pid, o->dn, o->cam, "ipcLiveView",
+                         o->c->fingerprint_hex, o->c->canon, o->sid, e->node_id, ep, deadline, e->jw.buf, did};
+    if (igw_db_exec(e->db, &st_open_write, v, NULL, NULL, on_open_write, o) != 0)
+        refuse(o, IGW_ERR_UNAVAILABLE, "busy, retry later", "");
+}
+
+static void cmd_open(op *o)
+{
+    igw_engine *e = o->e;
+    const igw_Command *k = o->c->command;
+    const igw_OpenParams *p = &k->params.interaction_open;
+    if (p->purpose != IGW_Purpose_ipcLiveView) {
+        refuse(o, IGW_ERR_NOT_IMPLEMENTED, "only ipcLiveView sessions are open in this version",
+               "/command/params/purpose");
+        return;
+    }
+    if (!e->media || !e->db) {
+        refuse(o, IGW_ERR_UNAVAILABLE, "this node serves no media sessions", "");
+        return;
+    }
+    if (e->nsessions >= e->cfg.max_sessions) {
+        refuse(o, IGW_ERR_CAPACITY, "this node holds as many sessions as it may", "");
+        return;
+    }
+    snprintf(o->pid, sizeof o->pid, "%.*s", (int)k->target.productID.len, k->target.productID.ptr);
+    snprintf(o->dn, sizeof o->dn, "%.*s", (int)k->target.deviceName.len, k->target.deviceName.ptr);
+    snprintf(o->cam, sizeof o->cam, "%.*s", (int)p->cameraId.len, p->cameraId.ptr);
+    o->listen_audio = (p->has & IGW_OpenParams_listenAudio) && p->listenAudio;
+    const char *v[7] = {o->ent, o->user, o->endpoint, o->token, o->pid, o->dn, o->cam};
+    if (igw_db_exec(e->db, &st_open_read, v, NULL, NULL, on_open_read, o) != 0)
+        refuse(o, IGW_ERR_UNAVAILABLE, "busy, retry later", "");
+}
+
+/* -- commands on a session -- */
+
+static igw_str track_state_name(int st)
+{
+    return cstr(st == IGW_TRACK_ACTIVE ? "active" : st == IGW_TRACK_PAUSED ? "paused" : "stopped");
+}
+
+/* The accepted command's effect, and its result. */
+static void carry_out(op *o, live_session *s)
+{
+    igw_engine *e = o->e;
+    igw_ResultData d = {0};
+    switch (o->method) {
+    case IGW_CommandMethod_interaction_mediaOffer:
+        s->offer = o->offer;
+        o->offer = NULL;
+        snprintf(s->offer_token, sizeof s->offer_token, "%s", o->token);
+        if (s->leg && s->leg->phase >= LEG_OFFERED)
+            viewer_offer(e, s, s->offer_token);
+        /* else the camera's offer brings the source, then the answer */
+        return;
+    case IGW_CommandMethod_interaction_mediaState:
+        s->app_connected = strcmp(o->state, "connected") == 0;
+        d.has = IGW_ResultData_state | IGW_ResultData_mediaRevision;
+        d.state = cstr(o->state);
+        d.mediaRevision = s->revision;
+        emit_result(e, s, o->token, o->method, IGW_ERR_OK, NULL, &d);
+        check_established(e, s);
+        return;
+    case IGW_CommandMethod_interaction_trackControl: {
+        static const int triggers[] = {[IGW_TrackOperation_subscribe] = IGW_TRACK_ON_SUBSCRIBE,
+                                       [IGW_TrackOperation_unsubscribe] = IGW_TRACK_ON_UNSUBSCRIBE,
+                                       [IGW_TrackOperation_pause] = IGW_TRACK_ON_PAUSE,
+                                       [IGW_TrackOperation_resume] = IGW_TRACK_ON_RESUME,
+                                       [IGW_TrackOperation_publish] = IGW_TRACK_ON_PUBLISH,
+                                       [IGW_TrackOperation_stop] = IGW_TRACK_ON_STOP};
+        igw_media_kinds kinds = strcmp(o->track_id, "mic") == 0 ? IGW_MEDIA_AUDIO : IGW_MEDIA_VIDEO;
+        int state = 0;
+        char err[160] = "";
+        igw_media_rc rc = igw_media_viewer_track(e->media, s->id, s->revision, kinds, triggers[o->track_op], &state,
+                                                 err, sizeof err);
+        if (rc != IGW_MEDIA_OK) {
+            emit_result(e, s, o->token, o->method, rc == IGW_MEDIA_ECONFLICT ? IGW_ERR_CONFLICT : IGW_ERR_INTERNAL,
+                        rc == IGW_MEDIA_ECONFLICT ? err : "the media core failed", &d);
+            return;
+        }
+        d.has = IGW_ResultData_state | IGW_ResultData_mediaRevision | IGW_ResultData_trackId;
+        d.state = track_state_name(state);
+        d.trackId = cstr(o->track_id);
+        d.mediaRevision = s->revision;
+        emit_result(e, s, o->token, o->method, IGW_ERR_OK, NULL, &d);
+        return;
+    }
+    case IGW_CommandMethod_interaction_end: {
+        d.has = IGW_ResultData_state;
+        d.state = cstr("ended");
+        emit_result(e, s, o->token, o->method, IGW_ERR_OK, NULL, &d);
+        live_session_end(e, s, igw_EndReason_names[o->end_reason].ptr);
+        return;
+    }
+    default:
+        return;
+    }
+}
+
+static void on_accept(void *arg, const PGresult *res, const char *err)
+{
+    op *o = arg;
+    igw_engine *e = o->e;
+    if (!res) {
+        refuse_db(o, err, true);
+        return;
+    }
+    if (PQntuples(res) != 1) {
+        refuse(o, IGW_ERR_INTERNAL, "internal error", "");
+        return;
+    }
+    if (strcmp(PQgetvalue(res, 0, 1), "1") != 0) {
+        if (!PQgetisnull(res, 0, 2)) {
+            answer(o, IGW_ERR_OK, NULL, NULL, PQgetvalue(res, 0, 2));
+            op_free(o);
+        } else {
+            refuse(o, IGW_ERR_NOT_FOUND, "unknown or expired endpoint", "/endpointId");
+        }
+        return;
+    }
+    answer(o, IGW_ERR_OK, NULL, NULL, NULL);
+    live_session *s = live_session_find(e, o->sid);
+    if (!s) { /* ended while the acceptance was written */
+        live_session gone = {.revision = 1};
+        snprintf(gone.id, sizeof gone.id, "%s", o->sid);
+        snprintf(gone.endpoint, sizeof gone.endpoint, "%s", o->endpoint);
+        igw_ResultData d = {0};
+        emit_result(e, &gone, o->token, o->method, IGW_ERR_CONFLICT, "the session has ended", &d);
+    } else {
+        carry_out(o, s);
+    }
+    op_free(o);
+}
+
+static void accept_cmd(op *o)
+{
+    const char *v[8] = {o->ent, o->user, o->endpoint, o->token, o->c->method, o->sid, o->c->fingerprint_hex,
+                        o->c->canon};
+    if (igw_db_exec(o->e->db, &st_accept, v, NULL, NULL, on_accept, o) != 0)
+        refuse(o, IGW_ERR_UNAVAILABLE, "busy, retry later", "");
+}
+
+/* The session is not held here: the row says why. */
+static void on_session_row(void *arg, const PGresult *res, const char *err)
+{
+    op *o = arg;
+    if (!res) {
+        refuse_db(o, err, false);
+        return;
+    }
+    if (PQntuples(res) != 1) {
+        refuse(o, IGW_ERR_NOT_FOUND, "unknown session", "/command/sessionId");
+        return;
+    }
+    if (strcmp(PQgetvalue(res, 0, 0), "ended") == 0 || strcmp(PQgetvalue(res, 0, 1), o->e->node_id) == 0) {
+        /* Ended, or this node's from an earlier epoch (its sweep ends it). */
+        refuse(o, IGW_ERR_CONFLICT, "the session has ended", "/command/sessionId");
+        return;
+    }
+    /* The seam of several nodes: forwarding to the owner comes here. */
+    refuse(o, IGW_ERR_UNAVAILABLE, "the session is held by another node", "/command/sessionId");
+}
+
+/* Checks against the live session before anything is claimed. */
+static void cmd_on_session(op *o)
+{
+    igw_engine *e = o->e;
+    const igw_Command *k = o->c->command;
+    live_session *s = live_session_find(e, o->sid);
+    if (!s || s->enterprise_id != o->enterprise_id || s->user_id != o->user_id || strcmp(s->endpoint, o->endpoint)) {
+        if (s || !e->db) { /* someone else's: as unknown as none */
+            refuse(o, IGW_ERR_NOT_FOUND, "unknown session", "/command/sessionId");
+            return;
+        }
+        const char *v[4] = {o->sid, o->ent, o->user, o->endpoint};
+        if (igw_db_exec(e->db, &st_session_row, v, NULL, NULL, on_session_row, o) != 0)
+            refuse(o, IGW_ERR_UNAVAILABLE, "busy, retry later", "");
+        return;
+    }
+    int64_t rev = 0;
+    switch (o->method) {
+    case IGW_CommandMethod_interaction_mediaOffer: {
+        const igw_MediaOfferParams *p = &k->params.interaction_mediaOffer;
+        rev = p->mediaRevision;
+        if (rev == (int64_t)s->revision && (s->offered || s->offer)) {
+            refuse(o, IGW_ERR_CONFLICT, "this mediaRevision has its offer already", "/command/params/mediaRevision");
+            return;
+        }
+        if (!(o->offer = strndup(p->webrtc.sdp.ptr, p->webrtc.sdp.len))) {
+            refuse(o, IGW_ERR_INTERNAL, "out of memory", "");
+            return;
+        }
+        break;
+    }
+    case IGW_CommandMethod_interaction_mediaState: {
+        const igw_MediaStateParams *p = &k->params.interaction_mediaState;
+        rev = p->mediaRevision;
+        snprintf(o->state, sizeof o->state, "%.*s", (int)igw_MediaPeerState_names[p->state].len,
+                 igw_MediaPeerState_names[p->state].ptr);
+        break;
+    }
+    case IGW_CommandMethod_interaction_trackControl: {
+        const igw_TrackControlParams *p = &k->params.interaction_trackControl;
+        rev = p->mediaRevision;
+        o->track_op = p->operation;
+        snprintf(o->track_id, sizeof o->track_id, "%.*s", (int)p->trackId.len, p->trackId.ptr);
+        if (p->operation == IGW_TrackOperation_publish || p->operation == IGW_TrackOperation_stop) {
+            /* The machine's own refusal (schema: reject publish/stop). */
+            igw_sm_result r = igw_sm_fire(&igw_sm_track, IGW_TRACK_ACTIVE,
+                                          p->operation == IGW_TrackOperation_publish ? IGW_TRACK_ON_PUBLISH
+                                                                                     : IGW_TRACK_ON_STOP,
+                                          0);
+            refuse(o, r.err, r.reason, "/command/params/operation");
+            return;
+        }
+        if (strcmp(o->track_id, "video-1") != 0 && !(s->listen_audio && strcmp(o->track_id, "mic") == 0)) {
+            refuse(o, IGW_ERR_NOT_FOUND, "unknown track of this session", "/command/params/trackId");
+            return;
+        }
+        if (!s->offered) {
+            refuse(o, IGW_ERR_CONFLICT, "no media yet: interaction.mediaOffer first", "/command/params/trackId");
+            return;
+        }
+        break;
+    }
+    case IGW_CommandMethod_interaction_end:
+        o->end_reason = k->params.interaction_end.reason;
+        rev = s->revision;
+        break;
+    default:
+        refuse(o, IGW_ERR_NOT_IMPLEMENTED, "this command method is not implemented yet", "/command/method");
+        return;
+    }
+    if (rev != (int64_t)s->revision) {
+        refuse(o, IGW_ERR_CONFLICT, "stale mediaRevision", "/command/params/mediaRevision");
+        return;
+    }
+    accept_cmd(o);
+}
+
+void live_command(igw_engine *e, const igw_engine_cmd *c, void (*ans)(void *ctx, const igw_engine_cmd_answer *a),
+                  void *ctx)
+{
+    op *o = calloc(1, sizeof *o);
+    if (!o) {
+        igw_engine_cmd_answer a = {.cls = IGW_ERR_INTERNAL, .reason = "out of memory", .path = ""};
+        ans(ctx, &a);
+        return;
+    }
+    o->e = e;
+    o->answer = ans;
+    o->ctx = ctx;
+    o->c = c;
+    o->method = c->command->method;
+    o->enterprise_id = c->enterprise_id;
+    o->user_id = c->user_id;
+    snprintf(o->ent, sizeof o->ent, "%" PRId64, c->enterprise_id);
+    snprintf(o->user, sizeof o->user, "%" PRId64, c->user_id);
+    snprintf(o->endpoint, sizeof o->endpoint, "%s", c->endpoint_id);
+    snprintf(o->token, sizeof o->token, "%s", c->msg_token);
+    if (c->command->has & IGW_Command_sessionId)
+        snprintf(o->sid, sizeof o->sid, "%.*s", (int)c->command->sessionId.len, c->command->sessionId.ptr);
+    if (!e->db) {
+        refuse(o, IGW_ERR_UNAVAILABLE, "this node serves no sessions", "");
+        return;
+    }
+    if (o->method == IGW_CommandMethod_interaction_open)
+        cmd_open(o);
+    else
+        cmd_on_session(o);
+}

@@ -1,0 +1,209 @@
+// live_test.mjs - IPC live view end to end through the public API (issue
+// 15): igw-vcam is the camera, a real MQTT device on the broker; igwd's
+// session engine invites it and answers its offer with the media core;
+// headless Chromium pages are the applications' peers. Run by
+// live_test.sh inside a network namespace, with igwd and the services up.
+//
+// env: IGW_BASE (igwd's URL), IGW_VCAM (the camera binary), IGW_DEMO (the
+// demo tenant's JSON), IGW_NETNS_ADDR (the address every peer uses).
+import { readFileSync } from 'node:fs';
+import { launch, newViewer, sleep, spawnLines, Checker } from '../media/lib.mjs';
+
+const BASE = process.env.IGW_BASE;
+const VCAM = process.env.IGW_VCAM;
+const DEMO = JSON.parse(readFileSync(process.env.IGW_DEMO, 'utf8'));
+const ADDR = process.env.IGW_NETNS_ADDR || '127.0.0.1';
+const c = new Checker();
+const target = { productID: DEMO.device.productID, deviceName: DEMO.device.deviceName };
+const camera = DEMO.camera.cameraId;
+let seq = 0;
+const token = (p) => `${p}-${process.pid}-${++seq}`;
+
+async function call(user, path, body) {
+    const r = await fetch(BASE + path, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${user.token}`, 'content-type': 'application/json' },
+        body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return { status: r.status, body: await r.json() };
+}
+
+/** An application: its endpoint, its events (pulled and acknowledged). */
+async function app(user) {
+    const r = await call(user, '/api/v1/im/interaction/endpoints/register');
+    if (r.status !== 200) throw new Error(`register: ${JSON.stringify(r.body)}`);
+    const a = { user, ep: r.body.data.endpointId, events: [] };
+    a.command = (command) => call(user, '/api/v1/im/interaction/commands', { endpointId: a.ep, command });
+    a.pull = async () => {
+        const p = await call(user, '/api/v1/im/interaction/events', { endpointId: a.ep, limit: 32 });
+        if (p.status !== 200) throw new Error(`events: ${JSON.stringify(p.body)}`);
+        const list = p.body.data.list;
+        if (list.length) {
+            a.events.push(...list.map((i) => i.event));
+            await call(user, '/api/v1/im/interaction/events/ack',
+                { endpointId: a.ep, deliveryIds: list.map((i) => i.deliveryId) });
+        }
+    };
+    // The first event (since `from`) that pred accepts, pulling until ms.
+    a.wait = async (pred, ms, from = 0) => {
+        const deadline = Date.now() + ms;
+        for (;;) {
+            const e = a.events.slice(from).find(pred);
+            if (e) return e;
+            if (Date.now() > deadline) return null;
+            await a.pull();
+            await sleep(100);
+        }
+    };
+    a.result = (msgToken, ms = 10000) =>
+        a.wait((e) => e.method === 'interaction.result' && e.msgToken === msgToken, ms);
+    a.state = (sid, state, ms = 15000) =>
+        a.wait((e) => e.method === 'interaction.state' && e.sessionId === sid && e.data.state === state, ms);
+    return a;
+}
+
+async function accepted(a, command, what) {
+    const r = await a.command(command);
+    c.check(r.status === 200 && r.body.data && r.body.data.accepted === true, `${what}: accepted (${JSON.stringify(r.body)})`);
+    return r;
+}
+
+/** Opens a live view for application a with a Chromium viewer; returns the session. */
+async function openView(a, browser, name) {
+    const t = token('open');
+    const cmd = { msgToken: t, method: 'interaction.open', target, params: { purpose: 'ipcLiveView', cameraId: camera } };
+    // The first open waits for the camera: offline (503) until the broker's
+    // presence fact of its connection is stored.
+    let r;
+    for (let i = 0; i < 150; i++) {
+        r = await a.command(cmd);
+        if (!(r.status === 503 && r.body.data.reason === 'the camera is offline')) break;
+        await sleep(100);
+    }
+    c.check(r.status === 200 && r.body.data.accepted === true, `${name}: open accepted (${JSON.stringify(r.body)})`);
+    const res = await a.result(t);
+    c.check(res && res.code === 200 && res.data.state === 'invited' && res.data.sessionId && res.sessionId === res.data.sessionId,
+        `${name}: interaction.result invited with the sessionId (${JSON.stringify(res)})`);
+    const sid = res && res.data.sessionId;
+    const v = await newViewer(browser);
+    const offer = await v.offerRecvOnly();
+    const to = token('offer');
+    await accepted(a, { msgToken: to, method: 'interaction.mediaOffer', sessionId: sid,
+        params: { mediaRevision: 1, webrtc: { iceMode: 'full', sdp: offer } } }, `${name}: mediaOffer`);
+    const ans = await a.result(to, 15000);
+    c.check(ans && ans.code === 200 && ans.data.webrtc && typeof ans.data.webrtc.sdp === 'string' && ans.data.mediaRevision === 1,
+        `${name}: the mediaOffer result carries the answer (${JSON.stringify(ans && ans.data && { ...ans.data, webrtc: !!ans.data.webrtc })})`);
+    await v.setAnswer(ans.data.webrtc.sdp).catch((e) => {
+        throw new Error(`${name}: the answer was refused: ${e.message}\n--- offer\n${offer}\n--- answer\n${ans.data.webrtc.sdp}`);
+    });
+    return { a, sid, v, name };
+}
+
+async function report(s, state) {
+    const t = token('state');
+    await accepted(s.a, { msgToken: t, method: 'interaction.mediaState', sessionId: s.sid, params: { mediaRevision: 1, state } },
+        `${s.name}: mediaState ${state}`);
+    const r = await s.a.result(t);
+    c.check(r && r.code === 200 && r.data.state === state, `${s.name}: mediaState result (${JSON.stringify(r)})`);
+}
+
+async function track(s, operation) {
+    const t = token('track');
+    await accepted(s.a, { msgToken: t, method: 'interaction.trackControl', sessionId: s.sid,
+        params: { trackId: 'video-1', operation, mediaRevision: 1 } }, `${s.name}: trackControl ${operation}`);
+    const r = await s.a.result(t);
+    return r;
+}
+
+const frames = async (s) => (await s.v.stats()).framesDecoded;
+
+async function main() {
+    // The camera: a device on the broker, with its own credentials.
+    const cam = spawnLines(VCAM, ['--mqtt', `127.0.0.1:${DEMO.mqtt.port}`, '--product', target.productID,
+        '--device', target.deviceName, '--secret', DEMO.device.secret, '--camera-id', camera, '--address', ADDR],
+    { prefix: '[vcam] ' });
+    const owner = await app(DEMO.user);
+    const browser = await launch();
+
+    // ---- refusals before anything is claimed -------------------------------------------
+    let r = await owner.command({ msgToken: token('x'), method: 'interaction.open', target, params: { purpose: 'ipcLiveView', cameraId: 'nosuch' } });
+    c.check(r.status === 404 && r.body.data.path === '/command/params/cameraId', `unknown camera: 404 (${JSON.stringify(r.body)})`);
+    const stranger = await app(DEMO.otherEnterpriseUser);
+    r = await stranger.command({ msgToken: token('x'), method: 'interaction.open', target, params: { purpose: 'ipcLiveView', cameraId: camera } });
+    c.check(r.status === 403 && r.body.data.path === '/command/target', `another enterprise's camera: 403 (${JSON.stringify(r.body)})`);
+    r = await owner.command({ msgToken: token('x'), method: 'interaction.mediaState', sessionId: 'nosuchsession',
+        params: { mediaRevision: 1, state: 'connected' } });
+    c.check(r.status === 404 && r.body.data.path === '/command/sessionId', `unknown session: 404 (${JSON.stringify(r.body)})`);
+
+    // ---- the owner's live view ------------------------------------------------------------
+    const s1 = await openView(owner, browser, 'viewer 1');
+    let st = await s1.v.waitFor((x) => x.framesDecoded > 0, 15000).catch((e) => e.stats);
+    c.check(st && st.framesDecoded > 0, `viewer 1: frames decoded (${JSON.stringify(st)})`);
+    const early = owner.events.find((e) => e.method === 'interaction.state' && e.sessionId === s1.sid && e.data.state === 'established');
+    c.check(!early, 'viewer 1: not established before the application reported connected');
+    await report(s1, 'connected');
+    const est = await owner.state(s1.sid, 'established');
+    c.check(est && est.eventSeq === 1 && est.msgToken === `${s1.sid}.1`, `viewer 1: established with eventSeq 1 (${JSON.stringify(est)})`);
+
+    // ---- a second viewer, another user with a grant: the camera sends once ----------------
+    const second = await app(DEMO.otherUser);
+    const s2 = await openView(second, browser, 'viewer 2');
+    st = await s2.v.waitFor((x) => x.framesDecoded > 0, 15000).catch((e) => e.stats);
+    c.check(st && st.framesDecoded > 0, `viewer 2: frames decoded (${JSON.stringify(st)})`);
+    c.check(s2.sid !== s1.sid, 'viewer 2: a session of its own');
+    const offers = (cam.stderr().match(/offer for leg \S+ revision \d+ sent/g) || []).length;
+    c.check(offers === 1, `one camera leg for both viewers: the camera offered once (${offers})`);
+    r = await second.command({ msgToken: token('x'), method: 'interaction.end', sessionId: s1.sid, params: { reason: 'userHangup' } });
+    c.check(r.status === 404, `viewer 2 cannot end viewer 1's session (${JSON.stringify(r.body)})`);
+
+    // ---- pause and resume: only this viewer's video stops ----------------------------------
+    const p = await track(s1, 'pause');
+    c.check(p && p.code === 200 && p.data.state === 'paused' && p.data.trackId === 'video-1' && p.data.mediaRevision === 1,
+        `viewer 1: pause result (${JSON.stringify(p)})`);
+    await sleep(700);
+    const f1 = await frames(s1), g1 = await frames(s2);
+    await sleep(1500);
+    const f2 = await frames(s1), g2 = await frames(s2);
+    c.check(f2 - f1 <= 2, `viewer 1: frames stop while paused (${f1} -> ${f2})`);
+    c.check(g2 > g1, `viewer 2: frames go on (${g1} -> ${g2})`);
+    const q = await track(s1, 'resume');
+    c.check(q && q.code === 200 && q.data.state === 'active', `viewer 1: resume result (${JSON.stringify(q)})`);
+    st = await s1.v.waitFor((x) => x.framesDecoded > f2 + 5, 3000).catch((e) => e.stats);
+    c.check(st && st.framesDecoded > f2 + 5, `viewer 1: frames again after resume (${JSON.stringify(st && st.framesDecoded)})`);
+    r = await s1.a.command({ msgToken: token('x'), method: 'interaction.trackControl', sessionId: s1.sid,
+        params: { trackId: 'video-1', operation: 'publish', mediaRevision: 1 } });
+    c.check(r.status === 501, `publish refused before the claim (${JSON.stringify(r.body)})`);
+    r = await s1.a.command({ msgToken: token('x'), method: 'interaction.trackControl', sessionId: s1.sid,
+        params: { trackId: 'video-1', operation: 'pause', mediaRevision: 2 } });
+    c.check(r.status === 409 && r.body.data.path === '/command/params/mediaRevision', `stale mediaRevision refused (${JSON.stringify(r.body)})`);
+
+    // ---- a replay is the same acceptance and no new viewing ---------------------------------
+    const te = token('end');
+    const endCmd = { msgToken: te, method: 'interaction.end', sessionId: s1.sid, params: { reason: 'userHangup' } };
+    await accepted(owner, endCmd, 'viewer 1: end');
+    const ended = await owner.state(s1.sid, 'ended');
+    c.check(ended && ended.data.reason === 'userHangup' && ended.eventSeq === 2, `viewer 1: ended userHangup, eventSeq 2 (${JSON.stringify(ended)})`);
+    r = await owner.command(endCmd);
+    c.check(r.status === 200 && r.body.data.replay === true, `viewer 1: end replayed (${JSON.stringify(r.body)})`);
+    r = await owner.command({ msgToken: token('x'), method: 'interaction.mediaState', sessionId: s1.sid, params: { mediaRevision: 1, state: 'connected' } });
+    c.check(r.status === 409, `an ended session is never revived (${JSON.stringify(r.body)})`);
+    await sleep(1000);
+    const h1 = await frames(s2);
+    await sleep(1000);
+    c.check((await frames(s2)) > h1, 'viewer 2 plays on after viewer 1 left');
+
+    // ---- the camera goes away: every session on it ends ---------------------------------------
+    cam.kill('SIGKILL');
+    const gone = await second.state(s2.sid, 'ended', 40000);
+    c.check(gone && ['cameraGone', 'cameraOffline'].includes(gone.data.reason), `viewer 2: ended when the camera vanished (${JSON.stringify(gone)})`);
+
+    await s1.v.close();
+    await s2.v.close();
+    await browser.close();
+    c.done('live test');
+}
+
+main().catch((e) => {
+    console.error('live test: FAIL:', e && e.stack ? e.stack : e);
+    process.exit(1);
+});

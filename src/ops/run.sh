@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # run.sh - what `make run` does after building: the local services up (under
-# $IGW_VAR, default var/), then igwd in the foreground; Ctrl-C stops igwd,
-# `make stop` stops the services.
+# $IGW_VAR, default var/), the demo camera (igw-vcam as the demo device),
+# then igwd in the foreground; Ctrl-C stops igwd and the camera, `make stop`
+# stops the services.
 #
 # igwd refuses IGW_* variables that name none of its settings (so a typo
 # never leaves a default in place), while these scripts read their own
@@ -18,6 +19,13 @@ listen=${IGW_LISTEN:-127.0.0.1:8080}
 
 base="http://$listen"
 IGW_VAR="$var" IGW_BASE_URL="$base" "$root/src/ops/provision.sh"
+# Media on the address of the default route, so that a browser elsewhere
+# (or here: Chromium gathers nothing on loopback) reaches the media core.
+media=${IGW_MEDIA_ADDRESS:-$(ip -4 route get 1.1.1.1 2>/dev/null | sed -n 's/.* src \([0-9.]*\).*/\1/p')}
+media=${media:-127.0.0.1}
+# The demo camera: a real device on the broker (its log in var/log/vcam.log).
+mkdir -p "$var/log"
+"$root/build/igw-vcam" --device-file "$var/demo.json" --address "$media" >>"$var/log/vcam.log" 2>&1 &
 cat <<MSG
 
 igw is starting at $base (Ctrl-C stops it; make stop stops the services)
@@ -26,6 +34,7 @@ igw is starting at $base (Ctrl-C stops it; make stop stops the services)
   upload:   curl -s -H "Authorization: \$(jq -r .device.authorization $var/demo.json)" -F file=@$root/README.md $base/api/v1/things/device/edge/upload-file
   decoder:  curl -s -X POST -H 'content-type: application/json' -d '{"endpointId":"e","limit":99}' $base/api/v1/im/interaction/events
   metrics:  curl -s $base/metrics
+  camera:   the demo camera $(jq -r .camera.cameraId "$var/demo.json") runs as build/igw-vcam (var/log/vcam.log); media on $media
 Services: PostgreSQL $IGW_PG_DSN, Redis $IGW_REDIS_HOST:$IGW_REDIS_PORT, MQTT $IGW_MQTT_HOST:$IGW_MQTT_PORT
 Demo tenant, login token and device credentials: $var/demo.json
 
@@ -36,5 +45,5 @@ exec env -i PATH="$PATH" HOME="${HOME:-/root}" \
     IGW_MQTT_HOST="$IGW_MQTT_HOST" IGW_MQTT_PORT="$IGW_MQTT_PORT" \
     IGW_MQTT_USERNAME="$IGW_MQTT_USER" IGW_MQTT_PASSWORD_FILE="$IGW_MQTT_PASSWORD_FILE" \
     IGW_STORAGE_ROOT="$var/storage" IGW_URL_KEY_FILE="$var/url.key" IGW_PUBLIC_URL="$base" \
-    IGW_JWT_KEY_FILE="$var/jwt.key" \
+    IGW_JWT_KEY_FILE="$var/jwt.key" IGW_MEDIA_ADDRESS="$media" \
     "$root/build/igwd"

@@ -53,35 +53,46 @@ static void on_tick(h2o_timeout_entry_t *entry)
     h2o_timeout_link(e->evloop, &e->tick, &e->tick_entry);
 }
 
+/* What init made is undone by engine_fini only once init succeeded: each
+ * failure below leaves nothing behind (the loop's destroy asserts that no
+ * timer is linked). */
 static int engine_init(void *arg, struct st_h2o_evloop_t *loop)
 {
     igw_engine *e = arg;
     e->evloop = loop;
-    igw_jw_init(&e->jw);
-    h2o_timeout_init(loop, &e->tick, LIVE_TICK_MS);
-    e->tick_entry.cb = on_tick;
-    h2o_timeout_link(loop, &e->tick, &e->tick_entry);
-    if (e->pg_dsn[0]) {
-        if (!(e->db = igw_db_create(loop, e->pg_dsn, e->start_err, sizeof e->start_err)))
+    if (e->media_cfg.threads) {
+        if (!(e->media = igw_media_new(&e->media_cfg, e->start_err, sizeof e->start_err)))
             return -1;
-        igw_db_set_deadline(e->db, e->cfg.db_timeout_ms);
-        igw_db_set_probe(e->db, e->cfg.probe_interval_ms, e->cfg.check_timeout_ms);
+        int fd = dup(igw_media_event_fd(e->media));
+        if (fd < 0) {
+            snprintf(e->start_err, sizeof e->start_err, "cannot watch the media core's events");
+            igw_media_free(e->media);
+            e->media = NULL;
+            return -1;
+        }
+        e->events = h2o_evloop_socket_create(loop, fd, H2O_SOCKET_FLAG_DONT_READ);
+        e->events->data = e;
+        h2o_socket_read_start(e->events, on_media_events);
+        snprintf(e->fingerprint, sizeof e->fingerprint, "%s", igw_media_fingerprint(e->media));
     }
-    if (e->media_cfg.threads == 0)
-        return 0;
-    if (!(e->media = igw_media_new(&e->media_cfg, e->start_err, sizeof e->start_err)))
-        return -1;
-    int fd = dup(igw_media_event_fd(e->media));
-    if (fd < 0) {
-        snprintf(e->start_err, sizeof e->start_err, "cannot watch the media core's events");
+    if (e->pg_dsn[0] && !(e->db = igw_db_create(loop, e->pg_dsn, e->start_err, sizeof e->start_err))) {
+        if (e->events) {
+            h2o_socket_read_stop(e->events);
+            h2o_socket_close(e->events);
+            e->events = NULL;
+        }
         igw_media_free(e->media);
         e->media = NULL;
         return -1;
     }
-    e->events = h2o_evloop_socket_create(loop, fd, H2O_SOCKET_FLAG_DONT_READ);
-    e->events->data = e;
-    h2o_socket_read_start(e->events, on_media_events);
-    snprintf(e->fingerprint, sizeof e->fingerprint, "%s", igw_media_fingerprint(e->media));
+    if (e->db) {
+        igw_db_set_deadline(e->db, e->cfg.db_timeout_ms);
+        igw_db_set_probe(e->db, e->cfg.probe_interval_ms, e->cfg.check_timeout_ms);
+    }
+    igw_jw_init(&e->jw);
+    h2o_timeout_init(loop, &e->tick, LIVE_TICK_MS);
+    e->tick_entry.cb = on_tick;
+    h2o_timeout_link(loop, &e->tick, &e->tick_entry);
     return 0;
 }
 

@@ -151,7 +151,7 @@ link = @mkdir -p $(@D) && echo "  LINK $@" && $(CC) $1 -o $@ $(filter %.o,$^) $(
         test test-unit test-services test-media test-layers \
         test-codegen test-json test-conformance test-devauth test-topic test-jwt test-thingmodel test-upload test-igwctl \
         test-igwd test-framing test-conn test-loop test-pending test-log test-db test-outbox test-ws test-redis test-mqtt test-edge test-app test-nodes \
-        test-nodes-own test-presence test-sql \
+        test-nodes-own test-presence test-sql test-console \
         test-ops test-mqttauth test-openapi test-media-unit fuzz-smoke fuzz \
         bench-decode bench-edge bench-app bench-media bench-srtp
 
@@ -411,6 +411,10 @@ test-nodes-own: $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-mqtt-auth.so
 test-presence: $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-mqtt-auth.so
 	tests/igwd/presence_test.sh $(T)/igwd $(BUILD)/igwctl
 
+# The browser console (console/) served by igwd, in headless Chromium against real services.
+test-console: $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-mqtt-auth.so
+	tests/console/console_test.sh $(T)/igwd $(BUILD)/igwctl
+
 test-sql:
 	tests/sql/drift.sh
 
@@ -431,7 +435,7 @@ test-media: $(T)/igw-media-host $(BUILD)/igw-vcam
 test-unit: check-gen test-layers test-codegen test-json test-conformance test-devauth test-topic test-jwt test-thingmodel \
            test-upload test-conn test-loop test-pending test-log test-media-unit test-openapi
 test-services: test-igwctl test-igwd test-framing test-deadline test-db test-outbox test-ws test-redis test-mqtt test-edge test-app test-nodes \
-               test-nodes-own test-presence test-sql test-ops test-mqttauth
+               test-nodes-own test-presence test-console test-sql test-ops test-mqttauth
 
 # Every test; non-zero on any failure.
 # `make deps` first, in a make of its own: the rest of the build reads

@@ -968,9 +968,10 @@ static bool console_path_ok(igw_str path)
 }
 
 /* First handler of /console/: refuses what is not a console file read,
- * then lets h2o's file handler (next) serve it. The file handler answers
- * within this call (open, stat, start of the response), so the worker
- * keeps the start time for on_console_setup. */
+ * then lets h2o's file handler (next) serve it. h2o calls that handler as
+ * soon as this one returns, and it opens the file and starts its response
+ * (on_console_setup) before returning in turn: the worker can keep the
+ * request's start time for them. */
 static int on_console_req(h2o_handler_t *self, h2o_req_t *req)
 {
     worker *w = H2O_STRUCT_FROM_MEMBER(worker, ctx, req->conn->ctx);

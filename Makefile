@@ -151,7 +151,7 @@ link = @mkdir -p $(@D) && echo "  LINK $@" && $(CC) $1 -o $@ $(filter %.o,$^) $(
         test test-unit test-services test-media test-layers \
         test-codegen test-json test-conformance test-devauth test-topic test-jwt test-thingmodel test-upload test-igwctl \
         test-igwd test-framing test-conn test-loop test-pending test-log test-db test-outbox test-ws test-redis test-mqtt test-edge test-app test-nodes \
-        test-nodes-own test-presence test-live test-sql \
+        test-nodes-own test-presence test-live test-sql test-console \
         test-ops test-mqttauth test-openapi test-media-unit fuzz-smoke fuzz \
         bench-decode bench-edge bench-app bench-media bench-srtp
 
@@ -412,6 +412,10 @@ test-nodes-own: $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-mqtt-auth.so
 test-presence: $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-mqtt-auth.so
 	tests/igwd/presence_test.sh $(T)/igwd $(BUILD)/igwctl
 
+# The browser console (console/) served by igwd, in headless Chromium against real services.
+test-console: $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-mqtt-auth.so
+	tests/console/console_test.sh $(T)/igwd $(BUILD)/igwctl
+
 test-sql:
 	tests/sql/drift.sh
 
@@ -439,14 +443,14 @@ test-live: $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-mqtt-auth.so $(BUILD)/igw-vcam
 test-unit: check-gen test-layers test-codegen test-json test-conformance test-devauth test-topic test-jwt test-thingmodel \
            test-upload test-conn test-loop test-pending test-log test-media-unit test-openapi
 test-services: test-igwctl test-igwd test-framing test-deadline test-db test-outbox test-ws test-redis test-mqtt test-edge test-app test-nodes \
-               test-nodes-own test-presence test-sql test-ops test-mqttauth
+               test-nodes-own test-presence test-console test-sql test-ops test-mqttauth
 
 # Every test; non-zero on any failure.
 # `make deps` first, in a make of its own: the rest of the build reads
 # pkg-config, which a fresh machine gets from it.
 test: deps
 	$(MAKE) --no-print-directory check-deps
-	$(MAKE) --no-print-directory all test-unit fuzz-smoke test-services test-media
+	$(MAKE) --no-print-directory all test-unit fuzz-smoke test-services test-media test-live
 	@echo "make test: all passed"
 
 # ---- benchmarks ----------------------------------------------------------------------

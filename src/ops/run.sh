@@ -26,9 +26,14 @@ media=${media:-127.0.0.1}
 # The demo camera: a real device on the broker (its log in var/log/vcam.log).
 mkdir -p "$var/log"
 "$root/build/igw-vcam" --device-file "$var/demo.json" --address "$media" >>"$var/log/vcam.log" 2>&1 &
+# The browser console with the demo login and camera in the URL fragment
+# (never sent to the server; console/README.md).
+console=$(jq -r '"#token=\(.user.token|@uri)&product=\(.device.productID|@uri)&device=\(.device.deviceName|@uri)&camera=\(.camera.cameraId|@uri)"' \
+    "$var/demo.json")
 cat <<MSG
 
 igw is starting at $base (Ctrl-C stops it; make stop stops the services)
+  console:  $base/console/$console
   ready?    curl -s $base/readyz
   device:   curl -s -H "Authorization: \$(jq -r .device.authorization $var/demo.json)" -H 'content-type: application/json' -d '{"method":"report","msgToken":"t1","params":{"brightness":40}}' $base/api/v1/things/device/edge/send/thing/property
   upload:   curl -s -H "Authorization: \$(jq -r .device.authorization $var/demo.json)" -F file=@$root/README.md $base/api/v1/things/device/edge/upload-file
@@ -45,5 +50,5 @@ exec env -i PATH="$PATH" HOME="${HOME:-/root}" \
     IGW_MQTT_HOST="$IGW_MQTT_HOST" IGW_MQTT_PORT="$IGW_MQTT_PORT" \
     IGW_MQTT_USERNAME="$IGW_MQTT_USER" IGW_MQTT_PASSWORD_FILE="$IGW_MQTT_PASSWORD_FILE" \
     IGW_STORAGE_ROOT="$var/storage" IGW_URL_KEY_FILE="$var/url.key" IGW_PUBLIC_URL="$base" \
-    IGW_JWT_KEY_FILE="$var/jwt.key" IGW_MEDIA_ADDRESS="$media" \
+    IGW_JWT_KEY_FILE="$var/jwt.key" IGW_MEDIA_ADDRESS="$media" IGW_CONSOLE_DIR="$root/console" \
     "$root/build/igwd"

@@ -76,6 +76,8 @@ static const setting settings[] = {
      "serve POST /bench/bare (the send route's reply without a database write), for make bench-edge only"},
     {"metrics_public", KIND_BOOL, OFF(metrics_public), 0, 0, 0, "false",
      "serve GET /metrics to any peer (false: loopback peers only; others get not_found)"},
+    {"console_dir", KIND_STRING, OFF(console_dir), IGW_CONFIG_PATH_MAX, 0, 0, "",
+     "directory of the browser console, served read-only under GET /console/ (empty = off)"},
     {"signaling_enabled", KIND_BOOL, OFF(signaling_enabled), 0, 0, 0, "true",
      "Signaling switch; routes with `gate signaling` need it (true/false)"},
     {"db_timeout_ms", KIND_UINT, OFF(db_timeout_ms), 0, 100, 60000, "5000",

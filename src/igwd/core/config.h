@@ -46,6 +46,7 @@ typedef struct igw_config {
     char public_url[IGW_CONFIG_PATH_MAX];   /* "" = path-only download URLs */
     bool bench_routes;         /* POST /bench/bare, for make bench-edge */
     bool metrics_public;       /* /metrics to any peer; false: loopback peers only */
+    char console_dir[IGW_CONFIG_PATH_MAX]; /* "" = no browser console under /console/ */
     unsigned db_timeout_ms;    /* igw_db_set_deadline of every database connection */
     bool signaling_enabled; /* routes with `gate signaling` need it */
     unsigned check_timeout_ms;   /* Redis commands; probes of idle connections (readiness) */

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -69,6 +70,7 @@ typedef struct worker {
     igw_jw data;          /* a success reply's data (igw_http_data), reused */
     igw_metrics_shard *metrics;
     uint64_t id_seed, id_counter;
+    struct timespec console_start; /* the console request being answered (see on_console_req) */
     void *app_state;
 } worker;
 
@@ -748,6 +750,7 @@ static void make_request_id(worker *w, char out[17])
 typedef struct refusal_ostream {
     h2o_ostream_t super;
     int cls;
+    unsigned route; /* metrics route slot */
     bool sent;
 } refusal_ostream;
 
@@ -776,7 +779,7 @@ static void refusal_do_send(h2o_ostream_t *self, h2o_req_t *req, h2o_iovec_t *bu
         rlen += n;
     }
     worker *w = H2O_STRUCT_FROM_MEMBER(worker, ctx, req->conn->ctx);
-    igw_exchange ex = {.w = w, .req = req, .route = IGW_METRICS_ROUTE_NONE};
+    igw_exchange ex = {.w = w, .req = req, .route = o->route};
     clock_gettime(CLOCK_MONOTONIC, &ex.start);
     make_request_id(w, ex.id);
     const char *q = memchr(req->input.path.base, '?', req->input.path.len);
@@ -809,29 +812,42 @@ static void refusal_do_send(h2o_ostream_t *self, h2o_req_t *req, h2o_iovec_t *bu
     h2o_ostream_send_next(&o->super, req, &body, 1, state);
 }
 
+/* Puts the envelope rewrite of an h2o refusal of class cls in the chain;
+ * returns the slot for the next stream. */
+static h2o_ostream_t **add_refusal(h2o_req_t *req, h2o_ostream_t **slot, int cls, unsigned route)
+{
+    refusal_ostream *o = (refusal_ostream *)h2o_add_ostream(req, sizeof *o, slot);
+    o->super.do_send = refusal_do_send;
+    o->cls = cls;
+    o->route = route;
+    o->sent = false;
+    return &o->super.next;
+}
+
 static void on_refusal_setup(h2o_filter_t *self, h2o_req_t *req, h2o_ostream_t **slot)
 {
     (void)self;
     int cls = req->res.status >= 400 ? class_of_status(req->res.status) : -1;
-    if (cls >= 0) {
-        refusal_ostream *o = (refusal_ostream *)h2o_add_ostream(req, sizeof *o, slot);
-        o->super.do_send = refusal_do_send;
-        o->cls = cls;
-        o->sent = false;
-        slot = &o->super.next;
-    }
+    if (cls >= 0)
+        slot = add_refusal(req, slot, cls, IGW_METRICS_ROUTE_NONE);
     h2o_setup_next_ostream(req, slot);
+}
+
+static void exchange_init(igw_exchange *ex, worker *w, h2o_req_t *req)
+{
+    *ex = (igw_exchange){.w = w, .req = req, .route = IGW_METRICS_ROUTE_NONE};
+    clock_gettime(CLOCK_MONOTONIC, &ex->start);
+    make_request_id(w, ex->id);
+    size_t plen = req->input.query_at != SIZE_MAX ? req->input.query_at : req->input.path.len;
+    ex->path = (igw_str){req->input.path.base, plen};
 }
 
 static int on_req(h2o_handler_t *self, h2o_req_t *req)
 {
     (void)self;
     worker *w = H2O_STRUCT_FROM_MEMBER(worker, ctx, req->conn->ctx);
-    igw_exchange ex = {.w = w, .req = req, .route = IGW_METRICS_ROUTE_NONE};
-    clock_gettime(CLOCK_MONOTONIC, &ex.start);
-    make_request_id(w, ex.id);
-    size_t plen = req->input.query_at != SIZE_MAX ? req->input.query_at : req->input.path.len;
-    ex.path = (igw_str){req->input.path.base, plen};
+    igw_exchange ex;
+    exchange_init(&ex, w, req);
     igw_str method = {req->input.method.base, req->input.method.len};
     igw_arena_reset(&w->arena);
 
@@ -906,6 +922,154 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     if (!ex.replied && !ex.held)
         igw_http_reply_error(&ex, IGW_ERR_INTERNAL, "handler did not reply", "");
     return 0;
+}
+
+/* ---- the browser console (console_dir) ------------------------------------------ */
+
+/* console_dir is served under /console/ by h2o's file handler, on a path of
+ * its own registered ahead of "/", so no other path changes its routing.
+ * Only a plain file name directly in the directory is served: the raw path
+ * (not h2o's normalized one) must be /console/ (index.html) or
+ * /console/NAME, NAME made of [A-Za-z0-9_-] then [A-Za-z0-9._-] without
+ * "..": no dotfile, no subdirectory, no escape, nothing percent-encoded,
+ * and h2o lists no directory. Any other path h2o's normalization brought
+ * here (/console/x/../y, /api/../console/z) goes to on_req, which routes it
+ * by its raw path as before. Every answer is counted and logged under the
+ * route "console" with a request id; a missing file is the not_found
+ * envelope. */
+#define CONSOLE_PATH "/console/"
+#define CONSOLE_NAME_MAX 128
+
+/* Same origin only; the page's fetch and WebSocket go to its own origin
+ * (CSP 3: 'self' covers ws: and wss: of it). */
+static const char console_csp[] =
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; media-src 'self'; "
+    "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+static bool console_char(char c, bool first)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
+           (!first && c == '.');
+}
+
+static bool console_path_ok(igw_str path)
+{
+    size_t n = sizeof CONSOLE_PATH - 1;
+    if (path.len < n || memcmp(path.ptr, CONSOLE_PATH, n) != 0)
+        return false;
+    const char *name = path.ptr + n;
+    size_t len = path.len - n;
+    if (len > CONSOLE_NAME_MAX)
+        return false;
+    for (size_t i = 0; i < len; i++)
+        if (!console_char(name[i], i == 0) || (name[i] == '.' && i + 1 < len && name[i + 1] == '.'))
+            return false;
+    return true;
+}
+
+/* First handler of /console/: refuses what is not a console file read,
+ * then lets h2o's file handler (next) serve it. h2o calls that handler as
+ * soon as this one returns, and it opens the file and starts its response
+ * (on_console_setup) before returning in turn: the worker can keep the
+ * request's start time for them. */
+static int on_console_req(h2o_handler_t *self, h2o_req_t *req)
+{
+    worker *w = H2O_STRUCT_FROM_MEMBER(worker, ctx, req->conn->ctx);
+    size_t plen = req->input.query_at != SIZE_MAX ? req->input.query_at : req->input.path.len;
+    if (framing_error(req) || !console_path_ok((igw_str){req->input.path.base, plen}))
+        return on_req(self, req);
+    igw_str method = {req->input.method.base, req->input.method.len};
+    if (!str_is(method, "GET") && !str_is(method, "HEAD")) {
+        igw_exchange ex;
+        exchange_init(&ex, w, req);
+        ex.route = IGW_METRICS_ROUTE_CONSOLE;
+        igw_http_reply_error(&ex, IGW_ERR_METHOD, "the console is read with GET or HEAD", "");
+        return 0;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &w->console_start);
+    return -1;
+}
+
+/* Last handler of /console/: the file handler found no such file. */
+static int on_console_missing(h2o_handler_t *self, h2o_req_t *req)
+{
+    (void)self;
+    worker *w = H2O_STRUCT_FROM_MEMBER(worker, ctx, req->conn->ctx);
+    igw_exchange ex;
+    exchange_init(&ex, w, req);
+    ex.route = IGW_METRICS_ROUTE_CONSOLE;
+    ex.start = w->console_start;
+    igw_http_reply_error(&ex, IGW_ERR_NOT_FOUND, "no such file", "");
+    return 0;
+}
+
+static void add_console_headers(h2o_req_t *req)
+{
+    h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CACHE_CONTROL, NULL, H2O_STRLIT("no-store"));
+    h2o_add_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("content-security-policy"), 0, NULL, console_csp,
+                          sizeof console_csp - 1);
+    h2o_add_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("x-content-type-options"), 0, NULL,
+                          H2O_STRLIT("nosniff"));
+    h2o_add_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("referrer-policy"), 0, NULL,
+                          H2O_STRLIT("no-referrer"));
+}
+
+/* The filter of /console/: h2o's own answers there (the file, 304, a
+ * redirect, its 403/503 refusals) get a request id, the console's headers,
+ * and are counted and logged; an error with a class becomes its envelope.
+ * igw's envelopes (they carry their id already) pass as they are. */
+static void on_console_setup(h2o_filter_t *self, h2o_req_t *req, h2o_ostream_t **slot)
+{
+    (void)self;
+    if (h2o_find_header_by_str(&req->res.headers, H2O_STRLIT("x-request-id"), -1) >= 0) {
+        h2o_setup_next_ostream(req, slot);
+        return;
+    }
+    int status = req->res.status, cls = IGW_ERR_OK;
+    if (status >= 400) {
+        cls = class_of_status(status);
+        if (cls >= 0) {
+            h2o_setup_next_ostream(req, add_refusal(req, slot, cls, IGW_METRICS_ROUTE_CONSOLE));
+            return;
+        }
+        cls = status < 500 ? IGW_ERR_PARAMETER : IGW_ERR_INTERNAL; /* 416: as h2o wrote it, counted */
+    }
+    worker *w = H2O_STRUCT_FROM_MEMBER(worker, ctx, req->conn->ctx);
+    igw_exchange ex;
+    exchange_init(&ex, w, req);
+    ex.route = IGW_METRICS_ROUTE_CONSOLE;
+    ex.start = w->console_start;
+    add_request_id(&ex);
+    add_console_headers(req);
+    size_t out = req->res.content_length != SIZE_MAX ? req->res.content_length : 0;
+    igw_accesslog_entry e = log_entry(&ex, status, cls, 0, out);
+    account(&ex, cls, &e);
+    h2o_setup_next_ostream(req, slot);
+}
+
+/* Registers /console/ on host, ahead of any other path: the guard, h2o's
+ * file handler over `dir` (absolute) with a mime map of the console's
+ * types only, and the not-found handler. */
+static void console_register(h2o_hostconf_t *host, const char *dir)
+{
+    h2o_pathconf_t *path = h2o_config_register_path(host, CONSOLE_PATH, 0);
+    h2o_create_handler(path, sizeof(h2o_handler_t))->on_req = on_console_req;
+    h2o_mimemap_t *types = h2o_mimemap_create();
+    h2o_mimemap_clear_types(types);
+    h2o_mimemap_set_default_type(types, "application/octet-stream", NULL);
+    h2o_mimemap_define_mimetype(types, "html", "text/html; charset=utf-8", NULL);
+    h2o_mimemap_define_mimetype(types, "js", "text/javascript; charset=utf-8", NULL);
+    h2o_mimemap_define_mimetype(types, "css", "text/css; charset=utf-8", NULL);
+    h2o_mimemap_define_mimetype(types, "svg", "image/svg+xml", NULL);
+    h2o_mimemap_define_mimetype(types, "png", "image/png", NULL);
+    h2o_mimemap_define_mimetype(types, "ico", "image/x-icon", NULL);
+    h2o_mimemap_define_mimetype(types, "md", "text/plain; charset=utf-8", NULL);
+    static const char *index_files[] = {"index.html", NULL};
+    /* No ETag: with no-store nothing revalidates; no listing flag. */
+    h2o_file_register(path, dir, index_files, types, H2O_FILE_FLAG_NO_ETAG);
+    h2o_mem_release_shared(types); /* the handler holds its reference */
+    h2o_create_handler(path, sizeof(h2o_handler_t))->on_req = on_console_missing;
+    h2o_create_filter(path, sizeof(h2o_filter_t))->on_setup_ostream = on_console_setup;
 }
 
 /* ---- workers ---------------------------------------------------------------- */
@@ -1127,9 +1291,23 @@ igw_server *igw_http_create(const igw_config *cfg, const igw_http_app *app, char
         snprintf(err, errlen, "configuration not resolved");
         return NULL;
     }
+    char *console = NULL; /* console_dir, absolute */
+    struct stat st;
+    if (cfg->console_dir[0]) {
+        if (!(console = realpath(cfg->console_dir, NULL))) {
+            snprintf(err, errlen, "console_dir %s: %s", cfg->console_dir, strerror(errno));
+            return NULL;
+        }
+        if (stat(console, &st) != 0 || !S_ISDIR(st.st_mode)) {
+            snprintf(err, errlen, "console_dir %s: not a directory", cfg->console_dir);
+            free(console);
+            return NULL;
+        }
+    }
     igw_server *s = calloc(1, sizeof *s);
     if (!s) {
         snprintf(err, errlen, "out of memory");
+        free(console);
         return NULL;
     }
     s->cfg = *cfg;
@@ -1141,12 +1319,14 @@ igw_server *igw_http_create(const igw_config *cfg, const igw_http_app *app, char
     if (pthread_mutex_init(&s->mu, NULL) != 0) {
         snprintf(err, errlen, "cannot make a mutex");
         free(s);
+        free(console);
         return NULL;
     }
     if (pthread_cond_init(&s->cv, NULL) != 0) {
         snprintf(err, errlen, "cannot make a condition variable");
         pthread_mutex_destroy(&s->mu);
         free(s);
+        free(console);
         return NULL;
     }
     s->sync_ready = true;
@@ -1154,6 +1334,10 @@ igw_server *igw_http_create(const igw_config *cfg, const igw_http_app *app, char
     s->globalconf.max_request_entity_size = cfg->max_body;
     s->globalconf.server_name = h2o_iovec_init(H2O_STRLIT("igwd"));
     h2o_hostconf_t *host = h2o_config_register_host(&s->globalconf, h2o_iovec_init(H2O_STRLIT("default")), 65535);
+    if (console) { /* first: h2o takes the first path that matches */
+        console_register(host, console);
+        free(console); /* copied by the file handler */
+    }
     h2o_pathconf_t *path = h2o_config_register_path(host, "/", 0);
     h2o_handler_t *handler = h2o_create_handler(path, sizeof *handler);
     handler->on_req = on_req;

@@ -12,6 +12,10 @@
  * is refused 400 and its connection closed; h2o's own refusals (an
  * unreadable Content-Length, a body over max_body) get the envelope too
  * (docs/configuration.md, "Request framing").
+ * With cfg.console_dir set, GET/HEAD /console/NAME serve that directory's
+ * files read-only with h2o's file handler, ahead of the catch-all; any
+ * other path under /console/ is routed as before (docs/configuration.md,
+ * "The browser console").
  *
  * h2o's headers are included by http.c only. */
 #ifndef IGW_HTTP_H

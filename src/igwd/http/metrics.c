@@ -88,6 +88,7 @@ const char *igw_metrics_route_name(unsigned route)
     case IGW_METRICS_ROUTE_METRICS: return "metrics";
     case IGW_METRICS_ROUTE_DOWNLOAD: return "device_download";
     case IGW_METRICS_ROUTE_BENCH: return "bench_bare";
+    case IGW_METRICS_ROUTE_CONSOLE: return "console";
     default: return "none";
     }
 }

@@ -20,6 +20,7 @@ enum {
     IGW_METRICS_ROUTE_METRICS,
     IGW_METRICS_ROUTE_DOWNLOAD, /* GET of a signed upload URL */
     IGW_METRICS_ROUTE_BENCH,    /* POST /bench/bare */
+    IGW_METRICS_ROUTE_CONSOLE,  /* GET of a browser console file (console_dir) */
     IGW_METRICS_ROUTE_NONE,
     IGW_METRICS_ROUTE__COUNT
 };

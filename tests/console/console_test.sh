@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# console_test.sh IGWD IGWCTL - the browser console (console/) served by igwd
+# (setting console_dir): the static route with curl (content types, headers,
+# what is never served, every other route unaffected), then headless
+# Chromium (tests/media/lib.mjs) driving the page against real PostgreSQL,
+# Redis and Mosquitto with the demo tenant: log in, register, push, a
+# device.action answered by the device over MQTT, acknowledgements, the pull
+# fallback, error envelopes, a bad token (console_test.mjs).
+# Runs in network, PID and mount namespaces of its own like the media tests
+# (tests/media/lib.sh media_netns; IGW_MEDIA_NETNS=0: the host's), so
+# everything it starts dies with it. playwright-core is installed first into
+# IGW_PW_DIR (default: beside IGWD, shared with the media tests).
+set -u
+IGWD=$(realpath "${1:?usage: console_test.sh IGWD IGWCTL}")
+IGWCTL=$(realpath "${2:?usage: console_test.sh IGWD IGWCTL}")
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+HERE=$(cd "$(dirname "$0")" && pwd)
+RUN_SECONDS=300
+# shellcheck source=../media/lib.sh
+. "$ROOT/tests/media/lib.sh"
+
+if [ -z "${IGW_CONSOLE_NS:-}" ]; then
+    command -v node >/dev/null || { echo "console test: FAIL: node is required" >&2; exit 1; }
+    # npm needs the registry: before the namespace, which has no network.
+    media_playwright "${IGW_PW_DIR:-$(dirname "$IGWD")/pw-node}" || { echo "console test: FAIL: playwright-core" >&2; exit 1; }
+    IGW_CONSOLE_NS=1 media_netns timeout -k 5 "$RUN_SECONDS" "$0" "$IGWD" "$IGWCTL"
+    exit $?
+fi
+
+# shellcheck source=../igwd/lib.sh
+. "$ROOT/tests/igwd/lib.sh"
+export IGWCTL
+igw_services_test console "${CONSOLE_PG_PORT:-25400}" "${CONSOLE_REDIS_PORT:-63800}" "${CONSOLE_MQTT_PORT:-18900}"
+TOKEN=$(j .user.token) P=$(j .device.productID) D=$(j .device.deviceName) CAM=$(j .camera.cameraId)
+
+# The console as served: the repo's files, plus a dotfile and a subdirectory
+# that must never be served.
+DIR=$TMP/console
+mkdir "$DIR" && cp "$ROOT"/console/* "$DIR"/ || fail "copy console/"
+echo dotfile-secret >"$DIR/.env"
+mkdir "$DIR/sub" && echo sub-secret >"$DIR/sub/f.txt"
+
+# get PATH [CURL-ARGS...]: reply in $TMP/r, headers in $TMP/h, status in $STATUS.
+get() {
+    local p=$1
+    shift
+    STATUS=$(curl -s --path-as-is -o "$TMP/r" -D "$TMP/h" -w '%{http_code}' "$@" "http://127.0.0.1:$PORT$p")
+}
+# hdr NAME: the value of a response header in $TMP/h (last occurrence).
+hdr() { tr -d '\r' <"$TMP/h" | sed -n "s/^$1: //Ip" | tail -n 1; }
+
+# ---- off by default; a console_dir that is no directory stops igwd --------------------------
+igw_start IGW_THREADS=1
+CASE="no console_dir: /console/ is an unknown path"; get /console/; expect 404 100404
+[ "$(jq -r .data.reason "$TMP/r")" = "no such route" ] || fail "$CASE: $(cat "$TMP/r")"; ok
+igw_stop
+env -i PATH="$PATH" LSAN_OPTIONS="${LSAN_OPTIONS:-}" IGW_LISTEN=127.0.0.1:0 IGW_CONSOLE_DIR="$DIR/index.html" "$IGWD" \
+    >"$TMP/bad.out" 2>"$TMP/bad.err"
+rc=$?
+[ $rc != 0 ] && grep -q "console_dir .*index.html: not a directory" "$TMP/bad.err" ||
+    fail "console_dir naming a file: exit $rc, $(cat "$TMP/bad.err")"; ok
+
+# ---- the static route ---------------------------------------------------------------------------
+igw_start IGW_THREADS=2 IGW_PG_DSN="$IGW_PG_DSN" IGW_JWT_KEY_FILE="$IGW_VAR/jwt.key" IGW_DEVICE_CACHE_MS=0 \
+    IGW_MQTT_HOST=127.0.0.1 IGW_MQTT_PORT="$IGW_MQTT_PORT" IGW_MQTT_PASSWORD_FILE="$IGW_MQTT_PASSWORD_FILE" \
+    IGW_MQTT_CLIENT_ID=igwd-console-test IGW_COMMAND_TIMEOUT_MS=1000 IGW_CONSOLE_DIR="$DIR"
+CSP="default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; media-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+for f in /console/:index.html:"text/html; charset=utf-8" /console/index.html:index.html:"text/html; charset=utf-8" \
+    /console/console.js:console.js:"text/javascript; charset=utf-8" /console/console.css:console.css:"text/css; charset=utf-8" \
+    /console/favicon.svg:favicon.svg:image/svg+xml; do
+    path=${f%%:*} rest=${f#*:}; file=${rest%%:*} type=${rest#*:}
+    CASE="GET $path"; get "$path"
+    [ "$STATUS" = 200 ] && cmp -s "$TMP/r" "$DIR/$file" || fail "$CASE: HTTP $STATUS, or not $file's bytes"; ok
+    [ "$(hdr content-type)" = "$type" ] || fail "$CASE: content-type $(hdr content-type), want $type"; ok
+    [ "$(hdr cache-control)" = no-store ] && [ "$(hdr content-security-policy)" = "$CSP" ] &&
+        [ "$(hdr x-content-type-options)" = nosniff ] && [ "$(hdr referrer-policy)" = no-referrer ] &&
+        [[ $(hdr x-request-id) =~ ^[0-9a-f]{16}$ ]] || fail "$CASE: headers $(cat "$TMP/h")"; ok
+done
+CASE="HEAD"; get /console/console.js -I
+[ "$STATUS" = 200 ] && [ "$(hdr content-length)" = "$(stat -c %s "$DIR/console.js")" ] && ! grep -q "use strict" "$TMP/r" ||
+    fail "$CASE: HTTP $STATUS $(cat "$TMP/h")"; ok
+CASE="a missing file"; get /console/nosuch.js; expect 404 100404
+[ "$(jq -r .data.reason "$TMP/r")" = "no such file" ] || fail "$CASE: $(cat "$TMP/r")"; ok
+CASE="POST to a console file"; get /console/index.html -X POST; expect 405 100405
+# Never served: a dotfile, a directory's listing or its files, an escape, an encoded name.
+for p in /console/.env /console/sub/ /console/sub/f.txt /console/../console/index.html /console/%2e%2e/metrics \
+    /console/x/../index.html /api/../console/index.html /console//index.html /console/%69ndex.html /console \
+    "/console/..%2fjwt.key" /console/...; do
+    CASE="not served: $p"; get "$p"; expect 404 100404
+    grep -q "secret" "$TMP/r" && fail "$CASE: $(cat "$TMP/r")"; ok
+done
+CASE="a subdirectory: a redirect to what is not served"; get /console/sub
+[ "$STATUS" = 404 ] || { [ "$STATUS" = 301 ] && [ "$(hdr location)" = /console/sub/ ]; } || fail "$CASE: HTTP $STATUS"; ok
+# Every other route as before.
+CASE="/healthz"; get /healthz; expect 200 200
+CASE="an API route, no token"; get /api/v1/im/interaction/endpoints/register -X POST; expect 401 100401
+CASE="an unknown path"; get /consoles/index.html; expect 404 100404
+[ "$(jq -r .data.reason "$TMP/r")" = "no such route" ] || fail "$CASE: $(cat "$TMP/r")"; ok
+# Five GETs, a HEAD, the redirect of /console/sub; a missing file; a POST.
+CASE="the console in /metrics"; get /metrics
+grep -q '^igw_requests_total{route="console",code="200"} 7$' "$TMP/r" &&
+    grep -q '^igw_requests_total{route="console",code="100404"} 1$' "$TMP/r" &&
+    grep -q '^igw_requests_total{route="console",code="100405"} 1$' "$TMP/r" ||
+    fail "$CASE: $(grep console "$TMP/r")"; ok
+CASE="the console in the access log"
+grep -q '"path":"/console/console.js","route":"console","status":200,"code":200' "$TMP/igwd.err" || fail "$CASE"; ok
+
+# ---- the page in Chromium ---------------------------------------------------------------------
+# The device answers its first action over MQTT (one connection per device:
+# the subscriber ends before the publisher connects).
+MU=$(j .device.username) MP=$(j .device.password)
+(mosquitto_sub -h 127.0.0.1 -p "$IGW_MQTT_PORT" -i "$P&$D" -u "$MU" -P "$MP" -q 1 -C 1 -W 120 \
+    -t "\$thing/down/action/$P/$D" >"$TMP/down" &&
+    T1=$(jq -r .msgToken "$TMP/down") &&
+    mosquitto_pub -h 127.0.0.1 -p "$IGW_MQTT_PORT" -i "$P&$D" -u "$MU" -P "$MP" -q 1 -t "\$thing/up/action/$P/$D" \
+        -m "{\"method\":\"actionReply\",\"msgToken\":\"$T1\",\"code\":200,\"actionID\":\"ptz\",\"response\":{\"ok\":true}}") &
+SUBPID=$!
+sleep 0.5
+media_sanitizers "$TMP" || fail "sanitizer options"
+node "$HERE/console_test.mjs" "http://127.0.0.1:$PORT" "$TOKEN" "$P" "$D" "$CAM" || fail "console_test.mjs"
+ok
+wait "$SUBPID"; SUBPID=
+CASE="the device got the page's action"; jq -e '.actionID == "ptz" and .params == {"direction":1,"speed":5}' "$TMP/down" >/dev/null ||
+    fail "$CASE: $(cat "$TMP/down")"; ok
+CASE="every delivery acknowledged"
+[ "$(psql_q "SELECT count(*) FILTER (WHERE acked_at IS NULL) || '/' || (count(*) >= 2) FROM deliveries")" = 0/true ] ||
+    fail "$CASE: $(psql_q "SELECT delivery_id, state, acked_at FROM deliveries")"; ok
+igw_stop
+echo "console test: $checks checks passed"

@@ -413,8 +413,8 @@ test-presence: $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-mqtt-auth.so
 	tests/igwd/presence_test.sh $(T)/igwd $(BUILD)/igwctl
 
 # The browser console (console/) served by igwd, in headless Chromium against real services.
-test-console: $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-mqtt-auth.so
-	tests/console/console_test.sh $(T)/igwd $(BUILD)/igwctl
+test-console: $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-mqtt-auth.so $(BUILD)/igw-vcam
+	tests/console/console_test.sh $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-vcam
 
 test-sql:
 	tests/sql/drift.sh

@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
-# console_test.sh IGWD IGWCTL - the browser console (console/) served by igwd
+# console_test.sh IGWD IGWCTL VCAM - the browser console (console/) served by igwd
 # (setting console_dir): the static route with curl (content types, headers,
 # what is never served, every other route unaffected), then headless
 # Chromium (tests/media/lib.mjs) driving the page against real PostgreSQL,
 # Redis and Mosquitto with the demo tenant: log in, register, push, a
 # device.action answered by the device over MQTT, acknowledgements, the pull
-# fallback, error envelopes, a bad token (console_test.mjs).
+# fallback, error envelopes, a bad token (console_test.mjs); then the live
+# view of the demo camera (igw-vcam as its device) from the page.
 # Runs in network, PID and mount namespaces of its own like the media tests
 # (tests/media/lib.sh media_netns; IGW_MEDIA_NETNS=0: the host's), so
 # everything it starts dies with it. playwright-core is installed first into
 # IGW_PW_DIR (default: beside IGWD, shared with the media tests).
 set -u
 IGWD=$(realpath "${1:?usage: console_test.sh IGWD IGWCTL}")
-IGWCTL=$(realpath "${2:?usage: console_test.sh IGWD IGWCTL}")
+IGWCTL=$(realpath "${2:?usage: console_test.sh IGWD IGWCTL VCAM}")
+VCAM=$(realpath "${3:?usage: console_test.sh IGWD IGWCTL VCAM}")
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 HERE=$(cd "$(dirname "$0")" && pwd)
 RUN_SECONDS=300
@@ -23,7 +25,7 @@ if [ -z "${IGW_CONSOLE_NS:-}" ]; then
     command -v node >/dev/null || { echo "console test: FAIL: node is required" >&2; exit 1; }
     # npm needs the registry: before the namespace, which has no network.
     media_playwright "${IGW_PW_DIR:-$(dirname "$IGWD")/pw-node}" || { echo "console test: FAIL: playwright-core" >&2; exit 1; }
-    IGW_CONSOLE_NS=1 media_netns timeout -k 5 "$RUN_SECONDS" "$0" "$IGWD" "$IGWCTL"
+    IGW_CONSOLE_NS=1 media_netns timeout -k 5 "$RUN_SECONDS" "$0" "$IGWD" "$IGWCTL" "$VCAM"
     exit $?
 fi
 
@@ -63,7 +65,8 @@ rc=$?
 # ---- the static route ---------------------------------------------------------------------------
 igw_start IGW_THREADS=2 IGW_PG_DSN="$IGW_PG_DSN" IGW_JWT_KEY_FILE="$IGW_VAR/jwt.key" IGW_DEVICE_CACHE_MS=0 \
     IGW_MQTT_HOST=127.0.0.1 IGW_MQTT_PORT="$IGW_MQTT_PORT" IGW_MQTT_PASSWORD_FILE="$IGW_MQTT_PASSWORD_FILE" \
-    IGW_MQTT_CLIENT_ID=igwd-console-test IGW_COMMAND_TIMEOUT_MS=1000 IGW_CONSOLE_DIR="$DIR"
+    IGW_MQTT_CLIENT_ID=igwd-console-test IGW_COMMAND_TIMEOUT_MS=1000 IGW_CONSOLE_DIR="$DIR" \
+    IGW_MEDIA_ADDRESS="$IGW_NETNS_ADDR"
 CSP="default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; media-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 for f in /console/:index.html:"text/html; charset=utf-8" /console/index.html:index.html:"text/html; charset=utf-8" \
     /console/console.js:console.js:"text/javascript; charset=utf-8" /console/console.css:console.css:"text/css; charset=utf-8" \
@@ -125,5 +128,18 @@ CASE="the device got the page's action"; jq -e '.actionID == "ptz" and .params =
 CASE="every delivery acknowledged"
 [ "$(psql_q "SELECT count(*) FILTER (WHERE acked_at IS NULL) || '/' || (count(*) >= 2) FROM deliveries")" = 0/true ] ||
     fail "$CASE: $(psql_q "SELECT delivery_id, state, acked_at FROM deliveries")"; ok
+# ---- the live view: the device is the camera now (igw-vcam) -------------------------------------
+"$VCAM" --mqtt "127.0.0.1:$IGW_MQTT_PORT" --product "$P" --device "$D" --secret "$(j .device.secret)" --camera-id "$CAM" \
+    --address "$IGW_NETNS_ADDR" 2>"$TMP/vcam.err" &
+SUBPID=$!
+for _ in $(seq 100); do [ "$(psql_q "SELECT online FROM devices WHERE product_id = '$P' AND device_name = '$D'")" = t ] && break; sleep 0.1; done
+node "$HERE/console_test.mjs" --live "http://127.0.0.1:$PORT" "$TOKEN" "$P" "$D" "$CAM" ||
+    { tail -20 "$TMP/vcam.err" >&2; fail "console_test.mjs --live"; }
+ok
+CASE="the live view's session ended, by the page"
+[ "$(psql_q "SELECT state || ' ' || reason FROM sessions")" = "ended userHangup" ] ||
+    fail "$CASE: $(psql_q "SELECT session_id, state, reason FROM sessions")"; ok
+kill -TERM "$SUBPID"; wait "$SUBPID"; rc=$?; SUBPID=
+[ $rc = 0 ] || fail "igw-vcam exit $rc after SIGTERM"; ok
 igw_stop
 echo "console test: $checks checks passed"

@@ -9,4 +9,5 @@ const igw_CommandMethod_method igw_CommandMethod_methods[IGW_CommandMethod__COUN
     [IGW_CommandMethod_interaction_mediaState] = {igw_session_command, IGW_METHOD_SESSION},
     [IGW_CommandMethod_interaction_trackControl] = {igw_session_command, IGW_METHOD_SESSION},
     [IGW_CommandMethod_interaction_end] = {igw_session_command, IGW_METHOD_SESSION},
+    [IGW_CommandMethod_interaction_subscribe] = {igw_session_command, IGW_METHOD_SESSION},
 };

@@ -28,9 +28,12 @@ igw_services_test live 25402 63802 18902
 KEY=$IGW_VAR/jwt.key
 "$IGWCTL" grant --db "$IGW_PG_DSN" --user "$(j .otherUser.userId)" --product "$(j .device.productID)" \
     --device "$(j .device.deviceName)" >/dev/null || fail "igwctl grant"
-igw_start IGW_THREADS=2 IGW_PG_DSN="$IGW_PG_DSN" IGW_JWT_KEY_FILE="$KEY" \
-    IGW_MQTT_HOST=127.0.0.1 IGW_MQTT_PORT="$IGW_MQTT_PORT" IGW_MQTT_PASSWORD_FILE="$IGW_MQTT_PASSWORD_FILE" \
-    IGW_MQTT_CLIENT_ID=igwd-live-test IGW_MEDIA_ADDRESS="$IGW_NETNS_ADDR" IGW_LOG_LEVEL=info
+start_igwd() {
+    igw_start IGW_THREADS=2 IGW_PG_DSN="$IGW_PG_DSN" IGW_JWT_KEY_FILE="$KEY" IGW_NODE_ID=live-node \
+        IGW_MQTT_HOST=127.0.0.1 IGW_MQTT_PORT="$IGW_MQTT_PORT" IGW_MQTT_PASSWORD_FILE="$IGW_MQTT_PASSWORD_FILE" \
+        IGW_MQTT_CLIENT_ID=igwd-live-test IGW_MEDIA_ADDRESS="$IGW_NETNS_ADDR" IGW_LOG_LEVEL=info
+}
+start_igwd
 
 if ! IGW_BASE=http://127.0.0.1:$PORT IGW_VCAM=$VCAM IGW_DEMO=$DEMO node "$ROOT/tests/igwd/live_test.mjs"; then
     grep -A60 -m1 'ERROR: AddressSanitizer\|runtime error' "$TMP/igwd.err" >&2 # a sanitizer's report, whole
@@ -40,10 +43,47 @@ CASE="database: no session is left live"
 [ "$(psql_q "SELECT count(*) FROM sessions WHERE state <> 'ended'")" = 0 ] ||
     fail "$CASE: $(psql_q "SELECT session_id, state FROM sessions")"; ok
 CASE="database: every session ended with its reason"
-[ "$(psql_q "SELECT string_agg(reason, ',' ORDER BY reason) FROM sessions")" = "cameraGone,userHangup" ] ||
+[ "$(psql_q "SELECT string_agg(reason, ',' ORDER BY reason) FROM sessions")" = "cameraOffline,userHangup,userStopped,userStopped" ] ||
     fail "$CASE: $(psql_q "SELECT session_id, state, reason FROM sessions")"; ok
 CASE="database: each state change is one event in order"
 [ "$(psql_q "SELECT string_agg(event_seq::text, ',' ORDER BY session_id, event_seq) FROM events WHERE event_seq IS NOT NULL")" != "" ] ||
     fail "$CASE"; ok
+
+# ---- igwd killed and restarted: its sessions end (nodeRestarted), nothing is lost ----------------
+P=$(j .device.productID) D=$(j .device.deviceName) CAM=$(j .camera.cameraId) TOKEN=$(j .user.token)
+api() { curl -s -X POST -H "Authorization: Bearer $TOKEN" -H 'content-type: application/json' "$@"; }
+"$VCAM" --mqtt "127.0.0.1:$IGW_MQTT_PORT" --product "$P" --device "$D" --secret "$(j .device.secret)" --camera-id "$CAM" \
+    --address "$IGW_NETNS_ADDR" 2>"$TMP/vcam.err" &
+SUBPID=$!
+online() { [ "$(psql_q "SELECT online FROM devices WHERE product_id = '$P' AND device_name = '$D'")" = t ]; }
+wait_for() { local n=$(($1 * 10)); shift; for _ in $(seq "$n"); do "$@" && return 0; sleep 0.1; done; return 1; }
+wait_for 10 online || fail "the camera is not online"
+EP=$(api "http://127.0.0.1:$PORT/api/v1/im/interaction/endpoints/register" | jq -r .data.endpointId)
+OPEN="{\"endpointId\":\"$EP\",\"command\":{\"msgToken\":\"restart-1\",\"method\":\"interaction.open\",\"target\":{\"productID\":\"$P\",\"deviceName\":\"$D\"},\"params\":{\"purpose\":\"ipcLiveView\",\"cameraId\":\"$CAM\"}}}"
+CASE="open before the restart"
+[ "$(api "http://127.0.0.1:$PORT/api/v1/im/interaction/commands" -d "$OPEN" | jq -r .data.accepted)" = true ] || fail "$CASE"; ok
+legs_are() { [ "$(grep -c "offer for leg .* sent" "$TMP/vcam.err")" = "$1" ]; } # the camera's offers so far
+wait_for 10 legs_are 1 || fail "the camera was not invited: $(cat "$TMP/vcam.err")"
+SID=$(psql_q "SELECT session_id FROM sessions WHERE state = 'invited'")
+kill -KILL "$PID"; wait "$PID" 2>/dev/null; PID=
+start_igwd
+CASE="after the restart: the session ended nodeRestarted"
+ended() { [ "$(psql_q "SELECT state || ' ' || reason || ' ' || event_seq FROM sessions WHERE session_id = '$SID'")" = "ended nodeRestarted 1" ]; }
+wait_for 10 ended || fail "$CASE: $(psql_q "SELECT state, reason, event_seq FROM sessions WHERE session_id = '$SID'")"; ok
+CASE="after the restart: nothing lost (the open's result, then the ended state, pulled in order)"
+api "http://127.0.0.1:$PORT/api/v1/im/interaction/events" -d "{\"endpointId\":\"$EP\",\"limit\":32}" >"$TMP/ev"
+jq -e --arg s "$SID" '[.data.list[].event | select(.sessionId == $s) | (.method + " " + (.data.state // "") + " " + (.data.reason // ""))]
+    == ["interaction.result invited ", "interaction.state ended nodeRestarted"]' "$TMP/ev" >/dev/null || fail "$CASE: $(cat "$TMP/ev")"; ok
+CASE="after the restart: the replay is the same acceptance, no new session"
+[ "$(api "http://127.0.0.1:$PORT/api/v1/im/interaction/commands" -d "$OPEN" | jq -r .data.replay)" = true ] &&
+    [ "$(psql_q "SELECT count(*) FROM sessions WHERE state <> 'ended'")" = 0 ] || fail "$CASE"; ok
+CASE="after the restart: a new open invites the camera again (its old leg is replaced)"
+[ "$(api "http://127.0.0.1:$PORT/api/v1/im/interaction/commands" -d "${OPEN/restart-1/restart-2}" | jq -r .data.accepted)" = true ] ||
+    fail "$CASE"
+wait_for 10 legs_are 2 || fail "$CASE: $(tail -5 "$TMP/vcam.err")"; ok
+CASE="the ended session is not revived by the new leg"
+[ "$(psql_q "SELECT state FROM sessions WHERE session_id = '$SID'")" = ended ] || fail "$CASE"; ok
+kill -TERM "$SUBPID"; wait "$SUBPID"; rc=$?; SUBPID=
+[ $rc = 0 ] || fail "igw-vcam exit $rc after SIGTERM"; ok
 igw_stop
 echo "live test: $checks database checks passed"

@@ -49,6 +49,7 @@ struct igw_presence {
     unsigned inflight;   /* statements sent, unanswered */
     int64_t sweep_boot;  /* the boot being swept for (0: no sweep) */
     int64_t sweep_sent;  /* the boot of the batch in flight */
+    igw_engine *const *engine; /* told of devices gone offline (NULL: none) */
 };
 
 /* ---- the payload -------------------------------------------------------------------- */
@@ -198,6 +199,12 @@ void igw_presence_submit(igw_presence *p, const char *product_id, const char *de
     boot_seen(p, f.boot);
     if (broker)
         return;
+    /* The broker saw the device's current connection end (a takeover's
+     * old connection says nothing): its camera legs cannot go on. */
+    igw_engine *en = p->engine ? *p->engine : NULL;
+    if (f.state == IGW_PRESENCE_OFFLINE && en && igw_engine_device_offline(en, product_id, device_name) != 0)
+        igw_log(IGW_LOG_WARN, NULL, "presence: %s/%s offline not handed to the session engine", product_id,
+                device_name);
     char boot[24], seq[24], at[24];
     snprintf(boot, sizeof boot, "%" PRId64, f.boot);
     snprintf(seq, sizeof seq, "%" PRId64, f.seq);
@@ -210,13 +217,14 @@ void igw_presence_submit(igw_presence *p, const char *product_id, const char *de
     p->inflight++;
 }
 
-igw_presence *igw_presence_create(igw_db *db, igw_presence_stats *stats)
+igw_presence *igw_presence_create(igw_db *db, igw_presence_stats *stats, igw_engine *const *engine)
 {
     igw_presence *p;
     if (!db || !stats || !(p = calloc(1, sizeof *p)))
         return NULL;
     p->db = db;
     p->stats = stats;
+    p->engine = engine;
     return p;
 }
 

@@ -34,6 +34,7 @@
 #include <stdio.h>
 
 #include "core/db.h"
+#include "session/engine.h"
 
 #define IGW_PRESENCE_SWEEP_BATCH 1000 /* devices set offline per statement of a sweep */
 #define IGW_PRESENCE_PAYLOAD_MAX 512  /* a fact's JSON at most */
@@ -71,9 +72,11 @@ typedef struct igw_presence_fact {
 int igw_presence_parse(const char *payload, size_t len, igw_presence_fact *out);
 
 /* The presence of one worker, on db's loop (db not owned, must outlive it;
- * destroy the database first: its failed callbacks still reach it). NULL
- * when out of memory. */
-igw_presence *igw_presence_create(igw_db *db, igw_presence_stats *stats);
+ * destroy the database first: its failed callbacks still reach it).
+ * engine (may be NULL; read at each fact): the node's session engine, told
+ * of every device that went offline, whose legs end at once. NULL when out
+ * of memory. */
+igw_presence *igw_presence_create(igw_db *db, igw_presence_stats *stats, igw_engine *const *engine);
 
 /* Handles one fact from the broker: product_id and device_name "" for the
  * broker's fact (igw/presence/broker), else the device's (from the topic).

@@ -174,6 +174,35 @@ static void on_uplink(void *arg)
         live_sessions_source_ready(e, ready);
 }
 
+/* ---- presence ------------------------------------------------------------------ */
+
+typedef struct offline_msg {
+    igw_engine *e;
+    char pid[LIVE_NAME_MAX + 1], dn[LIVE_NAME_MAX + 1];
+} offline_msg;
+
+static void on_offline(void *arg)
+{
+    offline_msg *m = arg;
+    live_legs_offline(m->e, m->pid, m->dn);
+    free(m);
+}
+
+int igw_engine_device_offline(igw_engine *e, const char *product_id, const char *device_name)
+{
+    offline_msg *m = calloc(1, sizeof *m);
+    if (!m)
+        return -1;
+    m->e = e;
+    snprintf(m->pid, sizeof m->pid, "%s", product_id);
+    snprintf(m->dn, sizeof m->dn, "%s", device_name);
+    if (igw_loop_post(e->loop, on_offline, m) != 0) {
+        free(m);
+        return -1;
+    }
+    return 0;
+}
+
 /* ---- commands ------------------------------------------------------------------- */
 
 typedef struct cmd_msg {

@@ -86,6 +86,11 @@ typedef struct igw_engine_config {
     unsigned invite_timeout_ms, establish_timeout_ms, max_sessions;
 } igw_engine_config;
 
+/* The device's broker connection ended (a presence fact): its camera legs
+ * end now, every session on them with the reason cameraOffline. 0, or -1
+ * (stopping, out of memory). Any thread. */
+int igw_engine_device_offline(igw_engine *e, const char *product_id, const char *device_name);
+
 /* Starts the engine's loop and, with cfg->media, the media core (the
  * core's own reason in err when it refuses: an address it cannot use...).
  * NULL with err. */

@@ -353,6 +353,15 @@ void live_legs_tick(igw_engine *e, int64_t now_ms)
     }
 }
 
+void live_legs_offline(igw_engine *e, const char *pid, const char *dn)
+{
+    for (live_leg *l = e->legs, *n; l; l = n) {
+        n = l->next;
+        if (!strcmp(l->product_id, pid) && !strcmp(l->device_name, dn))
+            leg_end(e, l, "cameraOffline", false, IGW_ByeReason_shutdown);
+    }
+}
+
 void live_free_all(igw_engine *e)
 {
     while (e->sessions) {

@@ -47,6 +47,7 @@ struct live_session {
     uint32_t revision;        /* mediaRevision */
     igw_session_state state;
     bool listen_audio;
+    char only_track[LIVE_ID_MAX + 1]; /* subscribe: the one track it receives ("" : every track) */
     bool offered;             /* the application's offer reached the core */
     char *offer;              /* an offer waiting for the camera's source (owned), or NULL */
     char offer_token[130];    /* its command's msgToken (Token: 1..128 bytes) */
@@ -127,6 +128,8 @@ int live_leg_uplink(igw_engine *e, const igw_engine_uplink *u, const char **reas
 void live_leg_media(igw_engine *e, live_leg *leg, const igw_media_event *ev);
 live_leg *live_leg_find(igw_engine *e, const char *id);
 void live_legs_tick(igw_engine *e, int64_t now_ms);
+/* The device went offline: its legs end (cameraOffline), no bye. */
+void live_legs_offline(igw_engine *e, const char *product_id, const char *device_name);
 /* Closes every leg and session (the engine stops): nothing is written. */
 void live_free_all(igw_engine *e);
 

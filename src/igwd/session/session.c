@@ -47,10 +47,11 @@ static const igw_db_stmt st_open_read = {
     "  ORDER BY m.received_at DESC, m.message_id DESC LIMIT 1)",
     7};
 
-/* open's acceptance, its session (invited, owned by this node's epoch) and
- * its interaction.result with the delivery and the NOTIFY: one statement,
- * which claims nothing unless the endpoint is live, the rights hold and the
- * epoch is still this node's. */
+/* A new session's acceptance (open's, or subscribe's on its parent $18),
+ * the session (invited, owned by this node's epoch) and its
+ * interaction.result with the delivery and the NOTIFY: one statement, which
+ * claims nothing unless the endpoint is live, the rights hold and the epoch
+ * is still this node's. */
 static const igw_db_stmt st_open_write = {
     "igw_session_open_write",
     "WITH ok AS MATERIALIZED (SELECT p.expires_at_ms AS exp FROM endpoints p "
@@ -59,17 +60,19 @@ static const igw_db_stmt st_open_write = {
     "      AND EXISTS (SELECT 1 FROM nodes n WHERE n.node_id = $12::text AND n.epoch = $13::bigint)), "
     "cm AS (INSERT INTO commands (enterprise_id, endpoint_id, msg_token, user_id, method, session_id, fingerprint, "
     "                             command) "
-    "       SELECT $1::bigint, $3::text, $4::text, $2::bigint, 'interaction.open', NULL, decode($9::text, 'hex'), "
-    "              $10::jsonb FROM ok "
+    "       SELECT $1::bigint, $3::text, $4::text, $2::bigint, $17::text, NULLIF($18::text, ''), "
+    "              decode($9::text, 'hex'), $10::jsonb FROM ok "
     "       ON CONFLICT (enterprise_id, endpoint_id, msg_token) DO NOTHING RETURNING 1), "
     "s AS (INSERT INTO sessions (session_id, enterprise_id, user_id, endpoint_id, state, event_seq, media_revision, "
     "                            product_id, device_name, purpose, camera_id, owner_node, owner_epoch, deadline_ms) "
     "      SELECT $11::text, $1::bigint, $2::bigint, $3::text, 'invited', 0, 1, $5::text, $6::text, $8::text, "
     "             $7::text, $12::text, $13::bigint, $14::bigint FROM cm RETURNING 1), "
     "ev AS (INSERT INTO events (session_id, msg_token, event_seq, body, body_text) "
-    "       SELECT $11::text, $4::text, NULL, $15::text::jsonb, $15::text FROM s RETURNING event_id), "
+    "       SELECT COALESCE(NULLIF($18::text, ''), $11::text), $4::text, NULL, $15::text::jsonb, $15::text FROM s "
+    "       RETURNING event_id), "
     "dl AS (INSERT INTO deliveries (delivery_id, event_id, endpoint_id, session_id, watermark, state, expires_at_ms) "
-    "       SELECT $16::text, ev.event_id, $3::text, $11::text, ev.event_id, 'pending', ok.exp FROM ev, ok "
+    "       SELECT $16::text, ev.event_id, $3::text, COALESCE(NULLIF($18::text, ''), $11::text), ev.event_id, "
+    "              'pending', ok.exp FROM ev, ok "
     "       RETURNING endpoint_id), "
     "ntf AS (SELECT pg_notify('" IGW_OUTBOX_CHANNEL "', dl.endpoint_id) FROM dl) "
     "SELECT " ENDPOINT_LIVE("$3::text", "$1::bigint", "$2::bigint") ", "
@@ -77,7 +80,7 @@ static const igw_db_stmt st_open_write = {
     "EXISTS (SELECT 1 FROM nodes n WHERE n.node_id = $12::text AND n.epoch = $13::bigint), "
     "(SELECT count(*) FROM cm), (SELECT count(*) FROM s), (SELECT count(*) FROM dl), (SELECT count(*) FROM ntf), "
     PRIOR_FP("$1::bigint", "$3::text", "$4::text"),
-    16};
+    18};
 
 /* The acceptance of a command on an existing session. */
 static const igw_db_stmt st_accept = {
@@ -344,6 +347,14 @@ static void viewer_offer(igw_engine *e, live_session *s, const char *token)
         return;
     }
     s->offered = true;
+    if (s->only_track[0]) {
+        /* A subscribe's viewer receives its one track: the other kind's
+         * subscription stops (the track machine's unsubscribe). */
+        igw_media_kinds other = strcmp(s->only_track, "mic") == 0 ? IGW_MEDIA_VIDEO : IGW_MEDIA_AUDIO;
+        char terr[160];
+        (void)igw_media_viewer_track(e->media, s->id, s->revision, other, IGW_TRACK_ON_UNSUBSCRIBE, NULL, terr,
+                                     sizeof terr); /* no such track (a camera without microphone): nothing to stop */
+    }
     igw_jw w;
     igw_jw_init(&w);
     igw_WebrtcAnswer wa = {.has = IGW_WebrtcAnswer__REQUIRED,
@@ -391,6 +402,8 @@ typedef struct op {
     int64_t enterprise_id, user_id;
     igw_TrackOperation track_op;
     char track_id[LIVE_ID_MAX + 1];
+    char parent[LIVE_ID_MAX + 1]; /* subscribe: the session it was asked on */
+    char playback[32];            /* subscribe: the new viewer's playbackToken */
     char state[16];
     igw_EndReason end_reason;
 } op;
@@ -481,6 +494,8 @@ static void on_open_write(void *arg, const PGresult *res, const char *err)
     s->revision = 1;
     s->state = IGW_SESSION_INVITED;
     s->listen_audio = o->listen_audio;
+    if (o->method == IGW_CommandMethod_interaction_subscribe)
+        snprintf(s->only_track, sizeof s->only_track, "%s", o->track_id);
     s->deadline_ms = igw_clock_ms() + e->cfg.establish_timeout_ms;
     s->next = e->sessions;
     e->sessions = s;
@@ -496,6 +511,8 @@ static void on_open_write(void *arg, const PGresult *res, const char *err)
     }
     live_leg_attach(leg, s);
 }
+
+static void open_write(op *o);
 
 static void on_open_read(void *arg, const PGresult *res, const char *err)
 {
@@ -540,27 +557,41 @@ static void on_open_read(void *arg, const PGresult *res, const char *err)
                "/command/params/listenAudio");
         return;
     }
+    open_write(o);
+}
+
+/* The new session's write: open's, or subscribe's (an independent viewer
+ * of its parent's camera with a playbackToken of its own). */
+static void open_write(op *o)
+{
+    igw_engine *e = o->e;
     int64_t epoch = node_epoch(e);
     if (!epoch) {
         refuse(o, IGW_ERR_UNAVAILABLE, "this node is not serving sessions now, retry", "");
         return;
     }
-    if (live_new_id(o->sid, sizeof o->sid)) {
+    bool sub = o->method == IGW_CommandMethod_interaction_subscribe;
+    if (live_new_id(o->sid, sizeof o->sid) || (sub && live_new_id(o->playback, sizeof o->playback))) {
         refuse(o, IGW_ERR_INTERNAL, "internal error", "");
         return;
     }
-    /* The result of the open, emitted with it. */
+    /* The result of the open (subscribe), emitted with it. */
     igw_ResultEvent ev = {.has = IGW_ResultEvent__REQUIRED | IGW_ResultEvent_sessionId,
                           .msgToken = cstr(o->token),
                           .method = IGW_ResultMethod_interaction_result,
-                          .sessionId = cstr(o->sid),
+                          .sessionId = cstr(sub ? o->parent : o->sid),
                           .code = 200,
                           .data = {.has = IGW_ResultData_operation | IGW_ResultData_state | IGW_ResultData_sessionId |
                                           IGW_ResultData_mediaRevision,
-                                   .operation = IGW_CommandMethod_interaction_open,
+                                   .operation = o->method,
                                    .state = cstr("invited"),
                                    .sessionId = cstr(o->sid),
                                    .mediaRevision = 1}};
+    if (sub) {
+        ev.data.has |= IGW_ResultData_playbackToken | IGW_ResultData_trackId;
+        ev.data.playbackToken = cstr(o->playback);
+        ev.data.trackId = cstr(o->track_id);
+    }
     igw_jw_reset(&e->jw);
     igw_encode_ResultEvent(&e->jw, &ev);
     igw_jw_raw(&e->jw, "", 1); /* NUL: a C string parameter */
@@ -571,8 +602,9 @@ static void on_open_read(void *arg, const PGresult *res, const char *err)
     }
     snprintf(ep, sizeof ep, "%" PRId64, epoch);
     snprintf(deadline, sizeof deadline, "%" PRId64, igw_wall_ms() + (int64_t)e->cfg.establish_timeout_ms);
-    const char *v[16] = {o->ent, o->user, o->endpoint, o->token, o->pid, o->dn, o->cam, "ipcLiveView",
-                         o->c->fingerprint_hex, o->c->canon, o->sid, e->node_id, ep, deadline, e->jw.buf, did};
+    const char *v[18] = {o->ent, o->user, o->endpoint, o->token, o->pid, o->dn, o->cam, "ipcLiveView",
+                         o->c->fingerprint_hex, o->c->canon, o->sid, e->node_id, ep, deadline, e->jw.buf, did,
+                         o->c->method, o->parent};
     if (igw_db_exec(e->db, &st_open_write, v, NULL, NULL, on_open_write, o) != 0)
         refuse(o, IGW_ERR_UNAVAILABLE, "busy, retry later", "");
 }
@@ -799,6 +831,29 @@ static void cmd_on_session(op *o)
         o->end_reason = k->params.interaction_end.reason;
         rev = s->revision;
         break;
+    case IGW_CommandMethod_interaction_subscribe: {
+        const igw_SubscribeParams *p = &k->params.interaction_subscribe;
+        snprintf(o->track_id, sizeof o->track_id, "%.*s", (int)p->trackId.len, p->trackId.ptr);
+        if (strcmp(o->track_id, "video-1") != 0 && !(s->listen_audio && strcmp(o->track_id, "mic") == 0)) {
+            refuse(o, IGW_ERR_NOT_FOUND, "unknown track of this session", "/command/params/trackId");
+            return;
+        }
+        if (!s->leg) {
+            refuse(o, IGW_ERR_CONFLICT, "the session has no camera upstream", "/command/sessionId");
+            return;
+        }
+        if (e->nsessions >= e->cfg.max_sessions) {
+            refuse(o, IGW_ERR_CAPACITY, "this node holds as many sessions as it may", "");
+            return;
+        }
+        snprintf(o->parent, sizeof o->parent, "%s", s->id);
+        snprintf(o->pid, sizeof o->pid, "%s", s->leg->product_id);
+        snprintf(o->dn, sizeof o->dn, "%s", s->leg->device_name);
+        snprintf(o->cam, sizeof o->cam, "%s", s->leg->camera_id);
+        o->listen_audio = s->listen_audio;
+        open_write(o); /* the rights are checked again there */
+        return;
+    }
     default:
         refuse(o, IGW_ERR_NOT_IMPLEMENTED, "this command method is not implemented yet", "/command/method");
         return;

@@ -69,6 +69,7 @@ async function accepted(a, command, what) {
 }
 
 /** Opens a live view for application a with a Chromium viewer; returns the session. */
+let s_cmds;
 async function openView(a, browser, name) {
     const t = token('open');
     const cmd = { msgToken: t, method: 'interaction.open', target, params: { purpose: 'ipcLiveView', cameraId: camera } };
@@ -93,10 +94,12 @@ async function openView(a, browser, name) {
     const ans = await a.result(to, 15000);
     c.check(ans && ans.code === 200 && ans.data.webrtc && typeof ans.data.webrtc.sdp === 'string' && ans.data.mediaRevision === 1,
         `${name}: the mediaOffer result carries the answer (${JSON.stringify(ans && ans.data && { ...ans.data, webrtc: !!ans.data.webrtc })})`);
+    s_cmds = { openCmd: cmd, offerCmd: { msgToken: to, method: 'interaction.mediaOffer', sessionId: sid,
+        params: { mediaRevision: 1, webrtc: { iceMode: 'full', sdp: offer } } } };
     await v.setAnswer(ans.data.webrtc.sdp).catch((e) => {
         throw new Error(`${name}: the answer was refused: ${e.message}\n--- offer\n${offer}\n--- answer\n${ans.data.webrtc.sdp}`);
     });
-    return { a, sid, v, name };
+    return { a, sid, v, name, ...s_cmds };
 }
 
 async function report(s, state) {
@@ -155,6 +158,22 @@ async function main() {
     c.check(offers === 1, `one camera leg for both viewers: the camera offered once (${offers})`);
     r = await second.command({ msgToken: token('x'), method: 'interaction.end', sessionId: s1.sid, params: { reason: 'userHangup' } });
     c.check(r.status === 404, `viewer 2 cannot end viewer 1's session (${JSON.stringify(r.body)})`);
+    r = await owner.command({ msgToken: token('x'), method: 'interaction.trackControl', sessionId: s2.sid,
+        params: { trackId: 'video-1', operation: 'pause', mediaRevision: 1 } });
+    c.check(r.status === 404, `the device's owner cannot act on another user's session (${JSON.stringify(r.body)})`);
+    const owner2 = await app(DEMO.user); // the same user, another endpoint
+    r = await owner2.command({ msgToken: token('x'), method: 'interaction.end', sessionId: s1.sid, params: { reason: 'userHangup' } });
+    c.check(r.status === 404, `another endpoint of the same user cannot act on the session (${JSON.stringify(r.body)})`);
+    // Replays: the same acceptance, no new session, no new media.
+    const sessionsBefore = owner.events.filter((e) => e.method === 'interaction.result' && e.data.operation === 'interaction.open').length;
+    r = await owner.command(s1.openCmd);
+    c.check(r.status === 200 && r.body.data.replay === true, `open replayed (${JSON.stringify(r.body)})`);
+    r = await owner.command(s1.offerCmd);
+    c.check(r.status === 200 && r.body.data.replay === true, `mediaOffer replayed (${JSON.stringify(r.body)})`);
+    await sleep(500);
+    await owner.pull();
+    c.check(owner.events.filter((e) => e.method === 'interaction.result' && e.data.operation === 'interaction.open' &&
+        e.data.sessionId !== s1.sid).length === 0 && sessionsBefore >= 1, 'the replayed open made no new session');
 
     // ---- subscribe: an independent viewing of the same camera, its own token ------------------
     const subs = [];

@@ -45,6 +45,12 @@ CASE="database: no session is left live"
 CASE="database: every session ended with its reason"
 [ "$(psql_q "SELECT string_agg(reason, ',' ORDER BY reason) FROM sessions")" = "cameraOffline,userHangup,userStopped,userStopped" ] ||
     fail "$CASE: $(psql_q "SELECT session_id, state, reason FROM sessions")"; ok
+CASE="metrics: four sessions opened and ended, none live, no leg"
+curl -s "http://127.0.0.1:$PORT/metrics" >"$TMP/metrics"
+for m in 'igw_sessions_opened_total 4' 'igw_sessions_ended_total 4' 'igw_sessions{state="invited"} 0' \
+    'igw_sessions{state="established"} 0' 'igw_legs 0'; do
+    grep -qxF "$m" "$TMP/metrics" || fail "$CASE: want $m: $(grep -E '^igw_(sessions|legs)' "$TMP/metrics")"
+done; ok
 CASE="database: each state change is one event in order"
 [ "$(psql_q "SELECT string_agg(event_seq::text, ',' ORDER BY session_id, event_seq) FROM events WHERE event_seq IS NOT NULL")" != "" ] ||
     fail "$CASE"; ok

@@ -337,6 +337,11 @@ void igw_engine_stats_get(const igw_engine *e, igw_engine_stats *out)
     out->media_threads = e->media_cfg.threads;
     for (unsigned k = 0; k < IGW_ENGINE_EVENT_KINDS; k++)
         out->events[k] = atomic_load_explicit(&e->counts[k], memory_order_relaxed);
+    out->invited = atomic_load_explicit(&e->n_invited, memory_order_relaxed);
+    out->established = atomic_load_explicit(&e->n_established, memory_order_relaxed);
+    out->legs = atomic_load_explicit(&e->n_legs, memory_order_relaxed);
+    out->opened = atomic_load_explicit(&e->n_opened, memory_order_relaxed);
+    out->ended = atomic_load_explicit(&e->n_ended, memory_order_relaxed);
 }
 
 void igw_engine_metrics_write(FILE *f, const igw_engine_stats *s)
@@ -352,6 +357,16 @@ void igw_engine_metrics_write(FILE *f, const igw_engine_stats *s)
     for (unsigned k = 0; k < IGW_ENGINE_EVENT_KINDS; k++)
         fprintf(f, "igw_media_events_total{kind=\"%s\"} %llu\n", igw_media_event_name((igw_media_event_kind)k),
                 (unsigned long long)s->events[k]);
+    fprintf(f,
+            "# HELP igw_sessions Live sessions held by this node, by state.\n"
+            "# TYPE igw_sessions gauge\nigw_sessions{state=\"invited\"} %llu\nigw_sessions{state=\"established\"} %llu\n"
+            "# HELP igw_legs Camera legs (upstreams) open on this node.\n# TYPE igw_legs gauge\nigw_legs %llu\n"
+            "# HELP igw_sessions_opened_total Sessions this process opened (open, subscribe).\n"
+            "# TYPE igw_sessions_opened_total counter\nigw_sessions_opened_total %llu\n"
+            "# HELP igw_sessions_ended_total Sessions this process ended.\n"
+            "# TYPE igw_sessions_ended_total counter\nigw_sessions_ended_total %llu\n",
+            (unsigned long long)s->invited, (unsigned long long)s->established, (unsigned long long)s->legs,
+            (unsigned long long)s->opened, (unsigned long long)s->ended);
 }
 
 void igw_engine_stop(igw_engine *e)

@@ -39,6 +39,9 @@ typedef struct igw_engine igw_engine;
 typedef struct igw_engine_stats {
     unsigned media_threads; /* 0: no media core */
     uint64_t events[IGW_ENGINE_EVENT_KINDS];
+    uint64_t invited, established; /* live sessions by state */
+    uint64_t legs;                 /* camera legs open */
+    uint64_t opened, ended;        /* sessions this process opened (open, subscribe) and ended */
 } igw_engine_stats;
 
 /* How the engine answers on a caller's thread: post(ctx, fn, arg) runs

@@ -143,6 +143,7 @@ live_leg *live_leg_get(igw_engine *e, const char *pid, const char *dn, const cha
     }
     l->next = e->legs;
     e->legs = l;
+    live_add(&e->n_legs, 1);
     igw_log(IGW_LOG_INFO, NULL, "session: leg %s: %s/%s camera %s invited%s", l->id, pid, dn, cam,
             audio ? " with its microphone" : "");
     return l;
@@ -164,6 +165,7 @@ static void leg_free(igw_engine *e, live_leg *leg)
         }
     if (leg->phase != LEG_INVITED && e->media)
         (void)igw_media_close(e->media, leg->id, "leg closed");
+    live_add(&e->n_legs, -1);
     free(leg);
 }
 

@@ -76,6 +76,8 @@ struct igw_engine {
     char fingerprint[160];
     char start_err[256];      /* the loop's init failure, for the caller */
     _Atomic uint64_t counts[IGW_ENGINE_EVENT_KINDS];
+    /* gauges and counters for /metrics (written on the loop only) */
+    _Atomic uint64_t n_invited, n_established, n_legs, n_opened, n_ended;
     /* sessions */
     igw_engine_config cfg;    /* its strings point into the copies below */
     char node_id[IGW_NODE_ID_MAX + 1];
@@ -90,6 +92,12 @@ struct igw_engine {
 };
 
 #define LIVE_TICK_MS 250
+
+/* A gauge or counter of the engine: one writer (the loop). */
+static inline void live_add(_Atomic uint64_t *a, int64_t d)
+{
+    atomic_store_explicit(a, atomic_load_explicit(a, memory_order_relaxed) + (uint64_t)d, memory_order_relaxed);
+}
 
 /* ---- session.c ---- */
 /* A command of a session method, on the loop (engine.c posts it). */

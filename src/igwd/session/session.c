@@ -259,6 +259,8 @@ void live_session_end(igw_engine *e, live_session *s, const char *reason)
     igw_session_state next = igw_session_next(s->state, IGW_SESSION_ON_FAIL, 0, &err);
     if (next != IGW_SESSION_ENDED)
         return; /* the machine forbids it: never happens for `fail` */
+    live_add(s->state == IGW_SESSION_INVITED ? &e->n_invited : &e->n_established, -1);
+    live_add(&e->n_ended, 1);
     s->state = next;
     write_state(e, s, "ended", "{invited,established}", reason);
     igw_log(IGW_LOG_INFO, NULL, "session %s ended: %s", s->id, reason);
@@ -282,6 +284,8 @@ static void check_established(igw_engine *e, live_session *s)
     if (next != IGW_SESSION_ESTABLISHED)
         return;
     s->state = next;
+    live_add(&e->n_invited, -1);
+    live_add(&e->n_established, 1);
     write_state(e, s, "established", "{invited}", NULL);
     igw_log(IGW_LOG_INFO, NULL, "session %s established", s->id);
 }
@@ -500,6 +504,8 @@ static void on_open_write(void *arg, const PGresult *res, const char *err)
     s->next = e->sessions;
     e->sessions = s;
     e->nsessions++;
+    live_add(&e->n_invited, 1);
+    live_add(&e->n_opened, 1);
     answer(o, IGW_ERR_OK, NULL, NULL, NULL);
     igw_log(IGW_LOG_INFO, NULL, "session %s: %s/%s camera %s opened (%s)", s->id, o->pid, o->dn, o->cam, o->token);
     const char *why = NULL;

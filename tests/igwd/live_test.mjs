@@ -199,14 +199,17 @@ async function main() {
     await s3.v.setAnswer(a3.data.webrtc.sdp);
     st = await s3.v.waitFor((x) => x.framesDecoded > 0, 15000).catch((e) => e.stats);
     c.check(st && st.framesDecoded > 0, `subscriber: frames decoded (${JSON.stringify(st)})`);
-    for (const x of [subs[0], subs[1]]) {
-        const tx = token('end');
-        await accepted(owner, { msgToken: tx, method: 'interaction.end', sessionId: x.sessionId, params: { reason: 'userStopped' } },
-            'subscriber: end');
-        const ex = await owner.state(x.sessionId, 'ended');
-        c.check(ex && ex.data.reason === 'userStopped', `subscriber: ended userStopped (${JSON.stringify(ex)})`);
-    }
+    // The subscriber's peer vanishes: its session ends alone, the others play on.
+    const before = await frames(s1);
     await s3.v.close();
+    const vf = await owner.state(s3.sid, 'ended', 45000);
+    c.check(vf && vf.data.reason === 'viewerFailed', `subscriber: its peer gone, ended viewerFailed (${JSON.stringify(vf)})`);
+    c.check((await frames(s1)) > before, 'viewer 1 plays on after the subscriber vanished');
+    const tx = token('end');
+    await accepted(owner, { msgToken: tx, method: 'interaction.end', sessionId: subs[1].sessionId, params: { reason: 'userStopped' } },
+        'subscriber 2: end');
+    const ex = await owner.state(subs[1].sessionId, 'ended');
+    c.check(ex && ex.data.reason === 'userStopped', `subscriber 2: ended userStopped (${JSON.stringify(ex)})`);
     c.check((cam.stderr().match(/offer for leg \S+ revision \d+ sent/g) || []).length === 1,
         'subscribers ride the same camera leg (the camera offered once)');
 

@@ -43,7 +43,7 @@ CASE="database: no session is left live"
 [ "$(psql_q "SELECT count(*) FROM sessions WHERE state <> 'ended'")" = 0 ] ||
     fail "$CASE: $(psql_q "SELECT session_id, state FROM sessions")"; ok
 CASE="database: every session ended with its reason"
-[ "$(psql_q "SELECT string_agg(reason, ',' ORDER BY reason) FROM sessions")" = "cameraOffline,userHangup,userStopped,userStopped" ] ||
+[ "$(psql_q "SELECT string_agg(reason, ',' ORDER BY reason) FROM sessions")" = "cameraOffline,userHangup,userStopped,viewerFailed" ] ||
     fail "$CASE: $(psql_q "SELECT session_id, state, reason FROM sessions")"; ok
 CASE="metrics: four sessions opened and ended, none live, no leg"
 curl -s "http://127.0.0.1:$PORT/metrics" >"$TMP/metrics"

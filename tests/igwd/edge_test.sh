@@ -113,6 +113,8 @@ CASE="bye with an unknown reason"; send "$AUTH" media/session '{"method":"bye","
 CASE="mediaState on an unknown leg"; send "$AUTH" media/session '{"method":"mediaState","msgToken":"ms","sessionId":"l","params":{"mediaRevision":1,"state":"connected"}}'; expect 404 100404
 CASE="capability without cameras"; send "$AUTH" media/capability '{"method":"report","msgToken":"x","params":{"cameras":[],"microphone":true,"speaker":false,"maxUpstreams":1,"confirmPolicy":"auto"}}'; expect 400 100400 /params/cameras
 CASE="capability: a codec twice"; send "$AUTH" media/capability '{"method":"report","msgToken":"x","params":{"cameras":[{"cameraId":"c","video":["H264","H264"]}],"microphone":true,"speaker":false,"maxUpstreams":1,"confirmPolicy":"auto"}}'; expect 400 100400 /params/cameras/0/video/1
+CASE="byeReply on a leg that is gone: acknowledged"; send "$AUTH" media/session '{"method":"byeReply","msgToken":"br","sessionId":"gone","code":200}'; expect 200 200
+CASE="trackControlReply without sessionId"; send "$AUTH" media/session '{"method":"trackControlReply","msgToken":"x","code":200}'; expect 400 100400 /sessionId
 CASE="media invite is a downlink, not an uplink"; send "$AUTH" media/session '{"method":"invite","msgToken":"x","sessionId":"l"}'; expect 400 100400 /method
 
 CASE="unknown handle"; send "$AUTH" nothing/property "$REPORT"; expect 400 100400

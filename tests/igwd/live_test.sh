@@ -31,7 +31,8 @@ KEY=$IGW_VAR/jwt.key
 start_igwd() {
     igw_start IGW_THREADS=2 IGW_PG_DSN="$IGW_PG_DSN" IGW_JWT_KEY_FILE="$KEY" IGW_NODE_ID=live-node \
         IGW_MQTT_HOST=127.0.0.1 IGW_MQTT_PORT="$IGW_MQTT_PORT" IGW_MQTT_PASSWORD_FILE="$IGW_MQTT_PASSWORD_FILE" \
-        IGW_MQTT_CLIENT_ID=igwd-live-test IGW_MEDIA_ADDRESS="$IGW_NETNS_ADDR" IGW_LOG_LEVEL=info
+        IGW_MQTT_CLIENT_ID=igwd-live-test IGW_MEDIA_ADDRESS="$IGW_NETNS_ADDR" IGW_LOG_LEVEL=info \
+        IGW_INVITE_TIMEOUT_MS=3000
 }
 start_igwd
 
@@ -89,6 +90,29 @@ CASE="after the restart: a new open invites the camera again (its old leg is rep
 wait_for 10 legs_are 2 || fail "$CASE: $(tail -5 "$TMP/vcam.err")"; ok
 CASE="the ended session is not revived by the new leg"
 [ "$(psql_q "SELECT state FROM sessions WHERE session_id = '$SID'")" = ended ] || fail "$CASE"; ok
+
+# ---- a camera that never offers: inviteTimeout, and the waiting mediaOffer gets its failure ------
+SID2=$(psql_q "SELECT session_id FROM sessions WHERE state = 'invited'")
+cmd() { api "http://127.0.0.1:$PORT/api/v1/im/interaction/commands" -d "{\"endpointId\":\"$EP\",\"command\":$1}"; }
+[ "$(cmd "{\"msgToken\":\"restart-2e\",\"method\":\"interaction.end\",\"sessionId\":\"$SID2\",\"params\":{\"reason\":\"userHangup\"}}" |
+    jq -r .data.accepted)" = true ] || fail "end before the stalled camera"
+wait_for 10 grep -q "ended: bye from the platform" "$TMP/vcam.err" || fail "the camera got no bye: $(tail -5 "$TMP/vcam.err")"
+kill -STOP "$SUBPID"
+CASE="a stalled camera: open accepted, the offer waits"
+[ "$(api "http://127.0.0.1:$PORT/api/v1/im/interaction/commands" -d "${OPEN/restart-1/restart-3}" | jq -r .data.accepted)" = true ] ||
+    fail "$CASE"
+wait_for 10 [ -n "$(psql_q "SELECT session_id FROM sessions WHERE state = 'invited'")" ] || fail "$CASE: no session"
+SID3=$(psql_q "SELECT session_id FROM sessions WHERE state = 'invited'")
+[ "$(cmd "{\"msgToken\":\"restart-3o\",\"method\":\"interaction.mediaOffer\",\"sessionId\":\"$SID3\",\"params\":{\"mediaRevision\":1,\"webrtc\":{\"iceMode\":\"full\",\"sdp\":\"v=0\"}}}" |
+    jq -r .data.accepted)" = true ] || fail "$CASE: mediaOffer"; ok
+CASE="a stalled camera: the session ended inviteTimeout"
+stalled_ended() { [ "$(psql_q "SELECT state || ' ' || reason FROM sessions WHERE session_id = '$SID3'")" = "ended inviteTimeout" ]; }
+wait_for 10 stalled_ended || fail "$CASE: $(psql_q "SELECT state, reason FROM sessions WHERE session_id = '$SID3'")"; ok
+CASE="a stalled camera: the waiting mediaOffer's result is a failure naming the end"
+api "http://127.0.0.1:$PORT/api/v1/im/interaction/events" -d "{\"endpointId\":\"$EP\",\"limit\":32}" >"$TMP/ev"
+jq -e '[.data.list[].event | select(.msgToken == "restart-3o")] | length == 1 and .[0].code == 100409 and
+    (.[0].data.reason | test("inviteTimeout"))' "$TMP/ev" >/dev/null || fail "$CASE: $(cat "$TMP/ev")"; ok
+kill -CONT "$SUBPID"
 kill -TERM "$SUBPID"; wait "$SUBPID"; rc=$?; SUBPID=
 [ $rc = 0 ] || fail "igw-vcam exit $rc after SIGTERM"; ok
 igw_stop

@@ -288,6 +288,12 @@ int live_leg_uplink(igw_engine *e, const igw_engine_uplink *u, const char **reas
                     size_t *data_len, live_leg **ready)
 {
     *ready = NULL;
+    igw_str m = u->method;
+#define IS(s) (m.len == sizeof(s) - 1 && memcmp(m.ptr, s, m.len) == 0)
+    /* The camera's answers to our downlinks need nothing of the leg: a
+     * byeReply comes after the leg is gone. Stored, acknowledged. */
+    if (IS("byeReply") || IS("trackControlReply"))
+        return IGW_ERR_OK;
     char id[LIVE_ID_MAX + 1];
     snprintf(id, sizeof id, "%.*s", (int)u->session_id.len, u->session_id.ptr);
     live_leg *l = live_leg_find(e, id);
@@ -296,8 +302,6 @@ int live_leg_uplink(igw_engine *e, const igw_engine_uplink *u, const char **reas
         *reason = "unknown session";
         return IGW_ERR_NOT_FOUND;
     }
-    igw_str m = u->method;
-#define IS(s) (m.len == sizeof(s) - 1 && memcmp(m.ptr, s, m.len) == 0)
     if (IS("mediaOffer")) {
         int cls = on_offer(e, l, u, reason, data, data_len);
         if (cls == IGW_ERR_OK)
@@ -316,8 +320,8 @@ int live_leg_uplink(igw_engine *e, const igw_engine_uplink *u, const char **reas
         leg_end(e, l, declined ? "cameraDeclined" : "cameraGone", false, IGW_ByeReason_cameraShutdown);
         return IGW_ERR_OK;
     }
-    /* mediaState (the camera's view, recorded in device_messages: the
-     * core's facts decide), trackControlReply, byeReply: nothing to do. */
+    /* mediaState: the camera's view, recorded in device_messages; the
+     * core's facts decide. */
 #undef IS
     return IGW_ERR_OK;
 }

@@ -263,6 +263,12 @@ void live_session_end(igw_engine *e, live_session *s, const char *reason)
     live_add(&e->n_ended, 1);
     s->state = next;
     write_state(e, s, "ended", "{invited,established}", reason);
+    if (s->offer) { /* an accepted mediaOffer still waiting for the camera: its result, a failure */
+        char why[96];
+        snprintf(why, sizeof why, "the session ended before the camera's media (%s)", reason);
+        igw_ResultData d = {0};
+        emit_result(e, s, s->offer_token, IGW_CommandMethod_interaction_mediaOffer, IGW_ERR_CONFLICT, why, &d);
+    }
     igw_log(IGW_LOG_INFO, NULL, "session %s ended: %s", s->id, reason);
     if (s->offered && e->media)
         (void)igw_media_close(e->media, s->id, reason);

@@ -449,6 +449,21 @@ static void refuse_db(op *o, const char *err, bool write)
            "");
 }
 
+/* A statement's one result row, or the command refused by its failure's
+ * class (false: answered and freed). */
+static bool one_row(op *o, const PGresult *res, const char *err, bool write)
+{
+    if (!res) {
+        refuse_db(o, err, write);
+        return false;
+    }
+    if (PQntuples(res) != 1) {
+        refuse(o, IGW_ERR_INTERNAL, "internal error", "");
+        return false;
+    }
+    return true;
+}
+
 static bool col_true(const PGresult *res, int c)
 {
     return !PQgetisnull(res, 0, c) && PQgetvalue(res, 0, c)[0] == 't';
@@ -465,14 +480,8 @@ static void on_open_write(void *arg, const PGresult *res, const char *err)
 {
     op *o = arg;
     igw_engine *e = o->e;
-    if (!res) {
-        refuse_db(o, err, true);
+    if (!one_row(o, res, err, true))
         return;
-    }
-    if (PQntuples(res) != 1) {
-        refuse(o, IGW_ERR_INTERNAL, "internal error", "");
-        return;
-    }
     if (!PQgetisnull(res, 0, 7) && strcmp(PQgetvalue(res, 0, 3), "1") != 0) {
         answer(o, IGW_ERR_OK, NULL, NULL, PQgetvalue(res, 0, 7)); /* a twin came first */
         op_free(o);
@@ -530,14 +539,8 @@ static void on_open_read(void *arg, const PGresult *res, const char *err)
 {
     op *o = arg;
     igw_engine *e = o->e;
-    if (!res) {
-        refuse_db(o, err, false);
+    if (!one_row(o, res, err, false))
         return;
-    }
-    if (PQntuples(res) != 1) {
-        refuse(o, IGW_ERR_INTERNAL, "internal error", "");
-        return;
-    }
     if (!col_true(res, 0)) {
         refuse(o, IGW_ERR_NOT_FOUND, "unknown or expired endpoint", "/endpointId");
         return;
@@ -717,14 +720,8 @@ static void on_accept(void *arg, const PGresult *res, const char *err)
 {
     op *o = arg;
     igw_engine *e = o->e;
-    if (!res) {
-        refuse_db(o, err, true);
+    if (!one_row(o, res, err, true))
         return;
-    }
-    if (PQntuples(res) != 1) {
-        refuse(o, IGW_ERR_INTERNAL, "internal error", "");
-        return;
-    }
     if (strcmp(PQgetvalue(res, 0, 1), "1") != 0) {
         if (!PQgetisnull(res, 0, 2)) {
             answer(o, IGW_ERR_OK, NULL, NULL, PQgetvalue(res, 0, 2));

@@ -252,7 +252,7 @@ async function manyViewers(a) {
         const us = (c1 - c0) / Math.max(1, pkts);
         console.log(`igwd: ${VIEWERS} viewers through the API (${r1.receiving} receiving, ${failed} failed),` +
             ` ${(pkts / secs).toFixed(0)} pkt/s delivered, CPU ${((c1 - c0) / 1e4 / secs).toFixed(1)}%,` +
-            ` ${us.toFixed(2)} us/pkt, loss ${loss.toFixed(3)}%`);
+            ` ${us.toFixed(2)} us/pkt (${((r1.bytes_in - r0.bytes_in) / Math.max(1, pkts)).toFixed(0)} B/pkt), loss ${loss.toFixed(3)}%`);
         console.log(`LIVE viewers=${r1.receiving} loss_pct=${loss.toFixed(3)} cpu_us_per_pkt=${us.toFixed(2)}`);
         for (const sid of sids) await end(a, sid);
     } finally {

@@ -60,7 +60,7 @@ igwd_us=$(field "$TMP/live.out" LIVE cpu_us_per_pkt)
 lib_us=$(field "$TMP/lib.out" RESULT cpu_us_per_pkt)
 [ -n "$p50" ] && [ -n "$p99" ] && [ -n "$viewers" ] && [ -n "$loss" ] && [ -n "$igwd_us" ] && [ -n "$lib_us" ] ||
     fail "a figure is missing"
-ratio=$(awk -v a="$igwd_us" -v b="$lib_us" 'BEGIN { printf "%.2f", b > 0 ? a / b : -1 }')
+ratio=$(awk -v a="$igwd_us" -v b="$lib_us" 'BEGIN { printf "%.2f", (b > 0 ? a / b : -1) }')
 echo "cpu_vs_library = igwd CPU per packet / library CPU per packet = $igwd_us / $lib_us = $ratio" \
     "(targets: p50 < 400 ms, p99 < 1000 ms, 100 viewers with no loss, cpu_vs_library <= 1.15)"
 echo "RESULT open_to_frame_p50_ms=$p50 open_to_frame_p99_ms=$p99 viewers=$viewers loss_pct=$loss cpu_vs_library=$ratio"

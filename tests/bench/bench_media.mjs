@@ -57,13 +57,14 @@ function host(args, name) {
 
 
 async function received(client, ids) {
-    let rtp = 0, expected = 0;
+    let rtp = 0, expected = 0, bytes = 0;
     for (const id of ids) {
         const s = await client.call({ op: 'stats', id });
         rtp += s.rtp_in;
         expected += s.rtp_expected;
+        bytes += s.bytes_in;
     }
-    return { rtp, expected };
+    return { rtp, expected, bytes };
 }
 
 // Connects VIEWERS viewers through `attach(i)` (returns the client id), then
@@ -97,9 +98,11 @@ async function measure(name, pid, client, attach) {
         cpu_us_per_pkt: (c1 - c0) / Math.max(1, pkts),
         kb_per_viewer: (rss1 - rss0) / VIEWERS,
         loss_pct: exp > 0 ? (100 * Math.max(0, exp - pkts)) / exp : 100,
+        bytes_per_pkt: (r1.bytes - r0.bytes) / Math.max(1, pkts),
     };
     console.log(`${name}: ${VIEWERS} viewers, ${res.pkts_per_s.toFixed(0)} pkt/s delivered, CPU ${res.cpu_pct.toFixed(1)}%,` +
-        ` ${res.cpu_us_per_pkt.toFixed(2)} us/pkt, ${res.kb_per_viewer.toFixed(1)} KiB/viewer, loss ${res.loss_pct.toFixed(3)}%`);
+        ` ${res.cpu_us_per_pkt.toFixed(2)} us/pkt (${res.bytes_per_pkt.toFixed(0)} B/pkt), ${res.kb_per_viewer.toFixed(1)} KiB/viewer,` +
+        ` loss ${res.loss_pct.toFixed(3)}%`);
     for (const id of ids) await client.call({ op: 'close', id });
     return res;
 }

@@ -9,7 +9,8 @@
 //     (the previous one ended): the camera leg is invited again every time
 //     (cold leg). The page and its recvonly offer are made before the open
 //     (an offer does not depend on the session): the interval is igwd, the
-//     camera, the network and Chromium's decoder, not page creation.
+//     camera, the network and Chromium's decoder, not page creation. Then
+//     WARM_OPENS more while another viewer holds the leg up (warm leg).
 //   part 2, VIEWERS viewers on the one camera: igw-live-viewers (the media
 //     library's peer as the client, full ICE), each its own session opened
 //     through the API (open, mediaOffer, mediaState connected); igwd's CPU
@@ -17,7 +18,8 @@
 //     viewers received in that window; loss from their sequence numbers.
 //
 // env: IGW_BASE, IGW_VCAM, IGW_DEMO, IGW_NETNS_ADDR, IGWD_PID, LIVE_VIEWERS
-// (the client binary), WS_NODE_DIR, OPENS (50), VIEWERS (100), MEASURE_SECONDS (10).
+// (the client binary), WS_NODE_DIR, OPENS (50), WARM_OPENS (20, 0 = none), VIEWERS (100),
+// MEASURE_SECONDS (10).
 // Prints `LIVE key=value ...` lines that bench_live.sh reads.
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -31,6 +33,7 @@ const IGWD_PID = Number(process.env.IGWD_PID);
 const OPENS = Number(process.env.OPENS || 50);
 const VIEWERS = Number(process.env.VIEWERS || 100);
 const MEASURE_S = Number(process.env.MEASURE_SECONDS || 10);
+const WARM_OPENS = Number(process.env.WARM_OPENS ?? 20);
 const WARMUP_S = 3;
 const WebSocket = createRequire(process.env.WS_NODE_DIR + '/package.json')('ws');
 const target = { productID: DEMO.device.productID, deviceName: DEMO.device.deviceName };
@@ -163,10 +166,10 @@ function firstFrameAt(v, ms) {
     }, ms);
 }
 
-async function openToFrame(a, browser) {
+async function openToFrame(a, browser, n, label) {
     // One open first, not counted: the camera's presence, the first leg, JIT.
     const times = [], phases = [];
-    for (let i = -1; i < OPENS; i++) {
+    for (let i = -1; i < n; i++) {
         const v = await newViewer(browser);
         const offer = await v.offerRecvOnly();
         const { sid, t0 } = await open(a);
@@ -185,10 +188,26 @@ async function openToFrame(a, browser) {
     }
     const s = [...times].sort((x, y) => x - y);
     const mean = (k) => phases.reduce((n, p) => n + p[k], 0) / phases.length;
-    console.log(`open to frame (cold leg: the camera is invited at every open), ${OPENS} opens: p50 ${pct(s, 50)} ms,` +
+    console.log(`open to frame (${label}), ${n} opens: p50 ${pct(s, 50)} ms,` +
         ` p99 ${pct(s, 99)} ms, min ${s[0]}, max ${s[s.length - 1]}; mean phases: accepted -> invited ${mean('invited').toFixed(0)} ms,` +
         ` invited -> answer ${mean('answered').toFixed(0)} ms, answer -> first frame ${mean('frame').toFixed(0)} ms`);
-    console.log(`LIVE open_to_frame_p50_ms=${pct(s, 50)} open_to_frame_p99_ms=${pct(s, 99)}`);
+    return { p50: pct(s, 50), p99: pct(s, 99) };
+}
+
+/** One session whose viewer is `id` in the client, up to mediaState connected. */
+async function attach(a, client, id) {
+    const { sid } = await open(a);
+    const offer = await client.call({ op: 'offer', id });
+    const answer = await mediaOffer(a, sid, offer.sdp);
+    await client.call({ op: 'answer', id, sdp: answer });
+    await client.until((ev) => ev.some((e) => e.id === id && (e.event === 'dtls-connected' || e.event === 'failed')), 20000);
+    const f = client.events.find((e) => e.id === id && e.event === 'failed');
+    if (f) throw new Error(`viewer ${id} failed: ${f.reason}`);
+    const t = token('state');
+    await accepted(a, { msgToken: t, method: 'interaction.mediaState', sessionId: sid,
+        params: { mediaRevision: 1, state: 'connected' } });
+    await result(a, t, 15000);
+    return sid;
 }
 
 /** igw-live-viewers behind a JSON-lines interface. */
@@ -220,44 +239,25 @@ function viewersClient() {
     };
 }
 
-async function manyViewers(a) {
-    const client = viewersClient();
+async function manyViewers(a, client) {
     const sids = [];
-    try {
-        for (let i = 0; i < VIEWERS; i++) {
-            const id = `v${i}`;
-            const { sid } = await open(a);
-            sids.push(sid);
-            const offer = await client.call({ op: 'offer', id });
-            const answer = await mediaOffer(a, sid, offer.sdp);
-            await client.call({ op: 'answer', id, sdp: answer });
-            await client.until((ev) => ev.some((e) => e.id === id && (e.event === 'dtls-connected' || e.event === 'failed')), 20000);
-            const f = client.events.find((e) => e.id === id && e.event === 'failed');
-            if (f) throw new Error(`viewer ${id} failed: ${f.reason}`);
-            const t = token('state');
-            await accepted(a, { msgToken: t, method: 'interaction.mediaState', sessionId: sid,
-                params: { mediaRevision: 1, state: 'connected' } });
-            await result(a, t, 15000);
-        }
-        const ids = sids.map((_, i) => `v${i}`);
-        await client.until((ev) => ids.every((id) => ev.some((e) => e.id === id && e.event === 'first-packet')), 30000);
-        await sleep(WARMUP_S * 1000);
-        const c0 = cpuUs(IGWD_PID), r0 = await client.call({ op: 'totals' }), t0 = Date.now();
-        await sleep(MEASURE_S * 1000);
-        const c1 = cpuUs(IGWD_PID), r1 = await client.call({ op: 'totals' });
-        const secs = (Date.now() - t0) / 1000;
-        const pkts = r1.rtp_in - r0.rtp_in, exp = r1.rtp_expected - r0.rtp_expected;
-        const failed = client.events.filter((e) => e.event === 'failed').length;
-        const loss = exp > 0 ? (100 * Math.max(0, exp - pkts)) / exp : 100;
-        const us = (c1 - c0) / Math.max(1, pkts);
-        console.log(`igwd: ${VIEWERS} viewers through the API (${r1.receiving} receiving, ${failed} failed),` +
-            ` ${(pkts / secs).toFixed(0)} pkt/s delivered, CPU ${((c1 - c0) / 1e4 / secs).toFixed(1)}%,` +
-            ` ${us.toFixed(2)} us/pkt (${((r1.bytes_in - r0.bytes_in) / Math.max(1, pkts)).toFixed(0)} B/pkt), loss ${loss.toFixed(3)}%`);
-        console.log(`LIVE viewers=${r1.receiving} loss_pct=${loss.toFixed(3)} cpu_us_per_pkt=${us.toFixed(2)}`);
-        for (const sid of sids) await end(a, sid);
-    } finally {
-        client.end();
-    }
+    for (let i = 0; i < VIEWERS; i++) sids.push(await attach(a, client, `v${i}`));
+    const ids = sids.map((_, i) => `v${i}`);
+    await client.until((ev) => ids.every((id) => ev.some((e) => e.id === id && e.event === 'first-packet')), 30000);
+    await sleep(WARMUP_S * 1000);
+    const c0 = cpuUs(IGWD_PID), r0 = await client.call({ op: 'totals' }), t0 = Date.now();
+    await sleep(MEASURE_S * 1000);
+    const c1 = cpuUs(IGWD_PID), r1 = await client.call({ op: 'totals' });
+    const secs = (Date.now() - t0) / 1000;
+    const pkts = r1.rtp_in - r0.rtp_in, exp = r1.rtp_expected - r0.rtp_expected;
+    const failed = client.events.filter((e) => e.event === 'failed' && ids.includes(e.id)).length;
+    const loss = exp > 0 ? (100 * Math.max(0, exp - pkts)) / exp : 100;
+    const us = (c1 - c0) / Math.max(1, pkts);
+    console.log(`igwd: ${VIEWERS} viewers through the API (${r1.receiving} receiving, ${failed} failed),` +
+        ` ${(pkts / secs).toFixed(0)} pkt/s delivered, CPU ${((c1 - c0) / 1e4 / secs).toFixed(1)}%,` +
+        ` ${us.toFixed(2)} us/pkt (${((r1.bytes_in - r0.bytes_in) / Math.max(1, pkts)).toFixed(0)} B/pkt), loss ${loss.toFixed(3)}%`);
+    console.log(`LIVE viewers=${r1.receiving} loss_pct=${loss.toFixed(3)} cpu_us_per_pkt=${us.toFixed(2)}`);
+    for (const sid of sids) await end(a, sid);
 }
 
 async function main() {
@@ -265,13 +265,28 @@ async function main() {
         '--device', target.deviceName, '--secret', DEMO.device.secret, '--camera-id', camera, '--address', ADDR],
     { prefix: '[vcam] ', quiet: true });
     const a = await app();
+    const client = viewersClient();
     const browser = await launch();
     try {
-        await openToFrame(a, browser);
+        const cold = await openToFrame(a, browser, OPENS, 'cold leg: the camera is invited at every open');
+        let warm = { p50: -1, p99: -1 };
+        if (WARM_OPENS > 0) {
+            // Warm: another viewer holds the camera's leg up, each open joins it.
+            const hold = await attach(a, client, 'hold');
+            warm = await openToFrame(a, browser, WARM_OPENS, 'warm leg: another viewer keeps the camera up');
+            await end(a, hold);
+            await client.call({ op: 'close', id: 'hold' });
+        }
+        console.log(`LIVE open_to_frame_p50_ms=${cold.p50} open_to_frame_p99_ms=${cold.p99}` +
+            ` warm_open_to_frame_p50_ms=${warm.p50} warm_open_to_frame_p99_ms=${warm.p99}`);
     } finally {
         await browser.close();
     }
-    await manyViewers(a);
+    try {
+        await manyViewers(a, client);
+    } finally {
+        client.end();
+    }
     await a.close();
     cam.kill('SIGTERM');
     await cam.waitExit(5000).catch(() => cam.kill('SIGKILL'));

@@ -153,7 +153,7 @@ link = @mkdir -p $(@D) && echo "  LINK $@" && $(CC) $1 -o $@ $(filter %.o,$^) $(
         test-igwd test-framing test-conn test-loop test-pending test-log test-db test-outbox test-ws test-redis test-mqtt test-edge test-app test-nodes \
         test-nodes-own test-presence test-live test-sql test-console \
         test-ops test-mqttauth test-openapi test-media-unit fuzz-smoke fuzz \
-        bench-decode bench-edge bench-app bench-media bench-srtp
+        bench-decode bench-edge bench-app bench-media bench-srtp bench-live
 
 all: $(BUILD)/igw-gen $(BUILD)/igwctl $(BUILD)/igwd $(BUILD)/igw-mqtt-auth.so $(BUILD)/igw-vcam
 
@@ -478,6 +478,15 @@ $(BENCH)/igw-media-host: $(BUILD)/bobj/tests/media/host.o $(call libs,bobj,media
 $(BENCH)/bench_srtp: $(BUILD)/bobj/tests/media/bench_srtp.o $(call libs,bobj,media)
 	$(call link,,$(MEDIA_LIBS))
 
+# igwd as the benchmarks build their binaries (-O2, never sanitized).
+$(BENCH)/igwd: $(patsubst %.c,$(BUILD)/bobj/%.o,$(IGWD_TOP)) $(call libs,bobj,$(IGWD_LINK))
+	$(call link,,$(IGWD_LIBS))
+
+# The live-view load client: N recvonly WebRTC viewers on the media library's peer (full ICE).
+$(BENCH)/igw-live-viewers: $(BUILD)/bobj/tests/bench/live_viewers.o $(call libs,bobj,media gen rt)
+	$(call link,,$(MEDIA_LIBS))
+$(BUILD)/bobj/tests/bench/live_viewers.o: XCFLAGS = -Itests/bench $(MEDIA_CFLAGS)
+
 bench-decode: deps-bench $(BENCH)/bench_decode
 	$(BENCH)/bench_decode $(sort $(wildcard generated/conformance/*.jsonl))
 
@@ -496,6 +505,13 @@ bench-srtp: deps-bench $(BENCH)/bench_srtp
 # The media core against Janus 1.1.2: CPU per forwarded packet, memory per viewer, loss.
 bench-media: deps-bench $(BENCH)/igw-media-host
 	tests/bench/bench_media.sh $(BENCH)/igw-media-host
+
+# Live view through igwd's public API: open-to-first-frame (Chromium), 100
+# viewers on one camera (igw-live-viewers), igwd's CPU per forwarded packet
+# beside the library alone (bench-media's igw setup) in the same run.
+bench-live: deps-bench all $(BENCH)/igwd $(BENCH)/igw-media-host $(BENCH)/igw-live-viewers
+	tests/bench/bench_live.sh $(BENCH)/igwd $(BUILD)/igwctl $(BUILD)/igw-vcam $(BENCH)/igw-media-host \
+	    $(BENCH)/igw-live-viewers
 
 clean:
 	rm -rf $(BUILD)

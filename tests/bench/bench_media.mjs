@@ -6,6 +6,8 @@
 // from the viewers' sequence numbers: loss. Run by bench_media.sh inside
 // media_netns (tests/media/lib.sh). Last line:
 //   RESULT cpu_us_per_pkt=<n> janus_cpu_us_per_pkt=<n> vs_janus=<ratio> kb_per_viewer=<n> loss_pct=<n>
+// IGW_ONLY=1 (make bench-live's library-only reference) measures igw alone,
+// no Janus; its last line is then `RESULT cpu_us_per_pkt=<n> kb_per_viewer=<n> loss_pct=<n>`.
 import { execSync, spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -20,6 +22,7 @@ const VIEWERS = Number(process.env.VIEWERS || 50);
 const MEASURE_S = Number(process.env.MEASURE_SECONDS || 10);
 const WARMUP_S = 3;
 const JANUS_HTTP = 8088, JANUS_VIDEO = 5004, JANUS_AUDIO = 5006;
+const IGW_ONLY = process.env.IGW_ONLY === '1';
 
 // ---- a JSON-lines igw-media-host ----
 function host(args, name) {
@@ -54,13 +57,14 @@ function host(args, name) {
 
 
 async function received(client, ids) {
-    let rtp = 0, expected = 0;
+    let rtp = 0, expected = 0, bytes = 0;
     for (const id of ids) {
         const s = await client.call({ op: 'stats', id });
         rtp += s.rtp_in;
         expected += s.rtp_expected;
+        bytes += s.bytes_in;
     }
-    return { rtp, expected };
+    return { rtp, expected, bytes };
 }
 
 // Connects VIEWERS viewers through `attach(i)` (returns the client id), then
@@ -94,9 +98,11 @@ async function measure(name, pid, client, attach) {
         cpu_us_per_pkt: (c1 - c0) / Math.max(1, pkts),
         kb_per_viewer: (rss1 - rss0) / VIEWERS,
         loss_pct: exp > 0 ? (100 * Math.max(0, exp - pkts)) / exp : 100,
+        bytes_per_pkt: (r1.bytes - r0.bytes) / Math.max(1, pkts),
     };
     console.log(`${name}: ${VIEWERS} viewers, ${res.pkts_per_s.toFixed(0)} pkt/s delivered, CPU ${res.cpu_pct.toFixed(1)}%,` +
-        ` ${res.cpu_us_per_pkt.toFixed(2)} us/pkt, ${res.kb_per_viewer.toFixed(1)} KiB/viewer, loss ${res.loss_pct.toFixed(3)}%`);
+        ` ${res.cpu_us_per_pkt.toFixed(2)} us/pkt (${res.bytes_per_pkt.toFixed(0)} B/pkt), ${res.kb_per_viewer.toFixed(1)} KiB/viewer,` +
+        ` loss ${res.loss_pct.toFixed(3)}%`);
     for (const id of ids) await client.call({ op: 'close', id });
     return res;
 }
@@ -105,11 +111,12 @@ async function main() {
     const ADDR = process.env.IGW_NETNS_ADDR || '127.0.0.1'; // every peer on the one address Janus uses
     const server = host(['--address', ADDR], 'igw');
     const feed = await server.call({ op: 'source_rtp', id: 'feed', port: 0, video_pt: 96, audio_pt: 111 });
-    const dir = mkdtempSync(path.join(tmpdir(), 'igw-bench-janus-'));
-    const janusPid = Number(execSync(`bash ${HERE}/janus/start.sh ${dir} ${JANUS_HTTP} ${JANUS_VIDEO} ${JANUS_AUDIO}`)
+    const dir = IGW_ONLY ? null : mkdtempSync(path.join(tmpdir(), 'igw-bench-janus-'));
+    const janusPid = IGW_ONLY ? 0 : Number(execSync(`bash ${HERE}/janus/start.sh ${dir} ${JANUS_HTTP} ${JANUS_VIDEO} ${JANUS_AUDIO}`)
         .toString().trim().split('\n').pop());
     // One feed, teed to both servers: identical packets at the same moments.
-    const udp = (port) => `queue ! udpsink host=127.0.0.1 port=${port} sync=false async=false`;
+    const udp = (port) => IGW_ONLY && port !== feed.port ? 'fakesink sync=false async=false'
+        : `queue ! udpsink host=127.0.0.1 port=${port} sync=false async=false`;
     const gst = spawn('gst-launch-1.0', ['-q', ...(
         `videotestsrc is-live=true pattern=ball ! video/x-raw,width=640,height=360,framerate=30/1 ! ` +
         `x264enc tune=zerolatency speed-preset=ultrafast key-int-max=30 bitrate=1000 ! ` +
@@ -126,6 +133,11 @@ async function main() {
             await server.call({ op: 'viewer_answer', id: `v${i}`, rev: 1, sdp: a.sdp });
             return `c${i}`;
         });
+        if (IGW_ONLY) {
+            console.log(`RESULT cpu_us_per_pkt=${igw.cpu_us_per_pkt.toFixed(2)} kb_per_viewer=${igw.kb_per_viewer.toFixed(1)}` +
+                ` loss_pct=${igw.loss_pct.toFixed(3)}`);
+            return;
+        }
         const j = new Janus(`http://127.0.0.1:${JANUS_HTTP}/janus`);
         await j.session();
         const janus = await measure('janus', janusPid, client, async (i) => {
@@ -143,8 +155,10 @@ async function main() {
         gst.kill('SIGKILL');
         client.end();
         server.end();
-        execSync(`bash ${HERE}/janus/stop.sh ${dir} || true`);
-        if (!process.env.KEEP) execSync(`rm -rf ${dir}`); else console.error(`kept ${dir}`);
+        if (dir) {
+            execSync(`bash ${HERE}/janus/stop.sh ${dir} || true`);
+            if (!process.env.KEEP) execSync(`rm -rf ${dir}`); else console.error(`kept ${dir}`);
+        }
     }
 }
 

@@ -1,0 +1,298 @@
+// bench_live.mjs - live view through igwd's public API (issue 15 §4), run by
+// bench_live.sh inside media_netns with igwd and the services up. One
+// application (one endpoint, its events pushed over the WebSocket) and the
+// demo camera (igw-vcam, a real MQTT device):
+//
+//   part 1, open to frame: OPENS sequential live views by one Chromium viewer
+//     each; from the HTTP 200 `accepted` of interaction.open to the first
+//     decoded video frame in the page. Each open finds no viewer on the camera
+//     (the previous one ended): the camera leg is invited again every time
+//     (cold leg). The page and its recvonly offer are made before the open
+//     (an offer does not depend on the session): the interval is igwd, the
+//     camera, the network and Chromium's decoder, not page creation. Then
+//     WARM_OPENS more while another viewer holds the leg up (warm leg).
+//   part 2, VIEWERS viewers on the one camera: igw-live-viewers (the media
+//     library's peer as the client, full ICE), each its own session opened
+//     through the API (open, mediaOffer, mediaState connected); igwd's CPU
+//     (/proc/<pid>/stat) over MEASURE_SECONDS divided by the packets the
+//     viewers received in that window; loss from their sequence numbers.
+//
+// env: IGW_BASE, IGW_VCAM, IGW_DEMO, IGW_NETNS_ADDR, IGWD_PID, LIVE_VIEWERS
+// (the client binary), WS_NODE_DIR, OPENS (50), WARM_OPENS (20, 0 = none), VIEWERS (100),
+// MEASURE_SECONDS (10).
+// Prints `LIVE key=value ...` lines that bench_live.sh reads.
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { launch, newViewer, sleep, spawnLines } from '../media/lib.mjs';
+import { cpuUs } from './proc.mjs';
+
+const BASE = process.env.IGW_BASE;
+const DEMO = JSON.parse(readFileSync(process.env.IGW_DEMO, 'utf8'));
+const ADDR = process.env.IGW_NETNS_ADDR || '127.0.0.1';
+const IGWD_PID = Number(process.env.IGWD_PID);
+const OPENS = Number(process.env.OPENS || 50);
+const VIEWERS = Number(process.env.VIEWERS || 100);
+const MEASURE_S = Number(process.env.MEASURE_SECONDS || 10);
+const WARM_OPENS = Number(process.env.WARM_OPENS ?? 20);
+const WARMUP_S = 3;
+const WebSocket = createRequire(process.env.WS_NODE_DIR + '/package.json')('ws');
+const target = { productID: DEMO.device.productID, deviceName: DEMO.device.deviceName };
+const camera = DEMO.camera.cameraId;
+let seq = 0;
+const token = (p) => `${p}-${process.pid}-${++seq}`;
+
+async function call(path, body) {
+    const r = await fetch(BASE + path, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${DEMO.user.token}`, 'content-type': 'application/json' },
+        body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return { status: r.status, body: await r.json() };
+}
+
+/** The application: one endpoint, events pushed over its WebSocket and
+ * acknowledged in batches; wait(pred) resolves on the first matching event. */
+async function app() {
+    const r = await call('/api/v1/im/interaction/endpoints/register');
+    if (r.status !== 200) throw new Error(`register: ${JSON.stringify(r.body)}`);
+    const ep = r.body.data.endpointId;
+    const seen = new Set(), toAck = [], waiters = [], events = [];
+    const ws = new WebSocket(`${BASE.replace(/^http/, 'ws')}/api/v1/im/interaction/events/ws/${ep}`,
+        { headers: { authorization: `Bearer ${DEMO.user.token}` } });
+    await new Promise((resolve, reject) => (ws.once('open', resolve), ws.once('error', reject)));
+    ws.on('message', (data) => {
+        const f = JSON.parse(data.toString());
+        if (f.method !== 'interaction.event' || seen.has(f.deliveryId)) return;
+        seen.add(f.deliveryId);
+        toAck.push(f.deliveryId);
+        const at = Date.now();
+        for (let i = 0; i < waiters.length; i++)
+            if (waiters[i].pred(f.event)) {
+                waiters.splice(i, 1)[0].resolve({ event: f.event, at });
+                return;
+            }
+        events.push({ event: f.event, at });
+    });
+    let acking = true;
+    const acker = (async () => {
+        while (acking || toAck.length) {
+            while (toAck.length) {
+                const a = await call('/api/v1/im/interaction/events/ack', { endpointId: ep, deliveryIds: toAck.splice(0, 32) });
+                if (a.status !== 200) throw new Error(`ack: ${JSON.stringify(a.body)}`);
+            }
+            await sleep(200);
+        }
+    })();
+    return {
+        command: (command) => call('/api/v1/im/interaction/commands', { endpointId: ep, command }),
+        wait(pred, ms = 15000, what = 'event') {
+            const i = events.findIndex((e) => pred(e.event));
+            if (i >= 0) return Promise.resolve(events.splice(i, 1)[0]);
+            return new Promise((resolve, reject) => {
+                const w = { pred, resolve: (e) => (clearTimeout(t), resolve(e)) };
+                const t = setTimeout(() => (waiters.splice(waiters.indexOf(w), 1), reject(new Error(`no ${what} within ${ms} ms`))), ms);
+                waiters.push(w);
+            });
+        },
+        async close() {
+            acking = false;
+            await acker;
+            ws.close();
+        },
+    };
+}
+
+const result = (a, t, ms) => a.wait((e) => e.method === 'interaction.result' && e.msgToken === t, ms, `result of ${t}`)
+    .then(({ event, at }) => {
+        if (event.code !== 200) throw new Error(`${t}: ${JSON.stringify(event)}`);
+        return { data: event.data, at };
+    });
+
+async function accepted(a, command) {
+    const r = await a.command(command);
+    if (r.status !== 200 || !r.body.data || r.body.data.accepted !== true)
+        throw new Error(`${command.method}: ${r.status} ${JSON.stringify(r.body)}`);
+    return Date.now();
+}
+
+/** interaction.open until accepted (the camera is offline until its
+ * presence is stored); resolves to {sid, t0} with t0 the acceptance. */
+async function open(a) {
+    const t = token('open');
+    const cmd = { msgToken: t, method: 'interaction.open', target, params: { purpose: 'ipcLiveView', cameraId: camera } };
+    let r;
+    for (let i = 0; i < 150; i++) {
+        r = await a.command(cmd);
+        if (!(r.status === 503 && r.body.data.reason === 'the camera is offline')) break;
+        await sleep(100);
+    }
+    const t0 = Date.now();
+    if (r.status !== 200 || r.body.data.accepted !== true) throw new Error(`open: ${r.status} ${JSON.stringify(r.body)}`);
+    const res = await result(a, t, 15000);
+    if (res.data.state !== 'invited') throw new Error(`open: ${JSON.stringify(res.data)}`);
+    return { sid: res.data.sessionId, t0 };
+}
+
+/** mediaOffer with sdp; resolves to the platform's answer. */
+async function mediaOffer(a, sid, sdp) {
+    const t = token('offer');
+    await accepted(a, { msgToken: t, method: 'interaction.mediaOffer', sessionId: sid,
+        params: { mediaRevision: 1, webrtc: { iceMode: 'full', sdp } } });
+    const res = await result(a, t, 15000);
+    if (!res.data.webrtc || typeof res.data.webrtc.sdp !== 'string') throw new Error(`mediaOffer: ${JSON.stringify(res.data)}`);
+    return res.data.webrtc.sdp;
+}
+
+async function end(a, sid) {
+    await accepted(a, { msgToken: token('end'), method: 'interaction.end', sessionId: sid, params: { reason: 'userHangup' } });
+    await a.wait((e) => e.method === 'interaction.state' && e.sessionId === sid && e.data.state === 'ended', 15000, `end of ${sid}`);
+}
+
+const pct = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
+
+// Resolves in the page, with the page's wall clock (ms), once the video
+// receiver has decoded a frame; polls getStats every 5 ms.
+function firstFrameAt(v, ms) {
+    return v.page.evaluate(async (limit) => {
+        const pc = window.__igw.pc, end = Date.now() + limit;
+        for (;;) {
+            const report = await pc.getStats();
+            let n = 0;
+            report.forEach((r) => { if (r.type === 'inbound-rtp' && r.kind === 'video') n += r.framesDecoded || 0; });
+            if (n > 0) return Date.now();
+            if (Date.now() > end) return -1;
+            await new Promise((r) => setTimeout(r, 5));
+        }
+    }, ms);
+}
+
+async function openToFrame(a, browser, n, label) {
+    // One open first, not counted: the camera's presence, the first leg, JIT.
+    const times = [], phases = [];
+    for (let i = -1; i < n; i++) {
+        const v = await newViewer(browser);
+        const offer = await v.offerRecvOnly();
+        const { sid, t0 } = await open(a);
+        const tInvited = Date.now();
+        const answer = await mediaOffer(a, sid, offer);
+        const tAnswer = Date.now();
+        await v.setAnswer(answer);
+        const at = await firstFrameAt(v, 15000);
+        if (at < 0) throw new Error(`open ${i}: no frame decoded within 15 s (${JSON.stringify(await v.stats())})`);
+        if (i >= 0) {
+            times.push(at - t0);
+            phases.push({ invited: tInvited - t0, answered: tAnswer - tInvited, frame: at - tAnswer });
+        }
+        await end(a, sid);
+        await v.close();
+    }
+    const s = [...times].sort((x, y) => x - y);
+    const mean = (k) => phases.reduce((n, p) => n + p[k], 0) / phases.length;
+    console.log(`open to frame (${label}), ${n} opens: p50 ${pct(s, 50)} ms,` +
+        ` p99 ${pct(s, 99)} ms, min ${s[0]}, max ${s[s.length - 1]}; mean phases: accepted -> invited ${mean('invited').toFixed(0)} ms,` +
+        ` invited -> answer ${mean('answered').toFixed(0)} ms, answer -> first frame ${mean('frame').toFixed(0)} ms`);
+    return { p50: pct(s, 50), p99: pct(s, 99) };
+}
+
+/** One session whose viewer is `id` in the client, up to mediaState connected. */
+async function attach(a, client, id) {
+    const { sid } = await open(a);
+    const offer = await client.call({ op: 'offer', id });
+    const answer = await mediaOffer(a, sid, offer.sdp);
+    await client.call({ op: 'answer', id, sdp: answer });
+    await client.until((ev) => ev.some((e) => e.id === id && (e.event === 'dtls-connected' || e.event === 'failed')), 20000);
+    const f = client.events.find((e) => e.id === id && e.event === 'failed');
+    if (f) throw new Error(`viewer ${id} failed: ${f.reason}`);
+    const t = token('state');
+    await accepted(a, { msgToken: t, method: 'interaction.mediaState', sessionId: sid,
+        params: { mediaRevision: 1, state: 'connected' } });
+    await result(a, t, 15000);
+    return sid;
+}
+
+/** igw-live-viewers behind a JSON-lines interface. */
+function viewersClient() {
+    const p = spawnLines(process.env.LIVE_VIEWERS, ['--address', ADDR], { prefix: '[viewers] ' });
+    const events = [], replies = [];
+    const pump = async (ms) => {
+        const m = await p.next(undefined, ms);
+        (m.type === 'event' ? events : replies).push(m);
+    };
+    return {
+        events,
+        async call(req, ms = 15000) {
+            p.send(req);
+            const end = Date.now() + ms;
+            while (!replies.length) await pump(Math.max(1, end - Date.now()));
+            const r = replies.shift();
+            if (!r.ok) throw new Error(`viewers ${req.op} ${req.id || ''}: ${r.error}`);
+            return r;
+        },
+        async until(pred, ms) {
+            const end = Date.now() + ms;
+            while (!pred(events)) {
+                if (Date.now() >= end) throw new Error(`viewers: condition not met within ${ms} ms`);
+                await pump(end - Date.now()).catch(() => {});
+            }
+        },
+        end: () => p.end(),
+    };
+}
+
+async function manyViewers(a, client) {
+    const sids = [];
+    for (let i = 0; i < VIEWERS; i++) sids.push(await attach(a, client, `v${i}`));
+    const ids = sids.map((_, i) => `v${i}`);
+    await client.until((ev) => ids.every((id) => ev.some((e) => e.id === id && e.event === 'first-packet')), 30000);
+    await sleep(WARMUP_S * 1000);
+    const c0 = cpuUs(IGWD_PID), r0 = await client.call({ op: 'totals' }), t0 = Date.now();
+    await sleep(MEASURE_S * 1000);
+    const c1 = cpuUs(IGWD_PID), r1 = await client.call({ op: 'totals' });
+    const secs = (Date.now() - t0) / 1000;
+    const pkts = r1.rtp_in - r0.rtp_in, exp = r1.rtp_expected - r0.rtp_expected;
+    const failed = client.events.filter((e) => e.event === 'failed' && ids.includes(e.id)).length;
+    const loss = exp > 0 ? (100 * Math.max(0, exp - pkts)) / exp : 100;
+    const us = (c1 - c0) / Math.max(1, pkts);
+    console.log(`igwd: ${VIEWERS} viewers through the API (${r1.receiving} receiving, ${failed} failed),` +
+        ` ${(pkts / secs).toFixed(0)} pkt/s delivered, CPU ${((c1 - c0) / 1e4 / secs).toFixed(1)}%,` +
+        ` ${us.toFixed(2)} us/pkt (${((r1.bytes_in - r0.bytes_in) / Math.max(1, pkts)).toFixed(0)} B/pkt), loss ${loss.toFixed(3)}%`);
+    console.log(`LIVE viewers=${r1.receiving} loss_pct=${loss.toFixed(3)} cpu_us_per_pkt=${us.toFixed(2)}`);
+    for (const sid of sids) await end(a, sid);
+}
+
+async function main() {
+    const cam = spawnLines(process.env.IGW_VCAM, ['--mqtt', `127.0.0.1:${DEMO.mqtt.port}`, '--product', target.productID,
+        '--device', target.deviceName, '--secret', DEMO.device.secret, '--camera-id', camera, '--address', ADDR],
+    { prefix: '[vcam] ', quiet: true });
+    const a = await app();
+    const client = viewersClient();
+    const browser = await launch();
+    try {
+        const cold = await openToFrame(a, browser, OPENS, 'cold leg: the camera is invited at every open');
+        let warm = { p50: -1, p99: -1 };
+        if (WARM_OPENS > 0) {
+            // Warm: another viewer holds the camera's leg up, each open joins it.
+            const hold = await attach(a, client, 'hold');
+            warm = await openToFrame(a, browser, WARM_OPENS, 'warm leg: another viewer keeps the camera up');
+            await end(a, hold);
+            await client.call({ op: 'close', id: 'hold' });
+        }
+        console.log(`LIVE open_to_frame_p50_ms=${cold.p50} open_to_frame_p99_ms=${cold.p99}` +
+            ` warm_open_to_frame_p50_ms=${warm.p50} warm_open_to_frame_p99_ms=${warm.p99}`);
+    } finally {
+        await browser.close();
+    }
+    try {
+        await manyViewers(a, client);
+    } finally {
+        client.end();
+    }
+    await a.close();
+    cam.kill('SIGTERM');
+    await cam.waitExit(5000).catch(() => cam.kill('SIGKILL'));
+}
+
+main().then(() => process.exit(0), (e) => {
+    console.error(`bench_live: ${e.stack || e}`);
+    process.exit(1);
+});

@@ -438,9 +438,10 @@ test-media: $(T)/igw-media-host $(BUILD)/igw-vcam
 	tests/media/vcam_mqtt.sh $(T)/igw-media-host $(BUILD)/igw-vcam
 
 # IPC live view through the public API: igw-vcam on the broker, igwd's
-# session engine (sanitizers), Chromium viewers (tests/igwd/live_test.mjs).
-test-live: $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-mqtt-auth.so $(BUILD)/igw-vcam
-	tests/igwd/live_test.sh $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-vcam
+# session engine (sanitizers), Chromium viewers (tests/igwd/live_test.mjs), then
+# GStreamer's webrtcbin as the viewer (tests/igwd/live_gst.mjs, $(T)/gst_viewer).
+test-live: $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-mqtt-auth.so $(BUILD)/igw-vcam $(T)/gst_viewer
+	tests/igwd/live_test.sh $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-vcam $(T)/gst_viewer
 
 # The tiers: no services, real services, real media peers (fuzz-smoke, a few
 # seconds per decoder plus its clang builds, runs in `make test` beside them).

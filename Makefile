@@ -260,6 +260,10 @@ $(eval $(call test_bin,rtp_test,tests/media/rtp_test.c,media,))
 $(eval $(call test_bin,dtls_test,tests/media/dtls_test.c,media,$$(MEDIA_LIBS)))
 # The media core behind a JSON-lines interface: the real-peer tests' host.
 $(eval $(call test_bin,igw-media-host,tests/media/host.c,media gen rt,$$(MEDIA_LIBS)))
+# A non-browser WebRTC viewer (GStreamer webrtcbin, JSON lines) for the live
+# view: igw-vcam's GStreamer flags and its flat JSON reader.
+$(BUILD)/tobj/tests/igwd/gst_viewer.o: XCFLAGS = $(VCAM_CFLAGS)
+$(eval $(call test_bin,gst_viewer,tests/igwd/gst_viewer.c src/vcam/flatjson.c,,$$(VCAM_LIBS)))
 
 # core/loop under ThreadSanitizer: threads post, the loop's thread runs.
 $(T)/loop_test_tsan: tests/igwd/loop_test.c src/igwd/core/loop.c src/igwd/core/loop.h tests/check.h src/rt/lock.h
@@ -434,9 +438,10 @@ test-media: $(T)/igw-media-host $(BUILD)/igw-vcam
 	tests/media/vcam_mqtt.sh $(T)/igw-media-host $(BUILD)/igw-vcam
 
 # IPC live view through the public API: igw-vcam on the broker, igwd's
-# session engine (sanitizers), Chromium viewers (tests/igwd/live_test.mjs).
-test-live: $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-mqtt-auth.so $(BUILD)/igw-vcam
-	tests/igwd/live_test.sh $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-vcam
+# session engine (sanitizers), Chromium viewers (tests/igwd/live_test.mjs), then
+# GStreamer's webrtcbin as the viewer (tests/igwd/live_gst.mjs, $(T)/gst_viewer).
+test-live: $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-mqtt-auth.so $(BUILD)/igw-vcam $(T)/gst_viewer
+	tests/igwd/live_test.sh $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-vcam $(T)/gst_viewer
 
 # The tiers: no services, real services, real media peers (fuzz-smoke, a few
 # seconds per decoder plus its clang builds, runs in `make test` beside them).

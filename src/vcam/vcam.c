@@ -789,6 +789,7 @@ static int build_pipeline(peer *p)
             "! timeoverlay halignment=right valignment=bottom font-desc=\"Sans 16\" "
             "! videoconvert ! queue max-size-buffers=2 max-size-bytes=0 max-size-time=0 "
             "! x264enc name=venc tune=zerolatency speed-preset=ultrafast bitrate=%d key-int-max=%d "
+            "sliced-threads=false threads=1 "
             "! video/x-h264,profile=constrained-baseline "
             "! valve name=vvalve drop=false drop-mode=forward-sticky-events "
             "! rtph264pay config-interval=-1 aggregate-mode=zero-latency pt=96 "

@@ -19,8 +19,11 @@
  *                                      --audio
  * Received video goes rtph264depay ! h264parse ! openh264dec ! fakesink
  * (openh264dec: gstreamer1.0-plugins-bad; the depayloader asks for a
- * keyframe when it needs one; on_nal below says why repeated parameter sets
- * are dropped before h264parse), audio rtpopusdepay ! opusdec ! fakesink.
+ * keyframe when it needs one), audio rtpopusdepay ! opusdec ! fakesink.
+ * The decoder takes the stream as H.264 says it: a sender that puts
+ * parameter sets between the slices of one picture (x264's sliced threads
+ * with rtph264pay config-interval=-1: igw-vcam did) decodes nothing here,
+ * though browsers, which assemble pictures by the RTP marker, hide it.
  *
  * Exits 0 on stdin EOF, SIGTERM or SIGINT (the pipeline torn down first);
  * 1 on an error (bad signaling, a refused answer, a pipeline error, no ICE
@@ -71,7 +74,6 @@ typedef struct viewer {
     int answered;  /* the answer is applied */
     int pc_state;  /* main loop only; -1 before any notification */
     gint frames, width, height, audio_bufs; /* atomics: streaming threads write */
-    GBytes *last_ps[2]; /* the last SPS, PPS passed to h264parse: its streaming thread only */
     size_t used;
     char line[LINE_MAX_BYTES + 1]; /* one byte more: an over-long line is seen, not cut */
     char sdp[LINE_MAX_BYTES + 1];
@@ -398,49 +400,6 @@ static void on_audio_buffer(GstElement *sink, GstBuffer *buf, GstPad *pad, gpoin
     g_atomic_int_inc(&v->audio_bufs);
 }
 
-/* The camera's H264 repeats SPS and PPS before each IDR slice, also
- * between two slices of one picture (x264's sliced threads, rtph264pay
- * config-interval=-1). A parameter set starts a new access unit (H.264
- * 7.4.1.2.3), so each keyframe arrives cut in two and openh264dec never
- * decodes a whole picture (browsers assemble frames by the RTP marker and
- * do not notice). Repeats of the last SPS or PPS are dropped here, between
- * a NAL-aligned depayloader and h264parse, which then finds the pictures'
- * bounds itself; a changed parameter set still passes. */
-static GstPadProbeReturn on_nal(GstPad *pad, GstPadProbeInfo *info, gpointer data)
-{
-    viewer *v = data;
-    GstBuffer *buf = GST_PAD_PROBE_INFO_BUFFER(info);
-    GstMapInfo map;
-    GstPadProbeReturn ret = GST_PAD_PROBE_OK;
-    size_t sc;
-    int type;
-
-    (void)pad;
-    if (!buf || !gst_buffer_map(buf, &map, GST_MAP_READ))
-        return GST_PAD_PROBE_OK;
-    /* One NAL per buffer (alignment=nal), after its start code. */
-    sc = 0;
-    if (map.size >= 4 && memcmp(map.data, "\0\0\0\1", 4) == 0)
-        sc = 4;
-    else if (map.size >= 3 && memcmp(map.data, "\0\0\1", 3) == 0)
-        sc = 3;
-    type = sc && map.size > sc ? map.data[sc] & 0x1f : 0;
-    if (type == 7 || type == 8) {
-        GBytes **last = &v->last_ps[type - 7];
-        gsize n = 0;
-        const void *p = *last ? g_bytes_get_data(*last, &n) : NULL;
-
-        if (p && n == map.size && memcmp(p, map.data, n) == 0) {
-            ret = GST_PAD_PROBE_DROP;
-        } else {
-            if (*last)
-                g_bytes_unref(*last);
-            *last = g_bytes_new(map.data, map.size);
-        }
-    }
-    gst_buffer_unmap(buf, &map);
-    return ret;
-}
 
 /* webrtcbin has a new stream: decode it into a counting fakesink. Runs on a
  * streaming thread; a failure is posted on the bus as an error, where the
@@ -473,11 +432,10 @@ static void on_pad_added(GstElement *webrtc, GstPad *pad, gpointer data)
         return;
     }
     gst_caps_unref(caps);
-    /* NALs into h264parse through on_nal, whole pictures out of it.
-     * max-errors=-1: a frame lost to the network (or a pause) is not
+    /* max-errors=-1: a frame lost to the network (or a pause) is not
      * fatal; the depayloader asks for the keyframe that repairs it. */
     desc = video ? "queue ! rtph264depay request-keyframe=true wait-for-keyframe=true "
-                   "! video/x-h264,stream-format=byte-stream,alignment=nal ! h264parse name=parse "
+                   "! video/x-h264,stream-format=byte-stream ! h264parse "
                    "! video/x-h264,alignment=au ! openh264dec max-errors=-1 "
                    "! fakesink name=sink sync=false signal-handoffs=true"
                  : "queue ! rtpopusdepay ! opusdec ! fakesink name=sink sync=false signal-handoffs=true";
@@ -487,17 +445,6 @@ static void on_pad_added(GstElement *webrtc, GstPad *pad, gpointer data)
                           ("%s", err ? err->message : "unknown error"));
         g_clear_error(&err);
         return;
-    }
-    if (video) {
-        GstElement *parse = gst_bin_get_by_name(GST_BIN(bin), "parse");
-        GstPad *in = parse ? gst_element_get_static_pad(parse, "sink") : NULL;
-
-        if (in)
-            gst_pad_add_probe(in, GST_PAD_PROBE_TYPE_BUFFER, on_nal, v, NULL);
-        if (in)
-            gst_object_unref(in);
-        if (parse)
-            gst_object_unref(parse);
     }
     sink = gst_bin_get_by_name(GST_BIN(bin), "sink");
     if (sink) {
@@ -867,9 +814,6 @@ out:
         gst_object_unref(v->webrtc);
     if (v->pipe)
         gst_object_unref(v->pipe);
-    for (size_t i = 0; i < G_N_ELEMENTS(v->last_ps); i++)
-        if (v->last_ps[i])
-            g_bytes_unref(v->last_ps[i]);
     /* Idle callbacks queued by late notifications point at v: run them out
      * (they see v->stopping) before v goes. */
     while (g_main_context_iteration(NULL, FALSE))

@@ -9,6 +9,8 @@
 #include "clock.h"
 #include "rtp.h"
 
+#define PEER_HELD_MAX 8 /* a DTLS flight's records (a certificate flight is a few) */
+
 struct igw_peer {
     GMainContext           *ctx;
     const igw_media_config *cfg;
@@ -33,6 +35,15 @@ struct igw_peer {
     socklen_t               remote_len;
     uint64_t                created_us, last_rx_us;
     uint8_t                 buf[IGW_PEER_BUF];
+    /* DTLS records written before ICE had a pair (the remote's handshake
+     * can arrive first: a controlling agent starts DTLS once its check
+     * succeeds, before we see its nomination). Sent when the pair is
+     * selected instead of lost to a retransmission timer. */
+    struct {
+        uint8_t *data;
+        size_t len;
+    } held[PEER_HELD_MAX];
+    unsigned nheld;
 };
 
 static void peer_fail(igw_peer *p, igw_media_event_kind kind, const char *reason)
@@ -46,8 +57,23 @@ static void peer_fail(igw_peer *p, igw_media_event_kind kind, const char *reason
 static void dtls_send(void *ud, const uint8_t *data, size_t n)
 {
     igw_peer *p = ud;
-    /* Before ICE has a pair the send fails; DTLS retransmits on its timer. */
-    (void)nice_agent_send(p->agent, p->stream, 1, (guint)n, (const gchar *)data);
+    if (nice_agent_send(p->agent, p->stream, 1, (guint)n, (const gchar *)data) == (gint)n)
+        return;
+    /* No pair yet: held for it (beyond the bound, DTLS retransmits). */
+    if (p->nheld < PEER_HELD_MAX && (p->held[p->nheld].data = g_memdup2(data, n))) {
+        p->held[p->nheld].len = n;
+        p->nheld++;
+    }
+}
+
+/* The pair exists: what DTLS wrote before it goes now, in order. */
+static void held_flush(igw_peer *p)
+{
+    for (unsigned i = 0; i < p->nheld; i++) {
+        (void)nice_agent_send(p->agent, p->stream, 1, (guint)p->held[i].len, (const gchar *)p->held[i].data);
+        g_free(p->held[i].data);
+    }
+    p->nheld = 0;
 }
 
 static void dtls_after(igw_peer *p, igw_dtls_state before, igw_dtls_state now)
@@ -111,6 +137,7 @@ static void on_pair(NiceAgent *agent, guint stream, guint component, NiceCandida
     p->fd = p->sock ? g_socket_get_fd(p->sock) : -1;
     nice_address_copy_to_sockaddr(&remote->addr, (struct sockaddr *)&p->remote);
     p->remote_len = remote->addr.s.addr.sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+    held_flush(p);
 }
 
 static void on_state(NiceAgent *agent, guint stream, guint component, guint state, gpointer ud)
@@ -344,6 +371,8 @@ void igw_peer_free(igw_peer *p)
             igw_dtls_close(p->dtls);
         igw_dtls_free(p->dtls);
     }
+    for (unsigned i = 0; i < p->nheld; i++)
+        g_free(p->held[i].data);
     if (p->srtp)
         igw_srtp_free(p->srtp);
     if (p->agent) {

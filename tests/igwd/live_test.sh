@@ -34,7 +34,7 @@ KEY=$IGW_VAR/jwt.key
 start_igwd() {
     igw_start IGW_THREADS=2 IGW_PG_DSN="$IGW_PG_DSN" IGW_JWT_KEY_FILE="$KEY" IGW_NODE_ID=live-node \
         IGW_MQTT_HOST=127.0.0.1 IGW_MQTT_PORT="$IGW_MQTT_PORT" IGW_MQTT_PASSWORD_FILE="$IGW_MQTT_PASSWORD_FILE" \
-        IGW_MQTT_CLIENT_ID=igwd-live-test IGW_MEDIA_ADDRESS="$IGW_NETNS_ADDR" IGW_LOG_LEVEL=info \
+        IGW_MQTT_CLIENT_ID=igwd-live-test IGW_MEDIA_ADDRESS="$IGW_NETNS_ADDR" IGW_LOG_LEVEL=${LIVE_LOG_LEVEL:-info} \
         IGW_INVITE_TIMEOUT_MS=3000
 }
 start_igwd
@@ -129,4 +129,5 @@ kill -CONT "$SUBPID"
 kill -TERM "$SUBPID"; wait "$SUBPID"; rc=$?; SUBPID=
 [ $rc = 0 ] || fail "igw-vcam exit $rc after SIGTERM"; ok
 igw_stop
+[ -n "${LIVE_KEEP_LOG:-}" ] && cp "$TMP/igwd.err" "$LIVE_KEEP_LOG"
 echo "live test: $checks database checks passed"

@@ -94,6 +94,8 @@ static const setting settings[] = {
      "address written in candidates instead of media_address (a 1:1 NAT); empty: media_address"},
     {"media_port_min", KIND_UINT, OFF(media_port_min), 0, 0, 65535, "0", "lowest UDP port of media (0: any)"},
     {"media_port_max", KIND_UINT, OFF(media_port_max), 0, 0, 65535, "0", "highest UDP port of media (0: any)"},
+    {"media_keyframe_interval_ms", KIND_UINT, OFF(media_keyframe_interval_ms), 0, 50, 10000, "250",
+     "a camera is asked for a keyframe (PLI) at most this often, whichever viewers need one, milliseconds"},
     {"shutdown_timeout_ms", KIND_UINT, OFF(shutdown_timeout_ms), 0, 0, 600000, "5000",
      "on SIGTERM/SIGINT, how long in-flight requests may take to finish, milliseconds"},
     {"access_log", KIND_BOOL, OFF(access_log), 0, 0, 0, "true", "one JSON line per request on stderr (true/false)"},

@@ -767,10 +767,15 @@ void igw_app_stop_mqtt(igw_app *app)
     igw_mqtt_stop(m);
 }
 
+void igw_app_stop_engine(igw_app *app)
+{
+    igw_engine_stop(app->engine); /* the workers drained: nothing new posts to it */
+    app->engine = NULL;
+}
+
 void igw_app_free(igw_app *app)
 {
-    igw_engine_stop(app->engine); /* the workers are gone: nothing posts to it any more */
-    app->engine = NULL;
+    igw_app_stop_engine(app); /* when the start failed before the workers: none of them waits */
     if (app->storage_fd >= 0)
         close(app->storage_fd);
     app->storage_fd = -1;

@@ -27,10 +27,13 @@ int igw_app_start_mqtt(igw_app *app, igw_server *srv, char *err, size_t errlen);
 
 /* The stop, in order: igw_app_pause_mqtt (no more uplinks are read; those
  * not read stay with the broker), then the HTTP stop and join (the workers
- * drain their connections and uplinks, replies still go out), then
- * igw_app_stop_mqtt, then igw_http_destroy and igw_app_free. */
+ * drain their connections and uplinks, replies still go out, the engine
+ * still answering), then igw_app_stop_mqtt, then igw_app_stop_engine (its
+ * last answers are posted to workers that still exist: they run them as
+ * they end), then igw_http_destroy and igw_app_free. */
 void igw_app_pause_mqtt(igw_app *app);
 void igw_app_stop_mqtt(igw_app *app);
+void igw_app_stop_engine(igw_app *app);
 void igw_app_free(igw_app *app);
 
 #endif

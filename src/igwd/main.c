@@ -115,6 +115,7 @@ int main(int argc, char **argv)
         igw_log(IGW_LOG_WARN, NULL, "connections still open at the shutdown deadline were dropped");
     }
     igw_app_stop_mqtt(&app);
+    igw_app_stop_engine(&app);
     igw_http_destroy(srv);
     igw_app_free(&app);
     if (rc == 0) {

@@ -21,6 +21,7 @@
 #define GST_USE_UNSTABLE_API 1
 
 #include "signal.h"
+#include "webrtcbin.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -685,60 +686,17 @@ static int check_elements(void)
         {"audioconvert", "gstreamer1.0-plugins-base"}, {"audioresample", "gstreamer1.0-plugins-base"},
         {"valve", "gstreamer1.0-plugins-base (coreelements: libgstreamer1.0-0)"},
     };
-    int missing = 0;
-
-    for (size_t i = 0; i < G_N_ELEMENTS(need); i++) {
-        GstElementFactory *f = gst_element_factory_find(need[i][0]);
-        if (!f) {
-            vlog("error: GStreamer element %s is missing (Debian package %s)", need[i][0], need[i][1]);
-            missing++;
-        } else {
-            gst_object_unref(f);
-        }
-    }
-    return missing ? -1 : 0;
+    return igw_webrtcbin_check_elements("vcam", need, G_N_ELEMENTS(need));
 }
 
-/* Confines webrtcbin's libnice agent to one local address (loopback by
- * default): without it libnice gathers every non-loopback interface. Must
- * run before the first offer starts gathering. */
+/* ICE on the one address asked for (webrtcbin.h). */
 static int restrict_ice(peer *p)
 {
-    const char *address = p->v->o.address;
-    GstWebRTCICE *ice = NULL;
-    NiceAgent *agent = NULL;
-    NiceAddress addr;
-    int rc = -1;
-
-    g_object_get(p->webrtc, "ice-agent", &ice, NULL);
-    if (!ice || !g_object_class_find_property(G_OBJECT_GET_CLASS(ice), "agent")) {
-        vlog("error: webrtcbin's ICE agent is not libnice's: cannot restrict it to %s", address);
-        goto out;
-    }
-    g_object_get(ice, "agent", &agent, NULL);
-    if (!agent || !NICE_IS_AGENT(agent)) {
-        vlog("error: no NiceAgent behind webrtcbin");
-        goto out;
-    }
-    nice_address_init(&addr);
-    if (!nice_address_set_from_string(&addr, address)) {
-        vlog("error: --address %s is not an IP address", address);
-        goto out;
-    }
-    if (!nice_agent_add_local_address(agent, &addr)) {
-        vlog("error: libnice refused local address %s", address);
-        goto out;
-    }
-    /* UDP only: a WebRTC media server offers no ICE-TCP worth pairing with. */
-    if (g_object_class_find_property(G_OBJECT_GET_CLASS(ice), "ice-tcp"))
-        g_object_set(ice, "ice-tcp", FALSE, NULL);
-    rc = 0;
-out:
-    if (agent)
-        g_object_unref(agent);
-    if (ice)
-        gst_object_unref(ice);
-    return rc;
+    char err[160];
+    if (igw_webrtcbin_restrict_ice(p->webrtc, p->v->o.address, err, sizeof err) == 0)
+        return 0;
+    vlog("error: %s", err);
+    return -1;
 }
 
 static int set_sendonly(peer *p)

@@ -41,6 +41,7 @@
 
 /* By path: under -Isrc/vcam, src/vcam/signal.h would shadow <signal.h>. */
 #include "../../src/vcam/flatjson.h"
+#include "../../src/vcam/webrtcbin.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -599,54 +600,17 @@ static int check_elements(void)
         {"openh264dec", "gstreamer1.0-plugins-bad"},    {"opusdec", "gstreamer1.0-plugins-base"},
         {"queue", "libgstreamer1.0-0"},                 {"fakesink", "libgstreamer1.0-0"},
     };
-    int missing = 0;
-
-    for (size_t i = 0; i < G_N_ELEMENTS(need); i++) {
-        GstElementFactory *f = gst_element_factory_find(need[i][0]);
-        if (!f) {
-            vlog("error: GStreamer element %s is missing (Debian package %s)", need[i][0], need[i][1]);
-            missing++;
-        } else {
-            gst_object_unref(f);
-        }
-    }
-    return missing ? -1 : 0;
+    return igw_webrtcbin_check_elements("gst_viewer", need, G_N_ELEMENTS(need));
 }
 
-/* Confines webrtcbin's libnice agent to one local address, UDP only:
- * without it libnice gathers on every non-loopback interface. Before the
- * offer, which starts gathering. */
+/* ICE on the one address asked for (webrtcbin.h). */
 static int restrict_ice(viewer *v)
 {
-    GstWebRTCICE *ice = NULL;
-    NiceAgent *agent = NULL;
-    NiceAddress addr;
-    int rc = -1;
-
-    g_object_get(v->webrtc, "ice-agent", &ice, NULL);
-    if (!ice || !g_object_class_find_property(G_OBJECT_GET_CLASS(ice), "agent")) {
-        vlog("error: webrtcbin's ICE agent is not libnice's: cannot restrict it to %s", v->address);
-        goto out;
-    }
-    g_object_get(ice, "agent", &agent, NULL);
-    if (!agent || !NICE_IS_AGENT(agent)) {
-        vlog("error: no NiceAgent behind webrtcbin");
-        goto out;
-    }
-    nice_address_init(&addr);
-    if (!nice_address_set_from_string(&addr, v->address) || !nice_agent_add_local_address(agent, &addr)) {
-        vlog("error: libnice refused local address %s", v->address);
-        goto out;
-    }
-    if (g_object_class_find_property(G_OBJECT_GET_CLASS(ice), "ice-tcp"))
-        g_object_set(ice, "ice-tcp", FALSE, NULL);
-    rc = 0;
-out:
-    if (agent)
-        g_object_unref(agent);
-    if (ice)
-        gst_object_unref(ice);
-    return rc;
+    char err[160];
+    if (igw_webrtcbin_restrict_ice(v->webrtc, v->address, err, sizeof err) == 0)
+        return 0;
+    vlog("error: %s", err);
+    return -1;
 }
 
 /* A recvonly transceiver offering exactly caps. */

@@ -18,68 +18,14 @@
 // env: IGW_BASE (igwd's URL), IGW_VCAM (the camera binary), IGW_GST_VIEWER
 // (build/tests/gst_viewer), IGW_DEMO (the demo tenant's JSON), IGW_NETNS_ADDR
 // (the address every peer uses).
-import { readFileSync } from 'node:fs';
 import { sleep, spawnLines, Checker } from '../media/lib.mjs';
+import { DEMO, ADDR, target, camera, app, accepted, startCamera } from './live_lib.mjs';
 
-const BASE = process.env.IGW_BASE;
 const VCAM = process.env.IGW_VCAM;
 const VIEWER = process.env.IGW_GST_VIEWER;
-const DEMO = JSON.parse(readFileSync(process.env.IGW_DEMO, 'utf8'));
-const ADDR = process.env.IGW_NETNS_ADDR || '127.0.0.1';
 const c = new Checker();
-const target = { productID: DEMO.device.productID, deviceName: DEMO.device.deviceName };
-const camera = DEMO.camera.cameraId;
 let seq = 0;
 const token = (p) => `${p}-gst-${process.pid}-${++seq}`;
-
-async function call(user, path, body) {
-    const r = await fetch(BASE + path, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${user.token}`, 'content-type': 'application/json' },
-        body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    return { status: r.status, body: await r.json() };
-}
-
-/** The application: its endpoint, its events (pulled and acknowledged).
- * (As in live_test.mjs, which runs on import and exports nothing.) */
-async function app(user) {
-    const r = await call(user, '/api/v1/im/interaction/endpoints/register');
-    if (r.status !== 200) throw new Error(`register: ${JSON.stringify(r.body)}`);
-    const a = { user, ep: r.body.data.endpointId, events: [] };
-    a.command = (command) => call(user, '/api/v1/im/interaction/commands', { endpointId: a.ep, command });
-    a.pull = async () => {
-        const p = await call(user, '/api/v1/im/interaction/events', { endpointId: a.ep, limit: 32 });
-        if (p.status !== 200) throw new Error(`events: ${JSON.stringify(p.body)}`);
-        const list = p.body.data.list;
-        if (list.length) {
-            a.events.push(...list.map((i) => i.event));
-            await call(user, '/api/v1/im/interaction/events/ack',
-                { endpointId: a.ep, deliveryIds: list.map((i) => i.deliveryId) });
-        }
-    };
-    a.wait = async (pred, ms) => {
-        const deadline = Date.now() + ms;
-        for (;;) {
-            const e = a.events.find(pred);
-            if (e) return e;
-            if (Date.now() > deadline) return null;
-            await a.pull();
-            await sleep(100);
-        }
-    };
-    a.result = (msgToken, ms = 10000) =>
-        a.wait((e) => e.method === 'interaction.result' && e.msgToken === msgToken, ms);
-    a.state = (sid, state, ms = 15000) =>
-        a.wait((e) => e.method === 'interaction.state' && e.sessionId === sid && e.data.state === state, ms);
-    return a;
-}
-
-async function accepted(a, command, what) {
-    const r = await a.command(command);
-    c.check(r.status === 200 && r.body.data && r.body.data.accepted === true, `${what}: accepted (${JSON.stringify(r.body)})`);
-    return r;
-}
 
 /** The GStreamer viewer: every line it prints is read here, so that the
  * latest stats and every state change are at hand. */
@@ -127,15 +73,13 @@ function gstViewer() {
 
 async function track(a, sid, operation) {
     const t = token('track');
-    await accepted(a, { msgToken: t, method: 'interaction.trackControl', sessionId: sid,
+    await accepted(c, a, { msgToken: t, method: 'interaction.trackControl', sessionId: sid,
         params: { trackId: 'video-1', operation, mediaRevision: 1 } }, `trackControl ${operation}`);
     return a.result(t);
 }
 
 async function main() {
-    const cam = spawnLines(VCAM, ['--mqtt', `127.0.0.1:${DEMO.mqtt.port}`, '--product', target.productID,
-        '--device', target.deviceName, '--secret', DEMO.device.secret, '--camera-id', camera, '--address', ADDR],
-    { prefix: '[vcam gst] ' });
+    const cam = startCamera(VCAM, '[vcam gst] ');
     const owner = await app(DEMO.user);
 
     // ---- open: waits for the new camera's presence (the last test's camera was killed) ----
@@ -159,7 +103,7 @@ async function main() {
     c.check(/^m=video /m.test(offer) && /^a=recvonly\r?$/m.test(offer) && /^a=candidate:.* typ host/m.test(offer) &&
         /^a=rtpmap:\d+ H264\/90000/m.test(offer), 'the viewer offers recvonly H264 with its candidates inside');
     const tm = token('offer');
-    await accepted(owner, { msgToken: tm, method: 'interaction.mediaOffer', sessionId: sid,
+    await accepted(c, owner, { msgToken: tm, method: 'interaction.mediaOffer', sessionId: sid,
         params: { mediaRevision: 1, webrtc: { iceMode: 'full', sdp: offer } } }, 'mediaOffer');
     const ans = await owner.result(tm, 15000);
     c.check(ans && ans.code === 200 && ans.data.state === 'answered' && ans.data.mediaRevision === 1 &&
@@ -178,7 +122,7 @@ async function main() {
     const early = owner.events.find((e) => e.method === 'interaction.state' && e.sessionId === sid && e.data.state === 'established');
     c.check(!early, 'not established before the application reported connected');
     const ts = token('state');
-    await accepted(owner, { msgToken: ts, method: 'interaction.mediaState', sessionId: sid,
+    await accepted(c, owner, { msgToken: ts, method: 'interaction.mediaState', sessionId: sid,
         params: { mediaRevision: 1, state: 'connected' } }, 'mediaState connected');
     const sr = await owner.result(ts);
     c.check(sr && sr.code === 200 && sr.data.state === 'connected', `mediaState result (${JSON.stringify(sr)})`);
@@ -200,7 +144,7 @@ async function main() {
     c.check(st.frames > f2 + 5, `frames again after resume (${f2} -> ${st.frames})`);
 
     // ---- end ------------------------------------------------------------------------------------
-    await accepted(owner, { msgToken: token('end'), method: 'interaction.end', sessionId: sid, params: { reason: 'userHangup' } }, 'end');
+    await accepted(c, owner, { msgToken: token('end'), method: 'interaction.end', sessionId: sid, params: { reason: 'userHangup' } }, 'end');
     const ended = await owner.state(sid, 'ended');
     c.check(ended && ended.data.reason === 'userHangup' && ended.eventSeq === 2, `ended userHangup, eventSeq 2 (${JSON.stringify(ended)})`);
     await sleep(700);

@@ -6,70 +6,16 @@
 //
 // env: IGW_BASE (igwd's URL), IGW_VCAM (the camera binary), IGW_DEMO (the
 // demo tenant's JSON), IGW_NETNS_ADDR (the address every peer uses).
-import { readFileSync } from 'node:fs';
-import { launch, newViewer, sleep, spawnLines, Checker } from '../media/lib.mjs';
+import { launch, newViewer, sleep, Checker } from '../media/lib.mjs';
+import { DEMO, target, camera, app, accepted, startCamera } from './live_lib.mjs';
 
-const BASE = process.env.IGW_BASE;
 const VCAM = process.env.IGW_VCAM;
-const DEMO = JSON.parse(readFileSync(process.env.IGW_DEMO, 'utf8'));
-const ADDR = process.env.IGW_NETNS_ADDR || '127.0.0.1';
 const c = new Checker();
-const target = { productID: DEMO.device.productID, deviceName: DEMO.device.deviceName };
-const camera = DEMO.camera.cameraId;
 let seq = 0;
 const token = (p) => `${p}-${process.pid}-${++seq}`;
 
-async function call(user, path, body) {
-    const r = await fetch(BASE + path, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${user.token}`, 'content-type': 'application/json' },
-        body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    return { status: r.status, body: await r.json() };
-}
-
-/** An application: its endpoint, its events (pulled and acknowledged). */
-async function app(user) {
-    const r = await call(user, '/api/v1/im/interaction/endpoints/register');
-    if (r.status !== 200) throw new Error(`register: ${JSON.stringify(r.body)}`);
-    const a = { user, ep: r.body.data.endpointId, events: [] };
-    a.command = (command) => call(user, '/api/v1/im/interaction/commands', { endpointId: a.ep, command });
-    a.pull = async () => {
-        const p = await call(user, '/api/v1/im/interaction/events', { endpointId: a.ep, limit: 32 });
-        if (p.status !== 200) throw new Error(`events: ${JSON.stringify(p.body)}`);
-        const list = p.body.data.list;
-        if (list.length) {
-            a.events.push(...list.map((i) => i.event));
-            await call(user, '/api/v1/im/interaction/events/ack',
-                { endpointId: a.ep, deliveryIds: list.map((i) => i.deliveryId) });
-        }
-    };
-    // The first event (since `from`) that pred accepts, pulling until ms.
-    a.wait = async (pred, ms, from = 0) => {
-        const deadline = Date.now() + ms;
-        for (;;) {
-            const e = a.events.slice(from).find(pred);
-            if (e) return e;
-            if (Date.now() > deadline) return null;
-            await a.pull();
-            await sleep(100);
-        }
-    };
-    a.result = (msgToken, ms = 10000) =>
-        a.wait((e) => e.method === 'interaction.result' && e.msgToken === msgToken, ms);
-    a.state = (sid, state, ms = 15000) =>
-        a.wait((e) => e.method === 'interaction.state' && e.sessionId === sid && e.data.state === state, ms);
-    return a;
-}
-
-async function accepted(a, command, what) {
-    const r = await a.command(command);
-    c.check(r.status === 200 && r.body.data && r.body.data.accepted === true, `${what}: accepted (${JSON.stringify(r.body)})`);
-    return r;
-}
-
-/** Opens a live view for application a with a Chromium viewer; returns the session. */
-let s_cmds;
+/** Opens a live view for application a with a Chromium viewer; returns the
+ * session, with its open and mediaOffer commands (for replays). */
 async function openView(a, browser, name) {
     const t = token('open');
     const cmd = { msgToken: t, method: 'interaction.open', target, params: { purpose: 'ipcLiveView', cameraId: camera } };
@@ -89,22 +35,21 @@ async function openView(a, browser, name) {
     const v = await newViewer(browser);
     const offer = await v.offerRecvOnly();
     const to = token('offer');
-    await accepted(a, { msgToken: to, method: 'interaction.mediaOffer', sessionId: sid,
-        params: { mediaRevision: 1, webrtc: { iceMode: 'full', sdp: offer } } }, `${name}: mediaOffer`);
+    const offerCmd = { msgToken: to, method: 'interaction.mediaOffer', sessionId: sid,
+        params: { mediaRevision: 1, webrtc: { iceMode: 'full', sdp: offer } } };
+    await accepted(c, a, offerCmd, `${name}: mediaOffer`);
     const ans = await a.result(to, 15000);
     c.check(ans && ans.code === 200 && ans.data.webrtc && typeof ans.data.webrtc.sdp === 'string' && ans.data.mediaRevision === 1,
         `${name}: the mediaOffer result carries the answer (${JSON.stringify(ans && ans.data && { ...ans.data, webrtc: !!ans.data.webrtc })})`);
-    s_cmds = { openCmd: cmd, offerCmd: { msgToken: to, method: 'interaction.mediaOffer', sessionId: sid,
-        params: { mediaRevision: 1, webrtc: { iceMode: 'full', sdp: offer } } } };
     await v.setAnswer(ans.data.webrtc.sdp).catch((e) => {
         throw new Error(`${name}: the answer was refused: ${e.message}\n--- offer\n${offer}\n--- answer\n${ans.data.webrtc.sdp}`);
     });
-    return { a, sid, v, name, ...s_cmds };
+    return { a, sid, v, name, openCmd: cmd, offerCmd };
 }
 
 async function report(s, state) {
     const t = token('state');
-    await accepted(s.a, { msgToken: t, method: 'interaction.mediaState', sessionId: s.sid, params: { mediaRevision: 1, state } },
+    await accepted(c, s.a, { msgToken: t, method: 'interaction.mediaState', sessionId: s.sid, params: { mediaRevision: 1, state } },
         `${s.name}: mediaState ${state}`);
     const r = await s.a.result(t);
     c.check(r && r.code === 200 && r.data.state === state, `${s.name}: mediaState result (${JSON.stringify(r)})`);
@@ -112,7 +57,7 @@ async function report(s, state) {
 
 async function track(s, operation) {
     const t = token('track');
-    await accepted(s.a, { msgToken: t, method: 'interaction.trackControl', sessionId: s.sid,
+    await accepted(c, s.a, { msgToken: t, method: 'interaction.trackControl', sessionId: s.sid,
         params: { trackId: 'video-1', operation, mediaRevision: 1 } }, `${s.name}: trackControl ${operation}`);
     const r = await s.a.result(t);
     return r;
@@ -122,9 +67,7 @@ const frames = async (s) => (await s.v.stats()).framesDecoded;
 
 async function main() {
     // The camera: a device on the broker, with its own credentials.
-    const cam = spawnLines(VCAM, ['--mqtt', `127.0.0.1:${DEMO.mqtt.port}`, '--product', target.productID,
-        '--device', target.deviceName, '--secret', DEMO.device.secret, '--camera-id', camera, '--address', ADDR],
-    { prefix: '[vcam] ' });
+    const cam = startCamera(VCAM, '[vcam] ');
     const owner = await app(DEMO.user);
     const browser = await launch();
 
@@ -179,7 +122,7 @@ async function main() {
     const subs = [];
     for (let i = 0; i < 2; i++) {
         const ts = token('sub');
-        await accepted(owner, { msgToken: ts, method: 'interaction.subscribe', sessionId: s1.sid, params: { trackId: 'video-1' } },
+        await accepted(c, owner, { msgToken: ts, method: 'interaction.subscribe', sessionId: s1.sid, params: { trackId: 'video-1' } },
             `subscribe ${i + 1}`);
         const sr = await owner.result(ts);
         c.check(sr && sr.code === 200 && sr.sessionId === s1.sid && sr.data.state === 'invited' && sr.data.trackId === 'video-1' &&
@@ -192,7 +135,7 @@ async function main() {
     const s3 = { a: owner, sid: subs[0].sessionId, name: 'subscriber', v: await newViewer(browser) };
     const o3 = await s3.v.offerRecvOnly();
     const t3 = token('offer');
-    await accepted(owner, { msgToken: t3, method: 'interaction.mediaOffer', sessionId: s3.sid,
+    await accepted(c, owner, { msgToken: t3, method: 'interaction.mediaOffer', sessionId: s3.sid,
         params: { mediaRevision: 1, webrtc: { iceMode: 'full', sdp: o3 } } }, 'subscriber: mediaOffer');
     const a3 = await owner.result(t3, 15000);
     c.check(a3 && a3.code === 200 && a3.data.webrtc, `subscriber: the answer (${a3 && a3.code})`);
@@ -206,7 +149,7 @@ async function main() {
     c.check(vf && vf.data.reason === 'viewerFailed', `subscriber: its peer gone, ended viewerFailed (${JSON.stringify(vf)})`);
     c.check((await frames(s1)) > before, 'viewer 1 plays on after the subscriber vanished');
     const tx = token('end');
-    await accepted(owner, { msgToken: tx, method: 'interaction.end', sessionId: subs[1].sessionId, params: { reason: 'userStopped' } },
+    await accepted(c, owner, { msgToken: tx, method: 'interaction.end', sessionId: subs[1].sessionId, params: { reason: 'userStopped' } },
         'subscriber 2: end');
     const ex = await owner.state(subs[1].sessionId, 'ended');
     c.check(ex && ex.data.reason === 'userStopped', `subscriber 2: ended userStopped (${JSON.stringify(ex)})`);
@@ -237,7 +180,7 @@ async function main() {
     // ---- a replay is the same acceptance and no new viewing ---------------------------------
     const te = token('end');
     const endCmd = { msgToken: te, method: 'interaction.end', sessionId: s1.sid, params: { reason: 'userHangup' } };
-    await accepted(owner, endCmd, 'viewer 1: end');
+    await accepted(c, owner, endCmd, 'viewer 1: end');
     const ended = await owner.state(s1.sid, 'ended');
     c.check(ended && ended.data.reason === 'userHangup' && ended.eventSeq === 2, `viewer 1: ended userHangup, eventSeq 2 (${JSON.stringify(ended)})`);
     r = await owner.command(endCmd);

@@ -452,19 +452,27 @@ static void reply(mqtt_signal *s, int code, const char *method, const char *toke
     publish(s, s->up_session, method);
 }
 
+/* Opens the camera's message on a leg: {"method","msgToken" (fresh, into
+ * tok),"sessionId","params":{ ; the caller writes the params and closes
+ * both objects. */
+static void leg_message(mqtt_signal *s, const char *method, const char *leg, char *tok, size_t cap)
+{
+    igw_jw *w = &s->w;
+    igw_jw_object_begin(w);
+    kv_str(w, "method", method);
+    kv_str(w, "msgToken", fresh_token(s, tok, cap));
+    kv_str(w, "sessionId", leg);
+    igw_jw_key(w, "params", 6);
+    igw_jw_object_begin(w);
+}
+
 static int mqtt_send_offer(igw_vcam_signal *sig, const char *leg, uint32_t revision, const char *sdp)
 {
     mqtt_signal *s = (mqtt_signal *)sig;
     igw_jw *w = &s->w;
     char tok[64];
 
-    fresh_token(s, tok, sizeof tok);
-    igw_jw_object_begin(w);
-    kv_str(w, "method", "mediaOffer");
-    kv_str(w, "msgToken", tok);
-    kv_str(w, "sessionId", leg);
-    igw_jw_key(w, "params", 6);
-    igw_jw_object_begin(w);
+    leg_message(s, "mediaOffer", leg, tok, sizeof tok);
     kv_int(w, "mediaRevision", revision);
     igw_jw_key(w, "webrtc", 6);
     igw_jw_object_begin(w);
@@ -489,12 +497,7 @@ static int mqtt_send_state(igw_vcam_signal *sig, const char *leg, uint32_t revis
     igw_jw *w = &s->w;
     char tok[64];
 
-    igw_jw_object_begin(w);
-    kv_str(w, "method", "mediaState");
-    kv_str(w, "msgToken", fresh_token(s, tok, sizeof tok));
-    kv_str(w, "sessionId", leg);
-    igw_jw_key(w, "params", 6);
-    igw_jw_object_begin(w);
+    leg_message(s, "mediaState", leg, tok, sizeof tok);
     kv_int(w, "mediaRevision", revision);
     kv_str(w, "state", state);
     igw_jw_object_end(w);
@@ -508,12 +511,7 @@ static int mqtt_send_bye(igw_vcam_signal *sig, const char *leg, const char *reas
     igw_jw *w = &s->w;
     char tok[64];
 
-    igw_jw_object_begin(w);
-    kv_str(w, "method", "bye");
-    kv_str(w, "msgToken", fresh_token(s, tok, sizeof tok));
-    kv_str(w, "sessionId", leg);
-    igw_jw_key(w, "params", 6);
-    igw_jw_object_begin(w);
+    leg_message(s, "bye", leg, tok, sizeof tok);
     kv_str(w, "reason", reason);
     igw_jw_object_end(w);
     igw_jw_object_end(w);

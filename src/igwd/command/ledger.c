@@ -8,6 +8,7 @@
 
 #include <openssl/sha.h>
 
+#include "event/rights.h"
 #include "event/outbox.h"
 #include "jw.h"
 
@@ -41,8 +42,7 @@ int igw_ledger_fingerprint(const igw_Command *k, char **canon, igw_ledger_fp *fp
  * (NULL when its version is $8). */
 static const igw_db_stmt stmt_cmd_read = {
     "igw_cmd_read",
-    "SELECT EXISTS (SELECT 1 FROM endpoints p WHERE p.endpoint_id = i.ep AND p.enterprise_id = i.ent "
-    "               AND p.user_id = i.usr AND p.expires_at_ms > i.now_ms), "
+    "SELECT " IGW_SQL_ENDPOINT_LIVE("i.ep", "i.ent", "i.usr", "i.now_ms") ", "
     "       (SELECT encode(k.fingerprint, 'hex') FROM commands k "
     "        WHERE k.enterprise_id = i.ent AND k.endpoint_id = i.ep AND k.msg_token = i.token), "
     "       t.ok, t.ver, CASE WHEN t.ver = i.known THEN NULL ELSE t.model::text END "
@@ -51,9 +51,7 @@ static const igw_db_stmt stmt_cmd_read = {
     "LEFT JOIN LATERAL (SELECT true AS ok, " MODEL_VERSION " AS ver, pr.model AS model FROM devices d "
     "                   JOIN products pr ON pr.product_id = d.product_id "
     "                   WHERE d.product_id = i.pid AND d.device_name = i.dn AND d.enterprise_id = i.ent "
-    "                     AND (d.owner_user_id = i.usr OR EXISTS (SELECT 1 FROM device_grants g "
-    "                          WHERE g.product_id = d.product_id AND g.device_name = d.device_name "
-    "                            AND g.user_id = i.usr))) t ON true "
+    "                     AND " IGW_SQL_USER_MAY("d", "i.usr") ") t ON true "
     "ORDER BY i.ord",
     8};
 
@@ -72,14 +70,10 @@ static const igw_db_stmt stmt_cmd_read = {
 static const igw_db_stmt stmt_cmd_write = {
     "igw_cmd_write",
     "WITH c AS MATERIALIZED (SELECT i.*, "
-    "    EXISTS (SELECT 1 FROM endpoints p WHERE p.endpoint_id = i.ep AND p.enterprise_id = i.ent "
-    "            AND p.user_id = i.usr AND p.expires_at_ms > i.now_ms) AS ep_ok, "
+    "    " IGW_SQL_ENDPOINT_LIVE("i.ep", "i.ent", "i.usr", "i.now_ms") " AS ep_ok, "
     "    (SELECT encode(k.fingerprint, 'hex') FROM commands k "
     "     WHERE k.enterprise_id = i.ent AND k.endpoint_id = i.ep AND k.msg_token = i.token) AS prior, "
-    "    EXISTS (SELECT 1 FROM devices d WHERE d.product_id = i.pid AND d.device_name = i.dn "
-    "            AND d.enterprise_id = i.ent AND (d.owner_user_id = i.usr OR EXISTS (SELECT 1 FROM device_grants g "
-    "            WHERE g.product_id = d.product_id AND g.device_name = d.device_name AND g.user_id = i.usr))) "
-    "      AS rights, "
+    "    " IGW_SQL_DEVICE_RIGHTS("i.pid", "i.dn", "i.ent", "i.usr") " AS rights, "
     "    EXISTS (SELECT 1 FROM products pr WHERE pr.product_id = i.pid AND " MODEL_VERSION " = i.ver) AS model_ok "
     "  FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::jsonb[], "
     "              $8::text[], $9::text[], $10::text[], $11::bigint[], $12::bigint[], $13::text[]) "

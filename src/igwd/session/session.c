@@ -16,19 +16,14 @@
 #include <string.h>
 
 #include "api.h"
+#include "event/rights.h"
 #include "clock.h"
 #include "core/log.h"
 #include "event/outbox.h"
 
 #define ANSWER_MAX (64 * 1024)
 #define NOW_MS "floor(extract(epoch FROM now()) * 1000)::bigint"
-#define ENDPOINT_LIVE(ep, ent, usr)                                                                                   \
-    "EXISTS (SELECT 1 FROM endpoints p WHERE p.endpoint_id = " ep " AND p.enterprise_id = " ent                       \
-    " AND p.user_id = " usr " AND p.expires_at_ms > " NOW_MS ")"
-#define RIGHTS(pid, dn, ent, usr)                                                                                     \
-    "EXISTS (SELECT 1 FROM devices d WHERE d.product_id = " pid " AND d.device_name = " dn                            \
-    " AND d.enterprise_id = " ent " AND (d.owner_user_id = " usr " OR EXISTS (SELECT 1 FROM device_grants g "         \
-    "WHERE g.product_id = d.product_id AND g.device_name = d.device_name AND g.user_id = " usr ")))"
+#define ENDPOINT_LIVE(ep, ent, usr) IGW_SQL_ENDPOINT_LIVE(ep, ent, usr, NOW_MS)
 #define PRIOR_FP(ent, ep, token)                                                                                      \
     "(SELECT encode(k.fingerprint, 'hex') FROM commands k WHERE k.enterprise_id = " ent " AND k.endpoint_id = " ep    \
     " AND k.msg_token = " token ")"
@@ -38,7 +33,7 @@ static const igw_db_stmt st_open_read = {
     "igw_session_open_read",
     "SELECT " ENDPOINT_LIVE("$3::text", "$1::bigint", "$2::bigint") ", "
     PRIOR_FP("$1::bigint", "$3::text", "$4::text") ", "
-    RIGHTS("$5::text", "$6::text", "$1::bigint", "$2::bigint") ", "
+    IGW_SQL_DEVICE_RIGHTS("$5::text", "$6::text", "$1::bigint", "$2::bigint") ", "
     "EXISTS (SELECT 1 FROM cameras c WHERE c.product_id = $5::text AND c.device_name = $6::text "
     "        AND c.camera_id = $7::text), "
     "COALESCE((SELECT d.online FROM devices d WHERE d.product_id = $5::text AND d.device_name = $6::text), false), "
@@ -56,7 +51,7 @@ static const igw_db_stmt st_open_write = {
     "igw_session_open_write",
     "WITH ok AS MATERIALIZED (SELECT p.expires_at_ms AS exp FROM endpoints p "
     "    WHERE p.endpoint_id = $3::text AND p.enterprise_id = $1::bigint AND p.user_id = $2::bigint "
-    "      AND p.expires_at_ms > " NOW_MS " AND " RIGHTS("$5::text", "$6::text", "$1::bigint", "$2::bigint")
+    "      AND p.expires_at_ms > " NOW_MS " AND " IGW_SQL_DEVICE_RIGHTS("$5::text", "$6::text", "$1::bigint", "$2::bigint")
     "      AND EXISTS (SELECT 1 FROM nodes n WHERE n.node_id = $12::text AND n.epoch = $13::bigint)), "
     "cm AS (INSERT INTO commands (enterprise_id, endpoint_id, msg_token, user_id, method, session_id, fingerprint, "
     "                             command) "
@@ -76,7 +71,7 @@ static const igw_db_stmt st_open_write = {
     "       RETURNING endpoint_id), "
     "ntf AS (SELECT pg_notify('" IGW_OUTBOX_CHANNEL "', dl.endpoint_id) FROM dl) "
     "SELECT " ENDPOINT_LIVE("$3::text", "$1::bigint", "$2::bigint") ", "
-    RIGHTS("$5::text", "$6::text", "$1::bigint", "$2::bigint") ", "
+    IGW_SQL_DEVICE_RIGHTS("$5::text", "$6::text", "$1::bigint", "$2::bigint") ", "
     "EXISTS (SELECT 1 FROM nodes n WHERE n.node_id = $12::text AND n.epoch = $13::bigint), "
     "(SELECT count(*) FROM cm), (SELECT count(*) FROM s), (SELECT count(*) FROM dl), (SELECT count(*) FROM ntf), "
     PRIOR_FP("$1::bigint", "$3::text", "$4::text"),

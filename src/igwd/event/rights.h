@@ -1,0 +1,28 @@
+/* rights.h - who may act, as SQL: the rules every statement that accepts
+ * a command checks in its own transaction, written once so that the ledger
+ * (command/ledger.c) and the session engine (session/session.c) cannot
+ * drift apart. Each macro is a string literal built from the SQL
+ * expressions it is given (column references or parameters). Here, beside
+ * the endpoints' life (endpoint.h), because both rooms that accept commands
+ * stand on this one. */
+#ifndef IGW_EVENT_RIGHTS_H
+#define IGW_EVENT_RIGHTS_H
+
+/* True when `usr` may command the device row `d` (an alias of devices): its
+ * owner, or a user granted it. The caller also matches d's enterprise. */
+#define IGW_SQL_USER_MAY(d, usr)                                                                                     \
+    "(" d ".owner_user_id = " usr " OR EXISTS (SELECT 1 FROM device_grants g WHERE g.product_id = " d                \
+    ".product_id AND g.device_name = " d ".device_name AND g.user_id = " usr "))"
+
+/* True when `usr` of enterprise `ent` may command device (pid, dn); an
+ * unknown device is false, like one without rights. */
+#define IGW_SQL_DEVICE_RIGHTS(pid, dn, ent, usr)                                                                     \
+    "EXISTS (SELECT 1 FROM devices d WHERE d.product_id = " pid " AND d.device_name = " dn " AND d.enterprise_id = " \
+    ent " AND " IGW_SQL_USER_MAY("d", usr) ")"
+
+/* True when endpoint `ep` is (ent, usr)'s and unexpired at `now` (ms). */
+#define IGW_SQL_ENDPOINT_LIVE(ep, ent, usr, now)                                                                     \
+    "EXISTS (SELECT 1 FROM endpoints p WHERE p.endpoint_id = " ep " AND p.enterprise_id = " ent                       \
+    " AND p.user_id = " usr " AND p.expires_at_ms > " now ")"
+
+#endif

@@ -10,6 +10,7 @@
 #include "core/log.h"
 #include "event/outbox.h"
 #include "machines.h"
+#include "session/state_sql.h"
 
 /* The state names the SQL below uses: igw_node_check_states() proves them
  * against the generated machines (session: the terminal state `fail`
@@ -19,9 +20,6 @@
 
 #define REASON_RESTARTED "nodeRestarted"
 #define REASON_LOST "nodeLost"
-
-/* Unix milliseconds of the statement's start. */
-#define NOW_MS "floor(extract(epoch FROM now()) * 1000)::bigint"
 
 /* $1 node id. The first start gets epoch 1; every later one, one more. */
 static const igw_db_stmt st_claim = {
@@ -44,29 +42,15 @@ static const igw_db_stmt st_beat = {
 
 /* After `pick` (the session ids to end, locked): ends them (once: a
  * session already ended by another sweeper is left alone), raises their
- * event_seq and, for those whose endpoint is live, inserts the
- * interaction.state event (its canonical text built here in the envelope's
- * field order, strings escaped by to_json) and its delivery, and notifies
- * the endpoints. Event ids are drawn first (as outbox.c's emit_result) so
- * each delivery knows its event and watermark. A deliveryId: base64url of
- * a random UUID (122 random bits), 22 characters as the outbox's own. */
+ * event_seq, and their interaction.state events (state_sql.h). A
+ * deliveryId: base64url of a random UUID (122 random bits), 22 characters
+ * as the outbox's own. */
 #define SWEEP_TAIL(REASON)                                                                                          \
     "upd AS (UPDATE sessions s SET state = '" ST_ENDED "', reason = '" REASON "', event_seq = s.event_seq + 1, "     \
     "        updated_at = now() FROM pick WHERE s.session_id = pick.session_id AND s.state <> '" ST_ENDED "' "        \
-    "        RETURNING s.session_id::text AS sid, s.endpoint_id::text AS ep, s.event_seq AS seq), "                 \
-    "go AS MATERIALIZED (SELECT u.sid, u.ep, u.seq, p.expires_at_ms AS exp, "                                      \
-    "        nextval(pg_get_serial_sequence('events', 'event_id')) AS event_id, u.sid || '.' || u.seq AS token, "  \
-    "        rtrim(translate(encode(uuid_send(gen_random_uuid()), 'base64'), '+/', '-_'), '=') AS did "            \
-    "    FROM upd u JOIN endpoints p ON p.endpoint_id = u.ep WHERE p.expires_at_ms > " NOW_MS "), "               \
-    "b AS MATERIALIZED (SELECT go.*, '{\"msgToken\":' || to_json(go.token)::text "                                  \
-    "        || ',\"method\":\"interaction.state\",\"sessionId\":' || to_json(go.sid)::text "                       \
-    "        || ',\"eventSeq\":' || go.seq || ',\"data\":{\"state\":\"" ST_ENDED "\",\"reason\":\"" REASON "\"}}' " \
-    "        AS body FROM go), "                                                                                    \
-    "ev AS (INSERT INTO events (event_id, session_id, msg_token, event_seq, body, body_text) OVERRIDING SYSTEM VALUE " \
-    "       SELECT b.event_id, b.sid, b.token, b.seq, b.body::jsonb, b.body FROM b RETURNING 1), "                  \
-    "dl AS (INSERT INTO deliveries (delivery_id, event_id, endpoint_id, session_id, watermark, state, expires_at_ms) " \
-    "       SELECT b.did, b.event_id, b.ep, b.sid, b.event_id, '" ST_PENDING "', b.exp FROM b RETURNING 1), "      \
-    "ntf AS (SELECT pg_notify('" IGW_OUTBOX_CHANNEL "', e.ep) FROM (SELECT DISTINCT ep FROM b) e) "                \
+    "        RETURNING s.session_id::text AS sid, s.endpoint_id::text AS ep, s.event_seq AS seq, s.state AS state, " \
+    "                  s.reason AS reason), "                                                                       \
+    IGW_SESSION_STATE_EVENTS("rtrim(translate(encode(uuid_send(gen_random_uuid()), 'base64'), '+/', '-_'), '=')")   \
     "SELECT (SELECT count(*) FROM me), (SELECT count(*) FROM pick), (SELECT count(*) FROM upd), "                  \
     "       (SELECT count(*) FROM dl), (SELECT count(*) FROM ntf), (SELECT count(*) FROM ev)"
 

@@ -20,6 +20,7 @@
 #include "clock.h"
 #include "core/log.h"
 #include "event/outbox.h"
+#include "session/state_sql.h"
 
 #define ANSWER_MAX (64 * 1024)
 #define NOW_MS "floor(extract(epoch FROM now()) * 1000)::bigint"
@@ -109,20 +110,9 @@ static const igw_db_stmt st_transition = {
     "        updated_at = now(), deadline_ms = NULL "
     "        WHERE s.session_id = $1::text AND s.state = ANY ($3::text[]) AND s.owner_node = $5::text "
     "          AND s.owner_epoch = $6::bigint AND EXISTS (SELECT 1 FROM me) "
-    "        RETURNING s.session_id AS sid, s.endpoint_id AS ep, s.event_seq AS seq), "
-    "go AS MATERIALIZED (SELECT u.sid, u.ep, u.seq, p.expires_at_ms AS exp, "
-    "        nextval(pg_get_serial_sequence('events', 'event_id')) AS event_id, u.sid || '.' || u.seq AS token "
-    "    FROM upd u JOIN endpoints p ON p.endpoint_id = u.ep WHERE p.expires_at_ms > " NOW_MS "), "
-    "b AS MATERIALIZED (SELECT go.*, '{\"msgToken\":' || to_json(go.token)::text "
-    "        || ',\"method\":\"interaction.state\",\"sessionId\":' || to_json(go.sid)::text "
-    "        || ',\"eventSeq\":' || go.seq || ',\"data\":{\"state\":' || to_json($2::text)::text "
-    "        || CASE WHEN $4::text = '' THEN '' ELSE ',\"reason\":' || to_json($4::text)::text END || '}}' "
-    "        AS body FROM go), "
-    "ev AS (INSERT INTO events (event_id, session_id, msg_token, event_seq, body, body_text) OVERRIDING SYSTEM VALUE "
-    "       SELECT b.event_id, b.sid, b.token, b.seq, b.body::jsonb, b.body FROM b RETURNING 1), "
-    "dl AS (INSERT INTO deliveries (delivery_id, event_id, endpoint_id, session_id, watermark, state, expires_at_ms) "
-    "       SELECT $7::text, b.event_id, b.ep, b.sid, b.event_id, 'pending', b.exp FROM b RETURNING 1), "
-    "ntf AS (SELECT pg_notify('" IGW_OUTBOX_CHANNEL "', b.ep) FROM b) "
+    "        RETURNING s.session_id AS sid, s.endpoint_id AS ep, s.event_seq AS seq, s.state AS state, "
+    "                  s.reason AS reason), "
+    IGW_SESSION_STATE_EVENTS("$7::text")
     "SELECT (SELECT count(*) FROM upd), (SELECT count(*) FROM dl), (SELECT count(*) FROM ntf), "
     "       (SELECT count(*) FROM ev)",
     7};

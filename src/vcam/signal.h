@@ -30,7 +30,7 @@
 
 /* One track an invite asks for, as the platform named it. */
 typedef struct igw_vcam_track {
-    const char *id;    /* trackId: "video-1", "mic" */
+    const char *id;    /* trackId: "video-1", "mic", "speaker" (what the camera plays) */
     const char *kind;  /* "video" or "audio" */
     const char *codec; /* "H264", "opus" */
 } igw_vcam_track;
@@ -127,6 +127,7 @@ typedef struct igw_vcam_mqtt_config {
     char secret[IGW_DEVAUTH_SECRET_B64_MAX + 1]; /* base64 deviceSecret */
     char camera_id[IGW_VCAM_ID_MAX + 1];
     int microphone; /* the capability's microphone; also: "mic" tracks are offered */
+    int speaker;    /* the capability's speaker; also: "speaker" tracks are played */
     int keepalive_s;
 } igw_vcam_mqtt_config;
 

@@ -425,13 +425,14 @@ static void report_capability(mqtt_signal *s)
     igw_jw_key(w, "microphone", 10);
     igw_jw_bool(w, s->c.microphone != 0);
     igw_jw_key(w, "speaker", 7);
-    igw_jw_bool(w, false);
+    igw_jw_bool(w, s->c.speaker != 0);
     kv_int(w, "maxUpstreams", 1);
     kv_str(w, "confirmPolicy", "auto");
     igw_jw_object_end(w);
     igw_jw_object_end(w);
     if (publish(s, s->up_capability, "capability report") == 0)
-        mlog("capability reported (%s, microphone %s)", tok, s->c.microphone ? "yes" : "no");
+        mlog("capability reported (%s, microphone %s, speaker %s)", tok, s->c.microphone ? "yes" : "no",
+             s->c.speaker ? "yes" : "no");
 }
 
 /* {"code":code,"method":method,"msgToken":token[,"sessionId":leg][,"msg":msg]} on the session topic. */

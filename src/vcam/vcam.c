@@ -44,10 +44,21 @@ typedef struct vcam_opts {
     const char *pattern;
     const char *signal;
     int device; /* --mqtt or --device-file given */
+    int speaker; /* stdio: --speaker; device: mqtt.speaker (--no-speaker clears it) */
+    const char *speaker_log; /* --speaker-log: one JSON line per level message */
     igw_vcam_mqtt_config mqtt;
 } vcam_opts;
 
 typedef struct vcam vcam;
+
+/* What the streaming threads of a speaker peer share with the main loop
+ * (atomics only). Owned by the peer, freed after its pipeline is NULL, when
+ * no streaming thread runs any more. */
+typedef struct speaker_rx {
+    gint packets; /* RTP buffers seen on webrtcbin's audio src pad */
+    gint linked;  /* the playing branch is built (once per peer) */
+    gint paused;  /* trackControl: the valve drops */
+} speaker_rx;
 
 /* One WebRTC peer: a pipeline with its webrtcbin. stdio has one for the
  * whole run; a device has one per leg. */
@@ -57,8 +68,15 @@ typedef struct peer {
     char leg[IGW_VCAM_LEG_MAX + 1]; /* "" for stdio */
     char token[IGW_VCAM_TOKEN_MAX + 1]; /* the invite's msgToken */
     uint32_t revision;
-    int video, audio;
+    int video, audio; /* audio: the mic, sending */
+    int speaker;      /* receiving audio: what the platform sends is played */
     char video_track[IGW_VCAM_ID_MAX + 1], audio_track[IGW_VCAM_ID_MAX + 1];
+    speaker_rx *spk;     /* when speaker */
+    guint spk_timer;     /* 1 s: packets stopping is logged */
+    int spk_count;       /* packets at the last tick */
+    int spk_flowing;     /* packets came during the last second */
+    int spk_loud;        /* -1 unknown, 0 silent, 1 sound: level transitions logged */
+    gint64 spk_dbg_us;   /* the last debug line about levels */
     GstElement *pipe, *webrtc, *venc, *vvalve, *avalve;
     guint bus_watch, gather_timer;
     int failed;          /* torn down soon; nothing more is done with it */
@@ -80,6 +98,8 @@ struct vcam {
     igw_vcam_signal *sig;
     peer *peer; /* the active peer, or NULL (device mode between legs) */
     unsigned serials;
+    FILE *spk_log;      /* --speaker-log, or NULL */
+    int spk_log_failed; /* a write failed: logged once, nothing written after */
     int exit_code;
     int stopping;
     gint keyframes_requested, keyframes_encoded; /* atomics: streaming threads count */
@@ -144,6 +164,8 @@ static void peer_free(peer *p)
         return;
     if (p->gather_timer)
         g_source_remove(p->gather_timer);
+    if (p->spk_timer)
+        g_source_remove(p->spk_timer);
     if (p->bus_watch)
         g_source_remove(p->bus_watch);
     if (p->pipe)
@@ -160,6 +182,8 @@ static void peer_free(peer *p)
         gst_object_unref(p->pipe);
     if (p->cands)
         g_ptr_array_unref(p->cands);
+    /* After the pipeline is NULL: no streaming thread touches it now. */
+    g_free(p->spk);
     g_free(p->ufrag);
     g_free(p);
 }
@@ -268,6 +292,188 @@ static void request_keyframe(peer *p)
     } else {
         gst_structure_free(st);
     }
+}
+
+/* ---- the speaker: what the platform sends is played ---- */
+
+/* The playing branch of a speaker: no sound device here, so the level
+ * element is what "hears" it (50 ms windows, posted on the bus). */
+#define SPEAKER_BRANCH                                                                             \
+    "valve name=spkvalve drop=false ! rtpopusdepay ! opusdec ! audioconvert "                      \
+    "! level name=spklevel interval=50000000 post-messages=true ! fakesink sync=false async=false"
+/* What -inf dB (digital silence) becomes in the speaker log: JSON has no
+ * infinity. */
+#define SPEAKER_FLOOR_DB -120.0
+/* Level transitions logged, with hysteresis so that a tone's ripple does
+ * not flap: sound above -50 dB, silent below -60 dB. */
+#define SPEAKER_SOUND_DB -50.0
+#define SPEAKER_SILENT_DB -60.0
+
+/* Streaming thread: counts the speaker's RTP, logs the first packet. */
+static GstPadProbeReturn on_speaker_rtp(GstPad *pad, GstPadProbeInfo *info, gpointer data)
+{
+    speaker_rx *s = data;
+    guint n = 1;
+
+    (void)pad;
+    if (GST_PAD_PROBE_INFO_TYPE(info) & GST_PAD_PROBE_TYPE_BUFFER_LIST)
+        n = gst_buffer_list_length(GST_PAD_PROBE_INFO_BUFFER_LIST(info));
+    if (n && g_atomic_int_add(&s->packets, (gint)n) == 0)
+        vlog("speaker: first packet");
+    return GST_PAD_PROBE_OK;
+}
+
+/* Links a fresh element (or bin with a ghost sink pad) to pad inside
+ * webrtc's pipeline, playing. -1 (logged) when it cannot. */
+static int speaker_attach(GstElement *webrtc, GstPad *pad, GstElement *e)
+{
+    GstObject *parent = gst_element_get_parent(webrtc);
+    GstPad *sink = NULL;
+    int rc = -1;
+
+    if (!parent || !gst_bin_add(GST_BIN(parent), e)) {
+        vlog("error: speaker: cannot add %s to the pipeline", GST_OBJECT_NAME(e));
+        if (!parent)
+            gst_object_unref(gst_object_ref_sink(e));
+        else
+            gst_object_unref(parent);
+        return -1;
+    }
+    /* Playing before linked: the first buffer finds it ready. */
+    if (!gst_element_sync_state_with_parent(e))
+        vlog("error: speaker: %s does not start", GST_OBJECT_NAME(e));
+    else if (!(sink = gst_element_get_static_pad(e, "sink")) || gst_pad_link(pad, sink) != GST_PAD_LINK_OK)
+        vlog("error: speaker: cannot link %s", GST_OBJECT_NAME(e));
+    else
+        rc = 0;
+    if (sink)
+        gst_object_unref(sink);
+    gst_object_unref(parent);
+    return rc;
+}
+
+/* Streaming thread (webrtcbin's pad-added): the remote audio of the
+ * speaker's transceiver appears; the playing branch goes behind it. Any
+ * other stream (none is negotiated) is sunk, so that it cannot stall the
+ * transport with not-linked. Errors here reach the bus as an element
+ * error when the stream flows unlinked, which fails the peer. */
+static void on_pad_added(GstElement *webrtc, GstPad *pad, gpointer data)
+{
+    speaker_rx *s = data;
+    GstCaps *caps;
+    const GstStructure *st;
+    const char *enc;
+    GstElement *e;
+    GError *err = NULL;
+    int opus = 0;
+
+    if (GST_PAD_DIRECTION(pad) != GST_PAD_SRC)
+        return;
+    caps = gst_pad_get_current_caps(pad);
+    if (!caps)
+        caps = gst_pad_query_caps(pad, NULL);
+    st = caps && gst_caps_get_size(caps) > 0 ? gst_caps_get_structure(caps, 0) : NULL;
+    enc = st ? gst_structure_get_string(st, "encoding-name") : NULL;
+    opus = st && g_strcmp0(gst_structure_get_string(st, "media"), "audio") == 0 && enc &&
+           g_ascii_strcasecmp(enc, "OPUS") == 0;
+    if (caps)
+        gst_caps_unref(caps);
+    if (!opus || !g_atomic_int_compare_and_exchange(&s->linked, 0, 1)) {
+        vlog("speaker: %s stream on %s, not the speaker's: dropped", opus ? "a second Opus" : "a non-Opus",
+             GST_PAD_NAME(pad));
+        if (!(e = gst_element_factory_make("fakesink", NULL)))
+            return;
+        g_object_set(e, "sync", FALSE, "async", FALSE, NULL);
+        speaker_attach(webrtc, pad, e);
+        return;
+    }
+    e = gst_parse_bin_from_description(SPEAKER_BRANCH, TRUE, &err);
+    if (!e) {
+        vlog("error: speaker: cannot build the branch: %s", err ? err->message : "unknown error");
+        g_clear_error(&err);
+        return;
+    }
+    gst_object_set_name(GST_OBJECT(e), "speaker");
+    gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_BUFFER | GST_PAD_PROBE_TYPE_BUFFER_LIST, on_speaker_rtp, s, NULL);
+    if (speaker_attach(webrtc, pad, e) == 0) {
+        /* A pause that came while the branch was being built holds too. */
+        GstElement *valve = gst_bin_get_by_name(GST_BIN(e), "spkvalve");
+        if (valve) {
+            g_object_set(valve, "drop", g_atomic_int_get(&s->paused) ? TRUE : FALSE, NULL);
+            gst_object_unref(valve);
+        }
+        vlog("speaker: playing %s (rtpopusdepay, opusdec, level)", GST_PAD_NAME(pad));
+    }
+}
+
+/* The loudest channel's value of a level field in dB; -inf (and anything
+ * below) becomes SPEAKER_FLOOR_DB, NaN too. */
+static double level_db(const GstStructure *st, const char *field)
+{
+    const GValue *v = gst_structure_get_value(st, field);
+    double best = SPEAKER_FLOOR_DB;
+
+    /* level posts GValueArray, deprecated in GLib (not in GStreamer 1.22);
+     * its type macro warns even when deprecations are silenced, hence the
+     * name. */
+    if (!v || !G_VALUE_HOLDS_BOXED(v) || strcmp(G_VALUE_TYPE_NAME(v), "GValueArray") != 0)
+        return best;
+    G_GNUC_BEGIN_IGNORE_DEPRECATIONS
+    const GValueArray *a = g_value_get_boxed(v);
+    for (guint i = 0; a && i < a->n_values && i < 64; i++) {
+        const GValue *c = &a->values[i];
+        double db = c && G_VALUE_HOLDS_DOUBLE(c) ? g_value_get_double(c) : SPEAKER_FLOOR_DB;
+        if (db == db && db > best) /* db == db: not NaN */
+            best = db;
+    }
+    G_GNUC_END_IGNORE_DEPRECATIONS
+    return best > 0.0 ? 0.0 : best;
+}
+
+/* Main loop: one level message of the speaker's branch. */
+static void speaker_level(peer *p, const GstStructure *st)
+{
+    vcam *v = p->v;
+    double rms = level_db(st, "rms"), peak = level_db(st, "peak");
+    gint64 now = g_get_real_time();
+
+    if (v->spk_log && !v->spk_log_failed) {
+        /* One line, flushed: a test tails the file. */
+        if (fprintf(v->spk_log, "{\"at_ms\":%lld,\"rms_db\":%.2f,\"peak_db\":%.2f}\n", (long long)(now / 1000),
+                    rms, peak) < 0 ||
+            fflush(v->spk_log) != 0) {
+            vlog("error: --speaker-log: %s; nothing more is written", g_strerror(errno));
+            v->spk_log_failed = 1;
+        }
+    }
+    if (now - p->spk_dbg_us >= G_USEC_PER_SEC) {
+        p->spk_dbg_us = now;
+        DBG("speaker: rms %.1f dB, peak %.1f dB", rms, peak);
+    }
+    if (p->spk_loud != 1 && rms > SPEAKER_SOUND_DB) {
+        p->spk_loud = 1;
+        vlog("speaker: sound (rms %.1f dB)", rms);
+    } else if (p->spk_loud != 0 && rms < SPEAKER_SILENT_DB) {
+        p->spk_loud = 0;
+        vlog("speaker: silent (rms %.1f dB)", rms);
+    }
+}
+
+/* Main loop, every second of a speaker peer: packets that stop (the
+ * sender removed its track, or the path broke) are logged once. */
+static gboolean on_speaker_tick(gpointer data)
+{
+    peer *p = data;
+    int n = g_atomic_int_get(&p->spk->packets);
+
+    if (n != p->spk_count) {
+        p->spk_flowing = 1;
+    } else if (p->spk_flowing) {
+        p->spk_flowing = 0;
+        vlog("speaker: silent (no packets for 1 s, %d so far)", n);
+    }
+    p->spk_count = n;
+    return G_SOURCE_CONTINUE;
 }
 
 /* ---- offer / answer ---- */
@@ -655,6 +861,10 @@ static gboolean on_bus(GstBus *bus, GstMessage *msg, gpointer data)
     case GST_MESSAGE_EOS:
         peer_fail(p, "unexpected end of stream");
         break;
+    case GST_MESSAGE_ELEMENT:
+        if (p->speaker && gst_message_has_name(msg, "level"))
+            speaker_level(p, gst_message_get_structure(msg));
+        break;
     default:
         break;
     }
@@ -685,6 +895,8 @@ static int check_elements(void)
         {"timeoverlay", "gstreamer1.0-plugins-base"}, {"videoconvert", "gstreamer1.0-plugins-base"},
         {"audioconvert", "gstreamer1.0-plugins-base"}, {"audioresample", "gstreamer1.0-plugins-base"},
         {"valve", "gstreamer1.0-plugins-base (coreelements: libgstreamer1.0-0)"},
+        {"rtpopusdepay", "gstreamer1.0-plugins-good"}, {"opusdec", "gstreamer1.0-plugins-base"},
+        {"level", "gstreamer1.0-plugins-good"}, {"fakesink", "libgstreamer1.0-0 (coreelements)"},
     };
     return igw_webrtcbin_check_elements("vcam", need, G_N_ELEMENTS(need));
 }
@@ -699,10 +911,59 @@ static int restrict_ice(peer *p)
     return -1;
 }
 
-static int set_sendonly(peer *p)
+/* The mic's transceiver: the one behind the webrtcbin sink pad that the
+ * named capsfilter "acaps" feeds. A new reference, or NULL. */
+static GstWebRTCRTPTransceiver *mic_transceiver(peer *p)
+{
+    GstElement *caps = gst_bin_get_by_name(GST_BIN(p->pipe), "acaps");
+    GstPad *src = caps ? gst_element_get_static_pad(caps, "src") : NULL;
+    GstPad *sink = src ? gst_pad_get_peer(src) : NULL;
+    GstWebRTCRTPTransceiver *t = NULL;
+
+    /* webrtcbin's sink pads carry their transceiver as a property. */
+    if (sink && g_object_class_find_property(G_OBJECT_GET_CLASS(sink), "transceiver"))
+        g_object_get(sink, "transceiver", &t, NULL);
+    if (sink)
+        gst_object_unref(sink);
+    if (src)
+        gst_object_unref(src);
+    if (caps)
+        gst_object_unref(caps);
+    return t;
+}
+
+/* The speaker's transceiver, a new reference (NULL: logged). With the mic
+ * it is the mic's (one audio m-line, to be sendrecv); alone a recvonly one
+ * of its own, Opus offered through its codec preferences. */
+static GstWebRTCRTPTransceiver *speaker_transceiver(peer *p)
+{
+    GstWebRTCRTPTransceiver *t = NULL;
+    GstCaps *caps;
+
+    if (p->audio) {
+        if (!(t = mic_transceiver(p)))
+            vlog("error: speaker: the mic's transceiver is not found");
+        return t;
+    }
+    caps = gst_caps_from_string("application/x-rtp,media=audio,encoding-name=OPUS,payload=111,"
+                                "clock-rate=48000,encoding-params=(string)2");
+    if (!caps) {
+        vlog("error: speaker: bad caps");
+        return NULL;
+    }
+    g_signal_emit_by_name(p->webrtc, "add-transceiver", GST_WEBRTC_RTP_TRANSCEIVER_DIRECTION_RECVONLY, caps, &t);
+    gst_caps_unref(caps);
+    if (!t)
+        vlog("error: speaker: webrtcbin did not add a transceiver");
+    return t;
+}
+
+/* Every transceiver sends only, except the speaker's (spk, may be NULL):
+ * sendrecv when it is the mic's too, recvonly alone. */
+static int set_directions(peer *p, GstWebRTCRTPTransceiver *spk)
 {
     GArray *ts = NULL;
-    guint want = (guint)(p->video + p->audio);
+    guint want = (guint)(p->video + (p->audio || p->speaker));
     int rc = 0;
 
     g_signal_emit_by_name(p->webrtc, "get-transceivers", &ts);
@@ -712,7 +973,11 @@ static int set_sendonly(peer *p)
     } else {
         for (guint i = 0; i < ts->len; i++) {
             GstWebRTCRTPTransceiver *t = g_array_index(ts, GstWebRTCRTPTransceiver *, i);
-            g_object_set(t, "direction", GST_WEBRTC_RTP_TRANSCEIVER_DIRECTION_SENDONLY, NULL);
+            GstWebRTCRTPTransceiverDirection d = GST_WEBRTC_RTP_TRANSCEIVER_DIRECTION_SENDONLY;
+            if (t == spk)
+                d = p->audio ? GST_WEBRTC_RTP_TRANSCEIVER_DIRECTION_SENDRECV
+                             : GST_WEBRTC_RTP_TRANSCEIVER_DIRECTION_RECVONLY;
+            g_object_set(t, "direction", d, NULL);
         }
     }
     if (ts)
@@ -729,6 +994,8 @@ static int build_pipeline(peer *p)
     GString *desc = g_string_new("webrtcbin name=webrtc bundle-policy=max-bundle ");
     GstBus *bus;
     GstPad *pad;
+    GstWebRTCRTPTransceiver *spk = NULL;
+    int rc;
 
     /* Video: the wall clock top left (latency by eye), running time bottom
      * right. x264enc's keyframe interval is long on purpose: keyframes
@@ -760,7 +1027,8 @@ static int build_pipeline(peer *p)
                               "! audioconvert ! audioresample ! queue max-size-time=100000000 "
                               "! opusenc ! valve name=avalve drop=false drop-mode=forward-sticky-events "
                               "! rtpopuspay pt=111 "
-                              "! application/x-rtp,media=audio,encoding-name=OPUS,payload=111 "
+                              "! capsfilter name=acaps "
+                              "caps=\"application/x-rtp,media=audio,encoding-name=OPUS,payload=111\" "
                               "! webrtc. ");
     p->pipe = gst_parse_launch_full(desc->str, NULL, GST_PARSE_FLAG_FATAL_ERRORS, &err);
     g_string_free(desc, TRUE);
@@ -786,8 +1054,22 @@ static int build_pipeline(peer *p)
         gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_BUFFER, on_venc_buffer, p->v, NULL);
         gst_object_unref(pad);
     }
-    if (restrict_ice(p) < 0 || set_sendonly(p) < 0)
+    if (restrict_ice(p) < 0)
         return -1;
+    if (p->speaker && !(spk = speaker_transceiver(p)))
+        return -1;
+    rc = set_directions(p, spk);
+    if (spk)
+        gst_object_unref(spk);
+    if (rc < 0)
+        return -1;
+    if (p->speaker) {
+        /* p->spk outlives every pad-added: it is freed after the pipeline
+         * is NULL. */
+        p->spk = g_new0(speaker_rx, 1);
+        g_signal_connect(p->webrtc, "pad-added", G_CALLBACK(on_pad_added), p->spk);
+        p->spk_timer = g_timeout_add_seconds(1, on_speaker_tick, p);
+    }
     /* The tags live as long as the handlers, i.e. as webrtcbin: a
      * notification running while the peer is torn down still finds one. */
     g_signal_connect_data(p->webrtc, "on-negotiation-needed", G_CALLBACK(on_negotiation_needed), tag_new(p),
@@ -807,18 +1089,20 @@ static int build_pipeline(peer *p)
 /* A new peer with the tracks asked, playing: its offer follows on the main
  * loop. NULL (logged) on failure. */
 static peer *peer_start(vcam *v, const char *leg, const char *token, uint32_t revision, const char *video_track,
-                        const char *audio_track)
+                        const char *audio_track, int speaker)
 {
     peer *p = g_new0(peer, 1);
 
     p->v = v;
     p->serial = ++v->serials;
     p->ice_state = p->pc_state = -1;
+    p->spk_loud = -1;
     g_strlcpy(p->leg, leg, sizeof p->leg);
     g_strlcpy(p->token, token, sizeof p->token);
     p->revision = revision;
     p->video = video_track != NULL;
     p->audio = audio_track != NULL;
+    p->speaker = speaker != 0;
     if (video_track)
         g_strlcpy(p->video_track, video_track, sizeof p->video_track);
     if (audio_track)
@@ -847,7 +1131,7 @@ static void decline(vcam *v, const char *leg, const char *why)
 static void on_invite(void *user, const igw_vcam_invite *inv)
 {
     vcam *v = user;
-    const char *video = NULL, *audio = NULL;
+    const char *video = NULL, *audio = NULL, *speaker = NULL;
     peer *p = v->peer;
 
     if (v->stopping)
@@ -865,11 +1149,28 @@ static void on_invite(void *user, const igw_vcam_invite *inv)
     }
     for (unsigned i = 0; i < inv->ntracks; i++) {
         const igw_vcam_track *t = &inv->tracks[i];
+        int opus = strcmp(t->kind, "audio") == 0 && g_ascii_strcasecmp(t->codec, "opus") == 0;
         if (strcmp(t->kind, "video") == 0 && g_ascii_strcasecmp(t->codec, "H264") == 0 && !video) {
             video = t->id;
-        } else if (strcmp(t->kind, "audio") == 0 && g_ascii_strcasecmp(t->codec, "opus") == 0 && !audio) {
+        } else if (opus && strcmp(t->id, "speaker") == 0) {
+            /* The one audio track the camera receives: it plays it. */
+            if (!v->o.mqtt.speaker) {
+                decline(v, inv->leg, "a speaker track, and this camera has no speaker (--no-speaker)");
+                return;
+            }
+            if (speaker) {
+                decline(v, inv->leg, "two speaker tracks");
+                return;
+            }
+            speaker = t->id;
+        } else if (opus) {
+            /* Any other audio track is one the camera sends: its mic. */
             if (!v->o.mqtt.microphone) {
                 decline(v, inv->leg, "an audio track, and this camera has no microphone (--no-mic)");
+                return;
+            }
+            if (audio) {
+                decline(v, inv->leg, "two sending audio tracks (one microphone)");
                 return;
             }
             audio = t->id;
@@ -880,7 +1181,7 @@ static void on_invite(void *user, const igw_vcam_invite *inv)
             return;
         }
     }
-    if (video && audio && strcmp(video, audio) == 0) {
+    if ((video && audio && strcmp(video, audio) == 0) || (video && speaker && strcmp(video, speaker) == 0)) {
         decline(v, inv->leg, "two tracks with one trackId");
         return;
     }
@@ -888,9 +1189,10 @@ static void on_invite(void *user, const igw_vcam_invite *inv)
      * replaces whatever leg there was. */
     if (v->peer)
         leg_end(v, "replaced by a new invite");
-    vlog("invite for leg %s revision %u: %s%s%s", inv->leg, inv->revision, video ? video : "",
-         video && audio ? " + " : "", audio ? audio : "");
-    v->peer = peer_start(v, inv->leg, inv->token, inv->revision, video, audio);
+    vlog("invite for leg %s revision %u: %s%s%s%s%s", inv->leg, inv->revision, video ? video : "",
+         video && audio ? " + " : "", audio ? audio : "", (video || audio) && speaker ? " + " : "",
+         speaker ? speaker : "");
+    v->peer = peer_start(v, inv->leg, inv->token, inv->revision, video, audio, speaker != NULL);
     if (!v->peer && v->sig->ops->send_bye(v->sig, inv->leg, "cameraError") == 0)
         vlog("bye sent for leg %s (cameraError)", inv->leg);
 }
@@ -919,7 +1221,17 @@ static int on_track(void *user, const char *leg, uint32_t revision, const char *
         valve = p->vvalve;
     else if (p->audio && strcmp(track, p->audio_track) == 0)
         valve = p->avalve;
-    else {
+    else if (p->speaker && strcmp(track, "speaker") == 0) {
+        /* The branch may not exist yet (no packet so far): it reads the
+         * flag when it is built. */
+        g_atomic_int_set(&p->spk->paused, pause);
+        if ((valve = gst_bin_get_by_name(GST_BIN(p->pipe), "spkvalve"))) {
+            g_object_set(valve, "drop", pause ? TRUE : FALSE, NULL);
+            gst_object_unref(valve);
+        }
+        vlog("track %s of leg %s %s", track, leg, pause ? "paused" : "resumed");
+        return IGW_VCAM_CODE_OK;
+    } else {
         vlog("trackControl for track %s, which leg %s does not have", track, leg);
         return IGW_VCAM_CODE_NOTFOUND;
     }
@@ -962,6 +1274,11 @@ static void usage(FILE *f)
             "  --address IP       the only local address ICE uses (default 127.0.0.1)\n"
             "  --pattern P        videotestsrc pattern: smpte or ball (default smpte)\n"
             "  --signal stdio     signaling: JSON lines on stdin/stdout (the default)\n"
+            "  --speaker          stdio: the audio is sendrecv and what the peer sends is\n"
+            "                     played (a device has a speaker unless --no-speaker)\n"
+            "  --speaker-log F    one JSON line per 50 ms of played audio, flushed:\n"
+            "                     {\"at_ms\":UNIX_MS,\"rms_db\":DB,\"peak_db\":DB} (the loudest\n"
+            "                     channel; silence is -120)\n"
             "  -v, --verbose      debug logs (keyframe requests, ...)\n"
             "  -h, --help         this text\n"
             "As a device on the MQTT broker (docs/device-protocol.md, \"Media\"): the\n"
@@ -977,6 +1294,8 @@ static void usage(FILE *f)
             "                     provisioning writes it); options given win\n"
             "  --camera-id ID     the camera's id in the capability (default cam-1)\n"
             "  --no-mic           no microphone: invites with a mic track are declined\n"
+            "  --no-speaker       no speaker (capability speaker: false): invites with a\n"
+            "                     speaker track are declined\n"
             "More cameras: one igw-vcam process per device; register each device first\n"
             "(build/igwctl device add --product P --device D2 ..., then camera add) and\n"
             "start another igw-vcam with its --device and --secret; all may share --address.\n"
@@ -1038,7 +1357,8 @@ static int parse_opts(int argc, char **argv, vcam_opts *o)
 {
     enum {
         O_WIDTH = 256, O_HEIGHT, O_FPS, O_BITRATE, O_KEYINT, O_ADDRESS, O_PATTERN, O_SIGNAL,
-        O_MQTT, O_PRODUCT, O_DEVICE, O_SECRET, O_DEVFILE, O_CAMERA, O_NOMIC
+        O_MQTT, O_PRODUCT, O_DEVICE, O_SECRET, O_DEVFILE, O_CAMERA, O_NOMIC, O_NOSPEAKER, O_SPEAKER,
+        O_SPEAKER_LOG
     };
     static const struct option longopts[] = {
         {"width", required_argument, NULL, O_WIDTH},
@@ -1056,6 +1376,9 @@ static int parse_opts(int argc, char **argv, vcam_opts *o)
         {"device-file", required_argument, NULL, O_DEVFILE},
         {"camera-id", required_argument, NULL, O_CAMERA},
         {"no-mic", no_argument, NULL, O_NOMIC},
+        {"no-speaker", no_argument, NULL, O_NOSPEAKER},
+        {"speaker", no_argument, NULL, O_SPEAKER},
+        {"speaker-log", required_argument, NULL, O_SPEAKER_LOG},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -1065,7 +1388,9 @@ static int parse_opts(int argc, char **argv, vcam_opts *o)
     int c, rc = 0, device_opts = 0;
     char err[512];
 
-    *o = (vcam_opts){640, 360, 30, 1000, 10, "127.0.0.1", "smpte", "stdio", 0, {.microphone = 1}};
+    *o = (vcam_opts){.width = 640, .height = 360, .fps = 30, .bitrate_kbps = 1000, .key_int_s = 10,
+                     .address = "127.0.0.1", .pattern = "smpte", .signal = "stdio",
+                     .mqtt = {.microphone = 1, .speaker = 1}};
     opterr = 0;
     while ((c = getopt_long(argc, argv, "vh", longopts, NULL)) != -1) {
         switch (c) {
@@ -1083,6 +1408,9 @@ static int parse_opts(int argc, char **argv, vcam_opts *o)
         case O_SECRET: device_opts = 1; rc |= opt_copy("secret", optarg, mc->secret, sizeof mc->secret); break;
         case O_CAMERA: device_opts = 1; rc |= opt_copy("camera-id", optarg, mc->camera_id, sizeof mc->camera_id); break;
         case O_NOMIC: device_opts = 1; mc->microphone = 0; break;
+        case O_NOSPEAKER: device_opts = 1; mc->speaker = 0; break;
+        case O_SPEAKER: o->speaker = 1; break;
+        case O_SPEAKER_LOG: o->speaker_log = optarg; break;
         case O_DEVFILE: o->device = 1; devfile = optarg; break;
         case 'v': verbose = 1; break;
         case 'h': usage(stdout); exit(0);
@@ -1118,13 +1446,21 @@ static int parse_opts(int argc, char **argv, vcam_opts *o)
         fprintf(stderr, "vcam: error: --address %s is not an IP address\n", o->address);
         return -1;
     }
+    if (o->speaker_log && !o->speaker_log[0]) {
+        fprintf(stderr, "vcam: error: --speaker-log wants a file name\n");
+        return -1;
+    }
     if (!o->device) {
         if (device_opts) {
-            fprintf(stderr, "vcam: error: --product, --device, --secret, --camera-id and --no-mic "
-                            "need --mqtt or --device-file\n");
+            fprintf(stderr, "vcam: error: --product, --device, --secret, --camera-id, --no-mic and "
+                            "--no-speaker need --mqtt or --device-file\n");
             return -1;
         }
         return 0;
+    }
+    if (o->speaker) {
+        fprintf(stderr, "vcam: error: --speaker is for stdio; a device has a speaker unless --no-speaker\n");
+        return -1;
     }
     if (devfile && igw_vcam_mqtt_config_read(devfile, mc, err, sizeof err) < 0) {
         fprintf(stderr, "vcam: error: --device-file: %s\n", err);
@@ -1132,6 +1468,7 @@ static int parse_opts(int argc, char **argv, vcam_opts *o)
     }
     if (!mc->camera_id[0])
         g_strlcpy(mc->camera_id, "cam-1", sizeof mc->camera_id);
+    o->speaker = mc->speaker;
     if (igw_vcam_mqtt_config_check(mc, err, sizeof err) < 0) {
         fprintf(stderr, "vcam: error: %s\n", err);
         return -1;
@@ -1163,6 +1500,11 @@ int main(int argc, char **argv)
         gst_deinit();
         return 1;
     }
+    if (v.o.speaker_log && !(v.spk_log = fopen(v.o.speaker_log, "w"))) {
+        fprintf(stderr, "vcam: error: --speaker-log %s: %s\n", v.o.speaker_log, g_strerror(errno));
+        gst_deinit();
+        return 2;
+    }
     v.loop = g_main_loop_new(NULL, FALSE);
     if (v.o.device) {
         v.sig = igw_vcam_signal_mqtt_new(&v.o.mqtt, &cbs, &v);
@@ -1170,13 +1512,14 @@ int main(int argc, char **argv)
             v.exit_code = 1;
             goto out;
         }
-        vlog("device %s&%s camera %s on %s:%d: %dx%d@%d H264 %d kbit/s%s, ICE on %s", v.o.mqtt.product,
+        vlog("device %s&%s camera %s on %s:%d: %dx%d@%d H264 %d kbit/s%s%s, ICE on %s", v.o.mqtt.product,
              v.o.mqtt.device, v.o.mqtt.camera_id, v.o.mqtt.host, v.o.mqtt.port, v.o.width, v.o.height, v.o.fps,
-             v.o.bitrate_kbps, v.o.mqtt.microphone ? " + Opus" : ", no microphone", v.o.address);
+             v.o.bitrate_kbps, v.o.mqtt.microphone ? " + Opus" : ", no microphone",
+             v.o.mqtt.speaker ? ", a speaker" : ", no speaker", v.o.address);
     } else {
         /* The peer first: its offer waits for the main loop, and the
          * transport's callbacks expect it. */
-        v.peer = peer_start(&v, "", "", 0, "video", "audio");
+        v.peer = peer_start(&v, "", "", 0, "video", "audio", v.o.speaker);
         if (!v.peer) {
             v.exit_code = 1;
             goto out;
@@ -1186,8 +1529,9 @@ int main(int argc, char **argv)
             v.exit_code = 1;
             goto out;
         }
-        vlog("%dx%d@%d H264 %d kbit/s (keyframe every %d s or on request) + Opus, ICE on %s", v.o.width,
-             v.o.height, v.o.fps, v.o.bitrate_kbps, v.o.key_int_s, v.o.address);
+        vlog("%dx%d@%d H264 %d kbit/s (keyframe every %d s or on request) + Opus%s, ICE on %s", v.o.width,
+             v.o.height, v.o.fps, v.o.bitrate_kbps, v.o.key_int_s, v.o.speaker ? " sendrecv (a speaker)" : "",
+             v.o.address);
     }
     sig_term = g_unix_signal_add(SIGTERM, on_unix_signal, &v);
     sig_int = g_unix_signal_add(SIGINT, on_unix_signal, &v);
@@ -1210,6 +1554,8 @@ out:
     while (g_main_context_iteration(NULL, FALSE))
         ;
     g_main_loop_unref(v.loop);
+    if (v.spk_log && fclose(v.spk_log) != 0 && !v.spk_log_failed)
+        vlog("error: --speaker-log: %s", g_strerror(errno));
     gst_deinit();
     return v.exit_code;
 }

@@ -1037,6 +1037,19 @@ static int build_pipeline(peer *p)
         g_clear_error(&err);
         return -1;
     }
+    /* A speaker alone is webrtcbin alone, which the parser returns bare. */
+    if (!GST_IS_PIPELINE(p->pipe)) {
+        GstElement *pl = gst_pipeline_new(NULL);
+        if (!pl || !gst_bin_add(GST_BIN(pl), p->pipe)) {
+            vlog("error: cannot make a pipeline");
+            if (pl)
+                gst_object_unref(pl);
+            gst_object_unref(p->pipe);
+            p->pipe = NULL;
+            return -1;
+        }
+        p->pipe = pl;
+    }
     p->webrtc = gst_bin_get_by_name(GST_BIN(p->pipe), "webrtc");
     if (p->video) {
         p->venc = gst_bin_get_by_name(GST_BIN(p->pipe), "venc");

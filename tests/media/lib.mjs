@@ -39,6 +39,9 @@ export const CHROMIUM_ARGS = [
     '--disable-features=WebRtcHideLocalIpsWithMdns',
 ];
 
+// For pages that play or make sound without a user gesture (WebAudio).
+export const AUTOPLAY_ARGS = ['--autoplay-policy=no-user-gesture-required'];
+
 /** Starts headless Chromium; close it with `await browser.close()`. The
  * timeout only bounds a hang: a start that reads a cold page cache on a busy
  * 2-core machine was seen to take over 15 s. */
@@ -101,6 +104,10 @@ function pageSetup() {
                 postMessage({ id: e.data.id, ok: false, error: String(err) });
             }
         };`;
+    // Talk: a 440 Hz tone from WebAudio on the audio sender (no
+    // microphone: the fake device's beeps would come and go).
+    let tone = null;
+    const audioTransceiver = () => pc.getTransceivers().find((t) => t.receiver.track.kind === 'audio');
     window.__igw = {
         pc,
         async requestKeyFrame(ms) {
@@ -141,6 +148,36 @@ function pageSetup() {
         async setAnswer(sdp) {
             await pc.setRemoteDescription({ type: 'answer', sdp });
         },
+        async answerTalking(sdp, ms) {
+            await pc.setRemoteDescription({ type: 'offer', sdp });
+            const ctx = new AudioContext();
+            await ctx.resume();
+            const osc = ctx.createOscillator();
+            osc.frequency.value = 440;
+            const gain = ctx.createGain();
+            gain.gain.value = 1;
+            const dest = ctx.createMediaStreamDestination();
+            osc.connect(gain).connect(dest);
+            osc.start();
+            tone = { ctx, gain, track: dest.stream.getAudioTracks()[0] };
+            const t = audioTransceiver();
+            if (!t) throw new Error('the offer has no audio section');
+            t.direction = 'sendrecv';
+            await t.sender.replaceTrack(tone.track);
+            await pc.setLocalDescription(await pc.createAnswer());
+            await gathered(ms);
+            return { sdp: pc.localDescription.sdp, context: ctx.state };
+        },
+        async talk(how) {
+            if (!tone) throw new Error('not talking: answerTalking first');
+            const t = audioTransceiver();
+            if (how === 'tone' || how === 'silent') {
+                tone.gain.gain.value = how === 'tone' ? 1 : 0;
+                await t.sender.replaceTrack(tone.track);
+            } else {
+                await t.sender.replaceTrack(null);
+            }
+        },
         async stats() {
             const s = {
                 framesDecoded: 0, framesReceived: 0, keyFramesDecoded: 0, videoPackets: 0,
@@ -177,6 +214,12 @@ function pageSetup() {
  *   offerRecvOnly()  recvonly audio+video, resolves to the complete offer SDP
  *   answer(sdp)      answers a remote offer, resolves to the complete answer
  *   setAnswer(sdp)   applies the remote answer to our offer
+ *   answerTalking(sdp) answers with the audio transceiver sendrecv, sending a
+ *                    440 Hz WebAudio tone (full scale); resolves to {sdp, context}
+ *                    (the AudioContext's state: "running" unless autoplay is
+ *                    blocked, see AUTOPLAY_ARGS)
+ *   talk(how)        "tone", "silent" (the tone at gain 0: packets go on) or
+ *                    "none" (replaceTrack(null))
  *   requestKeyFrame() makes Chromium send a keyframe request (PLI) now, through
  *                    a pass-through encoded transform on the video receiver
  *   stats()          {framesDecoded, framesReceived, keyFramesDecoded, videoPackets,
@@ -198,6 +241,8 @@ export async function newViewer(browser, opts = {}) {
         offerRecvOnly: () => page.evaluate((ms) => window.__igw.offerRecvOnly(ms), gatherMs),
         answer: (sdp) => page.evaluate(([s, ms]) => window.__igw.answer(s, ms), [sdp, gatherMs]),
         setAnswer: (sdp) => page.evaluate((s) => window.__igw.setAnswer(s), sdp),
+        answerTalking: (sdp) => page.evaluate(([s, ms]) => window.__igw.answerTalking(s, ms), [sdp, gatherMs]),
+        talk: (how) => page.evaluate((h) => window.__igw.talk(h), how),
         requestKeyFrame: () => page.evaluate((ms) => window.__igw.requestKeyFrame(ms), gatherMs),
         stats: () => page.evaluate(() => window.__igw.stats()),
         async waitFor(pred, ms) {

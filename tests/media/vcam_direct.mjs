@@ -1,15 +1,21 @@
-// vcam_direct.mjs - igw-vcam alone against Chromium: the camera offers,
-// Chromium answers recvonly, and within 5 s of the answer Chromium must have
-// decoded video (including a keyframe the camera only sends on request: its
-// periodic interval is 10 s) and received audio. Then a renegotiation, the
-// exits (stdin EOF, SIGTERM, a rejected answer, bad options).
+// vcam_direct.mjs - igw-vcam alone against Chromium: the camera (with
+// --speaker) offers, Chromium answers, video recvonly and audio sendrecv, and
+// within 5 s of the answer Chromium must have decoded video (including a
+// keyframe the camera only sends on request: its periodic interval is 10 s)
+// and received audio. Talk: Chromium sends a 440 Hz tone, the camera's
+// --speaker-log must show it loud, then quiet when the tone goes to gain 0,
+// its log the packets stopping when the track goes; the camera's mic reaches
+// Chromium meanwhile. Then a renegotiation, the exits (stdin EOF, SIGTERM, a
+// rejected answer, bad options), and the offer of a camera without --speaker.
 //
 //   node vcam_direct.mjs BUILD/igw-vcam      (run by vcam_direct.sh)
 //
 // Env: VCAM_SAVE_OFFER=PATH writes the first offer there (the corpus file
 // tests/media/sdp_corpus/vcam_offer.sdp was made that way).
-import { writeFileSync } from 'node:fs';
-import { launch, newViewer, spawnLines, Checker, sleep } from './lib.mjs';
+import { writeFileSync, readFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { launch, newViewer, spawnLines, Checker, sleep, AUTOPLAY_ARGS } from './lib.mjs';
 
 const NAME = 'vcam_direct';
 const VCAM = process.argv[2];
@@ -24,8 +30,9 @@ const section = (sdp, kind) => {
     return m ? lines(m) : [];
 };
 
-// The offer as the igw media core will see it.
-function checkOffer(sdp, gen) {
+// The offer as the igw media core will see it. audioDir: the audio section's
+// direction (sendrecv with --speaker, sendonly without).
+function checkOffer(sdp, gen, audioDir = 'sendrecv') {
     const all = lines(sdp);
     const video = section(sdp, 'video');
     const audio = section(sdp, 'audio');
@@ -35,7 +42,8 @@ function checkOffer(sdp, gen) {
     const mids = [...video, ...audio].filter((l) => l.startsWith('a=mid:')).map((l) => l.slice(6));
     c.check(group && mids.length === 2 && mids.every((m) => group.split(' ').includes(m)),
         `offer ${gen}: both mids in one BUNDLE group (${group})`);
-    c.check(video.includes('a=sendonly') && audio.includes('a=sendonly'), `offer ${gen}: both sections sendonly`);
+    c.check(video.includes('a=sendonly') && audio.includes(`a=${audioDir}`),
+        `offer ${gen}: video sendonly, audio ${audioDir} (${audio.filter((l) => /^a=(send|recv|inactive)/.test(l))})`);
     c.check(video.includes('a=rtcp-mux') && audio.includes('a=rtcp-mux'), `offer ${gen}: rtcp-mux`);
     c.check(/^a=rtpmap:\d+ H264\/90000$/m.test(video.join('\n')), `offer ${gen}: H264/90000`);
     c.check(/^a=fmtp:\d+ .*packetization-mode=1/m.test(video.join('\n')) &&
@@ -56,13 +64,57 @@ function checkOffer(sdp, gen) {
 const answerLine = (sdp) =>
     JSON.stringify({ type: 'answer', sdp }).replace(/\//g, '\\/').replace(/=/g, '\\u003d');
 
+// The speaker log's lines written at or after since (Unix ms); each must be
+// {"at_ms","rms_db","peak_db"} with finite numbers (-inf is -120).
+const tmp = mkdtempSync(join(tmpdir(), 'vcam-direct-'));
+const spkLog = join(tmp, 'speaker.jsonl');
+let spkBad = 0;
+function speakerLines(since = 0) {
+    let text = '';
+    try {
+        text = readFileSync(spkLog, 'utf8');
+    } catch {
+        return [];
+    }
+    const out = [];
+    for (const l of text.split('\n')) {
+        if (!l) continue;
+        let o;
+        try {
+            o = JSON.parse(l);
+        } catch {
+            o = null;
+        }
+        const ok = o && Object.keys(o).join() === 'at_ms,rms_db,peak_db' &&
+            [o.at_ms, o.rms_db, o.peak_db].every(Number.isFinite) && o.rms_db >= -120 && o.peak_db <= 0;
+        if (!ok) {
+            if (spkBad++ < 3) console.error(`${NAME}: bad speaker log line: ${l}`);
+            continue;
+        }
+        if (o.at_ms >= since) out.push(o);
+    }
+    return out;
+}
+// Polls the speaker log until pred holds for a line written since; that line, or null after ms.
+async function speakerWait(since, pred, ms) {
+    const deadline = Date.now() + ms;
+    for (;;) {
+        const hit = speakerLines(since).find(pred);
+        if (hit || Date.now() >= deadline) return hit || null;
+        await sleep(50);
+    }
+}
+const fmt = (ls) => ls.length ? `${ls.length} lines, rms ${Math.min(...ls.map((o) => o.rms_db)).toFixed(1)}..` +
+    `${Math.max(...ls.map((o) => o.rms_db)).toFixed(1)} dB, peak max ${Math.max(...ls.map((o) => o.peak_db)).toFixed(1)} dB` : 'no lines';
+
 const started = Date.now();
-const browser = await launch();
+const browser = await launch({ args: AUTOPLAY_ARGS });
 const cams = [];
 try {
     // ---- the main session ----
     const viewer = await newViewer(browser);
-    const cam = spawnLines(VCAM, ['--key-int', '10', '--verbose'], { prefix: '[vcam] ' });
+    const cam = spawnLines(VCAM, ['--key-int', '10', '--verbose', '--speaker', '--speaker-log', spkLog],
+        { prefix: '[vcam] ' });
     cams.push(cam);
     const offer = await cam.next('offer', 10000);
     c.check(typeof offer.sdp === 'string', 'the camera sent {"type":"offer","sdp":...}');
@@ -71,8 +123,11 @@ try {
 
     // Unknown message types are ignored, not fatal.
     cam.send({ type: 'hello', sdp: 'x' });
-    const answer = await viewer.answer(offer.sdp);
+    const talking = await viewer.answerTalking(offer.sdp);
+    const answer = talking.sdp;
     c.check(lines(answer).some((l) => l.startsWith('a=candidate:')), 'Chromium answered with its candidates inside');
+    c.check(section(answer, 'audio').includes('a=sendrecv') && talking.context === 'running',
+        `Chromium answered audio sendrecv, its tone's AudioContext ${talking.context}`);
     cam.sendRaw(answerLine(answer));
     const t0 = Date.now();
     let s;
@@ -106,6 +161,52 @@ try {
     c.check(sk && sk.keyFramesDecoded > k0, `a new keyframe decoded within 2 s of the request (${k0} -> ${sk && sk.keyFramesDecoded})`);
     c.check(/vcam: keyframe requested/.test(cam.stderr()), 'the encoder saw the request (GstForceKeyUnit upstream)');
 
+    // ---- talk: what Chromium sends is played by the camera's speaker ----
+    const tTalk = Date.now();
+    const loud = await speakerWait(tTalk, (o) => o.rms_db > -35, 5000);
+    console.error(`${NAME}: speaker, tone: first loud line ${loud ? loud.at_ms - tTalk : '-'} ms after the check began; ` +
+        `${fmt(speakerLines(tTalk))}; first line: ${JSON.stringify(speakerLines(0)[0])}`);
+    c.check(loud, `the speaker log shows the tone above -35 dB within 5 s (${JSON.stringify(loud)})`);
+    await sleep(500);
+    const toneLines = speakerLines(Date.now() - 500);
+    c.check(toneLines.length >= 5 && toneLines.every((o) => o.rms_db > -35),
+        `the tone stays loud, about 20 lines a second (${fmt(toneLines)})`);
+    c.check(/vcam: speaker: first packet/.test(cam.stderr()) && /vcam: speaker: sound \(rms/.test(cam.stderr()),
+        'the camera logged the first speaker packet and the sound');
+
+    // The tone at gain 0: packets go on, the level falls to silence.
+    const micBefore = (await viewer.stats()).audioPackets;
+    await viewer.talk('silent');
+    const tSilent = Date.now();
+    const quiet = await speakerWait(tSilent, (o) => o.rms_db < -60, 3000);
+    console.error(`${NAME}: speaker, gain 0: quiet line ${quiet ? quiet.at_ms - tSilent : '-'} ms after; ${fmt(speakerLines(tSilent))}`);
+    c.check(quiet, `gain 0: the speaker log falls below -60 dB within 3 s (${JSON.stringify(quiet)})`);
+    await sleep(500);
+    const quietLines = speakerLines(Date.now() - 400);
+    c.check(quietLines.length >= 3 && quietLines.every((o) => o.rms_db < -60),
+        `gain 0: it stays below -60 dB, packets still coming (${fmt(quietLines)})`);
+    c.check(/vcam: speaker: silent \(rms/.test(cam.stderr()), 'the camera logged that the speaker went silent');
+    const micDuring = (await viewer.stats()).audioPackets;
+    c.check(micDuring > micBefore + 20, `the camera's mic reaches Chromium meanwhile (${micBefore} -> ${micDuring} packets)`);
+
+    // No track at all: the packets stop, the camera says so.
+    await viewer.talk('none');
+    const tNone = Date.now();
+    let stopped = false;
+    while (!stopped && Date.now() - tNone < 4000) {
+        stopped = /vcam: speaker: silent \(no packets/.test(cam.stderr());
+        if (!stopped) await sleep(100);
+    }
+    c.check(stopped, `no track: the camera logged that speaker packets stopped within 4 s (${Date.now() - tNone} ms)`);
+    const afterNone = speakerLines(Date.now() - 500);
+    c.check(afterNone.length === 0, `no track: nothing more in the speaker log (${fmt(afterNone)})`);
+
+    // The tone again.
+    await viewer.talk('tone');
+    const tAgain = Date.now();
+    const again = await speakerWait(tAgain, (o) => o.rms_db > -35, 5000);
+    c.check(again, `the tone again: above -35 dB within 5 s (${again ? again.at_ms - tAgain : '-'} ms)`);
+
     // ---- renegotiation: a new offer on the same transport, media goes on ----
     cam.send({ type: 'renegotiate' });
     const offer2 = await cam.next('offer', 5000);
@@ -116,6 +217,11 @@ try {
     const s2 = await viewer.waitFor((x) => x.framesDecoded >= before + 15, 3000).catch((e) => e.stats);
     c.check(s2 && s2.framesDecoded >= before + 15, `frames keep coming after renegotiation (${before} -> ${s2 && s2.framesDecoded})`);
     c.check(/vcam: answer 2 applied/.test(cam.stderr()), 'the camera applied the second answer');
+    const tRe = Date.now();
+    await sleep(500);
+    const reLines = speakerLines(tRe);
+    c.check(reLines.length >= 5 && reLines.every((o) => o.rms_db > -35), `the tone plays on after renegotiation (${fmt(reLines)})`);
+    c.check(spkBad === 0, `every speaker log line is {"at_ms","rms_db","peak_db"} with finite numbers (${spkBad} bad)`);
 
     // ---- stdin EOF: a clean exit 0 ----
     cam.end();
@@ -127,7 +233,8 @@ try {
     // ---- SIGTERM: exit 0 ----
     const cam2 = spawnLines(VCAM, [], { prefix: '[vcam2] ' });
     cams.push(cam2);
-    await cam2.next('offer', 10000);
+    // Without --speaker the camera only sends, as before talk.
+    checkOffer((await cam2.next('offer', 10000)).sdp, 'without --speaker', 'sendonly');
     cam2.kill('SIGTERM');
     const ex2 = await cam2.waitExit(5000).catch((e) => ({ code: e.message }));
     c.check(ex2.code === 0, `exit 0 on SIGTERM (${ex2.code ?? ex2.signal})`);
@@ -164,7 +271,8 @@ try {
     cam5.sendRaw(`{"type":"answer","sdp":"${'a'.repeat(70000)}"}`);
     const ex5 = await cam5.waitExit(5000).catch((e) => ({ code: e.message }));
     c.check(ex5.code === 1 && /line longer than 65536 bytes/.test(cam5.stderr()), `exit 1 on a 70 kB line (${ex5.code})`);
-    for (const args of [['--width', '641'], ['--fps', '0'], ['--address', 'nowhere'], ['--signal', 'mqtt'], ['--bogus']]) {
+    for (const args of [['--width', '641'], ['--fps', '0'], ['--address', 'nowhere'], ['--signal', 'mqtt'], ['--bogus'],
+        ['--speaker-log', join(tmp, 'no/such/dir')], ['--no-speaker']]) {
         const bad = spawnLines(VCAM, args, { quiet: true });
         const exb = await bad.waitExit(5000).catch((e) => ({ code: e.message }));
         c.check(exb.code === 2 && /vcam: error: /.test(bad.stderr()), `exit 2 with a message for ${args.join(' ')} (${exb.code})`);
@@ -174,6 +282,7 @@ try {
 } finally {
     for (const cam of cams) cam.kill('SIGKILL');
     await browser.close().catch(() => {});
+    rmSync(tmp, { recursive: true, force: true });
 }
 // Every step above waits with its own bound; the total is reported, not
 // asserted (a busy machine is slower, not wrong).

@@ -26,6 +26,7 @@ UP_S, UP_C = f"$media/up/session/{P}/{D}", f"$media/up/capability/{P}/{D}"
 DOWN_S, DOWN_C = f"$media/down/session/{P}/{D}", f"$media/down/capability/{P}/{D}"
 VIDEO = {"trackId": "video-1", "kind": "video", "codec": "H264"}
 MIC = {"trackId": "mic", "kind": "audio", "codec": "opus"}
+SPEAKER = {"trackId": "speaker", "kind": "audio", "codec": "opus"}
 
 checks = failures = 0
 
@@ -262,6 +263,17 @@ def answer(plat, host, offer, leg, rev):
     return True
 
 
+def sections(sdp, kind):
+    """The m-sections of kind in sdp, each as its list of lines."""
+    return [sec.splitlines() for sec in sdp.replace("\r\n", "\n").split("\nm=")[1:] if sec.startswith(kind + " ")]
+
+
+def direction(sdp, kind):
+    """The direction attributes of every kind section, e.g. ["a=sendrecv"]."""
+    return [[ln for ln in sec if ln in ("a=sendrecv", "a=sendonly", "a=recvonly", "a=inactive")]
+            for sec in sections(sdp, kind)]
+
+
 def rtp_in(host, leg):
     r = host.stats(leg)
     return r.get("rtp_in", -1) if r.get("ok") else -1
@@ -314,7 +326,8 @@ def run(broker, plat, host, cams):
                  ["--product", P],
                  ["--mqtt", "nowhere", "--product", P, "--device", D, "--secret", SECRET],
                  ["--mqtt", f"127.0.0.1:{PORT}", "--product", P, "--device", "a/b", "--secret", SECRET],
-                 ["--device-file", os.path.join(DIR, "missing.json")]):
+                 ["--device-file", os.path.join(DIR, "missing.json")],
+                 ["--mqtt", f"127.0.0.1:{PORT}", "--product", P, "--device", D, "--secret", SECRET, "--speaker"]):
         r = subprocess.run([VCAM, *args], capture_output=True, text=True, timeout=10)
         check(r.returncode == 2 and "vcam: error: " in r.stderr, f"exit 2 with a message for {' '.join(args)} ({r.returncode})")
 
@@ -330,7 +343,7 @@ def run(broker, plat, host, cams):
           f"capability: method report with a msgToken ({cap})")
     check(prm.get("cameras") == [{"cameraId": "cam-1", "video": ["H264"], "audio": ["opus"]}],
           f"capability: cameras cam-1, H264, opus ({prm.get('cameras')})")
-    check(prm.get("microphone") is True and prm.get("speaker") is False and prm.get("maxUpstreams") == 1 and
+    check(prm.get("microphone") is True and prm.get("speaker") is True and prm.get("maxUpstreams") == 1 and
           prm.get("confirmPolicy") == "auto", f"capability: microphone, speaker, maxUpstreams, confirmPolicy ({prm})")
     plat.send({"code": 200, "method": "reportReply", "msgToken": cap.get("msgToken")}, DOWN_C)
     plat.send({"code": 100400, "method": "reportReply", "msgToken": "unknown"}, DOWN_C)
@@ -404,6 +417,8 @@ def run(broker, plat, host, cams):
     sdp2 = off2["params"]["webrtc"].get("sdp", "")
     check("m=video " in sdp2 and "m=audio " in sdp2 and "opus/48000" in sdp2.lower(),
           "with mic: an Opus audio track is offered beside video")
+    check(direction(sdp2, "audio") == [["a=sendonly"]] and direction(sdp2, "video") == [["a=sendonly"]],
+          f"mic without speaker: audio and video sendonly ({direction(sdp2, 'audio')}, {direction(sdp2, 'video')})")
     ok, ab = stalls(host, "L1", settle=0.3)
     check(ok, f"L1's peer is gone: its RTP stopped ({ab})")
     if answer(plat, host, off2, "L2", 1):
@@ -426,6 +441,46 @@ def run(broker, plat, host, cams):
     plat.send({"method": "bye", "msgToken": "b2", "sessionId": "L2", "params": {"reason": "userHangup"}})
     r = plat.wait(lambda t, m: t == UP_S and m.get("method") == "byeReply" and m.get("msgToken") == "b2", 5)
     check(r and r.get("code") == 200, f"bye again (no active leg): byeReply 200 ({r})")
+
+    # ---- talk: the speaker track (what the platform sends, the camera plays) ----
+    invite(plat, "T1", 1, [VIDEO, MIC, SPEAKER])
+    offt = plat.session("mediaOffer", "T1", 15)
+    check(offt is not None, "invite T1 (video + mic + speaker) -> mediaOffer")
+    offt = offt or {"params": {"webrtc": {"sdp": ""}}, "msgToken": ""}
+    sdpt = offt["params"]["webrtc"].get("sdp", "")
+    check(direction(sdpt, "audio") == [["a=sendrecv"]] and direction(sdpt, "video") == [["a=sendonly"]],
+          f"mic + speaker: one audio m-line, a=sendrecv; video sendonly ({direction(sdpt, 'audio')})")
+    check(any("opus/48000/2" in ln.lower() for sec in sections(sdpt, "audio") for ln in sec), "mic + speaker: Opus")
+    if answer(plat, host, offt, "T1", 1):
+        check(host.event("T1", "first-packet", 10), "T1: the camera's media reaches the media core")
+    st = plat.wait(lambda t, m: t == UP_S and m.get("method") == "mediaState" and m.get("sessionId") == "T1" and
+                   m.get("params", {}).get("state") == "connected", 10)
+    check(st is not None, "T1: mediaState connected reported")
+    r = track(plat, "T1", "speaker", "pause", "tc20")
+    check(r and r.get("code") == 200, f"pause speaker: 200 ({r})")
+    r = track(plat, "T1", "speaker", "resume", "tc21")
+    check(r and r.get("code") == 200, f"resume speaker: 200 ({r})")
+    invite(plat, "T2", 1, [VIDEO, SPEAKER])
+    offt2 = plat.session("mediaOffer", "T2", 15)
+    sdpt2 = (offt2 or {"params": {"webrtc": {}}})["params"]["webrtc"].get("sdp", "")
+    check(offt2 is not None and direction(sdpt2, "audio") == [["a=recvonly"]] and
+          direction(sdpt2, "video") == [["a=sendonly"]] and
+          any("opus/48000/2" in ln.lower() for sec in sections(sdpt2, "audio") for ln in sec),
+          f"invite T2 (video + speaker, no mic): the Opus audio m-line is a=recvonly ({direction(sdpt2, 'audio')})")
+    invite(plat, "T3", 1, [SPEAKER])
+    offt3 = plat.session("mediaOffer", "T3", 15)
+    sdpt3 = (offt3 or {"params": {"webrtc": {}}})["params"]["webrtc"].get("sdp", "")
+    check(offt3 is not None and direction(sdpt3, "audio") == [["a=recvonly"]] and not sections(sdpt3, "video"),
+          f"invite T3 (speaker alone): one recvonly audio m-line, no video ({direction(sdpt3, 'audio')})")
+    plat.send({"method": "bye", "msgToken": "b3", "sessionId": "T3", "params": {"reason": "userHangup"}})
+    r = plat.wait(lambda t, m: t == UP_S and m.get("method") == "byeReply" and m.get("msgToken") == "b3", 5)
+    check(r and r.get("code") == 200, f"bye T3 -> byeReply 200 ({r})")
+    for leg, tracks, why in (("T4", [VIDEO, MIC, dict(MIC, trackId="mic-2")], "two sending audio tracks"),
+                             ("T5", [VIDEO, SPEAKER, SPEAKER], "two speaker tracks")):
+        invite(plat, leg, 1, tracks)
+        b = plat.session("bye", leg, 5)
+        check(b and b.get("params", {}).get("reason") == "cameraDeclined", f"{why}: bye cameraDeclined ({b})")
+        check(plat.session("mediaOffer", leg, 0.5) is None and why in cam.stderr(), f"{why}: no offer, logged why")
 
     # ---- declined invites ----
     invite(plat, "L3", 1, [VIDEO], camera="cam-9")
@@ -486,7 +541,7 @@ def run(broker, plat, host, cams):
         json.dump({"baseUrl": "http://x", "device": {"productID": P, "deviceName": D, "secret": SECRET,
                                                      "model": {"properties": [{"a": [1, {"b": None}]}]}},
                    "mqtt": {"host": "127.0.0.1", "port": PORT}, "camera": {"cameraId": "cam-7"}}, f)
-    cam2 = Camera(["--device-file", devfile, "--no-mic"], "cam2")
+    cam2 = Camera(["--device-file", devfile, "--no-mic", "--no-speaker"], "cam2")
     cams.append(cam2)
     cap3 = plat.wait(lambda t, m: t == UP_C, 15)
     p3 = (cap3 or {}).get("params", {})
@@ -496,6 +551,12 @@ def run(broker, plat, host, cams):
     b = plat.session("bye", "L8", 5)
     check(b and b.get("params", {}).get("reason") == "cameraDeclined", f"--no-mic: a mic track is declined ({b})")
     check(plat.session("mediaOffer", "L8", 0.5) is None, "--no-mic: no offer for it")
+    check(p3.get("speaker") is False, f"--no-speaker: capability speaker false ({p3})")
+    invite(plat, "L9", 1, [VIDEO, SPEAKER], camera="cam-7")
+    b = plat.session("bye", "L9", 5)
+    check(b and b.get("params", {}).get("reason") == "cameraDeclined", f"--no-speaker: a speaker track is declined ({b})")
+    check(plat.session("mediaOffer", "L9", 0.5) is None and "no speaker (--no-speaker)" in cam2.stderr(),
+          "--no-speaker: no offer for it, logged why")
     cam2.proc.send_signal(signal.SIGINT)
     try:
         code = cam2.proc.wait(10)

@@ -4,6 +4,9 @@
  * sendonly transceivers on one bundled transport. It offers (complete,
  * non-trickle: candidates inside the SDP), takes the answer back through a
  * signaling transport (signal.h) and answers PLI/FIR with a keyframe.
+ * With a speaker (talk) its audio transceiver also receives (sendrecv, or
+ * recvonly without the mic): what arrives is decoded into a level meter,
+ * there being no sound device, and its levels may go to --speaker-log.
  *
  * Two modes. stdio (the default): one peer with video and audio, built at
  * start, signaling as JSON lines. Device (--mqtt / --device-file): igw-vcam
@@ -13,8 +16,10 @@
  *
  * Threads: GStreamer, libnice and libmosquitto call back on their own
  * threads; those callbacks only queue work onto the main loop, where all
- * state lives. Work queued for a peer carries the peer's serial and is
- * dropped when that peer is gone. The promise waits below block the main
+ * state lives (the speaker's branch is built on webrtcbin's pad-added, in
+ * the streaming thread, as GStreamer wants; it shares only atomics). Work
+ * queued for a peer carries the peer's serial and is dropped when that peer
+ * is gone. The promise waits below block the main
  * loop for the few milliseconds webrtcbin's own thread needs to reply.
  */
 /* webrtcbin's library is "unstable API" in 1.22; we accept that knowingly. */

@@ -19,8 +19,8 @@
  * state lives (the speaker's branch is built on webrtcbin's pad-added, in
  * the streaming thread, as GStreamer wants; it shares only atomics). Work
  * queued for a peer carries the peer's serial and is dropped when that peer
- * is gone. The promise waits below block the main
- * loop for the few milliseconds webrtcbin's own thread needs to reply.
+ * is gone. The promise waits below block the main loop for the few
+ * milliseconds webrtcbin's own thread needs to reply.
  */
 /* webrtcbin's library is "unstable API" in 1.22; we accept that knowingly. */
 #define GST_USE_UNSTABLE_API 1
@@ -336,12 +336,15 @@ static int speaker_attach(GstElement *webrtc, GstPad *pad, GstElement *e)
     GstPad *sink = NULL;
     int rc = -1;
 
-    if (!parent || !gst_bin_add(GST_BIN(parent), e)) {
-        vlog("error: speaker: cannot add %s to the pipeline", GST_OBJECT_NAME(e));
-        if (!parent)
-            gst_object_unref(gst_object_ref_sink(e));
-        else
-            gst_object_unref(parent);
+    if (!parent) {
+        vlog("error: speaker: webrtcbin has no pipeline");
+        gst_object_unref(gst_object_ref_sink(e));
+        return -1;
+    }
+    /* gst_bin_add takes the floating e even when it fails: e is gone then. */
+    if (!gst_bin_add(GST_BIN(parent), e)) {
+        vlog("error: speaker: cannot add a branch to the pipeline");
+        gst_object_unref(parent);
         return -1;
     }
     /* Playing before linked: the first buffer finds it ready. */
@@ -360,8 +363,8 @@ static int speaker_attach(GstElement *webrtc, GstPad *pad, GstElement *e)
 /* Streaming thread (webrtcbin's pad-added): the remote audio of the
  * speaker's transceiver appears; the playing branch goes behind it. Any
  * other stream (none is negotiated) is sunk, so that it cannot stall the
- * transport with not-linked. Errors here reach the bus as an element
- * error when the stream flows unlinked, which fails the peer. */
+ * transport with not-linked. Failures are logged; that stream then goes
+ * unplayed. */
 static void on_pad_added(GstElement *webrtc, GstPad *pad, gpointer data)
 {
     speaker_rx *s = data;

@@ -38,6 +38,8 @@ const char igw_admin_usage[] =
     "  gateway bind --gateway-product P --gateway-device D --product P --device D\n"
     "  camera add --product P --device D --camera C [--name S]\n"
     "  grant --user N --product P --device D\n"
+    "  group add --id G --enterprise N --owner N --name S [--members N,N,...]\n"
+    "                                     (the stand-in IM back end's persistent group)\n"
     "  token issue --user N [--ttl SECONDS]\n"
     "  token verify [--token T]           (else the token is read from stdin)\n"
     "\n"
@@ -402,6 +404,63 @@ static int enterprise_add(void)
             die("enterprise %s exists with a different name", id);
     }
     print_added(created, "enterpriseId", id, "name", name, NULL);
+    return 0;
+}
+
+/* A persistent group of the stand-in IM back end (src/igwd/call/): the
+ * owner and the members, all users of the enterprise. Idempotent: a second
+ * run adds members that are missing and removes none. */
+static int group_add(void)
+{
+    const char *id = camera_arg("id"), *ent = id_arg("enterprise", true), *owner = id_arg("owner", true);
+    const char *name = name_arg("name", true), *list = opt_get("members", false);
+    if (strlen(name) > 64)
+        die("--name must be at most 64 bytes");
+    /* {owner,members...} as a PostgreSQL array, each a canonical id */
+    char arr[4096];
+    size_t len = (size_t)snprintf(arr, sizeof arr, "{%s", owner);
+    for (const char *p = list ? list : ""; *p;) {
+        const char *c = strchr(p, ',');
+        size_t n = c ? (size_t)(c - p) : strlen(p);
+        if (!igw_format_canonical_id(p, n) || len + n + 3 >= sizeof arr)
+            die("--members must be canonical ids separated by commas");
+        len += (size_t)snprintf(arr + len, sizeof arr - len, ",%.*s", (int)n, p);
+        p += n + (c ? 1 : 0);
+    }
+    snprintf(arr + len, sizeof arr - len, "}");
+    db_connect();
+    opts_done();
+    db_cmd("BEGIN");
+    PGresult *r = Q("SELECT count(DISTINCT user_id) = (SELECT count(DISTINCT u) FROM unnest($2::bigint[]) u) "
+                    "FROM users WHERE enterprise_id = $1::bigint AND user_id = ANY($2::bigint[])",
+                    ent, arr);
+    bool all = PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+    PQclear(r);
+    if (!all)
+        die("the owner and every member must be users of enterprise %s", ent);
+    r = Q("INSERT INTO im_groups (group_id, enterprise_id, name, owner_user_id) "
+          "VALUES ($1, $2::bigint, $3, $4::bigint) ON CONFLICT (group_id) DO NOTHING RETURNING group_id",
+          id, ent, name, owner);
+    bool created = PQntuples(r) == 1;
+    PQclear(r);
+    if (!created) {
+        r = Q("SELECT enterprise_id::text, name, owner_user_id::text FROM im_groups WHERE group_id = $1", id);
+        bool same = PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), ent) == 0 &&
+                    strcmp(PQgetvalue(r, 0, 1), name) == 0 && strcmp(PQgetvalue(r, 0, 2), owner) == 0;
+        PQclear(r);
+        if (!same)
+            die("group %s exists with a different enterprise, name or owner", id);
+    }
+    PQclear(Q("INSERT INTO im_group_members (group_id, user_id) SELECT $1, u FROM unnest($2::bigint[]) u "
+              "ON CONFLICT DO NOTHING",
+              id, arr));
+    db_cmd("COMMIT");
+    r = Q("SELECT string_agg(user_id::text, ',' ORDER BY user_id) FROM im_group_members WHERE group_id = $1", id);
+    char members[4096];
+    snprintf(members, sizeof members, "%s", PQgetvalue(r, 0, 0));
+    PQclear(r);
+    print_added(created, "groupId", id, "enterpriseId", ent, "ownerUserId", owner, "name", name, "members", members,
+                NULL);
     return 0;
 }
 
@@ -826,7 +885,8 @@ static const command commands[] = {
     {"product", "add", product_add},       {"device", "add", device_add},
     {"device", "sign", device_sign},
     {"gateway", "bind", gateway_bind},     {"camera", "add", camera_add},
-    {"grant", NULL, grant},                {"token", "issue", token_issue},
+    {"grant", NULL, grant},                {"group", "add", group_add},
+    {"token", "issue", token_issue},
     {"token", "verify", token_verify},
 };
 

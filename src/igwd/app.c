@@ -429,6 +429,13 @@ static void *worker_start(void *arg, unsigned index, uint16_t port, struct st_h2
             goto fail;
         igw_redis_set_probe(w->redis, app->cfg.probe_interval_ms);
     }
+    /* The conference runtime: the stand-in IM on this worker's connections
+     * (none without both: its routes then answer unavailable). */
+    if (app->cfg.im_standin && w->ndb && w->redis &&
+        !(w->call = igw_call_standin_create(w->db[0], w->redis, app->cfg.im_heartbeat_ms))) {
+        snprintf(err, errlen, "out of memory");
+        goto fail;
+    }
     /* /commands' domain; no database, no login: the route is never reached. */
     w->commands = (igw_command_env){.db = w->ndb ? w->db[0] : NULL, .models = w->models, .pending = app->pending,
                                     .mqtt = &app->mqtt, .timeout_ms = app->cfg.command_timeout_ms,
@@ -442,6 +449,8 @@ fail:
     igw_edge_destroy(w->edge);
     worker_dbs_destroy(w);
     igw_presence_destroy(w->presence); /* after its database: the failed statements reach it */
+    igw_redis_destroy(w->redis);
+    igw_call_destroy(w->call); /* after its connections: their failed commands reach it */
     igw_modelcache_destroy(w->models);
     app->workers[index] = NULL;
     free(w);
@@ -472,6 +481,7 @@ static void worker_stop(void *arg, void *state)
     igw_presence_destroy(w->presence); /* after its database: the failed statements reach it */
     igw_login_destroy(w->login);
     igw_redis_destroy(w->redis);
+    igw_call_destroy(w->call); /* after its connections: their failed commands reach it */
     igw_modelcache_destroy(w->models); /* after the databases: no command is in flight */
     free(w);
 }

@@ -12,7 +12,9 @@
 #
 # The demo: enterprise 1 "Demo" with user 1001 (owns the demo device and the
 # gateway, granted the sub-device) and user 1002 (no rights on any device);
-# enterprise 2 "Other" with user 2001. Product camlamp01
+# user 1003 (a member of the talk group only); the stand-in IM's group
+# demo-group (owner 1001, members 1001, 1002, 1003); enterprise 2 "Other"
+# with user 2001. Product camlamp01
 # (tests/lib/demo-model.json) with devices demo-cam-1 (camera cam-1),
 # demo-sub-1 (sub-device of the gateway) and demo-unbound-1 (no owner, no
 # grant, no gateway); product demogw01 with gateway demo-gw-1.
@@ -65,6 +67,7 @@ run enterprise add --id 1 --name Demo >/dev/null
 run enterprise add --id 2 --name Other >/dev/null
 run user add --id 1001 --enterprise 1 --name 'Demo user' >/dev/null
 run user add --id 1002 --enterprise 1 --name 'Demo user without rights' >/dev/null
+run user add --id 1003 --enterprise 1 --name 'Demo talk member' >/dev/null
 run user add --id 2001 --enterprise 2 --name 'Other enterprise user' >/dev/null
 product=$(run product add --id camlamp01 --enterprise 1 --name 'Demo camera lamp' --model "$model")
 run product add --id demogw01 --enterprise 1 --name 'Demo gateway' --model "$tmp/gateway-model.json" >/dev/null
@@ -76,14 +79,16 @@ run gateway bind --gateway-product demogw01 --gateway-device demo-gw-1 \
     --product camlamp01 --device demo-sub-1 >/dev/null
 run grant --user 1001 --product camlamp01 --device demo-sub-1 >/dev/null
 camera=$(run camera add --product camlamp01 --device demo-cam-1 --camera cam-1 --name 'Demo camera')
+group=$(run group add --id demo-group --enterprise 1 --owner 1001 --name 'Demo talk group' --members 1002,1003)
 user=$(run token issue --user 1001 --ttl 2592000)
 other=$(run token issue --user 1002 --ttl 2592000)
+third=$(run token issue --user 1003 --ttl 2592000)
 other_ent=$(run token issue --user 2001 --ttl 2592000)
 
 out=$IGW_VAR/demo.json
 (umask 077 && BASE_URL=$base_url MQTT_HOST=$IGW_MQTT_HOST MQTT_PORT=$IGW_MQTT_PORT \
     PRODUCT=$product DEVICE=$device GATEWAY=$gateway CAMERA=$camera USER_TOKEN=$user \
-    OTHER=$other OTHER_ENT=$other_ent node -e '
+    OTHER=$other THIRD=$third OTHER_ENT=$other_ent GROUP=$group node -e '
 const e = process.env, j = (k) => JSON.parse(e[k]);
 const who = (t) => ({enterpriseId: t.enterpriseId, userId: t.userId, token: t.token});
 const creds = (d) => ({productID: d.productID, deviceName: d.deviceName,
@@ -95,6 +100,7 @@ const demo = {
   baseUrl: e.BASE_URL,
   user: who(j("USER_TOKEN")),
   otherUser: who(j("OTHER")),
+  thirdUser: who(j("THIRD")),
   otherEnterpriseUser: who(j("OTHER_ENT")),
   device: {productID: d.productID, deviceName: d.deviceName, secret: d.secret,
            username: d.username, password: d.password, authorization: d.authorization,
@@ -102,6 +108,7 @@ const demo = {
   gateway: {...creds(g), subDevice: {productID: "camlamp01", deviceName: "demo-sub-1"}},
   unboundDevice: {productID: "camlamp01", deviceName: "demo-unbound-1"},
   camera: {cameraId: j("CAMERA").cameraId},
+  group: {groupId: j("GROUP").groupId, members: j("GROUP").members.split(",")},
   mqtt: {host: e.MQTT_HOST, port: port},
 };
 process.stdout.write(JSON.stringify(demo, null, 2) + "\n");

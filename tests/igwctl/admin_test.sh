@@ -67,9 +67,11 @@ check "provision prints the Authorization header" grep -q 'Authorization: Basic 
 cp "$demo" "$tmp/demo1.json" 2>/dev/null || true
 counts() { sql "SELECT (SELECT count(*) FROM enterprises) || ' ' || (SELECT count(*) FROM users) || ' ' ||
     (SELECT count(*) FROM products) || ' ' || (SELECT count(*) FROM devices) || ' ' ||
-    (SELECT count(*) FROM device_grants) || ' ' || (SELECT count(*) FROM cameras)"; }
+    (SELECT count(*) FROM device_grants) || ' ' || (SELECT count(*) FROM cameras) || ' ' ||
+    (SELECT count(*) FROM im_groups) || ' ' || (SELECT count(*) FROM im_group_members)"; }
 rows1=$(counts)
-check "rows after the first run: 2 enterprises, 3 users, 2 products, 4 devices, 1 grant, 1 camera" eq "$rows1" "2 3 2 4 1 1"
+check "rows after the first run: 2 enterprises, 4 users, 2 products, 4 devices, 1 grant, 1 camera, 1 group of 3" \
+    eq "$rows1" "2 4 2 4 1 1 1 3"
 snap() { sql "SELECT string_agg(product_id || '/' || device_name || ':' || secret || ':' || coalesce(owner_user_id::text,'-') || ':' ||
     coalesce(gateway_device_name,'-'), ',' ORDER BY product_id, device_name) FROM devices"; }
 snap1=$(snap)
@@ -79,8 +81,9 @@ check "second run: same row counts" eq "$(counts)" "$rows1"
 check "second run: same devices, secrets, owners and bindings" eq "$(snap)" "$snap1"
 
 shape='const keys=(o)=>Object.keys(o).sort().join(",");
-const want={"":"baseUrl,camera,device,gateway,mqtt,otherEnterpriseUser,otherUser,unboundDevice,user",
+const want={"":"baseUrl,camera,device,gateway,group,mqtt,otherEnterpriseUser,otherUser,thirdUser,unboundDevice,user",
  user:"enterpriseId,token,userId", otherUser:"enterpriseId,token,userId", otherEnterpriseUser:"enterpriseId,token,userId",
+ thirdUser:"enterpriseId,token,userId", group:"groupId,members",
  device:"authorization,deviceName,model,password,productID,secret,username",
  gateway:"authorization,deviceName,password,productID,subDevice,username",
  "gateway.subDevice":"deviceName,productID", unboundDevice:"deviceName,productID", camera:"cameraId", mqtt:"host,port"};
@@ -115,7 +118,10 @@ check "unbound device: no owner, no gateway, no grant" \
 check "user 1002 has no rights on any device" \
     eq "$(sql "SELECT (SELECT count(*) FROM devices WHERE owner_user_id=1002) + (SELECT count(*) FROM device_grants WHERE user_id=1002)")" 0
 check "users in their enterprises" \
-    eq "$(sql "SELECT string_agg(user_id || ':' || enterprise_id, ' ' ORDER BY user_id) FROM users")" "1001:1 1002:1 2001:2"
+    eq "$(sql "SELECT string_agg(user_id || ':' || enterprise_id, ' ' ORDER BY user_id) FROM users")" "1001:1 1002:1 1003:1 2001:2"
+check "the stand-in IM's demo group: owner 1001, members 1001 1002 1003" \
+    eq "$(sql "SELECT g.group_id || ':' || g.enterprise_id || ':' || g.owner_user_id || ':' || string_agg(m.user_id::text, ',' ORDER BY m.user_id)
+              FROM im_groups g JOIN im_group_members m USING (group_id) GROUP BY g.group_id")" "demo-group:1:1001:1001,1002,1003"
 check "product model stored as jsonb" \
     eq "$(sql "SELECT jsonb_typeof(model) || ' ' || jsonb_array_length(model->'properties') FROM products WHERE product_id='camlamp01'")" "object 12"
 check "camera row" eq "$(sql "SELECT product_id || '/' || device_name || '/' || camera_id FROM cameras")" "camlamp01/demo-cam-1/cam-1"
@@ -207,11 +213,16 @@ check "gateway bind again to the same gateway: created false" \
 fails "grant: user of another enterprise" 'user 2001 is not in the enterprise' grant --user 2001 --product camlamp01 --device demo-cam-1
 fails "camera add: unknown device" 'device camlamp01/zz not found' camera add --product camlamp01 --device zz --camera c
 fails "camera add: same id, other name" 'exists with a different name' camera add --product camlamp01 --device demo-cam-1 --camera cam-1 --name Other
+fails "group add: a member of another enterprise" 'must be users of enterprise 1' group add --id g2 --enterprise 1 --owner 1001 --name G --members 1002,2001
+fails "group add: non-canonical member" 'canonical ids' group add --id g2 --enterprise 1 --owner 1001 --name G --members 1002,01003
+fails "group add: same id, other owner" 'exists with a different' group add --id demo-group --enterprise 1 --owner 1002 --name 'Demo talk group'
+check "group add again: created false, members kept" \
+    bash -c '"$1" group add --id demo-group --enterprise 1 --owner 1001 --name "Demo talk group" | grep -q "\"created\":false,.*\"members\":\"1001,1002,1003\"\|\"members\":\"1001,1002,1003\".*\"created\":false"' _ "$ctl"
 fails "unknown option" 'unknown option --frob' enterprise add --id 3 --name X --frob 1
 fails "missing option" 'missing option --name' enterprise add --id 3
 fails "no database" 'no database' enterprise add --id 3 --name X --db ''
 fails "unreachable database: no DSN in the message" '^cannot connect to the database$' enterprise add --id 3 --name X --db "host=$tmp/nowhere password=hunter2"
-check "no row was added by the failures" eq "$(counts)" "2 3 2 5 1 1"
+check "no row was added by the failures" eq "$(counts)" "2 4 2 5 1 1 1 3"
 
 echo "admin_test: $pass passed, $fail failed in $((SECONDS - start))s"
 [ "$fail" -eq 0 ]

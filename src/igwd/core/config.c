@@ -118,6 +118,16 @@ static const setting settings[] = {
      "a session not established this long after its open ends (establishTimeout), milliseconds"},
     {"max_sessions", KIND_UINT, OFF(max_sessions), 0, 1, 100000, "1024",
      "live sessions this node holds at most; beyond, interaction.open is refused (capacity)"},
+    {"im_standin", KIND_BOOL, OFF(im_standin), 0, 0, 0, "true",
+     "wire igw's stand-in IM back end (groups in PostgreSQL, live calls in Redis) as the conference runtime; "
+     "false, or no Redis: none is wired and the routes that need one answer unavailable"},
+    {"im_heartbeat_ms", KIND_UINT, OFF(im_heartbeat_ms), 0, 1000, 600000, "30000",
+     "a live call member without a join or heartbeat for this long is no longer live, milliseconds"},
+    {"talk_enabled", KIND_BOOL, OFF(talk_enabled), 0, 0, 0, "false",
+     "talk commands (interaction.open with purpose ipcTalk) reach the device (the spec's explicit talk switch)"},
+    {"talk_members", KIND_BOOL, OFF(talk_members), 0, 0, 0, "false",
+     "extra members may enter a talk (interaction.join); the spec's Signaling.IPC.Talk.Members "
+     "(false keeps two-party talk)"},
 };
 #define NSETTINGS (sizeof settings / sizeof settings[0])
 

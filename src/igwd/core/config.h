@@ -66,6 +66,10 @@ typedef struct igw_config {
     unsigned invite_timeout_ms;  /* a leg's camera must offer within this */
     unsigned establish_timeout_ms; /* a session must be established within this of its open */
     unsigned max_sessions;       /* live sessions held by this node */
+    bool im_standin;             /* the stand-in IM back end is the conference runtime (with Redis) */
+    unsigned im_heartbeat_ms;    /* a call membership lapses without a heartbeat this long */
+    bool talk_enabled;           /* ipcTalk is open */
+    bool talk_members;           /* Signaling.IPC.Talk.Members: interaction.join is open */
 } igw_config;
 
 /* Fills *c with the documented defaults. 0, or -1 with err if a default in

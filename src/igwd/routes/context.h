@@ -12,6 +12,7 @@
 #include <stddef.h>
 
 #include "auth/login.h"
+#include "call/call.h"
 #include "command/command.h"
 #include "command/modelcache.h"
 #include "command/pending.h"
@@ -55,7 +56,8 @@ typedef struct igw_worker {
      * push's LISTEN (a notification waits while its connection is busy) and,
      * on worker 0, the chores' batches of overdue results. */
     igw_db *listen_db, *chore_db;
-    igw_redis *redis; /* NULL when no Redis is configured (live state of later issues) */
+    igw_redis *redis; /* NULL when no Redis is configured */
+    igw_call *call;   /* the conference runtime (call.h) on db[0] and redis; NULL: none wired */
     igw_login *login; /* NULL without a database or a login key */
     struct igw_chores *chores; /* worker 0: command deadlines and the outbox sweep */
     igw_node *node;   /* worker 0: the nodes row, heartbeat and session sweep, on chore_db */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "api.h"
+#include "call/call.h"
 #include "command/command.h"
 #include "core/db.h"
 #include "core/log.h"
@@ -150,4 +151,53 @@ void igw_route_events_push(igw_exchange *ex, const igw_request *req, const igw_p
 {
     igw_worker *w = igw_http_state(ex);
     igw_push_attach(w->push, ex, req, who);
+}
+
+/* ---- /talk/audio-access (call/call.h) ------------------------------------------------ */
+
+typedef struct audio_ctx {
+    igw_exchange *ex;
+    char target[24];
+} audio_ctx;
+
+static void on_audio(void *arg, const igw_call_result *r)
+{
+    audio_ctx *a = arg;
+    igw_exchange *ex = a->ex;
+    if (r->cls != IGW_ERR_OK) {
+        igw_http_reply_error(ex, (igw_err)r->cls, r->reason, r->path);
+        return;
+    }
+    igw_AudioAccessRecord d = {.callId = {r->call_id, strlen(r->call_id)},
+                               .targetUserID = {a->target, strlen(a->target)},
+                               .publishAllowed = r->allowed, .audioRevision = r->revision,
+                               .memberEpoch = r->epoch, .expiresAt = r->expires_ms};
+    igw_encode_AudioAccessRecord(igw_http_data(ex), &d);
+    igw_http_reply_data(ex);
+}
+
+void igw_route_talk_audio_access(igw_exchange *ex, const igw_request *req, const igw_principal *who)
+{
+    igw_worker *w = igw_http_state(ex);
+    if (!w->call) {
+        igw_http_reply_error(ex, IGW_ERR_UNAVAILABLE, "no conference runtime is wired", "");
+        return;
+    }
+    const igw_AudioAccessRequest *rq = req->body;
+    igw_arena *ar = igw_http_arena(ex);
+    audio_ctx *a = igw_arena_alloc(ar, sizeof *a);
+    char *call_id = igw_arena_strndup(ar, rq->callId.ptr, rq->callId.len);
+    if (!a || !call_id) {
+        igw_http_reply_error(ex, IGW_ERR_INTERNAL, "out of memory", "");
+        return;
+    }
+    a->ex = ex;
+    snprintf(a->target, sizeof a->target, "%.*s", (int)rq->targetUserID.len, rq->targetUserID.ptr);
+    int64_t target = strtoll(a->target, NULL, 10); /* canonical_id: the decoder checked it */
+    int rc = rq->operation == IGW_AudioOperation_set
+                 ? igw_call_audio_set(w->call, who->enterprise_id, who->user_id, call_id, target, rq->allowed,
+                                      rq->expectedRevision, on_audio, a)
+                 : igw_call_audio_read(w->call, who->enterprise_id, who->user_id, call_id, target, on_audio, a);
+    if (rc)
+        igw_http_reply_error(ex, IGW_ERR_UNAVAILABLE, "busy, retry later", "");
 }

@@ -1,0 +1,646 @@
+/* standin.c - igw's stand-in IM back end (call.h): persistent groups in
+ * PostgreSQL (im_groups, im_group_members), live calls in Redis, every
+ * check-and-write one run of call.lua (embedded at build time).
+ *
+ * An operation that needs the call's group (join, roster, audio) first
+ * peeks at the call (its group; for set, the target's current join
+ * instance), then checks the caller's persistent membership in
+ * PostgreSQL, then runs the script that acts, which checks everything
+ * again atomically. */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/sha.h>
+
+#include "api.h"
+#include "call/call.h"
+#include "call_lua.h" /* IGW_CALL_LUA: call.lua as a C string (Makefile) */
+#include "core/log.h"
+#include "event/outbox.h"
+
+#define ARGS_MAX 12
+#define ARG_MAX 140 /* a key ("igw:{call:" + 96 + "}:meta"), an id, a number */
+
+enum op_kind { OP_GROUP, OP_START, OP_JOIN, OP_HEARTBEAT, OP_HANGUP, OP_ROSTER, OP_READ, OP_SET, OP_LEAVE,
+               OP_RECEIPT };
+/* Where an operation is: peeking, checking the group, acting. */
+enum op_step { STEP_PEEK, STEP_GROUP, STEP_ACT };
+
+typedef struct standin {
+    igw_call base;
+    igw_db *db;
+    igw_redis *r;
+    unsigned hb_ms;
+} standin;
+
+typedef struct op {
+    standin *s;
+    enum op_kind kind;
+    enum op_step step;
+    int64_t ent, user, target;
+    int64_t expected; /* set: the target's join instance (peeked); leave: expectedMemberEpoch */
+    int64_t revision; /* set: expectedRevision */
+    bool allowed, retried; /* retried: NOSCRIPT answered, sent again as EVAL */
+    char call_id[IGW_CALL_ID_MAX + 1], group_id[IGW_CALL_GROUP_ID_MAX + 1];
+    char key[ARG_MAX];
+    int argc;
+    char argv[ARGS_MAX][ARG_MAX];
+    igw_call_cb cb;
+    void *arg;
+} op;
+
+static char script_sha[2 * SHA_DIGEST_LENGTH + 1];
+static pthread_once_t sha_done = PTHREAD_ONCE_INIT;
+
+static void sha_once(void)
+{
+    unsigned char d[SHA_DIGEST_LENGTH];
+    SHA1((const unsigned char *)IGW_CALL_LUA, strlen(IGW_CALL_LUA), d);
+    for (int i = 0; i < SHA_DIGEST_LENGTH; i++)
+        snprintf(script_sha + 2 * i, 3, "%02x", d[i]);
+}
+
+static bool writes(enum op_kind k)
+{
+    return k == OP_START || k == OP_JOIN || k == OP_HANGUP || k == OP_SET || k == OP_LEAVE || k == OP_GROUP;
+}
+
+static void finish(op *o, const igw_call_result *r)
+{
+    o->cb(o->arg, r);
+    free(o);
+}
+
+static void fail(op *o, int cls, const char *reason, const char *path)
+{
+    igw_call_result r = {.cls = cls, .reason = reason, .path = path ? path : ""};
+    finish(o, &r);
+}
+
+/* A dependency failed: the public class only (the cause is logged). */
+static void fail_dep(op *o, const char *what, const char *err, bool sent)
+{
+    igw_log(IGW_LOG_WARN, NULL, "call: %s: %s", what, err);
+    if (sent && writes(o->kind) && o->step == STEP_ACT)
+        fail(o, IGW_ERR_UNKNOWN_OUTCOME, "the conference runtime did not answer; read before retrying", "");
+    else
+        fail(o, IGW_ERR_UNAVAILABLE, "the conference runtime is unavailable; try again later", "");
+}
+
+static const char *target_path(const op *o)
+{
+    return o->kind == OP_LEAVE ? "/participantId" : "/targetUserID";
+}
+
+/* A refusal word of call.lua as the public answer. */
+static void refuse(op *o, const char *w)
+{
+    if (!strcmp(w, "NO_CALL"))
+        fail(o, IGW_ERR_NOT_FOUND, "no such live call", "/callId");
+    else if (!strcmp(w, "ENDED"))
+        fail(o, IGW_ERR_NOT_FOUND, "the call has ended", "/callId");
+    else if (!strcmp(w, "NOT_LIVE"))
+        fail(o, IGW_ERR_PERMISSION, "you are not a live member of the call", "");
+    else if (!strcmp(w, "TARGET_NOT_LIVE"))
+        fail(o, IGW_ERR_NOT_FOUND, "the member is not live in the call", target_path(o));
+    else if (!strcmp(w, "NOT_INITIATOR"))
+        fail(o, IGW_ERR_PERMISSION, "only the call's original initiator may do this", "");
+    else if (!strcmp(w, "EPOCH"))
+        fail(o, IGW_ERR_PARAMETER,
+             o->kind == OP_LEAVE ? "stale expectedMemberEpoch: the member re-entered the call"
+                                 : "the member re-entered the call since it was read; read again",
+             o->kind == OP_LEAVE ? "/expectedMemberEpoch" : target_path(o));
+    else if (!strcmp(w, "REVISION"))
+        fail(o, IGW_ERR_PARAMETER, "stale expectedRevision; read the record again", "/expectedRevision");
+    else if (!strcmp(w, "FULL"))
+        fail(o, IGW_ERR_CAPACITY, "the call's leave receipts are full", "");
+    else if (!strcmp(w, "NONE"))
+        fail(o, IGW_ERR_NOT_FOUND, "no receipt", "");
+    else {
+        igw_log(IGW_LOG_ERROR, NULL, "call: unexpected answer %s", w);
+        fail(o, IGW_ERR_INTERNAL, "the conference runtime failed", "");
+    }
+}
+
+/* ---- the script ---------------------------------------------------------------------- */
+
+static void on_script(void *arg, const redisReply *rep, const char *err);
+
+static int send_script(op *o, bool eval)
+{
+    const char *argv[ARGS_MAX + 7];
+    int n = 0;
+    char keys[4][ARG_MAX];
+    static const char *const suffix[4] = {"meta", "live", "mem", "rcpt"};
+    for (int i = 0; i < 4; i++)
+        snprintf(keys[i], sizeof keys[i], "igw:{call:%s}:%s", o->call_id, suffix[i]);
+    argv[n++] = eval ? "EVAL" : "EVALSHA";
+    argv[n++] = eval ? IGW_CALL_LUA : script_sha;
+    argv[n++] = "4";
+    for (int i = 0; i < 4; i++)
+        argv[n++] = keys[i];
+    for (int i = 0; i < o->argc; i++)
+        argv[n++] = o->argv[i];
+    argv[n++] = o->call_id; /* last: the call's id for notices and receipts */
+    return igw_redis_command(o->s->r, on_script, o, n, argv, NULL);
+}
+
+/* Runs call.lua's operation `name` with the caller's enterprise and the
+ * printf-formatted arguments separated by '\x1f' (fmt NULL: none). */
+static int run(op *o, const char *name, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int run(op *o, const char *name, const char *fmt, ...)
+{
+    char all[ARGS_MAX * ARG_MAX] = "";
+    if (fmt) {
+        va_list ap;
+        va_start(ap, fmt);
+        int len = vsnprintf(all, sizeof all, fmt, ap);
+        va_end(ap);
+        if (len < 0 || (size_t)len >= sizeof all)
+            return -1;
+    }
+    o->argc = 0;
+    snprintf(o->argv[o->argc++], ARG_MAX, "%s", name);
+    snprintf(o->argv[o->argc++], ARG_MAX, "%" PRId64, o->ent);
+    for (char *p = fmt ? all : NULL, *q; p && o->argc < ARGS_MAX; p = q) {
+        if ((q = strchr(p, '\x1f')))
+            *q++ = '\0';
+        size_t n = strlen(p);
+        if (n >= ARG_MAX)
+            return -1;
+        memcpy(o->argv[o->argc++], p, n + 1);
+    }
+    o->retried = false;
+    return send_script(o, false);
+}
+
+static bool is_int(const redisReply *r)
+{
+    return r && r->type == REDIS_REPLY_INTEGER;
+}
+
+static int64_t int_at(const redisReply *r, size_t i)
+{
+    return i < r->elements && is_int(r->element[i]) ? (int64_t)r->element[i]->integer : 0;
+}
+
+static const char *str_at(const redisReply *r, size_t i)
+{
+    if (i >= r->elements)
+        return "";
+    const redisReply *e = r->element[i];
+    return e->type == REDIS_REPLY_STRING || e->type == REDIS_REPLY_STATUS ? e->str : "";
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* A leave receipt "<epoch> <ended> <uid,uid,...>" (call.lua) as the result. */
+static void answer_receipt(op *o, const char *text, bool replay)
+{
+    int64_t rest[IGW_CALL_MEMBERS_MAX];
+    size_t n = 0;
+    long long epoch = 0;
+    int ended = 0, used = 0;
+    if (sscanf(text, "%lld %d %n", &epoch, &ended, &used) < 2 || epoch <= 0) {
+        igw_log(IGW_LOG_ERROR, NULL, "call: unreadable receipt");
+        fail(o, IGW_ERR_INTERNAL, "the conference runtime failed", "");
+        return;
+    }
+    for (const char *p = text + used; *p && n < IGW_CALL_MEMBERS_MAX;) {
+        char *end;
+        long long v = strtoll(p, &end, 10);
+        if (end == p)
+            break;
+        rest[n++] = v;
+        p = *end == ',' ? end + 1 : end;
+    }
+    qsort(rest, n, sizeof rest[0], cmp_i64);
+    igw_call_result r = {.cls = IGW_ERR_OK, .call_id = o->call_id, .epoch = epoch, .ended = ended == 1,
+                         .replay = replay, .remaining = rest, .nremaining = n};
+    finish(o, &r);
+}
+
+static void act(op *o);
+
+static void answer(op *o, const redisReply *rep)
+{
+    const char *w = str_at(rep, 0);
+    if (!strcmp(w, "REPLAY")) {
+        answer_receipt(o, str_at(rep, 1), true);
+        return;
+    }
+    if (strcmp(w, "OK") != 0) {
+        refuse(o, w);
+        return;
+    }
+    if (o->step == STEP_PEEK) { /* OK group initiator epoch live */
+        snprintf(o->group_id, sizeof o->group_id, "%s", str_at(rep, 1));
+        if (o->kind == OP_SET) {
+            o->expected = int_at(rep, 3); /* the target's current join instance */
+            if (!int_at(rep, 4)) {
+                refuse(o, "TARGET_NOT_LIVE");
+                return;
+            }
+        }
+        o->step = STEP_GROUP;
+        act(o);
+        return;
+    }
+    igw_call_result r = {.cls = IGW_ERR_OK, .call_id = o->call_id, .group_id = o->group_id};
+    switch (o->kind) {
+    case OP_START:
+    case OP_JOIN:
+    case OP_HEARTBEAT:
+        r.epoch = int_at(rep, 1);
+        r.deadline_ms = int_at(rep, 2);
+        r.fresh = o->kind == OP_START || int_at(rep, 3) == 1;
+        break;
+    case OP_HANGUP:
+        r.epoch = int_at(rep, 1);
+        r.ended = int_at(rep, 2) == 1;
+        break;
+    case OP_READ:
+    case OP_SET:
+        r.allowed = int_at(rep, 1) == 1;
+        r.revision = int_at(rep, 2);
+        r.epoch = int_at(rep, 3);
+        r.expires_ms = int_at(rep, 4);
+        break;
+    case OP_ROSTER: {
+        igw_call_member m[IGW_CALL_MEMBERS_MAX];
+        size_t n = 0;
+        r.initiator = strtoll(str_at(rep, 1), NULL, 10);
+        for (size_t i = 3; i < rep->elements && n < IGW_CALL_MEMBERS_MAX; i++) {
+            const redisReply *e = rep->element[i];
+            if (e->type != REDIS_REPLY_ARRAY || e->elements < 5)
+                continue;
+            m[n++] = (igw_call_member){.user_id = strtoll(str_at(e, 0), NULL, 10), .epoch = int_at(e, 1),
+                                       .allowed = int_at(e, 2) == 1, .revision = int_at(e, 3),
+                                       .deadline_ms = int_at(e, 4)};
+        }
+        r.members = m;
+        r.nmembers = n;
+        finish(o, &r);
+        return;
+    }
+    case OP_LEAVE:
+    case OP_RECEIPT:
+        answer_receipt(o, str_at(rep, 1), o->kind == OP_RECEIPT);
+        return;
+    case OP_GROUP:
+        break;
+    }
+    finish(o, &r);
+}
+
+static void on_script(void *arg, const redisReply *rep, const char *err)
+{
+    op *o = arg;
+    if (!rep) {
+        fail_dep(o, "redis", err, true);
+        return;
+    }
+    if (rep->type == REDIS_REPLY_ERROR) {
+        if (!o->retried && !strncmp(rep->str, "NOSCRIPT", 8)) {
+            o->retried = true; /* a fresh or flushed server: EVAL loads it for the next EVALSHA */
+            if (send_script(o, true) != 0)
+                fail_dep(o, "redis", "EVAL not accepted", false);
+            return;
+        }
+        igw_log(IGW_LOG_ERROR, NULL, "call: script: %s", rep->str);
+        fail(o, IGW_ERR_INTERNAL, "the conference runtime failed", "");
+        return;
+    }
+    if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 1) {
+        igw_log(IGW_LOG_ERROR, NULL, "call: script answered type %d", rep->type);
+        fail(o, IGW_ERR_INTERNAL, "the conference runtime failed", "");
+        return;
+    }
+    answer(o, rep);
+}
+
+/* ---- the persistent group ---------------------------------------------------------- */
+
+/* The caller is an active user of the enterprise and a member of the group. */
+static const igw_db_stmt q_member = {
+    "call_member",
+    "SELECT 1 FROM im_groups g JOIN im_group_members m ON m.group_id = g.group_id "
+    "JOIN users u ON u.user_id = m.user_id AND u.active AND u.enterprise_id = g.enterprise_id "
+    "WHERE g.group_id = $1 AND g.enterprise_id = $2::bigint AND m.user_id = $3::bigint",
+    3};
+
+/* Creates the group only when every member is an active user of the
+ * enterprise (the creator among them): one statement, all or nothing. */
+static const igw_db_stmt q_group = {
+    "call_group_create",
+    "WITH ok AS (SELECT count(*) = cardinality($5::bigint[]) AS ok FROM users "
+    "            WHERE user_id = ANY($5::bigint[]) AND enterprise_id = $2::bigint AND active), "
+    "g AS (INSERT INTO im_groups (group_id, enterprise_id, name, owner_user_id) "
+    "      SELECT $1, $2::bigint, $3, $4::bigint FROM ok WHERE ok.ok RETURNING group_id), "
+    "m AS (INSERT INTO im_group_members (group_id, user_id) "
+    "      SELECT g.group_id, u FROM g, unnest($5::bigint[]) AS u RETURNING user_id) "
+    "SELECT (SELECT count(*) FROM g), (SELECT count(*) FROM m)",
+    5};
+
+static void on_member(void *arg, const PGresult *res, const char *err)
+{
+    op *o = arg;
+    if (!res) {
+        fail_dep(o, "postgres", err, false);
+        return;
+    }
+    if (PQntuples(res) != 1) {
+        fail(o, IGW_ERR_PERMISSION, "you are not a member of the call's group", "");
+        return;
+    }
+    o->step = STEP_ACT;
+    act(o);
+}
+
+static void on_group(void *arg, const PGresult *res, const char *err)
+{
+    op *o = arg;
+    if (!res) {
+        fail_dep(o, "postgres", err, true);
+        return;
+    }
+    if (PQntuples(res) != 1 || strcmp(PQgetvalue(res, 0, 0), "1") != 0) {
+        fail(o, IGW_ERR_PARAMETER, "every member must be an active user of your enterprise", "/members");
+        return;
+    }
+    igw_call_result r = {.cls = IGW_ERR_OK, .group_id = o->group_id};
+    finish(o, &r);
+}
+
+static int check_member(op *o)
+{
+    char ent[24], user[24];
+    snprintf(ent, sizeof ent, "%" PRId64, o->ent);
+    snprintf(user, sizeof user, "%" PRId64, o->user);
+    const char *v[3] = {o->group_id, ent, user};
+    return igw_db_exec(o->s->db, &q_member, v, NULL, NULL, on_member, o);
+}
+
+/* Sends o's current step. 0, or -1 when it could not be sent. */
+static int send_step(op *o)
+{
+    standin *s = o->s;
+    int rc = 0;
+    if (o->step == STEP_PEEK)
+        rc = run(o, "peek", "%" PRId64, o->kind == OP_SET || o->kind == OP_READ ? o->target : o->user);
+    else if (o->step == STEP_GROUP)
+        rc = check_member(o);
+    else
+        switch (o->kind) {
+        case OP_START:
+            rc = run(o, "start", "%s\x1f%" PRId64 "\x1f%u", o->group_id, o->user, s->hb_ms);
+            break;
+        case OP_JOIN:
+            rc = run(o, "join", "%" PRId64 "\x1f%u", o->user, s->hb_ms);
+            break;
+        case OP_HEARTBEAT:
+            rc = run(o, "heartbeat", "%" PRId64 "\x1f%u", o->user, s->hb_ms);
+            break;
+        case OP_HANGUP:
+            rc = run(o, "hangup", "%" PRId64, o->user);
+            break;
+        case OP_ROSTER:
+            rc = run(o, "roster", NULL);
+            break;
+        case OP_READ:
+            rc = run(o, "audio_read", "%" PRId64 "\x1f%" PRId64, o->user, o->target);
+            break;
+        case OP_SET:
+            rc = run(o, "audio_set", "%" PRId64 "\x1f%" PRId64 "\x1f%d\x1f%" PRId64 "\x1f%" PRId64, o->user,
+                     o->target, o->allowed ? 1 : 0, o->revision, o->expected);
+            break;
+        case OP_LEAVE:
+            rc = run(o, "leave", "%" PRId64 "\x1f%" PRId64 "\x1f%" PRId64 "\x1f%s\x1f%u", o->user, o->target,
+                     o->expected, o->key, s->hb_ms);
+            break;
+        case OP_RECEIPT:
+            rc = run(o, "receipt", "%s", o->key);
+            break;
+        case OP_GROUP:
+            rc = -1;
+            break;
+        }
+    return rc;
+}
+
+/* The next step, from a callback: one that cannot be sent fails o. */
+static void act(op *o)
+{
+    if (send_step(o) != 0)
+        fail_dep(o, o->step == STEP_GROUP ? "postgres" : "redis", "not accepted", false);
+}
+
+
+/* ---- the operations ------------------------------------------------------------------ */
+
+static op *op_new(igw_call *c, enum op_kind kind, int64_t ent, int64_t user, const char *call_id,
+                  igw_call_cb cb, void *arg)
+{
+    if (call_id && strlen(call_id) > IGW_CALL_ID_MAX)
+        return NULL;
+    op *o = calloc(1, sizeof *o);
+    if (!o)
+        return NULL;
+    o->s = (standin *)c;
+    o->kind = kind;
+    o->ent = ent;
+    o->user = user;
+    o->cb = cb;
+    o->arg = arg;
+    if (call_id)
+        snprintf(o->call_id, sizeof o->call_id, "%s", call_id);
+    return o;
+}
+
+/* Sends o's first step; -1 (o freed, cb never runs) when it cannot. */
+static int begin(op *o, enum op_step step)
+{
+    o->step = step;
+    if (send_step(o) != 0) {
+        free(o);
+        return -1;
+    }
+    return 0;
+}
+
+static int s_group_create(igw_call *c, int64_t ent, int64_t creator, const char *name, const int64_t *members,
+                          size_t n, igw_call_cb cb, void *arg)
+{
+    if (n > IGW_CALL_MEMBERS_MAX)
+        return -1;
+    op *o = op_new(c, OP_GROUP, ent, creator, NULL, cb, arg);
+    if (!o)
+        return -1;
+    char id[40];
+    if (igw_outbox_new_id(id, sizeof id) != 0) {
+        free(o);
+        return -1;
+    }
+    snprintf(o->group_id, sizeof o->group_id, "g-%s", id);
+    /* {creator,members...} deduplicated: the array's cardinality is the
+     * number of distinct active users the statement must find. */
+    int64_t ids[IGW_CALL_MEMBERS_MAX + 1];
+    size_t k = 0;
+    ids[k++] = creator;
+    for (size_t i = 0; i < n; i++)
+        ids[k++] = members[i];
+    qsort(ids, k, sizeof ids[0], cmp_i64);
+    char *arr = malloc(k * 22 + 3);
+    if (!arr) {
+        free(o);
+        return -1;
+    }
+    size_t len = 0;
+    arr[len++] = '{';
+    for (size_t i = 0; i < k; i++) {
+        if (i && ids[i] == ids[i - 1])
+            continue;
+        len += (size_t)sprintf(arr + len, "%s%" PRId64, len > 1 ? "," : "", ids[i]);
+    }
+    arr[len++] = '}';
+    arr[len] = '\0';
+    char e[24], u[24];
+    snprintf(e, sizeof e, "%" PRId64, ent);
+    snprintf(u, sizeof u, "%" PRId64, creator);
+    const char *v[5] = {o->group_id, e, name, u, arr};
+    o->step = STEP_ACT;
+    int rc = igw_db_exec(o->s->db, &q_group, v, NULL, NULL, on_group, o);
+    free(arr);
+    if (rc != 0)
+        free(o);
+    return rc;
+}
+
+static int s_start(igw_call *c, int64_t ent, int64_t user, const char *group_id, igw_call_cb cb, void *arg)
+{
+    op *o = op_new(c, OP_START, ent, user, NULL, cb, arg);
+    if (!o || strlen(group_id) > IGW_CALL_GROUP_ID_MAX) {
+        free(o);
+        return -1;
+    }
+    char id[40];
+    if (igw_outbox_new_id(id, sizeof id) != 0) {
+        free(o);
+        return -1;
+    }
+    snprintf(o->call_id, sizeof o->call_id, "c-%s", id);
+    snprintf(o->group_id, sizeof o->group_id, "%s", group_id);
+    return begin(o, STEP_GROUP);
+}
+
+static int s_join(igw_call *c, int64_t ent, int64_t user, const char *call_id, igw_call_cb cb, void *arg)
+{
+    op *o = op_new(c, OP_JOIN, ent, user, call_id, cb, arg);
+    return o ? begin(o, STEP_PEEK) : -1;
+}
+
+static int s_heartbeat(igw_call *c, int64_t ent, int64_t user, const char *call_id, igw_call_cb cb, void *arg)
+{
+    op *o = op_new(c, OP_HEARTBEAT, ent, user, call_id, cb, arg);
+    return o ? begin(o, STEP_ACT) : -1;
+}
+
+static int s_hangup(igw_call *c, int64_t ent, int64_t user, const char *call_id, igw_call_cb cb, void *arg)
+{
+    op *o = op_new(c, OP_HANGUP, ent, user, call_id, cb, arg);
+    return o ? begin(o, STEP_ACT) : -1;
+}
+
+static int s_roster(igw_call *c, int64_t ent, int64_t user, const char *call_id, igw_call_cb cb, void *arg)
+{
+    op *o = op_new(c, OP_ROSTER, ent, user, call_id, cb, arg);
+    return o ? begin(o, STEP_PEEK) : -1;
+}
+
+static int s_audio_read(igw_call *c, int64_t ent, int64_t user, const char *call_id, int64_t target,
+                        igw_call_cb cb, void *arg)
+{
+    op *o = op_new(c, OP_READ, ent, user, call_id, cb, arg);
+    if (!o)
+        return -1;
+    o->target = target;
+    return begin(o, STEP_PEEK);
+}
+
+static int s_audio_set(igw_call *c, int64_t ent, int64_t user, const char *call_id, int64_t target, bool allowed,
+                       int64_t expected_revision, igw_call_cb cb, void *arg)
+{
+    op *o = op_new(c, OP_SET, ent, user, call_id, cb, arg);
+    if (!o)
+        return -1;
+    o->target = target;
+    o->allowed = allowed;
+    o->revision = expected_revision;
+    return begin(o, STEP_PEEK);
+}
+
+static int s_leave(igw_call *c, int64_t ent, int64_t actor, const char *call_id, int64_t target,
+                   int64_t expected_epoch, const char *receipt_key, igw_call_cb cb, void *arg)
+{
+    if (strlen(receipt_key) >= ARG_MAX)
+        return -1;
+    op *o = op_new(c, OP_LEAVE, ent, actor, call_id, cb, arg);
+    if (!o)
+        return -1;
+    o->target = target;
+    o->expected = expected_epoch;
+    snprintf(o->key, sizeof o->key, "%s", receipt_key);
+    return begin(o, STEP_ACT);
+}
+
+static int s_receipt(igw_call *c, int64_t ent, const char *call_id, const char *receipt_key, igw_call_cb cb,
+                     void *arg)
+{
+    if (strlen(receipt_key) >= ARG_MAX)
+        return -1;
+    op *o = op_new(c, OP_RECEIPT, ent, 0, call_id, cb, arg);
+    if (!o)
+        return -1;
+    snprintf(o->key, sizeof o->key, "%s", receipt_key);
+    return begin(o, STEP_ACT);
+}
+
+static void s_destroy(igw_call *c)
+{
+    free(c);
+}
+
+static const igw_call_ops standin_ops = {
+    .group_create = s_group_create,
+    .start = s_start,
+    .join = s_join,
+    .heartbeat = s_heartbeat,
+    .hangup = s_hangup,
+    .roster = s_roster,
+    .audio_read = s_audio_read,
+    .audio_set = s_audio_set,
+    .leave = s_leave,
+    .receipt = s_receipt,
+    .destroy = s_destroy,
+};
+
+igw_call *igw_call_standin_create(igw_db *db, igw_redis *r, unsigned heartbeat_ms)
+{
+    standin *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    pthread_once(&sha_done, sha_once);
+    s->base.ops = &standin_ops;
+    s->db = db;
+    s->r = r;
+    s->hb_ms = heartbeat_ms;
+    return &s->base;
+}

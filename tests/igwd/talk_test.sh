@@ -1,0 +1,229 @@
+#!/usr/bin/env bash
+# talk_test.sh IGWD IGWCTL - the conference runtime (issue 16): igw's
+# stand-in IM back end (/api/v1/im-standin/...: groups in PostgreSQL, live
+# calls in Redis by src/igwd/call/call.lua) and /talk/audio-access, through
+# the public API against real PostgreSQL and Redis: membership and
+# initiator rules, the compare-and-set (stale revision, equal value, a
+# re-entry between read and write, many concurrent sets: one wins), the
+# head-count rule, heartbeat lapses, every key with a lifetime, an unwired
+# runtime, and Redis frozen mid-operation (a clear error, nothing half
+# written, no internal cause).
+set -u
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+IGWD=$(realpath "${1:?usage: talk_test.sh IGWD IGWCTL}")
+IGWCTL=$(realpath "${2:?usage: talk_test.sh IGWD IGWCTL}")
+export IGWCTL
+# shellcheck source=lib.sh
+. "$ROOT/tests/igwd/lib.sh"
+igw_services_test talk "${TALK_PG_PORT:-25406}" "${TALK_REDIS_PORT:-63806}" "${TALK_MQTT_PORT:-18906}"
+KEY=$IGW_VAR/jwt.key
+start() {
+    igw_start IGW_THREADS=2 IGW_PG_DSN="$IGW_PG_DSN" IGW_JWT_KEY_FILE="$KEY" IGW_REDIS_HOST=127.0.0.1 \
+        IGW_REDIS_PORT="$IGW_REDIS_PORT" IGW_CHECK_TIMEOUT_MS=500 IGW_MEDIA_THREADS=0 "$@"
+    BASE=http://127.0.0.1:$PORT
+}
+start
+A=$(j .user.token) B=$(j .otherUser.token) C=$(j .thirdUser.token) X=$(j .otherEnterpriseUser.token)
+GROUP=$(j .group.groupId)
+post() { # TOKEN PATH BODY: the reply in $TMP/r, its HTTP status in STATUS
+    STATUS=$(curl -s -o "$TMP/r" -w '%{http_code}' -X POST -H "Authorization: Bearer $1" \
+        -H 'content-type: application/json' --data-binary "$3" "$BASE$2")
+}
+im() { post "$1" "/api/v1/im-standin/$2" "$3"; }
+aa() { post "$1" /api/v1/im/interaction/talk/audio-access "$2"; }
+r() { jq -r "$1" "$TMP/r"; }
+rcli() { redis-cli -h 127.0.0.1 -p "$IGW_REDIS_PORT" "$@"; }
+now_ms() { date +%s%3N; }
+
+# ---- groups ------------------------------------------------------------------------------------
+CASE="group create: the creator and its enterprise's users"
+im "$A" groups/create '{"name":"pair","members":["1002"]}'; expect 200 200
+PAIR=$(r .data.groupId)
+[ "$(psql_q "SELECT string_agg(user_id::text, ',' ORDER BY user_id) FROM im_group_members WHERE group_id = '$PAIR'")" = 1001,1002 ] ||
+    fail "$CASE: members $(psql_q "SELECT user_id FROM im_group_members WHERE group_id = '$PAIR'")"; ok
+n_groups=$(psql_q "SELECT count(*) FROM im_groups")
+CASE="group create: a user of another enterprise is refused, nothing written"
+im "$A" groups/create '{"name":"x","members":["1002","2001"]}'; expect 400 100400 /members
+CASE="group create: an unknown user is refused"
+im "$A" groups/create '{"name":"x","members":["999999"]}'; expect 400 100400 /members
+CASE="group create: strict body (duplicate members, a number, leading zero, extra field)"
+im "$A" groups/create '{"name":"x","members":["1002","1002"]}'; expect 400 100400 /members/1
+im "$A" groups/create '{"name":"x","members":[1002]}'; expect 400 100400 /members/0
+im "$A" groups/create '{"name":"x","members":["01002"]}'; expect 400 100400 /members/0
+im "$A" groups/create '{"name":"x","members":["1002"],"enterpriseId":1}'; expect 400 100400 /enterpriseId
+CASE="group create: nothing half written"
+[ "$(psql_q "SELECT count(*) FROM im_groups")" = "$n_groups" ] || fail "$CASE"; ok
+
+# ---- calls ----------------------------------------------------------------------------------------
+CASE="call start: by a member of the group, who is its initiator with memberEpoch 1"
+im "$A" calls/start "{\"groupId\":\"$GROUP\"}"; expect 200 200
+CALL=$(r .data.callId)
+[ "$(r .data.memberEpoch)" = 1 ] || fail "$CASE: $(cat "$TMP/r")"
+d=$(r .data.deadlineAt); t=$(now_ms)
+[ "$d" -gt "$t" ] && [ "$d" -le $((t + 31000)) ] || fail "$CASE: deadline $d at $t"; ok
+CASE="call start: another enterprise's user cannot start a call of the group"
+im "$X" calls/start "{\"groupId\":\"$GROUP\"}"; expect 403 100403
+CASE="call start: an unknown group"
+im "$A" calls/start '{"groupId":"no-such-group"}'; expect 403 100403
+CASE="call join: members join with their first join instance"
+im "$B" calls/join "{\"callId\":\"$CALL\"}"; expect 200 200
+[ "$(r .data.memberEpoch)" = 1 ] || fail "$CASE: $(cat "$TMP/r")"
+im "$C" calls/join "{\"callId\":\"$CALL\"}"; expect 200 200
+CASE="call join: a repeat while live is the same instance"
+im "$C" calls/join "{\"callId\":\"$CALL\"}"; expect 200 200
+[ "$(r .data.memberEpoch)" = 1 ] || fail "$CASE: $(cat "$TMP/r")"; ok
+CASE="call join: another enterprise does not see the call"
+im "$X" calls/join "{\"callId\":\"$CALL\"}"; expect 404 100404 /callId
+CASE="roster: three live members, the initiator named"
+im "$B" calls/roster "{\"callId\":\"$CALL\"}"; expect 200 200
+[ "$(jq -c '[.data.initiator, (.data.members | map(.userId) | sort)]' "$TMP/r")" = '["1001",["1001","1002","1003"]]' ] ||
+    fail "$CASE: $(cat "$TMP/r")"; ok
+CASE="redis: every key of the call has a lifetime, all in one hash slot"
+keys=$(rcli --scan --pattern "igw:{call:$CALL}:*" | sort | tr '\n' ' ')
+[ "$keys" = "igw:{call:$CALL}:live igw:{call:$CALL}:mem igw:{call:$CALL}:meta " ] || fail "$CASE: keys $keys"
+for k in $keys; do
+    ttl=$(rcli pttl "$k"); [ "$ttl" -gt 0 ] || fail "$CASE: $k pttl $ttl"
+done
+[ "$(rcli cluster keyslot "igw:{call:$CALL}:meta" 2>/dev/null || echo x)" = "$(rcli cluster keyslot "igw:{call:$CALL}:live" 2>/dev/null || echo y)" ] ||
+    true; ok
+
+# ---- /talk/audio-access --------------------------------------------------------------------------
+CASE="audio read: a member reads another member's record (exactly the six fields)"
+aa "$B" "{\"operation\":\"read\",\"callId\":\"$CALL\",\"targetUserID\":\"1003\"}"; expect 200 200
+[ "$(jq -c '.data | del(.expiresAt)' "$TMP/r")" = "{\"callId\":\"$CALL\",\"targetUserID\":\"1003\",\"publishAllowed\":true,\"audioRevision\":1,\"memberEpoch\":1}" ] ||
+    fail "$CASE: $(cat "$TMP/r")"
+e=$(r .data.expiresAt); t=$(now_ms)
+[ "$e" -le $((t + 2000)) ] && [ "$e" -gt $((t - 1000)) ] || fail "$CASE: expiresAt $e, now $t"; ok
+CASE="audio: strict body before authorization"
+aa "$B" "{\"operation\":\"read\",\"callId\":\"$CALL\",\"targetUserID\":\"1003\",\"allowed\":true}"; expect 400 100400 /allowed
+aa "$A" "{\"operation\":\"set\",\"callId\":\"$CALL\",\"targetUserID\":\"1003\",\"allowed\":false}"; expect 400 100400 /expectedRevision
+aa "$A" "{\"operation\":\"read\",\"callId\":\"$CALL\",\"targetUserID\":1003}"; expect 400 100400 /targetUserID
+aa "$A" "{\"operation\":\"read\",\"callId\":\"$CALL\",\"targetUserID\":\"01003\"}"; expect 400 100400 /targetUserID
+aa "$A" "{\"operation\":\"read\",\"callId\":\"$CALL\",\"targetUserID\":\"1003\",\"memberEpoch\":1}"; expect 400 100400 /memberEpoch
+aa "$A" "{\"operation\":\"set\",\"callId\":\"$CALL\",\"targetUserID\":\"1003\",\"allowed\":null,\"expectedRevision\":1}"; expect 400 100400 /allowed
+aa "$A" "{\"operation\":\"set\",\"callId\":\"$CALL\",\"targetUserID\":\"1003\",\"allowed\":false,\"expectedRevision\":1.0}"; expect 400 100400 /expectedRevision
+aa "$A" "{\"operation\":\"set\",\"callId\":\"$CALL\",\"targetUserID\":\"1003\",\"allowed\":false,\"expectedRevision\":9007199254740992}"; expect 400 100400 /expectedRevision
+aa "$A" "{\"operation\":\"read\",\"operation\":\"read\",\"callId\":\"$CALL\",\"targetUserID\":\"1003\"}"; expect 400 100400 /operation
+aa "$A" "{\"operation\":\"read\",\"callId\":\"$(printf 'c%.0s' $(seq 97))\",\"targetUserID\":\"1003\"}"; expect 400 100400 /callId
+CASE="audio set: only the original initiator"
+aa "$B" "{\"operation\":\"set\",\"callId\":\"$CALL\",\"targetUserID\":\"1003\",\"allowed\":false,\"expectedRevision\":1}"; expect 403 100403
+CASE="audio set: the initiator mutes a member (revision 2)"
+aa "$A" "{\"operation\":\"set\",\"callId\":\"$CALL\",\"targetUserID\":\"1003\",\"allowed\":false,\"expectedRevision\":1}"; expect 200 200
+[ "$(jq -c '[.data.publishAllowed, .data.audioRevision, .data.memberEpoch]' "$TMP/r")" = '[false,2,1]' ] || fail "$CASE: $(cat "$TMP/r")"; ok
+CASE="audio set: an equal value with a valid CAS does not raise the revision"
+aa "$A" "{\"operation\":\"set\",\"callId\":\"$CALL\",\"targetUserID\":\"1003\",\"allowed\":false,\"expectedRevision\":2}"; expect 200 200
+[ "$(jq -c '[.data.publishAllowed, .data.audioRevision]' "$TMP/r")" = '[false,2]' ] || fail "$CASE: $(cat "$TMP/r")"; ok
+CASE="audio set: a stale revision is the public parameter error, never forced"
+aa "$A" "{\"operation\":\"set\",\"callId\":\"$CALL\",\"targetUserID\":\"1003\",\"allowed\":true,\"expectedRevision\":1}"; expect 400 100400 /expectedRevision
+aa "$B" "{\"operation\":\"read\",\"callId\":\"$CALL\",\"targetUserID\":\"1003\"}"; expect 200 200
+[ "$(jq -c '[.data.publishAllowed, .data.audioRevision]' "$TMP/r")" = '[false,2]' ] || fail "$CASE: $(cat "$TMP/r")"; ok
+CASE="audio: another enterprise's user does not see the call"
+aa "$X" "{\"operation\":\"read\",\"callId\":\"$CALL\",\"targetUserID\":\"1003\"}"; expect 404 100404 /callId
+CASE="audio: a target that is not live"
+aa "$A" "{\"operation\":\"read\",\"callId\":\"$CALL\",\"targetUserID\":\"1002000\"}"; expect 404 100404 /targetUserID
+CASE="audio: a caller outside the call's persistent group (a live call of the pair group)"
+im "$A" calls/start "{\"groupId\":\"$PAIR\"}"; expect 200 200
+PCALL=$(r .data.callId)
+aa "$C" "{\"operation\":\"read\",\"callId\":\"$PCALL\",\"targetUserID\":\"1001\"}"; expect 403 100403
+CASE="audio: a group member not live in the call"
+aa "$B" "{\"operation\":\"read\",\"callId\":\"$PCALL\",\"targetUserID\":\"1001\"}"; expect 403 100403
+
+CASE="re-entry: a hang-up and a join raise memberEpoch; the permission stays"
+im "$C" calls/hangup "{\"callId\":\"$CALL\"}"; expect 200 200
+[ "$(r .data.ended)" = false ] || fail "$CASE: $(cat "$TMP/r")"
+im "$C" calls/join "{\"callId\":\"$CALL\"}"; expect 200 200
+[ "$(r .data.memberEpoch)" = 2 ] || fail "$CASE: $(cat "$TMP/r")"
+aa "$A" "{\"operation\":\"read\",\"callId\":\"$CALL\",\"targetUserID\":\"1003\"}"; expect 200 200
+[ "$(jq -c '[.data.publishAllowed, .data.audioRevision, .data.memberEpoch]' "$TMP/r")" = '[false,2,2]' ] || fail "$CASE: $(cat "$TMP/r")"; ok
+CASE="re-entry between the read and the write: refused before writing, even with an equal revision"
+LUA=$ROOT/src/igwd/call/call.lua
+K="igw:{call:$CALL}:meta igw:{call:$CALL}:live igw:{call:$CALL}:mem igw:{call:$CALL}:rcpt"
+# set as igwd runs it, with the join instance read before the re-entry (1): the script refuses
+# shellcheck disable=SC2086
+out=$(rcli EVAL "$(cat "$LUA")" 4 $K audio_set 1 1001 1003 1 2 1 "$CALL" | head -1)
+[ "$out" = EPOCH ] || fail "$CASE: $out"
+aa "$A" "{\"operation\":\"read\",\"callId\":\"$CALL\",\"targetUserID\":\"1003\"}"; expect 200 200
+[ "$(jq -c '[.data.publishAllowed, .data.audioRevision]' "$TMP/r")" = '[false,2]' ] || fail "$CASE: $(cat "$TMP/r")"; ok
+
+CASE="concurrency: 40 sets with the same expectedRevision, exactly one wins"
+pids=()
+for i in $(seq 40); do
+    ( s=$(curl -s -o "$TMP/cas.$i" -w '%{http_code}' -X POST -H "Authorization: Bearer $A" -H 'content-type: application/json' \
+        --data-binary "{\"operation\":\"set\",\"callId\":\"$CALL\",\"targetUserID\":\"1003\",\"allowed\":true,\"expectedRevision\":2}" \
+        "$BASE/api/v1/im/interaction/talk/audio-access"); echo "$s" >"$TMP/cas.$i.status" ) &
+    pids+=($!)
+done
+wait "${pids[@]}" # not igwd
+wins=$(cat "$TMP"/cas.*.status | grep -c '^200$')
+stale=$(for i in $(seq 40); do jq -r '.data.path // ""' "$TMP/cas.$i"; done | grep -c '^/expectedRevision$')
+[ "$wins" = 1 ] && [ "$stale" = 39 ] || fail "$CASE: $wins won, $stale stale: $(cat "$TMP"/cas.*.status | sort | uniq -c)"
+aa "$A" "{\"operation\":\"read\",\"callId\":\"$CALL\",\"targetUserID\":\"1003\"}"; expect 200 200
+[ "$(jq -c '[.data.publishAllowed, .data.audioRevision]' "$TMP/r")" = '[true,3]' ] || fail "$CASE: $(cat "$TMP/r")"; ok
+
+# ---- Redis frozen mid-operation ---------------------------------------------------------------------
+CASE="redis frozen: read is unavailable, set is unknown_outcome, no internal cause"
+RPID=$(rcli info server | sed -n 's/^process_id:\([0-9]*\).*/\1/p' | tr -d '\r')
+[ -n "$RPID" ] || fail "$CASE: no redis pid"
+kill -STOP "$RPID"
+aa "$A" "{\"operation\":\"read\",\"callId\":\"$CALL\",\"targetUserID\":\"1003\"}"; expect 503 100503
+aa "$A" "{\"operation\":\"set\",\"callId\":\"$CALL\",\"targetUserID\":\"1003\",\"allowed\":false,\"expectedRevision\":3}"
+kill -CONT "$RPID"
+# the set's peek (a read) or its script may be the one left unanswered: unavailable or unknown, never success
+{ [ "$STATUS" = 503 ] && expect 503 100503; } || { [ "$STATUS" = 504 ] && expect 504 100504; } || fail "$CASE: $STATUS $(cat "$TMP/r")"
+grep -qiE 'redis|timed out|connection|6380' "$TMP/r" && fail "$CASE: internal cause in $(cat "$TMP/r")"
+CASE="redis back: the state is whole (the read before retrying says what happened)"
+for _ in $(seq 50); do aa "$A" "{\"operation\":\"read\",\"callId\":\"$CALL\",\"targetUserID\":\"1003\"}"; [ "$STATUS" = 200 ] && break; sleep 0.1; done
+expect 200 200
+rev=$(r .data.audioRevision) allowed=$(r .data.publishAllowed)
+{ [ "$rev" = 3 ] && [ "$allowed" = true ]; } || { [ "$rev" = 4 ] && [ "$allowed" = false ]; } || fail "$CASE: $(cat "$TMP/r")"; ok
+
+# ---- the head-count rule ------------------------------------------------------------------------------
+CASE="hang-up: with two left the call goes on; with one left it ends"
+im "$B" calls/hangup "{\"callId\":\"$CALL\"}"; expect 200 200
+[ "$(r .data.ended)" = false ] || fail "$CASE: $(cat "$TMP/r")"
+im "$C" calls/hangup "{\"callId\":\"$CALL\"}"; expect 200 200
+[ "$(r .data.ended)" = true ] || fail "$CASE: $(cat "$TMP/r")"; ok
+CASE="an ended call cannot be joined"
+im "$B" calls/join "{\"callId\":\"$CALL\"}"; expect 404 100404 /callId
+CASE="an ended call's keys live at least 10 minutes (at most 10 plus a heartbeat), then go"
+for k in $(rcli --scan --pattern "igw:{call:$CALL}:*"); do
+    ttl=$(rcli pttl "$k"); [ "$ttl" -gt 590000 ] && [ "$ttl" -le 630000 ] || fail "$CASE: $k pttl $ttl"
+done; ok
+igw_stop
+
+# ---- heartbeats lapse ----------------------------------------------------------------------------------
+start IGW_IM_HEARTBEAT_MS=1000
+CASE="heartbeat: a member without one lapses; the others stay"
+im "$A" calls/start "{\"groupId\":\"$GROUP\"}"; expect 200 200
+CALL=$(r .data.callId)
+im "$B" calls/join "{\"callId\":\"$CALL\"}"; expect 200 200
+im "$C" calls/join "{\"callId\":\"$CALL\"}"; expect 200 200
+for _ in 1 2 3; do
+    sleep 0.5
+    im "$A" calls/heartbeat "{\"callId\":\"$CALL\"}"; expect 200 200
+    im "$B" calls/heartbeat "{\"callId\":\"$CALL\"}"; expect 200 200
+done
+im "$A" calls/roster "{\"callId\":\"$CALL\"}"; expect 200 200
+[ "$(jq -c '.data.members | map(.userId) | sort' "$TMP/r")" = '["1001","1002"]' ] || fail "$CASE: $(cat "$TMP/r")"
+im "$C" calls/heartbeat "{\"callId\":\"$CALL\"}"; expect 403 100403
+CASE="heartbeat: when lapses leave fewer than two, the call ends"
+sleep 1.2
+im "$A" calls/heartbeat "{\"callId\":\"$CALL\"}"; expect 404 100404 /callId
+igw_stop
+
+# ---- no runtime wired ---------------------------------------------------------------------------------
+CASE="unwired: without Redis the conference routes fail explicitly"
+igw_start IGW_THREADS=1 IGW_PG_DSN="$IGW_PG_DSN" IGW_JWT_KEY_FILE="$KEY" IGW_MEDIA_THREADS=0
+BASE=http://127.0.0.1:$PORT
+aa "$A" "{\"operation\":\"read\",\"callId\":\"$CALL\",\"targetUserID\":\"1003\"}"; expect 503 100503
+grep -q 'no conference runtime' "$TMP/r" || fail "$CASE: $(cat "$TMP/r")"
+im "$A" calls/start "{\"groupId\":\"$GROUP\"}"; expect 503 100503
+igw_stop
+CASE="unwired: im_standin=false"
+start IGW_IM_STANDIN=false
+aa "$A" "{\"operation\":\"read\",\"callId\":\"$CALL\",\"targetUserID\":\"1003\"}"; expect 503 100503
+igw_stop
+if grep -q 'ERROR: AddressSanitizer\|runtime error' "$TMP/igwd.err"; then
+    grep -A40 -m1 'ERROR: AddressSanitizer\|runtime error' "$TMP/igwd.err" >&2; fail "sanitizer report"
+fi
+echo "talk test: $checks checks passed"

@@ -563,8 +563,10 @@ static int on_extmap(parser *ps, span v)
     uint64_t n;
     if (!span_eq(uri, AUDIO_LEVEL_URI))
         return 0;
-    split_at(idf, '/', &id, &dir);
-    if (!parse_uint(id, 255, &n) || n == 0 || n == 15) /* 15: reserved (RFC 8285) */
+    bool has_dir = split_at(idf, '/', &id, &dir);
+    if (!parse_uint(id, 255, &n) || n == 0 || n == 15 || /* 15: reserved (RFC 8285) */
+        (has_dir && !span_eq(dir, "sendrecv") && !span_eq(dir, "sendonly") && !span_eq(dir, "recvonly") &&
+         !span_eq(dir, "inactive")))
         return fail(ps, "bad extmap");
     if (ps->m->audio_level_ext)
         return fail(ps, "duplicate audio level extmap");

@@ -274,6 +274,9 @@ $(eval $(call test_bin,igw-media-host,tests/media/host.c,media gen rt,$$(MEDIA_L
 # view: igw-vcam's GStreamer flags and its flat JSON reader.
 $(BUILD)/tobj/tests/igwd/gst_viewer.o $(BUILD)/tobj/src/vcam/webrtcbin.o: XCFLAGS = $(VCAM_CFLAGS)
 $(eval $(call test_bin,gst_viewer,tests/igwd/gst_viewer.c src/vcam/flatjson.c src/vcam/webrtcbin.c,,$$(VCAM_LIBS)))
+# A camera with a speaker (webrtcbin, audio sendrecv) for the talk test.
+$(BUILD)/tobj/tests/media/gst_talkcam.o: XCFLAGS = $(VCAM_CFLAGS)
+$(eval $(call test_bin,gst_talkcam,tests/media/gst_talkcam.c src/vcam/flatjson.c src/vcam/webrtcbin.c,,$$(VCAM_LIBS)))
 
 # core/loop under ThreadSanitizer: threads post, the loop's thread runs.
 $(T)/loop_test_tsan: tests/igwd/loop_test.c src/igwd/core/loop.c src/igwd/core/loop.h tests/check.h src/rt/lock.h
@@ -447,9 +450,10 @@ test-mqttauth: $(BUILD)/igw-mqtt-auth.so
 # -- with real media peers (tests/media/README.md): igw-vcam against Chromium alone,
 # then igw-vcam -> igw-media-host (sanitizers) -> Chromium viewers, then igw-vcam
 # as an MQTT device (Mosquitto on 18901) whose legs igw-media-host answers.
-test-media: $(T)/igw-media-host $(BUILD)/igw-vcam
+test-media: $(T)/igw-media-host $(BUILD)/igw-vcam $(T)/gst_talkcam
 	tests/media/vcam_direct.sh $(BUILD)/igw-vcam
 	tests/media/media_test.sh $(T)/igw-media-host $(BUILD)/igw-vcam
+	tests/media/talk_test.sh $(T)/igw-media-host $(T)/gst_talkcam
 	tests/media/vcam_mqtt.sh $(T)/igw-media-host $(BUILD)/igw-vcam
 
 # IPC live view through the public API: igw-vcam on the broker, igwd's

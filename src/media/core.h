@@ -80,6 +80,22 @@ typedef struct view_track {
     uint32_t         packets, octets;
 } view_track;
 
+/* Source: the talkback, our one stream toward the camera's speaker. */
+typedef struct talkback {
+    bool             present;
+    uint8_t          pt;             /* the camera's Opus payload type */
+    uint32_t         ssrc;           /* ours */
+    igw_rtp_floor    floor;          /* who is heard, and the continuous numbering */
+} talkback;
+
+/* Viewer: the audio it publishes toward its source's talkback. */
+typedef struct view_pub {
+    bool             present;        /* negotiated: we receive its Opus */
+    bool             allowed;        /* the gate (igw_media_viewer_publish), closed by default */
+    uint8_t          pt;             /* the viewer's Opus payload type */
+    uint8_t          level_ext;      /* its audio-level extension id, 0 = not negotiated */
+} view_pub;
+
 typedef struct igw_node {
     char             id[IGW_MEDIA_ID_MAX + 1];
     uint32_t         revision;
@@ -100,11 +116,13 @@ typedef struct igw_node {
     uint32_t         rtx_budget;     /* viewer: retransmissions left until the next tick */
     /* source */
     src_track        src[TRACK_KINDS];
+    talkback         talk;
     struct igw_node **viewers;
     size_t           nviewers, capviewers;
     /* viewer */
     struct igw_node *source;
     view_track       view[TRACK_KINDS];
+    view_pub         pub;
     bool             offered;        /* we made the offer, waiting for the answer */
 } igw_node;
 
@@ -138,6 +156,7 @@ igw_media_rc igw_fwd_viewer_make_offer(igw_node *source, const char *id, uint32_
 igw_media_rc igw_fwd_viewer_answer(igw_node *viewer, const igw_sdp *answer, char *err, size_t errlen);
 igw_media_rc igw_fwd_viewer_track(igw_node *viewer, igw_media_kinds kinds, int trigger, int *state, char *err,
                                   size_t errlen);
+igw_media_rc igw_fwd_viewer_publish(igw_node *viewer, bool allowed);
 void         igw_fwd_stats(const igw_node *n, igw_media_stats *out);
 
 /* Closes a node now (viewers of a source too), queues "closed" with reason. */

@@ -9,7 +9,12 @@
  * sequence numbers and timestamps are the viewer's own (igw_rtp_rewriter), so
  * pause/resume and a new source SSRC continue seamlessly; video restarts at a
  * keyframe, which is requested from the source (at most once per
- * keyframe_min_interval_ms, whoever asks). */
+ * keyframe_min_interval_ms, whoever asks).
+ *
+ * Talk goes the other way on the same thread: a viewer's Opus, when its gate
+ * is open and it holds the floor, is renumbered onto the source's talkback
+ * (one continuous stream toward the camera's speaker) and sent to the camera
+ * inside the viewer's receive callback. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -22,6 +27,8 @@
 #define SR_INTERVAL_US 1000000
 #define RTP_BURST 64 /* datagrams read per wakeup of a plain RTP source */
 #define RTX_PER_TICK 100 /* retransmissions per viewer per tick (1000/s) */
+#define FLOOR_HOLD_US 300000 /* a talker silent this long loses the floor */
+#define TALK_ACTIVE_LEVEL 50 /* RFC 6464 level (-dBov) below which a packet is speech */
 
 static const char *const kind_name[TRACK_KINDS] = {"audio", "video"};
 
@@ -111,6 +118,7 @@ static igw_media_rc node_commit(igw_node *n, char *err, size_t errlen)
 
 static void source_detach_viewer(igw_node *src, igw_node *v)
 {
+    igw_rtp_floor_release(&src->talk.floor, (uintptr_t)v);
     for (size_t i = 0; i < src->nviewers; i++)
         if (src->viewers[i] == v) {
             src->viewers[i] = src->viewers[--src->nviewers];
@@ -304,6 +312,49 @@ static void source_rtp(igw_node *s, uint8_t *pkt, size_t len)
         viewer_forward(s->viewers[i], k, tr, pkt, len, &h, keyframe, now);
 }
 
+/* One RTP packet from a viewer: its talk when it publishes. Counted, and sent
+ * to the source's talkback while its gate is open and it holds the floor:
+ * stripped of CSRCs and extensions (their ids are the viewer's), renumbered
+ * onto the talkback's SSRC, sequence, timestamps and payload type. */
+static void viewer_talk(igw_node *v, const uint8_t *pkt, size_t len)
+{
+    igw_node *s = v->source;
+    igw_rtp_hdr h;
+    if (!v->pub.present || !s || !s->talk.present || !igw_rtp_parse(pkt, len, &h) || h.pt != v->pub.pt)
+        return;
+    v->st.talk_in++;
+    if (!v->pub.allowed) {
+        v->st.talk_gated++;
+        return;
+    }
+    /* Without the level every packet is activity: the holder keeps the
+     * floor for as long as it sends. */
+    bool active = true;
+    if (v->pub.level_ext) {
+        int level = igw_rtp_audio_level(pkt, len, &h, v->pub.level_ext);
+        active = level >= 0 && level < TALK_ACTIVE_LEVEL;
+    }
+    uint64_t now = igw_clock_us();
+    uint16_t seq;
+    uint32_t ts;
+    if (!igw_peer_ready(s->peer) ||
+        igw_rtp_floor_map(&s->talk.floor, (uintptr_t)v, active, &h, now, &seq, &ts) != IGW_FLOOR_FORWARD) {
+        v->st.talk_no_floor++;
+        return;
+    }
+    uint8_t out[IGW_PEER_BUF];
+    size_t n = igw_rtp_strip(pkt, &h, out, IGW_RTP_MTU);
+    if (n == 0 || (igw_rtp_rewrite(out, s->talk.pt, seq, ts, s->talk.ssrc), igw_peer_send_rtp(s->peer, out, n)) != 0) {
+        s->st.dropped++;
+        return;
+    }
+    v->st.talk_forwarded++;
+    v->st.talk_last_us = now;
+    s->st.talkback_out++;
+    s->st.rtp_out++;
+    s->st.bytes_out += n;
+}
+
 typedef struct rtcp_ctx {
     igw_node *v;
 } rtcp_ctx;
@@ -359,10 +410,12 @@ static void viewer_rtcp_item(void *ud, const igw_rtcp_item *it)
 static void node_on_rtp(void *ud, uint8_t *buf, size_t len)
 {
     igw_node *n = ud;
-    if (n->is_source)
+    if (n->is_source) {
         source_rtp(n, buf, len);
-    else
-        n->st.rtp_in++; /* viewers receive; nothing to forward */
+    } else {
+        n->st.rtp_in++;
+        viewer_talk(n, buf, len);
+    }
 }
 
 /* A source's sender report: its time, for the LSR/DLSR of our reports. */
@@ -475,13 +528,14 @@ static igw_sdp_media *local_answer(igw_sdp *l, const igw_sdp_media *om, const ig
     return lm;
 }
 
-/* Our outgoing track toward a viewer: SSRC, cname, msid. */
-static void local_sender(igw_sdp_media *lm, view_track *vt, int k)
+/* Our outgoing track (toward a viewer, or the talkback toward a camera):
+ * SSRC, cname, msid "igw igw-<track>". */
+static void local_sender(igw_sdp_media *lm, uint32_t ssrc, const char *track)
 {
-    lm->ssrc[0] = vt->ssrc;
+    lm->ssrc[0] = ssrc;
     lm->nssrc = 1;
     g_strlcpy(lm->cname, "igw", sizeof lm->cname);
-    snprintf(lm->msid, sizeof lm->msid, "igw igw-%s", kind_name[k]);
+    snprintf(lm->msid, sizeof lm->msid, "igw igw-%s", track);
 }
 
 /* Gives a negotiated node its transport and makes it current: the peer's
@@ -541,8 +595,11 @@ igw_media_rc igw_fwd_source_offer(igw_mthread *t, const char *id, uint32_t rev, 
             snprintf(err, errlen, "section %.32s: unsupported media kind", om->mid);
             goto out;
         }
-        if (k >= 0 && om->port != 0 && (om->dir == IGW_SDP_SENDONLY || om->dir == IGW_SDP_SENDRECV) &&
-            !n->src[k].present)
+        /* The camera sends on it, and (audio) may play what we send: a
+         * speaker for talk. The first such section of a kind is taken. */
+        bool recv = om->dir == IGW_SDP_SENDONLY || om->dir == IGW_SDP_SENDRECV;
+        bool talk = k == TRACK_AUDIO && (om->dir == IGW_SDP_RECVONLY || om->dir == IGW_SDP_SENDRECV);
+        if (k >= 0 && om->port != 0 && (recv || talk) && !n->src[k].present && !(k == TRACK_AUDIO && n->talk.present))
             ci = k == TRACK_VIDEO ? igw_sdp_pick_h264(om, IGW_H264_UNKNOWN) : igw_sdp_pick_opus(om);
         /* Packets are told apart by payload type: two tracks cannot share one. */
         if (ci >= 0 && n->src[!k].present && n->src[!k].pt == om->codecs[ci].pt)
@@ -552,9 +609,19 @@ igw_media_rc igw_fwd_source_offer(igw_mthread *t, const char *id, uint32_t rev, 
             continue;
         }
         const igw_sdp_codec *oc = &om->codecs[ci];
-        local_answer(l, om, oc, k, IGW_SDP_RECVONLY);
+        igw_sdp_media *lm = local_answer(l, om, oc, k, igw_sdp_answer_dir(om->dir, talk, true));
         if (first < 0)
             first = (int)(l->nmedia - 1);
+        if (talk) {
+            talkback *tb = &n->talk;
+            tb->present = true;
+            tb->pt = oc->pt;
+            tb->ssrc = random_ssrc();
+            igw_rtp_floor_init(&tb->floor, oc->clock, (uint16_t)g_random_int(), g_random_int(), FLOOR_HOLD_US);
+            local_sender(lm, tb->ssrc, "talk");
+        }
+        if (!recv)
+            continue;
         src_track *tr = &n->src[k];
         tr->present = true;
         tr->pt = oc->pt;
@@ -681,8 +748,11 @@ igw_media_rc igw_fwd_viewer_offer(igw_node *s, const char *id, uint32_t rev, boo
             snprintf(err, errlen, "section %.32s: unsupported media kind", om->mid);
             goto out;
         }
-        bool wanted = k >= 0 && om->port != 0 && !v->view[k].present &&
-                      (om->dir == IGW_SDP_RECVONLY || om->dir == IGW_SDP_SENDRECV);
+        /* The viewer receives, and (audio) may publish: its talk. */
+        bool v_recv = om->dir == IGW_SDP_RECVONLY || om->dir == IGW_SDP_SENDRECV;
+        bool v_send = k == TRACK_AUDIO && (om->dir == IGW_SDP_SENDONLY || om->dir == IGW_SDP_SENDRECV);
+        bool wanted = k >= 0 && om->port != 0 && !v->view[k].present && !(k == TRACK_AUDIO && v->pub.present) &&
+                      (v_recv || v_send);
         if (wanted) {
             if (k == TRACK_AUDIO)
                 ci = igw_sdp_pick_opus(om);
@@ -693,26 +763,34 @@ igw_media_rc igw_fwd_viewer_offer(igw_node *s, const char *id, uint32_t rev, boo
             local_reject(l, om);
             continue;
         }
-        if (!s->src[k].present) {
-            /* A kind this source does not have (a camera without its
-             * microphone): inactive, but kept in the bundle. Refusing it
-             * (port 0) would take the offer's BUNDLE-tag section out of the
-             * group, which Chrome cannot apply ("Failed to setup RTCP mux"). */
-            local_answer(l, om, &om->codecs[ci], k, IGW_SDP_INACTIVE);
-            if (first < 0)
-                first = (int)(l->nmedia - 1);
+        /* We send what the source has; we take the viewer's audio only when
+         * the source has a talkback to put it on. Neither (a camera without
+         * its microphone, a viewer publishing to a camera without a
+         * speaker): inactive, but kept in the bundle. Refusing it (port 0)
+         * would take the offer's BUNDLE-tag section out of the group, which
+         * Chrome cannot apply ("Failed to setup RTCP mux"). */
+        bool we_send = s->src[k].present && v_recv;
+        bool we_recv = v_send && s->talk.present;
+        igw_sdp_dir dir = igw_sdp_answer_dir(om->dir, we_send, we_recv);
+        igw_sdp_media *lm = local_answer(l, om, &om->codecs[ci], k, dir);
+        if (first < 0)
+            first = (int)(l->nmedia - 1);
+        if (dir == IGW_SDP_INACTIVE)
             continue;
-        }
         served = true;
-        igw_sdp_media *lm = local_answer(l, om, &om->codecs[ci], k, IGW_SDP_SENDONLY);
+        if (we_recv) {
+            v->pub.present = true;
+            v->pub.pt = om->codecs[ci].pt;
+            v->pub.level_ext = lm->audio_level_ext = om->audio_level_ext;
+        }
+        if (!we_send)
+            continue;
         if (k == TRACK_VIDEO && s->src[k].fmtp[0]) /* we send the source's stream */
             g_strlcpy(lm->codecs[0].fmtp, s->src[k].fmtp, sizeof lm->codecs[0].fmtp);
         view_track_start(v, k, s->src[k].clock, paused);
         v->view[k].pt = om->codecs[ci].pt;
         g_strlcpy(v->view[k].mid, om->mid, sizeof v->view[k].mid);
-        local_sender(lm, &v->view[k], k);
-        if (first < 0)
-            first = (int)(l->nmedia - 1);
+        local_sender(lm, v->view[k].ssrc, kind_name[k]);
     }
     if (!served) {
         snprintf(err, errlen, "no common codec: the source sends %s%s%s", s->src[TRACK_VIDEO].present ? "H264" : "",
@@ -755,7 +833,7 @@ igw_media_rc igw_fwd_viewer_make_offer(igw_node *s, const char *id, uint32_t rev
         view_track_start(v, k, tr->clock, paused);
         v->view[k].pt = tr->pt;
         g_strlcpy(v->view[k].mid, mid, sizeof v->view[k].mid);
-        local_sender(lm, &v->view[k], k);
+        local_sender(lm, v->view[k].ssrc, kind_name[k]);
         local_accept(l, lm);
     }
     if (l->nmedia == 0) {
@@ -864,9 +942,18 @@ igw_media_rc igw_fwd_viewer_track(igw_node *v, igw_media_kinds kinds, int trigge
     return IGW_MEDIA_OK;
 }
 
+igw_media_rc igw_fwd_viewer_publish(igw_node *v, bool allowed)
+{
+    v->pub.allowed = allowed;
+    if (!allowed && v->source) /* its next packet is not heard; another may take the floor */
+        igw_rtp_floor_release(&v->source->talk.floor, (uintptr_t)v);
+    return IGW_MEDIA_OK;
+}
+
 void igw_fwd_stats(const igw_node *n, igw_media_stats *out)
 {
     *out = n->st;
+    out->publish_allowed = !n->is_source && n->pub.allowed;
     out->audio_state = n->view[TRACK_AUDIO].present ? n->view[TRACK_AUDIO].state : 0;
     out->video_state = n->view[TRACK_VIDEO].present ? n->view[TRACK_VIDEO].state : 0;
 }

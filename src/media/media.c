@@ -140,7 +140,7 @@ struct call {
     const char  *id, *source_id, *reason, *addr, *profile;
     uint32_t     revision;
     bool         check_rev; /* close: only this revision */
-    bool         paused;
+    bool         paused, allowed;
     const igw_sdp *sdp;
     char        *out;
     size_t       cap;
@@ -451,6 +451,20 @@ igw_media_rc igw_media_viewer_track(igw_media *m, const char *viewer_id, uint32_
 {
     call c = {.fn = op_viewer_track, .kinds = (int)kinds, .trigger = trigger, .state = state, .err = err,
               .errlen = errlen};
+    return viewer_op(m, viewer_id, revision, &c);
+}
+
+static igw_media_rc op_viewer_publish(igw_mthread *t, call *c)
+{
+    igw_node *v;
+    igw_media_rc rc = viewer_here(t, c, &v);
+    return rc == IGW_MEDIA_OK ? igw_fwd_viewer_publish(v, c->allowed) : rc;
+}
+
+igw_media_rc igw_media_viewer_publish(igw_media *m, const char *viewer_id, uint32_t revision, bool allowed, char *err,
+                                      size_t errlen)
+{
+    call c = {.fn = op_viewer_publish, .allowed = allowed, .err = err, .errlen = errlen};
     return viewer_op(m, viewer_id, revision, &c);
 }
 

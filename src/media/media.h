@@ -109,6 +109,19 @@ typedef enum { IGW_MEDIA_AUDIO = 1, IGW_MEDIA_VIDEO = 2, IGW_MEDIA_BOTH = 3 } ig
 igw_media_rc igw_media_viewer_track(igw_media *m, const char *viewer_id, uint32_t revision, igw_media_kinds kinds,
                                     int trigger, int *state, char *err, size_t errlen);
 
+/* Talk: the gate on a viewer's audio toward its source's speaker. A source
+ * whose camera offered audio sendrecv or recvonly has a talkback (one Opus
+ * stream from us to the camera); a viewer whose offer sends audio to such a
+ * source publishes. Every viewer starts not allowed. While allowed, its audio
+ * is forwarded to the talkback when it holds the floor (one talker at a time:
+ * docs/media.md); set to false, forwarding stops from its next packet: the
+ * call returns after the media thread applied it, so no packet received after
+ * the return is forwarded. What the viewer receives never changes with the
+ * gate. Allowed on a viewer that does not publish is kept and does nothing.
+ * revision must be the viewer's current one. */
+igw_media_rc igw_media_viewer_publish(igw_media *m, const char *viewer_id, uint32_t revision, bool allowed, char *err,
+                                      size_t errlen);
+
 /* Closes a source (and its viewers) or a viewer. */
 igw_media_rc igw_media_close(igw_media *m, const char *id, const char *reason);
 
@@ -127,6 +140,14 @@ typedef struct igw_media_stats {
     uint64_t dropped;            /* packets not forwarded (paused, waiting keyframe, send errors) */
     uint64_t rtp_expected;       /* source: packets the senders' sequence numbers span (RFC 3550 A.3) */
     uint32_t viewers;            /* source: viewers attached */
+    /* talk */
+    bool     publish_allowed;    /* viewer: its gate (igw_media_viewer_publish) */
+    uint64_t talk_in;            /* viewer: audio packets received from it (its Opus payload type) */
+    uint64_t talk_forwarded;     /* viewer: of those, sent to the source's talkback */
+    uint64_t talk_gated;         /* viewer: of those, dropped because its gate was closed */
+    uint64_t talk_no_floor;      /* viewer: of those, dropped: another held the floor, or silence on a free one */
+    uint64_t talk_last_us;       /* viewer: monotonic clock (µs) of its last forwarded packet, 0 = none */
+    uint64_t talkback_out;       /* source: packets sent on its talkback (also in rtp_out) */
 } igw_media_stats;
 
 igw_media_rc igw_media_get_stats(igw_media *m, const char *id, igw_media_stats *out);

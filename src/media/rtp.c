@@ -102,6 +102,58 @@ void igw_rtp_rewrite(uint8_t *p, uint8_t pt, uint16_t seq, uint32_t ts, uint32_t
     wr32(p + 8, ssrc);
 }
 
+int igw_rtp_audio_level(const uint8_t *p, size_t n, const igw_rtp_hdr *h, uint8_t id)
+{
+    if (id == 0 || !(p[0] & 0x10))
+        return -1;
+    size_t off = 12 + 4 * (size_t)(p[0] & 0x0f);
+    if (off + 4 > h->hdr_len || h->hdr_len > n)
+        return -1;
+    uint16_t profile = rd16(p + off);
+    size_t end = off + 4 + 4 * (size_t)rd16(p + off + 2);
+    if (end != h->hdr_len)
+        return -1;
+    bool one = profile == 0xBEDE, two = (profile & 0xfff0) == 0x1000;
+    if (!one && !two)
+        return -1;
+    for (size_t i = off + 4; i < end;) {
+        if (p[i] == 0) { /* padding between elements */
+            i++;
+            continue;
+        }
+        unsigned eid, len;
+        if (one) {
+            eid = p[i] >> 4;
+            len = (p[i] & 0x0f) + 1u;
+            if (eid == 15)
+                return -1; /* RFC 8285: stop parsing */
+            i++;
+        } else {
+            if (i + 2 > end)
+                return -1;
+            eid = p[i];
+            len = p[i + 1];
+            i += 2;
+        }
+        if (len > end - i)
+            return -1;
+        if (eid == id)
+            return len >= 1 ? (p[i] & 0x7f) : -1;
+        i += len;
+    }
+    return -1;
+}
+
+size_t igw_rtp_strip(const uint8_t *p, const igw_rtp_hdr *h, uint8_t *out, size_t cap)
+{
+    if (cap < 12 || h->payload_len > cap - 12)
+        return 0;
+    out[0] = 0x80; /* version 2, no padding, extension or CSRC */
+    memcpy(out + 1, p + 1, 11);
+    memcpy(out + 12, p + h->hdr_len, h->payload_len);
+    return 12 + h->payload_len;
+}
+
 static bool h264_key_nal(uint8_t nal_hdr)
 {
     uint8_t t = nal_hdr & 0x1f;
@@ -481,6 +533,47 @@ bool igw_rtp_rewriter_unmap(const igw_rtp_rewriter *r, uint16_t out_seq, uint16_
         return false;
     *in_seq = (uint16_t)(out_seq - r->seq_delta);
     return true;
+}
+
+/* ---- the talk floor ------------------------------------------------------------------------ */
+
+void igw_rtp_floor_init(igw_rtp_floor *f, uint32_t clock, uint16_t first_seq, uint32_t first_ts, uint64_t hold_us)
+{
+    memset(f, 0, sizeof *f);
+    igw_rtp_rewriter_init(&f->rw, clock, first_seq, first_ts);
+    f->hold_us = hold_us;
+}
+
+igw_floor_rc igw_rtp_floor_map(igw_rtp_floor *f, uintptr_t who, bool active, const igw_rtp_hdr *h, uint64_t now_us,
+                               uint16_t *out_seq, uint32_t *out_ts)
+{
+    if (f->holder && now_us - f->active_us > f->hold_us)
+        f->holder = 0; /* silent too long */
+    if (f->holder && f->holder != who)
+        return IGW_FLOOR_BUSY;
+    if (!f->holder) {
+        if (!active)
+            return IGW_FLOOR_IDLE;
+        f->holder = who;
+        f->holder_ssrc = h->ssrc;
+        igw_rtp_rewriter_rebase(&f->rw);
+    } else if (f->holder_ssrc != h->ssrc) { /* the holder restarted its stream */
+        f->holder_ssrc = h->ssrc;
+        igw_rtp_rewriter_rebase(&f->rw);
+    }
+    if (active)
+        f->active_us = now_us;
+    igw_rtp_rewriter_map(&f->rw, h->seq, h->ts, now_us, out_seq, out_ts);
+    uint16_t in;
+    if (!igw_rtp_rewriter_unmap(&f->rw, *out_seq, &in))
+        return IGW_FLOOR_LATE;
+    return IGW_FLOOR_FORWARD;
+}
+
+void igw_rtp_floor_release(igw_rtp_floor *f, uintptr_t who)
+{
+    if (f->holder == who)
+        f->holder = 0;
 }
 
 /* ---- the history ------------------------------------------------------------------------- */

@@ -42,6 +42,19 @@ bool igw_rtp_parse(const uint8_t *p, size_t n, igw_rtp_hdr *h);
  * and SSRC of the RTP packet in p (at least 12 bytes). */
 void igw_rtp_rewrite(uint8_t *p, uint8_t pt, uint16_t seq, uint32_t ts, uint32_t ssrc);
 
+/* The RFC 6464 audio level in the header extension `id` (RFC 8285 one-byte
+ * or two-byte form) of the packet p[0..n) parsed into h: 0..127, the level in
+ * -dBov (0 loudest, 127 silence), or -1 when the packet has no such element
+ * or its extension block is malformed. */
+int igw_rtp_audio_level(const uint8_t *p, size_t n, const igw_rtp_hdr *h, uint8_t id);
+
+/* Copies the packet p (parsed into h) into out[0..cap) without its CSRCs,
+ * header extension and padding: the fixed header (marker, payload type,
+ * seq, ts, SSRC as they are) and the payload. Returns the length, or 0 when
+ * cap is too small. What another peer's extension ids mean is not ours to
+ * forward. */
+size_t igw_rtp_strip(const uint8_t *p, const igw_rtp_hdr *h, uint8_t *out, size_t cap);
+
 /* True when an H264 RTP payload (RFC 6184: single NAL, STAP-A, FU-A start
  * fragment) carries an IDR slice (type 5) or a sequence parameter set (7).
  * A STAP-A with a NAL size past the end is not a keyframe; STAP-B, MTAP and
@@ -149,6 +162,40 @@ void igw_rtp_rewriter_map(igw_rtp_rewriter *r, uint16_t in_seq, uint32_t in_ts, 
 /* The input sequence number an output seq of the current mapping came from;
  * false if out_seq predates the current mapping or is ahead of last_seq. */
 bool igw_rtp_rewriter_unmap(const igw_rtp_rewriter *r, uint16_t out_seq, uint16_t *in_seq);
+
+/* ---- the talk floor: several senders, one continuous output stream ---- */
+
+/* Senders are named by a nonzero opaque value. One holds the floor: its
+ * packets are mapped onto the output stream (an igw_rtp_rewriter: at each
+ * change of holder or of its SSRC the stream continues right after the last
+ * packet sent, the timestamp advanced by the wall time elapsed). The holder
+ * keeps the floor while it shows activity; after hold_us without any, or
+ * when released, the next active sender takes it. */
+typedef struct igw_rtp_floor {
+    igw_rtp_rewriter rw;
+    uintptr_t        holder;     /* 0: free */
+    uint32_t         holder_ssrc;
+    uint64_t         active_us;  /* the holder's last activity */
+    uint64_t         hold_us;
+} igw_rtp_floor;
+
+void igw_rtp_floor_init(igw_rtp_floor *f, uint32_t clock, uint16_t first_seq, uint32_t first_ts, uint64_t hold_us);
+
+typedef enum {
+    IGW_FLOOR_FORWARD,   /* send it as (*out_seq, *out_ts) */
+    IGW_FLOOR_BUSY,      /* another sender holds the floor */
+    IGW_FLOOR_IDLE,      /* free floor, and this packet shows no activity */
+    IGW_FLOOR_LATE,      /* the holder's packet from before its current mapping */
+} igw_floor_rc;
+
+/* One packet (seq, ts, ssrc of h) from sender `who`, `active` when it shows
+ * activity, at now_us (monotonic). A holder silent for hold_us loses the
+ * floor on the first packet seen after that, from anyone. */
+igw_floor_rc igw_rtp_floor_map(igw_rtp_floor *f, uintptr_t who, bool active, const igw_rtp_hdr *h, uint64_t now_us,
+                               uint16_t *out_seq, uint32_t *out_ts);
+
+/* `who` gives the floor up at once if it holds it (its gate closed, it left). */
+void igw_rtp_floor_release(igw_rtp_floor *f, uintptr_t who);
 
 /* ---- the per-source history (answers NACKs for every viewer) ---- */
 

@@ -553,6 +553,27 @@ static int on_msid(parser *ps, span v)
     return 0;
 }
 
+#define AUDIO_LEVEL_URI "urn:ietf:params:rtp-hdrext:ssrc-audio-level"
+
+/* a=extmap:<id>[/<direction>] <uri> [<attributes>]: only the audio level is
+ * kept (talk's floor reads it); any other extension is skipped unread. */
+static int on_extmap(parser *ps, span v)
+{
+    span idf = next_tok(&v), uri = next_tok(&v), id, dir;
+    uint64_t n;
+    if (!span_eq(uri, AUDIO_LEVEL_URI))
+        return 0;
+    bool has_dir = split_at(idf, '/', &id, &dir);
+    if (!parse_uint(id, 255, &n) || n == 0 || n == 15 || /* 15: reserved (RFC 8285) */
+        (has_dir && !span_eq(dir, "sendrecv") && !span_eq(dir, "sendonly") && !span_eq(dir, "recvonly") &&
+         !span_eq(dir, "inactive")))
+        return fail(ps, "bad extmap");
+    if (ps->m->audio_level_ext)
+        return fail(ps, "duplicate audio level extmap");
+    ps->m->audio_level_ext = (uint8_t)n;
+    return 0;
+}
+
 static int on_candidate(parser *ps, span v)
 {
     igw_sdp_media *m = ps->m;
@@ -707,8 +728,10 @@ static int on_a(parser *ps, span v)
         return on_msid(ps, val);
     } else if (span_eq(name, "candidate")) {
         return on_candidate(ps, val);
+    } else if (span_eq(name, "extmap")) {
+        return on_extmap(ps, val);
     }
-    /* ice-options, extmap, ssrc-group, rid, simulcast, sctp-port, ...: skipped */
+    /* ice-options, other extmaps, ssrc-group, rid, simulcast, sctp-port, ...: skipped */
     return 0;
 }
 
@@ -1000,6 +1023,8 @@ static bool media_ok(const igw_sdp_media *m)
         return false;
     if (m->port == 0)
         return m->ncodecs == 0 || m->codecs[0].pt <= 127;
+    if (m->audio_level_ext == 15)
+        return false;
     if (m->ncodecs == 0)
         return false; /* an m= line needs a format; datachannels are not ours */
     bool seen[128] = {false};
@@ -1127,6 +1152,8 @@ static void w_media(wbuf *w, const igw_sdp *s, const igw_sdp_media *m)
         w_fmt(w, "a=rtcp-mux\r\n");
     if (m->rtcp_rsize)
         w_fmt(w, "a=rtcp-rsize\r\n");
+    if (m->audio_level_ext)
+        w_fmt(w, "a=extmap:%u " AUDIO_LEVEL_URI "\r\n", m->audio_level_ext);
     for (size_t i = 0; i < m->ncodecs; i++)
         w_codec(w, &m->codecs[i]);
     if (m->msid[0])
@@ -1175,6 +1202,13 @@ size_t igw_sdp_write(const igw_sdp *sdp, char *buf, size_t cap)
 }
 
 /* ---- codec choice ------------------------------------------------------------------ */
+
+igw_sdp_dir igw_sdp_answer_dir(igw_sdp_dir offered, bool we_send, bool we_recv)
+{
+    bool send = we_send && (offered == IGW_SDP_SENDRECV || offered == IGW_SDP_RECVONLY);
+    bool recv = we_recv && (offered == IGW_SDP_SENDRECV || offered == IGW_SDP_SENDONLY);
+    return send && recv ? IGW_SDP_SENDRECV : send ? IGW_SDP_SENDONLY : recv ? IGW_SDP_RECVONLY : IGW_SDP_INACTIVE;
+}
 
 int igw_sdp_find_codec(const igw_sdp_media *m, const char *name, uint32_t clock, uint8_t channels)
 {

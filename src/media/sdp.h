@@ -51,6 +51,9 @@ typedef struct igw_sdp_media {
     size_t        nssrc;
     char          cname[65];    /* a=ssrc:<id> cname: of the first ssrc, "" if none */
     char          msid[130];    /* a=msid value ("stream track"), "" if none */
+    /* a=extmap id of urn:ietf:params:rtp-hdrext:ssrc-audio-level (RFC 6464),
+     * 1..255, 0 = not offered. Other header extensions are skipped. */
+    uint8_t       audio_level_ext;
     /* a=candidate lines without the "a=" prefix ("candidate:..."), as libnice parses them */
     char          cands[IGW_SDP_MAX_CANDS][256];
     size_t        ncands;
@@ -90,7 +93,7 @@ int igw_sdp_check_webrtc(const igw_sdp *sdp, char *err, size_t errlen);
 /* Writes `sdp` as text (CRLF lines) into buf: v=, o=, s=, t=, a=group:BUNDLE,
  * a=ice-lite when set, a=msid-semantic, then per section m=, c=, a=mid,
  * a=ice-ufrag/pwd, a=ice-options:trickle (full ICE only), a=fingerprint,
- * a=setup, direction, a=rtcp-mux, rtpmap, fmtp, rtcp-fb, msid, ssrc cname/msid
+ * a=setup, direction, a=rtcp-mux, the audio-level extmap, rtpmap, fmtp, rtcp-fb, msid, ssrc cname/msid
  * (with a=ssrc-group:FID when there are two ssrcs and an rtx codec: ssrc[1]
  * is then the rtx of ssrc[0]), candidates, end-of-candidates. A rejected
  * section (port 0) carries its first payload type, a=mid and the ICE/DTLS
@@ -102,6 +105,11 @@ int igw_sdp_check_webrtc(const igw_sdp *sdp, char *err, size_t errlen);
  * neither cname nor msid, an IGW_SDP_OTHER kind. buf then holds nothing
  * useful. igw_sdp_parse reads back every field written. */
 size_t igw_sdp_write(const igw_sdp *sdp, char *buf, size_t cap);
+
+/* The direction of our answer to a section offered as `offered` when we would
+ * send (we_send) and receive (we_recv): each only where the offer allows it
+ * (RFC 3264 6.1: a sendonly offer lets us receive only, recvonly send only). */
+igw_sdp_dir igw_sdp_answer_dir(igw_sdp_dir offered, bool we_send, bool we_recv);
 
 /* Index of the first codec in m named `name` (case-insensitive) with that clock
  * rate (and channels when channels > 0), or -1. */

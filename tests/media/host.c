@@ -9,6 +9,9 @@
  *   {"op":"viewer_offer","source":..,"id":..,"rev":n}         -> {..,"sdp":offer}
  *   {"op":"viewer_answer","id":..,"rev":n,"sdp":answer}
  *   {"op":"track","id":..,"rev":n,"kinds":"video|audio|both","trigger":"pause|resume|subscribe|unsubscribe"}
+ *   {"op":"publish","id":..,"rev":n,"allowed":b}             -> {..,"before_us":t0,"after_us":t1}
+ *       (the talk gate; t0/t1: the media core's monotonic clock around the call,
+ *       comparable with the stats' talk_last_us)
  *   {"op":"close","id":..}   {"op":"stats","id":..}   {"op":"fingerprint"}
  * A failure is {"type":"reply","re":op,"ok":false,"rc":"ESTALE","error":"..."}.
  * Events are written as they come:
@@ -21,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "json.h"
 #include "jw.h"
 #include "machines.h"
@@ -33,7 +37,7 @@ typedef struct req {
     char *sdp;
     size_t sdp_len;
     int64_t rev, port, video_pt, audio_pt;
-    bool paused;
+    bool paused, allowed;
 } req;
 
 static void copy_str(char *dst, size_t cap, igw_str s)
@@ -73,6 +77,8 @@ static int parse_req(const char *line, size_t len, req *r, igw_arena *a)
             rc = igw_json_int(&j, &r->audio_pt, 0, 127);
         } else if (IS("paused")) {
             rc = igw_json_bool(&j, &r->paused);
+        } else if (IS("allowed")) {
+            rc = igw_json_bool(&j, &r->allowed);
         } else {
             return -1;
         }
@@ -153,6 +159,7 @@ static void handle(igw_media *m, const req *r, igw_jw *w)
     bool with_sdp = false;
     uint16_t bound = 0;
     int state = 0;
+    uint64_t before_us = 0, after_us = 0;
     igw_media_stats st;
     memset(&st, 0, sizeof st);
     const char *sdp = r->sdp ? r->sdp : "";
@@ -177,6 +184,10 @@ static void handle(igw_media *m, const req *r, igw_jw *w)
                             : strcmp(r->kinds, "video") == 0 ? IGW_MEDIA_VIDEO
                                                              : IGW_MEDIA_BOTH;
         rc = igw_media_viewer_track(m, r->id, (uint32_t)r->rev, k, trigger_of(r->trigger), &state, err, sizeof err);
+    } else if (strcmp(r->op, "publish") == 0) {
+        before_us = igw_clock_us();
+        rc = igw_media_viewer_publish(m, r->id, (uint32_t)r->rev, r->allowed, err, sizeof err);
+        after_us = igw_clock_us();
     } else if (strcmp(r->op, "close") == 0) {
         rc = igw_media_close(m, r->id, "closed by the host");
         if (rc != IGW_MEDIA_OK)
@@ -207,6 +218,9 @@ static void handle(igw_media *m, const req *r, igw_jw *w)
         kv_str(w, "state", igw_sm_track.states[state]);
     } else if (strcmp(r->op, "fingerprint") == 0) {
         kv_str(w, "fingerprint", igw_media_fingerprint(m));
+    } else if (strcmp(r->op, "publish") == 0) {
+        kv_int(w, "before_us", (int64_t)before_us);
+        kv_int(w, "after_us", (int64_t)after_us);
     } else if (strcmp(r->op, "stats") == 0) {
         igw_jw_key(w, "connected", 9);
         igw_jw_bool(w, st.connected);
@@ -225,6 +239,14 @@ static void handle(igw_media *m, const req *r, igw_jw *w)
         kv_int(w, "dropped", (int64_t)st.dropped);
         kv_int(w, "rtp_expected", (int64_t)st.rtp_expected);
         kv_int(w, "viewers", st.viewers);
+        igw_jw_key(w, "publish_allowed", 15);
+        igw_jw_bool(w, st.publish_allowed);
+        kv_int(w, "talk_in", (int64_t)st.talk_in);
+        kv_int(w, "talk_forwarded", (int64_t)st.talk_forwarded);
+        kv_int(w, "talk_gated", (int64_t)st.talk_gated);
+        kv_int(w, "talk_no_floor", (int64_t)st.talk_no_floor);
+        kv_int(w, "talk_last_us", (int64_t)st.talk_last_us);
+        kv_int(w, "talkback_out", (int64_t)st.talkback_out);
     }
     igw_jw_object_end(w);
     emit(w);

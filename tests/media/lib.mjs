@@ -139,6 +139,25 @@ function pageSetup() {
             await gathered(ms);
             return pc.localDescription.sdp;
         },
+        // Talk: a constant tone (WebAudio oscillator) published on a sendrecv
+        // audio transceiver, video received.
+        async offerPublish(ms, freq) {
+            const ac = new AudioContext();
+            await ac.resume();
+            const osc = ac.createOscillator();
+            osc.frequency.value = freq;
+            const gain = ac.createGain();
+            gain.gain.value = 0.5;
+            const dst = ac.createMediaStreamDestination();
+            osc.connect(gain).connect(dst);
+            osc.start();
+            window.__tone = { ac, osc };
+            pc.addTransceiver(dst.stream.getAudioTracks()[0], { direction: 'sendrecv', streams: [dst.stream] });
+            pc.addTransceiver('video', { direction: 'recvonly' });
+            await pc.setLocalDescription(await pc.createOffer());
+            await gathered(ms);
+            return pc.localDescription.sdp;
+        },
         async answer(sdp, ms) {
             await pc.setRemoteDescription({ type: 'offer', sdp });
             await pc.setLocalDescription(await pc.createAnswer());
@@ -181,11 +200,12 @@ function pageSetup() {
         async stats() {
             const s = {
                 framesDecoded: 0, framesReceived: 0, keyFramesDecoded: 0, videoPackets: 0,
-                audioPackets: 0, packetsLost: 0, pliCount: 0, firCount: 0, nackCount: 0, frameWidth: 0, frameHeight: 0,
+                audioPackets: 0, audioSent: 0, packetsLost: 0, pliCount: 0, firCount: 0, nackCount: 0, frameWidth: 0, frameHeight: 0,
                 connectionState: pc.connectionState, iceConnectionState: pc.iceConnectionState,
             };
             const report = await pc.getStats();
             report.forEach((r) => {
+                if (r.type === 'outbound-rtp' && r.kind === 'audio') s.audioSent += r.packetsSent || 0;
                 if (r.type !== 'inbound-rtp') return;
                 s.packetsLost += r.packetsLost || 0;
                 if (r.kind === 'video') {
@@ -212,6 +232,8 @@ function pageSetup() {
 /**
  * A viewer: a page holding one RTCPeerConnection.
  *   offerRecvOnly()  recvonly audio+video, resolves to the complete offer SDP
+ *   offerPublish(hz) a constant tone of hz (WebAudio) on a sendrecv audio
+ *                    transceiver, recvonly video: talk; resolves to the offer
  *   answer(sdp)      answers a remote offer, resolves to the complete answer
  *   setAnswer(sdp)   applies the remote answer to our offer
  *   answerTalking(sdp) answers with the audio transceiver sendrecv, sending a
@@ -223,7 +245,7 @@ function pageSetup() {
  *   requestKeyFrame() makes Chromium send a keyframe request (PLI) now, through
  *                    a pass-through encoded transform on the video receiver
  *   stats()          {framesDecoded, framesReceived, keyFramesDecoded, videoPackets,
- *                     audioPackets, packetsLost, pliCount, firCount, nackCount, frameWidth,
+ *                     audioPackets, audioSent, packetsLost, pliCount, firCount, nackCount, frameWidth,
  *                     frameHeight, connectionState, iceConnectionState}
  *   waitFor(pred, ms) polls stats() until pred(stats) holds; resolves to those
  *                     stats, rejects (with the last stats) after ms
@@ -239,6 +261,7 @@ export async function newViewer(browser, opts = {}) {
     const viewer = {
         page,
         offerRecvOnly: () => page.evaluate((ms) => window.__igw.offerRecvOnly(ms), gatherMs),
+        offerPublish: (hz) => page.evaluate(([ms, f]) => window.__igw.offerPublish(ms, f), [gatherMs, hz]),
         answer: (sdp) => page.evaluate(([s, ms]) => window.__igw.answer(s, ms), [sdp, gatherMs]),
         setAnswer: (sdp) => page.evaluate((s) => window.__igw.setAnswer(s), sdp),
         answerTalking: (sdp) => page.evaluate(([s, ms]) => window.__igw.answerTalking(s, ms), [sdp, gatherMs]),

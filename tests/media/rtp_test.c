@@ -889,6 +889,138 @@ static void test_rewriter(void)
     CHECK(!igw_rtp_rewriter_unmap(&r, (uint16_t)(last + 1), &is));
 }
 
+/* ---- talk: audio level, stripping, the floor ------------------------------------------- */
+
+/* An Opus-like packet: pt 111, seq, ts, ssrc, `ext` (whole extension block
+ * with its 4-byte header, may be NULL), a 3-byte payload. */
+static size_t build_talk(uint8_t *p, uint16_t seq, uint32_t ts, uint32_t ssrc, const uint8_t *ext, size_t extlen)
+{
+    size_t n = 0;
+    p[n++] = ext ? 0x90 : 0x80;
+    p[n++] = 111;
+    n += put16(p + n, seq);
+    n += put32(p + n, ts);
+    n += put32(p + n, ssrc);
+    if (ext) {
+        memcpy(p + n, ext, extlen);
+        n += extlen;
+    }
+    p[n++] = 0xfc;
+    p[n++] = 0xff;
+    p[n++] = 0xfe;
+    return n;
+}
+
+static void test_talk_level_strip(void)
+{
+    uint8_t p[64];
+    igw_rtp_hdr h;
+    /* One-byte form: a padding byte, id 3 (2 bytes), id 1 len 1: V + level 30. */
+    const uint8_t one[] = {0xbe, 0xde, 0x00, 0x02, 0x00, 0x31, 0xaa, 0xbb, 0x10, 0x80 | 30, 0x00, 0x00};
+    size_t n = build_talk(p, 1, 2, 3, one, sizeof one);
+    uint8_t *q = dup_exact(p, n);
+    CHECK(igw_rtp_parse(q, n, &h));
+    CHECK((igw_rtp_audio_level(q, n, &h, 1)) == 30);
+    CHECK((igw_rtp_audio_level(q, n, &h, 2)) == -1);
+    CHECK((igw_rtp_audio_level(q, n, &h, 0)) == -1);
+    free(q);
+    /* Two-byte form (appbits 0), id 200 len 1. */
+    const uint8_t two[] = {0x10, 0x00, 0x00, 0x01, 200, 1, 0x7f, 0x00};
+    n = build_talk(p, 1, 2, 3, two, sizeof two);
+    CHECK(igw_rtp_parse(p, n, &h));
+    CHECK((igw_rtp_audio_level(p, n, &h, 200)) == 127);
+    /* An element running past its block, id 15 (stop), an unknown profile, no extension. */
+    const uint8_t past[] = {0xbe, 0xde, 0x00, 0x01, 0x00, 0x00, 0x00, 0x1f};
+    n = build_talk(p, 1, 2, 3, past, sizeof past);
+    CHECK(igw_rtp_parse(p, n, &h) && igw_rtp_audio_level(p, n, &h, 1) == -1);
+    const uint8_t stop[] = {0xbe, 0xde, 0x00, 0x01, 0xf0, 0x10, 0x05, 0x00};
+    n = build_talk(p, 1, 2, 3, stop, sizeof stop);
+    CHECK(igw_rtp_parse(p, n, &h) && igw_rtp_audio_level(p, n, &h, 1) == -1);
+    const uint8_t prof[] = {0x12, 0x34, 0x00, 0x01, 0x10, 0x05, 0x00, 0x00};
+    n = build_talk(p, 1, 2, 3, prof, sizeof prof);
+    CHECK(igw_rtp_parse(p, n, &h) && igw_rtp_audio_level(p, n, &h, 1) == -1);
+    n = build_talk(p, 1, 2, 3, NULL, 0);
+    CHECK(igw_rtp_parse(p, n, &h) && igw_rtp_audio_level(p, n, &h, 1) == -1);
+
+    /* Strip: CSRCs, extension and padding go; marker, PT, seq, ts, SSRC stay. */
+    uint8_t f[64], out[64];
+    size_t m = 0;
+    f[m++] = 0x80 | 0x20 | 0x10 | 2; /* padding, extension, 2 CSRCs */
+    f[m++] = 0x80 | 111;
+    m += put16(f + m, 0x1234);
+    m += put32(f + m, 0x01020304);
+    m += put32(f + m, 0xcafef00d);
+    m += put32(f + m, 11);
+    m += put32(f + m, 22);
+    memcpy(f + m, one, sizeof one);
+    m += sizeof one;
+    f[m++] = 0xfc;
+    f[m++] = 0xaa;
+    f[m++] = 0x00;
+    f[m++] = 0x02; /* two bytes of padding */
+    CHECK(igw_rtp_parse(f, m, &h) && h.payload_len == 2);
+    size_t o = igw_rtp_strip(f, &h, out, sizeof out);
+    CHECK(o == 14);
+    igw_rtp_hdr g;
+    CHECK(igw_rtp_parse(out, o, &g) && g.hdr_len == 12 && g.payload_len == 2 && g.marker && g.pt == 111 &&
+          g.seq == 0x1234 && g.ts == 0x01020304 && g.ssrc == 0xcafef00d);
+    CHECK(out[0] == 0x80 && out[12] == 0xfc && out[13] == 0xaa);
+    CHECK((igw_rtp_strip(f, &h, out, 13)) == 0);
+}
+
+static void test_floor(void)
+{
+    igw_rtp_floor f;
+    igw_rtp_hdr a = {.pt = 111, .seq = 500, .ts = 96000, .ssrc = 0xa}, b = {.pt = 111, .seq = 9000, .ts = 7, .ssrc = 0xb};
+    uint16_t os;
+    uint32_t ot;
+    uint64_t now = 5000000;
+    const uintptr_t A = 1, B = 2;
+    igw_rtp_floor_init(&f, 48000, 100, 1000, 300000);
+
+    /* A free floor is taken by activity only. */
+    CHECK((igw_rtp_floor_map(&f, A, false, &a, now, &os, &ot)) == IGW_FLOOR_IDLE);
+    CHECK(f.holder == 0);
+    CHECK((igw_rtp_floor_map(&f, A, true, &a, now, &os, &ot)) == IGW_FLOOR_FORWARD);
+    CHECK(f.holder == A && os == 100 && ot == 1000);
+    a.seq++, a.ts += 960;
+    CHECK((igw_rtp_floor_map(&f, A, true, &a, now + 20000, &os, &ot)) == IGW_FLOOR_FORWARD);
+    CHECK(os == 101 && ot == 1960);
+    /* B waits while A holds it, even when A goes quiet for a while. */
+    CHECK((igw_rtp_floor_map(&f, B, true, &b, now + 30000, &os, &ot)) == IGW_FLOOR_BUSY);
+    a.seq++, a.ts += 960;
+    CHECK((igw_rtp_floor_map(&f, A, false, &a, now + 40000, &os, &ot)) == IGW_FLOOR_FORWARD);
+    CHECK(os == 102 && ot == 2920);
+    CHECK((igw_rtp_floor_map(&f, B, true, &b, now + 320000, &os, &ot)) == IGW_FLOOR_BUSY); /* 300 ms since A's activity */
+    /* More than 300 ms without activity: B takes it, numbering continues, the
+     * timestamp advanced by the wall time since A's last packet (281 ms). */
+    CHECK((igw_rtp_floor_map(&f, B, true, &b, now + 321000, &os, &ot)) == IGW_FLOOR_FORWARD);
+    CHECK(f.holder == B && os == 103 && ot == 2920 + 281 * 48);
+    b.seq++, b.ts += 960;
+    CHECK((igw_rtp_floor_map(&f, B, true, &b, now + 341000, &os, &ot)) == IGW_FLOOR_FORWARD);
+    CHECK(os == 104 && ot == 2920 + 281 * 48 + 960);
+    uint32_t last_ts = ot;
+    /* A's late quiet packet after losing the floor is not forwarded. */
+    a.seq++, a.ts += 960;
+    CHECK((igw_rtp_floor_map(&f, A, false, &a, now + 345000, &os, &ot)) == IGW_FLOOR_BUSY);
+    /* Released (its gate closed): A is heard on its next active packet. */
+    igw_rtp_floor_release(&f, A); /* not the holder: nothing */
+    CHECK(f.holder == B);
+    igw_rtp_floor_release(&f, B);
+    CHECK(f.holder == 0);
+    a.seq++, a.ts += 960;
+    CHECK((igw_rtp_floor_map(&f, A, true, &a, now + 361000, &os, &ot)) == IGW_FLOOR_FORWARD);
+    CHECK(os == 105 && ot == last_ts + 20 * 48);
+    /* The holder's packet from before its current mapping is dropped, not renumbered. */
+    igw_rtp_hdr old = a;
+    old.seq -= 3;
+    CHECK((igw_rtp_floor_map(&f, A, true, &old, now + 362000, &os, &ot)) == IGW_FLOOR_LATE);
+    /* The holder restarts its stream (new SSRC): one stream still. */
+    a.ssrc = 0xaa, a.seq = 1, a.ts = 5;
+    CHECK((igw_rtp_floor_map(&f, A, true, &a, now + 381000, &os, &ot)) == IGW_FLOOR_FORWARD);
+    CHECK(os == 106 && ot == last_ts + 40 * 48);
+}
+
 /* ---- the history ---------------------------------------------------------------------- */
 
 static void test_history(void)
@@ -976,5 +1108,7 @@ int main(void)
     test_ntp();
     test_rewriter();
     test_history();
+    test_talk_level_strip();
+    test_floor();
     return check_summary("rtp_test");
 }

@@ -165,6 +165,7 @@ static int diff_sdp(const igw_sdp *a, const igw_sdp *b)
         }
         DIFF(x->nssrc == y->nssrc && memcmp(x->ssrc, y->ssrc, x->nssrc * sizeof x->ssrc[0]) == 0);
         DIFF(strcmp(x->cname, y->cname) == 0 && strcmp(x->msid, y->msid) == 0);
+        DIFF(x->audio_level_ext == y->audio_level_ext);
         DIFF(x->ncands == y->ncands);
         for (size_t j = 0; j < x->ncands && j < y->ncands; j++)
             DIFF(strcmp(x->cands[j], y->cands[j]) == 0);
@@ -1430,6 +1431,78 @@ static void test_robustness(void)
     free(t.p);
 }
 
+/* ---- talk: the audio-level extension and answer directions ------------------------------ */
+
+static void test_talk(void)
+{
+    char err[128];
+    /* Chromium offers the audio level on id 1; the other extensions are skipped. */
+    text t = load("chrome156_sendrecv_offer.sdp");
+    if (t.p) {
+        CHECK_INT(parse(t.p, t.n, S, err, sizeof err), 0);
+        CHECK_INT(S->media[0].audio_level_ext, 1);
+        CHECK_INT(S->media[1].audio_level_ext, 0);
+        free(t.p);
+    }
+    const char *ok = HDR "m=audio 9 UDP/TLS/RTP/SAVPF 111\r\na=rtpmap:111 opus/48000/2\r\n"
+                         "a=extmap:999 http://example.com/any-id-of-another-extension\r\n"
+                         "a=extmap:3/sendrecv urn:ietf:params:rtp-hdrext:ssrc-audio-level vad=on\r\n";
+    CHECK_INT(parse_str(ok, S), 0);
+    CHECK_INT(S->media[0].audio_level_ext, 3);
+    const char *two = HDR "m=audio 9 UDP/TLS/RTP/SAVPF 111\r\na=rtpmap:111 opus/48000/2\r\n"
+                          "a=extmap:200 urn:ietf:params:rtp-hdrext:ssrc-audio-level\r\n";
+    CHECK_INT(parse_str(two, S), 0);
+    CHECK_INT(S->media[0].audio_level_ext, 200); /* two-byte header form */
+    static const char *const bad[] = {"0", "15", "256", "x", "1/", "1/both", "-1"};
+    int refused = 0;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char b[512];
+        snprintf(b, sizeof b, HDR "m=audio 9 UDP/TLS/RTP/SAVPF 111\r\na=extmap:%s "
+                                  "urn:ietf:params:rtp-hdrext:ssrc-audio-level\r\n", bad[i]);
+        refused += parse(b, strlen(b), S, err, sizeof err) != 0 && strstr(err, "bad extmap") != NULL;
+    }
+    CHECK_INT(refused, 7);
+    const char *dup = HDR "m=audio 9 UDP/TLS/RTP/SAVPF 111\r\n"
+                          "a=extmap:1 urn:ietf:params:rtp-hdrext:ssrc-audio-level\r\n"
+                          "a=extmap:2 urn:ietf:params:rtp-hdrext:ssrc-audio-level\r\n";
+    CHECK(parse(dup, strlen(dup), S, err, sizeof err) != 0 && strstr(err, "duplicate audio level") != NULL);
+
+    /* Written back in the answer, read back the same; 15 is not writable. */
+    build_answer(S);
+    S->media[0].audio_level_ext = 5;
+    size_t n = igw_sdp_write(S, WBUF, WCAP);
+    CHECK(n > 0 && strstr(WBUF, "a=rtcp-rsize\r\na=extmap:5 urn:ietf:params:rtp-hdrext:ssrc-audio-level\r\n"
+                                "a=rtpmap:111 ") != NULL);
+    check_roundtrip(S, "answer with the audio level");
+    S->media[0].audio_level_ext = 15;
+    CHECK_INT(igw_sdp_write(S, WBUF, WCAP), 0);
+    S->media[0].audio_level_ext = 0;
+    n = igw_sdp_write(S, WBUF, WCAP);
+    CHECK(n > 0 && strstr(WBUF, "a=extmap") == NULL);
+
+    /* Answer directions: each side only where the offer lets it. */
+    static const struct {
+        igw_sdp_dir offered;
+        bool send, recv;
+        igw_sdp_dir want;
+    } dirs[] = {
+        {IGW_SDP_SENDRECV, true, true, IGW_SDP_SENDRECV},   {IGW_SDP_SENDRECV, true, false, IGW_SDP_SENDONLY},
+        {IGW_SDP_SENDRECV, false, true, IGW_SDP_RECVONLY},  {IGW_SDP_SENDRECV, false, false, IGW_SDP_INACTIVE},
+        {IGW_SDP_SENDONLY, true, true, IGW_SDP_RECVONLY},   {IGW_SDP_SENDONLY, true, false, IGW_SDP_INACTIVE},
+        {IGW_SDP_SENDONLY, false, true, IGW_SDP_RECVONLY},  {IGW_SDP_SENDONLY, false, false, IGW_SDP_INACTIVE},
+        {IGW_SDP_RECVONLY, true, true, IGW_SDP_SENDONLY},   {IGW_SDP_RECVONLY, true, false, IGW_SDP_SENDONLY},
+        {IGW_SDP_RECVONLY, false, true, IGW_SDP_INACTIVE},  {IGW_SDP_RECVONLY, false, false, IGW_SDP_INACTIVE},
+        {IGW_SDP_INACTIVE, true, true, IGW_SDP_INACTIVE},   {IGW_SDP_INACTIVE, false, false, IGW_SDP_INACTIVE},
+    };
+    int wrong = 0;
+    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++)
+        if (igw_sdp_answer_dir(dirs[i].offered, dirs[i].send, dirs[i].recv) != dirs[i].want) {
+            wrong++;
+            printf("  (answer_dir case %zu)\n", i);
+        }
+    CHECK_INT(wrong, 0);
+}
+
 int main(void)
 {
     S = xcalloc(sizeof *S);
@@ -1450,6 +1523,7 @@ int main(void)
     test_h264();
     test_fp_format();
     test_robustness();
+    test_talk();
     free(S);
     free(T);
     free(U);

@@ -214,6 +214,80 @@ static void resubmit_cb(void *arg, const redisReply *reply, const char *err)
     s->refused += igw_redis_command(s->r, never, &dummy, 1, argv, NULL) == -1;
 }
 
+/* A subscriber's callbacks, in order: payload copies, or NULL for "(re)subscribed". */
+enum { SUBLOG_MAX = 512 };
+typedef struct sublog {
+    int n, resubs, msgs, bad;
+    struct {
+        char *data; /* NULL: (re)subscribed */
+        size_t len;
+    } ev[SUBLOG_MAX];
+} sublog;
+
+static void sub_cb(void *arg, const char *payload, size_t len)
+{
+    sublog *l = arg;
+    if (l->n >= SUBLOG_MAX || (!payload && len != 0)) {
+        l->bad++;
+        return;
+    }
+    l->ev[l->n].len = len;
+    l->ev[l->n].data = NULL;
+    if (payload) {
+        if (!(l->ev[l->n].data = malloc(len ? len : 1))) {
+            l->bad++;
+            return;
+        }
+        memcpy(l->ev[l->n].data, payload, len);
+        l->msgs++;
+    } else {
+        l->resubs++;
+    }
+    l->n++;
+}
+
+static void sublog_free(sublog *l)
+{
+    for (int i = 0; i < l->n; i++)
+        free(l->ev[i].data);
+}
+
+static bool run_until_count(const int *v, int want, int timeout_ms)
+{
+    int64_t end = igw_clock_ms() + timeout_ms;
+    while (*v < want && igw_clock_ms() < end)
+        h2o_evloop_run(loop, 10);
+    return *v >= want;
+}
+
+static bool ev_is(const sublog *l, int i, const char *data, size_t len)
+{
+    return i < l->n && l->ev[i].data && l->ev[i].len == len && memcmp(l->ev[i].data, data, len) == 0;
+}
+
+/* PUBLISH on the admin connection: the number of receivers, -1 on error. */
+static long long admin_pub(const char *channel, const char *data, size_t len)
+{
+    if (!admin_ok())
+        return -1;
+    redisReply *rep = redisCommand(admin, "PUBLISH %s %b", channel, data, len);
+    long long v = rep && rep->type == REDIS_REPLY_INTEGER ? rep->integer : -1;
+    freeReplyObject(rep);
+    return v;
+}
+
+/* The server's pid, from INFO (0 if unknown). */
+static pid_t server_pid(void)
+{
+    if (!admin_ok())
+        return 0;
+    redisReply *rep = redisCommand(admin, "INFO server");
+    const char *p = rep && rep->type == REDIS_REPLY_STRING ? strstr(rep->str, "process_id:") : NULL;
+    pid_t pid = p ? (pid_t)atol(p + 11) : 0;
+    freeReplyObject(rep);
+    return pid;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2 || argc > 3) {
@@ -609,6 +683,176 @@ int main(int argc, char **argv)
             close(lfd);
         for (int i = 0; i < 4; i++)
             close(filler[i]);
+    }
+
+    /* ---- a subscriber: messages in order, resubscribed after CLIENT KILL, a
+     * restart and a frozen server; oversize dropped; no commands ---- */
+    if (stop_cmd && start_cmd) {
+        static sublog sl;
+        CHECK(igw_redis_subscribe_create(loop, "127.0.0.1", port, 500, "", sub_cb, &sl, err, sizeof err) == NULL &&
+              err[0]);
+        CHECK(igw_redis_subscribe_create(loop, "127.0.0.1", port, 500, "igw:t", NULL, &sl, err, sizeof err) == NULL);
+        CHECK(igw_redis_subscribe_create(loop, "127.0.0.1", 0, 500, "igw:t", sub_cb, &sl, err, sizeof err) == NULL);
+        igw_redis *rsub = igw_redis_subscribe_create(loop, "localhost", port, 500, "igw:t", sub_cb, &sl, err, sizeof err);
+        CHECK(rsub != NULL, "%s", err);
+        if (rsub) {
+            igw_redis_set_probe(rsub, 200);
+            outcome o_x = {0};
+            CHECK(cmd(rsub, &o_x, "PING") == -1); /* connecting */
+            CHECK(!igw_redis_connected(rsub));
+            CHECK(run_until_count(&sl.resubs, 1, 3000), "%s", igw_redis_last_error(rsub));
+            CHECK(igw_redis_connected(rsub) && sl.n == 1 && !sl.ev[0].data);
+            CHECK(cmd(rsub, &o_x, "PING") == -1 && cmd(rsub, &o_x, "GET rt:x") == -1 &&
+                  cmd(rsub, &o_x, "SUBSCRIBE igw:t") == -1);
+
+            /* Binary payloads of many sizes (empty, NULs) arrive in order; another channel's do not. */
+            enum { NM = 200 };
+            char pay[400];
+            int receivers = 0;
+            for (int i = 0; i < NM; i++) {
+                size_t len = (size_t)(i * 37) % sizeof pay;
+                for (size_t j = 0; j < len; j++)
+                    pay[j] = (char)((i + j) % 256);
+                receivers += admin_pub("igw:t", pay, len) == 1;
+            }
+            CHECK(receivers == NM, "%d", receivers);
+            CHECK(admin_pub("igw:other", "x", 1) == 0);
+            CHECK(run_until_count(&sl.msgs, NM, 5000), "%d of %d", sl.msgs, NM);
+            run_for(50);
+            int good = 0;
+            for (int i = 0; i < NM; i++) {
+                size_t len = (size_t)(i * 37) % sizeof pay;
+                for (size_t j = 0; j < len; j++)
+                    pay[j] = (char)((i + j) % 256);
+                good += ev_is(&sl, 1 + i, pay, len);
+            }
+            CHECK(good == NM, "%d of %d in order and intact", good, NM);
+            CHECK(sl.n == 1 + NM && sl.bad == 0 && o_x.calls == 0);
+            igw_redis_stats_get(rsub, &s1);
+            CHECK(s1.messages == NM && s1.messages_dropped == 0 && s1.rejected == 4 && s1.commands_ok == 0 &&
+                      s1.pending == 0,
+                  "%llu messages, %llu rejected", (unsigned long long)s1.messages, (unsigned long long)s1.rejected);
+
+            /* Oversize: dropped and counted; the bound itself and what follows arrive. */
+            char *huge = malloc(IGW_REDIS_MESSAGE_MAX + 1);
+            CHECK(huge != NULL);
+            if (huge) {
+                memset(huge, 'h', IGW_REDIS_MESSAGE_MAX + 1);
+                CHECK(admin_pub("igw:t", huge, IGW_REDIS_MESSAGE_MAX + 1) == 1);
+                CHECK(admin_pub("igw:t", huge, IGW_REDIS_MESSAGE_MAX) == 1);
+                CHECK(admin_pub("igw:t", "after", 5) == 1);
+                CHECK(run_until_count(&sl.msgs, NM + 2, 3000));
+                CHECK(ev_is(&sl, 1 + NM, huge, IGW_REDIS_MESSAGE_MAX) && ev_is(&sl, 2 + NM, "after", 5));
+                igw_redis_stats_get(rsub, &s1);
+                CHECK(s1.messages == NM + 2 && s1.messages_dropped == 1 && s1.conn.lost == 0);
+                free(huge);
+            }
+
+            /* Idle: the probes (a SUBSCRIBE again) are answered, and deliver nothing. */
+            int n0 = sl.n;
+            run_for(900);
+            igw_redis_stats_get(rsub, &s1);
+            CHECK(s1.conn.probes_ok >= 2 && s1.conn.probes_timeout == 0 && s1.conn.rtt_count >= 2 && s1.conn.healthy &&
+                      s1.conn.connects == 1 && sl.n == n0,
+                  "%llu probes ok, %llu timed out", (unsigned long long)s1.conn.probes_ok,
+                  (unsigned long long)s1.conn.probes_timeout);
+            CHECK(admin_pub("igw:t", "one", 3) == 1); /* still one subscription: delivered once */
+            CHECK(run_until_count(&sl.msgs, NM + 3, 3000) && ev_is(&sl, n0, "one", 3));
+            run_for(50);
+            CHECK(sl.n == n0 + 1);
+
+            /* CLIENT KILL TYPE pubsub: resubscribed, and that comes first. */
+            n0 = sl.n;
+            CHECK(admin_int("CLIENT KILL TYPE pubsub") == 1);
+            CHECK(run_until_count(&sl.resubs, 2, 3000), "%s", igw_redis_last_error(rsub));
+            CHECK(sl.n == n0 + 1 && !sl.ev[n0].data);
+            CHECK(admin_pub("igw:t", "killed", 6) == 1);
+            CHECK(run_until_count(&sl.msgs, NM + 4, 3000) && ev_is(&sl, n0 + 1, "killed", 6));
+            igw_redis_stats_get(rsub, &s1);
+            CHECK(s1.conn.lost == 1 && s1.conn.connects == 2);
+            printf("redis_test: subscriber after CLIENT KILL: %s\n", igw_redis_last_error(rsub));
+
+            /* The server restarts on the same port. */
+            n0 = sl.n;
+            CHECK(system(stop_cmd) == 0, "%s", stop_cmd);
+            CHECK(run_until_connected(rsub, false, 3000));
+            igw_redis_stats_get(rsub, &s1);
+            CHECK(!s1.conn.connected && !s1.conn.healthy);
+            CHECK(system(start_cmd) == 0, "%s", start_cmd);
+            redisFree(admin);
+            admin = NULL;
+            CHECK(run_until_count(&sl.resubs, 3, 5000), "%s", igw_redis_last_error(rsub));
+            CHECK(sl.n == n0 + 1 && !sl.ev[n0].data);
+            CHECK(admin_pub("igw:t", "restarted", 9) == 1);
+            CHECK(run_until_count(&sl.msgs, NM + 5, 3000) && ev_is(&sl, n0 + 1, "restarted", 9));
+
+            /* Frozen (SIGSTOP): noticed within about the probe interval (200
+             * ms) + the timeout (500 ms); back after SIGCONT. */
+            pid_t pid = server_pid();
+            CHECK(pid > 0);
+            if (pid > 0) {
+                n0 = sl.n;
+                igw_redis_stats_get(rsub, &s0);
+                h2o_evloop_run(loop, 0);
+                CHECK(kill(pid, SIGSTOP) == 0);
+                t0 = igw_clock_ms();
+                bool noticed = run_until_connected(rsub, false, 3000);
+                int64_t waited = igw_clock_ms() - t0;
+                igw_redis_stats_get(rsub, &s1);
+                bool healthy = s1.conn.healthy;
+                char why[300];
+                snprintf(why, sizeof why, "%s", igw_redis_last_error(rsub));
+                /* Attempts now: TCP accepted by the kernel, SUBSCRIBE never
+                 * answered. One more subscriber is destroyed in that state. */
+                static sublog sl3;
+                igw_redis *rz = igw_redis_subscribe_create(loop, "127.0.0.1", port, 500, "igw:t", sub_cb, &sl3, err,
+                                                           sizeof err);
+                CHECK(rz != NULL, "%s", err);
+                run_for(200);
+                igw_redis_stats s2 = {0};
+                if (rz) {
+                    igw_redis_stats_get(rz, &s2);
+                    igw_redis_destroy(rz);
+                }
+                run_for(400);
+                bool still_down = !igw_redis_connected(rsub);
+                igw_redis_stats_get(rsub, &s1);
+                CHECK(kill(pid, SIGCONT) == 0);
+                CHECK(noticed && waited >= 450 && waited < 1300, "after %lld ms", (long long)waited);
+                CHECK(!healthy && still_down && strcmp(why, "a probe timed out after 500 ms") == 0, "'%s'", why);
+                CHECK(s2.conn.connects == 0 && s2.conn.connect_failures == 0 && sl3.n == 0 && sl3.bad == 0);
+                CHECK(s1.conn.lost == s0.conn.lost + 1 && s1.conn.probes_timeout >= s0.conn.probes_timeout + 1 &&
+                          s1.conn.connect_failures > s0.conn.connect_failures,
+                      "lost %llu, probe timeouts %llu, connect failures %llu", (unsigned long long)s1.conn.lost,
+                      (unsigned long long)s1.conn.probes_timeout, (unsigned long long)s1.conn.connect_failures);
+                CHECK(sl.n == n0);
+                printf("redis_test: subscriber, server frozen: noticed after %lld ms (%s), then %s\n",
+                       (long long)waited, why, igw_redis_last_error(rsub));
+                CHECK(run_until_count(&sl.resubs, 4, 5000), "%s", igw_redis_last_error(rsub));
+                CHECK(sl.n == n0 + 1 && !sl.ev[n0].data);
+                CHECK(admin_pub("igw:t", "thawed", 6) == 1);
+                CHECK(run_until_count(&sl.msgs, NM + 6, 3000) && ev_is(&sl, n0 + 1, "thawed", 6));
+            }
+            CHECK(sl.bad == 0);
+            igw_redis_destroy(rsub); /* connected */
+        }
+        sublog_free(&sl);
+
+        /* Destroyed while connecting, and while backing off: no callback. */
+        static sublog sl2;
+        igw_redis *rc = igw_redis_subscribe_create(loop, "127.0.0.1", port, 500, "igw:t", sub_cb, &sl2, err, sizeof err);
+        CHECK(rc != NULL, "%s", err);
+        igw_redis_destroy(rc);
+        igw_redis *rb = igw_redis_subscribe_create(loop, "127.0.0.1", 1, 500, "igw:t", sub_cb, &sl2, err, sizeof err);
+        CHECK(rb != NULL, "%s", err);
+        if (rb) {
+            run_for(100);
+            igw_redis_stats_get(rb, &s1);
+            CHECK(s1.conn.connect_failures >= 1 && !igw_redis_connected(rb));
+            igw_redis_destroy(rb);
+        }
+        run_for(50);
+        CHECK(sl2.n == 0 && sl2.bad == 0);
     }
 
     h2o_evloop_run(loop, 0); /* h2o frees closed sockets on the next turn */

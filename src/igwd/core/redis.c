@@ -1,12 +1,13 @@
 /* redis.c - see redis.h.
  *
  * States: BACKOFF (no context, waiting to retry) -> CONNECTING (context
- * created, TCP connect in progress) -> READY. hiredis owns the list of
- * pending callbacks; each accepted command is a `req` handed to hiredis as
- * the privdata of one trampoline (on_reply), which hiredis calls exactly
- * once: with the reply, or with NULL when the context is freed. So every
- * failure path ends in freeing the context, and on_reply alone completes
- * requests.
+ * created, TCP connect in progress; a subscriber's SUBSCRIBE unanswered)
+ * -> READY. hiredis owns the list of pending callbacks; each accepted
+ * command is a `req` handed to hiredis as the privdata of one trampoline
+ * (on_reply), which hiredis calls exactly once: with the reply, or with
+ * NULL when the context is freed. So every failure path ends in freeing the
+ * context, and on_reply alone completes requests (a subscriber's channel
+ * callback, on_sub_reply, likewise sees NULL once).
  *
  * hiredis 0.14 semantics this relies on:
  * - A context is freed either by us (redisAsyncFree, never from inside a
@@ -23,6 +24,15 @@
  * - Commands written before the connection is up are buffered by hiredis.
  * - (P)UNSUBSCRIBE registers no callback and (P)SUBSCRIBE/MONITOR switch the
  *   context into modes where replies no longer match commands: refused.
+ * - A subscriber's SUBSCRIBE registers its callback under the channel's
+ *   name; every array reply naming the channel ("subscribe", "message") is
+ *   routed there, and redisAsyncFree calls it once with NULL. A PING sent
+ *   while subscribed is queued where only non-array replies are looked up,
+ *   and its ["pong", ""] is routed by its first letter to the pattern
+ *   callbacks, finds none and goes to no callback (or to the previous
+ *   reply's): the PING's never runs. So the subscriber's probe is a
+ *   second SUBSCRIBE of the same channel, which the server answers with
+ *   one more "subscribe" reply and otherwise ignores.
  *
  * Socket: a dup() of hiredis's fd wrapped in an h2o socket with DONT_READ.
  * h2o_socket_notify_write is one-shot and asserts if armed twice, and it
@@ -82,9 +92,16 @@ struct igw_redis {
     const req *timed_out; /* the command whose deadline dropped the connection */
     h2o_timeout_t t_timeout; /* each command's deadline */
     char failbuf[300];  /* err handed to callbacks of a torn-down context */
+    /* subscriber only (channel non-NULL) */
+    char *channel;
+    size_t channel_len;
+    igw_redis_message_cb on_message;
+    void *msg_arg;
+    h2o_timeout_entry_t probe_timer; /* the outstanding probe's deadline, on t_timeout */
+    uint64_t probe_start_us;
     struct {
         atomic_uint_fast64_t ok, errors, failed, rejected;
-        atomic_uint_fast64_t pending;
+        atomic_uint_fast64_t pending, messages, dropped;
     } st;
 };
 
@@ -188,6 +205,7 @@ static void gone(igw_redis *r, const char *why, const char *fail)
 {
     snprintf(r->failbuf, sizeof r->failbuf, "%s", fail);
     r->state = ST_BACKOFF;
+    unlink_entry(&r->probe_timer);
     igw_conn_down(r->sup, why);
 }
 
@@ -226,9 +244,13 @@ static void on_connect(const redisAsyncContext *ac, int status)
         lost(r, ac); /* hiredis frees the context right after */
         return;
     }
+    if (r->channel)
+        return; /* up once the SUBSCRIBE is confirmed */
     r->state = ST_READY;
     igw_conn_up(r->sup);
 }
+
+static void on_sub_reply(redisAsyncContext *ac, void *reply, void *privdata);
 
 /* conn.c's `connect` hook. */
 static void start_connect(void *arg)
@@ -257,6 +279,13 @@ static void start_connect(void *arg)
     ac->ev.delWrite = ev_del_write;
     ac->ev.cleanup = ev_cleanup;
     redisAsyncSetConnectCallback(ac, on_connect); /* asks for a write event: connect completion */
+    if (r->channel) {
+        /* Buffered until connected; the attempt's deadline covers its answer. */
+        const char *argv[] = {"SUBSCRIBE", r->channel};
+        size_t len[] = {9, r->channel_len};
+        if (redisAsyncCommandArgv(ac, on_sub_reply, r, 2, argv, len) != REDIS_OK)
+            drop(r, "connect failed: out of memory", NULL);
+    }
 }
 
 /* conn.c's `timed_out` hook. */
@@ -312,6 +341,78 @@ static void on_reply(redisAsyncContext *ac, void *reply_, void *privdata)
     free(q);
 }
 
+/* ---- subscriber ------------------------------------------------------------------ */
+
+static bool is_word(const redisReply *e, const char *w)
+{
+    size_t n = strlen(w);
+    return e->type == REDIS_REPLY_STRING && e->len == n && strncasecmp(e->str, w, n) == 0;
+}
+
+static void deliver(igw_redis *r, const char *payload, size_t len)
+{
+    r->in_cb++;
+    r->on_message(r->msg_arg, payload, len);
+    r->in_cb--;
+}
+
+/* hiredis's callback for the channel: every "subscribe" and "message"
+ * reply, and NULL once when the context goes away. */
+static void on_sub_reply(redisAsyncContext *ac, void *reply_, void *privdata)
+{
+    igw_redis *r = privdata;
+    const redisReply *reply = reply_;
+    if (!reply) {
+        lost(r, ac); /* no-op unless hiredis is freeing the current context itself */
+        return;
+    }
+    if (ac != r->ac || reply->type != REDIS_REPLY_ARRAY || reply->elements < 3)
+        return;
+    if (is_word(reply->element[0], "message")) {
+        igw_conn_answered(r->sup, UINT64_MAX); /* a live server; no round trip to observe */
+        const redisReply *p = reply->element[2];
+        if (p->type != REDIS_REPLY_STRING)
+            return;
+        if (p->len > IGW_REDIS_MESSAGE_MAX) {
+            bump(&r->st.dropped, 1);
+            return;
+        }
+        bump(&r->st.messages, 1);
+        deliver(r, p->str, p->len);
+    } else if (is_word(reply->element[0], "subscribe")) {
+        if (r->state != ST_READY) { /* the connection's own SUBSCRIBE */
+            r->state = ST_READY;
+            igw_conn_up(r->sup);
+            deliver(r, NULL, 0);
+        } else if (h2o_timeout_is_linked(&r->probe_timer)) { /* a probe's */
+            h2o_timeout_unlink(&r->probe_timer);
+            igw_conn_answered(r->sup, igw_clock_us() - r->probe_start_us);
+        }
+    }
+}
+
+static void on_sub_probe_timeout(h2o_timeout_entry_t *e)
+{
+    igw_redis *r = H2O_STRUCT_FROM_MEMBER(igw_redis, probe_timer, e);
+    char why[64];
+    snprintf(why, sizeof why, "a probe timed out after %u ms", r->timeout_ms);
+    drop(r, why, NULL);
+}
+
+/* conn.c's `probe` hook for a subscriber (one out at a time). */
+static int send_sub_probe(void *arg)
+{
+    igw_redis *r = arg;
+    const char *argv[] = {"SUBSCRIBE", r->channel};
+    size_t len[] = {9, r->channel_len};
+    if (!r->ac || r->state != ST_READY || h2o_timeout_is_linked(&r->probe_timer) ||
+        redisAsyncCommandArgv(r->ac, on_sub_reply, r, 2, argv, len) != REDIS_OK)
+        return -1;
+    r->probe_start_us = igw_clock_us();
+    h2o_timeout_link(r->loop, &r->t_timeout, &r->probe_timer);
+    return 0;
+}
+
 /* Commands that would make replies stop matching callbacks one to one. */
 static bool refused_command(int argc, const char **argv, const size_t *argvlen)
 {
@@ -347,8 +448,8 @@ void igw_redis_set_probe(igw_redis *r, unsigned interval_ms)
     igw_conn_set_probe(r->sup, interval_ms, r->timeout_ms); /* the hook is set: cannot fail */
 }
 
-igw_redis *igw_redis_create(h2o_evloop_t *loop, const char *host, unsigned port, unsigned timeout_ms, char *err,
-                            size_t errlen)
+static igw_redis *create(h2o_evloop_t *loop, const char *host, unsigned port, unsigned timeout_ms, const char *channel,
+                         igw_redis_message_cb on_message, void *msg_arg, char *err, size_t errlen)
 {
     if (!loop || !host || !*host || timeout_ms == 0 || (host[0] != '/' && (port == 0 || port > 65535))) {
         snprintf(err, errlen, "redis: invalid host, port or timeout");
@@ -392,9 +493,24 @@ igw_redis *igw_redis_create(h2o_evloop_t *loop, const char *host, unsigned port,
     r->loop = loop;
     r->port = port;
     r->timeout_ms = timeout_ms;
-    r->sup = igw_conn_create(loop, timeout_ms, (igw_conn_hooks){.connect = start_connect, .timed_out = on_deadline, .probe = send_probe},
+    if (channel) {
+        r->channel_len = strlen(channel);
+        r->on_message = on_message;
+        r->msg_arg = msg_arg;
+        r->probe_timer.cb = on_sub_probe_timeout;
+        if (!(r->channel = strdup(channel))) {
+            free(r);
+            snprintf(err, errlen, "out of memory");
+            return NULL;
+        }
+    }
+    r->sup = igw_conn_create(loop, timeout_ms,
+                             (igw_conn_hooks){.connect = start_connect,
+                                              .timed_out = on_deadline,
+                                              .probe = channel ? send_sub_probe : send_probe},
                              r);
     if (!r->sup) {
+        free(r->channel);
         free(r);
         snprintf(err, errlen, "out of memory");
         return NULL;
@@ -404,9 +520,26 @@ igw_redis *igw_redis_create(h2o_evloop_t *loop, const char *host, unsigned port,
     return r;
 }
 
+igw_redis *igw_redis_create(h2o_evloop_t *loop, const char *host, unsigned port, unsigned timeout_ms, char *err,
+                            size_t errlen)
+{
+    return create(loop, host, port, timeout_ms, NULL, NULL, NULL, err, errlen);
+}
+
+igw_redis *igw_redis_subscribe_create(h2o_evloop_t *loop, const char *host, unsigned port, unsigned timeout_ms,
+                                      const char *channel, igw_redis_message_cb on_message, void *arg, char *err,
+                                      size_t errlen)
+{
+    if (!channel || !*channel || strlen(channel) > 255 || !on_message) {
+        snprintf(err, errlen, "redis: invalid channel or callback");
+        return NULL;
+    }
+    return create(loop, host, port, timeout_ms, channel, on_message, arg, err, errlen);
+}
+
 int igw_redis_command(igw_redis *r, igw_redis_cb cb, void *arg, int argc, const char **argv, const size_t *argvlen)
 {
-    if (r->closing || !r->ac || !cb || argc < 1 || !argv || r->pending >= IGW_REDIS_QUEUE_MAX)
+    if (r->closing || r->channel || !r->ac || !cb || argc < 1 || !argv || r->pending >= IGW_REDIS_QUEUE_MAX)
         goto reject;
     for (int i = 0; i < argc; i++)
         if (!argv[i])
@@ -453,6 +586,8 @@ void igw_redis_stats_get(const igw_redis *r, igw_redis_stats *out)
     out->commands_failed = L(failed);
     out->rejected = L(rejected);
     out->pending = L(pending);
+    out->messages = L(messages);
+    out->messages_dropped = L(dropped);
     igw_conn_stats_get(r->sup, &out->conn);
 #undef L
 }
@@ -474,7 +609,9 @@ void igw_redis_destroy(igw_redis *r)
     if (ac)
         redisAsyncFree(ac); /* every pending callback, in order, with NULL */
     close_socket(r);
+    unlink_entry(&r->probe_timer);
     h2o_timeout_dispose(r->loop, &r->t_timeout);
     igw_conn_destroy(r->sup);
+    free(r->channel);
     free(r);
 }

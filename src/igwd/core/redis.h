@@ -13,7 +13,12 @@
  * backoff (50 ms doubling to 2 s, reset by a reply). Pub/sub, MONITOR and
  * commands that change the reply stream (HELLO, RESET, CLIENT REPLY) are
  * refused. hiredis writes with write(2): the process must ignore SIGPIPE.
- * Everything but igw_redis_stats_get runs on the loop's thread. */
+ * Everything but igw_redis_stats_get runs on the loop's thread.
+ *
+ * A subscriber (igw_redis_subscribe_create) is the same connection that
+ * only listens to one channel: it runs no commands, is up once its
+ * SUBSCRIBE is confirmed, and reconnects and resubscribes with the same
+ * backoff. */
 #ifndef IGW_REDIS_H
 #define IGW_REDIS_H
 
@@ -31,6 +36,11 @@ typedef struct igw_redis igw_redis;
 
 /* Commands accepted but not yet answered, per connection. */
 #define IGW_REDIS_QUEUE_MAX 65536
+
+/* Largest pub/sub message payload a subscriber delivers; larger ones are
+ * dropped and counted (the server's pubsub output-buffer limit, 32 MiB by
+ * default, bounds what hiredis reads before that). */
+#define IGW_REDIS_MESSAGE_MAX 65536
 
 /* Called exactly once per accepted command, on the loop thread. Success:
  * reply is the server's answer (an error reply arrives as a reply of type
@@ -50,6 +60,8 @@ typedef struct igw_redis_stats {
     uint64_t commands_failed;  /* callbacks without a reply */
     uint64_t rejected;         /* igw_redis_command returned -1 */
     uint64_t pending;          /* gauge: accepted, unanswered */
+    uint64_t messages;         /* subscriber: messages delivered */
+    uint64_t messages_dropped; /* subscriber: messages above IGW_REDIS_MESSAGE_MAX */
     igw_conn_stats conn;       /* connects: connections established; round trips */
 } igw_redis_stats;
 
@@ -63,12 +75,36 @@ typedef struct igw_redis_stats {
 igw_redis *igw_redis_create(struct st_h2o_evloop_t *loop, const char *host, unsigned port, unsigned timeout_ms,
                             char *err, size_t errlen);
 
+/* A subscriber's callback, on the loop thread: payload[0..len-1] of each
+ * message published on its channel, in order (valid during the call; not
+ * NUL-terminated); or payload NULL, len 0 each time the subscription is
+ * (re)established, the first time included, before any message of that
+ * connection: what was published while it was down is lost, so the caller
+ * re-reads the state it follows. Must not call igw_redis_destroy on the
+ * subscriber. */
+typedef void (*igw_redis_message_cb)(void *arg, const char *payload, size_t len);
+
+/* A connection that only listens: SUBSCRIBE `channel` (copied; 1..255
+ * bytes) on every (re)connect, on_message as above. host, port, timeout_ms
+ * and the result as igw_redis_create; timeout_ms also bounds connect +
+ * SUBSCRIBE and each probe. It is connected (igw_redis_connected, stats
+ * conn.connected) once subscribed; probes (igw_redis_set_probe, which a
+ * subscriber needs: a frozen server sends nothing) re-SUBSCRIBE the same
+ * channel, a no-op on the server, and an answer not back within timeout_ms
+ * drops the connection. Any message counts as an answer. Its stats:
+ * messages, messages_dropped, rejected, conn (probe round trips); the
+ * command counters stay 0. igw_redis_command on it returns -1. Destroy with
+ * igw_redis_destroy (on_message is not called from there). */
+igw_redis *igw_redis_subscribe_create(struct st_h2o_evloop_t *loop, const char *host, unsigned port,
+                                      unsigned timeout_ms, const char *channel, igw_redis_message_cb on_message,
+                                      void *arg, char *err, size_t errlen);
+
 /* Sends the command argv[0..argc-1] (argvlen NULL: NUL-terminated strings;
  * otherwise binary-safe lengths; copied during the call) once the current
  * loop turn's callbacks have returned, in one write with the others. 0 accepted (cb will be called exactly once), or -1 when
  * not connected nor connecting, the queue is full (IGW_REDIS_QUEUE_MAX), the
- * command is refused (see above), memory runs out or r is being destroyed:
- * cb is then never called. */
+ * command is refused (see above), memory runs out, r is a subscriber or r
+ * is being destroyed: cb is then never called. */
 int igw_redis_command(igw_redis *r, igw_redis_cb cb, void *arg, int argc, const char **argv, const size_t *argvlen);
 
 /* Probes the connection while it is idle (conn.h): PING after
@@ -77,7 +113,7 @@ int igw_redis_command(igw_redis *r, igw_redis_cb cb, void *arg, int argc, const 
  * connection. 0: none. Once, after create. */
 void igw_redis_set_probe(igw_redis *r, unsigned interval_ms);
 
-/* True when the connection is established. */
+/* True when the connection is established (a subscriber: subscribed). */
 bool igw_redis_connected(const igw_redis *r);
 
 /* The reason of the last connection failure or loss ("" if none), for logs. */

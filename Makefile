@@ -407,9 +407,11 @@ test-app: $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-mqtt-auth.so
 	tests/igwd/app_test.sh $(T)/igwd $(BUILD)/igwctl
 
 # The conference runtime (the stand-in IM's groups and calls) and
-# /talk/audio-access against real PostgreSQL and Redis (issue 16).
-test-talk: $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-mqtt-auth.so
+# /talk/audio-access against real PostgreSQL and Redis; then ipcTalk end to
+# end with real audio: Chromium members, igw-vcam's speaker (issue 16).
+test-talk: $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-mqtt-auth.so $(BUILD)/igw-vcam
 	tests/igwd/talk_test.sh $(T)/igwd $(BUILD)/igwctl
+	tests/igwd/talk_media.sh $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-vcam
 
 # PostgreSQL and Redis frozen under a running igwd: answers within the
 # deadline, /readyz down by the probes, recovery after they resume.

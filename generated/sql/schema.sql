@@ -46,6 +46,12 @@ CREATE DOMAIN command_method AS text CONSTRAINT command_method_check CHECK (
 CREATE DOMAIN session_state AS text CONSTRAINT session_state_check CHECK (VALUE IN ('invited', 'established', 'ended'));
 CREATE DOMAIN sessions_reason AS text CONSTRAINT sessions_reason_check CHECK (octet_length(VALUE) BETWEEN 1 AND 256);
 CREATE DOMAIN purpose AS text CONSTRAINT purpose_check CHECK (VALUE IN ('ipcLiveView', 'ipcTalk', 'recordPlayback'));
+-- Original IM live group-call id (not a device sessionId).
+CREATE DOMAIN call_id AS text CONSTRAINT call_id_check CHECK (
+    octet_length(VALUE) BETWEEN 1 AND 96
+    AND VALUE !~ '[\u0001-\u001f\u007f-\u009f*?%+#]'
+    AND VALUE !~ '^[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]|[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]$'
+);
 -- Generation counter, safe positive integer.
 CREATE DOMAIN revision AS bigint CONSTRAINT revision_check CHECK (VALUE BETWEEN 1 AND 9007199254740991);
 CREATE DOMAIN delivery_state AS text CONSTRAINT delivery_state_check CHECK (VALUE IN ('pending', 'acknowledged', 'redelivered', 'expired'));
@@ -241,9 +247,12 @@ CREATE TABLE sessions (
     owner_node     text, -- The node (nodes.node_id) whose process holds the session's live state.
     owner_epoch    bigint, -- That node's epoch when it took the session: a later epoch of the node may not touch it.
     deadline_ms    bigint, -- The session's next deadline (Unix ms): invite, establish.
+    call_id        call_id, -- ipcTalk: the IM call its media leg is bound to, for good.
+    member_epoch   bigint, -- ipcTalk: the caller's join instance (memberEpoch) the session was opened in.
     CONSTRAINT sessions_pkey PRIMARY KEY (session_id)
 );
 CREATE INDEX sessions_endpoint_id_idx ON sessions (endpoint_id);
+CREATE INDEX sessions_call_id_idx ON sessions (call_id) WHERE state <> 'ended';
 CREATE INDEX sessions_owner_node_owner_epoch_idx ON sessions (owner_node, owner_epoch) WHERE state <> 'ended';
 
 -- Event bodies, stored once.

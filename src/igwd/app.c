@@ -196,7 +196,10 @@ int igw_app_start_engine(igw_app *app, igw_server *srv, char *err, size_t errlen
                             .db_timeout_ms = c->db_timeout_ms, .probe_interval_ms = c->probe_interval_ms,
                             .check_timeout_ms = c->check_timeout_ms, .node_id = app->node_id, .node = &app->node,
                             .mqtt = &app->mqtt, .invite_timeout_ms = c->invite_timeout_ms,
-                            .establish_timeout_ms = c->establish_timeout_ms, .max_sessions = c->max_sessions};
+                            .establish_timeout_ms = c->establish_timeout_ms, .max_sessions = c->max_sessions,
+                            .redis_host = c->redis_host, .redis_port = c->redis_port, .im_standin = c->im_standin,
+                            .im_heartbeat_ms = c->im_heartbeat_ms, .talk_enabled = c->talk_enabled,
+                            .talk_members = c->talk_members};
     if (!(app->engine = igw_engine_start(&ec, why, sizeof why))) {
         snprintf(err, errlen, "session engine: %s", why);
         return -1;

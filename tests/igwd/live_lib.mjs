@@ -14,7 +14,7 @@ export const ADDR = process.env.IGW_NETNS_ADDR || '127.0.0.1';
 export const target = { productID: DEMO.device.productID, deviceName: DEMO.device.deviceName };
 export const camera = DEMO.camera.cameraId;
 
-async function call(user, path, body) {
+export async function call(user, path, body) {
     const r = await fetch(BASE + path, {
         method: 'POST',
         headers: { authorization: `Bearer ${user.token}`, 'content-type': 'application/json' },
@@ -66,9 +66,11 @@ export async function accepted(c, a, command, what) {
     return r;
 }
 
-/** The demo camera: igw-vcam on the broker with the demo device's credentials. */
-export function startCamera(vcam, prefix) {
+/** The demo camera: igw-vcam on the broker with the demo device's credentials
+ * (and `extra` arguments: --speaker-log FILE...). */
+export function startCamera(vcam, prefix, extra = []) {
     return spawnLines(vcam, ['--mqtt', `127.0.0.1:${DEMO.mqtt.port}`, '--product', target.productID,
-        '--device', target.deviceName, '--secret', DEMO.device.secret, '--camera-id', camera, '--address', ADDR],
+        '--device', target.deviceName, '--secret', DEMO.device.secret, '--camera-id', camera, '--address', ADDR,
+        ...extra],
     { prefix });
 }

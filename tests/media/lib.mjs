@@ -151,7 +151,7 @@ function pageSetup() {
             const dst = ac.createMediaStreamDestination();
             osc.connect(gain).connect(dst);
             osc.start();
-            window.__tone = { ac, osc };
+            window.__tone = { ac, osc, gain };
             pc.addTransceiver(dst.stream.getAudioTracks()[0], { direction: 'sendrecv', streams: [dst.stream] });
             pc.addTransceiver('video', { direction: 'recvonly' });
             await pc.setLocalDescription(await pc.createOffer());
@@ -197,6 +197,31 @@ function pageSetup() {
                 await t.sender.replaceTrack(null);
             }
         },
+        // The level (dBFS RMS over the last ~43 ms) of the audio received,
+        // through WebAudio (an <audio> element plays the track, muted:
+        // Chromium feeds a remote track into WebAudio only while played).
+        async recvLevel() {
+            if (!window.__rx) {
+                const tr = stream.getAudioTracks()[0];
+                if (!tr) return -200;
+                const el = new Audio();
+                el.muted = true;
+                el.srcObject = new MediaStream([tr]);
+                el.play().catch(() => {});
+                const ac = new AudioContext();
+                await ac.resume();
+                const an = ac.createAnalyser();
+                an.fftSize = 2048;
+                ac.createMediaStreamSource(new MediaStream([tr])).connect(an);
+                window.__rx = { ac, an, el };
+                await new Promise((r) => setTimeout(r, 300));
+            }
+            const buf = new Float32Array(window.__rx.an.fftSize);
+            window.__rx.an.getFloatTimeDomainData(buf);
+            let sum = 0;
+            for (const x of buf) sum += x * x;
+            return 10 * Math.log10(sum / buf.length + 1e-20);
+        },
         async stats() {
             const s = {
                 framesDecoded: 0, framesReceived: 0, keyFramesDecoded: 0, videoPackets: 0,
@@ -220,6 +245,7 @@ function pageSetup() {
                     s.frameHeight = r.frameHeight || s.frameHeight;
                 } else if (r.kind === 'audio') {
                     s.audioPackets += r.packetsReceived || 0;
+                    s.audioEnergy = (s.audioEnergy || 0) + (r.totalAudioEnergy || 0);
                     s.nackCount += r.nackCount || 0;
                 }
             });
@@ -240,12 +266,13 @@ function pageSetup() {
  *                    440 Hz WebAudio tone (full scale); resolves to {sdp, context}
  *                    (the AudioContext's state: "running" unless autoplay is
  *                    blocked, see AUTOPLAY_ARGS)
+ *   recvLevel()      the received audio's level now (dBFS RMS, WebAudio)
  *   talk(how)        "tone", "silent" (the tone at gain 0: packets go on) or
  *                    "none" (replaceTrack(null))
  *   requestKeyFrame() makes Chromium send a keyframe request (PLI) now, through
  *                    a pass-through encoded transform on the video receiver
  *   stats()          {framesDecoded, framesReceived, keyFramesDecoded, videoPackets,
- *                     audioPackets, audioSent, packetsLost, pliCount, firCount, nackCount, frameWidth,
+ *                     audioPackets, audioEnergy (totalAudioEnergy received), audioSent, packetsLost, pliCount, firCount, nackCount, frameWidth,
  *                     frameHeight, connectionState, iceConnectionState}
  *   waitFor(pred, ms) polls stats() until pred(stats) holds; resolves to those
  *                     stats, rejects (with the last stats) after ms
@@ -261,6 +288,7 @@ export async function newViewer(browser, opts = {}) {
     const viewer = {
         page,
         offerRecvOnly: () => page.evaluate((ms) => window.__igw.offerRecvOnly(ms), gatherMs),
+        recvLevel: () => page.evaluate(() => window.__igw.recvLevel()),
         offerPublish: (hz) => page.evaluate(([ms, f]) => window.__igw.offerPublish(ms, f), [gatherMs, hz]),
         answer: (sdp) => page.evaluate(([s, ms]) => window.__igw.answer(s, ms), [sdp, gatherMs]),
         setAnswer: (sdp) => page.evaluate((s) => window.__igw.setAnswer(s), sdp),

@@ -31,6 +31,11 @@
 #define IGW_CALL_RECEIPTS_MAX 256 /* leave receipts per call (call.lua RCPT_MAX) */
 #define IGW_CALL_GRANT_MS 2000   /* an audio-access record's life at most */
 
+/* The Redis channel the stand-in publishes a notice on for every change of
+ * a live call: {"callId": ..., "op": "join"|"leave"|"lapse"|"audio"|"end",
+ * "userId": ...}. A notice says only which call to read again. */
+#define IGW_CALL_CHANNEL "igw:call"
+
 typedef struct igw_call igw_call;
 
 /* One live member (roster). */
@@ -56,6 +61,7 @@ typedef struct igw_call_result {
     size_t nremaining;
     const igw_call_member *members;       /* roster */
     size_t nmembers;
+    size_t receipts;                      /* roster: leave receipts the call holds */
 } igw_call_result;
 
 typedef void (*igw_call_cb)(void *arg, const igw_call_result *r);

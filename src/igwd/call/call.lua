@@ -125,10 +125,11 @@ elseif op == 'hangup' then -- ent uid callId: the IM's own exit, no receipt
   if #rest < 2 then end_call(); ended = 1 end
   return {'OK', e, ended}
 
-elseif op == 'roster' then -- ent callId: the live members, each {uid, epoch, allowed, revision, deadline}
+elseif op == 'roster' then -- ent callId: initiator, group, receipts held, then the live members,
+  -- each {uid, epoch, allowed, revision, deadline}
   local m, err = the_call()
   if not m then return {err} end
-  local out = {'OK', m[3], m[4]}
+  local out = {'OK', m[3], m[4], redis.call('HLEN', rcpt)}
   local ids = redis.call('ZRANGE', live, 0, -1, 'WITHSCORES')
   for i = 1, #ids, 2 do
     local e, a, r = member(ids[i])

@@ -278,7 +278,8 @@ static void answer(op *o, const redisReply *rep)
         igw_call_member m[IGW_CALL_MEMBERS_MAX];
         size_t n = 0;
         r.initiator = strtoll(str_at(rep, 1), NULL, 10);
-        for (size_t i = 3; i < rep->elements && n < IGW_CALL_MEMBERS_MAX; i++) {
+        r.receipts = (size_t)int_at(rep, 3);
+        for (size_t i = 4; i < rep->elements && n < IGW_CALL_MEMBERS_MAX; i++) {
             const redisReply *e = rep->element[i];
             if (e->type != REDIS_REPLY_ARRAY || e->elements < 5)
                 continue;

@@ -50,7 +50,36 @@ static void on_tick(h2o_timeout_entry_t *entry)
     int64_t now = igw_clock_ms();
     live_legs_tick(e, now);
     live_sessions_tick(e, now);
+    live_talk_tick(e, now);
     h2o_timeout_link(e->evloop, &e->tick, &e->tick_entry);
+}
+
+/* A notice of the conference runtime: the call it names is read again
+ * (the JSON is only scanned for its callId: the roster read is the truth);
+ * payload NULL: the subscription is (re)established, notices may have been
+ * missed: every talk call is read again. */
+static void on_call_notice(void *arg, const char *payload, size_t len)
+{
+    igw_engine *e = arg;
+    if (!payload) {
+        live_talk_recheck(e, NULL);
+        return;
+    }
+    static const char key[] = "\"callId\":\"";
+    const char *end = payload + len, *p = payload;
+    for (; p + sizeof key - 1 <= end; p++)
+        if (memcmp(p, key, sizeof key - 1) == 0)
+            break;
+    if (p + sizeof key - 1 > end)
+        return;
+    p += sizeof key - 1;
+    const char *q = memchr(p, '"', (size_t)(end - p));
+    char id[IGW_CALL_ID_MAX + 1];
+    if (!q || q == p || (size_t)(q - p) > IGW_CALL_ID_MAX || memchr(p, '\\', (size_t)(q - p)))
+        return; /* an id we never issue (the stand-in's are base64url): nothing of ours */
+    memcpy(id, p, (size_t)(q - p));
+    id[q - p] = '\0';
+    live_talk_recheck(e, id);
 }
 
 /* What init made is undone by engine_fini only once init succeeded: each
@@ -89,6 +118,37 @@ static int engine_init(void *arg, struct st_h2o_evloop_t *loop)
         igw_db_set_deadline(e->db, e->cfg.db_timeout_ms);
         igw_db_set_probe(e->db, e->cfg.probe_interval_ms, e->cfg.check_timeout_ms);
     }
+    /* Talk's conference runtime, on connections of the engine's own loop. */
+    if (e->db && e->redis_host[0] && e->cfg.im_standin) {
+        e->redis = igw_redis_create(loop, e->redis_host, e->cfg.redis_port, e->cfg.check_timeout_ms, e->start_err,
+                                    sizeof e->start_err);
+        if (e->redis)
+            igw_redis_set_probe(e->redis, e->cfg.probe_interval_ms);
+        e->notices = e->redis ? igw_redis_subscribe_create(loop, e->redis_host, e->cfg.redis_port,
+                                                           e->cfg.check_timeout_ms, IGW_CALL_CHANNEL,
+                                                           on_call_notice, e, e->start_err, sizeof e->start_err)
+                              : NULL;
+        if (e->notices) /* a frozen server is noticed only by probes */
+            igw_redis_set_probe(e->notices, e->cfg.probe_interval_ms ? e->cfg.probe_interval_ms : 1000);
+        if (!e->notices || !(e->call = igw_call_standin_create(e->db, e->redis, e->cfg.im_heartbeat_ms))) {
+            igw_redis_destroy(e->notices);
+            e->notices = NULL;
+            if (!e->start_err[0])
+                snprintf(e->start_err, sizeof e->start_err, "out of memory");
+            igw_redis_destroy(e->redis);
+            e->redis = NULL;
+            igw_db_destroy(e->db);
+            e->db = NULL;
+            if (e->events) {
+                h2o_socket_read_stop(e->events);
+                h2o_socket_close(e->events);
+                e->events = NULL;
+            }
+            igw_media_free(e->media);
+            e->media = NULL;
+            return -1;
+        }
+    }
     igw_jw_init(&e->jw);
     h2o_timeout_init(loop, &e->tick, LIVE_TICK_MS);
     e->tick_entry.cb = on_tick;
@@ -105,6 +165,12 @@ static void engine_fini(void *arg)
     h2o_timeout_dispose(e->evloop, &e->tick);
     igw_db_destroy(e->db);
     e->db = NULL;
+    igw_redis_destroy(e->notices);
+    e->notices = NULL;
+    igw_redis_destroy(e->redis);
+    e->redis = NULL;
+    igw_call_destroy(e->call); /* after its connections: their failed commands reach it */
+    e->call = NULL;
     igw_jw_free(&e->jw);
     if (e->events) {
         h2o_socket_read_stop(e->events);
@@ -197,6 +263,34 @@ int igw_engine_device_offline(igw_engine *e, const char *product_id, const char 
     snprintf(m->pid, sizeof m->pid, "%s", product_id);
     snprintf(m->dn, sizeof m->dn, "%s", device_name);
     if (igw_loop_post(e->loop, on_offline, m) != 0) {
+        free(m);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- a call changed ---------------------------------------------------------------- */
+
+typedef struct call_msg {
+    igw_engine *e;
+    char call_id[IGW_CALL_ID_MAX + 1];
+} call_msg;
+
+static void on_call_changed(void *arg)
+{
+    call_msg *m = arg;
+    live_talk_recheck(m->e, m->call_id);
+    free(m);
+}
+
+int igw_engine_call_changed(igw_engine *e, const char *call_id)
+{
+    call_msg *m = calloc(1, sizeof *m);
+    if (!m)
+        return -1;
+    m->e = e;
+    snprintf(m->call_id, sizeof m->call_id, "%s", call_id);
+    if (igw_loop_post(e->loop, on_call_changed, m) != 0) {
         free(m);
         return -1;
     }
@@ -308,8 +402,12 @@ igw_engine *igw_engine_start(const igw_engine_config *cfg, char *err, size_t err
     e->cfg.media = NULL;
     snprintf(e->node_id, sizeof e->node_id, "%s", cfg->node_id ? cfg->node_id : "");
     snprintf(e->pg_dsn, sizeof e->pg_dsn, "%s", cfg->pg_dsn ? cfg->pg_dsn : "");
+    snprintf(e->redis_host, sizeof e->redis_host, "%s", cfg->redis_host ? cfg->redis_host : "");
     e->cfg.node_id = e->node_id;
     e->cfg.pg_dsn = e->pg_dsn;
+    e->cfg.redis_host = e->redis_host;
+    if (!e->cfg.talk_recheck_ms)
+        e->cfg.talk_recheck_ms = 1000;
     if (!e->cfg.max_sessions)
         e->cfg.max_sessions = 1;
     char why[64];

@@ -87,12 +87,28 @@ typedef struct igw_engine_config {
     const igw_node_stats *node;    /* its epoch (0 until claimed) and whether it was fenced */
     _Atomic(igw_mqtt *) *mqtt;     /* the broker's client (NULL inside while there is none) */
     unsigned invite_timeout_ms, establish_timeout_ms, max_sessions;
+    /* Talk (docs/talk.md): the conference runtime on the engine's own Redis
+     * connection (redis_host "" or NULL, or im_standin false: none, and
+     * ipcTalk is refused as unavailable). */
+    const char *redis_host;
+    unsigned redis_port;
+    bool im_standin;
+    unsigned im_heartbeat_ms;
+    bool talk_enabled, talk_members;
+    unsigned talk_recheck_ms; /* each talk session's member state read again at least this often */
 } igw_engine_config;
 
 /* The device's broker connection ended (a presence fact): its camera legs
  * end now, every session on them with the reason cameraOffline. 0, or -1
  * (stopping, out of memory). Any thread. */
 int igw_engine_device_offline(igw_engine *e, const char *product_id, const char *device_name);
+
+/* A live call changed (a permission set, a member left, the call ended):
+ * the engine reads it again now for its talk sessions on it (memberLeft,
+ * callEnded, the gates) instead of at its next recheck. The runtime's own
+ * notices do the same for changes made on other nodes. 0, or -1 (stopping,
+ * out of memory). Any thread. */
+int igw_engine_call_changed(igw_engine *e, const char *call_id);
 
 /* Starts the engine's loop and, with cfg->media, the media core (the
  * core's own reason in err when it refuses: an address it cannot use...).

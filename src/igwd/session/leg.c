@@ -69,11 +69,17 @@ static int send_invite(igw_engine *e, live_leg *l)
     char token[32];
     if (live_new_id(token, sizeof token))
         return -1;
-    igw_MediaTrack tracks[2] = {
+    igw_MediaTrack tracks[3] = {
         {.has = IGW_MediaTrack__REQUIRED, .trackId = cstr("video-1"), .kind = IGW_TrackKind_video,
          .codec = cstr("H264")},
-        {.has = IGW_MediaTrack__REQUIRED, .trackId = cstr("mic"), .kind = IGW_TrackKind_audio, .codec = cstr("opus")},
     };
+    uint32_t n = 1;
+    if (l->audio)
+        tracks[n++] = (igw_MediaTrack){.has = IGW_MediaTrack__REQUIRED, .trackId = cstr("mic"),
+                                       .kind = IGW_TrackKind_audio, .codec = cstr("opus")};
+    if (l->speaker) /* what the talk's members say, played by the camera */
+        tracks[n++] = (igw_MediaTrack){.has = IGW_MediaTrack__REQUIRED, .trackId = cstr("speaker"),
+                                       .kind = IGW_TrackKind_audio, .codec = cstr("opus")};
     igw_MediaInvite inv = {
         .has = IGW_MediaInvite__REQUIRED,
         .method = cstr("invite"),
@@ -82,7 +88,7 @@ static int send_invite(igw_engine *e, live_leg *l)
         .params = {.has = IGW_MediaInviteParams__REQUIRED,
                    .cameraId = cstr(l->camera_id),
                    .mediaRevision = l->revision,
-                   .tracks = {tracks, l->audio ? 2u : 1u}},
+                   .tracks = {tracks, n}},
     };
     igw_jw_reset(&e->jw);
     igw_encode_MediaInvite(&e->jw, &inv);
@@ -105,21 +111,22 @@ static void send_bye(igw_engine *e, live_leg *l, igw_ByeReason reason)
         igw_log(IGW_LOG_WARN, NULL, "session: leg %s: bye not published (broker unreachable)", l->id);
 }
 
-bool live_leg_lacks_audio(igw_engine *e, const char *pid, const char *dn, const char *cam)
+bool live_leg_lacks(igw_engine *e, const char *pid, const char *dn, const char *cam, bool audio, bool speaker)
 {
     const live_leg *l = leg_of_camera(e, pid, dn, cam);
-    return l && !l->audio;
+    return l && ((audio && !l->audio) || (speaker && !l->speaker));
 }
 
-live_leg *live_leg_get(igw_engine *e, const char *pid, const char *dn, const char *cam, bool audio,
+live_leg *live_leg_get(igw_engine *e, const char *pid, const char *dn, const char *cam, bool audio, bool speaker,
                        const char **reason)
 {
     live_leg *l = leg_of_camera(e, pid, dn, cam);
     if (l) {
-        if (audio && !l->audio) {
+        if ((audio && !l->audio) || (speaker && !l->speaker)) {
             /* Asking the camera again would replace the source under its
              * viewers: docs/decisions.md. */
-            *reason = "the camera is being viewed without its microphone; open without listenAudio";
+            *reason = speaker ? "the camera is being viewed without talk; talk when its viewers have left"
+                              : "the camera is being viewed without its microphone; open without listenAudio";
             return NULL;
         }
         return l;
@@ -134,6 +141,7 @@ live_leg *live_leg_get(igw_engine *e, const char *pid, const char *dn, const cha
     snprintf(l->camera_id, sizeof l->camera_id, "%s", cam);
     l->revision = 1;
     l->audio = audio;
+    l->speaker = speaker;
     l->phase = LEG_INVITED;
     l->deadline_ms = igw_clock_ms() + e->cfg.invite_timeout_ms;
     if (send_invite(e, l) != 0) {
@@ -145,7 +153,7 @@ live_leg *live_leg_get(igw_engine *e, const char *pid, const char *dn, const cha
     e->legs = l;
     live_add(&e->n_legs, 1);
     igw_log(IGW_LOG_INFO, NULL, "session: leg %s: %s/%s camera %s invited%s", l->id, pid, dn, cam,
-            audio ? " with its microphone" : "");
+            speaker ? " with its microphone and speaker" : audio ? " with its microphone" : "");
     return l;
 }
 

@@ -14,6 +14,7 @@
 
 #include <h2o.h>
 
+#include "call/call.h"
 #include "core/config.h"
 #include "core/db.h"
 #include "core/loop.h"
@@ -47,6 +48,14 @@ struct live_session {
     uint32_t revision;        /* mediaRevision */
     igw_session_state state;
     bool listen_audio;
+    /* ipcTalk: the call the leg is bound to, the caller's join instance, and
+     * the publish permission the media core enforces (its gate) */
+    bool talk;
+    char call_id[IGW_CALL_ID_MAX + 1];
+    int64_t member_epoch;
+    bool publish_allowed;
+    bool checking;            /* a member read for it is in flight */
+    int64_t checked_ms;       /* when its member state was last applied (monotonic) */
     char only_track[LIVE_ID_MAX + 1]; /* subscribe: the one track it receives ("" : every track) */
     bool offered;             /* the application's offer reached the core */
     char *offer;              /* an offer waiting for the camera's source (owned), or NULL */
@@ -63,6 +72,7 @@ struct live_leg {
     uint32_t revision;
     leg_phase phase;
     bool audio;               /* the camera's microphone was asked for */
+    bool speaker;             /* and its speaker (talk) */
     live_session *viewers;
     int64_t deadline_ms;      /* invite deadline while LEG_INVITED (monotonic) */
 };
@@ -83,6 +93,10 @@ struct igw_engine {
     char node_id[IGW_NODE_ID_MAX + 1];
     char pg_dsn[IGW_CONFIG_DSN_MAX];
     igw_db *db;               /* on the loop; NULL: no database */
+    char redis_host[IGW_CONFIG_HOST_MAX];
+    igw_redis *redis;         /* on the loop; NULL: no Redis */
+    igw_call *call;           /* the conference runtime on db and redis; NULL: none wired (no talk) */
+    igw_redis *notices;       /* the runtime's change notices (a subscriber on IGW_CALL_CHANNEL) */
     live_session *sessions;
     unsigned nsessions;
     live_leg *legs;
@@ -120,10 +134,12 @@ void live_sessions_tick(igw_engine *e, int64_t now_ms);
 /* The camera's leg for (product, device, camera), opened (and the camera
  * invited) when there is none. NULL with *reason when it cannot be. */
 live_leg *live_leg_get(igw_engine *e, const char *product_id, const char *device_name, const char *camera_id,
-                       bool audio, const char **reason);
-/* The camera's leg is open without its microphone (a listenAudio viewer
- * cannot join it: asking again would replace the source of its viewers). */
-bool live_leg_lacks_audio(igw_engine *e, const char *product_id, const char *device_name, const char *camera_id);
+                       bool audio, bool speaker, const char **reason);
+/* The camera's leg is open without its microphone (audio) or its speaker
+ * (speaker) when asked: a viewer that needs them cannot join it (asking
+ * again would replace the source of its viewers). */
+bool live_leg_lacks(igw_engine *e, const char *product_id, const char *device_name, const char *camera_id, bool audio,
+                    bool speaker);
 /* A viewer joins or leaves; the last one out closes the leg (bye to the camera). */
 void live_leg_attach(live_leg *leg, live_session *s);
 void live_leg_detach(igw_engine *e, live_leg *leg, live_session *s);
@@ -140,6 +156,17 @@ void live_legs_tick(igw_engine *e, int64_t now_ms);
 void live_legs_offline(igw_engine *e, const char *product_id, const char *device_name);
 /* Closes every leg and session (the engine stops): nothing is written. */
 void live_free_all(igw_engine *e);
+
+/* ---- talk.c ---- */
+/* The talk sessions' member state is read again (every talk_recheck_ms,
+ * and at once for a call the runtime says changed: call_id, or NULL for
+ * every call): a member no longer live in the join instance it opened in
+ * ends its session (memberLeft; callEnded when the call ended), a changed
+ * permission moves the media core's gate. */
+void live_talk_recheck(igw_engine *e, const char *call_id);
+void live_talk_tick(igw_engine *e, int64_t now_ms);
+/* The session's offer was answered: its gate as its permission says. */
+void live_talk_gate(igw_engine *e, live_session *s);
 
 /* A fresh random id (base64url, 22 bytes). 0, or -1. */
 int live_new_id(char *out, size_t cap);

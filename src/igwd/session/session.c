@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/sha.h>
+
 #include "api.h"
 #include "event/rights.h"
 #include "clock.h"
@@ -40,8 +42,12 @@ static const igw_db_stmt st_open_read = {
     "COALESCE((SELECT d.online FROM devices d WHERE d.product_id = $5::text AND d.device_name = $6::text), false), "
     "(SELECT (m.body->'params'->>'microphone')::boolean FROM device_messages m WHERE m.product_id = $5::text "
     "  AND m.device_name = $6::text AND m.handle = 'media' AND m.msg_type = 'capability' AND m.method = 'report' "
-    "  ORDER BY m.received_at DESC, m.message_id DESC LIMIT 1)",
-    7};
+    "  ORDER BY m.received_at DESC, m.message_id DESC LIMIT 1), "
+    "(SELECT (m.body->'params'->>'speaker')::boolean FROM device_messages m WHERE m.product_id = $5::text "
+    "  AND m.device_name = $6::text AND m.handle = 'media' AND m.msg_type = 'capability' AND m.method = 'report' "
+    "  ORDER BY m.received_at DESC, m.message_id DESC LIMIT 1), "
+    "(SELECT count(*) FROM sessions x WHERE x.call_id = NULLIF($8::text, '') AND x.state <> 'ended')",
+    8};
 
 /* A new session's acceptance (open's, or subscribe's on its parent $18),
  * the session (invited, owned by this node's epoch) and its
@@ -60,9 +66,11 @@ static const igw_db_stmt st_open_write = {
     "              decode($9::text, 'hex'), $10::jsonb FROM ok "
     "       ON CONFLICT (enterprise_id, endpoint_id, msg_token) DO NOTHING RETURNING 1), "
     "s AS (INSERT INTO sessions (session_id, enterprise_id, user_id, endpoint_id, state, event_seq, media_revision, "
-    "                            product_id, device_name, purpose, camera_id, owner_node, owner_epoch, deadline_ms) "
+    "                            product_id, device_name, purpose, camera_id, owner_node, owner_epoch, deadline_ms, "
+    "                            call_id, member_epoch) "
     "      SELECT $11::text, $1::bigint, $2::bigint, $3::text, 'invited', 0, 1, $5::text, $6::text, $8::text, "
-    "             $7::text, $12::text, $13::bigint, $14::bigint FROM cm RETURNING 1), "
+    "             $7::text, $12::text, $13::bigint, $14::bigint, NULLIF($19::text, ''), "
+    "             NULLIF($20::text, '')::bigint FROM cm RETURNING 1), "
     "ev AS (INSERT INTO events (session_id, msg_token, event_seq, body, body_text) "
     "       SELECT COALESCE(NULLIF($18::text, ''), $11::text), $4::text, NULL, $15::text::jsonb, $15::text FROM s "
     "       RETURNING event_id), "
@@ -76,7 +84,7 @@ static const igw_db_stmt st_open_write = {
     "EXISTS (SELECT 1 FROM nodes n WHERE n.node_id = $12::text AND n.epoch = $13::bigint), "
     "(SELECT count(*) FROM cm), (SELECT count(*) FROM s), (SELECT count(*) FROM dl), (SELECT count(*) FROM ntf), "
     PRIOR_FP("$1::bigint", "$3::text", "$4::text"),
-    18};
+    20};
 
 /* The acceptance of a command on an existing session. */
 static const igw_db_stmt st_accept = {
@@ -89,6 +97,14 @@ static const igw_db_stmt st_accept = {
     "SELECT " ENDPOINT_LIVE("$3::text", "$1::bigint", "$2::bigint") ", (SELECT count(*) FROM cm), "
     PRIOR_FP("$1::bigint", "$3::text", "$4::text"),
     8};
+
+/* interaction.join: the participant is logged in (a live endpoint of its
+ * own in the caller's enterprise). */
+static const igw_db_stmt st_participant_live = {
+    "igw_session_participant_live",
+    "SELECT EXISTS (SELECT 1 FROM endpoints p JOIN users u ON u.user_id = p.user_id AND u.active "
+    "               WHERE p.user_id = $2::bigint AND p.enterprise_id = $1::bigint AND p.expires_at_ms > " NOW_MS ")",
+    2};
 
 /* A session this node does not hold: whose it is, and whether it lives. */
 static const igw_db_stmt st_session_row = {
@@ -342,6 +358,8 @@ static void viewer_offer(igw_engine *e, live_session *s, const char *token)
         return;
     }
     s->offered = true;
+    if (s->talk)
+        live_talk_gate(e, s);
     if (s->only_track[0]) {
         /* A subscribe's viewer receives its one track: the other kind's
          * subscription stops (the track machine's unsubscribe). */
@@ -390,6 +408,10 @@ typedef struct op {
     char pid[LIVE_NAME_MAX + 1], dn[LIVE_NAME_MAX + 1], cam[LIVE_NAME_MAX + 1];
     char ent[24], user[24];
     bool listen_audio;
+    bool talk;                               /* ipcTalk */
+    char call_id[IGW_CALL_ID_MAX + 1];       /* ipcTalk: its call */
+    int64_t member_epoch;                    /* ipcTalk: the caller's join instance */
+    int64_t target, expected;                /* join, leave: participantId; leave: expectedMemberEpoch */
     /* kept past the answer */
     char endpoint[LIVE_EP_MAX + 1];
     char token[130];
@@ -498,6 +520,13 @@ static void on_open_write(void *arg, const PGresult *res, const char *err)
     s->revision = 1;
     s->state = IGW_SESSION_INVITED;
     s->listen_audio = o->listen_audio;
+    if (o->talk) {
+        s->talk = true;
+        snprintf(s->call_id, sizeof s->call_id, "%s", o->call_id);
+        s->member_epoch = o->member_epoch;
+        s->publish_allowed = true; /* checked at the open; the recheck keeps it true */
+        s->checked_ms = igw_clock_ms();
+    }
     if (o->method == IGW_CommandMethod_interaction_subscribe)
         snprintf(s->only_track, sizeof s->only_track, "%s", o->track_id);
     s->deadline_ms = igw_clock_ms() + e->cfg.establish_timeout_ms;
@@ -509,7 +538,7 @@ static void on_open_write(void *arg, const PGresult *res, const char *err)
     answer(o, IGW_ERR_OK, NULL, NULL, NULL);
     igw_log(IGW_LOG_INFO, NULL, "session %s: %s/%s camera %s opened (%s)", s->id, o->pid, o->dn, o->cam, o->token);
     const char *why = NULL;
-    live_leg *leg = live_leg_get(e, o->pid, o->dn, o->cam, o->listen_audio, &why);
+    live_leg *leg = live_leg_get(e, o->pid, o->dn, o->cam, o->listen_audio, o->talk, &why);
     op_free(o);
     if (!leg) {
         live_session_end(e, s, "cameraUnreachable");
@@ -552,7 +581,22 @@ static void on_open_read(void *arg, const PGresult *res, const char *err)
                "/command/params/listenAudio");
         return;
     }
-    if (o->listen_audio && live_leg_lacks_audio(e, o->pid, o->dn, o->cam)) {
+    if (o->talk && !col_true(res, 6)) {
+        refuse(o, IGW_ERR_PARAMETER, "the camera has no speaker (its capability says so, or it reported none)",
+               "/command/params/cameraId");
+        return;
+    }
+    if (o->talk && !e->cfg.talk_members && strcmp(PQgetvalue(res, 0, 7), "0") != 0) {
+        refuse(o, IGW_ERR_CONFLICT, "the call has its talk session already (two-party talk: talk_members is off)",
+               "/command/params/callId");
+        return;
+    }
+    if (o->talk && live_leg_lacks(e, o->pid, o->dn, o->cam, true, true)) {
+        refuse(o, IGW_ERR_CONFLICT, "the camera is being viewed without talk; talk when its viewers have left",
+               "/command/params/cameraId");
+        return;
+    }
+    if (!o->talk && o->listen_audio && live_leg_lacks(e, o->pid, o->dn, o->cam, true, false)) {
         refuse(o, IGW_ERR_CONFLICT, "the camera is being viewed without its microphone; open without listenAudio",
                "/command/params/listenAudio");
         return;
@@ -602,11 +646,41 @@ static void open_write(op *o)
     }
     snprintf(ep, sizeof ep, "%" PRId64, epoch);
     snprintf(deadline, sizeof deadline, "%" PRId64, igw_wall_ms() + (int64_t)e->cfg.establish_timeout_ms);
-    const char *v[18] = {o->ent, o->user, o->endpoint, o->token, o->pid, o->dn, o->cam, "ipcLiveView",
-                         o->c->fingerprint_hex, o->c->canon, o->sid, e->node_id, ep, deadline, e->jw.buf, did,
-                         o->c->method, o->parent};
+    char member[24] = "";
+    if (o->talk)
+        snprintf(member, sizeof member, "%" PRId64, o->member_epoch);
+    const char *v[20] = {o->ent, o->user, o->endpoint, o->token, o->pid, o->dn, o->cam,
+                         o->talk ? "ipcTalk" : "ipcLiveView", o->c->fingerprint_hex, o->c->canon, o->sid, e->node_id,
+                         ep, deadline, e->jw.buf, did, o->c->method, o->parent, o->talk ? o->call_id : "", member};
     if (igw_db_exec(e->db, &st_open_write, v, NULL, NULL, on_open_write, o) != 0)
         refuse(o, IGW_ERR_UNAVAILABLE, "busy, retry later", "");
+}
+
+static void open_read(op *o)
+{
+    const char *v[8] = {o->ent, o->user, o->endpoint, o->token, o->pid, o->dn, o->cam, o->talk ? o->call_id : ""};
+    if (igw_db_exec(o->e->db, &st_open_read, v, NULL, NULL, on_open_read, o) != 0)
+        refuse(o, IGW_ERR_UNAVAILABLE, "busy, retry later", "");
+}
+
+/* ipcTalk: the caller's own member record in its call. */
+static void on_talk_member(void *arg, const igw_call_result *r)
+{
+    op *o = arg;
+    if (r->cls != IGW_ERR_OK) {
+        /* The runtime's reasons, on the command's paths. */
+        bool call = r->cls == IGW_ERR_NOT_FOUND || r->cls == IGW_ERR_PERMISSION;
+        refuse(o, r->cls == IGW_ERR_NOT_FOUND ? IGW_ERR_NOT_FOUND : r->cls,
+               r->cls == IGW_ERR_PERMISSION ? "you are not a live member of the call (join it first)" : r->reason,
+               call ? "/command/params/callId" : "");
+        return;
+    }
+    if (!r->allowed) {
+        refuse(o, IGW_ERR_PERMISSION, "you have no audio permission in the call", "/command/params/callId");
+        return;
+    }
+    o->member_epoch = r->epoch;
+    open_read(o);
 }
 
 static void cmd_open(op *o)
@@ -614,9 +688,13 @@ static void cmd_open(op *o)
     igw_engine *e = o->e;
     const igw_Command *k = o->c->command;
     const igw_OpenParams *p = &k->params.interaction_open;
-    if (p->purpose != IGW_Purpose_ipcLiveView) {
-        refuse(o, IGW_ERR_NOT_IMPLEMENTED, "only ipcLiveView sessions are open in this version",
+    if (p->purpose == IGW_Purpose_recordPlayback) {
+        refuse(o, IGW_ERR_NOT_IMPLEMENTED, "recordPlayback sessions are not open in this version",
                "/command/params/purpose");
+        return;
+    }
+    if (p->purpose == IGW_Purpose_ipcTalk && !e->cfg.talk_enabled) {
+        refuse(o, IGW_ERR_NOT_IMPLEMENTED, "talk is not enabled on this server", "/command/params/purpose");
         return;
     }
     if (!e->media || !e->db) {
@@ -631,9 +709,21 @@ static void cmd_open(op *o)
     snprintf(o->dn, sizeof o->dn, "%.*s", (int)k->target.deviceName.len, k->target.deviceName.ptr);
     snprintf(o->cam, sizeof o->cam, "%.*s", (int)p->cameraId.len, p->cameraId.ptr);
     o->listen_audio = (p->has & IGW_OpenParams_listenAudio) && p->listenAudio;
-    const char *v[7] = {o->ent, o->user, o->endpoint, o->token, o->pid, o->dn, o->cam};
-    if (igw_db_exec(e->db, &st_open_read, v, NULL, NULL, on_open_read, o) != 0)
-        refuse(o, IGW_ERR_UNAVAILABLE, "busy, retry later", "");
+    if (p->purpose == IGW_Purpose_ipcTalk) {
+        if (!e->call) {
+            refuse(o, IGW_ERR_UNAVAILABLE, "no conference runtime is wired", "");
+            return;
+        }
+        o->talk = true;
+        o->listen_audio = true; /* two-way: the camera's microphone too */
+        snprintf(o->call_id, sizeof o->call_id, "%.*s", (int)p->callId.len, p->callId.ptr);
+        /* The caller must be a live member with audio permission now; no
+         * auto-join. Checked before anything is claimed. */
+        if (igw_call_audio_read(e->call, o->enterprise_id, o->user_id, o->call_id, o->user_id, on_talk_member, o))
+            refuse(o, IGW_ERR_UNAVAILABLE, "busy, retry later", "");
+        return;
+    }
+    open_read(o);
 }
 
 /* -- commands on a session -- */
@@ -641,6 +731,179 @@ static void cmd_open(op *o)
 static igw_str track_state_name(int st)
 {
     return cstr(st == IGW_TRACK_ACTIVE ? "active" : st == IGW_TRACK_PAUSED ? "paused" : "stopped");
+}
+
+/* -- join and leave: the conference runtime's operations on the session's call -- */
+
+/* An accepted join or leave, until the runtime answers (the op is freed
+ * once accepted). */
+typedef struct talk_cmd {
+    igw_engine *e;
+    igw_CommandMethod method;
+    char sid[LIVE_ID_MAX + 1], endpoint[LIVE_EP_MAX + 1], token[130];
+    char call_id[IGW_CALL_ID_MAX + 1];
+    int64_t target;
+} talk_cmd;
+
+/* The result goes to the session's endpoint even when the session ended
+ * meanwhile (a leave ends the leaver's own). */
+static void talk_result(talk_cmd *t, int cls, const char *reason, igw_ResultData *d)
+{
+    igw_engine *e = t->e;
+    live_session *s = live_session_find(e, t->sid);
+    live_session gone = {.revision = 1};
+    if (!s) {
+        snprintf(gone.id, sizeof gone.id, "%s", t->sid);
+        snprintf(gone.endpoint, sizeof gone.endpoint, "%s", t->endpoint);
+        s = &gone;
+    }
+    emit_result(e, s, t->token, t->method, cls, reason, d);
+}
+
+static void on_talk_done(void *arg, const igw_call_result *r)
+{
+    talk_cmd *t = arg;
+    igw_ResultData d = {0};
+    if (r->cls != IGW_ERR_OK) {
+        talk_result(t, r->cls, r->reason, &d);
+    } else if (t->method == IGW_CommandMethod_interaction_join) {
+        d.has = IGW_ResultData_state;
+        d.state = cstr("joined");
+        talk_result(t, IGW_ERR_OK, NULL, &d);
+    } else {
+        /* exactly operation, callId, participantId, memberEpoch, remaining, ended */
+        char who[24], ids[IGW_CALL_MEMBERS_MAX][24];
+        igw_str rest[IGW_CALL_MEMBERS_MAX];
+        size_t n = r->nremaining < IGW_CALL_MEMBERS_MAX ? r->nremaining : IGW_CALL_MEMBERS_MAX;
+        for (size_t i = 0; i < n; i++)
+            rest[i] = (igw_str){ids[i], (size_t)snprintf(ids[i], sizeof ids[i], "%" PRId64, r->remaining[i])};
+        d.has = IGW_ResultData_callId | IGW_ResultData_participantId | IGW_ResultData_memberEpoch |
+                IGW_ResultData_remaining | IGW_ResultData_ended;
+        d.callId = cstr(t->call_id);
+        d.participantId = (igw_str){who, (size_t)snprintf(who, sizeof who, "%" PRId64, t->target)};
+        d.memberEpoch = r->epoch;
+        d.remaining = (igw_str_list){rest, (uint32_t)n};
+        d.ended = r->ended;
+        talk_result(t, IGW_ERR_OK, NULL, &d);
+    }
+    live_talk_recheck(t->e, t->call_id); /* the owner revokes the leg of who left, at once */
+    free(t);
+}
+
+/* A leave's receipt key: unique per enterprise, endpoint and msgToken
+ * (the ledger's key), short and opaque in Redis. */
+static void receipt_key(const op *o, char *out, size_t cap)
+{
+    unsigned char d[SHA256_DIGEST_LENGTH];
+    char in[24 + LIVE_EP_MAX + 130 + 3];
+    int n = snprintf(in, sizeof in, "%s\n%s\n%s", o->ent, o->endpoint, o->token);
+    SHA256((const unsigned char *)in, (size_t)n, d);
+    size_t k = 0;
+    for (int i = 0; i < 16 && k + 3 <= cap; i++)
+        k += (size_t)snprintf(out + k, cap - k, "%02x", d[i]);
+}
+
+static void talk_carry_out(op *o, live_session *s)
+{
+    igw_engine *e = o->e;
+    talk_cmd *t = calloc(1, sizeof *t);
+    int rc = -1;
+    if (t) {
+        t->e = e;
+        t->method = o->method;
+        t->target = o->target;
+        snprintf(t->sid, sizeof t->sid, "%s", s->id);
+        snprintf(t->endpoint, sizeof t->endpoint, "%s", s->endpoint);
+        snprintf(t->token, sizeof t->token, "%s", o->token);
+        snprintf(t->call_id, sizeof t->call_id, "%s", s->call_id);
+        if (o->method == IGW_CommandMethod_interaction_join) {
+            rc = igw_call_join(e->call, o->enterprise_id, o->target, s->call_id, on_talk_done, t);
+        } else {
+            char key[40];
+            receipt_key(o, key, sizeof key);
+            rc = igw_call_leave(e->call, o->enterprise_id, o->user_id, s->call_id, o->target, o->expected, key,
+                                on_talk_done, t);
+        }
+    }
+    if (rc != 0) {
+        igw_ResultData d = {0};
+        emit_result(e, s, o->token, o->method, IGW_ERR_UNAVAILABLE, "the conference runtime is busy; retry", &d);
+        free(t);
+    }
+}
+
+/* Before join or leave claims anything: the caller is still the live
+ * member of its session's join instance; leave's target, its instance,
+ * the initiator rule and the receipts' room; join's participant logged in. */
+static void on_talk_precheck(void *arg, const igw_call_result *r);
+static void accept_cmd(op *o);
+
+static void on_participant_live(void *arg, const PGresult *res, const char *err)
+{
+    op *o = arg;
+    if (!one_row(o, res, err, false))
+        return;
+    if (!col_true(res, 0)) {
+        refuse(o, IGW_ERR_PERMISSION, "the participant is not logged in (no live endpoint)",
+               "/command/params/participantId");
+        return;
+    }
+    accept_cmd(o);
+}
+
+static void on_talk_precheck(void *arg, const igw_call_result *r)
+{
+    op *o = arg;
+    live_session *s = live_session_find(o->e, o->sid);
+    if (!s) {
+        refuse(o, IGW_ERR_CONFLICT, "the session has ended", "/command/sessionId");
+        return;
+    }
+    if (r->cls != IGW_ERR_OK) {
+        refuse(o, r->cls, r->cls == IGW_ERR_NOT_FOUND ? "the call has ended" : r->reason,
+               r->cls == IGW_ERR_NOT_FOUND ? "/command/params/callId" : "");
+        return;
+    }
+    const igw_call_member *me = NULL, *target = NULL;
+    for (size_t i = 0; i < r->nmembers; i++) {
+        if (r->members[i].user_id == o->user_id)
+            me = &r->members[i];
+        if (r->members[i].user_id == o->target)
+            target = &r->members[i];
+    }
+    if (!me || me->epoch != s->member_epoch) {
+        refuse(o, IGW_ERR_PERMISSION, "you are no longer a live member of the call in this session's join instance",
+               "/command/sessionId");
+        return;
+    }
+    if (o->method == IGW_CommandMethod_interaction_join) {
+        const char *v[2] = {o->ent, ""};
+        char who[24];
+        snprintf(who, sizeof who, "%" PRId64, o->target);
+        v[1] = who;
+        if (igw_db_exec(o->e->db, &st_participant_live, v, NULL, NULL, on_participant_live, o) != 0)
+            refuse(o, IGW_ERR_UNAVAILABLE, "busy, retry later", "");
+        return;
+    }
+    if (o->target != o->user_id && r->initiator != o->user_id) {
+        refuse(o, IGW_ERR_PERMISSION, "only the call's original initiator may remove another member",
+               "/command/params/participantId");
+        return;
+    }
+    if (!target) {
+        refuse(o, IGW_ERR_NOT_FOUND, "the participant is not a live member of the call", "/command/params/participantId");
+        return;
+    }
+    if (target->epoch != o->expected) {
+        refuse(o, IGW_ERR_PARAMETER, "stale expectedMemberEpoch: the member re-entered the call",
+               "/command/params/expectedMemberEpoch");
+        return;
+    }
+    if (r->receipts >= IGW_CALL_RECEIPTS_MAX) {
+        refuse(o, IGW_ERR_CAPACITY, "the call's leave receipts are full", "");
+        return;
+    }
+    accept_cmd(o);
 }
 
 /* The accepted command's effect, and its result. */
@@ -689,6 +952,10 @@ static void carry_out(op *o, live_session *s)
         emit_result(e, s, o->token, o->method, IGW_ERR_OK, NULL, &d);
         return;
     }
+    case IGW_CommandMethod_interaction_join:
+    case IGW_CommandMethod_interaction_leave:
+        talk_carry_out(o, s);
+        return;
     case IGW_CommandMethod_interaction_end: {
         d.has = IGW_ResultData_state;
         d.state = cstr("ended");
@@ -825,6 +1092,36 @@ static void cmd_on_session(op *o)
         o->end_reason = k->params.interaction_end.reason;
         rev = s->revision;
         break;
+    case IGW_CommandMethod_interaction_join:
+    case IGW_CommandMethod_interaction_leave: {
+        bool join = o->method == IGW_CommandMethod_interaction_join;
+        if (!s->talk) {
+            refuse(o, IGW_ERR_CONFLICT, "not an ipcTalk session", "/command/sessionId");
+            return;
+        }
+        if (join && !e->cfg.talk_members) {
+            refuse(o, IGW_ERR_NOT_IMPLEMENTED, "extra members are off on this server (two-party talk)",
+                   "/command/method");
+            return;
+        }
+        if (!e->call) {
+            refuse(o, IGW_ERR_UNAVAILABLE, "no conference runtime is wired", "");
+            return;
+        }
+        igw_str who = join ? k->params.interaction_join.participantId : k->params.interaction_leave.participantId;
+        o->target = strtoll(who.ptr, NULL, 10); /* canonical_id: digits, in range */
+        if (!join) {
+            const igw_LeaveParams *p = &k->params.interaction_leave;
+            if (p->callId.len != strlen(s->call_id) || memcmp(p->callId.ptr, s->call_id, p->callId.len) != 0) {
+                refuse(o, IGW_ERR_PARAMETER, "not the call this session is bound to", "/command/params/callId");
+                return;
+            }
+            o->expected = p->expectedMemberEpoch;
+        }
+        if (igw_call_roster(e->call, o->enterprise_id, o->user_id, s->call_id, on_talk_precheck, o) != 0)
+            refuse(o, IGW_ERR_UNAVAILABLE, "busy, retry later", "");
+        return;
+    }
     case IGW_CommandMethod_interaction_subscribe: {
         const igw_SubscribeParams *p = &k->params.interaction_subscribe;
         snprintf(o->track_id, sizeof o->track_id, "%.*s", (int)p->trackId.len, p->trackId.ptr);

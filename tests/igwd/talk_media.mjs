@@ -9,6 +9,7 @@
 // env: IGW_BASE, IGW_VCAM, IGW_DEMO, IGW_NETNS_ADDR (as live_lib.mjs),
 // IGW_SPEAKER_LOG (the camera's level log), IGW_IGWD_LOG (igwd's stderr).
 import { readFileSync, existsSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
 import { launch, newViewer, sleep, Checker, AUTOPLAY_ARGS } from '../media/lib.mjs';
 import { DEMO, target, camera, app, accepted, startCamera, call } from './live_lib.mjs';
 
@@ -192,6 +193,18 @@ async function main() {
         `the replay removed nobody again (${JSON.stringify(r.body)})`);
     c.check(owner.events.filter((e) => e.method === 'interaction.state' && e.sessionId === s1.sid).length === seqBefore,
         'the leave result did not advance the owner\'s eventSeq');
+
+    // ---- the call's receipts full: new control refused before the claim, nothing evicted -------------------
+    const rkey = `igw:{call:${callId}}:rcpt`;
+    const rcli = (...a) => spawnSync('redis-cli', ['-h', '127.0.0.1', '-p', process.env.IGW_REDIS_PORT, ...a], { encoding: 'utf8' }).stdout.trim();
+    const held = Number(rcli('HLEN', rkey));
+    const fill = [];
+    for (let i = held; i < 256; i++) fill.push(`filler${i}`, '1 0 1001');
+    rcli('HSET', rkey, ...fill);
+    l = await leave(owner, s1.sid, callId, '1001', 1);
+    c.check(l.r.status === 429 && !l.r.body.data.accepted, `receipts full: the leave is refused, not accepted (${JSON.stringify(l.r.body)})`);
+    c.check(Number(rcli('HLEN', rkey)) === 256, 'receipts full: nothing evicted');
+    rcli('HDEL', rkey, ...fill.filter((_, i) => i % 2 === 0));
 
     // ---- self exit: with one member left the call ends ---------------------------------------------------
     l = await leave(owner, s1.sid, callId, '1001', 1);

@@ -19,7 +19,7 @@ igw_services_test talk "${TALK_PG_PORT:-25406}" "${TALK_REDIS_PORT:-63806}" "${T
 KEY=$IGW_VAR/jwt.key
 start() {
     igw_start IGW_THREADS=2 IGW_PG_DSN="$IGW_PG_DSN" IGW_JWT_KEY_FILE="$KEY" IGW_REDIS_HOST=127.0.0.1 \
-        IGW_REDIS_PORT="$IGW_REDIS_PORT" IGW_CHECK_TIMEOUT_MS=500 IGW_MEDIA_THREADS=0 "$@"
+        IGW_REDIS_PORT="$IGW_REDIS_PORT" IGW_CHECK_TIMEOUT_MS=500 IGW_DB_TIMEOUT_MS=1000 IGW_MEDIA_THREADS=0 "$@"
     BASE=http://127.0.0.1:$PORT
 }
 start
@@ -160,8 +160,47 @@ stale=$(for i in $(seq 40); do jq -r '.data.path // ""' "$TMP/cas.$i"; done | gr
 aa "$A" "{\"operation\":\"read\",\"callId\":\"$CALL\",\"targetUserID\":\"1003\"}"; expect 200 200
 [ "$(jq -c '[.data.publishAllowed, .data.audioRevision]' "$TMP/r")" = '[true,3]' ] || fail "$CASE: $(cat "$TMP/r")"; ok
 
+# ---- leave receipts: capacity 256, no eviction ------------------------------------------------------
+CASE="receipts: of 257 concurrent leaves (call.lua as igwd runs it) 256 succeed, the 257th is refused, nothing evicted"
+im "$A" calls/start "{\"groupId\":\"$GROUP\"}"; expect 200 200
+RCALL=$(r .data.callId)
+RK="igw:{call:$RCALL}:meta igw:{call:$RCALL}:live igw:{call:$RCALL}:mem igw:{call:$RCALL}:rcpt"
+LUA=$ROOT/src/igwd/call/call.lua
+SHA=$(rcli SCRIPT LOAD "$(cat "$LUA")")
+# 257 members (the script's own join: the group check is igwd's, before it)
+for u in $(seq 10001 10257); do echo "EVALSHA $SHA 4 $RK join 1 $u 60000 $RCALL"; done | rcli >/dev/null
+pids=()
+for u in $(seq 10001 10257); do
+    # shellcheck disable=SC2086
+    ( rcli EVALSHA "$SHA" 4 $RK leave 1 "$u" "$u" 1 "k$u" 60000 "$RCALL" | head -1 >"$TMP/leave.$u" ) &
+    pids+=($!)
+done
+wait "${pids[@]}"
+okn=$(cat "$TMP"/leave.1* | grep -c '^OK$'); full=$(cat "$TMP"/leave.1* | grep -c '^FULL$')
+[ "$okn" = 256 ] && [ "$full" = 1 ] || fail "$CASE: $okn OK, $full FULL: $(cat "$TMP"/leave.1* | sort | uniq -c)"
+[ "$(rcli HLEN "igw:{call:$RCALL}:rcpt")" = 256 ] || fail "$CASE: $(rcli HLEN "igw:{call:$RCALL}:rcpt") receipts"
+first=$(for u in $(seq 10001 10257); do [ "$(cat "$TMP/leave.$u")" = OK ] && echo "$u" && break; done)
+# shellcheck disable=SC2086
+[ "$(rcli EVALSHA "$SHA" 4 $RK receipt 1 "k$first" "$RCALL" | head -1)" = OK ] || fail "$CASE: the first receipt was evicted"
+# shellcheck disable=SC2086
+[ "$(rcli EVALSHA "$SHA" 4 $RK leave 1 "$first" "$first" 1 "k$first" 60000 "$RCALL" | head -1)" = REPLAY ] ||
+    fail "$CASE: a receipt's key does not replay"; ok
+CASE="receipts: the refused member is still live, beside the initiator"
+refused=$(for u in $(seq 10001 10257); do [ "$(cat "$TMP/leave.$u")" = FULL ] && echo "$u"; done)
+im "$A" calls/roster "{\"callId\":\"$RCALL\"}"; expect 200 200
+[ "$(jq -c '.data.members | map(.userId) | sort' "$TMP/r")" = "[\"1001\",\"$refused\"]" ] || fail "$CASE: $(cat "$TMP/r")"; ok
+
+# ---- PostgreSQL frozen: the group check cannot run ----------------------------------------------------
+CASE="postgres frozen: audio read is unavailable, no internal cause"
+"$ROOT/tests/pg_signal.sh" STOP "$IGW_VAR/pg" || fail "$CASE: cannot freeze postgres"
+aa "$A" "{\"operation\":\"read\",\"callId\":\"$CALL\",\"targetUserID\":\"1003\"}"
+"$ROOT/tests/pg_signal.sh" CONT "$IGW_VAR/pg"
+expect 503 100503
+grep -qiE 'postgres|sqlstate|timed out' "$TMP/r" && fail "$CASE: internal cause in $(cat "$TMP/r")"
+
 # ---- Redis frozen mid-operation ---------------------------------------------------------------------
 CASE="redis frozen: read is unavailable, set is unknown_outcome, no internal cause"
+for _ in $(seq 50); do aa "$A" "{\"operation\":\"read\",\"callId\":\"$CALL\",\"targetUserID\":\"1003\"}"; [ "$STATUS" = 200 ] && break; sleep 0.1; done
 RPID=$(rcli info server | sed -n 's/^process_id:\([0-9]*\).*/\1/p' | tr -d '\r')
 [ -n "$RPID" ] || fail "$CASE: no redis pid"
 kill -STOP "$RPID"

@@ -34,8 +34,19 @@ static void set_gate(igw_engine *e, live_session *s, bool allowed)
     if (s->publish_allowed == allowed)
         return;
     s->publish_allowed = allowed;
-    igw_log(IGW_LOG_INFO, NULL, "session %s: publish %s (call %s)", s->id, allowed ? "allowed" : "muted", s->call_id);
     live_talk_gate(e, s);
+    /* Muted: no packet of it is forwarded after the gate call returned;
+     * when was its last one (Unix ms; make bench-talk reads it) */
+    igw_media_stats st;
+    int64_t last = 0;
+    if (!allowed && s->offered && e->media && igw_media_get_stats(e->media, s->id, &st) == IGW_MEDIA_OK &&
+        st.talk_last_us)
+        last = igw_wall_ms() - (int64_t)((igw_clock_us() - st.talk_last_us) / 1000);
+    if (allowed)
+        igw_log(IGW_LOG_INFO, NULL, "session %s: publish allowed (call %s)", s->id, s->call_id);
+    else
+        igw_log(IGW_LOG_INFO, NULL, "session %s: publish muted (call %s; its last packet forwarded at %" PRId64 ")",
+                s->id, s->call_id, last);
 }
 
 void live_talk_gate(igw_engine *e, live_session *s)

@@ -134,6 +134,8 @@ static int emit_methods(const igw_schema *s, const char *gen_dir)
             igw_out_puts(&h, " /* a device command: rights on its target, the product's thing model, a downlink */");
         else if (strcmp(traits[i], "session") == 0)
             igw_out_puts(&h, " /* a session command: carried out by the session engine that owns the session */");
+        else if (strcmp(traits[i], "receipt") == 0)
+            igw_out_puts(&h, " /* its replays go to the engine too: a pending one is answered from the runtime's receipt */");
         igw_out_puts(&h, "\n");
     }
     igw_out_puts(&h, "};\n");

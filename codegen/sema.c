@@ -1164,7 +1164,7 @@ static void check_methods(igw_schema *s, igw_methods *m)
             }
         FOR(b->traits, const char, tr) {
             if (!in_set(tr, traits, sizeof traits / sizeof traits[0]))
-                igw_diag_error(b->loc, "unknown trait '%s' (device, session)", tr);
+                igw_diag_error(b->loc, "unknown trait '%s' (device, session, receipt)", tr);
             for (int j = 0; j < tr_i; j++)
                 if (strcmp(IGW_VEC_AT(b->traits, const char, j), tr) == 0) {
                     igw_diag_error(b->loc, "trait '%s' given twice", tr);
@@ -1189,6 +1189,8 @@ static void check_methods(igw_schema *s, igw_methods *m)
             igw_diag_error(b->loc, "device method '%s' needs `downlink MESSAGE` (how it reaches the device)", b->value);
         if (!device && b->downlink)
             igw_diag_error(b->loc, "method '%s' has a downlink but not the device trait", b->value);
+        if (in_list(&b->traits, "receipt") && !in_list(&b->traits, "session"))
+            igw_diag_error(b->loc, "method '%s': a receipt is the session engine's (needs the session trait)", b->value);
         if (device && in_list(&b->traits, "session"))
             igw_diag_error(b->loc, "method '%s' is a device command or a session command, not both", b->value);
     }

@@ -15,6 +15,7 @@
 enum {
     IGW_METHOD_DEVICE = 1u << 0, /* a device command: rights on its target, the product's thing model, a downlink */
     IGW_METHOD_SESSION = 1u << 1, /* a session command: carried out by the session engine that owns the session */
+    IGW_METHOD_RECEIPT = 1u << 2, /* its replays go to the engine too: a pending one is answered from the runtime's receipt */
 };
 
 /* The handlers of /commands' methods. */

@@ -10,6 +10,7 @@
 // IGW_SPEAKER_LOG (the camera's level log), IGW_IGWD_LOG (igwd's stderr).
 import { readFileSync, existsSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { launch, newViewer, sleep, Checker, AUTOPLAY_ARGS } from '../media/lib.mjs';
 import { DEMO, target, camera, app, accepted, startCamera, call } from './live_lib.mjs';
 
@@ -193,6 +194,35 @@ async function main() {
         `the replay removed nobody again (${JSON.stringify(r.body)})`);
     c.check(owner.events.filter((e) => e.method === 'interaction.state' && e.sessionId === s1.sid).length === seqBefore,
         'the leave result did not advance the owner\'s eventSeq');
+
+    // ---- an interruption after the claim: the result never written -----------------------------------------
+    // (as after a crash between the runtime's write and the result's commit)
+    const psql = (sql) => spawnSync(process.env.IGW_SERVICES, ['psql', '-XAtq', '-c', sql], { encoding: 'utf8' });
+    const dropResult = () => psql(`DELETE FROM deliveries WHERE event_id IN (SELECT event_id FROM events WHERE msg_token = '${l.t}');
+                                   DELETE FROM events WHERE msg_token = '${l.t}'`);
+    const replayLeave = async () => {
+        const from = owner.events.length;
+        const rr = await owner.command({ msgToken: l.t, method: 'interaction.leave', sessionId: s1.sid,
+            params: { callId, participantId: '1002', expectedMemberEpoch: epoch2 + 1 } });
+        const ev = await owner.wait((e) => e.method === 'interaction.result' && e.msgToken === l.t, 5000, from);
+        return { rr, ev };
+    };
+    dropResult();
+    let rp = await replayLeave();
+    c.check(rp.rr.status === 200 && rp.rr.body.data.replay === true && rp.ev && rp.ev.code === 200 &&
+        rp.ev.data.participantId === '1002' && rp.ev.data.memberEpoch === epoch2 + 1 &&
+        JSON.stringify(rp.ev.data.remaining) === '["1001","1003"]',
+        `a pending leave's replay reads its receipt: the original result (${JSON.stringify(rp)})`);
+    r = await im(DEMO.user, 'calls/roster', { callId });
+    c.check(r.status === 200 && r.body.data.members.length === 2, 'the receipt\'s replay ran nothing again');
+    dropResult();
+    const key = createHash('sha256').update(`${DEMO.user.enterpriseId}\n${owner.ep}\n${l.t}`).digest('hex').slice(0, 32);
+    const rk = `igw:{call:${callId}}:rcpt`;
+    c.check(spawnSync('redis-cli', ['-h', '127.0.0.1', '-p', process.env.IGW_REDIS_PORT, 'HDEL', rk, key], { encoding: 'utf8' }).stdout.trim() === '1',
+        'the leave\'s receipt is in Redis under its key');
+    rp = await replayLeave();
+    c.check(rp.rr.status === 200 && rp.rr.body.data.replay === true && rp.ev && rp.ev.code === 100504,
+        `with no receipt the outcome is unknown, nothing runs again (${JSON.stringify(rp.ev)})`);
 
     // ---- the call's receipts full: new control refused before the claim, nothing evicted -------------------
     const rkey = `igw:{call:${callId}}:rcpt`;

@@ -33,7 +33,7 @@ igw_start IGW_THREADS=2 IGW_PG_DSN="$IGW_PG_DSN" IGW_JWT_KEY_FILE="$KEY" IGW_NOD
     IGW_MQTT_CLIENT_ID=igwd-talk-test IGW_MEDIA_ADDRESS="$IGW_NETNS_ADDR" IGW_LOG_LEVEL=${TALK_LOG_LEVEL:-info} \
     IGW_TALK_ENABLED=true IGW_TALK_MEMBERS=true
 if ! IGW_BASE=http://127.0.0.1:$PORT IGW_VCAM=$VCAM IGW_DEMO=$DEMO IGW_SPEAKER_LOG=$TMP/speaker.jsonl \
-    IGW_IGWD_LOG=$TMP/igwd.err node "$ROOT/tests/igwd/talk_media.mjs"; then
+    IGW_IGWD_LOG=$TMP/igwd.err IGW_SERVICES=$ROOT/src/ops/services.sh node "$ROOT/tests/igwd/talk_media.mjs"; then
     grep -A60 -m1 'ERROR: AddressSanitizer\|runtime error' "$TMP/igwd.err" >&2
     fail "talk_media.mjs"
 fi

@@ -253,9 +253,10 @@ static void on_read(void *arg, const igw_ledger_read_row *r)
     } else if (!c->m->fn || !(c->m->traits & (IGW_METHOD_DEVICE | IGW_METHOD_SESSION))) {
         /* No handler in the schema's table. */
         finish(c, IGW_ERR_NOT_IMPLEMENTED, "this command method is not implemented yet", "/command/method");
-    } else if (r->prior_fp) {
+    } else if (r->prior_fp && !((c->m->traits & IGW_METHOD_RECEIPT) && strcmp(r->prior_fp, c->fp.hex) == 0)) {
         again(c, r->prior_fp);
     } else if (c->m->traits & IGW_METHOD_SESSION) {
+        /* (a `receipt` method's replay too: the engine answers it) */
         session_first(c); /* the engine checks rights and the session itself */
     } else if (!r->rights) {
         /* The caller's rights on the target: its true owner or a grant,

@@ -100,6 +100,7 @@ struct igw_engine {
     live_session *sessions;
     unsigned nsessions;
     live_leg *legs;
+    struct talk_cmd *talk_cmds; /* accepted joins and leaves the runtime has not answered yet (session.c) */
     h2o_timeout_t tick;       /* deadlines, checked every LIVE_TICK_MS */
     h2o_timeout_entry_t tick_entry;
     igw_jw jw;                /* bodies and downlinks, reused */

@@ -738,6 +738,7 @@ static igw_str track_state_name(int st)
 /* An accepted join or leave, until the runtime answers (the op is freed
  * once accepted). */
 typedef struct talk_cmd {
+    struct talk_cmd *next; /* the engine's talk_cmds */
     igw_engine *e;
     igw_CommandMethod method;
     char sid[LIVE_ID_MAX + 1], endpoint[LIVE_EP_MAX + 1], token[130];
@@ -760,11 +761,43 @@ static void talk_result(talk_cmd *t, int cls, const char *reason, igw_ResultData
     emit_result(e, s, t->token, t->method, cls, reason, d);
 }
 
+static void talk_unlink(talk_cmd *t)
+{
+    for (talk_cmd **p = &t->e->talk_cmds; *p; p = &(*p)->next)
+        if (*p == t) {
+            *p = t->next;
+            return;
+        }
+}
+
+static bool talk_in_flight(const igw_engine *e, const char *endpoint, const char *token)
+{
+    for (const talk_cmd *t = e->talk_cmds; t; t = t->next)
+        if (!strcmp(t->endpoint, endpoint) && !strcmp(t->token, token))
+            return true;
+    return false;
+}
+
+static void on_talk_done(void *arg, const igw_call_result *r);
+
+/* The receipt read for a replay: the result as the leave's own. */
+static void on_talk_done_receipt(talk_cmd *t, const igw_call_result *r)
+{
+    t->next = t->e->talk_cmds; /* on_talk_done unlinks it */
+    t->e->talk_cmds = t;
+    on_talk_done(t, r);
+}
+
 static void on_talk_done(void *arg, const igw_call_result *r)
 {
     talk_cmd *t = arg;
+    talk_unlink(t);
     igw_ResultData d = {0};
-    if (r->cls != IGW_ERR_OK) {
+    if (r->cls == IGW_ERR_UNKNOWN_OUTCOME && t->method == IGW_CommandMethod_interaction_leave) {
+        /* Sent, unanswered: it may have run. No result now; a retry with
+         * the original token reads the receipt (spec: never a new token). */
+        igw_log(IGW_LOG_WARN, NULL, "session %s: leave %s: outcome unknown, left to the receipt", t->sid, t->token);
+    } else if (r->cls != IGW_ERR_OK) {
         talk_result(t, r->cls, r->reason, &d);
     } else if (t->method == IGW_CommandMethod_interaction_join) {
         d.has = IGW_ResultData_state;
@@ -787,6 +820,25 @@ static void on_talk_done(void *arg, const igw_call_result *r)
         talk_result(t, IGW_ERR_OK, NULL, &d);
     }
     live_talk_recheck(t->e, t->call_id); /* the owner revokes the leg of who left, at once */
+    free(t);
+}
+
+/* A leave accepted before and still without its result (an interruption
+ * after the claim): its receipt is the result; none means the outcome is
+ * unknown, and nothing is run again. */
+static void on_receipt(void *arg, const igw_call_result *r)
+{
+    talk_cmd *t = arg;
+    talk_unlink(t);
+    if (r->cls == IGW_ERR_OK) {
+        on_talk_done_receipt(t, r);
+        return;
+    }
+    igw_ResultData d = {0};
+    if (r->cls == IGW_ERR_NOT_FOUND)
+        talk_result(t, IGW_ERR_UNKNOWN_OUTCOME, "no receipt of this leave: its outcome is unknown; nothing was run again",
+                    &d);
+    /* else the runtime cannot be read now: a later retry reads it */
     free(t);
 }
 
@@ -816,6 +868,8 @@ static void talk_carry_out(op *o, live_session *s)
         snprintf(t->endpoint, sizeof t->endpoint, "%s", s->endpoint);
         snprintf(t->token, sizeof t->token, "%s", o->token);
         snprintf(t->call_id, sizeof t->call_id, "%s", s->call_id);
+        t->next = e->talk_cmds;
+        e->talk_cmds = t;
         if (o->method == IGW_CommandMethod_interaction_join) {
             rc = igw_call_join(e->call, o->enterprise_id, o->target, s->call_id, on_talk_done, t);
         } else {
@@ -828,8 +882,64 @@ static void talk_carry_out(op *o, live_session *s)
     if (rc != 0) {
         igw_ResultData d = {0};
         emit_result(e, s, o->token, o->method, IGW_ERR_UNAVAILABLE, "the conference runtime is busy; retry", &d);
+        if (t)
+            talk_unlink(t);
         free(t);
     }
+}
+
+static void on_talk_precheck(void *arg, const igw_call_result *r);
+
+/* join and leave: an earlier acceptance of the key, and whether its result exists. */
+static const igw_db_stmt st_talk_prior = {
+    "igw_session_talk_prior",
+    "SELECT " PRIOR_FP("$1::bigint", "$2::text", "$3::text") ", "
+    "EXISTS (SELECT 1 FROM events ev WHERE ev.session_id = $4::text AND ev.msg_token = $3::text "
+    "        AND ev.event_seq IS NULL)",
+    4};
+
+static void on_talk_prior(void *arg, const PGresult *res, const char *err)
+{
+    op *o = arg;
+    igw_engine *e = o->e;
+    if (!one_row(o, res, err, false))
+        return;
+    if (PQgetisnull(res, 0, 0)) { /* first time: the checks, then the claim */
+        live_session *s = live_session_find(e, o->sid);
+        if (!s) {
+            refuse(o, IGW_ERR_CONFLICT, "the session has ended", "/command/sessionId");
+            return;
+        }
+        if (igw_call_roster(e->call, o->enterprise_id, o->user_id, s->call_id, on_talk_precheck, o) != 0)
+            refuse(o, IGW_ERR_UNAVAILABLE, "busy, retry later", "");
+        return;
+    }
+    const char *prior = PQgetvalue(res, 0, 0);
+    if (o->method == IGW_CommandMethod_interaction_leave && !col_true(res, 1) &&
+        strcmp(prior, o->c->fingerprint_hex) == 0 && !talk_in_flight(e, o->endpoint, o->token)) {
+        /* The same leave, pending without a result: its receipt answers. */
+        live_session *s = live_session_find(e, o->sid);
+        talk_cmd *t = calloc(1, sizeof *t);
+        if (t) {
+            t->e = e;
+            t->method = o->method;
+            t->target = o->target;
+            snprintf(t->sid, sizeof t->sid, "%s", o->sid);
+            snprintf(t->endpoint, sizeof t->endpoint, "%s", o->endpoint);
+            snprintf(t->token, sizeof t->token, "%s", o->token);
+            snprintf(t->call_id, sizeof t->call_id, "%s", s ? s->call_id : "");
+            char key[40];
+            receipt_key(o, key, sizeof key);
+            t->next = e->talk_cmds;
+            e->talk_cmds = t;
+            if (!t->call_id[0] || igw_call_receipt(e->call, o->enterprise_id, t->call_id, key, on_receipt, t) != 0) {
+                talk_unlink(t);
+                free(t);
+            }
+        }
+    }
+    answer(o, IGW_ERR_OK, NULL, NULL, prior); /* the command room answers the replay or the conflict */
+    op_free(o);
 }
 
 /* Before join or leave claims anything: the caller is still the live
@@ -1118,7 +1228,10 @@ static void cmd_on_session(op *o)
             }
             o->expected = p->expectedMemberEpoch;
         }
-        if (igw_call_roster(e->call, o->enterprise_id, o->user_id, s->call_id, on_talk_precheck, o) != 0)
+        /* A replay first: its checks were made when it was accepted, and
+         * what it changed (who is live) would refuse it now. */
+        const char *v[4] = {o->ent, o->endpoint, o->token, o->sid};
+        if (igw_db_exec(e->db, &st_talk_prior, v, NULL, NULL, on_talk_prior, o) != 0)
             refuse(o, IGW_ERR_UNAVAILABLE, "busy, retry later", "");
         return;
     }

@@ -149,12 +149,16 @@ const ops = [];
 for (const [path, item] of Object.entries(paths))
 	for (const [method, op] of Object.entries(item)) ops.push({ path, method, op });
 
-// igw adds one route the spec lists as not implemented: the WebSocket push (GET).
+// igw adds one route the spec lists as not implemented: the WebSocket push (GET),
+// and the stand-in IM back end's own API under its own prefix (docs/talk.md).
 const pushRoute = `${API}/im/interaction/events/ws/{endpointId}`;
+const standin = ["groups/create", "calls/start", "calls/join", "calls/heartbeat", "calls/hangup", "calls/roster"]
+	.map((r) => `${API}/im-standin/${r}`);
 check(
-	"exactly the 11 routes of the spec, each a POST, and the WebSocket push, a GET",
-	ops.length === expectedRoutes.length + 1 &&
+	"exactly the 11 routes of the spec, each a POST, the WebSocket push, a GET, and the stand-in IM's 6 POSTs",
+	ops.length === expectedRoutes.length + 1 + standin.length &&
 		expectedRoutes.every((p) => paths[p]?.post && Object.keys(paths[p]).length === 1) &&
+		standin.every((p) => paths[p]?.post && Object.keys(paths[p]).length === 1) &&
 		paths[pushRoute]?.get && Object.keys(paths[pushRoute]).length === 1,
 	`got ${ops.map((o) => `${o.method} ${o.path}`).join(", ")}`,
 );
@@ -232,7 +236,7 @@ check("register takes no body", post("/im/interaction/endpoints/register").reque
 		check(`${path}: request object has additionalProperties false`, top?.type === "object" && top?.additionalProperties === false);
 		walk(s, path, 0);
 	}
-	check("9 JSON request bodies", n === 9, `got ${n}`);
+	check("15 JSON request bodies (9 of the spec, 6 of the stand-in IM)", n === 15, `got ${n}`);
 	check("every object in a JSON request is closed", open.length === 0, open.join(", "));
 }
 

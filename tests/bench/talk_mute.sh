@@ -6,8 +6,8 @@
 # igwd (-O2), a Chromium member publishing a tone. The packet's time is the
 # media core's own (igwd logs it when the gate closes); the set's is the
 # client's clock on the same machine. In network and PID namespaces of its
-# own (tests/media/lib.sh) with its own PostgreSQL (25410), Redis (63810)
-# and Mosquitto (18910). Prints
+# own (tests/media/lib.sh) with its own PostgreSQL (25412), Redis (63812)
+# and Mosquitto (18912). Prints
 #   MUTE cycles=<n> mute_to_silence_p50_ms=<n> mute_to_silence_p99_ms=<n> mute_to_silence_max_ms=<n>
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -26,7 +26,7 @@ IGWD=$2 IGWCTL=$3 VCAM=$4
 # shellcheck source=../igwd/lib.sh
 . "$ROOT/tests/igwd/lib.sh"
 export IGWCTL
-igw_services_test bench-talk-mute 25410 63810 18910
+igw_services_test bench-talk-mute 25412 63812 18912
 igw_start IGW_THREADS=2 IGW_PG_DSN="$IGW_PG_DSN" IGW_JWT_KEY_FILE="$IGW_VAR/jwt.key" \
     IGW_REDIS_HOST=127.0.0.1 IGW_REDIS_PORT="$IGW_REDIS_PORT" \
     IGW_MQTT_HOST=127.0.0.1 IGW_MQTT_PORT="$IGW_MQTT_PORT" IGW_MQTT_PASSWORD_FILE="$IGW_MQTT_PASSWORD_FILE" \

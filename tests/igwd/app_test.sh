@@ -145,8 +145,11 @@ CASE="a principal declared beside the command"
 call "$TOKEN" /commands "{\"endpointId\":\"$EP\",\"enterpriseId\":\"2\",\"command\":{\"msgToken\":\"c5\",\"method\":\"device.action\",\"target\":{\"productID\":\"$PID_\",\"deviceName\":\"$DEV\"},\"params\":{\"actionID\":\"ptz\",\"input\":{}}}}"
 expect 400 100400 /enterpriseId
 CASE="unimplemented method"
-call "$TOKEN" /commands "{\"endpointId\":\"$EP\",\"command\":{\"msgToken\":\"c6\",\"method\":\"interaction.join\",\"sessionId\":\"s1\",\"params\":{\"participantId\":\"1001\"}}}"
+call "$TOKEN" /commands "{\"endpointId\":\"$EP\",\"command\":{\"msgToken\":\"c6\",\"method\":\"interaction.configure\",\"sessionId\":\"s1\",\"params\":{\"sourceLanguage\":\"en\",\"targetLanguage\":\"fr\",\"speakerId\":\"sp\",\"configRevision\":1}}}"
 expect 501 100501 /command/method
+CASE="interaction.join on a session that is not the caller's"
+call "$TOKEN" /commands "{\"endpointId\":\"$EP\",\"command\":{\"msgToken\":\"c6j\",\"method\":\"interaction.join\",\"sessionId\":\"s1\",\"params\":{\"participantId\":\"1001\"}}}"
+expect 404 100404 /command/sessionId
 # A live view of a camera that is not connected: refused before any claim (tests/igwd/live_test.sh has the rest).
 CASE="live view of an offline camera"
 call "$TOKEN" /commands "{\"endpointId\":\"$EP\",\"command\":{\"msgToken\":\"c6b\",\"method\":\"interaction.open\",\"target\":{\"productID\":\"$PID_\",\"deviceName\":\"$DEV\"},\"params\":{\"purpose\":\"ipcLiveView\",\"cameraId\":\"cam-1\"}}}"

@@ -17,7 +17,10 @@
 # (mute_to_silence_ms: from a set allowed=false to the media room's last
 # forwarded audio packet of that member; NA until the engine enforces the
 # permission - the place for it is marked below.)
-# Settings: RATE (1000), BENCH_SECONDS (10), WARMUP_SECONDS (2), CALLS (1:
+# The figures are the medians of ROUNDS rounds, each the three phases in a
+# row (this shared machine's latency moves from minute to minute: compare
+# within a round).
+# Settings: RATE (1000), BENCH_SECONDS (10), WARMUP_SECONDS (2), ROUNDS (3), CALLS (1:
 # more live calls of the group, three targets each, spread the rate over more
 # lanes), IGWD_THREADS (2), BENCH_TMP (/tmp), ports BENCH_TALK_PG_PORT
 # (25410), BENCH_TALK_REDIS_PORT (63810), BENCH_TALK_MQTT_PORT (18910).
@@ -27,7 +30,7 @@ TALKLOAD=$(realpath "${2:?usage: bench_talk.sh IGWD TALKLOAD}")
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=../igwd/lib.sh
 . "$ROOT/tests/igwd/lib.sh"
-RATE=${RATE:-1000} SECS=${BENCH_SECONDS:-10} WARM=${WARMUP_SECONDS:-2} CALLS=${CALLS:-1}
+RATE=${RATE:-1000} SECS=${BENCH_SECONDS:-10} WARM=${WARMUP_SECONDS:-2} CALLS=${CALLS:-1} ROUNDS=${ROUNDS:-3}
 TMP=$(mktemp -d "${BENCH_TMP:-/tmp}/igw-bench-talk.XXXXXX")
 chmod 755 "$TMP"
 export IGW_VAR=$TMP/var IGW_PG_PORT=${BENCH_TALK_PG_PORT:-25410} IGW_REDIS_PORT=${BENCH_TALK_REDIS_PORT:-63810} \
@@ -92,7 +95,7 @@ cpu_report() { # BEFORE AFTER SECONDS
         sort -k2 -rn | head -5 | tr '\n' ' '
 }
 line() { # NAME JSON
-    printf '%-40s p50 %7.3f ms  p99 %7.3f ms  max %7.2f ms  %7.0f ok/s  errors %s\n' "$1" \
+    printf '%-48s p50 %7.3f ms  p99 %7.3f ms  max %7.2f ms  %7.0f ok/s  errors %s\n' "$1" \
         "$(J .p50_ms "$2")" "$(J .p99_ms "$2")" "$(J .max_ms "$2")" "$(J .per_s "$2")" "$(J .errors "$2")"
 }
 FAILED=0
@@ -111,18 +114,22 @@ phase() { # NAME igw-talkload ARGS...: prints the line; its JSON in $RES
     fi
 }
 URL=$BASE/api/v1/im/interaction/talk/audio-access
+median() { printf '%s\n' "$@" | sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 echo "/talk/audio-access at $RATE/s for $SECS s after $WARM s of warm-up (open loop: latency from each request's due time)," \
-    "$((CALLS * 3)) targets on $CALLS live call(s), one connection each, strictly sequential"
-phase "set (igwd, initiator)" -m http -u "$URL" -H "Authorization: Bearer $A" -o set
-SET=$RES
-phase "read (igwd, initiator)" -m http -u "$URL" -H "Authorization: Bearer $A" -o read
-READ=$RES
-phase "audio_set by bare EVALSHA (reference)" -m redis -R "127.0.0.1:$IGW_REDIS_PORT" -S "$SHA" -E "$ENT" \
-    -I "$INITIATOR" -o set
-REDIS=$RES
+    "$((CALLS * 3)) targets on $CALLS live call(s), one connection each, strictly sequential; $ROUNDS rounds"
+set_p99=() read_p99=() redis_p99=() set_rate=() read_rate=() redis_rate=() SETS=0
+for r in $(seq "$ROUNDS"); do
+    phase "round $r: set (igwd, initiator)" -m http -u "$URL" -H "Authorization: Bearer $A" -o set
+    set_p99+=("$(J .p99_ms "$RES")") set_rate+=("$(J .per_s "$RES")") SETS=$((SETS + $(J .ok "$RES")))
+    phase "round $r: read (igwd, initiator)" -m http -u "$URL" -H "Authorization: Bearer $A" -o read
+    read_p99+=("$(J .p99_ms "$RES")") read_rate+=("$(J .per_s "$RES")")
+    phase "round $r: audio_set by bare EVALSHA (reference)" -m redis -R "127.0.0.1:$IGW_REDIS_PORT" -S "$SHA" \
+        -E "$ENT" -I "$INITIATOR" -o set
+    redis_p99+=("$(J .p99_ms "$RES")") redis_rate+=("$(J .per_s "$RES")") SETS=$((SETS + $(J .ok "$RES")))
+done
 # The run's sets are all in Redis: every target's revision went up by one
 # per set it was sent (igwd's and the reference's), nothing else wrote.
-want=$(( $(J .ok "$SET") + $(J .ok "$REDIS") ))
+want=$SETS
 got=0
 for ((i = 1; i < ${#TARGETS[@]}; i += 2)); do
     t=${TARGETS[$i]}
@@ -136,9 +143,11 @@ echo "revisions raised: $got (warm-up included; counted sets: $want)"
 # room forwards for that member - filled in by the engine work (issue 16,
 # part 2); NA until then.
 MUTE=NA
-awk -v s="$(J .p99_ms "$SET")" -v r="$(J .p99_ms "$REDIS")" -v rd="$(J .p99_ms "$READ")" \
-    -v sr="$(J .per_s "$SET")" -v rr="$(J .per_s "$READ")" -v er="$(J .per_s "$REDIS")" -v m="$MUTE" 'BEGIN {
-    printf "achieved: set %.0f/s, read %.0f/s, EVALSHA %.0f/s (offered '"$RATE"'/s)\n", sr, rr, er
+awk -v s="$(median "${set_p99[@]}")" -v r="$(median "${redis_p99[@]}")" -v rd="$(median "${read_p99[@]}")" \
+    -v sr="$(median "${set_rate[@]}")" -v rr="$(median "${read_rate[@]}")" -v er="$(median "${redis_rate[@]}")" \
+    -v m="$MUTE" 'BEGIN {
+    printf "medians of the rounds: p99 set %.3f ms, read %.3f ms, bare EVALSHA %.3f ms\n", s, rd, r
+    printf "achieved (medians): set %.0f/s, read %.0f/s, EVALSHA %.0f/s (offered '"$RATE"'/s)\n", sr, rr, er
     printf "RESULT set_p99_ms=%.2f read_p99_ms=%.2f set_vs_redis=%.2f mute_to_silence_ms=%s\n", s, rd, (r > 0 ? s / r : 0), m }'
 if [ "$FAILED" != 0 ]; then
     echo "bench_talk: FAILED: requests that were not ok (above)" >&2

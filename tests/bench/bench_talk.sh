@@ -117,15 +117,15 @@ URL=$BASE/api/v1/im/interaction/talk/audio-access
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 echo "/talk/audio-access at $RATE/s for $SECS s after $WARM s of warm-up (open loop: latency from each request's due time)," \
     "$((CALLS * 3)) targets on $CALLS live call(s), one connection each, strictly sequential; $ROUNDS rounds"
-set_p99=() read_p99=() redis_p99=() set_rate=() read_rate=() redis_rate=() SETS=0
+set_p99=() read_p99=() redis_p99=() set_p50=() read_p50=() redis_p50=() set_rate=() read_rate=() redis_rate=() SETS=0
 for r in $(seq "$ROUNDS"); do
     phase "round $r: set (igwd, initiator)" -m http -u "$URL" -H "Authorization: Bearer $A" -o set
-    set_p99+=("$(J .p99_ms "$RES")") set_rate+=("$(J .per_s "$RES")") SETS=$((SETS + $(J .ok "$RES")))
+    set_p99+=("$(J .p99_ms "$RES")") set_p50+=("$(J .p50_ms "$RES")") set_rate+=("$(J .per_s "$RES")") SETS=$((SETS + $(J .ok "$RES")))
     phase "round $r: read (igwd, initiator)" -m http -u "$URL" -H "Authorization: Bearer $A" -o read
-    read_p99+=("$(J .p99_ms "$RES")") read_rate+=("$(J .per_s "$RES")")
+    read_p99+=("$(J .p99_ms "$RES")") read_p50+=("$(J .p50_ms "$RES")") read_rate+=("$(J .per_s "$RES")")
     phase "round $r: audio_set by bare EVALSHA (reference)" -m redis -R "127.0.0.1:$IGW_REDIS_PORT" -S "$SHA" \
         -E "$ENT" -I "$INITIATOR" -o set
-    redis_p99+=("$(J .p99_ms "$RES")") redis_rate+=("$(J .per_s "$RES")") SETS=$((SETS + $(J .ok "$RES")))
+    redis_p99+=("$(J .p99_ms "$RES")") redis_p50+=("$(J .p50_ms "$RES")") redis_rate+=("$(J .per_s "$RES")") SETS=$((SETS + $(J .ok "$RES")))
 done
 # The run's sets are all in Redis: every target's revision went up by one
 # per set it was sent (igwd's and the reference's), nothing else wrote.
@@ -145,8 +145,10 @@ echo "revisions raised: $got (warm-up included; counted sets: $want)"
 MUTE=NA
 awk -v s="$(median "${set_p99[@]}")" -v r="$(median "${redis_p99[@]}")" -v rd="$(median "${read_p99[@]}")" \
     -v sr="$(median "${set_rate[@]}")" -v rr="$(median "${read_rate[@]}")" -v er="$(median "${redis_rate[@]}")" \
+    -v s5="$(median "${set_p50[@]}")" -v rd5="$(median "${read_p50[@]}")" -v r5="$(median "${redis_p50[@]}")" \
     -v m="$MUTE" 'BEGIN {
-    printf "medians of the rounds: p99 set %.3f ms, read %.3f ms, bare EVALSHA %.3f ms\n", s, rd, r
+    printf "medians of the rounds: p50 set %.3f ms, read %.3f ms, bare EVALSHA %.3f ms (set / EVALSHA %.2f)\n", s5, rd5, r5, (r5 > 0 ? s5 / r5 : 0)
+    printf "                       p99 set %.3f ms, read %.3f ms, bare EVALSHA %.3f ms\n", s, rd, r
     printf "achieved (medians): set %.0f/s, read %.0f/s, EVALSHA %.0f/s (offered '"$RATE"'/s)\n", sr, rr, er
     printf "RESULT set_p99_ms=%.2f read_p99_ms=%.2f set_vs_redis=%.2f mute_to_silence_ms=%s\n", s, rd, (r > 0 ? s / r : 0), m }'
 if [ "$FAILED" != 0 ]; then

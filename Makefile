@@ -163,7 +163,7 @@ link = @mkdir -p $(@D) && echo "  LINK $@" && $(CC) $1 -o $@ $(filter %.o,$^) $(
         test-igwd test-framing test-conn test-loop test-pending test-log test-db test-outbox test-ws test-redis test-mqtt test-edge test-app test-nodes \
         test-nodes-own test-presence test-live test-talk test-sql test-console \
         test-ops test-mqttauth test-openapi test-media-unit fuzz-smoke fuzz \
-        bench-decode bench-edge bench-app bench-media bench-srtp bench-live
+        bench-decode bench-edge bench-app bench-media bench-srtp bench-live bench-talk
 
 all: $(BUILD)/igw-gen $(BUILD)/igwctl $(BUILD)/igwd $(BUILD)/igw-mqtt-auth.so $(BUILD)/igw-vcam
 
@@ -494,6 +494,11 @@ $(BENCH)/bench_decode: $(BUILD)/bobj/tests/bench/bench_decode.o $(BUILD)/bobj/te
 $(BENCH)/igw-loadgen: $(BUILD)/bobj/tests/bench/loadgen.o
 	$(call link,,)
 
+# /talk/audio-access sets at a fixed rate, each a real change; also call.lua's
+# audio_set by EVALSHA on Redis (hiredis's formatter and reader only).
+$(BENCH)/igw-talkload: $(BUILD)/bobj/tests/bench/talk_load.o
+	$(call link,,$(shell pkg-config --libs hiredis))
+
 $(BUILD)/bobj/tests/bench/device.o: XCFLAGS = $(shell pkg-config --cflags libmosquitto)
 $(BENCH)/igw-benchdevice: $(BUILD)/bobj/tests/bench/device.o
 	$(call link,,$(shell pkg-config --libs libmosquitto))
@@ -538,6 +543,11 @@ bench-media: deps-bench $(BENCH)/igw-media-host
 bench-live: deps-bench all $(BENCH)/igwd $(BENCH)/igw-media-host $(BENCH)/igw-live-viewers
 	tests/bench/bench_live.sh $(BENCH)/igwd $(BUILD)/igwctl $(BUILD)/igw-vcam $(BENCH)/igw-media-host \
 	    $(BENCH)/igw-live-viewers
+
+# The conference audio permission (issue 16): /talk/audio-access set and read at
+# 1000/s on a live call, beside call.lua's bare EVALSHA at the same rate.
+bench-talk: deps-bench all $(BENCH)/igwd $(BENCH)/igw-talkload
+	tests/bench/bench_talk.sh $(BENCH)/igwd $(BENCH)/igw-talkload
 
 clean:
 	rm -rf $(BUILD)

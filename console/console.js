@@ -491,7 +491,8 @@ async function heartbeat() {
         if (t.callId !== callId) return;
         t.memberEpoch = m.memberEpoch;
         showCall();
-        $('talk-heartbeat').textContent = `${new Date().toLocaleTimeString()}, deadline ${new Date(m.deadlineAt).toLocaleTimeString()}`;
+        $('talk-heartbeat').textContent =
+            `sent ${new Date().toLocaleTimeString()}, deadline ${new Date(m.deadlineAt).toLocaleTimeString()}`;
     } catch (err) {
         if (t.callId !== callId) return;
         $('talk-heartbeat').textContent = `refused: ${reasonOf(err)}`;

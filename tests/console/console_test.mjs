@@ -99,11 +99,13 @@ async function liveViewTest(page) {
 // Redis and talk_enabled): as user 1001 the page starts a call of
 // demo-group, shows the roster, talks: Chromium's fake microphone (its
 // periodic beep) reaches the camera's speaker. A second page as user 1002
-// joins the call by id (and 1003, from here, so that the call outlives
-// 1002's removal: fewer than 2 members end it); the initiator's mute meets a
-// stale revision (another set slipped in between its read and its set:
-// refused, read again, not retried), then unmutes, removes 1002, and hangs
-// up: the talk session ends.
+// (console_test.sh granted it the camera) joins the call by id and talks
+// too (1003 joins from here, so that the call outlives 1002's exit: fewer
+// than 2 members end it); the initiator's mute meets a stale revision
+// (another set slipped in between its read and its set: refused, read
+// again, not retried), then unmutes; 1002 leaves, joins again (memberEpoch
+// 2) and the initiator removes that instance; the initiator hangs up: its
+// talk session ends.
 async function talkTest(browser) {
     const cell = (page, user, i) => page.$eval(`#roster-body tr[data-user-id="${user}"] td:nth-child(${i})`, (e) => e.textContent)
         .catch(() => null);
@@ -170,6 +172,13 @@ async function talkTest(browser) {
     await pb.waitForFunction((c) => document.getElementById('talk-call').textContent === c, callId, WAIT);
     await eventually('talk: 1002 sees both members', async () => (await hasRow(pb, '1001')) && (await hasRow(pb, '1002')), 6000);
     chk.check((await pb.$$('#roster-body button')).length === 0, 'talk: no mute or remove buttons for a member who is no initiator');
+    await pb.click('#talk-leave');
+    await pb.waitForFunction(() => document.getElementById('talk-status').className === 'refused', null, WAIT);
+    chk.check(/interaction\.leave refused: .*acts on a talk session: press Talk first/.test(await text(pb, '#talk-status')),
+        `talk: Leave without a talk session is refused, saying why: ${await text(pb, '#talk-status')}`);
+    await pb.click('#talk-open');
+    await pb.waitForFunction(() => /^established/.test(document.getElementById('talk-session-state').textContent), null, WAIT);
+    chk.check((await text(pb, '#talk-peer-state')) === 'connected', 'talk: 1002 talks too (established, connected)');
     await eventually('talk: the initiator sees 1002', async () => (await cell(pa, '1002', 3)) === 'true', 6000);
     const epoch2 = Number(await cell(pa, '1002', 2));
     const rev = Number(await cell(pa, '1002', 4));
@@ -219,11 +228,25 @@ async function talkTest(browser) {
         (await text(pa, '#talk-status')).includes(`user 1002: publishAllowed true, audioRevision ${rev + 2}`),
     `talk: the set shown: ${await text(pa, '#talk-status')}`);
 
-    // Remove 1002 (its memberEpoch as shown), then hang up.
+    // 1002 leaves (its talk session ends), joins again; the initiator
+    // removes that instance (its memberEpoch as shown); then hangs up.
+    await pb.click('#talk-leave');
+    await pb.waitForFunction(() => /^ended/.test(document.getElementById('talk-session-state').textContent), null, WAIT);
+    chk.check(/^ended \(memberLeft\)/.test(await text(pb, '#talk-session-state')) &&
+        (await text(pb, '#talk-status')).includes(`left: 1002 (memberEpoch ${epoch2}), call ended false`) &&
+        (await text(pb, '#talk-call')) === 'none (you left)' && (await text(pb, '#talk-peer-state')) === 'closed',
+    `talk: 1002 left, its talk session ended: ${await text(pb, '#talk-session-state')} / ${await text(pb, '#talk-status')}`);
+    await eventually('talk: 1002 gone from the initiator\'s roster', async () => !(await hasRow(pa, '1002')), 6000);
+    await pb.click('#talk-join');
+    await pb.waitForFunction((c) => document.getElementById('talk-call').textContent === c, callId, WAIT);
+    chk.check((await text(pb, '#talk-epoch')) === String(epoch2 + 1), 'talk: 1002 joined again, a new memberEpoch');
+    await eventually('talk: the initiator sees 1002\'s new instance', async () => (await cell(pa, '1002', 2)) === String(epoch2 + 1), 6000);
     await pa.click('#roster-body tr[data-user-id="1002"] button.remove');
     await eventually('talk: 1002 removed from the roster', async () => !(await hasRow(pa, '1002')), 6000);
-    chk.check((await text(pa, '#talk-status')).includes(`left: 1002 (memberEpoch ${epoch2}), call ended false, remaining ["1001","1003"]`),
-        `talk: the removal's result shown: ${await text(pa, '#talk-status')}`);
+    chk.check((await text(pa, '#talk-status')).includes(
+        `left: 1002 (memberEpoch ${epoch2 + 1}), call ended false, remaining ["1001","1003"]`),
+    `talk: the removal's result shown: ${await text(pa, '#talk-status')}`);
+    await eventually('talk: the heartbeat sent', async () => /^sent .*, deadline /.test(await text(pa, '#talk-heartbeat')), 12000);
     await pa.click('#talk-hangup');
     await pa.waitForFunction(() => /^ended/.test(document.getElementById('talk-session-state').textContent), null, WAIT);
     chk.check(/^ended \((callEnded|memberLeft)\)/.test(await text(pa, '#talk-session-state')),

@@ -33,6 +33,7 @@ const state = {
         memberEpoch: 0,   // our join instance, from start/join/heartbeat
         members: [],      // the last roster
         shown: '',        // what the roster table shows, to redraw only on a change
+        gen: 0,           // raised at every entry and exit: an older poll stops
         rosterTimer: 0,
         beatTimer: 0,
         session: null,    // {sessionId, mediaRevision, pc}
@@ -417,12 +418,14 @@ function enterCall(member, what) {
     $('talk-heartbeat').textContent = `deadline ${new Date(member.deadlineAt).toLocaleTimeString()}`;
     showCall();
     talkStatus(`${what}: call ${member.callId}, memberEpoch ${member.memberEpoch}`);
-    t.rosterTimer = setTimeout(pollRoster, 0);
-    t.beatTimer = setTimeout(heartbeat, HEARTBEAT_MS);
+    const gen = ++t.gen;
+    t.rosterTimer = setTimeout(() => pollRoster(gen), 0);
+    t.beatTimer = setTimeout(() => heartbeat(gen), HEARTBEAT_MS);
 }
 
 function leaveCallLocally(why) {
     const t = state.talk;
+    t.gen++;
     clearTimeout(t.rosterTimer);
     clearTimeout(t.beatTimer);
     t.callId = '';
@@ -457,9 +460,9 @@ async function joinCall() {
 // One read of the roster into the table (the poll and every change we make).
 async function refreshRoster() {
     const t = state.talk;
-    const callId = t.callId;
-    const r = await im('calls/roster', { callId });
-    if (t.callId !== callId) return;
+    const gen = t.gen;
+    const r = await im('calls/roster', { callId: t.callId });
+    if (t.gen !== gen) return;
     t.initiator = r.initiator;
     t.members = r.members;
     showCall();
@@ -467,39 +470,39 @@ async function refreshRoster() {
 }
 
 // Polled every ROSTER_MS while in a call; a chain of timeouts, so that a slow
-// reply never overlaps the next.
-async function pollRoster() {
+// reply never overlaps the next. gen: the entry it belongs to (a reply that
+// comes back after an exit, or after a new entry, ends its chain).
+async function pollRoster(gen) {
     const t = state.talk;
-    const callId = t.callId;
-    if (!callId) return;
+    if (t.gen !== gen) return;
     try {
         await refreshRoster();
     } catch (err) {
-        if (t.callId !== callId) return;
+        if (t.gen !== gen) return;
         showError('calls/roster', err);
         if (callGone(err)) return leaveCallLocally(reasonOf(err));
     }
-    if (t.callId === callId) t.rosterTimer = setTimeout(pollRoster, ROSTER_MS);
+    if (t.gen === gen) t.rosterTimer = setTimeout(() => pollRoster(gen), ROSTER_MS);
 }
 
-async function heartbeat() {
+async function heartbeat(gen) {
     const t = state.talk;
+    if (t.gen !== gen) return;
     const callId = t.callId;
-    if (!callId) return;
     try {
         const m = await im('calls/heartbeat', { callId });
-        if (t.callId !== callId) return;
+        if (t.gen !== gen) return;
         t.memberEpoch = m.memberEpoch;
         showCall();
         $('talk-heartbeat').textContent =
             `sent ${new Date().toLocaleTimeString()}, deadline ${new Date(m.deadlineAt).toLocaleTimeString()}`;
     } catch (err) {
-        if (t.callId !== callId) return;
+        if (t.gen !== gen) return;
         $('talk-heartbeat').textContent = `refused: ${reasonOf(err)}`;
         showError('calls/heartbeat', err);
         if (callGone(err)) return leaveCallLocally(reasonOf(err));
     }
-    if (t.callId === callId) t.beatTimer = setTimeout(heartbeat, HEARTBEAT_MS);
+    if (t.gen === gen) t.beatTimer = setTimeout(() => heartbeat(gen), HEARTBEAT_MS);
 }
 
 function cell(tr, text) {

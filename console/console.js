@@ -2,7 +2,8 @@
 // the shortest complete example of the client flow (docs/client-flow.md):
 // log in with a token, register an endpoint, listen on its WebSocket (or
 // pull), acknowledge every delivery, send commands and read their outcome
-// from the interaction.result events, and run a live view over WebRTC.
+// from the interaction.result events, run a live view over WebRTC, and talk
+// to the camera from a call of the stand-in IM (ipcTalk).
 //
 // The token is never put in a URL the browser sends: it comes from the
 // text box or the URL fragment (#token=...&product=...&device=...&camera=...),
@@ -11,7 +12,10 @@
 'use strict';
 
 const API = '/api/v1/im/interaction';
+const IM = '/api/v1/im-standin/'; // the stand-in IM's calls (not the spec's API)
 const RESULT_WAIT_MS = 20000; // a command's result: the device's 10 s plus room
+const ROSTER_MS = 2000;
+const HEARTBEAT_MS = 10000; // the server lets a membership lapse after 30 s without one
 
 const $ = (id) => document.getElementById(id);
 
@@ -22,6 +26,19 @@ const state = {
     seen: new Set(),      // deliveryIds shown (push and pull show the same ones)
     waiting: new Map(),   // msgToken -> resolve of the command's interaction.result
     live: null,           // {sessionId, mediaRevision, pc}
+    user: '',             // the token's "sub", to label the page (the server decides)
+    talk: {
+        callId: '',       // the call we are a member of, '' when none
+        initiator: '',
+        memberEpoch: 0,   // our join instance, from start/join/heartbeat
+        members: [],      // the last roster
+        shown: '',        // what the roster table shows, to redraw only on a change
+        gen: 0,           // raised at every entry and exit: an older poll stops
+        rosterTimer: 0,
+        beatTimer: 0,
+        session: null,    // {sessionId, mediaRevision, pc}
+        mic: null,        // the microphone's MediaStream while talking
+    },
 };
 
 // ---- HTTP -----------------------------------------------------------------
@@ -45,10 +62,19 @@ function showError(what, err) {
 
 // POST to the interaction API; resolves to the reply's data, rejects with an
 // ApiError carrying the envelope verbatim.
-async function post(path, body) {
+function post(path, body) {
+    return postTo(API + path, body);
+}
+
+// POST to the stand-in IM (calls/start, calls/roster, ...), as post().
+function im(path, body) {
+    return postTo(IM + path, body);
+}
+
+async function postTo(url, body) {
     const headers = { authorization: `Bearer ${state.token}` };
     if (body !== undefined) headers['content-type'] = 'application/json';
-    const res = await fetch(API + path, {
+    const res = await fetch(url, {
         method: 'POST',
         headers,
         body: body === undefined ? undefined : JSON.stringify(body),
@@ -185,8 +211,23 @@ function closePush() {
     $('ws-status').textContent = 'closed';
 }
 
+// The user id in a JWT's claims ("sub"), or '' for anything else. Read
+// without verifying: it only labels the page and names oneself in a leave;
+// the server takes identity from the verified token alone.
+function tokenUser(token) {
+    try {
+        const p = token.split('.')[1].replace(/-/g, '+').replace(/_/g, '/');
+        const claims = JSON.parse(atob(p + '='.repeat((4 - (p.length % 4)) % 4)));
+        return claims.sub === undefined ? '' : String(claims.sub);
+    } catch {
+        return '';
+    }
+}
+
 async function connect() {
     state.token = $('token').value.trim();
+    state.user = tokenUser(state.token);
+    $('talk-me').textContent = state.user || 'unknown';
     $('error').textContent = '';
     try {
         const data = await post('/endpoints/register');
@@ -206,12 +247,18 @@ function setLive(fields) {
     $('media-revision').textContent = String(state.live.mediaRevision);
 }
 
+// interaction.state of the live view's or the talk's session.
 function onSessionState(ev) {
-    const live = state.live;
-    if (!live || ev.sessionId !== live.sessionId) return;
     const d = ev.data || {};
-    $('session-state').textContent = `${d.state}${d.reason ? ' (' + d.reason + ')' : ''} eventSeq ${ev.eventSeq}`;
-    if (d.state === 'ended') stopPeer();
+    const shown = `${d.state}${d.reason ? ' (' + d.reason + ')' : ''} eventSeq ${ev.eventSeq}`;
+    const talk = state.talk.session;
+    if (state.live && ev.sessionId === state.live.sessionId) {
+        $('session-state').textContent = shown;
+        if (d.state === 'ended') stopPeer();
+    } else if (talk && ev.sessionId === talk.sessionId) {
+        $('talk-session-state').textContent = shown;
+        if (d.state === 'ended') stopTalkPeer();
+    }
 }
 
 function stopPeer() {
@@ -238,6 +285,34 @@ function gathered(pc, ms) {
 function expectOk(what, ev) {
     if (ev.code !== 200) throw new ApiError(200, { code: ev.code, msg: `${what} failed`, data: ev.data || {} });
     return ev.data || {};
+}
+
+// The media of session s ({sessionId, mediaRevision, pc}) on pc, whose
+// transceivers are set: every change of the connection state shown in
+// element peerId and reported with interaction.mediaState, the offer once
+// ICE gathering is complete -> interaction.mediaOffer -> its result's answer
+// -> setRemoteDescription. onRevision(r) when the answer names a revision.
+async function negotiate(s, pc, peerId, onRevision) {
+    const sessionId = s.sessionId;
+    pc.onconnectionstatechange = () => {
+        const st = pc.connectionState;
+        $(peerId).textContent = st;
+        if (st === 'new' || s.pc !== pc) return; // 'new' is no MediaPeerState
+        command('interaction.mediaState', { sessionId }, { mediaRevision: s.mediaRevision, state: st })
+            .catch((err) => showError('interaction.mediaState', err));
+    };
+    await pc.setLocalDescription(await pc.createOffer());
+    await gathered(pc, 10000);
+
+    const offer = await command('interaction.mediaOffer', { sessionId }, {
+        mediaRevision: s.mediaRevision,
+        webrtc: { iceMode: 'full', sdp: pc.localDescription.sdp },
+    });
+    const answer = expectOk('interaction.mediaOffer', await offer.result);
+    const sdp = typeof answer.webrtc === 'string' ? answer.webrtc : answer.webrtc && answer.webrtc.sdp;
+    if (!sdp) throw new Error('interaction.mediaOffer: the result carries no answer (data.webrtc)');
+    if (answer.mediaRevision) onRevision(answer.mediaRevision);
+    await pc.setRemoteDescription({ type: 'answer', sdp });
 }
 
 // interaction.open -> result (invited, sessionId) -> recvonly offer ->
@@ -268,25 +343,7 @@ async function openLiveView() {
             stream.addTrack(e.track);
             $('video').srcObject = stream;
         };
-        pc.onconnectionstatechange = () => {
-            const s = pc.connectionState;
-            $('peer-state').textContent = s;
-            if (s === 'new' || !state.live || state.live.pc !== pc) return; // 'new' is no MediaPeerState
-            command('interaction.mediaState', { sessionId }, { mediaRevision: state.live.mediaRevision, state: s })
-                .catch((err) => showError('interaction.mediaState', err));
-        };
-        await pc.setLocalDescription(await pc.createOffer());
-        await gathered(pc, 10000);
-
-        const offer = await command('interaction.mediaOffer', { sessionId }, {
-            mediaRevision: state.live.mediaRevision,
-            webrtc: { iceMode: 'full', sdp: pc.localDescription.sdp },
-        });
-        const answer = expectOk('interaction.mediaOffer', await offer.result);
-        const sdp = typeof answer.webrtc === 'string' ? answer.webrtc : answer.webrtc && answer.webrtc.sdp;
-        if (!sdp) throw new Error('interaction.mediaOffer: the result carries no answer (data.webrtc)');
-        if (answer.mediaRevision) setLive({ mediaRevision: answer.mediaRevision });
-        await pc.setRemoteDescription({ type: 'answer', sdp });
+        await negotiate(state.live, pc, 'peer-state', (r) => setLive({ mediaRevision: r }));
     } catch (err) {
         showError('live view', err);
         stopPeer();
@@ -313,6 +370,320 @@ async function endLiveView() {
         showError('interaction.end', err);
     } finally {
         stopPeer();
+    }
+}
+
+// ---- talk ---------------------------------------------------------------------
+//
+// A call of the stand-in IM (calls/start of a group, or calls/join by id),
+// kept alive with calls/heartbeat and shown with calls/roster; then ipcTalk
+// on the camera: interaction.open {purpose: ipcTalk, cameraId, callId} -> the
+// microphone on a sendrecv audio transceiver, the camera's picture and
+// microphone received -> the media as the live view's. The call's initiator
+// mutes members with /talk/audio-access (read, then set with the revision
+// read) and removes them with interaction.leave; everyone leaves
+// (interaction.leave of oneself) or hangs up (calls/hangup).
+
+// A short line about the last talk operation; refused ones stand out.
+function talkStatus(text, refused) {
+    $('talk-status').textContent = `${new Date().toLocaleTimeString()} ${text}`;
+    $('talk-status').className = refused ? 'refused' : '';
+}
+
+function reasonOf(err) {
+    const env = err instanceof ApiError ? err.envelope : null;
+    return env && env.data ? `${env.data.reason}${env.data.path ? ' (' + env.data.path + ')' : ''}` : err.message || String(err);
+}
+
+// The call is gone for us (ended, or our membership lapsed or left): no more
+// polling; a talk session on it is ended by the server (its state event).
+function callGone(err) {
+    return err instanceof ApiError && (err.status === 404 || err.status === 403);
+}
+
+function showCall() {
+    const t = state.talk;
+    $('talk-call').textContent = t.callId || 'none';
+    $('talk-initiator').textContent = t.initiator || 'none';
+    $('talk-epoch').textContent = t.memberEpoch ? String(t.memberEpoch) : 'none';
+}
+
+function enterCall(member, what) {
+    const t = state.talk;
+    t.callId = member.callId;
+    t.memberEpoch = member.memberEpoch;
+    t.initiator = '';
+    t.members = [];
+    $('talk-call-input').value = member.callId;
+    $('talk-heartbeat').textContent = `deadline ${new Date(member.deadlineAt).toLocaleTimeString()}`;
+    showCall();
+    talkStatus(`${what}: call ${member.callId}, memberEpoch ${member.memberEpoch}`);
+    const gen = ++t.gen;
+    t.rosterTimer = setTimeout(() => pollRoster(gen), 0);
+    t.beatTimer = setTimeout(() => heartbeat(gen), HEARTBEAT_MS);
+}
+
+function leaveCallLocally(why) {
+    const t = state.talk;
+    t.gen++;
+    clearTimeout(t.rosterTimer);
+    clearTimeout(t.beatTimer);
+    t.callId = '';
+    t.initiator = '';
+    t.memberEpoch = 0;
+    t.members = [];
+    renderRoster();
+    showCall();
+    $('talk-call').textContent = `none (${why})`;
+}
+
+async function startCall() {
+    try {
+        if (state.talk.callId) throw new Error(`in call ${state.talk.callId}: hang up first`);
+        enterCall(await im('calls/start', { groupId: $('talk-group').value.trim() }), 'started');
+    } catch (err) {
+        showError('calls/start', err);
+        talkStatus(`calls/start refused: ${reasonOf(err)}`, true);
+    }
+}
+
+async function joinCall() {
+    try {
+        if (state.talk.callId) throw new Error(`in call ${state.talk.callId}: hang up first`);
+        enterCall(await im('calls/join', { callId: $('talk-call-input').value.trim() }), 'joined');
+    } catch (err) {
+        showError('calls/join', err);
+        talkStatus(`calls/join refused: ${reasonOf(err)}`, true);
+    }
+}
+
+// One read of the roster into the table (the poll and every change we make).
+async function refreshRoster() {
+    const t = state.talk;
+    const gen = t.gen;
+    const r = await im('calls/roster', { callId: t.callId });
+    if (t.gen !== gen) return;
+    t.initiator = r.initiator;
+    t.members = r.members;
+    showCall();
+    renderRoster();
+}
+
+// Polled every ROSTER_MS while in a call; a chain of timeouts, so that a slow
+// reply never overlaps the next. gen: the entry it belongs to (a reply that
+// comes back after an exit, or after a new entry, ends its chain).
+async function pollRoster(gen) {
+    const t = state.talk;
+    if (t.gen !== gen) return;
+    try {
+        await refreshRoster();
+    } catch (err) {
+        if (t.gen !== gen) return;
+        showError('calls/roster', err);
+        if (callGone(err)) return leaveCallLocally(reasonOf(err));
+    }
+    if (t.gen === gen) t.rosterTimer = setTimeout(() => pollRoster(gen), ROSTER_MS);
+}
+
+async function heartbeat(gen) {
+    const t = state.talk;
+    if (t.gen !== gen) return;
+    const callId = t.callId;
+    try {
+        const m = await im('calls/heartbeat', { callId });
+        if (t.gen !== gen) return;
+        t.memberEpoch = m.memberEpoch;
+        showCall();
+        $('talk-heartbeat').textContent =
+            `sent ${new Date().toLocaleTimeString()}, deadline ${new Date(m.deadlineAt).toLocaleTimeString()}`;
+    } catch (err) {
+        if (t.gen !== gen) return;
+        $('talk-heartbeat').textContent = `refused: ${reasonOf(err)}`;
+        showError('calls/heartbeat', err);
+        if (callGone(err)) return leaveCallLocally(reasonOf(err));
+    }
+    if (t.gen === gen) t.beatTimer = setTimeout(() => heartbeat(gen), HEARTBEAT_MS);
+}
+
+function cell(tr, text) {
+    const td = document.createElement('td');
+    td.textContent = text;
+    tr.append(td);
+    return td;
+}
+
+// Redraws the roster table when it changed (a button is not replaced under
+// the pointer by every poll).
+function renderRoster() {
+    const t = state.talk;
+    const shown = JSON.stringify([state.user, t.initiator, t.members]);
+    if (shown === t.shown) return;
+    t.shown = shown;
+    const host = t.initiator !== '' && t.initiator === state.user;
+    const rows = t.members.map((m) => {
+        const tr = document.createElement('tr');
+        tr.dataset.userId = m.userId;
+        if (m.userId === state.user) tr.className = 'me';
+        cell(tr, m.userId);
+        cell(tr, String(m.memberEpoch));
+        cell(tr, String(m.publishAllowed));
+        cell(tr, String(m.audioRevision));
+        const actions = cell(tr, '');
+        if (host) {
+            const mute = document.createElement('button');
+            mute.className = 'mute';
+            mute.textContent = m.publishAllowed ? 'Mute' : 'Unmute';
+            mute.dataset.allowed = String(!m.publishAllowed);
+            actions.append(mute);
+            if (m.userId !== state.user) {
+                const remove = document.createElement('button');
+                remove.className = 'remove';
+                remove.textContent = 'Remove';
+                remove.dataset.memberEpoch = String(m.memberEpoch);
+                actions.append(remove);
+            }
+        }
+        return tr;
+    });
+    $('roster-body').replaceChildren(...rows);
+}
+
+// The initiator sets a member's publish permission: read its record, then
+// set with the audioRevision read. A stale revision (someone changed it in
+// between) is shown as refused and the record read again; pressing again
+// decides on what is current, never a revision substituted here.
+async function setAudio(userId, allowed) {
+    const callId = state.talk.callId;
+    const read = () => post('/talk/audio-access', { operation: 'read', callId, targetUserID: userId });
+    try {
+        const rec = await read();
+        if (rec.publishAllowed === allowed) {
+            talkStatus(`user ${userId}: publishAllowed already ${allowed} (audioRevision ${rec.audioRevision})`);
+        } else {
+            try {
+                const set = await post('/talk/audio-access',
+                    { operation: 'set', callId, targetUserID: userId, allowed, expectedRevision: rec.audioRevision });
+                talkStatus(`user ${userId}: publishAllowed ${set.publishAllowed}, audioRevision ${set.audioRevision}`);
+            } catch (err) {
+                const env = err instanceof ApiError ? err.envelope : null;
+                if (!(env && env.data && env.data.path === '/expectedRevision')) throw err;
+                showError('audio-access set', err);
+                const now = await read();
+                talkStatus(`refused, stale revision: ${env.data.reason} (expectedRevision ${rec.audioRevision}); ` +
+                    `read again: user ${userId} publishAllowed ${now.publishAllowed}, audioRevision ${now.audioRevision}; ` +
+                    'press again to change it', true);
+            }
+        }
+        await refreshRoster();
+    } catch (err) {
+        showError('audio-access', err);
+        talkStatus(`audio-access refused: ${reasonOf(err)}`, true);
+    }
+}
+
+// interaction.leave on our talk session: ourselves (self exit) or, for the
+// initiator, another member's join instance (memberEpoch as the roster
+// showed it: a re-entry since is refused, not removed).
+async function leave(participantId, memberEpoch) {
+    const t = state.talk;
+    try {
+        if (!t.session) throw new Error('interaction.leave acts on a talk session: press Talk first (Hang up leaves the call without one)');
+        if (!t.callId) throw new Error('not in a call');
+        const c = await command('interaction.leave', { sessionId: t.session.sessionId },
+            { callId: t.callId, participantId, expectedMemberEpoch: memberEpoch });
+        const r = expectOk('interaction.leave', await c.result);
+        talkStatus(`left: ${r.participantId} (memberEpoch ${r.memberEpoch}), call ended ${r.ended}, ` +
+            `remaining ${JSON.stringify(r.remaining)}`);
+        if (participantId === state.user || r.ended) leaveCallLocally(r.ended ? 'call ended' : 'you left');
+        else await refreshRoster();
+    } catch (err) {
+        showError('interaction.leave', err);
+        talkStatus(`interaction.leave refused: ${reasonOf(err)}`, true);
+    }
+}
+
+function leaveSelf() {
+    const me = state.talk.members.find((m) => m.userId === state.user);
+    leave(state.user, me ? me.memberEpoch : state.talk.memberEpoch);
+}
+
+async function hangUp() {
+    const t = state.talk;
+    try {
+        if (!t.callId) throw new Error('not in a call');
+        const callId = t.callId;
+        const r = await im('calls/hangup', { callId });
+        talkStatus(`hung up: call ${callId}, ended ${r.ended}`);
+        leaveCallLocally(r.ended ? 'hung up, call ended' : 'hung up');
+    } catch (err) {
+        showError('calls/hangup', err);
+        talkStatus(`calls/hangup refused: ${reasonOf(err)}`, true);
+    }
+}
+
+function stopTalkPeer() {
+    const t = state.talk;
+    if (t.session && t.session.pc) {
+        t.session.pc.close();
+        t.session.pc = null;
+        $('talk-peer-state').textContent = 'closed';
+    }
+    if (t.mic) {
+        for (const track of t.mic.getTracks()) track.stop();
+        t.mic = null;
+        $('talk-mic').textContent = 'off';
+    }
+}
+
+function setTalk(fields) {
+    const s = state.talk.session;
+    Object.assign(s, fields);
+    $('talk-session-id').textContent = s.sessionId;
+    $('talk-media-revision').textContent = String(s.mediaRevision);
+}
+
+// The microphone first (a refusal leaves nothing open on the server), then
+// interaction.open with purpose ipcTalk on the call, then the peer: the
+// microphone on a sendrecv audio transceiver, the camera's video received.
+async function openTalk() {
+    const t = state.talk;
+    try {
+        if (t.session && t.session.pc) throw new Error('a talk is open: leave or hang up first');
+        if (!t.callId) throw new Error('start or join a call first');
+        if (!navigator.mediaDevices || !navigator.mediaDevices.getUserMedia)
+            throw new Error('no microphone here: getUserMedia needs a secure context (https, or http on 127.0.0.1 or localhost)');
+        t.mic = await navigator.mediaDevices.getUserMedia({ audio: true, video: false });
+        const track = t.mic.getAudioTracks()[0];
+        $('talk-mic').textContent = track.label || 'on';
+
+        const open = await command('interaction.open', target(),
+            { purpose: 'ipcTalk', cameraId: $('camera').value.trim(), callId: t.callId });
+        const ev = await open.result;
+        const data = expectOk('interaction.open', ev);
+        const sessionId = data.sessionId || ev.sessionId;
+        if (!sessionId) throw new Error('interaction.open: the result carries no sessionId');
+        t.session = { sessionId, mediaRevision: data.mediaRevision || 1, pc: null };
+        setTalk({});
+        $('talk-session-state').textContent = data.state || 'invited';
+
+        const pc = new RTCPeerConnection({ bundlePolicy: 'max-bundle', rtcpMuxPolicy: 'require' });
+        t.session.pc = pc;
+        pc.addTransceiver(track, { direction: 'sendrecv', streams: [t.mic] });
+        pc.addTransceiver('video', { direction: 'recvonly' });
+        const picture = new MediaStream();
+        pc.ontrack = (e) => {
+            if (e.track.kind === 'audio') {
+                $('talk-audio').srcObject = new MediaStream([e.track]);
+            } else {
+                picture.addTrack(e.track);
+                $('talk-video').srcObject = picture;
+            }
+        };
+        await negotiate(t.session, pc, 'talk-peer-state', (r) => setTalk({ mediaRevision: r }));
+    } catch (err) {
+        showError('talk', err);
+        talkStatus(`talk refused: ${reasonOf(err)}`, true);
+        stopTalkPeer();
     }
 }
 
@@ -353,6 +724,18 @@ $('live-open').addEventListener('click', openLiveView);
 $('live-pause').addEventListener('click', () => trackControl('pause'));
 $('live-resume').addEventListener('click', () => trackControl('resume'));
 $('live-end').addEventListener('click', endLiveView);
+$('talk-start').addEventListener('click', startCall);
+$('talk-join').addEventListener('click', joinCall);
+$('talk-open').addEventListener('click', openTalk);
+$('talk-leave').addEventListener('click', leaveSelf);
+$('talk-hangup').addEventListener('click', hangUp);
+$('roster-body').addEventListener('click', (e) => {
+    const b = e.target.closest('button');
+    const tr = b && b.closest('tr');
+    if (!tr) return;
+    if (b.classList.contains('mute')) setAudio(tr.dataset.userId, b.dataset.allowed === 'true');
+    else if (b.classList.contains('remove')) leave(tr.dataset.userId, Number(b.dataset.memberEpoch));
+});
 $('action-form').addEventListener('submit', (e) => {
     e.preventDefault();
     sendDevice('device.action', () => ({ actionID: $('action-id').value.trim(), input: parseJson('action-input') }));

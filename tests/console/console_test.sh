@@ -6,7 +6,9 @@
 # Redis and Mosquitto with the demo tenant: log in, register, push, a
 # device.action answered by the device over MQTT, acknowledgements, the pull
 # fallback, error envelopes, a bad token (console_test.mjs); then the live
-# view of the demo camera (igw-vcam as its device) from the page.
+# view of the demo camera (igw-vcam as its device) from the page, and talk:
+# a call of the stand-in IM (igwd with Redis and talk on), Chromium's fake
+# microphone heard at the camera's speaker (igw-vcam --speaker-log).
 # Runs in network, PID and mount namespaces of its own like the media tests
 # (tests/media/lib.sh media_netns; IGW_MEDIA_NETNS=0: the host's), so
 # everything it starts dies with it. playwright-core is installed first into
@@ -66,7 +68,8 @@ rc=$?
 igw_start IGW_THREADS=2 IGW_PG_DSN="$IGW_PG_DSN" IGW_JWT_KEY_FILE="$IGW_VAR/jwt.key" IGW_DEVICE_CACHE_MS=0 \
     IGW_MQTT_HOST=127.0.0.1 IGW_MQTT_PORT="$IGW_MQTT_PORT" IGW_MQTT_PASSWORD_FILE="$IGW_MQTT_PASSWORD_FILE" \
     IGW_MQTT_CLIENT_ID=igwd-console-test IGW_COMMAND_TIMEOUT_MS=1000 IGW_CONSOLE_DIR="$DIR" \
-    IGW_MEDIA_ADDRESS="$IGW_NETNS_ADDR"
+    IGW_MEDIA_ADDRESS="$IGW_NETNS_ADDR" IGW_REDIS_HOST=127.0.0.1 IGW_REDIS_PORT="$IGW_REDIS_PORT" \
+    IGW_TALK_ENABLED=true IGW_TALK_MEMBERS=true
 CSP="default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; media-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 for f in /console/:index.html:"text/html; charset=utf-8" /console/index.html:index.html:"text/html; charset=utf-8" \
     /console/console.js:console.js:"text/javascript; charset=utf-8" /console/console.css:console.css:"text/css; charset=utf-8" \
@@ -129,8 +132,9 @@ CASE="every delivery acknowledged"
 [ "$(psql_q "SELECT count(*) FILTER (WHERE acked_at IS NULL) || '/' || (count(*) >= 2) FROM deliveries")" = 0/true ] ||
     fail "$CASE: $(psql_q "SELECT delivery_id, state, acked_at FROM deliveries")"; ok
 # ---- the live view: the device is the camera now (igw-vcam) -------------------------------------
+# Its speaker's levels (one JSON line per 50 ms played) are for the talk below.
 "$VCAM" --mqtt "127.0.0.1:$IGW_MQTT_PORT" --product "$P" --device "$D" --secret "$(j .device.secret)" --camera-id "$CAM" \
-    --address "$IGW_NETNS_ADDR" 2>"$TMP/vcam.err" &
+    --address "$IGW_NETNS_ADDR" --speaker-log "$TMP/speaker.jsonl" 2>"$TMP/vcam.err" &
 SUBPID=$!
 for _ in $(seq 100); do [ "$(psql_q "SELECT online FROM devices WHERE product_id = '$P' AND device_name = '$D'")" = t ] && break; sleep 0.1; done
 node "$HERE/console_test.mjs" --live "http://127.0.0.1:$PORT" "$TOKEN" "$P" "$D" "$CAM" ||
@@ -139,6 +143,19 @@ ok
 CASE="the live view's session ended, by the page"
 [ "$(psql_q "SELECT state || ' ' || reason FROM sessions")" = "ended userHangup" ] ||
     fail "$CASE: $(psql_q "SELECT session_id, state, reason FROM sessions")"; ok
+# ---- talk: user 1001 calls demo-group and talks; 1002 and 1003 join; hang up ----------------------
+# 1002 talks too: rights on the camera.
+"$IGWCTL" grant --db "$IGW_PG_DSN" --user "$(j .otherUser.userId)" --product "$P" --device "$D" >/dev/null || fail "igwctl grant"
+node "$HERE/console_test.mjs" --talk "http://127.0.0.1:$PORT" "$TOKEN" "$P" "$D" "$CAM" "$(j .otherUser.token)" \
+    "$(j .thirdUser.token)" "$TMP/speaker.jsonl" || { tail -20 "$TMP/vcam.err" >&2; fail "console_test.mjs --talk"; }
+ok
+CASE="the talk sessions (1001's, 1002's) ended with the call or their member, bound to it"
+[ "$(psql_q "SELECT count(*) FROM sessions WHERE purpose = 'ipcTalk' AND state = 'ended'
+    AND reason IN ('callEnded', 'memberLeft') AND call_id IS NOT NULL AND member_epoch = 1")" = 2 ] &&
+    [ "$(psql_q "SELECT count(*) FROM sessions WHERE state <> 'ended'")" = 0 ] ||
+    fail "$CASE: $(psql_q "SELECT session_id, purpose, state, reason, call_id, member_epoch FROM sessions")"; ok
+CASE="the speaker heard the page"
+jq -se 'map(select(.rms_db > -40)) | length > 0' "$TMP/speaker.jsonl" >/dev/null || fail "$CASE: $(tail -5 "$TMP/speaker.jsonl")"; ok
 kill -TERM "$SUBPID"; wait "$SUBPID"; rc=$?; SUBPID=
 [ $rc = 0 ] || fail "igw-vcam exit $rc after SIGTERM"; ok
 igw_stop

@@ -545,9 +545,10 @@ bench-live: deps-bench all $(BENCH)/igwd $(BENCH)/igw-media-host $(BENCH)/igw-li
 	    $(BENCH)/igw-live-viewers
 
 # The conference audio permission (issue 16): /talk/audio-access set and read at
-# 1000/s on a live call, beside call.lua's bare EVALSHA at the same rate.
+# 1000/s on a live call, beside call.lua's bare EVALSHA at the same rate; then
+# the time from a mute to the member's last forwarded packet (talk_mute.sh).
 bench-talk: deps-bench all $(BENCH)/igwd $(BENCH)/igw-talkload
-	tests/bench/bench_talk.sh $(BENCH)/igwd $(BENCH)/igw-talkload
+	IGWCTL_BIN=$(BUILD)/igwctl VCAM_BIN=$(BUILD)/igw-vcam tests/bench/bench_talk.sh $(BENCH)/igwd $(BENCH)/igw-talkload
 
 clean:
 	rm -rf $(BUILD)

@@ -13,10 +13,11 @@
 # revision and the opposite permission, so each one is a real change.
 # Any request that is not the success it should be fails the run (exit 1).
 # The last line is
-#   RESULT set_p99_ms=<n> read_p99_ms=<n> set_vs_redis=<ratio> mute_to_silence_ms=NA
+#   RESULT set_p99_ms=<n> read_p99_ms=<n> set_vs_redis=<ratio> mute_to_silence_ms=<n>
 # (mute_to_silence_ms: from a set allowed=false to the media room's last
-# forwarded audio packet of that member; NA until the engine enforces the
-# permission - the place for it is marked below.)
+# forwarded audio packet of that member, the median of talk_mute.sh's
+# cycles; run when IGWCTL_BIN and VCAM_BIN are set, as make bench-talk does;
+# NA otherwise.)
 # The figures are the medians of ROUNDS rounds, each the three phases in a
 # row (this shared machine's latency moves from minute to minute: compare
 # within a round).
@@ -140,9 +141,15 @@ echo "revisions raised: $got (warm-up included; counted sets: $want)"
 [ "$got" -ge "$want" ] || { echo "bench_talk: fewer revisions than successful sets" >&2; FAILED=1; }
 
 # mute_to_silence_ms: a set allowed=false to the last audio packet the media
-# room forwards for that member - filled in by the engine work (issue 16,
-# part 2); NA until then.
+# room forwards for that member (tests/bench/talk_mute.sh: igw-vcam, a
+# Chromium member, CYCLES mutes; the median; p99 and max printed beside).
 MUTE=NA
+if [ -n "${IGWCTL_BIN:-}" ] && [ -n "${VCAM_BIN:-}" ]; then
+    "$ROOT/tests/bench/talk_mute.sh" "$IGWD" "$IGWCTL_BIN" "$VCAM_BIN" | tee "$TMP/mute.out" | grep -E '^(MUTE|talk_mute)' ||
+        { echo "bench_talk: talk_mute.sh failed" >&2; FAILED=1; }
+    MUTE=$(grep '^MUTE ' "$TMP/mute.out" | tr ' ' '\n' | sed -n 's/^mute_to_silence_p50_ms=//p' | tail -n 1)
+    MUTE=${MUTE:-NA}
+fi
 awk -v s="$(median "${set_p99[@]}")" -v r="$(median "${redis_p99[@]}")" -v rd="$(median "${read_p99[@]}")" \
     -v sr="$(median "${set_rate[@]}")" -v rr="$(median "${read_rate[@]}")" -v er="$(median "${redis_rate[@]}")" \
     -v s5="$(median "${set_p50[@]}")" -v rd5="$(median "${read_p50[@]}")" -v r5="$(median "${redis_p50[@]}")" \

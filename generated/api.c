@@ -8137,7 +8137,7 @@ static const int errors_standin_call_start[] = {IGW_ERR_PARAMETER, IGW_ERR_UNAUT
 static int route_decode_standin_call_join(igw_json *j, void *out) { return igw_decode_CallRef(j, out); }
 static void route_encode_standin_call_join(igw_jw *w, const void *in) { igw_encode_CallRef(w, in); }
 
-static const int errors_standin_call_join[] = {IGW_ERR_PARAMETER, IGW_ERR_UNAUTHENTICATED, IGW_ERR_PERMISSION, IGW_ERR_NOT_FOUND, IGW_ERR_TOO_LARGE, IGW_ERR_MEDIA_TYPE, IGW_ERR_UNAVAILABLE, IGW_ERR_UNKNOWN_OUTCOME, IGW_ERR_INTERNAL};
+static const int errors_standin_call_join[] = {IGW_ERR_PARAMETER, IGW_ERR_UNAUTHENTICATED, IGW_ERR_PERMISSION, IGW_ERR_NOT_FOUND, IGW_ERR_TOO_LARGE, IGW_ERR_MEDIA_TYPE, IGW_ERR_CAPACITY, IGW_ERR_UNAVAILABLE, IGW_ERR_UNKNOWN_OUTCOME, IGW_ERR_INTERNAL};
 
 static int route_decode_standin_call_heartbeat(igw_json *j, void *out) { return igw_decode_CallRef(j, out); }
 static void route_encode_standin_call_heartbeat(igw_jw *w, const void *in) { igw_encode_CallRef(w, in); }
@@ -8395,7 +8395,7 @@ const igw_route_def igw_routes[IGW_ROUTE__COUNT] = {
         .decode = route_decode_standin_call_join,
         .encode = route_encode_standin_call_join,
         .errors = errors_standin_call_join,
-        .nerrors = 9,
+        .nerrors = 10,
     },
     [IGW_ROUTE_STANDIN_CALL_HEARTBEAT] = {
         .id = IGW_ROUTE_STANDIN_CALL_HEARTBEAT,

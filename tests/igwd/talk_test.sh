@@ -161,34 +161,48 @@ aa "$A" "{\"operation\":\"read\",\"callId\":\"$CALL\",\"targetUserID\":\"1003\"}
 [ "$(jq -c '[.data.publishAllowed, .data.audioRevision]' "$TMP/r")" = '[true,3]' ] || fail "$CASE: $(cat "$TMP/r")"; ok
 
 # ---- leave receipts: capacity 256, no eviction ------------------------------------------------------
-CASE="receipts: of 257 concurrent leaves (call.lua as igwd runs it) 256 succeed, the 257th is refused, nothing evicted"
+CASE="receipts: 200 exits, then 57 concurrent ones (call.lua as igwd runs it): the 257th is refused, nothing evicted"
 im "$A" calls/start "{\"groupId\":\"$GROUP\"}"; expect 200 200
 RCALL=$(r .data.callId)
 RK="igw:{call:$RCALL}:meta igw:{call:$RCALL}:live igw:{call:$RCALL}:mem igw:{call:$RCALL}:rcpt"
 LUA=$ROOT/src/igwd/call/call.lua
 SHA=$(rcli SCRIPT LOAD "$(cat "$LUA")")
-# 257 members (the script's own join: the group check is igwd's, before it)
-for u in $(seq 10001 10257); do echo "EVALSHA $SHA 4 $RK join 1 $u 60000 $RCALL"; done | rcli >/dev/null
+# (the script's own join and leave: the group check is igwd's, before it)
+rcli EVALSHA "$SHA" 4 $RK join 1 1002 60000 "$RCALL" >/dev/null # keeps the call over two members
+# 200 exits of one member, each of its next join instance
+for i in $(seq 200); do
+    echo "EVALSHA $SHA 4 $RK join 1 10001 60000 $RCALL"
+    echo "EVALSHA $SHA 4 $RK leave 1 10001 10001 $i s$i 60000 $RCALL"
+done | rcli | grep -c '^OK$' >"$TMP/seq.ok"
+[ "$(cat "$TMP/seq.ok")" = 400 ] || fail "$CASE: $(cat "$TMP/seq.ok") of 400 joins and exits ok"
+for u in $(seq 20001 20057); do echo "EVALSHA $SHA 4 $RK join 1 $u 60000 $RCALL"; done | rcli >/dev/null
 pids=()
-for u in $(seq 10001 10257); do
+for u in $(seq 20001 20057); do
     # shellcheck disable=SC2086
     ( rcli EVALSHA "$SHA" 4 $RK leave 1 "$u" "$u" 1 "k$u" 60000 "$RCALL" | head -1 >"$TMP/leave.$u" ) &
     pids+=($!)
 done
 wait "${pids[@]}"
-okn=$(cat "$TMP"/leave.1* | grep -c '^OK$'); full=$(cat "$TMP"/leave.1* | grep -c '^FULL$')
-[ "$okn" = 256 ] && [ "$full" = 1 ] || fail "$CASE: $okn OK, $full FULL: $(cat "$TMP"/leave.1* | sort | uniq -c)"
+okn=$(cat "$TMP"/leave.2* | grep -c '^OK$'); full=$(cat "$TMP"/leave.2* | grep -c '^FULL$')
+[ "$okn" = 56 ] && [ "$full" = 1 ] || fail "$CASE: $okn OK, $full FULL: $(cat "$TMP"/leave.2* | sort | uniq -c)"
 [ "$(rcli HLEN "igw:{call:$RCALL}:rcpt")" = 256 ] || fail "$CASE: $(rcli HLEN "igw:{call:$RCALL}:rcpt") receipts"
-first=$(for u in $(seq 10001 10257); do [ "$(cat "$TMP/leave.$u")" = OK ] && echo "$u" && break; done)
 # shellcheck disable=SC2086
-[ "$(rcli EVALSHA "$SHA" 4 $RK receipt 1 "k$first" "$RCALL" | head -1)" = OK ] || fail "$CASE: the first receipt was evicted"
+[ "$(rcli EVALSHA "$SHA" 4 $RK receipt 1 s1 "$RCALL" | head -1)" = OK ] || fail "$CASE: the first receipt was evicted"
 # shellcheck disable=SC2086
-[ "$(rcli EVALSHA "$SHA" 4 $RK leave 1 "$first" "$first" 1 "k$first" 60000 "$RCALL" | head -1)" = REPLAY ] ||
+[ "$(rcli EVALSHA "$SHA" 4 $RK leave 1 10001 10001 1 s1 60000 "$RCALL" | head -1)" = REPLAY ] ||
     fail "$CASE: a receipt's key does not replay"; ok
-CASE="receipts: the refused member is still live, beside the initiator"
-refused=$(for u in $(seq 10001 10257); do [ "$(cat "$TMP/leave.$u")" = FULL ] && echo "$u"; done)
+CASE="receipts: the refused member is still live, beside the initiator and 1002"
+refused=$(for u in $(seq 20001 20057); do [ "$(cat "$TMP/leave.$u")" = FULL ] && echo "$u"; done)
 im "$A" calls/roster "{\"callId\":\"$RCALL\"}"; expect 200 200
-[ "$(jq -c '.data.members | map(.userId) | sort' "$TMP/r")" = "[\"1001\",\"$refused\"]" ] || fail "$CASE: $(cat "$TMP/r")"; ok
+[ "$(jq -c '.data.members | map(.userId) | sort' "$TMP/r")" = "[\"1001\",\"1002\",\"$refused\"]" ] || fail "$CASE: $(cat "$TMP/r")"; ok
+CASE="a call holds 256 live members at most"
+for u in $(seq 30001 30253); do echo "EVALSHA $SHA 4 $RK join 1 $u 60000 $RCALL"; done | rcli >/dev/null
+# shellcheck disable=SC2086
+[ "$(rcli ZCARD "igw:{call:$RCALL}:live")" = 256 ] && [ "$(rcli EVALSHA "$SHA" 4 $RK join 1 39999 60000 "$RCALL" | head -1)" = CALL_FULL ] ||
+    fail "$CASE: $(rcli ZCARD "igw:{call:$RCALL}:live") live"
+im "$C" calls/join "{\"callId\":\"$RCALL\"}"; expect 429 100429
+im "$A" calls/roster "{\"callId\":\"$RCALL\"}"; expect 200 200
+[ "$(jq '.data.members | length' "$TMP/r")" = 256 ] || fail "$CASE: roster of $(jq '.data.members | length' "$TMP/r")"; ok
 
 # ---- PostgreSQL frozen: the group check cannot run ----------------------------------------------------
 CASE="postgres frozen: audio read is unavailable, no internal cause"

@@ -27,7 +27,7 @@
 
 #define IGW_CALL_ID_MAX 96       /* bytes of a callId (CallId) */
 #define IGW_CALL_GROUP_ID_MAX 64 /* a groupId (Ident) */
-#define IGW_CALL_MEMBERS_MAX 256 /* persistent members of a group; live members of a call */
+#define IGW_CALL_MEMBERS_MAX 256 /* persistent members of a group; live members of a call (call.lua LIVE_MAX) */
 #define IGW_CALL_RECEIPTS_MAX 256 /* leave receipts per call (call.lua RCPT_MAX) */
 #define IGW_CALL_GRANT_MS 2000   /* an audio-access record's life at most */
 

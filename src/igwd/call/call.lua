@@ -22,6 +22,7 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local KEEP_MS = 600000 -- receipts, and an ended call: at least 10 minutes
 local RCPT_MAX = 256   -- leave receipts per call; full refuses new control
+local LIVE_MAX = 256   -- live members of a call (call.h IGW_CALL_MEMBERS_MAX)
 local GRANT_MS = 2000  -- an audio-access record is good for at most this
 
 local function keep(ms)
@@ -93,6 +94,7 @@ elseif op == 'join' then -- ent uid hb_ms callId
   if deadline(uid) then
     e = member(uid)
   else
+    if redis.call('ZCARD', live) >= LIVE_MAX then return {'CALL_FULL'} end
     e = redis.call('HINCRBY', mem, 'e:' .. uid, 1) -- a new join instance
     redis.call('HSETNX', mem, 'a:' .. uid, 1)
     redis.call('HSETNX', mem, 'r:' .. uid, 1)

@@ -118,6 +118,8 @@ static void refuse(op *o, const char *w)
         fail(o, IGW_ERR_PARAMETER, "stale expectedRevision; read the record again", "/expectedRevision");
     else if (!strcmp(w, "FULL"))
         fail(o, IGW_ERR_CAPACITY, "the call's leave receipts are full", "");
+    else if (!strcmp(w, "CALL_FULL"))
+        fail(o, IGW_ERR_CAPACITY, "the call has as many live members as it may (256)", "");
     else if (!strcmp(w, "NONE"))
         fail(o, IGW_ERR_NOT_FOUND, "no receipt", "");
     else {

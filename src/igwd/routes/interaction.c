@@ -15,7 +15,6 @@
 #include "event/push.h"
 #include "routes/context.h"
 #include "routes/routes.h"
-#include "session/engine.h"
 
 /* ---- /endpoints/register (event/endpoint.h) ------------------------------------------ */
 
@@ -158,8 +157,6 @@ void igw_route_events_push(igw_exchange *ex, const igw_request *req, const igw_p
 
 typedef struct audio_ctx {
     igw_exchange *ex;
-    igw_engine *engine; /* a set's change reaches this node's talk sessions at once */
-    bool set;
     char target[24];
 } audio_ctx;
 
@@ -175,8 +172,6 @@ static void on_audio(void *arg, const igw_call_result *r)
                                .targetUserID = {a->target, strlen(a->target)},
                                .publishAllowed = r->allowed, .audioRevision = r->revision,
                                .memberEpoch = r->epoch, .expiresAt = r->expires_ms};
-    if (a->set && a->engine)
-        (void)igw_engine_call_changed(a->engine, r->call_id); /* else the engine's recheck finds it */
     igw_encode_AudioAccessRecord(igw_http_data(ex), &d);
     igw_http_reply_data(ex);
 }
@@ -197,8 +192,6 @@ void igw_route_talk_audio_access(igw_exchange *ex, const igw_request *req, const
         return;
     }
     a->ex = ex;
-    a->engine = w->app->engine;
-    a->set = rq->operation == IGW_AudioOperation_set;
     snprintf(a->target, sizeof a->target, "%.*s", (int)rq->targetUserID.len, rq->targetUserID.ptr);
     int64_t target = strtoll(a->target, NULL, 10); /* canonical_id: the decoder checked it */
     int rc = rq->operation == IGW_AudioOperation_set

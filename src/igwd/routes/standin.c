@@ -123,9 +123,6 @@ static void on_left(void *arg, const igw_call_result *r)
     igw_exchange *ex = arg;
     if (refused(ex, r))
         return;
-    igw_worker *w = igw_http_state(ex);
-    if (w->app->engine) /* this node's talk sessions of the member end now (memberLeft) */
-        (void)igw_engine_call_changed(w->app->engine, r->call_id);
     igw_CallLeft d = {.callId = {r->call_id, strlen(r->call_id)}, .ended = r->ended};
     igw_encode_CallLeft(igw_http_data(ex), &d);
     igw_http_reply_data(ex);

@@ -269,34 +269,6 @@ int igw_engine_device_offline(igw_engine *e, const char *product_id, const char 
     return 0;
 }
 
-/* ---- a call changed ---------------------------------------------------------------- */
-
-typedef struct call_msg {
-    igw_engine *e;
-    char call_id[IGW_CALL_ID_MAX + 1];
-} call_msg;
-
-static void on_call_changed(void *arg)
-{
-    call_msg *m = arg;
-    live_talk_recheck(m->e, m->call_id);
-    free(m);
-}
-
-int igw_engine_call_changed(igw_engine *e, const char *call_id)
-{
-    call_msg *m = calloc(1, sizeof *m);
-    if (!m)
-        return -1;
-    m->e = e;
-    snprintf(m->call_id, sizeof m->call_id, "%s", call_id);
-    if (igw_loop_post(e->loop, on_call_changed, m) != 0) {
-        free(m);
-        return -1;
-    }
-    return 0;
-}
-
 /* ---- commands ------------------------------------------------------------------- */
 
 typedef struct cmd_msg {

@@ -103,13 +103,6 @@ typedef struct igw_engine_config {
  * (stopping, out of memory). Any thread. */
 int igw_engine_device_offline(igw_engine *e, const char *product_id, const char *device_name);
 
-/* A live call changed (a permission set, a member left, the call ended):
- * the engine reads it again now for its talk sessions on it (memberLeft,
- * callEnded, the gates) instead of at its next recheck. The runtime's own
- * notices do the same for changes made on other nodes. 0, or -1 (stopping,
- * out of memory). Any thread. */
-int igw_engine_call_changed(igw_engine *e, const char *call_id);
-
 /* Starts the engine's loop and, with cfg->media, the media core (the
  * core's own reason in err when it refuses: an address it cannot use...).
  * NULL with err. */

@@ -82,6 +82,18 @@ static void on_call_notice(void *arg, const char *payload, size_t len)
     live_talk_recheck(e, id);
 }
 
+/* The media core and the watch on its events, stopped (both may be absent). */
+static void media_stop(igw_engine *e)
+{
+    if (e->events) {
+        h2o_socket_read_stop(e->events);
+        h2o_socket_close(e->events); /* closes the dup; the loop's last turns free it */
+        e->events = NULL;
+    }
+    igw_media_free(e->media);
+    e->media = NULL;
+}
+
 /* What init made is undone by engine_fini only once init succeeded: each
  * failure below leaves nothing behind (the loop's destroy asserts that no
  * timer is linked). */
@@ -105,13 +117,7 @@ static int engine_init(void *arg, struct st_h2o_evloop_t *loop)
         snprintf(e->fingerprint, sizeof e->fingerprint, "%s", igw_media_fingerprint(e->media));
     }
     if (e->pg_dsn[0] && !(e->db = igw_db_create(loop, e->pg_dsn, e->start_err, sizeof e->start_err))) {
-        if (e->events) {
-            h2o_socket_read_stop(e->events);
-            h2o_socket_close(e->events);
-            e->events = NULL;
-        }
-        igw_media_free(e->media);
-        e->media = NULL;
+        media_stop(e);
         return -1;
     }
     if (e->db) {
@@ -139,13 +145,7 @@ static int engine_init(void *arg, struct st_h2o_evloop_t *loop)
             e->redis = NULL;
             igw_db_destroy(e->db);
             e->db = NULL;
-            if (e->events) {
-                h2o_socket_read_stop(e->events);
-                h2o_socket_close(e->events);
-                e->events = NULL;
-            }
-            igw_media_free(e->media);
-            e->media = NULL;
+            media_stop(e);
             return -1;
         }
     }
@@ -172,13 +172,7 @@ static void engine_fini(void *arg)
     igw_call_destroy(e->call); /* after its connections: their failed commands reach it */
     e->call = NULL;
     igw_jw_free(&e->jw);
-    if (e->events) {
-        h2o_socket_read_stop(e->events);
-        h2o_socket_close(e->events); /* closes the dup; the loop's last turns free it */
-        e->events = NULL;
-    }
-    igw_media_free(e->media);
-    e->media = NULL;
+    media_stop(e);
 }
 
 /* ---- device messages on legs -------------------------------------------------- */

@@ -855,21 +855,31 @@ static void receipt_key(const op *o, char *out, size_t cap)
         k += (size_t)snprintf(out + k, cap - k, "%02x", d[i]);
 }
 
+/* The accepted command o on call_id, until the runtime answers: linked in
+ * the engine's talk_cmds (unlinked by whoever ends it). NULL: out of memory. */
+static talk_cmd *talk_cmd_new(op *o, const char *call_id)
+{
+    talk_cmd *t = calloc(1, sizeof *t);
+    if (!t)
+        return NULL;
+    t->e = o->e;
+    t->method = o->method;
+    t->target = o->target;
+    snprintf(t->sid, sizeof t->sid, "%s", o->sid);
+    snprintf(t->endpoint, sizeof t->endpoint, "%s", o->endpoint);
+    snprintf(t->token, sizeof t->token, "%s", o->token);
+    snprintf(t->call_id, sizeof t->call_id, "%s", call_id);
+    t->next = o->e->talk_cmds;
+    o->e->talk_cmds = t;
+    return t;
+}
+
 static void talk_carry_out(op *o, live_session *s)
 {
     igw_engine *e = o->e;
-    talk_cmd *t = calloc(1, sizeof *t);
+    talk_cmd *t = talk_cmd_new(o, s->call_id);
     int rc = -1;
     if (t) {
-        t->e = e;
-        t->method = o->method;
-        t->target = o->target;
-        snprintf(t->sid, sizeof t->sid, "%s", s->id);
-        snprintf(t->endpoint, sizeof t->endpoint, "%s", s->endpoint);
-        snprintf(t->token, sizeof t->token, "%s", o->token);
-        snprintf(t->call_id, sizeof t->call_id, "%s", s->call_id);
-        t->next = e->talk_cmds;
-        e->talk_cmds = t;
         if (o->method == IGW_CommandMethod_interaction_join) {
             rc = igw_call_join(e->call, o->enterprise_id, o->target, s->call_id, on_talk_done, t);
         } else {
@@ -919,19 +929,10 @@ static void on_talk_prior(void *arg, const PGresult *res, const char *err)
         strcmp(prior, o->c->fingerprint_hex) == 0 && !talk_in_flight(e, o->endpoint, o->token)) {
         /* The same leave, pending without a result: its receipt answers. */
         live_session *s = live_session_find(e, o->sid);
-        talk_cmd *t = calloc(1, sizeof *t);
+        talk_cmd *t = talk_cmd_new(o, s ? s->call_id : "");
         if (t) {
-            t->e = e;
-            t->method = o->method;
-            t->target = o->target;
-            snprintf(t->sid, sizeof t->sid, "%s", o->sid);
-            snprintf(t->endpoint, sizeof t->endpoint, "%s", o->endpoint);
-            snprintf(t->token, sizeof t->token, "%s", o->token);
-            snprintf(t->call_id, sizeof t->call_id, "%s", s ? s->call_id : "");
             char key[40];
             receipt_key(o, key, sizeof key);
-            t->next = e->talk_cmds;
-            e->talk_cmds = t;
             if (!t->call_id[0] || igw_call_receipt(e->call, o->enterprise_id, t->call_id, key, on_receipt, t) != 0) {
                 talk_unlink(t);
                 free(t);

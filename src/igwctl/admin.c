@@ -17,6 +17,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
 
 #include <libpq-fe.h>
 #include <openssl/crypto.h>
@@ -40,6 +44,11 @@ const char igw_admin_usage[] =
     "  grant --user N --product P --device D\n"
     "  group add --id G --enterprise N --owner N --name S [--members N,N,...]\n"
     "                                     (the stand-in IM back end's persistent group)\n"
+    "  call start --user N --group G [--url URL]\n"
+    "  call join|heartbeat|hangup|roster --user N --call C [--url URL]\n"
+    "                                     (the stand-in IM's live calls, through igwd's\n"
+    "                                     /api/v1/im-standin/ API as user N; URL: igwd,\n"
+    "                                     default IGW_BASE_URL or http://127.0.0.1:8080)\n"
     "  token issue --user N [--ttl SECONDS]\n"
     "  token verify [--token T]           (else the token is read from stdin)\n"
     "\n"
@@ -845,6 +854,155 @@ static int token_issue(void)
     return 0;
 }
 
+/* ---- the stand-in IM's calls, through igwd ------------------------------------------ */
+
+#define CALL_REPLY_MAX (1u << 20)
+
+/* A login token of `user` for a few minutes (as token issue signs one). */
+static void user_token(const char *user, char *tok, size_t cap)
+{
+    load_jwt_key();
+    db_connect();
+    PGresult *r = Q("SELECT u.enterprise_id::text, u.active AND e.active FROM users u "
+                    "JOIN enterprises e ON e.enterprise_id = u.enterprise_id WHERE u.user_id = $1::bigint",
+                    user);
+    if (PQntuples(r) != 1 || strcmp(PQgetvalue(r, 0, 1), "t") != 0) {
+        PQclear(r);
+        die("user %s not found or inactive", user);
+    }
+    igw_jwt_claims c = {0, 0, now_s(), 0};
+    c.user_id = strtoll(user, NULL, 10);
+    c.enterprise_id = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+    c.exp = c.iat + 300;
+    PQclear(r);
+    int rc = igw_jwt_sign(jwt_key, jwt_key_len, &c, tok, cap);
+    OPENSSL_cleanse(jwt_key, sizeof jwt_key);
+    if (rc != IGW_JWT_OK)
+        die("cannot sign the token (%s)", igw_jwt_strerror(rc));
+}
+
+/* POSTs body to igwd's path as the token's user (HTTP/1.1, one request,
+ * Connection: close) and prints the reply's JSON; a reply other than 200
+ * is the error. Only http:// URLs (igwd on this machine or its network). */
+static int im_post(const char *path, const char *body)
+{
+    const char *url = opt_get("url", false);
+    if (!url)
+        url = getenv("IGW_BASE_URL");
+    if (!url || !*url)
+        url = "http://127.0.0.1:8080";
+    if (strncmp(url, "http://", 7) != 0)
+        die("--url must be http://HOST[:PORT]");
+    char host[256], port[8] = "80";
+    const char *h = url + 7, *end = h + strcspn(h, "/"), *colon = memchr(h, ':', (size_t)(end - h));
+    size_t hl = (size_t)((colon ? colon : end) - h);
+    if (!hl || hl >= sizeof host || (colon && ((size_t)(end - colon - 1) >= sizeof port || end == colon + 1)))
+        die("--url must be http://HOST[:PORT]");
+    memcpy(host, h, hl);
+    host[hl] = '\0';
+    if (colon) {
+        memcpy(port, colon + 1, (size_t)(end - colon - 1));
+        port[end - colon - 1] = '\0';
+    }
+    char tok[IGW_JWT_MAX + 1];
+    user_token(opt_get("user", true), tok, sizeof tok);
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai;
+    if (getaddrinfo(host, port, &hints, &ai) != 0)
+        die("cannot resolve %s", host);
+    int fd = -1;
+    for (struct addrinfo *a = ai; a && fd < 0; a = a->ai_next) {
+        fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+        if (fd >= 0 && connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
+            close(fd);
+            fd = -1;
+        }
+    }
+    freeaddrinfo(ai);
+    if (fd < 0)
+        die("cannot connect to %s:%s (is igwd running?)", host, port);
+    struct timeval tv = {.tv_sec = 10};
+    (void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv); /* the spec's client timeout */
+    char head[IGW_JWT_MAX + 512];
+    int n = snprintf(head, sizeof head,
+                     "POST %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\n"
+                     "Content-Length: %zu\r\nConnection: close\r\n\r\n",
+                     path, host, tok, strlen(body));
+    OPENSSL_cleanse(tok, sizeof tok);
+    if (n < 0 || (size_t)n >= sizeof head)
+        die("request too long");
+    for (size_t k = 0, len = (size_t)n; k < len;) { /* the head, then the body */
+        ssize_t w = write(fd, head + k, len - k);
+        if (w <= 0)
+            die("cannot send to igwd: %s", strerror(errno));
+        k += (size_t)w;
+    }
+    for (size_t k = 0, len = strlen(body); k < len;) {
+        ssize_t w = write(fd, body + k, len - k);
+        if (w <= 0)
+            die("cannot send to igwd: %s", strerror(errno));
+        k += (size_t)w;
+    }
+    char *reply = malloc(CALL_REPLY_MAX + 1);
+    if (!reply)
+        die("out of memory");
+    size_t got = 0;
+    for (ssize_t r; got < CALL_REPLY_MAX && (r = read(fd, reply + got, CALL_REPLY_MAX - got)) != 0;) {
+        if (r < 0)
+            die("no answer from igwd: %s", strerror(errno));
+        got += (size_t)r;
+    }
+    close(fd);
+    reply[got] = '\0';
+    int status = 0;
+    char *json = strstr(reply, "\r\n\r\n");
+    if (sscanf(reply, "HTTP/1.%*d %d", &status) != 1 || !json)
+        die("not an HTTP answer from %s:%s", host, port);
+    json += 4;
+    json[strcspn(json, "\r\n")] = '\0';
+    if (status != 200) {
+        fprintf(stderr, "%s\n", json);
+        free(reply);
+        exit(1);
+    }
+    printf("%s\n", json);
+    free(reply);
+    return 0;
+}
+
+/* {"<key>":"<value>"} for the stand-in's bodies (value: an identifier). */
+static int call_op(const char *path, const char *key, const char *value)
+{
+    char body[512];
+    if (strlen(value) > 128 || strpbrk(value, "\"\\"))
+        die("--%s must be an identifier", strcmp(key, "groupId") ? "call" : "group");
+    snprintf(body, sizeof body, "{\"%s\":\"%s\"}", key, value);
+    opt_get("user", true);
+    opt_get("url", false);
+    opts_done();
+    return im_post(path, body);
+}
+
+static int call_start(void)
+{
+    return call_op("/api/v1/im-standin/calls/start", "groupId", opt_get("group", true));
+}
+static int call_join(void)
+{
+    return call_op("/api/v1/im-standin/calls/join", "callId", opt_get("call", true));
+}
+static int call_heartbeat(void)
+{
+    return call_op("/api/v1/im-standin/calls/heartbeat", "callId", opt_get("call", true));
+}
+static int call_hangup(void)
+{
+    return call_op("/api/v1/im-standin/calls/hangup", "callId", opt_get("call", true));
+}
+static int call_roster(void)
+{
+    return call_op("/api/v1/im-standin/calls/roster", "callId", opt_get("call", true));
+}
+
 static int token_verify(void)
 {
     const char *tok = opt_get("token", false);
@@ -887,6 +1045,9 @@ static const command commands[] = {
     {"gateway", "bind", gateway_bind},     {"camera", "add", camera_add},
     {"grant", NULL, grant},                {"group", "add", group_add},
     {"token", "issue", token_issue},
+    {"call", "start", call_start},         {"call", "join", call_join},
+    {"call", "heartbeat", call_heartbeat}, {"call", "hangup", call_hangup},
+    {"call", "roster", call_roster},
     {"token", "verify", token_verify},
 };
 

@@ -87,6 +87,22 @@ done
 [ "$(rcli cluster keyslot "igw:{call:$CALL}:meta" 2>/dev/null || echo x)" = "$(rcli cluster keyslot "igw:{call:$CALL}:live" 2>/dev/null || echo y)" ] ||
     true; ok
 
+# ---- igwctl call: the same API from the command line ----------------------------------------------
+CASE="igwctl call start/join/roster/hangup as users of the demo group"
+ctl() { IGW_PG_DSN="$IGW_PG_DSN" IGW_JWT_KEY_FILE="$KEY" "$IGWCTL" "$@"; }
+out=$(ctl call start --user 1001 --group "$GROUP" --url "$BASE") || fail "$CASE: start: $out"
+CCALL=$(jq -r .data.callId <<<"$out")
+[ "$(jq -r .data.memberEpoch <<<"$out")" = 1 ] || fail "$CASE: $out"
+out=$(ctl call join --user 1003 --call "$CCALL" --url "$BASE") || fail "$CASE: join: $out"
+out=$(ctl call heartbeat --user 1003 --call "$CCALL" --url "$BASE") || fail "$CASE: heartbeat: $out"
+out=$(ctl call roster --user 1002 --call "$CCALL" --url "$BASE") || fail "$CASE: roster: $out"
+[ "$(jq -c '.data.members | map(.userId) | sort' <<<"$out")" = '["1001","1003"]' ] || fail "$CASE: $out"
+out=$(ctl call hangup --user 1003 --call "$CCALL" --url "$BASE") || fail "$CASE: hangup: $out"
+[ "$(jq -r .data.ended <<<"$out")" = true ] || fail "$CASE: $out"; ok
+CASE="igwctl call: a refusal is the envelope on stderr, exit 1"
+if out=$(ctl call join --user 2001 --call "$CCALL" --url "$BASE" 2>&1); then fail "$CASE: exit 0: $out"; fi
+[ "$(jq -r .code <<<"$out")" = 100404 ] || fail "$CASE: $out"; ok
+
 # ---- /talk/audio-access --------------------------------------------------------------------------
 CASE="audio read: a member reads another member's record (exactly the six fields)"
 aa "$B" "{\"operation\":\"read\",\"callId\":\"$CALL\",\"targetUserID\":\"1003\"}"; expect 200 200

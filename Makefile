@@ -491,12 +491,12 @@ $(BENCH)/bench_decode: $(BUILD)/bobj/tests/bench/bench_decode.o $(BUILD)/bobj/te
 	@mkdir -p $(@D)
 	$(CC) -o $@ $(filter %.o,$^) $(filter %.a,$^) -lsimdjson -ljansson -lstdc++ $(RT_LIBS)
 
-$(BENCH)/igw-loadgen: $(BUILD)/bobj/tests/bench/loadgen.o
+$(BENCH)/igw-loadgen: $(BUILD)/bobj/tests/bench/loadgen.o $(BUILD)/bobj/tests/bench/httpload.o
 	$(call link,,)
 
 # /talk/audio-access sets at a fixed rate, each a real change; also call.lua's
 # audio_set by EVALSHA on Redis (hiredis's formatter and reader only).
-$(BENCH)/igw-talkload: $(BUILD)/bobj/tests/bench/talk_load.o
+$(BENCH)/igw-talkload: $(BUILD)/bobj/tests/bench/talk_load.o $(BUILD)/bobj/tests/bench/httpload.o
 	$(call link,,$(shell pkg-config --libs hiredis))
 
 $(BUILD)/bobj/tests/bench/device.o: XCFLAGS = $(shell pkg-config --cflags libmosquitto)

@@ -272,11 +272,12 @@ $(eval $(call test_bin,dtls_test,tests/media/dtls_test.c,media,$$(MEDIA_LIBS)))
 $(eval $(call test_bin,igw-media-host,tests/media/host.c,media gen rt,$$(MEDIA_LIBS)))
 # A non-browser WebRTC viewer (GStreamer webrtcbin, JSON lines) for the live
 # view: igw-vcam's GStreamer flags and its flat JSON reader.
-$(BUILD)/tobj/tests/igwd/gst_viewer.o $(BUILD)/tobj/src/vcam/webrtcbin.o: XCFLAGS = $(VCAM_CFLAGS)
-$(eval $(call test_bin,gst_viewer,tests/igwd/gst_viewer.c src/vcam/flatjson.c src/vcam/webrtcbin.c,,$$(VCAM_LIBS)))
+# tests/media/gstpeer.c: the offer/answer over JSON lines it shares with gst_talkcam.
+$(BUILD)/tobj/tests/igwd/gst_viewer.o $(BUILD)/tobj/src/vcam/webrtcbin.o $(BUILD)/tobj/tests/media/gstpeer.o: XCFLAGS = $(VCAM_CFLAGS)
+$(eval $(call test_bin,gst_viewer,tests/igwd/gst_viewer.c tests/media/gstpeer.c src/vcam/flatjson.c src/vcam/webrtcbin.c,,$$(VCAM_LIBS)))
 # A camera with a speaker (webrtcbin, audio sendrecv) for the talk test.
 $(BUILD)/tobj/tests/media/gst_talkcam.o: XCFLAGS = $(VCAM_CFLAGS)
-$(eval $(call test_bin,gst_talkcam,tests/media/gst_talkcam.c src/vcam/flatjson.c src/vcam/webrtcbin.c,,$$(VCAM_LIBS)))
+$(eval $(call test_bin,gst_talkcam,tests/media/gst_talkcam.c tests/media/gstpeer.c src/vcam/flatjson.c src/vcam/webrtcbin.c,,$$(VCAM_LIBS)))
 
 # core/loop under ThreadSanitizer: threads post, the loop's thread runs.
 $(T)/loop_test_tsan: tests/igwd/loop_test.c src/igwd/core/loop.c src/igwd/core/loop.h tests/check.h src/rt/lock.h
@@ -491,12 +492,12 @@ $(BENCH)/bench_decode: $(BUILD)/bobj/tests/bench/bench_decode.o $(BUILD)/bobj/te
 	@mkdir -p $(@D)
 	$(CC) -o $@ $(filter %.o,$^) $(filter %.a,$^) -lsimdjson -ljansson -lstdc++ $(RT_LIBS)
 
-$(BENCH)/igw-loadgen: $(BUILD)/bobj/tests/bench/loadgen.o
+$(BENCH)/igw-loadgen: $(BUILD)/bobj/tests/bench/loadgen.o $(BUILD)/bobj/tests/bench/httpload.o
 	$(call link,,)
 
 # /talk/audio-access sets at a fixed rate, each a real change; also call.lua's
 # audio_set by EVALSHA on Redis (hiredis's formatter and reader only).
-$(BENCH)/igw-talkload: $(BUILD)/bobj/tests/bench/talk_load.o
+$(BENCH)/igw-talkload: $(BUILD)/bobj/tests/bench/talk_load.o $(BUILD)/bobj/tests/bench/httpload.o
 	$(call link,,$(shell pkg-config --libs hiredis))
 
 $(BUILD)/bobj/tests/bench/device.o: XCFLAGS = $(shell pkg-config --cflags libmosquitto)

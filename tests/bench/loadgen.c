@@ -31,27 +31,19 @@
  *    "p99_ms":n,"max_ms":n,"cpu_s":n}
  * Exit status 0, or 2 on bad arguments or a connection that cannot be made. */
 #define _GNU_SOURCE
-#include <arpa/inet.h>
+#include "httpload.h"
+
 #include <errno.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
-#include <sys/socket.h>
-#include <sys/timerfd.h>
-#include <time.h>
 #include <unistd.h>
 
 #define MAX_CONNS 1024
-#define MAX_HEADERS 16
-#define MAX_REQUESTS 10000000 /* latencies kept: 80 MB at most */
 #define RBUF 65536
 
 typedef struct conn {
@@ -67,11 +59,7 @@ typedef struct conn {
 } conn;
 
 static struct {
-    struct sockaddr_storage addr;
-    socklen_t addrlen;
-    char host[256], path[1024];
-    const char *headers[MAX_HEADERS];
-    int nheaders;
+    igw_httpload_target t;
     const char *body, *expect, *ws_path, *log;
     double rate, seconds;
     int conns;
@@ -89,51 +77,14 @@ static struct {
 
 static conn *pool[MAX_CONNS];
 static int npool, epfd;
-static double *lat, *lat_due; /* per answered request: latency, due time (ms since the start; -l only) */
-static FILE *log_f;            /* -l */
-static size_t nlat, nerr, nsent;
-static int64_t t0; /* the clock's start */
-
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
+static igw_httpload_stats st; /* per answered request: latency, due time (ms since the start; -l only) */
+static FILE *log_f;           /* -l */
+static int64_t t0;            /* the clock's start */
 
 static void die(const char *what)
 {
     fprintf(stderr, "igw-loadgen: %s\n", what);
     exit(2);
-}
-
-static int parse_url(const char *url)
-{
-    const char *p = url;
-    if (strncmp(p, "http://", 7) != 0)
-        return -1;
-    p += 7;
-    const char *slash = strchr(p, '/');
-    size_t hl = slash ? (size_t)(slash - p) : strlen(p);
-    if (hl == 0 || hl >= sizeof opt.host)
-        return -1;
-    memcpy(opt.host, p, hl);
-    opt.host[hl] = '\0';
-    snprintf(opt.path, sizeof opt.path, "%s", slash ? slash : "/");
-    char host[256], *colon = strrchr(opt.host, ':');
-    const char *port = "80";
-    snprintf(host, sizeof host, "%s", opt.host);
-    if (colon) {
-        host[colon - opt.host] = '\0';
-        port = colon + 1;
-    }
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai;
-    if (getaddrinfo(host, port, &hints, &ai) != 0)
-        return -1;
-    memcpy(&opt.addr, ai->ai_addr, ai->ai_addrlen);
-    opt.addrlen = ai->ai_addrlen;
-    freeaddrinfo(ai);
-    return 0;
 }
 
 /* The request with sequence number seq, in c->wbuf. */
@@ -150,18 +101,9 @@ static void build(conn *c, uint64_t seq)
             blen++;
             b++;
         }
-    size_t cap = 1024 + strlen(opt.path) + blen;
-    for (int i = 0; i < opt.nheaders; i++)
-        cap += strlen(opt.headers[i]) + 2;
-    free(c->wbuf);
-    if (!(c->wbuf = malloc(cap)))
+    char *body = malloc(blen + 1), *w = body;
+    if (!body)
         die("out of memory");
-    int n = snprintf(c->wbuf, cap, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Length: %zu\r\n", opt.path, opt.host,
-                     blen);
-    for (int i = 0; i < opt.nheaders; i++)
-        n += snprintf(c->wbuf + n, cap - (size_t)n, "%s\r\n", opt.headers[i]);
-    n += snprintf(c->wbuf + n, cap - (size_t)n, "\r\n");
-    char *w = c->wbuf + n;
     for (const char *b = opt.body; *b;)
         if (!strncmp(b, "{seq}", 5)) {
             memcpy(w, num, (size_t)nl);
@@ -170,26 +112,23 @@ static void build(conn *c, uint64_t seq)
         } else {
             *w++ = *b++;
         }
-    c->wlen = (size_t)(w - c->wbuf);
+    free(c->wbuf);
+    if (!(c->wbuf = igw_httpload_post(&opt.t, NULL, body, blen, &c->wlen)))
+        die("out of memory");
+    free(body);
     c->wdone = 0;
 }
 
-/* A connected TCP socket to -u's host, without Nagle; dies when it cannot. */
-static int dial(void)
-{
-    int fd = socket(opt.addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
-    if (fd < 0 || connect(fd, (struct sockaddr *)&opt.addr, opt.addrlen) != 0)
-        die("cannot connect");
-    if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) != 0)
-        die("TCP_NODELAY");
-    return fd;
-}
-
+/* A new keep-alive connection in the pool, or NULL when the pool is full;
+ * dies when it cannot connect. */
 static conn *open_conn(void)
 {
     if (npool == MAX_CONNS || npool >= opt.conns)
         return NULL;
-    int fd = dial();
+    const char *why;
+    int fd = igw_httpload_dial(&opt.t, &why);
+    if (fd < 0)
+        die(why);
     conn *c = calloc(1, sizeof *c);
     if (!c)
         die("out of memory");
@@ -204,11 +143,7 @@ static conn *open_conn(void)
 /* A request due at `due` is done now. */
 static void done(int64_t due)
 {
-    if (nlat < MAX_REQUESTS) {
-        if (lat_due)
-            lat_due[nlat] = (double)(due - t0) / 1e6;
-        lat[nlat++] = (double)(now_ns() - due) / 1e6;
-    }
+    igw_httpload_stats_add(&st, (double)(due - t0) / 1e6, (double)(igw_httpload_now_ns() - due) / 1e6);
 }
 
 static void record(conn *c, bool ok)
@@ -216,7 +151,7 @@ static void record(conn *c, bool ok)
     c->busy = false;
     c->rlen = 0;
     if (!ok)
-        nerr++;
+        st.nerr++;
     if (opt.ws_path) { /* done when its frame comes; a refused one never will */
         if (!ok && c->seq < ws.cap && !ws.seen[c->seq] && ws.due[c->seq]) {
             ws.seen[c->seq] = 1;
@@ -241,15 +176,10 @@ static int send_req(conn *c, int64_t due, uint64_t seq)
     c->busy = true;
     c->due = due;
     c->rlen = 0;
-    nsent++;
-    while (c->wdone < c->wlen) {
-        ssize_t n = write(c->fd, c->wbuf + c->wdone, c->wlen - c->wdone);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        c->wdone += (size_t)n;
-    }
+    st.nsent++;
+    if (igw_httpload_write_all(c->fd, c->wbuf, c->wlen) != 0)
+        return -1;
+    c->wdone = c->wlen;
     return 0;
 }
 
@@ -257,25 +187,10 @@ static int send_req(conn *c, int64_t due, uint64_t seq)
  * -1 when the connection is gone. */
 static int on_readable(conn *c)
 {
-    ssize_t n = read(c->fd, c->rbuf + c->rlen, RBUF - 1 - c->rlen);
-    if (n <= 0)
-        return n < 0 && errno == EINTR ? 0 : -1;
-    c->rlen += (size_t)n;
-    c->rbuf[c->rlen] = '\0';
-    char *end = strstr(c->rbuf, "\r\n\r\n");
-    if (!end)
-        return c->rlen >= RBUF - 1 ? -1 : 0;
-    size_t head = (size_t)(end - c->rbuf) + 4, clen = 0;
-    for (char *l = strstr(c->rbuf, "\r\n"); l && l < end; l = strstr(l + 2, "\r\n")) {
-        if (!strncasecmp(l + 2, "content-length:", 15))
-            clen = strtoull(l + 17, NULL, 10);
-        else if (!strncasecmp(l + 2, "transfer-encoding:", 18))
-            return -1; /* chunked answers are not read: the connection is dropped, the request an error */
-    }
-    if (clen > RBUF - 1 - head)
-        return -1;
-    if (c->rlen < head + clen)
-        return 0;
+    size_t head, clen;
+    int rc = igw_httpload_read(c->fd, c->rbuf, RBUF, &c->rlen, &head, &clen, false);
+    if (rc <= 0)
+        return rc; /* a chunked answer: the connection is dropped, the request an error */
     bool ok = !strncmp(c->rbuf, "HTTP/1.1 200 ", 13) &&
               (!opt.expect || memmem(c->rbuf + head, clen, opt.expect, strlen(opt.expect)));
     if (!c->busy)
@@ -302,14 +217,17 @@ static void close_conn(conn *c)
 /* Opens the WebSocket -w names, with the -H headers; dies on refusal. */
 static void ws_open(void)
 {
-    int fd = dial();
+    const char *why;
+    int fd = igw_httpload_dial(&opt.t, &why);
+    if (fd < 0)
+        die(why);
     char req[4096];
     int n = snprintf(req, sizeof req,
                      "GET %s HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                      "Sec-WebSocket-Key: aWd3LWxvYWRnZW4tYmVuY2g=\r\nSec-WebSocket-Version: 13\r\n",
-                     opt.ws_path, opt.host);
-    for (int i = 0; i < opt.nheaders && n > 0 && (size_t)n < sizeof req; i++)
-        n += snprintf(req + n, sizeof req - (size_t)n, "%s\r\n", opt.headers[i]);
+                     opt.ws_path, opt.t.host);
+    for (int i = 0; i < opt.t.nheaders && n > 0 && (size_t)n < sizeof req; i++)
+        n += snprintf(req + n, sizeof req - (size_t)n, "%s\r\n", opt.t.headers[i]);
     if (n <= 0 || (size_t)n + 3 > sizeof req)
         die("WebSocket request too long");
     memcpy(req + n, "\r\n", 3);
@@ -406,33 +324,16 @@ static int ws_readable(void)
     }
 }
 
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double pct(double p)
-{
-    if (!nlat)
-        return 0;
-    size_t i = (size_t)((double)nlat * p);
-    return lat[i < nlat ? i : nlat - 1];
-}
-
 int main(int argc, char **argv)
 {
-    int o;
+    int o, tfd;
+    const char *why;
     while ((o = getopt(argc, argv, "u:H:b:r:s:c:e:w:l:")) != -1) {
         switch (o) {
         case 'u':
-            if (parse_url(optarg))
-                die("bad -u (http://host:port/path)");
-            break;
         case 'H':
-            if (opt.nheaders == MAX_HEADERS)
-                die("too many -H");
-            opt.headers[opt.nheaders++] = optarg;
+            if ((why = igw_httpload_option(&opt.t, o, optarg)))
+                die(why);
             break;
         case 'b': opt.body = optarg; break;
         case 'r': opt.rate = atof(optarg); break;
@@ -444,18 +345,11 @@ int main(int argc, char **argv)
         default: die("usage: igw-loadgen -u URL [-H header]... -b BODY [-r RATE] [-s SECONDS] [-c CONNS] [-e TEXT] [-w PATH] [-l FILE]");
         }
     }
-    if (!opt.addrlen || !opt.body || opt.rate < 0 || opt.seconds <= 0 || opt.conns < 1 || opt.conns > MAX_CONNS ||
-        opt.rate * opt.seconds > MAX_REQUESTS)
+    if (!opt.t.addrlen || !opt.body || opt.rate < 0 || opt.seconds <= 0 || opt.conns < 1 || opt.conns > MAX_CONNS ||
+        opt.rate * opt.seconds > IGW_HTTPLOAD_MAX_REQUESTS)
         die("need -u and -b; 0 <= RATE, 0 < SECONDS, 1 <= CONNS <= 1024, RATE x SECONDS <= 10^7");
-    if (opt.log && !(log_f = fopen(opt.log, "w")))
-        die("-l: cannot create the file");
-    if (!(lat = malloc(sizeof *lat * MAX_REQUESTS)) || (log_f && !(lat_due = malloc(sizeof *lat_due * MAX_REQUESTS))) ||
-        (epfd = epoll_create1(EPOLL_CLOEXEC)) < 0)
-        die("out of memory");
-    int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-    struct epoll_event tev = {.events = EPOLLIN, .data.ptr = NULL};
-    if (tfd < 0 || epoll_ctl(epfd, EPOLL_CTL_ADD, tfd, &tev) != 0)
-        die("timerfd");
+    if ((why = igw_httpload_open(&st, opt.log, &log_f, &epfd, &tfd)))
+        die(why);
     /* Connections up front: a handshake is not the server's latency. */
     int warm = opt.rate > 0 ? (opt.conns < 16 ? opt.conns : 16) : opt.conns;
     for (int i = 0; i < warm; i++)
@@ -465,17 +359,17 @@ int main(int argc, char **argv)
 
     struct rusage ru0, ru1;
     getrusage(RUSAGE_SELF, &ru0);
-    const int64_t start = t0 = now_ns(), stop = start + (int64_t)(opt.seconds * 1e9);
+    const int64_t start = t0 = igw_httpload_now_ns(), stop = start + (int64_t)(opt.seconds * 1e9);
     const uint64_t total = opt.rate > 0 ? (uint64_t)(opt.rate * opt.seconds) : UINT64_MAX;
     uint64_t next = 0; /* the next request to send */
     bool closed_loop = opt.rate == 0;
     for (;;) {
-        int64_t t = now_ns();
+        int64_t t = igw_httpload_now_ns();
         bool starved = false; /* due requests wait for a connection */
         /* Send everything due (open loop) or keep every connection busy
          * until the end (closed loop). */
         for (int i = 0; i < npool || (!closed_loop && next < total); i++) {
-            int64_t due = closed_loop ? t : start + (int64_t)((double)next * 1e9 / opt.rate);
+            int64_t due = closed_loop ? t : igw_httpload_due(start, next, opt.rate);
             if (closed_loop ? (t >= stop || i >= npool) : (next >= total || due > t))
                 break;
             conn *c = NULL;
@@ -498,11 +392,8 @@ int main(int argc, char **argv)
         if (t > stop + (int64_t)30e9)
             break; /* answers 30 s overdue: counted as errors below */
         int64_t wake = closed_loop || next >= total || starved ? t + 100000000
-                                                     : start + (int64_t)((double)next * 1e9 / opt.rate);
-        struct itimerspec its = {.it_value = {.tv_sec = wake / 1000000000, .tv_nsec = wake % 1000000000}};
-        if (wake <= t)
-            its.it_value = (struct timespec){0, 1};
-        if (timerfd_settime(tfd, TFD_TIMER_ABSTIME, &its, NULL) != 0)
+                                                               : igw_httpload_due(start, next, opt.rate);
+        if (igw_httpload_timer_arm(tfd, wake, t) != 0)
             die("timerfd_settime");
         struct epoll_event evs[64];
         int n = epoll_wait(epfd, evs, 64, -1);
@@ -517,8 +408,7 @@ int main(int argc, char **argv)
                 continue;
             }
             if (!c) {
-                uint64_t x;
-                if (read(tfd, &x, sizeof x) < 0 && errno != EAGAIN)
+                if (igw_httpload_timer_drain(tfd) != 0)
                     die("timerfd read");
                 continue;
             }
@@ -526,33 +416,17 @@ int main(int argc, char **argv)
                 close_conn(c);
         }
     }
-    double elapsed = (double)(now_ns() - start) / 1e9;
+    double elapsed = (double)(igw_httpload_now_ns() - start) / 1e9;
     getrusage(RUSAGE_SELF, &ru1);
     for (int k = npool - 1; k >= 0; k--)
         close_conn(pool[k]); /* unanswered: errors (and no longer waited for) */
     if (opt.ws_path) {
-        nerr += ws.waiting; /* accepted, never pushed */
+        st.nerr += ws.waiting; /* accepted, never pushed */
         elapsed = opt.seconds;
     }
-    double cpu = (double)(ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec + ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) +
-                 (double)(ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec + ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec) /
-                     1e6;
-    double max = 0;
-    for (size_t i = 0; i < nlat; i++)
-        max = lat[i] > max ? lat[i] : max;
-    if (log_f) { /* before the sort: request by request, in completion order */
-        bool ok = true;
-        for (size_t i = 0; i < nlat && ok; i++)
-            ok = fprintf(log_f, "%.3f %.3f\n", lat_due[i], lat[i]) > 0;
-        if (fclose(log_f) != 0 || !ok)
-            die("-l: write failed");
-    }
-    qsort(lat, nlat, sizeof *lat, cmp);
-    printf("{\"sent\":%zu,\"ok\":%zu,\"errors\":%zu,\"per_s\":%.1f,\"p50_ms\":%.3f,\"p90_ms\":%.3f,\"p99_ms\":%.3f,"
-           "\"max_ms\":%.3f,\"cpu_s\":%.3f}\n",
-           nsent, nlat, nerr, (double)nlat / elapsed, pct(0.5), pct(0.9), pct(0.99), max, cpu);
-    free(lat);
-    free(lat_due);
+    if (igw_httpload_report(&st, log_f, elapsed, igw_httpload_cpu_s(&ru0, &ru1), "") != 0)
+        die("-l: write failed");
+    igw_httpload_stats_free(&st);
     free(ws.due);
     free(ws.seen);
     if (ws.fd >= 0)

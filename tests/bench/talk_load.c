@@ -37,29 +37,22 @@
  * Exit status 0 when every request was ok, 1 when any was not, 2 on bad
  * arguments or a connection that cannot be made. */
 #define _GNU_SOURCE
+#include "httpload.h"
+
 #include <errno.h>
 #include <inttypes.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
-#include <sys/socket.h>
-#include <sys/timerfd.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <hiredis/hiredis.h>
 
 #define MAX_LANES 256
-#define MAX_HEADERS 16
-#define MAX_REQUESTS 10000000
 #define ID_MAX 96 /* a callId's bytes (the route's cap) */
 #define RBUF 16384
 
@@ -80,73 +73,22 @@ typedef struct lane {
 
 static struct {
     bool redis, set;
-    struct sockaddr_storage addr;
-    socklen_t addrlen;
-    char host[256], path[1024];
-    const char *headers[MAX_HEADERS];
-    int nheaders;
+    igw_httpload_target t;
     const char *sha, *ent, *caller, *log;
     double rate, seconds, warmup;
 } opt = {.set = true, .rate = 1000, .seconds = 10, .warmup = 2};
 
 static lane lanes[MAX_LANES];
 static int nlanes, epfd;
-static double *lat, *lat_due;
-static size_t nlat, nerr, nsent; /* counted requests: ok, not ok, sent */
-static size_t nerr_warm;           /* warm-up requests not ok: they fail the run too */
+static igw_httpload_stats st; /* counted requests: latencies, ok, not ok, sent */
+static size_t nerr_warm;                /* warm-up requests not ok: they fail the run too */
 static int64_t t0, t_count; /* the clock's start; the first counted due time */
 static bool reported;       /* one bad answer printed */
-
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static void die(const char *what)
 {
     fprintf(stderr, "igw-talkload: %s\n", what);
     exit(2);
-}
-
-static int resolve(const char *host, const char *port)
-{
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai;
-    if (getaddrinfo(host, port, &hints, &ai) != 0)
-        return -1;
-    memcpy(&opt.addr, ai->ai_addr, ai->ai_addrlen);
-    opt.addrlen = ai->ai_addrlen;
-    freeaddrinfo(ai);
-    return 0;
-}
-
-/* HOST:PORT into opt.host and the address. */
-static int parse_hostport(const char *hp)
-{
-    if (strlen(hp) >= sizeof opt.host)
-        return -1;
-    snprintf(opt.host, sizeof opt.host, "%s", hp);
-    char host[256];
-    snprintf(host, sizeof host, "%s", hp);
-    char *colon = strrchr(host, ':');
-    if (!colon)
-        return -1;
-    *colon = '\0';
-    return resolve(host, colon + 1);
-}
-
-static int parse_url(const char *url)
-{
-    if (strncmp(url, "http://", 7) != 0)
-        return -1;
-    const char *p = url + 7, *slash = strchr(p, '/');
-    if (!slash || (size_t)(slash - p) >= sizeof opt.host || strlen(slash) >= sizeof opt.path)
-        return -1;
-    char hp[256];
-    snprintf(hp, sizeof hp, "%.*s", (int)(slash - p), p);
-    snprintf(opt.path, sizeof opt.path, "%s", slash);
-    return parse_hostport(hp);
 }
 
 /* -t CALLID:USER: the user id is what follows the last colon. */
@@ -161,16 +103,6 @@ static int add_lane(const char *arg)
     snprintf(l->target, sizeof l->target, "%s", colon + 1);
     l->fd = -1;
     return 0;
-}
-
-static int dial(void)
-{
-    int fd = socket(opt.addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
-    if (fd < 0 || connect(fd, (struct sockaddr *)&opt.addr, opt.addrlen) != 0)
-        die("cannot connect");
-    if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) != 0)
-        die("TCP_NODELAY");
-    return fd;
 }
 
 /* ---- requests ------------------------------------------------------------------------ */
@@ -206,39 +138,23 @@ static void build(lane *l, bool set)
                             l->call_id, l->target, l->allowed ? "false" : "true", l->revision)
                  : snprintf(body, sizeof body, "{\"operation\":\"read\",\"callId\":\"%s\",\"targetUserID\":\"%s\"}",
                             l->call_id, l->target);
-    size_t cap = 1024 + strlen(opt.path) + (size_t)bl;
-    for (int i = 0; i < opt.nheaders; i++)
-        cap += strlen(opt.headers[i]) + 2;
-    if (!(l->wbuf = malloc(cap)))
+    if (bl < 0 || (size_t)bl >= sizeof body)
+        die("a callId or target too long for the body");
+    if (!(l->wbuf = igw_httpload_post(&opt.t, "application/json", body, (size_t)bl, &l->wlen)))
         die("out of memory");
-    int n = snprintf(l->wbuf, cap,
-                     "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n",
-                     opt.path, opt.host, bl);
-    for (int i = 0; i < opt.nheaders; i++)
-        n += snprintf(l->wbuf + n, cap - (size_t)n, "%s\r\n", opt.headers[i]);
-    n += snprintf(l->wbuf + n, cap - (size_t)n, "\r\n%s", body);
-    l->wlen = (size_t)n;
 }
 
 /* Writes the whole request (small; the socket's buffer is empty). */
 static int send_req(lane *l)
 {
-    for (size_t done = 0; done < l->wlen;) {
-        ssize_t n = write(l->fd, l->wbuf + done, l->wlen - done);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        done += (size_t)n;
-    }
-    return 0;
+    return igw_httpload_write_all(l->fd, l->wbuf, l->wlen);
 }
 
 /* A request of l (due at `due`) was not ok. */
 static void bad(const lane *l, int64_t due, const char *what, const char *answer, size_t len)
 {
     if (due >= t_count)
-        nerr++;
+        st.nerr++;
     else
         nerr_warm++;
     if (reported)
@@ -334,25 +250,10 @@ static int on_readable(lane *l, bool set, bool *ok)
         freeReplyObject(r);
         return 1;
     }
-    ssize_t n = read(l->fd, l->rbuf + l->rlen, RBUF - 1 - l->rlen);
-    if (n <= 0)
-        return n < 0 && errno == EINTR ? 0 : -1;
-    l->rlen += (size_t)n;
-    l->rbuf[l->rlen] = '\0';
-    char *end = strstr(l->rbuf, "\r\n\r\n");
-    if (!end)
-        return l->rlen >= RBUF - 1 ? -1 : 0;
-    size_t head = (size_t)(end - l->rbuf) + 4, clen = 0;
-    bool has_len = false;
-    for (char *h = strstr(l->rbuf, "\r\n"); h && h < end; h = strstr(h + 2, "\r\n"))
-        if (!strncasecmp(h + 2, "content-length:", 15)) {
-            clen = strtoull(h + 17, NULL, 10);
-            has_len = true;
-        }
-    if (!has_len || clen > RBUF - 1 - head)
-        return -1; /* igwd always sends a Content-Length */
-    if (l->rlen < head + clen)
-        return 0;
+    size_t head, clen;
+    int rc = igw_httpload_read(l->fd, l->rbuf, RBUF, &l->rlen, &head, &clen, true); /* igwd always sends a Content-Length */
+    if (rc <= 0)
+        return rc;
     if (l->rlen > head + clen)
         return -1; /* an answer nobody asked for */
     *ok = !strncmp(l->rbuf, "HTTP/1.1 200 ", 13) && take_http(l, set, l->rbuf + head, clen) == 0;
@@ -365,7 +266,9 @@ static int on_readable(lane *l, bool set, bool *ok)
 /* Before the clock: each lane's connection and its target's record. */
 static void lane_open(lane *l)
 {
-    l->fd = dial();
+    const char *why;
+    if ((l->fd = igw_httpload_dial(&opt.t, &why)) < 0)
+        die(why);
     if (opt.redis && !(l->reader = redisReaderCreate()))
         die("out of memory");
     build(l, false);
@@ -388,8 +291,7 @@ static void lane_open(lane *l)
 
 static int64_t due_of(const lane *l, uint64_t k)
 {
-    uint64_t i = k * (uint64_t)nlanes + (uint64_t)(l - lanes);
-    return t0 + (int64_t)((double)i * 1e9 / opt.rate);
+    return igw_httpload_due(t0, k * (uint64_t)nlanes + (uint64_t)(l - lanes), opt.rate);
 }
 
 static void answered(lane *l, bool ok)
@@ -399,44 +301,23 @@ static void answered(lane *l, bool ok)
         l->dead = true;
     if (!ok || l->due < t_count)
         return; /* not ok: counted by bad(); warm-up: not counted */
-    if (nlat < MAX_REQUESTS) {
-        lat_due[nlat] = (double)(l->due - t_count) / 1e6;
-        lat[nlat++] = (double)(now_ns() - l->due) / 1e6;
-    }
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double pct(double p)
-{
-    if (!nlat)
-        return 0;
-    size_t i = (size_t)((double)nlat * p);
-    return lat[i < nlat ? i : nlat - 1];
+    igw_httpload_stats_add(&st, (double)(l->due - t_count) / 1e6, (double)(igw_httpload_now_ns() - l->due) / 1e6);
 }
 
 int main(int argc, char **argv)
 {
-    int o;
-    const char *mode = NULL;
+    int o, tfd;
+    const char *mode = NULL, *why;
     while ((o = getopt(argc, argv, "m:u:H:R:S:E:I:t:o:r:s:W:l:")) != -1) {
         switch (o) {
         case 'm': mode = optarg; break;
         case 'u':
-            if (parse_url(optarg))
-                die("bad -u (http://host:port/path)");
-            break;
         case 'H':
-            if (opt.nheaders == MAX_HEADERS)
-                die("too many -H");
-            opt.headers[opt.nheaders++] = optarg;
+            if ((why = igw_httpload_option(&opt.t, o, optarg)))
+                die(why);
             break;
         case 'R':
-            if (parse_hostport(optarg))
+            if (igw_httpload_resolve(&opt.t, optarg, NULL))
                 die("bad -R (host:port)");
             break;
         case 'S': opt.sha = optarg; break;
@@ -461,34 +342,27 @@ int main(int argc, char **argv)
         }
     }
     opt.redis = mode && !strcmp(mode, "redis");
-    if (!mode || (!opt.redis && strcmp(mode, "http")) || !opt.addrlen || !nlanes ||
+    if (!mode || (!opt.redis && strcmp(mode, "http")) || !opt.t.addrlen || !nlanes ||
         (opt.redis && (!opt.sha || !opt.ent || !opt.caller)) || (!opt.redis && opt.sha))
         die("need -m http with -u, or -m redis with -R -S -E -I; and at least one -t");
-    if (!(opt.rate > 0) || !(opt.seconds > 0) || opt.warmup < 0 || opt.rate * (opt.seconds + opt.warmup) > MAX_REQUESTS)
+    if (!(opt.rate > 0) || !(opt.seconds > 0) || opt.warmup < 0 || opt.rate * (opt.seconds + opt.warmup) > IGW_HTTPLOAD_MAX_REQUESTS)
         die("0 < RATE, 0 < SECONDS, 0 <= WARMUP, RATE x (SECONDS + WARMUP) <= 10^7");
-    FILE *log_f = NULL;
-    if (opt.log && !(log_f = fopen(opt.log, "w")))
-        die("-l: cannot create the file");
-    if (!(lat = malloc(sizeof *lat * MAX_REQUESTS)) || !(lat_due = malloc(sizeof *lat_due * MAX_REQUESTS)) ||
-        (epfd = epoll_create1(EPOLL_CLOEXEC)) < 0)
-        die("out of memory");
-    int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-    struct epoll_event tev = {.events = EPOLLIN, .data.ptr = NULL};
-    if (tfd < 0 || epoll_ctl(epfd, EPOLL_CTL_ADD, tfd, &tev) != 0)
-        die("timerfd");
+    FILE *log_f;
+    if ((why = igw_httpload_open(&st, opt.log, &log_f, &epfd, &tfd)))
+        die(why);
     for (int i = 0; i < nlanes; i++)
         lane_open(&lanes[i]);
 
     struct rusage ru0, ru1;
     const uint64_t total = (uint64_t)(opt.rate * (opt.seconds + opt.warmup));
     const uint64_t per_lane = (total + (uint64_t)nlanes - 1) / (uint64_t)nlanes;
-    t0 = now_ns();
+    t0 = igw_httpload_now_ns();
     t_count = t0 + (int64_t)(opt.warmup * 1e9);
     const int64_t stop = t0 + (int64_t)((opt.seconds + opt.warmup) * 1e9);
     bool counting = false;
     int64_t last = t_count; /* the last counted answer */
     for (;;) {
-        int64_t t = now_ns(), wake = INT64_MAX;
+        int64_t t = igw_httpload_now_ns(), wake = INT64_MAX;
         if (!counting && t >= t_count) {
             getrusage(RUSAGE_SELF, &ru0);
             counting = true;
@@ -507,7 +381,7 @@ int main(int argc, char **argv)
                 l->due = due;
                 l->busy = true;
                 l->k++;
-                nsent += due >= t_count;
+                st.nsent += due >= t_count;
                 if (send_req(l) != 0) {
                     bad(l, due, "the connection broke", NULL, 0);
                     l->busy = false;
@@ -522,10 +396,7 @@ int main(int argc, char **argv)
             break; /* answers 30 s overdue: errors below */
         if (wake == INT64_MAX)
             wake = t + 100000000;
-        struct itimerspec its = {.it_value = {.tv_sec = wake / 1000000000, .tv_nsec = wake % 1000000000}};
-        if (wake <= t)
-            its.it_value = (struct timespec){0, 1};
-        if (timerfd_settime(tfd, TFD_TIMER_ABSTIME, &its, NULL) != 0)
+        if (igw_httpload_timer_arm(tfd, wake, t) != 0)
             die("timerfd_settime");
         struct epoll_event evs[64];
         int n = epoll_wait(epfd, evs, 64, -1);
@@ -534,8 +405,7 @@ int main(int argc, char **argv)
         for (int i = 0; i < n; i++) {
             lane *l = evs[i].data.ptr;
             if (!l) {
-                uint64_t x;
-                if (read(tfd, &x, sizeof x) < 0 && errno != EAGAIN)
+                if (igw_httpload_timer_drain(tfd) != 0)
                     die("timerfd read");
                 continue;
             }
@@ -558,7 +428,7 @@ int main(int argc, char **argv)
             }
             answered(l, ok);
             if (ok && l->due >= t_count)
-                last = now_ns();
+                last = igw_httpload_now_ns();
         }
     }
     getrusage(RUSAGE_SELF, &ru1);
@@ -567,29 +437,16 @@ int main(int argc, char **argv)
     /* Counted requests never sent (a dead lane) or never answered: errors. */
     size_t counted = 0;
     for (uint64_t i = 0; i < total; i++)
-        counted += t0 + (int64_t)((double)i * 1e9 / opt.rate) >= t_count;
-    if (counted > nlat + nerr)
-        nerr = counted - nlat;
+        counted += igw_httpload_due(t0, i, opt.rate) >= t_count;
+    if (counted > st.nlat + st.nerr)
+        st.nerr = counted - st.nlat;
     double span = (double)(last - t_count) / 1e9;
     if (span < opt.seconds)
         span = opt.seconds;
-    double cpu = (double)(ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec + ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) +
-                 (double)(ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec + ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec) /
-                     1e6;
-    if (log_f) {
-        bool ok = true;
-        for (size_t i = 0; i < nlat && ok; i++)
-            ok = fprintf(log_f, "%.3f %.3f\n", lat_due[i], lat[i]) > 0;
-        if (fclose(log_f) != 0 || !ok)
-            die("-l: write failed");
-    }
-    double max = 0;
-    for (size_t i = 0; i < nlat; i++)
-        max = lat[i] > max ? lat[i] : max;
-    qsort(lat, nlat, sizeof *lat, cmp);
-    printf("{\"sent\":%zu,\"ok\":%zu,\"errors\":%zu,\"per_s\":%.1f,\"p50_ms\":%.3f,\"p90_ms\":%.3f,\"p99_ms\":%.3f,"
-           "\"max_ms\":%.3f,\"cpu_s\":%.3f,\"lanes\":%d}\n",
-           nsent, nlat, nerr, (double)nlat / span, pct(0.5), pct(0.9), pct(0.99), max, cpu, nlanes);
+    char extra[32];
+    snprintf(extra, sizeof extra, ",\"lanes\":%d", nlanes);
+    if (igw_httpload_report(&st, log_f, span, igw_httpload_cpu_s(&ru0, &ru1), extra) != 0)
+        die("-l: write failed");
     for (int i = 0; i < nlanes; i++) {
         if (lanes[i].fd >= 0)
             close(lanes[i].fd);
@@ -597,11 +454,10 @@ int main(int argc, char **argv)
         if (lanes[i].reader)
             redisReaderFree(lanes[i].reader);
     }
-    free(lat);
-    free(lat_due);
+    igw_httpload_stats_free(&st);
     close(tfd);
     close(epfd);
     if (nerr_warm)
         fprintf(stderr, "igw-talkload: %zu warm-up requests were not ok\n", nerr_warm);
-    return nerr || nerr_warm ? 1 : 0;
+    return st.nerr || nerr_warm ? 1 : 0;
 }

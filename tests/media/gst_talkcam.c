@@ -16,6 +16,7 @@
  *        the previous one (B), level measurements so far (L) and the last
  *        one's RMS in dBFS, loudest channel (X, -200 before any)
  * Exits 0 on stdin EOF or SIGTERM/SIGINT, 1 on an error, 2 on bad options.
+ * The offer and answer, and the main loop around them: gstpeer.h.
  *
  * Threads: the RTP probe runs on a streaming thread (its counters under a
  * mutex); signaling, level messages and stdout on the GLib main loop.
@@ -24,32 +25,19 @@
 #define GST_USE_UNSTABLE_API 1
 
 /* By path: under -Isrc/vcam, src/vcam/signal.h would shadow <signal.h>. */
-#include "../../src/vcam/flatjson.h"
 #include "../../src/vcam/webrtcbin.h"
+#include "gstpeer.h"
 
-#include <errno.h>
-#include <glib-unix.h>
 #include <gst/gst.h>
-#include <gst/sdp/sdp.h>
 #include <gst/webrtc/webrtc.h>
-#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #define STATS_MS 100
-#define GATHER_TIMEOUT_S 10
-#define LINE_MAX_BYTES (256 * 1024)
 
 typedef struct cam {
-    const char *address;
-    GMainLoop *loop;
-    GstElement *pipe, *webrtc;
-    guint bus_watch, stdin_watch, stats_timer, gather_timer, sig_term, sig_int;
-    int stopping, exit_code, offered, sent, answered, linked;
-    int pc_state;
+    igw_gstpeer peer; /* signaling, the pipeline and the main loop (gstpeer.h) */
     /* RTP received on the talkback: streaming thread, under mu */
     GMutex mu;
     guint64 rtp, gaps, ts_back;
@@ -60,217 +48,7 @@ typedef struct cam {
     /* level: main loop */
     guint64 levels;
     double rms;
-    size_t used;
-    char line[LINE_MAX_BYTES + 1];
-    char sdp[LINE_MAX_BYTES + 1];
 } cam;
-
-static void clog_(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
-static void clog_(const char *fmt, ...)
-{
-    char line[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "gst_talkcam: %s\n", line);
-}
-
-static void stop(cam *c, int code, const char *why)
-{
-    if (c->stopping)
-        return;
-    clog_("%s%s", code ? "error: " : "stopping: ", why);
-    c->stopping = 1;
-    c->exit_code = code;
-    g_main_loop_quit(c->loop);
-}
-
-static void emit(cam *c, const char *line, size_t len)
-{
-    if (fwrite(line, 1, len, stdout) != len || fputc('\n', stdout) == EOF || fflush(stdout) != 0)
-        stop(c, 1, "write stdout failed");
-}
-
-/* Waits for webrtcbin's reply; 0 with *reply (owned by pr), or -1 after stopping. */
-static int promise_wait(cam *c, GstPromise *pr, const char *what, const GstStructure **reply)
-{
-    *reply = NULL;
-    if (gst_promise_wait(pr) != GST_PROMISE_RESULT_REPLIED) {
-        stop(c, 1, what);
-        return -1;
-    }
-    const GstStructure *r = gst_promise_get_reply(pr);
-    if (r && gst_structure_has_field(r, "error")) {
-        GError *err = NULL;
-        gst_structure_get(r, "error", G_TYPE_ERROR, &err, NULL);
-        clog_("%s: %s", what, err ? err->message : "unknown error");
-        g_clear_error(&err);
-        stop(c, 1, what);
-        return -1;
-    }
-    *reply = r;
-    return 0;
-}
-
-/* ---- the offer ---- */
-
-static void send_offer_if_gathered(cam *c)
-{
-    GstWebRTCICEGatheringState gs;
-    GstWebRTCSessionDescription *desc = NULL;
-    static const char head[] = "{\"type\":\"offer\",\"sdp\":";
-
-    if (!c->offered || c->sent || c->stopping)
-        return;
-    g_object_get(c->webrtc, "ice-gathering-state", &gs, NULL);
-    if (gs != GST_WEBRTC_ICE_GATHERING_STATE_COMPLETE)
-        return;
-    g_object_get(c->webrtc, "local-description", &desc, NULL);
-    if (!desc) {
-        stop(c, 1, "no local description after ICE gathering");
-        return;
-    }
-    gchar *text = gst_sdp_message_as_text(desc->sdp);
-    gst_webrtc_session_description_free(desc);
-    size_t len = strlen(text), cap = sizeof head + 6 * len + 2;
-    char *buf = malloc(cap);
-    if (!buf) {
-        g_free(text);
-        stop(c, 1, "out of memory");
-        return;
-    }
-    memcpy(buf, head, sizeof head);
-    size_t n = igw_vcam_json_escape(buf, cap, sizeof head - 1, text, len);
-    g_free(text);
-    if (n == (size_t)-1 || n + 1 >= cap) {
-        free(buf);
-        stop(c, 1, "cannot encode the offer");
-        return;
-    }
-    buf[n++] = '}';
-    c->sent = 1;
-    if (c->gather_timer) {
-        g_source_remove(c->gather_timer);
-        c->gather_timer = 0;
-    }
-    emit(c, buf, n);
-    free(buf);
-}
-
-static gboolean on_gather_timeout(gpointer data)
-{
-    cam *c = data;
-    c->gather_timer = 0;
-    stop(c, 1, "ICE gathering did not complete");
-    return G_SOURCE_REMOVE;
-}
-
-static gboolean make_offer(gpointer data)
-{
-    cam *c = data;
-    GstWebRTCSessionDescription *offer = NULL;
-    const GstStructure *reply;
-
-    if (c->offered || c->stopping)
-        return G_SOURCE_REMOVE;
-    c->offered = 1;
-    GstPromise *pr = gst_promise_new();
-    g_signal_emit_by_name(c->webrtc, "create-offer", NULL, pr);
-    if (promise_wait(c, pr, "create-offer", &reply) == 0 && reply)
-        gst_structure_get(reply, "offer", GST_TYPE_WEBRTC_SESSION_DESCRIPTION, &offer, NULL);
-    gst_promise_unref(pr);
-    if (!offer) {
-        stop(c, 1, "create-offer: no offer");
-        return G_SOURCE_REMOVE;
-    }
-    pr = gst_promise_new();
-    g_signal_emit_by_name(c->webrtc, "set-local-description", offer, pr);
-    int rc = promise_wait(c, pr, "set-local-description", &reply);
-    gst_promise_unref(pr);
-    gst_webrtc_session_description_free(offer);
-    if (rc == 0) {
-        c->gather_timer = g_timeout_add_seconds(GATHER_TIMEOUT_S, on_gather_timeout, c);
-        send_offer_if_gathered(c);
-    }
-    return G_SOURCE_REMOVE;
-}
-
-static void on_negotiation_needed(GstElement *webrtc, gpointer data)
-{
-    (void)webrtc;
-    g_idle_add(make_offer, data);
-}
-
-/* ---- the answer ---- */
-
-static void handle_line(cam *c, const char *line, size_t len)
-{
-    char type[32];
-    while (len > 0 && (line[len - 1] == '\r' || line[len - 1] == ' '))
-        len--;
-    if (len == 0)
-        return;
-    if (igw_vcam_json_get_string(line, len, "type", type, sizeof type) < 0) {
-        stop(c, 1, "signaling: a line without a type");
-        return;
-    }
-    if (strcmp(type, "answer") != 0)
-        return;
-    long n = igw_vcam_json_get_string(line, len, "sdp", c->sdp, sizeof c->sdp);
-    if (n <= 0 || strlen(c->sdp) != (size_t)n || !c->sent || c->answered) {
-        stop(c, 1, "signaling: an unusable answer");
-        return;
-    }
-    GstSDPMessage *msg = NULL;
-    if (gst_sdp_message_new_from_text(c->sdp, &msg) != GST_SDP_OK) {
-        if (msg)
-            gst_sdp_message_free(msg);
-        stop(c, 1, "the answer is not SDP");
-        return;
-    }
-    GstWebRTCSessionDescription *answer = gst_webrtc_session_description_new(GST_WEBRTC_SDP_TYPE_ANSWER, msg);
-    GstPromise *pr = gst_promise_new();
-    const GstStructure *reply;
-    g_signal_emit_by_name(c->webrtc, "set-remote-description", answer, pr);
-    if (promise_wait(c, pr, "the answer was refused", &reply) == 0) {
-        c->answered = 1;
-        clog_("answer applied");
-    }
-    gst_promise_unref(pr);
-    gst_webrtc_session_description_free(answer);
-}
-
-static gboolean on_stdin(GIOChannel *ch, GIOCondition cond, gpointer data)
-{
-    cam *c = data;
-    (void)ch, (void)cond;
-    ssize_t r = read(STDIN_FILENO, c->line + c->used, sizeof c->line - c->used);
-    if (r < 0 && (errno == EINTR || errno == EAGAIN))
-        return G_SOURCE_CONTINUE;
-    if (r <= 0) {
-        c->stdin_watch = 0;
-        stop(c, r < 0, r < 0 ? "read stdin failed" : "stdin closed");
-        return G_SOURCE_REMOVE;
-    }
-    c->used += (size_t)r;
-    size_t start = 0;
-    char *nl;
-    while (!c->stopping && (nl = memchr(c->line + start, '\n', c->used - start))) {
-        size_t len = (size_t)(nl - (c->line + start));
-        handle_line(c, c->line + start, len);
-        start += len + 1;
-    }
-    memmove(c->line, c->line + start, c->used - start);
-    c->used -= start;
-    if (c->used == sizeof c->line)
-        stop(c, 1, "signaling: a line too long");
-    if (c->stopping) {
-        c->stdin_watch = 0;
-        return G_SOURCE_REMOVE;
-    }
-    return G_SOURCE_CONTINUE;
-}
 
 /* ---- what the talkback brings (streaming thread) ---- */
 
@@ -319,7 +97,7 @@ static void on_pad_added(GstElement *webrtc, GstPad *pad, gpointer data)
         g_clear_error(&err);
         return;
     }
-    if (!gst_bin_add(GST_BIN(c->pipe), bin) || !gst_element_sync_state_with_parent(bin)) {
+    if (!gst_bin_add(GST_BIN(c->peer.pipe), bin) || !gst_element_sync_state_with_parent(bin)) {
         GST_ELEMENT_ERROR(webrtc, CORE, PAD, ("cannot start the decoder"), (NULL));
         return;
     }
@@ -330,7 +108,7 @@ static void on_pad_added(GstElement *webrtc, GstPad *pad, gpointer data)
         gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_BUFFER, on_rtp, c, NULL);
     if (sinkpad)
         gst_object_unref(sinkpad);
-    clog_("receiving %s", GST_PAD_NAME(pad));
+    igw_gstpeer_log(&c->peer, "receiving %s", GST_PAD_NAME(pad));
 }
 
 /* ---- main loop ---- */
@@ -350,32 +128,15 @@ static double level_rms(const GstStructure *s)
     return best;
 }
 
-static gboolean on_bus(GstBus *bus, GstMessage *msg, gpointer data)
+/* A level measurement of what the speaker plays (main loop). */
+static void on_message(GstMessage *msg, void *data)
 {
     cam *c = data;
-    GError *err = NULL;
-    gchar *dbg = NULL;
-    (void)bus;
-    switch (GST_MESSAGE_TYPE(msg)) {
-    case GST_MESSAGE_ERROR:
-        gst_message_parse_error(msg, &err, &dbg);
-        clog_("%s: %s (%s)", GST_OBJECT_NAME(msg->src), err ? err->message : "error", dbg ? dbg : "");
-        stop(c, 1, "pipeline error");
-        break;
-    case GST_MESSAGE_ELEMENT: {
-        const GstStructure *s = gst_message_get_structure(msg);
-        if (s && gst_structure_has_name(s, "level")) {
-            c->levels++;
-            c->rms = level_rms(s);
-        }
-        break;
+    const GstStructure *s = gst_message_get_structure(msg);
+    if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_ELEMENT && s && gst_structure_has_name(s, "level")) {
+        c->levels++;
+        c->rms = level_rms(s);
     }
-    default:
-        break;
-    }
-    g_clear_error(&err);
-    g_free(dbg);
-    return G_SOURCE_CONTINUE;
 }
 
 static gboolean on_stats(gpointer data)
@@ -383,9 +144,9 @@ static gboolean on_stats(gpointer data)
     cam *c = data;
     char line[320];
     GstWebRTCPeerConnectionState st;
-    if (c->stopping)
+    if (c->peer.stopping)
         return G_SOURCE_CONTINUE;
-    g_object_get(c->webrtc, "connection-state", &st, NULL);
+    g_object_get(c->peer.webrtc, "connection-state", &st, NULL);
     GEnumClass *ec = g_type_class_ref(GST_TYPE_WEBRTC_PEER_CONNECTION_STATE);
     GEnumValue *ev = g_enum_get_value(ec, (int)st);
     g_mutex_lock(&c->mu);
@@ -397,25 +158,7 @@ static gboolean on_stats(gpointer data)
     g_mutex_unlock(&c->mu);
     g_type_class_unref(ec);
     if (len > 0 && (size_t)len < sizeof line)
-        emit(c, line, (size_t)len);
-    return G_SOURCE_CONTINUE;
-}
-
-static gboolean on_gathering(gpointer data)
-{
-    send_offer_if_gathered(data);
-    return G_SOURCE_REMOVE;
-}
-
-static void on_notify_gathering(GObject *obj, GParamSpec *pspec, gpointer data)
-{
-    (void)obj, (void)pspec;
-    g_idle_add(on_gathering, data);
-}
-
-static gboolean on_unix_signal(gpointer data)
-{
-    stop(data, 0, "signal received");
+        igw_gstpeer_emit(&c->peer, line, (size_t)len);
     return G_SOURCE_CONTINUE;
 }
 
@@ -424,7 +167,7 @@ static gboolean on_unix_signal(gpointer data)
 static int set_directions(cam *c)
 {
     int audio = 0, video = 0;
-    GstIterator *it = gst_element_iterate_sink_pads(c->webrtc);
+    GstIterator *it = gst_element_iterate_sink_pads(c->peer.webrtc);
     GValue item = G_VALUE_INIT;
     while (gst_iterator_next(it, &item) == GST_ITERATOR_OK) {
         GstPad *pad = g_value_get_object(&item);
@@ -452,7 +195,7 @@ static int set_directions(cam *c)
     g_value_unset(&item);
     gst_iterator_free(it);
     if (audio != 1 || video != 1) {
-        clog_("error: expected one audio and one video transceiver, got %d and %d", audio, video);
+        igw_gstpeer_log(&c->peer, "error: expected one audio and one video transceiver, got %d and %d", audio, video);
         return -1;
     }
     return 0;
@@ -468,7 +211,7 @@ static int build(cam *c)
     if (igw_webrtcbin_check_elements("gst_talkcam", need, G_N_ELEMENTS(need)) < 0)
         return -1;
     GError *err = NULL;
-    c->pipe = gst_parse_launch_full(
+    c->peer.pipe = gst_parse_launch_full(
         "webrtcbin name=webrtc bundle-policy=max-bundle "
         "videotestsrc is-live=true pattern=ball ! video/x-raw,width=320,height=240,framerate=15/1 "
         "! videoconvert ! queue max-size-buffers=2 max-size-bytes=0 max-size-time=0 "
@@ -479,27 +222,25 @@ static int build(cam *c)
         "audiotestsrc is-live=true wave=silence ! audioconvert ! audioresample ! queue max-size-time=100000000 "
         "! opusenc ! rtpopuspay pt=111 ! application/x-rtp,media=audio,encoding-name=OPUS,payload=111 ! webrtc. ",
         NULL, GST_PARSE_FLAG_FATAL_ERRORS, &err);
-    if (!c->pipe) {
-        clog_("error: cannot build the pipeline: %s", err ? err->message : "?");
+    if (!c->peer.pipe) {
+        igw_gstpeer_log(&c->peer, "error: cannot build the pipeline: %s", err ? err->message : "?");
         g_clear_error(&err);
         return -1;
     }
-    c->webrtc = gst_bin_get_by_name(GST_BIN(c->pipe), "webrtc");
+    c->peer.webrtc = gst_bin_get_by_name(GST_BIN(c->peer.pipe), "webrtc");
     char why[160];
-    if (!c->webrtc || igw_webrtcbin_restrict_ice(c->webrtc, c->address, why, sizeof why) < 0) {
-        clog_("error: %s", c->webrtc ? why : "no webrtcbin");
+    if (!c->peer.webrtc || igw_webrtcbin_restrict_ice(c->peer.webrtc, c->peer.address, why, sizeof why) < 0) {
+        igw_gstpeer_log(&c->peer, "error: %s", c->peer.webrtc ? why : "no webrtcbin");
         return -1;
     }
     if (set_directions(c) < 0)
         return -1;
-    g_signal_connect(c->webrtc, "on-negotiation-needed", G_CALLBACK(on_negotiation_needed), c);
-    g_signal_connect(c->webrtc, "pad-added", G_CALLBACK(on_pad_added), c);
-    g_signal_connect(c->webrtc, "notify::ice-gathering-state", G_CALLBACK(on_notify_gathering), c);
-    GstBus *bus = gst_element_get_bus(c->pipe);
-    c->bus_watch = gst_bus_add_watch(bus, on_bus, c);
-    gst_object_unref(bus);
-    if (gst_element_set_state(c->pipe, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE) {
-        clog_("error: the pipeline does not start");
+    igw_gstpeer_offer_on_demand(&c->peer);
+    g_signal_connect(c->peer.webrtc, "pad-added", G_CALLBACK(on_pad_added), c);
+    if (igw_gstpeer_watch_bus(&c->peer, on_message, c) < 0)
+        return -1;
+    if (gst_element_set_state(c->peer.pipe, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE) {
+        igw_gstpeer_log(&c->peer, "error: the pipeline does not start");
         return -1;
     }
     return 0;
@@ -507,53 +248,28 @@ static int build(cam *c)
 
 int main(int argc, char **argv)
 {
-    cam *c = g_new0(cam, 1);
-    c->address = "127.0.0.1";
-    c->rms = -200;
+    cam *c = g_new0(cam, 1); /* two line buffers: not for the stack */
+    const char *address = "127.0.0.1";
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--address") == 0 && i + 1 < argc) {
-            c->address = argv[++i];
+            address = argv[++i];
         } else {
             fprintf(stderr, "usage: gst_talkcam [--address IP]\n");
             g_free(c);
             return 2;
         }
     }
-    signal(SIGPIPE, SIG_IGN);
+    c->rms = -200;
     g_mutex_init(&c->mu);
-    gst_init(NULL, NULL);
-    c->loop = g_main_loop_new(NULL, FALSE);
-    GIOChannel *in = NULL;
+    igw_gstpeer_init(&c->peer, "gst_talkcam", address);
     if (build(c) < 0) {
-        c->exit_code = 1;
-        goto out;
+        c->peer.exit_code = 1;
+    } else {
+        c->peer.stats_timer = g_timeout_add(STATS_MS, on_stats, c);
+        igw_gstpeer_run(&c->peer);
     }
-    in = g_io_channel_unix_new(STDIN_FILENO);
-    c->stdin_watch = g_io_add_watch(in, G_IO_IN | G_IO_HUP | G_IO_ERR, on_stdin, c);
-    c->stats_timer = g_timeout_add(STATS_MS, on_stats, c);
-    c->sig_term = g_unix_signal_add(SIGTERM, on_unix_signal, c);
-    c->sig_int = g_unix_signal_add(SIGINT, on_unix_signal, c);
-    g_main_loop_run(c->loop);
-out:
-    c->stopping = 1;
-    if (c->pipe)
-        gst_element_set_state(c->pipe, GST_STATE_NULL);
-    guint *srcs[] = {&c->stats_timer, &c->gather_timer, &c->stdin_watch, &c->sig_term, &c->sig_int, &c->bus_watch};
-    for (size_t i = 0; i < G_N_ELEMENTS(srcs); i++)
-        if (*srcs[i])
-            g_source_remove(*srcs[i]);
-    if (in)
-        g_io_channel_unref(in);
-    if (c->webrtc)
-        gst_object_unref(c->webrtc);
-    if (c->pipe)
-        gst_object_unref(c->pipe);
-    while (g_main_context_iteration(NULL, FALSE))
-        ;
-    g_main_loop_unref(c->loop);
-    gst_deinit();
+    int code = igw_gstpeer_finish(&c->peer);
     g_mutex_clear(&c->mu);
-    int code = c->exit_code;
     g_free(c);
     return code;
 }

@@ -82,7 +82,7 @@ MEDIA_SRC   := $(sort $(wildcard src/media/*.c))
 VCAM_SRC    := $(sort $(wildcard src/vcam/*.c))
 CTL_SRC     := $(sort $(wildcard src/igwctl/*.c))
 # igwd's rooms in link order: each may use those after it, never one before.
-IGWD_ROOMS  := routes edge command session call event auth http core
+IGWD_ROOMS  := routes edge command session call catalog event auth http core
 IGWD_TOP    := src/igwd/main.c src/igwd/app.c
 
 # Per-source flags, by where the source lives (GNU make pattern-specific values).
@@ -161,7 +161,7 @@ link = @mkdir -p $(@D) && echo "  LINK $@" && $(CC) $1 -o $@ $(filter %.o,$^) $(
         test test-unit test-services test-media test-layers \
         test-codegen test-json test-conformance test-devauth test-topic test-jwt test-thingmodel test-upload test-igwctl \
         test-igwd test-framing test-conn test-loop test-pending test-log test-db test-outbox test-ws test-redis test-mqtt test-edge test-app test-nodes \
-        test-nodes-own test-presence test-live test-talk test-sql test-console \
+        test-nodes-own test-presence test-live test-talk test-recordings test-sql test-console \
         test-ops test-mqttauth test-openapi test-media-unit fuzz-smoke fuzz \
         bench-decode bench-edge bench-app bench-media bench-srtp bench-live bench-talk
 
@@ -407,6 +407,10 @@ test-mqtt: $(T)/mqtt_test $(BUILD)/igw-mqtt-auth.so $(BUILD)/igwctl
 test-app: $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-mqtt-auth.so
 	tests/igwd/app_test.sh $(T)/igwd $(BUILD)/igwctl
 
+# /recordings/query against real PostgreSQL (issue 17, step 1: the catalog's reader).
+test-recordings: $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-mqtt-auth.so
+	tests/igwd/recordings_test.sh $(T)/igwd $(BUILD)/igwctl
+
 # The conference runtime (the stand-in IM's groups and calls) and
 # /talk/audio-access against real PostgreSQL and Redis; then ipcTalk end to
 # end with real audio: Chromium members, igw-vcam's speaker (issue 16).
@@ -470,7 +474,7 @@ test-live: $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-mqtt-auth.so $(BUILD)/igw-vcam
 test-unit: check-gen test-layers test-codegen test-json test-conformance test-devauth test-topic test-jwt test-thingmodel \
            test-upload test-conn test-loop test-pending test-log test-media-unit test-openapi
 test-services: test-igwctl test-igwd test-framing test-deadline test-db test-outbox test-ws test-redis test-mqtt test-edge test-app test-nodes \
-               test-nodes-own test-presence test-talk test-console test-sql test-ops test-mqttauth
+               test-nodes-own test-presence test-talk test-recordings test-console test-sql test-ops test-mqttauth
 
 # Every test; non-zero on any failure.
 # `make deps` first, in a make of its own: the rest of the build reads

@@ -7,6 +7,7 @@
 
 #include "api.h"
 #include "call/call.h"
+#include "catalog/recordings.h"
 #include "command/command.h"
 #include "core/db.h"
 #include "core/log.h"
@@ -199,5 +200,67 @@ void igw_route_talk_audio_access(igw_exchange *ex, const igw_request *req, const
                                       rq->expectedRevision, on_audio, a)
                  : igw_call_audio_read(w->call, who->enterprise_id, who->user_id, call_id, target, on_audio, a);
     if (rc)
+        igw_http_reply_error(ex, IGW_ERR_UNAVAILABLE, "busy, retry later", "");
+}
+
+/* ---- /recordings/query (catalog/recordings.h) ---------------------------------------- */
+
+static void on_recordings(void *arg, const igw_recordings_result *r)
+{
+    igw_exchange *ex = arg;
+    switch (r->status) {
+    case IGW_RECORDINGS_UNKNOWN_ENDPOINT:
+        igw_http_reply_error(ex, IGW_ERR_NOT_FOUND, "unknown or expired endpoint", "/endpointId");
+        return;
+    case IGW_RECORDINGS_NO_RIGHTS: /* an unknown device looks the same: no existence leak */
+        igw_http_reply_error(ex, IGW_ERR_PERMISSION, "no rights on the target device", "/target");
+        return;
+    case IGW_RECORDINGS_UNKNOWN_CAMERA:
+        igw_http_reply_error(ex, IGW_ERR_NOT_FOUND, "unknown camera of the target device", "/cameraId");
+        return;
+    case IGW_RECORDINGS_FAILED:
+        igw_log(IGW_LOG_ERROR, igw_http_request_id(ex), "recordings: %s", r->err);
+        igw_http_reply_error(ex, igw_db_error_class(r->err, false), "try again later", "");
+        return;
+    case IGW_RECORDINGS_OK:
+        break;
+    }
+    igw_RecordingEntry items[IGW_RECORDINGS_LIMIT_MAX];
+    for (unsigned i = 0; i < r->n; i++) {
+        const igw_recording *x = &r->list[i];
+        items[i] = (igw_RecordingEntry){.recordingId = {x->recording_id, strlen(x->recording_id)},
+                                        .cameraId = {x->camera_id, strlen(x->camera_id)},
+                                        .startTimeMs = x->start_ms,
+                                        .endTimeMs = x->end_ms,
+                                        .durationMs = x->duration_ms,
+                                        .available = x->available,
+                                        .videoCodec = {x->video_codec, strlen(x->video_codec)},
+                                        .recordingVersion = x->version};
+        if (x->audio_codec) {
+            items[i].has |= IGW_RecordingEntry_audioCodec;
+            items[i].audioCodec = (igw_str){x->audio_codec, strlen(x->audio_codec)};
+        }
+    }
+    igw_RecordingsData d = {.has = IGW_RecordingsData_list, .list = {items, r->n}, .hasMore = r->has_more};
+    igw_encode_RecordingsData(igw_http_data(ex), &d);
+    igw_http_reply_data(ex);
+}
+
+void igw_route_recordings_query(igw_exchange *ex, const igw_request *req, const igw_principal *who)
+{
+    igw_worker *w = igw_http_state(ex);
+    const igw_RecordingsQuery *rq = req->body;
+    igw_arena *a = igw_http_arena(ex);
+    igw_recordings_query q = {.enterprise_id = who->enterprise_id, .user_id = who->user_id,
+                              .endpoint_id = igw_arena_strndup(a, rq->endpointId.ptr, rq->endpointId.len),
+                              .product_id = igw_arena_strndup(a, rq->target.productID.ptr, rq->target.productID.len),
+                              .device_name = igw_arena_strndup(a, rq->target.deviceName.ptr, rq->target.deviceName.len),
+                              .camera_id = igw_arena_strndup(a, rq->cameraId.ptr, rq->cameraId.len),
+                              .start_ms = rq->startTimeMs, .end_ms = rq->endTimeMs, .limit = (unsigned)rq->limit};
+    if (!q.endpoint_id || !q.product_id || !q.device_name || !q.camera_id) {
+        igw_http_reply_error(ex, IGW_ERR_INTERNAL, "out of memory", "");
+        return;
+    }
+    if (!w->ndb || igw_recordings_read(w->db[0], &q, on_recordings, ex))
         igw_http_reply_error(ex, IGW_ERR_UNAVAILABLE, "busy, retry later", "");
 }

@@ -1,0 +1,55 @@
+/* recordings.h - the recordings catalog as applications read it
+ * (/recordings/query; docs/recordings.md): the platform's trusted facts
+ * about what a camera recorded, never an address, path or secret.
+ *
+ * Reads run on the caller's loop (its database connection) and check, in
+ * the same statement and before any catalog row is read, the endpoint
+ * (the caller's, unexpired), the caller's rights on the device (its true
+ * owner or a grant, in the caller's enterprise) and the camera. */
+#ifndef IGW_CATALOG_RECORDINGS_H
+#define IGW_CATALOG_RECORDINGS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/db.h"
+
+#define IGW_RECORDINGS_LIMIT_MAX 32
+
+typedef enum igw_recordings_status {
+    IGW_RECORDINGS_OK,
+    IGW_RECORDINGS_UNKNOWN_ENDPOINT, /* unknown, expired, or not the caller's */
+    IGW_RECORDINGS_NO_RIGHTS,        /* no rights on the device (or no such device) */
+    IGW_RECORDINGS_UNKNOWN_CAMERA,   /* the device has no such camera */
+    IGW_RECORDINGS_FAILED,           /* the database: err says why (logs only) */
+} igw_recordings_status;
+
+typedef struct igw_recording {
+    const char *recording_id, *camera_id, *video_codec, *audio_codec; /* audio_codec NULL: none */
+    int64_t start_ms, end_ms, duration_ms, version;
+    bool available;
+} igw_recording;
+
+/* Valid during the callback only. */
+typedef struct igw_recordings_result {
+    igw_recordings_status status;
+    const char *err;
+    const igw_recording *list; /* ordered by start time, then id */
+    unsigned n;
+    bool has_more; /* more started in the window than the limit */
+} igw_recordings_result;
+
+typedef void (*igw_recordings_cb)(void *arg, const igw_recordings_result *r);
+
+typedef struct igw_recordings_query {
+    int64_t enterprise_id, user_id;
+    const char *endpoint_id, *product_id, *device_name, *camera_id;
+    int64_t start_ms, end_ms; /* the window, [start, end): recordings that start in it */
+    unsigned limit;           /* 1..IGW_RECORDINGS_LIMIT_MAX */
+} igw_recordings_query;
+
+/* 0, and cb(arg, result) once later on db's loop; -1 (queue full, out of
+ * memory): cb never runs. Strings are copied. */
+int igw_recordings_read(igw_db *db, const igw_recordings_query *q, igw_recordings_cb cb, void *arg);
+
+#endif

@@ -9,7 +9,6 @@
  * again atomically. */
 #include <inttypes.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -151,31 +150,36 @@ static int send_script(op *o, bool eval)
     return igw_redis_command(o->s->r, on_script, o, n, argv, NULL);
 }
 
-/* Runs call.lua's operation `name` with the caller's enterprise and the
- * printf-formatted arguments separated by '\x1f' (fmt NULL: none). */
-static int run(op *o, const char *name, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int run(op *o, const char *name, const char *fmt, ...)
+/* call.lua's arguments after the keys: the operation, the caller's
+ * enterprise, then the operation's own (arg_*); an argument that does not
+ * fit makes send_args refuse (-1). */
+static void arg_str(op *o, const char *v)
 {
-    char all[ARGS_MAX * ARG_MAX] = "";
-    if (fmt) {
-        va_list ap;
-        va_start(ap, fmt);
-        int len = vsnprintf(all, sizeof all, fmt, ap);
-        va_end(ap);
-        if (len < 0 || (size_t)len >= sizeof all)
-            return -1;
+    if (o->argc < 0 || o->argc >= ARGS_MAX || strlen(v) >= ARG_MAX) {
+        o->argc = -1;
+        return;
     }
+    memcpy(o->argv[o->argc++], v, strlen(v) + 1);
+}
+
+static void arg_i64(op *o, int64_t v)
+{
+    char n[24];
+    snprintf(n, sizeof n, "%" PRId64, v);
+    arg_str(o, n);
+}
+
+static void args_begin(op *o, const char *name)
+{
     o->argc = 0;
-    snprintf(o->argv[o->argc++], ARG_MAX, "%s", name);
-    snprintf(o->argv[o->argc++], ARG_MAX, "%" PRId64, o->ent);
-    for (char *p = fmt ? all : NULL, *q; p && o->argc < ARGS_MAX; p = q) {
-        if ((q = strchr(p, '\x1f')))
-            *q++ = '\0';
-        size_t n = strlen(p);
-        if (n >= ARG_MAX)
-            return -1;
-        memcpy(o->argv[o->argc++], p, n + 1);
-    }
+    arg_str(o, name);
+    arg_i64(o, o->ent);
+}
+
+static int send_args(op *o)
+{
+    if (o->argc < 0)
+        return -1;
     o->retried = false;
     return send_script(o, false);
 }
@@ -396,47 +400,62 @@ static int check_member(op *o)
 static int send_step(op *o)
 {
     standin *s = o->s;
-    int rc = 0;
-    if (o->step == STEP_PEEK)
-        rc = run(o, "peek", "%" PRId64, o->kind == OP_SET || o->kind == OP_READ ? o->target : o->user);
-    else if (o->step == STEP_GROUP)
-        rc = check_member(o);
-    else
-        switch (o->kind) {
-        case OP_START:
-            rc = run(o, "start", "%s\x1f%" PRId64 "\x1f%u", o->group_id, o->user, s->hb_ms);
-            break;
-        case OP_JOIN:
-            rc = run(o, "join", "%" PRId64 "\x1f%u", o->user, s->hb_ms);
-            break;
-        case OP_HEARTBEAT:
-            rc = run(o, "heartbeat", "%" PRId64 "\x1f%u", o->user, s->hb_ms);
-            break;
-        case OP_HANGUP:
-            rc = run(o, "hangup", "%" PRId64, o->user);
-            break;
-        case OP_ROSTER:
-            rc = run(o, "roster", NULL);
-            break;
-        case OP_READ:
-            rc = run(o, "audio_read", "%" PRId64 "\x1f%" PRId64, o->user, o->target);
-            break;
-        case OP_SET:
-            rc = run(o, "audio_set", "%" PRId64 "\x1f%" PRId64 "\x1f%d\x1f%" PRId64 "\x1f%" PRId64, o->user,
-                     o->target, o->allowed ? 1 : 0, o->revision, o->expected);
-            break;
-        case OP_LEAVE:
-            rc = run(o, "leave", "%" PRId64 "\x1f%" PRId64 "\x1f%" PRId64 "\x1f%s\x1f%u", o->user, o->target,
-                     o->expected, o->key, s->hb_ms);
-            break;
-        case OP_RECEIPT:
-            rc = run(o, "receipt", "%s", o->key);
-            break;
-        case OP_GROUP:
-            rc = -1;
-            break;
-        }
-    return rc;
+    if (o->step == STEP_GROUP)
+        return check_member(o);
+    if (o->step == STEP_PEEK) {
+        args_begin(o, "peek");
+        arg_i64(o, o->kind == OP_SET || o->kind == OP_READ ? o->target : o->user);
+        return send_args(o);
+    }
+    switch (o->kind) {
+    case OP_START:
+        args_begin(o, "start");
+        arg_str(o, o->group_id);
+        arg_i64(o, o->user);
+        arg_i64(o, s->hb_ms);
+        break;
+    case OP_JOIN:
+    case OP_HEARTBEAT:
+        args_begin(o, o->kind == OP_JOIN ? "join" : "heartbeat");
+        arg_i64(o, o->user);
+        arg_i64(o, s->hb_ms);
+        break;
+    case OP_HANGUP:
+        args_begin(o, "hangup");
+        arg_i64(o, o->user);
+        break;
+    case OP_ROSTER:
+        args_begin(o, "roster");
+        break;
+    case OP_READ:
+        args_begin(o, "audio_read");
+        arg_i64(o, o->user);
+        arg_i64(o, o->target);
+        break;
+    case OP_SET:
+        args_begin(o, "audio_set");
+        arg_i64(o, o->user);
+        arg_i64(o, o->target);
+        arg_i64(o, o->allowed ? 1 : 0);
+        arg_i64(o, o->revision);
+        arg_i64(o, o->expected);
+        break;
+    case OP_LEAVE:
+        args_begin(o, "leave");
+        arg_i64(o, o->user);
+        arg_i64(o, o->target);
+        arg_i64(o, o->expected);
+        arg_str(o, o->key);
+        arg_i64(o, s->hb_ms);
+        break;
+    case OP_RECEIPT:
+        args_begin(o, "receipt");
+        arg_str(o, o->key);
+        break;
+    case OP_GROUP: /* PostgreSQL only: no script */
+        return -1;
+    }
+    return send_args(o);
 }
 
 /* The next step, from a callback: one that cannot be sent fails o. */

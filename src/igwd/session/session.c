@@ -214,15 +214,16 @@ static void on_emitted(void *arg, const igw_outbox_result *r)
     free(x);
 }
 
-/* An interaction.result for the command `token` of session s: success
- * (cls IGW_ERR_OK, data filled by the caller in *d) or failure (reason). */
-static void emit_result(igw_engine *e, const live_session *s, const char *token, igw_CommandMethod op, int cls,
-                        const char *reason, igw_ResultData *d)
+/* An interaction.result for the command `token` of session sid, to its
+ * endpoint: success (cls IGW_ERR_OK, data filled by the caller in *d) or
+ * failure (reason). The session need not be live any more. */
+static void emit_result_to(igw_engine *e, const char *sid, const char *endpoint, const char *token,
+                           igw_CommandMethod op, int cls, const char *reason, igw_ResultData *d)
 {
     igw_ResultEvent ev = {.has = IGW_ResultEvent__REQUIRED | IGW_ResultEvent_sessionId,
                           .msgToken = cstr(token),
                           .method = IGW_ResultMethod_interaction_result,
-                          .sessionId = cstr(s->id),
+                          .sessionId = cstr(sid),
                           .code = igw_error_classes[cls].code,
                           .data = *d};
     ev.data.has |= IGW_ResultData_operation;
@@ -236,18 +237,24 @@ static void emit_result(igw_engine *e, const live_session *s, const char *token,
     emit_ctx *x = calloc(1, sizeof *x);
     if (igw_jw_status(&e->jw) || !x) {
         free(x);
-        igw_log(IGW_LOG_ERROR, NULL, "session %s: the result of %s not emitted: out of memory", s->id, token);
+        igw_log(IGW_LOG_ERROR, NULL, "session %s: the result of %s not emitted: out of memory", sid, token);
         return;
     }
-    snprintf(x->sid, sizeof x->sid, "%s", s->id);
+    snprintf(x->sid, sizeof x->sid, "%s", sid);
     snprintf(x->token, sizeof x->token, "%s", token);
-    igw_outbox_event oe = {.endpoint_id = s->endpoint, .msg_token = token, .session_id = s->id,
+    igw_outbox_event oe = {.endpoint_id = endpoint, .msg_token = token, .session_id = sid,
                            .body = e->jw.buf, .body_len = e->jw.len};
     if (igw_outbox_emit(e->db, &oe, on_emitted, x) != 0) {
-        igw_log(IGW_LOG_ERROR, NULL, "session %s: the result of %s not emitted: the database queue is full", s->id,
+        igw_log(IGW_LOG_ERROR, NULL, "session %s: the result of %s not emitted: the database queue is full", sid,
                 token);
         free(x);
     }
+}
+
+static void emit_result(igw_engine *e, const live_session *s, const char *token, igw_CommandMethod op, int cls,
+                        const char *reason, igw_ResultData *d)
+{
+    emit_result_to(e, s->id, s->endpoint, token, op, cls, reason, d);
 }
 
 /* ---- the machine ----------------------------------------------------------------- */
@@ -750,15 +757,7 @@ typedef struct talk_cmd {
  * meanwhile (a leave ends the leaver's own). */
 static void talk_result(talk_cmd *t, int cls, const char *reason, igw_ResultData *d)
 {
-    igw_engine *e = t->e;
-    live_session *s = live_session_find(e, t->sid);
-    live_session gone = {.revision = 1};
-    if (!s) {
-        snprintf(gone.id, sizeof gone.id, "%s", t->sid);
-        snprintf(gone.endpoint, sizeof gone.endpoint, "%s", t->endpoint);
-        s = &gone;
-    }
-    emit_result(e, s, t->token, t->method, cls, reason, d);
+    emit_result_to(t->e, t->sid, t->endpoint, t->token, t->method, cls, reason, d);
 }
 
 static void talk_unlink(talk_cmd *t)
@@ -776,16 +775,6 @@ static bool talk_in_flight(const igw_engine *e, const char *endpoint, const char
         if (!strcmp(t->endpoint, endpoint) && !strcmp(t->token, token))
             return true;
     return false;
-}
-
-static void on_talk_done(void *arg, const igw_call_result *r);
-
-/* The receipt read for a replay: the result as the leave's own. */
-static void on_talk_done_receipt(talk_cmd *t, const igw_call_result *r)
-{
-    t->next = t->e->talk_cmds; /* on_talk_done unlinks it */
-    t->e->talk_cmds = t;
-    on_talk_done(t, r);
 }
 
 static void on_talk_done(void *arg, const igw_call_result *r)
@@ -829,11 +818,11 @@ static void on_talk_done(void *arg, const igw_call_result *r)
 static void on_receipt(void *arg, const igw_call_result *r)
 {
     talk_cmd *t = arg;
-    talk_unlink(t);
-    if (r->cls == IGW_ERR_OK) {
-        on_talk_done_receipt(t, r);
+    if (r->cls == IGW_ERR_OK) { /* the result as the leave's own */
+        on_talk_done(t, r);
         return;
     }
+    talk_unlink(t);
     igw_ResultData d = {0};
     if (r->cls == IGW_ERR_NOT_FOUND)
         talk_result(t, IGW_ERR_UNKNOWN_OUTCOME, "no receipt of this leave: its outcome is unknown; nothing was run again",
@@ -946,7 +935,6 @@ static void on_talk_prior(void *arg, const PGresult *res, const char *err)
 /* Before join or leave claims anything: the caller is still the live
  * member of its session's join instance; leave's target, its instance,
  * the initiator rule and the receipts' room; join's participant logged in. */
-static void on_talk_precheck(void *arg, const igw_call_result *r);
 static void accept_cmd(op *o);
 
 static void on_participant_live(void *arg, const PGresult *res, const char *err)
@@ -988,10 +976,9 @@ static void on_talk_precheck(void *arg, const igw_call_result *r)
         return;
     }
     if (o->method == IGW_CommandMethod_interaction_join) {
-        const char *v[2] = {o->ent, ""};
         char who[24];
         snprintf(who, sizeof who, "%" PRId64, o->target);
-        v[1] = who;
+        const char *v[2] = {o->ent, who};
         if (igw_db_exec(o->e->db, &st_participant_live, v, NULL, NULL, on_participant_live, o) != 0)
             refuse(o, IGW_ERR_UNAVAILABLE, "busy, retry later", "");
         return;
@@ -1097,11 +1084,8 @@ static void on_accept(void *arg, const PGresult *res, const char *err)
     answer(o, IGW_ERR_OK, NULL, NULL, NULL);
     live_session *s = live_session_find(e, o->sid);
     if (!s) { /* ended while the acceptance was written */
-        live_session gone = {.revision = 1};
-        snprintf(gone.id, sizeof gone.id, "%s", o->sid);
-        snprintf(gone.endpoint, sizeof gone.endpoint, "%s", o->endpoint);
         igw_ResultData d = {0};
-        emit_result(e, &gone, o->token, o->method, IGW_ERR_CONFLICT, "the session has ended", &d);
+        emit_result_to(e, o->sid, o->endpoint, o->token, o->method, IGW_ERR_CONFLICT, "the session has ended", &d);
     } else {
         carry_out(o, s);
     }

@@ -14,8 +14,6 @@
 #define SHA256_LEN 32
 #define SHA1_LEN 20
 
-static const char HEX[] = "0123456789abcdef";
-
 /* ---- names and usernames ---------------------------------------------------- */
 
 int igw_devauth_name_ok(const char *s, size_t len)
@@ -330,10 +328,7 @@ int igw_devauth_sign(const char *product, const char *device, const char *secret
         goto out;
     if (hmac(sha1, key, klen, username, (size_t)n, mac) != 0)
         goto out;
-    for (size_t i = 0; i < dl; i++) {
-        password[2 * i] = HEX[mac[i] >> 4];
-        password[2 * i + 1] = HEX[mac[i] & 15];
-    }
+    igw_hex_encode(mac, dl, password);
     strcpy(password + 2 * dl, suffix);
     rc = 0;
 out:

@@ -95,3 +95,13 @@ long igw_b64_encode(igw_b64_variant v, const unsigned char *in, size_t n, char *
     out[o] = '\0';
     return (long)o;
 }
+
+void igw_hex_encode(const unsigned char *in, size_t n, char *out)
+{
+    static const char digits[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = digits[in[i] >> 4];
+        out[2 * i + 1] = digits[in[i] & 15];
+    }
+    out[2 * n] = '\0';
+}

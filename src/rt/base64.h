@@ -1,4 +1,5 @@
-/* base64.h - strict base64 (RFC 4648) for secrets, Basic credentials and JWTs.
+/* base64.h - strict base64 (RFC 4648) for secrets, Basic credentials and
+ * JWTs, and lowercase hex for digests.
  *
  * Strict means one accepted spelling per byte string: the alphabet only,
  * padding exactly as the variant says, unused trailing bits zero. Decoding
@@ -22,5 +23,9 @@ long igw_b64_decode(igw_b64_variant v, const char *in, size_t n, unsigned char *
 /* Encodes n bytes into out with a terminating NUL. Returns the length
  * (without the NUL), or -1 when cap is too small. */
 long igw_b64_encode(igw_b64_variant v, const unsigned char *in, size_t n, char *out, size_t cap);
+
+/* Writes n bytes as 2n lowercase hex digits and a terminating NUL: out
+ * holds at least 2n + 1 bytes. */
+void igw_hex_encode(const unsigned char *in, size_t n, char *out);
 
 #endif

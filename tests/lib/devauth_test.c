@@ -10,6 +10,7 @@
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 
+#include "base64.h"
 #include "devauth.h"
 
 #include "../check.h"
@@ -495,8 +496,21 @@ static void test_sign(void)
     CHECK(igw_devauth_sign("p", "d", secret, 1, 1, user, sizeof user, pw, 49) == -1);
 }
 
+/* The hex the passwords (and igwd's digests) are written in. */
+static void test_hex(void)
+{
+    const unsigned char in[] = {0x00, 0x01, 0x7f, 0x80, 0xab, 0xff};
+    char out[2 * sizeof in + 1];
+    memset(out, 'x', sizeof out);
+    igw_hex_encode(in, sizeof in, out);
+    CHECK(strcmp(out, "00017f80abff") == 0);
+    igw_hex_encode(in, 0, out);
+    CHECK(out[0] == '\0');
+}
+
 int main(void)
 {
+    test_hex();
     test_kat();
     test_usernames();
     test_basic();

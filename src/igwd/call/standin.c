@@ -16,6 +16,7 @@
 #include <openssl/sha.h>
 
 #include "api.h"
+#include "base64.h"
 #include "call/call.h"
 #include "call_lua.h" /* IGW_CALL_LUA: call.lua as a C string (Makefile) */
 #include "core/log.h"
@@ -59,8 +60,7 @@ static void sha_once(void)
 {
     unsigned char d[SHA_DIGEST_LENGTH];
     SHA1((const unsigned char *)IGW_CALL_LUA, strlen(IGW_CALL_LUA), d);
-    for (int i = 0; i < SHA_DIGEST_LENGTH; i++)
-        snprintf(script_sha + 2 * i, 3, "%02x", d[i]);
+    igw_hex_encode(d, sizeof d, script_sha);
 }
 
 static bool writes(enum op_kind k)

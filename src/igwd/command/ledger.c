@@ -8,6 +8,7 @@
 
 #include <openssl/sha.h>
 
+#include "base64.h"
 #include "event/rights.h"
 #include "event/outbox.h"
 #include "jw.h"
@@ -24,8 +25,7 @@ int igw_ledger_fingerprint(const igw_Command *k, char **canon, igw_ledger_fp *fp
     }
     SHA256((const unsigned char *)jw.buf, jw.len, fp->md);
     igw_jw_free(&jw);
-    for (int i = 0; i < 32; i++)
-        snprintf(fp->hex + 2 * i, 3, "%02x", fp->md[i]);
+    igw_hex_encode(fp->md, sizeof fp->md, fp->hex);
     return 0;
 }
 

@@ -15,6 +15,7 @@
 #include <openssl/evp.h>
 
 #include "api.h"
+#include "base64.h"
 #include "routes/context.h"
 #include "devauth.h"
 #include "filename.h"
@@ -294,8 +295,7 @@ static void on_upload_authorized(void *arg, const igw_edge_result *r)
         upload_free(u, true);
         return;
     }
-    for (unsigned i = 0; i < 32; i++)
-        snprintf(hex + 2 * i, 3, "%02x", md[i]);
+    igw_hex_encode(md, 32, hex);
     snprintf(size, sizeof size, "%llu", (unsigned long long)u->size);
     const char *values[5] = {u->relpath, u->pid, u->dn, size, hex};
     if (igw_db_exec(u->w->db[0], &stmt_file, values, NULL, NULL, on_file_row, u)) {

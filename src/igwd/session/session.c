@@ -18,6 +18,7 @@
 #include <openssl/sha.h>
 
 #include "api.h"
+#include "base64.h"
 #include "event/rights.h"
 #include "clock.h"
 #include "core/log.h"
@@ -833,15 +834,13 @@ static void on_receipt(void *arg, const igw_call_result *r)
 
 /* A leave's receipt key: unique per enterprise, endpoint and msgToken
  * (the ledger's key), short and opaque in Redis. */
-static void receipt_key(const op *o, char *out, size_t cap)
+static void receipt_key(const op *o, char out[33])
 {
     unsigned char d[SHA256_DIGEST_LENGTH];
     char in[24 + LIVE_EP_MAX + 130 + 3];
     int n = snprintf(in, sizeof in, "%s\n%s\n%s", o->ent, o->endpoint, o->token);
     SHA256((const unsigned char *)in, (size_t)n, d);
-    size_t k = 0;
-    for (int i = 0; i < 16 && k + 3 <= cap; i++)
-        k += (size_t)snprintf(out + k, cap - k, "%02x", d[i]);
+    igw_hex_encode(d, 16, out);
 }
 
 /* The accepted command o on call_id, until the runtime answers: linked in
@@ -872,8 +871,8 @@ static void talk_carry_out(op *o, live_session *s)
         if (o->method == IGW_CommandMethod_interaction_join) {
             rc = igw_call_join(e->call, o->enterprise_id, o->target, s->call_id, on_talk_done, t);
         } else {
-            char key[40];
-            receipt_key(o, key, sizeof key);
+            char key[33];
+            receipt_key(o, key);
             rc = igw_call_leave(e->call, o->enterprise_id, o->user_id, s->call_id, o->target, o->expected, key,
                                 on_talk_done, t);
         }
@@ -920,8 +919,8 @@ static void on_talk_prior(void *arg, const PGresult *res, const char *err)
         live_session *s = live_session_find(e, o->sid);
         talk_cmd *t = talk_cmd_new(o, s ? s->call_id : "");
         if (t) {
-            char key[40];
-            receipt_key(o, key, sizeof key);
+            char key[33];
+            receipt_key(o, key);
             if (!t->call_id[0] || igw_call_receipt(e->call, o->enterprise_id, t->call_id, key, on_receipt, t) != 0) {
                 talk_unlink(t);
                 free(t);

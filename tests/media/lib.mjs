@@ -442,6 +442,38 @@ export function spawnLines(cmd, args = [], opts = {}) {
     };
 }
 
+/** igw-media-host (tests/media/host.c) started as `bin args`: its replies
+ * and its events come on one stream. call(req, ms) sends a request and
+ * resolves to its reply; waitEvent(pred, ms) resolves to the first event
+ * pred accepts, or null after ms; host is the process (end, waitExit). */
+export function mediaHost(bin, args, prefix = '[host] ') {
+    const host = spawnLines(bin, args, { prefix });
+    const events = [];
+    const pending = [];
+    async function pump(ms) {
+        const m = await host.next(undefined, ms);
+        if (m.type === 'event') events.push(m);
+        else pending.push(m);
+    }
+    async function call(req, ms = 10000) {
+        host.send(req);
+        const deadline = Date.now() + ms;
+        while (!pending.length) await pump(Math.max(1, deadline - Date.now()));
+        return pending.shift();
+    }
+    async function waitEvent(pred, ms) {
+        const deadline = Date.now() + ms;
+        for (;;) {
+            const hit = events.find(pred);
+            if (hit) return hit;
+            const left = deadline - Date.now();
+            if (left <= 0) return null;
+            await pump(left).catch(() => {});
+        }
+    }
+    return { host, call, waitEvent };
+}
+
 /** Counts checks the house way; `done(name)` prints the closing line and exits. */
 export class Checker {
     constructor() {

@@ -3,7 +3,7 @@
 // Run by media_test.sh (namespaces, playwright-core); prints
 // "media_test: N checks passed" or exits non-zero.
 import { execSync } from 'node:child_process';
-import { launch, newViewer, sleep, spawnLines, Checker } from './lib.mjs';
+import { launch, newViewer, sleep, spawnLines, mediaHost, Checker } from './lib.mjs';
 
 const [HOST, VCAM] = process.argv.slice(2);
 const ADDR = process.env.IGW_NETNS_ADDR || '127.0.0.1';
@@ -11,30 +11,7 @@ const CONSENT_MS = 3000;
 const c = new Checker();
 
 // ---- the host: replies and events on one stream ----
-const host = spawnLines(HOST, ['--consent-ms', String(CONSENT_MS), '--address', ADDR], { prefix: '[host] ' });
-const events = [];
-const pending = [];
-async function pump(ms) {
-    const m = await host.next(undefined, ms);
-    if (m.type === 'event') events.push(m);
-    else pending.push(m);
-}
-async function call(req, ms = 10000) {
-    host.send(req);
-    const deadline = Date.now() + ms;
-    while (!pending.length) await pump(Math.max(1, deadline - Date.now()));
-    return pending.shift();
-}
-async function waitEvent(pred, ms) {
-    const deadline = Date.now() + ms;
-    for (;;) {
-        const hit = events.find(pred);
-        if (hit) return hit;
-        const left = deadline - Date.now();
-        if (left <= 0) return null;
-        await pump(left).catch(() => {});
-    }
-}
+const { host, call, waitEvent } = mediaHost(HOST, ['--consent-ms', String(CONSENT_MS), '--address', ADDR]);
 const stats = async (id) => call({ op: 'stats', id });
 
 async function connectViewer(browser, id, rev, { platformOffers = false, paused = false } = {}) {

@@ -4,7 +4,7 @@
 // Chromium viewers publish a WebAudio tone. The gate (op publish) and the
 // floor decide what the camera hears. Run by talk_test.sh; prints
 // "talk_test: N checks passed" or exits non-zero.
-import { launch, newViewer, sleep, spawnLines, Checker } from './lib.mjs';
+import { launch, newViewer, sleep, spawnLines, mediaHost, Checker } from './lib.mjs';
 
 const [HOST, TALKCAM] = process.argv.slice(2);
 const ADDR = process.env.IGW_NETNS_ADDR || '127.0.0.1';
@@ -12,30 +12,7 @@ const LOUD_DBFS = -35; // a tone at half scale decodes near -9 dBFS; silence has
 const c = new Checker();
 
 // ---- the host: replies and events on one stream ----
-const host = spawnLines(HOST, ['--address', ADDR], { prefix: '[host] ' });
-const events = [];
-const pending = [];
-async function pump(ms) {
-    const m = await host.next(undefined, ms);
-    if (m.type === 'event') events.push(m);
-    else pending.push(m);
-}
-async function call(req, ms = 10000) {
-    host.send(req);
-    const deadline = Date.now() + ms;
-    while (!pending.length) await pump(Math.max(1, deadline - Date.now()));
-    return pending.shift();
-}
-async function waitEvent(pred, ms) {
-    const deadline = Date.now() + ms;
-    for (;;) {
-        const hit = events.find(pred);
-        if (hit) return hit;
-        const left = deadline - Date.now();
-        if (left <= 0) return null;
-        await pump(left).catch(() => {});
-    }
-}
+const { host, call, waitEvent } = mediaHost(HOST, ['--address', ADDR]);
 const stats = (id) => call({ op: 'stats', id });
 const publish = (id, allowed) => call({ op: 'publish', id, rev: 1, allowed });
 

@@ -65,6 +65,12 @@ static void emit_header(const igw_schema *s, igw_out *h)
                           "    if (!r.ok && err)\n        *err = (igw_err)r.err;\n    return (igw_%s_state)r.next;\n}\n\n",
                        m->name, m->name, m->name, m->name, m->name, m->name);
     }
+    if (s->machines.n) /* no zero-length array in C */
+        igw_out_printf(h, "/* Every machine of the schema, in schema order (what a conformance runner\n"
+                          " * looks a vector's machine up in). */\n"
+                          "#define IGW_SM_COUNT %u\n"
+                          "extern const igw_sm *const igw_sm_all[IGW_SM_COUNT];\n\n",
+                       (unsigned)s->machines.n);
     igw_out_puts(h, "#endif\n");
 }
 
@@ -122,6 +128,12 @@ static void emit_source(const igw_schema *s, igw_out *c)
                        m->name, up, up, m->guards.n ? igw_sprintf("IGW_%s__GUARDS", up) : "0", m->name, m->name,
                        m->name, igw_c_upper(m->illegal_ref->name));
     }
+    if (!s->machines.n)
+        return;
+    igw_out_puts(c, "const igw_sm *const igw_sm_all[IGW_SM_COUNT] = {");
+    FOR(s->machines, igw_machine, m)
+        igw_out_printf(c, "%s&igw_sm_%s", m_i ? ", " : "", m->name);
+    igw_out_puts(c, "};\n");
 }
 
 /* ---- Graphviz ---- */

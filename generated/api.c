@@ -38,6 +38,7 @@ const igw_str igw_CommandMethod_names[IGW_CommandMethod__COUNT] = {
     {"messageSend", 11},
     {"device.action", 13},
     {"device.propertyControl", 22},
+    {"interaction.playbackControl", 27},
 };
 
 static int __attribute__((unused)) lookup_CommandMethod(igw_str s)
@@ -87,6 +88,10 @@ static int __attribute__((unused)) lookup_CommandMethod(igw_str s)
         if (memcmp(s.ptr, "interaction.trackControl", 24) == 0)
             return IGW_CommandMethod_interaction_trackControl;
         break;
+    case 27:
+        if (memcmp(s.ptr, "interaction.playbackControl", 27) == 0)
+            return IGW_CommandMethod_interaction_playbackControl;
+        break;
     case 28:
         if (memcmp(s.ptr, "interaction.processorControl", 28) == 0)
             return IGW_CommandMethod_interaction_processorControl;
@@ -107,7 +112,7 @@ static int __attribute__((unused)) enum_CommandMethod(igw_json *j, igw_CommandMe
         *out = (igw_CommandMethod)v;
         return 0;
     }
-    return igw_json_fail(j, IGW_JERR_ENUM, "value is not one of: interaction.open interaction.end interaction.join interaction.leave interaction.subscribe interaction.mediaOffer interaction.mediaState interaction.trackControl interaction.configure interaction.processorControl interaction.control messageSend device.action device.propertyControl");
+    return igw_json_fail(j, IGW_JERR_ENUM, "value is not one of: interaction.open interaction.end interaction.join interaction.leave interaction.subscribe interaction.mediaOffer interaction.mediaState interaction.trackControl interaction.configure interaction.processorControl interaction.control messageSend device.action device.propertyControl interaction.playbackControl");
 }
 
 static void __attribute__((unused)) enc_CommandMethod(igw_jw *w, igw_CommandMethod v)
@@ -406,6 +411,52 @@ static void __attribute__((unused)) enc_TrackOperation(igw_jw *w, igw_TrackOpera
 {
     if ((unsigned)v < IGW_TrackOperation__COUNT)
         igw_jw_string(w, igw_TrackOperation_names[v].ptr, igw_TrackOperation_names[v].len);
+    else
+        w->oom = true; /* not a value of the enum: output unusable */
+}
+
+const igw_str igw_PlaybackOperation_names[IGW_PlaybackOperation__COUNT] = {
+    {"play", 4},
+    {"pause", 5},
+    {"seek", 4},
+};
+
+static int __attribute__((unused)) lookup_PlaybackOperation(igw_str s)
+{
+    switch (s.len) {
+    case 4:
+        if (memcmp(s.ptr, "play", 4) == 0)
+            return IGW_PlaybackOperation_play;
+        if (memcmp(s.ptr, "seek", 4) == 0)
+            return IGW_PlaybackOperation_seek;
+        break;
+    case 5:
+        if (memcmp(s.ptr, "pause", 5) == 0)
+            return IGW_PlaybackOperation_pause;
+        break;
+    default:
+        break;
+    }
+    return -1;
+}
+
+static int __attribute__((unused)) enum_PlaybackOperation(igw_json *j, igw_PlaybackOperation *out)
+{
+    igw_str s;
+    if (igw_json_string(j, &s))
+        return -1;
+    int v = lookup_PlaybackOperation(s);
+    if (v >= 0) {
+        *out = (igw_PlaybackOperation)v;
+        return 0;
+    }
+    return igw_json_fail(j, IGW_JERR_ENUM, "value is not one of: play pause seek");
+}
+
+static void __attribute__((unused)) enc_PlaybackOperation(igw_jw *w, igw_PlaybackOperation v)
+{
+    if ((unsigned)v < IGW_PlaybackOperation__COUNT)
+        igw_jw_string(w, igw_PlaybackOperation_names[v].ptr, igw_PlaybackOperation_names[v].len);
     else
         w->oom = true; /* not a value of the enum: output unusable */
 }
@@ -721,6 +772,9 @@ const igw_str igw_ByeReason_names[IGW_ByeReason__COUNT] = {
     {"replaced", 8},
     {"timeout", 7},
     {"shutdown", 8},
+    {"recordingEnded", 14},
+    {"recordingUnavailable", 20},
+    {"recordingChanged", 16},
 };
 
 static int __attribute__((unused)) lookup_ByeReason(igw_str s)
@@ -753,6 +807,16 @@ static int __attribute__((unused)) lookup_ByeReason(igw_str s)
             return IGW_ByeReason_cameraDeclined;
         if (memcmp(s.ptr, "cameraShutdown", 14) == 0)
             return IGW_ByeReason_cameraShutdown;
+        if (memcmp(s.ptr, "recordingEnded", 14) == 0)
+            return IGW_ByeReason_recordingEnded;
+        break;
+    case 16:
+        if (memcmp(s.ptr, "recordingChanged", 16) == 0)
+            return IGW_ByeReason_recordingChanged;
+        break;
+    case 20:
+        if (memcmp(s.ptr, "recordingUnavailable", 20) == 0)
+            return IGW_ByeReason_recordingUnavailable;
         break;
     default:
         break;
@@ -770,7 +834,7 @@ static int __attribute__((unused)) enum_ByeReason(igw_json *j, igw_ByeReason *ou
         *out = (igw_ByeReason)v;
         return 0;
     }
-    return igw_json_fail(j, IGW_JERR_ENUM, "value is not one of: cameraDeclined cameraBusy cameraError cameraShutdown noViewers replaced timeout shutdown");
+    return igw_json_fail(j, IGW_JERR_ENUM, "value is not one of: cameraDeclined cameraBusy cameraError cameraShutdown noViewers replaced timeout shutdown recordingEnded recordingUnavailable recordingChanged");
 }
 
 static void __attribute__((unused)) enc_ByeReason(igw_jw *w, igw_ByeReason v)
@@ -901,6 +965,57 @@ static void __attribute__((unused)) enc_SessionState(igw_jw *w, igw_SessionState
 {
     if ((unsigned)v < IGW_SessionState__COUNT)
         igw_jw_string(w, igw_SessionState_names[v].ptr, igw_SessionState_names[v].len);
+    else
+        w->oom = true; /* not a value of the enum: output unusable */
+}
+
+const igw_str igw_PlaybackState_names[IGW_PlaybackState__COUNT] = {
+    {"loaded", 6},
+    {"ready", 5},
+    {"playing", 7},
+    {"paused", 6},
+};
+
+static int __attribute__((unused)) lookup_PlaybackState(igw_str s)
+{
+    switch (s.len) {
+    case 5:
+        if (memcmp(s.ptr, "ready", 5) == 0)
+            return IGW_PlaybackState_ready;
+        break;
+    case 6:
+        if (memcmp(s.ptr, "loaded", 6) == 0)
+            return IGW_PlaybackState_loaded;
+        if (memcmp(s.ptr, "paused", 6) == 0)
+            return IGW_PlaybackState_paused;
+        break;
+    case 7:
+        if (memcmp(s.ptr, "playing", 7) == 0)
+            return IGW_PlaybackState_playing;
+        break;
+    default:
+        break;
+    }
+    return -1;
+}
+
+static int __attribute__((unused)) enum_PlaybackState(igw_json *j, igw_PlaybackState *out)
+{
+    igw_str s;
+    if (igw_json_string(j, &s))
+        return -1;
+    int v = lookup_PlaybackState(s);
+    if (v >= 0) {
+        *out = (igw_PlaybackState)v;
+        return 0;
+    }
+    return igw_json_fail(j, IGW_JERR_ENUM, "value is not one of: loaded ready playing paused");
+}
+
+static void __attribute__((unused)) enc_PlaybackState(igw_jw *w, igw_PlaybackState v)
+{
+    if ((unsigned)v < IGW_PlaybackState__COUNT)
+        igw_jw_string(w, igw_PlaybackState_names[v].ptr, igw_PlaybackState_names[v].len);
     else
         w->oom = true; /* not a value of the enum: output unusable */
 }
@@ -1047,6 +1162,10 @@ static int switch_Command_params(igw_json *j, void *arg)
         return 0;
     case IGW_CommandMethod_interaction_trackControl:
         if (igw_decode_TrackControlParams(j, &o->params.interaction_trackControl))
+            return -1;
+        return 0;
+    case IGW_CommandMethod_interaction_playbackControl:
+        if (igw_decode_PlaybackControlParams(j, &o->params.interaction_playbackControl))
             return -1;
         return 0;
     case IGW_CommandMethod_interaction_configure:
@@ -1211,6 +1330,14 @@ int igw_decode_Command(igw_json *j, igw_Command *o)
     }
     if ((o->has & IGW_Command_target) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_trackControl))) {
         igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method = \"interaction.trackControl\"");
+        return igw_json_prefix_key(j, "target", 6);
+    }
+    if (!(o->has & IGW_Command_sessionId) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_playbackControl))) {
+        igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = \"interaction.playbackControl\"");
+        return igw_json_prefix_key(j, "sessionId", 9);
+    }
+    if ((o->has & IGW_Command_target) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_playbackControl))) {
+        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method = \"interaction.playbackControl\"");
         return igw_json_prefix_key(j, "target", 6);
     }
     if (!(o->has & IGW_Command_sessionId) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_configure))) {
@@ -1963,6 +2090,86 @@ int igw_decode_TrackControlParams(igw_json *j, igw_TrackControlParams *o)
             igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
             return igw_json_prefix_key(j, "mediaRevision", 13);
         }
+    }
+    return 0;
+}
+
+/* Field index of a key of PlaybackControlParams, or -1: length first, then memcmp. */
+static int key_PlaybackControlParams(const char *k, size_t n)
+{
+    switch (n) {
+    case 9:
+        if (memcmp(k, "operation", 9) == 0)
+            return IGW_PlaybackControlParams_F_operation;
+        break;
+    case 10:
+        if (memcmp(k, "positionMs", 10) == 0)
+            return IGW_PlaybackControlParams_F_positionMs;
+        break;
+    case 13:
+        if (memcmp(k, "mediaRevision", 13) == 0)
+            return IGW_PlaybackControlParams_F_mediaRevision;
+        break;
+    default:
+        break;
+    }
+    return -1;
+}
+
+int igw_decode_PlaybackControlParams(igw_json *j, igw_PlaybackControlParams *o)
+{
+    igw_str k;
+    int more;
+    memset(o, 0, sizeof *o);
+    if (igw_json_object_begin(j))
+        return -1;
+    while ((more = igw_json_object_next(j, &k)) == 1) {
+        int f = key_PlaybackControlParams(k.ptr, k.len);
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        o->has |= UINT64_C(1) << f;
+        switch (f) {
+        case IGW_PlaybackControlParams_F_operation:
+            if (enum_PlaybackOperation(j, &o->operation))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        case IGW_PlaybackControlParams_F_positionMs:
+            if (igw_json_int(j, &o->positionMs, INT64_C(0), INT64_C(9007199254740991)))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        case IGW_PlaybackControlParams_F_mediaRevision:
+            if (igw_json_int(j, &o->mediaRevision, INT64_C(1), INT64_C(9007199254740991)))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        default:
+            break;
+        }
+    }
+    if (more < 0)
+        return -1;
+    if ((o->has & IGW_PlaybackControlParams__REQUIRED) != IGW_PlaybackControlParams__REQUIRED) {
+        if (!(o->has & IGW_PlaybackControlParams_operation)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "operation", 9);
+        }
+        if (!(o->has & IGW_PlaybackControlParams_mediaRevision)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "mediaRevision", 13);
+        }
+    }
+    if (!(o->has & IGW_PlaybackControlParams_positionMs) && ((o->has & IGW_PlaybackControlParams_operation) && (o->operation == IGW_PlaybackOperation_seek))) {
+        igw_json_fail(j, IGW_JERR_MISSING, "field is required when operation = seek");
+        return igw_json_prefix_key(j, "positionMs", 10);
+    }
+    if ((o->has & IGW_PlaybackControlParams_positionMs) && !((o->has & IGW_PlaybackControlParams_operation) && (o->operation == IGW_PlaybackOperation_seek))) {
+        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when operation != seek");
+        return igw_json_prefix_key(j, "positionMs", 10);
     }
     return 0;
 }
@@ -3180,16 +3387,16 @@ int igw_decode_DeviceMessage(igw_json *j, igw_DeviceMessage *o)
         igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = eventPost");
         return igw_json_prefix_key(j, "type", 4);
     }
-    if (!(o->has & IGW_DeviceMessage_sessionId) && ((o->has & IGW_DeviceMessage_method) && (igw_str_eq(o->method, "mediaOffer", 10) || igw_str_eq(o->method, "mediaState", 10) || igw_str_eq(o->method, "bye", 3) || igw_str_eq(o->method, "trackControlReply", 17) || igw_str_eq(o->method, "byeReply", 8)))) {
-        igw_json_fail(j, IGW_JERR_MISSING, "field is required when method in (mediaOffer, mediaState, bye, trackControlReply, byeReply)");
+    if (!(o->has & IGW_DeviceMessage_sessionId) && ((o->has & IGW_DeviceMessage_method) && (igw_str_eq(o->method, "mediaOffer", 10) || igw_str_eq(o->method, "mediaState", 10) || igw_str_eq(o->method, "bye", 3) || igw_str_eq(o->method, "trackControlReply", 17) || igw_str_eq(o->method, "byeReply", 8) || igw_str_eq(o->method, "playbackControlReply", 20)))) {
+        igw_json_fail(j, IGW_JERR_MISSING, "field is required when method in (mediaOffer, mediaState, bye, trackControlReply, byeReply, playbackControlReply)");
         return igw_json_prefix_key(j, "sessionId", 9);
     }
     if ((o->has & IGW_DeviceMessage_eventID) && !((o->has & IGW_DeviceMessage_method) && (igw_str_eq(o->method, "eventPost", 9)))) {
         igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method != eventPost");
         return igw_json_prefix_key(j, "eventID", 7);
     }
-    if (!(o->has & IGW_DeviceMessage_code) && ((o->has & IGW_DeviceMessage_method) && (igw_str_eq(o->method, "actionReply", 11) || igw_str_eq(o->method, "controlReply", 12) || igw_str_eq(o->method, "getReportReply", 14)))) {
-        igw_json_fail(j, IGW_JERR_MISSING, "field is required when method in (actionReply, controlReply, getReportReply)");
+    if (!(o->has & IGW_DeviceMessage_code) && ((o->has & IGW_DeviceMessage_method) && (igw_str_eq(o->method, "actionReply", 11) || igw_str_eq(o->method, "controlReply", 12) || igw_str_eq(o->method, "getReportReply", 14) || igw_str_eq(o->method, "playbackControlReply", 20)))) {
+        igw_json_fail(j, IGW_JERR_MISSING, "field is required when method in (actionReply, controlReply, getReportReply, playbackControlReply)");
         return igw_json_prefix_key(j, "code", 4);
     }
     if (!(o->has & IGW_DeviceMessage_actionID) && ((o->has & IGW_DeviceMessage_method) && (igw_str_eq(o->method, "actionReply", 11)))) {
@@ -3994,6 +4201,70 @@ int igw_decode_MediaTrack(igw_json *j, igw_MediaTrack *o)
     return 0;
 }
 
+/* Field index of a key of PlaybackSource, or -1: length first, then memcmp. */
+static int key_PlaybackSource(const char *k, size_t n)
+{
+    switch (n) {
+    case 11:
+        if (memcmp(k, "recordingId", 11) == 0)
+            return IGW_PlaybackSource_F_recordingId;
+        break;
+    case 16:
+        if (memcmp(k, "recordingVersion", 16) == 0)
+            return IGW_PlaybackSource_F_recordingVersion;
+        break;
+    default:
+        break;
+    }
+    return -1;
+}
+
+int igw_decode_PlaybackSource(igw_json *j, igw_PlaybackSource *o)
+{
+    igw_str k;
+    int more;
+    memset(o, 0, sizeof *o);
+    if (igw_json_object_begin(j))
+        return -1;
+    while ((more = igw_json_object_next(j, &k)) == 1) {
+        int f = key_PlaybackSource(k.ptr, k.len);
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        o->has |= UINT64_C(1) << f;
+        switch (f) {
+        case IGW_PlaybackSource_F_recordingId:
+            if (igw_json_string(j, &o->recordingId) || igw_decode_string_rules(j, o->recordingId, 1, 64, 3))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        case IGW_PlaybackSource_F_recordingVersion:
+            if (igw_json_int(j, &o->recordingVersion, INT64_C(1), INT64_C(9007199254740991)))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        default:
+            break;
+        }
+    }
+    if (more < 0)
+        return -1;
+    if ((o->has & IGW_PlaybackSource__REQUIRED) != IGW_PlaybackSource__REQUIRED) {
+        if (!(o->has & IGW_PlaybackSource_recordingId)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "recordingId", 11);
+        }
+        if (!(o->has & IGW_PlaybackSource_recordingVersion)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "recordingVersion", 16);
+        }
+    }
+    return 0;
+}
+
 /* Field index of a key of MediaInviteParams, or -1: length first, then memcmp. */
 static int key_MediaInviteParams(const char *k, size_t n)
 {
@@ -4005,6 +4276,10 @@ static int key_MediaInviteParams(const char *k, size_t n)
     case 8:
         if (memcmp(k, "cameraId", 8) == 0)
             return IGW_MediaInviteParams_F_cameraId;
+        break;
+    case 9:
+        if (memcmp(k, "recording", 9) == 0)
+            return IGW_MediaInviteParams_F_recording;
         break;
     case 13:
         if (memcmp(k, "mediaRevision", 13) == 0)
@@ -4069,6 +4344,10 @@ int igw_decode_MediaInviteParams(igw_json *j, igw_MediaInviteParams *o)
                     return igw_json_prefix_key(j, k.ptr, k.len);
                 }
             }
+            break;
+        case IGW_MediaInviteParams_F_recording:
+            if (igw_decode_PlaybackSource(j, &o->recording))
+                return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         default:
             break;
@@ -4457,6 +4736,277 @@ int igw_decode_MediaTrackControl(igw_json *j, igw_MediaTrackControl *o)
     return 0;
 }
 
+/* Field index of a key of MediaPlaybackControl, or -1: length first, then memcmp. */
+static int key_MediaPlaybackControl(const char *k, size_t n)
+{
+    switch (n) {
+    case 6:
+        if (memcmp(k, "method", 6) == 0)
+            return IGW_MediaPlaybackControl_F_method;
+        if (memcmp(k, "params", 6) == 0)
+            return IGW_MediaPlaybackControl_F_params;
+        break;
+    case 8:
+        if (memcmp(k, "msgToken", 8) == 0)
+            return IGW_MediaPlaybackControl_F_msgToken;
+        break;
+    case 9:
+        if (memcmp(k, "sessionId", 9) == 0)
+            return IGW_MediaPlaybackControl_F_sessionId;
+        break;
+    default:
+        break;
+    }
+    return -1;
+}
+
+int igw_decode_MediaPlaybackControl(igw_json *j, igw_MediaPlaybackControl *o)
+{
+    igw_str k;
+    int more;
+    memset(o, 0, sizeof *o);
+    if (igw_json_object_begin(j))
+        return -1;
+    while ((more = igw_json_object_next(j, &k)) == 1) {
+        int f = key_MediaPlaybackControl(k.ptr, k.len);
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        o->has |= UINT64_C(1) << f;
+        switch (f) {
+        case IGW_MediaPlaybackControl_F_method:
+            if (igw_json_string(j, &o->method) || igw_decode_string_rules(j, o->method, 1, 64, 3))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        case IGW_MediaPlaybackControl_F_msgToken:
+            if (igw_json_string(j, &o->msgToken) || igw_decode_string_rules(j, o->msgToken, 1, 128, 3))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        case IGW_MediaPlaybackControl_F_sessionId:
+            if (igw_json_string(j, &o->sessionId) || igw_decode_string_rules(j, o->sessionId, 1, 64, 3))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        case IGW_MediaPlaybackControl_F_params:
+            if (igw_decode_PlaybackControlParams(j, &o->params))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        default:
+            break;
+        }
+    }
+    if (more < 0)
+        return -1;
+    if ((o->has & IGW_MediaPlaybackControl__REQUIRED) != IGW_MediaPlaybackControl__REQUIRED) {
+        if (!(o->has & IGW_MediaPlaybackControl_method)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "method", 6);
+        }
+        if (!(o->has & IGW_MediaPlaybackControl_msgToken)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "msgToken", 8);
+        }
+        if (!(o->has & IGW_MediaPlaybackControl_sessionId)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "sessionId", 9);
+        }
+        if (!(o->has & IGW_MediaPlaybackControl_params)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "params", 6);
+        }
+    }
+    return 0;
+}
+
+/* Field index of a key of RecordingReportData, or -1: length first, then memcmp. */
+static int key_RecordingReportData(const char *k, size_t n)
+{
+    switch (n) {
+    case 5:
+        if (memcmp(k, "stale", 5) == 0)
+            return IGW_RecordingReportData_F_stale;
+        break;
+    case 6:
+        if (memcmp(k, "stored", 6) == 0)
+            return IGW_RecordingReportData_F_stored;
+        break;
+    case 7:
+        if (memcmp(k, "removed", 7) == 0)
+            return IGW_RecordingReportData_F_removed;
+        break;
+    default:
+        break;
+    }
+    return -1;
+}
+
+int igw_decode_RecordingReportData(igw_json *j, igw_RecordingReportData *o)
+{
+    igw_str k;
+    int more;
+    memset(o, 0, sizeof *o);
+    if (igw_json_object_begin(j))
+        return -1;
+    while ((more = igw_json_object_next(j, &k)) == 1) {
+        int f = key_RecordingReportData(k.ptr, k.len);
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        o->has |= UINT64_C(1) << f;
+        switch (f) {
+        case IGW_RecordingReportData_F_stored:
+            if (igw_json_int(j, &o->stored, INT64_C(0), INT64_C(64)))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        case IGW_RecordingReportData_F_stale:
+            if (igw_json_int(j, &o->stale, INT64_C(0), INT64_C(64)))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        case IGW_RecordingReportData_F_removed:
+            if (igw_json_int(j, &o->removed, INT64_C(0), INT64_C(64)))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        default:
+            break;
+        }
+    }
+    if (more < 0)
+        return -1;
+    if ((o->has & IGW_RecordingReportData__REQUIRED) != IGW_RecordingReportData__REQUIRED) {
+        if (!(o->has & IGW_RecordingReportData_stored)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "stored", 6);
+        }
+        if (!(o->has & IGW_RecordingReportData_stale)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "stale", 5);
+        }
+        if (!(o->has & IGW_RecordingReportData_removed)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "removed", 7);
+        }
+    }
+    return 0;
+}
+
+/* Field index of a key of RecordingReport, or -1: length first, then memcmp. */
+static int key_RecordingReport(const char *k, size_t n)
+{
+    switch (n) {
+    case 7:
+        if (memcmp(k, "removed", 7) == 0)
+            return IGW_RecordingReport_F_removed;
+        break;
+    case 10:
+        if (memcmp(k, "recordings", 10) == 0)
+            return IGW_RecordingReport_F_recordings;
+        break;
+    default:
+        break;
+    }
+    return -1;
+}
+
+int igw_decode_RecordingReport(igw_json *j, igw_RecordingReport *o)
+{
+    igw_str k;
+    int more;
+    memset(o, 0, sizeof *o);
+    if (igw_json_object_begin(j))
+        return -1;
+    while ((more = igw_json_object_next(j, &k)) == 1) {
+        int f = key_RecordingReport(k.ptr, k.len);
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        o->has |= UINT64_C(1) << f;
+        switch (f) {
+        case IGW_RecordingReport_F_recordings:
+            {
+                int more8;
+                if (igw_json_array_begin(j))
+                    return igw_json_prefix_key(j, k.ptr, k.len);
+                uint32_t cap8 = 0;
+                o->recordings.n = 0;
+                o->recordings.v = NULL;
+                while ((more8 = igw_json_array_next(j)) == 1) {
+                    if (o->recordings.n == 64) {
+                        igw_json_fail(j, IGW_JERR_LENGTH, "more than 64 items");
+                        return (igw_json_prefix_index(j, o->recordings.n), igw_json_prefix_key(j, k.ptr, k.len));
+                    }
+                    if (o->recordings.n == cap8 && !(o->recordings.v = igw_decode_grow(j, o->recordings.v, o->recordings.n, &cap8, 64, sizeof *o->recordings.v)))
+                        return (igw_json_prefix_index(j, o->recordings.n), igw_json_prefix_key(j, k.ptr, k.len));
+                    if (igw_decode_RecordingEntry(j, &o->recordings.v[o->recordings.n]))
+                        return (igw_json_prefix_index(j, o->recordings.n), igw_json_prefix_key(j, k.ptr, k.len));
+                    o->recordings.n++;
+                }
+                if (more8 < 0)
+                    return igw_json_prefix_key(j, k.ptr, k.len);
+                if (o->recordings.n < 1) {
+                    igw_json_fail(j, IGW_JERR_LENGTH, "fewer than 1 items");
+                    return igw_json_prefix_key(j, k.ptr, k.len);
+                }
+            }
+            break;
+        case IGW_RecordingReport_F_removed:
+            {
+                int more9;
+                if (igw_json_array_begin(j))
+                    return igw_json_prefix_key(j, k.ptr, k.len);
+                uint32_t cap9 = 0;
+                o->removed.n = 0;
+                o->removed.v = NULL;
+                while ((more9 = igw_json_array_next(j)) == 1) {
+                    if (o->removed.n == 64) {
+                        igw_json_fail(j, IGW_JERR_LENGTH, "more than 64 items");
+                        return (igw_json_prefix_index(j, o->removed.n), igw_json_prefix_key(j, k.ptr, k.len));
+                    }
+                    if (o->removed.n == cap9 && !(o->removed.v = igw_decode_grow(j, o->removed.v, o->removed.n, &cap9, 64, sizeof *o->removed.v)))
+                        return (igw_json_prefix_index(j, o->removed.n), igw_json_prefix_key(j, k.ptr, k.len));
+                    if (igw_json_string(j, &o->removed.v[o->removed.n]) || igw_decode_string_rules(j, o->removed.v[o->removed.n], 1, 64, 3))
+                        return (igw_json_prefix_index(j, o->removed.n), igw_json_prefix_key(j, k.ptr, k.len));
+                    for (uint32_t u = 0; u < o->removed.n; u++)
+                        if (igw_str_eq(o->removed.v[u], o->removed.v[o->removed.n].ptr, o->removed.v[o->removed.n].len)) {
+                            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate item");
+                            return (igw_json_prefix_index(j, o->removed.n), igw_json_prefix_key(j, k.ptr, k.len));
+                        }
+                    o->removed.n++;
+                }
+                if (more9 < 0)
+                    return igw_json_prefix_key(j, k.ptr, k.len);
+                if (o->removed.n < 1) {
+                    igw_json_fail(j, IGW_JERR_LENGTH, "fewer than 1 items");
+                    return igw_json_prefix_key(j, k.ptr, k.len);
+                }
+            }
+            break;
+        default:
+            break;
+        }
+    }
+    if (more < 0)
+        return -1;
+    if (!(o->has & IGW_RecordingReport_recordings) && !(o->has & IGW_RecordingReport_removed)) {
+        igw_json_fail(j, IGW_JERR_MISSING, "field is required when not removed present");
+        return igw_json_prefix_key(j, "recordings", 10);
+    }
+    return 0;
+}
+
 /* Field index of a key of MediaBye, or -1: length first, then memcmp. */
 static int key_MediaBye(const char *k, size_t n)
 {
@@ -4644,6 +5194,8 @@ static int key_ResultData(const char *k, size_t n)
     case 10:
         if (memcmp(k, "deliveryId", 10) == 0)
             return IGW_ResultData_F_deliveryId;
+        if (memcmp(k, "positionMs", 10) == 0)
+            return IGW_ResultData_F_positionMs;
         break;
     case 11:
         if (memcmp(k, "memberEpoch", 11) == 0)
@@ -4714,24 +5266,24 @@ int igw_decode_ResultData(igw_json *j, igw_ResultData *o)
             break;
         case IGW_ResultData_F_remaining:
             {
-                int more8;
+                int more10;
                 if (igw_json_array_begin(j))
                     return igw_json_prefix_key(j, k.ptr, k.len);
-                uint32_t cap8 = 0;
+                uint32_t cap10 = 0;
                 o->remaining.n = 0;
                 o->remaining.v = NULL;
-                while ((more8 = igw_json_array_next(j)) == 1) {
+                while ((more10 = igw_json_array_next(j)) == 1) {
                     if (o->remaining.n == 256) {
                         igw_json_fail(j, IGW_JERR_LENGTH, "more than 256 items");
                         return (igw_json_prefix_index(j, o->remaining.n), igw_json_prefix_key(j, k.ptr, k.len));
                     }
-                    if (o->remaining.n == cap8 && !(o->remaining.v = igw_decode_grow(j, o->remaining.v, o->remaining.n, &cap8, 256, sizeof *o->remaining.v)))
+                    if (o->remaining.n == cap10 && !(o->remaining.v = igw_decode_grow(j, o->remaining.v, o->remaining.n, &cap10, 256, sizeof *o->remaining.v)))
                         return (igw_json_prefix_index(j, o->remaining.n), igw_json_prefix_key(j, k.ptr, k.len));
                     if (igw_json_string(j, &o->remaining.v[o->remaining.n]) || igw_decode_string_rules(j, o->remaining.v[o->remaining.n], 1, 16, 1))
                         return (igw_json_prefix_index(j, o->remaining.n), igw_json_prefix_key(j, k.ptr, k.len));
                     o->remaining.n++;
                 }
-                if (more8 < 0)
+                if (more10 < 0)
                     return igw_json_prefix_key(j, k.ptr, k.len);
             }
             break;
@@ -4769,6 +5321,10 @@ int igw_decode_ResultData(igw_json *j, igw_ResultData *o)
             break;
         case IGW_ResultData_F_trackId:
             if (igw_json_string(j, &o->trackId) || igw_decode_string_rules(j, o->trackId, 1, 64, 3))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        case IGW_ResultData_F_positionMs:
+            if (igw_json_int(j, &o->positionMs, INT64_C(0), INT64_C(9007199254740991)))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_ResultData_F_configRevision:
@@ -4960,6 +5516,14 @@ static int key_StateData(const char *k, size_t n)
         if (memcmp(k, "reason", 6) == 0)
             return IGW_StateData_F_reason;
         break;
+    case 8:
+        if (memcmp(k, "playback", 8) == 0)
+            return IGW_StateData_F_playback;
+        break;
+    case 10:
+        if (memcmp(k, "positionMs", 10) == 0)
+            return IGW_StateData_F_positionMs;
+        break;
     default:
         break;
     }
@@ -4989,6 +5553,14 @@ int igw_decode_StateData(igw_json *j, igw_StateData *o)
             if (enum_SessionState(j, &o->state))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
+        case IGW_StateData_F_playback:
+            if (enum_PlaybackState(j, &o->playback))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        case IGW_StateData_F_positionMs:
+            if (igw_json_int(j, &o->positionMs, INT64_C(0), INT64_C(9007199254740991)))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
         case IGW_StateData_F_reason:
             if (igw_json_string(j, &o->reason) || igw_decode_string_rules(j, o->reason, 1, 256, 0))
                 return igw_json_prefix_key(j, k.ptr, k.len);
@@ -5004,6 +5576,14 @@ int igw_decode_StateData(igw_json *j, igw_StateData *o)
             igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
             return igw_json_prefix_key(j, "state", 5);
         }
+    }
+    if ((o->has & IGW_StateData_playback) && ((o->has & IGW_StateData_state) && (o->state == IGW_SessionState_ended))) {
+        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when state = ended");
+        return igw_json_prefix_key(j, "playback", 8);
+    }
+    if ((o->has & IGW_StateData_positionMs) && ((o->has & IGW_StateData_state) && (o->state == IGW_SessionState_ended))) {
+        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when state = ended");
+        return igw_json_prefix_key(j, "positionMs", 10);
     }
     if (!(o->has & IGW_StateData_reason) && ((o->has & IGW_StateData_state) && (o->state == IGW_SessionState_ended))) {
         igw_json_fail(j, IGW_JERR_MISSING, "field is required when state = ended");
@@ -5341,24 +5921,24 @@ int igw_decode_EventsData(igw_json *j, igw_EventsData *o)
         switch (f) {
         case IGW_EventsData_F_list:
             {
-                int more9;
+                int more11;
                 if (igw_json_array_begin(j))
                     return igw_json_prefix_key(j, k.ptr, k.len);
-                uint32_t cap9 = 0;
+                uint32_t cap11 = 0;
                 o->list.n = 0;
                 o->list.v = NULL;
-                while ((more9 = igw_json_array_next(j)) == 1) {
+                while ((more11 = igw_json_array_next(j)) == 1) {
                     if (o->list.n == 32) {
                         igw_json_fail(j, IGW_JERR_LENGTH, "more than 32 items");
                         return (igw_json_prefix_index(j, o->list.n), igw_json_prefix_key(j, k.ptr, k.len));
                     }
-                    if (o->list.n == cap9 && !(o->list.v = igw_decode_grow(j, o->list.v, o->list.n, &cap9, 32, sizeof *o->list.v)))
+                    if (o->list.n == cap11 && !(o->list.v = igw_decode_grow(j, o->list.v, o->list.n, &cap11, 32, sizeof *o->list.v)))
                         return (igw_json_prefix_index(j, o->list.n), igw_json_prefix_key(j, k.ptr, k.len));
                     if (igw_decode_EventItem(j, &o->list.v[o->list.n]))
                         return (igw_json_prefix_index(j, o->list.n), igw_json_prefix_key(j, k.ptr, k.len));
                     o->list.n++;
                 }
-                if (more9 < 0)
+                if (more11 < 0)
                     return igw_json_prefix_key(j, k.ptr, k.len);
             }
             break;
@@ -5420,18 +6000,18 @@ int igw_decode_AckRequest(igw_json *j, igw_AckRequest *o)
             break;
         case IGW_AckRequest_F_deliveryIds:
             {
-                int more10;
+                int more12;
                 if (igw_json_array_begin(j))
                     return igw_json_prefix_key(j, k.ptr, k.len);
-                uint32_t cap10 = 0;
+                uint32_t cap12 = 0;
                 o->deliveryIds.n = 0;
                 o->deliveryIds.v = NULL;
-                while ((more10 = igw_json_array_next(j)) == 1) {
+                while ((more12 = igw_json_array_next(j)) == 1) {
                     if (o->deliveryIds.n == 32) {
                         igw_json_fail(j, IGW_JERR_LENGTH, "more than 32 items");
                         return (igw_json_prefix_index(j, o->deliveryIds.n), igw_json_prefix_key(j, k.ptr, k.len));
                     }
-                    if (o->deliveryIds.n == cap10 && !(o->deliveryIds.v = igw_decode_grow(j, o->deliveryIds.v, o->deliveryIds.n, &cap10, 32, sizeof *o->deliveryIds.v)))
+                    if (o->deliveryIds.n == cap12 && !(o->deliveryIds.v = igw_decode_grow(j, o->deliveryIds.v, o->deliveryIds.n, &cap12, 32, sizeof *o->deliveryIds.v)))
                         return (igw_json_prefix_index(j, o->deliveryIds.n), igw_json_prefix_key(j, k.ptr, k.len));
                     if (igw_json_string(j, &o->deliveryIds.v[o->deliveryIds.n]) || igw_decode_string_rules(j, o->deliveryIds.v[o->deliveryIds.n], 1, 64, 3))
                         return (igw_json_prefix_index(j, o->deliveryIds.n), igw_json_prefix_key(j, k.ptr, k.len));
@@ -5442,7 +6022,7 @@ int igw_decode_AckRequest(igw_json *j, igw_AckRequest *o)
                         }
                     o->deliveryIds.n++;
                 }
-                if (more10 < 0)
+                if (more12 < 0)
                     return igw_json_prefix_key(j, k.ptr, k.len);
                 if (o->deliveryIds.n < 1) {
                     igw_json_fail(j, IGW_JERR_LENGTH, "fewer than 1 items");
@@ -5954,24 +6534,24 @@ int igw_decode_RecordingsData(igw_json *j, igw_RecordingsData *o)
         switch (f) {
         case IGW_RecordingsData_F_list:
             {
-                int more11;
+                int more13;
                 if (igw_json_array_begin(j))
                     return igw_json_prefix_key(j, k.ptr, k.len);
-                uint32_t cap11 = 0;
+                uint32_t cap13 = 0;
                 o->list.n = 0;
                 o->list.v = NULL;
-                while ((more11 = igw_json_array_next(j)) == 1) {
+                while ((more13 = igw_json_array_next(j)) == 1) {
                     if (o->list.n == 32) {
                         igw_json_fail(j, IGW_JERR_LENGTH, "more than 32 items");
                         return (igw_json_prefix_index(j, o->list.n), igw_json_prefix_key(j, k.ptr, k.len));
                     }
-                    if (o->list.n == cap11 && !(o->list.v = igw_decode_grow(j, o->list.v, o->list.n, &cap11, 32, sizeof *o->list.v)))
+                    if (o->list.n == cap13 && !(o->list.v = igw_decode_grow(j, o->list.v, o->list.n, &cap13, 32, sizeof *o->list.v)))
                         return (igw_json_prefix_index(j, o->list.n), igw_json_prefix_key(j, k.ptr, k.len));
                     if (igw_decode_RecordingEntry(j, &o->list.v[o->list.n]))
                         return (igw_json_prefix_index(j, o->list.n), igw_json_prefix_key(j, k.ptr, k.len));
                     o->list.n++;
                 }
-                if (more11 < 0)
+                if (more13 < 0)
                     return igw_json_prefix_key(j, k.ptr, k.len);
             }
             break;
@@ -6337,18 +6917,18 @@ int igw_decode_GroupCreate(igw_json *j, igw_GroupCreate *o)
             break;
         case IGW_GroupCreate_F_members:
             {
-                int more12;
+                int more14;
                 if (igw_json_array_begin(j))
                     return igw_json_prefix_key(j, k.ptr, k.len);
-                uint32_t cap12 = 0;
+                uint32_t cap14 = 0;
                 o->members.n = 0;
                 o->members.v = NULL;
-                while ((more12 = igw_json_array_next(j)) == 1) {
+                while ((more14 = igw_json_array_next(j)) == 1) {
                     if (o->members.n == 255) {
                         igw_json_fail(j, IGW_JERR_LENGTH, "more than 255 items");
                         return (igw_json_prefix_index(j, o->members.n), igw_json_prefix_key(j, k.ptr, k.len));
                     }
-                    if (o->members.n == cap12 && !(o->members.v = igw_decode_grow(j, o->members.v, o->members.n, &cap12, 255, sizeof *o->members.v)))
+                    if (o->members.n == cap14 && !(o->members.v = igw_decode_grow(j, o->members.v, o->members.n, &cap14, 255, sizeof *o->members.v)))
                         return (igw_json_prefix_index(j, o->members.n), igw_json_prefix_key(j, k.ptr, k.len));
                     if (igw_json_string(j, &o->members.v[o->members.n]) || igw_decode_string_rules(j, o->members.v[o->members.n], 1, 16, 1))
                         return (igw_json_prefix_index(j, o->members.n), igw_json_prefix_key(j, k.ptr, k.len));
@@ -6359,7 +6939,7 @@ int igw_decode_GroupCreate(igw_json *j, igw_GroupCreate *o)
                         }
                     o->members.n++;
                 }
-                if (more12 < 0)
+                if (more14 < 0)
                     return igw_json_prefix_key(j, k.ptr, k.len);
                 if (o->members.n < 1) {
                     igw_json_fail(j, IGW_JERR_LENGTH, "fewer than 1 items");
@@ -6833,24 +7413,24 @@ int igw_decode_RosterData(igw_json *j, igw_RosterData *o)
             break;
         case IGW_RosterData_F_members:
             {
-                int more13;
+                int more15;
                 if (igw_json_array_begin(j))
                     return igw_json_prefix_key(j, k.ptr, k.len);
-                uint32_t cap13 = 0;
+                uint32_t cap15 = 0;
                 o->members.n = 0;
                 o->members.v = NULL;
-                while ((more13 = igw_json_array_next(j)) == 1) {
+                while ((more15 = igw_json_array_next(j)) == 1) {
                     if (o->members.n == 256) {
                         igw_json_fail(j, IGW_JERR_LENGTH, "more than 256 items");
                         return (igw_json_prefix_index(j, o->members.n), igw_json_prefix_key(j, k.ptr, k.len));
                     }
-                    if (o->members.n == cap13 && !(o->members.v = igw_decode_grow(j, o->members.v, o->members.n, &cap13, 256, sizeof *o->members.v)))
+                    if (o->members.n == cap15 && !(o->members.v = igw_decode_grow(j, o->members.v, o->members.n, &cap15, 256, sizeof *o->members.v)))
                         return (igw_json_prefix_index(j, o->members.n), igw_json_prefix_key(j, k.ptr, k.len));
                     if (igw_decode_RosterMember(j, &o->members.v[o->members.n]))
                         return (igw_json_prefix_index(j, o->members.n), igw_json_prefix_key(j, k.ptr, k.len));
                     o->members.n++;
                 }
-                if (more13 < 0)
+                if (more15 < 0)
                     return igw_json_prefix_key(j, k.ptr, k.len);
             }
             break;
@@ -6917,6 +7497,9 @@ void igw_encode_Command(igw_jw *w, const igw_Command *o)
         break;
     case IGW_CommandMethod_interaction_trackControl:
         igw_encode_TrackControlParams(w, &o->params.interaction_trackControl);
+        break;
+    case IGW_CommandMethod_interaction_playbackControl:
+        igw_encode_PlaybackControlParams(w, &o->params.interaction_playbackControl);
         break;
     case IGW_CommandMethod_interaction_configure:
         igw_encode_ConfigureParams(w, &o->params.interaction_configure);
@@ -7069,6 +7652,20 @@ void igw_encode_TrackControlParams(igw_jw *w, const igw_TrackControlParams *o)
     igw_jw_object_end(w);
 }
 
+void igw_encode_PlaybackControlParams(igw_jw *w, const igw_PlaybackControlParams *o)
+{
+    igw_jw_object_begin(w);
+    igw_jw_key(w, "operation", 9);
+    enc_PlaybackOperation(w, o->operation);
+    if (o->has & IGW_PlaybackControlParams_positionMs) {
+        igw_jw_key(w, "positionMs", 10);
+        igw_jw_int(w, o->positionMs);
+    }
+    igw_jw_key(w, "mediaRevision", 13);
+    igw_jw_int(w, o->mediaRevision);
+    igw_jw_object_end(w);
+}
+
 void igw_encode_ConfigureParams(igw_jw *w, const igw_ConfigureParams *o)
 {
     igw_jw_object_begin(w);
@@ -7094,15 +7691,15 @@ void igw_encode_ProcessorControlParams(igw_jw *w, const igw_ProcessorControlPara
     enc_ProcessorOperation(w, o->operation);
     igw_jw_key(w, "sourceTrackIds", 14);
     igw_jw_array_begin(w);
-    for (uint32_t i14 = 0; i14 < o->sourceTrackIds.n; i14++) {
-        igw_jw_string(w, o->sourceTrackIds.v[i14].ptr, o->sourceTrackIds.v[i14].len);
+    for (uint32_t i16 = 0; i16 < o->sourceTrackIds.n; i16++) {
+        igw_jw_string(w, o->sourceTrackIds.v[i16].ptr, o->sourceTrackIds.v[i16].len);
     }
     igw_jw_array_end(w);
     if (o->has & IGW_ProcessorControlParams_consentIds) {
         igw_jw_key(w, "consentIds", 10);
         igw_jw_array_begin(w);
-        for (uint32_t i15 = 0; i15 < o->consentIds.n; i15++) {
-            igw_jw_string(w, o->consentIds.v[i15].ptr, o->consentIds.v[i15].len);
+        for (uint32_t i17 = 0; i17 < o->consentIds.n; i17++) {
+            igw_jw_string(w, o->consentIds.v[i17].ptr, o->consentIds.v[i17].len);
         }
         igw_jw_array_end(w);
     }
@@ -7335,8 +7932,8 @@ void igw_encode_PackReportParams(igw_jw *w, const igw_PackReportParams *o)
     if (o->has & IGW_PackReportParams_events) {
         igw_jw_key(w, "events", 6);
         igw_jw_array_begin(w);
-        for (uint32_t i16 = 0; i16 < o->events.n; i16++) {
-            igw_encode_PackEvent(w, &o->events.v[i16]);
+        for (uint32_t i18 = 0; i18 < o->events.n; i18++) {
+            igw_encode_PackEvent(w, &o->events.v[i18]);
         }
         igw_jw_array_end(w);
     }
@@ -7348,8 +7945,8 @@ void igw_encode_TopologyParams(igw_jw *w, const igw_TopologyParams *o)
     igw_jw_object_begin(w);
     igw_jw_key(w, "devices", 7);
     igw_jw_array_begin(w);
-    for (uint32_t i17 = 0; i17 < o->devices.n; i17++) {
-        igw_encode_Target(w, &o->devices.v[i17]);
+    for (uint32_t i19 = 0; i19 < o->devices.n; i19++) {
+        igw_encode_Target(w, &o->devices.v[i19]);
     }
     igw_jw_array_end(w);
     igw_jw_object_end(w);
@@ -7411,15 +8008,15 @@ void igw_encode_MediaCamera(igw_jw *w, const igw_MediaCamera *o)
     igw_jw_string(w, o->cameraId.ptr, o->cameraId.len);
     igw_jw_key(w, "video", 5);
     igw_jw_array_begin(w);
-    for (uint32_t i18 = 0; i18 < o->video.n; i18++) {
-        igw_jw_string(w, o->video.v[i18].ptr, o->video.v[i18].len);
+    for (uint32_t i20 = 0; i20 < o->video.n; i20++) {
+        igw_jw_string(w, o->video.v[i20].ptr, o->video.v[i20].len);
     }
     igw_jw_array_end(w);
     if (o->has & IGW_MediaCamera_audio) {
         igw_jw_key(w, "audio", 5);
         igw_jw_array_begin(w);
-        for (uint32_t i19 = 0; i19 < o->audio.n; i19++) {
-            igw_jw_string(w, o->audio.v[i19].ptr, o->audio.v[i19].len);
+        for (uint32_t i21 = 0; i21 < o->audio.n; i21++) {
+            igw_jw_string(w, o->audio.v[i21].ptr, o->audio.v[i21].len);
         }
         igw_jw_array_end(w);
     }
@@ -7431,8 +8028,8 @@ void igw_encode_MediaCapability(igw_jw *w, const igw_MediaCapability *o)
     igw_jw_object_begin(w);
     igw_jw_key(w, "cameras", 7);
     igw_jw_array_begin(w);
-    for (uint32_t i20 = 0; i20 < o->cameras.n; i20++) {
-        igw_encode_MediaCamera(w, &o->cameras.v[i20]);
+    for (uint32_t i22 = 0; i22 < o->cameras.n; i22++) {
+        igw_encode_MediaCamera(w, &o->cameras.v[i22]);
     }
     igw_jw_array_end(w);
     igw_jw_key(w, "microphone", 10);
@@ -7458,6 +8055,16 @@ void igw_encode_MediaTrack(igw_jw *w, const igw_MediaTrack *o)
     igw_jw_object_end(w);
 }
 
+void igw_encode_PlaybackSource(igw_jw *w, const igw_PlaybackSource *o)
+{
+    igw_jw_object_begin(w);
+    igw_jw_key(w, "recordingId", 11);
+    igw_jw_string(w, o->recordingId.ptr, o->recordingId.len);
+    igw_jw_key(w, "recordingVersion", 16);
+    igw_jw_int(w, o->recordingVersion);
+    igw_jw_object_end(w);
+}
+
 void igw_encode_MediaInviteParams(igw_jw *w, const igw_MediaInviteParams *o)
 {
     igw_jw_object_begin(w);
@@ -7467,10 +8074,14 @@ void igw_encode_MediaInviteParams(igw_jw *w, const igw_MediaInviteParams *o)
     igw_jw_int(w, o->mediaRevision);
     igw_jw_key(w, "tracks", 6);
     igw_jw_array_begin(w);
-    for (uint32_t i21 = 0; i21 < o->tracks.n; i21++) {
-        igw_encode_MediaTrack(w, &o->tracks.v[i21]);
+    for (uint32_t i23 = 0; i23 < o->tracks.n; i23++) {
+        igw_encode_MediaTrack(w, &o->tracks.v[i23]);
     }
     igw_jw_array_end(w);
+    if (o->has & IGW_MediaInviteParams_recording) {
+        igw_jw_key(w, "recording", 9);
+        igw_encode_PlaybackSource(w, &o->recording);
+    }
     igw_jw_object_end(w);
 }
 
@@ -7532,6 +8143,54 @@ void igw_encode_MediaTrackControl(igw_jw *w, const igw_MediaTrackControl *o)
     igw_jw_object_end(w);
 }
 
+void igw_encode_MediaPlaybackControl(igw_jw *w, const igw_MediaPlaybackControl *o)
+{
+    igw_jw_object_begin(w);
+    igw_jw_key(w, "method", 6);
+    igw_jw_string(w, o->method.ptr, o->method.len);
+    igw_jw_key(w, "msgToken", 8);
+    igw_jw_string(w, o->msgToken.ptr, o->msgToken.len);
+    igw_jw_key(w, "sessionId", 9);
+    igw_jw_string(w, o->sessionId.ptr, o->sessionId.len);
+    igw_jw_key(w, "params", 6);
+    igw_encode_PlaybackControlParams(w, &o->params);
+    igw_jw_object_end(w);
+}
+
+void igw_encode_RecordingReportData(igw_jw *w, const igw_RecordingReportData *o)
+{
+    igw_jw_object_begin(w);
+    igw_jw_key(w, "stored", 6);
+    igw_jw_int(w, o->stored);
+    igw_jw_key(w, "stale", 5);
+    igw_jw_int(w, o->stale);
+    igw_jw_key(w, "removed", 7);
+    igw_jw_int(w, o->removed);
+    igw_jw_object_end(w);
+}
+
+void igw_encode_RecordingReport(igw_jw *w, const igw_RecordingReport *o)
+{
+    igw_jw_object_begin(w);
+    if (o->has & IGW_RecordingReport_recordings) {
+        igw_jw_key(w, "recordings", 10);
+        igw_jw_array_begin(w);
+        for (uint32_t i24 = 0; i24 < o->recordings.n; i24++) {
+            igw_encode_RecordingEntry(w, &o->recordings.v[i24]);
+        }
+        igw_jw_array_end(w);
+    }
+    if (o->has & IGW_RecordingReport_removed) {
+        igw_jw_key(w, "removed", 7);
+        igw_jw_array_begin(w);
+        for (uint32_t i25 = 0; i25 < o->removed.n; i25++) {
+            igw_jw_string(w, o->removed.v[i25].ptr, o->removed.v[i25].len);
+        }
+        igw_jw_array_end(w);
+    }
+    igw_jw_object_end(w);
+}
+
 void igw_encode_MediaBye(igw_jw *w, const igw_MediaBye *o)
 {
     igw_jw_object_begin(w);
@@ -7585,8 +8244,8 @@ void igw_encode_ResultData(igw_jw *w, const igw_ResultData *o)
     if (o->has & IGW_ResultData_remaining) {
         igw_jw_key(w, "remaining", 9);
         igw_jw_array_begin(w);
-        for (uint32_t i22 = 0; i22 < o->remaining.n; i22++) {
-            igw_jw_string(w, o->remaining.v[i22].ptr, o->remaining.v[i22].len);
+        for (uint32_t i26 = 0; i26 < o->remaining.n; i26++) {
+            igw_jw_string(w, o->remaining.v[i26].ptr, o->remaining.v[i26].len);
         }
         igw_jw_array_end(w);
     }
@@ -7627,6 +8286,10 @@ void igw_encode_ResultData(igw_jw *w, const igw_ResultData *o)
         igw_jw_key(w, "trackId", 7);
         igw_jw_string(w, o->trackId.ptr, o->trackId.len);
     }
+    if (o->has & IGW_ResultData_positionMs) {
+        igw_jw_key(w, "positionMs", 10);
+        igw_jw_int(w, o->positionMs);
+    }
     if (o->has & IGW_ResultData_configRevision) {
         igw_jw_key(w, "configRevision", 14);
         igw_jw_int(w, o->configRevision);
@@ -7662,6 +8325,14 @@ void igw_encode_StateData(igw_jw *w, const igw_StateData *o)
     igw_jw_object_begin(w);
     igw_jw_key(w, "state", 5);
     enc_SessionState(w, o->state);
+    if (o->has & IGW_StateData_playback) {
+        igw_jw_key(w, "playback", 8);
+        enc_PlaybackState(w, o->playback);
+    }
+    if (o->has & IGW_StateData_positionMs) {
+        igw_jw_key(w, "positionMs", 10);
+        igw_jw_int(w, o->positionMs);
+    }
     if (o->has & IGW_StateData_reason) {
         igw_jw_key(w, "reason", 6);
         igw_jw_string(w, o->reason.ptr, o->reason.len);
@@ -7721,8 +8392,8 @@ void igw_encode_EventsData(igw_jw *w, const igw_EventsData *o)
     igw_jw_object_begin(w);
     igw_jw_key(w, "list", 4);
     igw_jw_array_begin(w);
-    for (uint32_t i23 = 0; i23 < o->list.n; i23++) {
-        igw_encode_EventItem(w, &o->list.v[i23]);
+    for (uint32_t i27 = 0; i27 < o->list.n; i27++) {
+        igw_encode_EventItem(w, &o->list.v[i27]);
     }
     igw_jw_array_end(w);
     igw_jw_object_end(w);
@@ -7735,8 +8406,8 @@ void igw_encode_AckRequest(igw_jw *w, const igw_AckRequest *o)
     igw_jw_string(w, o->endpointId.ptr, o->endpointId.len);
     igw_jw_key(w, "deliveryIds", 11);
     igw_jw_array_begin(w);
-    for (uint32_t i24 = 0; i24 < o->deliveryIds.n; i24++) {
-        igw_jw_string(w, o->deliveryIds.v[i24].ptr, o->deliveryIds.v[i24].len);
+    for (uint32_t i28 = 0; i28 < o->deliveryIds.n; i28++) {
+        igw_jw_string(w, o->deliveryIds.v[i28].ptr, o->deliveryIds.v[i28].len);
     }
     igw_jw_array_end(w);
     igw_jw_object_end(w);
@@ -7821,8 +8492,8 @@ void igw_encode_RecordingsData(igw_jw *w, const igw_RecordingsData *o)
     igw_jw_object_begin(w);
     igw_jw_key(w, "list", 4);
     igw_jw_array_begin(w);
-    for (uint32_t i25 = 0; i25 < o->list.n; i25++) {
-        igw_encode_RecordingEntry(w, &o->list.v[i25]);
+    for (uint32_t i29 = 0; i29 < o->list.n; i29++) {
+        igw_encode_RecordingEntry(w, &o->list.v[i29]);
     }
     igw_jw_array_end(w);
     igw_jw_key(w, "hasMore", 7);
@@ -7888,8 +8559,8 @@ void igw_encode_GroupCreate(igw_jw *w, const igw_GroupCreate *o)
     igw_jw_string(w, o->name.ptr, o->name.len);
     igw_jw_key(w, "members", 7);
     igw_jw_array_begin(w);
-    for (uint32_t i26 = 0; i26 < o->members.n; i26++) {
-        igw_jw_string(w, o->members.v[i26].ptr, o->members.v[i26].len);
+    for (uint32_t i30 = 0; i30 < o->members.n; i30++) {
+        igw_jw_string(w, o->members.v[i30].ptr, o->members.v[i30].len);
     }
     igw_jw_array_end(w);
     igw_jw_object_end(w);
@@ -7966,8 +8637,8 @@ void igw_encode_RosterData(igw_jw *w, const igw_RosterData *o)
     igw_jw_string(w, o->initiator.ptr, o->initiator.len);
     igw_jw_key(w, "members", 7);
     igw_jw_array_begin(w);
-    for (uint32_t i27 = 0; i27 < o->members.n; i27++) {
-        igw_encode_RosterMember(w, &o->members.v[i27]);
+    for (uint32_t i31 = 0; i31 < o->members.n; i31++) {
+        igw_encode_RosterMember(w, &o->members.v[i31]);
     }
     igw_jw_array_end(w);
     igw_jw_object_end(w);

@@ -70,6 +70,7 @@ typedef enum igw_CommandMethod {
     IGW_CommandMethod_messageSend,
     IGW_CommandMethod_device_action,
     IGW_CommandMethod_device_propertyControl,
+    IGW_CommandMethod_interaction_playbackControl,
     IGW_CommandMethod__COUNT
 } igw_CommandMethod;
 typedef struct igw_CommandMethod_list {
@@ -158,6 +159,19 @@ typedef struct igw_TrackOperation_list {
 } igw_TrackOperation_list;
 /* Wire names, indexed by igw_TrackOperation. */
 extern const igw_str igw_TrackOperation_names[IGW_TrackOperation__COUNT];
+
+typedef enum igw_PlaybackOperation {
+    IGW_PlaybackOperation_play,
+    IGW_PlaybackOperation_pause,
+    IGW_PlaybackOperation_seek,
+    IGW_PlaybackOperation__COUNT
+} igw_PlaybackOperation;
+typedef struct igw_PlaybackOperation_list {
+    igw_PlaybackOperation *v;
+    uint32_t n;
+} igw_PlaybackOperation_list;
+/* Wire names, indexed by igw_PlaybackOperation. */
+extern const igw_str igw_PlaybackOperation_names[IGW_PlaybackOperation__COUNT];
 
 typedef enum igw_Processor {
     IGW_Processor_translation,
@@ -253,6 +267,9 @@ typedef enum igw_ByeReason {
     IGW_ByeReason_replaced,
     IGW_ByeReason_timeout,
     IGW_ByeReason_shutdown,
+    IGW_ByeReason_recordingEnded,
+    IGW_ByeReason_recordingUnavailable,
+    IGW_ByeReason_recordingChanged,
     IGW_ByeReason__COUNT
 } igw_ByeReason;
 typedef struct igw_ByeReason_list {
@@ -296,6 +313,20 @@ typedef struct igw_SessionState_list {
 } igw_SessionState_list;
 /* Wire names, indexed by igw_SessionState. */
 extern const igw_str igw_SessionState_names[IGW_SessionState__COUNT];
+
+typedef enum igw_PlaybackState {
+    IGW_PlaybackState_loaded,
+    IGW_PlaybackState_ready,
+    IGW_PlaybackState_playing,
+    IGW_PlaybackState_paused,
+    IGW_PlaybackState__COUNT
+} igw_PlaybackState;
+typedef struct igw_PlaybackState_list {
+    igw_PlaybackState *v;
+    uint32_t n;
+} igw_PlaybackState_list;
+/* Wire names, indexed by igw_PlaybackState. */
+extern const igw_str igw_PlaybackState_names[IGW_PlaybackState__COUNT];
 
 typedef enum igw_AudioOperation {
     IGW_AudioOperation_read,
@@ -562,6 +593,28 @@ typedef struct igw_TrackControlParams_list {
     uint32_t n;
 } igw_TrackControlParams_list;
 
+/* interaction.playbackControl (recordPlayback); also the camera's playbackControl downlink. */
+typedef struct igw_PlaybackControlParams {
+    uint64_t has; /* IGW_PlaybackControlParams_<field> bits of the fields present */
+    igw_PlaybackOperation operation;
+    int64_t positionMs;
+    int64_t mediaRevision;
+} igw_PlaybackControlParams;
+enum igw_PlaybackControlParams_field {
+    IGW_PlaybackControlParams_F_operation = 0,
+    IGW_PlaybackControlParams_F_positionMs = 1,
+    IGW_PlaybackControlParams_F_mediaRevision = 2,
+    IGW_PlaybackControlParams__NFIELDS
+};
+#define IGW_PlaybackControlParams_operation (UINT64_C(1) << IGW_PlaybackControlParams_F_operation)
+#define IGW_PlaybackControlParams_positionMs (UINT64_C(1) << IGW_PlaybackControlParams_F_positionMs)
+#define IGW_PlaybackControlParams_mediaRevision (UINT64_C(1) << IGW_PlaybackControlParams_F_mediaRevision)
+#define IGW_PlaybackControlParams__REQUIRED (IGW_PlaybackControlParams_operation | IGW_PlaybackControlParams_mediaRevision)
+typedef struct igw_PlaybackControlParams_list {
+    igw_PlaybackControlParams *v;
+    uint32_t n;
+} igw_PlaybackControlParams_list;
+
 /* interaction.configure: translation direction change. */
 typedef struct igw_ConfigureParams {
     uint64_t has; /* IGW_ConfigureParams_<field> bits of the fields present */
@@ -713,6 +766,7 @@ typedef struct igw_Command {
         igw_MediaOfferParams interaction_mediaOffer;
         igw_MediaStateParams interaction_mediaState;
         igw_TrackControlParams interaction_trackControl;
+        igw_PlaybackControlParams interaction_playbackControl;
         igw_ConfigureParams interaction_configure;
         igw_ProcessorControlParams interaction_processorControl;
         igw_ControlParams interaction_control;
@@ -1140,22 +1194,44 @@ typedef struct igw_MediaTrack_list {
     uint32_t n;
 } igw_MediaTrack_list;
 
+/* A recording to play back: the catalog's version, which the camera's must equal. */
+typedef struct igw_PlaybackSource {
+    uint64_t has; /* IGW_PlaybackSource_<field> bits of the fields present */
+    igw_str recordingId;
+    int64_t recordingVersion;
+} igw_PlaybackSource;
+enum igw_PlaybackSource_field {
+    IGW_PlaybackSource_F_recordingId = 0,
+    IGW_PlaybackSource_F_recordingVersion = 1,
+    IGW_PlaybackSource__NFIELDS
+};
+#define IGW_PlaybackSource_recordingId (UINT64_C(1) << IGW_PlaybackSource_F_recordingId)
+#define IGW_PlaybackSource_recordingVersion (UINT64_C(1) << IGW_PlaybackSource_F_recordingVersion)
+#define IGW_PlaybackSource__REQUIRED (IGW_PlaybackSource_recordingId | IGW_PlaybackSource_recordingVersion)
+typedef struct igw_PlaybackSource_list {
+    igw_PlaybackSource *v;
+    uint32_t n;
+} igw_PlaybackSource_list;
+
 /* MediaInviteParams */
 typedef struct igw_MediaInviteParams {
     uint64_t has; /* IGW_MediaInviteParams_<field> bits of the fields present */
     igw_str cameraId;
     int64_t mediaRevision;
     igw_MediaTrack_list tracks;
+    igw_PlaybackSource recording;
 } igw_MediaInviteParams;
 enum igw_MediaInviteParams_field {
     IGW_MediaInviteParams_F_cameraId = 0,
     IGW_MediaInviteParams_F_mediaRevision = 1,
     IGW_MediaInviteParams_F_tracks = 2,
+    IGW_MediaInviteParams_F_recording = 3,
     IGW_MediaInviteParams__NFIELDS
 };
 #define IGW_MediaInviteParams_cameraId (UINT64_C(1) << IGW_MediaInviteParams_F_cameraId)
 #define IGW_MediaInviteParams_mediaRevision (UINT64_C(1) << IGW_MediaInviteParams_F_mediaRevision)
 #define IGW_MediaInviteParams_tracks (UINT64_C(1) << IGW_MediaInviteParams_F_tracks)
+#define IGW_MediaInviteParams_recording (UINT64_C(1) << IGW_MediaInviteParams_F_recording)
 #define IGW_MediaInviteParams__REQUIRED (IGW_MediaInviteParams_cameraId | IGW_MediaInviteParams_mediaRevision | IGW_MediaInviteParams_tracks)
 typedef struct igw_MediaInviteParams_list {
     igw_MediaInviteParams *v;
@@ -1269,6 +1345,112 @@ typedef struct igw_MediaTrackControl_list {
     uint32_t n;
 } igw_MediaTrackControl_list;
 
+/* What a camera receives to play, pause or seek a playback leg; answered by playbackControlReply. */
+typedef struct igw_MediaPlaybackControl {
+    uint64_t has; /* IGW_MediaPlaybackControl_<field> bits of the fields present */
+    igw_str method;
+    igw_str msgToken;
+    igw_str sessionId;
+    igw_PlaybackControlParams params;
+} igw_MediaPlaybackControl;
+enum igw_MediaPlaybackControl_field {
+    IGW_MediaPlaybackControl_F_method = 0,
+    IGW_MediaPlaybackControl_F_msgToken = 1,
+    IGW_MediaPlaybackControl_F_sessionId = 2,
+    IGW_MediaPlaybackControl_F_params = 3,
+    IGW_MediaPlaybackControl__NFIELDS
+};
+#define IGW_MediaPlaybackControl_method (UINT64_C(1) << IGW_MediaPlaybackControl_F_method)
+#define IGW_MediaPlaybackControl_msgToken (UINT64_C(1) << IGW_MediaPlaybackControl_F_msgToken)
+#define IGW_MediaPlaybackControl_sessionId (UINT64_C(1) << IGW_MediaPlaybackControl_F_sessionId)
+#define IGW_MediaPlaybackControl_params (UINT64_C(1) << IGW_MediaPlaybackControl_F_params)
+#define IGW_MediaPlaybackControl__REQUIRED (IGW_MediaPlaybackControl_method | IGW_MediaPlaybackControl_msgToken | IGW_MediaPlaybackControl_sessionId | IGW_MediaPlaybackControl_params)
+typedef struct igw_MediaPlaybackControl_list {
+    igw_MediaPlaybackControl *v;
+    uint32_t n;
+} igw_MediaPlaybackControl_list;
+
+/* data of a reportReply to a catalog report. */
+typedef struct igw_RecordingReportData {
+    uint64_t has; /* IGW_RecordingReportData_<field> bits of the fields present */
+    int64_t stored;
+    int64_t stale;
+    int64_t removed;
+} igw_RecordingReportData;
+enum igw_RecordingReportData_field {
+    IGW_RecordingReportData_F_stored = 0,
+    IGW_RecordingReportData_F_stale = 1,
+    IGW_RecordingReportData_F_removed = 2,
+    IGW_RecordingReportData__NFIELDS
+};
+#define IGW_RecordingReportData_stored (UINT64_C(1) << IGW_RecordingReportData_F_stored)
+#define IGW_RecordingReportData_stale (UINT64_C(1) << IGW_RecordingReportData_F_stale)
+#define IGW_RecordingReportData_removed (UINT64_C(1) << IGW_RecordingReportData_F_removed)
+#define IGW_RecordingReportData__REQUIRED (IGW_RecordingReportData_stored | IGW_RecordingReportData_stale | IGW_RecordingReportData_removed)
+typedef struct igw_RecordingReportData_list {
+    igw_RecordingReportData *v;
+    uint32_t n;
+} igw_RecordingReportData_list;
+
+/* Catalog fact; no address, path or secret. */
+typedef struct igw_RecordingEntry {
+    uint64_t has; /* IGW_RecordingEntry_<field> bits of the fields present */
+    igw_str recordingId;
+    igw_str cameraId;
+    int64_t startTimeMs;
+    int64_t endTimeMs;
+    int64_t durationMs;
+    bool available;
+    igw_str videoCodec;
+    igw_str audioCodec;
+    int64_t recordingVersion;
+} igw_RecordingEntry;
+enum igw_RecordingEntry_field {
+    IGW_RecordingEntry_F_recordingId = 0,
+    IGW_RecordingEntry_F_cameraId = 1,
+    IGW_RecordingEntry_F_startTimeMs = 2,
+    IGW_RecordingEntry_F_endTimeMs = 3,
+    IGW_RecordingEntry_F_durationMs = 4,
+    IGW_RecordingEntry_F_available = 5,
+    IGW_RecordingEntry_F_videoCodec = 6,
+    IGW_RecordingEntry_F_audioCodec = 7,
+    IGW_RecordingEntry_F_recordingVersion = 8,
+    IGW_RecordingEntry__NFIELDS
+};
+#define IGW_RecordingEntry_recordingId (UINT64_C(1) << IGW_RecordingEntry_F_recordingId)
+#define IGW_RecordingEntry_cameraId (UINT64_C(1) << IGW_RecordingEntry_F_cameraId)
+#define IGW_RecordingEntry_startTimeMs (UINT64_C(1) << IGW_RecordingEntry_F_startTimeMs)
+#define IGW_RecordingEntry_endTimeMs (UINT64_C(1) << IGW_RecordingEntry_F_endTimeMs)
+#define IGW_RecordingEntry_durationMs (UINT64_C(1) << IGW_RecordingEntry_F_durationMs)
+#define IGW_RecordingEntry_available (UINT64_C(1) << IGW_RecordingEntry_F_available)
+#define IGW_RecordingEntry_videoCodec (UINT64_C(1) << IGW_RecordingEntry_F_videoCodec)
+#define IGW_RecordingEntry_audioCodec (UINT64_C(1) << IGW_RecordingEntry_F_audioCodec)
+#define IGW_RecordingEntry_recordingVersion (UINT64_C(1) << IGW_RecordingEntry_F_recordingVersion)
+#define IGW_RecordingEntry__REQUIRED (IGW_RecordingEntry_recordingId | IGW_RecordingEntry_cameraId | IGW_RecordingEntry_startTimeMs | IGW_RecordingEntry_endTimeMs | IGW_RecordingEntry_durationMs | IGW_RecordingEntry_available | IGW_RecordingEntry_videoCodec | IGW_RecordingEntry_recordingVersion)
+typedef struct igw_RecordingEntry_list {
+    igw_RecordingEntry *v;
+    uint32_t n;
+} igw_RecordingEntry_list;
+
+/* params of a camera's catalog report: new or changed recordings, removed ones; all or nothing. */
+typedef struct igw_RecordingReport {
+    uint64_t has; /* IGW_RecordingReport_<field> bits of the fields present */
+    igw_RecordingEntry_list recordings;
+    igw_str_list removed;
+} igw_RecordingReport;
+enum igw_RecordingReport_field {
+    IGW_RecordingReport_F_recordings = 0,
+    IGW_RecordingReport_F_removed = 1,
+    IGW_RecordingReport__NFIELDS
+};
+#define IGW_RecordingReport_recordings (UINT64_C(1) << IGW_RecordingReport_F_recordings)
+#define IGW_RecordingReport_removed (UINT64_C(1) << IGW_RecordingReport_F_removed)
+#define IGW_RecordingReport__REQUIRED (UINT64_C(0))
+typedef struct igw_RecordingReport_list {
+    igw_RecordingReport *v;
+    uint32_t n;
+} igw_RecordingReport_list;
+
 /* What a camera receives when the platform ends a leg; answered by byeReply. */
 typedef struct igw_MediaBye {
     uint64_t has; /* IGW_MediaBye_<field> bits of the fields present */
@@ -1332,6 +1514,7 @@ typedef struct igw_ResultData {
     igw_str processorId;
     igw_str deliveryId;
     igw_str trackId;
+    int64_t positionMs;
     int64_t configRevision;
     igw_str output;
 } igw_ResultData;
@@ -1352,8 +1535,9 @@ enum igw_ResultData_field {
     IGW_ResultData_F_processorId = 13,
     IGW_ResultData_F_deliveryId = 14,
     IGW_ResultData_F_trackId = 15,
-    IGW_ResultData_F_configRevision = 16,
-    IGW_ResultData_F_output = 17,
+    IGW_ResultData_F_positionMs = 16,
+    IGW_ResultData_F_configRevision = 17,
+    IGW_ResultData_F_output = 18,
     IGW_ResultData__NFIELDS
 };
 #define IGW_ResultData_operation (UINT64_C(1) << IGW_ResultData_F_operation)
@@ -1372,6 +1556,7 @@ enum igw_ResultData_field {
 #define IGW_ResultData_processorId (UINT64_C(1) << IGW_ResultData_F_processorId)
 #define IGW_ResultData_deliveryId (UINT64_C(1) << IGW_ResultData_F_deliveryId)
 #define IGW_ResultData_trackId (UINT64_C(1) << IGW_ResultData_F_trackId)
+#define IGW_ResultData_positionMs (UINT64_C(1) << IGW_ResultData_F_positionMs)
 #define IGW_ResultData_configRevision (UINT64_C(1) << IGW_ResultData_F_configRevision)
 #define IGW_ResultData_output (UINT64_C(1) << IGW_ResultData_F_output)
 #define IGW_ResultData__REQUIRED (IGW_ResultData_operation)
@@ -1412,14 +1597,20 @@ typedef struct igw_ResultEvent_list {
 typedef struct igw_StateData {
     uint64_t has; /* IGW_StateData_<field> bits of the fields present */
     igw_SessionState state;
+    igw_PlaybackState playback;
+    int64_t positionMs;
     igw_str reason;
 } igw_StateData;
 enum igw_StateData_field {
     IGW_StateData_F_state = 0,
-    IGW_StateData_F_reason = 1,
+    IGW_StateData_F_playback = 1,
+    IGW_StateData_F_positionMs = 2,
+    IGW_StateData_F_reason = 3,
     IGW_StateData__NFIELDS
 };
 #define IGW_StateData_state (UINT64_C(1) << IGW_StateData_F_state)
+#define IGW_StateData_playback (UINT64_C(1) << IGW_StateData_F_playback)
+#define IGW_StateData_positionMs (UINT64_C(1) << IGW_StateData_F_positionMs)
 #define IGW_StateData_reason (UINT64_C(1) << IGW_StateData_F_reason)
 #define IGW_StateData__REQUIRED (IGW_StateData_state)
 typedef struct igw_StateData_list {
@@ -1634,46 +1825,6 @@ typedef struct igw_RecordingsQuery_list {
     igw_RecordingsQuery *v;
     uint32_t n;
 } igw_RecordingsQuery_list;
-
-/* Catalog fact; no address, path or secret. */
-typedef struct igw_RecordingEntry {
-    uint64_t has; /* IGW_RecordingEntry_<field> bits of the fields present */
-    igw_str recordingId;
-    igw_str cameraId;
-    int64_t startTimeMs;
-    int64_t endTimeMs;
-    int64_t durationMs;
-    bool available;
-    igw_str videoCodec;
-    igw_str audioCodec;
-    int64_t recordingVersion;
-} igw_RecordingEntry;
-enum igw_RecordingEntry_field {
-    IGW_RecordingEntry_F_recordingId = 0,
-    IGW_RecordingEntry_F_cameraId = 1,
-    IGW_RecordingEntry_F_startTimeMs = 2,
-    IGW_RecordingEntry_F_endTimeMs = 3,
-    IGW_RecordingEntry_F_durationMs = 4,
-    IGW_RecordingEntry_F_available = 5,
-    IGW_RecordingEntry_F_videoCodec = 6,
-    IGW_RecordingEntry_F_audioCodec = 7,
-    IGW_RecordingEntry_F_recordingVersion = 8,
-    IGW_RecordingEntry__NFIELDS
-};
-#define IGW_RecordingEntry_recordingId (UINT64_C(1) << IGW_RecordingEntry_F_recordingId)
-#define IGW_RecordingEntry_cameraId (UINT64_C(1) << IGW_RecordingEntry_F_cameraId)
-#define IGW_RecordingEntry_startTimeMs (UINT64_C(1) << IGW_RecordingEntry_F_startTimeMs)
-#define IGW_RecordingEntry_endTimeMs (UINT64_C(1) << IGW_RecordingEntry_F_endTimeMs)
-#define IGW_RecordingEntry_durationMs (UINT64_C(1) << IGW_RecordingEntry_F_durationMs)
-#define IGW_RecordingEntry_available (UINT64_C(1) << IGW_RecordingEntry_F_available)
-#define IGW_RecordingEntry_videoCodec (UINT64_C(1) << IGW_RecordingEntry_F_videoCodec)
-#define IGW_RecordingEntry_audioCodec (UINT64_C(1) << IGW_RecordingEntry_F_audioCodec)
-#define IGW_RecordingEntry_recordingVersion (UINT64_C(1) << IGW_RecordingEntry_F_recordingVersion)
-#define IGW_RecordingEntry__REQUIRED (IGW_RecordingEntry_recordingId | IGW_RecordingEntry_cameraId | IGW_RecordingEntry_startTimeMs | IGW_RecordingEntry_endTimeMs | IGW_RecordingEntry_durationMs | IGW_RecordingEntry_available | IGW_RecordingEntry_videoCodec | IGW_RecordingEntry_recordingVersion)
-typedef struct igw_RecordingEntry_list {
-    igw_RecordingEntry *v;
-    uint32_t n;
-} igw_RecordingEntry_list;
 
 /* RecordingsData */
 typedef struct igw_RecordingsData {
@@ -1960,6 +2111,8 @@ int igw_decode_MediaStateParams(igw_json *j, igw_MediaStateParams *out);
 void igw_encode_MediaStateParams(igw_jw *w, const igw_MediaStateParams *in);
 int igw_decode_TrackControlParams(igw_json *j, igw_TrackControlParams *out);
 void igw_encode_TrackControlParams(igw_jw *w, const igw_TrackControlParams *in);
+int igw_decode_PlaybackControlParams(igw_json *j, igw_PlaybackControlParams *out);
+void igw_encode_PlaybackControlParams(igw_jw *w, const igw_PlaybackControlParams *in);
 int igw_decode_ConfigureParams(igw_json *j, igw_ConfigureParams *out);
 void igw_encode_ConfigureParams(igw_jw *w, const igw_ConfigureParams *in);
 int igw_decode_ProcessorControlParams(igw_json *j, igw_ProcessorControlParams *out);
@@ -2006,6 +2159,8 @@ int igw_decode_MediaCapability(igw_json *j, igw_MediaCapability *out);
 void igw_encode_MediaCapability(igw_jw *w, const igw_MediaCapability *in);
 int igw_decode_MediaTrack(igw_json *j, igw_MediaTrack *out);
 void igw_encode_MediaTrack(igw_jw *w, const igw_MediaTrack *in);
+int igw_decode_PlaybackSource(igw_json *j, igw_PlaybackSource *out);
+void igw_encode_PlaybackSource(igw_jw *w, const igw_PlaybackSource *in);
 int igw_decode_MediaInviteParams(igw_json *j, igw_MediaInviteParams *out);
 void igw_encode_MediaInviteParams(igw_jw *w, const igw_MediaInviteParams *in);
 int igw_decode_MediaInvite(igw_json *j, igw_MediaInvite *out);
@@ -2018,6 +2173,12 @@ int igw_decode_ByeParams(igw_json *j, igw_ByeParams *out);
 void igw_encode_ByeParams(igw_jw *w, const igw_ByeParams *in);
 int igw_decode_MediaTrackControl(igw_json *j, igw_MediaTrackControl *out);
 void igw_encode_MediaTrackControl(igw_jw *w, const igw_MediaTrackControl *in);
+int igw_decode_MediaPlaybackControl(igw_json *j, igw_MediaPlaybackControl *out);
+void igw_encode_MediaPlaybackControl(igw_jw *w, const igw_MediaPlaybackControl *in);
+int igw_decode_RecordingReportData(igw_json *j, igw_RecordingReportData *out);
+void igw_encode_RecordingReportData(igw_jw *w, const igw_RecordingReportData *in);
+int igw_decode_RecordingReport(igw_json *j, igw_RecordingReport *out);
+void igw_encode_RecordingReport(igw_jw *w, const igw_RecordingReport *in);
 int igw_decode_MediaBye(igw_json *j, igw_MediaBye *out);
 void igw_encode_MediaBye(igw_jw *w, const igw_MediaBye *in);
 int igw_decode_UploadResult(igw_json *j, igw_UploadResult *out);

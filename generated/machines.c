@@ -73,6 +73,43 @@ const igw_sm igw_sm_track = {
     .illegal = IGW_ERR_CONFLICT,
 };
 
+static const char *const playback_states[] = {"none", "loaded", "ready", "playing", "paused"};
+static const bool playback_terminal[] = {false, false, false, false, false};
+static const char *const playback_triggers[] = {"load", "ready", "play", "pause", "seek"};
+static const igw_sm_row playback_rows[] = {
+    {.from = IGW_PLAYBACK_NONE, .trigger = IGW_PLAYBACK_ON_LOAD, .guard = IGW_SM_NO_GUARD, .to = IGW_PLAYBACK_LOADED},
+    {.from = IGW_PLAYBACK_LOADED, .trigger = IGW_PLAYBACK_ON_READY, .guard = IGW_SM_NO_GUARD, .to = IGW_PLAYBACK_READY},
+    {.from = IGW_PLAYBACK_READY, .trigger = IGW_PLAYBACK_ON_PLAY, .guard = IGW_SM_NO_GUARD, .to = IGW_PLAYBACK_PLAYING},
+    {.from = IGW_PLAYBACK_PAUSED, .trigger = IGW_PLAYBACK_ON_PLAY, .guard = IGW_SM_NO_GUARD, .to = IGW_PLAYBACK_PLAYING},
+    {.from = IGW_PLAYBACK_PLAYING, .trigger = IGW_PLAYBACK_ON_PLAY, .guard = IGW_SM_NO_GUARD, .to = IGW_PLAYBACK_PLAYING},
+    {.from = IGW_PLAYBACK_PLAYING, .trigger = IGW_PLAYBACK_ON_PAUSE, .guard = IGW_SM_NO_GUARD, .to = IGW_PLAYBACK_PAUSED},
+    {.from = IGW_PLAYBACK_PAUSED, .trigger = IGW_PLAYBACK_ON_PAUSE, .guard = IGW_SM_NO_GUARD, .to = IGW_PLAYBACK_PAUSED},
+    {.from = IGW_PLAYBACK_READY, .trigger = IGW_PLAYBACK_ON_SEEK, .guard = IGW_SM_NO_GUARD, .to = IGW_PLAYBACK_READY},
+    {.from = IGW_PLAYBACK_PLAYING, .trigger = IGW_PLAYBACK_ON_SEEK, .guard = IGW_SM_NO_GUARD, .to = IGW_PLAYBACK_PLAYING},
+    {.from = IGW_PLAYBACK_PAUSED, .trigger = IGW_PLAYBACK_ON_SEEK, .guard = IGW_SM_NO_GUARD, .to = IGW_PLAYBACK_PAUSED},
+    {.from = IGW_PLAYBACK_LOADED, .trigger = IGW_PLAYBACK_ON_PLAY, .guard = IGW_SM_NO_GUARD, .to = IGW_SM_REFUSE,
+     .err = IGW_ERR_CONFLICT, .reason = "not ready: wait for the ready event"},
+    {.from = IGW_PLAYBACK_LOADED, .trigger = IGW_PLAYBACK_ON_PAUSE, .guard = IGW_SM_NO_GUARD, .to = IGW_SM_REFUSE,
+     .err = IGW_ERR_CONFLICT, .reason = "not playing"},
+    {.from = IGW_PLAYBACK_READY, .trigger = IGW_PLAYBACK_ON_PAUSE, .guard = IGW_SM_NO_GUARD, .to = IGW_SM_REFUSE,
+     .err = IGW_ERR_CONFLICT, .reason = "not playing"},
+    {.from = IGW_PLAYBACK_LOADED, .trigger = IGW_PLAYBACK_ON_SEEK, .guard = IGW_SM_NO_GUARD, .to = IGW_SM_REFUSE,
+     .err = IGW_ERR_CONFLICT, .reason = "not ready: wait for the ready event"},
+};
+const igw_sm igw_sm_playback = {
+    .name = "playback",
+    .states = playback_states,
+    .triggers = playback_triggers,
+    .guards = NULL,
+    .terminal = playback_terminal,
+    .nstates = IGW_PLAYBACK__STATES,
+    .ntriggers = IGW_PLAYBACK__TRIGGERS,
+    .nguards = 0,
+    .nrows = sizeof playback_rows / sizeof playback_rows[0],
+    .rows = playback_rows,
+    .illegal = IGW_ERR_CONFLICT,
+};
+
 static const char *const consent_states[] = {"none", "granted", "revoked"};
 static const bool consent_terminal[] = {false, false, true};
 static const char *const consent_triggers[] = {"grant", "revoke", "expire"};
@@ -127,3 +164,4 @@ const igw_sm igw_sm_delivery = {
     .illegal = IGW_ERR_CONFLICT,
 };
 
+const igw_sm *const igw_sm_all[IGW_SM_COUNT] = {&igw_sm_session, &igw_sm_track, &igw_sm_playback, &igw_sm_consent, &igw_sm_delivery};

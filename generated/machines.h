@@ -102,6 +102,45 @@ static inline igw_track_state igw_track_next(igw_track_state state, igw_track_tr
     return (igw_track_state)r.next;
 }
 
+/* ---- playback: recordPlayback: what the camera's player does (interaction.state data.playback). ---- */
+
+typedef enum igw_playback_state {
+    IGW_PLAYBACK_NONE,
+    IGW_PLAYBACK_LOADED,
+    IGW_PLAYBACK_READY,
+    IGW_PLAYBACK_PLAYING,
+    IGW_PLAYBACK_PAUSED,
+    IGW_PLAYBACK__STATES
+} igw_playback_state;
+
+typedef enum igw_playback_trigger {
+    IGW_PLAYBACK_ON_LOAD,
+    IGW_PLAYBACK_ON_READY,
+    IGW_PLAYBACK_ON_PLAY,
+    IGW_PLAYBACK_ON_PAUSE,
+    IGW_PLAYBACK_ON_SEEK,
+    IGW_PLAYBACK__TRIGGERS
+} igw_playback_trigger;
+
+
+extern const igw_sm igw_sm_playback;
+
+/* True when `trigger` may fire in `state` given the holding guards. */
+static inline bool igw_playback_can_fire(igw_playback_state state, igw_playback_trigger trigger, uint32_t guards)
+{
+    return igw_sm_fire(&igw_sm_playback, (int)state, (int)trigger, guards).ok;
+}
+
+/* The state after `trigger`, or the same state with *err set when refused. */
+static inline igw_playback_state igw_playback_next(igw_playback_state state, igw_playback_trigger trigger, uint32_t guards,
+                                       igw_err *err)
+{
+    igw_sm_result r = igw_sm_fire(&igw_sm_playback, (int)state, (int)trigger, guards);
+    if (!r.ok && err)
+        *err = (igw_err)r.err;
+    return (igw_playback_state)r.next;
+}
+
 /* ---- consent: Vision consent. ---- */
 
 typedef enum igw_consent_state {
@@ -182,5 +221,10 @@ static inline igw_delivery_state igw_delivery_next(igw_delivery_state state, igw
         *err = (igw_err)r.err;
     return (igw_delivery_state)r.next;
 }
+
+/* Every machine of the schema, in schema order (what a conformance runner
+ * looks a vector's machine up in). */
+#define IGW_SM_COUNT 5
+extern const igw_sm *const igw_sm_all[IGW_SM_COUNT];
 
 #endif

@@ -10,11 +10,13 @@ static int params_MediaCapability(igw_json *j, void *out) { return igw_decode_Me
 static int params_MediaOfferParams(igw_json *j, void *out) { return igw_decode_MediaOfferParams(j, out); }
 static int params_MediaStateParams(igw_json *j, void *out) { return igw_decode_MediaStateParams(j, out); }
 static int params_ByeParams(igw_json *j, void *out) { return igw_decode_ByeParams(j, out); }
+static int params_RecordingReport(igw_json *j, void *out) { return igw_decode_RecordingReport(j, out); }
 static void down_ActionDownlink(igw_jw *w, const void *in) { igw_encode_ActionDownlink(w, in); }
 static void down_ControlDownlink(igw_jw *w, const void *in) { igw_encode_ControlDownlink(w, in); }
 static void down_MediaInvite(igw_jw *w, const void *in) { igw_encode_MediaInvite(w, in); }
 static void down_MediaTrackControl(igw_jw *w, const void *in) { igw_encode_MediaTrackControl(w, in); }
 static void down_MediaBye(igw_jw *w, const void *in) { igw_encode_MediaBye(w, in); }
+static void down_MediaPlaybackControl(igw_jw *w, const void *in) { igw_encode_MediaPlaybackControl(w, in); }
 
 static const igw_proto_row device_rows[] = {
     {.handle = "thing", .type = "property", .method = "report", .reply = "reportReply",
@@ -73,11 +75,16 @@ static const igw_proto_row device_rows[] = {
      .check = IGW_PROTO_CHECK_SESSION, .returns = IGW_PROTO_RETURNS_NONE},
     {.handle = "media", .type = "session", .method = "byeReply",
      .check = IGW_PROTO_CHECK_SESSION, .returns = IGW_PROTO_RETURNS_NONE},
+    {.handle = "media", .type = "session", .method = "playbackControlReply",
+     .check = IGW_PROTO_CHECK_SESSION, .returns = IGW_PROTO_RETURNS_NONE},
+    {.handle = "media", .type = "recording", .method = "report", .reply = "reportReply",
+     .check = IGW_PROTO_CHECK_RECORDINGS, .returns = IGW_PROTO_RETURNS_NONE,
+     .params = {.decode = params_RecordingReport, .size = sizeof(igw_RecordingReport), .type = "RecordingReport"}},
     {.handle = "ext", .type = "*", .method = "*",
      .check = IGW_PROTO_CHECK_NONE, .returns = IGW_PROTO_RETURNS_NONE},
 };
 
-const igw_proto_down igw_proto_device_downs[5] = {
+const igw_proto_down igw_proto_device_downs[6] = {
     {.handle = "thing", .type = "action", .method = "action",
      .encode = down_ActionDownlink, .size = sizeof(igw_ActionDownlink), .message = "ActionDownlink"},
     {.handle = "thing", .type = "property", .method = "control",
@@ -88,6 +95,8 @@ const igw_proto_down igw_proto_device_downs[5] = {
      .encode = down_MediaTrackControl, .size = sizeof(igw_MediaTrackControl), .message = "MediaTrackControl"},
     {.handle = "media", .type = "session", .method = "bye",
      .encode = down_MediaBye, .size = sizeof(igw_MediaBye), .message = "MediaBye"},
+    {.handle = "media", .type = "session", .method = "playbackControl",
+     .encode = down_MediaPlaybackControl, .size = sizeof(igw_MediaPlaybackControl), .message = "MediaPlaybackControl"},
 };
 
 const igw_protocol igw_proto_device = {
@@ -95,9 +104,9 @@ const igw_protocol igw_proto_device = {
     .rows = device_rows,
     .nrows = sizeof device_rows / sizeof device_rows[0],
     .downs = igw_proto_device_downs,
-    .ndowns = 5,
+    .ndowns = 6,
 };
 
-const char *const igw_proto_check_names[] = {"none", "properties", "pack", "event", "action", "subdevices", "session"};
+const char *const igw_proto_check_names[] = {"none", "properties", "pack", "event", "action", "subdevices", "session", "recordings"};
 const char *const igw_proto_returns_names[] = {"none", "properties", "config"};
 

@@ -19,6 +19,7 @@ typedef enum igw_proto_check {
     IGW_PROTO_CHECK_ACTION,
     IGW_PROTO_CHECK_SUBDEVICES,
     IGW_PROTO_CHECK_SESSION,
+    IGW_PROTO_CHECK_RECORDINGS,
 } igw_proto_check;
 
 /* What the reply's data carries (schema: `returns`). */
@@ -32,7 +33,7 @@ typedef enum igw_proto_returns {
 extern const igw_protocol igw_proto_device;
 #define IGW_PROTO_DEVICE_HANDLES "thing", "ota", "config", "log", "gateway", "media", "ext"
 /* Its downlinks (also igw_proto_device.downs), for tables that name one. */
-extern const igw_proto_down igw_proto_device_downs[5];
+extern const igw_proto_down igw_proto_device_downs[6];
 
 /* Schema names of the enums, by value ("none" first). */
 extern const char *const igw_proto_check_names[];

@@ -12,4 +12,5 @@ const igw_CommandMethod_method igw_CommandMethod_methods[IGW_CommandMethod__COUN
     [IGW_CommandMethod_interaction_subscribe] = {igw_session_command, IGW_METHOD_SESSION},
     [IGW_CommandMethod_interaction_join] = {igw_session_command, IGW_METHOD_SESSION},
     [IGW_CommandMethod_interaction_leave] = {igw_session_command, IGW_METHOD_SESSION | IGW_METHOD_RECEIPT},
+    [IGW_CommandMethod_interaction_playbackControl] = {igw_session_command, IGW_METHOD_SESSION},
 };

@@ -41,7 +41,7 @@ CREATE DOMAIN command_method AS text CONSTRAINT command_method_check CHECK (
             'interaction.subscribe', 'interaction.mediaOffer', 'interaction.mediaState',
             'interaction.trackControl', 'interaction.configure',
             'interaction.processorControl', 'interaction.control', 'messageSend',
-            'device.action', 'device.propertyControl')
+            'device.action', 'device.propertyControl', 'interaction.playbackControl')
 );
 CREATE DOMAIN session_state AS text CONSTRAINT session_state_check CHECK (VALUE IN ('invited', 'established', 'ended'));
 CREATE DOMAIN sessions_reason AS text CONSTRAINT sessions_reason_check CHECK (octet_length(VALUE) BETWEEN 1 AND 256);
@@ -54,6 +54,8 @@ CREATE DOMAIN call_id AS text CONSTRAINT call_id_check CHECK (
 );
 -- Generation counter, safe positive integer.
 CREATE DOMAIN revision AS bigint CONSTRAINT revision_check CHECK (VALUE BETWEEN 1 AND 9007199254740991);
+CREATE DOMAIN playback_state AS text CONSTRAINT playback_state_check CHECK (VALUE IN ('loaded', 'ready', 'playing', 'paused'));
+CREATE DOMAIN sessions_position_ms AS bigint CONSTRAINT sessions_position_ms_check CHECK (VALUE BETWEEN 0 AND 9007199254740991);
 CREATE DOMAIN delivery_state AS text CONSTRAINT delivery_state_check CHECK (VALUE IN ('pending', 'acknowledged', 'redelivered', 'expired'));
 CREATE DOMAIN consent_scope AS text CONSTRAINT consent_scope_check CHECK (VALUE IN ('cameraAI'));
 CREATE DOMAIN consent_state AS text CONSTRAINT consent_state_check CHECK (VALUE IN ('granted', 'revoked'));
@@ -230,25 +232,29 @@ CREATE TABLE nodes (
 
 -- Application sessions.
 CREATE TABLE sessions (
-    session_id     ident           NOT NULL,
-    enterprise_id  bigint          NOT NULL,
-    user_id        bigint          NOT NULL,
-    endpoint_id    ident           NOT NULL,
-    state          session_state   NOT NULL,
-    reason         sessions_reason,
-    event_seq      bigint          NOT NULL DEFAULT 0,
-    media_revision bigint          NOT NULL DEFAULT 1,
-    product_id     ident,
-    device_name    ident,
-    created_at     timestamptz     NOT NULL DEFAULT now(),
-    updated_at     timestamptz     NOT NULL DEFAULT now(),
-    purpose        purpose, -- What the session is for (the engine's purpose table).
-    camera_id      ident,
-    owner_node     text, -- The node (nodes.node_id) whose process holds the session's live state.
-    owner_epoch    bigint, -- That node's epoch when it took the session: a later epoch of the node may not touch it.
-    deadline_ms    bigint, -- The session's next deadline (Unix ms): invite, establish.
-    call_id        call_id, -- ipcTalk: the IM call its media leg is bound to, for good.
-    member_epoch   bigint, -- ipcTalk: the caller's join instance (memberEpoch) the session was opened in.
+    session_id        ident                NOT NULL,
+    enterprise_id     bigint               NOT NULL,
+    user_id           bigint               NOT NULL,
+    endpoint_id       ident                NOT NULL,
+    state             session_state        NOT NULL,
+    reason            sessions_reason,
+    event_seq         bigint               NOT NULL DEFAULT 0,
+    media_revision    bigint               NOT NULL DEFAULT 1,
+    product_id        ident,
+    device_name       ident,
+    created_at        timestamptz          NOT NULL DEFAULT now(),
+    updated_at        timestamptz          NOT NULL DEFAULT now(),
+    purpose           purpose, -- What the session is for (the engine's purpose table).
+    camera_id         ident,
+    owner_node        text, -- The node (nodes.node_id) whose process holds the session's live state.
+    owner_epoch       bigint, -- That node's epoch when it took the session: a later epoch of the node may not touch it.
+    deadline_ms       bigint, -- The session's next deadline (Unix ms): invite, establish.
+    call_id           call_id, -- ipcTalk: the IM call its media leg is bound to, for good.
+    member_epoch      bigint, -- ipcTalk: the caller's join instance (memberEpoch) the session was opened in.
+    recording_id      ident, -- recordPlayback: the recording it plays.
+    recording_version revision, -- recordPlayback: the catalog's version at the open; another one ends the session.
+    playback          playback_state, -- recordPlayback: what the camera's player does.
+    position_ms       sessions_position_ms, -- recordPlayback: the camera's last reported position.
     CONSTRAINT sessions_pkey PRIMARY KEY (session_id)
 );
 CREATE INDEX sessions_endpoint_id_idx ON sessions (endpoint_id);
@@ -318,7 +324,8 @@ CREATE TABLE recordings (
     video_codec       recordings_video_codec NOT NULL,
     audio_codec       recordings_audio_codec,
     recording_version revision               NOT NULL,
-    CONSTRAINT recordings_pkey PRIMARY KEY (recording_id)
+    updated_at        timestamptz            NOT NULL DEFAULT now(),
+    CONSTRAINT recordings_pkey PRIMARY KEY (product_id, device_name, recording_id)
 );
 CREATE INDEX recordings_product_id_device_name_camera_id_start_time_ms_idx ON recordings (product_id, device_name, camera_id, start_time_ms);
 

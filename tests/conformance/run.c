@@ -192,10 +192,9 @@ static void run_route_vector(const char *file, vec *v, igw_arena *a)
 
 static const igw_sm *machine_named(igw_str name)
 {
-    static const igw_sm *const all[] = {&igw_sm_session, &igw_sm_track, &igw_sm_consent, &igw_sm_delivery};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-        if (key_is(name, all[i]->name))
-            return all[i];
+    for (size_t i = 0; i < IGW_SM_COUNT; i++)
+        if (key_is(name, igw_sm_all[i]->name))
+            return igw_sm_all[i];
     return NULL;
 }
 

@@ -5,7 +5,10 @@
 # read; the window (recordings that start in it) and its edges, limit and
 # hasMore, the empty list; another user and another enterprise refused; the
 # query's plan reads the index, not the table. Catalog rows are written with
-# psql here (the cameras' reports, their writer, are the next step).
+# psql here, and by the camera's own reports (the device protocol's `media
+# recording report`, over the send route): stored all or nothing, versions
+# never go back, impossible values and other devices' cameras refused, a
+# device's ids never touch another device's recordings.
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 IGWD=$(realpath "${1:?usage: recordings_test.sh IGWD IGWCTL}")
@@ -88,6 +91,64 @@ grep -q 'Index.* Scan.* on recordings_product_id_device_name_camera_id_start_tim
     fail "$CASE: $(tr "\n" " " <<<"$plan")"
 q "$A" "$EA" "$T0" $((T0 + 180000)) 32; expect 200 200
 [ "$(ids)" = '["rec-000","rec-001","rec-002"]' ] || fail "$CASE: $(ids)"; ok
+
+# ---- the cameras' reports (the catalog's writer) ----
+AUTH=$(j .device.authorization)
+rep() { STATUS=$(curl -s -o "$TMP/r" -w '%{http_code}' -H "authorization: $AUTH" -H 'content-type: application/json' \
+    --data-binary "{\"method\":\"report\",\"msgToken\":\"t$RANDOM\",\"params\":$1}" "$BASE/api/v1/things/device/edge/send/media/recording"); }
+entry() { # ID START END DURATION VERSION [CAMERA]
+    echo "{\"recordingId\":\"$1\",\"cameraId\":\"${6:-$CAM}\",\"startTimeMs\":$2,\"endTimeMs\":$3,\"durationMs\":$4,\"available\":true,\"videoCodec\":\"H264\",\"audioCodec\":\"opus\",\"recordingVersion\":$5}"
+}
+T1=1795700000000
+n_rows() { psql_q "SELECT count(*) FROM recordings WHERE product_id = '$P' AND device_name = '$D'"; }
+CASE="a camera's report is the catalog: stored, counted, then found by the query"
+rep "{\"recordings\":[$(entry seg-a "$T1" $((T1 + 3000)) 2990 1),$(entry seg-b $((T1 + 3000)) $((T1 + 6000)) 3000 1)]}"; expect 200 200
+[ "$(jq -cS .data.data "$TMP/r")" = '{"removed":0,"stale":0,"stored":2}' ] || fail "$CASE: $(cat "$TMP/r")"
+q "$A" "$EA" "$T1" $((T1 + 10000)) 32; expect 200 200
+[ "$(ids)" = '["seg-a","seg-b"]' ] && [ "$(jq -r '.data.list[0].durationMs' "$TMP/r")" = 2990 ] || fail "$CASE: $(cat "$TMP/r")"; ok
+CASE="a higher version changes a recording; an older one is dropped as stale"
+rep "{\"recordings\":[$(entry seg-a "$T1" $((T1 + 2500)) 2400 2)]}"; expect 200 200
+[ "$(jq -cS .data.data "$TMP/r")" = '{"removed":0,"stale":0,"stored":1}' ] || fail "$CASE: $(cat "$TMP/r")"
+rep "{\"recordings\":[$(entry seg-a "$T1" $((T1 + 3000)) 2990 1)]}"; expect 200 200
+[ "$(jq -cS .data.data "$TMP/r")" = '{"removed":0,"stale":1,"stored":0}' ] || fail "$CASE: $(cat "$TMP/r")"
+q "$A" "$EA" "$T1" $((T1 + 1)) 1; expect 200 200
+[ "$(jq -c '.data.list[0] | [.recordingVersion, .endTimeMs, .durationMs]' "$TMP/r")" = "[2,$((T1 + 2500)),2400]" ] ||
+    fail "$CASE: $(cat "$TMP/r")"; ok
+before=$(n_rows)
+CASE="end before start: refused, nothing of the report stored"
+rep "{\"recordings\":[$(entry seg-c "$T1" $((T1 + 3000)) 10 1),$(entry seg-d $((T1 + 3000)) "$T1" 10 1)]}"
+expect 400 100400 /params/recordings/1/endTimeMs
+CASE="a duration longer than its window"; rep "{\"recordings\":[$(entry seg-c "$T1" $((T1 + 3000)) 3001 1)]}"
+expect 400 100400 /params/recordings/0/durationMs
+CASE="an empty recording"; rep "{\"recordings\":[$(entry seg-c "$T1" $((T1 + 3000)) 0 1)]}"
+expect 400 100400 /params/recordings/0/durationMs
+CASE="one id twice"; rep "{\"recordings\":[$(entry seg-c "$T1" $((T1 + 3000)) 10 1),$(entry seg-c "$T1" $((T1 + 3000)) 10 2)]}"
+expect 400 100400 /params/recordings/1/recordingId
+CASE="reported and removed at once"; rep "{\"recordings\":[$(entry seg-c "$T1" $((T1 + 3000)) 10 1)],\"removed\":[\"seg-c\"]}"
+expect 400 100400 /params/removed/0
+CASE="an unsafe integer"; rep "{\"recordings\":[$(entry seg-c 9007199254740992 9007199254740993 10 1)]}"
+expect 400 100400 /params/recordings/0/startTimeMs
+CASE="a version of 0"; rep "{\"recordings\":[$(entry seg-c "$T1" $((T1 + 3000)) 10 0)]}"
+expect 400 100400 /params/recordings/0/recordingVersion
+CASE="a camera the device does not have: the whole report refused"
+rep "{\"recordings\":[$(entry seg-c "$T1" $((T1 + 3000)) 10 1),$(entry seg-d "$T1" $((T1 + 3000)) 10 1 no-such-cam)]}"
+expect 400 100400 /params/recordings/1/cameraId
+CASE="an unknown field (no address or path may ride along)"
+rep "{\"recordings\":[$(entry seg-c "$T1" $((T1 + 3000)) 10 1 | sed 's/}$/,"url":"rtsp:\/\/x"}/')]}"
+expect 400 100400 /params/recordings/0/url
+CASE="an empty report"; rep '{}'; expect 400 100400 /params/recordings
+CASE="after every refusal the catalog is unchanged"
+[ "$(n_rows)" = "$before" ] || fail "$CASE: $before rows before, $(n_rows) after"; ok
+CASE="ids are the device's own: another device's seg-a is neither changed nor removed"
+psql_q "INSERT INTO recordings (recording_id, product_id, device_name, camera_id, start_time_ms, end_time_ms, duration_ms,
+          available, video_codec, recording_version) VALUES ('seg-a', 'demogw01', 'demo-gw-1', 'cam-9', 1, 2, 1, true, 'H264', 7)" >/dev/null ||
+    fail "$CASE: insert"
+rep "{\"removed\":[\"seg-a\",\"never-was\"]}"; expect 200 200
+[ "$(jq -cS .data.data "$TMP/r")" = '{"removed":1,"stale":0,"stored":0}' ] || fail "$CASE: $(cat "$TMP/r")"
+[ "$(psql_q "SELECT product_id || '/' || recording_version FROM recordings WHERE recording_id = 'seg-a'")" = demogw01/7 ] ||
+    fail "$CASE: $(psql_q "SELECT * FROM recordings WHERE recording_id = 'seg-a'")"
+q "$A" "$EA" "$T1" $((T1 + 10000)) 32; expect 200 200
+[ "$(ids)" = '["seg-b"]' ] || fail "$CASE: $(ids)"; ok
 igw_stop
 if grep -q 'ERROR: AddressSanitizer\|runtime error' "$TMP/igwd.err"; then
     grep -A40 -m1 'ERROR: AddressSanitizer\|runtime error' "$TMP/igwd.err" >&2; fail "sanitizer report"

@@ -107,3 +107,123 @@ int igw_recordings_read(igw_db *db, const igw_recordings_query *in, igw_recordin
     }
     return 0;
 }
+
+/* ---- the cameras' reports ------------------------------------------------------- */
+
+/* The report's entries ($3: its JSON text) upserted and its removed ids
+ * deleted, only when every entry's camera is the device's; the first
+ * entry (1-based) naming another camera otherwise. An entry that changes a
+ * stored recording must carry a version not older than the stored one. */
+static const igw_db_stmt st_report = {
+    "igw_recordings_report",
+    "WITH inp AS MATERIALIZED (SELECT * FROM ROWS FROM (jsonb_to_recordset(COALESCE($3::jsonb->'recordings', '[]')) "
+    "        AS (\"recordingId\" text, \"cameraId\" text, \"startTimeMs\" bigint, \"endTimeMs\" bigint, "
+    "            \"durationMs\" bigint, available boolean, \"videoCodec\" text, \"audioCodec\" text, "
+    "            \"recordingVersion\" bigint)) WITH ORDINALITY AS t(rid, cam, st, en, du, av, vc, ac, ver, i)), "
+    "bad AS MATERIALIZED (SELECT min(inp.i) AS i FROM inp WHERE NOT EXISTS (SELECT 1 FROM cameras c "
+    "        WHERE c.product_id = $1::text AND c.device_name = $2::text AND c.camera_id = inp.cam)), "
+    "up AS (INSERT INTO recordings AS r (recording_id, product_id, device_name, camera_id, start_time_ms, "
+    "                                    end_time_ms, duration_ms, available, video_codec, audio_codec, "
+    "                                    recording_version) "
+    "       SELECT inp.rid, $1::text, $2::text, inp.cam, inp.st, inp.en, inp.du, inp.av, inp.vc, inp.ac, inp.ver "
+    "       FROM inp WHERE (SELECT i FROM bad) IS NULL "
+    "       ON CONFLICT (product_id, device_name, recording_id) DO UPDATE SET camera_id = excluded.camera_id, "
+    "           start_time_ms = excluded.start_time_ms, end_time_ms = excluded.end_time_ms, "
+    "           duration_ms = excluded.duration_ms, available = excluded.available, "
+    "           video_codec = excluded.video_codec, audio_codec = excluded.audio_codec, "
+    "           recording_version = excluded.recording_version, updated_at = now() "
+    "       WHERE r.recording_version <= excluded.recording_version RETURNING 1), "
+    "del AS (DELETE FROM recordings r WHERE (SELECT i FROM bad) IS NULL AND r.product_id = $1::text "
+    "        AND r.device_name = $2::text "
+    "        AND r.recording_id IN (SELECT jsonb_array_elements_text(COALESCE($3::jsonb->'removed', '[]')))"
+    "        RETURNING 1) "
+    "SELECT (SELECT i FROM bad), (SELECT count(*) FROM up), (SELECT count(*) FROM del)",
+    3};
+
+static void set_path(char *path, size_t cap, const char *list, uint32_t i, const char *field)
+{
+    snprintf(path, cap, "/params/%s/%" PRIu32 "%s%s", list, i, field ? "/" : "", field ? field : "");
+}
+
+static bool same(igw_str a, igw_str b)
+{
+    return a.len == b.len && memcmp(a.ptr, b.ptr, a.len) == 0;
+}
+
+const char *igw_recordings_report_check(const igw_RecordingReport *r, char *path, size_t cap)
+{
+    path[0] = '\0';
+    uint32_t n = r->has & IGW_RecordingReport_recordings ? r->recordings.n : 0;
+    uint32_t m = r->has & IGW_RecordingReport_removed ? r->removed.n : 0;
+    for (uint32_t i = 0; i < n; i++) { /* n, m <= 64 (the schema): quadratic is fine */
+        const igw_RecordingEntry *x = &r->recordings.v[i];
+        if (x->endTimeMs <= x->startTimeMs) {
+            set_path(path, cap, "recordings", i, "endTimeMs");
+            return "endTimeMs must be after startTimeMs";
+        }
+        if (x->durationMs == 0) {
+            set_path(path, cap, "recordings", i, "durationMs");
+            return "an empty recording (durationMs 0) is not a recording";
+        }
+        if (x->durationMs > x->endTimeMs - x->startTimeMs) {
+            set_path(path, cap, "recordings", i, "durationMs");
+            return "durationMs is longer than the time between startTimeMs and endTimeMs";
+        }
+        for (uint32_t k = 0; k < i; k++)
+            if (same(r->recordings.v[k].recordingId, x->recordingId)) {
+                set_path(path, cap, "recordings", i, "recordingId");
+                return "the same recordingId twice in one report";
+            }
+        for (uint32_t k = 0; k < m; k++)
+            if (same(r->removed.v[k], x->recordingId)) {
+                set_path(path, cap, "removed", k, NULL);
+                return "a recording both reported and removed";
+            }
+    }
+    return NULL;
+}
+
+typedef struct wq {
+    igw_recordings_report_cb cb;
+    void *arg;
+    unsigned n;
+} wq;
+
+static void on_report(void *arg, const PGresult *res, const char *err)
+{
+    wq *q = arg;
+    igw_recordings_report_result r = {.status = IGW_RECORDINGS_REPORT_OK};
+    if (!res || PQntuples(res) != 1) {
+        r.status = IGW_RECORDINGS_REPORT_FAILED;
+        r.err = err ? err : "no result row";
+    } else if (!PQgetisnull(res, 0, 0)) {
+        r.status = IGW_RECORDINGS_REPORT_UNKNOWN_CAMERA;
+        r.bad = (unsigned)(i64(res, 0, 0) - 1);
+    } else {
+        r.stored = (unsigned)i64(res, 0, 1);
+        r.stale = q->n - r.stored;
+        r.removed = (unsigned)i64(res, 0, 2);
+    }
+    q->cb(q->arg, &r);
+    free(q);
+}
+
+int igw_recordings_report(igw_db *db, const char *product_id, const char *device_name, const igw_RecordingReport *r,
+                          igw_str params, igw_recordings_report_cb cb, void *arg)
+{
+    wq *q = calloc(1, sizeof *q);
+    char *text = q ? strndup(params.ptr, params.len) : NULL;
+    if (!text) {
+        free(q);
+        return -1;
+    }
+    q->cb = cb;
+    q->arg = arg;
+    q->n = r->has & IGW_RecordingReport_recordings ? r->recordings.n : 0;
+    const char *v[3] = {product_id, device_name, text};
+    int rc = igw_db_exec(db, &st_report, v, NULL, NULL, on_report, q);
+    free(text); /* the values are copied into the query */
+    if (rc != 0)
+        free(q);
+    return rc;
+}

@@ -1,8 +1,10 @@
-/* recordings.h - the recordings catalog as applications read it
- * (/recordings/query; docs/recordings.md): the platform's trusted facts
- * about what a camera recorded, never an address, path or secret.
+/* recordings.h - the recordings catalog: written from the cameras' own
+ * reports (the device protocol's `media recording report`), read by
+ * applications (/recordings/query; docs/recordings.md) and by playback
+ * sessions. The platform's trusted facts about what a camera recorded,
+ * never an address, path or secret.
  *
- * Reads run on the caller's loop (its database connection) and check, in
+ * Reads and writes run on the caller's loop (its database connection) and check, in
  * the same statement and before any catalog row is read, the endpoint
  * (the caller's, unexpired), the caller's rights on the device (its true
  * owner or a grant, in the caller's enterprise) and the camera. */
@@ -12,6 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "api.h"
 #include "core/db.h"
 
 #define IGW_RECORDINGS_LIMIT_MAX 32
@@ -51,5 +54,38 @@ typedef struct igw_recordings_query {
 /* 0, and cb(arg, result) once later on db's loop; -1 (queue full, out of
  * memory): cb never runs. Strings are copied. */
 int igw_recordings_read(igw_db *db, const igw_recordings_query *q, igw_recordings_cb cb, void *arg);
+
+/* ---- the cameras' reports ---- */
+
+typedef enum igw_recordings_report_status {
+    IGW_RECORDINGS_REPORT_OK,
+    IGW_RECORDINGS_REPORT_UNKNOWN_CAMERA, /* an entry names a camera the device does not have: nothing stored */
+    IGW_RECORDINGS_REPORT_FAILED,         /* the database: err says why (logs only); nothing stored */
+} igw_recordings_report_status;
+
+typedef struct igw_recordings_report_result {
+    igw_recordings_report_status status;
+    const char *err;
+    unsigned bad;                    /* UNKNOWN_CAMERA: the index of the first such entry */
+    unsigned stored, stale, removed; /* OK: entries written, dropped as older, removed */
+} igw_recordings_report_result;
+
+typedef void (*igw_recordings_report_cb)(void *arg, const igw_recordings_report_result *r);
+
+/* What a decoded report cannot be whatever the catalog holds (an end not
+ * after its start, a duration longer than the window it was recorded in,
+ * an empty recording, an id twice): NULL when none, else the reason, with
+ * the JSON pointer of the first offending field in path (cap bytes). */
+const char *igw_recordings_report_check(const igw_RecordingReport *r, char *path, size_t cap);
+
+/* Writes a checked report of device (product_id, device_name) in one
+ * statement: its entries upserted (a stored recording changes only for a
+ * version not older than its own; older ones are dropped and counted
+ * stale), its removed ids deleted, all or nothing, and only when every
+ * entry's camera is the device's. params is the report's JSON text (the
+ * decoded `r`'s source). 0, and cb(arg, result) once later on db's loop;
+ * -1 (queue full, out of memory): cb never runs. */
+int igw_recordings_report(igw_db *db, const char *product_id, const char *device_name, const igw_RecordingReport *r,
+                          igw_str params, igw_recordings_report_cb cb, void *arg);
 
 #endif

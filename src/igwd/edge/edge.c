@@ -27,6 +27,7 @@
 #include "jw.h"
 #include "protocol.h"
 #include "request.h"
+#include "catalog/recordings.h"
 #include "command/results.h"
 #include "core/log.h"
 #include "thingmodel.h"
@@ -401,7 +402,9 @@ static void to_engine(job *j)
     igw_engine_uplink u = {
         .product_id = j->pid, .device_name = j->dn, .method = m->method, .msg_token = m->msgToken,
         .session_id = m->sessionId, /* required by the schema for these methods */
-        .params = m->has & IGW_DeviceMessage_params ? m->params : (igw_str){NULL, 0}};
+        .params = m->has & IGW_DeviceMessage_params ? m->params : (igw_str){NULL, 0},
+        .code = m->has & IGW_DeviceMessage_code ? m->code : 0,
+        .data = m->has & IGW_DeviceMessage_data ? m->data : (igw_str){NULL, 0}};
     if (!en || !j->e->set.back.post || igw_engine_uplink_submit(en, &u, &j->e->set.back, on_engine_answer, j) != 0)
         finish(j, IGW_ERR_UNAVAILABLE, "sessions are not available on this node", "", NULL, 0);
 }
@@ -731,6 +734,34 @@ static void on_subdevices(void *arg, const PGresult *res, const char *err)
     enqueue(j);
 }
 
+/* A camera's catalog report, written (or not at all). */
+static void on_catalog(void *arg, const igw_recordings_report_result *r)
+{
+    job *j = arg;
+    if (r->status == IGW_RECORDINGS_REPORT_FAILED) {
+        fail_db(j, "catalog report", r->err, true);
+        return;
+    }
+    if (r->status == IGW_RECORDINGS_REPORT_UNKNOWN_CAMERA) {
+        char *path = igw_arena_alloc(&j->arena, 64);
+        if (path)
+            snprintf(path, 64, "/params/recordings/%u/cameraId", r->bad);
+        finish(j, IGW_ERR_PARAMETER, "not a camera of this device: nothing of the report was stored",
+               path ? path : "", NULL, 0);
+        return;
+    }
+    igw_RecordingReportData d = {.has = IGW_RecordingReportData__REQUIRED,
+                                 .stored = r->stored, .stale = r->stale, .removed = r->removed};
+    igw_jw w;
+    igw_jw_init(&w);
+    igw_encode_RecordingReportData(&w, &d);
+    if (igw_jw_status(&w))
+        finish(j, IGW_ERR_OK, NULL, NULL, NULL, 0);
+    else
+        finish(j, IGW_ERR_OK, NULL, NULL, w.buf, w.len);
+    igw_jw_free(&w);
+}
+
 /* The target device is known: protocol row, model check, then the outcome. */
 static void process(job *j, const device *target)
 {
@@ -753,7 +784,7 @@ static void process(job *j, const device *target)
     bool has_params = m->has & IGW_DeviceMessage_params;
     int rc = j->row->params.decode ? decode_params(j, &err) : 0;
     if (j->row->check != IGW_PROTO_CHECK_NONE && j->row->check != IGW_PROTO_CHECK_SUBDEVICES &&
-        j->row->check != IGW_PROTO_CHECK_SESSION && !model) {
+        j->row->check != IGW_PROTO_CHECK_SESSION && j->row->check != IGW_PROTO_CHECK_RECORDINGS && !model) {
         finish(j, IGW_ERR_INTERNAL, "the product's thing model is not usable", "", NULL, 0);
         return;
     }
@@ -791,6 +822,15 @@ static void process(job *j, const device *target)
         break;
     case IGW_PROTO_CHECK_SESSION: /* the leg's engine checks it, once stored (to_engine) */
         break;
+    case IGW_PROTO_CHECK_RECORDINGS: { /* the row's params type: RecordingReport */
+        char *path = igw_arena_alloc(&j->arena, 96);
+        const char *why = path ? igw_recordings_report_check(j->params, path, 96) : "out of memory";
+        if (why) {
+            finish(j, path ? IGW_ERR_PARAMETER : IGW_ERR_INTERNAL, why, path ? path : "", NULL, 0);
+            return;
+        }
+        break;
+    }
     }
     if (rc) {
         int cls;
@@ -805,6 +845,12 @@ static void process(job *j, const device *target)
                                                                            : NULL;
     if (q) {
         if (igw_db_exec(query_db(j->e), q, values, NULL, NULL, on_query_data, j))
+            finish(j, IGW_ERR_UNAVAILABLE, "busy, retry later", "", NULL, 0);
+        return;
+    }
+    if (j->row->check == IGW_PROTO_CHECK_RECORDINGS) {
+        /* The catalog is the message's store: written or refused as a whole. */
+        if (igw_recordings_report(query_db(j->e), j->pid, j->dn, j->params, m->params, on_catalog, j))
             finish(j, IGW_ERR_UNAVAILABLE, "busy, retry later", "", NULL, 0);
         return;
     }

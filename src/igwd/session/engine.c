@@ -333,7 +333,7 @@ int igw_engine_uplink_submit(igw_engine *e, const igw_engine_uplink *u, const ig
                              igw_engine_answer_cb done, void *arg)
 {
     size_t pl = strlen(u->product_id), dl = strlen(u->device_name);
-    size_t need = pl + dl + u->method.len + u->msg_token.len + u->session_id.len + u->params.len + 6;
+    size_t need = pl + dl + u->method.len + u->msg_token.len + u->session_id.len + u->params.len + u->data.len + 7;
     uplink_msg *m = calloc(1, sizeof *m + need);
     if (!m)
         return -1;
@@ -348,6 +348,8 @@ int igw_engine_uplink_submit(igw_engine *e, const igw_engine_uplink *u, const ig
     m->u.msg_token = (igw_str){put(&at, u->msg_token), u->msg_token.len};
     m->u.session_id = (igw_str){put(&at, u->session_id), u->session_id.len};
     m->u.params = u->params.ptr ? (igw_str){put(&at, u->params), u->params.len} : (igw_str){NULL, 0};
+    m->u.data = u->data.ptr ? (igw_str){put(&at, u->data), u->data.len} : (igw_str){NULL, 0};
+    m->u.code = u->code;
     if (igw_loop_post(e->loop, on_uplink, m) != 0) {
         free(m);
         return -1;

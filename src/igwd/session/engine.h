@@ -52,12 +52,14 @@ typedef struct igw_engine_back {
 } igw_engine_back;
 
 /* A device's message on one of its legs (a protocol row `check session`:
- * mediaOffer, mediaState, bye, trackControlReply, byeReply), already
- * decoded, checked and stored by the edge. */
+ * mediaOffer, mediaState, bye, trackControlReply, byeReply,
+ * playbackControlReply), already decoded, checked and stored by the edge. */
 typedef struct igw_engine_uplink {
     const char *product_id, *device_name;
     igw_str method, msg_token, session_id;
     igw_str params; /* the JSON object, or ptr NULL */
+    int64_t code;   /* a reply's code (0: none) */
+    igw_str data;   /* a reply's data (JSON), or ptr NULL */
 } igw_engine_uplink;
 
 /* The engine's answer: the device's reply (its code from cls, msg the

@@ -27,10 +27,11 @@ live_leg *live_leg_find(igw_engine *e, const char *id)
     return NULL;
 }
 
+/* The camera's shared (live) leg; playback legs are their viewer's own. */
 static live_leg *leg_of_camera(igw_engine *e, const char *pid, const char *dn, const char *cam)
 {
     for (live_leg *l = e->legs; l; l = l->next)
-        if (!strcmp(l->product_id, pid) && !strcmp(l->device_name, dn) && !strcmp(l->camera_id, cam))
+        if (!l->playback && !strcmp(l->product_id, pid) && !strcmp(l->device_name, dn) && !strcmp(l->camera_id, cam))
             return l;
     return NULL;
 }
@@ -74,8 +75,8 @@ static int send_invite(igw_engine *e, live_leg *l)
          .codec = cstr("H264")},
     };
     uint32_t n = 1;
-    if (l->audio)
-        tracks[n++] = (igw_MediaTrack){.has = IGW_MediaTrack__REQUIRED, .trackId = cstr("mic"),
+    if (l->audio) /* a recording's sound, or the camera's microphone */
+        tracks[n++] = (igw_MediaTrack){.has = IGW_MediaTrack__REQUIRED, .trackId = cstr(l->playback ? "audio-1" : "mic"),
                                        .kind = IGW_TrackKind_audio, .codec = cstr("opus")};
     if (l->speaker) /* what the talk's members say, played by the camera */
         tracks[n++] = (igw_MediaTrack){.has = IGW_MediaTrack__REQUIRED, .trackId = cstr("speaker"),
@@ -90,6 +91,12 @@ static int send_invite(igw_engine *e, live_leg *l)
                    .mediaRevision = l->revision,
                    .tracks = {tracks, n}},
     };
+    if (l->playback) {
+        inv.params.has |= IGW_MediaInviteParams_recording;
+        inv.params.recording = (igw_PlaybackSource){.has = IGW_PlaybackSource__REQUIRED,
+                                                    .recordingId = cstr(l->recording_id),
+                                                    .recordingVersion = l->recording_version};
+    }
     igw_jw_reset(&e->jw);
     igw_encode_MediaInvite(&e->jw, &inv);
     return publish(e, l, d);
@@ -118,9 +125,9 @@ bool live_leg_lacks(igw_engine *e, const char *pid, const char *dn, const char *
 }
 
 live_leg *live_leg_get(igw_engine *e, const char *pid, const char *dn, const char *cam, bool audio, bool speaker,
-                       const char **reason)
+                       const live_recording *rec, const char **reason)
 {
-    live_leg *l = leg_of_camera(e, pid, dn, cam);
+    live_leg *l = rec ? NULL : leg_of_camera(e, pid, dn, cam);
     if (l) {
         if ((audio && !l->audio) || (speaker && !l->speaker)) {
             /* Asking the camera again would replace the source under its
@@ -142,6 +149,11 @@ live_leg *live_leg_get(igw_engine *e, const char *pid, const char *dn, const cha
     l->revision = 1;
     l->audio = audio;
     l->speaker = speaker;
+    if (rec) {
+        l->playback = true;
+        snprintf(l->recording_id, sizeof l->recording_id, "%s", rec->recording_id);
+        l->recording_version = rec->version;
+    }
     l->phase = LEG_INVITED;
     l->deadline_ms = igw_clock_ms() + e->cfg.invite_timeout_ms;
     if (send_invite(e, l) != 0) {
@@ -152,9 +164,31 @@ live_leg *live_leg_get(igw_engine *e, const char *pid, const char *dn, const cha
     l->next = e->legs;
     e->legs = l;
     live_add(&e->n_legs, 1);
-    igw_log(IGW_LOG_INFO, NULL, "session: leg %s: %s/%s camera %s invited%s", l->id, pid, dn, cam,
-            speaker ? " with its microphone and speaker" : audio ? " with its microphone" : "");
+    igw_log(IGW_LOG_INFO, NULL, "session: leg %s: %s/%s camera %s invited%s%s", l->id, pid, dn, cam,
+            rec ? " to play back " : speaker ? " with its microphone and speaker" : audio ? " with its microphone" : "",
+            rec ? rec->recording_id : "");
     return l;
+}
+
+int live_leg_playback(igw_engine *e, live_leg *l, igw_PlaybackOperation op, int64_t position_ms, char *down_token,
+                      size_t cap)
+{
+    if (live_new_id(down_token, cap))
+        return -1;
+    igw_MediaPlaybackControl c = {.has = IGW_MediaPlaybackControl__REQUIRED,
+                                  .method = cstr("playbackControl"),
+                                  .msgToken = cstr(down_token),
+                                  .sessionId = cstr(l->id),
+                                  .params = {.has = IGW_PlaybackControlParams__REQUIRED,
+                                             .operation = op,
+                                             .mediaRevision = l->revision}};
+    if (op == IGW_PlaybackOperation_seek) {
+        c.params.has |= IGW_PlaybackControlParams_positionMs;
+        c.params.positionMs = position_ms;
+    }
+    igw_jw_reset(&e->jw);
+    igw_encode_MediaPlaybackControl(&e->jw, &c);
+    return publish(e, l, media_down("playbackControl"));
 }
 
 void live_leg_attach(live_leg *leg, live_session *s)
@@ -302,13 +336,20 @@ int live_leg_uplink(igw_engine *e, const igw_engine_uplink *u, const char **reas
      * byeReply comes after the leg is gone. Stored, acknowledged. */
     if (IS("byeReply") || IS("trackControlReply"))
         return IGW_ERR_OK;
+    bool pb_reply = IS("playbackControlReply");
     char id[LIVE_ID_MAX + 1];
     snprintf(id, sizeof id, "%.*s", (int)u->session_id.len, u->session_id.ptr);
     live_leg *l = live_leg_find(e, id);
     /* Another device's leg is as unknown as no leg. */
     if (!l || strcmp(l->product_id, u->product_id) || strcmp(l->device_name, u->device_name)) {
+        if (pb_reply)
+            return IGW_ERR_OK; /* the leg ended meanwhile: nothing waits for it */
         *reason = "unknown session";
         return IGW_ERR_NOT_FOUND;
+    }
+    if (pb_reply) {
+        live_playback_reply(e, l, u);
+        return IGW_ERR_OK;
     }
     if (IS("mediaOffer")) {
         int cls = on_offer(e, l, u, reason, data, data_len);
@@ -322,10 +363,17 @@ int live_leg_uplink(igw_engine *e, const igw_engine_uplink *u, const char **reas
         igw_arena arena;
         igw_arena_init(&arena, PARAMS_ARENA);
         igw_json_init(&j, u->params.ptr, u->params.len, &arena, 8);
-        bool declined = u->params.ptr && igw_decode_ByeParams(&j, &p) == 0 &&
-                        (p.reason == IGW_ByeReason_cameraDeclined || p.reason == IGW_ByeReason_cameraBusy);
+        const char *why = "cameraGone";
+        if (u->params.ptr && igw_decode_ByeParams(&j, &p) == 0) {
+            if (p.reason == IGW_ByeReason_cameraDeclined || p.reason == IGW_ByeReason_cameraBusy)
+                why = "cameraDeclined";
+            else if (l->playback && (p.reason == IGW_ByeReason_recordingEnded ||
+                                     p.reason == IGW_ByeReason_recordingUnavailable ||
+                                     p.reason == IGW_ByeReason_recordingChanged))
+                why = igw_ByeReason_names[p.reason].ptr; /* the camera's player: the recording's own reason */
+        }
         igw_arena_free(&arena);
-        leg_end(e, l, declined ? "cameraDeclined" : "cameraGone", false, IGW_ByeReason_cameraShutdown);
+        leg_end(e, l, why, false, IGW_ByeReason_cameraShutdown);
         return IGW_ERR_OK;
     }
     /* mediaState: the camera's view, recorded in device_messages; the
@@ -342,6 +390,7 @@ void live_leg_media(igw_engine *e, live_leg *l, const igw_media_event *ev)
     case IGW_MEDIA_EV_DTLS_CONNECTED:
         if (l->phase < LEG_CONNECTED)
             l->phase = LEG_CONNECTED;
+        live_sessions_check(e, l); /* a playback is ready without media */
         break;
     case IGW_MEDIA_EV_FIRST_PACKET:
         l->phase = LEG_FLOWING;

@@ -14,6 +14,7 @@
 
 #include <h2o.h>
 
+#include "api.h"
 #include "call/call.h"
 #include "core/config.h"
 #include "core/db.h"
@@ -57,6 +58,18 @@ struct live_session {
     bool checking;            /* a member read for it is in flight */
     int64_t checked_ms;       /* when its member state was last applied (monotonic) */
     char only_track[LIVE_ID_MAX + 1]; /* subscribe: the one track it receives ("" : every track) */
+    /* recordPlayback: the recording (the catalog's facts at the open), the
+     * `playback` machine's state and the camera's last position, and the
+     * one playbackControl the camera has not answered yet */
+    bool playback;
+    char recording_id[LIVE_NAME_MAX + 1];
+    int64_t recording_version, duration_ms;
+    igw_playback_state pb_state;
+    int64_t position_ms;
+    char pb_token[130];       /* its command's msgToken ("": none in flight) */
+    char pb_down[32];         /* the downlink's own token, which the camera's reply echoes */
+    int pb_trigger;           /* igw_playback_trigger of that command */
+    int64_t pb_deadline_ms;   /* the camera's reply is due (monotonic) */
     bool offered;             /* the application's offer reached the core */
     char *offer;              /* an offer waiting for the camera's source (owned), or NULL */
     char offer_token[130];    /* its command's msgToken (Token: 1..128 bytes) */
@@ -73,6 +86,11 @@ struct live_leg {
     leg_phase phase;
     bool audio;               /* the camera's microphone was asked for */
     bool speaker;             /* and its speaker (talk) */
+    /* A playback leg: one viewer's own, never shared (its player is that
+     * viewer's to play, pause and seek) */
+    bool playback;
+    char recording_id[LIVE_NAME_MAX + 1];
+    int64_t recording_version;
     live_session *viewers;
     int64_t deadline_ms;      /* invite deadline while LEG_INVITED (monotonic) */
 };
@@ -100,6 +118,8 @@ struct igw_engine {
     live_session *sessions;
     unsigned nsessions;
     live_leg *legs;
+    int64_t pb_checked_ms;    /* the playbacks' catalog recheck: last sent (monotonic) */
+    bool pb_checking;         /* one in flight */
     struct talk_cmd *talk_cmds; /* accepted joins and leaves the runtime has not answered yet (session.c) */
     h2o_timeout_t tick;       /* deadlines, checked every LIVE_TICK_MS */
     h2o_timeout_entry_t tick_entry;
@@ -131,11 +151,34 @@ void live_sessions_source_ready(igw_engine *e, live_leg *leg);
 /* Deadlines of sessions, at each tick. */
 void live_sessions_tick(igw_engine *e, int64_t now_ms);
 
+/* The session's state change and its interaction.state event: to `to`
+ * from the states `from` (an SQL array literal), with a reason (ended) or
+ * NULL, a playback phase (recordPlayback) or NULL, a position or -1. */
+void live_session_write(igw_engine *e, const live_session *s, const char *to, const char *from, const char *reason,
+                        const char *playback, int64_t position_ms);
+/* An interaction.result for the command `token` of session sid, to its
+ * endpoint: success (cls IGW_ERR_OK, data filled by the caller in *d) or
+ * failure (reason). The session need not be live any more. */
+void live_session_result(igw_engine *e, const char *sid, const char *endpoint, const char *token,
+                         igw_CommandMethod op, int cls, const char *reason, igw_ResultData *d);
+
 /* ---- leg.c ---- */
+/* The recording a playback leg plays. */
+typedef struct live_recording {
+    const char *recording_id;
+    int64_t version;
+    bool audio; /* it has sound */
+} live_recording;
 /* The camera's leg for (product, device, camera), opened (and the camera
- * invited) when there is none. NULL with *reason when it cannot be. */
+ * invited) when there is none; with `rec`, always a new leg of its own that
+ * plays it. NULL with *reason when it cannot be. */
 live_leg *live_leg_get(igw_engine *e, const char *product_id, const char *device_name, const char *camera_id,
-                       bool audio, bool speaker, const char **reason);
+                       bool audio, bool speaker, const live_recording *rec, const char **reason);
+/* Asks the camera's player of a playback leg to play, pause or seek
+ * (positionMs); down_token gets the downlink's token. 0, or -1 when it
+ * cannot be published. */
+int live_leg_playback(igw_engine *e, live_leg *leg, igw_PlaybackOperation op, int64_t position_ms, char *down_token,
+                      size_t cap);
 /* The camera's leg is open without its microphone (audio) or its speaker
  * (speaker) when asked: a viewer that needs them cannot join it (asking
  * again would replace the source of its viewers). */
@@ -157,6 +200,22 @@ void live_legs_tick(igw_engine *e, int64_t now_ms);
 void live_legs_offline(igw_engine *e, const char *product_id, const char *device_name);
 /* Closes every leg and session (the engine stops): nothing is written. */
 void live_free_all(igw_engine *e);
+
+/* ---- playback.c ---- */
+/* The camera has loaded the recording of the playback leg (its offer). */
+void live_playback_loaded(igw_engine *e, live_leg *leg);
+/* The accepted playbackControl of session s goes to the camera. */
+void live_playback_control(igw_engine *e, live_session *s, const char *token, igw_PlaybackOperation op,
+                           int64_t position_ms);
+/* The camera's playbackControlReply on a playback leg. */
+void live_playback_reply(igw_engine *e, live_leg *leg, const igw_engine_uplink *u);
+/* The session ends: a control still waiting for the camera fails. */
+void live_playback_end(igw_engine *e, live_session *s, const char *reason);
+/* Controls the camera did not answer in time fail; every second the
+ * recordings being played are read again from the catalog, and a session
+ * whose recording changed version or is gone ends (recordingChanged,
+ * recordingRemoved). */
+void live_playback_tick(igw_engine *e, int64_t now_ms);
 
 /* ---- talk.c ---- */
 /* The talk sessions' member state is read again (every talk_recheck_ms,

@@ -32,7 +32,8 @@
     "(SELECT encode(k.fingerprint, 'hex') FROM commands k WHERE k.enterprise_id = " ent " AND k.endpoint_id = " ep    \
     " AND k.msg_token = " token ")"
 
-/* What open needs to know before it claims anything. */
+/* What open needs to know before it claims anything (a playback: the
+ * recording of that camera, $9, as the catalog has it). */
 static const igw_db_stmt st_open_read = {
     "igw_session_open_read",
     "SELECT " ENDPOINT_LIVE("$3::text", "$1::bigint", "$2::bigint") ", "
@@ -47,8 +48,11 @@ static const igw_db_stmt st_open_read = {
     "(SELECT (m.body->'params'->>'speaker')::boolean FROM device_messages m WHERE m.product_id = $5::text "
     "  AND m.device_name = $6::text AND m.handle = 'media' AND m.msg_type = 'capability' AND m.method = 'report' "
     "  ORDER BY m.received_at DESC, m.message_id DESC LIMIT 1), "
-    "(SELECT count(*) FROM sessions x WHERE x.call_id = NULLIF($8::text, '') AND x.state <> 'ended')",
-    8};
+    "(SELECT count(*) FROM sessions x WHERE x.call_id = NULLIF($8::text, '') AND x.state <> 'ended'), "
+    "r.recording_version, r.duration_ms, r.audio_codec IS NOT NULL, r.available "
+    "FROM (SELECT 1) one LEFT JOIN recordings r ON r.product_id = $5::text AND r.device_name = $6::text "
+    "    AND r.camera_id = $7::text AND r.recording_id = NULLIF($9::text, '')",
+    9};
 
 /* A new session's acceptance (open's, or subscribe's on its parent $18),
  * the session (invited, owned by this node's epoch) and its
@@ -68,10 +72,11 @@ static const igw_db_stmt st_open_write = {
     "       ON CONFLICT (enterprise_id, endpoint_id, msg_token) DO NOTHING RETURNING 1), "
     "s AS (INSERT INTO sessions (session_id, enterprise_id, user_id, endpoint_id, state, event_seq, media_revision, "
     "                            product_id, device_name, purpose, camera_id, owner_node, owner_epoch, deadline_ms, "
-    "                            call_id, member_epoch) "
+    "                            call_id, member_epoch, recording_id, recording_version) "
     "      SELECT $11::text, $1::bigint, $2::bigint, $3::text, 'invited', 0, 1, $5::text, $6::text, $8::text, "
     "             $7::text, $12::text, $13::bigint, $14::bigint, NULLIF($19::text, ''), "
-    "             NULLIF($20::text, '')::bigint FROM cm RETURNING 1), "
+    "             NULLIF($20::text, '')::bigint, NULLIF($21::text, ''), NULLIF($22::text, '')::bigint "
+    "      FROM cm RETURNING 1), "
     "ev AS (INSERT INTO events (session_id, msg_token, event_seq, body, body_text) "
     "       SELECT COALESCE(NULLIF($18::text, ''), $11::text), $4::text, NULL, $15::text::jsonb, $15::text FROM s "
     "       RETURNING event_id), "
@@ -85,7 +90,7 @@ static const igw_db_stmt st_open_write = {
     "EXISTS (SELECT 1 FROM nodes n WHERE n.node_id = $12::text AND n.epoch = $13::bigint), "
     "(SELECT count(*) FROM cm), (SELECT count(*) FROM s), (SELECT count(*) FROM dl), (SELECT count(*) FROM ntf), "
     PRIOR_FP("$1::bigint", "$3::text", "$4::text"),
-    20};
+    22};
 
 /* The acceptance of a command on an existing session. */
 static const igw_db_stmt st_accept = {
@@ -116,23 +121,26 @@ static const igw_db_stmt st_session_row = {
     4};
 
 /* A state change ($2: the state, $3: the states it may come from, $4: the
- * reason or '') with event_seq + 1 and its interaction.state event
- * {msgToken "<sessionId>.<eventSeq>", method, sessionId, eventSeq, data}
- * delivered to the session's endpoint (none when it expired: the session
- * still changes), fenced by this node's epoch. */
+ * reason or ''; a playback's $8: phase and $9: position, '' to keep them)
+ * with event_seq + 1 and its interaction.state event {msgToken
+ * "<sessionId>.<eventSeq>", method, sessionId, eventSeq, data} delivered to
+ * the session's endpoint (none when it expired: the session still changes),
+ * fenced by this node's epoch. An ended session's event has no phase. */
 static const igw_db_stmt st_transition = {
     "igw_session_transition",
     "WITH me AS (SELECT 1 FROM nodes WHERE node_id = $5::text AND epoch = $6::bigint FOR SHARE), "
     "upd AS (UPDATE sessions s SET state = $2::text, reason = NULLIF($4::text, ''), event_seq = s.event_seq + 1, "
-    "        updated_at = now(), deadline_ms = NULL "
+    "        updated_at = now(), deadline_ms = NULL, playback = COALESCE(NULLIF($8::text, ''), s.playback), "
+    "        position_ms = COALESCE(NULLIF($9::text, '')::bigint, s.position_ms) "
     "        WHERE s.session_id = $1::text AND s.state = ANY ($3::text[]) AND s.owner_node = $5::text "
     "          AND s.owner_epoch = $6::bigint AND EXISTS (SELECT 1 FROM me) "
     "        RETURNING s.session_id AS sid, s.endpoint_id AS ep, s.event_seq AS seq, s.state AS state, "
-    "                  s.reason AS reason), "
+    "                  CASE WHEN s.state <> 'ended' THEN s.playback END AS playback, "
+    "                  CASE WHEN s.state <> 'ended' THEN s.position_ms END AS pos, s.reason AS reason), "
     IGW_SESSION_STATE_EVENTS("$7::text")
     "SELECT (SELECT count(*) FROM upd), (SELECT count(*) FROM dl), (SELECT count(*) FROM ntf), "
     "       (SELECT count(*) FROM ev)",
-    7};
+    9};
 
 static igw_str cstr(const char *s)
 {
@@ -180,8 +188,8 @@ static void on_transition(void *arg, const PGresult *res, const char *err)
     free(w);
 }
 
-/* The session's state change and its interaction.state event. */
-static void write_state(igw_engine *e, const live_session *s, const char *to, const char *from, const char *reason)
+void live_session_write(igw_engine *e, const live_session *s, const char *to, const char *from, const char *reason,
+                        const char *playback, int64_t position_ms)
 {
     write_ctx *w = calloc(1, sizeof *w);
     char did[32], epoch[24];
@@ -193,11 +201,19 @@ static void write_state(igw_engine *e, const live_session *s, const char *to, co
     snprintf(w->what, sizeof w->what, "%s", to);
     snprintf(w->sid, sizeof w->sid, "%s", s->id);
     snprintf(epoch, sizeof epoch, "%" PRId64, atomic_load(&e->cfg.node->epoch));
-    const char *v[7] = {s->id, to, from, reason ? reason : "", e->node_id, epoch, did};
+    char pos[24] = "";
+    if (position_ms >= 0)
+        snprintf(pos, sizeof pos, "%" PRId64, position_ms);
+    const char *v[9] = {s->id, to, from, reason ? reason : "", e->node_id, epoch, did, playback ? playback : "", pos};
     if (igw_db_exec(e->db, &st_transition, v, NULL, NULL, on_transition, w) != 0) {
         igw_log(IGW_LOG_ERROR, NULL, "session %s: %s not stored: the database queue is full", s->id, to);
         free(w);
     }
+}
+
+static void write_state(igw_engine *e, const live_session *s, const char *to, const char *from, const char *reason)
+{
+    live_session_write(e, s, to, from, reason, NULL, -1);
 }
 
 typedef struct emit_ctx {
@@ -215,11 +231,8 @@ static void on_emitted(void *arg, const igw_outbox_result *r)
     free(x);
 }
 
-/* An interaction.result for the command `token` of session sid, to its
- * endpoint: success (cls IGW_ERR_OK, data filled by the caller in *d) or
- * failure (reason). The session need not be live any more. */
-static void emit_result_to(igw_engine *e, const char *sid, const char *endpoint, const char *token,
-                           igw_CommandMethod op, int cls, const char *reason, igw_ResultData *d)
+void live_session_result(igw_engine *e, const char *sid, const char *endpoint, const char *token,
+                         igw_CommandMethod op, int cls, const char *reason, igw_ResultData *d)
 {
     igw_ResultEvent ev = {.has = IGW_ResultEvent__REQUIRED | IGW_ResultEvent_sessionId,
                           .msgToken = cstr(token),
@@ -252,10 +265,12 @@ static void emit_result_to(igw_engine *e, const char *sid, const char *endpoint,
     }
 }
 
+#define emit_result_to live_session_result
+
 static void emit_result(igw_engine *e, const live_session *s, const char *token, igw_CommandMethod op, int cls,
                         const char *reason, igw_ResultData *d)
 {
-    emit_result_to(e, s->id, s->endpoint, token, op, cls, reason, d);
+    live_session_result(e, s->id, s->endpoint, token, op, cls, reason, d);
 }
 
 /* ---- the machine ----------------------------------------------------------------- */
@@ -278,6 +293,8 @@ void live_session_end(igw_engine *e, live_session *s, const char *reason)
         igw_ResultData d = {0};
         emit_result(e, s, s->offer_token, IGW_CommandMethod_interaction_mediaOffer, IGW_ERR_CONFLICT, why, &d);
     }
+    if (s->playback)
+        live_playback_end(e, s, reason);
     igw_log(IGW_LOG_INFO, NULL, "session %s ended: %s", s->id, reason);
     if (s->offered && e->media)
         (void)igw_media_close(e->media, s->id, reason);
@@ -290,8 +307,12 @@ void live_session_end(igw_engine *e, live_session *s, const char *reason)
 
 static void check_established(igw_engine *e, live_session *s)
 {
-    bool negotiated = s->leg && s->leg->phase == LEG_FLOWING && s->viewer_dtls && s->viewer_flowing &&
-                      s->app_connected;
+    /* A playback is ready before anything flows: its camera sends nothing
+     * until play. Both transports are up, and the camera loaded it. */
+    bool negotiated = s->playback ? s->leg && s->leg->phase >= LEG_CONNECTED && s->viewer_dtls && s->app_connected &&
+                                        s->pb_state == IGW_PLAYBACK_LOADED
+                                  : s->leg && s->leg->phase == LEG_FLOWING && s->viewer_dtls && s->viewer_flowing &&
+                                        s->app_connected;
     if (s->state != IGW_SESSION_INVITED || !negotiated)
         return;
     igw_err err;
@@ -301,7 +322,13 @@ static void check_established(igw_engine *e, live_session *s)
     s->state = next;
     live_add(&e->n_invited, -1);
     live_add(&e->n_established, 1);
-    write_state(e, s, "established", "{invited}", NULL);
+    if (s->playback) {
+        s->pb_state = igw_playback_next(s->pb_state, IGW_PLAYBACK_ON_READY, 0, NULL);
+        live_session_write(e, s, "established", "{invited}", NULL, igw_sm_playback.states[s->pb_state],
+                           s->position_ms);
+    } else {
+        write_state(e, s, "established", "{invited}", NULL);
+    }
     igw_log(IGW_LOG_INFO, NULL, "session %s established", s->id);
 }
 
@@ -337,6 +364,7 @@ void live_session_media(igw_engine *e, live_session *s, const igw_media_event *e
 
 void live_sessions_tick(igw_engine *e, int64_t now_ms)
 {
+    live_playback_tick(e, now_ms);
     for (live_session *s = e->sessions, *n; s; s = n) {
         n = s->next;
         if (s->state == IGW_SESSION_INVITED && now_ms >= s->deadline_ms)
@@ -399,6 +427,8 @@ static void viewer_offer(igw_engine *e, live_session *s, const char *token)
 
 void live_sessions_source_ready(igw_engine *e, live_leg *leg)
 {
+    if (leg->playback)
+        live_playback_loaded(e, leg);
     for (live_session *s = leg->viewers; s; s = s->leg_next)
         if (s->offer)
             viewer_offer(e, s, s->offer_token);
@@ -420,6 +450,12 @@ typedef struct op {
     char call_id[IGW_CALL_ID_MAX + 1];       /* ipcTalk: its call */
     int64_t member_epoch;                    /* ipcTalk: the caller's join instance */
     int64_t target, expected;                /* join, leave: participantId; leave: expectedMemberEpoch */
+    bool record;                             /* recordPlayback */
+    char recording_id[LIVE_NAME_MAX + 1];    /* recordPlayback: its recording */
+    int64_t rec_version, rec_duration;       /* as the catalog had it at the open */
+    bool rec_audio;
+    igw_PlaybackOperation pb_op;             /* playbackControl */
+    int64_t pb_position;                     /* playbackControl seek */
     /* kept past the answer */
     char endpoint[LIVE_EP_MAX + 1];
     char token[130];
@@ -535,6 +571,13 @@ static void on_open_write(void *arg, const PGresult *res, const char *err)
         s->publish_allowed = true; /* checked at the open; the recheck keeps it true */
         s->checked_ms = igw_clock_ms();
     }
+    if (o->record) {
+        s->playback = true;
+        snprintf(s->recording_id, sizeof s->recording_id, "%s", o->recording_id);
+        s->recording_version = o->rec_version;
+        s->duration_ms = o->rec_duration;
+        s->pb_state = IGW_PLAYBACK_NONE; /* until the camera loads it */
+    }
     if (o->method == IGW_CommandMethod_interaction_subscribe)
         snprintf(s->only_track, sizeof s->only_track, "%s", o->track_id);
     s->deadline_ms = igw_clock_ms() + e->cfg.establish_timeout_ms;
@@ -546,7 +589,9 @@ static void on_open_write(void *arg, const PGresult *res, const char *err)
     answer(o, IGW_ERR_OK, NULL, NULL, NULL);
     igw_log(IGW_LOG_INFO, NULL, "session %s: %s/%s camera %s opened (%s)", s->id, o->pid, o->dn, o->cam, o->token);
     const char *why = NULL;
-    live_leg *leg = live_leg_get(e, o->pid, o->dn, o->cam, o->listen_audio, o->talk, &why);
+    live_recording rec = {.recording_id = o->recording_id, .version = o->rec_version, .audio = o->rec_audio};
+    live_leg *leg = live_leg_get(e, o->pid, o->dn, o->cam, o->listen_audio || (o->record && o->rec_audio), o->talk,
+                                 o->record ? &rec : NULL, &why);
     op_free(o);
     if (!leg) {
         live_session_end(e, s, "cameraUnreachable");
@@ -580,8 +625,25 @@ static void on_open_read(void *arg, const PGresult *res, const char *err)
         refuse(o, IGW_ERR_NOT_FOUND, "unknown camera of the target device", "/command/params/cameraId");
         return;
     }
+    if (o->record) {
+        if (PQgetisnull(res, 0, 8)) {
+            refuse(o, IGW_ERR_NOT_FOUND, "unknown recording of this camera", "/command/params/recordingId");
+            return;
+        }
+        if (!col_true(res, 11)) {
+            refuse(o, IGW_ERR_CONFLICT, "the catalog says the recording is not available",
+                   "/command/params/recordingId");
+            return;
+        }
+        o->rec_version = strtoll(PQgetvalue(res, 0, 8), NULL, 10);
+        o->rec_duration = strtoll(PQgetvalue(res, 0, 9), NULL, 10);
+        o->rec_audio = col_true(res, 10);
+    }
     if (!col_true(res, 4)) {
-        refuse(o, IGW_ERR_UNAVAILABLE, "the camera is offline", "/command/target");
+        refuse(o, IGW_ERR_UNAVAILABLE,
+               o->record ? "the camera is offline: recordings play from the camera only (there is no cloud playback)"
+                           : "the camera is offline",
+               "/command/target");
         return;
     }
     if (o->listen_audio && !col_true(res, 5)) {
@@ -654,19 +716,24 @@ static void open_write(op *o)
     }
     snprintf(ep, sizeof ep, "%" PRId64, epoch);
     snprintf(deadline, sizeof deadline, "%" PRId64, igw_wall_ms() + (int64_t)e->cfg.establish_timeout_ms);
-    char member[24] = "";
+    char member[24] = "", version[24] = "";
     if (o->talk)
         snprintf(member, sizeof member, "%" PRId64, o->member_epoch);
-    const char *v[20] = {o->ent, o->user, o->endpoint, o->token, o->pid, o->dn, o->cam,
-                         o->talk ? "ipcTalk" : "ipcLiveView", o->c->fingerprint_hex, o->c->canon, o->sid, e->node_id,
-                         ep, deadline, e->jw.buf, did, o->c->method, o->parent, o->talk ? o->call_id : "", member};
+    if (o->record)
+        snprintf(version, sizeof version, "%" PRId64, o->rec_version);
+    const char *purpose = o->talk ? "ipcTalk" : o->record ? "recordPlayback" : "ipcLiveView";
+    const char *v[22] = {o->ent, o->user, o->endpoint, o->token, o->pid, o->dn, o->cam, purpose,
+                         o->c->fingerprint_hex, o->c->canon, o->sid, e->node_id, ep, deadline, e->jw.buf, did,
+                         o->c->method, o->parent, o->talk ? o->call_id : "", member,
+                         o->record ? o->recording_id : "", version};
     if (igw_db_exec(e->db, &st_open_write, v, NULL, NULL, on_open_write, o) != 0)
         refuse(o, IGW_ERR_UNAVAILABLE, "busy, retry later", "");
 }
 
 static void open_read(op *o)
 {
-    const char *v[8] = {o->ent, o->user, o->endpoint, o->token, o->pid, o->dn, o->cam, o->talk ? o->call_id : ""};
+    const char *v[9] = {o->ent, o->user,  o->endpoint, o->token, o->pid, o->dn, o->cam, o->talk ? o->call_id : "",
+                        o->record ? o->recording_id : ""};
     if (igw_db_exec(o->e->db, &st_open_read, v, NULL, NULL, on_open_read, o) != 0)
         refuse(o, IGW_ERR_UNAVAILABLE, "busy, retry later", "");
 }
@@ -696,9 +763,11 @@ static void cmd_open(op *o)
     igw_engine *e = o->e;
     const igw_Command *k = o->c->command;
     const igw_OpenParams *p = &k->params.interaction_open;
-    if (p->purpose == IGW_Purpose_recordPlayback) {
-        refuse(o, IGW_ERR_NOT_IMPLEMENTED, "recordPlayback sessions are not open in this version",
-               "/command/params/purpose");
+    if (p->purpose == IGW_Purpose_recordPlayback && (p->has & IGW_OpenParams_clip)) {
+        /* Valid or not, a part is not what the first driver plays (spec). */
+        refuse(o, IGW_ERR_NOT_IMPLEMENTED,
+               "a partial clip is not supported: the whole recording is played (omit clip, seek instead)",
+               "/command/params/clip");
         return;
     }
     if (p->purpose == IGW_Purpose_ipcTalk && !e->cfg.talk_enabled) {
@@ -717,6 +786,10 @@ static void cmd_open(op *o)
     snprintf(o->dn, sizeof o->dn, "%.*s", (int)k->target.deviceName.len, k->target.deviceName.ptr);
     snprintf(o->cam, sizeof o->cam, "%.*s", (int)p->cameraId.len, p->cameraId.ptr);
     o->listen_audio = (p->has & IGW_OpenParams_listenAudio) && p->listenAudio;
+    if (p->purpose == IGW_Purpose_recordPlayback) {
+        o->record = true; /* recordingId: required by the schema */
+        snprintf(o->recording_id, sizeof o->recording_id, "%.*s", (int)p->recordingId.len, p->recordingId.ptr);
+    }
     if (p->purpose == IGW_Purpose_ipcTalk) {
         if (!e->call) {
             refuse(o, IGW_ERR_UNAVAILABLE, "no conference runtime is wired", "");
@@ -1053,6 +1126,9 @@ static void carry_out(op *o, live_session *s)
     case IGW_CommandMethod_interaction_leave:
         talk_carry_out(o, s);
         return;
+    case IGW_CommandMethod_interaction_playbackControl:
+        live_playback_control(e, s, o->token, o->pb_op, o->pb_position);
+        return;
     case IGW_CommandMethod_interaction_end: {
         d.has = IGW_ResultData_state;
         d.state = cstr("ended");
@@ -1219,8 +1295,46 @@ static void cmd_on_session(op *o)
             refuse(o, IGW_ERR_UNAVAILABLE, "busy, retry later", "");
         return;
     }
+    case IGW_CommandMethod_interaction_playbackControl: {
+        const igw_PlaybackControlParams *p = &k->params.interaction_playbackControl;
+        rev = p->mediaRevision;
+        if (!s->playback) {
+            refuse(o, IGW_ERR_CONFLICT, "not a recordPlayback session", "/command/sessionId");
+            return;
+        }
+        if (s->pb_token[0]) {
+            refuse(o, IGW_ERR_CONFLICT, "a playback control is in flight: wait for its result",
+                   "/command/params/operation");
+            return;
+        }
+        static const int triggers[] = {[IGW_PlaybackOperation_play] = IGW_PLAYBACK_ON_PLAY,
+                                       [IGW_PlaybackOperation_pause] = IGW_PLAYBACK_ON_PAUSE,
+                                       [IGW_PlaybackOperation_seek] = IGW_PLAYBACK_ON_SEEK};
+        igw_sm_result r = igw_sm_fire(&igw_sm_playback, s->pb_state, triggers[p->operation], 0);
+        if (!r.ok) {
+            refuse(o, r.err,
+                   s->pb_state == IGW_PLAYBACK_NONE ? "not loaded yet: wait for the loaded and ready events"
+                   : r.reason                       ? r.reason
+                                                    : "not allowed in this playback state",
+                   "/command/params/operation");
+            return;
+        }
+        if (p->operation == IGW_PlaybackOperation_seek && p->positionMs >= s->duration_ms) {
+            refuse(o, IGW_ERR_PARAMETER, "positionMs is not inside the recording (0 <= positionMs < durationMs)",
+                   "/command/params/positionMs");
+            return;
+        }
+        o->pb_op = p->operation;
+        o->pb_position = p->operation == IGW_PlaybackOperation_seek ? p->positionMs : -1;
+        break;
+    }
     case IGW_CommandMethod_interaction_subscribe: {
         const igw_SubscribeParams *p = &k->params.interaction_subscribe;
+        if (s->playback) {
+            refuse(o, IGW_ERR_CONFLICT, "a playback has one viewer: open another recordPlayback",
+                   "/command/sessionId");
+            return;
+        }
         snprintf(o->track_id, sizeof o->track_id, "%.*s", (int)p->trackId.len, p->trackId.ptr);
         if (strcmp(o->track_id, "video-1") != 0 && !(s->listen_audio && strcmp(o->track_id, "mic") == 0)) {
             refuse(o, IGW_ERR_NOT_FOUND, "unknown track of this session", "/command/params/trackId");

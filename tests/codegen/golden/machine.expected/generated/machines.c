@@ -29,3 +29,4 @@ const igw_sm igw_sm_door = {
     .illegal = IGW_ERR_NOPE,
 };
 
+const igw_sm *const igw_sm_all[IGW_SM_COUNT] = {&igw_sm_door};

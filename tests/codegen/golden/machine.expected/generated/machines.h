@@ -53,4 +53,9 @@ static inline igw_door_state igw_door_next(igw_door_state state, igw_door_trigge
     return (igw_door_state)r.next;
 }
 
+/* Every machine of the schema, in schema order (what a conformance runner
+ * looks a vector's machine up in). */
+#define IGW_SM_COUNT 1
+extern const igw_sm *const igw_sm_all[IGW_SM_COUNT];
+
 #endif

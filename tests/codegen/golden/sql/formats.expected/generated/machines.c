@@ -23,3 +23,4 @@ const igw_sm igw_sm_lamp = {
     .illegal = IGW_ERR_CONFLICT,
 };
 
+const igw_sm *const igw_sm_all[IGW_SM_COUNT] = {&igw_sm_lamp};

@@ -45,4 +45,9 @@ static inline igw_lamp_state igw_lamp_next(igw_lamp_state state, igw_lamp_trigge
     return (igw_lamp_state)r.next;
 }
 
+/* Every machine of the schema, in schema order (what a conformance runner
+ * looks a vector's machine up in). */
+#define IGW_SM_COUNT 1
+extern const igw_sm *const igw_sm_all[IGW_SM_COUNT];
+
 #endif

@@ -4,6 +4,6 @@
 
 #include "api.h"
 
-const char *const igw_proto_check_names[] = {"none", "properties", "pack", "event", "action", "subdevices", "session"};
+const char *const igw_proto_check_names[] = {"none", "properties", "pack", "event", "action", "subdevices", "session", "recordings"};
 const char *const igw_proto_returns_names[] = {"none", "properties", "config"};
 

@@ -407,9 +407,12 @@ test-mqtt: $(T)/mqtt_test $(BUILD)/igw-mqtt-auth.so $(BUILD)/igwctl
 test-app: $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-mqtt-auth.so
 	tests/igwd/app_test.sh $(T)/igwd $(BUILD)/igwctl
 
-# /recordings/query against real PostgreSQL (issue 17, step 1: the catalog's reader).
-test-recordings: $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-mqtt-auth.so
+# The recordings catalog against real PostgreSQL (its writer, the cameras' reports, and
+# /recordings/query), then recordPlayback end to end: igw-vcam recording and
+# playing back, Chromium viewers through the public API (issue 17).
+test-recordings: $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-mqtt-auth.so $(BUILD)/igw-vcam
 	tests/igwd/recordings_test.sh $(T)/igwd $(BUILD)/igwctl
+	tests/igwd/playback_test.sh $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-vcam
 
 # The conference runtime (the stand-in IM's groups and calls) and
 # /talk/audio-access against real PostgreSQL and Redis; then ipcTalk end to

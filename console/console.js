@@ -2,8 +2,9 @@
 // the shortest complete example of the client flow (docs/client-flow.md):
 // log in with a token, register an endpoint, listen on its WebSocket (or
 // pull), acknowledge every delivery, send commands and read their outcome
-// from the interaction.result events, run a live view over WebRTC, and talk
-// to the camera from a call of the stand-in IM (ipcTalk).
+// from the interaction.result events, run a live view over WebRTC, talk
+// to the camera from a call of the stand-in IM (ipcTalk), and list the
+// camera's recordings and play them back (recordPlayback).
 //
 // The token is never put in a URL the browser sends: it comes from the
 // text box or the URL fragment (#token=...&product=...&device=...&camera=...),
@@ -16,6 +17,9 @@ const IM = '/api/v1/im-standin/'; // the stand-in IM's calls (not the spec's API
 const RESULT_WAIT_MS = 20000; // a command's result: the device's 10 s plus room
 const ROSTER_MS = 2000;
 const HEARTBEAT_MS = 10000; // the server lets a membership lapse after 30 s without one
+const QUERY_MS = 5000; // the recordings query's client timeout (the spec's; it may be sent again)
+const DAY_MS = 86400000; // the widest window the query takes
+const STATS_MS = 500; // how often the playback's decoded frames are read
 
 const $ = (id) => document.getElementById(id);
 
@@ -39,6 +43,12 @@ const state = {
         session: null,    // {sessionId, mediaRevision, pc}
         mic: null,        // the microphone's MediaStream while talking
     },
+    rec: {
+        list: [],         // the last page of the catalog
+        target: null,     // {target, cameraId} it was read for: a play opens that camera's recording
+        gen: 0,           // raised at every query: an older answer is dropped
+    },
+    pb: null,             // the playback: {sessionId, mediaRevision, pc, rec, phase, ...}
 };
 
 // ---- HTTP -----------------------------------------------------------------
@@ -61,9 +71,9 @@ function showError(what, err) {
 }
 
 // POST to the interaction API; resolves to the reply's data, rejects with an
-// ApiError carrying the envelope verbatim.
-function post(path, body) {
-    return postTo(API + path, body);
+// ApiError carrying the envelope verbatim (ms: as postTo).
+function post(path, body, ms) {
+    return postTo(API + path, body, ms);
 }
 
 // POST to the stand-in IM (calls/start, calls/roster, ...), as post().
@@ -71,16 +81,24 @@ function im(path, body) {
     return postTo(IM + path, body);
 }
 
-async function postTo(url, body) {
+// ms: give up after that long (the request may be sent again), else wait.
+async function postTo(url, body, ms) {
     const headers = { authorization: `Bearer ${state.token}` };
     if (body !== undefined) headers['content-type'] = 'application/json';
-    const res = await fetch(url, {
-        method: 'POST',
-        headers,
-        body: body === undefined ? undefined : JSON.stringify(body),
-        cache: 'no-store',
-        credentials: 'omit',
-    });
+    let res;
+    try {
+        res = await fetch(url, {
+            method: 'POST',
+            headers,
+            body: body === undefined ? undefined : JSON.stringify(body),
+            cache: 'no-store',
+            credentials: 'omit',
+            signal: ms ? AbortSignal.timeout(ms) : undefined,
+        });
+    } catch (err) {
+        if (err.name === 'TimeoutError') throw new Error(`no answer within ${ms} ms: send it again`);
+        throw err;
+    }
     let env;
     try {
         env = await res.json();
@@ -252,7 +270,9 @@ function onSessionState(ev) {
     const d = ev.data || {};
     const shown = `${d.state}${d.reason ? ' (' + d.reason + ')' : ''} eventSeq ${ev.eventSeq}`;
     const talk = state.talk.session;
-    if (state.live && ev.sessionId === state.live.sessionId) {
+    if (state.pb && ev.sessionId === state.pb.sessionId) {
+        onPlaybackState(ev);
+    } else if (state.live && ev.sessionId === state.live.sessionId) {
         $('session-state').textContent = shown;
         if (d.state === 'ended') stopPeer();
     } else if (talk && ev.sessionId === talk.sessionId) {
@@ -687,6 +707,277 @@ async function openTalk() {
     }
 }
 
+// ---- recordings -----------------------------------------------------------------
+//
+// The camera's catalog: /recordings/query with a window of at most 24 h
+// (recordings that start in it, in start order, 32 a page; hasMore when
+// truncated, and Next moves the window's start past the last row's start).
+// A row's Play opens a recordPlayback session: interaction.open {purpose:
+// recordPlayback, cameraId, recordingId} -> the media as the live view's
+// (recvonly) -> the interaction.state events say loaded (the camera has
+// it), ready (media can flow), playing, paused, ended with its reason.
+// Nothing plays until interaction.playbackControl play, sent once ready;
+// pause and seek (positionMs from the recording's start) likewise; Stop is
+// interaction.end userStopped.
+
+function recStatus(text, refused) {
+    $('rec-status').textContent = text;
+    $('rec-status').className = refused ? 'refused' : '';
+}
+
+function pbStatus(text, refused) {
+    $('pb-status').textContent = `${new Date().toLocaleTimeString()} ${text}`;
+    $('pb-status').className = refused ? 'refused' : '';
+}
+
+// A datetime-local picker's value for Unix ms, in local time, in the form
+// the picker keeps (seconds and milliseconds only when not zero).
+function pickerValue(ms) {
+    const d = new Date(ms);
+    const p = (n, w = 2) => String(n).padStart(w, '0');
+    let v = `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}`;
+    if (d.getSeconds() || d.getMilliseconds()) v += `:${p(d.getSeconds())}`;
+    if (d.getMilliseconds()) v += `.${p(d.getMilliseconds(), 3)}`;
+    return v;
+}
+
+// Unix ms of a picker's local time (valueAsNumber would read it as UTC), or NaN.
+function pickerMs(id) {
+    const v = $(id).value;
+    return v ? new Date(v).getTime() : NaN;
+}
+
+function fmtMs(ms) {
+    return `${(ms / 1000).toFixed(1)} s`;
+}
+
+// "last N h": the window ends now.
+function lastHours(h) {
+    const now = Date.now();
+    $('rec-start').value = pickerValue(now - h * 3600000);
+    $('rec-end').value = pickerValue(now);
+    queryRecordings();
+}
+
+async function queryRecordings() {
+    const r = state.rec;
+    const gen = ++r.gen;
+    const startTimeMs = pickerMs('rec-start');
+    const endTimeMs = pickerMs('rec-end');
+    try {
+        if (!state.endpointId) throw new Error('register an endpoint first');
+        if (!Number.isSafeInteger(startTimeMs) || !Number.isSafeInteger(endTimeMs) || startTimeMs < 0)
+            throw new Error('pick the window\'s start and end');
+        if (startTimeMs >= endTimeMs) throw new Error('the window\'s start must be before its end');
+        if (endTimeMs - startTimeMs > DAY_MS) throw new Error('the window is at most 24 h: narrow it');
+        const where = { target: target().target, cameraId: $('camera').value.trim() };
+        recStatus(`querying ${new Date(startTimeMs).toLocaleString()} .. ${new Date(endTimeMs).toLocaleString()}`);
+        const data = await post('/recordings/query',
+            { endpointId: state.endpointId, ...where, startTimeMs, endTimeMs, limit: 32 }, QUERY_MS);
+        if (gen !== r.gen) return;
+        r.list = data.list;
+        r.target = where;
+        renderRecordings();
+        $('rec-next').disabled = !data.hasMore;
+        recStatus(`${data.list.length} recording${data.list.length === 1 ? '' : 's'} starting in the window` +
+            (data.hasMore ? '; hasMore: narrow the window (Next goes on after the last row)' : ''));
+    } catch (err) {
+        if (gen !== r.gen) return;
+        r.list = [];
+        renderRecordings();
+        $('rec-next').disabled = true;
+        if (err instanceof ApiError) showError('recordings/query', err);
+        recStatus(`recordings/query refused: ${reasonOf(err)}`, true);
+    }
+}
+
+// After a truncated page: the same end, the start just past the last row's.
+// The API has no cursor: another recording that starts in that same
+// millisecond and sorts after it is not shown.
+function nextRecordings() {
+    const last = state.rec.list[state.rec.list.length - 1];
+    if (!last) return;
+    $('rec-start').value = pickerValue(last.startTimeMs + 1);
+    queryRecordings();
+}
+
+function renderRecordings() {
+    const rows = state.rec.list.map((x, i) => {
+        const tr = document.createElement('tr');
+        tr.dataset.recordingId = x.recordingId;
+        tr.dataset.startTimeMs = String(x.startTimeMs);
+        tr.dataset.durationMs = String(x.durationMs);
+        cell(tr, new Date(x.startTimeMs).toLocaleString());
+        cell(tr, fmtMs(x.durationMs));
+        cell(tr, x.audioCodec ? `${x.videoCodec} + ${x.audioCodec}` : x.videoCodec);
+        cell(tr, String(x.recordingVersion));
+        cell(tr, x.available ? 'yes' : 'no');
+        const play = document.createElement('button');
+        play.className = 'play';
+        play.textContent = 'Play';
+        play.dataset.index = String(i);
+        play.disabled = !x.available; // the catalog says the camera has it not
+        cell(tr, '').append(play);
+        return tr;
+    });
+    $('rec-body').replaceChildren(...rows);
+}
+
+// The playback's fields and the buttons its phase allows (the platform
+// refuses the others anyway: conflict).
+function showPlayback() {
+    const s = state.pb;
+    $('pb-recording').textContent = s ? `${s.rec.recordingId} (version ${s.rec.recordingVersion}, ${fmtMs(s.rec.durationMs)})` : 'none';
+    $('pb-session-id').textContent = s ? s.sessionId : 'none';
+    $('pb-phase').textContent = !s ? 'none'
+        : `${s.phase}${s.reason ? ' (' + s.reason + ')' : ''}${s.eventSeq ? ' eventSeq ' + s.eventSeq : ''}`;
+    $('pb-phases').textContent = s ? s.phases.join(' → ') : 'none';
+    $('pb-position').textContent = s && s.positionMs !== null ? `${s.positionMs} ms (${s.positionFrom})` : 'none';
+    const ph = s ? s.phase : 'none';
+    $('pb-play').disabled = !(ph === 'ready' || ph === 'paused');
+    $('pb-pause').disabled = ph !== 'playing';
+    $('pb-seek').disabled = !(ph === 'ready' || ph === 'playing' || ph === 'paused');
+    $('pb-stop').disabled = !s || ph === 'ended';
+}
+
+function setPhase(s, phase, reason) {
+    s.phase = phase;
+    s.reason = reason || '';
+    const shown = reason ? `${phase} (${reason})` : phase;
+    if (s.phases[s.phases.length - 1] !== shown) s.phases.push(shown);
+}
+
+// interaction.state of the playback: the phase is data.playback while the
+// session lives, then ended with its reason. An event older than one shown
+// (eventSeq) changes nothing.
+function onPlaybackState(ev) {
+    const s = state.pb;
+    const d = ev.data || {};
+    if (Number.isSafeInteger(ev.eventSeq)) {
+        if (ev.eventSeq <= s.eventSeq) return;
+        s.eventSeq = ev.eventSeq;
+    }
+    if (d.state === 'ended') {
+        setPhase(s, 'ended', d.reason);
+        stopPlaybackPeer();
+    } else if (d.playback) {
+        setPhase(s, d.playback);
+    }
+    if (Number.isSafeInteger(d.positionMs)) {
+        s.positionMs = d.positionMs;
+        s.positionFrom = `${d.playback || d.state} event`;
+    }
+    showPlayback();
+}
+
+function stopPlaybackPeer() {
+    const s = state.pb;
+    if (!s) return;
+    clearInterval(s.statsTimer);
+    s.statsTimer = 0;
+    if (s.pc) {
+        s.pc.close();
+        s.pc = null;
+        $('pb-peer-state').textContent = 'closed';
+    }
+}
+
+// The video frames decoded so far (inbound-rtp): that the picture moves
+// while playing and stands still while paused.
+async function readFrames(s, pc) {
+    try {
+        const stats = await pc.getStats();
+        let frames = 0;
+        stats.forEach((r) => {
+            if (r.type === 'inbound-rtp' && r.kind === 'video') frames += r.framesDecoded || 0;
+        });
+        if (state.pb === s && s.pc === pc) $('pb-frames').textContent = String(frames);
+    } catch {
+        // closed meanwhile: the last count stays
+    }
+}
+
+async function openPlayback(rec) {
+    try {
+        if (state.pb && state.pb.phase !== 'ended') throw new Error('a playback is open: stop it first');
+        const where = state.rec.target;
+        const open = await command('interaction.open', { target: where.target },
+            { purpose: 'recordPlayback', cameraId: where.cameraId, recordingId: rec.recordingId });
+        const ev = await open.result;
+        const data = expectOk('interaction.open', ev);
+        const sessionId = data.sessionId || ev.sessionId;
+        if (!sessionId) throw new Error('interaction.open: the result carries no sessionId');
+        const s = {
+            sessionId, mediaRevision: data.mediaRevision || 1, pc: null, rec, phase: '', reason: '', phases: [],
+            eventSeq: 0, positionMs: null, positionFrom: '', statsTimer: 0,
+        };
+        state.pb = s;
+        setPhase(s, data.state || 'invited');
+        $('pb-seek').max = String(Math.max(0, rec.durationMs - 1)); // a position inside: 0 <= p < durationMs
+        $('pb-seek').value = '0';
+        $('pb-seek-to').textContent = '';
+        $('pb-frames').textContent = '0';
+        showPlayback();
+        pbStatus(`opened ${rec.recordingId}: nothing plays before Play`);
+
+        const pc = new RTCPeerConnection({ bundlePolicy: 'max-bundle', rtcpMuxPolicy: 'require' });
+        s.pc = pc;
+        pc.addTransceiver('video', { direction: 'recvonly' });
+        if (rec.audioCodec) pc.addTransceiver('audio', { direction: 'recvonly' });
+        const stream = new MediaStream();
+        pc.ontrack = (e) => {
+            stream.addTrack(e.track);
+            $('pb-video').srcObject = stream;
+        };
+        s.statsTimer = setInterval(() => readFrames(s, pc), STATS_MS);
+        await negotiate(s, pc, 'pb-peer-state', (r) => (s.mediaRevision = r));
+    } catch (err) {
+        showError('playback', err);
+        pbStatus(`playback refused: ${reasonOf(err)}`, true);
+        stopPlaybackPeer();
+    }
+}
+
+// interaction.playbackControl: its result says playing or paused and the
+// camera's position after it.
+async function playbackControl(operation, positionMs) {
+    const s = state.pb;
+    try {
+        if (!s || s.phase === 'ended') throw new Error('no playback: press Play on a recording first');
+        const params = { operation, mediaRevision: s.mediaRevision };
+        if (operation === 'seek') params.positionMs = positionMs;
+        const c = await command('interaction.playbackControl', { sessionId: s.sessionId }, params);
+        const r = expectOk(`playbackControl ${operation}`, await c.result);
+        if (state.pb !== s) return;
+        if (Number.isSafeInteger(r.positionMs)) {
+            s.positionMs = r.positionMs;
+            s.positionFrom = `${operation} result: ${r.state}`;
+            if (operation !== 'seek') $('pb-seek').value = String(r.positionMs);
+        }
+        showPlayback();
+        pbStatus(`${operation}: ${r.state} at ${r.positionMs} ms`);
+    } catch (err) {
+        showError(`playbackControl ${operation}`, err);
+        pbStatus(`${operation} refused: ${reasonOf(err)}`, true);
+        if (state.pb === s) showPlayback();
+    }
+}
+
+async function stopPlayback() {
+    const s = state.pb;
+    try {
+        if (!s || s.phase === 'ended') throw new Error('no playback');
+        const c = await command('interaction.end', { sessionId: s.sessionId }, { reason: 'userStopped' });
+        expectOk('interaction.end', await c.result);
+        pbStatus('stopped');
+    } catch (err) {
+        showError('interaction.end', err);
+        pbStatus(`stop refused: ${reasonOf(err)}`, true);
+    } finally {
+        stopPlaybackPeer();
+    }
+}
+
 // ---- device commands ----------------------------------------------------------
 
 function parseJson(id) {
@@ -717,6 +1008,12 @@ function fromFragment() {
 }
 
 fromFragment();
+{
+    // the recordings' window: the last hour until another is picked
+    const now = Date.now();
+    $('rec-start').value = pickerValue(now - 3600000);
+    $('rec-end').value = pickerValue(now);
+}
 $('connect').addEventListener('click', connect);
 $('disconnect').addEventListener('click', closePush);
 $('pull').addEventListener('click', pull);
@@ -736,6 +1033,21 @@ $('roster-body').addEventListener('click', (e) => {
     if (b.classList.contains('mute')) setAudio(tr.dataset.userId, b.dataset.allowed === 'true');
     else if (b.classList.contains('remove')) leave(tr.dataset.userId, Number(b.dataset.memberEpoch));
 });
+$('rec-1h').addEventListener('click', () => lastHours(1));
+$('rec-6h').addEventListener('click', () => lastHours(6));
+$('rec-24h').addEventListener('click', () => lastHours(24));
+$('rec-query').addEventListener('click', queryRecordings);
+$('rec-next').addEventListener('click', nextRecordings);
+$('rec-body').addEventListener('click', (e) => {
+    const b = e.target.closest('button.play');
+    const rec = b && state.rec.list[Number(b.dataset.index)];
+    if (rec) openPlayback(rec);
+});
+$('pb-play').addEventListener('click', () => playbackControl('play'));
+$('pb-pause').addEventListener('click', () => playbackControl('pause'));
+$('pb-stop').addEventListener('click', stopPlayback);
+$('pb-seek').addEventListener('input', () => ($('pb-seek-to').textContent = `${$('pb-seek').value} ms`));
+$('pb-seek').addEventListener('change', () => playbackControl('seek', Number($('pb-seek').value)));
 $('action-form').addEventListener('submit', (e) => {
     e.preventDefault();
     sendDevice('device.action', () => ({ actionID: $('action-id').value.trim(), input: parseJson('action-input') }));

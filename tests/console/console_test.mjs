@@ -5,16 +5,21 @@
 // device.action whose interaction.result appears and is acknowledged, an
 // error envelope shown verbatim, the pull fallback, a bad token's 401, no
 // token in any URL, no CSP violation or script error.
-// --live: the live view; --talk: talk from a call (talkTest).
+// --live: the live view; --talk: talk from a call (talkTest); --recordings:
+// the recordings panel and playback (recordingsTest).
 import { readFileSync, existsSync } from 'node:fs';
 import { launch, sleep, Checker, AUTOPLAY_ARGS } from '../media/lib.mjs';
 
 const live = process.argv[2] === '--live';
 const talk = process.argv[2] === '--talk';
-const [base, token, product, device, camera, otherToken, thirdToken, speakerLog] = process.argv.slice(live || talk ? 3 : 2);
-if (!camera || (talk && !speakerLog)) {
+const recordings = process.argv[2] === '--recordings';
+const [base, token, product, device, camera, otherToken, thirdToken, speakerLog] =
+    process.argv.slice(live || talk || recordings ? 3 : 2);
+const catT0 = Number(otherToken); // --recordings CAT_T0 [play]
+if (!camera || (talk && !speakerLog) || (recordings && !Number.isSafeInteger(catT0))) {
     console.error('usage: console_test.mjs [--live] BASE TOKEN PRODUCT DEVICE CAMERA\n' +
-        '       console_test.mjs --talk BASE TOKEN PRODUCT DEVICE CAMERA TOKEN_1002 TOKEN_1003 SPEAKER_LOG');
+        '       console_test.mjs --talk BASE TOKEN PRODUCT DEVICE CAMERA TOKEN_1002 TOKEN_1003 SPEAKER_LOG\n' +
+        '       console_test.mjs --recordings BASE TOKEN PRODUCT DEVICE CAMERA CAT_T0 [play]');
     process.exit(2);
 }
 const chk = new Checker();
@@ -260,6 +265,194 @@ async function talkTest(browser) {
     await a.close();
 }
 
+// The recordings panel (--recordings; console_test.sh wrote 40 one-minute
+// rows cat-000.. from catT0, every other one with audio, every tenth
+// unavailable): a window's page in start order with hasMore, Next, the
+// 24 h bound kept by the page, the API's refusal shown. With `play` (igw-vcam
+// records): the default window lists the camera's own recordings; Play on
+// one opens a playback: loaded, Play refused before ready (the platform's
+// answer shown), ready, Play (frames decoded), Pause (frames stop), seek,
+// Play, Stop (ended userStopped); a second playback runs to its end
+// (ended recordingEnded).
+async function recordingsTest(page, catT0, play) {
+    const queries = [];
+    page.on('request', (r) => r.url().endsWith('/recordings/query') && queries.push(r.postDataJSON()));
+    const rows = () => page.$$eval('#rec-body tr', (trs) => trs.map((tr) => ({
+        id: tr.dataset.recordingId, start: Number(tr.dataset.startTimeMs), duration: Number(tr.dataset.durationMs),
+        cells: Array.from(tr.cells, (c) => c.textContent), play: !tr.querySelector('button.play').disabled,
+    })));
+    const picker = (ms) => page.evaluate((t) => pickerValue(t), ms);
+    const local = (ms) => page.evaluate((t) => new Date(t).toLocaleString(), ms);
+    const statusIs = (re) => page.waitForFunction((src) => new RegExp(src).test(document.getElementById('rec-status').textContent),
+        re.source, WAIT);
+    const cat = (i) => `cat-${String(i).padStart(3, '0')}`;
+
+    // The default window: the last hour, ending about now.
+    const w0 = await page.evaluate(() => [new Date(document.getElementById('rec-start').value).getTime(),
+        new Date(document.getElementById('rec-end').value).getTime()]);
+    chk.check(w0[1] - w0[0] === 3600000 && Math.abs(Date.now() - w0[1]) < 120000, `recordings: the default window is the last hour (${w0})`);
+
+    // A window over the 40 rows: the first 32 in start order, hasMore.
+    await page.fill('#rec-start', await picker(catT0 - 1000));
+    await page.fill('#rec-end', await picker(catT0 + 3600000));
+    await page.click('#rec-query');
+    await statusIs(/^32 recordings starting in the window; hasMore: narrow the window/);
+    let r = await rows();
+    chk.check(r.length === 32 && r.every((x, i) => x.id === cat(i) && x.start === catT0 + i * 60000),
+        `recordings: the first page, 32 rows in start order (${r.map((x) => x.id).join(' ')})`);
+    chk.check(r[0].cells[0] === await local(catT0) && r[0].cells[1] === '59.0 s' && r[0].cells[2] === 'H264 + opus' &&
+        r[0].cells[3] === '1' && r[0].cells[4] === 'yes' && r[0].play &&
+        r[1].cells[2] === 'H264' && r[1].cells[3] === '2' && r[1].cells[1] === '58.9 s',
+    `recordings: start (local time), duration, codecs, version, available (${JSON.stringify(r.slice(0, 2))})`);
+    chk.check(r[9].cells[4] === 'no' && !r[9].play && r[19].cells[4] === 'no' && !r[19].play && r[8].play,
+        'recordings: an unavailable recording has no Play');
+    const q0 = queries[queries.length - 1];
+    chk.check(q0 && q0.limit === 32 && q0.startTimeMs === catT0 - 1000 && q0.endTimeMs === catT0 + 3600000 &&
+        q0.cameraId === camera && q0.target.productID === product && q0.target.deviceName === device,
+    `recordings: the query as sent (${JSON.stringify(q0)})`);
+    chk.check(!(await page.$eval('#rec-next', (b) => b.disabled)), 'recordings: Next offered when truncated');
+
+    // Next: the window's start just past the last row's start.
+    await page.click('#rec-next');
+    await statusIs(/^8 recordings starting in the window$/);
+    r = await rows();
+    chk.check(r.length === 8 && r.every((x, i) => x.id === cat(32 + i)), `recordings: Next shows the rest (${r.map((x) => x.id).join(' ')})`);
+    const q1 = queries[queries.length - 1];
+    chk.check(q1.startTimeMs === catT0 + 31 * 60000 + 1 && q1.endTimeMs === catT0 + 3600000 &&
+        (await page.inputValue('#rec-start')) === await picker(catT0 + 31 * 60000 + 1),
+    `recordings: Next moved the start past the last row's (${JSON.stringify(q1)})`);
+    chk.check(await page.$eval('#rec-next', (b) => b.disabled), 'recordings: no Next when the page is complete');
+
+    // Never more than 24 h: the page says so and asks nothing.
+    const before = queries.length;
+    await page.fill('#rec-end', await picker(catT0 + 31 * 60000 + 1 + 86400001));
+    await page.click('#rec-query');
+    await statusIs(/refused: the window is at most 24 h/);
+    chk.check(queries.length === before && (await page.$$('#rec-body tr')).length === 0,
+        'recordings: a window over 24 h is not sent, the list cleared');
+
+    // The API's refusal, with its reason: a camera the device does not have.
+    await page.fill('#camera', 'no-such-cam');
+    await page.click('#rec-24h');
+    await statusIs(/^recordings\/query refused: .+ \(\/cameraId\)$/);
+    const err = await text(page, '#error');
+    chk.check(/HTTP 404/.test(err) && /data\.path \/cameraId/.test(err) && queries.length === before + 1,
+        `recordings: the 404 shown with its reason: ${await text(page, '#rec-status')} / ${err}`);
+    await page.fill('#camera', camera);
+
+    // last 24 h: the window ends now and holds the 40 rows (and the camera's own): truncated.
+    await page.click('#rec-24h');
+    await statusIs(/^32 recordings .*hasMore/);
+    const q2 = queries[queries.length - 1];
+    r = await rows();
+    chk.check(q2.endTimeMs - q2.startTimeMs === 86400000 && Math.abs(Date.now() - q2.endTimeMs) < 60000 && r[0].id === cat(0),
+        `recordings: last 24 h (${JSON.stringify(q2)}, first ${r[0].id})`);
+    if (!play) return;
+
+    // ---- playback of what the camera recorded ------------------------------------------------------
+    let own = [];
+    await eventually('playback: the camera\'s recordings in the last hour', async () => {
+        await page.click('#rec-1h');
+        await statusIs(/starting in the window|refused/);
+        own = (await rows()).filter((x) => x.play && !x.id.startsWith('cat-'));
+        return own.length >= 1;
+    }, 30000);
+    if (own.length < 1) return;
+    const rec = own[0];
+    chk.check(rec.duration > 2000 && /^H264 \+ OPUS$/i.test(rec.cells[2]), `playback: a recording of the camera (${JSON.stringify(rec)})`);
+    const phase = () => text(page, '#pb-phase');
+    const phaseIs = (re, ms = 20000) => page.waitForFunction((src) => new RegExp(src).test(document.getElementById('pb-phase').textContent),
+        re.source, { timeout: ms });
+    const frames = async () => Number(await text(page, '#pb-frames'));
+    const disabled = (id) => page.$eval(id, (b) => b.disabled);
+
+    // Hold the page's mediaState connected until Play has been tried before ready.
+    let release;
+    const held = new Promise((res) => (release = res));
+    const releaseLater = setTimeout(release, 15000);
+    await page.route('**/api/v1/im/interaction/commands', async (route) => {
+        const c = route.request().postDataJSON().command;
+        if (c.method === 'interaction.mediaState' && c.params.state === 'connected') await held;
+        await route.continue();
+    });
+    await page.click(`#rec-body tr[data-recording-id="${rec.id}"] button.play`);
+    await phaseIs(/^loaded/);
+    chk.check(/^[A-Za-z0-9_-]+$/.test(await text(page, '#pb-session-id')) &&
+        (await text(page, '#pb-recording')).startsWith(rec.id), `playback: opened, loaded (${await phase()})`);
+    chk.check((await disabled('#pb-play')) && (await disabled('#pb-pause')) && !(await disabled('#pb-stop')),
+        'playback: loaded: Play and Pause disabled, Stop offered');
+    await page.$eval('#pb-play', (b) => (b.disabled = false)); // as if the page let it through
+    await page.click('#pb-play');
+    await page.waitForFunction(() => document.getElementById('pb-status').className === 'refused', null, WAIT);
+    const refused = await text(page, '#pb-status');
+    chk.check(/play refused: .+ \(\/command\/params\/operation\)$/.test(refused) && /HTTP 409/.test(await text(page, '#error')) &&
+        (await disabled('#pb-play')), `playback: Play before ready refused by the platform, shown: ${refused}`);
+    clearTimeout(releaseLater);
+    release();
+    await page.unroute('**/api/v1/im/interaction/commands');
+    await phaseIs(/^ready/);
+    chk.check(!(await disabled('#pb-play')) && (await disabled('#pb-pause')) && (await text(page, '#pb-peer-state')) === 'connected',
+        'playback: ready: Play offered, the peer connected');
+    await sleep(1500);
+    chk.check((await frames()) === 0, 'playback: ready, and no frame before Play');
+
+    // Play: frames decode.
+    await page.click('#pb-play');
+    await phaseIs(/^playing/);
+    await eventually('playback: frames decoded after Play', async () => (await frames()) > 0, 5000);
+    await page.waitForFunction(() => {
+        const v = document.getElementById('pb-video');
+        return v.videoWidth > 0 && v.currentTime > 0.2 && !v.paused;
+    }, null, WAIT);
+    chk.check(/^\d+ ms \(play result: playing\)$/.test(await text(page, '#pb-position')),
+        `playback: playing, the video plays, the position from the result (${await text(page, '#pb-position')})`);
+
+    // Pause: frames stop (once the last ones in flight are decoded).
+    await sleep(800);
+    await page.click('#pb-pause');
+    await phaseIs(/^paused/);
+    const pos = await text(page, '#pb-position');
+    const at = Number(pos.split(' ')[0]);
+    chk.check(/ \(pause result: paused\)$/.test(pos) && at > 0 && at < rec.duration, `playback: paused inside the recording (${pos})`);
+    let f1 = await frames();
+    for (let i = 0; i < 6; i++) {
+        await sleep(600);
+        const f = await frames();
+        if (f === f1) break;
+        f1 = f;
+    }
+    await sleep(1500);
+    const f2 = await frames();
+    chk.check(f1 > 0 && f2 === f1, `playback: no frames while paused (${f1} -> ${f2})`);
+
+    // Seek, on release of the slider: still paused, at or before the position.
+    await page.fill('#pb-seek', '1000');
+    await page.waitForFunction(() => /seek: paused at/.test(document.getElementById('pb-status').textContent), null, WAIT);
+    const sp = await text(page, '#pb-position');
+    chk.check(/^\d+ ms \(seek result: paused\)$/.test(sp) && Number(sp.split(' ')[0]) <= 1000 && /^paused/.test(await phase()),
+        `playback: seek to 1000 ms, still paused (${sp})`);
+    await page.click('#pb-play');
+    await phaseIs(/^playing/);
+    await eventually('playback: frames again after Play', async () => (await frames()) > f2, 5000);
+    chk.check((await frames()) > f2, 'playback: frames again after Play');
+
+    // Stop.
+    await page.click('#pb-stop');
+    await phaseIs(/^ended/);
+    chk.check(/^ended \(userStopped\)/.test(await phase()) && (await text(page, '#pb-peer-state')) === 'closed' &&
+        (await disabled('#pb-stop')) && (await disabled('#pb-play')), `playback: Stop ended it (${await phase()})`);
+    chk.check((await text(page, '#pb-phases')) === 'invited → loaded → ready → playing → paused → playing → ended (userStopped)',
+        `playback: the phases as the events said them: ${await text(page, '#pb-phases')}`);
+
+    // Another playback runs to the recording's end.
+    await page.click(`#rec-body tr[data-recording-id="${rec.id}"] button.play`);
+    await phaseIs(/^ready/);
+    await page.click('#pb-play');
+    await phaseIs(/^ended/, rec.duration + 15000);
+    chk.check((await text(page, '#pb-phases')) === 'invited → loaded → ready → playing → ended (recordingEnded)',
+        `playback: played to its end: ${await text(page, '#pb-phases')}`);
+}
+
 const browser = await launch(talk ? { args: AUTOPLAY_ARGS } : {});
 if (talk) {
     try {
@@ -270,6 +463,22 @@ if (talk) {
         await browser.close();
     }
     chk.done('console test (talk)');
+}
+if (recordings) {
+    try {
+        const frag = new URLSearchParams({ token, product, device, camera }).toString();
+        const { page, problems, close } = await openPage(browser, frag);
+        await page.click('#connect');
+        await page.waitForFunction(() => document.getElementById('ws-status').textContent === 'open', null, WAIT);
+        await recordingsTest(page, catT0, thirdToken === 'play');
+        chk.check(problems.length === 0, `recordings: no script error or CSP violation: ${problems.join(' | ')}`);
+        await close();
+    } catch (e) {
+        chk.check(false, `recordings: unexpected: ${e.stack || e}`);
+    } finally {
+        await browser.close();
+    }
+    chk.done('console test (recordings)');
 }
 if (live) {
     try {

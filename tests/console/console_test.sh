@@ -8,7 +8,9 @@
 # fallback, error envelopes, a bad token (console_test.mjs); then the live
 # view of the demo camera (igw-vcam as its device) from the page, and talk:
 # a call of the stand-in IM (igwd with Redis and talk on), Chromium's fake
-# microphone heard at the camera's speaker (igw-vcam --speaker-log).
+# microphone heard at the camera's speaker (igw-vcam --speaker-log); then the
+# recordings panel over catalog rows written here and, when igw-vcam records
+# (--record-dir), the playback of one of its recordings from the page.
 # Runs in network, PID and mount namespaces of its own like the media tests
 # (tests/media/lib.sh media_netns; IGW_MEDIA_NETNS=0: the host's), so
 # everything it starts dies with it. playwright-core is installed first into
@@ -158,5 +160,39 @@ CASE="the speaker heard the page"
 jq -se 'map(select(.rms_db > -40)) | length > 0' "$TMP/speaker.jsonl" >/dev/null || fail "$CASE: $(tail -5 "$TMP/speaker.jsonl")"; ok
 kill -TERM "$SUBPID"; wait "$SUBPID"; rc=$?; SUBPID=
 [ $rc = 0 ] || fail "igw-vcam exit $rc after SIGTERM"; ok
+# ---- recordings: a page of the catalog (rows written here), then what igw-vcam records, played -----
+# 40 one-minute recordings from three hours ago (out of the default last hour): every other one
+# with audio, every tenth unavailable, durations 59.0 s, 58.9 s, ...
+CAT_T0=$((($(date +%s) - 3 * 3600) * 1000))
+psql_q "INSERT INTO recordings (recording_id, product_id, device_name, camera_id, start_time_ms, end_time_ms,
+          duration_ms, available, video_codec, audio_codec, recording_version)
+        SELECT 'cat-' || lpad(i::text, 3, '0'), '$P', '$D', '$CAM', $CAT_T0 + i * 60000, $CAT_T0 + i * 60000 + 59000,
+               59000 - i * 100, i % 10 <> 9, 'H264', CASE WHEN i % 2 = 0 THEN 'opus' END, 1 + i % 3
+        FROM generate_series(0, 39) i" >/dev/null || fail "insert the catalog's rows"
+PLAY=
+if "$VCAM" --help 2>&1 | grep -q -- --record-dir; then
+    # The camera again, recording 6 s segments, once the broker has seen the last one go.
+    PLAY=play
+    for _ in $(seq 100); do [ "$(psql_q "SELECT online FROM devices WHERE product_id = '$P' AND device_name = '$D'")" = f ] && break; sleep 0.1; done
+    mkdir "$TMP/rec" || fail "mkdir rec"
+    "$VCAM" --mqtt "127.0.0.1:$IGW_MQTT_PORT" --product "$P" --device "$D" --secret "$(j .device.secret)" --camera-id "$CAM" \
+        --address "$IGW_NETNS_ADDR" --record-dir "$TMP/rec" --segment-ms 6000 --retain-s 600 2>"$TMP/vcam-rec.err" &
+    SUBPID=$!
+    for _ in $(seq 100); do [ "$(psql_q "SELECT online FROM devices WHERE product_id = '$P' AND device_name = '$D'")" = t ] && break; sleep 0.1; done
+else
+    echo "console test: igw-vcam does not record (no --record-dir): the recordings list only, no playback" >&2
+fi
+node "$HERE/console_test.mjs" --recordings "http://127.0.0.1:$PORT" "$TOKEN" "$P" "$D" "$CAM" "$CAT_T0" $PLAY ||
+    { [ -n "$PLAY" ] && tail -20 "$TMP/vcam-rec.err" >&2; fail "console_test.mjs --recordings"; }
+ok
+if [ -n "$PLAY" ]; then
+    CASE="the page's playbacks ended: one stopped by its user, one at the recording's end"
+    [ "$(psql_q "SELECT string_agg(reason, ' ' ORDER BY reason) FROM sessions WHERE purpose = 'recordPlayback' AND state = 'ended'
+        AND recording_id NOT LIKE 'cat-%'")" = "recordingEnded userStopped" ] &&
+        [ "$(psql_q "SELECT count(*) FROM sessions WHERE state <> 'ended'")" = 0 ] ||
+        fail "$CASE: $(psql_q "SELECT session_id, purpose, state, reason, recording_id FROM sessions WHERE purpose = 'recordPlayback'")"; ok
+    kill -TERM "$SUBPID"; wait "$SUBPID"; rc=$?; SUBPID=
+    [ $rc = 0 ] || fail "igw-vcam (recording) exit $rc after SIGTERM"; ok
+fi
 igw_stop
 echo "console test: $checks checks passed"

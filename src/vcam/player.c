@@ -15,27 +15,32 @@ struct igw_vcam_player {
     GstElement *vsrc, *asrc; /* the leg's, set before the first play */
     guint bus_watch;
     int playing, audio;
-    int64_t start_ms; /* the file's first timestamp: position 0 */
     igw_vcam_player_cbs cbs;
     void *user;
 };
+
+/* s's buffer to src, its timestamps cleared (appsrc stamps it). */
+static void push(GstElement *src, GstSample *s)
+{
+    GstBuffer *b = gst_sample_get_buffer(s);
+
+    if (!b || !src)
+        return;
+    b = gst_buffer_copy(b); /* shares the memory; the metadata is ours */
+    GST_BUFFER_PTS(b) = GST_BUFFER_DTS(b) = GST_CLOCK_TIME_NONE;
+    GST_BUFFER_DURATION(b) = GST_CLOCK_TIME_NONE;
+    gst_app_src_push_buffer(GST_APP_SRC(src), b); /* takes b; a flushing leg refuses: nothing to do */
+}
 
 /* Streaming thread: a sample goes on to the leg, re-timed there. */
 static GstFlowReturn on_sample(GstAppSink *sink, gpointer data)
 {
     GstElement *src = data ? *(GstElement **)data : NULL;
     GstSample *s = gst_app_sink_pull_sample(sink);
-    GstBuffer *b;
 
     if (!s)
         return GST_FLOW_EOS;
-    b = gst_sample_get_buffer(s);
-    if (b && src) {
-        b = gst_buffer_copy(b); /* shares the memory; the metadata is ours */
-        GST_BUFFER_PTS(b) = GST_BUFFER_DTS(b) = GST_CLOCK_TIME_NONE;
-        GST_BUFFER_DURATION(b) = GST_CLOCK_TIME_NONE;
-        gst_app_src_push_buffer(GST_APP_SRC(src), b); /* takes b; a flushing leg refuses: nothing to do */
-    }
+    push(src, s);
     gst_sample_unref(s);
     return GST_FLOW_OK;
 }
@@ -74,16 +79,18 @@ static int wait_state(igw_vcam_player *p)
 
 static int seek_to(igw_vcam_player *p, int64_t ms)
 {
-    /* KEY_UNIT: the receiver's decoder starts on a keyframe; SNAP_BEFORE:
-     * the one at or before ms, so nothing asked for is skipped. */
+    /* KEY_UNIT: the receiver's decoder starts on a keyframe, the nearest
+     * (a keyframe a second: never more than half a second off). Positions
+     * are stream time, from the file's first timestamp on (segments keep
+     * the recorder's running time). */
     if (!gst_element_seek_simple(p->pipe, GST_FORMAT_TIME,
-                                 GST_SEEK_FLAG_FLUSH | GST_SEEK_FLAG_KEY_UNIT | GST_SEEK_FLAG_SNAP_BEFORE,
-                                 (gint64)(p->start_ms + ms) * GST_MSECOND))
+                                 GST_SEEK_FLAG_FLUSH | GST_SEEK_FLAG_KEY_UNIT | GST_SEEK_FLAG_SNAP_NEAREST,
+                                 (gint64)ms * GST_MSECOND))
         return -1;
     return wait_state(p);
 }
 
-igw_vcam_player *igw_vcam_player_new(const char *path, int64_t media_start_ms, int audio,
+igw_vcam_player *igw_vcam_player_new(const char *path, int audio,
                                      const igw_vcam_player_cbs *cbs, void *user, char *err, size_t errlen)
 {
     igw_vcam_player *p = g_new0(igw_vcam_player, 1);
@@ -95,7 +102,6 @@ igw_vcam_player *igw_vcam_player_new(const char *path, int64_t media_start_ms, i
     p->cbs = *cbs;
     p->user = user;
     p->audio = audio != 0;
-    p->start_ms = media_start_ms;
     /* Both appsinks sync: the recording plays at its own pace, audio and
      * video together. Audio is asked for only when the leg has it: a
      * demuxer pad left unlinked would stop the pipeline. */
@@ -137,11 +143,6 @@ igw_vcam_player *igw_vcam_player_new(const char *path, int64_t media_start_ms, i
         snprintf(err, errlen, "%s does not preroll", path);
         goto fail;
     }
-    /* Segments keep the recorder's timestamps: position 0 is the first. */
-    if (seek_to(p, 0) < 0) {
-        snprintf(err, errlen, "%s: cannot seek to its start", path);
-        goto fail;
-    }
     return p;
 fail:
     igw_vcam_player_free(p);
@@ -167,6 +168,19 @@ void igw_vcam_player_attach(igw_vcam_player *p, GstElement *vsrc, GstElement *as
     p->asrc = asrc && p->asink ? gst_object_ref(asrc) : NULL;
 }
 
+void igw_vcam_player_prime(igw_vcam_player *p)
+{
+    GstElement *sinks[2] = {p->vsink, p->asink}, *srcs[2] = {p->vsrc, p->asrc};
+
+    for (int i = 0; i < 2; i++) {
+        GstSample *s = sinks[i] && srcs[i] ? gst_app_sink_try_pull_preroll(GST_APP_SINK(sinks[i]), 0) : NULL;
+        if (s) {
+            push(srcs[i], s);
+            gst_sample_unref(s);
+        }
+    }
+}
+
 int igw_vcam_player_set_playing(igw_vcam_player *p, int playing)
 {
     if (gst_element_set_state(p->pipe, playing ? GST_STATE_PLAYING : GST_STATE_PAUSED) == GST_STATE_CHANGE_FAILURE)
@@ -187,8 +201,8 @@ int64_t igw_vcam_player_position(igw_vcam_player *p)
 
     if (!gst_element_query_position(p->pipe, GST_FORMAT_TIME, &pos) || pos < 0)
         return 0;
-    pos = pos / (gint64)GST_MSECOND - p->start_ms;
-    return pos > 0 ? pos : 0;
+    /* Stream time: matroskademux counts from the file's first timestamp. */
+    return pos / (gint64)GST_MSECOND;
 }
 
 int igw_vcam_player_playing(const igw_vcam_player *p)

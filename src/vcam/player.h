@@ -26,9 +26,9 @@ typedef struct igw_vcam_player_cbs {
 } igw_vcam_player_cbs;
 
 /* Opens path (audio: it has an Opus track to play) and prerolls it at its
- * start, paused (media_start_ms: its first timestamp, position 0). Waits up
- * to a few seconds for the preroll. NULL with err when it cannot. */
-igw_vcam_player *igw_vcam_player_new(const char *path, int64_t media_start_ms, int audio,
+ * start, paused. Waits up to a few seconds for the preroll. NULL with err
+ * when it cannot. */
+igw_vcam_player *igw_vcam_player_new(const char *path, int audio,
                                      const igw_vcam_player_cbs *cbs, void *user, char *err, size_t errlen);
 
 /* The caps of what the player puts out (video: H264 byte-stream, AUs;
@@ -38,6 +38,12 @@ GstCaps *igw_vcam_player_caps(igw_vcam_player *p, int video);
 /* Where the samples go: the leg's appsrc elements (asrc may be NULL: audio
  * dropped). Set once, before the first play; p keeps a reference. */
 void igw_vcam_player_attach(igw_vcam_player *p, GstElement *vsrc, GstElement *asrc);
+
+/* Pushes a copy of each prerolled sample to the attached appsrcs, so that
+ * their caps travel down the leg (webrtcbin offers only once every sink pad
+ * has caps); the leg must drop these buffers (a closed valve that forwards
+ * sticky events). */
+void igw_vcam_player_prime(igw_vcam_player *p);
 
 /* Play or pause (waits for the state, bounded). 0 or -1. */
 int igw_vcam_player_set_playing(igw_vcam_player *p, int playing);

@@ -34,7 +34,6 @@ typedef struct entry {
     igw_vcam_recording pub; /* pub.id points at id */
     char id[IGW_VCAM_RECORDING_ID_MAX + 1];
     char *path; /* the .mkv */
-    int64_t media_start_ms;
 } entry;
 
 struct igw_vcam_recorder {
@@ -121,9 +120,9 @@ static int sidecar_write(const igw_vcam_recorder *r, const entry *e)
     char *path = file_of(r, e->id, ".json");
     GError *err = NULL;
     char *text = g_strdup_printf("{\"recordingId\":\"%s\",\"startTimeMs\":%lld,\"endTimeMs\":%lld,\"durationMs\":%lld,"
-                                 "\"mediaStartMs\":%lld,\"recordingVersion\":%d,\"audio\":%s}\n",
+                                 "\"recordingVersion\":%d,\"audio\":%s}\n",
                                  e->id, (long long)e->pub.start_ms, (long long)e->pub.end_ms,
-                                 (long long)e->pub.duration_ms, (long long)e->media_start_ms, e->pub.version,
+                                 (long long)e->pub.duration_ms, e->pub.version,
                                  e->pub.audio ? "true" : "false");
     int rc = 0;
 
@@ -148,7 +147,7 @@ static int sidecar_read(const igw_vcam_recorder *r, const char *id, entry *e)
     igw_str key, s;
     int more, rc = -1;
     bool audio = false;
-    int64_t start = -1, end = -1, dur = -1, mstart = -1, ver = -1;
+    int64_t start = -1, end = -1, dur = -1, ver = -1;
 
     if (!g_file_get_contents(path, &text, &len, NULL) || len > SIDECAR_MAX) {
         rlog("%s: unreadable or over %d bytes", path, SIDECAR_MAX);
@@ -168,8 +167,6 @@ static int sidecar_read(const igw_vcam_recorder *r, const char *id, entry *e)
                 k = igw_json_int(&j, &end, 1, IGW_JSON_SAFE_MAX);
             else if (IS("durationMs"))
                 k = igw_json_int(&j, &dur, 0, IGW_JSON_SAFE_MAX);
-            else if (IS("mediaStartMs"))
-                k = igw_json_int(&j, &mstart, 0, IGW_JSON_SAFE_MAX);
             else if (IS("recordingVersion"))
                 k = igw_json_int(&j, &ver, 1, INT32_MAX);
             else if (IS("audio"))
@@ -181,15 +178,14 @@ static int sidecar_read(const igw_vcam_recorder *r, const char *id, entry *e)
                 break;
         }
         if (more == 0 && igw_json_finish(&j) == 0 && start == id_start(r, id) && end > start && dur >= 0 &&
-            dur <= end - start && mstart >= 0 && ver >= 1)
+            dur <= end - start && ver >= 1)
             rc = 0;
     }
     igw_arena_free(&a);
     if (rc < 0)
         rlog("%s: not a sidecar of this camera, ignored", path);
     else
-        *e = (entry){.pub = {.start_ms = start, .end_ms = end, .duration_ms = dur, .version = (int)ver, .audio = audio},
-                     .media_start_ms = mstart};
+        *e = (entry){.pub = {.start_ms = start, .end_ms = end, .duration_ms = dur, .version = (int)ver, .audio = audio}};
 out:
     g_free(text);
     g_free(path);
@@ -393,7 +389,6 @@ static void fragment_closed(igw_vcam_recorder *r, const char *location, GstClock
     }
     g_strlcpy(e.id, id, sizeof e.id);
     e.path = g_strdup(location);
-    e.media_start_ms = (int64_t)(start_rt / GST_MSECOND);
     e.pub = (igw_vcam_recording){.start_ms = start,
                                  .end_ms = start + (int64_t)((end_rt - start_rt + GST_MSECOND - 1) / GST_MSECOND),
                                  .duration_ms = (int64_t)((end_rt - start_rt) / GST_MSECOND),
@@ -558,15 +553,13 @@ const igw_vcam_recording *igw_vcam_recorder_list(igw_vcam_recorder *r, unsigned 
     return (const igw_vcam_recording *)(void *)r->list->data;
 }
 
-const igw_vcam_recording *igw_vcam_recorder_find(igw_vcam_recorder *r, const char *id, const char **path,
-                                                 int64_t *media_start_ms)
+const igw_vcam_recording *igw_vcam_recorder_find(igw_vcam_recorder *r, const char *id, const char **path)
 {
     for (guint i = 0; i < r->entries->len; i++) {
         entry *e = &g_array_index(r->entries, entry, i);
         if (strcmp(e->id, id) == 0) {
             e->pub.id = e->id;
             *path = e->path;
-            *media_start_ms = e->media_start_ms;
             return &e->pub;
         }
     }

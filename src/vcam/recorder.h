@@ -56,10 +56,8 @@ igw_vcam_recorder *igw_vcam_recorder_new(const igw_vcam_recorder_config *c, cons
 const igw_vcam_recording *igw_vcam_recorder_list(igw_vcam_recorder *r, unsigned *n);
 
 /* The recording id, or NULL. *path (the .mkv, valid until the main loop runs
- * again) and *media_start_ms (its first timestamp: segments keep the
- * recorder's running time) are set when found. */
-const igw_vcam_recording *igw_vcam_recorder_find(igw_vcam_recorder *r, const char *id, const char **path,
-                                                 int64_t *media_start_ms);
+ * again) is set when found. */
+const igw_vcam_recording *igw_vcam_recorder_find(igw_vcam_recorder *r, const char *id, const char **path);
 
 /* Ends the segment being written (it becomes a recording, up to about 2 s
  * waited for it) and frees everything. NULL is fine. */

@@ -110,6 +110,7 @@ typedef struct peer {
     igw_vcam_player *player;
     GstElement *vsrc, *asrc;
     int64_t rec_duration_ms;
+    int gates_open; /* played once */
 } peer;
 
 /* A removal not yet acknowledged, and the report it went in last. */
@@ -1065,7 +1066,26 @@ static int playback_caps(peer *p)
         gst_caps_unref(caps);
     }
     igw_vcam_player_attach(p->player, p->vsrc, p->asrc);
+    igw_vcam_player_prime(p->player);
     return 0;
+}
+
+/* The first play opens a playback leg's gates for good (pausing is the
+ * player's). */
+static void playback_open(peer *p)
+{
+    static const char *const names[] = {"vgate", "agate"};
+
+    if (p->gates_open)
+        return;
+    for (int i = 0; i < 2; i++) {
+        GstElement *g = gst_bin_get_by_name(GST_BIN(p->pipe), names[i]);
+        if (g) {
+            g_object_set(g, "drop", FALSE, NULL);
+            gst_object_unref(g);
+        }
+    }
+    p->gates_open = 1;
 }
 
 /* Builds p's pipeline with the tracks it has. Returns 0 or -1 (logged);
@@ -1090,11 +1110,16 @@ static int build_pipeline(peer *p)
     if (p->playback) {
         /* A recording: the player feeds the appsrcs (do-timestamp: the RTP
          * clock runs on across pauses and seeks); no encoder, so keyframe
-         * requests go unanswered (the recording has one a second). */
+         * requests go unanswered (the recording has one a second). The
+         * gates after the payloaders stay closed until the first play: the
+         * prerolled samples pushed at load bring the caps webrtcbin needs
+         * to offer (rtph264pay has them only once it saw an SPS), and
+         * their packets are dropped there. */
         if (p->video)
             g_string_append(desc, "appsrc name=vsrc is-live=true do-timestamp=true format=time max-bytes=4000000 "
                                   "! valve name=vvalve drop=false drop-mode=forward-sticky-events "
                                   "! rtph264pay config-interval=-1 aggregate-mode=zero-latency pt=96 "
+                                  "! valve name=vgate drop=true drop-mode=forward-sticky-events "
                                   "! application/x-rtp,media=video,encoding-name=H264,payload=96,"
                                   "rtcp-fb-nack-pli=(boolean)true,rtcp-fb-ccm-fir=(boolean)true "
                                   "! webrtc. ");
@@ -1102,6 +1127,7 @@ static int build_pipeline(peer *p)
             g_string_append(desc, "appsrc name=asrc is-live=true do-timestamp=true format=time max-bytes=1000000 "
                                   "! valve name=avalve drop=false drop-mode=forward-sticky-events "
                                   "! rtpopuspay pt=111 "
+                                  "! valve name=agate drop=true drop-mode=forward-sticky-events "
                                   "! capsfilter name=acaps "
                                   "caps=\"application/x-rtp,media=audio,encoding-name=OPUS,payload=111\" "
                                   "! webrtc. ");
@@ -1291,7 +1317,6 @@ static void invite_playback(vcam *v, const igw_vcam_invite *inv)
     const char *video = NULL, *audio = NULL, *path = NULL;
     const igw_vcam_recording *r = NULL;
     igw_vcam_player *pl;
-    int64_t media_start = 0;
     char err[256];
     int slot = -1;
     peer *p;
@@ -1315,7 +1340,7 @@ static void invite_playback(vcam *v, const igw_vcam_invite *inv)
         return;
     }
     if (v->rec)
-        r = igw_vcam_recorder_find(v->rec, inv->recording_id, &path, &media_start);
+        r = igw_vcam_recorder_find(v->rec, inv->recording_id, &path);
     if (!r || !g_file_test(path, G_FILE_TEST_IS_REGULAR)) {
         vlog("invite for leg %s: recording %s is unknown or gone", inv->leg, inv->recording_id);
         leg_bye(v, inv->leg, "recordingUnavailable");
@@ -1338,7 +1363,7 @@ static void invite_playback(vcam *v, const igw_vcam_invite *inv)
         decline(v, inv->leg, "as many playback legs as it can feed already");
         return;
     }
-    pl = igw_vcam_player_new(path, media_start, audio != NULL, &pcbs, v, err, sizeof err);
+    pl = igw_vcam_player_new(path, audio != NULL, &pcbs, v, err, sizeof err);
     if (!pl) {
         vlog("error: invite for leg %s: %s", inv->leg, err);
         leg_bye(v, inv->leg, "cameraError");
@@ -1506,6 +1531,7 @@ static int on_playback(void *user, const char *leg, uint32_t revision, igw_vcam_
     }
     switch (op) {
     case IGW_VCAM_PLAY:
+        playback_open(p);
         rc = igw_vcam_player_set_playing(p->player, 1);
         break;
     case IGW_VCAM_PAUSE:

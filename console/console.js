@@ -830,7 +830,8 @@ function showPlayback() {
     $('pb-recording').textContent = s ? `${s.rec.recordingId} (version ${s.rec.recordingVersion}, ${fmtMs(s.rec.durationMs)})` : 'none';
     $('pb-session-id').textContent = s ? s.sessionId : 'none';
     $('pb-phase').textContent = !s ? 'none'
-        : `${s.phase}${s.reason ? ' (' + s.reason + ')' : ''}${s.eventSeq ? ' eventSeq ' + s.eventSeq : ''}`;
+        : `${s.phase}${s.reason ? ' (' + s.reason + ')' : ''}` +
+          `${s.eventPositionMs !== null ? ' at ' + s.eventPositionMs + ' ms' : ''}${s.eventSeq ? ', eventSeq ' + s.eventSeq : ''}`;
     $('pb-phases').textContent = s ? s.phases.join(' → ') : 'none';
     $('pb-position').textContent = s && s.positionMs !== null ? `${s.positionMs} ms (${s.positionFrom})` : 'none';
     const ph = s ? s.phase : 'none';
@@ -848,8 +849,9 @@ function setPhase(s, phase, reason) {
 }
 
 // interaction.state of the playback: the phase is data.playback while the
-// session lives, then ended with its reason. An event older than one shown
-// (eventSeq) changes nothing.
+// session lives (with its positionMs), then ended with its reason. An event
+// older than one shown (eventSeq) changes nothing. The position line is the
+// last playbackControl result's.
 function onPlaybackState(ev) {
     const s = state.pb;
     const d = ev.data || {};
@@ -863,10 +865,7 @@ function onPlaybackState(ev) {
     } else if (d.playback) {
         setPhase(s, d.playback);
     }
-    if (Number.isSafeInteger(d.positionMs)) {
-        s.positionMs = d.positionMs;
-        s.positionFrom = `${d.playback || d.state} event`;
-    }
+    s.eventPositionMs = Number.isSafeInteger(d.positionMs) ? d.positionMs : null;
     showPlayback();
 }
 
@@ -909,7 +908,7 @@ async function openPlayback(rec) {
         if (!sessionId) throw new Error('interaction.open: the result carries no sessionId');
         const s = {
             sessionId, mediaRevision: data.mediaRevision || 1, pc: null, rec, phase: '', reason: '', phases: [],
-            eventSeq: 0, positionMs: null, positionFrom: '', statsTimer: 0,
+            eventSeq: 0, eventPositionMs: null, positionMs: null, positionFrom: '', statsTimer: 0,
         };
         state.pb = s;
         setPhase(s, data.state || 'invited');
@@ -1043,7 +1042,11 @@ $('rec-body').addEventListener('click', (e) => {
     const rec = b && state.rec.list[Number(b.dataset.index)];
     if (rec) openPlayback(rec);
 });
-$('pb-play').addEventListener('click', () => playbackControl('play'));
+$('pb-play').addEventListener('click', () => {
+    // Started by the click itself: a muted autoplay out of view would stay paused.
+    $('pb-video').play().catch(() => {});
+    playbackControl('play');
+});
 $('pb-pause').addEventListener('click', () => playbackControl('pause'));
 $('pb-stop').addEventListener('click', stopPlayback);
 $('pb-seek').addEventListener('input', () => ($('pb-seek-to').textContent = `${$('pb-seek').value} ms`));

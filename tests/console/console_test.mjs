@@ -367,13 +367,16 @@ async function recordingsTest(page, catT0, play) {
     const disabled = (id) => page.$eval(id, (b) => b.disabled);
 
     // Hold the page's mediaState connected until Play has been tried before ready.
-    let release;
+    let release, sent;
     const held = new Promise((res) => (release = res));
+    const passed = new Promise((res) => (sent = res)); // the held request went on (or could not)
     const releaseLater = setTimeout(release, 15000);
     await page.route('**/api/v1/im/interaction/commands', async (route) => {
         const c = route.request().postDataJSON().command;
-        if (c.method === 'interaction.mediaState' && c.params.state === 'connected') await held;
-        await route.continue();
+        const hold = c.method === 'interaction.mediaState' && c.params.state === 'connected';
+        if (hold) await held;
+        await route.continue().catch((e) => chk.check(false, `playback: the page's ${c.method} went on: ${e}`));
+        if (hold) sent();
     });
     await page.click(`#rec-body tr[data-recording-id="${rec.id}"] button.play`);
     await phaseIs(/^loaded/);
@@ -389,6 +392,7 @@ async function recordingsTest(page, catT0, play) {
         (await disabled('#pb-play')), `playback: Play before ready refused by the platform, shown: ${refused}`);
     clearTimeout(releaseLater);
     release();
+    await passed;
     await page.unroute('**/api/v1/im/interaction/commands');
     await phaseIs(/^ready/);
     chk.check(!(await disabled('#pb-play')) && (await disabled('#pb-pause')) && (await text(page, '#pb-peer-state')) === 'connected',
@@ -400,20 +404,27 @@ async function recordingsTest(page, catT0, play) {
     await page.click('#pb-play');
     await phaseIs(/^playing/);
     await eventually('playback: frames decoded after Play', async () => (await frames()) > 0, 5000);
-    await page.waitForFunction(() => {
-        const v = document.getElementById('pb-video');
-        return v.videoWidth > 0 && v.currentTime > 0.2 && !v.paused;
-    }, null, WAIT);
+    let el = {};
+    await eventually('playback: the video element shows the picture', async () => {
+        el = await page.evaluate(() => {
+            const v = document.getElementById('pb-video');
+            return { w: v.videoWidth, t: v.currentTime, paused: v.paused, rs: v.readyState,
+                shown: v.getVideoPlaybackQuality().totalVideoFrames };
+        });
+        return el.w > 0 && !el.paused && el.t > 0.2 && el.shown > 0;
+    }, 5000);
     chk.check(/^\d+ ms \(play result: playing\)$/.test(await text(page, '#pb-position')),
-        `playback: playing, the video plays, the position from the result (${await text(page, '#pb-position')})`);
+        `playback: playing, the video plays (${JSON.stringify(el)}), the position from the result (${await text(page, '#pb-position')})`);
 
     // Pause: frames stop (once the last ones in flight are decoded).
     await sleep(800);
     await page.click('#pb-pause');
     await phaseIs(/^paused/);
+    await page.waitForFunction(() => /pause: paused at/.test(document.getElementById('pb-status').textContent), null, WAIT);
     const pos = await text(page, '#pb-position');
     const at = Number(pos.split(' ')[0]);
     chk.check(/ \(pause result: paused\)$/.test(pos) && at > 0 && at < rec.duration, `playback: paused inside the recording (${pos})`);
+    chk.check(new RegExp(`^paused at ${at} ms, eventSeq \\d+$`).test(await phase()), `playback: the paused event's position (${await phase()})`);
     let f1 = await frames();
     for (let i = 0; i < 6; i++) {
         await sleep(600);
@@ -465,16 +476,19 @@ if (talk) {
     chk.done('console test (talk)');
 }
 if (recordings) {
+    let shown = null; // on a failure, what the page showed
     try {
         const frag = new URLSearchParams({ token, product, device, camera }).toString();
         const { page, problems, close } = await openPage(browser, frag);
+        shown = () => page.evaluate(() => ['rec-status', 'pb-phases', 'pb-status', 'pb-peer-state', 'pb-frames', 'error']
+            .map((id) => `${id}: ${document.getElementById(id).textContent}`).join('\n'));
         await page.click('#connect');
         await page.waitForFunction(() => document.getElementById('ws-status').textContent === 'open', null, WAIT);
         await recordingsTest(page, catT0, thirdToken === 'play');
         chk.check(problems.length === 0, `recordings: no script error or CSP violation: ${problems.join(' | ')}`);
         await close();
     } catch (e) {
-        chk.check(false, `recordings: unexpected: ${e.stack || e}`);
+        chk.check(false, `recordings: unexpected: ${e.stack || e}\n${shown ? await shown().catch(() => '') : ''}`);
     } finally {
         await browser.close();
     }

@@ -171,12 +171,12 @@ psql_q "INSERT INTO recordings (recording_id, product_id, device_name, camera_id
         FROM generate_series(0, 39) i" >/dev/null || fail "insert the catalog's rows"
 PLAY=
 if "$VCAM" --help 2>&1 | grep -q -- --record-dir; then
-    # The camera again, recording 6 s segments, once the broker has seen the last one go.
+    # The camera again, recording 10 s segments, once the broker has seen the last one go.
     PLAY=play
     for _ in $(seq 100); do [ "$(psql_q "SELECT online FROM devices WHERE product_id = '$P' AND device_name = '$D'")" = f ] && break; sleep 0.1; done
     mkdir "$TMP/rec" || fail "mkdir rec"
     "$VCAM" --mqtt "127.0.0.1:$IGW_MQTT_PORT" --product "$P" --device "$D" --secret "$(j .device.secret)" --camera-id "$CAM" \
-        --address "$IGW_NETNS_ADDR" --record-dir "$TMP/rec" --segment-ms 6000 --retain-s 600 2>"$TMP/vcam-rec.err" &
+        --address "$IGW_NETNS_ADDR" --record-dir "$TMP/rec" --segment-ms 10000 --retain-s 600 2>"$TMP/vcam-rec.err" &
     SUBPID=$!
     for _ in $(seq 100); do [ "$(psql_q "SELECT online FROM devices WHERE product_id = '$P' AND device_name = '$D'")" = t ] && break; sleep 0.1; done
 else

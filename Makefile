@@ -57,7 +57,7 @@ BENCH_DEB_PACKAGES := wrk janus gstreamer1.0-tools
 # ---- packages ------------------------------------------------------------------
 PKG_IGWD  := libh2o-evloop libpq hiredis libmosquitto
 PKG_MEDIA := nice libsrtp2 gio-2.0 glib-2.0 openssl
-PKG_VCAM  := gstreamer-1.0 gstreamer-webrtc-1.0 gstreamer-sdp-1.0 nice libmosquitto
+PKG_VCAM  := gstreamer-1.0 gstreamer-app-1.0 gstreamer-webrtc-1.0 gstreamer-sdp-1.0 nice libmosquitto
 # Evaluated once, when first used (pkg-config may be missing before `make deps`).
 pkg_cflags = $(or $(PKGC_$1),$(eval PKGC_$1 := $(shell pkg-config --cflags $($1)))$(PKGC_$1))
 pkg_libs   = $(or $(PKGL_$1),$(eval PKGL_$1 := $(shell pkg-config --libs $($1)))$(PKGL_$1))

@@ -27,6 +27,10 @@
 #define IGW_VCAM_REASON_MAX 128
 /* Tracks an invite may list. */
 #define IGW_VCAM_TRACKS_MAX 4
+/* Bytes of a recordingId (an Ident), and the entries or removed ids one
+ * recording report carries at most. */
+#define IGW_VCAM_RECORDING_ID_MAX 64
+#define IGW_VCAM_REPORT_MAX 64
 
 /* One track an invite asks for, as the platform named it. */
 typedef struct igw_vcam_track {
@@ -44,7 +48,30 @@ typedef struct igw_vcam_invite {
     uint32_t revision;     /* mediaRevision, >= 1 */
     unsigned ntracks;      /* 1..IGW_VCAM_TRACKS_MAX */
     igw_vcam_track tracks[IGW_VCAM_TRACKS_MAX];
+    /* params.recording: a playback leg of that recording (NULL: live). */
+    const char *recording_id;
+    int64_t recording_version;
 } igw_vcam_invite;
+
+/* One closed segment as the catalog report carries it (cameraId, the
+ * codecs' names and available: true are the transport's). */
+typedef struct igw_vcam_recording {
+    const char *id;
+    int64_t start_ms, end_ms; /* Unix ms of the first frame and of the end of the last */
+    int64_t duration_ms;      /* the media's, <= end_ms - start_ms */
+    int version;
+    int audio; /* has an Opus track */
+} igw_vcam_recording;
+
+/* playbackControl operations. */
+typedef enum igw_vcam_playback_op { IGW_VCAM_PLAY, IGW_VCAM_PAUSE, IGW_VCAM_SEEK } igw_vcam_playback_op;
+
+/* What a playbackControl did, for its reply. */
+typedef struct igw_vcam_playback_result {
+    int playing;         /* the state after it */
+    int64_t position_ms; /* from the recording's start */
+    char msg[128];       /* why, when not IGW_VCAM_CODE_OK */
+} igw_vcam_playback_result;
 
 /* trackControl results (the device protocol's codes). */
 #define IGW_VCAM_CODE_OK 200
@@ -82,6 +109,19 @@ typedef struct igw_vcam_signal_cbs {
     /* The platform ends leg (maybe not the active one, or none). The
      * transport has answered byeReply already. */
     void (*on_bye)(void *user, const char *leg, const char *reason);
+    /* Connected (the first time and after every reconnection), after the
+     * capability went up. May be NULL. */
+    void (*on_connected)(void *user);
+    /* playbackControl on leg: op (position_ms for a seek, >= 0), revision 0
+     * when the message had none. Fills r and returns IGW_VCAM_CODE_OK,
+     * _NOTFOUND (no such playback leg or revision) or _BAD (r->msg says why);
+     * the transport answers playbackControlReply with it. Required when
+     * max_upstreams > 1 (a camera that records). */
+    int (*on_playback)(void *user, const char *leg, uint32_t revision, igw_vcam_playback_op op,
+                       int64_t position_ms, igw_vcam_playback_result *r);
+    /* The reply to the recording report sent with token: code (200 or the
+     * platform's refusal, msg then set or ""). May be NULL. */
+    void (*on_recording_reply)(void *user, const char *token, int64_t code, const char *msg);
 } igw_vcam_signal_cbs;
 
 typedef struct igw_vcam_signal igw_vcam_signal;
@@ -96,6 +136,12 @@ typedef struct igw_vcam_signal_ops {
     int (*send_state)(igw_vcam_signal *sig, const char *leg, uint32_t revision, const char *state);
     /* Ends leg from the camera's side with reason. NULL for stdio. 0 or -1. */
     int (*send_bye)(igw_vcam_signal *sig, const char *leg, const char *reason);
+    /* One recording report: recs (n <= IGW_VCAM_REPORT_MAX new or changed
+     * entries) and removed (nremoved <= IGW_VCAM_REPORT_MAX ids), at least
+     * one of them non-empty. The fresh msgToken goes to token (cap bytes).
+     * NULL for stdio. 0, or -1 when not sent (not connected, too big). */
+    int (*send_recordings)(igw_vcam_signal *sig, const igw_vcam_recording *recs, unsigned n,
+                           const char *const *removed, unsigned nremoved, char *token, size_t cap);
     /* Stops delivering callbacks and frees the transport (MQTT: waits up to
      * a second for what was sent to be acknowledged, then disconnects). */
     void (*destroy)(igw_vcam_signal *sig);
@@ -128,6 +174,8 @@ typedef struct igw_vcam_mqtt_config {
     char camera_id[IGW_VCAM_ID_MAX + 1];
     int microphone; /* the capability's microphone; also: "mic" tracks are offered */
     int speaker;    /* the capability's speaker; also: "speaker" tracks are played */
+    int max_upstreams; /* the capability's maxUpstreams (0: 1) */
+    int recordings;    /* the camera records: $media/down/recording is subscribed too */
     int keepalive_s;
 } igw_vcam_mqtt_config;
 
@@ -147,7 +195,8 @@ int igw_vcam_mqtt_config_check(const igw_vcam_mqtt_config *c, char *err, size_t 
  * handled there. Connects (clientID {P}&{D}, a fresh signed username and
  * password before every connection attempt) and keeps reconnecting with
  * backoff; on every CONNACK subscribes $media/down/{session,capability}/P/D
- * (QoS 1) and reports the capability. Messages over IGW_VCAM_SIGNAL_MAX + 4
+ * (QoS 1; with c->recordings $media/down/recording/P/D too), reports the
+ * capability and calls on_connected. Messages over IGW_VCAM_SIGNAL_MAX + 4
  * KiB, malformed JSON and unknown methods are logged and dropped. c is
  * copied. Returns NULL (logged) when libmosquitto cannot be set up; an
  * unreachable broker is not an error (it is retried). */

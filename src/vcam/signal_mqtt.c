@@ -35,6 +35,9 @@
 #define TOPIC_MAX (16 + 2 * IGW_DEVAUTH_NAME_MAX + 16)
 #define CREDENTIAL_S (24 * 3600) /* the signed username's lifetime */
 #define FLUSH_MS 1000            /* what destroy waits for PUBACKs */
+/* Offers waiting for their mediaOfferReply: one per leg, a live leg and the
+ * playback legs beside it (the oldest is forgotten when full). */
+#define OFFERS_MAX 8
 
 typedef struct item {
     enum { IT_CONNECT, IT_DISCONNECT, IT_MESSAGE } kind;
@@ -54,15 +57,19 @@ typedef struct mqtt_signal {
     guint watch;
     gint inflight; /* QoS 1 publishes not yet acknowledged (atomic) */
     int connected; /* the main loop's view */
-    char up_session[TOPIC_MAX], up_capability[TOPIC_MAX];
-    char down_session[TOPIC_MAX], down_capability[TOPIC_MAX];
+    char up_session[TOPIC_MAX], up_capability[TOPIC_MAX], up_recording[TOPIC_MAX];
+    char down_session[TOPIC_MAX], down_capability[TOPIC_MAX], down_recording[TOPIC_MAX];
     char token_prefix[16];
     unsigned token_seq;
-    /* The one offer waiting for its mediaOfferReply. */
-    int offer_pending;
-    char offer_token[IGW_VCAM_TOKEN_MAX + 1];
-    char offer_leg[IGW_VCAM_LEG_MAX + 1];
-    uint32_t offer_rev;
+    /* The offers waiting for their mediaOfferReply, the newest of each leg
+     * (used: leg[0] != 0; seq orders them for eviction). */
+    struct offer {
+        char token[IGW_VCAM_TOKEN_MAX + 1];
+        char leg[IGW_VCAM_LEG_MAX + 1];
+        uint32_t rev;
+        unsigned seq;
+    } offers[OFFERS_MAX];
+    unsigned offer_seq;
     igw_arena arena;
     igw_jw w;
 } mqtt_signal;
@@ -426,7 +433,7 @@ static void report_capability(mqtt_signal *s)
     igw_jw_bool(w, s->c.microphone != 0);
     igw_jw_key(w, "speaker", 7);
     igw_jw_bool(w, s->c.speaker != 0);
-    kv_int(w, "maxUpstreams", 1);
+    kv_int(w, "maxUpstreams", s->c.max_upstreams > 0 ? s->c.max_upstreams : 1);
     kv_str(w, "confirmPolicy", "auto");
     igw_jw_object_end(w);
     igw_jw_object_end(w);
@@ -467,10 +474,36 @@ static void leg_message(mqtt_signal *s, const char *method, const char *leg, cha
     igw_jw_object_begin(w);
 }
 
+/* The slot of leg's outstanding offer, else a free one, else the oldest. */
+static struct offer *offer_slot(mqtt_signal *s, const char *leg)
+{
+    struct offer *free_slot = NULL, *oldest = &s->offers[0];
+
+    for (int i = 0; i < OFFERS_MAX; i++) {
+        struct offer *o = &s->offers[i];
+        if (o->leg[0] && strcmp(o->leg, leg) == 0)
+            return o;
+        if (!o->leg[0] && !free_slot)
+            free_slot = o;
+        if (o->seq < oldest->seq)
+            oldest = o;
+    }
+    return free_slot ? free_slot : oldest;
+}
+
+/* Forgets leg's outstanding offer, if any. */
+static void offer_forget(mqtt_signal *s, const char *leg)
+{
+    for (int i = 0; i < OFFERS_MAX; i++)
+        if (s->offers[i].leg[0] && strcmp(s->offers[i].leg, leg) == 0)
+            s->offers[i].leg[0] = '\0';
+}
+
 static int mqtt_send_offer(igw_vcam_signal *sig, const char *leg, uint32_t revision, const char *sdp)
 {
     mqtt_signal *s = (mqtt_signal *)sig;
     igw_jw *w = &s->w;
+    struct offer *o;
     char tok[64];
 
     leg_message(s, "mediaOffer", leg, tok, sizeof tok);
@@ -484,11 +517,12 @@ static int mqtt_send_offer(igw_vcam_signal *sig, const char *leg, uint32_t revis
     igw_jw_object_end(w);
     if (publish(s, s->up_session, "mediaOffer") < 0)
         return -1;
-    /* Only the newest offer's reply counts. */
-    s->offer_pending = 1;
-    g_strlcpy(s->offer_token, tok, sizeof s->offer_token);
-    g_strlcpy(s->offer_leg, leg, sizeof s->offer_leg);
-    s->offer_rev = revision;
+    /* Only the newest offer of a leg has its reply counted. */
+    o = offer_slot(s, leg);
+    g_strlcpy(o->token, tok, sizeof o->token);
+    g_strlcpy(o->leg, leg, sizeof o->leg);
+    o->rev = revision;
+    o->seq = ++s->offer_seq;
     return 0;
 }
 
@@ -516,9 +550,63 @@ static int mqtt_send_bye(igw_vcam_signal *sig, const char *leg, const char *reas
     kv_str(w, "reason", reason);
     igw_jw_object_end(w);
     igw_jw_object_end(w);
-    if (s->offer_pending && strcmp(s->offer_leg, leg) == 0)
-        s->offer_pending = 0;
+    offer_forget(s, leg);
     return publish(s, s->up_session, "bye");
+}
+
+static void recording_entry(mqtt_signal *s, const igw_vcam_recording *r)
+{
+    igw_jw *w = &s->w;
+
+    igw_jw_object_begin(w);
+    kv_str(w, "recordingId", r->id);
+    kv_str(w, "cameraId", s->c.camera_id);
+    kv_int(w, "startTimeMs", r->start_ms);
+    kv_int(w, "endTimeMs", r->end_ms);
+    kv_int(w, "durationMs", r->duration_ms);
+    igw_jw_key(w, "available", 9);
+    igw_jw_bool(w, true);
+    kv_str(w, "videoCodec", "H264");
+    if (r->audio)
+        kv_str(w, "audioCodec", "opus");
+    kv_int(w, "recordingVersion", r->version);
+    igw_jw_object_end(w);
+}
+
+static int mqtt_send_recordings(igw_vcam_signal *sig, const igw_vcam_recording *recs, unsigned n,
+                                const char *const *removed, unsigned nremoved, char *token, size_t cap)
+{
+    mqtt_signal *s = (mqtt_signal *)sig;
+    igw_jw *w = &s->w;
+
+    if ((n == 0 && nremoved == 0) || n > IGW_VCAM_REPORT_MAX || nremoved > IGW_VCAM_REPORT_MAX)
+        return -1;
+    /* Offline, the report would only queue in libmosquitto: the whole list
+     * goes up at the next connection anyway. */
+    if (!s->connected)
+        return -1;
+    igw_jw_object_begin(w);
+    kv_str(w, "method", "report");
+    kv_str(w, "msgToken", fresh_token(s, token, cap));
+    igw_jw_key(w, "params", 6);
+    igw_jw_object_begin(w);
+    if (n) {
+        igw_jw_key(w, "recordings", 10);
+        igw_jw_array_begin(w);
+        for (unsigned i = 0; i < n; i++)
+            recording_entry(s, &recs[i]);
+        igw_jw_array_end(w);
+    }
+    if (nremoved) {
+        igw_jw_key(w, "removed", 7);
+        igw_jw_array_begin(w);
+        for (unsigned i = 0; i < nremoved; i++)
+            igw_jw_string(w, removed[i], strlen(removed[i]));
+        igw_jw_array_end(w);
+    }
+    igw_jw_object_end(w);
+    igw_jw_object_end(w);
+    return publish(s, s->up_recording, "recording report");
 }
 
 /* ---- downlinks (main loop) ---- */
@@ -526,8 +614,9 @@ static int mqtt_send_bye(igw_vcam_signal *sig, const char *leg, const char *reas
 /* One downlink, as read: strings point into the payload or the arena. */
 typedef struct down {
     igw_str method, token, session, camera_id, track_id, operation, reason, data_session, ice_mode, sdp;
-    int64_t code, revision;
-    bool has_code, has_revision, has_tracks;
+    igw_str msg, recording_id;
+    int64_t code, revision, position_ms, recording_version;
+    bool has_code, has_revision, has_tracks, has_position, has_recording, has_recording_version;
     unsigned ntracks;
     igw_str track[IGW_VCAM_TRACKS_MAX][3]; /* id, kind, codec */
 } down;
@@ -575,7 +664,7 @@ static int parse_track(igw_json *j, igw_str out[3])
 /* The members of params or data. */
 static int parse_body(igw_json *j, down *d)
 {
-    enum { K_CAM, K_REV, K_TRACKS, K_TRACK, K_OP, K_REASON, K_SESSION, K_WEBRTC };
+    enum { K_CAM, K_REV, K_TRACKS, K_TRACK, K_OP, K_REASON, K_SESSION, K_WEBRTC, K_POS, K_REC };
     unsigned seen = 0;
     int dup = 0, more, rc;
     igw_str key;
@@ -605,6 +694,31 @@ static int parse_body(igw_json *j, down *d)
                     return igw_json_fail(j, IGW_JERR_LENGTH, "too many tracks");
                 rc = parse_track(j, d->track[d->ntracks++]);
             }
+        } else if (key_is(key, "positionMs", K_POS, &seen, &dup)) {
+            /* Any integer: a negative one is answered 100400, not dropped. */
+            rc = igw_json_int(j, &d->position_ms, -IGW_JSON_SAFE_MAX, IGW_JSON_SAFE_MAX);
+            d->has_position = true;
+        } else if (key_is(key, "recording", K_REC, &seen, &dup)) {
+            unsigned rseen = 0;
+            int rdup = 0, rmore;
+            igw_str rkey;
+            d->has_recording = true;
+            if (igw_json_object_begin(j) != 0)
+                return -1;
+            while ((rmore = igw_json_object_next(j, &rkey)) > 0) {
+                if (key_is(rkey, "recordingId", 0, &rseen, &rdup))
+                    rc = igw_json_string(j, &d->recording_id);
+                else if (key_is(rkey, "recordingVersion", 1, &rseen, &rdup)) {
+                    rc = igw_json_int(j, &d->recording_version, 0, IGW_JSON_SAFE_MAX);
+                    d->has_recording_version = true;
+                } else
+                    rc = skip_value(j);
+                if (rdup)
+                    return igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+                if (rc != 0)
+                    return -1;
+            }
+            rc = rmore;
         } else if (key_is(key, "webrtc", K_WEBRTC, &seen, &dup)) {
             unsigned wseen = 0;
             int wdup = 0, wmore;
@@ -637,7 +751,7 @@ static int parse_body(igw_json *j, down *d)
 
 static int parse_down(const char *buf, size_t len, igw_arena *a, down *d, igw_json *j)
 {
-    enum { K_METHOD, K_TOKEN, K_SESSION, K_CODE, K_BODY };
+    enum { K_METHOD, K_TOKEN, K_SESSION, K_CODE, K_BODY, K_MSG };
     unsigned seen = 0;
     int dup = 0, more, rc;
     igw_str key;
@@ -659,6 +773,8 @@ static int parse_down(const char *buf, size_t len, igw_arena *a, down *d, igw_js
         }
         else if (key_is(key, "params", K_BODY, &seen, &dup) || key_is(key, "data", K_BODY, &seen, &dup))
             rc = parse_body(j, d);
+        else if (key_is(key, "msg", K_MSG, &seen, &dup))
+            rc = igw_json_string(j, &d->msg);
         else
             rc = skip_value(j);
         if (dup)
@@ -698,6 +814,7 @@ static void on_capability(const down *d)
 static void on_invite(mqtt_signal *s, const down *d, const char *token, const char *leg)
 {
     char cam[IGW_VCAM_ID_MAX + 1], ids[IGW_VCAM_TRACKS_MAX][3][IGW_VCAM_ID_MAX + 1];
+    char rec[IGW_VCAM_RECORDING_ID_MAX + 1];
     igw_vcam_invite inv = {.leg = leg, .token = token, .camera_id = cam};
 
     if (cstr(cam, sizeof cam, d->camera_id) != 0 || !d->has_revision || !d->has_tracks || d->ntracks == 0) {
@@ -714,21 +831,33 @@ static void on_invite(mqtt_signal *s, const down *d, const char *token, const ch
         inv.tracks[i] = (igw_vcam_track){ids[i][0], ids[i][1], ids[i][2]};
     inv.ntracks = d->ntracks;
     inv.revision = (uint32_t)d->revision;
+    if (d->has_recording) {
+        if (cstr(rec, sizeof rec, d->recording_id) != 0 || !d->has_recording_version) {
+            mlog("invite %s: recording without a usable recordingId or recordingVersion, dropped", leg);
+            return;
+        }
+        inv.recording_id = rec;
+        inv.recording_version = d->recording_version;
+    }
     s->base.cbs.on_invite(s->base.user, &inv);
 }
 
 static void on_offer_reply(mqtt_signal *s, const down *d, const char *token)
 {
     char dleg[IGW_VCAM_LEG_MAX + 1], leg[IGW_VCAM_LEG_MAX + 1], *sdp;
+    struct offer *o = NULL;
     uint32_t rev;
 
-    if (!s->offer_pending || strcmp(token, s->offer_token) != 0) {
+    for (int i = 0; i < OFFERS_MAX && !o; i++)
+        if (s->offers[i].leg[0] && strcmp(token, s->offers[i].token) == 0)
+            o = &s->offers[i];
+    if (!o) {
         mlog("mediaOfferReply %s answers no outstanding offer, dropped", token);
         return;
     }
-    s->offer_pending = 0;
-    g_strlcpy(leg, s->offer_leg, sizeof leg);
-    rev = s->offer_rev;
+    g_strlcpy(leg, o->leg, sizeof leg);
+    rev = o->rev;
+    o->leg[0] = '\0';
     if (!d->has_code || d->code != 200) {
         char why[64];
         snprintf(why, sizeof why, "code %lld", d->has_code ? (long long)d->code : -1LL);
@@ -747,6 +876,68 @@ static void on_offer_reply(mqtt_signal *s, const down *d, const char *token)
     mlog("answer for %s revision %u (iceMode %.*s)", leg, rev, (int)(d->ice_mode.len > 8 ? 8 : d->ice_mode.len),
          d->ice_mode.ptr ? d->ice_mode.ptr : "?");
     s->base.cbs.on_answer(s->base.user, leg, rev, sdp);
+}
+
+static void on_playback_control(mqtt_signal *s, const down *d, const char *token, const char *leg)
+{
+    igw_vcam_playback_result r = {0};
+    igw_vcam_playback_op op;
+    igw_jw *w = &s->w;
+    int code;
+
+    if (str_is(d->operation, "play"))
+        op = IGW_VCAM_PLAY;
+    else if (str_is(d->operation, "pause"))
+        op = IGW_VCAM_PAUSE;
+    else if (str_is(d->operation, "seek"))
+        op = IGW_VCAM_SEEK;
+    else {
+        reply(s, IGW_VCAM_CODE_BAD, "playbackControlReply", token, leg, "operation is play, pause or seek");
+        return;
+    }
+    if (op == IGW_VCAM_SEEK && (!d->has_position || d->position_ms < 0)) {
+        reply(s, IGW_VCAM_CODE_BAD, "playbackControlReply", token, leg, "seek wants positionMs >= 0");
+        return;
+    }
+    if (!s->base.cbs.on_playback)
+        code = IGW_VCAM_CODE_NOTFOUND;
+    else
+        code = s->base.cbs.on_playback(s->base.user, leg, d->has_revision ? (uint32_t)d->revision : 0, op,
+                                       d->has_position ? d->position_ms : 0, &r);
+    if (code != IGW_VCAM_CODE_OK) {
+        reply(s, code, "playbackControlReply", token, leg,
+              r.msg[0] ? r.msg : code == IGW_VCAM_CODE_NOTFOUND ? "no such playback leg or revision" : "refused");
+        return;
+    }
+    igw_jw_object_begin(w);
+    kv_int(w, "code", code);
+    kv_str(w, "method", "playbackControlReply");
+    kv_str(w, "msgToken", token);
+    kv_str(w, "sessionId", leg);
+    igw_jw_key(w, "data", 4);
+    igw_jw_object_begin(w);
+    kv_str(w, "state", r.playing ? "playing" : "paused");
+    kv_int(w, "positionMs", r.position_ms);
+    igw_jw_object_end(w);
+    igw_jw_object_end(w);
+    publish(s, s->up_session, "playbackControlReply");
+}
+
+static void on_recording_down(mqtt_signal *s, const down *d)
+{
+    char token[IGW_VCAM_TOKEN_MAX + 1], msg[256] = "";
+
+    if (!str_is(d->method, "reportReply") || cstr(token, sizeof token, d->token) != 0) {
+        mlog("unexpected message on the recording topic (no reportReply with a msgToken), dropped");
+        return;
+    }
+    if (d->msg.len) {
+        size_t n = d->msg.len < sizeof msg - 1 ? d->msg.len : sizeof msg - 1;
+        memcpy(msg, d->msg.ptr, n);
+        msg[n] = '\0';
+    }
+    if (s->base.cbs.on_recording_reply)
+        s->base.cbs.on_recording_reply(s->base.user, token, d->has_code ? d->code : -1, msg);
 }
 
 static void on_session(mqtt_signal *s, const down *d)
@@ -795,9 +986,10 @@ static void on_session(mqtt_signal *s, const down *d)
             g_strlcpy(reason, "(too long)", sizeof reason);
         /* Idempotent: a bye for a leg that is not active is answered too. */
         reply(s, IGW_VCAM_CODE_OK, "byeReply", token, leg, NULL);
-        if (s->offer_pending && strcmp(s->offer_leg, leg) == 0)
-            s->offer_pending = 0;
+        offer_forget(s, leg);
         s->base.cbs.on_bye(s->base.user, leg, reason);
+    } else if (strcmp(method, "playbackControl") == 0) {
+        on_playback_control(s, d, token, leg);
     } else {
         mlog("unknown method \"%s\" (%s), dropped", method, token);
     }
@@ -813,6 +1005,8 @@ static void handle_message(mqtt_signal *s, const item *it)
         session = 1;
     else if (strcmp(it->topic, s->down_capability) == 0)
         session = 0;
+    else if (strcmp(it->topic, s->down_recording) == 0)
+        session = 2;
     else {
         mlog("message on unexpected topic %.200s, dropped", it->topic);
         return;
@@ -823,8 +1017,10 @@ static void handle_message(mqtt_signal *s, const item *it)
              j.reason ? j.reason : igw_json_errkind_name(j.err), j.path[0] ? j.path : "/");
         return;
     }
-    if (session)
+    if (session == 1)
         on_session(s, &d);
+    else if (session == 2)
+        on_recording_down(s, &d);
     else
         on_capability(&d);
 }
@@ -840,13 +1036,15 @@ static void handle_item(mqtt_signal *s, const item *it)
         s->connected = 1;
         mlog("connected to %s:%d as %s&%s", s->c.host, s->c.port, s->c.product, s->c.device);
         /* Clean session: subscriptions are made again on every CONNACK. */
-        for (int i = 0; i < 2; i++) {
-            const char *t = i ? s->down_capability : s->down_session;
+        for (int i = 0; i < (s->c.recordings ? 3 : 2); i++) {
+            const char *t = i == 0 ? s->down_session : i == 1 ? s->down_capability : s->down_recording;
             int rc = mosquitto_subscribe(s->m, NULL, t, 1);
             if (rc != MOSQ_ERR_SUCCESS)
                 mlog("error: subscribe %s: %s", t, mosquitto_strerror(rc));
         }
         report_capability(s);
+        if (s->base.cbs.on_connected)
+            s->base.cbs.on_connected(s->base.user);
         break;
     case IT_DISCONNECT:
         s->connected = 0;
@@ -915,6 +1113,7 @@ static const igw_vcam_signal_ops mqtt_ops = {
     .send_offer = mqtt_send_offer,
     .send_state = mqtt_send_state,
     .send_bye = mqtt_send_bye,
+    .send_recordings = mqtt_send_recordings,
     .destroy = mqtt_destroy,
 };
 
@@ -945,6 +1144,8 @@ igw_vcam_signal *igw_vcam_signal_mqtt_new(const igw_vcam_mqtt_config *c, const i
     snprintf(s->up_capability, sizeof s->up_capability, "$media/up/capability/%s/%s", c->product, c->device);
     snprintf(s->down_session, sizeof s->down_session, "$media/down/session/%s/%s", c->product, c->device);
     snprintf(s->down_capability, sizeof s->down_capability, "$media/down/capability/%s/%s", c->product, c->device);
+    snprintf(s->up_recording, sizeof s->up_recording, "$media/up/recording/%s/%s", c->product, c->device);
+    snprintf(s->down_recording, sizeof s->down_recording, "$media/down/recording/%s/%s", c->product, c->device);
     snprintf(client_id, sizeof client_id, "%s&%s", c->product, c->device);
     mosquitto_lib_init();
     s->q = g_async_queue_new();

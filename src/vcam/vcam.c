@@ -11,8 +11,10 @@
  * Two modes. stdio (the default): one peer with video and audio, built at
  * start, signaling as JSON lines. Device (--mqtt / --device-file): igw-vcam
  * is a device on the broker; each leg the platform invites gets a fresh
- * peer (pipeline + webrtcbin) with exactly the tracks asked, one leg at a
- * time, torn down on bye, on a newer invite or when it fails.
+ * peer (pipeline + webrtcbin) with exactly the tracks asked, one live leg at
+ * a time, torn down on bye, on a newer invite or when it fails. With
+ * --record-dir it also records (recorder.h), reports the catalog, and plays
+ * recordings in playback legs beside the live one (player.h).
  *
  * Threads: GStreamer, libnice and libmosquitto call back on their own
  * threads; those callbacks only queue work onto the main loop, where all
@@ -25,6 +27,8 @@
 /* webrtcbin's library is "unstable API" in 1.22; we accept that knowingly. */
 #define GST_USE_UNSTABLE_API 1
 
+#include "player.h"
+#include "recorder.h"
 #include "signal.h"
 #include "webrtcbin.h"
 
@@ -42,6 +46,11 @@
 #include <string.h>
 
 #define GATHER_TIMEOUT_S 10
+/* Playback legs at once, beside the one live leg: the capability's
+ * maxUpstreams is 1 + this when the camera records. */
+#define PLAYBACK_MAX 3
+/* Removals kept for the platform until acknowledged (the oldest go first). */
+#define REMOVALS_MAX 4096
 
 typedef struct vcam_opts {
     int width, height, fps, bitrate_kbps, key_int_s;
@@ -51,6 +60,8 @@ typedef struct vcam_opts {
     int device; /* --mqtt or --device-file given */
     int speaker; /* stdio: --speaker; device: mqtt.speaker (--no-speaker clears it) */
     const char *speaker_log; /* --speaker-log: one JSON line per level message */
+    const char *record_dir;  /* --record-dir: record, report, play back */
+    int segment_ms, retain_s;
     igw_vcam_mqtt_config mqtt;
 } vcam_opts;
 
@@ -95,13 +106,29 @@ typedef struct peer {
     guint cand_mline;
     char *ufrag;
     int ice_state, pc_state; /* last states seen, -1 before any */
+    /* A playback leg: the recording it plays, loaded before the offer, and
+     * the appsrcs it feeds (in place of the test sources and encoders). */
+    int playback;
+    igw_vcam_player *player;
+    GstElement *vsrc, *asrc;
+    int64_t rec_duration_ms;
+    int gates_open; /* played once */
 } peer;
+
+/* A removal not yet acknowledged, and the report it went in last. */
+typedef struct removal {
+    char id[IGW_VCAM_RECORDING_ID_MAX + 1];
+    char token[64]; /* "" when not sent since the last connection */
+} removal;
 
 struct vcam {
     vcam_opts o;
     GMainLoop *loop;
     igw_vcam_signal *sig;
-    peer *peer; /* the active peer, or NULL (device mode between legs) */
+    peer *peer; /* the live peer, or NULL (device mode between legs) */
+    peer *pb[PLAYBACK_MAX]; /* playback legs (device mode with --record-dir) */
+    igw_vcam_recorder *rec; /* --record-dir */
+    GArray *removals;       /* removal, oldest first */
     unsigned serials;
     FILE *spk_log;      /* --speaker-log, or NULL */
     int spk_log_failed; /* a write failed: logged once, nothing written after */
@@ -146,12 +173,34 @@ static void vcam_stop(vcam *v, const char *why)
     g_main_loop_quit(v->loop);
 }
 
-/* The peer a tag names, if it is still the active one. */
+/* The leg with serial, live or playback, or NULL. */
+static peer *peer_by_serial(vcam *v, unsigned serial)
+{
+    if (v->peer && v->peer->serial == serial)
+        return v->peer;
+    for (int i = 0; i < PLAYBACK_MAX; i++)
+        if (v->pb[i] && v->pb[i]->serial == serial)
+            return v->pb[i];
+    return NULL;
+}
+
+/* The leg with id leg, live or playback, or NULL. */
+static peer *peer_by_leg(vcam *v, const char *leg)
+{
+    if (v->peer && strcmp(v->peer->leg, leg) == 0)
+        return v->peer;
+    for (int i = 0; i < PLAYBACK_MAX; i++)
+        if (v->pb[i] && strcmp(v->pb[i]->leg, leg) == 0)
+            return v->pb[i];
+    return NULL;
+}
+
+/* The peer a tag names, if it is still an active one. */
 static peer *peer_of(const peer_tag *t)
 {
-    peer *p = t->v->peer;
+    peer *p = peer_by_serial(t->v, t->serial);
 
-    return p && p->serial == t->serial && !p->failed && !t->v->stopping ? p : NULL;
+    return p && !p->failed && !t->v->stopping ? p : NULL;
 }
 
 static peer_tag *tag_new(peer *p)
@@ -173,6 +222,12 @@ static void peer_free(peer *p)
         g_source_remove(p->spk_timer);
     if (p->bus_watch)
         g_source_remove(p->bus_watch);
+    /* The player first: it pushes into this pipeline's appsrcs. */
+    igw_vcam_player_free(p->player);
+    if (p->vsrc)
+        gst_object_unref(p->vsrc);
+    if (p->asrc)
+        gst_object_unref(p->asrc);
     if (p->pipe)
         gst_element_set_state(p->pipe, GST_STATE_NULL);
     if (p->avalve)
@@ -193,25 +248,27 @@ static void peer_free(peer *p)
     g_free(p);
 }
 
-/* Ends the active leg on the camera's side (device mode). */
-static void leg_end(vcam *v, const char *why)
+/* Ends leg p on the camera's side (device mode). */
+static void leg_end(vcam *v, peer *p, const char *why)
 {
-    peer *p = v->peer;
-
     if (!p)
         return;
-    vlog("leg %s revision %u ended: %s", p->leg, p->revision, why);
-    v->peer = NULL;
+    vlog("%sleg %s revision %u ended: %s", p->playback ? "playback " : "", p->leg, p->revision, why);
+    if (v->peer == p)
+        v->peer = NULL;
+    for (int i = 0; i < PLAYBACK_MAX; i++)
+        if (v->pb[i] == p)
+            v->pb[i] = NULL;
     peer_free(p);
 }
 
 static gboolean main_reap(gpointer data)
 {
     peer_tag *t = data;
-    peer *p = t->v->peer;
+    peer *p = peer_by_serial(t->v, t->serial);
 
-    if (p && p->serial == t->serial)
-        leg_end(t->v, "failed");
+    if (p)
+        leg_end(t->v, p, "failed");
     return G_SOURCE_REMOVE;
 }
 
@@ -669,7 +726,7 @@ static void make_offer(peer *p)
 static void on_answer(void *user, const char *leg, uint32_t revision, const char *sdp)
 {
     vcam *v = user;
-    peer *p = v->peer;
+    peer *p = peer_by_leg(v, leg);
     GstSDPMessage *msg = NULL;
     GstWebRTCSessionDescription *answer;
     const GstStructure *reply;
@@ -993,6 +1050,46 @@ static int set_directions(peer *p, GstWebRTCRTPTransceiver *spk)
     return rc;
 }
 
+/* A playback leg's appsrcs take the caps the player puts out; the player
+ * feeds them from its first play on. 0 or -1 (logged). */
+static int playback_caps(peer *p)
+{
+    GstElement *src[2] = {p->vsrc, p->asrc};
+
+    for (int i = 0; i < 2; i++) {
+        GstCaps *caps;
+        if (!src[i])
+            continue;
+        if (!(caps = igw_vcam_player_caps(p->player, i == 0))) {
+            vlog("error: the recording's %s has no caps", i == 0 ? "video" : "audio");
+            return -1;
+        }
+        g_object_set(src[i], "caps", caps, NULL);
+        gst_caps_unref(caps);
+    }
+    igw_vcam_player_attach(p->player, p->vsrc, p->asrc);
+    igw_vcam_player_prime(p->player);
+    return 0;
+}
+
+/* The first play opens a playback leg's gates for good (pausing is the
+ * player's). */
+static void playback_open(peer *p)
+{
+    static const char *const names[] = {"vgate", "agate"};
+
+    if (p->gates_open)
+        return;
+    for (int i = 0; i < 2; i++) {
+        GstElement *g = gst_bin_get_by_name(GST_BIN(p->pipe), names[i]);
+        if (g) {
+            g_object_set(g, "drop", FALSE, NULL);
+            gst_object_unref(g);
+        }
+    }
+    p->gates_open = 1;
+}
+
 /* Builds p's pipeline with the tracks it has. Returns 0 or -1 (logged);
  * on failure the caller frees p. */
 static int build_pipeline(peer *p)
@@ -1012,7 +1109,31 @@ static int build_pipeline(peer *p)
      * (open unless a trackControl paused the track) stop RTP before the
      * payloader; sticky events still pass, so a resume needs no
      * renegotiation, only a keyframe. */
-    if (p->video)
+    if (p->playback) {
+        /* A recording: the player feeds the appsrcs (do-timestamp: the RTP
+         * clock runs on across pauses and seeks); no encoder, so keyframe
+         * requests go unanswered (the recording has one a second). The
+         * gates after the payloaders stay closed until the first play: the
+         * prerolled samples pushed at load bring the caps webrtcbin needs
+         * to offer (rtph264pay has them only once it saw an SPS), and
+         * their packets are dropped there. */
+        if (p->video)
+            g_string_append(desc, "appsrc name=vsrc is-live=true do-timestamp=true format=time max-bytes=4000000 "
+                                  "! valve name=vvalve drop=false drop-mode=forward-sticky-events "
+                                  "! rtph264pay config-interval=-1 aggregate-mode=zero-latency pt=96 "
+                                  "! valve name=vgate drop=true drop-mode=forward-sticky-events "
+                                  "! application/x-rtp,media=video,encoding-name=H264,payload=96,"
+                                  "rtcp-fb-nack-pli=(boolean)true,rtcp-fb-ccm-fir=(boolean)true "
+                                  "! webrtc. ");
+        if (p->audio)
+            g_string_append(desc, "appsrc name=asrc is-live=true do-timestamp=true format=time max-bytes=1000000 "
+                                  "! valve name=avalve drop=false drop-mode=forward-sticky-events "
+                                  "! rtpopuspay pt=111 "
+                                  "! valve name=agate drop=true drop-mode=forward-sticky-events "
+                                  "! capsfilter name=acaps "
+                                  "caps=\"application/x-rtp,media=audio,encoding-name=OPUS,payload=111\" "
+                                  "! webrtc. ");
+    } else if (p->video)
         g_string_append_printf(
             desc,
             "videotestsrc is-live=true pattern=%s "
@@ -1030,7 +1151,7 @@ static int build_pipeline(peer *p)
             "rtcp-fb-nack-pli=(boolean)true,rtcp-fb-ccm-fir=(boolean)true "
             "! webrtc. ",
             o->pattern, o->width, o->height, o->fps, o->bitrate_kbps, o->key_int_s * o->fps);
-    if (p->audio)
+    if (p->audio && !p->playback)
         g_string_append(desc, "audiotestsrc is-live=true wave=sine freq=440 volume=0.3 "
                               "! audioconvert ! audioresample ! queue max-size-time=100000000 "
                               "! opusenc ! valve name=avalve drop=false drop-mode=forward-sticky-events "
@@ -1060,15 +1181,22 @@ static int build_pipeline(peer *p)
     }
     p->webrtc = gst_bin_get_by_name(GST_BIN(p->pipe), "webrtc");
     if (p->video) {
-        p->venc = gst_bin_get_by_name(GST_BIN(p->pipe), "venc");
+        p->venc = p->playback ? NULL : gst_bin_get_by_name(GST_BIN(p->pipe), "venc");
         p->vvalve = gst_bin_get_by_name(GST_BIN(p->pipe), "vvalve");
     }
     if (p->audio)
         p->avalve = gst_bin_get_by_name(GST_BIN(p->pipe), "avalve");
-    if (!p->webrtc || (p->video && (!p->venc || !p->vvalve)) || (p->audio && !p->avalve)) {
-        vlog("error: pipeline without webrtcbin, encoder or valve");
+    if (p->playback) {
+        p->vsrc = p->video ? gst_bin_get_by_name(GST_BIN(p->pipe), "vsrc") : NULL;
+        p->asrc = p->audio ? gst_bin_get_by_name(GST_BIN(p->pipe), "asrc") : NULL;
+    }
+    if (!p->webrtc || (p->video && ((!p->playback && !p->venc) || !p->vvalve)) || (p->audio && !p->avalve) ||
+        (p->playback && ((p->video && !p->vsrc) || (p->audio && !p->asrc)))) {
+        vlog("error: pipeline without webrtcbin, encoder, source or valve");
         return -1;
     }
+    if (p->playback && playback_caps(p) < 0)
+        return -1;
     if (p->venc) {
         pad = gst_element_get_static_pad(p->venc, "src");
         gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_EVENT_UPSTREAM, on_venc_upstream, p->v, NULL);
@@ -1108,12 +1236,15 @@ static int build_pipeline(peer *p)
 }
 
 /* A new peer with the tracks asked, playing: its offer follows on the main
- * loop. NULL (logged) on failure. */
+ * loop. With player (taken, freed on failure too) it is a playback leg
+ * fed by it. NULL (logged) on failure. */
 static peer *peer_start(vcam *v, const char *leg, const char *token, uint32_t revision, const char *video_track,
-                        const char *audio_track, int speaker)
+                        const char *audio_track, int speaker, igw_vcam_player *player)
 {
     peer *p = g_new0(peer, 1);
 
+    p->player = player;
+    p->playback = player != NULL;
     p->v = v;
     p->serial = ++v->serials;
     p->ice_state = p->pc_state = -1;
@@ -1149,23 +1280,133 @@ static void decline(vcam *v, const char *leg, const char *why)
         vlog("error: cannot send the bye for leg %s", leg);
 }
 
+static void leg_bye(vcam *v, const char *leg, const char *reason)
+{
+    if (v->sig->ops->send_bye(v->sig, leg, reason) == 0)
+        vlog("bye sent for leg %s (%s)", leg, reason);
+    else
+        vlog("error: cannot send the bye for leg %s", leg);
+}
+
+static void on_player_eos(void *user, igw_vcam_player *pl)
+{
+    vcam *v = user;
+
+    for (int i = 0; i < PLAYBACK_MAX; i++)
+        if (v->pb[i] && v->pb[i]->player == pl && !v->pb[i]->failed) {
+            peer *p = v->pb[i];
+            leg_bye(v, p->leg, "recordingEnded");
+            leg_end(v, p, "the recording ended");
+            return;
+        }
+}
+
+static void on_player_error(void *user, igw_vcam_player *pl, const char *why)
+{
+    vcam *v = user;
+
+    for (int i = 0; i < PLAYBACK_MAX; i++)
+        if (v->pb[i] && v->pb[i]->player == pl) {
+            peer_fail(v->pb[i], "player: %s", why);
+            return;
+        }
+}
+
+/* An invite with params.recording: a playback leg, beside the live one. */
+static void invite_playback(vcam *v, const igw_vcam_invite *inv)
+{
+    static const igw_vcam_player_cbs pcbs = {.on_eos = on_player_eos, .on_error = on_player_error};
+    const char *video = NULL, *audio = NULL, *path = NULL;
+    const igw_vcam_recording *r = NULL;
+    igw_vcam_player *pl;
+    char err[256];
+    int slot = -1;
+    peer *p;
+
+    for (unsigned i = 0; i < inv->ntracks; i++) {
+        const igw_vcam_track *t = &inv->tracks[i];
+        if (strcmp(t->kind, "video") == 0 && g_ascii_strcasecmp(t->codec, "H264") == 0 && !video) {
+            video = t->id;
+        } else if (strcmp(t->kind, "audio") == 0 && g_ascii_strcasecmp(t->codec, "opus") == 0 && !audio &&
+                   strcmp(t->id, "speaker") != 0) {
+            audio = t->id;
+        } else {
+            char why[256];
+            snprintf(why, sizeof why, "track %s (%s %s) is not one a recording has", t->id, t->kind, t->codec);
+            decline(v, inv->leg, why);
+            return;
+        }
+    }
+    if (!video || (audio && strcmp(video, audio) == 0)) {
+        decline(v, inv->leg, "a playback leg has one video track (and one audio track)");
+        return;
+    }
+    if (v->rec)
+        r = igw_vcam_recorder_find(v->rec, inv->recording_id, &path);
+    if (!r || !g_file_test(path, G_FILE_TEST_IS_REGULAR)) {
+        vlog("invite for leg %s: recording %s is unknown or gone", inv->leg, inv->recording_id);
+        leg_bye(v, inv->leg, "recordingUnavailable");
+        return;
+    }
+    if (r->version != inv->recording_version) {
+        vlog("invite for leg %s: recording %s is version %d, not %lld", inv->leg, inv->recording_id, r->version,
+             (long long)inv->recording_version);
+        leg_bye(v, inv->leg, "recordingChanged");
+        return;
+    }
+    if (audio && !r->audio) {
+        decline(v, inv->leg, "an audio track, and the recording has none");
+        return;
+    }
+    for (int i = 0; i < PLAYBACK_MAX && slot < 0; i++)
+        if (!v->pb[i])
+            slot = i;
+    if (slot < 0) {
+        decline(v, inv->leg, "as many playback legs as it can feed already");
+        return;
+    }
+    pl = igw_vcam_player_new(path, audio != NULL, &pcbs, v, err, sizeof err);
+    if (!pl) {
+        vlog("error: invite for leg %s: %s", inv->leg, err);
+        leg_bye(v, inv->leg, "cameraError");
+        return;
+    }
+    vlog("invite for leg %s revision %u: playback of %s (%lld ms) loaded, paused at 0: %s%s%s", inv->leg,
+         inv->revision, r->id, (long long)r->duration_ms, video, audio ? " + " : "", audio ? audio : "");
+    p = peer_start(v, inv->leg, inv->token, inv->revision, video, audio, 0, pl);
+    if (!p) {
+        leg_bye(v, inv->leg, "cameraError");
+        return;
+    }
+    p->rec_duration_ms = r->duration_ms;
+    v->pb[slot] = p;
+}
+
 static void on_invite(void *user, const igw_vcam_invite *inv)
 {
     vcam *v = user;
     const char *video = NULL, *audio = NULL, *speaker = NULL;
-    peer *p = v->peer;
+    peer *p = peer_by_leg(v, inv->leg);
 
     if (v->stopping)
         return;
     /* A redelivered invite (QoS 1 may repeat) is the same leg, revision and
      * token: the leg it made goes on. */
-    if (p && !p->failed && strcmp(p->leg, inv->leg) == 0 && p->revision == inv->revision &&
-        strcmp(p->token, inv->token) == 0) {
+    if (p && !p->failed && p->revision == inv->revision && strcmp(p->token, inv->token) == 0) {
         vlog("invite %s for leg %s again, ignored", inv->token, inv->leg);
         return;
     }
     if (strcmp(inv->camera_id, v->o.mqtt.camera_id) != 0) {
         decline(v, inv->leg, "unknown cameraId");
+        return;
+    }
+    /* The platform is authoritative: a new invite for a leg replaces it. */
+    if (p && p != v->peer)
+        leg_end(v, p, "replaced by a new invite");
+    if (inv->recording_id) {
+        if (p && p == v->peer)
+            leg_end(v, p, "replaced by a new invite");
+        invite_playback(v, inv);
         return;
     }
     for (unsigned i = 0; i < inv->ntracks; i++) {
@@ -1206,14 +1447,14 @@ static void on_invite(void *user, const igw_vcam_invite *inv)
         decline(v, inv->leg, "two tracks with one trackId");
         return;
     }
-    /* One leg at a time, and the platform is authoritative: the new invite
-     * replaces whatever leg there was. */
+    /* One live leg at a time, and the platform is authoritative: the new
+     * invite replaces whatever live leg there was. */
     if (v->peer)
-        leg_end(v, "replaced by a new invite");
+        leg_end(v, v->peer, "replaced by a new invite");
     vlog("invite for leg %s revision %u: %s%s%s%s%s", inv->leg, inv->revision, video ? video : "",
          video && audio ? " + " : "", audio ? audio : "", (video || audio) && speaker ? " + " : "",
          speaker ? speaker : "");
-    v->peer = peer_start(v, inv->leg, inv->token, inv->revision, video, audio, speaker != NULL);
+    v->peer = peer_start(v, inv->leg, inv->token, inv->revision, video, audio, speaker != NULL, NULL);
     if (!v->peer && v->sig->ops->send_bye(v->sig, inv->leg, "cameraError") == 0)
         vlog("bye sent for leg %s (cameraError)", inv->leg);
 }
@@ -1221,20 +1462,20 @@ static void on_invite(void *user, const igw_vcam_invite *inv)
 static void on_offer_failed(void *user, const char *leg, uint32_t revision, const char *why)
 {
     vcam *v = user;
-    peer *p = v->peer;
+    peer *p = peer_by_leg(v, leg);
 
     vlog("offer for leg %s revision %u refused: %s", leg, revision, why);
-    if (p && strcmp(p->leg, leg) == 0 && p->revision == revision)
-        leg_end(v, "its offer was refused");
+    if (p && p->revision == revision)
+        leg_end(v, p, "its offer was refused");
 }
 
 static int on_track(void *user, const char *leg, uint32_t revision, const char *track, int pause)
 {
     vcam *v = user;
-    peer *p = v->peer;
+    peer *p = peer_by_leg(v, leg);
     GstElement *valve;
 
-    if (!p || p->failed || strcmp(p->leg, leg) != 0 || (revision && revision != p->revision)) {
+    if (!p || p->failed || (revision && revision != p->revision)) {
         vlog("trackControl for leg %s revision %u, which is not active", leg, revision);
         return IGW_VCAM_CODE_NOTFOUND;
     }
@@ -1267,14 +1508,163 @@ static int on_track(void *user, const char *leg, uint32_t revision, const char *
 static void on_bye(void *user, const char *leg, const char *reason)
 {
     vcam *v = user;
+    peer *p = peer_by_leg(v, leg);
 
-    if (v->peer && strcmp(v->peer->leg, leg) == 0) {
+    if (p) {
         char why[IGW_VCAM_REASON_MAX + 32];
         snprintf(why, sizeof why, "bye from the platform (%s)", reason[0] ? reason : "no reason");
-        leg_end(v, why);
+        leg_end(v, p, why);
     } else {
         vlog("bye for leg %s, which is not active (%s)", leg, reason[0] ? reason : "no reason");
     }
+}
+
+static int on_playback(void *user, const char *leg, uint32_t revision, igw_vcam_playback_op op, int64_t position_ms,
+                       igw_vcam_playback_result *r)
+{
+    static const char *const names[] = {"play", "pause", "seek"};
+    vcam *v = user;
+    peer *p = peer_by_leg(v, leg);
+    int rc = 0;
+
+    if (!p || !p->playback || p->failed || (revision && revision != p->revision)) {
+        vlog("playbackControl for leg %s revision %u, which is not an active playback leg", leg, revision);
+        return IGW_VCAM_CODE_NOTFOUND;
+    }
+    switch (op) {
+    case IGW_VCAM_PLAY:
+        playback_open(p);
+        rc = igw_vcam_player_set_playing(p->player, 1);
+        break;
+    case IGW_VCAM_PAUSE:
+        rc = igw_vcam_player_set_playing(p->player, 0);
+        break;
+    case IGW_VCAM_SEEK:
+        if (position_ms > p->rec_duration_ms) {
+            snprintf(r->msg, sizeof r->msg, "positionMs %lld is beyond the duration (%lld ms)",
+                     (long long)position_ms, (long long)p->rec_duration_ms);
+            return IGW_VCAM_CODE_BAD;
+        }
+        rc = igw_vcam_player_seek(p->player, position_ms);
+        break;
+    }
+    if (rc < 0) {
+        snprintf(r->msg, sizeof r->msg, "the player could not %s", names[op]);
+        peer_fail(p, "playbackControl %s: the player did not follow", names[op]);
+        return IGW_VCAM_CODE_BAD;
+    }
+    r->playing = igw_vcam_player_playing(p->player);
+    r->position_ms = igw_vcam_player_position(p->player);
+    if (r->position_ms > p->rec_duration_ms)
+        r->position_ms = p->rec_duration_ms;
+    vlog("playback leg %s: %s -> %s at %lld ms", leg, names[op], r->playing ? "playing" : "paused",
+         (long long)r->position_ms);
+    return IGW_VCAM_CODE_OK;
+}
+
+/* ---- the recording catalog, reported (device mode with --record-dir) ---- */
+
+/* Sends the removals not sent since the last connection, in reports of at
+ * most IGW_VCAM_REPORT_MAX; they stay queued until answered. */
+static void removals_flush(vcam *v)
+{
+    const char *ids[IGW_VCAM_REPORT_MAX];
+    guint idx[IGW_VCAM_REPORT_MAX];
+    guint i = 0;
+
+    while (i < v->removals->len) {
+        unsigned n = 0;
+        char tok[64];
+        for (; i < v->removals->len && n < IGW_VCAM_REPORT_MAX; i++) {
+            removal *r = &g_array_index(v->removals, removal, i);
+            if (!r->token[0]) {
+                idx[n] = i;
+                ids[n++] = r->id;
+            }
+        }
+        if (n == 0)
+            break;
+        if (v->sig->ops->send_recordings(v->sig, NULL, 0, ids, n, tok, sizeof tok) < 0) {
+            vlog("%u removal(s) not reported now (offline): they go at the next connection", n);
+            return;
+        }
+        for (unsigned k = 0; k < n; k++)
+            g_strlcpy(g_array_index(v->removals, removal, idx[k]).token, tok, sizeof tok);
+        vlog("recording report %s sent: 0 recording(s), %u removed", tok, n);
+    }
+}
+
+static void rec_on_closed(void *user, const igw_vcam_recording *r)
+{
+    vcam *v = user;
+    char tok[64];
+
+    if (v->sig->ops->send_recordings(v->sig, r, 1, NULL, 0, tok, sizeof tok) == 0)
+        vlog("recording report %s sent: 1 recording(s) (%s), 0 removed", tok, r->id);
+    else
+        vlog("recording %s not reported now (offline): it goes with the list at the next connection", r->id);
+}
+
+static void rec_on_removed(void *user, const char *const *ids, unsigned n)
+{
+    vcam *v = user;
+
+    for (unsigned i = 0; i < n; i++) {
+        removal r = {.token = ""};
+        if (v->removals->len >= REMOVALS_MAX) {
+            vlog("warning: over %d removals unacknowledged: the oldest (%s) is forgotten", REMOVALS_MAX,
+                 g_array_index(v->removals, removal, 0).id);
+            g_array_remove_index(v->removals, 0);
+        }
+        g_strlcpy(r.id, ids[i], sizeof r.id);
+        g_array_append_val(v->removals, r);
+    }
+    removals_flush(v);
+}
+
+/* Every connection: the whole catalog (idempotent upserts) and the
+ * removals not acknowledged yet. */
+static void on_connected(void *user)
+{
+    vcam *v = user;
+    const igw_vcam_recording *list;
+    unsigned n = 0;
+
+    if (!v->rec)
+        return;
+    list = igw_vcam_recorder_list(v->rec, &n);
+    for (unsigned i = 0; i < n; i += IGW_VCAM_REPORT_MAX) {
+        unsigned k = n - i < IGW_VCAM_REPORT_MAX ? n - i : IGW_VCAM_REPORT_MAX;
+        char tok[64];
+        if (v->sig->ops->send_recordings(v->sig, list + i, k, NULL, 0, tok, sizeof tok) < 0) {
+            vlog("error: the recording list could not be sent");
+            break;
+        }
+        vlog("recording report %s sent: %u recording(s), 0 removed (the list, %u..%u of %u)", tok, k, i + 1, i + k,
+             n);
+    }
+    for (guint i = 0; i < v->removals->len; i++)
+        g_array_index(v->removals, removal, i).token[0] = '\0';
+    removals_flush(v);
+}
+
+static void on_recording_reply(void *user, const char *token, int64_t code, const char *msg)
+{
+    vcam *v = user;
+    guint acked = 0;
+
+    /* 200: its removals are acknowledged. Anything else: logged, and that
+     * report is not retried (its removals go too). */
+    for (guint i = v->removals->len; i-- > 0;)
+        if (strcmp(g_array_index(v->removals, removal, i).token, token) == 0) {
+            g_array_remove_index(v->removals, i);
+            acked++;
+        }
+    if (code == 200)
+        vlog("recording report %s: code 200%s", token, acked ? " (its removals acknowledged)" : "");
+    else
+        vlog("recording report %s refused: code %lld (%s), not retried", token, (long long)code,
+             msg[0] ? msg : "no msg");
 }
 
 /* ---- options ---- */
@@ -1304,7 +1694,7 @@ static void usage(FILE *f)
             "  -h, --help         this text\n"
             "As a device on the MQTT broker (docs/device-protocol.md, \"Media\"): the\n"
             "platform invites legs on $media/down/session/P/D, the camera answers each\n"
-            "with a fresh peer offering exactly the tracks asked (one leg at a time).\n"
+            "with a fresh peer offering exactly the tracks asked (one live leg at a time).\n"
             "  --mqtt HOST:PORT   the broker (clientID P&D, a signed username/password)\n"
             "  --product P        productID\n"
             "  --device D         deviceName\n"
@@ -1317,6 +1707,14 @@ static void usage(FILE *f)
             "  --no-mic           no microphone: invites with a mic track are declined\n"
             "  --no-speaker       no speaker (capability speaker: false): invites with a\n"
             "                     speaker track are declined\n"
+            "  --record-dir DIR   record for the whole run into DIR (320x240@15 H264 + Opus,\n"
+            "                     Matroska segments, <id>.mkv + <id>.json each), report the\n"
+            "                     recordings on $media/up/recording/P/D and play them back\n"
+            "                     in playback legs (capability maxUpstreams 4: one live leg\n"
+            "                     and up to 3 playback legs)\n"
+            "  --segment-ms N     length of a recording (default 60000)\n"
+            "  --retain-s S       recordings whose end is older are deleted (default 3600;\n"
+            "                     at most 1000 kept whatever their age)\n"
             "More cameras: one igw-vcam process per device; register each device first\n"
             "(build/igwctl device add --product P --device D2 ..., then camera add) and\n"
             "start another igw-vcam with its --device and --secret; all may share --address.\n"
@@ -1379,7 +1777,7 @@ static int parse_opts(int argc, char **argv, vcam_opts *o)
     enum {
         O_WIDTH = 256, O_HEIGHT, O_FPS, O_BITRATE, O_KEYINT, O_ADDRESS, O_PATTERN, O_SIGNAL,
         O_MQTT, O_PRODUCT, O_DEVICE, O_SECRET, O_DEVFILE, O_CAMERA, O_NOMIC, O_NOSPEAKER, O_SPEAKER,
-        O_SPEAKER_LOG
+        O_SPEAKER_LOG, O_RECDIR, O_SEGMENT, O_RETAIN
     };
     static const struct option longopts[] = {
         {"width", required_argument, NULL, O_WIDTH},
@@ -1400,6 +1798,9 @@ static int parse_opts(int argc, char **argv, vcam_opts *o)
         {"no-speaker", no_argument, NULL, O_NOSPEAKER},
         {"speaker", no_argument, NULL, O_SPEAKER},
         {"speaker-log", required_argument, NULL, O_SPEAKER_LOG},
+        {"record-dir", required_argument, NULL, O_RECDIR},
+        {"segment-ms", required_argument, NULL, O_SEGMENT},
+        {"retain-s", required_argument, NULL, O_RETAIN},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -1411,6 +1812,7 @@ static int parse_opts(int argc, char **argv, vcam_opts *o)
 
     *o = (vcam_opts){.width = 640, .height = 360, .fps = 30, .bitrate_kbps = 1000, .key_int_s = 10,
                      .address = "127.0.0.1", .pattern = "smpte", .signal = "stdio",
+                     .segment_ms = 60000, .retain_s = 3600,
                      .mqtt = {.microphone = 1, .speaker = 1}};
     opterr = 0;
     while ((c = getopt_long(argc, argv, "vh", longopts, NULL)) != -1) {
@@ -1432,6 +1834,9 @@ static int parse_opts(int argc, char **argv, vcam_opts *o)
         case O_NOSPEAKER: device_opts = 1; mc->speaker = 0; break;
         case O_SPEAKER: o->speaker = 1; break;
         case O_SPEAKER_LOG: o->speaker_log = optarg; break;
+        case O_RECDIR: device_opts = 1; o->record_dir = optarg; break;
+        case O_SEGMENT: device_opts = 1; rc |= parse_int("segment-ms", optarg, 1000, 3600000, &o->segment_ms); break;
+        case O_RETAIN: device_opts = 1; rc |= parse_int("retain-s", optarg, 1, 10 * 365 * 24 * 3600, &o->retain_s); break;
         case O_DEVFILE: o->device = 1; devfile = optarg; break;
         case 'v': verbose = 1; break;
         case 'h': usage(stdout); exit(0);
@@ -1473,8 +1878,8 @@ static int parse_opts(int argc, char **argv, vcam_opts *o)
     }
     if (!o->device) {
         if (device_opts) {
-            fprintf(stderr, "vcam: error: --product, --device, --secret, --camera-id, --no-mic and "
-                            "--no-speaker need --mqtt or --device-file\n");
+            fprintf(stderr, "vcam: error: --product, --device, --secret, --camera-id, --no-mic, "
+                            "--no-speaker, --record-dir, --segment-ms and --retain-s need --mqtt or --device-file\n");
             return -1;
         }
         return 0;
@@ -1494,6 +1899,12 @@ static int parse_opts(int argc, char **argv, vcam_opts *o)
         fprintf(stderr, "vcam: error: %s\n", err);
         return -1;
     }
+    if (o->record_dir && (!o->record_dir[0] || igw_vcam_recorder_id_ok(mc->camera_id, err, sizeof err) < 0)) {
+        fprintf(stderr, "vcam: error: %s\n", o->record_dir[0] ? err : "--record-dir wants a directory");
+        return -1;
+    }
+    mc->max_upstreams = o->record_dir ? 1 + PLAYBACK_MAX : 1;
+    mc->recordings = o->record_dir != NULL;
     return 0;
 }
 
@@ -1507,8 +1918,13 @@ int main(int argc, char **argv)
         .on_offer_failed = on_offer_failed,
         .on_track = on_track,
         .on_bye = on_bye,
+        .on_connected = on_connected,
+        .on_playback = on_playback,
+        .on_recording_reply = on_recording_reply,
     };
     vcam v = {.exit_code = 0};
+
+    v.removals = g_array_new(FALSE, FALSE, sizeof(removal));
     guint sig_term = 0, sig_int = 0;
 
     if (parse_opts(argc, argv, &v.o) < 0)
@@ -1537,10 +1953,24 @@ int main(int argc, char **argv)
              v.o.mqtt.device, v.o.mqtt.camera_id, v.o.mqtt.host, v.o.mqtt.port, v.o.width, v.o.height, v.o.fps,
              v.o.bitrate_kbps, v.o.mqtt.microphone ? " + Opus" : ", no microphone",
              v.o.mqtt.speaker ? ", a speaker" : ", no speaker", v.o.address);
+        /* After the transport: what retention removes at start is queued
+         * for the first connection, which the main loop delivers. */
+        if (v.o.record_dir) {
+            static const igw_vcam_recorder_cbs rcbs = {.on_closed = rec_on_closed, .on_removed = rec_on_removed};
+            igw_vcam_recorder_config rc = {.dir = v.o.record_dir, .camera_id = v.o.mqtt.camera_id,
+                                           .pattern = v.o.pattern, .segment_ms = v.o.segment_ms,
+                                           .retain_s = v.o.retain_s, .audio = v.o.mqtt.microphone};
+            char err[512];
+            if (!(v.rec = igw_vcam_recorder_new(&rc, &rcbs, &v, err, sizeof err))) {
+                vlog("error: %s", err);
+                v.exit_code = 1;
+                goto out;
+            }
+        }
     } else {
         /* The peer first: its offer waits for the main loop, and the
          * transport's callbacks expect it. */
-        v.peer = peer_start(&v, "", "", 0, "video", "audio", v.o.speaker);
+        v.peer = peer_start(&v, "", "", 0, "video", "audio", v.o.speaker, NULL);
         if (!v.peer) {
             v.exit_code = 1;
             goto out;
@@ -1561,14 +1991,25 @@ int main(int argc, char **argv)
     g_source_remove(sig_int);
     vlog("keyframes: %d requested, %d encoded", g_atomic_int_get(&v.keyframes_requested),
          g_atomic_int_get(&v.keyframes_encoded));
-    /* A device says goodbye for its leg; the transport's destroy waits a
+    /* A device says goodbye for its legs; the transport's destroy waits a
      * moment for the broker to take it. */
     if (v.o.device && v.peer && !v.peer->failed && v.sig->ops->send_bye(v.sig, v.peer->leg, "cameraShutdown") == 0)
         vlog("bye sent for leg %s (cameraShutdown)", v.peer->leg);
+    for (int i = 0; i < PLAYBACK_MAX; i++)
+        if (v.pb[i] && !v.pb[i]->failed && v.sig->ops->send_bye(v.sig, v.pb[i]->leg, "cameraShutdown") == 0)
+            vlog("bye sent for leg %s (cameraShutdown)", v.pb[i]->leg);
 out:
     v.stopping = 1;
     peer_free(v.peer);
     v.peer = NULL;
+    for (int i = 0; i < PLAYBACK_MAX; i++) {
+        peer_free(v.pb[i]);
+        v.pb[i] = NULL;
+    }
+    /* The segment being written is closed and reported while the transport
+     * is still there. */
+    igw_vcam_recorder_free(v.rec);
+    v.rec = NULL;
     if (v.sig)
         v.sig->ops->destroy(v.sig);
     /* Idle callbacks queued by late notifications point at v: drop them. */
@@ -1577,6 +2018,7 @@ out:
     g_main_loop_unref(v.loop);
     if (v.spk_log && fclose(v.spk_log) != 0 && !v.spk_log_failed)
         vlog("error: --speaker-log: %s", g_strerror(errno));
+    g_array_free(v.removals, TRUE);
     gst_deinit();
     return v.exit_code;
 }

@@ -24,6 +24,7 @@ P, D = "vcamprod", "vcam-dev-1"
 SECRET = "MDEyMzQ1Njc4OWFiY2RlZmdoaWo="
 UP_S, UP_C = f"$media/up/session/{P}/{D}", f"$media/up/capability/{P}/{D}"
 DOWN_S, DOWN_C = f"$media/down/session/{P}/{D}", f"$media/down/capability/{P}/{D}"
+UP_R, DOWN_R = f"$media/up/recording/{P}/{D}", f"$media/down/recording/{P}/{D}"
 VIDEO = {"trackId": "video-1", "kind": "video", "codec": "H264"}
 MIC = {"trackId": "mic", "kind": "audio", "codec": "opus"}
 SPEAKER = {"trackId": "speaker", "kind": "audio", "codec": "opus"}
@@ -311,6 +312,7 @@ def main():
     cams = []
     try:
         run(broker, plat, host, cams)
+        run_recordings(broker, plat, host, cams)
     finally:
         for c in cams:
             if c.proc.poll() is None:
@@ -563,6 +565,277 @@ def run(broker, plat, host, cams):
     except subprocess.TimeoutExpired:
         code = "hung"
     check(code == 0, f"SIGINT without a leg: exit 0 ({code})")
+
+
+# ---- recordings (issue 17): --record-dir, the catalog report, playback legs ----
+VIDEO_1 = {"trackId": "video-1", "kind": "video", "codec": "H264"}
+AUDIO_1 = {"trackId": "audio-1", "kind": "audio", "codec": "opus"}
+
+
+def report(plat, timeout):
+    """The next recording report the camera sent."""
+    return plat.wait(lambda t, m: t == UP_R, timeout)
+
+
+def report_reply(plat, rep, code=200, msg=None):
+    body = {"code": code, "method": "reportReply", "msgToken": rep["msgToken"]}
+    if code == 200:
+        body["data"] = {"stored": len(rep["params"].get("recordings", [])),
+                        "removed": len(rep["params"].get("removed", [])), "stale": 0}
+    else:
+        body["msg"] = msg or "impossible entry"
+    plat.send(body, DOWN_R)
+
+
+def playback(plat, leg, op, token, rev=1, pos=None):
+    prm = {"operation": op, "mediaRevision": rev}
+    if pos is not None:
+        prm["positionMs"] = pos
+    plat.send({"method": "playbackControl", "msgToken": token, "sessionId": leg, "params": prm})
+    return plat.wait(lambda t, m: t == UP_S and m.get("method") == "playbackControlReply" and
+                     m.get("msgToken") == token, 10)
+
+
+def invite_rec(plat, leg, rec_id, version=1, tracks=None, rev=1):
+    plat.send({"method": "invite", "msgToken": f"inv-{leg}-{rev}", "sessionId": leg,
+               "params": {"cameraId": "cam-1", "mediaRevision": rev, "tracks": tracks or [VIDEO_1, AUDIO_1],
+                          "recording": {"recordingId": rec_id, "recordingVersion": version}}})
+
+
+def silence_after(host, leg, t0, limit=2.0):
+    """Seconds from t0 until rtp_in stopped changing (then stable for 250 ms)."""
+    last, last_change = rtp_in(host, leg), t0
+    while time.time() - last_change < 0.25 and time.time() - t0 < limit:
+        time.sleep(0.01)
+        n = rtp_in(host, leg)
+        if n != last:
+            last, last_change = n, time.time()
+    return last_change - t0
+
+
+def run_recordings(broker, plat, host, cams):
+    recdir = os.path.join(DIR, "rec")
+    os.makedirs(recdir, exist_ok=True)
+    # What an earlier run left: an old recording (retention removes it at
+    # start and reports it), a segment cut short (no sidecar: deleted), and
+    # another camera's file (left alone).
+    now = int(time.time() * 1000)
+    old = f"rec-cam-1-{now - 600000}"
+    with open(os.path.join(recdir, old + ".mkv"), "wb") as f:
+        f.write(b"\x1a\x45\xdf\xa3")
+    with open(os.path.join(recdir, old + ".json"), "w") as f:
+        json.dump({"recordingId": old, "startTimeMs": now - 600000, "endTimeMs": now - 598000, "durationMs": 2000,
+                   "recordingVersion": 1, "audio": True}, f)
+    cut = os.path.join(recdir, f"rec-cam-1-{now - 1000}.mkv")
+    other = os.path.join(recdir, f"rec-cam-2-{now - 600000}.mkv")
+    for path in (cut, other):
+        with open(path, "wb") as f:
+            f.write(b"\x1a\x45\xdf\xa3")
+
+    r = subprocess.run([VCAM, "--record-dir", recdir], capture_output=True, text=True, timeout=10)
+    check(r.returncode == 2 and "need --mqtt" in r.stderr, f"--record-dir without a device: exit 2 ({r.returncode})")
+    r = subprocess.run([VCAM, "--mqtt", f"127.0.0.1:{PORT}", "--product", P, "--device", D, "--secret", SECRET,
+                        "--record-dir", recdir, "--camera-id", "a/b"], capture_output=True, text=True, timeout=10)
+    check(r.returncode == 2 and "vcam: error: " in r.stderr, f"--record-dir with a camera id unfit for files: exit 2 ({r.returncode})")
+
+    cam = Camera(["--mqtt", f"127.0.0.1:{PORT}", "--product", P, "--device", D, "--secret", SECRET,
+                  "--record-dir", recdir, "--segment-ms", "2000", "--retain-s", "6"], "cam3")
+    cams.append(cam)
+    cap = plat.wait(lambda t, m: t == UP_C, 15)
+    check(cap and cap["params"].get("maxUpstreams") == 4, f"recording: capability maxUpstreams 4 ({(cap or {}).get('params')})")
+    plat.send({"code": 200, "method": "reportReply", "msgToken": (cap or {}).get("msgToken")}, DOWN_C)
+    check(not os.path.exists(cut) and os.path.exists(other),
+          "at start: a segment without its sidecar is deleted, another camera's file is left alone")
+    check(not os.path.exists(os.path.join(recdir, old + ".mkv")) and
+          not os.path.exists(os.path.join(recdir, old + ".json")), "at start: the expired recording's files are gone")
+    first = report(plat, 5)
+    check(first and first.get("method") == "report" and first["params"].get("removed") == [old] and
+          "recordings" not in first["params"],
+          f"on connecting: the removal made at start is reported ({first})")
+    if first:
+        report_reply(plat, first, 100400, "impossible entry")  # not retried, even after a reconnection
+
+    # ---- closed segments are reported at once, well-formed ----
+    seen, removed, unanswered_removal = {}, [], None
+    refused_rec = None
+    deadline = time.time() + 20
+    while time.time() < deadline and (len(seen) < 3 or not removed):
+        rep = report(plat, max(0.1, deadline - time.time()))
+        if not rep:
+            break
+        prm = rep.get("params", {})
+        for e in prm.get("recordings", []):
+            check(e["recordingId"] not in seen, f"each recording is reported once while connected ({e['recordingId']})")
+            seen[e["recordingId"]] = e
+        if prm.get("removed"):
+            removed += prm["removed"]
+            if unanswered_removal is None:
+                unanswered_removal = prm["removed"]  # left unanswered: resent after a reconnection
+                continue
+        if refused_rec is None and prm.get("recordings"):
+            refused_rec = rep
+            report_reply(plat, rep, 100400)
+        else:
+            report_reply(plat, rep)
+    check(len(seen) >= 3, f"closed segments reported ({len(seen)})")
+    ok = True
+    for rid, e in seen.items():
+        ok &= check(e.get("cameraId") == "cam-1" and rid == f"rec-cam-1-{e.get('startTimeMs')}" and len(rid) <= 64 and
+                    e["endTimeMs"] > e["startTimeMs"] and 0 < e["durationMs"] <= e["endTimeMs"] - e["startTimeMs"] and
+                    abs(e["durationMs"] - 2000) <= 300 and e.get("available") is True and e.get("videoCodec") == "H264" and
+                    e.get("audioCodec") == "opus" and e.get("recordingVersion") == 1,
+                    f"a well-formed entry: {e}")
+    starts = sorted(e["startTimeMs"] for e in seen.values())
+    check(all(b - a >= 1900 for a, b in zip(starts, starts[1:])) and abs(starts[-1] / 1000 - time.time()) < 10,
+          f"segments follow each other, on the wall clock ({starts})")
+    sizes = [os.path.getsize(os.path.join(recdir, rid + ".mkv")) for rid in seen if rid not in removed]
+    check(sizes and all(s > 10000 for s in sizes), f"the kept recordings' files exist ({sizes} bytes)")
+    log(f"segment sizes (2 s, 320x240@15 H264 + Opus): {sizes} bytes")
+    check(removed and set(removed) <= set(seen) and min(seen, key=lambda i: seen[i]["startTimeMs"]) in removed,
+          f"retention (6 s): the oldest is reported removed ({removed})")
+    check(all(not os.path.exists(os.path.join(recdir, rid + ".mkv")) and
+              not os.path.exists(os.path.join(recdir, rid + ".json")) for rid in removed),
+          "retention: the removed recordings' files are gone")
+    time.sleep(0.3)
+    err = cam.stderr()
+    check("refused: code 100400" in err and first and f"recording report {first['msgToken']} refused" in err,
+          "a 100400 reply is logged")
+    check(refused_rec is not None and err.count(refused_rec["msgToken"] + " sent") == 1 and
+          "code 200" in err, "a refused report is not retried; 200 replies logged")
+
+    # ---- a reconnection resends the list and the unacknowledged removals ----
+    broker.stop()
+    plat.client.close()
+    time.sleep(0.5)
+    broker.start()
+    plat.connect()
+    cap = plat.wait(lambda t, m: t == UP_C, 15)
+    check(cap is not None, "recording camera reconnected")
+    kept = {e.split(".")[0] for e in os.listdir(recdir) if e.startswith("rec-cam-1-") and e.endswith(".json")}
+    listed, again = set(), []
+    deadline = time.time() + 5
+    while time.time() < deadline:
+        rep = report(plat, max(0.1, deadline - time.time()))
+        if not rep:
+            break
+        report_reply(plat, rep)
+        listed |= {e["recordingId"] for e in rep["params"].get("recordings", [])}
+        again += rep["params"].get("removed", [])
+        if kept <= listed and again:
+            break
+    check(kept and kept <= listed, f"after a reconnection the whole list is sent again ({sorted(kept - listed)} missing)")
+    check(unanswered_removal and set(unanswered_removal) <= set(again) and old not in again,
+          f"...with the removals not acknowledged, not the refused one ({again}, {unanswered_removal})")
+
+    # ---- playback ----
+    newest = None
+    # The next closed segment: the freshest recording (retention keeps it 6 s).
+    rep = plat.wait(lambda t, m: t == UP_R and m["params"].get("recordings"), 5)
+    if check(rep, "a fresh recording for playback"):
+        report_reply(plat, rep)
+        newest = rep["params"]["recordings"][0]
+    newest = newest or {"recordingId": "none", "durationMs": 2000}
+    rid = newest["recordingId"]
+
+    invite_rec(plat, "R0", "rec-cam-1-1")
+    b = plat.session("bye", "R0", 5)
+    check(b and b["params"].get("reason") == "recordingUnavailable", f"unknown recording: bye recordingUnavailable ({b})")
+    invite_rec(plat, "R00", rid, version=2)
+    b = plat.session("bye", "R00", 5)
+    check(b and b["params"].get("reason") == "recordingChanged", f"another recordingVersion: bye recordingChanged ({b})")
+    check(plat.session("mediaOffer", None, 0.3) is None, "no offer for those")
+
+    invite_rec(plat, "R1", rid)
+    off = plat.session("mediaOffer", "R1", 15)
+    check(off is not None, "playback invite -> mediaOffer (the recording loaded)")
+    off = off or {"params": {"webrtc": {"sdp": ""}}, "msgToken": ""}
+    sdp = off["params"]["webrtc"].get("sdp", "")
+    check(direction(sdp, "video") == [["a=sendonly"]] and direction(sdp, "audio") == [["a=sendonly"]] and
+          any("h264/90000" in ln.lower() for sec in sections(sdp, "video") for ln in sec) and
+          any("opus/48000" in ln.lower() for sec in sections(sdp, "audio") for ln in sec) and
+          "a=group:BUNDLE" in sdp and "a=candidate:" in sdp,
+          f"playback offer: sendonly H264 + Opus, bundled, complete ({direction(sdp, 'video')} {direction(sdp, 'audio')})")
+    if answer(plat, host, off, "R1", 1):
+        check(host.event("R1", "dtls-connected", 10), "R1: ICE and DTLS connect while loaded")
+        time.sleep(1.0)
+        n0 = rtp_in(host, "R1")
+        check(n0 == 0 and not host.event("R1", "first-packet", 0.1), f"R1: no RTP packet before play ({n0})")
+        log(f"packets before play: {n0}")
+        r = playback(plat, "R1", "play", "pb1")
+        check(r and r.get("code") == 200 and r.get("sessionId") == "R1" and r.get("data", {}).get("state") == "playing" and
+              0 <= r["data"].get("positionMs", -1) <= 300, f"play: playbackControlReply 200 playing near 0 ({r})")
+        check(host.event("R1", "first-packet", 3) and grows(host, "R1", 1.0), "play: RTP arrives")
+        time.sleep(0.3)
+        t0 = time.time()
+        r = playback(plat, "R1", "pause", "pb2")
+        t_silent = silence_after(host, "R1", t0)
+        check(r and r.get("code") == 200 and r["data"].get("state") == "paused", f"pause: reply paused ({r})")
+        check(t_silent <= 0.3, f"pause: packets stop within 300 ms ({t_silent * 1000:.0f} ms)")
+        log(f"pause to silence: {t_silent * 1000:.0f} ms after the request (the reply included)")
+        ok, ab = stalls(host, "R1", settle=0.1, over=0.7)
+        check(ok, f"paused: no RTP ({ab})")
+        r = playback(plat, "R1", "seek", "pb3", pos=1000)
+        pos = (r or {}).get("data", {}).get("positionMs", -1)
+        check(r and r.get("code") == 200 and r["data"].get("state") == "paused" and abs(pos - 1000) < 1000,
+              f"seek 1000 while paused: reply near 1000 (within the key interval), still paused ({r})")
+        log(f"seek 1000 landed at {pos} ms")
+        ok, ab = stalls(host, "R1", settle=0.1, over=0.5)
+        check(ok, f"seek kept the pause: no RTP ({ab})")
+        r = playback(plat, "R1", "seek", "pb4", pos=newest["durationMs"] + 1)
+        check(r and r.get("code") == 100400 and r.get("msg"), f"seek beyond the duration: 100400 ({r})")
+        r = playback(plat, "R1", "rewind", "pb5")
+        check(r and r.get("code") == 100400 and r.get("msg"), f"another operation: 100400 ({r})")
+        r = playback(plat, "R1", "play", "pb6", rev=9)
+        check(r and r.get("code") == 100404, f"another mediaRevision: 100404 ({r})")
+        r = playback(plat, "R9", "play", "pb7")
+        check(r and r.get("code") == 100404, f"unknown leg: 100404 ({r})")
+        r = playback(plat, "R1", "play", "pb8")
+        check(r and r.get("code") == 200 and r["data"].get("state") == "playing", f"play again: 200 playing ({r})")
+        check(grows(host, "R1", 1.0), "playing again: RTP arrives")
+        b = plat.session("bye", "R1", 5)
+        check(b and b["params"].get("reason") == "recordingEnded", f"played to its end: bye recordingEnded ({b})")
+        ok, ab = stalls(host, "R1", settle=0.3, over=0.5)
+        check(ok, f"after the end: no RTP ({ab})")
+        r = playback(plat, "R1", "play", "pb9")
+        check(r and r.get("code") == 100404, f"the ended leg is unknown ({r})")
+
+    # ---- a live leg and a playback leg at once ----
+    rep = plat.wait(lambda t, m: t == UP_R and m["params"].get("recordings"), 5)
+    if check(rep, "another fresh recording"):
+        report_reply(plat, rep)
+        rid = rep["params"]["recordings"][0]["recordingId"]
+    invite(plat, "L10", 1, [VIDEO, MIC])
+    offl = plat.session("mediaOffer", "L10", 15)
+    invite_rec(plat, "R2", rid, tracks=[VIDEO_1])
+    offp = plat.session("mediaOffer", "R2", 15)
+    check(offl is not None and offp is not None, "a live and a playback invite: both offered")
+    offp_sdp = (offp or {"params": {"webrtc": {}}})["params"]["webrtc"].get("sdp", "")
+    check(sections(offp_sdp, "video") and not sections(offp_sdp, "audio"), "playback without audio-1: video only")
+    if offl and offp and answer(plat, host, offl, "L10", 1) and answer(plat, host, offp, "R2", 1):
+        check(host.event("L10", "first-packet", 10), "L10: live media beside a playback leg")
+        check(host.event("R2", "dtls-connected", 10) and rtp_in(host, "R2") == 0, "R2: connected, silent before play")
+        r = playback(plat, "R2", "play", "pb10")
+        check(r and r.get("code") == 200 and host.event("R2", "first-packet", 3), f"R2: plays beside the live leg ({r})")
+        check(grows(host, "L10", 1.0), "L10 streams on while R2 plays")
+        r = track(plat, "L10", "video-1", "pause", "tc30")
+        check(r and r.get("code") == 200, f"trackControl on the live leg beside a playback leg ({r})")
+        plat.send({"method": "bye", "msgToken": "b10", "sessionId": "R2", "params": {"reason": "userHangup"}})
+        r = plat.wait(lambda t, m: t == UP_S and m.get("method") == "byeReply" and m.get("msgToken") == "b10", 5)
+        check(r and r.get("code") == 200, f"bye R2: byeReply ({r})")
+        check(stalls(host, "R2", settle=0.3, over=0.5)[0], "after bye: R2 silent")
+        r = track(plat, "L10", "video-1", "resume", "tc31")
+        check(r and r.get("code") == 200 and grows(host, "L10", 1.0), "the live leg goes on after the playback leg's bye")
+
+    cam.proc.send_signal(signal.SIGTERM)
+    try:
+        code = cam.proc.wait(10)
+    except subprocess.TimeoutExpired:
+        code = "hung"
+    check(code == 0, f"recording camera: SIGTERM exit 0 ({code})")
+    b = plat.session("bye", "L10", 5)
+    check(b and b["params"].get("reason") == "cameraShutdown", f"SIGTERM: bye for the live leg ({b})")
+    err = cam.stderr()
+    check("ERROR: AddressSanitizer" not in err and "runtime error" not in err, "no sanitizer report")
 
 
 if __name__ == "__main__":

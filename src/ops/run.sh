@@ -42,7 +42,7 @@ igw is starting at $base (Ctrl-C stops it; make stop stops the services)
   upload:   curl -s -H "Authorization: \$(jq -r .device.authorization $var/demo.json)" -F file=@$root/README.md $base/api/v1/things/device/edge/upload-file
   decoder:  curl -s -X POST -H 'content-type: application/json' -d '{"endpointId":"e","limit":99}' $base/api/v1/im/interaction/events
   metrics:  curl -s $base/metrics
-  camera:   the demo camera $(jq -r .camera.cameraId "$var/demo.json") runs as build/igw-vcam (var/log/vcam.log); media on $media
+  camera:   the demo camera $(jq -r .camera.cameraId "$var/demo.json") runs as build/igw-vcam (var/log/vcam.log), recording into $var/recordings; media on $media
 Services: PostgreSQL $IGW_PG_DSN, Redis $IGW_REDIS_HOST:$IGW_REDIS_PORT, MQTT $IGW_MQTT_HOST:$IGW_MQTT_PORT
 Demo tenant, login token and device credentials: $var/demo.json
 

@@ -566,8 +566,9 @@ bench-talk: deps-bench all $(BENCH)/igwd $(BENCH)/igw-talkload
 
 # The recordings catalog (issue 17, section 5): /recordings/query over 1 000 000
 # catalog rows at a fixed rate, beside the statement's own execution time in
-# PostgreSQL (EXPLAIN ANALYZE of the same parameters) in the same run.
-bench-recordings: deps-bench all $(BENCH)/igwd $(BENCH)/igw-recload $(BENCH)/igw-recordings-sql
-	tests/bench/bench_recordings.sh $(BENCH)/igwd $(BENCH)/igw-recload $(BENCH)/igw-recordings-sql
+# PostgreSQL (EXPLAIN ANALYZE of the same parameters) and igwd's no-database reply
+# (igw-loadgen) in the same run.
+bench-recordings: deps-bench all $(BENCH)/igwd $(BENCH)/igw-recload $(BENCH)/igw-recordings-sql $(BENCH)/igw-loadgen
+	tests/bench/bench_recordings.sh $(BENCH)/igwd $(BENCH)/igw-recload $(BENCH)/igw-recordings-sql $(BENCH)/igw-loadgen
 clean:
 	rm -rf $(BUILD)

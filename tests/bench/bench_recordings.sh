@@ -1,11 +1,17 @@
 #!/usr/bin/env bash
-# bench_recordings.sh IGWD RECLOAD RECSQL - the recordings catalog (issue 17,
+# bench_recordings.sh IGWD RECLOAD RECSQL LOADGEN - the recordings catalog (issue 17,
 # section 5): /recordings/query over a catalog of a million rows at a fixed
 # offered rate (open loop, igw-recload: latency from each request's due
 # time), beside the reference measured in the same run on the same machine:
 # the statement igwd prepares for it (printed by RECSQL from
 # src/igwd/catalog/recordings.c itself), EXPLAIN ANALYZEd in PostgreSQL with
 # the same random parameters. See tests/bench/README.md.
+# Where a slow answer's time went, per round: igw-loadgen (LOADGEN) on
+# igwd's no-database reply (/bench/bare) at the same rate (HTTP, the
+# client and this machine without the catalog), the answers over SLOW_MS
+# and how many 100 ms slots they fall in (a stall or spread out), and
+# PostgreSQL's executions of the statement over SLOW_MS in the same
+# seconds (log_min_duration_statement).
 # Own PostgreSQL, Redis and Mosquitto; the demo tenant; the catalog of
 # tests/bench/recordings_gen.sql; one igwd (the bench build, IGWD_THREADS
 # workers); everything torn down. Any answer that is not a well-formed 200
@@ -15,23 +21,24 @@
 #   catalog   query_p99_ms=<n> query_vs_sql=<ratio>
 #   (playback, issue 17's next part, appends play_to_frame_p50_ms here)
 # Settings: RATE (1000), BENCH_SECONDS (10), WARMUP_SECONDS (2), ROUNDS (3),
-# CONNS (32), SAMPLES (200: parameter sets EXPLAIN ANALYZEd per round),
+# CONNS (32), SLOW_MS (2), SAMPLES (200: parameter sets EXPLAIN ANALYZEd per round),
 # DEVICES (100), CAMERAS (10 per device), SEGMENTS (1000 per camera),
 # OTHER_DEVICES (10, enterprise 2's), NARROW (20: % of windows of 1-15 min),
 # IGWD_THREADS (2), BENCH_TMP (/tmp), ports BENCH_REC_IGWD_PORT (25416),
 # BENCH_REC_PG_PORT (63816), BENCH_REC_REDIS_PORT (18916),
 # BENCH_REC_MQTT_PORT (18917).
 set -euo pipefail
-usage="usage: bench_recordings.sh IGWD RECLOAD RECSQL"
+usage="usage: bench_recordings.sh IGWD RECLOAD RECSQL LOADGEN"
 IGWD=$(realpath "${1:?$usage}")
 RECLOAD=$(realpath "${2:?$usage}")
 RECSQL=$(realpath "${3:?$usage}")
+LOADGEN=$(realpath "${4:?$usage}")
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=../igwd/lib.sh
 . "$ROOT/tests/igwd/lib.sh"
 RATE=${RATE:-1000} SECS=${BENCH_SECONDS:-10} WARM=${WARMUP_SECONDS:-2} ROUNDS=${ROUNDS:-3} CONNS=${CONNS:-32}
 SAMPLES=${SAMPLES:-200} DEVICES=${DEVICES:-100} CAMERAS=${CAMERAS:-10} SEGMENTS=${SEGMENTS:-1000}
-OTHER_DEVICES=${OTHER_DEVICES:-10} NARROW=${NARROW:-20}
+OTHER_DEVICES=${OTHER_DEVICES:-10} NARROW=${NARROW:-20} SLOW_MS=${SLOW_MS:-2}
 TMP=$(mktemp -d "${BENCH_TMP:-/tmp}/igw-bench-rec.XXXXXX")
 chmod 755 "$TMP"
 export IGW_VAR=$TMP/var IGW_PG_PORT=${BENCH_REC_PG_PORT:-63816} IGW_REDIS_PORT=${BENCH_REC_REDIS_PORT:-18916} \
@@ -77,9 +84,15 @@ sql -F ' ' -c "SELECT product_id, device_name, camera_id, min(start_time_ms), ma
                WHERE product_id = 'benchcam01' GROUP BY 1, 2, 3 ORDER BY 1, 2, 3" >"$TMP/targets"
 [ "$(wc -l <"$TMP/targets")" = $((DEVICES * CAMERAS)) ] || die "targets: $(wc -l <"$TMP/targets") cameras"
 
+# Executions slower than SLOW_MS go to PostgreSQL's log (igwd's sessions
+# start after the reload): PostgreSQL's share of the slow answers.
+sql -c "ALTER SYSTEM SET log_min_duration_statement = '${SLOW_MS}ms'" -c "SELECT pg_reload_conf()" >/dev/null
+PGLOG=$IGW_VAR/log/postgres.log
+[ -f "$PGLOG" ] || die "no PostgreSQL log at $PGLOG"
+
 # ---- igwd, the bench user's endpoint ---------------------------------------------------------
 env -i PATH="$PATH" IGW_LISTEN="127.0.0.1:$IGWD_PORT" IGW_THREADS="${IGWD_THREADS:-2}" IGW_PG_DSN="$IGW_PG_DSN" \
-    IGW_ACCESS_LOG=false IGW_JWT_KEY_FILE="$IGW_VAR/jwt.key" IGW_MEDIA_THREADS=0 \
+    IGW_ACCESS_LOG=false IGW_BENCH_ROUTES=true IGW_JWT_KEY_FILE="$IGW_VAR/jwt.key" IGW_MEDIA_THREADS=0 \
     "$IGWD" >"$TMP/out" 2>"$TMP/err" &
 PID=$!
 PORT=$(igw_port "$TMP/out" "$PID") || { echo "bench_recordings: igwd did not start" >&2; cat "$TMP/err" >&2; exit 2; }
@@ -153,15 +166,20 @@ cpu_report() { # BEFORE AFTER SECONDS
 echo "/recordings/query at $RATE/s for $SECS s after $WARM s of warm-up (open loop), limit 32, random cameras of" \
     "the bench user's $((DEVICES * CAMERAS)), 24 h windows ($NARROW % of 1-15 min); $ROUNDS rounds," \
     "each beside $SAMPLES of its parameter sets EXPLAIN ANALYZEd"
+DEV_AUTH=$(jq -r .device.authorization "$IGW_VAR/demo.json")
+# slow LOGFILE: "<answers over SLOW_MS> in <n> 100 ms slots" of an igw-*load -l file
+slow() { awk -v t="$SLOW_MS" '$2 > t { n++; s[int($1 / 100)] = 1 } END { k = 0; for (x in s) k++; printf "%d in %d 100 ms slots", n, k }' "$1"; }
 FAILED=0
-q_p99=() q_p50=() s_p99=() s_p50=() rates=()
+b_p99=() q_p99=() q_p50=() s_p99=() s_p50=() rates=()
 for r in $(seq "$ROUNDS"); do
     seed=$((1000 + r))
     cpu_snap >"$TMP/cpu0"
     rc=0
+    log0=$(stat -c %s "$PGLOG")
     RES=$("$RECLOAD" -u "$URL" -H "Authorization: Bearer $TOKEN" -e "$EP" -f "$TMP/targets" -S "$seed" -N "$NARROW" \
-        -r "$RATE" -s "$SECS" -W "$WARM" -c "$CONNS" 2>"$TMP/load.err") || rc=$?
+        -r "$RATE" -s "$SECS" -W "$WARM" -c "$CONNS" -l "$TMP/lat.$r" 2>"$TMP/load.err") || rc=$?
     cpu_snap >"$TMP/cpu1"
+    pg_slow=$(tail -c +"$((log0 + 1))" "$PGLOG" | grep -c 'duration: .* execute igw_recordings_query') || true
     [ -n "$RES" ] || { cat "$TMP/load.err" >&2; die "round $r: igw-recload failed (exit $rc)"; }
     if [ "$rc" != 0 ]; then
         FAILED=1
@@ -172,6 +190,15 @@ for r in $(seq "$ROUNDS"); do
         "$r" "$(J .p50_ms "$RES")" "$(J .p99_ms "$RES")" "$(J .max_ms "$RES")" "$(J .per_s "$RES")" "$(J .errors "$RES")" \
         "$(awk -v a="$(J .rows "$RES")" -v b="$ok" 'BEGIN { print b ? a / b : 0 }')" "$(J .empty "$RES")" "$(J .has_more "$RES")"
     echo "  CPU (% of one core of $(nproc), warm-up included): $(cpu_report "$TMP/cpu0" "$TMP/cpu1" "$((SECS + WARM))")"
+    echo "  answers over $SLOW_MS ms: $(slow "$TMP/lat.$r"); PostgreSQL executions over $SLOW_MS ms (warm-up included): $pg_slow"
+    BARE=$("$LOADGEN" -u "$BASE/bench/bare" -H "Authorization: $DEV_AUTH" -H "Content-Type: application/json" \
+        -b '{"method":"report","msgToken":"b{seq}","params":{"brightness":1}}' -e '"code":200' -r "$RATE" -s "$SECS" \
+        -c "$CONNS" -l "$TMP/bare.$r") || die "igw-loadgen failed"
+    [ "$(J .errors "$BARE")" = 0 ] || die "round $r: the no-database reply had errors: $BARE"
+    printf 'round %s: bare  p50 %7.3f ms  p99 %7.3f ms  max %7.2f ms  %5.0f ok/s  (no-database reply; over %s ms: %s)\n' \
+        "$r" "$(J .p50_ms "$BARE")" "$(J .p99_ms "$BARE")" "$(J .max_ms "$BARE")" "$(J .per_s "$BARE")" "$SLOW_MS" \
+        "$(slow "$TMP/bare.$r")"
+    b_p99+=("$(J .p99_ms "$BARE")")
     # Answers with rows must be the rule: otherwise the windows miss the catalog.
     [ "$(J .empty "$RES")" -le $((ok / 2)) ] || { echo "bench_recordings: round $r: most answers were empty" >&2; FAILED=1; }
     q_p99+=("$(J .p99_ms "$RES")") q_p50+=("$(J .p50_ms "$RES")") rates+=("$(J .per_s "$RES")")
@@ -189,11 +216,11 @@ awk '/^Execution Time:/ { n++ } n == '"$((SAMPLES - 1))"' && !/^Execution Time:/
     sed '/^  Execution Time/d'
 QP99=$(median "${q_p99[@]}") SP99=$(median "${s_p99[@]}")
 awk -v q5="$(median "${q_p50[@]}")" -v s5="$(median "${s_p50[@]}")" -v q="$QP99" -v s="$SP99" \
-    -v rt="$(median "${rates[@]}")" 'BEGIN {
-    printf "medians of the rounds: p50 igwd %.3f ms, SQL %.3f ms; p99 igwd %.3f ms, SQL %.3f ms\n", q5, s5, q, s
+    -v rt="$(median "${rates[@]}")" -v b="$(median "${b_p99[@]}")" 'BEGIN {
+    printf "medians of the rounds: p50 igwd %.3f ms, SQL %.3f ms; p99 igwd %.3f ms, SQL %.3f ms, no-database reply %.3f ms\n", q5, s5, q, s, b
     printf "achieved (median): %.0f/s (offered '"$RATE"'/s)\n", rt }'
 RESULT+=("query_p99_ms=$(awk -v q="$QP99" 'BEGIN { printf "%.2f", q }')"
-    "query_vs_sql=$(awk -v q="$QP99" -v s="$SP99" 'BEGIN { printf "%.2f", s > 0 ? q / s : 0 }')")
+    "query_vs_sql=$(awk -v q="$QP99" -v s="$SP99" 'BEGIN { printf "%.2f", (s > 0 ? q / s : 0) }')")
 
 # ---- playback ------------------------------------------------------------------------------
 # Issue 17's playback part goes here: it appends play_to_frame_p50_ms=<n> to

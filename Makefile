@@ -163,7 +163,7 @@ link = @mkdir -p $(@D) && echo "  LINK $@" && $(CC) $1 -o $@ $(filter %.o,$^) $(
         test-igwd test-framing test-conn test-loop test-pending test-log test-db test-outbox test-ws test-redis test-mqtt test-edge test-app test-nodes \
         test-nodes-own test-presence test-live test-talk test-recordings test-sql test-console \
         test-ops test-mqttauth test-openapi test-media-unit fuzz-smoke fuzz \
-        bench-decode bench-edge bench-app bench-media bench-srtp bench-live bench-talk
+        bench-decode bench-edge bench-app bench-media bench-srtp bench-live bench-talk bench-recordings
 
 all: $(BUILD)/igw-gen $(BUILD)/igwctl $(BUILD)/igwd $(BUILD)/igw-mqtt-auth.so $(BUILD)/igw-vcam
 
@@ -507,6 +507,15 @@ $(BENCH)/igw-loadgen: $(BUILD)/bobj/tests/bench/loadgen.o $(BUILD)/bobj/tests/be
 $(BENCH)/igw-talkload: $(BUILD)/bobj/tests/bench/talk_load.o $(BUILD)/bobj/tests/bench/httpload.o
 	$(call link,,$(shell pkg-config --libs hiredis))
 
+# /recordings/query at a fixed rate, random cameras and windows, every answer checked
+# (the runtime's JSON scanner).
+$(BENCH)/igw-recload: $(BUILD)/bobj/tests/bench/rec_load.o $(BUILD)/bobj/tests/bench/httpload.o $(call libs,bobj,rt)
+	$(call link,,$(RT_LIBS))
+# The statement catalog/recordings.c prepares, printed from that file compiled in
+# whole: bench-recordings's SQL reference runs igwd's text, not a copy.
+$(BUILD)/bobj/tests/bench/recordings_sql.o: XCFLAGS = -Itests/bench $(IGWD_CFLAGS)
+$(BENCH)/igw-recordings-sql: $(BUILD)/bobj/tests/bench/recordings_sql.o $(call libs,bobj,igwd_core rt)
+	$(call link,,$(IGWD_LIBS))
 $(BUILD)/bobj/tests/bench/device.o: XCFLAGS = $(shell pkg-config --cflags libmosquitto)
 $(BENCH)/igw-benchdevice: $(BUILD)/bobj/tests/bench/device.o
 	$(call link,,$(shell pkg-config --libs libmosquitto))
@@ -558,5 +567,11 @@ bench-live: deps-bench all $(BENCH)/igwd $(BENCH)/igw-media-host $(BENCH)/igw-li
 bench-talk: deps-bench all $(BENCH)/igwd $(BENCH)/igw-talkload
 	IGWCTL_BIN=$(BUILD)/igwctl VCAM_BIN=$(BUILD)/igw-vcam tests/bench/bench_talk.sh $(BENCH)/igwd $(BENCH)/igw-talkload
 
+# The recordings catalog (issue 17, section 5): /recordings/query over 1 000 000
+# catalog rows at a fixed rate, beside the statement's own execution time in
+# PostgreSQL (EXPLAIN ANALYZE of the same parameters) and igwd's no-database reply
+# (igw-loadgen) in the same run.
+bench-recordings: deps-bench all $(BENCH)/igwd $(BENCH)/igw-recload $(BENCH)/igw-recordings-sql $(BENCH)/igw-loadgen
+	tests/bench/bench_recordings.sh $(BENCH)/igwd $(BENCH)/igw-recload $(BENCH)/igw-recordings-sql $(BENCH)/igw-loadgen
 clean:
 	rm -rf $(BUILD)

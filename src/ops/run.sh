@@ -23,9 +23,12 @@ IGW_VAR="$var" IGW_BASE_URL="$base" "$root/src/ops/provision.sh"
 # (or here: Chromium gathers nothing on loopback) reaches the media core.
 media=${IGW_MEDIA_ADDRESS:-$(ip -4 route get 1.1.1.1 2>/dev/null | sed -n 's/.* src \([0-9.]*\).*/\1/p')}
 media=${media:-127.0.0.1}
-# The demo camera: a real device on the broker (its log in var/log/vcam.log).
-mkdir -p "$var/log"
-"$root/build/igw-vcam" --device-file "$var/demo.json" --address "$media" >>"$var/log/vcam.log" 2>&1 &
+# The demo camera: a real device on the broker (its log in var/log/vcam.log),
+# recording one-minute segments under var/recordings for an hour
+# (docs/recordings.md).
+mkdir -p "$var/log" "$var/recordings"
+"$root/build/igw-vcam" --device-file "$var/demo.json" --address "$media" --record-dir "$var/recordings" \
+    >>"$var/log/vcam.log" 2>&1 &
 # The browser console with the demo login and camera in the URL fragment
 # (never sent to the server; console/README.md).
 console=$(jq -r '"#token=\(.user.token|@uri)&product=\(.device.productID|@uri)&device=\(.device.deviceName|@uri)&camera=\(.camera.cameraId|@uri)"' \
@@ -39,7 +42,7 @@ igw is starting at $base (Ctrl-C stops it; make stop stops the services)
   upload:   curl -s -H "Authorization: \$(jq -r .device.authorization $var/demo.json)" -F file=@$root/README.md $base/api/v1/things/device/edge/upload-file
   decoder:  curl -s -X POST -H 'content-type: application/json' -d '{"endpointId":"e","limit":99}' $base/api/v1/im/interaction/events
   metrics:  curl -s $base/metrics
-  camera:   the demo camera $(jq -r .camera.cameraId "$var/demo.json") runs as build/igw-vcam (var/log/vcam.log); media on $media
+  camera:   the demo camera $(jq -r .camera.cameraId "$var/demo.json") runs as build/igw-vcam (var/log/vcam.log), recording into $var/recordings; media on $media
 Services: PostgreSQL $IGW_PG_DSN, Redis $IGW_REDIS_HOST:$IGW_REDIS_PORT, MQTT $IGW_MQTT_HOST:$IGW_MQTT_PORT
 Demo tenant, login token and device credentials: $var/demo.json
 

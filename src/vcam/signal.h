@@ -175,6 +175,7 @@ typedef struct igw_vcam_mqtt_config {
     int microphone; /* the capability's microphone; also: "mic" tracks are offered */
     int speaker;    /* the capability's speaker; also: "speaker" tracks are played */
     int max_upstreams; /* the capability's maxUpstreams (0: 1) */
+    int recordings;    /* the camera records: $media/down/recording is subscribed too */
     int keepalive_s;
 } igw_vcam_mqtt_config;
 
@@ -193,8 +194,9 @@ int igw_vcam_mqtt_config_check(const igw_vcam_mqtt_config *c, char *err, size_t 
  * connect, disconnect and message is handed to the default main context and
  * handled there. Connects (clientID {P}&{D}, a fresh signed username and
  * password before every connection attempt) and keeps reconnecting with
- * backoff; on every CONNACK subscribes $media/down/{session,capability,
- * recording}/P/D (QoS 1), reports the capability and calls on_connected. Messages over IGW_VCAM_SIGNAL_MAX + 4
+ * backoff; on every CONNACK subscribes $media/down/{session,capability}/P/D
+ * (QoS 1; with c->recordings $media/down/recording/P/D too), reports the
+ * capability and calls on_connected. Messages over IGW_VCAM_SIGNAL_MAX + 4
  * KiB, malformed JSON and unknown methods are logged and dropped. c is
  * copied. Returns NULL (logged) when libmosquitto cannot be set up; an
  * unreachable broker is not an error (it is retried). */

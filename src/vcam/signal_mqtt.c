@@ -1036,7 +1036,7 @@ static void handle_item(mqtt_signal *s, const item *it)
         s->connected = 1;
         mlog("connected to %s:%d as %s&%s", s->c.host, s->c.port, s->c.product, s->c.device);
         /* Clean session: subscriptions are made again on every CONNACK. */
-        for (int i = 0; i < 3; i++) {
+        for (int i = 0; i < (s->c.recordings ? 3 : 2); i++) {
             const char *t = i == 0 ? s->down_session : i == 1 ? s->down_capability : s->down_recording;
             int rc = mosquitto_subscribe(s->m, NULL, t, 1);
             if (rc != MOSQ_ERR_SUCCESS)

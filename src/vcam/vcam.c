@@ -11,8 +11,10 @@
  * Two modes. stdio (the default): one peer with video and audio, built at
  * start, signaling as JSON lines. Device (--mqtt / --device-file): igw-vcam
  * is a device on the broker; each leg the platform invites gets a fresh
- * peer (pipeline + webrtcbin) with exactly the tracks asked, one leg at a
- * time, torn down on bye, on a newer invite or when it fails.
+ * peer (pipeline + webrtcbin) with exactly the tracks asked, one live leg at
+ * a time, torn down on bye, on a newer invite or when it fails. With
+ * --record-dir it also records (recorder.h), reports the catalog, and plays
+ * recordings in playback legs beside the live one (player.h).
  *
  * Threads: GStreamer, libnice and libmosquitto call back on their own
  * threads; those callbacks only queue work onto the main loop, where all
@@ -1692,7 +1694,7 @@ static void usage(FILE *f)
             "  -h, --help         this text\n"
             "As a device on the MQTT broker (docs/device-protocol.md, \"Media\"): the\n"
             "platform invites legs on $media/down/session/P/D, the camera answers each\n"
-            "with a fresh peer offering exactly the tracks asked (one leg at a time).\n"
+            "with a fresh peer offering exactly the tracks asked (one live leg at a time).\n"
             "  --mqtt HOST:PORT   the broker (clientID P&D, a signed username/password)\n"
             "  --product P        productID\n"
             "  --device D         deviceName\n"
@@ -1902,6 +1904,7 @@ static int parse_opts(int argc, char **argv, vcam_opts *o)
         return -1;
     }
     mc->max_upstreams = o->record_dir ? 1 + PLAYBACK_MAX : 1;
+    mc->recordings = o->record_dir != NULL;
     return 0;
 }
 

@@ -6,7 +6,8 @@
 //    which validates against the official 3.1 schema and checks every $ref).
 // 2. Every schema in it compiles as JSON Schema 2020-12 with Ajv in strict
 //    mode (typos in keywords fail; x-igw-* extensions are declared).
-// 3. Its content matches the spec: the 11 routes, the 14 command methods,
+// 3. Its content matches the spec: the 11 routes, the 15 command methods (the spec's 14 and
+//    interaction.playbackControl),
 //    body caps, auth and gates, closed request objects, error codes.
 // 4. Sample requests are accepted or refused as the decoder would, which
 //    exercises the translated rules (if/then, patterns, bounds).
@@ -245,17 +246,18 @@ const methods = [
 	"interaction.subscribe", "interaction.mediaOffer", "interaction.mediaState",
 	"interaction.trackControl", "interaction.configure", "interaction.processorControl",
 	"interaction.control", "messageSend", "device.action", "device.propertyControl",
+	"interaction.playbackControl", // the spec's 14, and playback's (docs/decisions.md)
 ];
 {
 	const disc = schemas.Command?.properties?.params?.["x-igw-discriminator"];
 	const mapping = disc?.mapping ?? {};
 	check("Command.params is discriminated by method", disc?.field === "method");
 	check(
-		"the discriminator covers all 14 command methods",
-		Object.keys(mapping).length === 14 && methods.every((m) => mapping[m] && deref({ $ref: mapping[m] })?.type === "object"),
+		"the discriminator covers all 15 command methods",
+		Object.keys(mapping).length === 15 && methods.every((m) => mapping[m] && deref({ $ref: mapping[m] })?.type === "object"),
 		Object.keys(mapping).join(", "),
 	);
-	check("CommandMethod enumerates the 14 methods", JSON.stringify(deref(schemas.Command?.properties?.method)?.enum) === JSON.stringify(methods));
+	check("CommandMethod enumerates the 15 methods", JSON.stringify(deref(schemas.Command?.properties?.method)?.enum) === JSON.stringify(methods));
 }
 {
 	const events = (doc["x-igw-events"] ?? []).map((e) => e.name);

@@ -64,12 +64,19 @@ static int publish(igw_engine *e, const live_leg *l, const igw_proto_down *d)
     return m ? igw_mqtt_publish(m, topic, e->jw.buf, e->jw.len, 1) : -1;
 }
 
+/* The invite, again with the same token while no offer came: a camera that
+ * was online (its broker connection authenticated) but not subscribed yet
+ * missed the first one, and takes a redelivery it already has as nothing
+ * (docs/device-protocol.md). */
+#define INVITE_RESEND_MS 2000
+
 static int send_invite(igw_engine *e, live_leg *l)
 {
     const igw_proto_down *d = media_down("invite");
-    char token[32];
-    if (live_new_id(token, sizeof token))
+    if (!l->invite_token[0] && live_new_id(l->invite_token, sizeof l->invite_token))
         return -1;
+    const char *token = l->invite_token;
+    l->resend_ms = igw_clock_ms() + INVITE_RESEND_MS;
     igw_MediaTrack tracks[3] = {
         {.has = IGW_MediaTrack__REQUIRED, .trackId = cstr("video-1"), .kind = IGW_TrackKind_video,
          .codec = cstr("H264")},
@@ -413,6 +420,8 @@ void live_legs_tick(igw_engine *e, int64_t now_ms)
         n = l->next;
         if (l->phase == LEG_INVITED && now_ms >= l->deadline_ms)
             leg_end(e, l, "inviteTimeout", true, IGW_ByeReason_timeout);
+        else if (l->phase == LEG_INVITED && now_ms >= l->resend_ms && send_invite(e, l) != 0)
+            igw_log(IGW_LOG_WARN, NULL, "session: leg %s: invite not published again (broker unreachable)", l->id);
     }
 }
 

@@ -93,6 +93,8 @@ struct live_leg {
     int64_t recording_version;
     live_session *viewers;
     int64_t deadline_ms;      /* invite deadline while LEG_INVITED (monotonic) */
+    char invite_token[32];    /* the invite's msgToken: sent again with it until the offer */
+    int64_t resend_ms;        /* when it is sent again (monotonic) */
 };
 
 struct igw_engine {

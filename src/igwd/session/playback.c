@@ -23,7 +23,6 @@
 
 #define PB_REPLY_MS 5000    /* the camera answers a control within this */
 #define PB_RECHECK_MS 1000  /* the catalog is read again this often */
-#define PB_RECHECK_MAX 256  /* sessions per recheck statement */
 
 /* The sessions' recordings ($1: [{s, p, d, r, v}]) that the catalog no
  * longer holds at that version: the session and why. */
@@ -175,7 +174,9 @@ static void recheck(igw_engine *e)
     igw_jw_init(&w);
     igw_jw_array_begin(&w);
     unsigned n = 0;
-    for (const live_session *s = e->sessions; s && n < PB_RECHECK_MAX; s = s->next) {
+    /* Every playback in one statement: at most max_sessions (1024 by
+     * default) entries of about 150 bytes. */
+    for (const live_session *s = e->sessions; s; s = s->next) {
         if (!s->playback || !s->leg)
             continue;
         n++;

@@ -104,10 +104,15 @@ igw_vcam_player *igw_vcam_player_new(const char *path, int audio,
     p->audio = audio != 0;
     /* Both appsinks sync: the recording plays at its own pace, audio and
      * video together. Audio is asked for only when the leg has it: a
-     * demuxer pad left unlinked would stop the pipeline. */
+     * demuxer pad left unlinked would stop the pipeline. H264 goes on as
+     * avc: its caps carry the SPS/PPS (codec_data), so rtph264pay has its
+     * complete caps (sprop-parameter-sets, packetization-mode) from the
+     * caps alone, before the offer; with byte-stream it would have them
+     * only after its first buffer, and an offer made before would lack
+     * them. */
     desc = g_strdup_printf("filesrc name=src ! matroskademux name=demux "
                            "demux.video_0 ! queue ! h264parse config-interval=-1 "
-                           "! video/x-h264,stream-format=byte-stream,alignment=au "
+                           "! video/x-h264,stream-format=avc,alignment=au "
                            "! appsink name=vsink sync=true max-buffers=8 "
                            "%s",
                            p->audio ? "demux.audio_0 ! queue ! appsink name=asink sync=true max-buffers=32 "

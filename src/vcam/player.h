@@ -1,6 +1,6 @@
 /*
  * player.h - one recording played into a playback leg: filesrc !
- * matroskademux, H264 (h264parse, SPS/PPS before every keyframe) and Opus
+ * matroskademux, H264 (h264parse: avc, SPS/PPS before every keyframe) and Opus
  * each into an appsink that syncs to the clock; each sample goes on to the
  * leg's appsrc with its timestamps cleared, so that the leg (always
  * PLAYING, appsrc do-timestamp) sees one continuous stream across pauses
@@ -31,7 +31,7 @@ typedef struct igw_vcam_player_cbs {
 igw_vcam_player *igw_vcam_player_new(const char *path, int audio,
                                      const igw_vcam_player_cbs *cbs, void *user, char *err, size_t errlen);
 
-/* The caps of what the player puts out (video: H264 byte-stream, AUs;
+/* The caps of what the player puts out (video: H264 avc with codec_data, AUs;
  * else Opus), for the leg's appsrc; a new reference, or NULL. */
 GstCaps *igw_vcam_player_caps(igw_vcam_player *p, int video);
 

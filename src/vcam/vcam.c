@@ -1115,8 +1115,7 @@ static int build_pipeline(peer *p)
          * requests go unanswered (the recording has one a second). The
          * gates after the payloaders stay closed until the first play: the
          * prerolled samples pushed at load bring the caps webrtcbin needs
-         * to offer (rtph264pay has them only once it saw an SPS), and
-         * their packets are dropped there. */
+         * to offer, and their packets are dropped there. */
         if (p->video)
             g_string_append(desc, "appsrc name=vsrc is-live=true do-timestamp=true format=time max-bytes=4000000 "
                                   "! valve name=vvalve drop=false drop-mode=forward-sticky-events "

@@ -602,6 +602,28 @@ def invite_rec(plat, leg, rec_id, version=1, tracks=None, rev=1):
                           "recording": {"recordingId": rec_id, "recordingVersion": version}}})
 
 
+def freshest(plat, timeout):
+    """The newest recording reported so far (all pending reports answered),
+    else the next one: retention (6 s) may have taken older ones."""
+    plat.drain(0.2)
+    best = None
+    while True:
+        rep = plat.wait(lambda t, m: t == UP_R, 0)
+        if not rep:
+            break
+        report_reply(plat, rep)
+        for e in rep["params"].get("recordings", []):
+            if not best or e["startTimeMs"] > best["startTimeMs"]:
+                best = e
+    if best and best["endTimeMs"] / 1000 > time.time() - 3:
+        return best
+    rep = plat.wait(lambda t, m: t == UP_R and m["params"].get("recordings"), timeout)
+    if not rep:
+        return None
+    report_reply(plat, rep)
+    return rep["params"]["recordings"][-1]
+
+
 def silence_after(host, leg, t0, limit=2.0):
     """Seconds from t0 until rtp_in stopped changing (then stable for 250 ms)."""
     last, last_change = rtp_in(host, leg), t0
@@ -728,12 +750,8 @@ def run_recordings(broker, plat, host, cams):
           f"...with the removals not acknowledged, not the refused one ({again}, {unanswered_removal})")
 
     # ---- playback ----
-    newest = None
-    # The next closed segment: the freshest recording (retention keeps it 6 s).
-    rep = plat.wait(lambda t, m: t == UP_R and m["params"].get("recordings"), 5)
-    if check(rep, "a fresh recording for playback"):
-        report_reply(plat, rep)
-        newest = rep["params"]["recordings"][0]
+    newest = freshest(plat, 5)
+    check(newest, "a fresh recording for playback")
     newest = newest or {"recordingId": "none", "durationMs": 2000}
     rid = newest["recordingId"]
 
@@ -766,12 +784,16 @@ def run_recordings(broker, plat, host, cams):
               0 <= r["data"].get("positionMs", -1) <= 300, f"play: playbackControlReply 200 playing near 0 ({r})")
         check(host.event("R1", "first-packet", 3) and grows(host, "R1", 1.0), "play: RTP arrives")
         time.sleep(0.3)
+        # The request goes, the counter is watched at once, the reply read after.
         t0 = time.time()
-        r = playback(plat, "R1", "pause", "pb2")
+        plat.send({"method": "playbackControl", "msgToken": "pb2", "sessionId": "R1",
+                   "params": {"operation": "pause", "mediaRevision": 1}})
         t_silent = silence_after(host, "R1", t0)
+        r = plat.wait(lambda t, m: t == UP_S and m.get("method") == "playbackControlReply" and
+                      m.get("msgToken") == "pb2", 10)
         check(r and r.get("code") == 200 and r["data"].get("state") == "paused", f"pause: reply paused ({r})")
         check(t_silent <= 0.3, f"pause: packets stop within 300 ms ({t_silent * 1000:.0f} ms)")
-        log(f"pause to silence: {t_silent * 1000:.0f} ms after the request (the reply included)")
+        log(f"pause to silence: {t_silent * 1000:.0f} ms after the request (the counter polled every ~10 ms)")
         ok, ab = stalls(host, "R1", settle=0.1, over=0.7)
         check(ok, f"paused: no RTP ({ab})")
         r = playback(plat, "R1", "seek", "pb3", pos=1000)
@@ -800,10 +822,9 @@ def run_recordings(broker, plat, host, cams):
         check(r and r.get("code") == 100404, f"the ended leg is unknown ({r})")
 
     # ---- a live leg and a playback leg at once ----
-    rep = plat.wait(lambda t, m: t == UP_R and m["params"].get("recordings"), 5)
-    if check(rep, "another fresh recording"):
-        report_reply(plat, rep)
-        rid = rep["params"]["recordings"][0]["recordingId"]
+    fresh = freshest(plat, 5)
+    if check(fresh, "another fresh recording"):
+        rid = fresh["recordingId"]
     invite(plat, "L10", 1, [VIDEO, MIC])
     offl = plat.session("mediaOffer", "L10", 15)
     invite_rec(plat, "R2", rid, tracks=[VIDEO_1])

@@ -245,17 +245,19 @@ async function main() {
             ` (durations ${list.map((r) => r.durationMs).join(', ')} ms)`);
         await liveOnce(a, browser); // warm-up, not counted
         await playbackOnce(a, browser, cam, list[0]);
-        const live = [], plays = [];
+        const live = [], plays = [], played = new Set();
         for (let i = 0; i < Math.max(PLAY_N, LIVE_N); i++) {
             if (i < LIVE_N) live.push(await liveOnce(a, browser));
             if (i < PLAY_N) {
                 list = await recordings(a, t0 - 60000); // newer segments join the turn
-                plays.push(await playbackOnce(a, browser, cam, list[i % list.length]));
+                const rec = list[i % list.length];
+                played.add(rec.recordingId);
+                plays.push(await playbackOnce(a, browser, cam, rec));
             }
         }
         const ptf = fmt(plays.map((p) => p.playToFrame)), otf = fmt(plays.map((p) => p.openToFrame));
         const lo = fmt(live.map((l) => l.openToFrame)), lr = fmt(live.map((l) => l.resumeToFrame));
-        console.log(`playback, ${PLAY_N} sessions of ${Math.min(list.length, PLAY_N)} recordings:`);
+        console.log(`playback, ${PLAY_N} sessions of ${played.size} recordings:`);
         console.log(`  play_to_frame  ${ptf.line}`);
         console.log(`  open_to_frame  ${otf.line}`);
         const ph = (k) => mean(plays.map((p) => p.phases[k]));

@@ -567,11 +567,13 @@ bench-live: deps-bench all $(BENCH)/igwd $(BENCH)/igw-media-host $(BENCH)/igw-li
 bench-talk: deps-bench all $(BENCH)/igwd $(BENCH)/igw-talkload
 	IGWCTL_BIN=$(BUILD)/igwctl VCAM_BIN=$(BUILD)/igw-vcam tests/bench/bench_talk.sh $(BENCH)/igwd $(BENCH)/igw-talkload
 
-# The recordings catalog (issue 17, section 5): /recordings/query over 1 000 000
-# catalog rows at a fixed rate, beside the statement's own execution time in
-# PostgreSQL (EXPLAIN ANALYZE of the same parameters) and igwd's no-database reply
-# (igw-loadgen) in the same run.
+# Recordings (issue 17, section 5): /recordings/query over 1 000 000 catalog rows
+# at a fixed rate, beside the statement's own execution time in PostgreSQL
+# (EXPLAIN ANALYZE of the same parameters) and igwd's no-database reply
+# (igw-loadgen) in the same run; then recordPlayback of igw-vcam's recordings in
+# Chromium, play to first frame, beside live views of the same camera.
 bench-recordings: deps-bench all $(BENCH)/igwd $(BENCH)/igw-recload $(BENCH)/igw-recordings-sql $(BENCH)/igw-loadgen
-	tests/bench/bench_recordings.sh $(BENCH)/igwd $(BENCH)/igw-recload $(BENCH)/igw-recordings-sql $(BENCH)/igw-loadgen
+	tests/bench/bench_recordings.sh $(BENCH)/igwd $(BENCH)/igw-recload $(BENCH)/igw-recordings-sql $(BENCH)/igw-loadgen \
+	    $(BUILD)/igwctl $(BUILD)/igw-vcam
 clean:
 	rm -rf $(BUILD)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# bench_recordings.sh IGWD RECLOAD RECSQL LOADGEN - the recordings catalog (issue 17,
-# section 5): /recordings/query over a catalog of a million rows at a fixed
+# bench_recordings.sh IGWD RECLOAD RECSQL LOADGEN IGWCTL VCAM - recordings
+# (issue 17, section 5), the catalog, then playback. The catalog: /recordings/query over a catalog of a million rows at a fixed
 # offered rate (open loop, igw-recload: latency from each request's due
 # time), beside the reference measured in the same run on the same machine:
 # the statement igwd prepares for it (printed by RECSQL from
@@ -17,22 +17,32 @@
 # workers); everything torn down. Any answer that is not a well-formed 200
 # fails the run (exit 1), and so does a plan that reads the catalog by a
 # sequential scan or without the index range.
+# Playback (tests/bench/bench_playback.sh, in a network namespace of its own
+# with its own services, after the catalog's are stopped): BENCH_PLAY_N
+# recordPlayback sessions of igw-vcam's recordings in Chromium through the
+# public API, play to first frame and open to first frame, beside the same
+# viewer on live views of the same camera (a paused video track resumed to
+# its first frame, open to first frame). A playback or live view that does
+# not work fails the run (exit 1).
 # The run is in phases, each appending its figures to the RESULT line:
 #   catalog   query_p99_ms=<n> query_vs_sql=<ratio>
-#   (playback, issue 17's next part, appends play_to_frame_p50_ms here)
+#   playback  play_to_frame_p50_ms=<n> play_vs_live=<ratio> open_to_frame_p50_ms=<n> open_vs_live=<ratio>
 # Settings: RATE (1000), BENCH_SECONDS (10), WARMUP_SECONDS (2), ROUNDS (3),
 # CONNS (32), SLOW_MS (2), SAMPLES (200: parameter sets EXPLAIN ANALYZEd per round),
 # DEVICES (100), CAMERAS (10 per device), SEGMENTS (1000 per camera),
 # OTHER_DEVICES (10, enterprise 2's), NARROW (20: % of windows of 1-15 min),
 # IGWD_THREADS (2), BENCH_TMP (/tmp), ports BENCH_REC_IGWD_PORT (25416),
 # BENCH_REC_PG_PORT (63816), BENCH_REC_REDIS_PORT (18916),
-# BENCH_REC_MQTT_PORT (18917).
+# BENCH_REC_MQTT_PORT (18917); the playback phase's: BENCH_PLAY_N (20; 0: no
+# playback phase), BENCH_LIVE_N (BENCH_PLAY_N), BENCH_SEGMENT_MS (4000).
 set -euo pipefail
-usage="usage: bench_recordings.sh IGWD RECLOAD RECSQL LOADGEN"
+usage="usage: bench_recordings.sh IGWD RECLOAD RECSQL LOADGEN IGWCTL VCAM"
 IGWD=$(realpath "${1:?$usage}")
 RECLOAD=$(realpath "${2:?$usage}")
 RECSQL=$(realpath "${3:?$usage}")
 LOADGEN=$(realpath "${4:?$usage}")
+IGWCTL=$(realpath "${5:?$usage}")
+VCAM=$(realpath "${6:?$usage}")
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=../igwd/lib.sh
 . "$ROOT/tests/igwd/lib.sh"
@@ -223,11 +233,37 @@ RESULT+=("query_p99_ms=$(awk -v q="$QP99" 'BEGIN { printf "%.2f", q }')"
     "query_vs_sql=$(awk -v q="$QP99" -v s="$SP99" 'BEGIN { printf "%.2f", (s > 0 ? q / s : 0) }')")
 
 # ---- playback ------------------------------------------------------------------------------
-# Issue 17's playback part goes here: it appends play_to_frame_p50_ms=<n> to
-# RESULT (nothing is printed for it until it is measured).
+# The catalog's igwd and services go first: the phase has the machine to itself.
+PLAY_FAILED=0
+if [ "${BENCH_PLAY_N:-20}" != 0 ]; then
+    disown "$PID" 2>/dev/null || true
+    kill -KILL "$PID" 2>/dev/null || true
+    PID=
+    "$ROOT/src/ops/services.sh" down >/dev/null 2>&1 || true
+    # pipefail: the script's status unless tee failed too.
+    "$ROOT/tests/bench/bench_playback.sh" "$IGWD" "$IGWCTL" "$VCAM" | tee "$TMP/playback.out" || PLAY_FAILED=1
+    # field KEY: KEY's value on the PLAYBACK line.
+    field() { sed -n 's/^PLAYBACK //p' "$TMP/playback.out" | tr ' ' '\n' | sed -n "s/^$1=//p" | tail -n 1; }
+    ptf=$(field play_to_frame_p50_ms) otf=$(field open_to_frame_p50_ms)
+    lrf=$(field live_resume_to_frame_p50_ms) lof=$(field live_open_to_frame_p50_ms)
+    if [ "$PLAY_FAILED" = 0 ] && [ -n "$ptf" ] && [ -n "$otf" ] && [ -n "$lrf" ] && [ -n "$lof" ]; then
+        ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : -1) }'; }
+        echo "play_vs_live = play_to_frame p50 / live resume_to_frame p50 = $ptf / $lrf = $(ratio "$ptf" "$lrf");" \
+            "open_vs_live = playback open_to_frame p50 / live open_to_frame p50 = $otf / $lof = $(ratio "$otf" "$lof")" \
+            "(target: play_to_frame_p50_ms < 300)"
+        RESULT+=("play_to_frame_p50_ms=$ptf" "play_vs_live=$(ratio "$ptf" "$lrf")"
+            "open_to_frame_p50_ms=$otf" "open_vs_live=$(ratio "$otf" "$lof")")
+    else
+        PLAY_FAILED=1
+    fi
+fi
 
 echo "RESULT ${RESULT[*]}"
 if [ "$FAILED" != 0 ]; then
     echo "bench_recordings: FAILED: answers that were not ok (above)" >&2
+    exit 1
+fi
+if [ "$PLAY_FAILED" != 0 ]; then
+    echo "bench_recordings: FAILED: the playback phase (above)" >&2
     exit 1
 fi

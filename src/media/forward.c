@@ -234,6 +234,8 @@ static void viewer_forward(igw_node *v, int k, const src_track *tr, const uint8_
     vt->packets++;
     vt->octets += (uint32_t)h->payload_len;
     v->st.rtp_out++;
+    if (k == TRACK_VIDEO)
+        v->st.video_out++;
     v->st.bytes_out += len;
     if (!v->first_packet) {
         v->first_packet = true;
@@ -359,13 +361,20 @@ typedef struct rtcp_ctx {
     igw_node *v;
 } rtcp_ctx;
 
-/* A NACKed packet, from the source's history, renumbered for this viewer. */
+/* A NACKed packet, from the source's history, renumbered for this viewer.
+ * Only while its video is active: a paused or stopped track is a forwarding
+ * barrier, and a NACK for a packet sent before the pause (the viewer asks
+ * again every round trip for a while) must not bring media through it. */
 static void viewer_retransmit(igw_node *v, uint16_t out_seq)
 {
     view_track *vt = &v->view[TRACK_VIDEO];
     src_track  *tr = &v->source->src[TRACK_VIDEO];
     uint16_t in_seq;
     size_t len;
+    if (vt->state != IGW_TRACK_ACTIVE) {
+        v->st.dropped++;
+        return;
+    }
     if (v->rtx_budget == 0) {
         v->st.dropped++; /* a viewer NACKing beyond reason does not get to load the thread */
         return;
@@ -380,8 +389,10 @@ static void viewer_retransmit(igw_node *v, uint16_t out_seq)
     uint8_t out[IGW_PEER_BUF];
     memcpy(out, pkt, len);
     igw_rtp_rewrite(out, vt->pt, out_seq, h.ts + vt->rw.ts_delta, vt->ssrc);
-    if (igw_peer_send_rtp(v->peer, out, len) == 0)
+    if (igw_peer_send_rtp(v->peer, out, len) == 0) {
         v->st.rtx_out++;
+        v->st.video_out++;
+    }
 }
 
 static void viewer_rtcp_item(void *ud, const igw_rtcp_item *it)

@@ -104,8 +104,11 @@ typedef enum { IGW_MEDIA_AUDIO = 1, IGW_MEDIA_VIDEO = 2, IGW_MEDIA_BOTH = 3 } ig
 /* Fires a track-subscription trigger (generated machine `track`: pause,
  * resume, unsubscribe, subscribe) on the viewer's tracks of the given kinds.
  * All named tracks move or none does. Subscribe and resume ask the source for
- * a keyframe and restart the viewer's video at one. *state (optional) gets the
- * resulting igw_track_state of the first named track. */
+ * a keyframe and restart the viewer's video at one. Pause and unsubscribe
+ * return after the media thread applied them: nothing of those kinds is sent
+ * to the viewer after the return, retransmissions of earlier packets included
+ * (its NACKs are counted in dropped). *state (optional) gets the resulting
+ * igw_track_state of the first named track. */
 igw_media_rc igw_media_viewer_track(igw_media *m, const char *viewer_id, uint32_t revision, igw_media_kinds kinds,
                                     int trigger, int *state, char *err, size_t errlen);
 
@@ -136,6 +139,7 @@ typedef struct igw_media_stats {
     uint64_t keyframes_in;       /* source: keyframes seen */
     uint64_t pli_in, pli_out;    /* keyframe requests received / sent */
     uint64_t nack_in, rtx_out;   /* NACKed packets / retransmissions sent */
+    uint64_t video_out;          /* viewer: video RTP packets sent, retransmissions included */
     uint64_t sr_out;             /* sender reports sent */
     uint64_t dropped;            /* packets not forwarded (paused, waiting keyframe, send errors) */
     uint64_t rtp_expected;       /* source: packets the senders' sequence numbers span (RFC 3550 A.3) */

@@ -235,6 +235,7 @@ static void handle(igw_media *m, const req *r, igw_jw *w)
         kv_int(w, "pli_out", (int64_t)st.pli_out);
         kv_int(w, "nack_in", (int64_t)st.nack_in);
         kv_int(w, "rtx_out", (int64_t)st.rtx_out);
+        kv_int(w, "video_out", (int64_t)st.video_out);
         kv_int(w, "sr_out", (int64_t)st.sr_out);
         kv_int(w, "dropped", (int64_t)st.dropped);
         kv_int(w, "rtp_expected", (int64_t)st.rtp_expected);

@@ -27,6 +27,7 @@ async function connectViewer(browser, id, rev, { platformOffers = false, paused 
         const offer = await v.offerRecvOnly();
         const r = await call({ op: 'viewer', source: 'cam', id, rev, paused, sdp: offer });
         if (!c.check(r.ok, `${id}: answer to Chromium's offer (${r.error || ''})`)) return v;
+        v.ourSdp = r.sdp;
         c.check(/a=setup:(passive|active)/.test(r.sdp) && !/a=setup:actpass/.test(r.sdp), `${id}: answer setup is not actpass`);
         c.check(/a=ice-lite/.test(r.sdp), `${id}: answer says ice-lite`);
         c.check(/a=group:BUNDLE/.test(r.sdp) && /a=rtcp-mux/.test(r.sdp), `${id}: answer bundles with rtcp-mux`);
@@ -60,22 +61,41 @@ async function main() {
     const [a, b] = [viewers.vA, viewers.vB];
     c.check(!!(await waitEvent((e) => e.id === 'vA' && e.event === 'keyframe', 1000)), 'vA: video started at a keyframe');
 
-    // ---- pause A: its frames stop, B's do not ----
-    let r = await call({ op: 'track', id: 'vA', rev: 1, kinds: 'video', trigger: 'pause' });
-    c.check(r.ok && r.state === 'paused', `vA: video paused (${JSON.stringify(r)})`);
-    // Frames in flight, or completed by retransmissions, still decode: wait
-    // (up to 3 s; a busy machine decodes late) until vA's count stops moving.
-    let a1 = await a.stats();
-    for (let i = 0, prev = -1; i < 10 && a1.framesDecoded !== prev; i++) {
-        prev = a1.framesDecoded;
-        await sleep(300);
-        a1 = await a.stats();
+    // ---- pause A: nothing more is sent to it, B goes on ----
+    // What is measured is what the platform sends and Chromium receives, not
+    // what it decodes: a busy Chromium decodes frames it received before the
+    // pause for seconds after it (framesReceived still, framesDecoded
+    // catching up in bursts after stalls of over a second). The host's
+    // video_out after the pause's return counts everything sent before it,
+    // so Chromium can never have more, however late it reads its socket.
+    // With loss toward A before the pause, Chromium still NACKs packets from
+    // before it after it: retransmissions must not pass the barrier either.
+    // B's windows here and below count video packets too: that B is still
+    // served is what they check, and a busy machine also loses camera packets
+    // before the host (no upstream repair), after which Chromium assembles
+    // and decodes no frame until the next keyframe while packets flow on.
+    const netns = process.env.IGW_NETNS_ADDR && process.env.IGW_NETNS_ADDR !== '127.0.0.1';
+    const nft = (cmd) => execSync(`nft ${cmd}`);
+    const portOf = (sdp) => /a=candidate:\S+ 1 udp \d+ \S+ (\d+) typ host/.exec(sdp)[1];
+    if (netns) {
+        nft('add table inet igwloss');
+        nft(`add chain inet igwloss out '{ type filter hook output priority 0; }'`);
+        nft(`add rule inet igwloss out udp sport ${portOf(a.ourSdp)} numgen random mod 100 '<' 20 drop`);
+        await sleep(1000);
     }
-    let b1 = await b.stats();
+    let r = await call({ op: 'track', id: 'vA', rev: 1, kinds: 'video', trigger: 'pause' });
+    const p0 = await stats('vA'); // after the return: every video packet sent before it
+    if (netns) nft('delete table inet igwloss');
+    c.check(r.ok && r.state === 'paused', `vA: video paused (${JSON.stringify(r)})`);
+    let a1 = await a.stats(), b1 = await b.stats();
     await sleep(1500);
+    const p1 = await stats('vA');
     let a2 = await a.stats(), b2 = await b.stats();
-    c.check(a2.framesDecoded - a1.framesDecoded <= 1, `vA: no frames while paused (${a1.framesDecoded} -> ${a2.framesDecoded})`);
-    c.check(b2.framesDecoded - b1.framesDecoded >= 15, `vB: frames go on while vA is paused (${b1.framesDecoded} -> ${b2.framesDecoded})`);
+    c.check(p1.video_out === p0.video_out,
+        `vA: no video sent after the pause returned, retransmissions included (${p0.video_out} -> ${p1.video_out}; ${p1.nack_in - p0.nack_in} NACKed since)`);
+    c.check(a2.videoPackets <= p0.video_out,
+        `vA: Chromium received no video sent after the pause (${a2.videoPackets} received, ${p0.video_out} sent before it; frames decoded ${a1.framesDecoded} -> ${a2.framesDecoded})`);
+    c.check(b2.videoPackets - b1.videoPackets >= 15, `vB: video goes on while vA is paused (packets ${b1.videoPackets} -> ${b2.videoPackets})`);
     c.check(a2.audioPackets > a1.audioPackets, 'vA: audio goes on while its video is paused');
     r = await call({ op: 'stats', id: 'vA' });
     c.check(r.video === 'paused' && r.audio === 'active', `vA: track states video paused, audio active (${r.video}/${r.audio})`);
@@ -114,7 +134,8 @@ async function main() {
     await sleep(700);
     b2 = await b.stats();
     r = await call({ op: 'stats', id: 'vB' });
-    c.check(r.ok && b2.framesDecoded > b1.framesDecoded, 'vB revision 1 untouched by the refused revision 2');
+    c.check(r.ok && r.connected && b2.videoPackets > b1.videoPackets,
+        `vB revision 1 untouched by the refused revision 2 (video packets ${b1.videoPackets} -> ${b2.videoPackets})`);
 
     // ---- stop A: B unaffected; pause after stop is a conflict ----
     r = await call({ op: 'track', id: 'vA', rev: 1, kinds: 'both', trigger: 'unsubscribe' });
@@ -124,7 +145,7 @@ async function main() {
     b1 = await b.stats();
     await sleep(1000);
     b2 = await b.stats();
-    c.check(b2.framesDecoded - b1.framesDecoded >= 10, 'vB: unaffected by vA stopping');
+    c.check(b2.videoPackets - b1.videoPackets >= 10, `vB: unaffected by vA stopping (video packets ${b1.videoPackets} -> ${b2.videoPackets})`);
 
     // ---- a viewer that vanishes is detected and released ----
     const children = () => execSync(`pgrep -P ${process.pid} -x chromium || true`).toString().split(/\s+/).filter(Boolean);
@@ -143,7 +164,7 @@ async function main() {
     b1 = await b.stats();
     await sleep(1000);
     b2 = await b.stats();
-    c.check(b2.framesDecoded - b1.framesDecoded >= 10, 'vB: plays on after vC vanished');
+    c.check(b2.videoPackets - b1.videoPackets >= 10, `vB: plays on after vC vanished (video packets ${b1.videoPackets} -> ${b2.videoPackets})`);
     r = await call({ op: 'stats', id: 'vB' });
     c.check(r.sr_out > 0, `vB: sender reports sent (${r.sr_out})`);
 

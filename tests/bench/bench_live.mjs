@@ -21,13 +21,10 @@
 // (the client binary), WS_NODE_DIR, OPENS (50), WARM_OPENS (20, 0 = none), VIEWERS (100),
 // MEASURE_SECONDS (10).
 // Prints `LIVE key=value ...` lines that bench_live.sh reads.
-import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { launch, newViewer, sleep, spawnLines } from '../media/lib.mjs';
+import { DEMO, target, camera, token, app, result, accepted, mediaOffer, end, pct, firstFrameAt } from './api.mjs';
 import { cpuUs } from './proc.mjs';
 
-const BASE = process.env.IGW_BASE;
-const DEMO = JSON.parse(readFileSync(process.env.IGW_DEMO, 'utf8'));
 const ADDR = process.env.IGW_NETNS_ADDR || '127.0.0.1';
 const IGWD_PID = Number(process.env.IGWD_PID);
 const OPENS = Number(process.env.OPENS || 50);
@@ -35,85 +32,6 @@ const VIEWERS = Number(process.env.VIEWERS || 100);
 const MEASURE_S = Number(process.env.MEASURE_SECONDS || 10);
 const WARM_OPENS = Number(process.env.WARM_OPENS ?? 20);
 const WARMUP_S = 3;
-const WebSocket = createRequire(process.env.WS_NODE_DIR + '/package.json')('ws');
-const target = { productID: DEMO.device.productID, deviceName: DEMO.device.deviceName };
-const camera = DEMO.camera.cameraId;
-let seq = 0;
-const token = (p) => `${p}-${process.pid}-${++seq}`;
-
-async function call(path, body) {
-    const r = await fetch(BASE + path, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${DEMO.user.token}`, 'content-type': 'application/json' },
-        body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    return { status: r.status, body: await r.json() };
-}
-
-/** The application: one endpoint, events pushed over its WebSocket and
- * acknowledged in batches; wait(pred) resolves on the first matching event. */
-async function app() {
-    const r = await call('/api/v1/im/interaction/endpoints/register');
-    if (r.status !== 200) throw new Error(`register: ${JSON.stringify(r.body)}`);
-    const ep = r.body.data.endpointId;
-    const seen = new Set(), toAck = [], waiters = [], events = [];
-    const ws = new WebSocket(`${BASE.replace(/^http/, 'ws')}/api/v1/im/interaction/events/ws/${ep}`,
-        { headers: { authorization: `Bearer ${DEMO.user.token}` } });
-    await new Promise((resolve, reject) => (ws.once('open', resolve), ws.once('error', reject)));
-    ws.on('message', (data) => {
-        const f = JSON.parse(data.toString());
-        if (f.method !== 'interaction.event' || seen.has(f.deliveryId)) return;
-        seen.add(f.deliveryId);
-        toAck.push(f.deliveryId);
-        const at = Date.now();
-        for (let i = 0; i < waiters.length; i++)
-            if (waiters[i].pred(f.event)) {
-                waiters.splice(i, 1)[0].resolve({ event: f.event, at });
-                return;
-            }
-        events.push({ event: f.event, at });
-    });
-    let acking = true;
-    const acker = (async () => {
-        while (acking || toAck.length) {
-            while (toAck.length) {
-                const a = await call('/api/v1/im/interaction/events/ack', { endpointId: ep, deliveryIds: toAck.splice(0, 32) });
-                if (a.status !== 200) throw new Error(`ack: ${JSON.stringify(a.body)}`);
-            }
-            await sleep(200);
-        }
-    })();
-    return {
-        command: (command) => call('/api/v1/im/interaction/commands', { endpointId: ep, command }),
-        wait(pred, ms = 15000, what = 'event') {
-            const i = events.findIndex((e) => pred(e.event));
-            if (i >= 0) return Promise.resolve(events.splice(i, 1)[0]);
-            return new Promise((resolve, reject) => {
-                const w = { pred, resolve: (e) => (clearTimeout(t), resolve(e)) };
-                const t = setTimeout(() => (waiters.splice(waiters.indexOf(w), 1), reject(new Error(`no ${what} within ${ms} ms`))), ms);
-                waiters.push(w);
-            });
-        },
-        async close() {
-            acking = false;
-            await acker;
-            ws.close();
-        },
-    };
-}
-
-const result = (a, t, ms) => a.wait((e) => e.method === 'interaction.result' && e.msgToken === t, ms, `result of ${t}`)
-    .then(({ event, at }) => {
-        if (event.code !== 200) throw new Error(`${t}: ${JSON.stringify(event)}`);
-        return { data: event.data, at };
-    });
-
-async function accepted(a, command) {
-    const r = await a.command(command);
-    if (r.status !== 200 || !r.body.data || r.body.data.accepted !== true)
-        throw new Error(`${command.method}: ${r.status} ${JSON.stringify(r.body)}`);
-    return Date.now();
-}
 
 /** interaction.open until accepted (the camera is offline until its
  * presence is stored); resolves to {sid, t0} with t0 the acceptance. */
@@ -133,39 +51,6 @@ async function open(a) {
     return { sid: res.data.sessionId, t0 };
 }
 
-/** mediaOffer with sdp; resolves to the platform's answer. */
-async function mediaOffer(a, sid, sdp) {
-    const t = token('offer');
-    await accepted(a, { msgToken: t, method: 'interaction.mediaOffer', sessionId: sid,
-        params: { mediaRevision: 1, webrtc: { iceMode: 'full', sdp } } });
-    const res = await result(a, t, 15000);
-    if (!res.data.webrtc || typeof res.data.webrtc.sdp !== 'string') throw new Error(`mediaOffer: ${JSON.stringify(res.data)}`);
-    return res.data.webrtc.sdp;
-}
-
-async function end(a, sid) {
-    await accepted(a, { msgToken: token('end'), method: 'interaction.end', sessionId: sid, params: { reason: 'userHangup' } });
-    await a.wait((e) => e.method === 'interaction.state' && e.sessionId === sid && e.data.state === 'ended', 15000, `end of ${sid}`);
-}
-
-const pct = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
-
-// Resolves in the page, with the page's wall clock (ms), once the video
-// receiver has decoded a frame; polls getStats every 5 ms.
-function firstFrameAt(v, ms) {
-    return v.page.evaluate(async (limit) => {
-        const pc = window.__igw.pc, end = Date.now() + limit;
-        for (;;) {
-            const report = await pc.getStats();
-            let n = 0;
-            report.forEach((r) => { if (r.type === 'inbound-rtp' && r.kind === 'video') n += r.framesDecoded || 0; });
-            if (n > 0) return Date.now();
-            if (Date.now() > end) return -1;
-            await new Promise((r) => setTimeout(r, 5));
-        }
-    }, ms);
-}
-
 async function openToFrame(a, browser, n, label) {
     // One open first, not counted: the camera's presence, the first leg, JIT.
     const times = [], phases = [];
@@ -183,7 +68,7 @@ async function openToFrame(a, browser, n, label) {
             times.push(at - t0);
             phases.push({ invited: tInvited - t0, answered: tAnswer - tInvited, frame: at - tAnswer });
         }
-        await end(a, sid);
+        await end(a, sid, 'userHangup');
         await v.close();
     }
     const s = [...times].sort((x, y) => x - y);
@@ -257,7 +142,7 @@ async function manyViewers(a, client) {
         ` ${(pkts / secs).toFixed(0)} pkt/s delivered, CPU ${((c1 - c0) / 1e4 / secs).toFixed(1)}%,` +
         ` ${us.toFixed(2)} us/pkt (${((r1.bytes_in - r0.bytes_in) / Math.max(1, pkts)).toFixed(0)} B/pkt), loss ${loss.toFixed(3)}%`);
     console.log(`LIVE viewers=${r1.receiving} loss_pct=${loss.toFixed(3)} cpu_us_per_pkt=${us.toFixed(2)}`);
-    for (const sid of sids) await end(a, sid);
+    for (const sid of sids) await end(a, sid, 'userHangup');
 }
 
 async function main() {
@@ -274,7 +159,7 @@ async function main() {
             // Warm: another viewer holds the camera's leg up, each open joins it.
             const hold = await attach(a, client, 'hold');
             warm = await openToFrame(a, browser, WARM_OPENS, 'warm leg: another viewer keeps the camera up');
-            await end(a, hold);
+            await end(a, hold, 'userHangup');
             await client.call({ op: 'close', id: 'hold' });
         }
         console.log(`LIVE open_to_frame_p50_ms=${cold.p50} open_to_frame_p99_ms=${cold.p99}` +

@@ -721,7 +721,10 @@ static void open_write(op *o)
         snprintf(member, sizeof member, "%" PRId64, o->member_epoch);
     if (o->record)
         snprintf(version, sizeof version, "%" PRId64, o->rec_version);
-    const char *purpose = o->talk ? "ipcTalk" : o->record ? "recordPlayback" : "ipcLiveView";
+    /* The schema's name of the purpose (a subscribe's viewer is a live view). */
+    const char *purpose = igw_Purpose_names[o->talk     ? IGW_Purpose_ipcTalk
+                                            : o->record ? IGW_Purpose_recordPlayback
+                                                        : IGW_Purpose_ipcLiveView].ptr;
     const char *v[22] = {o->ent, o->user, o->endpoint, o->token, o->pid, o->dn, o->cam, purpose,
                          o->c->fingerprint_hex, o->c->canon, o->sid, e->node_id, ep, deadline, e->jw.buf, did,
                          o->c->method, o->parent, o->talk ? o->call_id : "", member,

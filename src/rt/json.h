@@ -52,6 +52,12 @@ typedef struct igw_str {
     size_t len;
 } igw_str;
 
+/* A C string as an igw_str (no copy: s must outlive it). */
+static inline igw_str igw_str_of(const char *s)
+{
+    return (igw_str){s, __builtin_strlen(s)};
+}
+
 /* One JSON Pointer segment: an object key, or an array index when key is NULL. */
 typedef struct igw_json_seg {
     const char *key;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "decode.h"
 #include "event/rights.h"
 
 #define NOW_MS "floor(extract(epoch FROM now()) * 1000)::bigint"
@@ -145,11 +146,6 @@ static void set_path(char *path, size_t cap, const char *list, uint32_t i, const
     snprintf(path, cap, "/params/%s/%" PRIu32 "%s%s", list, i, field ? "/" : "", field ? field : "");
 }
 
-static bool same(igw_str a, igw_str b)
-{
-    return a.len == b.len && memcmp(a.ptr, b.ptr, a.len) == 0;
-}
-
 const char *igw_recordings_report_check(const igw_RecordingReport *r, char *path, size_t cap)
 {
     path[0] = '\0';
@@ -170,12 +166,12 @@ const char *igw_recordings_report_check(const igw_RecordingReport *r, char *path
             return "durationMs is longer than the time between startTimeMs and endTimeMs";
         }
         for (uint32_t k = 0; k < i; k++)
-            if (same(r->recordings.v[k].recordingId, x->recordingId)) {
+            if (igw_str_eq(r->recordings.v[k].recordingId, x->recordingId.ptr, x->recordingId.len)) {
                 set_path(path, cap, "recordings", i, "recordingId");
                 return "the same recordingId twice in one report";
             }
         for (uint32_t k = 0; k < m; k++)
-            if (same(r->removed.v[k], x->recordingId)) {
+            if (igw_str_eq(r->removed.v[k], x->recordingId.ptr, x->recordingId.len)) {
                 set_path(path, cap, "removed", k, NULL);
                 return "a recording both reported and removed";
             }

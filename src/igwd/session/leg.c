@@ -36,11 +36,6 @@ static live_leg *leg_of_camera(igw_engine *e, const char *pid, const char *dn, c
     return NULL;
 }
 
-static igw_str cstr(const char *s)
-{
-    return (igw_str){s, strlen(s)};
-}
-
 /* The schema's downlink row of the media handle named `method`. */
 static const igw_proto_down *media_down(const char *method)
 {
@@ -78,30 +73,30 @@ static int send_invite(igw_engine *e, live_leg *l)
     const char *token = l->invite_token;
     l->resend_ms = igw_clock_ms() + INVITE_RESEND_MS;
     igw_MediaTrack tracks[3] = {
-        {.has = IGW_MediaTrack__REQUIRED, .trackId = cstr("video-1"), .kind = IGW_TrackKind_video,
-         .codec = cstr("H264")},
+        {.has = IGW_MediaTrack__REQUIRED, .trackId = igw_str_of("video-1"), .kind = IGW_TrackKind_video,
+         .codec = igw_str_of("H264")},
     };
     uint32_t n = 1;
     if (l->audio) /* a recording's sound, or the camera's microphone */
-        tracks[n++] = (igw_MediaTrack){.has = IGW_MediaTrack__REQUIRED, .trackId = cstr(l->playback ? "audio-1" : "mic"),
-                                       .kind = IGW_TrackKind_audio, .codec = cstr("opus")};
+        tracks[n++] = (igw_MediaTrack){.has = IGW_MediaTrack__REQUIRED, .trackId = igw_str_of(l->playback ? "audio-1" : "mic"),
+                                       .kind = IGW_TrackKind_audio, .codec = igw_str_of("opus")};
     if (l->speaker) /* what the talk's members say, played by the camera */
-        tracks[n++] = (igw_MediaTrack){.has = IGW_MediaTrack__REQUIRED, .trackId = cstr("speaker"),
-                                       .kind = IGW_TrackKind_audio, .codec = cstr("opus")};
+        tracks[n++] = (igw_MediaTrack){.has = IGW_MediaTrack__REQUIRED, .trackId = igw_str_of("speaker"),
+                                       .kind = IGW_TrackKind_audio, .codec = igw_str_of("opus")};
     igw_MediaInvite inv = {
         .has = IGW_MediaInvite__REQUIRED,
-        .method = cstr("invite"),
-        .msgToken = cstr(token),
-        .sessionId = cstr(l->id),
+        .method = igw_str_of("invite"),
+        .msgToken = igw_str_of(token),
+        .sessionId = igw_str_of(l->id),
         .params = {.has = IGW_MediaInviteParams__REQUIRED,
-                   .cameraId = cstr(l->camera_id),
+                   .cameraId = igw_str_of(l->camera_id),
                    .mediaRevision = l->revision,
                    .tracks = {tracks, n}},
     };
     if (l->playback) {
         inv.params.has |= IGW_MediaInviteParams_recording;
         inv.params.recording = (igw_PlaybackSource){.has = IGW_PlaybackSource__REQUIRED,
-                                                    .recordingId = cstr(l->recording_id),
+                                                    .recordingId = igw_str_of(l->recording_id),
                                                     .recordingVersion = l->recording_version};
     }
     igw_jw_reset(&e->jw);
@@ -115,9 +110,9 @@ static void send_bye(igw_engine *e, live_leg *l, igw_ByeReason reason)
     if (live_new_id(token, sizeof token))
         return;
     igw_MediaBye bye = {.has = IGW_MediaBye__REQUIRED,
-                        .method = cstr("bye"),
-                        .msgToken = cstr(token),
-                        .sessionId = cstr(l->id),
+                        .method = igw_str_of("bye"),
+                        .msgToken = igw_str_of(token),
+                        .sessionId = igw_str_of(l->id),
                         .params = {.has = IGW_ByeParams__REQUIRED, .reason = reason}};
     igw_jw_reset(&e->jw);
     igw_encode_MediaBye(&e->jw, &bye);
@@ -183,9 +178,9 @@ int live_leg_playback(igw_engine *e, live_leg *l, igw_PlaybackOperation op, int6
     if (live_new_id(down_token, cap))
         return -1;
     igw_MediaPlaybackControl c = {.has = IGW_MediaPlaybackControl__REQUIRED,
-                                  .method = cstr("playbackControl"),
-                                  .msgToken = cstr(down_token),
-                                  .sessionId = cstr(l->id),
+                                  .method = igw_str_of("playbackControl"),
+                                  .msgToken = igw_str_of(down_token),
+                                  .sessionId = igw_str_of(l->id),
                                   .params = {.has = IGW_PlaybackControlParams__REQUIRED,
                                              .operation = op,
                                              .mediaRevision = l->revision}};
@@ -315,11 +310,11 @@ static int offer_answer(igw_engine *e, live_leg *l, const igw_MediaOfferParams *
     }
     l->phase = LEG_OFFERED;
     igw_MediaAnswer a = {.has = IGW_MediaAnswer__REQUIRED,
-                         .sessionId = cstr(l->id),
+                         .sessionId = igw_str_of(l->id),
                          .mediaRevision = l->revision,
                          .webrtc = {.has = IGW_WebrtcAnswer__REQUIRED,
                                     .iceMode = strcmp(ice_mode(answer), "lite") ? IGW_IceMode_full : IGW_IceMode_lite,
-                                    .sdp = cstr(answer)}};
+                                    .sdp = igw_str_of(answer)}};
     igw_jw_reset(&e->jw);
     igw_encode_MediaAnswer(&e->jw, &a);
     free(answer);

@@ -19,6 +19,7 @@
 #include "arena.h"
 #include "clock.h"
 #include "core/log.h"
+#include "decode.h"
 #include "json.h"
 
 #define PB_REPLY_MS 5000    /* the camera answers a control within this */
@@ -33,11 +34,6 @@ static const igw_db_stmt st_recheck = {
     "LEFT JOIN recordings r ON r.product_id = x.p AND r.device_name = x.d AND r.recording_id = x.r "
     "WHERE r.recording_id IS NULL OR r.recording_version <> x.v",
     1};
-
-static igw_str cstr(const char *s)
-{
-    return (igw_str){s, strlen(s)};
-}
 
 void live_playback_loaded(igw_engine *e, live_leg *leg)
 {
@@ -57,7 +53,7 @@ static void control_result(igw_engine *e, live_session *s, const char *token, in
     igw_ResultData d = {0};
     if (cls == IGW_ERR_OK) {
         d.has = IGW_ResultData_state | IGW_ResultData_positionMs | IGW_ResultData_mediaRevision;
-        d.state = cstr(igw_sm_playback.states[s->pb_state]);
+        d.state = igw_str_of(igw_sm_playback.states[s->pb_state]);
         d.positionMs = s->position_ms;
         d.mediaRevision = s->revision;
     }
@@ -97,16 +93,15 @@ static int reply_data(igw_str data, bool *playing, int64_t *pos)
         return -1;
     }
     while ((r = igw_json_object_next(&j, &key)) == 1) {
-        if (key.len == 5 && !memcmp(key.ptr, "state", 5) && igw_json_string(&j, &st) == 0)
+        if (igw_str_eq(key, "state", 5) && igw_json_string(&j, &st) == 0)
             have |= 1;
-        else if (key.len == 10 && !memcmp(key.ptr, "positionMs", 10) && igw_json_int(&j, pos, 0, INT64_MAX) == 0)
+        else if (igw_str_eq(key, "positionMs", 10) && igw_json_int(&j, pos, 0, INT64_MAX) == 0)
             have |= 2;
         else if (igw_json_value(&j, IGW_JSON_STRICT, 8, data.len, &key) != 0)
             break;
     }
-    bool ok = r == 0 && have == 3 && ((st.len == 7 && !memcmp(st.ptr, "playing", 7)) ||
-                                       (st.len == 6 && !memcmp(st.ptr, "paused", 6)));
-    *playing = st.len == 7;
+    *playing = igw_str_eq(st, "playing", 7);
+    bool ok = r == 0 && have == 3 && (*playing || igw_str_eq(st, "paused", 6));
     igw_arena_free(&a);
     return ok ? 0 : -1;
 }
@@ -114,8 +109,7 @@ static int reply_data(igw_str data, bool *playing, int64_t *pos)
 void live_playback_reply(igw_engine *e, live_leg *leg, const igw_engine_uplink *u)
 {
     live_session *s = leg->viewers; /* a playback leg has one */
-    if (!s || !s->playback || !s->pb_token[0] || u->msg_token.len != strlen(s->pb_down) ||
-        memcmp(u->msg_token.ptr, s->pb_down, u->msg_token.len) != 0)
+    if (!s || !s->playback || !s->pb_token[0] || !igw_str_eq(u->msg_token, s->pb_down, strlen(s->pb_down)))
         return; /* late: its command failed by its deadline already */
     char token[sizeof s->pb_token];
     memcpy(token, s->pb_token, sizeof token);

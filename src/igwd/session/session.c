@@ -142,11 +142,6 @@ static const igw_db_stmt st_transition = {
     "       (SELECT count(*) FROM ev)",
     9};
 
-static igw_str cstr(const char *s)
-{
-    return (igw_str){s, strlen(s)};
-}
-
 int live_new_id(char *out, size_t cap)
 {
     return igw_outbox_new_id(out, cap);
@@ -235,16 +230,16 @@ void live_session_result(igw_engine *e, const char *sid, const char *endpoint, c
                          igw_CommandMethod op, int cls, const char *reason, igw_ResultData *d)
 {
     igw_ResultEvent ev = {.has = IGW_ResultEvent__REQUIRED | IGW_ResultEvent_sessionId,
-                          .msgToken = cstr(token),
+                          .msgToken = igw_str_of(token),
                           .method = IGW_ResultMethod_interaction_result,
-                          .sessionId = cstr(sid),
+                          .sessionId = igw_str_of(sid),
                           .code = igw_error_classes[cls].code,
                           .data = *d};
     ev.data.has |= IGW_ResultData_operation;
     ev.data.operation = op;
     if (cls != IGW_ERR_OK) {
         ev.data.has = IGW_ResultData_operation | IGW_ResultData_reason;
-        ev.data.reason = cstr(reason);
+        ev.data.reason = igw_str_of(reason);
     }
     igw_jw_reset(&e->jw);
     igw_encode_ResultEvent(&e->jw, &ev);
@@ -264,8 +259,6 @@ void live_session_result(igw_engine *e, const char *sid, const char *endpoint, c
         free(x);
     }
 }
-
-#define emit_result_to live_session_result
 
 static void emit_result(igw_engine *e, const live_session *s, const char *token, igw_CommandMethod op, int cls,
                         const char *reason, igw_ResultData *d)
@@ -408,7 +401,7 @@ static void viewer_offer(igw_engine *e, live_session *s, const char *token)
     igw_jw_init(&w);
     igw_WebrtcAnswer wa = {.has = IGW_WebrtcAnswer__REQUIRED,
                            .iceMode = strstr(answer, "a=ice-lite") ? IGW_IceMode_lite : IGW_IceMode_full,
-                           .sdp = cstr(answer)};
+                           .sdp = igw_str_of(answer)};
     igw_encode_WebrtcAnswer(&w, &wa);
     free(answer);
     if (igw_jw_status(&w)) {
@@ -417,10 +410,10 @@ static void viewer_offer(igw_engine *e, live_session *s, const char *token)
         return;
     }
     d.has = IGW_ResultData_state | IGW_ResultData_webrtc | IGW_ResultData_mediaRevision | IGW_ResultData_sessionId;
-    d.state = cstr("answered");
+    d.state = igw_str_of("answered");
     d.webrtc = (igw_str){w.buf, w.len};
     d.mediaRevision = s->revision;
-    d.sessionId = cstr(s->id);
+    d.sessionId = igw_str_of(s->id);
     emit_result(e, s, token, IGW_CommandMethod_interaction_mediaOffer, IGW_ERR_OK, NULL, &d);
     igw_jw_free(&w);
 }
@@ -446,11 +439,10 @@ typedef struct op {
     char pid[LIVE_NAME_MAX + 1], dn[LIVE_NAME_MAX + 1], cam[LIVE_NAME_MAX + 1];
     char ent[24], user[24];
     bool listen_audio;
-    bool talk;                               /* ipcTalk */
+    igw_Purpose purpose;                     /* open: the params'; subscribe: ipcLiveView (0) */
     char call_id[IGW_CALL_ID_MAX + 1];       /* ipcTalk: its call */
     int64_t member_epoch;                    /* ipcTalk: the caller's join instance */
     int64_t target, expected;                /* join, leave: participantId; leave: expectedMemberEpoch */
-    bool record;                             /* recordPlayback */
     char recording_id[LIVE_NAME_MAX + 1];    /* recordPlayback: its recording */
     int64_t rec_version, rec_duration;       /* as the catalog had it at the open */
     bool rec_audio;
@@ -564,14 +556,14 @@ static void on_open_write(void *arg, const PGresult *res, const char *err)
     s->revision = 1;
     s->state = IGW_SESSION_INVITED;
     s->listen_audio = o->listen_audio;
-    if (o->talk) {
+    if (o->purpose == IGW_Purpose_ipcTalk) {
         s->talk = true;
         snprintf(s->call_id, sizeof s->call_id, "%s", o->call_id);
         s->member_epoch = o->member_epoch;
         s->publish_allowed = true; /* checked at the open; the recheck keeps it true */
         s->checked_ms = igw_clock_ms();
     }
-    if (o->record) {
+    if (o->purpose == IGW_Purpose_recordPlayback) {
         s->playback = true;
         snprintf(s->recording_id, sizeof s->recording_id, "%s", o->recording_id);
         s->recording_version = o->rec_version;
@@ -590,8 +582,9 @@ static void on_open_write(void *arg, const PGresult *res, const char *err)
     igw_log(IGW_LOG_INFO, NULL, "session %s: %s/%s camera %s opened (%s)", s->id, o->pid, o->dn, o->cam, o->token);
     const char *why = NULL;
     live_recording rec = {.recording_id = o->recording_id, .version = o->rec_version, .audio = o->rec_audio};
-    live_leg *leg = live_leg_get(e, o->pid, o->dn, o->cam, o->listen_audio || (o->record && o->rec_audio), o->talk,
-                                 o->record ? &rec : NULL, &why);
+    bool record = o->purpose == IGW_Purpose_recordPlayback;
+    live_leg *leg = live_leg_get(e, o->pid, o->dn, o->cam, o->listen_audio || (record && o->rec_audio),
+                                 o->purpose == IGW_Purpose_ipcTalk, record ? &rec : NULL, &why);
     op_free(o);
     if (!leg) {
         live_session_end(e, s, "cameraUnreachable");
@@ -625,7 +618,7 @@ static void on_open_read(void *arg, const PGresult *res, const char *err)
         refuse(o, IGW_ERR_NOT_FOUND, "unknown camera of the target device", "/command/params/cameraId");
         return;
     }
-    if (o->record) {
+    if (o->purpose == IGW_Purpose_recordPlayback) {
         if (PQgetisnull(res, 0, 8)) {
             refuse(o, IGW_ERR_NOT_FOUND, "unknown recording of this camera", "/command/params/recordingId");
             return;
@@ -641,8 +634,9 @@ static void on_open_read(void *arg, const PGresult *res, const char *err)
     }
     if (!col_true(res, 4)) {
         refuse(o, IGW_ERR_UNAVAILABLE,
-               o->record ? "the camera is offline: recordings play from the camera only (there is no cloud playback)"
-                           : "the camera is offline",
+               o->purpose == IGW_Purpose_recordPlayback
+                   ? "the camera is offline: recordings play from the camera only (there is no cloud playback)"
+                   : "the camera is offline",
                "/command/target");
         return;
     }
@@ -651,22 +645,23 @@ static void on_open_read(void *arg, const PGresult *res, const char *err)
                "/command/params/listenAudio");
         return;
     }
-    if (o->talk && !col_true(res, 6)) {
+    bool talk = o->purpose == IGW_Purpose_ipcTalk;
+    if (talk && !col_true(res, 6)) {
         refuse(o, IGW_ERR_PARAMETER, "the camera has no speaker (its capability says so, or it reported none)",
                "/command/params/cameraId");
         return;
     }
-    if (o->talk && !e->cfg.talk_members && strcmp(PQgetvalue(res, 0, 7), "0") != 0) {
+    if (talk && !e->cfg.talk_members && strcmp(PQgetvalue(res, 0, 7), "0") != 0) {
         refuse(o, IGW_ERR_CONFLICT, "the call has its talk session already (two-party talk: talk_members is off)",
                "/command/params/callId");
         return;
     }
-    if (o->talk && live_leg_lacks(e, o->pid, o->dn, o->cam, true, true)) {
+    if (talk && live_leg_lacks(e, o->pid, o->dn, o->cam, true, true)) {
         refuse(o, IGW_ERR_CONFLICT, "the camera is being viewed without talk; talk when its viewers have left",
                "/command/params/cameraId");
         return;
     }
-    if (!o->talk && o->listen_audio && live_leg_lacks(e, o->pid, o->dn, o->cam, true, false)) {
+    if (!talk && o->listen_audio && live_leg_lacks(e, o->pid, o->dn, o->cam, true, false)) {
         refuse(o, IGW_ERR_CONFLICT, "the camera is being viewed without its microphone; open without listenAudio",
                "/command/params/listenAudio");
         return;
@@ -691,20 +686,20 @@ static void open_write(op *o)
     }
     /* The result of the open (subscribe), emitted with it. */
     igw_ResultEvent ev = {.has = IGW_ResultEvent__REQUIRED | IGW_ResultEvent_sessionId,
-                          .msgToken = cstr(o->token),
+                          .msgToken = igw_str_of(o->token),
                           .method = IGW_ResultMethod_interaction_result,
-                          .sessionId = cstr(sub ? o->parent : o->sid),
+                          .sessionId = igw_str_of(sub ? o->parent : o->sid),
                           .code = 200,
                           .data = {.has = IGW_ResultData_operation | IGW_ResultData_state | IGW_ResultData_sessionId |
                                           IGW_ResultData_mediaRevision,
                                    .operation = o->method,
-                                   .state = cstr("invited"),
-                                   .sessionId = cstr(o->sid),
+                                   .state = igw_str_of("invited"),
+                                   .sessionId = igw_str_of(o->sid),
                                    .mediaRevision = 1}};
     if (sub) {
         ev.data.has |= IGW_ResultData_playbackToken | IGW_ResultData_trackId;
-        ev.data.playbackToken = cstr(o->playback);
-        ev.data.trackId = cstr(o->track_id);
+        ev.data.playbackToken = igw_str_of(o->playback);
+        ev.data.trackId = igw_str_of(o->track_id);
     }
     igw_jw_reset(&e->jw);
     igw_encode_ResultEvent(&e->jw, &ev);
@@ -716,27 +711,26 @@ static void open_write(op *o)
     }
     snprintf(ep, sizeof ep, "%" PRId64, epoch);
     snprintf(deadline, sizeof deadline, "%" PRId64, igw_wall_ms() + (int64_t)e->cfg.establish_timeout_ms);
+    bool talk = o->purpose == IGW_Purpose_ipcTalk, record = o->purpose == IGW_Purpose_recordPlayback;
     char member[24] = "", version[24] = "";
-    if (o->talk)
+    if (talk)
         snprintf(member, sizeof member, "%" PRId64, o->member_epoch);
-    if (o->record)
+    if (record)
         snprintf(version, sizeof version, "%" PRId64, o->rec_version);
-    /* The schema's name of the purpose (a subscribe's viewer is a live view). */
-    const char *purpose = igw_Purpose_names[o->talk     ? IGW_Purpose_ipcTalk
-                                            : o->record ? IGW_Purpose_recordPlayback
-                                                        : IGW_Purpose_ipcLiveView].ptr;
+    const char *purpose = igw_Purpose_names[o->purpose].ptr; /* a subscribe's viewer: ipcLiveView */
     const char *v[22] = {o->ent, o->user, o->endpoint, o->token, o->pid, o->dn, o->cam, purpose,
                          o->c->fingerprint_hex, o->c->canon, o->sid, e->node_id, ep, deadline, e->jw.buf, did,
-                         o->c->method, o->parent, o->talk ? o->call_id : "", member,
-                         o->record ? o->recording_id : "", version};
+                         o->c->method, o->parent, talk ? o->call_id : "", member, record ? o->recording_id : "",
+                         version};
     if (igw_db_exec(e->db, &st_open_write, v, NULL, NULL, on_open_write, o) != 0)
         refuse(o, IGW_ERR_UNAVAILABLE, "busy, retry later", "");
 }
 
 static void open_read(op *o)
 {
-    const char *v[9] = {o->ent, o->user,  o->endpoint, o->token, o->pid, o->dn, o->cam, o->talk ? o->call_id : "",
-                        o->record ? o->recording_id : ""};
+    const char *call = o->purpose == IGW_Purpose_ipcTalk ? o->call_id : "";
+    const char *rec = o->purpose == IGW_Purpose_recordPlayback ? o->recording_id : "";
+    const char *v[9] = {o->ent, o->user, o->endpoint, o->token, o->pid, o->dn, o->cam, call, rec};
     if (igw_db_exec(o->e->db, &st_open_read, v, NULL, NULL, on_open_read, o) != 0)
         refuse(o, IGW_ERR_UNAVAILABLE, "busy, retry later", "");
 }
@@ -789,16 +783,14 @@ static void cmd_open(op *o)
     snprintf(o->dn, sizeof o->dn, "%.*s", (int)k->target.deviceName.len, k->target.deviceName.ptr);
     snprintf(o->cam, sizeof o->cam, "%.*s", (int)p->cameraId.len, p->cameraId.ptr);
     o->listen_audio = (p->has & IGW_OpenParams_listenAudio) && p->listenAudio;
-    if (p->purpose == IGW_Purpose_recordPlayback) {
-        o->record = true; /* recordingId: required by the schema */
+    o->purpose = p->purpose;
+    if (p->purpose == IGW_Purpose_recordPlayback) /* recordingId: required by the schema */
         snprintf(o->recording_id, sizeof o->recording_id, "%.*s", (int)p->recordingId.len, p->recordingId.ptr);
-    }
     if (p->purpose == IGW_Purpose_ipcTalk) {
         if (!e->call) {
             refuse(o, IGW_ERR_UNAVAILABLE, "no conference runtime is wired", "");
             return;
         }
-        o->talk = true;
         o->listen_audio = true; /* two-way: the camera's microphone too */
         snprintf(o->call_id, sizeof o->call_id, "%.*s", (int)p->callId.len, p->callId.ptr);
         /* The caller must be a live member with audio permission now; no
@@ -814,7 +806,7 @@ static void cmd_open(op *o)
 
 static igw_str track_state_name(int st)
 {
-    return cstr(st == IGW_TRACK_ACTIVE ? "active" : st == IGW_TRACK_PAUSED ? "paused" : "stopped");
+    return igw_str_of(st == IGW_TRACK_ACTIVE ? "active" : st == IGW_TRACK_PAUSED ? "paused" : "stopped");
 }
 
 /* -- join and leave: the conference runtime's operations on the session's call -- */
@@ -834,7 +826,7 @@ typedef struct talk_cmd {
  * meanwhile (a leave ends the leaver's own). */
 static void talk_result(talk_cmd *t, int cls, const char *reason, igw_ResultData *d)
 {
-    emit_result_to(t->e, t->sid, t->endpoint, t->token, t->method, cls, reason, d);
+    live_session_result(t->e, t->sid, t->endpoint, t->token, t->method, cls, reason, d);
 }
 
 static void talk_unlink(talk_cmd *t)
@@ -867,7 +859,7 @@ static void on_talk_done(void *arg, const igw_call_result *r)
         talk_result(t, r->cls, r->reason, &d);
     } else if (t->method == IGW_CommandMethod_interaction_join) {
         d.has = IGW_ResultData_state;
-        d.state = cstr("joined");
+        d.state = igw_str_of("joined");
         talk_result(t, IGW_ERR_OK, NULL, &d);
     } else {
         /* exactly operation, callId, participantId, memberEpoch, remaining, ended */
@@ -878,7 +870,7 @@ static void on_talk_done(void *arg, const igw_call_result *r)
             rest[i] = (igw_str){ids[i], (size_t)snprintf(ids[i], sizeof ids[i], "%" PRId64, r->remaining[i])};
         d.has = IGW_ResultData_callId | IGW_ResultData_participantId | IGW_ResultData_memberEpoch |
                 IGW_ResultData_remaining | IGW_ResultData_ended;
-        d.callId = cstr(t->call_id);
+        d.callId = igw_str_of(t->call_id);
         d.participantId = (igw_str){who, (size_t)snprintf(who, sizeof who, "%" PRId64, t->target)};
         d.memberEpoch = r->epoch;
         d.remaining = (igw_str_list){rest, (uint32_t)n};
@@ -1096,7 +1088,7 @@ static void carry_out(op *o, live_session *s)
     case IGW_CommandMethod_interaction_mediaState:
         s->app_connected = strcmp(o->state, "connected") == 0;
         d.has = IGW_ResultData_state | IGW_ResultData_mediaRevision;
-        d.state = cstr(o->state);
+        d.state = igw_str_of(o->state);
         d.mediaRevision = s->revision;
         emit_result(e, s, o->token, o->method, IGW_ERR_OK, NULL, &d);
         check_established(e, s);
@@ -1120,7 +1112,7 @@ static void carry_out(op *o, live_session *s)
         }
         d.has = IGW_ResultData_state | IGW_ResultData_mediaRevision | IGW_ResultData_trackId;
         d.state = track_state_name(state);
-        d.trackId = cstr(o->track_id);
+        d.trackId = igw_str_of(o->track_id);
         d.mediaRevision = s->revision;
         emit_result(e, s, o->token, o->method, IGW_ERR_OK, NULL, &d);
         return;
@@ -1134,7 +1126,7 @@ static void carry_out(op *o, live_session *s)
         return;
     case IGW_CommandMethod_interaction_end: {
         d.has = IGW_ResultData_state;
-        d.state = cstr("ended");
+        d.state = igw_str_of("ended");
         emit_result(e, s, o->token, o->method, IGW_ERR_OK, NULL, &d);
         live_session_end(e, s, igw_EndReason_names[o->end_reason].ptr);
         return;
@@ -1163,7 +1155,7 @@ static void on_accept(void *arg, const PGresult *res, const char *err)
     live_session *s = live_session_find(e, o->sid);
     if (!s) { /* ended while the acceptance was written */
         igw_ResultData d = {0};
-        emit_result_to(e, o->sid, o->endpoint, o->token, o->method, IGW_ERR_CONFLICT, "the session has ended", &d);
+        live_session_result(e, o->sid, o->endpoint, o->token, o->method, IGW_ERR_CONFLICT, "the session has ended", &d);
     } else {
         carry_out(o, s);
     }

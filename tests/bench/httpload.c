@@ -212,6 +212,16 @@ void igw_httpload_stats_add(igw_httpload_stats *s, double due_ms, double lat_ms)
     s->lat[s->nlat++] = lat_ms;
 }
 
+void igw_httpload_count_unanswered(igw_httpload_stats *s, int64_t start, int64_t count_from, uint64_t total,
+                                   double rate)
+{
+    size_t counted = 0;
+    for (uint64_t i = 0; i < total; i++)
+        counted += igw_httpload_due(start, i, rate) >= count_from;
+    if (counted > s->nlat + s->nerr)
+        s->nerr = counted - s->nlat;
+}
+
 double igw_httpload_cpu_s(const struct rusage *from, const struct rusage *to)
 {
     return (double)(to->ru_utime.tv_sec - from->ru_utime.tv_sec + to->ru_stime.tv_sec - from->ru_stime.tv_sec) +

@@ -1,6 +1,7 @@
 /*
  * httpload.h - what the benchmarks' open-loop HTTP drivers share
- * (igw-loadgen, tests/bench/loadgen.c; igw-talkload, tests/bench/talk_load.c):
+ * (igw-loadgen, tests/bench/loadgen.c; igw-talkload, tests/bench/talk_load.c;
+ * igw-recload, tests/bench/rec_load.c):
  * the target and its connections, the POST they send, reading one answer,
  * the pacing clock, and the latencies with the one JSON line they print.
  *
@@ -101,6 +102,13 @@ void igw_httpload_stats_free(igw_httpload_stats *s);
 /* One answered request: due_ms since the start (kept when lat_due is),
  * lat_ms its latency. Past the capacity it is not kept. */
 void igw_httpload_stats_add(igw_httpload_stats *s, double due_ms, double lat_ms);
+
+/* The requests of an open loop at rate from start (total of them) whose due
+ * time is at or after count_from and that neither got an answer nor were
+ * counted as errors (never sent, or unanswered at the end): added to
+ * s->nerr. */
+void igw_httpload_count_unanswered(igw_httpload_stats *s, int64_t start, int64_t count_from, uint64_t total,
+                                   double rate);
 
 /* User + system CPU seconds between two getrusage samples. */
 double igw_httpload_cpu_s(const struct rusage *from, const struct rusage *to);

@@ -505,11 +505,7 @@ int main(int argc, char **argv)
     for (int k = npool - 1; k >= 0; k--)
         close_conn(pool[k]); /* unanswered: errors */
     /* Counted requests never sent or never answered: errors too. */
-    size_t counted = 0;
-    for (uint64_t i = 0; i < total; i++)
-        counted += igw_httpload_due(t0, i, opt.rate) >= t_count;
-    if (counted > st.nlat + st.nerr)
-        st.nerr = counted - st.nlat;
+    igw_httpload_count_unanswered(&st, t0, t_count, total, opt.rate);
     char extra[96];
     snprintf(extra, sizeof extra, ",\"rows\":%zu,\"empty\":%zu,\"has_more\":%zu", rows, empty, has_more);
     if (igw_httpload_report(&st, log_f, opt.seconds, igw_httpload_cpu_s(&ru0, &ru1), extra) != 0)

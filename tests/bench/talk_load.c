@@ -435,11 +435,7 @@ int main(int argc, char **argv)
     if (!counting)
         ru0 = ru1;
     /* Counted requests never sent (a dead lane) or never answered: errors. */
-    size_t counted = 0;
-    for (uint64_t i = 0; i < total; i++)
-        counted += igw_httpload_due(t0, i, opt.rate) >= t_count;
-    if (counted > st.nlat + st.nerr)
-        st.nerr = counted - st.nlat;
+    igw_httpload_count_unanswered(&st, t0, t_count, total, opt.rate);
     double span = (double)(last - t_count) / 1e9;
     if (span < opt.seconds)
         span = opt.seconds;

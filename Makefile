@@ -144,7 +144,8 @@ $(eval $(call room,media,$(MEDIA_SRC)))
 # through it, so its references resolve within that room's library.
 IGWD_GEN_routes  := generated/igwd/handlers.c
 IGWD_GEN_command := generated/igwd/methods.c
-$(foreach r,$(IGWD_ROOMS),$(eval $(call room,igwd_$r,$(sort $(wildcard src/igwd/$r/*.c)) $(IGWD_GEN_$r))))
+IGWD_GEN_session := generated/igwd/sessions.c generated/igwd/purposes.c
+$(foreach r,$(IGWD_ROOMS),$(eval $(call room,igwd_$r,$(sort $(wildcard src/igwd/$r/*.c src/igwd/$r/*/*.c)) $(IGWD_GEN_$r))))
 
 $(BUILD)/%.a:
 	@mkdir -p $(@D)
@@ -263,6 +264,7 @@ $(eval $(call test_bin,redis_test,tests/igwd/redis_test.c,igwd_core rt,$$(IGWD_L
 $(eval $(call test_bin,mqtt_test,tests/igwd/mqtt_test.c,igwd_core lib rt,$$(IGWD_LIBS)))
 $(eval $(call test_bin,ws_test,tests/igwd/ws_test.c,igwd_http rt,$$(IGWD_LIBS)))
 $(eval $(call test_bin,pending_test,tests/igwd/pending_test.c,igwd_command rt,-lpthread))
+$(eval $(call test_bin,decide_test,tests/igwd/decide_test.c,$(IGWD_LINK),$$(IGWD_LIBS)))
 $(eval $(call test_bin,log_test,tests/igwd/log_test.c,igwd_core rt,-lpthread))
 $(eval $(call test_bin,outbox_test,tests/igwd/outbox_test.c,igwd_event igwd_core gen rt,$$(IGWD_LIBS)))
 $(eval $(call test_bin,sdp_test,tests/media/sdp_test.c,media,))
@@ -348,6 +350,10 @@ test-loop: $(T)/loop_test $(T)/loop_test_tsan
 	$(T)/loop_test_tsan
 
 # The map of published device commands (no services), also under ThreadSanitizer.
+# The session engine's decisions on the schema's purposes table, without services.
+test-decide: $(T)/decide_test
+	$(T)/decide_test
+
 test-pending: $(T)/pending_test $(T)/pending_test_tsan
 	$(T)/pending_test
 	$(T)/pending_test_tsan
@@ -475,7 +481,7 @@ test-live: $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-mqtt-auth.so $(BUILD)/igw-vcam
 # The tiers: no services, real services, real media peers (fuzz-smoke, a few
 # seconds per decoder plus its clang builds, runs in `make test` beside them).
 test-unit: check-gen test-layers test-codegen test-json test-conformance test-devauth test-topic test-jwt test-thingmodel \
-           test-upload test-conn test-loop test-pending test-log test-media-unit test-openapi
+           test-upload test-conn test-loop test-pending test-decide test-log test-media-unit test-openapi
 test-services: test-igwctl test-igwd test-framing test-deadline test-db test-outbox test-ws test-redis test-mqtt test-edge test-app test-nodes \
                test-nodes-own test-presence test-talk test-recordings test-console test-sql test-ops test-mqttauth
 

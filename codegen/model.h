@@ -375,7 +375,7 @@ typedef struct igw_protocol {
 
 /* The traits a method binding may carry: a closed set, because the room
  * that walks the table implements each one (flags in generated/igwd/methods.h). */
-#define IGW_METHOD_TRAITS "device", "session", "receipt"
+#define IGW_METHOD_TRAITS "device", "session", "receipt", "reads"
 
 /* `VALUE: handler NAME [TRAIT ...] ["doc"];` */
 typedef struct igw_method_bind {
@@ -399,6 +399,56 @@ typedef struct igw_methods {
     igw_loc loc;
 } igw_methods;
 
+/* ---- purposes ------------------------------------------------------------- */
+
+/* Who may open a purpose, and how its camera leg is held: closed sets, the
+ * session engine implements each (generated/igwd/purposes.h). */
+#define IGW_PURPOSE_ACCESS "owner", "grant", "callMember"
+#define IGW_PURPOSE_LEGS "shared", "own"
+#define IGW_PURPOSE_DIRECTIONS "sendonly", "recvonly"
+
+/* `track ID KIND DIRECTION CODEC [when GUARD]` */
+typedef struct igw_purpose_track {
+    const char *id, *kind, *direction, *codec;
+    const char *when; /* a guard of the block, or NULL: always */
+    igw_loc loc;
+} igw_purpose_track;
+
+/* `preflight FIELD [when GUARD]`: a bool field of the capability object. */
+typedef struct igw_purpose_preflight {
+    const char *field;
+    const char *when;
+    igw_field *fref; /* resolved by sema */
+    igw_loc loc;
+} igw_purpose_preflight;
+
+/* `VALUE: hooks NAME leg shared|own access A... [machine M...] track... preflight...;` */
+typedef struct igw_purpose_row {
+    const char *value;
+    const char *hooks;   /* the C object of its behaviour (struct igw_purpose_hooks) */
+    const char *leg;     /* of IGW_PURPOSE_LEGS */
+    const char *viewers; /* `viewers VALUE`: the purpose a subscribe's viewer of it has, or NULL */
+    igw_vec access;      /* const char*: of IGW_PURPOSE_ACCESS */
+    igw_vec machines;    /* const char*: machines it runs besides the session's */
+    igw_vec tracks;      /* igw_purpose_track* */
+    igw_vec preflights;  /* igw_purpose_preflight* */
+    const char *doc;
+    igw_loc loc;
+} igw_purpose_row;
+
+/* `purposes ENUM capability TYPE ["doc"] { guard ...; row ... }`: each value
+ * of ENUM once, as data the session engine walks. */
+typedef struct igw_purposes {
+    const char *on;          /* the enum type's name */
+    igw_type *enum_t;        /* resolved */
+    const char *capability;  /* the object whose bool fields preflights name */
+    igw_type *cap_t;         /* resolved */
+    const char *doc;
+    igw_vec guards;          /* igw_guard* */
+    igw_vec rows;            /* igw_purpose_row* */
+    igw_loc loc;
+} igw_purposes;
+
 /* ---- the whole schema ---------------------------------------------------- */
 
 typedef struct igw_schema {
@@ -411,6 +461,7 @@ typedef struct igw_schema {
     igw_vec events;   /* igw_event* */
     igw_vec protocols; /* igw_protocol* */
     igw_vec methods;   /* igw_methods* */
+    igw_vec purposes;  /* igw_purposes* (at most one block) */
 } igw_schema;
 
 igw_type *igw_schema_type(const igw_schema *s, const char *name);

@@ -992,6 +992,80 @@ static void methods_decl(parser *p)
     igw_vec_push(&p->s->methods, m);
 }
 
+/* `purposes ENUM capability TYPE ["doc"] { guard NAME ["doc"]; VALUE: ...; }` */
+static void purposes_decl(parser *p)
+{
+    igw_purposes *ps = igw_xcalloc(1, sizeof *ps);
+    ps->loc = p->tok.loc;
+    ps->on = ident(p, "enum name");
+    expect_kw(p, "capability");
+    ps->capability = ident(p, "capability object name");
+    ps->doc = opt_doc(p);
+    expect(p, TOK_LBRACE);
+    while (!accept(p, TOK_RBRACE)) {
+        if (is_kw(p, "guard")) {
+            igw_guard *g = igw_xcalloc(1, sizeof *g);
+            g->loc = p->tok.loc;
+            next(p);
+            g->name = ident(p, "guard name");
+            g->doc = opt_doc(p);
+            expect(p, TOK_SEMI);
+            g->index = ps->guards.n;
+            igw_vec_push(&ps->guards, g);
+            continue;
+        }
+        igw_purpose_row *r = igw_xcalloc(1, sizeof *r);
+        r->loc = p->tok.loc;
+        r->value = value(p);
+        expect(p, TOK_COLON);
+        for (;;) {
+            igw_loc at = p->tok.loc;
+            if (accept_kw(p, "hooks")) {
+                if (r->hooks)
+                    fail(p, "a purpose has one hooks object");
+                r->hooks = ident(p, "hooks object name");
+            } else if (accept_kw(p, "leg")) {
+                if (r->leg)
+                    fail(p, "a purpose has one leg kind");
+                r->leg = ident(p, "leg kind (shared, own)");
+            } else if (accept_kw(p, "viewers")) {
+                if (r->viewers)
+                    fail(p, "a purpose has one viewers purpose");
+                r->viewers = value(p);
+            } else if (accept_kw(p, "access")) {
+                do
+                    igw_vec_push(&r->access, (void *)ident(p, "who may open it"));
+                while (accept(p, TOK_COMMA));
+            } else if (accept_kw(p, "machine")) {
+                igw_vec_push(&r->machines, (void *)ident(p, "machine name"));
+            } else if (accept_kw(p, "track")) {
+                igw_purpose_track *t = igw_xcalloc(1, sizeof *t);
+                t->loc = at;
+                t->id = value(p);
+                t->kind = ident(p, "track kind");
+                t->direction = ident(p, "track direction (sendonly, recvonly)");
+                t->codec = value(p);
+                if (accept_kw(p, "when"))
+                    t->when = ident(p, "guard name");
+                igw_vec_push(&r->tracks, t);
+            } else if (accept_kw(p, "preflight")) {
+                igw_purpose_preflight *f = igw_xcalloc(1, sizeof *f);
+                f->loc = at;
+                f->field = ident(p, "capability field");
+                if (accept_kw(p, "when"))
+                    f->when = ident(p, "guard name");
+                igw_vec_push(&r->preflights, f);
+            } else {
+                break;
+            }
+        }
+        r->doc = opt_doc(p);
+        expect(p, TOK_SEMI);
+        igw_vec_push(&ps->rows, r);
+    }
+    igw_vec_push(&p->s->purposes, ps);
+}
+
 int igw_parse(igw_schema *s, const char *file, const char *text, size_t len)
 {
     parser p;
@@ -1025,9 +1099,12 @@ int igw_parse(igw_schema *s, const char *file, const char *text, size_t len)
             protocol_decl(&p);
         else if (accept_kw(&p, "methods"))
             methods_decl(&p);
+        else if (accept_kw(&p, "purposes"))
+            purposes_decl(&p);
         else
             fail(&p,
-                 "expected a declaration (error, type, enum, object, route, event, machine, table, protocol, methods), "
+                 "expected a declaration (error, type, enum, object, route, event, machine, table, protocol, methods, "
+                 "purposes), "
                  "found %s",
                  found(&p));
     }

@@ -1164,7 +1164,7 @@ static void check_methods(igw_schema *s, igw_methods *m)
             }
         FOR(b->traits, const char, tr) {
             if (!in_set(tr, traits, sizeof traits / sizeof traits[0]))
-                igw_diag_error(b->loc, "unknown trait '%s' (device, session, receipt)", tr);
+                igw_diag_error(b->loc, "unknown trait '%s' (device, session, receipt, reads)", tr);
             for (int j = 0; j < tr_i; j++)
                 if (strcmp(IGW_VEC_AT(b->traits, const char, j), tr) == 0) {
                     igw_diag_error(b->loc, "trait '%s' given twice", tr);
@@ -1193,7 +1193,115 @@ static void check_methods(igw_schema *s, igw_methods *m)
             igw_diag_error(b->loc, "method '%s': a receipt is the session engine's (needs the session trait)", b->value);
         if (device && in_list(&b->traits, "session"))
             igw_diag_error(b->loc, "method '%s' is a device command or a session command, not both", b->value);
+        if (in_list(&b->traits, "reads") && !in_list(&b->traits, "session"))
+            igw_diag_error(b->loc, "method '%s': `reads` is the session engine's own read (needs the session trait)",
+                           b->value);
+        /* A session handler runs on the engine with another signature. */
+        for (int j = 0; j < b_i; j++) {
+            igw_method_bind *o = IGW_VEC_AT(m->binds, igw_method_bind, j);
+            if (strcmp(o->handler, b->handler) == 0 &&
+                in_list(&o->traits, "session") != in_list(&b->traits, "session")) {
+                igw_diag_error(b->loc, "handler '%s' is bound with and without the session trait (two signatures)",
+                               b->handler);
+                break;
+            }
+        }
     }
+}
+
+/* ---- purposes ---- */
+
+static const igw_guard *purpose_guard(const igw_purposes *ps, const char *name)
+{
+    FOR(ps->guards, igw_guard, g)
+        if (strcmp(g->name, name) == 0)
+            return g;
+    return NULL;
+}
+
+static void check_purpose_when(const igw_purposes *ps, const char *when, igw_loc loc)
+{
+    igw_guard *g = when ? (igw_guard *)purpose_guard(ps, when) : NULL;
+    if (when && !g)
+        igw_diag_error(loc, "unknown guard '%s' of purposes '%s'", when, ps->on);
+    if (g)
+        g->used = true;
+}
+
+static void check_purposes(igw_schema *s, igw_purposes *ps)
+{
+    static const char *const access[] = {IGW_PURPOSE_ACCESS}, *const legs[] = {IGW_PURPOSE_LEGS},
+                             *const dirs[] = {IGW_PURPOSE_DIRECTIONS};
+    if (s->purposes.n > 1 && IGW_VEC_AT(s->purposes, igw_purposes, 0) != ps)
+        igw_diag_error(ps->loc, "the schema has one purposes block");
+    igw_type *named = igw_schema_type(s, ps->on), *t = named ? igw_type_resolve(named) : NULL;
+    if (!t || t->kind != IGW_T_ENUM) {
+        igw_diag_error(ps->loc, "'%s' is not an enum: purposes describe the values of an enum", ps->on);
+        return;
+    }
+    ps->enum_t = t;
+    named->used = t->used = true;
+    igw_type *cn = igw_schema_type(s, ps->capability), *ct = cn ? igw_type_resolve(cn) : NULL;
+    if (!ct || ct->kind != IGW_T_OBJECT) {
+        igw_diag_error(ps->loc, "capability '%s' is not an object type", ps->capability);
+        return;
+    }
+    ps->cap_t = ct;
+    igw_type *kinds = igw_type_resolve(igw_schema_type(s, "TrackKind"));
+    FOR(ps->guards, igw_guard, g) {
+        if (c_reserved(g->name))
+            igw_diag_error(g->loc, "guard name '%s' is reserved in C", g->name);
+        for (int j = 0; j < g_i; j++)
+            if (strcmp(IGW_VEC_AT(ps->guards, igw_guard, j)->name, g->name) == 0)
+                igw_diag_error(g->loc, "duplicate guard '%s'", g->name);
+    }
+    FOR(ps->rows, igw_purpose_row, r) {
+        if (!in_list(&t->values, r->value))
+            igw_diag_error(r->loc, "unknown purpose '%s': not a value of enum '%s'", r->value, ps->on);
+        for (int j = 0; j < r_i; j++)
+            if (strcmp(IGW_VEC_AT(ps->rows, igw_purpose_row, j)->value, r->value) == 0)
+                igw_diag_error(r->loc, "purpose '%s' is described twice", r->value);
+        if (!r->hooks)
+            igw_diag_error(r->loc, "purpose '%s' needs `hooks NAME` (its behaviour)", r->value);
+        else if (c_reserved(r->hooks))
+            igw_diag_error(r->loc, "hooks name '%s' is reserved in C", r->hooks);
+        if (!r->leg || !in_set(r->leg, legs, sizeof legs / sizeof legs[0]))
+            igw_diag_error(r->loc, "purpose '%s' needs `leg shared` or `leg own`", r->value);
+        if (!r->access.n)
+            igw_diag_error(r->loc, "purpose '%s' needs `access` (who may open it)", r->value);
+        if (r->viewers && !in_list(&t->values, r->viewers))
+            igw_diag_error(r->loc, "viewers '%s' is not a value of enum '%s'", r->viewers, ps->on);
+        if (r->viewers && r->leg && strcmp(r->leg, "shared") != 0)
+            igw_diag_error(r->loc, "purpose '%s': viewers join a shared leg (`leg shared`)", r->value);
+        FOR(r->access, const char, a)
+            if (!in_set(a, access, sizeof access / sizeof access[0]))
+                igw_diag_error(r->loc, "unknown access '%s' (owner, grant, callMember)", a);
+        FOR(r->machines, const char, m)
+            if (!igw_schema_machine(s, m))
+                igw_diag_error(r->loc, "unknown machine '%s'", m);
+        if (!r->tracks.n)
+            igw_diag_error(r->loc, "purpose '%s' asks the camera for no track", r->value);
+        FOR(r->tracks, igw_purpose_track, tr) {
+            if (kinds && kinds->kind == IGW_T_ENUM && !in_list(&kinds->values, tr->kind))
+                igw_diag_error(tr->loc, "unknown track kind '%s' (a value of TrackKind)", tr->kind);
+            if (!in_set(tr->direction, dirs, sizeof dirs / sizeof dirs[0]))
+                igw_diag_error(tr->loc, "unknown direction '%s' (sendonly, recvonly)", tr->direction);
+            for (int j = 0; j < tr_i; j++)
+                if (strcmp(IGW_VEC_AT(r->tracks, igw_purpose_track, j)->id, tr->id) == 0)
+                    igw_diag_error(tr->loc, "track '%s' is listed twice", tr->id);
+            check_purpose_when(ps, tr->when, tr->loc);
+        }
+        FOR(r->preflights, igw_purpose_preflight, f) {
+            f->fref = igw_object_field(ct, f->field);
+            igw_type *ft = f->fref && f->fref->type ? igw_type_resolve(f->fref->type) : NULL;
+            if (!ft || ft->kind != IGW_T_BOOL)
+                igw_diag_error(f->loc, "preflight '%s' is not a bool field of '%s'", f->field, ps->capability);
+            check_purpose_when(ps, f->when, f->loc);
+        }
+    }
+    FOR(ps->guards, igw_guard, g)
+        if (!g->used)
+            igw_diag_error(g->loc, "guard '%s' is never used", g->name);
 }
 
 int igw_sema(igw_schema *s)
@@ -1297,6 +1405,8 @@ int igw_sema(igw_schema *s)
         check_protocol(s, pr);
     FOR(s->methods, igw_methods, m)
         check_methods(s, m);
+    FOR(s->purposes, igw_purposes, ps)
+        check_purposes(s, ps);
     FOR(s->types, igw_type, t)
         if (!t->used && !t->synthesized)
             igw_diag_error(t->loc, "type '%s' is never used", t->name);

@@ -3,8 +3,10 @@
  * the handler and its traits, in a table indexed by the enum; a value
  * without a handler has a NULL entry, and its caller answers
  * not_implemented. The room that walks a table defines the call structure
- * its handlers take (struct igw_<Enum>_call) and implements them; the
- * functions are igwd's, so this table is linked into igwd only. */
+ * its handlers take (struct igw_<Enum>_call) and implements them; a
+ * `session` handler runs on the session engine's loop instead and takes
+ * the engine's structure (struct igw_<Enum>_op). The functions are
+ * igwd's, so this table is linked into igwd only. */
 #ifndef IGW_GENERATED_METHODS_H
 #define IGW_GENERATED_METHODS_H
 
@@ -16,21 +18,36 @@ enum {
     IGW_METHOD_DEVICE = 1u << 0, /* a device command: rights on its target, the product's thing model, a downlink */
     IGW_METHOD_SESSION = 1u << 1, /* a session command: carried out by the session engine that owns the session */
     IGW_METHOD_RECEIPT = 1u << 2, /* its replays go to the engine too: a pending one is answered from the runtime's receipt */
+    IGW_METHOD_READS = 1u << 3, /* the engine reads the endpoint, an earlier acceptance and the rights itself: no read before */
 };
 
 /* The handlers of /commands' methods. */
 struct igw_CommandMethod_call;
+struct igw_CommandMethod_op;
 /* 0, or what the walking room's call structure says. */
 typedef int (*igw_CommandMethod_fn)(struct igw_CommandMethod_call *call);
+/* A session handler: on the engine's loop; it answers op exactly once. */
+typedef void (*igw_CommandMethod_session_fn)(struct igw_CommandMethod_op *op);
 typedef struct igw_CommandMethod_method {
-    igw_CommandMethod_fn fn; /* NULL: no handler (not implemented) */
-    unsigned traits; /* IGW_METHOD_* */
+    igw_CommandMethod_fn fn; /* NULL: no handler here (a session method's is in igw_CommandMethod_sessions) */
+    unsigned traits; /* IGW_METHOD_*; 0 with fn NULL: not implemented */
     const igw_proto_down *downlink; /* device: how it reaches the device (schema: `downlink`) */
 } igw_CommandMethod_method;
-/* Indexed by igw_CommandMethod. */
+/* Indexed by igw_CommandMethod (methods.c: linked with the room that accepts them). */
 extern const igw_CommandMethod_method igw_CommandMethod_methods[IGW_CommandMethod__COUNT];
+/* The `session` handlers, indexed by igw_CommandMethod, NULL for the others
+ * (sessions.c: linked with the session engine, which runs them). */
+extern const igw_CommandMethod_session_fn igw_CommandMethod_sessions[IGW_CommandMethod__COUNT];
 int igw_device_action(struct igw_CommandMethod_call *call);
 int igw_device_property_control(struct igw_CommandMethod_call *call);
-int igw_session_command(struct igw_CommandMethod_call *call);
+void igw_session_open(struct igw_CommandMethod_op *op);
+void igw_session_media_offer(struct igw_CommandMethod_op *op);
+void igw_session_media_state(struct igw_CommandMethod_op *op);
+void igw_session_track_control(struct igw_CommandMethod_op *op);
+void igw_session_end(struct igw_CommandMethod_op *op);
+void igw_session_subscribe(struct igw_CommandMethod_op *op);
+void igw_talk_join(struct igw_CommandMethod_op *op);
+void igw_talk_leave(struct igw_CommandMethod_op *op);
+void igw_playback_control(struct igw_CommandMethod_op *op);
 
 #endif

@@ -250,7 +250,7 @@ static void on_read(void *arg, const igw_ledger_read_row *r)
     } else if (!r->endpoint_live) {
         /* Unknown, expired, or another user's or enterprise's: all the same. */
         finish(c, IGW_ERR_NOT_FOUND, "unknown or expired endpoint", "/endpointId");
-    } else if (!c->m->fn || !(c->m->traits & (IGW_METHOD_DEVICE | IGW_METHOD_SESSION))) {
+    } else if (!c->m->fn && !(c->m->traits & IGW_METHOD_SESSION)) {
         /* No handler in the schema's table. */
         finish(c, IGW_ERR_NOT_IMPLEMENTED, "this command method is not implemented yet", "/command/method");
     } else if (r->prior_fp && !((c->m->traits & IGW_METHOD_RECEIPT) && strcmp(r->prior_fp, c->fp.hex) == 0)) {
@@ -280,16 +280,15 @@ static void on_engine(void *arg, const igw_engine_cmd_answer *a)
         finish(c, a->cls, a->reason, a->path);
 }
 
-/* A session command's first acceptance: the engine carries it out. */
+/* A session command: the engine that owns sessions carries it out on its
+ * loop, by the method's session handler in the schema's table. */
 static void session_first(cmd *c)
 {
     igw_engine *en = c->env.engine ? *c->env.engine : NULL;
     igw_engine_cmd ec = {.command = &c->rq->command, .enterprise_id = c->enterprise_id, .user_id = c->user_id,
                          .endpoint_id = c->endpoint, .msg_token = c->msg_token, .method = c->method,
                          .fingerprint_hex = c->fp.hex, .canon = c->canon, .request_id = c->rid};
-    igw_command_call call = {.command = &c->rq->command, .arena = &c->arena, .session = &ec, .engine = en,
-                             .back = &c->env.back, .session_done = on_engine, .session_arg = c};
-    if (!en || !c->env.back.post || c->m->fn(&call) != 0)
+    if (!en || !c->env.back.post || igw_engine_command_submit(en, &ec, &c->env.back, on_engine, c) != 0)
         finish(c, IGW_ERR_UNAVAILABLE, "sessions are not available on this node now", "");
 }
 
@@ -350,6 +349,12 @@ void igw_command_submit(const igw_command_env *env, const igw_command_in *in, ig
         snprintf(c->ver, sizeof c->ver, "%s", v);
         if (submit_write(c) != 0)
             finish(c, IGW_ERR_UNAVAILABLE, "busy, retry later", "");
+        return;
+    }
+    /* A method whose engine reads the endpoint, an earlier acceptance and
+     * the rights itself (`reads`) needs no read here. */
+    if ((c->m->traits & (IGW_METHOD_SESSION | IGW_METHOD_READS)) == (IGW_METHOD_SESSION | IGW_METHOD_READS)) {
+        session_first(c);
         return;
     }
     (void)slow_path(c);

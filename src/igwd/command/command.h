@@ -10,9 +10,12 @@
  * (device.h); then the acceptance commits, and a device command's downlink
  * is published after it. Every accepted device command gets exactly one
  * interaction.result, from the device's reply or the deadline (results.h).
- * A `session` command goes to the session engine once the endpoint is
- * known live and its key new (session.h): the engine writes its
- * acceptance with the session's rows, and its result follows as an event.
+ * A `session` command goes to the session engine (session/engine.h) once
+ * the endpoint is known live and its key new, or at once when the method
+ * `reads` (the engine's one read has the endpoint, an earlier acceptance
+ * and the rights): the engine runs the method's session handler from the
+ * same table, writes its acceptance with the session's rows, and its
+ * result follows as an event.
  *
  * Fast path: each worker keeps parsed models by product with the product
  * row's version (modelcache.h). When the cached model accepts the command,
@@ -91,13 +94,6 @@ struct igw_CommandMethod_call {
     const igw_proto_down *down;
     igw_str device_token;
     const void *message;
-    /* session: the command as the engine takes it, the engine, and where
-     * its answer goes (the handler hands it over: session.h). */
-    const igw_engine_cmd *session;
-    igw_engine *engine;
-    const igw_engine_back *back;
-    igw_engine_cmd_cb session_done;
-    void *session_arg;
 };
 typedef struct igw_CommandMethod_call igw_command_call;
 

@@ -11,7 +11,11 @@
 #include "clock.h"
 #include "core/log.h"
 #include "core/loop.h"
+#include "session/leg.h"
 #include "session/live.h"
+#include "session/op.h"
+#include "session/hooks.h"
+#include "session/session.h"
 
 /* Single writer (the engine's loop): a relaxed load + store is enough. */
 static void bump(_Atomic uint64_t *a)
@@ -35,7 +39,7 @@ static void on_media_events(h2o_socket_t *sock, const char *err)
         if (ev.is_source) {
             live_leg *l = live_leg_find(e, ev.id);
             if (l)
-                live_leg_media(e, l, &ev);
+                live_leg_media_event(e, l, &ev);
         } else {
             live_session *s = live_session_find(e, ev.id);
             if (s)
@@ -48,9 +52,7 @@ static void on_tick(h2o_timeout_entry_t *entry)
 {
     igw_engine *e = H2O_STRUCT_FROM_MEMBER(igw_engine, tick_entry, entry);
     int64_t now = igw_clock_ms();
-    live_legs_tick(e, now);
-    live_sessions_tick(e, now);
-    live_talk_tick(e, now);
+    live_tick(e, now);
     h2o_timeout_link(e->evloop, &e->tick, &e->tick_entry);
 }
 
@@ -62,7 +64,7 @@ static void on_call_notice(void *arg, const char *payload, size_t len)
 {
     igw_engine *e = arg;
     if (!payload) {
-        live_talk_recheck(e, NULL);
+        live_fact(e, LIVE_FACT_CALL_CHANGED, NULL);
         return;
     }
     static const char key[] = "\"callId\":\"";
@@ -79,7 +81,7 @@ static void on_call_notice(void *arg, const char *payload, size_t len)
         return; /* an id we never issue (the stand-in's are base64url): nothing of ours */
     memcpy(id, p, (size_t)(q - p));
     id[q - p] = '\0';
-    live_talk_recheck(e, id);
+    live_fact(e, LIVE_FACT_CALL_CHANGED, id);
 }
 
 /* The media core and the watch on its events, stopped (both may be absent). */
@@ -220,7 +222,7 @@ static void on_uplink(void *arg)
     size_t len = 0;
     live_leg *ready = NULL;
     igw_engine *e = m->e;
-    int cls = live_leg_uplink(e, &m->u, &reason, &data, &len, &ready);
+    int cls = live_uplink(e, &m->u, &reason, &data, &len, &ready);
     if (data && !(m->data = malloc(len + 1))) {
         cls = IGW_ERR_INTERNAL;
         reason = "out of memory";
@@ -231,14 +233,14 @@ static void on_uplink(void *arg)
     }
     uplink_answer(m, cls, reason);
     if (ready)
-        live_sessions_source_ready(e, ready);
+        live_legs_source_ready(e, ready);
 }
 
 /* ---- presence ------------------------------------------------------------------ */
 
 typedef struct offline_msg {
     igw_engine *e;
-    char pid[LIVE_NAME_MAX + 1], dn[LIVE_NAME_MAX + 1];
+    char pid[LIVE_ID_MAX + 1], dn[LIVE_ID_MAX + 1];
 } offline_msg;
 
 static void on_offline(void *arg)

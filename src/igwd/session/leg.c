@@ -1,9 +1,6 @@
-/* leg.c - camera legs: one camera's upstream into the media core, shared
- * by every viewer of that camera (docs/sessions.md, "The device media
- * protocol"). The platform invites, the camera offers, the media core
- * answers; facts of the core move the leg; the last viewer out says bye.
- * On the engine's loop only (live.h). */
-#include "session/live.h"
+/* leg.c - see leg.h: the platform invites, the camera offers, the media
+ * core answers; the core's facts move the leg. */
+#include "session/leg.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,10 +11,18 @@
 #include "clock.h"
 #include "core/log.h"
 #include "protocol.h"
+#include "session/hooks.h"
 #include "topic.h"
 
 #define ANSWER_MAX (64 * 1024)
 #define PARAMS_ARENA (256u << 10) /* a leg message's decoded params (the edge bounds them to 48 KiB) */
+#define TRACKS_MAX 4              /* MediaInviteParams.tracks: items 1..4 */
+
+/* The invite, again with the same token while no offer came: a camera that
+ * was online (its broker connection authenticated) but not subscribed yet
+ * missed the first one, and takes a redelivery it already has as nothing
+ * (docs/device-protocol.md). */
+#define INVITE_RESEND_MS 2000
 
 live_leg *live_leg_find(igw_engine *e, const char *id)
 {
@@ -27,17 +32,15 @@ live_leg *live_leg_find(igw_engine *e, const char *id)
     return NULL;
 }
 
-/* The camera's shared (live) leg; playback legs are their viewer's own. */
-static live_leg *leg_of_camera(igw_engine *e, const char *pid, const char *dn, const char *cam)
+live_leg *live_leg_of_camera(igw_engine *e, const char *pid, const char *dn, const char *cam)
 {
     for (live_leg *l = e->legs; l; l = l->next)
-        if (!l->playback && !strcmp(l->product_id, pid) && !strcmp(l->device_name, dn) && !strcmp(l->camera_id, cam))
+        if (l->shared && !strcmp(l->product_id, pid) && !strcmp(l->device_name, dn) && !strcmp(l->camera_id, cam))
             return l;
     return NULL;
 }
 
-/* The schema's downlink row of the media handle named `method`. */
-static const igw_proto_down *media_down(const char *method)
+const igw_proto_down *live_leg_down(const char *method)
 {
     for (size_t i = 0; i < igw_proto_device.ndowns; i++) {
         const igw_proto_down *d = &igw_proto_device.downs[i];
@@ -47,8 +50,7 @@ static const igw_proto_down *media_down(const char *method)
     return NULL;
 }
 
-/* Publishes what e->jw holds on the down row's topic of the leg's camera. */
-static int publish(igw_engine *e, const live_leg *l, const igw_proto_down *d)
+int live_leg_publish(igw_engine *e, const live_leg *l, const igw_proto_down *d)
 {
     char topic[IGW_TOPIC_MAX + 1];
     igw_mqtt *m = e->cfg.mqtt ? atomic_load(e->cfg.mqtt) : NULL;
@@ -59,52 +61,38 @@ static int publish(igw_engine *e, const live_leg *l, const igw_proto_down *d)
     return m ? igw_mqtt_publish(m, topic, e->jw.buf, e->jw.len, 1) : -1;
 }
 
-/* The invite, again with the same token while no offer came: a camera that
- * was online (its broker connection authenticated) but not subscribed yet
- * missed the first one, and takes a redelivery it already has as nothing
- * (docs/device-protocol.md). */
-#define INVITE_RESEND_MS 2000
-
-static int send_invite(igw_engine *e, live_leg *l)
+int live_leg_invite(igw_engine *e, live_leg *l)
 {
-    const igw_proto_down *d = media_down("invite");
     if (!l->invite_token[0] && live_new_id(l->invite_token, sizeof l->invite_token))
         return -1;
-    const char *token = l->invite_token;
     l->resend_ms = igw_clock_ms() + INVITE_RESEND_MS;
-    igw_MediaTrack tracks[3] = {
-        {.has = IGW_MediaTrack__REQUIRED, .trackId = igw_str_of("video-1"), .kind = IGW_TrackKind_video,
-         .codec = igw_str_of("H264")},
-    };
-    uint32_t n = 1;
-    if (l->audio) /* a recording's sound, or the camera's microphone */
-        tracks[n++] = (igw_MediaTrack){.has = IGW_MediaTrack__REQUIRED, .trackId = igw_str_of(l->playback ? "audio-1" : "mic"),
-                                       .kind = IGW_TrackKind_audio, .codec = igw_str_of("opus")};
-    if (l->speaker) /* what the talk's members say, played by the camera */
-        tracks[n++] = (igw_MediaTrack){.has = IGW_MediaTrack__REQUIRED, .trackId = igw_str_of("speaker"),
-                                       .kind = IGW_TrackKind_audio, .codec = igw_str_of("opus")};
+    /* What the purpose's row asks of the camera: the tracks it sends or plays. */
+    igw_MediaTrack tracks[TRACKS_MAX];
+    uint32_t n = 0;
+    for (size_t i = 0; i < l->def->ntracks && n < TRACKS_MAX; i++) {
+        const igw_purpose_track *t = &l->def->tracks[i];
+        if ((t->when & l->guards) == t->when)
+            tracks[n++] = (igw_MediaTrack){.has = IGW_MediaTrack__REQUIRED, .trackId = t->id, .kind = t->kind,
+                                           .codec = t->codec};
+    }
     igw_MediaInvite inv = {
         .has = IGW_MediaInvite__REQUIRED,
         .method = igw_str_of("invite"),
-        .msgToken = igw_str_of(token),
+        .msgToken = igw_str_of(l->invite_token),
         .sessionId = igw_str_of(l->id),
         .params = {.has = IGW_MediaInviteParams__REQUIRED,
                    .cameraId = igw_str_of(l->camera_id),
                    .mediaRevision = l->revision,
                    .tracks = {tracks, n}},
     };
-    if (l->playback) {
-        inv.params.has |= IGW_MediaInviteParams_recording;
-        inv.params.recording = (igw_PlaybackSource){.has = IGW_PlaybackSource__REQUIRED,
-                                                    .recordingId = igw_str_of(l->recording_id),
-                                                    .recordingVersion = l->recording_version};
-    }
+    if (l->def->hooks->invite)
+        l->def->hooks->invite(l->ldata, &inv.params);
     igw_jw_reset(&e->jw);
     igw_encode_MediaInvite(&e->jw, &inv);
-    return publish(e, l, d);
+    return live_leg_publish(e, l, live_leg_down("invite"));
 }
 
-static void send_bye(igw_engine *e, live_leg *l, igw_ByeReason reason)
+void live_leg_bye(igw_engine *e, live_leg *l, igw_ByeReason reason)
 {
     char token[32];
     if (live_new_id(token, sizeof token))
@@ -116,32 +104,17 @@ static void send_bye(igw_engine *e, live_leg *l, igw_ByeReason reason)
                         .params = {.has = IGW_ByeParams__REQUIRED, .reason = reason}};
     igw_jw_reset(&e->jw);
     igw_encode_MediaBye(&e->jw, &bye);
-    if (publish(e, l, media_down("bye")) != 0)
+    if (live_leg_publish(e, l, live_leg_down("bye")) != 0)
         igw_log(IGW_LOG_WARN, NULL, "session: leg %s: bye not published (broker unreachable)", l->id);
 }
 
-bool live_leg_lacks(igw_engine *e, const char *pid, const char *dn, const char *cam, bool audio, bool speaker)
+live_leg *live_leg_open(igw_engine *e, const char *pid, const char *dn, const char *cam, const igw_purpose *def,
+                        uint32_t guards, void *ldata, const char **reason)
 {
-    const live_leg *l = leg_of_camera(e, pid, dn, cam);
-    return l && ((audio && !l->audio) || (speaker && !l->speaker));
-}
-
-live_leg *live_leg_get(igw_engine *e, const char *pid, const char *dn, const char *cam, bool audio, bool speaker,
-                       const live_recording *rec, const char **reason)
-{
-    live_leg *l = rec ? NULL : leg_of_camera(e, pid, dn, cam);
-    if (l) {
-        if ((audio && !l->audio) || (speaker && !l->speaker)) {
-            /* Asking the camera again would replace the source under its
-             * viewers: docs/decisions.md. */
-            *reason = speaker ? "the camera is being viewed without talk; talk when its viewers have left"
-                              : "the camera is being viewed without its microphone; open without listenAudio";
-            return NULL;
-        }
-        return l;
-    }
-    if (!(l = calloc(1, sizeof *l)) || live_new_id(l->id, sizeof l->id)) {
+    live_leg *l = calloc(1, sizeof *l);
+    if (!l || live_new_id(l->id, sizeof l->id)) {
         free(l);
+        free(ldata);
         *reason = "out of memory";
         return NULL;
     }
@@ -149,16 +122,14 @@ live_leg *live_leg_get(igw_engine *e, const char *pid, const char *dn, const cha
     snprintf(l->device_name, sizeof l->device_name, "%s", dn);
     snprintf(l->camera_id, sizeof l->camera_id, "%s", cam);
     l->revision = 1;
-    l->audio = audio;
-    l->speaker = speaker;
-    if (rec) {
-        l->playback = true;
-        snprintf(l->recording_id, sizeof l->recording_id, "%s", rec->recording_id);
-        l->recording_version = rec->version;
-    }
+    l->shared = def->shared_leg;
+    l->def = def;
+    l->guards = guards;
+    l->ldata = ldata;
     l->phase = LEG_INVITED;
     l->deadline_ms = igw_clock_ms() + e->cfg.invite_timeout_ms;
-    if (send_invite(e, l) != 0) {
+    if (live_leg_invite(e, l) != 0) {
+        free(l->ldata);
         free(l);
         *reason = "the camera cannot be reached (the broker is unreachable)";
         return NULL;
@@ -166,31 +137,9 @@ live_leg *live_leg_get(igw_engine *e, const char *pid, const char *dn, const cha
     l->next = e->legs;
     e->legs = l;
     live_add(&e->n_legs, 1);
-    igw_log(IGW_LOG_INFO, NULL, "session: leg %s: %s/%s camera %s invited%s%s", l->id, pid, dn, cam,
-            rec ? " to play back " : speaker ? " with its microphone and speaker" : audio ? " with its microphone" : "",
-            rec ? rec->recording_id : "");
+    igw_log(IGW_LOG_INFO, NULL, "session: leg %s: %s/%s camera %s invited (%u tracks, %s)", l->id, pid, dn, cam,
+            (unsigned)def->ntracks, l->shared ? "shared" : "its viewer's own");
     return l;
-}
-
-int live_leg_playback(igw_engine *e, live_leg *l, igw_PlaybackOperation op, int64_t position_ms, char *down_token,
-                      size_t cap)
-{
-    if (live_new_id(down_token, cap))
-        return -1;
-    igw_MediaPlaybackControl c = {.has = IGW_MediaPlaybackControl__REQUIRED,
-                                  .method = igw_str_of("playbackControl"),
-                                  .msgToken = igw_str_of(down_token),
-                                  .sessionId = igw_str_of(l->id),
-                                  .params = {.has = IGW_PlaybackControlParams__REQUIRED,
-                                             .operation = op,
-                                             .mediaRevision = l->revision}};
-    if (op == IGW_PlaybackOperation_seek) {
-        c.params.has |= IGW_PlaybackControlParams_positionMs;
-        c.params.positionMs = position_ms;
-    }
-    igw_jw_reset(&e->jw);
-    igw_encode_MediaPlaybackControl(&e->jw, &c);
-    return publish(e, l, media_down("playbackControl"));
 }
 
 void live_leg_attach(live_leg *leg, live_session *s)
@@ -200,20 +149,7 @@ void live_leg_attach(live_leg *leg, live_session *s)
     leg->viewers = s;
 }
 
-static void leg_free(igw_engine *e, live_leg *leg)
-{
-    for (live_leg **p = &e->legs; *p; p = &(*p)->next)
-        if (*p == leg) {
-            *p = leg->next;
-            break;
-        }
-    if (leg->phase != LEG_INVITED && e->media)
-        (void)igw_media_close(e->media, leg->id, "leg closed");
-    live_add(&e->n_legs, -1);
-    free(leg);
-}
-
-void live_leg_detach(igw_engine *e, live_leg *leg, live_session *s)
+bool live_leg_detach(live_leg *leg, live_session *s)
 {
     for (live_session **p = &leg->viewers; *p; p = &(*p)->leg_next)
         if (*p == s) {
@@ -222,79 +158,53 @@ void live_leg_detach(igw_engine *e, live_leg *leg, live_session *s)
         }
     s->leg = NULL;
     s->leg_next = NULL;
-    if (!leg->viewers) {
-        igw_log(IGW_LOG_INFO, NULL, "session: leg %s: no viewer left, bye", leg->id);
-        send_bye(e, leg, IGW_ByeReason_noViewers);
-        leg_free(e, leg);
-    }
+    return leg->viewers != NULL;
 }
 
-/* The leg is gone (the camera's bye, a failure, a timeout): every session
- * on it ends with `reason`; the last one's detach frees the leg. */
-static void leg_end(igw_engine *e, live_leg *leg, const char *reason, bool say_bye, igw_ByeReason bye)
+void live_leg_free(igw_engine *e, live_leg *leg, bool closed)
 {
-    igw_log(IGW_LOG_INFO, NULL, "session: leg %s ends: %s", leg->id, reason);
-    if (say_bye)
-        send_bye(e, leg, bye);
-    if (leg->phase != LEG_INVITED && e->media)
-        (void)igw_media_close(e->media, leg->id, reason);
-    leg->phase = LEG_INVITED; /* closed already: leg_free must not close it again */
-    /* live_session_end detaches; the leg goes with its last viewer, so the
-     * bye above is the only one (a noViewers bye would follow otherwise). */
-    while (leg->viewers) {
-        live_session *s = leg->viewers;
-        leg->viewers = s->leg_next;
-        s->leg = NULL;
-        s->leg_next = NULL;
-        live_session_end(e, s, reason);
-    }
-    leg_free(e, leg);
+    for (live_leg **p = &e->legs; *p; p = &(*p)->next)
+        if (*p == leg) {
+            *p = leg->next;
+            break;
+        }
+    if (!closed && leg->phase != LEG_INVITED && e->media)
+        (void)igw_media_close(e->media, leg->id, "leg closed");
+    live_add(&e->n_legs, -1);
+    free(leg->ldata);
+    free(leg);
 }
 
-/* The answer's ICE mode: the core's agent says so in the SDP. */
-static const char *ice_mode(const char *sdp)
-{
-    return strstr(sdp, "a=ice-lite") ? "lite" : "full";
-}
-
-static int offer_answer(igw_engine *e, live_leg *l, const igw_MediaOfferParams *pp, const char **reason,
-                        const char **data, size_t *data_len);
-
-static int on_offer(igw_engine *e, live_leg *l, const igw_engine_uplink *u, const char **reason, const char **data,
-                    size_t *data_len)
+int live_leg_offer(igw_engine *e, live_leg *l, igw_str params, const char **reason, const char **data,
+                   size_t *data_len)
 {
     igw_json j;
     igw_MediaOfferParams p;
     igw_arena arena;
     igw_arena_init(&arena, PARAMS_ARENA);
-    igw_json_init(&j, u->params.ptr, u->params.len, &arena, 8);
-    if (!u->params.ptr || igw_decode_MediaOfferParams(&j, &p) != 0) { /* the edge decoded it already */
-        igw_arena_free(&arena);
+    igw_json_init(&j, params.ptr, params.len, &arena, 8);
+    int cls = IGW_ERR_OK;
+    char *sdp = NULL, *answer = NULL;
+    if (!params.ptr || igw_decode_MediaOfferParams(&j, &p) != 0) { /* the edge decoded it already */
         *reason = "params: not a media offer";
-        return IGW_ERR_PARAMETER;
-    }
-    int cls = offer_answer(e, l, &p, reason, data, data_len);
-    igw_arena_free(&arena);
-    return cls;
-}
-
-static int offer_answer(igw_engine *e, live_leg *l, const igw_MediaOfferParams *pp, const char **reason,
-                        const char **data, size_t *data_len)
-{
-    const igw_MediaOfferParams p = *pp;
-    if ((uint64_t)p.mediaRevision != l->revision) {
+        cls = IGW_ERR_PARAMETER;
+    } else if ((uint64_t)p.mediaRevision != l->revision) {
         *reason = "stale mediaRevision";
-        return IGW_ERR_CONFLICT;
-    }
-    if (l->phase != LEG_INVITED) {
+        cls = IGW_ERR_CONFLICT;
+    } else if (l->phase != LEG_INVITED) {
         *reason = "the leg already has the camera's offer";
-        return IGW_ERR_CONFLICT;
-    }
-    if (!e->media) {
+        cls = IGW_ERR_CONFLICT;
+    } else if (!e->media) {
         *reason = "no media core on this node";
-        return IGW_ERR_UNAVAILABLE;
+        cls = IGW_ERR_UNAVAILABLE;
     }
-    char *sdp = strndup(p.webrtc.sdp.ptr, p.webrtc.sdp.len), *answer = malloc(ANSWER_MAX);
+    if (cls != IGW_ERR_OK) {
+        igw_arena_free(&arena);
+        return cls;
+    }
+    sdp = strndup(p.webrtc.sdp.ptr, p.webrtc.sdp.len);
+    answer = malloc(ANSWER_MAX);
+    igw_arena_free(&arena);
     char err[160] = "";
     igw_media_rc rc = sdp && answer ? igw_media_source_offer(e->media, l->id, l->revision, sdp, strlen(sdp), answer,
                                                              ANSWER_MAX, err, sizeof err)
@@ -313,7 +223,8 @@ static int offer_answer(igw_engine *e, live_leg *l, const igw_MediaOfferParams *
                          .sessionId = igw_str_of(l->id),
                          .mediaRevision = l->revision,
                          .webrtc = {.has = IGW_WebrtcAnswer__REQUIRED,
-                                    .iceMode = strcmp(ice_mode(answer), "lite") ? IGW_IceMode_full : IGW_IceMode_lite,
+                                    /* the core's agent says its ICE mode in the SDP */
+                                    .iceMode = strstr(answer, "a=ice-lite") ? IGW_IceMode_lite : IGW_IceMode_full,
                                     .sdp = igw_str_of(answer)}};
     igw_jw_reset(&e->jw);
     igw_encode_MediaAnswer(&e->jw, &a);
@@ -328,119 +239,26 @@ static int offer_answer(igw_engine *e, live_leg *l, const igw_MediaOfferParams *
     return IGW_ERR_OK;
 }
 
-int live_leg_uplink(igw_engine *e, const igw_engine_uplink *u, const char **reason, const char **data,
-                    size_t *data_len, live_leg **ready)
-{
-    *ready = NULL;
-    igw_str m = u->method;
-#define IS(s) (m.len == sizeof(s) - 1 && memcmp(m.ptr, s, m.len) == 0)
-    /* The camera's answers to our downlinks need nothing of the leg: a
-     * byeReply comes after the leg is gone. Stored, acknowledged. */
-    if (IS("byeReply") || IS("trackControlReply"))
-        return IGW_ERR_OK;
-    bool pb_reply = IS("playbackControlReply");
-    char id[LIVE_ID_MAX + 1];
-    snprintf(id, sizeof id, "%.*s", (int)u->session_id.len, u->session_id.ptr);
-    live_leg *l = live_leg_find(e, id);
-    /* Another device's leg is as unknown as no leg. */
-    if (!l || strcmp(l->product_id, u->product_id) || strcmp(l->device_name, u->device_name)) {
-        if (pb_reply)
-            return IGW_ERR_OK; /* the leg ended meanwhile: nothing waits for it */
-        *reason = "unknown session";
-        return IGW_ERR_NOT_FOUND;
-    }
-    if (pb_reply) {
-        live_playback_reply(e, l, u);
-        return IGW_ERR_OK;
-    }
-    if (IS("mediaOffer")) {
-        int cls = on_offer(e, l, u, reason, data, data_len);
-        if (cls == IGW_ERR_OK)
-            *ready = l; /* the caller takes *data first: the viewers' answers reuse e->jw */
-        return cls;
-    }
-    if (IS("bye")) {
-        igw_json j;
-        igw_ByeParams p;
-        igw_arena arena;
-        igw_arena_init(&arena, PARAMS_ARENA);
-        igw_json_init(&j, u->params.ptr, u->params.len, &arena, 8);
-        const char *why = "cameraGone";
-        if (u->params.ptr && igw_decode_ByeParams(&j, &p) == 0) {
-            if (p.reason == IGW_ByeReason_cameraDeclined || p.reason == IGW_ByeReason_cameraBusy)
-                why = "cameraDeclined";
-            else if (l->playback && (p.reason == IGW_ByeReason_recordingEnded ||
-                                     p.reason == IGW_ByeReason_recordingUnavailable ||
-                                     p.reason == IGW_ByeReason_recordingChanged))
-                why = igw_ByeReason_names[p.reason].ptr; /* the camera's player: the recording's own reason */
-        }
-        igw_arena_free(&arena);
-        leg_end(e, l, why, false, IGW_ByeReason_cameraShutdown);
-        return IGW_ERR_OK;
-    }
-    /* mediaState: the camera's view, recorded in device_messages; the
-     * core's facts decide. */
-#undef IS
-    return IGW_ERR_OK;
-}
-
-void live_leg_media(igw_engine *e, live_leg *l, const igw_media_event *ev)
+live_leg_fact live_leg_media(live_leg *l, const igw_media_event *ev)
 {
     if (ev->revision != l->revision)
-        return; /* an older source's */
+        return LIVE_LEG_SAME; /* an older source's */
     switch (ev->kind) {
     case IGW_MEDIA_EV_DTLS_CONNECTED:
         if (l->phase < LEG_CONNECTED)
             l->phase = LEG_CONNECTED;
-        live_sessions_check(e, l); /* a playback is ready without media */
-        break;
+        return LIVE_LEG_CHANGED; /* a player is ready without media */
     case IGW_MEDIA_EV_FIRST_PACKET:
         l->phase = LEG_FLOWING;
-        live_sessions_check(e, l);
-        break;
+        return LIVE_LEG_CHANGED;
     case IGW_MEDIA_EV_ICE_FAILED:
     case IGW_MEDIA_EV_DTLS_FAILED:
+        return LIVE_LEG_FAILED;
     case IGW_MEDIA_EV_CLOSED:
-        leg_end(e, l, "cameraGone", ev->kind != IGW_MEDIA_EV_CLOSED, IGW_ByeReason_cameraError);
-        break;
+        return LIVE_LEG_CLOSED;
     case IGW_MEDIA_EV_ICE_CONNECTED:
     case IGW_MEDIA_EV_KEYFRAME:
         break;
     }
-}
-
-void live_legs_tick(igw_engine *e, int64_t now_ms)
-{
-    for (live_leg *l = e->legs, *n; l; l = n) {
-        n = l->next;
-        if (l->phase == LEG_INVITED && now_ms >= l->deadline_ms)
-            leg_end(e, l, "inviteTimeout", true, IGW_ByeReason_timeout);
-        else if (l->phase == LEG_INVITED && now_ms >= l->resend_ms && send_invite(e, l) != 0)
-            igw_log(IGW_LOG_WARN, NULL, "session: leg %s: invite not published again (broker unreachable)", l->id);
-    }
-}
-
-void live_legs_offline(igw_engine *e, const char *pid, const char *dn)
-{
-    for (live_leg *l = e->legs, *n; l; l = n) {
-        n = l->next;
-        if (!strcmp(l->product_id, pid) && !strcmp(l->device_name, dn))
-            leg_end(e, l, "cameraOffline", false, IGW_ByeReason_shutdown);
-    }
-}
-
-void live_free_all(igw_engine *e)
-{
-    while (e->sessions) {
-        live_session *s = e->sessions;
-        e->sessions = s->next;
-        free(s->offer);
-        free(s);
-    }
-    e->nsessions = 0;
-    while (e->legs) {
-        live_leg *l = e->legs;
-        e->legs = l->next;
-        free(l);
-    }
+    return LIVE_LEG_SAME;
 }

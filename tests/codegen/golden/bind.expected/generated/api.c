@@ -61,6 +61,49 @@ static void __attribute__((unused)) enc_Op(igw_jw *w, igw_Op v)
         w->oom = true; /* not a value of the enum: output unusable */
 }
 
+const igw_str igw_Sop_names[IGW_Sop__COUNT] = {
+    {"open", 4},
+    {"close", 5},
+};
+
+static int __attribute__((unused)) lookup_Sop(igw_str s)
+{
+    switch (s.len) {
+    case 4:
+        if (memcmp(s.ptr, "open", 4) == 0)
+            return IGW_Sop_open;
+        break;
+    case 5:
+        if (memcmp(s.ptr, "close", 5) == 0)
+            return IGW_Sop_close;
+        break;
+    default:
+        break;
+    }
+    return -1;
+}
+
+static int __attribute__((unused)) enum_Sop(igw_json *j, igw_Sop *out)
+{
+    igw_str s;
+    if (igw_json_string(j, &s))
+        return -1;
+    int v = lookup_Sop(s);
+    if (v >= 0) {
+        *out = (igw_Sop)v;
+        return 0;
+    }
+    return igw_json_fail(j, IGW_JERR_ENUM, "value is not one of: open close");
+}
+
+static void __attribute__((unused)) enc_Sop(igw_jw *w, igw_Sop v)
+{
+    if ((unsigned)v < IGW_Sop__COUNT)
+        igw_jw_string(w, igw_Sop_names[v].ptr, igw_Sop_names[v].len);
+    else
+        w->oom = true; /* not a value of the enum: output unusable */
+}
+
 /* Field index of a key of Req, or -1: length first, then memcmp. */
 static int key_Req(const char *k, size_t n)
 {

@@ -61,6 +61,18 @@ typedef struct igw_Op_list {
 /* Wire names, indexed by igw_Op. */
 extern const igw_str igw_Op_names[IGW_Op__COUNT];
 
+typedef enum igw_Sop {
+    IGW_Sop_open,
+    IGW_Sop_close,
+    IGW_Sop__COUNT
+} igw_Sop;
+typedef struct igw_Sop_list {
+    igw_Sop *v;
+    uint32_t n;
+} igw_Sop_list;
+/* Wire names, indexed by igw_Sop. */
+extern const igw_str igw_Sop_names[IGW_Sop__COUNT];
+
 /* ---- objects ---- */
 
 typedef struct igw_str_list {

@@ -6,3 +6,8 @@ const igw_Op_method igw_Op_methods[IGW_Op__COUNT] = {
     [IGW_Op_three] = {op_three, 0},
     [IGW_Op_a_two] = {op_one, 0},
 };
+
+const igw_Sop_method igw_Sop_methods[IGW_Sop__COUNT] = {
+    [IGW_Sop_open] = {NULL, IGW_METHOD_SESSION | IGW_METHOD_READS},
+    [IGW_Sop_close] = {NULL, IGW_METHOD_SESSION},
+};

@@ -3,8 +3,10 @@
  * the handler and its traits, in a table indexed by the enum; a value
  * without a handler has a NULL entry, and its caller answers
  * not_implemented. The room that walks a table defines the call structure
- * its handlers take (struct igw_<Enum>_call) and implements them; the
- * functions are igwd's, so this table is linked into igwd only. */
+ * its handlers take (struct igw_<Enum>_call) and implements them; a
+ * `session` handler runs on the session engine's loop instead and takes
+ * the engine's structure (struct igw_<Enum>_op). The functions are
+ * igwd's, so this table is linked into igwd only. */
 #ifndef IGW_GENERATED_METHODS_H
 #define IGW_GENERATED_METHODS_H
 
@@ -16,20 +18,47 @@ enum {
     IGW_METHOD_DEVICE = 1u << 0, /* a device command: rights on its target, the product's thing model, a downlink */
     IGW_METHOD_SESSION = 1u << 1, /* a session command: carried out by the session engine that owns the session */
     IGW_METHOD_RECEIPT = 1u << 2, /* its replays go to the engine too: a pending one is answered from the runtime's receipt */
+    IGW_METHOD_READS = 1u << 3, /* the engine reads the endpoint, an earlier acceptance and the rights itself: no read before */
 };
 
 /* Who carries out each op. */
 struct igw_Op_call;
+struct igw_Op_op;
 /* 0, or what the walking room's call structure says. */
 typedef int (*igw_Op_fn)(struct igw_Op_call *call);
+/* A session handler: on the engine's loop; it answers op exactly once. */
+typedef void (*igw_Op_session_fn)(struct igw_Op_op *op);
 typedef struct igw_Op_method {
-    igw_Op_fn fn; /* NULL: no handler (not implemented) */
-    unsigned traits; /* IGW_METHOD_* */
+    igw_Op_fn fn; /* NULL: no handler here (a session method's is in igw_Op_sessions) */
+    unsigned traits; /* IGW_METHOD_*; 0 with fn NULL: not implemented */
     const igw_proto_down *downlink; /* device: how it reaches the device (schema: `downlink`) */
 } igw_Op_method;
-/* Indexed by igw_Op. */
+/* Indexed by igw_Op (methods.c: linked with the room that accepts them). */
 extern const igw_Op_method igw_Op_methods[IGW_Op__COUNT];
+/* The `session` handlers, indexed by igw_Op, NULL for the others
+ * (sessions.c: linked with the session engine, which runs them). */
+extern const igw_Op_session_fn igw_Op_sessions[IGW_Op__COUNT];
 int op_one(struct igw_Op_call *call);
 int op_three(struct igw_Op_call *call);
+
+/* Session methods. */
+struct igw_Sop_call;
+struct igw_Sop_op;
+/* 0, or what the walking room's call structure says. */
+typedef int (*igw_Sop_fn)(struct igw_Sop_call *call);
+/* A session handler: on the engine's loop; it answers op exactly once. */
+typedef void (*igw_Sop_session_fn)(struct igw_Sop_op *op);
+typedef struct igw_Sop_method {
+    igw_Sop_fn fn; /* NULL: no handler here (a session method's is in igw_Sop_sessions) */
+    unsigned traits; /* IGW_METHOD_*; 0 with fn NULL: not implemented */
+    const igw_proto_down *downlink; /* device: how it reaches the device (schema: `downlink`) */
+} igw_Sop_method;
+/* Indexed by igw_Sop (methods.c: linked with the room that accepts them). */
+extern const igw_Sop_method igw_Sop_methods[IGW_Sop__COUNT];
+/* The `session` handlers, indexed by igw_Sop, NULL for the others
+ * (sessions.c: linked with the session engine, which runs them). */
+extern const igw_Sop_session_fn igw_Sop_sessions[IGW_Sop__COUNT];
+void sop_open(struct igw_Sop_op *op);
+void sop_close(struct igw_Sop_op *op);
 
 #endif

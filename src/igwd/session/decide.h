@@ -1,0 +1,87 @@
+/* decide.h - the session engine's decisions as pure functions: what a
+ * purpose's row (generated/igwd/purposes.h) asks of the camera, what a
+ * preflight refuses, when a session is negotiated, whether a viewer fits a
+ * shared leg. No I/O, no engine state: the engine's files call them, and
+ * tests/igwd/decide_test.c checks them without services. Any thread. */
+#ifndef IGW_SESSION_DECIDE_H
+#define IGW_SESSION_DECIDE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "api.h"
+#include "igwd/purposes.h"
+#include "sm.h"
+
+/* A refusal: the error class, a reason safe to send and the JSON Pointer
+ * of the request field it is about ("" when none). Strings are static or
+ * point into the refusal's own buffer. */
+typedef struct live_refusal {
+    int cls; /* igw_err */
+    const char *reason, *path;
+    char buf[160], path_buf[96];
+} live_refusal;
+
+/* The track `id` of a session of purpose `def` whose guards were `guards`,
+ * or NULL when it has none. */
+const igw_purpose_track *live_track_find(const igw_purpose *def, uint32_t guards, igw_str id);
+
+/* The track a viewer may pause, resume or subscribe to: one the camera
+ * sends (sendonly) in its set. NULL: none of that id. */
+const igw_purpose_track *live_track_viewable(const igw_purpose *def, uint32_t guards, igw_str id);
+
+/* A shared leg opened for (leg_def, leg_guards) serves a viewer wanting
+ * (def, guards) only when it carries every track the viewer needs (asking
+ * the camera again would replace the source of the leg's viewers). NULL:
+ * it fits; else the first missing track. */
+const igw_purpose_track *live_leg_missing(const igw_purpose *leg_def, uint32_t leg_guards, const igw_purpose *def,
+                                          uint32_t guards);
+
+/* The open's refusal when a shared leg lacks a track it needs: false
+ * when the leg fits. */
+bool live_leg_refuses(const igw_purpose *leg_def, uint32_t leg_guards, const igw_purpose *def, uint32_t guards,
+                      live_refusal *r);
+
+/* The guards of a viewer of purpose `def` subscribed to a leg opened for
+ * (leg_def, leg_guards): a guard holds when every track of `def` it selects
+ * is on the leg. */
+uint32_t live_viewer_guards(const igw_purpose *def, const igw_purpose *leg_def, uint32_t leg_guards);
+
+/* The preflights of (def, guards) against the camera's capability report
+ * (cap NULL: none reported, or unusable): false, or true with *r filled
+ * (parameter: the camera lacks it; path the guard's open param when a
+ * guard selected the preflight, else cameraId). */
+bool live_preflight_refuses(const igw_purpose *def, uint32_t guards, const igw_MediaCapability *cap,
+                            live_refusal *r);
+
+/* What the one read of an open found, in its order of checks. */
+typedef struct live_open_facts {
+    bool endpoint_live, rights, camera;
+} live_open_facts;
+
+/* The open's refusal by the read's facts (endpoint, rights, camera): false
+ * when they all hold. */
+bool live_open_refuses(const live_open_facts *f, live_refusal *r);
+
+/* The facts of `established` (the session machine's `negotiated` guard). */
+typedef struct live_media_facts {
+    bool leg_connected; /* the camera's DTLS is up */
+    bool leg_flowing;   /* its first packet arrived */
+    bool viewer_dtls, viewer_flowing, app_connected;
+    bool purpose_ready; /* the purpose's own condition (its `ready` hook; true without one) */
+} live_media_facts;
+
+/* Negotiated: both transports up and the application's report; with
+ * `flowing`, media must flow both ways too (a live camera sends at once; a
+ * player sends nothing until told to play). */
+bool live_negotiated(const live_media_facts *f, bool flowing);
+
+/* A trigger that fires in no state of machine m (publish and stop of
+ * `track`): true with the machine's refusal (of its first state) in *r. */
+bool live_sm_refused_everywhere(const igw_sm *m, int trigger, igw_sm_result *r);
+
+/* The state of the `track` machine as the result's `state` says it. */
+igw_str live_track_state_name(int state);
+
+#endif

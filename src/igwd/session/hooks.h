@@ -1,0 +1,64 @@
+/* hooks.h - the hooks of a purpose's own behaviour (purpose.h tells the
+ * whole contract): the engine calls them through its row of igw_purposes.
+ * Every hook runs on the engine's loop; a NULL hook does nothing. */
+#ifndef IGW_SESSION_HOOKS_H
+#define IGW_SESSION_HOOKS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "api.h"
+#include "session/decide.h"
+#include "session/live.h"
+
+typedef struct igw_CommandMethod_op live_op;
+
+/* A fact from outside every session (the engine's sources of truth). */
+typedef enum live_fact_kind {
+    LIVE_FACT_CALL_CHANGED, /* the conference runtime says a call changed (arg: its callId, NULL: every call) */
+} live_fact_kind;
+
+struct igw_purpose_hooks {
+    /* interaction.open, before anything is read: a refusal of what the
+     * purpose does not open (a param it does not serve, a switch off):
+     * true with *r filled. Sets the open's guards (IGW_PURPOSE_IF_*) the
+     * params select in *guards. */
+    bool (*check)(igw_engine *e, const igw_OpenParams *p, uint32_t *guards, live_refusal *r);
+    /* The read found the endpoint, the rights and the camera: the purpose
+     * admits the open with its own reads (the call's member, the catalog's
+     * recording), filling o->open's session columns, pdata and ldata, then
+     * calls live_op_admitted(o); or refuses (live_op_refuse). NULL: admitted. */
+    void (*admit)(live_op *o);
+    /* The camera is offline: what the refusal says (NULL: "the camera is offline"). */
+    const char *offline_reason;
+    /* A live camera sends at once: established waits for media to flow.
+     * False: both transports up is enough (a player sends on play only). */
+    bool establish_on_flow;
+    /* The purpose's own condition of `established` (NULL: none). */
+    bool (*ready)(const live_session *s);
+    /* What its interaction.state events carry besides the state: a phase
+     * of its own machine and a position (NULL and -1: none). */
+    void (*state_extra)(const live_session *s, const char **phase, int64_t *position_ms);
+    /* The leg's invite: what the purpose adds (ldata: the leg's). */
+    void (*invite)(const void *ldata, igw_MediaInviteParams *p);
+    /* The camera's offer of the session's leg was answered (the source exists). */
+    void (*loaded)(igw_engine *e, live_session *s);
+    /* The session moved to established (before its state is written). */
+    void (*established)(igw_engine *e, live_session *s);
+    /* The viewer's offer was answered (its peer exists in the core). */
+    void (*answered)(igw_engine *e, live_session *s);
+    /* A device message on the session's leg the engine does not take itself
+     * (a reply to the purpose's own downlinks). */
+    void (*uplink)(igw_engine *e, live_session *s, const igw_engine_uplink *u);
+    /* A fact from outside. */
+    void (*fact)(igw_engine *e, live_fact_kind kind, const char *arg);
+    /* Every tick (deadlines, rechecks). */
+    void (*tick)(igw_engine *e, int64_t now_ms);
+    /* The session ends (its state is written already): work of the purpose
+     * still pending for it fails. pdata is freed with the session after. */
+    void (*end)(igw_engine *e, live_session *s, const char *reason);
+    /* The engine stops: its engine-wide state (e->pstate) goes. */
+    void (*stop)(igw_engine *e);
+};
+
+#endif

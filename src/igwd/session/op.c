@@ -1,0 +1,223 @@
+/* op.c - see op.h: a command on the engine's loop until it is answered. */
+#include "session/op.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "event/rights.h"
+#include "session/session.h"
+
+#define NOW_MS "floor(extract(epoch FROM now()) * 1000)::bigint"
+#define PRIOR_FP(ent, ep, token)                                                                                      \
+    "(SELECT encode(k.fingerprint, 'hex') FROM commands k WHERE k.enterprise_id = " ent " AND k.endpoint_id = " ep    \
+    " AND k.msg_token = " token ")"
+
+/* The acceptance of a command on an existing session. */
+enum { AC_ENT, AC_USER, AC_EP, AC_TOKEN, AC_METHOD, AC_SID, AC_FP, AC_CANON, AC__N };
+enum { AC_COL_LIVE, AC_COL_CLAIMED, AC_COL_PRIOR };
+static const igw_db_stmt st_accept = {
+    "igw_session_accept",
+    "WITH cm AS (INSERT INTO commands (enterprise_id, endpoint_id, msg_token, user_id, method, session_id, "
+    "                                  fingerprint, command) "
+    "            SELECT $1::bigint, $3::text, $4::text, $2::bigint, $5::text, $6::text, decode($7::text, 'hex'), "
+    "                   $8::jsonb WHERE " IGW_SQL_ENDPOINT_LIVE("$3::text", "$1::bigint", "$2::bigint", NOW_MS)
+    "            ON CONFLICT (enterprise_id, endpoint_id, msg_token) DO NOTHING RETURNING 1) "
+    "SELECT " IGW_SQL_ENDPOINT_LIVE("$3::text", "$1::bigint", "$2::bigint", NOW_MS) ", (SELECT count(*) FROM cm), "
+    PRIOR_FP("$1::bigint", "$3::text", "$4::text"),
+    AC__N};
+
+/* A session this node does not hold: whose it is, and whether it lives. */
+enum { SR_SID, SR_ENT, SR_USER, SR_EP, SR__N };
+enum { SR_COL_STATE, SR_COL_NODE };
+static const igw_db_stmt st_session_row = {
+    "igw_session_row",
+    "SELECT s.state, COALESCE(s.owner_node, ''), COALESCE(s.owner_epoch, 0) FROM sessions s "
+    "WHERE s.session_id = $1::text AND s.enterprise_id = $2::bigint AND s.user_id = $3::bigint "
+    "  AND s.endpoint_id = $4::text",
+    SR__N};
+
+void live_op_answer(live_op *o, int cls, const char *reason, const char *path, const char *prior)
+{
+    igw_engine_cmd_answer a = {.cls = cls, .reason = reason ? reason : "", .path = path ? path : "",
+                               .prior_fp = prior};
+    o->answer(o->ctx, &a);
+    o->c = NULL;
+    o->k = NULL;
+}
+
+void live_op_free(live_op *o)
+{
+    free(o->offer);
+    free(o->capability);
+    if (o->pdata)
+        (o->pdata_free ? o->pdata_free : free)(o->pdata);
+    free(o->ldata);
+    free(o);
+}
+
+void live_op_refuse(live_op *o, int cls, const char *reason, const char *path)
+{
+    live_op_answer(o, cls, reason, path, NULL);
+    live_op_free(o);
+}
+
+void live_op_refuse_with(live_op *o, const live_refusal *r)
+{
+    live_op_refuse(o, r->cls, r->reason, r->path);
+}
+
+void live_op_refuse_db(live_op *o, const char *err, bool write)
+{
+    igw_err cls = igw_db_error_class(err, write);
+    igw_log(IGW_LOG_WARN, NULL, "session: %s: %s", o->token, err);
+    live_op_refuse(o, cls,
+                   cls == IGW_ERR_UNKNOWN_OUTCOME ? "outcome unknown; retry with the same msgToken"
+                   : cls == IGW_ERR_INTERNAL      ? "internal error"
+                                                  : "busy, retry later",
+                   "");
+}
+
+bool live_op_row(live_op *o, const PGresult *res, const char *err, bool write)
+{
+    if (!res) {
+        live_op_refuse_db(o, err, write);
+        return false;
+    }
+    if (PQntuples(res) != 1) {
+        live_op_refuse(o, IGW_ERR_INTERNAL, "internal error", "");
+        return false;
+    }
+    return true;
+}
+
+bool live_col_true(const PGresult *res, int c)
+{
+    return !PQgetisnull(res, 0, c) && PQgetvalue(res, 0, c)[0] == 't';
+}
+
+int64_t live_node_epoch(const igw_engine *e)
+{
+    return atomic_load(&e->cfg.node->fenced) ? 0 : atomic_load(&e->cfg.node->epoch);
+}
+
+bool live_op_revision(live_op *o, const live_session *s, int64_t revision)
+{
+    if (revision == (int64_t)s->revision)
+        return true;
+    live_op_refuse(o, IGW_ERR_CONFLICT, "stale mediaRevision", "/command/params/mediaRevision");
+    return false;
+}
+
+/* ---- the acceptance ---------------------------------------------------------------- */
+
+static void on_accept(void *arg, const PGresult *res, const char *err)
+{
+    live_op *o = arg;
+    if (!live_op_row(o, res, err, true))
+        return;
+    if (strcmp(PQgetvalue(res, 0, AC_COL_CLAIMED), "1") != 0) {
+        if (!PQgetisnull(res, 0, AC_COL_PRIOR)) {
+            live_op_answer(o, IGW_ERR_OK, NULL, NULL, PQgetvalue(res, 0, AC_COL_PRIOR));
+            live_op_free(o);
+        } else {
+            live_op_refuse(o, IGW_ERR_NOT_FOUND, "unknown or expired endpoint", "/endpointId");
+        }
+        return;
+    }
+    live_op_answer(o, IGW_ERR_OK, NULL, NULL, NULL);
+    live_session *s = live_session_find(o->e, o->sid);
+    if (!s) { /* ended while the acceptance was written */
+        igw_ResultData d = {0};
+        live_session_result(o->e, o->sid, o->endpoint, o->token, o->method, IGW_ERR_CONFLICT,
+                            "the session has ended", &d);
+    } else {
+        o->then(o, s);
+    }
+    live_op_free(o);
+}
+
+void live_op_accept(live_op *o, live_op_then then)
+{
+    o->then = then;
+    const char *v[AC__N] = {[AC_ENT] = o->ent,     [AC_USER] = o->user,           [AC_EP] = o->endpoint,
+                            [AC_TOKEN] = o->token, [AC_METHOD] = o->c->method,    [AC_SID] = o->sid,
+                            [AC_FP] = o->c->fingerprint_hex, [AC_CANON] = o->c->canon};
+    if (igw_db_exec(o->e->db, &st_accept, v, NULL, NULL, on_accept, o) != 0)
+        live_op_refuse(o, IGW_ERR_UNAVAILABLE, "busy, retry later", "");
+}
+
+/* ---- dispatch ------------------------------------------------------------------------ */
+
+/* The session is not held here: the row says why. */
+static void on_session_row(void *arg, const PGresult *res, const char *err)
+{
+    live_op *o = arg;
+    if (!res) {
+        live_op_refuse_db(o, err, false);
+        return;
+    }
+    if (PQntuples(res) != 1) {
+        live_op_refuse(o, IGW_ERR_NOT_FOUND, "unknown session", "/command/sessionId");
+        return;
+    }
+    if (strcmp(PQgetvalue(res, 0, SR_COL_STATE), igw_sm_session.states[IGW_SESSION_ENDED]) == 0 ||
+        strcmp(PQgetvalue(res, 0, SR_COL_NODE), o->e->node_id) == 0) {
+        /* Ended, or this node's from an earlier epoch (its sweep ends it). */
+        live_op_refuse(o, IGW_ERR_CONFLICT, "the session has ended", "/command/sessionId");
+        return;
+    }
+    /* The seam of several nodes: forwarding to the owner comes here. */
+    live_op_refuse(o, IGW_ERR_UNAVAILABLE, "the session is held by another node", "/command/sessionId");
+}
+
+void live_command(igw_engine *e, const igw_engine_cmd *c, void (*ans)(void *ctx, const igw_engine_cmd_answer *a),
+                  void *ctx)
+{
+    live_op *o = calloc(1, sizeof *o);
+    if (!o) {
+        igw_engine_cmd_answer a = {.cls = IGW_ERR_INTERNAL, .reason = "out of memory", .path = ""};
+        ans(ctx, &a);
+        return;
+    }
+    o->e = e;
+    o->answer = ans;
+    o->ctx = ctx;
+    o->c = c;
+    o->k = c->command;
+    o->method = c->command->method;
+    o->enterprise_id = c->enterprise_id;
+    o->user_id = c->user_id;
+    snprintf(o->ent, sizeof o->ent, "%" PRId64, c->enterprise_id);
+    snprintf(o->user, sizeof o->user, "%" PRId64, c->user_id);
+    snprintf(o->endpoint, sizeof o->endpoint, "%s", c->endpoint_id);
+    snprintf(o->token, sizeof o->token, "%s", c->msg_token);
+    igw_CommandMethod_session_fn handler = igw_CommandMethod_sessions[o->method];
+    if (!handler) {
+        live_op_refuse(o, IGW_ERR_NOT_IMPLEMENTED, "this command method is not implemented yet", "/command/method");
+        return;
+    }
+    if (!e->db) {
+        live_op_refuse(o, IGW_ERR_UNAVAILABLE, "this node serves no sessions", "");
+        return;
+    }
+    if (!(o->k->has & IGW_Command_sessionId)) { /* open: its handler finds the target */
+        handler(o);
+        return;
+    }
+    snprintf(o->sid, sizeof o->sid, "%.*s", (int)o->k->sessionId.len, o->k->sessionId.ptr);
+    live_session *s = live_session_find(e, o->sid);
+    if (!s) { /* not held here: the row says why */
+        const char *v[SR__N] = {[SR_SID] = o->sid, [SR_ENT] = o->ent, [SR_USER] = o->user, [SR_EP] = o->endpoint};
+        if (igw_db_exec(e->db, &st_session_row, v, NULL, NULL, on_session_row, o) != 0)
+            live_op_refuse(o, IGW_ERR_UNAVAILABLE, "busy, retry later", "");
+        return;
+    }
+    if (s->enterprise_id != o->enterprise_id || s->user_id != o->user_id || strcmp(s->endpoint, o->endpoint)) {
+        live_op_refuse(o, IGW_ERR_NOT_FOUND, "unknown session", "/command/sessionId"); /* someone else's */
+        return;
+    }
+    handler(o);
+}

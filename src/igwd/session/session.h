@@ -1,0 +1,82 @@
+/* session.h - the engine's core: application sessions and the legs they
+ * hold, moved by the generated `session` machine on facts (the media
+ * core's, the camera's, the application's report), each change stored
+ * with its interaction.state event (docs/sessions.md, "Session life").
+ * Names no purpose: what differs is the purpose's row and hooks
+ * (purpose.h). On the engine's loop.
+ *
+ * Durability: every state change of a session and its interaction.state
+ * event are one statement, fenced by this node's epoch; a result is
+ * emitted through the outbox once its effect happened. */
+#ifndef IGW_SESSION_SESSION_H
+#define IGW_SESSION_SESSION_H
+
+#include "session/live.h"
+
+live_session *live_session_find(igw_engine *e, const char *id);
+
+/* What a new session starts with (its row is written already). */
+typedef struct live_session_init {
+    const char *id, *endpoint;
+    int64_t enterprise_id, user_id;
+    igw_Purpose purpose;
+    uint32_t guards;
+    void *pdata;               /* the purpose's state, owned by the session from here on */
+    const char *only_track;    /* subscribe's viewer: its one track, or NULL */
+} live_session_init;
+
+/* A new invited session, linked and counted. NULL: out of memory (pdata freed). */
+live_session *live_session_new(igw_engine *e, const live_session_init *in);
+
+/* The session joins the camera's shared leg, or a new leg (its own, or the
+ * shared one the first viewer opens); ldata (owned) goes to a new leg. A
+ * session that cannot have one ends (cameraUnreachable). */
+void live_session_join_leg(igw_engine *e, live_session *s, const char *product_id, const char *device_name,
+                           const char *camera_id, void *ldata);
+
+/* Ends the session: its state event with the reason, the purpose's end,
+ * the viewer closed, the leg released (the last viewer out says bye). */
+void live_session_end(igw_engine *e, live_session *s, const char *reason);
+
+/* The session's state (and its purpose's state_extra) to `to` from the
+ * states in `from` (IGW_SESSION_* bits), with a reason (ended) or NULL. */
+void live_session_write(igw_engine *e, const live_session *s, igw_session_state to, unsigned from,
+                        const char *reason);
+#define LIVE_FROM(st) (1u << (st))
+
+/* An interaction.result for the command `token` of session sid, to its
+ * endpoint: success (cls IGW_ERR_OK, data filled by the caller in *d) or
+ * failure (reason). The session need not be live any more. */
+void live_session_result(igw_engine *e, const char *sid, const char *endpoint, const char *token,
+                         igw_CommandMethod op, int cls, const char *reason, igw_ResultData *d);
+
+/* The session holds every fact of `established` now: it moves there. */
+void live_session_check(igw_engine *e, live_session *s);
+
+/* The application's offer (s->offer, token offer_token) to the core; the
+ * result carries the answer. Needs the leg's source. */
+void live_session_offer(igw_engine *e, live_session *s);
+
+/* The facts of the engine's sources, on the loop (engine.c): */
+/* a viewer's media event (its DTLS, first packet, end) */
+void live_session_media(igw_engine *e, live_session *s, const igw_media_event *ev);
+/* a source's media event */
+void live_leg_media_event(igw_engine *e, live_leg *leg, const igw_media_event *ev);
+/* a device's message on a leg: the reply's class, reason and data (in
+ * e->jw, data_len set); *ready: a leg whose source now exists, for
+ * live_legs_source_ready once the caller took the data */
+int live_uplink(igw_engine *e, const igw_engine_uplink *u, const char **reason, const char **data, size_t *data_len,
+                live_leg **ready);
+void live_legs_source_ready(igw_engine *e, live_leg *leg);
+/* the device went offline: its legs end (cameraOffline), no bye */
+void live_legs_offline(igw_engine *e, const char *product_id, const char *device_name);
+/* a fact from outside, for every purpose (purpose.h's live_fact_kind) */
+void live_fact(igw_engine *e, int kind, const char *arg);
+/* deadlines: invites, establishes, and every purpose's tick */
+void live_tick(igw_engine *e, int64_t now_ms);
+
+/* Closes every leg and session and each purpose's state (the engine
+ * stops): nothing is written. */
+void live_free_all(igw_engine *e);
+
+#endif

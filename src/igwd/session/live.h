@@ -23,7 +23,7 @@
 #include "igwd/purposes.h"
 #include "jw.h"
 #include "machines.h"
-#include "session/engine.h"
+#include "session/types.h"
 
 #ifndef IGW_Ident_MAX /* until igw-gen emits the bounds */
 #define IGW_Ident_MAX 64

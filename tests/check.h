@@ -48,7 +48,9 @@ static inline int check_summary(const char *name)
  *     static const struct { const char *name; void (*fn)(fixture *); } cases[] = {
  *         CHECK_CASE(test_one), CHECK_CASE(test_two), ...};
  * of `static void test_x(fixture *f)` functions and runs them in table
- * order with CHECK_RUN(cases, &f). After each case, "case NAME: ok" or
+ * order with CHECK_RUN(cases, &f); cases without a fixture are a
+ * `static const check_case cases[]` of `static void test_x(void)`, run
+ * with CHECK_RUN_ALL(cases). After each case, "case NAME: ok" or
  * "case NAME: FAILED (N failed)" on stdout, flushed so that it follows
  * the case's FAIL lines; a failed check fails the test through
  * check_summary's exit status, as before. */
@@ -75,5 +77,22 @@ static inline bool check_case_done(const char *name, unsigned failed_before)
             check_case_done((cases)[check_i_].name, check_before_);          \
         }                                                                    \
     } while (0)
+
+/* A case without a fixture. */
+typedef struct check_case {
+    const char *name;
+    void (*fn)(void);
+} check_case;
+
+/* Runs cases[0..n) in order, reporting each as CHECK_RUN does. */
+static inline void check_run(const check_case *cases, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        unsigned before = failed;
+        cases[i].fn();
+        check_case_done(cases[i].name, before);
+    }
+}
+#define CHECK_RUN_ALL(cases) check_run((cases), sizeof(cases) / sizeof(cases)[0])
 
 #endif

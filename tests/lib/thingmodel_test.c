@@ -316,7 +316,8 @@ static void load_ok_at(int line, const char *model)
 #define LOAD_BAD(m, kind, path, reason) load_bad_at(__LINE__, m, kind, path, reason)
 #define P1(def) "{\"properties\":[{\"identifier\":\"p\",\"mode\":\"rw\",\"define\":" def "}]}"
 
-static void test_load_errors(void)
+/* models that load: empty, every data type with its bounds, mode r by default */
+static void test_load_valid(void)
 {
     LOAD_OK("{}");
     LOAD_OK("{\"properties\":[],\"events\":[],\"actions\":[]}");
@@ -327,12 +328,21 @@ static void test_load_errors(void)
     LOAD_OK(P1("{\"type\":\"bool\"}"));
     LOAD_OK(P1("{\"type\":\"enum\",\"mapping\":{\"-1\":\"neg\",\"7\":\"x\"}}"));
     LOAD_OK("{\"properties\":[{\"identifier\":\"p\",\"define\":{\"type\":\"int\"}}]}"); /* mode r */
+}
 
+/* a document that is no model: bad JSON, not an object, trailing data, "properties" not a list or repeated */
+static void test_load_errors_document(void)
+{
     LOAD_BAD("", IGW_JERR_SYNTAX, "", NULL);
     LOAD_BAD("[]", IGW_JERR_TYPE, "", NULL);
     LOAD_BAD("{} {}", IGW_JERR_TRAILING, "", NULL);
     LOAD_BAD("{\"properties\":{}}", IGW_JERR_TYPE, "/properties", NULL);
     LOAD_BAD("{\"properties\":[],\"properties\":[]}", IGW_JERR_DUPLICATE, "/properties", NULL);
+}
+
+/* bad data definitions: type, bounds, step, formats, arrayInfo, mapping, specs; the path and reason */
+static void test_load_errors_define(void)
+{
     LOAD_BAD(P1("{\"type\":\"double\"}"), IGW_JERR_ENUM, "/properties/0/define/type",
              "unknown data type \"double\"");
     LOAD_BAD(P1("{\"min\":1}"), IGW_JERR_MISSING, "/properties/0/define", "missing \"type\"");
@@ -381,7 +391,11 @@ static void test_load_errors(void)
              IGW_JERR_DUPLICATE, "/properties/0/define/specs/1/identifier", NULL);
     LOAD_BAD(P1("{\"type\":\"int\",\"type\":\"int\"}"), IGW_JERR_DUPLICATE,
              "/properties/0/define/type", NULL);
-    /* identifiers */
+}
+
+/* bad identifiers (format, length, missing, repeated) and members of properties, events, actions */
+static void test_load_errors_identifiers(void)
+{
     LOAD_BAD("{\"properties\":[{\"identifier\":\"a-b\",\"define\":{\"type\":\"int\"}}]}",
              IGW_JERR_FORMAT, "/properties/0/identifier", "[A-Za-z0-9_]");
     LOAD_BAD("{\"properties\":[{\"identifier\":\"\",\"define\":{\"type\":\"int\"}}]}",
@@ -414,7 +428,11 @@ static void test_load_errors(void)
     LOAD_BAD("{\"actions\":[{\"identifier\":\"a\",\"output\":[{\"identifier\":\"p!\",\"define\":{\"type\":\"int\"}}]}]}",
              IGW_JERR_FORMAT, "/actions/0/output/0/identifier", NULL);
     LOAD_BAD("{\"actions\":[{\"name\":\"a\"}]}", IGW_JERR_MISSING, "/actions/0", NULL);
+}
 
+/* nesting: 8 levels load, 9 do not (struct specs and arrayInfo alike) */
+static void test_load_nesting_limit(void)
+{
     /* nesting: 8 levels load, 9 do not */
     char buf[4096], tail[512];
     for (int levels = 8; levels <= 9; levels++) {
@@ -442,7 +460,11 @@ static void test_load_errors(void)
              IGW_JERR_DEPTH,
              "/properties/0/define/arrayInfo/arrayInfo/arrayInfo/arrayInfo/arrayInfo/arrayInfo/arrayInfo/arrayInfo",
              NULL);
+}
 
+/* counts: 256 properties load, 257 do not */
+static void test_load_count_limit(void)
+{
     /* counts: 256 properties load, 257 do not */
     size_t cap = 300 * 64;
     char *big = malloc(cap);
@@ -460,6 +482,7 @@ static void test_load_errors(void)
     }
     free(big);
 }
+
 
 static char *slurp(const char *path, size_t *len)
 {
@@ -480,6 +503,23 @@ static char *slurp(const char *path, size_t *len)
     return buf;
 }
 
+/* In this order (on the demo model M, loaded by main). */
+static const check_case cases[] = {
+    CHECK_CASE(test_lookup),
+    CHECK_CASE(test_int),
+    CHECK_CASE(test_float),
+    CHECK_CASE(test_string_enum_bool_ts),
+    CHECK_CASE(test_struct_array),
+    CHECK_CASE(test_report_shape),
+    CHECK_CASE(test_event_action),
+    CHECK_CASE(test_load_valid),
+    CHECK_CASE(test_load_errors_document),
+    CHECK_CASE(test_load_errors_define),
+    CHECK_CASE(test_load_errors_identifiers),
+    CHECK_CASE(test_load_nesting_limit),
+    CHECK_CASE(test_load_count_limit),
+};
+
 int main(int argc, char **argv)
 {
     const char *path = argc > 1 ? argv[1] : "tests/lib/demo-model.json";
@@ -498,14 +538,7 @@ int main(int argc, char **argv)
                 igw_json_errkind_name(e.err));
         return 1;
     }
-    test_lookup();
-    test_int();
-    test_float();
-    test_string_enum_bool_ts();
-    test_struct_array();
-    test_report_shape();
-    test_event_action();
-    test_load_errors();
+    CHECK_RUN_ALL(cases);
     igw_arena_free(&scratch);
     igw_arena_free(&ma);
     free(model);

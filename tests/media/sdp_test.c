@@ -732,11 +732,11 @@ static char *repeat(char c, size_t n)
     return s;
 }
 
-static void test_parse_errors(void)
-{
-    char buf[8192];
+/* ---- parse errors: every class refused with its reason, nothing half-parsed left ---- */
 
-    /* The version line. */
+/* the version line: missing, misplaced, unsupported, duplicate; o= missing or duplicate */
+static void test_parse_errors_version(void)
+{
     EXPECT_ERR("", "missing v=");
     EXPECT_ERR("\r\n\r\n", "missing v=");
     EXPECT_ERR("o=- 1 1 IN IP4 0.0.0.0\r\nv=0\r\n", "line 1: missing v=");
@@ -745,8 +745,11 @@ static void test_parse_errors(void)
     EXPECT_ERR(HDR "v=0\r\n", "line 5: duplicate v= line");
     EXPECT_ERR("v=0\r\ns=-\r\n", "missing o= line");
     EXPECT_ERR(HDR "o=- 1 1 IN IP4 127.0.0.1\r\n", "line 5: duplicate o= line");
+}
 
-    /* Truncated lines. */
+/* truncated lines of every kind: their "bad ..." reason */
+static void test_parse_errors_truncated(void)
+{
     EXPECT_ERR("v=0\r\no=- 1 2 IN IP4\r\n", "line 2: bad o= line");
     EXPECT_ERR("v=0\r\no=- 1 IN IP4 0.0.0.0\r\n", "line 2: bad o= line");
     EXPECT_ERR("v=0\r\no=- 18446744073709551616 1 IN IP4 0.0.0.0\r\n", "line 2: bad o= line");
@@ -778,8 +781,11 @@ static void test_parse_errors(void)
     EXPECT_LINE15("a=candidate:1 1 UDP 2015363327 192.0.2.2 38946", "bad candidate");
     EXPECT_LINE15("a=candidate:1 1 UDP 2015363327 192.0.2.2 65536 typ host", "bad candidate");
     EXPECT_LINE15("a=candidate:1 0 UDP 2015363327 192.0.2.2 1 typ host", "bad candidate");
+}
 
-    /* Malformed lines and attributes. */
+/* malformed lines and attributes; lines out of place */
+static void test_parse_errors_malformed(void)
+{
     EXPECT_ERR(HDR "x\r\n", "line 5: malformed line");
     EXPECT_ERR(HDR "A=b\r\n", "line 5: malformed line");
     EXPECT_ERR(HDR "a =b\r\n", "line 5: malformed line");
@@ -787,8 +793,11 @@ static void test_parse_errors(void)
     EXPECT_ERR(HDR "a=:x\r\n", "line 5: bad attribute");
     EXPECT_ERR(MIN "t=0 0\r\n", "line 15: t= line inside media section");
     EXPECT_ERR(MIN "o=- 1 1 IN IP4 127.0.0.1\r\n", "line 15: duplicate o= line");
+}
 
-    /* Bad fingerprints: each broken differently. */
+/* bad fingerprints, each broken differently */
+static void test_parse_errors_fingerprint(void)
+{
     EXPECT_ERR(HDR "a=fingerprint:sha-256 9G:" FPHEX "\r\n", "line 5: bad fingerprint");
     EXPECT_ERR(HDR "a=fingerprint:sha-256 " FPHEX ":\r\n", "line 5: bad fingerprint");
     EXPECT_ERR(HDR "a=fingerprint:sha-256 :" FPHEX "\r\n", "line 5: bad fingerprint");
@@ -801,8 +810,12 @@ static void test_parse_errors(void)
     EXPECT_ERR(HDR "a=fingerprint:sha-256 " FPHEX " x\r\n", "line 5: bad fingerprint");
     EXPECT_ERR(HDR "a=fingerprint:sha-256-with-a-long-name AA\r\n", "line 5: bad fingerprint");
     EXPECT_ERR(HDR "a=fingerprint:sha-512 " FPHEX ":" FPHEX ":00\r\n", "line 5: bad fingerprint");
+}
 
-    /* Too many entries for an array: an error, never a silent truncation. */
+/* too many entries for an array: an error, never a silent truncation; the cap itself parses */
+static void test_parse_errors_too_many(void)
+{
+    char buf[8192];
     size_t n = (size_t)snprintf(buf, sizeof buf, "%s", HDR);
     for (int i = 0; i < IGW_SDP_MAX_MEDIA + 1; i++)
         n += (size_t)snprintf(buf + n, sizeof buf - n, "m=audio 9 RTP/AVP 0\r\n");
@@ -837,8 +850,12 @@ static void test_parse_errors(void)
         n += (size_t)snprintf(buf + n, sizeof buf - n, " m%d", i);
     snprintf(buf + n, sizeof buf - n, "\r\n");
     EXPECT_ERR(buf, "line 5: too many BUNDLE mids");
+}
 
-    /* Overlong values: an error naming the value. */
+/* overlong values: an error naming the value; the longest allowed parses */
+static void test_parse_errors_overlong(void)
+{
+    char buf[8192];
     char *z = repeat('Z', 600);
     snprintf(buf, sizeof buf, HDR "a=ice-ufrag:%.257s\r\n", z);
     EXPECT_ERR(buf, "line 5: ice-ufrag too long");
@@ -873,8 +890,11 @@ static void test_parse_errors(void)
     snprintf(buf, sizeof buf, HDR "m=audio 9 %.32s 0\r\n", z);
     EXPECT_ERR(buf, "line 5: m= proto too long");
     free(z);
+}
 
-    /* Payload types and ports. */
+/* bad ports and payload types; attributes for unknown or duplicate ones */
+static void test_parse_errors_payload_types_and_ports(void)
+{
     EXPECT_ERR(HDR "m=audio x RTP/AVP 0\r\n", "line 5: bad m= port");
     EXPECT_ERR(HDR "m=audio 65536 RTP/AVP 0\r\n", "line 5: bad m= port");
     EXPECT_ERR(HDR "m=audio -9 RTP/AVP 0\r\n", "line 5: bad m= port");
@@ -887,8 +907,11 @@ static void test_parse_errors(void)
     EXPECT_LINE15("a=fmtp:97 apt=96", "fmtp for unknown payload type");
     EXPECT_LINE15("a=rtcp-fb:97 nack", "rtcp-fb for unknown payload type");
     EXPECT_ERR(MIN "a=fmtp:111 a=1\r\na=fmtp:111 b=2\r\n", "line 16: duplicate fmtp");
+}
 
-    /* Attributes in conflict. */
+/* attributes in conflict: duplicates, bad values, BUNDLE naming no section */
+static void test_parse_errors_conflicts(void)
+{
     EXPECT_LINE15("a=setup:holdconn", "duplicate setup");
     EXPECT_ERR(HDR "a=setup:holdconn\r\n", "line 5: bad setup");
     EXPECT_ERR(HDR "a=sendonly\r\na=recvonly\r\n", "line 6: duplicate direction");
@@ -902,16 +925,22 @@ static void test_parse_errors(void)
     EXPECT_ERR(HDR "a=group:BUNDLE a\r\na=group:BUNDLE b\r\n", "line 6: duplicate BUNDLE group");
     EXPECT_ERR(HDR "a=group:BUNDLE 0 1\r\nm=audio 9 RTP/AVP 0\r\na=mid:0\r\n",
                "BUNDLE names a mid with no section");
+}
 
-    /* Control bytes, NUL included, anywhere. */
+/* control bytes, NUL included, anywhere */
+static void test_parse_errors_control_bytes(void)
+{
     static const char nul[] = HDR "a=ice-ufrag:ab\0cd\r\n";
     expect_err_n(nul, sizeof nul - 1, "line 5: control character", __LINE__);
     EXPECT_ERR(HDR "a=ice-ufrag:ab\rcd\r\n", "line 5: control character");
     EXPECT_ERR(HDR "s=\x1b[31m\r\n", "line 5: control character");
     EXPECT_ERR(HDR "s=\x7f\r\n", "line 5: control character");
     EXPECT_ERR(MIN "a=fmtp:111 a=1\x01\r\n", "line 15: control character");
+}
 
-    /* The size limit: 65536 bytes parse, 65537 do not. */
+/* the size limit: 65536 bytes parse, 65537 do not */
+static void test_parse_errors_size_limit(void)
+{
     char *big = xcalloc(IGW_SDP_MAX_TEXT + 2);
     size_t base = strlen(MIN);
     memcpy(big, MIN, base);
@@ -938,8 +967,12 @@ static void test_parse_errors(void)
     big[IGW_SDP_MAX_TEXT] = '\n';
     expect_err_n(big, IGW_SDP_MAX_TEXT + 1, "description longer than 65536 bytes", __LINE__);
     free(big);
+}
 
-    /* err handling: NULL, zero length, a short buffer truncates safely. */
+/* err handling: NULL, zero length, a short buffer truncates safely */
+static void test_parse_errors_err_buffer(void)
+{
+    char err[128];
     CHECK_INT(parse(HDR "x\r\n", strlen(HDR "x\r\n"), S, NULL, 0), -1);
     char tiny[8];
     memset(tiny, 'q', sizeof tiny);
@@ -1503,6 +1536,34 @@ static void test_talk(void)
     CHECK_INT(wrong, 0);
 }
 
+/* In this order (each case parses into the shared S, T, U and writes into WBUF, WBUF2). */
+static const check_case cases[] = {
+    CHECK_CASE(test_chrome_recvonly),
+    CHECK_CASE(test_chrome_sendrecv),
+    CHECK_CASE(test_chrome_answer_and_datachannel),
+    CHECK_CASE(test_webrtcbin),
+    CHECK_CASE(test_firefox),
+    CHECK_CASE(test_minimal_and_defaults),
+    CHECK_CASE(test_attributes),
+    CHECK_CASE(test_parse_errors_version),
+    CHECK_CASE(test_parse_errors_truncated),
+    CHECK_CASE(test_parse_errors_malformed),
+    CHECK_CASE(test_parse_errors_fingerprint),
+    CHECK_CASE(test_parse_errors_too_many),
+    CHECK_CASE(test_parse_errors_overlong),
+    CHECK_CASE(test_parse_errors_payload_types_and_ports),
+    CHECK_CASE(test_parse_errors_conflicts),
+    CHECK_CASE(test_parse_errors_control_bytes),
+    CHECK_CASE(test_parse_errors_size_limit),
+    CHECK_CASE(test_parse_errors_err_buffer),
+    CHECK_CASE(test_check_webrtc),
+    CHECK_CASE(test_write),
+    CHECK_CASE(test_h264),
+    CHECK_CASE(test_fp_format),
+    CHECK_CASE(test_robustness),
+    CHECK_CASE(test_talk),
+};
+
 int main(void)
 {
     S = xcalloc(sizeof *S);
@@ -1510,20 +1571,7 @@ int main(void)
     U = xcalloc(sizeof *U);
     WBUF = xcalloc(WCAP);
     WBUF2 = xcalloc(WCAP);
-    test_chrome_recvonly();
-    test_chrome_sendrecv();
-    test_chrome_answer_and_datachannel();
-    test_webrtcbin();
-    test_firefox();
-    test_minimal_and_defaults();
-    test_attributes();
-    test_parse_errors();
-    test_check_webrtc();
-    test_write();
-    test_h264();
-    test_fp_format();
-    test_robustness();
-    test_talk();
+    CHECK_RUN_ALL(cases);
     free(S);
     free(T);
     free(U);

@@ -744,12 +744,12 @@ static int value(igw_json *j, const char *doc, igw_json_profile profile, unsigne
     return igw_json_value(j, profile, max_depth, max_bytes, raw);
 }
 
-static void test_value(void)
+/* igw_json_value's depth limit: its own container is level 1; relative to the current depth, capped by the scanner's */
+static void test_value_depth(void)
 {
     igw_json j;
     igw_str raw, k;
     const size_t any = SIZE_MAX;
-
     /* depth: the value's own container is level 1 */
     CHECK(value(&j, "{\"a\":1}", IGW_JSON_STRICT, 1, any, &raw) == 0 && raw.len == 7);
     CHECK(value(&j, "{\"a\":{}}", IGW_JSON_STRICT, 1, any, &raw) < 0);
@@ -783,7 +783,13 @@ static void test_value(void)
     int64_t n;
     CHECK(igw_json_object_next(&j, &k) == 1 && igw_json_int(&j, &n, 0, 9) == 0 && n == 2);
     CHECK(igw_json_object_next(&j, &k) == 0 && igw_json_finish(&j) == 0);
+}
 
+/* igw_json_value's size limit, both sides of it; the error path and offset */
+static void test_value_size(void)
+{
+    igw_json j;
+    igw_str raw, k;
     /* size, both sides of the limit */
     CHECK(value(&j, "[1,2,3]", IGW_JSON_STRICT, 4, 7, &raw) == 0 && raw.len == 7);
     CHECK(value(&j, "[1,2,3]", IGW_JSON_STRICT, 4, 6, &raw) < 0);
@@ -812,7 +818,14 @@ static void test_value(void)
     CHECK(igw_json_value(&j, IGW_JSON_RFC8259, 4, 6, &raw) == 0 && str_is(raw, "[1, 2]", 6));
     igw_json_pop(&j);
     CHECK(igw_json_object_next(&j, &k) == 1 && str_is(k, "y", 1));
+}
 
+/* duplicate keys: STRICT only, after unescaping, the earliest repeat, pairwise and sorted */
+static void test_value_duplicates(void)
+{
+    igw_json j;
+    igw_str raw;
+    const size_t any = SIZE_MAX;
     /* duplicates: STRICT only, compared after unescaping, path at the repeat */
     CHECK(value(&j, "{\"a\":1,\"b\":{\"c\":1,\"d\":[],\"c\":2}}", IGW_JSON_STRICT, 4, any, &raw) < 0);
     CHECK(failure_is(&j, IGW_JERR_DUPLICATE, "/b/c", "duplicate object key") &&
@@ -862,7 +875,14 @@ static void test_value(void)
         CHECK(failure_is(&j, IGW_JERR_DUPLICATE, "/k7", NULL));
         free(big);
     }
+}
 
+/* STRICT numbers: safe integers, PostgreSQL's numeric bounds, doubles; RFC 8259 refuses only bad syntax */
+static void test_value_strict_numbers(void)
+{
+    igw_json j;
+    igw_str raw;
+    const size_t any = SIZE_MAX;
     /* STRICT numbers */
     static const struct {
         const char *doc;
@@ -916,6 +936,14 @@ static void test_value(void)
         CHECK(nums[i].strict == IGW_JERR_SYNTAX ? rr < 0 && j.err == IGW_JERR_SYNTAX
                                                 : rr == 0 && raw.len == strlen(nums[i].doc));
     }
+}
+
+/* long mantissas decided exactly beyond strtod's 800 digits, at the rounding boundaries */
+static void test_value_number_rounding(void)
+{
+    igw_json j;
+    igw_str raw;
+    const size_t any = SIZE_MAX;
     /* long mantissas: exact decisions beyond the 800 digits passed to strtod */
     static char m[2100];
     memset(m, '0', sizeof m);
@@ -957,7 +985,14 @@ static void test_value(void)
     memset(b + nb + 1, '0', 600);
     memcpy(b + nb + 601, "1", 2); /* a hair above */
     CHECK(value(&j, b, IGW_JSON_STRICT, 4, any, &raw) < 0 && j.err == IGW_JERR_RANGE);
+}
 
+/* error paths and offsets inside free values */
+static void test_value_paths(void)
+{
+    igw_json j;
+    igw_str raw;
+    const size_t any = SIZE_MAX;
     /* paths inside free values */
     CHECK(value(&j, "{\"a\":[1,2,{\"b\":tru}]}", IGW_JSON_RFC8259, 8, any, &raw) < 0);
     CHECK(failure_is(&j, IGW_JERR_SYNTAX, "/a/2/b", "invalid literal") && j.err_offset == 15);
@@ -975,7 +1010,12 @@ static void test_value(void)
     CHECK(failure_is(&j, IGW_JERR_SYNTAX, "/a", "expected ',' or '}' after object member"));
     CHECK(value(&j, "[\"a\\u00e9\", -1.5e-3, true, false, null, {}, []]", IGW_JSON_STRICT, 2,
                 any, &raw) == 0);
+}
 
+/* igw_json_validate: trailing data, empty, NUL; escaped keys without arena room are NOMEM */
+static void test_value_validate(void)
+{
+    igw_json j;
     /* the convenience wrapper */
     CHECK(igw_json_validate(" {\"a\" : [1, 2]} \n", 17, IGW_JSON_STRICT, 4, &arena, &j) == 0);
     CHECK(igw_json_validate("{} {}", 5, IGW_JSON_STRICT, 4, &arena, &j) < 0 &&
@@ -996,6 +1036,7 @@ static void test_value(void)
     CHECK(igw_json_validate("{\"abc\":1}", 9, IGW_JSON_RFC8259, 4, NULL, &j) == 0);
     igw_arena_free(&tiny);
 }
+
 
 /* ------------------------------------------------- block scanning, state */
 
@@ -1537,26 +1578,37 @@ static void test_arena(void)
     igw_arena_free(&a);
 }
 
+/* In this order (the arena is shared). */
+static const check_case cases[] = {
+    CHECK_CASE(test_decoder),
+    CHECK_CASE(test_keys),
+    CHECK_CASE(test_types),
+    CHECK_CASE(test_integers),
+    CHECK_CASE(test_strings),
+    CHECK_CASE(test_paths),
+    CHECK_CASE(test_lazy_paths),
+    CHECK_CASE(test_identifier_format),
+    CHECK_CASE(test_depth),
+    CHECK_CASE(test_value_depth),
+    CHECK_CASE(test_value_size),
+    CHECK_CASE(test_value_duplicates),
+    CHECK_CASE(test_value_strict_numbers),
+    CHECK_CASE(test_value_number_rounding),
+    CHECK_CASE(test_value_paths),
+    CHECK_CASE(test_value_validate),
+    CHECK_CASE(test_string_blocks),
+    CHECK_CASE(test_ws_blocks),
+    CHECK_CASE(test_members),
+    CHECK_CASE(test_member_layouts),
+    CHECK_CASE(test_int_edges),
+    CHECK_CASE(test_dup_sort),
+    CHECK_CASE(test_arena),
+};
+
 int main(void)
 {
     igw_arena_init(&arena, (size_t)16 << 20);
-    test_decoder();
-    test_keys();
-    test_types();
-    test_integers();
-    test_strings();
-    test_paths();
-    test_lazy_paths();
-    test_identifier_format();
-    test_depth();
-    test_value();
-    test_string_blocks();
-    test_ws_blocks();
-    test_members();
-    test_member_layouts();
-    test_int_edges();
-    test_dup_sort();
-    test_arena();
+    CHECK_RUN_ALL(cases);
     igw_arena_free(&arena);
     return check_summary("scanner");
 }

@@ -208,22 +208,13 @@ static void test_every_purpose(void)
 
 int main(void)
 {
-    static const struct {
-        const char *name;
-        void (*fn)(void);
-    } cases[] = {
-        {"live_tracks", test_live_tracks},         {"talk_tracks", test_talk_tracks},
-        {"playback_tracks", test_playback_tracks}, {"track_ids_exact", test_track_ids_exact},
-        {"preflight_listen", test_preflight_listen}, {"preflight_talk", test_preflight_talk},
-        {"open_refusals", test_open_refusals},     {"leg_fits", test_leg_fits},
-        {"viewer_guards", test_viewer_guards},     {"negotiated", test_negotiated},
-        {"session_machine", test_session_machine}, {"track_machine", test_track_machine},
-        {"playback_machine", test_playback_machine}, {"every_purpose", test_every_purpose},
+    static const check_case cases[] = {
+        CHECK_CASE(test_live_tracks),     CHECK_CASE(test_talk_tracks),     CHECK_CASE(test_playback_tracks),
+        CHECK_CASE(test_track_ids_exact), CHECK_CASE(test_preflight_listen), CHECK_CASE(test_preflight_talk),
+        CHECK_CASE(test_open_refusals),   CHECK_CASE(test_leg_fits),        CHECK_CASE(test_viewer_guards),
+        CHECK_CASE(test_negotiated),      CHECK_CASE(test_session_machine), CHECK_CASE(test_track_machine),
+        CHECK_CASE(test_playback_machine), CHECK_CASE(test_every_purpose),
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        unsigned before = failed;
-        cases[i].fn();
-        printf("%s %s\n", failed == before ? "ok  " : "FAIL", cases[i].name);
-    }
+    CHECK_RUN_ALL(cases);
     return check_summary("decide_test");
 }

@@ -53,6 +53,17 @@ static const char *field_const(const igw_type *obj, const igw_field *f)
     return igw_sprintf("IGW_%s_F_%s", obj->name, f->name);
 }
 
+/* A string format as the runtime names it (decode.h). */
+static const char *format_const(igw_format f)
+{
+    switch (f) {
+    case IGW_FMT_CANONICAL_ID: return "IGW_FORMAT_CANONICAL_ID";
+    case IGW_FMT_BCP47: return "IGW_FORMAT_BCP47";
+    case IGW_FMT_IDENTIFIER: return "IGW_FORMAT_IDENTIFIER";
+    default: return "IGW_FORMAT_NONE";
+    }
+}
+
 static const char *enum_const(const igw_type *e, const char *value)
 {
     return igw_sprintf("IGW_%s_%s", e->name, igw_c_ident(value));
@@ -169,6 +180,7 @@ static void emit_header(const igw_schema *s, igw_out *h)
         if (t->kind == IGW_T_OBJECT)
             emit_struct(h, t, done, s);
     free(done);
+    igw_emit_bounds(s, h);
 
     igw_out_puts(h, "/* ---- decoders and encoders ---- */\n\n"
                     "/* Each decoder reads one object of its type at the scanner's position, strictly\n"
@@ -248,8 +260,8 @@ static void emit_read(igw_out *o, igw_type *t, const char *lv, int in, const cha
     switch (r->kind) {
     case IGW_T_STRING:
         indent(o, in);
-        igw_out_printf(o, "if (igw_json_string(j, &%s) || igw_decode_string_rules(j, %s, %lld, %lld, %d))", lv, lv,
-                       (long long)r->min_len, (long long)r->max_len, (int)r->format);
+        igw_out_printf(o, "if (igw_json_string(j, &%s) || igw_decode_string_rules(j, %s, %lld, %lld, %s))", lv, lv,
+                       (long long)r->min_len, (long long)r->max_len, format_const(r->format));
         emit_fail(o, in, NULL, fail);
         break;
     case IGW_T_INT:
@@ -725,8 +737,8 @@ static void emit_text_checks(const igw_route *r, const igw_vec *vals, const char
                           "    if (igw_decode_text(j, v))\n        return -1;\n",
                        r->name, kind, f_i);
         if (ft->kind == IGW_T_STRING)
-            igw_out_printf(o, "    return igw_decode_string_rules(j, v, %lld, %lld, %d);\n", (long long)ft->min_len,
-                           (long long)ft->max_len, (int)ft->format);
+            igw_out_printf(o, "    return igw_decode_string_rules(j, v, %lld, %lld, %s);\n", (long long)ft->min_len,
+                           (long long)ft->max_len, format_const(ft->format));
         else
             igw_out_printf(o, "    if (lookup_%s(v) < 0)\n"
                               "        return igw_json_fail(j, IGW_JERR_ENUM, \"value is not one of the enumeration\");\n"

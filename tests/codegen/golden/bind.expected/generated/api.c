@@ -155,11 +155,11 @@ int igw_decode_OneDown(igw_json *j, igw_OneDown *o)
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case IGW_OneDown_F_method:
-            if (igw_json_string(j, &o->method) || igw_decode_string_rules(j, o->method, 1, 16, 0))
+            if (igw_json_string(j, &o->method) || igw_decode_string_rules(j, o->method, 1, 16, IGW_FORMAT_NONE))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_OneDown_F_msgToken:
-            if (igw_json_string(j, &o->msgToken) || igw_decode_string_rules(j, o->msgToken, 1, 32, 0))
+            if (igw_json_string(j, &o->msgToken) || igw_decode_string_rules(j, o->msgToken, 1, 32, IGW_FORMAT_NONE))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_OneDown_F_n:
@@ -220,7 +220,7 @@ static int text_watch_param_0(igw_json *j, igw_str v)
 {
     if (igw_decode_text(j, v))
         return -1;
-    return igw_decode_string_rules(j, v, 1, 8, 0);
+    return igw_decode_string_rules(j, v, 1, 8, IGW_FORMAT_NONE);
 }
 
 static const char *const params_watch[] = {"id"};

@@ -362,7 +362,7 @@ int igw_decode_Shape(igw_json *j, igw_Shape *o)
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_Shape_F_label:
-            if (igw_json_string(j, &o->label) || igw_decode_string_rules(j, o->label, 1, 16, 0))
+            if (igw_json_string(j, &o->label) || igw_decode_string_rules(j, o->label, 1, 16, IGW_FORMAT_NONE))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_Shape_F_body:

@@ -191,6 +191,34 @@ typedef struct igw_Presence_list {
     uint32_t n;
 } igw_Presence_list;
 
+/* ---- bounds ---- */
+
+/* The schema's bounds by name, for handlers' buffers and checks (the
+ * decoders enforce them; a handler never restates one):
+ *   IGW_<Type>_MIN, _MAX          a named string type's bytes, a named int type's values
+ *                                 (`type EndpointId = Ident` gives IGW_EndpointId_MAX IGW_Ident_MAX)
+ *   IGW_<Object>_<field>_MIN, _MAX  a field whose own type states them (a field of a named
+ *                                 type has its type's: IGW_Command_msgToken is IGW_Token_*)
+ *   ..._MIN_ITEMS, _MAX_ITEMS     an array's item count; ..._ITEM_MIN, _ITEM_MAX its items' own
+ *   ..._MAX_BYTES, _MAX_DEPTH     a free JSON value's size and depth
+ *   IGW_<Enum>_NAME_MAX           the bytes of an enum's longest wire name
+ * A NUL-terminated copy of an Ident: char id[IGW_Ident_MAX + 1]. */
+#define IGW_Kind_NAME_MAX 12
+#define IGW_Unit_NAME_MAX 4
+#define IGW_Circle_r_MIN 1
+#define IGW_Circle_r_MAX INT64_C(9007199254740991)
+#define IGW_Box_w_MIN 0
+#define IGW_Box_w_MAX 100
+#define IGW_Box_h_MIN 0
+#define IGW_Box_h_MAX 100
+#define IGW_Box_scale_MIN 1
+#define IGW_Box_scale_MAX 9
+#define IGW_Box_legacy_MIN 1
+#define IGW_Box_legacy_MAX 4
+#define IGW_Shape_label_MIN 1
+#define IGW_Shape_label_MAX 16
+#define IGW_Mode_NAME_MAX 1
+
 /* ---- decoders and encoders ---- */
 
 /* Each decoder reads one object of its type at the scanner's position, strictly

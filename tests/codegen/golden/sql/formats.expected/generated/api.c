@@ -113,19 +113,19 @@ int igw_decode_Sample(igw_json *j, igw_Sample *o)
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case IGW_Sample_F_id:
-            if (igw_json_string(j, &o->id) || igw_decode_string_rules(j, o->id, 1, 16, 1))
+            if (igw_json_string(j, &o->id) || igw_decode_string_rules(j, o->id, 1, 16, IGW_FORMAT_CANONICAL_ID))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_Sample_F_name:
-            if (igw_json_string(j, &o->name) || igw_decode_string_rules(j, o->name, 1, 8, 3))
+            if (igw_json_string(j, &o->name) || igw_decode_string_rules(j, o->name, 1, 8, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_Sample_F_lang:
-            if (igw_json_string(j, &o->lang) || igw_decode_string_rules(j, o->lang, 2, 35, 2))
+            if (igw_json_string(j, &o->lang) || igw_decode_string_rules(j, o->lang, 2, 35, IGW_FORMAT_BCP47))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_Sample_F_note:
-            if (igw_json_string(j, &o->note) || igw_decode_string_rules(j, o->note, 0, 4, 0))
+            if (igw_json_string(j, &o->note) || igw_decode_string_rules(j, o->note, 0, 4, IGW_FORMAT_NONE))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_Sample_F_count:

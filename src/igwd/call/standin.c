@@ -21,9 +21,11 @@
 #include "call_lua.h" /* IGW_CALL_LUA: call.lua as a C string (Makefile) */
 #include "core/log.h"
 #include "event/outbox.h"
+#include "paths.h"
 
 #define ARGS_MAX 12
-#define ARG_MAX 140 /* a key ("igw:{call:" + 96 + "}:meta"), an id, a number */
+#define ARG_MAX 140 /* a key ("igw:{call:" + a callId + "}:meta"), an id, a number */
+_Static_assert(ARG_MAX > sizeof "igw:{call:}:meta" - 1 + IGW_CALL_ID_MAX, "a call's keys fit an argument");
 
 enum op_kind { OP_GROUP, OP_START, OP_JOIN, OP_HEARTBEAT, OP_HANGUP, OP_ROSTER, OP_READ, OP_SET, OP_LEAVE,
                OP_RECEIPT };
@@ -92,16 +94,17 @@ static void fail_dep(op *o, const char *what, const char *err, bool sent)
 
 static const char *target_path(const op *o)
 {
-    return o->kind == OP_LEAVE ? "/participantId" : "/targetUserID";
+    /* leave's are the runtime's own words: no route's body has them */
+    return o->kind == OP_LEAVE ? "/participantId" : IGW_PATH_targetUserID;
 }
 
 /* A refusal word of call.lua as the public answer. */
 static void refuse(op *o, const char *w)
 {
     if (!strcmp(w, "NO_CALL"))
-        fail(o, IGW_ERR_NOT_FOUND, "no such live call", "/callId");
+        fail(o, IGW_ERR_NOT_FOUND, "no such live call", IGW_PATH_callId);
     else if (!strcmp(w, "ENDED"))
-        fail(o, IGW_ERR_NOT_FOUND, "the call has ended", "/callId");
+        fail(o, IGW_ERR_NOT_FOUND, "the call has ended", IGW_PATH_callId);
     else if (!strcmp(w, "NOT_LIVE"))
         fail(o, IGW_ERR_PERMISSION, "you are not a live member of the call", "");
     else if (!strcmp(w, "TARGET_NOT_LIVE"))
@@ -114,7 +117,7 @@ static void refuse(op *o, const char *w)
                                  : "the member re-entered the call since it was read; read again",
              o->kind == OP_LEAVE ? "/expectedMemberEpoch" : target_path(o));
     else if (!strcmp(w, "REVISION"))
-        fail(o, IGW_ERR_PARAMETER, "stale expectedRevision; read the record again", "/expectedRevision");
+        fail(o, IGW_ERR_PARAMETER, "stale expectedRevision; read the record again", IGW_PATH_expectedRevision);
     else if (!strcmp(w, "FULL"))
         fail(o, IGW_ERR_CAPACITY, "the call's leave receipts are full", "");
     else if (!strcmp(w, "CALL_FULL"))
@@ -380,7 +383,8 @@ static void on_group(void *arg, const PGresult *res, const char *err)
         return;
     }
     if (PQntuples(res) != 1 || strcmp(PQgetvalue(res, 0, 0), "1") != 0) {
-        fail(o, IGW_ERR_PARAMETER, "every member must be an active user of your enterprise", "/members");
+        fail(o, IGW_ERR_PARAMETER, "every member must be an active user of your enterprise",
+             IGW_PATH_members);
         return;
     }
     igw_call_result r = {.cls = IGW_ERR_OK, .group_id = o->group_id};

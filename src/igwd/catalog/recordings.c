@@ -8,6 +8,7 @@
 
 #include "decode.h"
 #include "event/rights.h"
+#include "paths.h"
 
 #define NOW_MS "floor(extract(epoch FROM now()) * 1000)::bigint"
 
@@ -141,10 +142,8 @@ static const igw_db_stmt st_report = {
     "SELECT (SELECT i FROM bad), (SELECT count(*) FROM up), (SELECT count(*) FROM del)",
     3};
 
-static void set_path(char *path, size_t cap, const char *list, uint32_t i, const char *field)
-{
-    snprintf(path, cap, "/params/%s/%" PRIu32 "%s%s", list, i, field ? "/" : "", field ? field : "");
-}
+/* The path of the report's item i (a format of paths.h). */
+#define SET_PATH(FMT, i) snprintf(path, cap, FMT, (unsigned)(i))
 
 const char *igw_recordings_report_check(const igw_RecordingReport *r, char *path, size_t cap)
 {
@@ -154,25 +153,25 @@ const char *igw_recordings_report_check(const igw_RecordingReport *r, char *path
     for (uint32_t i = 0; i < n; i++) { /* n, m <= 64 (the schema): quadratic is fine */
         const igw_RecordingEntry *x = &r->recordings.v[i];
         if (x->endTimeMs <= x->startTimeMs) {
-            set_path(path, cap, "recordings", i, "endTimeMs");
+            SET_PATH(IGW_PATH_params_recordings_ITEM_endTimeMs, i);
             return "endTimeMs must be after startTimeMs";
         }
         if (x->durationMs == 0) {
-            set_path(path, cap, "recordings", i, "durationMs");
+            SET_PATH(IGW_PATH_params_recordings_ITEM_durationMs, i);
             return "an empty recording (durationMs 0) is not a recording";
         }
         if (x->durationMs > x->endTimeMs - x->startTimeMs) {
-            set_path(path, cap, "recordings", i, "durationMs");
+            SET_PATH(IGW_PATH_params_recordings_ITEM_durationMs, i);
             return "durationMs is longer than the time between startTimeMs and endTimeMs";
         }
         for (uint32_t k = 0; k < i; k++)
             if (igw_str_eq(r->recordings.v[k].recordingId, x->recordingId.ptr, x->recordingId.len)) {
-                set_path(path, cap, "recordings", i, "recordingId");
+                SET_PATH(IGW_PATH_params_recordings_ITEM_recordingId, i);
                 return "the same recordingId twice in one report";
             }
         for (uint32_t k = 0; k < m; k++)
             if (igw_str_eq(r->removed.v[k], x->recordingId.ptr, x->recordingId.len)) {
-                set_path(path, cap, "removed", k, NULL);
+                SET_PATH(IGW_PATH_params_removed_ITEM, k);
                 return "a recording both reported and removed";
             }
     }

@@ -270,11 +270,15 @@ int igw_results_reply(igw_db *db, const igw_results_reply_in *in, igw_results_re
             goto fail;
         o->response_len = in->response.len;
     } else {
-        /* The device refused or failed: its own words when it gave some. */
+        /* The device refused or failed: its own words when it gave some,
+         * cut to fit the result's reason (ResultData.reason). */
         o->cls = IGW_ERR_UNAVAILABLE;
+        enum { DEVICE_MSG_MAX = 240 };
+        _Static_assert(sizeof "device: " - 1 + DEVICE_MSG_MAX <= IGW_ResultData_reason_MAX, "fits a reason");
         char buf[300];
         if (in->msg.ptr && in->msg.len)
-            snprintf(buf, sizeof buf, "device: %.*s", (int)(in->msg.len > 240 ? 240 : in->msg.len), in->msg.ptr);
+            snprintf(buf, sizeof buf, "device: %.*s", (int)(in->msg.len > DEVICE_MSG_MAX ? DEVICE_MSG_MAX : in->msg.len),
+                     in->msg.ptr);
         else
             snprintf(buf, sizeof buf, "device answered code %lld", (long long)in->code);
         if (!(o->reason = dupn(buf, strlen(buf))))

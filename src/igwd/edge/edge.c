@@ -25,6 +25,7 @@
 #include "decode.h"
 #include "devauth.h"
 #include "jw.h"
+#include "paths.h"
 #include "protocol.h"
 #include "request.h"
 #include "catalog/recordings.h"
@@ -141,7 +142,7 @@ struct job {
     job *next;                 /* in the batch */
     igw_arena arena;
     bool http;
-    char handle[17], type[33];  /* handle without '$'; the Handle and MsgType bounds */
+    char handle[IGW_Handle_MAX + 1], type[IGW_MsgType_MAX + 1]; /* handle without '$' */
     char pid[NAME_CAP], dn[NAME_CAP];           /* target */
     char auth_pid[NAME_CAP], auth_dn[NAME_CAP]; /* HTTP: the authenticated device */
     char *username, *password;
@@ -632,8 +633,8 @@ static int check_pack(job *j, const igw_thingmodel *m, igw_json *err)
 {
     const igw_PackReportParams *p = j->params;
     if (p->has & IGW_PackReportParams_properties) {
-        if (igw_thingmodel_check_properties(m, p->properties.ptr, p->properties.len, 0, "/params/properties",
-                                            &j->arena, err))
+        if (igw_thingmodel_check_properties(m, p->properties.ptr, p->properties.len, 0,
+                                            IGW_PATH_params_properties, &j->arena, err))
             return -1;
         j->props = p->properties;
     }
@@ -641,7 +642,7 @@ static int check_pack(job *j, const igw_thingmodel *m, igw_json *err)
         const igw_PackEvent *ev = &p->events.v[i];
         bool has = ev->has & IGW_PackEvent_params;
         char prefix[64];
-        snprintf(prefix, sizeof prefix, "/params/events/%u/params", i);
+        snprintf(prefix, sizeof prefix, IGW_PATH_params_events_ITEM_params, i);
         if (igw_thingmodel_check_event(m, ev->eventID.ptr, ev->eventID.len, has ? ev->params.ptr : "{}",
                                        has ? ev->params.len : 2, prefix, &j->arena, err))
             return -1;
@@ -727,7 +728,7 @@ static void on_subdevices(void *arg, const PGresult *res, const char *err)
     if (PQntuples(res) == 1) {
         long i = strtol(PQgetvalue(res, 0, 0), NULL, 10);
         char path[48];
-        snprintf(path, sizeof path, "/params/devices/%ld", i - 1);
+        snprintf(path, sizeof path, IGW_PATH_params_devices_ITEM, (unsigned)(i - 1));
         finish(j, IGW_ERR_PERMISSION, "not a sub-device bound to this gateway", path, NULL, 0);
         return;
     }
@@ -745,7 +746,7 @@ static void on_catalog(void *arg, const igw_recordings_report_result *r)
     if (r->status == IGW_RECORDINGS_REPORT_UNKNOWN_CAMERA) {
         char *path = igw_arena_alloc(&j->arena, 64);
         if (path)
-            snprintf(path, 64, "/params/recordings/%u/cameraId", r->bad);
+            snprintf(path, 64, IGW_PATH_params_recordings_ITEM_cameraId, r->bad);
         finish(j, IGW_ERR_PARAMETER, "not a camera of this device: nothing of the report was stored",
                path ? path : "", NULL, 0);
         return;
@@ -774,7 +775,7 @@ static void process(job *j, const device *target)
     igw_proto_status st = igw_proto_find(&igw_proto_device, j->handle, strlen(j->handle), j->type,
                                          strlen(j->type), m->method.ptr, m->method.len, &j->row);
     if (st != IGW_PROTO_FOUND) {
-        finish(j, IGW_ERR_PARAMETER, igw_proto_status_text(st), st == IGW_PROTO_NO_METHOD ? "/method" : "", NULL,
+        finish(j, IGW_ERR_PARAMETER, igw_proto_status_text(st), st == IGW_PROTO_NO_METHOD ? IGW_PATH_method : "", NULL,
                0);
         return;
     }
@@ -793,7 +794,7 @@ static void process(job *j, const device *target)
         break;
     case IGW_PROTO_CHECK_PROPERTIES:
         if (has_params) {
-            rc = igw_thingmodel_check_properties(model, m->params.ptr, m->params.len, 0, "/params", &j->arena, &err);
+            rc = igw_thingmodel_check_properties(model, m->params.ptr, m->params.len, 0, IGW_PATH_params, &j->arena, &err);
             j->props = m->params;
         }
         break;
@@ -802,20 +803,20 @@ static void process(job *j, const device *target)
         break;
     case IGW_PROTO_CHECK_EVENT:
         if (!igw_thingmodel_event(model, m->eventID.ptr, m->eventID.len)) {
-            finish(j, IGW_ERR_PARAMETER, "unknown event", "/eventID", NULL, 0);
+            finish(j, IGW_ERR_PARAMETER, "unknown event", IGW_PATH_eventID, NULL, 0);
             return;
         }
         rc = igw_thingmodel_check_event(model, m->eventID.ptr, m->eventID.len, has_params ? m->params.ptr : "{}",
-                                        has_params ? m->params.len : 2, "/params", &j->arena, &err);
+                                        has_params ? m->params.len : 2, IGW_PATH_params, &j->arena, &err);
         break;
     case IGW_PROTO_CHECK_ACTION: /* actionID: required by the schema (DeviceMessage) */
         if (!igw_thingmodel_action(model, m->actionID.ptr, m->actionID.len)) {
-            finish(j, IGW_ERR_PARAMETER, "unknown action", "/actionID", NULL, 0);
+            finish(j, IGW_ERR_PARAMETER, "unknown action", IGW_PATH_actionID, NULL, 0);
             return;
         }
         if (m->has & IGW_DeviceMessage_response)
             rc = igw_thingmodel_check_action_output(model, m->actionID.ptr, m->actionID.len, m->response.ptr,
-                                                    m->response.len, "/response", &j->arena, &err);
+                                                    m->response.len, IGW_PATH_response, &j->arena, &err);
         break;
     case IGW_PROTO_CHECK_SUBDEVICES: /* the row's params type: TopologyParams */
         rc = read_subdevices(j, &err);
@@ -1015,7 +1016,7 @@ static igw_DeviceMessage *recover_identity(job *j)
             break; /* what came before may still name the message */
         }
     }
-    if (!method.ptr || !token.ptr || method.len > 64 || token.len > 128 ||
+    if (!method.ptr || !token.ptr || method.len > IGW_DeviceMessage_method_MAX || token.len > IGW_Token_MAX ||
         !igw_format_identifier(method.ptr, method.len) || !igw_format_identifier(token.ptr, token.len))
         return NULL;
     igw_DeviceMessage *m = igw_arena_alloc(&j->arena, sizeof *m);

@@ -167,8 +167,10 @@ static void emit_header(const igw_schema *s, igw_out *h)
         igw_out_printf(h, "    IGW_%s__COUNT\n} igw_%s;\n", t->name, t->name);
         igw_out_printf(h, "typedef struct igw_%s_list {\n    igw_%s *v;\n    uint32_t n;\n} igw_%s_list;\n", t->name,
                        t->name, t->name);
-        igw_out_printf(h, "/* Wire names, indexed by igw_%s. */\nextern const igw_str igw_%s_names[IGW_%s__COUNT];\n\n",
+        igw_out_printf(h, "/* Wire names, indexed by igw_%s. */\nextern const igw_str igw_%s_names[IGW_%s__COUNT];\n",
                        t->name, t->name, t->name);
+        igw_out_printf(h, "/* The value a wire name names (length, then memcmp), or -1. */\nint igw_%s_of(igw_str s);\n\n",
+                       t->name);
     }
 
     igw_out_puts(h, "/* ---- objects ---- */\n\n"
@@ -678,9 +680,9 @@ static void emit_enum(igw_out *o, const igw_type *t)
         igw_out_printf(o, ", %zu},\n", strlen(v));
     }
     igw_out_puts(o, "};\n\n");
-    /* Lookup like the key matcher: length first, then memcmp. lookup_ also
+    /* Lookup like the key matcher: length first, then memcmp. It also
      * serves path parameters and headers of enum type. */
-    igw_out_printf(o, "static int __attribute__((unused)) lookup_%s(igw_str s)\n{\n    switch (s.len) {\n", t->name);
+    igw_out_printf(o, "int igw_%s_of(igw_str s)\n{\n    switch (s.len) {\n", t->name);
     size_t maxlen = 0;
     FOR(t->values, const char, v)
         if (strlen(v) > maxlen)
@@ -702,7 +704,7 @@ static void emit_enum(igw_out *o, const igw_type *t)
     }
     igw_out_puts(o, "    default:\n        break;\n    }\n    return -1;\n}\n\n");
     igw_out_printf(o, "static int __attribute__((unused)) enum_%s(igw_json *j, igw_%s *out)\n{\n    igw_str s;\n"
-                      "    if (igw_json_string(j, &s))\n        return -1;\n    int v = lookup_%s(s);\n"
+                      "    if (igw_json_string(j, &s))\n        return -1;\n    int v = igw_%s_of(s);\n"
                       "    if (v >= 0) {\n        *out = (igw_%s)v;\n        return 0;\n    }\n",
                    t->name, t->name, t->name, t->name);
     igw_out t2;
@@ -740,7 +742,7 @@ static void emit_text_checks(const igw_route *r, const igw_vec *vals, const char
             igw_out_printf(o, "    return igw_decode_string_rules(j, v, %lld, %lld, %s);\n", (long long)ft->min_len,
                            (long long)ft->max_len, format_const(ft->format));
         else
-            igw_out_printf(o, "    if (lookup_%s(v) < 0)\n"
+            igw_out_printf(o, "    if (igw_%s_of(v) < 0)\n"
                               "        return igw_json_fail(j, IGW_JERR_ENUM, \"value is not one of the enumeration\");\n"
                               "    return 0;\n",
                            ft->name);

@@ -41,7 +41,7 @@ const igw_str igw_CommandMethod_names[IGW_CommandMethod__COUNT] = {
     {"interaction.playbackControl", 27},
 };
 
-static int __attribute__((unused)) lookup_CommandMethod(igw_str s)
+int igw_CommandMethod_of(igw_str s)
 {
     switch (s.len) {
     case 11:
@@ -107,7 +107,7 @@ static int __attribute__((unused)) enum_CommandMethod(igw_json *j, igw_CommandMe
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    int v = lookup_CommandMethod(s);
+    int v = igw_CommandMethod_of(s);
     if (v >= 0) {
         *out = (igw_CommandMethod)v;
         return 0;
@@ -129,7 +129,7 @@ const igw_str igw_Purpose_names[IGW_Purpose__COUNT] = {
     {"recordPlayback", 14},
 };
 
-static int __attribute__((unused)) lookup_Purpose(igw_str s)
+int igw_Purpose_of(igw_str s)
 {
     switch (s.len) {
     case 7:
@@ -155,7 +155,7 @@ static int __attribute__((unused)) enum_Purpose(igw_json *j, igw_Purpose *out)
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    int v = lookup_Purpose(s);
+    int v = igw_Purpose_of(s);
     if (v >= 0) {
         *out = (igw_Purpose)v;
         return 0;
@@ -176,7 +176,7 @@ const igw_str igw_CallType_names[IGW_CallType__COUNT] = {
     {"video", 5},
 };
 
-static int __attribute__((unused)) lookup_CallType(igw_str s)
+int igw_CallType_of(igw_str s)
 {
     switch (s.len) {
     case 5:
@@ -196,7 +196,7 @@ static int __attribute__((unused)) enum_CallType(igw_json *j, igw_CallType *out)
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    int v = lookup_CallType(s);
+    int v = igw_CallType_of(s);
     if (v >= 0) {
         *out = (igw_CallType)v;
         return 0;
@@ -217,7 +217,7 @@ const igw_str igw_EndReason_names[IGW_EndReason__COUNT] = {
     {"userStopped", 11},
 };
 
-static int __attribute__((unused)) lookup_EndReason(igw_str s)
+int igw_EndReason_of(igw_str s)
 {
     switch (s.len) {
     case 10:
@@ -239,7 +239,7 @@ static int __attribute__((unused)) enum_EndReason(igw_json *j, igw_EndReason *ou
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    int v = lookup_EndReason(s);
+    int v = igw_EndReason_of(s);
     if (v >= 0) {
         *out = (igw_EndReason)v;
         return 0;
@@ -260,7 +260,7 @@ const igw_str igw_IceMode_names[IGW_IceMode__COUNT] = {
     {"lite", 4},
 };
 
-static int __attribute__((unused)) lookup_IceMode(igw_str s)
+int igw_IceMode_of(igw_str s)
 {
     switch (s.len) {
     case 4:
@@ -280,7 +280,7 @@ static int __attribute__((unused)) enum_IceMode(igw_json *j, igw_IceMode *out)
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    int v = lookup_IceMode(s);
+    int v = igw_IceMode_of(s);
     if (v >= 0) {
         *out = (igw_IceMode)v;
         return 0;
@@ -304,7 +304,7 @@ const igw_str igw_MediaPeerState_names[IGW_MediaPeerState__COUNT] = {
     {"closed", 6},
 };
 
-static int __attribute__((unused)) lookup_MediaPeerState(igw_str s)
+int igw_MediaPeerState_of(igw_str s)
 {
     switch (s.len) {
     case 6:
@@ -336,7 +336,7 @@ static int __attribute__((unused)) enum_MediaPeerState(igw_json *j, igw_MediaPee
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    int v = lookup_MediaPeerState(s);
+    int v = igw_MediaPeerState_of(s);
     if (v >= 0) {
         *out = (igw_MediaPeerState)v;
         return 0;
@@ -361,7 +361,7 @@ const igw_str igw_TrackOperation_names[IGW_TrackOperation__COUNT] = {
     {"stop", 4},
 };
 
-static int __attribute__((unused)) lookup_TrackOperation(igw_str s)
+int igw_TrackOperation_of(igw_str s)
 {
     switch (s.len) {
     case 4:
@@ -399,7 +399,7 @@ static int __attribute__((unused)) enum_TrackOperation(igw_json *j, igw_TrackOpe
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    int v = lookup_TrackOperation(s);
+    int v = igw_TrackOperation_of(s);
     if (v >= 0) {
         *out = (igw_TrackOperation)v;
         return 0;
@@ -421,7 +421,7 @@ const igw_str igw_PlaybackOperation_names[IGW_PlaybackOperation__COUNT] = {
     {"seek", 4},
 };
 
-static int __attribute__((unused)) lookup_PlaybackOperation(igw_str s)
+int igw_PlaybackOperation_of(igw_str s)
 {
     switch (s.len) {
     case 4:
@@ -445,7 +445,7 @@ static int __attribute__((unused)) enum_PlaybackOperation(igw_json *j, igw_Playb
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    int v = lookup_PlaybackOperation(s);
+    int v = igw_PlaybackOperation_of(s);
     if (v >= 0) {
         *out = (igw_PlaybackOperation)v;
         return 0;
@@ -466,7 +466,7 @@ const igw_str igw_Processor_names[IGW_Processor__COUNT] = {
     {"aiAssist", 8},
 };
 
-static int __attribute__((unused)) lookup_Processor(igw_str s)
+int igw_Processor_of(igw_str s)
 {
     switch (s.len) {
     case 8:
@@ -488,7 +488,7 @@ static int __attribute__((unused)) enum_Processor(igw_json *j, igw_Processor *ou
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    int v = lookup_Processor(s);
+    int v = igw_Processor_of(s);
     if (v >= 0) {
         *out = (igw_Processor)v;
         return 0;
@@ -509,7 +509,7 @@ const igw_str igw_ProcessorOperation_names[IGW_ProcessorOperation__COUNT] = {
     {"detach", 6},
 };
 
-static int __attribute__((unused)) lookup_ProcessorOperation(igw_str s)
+int igw_ProcessorOperation_of(igw_str s)
 {
     switch (s.len) {
     case 6:
@@ -529,7 +529,7 @@ static int __attribute__((unused)) enum_ProcessorOperation(igw_json *j, igw_Proc
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    int v = lookup_ProcessorOperation(s);
+    int v = igw_ProcessorOperation_of(s);
     if (v >= 0) {
         *out = (igw_ProcessorOperation)v;
         return 0;
@@ -552,7 +552,7 @@ const igw_str igw_ControlOperation_names[IGW_ControlOperation__COUNT] = {
     {"endpointControl", 15},
 };
 
-static int __attribute__((unused)) lookup_ControlOperation(igw_str s)
+int igw_ControlOperation_of(igw_str s)
 {
     switch (s.len) {
     case 6:
@@ -582,7 +582,7 @@ static int __attribute__((unused)) enum_ControlOperation(igw_json *j, igw_Contro
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    int v = lookup_ControlOperation(s);
+    int v = igw_ControlOperation_of(s);
     if (v >= 0) {
         *out = (igw_ControlOperation)v;
         return 0;
@@ -603,7 +603,7 @@ const igw_str igw_MessageKind_names[IGW_MessageKind__COUNT] = {
     {"voiceMessage", 12},
 };
 
-static int __attribute__((unused)) lookup_MessageKind(igw_str s)
+int igw_MessageKind_of(igw_str s)
 {
     switch (s.len) {
     case 9:
@@ -625,7 +625,7 @@ static int __attribute__((unused)) enum_MessageKind(igw_json *j, igw_MessageKind
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    int v = lookup_MessageKind(s);
+    int v = igw_MessageKind_of(s);
     if (v >= 0) {
         *out = (igw_MessageKind)v;
         return 0;
@@ -645,7 +645,7 @@ const igw_str igw_ConsentScope_names[IGW_ConsentScope__COUNT] = {
     {"cameraAI", 8},
 };
 
-static int __attribute__((unused)) lookup_ConsentScope(igw_str s)
+int igw_ConsentScope_of(igw_str s)
 {
     switch (s.len) {
     case 8:
@@ -663,7 +663,7 @@ static int __attribute__((unused)) enum_ConsentScope(igw_json *j, igw_ConsentSco
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    int v = lookup_ConsentScope(s);
+    int v = igw_ConsentScope_of(s);
     if (v >= 0) {
         *out = (igw_ConsentScope)v;
         return 0;
@@ -684,7 +684,7 @@ const igw_str igw_ConfirmPolicy_names[IGW_ConfirmPolicy__COUNT] = {
     {"confirm", 7},
 };
 
-static int __attribute__((unused)) lookup_ConfirmPolicy(igw_str s)
+int igw_ConfirmPolicy_of(igw_str s)
 {
     switch (s.len) {
     case 4:
@@ -706,7 +706,7 @@ static int __attribute__((unused)) enum_ConfirmPolicy(igw_json *j, igw_ConfirmPo
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    int v = lookup_ConfirmPolicy(s);
+    int v = igw_ConfirmPolicy_of(s);
     if (v >= 0) {
         *out = (igw_ConfirmPolicy)v;
         return 0;
@@ -727,7 +727,7 @@ const igw_str igw_TrackKind_names[IGW_TrackKind__COUNT] = {
     {"audio", 5},
 };
 
-static int __attribute__((unused)) lookup_TrackKind(igw_str s)
+int igw_TrackKind_of(igw_str s)
 {
     switch (s.len) {
     case 5:
@@ -747,7 +747,7 @@ static int __attribute__((unused)) enum_TrackKind(igw_json *j, igw_TrackKind *ou
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    int v = lookup_TrackKind(s);
+    int v = igw_TrackKind_of(s);
     if (v >= 0) {
         *out = (igw_TrackKind)v;
         return 0;
@@ -777,7 +777,7 @@ const igw_str igw_ByeReason_names[IGW_ByeReason__COUNT] = {
     {"recordingChanged", 16},
 };
 
-static int __attribute__((unused)) lookup_ByeReason(igw_str s)
+int igw_ByeReason_of(igw_str s)
 {
     switch (s.len) {
     case 7:
@@ -829,7 +829,7 @@ static int __attribute__((unused)) enum_ByeReason(igw_json *j, igw_ByeReason *ou
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    int v = lookup_ByeReason(s);
+    int v = igw_ByeReason_of(s);
     if (v >= 0) {
         *out = (igw_ByeReason)v;
         return 0;
@@ -849,7 +849,7 @@ const igw_str igw_ResultMethod_names[IGW_ResultMethod__COUNT] = {
     {"interaction.result", 18},
 };
 
-static int __attribute__((unused)) lookup_ResultMethod(igw_str s)
+int igw_ResultMethod_of(igw_str s)
 {
     switch (s.len) {
     case 18:
@@ -867,7 +867,7 @@ static int __attribute__((unused)) enum_ResultMethod(igw_json *j, igw_ResultMeth
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    int v = lookup_ResultMethod(s);
+    int v = igw_ResultMethod_of(s);
     if (v >= 0) {
         *out = (igw_ResultMethod)v;
         return 0;
@@ -887,7 +887,7 @@ const igw_str igw_StateMethod_names[IGW_StateMethod__COUNT] = {
     {"interaction.state", 17},
 };
 
-static int __attribute__((unused)) lookup_StateMethod(igw_str s)
+int igw_StateMethod_of(igw_str s)
 {
     switch (s.len) {
     case 17:
@@ -905,7 +905,7 @@ static int __attribute__((unused)) enum_StateMethod(igw_json *j, igw_StateMethod
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    int v = lookup_StateMethod(s);
+    int v = igw_StateMethod_of(s);
     if (v >= 0) {
         *out = (igw_StateMethod)v;
         return 0;
@@ -927,7 +927,7 @@ const igw_str igw_SessionState_names[IGW_SessionState__COUNT] = {
     {"ended", 5},
 };
 
-static int __attribute__((unused)) lookup_SessionState(igw_str s)
+int igw_SessionState_of(igw_str s)
 {
     switch (s.len) {
     case 5:
@@ -953,7 +953,7 @@ static int __attribute__((unused)) enum_SessionState(igw_json *j, igw_SessionSta
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    int v = lookup_SessionState(s);
+    int v = igw_SessionState_of(s);
     if (v >= 0) {
         *out = (igw_SessionState)v;
         return 0;
@@ -976,7 +976,7 @@ const igw_str igw_PlaybackState_names[IGW_PlaybackState__COUNT] = {
     {"paused", 6},
 };
 
-static int __attribute__((unused)) lookup_PlaybackState(igw_str s)
+int igw_PlaybackState_of(igw_str s)
 {
     switch (s.len) {
     case 5:
@@ -1004,7 +1004,7 @@ static int __attribute__((unused)) enum_PlaybackState(igw_json *j, igw_PlaybackS
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    int v = lookup_PlaybackState(s);
+    int v = igw_PlaybackState_of(s);
     if (v >= 0) {
         *out = (igw_PlaybackState)v;
         return 0;
@@ -1025,7 +1025,7 @@ const igw_str igw_AudioOperation_names[IGW_AudioOperation__COUNT] = {
     {"set", 3},
 };
 
-static int __attribute__((unused)) lookup_AudioOperation(igw_str s)
+int igw_AudioOperation_of(igw_str s)
 {
     switch (s.len) {
     case 3:
@@ -1047,7 +1047,7 @@ static int __attribute__((unused)) enum_AudioOperation(igw_json *j, igw_AudioOpe
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    int v = lookup_AudioOperation(s);
+    int v = igw_AudioOperation_of(s);
     if (v >= 0) {
         *out = (igw_AudioOperation)v;
         return 0;
@@ -1067,7 +1067,7 @@ const igw_str igw_PushMethod_names[IGW_PushMethod__COUNT] = {
     {"interaction.event", 17},
 };
 
-static int __attribute__((unused)) lookup_PushMethod(igw_str s)
+int igw_PushMethod_of(igw_str s)
 {
     switch (s.len) {
     case 17:
@@ -1085,7 +1085,7 @@ static int __attribute__((unused)) enum_PushMethod(igw_json *j, igw_PushMethod *
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    int v = lookup_PushMethod(s);
+    int v = igw_PushMethod_of(s);
     if (v >= 0) {
         *out = (igw_PushMethod)v;
         return 0;

@@ -79,6 +79,8 @@ typedef struct igw_CommandMethod_list {
 } igw_CommandMethod_list;
 /* Wire names, indexed by igw_CommandMethod. */
 extern const igw_str igw_CommandMethod_names[IGW_CommandMethod__COUNT];
+/* The value a wire name names (length, then memcmp), or -1. */
+int igw_CommandMethod_of(igw_str s);
 
 typedef enum igw_Purpose {
     IGW_Purpose_ipcLiveView,
@@ -92,6 +94,8 @@ typedef struct igw_Purpose_list {
 } igw_Purpose_list;
 /* Wire names, indexed by igw_Purpose. */
 extern const igw_str igw_Purpose_names[IGW_Purpose__COUNT];
+/* The value a wire name names (length, then memcmp), or -1. */
+int igw_Purpose_of(igw_str s);
 
 typedef enum igw_CallType {
     IGW_CallType_voice,
@@ -104,6 +108,8 @@ typedef struct igw_CallType_list {
 } igw_CallType_list;
 /* Wire names, indexed by igw_CallType. */
 extern const igw_str igw_CallType_names[IGW_CallType__COUNT];
+/* The value a wire name names (length, then memcmp), or -1. */
+int igw_CallType_of(igw_str s);
 
 typedef enum igw_EndReason {
     IGW_EndReason_userHangup,
@@ -116,6 +122,8 @@ typedef struct igw_EndReason_list {
 } igw_EndReason_list;
 /* Wire names, indexed by igw_EndReason. */
 extern const igw_str igw_EndReason_names[IGW_EndReason__COUNT];
+/* The value a wire name names (length, then memcmp), or -1. */
+int igw_EndReason_of(igw_str s);
 
 typedef enum igw_IceMode {
     IGW_IceMode_full,
@@ -128,6 +136,8 @@ typedef struct igw_IceMode_list {
 } igw_IceMode_list;
 /* Wire names, indexed by igw_IceMode. */
 extern const igw_str igw_IceMode_names[IGW_IceMode__COUNT];
+/* The value a wire name names (length, then memcmp), or -1. */
+int igw_IceMode_of(igw_str s);
 
 typedef enum igw_MediaPeerState {
     IGW_MediaPeerState_connecting,
@@ -143,6 +153,8 @@ typedef struct igw_MediaPeerState_list {
 } igw_MediaPeerState_list;
 /* Wire names, indexed by igw_MediaPeerState. */
 extern const igw_str igw_MediaPeerState_names[IGW_MediaPeerState__COUNT];
+/* The value a wire name names (length, then memcmp), or -1. */
+int igw_MediaPeerState_of(igw_str s);
 
 typedef enum igw_TrackOperation {
     IGW_TrackOperation_subscribe,
@@ -159,6 +171,8 @@ typedef struct igw_TrackOperation_list {
 } igw_TrackOperation_list;
 /* Wire names, indexed by igw_TrackOperation. */
 extern const igw_str igw_TrackOperation_names[IGW_TrackOperation__COUNT];
+/* The value a wire name names (length, then memcmp), or -1. */
+int igw_TrackOperation_of(igw_str s);
 
 typedef enum igw_PlaybackOperation {
     IGW_PlaybackOperation_play,
@@ -172,6 +186,8 @@ typedef struct igw_PlaybackOperation_list {
 } igw_PlaybackOperation_list;
 /* Wire names, indexed by igw_PlaybackOperation. */
 extern const igw_str igw_PlaybackOperation_names[IGW_PlaybackOperation__COUNT];
+/* The value a wire name names (length, then memcmp), or -1. */
+int igw_PlaybackOperation_of(igw_str s);
 
 typedef enum igw_Processor {
     IGW_Processor_translation,
@@ -184,6 +200,8 @@ typedef struct igw_Processor_list {
 } igw_Processor_list;
 /* Wire names, indexed by igw_Processor. */
 extern const igw_str igw_Processor_names[IGW_Processor__COUNT];
+/* The value a wire name names (length, then memcmp), or -1. */
+int igw_Processor_of(igw_str s);
 
 typedef enum igw_ProcessorOperation {
     IGW_ProcessorOperation_attach,
@@ -196,6 +214,8 @@ typedef struct igw_ProcessorOperation_list {
 } igw_ProcessorOperation_list;
 /* Wire names, indexed by igw_ProcessorOperation. */
 extern const igw_str igw_ProcessorOperation_names[IGW_ProcessorOperation__COUNT];
+/* The value a wire name names (length, then memcmp), or -1. */
+int igw_ProcessorOperation_of(igw_str s);
 
 typedef enum igw_ControlOperation {
     IGW_ControlOperation_accept,
@@ -210,6 +230,8 @@ typedef struct igw_ControlOperation_list {
 } igw_ControlOperation_list;
 /* Wire names, indexed by igw_ControlOperation. */
 extern const igw_str igw_ControlOperation_names[IGW_ControlOperation__COUNT];
+/* The value a wire name names (length, then memcmp), or -1. */
+int igw_ControlOperation_of(igw_str s);
 
 typedef enum igw_MessageKind {
     IGW_MessageKind_broadcast,
@@ -222,6 +244,8 @@ typedef struct igw_MessageKind_list {
 } igw_MessageKind_list;
 /* Wire names, indexed by igw_MessageKind. */
 extern const igw_str igw_MessageKind_names[IGW_MessageKind__COUNT];
+/* The value a wire name names (length, then memcmp), or -1. */
+int igw_MessageKind_of(igw_str s);
 
 typedef enum igw_ConsentScope {
     IGW_ConsentScope_cameraAI,
@@ -233,6 +257,8 @@ typedef struct igw_ConsentScope_list {
 } igw_ConsentScope_list;
 /* Wire names, indexed by igw_ConsentScope. */
 extern const igw_str igw_ConsentScope_names[IGW_ConsentScope__COUNT];
+/* The value a wire name names (length, then memcmp), or -1. */
+int igw_ConsentScope_of(igw_str s);
 
 typedef enum igw_ConfirmPolicy {
     IGW_ConfirmPolicy_auto,
@@ -245,6 +271,8 @@ typedef struct igw_ConfirmPolicy_list {
 } igw_ConfirmPolicy_list;
 /* Wire names, indexed by igw_ConfirmPolicy. */
 extern const igw_str igw_ConfirmPolicy_names[IGW_ConfirmPolicy__COUNT];
+/* The value a wire name names (length, then memcmp), or -1. */
+int igw_ConfirmPolicy_of(igw_str s);
 
 typedef enum igw_TrackKind {
     IGW_TrackKind_video,
@@ -257,6 +285,8 @@ typedef struct igw_TrackKind_list {
 } igw_TrackKind_list;
 /* Wire names, indexed by igw_TrackKind. */
 extern const igw_str igw_TrackKind_names[IGW_TrackKind__COUNT];
+/* The value a wire name names (length, then memcmp), or -1. */
+int igw_TrackKind_of(igw_str s);
 
 typedef enum igw_ByeReason {
     IGW_ByeReason_cameraDeclined,
@@ -278,6 +308,8 @@ typedef struct igw_ByeReason_list {
 } igw_ByeReason_list;
 /* Wire names, indexed by igw_ByeReason. */
 extern const igw_str igw_ByeReason_names[IGW_ByeReason__COUNT];
+/* The value a wire name names (length, then memcmp), or -1. */
+int igw_ByeReason_of(igw_str s);
 
 typedef enum igw_ResultMethod {
     IGW_ResultMethod_interaction_result,
@@ -289,6 +321,8 @@ typedef struct igw_ResultMethod_list {
 } igw_ResultMethod_list;
 /* Wire names, indexed by igw_ResultMethod. */
 extern const igw_str igw_ResultMethod_names[IGW_ResultMethod__COUNT];
+/* The value a wire name names (length, then memcmp), or -1. */
+int igw_ResultMethod_of(igw_str s);
 
 typedef enum igw_StateMethod {
     IGW_StateMethod_interaction_state,
@@ -300,6 +334,8 @@ typedef struct igw_StateMethod_list {
 } igw_StateMethod_list;
 /* Wire names, indexed by igw_StateMethod. */
 extern const igw_str igw_StateMethod_names[IGW_StateMethod__COUNT];
+/* The value a wire name names (length, then memcmp), or -1. */
+int igw_StateMethod_of(igw_str s);
 
 typedef enum igw_SessionState {
     IGW_SessionState_invited,
@@ -313,6 +349,8 @@ typedef struct igw_SessionState_list {
 } igw_SessionState_list;
 /* Wire names, indexed by igw_SessionState. */
 extern const igw_str igw_SessionState_names[IGW_SessionState__COUNT];
+/* The value a wire name names (length, then memcmp), or -1. */
+int igw_SessionState_of(igw_str s);
 
 typedef enum igw_PlaybackState {
     IGW_PlaybackState_loaded,
@@ -327,6 +365,8 @@ typedef struct igw_PlaybackState_list {
 } igw_PlaybackState_list;
 /* Wire names, indexed by igw_PlaybackState. */
 extern const igw_str igw_PlaybackState_names[IGW_PlaybackState__COUNT];
+/* The value a wire name names (length, then memcmp), or -1. */
+int igw_PlaybackState_of(igw_str s);
 
 typedef enum igw_AudioOperation {
     IGW_AudioOperation_read,
@@ -339,6 +379,8 @@ typedef struct igw_AudioOperation_list {
 } igw_AudioOperation_list;
 /* Wire names, indexed by igw_AudioOperation. */
 extern const igw_str igw_AudioOperation_names[IGW_AudioOperation__COUNT];
+/* The value a wire name names (length, then memcmp), or -1. */
+int igw_AudioOperation_of(igw_str s);
 
 typedef enum igw_PushMethod {
     IGW_PushMethod_interaction_event,
@@ -350,6 +392,8 @@ typedef struct igw_PushMethod_list {
 } igw_PushMethod_list;
 /* Wire names, indexed by igw_PushMethod. */
 extern const igw_str igw_PushMethod_names[IGW_PushMethod__COUNT];
+/* The value a wire name names (length, then memcmp), or -1. */
+int igw_PushMethod_of(igw_str s);
 
 /* ---- objects ---- */
 

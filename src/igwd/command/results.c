@@ -145,9 +145,9 @@ static int emit(const outcome *o, const char *const cmd[4], const char *const ke
     ev.method = IGW_ResultMethod_interaction_result;
     ev.code = igw_error_classes[o->cls].code;
     ev.data.has = IGW_ResultData_operation;
-    for (int m = 0; m < IGW_CommandMethod__COUNT; m++)
-        if (igw_CommandMethod_names[m].len == strlen(method) && !memcmp(igw_CommandMethod_names[m].ptr, method, strlen(method)))
-            ev.data.operation = (igw_CommandMethod)m;
+    int m = igw_CommandMethod_of(igw_str_of(method)); /* the ledger stored its wire name */
+    if (m >= 0)
+        ev.data.operation = (igw_CommandMethod)m;
     if (o->cls == IGW_ERR_OK) {
         ev.data.has |= IGW_ResultData_state;
         ev.data.state = (igw_str){"succeeded", 9};

@@ -23,7 +23,7 @@ const igw_str igw_Op_names[IGW_Op__COUNT] = {
     {"three", 5},
 };
 
-static int __attribute__((unused)) lookup_Op(igw_str s)
+int igw_Op_of(igw_str s)
 {
     switch (s.len) {
     case 5:
@@ -45,7 +45,7 @@ static int __attribute__((unused)) enum_Op(igw_json *j, igw_Op *out)
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    int v = lookup_Op(s);
+    int v = igw_Op_of(s);
     if (v >= 0) {
         *out = (igw_Op)v;
         return 0;

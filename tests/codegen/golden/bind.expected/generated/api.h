@@ -60,6 +60,8 @@ typedef struct igw_Op_list {
 } igw_Op_list;
 /* Wire names, indexed by igw_Op. */
 extern const igw_str igw_Op_names[IGW_Op__COUNT];
+/* The value a wire name names (length, then memcmp), or -1. */
+int igw_Op_of(igw_str s);
 
 /* ---- objects ---- */
 

@@ -60,6 +60,8 @@ typedef struct igw_Kind_list {
 } igw_Kind_list;
 /* Wire names, indexed by igw_Kind. */
 extern const igw_str igw_Kind_names[IGW_Kind__COUNT];
+/* The value a wire name names (length, then memcmp), or -1. */
+int igw_Kind_of(igw_str s);
 
 typedef enum igw_Unit {
     IGW_Unit_mm,
@@ -72,6 +74,8 @@ typedef struct igw_Unit_list {
 } igw_Unit_list;
 /* Wire names, indexed by igw_Unit. */
 extern const igw_str igw_Unit_names[IGW_Unit__COUNT];
+/* The value a wire name names (length, then memcmp), or -1. */
+int igw_Unit_of(igw_str s);
 
 typedef enum igw_Mode {
     IGW_Mode_a,
@@ -84,6 +88,8 @@ typedef struct igw_Mode_list {
 } igw_Mode_list;
 /* Wire names, indexed by igw_Mode. */
 extern const igw_str igw_Mode_names[IGW_Mode__COUNT];
+/* The value a wire name names (length, then memcmp), or -1. */
+int igw_Mode_of(igw_str s);
 
 /* ---- objects ---- */
 

@@ -23,7 +23,7 @@ const igw_str igw_Color_names[IGW_Color__COUNT] = {
     {"it's", 4},
 };
 
-static int __attribute__((unused)) lookup_Color(igw_str s)
+int igw_Color_of(igw_str s)
 {
     switch (s.len) {
     case 3:
@@ -45,7 +45,7 @@ static int __attribute__((unused)) enum_Color(igw_json *j, igw_Color *out)
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    int v = lookup_Color(s);
+    int v = igw_Color_of(s);
     if (v >= 0) {
         *out = (igw_Color)v;
         return 0;

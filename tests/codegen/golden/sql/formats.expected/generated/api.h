@@ -60,6 +60,8 @@ typedef struct igw_Color_list {
 } igw_Color_list;
 /* Wire names, indexed by igw_Color. */
 extern const igw_str igw_Color_names[IGW_Color__COUNT];
+/* The value a wire name names (length, then memcmp), or -1. */
+int igw_Color_of(igw_str s);
 
 /* ---- objects ---- */
 

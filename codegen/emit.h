@@ -17,6 +17,9 @@ struct igw_out;
 void igw_emit_bounds(const igw_schema *s, struct igw_out *h);
 /* generated/paths.h: the JSON Pointer paths of request body fields. */
 int igw_emit_paths(const igw_schema *s, const char *gen_dir);
+/* generated/igwd/state_sql.h: IGW_SQL_STATE_EVENTS, the interaction.state
+ * events of a session statement built in SQL (only when the schema has it). */
+int igw_emit_state_sql(const igw_schema *s, const char *gen_dir);
 /* generated/machines.h, generated/machines.c and docs/machines/<name>.dot. */
 int igw_emit_machines(const igw_schema *s, const char *gen_dir, const char *docs_dir);
 /* generated/sql/schema.sql. */

@@ -14,5 +14,7 @@
 #define IGW_GENERATED_PATHS_H
 
 #define IGW_PATH_op "/op"
+#define IGW_PATH_args "/args"
+#define IGW_PATH_args_n "/args/n"
 
 #endif

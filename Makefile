@@ -267,6 +267,8 @@ $(eval $(call test_bin,pending_test,tests/igwd/pending_test.c,igwd_command rt,-l
 $(eval $(call test_bin,decide_test,tests/igwd/decide_test.c,$(IGWD_LINK),$$(IGWD_LIBS)))
 $(eval $(call test_bin,log_test,tests/igwd/log_test.c,igwd_core rt,-lpthread))
 $(eval $(call test_bin,outbox_test,tests/igwd/outbox_test.c,igwd_event igwd_core gen rt,$$(IGWD_LIBS)))
+# The interaction.state text PostgreSQL builds (generated/igwd/state_sql.h) against the C encoder's.
+$(eval $(call test_bin,state_sql_test,tests/igwd/state_sql_test.c,gen rt,$$(PQ_LIBS) $$(RT_LIBS)))
 $(eval $(call test_bin,sdp_test,tests/media/sdp_test.c,media,))
 $(eval $(call test_bin,rtp_test,tests/media/rtp_test.c,media,))
 $(eval $(call test_bin,dtls_test,tests/media/dtls_test.c,media,$$(MEDIA_LIBS)))
@@ -393,9 +395,11 @@ test-framing: $(T)/igwd
 test-db: $(T)/db_test
 	tests/igwd/db_test.sh $(T)/db_test
 
-# The event outbox against a throwaway PostgreSQL with the migrations applied.
-test-outbox: $(T)/outbox_test
+# The event outbox against a throwaway PostgreSQL with the migrations applied; then the
+# interaction.state events built in SQL (IGW_SQL_STATE_EVENTS) against the C encoder.
+test-outbox: $(T)/outbox_test $(T)/state_sql_test
 	tests/igwd/outbox_test.sh $(T)/outbox_test
+	tests/igwd/outbox_test.sh $(T)/state_sql_test
 
 # igw_ws (WebSocket transport) against the npm `ws` client (installed once under $(T)/ws-node).
 test-ws: $(T)/ws_test

@@ -11,6 +11,15 @@
 /* generated/api.h, generated/api.c: C types, strict decoders, encoders,
  * error classes, route table and dispatch. */
 int igw_emit_c(const igw_schema *s, const char *gen_dir);
+/* The bounds section of generated/api.h (IGW_<Type>_MAX, ...): emit_c.c
+ * calls it while writing the header. */
+struct igw_out;
+void igw_emit_bounds(const igw_schema *s, struct igw_out *h);
+/* generated/paths.h: the JSON Pointer paths of request body fields. */
+int igw_emit_paths(const igw_schema *s, const char *gen_dir);
+/* generated/igwd/state_sql.h: IGW_SQL_STATE_EVENTS, the interaction.state
+ * events of a session statement built in SQL (only when the schema has it). */
+int igw_emit_state_sql(const igw_schema *s, const char *gen_dir);
 /* generated/machines.h, generated/machines.c and docs/machines/<name>.dot. */
 int igw_emit_machines(const igw_schema *s, const char *gen_dir, const char *docs_dir);
 /* generated/sql/schema.sql. */

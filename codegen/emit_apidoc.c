@@ -442,6 +442,27 @@ static const char *role_words(unsigned roles)
     return NULL;
 }
 
+/* The methods block of the enum that selects switch `sw`, or NULL; and
+ * whether it binds `value` (a value it leaves out answers not_implemented). */
+static const igw_methods *methods_of(const igw_schema *s, const igw_switch *sw)
+{
+    const igw_type *e = igw_type_resolve(sw->on_field->type);
+    for (int i = 0; i < s->methods.n; i++) {
+        const igw_methods *m = IGW_VEC_AT(s->methods, igw_methods, i);
+        if (m->enum_t == e)
+            return m;
+    }
+    return NULL;
+}
+
+static bool bound(const igw_methods *m, const char *value)
+{
+    for (int i = 0; i < m->binds.n; i++)
+        if (!strcmp(IGW_VEC_AT(m->binds, igw_method_bind, i)->value, value))
+            return true;
+    return false;
+}
+
 static void intro(doc *d)
 {
     igw_out *o = d->o;
@@ -455,7 +476,8 @@ static void intro(doc *d)
                     "- [Routes](#routes)\n");
     for (int i = 0; i < d->s->routes.n; i++) {
         const igw_route *r = IGW_VEC_AT(d->s->routes, igw_route, i);
-        igw_out_printf(o, "  - [`%s %s`](#route-%s)\n", r->method, r->path, r->name);
+        igw_out_printf(o, "  - [`%s %s`](#route-%s)%s\n", r->method, r->path, r->name,
+                       r->handler ? "" : " (not implemented)");
     }
     igw_out_puts(o, "- [Types](#types)\n- [Command methods](#command-methods)\n- [Events](#events)\n"
                     "- [Device protocols](#protocols)\n- [State machines](#state-machines)\n- [Tables](#tables)\n\n");
@@ -521,7 +543,20 @@ static void route(doc *d, const igw_route *r)
         md(o, r->doc);
         igw_out_puts(o, "\n\n");
     }
-    igw_out_printf(o, "- **Operation:** `%s`\n- **Auth:** ", r->name);
+    igw_out_printf(o, "- **Operation:** `%s`\n", r->name);
+    if (!r->handler) {
+        const igw_error *later = role_class(d, IGW_ROLE_RESERVED);
+        igw_out_puts(o, "- **Status: not implemented.** The schema binds no handler to this route: a request that "
+                        "passes the strict stage");
+        if (r->gate_signaling)
+            igw_out_puts(o, r->auth == IGW_AUTH_NONE ? " and the signaling gate" : ", the signaling gate");
+        if (r->auth != IGW_AUTH_NONE)
+            igw_out_puts(o, " and authentication");
+        igw_out_puts(o, " is answered ");
+        class_ref(o, later);
+        igw_out_printf(o, " %d\n", later ? later->http : 501);
+    }
+    igw_out_puts(o, "- **Auth:** ");
     switch (r->auth) {
     case IGW_AUTH_DEVICE:
         igw_out_puts(o, "device: HTTP Basic with the device's MQTT userName and password");
@@ -685,8 +720,17 @@ static void command_methods(doc *d)
             n++;
             igw_out_printf(o, "<a id=\"switch-%s-%s\"></a>\n### `%s.%s` by `%s`\n\n", t->name, f->name, t->name,
                            f->name, f->sw->on);
-            igw_out_printf(o, "| `%s` | `%s` type | Requires | Forbids | Summary |\n|---|---|---|---|---|\n",
-                           f->sw->on, f->name);
+            /* A value its enum's methods block leaves out has no handler. */
+            const igw_methods *mb = methods_of(d->s, f->sw);
+            if (mb) {
+                const igw_error *later = role_class(d, IGW_ROLE_RESERVED);
+                igw_out_printf(o, "Status: whether the `methods %s` table binds a handler; a value it leaves out is "
+                                  "answered ", mb->on);
+                class_ref(o, later);
+                igw_out_printf(o, " %d.\n\n", later ? later->http : 501);
+            }
+            igw_out_printf(o, "| `%s` | `%s` type | Requires | Forbids |%s Summary |\n|---|---|---|---|%s---|\n",
+                           f->sw->on, f->name, mb ? " Status |" : "", mb ? "---|" : "");
             for (int c = 0; c < f->sw->cases.n; c++) {
                 const igw_case *cs = IGW_VEC_AT(f->sw->cases, igw_case, c);
                 igw_out_puts(o, "| ");
@@ -698,6 +742,8 @@ static void command_methods(doc *d)
                 igw_out_puts(o, " | ");
                 list_values(o, &cs->forbid, ", ");
                 igw_out_puts(o, " | ");
+                if (mb)
+                    igw_out_puts(o, bound(mb, cs->value) ? "implemented | " : "**not implemented** | ");
                 const igw_type *ct = igw_type_resolve(cs->type);
                 md(o, ct ? ct->doc : NULL);
                 igw_out_puts(o, " |\n");

@@ -53,6 +53,17 @@ static const char *field_const(const igw_type *obj, const igw_field *f)
     return igw_sprintf("IGW_%s_F_%s", obj->name, f->name);
 }
 
+/* A string format as the runtime names it (decode.h). */
+static const char *format_const(igw_format f)
+{
+    switch (f) {
+    case IGW_FMT_CANONICAL_ID: return "IGW_FORMAT_CANONICAL_ID";
+    case IGW_FMT_BCP47: return "IGW_FORMAT_BCP47";
+    case IGW_FMT_IDENTIFIER: return "IGW_FORMAT_IDENTIFIER";
+    default: return "IGW_FORMAT_NONE";
+    }
+}
+
 static const char *enum_const(const igw_type *e, const char *value)
 {
     return igw_sprintf("IGW_%s_%s", e->name, igw_c_ident(value));
@@ -156,8 +167,10 @@ static void emit_header(const igw_schema *s, igw_out *h)
         igw_out_printf(h, "    IGW_%s__COUNT\n} igw_%s;\n", t->name, t->name);
         igw_out_printf(h, "typedef struct igw_%s_list {\n    igw_%s *v;\n    uint32_t n;\n} igw_%s_list;\n", t->name,
                        t->name, t->name);
-        igw_out_printf(h, "/* Wire names, indexed by igw_%s. */\nextern const igw_str igw_%s_names[IGW_%s__COUNT];\n\n",
+        igw_out_printf(h, "/* Wire names, indexed by igw_%s. */\nextern const igw_str igw_%s_names[IGW_%s__COUNT];\n",
                        t->name, t->name, t->name);
+        igw_out_printf(h, "/* The value a wire name names (length, then memcmp), or -1. */\nint igw_%s_of(igw_str s);\n\n",
+                       t->name);
     }
 
     igw_out_puts(h, "/* ---- objects ---- */\n\n"
@@ -169,6 +182,7 @@ static void emit_header(const igw_schema *s, igw_out *h)
         if (t->kind == IGW_T_OBJECT)
             emit_struct(h, t, done, s);
     free(done);
+    igw_emit_bounds(s, h);
 
     igw_out_puts(h, "/* ---- decoders and encoders ---- */\n\n"
                     "/* Each decoder reads one object of its type at the scanner's position, strictly\n"
@@ -248,8 +262,8 @@ static void emit_read(igw_out *o, igw_type *t, const char *lv, int in, const cha
     switch (r->kind) {
     case IGW_T_STRING:
         indent(o, in);
-        igw_out_printf(o, "if (igw_json_string(j, &%s) || igw_decode_string_rules(j, %s, %lld, %lld, %d))", lv, lv,
-                       (long long)r->min_len, (long long)r->max_len, (int)r->format);
+        igw_out_printf(o, "if (igw_json_string(j, &%s) || igw_decode_string_rules(j, %s, %lld, %lld, %s))", lv, lv,
+                       (long long)r->min_len, (long long)r->max_len, format_const(r->format));
         emit_fail(o, in, NULL, fail);
         break;
     case IGW_T_INT:
@@ -666,9 +680,9 @@ static void emit_enum(igw_out *o, const igw_type *t)
         igw_out_printf(o, ", %zu},\n", strlen(v));
     }
     igw_out_puts(o, "};\n\n");
-    /* Lookup like the key matcher: length first, then memcmp. lookup_ also
+    /* Lookup like the key matcher: length first, then memcmp. It also
      * serves path parameters and headers of enum type. */
-    igw_out_printf(o, "static int __attribute__((unused)) lookup_%s(igw_str s)\n{\n    switch (s.len) {\n", t->name);
+    igw_out_printf(o, "int igw_%s_of(igw_str s)\n{\n    switch (s.len) {\n", t->name);
     size_t maxlen = 0;
     FOR(t->values, const char, v)
         if (strlen(v) > maxlen)
@@ -690,7 +704,7 @@ static void emit_enum(igw_out *o, const igw_type *t)
     }
     igw_out_puts(o, "    default:\n        break;\n    }\n    return -1;\n}\n\n");
     igw_out_printf(o, "static int __attribute__((unused)) enum_%s(igw_json *j, igw_%s *out)\n{\n    igw_str s;\n"
-                      "    if (igw_json_string(j, &s))\n        return -1;\n    int v = lookup_%s(s);\n"
+                      "    if (igw_json_string(j, &s))\n        return -1;\n    int v = igw_%s_of(s);\n"
                       "    if (v >= 0) {\n        *out = (igw_%s)v;\n        return 0;\n    }\n",
                    t->name, t->name, t->name, t->name);
     igw_out t2;
@@ -725,10 +739,10 @@ static void emit_text_checks(const igw_route *r, const igw_vec *vals, const char
                           "    if (igw_decode_text(j, v))\n        return -1;\n",
                        r->name, kind, f_i);
         if (ft->kind == IGW_T_STRING)
-            igw_out_printf(o, "    return igw_decode_string_rules(j, v, %lld, %lld, %d);\n", (long long)ft->min_len,
-                           (long long)ft->max_len, (int)ft->format);
+            igw_out_printf(o, "    return igw_decode_string_rules(j, v, %lld, %lld, %s);\n", (long long)ft->min_len,
+                           (long long)ft->max_len, format_const(ft->format));
         else
-            igw_out_printf(o, "    if (lookup_%s(v) < 0)\n"
+            igw_out_printf(o, "    if (igw_%s_of(v) < 0)\n"
                               "        return igw_json_fail(j, IGW_JERR_ENUM, \"value is not one of the enumeration\");\n"
                               "    return 0;\n",
                            ft->name);

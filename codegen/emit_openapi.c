@@ -123,6 +123,31 @@ typedef struct ctx {
     int failed;
 } ctx;
 
+/* The mark of what the schema binds to no handler: a route without
+ * `handler` (answered not_implemented after the strict stage and the
+ * login), a value of an enum whose `methods` block leaves it out. */
+#define NOT_IMPLEMENTED "not-implemented"
+
+/* The methods block of the enum that selects switch `sw`, or NULL. */
+static const igw_methods *methods_of(const igw_schema *s, const igw_switch *sw)
+{
+    const igw_type *e = igw_type_resolve(sw->on_field->type);
+    for (int i = 0; i < s->methods.n; i++) {
+        const igw_methods *m = IGW_VEC_AT(s->methods, igw_methods, i);
+        if (m->enum_t == e)
+            return m;
+    }
+    return NULL;
+}
+
+static bool bound(const igw_methods *m, const char *value)
+{
+    for (int i = 0; i < m->binds.n; i++)
+        if (!strcmp(IGW_VEC_AT(m->binds, igw_method_bind, i)->value, value))
+            return true;
+    return false;
+}
+
 static const char *auth_name(igw_auth a)
 {
     switch (a) {
@@ -504,6 +529,16 @@ static void case_rule(ctx *c, const igw_field *f, const igw_case *cs)
 {
     jw *w = &c->w;
     jw_obj(w, NULL);
+    const igw_methods *m = methods_of(c->s, f->sw);
+    if (m && !bound(m, cs->value)) {
+        const igw_error *e = igw_schema_error_role(c->s, IGW_ROLE_RESERVED);
+        char *d = igw_xprintf("%s %s is not implemented: the schema's methods table binds no handler to it, and "
+                              "it is answered %s (HTTP %d)", f->sw->on, cs->value, e ? e->name : "not implemented",
+                              e ? e->http : 501);
+        jw_str(w, "description", d);
+        free(d);
+        jw_str(w, "x-igw-status", NOT_IMPLEMENTED);
+    }
     jw_obj(w, "if");
     jw_obj(w, "properties");
     jw_obj(w, f->sw->on);
@@ -738,11 +773,16 @@ static void responses(ctx *c, const igw_route *r)
     jw_close(w);
     jw_close(w);
 
-    /* Error statuses ascending; classes sharing a status stay in route order. */
+    /* Error statuses ascending; classes sharing a status stay in route order.
+     * A route without a handler also answers the reserved role's class. */
     int n = r->error_refs.n;
-    const igw_error **sorted = igw_xcalloc((size_t)n, sizeof *sorted);
-    for (int i = 0; i < n; i++) {
-        const igw_error *e = IGW_VEC_AT(r->error_refs, igw_error, i);
+    const igw_error *later = r->handler ? NULL : igw_schema_error_role(c->s, IGW_ROLE_RESERVED);
+    for (int i = 0; later && i < n; i++)
+        if (IGW_VEC_AT(r->error_refs, igw_error, i) == later)
+            later = NULL;
+    const igw_error **sorted = igw_xcalloc((size_t)n + 1, sizeof *sorted);
+    for (int i = 0; i < n + (later != NULL); i++) {
+        const igw_error *e = i < n ? IGW_VEC_AT(r->error_refs, igw_error, i) : later;
         int j = i;
         while (j > 0 && sorted[j - 1]->http > e->http) {
             sorted[j] = sorted[j - 1];
@@ -750,6 +790,7 @@ static void responses(ctx *c, const igw_route *r)
         }
         sorted[j] = e;
     }
+    n += later != NULL;
     for (int i = 0; i < n;) {
         int k = i + 1;
         while (k < n && sorted[k]->http == sorted[i]->http)
@@ -821,6 +862,18 @@ static void operation(ctx *c, const igw_route *r)
     jw_str(w, "operationId", r->name);
     if (r->doc)
         jw_str(w, "summary", r->doc);
+    const igw_error *later = igw_schema_error_role(c->s, IGW_ROLE_RESERVED);
+    if (!r->handler) {
+        char *d = igw_xprintf("Not implemented: the schema binds no handler to this route; a request that passes "
+                              "the strict stage%s%s is answered %s (HTTP %d).",
+                              r->gate_signaling ? (r->auth == IGW_AUTH_NONE ? " and the signaling gate"
+                                                                            : ", the signaling gate")
+                                                : "",
+                              r->auth == IGW_AUTH_NONE ? "" : " and authentication",
+                              later ? later->name : "not implemented", later ? later->http : 501);
+        jw_str(w, "description", d);
+        free(d);
+    }
     char *tag = route_tag(r->path);
     jw_arr(w, "tags");
     jw_str(w, NULL, tag);
@@ -863,6 +916,8 @@ static void operation(ctx *c, const igw_route *r)
     request_body(c, r);
     responses(c, r);
     jw_str(w, "x-igw-auth", auth_name(r->auth));
+    if (!r->handler)
+        jw_str(w, "x-igw-status", NOT_IMPLEMENTED);
     if (r->gate_signaling)
         jw_str(w, "x-igw-gate", "signaling");
     if (r->rules.n) { /* require/forbid among the headers, on their presence (strict stage) */

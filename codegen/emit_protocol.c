@@ -34,6 +34,108 @@ static void enum_value(igw_out *o, const char *prefix, const char *name)
         igw_out_puts(o, "NONE");
 }
 
+/* ---- method and type names ---- */
+
+/* The names the protocols use for methods (uplinks, their replies, the
+ * downlinks they answer, downlinks) or for message types: each once, in
+ * the order the schema first writes it. */
+static void names_add(igw_vec *v, const char *name)
+{
+    if (!name || !strcmp(name, "*"))
+        return;
+    FOR(*v, const char, n)
+        if (!strcmp(n, name))
+            return;
+    igw_vec_push(v, (void *)name);
+}
+
+static igw_vec method_names(const igw_schema *s)
+{
+    igw_vec v = {0};
+    FOR(s->protocols, igw_protocol, pr) {
+        FOR(pr->rows, igw_proto_row, r) {
+            names_add(&v, r->method);
+            names_add(&v, r->reply);
+            names_add(&v, r->answers);
+        }
+        FOR(pr->downs, igw_proto_down, d)
+            names_add(&v, d->method);
+    }
+    return v;
+}
+
+static igw_vec type_names(const igw_schema *s)
+{
+    igw_vec v = {0};
+    FOR(s->protocols, igw_protocol, pr) {
+        FOR(pr->rows, igw_proto_row, r)
+            names_add(&v, r->type);
+        FOR(pr->downs, igw_proto_down, d)
+            names_add(&v, d->type);
+    }
+    return v;
+}
+
+/* The enum constant of a name ("*" and none: __NONE). */
+static const char *name_const(const char *kind, const char *name)
+{
+    if (!name || !strcmp(name, "*"))
+        return igw_sprintf("IGW_PROTO_%s__NONE", kind);
+    return igw_sprintf("IGW_PROTO_%s_%s", kind, igw_c_ident(name));
+}
+
+/* The index constant of a protocol's downlink in its downs table. */
+static const char *down_const(const igw_protocol *pr, const igw_proto_down *d)
+{
+    return igw_sprintf("IGW_PROTO_%s_DOWN_%s_%s_%s", igw_c_upper(pr->name), igw_c_ident(d->handle),
+                       igw_c_ident(d->type), igw_c_ident(d->method));
+}
+
+static void emit_name_enum(igw_out *h, const igw_vec *names, const char *kind, const char *type, const char *what)
+{
+    igw_out_printf(h, "typedef enum %s {\n    IGW_PROTO_%s__NONE, /* no %s a protocol names */\n", type, kind, what);
+    FOR(*names, const char, n)
+        igw_out_printf(h, "    %s,\n", name_const(kind, n));
+    igw_out_printf(h, "    IGW_PROTO_%s__COUNT\n} %s;\n", kind, type);
+    igw_out_printf(h, "/* Wire names by value (\"\" for __NONE). */\nextern const igw_str %s_names[IGW_PROTO_%s__COUNT];\n",
+                   type, kind);
+    igw_out_printf(h, "/* The value named by s (length, then memcmp); IGW_PROTO_%s__NONE for any other. */\n"
+                      "%s %s_of(igw_str s);\n\n",
+                   kind, type, type);
+}
+
+/* The names table and the lookup: length first, then memcmp (h2o's token table). */
+static void emit_name_lookup(igw_out *c, const igw_vec *names, const char *kind, const char *type)
+{
+    igw_out_printf(c, "const igw_str %s_names[IGW_PROTO_%s__COUNT] = {\n    {\"\", 0},\n", type, kind);
+    FOR(*names, const char, n) {
+        igw_out_puts(c, "    {");
+        igw_out_c_string(c, n);
+        igw_out_printf(c, ", %zu},\n", strlen(n));
+    }
+    igw_out_printf(c, "};\n\n%s %s_of(igw_str s)\n{\n    switch (s.len) {\n", type, type);
+    size_t maxlen = 0;
+    FOR(*names, const char, n)
+        if (strlen(n) > maxlen)
+            maxlen = strlen(n);
+    for (size_t len = 1; len <= maxlen; len++) {
+        bool any = false;
+        FOR(*names, const char, n) {
+            if (strlen(n) != len)
+                continue;
+            if (!any)
+                igw_out_printf(c, "    case %zu:\n", len);
+            any = true;
+            igw_out_puts(c, "        if (memcmp(s.ptr, ");
+            igw_out_c_string(c, n);
+            igw_out_printf(c, ", %zu) == 0)\n            return %s;\n", len, name_const(kind, n));
+        }
+        if (any)
+            igw_out_puts(c, "        break;\n");
+    }
+    igw_out_printf(c, "    default:\n        break;\n    }\n    return IGW_PROTO_%s__NONE;\n}\n\n", kind);
+}
+
 static void emit_header(const igw_schema *s, igw_out *h)
 {
     igw_out_banner(h, s, "//");
@@ -43,7 +145,7 @@ static void emit_header(const igw_schema *s, igw_out *h)
         " * handler applies to the message. One table per `protocol` declaration;\n"
         " * the walker is src/rt/proto.c. */\n"
         "#ifndef IGW_GENERATED_PROTOCOL_H\n#define IGW_GENERATED_PROTOCOL_H\n\n"
-        "#include <stddef.h>\n\n#include \"proto.h\"\n\n"
+        "#include <stddef.h>\n\n#include \"json.h\"\n#include \"proto.h\"\n\n"
         "/* What the handler checks the message against (schema: `check`). */\n"
         "typedef enum igw_proto_check {\n    IGW_PROTO_CHECK_NONE, /* free parameters, bounded by the decoder */\n");
     for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++) {
@@ -60,7 +162,19 @@ static void emit_header(const igw_schema *s, igw_out *h)
         igw_out_puts(h, ",\n");
     }
     igw_out_puts(h,
-        "} igw_proto_returns;\n\n");
+        "} igw_proto_returns;\n\n"
+        "/* Every method name the protocols write (an uplink's, its reply's, a\n"
+        " * downlink's) and every message type, as enums: code that acts on a method\n"
+        " * compares values, never strings, and a method the schema drops breaks its\n"
+        " * build. The tables carry them: a row's method_id, reply_id and type_id, a\n"
+        " * downlink's method_id and type_id (__NONE for `*`). An uplink's method:\n"
+        " *     switch (igw_proto_method_of(m->method)) { case IGW_PROTO_M_mediaOffer: ... }\n"
+        " * or, once its row is found, (igw_proto_method)row->method_id. */\n");
+    igw_vec mn = method_names(s), tn = type_names(s);
+    emit_name_enum(h, &mn, "M", "igw_proto_method", "method");
+    emit_name_enum(h, &tn, "T", "igw_proto_type", "message type");
+    free(mn.v);
+    free(tn.v);
     FOR(s->protocols, igw_protocol, pr) {
         if (pr->doc)
             igw_out_printf(h, "/* %s */\n", pr->doc);
@@ -82,10 +196,21 @@ static void emit_header(const igw_schema *s, igw_out *h)
             sep = ", ";
         }
         igw_out_puts(h, "\n");
-        if (pr->downs.n)
-            igw_out_printf(h, "/* Its downlinks (also igw_proto_%s.downs), for tables that name one. */\n"
+        if (pr->downs.n) {
+            const igw_proto_down *d0 = IGW_VEC_AT(pr->downs, igw_proto_down, 0);
+            igw_out_printf(h, "/* Its downlinks (also igw_proto_%s.downs), for tables that name one, and\n"
+                              " * their places in it by handle, type and method:\n"
+                              " *     &igw_proto_%s_downs[%s] */\n"
                               "extern const igw_proto_down igw_proto_%s_downs[%d];\n",
-                           pr->name, pr->name, pr->downs.n);
+                           pr->name, pr->name, down_const(pr, d0), pr->name, pr->downs.n);
+            igw_out_printf(h, "enum igw_proto_%s_down {\n", pr->name);
+            FOR(pr->downs, igw_proto_down, d)
+                igw_out_printf(h, "    %s,\n", down_const(pr, d));
+            igw_out_printf(h, "};\n/* Its downlink of method m (the first declared), or NULL:\n"
+                              " *     igw_proto_%s_down_of(IGW_PROTO_M_%s) */\n"
+                              "const igw_proto_down *igw_proto_%s_down_of(igw_proto_method m);\n",
+                           pr->name, igw_c_ident(d0->method), pr->name);
+        }
     }
     igw_out_puts(h,
         "\n/* Schema names of the enums, by value (\"none\" first). */\n"
@@ -97,7 +222,13 @@ static void emit_header(const igw_schema *s, igw_out *h)
 static void emit_source(const igw_schema *s, igw_out *c)
 {
     igw_out_banner(c, s, "//");
-    igw_out_puts(c, "/* protocol.c - see protocol.h: tables only. */\n#include \"protocol.h\"\n\n#include \"api.h\"\n\n");
+    igw_out_puts(c, "/* protocol.c - see protocol.h: tables and name lookups. */\n#include \"protocol.h\"\n\n"
+                    "#include <string.h>\n\n#include \"api.h\"\n\n");
+    igw_vec mn = method_names(s), tn = type_names(s);
+    emit_name_lookup(c, &mn, "M", "igw_proto_method");
+    emit_name_lookup(c, &tn, "T", "igw_proto_type");
+    free(mn.v);
+    free(tn.v);
     /* One adapter per params type, to the decoder's exact signature. */
     int adapters = 0;
     FOR(s->protocols, igw_protocol, pr) {
@@ -150,6 +281,9 @@ static void emit_source(const igw_schema *s, igw_out *c)
                 igw_out_puts(c, ", .answers = ");
                 igw_out_c_string(c, r->answers);
             }
+            igw_out_printf(c, ",\n     .method_id = %s, .type_id = %s", name_const("M", r->method), name_const("T", r->type));
+            if (r->reply)
+                igw_out_printf(c, ", .reply_id = %s", name_const("M", r->reply));
             igw_out_puts(c, ",\n     .check = ");
             enum_value(c, "IGW_PROTO_CHECK_", r->check);
             igw_out_puts(c, ", .returns = ");
@@ -172,10 +306,23 @@ static void emit_source(const igw_schema *s, igw_out *c)
                 igw_out_c_string(c, d->type);
                 igw_out_puts(c, ", .method = ");
                 igw_out_c_string(c, d->method);
+                igw_out_printf(c, ",\n     .method_id = %s, .type_id = %s", name_const("M", d->method),
+                               name_const("T", d->type));
                 igw_out_printf(c, ",\n     .encode = down_%s, .size = sizeof(igw_%s), .message = \"%s\"},\n", t->name,
                                t->name, t->name);
             }
             igw_out_puts(c, "};\n\n");
+            igw_out_printf(c, "const igw_proto_down *igw_proto_%s_down_of(igw_proto_method m)\n{\n    switch (m) {\n",
+                           pr->name);
+            FOR(pr->downs, igw_proto_down, d) {
+                bool first = true;
+                for (int k = 0; k < d_i && first; k++)
+                    first = strcmp(IGW_VEC_AT(pr->downs, igw_proto_down, k)->method, d->method) != 0;
+                if (first)
+                    igw_out_printf(c, "    case %s:\n        return &igw_proto_%s_downs[%s];\n",
+                                   name_const("M", d->method), pr->name, down_const(pr, d));
+            }
+            igw_out_puts(c, "    default:\n        return NULL;\n    }\n}\n\n");
         }
         igw_out_printf(c, "const igw_protocol igw_proto_%s = {\n    .name = \"%s\",\n    .rows = %s_rows,\n"
                           "    .nrows = sizeof %s_rows / sizeof %s_rows[0],\n",

@@ -105,7 +105,8 @@ int main(int argc, char **argv)
         return 0;
     int rc = igw_emit_c(&s, gen_dir) || igw_emit_machines(&s, gen_dir, docs_dir) || igw_emit_sql(&s, gen_dir) ||
              igw_emit_vectors(&s, gen_dir) || igw_emit_openapi(&s, gen_dir) || igw_emit_protocol(&s, gen_dir) ||
-             igw_emit_bind(&s, gen_dir) || igw_emit_apidoc(&s, docs_dir);
+             igw_emit_bind(&s, gen_dir) || igw_emit_apidoc(&s, docs_dir) || igw_emit_paths(&s, gen_dir) ||
+             igw_emit_state_sql(&s, gen_dir);
     igw_scratch_release();
     return rc ? 2 : 0;
 }

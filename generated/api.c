@@ -41,7 +41,7 @@ const igw_str igw_CommandMethod_names[IGW_CommandMethod__COUNT] = {
     {"interaction.playbackControl", 27},
 };
 
-static int __attribute__((unused)) lookup_CommandMethod(igw_str s)
+int igw_CommandMethod_of(igw_str s)
 {
     switch (s.len) {
     case 11:
@@ -107,7 +107,7 @@ static int __attribute__((unused)) enum_CommandMethod(igw_json *j, igw_CommandMe
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    int v = lookup_CommandMethod(s);
+    int v = igw_CommandMethod_of(s);
     if (v >= 0) {
         *out = (igw_CommandMethod)v;
         return 0;
@@ -129,7 +129,7 @@ const igw_str igw_Purpose_names[IGW_Purpose__COUNT] = {
     {"recordPlayback", 14},
 };
 
-static int __attribute__((unused)) lookup_Purpose(igw_str s)
+int igw_Purpose_of(igw_str s)
 {
     switch (s.len) {
     case 7:
@@ -155,7 +155,7 @@ static int __attribute__((unused)) enum_Purpose(igw_json *j, igw_Purpose *out)
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    int v = lookup_Purpose(s);
+    int v = igw_Purpose_of(s);
     if (v >= 0) {
         *out = (igw_Purpose)v;
         return 0;
@@ -176,7 +176,7 @@ const igw_str igw_CallType_names[IGW_CallType__COUNT] = {
     {"video", 5},
 };
 
-static int __attribute__((unused)) lookup_CallType(igw_str s)
+int igw_CallType_of(igw_str s)
 {
     switch (s.len) {
     case 5:
@@ -196,7 +196,7 @@ static int __attribute__((unused)) enum_CallType(igw_json *j, igw_CallType *out)
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    int v = lookup_CallType(s);
+    int v = igw_CallType_of(s);
     if (v >= 0) {
         *out = (igw_CallType)v;
         return 0;
@@ -217,7 +217,7 @@ const igw_str igw_EndReason_names[IGW_EndReason__COUNT] = {
     {"userStopped", 11},
 };
 
-static int __attribute__((unused)) lookup_EndReason(igw_str s)
+int igw_EndReason_of(igw_str s)
 {
     switch (s.len) {
     case 10:
@@ -239,7 +239,7 @@ static int __attribute__((unused)) enum_EndReason(igw_json *j, igw_EndReason *ou
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    int v = lookup_EndReason(s);
+    int v = igw_EndReason_of(s);
     if (v >= 0) {
         *out = (igw_EndReason)v;
         return 0;
@@ -260,7 +260,7 @@ const igw_str igw_IceMode_names[IGW_IceMode__COUNT] = {
     {"lite", 4},
 };
 
-static int __attribute__((unused)) lookup_IceMode(igw_str s)
+int igw_IceMode_of(igw_str s)
 {
     switch (s.len) {
     case 4:
@@ -280,7 +280,7 @@ static int __attribute__((unused)) enum_IceMode(igw_json *j, igw_IceMode *out)
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    int v = lookup_IceMode(s);
+    int v = igw_IceMode_of(s);
     if (v >= 0) {
         *out = (igw_IceMode)v;
         return 0;
@@ -304,7 +304,7 @@ const igw_str igw_MediaPeerState_names[IGW_MediaPeerState__COUNT] = {
     {"closed", 6},
 };
 
-static int __attribute__((unused)) lookup_MediaPeerState(igw_str s)
+int igw_MediaPeerState_of(igw_str s)
 {
     switch (s.len) {
     case 6:
@@ -336,7 +336,7 @@ static int __attribute__((unused)) enum_MediaPeerState(igw_json *j, igw_MediaPee
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    int v = lookup_MediaPeerState(s);
+    int v = igw_MediaPeerState_of(s);
     if (v >= 0) {
         *out = (igw_MediaPeerState)v;
         return 0;
@@ -361,7 +361,7 @@ const igw_str igw_TrackOperation_names[IGW_TrackOperation__COUNT] = {
     {"stop", 4},
 };
 
-static int __attribute__((unused)) lookup_TrackOperation(igw_str s)
+int igw_TrackOperation_of(igw_str s)
 {
     switch (s.len) {
     case 4:
@@ -399,7 +399,7 @@ static int __attribute__((unused)) enum_TrackOperation(igw_json *j, igw_TrackOpe
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    int v = lookup_TrackOperation(s);
+    int v = igw_TrackOperation_of(s);
     if (v >= 0) {
         *out = (igw_TrackOperation)v;
         return 0;
@@ -421,7 +421,7 @@ const igw_str igw_PlaybackOperation_names[IGW_PlaybackOperation__COUNT] = {
     {"seek", 4},
 };
 
-static int __attribute__((unused)) lookup_PlaybackOperation(igw_str s)
+int igw_PlaybackOperation_of(igw_str s)
 {
     switch (s.len) {
     case 4:
@@ -445,7 +445,7 @@ static int __attribute__((unused)) enum_PlaybackOperation(igw_json *j, igw_Playb
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    int v = lookup_PlaybackOperation(s);
+    int v = igw_PlaybackOperation_of(s);
     if (v >= 0) {
         *out = (igw_PlaybackOperation)v;
         return 0;
@@ -466,7 +466,7 @@ const igw_str igw_Processor_names[IGW_Processor__COUNT] = {
     {"aiAssist", 8},
 };
 
-static int __attribute__((unused)) lookup_Processor(igw_str s)
+int igw_Processor_of(igw_str s)
 {
     switch (s.len) {
     case 8:
@@ -488,7 +488,7 @@ static int __attribute__((unused)) enum_Processor(igw_json *j, igw_Processor *ou
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    int v = lookup_Processor(s);
+    int v = igw_Processor_of(s);
     if (v >= 0) {
         *out = (igw_Processor)v;
         return 0;
@@ -509,7 +509,7 @@ const igw_str igw_ProcessorOperation_names[IGW_ProcessorOperation__COUNT] = {
     {"detach", 6},
 };
 
-static int __attribute__((unused)) lookup_ProcessorOperation(igw_str s)
+int igw_ProcessorOperation_of(igw_str s)
 {
     switch (s.len) {
     case 6:
@@ -529,7 +529,7 @@ static int __attribute__((unused)) enum_ProcessorOperation(igw_json *j, igw_Proc
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    int v = lookup_ProcessorOperation(s);
+    int v = igw_ProcessorOperation_of(s);
     if (v >= 0) {
         *out = (igw_ProcessorOperation)v;
         return 0;
@@ -552,7 +552,7 @@ const igw_str igw_ControlOperation_names[IGW_ControlOperation__COUNT] = {
     {"endpointControl", 15},
 };
 
-static int __attribute__((unused)) lookup_ControlOperation(igw_str s)
+int igw_ControlOperation_of(igw_str s)
 {
     switch (s.len) {
     case 6:
@@ -582,7 +582,7 @@ static int __attribute__((unused)) enum_ControlOperation(igw_json *j, igw_Contro
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    int v = lookup_ControlOperation(s);
+    int v = igw_ControlOperation_of(s);
     if (v >= 0) {
         *out = (igw_ControlOperation)v;
         return 0;
@@ -603,7 +603,7 @@ const igw_str igw_MessageKind_names[IGW_MessageKind__COUNT] = {
     {"voiceMessage", 12},
 };
 
-static int __attribute__((unused)) lookup_MessageKind(igw_str s)
+int igw_MessageKind_of(igw_str s)
 {
     switch (s.len) {
     case 9:
@@ -625,7 +625,7 @@ static int __attribute__((unused)) enum_MessageKind(igw_json *j, igw_MessageKind
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    int v = lookup_MessageKind(s);
+    int v = igw_MessageKind_of(s);
     if (v >= 0) {
         *out = (igw_MessageKind)v;
         return 0;
@@ -645,7 +645,7 @@ const igw_str igw_ConsentScope_names[IGW_ConsentScope__COUNT] = {
     {"cameraAI", 8},
 };
 
-static int __attribute__((unused)) lookup_ConsentScope(igw_str s)
+int igw_ConsentScope_of(igw_str s)
 {
     switch (s.len) {
     case 8:
@@ -663,7 +663,7 @@ static int __attribute__((unused)) enum_ConsentScope(igw_json *j, igw_ConsentSco
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    int v = lookup_ConsentScope(s);
+    int v = igw_ConsentScope_of(s);
     if (v >= 0) {
         *out = (igw_ConsentScope)v;
         return 0;
@@ -684,7 +684,7 @@ const igw_str igw_ConfirmPolicy_names[IGW_ConfirmPolicy__COUNT] = {
     {"confirm", 7},
 };
 
-static int __attribute__((unused)) lookup_ConfirmPolicy(igw_str s)
+int igw_ConfirmPolicy_of(igw_str s)
 {
     switch (s.len) {
     case 4:
@@ -706,7 +706,7 @@ static int __attribute__((unused)) enum_ConfirmPolicy(igw_json *j, igw_ConfirmPo
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    int v = lookup_ConfirmPolicy(s);
+    int v = igw_ConfirmPolicy_of(s);
     if (v >= 0) {
         *out = (igw_ConfirmPolicy)v;
         return 0;
@@ -727,7 +727,7 @@ const igw_str igw_TrackKind_names[IGW_TrackKind__COUNT] = {
     {"audio", 5},
 };
 
-static int __attribute__((unused)) lookup_TrackKind(igw_str s)
+int igw_TrackKind_of(igw_str s)
 {
     switch (s.len) {
     case 5:
@@ -747,7 +747,7 @@ static int __attribute__((unused)) enum_TrackKind(igw_json *j, igw_TrackKind *ou
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    int v = lookup_TrackKind(s);
+    int v = igw_TrackKind_of(s);
     if (v >= 0) {
         *out = (igw_TrackKind)v;
         return 0;
@@ -777,7 +777,7 @@ const igw_str igw_ByeReason_names[IGW_ByeReason__COUNT] = {
     {"recordingChanged", 16},
 };
 
-static int __attribute__((unused)) lookup_ByeReason(igw_str s)
+int igw_ByeReason_of(igw_str s)
 {
     switch (s.len) {
     case 7:
@@ -829,7 +829,7 @@ static int __attribute__((unused)) enum_ByeReason(igw_json *j, igw_ByeReason *ou
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    int v = lookup_ByeReason(s);
+    int v = igw_ByeReason_of(s);
     if (v >= 0) {
         *out = (igw_ByeReason)v;
         return 0;
@@ -849,7 +849,7 @@ const igw_str igw_ResultMethod_names[IGW_ResultMethod__COUNT] = {
     {"interaction.result", 18},
 };
 
-static int __attribute__((unused)) lookup_ResultMethod(igw_str s)
+int igw_ResultMethod_of(igw_str s)
 {
     switch (s.len) {
     case 18:
@@ -867,7 +867,7 @@ static int __attribute__((unused)) enum_ResultMethod(igw_json *j, igw_ResultMeth
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    int v = lookup_ResultMethod(s);
+    int v = igw_ResultMethod_of(s);
     if (v >= 0) {
         *out = (igw_ResultMethod)v;
         return 0;
@@ -887,7 +887,7 @@ const igw_str igw_StateMethod_names[IGW_StateMethod__COUNT] = {
     {"interaction.state", 17},
 };
 
-static int __attribute__((unused)) lookup_StateMethod(igw_str s)
+int igw_StateMethod_of(igw_str s)
 {
     switch (s.len) {
     case 17:
@@ -905,7 +905,7 @@ static int __attribute__((unused)) enum_StateMethod(igw_json *j, igw_StateMethod
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    int v = lookup_StateMethod(s);
+    int v = igw_StateMethod_of(s);
     if (v >= 0) {
         *out = (igw_StateMethod)v;
         return 0;
@@ -927,7 +927,7 @@ const igw_str igw_SessionState_names[IGW_SessionState__COUNT] = {
     {"ended", 5},
 };
 
-static int __attribute__((unused)) lookup_SessionState(igw_str s)
+int igw_SessionState_of(igw_str s)
 {
     switch (s.len) {
     case 5:
@@ -953,7 +953,7 @@ static int __attribute__((unused)) enum_SessionState(igw_json *j, igw_SessionSta
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    int v = lookup_SessionState(s);
+    int v = igw_SessionState_of(s);
     if (v >= 0) {
         *out = (igw_SessionState)v;
         return 0;
@@ -976,7 +976,7 @@ const igw_str igw_PlaybackState_names[IGW_PlaybackState__COUNT] = {
     {"paused", 6},
 };
 
-static int __attribute__((unused)) lookup_PlaybackState(igw_str s)
+int igw_PlaybackState_of(igw_str s)
 {
     switch (s.len) {
     case 5:
@@ -1004,7 +1004,7 @@ static int __attribute__((unused)) enum_PlaybackState(igw_json *j, igw_PlaybackS
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    int v = lookup_PlaybackState(s);
+    int v = igw_PlaybackState_of(s);
     if (v >= 0) {
         *out = (igw_PlaybackState)v;
         return 0;
@@ -1025,7 +1025,7 @@ const igw_str igw_AudioOperation_names[IGW_AudioOperation__COUNT] = {
     {"set", 3},
 };
 
-static int __attribute__((unused)) lookup_AudioOperation(igw_str s)
+int igw_AudioOperation_of(igw_str s)
 {
     switch (s.len) {
     case 3:
@@ -1047,7 +1047,7 @@ static int __attribute__((unused)) enum_AudioOperation(igw_json *j, igw_AudioOpe
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    int v = lookup_AudioOperation(s);
+    int v = igw_AudioOperation_of(s);
     if (v >= 0) {
         *out = (igw_AudioOperation)v;
         return 0;
@@ -1067,7 +1067,7 @@ const igw_str igw_PushMethod_names[IGW_PushMethod__COUNT] = {
     {"interaction.event", 17},
 };
 
-static int __attribute__((unused)) lookup_PushMethod(igw_str s)
+int igw_PushMethod_of(igw_str s)
 {
     switch (s.len) {
     case 17:
@@ -1085,7 +1085,7 @@ static int __attribute__((unused)) enum_PushMethod(igw_json *j, igw_PushMethod *
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    int v = lookup_PushMethod(s);
+    int v = igw_PushMethod_of(s);
     if (v >= 0) {
         *out = (igw_PushMethod)v;
         return 0;
@@ -1220,7 +1220,7 @@ int igw_decode_Command(igw_json *j, igw_Command *o)
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case IGW_Command_F_msgToken:
-            if (igw_json_string(j, &o->msgToken) || igw_decode_string_rules(j, o->msgToken, 1, 128, 3))
+            if (igw_json_string(j, &o->msgToken) || igw_decode_string_rules(j, o->msgToken, 1, 128, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_Command_F_method:
@@ -1228,7 +1228,7 @@ int igw_decode_Command(igw_json *j, igw_Command *o)
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_Command_F_sessionId:
-            if (igw_json_string(j, &o->sessionId) || igw_decode_string_rules(j, o->sessionId, 1, 64, 3))
+            if (igw_json_string(j, &o->sessionId) || igw_decode_string_rules(j, o->sessionId, 1, 64, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_Command_F_target:
@@ -1455,11 +1455,11 @@ int igw_decode_OpenParams(igw_json *j, igw_OpenParams *o)
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_OpenParams_F_cameraId:
-            if (igw_json_string(j, &o->cameraId) || igw_decode_string_rules(j, o->cameraId, 1, 64, 3))
+            if (igw_json_string(j, &o->cameraId) || igw_decode_string_rules(j, o->cameraId, 1, 64, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_OpenParams_F_callId:
-            if (igw_json_string(j, &o->callId) || igw_decode_string_rules(j, o->callId, 1, 96, 3))
+            if (igw_json_string(j, &o->callId) || igw_decode_string_rules(j, o->callId, 1, 96, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_OpenParams_F_listenAudio:
@@ -1467,7 +1467,7 @@ int igw_decode_OpenParams(igw_json *j, igw_OpenParams *o)
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_OpenParams_F_recordingId:
-            if (igw_json_string(j, &o->recordingId) || igw_decode_string_rules(j, o->recordingId, 1, 64, 3))
+            if (igw_json_string(j, &o->recordingId) || igw_decode_string_rules(j, o->recordingId, 1, 64, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_OpenParams_F_clip:
@@ -1680,7 +1680,7 @@ int igw_decode_JoinParams(igw_json *j, igw_JoinParams *o)
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case IGW_JoinParams_F_participantId:
-            if (igw_json_string(j, &o->participantId) || igw_decode_string_rules(j, o->participantId, 1, 16, 1))
+            if (igw_json_string(j, &o->participantId) || igw_decode_string_rules(j, o->participantId, 1, 16, IGW_FORMAT_CANONICAL_ID))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         default:
@@ -1740,11 +1740,11 @@ int igw_decode_LeaveParams(igw_json *j, igw_LeaveParams *o)
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case IGW_LeaveParams_F_callId:
-            if (igw_json_string(j, &o->callId) || igw_decode_string_rules(j, o->callId, 1, 96, 3))
+            if (igw_json_string(j, &o->callId) || igw_decode_string_rules(j, o->callId, 1, 96, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_LeaveParams_F_participantId:
-            if (igw_json_string(j, &o->participantId) || igw_decode_string_rules(j, o->participantId, 1, 16, 1))
+            if (igw_json_string(j, &o->participantId) || igw_decode_string_rules(j, o->participantId, 1, 16, IGW_FORMAT_CANONICAL_ID))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_LeaveParams_F_expectedMemberEpoch:
@@ -1808,7 +1808,7 @@ int igw_decode_SubscribeParams(igw_json *j, igw_SubscribeParams *o)
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case IGW_SubscribeParams_F_trackId:
-            if (igw_json_string(j, &o->trackId) || igw_decode_string_rules(j, o->trackId, 1, 64, 3))
+            if (igw_json_string(j, &o->trackId) || igw_decode_string_rules(j, o->trackId, 1, 64, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         default:
@@ -1868,7 +1868,7 @@ int igw_decode_WebrtcOffer(igw_json *j, igw_WebrtcOffer *o)
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_WebrtcOffer_F_sdp:
-            if (igw_json_string(j, &o->sdp) || igw_decode_string_rules(j, o->sdp, 1, 49152, 0))
+            if (igw_json_string(j, &o->sdp) || igw_decode_string_rules(j, o->sdp, 1, 49152, IGW_FORMAT_NONE))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         default:
@@ -2060,7 +2060,7 @@ int igw_decode_TrackControlParams(igw_json *j, igw_TrackControlParams *o)
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case IGW_TrackControlParams_F_trackId:
-            if (igw_json_string(j, &o->trackId) || igw_decode_string_rules(j, o->trackId, 1, 64, 3))
+            if (igw_json_string(j, &o->trackId) || igw_decode_string_rules(j, o->trackId, 1, 64, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_TrackControlParams_F_operation:
@@ -2216,15 +2216,15 @@ int igw_decode_ConfigureParams(igw_json *j, igw_ConfigureParams *o)
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case IGW_ConfigureParams_F_sourceLanguage:
-            if (igw_json_string(j, &o->sourceLanguage) || igw_decode_string_rules(j, o->sourceLanguage, 2, 35, 2))
+            if (igw_json_string(j, &o->sourceLanguage) || igw_decode_string_rules(j, o->sourceLanguage, 2, 35, IGW_FORMAT_BCP47))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_ConfigureParams_F_targetLanguage:
-            if (igw_json_string(j, &o->targetLanguage) || igw_decode_string_rules(j, o->targetLanguage, 2, 35, 2))
+            if (igw_json_string(j, &o->targetLanguage) || igw_decode_string_rules(j, o->targetLanguage, 2, 35, IGW_FORMAT_BCP47))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_ConfigureParams_F_speakerId:
-            if (igw_json_string(j, &o->speakerId) || igw_decode_string_rules(j, o->speakerId, 1, 64, 3))
+            if (igw_json_string(j, &o->speakerId) || igw_decode_string_rules(j, o->speakerId, 1, 64, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_ConfigureParams_F_configRevision:
@@ -2308,7 +2308,7 @@ int igw_decode_ProcessorControlParams(igw_json *j, igw_ProcessorControlParams *o
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case IGW_ProcessorControlParams_F_processorId:
-            if (igw_json_string(j, &o->processorId) || igw_decode_string_rules(j, o->processorId, 1, 64, 3))
+            if (igw_json_string(j, &o->processorId) || igw_decode_string_rules(j, o->processorId, 1, 64, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_ProcessorControlParams_F_processor:
@@ -2334,7 +2334,7 @@ int igw_decode_ProcessorControlParams(igw_json *j, igw_ProcessorControlParams *o
                     }
                     if (o->sourceTrackIds.n == cap0 && !(o->sourceTrackIds.v = igw_decode_grow(j, o->sourceTrackIds.v, o->sourceTrackIds.n, &cap0, 8, sizeof *o->sourceTrackIds.v)))
                         return (igw_json_prefix_index(j, o->sourceTrackIds.n), igw_json_prefix_key(j, k.ptr, k.len));
-                    if (igw_json_string(j, &o->sourceTrackIds.v[o->sourceTrackIds.n]) || igw_decode_string_rules(j, o->sourceTrackIds.v[o->sourceTrackIds.n], 1, 64, 3))
+                    if (igw_json_string(j, &o->sourceTrackIds.v[o->sourceTrackIds.n]) || igw_decode_string_rules(j, o->sourceTrackIds.v[o->sourceTrackIds.n], 1, 64, IGW_FORMAT_IDENTIFIER))
                         return (igw_json_prefix_index(j, o->sourceTrackIds.n), igw_json_prefix_key(j, k.ptr, k.len));
                     for (uint32_t u = 0; u < o->sourceTrackIds.n; u++)
                         if (igw_str_eq(o->sourceTrackIds.v[u], o->sourceTrackIds.v[o->sourceTrackIds.n].ptr, o->sourceTrackIds.v[o->sourceTrackIds.n].len)) {
@@ -2366,7 +2366,7 @@ int igw_decode_ProcessorControlParams(igw_json *j, igw_ProcessorControlParams *o
                     }
                     if (o->consentIds.n == cap1 && !(o->consentIds.v = igw_decode_grow(j, o->consentIds.v, o->consentIds.n, &cap1, 8, sizeof *o->consentIds.v)))
                         return (igw_json_prefix_index(j, o->consentIds.n), igw_json_prefix_key(j, k.ptr, k.len));
-                    if (igw_json_string(j, &o->consentIds.v[o->consentIds.n]) || igw_decode_string_rules(j, o->consentIds.v[o->consentIds.n], 1, 64, 3))
+                    if (igw_json_string(j, &o->consentIds.v[o->consentIds.n]) || igw_decode_string_rules(j, o->consentIds.v[o->consentIds.n], 1, 64, IGW_FORMAT_IDENTIFIER))
                         return (igw_json_prefix_index(j, o->consentIds.n), igw_json_prefix_key(j, k.ptr, k.len));
                     for (uint32_t u = 0; u < o->consentIds.n; u++)
                         if (igw_str_eq(o->consentIds.v[u], o->consentIds.v[o->consentIds.n].ptr, o->consentIds.v[o->consentIds.n].len)) {
@@ -2384,7 +2384,7 @@ int igw_decode_ProcessorControlParams(igw_json *j, igw_ProcessorControlParams *o
             }
             break;
         case IGW_ProcessorControlParams_F_targetLanguage:
-            if (igw_json_string(j, &o->targetLanguage) || igw_decode_string_rules(j, o->targetLanguage, 2, 35, 2))
+            if (igw_json_string(j, &o->targetLanguage) || igw_decode_string_rules(j, o->targetLanguage, 2, 35, IGW_FORMAT_BCP47))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         default:
@@ -2534,7 +2534,7 @@ int igw_decode_MessageSendParams(igw_json *j, igw_MessageSendParams *o)
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case IGW_MessageSendParams_F_deliveryId:
-            if (igw_json_string(j, &o->deliveryId) || igw_decode_string_rules(j, o->deliveryId, 1, 64, 3))
+            if (igw_json_string(j, &o->deliveryId) || igw_decode_string_rules(j, o->deliveryId, 1, 64, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_MessageSendParams_F_kind:
@@ -2546,7 +2546,7 @@ int igw_decode_MessageSendParams(igw_json *j, igw_MessageSendParams *o)
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_MessageSendParams_F_contentRef:
-            if (igw_json_string(j, &o->contentRef) || igw_decode_string_rules(j, o->contentRef, 1, 64, 3))
+            if (igw_json_string(j, &o->contentRef) || igw_decode_string_rules(j, o->contentRef, 1, 64, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         default:
@@ -2614,7 +2614,7 @@ int igw_decode_DeviceActionParams(igw_json *j, igw_DeviceActionParams *o)
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case IGW_DeviceActionParams_F_actionID:
-            if (igw_json_string(j, &o->actionID) || igw_decode_string_rules(j, o->actionID, 1, 64, 3))
+            if (igw_json_string(j, &o->actionID) || igw_decode_string_rules(j, o->actionID, 1, 64, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_DeviceActionParams_F_input:
@@ -2730,11 +2730,11 @@ int igw_decode_Target(igw_json *j, igw_Target *o)
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case IGW_Target_F_productID:
-            if (igw_json_string(j, &o->productID) || igw_decode_string_rules(j, o->productID, 1, 64, 3))
+            if (igw_json_string(j, &o->productID) || igw_decode_string_rules(j, o->productID, 1, 64, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_Target_F_deviceName:
-            if (igw_json_string(j, &o->deviceName) || igw_decode_string_rules(j, o->deviceName, 1, 64, 3))
+            if (igw_json_string(j, &o->deviceName) || igw_decode_string_rules(j, o->deviceName, 1, 64, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         default:
@@ -2808,19 +2808,19 @@ int igw_decode_ConsentCreate(igw_json *j, igw_ConsentCreate *o)
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case IGW_ConsentCreate_F_msgToken:
-            if (igw_json_string(j, &o->msgToken) || igw_decode_string_rules(j, o->msgToken, 1, 128, 3))
+            if (igw_json_string(j, &o->msgToken) || igw_decode_string_rules(j, o->msgToken, 1, 128, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_ConsentCreate_F_sourceSessionId:
-            if (igw_json_string(j, &o->sourceSessionId) || igw_decode_string_rules(j, o->sourceSessionId, 1, 64, 3))
+            if (igw_json_string(j, &o->sourceSessionId) || igw_decode_string_rules(j, o->sourceSessionId, 1, 64, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_ConsentCreate_F_cameraId:
-            if (igw_json_string(j, &o->cameraId) || igw_decode_string_rules(j, o->cameraId, 1, 64, 3))
+            if (igw_json_string(j, &o->cameraId) || igw_decode_string_rules(j, o->cameraId, 1, 64, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_ConsentCreate_F_trackId:
-            if (igw_json_string(j, &o->trackId) || igw_decode_string_rules(j, o->trackId, 1, 64, 3))
+            if (igw_json_string(j, &o->trackId) || igw_decode_string_rules(j, o->trackId, 1, 64, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_ConsentCreate_F_expectedMediaRevision:
@@ -2900,7 +2900,7 @@ int igw_decode_ConsentGetOne(igw_json *j, igw_ConsentGetOne *o)
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case IGW_ConsentGetOne_F_consentId:
-            if (igw_json_string(j, &o->consentId) || igw_decode_string_rules(j, o->consentId, 1, 64, 3))
+            if (igw_json_string(j, &o->consentId) || igw_decode_string_rules(j, o->consentId, 1, 64, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         default:
@@ -2956,7 +2956,7 @@ int igw_decode_ConsentRevoke(igw_json *j, igw_ConsentRevoke *o)
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case IGW_ConsentRevoke_F_consentId:
-            if (igw_json_string(j, &o->consentId) || igw_decode_string_rules(j, o->consentId, 1, 64, 3))
+            if (igw_json_string(j, &o->consentId) || igw_decode_string_rules(j, o->consentId, 1, 64, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_ConsentRevoke_F_expectedRevision:
@@ -3044,7 +3044,7 @@ int igw_decode_Consent(igw_json *j, igw_Consent *o)
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case IGW_Consent_F_consentId:
-            if (igw_json_string(j, &o->consentId) || igw_decode_string_rules(j, o->consentId, 1, 64, 3))
+            if (igw_json_string(j, &o->consentId) || igw_decode_string_rules(j, o->consentId, 1, 64, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_Consent_F_scope:
@@ -3052,15 +3052,15 @@ int igw_decode_Consent(igw_json *j, igw_Consent *o)
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_Consent_F_sourceSessionId:
-            if (igw_json_string(j, &o->sourceSessionId) || igw_decode_string_rules(j, o->sourceSessionId, 1, 64, 3))
+            if (igw_json_string(j, &o->sourceSessionId) || igw_decode_string_rules(j, o->sourceSessionId, 1, 64, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_Consent_F_cameraId:
-            if (igw_json_string(j, &o->cameraId) || igw_decode_string_rules(j, o->cameraId, 1, 64, 3))
+            if (igw_json_string(j, &o->cameraId) || igw_decode_string_rules(j, o->cameraId, 1, 64, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_Consent_F_trackId:
-            if (igw_json_string(j, &o->trackId) || igw_decode_string_rules(j, o->trackId, 1, 64, 3))
+            if (igw_json_string(j, &o->trackId) || igw_decode_string_rules(j, o->trackId, 1, 64, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_Consent_F_mediaRevision:
@@ -3316,11 +3316,11 @@ int igw_decode_DeviceMessage(igw_json *j, igw_DeviceMessage *o)
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case IGW_DeviceMessage_F_method:
-            if (igw_json_string(j, &o->method) || igw_decode_string_rules(j, o->method, 1, 64, 3))
+            if (igw_json_string(j, &o->method) || igw_decode_string_rules(j, o->method, 1, 64, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_DeviceMessage_F_msgToken:
-            if (igw_json_string(j, &o->msgToken) || igw_decode_string_rules(j, o->msgToken, 1, 128, 3))
+            if (igw_json_string(j, &o->msgToken) || igw_decode_string_rules(j, o->msgToken, 1, 128, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_DeviceMessage_F_timestamp:
@@ -3332,15 +3332,15 @@ int igw_decode_DeviceMessage(igw_json *j, igw_DeviceMessage *o)
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_DeviceMessage_F_eventID:
-            if (igw_json_string(j, &o->eventID) || igw_decode_string_rules(j, o->eventID, 1, 64, 3))
+            if (igw_json_string(j, &o->eventID) || igw_decode_string_rules(j, o->eventID, 1, 64, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_DeviceMessage_F_type:
-            if (igw_json_string(j, &o->type) || igw_decode_string_rules(j, o->type, 1, 64, 3))
+            if (igw_json_string(j, &o->type) || igw_decode_string_rules(j, o->type, 1, 64, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_DeviceMessage_F_actionID:
-            if (igw_json_string(j, &o->actionID) || igw_decode_string_rules(j, o->actionID, 1, 64, 3))
+            if (igw_json_string(j, &o->actionID) || igw_decode_string_rules(j, o->actionID, 1, 64, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_DeviceMessage_F_code:
@@ -3348,7 +3348,7 @@ int igw_decode_DeviceMessage(igw_json *j, igw_DeviceMessage *o)
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_DeviceMessage_F_msg:
-            if (igw_json_string(j, &o->msg) || igw_decode_string_rules(j, o->msg, 0, 1024, 0))
+            if (igw_json_string(j, &o->msg) || igw_decode_string_rules(j, o->msg, 0, 1024, IGW_FORMAT_NONE))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_DeviceMessage_F_response:
@@ -3360,7 +3360,7 @@ int igw_decode_DeviceMessage(igw_json *j, igw_DeviceMessage *o)
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_DeviceMessage_F_sessionId:
-            if (igw_json_string(j, &o->sessionId) || igw_decode_string_rules(j, o->sessionId, 1, 64, 3))
+            if (igw_json_string(j, &o->sessionId) || igw_decode_string_rules(j, o->sessionId, 1, 64, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         default:
@@ -3456,7 +3456,7 @@ int igw_decode_PackEvent(igw_json *j, igw_PackEvent *o)
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case IGW_PackEvent_F_eventID:
-            if (igw_json_string(j, &o->eventID) || igw_decode_string_rules(j, o->eventID, 1, 64, 3))
+            if (igw_json_string(j, &o->eventID) || igw_decode_string_rules(j, o->eventID, 1, 64, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_PackEvent_F_params:
@@ -3468,7 +3468,7 @@ int igw_decode_PackEvent(igw_json *j, igw_PackEvent *o)
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_PackEvent_F_type:
-            if (igw_json_string(j, &o->type) || igw_decode_string_rules(j, o->type, 1, 64, 3))
+            if (igw_json_string(j, &o->type) || igw_decode_string_rules(j, o->type, 1, 64, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         default:
@@ -3676,15 +3676,15 @@ int igw_decode_ActionDownlink(igw_json *j, igw_ActionDownlink *o)
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case IGW_ActionDownlink_F_method:
-            if (igw_json_string(j, &o->method) || igw_decode_string_rules(j, o->method, 1, 64, 3))
+            if (igw_json_string(j, &o->method) || igw_decode_string_rules(j, o->method, 1, 64, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_ActionDownlink_F_msgToken:
-            if (igw_json_string(j, &o->msgToken) || igw_decode_string_rules(j, o->msgToken, 1, 128, 3))
+            if (igw_json_string(j, &o->msgToken) || igw_decode_string_rules(j, o->msgToken, 1, 128, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_ActionDownlink_F_actionID:
-            if (igw_json_string(j, &o->actionID) || igw_decode_string_rules(j, o->actionID, 1, 64, 3))
+            if (igw_json_string(j, &o->actionID) || igw_decode_string_rules(j, o->actionID, 1, 64, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_ActionDownlink_F_params:
@@ -3758,11 +3758,11 @@ int igw_decode_ControlDownlink(igw_json *j, igw_ControlDownlink *o)
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case IGW_ControlDownlink_F_method:
-            if (igw_json_string(j, &o->method) || igw_decode_string_rules(j, o->method, 1, 64, 3))
+            if (igw_json_string(j, &o->method) || igw_decode_string_rules(j, o->method, 1, 64, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_ControlDownlink_F_msgToken:
-            if (igw_json_string(j, &o->msgToken) || igw_decode_string_rules(j, o->msgToken, 1, 128, 3))
+            if (igw_json_string(j, &o->msgToken) || igw_decode_string_rules(j, o->msgToken, 1, 128, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_ControlDownlink_F_params:
@@ -3844,15 +3844,15 @@ int igw_decode_DeviceReply(igw_json *j, igw_DeviceReply *o)
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_DeviceReply_F_method:
-            if (igw_json_string(j, &o->method) || igw_decode_string_rules(j, o->method, 1, 64, 3))
+            if (igw_json_string(j, &o->method) || igw_decode_string_rules(j, o->method, 1, 64, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_DeviceReply_F_msgToken:
-            if (igw_json_string(j, &o->msgToken) || igw_decode_string_rules(j, o->msgToken, 1, 128, 3))
+            if (igw_json_string(j, &o->msgToken) || igw_decode_string_rules(j, o->msgToken, 1, 128, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_DeviceReply_F_msg:
-            if (igw_json_string(j, &o->msg) || igw_decode_string_rules(j, o->msg, 0, 1024, 0))
+            if (igw_json_string(j, &o->msg) || igw_decode_string_rules(j, o->msg, 0, 1024, IGW_FORMAT_NONE))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_DeviceReply_F_data:
@@ -3922,7 +3922,7 @@ int igw_decode_MediaCamera(igw_json *j, igw_MediaCamera *o)
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case IGW_MediaCamera_F_cameraId:
-            if (igw_json_string(j, &o->cameraId) || igw_decode_string_rules(j, o->cameraId, 1, 64, 3))
+            if (igw_json_string(j, &o->cameraId) || igw_decode_string_rules(j, o->cameraId, 1, 64, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_MediaCamera_F_video:
@@ -3940,7 +3940,7 @@ int igw_decode_MediaCamera(igw_json *j, igw_MediaCamera *o)
                     }
                     if (o->video.n == cap4 && !(o->video.v = igw_decode_grow(j, o->video.v, o->video.n, &cap4, 8, sizeof *o->video.v)))
                         return (igw_json_prefix_index(j, o->video.n), igw_json_prefix_key(j, k.ptr, k.len));
-                    if (igw_json_string(j, &o->video.v[o->video.n]) || igw_decode_string_rules(j, o->video.v[o->video.n], 1, 32, 3))
+                    if (igw_json_string(j, &o->video.v[o->video.n]) || igw_decode_string_rules(j, o->video.v[o->video.n], 1, 32, IGW_FORMAT_IDENTIFIER))
                         return (igw_json_prefix_index(j, o->video.n), igw_json_prefix_key(j, k.ptr, k.len));
                     for (uint32_t u = 0; u < o->video.n; u++)
                         if (igw_str_eq(o->video.v[u], o->video.v[o->video.n].ptr, o->video.v[o->video.n].len)) {
@@ -3972,7 +3972,7 @@ int igw_decode_MediaCamera(igw_json *j, igw_MediaCamera *o)
                     }
                     if (o->audio.n == cap5 && !(o->audio.v = igw_decode_grow(j, o->audio.v, o->audio.n, &cap5, 8, sizeof *o->audio.v)))
                         return (igw_json_prefix_index(j, o->audio.n), igw_json_prefix_key(j, k.ptr, k.len));
-                    if (igw_json_string(j, &o->audio.v[o->audio.n]) || igw_decode_string_rules(j, o->audio.v[o->audio.n], 1, 32, 3))
+                    if (igw_json_string(j, &o->audio.v[o->audio.n]) || igw_decode_string_rules(j, o->audio.v[o->audio.n], 1, 32, IGW_FORMAT_IDENTIFIER))
                         return (igw_json_prefix_index(j, o->audio.n), igw_json_prefix_key(j, k.ptr, k.len));
                     for (uint32_t u = 0; u < o->audio.n; u++)
                         if (igw_str_eq(o->audio.v[u], o->audio.v[o->audio.n].ptr, o->audio.v[o->audio.n].len)) {
@@ -4167,7 +4167,7 @@ int igw_decode_MediaTrack(igw_json *j, igw_MediaTrack *o)
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case IGW_MediaTrack_F_trackId:
-            if (igw_json_string(j, &o->trackId) || igw_decode_string_rules(j, o->trackId, 1, 64, 3))
+            if (igw_json_string(j, &o->trackId) || igw_decode_string_rules(j, o->trackId, 1, 64, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_MediaTrack_F_kind:
@@ -4175,7 +4175,7 @@ int igw_decode_MediaTrack(igw_json *j, igw_MediaTrack *o)
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_MediaTrack_F_codec:
-            if (igw_json_string(j, &o->codec) || igw_decode_string_rules(j, o->codec, 1, 32, 3))
+            if (igw_json_string(j, &o->codec) || igw_decode_string_rules(j, o->codec, 1, 32, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         default:
@@ -4239,7 +4239,7 @@ int igw_decode_PlaybackSource(igw_json *j, igw_PlaybackSource *o)
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case IGW_PlaybackSource_F_recordingId:
-            if (igw_json_string(j, &o->recordingId) || igw_decode_string_rules(j, o->recordingId, 1, 64, 3))
+            if (igw_json_string(j, &o->recordingId) || igw_decode_string_rules(j, o->recordingId, 1, 64, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_PlaybackSource_F_recordingVersion:
@@ -4311,7 +4311,7 @@ int igw_decode_MediaInviteParams(igw_json *j, igw_MediaInviteParams *o)
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case IGW_MediaInviteParams_F_cameraId:
-            if (igw_json_string(j, &o->cameraId) || igw_decode_string_rules(j, o->cameraId, 1, 64, 3))
+            if (igw_json_string(j, &o->cameraId) || igw_decode_string_rules(j, o->cameraId, 1, 64, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_MediaInviteParams_F_mediaRevision:
@@ -4416,15 +4416,15 @@ int igw_decode_MediaInvite(igw_json *j, igw_MediaInvite *o)
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case IGW_MediaInvite_F_method:
-            if (igw_json_string(j, &o->method) || igw_decode_string_rules(j, o->method, 1, 64, 3))
+            if (igw_json_string(j, &o->method) || igw_decode_string_rules(j, o->method, 1, 64, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_MediaInvite_F_msgToken:
-            if (igw_json_string(j, &o->msgToken) || igw_decode_string_rules(j, o->msgToken, 1, 128, 3))
+            if (igw_json_string(j, &o->msgToken) || igw_decode_string_rules(j, o->msgToken, 1, 128, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_MediaInvite_F_sessionId:
-            if (igw_json_string(j, &o->sessionId) || igw_decode_string_rules(j, o->sessionId, 1, 64, 3))
+            if (igw_json_string(j, &o->sessionId) || igw_decode_string_rules(j, o->sessionId, 1, 64, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_MediaInvite_F_params:
@@ -4500,7 +4500,7 @@ int igw_decode_WebrtcAnswer(igw_json *j, igw_WebrtcAnswer *o)
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_WebrtcAnswer_F_sdp:
-            if (igw_json_string(j, &o->sdp) || igw_decode_string_rules(j, o->sdp, 1, 49152, 0))
+            if (igw_json_string(j, &o->sdp) || igw_decode_string_rules(j, o->sdp, 1, 49152, IGW_FORMAT_NONE))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         default:
@@ -4564,7 +4564,7 @@ int igw_decode_MediaAnswer(igw_json *j, igw_MediaAnswer *o)
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case IGW_MediaAnswer_F_sessionId:
-            if (igw_json_string(j, &o->sessionId) || igw_decode_string_rules(j, o->sessionId, 1, 64, 3))
+            if (igw_json_string(j, &o->sessionId) || igw_decode_string_rules(j, o->sessionId, 1, 64, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_MediaAnswer_F_mediaRevision:
@@ -4694,15 +4694,15 @@ int igw_decode_MediaTrackControl(igw_json *j, igw_MediaTrackControl *o)
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case IGW_MediaTrackControl_F_method:
-            if (igw_json_string(j, &o->method) || igw_decode_string_rules(j, o->method, 1, 64, 3))
+            if (igw_json_string(j, &o->method) || igw_decode_string_rules(j, o->method, 1, 64, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_MediaTrackControl_F_msgToken:
-            if (igw_json_string(j, &o->msgToken) || igw_decode_string_rules(j, o->msgToken, 1, 128, 3))
+            if (igw_json_string(j, &o->msgToken) || igw_decode_string_rules(j, o->msgToken, 1, 128, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_MediaTrackControl_F_sessionId:
-            if (igw_json_string(j, &o->sessionId) || igw_decode_string_rules(j, o->sessionId, 1, 64, 3))
+            if (igw_json_string(j, &o->sessionId) || igw_decode_string_rules(j, o->sessionId, 1, 64, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_MediaTrackControl_F_params:
@@ -4780,15 +4780,15 @@ int igw_decode_MediaPlaybackControl(igw_json *j, igw_MediaPlaybackControl *o)
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case IGW_MediaPlaybackControl_F_method:
-            if (igw_json_string(j, &o->method) || igw_decode_string_rules(j, o->method, 1, 64, 3))
+            if (igw_json_string(j, &o->method) || igw_decode_string_rules(j, o->method, 1, 64, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_MediaPlaybackControl_F_msgToken:
-            if (igw_json_string(j, &o->msgToken) || igw_decode_string_rules(j, o->msgToken, 1, 128, 3))
+            if (igw_json_string(j, &o->msgToken) || igw_decode_string_rules(j, o->msgToken, 1, 128, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_MediaPlaybackControl_F_sessionId:
-            if (igw_json_string(j, &o->sessionId) || igw_decode_string_rules(j, o->sessionId, 1, 64, 3))
+            if (igw_json_string(j, &o->sessionId) || igw_decode_string_rules(j, o->sessionId, 1, 64, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_MediaPlaybackControl_F_params:
@@ -4977,7 +4977,7 @@ int igw_decode_RecordingReport(igw_json *j, igw_RecordingReport *o)
                     }
                     if (o->removed.n == cap9 && !(o->removed.v = igw_decode_grow(j, o->removed.v, o->removed.n, &cap9, 64, sizeof *o->removed.v)))
                         return (igw_json_prefix_index(j, o->removed.n), igw_json_prefix_key(j, k.ptr, k.len));
-                    if (igw_json_string(j, &o->removed.v[o->removed.n]) || igw_decode_string_rules(j, o->removed.v[o->removed.n], 1, 64, 3))
+                    if (igw_json_string(j, &o->removed.v[o->removed.n]) || igw_decode_string_rules(j, o->removed.v[o->removed.n], 1, 64, IGW_FORMAT_IDENTIFIER))
                         return (igw_json_prefix_index(j, o->removed.n), igw_json_prefix_key(j, k.ptr, k.len));
                     for (uint32_t u = 0; u < o->removed.n; u++)
                         if (igw_str_eq(o->removed.v[u], o->removed.v[o->removed.n].ptr, o->removed.v[o->removed.n].len)) {
@@ -5051,15 +5051,15 @@ int igw_decode_MediaBye(igw_json *j, igw_MediaBye *o)
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case IGW_MediaBye_F_method:
-            if (igw_json_string(j, &o->method) || igw_decode_string_rules(j, o->method, 1, 64, 3))
+            if (igw_json_string(j, &o->method) || igw_decode_string_rules(j, o->method, 1, 64, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_MediaBye_F_msgToken:
-            if (igw_json_string(j, &o->msgToken) || igw_decode_string_rules(j, o->msgToken, 1, 128, 3))
+            if (igw_json_string(j, &o->msgToken) || igw_decode_string_rules(j, o->msgToken, 1, 128, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_MediaBye_F_sessionId:
-            if (igw_json_string(j, &o->sessionId) || igw_decode_string_rules(j, o->sessionId, 1, 64, 3))
+            if (igw_json_string(j, &o->sessionId) || igw_decode_string_rules(j, o->sessionId, 1, 64, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_MediaBye_F_params:
@@ -5131,11 +5131,11 @@ int igw_decode_UploadResult(igw_json *j, igw_UploadResult *o)
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case IGW_UploadResult_F_filePath:
-            if (igw_json_string(j, &o->filePath) || igw_decode_string_rules(j, o->filePath, 1, 512, 0))
+            if (igw_json_string(j, &o->filePath) || igw_decode_string_rules(j, o->filePath, 1, 512, IGW_FORMAT_NONE))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_UploadResult_F_fileUri:
-            if (igw_json_string(j, &o->fileUri) || igw_decode_string_rules(j, o->fileUri, 1, 2048, 0))
+            if (igw_json_string(j, &o->fileUri) || igw_decode_string_rules(j, o->fileUri, 1, 2048, IGW_FORMAT_NONE))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         default:
@@ -5249,15 +5249,15 @@ int igw_decode_ResultData(igw_json *j, igw_ResultData *o)
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_ResultData_F_state:
-            if (igw_json_string(j, &o->state) || igw_decode_string_rules(j, o->state, 1, 32, 3))
+            if (igw_json_string(j, &o->state) || igw_decode_string_rules(j, o->state, 1, 32, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_ResultData_F_callId:
-            if (igw_json_string(j, &o->callId) || igw_decode_string_rules(j, o->callId, 1, 96, 3))
+            if (igw_json_string(j, &o->callId) || igw_decode_string_rules(j, o->callId, 1, 96, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_ResultData_F_participantId:
-            if (igw_json_string(j, &o->participantId) || igw_decode_string_rules(j, o->participantId, 1, 16, 1))
+            if (igw_json_string(j, &o->participantId) || igw_decode_string_rules(j, o->participantId, 1, 16, IGW_FORMAT_CANONICAL_ID))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_ResultData_F_memberEpoch:
@@ -5279,7 +5279,7 @@ int igw_decode_ResultData(igw_json *j, igw_ResultData *o)
                     }
                     if (o->remaining.n == cap10 && !(o->remaining.v = igw_decode_grow(j, o->remaining.v, o->remaining.n, &cap10, 256, sizeof *o->remaining.v)))
                         return (igw_json_prefix_index(j, o->remaining.n), igw_json_prefix_key(j, k.ptr, k.len));
-                    if (igw_json_string(j, &o->remaining.v[o->remaining.n]) || igw_decode_string_rules(j, o->remaining.v[o->remaining.n], 1, 16, 1))
+                    if (igw_json_string(j, &o->remaining.v[o->remaining.n]) || igw_decode_string_rules(j, o->remaining.v[o->remaining.n], 1, 16, IGW_FORMAT_CANONICAL_ID))
                         return (igw_json_prefix_index(j, o->remaining.n), igw_json_prefix_key(j, k.ptr, k.len));
                     o->remaining.n++;
                 }
@@ -5292,11 +5292,11 @@ int igw_decode_ResultData(igw_json *j, igw_ResultData *o)
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_ResultData_F_reason:
-            if (igw_json_string(j, &o->reason) || igw_decode_string_rules(j, o->reason, 1, 256, 0))
+            if (igw_json_string(j, &o->reason) || igw_decode_string_rules(j, o->reason, 1, 256, IGW_FORMAT_NONE))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_ResultData_F_sessionId:
-            if (igw_json_string(j, &o->sessionId) || igw_decode_string_rules(j, o->sessionId, 1, 64, 3))
+            if (igw_json_string(j, &o->sessionId) || igw_decode_string_rules(j, o->sessionId, 1, 64, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_ResultData_F_webrtc:
@@ -5308,19 +5308,19 @@ int igw_decode_ResultData(igw_json *j, igw_ResultData *o)
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_ResultData_F_playbackToken:
-            if (igw_json_string(j, &o->playbackToken) || igw_decode_string_rules(j, o->playbackToken, 1, 64, 3))
+            if (igw_json_string(j, &o->playbackToken) || igw_decode_string_rules(j, o->playbackToken, 1, 64, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_ResultData_F_processorId:
-            if (igw_json_string(j, &o->processorId) || igw_decode_string_rules(j, o->processorId, 1, 64, 3))
+            if (igw_json_string(j, &o->processorId) || igw_decode_string_rules(j, o->processorId, 1, 64, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_ResultData_F_deliveryId:
-            if (igw_json_string(j, &o->deliveryId) || igw_decode_string_rules(j, o->deliveryId, 1, 64, 3))
+            if (igw_json_string(j, &o->deliveryId) || igw_decode_string_rules(j, o->deliveryId, 1, 64, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_ResultData_F_trackId:
-            if (igw_json_string(j, &o->trackId) || igw_decode_string_rules(j, o->trackId, 1, 64, 3))
+            if (igw_json_string(j, &o->trackId) || igw_decode_string_rules(j, o->trackId, 1, 64, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_ResultData_F_positionMs:
@@ -5458,7 +5458,7 @@ int igw_decode_ResultEvent(igw_json *j, igw_ResultEvent *o)
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case IGW_ResultEvent_F_msgToken:
-            if (igw_json_string(j, &o->msgToken) || igw_decode_string_rules(j, o->msgToken, 1, 128, 3))
+            if (igw_json_string(j, &o->msgToken) || igw_decode_string_rules(j, o->msgToken, 1, 128, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_ResultEvent_F_method:
@@ -5466,7 +5466,7 @@ int igw_decode_ResultEvent(igw_json *j, igw_ResultEvent *o)
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_ResultEvent_F_sessionId:
-            if (igw_json_string(j, &o->sessionId) || igw_decode_string_rules(j, o->sessionId, 1, 64, 3))
+            if (igw_json_string(j, &o->sessionId) || igw_decode_string_rules(j, o->sessionId, 1, 64, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_ResultEvent_F_code:
@@ -5562,7 +5562,7 @@ int igw_decode_StateData(igw_json *j, igw_StateData *o)
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_StateData_F_reason:
-            if (igw_json_string(j, &o->reason) || igw_decode_string_rules(j, o->reason, 1, 256, 0))
+            if (igw_json_string(j, &o->reason) || igw_decode_string_rules(j, o->reason, 1, 256, IGW_FORMAT_NONE))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         default:
@@ -5644,7 +5644,7 @@ int igw_decode_StateEvent(igw_json *j, igw_StateEvent *o)
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case IGW_StateEvent_F_msgToken:
-            if (igw_json_string(j, &o->msgToken) || igw_decode_string_rules(j, o->msgToken, 1, 128, 3))
+            if (igw_json_string(j, &o->msgToken) || igw_decode_string_rules(j, o->msgToken, 1, 128, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_StateEvent_F_method:
@@ -5652,7 +5652,7 @@ int igw_decode_StateEvent(igw_json *j, igw_StateEvent *o)
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_StateEvent_F_sessionId:
-            if (igw_json_string(j, &o->sessionId) || igw_decode_string_rules(j, o->sessionId, 1, 64, 3))
+            if (igw_json_string(j, &o->sessionId) || igw_decode_string_rules(j, o->sessionId, 1, 64, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_StateEvent_F_eventSeq:
@@ -5732,7 +5732,7 @@ int igw_decode_RegisterData(igw_json *j, igw_RegisterData *o)
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case IGW_RegisterData_F_endpointId:
-            if (igw_json_string(j, &o->endpointId) || igw_decode_string_rules(j, o->endpointId, 1, 64, 3))
+            if (igw_json_string(j, &o->endpointId) || igw_decode_string_rules(j, o->endpointId, 1, 64, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_RegisterData_F_expiresAt:
@@ -5796,7 +5796,7 @@ int igw_decode_EventsRequest(igw_json *j, igw_EventsRequest *o)
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case IGW_EventsRequest_F_endpointId:
-            if (igw_json_string(j, &o->endpointId) || igw_decode_string_rules(j, o->endpointId, 1, 64, 3))
+            if (igw_json_string(j, &o->endpointId) || igw_decode_string_rules(j, o->endpointId, 1, 64, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_EventsRequest_F_limit:
@@ -5860,7 +5860,7 @@ int igw_decode_EventItem(igw_json *j, igw_EventItem *o)
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case IGW_EventItem_F_deliveryId:
-            if (igw_json_string(j, &o->deliveryId) || igw_decode_string_rules(j, o->deliveryId, 1, 64, 3))
+            if (igw_json_string(j, &o->deliveryId) || igw_decode_string_rules(j, o->deliveryId, 1, 64, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_EventItem_F_event:
@@ -5995,7 +5995,7 @@ int igw_decode_AckRequest(igw_json *j, igw_AckRequest *o)
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case IGW_AckRequest_F_endpointId:
-            if (igw_json_string(j, &o->endpointId) || igw_decode_string_rules(j, o->endpointId, 1, 64, 3))
+            if (igw_json_string(j, &o->endpointId) || igw_decode_string_rules(j, o->endpointId, 1, 64, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_AckRequest_F_deliveryIds:
@@ -6013,7 +6013,7 @@ int igw_decode_AckRequest(igw_json *j, igw_AckRequest *o)
                     }
                     if (o->deliveryIds.n == cap12 && !(o->deliveryIds.v = igw_decode_grow(j, o->deliveryIds.v, o->deliveryIds.n, &cap12, 32, sizeof *o->deliveryIds.v)))
                         return (igw_json_prefix_index(j, o->deliveryIds.n), igw_json_prefix_key(j, k.ptr, k.len));
-                    if (igw_json_string(j, &o->deliveryIds.v[o->deliveryIds.n]) || igw_decode_string_rules(j, o->deliveryIds.v[o->deliveryIds.n], 1, 64, 3))
+                    if (igw_json_string(j, &o->deliveryIds.v[o->deliveryIds.n]) || igw_decode_string_rules(j, o->deliveryIds.v[o->deliveryIds.n], 1, 64, IGW_FORMAT_IDENTIFIER))
                         return (igw_json_prefix_index(j, o->deliveryIds.n), igw_json_prefix_key(j, k.ptr, k.len));
                     for (uint32_t u = 0; u < o->deliveryIds.n; u++)
                         if (igw_str_eq(o->deliveryIds.v[u], o->deliveryIds.v[o->deliveryIds.n].ptr, o->deliveryIds.v[o->deliveryIds.n].len)) {
@@ -6139,7 +6139,7 @@ int igw_decode_CommandsRequest(igw_json *j, igw_CommandsRequest *o)
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case IGW_CommandsRequest_F_endpointId:
-            if (igw_json_string(j, &o->endpointId) || igw_decode_string_rules(j, o->endpointId, 1, 64, 3))
+            if (igw_json_string(j, &o->endpointId) || igw_decode_string_rules(j, o->endpointId, 1, 64, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_CommandsRequest_F_command:
@@ -6209,7 +6209,7 @@ int igw_decode_CommandsData(igw_json *j, igw_CommandsData *o)
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_CommandsData_F_msgToken:
-            if (igw_json_string(j, &o->msgToken) || igw_decode_string_rules(j, o->msgToken, 1, 128, 3))
+            if (igw_json_string(j, &o->msgToken) || igw_decode_string_rules(j, o->msgToken, 1, 128, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_CommandsData_F_replay:
@@ -6293,7 +6293,7 @@ int igw_decode_RecordingsQuery(igw_json *j, igw_RecordingsQuery *o)
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case IGW_RecordingsQuery_F_endpointId:
-            if (igw_json_string(j, &o->endpointId) || igw_decode_string_rules(j, o->endpointId, 1, 64, 3))
+            if (igw_json_string(j, &o->endpointId) || igw_decode_string_rules(j, o->endpointId, 1, 64, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_RecordingsQuery_F_target:
@@ -6301,7 +6301,7 @@ int igw_decode_RecordingsQuery(igw_json *j, igw_RecordingsQuery *o)
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_RecordingsQuery_F_cameraId:
-            if (igw_json_string(j, &o->cameraId) || igw_decode_string_rules(j, o->cameraId, 1, 64, 3))
+            if (igw_json_string(j, &o->cameraId) || igw_decode_string_rules(j, o->cameraId, 1, 64, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_RecordingsQuery_F_startTimeMs:
@@ -6417,11 +6417,11 @@ int igw_decode_RecordingEntry(igw_json *j, igw_RecordingEntry *o)
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case IGW_RecordingEntry_F_recordingId:
-            if (igw_json_string(j, &o->recordingId) || igw_decode_string_rules(j, o->recordingId, 1, 64, 3))
+            if (igw_json_string(j, &o->recordingId) || igw_decode_string_rules(j, o->recordingId, 1, 64, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_RecordingEntry_F_cameraId:
-            if (igw_json_string(j, &o->cameraId) || igw_decode_string_rules(j, o->cameraId, 1, 64, 3))
+            if (igw_json_string(j, &o->cameraId) || igw_decode_string_rules(j, o->cameraId, 1, 64, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_RecordingEntry_F_startTimeMs:
@@ -6441,11 +6441,11 @@ int igw_decode_RecordingEntry(igw_json *j, igw_RecordingEntry *o)
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_RecordingEntry_F_videoCodec:
-            if (igw_json_string(j, &o->videoCodec) || igw_decode_string_rules(j, o->videoCodec, 1, 32, 3))
+            if (igw_json_string(j, &o->videoCodec) || igw_decode_string_rules(j, o->videoCodec, 1, 32, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_RecordingEntry_F_audioCodec:
-            if (igw_json_string(j, &o->audioCodec) || igw_decode_string_rules(j, o->audioCodec, 1, 32, 3))
+            if (igw_json_string(j, &o->audioCodec) || igw_decode_string_rules(j, o->audioCodec, 1, 32, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_RecordingEntry_F_recordingVersion:
@@ -6632,11 +6632,11 @@ int igw_decode_AudioAccessRequest(igw_json *j, igw_AudioAccessRequest *o)
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_AudioAccessRequest_F_callId:
-            if (igw_json_string(j, &o->callId) || igw_decode_string_rules(j, o->callId, 1, 96, 3))
+            if (igw_json_string(j, &o->callId) || igw_decode_string_rules(j, o->callId, 1, 96, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_AudioAccessRequest_F_targetUserID:
-            if (igw_json_string(j, &o->targetUserID) || igw_decode_string_rules(j, o->targetUserID, 1, 16, 1))
+            if (igw_json_string(j, &o->targetUserID) || igw_decode_string_rules(j, o->targetUserID, 1, 16, IGW_FORMAT_CANONICAL_ID))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_AudioAccessRequest_F_allowed:
@@ -6740,11 +6740,11 @@ int igw_decode_AudioAccessRecord(igw_json *j, igw_AudioAccessRecord *o)
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case IGW_AudioAccessRecord_F_callId:
-            if (igw_json_string(j, &o->callId) || igw_decode_string_rules(j, o->callId, 1, 96, 3))
+            if (igw_json_string(j, &o->callId) || igw_decode_string_rules(j, o->callId, 1, 96, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_AudioAccessRecord_F_targetUserID:
-            if (igw_json_string(j, &o->targetUserID) || igw_decode_string_rules(j, o->targetUserID, 1, 16, 1))
+            if (igw_json_string(j, &o->targetUserID) || igw_decode_string_rules(j, o->targetUserID, 1, 16, IGW_FORMAT_CANONICAL_ID))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_AudioAccessRecord_F_publishAllowed:
@@ -6844,7 +6844,7 @@ int igw_decode_PushFrame(igw_json *j, igw_PushFrame *o)
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_PushFrame_F_deliveryId:
-            if (igw_json_string(j, &o->deliveryId) || igw_decode_string_rules(j, o->deliveryId, 1, 64, 3))
+            if (igw_json_string(j, &o->deliveryId) || igw_decode_string_rules(j, o->deliveryId, 1, 64, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_PushFrame_F_event:
@@ -6912,7 +6912,7 @@ int igw_decode_GroupCreate(igw_json *j, igw_GroupCreate *o)
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case IGW_GroupCreate_F_name:
-            if (igw_json_string(j, &o->name) || igw_decode_string_rules(j, o->name, 1, 64, 0))
+            if (igw_json_string(j, &o->name) || igw_decode_string_rules(j, o->name, 1, 64, IGW_FORMAT_NONE))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_GroupCreate_F_members:
@@ -6930,7 +6930,7 @@ int igw_decode_GroupCreate(igw_json *j, igw_GroupCreate *o)
                     }
                     if (o->members.n == cap14 && !(o->members.v = igw_decode_grow(j, o->members.v, o->members.n, &cap14, 255, sizeof *o->members.v)))
                         return (igw_json_prefix_index(j, o->members.n), igw_json_prefix_key(j, k.ptr, k.len));
-                    if (igw_json_string(j, &o->members.v[o->members.n]) || igw_decode_string_rules(j, o->members.v[o->members.n], 1, 16, 1))
+                    if (igw_json_string(j, &o->members.v[o->members.n]) || igw_decode_string_rules(j, o->members.v[o->members.n], 1, 16, IGW_FORMAT_CANONICAL_ID))
                         return (igw_json_prefix_index(j, o->members.n), igw_json_prefix_key(j, k.ptr, k.len));
                     for (uint32_t u = 0; u < o->members.n; u++)
                         if (igw_str_eq(o->members.v[u], o->members.v[o->members.n].ptr, o->members.v[o->members.n].len)) {
@@ -7000,7 +7000,7 @@ int igw_decode_GroupData(igw_json *j, igw_GroupData *o)
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case IGW_GroupData_F_groupId:
-            if (igw_json_string(j, &o->groupId) || igw_decode_string_rules(j, o->groupId, 1, 64, 3))
+            if (igw_json_string(j, &o->groupId) || igw_decode_string_rules(j, o->groupId, 1, 64, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         default:
@@ -7052,7 +7052,7 @@ int igw_decode_CallStart(igw_json *j, igw_CallStart *o)
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case IGW_CallStart_F_groupId:
-            if (igw_json_string(j, &o->groupId) || igw_decode_string_rules(j, o->groupId, 1, 64, 3))
+            if (igw_json_string(j, &o->groupId) || igw_decode_string_rules(j, o->groupId, 1, 64, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         default:
@@ -7104,7 +7104,7 @@ int igw_decode_CallRef(igw_json *j, igw_CallRef *o)
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case IGW_CallRef_F_callId:
-            if (igw_json_string(j, &o->callId) || igw_decode_string_rules(j, o->callId, 1, 96, 3))
+            if (igw_json_string(j, &o->callId) || igw_decode_string_rules(j, o->callId, 1, 96, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         default:
@@ -7164,7 +7164,7 @@ int igw_decode_CallMember(igw_json *j, igw_CallMember *o)
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case IGW_CallMember_F_callId:
-            if (igw_json_string(j, &o->callId) || igw_decode_string_rules(j, o->callId, 1, 96, 3))
+            if (igw_json_string(j, &o->callId) || igw_decode_string_rules(j, o->callId, 1, 96, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_CallMember_F_memberEpoch:
@@ -7236,7 +7236,7 @@ int igw_decode_CallLeft(igw_json *j, igw_CallLeft *o)
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case IGW_CallLeft_F_callId:
-            if (igw_json_string(j, &o->callId) || igw_decode_string_rules(j, o->callId, 1, 96, 3))
+            if (igw_json_string(j, &o->callId) || igw_decode_string_rules(j, o->callId, 1, 96, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_CallLeft_F_ended:
@@ -7312,7 +7312,7 @@ int igw_decode_RosterMember(igw_json *j, igw_RosterMember *o)
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case IGW_RosterMember_F_userId:
-            if (igw_json_string(j, &o->userId) || igw_decode_string_rules(j, o->userId, 1, 16, 1))
+            if (igw_json_string(j, &o->userId) || igw_decode_string_rules(j, o->userId, 1, 16, IGW_FORMAT_CANONICAL_ID))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_RosterMember_F_memberEpoch:
@@ -7404,11 +7404,11 @@ int igw_decode_RosterData(igw_json *j, igw_RosterData *o)
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case IGW_RosterData_F_callId:
-            if (igw_json_string(j, &o->callId) || igw_decode_string_rules(j, o->callId, 1, 96, 3))
+            if (igw_json_string(j, &o->callId) || igw_decode_string_rules(j, o->callId, 1, 96, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_RosterData_F_initiator:
-            if (igw_json_string(j, &o->initiator) || igw_decode_string_rules(j, o->initiator, 1, 16, 1))
+            if (igw_json_string(j, &o->initiator) || igw_decode_string_rules(j, o->initiator, 1, 16, IGW_FORMAT_CANONICAL_ID))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_RosterData_F_members:
@@ -8668,14 +8668,14 @@ static int text_device_send_param_0(igw_json *j, igw_str v)
 {
     if (igw_decode_text(j, v))
         return -1;
-    return igw_decode_string_rules(j, v, 1, 16, 3);
+    return igw_decode_string_rules(j, v, 1, 16, IGW_FORMAT_IDENTIFIER);
 }
 
 static int text_device_send_param_1(igw_json *j, igw_str v)
 {
     if (igw_decode_text(j, v))
         return -1;
-    return igw_decode_string_rules(j, v, 1, 32, 3);
+    return igw_decode_string_rules(j, v, 1, 32, IGW_FORMAT_IDENTIFIER);
 }
 
 static const char *const params_device_send[] = {"handle", "type"};
@@ -8686,14 +8686,14 @@ static int text_device_send_header_0(igw_json *j, igw_str v)
 {
     if (igw_decode_text(j, v))
         return -1;
-    return igw_decode_string_rules(j, v, 1, 64, 3);
+    return igw_decode_string_rules(j, v, 1, 64, IGW_FORMAT_IDENTIFIER);
 }
 
 static int text_device_send_header_1(igw_json *j, igw_str v)
 {
     if (igw_decode_text(j, v))
         return -1;
-    return igw_decode_string_rules(j, v, 1, 64, 3);
+    return igw_decode_string_rules(j, v, 1, 64, IGW_FORMAT_IDENTIFIER);
 }
 
 static const char *const headers_device_send[] = {"productid", "devicename"};
@@ -8722,14 +8722,14 @@ static int text_device_upload_header_0(igw_json *j, igw_str v)
 {
     if (igw_decode_text(j, v))
         return -1;
-    return igw_decode_string_rules(j, v, 1, 64, 3);
+    return igw_decode_string_rules(j, v, 1, 64, IGW_FORMAT_IDENTIFIER);
 }
 
 static int text_device_upload_header_1(igw_json *j, igw_str v)
 {
     if (igw_decode_text(j, v))
         return -1;
-    return igw_decode_string_rules(j, v, 1, 64, 3);
+    return igw_decode_string_rules(j, v, 1, 64, IGW_FORMAT_IDENTIFIER);
 }
 
 static const char *const headers_device_upload[] = {"productid", "devicename"};
@@ -8786,7 +8786,7 @@ static int text_events_push_param_0(igw_json *j, igw_str v)
 {
     if (igw_decode_text(j, v))
         return -1;
-    return igw_decode_string_rules(j, v, 1, 64, 3);
+    return igw_decode_string_rules(j, v, 1, 64, IGW_FORMAT_IDENTIFIER);
 }
 
 static const char *const params_events_push[] = {"endpointId"};

@@ -79,6 +79,8 @@ typedef struct igw_CommandMethod_list {
 } igw_CommandMethod_list;
 /* Wire names, indexed by igw_CommandMethod. */
 extern const igw_str igw_CommandMethod_names[IGW_CommandMethod__COUNT];
+/* The value a wire name names (length, then memcmp), or -1. */
+int igw_CommandMethod_of(igw_str s);
 
 typedef enum igw_Purpose {
     IGW_Purpose_ipcLiveView,
@@ -92,6 +94,8 @@ typedef struct igw_Purpose_list {
 } igw_Purpose_list;
 /* Wire names, indexed by igw_Purpose. */
 extern const igw_str igw_Purpose_names[IGW_Purpose__COUNT];
+/* The value a wire name names (length, then memcmp), or -1. */
+int igw_Purpose_of(igw_str s);
 
 typedef enum igw_CallType {
     IGW_CallType_voice,
@@ -104,6 +108,8 @@ typedef struct igw_CallType_list {
 } igw_CallType_list;
 /* Wire names, indexed by igw_CallType. */
 extern const igw_str igw_CallType_names[IGW_CallType__COUNT];
+/* The value a wire name names (length, then memcmp), or -1. */
+int igw_CallType_of(igw_str s);
 
 typedef enum igw_EndReason {
     IGW_EndReason_userHangup,
@@ -116,6 +122,8 @@ typedef struct igw_EndReason_list {
 } igw_EndReason_list;
 /* Wire names, indexed by igw_EndReason. */
 extern const igw_str igw_EndReason_names[IGW_EndReason__COUNT];
+/* The value a wire name names (length, then memcmp), or -1. */
+int igw_EndReason_of(igw_str s);
 
 typedef enum igw_IceMode {
     IGW_IceMode_full,
@@ -128,6 +136,8 @@ typedef struct igw_IceMode_list {
 } igw_IceMode_list;
 /* Wire names, indexed by igw_IceMode. */
 extern const igw_str igw_IceMode_names[IGW_IceMode__COUNT];
+/* The value a wire name names (length, then memcmp), or -1. */
+int igw_IceMode_of(igw_str s);
 
 typedef enum igw_MediaPeerState {
     IGW_MediaPeerState_connecting,
@@ -143,6 +153,8 @@ typedef struct igw_MediaPeerState_list {
 } igw_MediaPeerState_list;
 /* Wire names, indexed by igw_MediaPeerState. */
 extern const igw_str igw_MediaPeerState_names[IGW_MediaPeerState__COUNT];
+/* The value a wire name names (length, then memcmp), or -1. */
+int igw_MediaPeerState_of(igw_str s);
 
 typedef enum igw_TrackOperation {
     IGW_TrackOperation_subscribe,
@@ -159,6 +171,8 @@ typedef struct igw_TrackOperation_list {
 } igw_TrackOperation_list;
 /* Wire names, indexed by igw_TrackOperation. */
 extern const igw_str igw_TrackOperation_names[IGW_TrackOperation__COUNT];
+/* The value a wire name names (length, then memcmp), or -1. */
+int igw_TrackOperation_of(igw_str s);
 
 typedef enum igw_PlaybackOperation {
     IGW_PlaybackOperation_play,
@@ -172,6 +186,8 @@ typedef struct igw_PlaybackOperation_list {
 } igw_PlaybackOperation_list;
 /* Wire names, indexed by igw_PlaybackOperation. */
 extern const igw_str igw_PlaybackOperation_names[IGW_PlaybackOperation__COUNT];
+/* The value a wire name names (length, then memcmp), or -1. */
+int igw_PlaybackOperation_of(igw_str s);
 
 typedef enum igw_Processor {
     IGW_Processor_translation,
@@ -184,6 +200,8 @@ typedef struct igw_Processor_list {
 } igw_Processor_list;
 /* Wire names, indexed by igw_Processor. */
 extern const igw_str igw_Processor_names[IGW_Processor__COUNT];
+/* The value a wire name names (length, then memcmp), or -1. */
+int igw_Processor_of(igw_str s);
 
 typedef enum igw_ProcessorOperation {
     IGW_ProcessorOperation_attach,
@@ -196,6 +214,8 @@ typedef struct igw_ProcessorOperation_list {
 } igw_ProcessorOperation_list;
 /* Wire names, indexed by igw_ProcessorOperation. */
 extern const igw_str igw_ProcessorOperation_names[IGW_ProcessorOperation__COUNT];
+/* The value a wire name names (length, then memcmp), or -1. */
+int igw_ProcessorOperation_of(igw_str s);
 
 typedef enum igw_ControlOperation {
     IGW_ControlOperation_accept,
@@ -210,6 +230,8 @@ typedef struct igw_ControlOperation_list {
 } igw_ControlOperation_list;
 /* Wire names, indexed by igw_ControlOperation. */
 extern const igw_str igw_ControlOperation_names[IGW_ControlOperation__COUNT];
+/* The value a wire name names (length, then memcmp), or -1. */
+int igw_ControlOperation_of(igw_str s);
 
 typedef enum igw_MessageKind {
     IGW_MessageKind_broadcast,
@@ -222,6 +244,8 @@ typedef struct igw_MessageKind_list {
 } igw_MessageKind_list;
 /* Wire names, indexed by igw_MessageKind. */
 extern const igw_str igw_MessageKind_names[IGW_MessageKind__COUNT];
+/* The value a wire name names (length, then memcmp), or -1. */
+int igw_MessageKind_of(igw_str s);
 
 typedef enum igw_ConsentScope {
     IGW_ConsentScope_cameraAI,
@@ -233,6 +257,8 @@ typedef struct igw_ConsentScope_list {
 } igw_ConsentScope_list;
 /* Wire names, indexed by igw_ConsentScope. */
 extern const igw_str igw_ConsentScope_names[IGW_ConsentScope__COUNT];
+/* The value a wire name names (length, then memcmp), or -1. */
+int igw_ConsentScope_of(igw_str s);
 
 typedef enum igw_ConfirmPolicy {
     IGW_ConfirmPolicy_auto,
@@ -245,6 +271,8 @@ typedef struct igw_ConfirmPolicy_list {
 } igw_ConfirmPolicy_list;
 /* Wire names, indexed by igw_ConfirmPolicy. */
 extern const igw_str igw_ConfirmPolicy_names[IGW_ConfirmPolicy__COUNT];
+/* The value a wire name names (length, then memcmp), or -1. */
+int igw_ConfirmPolicy_of(igw_str s);
 
 typedef enum igw_TrackKind {
     IGW_TrackKind_video,
@@ -257,6 +285,8 @@ typedef struct igw_TrackKind_list {
 } igw_TrackKind_list;
 /* Wire names, indexed by igw_TrackKind. */
 extern const igw_str igw_TrackKind_names[IGW_TrackKind__COUNT];
+/* The value a wire name names (length, then memcmp), or -1. */
+int igw_TrackKind_of(igw_str s);
 
 typedef enum igw_ByeReason {
     IGW_ByeReason_cameraDeclined,
@@ -278,6 +308,8 @@ typedef struct igw_ByeReason_list {
 } igw_ByeReason_list;
 /* Wire names, indexed by igw_ByeReason. */
 extern const igw_str igw_ByeReason_names[IGW_ByeReason__COUNT];
+/* The value a wire name names (length, then memcmp), or -1. */
+int igw_ByeReason_of(igw_str s);
 
 typedef enum igw_ResultMethod {
     IGW_ResultMethod_interaction_result,
@@ -289,6 +321,8 @@ typedef struct igw_ResultMethod_list {
 } igw_ResultMethod_list;
 /* Wire names, indexed by igw_ResultMethod. */
 extern const igw_str igw_ResultMethod_names[IGW_ResultMethod__COUNT];
+/* The value a wire name names (length, then memcmp), or -1. */
+int igw_ResultMethod_of(igw_str s);
 
 typedef enum igw_StateMethod {
     IGW_StateMethod_interaction_state,
@@ -300,6 +334,8 @@ typedef struct igw_StateMethod_list {
 } igw_StateMethod_list;
 /* Wire names, indexed by igw_StateMethod. */
 extern const igw_str igw_StateMethod_names[IGW_StateMethod__COUNT];
+/* The value a wire name names (length, then memcmp), or -1. */
+int igw_StateMethod_of(igw_str s);
 
 typedef enum igw_SessionState {
     IGW_SessionState_invited,
@@ -313,6 +349,8 @@ typedef struct igw_SessionState_list {
 } igw_SessionState_list;
 /* Wire names, indexed by igw_SessionState. */
 extern const igw_str igw_SessionState_names[IGW_SessionState__COUNT];
+/* The value a wire name names (length, then memcmp), or -1. */
+int igw_SessionState_of(igw_str s);
 
 typedef enum igw_PlaybackState {
     IGW_PlaybackState_loaded,
@@ -327,6 +365,8 @@ typedef struct igw_PlaybackState_list {
 } igw_PlaybackState_list;
 /* Wire names, indexed by igw_PlaybackState. */
 extern const igw_str igw_PlaybackState_names[IGW_PlaybackState__COUNT];
+/* The value a wire name names (length, then memcmp), or -1. */
+int igw_PlaybackState_of(igw_str s);
 
 typedef enum igw_AudioOperation {
     IGW_AudioOperation_read,
@@ -339,6 +379,8 @@ typedef struct igw_AudioOperation_list {
 } igw_AudioOperation_list;
 /* Wire names, indexed by igw_AudioOperation. */
 extern const igw_str igw_AudioOperation_names[IGW_AudioOperation__COUNT];
+/* The value a wire name names (length, then memcmp), or -1. */
+int igw_AudioOperation_of(igw_str s);
 
 typedef enum igw_PushMethod {
     IGW_PushMethod_interaction_event,
@@ -350,6 +392,8 @@ typedef struct igw_PushMethod_list {
 } igw_PushMethod_list;
 /* Wire names, indexed by igw_PushMethod. */
 extern const igw_str igw_PushMethod_names[IGW_PushMethod__COUNT];
+/* The value a wire name names (length, then memcmp), or -1. */
+int igw_PushMethod_of(igw_str s);
 
 /* ---- objects ---- */
 
@@ -2083,6 +2127,209 @@ typedef struct igw_RosterData_list {
     igw_RosterData *v;
     uint32_t n;
 } igw_RosterData_list;
+
+/* ---- bounds ---- */
+
+/* The schema's bounds by name, for handlers' buffers and checks (the
+ * decoders enforce them; a handler never restates one):
+ *   IGW_<Type>_MIN, _MAX          a named string type's bytes, a named int type's values
+ *                                 (`type EndpointId = Ident` gives IGW_EndpointId_MAX IGW_Ident_MAX)
+ *   IGW_<Object>_<field>_MIN, _MAX  a field whose own type states them (a field of a named
+ *                                 type has its type's: IGW_Command_msgToken is IGW_Token_*)
+ *   ..._MIN_ITEMS, _MAX_ITEMS     an array's item count; ..._ITEM_MIN, _ITEM_MAX its items' own
+ *   ..._MAX_BYTES, _MAX_DEPTH     a free JSON value's size and depth
+ *   IGW_<Enum>_NAME_MAX           the bytes of an enum's longest wire name
+ * A NUL-terminated copy of an Ident: char id[IGW_Ident_MAX + 1]. */
+#define IGW_CommandMethod_NAME_MAX 28
+#define IGW_Purpose_NAME_MAX 14
+#define IGW_CallType_NAME_MAX 5
+#define IGW_OpenParams_clip_startMs_MIN 0
+#define IGW_OpenParams_clip_startMs_MAX INT64_C(9007199254740991)
+#define IGW_OpenParams_clip_endMs_MIN 0
+#define IGW_OpenParams_clip_endMs_MAX INT64_C(9007199254740991)
+#define IGW_EndReason_NAME_MAX 11
+#define IGW_IceMode_NAME_MAX 4
+#define IGW_WebrtcOffer_sdp_MIN 1
+#define IGW_WebrtcOffer_sdp_MAX 49152
+#define IGW_MediaPeerState_NAME_MAX 12
+#define IGW_TrackOperation_NAME_MAX 11
+#define IGW_PlaybackOperation_NAME_MAX 5
+#define IGW_PlaybackControlParams_positionMs_MIN 0
+#define IGW_PlaybackControlParams_positionMs_MAX INT64_C(9007199254740991)
+#define IGW_Processor_NAME_MAX 11
+#define IGW_ProcessorOperation_NAME_MAX 6
+#define IGW_ProcessorControlParams_sourceTrackIds_MIN_ITEMS 1
+#define IGW_ProcessorControlParams_sourceTrackIds_MAX_ITEMS 8
+#define IGW_ProcessorControlParams_consentIds_MIN_ITEMS 1
+#define IGW_ProcessorControlParams_consentIds_MAX_ITEMS 8
+#define IGW_ControlOperation_NAME_MAX 15
+#define IGW_ControlParams_args_MAX_BYTES 16384
+#define IGW_ControlParams_args_MAX_DEPTH 8
+#define IGW_MessageKind_NAME_MAX 12
+#define IGW_DeviceActionParams_input_MAX_BYTES 16384
+#define IGW_DeviceActionParams_input_MAX_DEPTH 8
+#define IGW_PropertyControlParams_properties_MAX_BYTES 16384
+#define IGW_PropertyControlParams_properties_MAX_DEPTH 8
+#define IGW_Ident_MIN 1
+#define IGW_Ident_MAX 64
+#define IGW_Token_MIN 1
+#define IGW_Token_MAX 128
+#define IGW_CallId_MIN 1
+#define IGW_CallId_MAX 96
+#define IGW_UserId_MIN 1
+#define IGW_UserId_MAX 16
+#define IGW_Revision_MIN 1
+#define IGW_Revision_MAX INT64_C(9007199254740991)
+#define IGW_TimeMs_MIN 0
+#define IGW_TimeMs_MAX INT64_C(9007199254740991)
+#define IGW_Lang_MIN 2
+#define IGW_Lang_MAX 35
+#define IGW_ConsentId_MIN IGW_Ident_MIN
+#define IGW_ConsentId_MAX IGW_Ident_MAX
+#define IGW_ConsentCreate_expiresAt_MIN 1
+#define IGW_ConsentCreate_expiresAt_MAX INT64_C(9007199254740991)
+#define IGW_ConsentRevoke_expectedRevision_MIN 1
+#define IGW_ConsentRevoke_expectedRevision_MAX INT64_C(9007199254740990)
+#define IGW_ConsentScope_NAME_MAX 8
+#define IGW_Handle_MIN 1
+#define IGW_Handle_MAX 16
+#define IGW_MsgType_MIN 1
+#define IGW_MsgType_MAX 32
+#define IGW_DeviceMessage_method_MIN 1
+#define IGW_DeviceMessage_method_MAX 64
+#define IGW_DeviceMessage_params_MAX_BYTES 49152
+#define IGW_DeviceMessage_params_MAX_DEPTH 8
+#define IGW_DeviceMessage_code_MIN INT64_C(-9007199254740991)
+#define IGW_DeviceMessage_code_MAX INT64_C(9007199254740991)
+#define IGW_DeviceMessage_msg_MIN 0
+#define IGW_DeviceMessage_msg_MAX 1024
+#define IGW_DeviceMessage_response_MAX_BYTES 16384
+#define IGW_DeviceMessage_response_MAX_DEPTH 8
+#define IGW_DeviceMessage_data_MAX_BYTES 49152
+#define IGW_DeviceMessage_data_MAX_DEPTH 8
+#define IGW_PackEvent_params_MAX_BYTES 49152
+#define IGW_PackEvent_params_MAX_DEPTH 8
+#define IGW_PackReportParams_properties_MAX_BYTES 49152
+#define IGW_PackReportParams_properties_MAX_DEPTH 8
+#define IGW_PackReportParams_events_MIN_ITEMS 0
+#define IGW_PackReportParams_events_MAX_ITEMS 64
+#define IGW_TopologyParams_devices_MIN_ITEMS 1
+#define IGW_TopologyParams_devices_MAX_ITEMS 64
+#define IGW_ActionDownlink_method_MIN 1
+#define IGW_ActionDownlink_method_MAX 64
+#define IGW_ActionDownlink_params_MAX_BYTES 49152
+#define IGW_ActionDownlink_params_MAX_DEPTH 8
+#define IGW_ControlDownlink_method_MIN 1
+#define IGW_ControlDownlink_method_MAX 64
+#define IGW_ControlDownlink_params_MAX_BYTES 49152
+#define IGW_ControlDownlink_params_MAX_DEPTH 8
+#define IGW_DeviceReply_code_MIN INT64_C(-9007199254740991)
+#define IGW_DeviceReply_code_MAX INT64_C(9007199254740991)
+#define IGW_DeviceReply_method_MIN 1
+#define IGW_DeviceReply_method_MAX 64
+#define IGW_DeviceReply_msg_MIN 0
+#define IGW_DeviceReply_msg_MAX 1024
+#define IGW_DeviceReply_data_MAX_BYTES 49152
+#define IGW_DeviceReply_data_MAX_DEPTH 8
+#define IGW_CodecName_MIN 1
+#define IGW_CodecName_MAX 32
+#define IGW_MediaCamera_video_MIN_ITEMS 1
+#define IGW_MediaCamera_video_MAX_ITEMS 8
+#define IGW_MediaCamera_audio_MIN_ITEMS 0
+#define IGW_MediaCamera_audio_MAX_ITEMS 8
+#define IGW_ConfirmPolicy_NAME_MAX 7
+#define IGW_MediaCapability_cameras_MIN_ITEMS 1
+#define IGW_MediaCapability_cameras_MAX_ITEMS 16
+#define IGW_MediaCapability_maxUpstreams_MIN 1
+#define IGW_MediaCapability_maxUpstreams_MAX 64
+#define IGW_TrackKind_NAME_MAX 5
+#define IGW_MediaInviteParams_tracks_MIN_ITEMS 1
+#define IGW_MediaInviteParams_tracks_MAX_ITEMS 4
+#define IGW_MediaInvite_method_MIN 1
+#define IGW_MediaInvite_method_MAX 64
+#define IGW_WebrtcAnswer_sdp_MIN 1
+#define IGW_WebrtcAnswer_sdp_MAX 49152
+#define IGW_ByeReason_NAME_MAX 20
+#define IGW_MediaTrackControl_method_MIN 1
+#define IGW_MediaTrackControl_method_MAX 64
+#define IGW_MediaPlaybackControl_method_MIN 1
+#define IGW_MediaPlaybackControl_method_MAX 64
+#define IGW_RecordingReportData_stored_MIN 0
+#define IGW_RecordingReportData_stored_MAX 64
+#define IGW_RecordingReportData_stale_MIN 0
+#define IGW_RecordingReportData_stale_MAX 64
+#define IGW_RecordingReportData_removed_MIN 0
+#define IGW_RecordingReportData_removed_MAX 64
+#define IGW_RecordingReport_recordings_MIN_ITEMS 1
+#define IGW_RecordingReport_recordings_MAX_ITEMS 64
+#define IGW_RecordingReport_removed_MIN_ITEMS 1
+#define IGW_RecordingReport_removed_MAX_ITEMS 64
+#define IGW_MediaBye_method_MIN 1
+#define IGW_MediaBye_method_MAX 64
+#define IGW_UploadResult_filePath_MIN 1
+#define IGW_UploadResult_filePath_MAX 512
+#define IGW_UploadResult_fileUri_MIN 1
+#define IGW_UploadResult_fileUri_MAX 2048
+#define IGW_ResultMethod_NAME_MAX 18
+#define IGW_StateMethod_NAME_MAX 17
+#define IGW_SessionState_NAME_MAX 11
+#define IGW_ResultData_result_MAX_BYTES 32768
+#define IGW_ResultData_result_MAX_DEPTH 16
+#define IGW_ResultData_state_MIN 1
+#define IGW_ResultData_state_MAX 32
+#define IGW_ResultData_remaining_MIN_ITEMS 0
+#define IGW_ResultData_remaining_MAX_ITEMS 256
+#define IGW_ResultData_reason_MIN 1
+#define IGW_ResultData_reason_MAX 256
+#define IGW_ResultData_webrtc_MAX_BYTES 49152
+#define IGW_ResultData_webrtc_MAX_DEPTH 8
+#define IGW_ResultData_positionMs_MIN 0
+#define IGW_ResultData_positionMs_MAX INT64_C(9007199254740991)
+#define IGW_ResultData_output_MAX_BYTES 16384
+#define IGW_ResultData_output_MAX_DEPTH 8
+#define IGW_ResultEvent_code_MIN INT64_C(-9007199254740991)
+#define IGW_ResultEvent_code_MAX INT64_C(9007199254740991)
+#define IGW_PlaybackState_NAME_MAX 7
+#define IGW_StateData_positionMs_MIN 0
+#define IGW_StateData_positionMs_MAX INT64_C(9007199254740991)
+#define IGW_StateData_reason_MIN 1
+#define IGW_StateData_reason_MAX 256
+#define IGW_EndpointId_MIN IGW_Ident_MIN
+#define IGW_EndpointId_MAX IGW_Ident_MAX
+#define IGW_SessionId_MIN IGW_Ident_MIN
+#define IGW_SessionId_MAX IGW_Ident_MAX
+#define IGW_DeliveryId_MIN IGW_Ident_MIN
+#define IGW_DeliveryId_MAX IGW_Ident_MAX
+#define IGW_EventsRequest_limit_MIN 1
+#define IGW_EventsRequest_limit_MAX 32
+#define IGW_EventItem_event_MAX_BYTES 65536
+#define IGW_EventItem_event_MAX_DEPTH 16
+#define IGW_EventsData_list_MIN_ITEMS 0
+#define IGW_EventsData_list_MAX_ITEMS 32
+#define IGW_AckRequest_deliveryIds_MIN_ITEMS 1
+#define IGW_AckRequest_deliveryIds_MAX_ITEMS 32
+#define IGW_AckData_acknowledged_MIN 0
+#define IGW_AckData_acknowledged_MAX INT64_C(9007199254740991)
+#define IGW_RecordingsQuery_limit_MIN 1
+#define IGW_RecordingsQuery_limit_MAX 32
+#define IGW_RecordingEntry_durationMs_MIN 0
+#define IGW_RecordingEntry_durationMs_MAX INT64_C(9007199254740991)
+#define IGW_RecordingEntry_videoCodec_MIN 1
+#define IGW_RecordingEntry_videoCodec_MAX 32
+#define IGW_RecordingEntry_audioCodec_MIN 1
+#define IGW_RecordingEntry_audioCodec_MAX 32
+#define IGW_RecordingsData_list_MIN_ITEMS 0
+#define IGW_RecordingsData_list_MAX_ITEMS 32
+#define IGW_AudioOperation_NAME_MAX 4
+#define IGW_PushMethod_NAME_MAX 17
+#define IGW_PushFrame_event_MAX_BYTES 65536
+#define IGW_PushFrame_event_MAX_DEPTH 16
+#define IGW_GroupCreate_name_MIN 1
+#define IGW_GroupCreate_name_MAX 64
+#define IGW_GroupCreate_members_MIN_ITEMS 1
+#define IGW_GroupCreate_members_MAX_ITEMS 255
+#define IGW_RosterData_members_MIN_ITEMS 0
+#define IGW_RosterData_members_MAX_ITEMS 256
 
 /* ---- decoders and encoders ---- */
 

@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 
+#include "json.h"
 #include "proto.h"
 
 /* What the handler checks the message against (schema: `check`). */
@@ -29,11 +30,104 @@ typedef enum igw_proto_returns {
     IGW_PROTO_RETURNS_CONFIG,
 } igw_proto_returns;
 
+/* Every method name the protocols write (an uplink's, its reply's, a
+ * downlink's) and every message type, as enums: code that acts on a method
+ * compares values, never strings, and a method the schema drops breaks its
+ * build. The tables carry them: a row's method_id, reply_id and type_id, a
+ * downlink's method_id and type_id (__NONE for `*`). An uplink's method:
+ *     switch (igw_proto_method_of(m->method)) { case IGW_PROTO_M_mediaOffer: ... }
+ * or, once its row is found, (igw_proto_method)row->method_id. */
+typedef enum igw_proto_method {
+    IGW_PROTO_M__NONE, /* no method a protocol names */
+    IGW_PROTO_M_report,
+    IGW_PROTO_M_reportReply,
+    IGW_PROTO_M_reportInfo,
+    IGW_PROTO_M_reportInfoReply,
+    IGW_PROTO_M_getStatus,
+    IGW_PROTO_M_getStatusReply,
+    IGW_PROTO_M_packReport,
+    IGW_PROTO_M_packReportReply,
+    IGW_PROTO_M_controlReply,
+    IGW_PROTO_M_control,
+    IGW_PROTO_M_getReportReply,
+    IGW_PROTO_M_eventPost,
+    IGW_PROTO_M_eventReply,
+    IGW_PROTO_M_actionReply,
+    IGW_PROTO_M_action,
+    IGW_PROTO_M_inform,
+    IGW_PROTO_M_informReply,
+    IGW_PROTO_M_progress,
+    IGW_PROTO_M_progressReply,
+    IGW_PROTO_M_get,
+    IGW_PROTO_M_getReply,
+    IGW_PROTO_M_operation,
+    IGW_PROTO_M_operationReply,
+    IGW_PROTO_M_status,
+    IGW_PROTO_M_statusReply,
+    IGW_PROTO_M_topo,
+    IGW_PROTO_M_topoReply,
+    IGW_PROTO_M_online,
+    IGW_PROTO_M_onlineReply,
+    IGW_PROTO_M_offline,
+    IGW_PROTO_M_offlineReply,
+    IGW_PROTO_M_mediaOffer,
+    IGW_PROTO_M_mediaOfferReply,
+    IGW_PROTO_M_mediaState,
+    IGW_PROTO_M_mediaStateReply,
+    IGW_PROTO_M_bye,
+    IGW_PROTO_M_byeReply,
+    IGW_PROTO_M_trackControlReply,
+    IGW_PROTO_M_playbackControlReply,
+    IGW_PROTO_M_invite,
+    IGW_PROTO_M_trackControl,
+    IGW_PROTO_M_playbackControl,
+    IGW_PROTO_M__COUNT
+} igw_proto_method;
+/* Wire names by value ("" for __NONE). */
+extern const igw_str igw_proto_method_names[IGW_PROTO_M__COUNT];
+/* The value named by s (length, then memcmp); IGW_PROTO_M__NONE for any other. */
+igw_proto_method igw_proto_method_of(igw_str s);
+
+typedef enum igw_proto_type {
+    IGW_PROTO_T__NONE, /* no message type a protocol names */
+    IGW_PROTO_T_property,
+    IGW_PROTO_T_event,
+    IGW_PROTO_T_action,
+    IGW_PROTO_T_service,
+    IGW_PROTO_T_inform,
+    IGW_PROTO_T_progress,
+    IGW_PROTO_T_report,
+    IGW_PROTO_T_get,
+    IGW_PROTO_T_operation,
+    IGW_PROTO_T_status,
+    IGW_PROTO_T_capability,
+    IGW_PROTO_T_session,
+    IGW_PROTO_T_recording,
+    IGW_PROTO_T__COUNT
+} igw_proto_type;
+/* Wire names by value ("" for __NONE). */
+extern const igw_str igw_proto_type_names[IGW_PROTO_T__COUNT];
+/* The value named by s (length, then memcmp); IGW_PROTO_T__NONE for any other. */
+igw_proto_type igw_proto_type_of(igw_str s);
+
 /* What a device may send, over MQTT or the send route (docs/device-protocol.md). */
 extern const igw_protocol igw_proto_device;
 #define IGW_PROTO_DEVICE_HANDLES "thing", "ota", "config", "log", "gateway", "media", "ext"
-/* Its downlinks (also igw_proto_device.downs), for tables that name one. */
+/* Its downlinks (also igw_proto_device.downs), for tables that name one, and
+ * their places in it by handle, type and method:
+ *     &igw_proto_device_downs[IGW_PROTO_DEVICE_DOWN_thing_action_action] */
 extern const igw_proto_down igw_proto_device_downs[6];
+enum igw_proto_device_down {
+    IGW_PROTO_DEVICE_DOWN_thing_action_action,
+    IGW_PROTO_DEVICE_DOWN_thing_property_control,
+    IGW_PROTO_DEVICE_DOWN_media_session_invite,
+    IGW_PROTO_DEVICE_DOWN_media_session_trackControl,
+    IGW_PROTO_DEVICE_DOWN_media_session_bye,
+    IGW_PROTO_DEVICE_DOWN_media_session_playbackControl,
+};
+/* Its downlink of method m (the first declared), or NULL:
+ *     igw_proto_device_down_of(IGW_PROTO_M_action) */
+const igw_proto_down *igw_proto_device_down_of(igw_proto_method m);
 
 /* Schema names of the enums, by value ("none" first). */
 extern const char *const igw_proto_check_names[];

@@ -3,8 +3,9 @@
  * send on which handle and message type, the method of its reply, and what
  * the handler checks the message against.
  *
- * Pure functions over constant tables: any thread. `check` and `returns`
- * are values of the generated igw_proto_check and igw_proto_returns
+ * Pure functions over constant tables: any thread. `check`, `returns` and
+ * the `*_id` members are values of the generated igw_proto_check,
+ * igw_proto_returns, igw_proto_method and igw_proto_type
  * (generated/protocol.h), carried as int so the runtime needs no generated
  * header. */
 #ifndef IGW_PROTO_H
@@ -25,6 +26,8 @@ typedef struct igw_proto_params {
 
 typedef struct igw_proto_row {
     const char *handle, *type, *method; /* "*": any identifier */
+    int method_id, type_id;             /* igw_proto_method, igw_proto_type (__NONE for "*") */
+    int reply_id;                       /* igw_proto_method of reply; __NONE: none */
     const char *reply;                  /* NULL: the device gets no reply message */
     const char *answers;                /* the downlink method (a command's) this uplink answers; NULL: none */
     int check;                          /* igw_proto_check */
@@ -38,6 +41,7 @@ typedef struct igw_proto_row {
  * encoder). */
 typedef struct igw_proto_down {
     const char *handle, *type, *method;
+    int method_id, type_id; /* igw_proto_method, igw_proto_type */
     void (*encode)(struct igw_jw *w, const void *in);
     size_t size;         /* sizeof the message struct */
     const char *message; /* the schema's name of its type */

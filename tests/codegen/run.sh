@@ -46,6 +46,14 @@ for schema in $(find golden -name '*.igw' | sort); do
                 echo "FAIL $schema: generated $(basename "$c") does not compile"; fail=$((fail + 1)); continue 2
             fi
         done
+        # Headers stand alone: what handwritten code includes first compiles.
+        for hd in "$out"/generated/*.h "$out"/generated/igwd/*.h; do
+            [ -f "$hd" ] || continue
+            if ! printf '#include "%s"\n' "$hd" | ${CC:-cc} -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE \
+                 -Wall -Wextra -Werror -I"$root/src/rt" -I"$root/src/lib" -I"$out/generated" -fsyntax-only -x c -; then
+                echo "FAIL $schema: generated $(basename "$hd") does not compile alone"; fail=$((fail + 1)); continue 2
+            fi
+        done
     fi
     pass=$((pass + 1))
 done

@@ -336,6 +336,11 @@ static int run_protocol(igw_json *j, igw_str id, const char *file)
     if (ok && got == IGW_PROTO_FOUND)
         ok = reply.ptr && key_is(reply, row->reply ? row->reply : "") &&
              key_is(check, igw_proto_check_names[row->check]) && key_is(returns, igw_proto_returns_names[row->returns]);
+    if (ok && got == IGW_PROTO_FOUND) /* the row's enums name what the vector does (none for `*`) */
+        ok = row->method_id == (int)(strcmp(row->method, "*") ? igw_proto_method_of(m) : IGW_PROTO_M__NONE) &&
+             row->type_id == (int)(strcmp(row->type, "*") ? igw_proto_type_of(t) : IGW_PROTO_T__NONE) &&
+             row->reply_id == (int)(row->reply ? igw_proto_method_of(reply) : IGW_PROTO_M__NONE) &&
+             row->method_id != IGW_PROTO_M__COUNT;
     if (ok)
         passed++;
     else {

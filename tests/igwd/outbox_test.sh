@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# outbox_test.sh BINARY - runs the outbox test binary (tests/igwd/outbox_test.c)
-# against a throwaway PostgreSQL 15 that listens on a Unix socket only, in
+# outbox_test.sh BINARY - runs a test binary taking a DSN (tests/igwd/outbox_test.c,
+# state_sql_test.c) against a throwaway PostgreSQL 15 that listens on a Unix socket only, in
 # its own directory (port 54398 names the socket, so no TCP port can clash
 # with another run), with every migrations/*.sql applied in name order, each
 # in one transaction. The server and its directory are always removed on
@@ -59,5 +59,7 @@ psql -X -q -v ON_ERROR_STOP=1 -c \
 # recycle caches nor the multithread queue struct (fixed in later h2o).
 export LSAN_OPTIONS="suppressions=$(realpath "$(dirname "${BASH_SOURCE[0]}")/../lsan.supp"):print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 
-"$BIN" "host=$TMP port=$PORT dbname=postgres user=postgres" || fail "outbox_test exited $?"
-echo "outbox_test.sh: passed"
+"$BIN" "host=$TMP port=$PORT dbname=postgres user=postgres"
+rc=$?
+[ $rc -eq 0 ] || fail "$(basename "$BIN") exited $rc"
+echo "outbox_test.sh: $(basename "$BIN") passed"

@@ -259,6 +259,34 @@ const methods = [
 	);
 	check("CommandMethod enumerates the 15 methods", JSON.stringify(deref(schemas.Command?.properties?.method)?.enum) === JSON.stringify(methods));
 }
+// What the schema binds to no handler is marked, and nothing else: the routes
+// without `handler` (the vision consents today) and the command methods the
+// `methods CommandMethod` table leaves out; both answer not_implemented.
+{
+	const STATUS = "not-implemented";
+	const marked = ops.filter((o) => o.op["x-igw-status"] !== undefined);
+	check(
+		"unbound routes are marked not-implemented, with a 501 response and a description",
+		marked.length > 0 && marked.every((o) => o.op["x-igw-status"] === STATUS && o.op.responses?.["501"] && /^Not implemented/.test(o.op.description ?? "")),
+		marked.map((o) => o.path).join(", "),
+	);
+	check(
+		"the vision-consent routes are the unbound ones",
+		JSON.stringify(marked.map((o) => o.path).sort()) ===
+			JSON.stringify(["create", "get-one", "revoke"].map((p) => `${API}/im/vision-consents/${p}`).sort()),
+		marked.map((o) => o.path).join(", "),
+	);
+	const cases = (schemas.Command?.allOf ?? []).filter((c) => c.if?.properties?.method?.const !== undefined);
+	check("one if/then per command method", cases.length === methods.length);
+	const unbound = cases.filter((c) => c["x-igw-status"] !== undefined);
+	check(
+		"command methods without a handler are marked not-implemented",
+		unbound.every((c) => c["x-igw-status"] === STATUS && /not implemented/.test(c.description ?? "")) &&
+			JSON.stringify(unbound.map((c) => c.if.properties.method.const)) ===
+				JSON.stringify(["interaction.configure", "interaction.processorControl", "interaction.control", "messageSend"]),
+		unbound.map((c) => c.if.properties.method.const).join(", "),
+	);
+}
 {
 	const events = (doc["x-igw-events"] ?? []).map((e) => e.name);
 	check("events interaction.result and interaction.state", events.join() === "interaction.result,interaction.state", events.join());

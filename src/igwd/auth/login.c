@@ -34,11 +34,14 @@ struct igw_login {
     unsigned n;
 };
 
+/* $1 the user; its enterprise and whether both are active. */
+enum { USER_P_ID, USER_NP };
+enum { USER_C_ENTERPRISE, USER_C_ACTIVE };
 static const igw_db_stmt stmt_user = {
     "igw_login_user",
     "SELECT u.enterprise_id, u.active AND e.active FROM users u "
     "JOIN enterprises e ON e.enterprise_id = u.enterprise_id WHERE u.user_id = $1::bigint",
-    1};
+    USER_NP};
 
 static void cache_clear(igw_login *l)
 {
@@ -153,8 +156,8 @@ static void on_user(void *arg, const PGresult *res, const char *err)
         igw_http_reply_error(p->ex, IGW_ERR_UNAVAILABLE, "client went away", ""); /* only releases it */
     } else {
         bool found = PQntuples(res) == 1;
-        int64_t ent = found ? strtoll(PQgetvalue(res, 0, 0), NULL, 10) : 0;
-        bool active = found && PQgetvalue(res, 0, 1)[0] == 't';
+        int64_t ent = found ? strtoll(PQgetvalue(res, 0, USER_C_ENTERPRISE), NULL, 10) : 0;
+        bool active = found && PQgetvalue(res, 0, USER_C_ACTIVE)[0] == 't';
         u = cache_put(p->l, p->who.user_id, ent, active);
         if (!u)
             igw_http_reply_error(p->ex, IGW_ERR_INTERNAL, "out of memory", "");
@@ -213,7 +216,7 @@ static void run_token(igw_login *l, igw_exchange *ex, const igw_request *req, ig
     *p = (pending){.l = l, .ex = held, .req = copy, .next = next, .who = who};
     char id[24];
     snprintf(id, sizeof id, "%lld", (long long)who.user_id);
-    const char *values[1] = {id};
+    const char *values[USER_NP] = {[USER_P_ID] = id};
     if (igw_db_exec(l->db, &stmt_user, values, NULL, NULL, on_user, p)) {
         free(p);
         igw_http_reply_error(held, IGW_ERR_UNAVAILABLE, "busy, retry later", "");

@@ -25,9 +25,16 @@
 #include "core/db.h"
 #include "core/redis.h"
 
-#define IGW_CALL_ID_MAX 96       /* bytes of a callId (CallId) */
-#define IGW_CALL_GROUP_ID_MAX 64 /* a groupId (Ident) */
-#define IGW_CALL_MEMBERS_MAX 256 /* persistent members of a group; live members of a call (call.lua LIVE_MAX) */
+/* The schema's bounds under the runtime's names (a back end may keep less,
+ * never more): a callId's bytes (CallId), a groupId's (GroupData.groupId, an
+ * Ident), the persistent members of a group (the creator and GroupCreate's
+ * others) and the live members of a call (RosterData; call.lua LIVE_MAX). */
+#define IGW_CALL_ID_MAX IGW_CallId_MAX
+#define IGW_CALL_GROUP_ID_MAX IGW_Ident_MAX
+#define IGW_CALL_MEMBERS_MAX IGW_RosterData_members_MAX_ITEMS
+_Static_assert(IGW_CALL_MEMBERS_MAX == IGW_GroupCreate_members_MAX_ITEMS + 1 &&
+                   IGW_CALL_MEMBERS_MAX == IGW_ResultData_remaining_MAX_ITEMS,
+               "a group's members, a call's live members and a leave's remaining: one bound");
 #define IGW_CALL_RECEIPTS_MAX 256 /* leave receipts per call (call.lua RCPT_MAX) */
 #define IGW_CALL_GRANT_MS 2000   /* an audio-access record's life at most */
 

@@ -21,9 +21,11 @@
 #include "call_lua.h" /* IGW_CALL_LUA: call.lua as a C string (Makefile) */
 #include "core/log.h"
 #include "event/outbox.h"
+#include "paths.h"
 
 #define ARGS_MAX 12
-#define ARG_MAX 140 /* a key ("igw:{call:" + 96 + "}:meta"), an id, a number */
+#define ARG_MAX 140 /* a key ("igw:{call:" + a callId + "}:meta"), an id, a number */
+_Static_assert(ARG_MAX > sizeof "igw:{call:}:meta" - 1 + IGW_CALL_ID_MAX, "a call's keys fit an argument");
 
 enum op_kind { OP_GROUP, OP_START, OP_JOIN, OP_HEARTBEAT, OP_HANGUP, OP_ROSTER, OP_READ, OP_SET, OP_LEAVE,
                OP_RECEIPT };
@@ -92,16 +94,17 @@ static void fail_dep(op *o, const char *what, const char *err, bool sent)
 
 static const char *target_path(const op *o)
 {
-    return o->kind == OP_LEAVE ? "/participantId" : "/targetUserID";
+    /* leave's are the runtime's own words: no route's body has them */
+    return o->kind == OP_LEAVE ? "/participantId" : IGW_PATH_targetUserID;
 }
 
 /* A refusal word of call.lua as the public answer. */
 static void refuse(op *o, const char *w)
 {
     if (!strcmp(w, "NO_CALL"))
-        fail(o, IGW_ERR_NOT_FOUND, "no such live call", "/callId");
+        fail(o, IGW_ERR_NOT_FOUND, "no such live call", IGW_PATH_callId);
     else if (!strcmp(w, "ENDED"))
-        fail(o, IGW_ERR_NOT_FOUND, "the call has ended", "/callId");
+        fail(o, IGW_ERR_NOT_FOUND, "the call has ended", IGW_PATH_callId);
     else if (!strcmp(w, "NOT_LIVE"))
         fail(o, IGW_ERR_PERMISSION, "you are not a live member of the call", "");
     else if (!strcmp(w, "TARGET_NOT_LIVE"))
@@ -114,7 +117,7 @@ static void refuse(op *o, const char *w)
                                  : "the member re-entered the call since it was read; read again",
              o->kind == OP_LEAVE ? "/expectedMemberEpoch" : target_path(o));
     else if (!strcmp(w, "REVISION"))
-        fail(o, IGW_ERR_PARAMETER, "stale expectedRevision; read the record again", "/expectedRevision");
+        fail(o, IGW_ERR_PARAMETER, "stale expectedRevision; read the record again", IGW_PATH_expectedRevision);
     else if (!strcmp(w, "FULL"))
         fail(o, IGW_ERR_CAPACITY, "the call's leave receipts are full", "");
     else if (!strcmp(w, "CALL_FULL"))
@@ -336,16 +339,21 @@ static void on_script(void *arg, const redisReply *rep, const char *err)
 
 /* ---- the persistent group ---------------------------------------------------------- */
 
+/* Parameters and columns by name: *_P_X is $(X + 1), *_C_X column X. */
+
 /* The caller is an active user of the enterprise and a member of the group. */
+enum { MEMBER_P_GROUP, MEMBER_P_ENTERPRISE, MEMBER_P_USER, MEMBER_NP };
 static const igw_db_stmt q_member = {
     "call_member",
     "SELECT 1 FROM im_groups g JOIN im_group_members m ON m.group_id = g.group_id "
     "JOIN users u ON u.user_id = m.user_id AND u.active AND u.enterprise_id = g.enterprise_id "
     "WHERE g.group_id = $1 AND g.enterprise_id = $2::bigint AND m.user_id = $3::bigint",
-    3};
+    MEMBER_NP};
 
 /* Creates the group only when every member is an active user of the
  * enterprise (the creator among them): one statement, all or nothing. */
+enum { GROUP_P_ID, GROUP_P_ENTERPRISE, GROUP_P_NAME, GROUP_P_OWNER, GROUP_P_MEMBERS, GROUP_NP };
+enum { GROUP_C_CREATED, GROUP_C_MEMBERS };
 static const igw_db_stmt q_group = {
     "call_group_create",
     "WITH ok AS (SELECT count(*) = cardinality($5::bigint[]) AS ok FROM users "
@@ -355,7 +363,7 @@ static const igw_db_stmt q_group = {
     "m AS (INSERT INTO im_group_members (group_id, user_id) "
     "      SELECT g.group_id, u FROM g, unnest($5::bigint[]) AS u RETURNING user_id) "
     "SELECT (SELECT count(*) FROM g), (SELECT count(*) FROM m)",
-    5};
+    GROUP_NP};
 
 static void on_member(void *arg, const PGresult *res, const char *err)
 {
@@ -379,8 +387,9 @@ static void on_group(void *arg, const PGresult *res, const char *err)
         fail_dep(o, "postgres", err, true);
         return;
     }
-    if (PQntuples(res) != 1 || strcmp(PQgetvalue(res, 0, 0), "1") != 0) {
-        fail(o, IGW_ERR_PARAMETER, "every member must be an active user of your enterprise", "/members");
+    if (PQntuples(res) != 1 || strcmp(PQgetvalue(res, 0, GROUP_C_CREATED), "1") != 0) {
+        fail(o, IGW_ERR_PARAMETER, "every member must be an active user of your enterprise",
+             IGW_PATH_members);
         return;
     }
     igw_call_result r = {.cls = IGW_ERR_OK, .group_id = o->group_id};
@@ -392,7 +401,7 @@ static int check_member(op *o)
     char ent[24], user[24];
     snprintf(ent, sizeof ent, "%" PRId64, o->ent);
     snprintf(user, sizeof user, "%" PRId64, o->user);
-    const char *v[3] = {o->group_id, ent, user};
+    const char *v[MEMBER_NP] = {[MEMBER_P_GROUP] = o->group_id, [MEMBER_P_ENTERPRISE] = ent, [MEMBER_P_USER] = user};
     return igw_db_exec(o->s->db, &q_member, v, NULL, NULL, on_member, o);
 }
 
@@ -537,7 +546,8 @@ static int s_group_create(igw_call *c, int64_t ent, int64_t creator, const char 
     char e[24], u[24];
     snprintf(e, sizeof e, "%" PRId64, ent);
     snprintf(u, sizeof u, "%" PRId64, creator);
-    const char *v[5] = {o->group_id, e, name, u, arr};
+    const char *v[GROUP_NP] = {[GROUP_P_ID] = o->group_id, [GROUP_P_ENTERPRISE] = e, [GROUP_P_NAME] = name,
+                               [GROUP_P_OWNER] = u, [GROUP_P_MEMBERS] = arr};
     o->step = STEP_ACT;
     int rc = igw_db_exec(o->s->db, &q_group, v, NULL, NULL, on_group, o);
     free(arr);

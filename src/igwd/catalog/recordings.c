@@ -8,13 +8,23 @@
 
 #include "decode.h"
 #include "event/rights.h"
+#include "paths.h"
 
 #define NOW_MS "floor(extract(epoch FROM now()) * 1000)::bigint"
 
 /* The checks, then (only when they hold) the window's recordings through the
  * index (product_id, device_name, camera_id, start_time_ms): at most limit
  * + 1 rows however large the catalog. The flags come on every row, and on
- * one row of NULLs when there is none. */
+ * one row of NULLs when there is none. Parameters and columns by name:
+ * *_P_X is $(X + 1), *_C_X column X. */
+enum {
+    QUERY_P_ENTERPRISE, QUERY_P_USER, QUERY_P_ENDPOINT, QUERY_P_PID, QUERY_P_DN, QUERY_P_CAMERA, QUERY_P_START,
+    QUERY_P_END, QUERY_P_LIMIT, QUERY_NP
+};
+enum {
+    QUERY_C_ENDPOINT_LIVE, QUERY_C_RIGHTS, QUERY_C_CAMERA_KNOWN, QUERY_C_ID, QUERY_C_CAMERA, QUERY_C_START,
+    QUERY_C_END, QUERY_C_DURATION, QUERY_C_AVAILABLE, QUERY_C_VIDEO, QUERY_C_AUDIO, QUERY_C_VERSION
+};
 static const igw_db_stmt st_query = {
     "igw_recordings_query",
     "WITH f AS MATERIALIZED (SELECT "
@@ -30,7 +40,7 @@ static const igw_db_stmt st_query = {
     "SELECT f.ep, f.rt, f.cam, r.recording_id, r.camera_id, r.start_time_ms, r.end_time_ms, r.duration_ms, "
     "       r.available, r.video_codec, r.audio_codec, r.recording_version "
     "FROM f LEFT JOIN r ON true ORDER BY r.start_time_ms, r.recording_id",
-    9};
+    QUERY_NP};
 
 typedef struct rq {
     igw_recordings_cb cb;
@@ -56,28 +66,29 @@ static void on_query(void *arg, const PGresult *res, const char *err)
     if (!res || PQntuples(res) < 1) {
         r.status = IGW_RECORDINGS_FAILED;
         r.err = err ? err : "no result row";
-    } else if (!t(res, 0)) {
+    } else if (!t(res, QUERY_C_ENDPOINT_LIVE)) {
         r.status = IGW_RECORDINGS_UNKNOWN_ENDPOINT;
-    } else if (!t(res, 1)) {
+    } else if (!t(res, QUERY_C_RIGHTS)) {
         r.status = IGW_RECORDINGS_NO_RIGHTS;
-    } else if (!t(res, 2)) {
+    } else if (!t(res, QUERY_C_CAMERA_KNOWN)) {
         r.status = IGW_RECORDINGS_UNKNOWN_CAMERA;
     } else {
         int rows = PQntuples(res);
-        for (int i = 0; i < rows && !PQgetisnull(res, i, 3); i++) {
+        for (int i = 0; i < rows && !PQgetisnull(res, i, QUERY_C_ID); i++) {
             if (r.n == q->limit) {
                 r.has_more = true;
                 break;
             }
-            list[r.n++] = (igw_recording){.recording_id = PQgetvalue(res, i, 3),
-                                          .camera_id = PQgetvalue(res, i, 4),
-                                          .start_ms = i64(res, i, 5),
-                                          .end_ms = i64(res, i, 6),
-                                          .duration_ms = i64(res, i, 7),
-                                          .available = PQgetvalue(res, i, 8)[0] == 't',
-                                          .video_codec = PQgetvalue(res, i, 9),
-                                          .audio_codec = PQgetisnull(res, i, 10) ? NULL : PQgetvalue(res, i, 10),
-                                          .version = i64(res, i, 11)};
+            list[r.n++] = (igw_recording){
+                .recording_id = PQgetvalue(res, i, QUERY_C_ID),
+                .camera_id = PQgetvalue(res, i, QUERY_C_CAMERA),
+                .start_ms = i64(res, i, QUERY_C_START),
+                .end_ms = i64(res, i, QUERY_C_END),
+                .duration_ms = i64(res, i, QUERY_C_DURATION),
+                .available = PQgetvalue(res, i, QUERY_C_AVAILABLE)[0] == 't',
+                .video_codec = PQgetvalue(res, i, QUERY_C_VIDEO),
+                .audio_codec = PQgetisnull(res, i, QUERY_C_AUDIO) ? NULL : PQgetvalue(res, i, QUERY_C_AUDIO),
+                .version = i64(res, i, QUERY_C_VERSION)};
         }
         r.list = list;
     }
@@ -101,7 +112,11 @@ int igw_recordings_read(igw_db *db, const igw_recordings_query *in, igw_recordin
     snprintf(start, sizeof start, "%" PRId64, in->start_ms);
     snprintf(end, sizeof end, "%" PRId64, in->end_ms);
     snprintf(limit, sizeof limit, "%u", in->limit);
-    const char *v[9] = {ent, user, in->endpoint_id, in->product_id, in->device_name, in->camera_id, start, end, limit};
+    const char *v[QUERY_NP] = {[QUERY_P_ENTERPRISE] = ent,        [QUERY_P_USER] = user,
+                               [QUERY_P_ENDPOINT] = in->endpoint_id, [QUERY_P_PID] = in->product_id,
+                               [QUERY_P_DN] = in->device_name,    [QUERY_P_CAMERA] = in->camera_id,
+                               [QUERY_P_START] = start,           [QUERY_P_END] = end,
+                               [QUERY_P_LIMIT] = limit};
     if (igw_db_exec(db, &st_query, v, NULL, NULL, on_query, q) != 0) {
         free(q);
         return -1;
@@ -115,6 +130,8 @@ int igw_recordings_read(igw_db *db, const igw_recordings_query *in, igw_recordin
  * deleted, only when every entry's camera is the device's; the first
  * entry (1-based) naming another camera otherwise. An entry that changes a
  * stored recording must carry a version not older than the stored one. */
+enum { REPORT_P_PID, REPORT_P_DN, REPORT_P_JSON, REPORT_NP };
+enum { REPORT_C_BAD, REPORT_C_STORED, REPORT_C_REMOVED };
 static const igw_db_stmt st_report = {
     "igw_recordings_report",
     "WITH inp AS MATERIALIZED (SELECT * FROM ROWS FROM (jsonb_to_recordset(COALESCE($3::jsonb->'recordings', '[]')) "
@@ -139,12 +156,10 @@ static const igw_db_stmt st_report = {
     "        AND r.recording_id IN (SELECT jsonb_array_elements_text(COALESCE($3::jsonb->'removed', '[]')))"
     "        RETURNING 1) "
     "SELECT (SELECT i FROM bad), (SELECT count(*) FROM up), (SELECT count(*) FROM del)",
-    3};
+    REPORT_NP};
 
-static void set_path(char *path, size_t cap, const char *list, uint32_t i, const char *field)
-{
-    snprintf(path, cap, "/params/%s/%" PRIu32 "%s%s", list, i, field ? "/" : "", field ? field : "");
-}
+/* The path of the report's item i (a format of paths.h). */
+#define SET_PATH(FMT, i) snprintf(path, cap, FMT, (unsigned)(i))
 
 const char *igw_recordings_report_check(const igw_RecordingReport *r, char *path, size_t cap)
 {
@@ -154,25 +169,25 @@ const char *igw_recordings_report_check(const igw_RecordingReport *r, char *path
     for (uint32_t i = 0; i < n; i++) { /* n, m <= 64 (the schema): quadratic is fine */
         const igw_RecordingEntry *x = &r->recordings.v[i];
         if (x->endTimeMs <= x->startTimeMs) {
-            set_path(path, cap, "recordings", i, "endTimeMs");
+            SET_PATH(IGW_PATH_params_recordings_ITEM_endTimeMs, i);
             return "endTimeMs must be after startTimeMs";
         }
         if (x->durationMs == 0) {
-            set_path(path, cap, "recordings", i, "durationMs");
+            SET_PATH(IGW_PATH_params_recordings_ITEM_durationMs, i);
             return "an empty recording (durationMs 0) is not a recording";
         }
         if (x->durationMs > x->endTimeMs - x->startTimeMs) {
-            set_path(path, cap, "recordings", i, "durationMs");
+            SET_PATH(IGW_PATH_params_recordings_ITEM_durationMs, i);
             return "durationMs is longer than the time between startTimeMs and endTimeMs";
         }
         for (uint32_t k = 0; k < i; k++)
             if (igw_str_eq(r->recordings.v[k].recordingId, x->recordingId.ptr, x->recordingId.len)) {
-                set_path(path, cap, "recordings", i, "recordingId");
+                SET_PATH(IGW_PATH_params_recordings_ITEM_recordingId, i);
                 return "the same recordingId twice in one report";
             }
         for (uint32_t k = 0; k < m; k++)
             if (igw_str_eq(r->removed.v[k], x->recordingId.ptr, x->recordingId.len)) {
-                set_path(path, cap, "removed", k, NULL);
+                SET_PATH(IGW_PATH_params_removed_ITEM, k);
                 return "a recording both reported and removed";
             }
     }
@@ -192,13 +207,13 @@ static void on_report(void *arg, const PGresult *res, const char *err)
     if (!res || PQntuples(res) != 1) {
         r.status = IGW_RECORDINGS_REPORT_FAILED;
         r.err = err ? err : "no result row";
-    } else if (!PQgetisnull(res, 0, 0)) {
+    } else if (!PQgetisnull(res, 0, REPORT_C_BAD)) {
         r.status = IGW_RECORDINGS_REPORT_UNKNOWN_CAMERA;
-        r.bad = (unsigned)(i64(res, 0, 0) - 1);
+        r.bad = (unsigned)(i64(res, 0, REPORT_C_BAD) - 1);
     } else {
-        r.stored = (unsigned)i64(res, 0, 1);
+        r.stored = (unsigned)i64(res, 0, REPORT_C_STORED);
         r.stale = q->n - r.stored;
-        r.removed = (unsigned)i64(res, 0, 2);
+        r.removed = (unsigned)i64(res, 0, REPORT_C_REMOVED);
     }
     q->cb(q->arg, &r);
     free(q);
@@ -216,7 +231,7 @@ int igw_recordings_report(igw_db *db, const char *product_id, const char *device
     q->cb = cb;
     q->arg = arg;
     q->n = r->has & IGW_RecordingReport_recordings ? r->recordings.n : 0;
-    const char *v[3] = {product_id, device_name, text};
+    const char *v[REPORT_NP] = {[REPORT_P_PID] = product_id, [REPORT_P_DN] = device_name, [REPORT_P_JSON] = text};
     int rc = igw_db_exec(db, &st_report, v, NULL, NULL, on_report, q);
     free(text); /* the values are copied into the query */
     if (rc != 0)

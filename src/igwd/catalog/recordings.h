@@ -17,7 +17,9 @@
 #include "api.h"
 #include "core/db.h"
 
-#define IGW_RECORDINGS_LIMIT_MAX 32
+/* A query's limit, 1..this: the schema's, and the most a reply lists. */
+#define IGW_RECORDINGS_LIMIT_MAX IGW_RecordingsQuery_limit_MAX
+_Static_assert(IGW_RECORDINGS_LIMIT_MAX == IGW_RecordingsData_list_MAX_ITEMS, "a reply lists up to the limit");
 
 typedef enum igw_recordings_status {
     IGW_RECORDINGS_OK,

@@ -12,7 +12,7 @@
 #include "command/device.h"
 #include "command/ledger.h"
 #include "core/log.h"
-#include "devauth.h"
+#include "paths.h"
 
 #define CMD_WRITE_RETRIES 3 /* a twin committed elsewhere, not yet visible: ask again */
 #define CMD_STALE_RETRIES 3 /* the model changed under the command: check it again */
@@ -30,10 +30,10 @@ typedef struct cmd {
     char *canon;          /* canonical command, NUL-terminated */
     char *msg_token;      /* the command's, NUL-terminated */
     char *session;        /* its sessionId, or NULL */
-    char method[64];      /* its wire name, as the ledger stores it */
+    char method[IGW_CommandMethod_NAME_MAX + 1]; /* its wire name, as the ledger stores it */
     char ent[24], user[24], now[24];
-    char endpoint[72]; /* EndpointId: an Ident of at most 64 bytes */
-    char pid[IGW_DEVAUTH_NAME_MAX + 1], dn[IGW_DEVAUTH_NAME_MAX + 1];
+    char endpoint[IGW_EndpointId_MAX + 1];
+    char pid[IGW_Ident_MAX + 1], dn[IGW_Ident_MAX + 1]; /* its Target */
     char token[40]; /* the downlink's msgToken */
     int64_t deadline_ms;
     char deadline[24]; /* the same, as the write's parameter */
@@ -109,7 +109,7 @@ static void again(cmd *c, const char *stored_fp)
     if (rc == IGW_LEDGER_REPLAY)
         return;
     if (rc == IGW_LEDGER_CONFLICT)
-        finish(c, IGW_ERR_CONFLICT, "this msgToken was used for a different command", "/command/msgToken");
+        finish(c, IGW_ERR_CONFLICT, "this msgToken was used for a different command", IGW_PATH_command_msgToken);
     else if (rc == -2)
         finish(c, IGW_ERR_INTERNAL, "out of memory", "");
     else
@@ -156,11 +156,11 @@ static void on_write(void *arg, const igw_ledger_write_row *r)
         else
             finish(c, IGW_ERR_INTERNAL, "the command could not be recorded", "");
     } else if (!r->endpoint_live) { /* expired since the read (or unknown: fast path) */
-        finish(c, IGW_ERR_NOT_FOUND, "unknown or expired endpoint", "/endpointId");
+        finish(c, IGW_ERR_NOT_FOUND, "unknown or expired endpoint", IGW_PATH_endpointId);
     } else if (r->prior_fp) {
         again(c, r->prior_fp); /* a twin came first */
     } else if (!r->rights) { /* revoked since the read (or none: fast path) */
-        finish(c, IGW_ERR_PERMISSION, "no rights on the target device", "/command/target");
+        finish(c, IGW_ERR_PERMISSION, "no rights on the target device", IGW_PATH_command_target);
     } else if (!r->model_current) { /* the model changed since it was checked */
         if (c->stale++ < CMD_STALE_RETRIES)
             (void)slow_path(c);
@@ -249,10 +249,10 @@ static void on_read(void *arg, const igw_ledger_read_row *r)
         finish(c, IGW_ERR_UNAVAILABLE, "try again later", "");
     } else if (!r->endpoint_live) {
         /* Unknown, expired, or another user's or enterprise's: all the same. */
-        finish(c, IGW_ERR_NOT_FOUND, "unknown or expired endpoint", "/endpointId");
+        finish(c, IGW_ERR_NOT_FOUND, "unknown or expired endpoint", IGW_PATH_endpointId);
     } else if (!c->m->fn && !(c->m->traits & IGW_METHOD_SESSION)) {
         /* No handler in the schema's table. */
-        finish(c, IGW_ERR_NOT_IMPLEMENTED, "this command method is not implemented yet", "/command/method");
+        finish(c, IGW_ERR_NOT_IMPLEMENTED, "this command method is not implemented yet", IGW_PATH_command_method);
     } else if (r->prior_fp && !((c->m->traits & IGW_METHOD_RECEIPT) && strcmp(r->prior_fp, c->fp.hex) == 0)) {
         again(c, r->prior_fp);
     } else if (c->m->traits & IGW_METHOD_SESSION) {
@@ -262,7 +262,7 @@ static void on_read(void *arg, const igw_ledger_read_row *r)
         /* The caller's rights on the target: its true owner or a grant,
          * within the caller's enterprise; an unknown device looks the same
          * (no existence leak). */
-        finish(c, IGW_ERR_PERMISSION, "no rights on the target device", "/command/target");
+        finish(c, IGW_ERR_PERMISSION, "no rights on the target device", IGW_PATH_command_target);
     } else {
         device_first(c, r);
     }

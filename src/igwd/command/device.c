@@ -7,6 +7,7 @@
 
 #include "clock.h"
 #include "jw.h"
+#include "paths.h"
 #include "topic.h"
 
 int igw_device_action(igw_command_call *call)
@@ -15,12 +16,12 @@ int igw_device_action(igw_command_call *call)
     igw_json *e = call->err;
     if (!igw_thingmodel_action(call->model, p->actionID.ptr, p->actionID.len)) {
         igw_json_fail(e, IGW_JERR_UNKNOWN, "unknown action");
-        snprintf(e->path, sizeof e->path, "/command/params/actionID");
+        snprintf(e->path, sizeof e->path, "%s", IGW_PATH_command_params_actionID);
         return -1;
     }
     igw_str input = p->has & IGW_DeviceActionParams_input ? p->input : (igw_str){"{}", 2};
     if (igw_thingmodel_check_action_input(call->model, p->actionID.ptr, p->actionID.len, input.ptr, input.len,
-                                          "/command/params/input", call->arena, e))
+                                          IGW_PATH_command_params_input, call->arena, e))
         return e->err == IGW_JERR_NOMEM ? -2 : -1;
     igw_ActionDownlink *d = igw_arena_alloc(call->arena, sizeof *d);
     if (!d)
@@ -39,7 +40,7 @@ int igw_device_property_control(igw_command_call *call)
     igw_json *e = call->err;
     igw_str props = call->command->params.device_propertyControl.properties;
     if (igw_thingmodel_check_properties(call->model, props.ptr, props.len, IGW_TM_WRITABLE_ONLY,
-                                        "/command/params/properties", call->arena, e))
+                                        IGW_PATH_command_params_properties, call->arena, e))
         return e->err == IGW_JERR_NOMEM ? -2 : -1;
     igw_ControlDownlink *d = igw_arena_alloc(call->arena, sizeof *d);
     if (!d)

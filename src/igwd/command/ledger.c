@@ -35,11 +35,18 @@ int igw_ledger_fingerprint(const igw_Command *k, char **canon, igw_ledger_fp *fp
  * a transaction id equal modulo 2^32 to the cached one. */
 #define MODEL_VERSION "(pr.xmin::text || '/' || pr.ctid::text)"
 
+/* Parameters and columns by name: *_P_X is $(X + 1), *_C_X column X. */
+
 /* $1 endpoint, $2 enterprise, $3 user, $4 msgToken, $5 productID, $6
  * deviceName, $7 now (ms), $8 the model version the worker has (NULL: none).
  * Per row: endpoint live, stored fingerprint (hex) or NULL, rights (NULL:
  * none; an unknown device looks the same), the model's version, the model
  * (NULL when its version is $8). */
+enum {
+    READ_P_ENDPOINT, READ_P_ENTERPRISE, READ_P_USER, READ_P_TOKEN, READ_P_PID, READ_P_DN, READ_P_NOW, READ_P_KNOWN,
+    READ_NP
+};
+enum { READ_C_LIVE, READ_C_PRIOR_FP, READ_C_RIGHTS, READ_C_VERSION, READ_C_MODEL };
 static const igw_db_stmt stmt_cmd_read = {
     "igw_cmd_read",
     "SELECT " IGW_SQL_ENDPOINT_LIVE("i.ep", "i.ent", "i.usr", "i.now_ms") ", "
@@ -53,7 +60,7 @@ static const igw_db_stmt stmt_cmd_read = {
     "                   WHERE d.product_id = i.pid AND d.device_name = i.dn AND d.enterprise_id = i.ent "
     "                     AND " IGW_SQL_USER_MAY("d", "i.usr") ") t ON true "
     "ORDER BY i.ord",
-    8};
+    READ_NP};
 
 /* $1 endpoint, $2 enterprise, $3 user, $4 msgToken, $5 method, $6
  * fingerprint (hex), $7 command, $8 productID, $9 deviceName, $10 device
@@ -67,6 +74,11 @@ static const igw_db_stmt stmt_cmd_read = {
  * (NULL: none), model current. Accepted false with the rest passing: a twin
  * in another transaction won, not yet visible to this snapshot; the caller
  * asks again. */
+enum {
+    WRITE_P_ENDPOINT, WRITE_P_ENTERPRISE, WRITE_P_USER, WRITE_P_TOKEN, WRITE_P_METHOD, WRITE_P_FP, WRITE_P_COMMAND,
+    WRITE_P_PID, WRITE_P_DN, WRITE_P_DEVICE_TOKEN, WRITE_P_DEADLINE, WRITE_P_NOW, WRITE_P_VERSION, WRITE_NP
+};
+enum { WRITE_C_LIVE, WRITE_C_RIGHTS, WRITE_C_ACCEPTED, WRITE_C_PRIOR_FP, WRITE_C_MODEL_CURRENT };
 static const igw_db_stmt stmt_cmd_write = {
     "igw_cmd_write",
     "WITH c AS MATERIALIZED (SELECT i.*, "
@@ -100,7 +112,7 @@ static const igw_db_stmt stmt_cmd_write = {
     "                          AND x.ord < c.ord)), "
     "       c.model_ok "
     "FROM c LEFT JOIN acc a ON a.ord = c.ord ORDER BY c.ord",
-    13};
+    WRITE_NP};
 
 typedef struct ledger_call {
     union {
@@ -135,13 +147,13 @@ static void on_read(void *arg, const PGresult *res, int row, const char *err)
     free(arg);
     igw_ledger_read_row r = {.ok = res != NULL, .err = err};
     if (res) {
-        r.endpoint_live = is_true(res, row, 0);
-        r.prior_fp = text_or_null(res, row, 1);
-        r.rights = !PQgetisnull(res, row, 2);
+        r.endpoint_live = is_true(res, row, READ_C_LIVE);
+        r.prior_fp = text_or_null(res, row, READ_C_PRIOR_FP);
+        r.rights = !PQgetisnull(res, row, READ_C_RIGHTS);
         if (r.rights) {
-            r.model_version = PQgetvalue(res, row, 3);
-            r.model = text_or_null(res, row, 4);
-            r.model_len = r.model ? (size_t)PQgetlength(res, row, 4) : 0;
+            r.model_version = PQgetvalue(res, row, READ_C_VERSION);
+            r.model = text_or_null(res, row, READ_C_MODEL);
+            r.model_len = r.model ? (size_t)PQgetlength(res, row, READ_C_MODEL) : 0;
         }
     }
     lc.cb.read(lc.arg, &r);
@@ -153,8 +165,10 @@ int igw_ledger_read(igw_db *db, const igw_ledger_cmd *c, igw_ledger_read_cb cb, 
     if (!lc)
         return -1;
     lc->cb.read = cb;
-    const char *values[8] = {c->endpoint, c->enterprise, c->user, c->msg_token, c->product_id, c->device_name,
-                             c->now, c->known};
+    const char *values[READ_NP] = {[READ_P_ENDPOINT] = c->endpoint, [READ_P_ENTERPRISE] = c->enterprise,
+                                   [READ_P_USER] = c->user,         [READ_P_TOKEN] = c->msg_token,
+                                   [READ_P_PID] = c->product_id,    [READ_P_DN] = c->device_name,
+                                   [READ_P_NOW] = c->now,           [READ_P_KNOWN] = c->known};
     if (igw_db_exec_row(db, &stmt_cmd_read, values, on_read, lc)) {
         free(lc);
         return -1;
@@ -175,11 +189,11 @@ static void on_write(void *arg, const PGresult *res, int row, const char *err)
         else
             r.status = IGW_LEDGER_FAILED;
     } else {
-        r.endpoint_live = is_true(res, row, 0);
-        r.rights = is_true(res, row, 1);
-        r.accepted = is_true(res, row, 2);
-        r.prior_fp = text_or_null(res, row, 3);
-        r.model_current = is_true(res, row, 4);
+        r.endpoint_live = is_true(res, row, WRITE_C_LIVE);
+        r.rights = is_true(res, row, WRITE_C_RIGHTS);
+        r.accepted = is_true(res, row, WRITE_C_ACCEPTED);
+        r.prior_fp = text_or_null(res, row, WRITE_C_PRIOR_FP);
+        r.model_current = is_true(res, row, WRITE_C_MODEL_CURRENT);
     }
     lc.cb.write(lc.arg, &r);
 }
@@ -190,9 +204,13 @@ int igw_ledger_write(igw_db *db, const igw_ledger_cmd *c, igw_ledger_write_cb cb
     if (!lc)
         return -1;
     lc->cb.write = cb;
-    const char *values[13] = {c->endpoint,   c->enterprise, c->user,         c->msg_token, c->method,
-                              c->fp->hex,    c->canon,      c->product_id,   c->device_name,
-                              c->device_token, c->deadline, c->now,          c->version};
+    const char *values[WRITE_NP] = {[WRITE_P_ENDPOINT] = c->endpoint,   [WRITE_P_ENTERPRISE] = c->enterprise,
+                                    [WRITE_P_USER] = c->user,           [WRITE_P_TOKEN] = c->msg_token,
+                                    [WRITE_P_METHOD] = c->method,       [WRITE_P_FP] = c->fp->hex,
+                                    [WRITE_P_COMMAND] = c->canon,       [WRITE_P_PID] = c->product_id,
+                                    [WRITE_P_DN] = c->device_name,      [WRITE_P_DEVICE_TOKEN] = c->device_token,
+                                    [WRITE_P_DEADLINE] = c->deadline,   [WRITE_P_NOW] = c->now,
+                                    [WRITE_P_VERSION] = c->version};
     if (igw_db_exec_row(db, &stmt_cmd_write, values, on_write, lc)) {
         free(lc);
         return -1;

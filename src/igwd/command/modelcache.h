@@ -11,13 +11,14 @@
 
 #include <stddef.h>
 
+#include "api.h"
 #include "json.h"
 #include "thingmodel.h"
 
 #define IGW_MODELCACHE_ENTRIES 256          /* products per worker */
 #define IGW_MODELCACHE_BYTES (32u << 20)    /* parsed models per worker, all entries */
 #define IGW_MODELCACHE_MODEL_MAX (4u << 20) /* one parsed model (its arena's limit) */
-#define IGW_MODELCACHE_KEY_MAX 64           /* product id bytes */
+#define IGW_MODELCACHE_KEY_MAX IGW_Ident_MAX /* product id bytes (Target.productID) */
 #define IGW_MODELCACHE_VERSION_MAX 47       /* version bytes */
 
 typedef struct igw_modelcache igw_modelcache;

@@ -24,28 +24,37 @@
  * commit together; a reply to a command this process published skips the
  * lookup (pending.h). */
 
+/* Parameters and columns by name: *_P_X is $(X + 1), *_C_X column X. The
+ * command's columns come first in both, in emit()'s order of cmd[]. */
+enum { CMD_C_ENDPOINT, CMD_C_TOKEN, CMD_C_METHOD, CMD_C_ENTERPRISE, CMD_NC };
+
 /* Batched: $1 productID, $2 deviceName, $3 device token; the command of
  * each row and its outcome (NULL: still waiting), or NULLs. Matched on the
  * primary key alone: a condition on outcome would let the planner drive the
  * join from the partial index of waiting commands, whose row estimate is
  * near zero whenever the table was analyzed idle. */
+enum { FIND_P_PID, FIND_P_DN, FIND_P_TOKEN, FIND_NP };
+enum { FIND_C_OUTCOME = CMD_NC };
 static const igw_db_stmt stmt_find = {
     "igw_results_find",
     "SELECT c.endpoint_id, c.msg_token, c.method, c.enterprise_id::text, c.outcome "
     "FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS i(pid, dn, tok, ord) "
     "LEFT JOIN device_commands c ON c.product_id = i.pid AND c.device_name = i.dn AND c.device_token = i.tok "
     "ORDER BY i.ord",
-    3};
+    FIND_NP};
 
 #define STR_(x) #x
 #define STR(x) STR_(x)
+/* $1 now, $2 the earliest deadline to look at. */
+enum { OVERDUE_P_NOW, OVERDUE_P_FROM, OVERDUE_NP };
+enum { OVERDUE_C_PID = CMD_NC, OVERDUE_C_DN, OVERDUE_C_DEVICE_TOKEN, OVERDUE_C_DEADLINE };
 static const igw_db_stmt stmt_overdue = {
     "igw_results_overdue",
     "SELECT endpoint_id, msg_token, method, enterprise_id::text, product_id, device_name, device_token, "
     "       deadline_ms "
     "FROM device_commands WHERE outcome IS NULL AND deadline_ms < $1::bigint AND deadline_ms >= $2::bigint "
     "ORDER BY deadline_ms LIMIT " STR(IGW_RESULTS_PASS_MAX),
-    2};
+    OVERDUE_NP};
 
 /* An overdue pass: done once its last emit has answered. */
 typedef struct pass {
@@ -136,18 +145,19 @@ static int result_id(const char *ent, const char *endpoint, const char *msg_toke
  * method, enterprise) of the device command `key`, settling it (and storing
  * a device reply) in the same transaction. 0, or -1 when it could not be
  * queued (logged). */
-static int emit(const outcome *o, const char *const cmd[4], const char *const key[3])
+static int emit(const outcome *o, const char *const cmd[CMD_NC], const char *const key[3])
 {
-    const char *endpoint = cmd[0], *msg_token = cmd[1], *method = cmd[2], *ent = cmd[3];
+    const char *endpoint = cmd[CMD_C_ENDPOINT], *msg_token = cmd[CMD_C_TOKEN], *method = cmd[CMD_C_METHOD],
+               *ent = cmd[CMD_C_ENTERPRISE];
     igw_ResultEvent ev = {0};
     ev.has = IGW_ResultEvent_msgToken | IGW_ResultEvent_method | IGW_ResultEvent_code | IGW_ResultEvent_data;
     ev.msgToken = (igw_str){msg_token, strlen(msg_token)};
     ev.method = IGW_ResultMethod_interaction_result;
     ev.code = igw_error_classes[o->cls].code;
     ev.data.has = IGW_ResultData_operation;
-    for (int m = 0; m < IGW_CommandMethod__COUNT; m++)
-        if (igw_CommandMethod_names[m].len == strlen(method) && !memcmp(igw_CommandMethod_names[m].ptr, method, strlen(method)))
-            ev.data.operation = (igw_CommandMethod)m;
+    int m = igw_CommandMethod_of(igw_str_of(method)); /* the ledger stored its wire name */
+    if (m >= 0)
+        ev.data.operation = (igw_CommandMethod)m;
     if (o->cls == IGW_ERR_OK) {
         ev.data.has |= IGW_ResultData_state;
         ev.data.state = (igw_str){"succeeded", 9};
@@ -201,14 +211,15 @@ static void on_found(void *arg, const PGresult *res, int row, const char *err)
         outcome_free(o);
         return;
     }
-    if (PQgetisnull(res, row, 0))
+    if (PQgetisnull(res, row, CMD_C_ENDPOINT))
         igw_log(IGW_LOG_INFO, NULL, "results: reply %s matches no pending command", o->log);
-    else if (!PQgetisnull(res, row, 4))
+    else if (!PQgetisnull(res, row, FIND_C_OUTCOME))
         igw_log(IGW_LOG_INFO, NULL, "results: reply %s comes after its command was settled (%s)", o->log,
-                PQgetvalue(res, row, 4));
+                PQgetvalue(res, row, FIND_C_OUTCOME));
     else { /* pending: stored with its result */
-        const char *cmd[4] = {PQgetvalue(res, row, 0), PQgetvalue(res, row, 1), PQgetvalue(res, row, 2),
-                              PQgetvalue(res, row, 3)};
+        const char *cmd[CMD_NC];
+        for (int c = 0; c < CMD_NC; c++)
+            cmd[c] = PQgetvalue(res, row, c);
         if (emit(o, cmd, (const char *const *)o->key) != 0)
             o->cb(o->cb_arg, IGW_RESULTS_FAILED, IGW_DB_NOT_SENT "the result could not be queued");
         outcome_free(o);
@@ -227,13 +238,15 @@ static void on_overdue(void *arg, const PGresult *res, const char *err)
     p->r.looked = res != NULL;
     p->r.overdue = res ? PQntuples(res) : 0;
     if (p->r.overdue) { /* ordered by deadline */
-        p->r.first_deadline_ms = strtoll(PQgetvalue(res, 0, 7), NULL, 10);
-        p->r.last_deadline_ms = strtoll(PQgetvalue(res, p->r.overdue - 1, 7), NULL, 10);
+        p->r.first_deadline_ms = strtoll(PQgetvalue(res, 0, OVERDUE_C_DEADLINE), NULL, 10);
+        p->r.last_deadline_ms = strtoll(PQgetvalue(res, p->r.overdue - 1, OVERDUE_C_DEADLINE), NULL, 10);
     }
     for (int i = 0; i < p->r.overdue; i++) {
-        const char *cmd[4] = {PQgetvalue(res, i, 0), PQgetvalue(res, i, 1), PQgetvalue(res, i, 2),
-                              PQgetvalue(res, i, 3)};
-        const char *key[3] = {PQgetvalue(res, i, 4), PQgetvalue(res, i, 5), PQgetvalue(res, i, 6)};
+        const char *cmd[CMD_NC];
+        for (int c = 0; c < CMD_NC; c++)
+            cmd[c] = PQgetvalue(res, i, c);
+        const char *key[3] = {PQgetvalue(res, i, OVERDUE_C_PID), PQgetvalue(res, i, OVERDUE_C_DN),
+                              PQgetvalue(res, i, OVERDUE_C_DEVICE_TOKEN)};
         emit(o, cmd, key);
     }
     outcome_free(o);
@@ -270,11 +283,15 @@ int igw_results_reply(igw_db *db, const igw_results_reply_in *in, igw_results_re
             goto fail;
         o->response_len = in->response.len;
     } else {
-        /* The device refused or failed: its own words when it gave some. */
+        /* The device refused or failed: its own words when it gave some,
+         * cut to fit the result's reason (ResultData.reason). */
         o->cls = IGW_ERR_UNAVAILABLE;
+        enum { DEVICE_MSG_MAX = 240 };
+        _Static_assert(sizeof "device: " - 1 + DEVICE_MSG_MAX <= IGW_ResultData_reason_MAX, "fits a reason");
         char buf[300];
         if (in->msg.ptr && in->msg.len)
-            snprintf(buf, sizeof buf, "device: %.*s", (int)(in->msg.len > 240 ? 240 : in->msg.len), in->msg.ptr);
+            snprintf(buf, sizeof buf, "device: %.*s", (int)(in->msg.len > DEVICE_MSG_MAX ? DEVICE_MSG_MAX : in->msg.len),
+                     in->msg.ptr);
         else
             snprintf(buf, sizeof buf, "device answered code %lld", (long long)in->code);
         if (!(o->reason = dupn(buf, strlen(buf))))
@@ -284,13 +301,14 @@ int igw_results_reply(igw_db *db, const igw_results_reply_in *in, igw_results_re
                                                              in->device_token.ptr, in->device_token.len, igw_wall_ms())
                                          : NULL;
     if (known) { /* published by this process: no need to read it back */
-        const char *cmd[4] = {known->endpoint_id, known->msg_token, known->method, known->enterprise_id};
+        const char *cmd[CMD_NC] = {[CMD_C_ENDPOINT] = known->endpoint_id, [CMD_C_TOKEN] = known->msg_token,
+                                   [CMD_C_METHOD] = known->method, [CMD_C_ENTERPRISE] = known->enterprise_id};
         int rc = emit(o, cmd, (const char *const *)o->key);
         igw_pending_release(known);
         outcome_free(o);
         return rc;
     }
-    const char *values[3] = {o->key[0], o->key[1], o->key[2]};
+    const char *values[FIND_NP] = {[FIND_P_PID] = o->key[0], [FIND_P_DN] = o->key[1], [FIND_P_TOKEN] = o->key[2]};
     if (igw_db_exec_row(db, &stmt_find, values, on_found, o) == 0)
         return 0;
 fail:
@@ -316,7 +334,7 @@ int igw_results_sweep_timeouts(igw_db *db, int64_t now_ms, int64_t from_ms,
     char now[24], from[24];
     snprintf(now, sizeof now, "%lld", (long long)now_ms);
     snprintf(from, sizeof from, "%lld", (long long)from_ms);
-    const char *values[2] = {now, from};
+    const char *values[OVERDUE_NP] = {[OVERDUE_P_NOW] = now, [OVERDUE_P_FROM] = from};
     if (igw_db_exec(db, &stmt_overdue, values, NULL, NULL, on_overdue, o)) {
         outcome_free(o);
         free(p);

@@ -25,6 +25,7 @@
 #include "decode.h"
 #include "devauth.h"
 #include "jw.h"
+#include "paths.h"
 #include "protocol.h"
 #include "request.h"
 #include "catalog/recordings.h"
@@ -44,35 +45,53 @@
 
 /* ---- statements ------------------------------------------------------------ */
 
+/* Each statement's parameters and result columns by name: *_P_X is $(X + 1)
+ * in its SQL and X in the values array, *_C_X the column's number. */
+
+/* The device (target): $1 productID, $2 deviceName. The device queries
+ * below (properties, config, subdevices) take the same two first. */
+enum { DEV_P_PID, DEV_P_DN, DEV_NP };
+enum { DEVICE_C_SECRET, DEVICE_C_IS_GATEWAY, DEVICE_C_GW_PID, DEVICE_C_GW_DN, DEVICE_C_MODEL };
 static const igw_db_stmt stmt_device = {
     "igw_edge_device",
     "SELECT d.secret, d.is_gateway, coalesce(d.gateway_product_id, ''), coalesce(d.gateway_device_name, ''), "
     "p.model::text FROM devices d JOIN products p ON p.product_id = d.product_id "
     "WHERE d.product_id = $1 AND d.device_name = $2",
-    2};
+    DEV_NP};
 
+/* One column: the reply's data (the stored properties, the latest config). */
+enum { DATA_C_JSON };
 static const igw_db_stmt stmt_properties = {
     "igw_edge_properties",
-    "SELECT properties::text FROM devices WHERE product_id = $1 AND device_name = $2", 2};
+    "SELECT properties::text FROM devices WHERE product_id = $1 AND device_name = $2", DEV_NP};
 
 static const igw_db_stmt stmt_config = {
     "igw_edge_config",
     "SELECT coalesce((SELECT body->'params' FROM device_messages WHERE product_id = $1 AND device_name = $2 "
     "AND handle = 'config' AND method = 'report' AND body ? 'params' ORDER BY received_at DESC, message_id DESC "
     "LIMIT 1), '{}'::jsonb)::text",
-    2};
+    DEV_NP};
 
-/* The first item (1-based) of the list that is not bound to the gateway, or no row. */
+/* The first item (1-based) of the list that is not bound to the gateway, or
+ * no row: the gateway ($1, $2), the sub-devices as two text arrays. */
+enum { SUB_P_PID = DEV_P_PID, SUB_P_DN = DEV_P_DN, SUB_P_PIDS, SUB_P_DNS, SUB_NP };
+enum { SUB_C_ITEM };
 static const igw_db_stmt stmt_subdevices = {
     "igw_edge_subdevices",
     "SELECT u.i FROM unnest($3::text[], $4::text[]) WITH ORDINALITY AS u(p, d, i) WHERE NOT EXISTS ("
     "SELECT 1 FROM devices x WHERE x.product_id = u.p AND x.device_name = u.d "
     "AND x.gateway_product_id = $1 AND x.gateway_device_name = $2) ORDER BY u.i LIMIT 1",
-    4};
+    SUB_NP};
 
 /* One statement, one transaction: the batch's messages, then the reported
  * properties merged per device in arrival order (jsonb keeps the last of
- * duplicate keys, so a later report wins). */
+ * duplicate keys, so a later report wins). Every parameter is a text array
+ * literal: per message its device, handle, type, method, msgToken and body;
+ * then per message that reports properties its device and the values. */
+enum {
+    BATCH_P_PID, BATCH_P_DN, BATCH_P_HANDLE, BATCH_P_TYPE, BATCH_P_METHOD, BATCH_P_TOKEN, BATCH_P_BODY,
+    BATCH_P_PROPS_PID, BATCH_P_PROPS_DN, BATCH_P_PROPS, BATCH_NP
+};
 static const igw_db_stmt stmt_batch = {
     "igw_edge_batch",
     "WITH m AS (INSERT INTO device_messages (product_id, device_name, handle, msg_type, method, msg_token, body) "
@@ -84,7 +103,7 @@ static const igw_db_stmt stmt_batch = {
     "u AS (UPDATE devices d SET properties = d.properties || p.props FROM p "
     "WHERE d.product_id = p.pid AND d.device_name = p.dn RETURNING 1) "
     "SELECT (SELECT count(*) FROM m), (SELECT count(*) FROM u)",
-    10};
+    BATCH_NP};
 
 /* ---- the device cache ------------------------------------------------------- */
 
@@ -141,7 +160,7 @@ struct job {
     job *next;                 /* in the batch */
     igw_arena arena;
     bool http;
-    char handle[17], type[33];  /* handle without '$'; the Handle and MsgType bounds */
+    char handle[IGW_Handle_MAX + 1], type[IGW_MsgType_MAX + 1]; /* handle without '$' */
     char pid[NAME_CAP], dn[NAME_CAP];           /* target */
     char auth_pid[NAME_CAP], auth_dn[NAME_CAP]; /* HTTP: the authenticated device */
     char *username, *password;
@@ -239,14 +258,14 @@ static device *device_from_row(const char *pid, const char *dn, const PGresult *
     if (PQntuples(res) != 1)
         return d;
     d->found = true;
-    if (igw_devauth_secret_decode(PQgetvalue(res, 0, 0), d->secret, sizeof d->secret, &d->secret_len))
+    if (igw_devauth_secret_decode(PQgetvalue(res, 0, DEVICE_C_SECRET), d->secret, sizeof d->secret, &d->secret_len))
         d->secret_len = 0; /* an unusable secret: every credential fails */
-    d->is_gateway = PQgetvalue(res, 0, 1)[0] == 't';
-    snprintf(d->gw_pid, sizeof d->gw_pid, "%s", PQgetvalue(res, 0, 2));
-    snprintf(d->gw_dn, sizeof d->gw_dn, "%s", PQgetvalue(res, 0, 3));
+    d->is_gateway = PQgetvalue(res, 0, DEVICE_C_IS_GATEWAY)[0] == 't';
+    snprintf(d->gw_pid, sizeof d->gw_pid, "%s", PQgetvalue(res, 0, DEVICE_C_GW_PID));
+    snprintf(d->gw_dn, sizeof d->gw_dn, "%s", PQgetvalue(res, 0, DEVICE_C_GW_DN));
     igw_json err;
-    const char *model = PQgetvalue(res, 0, 4);
-    if (igw_thingmodel_load(model, (size_t)PQgetlength(res, 0, 4), &d->model_arena, &d->model, &err)) {
+    const char *model = PQgetvalue(res, 0, DEVICE_C_MODEL);
+    if (igw_thingmodel_load(model, (size_t)PQgetlength(res, 0, DEVICE_C_MODEL), &d->model_arena, &d->model, &err)) {
         igw_log(IGW_LOG_WARN, NULL, "edge: product %s: thing model does not load: %s at %s", pid, err.reason,
                 err.path);
         d->model = NULL;
@@ -484,35 +503,34 @@ static void flush_one(igw_edge *e, unsigned slot)
     if (!e->pending)
         e->pending_tail = &e->pending;
 
-    /* Ten text arrays, one after the other in one buffer. */
+    /* The text arrays, one after the other in one buffer. */
     igw_jw *w = &e->jw;
     igw_jw_reset(w);
-    size_t start[10], end[10];
-    for (int col = 0; col < 10; col++) {
+    size_t start[BATCH_NP];
+    for (int col = 0; col < BATCH_NP; col++) {
         start[col] = w->len;
         igw_jw_raw(w, "{", 1);
         bool first = true;
         for (job *j = batch; j; j = j->next) {
-            if (col >= 7 && !j->props.ptr)
+            if (col >= BATCH_P_PROPS_PID && !j->props.ptr)
                 continue;
             const char *s = NULL;
             size_t len = 0;
             switch (col) {
-            case 0: case 7: s = j->pid; len = strlen(s); break;
-            case 1: case 8: s = j->dn; len = strlen(s); break;
-            case 2: s = j->handle; len = strlen(s); break;
-            case 3: s = j->type; len = strlen(s); break;
-            case 4: s = j->msg->method.ptr; len = j->msg->method.len; break;
-            case 5: s = j->msg->msgToken.ptr; len = j->msg->msgToken.len; break;
-            case 6: s = j->payload; len = j->len; break;
-            case 9: s = j->props.ptr; len = j->props.len; break;
+            case BATCH_P_PID: case BATCH_P_PROPS_PID: s = j->pid; len = strlen(s); break;
+            case BATCH_P_DN: case BATCH_P_PROPS_DN: s = j->dn; len = strlen(s); break;
+            case BATCH_P_HANDLE: s = j->handle; len = strlen(s); break;
+            case BATCH_P_TYPE: s = j->type; len = strlen(s); break;
+            case BATCH_P_METHOD: s = j->msg->method.ptr; len = j->msg->method.len; break;
+            case BATCH_P_TOKEN: s = j->msg->msgToken.ptr; len = j->msg->msgToken.len; break;
+            case BATCH_P_BODY: s = j->payload; len = j->len; break;
+            case BATCH_P_PROPS: s = j->props.ptr; len = j->props.len; break;
             }
             array_elem(w, first, s, len, false);
             first = false;
         }
         igw_jw_raw(w, "}", 1);
         igw_jw_raw(w, "", 1); /* NUL: each array is a C string */
-        end[col] = w->len;
     }
     b->jobs = batch;
     e->busy[slot] = true;
@@ -520,11 +538,9 @@ static void flush_one(igw_edge *e, unsigned slot)
         on_batch(b, NULL, IGW_DB_NOT_SENT "out of memory building the batch");
         return;
     }
-    const char *values[10];
-    for (int col = 0; col < 10; col++) {
+    const char *values[BATCH_NP];
+    for (int col = 0; col < BATCH_NP; col++)
         values[col] = w->buf + start[col];
-        (void)end[col];
-    }
     if (igw_db_exec(e->db[slot], &stmt_batch, values, NULL, NULL, on_batch, b))
         on_batch(b, NULL, IGW_DB_NOT_SENT "database queue full");
 }
@@ -632,8 +648,8 @@ static int check_pack(job *j, const igw_thingmodel *m, igw_json *err)
 {
     const igw_PackReportParams *p = j->params;
     if (p->has & IGW_PackReportParams_properties) {
-        if (igw_thingmodel_check_properties(m, p->properties.ptr, p->properties.len, 0, "/params/properties",
-                                            &j->arena, err))
+        if (igw_thingmodel_check_properties(m, p->properties.ptr, p->properties.len, 0,
+                                            IGW_PATH_params_properties, &j->arena, err))
             return -1;
         j->props = p->properties;
     }
@@ -641,7 +657,7 @@ static int check_pack(job *j, const igw_thingmodel *m, igw_json *err)
         const igw_PackEvent *ev = &p->events.v[i];
         bool has = ev->has & IGW_PackEvent_params;
         char prefix[64];
-        snprintf(prefix, sizeof prefix, "/params/events/%u/params", i);
+        snprintf(prefix, sizeof prefix, IGW_PATH_params_events_ITEM_params, i);
         if (igw_thingmodel_check_event(m, ev->eventID.ptr, ev->eventID.len, has ? ev->params.ptr : "{}",
                                        has ? ev->params.len : 2, prefix, &j->arena, err))
             return -1;
@@ -714,7 +730,7 @@ static void on_query_data(void *arg, const PGresult *res, const char *err)
         finish(j, IGW_ERR_NOT_FOUND, "unknown device", "", NULL, 0);
         return;
     }
-    finish(j, IGW_ERR_OK, NULL, NULL, PQgetvalue(res, 0, 0), (size_t)PQgetlength(res, 0, 0));
+    finish(j, IGW_ERR_OK, NULL, NULL, PQgetvalue(res, 0, DATA_C_JSON), (size_t)PQgetlength(res, 0, DATA_C_JSON));
 }
 
 static void on_subdevices(void *arg, const PGresult *res, const char *err)
@@ -725,9 +741,9 @@ static void on_subdevices(void *arg, const PGresult *res, const char *err)
         return;
     }
     if (PQntuples(res) == 1) {
-        long i = strtol(PQgetvalue(res, 0, 0), NULL, 10);
+        long i = strtol(PQgetvalue(res, 0, SUB_C_ITEM), NULL, 10);
         char path[48];
-        snprintf(path, sizeof path, "/params/devices/%ld", i - 1);
+        snprintf(path, sizeof path, IGW_PATH_params_devices_ITEM, (unsigned)(i - 1));
         finish(j, IGW_ERR_PERMISSION, "not a sub-device bound to this gateway", path, NULL, 0);
         return;
     }
@@ -745,7 +761,7 @@ static void on_catalog(void *arg, const igw_recordings_report_result *r)
     if (r->status == IGW_RECORDINGS_REPORT_UNKNOWN_CAMERA) {
         char *path = igw_arena_alloc(&j->arena, 64);
         if (path)
-            snprintf(path, 64, "/params/recordings/%u/cameraId", r->bad);
+            snprintf(path, 64, IGW_PATH_params_recordings_ITEM_cameraId, r->bad);
         finish(j, IGW_ERR_PARAMETER, "not a camera of this device: nothing of the report was stored",
                path ? path : "", NULL, 0);
         return;
@@ -774,7 +790,7 @@ static void process(job *j, const device *target)
     igw_proto_status st = igw_proto_find(&igw_proto_device, j->handle, strlen(j->handle), j->type,
                                          strlen(j->type), m->method.ptr, m->method.len, &j->row);
     if (st != IGW_PROTO_FOUND) {
-        finish(j, IGW_ERR_PARAMETER, igw_proto_status_text(st), st == IGW_PROTO_NO_METHOD ? "/method" : "", NULL,
+        finish(j, IGW_ERR_PARAMETER, igw_proto_status_text(st), st == IGW_PROTO_NO_METHOD ? IGW_PATH_method : "", NULL,
                0);
         return;
     }
@@ -793,7 +809,7 @@ static void process(job *j, const device *target)
         break;
     case IGW_PROTO_CHECK_PROPERTIES:
         if (has_params) {
-            rc = igw_thingmodel_check_properties(model, m->params.ptr, m->params.len, 0, "/params", &j->arena, &err);
+            rc = igw_thingmodel_check_properties(model, m->params.ptr, m->params.len, 0, IGW_PATH_params, &j->arena, &err);
             j->props = m->params;
         }
         break;
@@ -802,20 +818,20 @@ static void process(job *j, const device *target)
         break;
     case IGW_PROTO_CHECK_EVENT:
         if (!igw_thingmodel_event(model, m->eventID.ptr, m->eventID.len)) {
-            finish(j, IGW_ERR_PARAMETER, "unknown event", "/eventID", NULL, 0);
+            finish(j, IGW_ERR_PARAMETER, "unknown event", IGW_PATH_eventID, NULL, 0);
             return;
         }
         rc = igw_thingmodel_check_event(model, m->eventID.ptr, m->eventID.len, has_params ? m->params.ptr : "{}",
-                                        has_params ? m->params.len : 2, "/params", &j->arena, &err);
+                                        has_params ? m->params.len : 2, IGW_PATH_params, &j->arena, &err);
         break;
     case IGW_PROTO_CHECK_ACTION: /* actionID: required by the schema (DeviceMessage) */
         if (!igw_thingmodel_action(model, m->actionID.ptr, m->actionID.len)) {
-            finish(j, IGW_ERR_PARAMETER, "unknown action", "/actionID", NULL, 0);
+            finish(j, IGW_ERR_PARAMETER, "unknown action", IGW_PATH_actionID, NULL, 0);
             return;
         }
         if (m->has & IGW_DeviceMessage_response)
             rc = igw_thingmodel_check_action_output(model, m->actionID.ptr, m->actionID.len, m->response.ptr,
-                                                    m->response.len, "/response", &j->arena, &err);
+                                                    m->response.len, IGW_PATH_response, &j->arena, &err);
         break;
     case IGW_PROTO_CHECK_SUBDEVICES: /* the row's params type: TopologyParams */
         rc = read_subdevices(j, &err);
@@ -839,7 +855,8 @@ static void process(job *j, const device *target)
         finish(j, cls, reason, path, NULL, 0);
         return;
     }
-    const char *values[4] = {j->pid, j->dn, j->sub_p.ptr, j->sub_d.ptr};
+    const char *values[SUB_NP] = {[SUB_P_PID] = j->pid, [SUB_P_DN] = j->dn, [SUB_P_PIDS] = j->sub_p.ptr,
+                                  [SUB_P_DNS] = j->sub_d.ptr}; /* the device queries take the first two */
     const igw_db_stmt *q = j->row->returns == IGW_PROTO_RETURNS_PROPERTIES ? &stmt_properties
                          : j->row->returns == IGW_PROTO_RETURNS_CONFIG     ? &stmt_config
                                                                            : NULL;
@@ -962,7 +979,7 @@ static void lookup(job *j, const char *pid, const char *dn, void (*next)(job *j,
     c->next = next;
     snprintf(c->pid, sizeof c->pid, "%s", pid);
     snprintf(c->dn, sizeof c->dn, "%s", dn);
-    const char *values[2] = {c->pid, c->dn};
+    const char *values[DEV_NP] = {[DEV_P_PID] = c->pid, [DEV_P_DN] = c->dn};
     if (igw_db_exec(query_db(j->e), &stmt_device, values, NULL, NULL, on_device, c)) {
         free(c);
         finish(j, IGW_ERR_UNAVAILABLE, "busy, retry later", "", NULL, 0);
@@ -1015,7 +1032,7 @@ static igw_DeviceMessage *recover_identity(job *j)
             break; /* what came before may still name the message */
         }
     }
-    if (!method.ptr || !token.ptr || method.len > 64 || token.len > 128 ||
+    if (!method.ptr || !token.ptr || method.len > IGW_DeviceMessage_method_MAX || token.len > IGW_Token_MAX ||
         !igw_format_identifier(method.ptr, method.len) || !igw_format_identifier(token.ptr, token.len))
         return NULL;
     igw_DeviceMessage *m = igw_arena_alloc(&j->arena, sizeof *m);

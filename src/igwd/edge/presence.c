@@ -15,14 +15,15 @@ static const char *const state_names[IGW_PRESENCE__STATES] = {"online", "offline
 
 /* The fact applies only when newer than the stored one ((boot, seq), NULL:
  * none yet); the primary key bounds it to one row, and a device that does
- * not exist matches none. */
+ * not exist matches none. Parameters by name: *_P_X is $(X + 1). */
+enum { APPLY_P_PID, APPLY_P_DN, APPLY_P_ONLINE, APPLY_P_BOOT, APPLY_P_SEQ, APPLY_P_AT, APPLY_NP };
 static const igw_db_stmt st_apply = {
     "presence_apply",
     "UPDATE devices SET online = $3::boolean, presence_at = to_timestamp($6::double precision / 1000),"
     " presence_boot = $4::bigint, presence_seq = $5::bigint"
     " WHERE product_id = $1 AND device_name = $2"
     " AND (presence_boot IS NULL OR (presence_boot, presence_seq) < ($4::bigint, $5::bigint))",
-    6,
+    APPLY_NP,
 };
 
 /* A broker boot $1 ended every connection of the older boots: each device
@@ -31,6 +32,8 @@ static const igw_db_stmt st_apply = {
  * were online. A batch at a time, by the partial index on presence_boot;
  * FOR UPDATE so that a fact applied meanwhile is seen (and skipped when it
  * is of the new boot), and two sweepers set each device once. */
+enum { SWEEP_P_BOOT, SWEEP_NP };
+enum { SWEEP_C_SWEPT, SWEEP_C_ONLINE };
 static const igw_db_stmt st_sweep = {
     "presence_sweep",
     "WITH s AS (SELECT product_id, device_name, online FROM devices WHERE presence_boot < $1::bigint"
@@ -39,7 +42,7 @@ static const igw_db_stmt st_sweep = {
     " presence_at = CASE WHEN s.online THEN to_timestamp($1::double precision / 1000) ELSE d.presence_at END"
     " FROM s WHERE d.product_id = s.product_id AND d.device_name = s.device_name RETURNING s.online)"
     " SELECT count(*), count(*) FILTER (WHERE online) FROM u",
-    1,
+    SWEEP_NP,
 };
 _Static_assert(IGW_PRESENCE_SWEEP_BATCH == 1000, "st_sweep's LIMIT");
 
@@ -139,7 +142,8 @@ static void on_swept(void *arg, const PGresult *res, const char *err)
         p->sweep_boot = 0; /* the next newer boot sweeps again; this one's devices stay as they are */
         return;
     }
-    long long n = strtoll(PQgetvalue(res, 0, 0), NULL, 10), online = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
+    long long n = strtoll(PQgetvalue(res, 0, SWEEP_C_SWEPT), NULL, 10),
+              online = strtoll(PQgetvalue(res, 0, SWEEP_C_ONLINE), NULL, 10);
     if (online > 0)
         atomic_fetch_add(&p->stats->swept, (uint64_t)online);
     if (n >= IGW_PRESENCE_SWEEP_BATCH || p->sweep_boot != p->sweep_sent) {
@@ -154,7 +158,7 @@ static void on_swept(void *arg, const PGresult *res, const char *err)
 static void sweep_next(igw_presence *p)
 {
     char boot[24];
-    const char *v[1] = {boot};
+    const char *v[SWEEP_NP] = {[SWEEP_P_BOOT] = boot};
     snprintf(boot, sizeof boot, "%" PRId64, p->sweep_boot);
     p->sweep_sent = p->sweep_boot;
     if (igw_db_exec(p->db, &st_sweep, v, NULL, NULL, on_swept, p) != 0) {
@@ -209,7 +213,9 @@ void igw_presence_submit(igw_presence *p, const char *product_id, const char *de
     snprintf(boot, sizeof boot, "%" PRId64, f.boot);
     snprintf(seq, sizeof seq, "%" PRId64, f.seq);
     snprintf(at, sizeof at, "%" PRId64, f.at_ms);
-    const char *v[6] = {product_id, device_name, f.state == IGW_PRESENCE_ONLINE ? "t" : "f", boot, seq, at};
+    const char *v[APPLY_NP] = {[APPLY_P_PID] = product_id, [APPLY_P_DN] = device_name,
+                               [APPLY_P_ONLINE] = f.state == IGW_PRESENCE_ONLINE ? "t" : "f", [APPLY_P_BOOT] = boot,
+                               [APPLY_P_SEQ] = seq, [APPLY_P_AT] = at};
     if (igw_db_exec(p->db, &st_apply, v, NULL, NULL, on_applied, p) != 0) {
         count_log(&p->stats->failed, "presence: a fact of %s/%s not sent (%llu such so far)", product_id, device_name);
         return;

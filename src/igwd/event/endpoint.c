@@ -10,11 +10,13 @@
 
 #define ENDPOINT_ID_BYTES 18 /* 144 random bits, 24 base64url characters */
 
+/* Parameters by name: REG_P_X is $(X + 1). */
+enum { REG_P_ID, REG_P_ENTERPRISE, REG_P_USER, REG_P_EXPIRES, REG_NP };
 static const igw_db_stmt stmt_register = {
     "igw_endpoint_register",
     "INSERT INTO endpoints (endpoint_id, enterprise_id, user_id, expires_at_ms) "
     "VALUES ($1, $2::bigint, $3::bigint, $4::bigint)",
-    4};
+    REG_NP};
 
 typedef struct registration {
     igw_endpoint_cb cb;
@@ -47,7 +49,8 @@ int igw_endpoint_register(igw_db *db, int64_t enterprise_id, int64_t user_id, ig
     snprintf(ent, sizeof ent, "%lld", (long long)enterprise_id);
     snprintf(user, sizeof user, "%lld", (long long)user_id);
     snprintf(exp, sizeof exp, "%lld", (long long)r->expires_at);
-    const char *values[4] = {r->id, ent, user, exp};
+    const char *values[REG_NP] = {[REG_P_ID] = r->id, [REG_P_ENTERPRISE] = ent, [REG_P_USER] = user,
+                                  [REG_P_EXPIRES] = exp};
     if (igw_db_exec(db, &stmt_register, values, NULL, NULL, on_row, r)) {
         free(r);
         return -1;

@@ -23,14 +23,25 @@ static const char *const used_states[] = {ST_PENDING, ST_ACKNOWLEDGED, ST_REDELI
 /* Unix milliseconds of the transaction's start (one statement: its start). */
 #define NOW_MS "floor(extract(epoch FROM now()) * 1000)::bigint"
 
+/* Parameters and columns by name: *_P_X is $(X + 1) in the statement's
+ * SQL and X in its values array, *_C_X the result column X. A parameter
+ * sent as bytes (libpq's format 1, not text's 0) is FMT_BINARY. */
+enum { FMT_BINARY = 1 };
+
 /* The caller's endpoint: known when (enterprise $1, user $2, endpoint $3)
- * match; live while unexpired. */
+ * match; live while unexpired. The statements with EP_CTE start with them. */
+enum { EP_P_ENTERPRISE, EP_P_USER, EP_P_ENDPOINT };
 #define EP_CTE                                                                                  \
     "ep AS (SELECT p.endpoint_id, p.expires_at_ms > t.now_ms AS live FROM endpoints p, t "      \
     "WHERE p.endpoint_id = $3::text AND p.enterprise_id = $1::bigint AND p.user_id = $2::bigint)"
 
 /* $1 endpoint, $2 msgToken, $3 sessionId or '', $4 eventSeq or 0, $5 body
  * (binary text), $6 expiresAt cap or 0, $7 deliveryId. */
+enum { EMIT_P_ENDPOINT, EMIT_P_TOKEN, EMIT_P_SESSION, EMIT_P_SEQ, EMIT_P_BODY, EMIT_P_EXPIRES, EMIT_P_DELIVERY, EMIT_NP };
+enum {
+    EMIT_C_LIVE, EMIT_C_BODY_OK, EMIT_C_DUP, EMIT_C_DELIVERY, EMIT_C_EVENT, EMIT_C_WATERMARK, EMIT_C_EXPIRES,
+    EMIT_C_NOTIFIED
+};
 static const igw_db_stmt st_emit = {
     "igw_outbox_emit",
     "WITH t AS (SELECT " NOW_MS " AS now_ms), "
@@ -53,7 +64,7 @@ static const igw_db_stmt st_emit = {
     "SELECT p.live, b.ok, dup.v, dl.delivery_id, dl.event_id, dl.watermark, dl.expires_at_ms, "
     "       (SELECT count(*) FROM ntf) "
     "FROM b CROSS JOIN dup LEFT JOIN p ON true LEFT JOIN dl ON true",
-    7};
+    EMIT_NP};
 
 /* The largest event body a result's notification carries (a NOTIFY payload
  * is below 8000 bytes; ids and the watermark take the rest). */
@@ -72,6 +83,12 @@ static const igw_db_stmt st_emit = {
  * its event (and its watermark: the same number); the notifications are
  * built from those rows (dl inserts every one or the statement fails, and
  * a failed transaction notifies nobody). The body is parsed once. */
+enum {
+    RESULT_P_ENDPOINT, RESULT_P_TOKEN, RESULT_P_BODY, RESULT_P_DELIVERY, RESULT_P_PID, RESULT_P_DN,
+    RESULT_P_DEVICE_TOKEN, RESULT_P_OUTCOME, RESULT_P_REPLY_HANDLE, RESULT_P_REPLY_TYPE, RESULT_P_REPLY_METHOD,
+    RESULT_P_REPLY_TOKEN, RESULT_P_REPLY_BODY, RESULT_NP
+};
+enum { RESULT_C_KNOWN, RESULT_C_LIVE, RESULT_C_DUP, RESULT_C_BODY_OK, RESULT_C_DELIVERY, RESULT_C_NOTIFIED, RESULT_C_SETTLED };
 static const igw_db_stmt st_emit_result = {
     "igw_outbox_emit_result",
     "WITH t AS (SELECT " NOW_MS " AS now_ms), "
@@ -108,12 +125,14 @@ static const igw_db_stmt st_emit_result = {
     "SELECT i.known, i.live, i.dup OR NOT i.first, i.ok, dl.delivery_id, (SELECT count(*) FROM ntf), "
     "       (SELECT count(*) FROM st) "
     "FROM i LEFT JOIN dl ON dl.delivery_id = i.did AND i.first ORDER BY i.ord",
-    13};
+    RESULT_NP};
 
 /* $1 enterprise, $2 user, $3 endpoint, $4 limit. Ordered in the database's
  * collation, the index's: an explicit COLLATE "C" made PostgreSQL sort all
  * of the endpoint's pending deliveries on every pull (services.sh creates
  * the database without a locale, so that order is bytewise). */
+enum { PULL_P_LIMIT = EP_P_ENDPOINT + 1, PULL_NP };
+enum { PULL_C_LIVE, PULL_C_DELIVERY, PULL_C_BODY };
 static const igw_db_stmt st_pull = {
     "igw_outbox_pull",
     "WITH t AS (SELECT " NOW_MS " AS now_ms), " EP_CTE " "
@@ -126,12 +145,14 @@ static const igw_db_stmt st_pull = {
     "    AND d.expires_at_ms > t.now_ms "
     "  ORDER BY d.session_id, d.watermark, d.delivery_id LIMIT $4::int) x ON true "
     "ORDER BY x.session_id, x.watermark, x.delivery_id",
-    4};
+    PULL_NP};
 
 /* $1 enterprise, $2 user, $3 endpoint, $4 ids (text[]). The acknowledged
  * count is the endpoint's counter, raised by this statement's updates (the
  * row lock orders concurrent acks of one endpoint; counting the acked
  * deliveries instead cost every ack the whole history). */
+enum { ACK_P_IDS = EP_P_ENDPOINT + 1, ACK_NP };
+enum { ACK_C_LIVE, ACK_C_REFUSAL, ACK_C_POS, ACK_C_ID, ACK_C_ACKNOWLEDGED };
 static const igw_db_stmt st_ack = {
     "igw_outbox_ack",
     "WITH t AS (SELECT " NOW_MS " AS now_ms), " EP_CTE ", "
@@ -157,12 +178,17 @@ static const igw_db_stmt st_ack = {
     "SELECT ep.live, bad.refusal, bad.pos, bad.id, "
     "       COALESCE((SELECT acked FROM cnt), (SELECT p.acked FROM endpoints p WHERE p.endpoint_id = $3::text)) "
     "FROM (SELECT 1) one LEFT JOIN ep ON true LEFT JOIN bad ON true",
-    4};
+    ACK_NP};
 
 /* $1 enterprise, $2 user, $3 endpoint, $4 sessionId or '', $5 method,
  * $6 msgToken, $7 fingerprint (bytea, binary), $8 the new deliveryId. The
  * head: the newest delivery to this endpoint, not redelivered, of the
  * earliest interaction.result event carrying the command's token. */
+enum { REPLAY_P_SESSION = EP_P_ENDPOINT + 1, REPLAY_P_METHOD, REPLAY_P_TOKEN, REPLAY_P_FP, REPLAY_P_DELIVERY, REPLAY_NP };
+enum {
+    REPLAY_C_LIVE, REPLAY_C_COMMANDS, REPLAY_C_HEAD, REPLAY_C_HEAD_STATE, REPLAY_C_HEAD_EXPIRED, REPLAY_C_EVENT,
+    REPLAY_C_WATERMARK, REPLAY_C_EXPIRES, REPLAY_C_NEW, REPLAY_C_NEW_WATERMARK, REPLAY_C_NOTIFIED
+};
 static const igw_db_stmt st_replay = {
     "igw_outbox_replay",
     "WITH t AS (SELECT " NOW_MS " AS now_ms), " EP_CTE ", "
@@ -190,7 +216,7 @@ static const igw_db_stmt st_replay = {
     "       head.event_id, head.watermark, head.expires_at_ms, ins.delivery_id, ins.watermark, "
     "       (SELECT count(*) FROM ntf) "
     "FROM t LEFT JOIN ep ON true LEFT JOIN head ON true LEFT JOIN ins ON true",
-    8};
+    REPLAY_NP};
 
 /* $1 now_ms, $2 retention_ms, $3 batch. Marking spares the rows being
  * deleted (one statement must not modify a row twice); an event goes with
@@ -199,6 +225,10 @@ static const igw_db_stmt st_replay = {
  * checked at the end of the statement, after every sub-statement. Each step
  * reads an index (expires_at_ms, the keys' (enterprise, endpoint) prefix):
  * no scan of the tables' history. */
+enum { SWEEP_P_NOW, SWEEP_P_RETENTION, SWEEP_P_BATCH, SWEEP_NP };
+enum {
+    SWEEP_C_MARKED, SWEEP_C_DELIVERIES, SWEEP_C_EVENTS, SWEEP_C_ENDPOINTS, SWEEP_C_COMMANDS, SWEEP_C_BATCH
+};
 static const igw_db_stmt st_sweep = {
     "igw_outbox_sweep",
     "WITH c AS (SELECT $1::bigint AS now_ms, $1::bigint - $2::bigint AS cut, $3::int AS lim), "
@@ -225,7 +255,7 @@ static const igw_db_stmt st_sweep = {
     "        WHERE (k.enterprise_id, k.endpoint_id) IN (SELECT enterprise_id, endpoint_id FROM dep)) "
     "SELECT (SELECT count(*) FROM mark), (SELECT count(*) FROM dd), (SELECT count(*) FROM de), "
     "       (SELECT count(*) FROM dep), (SELECT count(*) FROM dc), c.lim FROM c",
-    3};
+    SWEEP_NP};
 
 typedef enum op { OP_EMIT, OP_EMIT_RESULT, OP_PULL, OP_ACK, OP_REPLAY, OP_SWEEP } op;
 
@@ -308,40 +338,38 @@ static bool endpoint_live(igw_outbox_result *r, const PGresult *res, int col)
 
 static void done_emit(ctx *c, igw_outbox_result *r, const PGresult *res)
 {
-    /* live, body ok, dup, delivery_id, event_id, watermark, expires_at_ms, notified */
-    if (!endpoint_live(r, res, 0))
+    if (!endpoint_live(r, res, EMIT_C_LIVE))
         return;
-    if (is_true(res, 0, 2)) {
+    if (is_true(res, 0, EMIT_C_DUP)) {
         r->status = IGW_OUTBOX_DUPLICATE;
         r->delivery_id = c->delivery_id;
         return;
     }
-    if (!is_true(res, 0, 1)) {
+    if (!is_true(res, 0, EMIT_C_BODY_OK)) {
         r->status = IGW_OUTBOX_BAD_EVENT;
         return;
     }
-    if (!val(res, 0, 3) || num(res, 0, 7) != 1) {
+    if (!val(res, 0, EMIT_C_DELIVERY) || num(res, 0, EMIT_C_NOTIFIED) != 1) {
         fail(r, "emit: no delivery inserted");
         return;
     }
-    r->delivery_id = val(res, 0, 3);
-    r->event_id = num(res, 0, 4);
-    r->watermark = num(res, 0, 5);
-    r->expires_at_ms = num(res, 0, 6);
+    r->delivery_id = val(res, 0, EMIT_C_DELIVERY);
+    r->event_id = num(res, 0, EMIT_C_EVENT);
+    r->watermark = num(res, 0, EMIT_C_WATERMARK);
+    r->expires_at_ms = num(res, 0, EMIT_C_EXPIRES);
 }
 
 static void done_emit_result(ctx *c, igw_outbox_result *r, const PGresult *res, int row)
 {
-    /* known, live, dup, body ok, delivery_id, notified, settled */
-    if (!val(res, row, 0))
+    if (!val(res, row, RESULT_C_KNOWN))
         r->status = IGW_OUTBOX_UNKNOWN_ENDPOINT;
-    else if (!is_true(res, row, 1))
+    else if (!is_true(res, row, RESULT_C_LIVE))
         r->status = IGW_OUTBOX_ENDPOINT_EXPIRED;
-    else if (is_true(res, row, 2))
+    else if (is_true(res, row, RESULT_C_DUP))
         r->status = IGW_OUTBOX_DUPLICATE;
-    else if (!is_true(res, row, 3))
+    else if (!is_true(res, row, RESULT_C_BODY_OK))
         r->status = IGW_OUTBOX_BAD_EVENT;
-    else if (!val(res, row, 4))
+    else if (!val(res, row, RESULT_C_DELIVERY))
         fail(r, "emit: no delivery inserted");
     if (r->status == IGW_OUTBOX_OK || r->status == IGW_OUTBOX_DUPLICATE)
         r->delivery_id = c->delivery_id;
@@ -349,17 +377,17 @@ static void done_emit_result(ctx *c, igw_outbox_result *r, const PGresult *res, 
 
 static void done_pull(igw_outbox_result *r, const PGresult *res, igw_outbox_item *items)
 {
-    /* live, delivery_id, body_text; one row of NULLs when nothing */
-    if (!endpoint_live(r, res, 0))
+    /* one row of NULLs when nothing */
+    if (!endpoint_live(r, res, PULL_C_LIVE))
         return;
     int rows = PQntuples(res);
     size_t n = 0;
     for (int i = 0; i < rows && n < IGW_OUTBOX_BATCH_MAX; i++) {
-        if (PQgetisnull(res, i, 1))
+        if (PQgetisnull(res, i, PULL_C_DELIVERY))
             continue;
-        items[n].delivery_id = PQgetvalue(res, i, 1);
-        items[n].event = PQgetvalue(res, i, 2);
-        items[n].event_len = (size_t)PQgetlength(res, i, 2);
+        items[n].delivery_id = PQgetvalue(res, i, PULL_C_DELIVERY);
+        items[n].event = PQgetvalue(res, i, PULL_C_BODY);
+        items[n].event_len = (size_t)PQgetlength(res, i, PULL_C_BODY);
         n++;
     }
     r->items = items;
@@ -368,10 +396,9 @@ static void done_pull(igw_outbox_result *r, const PGresult *res, igw_outbox_item
 
 static void done_ack(igw_outbox_result *r, const PGresult *res)
 {
-    /* live, refusal, pos (1-based), id, acknowledged */
-    if (!endpoint_live(r, res, 0))
+    if (!endpoint_live(r, res, ACK_C_LIVE))
         return;
-    const char *why = val(res, 0, 1);
+    const char *why = val(res, 0, ACK_C_REFUSAL);
     if (why) {
         static const struct {
             const char *name;
@@ -383,53 +410,53 @@ static void done_ack(igw_outbox_result *r, const PGresult *res)
         for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
             if (strcmp(why, map[i].name) == 0)
                 r->refusal = map[i].v;
-        r->refused_index = (size_t)(num(res, 0, 2) - 1);
-        r->refused_id = val(res, 0, 3);
+        r->refused_index = (size_t)(num(res, 0, ACK_C_POS) - 1); /* 1-based */
+        r->refused_id = val(res, 0, ACK_C_ID);
         return;
     }
-    r->acknowledged = num(res, 0, 4);
+    r->acknowledged = num(res, 0, ACK_C_ACKNOWLEDGED);
 }
 
 static void done_replay(ctx *c, igw_outbox_result *r, const PGresult *res)
 {
-    /* 0 live, 1 cmd, 2 head id, 3 head state, 4 head expired, 5 event_id,
-     * 6 watermark, 7 expires_at_ms, 8 new id, 9 new watermark, 10 notified */
-    if (!endpoint_live(r, res, 0))
+    if (!endpoint_live(r, res, REPLAY_C_LIVE))
         return;
-    if (num(res, 0, 1) == 0) {
+    if (num(res, 0, REPLAY_C_COMMANDS) == 0) {
         r->status = IGW_OUTBOX_NO_COMMAND;
         return;
     }
-    const char *head = val(res, 0, 2);
+    const char *head = val(res, 0, REPLAY_C_HEAD);
     if (!head) {
         r->replay = IGW_OUTBOX_REPLAY_NONE;
         return;
     }
-    int st = igw_sm_state(&igw_sm_delivery, val(res, 0, 3) ? val(res, 0, 3) : "");
+    const char *head_state = val(res, 0, REPLAY_C_HEAD_STATE);
+    int st = igw_sm_state(&igw_sm_delivery, head_state ? head_state : "");
     if (st <= 0) {
         fail(r, "replay: unknown delivery state");
         return;
     }
     r->head_state = (igw_delivery_state)st;
-    r->event_id = num(res, 0, 5);
-    r->expires_at_ms = num(res, 0, 7);
+    r->event_id = num(res, 0, REPLAY_C_EVENT);
+    r->expires_at_ms = num(res, 0, REPLAY_C_EXPIRES);
     /* The machine decides: replay keeps a pending head (SAME), turns an
      * acknowledged one into redelivered (NEW), and is illegal on an expired
      * one; a head expired by time but not yet marked counts as expired. */
     igw_err err = IGW_ERR_OK;
     igw_delivery_state next = r->head_state;
-    if (!is_true(res, 0, 4))
+    bool expired = is_true(res, 0, REPLAY_C_HEAD_EXPIRED);
+    if (!expired)
         next = igw_delivery_next(r->head_state, IGW_DELIVERY_ON_REPLAY, 0, &err);
-    if (is_true(res, 0, 4) || err != IGW_ERR_OK) {
+    if (expired || err != IGW_ERR_OK) {
         r->replay = IGW_OUTBOX_REPLAY_EXPIRED;
     } else if (next == IGW_DELIVERY_PENDING) {
         r->replay = IGW_OUTBOX_REPLAY_SAME;
         r->delivery_id = head;
-        r->watermark = num(res, 0, 6);
-    } else if (val(res, 0, 8) && num(res, 0, 10) == 1) {
+        r->watermark = num(res, 0, REPLAY_C_WATERMARK);
+    } else if (val(res, 0, REPLAY_C_NEW) && num(res, 0, REPLAY_C_NOTIFIED) == 1) {
         r->replay = IGW_OUTBOX_REPLAY_NEW;
         r->delivery_id = c->delivery_id;
-        r->watermark = num(res, 0, 9);
+        r->watermark = num(res, 0, REPLAY_C_NEW_WATERMARK);
         r->replaced = head;
     } else {
         r->replay = IGW_OUTBOX_REPLAY_CONCURRENT;
@@ -438,12 +465,12 @@ static void done_replay(ctx *c, igw_outbox_result *r, const PGresult *res)
 
 static void done_sweep(igw_outbox_result *r, const PGresult *res)
 {
-    r->marked_expired = num(res, 0, 0);
-    r->deliveries_deleted = num(res, 0, 1);
-    r->events_deleted = num(res, 0, 2);
-    r->endpoints_deleted = num(res, 0, 3);
-    r->commands_deleted = num(res, 0, 4);
-    int64_t lim = num(res, 0, 5);
+    r->marked_expired = num(res, 0, SWEEP_C_MARKED);
+    r->deliveries_deleted = num(res, 0, SWEEP_C_DELIVERIES);
+    r->events_deleted = num(res, 0, SWEEP_C_EVENTS);
+    r->endpoints_deleted = num(res, 0, SWEEP_C_ENDPOINTS);
+    r->commands_deleted = num(res, 0, SWEEP_C_COMMANDS);
+    int64_t lim = num(res, 0, SWEEP_C_BATCH);
     r->more = r->marked_expired >= lim || r->deliveries_deleted >= lim || r->endpoints_deleted >= lim;
 }
 
@@ -540,9 +567,13 @@ int igw_outbox_emit(igw_db *db, const igw_outbox_event *ev, igw_outbox_cb cb, vo
     char seq[24], exp[24];
     snprintf(seq, sizeof seq, "%" PRId64, ev->event_seq);
     snprintf(exp, sizeof exp, "%" PRId64, ev->expires_at_ms);
-    const char *v[7] = {ev->endpoint_id, ev->msg_token, sess, seq, ev->body, exp, c->delivery_id};
-    int len[7] = {0, 0, 0, 0, (int)ev->body_len, 0, 0};
-    int fmt[7] = {0, 0, 0, 0, 1, 0, 0}; /* the body as text's binary form: its bytes, no NUL needed */
+    const char *v[EMIT_NP] = {[EMIT_P_ENDPOINT] = ev->endpoint_id, [EMIT_P_TOKEN] = ev->msg_token,
+                              [EMIT_P_SESSION] = sess,             [EMIT_P_SEQ] = seq,
+                              [EMIT_P_BODY] = ev->body,            [EMIT_P_EXPIRES] = exp,
+                              [EMIT_P_DELIVERY] = c->delivery_id};
+    /* the body as text's binary form: its bytes, no NUL needed */
+    int len[EMIT_NP] = {[EMIT_P_BODY] = (int)ev->body_len};
+    int fmt[EMIT_NP] = {[EMIT_P_BODY] = FMT_BINARY};
     return submit(db, &st_emit, v, len, fmt, c);
 }
 
@@ -555,9 +586,19 @@ int igw_outbox_emit_result(igw_db *db, const igw_outbox_result_event *ev, igw_ou
     if (!c)
         return -1;
     snprintf(c->delivery_id, sizeof c->delivery_id, "%s", ev->delivery_id);
-    const char *v[13] = {ev->endpoint_id, ev->msg_token, ev->body, ev->delivery_id, ev->product_id,
-                         ev->device_name, ev->device_token, ev->outcome, ev->reply_handle, ev->reply_type,
-                         ev->reply_method, ev->reply_token, ev->reply_body};
+    const char *v[RESULT_NP] = {[RESULT_P_ENDPOINT] = ev->endpoint_id,
+                                [RESULT_P_TOKEN] = ev->msg_token,
+                                [RESULT_P_BODY] = ev->body,
+                                [RESULT_P_DELIVERY] = ev->delivery_id,
+                                [RESULT_P_PID] = ev->product_id,
+                                [RESULT_P_DN] = ev->device_name,
+                                [RESULT_P_DEVICE_TOKEN] = ev->device_token,
+                                [RESULT_P_OUTCOME] = ev->outcome,
+                                [RESULT_P_REPLY_HANDLE] = ev->reply_handle,
+                                [RESULT_P_REPLY_TYPE] = ev->reply_type,
+                                [RESULT_P_REPLY_METHOD] = ev->reply_method,
+                                [RESULT_P_REPLY_TOKEN] = ev->reply_token,
+                                [RESULT_P_REPLY_BODY] = ev->reply_body};
     if (igw_db_exec_row(db, &st_emit_result, v, on_result_row, c) != 0) {
         free(c);
         return -1;
@@ -577,7 +618,8 @@ int igw_outbox_pull(igw_db *db, int64_t enterprise_id, int64_t user_id, const ch
     snprintf(ent, sizeof ent, "%" PRId64, enterprise_id);
     snprintf(usr, sizeof usr, "%" PRId64, user_id);
     snprintf(lim, sizeof lim, "%d", limit);
-    const char *v[4] = {ent, usr, endpoint_id, lim};
+    const char *v[PULL_NP] = {[EP_P_ENTERPRISE] = ent, [EP_P_USER] = usr, [EP_P_ENDPOINT] = endpoint_id,
+                              [PULL_P_LIMIT] = lim};
     return submit(db, &st_pull, v, NULL, NULL, c);
 }
 
@@ -630,7 +672,8 @@ int igw_outbox_ack(igw_db *db, int64_t enterprise_id, int64_t user_id, const cha
     char ent[24], usr[24];
     snprintf(ent, sizeof ent, "%" PRId64, enterprise_id);
     snprintf(usr, sizeof usr, "%" PRId64, user_id);
-    const char *v[4] = {ent, usr, endpoint_id, arr};
+    const char *v[ACK_NP] = {[EP_P_ENTERPRISE] = ent, [EP_P_USER] = usr, [EP_P_ENDPOINT] = endpoint_id,
+                             [ACK_P_IDS] = arr};
     int rc = submit(db, &st_ack, v, NULL, NULL, c);
     free(arr);
     return rc;
@@ -651,12 +694,16 @@ int igw_outbox_replay(igw_db *db, const igw_outbox_command *cmd, igw_outbox_cb c
     char ent[24], usr[24];
     snprintf(ent, sizeof ent, "%" PRId64, cmd->enterprise_id);
     snprintf(usr, sizeof usr, "%" PRId64, cmd->user_id);
-    const char *v[8] = {ent,           usr,
-                        cmd->endpoint_id, cmd->session_id ? cmd->session_id : "",
-                        cmd->method,   cmd->msg_token,
-                        (const char *)cmd->fingerprint, c->delivery_id};
-    int len[8] = {0, 0, 0, 0, 0, 0, (int)cmd->fingerprint_len, 0};
-    int fmt[8] = {0, 0, 0, 0, 0, 0, 1, 0};
+    const char *v[REPLAY_NP] = {[EP_P_ENTERPRISE] = ent,
+                                [EP_P_USER] = usr,
+                                [EP_P_ENDPOINT] = cmd->endpoint_id,
+                                [REPLAY_P_SESSION] = cmd->session_id ? cmd->session_id : "",
+                                [REPLAY_P_METHOD] = cmd->method,
+                                [REPLAY_P_TOKEN] = cmd->msg_token,
+                                [REPLAY_P_FP] = (const char *)cmd->fingerprint,
+                                [REPLAY_P_DELIVERY] = c->delivery_id};
+    int len[REPLAY_NP] = {[REPLAY_P_FP] = (int)cmd->fingerprint_len};
+    int fmt[REPLAY_NP] = {[REPLAY_P_FP] = FMT_BINARY}; /* bytea */
     return submit(db, &st_replay, v, len, fmt, c);
 }
 
@@ -671,6 +718,6 @@ int igw_outbox_sweep(igw_db *db, int64_t now_ms, int64_t retention_ms, igw_outbo
     snprintf(now, sizeof now, "%" PRId64, now_ms);
     snprintf(ret, sizeof ret, "%" PRId64, retention_ms);
     snprintf(lim, sizeof lim, "%d", IGW_OUTBOX_SWEEP_BATCH);
-    const char *v[3] = {now, ret, lim};
+    const char *v[SWEEP_NP] = {[SWEEP_P_NOW] = now, [SWEEP_P_RETENTION] = ret, [SWEEP_P_BATCH] = lim};
     return submit(db, &st_sweep, v, NULL, NULL, c);
 }

@@ -48,8 +48,15 @@
 #include "machines.h"
 
 #define IGW_OUTBOX_CHANNEL "igw_delivery" /* NOTIFY channel; the payload starts with the endpointId */
-#define IGW_OUTBOX_BATCH_MAX 32           /* /events limit and /events/ack ids: 1..32 */
-#define IGW_OUTBOX_ID_MAX 64              /* bytes of a deliveryId or endpointId */
+/* /events limit and /events/ack ids, 1..this: the schema's bounds, one value. */
+#define IGW_OUTBOX_BATCH_MAX IGW_EventsRequest_limit_MAX
+_Static_assert(IGW_OUTBOX_BATCH_MAX == IGW_EventsData_list_MAX_ITEMS &&
+                   IGW_OUTBOX_BATCH_MAX == IGW_AckRequest_deliveryIds_MAX_ITEMS,
+               "one batch bound for /events and /events/ack");
+/* Bytes of a deliveryId, endpointId or sessionId: the schema's, one value. */
+#define IGW_OUTBOX_ID_MAX IGW_DeliveryId_MAX
+_Static_assert(IGW_OUTBOX_ID_MAX == IGW_EndpointId_MAX && IGW_OUTBOX_ID_MAX == IGW_SessionId_MAX,
+               "one id bound for the outbox");
 #define IGW_OUTBOX_ID_LEN 22              /* a generated deliveryId: base64url of 16 random bytes */
 
 /* Retention: how long an expired endpoint and expired deliveries (and what

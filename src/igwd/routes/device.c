@@ -214,11 +214,13 @@ static void upload_free(upload *u, bool remove_file)
     free(u);
 }
 
+/* Parameters by name: FILE_P_X is $(X + 1). */
+enum { FILE_P_PATH, FILE_P_PID, FILE_P_DN, FILE_P_SIZE, FILE_P_SHA256, FILE_NP };
 static const igw_db_stmt stmt_file = {
     "igw_upload_file",
     "INSERT INTO files (file_path, product_id, device_name, size_bytes, sha256) "
     "VALUES ($1, $2, $3, $4::bigint, decode($5, 'hex'))",
-    5};
+    FILE_NP};
 
 static void on_file_row(void *arg, const PGresult *res, const char *err)
 {
@@ -297,7 +299,8 @@ static void on_upload_authorized(void *arg, const igw_edge_result *r)
     }
     igw_hex_encode(md, 32, hex);
     snprintf(size, sizeof size, "%llu", (unsigned long long)u->size);
-    const char *values[5] = {u->relpath, u->pid, u->dn, size, hex};
+    const char *values[FILE_NP] = {[FILE_P_PATH] = u->relpath, [FILE_P_PID] = u->pid, [FILE_P_DN] = u->dn,
+                                   [FILE_P_SIZE] = size, [FILE_P_SHA256] = hex};
     if (igw_db_exec(u->w->db[0], &stmt_file, values, NULL, NULL, on_file_row, u)) {
         igw_http_reply_error(u->ex, IGW_ERR_UNAVAILABLE, "busy, retry later", "");
         upload_free(u, true);

@@ -14,6 +14,7 @@
 #include "event/endpoint.h"
 #include "event/outbox.h"
 #include "event/push.h"
+#include "paths.h"
 #include "routes/context.h"
 #include "routes/routes.h"
 
@@ -73,7 +74,7 @@ static void on_pull(void *arg, const igw_outbox_result *r)
 {
     igw_exchange *ex = arg;
     if (r->status == IGW_OUTBOX_UNKNOWN_ENDPOINT || r->status == IGW_OUTBOX_ENDPOINT_EXPIRED) {
-        igw_http_reply_error(ex, IGW_ERR_NOT_FOUND, "unknown or expired endpoint", "/endpointId");
+        igw_http_reply_error(ex, IGW_ERR_NOT_FOUND, "unknown or expired endpoint", IGW_PATH_endpointId);
         return;
     }
     if (r->status != IGW_OUTBOX_OK) {
@@ -81,8 +82,8 @@ static void on_pull(void *arg, const igw_outbox_result *r)
         igw_http_reply_error(ex, IGW_ERR_UNAVAILABLE, "try again later", "");
         return;
     }
-    igw_EventItem items[IGW_OUTBOX_BATCH_MAX];
-    size_t n = r->nitems < IGW_OUTBOX_BATCH_MAX ? r->nitems : IGW_OUTBOX_BATCH_MAX;
+    igw_EventItem items[IGW_EventsData_list_MAX_ITEMS];
+    size_t n = r->nitems < IGW_EventsData_list_MAX_ITEMS ? r->nitems : IGW_EventsData_list_MAX_ITEMS;
     for (size_t i = 0; i < n; i++)
         items[i] = (igw_EventItem){.has = IGW_EventItem_deliveryId | IGW_EventItem_event,
                                    .deliveryId = {r->items[i].delivery_id, strlen(r->items[i].delivery_id)},
@@ -96,7 +97,7 @@ void igw_route_events_pull(igw_exchange *ex, const igw_request *req, const igw_p
 {
     igw_worker *w = igw_http_state(ex);
     const igw_EventsRequest *rq = req->body;
-    char ep[IGW_OUTBOX_ID_MAX + 1];
+    char ep[IGW_EndpointId_MAX + 1];
     snprintf(ep, sizeof ep, "%.*s", (int)rq->endpointId.len, rq->endpointId.ptr);
     if (igw_outbox_pull(w->db[0], who->enterprise_id, who->user_id, ep, (int)rq->limit, on_pull, ex))
         igw_http_reply_error(ex, IGW_ERR_UNAVAILABLE, "busy, retry later", "");
@@ -106,14 +107,14 @@ static void on_ack(void *arg, const igw_outbox_result *r)
 {
     igw_exchange *ex = arg;
     if (r->status == IGW_OUTBOX_UNKNOWN_ENDPOINT || r->status == IGW_OUTBOX_ENDPOINT_EXPIRED) {
-        igw_http_reply_error(ex, IGW_ERR_NOT_FOUND, "unknown or expired endpoint", "/endpointId");
+        igw_http_reply_error(ex, IGW_ERR_NOT_FOUND, "unknown or expired endpoint", IGW_PATH_endpointId);
         return;
     }
     if (r->status == IGW_OUTBOX_REFUSED) {
         /* One reason for every kind (foreign, device, unknown, expired): a
          * caller learns nothing about deliveries that are not its own. */
         char path[48];
-        snprintf(path, sizeof path, "/deliveryIds/%zu", r->refused_index);
+        snprintf(path, sizeof path, IGW_PATH_deliveryIds_ITEM, (unsigned)r->refused_index);
         igw_http_reply_error(ex, IGW_ERR_NOT_FOUND, "unknown, foreign or expired delivery; nothing was acknowledged",
                              path);
         return;
@@ -132,10 +133,11 @@ void igw_route_events_ack(igw_exchange *ex, const igw_request *req, const igw_pr
 {
     igw_worker *w = igw_http_state(ex);
     const igw_AckRequest *rq = req->body;
-    char ep[IGW_OUTBOX_ID_MAX + 1];
+    char ep[IGW_EndpointId_MAX + 1];
     snprintf(ep, sizeof ep, "%.*s", (int)rq->endpointId.len, rq->endpointId.ptr);
-    const char *ids[IGW_OUTBOX_BATCH_MAX];
-    uint32_t n = rq->deliveryIds.n < IGW_OUTBOX_BATCH_MAX ? rq->deliveryIds.n : IGW_OUTBOX_BATCH_MAX;
+    const char *ids[IGW_AckRequest_deliveryIds_MAX_ITEMS];
+    uint32_t n = rq->deliveryIds.n < IGW_AckRequest_deliveryIds_MAX_ITEMS ? rq->deliveryIds.n
+                                                                         : IGW_AckRequest_deliveryIds_MAX_ITEMS;
     igw_arena *a = igw_http_arena(ex);
     for (uint32_t i = 0; i < n; i++)
         if (!(ids[i] = igw_arena_strndup(a, rq->deliveryIds.v[i].ptr, rq->deliveryIds.v[i].len))) {
@@ -158,7 +160,7 @@ void igw_route_events_push(igw_exchange *ex, const igw_request *req, const igw_p
 
 typedef struct audio_ctx {
     igw_exchange *ex;
-    char target[24];
+    char target[IGW_UserId_MAX + 1];
 } audio_ctx;
 
 static void on_audio(void *arg, const igw_call_result *r)
@@ -210,13 +212,13 @@ static void on_recordings(void *arg, const igw_recordings_result *r)
     igw_exchange *ex = arg;
     switch (r->status) {
     case IGW_RECORDINGS_UNKNOWN_ENDPOINT:
-        igw_http_reply_error(ex, IGW_ERR_NOT_FOUND, "unknown or expired endpoint", "/endpointId");
+        igw_http_reply_error(ex, IGW_ERR_NOT_FOUND, "unknown or expired endpoint", IGW_PATH_endpointId);
         return;
     case IGW_RECORDINGS_NO_RIGHTS: /* an unknown device looks the same: no existence leak */
-        igw_http_reply_error(ex, IGW_ERR_PERMISSION, "no rights on the target device", "/target");
+        igw_http_reply_error(ex, IGW_ERR_PERMISSION, "no rights on the target device", IGW_PATH_target);
         return;
     case IGW_RECORDINGS_UNKNOWN_CAMERA:
-        igw_http_reply_error(ex, IGW_ERR_NOT_FOUND, "unknown camera of the target device", "/cameraId");
+        igw_http_reply_error(ex, IGW_ERR_NOT_FOUND, "unknown camera of the target device", IGW_PATH_cameraId);
         return;
     case IGW_RECORDINGS_FAILED:
         igw_log(IGW_LOG_ERROR, igw_http_request_id(ex), "recordings: %s", r->err);
@@ -225,7 +227,7 @@ static void on_recordings(void *arg, const igw_recordings_result *r)
     case IGW_RECORDINGS_OK:
         break;
     }
-    igw_RecordingEntry items[IGW_RECORDINGS_LIMIT_MAX];
+    igw_RecordingEntry items[IGW_RecordingsData_list_MAX_ITEMS];
     for (unsigned i = 0; i < r->n; i++) {
         const igw_recording *x = &r->list[i];
         items[i] = (igw_RecordingEntry){.recordingId = {x->recording_id, strlen(x->recording_id)},

@@ -61,8 +61,8 @@ void igw_route_standin_group_create(igw_exchange *ex, const igw_request *req, co
     if (!c)
         return;
     const igw_GroupCreate *rq = req->body;
-    int64_t members[IGW_CALL_MEMBERS_MAX];
-    uint32_t n = rq->members.n < IGW_CALL_MEMBERS_MAX ? rq->members.n : IGW_CALL_MEMBERS_MAX;
+    int64_t members[IGW_GroupCreate_members_MAX_ITEMS];
+    uint32_t n = rq->members.n < IGW_GroupCreate_members_MAX_ITEMS ? rq->members.n : IGW_GroupCreate_members_MAX_ITEMS;
     for (uint32_t i = 0; i < n; i++)
         members[i] = strtoll(rq->members.v[i].ptr, NULL, 10); /* canonical_id: digits, in range */
     char *name = igw_arena_strndup(igw_http_arena(ex), rq->name.ptr, rq->name.len);

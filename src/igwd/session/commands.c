@@ -14,6 +14,7 @@
 #include "core/log.h"
 #include "event/outbox.h"
 #include "event/rights.h"
+#include "paths.h"
 #include "session/decide.h"
 #include "session/leg.h"
 #include "session/hooks.h"
@@ -107,11 +108,11 @@ static void on_open_write(void *arg, const PGresult *res, const char *err)
         return;
     }
     if (!live_col_true(res, OW_COL_LIVE)) {
-        live_op_refuse(o, IGW_ERR_NOT_FOUND, "unknown or expired endpoint", "/endpointId");
+        live_op_refuse(o, IGW_ERR_NOT_FOUND, "unknown or expired endpoint", IGW_PATH_endpointId);
         return;
     }
     if (!live_col_true(res, OW_COL_RIGHTS)) {
-        live_op_refuse(o, IGW_ERR_PERMISSION, "no rights on the target device", "/command/target");
+        live_op_refuse(o, IGW_ERR_PERMISSION, "no rights on the target device", IGW_PATH_command_target);
         return;
     }
     if (!live_col_true(res, OW_COL_NODE) || strcmp(PQgetvalue(res, 0, OW_COL_SESSION), "1") != 0) {
@@ -213,7 +214,7 @@ void live_op_admitted(live_op *o)
     live_refusal r;
     if (!o->online) {
         const char *why = o->def->hooks->offline_reason;
-        live_op_refuse(o, IGW_ERR_UNAVAILABLE, why ? why : "the camera is offline", "/command/target");
+        live_op_refuse(o, IGW_ERR_UNAVAILABLE, why ? why : "the camera is offline", IGW_PATH_command_target);
         return;
     }
     if (open_preflight(o, &r)) {
@@ -271,7 +272,7 @@ void igw_session_open(live_op *o)
     o->def = &igw_purposes[p->purpose];
     live_refusal r;
     if (!o->def->hooks) {
-        live_op_refuse(o, IGW_ERR_NOT_IMPLEMENTED, "this purpose is not implemented yet", "/command/params/purpose");
+        live_op_refuse(o, IGW_ERR_NOT_IMPLEMENTED, "this purpose is not implemented yet", IGW_PATH_command_params_purpose);
         return;
     }
     if (o->def->hooks->check && o->def->hooks->check(e, p, &o->guards, &r)) {
@@ -305,19 +306,19 @@ void igw_session_subscribe(live_op *o)
     const igw_SubscribeParams *p = &o->k->params.interaction_subscribe;
     if (!s->def->has_viewers) {
         live_op_refuse(o, IGW_ERR_CONFLICT, "this session's camera leg is its own: open another session",
-                       "/command/sessionId");
+                       IGW_PATH_command_sessionId);
         return;
     }
     /* The viewer's purpose is its row's `viewers` (its guards: what the leg carries). */
     o->purpose = s->def->viewers;
     o->def = &igw_purposes[o->purpose];
     if (!s->leg) {
-        live_op_refuse(o, IGW_ERR_CONFLICT, "the session has no camera upstream", "/command/sessionId");
+        live_op_refuse(o, IGW_ERR_CONFLICT, "the session has no camera upstream", IGW_PATH_command_sessionId);
         return;
     }
     o->guards = live_viewer_guards(o->def, s->leg->def, s->leg->guards);
     if (!live_track_viewable(o->def, o->guards, p->trackId)) {
-        live_op_refuse(o, IGW_ERR_NOT_FOUND, "unknown track of this session", "/command/params/trackId");
+        live_op_refuse(o, IGW_ERR_NOT_FOUND, "unknown track of this session", IGW_PATH_command_params_trackId);
         return;
     }
     if (e->nsessions >= e->cfg.max_sessions) {
@@ -349,7 +350,7 @@ void igw_session_media_offer(live_op *o)
     live_session *s = live_session_find(o->e, o->sid);
     const igw_MediaOfferParams *p = &o->k->params.interaction_mediaOffer;
     if (p->mediaRevision == (int64_t)s->revision && (s->offered || s->offer)) {
-        live_op_refuse(o, IGW_ERR_CONFLICT, "this mediaRevision has its offer already", "/command/params/mediaRevision");
+        live_op_refuse(o, IGW_ERR_CONFLICT, "this mediaRevision has its offer already", IGW_PATH_command_params_mediaRevision);
         return;
     }
     if (!live_op_revision(o, s, p->mediaRevision))
@@ -423,15 +424,15 @@ void igw_session_track_control(live_op *o)
     igw_sm_result r;
     if (live_sm_refused_everywhere(&igw_sm_track, track_triggers[p->operation], &r)) {
         /* the machine's own refusal (schema: reject publish, stop) */
-        live_op_refuse(o, r.err, r.reason, "/command/params/operation");
+        live_op_refuse(o, r.err, r.reason, IGW_PATH_command_params_operation);
         return;
     }
     if (!live_track_viewable(s->def, s->guards, p->trackId)) {
-        live_op_refuse(o, IGW_ERR_NOT_FOUND, "unknown track of this session", "/command/params/trackId");
+        live_op_refuse(o, IGW_ERR_NOT_FOUND, "unknown track of this session", IGW_PATH_command_params_trackId);
         return;
     }
     if (!s->offered) {
-        live_op_refuse(o, IGW_ERR_CONFLICT, "no media yet: interaction.mediaOffer first", "/command/params/trackId");
+        live_op_refuse(o, IGW_ERR_CONFLICT, "no media yet: interaction.mediaOffer first", IGW_PATH_command_params_trackId);
         return;
     }
     if (!live_op_revision(o, s, p->mediaRevision))

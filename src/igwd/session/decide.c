@@ -6,6 +6,7 @@
 
 #include "decode.h"
 #include "machines.h"
+#include "paths.h"
 
 static bool held(uint32_t when, uint32_t guards)
 {
@@ -18,10 +19,10 @@ static const char *guard_path(uint32_t when, live_refusal *r)
 {
     for (int g = 0; g < IGW_PURPOSE__GUARDS; g++)
         if (when & (1u << g)) {
-            snprintf(r->path_buf, sizeof r->path_buf, "/command/params/%s", igw_purpose_guards[g]);
+            snprintf(r->path_buf, sizeof r->path_buf, IGW_PATH_command_params "/%s", igw_purpose_guards[g]);
             return r->path_buf;
         }
-    return "/command/params/cameraId";
+    return IGW_PATH_command_params_cameraId;
 }
 
 const igw_purpose_track *live_track_find(const igw_purpose *def, uint32_t guards, igw_str id)
@@ -102,13 +103,13 @@ bool live_preflight_refuses(const igw_purpose *def, uint32_t guards, const igw_M
 bool live_open_refuses(const live_open_facts *f, live_refusal *r)
 {
     if (!f->endpoint_live)
-        *r = (live_refusal){.cls = IGW_ERR_NOT_FOUND, .reason = "unknown or expired endpoint", .path = "/endpointId"};
+        *r = (live_refusal){.cls = IGW_ERR_NOT_FOUND, .reason = "unknown or expired endpoint", .path = IGW_PATH_endpointId};
     else if (!f->rights)
         *r = (live_refusal){.cls = IGW_ERR_PERMISSION, .reason = "no rights on the target device",
-                            .path = "/command/target"};
+                            .path = IGW_PATH_command_target};
     else if (!f->camera)
         *r = (live_refusal){.cls = IGW_ERR_NOT_FOUND, .reason = "unknown camera of the target device",
-                            .path = "/command/params/cameraId"};
+                            .path = IGW_PATH_command_params_cameraId};
     else
         return false;
     return true;

@@ -40,16 +40,6 @@ live_leg *live_leg_of_camera(igw_engine *e, const char *pid, const char *dn, con
     return NULL;
 }
 
-const igw_proto_down *live_leg_down(const char *method)
-{
-    for (size_t i = 0; i < igw_proto_device.ndowns; i++) {
-        const igw_proto_down *d = &igw_proto_device.downs[i];
-        if (!strcmp(d->handle, "media") && !strcmp(d->method, method))
-            return d;
-    }
-    return NULL;
-}
-
 int live_leg_publish(igw_engine *e, const live_leg *l, const igw_proto_down *d)
 {
     char topic[IGW_TOPIC_MAX + 1];
@@ -77,7 +67,7 @@ int live_leg_invite(igw_engine *e, live_leg *l)
     }
     igw_MediaInvite inv = {
         .has = IGW_MediaInvite__REQUIRED,
-        .method = igw_str_of("invite"),
+        .method = igw_str_of(igw_proto_device_downs[IGW_PROTO_DEVICE_DOWN_media_session_invite].method),
         .msgToken = igw_str_of(l->invite_token),
         .sessionId = igw_str_of(l->id),
         .params = {.has = IGW_MediaInviteParams__REQUIRED,
@@ -89,7 +79,7 @@ int live_leg_invite(igw_engine *e, live_leg *l)
         l->def->hooks->invite(l->ldata, &inv.params);
     igw_jw_reset(&e->jw);
     igw_encode_MediaInvite(&e->jw, &inv);
-    return live_leg_publish(e, l, live_leg_down("invite"));
+    return live_leg_publish(e, l, &igw_proto_device_downs[IGW_PROTO_DEVICE_DOWN_media_session_invite]);
 }
 
 void live_leg_bye(igw_engine *e, live_leg *l, igw_ByeReason reason)
@@ -98,13 +88,13 @@ void live_leg_bye(igw_engine *e, live_leg *l, igw_ByeReason reason)
     if (live_new_id(token, sizeof token))
         return;
     igw_MediaBye bye = {.has = IGW_MediaBye__REQUIRED,
-                        .method = igw_str_of("bye"),
+                        .method = igw_str_of(igw_proto_device_downs[IGW_PROTO_DEVICE_DOWN_media_session_bye].method),
                         .msgToken = igw_str_of(token),
                         .sessionId = igw_str_of(l->id),
                         .params = {.has = IGW_ByeParams__REQUIRED, .reason = reason}};
     igw_jw_reset(&e->jw);
     igw_encode_MediaBye(&e->jw, &bye);
-    if (live_leg_publish(e, l, live_leg_down("bye")) != 0)
+    if (live_leg_publish(e, l, &igw_proto_device_downs[IGW_PROTO_DEVICE_DOWN_media_session_bye]) != 0)
         igw_log(IGW_LOG_WARN, NULL, "session: leg %s: bye not published (broker unreachable)", l->id);
 }
 

@@ -27,9 +27,6 @@ int live_leg_invite(igw_engine *e, live_leg *l);
  * the leg's camera. 0, or -1 (no broker, encoding failed). */
 int live_leg_publish(igw_engine *e, const live_leg *l, const igw_proto_down *d);
 
-/* The media handle's down row of `method` (the device protocol). */
-const igw_proto_down *live_leg_down(const char *method);
-
 /* Says bye to the camera. */
 void live_leg_bye(igw_engine *e, live_leg *l, igw_ByeReason reason);
 

@@ -25,11 +25,6 @@
 #include "machines.h"
 #include "session/types.h"
 
-#ifndef IGW_Ident_MAX /* until igw-gen emits the bounds */
-#define IGW_Ident_MAX 64
-#define IGW_Token_MAX 128
-#endif
-
 /* Bytes of the ids the engine keeps (the schema's bounds). */
 #define LIVE_ID_MAX IGW_Ident_MAX    /* a session or leg id, productID, deviceName, cameraId */
 #define LIVE_TOKEN_MAX IGW_Token_MAX /* a command's msgToken */

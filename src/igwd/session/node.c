@@ -10,7 +10,7 @@
 #include "core/log.h"
 #include "event/outbox.h"
 #include "machines.h"
-#include "session/state_sql.h"
+#include "igwd/state_sql.h" /* IGW_SQL_STATE_EVENTS: from the schema's StateEvent */
 
 /* The state names the SQL below uses: igw_node_check_states() proves them
  * against the generated machines (session: the terminal state `fail`
@@ -42,15 +42,15 @@ static const igw_db_stmt st_beat = {
 
 /* After `pick` (the session ids to end, locked): ends them (once: a
  * session already ended by another sweeper is left alone), raises their
- * event_seq, and their interaction.state events (state_sql.h). A
- * deliveryId: base64url of a random UUID (122 random bits), 22 characters
- * as the outbox's own. */
+ * event_seq, and their interaction.state events (generated/igwd/state_sql.h).
+ * A deliveryId: base64url of a random UUID (122 random bits), 22
+ * characters as the outbox's own. */
 #define SWEEP_TAIL(REASON)                                                                                          \
     "upd AS (UPDATE sessions s SET state = '" ST_ENDED "', reason = '" REASON "', event_seq = s.event_seq + 1, "     \
     "        updated_at = now() FROM pick WHERE s.session_id = pick.session_id AND s.state <> '" ST_ENDED "' "        \
     "        RETURNING s.session_id::text AS sid, s.endpoint_id::text AS ep, s.event_seq AS seq, s.state AS state, " \
     "                  s.reason AS reason, NULL::text AS playback, NULL::bigint AS pos), "                          \
-    IGW_SESSION_STATE_EVENTS("rtrim(translate(encode(uuid_send(gen_random_uuid()), 'base64'), '+/', '-_'), '=')")   \
+    IGW_SQL_STATE_EVENTS("rtrim(translate(encode(uuid_send(gen_random_uuid()), 'base64'), '+/', '-_'), '=')")       \
     "SELECT (SELECT count(*) FROM me), (SELECT count(*) FROM pick), (SELECT count(*) FROM upd), "                  \
     "       (SELECT count(*) FROM dl), (SELECT count(*) FROM ntf), (SELECT count(*) FROM ev)"
 

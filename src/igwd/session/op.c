@@ -8,6 +8,7 @@
 
 #include "core/log.h"
 #include "event/rights.h"
+#include "paths.h"
 #include "session/session.h"
 
 #define NOW_MS "floor(extract(epoch FROM now()) * 1000)::bigint"
@@ -107,7 +108,7 @@ bool live_op_revision(live_op *o, const live_session *s, int64_t revision)
 {
     if (revision == (int64_t)s->revision)
         return true;
-    live_op_refuse(o, IGW_ERR_CONFLICT, "stale mediaRevision", "/command/params/mediaRevision");
+    live_op_refuse(o, IGW_ERR_CONFLICT, "stale mediaRevision", IGW_PATH_command_params_mediaRevision);
     return false;
 }
 
@@ -123,7 +124,7 @@ static void on_accept(void *arg, const PGresult *res, const char *err)
             live_op_answer(o, IGW_ERR_OK, NULL, NULL, PQgetvalue(res, 0, AC_COL_PRIOR));
             live_op_free(o);
         } else {
-            live_op_refuse(o, IGW_ERR_NOT_FOUND, "unknown or expired endpoint", "/endpointId");
+            live_op_refuse(o, IGW_ERR_NOT_FOUND, "unknown or expired endpoint", IGW_PATH_endpointId);
         }
         return;
     }
@@ -160,17 +161,17 @@ static void on_session_row(void *arg, const PGresult *res, const char *err)
         return;
     }
     if (PQntuples(res) != 1) {
-        live_op_refuse(o, IGW_ERR_NOT_FOUND, "unknown session", "/command/sessionId");
+        live_op_refuse(o, IGW_ERR_NOT_FOUND, "unknown session", IGW_PATH_command_sessionId);
         return;
     }
     if (strcmp(PQgetvalue(res, 0, SR_COL_STATE), igw_sm_session.states[IGW_SESSION_ENDED]) == 0 ||
         strcmp(PQgetvalue(res, 0, SR_COL_NODE), o->e->node_id) == 0) {
         /* Ended, or this node's from an earlier epoch (its sweep ends it). */
-        live_op_refuse(o, IGW_ERR_CONFLICT, "the session has ended", "/command/sessionId");
+        live_op_refuse(o, IGW_ERR_CONFLICT, "the session has ended", IGW_PATH_command_sessionId);
         return;
     }
     /* The seam of several nodes: forwarding to the owner comes here. */
-    live_op_refuse(o, IGW_ERR_UNAVAILABLE, "the session is held by another node", "/command/sessionId");
+    live_op_refuse(o, IGW_ERR_UNAVAILABLE, "the session is held by another node", IGW_PATH_command_sessionId);
 }
 
 void live_command(igw_engine *e, const igw_engine_cmd *c, void (*ans)(void *ctx, const igw_engine_cmd_answer *a),
@@ -196,7 +197,7 @@ void live_command(igw_engine *e, const igw_engine_cmd *c, void (*ans)(void *ctx,
     snprintf(o->token, sizeof o->token, "%s", c->msg_token);
     igw_CommandMethod_session_fn handler = igw_CommandMethod_sessions[o->method];
     if (!handler) {
-        live_op_refuse(o, IGW_ERR_NOT_IMPLEMENTED, "this command method is not implemented yet", "/command/method");
+        live_op_refuse(o, IGW_ERR_NOT_IMPLEMENTED, "this command method is not implemented yet", IGW_PATH_command_method);
         return;
     }
     if (!e->db) {
@@ -216,7 +217,7 @@ void live_command(igw_engine *e, const igw_engine_cmd *c, void (*ans)(void *ctx,
         return;
     }
     if (s->enterprise_id != o->enterprise_id || s->user_id != o->user_id || strcmp(s->endpoint, o->endpoint)) {
-        live_op_refuse(o, IGW_ERR_NOT_FOUND, "unknown session", "/command/sessionId"); /* someone else's */
+        live_op_refuse(o, IGW_ERR_NOT_FOUND, "unknown session", IGW_PATH_command_sessionId); /* someone else's */
         return;
     }
     handler(o);

@@ -13,8 +13,9 @@
 #include "event/outbox.h"
 #include "session/decide.h"
 #include "session/leg.h"
+#include "igwd/state_sql.h"
+#include "protocol.h"
 #include "session/hooks.h"
-#include "session/state_sql.h"
 
 #define ANSWER_MAX (64 * 1024)
 
@@ -36,7 +37,7 @@ static const igw_db_stmt st_transition = {
     "        RETURNING s.session_id AS sid, s.endpoint_id AS ep, s.event_seq AS seq, s.state AS state, "
     "                  CASE WHEN s.state <> 'ended' THEN s.playback END AS playback, "
     "                  CASE WHEN s.state <> 'ended' THEN s.position_ms END AS pos, s.reason AS reason), "
-    IGW_SESSION_STATE_EVENTS("$7::text")
+    IGW_SQL_STATE_EVENTS("$7::text")
     "SELECT (SELECT count(*) FROM upd), (SELECT count(*) FROM dl), (SELECT count(*) FROM ntf), "
     "       (SELECT count(*) FROM ev)",
     TR__N};
@@ -393,13 +394,12 @@ int live_uplink(igw_engine *e, const igw_engine_uplink *u, const char **reason, 
                 live_leg **ready)
 {
     *ready = NULL;
-    igw_str m = u->method;
-#define IS(s) (m.len == sizeof(s) - 1 && memcmp(m.ptr, s, m.len) == 0)
+    igw_proto_method m = igw_proto_method_of(u->method);
     /* The camera's answers to our downlinks need nothing of the leg: a
      * byeReply comes after the leg is gone. Stored, acknowledged. */
-    if (IS("byeReply") || IS("trackControlReply"))
+    if (m == IGW_PROTO_M_byeReply || m == IGW_PROTO_M_trackControlReply)
         return IGW_ERR_OK;
-    bool ours = IS("mediaOffer") || IS("bye") || IS("mediaState");
+    bool ours = m == IGW_PROTO_M_mediaOffer || m == IGW_PROTO_M_bye || m == IGW_PROTO_M_mediaState;
     char id[LIVE_ID_MAX + 1];
     snprintf(id, sizeof id, "%.*s", (int)u->session_id.len, u->session_id.ptr);
     live_leg *l = live_leg_find(e, id);
@@ -410,19 +410,21 @@ int live_uplink(igw_engine *e, const igw_engine_uplink *u, const char **reason, 
         *reason = "unknown session";
         return IGW_ERR_NOT_FOUND;
     }
-    if (IS("mediaOffer")) {
+    switch (m) {
+    case IGW_PROTO_M_mediaOffer: {
         int cls = live_leg_offer(e, l, u->params, reason, data, data_len);
         if (cls == IGW_ERR_OK)
             *ready = l; /* the caller takes *data first: the viewers' answers reuse e->jw */
         return cls;
     }
-    if (IS("bye")) {
+    case IGW_PROTO_M_bye:
         on_bye(e, l, u->params);
         return IGW_ERR_OK;
-    }
-    if (IS("mediaState"))
+    case IGW_PROTO_M_mediaState:
         return IGW_ERR_OK; /* the camera's view, recorded in device_messages; the core's facts decide */
-#undef IS
+    default:
+        break;
+    }
     /* A reply to a purpose's own downlink: its sessions on the leg take it. */
     for (live_session *s = l->viewers, *n; s; s = n) {
         n = s->leg_next;

@@ -22,6 +22,7 @@
 #include "core/log.h"
 #include "decode.h"
 #include "json.h"
+#include "paths.h"
 #include "session/commands.h"
 
 #define PB_REPLY_MS 5000    /* the camera answers a control within this */
@@ -78,7 +79,7 @@ static bool pb_check(igw_engine *e, const igw_OpenParams *p, uint32_t *guards, l
     *r = (live_refusal){.cls = IGW_ERR_NOT_IMPLEMENTED,
                         .reason = "a partial clip is not supported: the whole recording is played (omit clip, seek "
                                   "instead)",
-                        .path = "/command/params/clip"};
+                        .path = IGW_PATH_command_params_clip};
     return true;
 }
 
@@ -90,12 +91,12 @@ static void on_recording(void *arg, const PGresult *res, const char *err)
         return;
     }
     if (PQntuples(res) != 1) {
-        live_op_refuse(o, IGW_ERR_NOT_FOUND, "unknown recording of this camera", "/command/params/recordingId");
+        live_op_refuse(o, IGW_ERR_NOT_FOUND, "unknown recording of this camera", IGW_PATH_command_params_recordingId);
         return;
     }
     if (!live_col_true(res, RC_COL_AVAILABLE)) {
         live_op_refuse(o, IGW_ERR_CONFLICT, "the catalog says the recording is not available",
-                       "/command/params/recordingId");
+                       IGW_PATH_command_params_recordingId);
         return;
     }
     pb_session *p = calloc(1, sizeof *p);
@@ -216,7 +217,7 @@ static int reply_data(igw_str data, bool *playing, int64_t *pos)
 static void pb_uplink(igw_engine *e, live_session *s, const igw_engine_uplink *u)
 {
     pb_session *p = pb_of(s);
-    if (!igw_str_eq(u->method, "playbackControlReply", 20) || !p->token[0] ||
+    if (igw_proto_method_of(u->method) != IGW_PROTO_M_playbackControlReply || !p->token[0] ||
         !igw_str_eq(u->msg_token, p->down, strlen(p->down)))
         return; /* late: its command failed by its deadline already */
     char token[sizeof p->token];
@@ -369,6 +370,12 @@ static const int pb_triggers[] = {[IGW_PlaybackOperation_play] = IGW_PLAYBACK_ON
                                   [IGW_PlaybackOperation_pause] = IGW_PLAYBACK_ON_PAUSE,
                                   [IGW_PlaybackOperation_seek] = IGW_PLAYBACK_ON_SEEK};
 
+/* The downlink row of the camera's player control. */
+static const igw_proto_down *pb_down(void)
+{
+    return &igw_proto_device_downs[IGW_PROTO_DEVICE_DOWN_media_session_playbackControl];
+}
+
 /* The accepted control goes to the camera. */
 static void control_done(live_op *o, live_session *s)
 {
@@ -383,7 +390,7 @@ static void control_done(live_op *o, live_session *s)
         return;
     }
     igw_MediaPlaybackControl c = {.has = IGW_MediaPlaybackControl__REQUIRED,
-                                  .method = igw_str_of("playbackControl"),
+                                  .method = igw_str_of(pb_down()->method),
                                   .msgToken = igw_str_of(p->down),
                                   .sessionId = igw_str_of(s->leg->id),
                                   .params = {.has = IGW_PlaybackControlParams__REQUIRED,
@@ -395,7 +402,7 @@ static void control_done(live_op *o, live_session *s)
     }
     igw_jw_reset(&e->jw);
     igw_encode_MediaPlaybackControl(&e->jw, &c);
-    if (live_leg_publish(e, s->leg, live_leg_down("playbackControl")) != 0) {
+    if (live_leg_publish(e, s->leg, pb_down()) != 0) {
         control_result(e, s, o->token, IGW_ERR_UNAVAILABLE, "the camera cannot be reached, retry");
         return;
     }
@@ -410,12 +417,12 @@ void igw_playback_control(live_op *o)
     const igw_PlaybackControlParams *pp = &o->k->params.interaction_playbackControl;
     pb_session *p = pb_of(s);
     if (!p) {
-        live_op_refuse(o, IGW_ERR_CONFLICT, "not a recordPlayback session", "/command/sessionId");
+        live_op_refuse(o, IGW_ERR_CONFLICT, "not a recordPlayback session", IGW_PATH_command_sessionId);
         return;
     }
     if (p->token[0]) {
         live_op_refuse(o, IGW_ERR_CONFLICT, "a playback control is in flight: wait for its result",
-                       "/command/params/operation");
+                       IGW_PATH_command_params_operation);
         return;
     }
     igw_sm_result r = igw_sm_fire(&igw_sm_playback, p->state, pb_triggers[pp->operation], 0);
@@ -424,12 +431,12 @@ void igw_playback_control(live_op *o)
                        p->state == IGW_PLAYBACK_NONE ? "not loaded yet: wait for the loaded and ready events"
                        : r.reason                    ? r.reason
                                                      : "not allowed in this playback state",
-                       "/command/params/operation");
+                       IGW_PATH_command_params_operation);
         return;
     }
     if (pp->operation == IGW_PlaybackOperation_seek && pp->positionMs >= p->duration_ms) {
         live_op_refuse(o, IGW_ERR_PARAMETER, "positionMs is not inside the recording (0 <= positionMs < durationMs)",
-                       "/command/params/positionMs");
+                       IGW_PATH_command_params_positionMs);
         return;
     }
     if (!live_op_revision(o, s, pp->mediaRevision))

@@ -29,6 +29,7 @@
 #include "clock.h"
 #include "core/log.h"
 #include "decode.h"
+#include "paths.h"
 #include "session/commands.h"
 
 #define NOW_MS "floor(extract(epoch FROM now()) * 1000)::bigint"
@@ -88,7 +89,7 @@ static bool talk_check(igw_engine *e, const igw_OpenParams *p, uint32_t *guards,
     (void)guards;
     if (!e->cfg.talk_enabled)
         *r = (live_refusal){.cls = IGW_ERR_NOT_IMPLEMENTED, .reason = "talk is not enabled on this server",
-                            .path = "/command/params/purpose"};
+                            .path = IGW_PATH_command_params_purpose};
     else if (!e->call)
         *r = (live_refusal){.cls = IGW_ERR_UNAVAILABLE, .reason = "no conference runtime is wired", .path = ""};
     else
@@ -103,7 +104,7 @@ static void on_call_sessions(void *arg, const PGresult *res, const char *err)
         return;
     if (strcmp(PQgetvalue(res, 0, 0), "0") != 0) {
         live_op_refuse(o, IGW_ERR_CONFLICT, "the call has its talk session already (two-party talk: talk_members is off)",
-                       "/command/params/callId");
+                       IGW_PATH_command_params_callId);
         return;
     }
     live_op_admitted(o);
@@ -118,11 +119,11 @@ static void on_member(void *arg, const igw_call_result *r)
         bool call = r->cls == IGW_ERR_NOT_FOUND || r->cls == IGW_ERR_PERMISSION;
         live_op_refuse(o, r->cls,
                        r->cls == IGW_ERR_PERMISSION ? "you are not a live member of the call (join it first)" : r->reason,
-                       call ? "/command/params/callId" : "");
+                       call ? IGW_PATH_command_params_callId : "");
         return;
     }
     if (!r->allowed) {
-        live_op_refuse(o, IGW_ERR_PERMISSION, "you have no audio permission in the call", "/command/params/callId");
+        live_op_refuse(o, IGW_ERR_PERMISSION, "you have no audio permission in the call", IGW_PATH_command_params_callId);
         return;
     }
     talk_session *t = calloc(1, sizeof *t);
@@ -482,7 +483,7 @@ static void on_participant_live(void *arg, const PGresult *res, const char *err)
         return;
     if (!live_col_true(res, 0)) {
         live_op_refuse(o, IGW_ERR_PERMISSION, "the participant is not logged in (no live endpoint)",
-                       "/command/params/participantId");
+                       IGW_PATH_command_params_participantId);
         return;
     }
     live_op_accept(o, cmd_done);
@@ -496,12 +497,12 @@ static void on_precheck(void *arg, const igw_call_result *r)
     live_op *o = arg;
     live_session *s = live_session_find(o->e, o->sid);
     if (!s) {
-        live_op_refuse(o, IGW_ERR_CONFLICT, "the session has ended", "/command/sessionId");
+        live_op_refuse(o, IGW_ERR_CONFLICT, "the session has ended", IGW_PATH_command_sessionId);
         return;
     }
     if (r->cls != IGW_ERR_OK) {
         live_op_refuse(o, r->cls, r->cls == IGW_ERR_NOT_FOUND ? "the call has ended" : r->reason,
-                       r->cls == IGW_ERR_NOT_FOUND ? "/command/params/callId" : "");
+                       r->cls == IGW_ERR_NOT_FOUND ? IGW_PATH_command_params_callId : "");
         return;
     }
     const igw_call_member *me = NULL, *target = NULL;
@@ -514,7 +515,7 @@ static void on_precheck(void *arg, const igw_call_result *r)
     if (!me || me->epoch != talk_of(s)->member_epoch) {
         live_op_refuse(o, IGW_ERR_PERMISSION,
                        "you are no longer a live member of the call in this session's join instance",
-                       "/command/sessionId");
+                       IGW_PATH_command_sessionId);
         return;
     }
     if (o->method == IGW_CommandMethod_interaction_join) {
@@ -527,17 +528,17 @@ static void on_precheck(void *arg, const igw_call_result *r)
     }
     if (o->arg1 != o->user_id && r->initiator != o->user_id) {
         live_op_refuse(o, IGW_ERR_PERMISSION, "only the call's original initiator may remove another member",
-                       "/command/params/participantId");
+                       IGW_PATH_command_params_participantId);
         return;
     }
     if (!target) {
         live_op_refuse(o, IGW_ERR_NOT_FOUND, "the participant is not a live member of the call",
-                       "/command/params/participantId");
+                       IGW_PATH_command_params_participantId);
         return;
     }
     if (target->epoch != o->arg2) {
         live_op_refuse(o, IGW_ERR_PARAMETER, "stale expectedMemberEpoch: the member re-entered the call",
-                       "/command/params/expectedMemberEpoch");
+                       IGW_PATH_command_params_expectedMemberEpoch);
         return;
     }
     if (r->receipts >= IGW_CALL_RECEIPTS_MAX) {
@@ -556,7 +557,7 @@ static void on_talk_prior(void *arg, const PGresult *res, const char *err)
     live_session *s = live_session_find(e, o->sid);
     if (PQgetisnull(res, 0, TP_COL_PRIOR)) { /* first time: the checks, then the claim */
         if (!s) {
-            live_op_refuse(o, IGW_ERR_CONFLICT, "the session has ended", "/command/sessionId");
+            live_op_refuse(o, IGW_ERR_CONFLICT, "the session has ended", IGW_PATH_command_sessionId);
             return;
         }
         if (igw_call_roster(e->call, o->enterprise_id, o->user_id, talk_of(s)->call_id, on_precheck, o) != 0)
@@ -589,7 +590,7 @@ static void call_command(live_op *o, igw_str participant)
     igw_engine *e = o->e;
     live_session *s = live_session_find(e, o->sid);
     if (!talk_of(s)) {
-        live_op_refuse(o, IGW_ERR_CONFLICT, "not an ipcTalk session", "/command/sessionId");
+        live_op_refuse(o, IGW_ERR_CONFLICT, "not an ipcTalk session", IGW_PATH_command_sessionId);
         return;
     }
     if (!e->call) {
@@ -607,7 +608,7 @@ void igw_talk_join(live_op *o)
     live_session *s = live_session_find(o->e, o->sid);
     if (talk_of(s) && !o->e->cfg.talk_members) {
         live_op_refuse(o, IGW_ERR_NOT_IMPLEMENTED, "extra members are off on this server (two-party talk)",
-                       "/command/method");
+                       IGW_PATH_command_method);
         return;
     }
     call_command(o, o->k->params.interaction_join.participantId);
@@ -619,7 +620,7 @@ void igw_talk_leave(live_op *o)
     const igw_LeaveParams *p = &o->k->params.interaction_leave;
     talk_session *t = talk_of(s);
     if (t && !igw_str_eq(p->callId, t->call_id, strlen(t->call_id))) {
-        live_op_refuse(o, IGW_ERR_PARAMETER, "not the call this session is bound to", "/command/params/callId");
+        live_op_refuse(o, IGW_ERR_PARAMETER, "not the call this session is bound to", IGW_PATH_command_params_callId);
         return;
     }
     o->arg2 = p->expectedMemberEpoch;

@@ -21,11 +21,16 @@ const igw_str igw_Op_names[IGW_Op__COUNT] = {
     {"a.one", 5},
     {"a.two", 5},
     {"three", 5},
+    {"four", 4},
 };
 
-static int __attribute__((unused)) lookup_Op(igw_str s)
+int igw_Op_of(igw_str s)
 {
     switch (s.len) {
+    case 4:
+        if (memcmp(s.ptr, "four", 4) == 0)
+            return IGW_Op_four;
+        break;
     case 5:
         if (memcmp(s.ptr, "a.one", 5) == 0)
             return IGW_Op_a_one;
@@ -45,12 +50,12 @@ static int __attribute__((unused)) enum_Op(igw_json *j, igw_Op *out)
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    int v = lookup_Op(s);
+    int v = igw_Op_of(s);
     if (v >= 0) {
         *out = (igw_Op)v;
         return 0;
     }
-    return igw_json_fail(j, IGW_JERR_ENUM, "value is not one of: a.one a.two three");
+    return igw_json_fail(j, IGW_JERR_ENUM, "value is not one of: a.one a.two three four");
 }
 
 static void __attribute__((unused)) enc_Op(igw_jw *w, igw_Op v)
@@ -66,7 +71,7 @@ const igw_str igw_Sop_names[IGW_Sop__COUNT] = {
     {"close", 5},
 };
 
-static int __attribute__((unused)) lookup_Sop(igw_str s)
+int igw_Sop_of(igw_str s)
 {
     switch (s.len) {
     case 4:
@@ -88,7 +93,7 @@ static int __attribute__((unused)) enum_Sop(igw_json *j, igw_Sop *out)
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    int v = lookup_Sop(s);
+    int v = igw_Sop_of(s);
     if (v >= 0) {
         *out = (igw_Sop)v;
         return 0;
@@ -104,6 +109,52 @@ static void __attribute__((unused)) enc_Sop(igw_jw *w, igw_Sop v)
         w->oom = true; /* not a value of the enum: output unusable */
 }
 
+/* Field index of a key of Args, or -1: length first, then memcmp. */
+static int key_Args(const char *k, size_t n)
+{
+    switch (n) {
+    case 1:
+        if (memcmp(k, "n", 1) == 0)
+            return IGW_Args_F_n;
+        break;
+    default:
+        break;
+    }
+    return -1;
+}
+
+int igw_decode_Args(igw_json *j, igw_Args *o)
+{
+    igw_str k;
+    int more;
+    memset(o, 0, sizeof *o);
+    if (igw_json_object_begin(j))
+        return -1;
+    while ((more = igw_json_object_next(j, &k)) == 1) {
+        int f = key_Args(k.ptr, k.len);
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        o->has |= UINT64_C(1) << f;
+        switch (f) {
+        case IGW_Args_F_n:
+            if (igw_json_int(j, &o->n, INT64_C(0), INT64_C(9)))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        default:
+            break;
+        }
+    }
+    if (more < 0)
+        return -1;
+    return 0;
+}
+
 /* Field index of a key of Req, or -1: length first, then memcmp. */
 static int key_Req(const char *k, size_t n)
 {
@@ -112,16 +163,49 @@ static int key_Req(const char *k, size_t n)
         if (memcmp(k, "op", 2) == 0)
             return IGW_Req_F_op;
         break;
+    case 4:
+        if (memcmp(k, "args", 4) == 0)
+            return IGW_Req_F_args;
+        break;
     default:
         break;
     }
     return -1;
 }
 
+/* Req.args: the case selected by op. */
+static int switch_Req_args(igw_json *j, void *arg)
+{
+    igw_Req *o = arg;
+    switch (o->op) {
+    case IGW_Op_a_one:
+        if (igw_decode_Args(j, &o->args.a_one))
+            return -1;
+        return 0;
+    case IGW_Op_a_two:
+        if (igw_decode_Args(j, &o->args.a_two))
+            return -1;
+        return 0;
+    case IGW_Op_three:
+        if (igw_decode_Args(j, &o->args.three))
+            return -1;
+        return 0;
+    case IGW_Op_four:
+        if (igw_decode_Args(j, &o->args.four))
+            return -1;
+        return 0;
+    default:
+        break;
+    }
+    return igw_json_fail(j, IGW_JERR_ENUM, "unknown op");
+}
+
 int igw_decode_Req(igw_json *j, igw_Req *o)
 {
     igw_str k;
     int more;
+    igw_str held = {NULL, 0};
+    unsigned held_depth = 0;
     memset(o, 0, sizeof *o);
     if (igw_json_object_begin(j))
         return -1;
@@ -141,6 +225,17 @@ int igw_decode_Req(igw_json *j, igw_Req *o)
             if (enum_Op(j, &o->op))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
+        case IGW_Req_F_args:
+            if (o->has & IGW_Req_op) {
+                if (switch_Req_args(j, o))
+                    return igw_json_prefix_key(j, k.ptr, k.len);
+            } else {
+                /* Discriminator not seen yet: hold the bytes, decode at the end. */
+                held_depth = j->depth;
+                if (igw_decode_hold(j, &held))
+                    return igw_json_prefix_key(j, k.ptr, k.len);
+            }
+            break;
         default:
             break;
         }
@@ -152,7 +247,13 @@ int igw_decode_Req(igw_json *j, igw_Req *o)
             igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
             return igw_json_prefix_key(j, "op", 2);
         }
+        if (!(o->has & IGW_Req_args)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "args", 4);
+        }
     }
+    if (held.ptr && igw_decode_held(j, held, "args", 4, held_depth, switch_Req_args, o))
+        return -1;
     return 0;
 }
 
@@ -198,11 +299,11 @@ int igw_decode_OneDown(igw_json *j, igw_OneDown *o)
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case IGW_OneDown_F_method:
-            if (igw_json_string(j, &o->method) || igw_decode_string_rules(j, o->method, 1, 16, 0))
+            if (igw_json_string(j, &o->method) || igw_decode_string_rules(j, o->method, 1, 16, IGW_FORMAT_NONE))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_OneDown_F_msgToken:
-            if (igw_json_string(j, &o->msgToken) || igw_decode_string_rules(j, o->msgToken, 1, 32, 0))
+            if (igw_json_string(j, &o->msgToken) || igw_decode_string_rules(j, o->msgToken, 1, 32, IGW_FORMAT_NONE))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_OneDown_F_n:
@@ -232,11 +333,39 @@ int igw_decode_OneDown(igw_json *j, igw_OneDown *o)
     return 0;
 }
 
+void igw_encode_Args(igw_jw *w, const igw_Args *o)
+{
+    igw_jw_object_begin(w);
+    if (o->has & IGW_Args_n) {
+        igw_jw_key(w, "n", 1);
+        igw_jw_int(w, o->n);
+    }
+    igw_jw_object_end(w);
+}
+
 void igw_encode_Req(igw_jw *w, const igw_Req *o)
 {
     igw_jw_object_begin(w);
     igw_jw_key(w, "op", 2);
     enc_Op(w, o->op);
+    igw_jw_key(w, "args", 4);
+    switch (o->op) {
+    case IGW_Op_a_one:
+        igw_encode_Args(w, &o->args.a_one);
+        break;
+    case IGW_Op_a_two:
+        igw_encode_Args(w, &o->args.a_two);
+        break;
+    case IGW_Op_three:
+        igw_encode_Args(w, &o->args.three);
+        break;
+    case IGW_Op_four:
+        igw_encode_Args(w, &o->args.four);
+        break;
+    default:
+        igw_jw_null(w); /* unreachable for a decoded value */
+        break;
+    }
     igw_jw_object_end(w);
 }
 
@@ -263,7 +392,7 @@ static int text_watch_param_0(igw_json *j, igw_str v)
 {
     if (igw_decode_text(j, v))
         return -1;
-    return igw_decode_string_rules(j, v, 1, 8, 0);
+    return igw_decode_string_rules(j, v, 1, 8, IGW_FORMAT_NONE);
 }
 
 static const char *const params_watch[] = {"id"};

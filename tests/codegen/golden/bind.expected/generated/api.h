@@ -52,6 +52,7 @@ typedef enum igw_Op {
     IGW_Op_a_one,
     IGW_Op_a_two,
     IGW_Op_three,
+    IGW_Op_four,
     IGW_Op__COUNT
 } igw_Op;
 typedef struct igw_Op_list {
@@ -60,6 +61,8 @@ typedef struct igw_Op_list {
 } igw_Op_list;
 /* Wire names, indexed by igw_Op. */
 extern const igw_str igw_Op_names[IGW_Op__COUNT];
+/* The value a wire name names (length, then memcmp), or -1. */
+int igw_Op_of(igw_str s);
 
 typedef enum igw_Sop {
     IGW_Sop_open,
@@ -72,6 +75,8 @@ typedef struct igw_Sop_list {
 } igw_Sop_list;
 /* Wire names, indexed by igw_Sop. */
 extern const igw_str igw_Sop_names[IGW_Sop__COUNT];
+/* The value a wire name names (length, then memcmp), or -1. */
+int igw_Sop_of(igw_str s);
 
 /* ---- objects ---- */
 
@@ -88,17 +93,41 @@ typedef struct igw_bool_list {
     uint32_t n;
 } igw_bool_list;
 
+/* What an op takes. */
+typedef struct igw_Args {
+    uint64_t has; /* IGW_Args_<field> bits of the fields present */
+    int64_t n;
+} igw_Args;
+enum igw_Args_field {
+    IGW_Args_F_n = 0,
+    IGW_Args__NFIELDS
+};
+#define IGW_Args_n (UINT64_C(1) << IGW_Args_F_n)
+#define IGW_Args__REQUIRED (UINT64_C(0))
+typedef struct igw_Args_list {
+    igw_Args *v;
+    uint32_t n;
+} igw_Args_list;
+
 /* Req */
 typedef struct igw_Req {
     uint64_t has; /* IGW_Req_<field> bits of the fields present */
     igw_Op op;
+    union {
+        igw_Args a_one;
+        igw_Args a_two;
+        igw_Args three;
+        igw_Args four;
+    } args; /* selected by op */
 } igw_Req;
 enum igw_Req_field {
     IGW_Req_F_op = 0,
+    IGW_Req_F_args = 1,
     IGW_Req__NFIELDS
 };
 #define IGW_Req_op (UINT64_C(1) << IGW_Req_F_op)
-#define IGW_Req__REQUIRED (IGW_Req_op)
+#define IGW_Req_args (UINT64_C(1) << IGW_Req_F_args)
+#define IGW_Req__REQUIRED (IGW_Req_op | IGW_Req_args)
 typedef struct igw_Req_list {
     igw_Req *v;
     uint32_t n;
@@ -126,11 +155,36 @@ typedef struct igw_OneDown_list {
     uint32_t n;
 } igw_OneDown_list;
 
+/* ---- bounds ---- */
+
+/* The schema's bounds by name, for handlers' buffers and checks (the
+ * decoders enforce them; a handler never restates one):
+ *   IGW_<Type>_MIN, _MAX          a named string type's bytes, a named int type's values
+ *                                 (`type EndpointId = Ident` gives IGW_EndpointId_MAX IGW_Ident_MAX)
+ *   IGW_<Object>_<field>_MIN, _MAX  a field whose own type states them (a field of a named
+ *                                 type has its type's: IGW_Command_msgToken is IGW_Token_*)
+ *   ..._MIN_ITEMS, _MAX_ITEMS     an array's item count; ..._ITEM_MIN, _ITEM_MAX its items' own
+ *   ..._MAX_BYTES, _MAX_DEPTH     a free JSON value's size and depth
+ *   IGW_<Enum>_NAME_MAX           the bytes of an enum's longest wire name
+ * A NUL-terminated copy of an Ident: char id[IGW_Ident_MAX + 1]. */
+#define IGW_Op_NAME_MAX 5
+#define IGW_Args_n_MIN 0
+#define IGW_Args_n_MAX 9
+#define IGW_OneDown_method_MIN 1
+#define IGW_OneDown_method_MAX 16
+#define IGW_OneDown_msgToken_MIN 1
+#define IGW_OneDown_msgToken_MAX 32
+#define IGW_OneDown_n_MIN 0
+#define IGW_OneDown_n_MAX 9
+#define IGW_Sop_NAME_MAX 5
+
 /* ---- decoders and encoders ---- */
 
 /* Each decoder reads one object of its type at the scanner's position, strictly
  * (see docs/schema-language.md); 0 or -1 with the failure in the scanner.
  * Each encoder writes the object with fields in schema order. */
+int igw_decode_Args(igw_json *j, igw_Args *out);
+void igw_encode_Args(igw_jw *w, const igw_Args *in);
 int igw_decode_Req(igw_json *j, igw_Req *out);
 void igw_encode_Req(igw_jw *w, const igw_Req *in);
 int igw_decode_OneDown(igw_json *j, igw_OneDown *out);

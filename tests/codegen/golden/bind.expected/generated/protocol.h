@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 
+#include "json.h"
 #include "proto.h"
 
 /* What the handler checks the message against (schema: `check`). */
@@ -29,11 +30,48 @@ typedef enum igw_proto_returns {
     IGW_PROTO_RETURNS_CONFIG,
 } igw_proto_returns;
 
+/* Every method name the protocols write (an uplink's, its reply's, a
+ * downlink's) and every message type, as enums: code that acts on a method
+ * compares values, never strings, and a method the schema drops breaks its
+ * build. The tables carry them: a row's method_id, reply_id and type_id, a
+ * downlink's method_id and type_id (__NONE for `*`). An uplink's method:
+ *     switch (igw_proto_method_of(m->method)) { case IGW_PROTO_M_mediaOffer: ... }
+ * or, once its row is found, (igw_proto_method)row->method_id. */
+typedef enum igw_proto_method {
+    IGW_PROTO_M__NONE, /* no method a protocol names */
+    IGW_PROTO_M_report,
+    IGW_PROTO_M_one,
+    IGW_PROTO_M__COUNT
+} igw_proto_method;
+/* Wire names by value ("" for __NONE). */
+extern const igw_str igw_proto_method_names[IGW_PROTO_M__COUNT];
+/* The value named by s (length, then memcmp); IGW_PROTO_M__NONE for any other. */
+igw_proto_method igw_proto_method_of(igw_str s);
+
+typedef enum igw_proto_type {
+    IGW_PROTO_T__NONE, /* no message type a protocol names */
+    IGW_PROTO_T_property,
+    IGW_PROTO_T_action,
+    IGW_PROTO_T__COUNT
+} igw_proto_type;
+/* Wire names by value ("" for __NONE). */
+extern const igw_str igw_proto_type_names[IGW_PROTO_T__COUNT];
+/* The value named by s (length, then memcmp); IGW_PROTO_T__NONE for any other. */
+igw_proto_type igw_proto_type_of(igw_str s);
+
 /* A device that gets a.one. */
 extern const igw_protocol igw_proto_dev;
 #define IGW_PROTO_DEV_HANDLES "thing"
-/* Its downlinks (also igw_proto_dev.downs), for tables that name one. */
+/* Its downlinks (also igw_proto_dev.downs), for tables that name one, and
+ * their places in it by handle, type and method:
+ *     &igw_proto_dev_downs[IGW_PROTO_DEV_DOWN_thing_action_one] */
 extern const igw_proto_down igw_proto_dev_downs[1];
+enum igw_proto_dev_down {
+    IGW_PROTO_DEV_DOWN_thing_action_one,
+};
+/* Its downlink of method m (the first declared), or NULL:
+ *     igw_proto_dev_down_of(IGW_PROTO_M_one) */
+const igw_proto_down *igw_proto_dev_down_of(igw_proto_method m);
 
 /* Schema names of the enums, by value ("none" first). */
 extern const char *const igw_proto_check_names[];

@@ -57,6 +57,19 @@ typedef struct igw_bool_list {
     uint32_t n;
 } igw_bool_list;
 
+/* ---- bounds ---- */
+
+/* The schema's bounds by name, for handlers' buffers and checks (the
+ * decoders enforce them; a handler never restates one):
+ *   IGW_<Type>_MIN, _MAX          a named string type's bytes, a named int type's values
+ *                                 (`type EndpointId = Ident` gives IGW_EndpointId_MAX IGW_Ident_MAX)
+ *   IGW_<Object>_<field>_MIN, _MAX  a field whose own type states them (a field of a named
+ *                                 type has its type's: IGW_Command_msgToken is IGW_Token_*)
+ *   ..._MIN_ITEMS, _MAX_ITEMS     an array's item count; ..._ITEM_MIN, _ITEM_MAX its items' own
+ *   ..._MAX_BYTES, _MAX_DEPTH     a free JSON value's size and depth
+ *   IGW_<Enum>_NAME_MAX           the bytes of an enum's longest wire name
+ * A NUL-terminated copy of an Ident: char id[IGW_Ident_MAX + 1]. */
+
 /* ---- decoders and encoders ---- */
 
 /* Each decoder reads one object of its type at the scanner's position, strictly

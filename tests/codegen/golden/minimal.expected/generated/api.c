@@ -61,7 +61,7 @@ int igw_decode_Hello(igw_json *j, igw_Hello *o)
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case IGW_Hello_F_name:
-            if (igw_json_string(j, &o->name) || igw_decode_string_rules(j, o->name, 1, 8, 3))
+            if (igw_json_string(j, &o->name) || igw_decode_string_rules(j, o->name, 1, 8, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_Hello_F_times:
@@ -87,7 +87,7 @@ int igw_decode_Hello(igw_json *j, igw_Hello *o)
                     }
                     if (o->tags.n == cap0 && !(o->tags.v = igw_decode_grow(j, o->tags.v, o->tags.n, &cap0, 2, sizeof *o->tags.v)))
                         return (igw_json_prefix_index(j, o->tags.n), igw_json_prefix_key(j, k.ptr, k.len));
-                    if (igw_json_string(j, &o->tags.v[o->tags.n]) || igw_decode_string_rules(j, o->tags.v[o->tags.n], 1, 8, 3))
+                    if (igw_json_string(j, &o->tags.v[o->tags.n]) || igw_decode_string_rules(j, o->tags.v[o->tags.n], 1, 8, IGW_FORMAT_IDENTIFIER))
                         return (igw_json_prefix_index(j, o->tags.n), igw_json_prefix_key(j, k.ptr, k.len));
                     for (uint32_t u = 0; u < o->tags.n; u++)
                         if (igw_str_eq(o->tags.v[u], o->tags.v[o->tags.n].ptr, o->tags.v[o->tags.n].len)) {
@@ -157,7 +157,7 @@ int igw_decode_Reply(igw_json *j, igw_Reply *o)
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case IGW_Reply_F_text:
-            if (igw_json_string(j, &o->text) || igw_decode_string_rules(j, o->text, 0, 64, 0))
+            if (igw_json_string(j, &o->text) || igw_decode_string_rules(j, o->text, 0, 64, IGW_FORMAT_NONE))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         default:
@@ -221,7 +221,7 @@ static int text_hello_param_0(igw_json *j, igw_str v)
 {
     if (igw_decode_text(j, v))
         return -1;
-    return igw_decode_string_rules(j, v, 2, 5, 2);
+    return igw_decode_string_rules(j, v, 2, 5, IGW_FORMAT_BCP47);
 }
 
 static const char *const params_hello[] = {"lang"};
@@ -232,28 +232,28 @@ static int text_hello_header_0(igw_json *j, igw_str v)
 {
     if (igw_decode_text(j, v))
         return -1;
-    return igw_decode_string_rules(j, v, 1, 64, 0);
+    return igw_decode_string_rules(j, v, 1, 64, IGW_FORMAT_NONE);
 }
 
 static int text_hello_header_1(igw_json *j, igw_str v)
 {
     if (igw_decode_text(j, v))
         return -1;
-    return igw_decode_string_rules(j, v, 1, 32, 0);
+    return igw_decode_string_rules(j, v, 1, 32, IGW_FORMAT_NONE);
 }
 
 static int text_hello_header_2(igw_json *j, igw_str v)
 {
     if (igw_decode_text(j, v))
         return -1;
-    return igw_decode_string_rules(j, v, 1, 32, 0);
+    return igw_decode_string_rules(j, v, 1, 32, IGW_FORMAT_NONE);
 }
 
 static int text_hello_header_3(igw_json *j, igw_str v)
 {
     if (igw_decode_text(j, v))
         return -1;
-    return igw_decode_string_rules(j, v, 1, 8, 0);
+    return igw_decode_string_rules(j, v, 1, 8, IGW_FORMAT_NONE);
 }
 
 static const char *const headers_hello[] = {"x-request-id", "trace", "span", "debug"};

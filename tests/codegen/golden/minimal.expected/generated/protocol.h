@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 
+#include "json.h"
 #include "proto.h"
 
 /* What the handler checks the message against (schema: `check`). */
@@ -28,6 +29,31 @@ typedef enum igw_proto_returns {
     IGW_PROTO_RETURNS_PROPERTIES,
     IGW_PROTO_RETURNS_CONFIG,
 } igw_proto_returns;
+
+/* Every method name the protocols write (an uplink's, its reply's, a
+ * downlink's) and every message type, as enums: code that acts on a method
+ * compares values, never strings, and a method the schema drops breaks its
+ * build. The tables carry them: a row's method_id, reply_id and type_id, a
+ * downlink's method_id and type_id (__NONE for `*`). An uplink's method:
+ *     switch (igw_proto_method_of(m->method)) { case IGW_PROTO_M_mediaOffer: ... }
+ * or, once its row is found, (igw_proto_method)row->method_id. */
+typedef enum igw_proto_method {
+    IGW_PROTO_M__NONE, /* no method a protocol names */
+    IGW_PROTO_M__COUNT
+} igw_proto_method;
+/* Wire names by value ("" for __NONE). */
+extern const igw_str igw_proto_method_names[IGW_PROTO_M__COUNT];
+/* The value named by s (length, then memcmp); IGW_PROTO_M__NONE for any other. */
+igw_proto_method igw_proto_method_of(igw_str s);
+
+typedef enum igw_proto_type {
+    IGW_PROTO_T__NONE, /* no message type a protocol names */
+    IGW_PROTO_T__COUNT
+} igw_proto_type;
+/* Wire names by value ("" for __NONE). */
+extern const igw_str igw_proto_type_names[IGW_PROTO_T__COUNT];
+/* The value named by s (length, then memcmp); IGW_PROTO_T__NONE for any other. */
+igw_proto_type igw_proto_type_of(igw_str s);
 
 
 /* Schema names of the enums, by value ("none" first). */

@@ -51,7 +51,7 @@ int igw_decode_Child(igw_json *j, igw_Child *o)
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case IGW_Child_F_id:
-            if (igw_json_string(j, &o->id) || igw_decode_string_rules(j, o->id, 1, 8, 0))
+            if (igw_json_string(j, &o->id) || igw_decode_string_rules(j, o->id, 1, 8, IGW_FORMAT_NONE))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         default:
@@ -178,7 +178,7 @@ int igw_decode_Answer(igw_json *j, igw_Answer *o)
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case IGW_Answer_F_sdp:
-            if (igw_json_string(j, &o->sdp) || igw_decode_string_rules(j, o->sdp, 1, 64, 0))
+            if (igw_json_string(j, &o->sdp) || igw_decode_string_rules(j, o->sdp, 1, 64, IGW_FORMAT_NONE))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         default:

@@ -22,7 +22,7 @@ const igw_str igw_TrackKind_names[IGW_TrackKind__COUNT] = {
     {"audio", 5},
 };
 
-static int __attribute__((unused)) lookup_TrackKind(igw_str s)
+int igw_TrackKind_of(igw_str s)
 {
     switch (s.len) {
     case 5:
@@ -42,7 +42,7 @@ static int __attribute__((unused)) enum_TrackKind(igw_json *j, igw_TrackKind *ou
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    int v = lookup_TrackKind(s);
+    int v = igw_TrackKind_of(s);
     if (v >= 0) {
         *out = (igw_TrackKind)v;
         return 0;
@@ -65,7 +65,7 @@ const igw_str igw_Purpose_names[IGW_Purpose__COUNT] = {
     {"later", 5},
 };
 
-static int __attribute__((unused)) lookup_Purpose(igw_str s)
+int igw_Purpose_of(igw_str s)
 {
     switch (s.len) {
     case 5:
@@ -91,7 +91,7 @@ static int __attribute__((unused)) enum_Purpose(igw_json *j, igw_Purpose *out)
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    int v = lookup_Purpose(s);
+    int v = igw_Purpose_of(s);
     if (v >= 0) {
         *out = (igw_Purpose)v;
         return 0;

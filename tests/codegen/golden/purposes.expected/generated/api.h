@@ -59,6 +59,8 @@ typedef struct igw_TrackKind_list {
 } igw_TrackKind_list;
 /* Wire names, indexed by igw_TrackKind. */
 extern const igw_str igw_TrackKind_names[IGW_TrackKind__COUNT];
+/* The value a wire name names (length, then memcmp), or -1. */
+int igw_TrackKind_of(igw_str s);
 
 typedef enum igw_Purpose {
     IGW_Purpose_watch,
@@ -73,6 +75,8 @@ typedef struct igw_Purpose_list {
 } igw_Purpose_list;
 /* Wire names, indexed by igw_Purpose. */
 extern const igw_str igw_Purpose_names[IGW_Purpose__COUNT];
+/* The value a wire name names (length, then memcmp), or -1. */
+int igw_Purpose_of(igw_str s);
 
 /* ---- objects ---- */
 
@@ -129,6 +133,21 @@ typedef struct igw_Req_list {
     igw_Req *v;
     uint32_t n;
 } igw_Req_list;
+
+/* ---- bounds ---- */
+
+/* The schema's bounds by name, for handlers' buffers and checks (the
+ * decoders enforce them; a handler never restates one):
+ *   IGW_<Type>_MIN, _MAX          a named string type's bytes, a named int type's values
+ *                                 (`type EndpointId = Ident` gives IGW_EndpointId_MAX IGW_Ident_MAX)
+ *   IGW_<Object>_<field>_MIN, _MAX  a field whose own type states them (a field of a named
+ *                                 type has its type's: IGW_Command_msgToken is IGW_Token_*)
+ *   ..._MIN_ITEMS, _MAX_ITEMS     an array's item count; ..._ITEM_MIN, _ITEM_MAX its items' own
+ *   ..._MAX_BYTES, _MAX_DEPTH     a free JSON value's size and depth
+ *   IGW_<Enum>_NAME_MAX           the bytes of an enum's longest wire name
+ * A NUL-terminated copy of an Ident: char id[IGW_Ident_MAX + 1]. */
+#define IGW_TrackKind_NAME_MAX 5
+#define IGW_Purpose_NAME_MAX 6
 
 /* ---- decoders and encoders ---- */
 

@@ -22,7 +22,7 @@ const igw_str igw_Kind_names[IGW_Kind__COUNT] = {
     {"shape.box", 9},
 };
 
-static int __attribute__((unused)) lookup_Kind(igw_str s)
+int igw_Kind_of(igw_str s)
 {
     switch (s.len) {
     case 9:
@@ -44,7 +44,7 @@ static int __attribute__((unused)) enum_Kind(igw_json *j, igw_Kind *out)
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    int v = lookup_Kind(s);
+    int v = igw_Kind_of(s);
     if (v >= 0) {
         *out = (igw_Kind)v;
         return 0;
@@ -65,7 +65,7 @@ const igw_str igw_Unit_names[IGW_Unit__COUNT] = {
     {"inch", 4},
 };
 
-static int __attribute__((unused)) lookup_Unit(igw_str s)
+int igw_Unit_of(igw_str s)
 {
     switch (s.len) {
     case 2:
@@ -87,7 +87,7 @@ static int __attribute__((unused)) enum_Unit(igw_json *j, igw_Unit *out)
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    int v = lookup_Unit(s);
+    int v = igw_Unit_of(s);
     if (v >= 0) {
         *out = (igw_Unit)v;
         return 0;
@@ -108,7 +108,7 @@ const igw_str igw_Mode_names[IGW_Mode__COUNT] = {
     {"b", 1},
 };
 
-static int __attribute__((unused)) lookup_Mode(igw_str s)
+int igw_Mode_of(igw_str s)
 {
     switch (s.len) {
     case 1:
@@ -128,7 +128,7 @@ static int __attribute__((unused)) enum_Mode(igw_json *j, igw_Mode *out)
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    int v = lookup_Mode(s);
+    int v = igw_Mode_of(s);
     if (v >= 0) {
         *out = (igw_Mode)v;
         return 0;
@@ -362,7 +362,7 @@ int igw_decode_Shape(igw_json *j, igw_Shape *o)
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_Shape_F_label:
-            if (igw_json_string(j, &o->label) || igw_decode_string_rules(j, o->label, 1, 16, 0))
+            if (igw_json_string(j, &o->label) || igw_decode_string_rules(j, o->label, 1, 16, IGW_FORMAT_NONE))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_Shape_F_body:

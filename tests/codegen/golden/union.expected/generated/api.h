@@ -60,6 +60,8 @@ typedef struct igw_Kind_list {
 } igw_Kind_list;
 /* Wire names, indexed by igw_Kind. */
 extern const igw_str igw_Kind_names[IGW_Kind__COUNT];
+/* The value a wire name names (length, then memcmp), or -1. */
+int igw_Kind_of(igw_str s);
 
 typedef enum igw_Unit {
     IGW_Unit_mm,
@@ -72,6 +74,8 @@ typedef struct igw_Unit_list {
 } igw_Unit_list;
 /* Wire names, indexed by igw_Unit. */
 extern const igw_str igw_Unit_names[IGW_Unit__COUNT];
+/* The value a wire name names (length, then memcmp), or -1. */
+int igw_Unit_of(igw_str s);
 
 typedef enum igw_Mode {
     IGW_Mode_a,
@@ -84,6 +88,8 @@ typedef struct igw_Mode_list {
 } igw_Mode_list;
 /* Wire names, indexed by igw_Mode. */
 extern const igw_str igw_Mode_names[IGW_Mode__COUNT];
+/* The value a wire name names (length, then memcmp), or -1. */
+int igw_Mode_of(igw_str s);
 
 /* ---- objects ---- */
 
@@ -190,6 +196,34 @@ typedef struct igw_Presence_list {
     igw_Presence *v;
     uint32_t n;
 } igw_Presence_list;
+
+/* ---- bounds ---- */
+
+/* The schema's bounds by name, for handlers' buffers and checks (the
+ * decoders enforce them; a handler never restates one):
+ *   IGW_<Type>_MIN, _MAX          a named string type's bytes, a named int type's values
+ *                                 (`type EndpointId = Ident` gives IGW_EndpointId_MAX IGW_Ident_MAX)
+ *   IGW_<Object>_<field>_MIN, _MAX  a field whose own type states them (a field of a named
+ *                                 type has its type's: IGW_Command_msgToken is IGW_Token_*)
+ *   ..._MIN_ITEMS, _MAX_ITEMS     an array's item count; ..._ITEM_MIN, _ITEM_MAX its items' own
+ *   ..._MAX_BYTES, _MAX_DEPTH     a free JSON value's size and depth
+ *   IGW_<Enum>_NAME_MAX           the bytes of an enum's longest wire name
+ * A NUL-terminated copy of an Ident: char id[IGW_Ident_MAX + 1]. */
+#define IGW_Kind_NAME_MAX 12
+#define IGW_Unit_NAME_MAX 4
+#define IGW_Circle_r_MIN 1
+#define IGW_Circle_r_MAX INT64_C(9007199254740991)
+#define IGW_Box_w_MIN 0
+#define IGW_Box_w_MAX 100
+#define IGW_Box_h_MIN 0
+#define IGW_Box_h_MAX 100
+#define IGW_Box_scale_MIN 1
+#define IGW_Box_scale_MAX 9
+#define IGW_Box_legacy_MIN 1
+#define IGW_Box_legacy_MAX 4
+#define IGW_Shape_label_MIN 1
+#define IGW_Shape_label_MAX 16
+#define IGW_Mode_NAME_MAX 1
 
 /* ---- decoders and encoders ---- */
 

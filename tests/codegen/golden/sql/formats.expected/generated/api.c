@@ -23,7 +23,7 @@ const igw_str igw_Color_names[IGW_Color__COUNT] = {
     {"it's", 4},
 };
 
-static int __attribute__((unused)) lookup_Color(igw_str s)
+int igw_Color_of(igw_str s)
 {
     switch (s.len) {
     case 3:
@@ -45,7 +45,7 @@ static int __attribute__((unused)) enum_Color(igw_json *j, igw_Color *out)
     igw_str s;
     if (igw_json_string(j, &s))
         return -1;
-    int v = lookup_Color(s);
+    int v = igw_Color_of(s);
     if (v >= 0) {
         *out = (igw_Color)v;
         return 0;
@@ -113,19 +113,19 @@ int igw_decode_Sample(igw_json *j, igw_Sample *o)
         o->has |= UINT64_C(1) << f;
         switch (f) {
         case IGW_Sample_F_id:
-            if (igw_json_string(j, &o->id) || igw_decode_string_rules(j, o->id, 1, 16, 1))
+            if (igw_json_string(j, &o->id) || igw_decode_string_rules(j, o->id, 1, 16, IGW_FORMAT_CANONICAL_ID))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_Sample_F_name:
-            if (igw_json_string(j, &o->name) || igw_decode_string_rules(j, o->name, 1, 8, 3))
+            if (igw_json_string(j, &o->name) || igw_decode_string_rules(j, o->name, 1, 8, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_Sample_F_lang:
-            if (igw_json_string(j, &o->lang) || igw_decode_string_rules(j, o->lang, 2, 35, 2))
+            if (igw_json_string(j, &o->lang) || igw_decode_string_rules(j, o->lang, 2, 35, IGW_FORMAT_BCP47))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_Sample_F_note:
-            if (igw_json_string(j, &o->note) || igw_decode_string_rules(j, o->note, 0, 4, 0))
+            if (igw_json_string(j, &o->note) || igw_decode_string_rules(j, o->note, 0, 4, IGW_FORMAT_NONE))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_Sample_F_count:

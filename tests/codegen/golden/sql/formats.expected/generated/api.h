@@ -60,6 +60,8 @@ typedef struct igw_Color_list {
 } igw_Color_list;
 /* Wire names, indexed by igw_Color. */
 extern const igw_str igw_Color_names[IGW_Color__COUNT];
+/* The value a wire name names (length, then memcmp), or -1. */
+int igw_Color_of(igw_str s);
 
 /* ---- objects ---- */
 
@@ -112,6 +114,32 @@ typedef struct igw_Sample_list {
     igw_Sample *v;
     uint32_t n;
 } igw_Sample_list;
+
+/* ---- bounds ---- */
+
+/* The schema's bounds by name, for handlers' buffers and checks (the
+ * decoders enforce them; a handler never restates one):
+ *   IGW_<Type>_MIN, _MAX          a named string type's bytes, a named int type's values
+ *                                 (`type EndpointId = Ident` gives IGW_EndpointId_MAX IGW_Ident_MAX)
+ *   IGW_<Object>_<field>_MIN, _MAX  a field whose own type states them (a field of a named
+ *                                 type has its type's: IGW_Command_msgToken is IGW_Token_*)
+ *   ..._MIN_ITEMS, _MAX_ITEMS     an array's item count; ..._ITEM_MIN, _ITEM_MAX its items' own
+ *   ..._MAX_BYTES, _MAX_DEPTH     a free JSON value's size and depth
+ *   IGW_<Enum>_NAME_MAX           the bytes of an enum's longest wire name
+ * A NUL-terminated copy of an Ident: char id[IGW_Ident_MAX + 1]. */
+#define IGW_Color_NAME_MAX 4
+#define IGW_Sample_id_MIN 1
+#define IGW_Sample_id_MAX 16
+#define IGW_Sample_name_MIN 1
+#define IGW_Sample_name_MAX 8
+#define IGW_Sample_lang_MIN 2
+#define IGW_Sample_lang_MAX 35
+#define IGW_Sample_note_MIN 0
+#define IGW_Sample_note_MAX 4
+#define IGW_Sample_count_MIN -5
+#define IGW_Sample_count_MAX 5
+#define IGW_Sample_extra_MAX_BYTES 64
+#define IGW_Sample_extra_MAX_DEPTH 2
 
 /* ---- decoders and encoders ---- */
 

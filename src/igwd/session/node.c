@@ -54,18 +54,21 @@ static const igw_db_stmt st_beat = {
     "SELECT (SELECT count(*) FROM me), (SELECT count(*) FROM pick), (SELECT count(*) FROM upd), "                  \
     "       (SELECT count(*) FROM dl), (SELECT count(*) FROM ntf), (SELECT count(*) FROM ev)"
 
-/* $1 node id, $2 epoch, $3 batch: the live sessions of this node id's
- * older epochs. */
+/* The sweeps' parameters ($1 node id, $2 epoch, $3 batch, $4 lapse in ms)
+ * and result columns. */
+enum { SW_NODE, SW_EPOCH, SW_BATCH, SW_LAPSE, SW__N };
+enum { SW_COL_ME, SW_COL_PICKED, SW_COL_ENDED, SW_COL_DELIVERED, SW_COL_NOTIFIED, SW_COL_EVENTS, SW_COL__N };
+
+/* The live sessions of this node id's older epochs. */
 static const igw_db_stmt st_sweep_restarted = {
     "igw_node_sweep_restarted",
     "WITH " ME_CTE ", "
     "pick AS MATERIALIZED (SELECT s.session_id FROM sessions s JOIN me ON s.owner_node = me.node_id "
     "        WHERE s.owner_epoch < $2::bigint AND s.state <> '" ST_ENDED "' "
     "        LIMIT $3::int FOR UPDATE OF s SKIP LOCKED), " SWEEP_TAIL(REASON_RESTARTED),
-    3};
+    SW_LAPSE}; /* the first three */
 
-/* $1 node id, $2 epoch, $3 batch, $4 lapse (ms): the live sessions of the
- * other nodes whose heartbeat is older than the lapse (the nodes table is
+/* The live sessions of the other nodes whose heartbeat is older than the lapse (the nodes table is
  * small; each lapsed node's sessions come from the partial index of live
  * sessions, never from the ended history). */
 static const igw_db_stmt st_sweep_lost = {
@@ -75,7 +78,7 @@ static const igw_db_stmt st_sweep_lost = {
     "        WHERE n.node_id <> me.node_id AND n.heartbeat_at < now() - $4::bigint * interval '1 millisecond' "
     "          AND s.state <> '" ST_ENDED "' "
     "        LIMIT $3::int FOR UPDATE OF s SKIP LOCKED), " SWEEP_TAIL(REASON_LOST),
-    4};
+    SW__N};
 
 typedef enum phase { CLAIMING, LIVE, FENCED } phase;
 
@@ -164,18 +167,17 @@ static void on_swept(void *arg, const PGresult *res, const char *err, igw_node_r
     igw_node *n = arg;
     n->sweeping = false;
     if (!n->stopping) {
-        /* me, picked, ended, delivered, notified, events */
-        if (!shaped(res, err, 6) || num(res, 0) < 0) {
+        if (!shaped(res, err, SW_COL__N) || num(res, SW_COL_ME) < 0) {
             igw_log(IGW_LOG_WARN, NULL, "node %s: sweep (%s) failed: %s", n->id, igw_node_reason_name(why),
                     err ? err : "unexpected result shape");
-        } else if (num(res, 0) == 0) {
+        } else if (num(res, SW_COL_ME) == 0) {
             fence(n); /* our row is at a newer epoch: nothing was written */
         } else {
-            int64_t picked = num(res, 1), ended = num(res, 2);
+            int64_t picked = num(res, SW_COL_PICKED), ended = num(res, SW_COL_ENDED);
             if (ended > 0) {
                 atomic_fetch_add(&n->stats->swept[why], (uint64_t)ended);
                 igw_log(IGW_LOG_INFO, NULL, "node %s: ended %" PRId64 " session(s): %s (%" PRId64 " delivered)",
-                        n->id, ended, igw_node_reason_name(why), num(res, 3));
+                        n->id, ended, igw_node_reason_name(why), num(res, SW_COL_DELIVERED));
             }
             if (picked >= IGW_NODE_SWEEP_BATCH) /* more behind them: on at once */
                 sweep(n, why);
@@ -204,7 +206,7 @@ static void sweep(igw_node *n, igw_node_reason why)
     snprintf(epoch, sizeof epoch, "%" PRId64, n->epoch);
     snprintf(batch, sizeof batch, "%d", IGW_NODE_SWEEP_BATCH);
     snprintf(lapse, sizeof lapse, "%u", n->lapse_ms);
-    const char *v[4] = {n->id, epoch, batch, lapse};
+    const char *v[SW__N] = {[SW_NODE] = n->id, [SW_EPOCH] = epoch, [SW_BATCH] = batch, [SW_LAPSE] = lapse};
     if (why == IGW_NODE_RESTARTED)
         n->sweeping = submit(n, &st_sweep_restarted, v, on_swept_restarted) == 0;
     else

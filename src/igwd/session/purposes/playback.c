@@ -261,13 +261,15 @@ static void pb_end(igw_engine *e, live_session *s, const char *reason)
 
 /* The sessions' recordings ($1: [{s, p, d, r, v}]) that the catalog no
  * longer holds at that version: the session and why. */
+enum { RK_LIST, RK__N };
+enum { RK_COL_SESSION, RK_COL_WHY };
 static const igw_db_stmt st_recheck = {
     "igw_playback_recheck",
     "SELECT x.s, CASE WHEN r.recording_id IS NULL THEN 'recordingRemoved' ELSE 'recordingChanged' END "
     "FROM jsonb_to_recordset($1::jsonb) AS x(s text, p text, d text, r text, v bigint) "
     "LEFT JOIN recordings r ON r.product_id = x.p AND r.device_name = x.d AND r.recording_id = x.r "
     "WHERE r.recording_id IS NULL OR r.recording_version <> x.v",
-    1};
+    RK__N};
 
 static void on_recheck(void *arg, const PGresult *res, const char *err)
 {
@@ -280,9 +282,9 @@ static void on_recheck(void *arg, const PGresult *res, const char *err)
         return;
     }
     for (int i = 0; i < PQntuples(res); i++) {
-        live_session *s = live_session_find(e, PQgetvalue(res, i, 0));
+        live_session *s = live_session_find(e, PQgetvalue(res, i, RK_COL_SESSION));
         if (s && pb_of(s))
-            live_session_end(e, s, PQgetvalue(res, i, 1));
+            live_session_end(e, s, PQgetvalue(res, i, RK_COL_WHY));
     }
 }
 
@@ -314,7 +316,7 @@ static void recheck(igw_engine *e, pb_engine *pe)
     }
     igw_jw_array_end(&w);
     igw_jw_raw(&w, "", 1); /* NUL: a C string parameter */
-    const char *v[1] = {w.buf};
+    const char *v[RK__N] = {[RK_LIST] = w.buf};
     if (n && !igw_jw_status(&w) && igw_db_exec(e->db, &st_recheck, v, NULL, NULL, on_recheck, e) == 0)
         pe->checking = true;
     igw_jw_free(&w);

@@ -78,6 +78,7 @@ static talk_engine *engine_state(igw_engine *e)
 
 /* With talk_members off, the call's talk sessions (one at most). */
 enum { TC_CALL, TC__N };
+enum { TC_COL_COUNT };
 static const igw_db_stmt st_call_sessions = {
     "igw_talk_call_sessions",
     "SELECT count(*) FROM sessions x WHERE x.call_id = $1::text AND x.state <> 'ended'",
@@ -102,7 +103,7 @@ static void on_call_sessions(void *arg, const PGresult *res, const char *err)
     live_op *o = arg;
     if (!live_op_row(o, res, err, false))
         return;
-    if (strcmp(PQgetvalue(res, 0, 0), "0") != 0) {
+    if (strcmp(PQgetvalue(res, 0, TC_COL_COUNT), "0") != 0) {
         live_op_refuse(o, IGW_ERR_CONFLICT, "the call has its talk session already (two-party talk: talk_members is off)",
                        IGW_PATH_command_params_callId);
         return;
@@ -460,6 +461,7 @@ static void cmd_done(live_op *o, live_session *s)
 /* interaction.join: the participant is logged in (a live endpoint of its
  * own in the caller's enterprise). */
 enum { PL_ENT, PL_USER, PL__N };
+enum { PL_COL_LIVE };
 static const igw_db_stmt st_participant_live = {
     "igw_session_participant_live",
     "SELECT EXISTS (SELECT 1 FROM endpoints p JOIN users u ON u.user_id = p.user_id AND u.active "
@@ -481,7 +483,7 @@ static void on_participant_live(void *arg, const PGresult *res, const char *err)
     live_op *o = arg;
     if (!live_op_row(o, res, err, false))
         return;
-    if (!live_col_true(res, 0)) {
+    if (!live_col_true(res, PL_COL_LIVE)) {
         live_op_refuse(o, IGW_ERR_PERMISSION, "the participant is not logged in (no live endpoint)",
                        IGW_PATH_command_params_participantId);
         return;

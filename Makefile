@@ -546,9 +546,10 @@ bench-edge: deps-bench all
 bench-app: deps-bench all $(BENCH)/igw-loadgen $(BENCH)/igw-benchdevice
 	tests/bench/bench_app.sh $(BUILD)/igwd $(BENCH)/igw-loadgen $(BENCH)/igw-benchdevice
 
-# Outbound SRTP protect: igw's OpenSSL path against libsrtp2 (Debian's, NSS) per profile.
+# Outbound SRTP protect: igw's OpenSSL path against libsrtp2 (Debian's, NSS) per profile
+# (SRTP_PACKETS per round, default 200000).
 bench-srtp: deps-bench $(BENCH)/bench_srtp
-	$(BENCH)/bench_srtp
+	$(BENCH)/bench_srtp $${SRTP_PACKETS:-200000}
 
 # The media core against Janus 1.1.2: CPU per forwarded packet, memory per viewer, loss.
 bench-media: deps-bench $(BENCH)/igw-media-host

@@ -163,7 +163,8 @@ link = @mkdir -p $(@D) && echo "  LINK $@" && $(CC) $1 -o $@ $(filter %.o,$^) $(
         test-igwd test-framing test-conn test-loop test-pending test-log test-db test-outbox test-ws test-redis test-mqtt test-edge test-app test-nodes \
         test-nodes-own test-presence test-live test-talk test-recordings test-sql test-console \
         test-ops test-mqttauth test-openapi test-media-unit fuzz-smoke fuzz \
-        bench-decode bench-edge bench-app bench-media bench-srtp bench-live bench-talk bench-recordings
+        bench-decode bench-edge bench-app bench-media bench-srtp bench-live bench-talk bench-recordings \
+        bench-smoke
 
 all: $(BUILD)/igw-gen $(BUILD)/igwctl $(BUILD)/igwd $(BUILD)/igw-mqtt-auth.so $(BUILD)/igw-vcam
 
@@ -576,5 +577,13 @@ bench-talk: deps-bench all $(BENCH)/igwd $(BENCH)/igw-talkload
 bench-recordings: deps-bench all $(BENCH)/igwd $(BENCH)/igw-recload $(BENCH)/igw-recordings-sql $(BENCH)/igw-loadgen
 	tests/bench/bench_recordings.sh $(BENCH)/igwd $(BENCH)/igw-recload $(BENCH)/igw-recordings-sql $(BENCH)/igw-loadgen \
 	    $(BUILD)/igwctl $(BUILD)/igw-vcam
+
+# Every bench-* target above, one after the other, in a tiny configuration
+# (tests/bench/smoke.sh: the same code paths, seconds each, no thresholds):
+# fails when one fails or prints no RESULT line, then lists their RESULT lines.
+# The benchmarks cannot rot unnoticed.
+bench-smoke: deps-bench
+	MAKE="$(MAKE)" tests/bench/smoke.sh
+
 clean:
 	rm -rf $(BUILD)

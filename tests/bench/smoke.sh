@@ -71,7 +71,7 @@ mkdir -p "$LOGS" || exit 2
 names=() secs=() results=() failed=0
 t_all=$(date +%s)
 for b in "${RUN[@]}"; do
-    # shellcheck disable=SC2086 # the knobs are words
+    # shellcheck disable=SC2086,SC2116 # the knobs are words, joined on one line
     knobs=$(echo ${KNOBS[$b]})
     echo "==== bench-smoke: bench-$b ($knobs)"
     t0=$(date +%s)

@@ -1,5 +1,6 @@
 # igw - IoT interaction gateway. `make` builds everything into build/;
-# `make test` runs every test (tiers: test-unit, test-services, test-media);
+# `make test` runs every test (tiers: test-unit, test-services, test-media),
+# then every benchmark in a tiny configuration (bench-smoke);
 # `make check-gen` fails on stale generated/.
 # Variables: CC (cc), CLANG (clang), SAN=1 (AddressSanitizer + UBSan build).
 #
@@ -37,7 +38,8 @@ BENCH_OPT   := -O2 -g
 DEPFLAGS     = -MMD -MP
 
 # Debian packages the build and the tests need; `make deps` installs the
-# missing ones (as root), and `make run` / `make test` call it first.
+# missing ones (as root), and `make run` calls it first (`make test` calls
+# `make deps-bench`, which adds BENCH_DEB_PACKAGES).
 # `make check-deps` (src/ops/check-deps.sh, first in `make test`) fails when a
 # header, library or program the sources, tests or benchmarks use comes from a
 # package missing here. DEB_NODE is installed only when no node/npm is on PATH
@@ -50,8 +52,9 @@ DEB_PACKAGES := re2c clang libclang-rt-14-dev libssl-dev libsimdjson-dev libjans
                 gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-plugins-ugly chromium nftables \
                 iproute2 python3
 DEB_NODE     := nodejs npm
-# What only the benchmarks need (`make deps-bench`, run by every bench-* target):
-# wrk (bench-edge), janus and gst-launch-1.0 (bench-media).
+# What only the benchmarks need (`make deps-bench`, run by every bench-* target
+# and by `make test`, whose bench-smoke runs them all): wrk (bench-edge), janus
+# and gst-launch-1.0 (bench-media).
 BENCH_DEB_PACKAGES := wrk janus gstreamer1.0-tools
 
 # ---- packages ------------------------------------------------------------------
@@ -164,7 +167,8 @@ link = @mkdir -p $(@D) && echo "  LINK $@" && $(CC) $1 -o $@ $(filter %.o,$^) $(
         test-igwd test-framing test-conn test-loop test-pending test-log test-db test-outbox test-ws test-redis test-mqtt test-edge test-app test-nodes \
         test-nodes-own test-presence test-live test-talk test-recordings test-sql test-console \
         test-ops test-mqttauth test-openapi test-media-unit fuzz-smoke fuzz \
-        bench-decode bench-edge bench-app bench-media bench-srtp bench-live bench-talk bench-recordings
+        bench-decode bench-edge bench-app bench-media bench-srtp bench-live bench-talk bench-recordings \
+        bench-smoke
 
 all: $(BUILD)/igw-gen $(BUILD)/igwctl $(BUILD)/igwd $(BUILD)/igw-mqtt-auth.so $(BUILD)/igw-vcam
 
@@ -489,12 +493,15 @@ test-unit: check-gen test-layers test-codegen test-json test-conformance test-de
 test-services: test-igwctl test-igwd test-framing test-deadline test-db test-outbox test-ws test-redis test-mqtt test-edge test-app test-nodes \
                test-nodes-own test-presence test-talk test-recordings test-console test-sql test-ops test-mqttauth
 
-# Every test; non-zero on any failure.
-# `make deps` first, in a make of its own: the rest of the build reads
-# pkg-config, which a fresh machine gets from it.
-test: deps
+# Every test, then every benchmark in a tiny configuration (bench-smoke, in a
+# make of its own: never beside the tests, whatever -j says); non-zero on any
+# failure. `make deps-bench` (deps and the benchmarks' packages) first, in a
+# make of its own: the rest of the build reads pkg-config, which a fresh
+# machine gets from it.
+test: deps-bench
 	$(MAKE) --no-print-directory check-deps
 	$(MAKE) --no-print-directory all test-unit fuzz-smoke test-services test-media test-live
+	$(MAKE) --no-print-directory bench-smoke
 	@echo "make test: all passed"
 
 # ---- benchmarks ----------------------------------------------------------------------
@@ -556,9 +563,10 @@ bench-edge: deps-bench all
 bench-app: deps-bench all $(BENCH)/igw-loadgen $(BENCH)/igw-benchdevice
 	tests/bench/bench_app.sh $(BUILD)/igwd $(BENCH)/igw-loadgen $(BENCH)/igw-benchdevice
 
-# Outbound SRTP protect: igw's OpenSSL path against libsrtp2 (Debian's, NSS) per profile.
+# Outbound SRTP protect: igw's OpenSSL path against libsrtp2 (Debian's, NSS) per profile
+# (SRTP_PACKETS per round, default 200000).
 bench-srtp: deps-bench $(BENCH)/bench_srtp
-	$(BENCH)/bench_srtp
+	$(BENCH)/bench_srtp $${SRTP_PACKETS:-200000}
 
 # The media core against Janus 1.1.2: CPU per forwarded packet, memory per viewer, loss.
 bench-media: deps-bench $(BENCH)/igw-media-host
@@ -585,5 +593,13 @@ bench-talk: deps-bench all $(BENCH)/igwd $(BENCH)/igw-talkload
 bench-recordings: deps-bench all $(BENCH)/igwd $(BENCH)/igw-recload $(BENCH)/igw-recordings-sql $(BENCH)/igw-loadgen
 	tests/bench/bench_recordings.sh $(BENCH)/igwd $(BENCH)/igw-recload $(BENCH)/igw-recordings-sql $(BENCH)/igw-loadgen \
 	    $(BUILD)/igwctl $(BUILD)/igw-vcam
+
+# Every bench-* target above, one after the other, in a tiny configuration
+# (tests/bench/smoke.sh: the same code paths, seconds each, no thresholds):
+# fails when one fails or prints no RESULT line, then lists their RESULT lines.
+# Part of `make test`: the benchmarks cannot rot.
+bench-smoke: deps-bench
+	MAKE="$(MAKE)" tests/bench/smoke.sh
+
 clean:
 	rm -rf $(BUILD)

@@ -15,8 +15,10 @@
 # The last line is
 #   RESULT accept_p99_ms=<n> accepted_per_s=<n> push_p99_ms=<n> pull_ack_per_s=<n>
 # Settings: RATE (1000), BENCH_SECONDS (5), CONNS (32), ROUNDS (3), IGWD_THREADS (2),
-# BENCH_TMP (/tmp: where the services' files go; /dev/shm makes every fsync
-# free - not durable, a diagnostic of what igw costs apart from the disk).
+# PUSH_RATE (500) and PUSH_SECONDS (4) of each push round, BARE_MAX_SECONDS (3:
+# the no-database reply's closed loop), BENCH_TMP (/tmp: where the services'
+# files go; /dev/shm makes every fsync free - not durable, a diagnostic of
+# what igw costs apart from the disk).
 # accept_p99_ms and push_p99_ms are the medians of the rounds' p99s.
 # BENCH_PROFILE=1 adds, after each acceptance round, PostgreSQL's statements
 # of that round by time (pg_stat_statements, loaded for the run).
@@ -28,6 +30,7 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=../igwd/lib.sh
 . "$ROOT/tests/igwd/lib.sh"
 RATE=${RATE:-1000} SECS=${BENCH_SECONDS:-5} CONNS=${CONNS:-32} ROUNDS=${ROUNDS:-3} PROFILE=${BENCH_PROFILE:-0}
+PUSH_RATE=${PUSH_RATE:-500} PUSH_SECS=${PUSH_SECONDS:-4} BARE_MAX_SECS=${BARE_MAX_SECONDS:-3}
 TMP=$(mktemp -d "${BENCH_TMP:-/tmp}/igw-bench-app.XXXXXX")
 chmod 755 "$TMP"
 export IGW_VAR=$TMP/var IGW_PG_PORT=25397 IGW_REDIS_PORT=63797 IGW_MQTT_PORT=18897
@@ -89,7 +92,7 @@ AUTH=$(jq -r .device.authorization "$IGW_VAR/demo.json")
 bare() { "$LOADGEN" -u "http://127.0.0.1:$PORT/bench/bare" -H "Authorization: $AUTH" -H "Content-Type: application/json" \
     -b '{"method":"report","msgToken":"b{seq}","params":{"brightness":1}}' -e '"code":200' "$@"; }
 bare_rate=$(bare -r "$RATE" -s "$SECS")
-bare_max=$(bare -r 0 -s 3 -c 64)
+bare_max=$(bare -r 0 -s "$BARE_MAX_SECS" -c 64)
 
 # Reference 2: a one-row durable INSERT at the same rate, in a database of
 # its own (the ledger untouched), two clients like igwd's two workers.
@@ -160,8 +163,8 @@ awk -v a="$ACC_P99" -v f="$FLOOR_P99" -v b="$(J .p99_ms "$bare_rate")" \
 
 # The acceptance phase's commands (no device answers them) time out into
 # results over the next seconds; push is measured after that storm, on its
-# own, with the device connected: ROUNDS rounds of 2000 commands at 500/s,
-# each on a new endpoint.
+# own, with the device connected: ROUNDS rounds of PUSH_SECONDS at PUSH_RATE
+# (2000 commands at 500/s), each on a new endpoint.
 timeouts_settled # the throughput phase's
 mkfifo "$TMP/dev.in"
 "$DEVICE" -p "$IGW_MQTT_PORT" -t "$(dev productID)" -n "$(dev deviceName)" -u "$(dev username)" -P "$(dev password)" \
@@ -174,7 +177,7 @@ EP_ACC=$EP
 push_p99=()
 for r in $(seq "$ROUNDS"); do
     EP=$(register)
-    push=$(cmd "p$r" -r 500 -s 4 -c 8 -w "/api/v1/im/interaction/events/ws/$EP")
+    push=$(cmd "p$r" -r "$PUSH_RATE" -s "$PUSH_SECS" -c 8 -w "/api/v1/im/interaction/events/ws/$EP")
     line "round $r: command -> device -> result pushed" "$push"
     push_p99+=("$(J .p99_ms "$push")")
 done

@@ -6,7 +6,7 @@
 # directory), provisions the demo tenant, starts igwd with bench_routes on,
 # warms up, then runs wrk on send/thing/property with a valid report
 # (credentials, thing-model check, group commit, synchronous_commit on) and
-# on /bench/bare with the same body, alternating twice and keeping each
+# on /bench/bare with the same body, alternating ROUNDS times and keeping each
 # side's best run (the machine is shared with wrk and PostgreSQL). The last line is
 #   RESULT durable_vs_bare=<ratio> durable_msgs_s=<n> bare_msgs_s=<n> p99_ms=<n>
 # (p99 of the durable side). The reference route does everything the send
@@ -14,7 +14,10 @@
 # reply) except the database write, so the ratio is the price of
 # durability. Settings: BENCH_SECONDS (10), BENCH_CONNS (1000: devices
 # connected at once; group commit needs concurrency), BENCH_THREADS (wrk
-# threads, 2), IGWD_THREADS (2), IGWD_DB_CONNECTIONS (1), IGWD_BATCH_MAX (256).
+# threads, 2), ROUNDS (2: pairs of runs, the best of each side kept),
+# WARMUP_SECONDS (2 per route, not counted), IGWD_THREADS (2),
+# IGWD_DB_CONNECTIONS (1), IGWD_BATCH_MAX (256), BENCH_TMP (/tmp: where the
+# services' files go; /dev/shm makes every fsync free, not durable).
 set -euo pipefail
 IGWD=$(realpath "${1:?usage: bench_edge.sh IGWD}")
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -23,8 +26,9 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 SECONDS_=${BENCH_SECONDS:-10}
 CONNS=${BENCH_CONNS:-1000}
 WRK_THREADS=${BENCH_THREADS:-2}
+ROUNDS=${ROUNDS:-2} WARM=${WARMUP_SECONDS:-2}
 command -v wrk >/dev/null || { echo "bench_edge: wrk is not installed (apt-get install wrk)" >&2; exit 2; }
-TMP=$(mktemp -d /tmp/igw-bench-edge.XXXXXX)
+TMP=$(mktemp -d "${BENCH_TMP:-/tmp}/igw-bench-edge.XXXXXX")
 chmod 755 "$TMP"
 export IGW_VAR=$TMP/var IGW_PG_PORT=54394 IGW_REDIS_PORT=63794 IGW_MQTT_PORT=18894
 PID=
@@ -81,10 +85,10 @@ run() {
 }
 
 before=$(IGW_VAR=$IGW_VAR "$ROOT/src/ops/services.sh" psql -XAtq -c "SELECT count(*) FROM device_messages")
-run /api/v1/things/device/edge/send/thing/property 2 >/dev/null # warm-up: connections, caches, JIT of nothing
-run /bench/bare 2 >/dev/null
+run /api/v1/things/device/edge/send/thing/property "$WARM" >/dev/null # warm-up: connections, caches, JIT of nothing
+run /bench/bare "$WARM" >/dev/null
 best_d=0 best_b=0 d_p50=0 d_p99=0 b_p50=0 b_p99=0
-for round in 1 2; do
+for round in $(seq "$ROUNDS"); do
     read -r rps p50 p99 errs < <(run /api/v1/things/device/edge/send/thing/property "$SECONDS_")
     echo "round $round durable: $rps msgs/s p50 ${p50} ms p99 ${p99} ms non-2xx $errs"
     [ "$errs" = 0 ] || { echo "bench_edge: durable route had $errs errors" >&2; exit 1; }

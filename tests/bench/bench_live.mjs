@@ -31,7 +31,7 @@ const OPENS = Number(process.env.OPENS || 50);
 const VIEWERS = Number(process.env.VIEWERS || 100);
 const MEASURE_S = Number(process.env.MEASURE_SECONDS || 10);
 const WARM_OPENS = Number(process.env.WARM_OPENS ?? 20);
-const WARMUP_S = 3;
+const WARMUP_S = Number(process.env.WARMUP_SECONDS || 3); // viewers receiving before the window
 
 /** interaction.open until accepted (the camera is offline until its
  * presence is stored); resolves to {sid, t0} with t0 the acceptance. */

@@ -9,7 +9,8 @@
 # (25404), Redis (63804) and Mosquitto (18904). A benchmark, not a test: it
 # fails only when something does not work, never on speed.
 # Settings: OPENS (50), WARM_OPENS (20: opens while another viewer holds the camera's
-# leg up, printed beside; 0 = none), VIEWERS (100), MEASURE_SECONDS (10). The last line is
+# leg up, printed beside; 0 = none), VIEWERS (100), MEASURE_SECONDS (10),
+# WARMUP_SECONDS (3: every viewer receiving before the window). The last line is
 #   RESULT open_to_frame_p50_ms=<n> open_to_frame_p99_ms=<n> viewers=<n> loss_pct=<n> cpu_vs_library=<ratio>
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)

@@ -20,7 +20,7 @@ const [HOST] = process.argv.slice(2);
 const HERE = path.dirname(new URL(import.meta.url).pathname);
 const VIEWERS = Number(process.env.VIEWERS || 50);
 const MEASURE_S = Number(process.env.MEASURE_SECONDS || 10);
-const WARMUP_S = 3;
+const WARMUP_S = Number(process.env.WARMUP_SECONDS || 3); // viewers receiving before the window
 const JANUS_HTTP = 8088, JANUS_VIDEO = 5004, JANUS_AUDIO = 5006;
 const IGW_ONLY = process.env.IGW_ONLY === '1';
 

@@ -10,7 +10,8 @@
 # thread. Fails (exit 1) when a playback or a live view does not work, never
 # on speed. bench_recordings.sh calls it; it runs alone too.
 # Settings: BENCH_PLAY_N (20 playbacks), BENCH_LIVE_N (as many live views),
-# BENCH_SEGMENT_MS (4000: the camera's segments). The last line is
+# BENCH_SEGMENT_MS (4000: the camera's segments), BENCH_MIN_RECORDINGS (3: the
+# segments in the catalog before the first session). The last line is
 #   PLAYBACK play_to_frame_p50_ms=<n> ... (bench_playback.mjs)
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -46,7 +47,7 @@ echo "playback: igwd (-O2, no sanitizers), 2 workers, 1 media thread; the camera
     "segments of ${BENCH_SEGMENT_MS:-4000} ms; ${BENCH_PLAY_N:-20} playbacks, ${BENCH_LIVE_N:-${BENCH_PLAY_N:-20}} live views"
 IGW_BASE=http://127.0.0.1:$PORT IGW_VCAM=$VCAM IGW_DEMO=$DEMO IGW_REC_DIR=$TMP/rec PLAY_N=${BENCH_PLAY_N:-20} \
     LIVE_N=${BENCH_LIVE_N:-${BENCH_PLAY_N:-20}} SEGMENT_MS=${BENCH_SEGMENT_MS:-4000} \
-    node "$ROOT/tests/bench/bench_playback.mjs" || fail "bench_playback.mjs"
+    MIN_RECORDINGS=${BENCH_MIN_RECORDINGS:-3} node "$ROOT/tests/bench/bench_playback.mjs" || fail "bench_playback.mjs"
 CASE="every session ended with its reason"
 [ "$(psql_q "SELECT count(*) FROM sessions WHERE state <> 'ended' OR reason IS NULL")" = 0 ] ||
     fail "$CASE: $(psql_q "SELECT session_id, purpose, state, reason FROM sessions WHERE state <> 'ended' OR reason IS NULL")"

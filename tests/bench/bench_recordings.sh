@@ -34,7 +34,8 @@
 # IGWD_THREADS (2), BENCH_TMP (/tmp), ports BENCH_REC_IGWD_PORT (25416),
 # BENCH_REC_PG_PORT (63816), BENCH_REC_REDIS_PORT (18916),
 # BENCH_REC_MQTT_PORT (18917); the playback phase's: BENCH_PLAY_N (20; 0: no
-# playback phase), BENCH_LIVE_N (BENCH_PLAY_N), BENCH_SEGMENT_MS (4000).
+# playback phase), BENCH_LIVE_N (BENCH_PLAY_N), BENCH_SEGMENT_MS (4000),
+# BENCH_MIN_RECORDINGS (3).
 set -euo pipefail
 usage="usage: bench_recordings.sh IGWD RECLOAD RECSQL LOADGEN IGWCTL VCAM"
 IGWD=$(realpath "${1:?$usage}")

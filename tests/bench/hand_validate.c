@@ -439,12 +439,21 @@ static int v_consent_revoke(ctx *c, json_t *o)
     return 0;
 }
 
+/* Whether S (N bytes) is one of the NULL-terminated `names`. */
+static bool one_of(const char *s, size_t n, const char *const *names)
+{
+    for (int i = 0; names[i] != NULL; i++)
+        if (strlen(names[i]) == n && memcmp(names[i], s, n) == 0)
+            return true;
+    return false;
+}
+
 /* DeviceMessage */
 static int v_device_message(ctx *c, json_t *o)
 {
     static const char *const keys[] = {"method",   "msgToken", "timestamp", "params",
                                        "eventID",  "type",     "actionID",  "code",
-                                       "msg",      "response", "data",      NULL};
+                                       "msg",      "response", "data",      "sessionId", NULL};
     TRY(only_keys(c, o, keys));
     const char *method;
     size_t mlen;
@@ -464,6 +473,8 @@ static int v_device_message(ctx *c, json_t *o)
     int has_response = get_free(c, o, "response", false, true, 8, 16 * 1024);
     TRY(has_response);
     TRY(get_free(c, o, "data", false, false, 8, 48 * 1024));
+    int has_session = get_ident(c, o, "sessionId", false);
+    TRY(has_session);
     bool event_post = mlen == 9 && memcmp(method, "eventPost", 9) == 0;
     if (event_post && !has_event)
         return fail(c, "eventID", "required when method = eventPost");
@@ -471,9 +482,14 @@ static int v_device_message(ctx *c, json_t *o)
         return fail(c, "type", "required when method = eventPost");
     if (!event_post && has_event)
         return fail(c, "eventID", "not allowed when method != eventPost");
-    if (!has_code && ((mlen == 11 && memcmp(method, "actionReply", 11) == 0) ||
-                      (mlen == 12 && memcmp(method, "controlReply", 12) == 0) ||
-                      (mlen == 14 && memcmp(method, "getReportReply", 14) == 0)))
+    /* the media methods that name the platform's leg */
+    static const char *const leg_methods[] = {"mediaOffer", "mediaState", "bye", "trackControlReply",
+                                              "byeReply", "playbackControlReply", NULL};
+    if (!has_session && one_of(method, mlen, leg_methods))
+        return fail(c, "sessionId", "required for this method");
+    static const char *const coded[] = {"actionReply", "controlReply", "getReportReply",
+                                        "playbackControlReply", NULL};
+    if (!has_code && one_of(method, mlen, coded))
         return fail(c, "code", "required for replies");
     bool action_reply = mlen == 11 && memcmp(method, "actionReply", 11) == 0;
     if (action_reply && !has_action)
@@ -620,6 +636,24 @@ static int p_track_control(ctx *c, json_t *o)
     return 0;
 }
 
+/* PlaybackControlParams */
+static int p_playback_control(ctx *c, json_t *o)
+{
+    static const char *const keys[] = {"operation", "positionMs", "mediaRevision", NULL};
+    static const char *const ops[] = {"play", "pause", "seek", NULL};
+    int op;
+    TRY(only_keys(c, o, keys));
+    TRY(get_enum(c, o, "operation", true, ops, &op));
+    int has_pos = get_int(c, o, "positionMs", false, 0, SAFE_MAX, NULL);
+    TRY(has_pos);
+    TRY(get_int(c, o, "mediaRevision", true, 1, SAFE_MAX, NULL));
+    if (op == 2 && !has_pos)
+        return fail(c, "positionMs", "required when operation = seek");
+    if (op != 2 && has_pos)
+        return fail(c, "positionMs", "not allowed when operation != seek");
+    return 0;
+}
+
 /* ConfigureParams */
 static int p_configure(ctx *c, json_t *o)
 {
@@ -718,11 +752,18 @@ static int v_command(ctx *c, json_t *o)
         "interaction.leave",       "interaction.subscribe",    "interaction.mediaOffer",
         "interaction.mediaState",  "interaction.trackControl", "interaction.configure",
         "interaction.processorControl", "interaction.control", "messageSend",
-        "device.action",           "device.propertyControl",   NULL};
+        "device.action",           "device.propertyControl",   "interaction.playbackControl",
+        NULL};
     static int (*const params_of[])(ctx *, json_t *) = {
         p_open,        p_end,           p_join,      p_leave,        p_subscribe,
         p_media_offer, p_media_state,   p_track_control, p_configure, p_processor_control,
-        p_control,     p_message_send,  p_device_action, p_property_control};
+        p_control,     p_message_send,  p_device_action, p_property_control, p_playback_control};
+    /* the methods that address a device: open, messageSend, device.action, device.propertyControl */
+    static const bool device_directed[] = {true,  false, false, false, false, false, false, false,
+                                           false, false, false, true,  true,  true,  false};
+    _Static_assert(sizeof params_of / sizeof params_of[0] == sizeof methods / sizeof methods[0] - 1 &&
+                       sizeof device_directed == sizeof methods / sizeof methods[0] - 1,
+                   "one params function and one direction per method");
     TRY(only_keys(c, o, keys));
     TRY(get_string(c, o, "msgToken", true, 1, 128, F_IDENT, NULL, NULL));
     int method;
@@ -735,7 +776,7 @@ static int v_command(ctx *c, json_t *o)
     if (has_target)
         TRY(v_target(c, target));
     TRY(get_object(c, o, "params", true, &params));
-    bool to_device = method == 0 || method >= 11; /* open, messageSend, device.* */
+    bool to_device = device_directed[method];
     if (to_device && !has_target)
         return fail(c, "target", "required for this method");
     if (to_device && has_session)
@@ -758,6 +799,36 @@ static int v_commands(ctx *c, json_t *o)
     return v_command(c, command);
 }
 
+/* ---- the stand-in IM's own routes (schema/standin.igw) ---- */
+
+/* GroupCreate */
+static int v_group_create(ctx *c, json_t *o)
+{
+    static const char *const keys[] = {"name", "members", NULL};
+    TRY(only_keys(c, o, keys));
+    TRY(get_string(c, o, "name", true, 1, 64, F_NONE, NULL, NULL));
+    TRY(get_string_set(c, o, "members", true, 1, 255, 0, SIZE_MAX, F_CANON));
+    return 0;
+}
+
+/* CallStart */
+static int v_call_start(ctx *c, json_t *o)
+{
+    static const char *const keys[] = {"groupId", NULL};
+    TRY(only_keys(c, o, keys));
+    TRY(get_ident(c, o, "groupId", true));
+    return 0;
+}
+
+/* CallRef (join, heartbeat, hangup, roster) */
+static int v_call_ref(ctx *c, json_t *o)
+{
+    static const char *const keys[] = {"callId", NULL};
+    TRY(only_keys(c, o, keys));
+    TRY(get_string(c, o, "callId", true, 1, 96, F_IDENT, NULL, NULL));
+    return 0;
+}
+
 /* ------------------------------------------------------------- routing */
 
 typedef int (*validator)(ctx *, json_t *);
@@ -775,6 +846,12 @@ static const struct route {
     {"/api/v1/im/interaction/commands", 65536, v_commands},
     {"/api/v1/im/interaction/recordings/query", 4096, v_recordings},
     {"/api/v1/im/interaction/talk/audio-access", 4096, v_audio_access},
+    {"/api/v1/im-standin/groups/create", 8192, v_group_create},
+    {"/api/v1/im-standin/calls/start", 1024, v_call_start},
+    {"/api/v1/im-standin/calls/join", 1024, v_call_ref},
+    {"/api/v1/im-standin/calls/heartbeat", 1024, v_call_ref},
+    {"/api/v1/im-standin/calls/hangup", 1024, v_call_ref},
+    {"/api/v1/im-standin/calls/roster", 1024, v_call_ref},
 };
 #define NROUTES (int)(sizeof routes / sizeof routes[0])
 #define DEVICE_SEND NROUTES /* /api/v1/things/device/edge/send/{handle}/{type} */
@@ -802,6 +879,57 @@ static int route_of(ctx *c, const char *path, size_t plen)
     return fail(c, "path", "no such route");
 }
 
+static const char *skip_ows(const char *s, const char *end)
+{
+    while (s < end && (*s == ' ' || *s == '\t'))
+        s++;
+    return s;
+}
+
+/* Content-Type application/json (any case), optional whitespace, then the
+ * end or ';' parameters; a charset parameter, quoted or not, must be utf-8
+ * (JSON is UTF-8 and is read as such: a client that says otherwise is
+ * refused). A missing header is refused. */
+static bool content_type_json(const char *ct, size_t ctlen)
+{
+    static const char json_type[] = "application/json";
+    size_t jt = sizeof json_type - 1;
+    if (ct == NULL || ctlen < jt || strncasecmp(ct, json_type, jt) != 0)
+        return false;
+    const char *s = skip_ows(ct + jt, ct + ctlen), *end = ct + ctlen;
+    while (s < end) {
+        if (*s != ';')
+            return false;
+        s = skip_ows(s + 1, end);
+        const char *name = s;
+        while (s < end && *s != '=' && *s != ';')
+            s++;
+        size_t nlen = (size_t)(s - name);
+        while (nlen > 0 && (name[nlen - 1] == ' ' || name[nlen - 1] == '\t'))
+            nlen--;
+        if (s == end || *s == ';') /* a parameter without a value */
+            continue;
+        const char *val = ++s, *vend;
+        if (s < end && *s == '"') {
+            val = ++s;
+            while (s < end && *s != '"')
+                s++;
+            vend = s;
+            if (s < end)
+                s++;
+        } else {
+            while (s < end && *s != ';' && *s != ' ' && *s != '\t')
+                s++;
+            vend = s;
+        }
+        s = skip_ows(s, end);
+        if (nlen == 7 && strncasecmp(name, "charset", 7) == 0 &&
+            !(vend - val == 5 && strncasecmp(val, "utf-8", 5) == 0))
+            return false;
+    }
+    return true;
+}
+
 int hv_request(const char *method, size_t mlen, const char *path, size_t plen, const char *ct,
                size_t ctlen, const void *body, size_t len, hv_result *res)
 {
@@ -818,14 +946,13 @@ int hv_request(const char *method, size_t mlen, const char *path, size_t plen, c
     size_t cap = r == DEVICE_SEND ? 65536 : routes[r].cap;
     if (len > cap)
         return fail(&c, "body", "body too large");
-    static const char json_type[] = "application/json";
-    size_t jt = sizeof json_type - 1;
-    if (ct != NULL && (ctlen < jt || strncasecmp(ct, json_type, jt) != 0 ||
-                       (ctlen > jt && ct[jt] != ';' && ct[jt] != ' ')))
-        return fail(&c, "content-type", "expected application/json");
+    if (!content_type_json(ct, ctlen))
+        return fail(&c, "content-type", "expected application/json, UTF-8");
 
+    /* without JSON_ALLOW_NUL jansson refuses "\u0000" in any string, as the
+     * generated decoders do (nothing downstream can hold a NUL) */
     json_error_t jerr;
-    json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
+    json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
     if (root == NULL) {
         snprintf(res->err, sizeof res->err, "body: %s", jerr.text);
         return -1;

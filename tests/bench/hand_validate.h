@@ -10,7 +10,8 @@
  *
  * It covers every route with a JSON body: events, events/ack, commands (the
  * envelope and each method's params), recordings/query, talk/audio-access,
- * vision-consents create/get-one/revoke and device edge send. It does not
+ * vision-consents create/get-one/revoke, device edge send and the stand-in
+ * IM's groups/create and calls/start|join|heartbeat|hangup|roster. It does not
  * need to produce the generated decoder's exact error class or JSON Pointer. */
 #ifndef IGW_BENCH_HAND_VALIDATE_H
 #define IGW_BENCH_HAND_VALIDATE_H
@@ -23,9 +24,10 @@ typedef struct hv_result {
     char err[192];  /* why the request was refused */
 } hv_result;
 
-/* Routes METHOD PATH, checks the content type (skipped when ct is NULL) and
- * the body cap, parses the body with jansson and validates it. The parsed
- * document is released before returning. 0 when accepted, -1 with res->err. */
+/* Routes METHOD PATH, checks the content type (application/json, charset
+ * utf-8 when given; refused when ct is NULL: no header) and the body cap,
+ * parses the body with jansson and validates it. The parsed document is
+ * released before returning. 0 when accepted, -1 with res->err. */
 int hv_request(const char *method, size_t mlen, const char *path, size_t plen, const char *ct,
                size_t ctlen, const void *body, size_t len, hv_result *res);
 

@@ -498,6 +498,9 @@ test-services: test-igwctl test-igwd test-framing test-deadline test-db test-out
 # failure. `make deps-bench` (deps and the benchmarks' packages) first, in a
 # make of its own: the rest of the build reads pkg-config, which a fresh
 # machine gets from it.
+# The tests' and benchmarks' databases are thrown away: initdb need not sync them.
+test test-% fuzz-smoke bench-%: export IGW_PG_NOSYNC = 1
+
 test: deps-bench
 	$(MAKE) --no-print-directory check-deps
 	$(MAKE) --no-print-directory all test-unit fuzz-smoke test-services test-media test-live

@@ -8,7 +8,7 @@
 #ifndef IGW_COMMAND_SESSION_H
 #define IGW_COMMAND_SESSION_H
 
-#include "command/command.h"
+#include "command/method.h"
 
 /* generated/igwd/methods.h declares it for every session method: 0 when
  * the engine took the command (call->session_done runs later, once, on

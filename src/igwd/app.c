@@ -18,6 +18,9 @@
 #include "core/log.h"
 #include "core/ready.h"
 #include "command/results.h"
+#include "ops/console.h"
+#include "ops/download.h"
+#include "ops/ops.h"
 #include "routes/routes.h"
 #include "session/node.h"
 #include "topic.h"
@@ -213,6 +216,10 @@ int igw_app_start_engine(igw_app *app, igw_server *srv, char *err, size_t errlen
     return 0;
 }
 
+/* /metrics and /readyz from the live connections (below). */
+static void app_metrics(void *arg, FILE *f);
+static unsigned app_ready(void *arg, unsigned *known);
+
 int igw_app_init(igw_app *app, const igw_config *cfg, char *err, size_t errlen)
 {
     memset(app, 0, sizeof *app);
@@ -267,6 +274,17 @@ int igw_app_init(igw_app *app, const igw_config *cfg, char *err, size_t errlen)
     }
     if (!(app->pending = igw_pending_create(PENDING_MAX))) {
         snprintf(err, errlen, "out of memory");
+        igw_app_free(app);
+        return -1;
+    }
+    igw_ops_hooks oh = {.metrics = app_metrics, .ready = app_ready, .arg = app};
+    if (!(app->ops = igw_ops_create(&app->cfg, &oh)) ||
+        !(app->download = igw_download_create(app->storage_fd, app->url_key, sizeof app->url_key))) {
+        snprintf(err, errlen, "out of memory");
+        igw_app_free(app);
+        return -1;
+    }
+    if (cfg->console_dir[0] && !(app->console = igw_console_create(cfg->console_dir, err, errlen))) {
         igw_app_free(app);
         return -1;
     }
@@ -641,16 +659,21 @@ static unsigned app_ready(void *arg, unsigned *known)
 
 igw_http_app igw_app_http_hooks(igw_app *app)
 {
+    /* Offered in this order before the strict stage; their slots in
+     * /metrics follow it, then the console's. */
+    unsigned n = 0;
+    app->routes[n++] = (igw_http_route){"healthz", igw_ops_healthz, app->ops};
+    app->routes[n++] = (igw_http_route){"readyz", igw_ops_readyz, app->ops};
+    app->routes[n++] = (igw_http_route){"metrics", igw_ops_metrics, app->ops};
+    app->routes[n++] = (igw_http_route){"device_download", igw_download_serve, app->download};
+    app->routes[n++] = (igw_http_route){"bench_bare", igw_routes_bench, app};
     return (igw_http_app){.handle = igw_routes_handle,
-                          .raw = igw_routes_raw,
-                          .files_fd = app->storage_fd,
-                          .files_key = app->url_key,
-                          .files_key_len = sizeof app->url_key,
+                          .routes = app->routes,
+                          .nroutes = n,
+                          .files = app->console ? igw_console_files(app->console) : NULL,
                           .start = worker_start,
                           .stop = worker_stop,
                           .idle = worker_idle,
-                          .metrics = app_metrics,
-                          .ready = app_ready,
                           .arg = app};
 }
 
@@ -794,4 +817,10 @@ void igw_app_free(igw_app *app)
     app->storage_fd = -1;
     igw_pending_destroy(app->pending);
     app->pending = NULL;
+    igw_console_destroy(app->console);
+    igw_download_destroy(app->download);
+    igw_ops_destroy(app->ops);
+    app->console = NULL;
+    app->download = NULL;
+    app->ops = NULL;
 }

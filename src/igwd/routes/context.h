@@ -43,6 +43,12 @@ typedef struct igw_app {
     char node_id[IGW_NODE_ID_MAX + 1]; /* set by worker 0's start (igw_http_create), before the engine starts */
     igw_engine *engine;  /* the session engine and its media core; stopped after the workers */
     igw_presence_stats presence; /* device presence facts (the workers' igw_presence write it; metrics read it) */
+    /* The routes outside the schema (ops/), listed for the transport by
+     * igw_app_http_hooks into `routes`. */
+    struct igw_ops *ops;           /* /healthz, /readyz, /metrics */
+    struct igw_download *download; /* signed download URLs */
+    struct igw_console *console;   /* the browser console's files; NULL without console_dir */
+    igw_http_route routes[IGW_HTTP_ROUTES_MAX];
 } igw_app;
 
 /* One worker's state (igw_http_state). */

@@ -3,7 +3,6 @@
 
 #include <string.h>
 
-#include "http/metrics.h"
 #include "igwd/handlers.h"
 #include "routes/context.h"
 
@@ -39,14 +38,14 @@ void igw_routes_handle(void *arg, igw_exchange *ex, const igw_request *req)
         igw_login_run(w->login, ex, req, fn);
 }
 
-bool igw_routes_raw(void *arg, igw_exchange *ex)
+bool igw_routes_bench(void *arg, igw_exchange *ex, unsigned slot)
 {
     igw_app *app = arg;
     igw_str p = igw_http_path(ex), m = igw_http_method(ex);
     if (!app->cfg.bench_routes || p.len != 11 || memcmp(p.ptr, "/bench/bare", 11) != 0 || m.len != 4 ||
         memcmp(m.ptr, "POST", 4) != 0)
         return false;
-    igw_http_set_route(ex, IGW_METRICS_ROUTE_BENCH);
+    igw_http_set_route(ex, slot);
     igw_route_bench_bare(ex, NULL, NULL);
     return true;
 }

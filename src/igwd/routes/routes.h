@@ -22,11 +22,11 @@
 #include "igwd/handlers.h" /* igw_route_fn, the one handler signature (the same as igw_login_next) */
 #include "request.h"
 
-/* The transport's hooks (arg: the igw_app). */
+/* The transport's hooks (arg: the igw_app): `handle`, and the route
+ * outside the schema POST /bench/bare when the setting bench_routes is on
+ * (an igw_http_route). */
 void igw_routes_handle(void *arg, igw_exchange *ex, const igw_request *req);
-/* Routes outside the schema, before the strict stage: POST /bench/bare
- * when the setting bench_routes is on. */
-bool igw_routes_raw(void *arg, igw_exchange *ex);
+bool igw_routes_bench(void *arg, igw_exchange *ex, unsigned slot);
 
 /* The handlers the schema binds are declared in generated/igwd/handlers.h:
  * device.c has device_send and device_upload; interaction.c the

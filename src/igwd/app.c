@@ -409,7 +409,8 @@ static void *worker_start(void *arg, unsigned index, uint16_t port, struct st_h2
         }
         if (!(w->listen_db = db_open(app, loop, err, errlen)))
             goto fail;
-        if (!(w->push = igw_push_create(loop, w->listen_db))) { /* LISTENs: right after the create */
+        if (!(w->push = igw_push_create(w->listen_db)) || /* LISTENs: right after the create */
+            !(w->wspush = igw_wspush_create(loop, w->push))) {
             snprintf(err, errlen, "out of memory");
             goto fail;
         }
@@ -463,6 +464,7 @@ static void *worker_start(void *arg, unsigned index, uint16_t port, struct st_h2
                                     .engine = &app->engine, .back = {.post = back_to_worker, .ctx = w}};
     return w;
 fail:
+    igw_wspush_destroy(w->wspush); /* before the push: its connections end their subscribers */
     igw_push_destroy(w->push);
     igw_node_stop(w->node);
     chores_stop(w->chores);
@@ -482,7 +484,7 @@ static bool worker_idle(void *arg, void *state)
 {
     (void)arg;
     igw_worker *w = state;
-    bool ws_done = !w->push || igw_push_drained(w->push); /* closes the WebSockets (1001) first */
+    bool ws_done = !w->wspush || igw_wspush_drained(w->wspush); /* closes the WebSockets (1001) first */
     return ws_done && atomic_load(&w->tasks) == 0 && (!w->edge || igw_edge_idle(w->edge)) &&
            igw_presence_idle(w->presence);
 }
@@ -494,6 +496,7 @@ static void worker_stop(void *arg, void *state)
     app->workers[w->index] = NULL;
     igw_node_stop(w->node); /* before the database: they use it */
     chores_stop(w->chores);
+    igw_wspush_destroy(w->wspush); /* before the push: its connections end their subscribers */
     igw_push_destroy(w->push);
     if (w->edge)
         igw_edge_close(w->edge);

@@ -24,6 +24,7 @@
 #include "edge/presence.h"
 #include "event/push.h"
 #include "http/http.h"
+#include "routes/wspush.h"
 #include "session/engine.h"
 #include "session/node.h"
 
@@ -67,7 +68,8 @@ typedef struct igw_worker {
     igw_login *login; /* NULL without a database or a login key */
     struct igw_chores *chores; /* worker 0: command deadlines and the outbox sweep */
     igw_node *node;   /* worker 0: the nodes row, heartbeat and session sweep, on chore_db */
-    igw_push *push;   /* events_push: WebSockets woken by LISTEN/NOTIFY; NULL without a database */
+    igw_push *push;   /* events_push's deliveries, woken by LISTEN/NOTIFY; NULL without a database */
+    igw_wspush *wspush; /* events_push's WebSockets, streaming push's deliveries; NULL without a database */
     igw_edge *edge;  /* NULL without a database */
     igw_presence *presence; /* device presence facts, on db[0]; NULL without a database */
     igw_modelcache *models; /* /commands: parsed thing models by product */

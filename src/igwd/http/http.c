@@ -568,12 +568,6 @@ bool igw_http_peer_loopback(igw_exchange *ex)
     return false;
 }
 
-static bool str_is(igw_str s, const char *lit)
-{
-    size_t n = strlen(lit);
-    return s.len == n && memcmp(s.ptr, lit, n) == 0;
-}
-
 /* ---- framing ------------------------------------------------------------------ */
 
 /* Header fields a request may carry once. h2o 2.2.5 resolves a repeat
@@ -865,6 +859,12 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
 }
 
 /* ---- the app's files (igw_http_files) ------------------------------------------ */
+
+static bool str_is(igw_str s, const char *lit)
+{
+    size_t n = strlen(lit);
+    return s.len == n && memcmp(s.ptr, lit, n) == 0;
+}
 
 /* First handler of the files' path: refuses what is not a read of one of
  * its files, then lets h2o's file handler (next) serve it. h2o calls that

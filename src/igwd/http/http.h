@@ -5,9 +5,9 @@
  * connections). One catch-all handler per request: the app's routes
  * outside the schema (igw_http_route, in the order given), else the strict
  * stage (igw_request_decode) then the app's `handle`. The transport knows
- * no route of its own. Every reply is JSON (igw_http_reply_body excepted)
- * with Content-Length and an x-request-id header, and is counted in the
- * metrics and written to the access log. Before all of it, a request with
+ * no route of its own. Every reply is JSON (igw_http_reply_body, a file
+ * and the app's files excepted) with Content-Length and an x-request-id
+ * header, and is counted in the metrics and written to the access log. Before all of it, a request with
  * ambiguous framing (two Content-Length, Content-Length with
  * Transfer-Encoding, no Host in HTTP/1.1, a repeated singleton header) is
  * refused 400 and its connection closed; h2o's own refusals (an unreadable

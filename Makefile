@@ -85,7 +85,7 @@ MEDIA_SRC   := $(sort $(wildcard src/media/*.c))
 VCAM_SRC    := $(sort $(wildcard src/vcam/*.c))
 CTL_SRC     := $(sort $(wildcard src/igwctl/*.c))
 # igwd's rooms in link order: each may use those after it, never one before.
-IGWD_ROOMS  := routes edge command session call catalog event auth http core
+IGWD_ROOMS  := routes ops edge command session call catalog event auth http core
 IGWD_TOP    := src/igwd/main.c src/igwd/app.c
 
 # Per-source flags, by where the source lives (GNU make pattern-specific values).

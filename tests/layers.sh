@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
 # layers.sh - the rooms' dependencies point one way (docs/architecture.md).
 #
-# Reads every `#include "..."` of src/ and resolves it to the room that holds
-# the header (src/rt, src/lib, generated, src/media, src/igwd/<room>, the
-# igwd top: main.c and app.c). Fails, naming the file and the include, when
+# Reads every `#include "..."` of src/ and generated/ and resolves it to the
+# room that holds the header (src/rt, src/lib, generated, src/media,
+# src/igwd/<room>, the igwd top: main.c and app.c). Fails, naming the file
+# and the include, when
 #   - a room includes a room that its row below does not allow, or
-#   - the room graph has a cycle (shown).
+#   - the room graph has a cycle (shown), or
+#   - the files have a circle (shown): X depends on M when X includes M.h,
+#     foo.c and foo.h being one node "foo" (a module and its header), so
+#     two modules that include each other's headers, directly or through
+#     others, are one circle even inside a room.
 # Rooms may always include their own headers.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -18,15 +23,16 @@ declare -A allow=(
     [media]="rt generated"
     [igwd/core]="rt lib generated"
     [igwd/http]="igwd/core rt lib generated"
-    [igwd/auth]="igwd/http igwd/core rt lib generated"
-    [igwd/event]="igwd/auth igwd/http igwd/core rt lib generated"
+    [igwd/auth]="igwd/core rt lib generated"
+    [igwd/event]="igwd/core rt lib generated"
     [igwd/call]="igwd/event igwd/core rt lib generated"
     [igwd/catalog]="igwd/event igwd/core rt lib generated"
     [igwd/session]="igwd/call igwd/catalog igwd/event igwd/core media rt lib generated"
     [igwd/command]="igwd/session igwd/call igwd/event igwd/core rt lib generated"
     [igwd/edge]="igwd/command igwd/session igwd/catalog igwd/event igwd/core rt lib generated"
+    [igwd/ops]="igwd/http igwd/core rt lib generated"
     [igwd/routes]="igwd igwd/edge igwd/command igwd/session igwd/call igwd/catalog igwd/event igwd/auth igwd/http igwd/core rt lib generated"
-    [igwd]="igwd/routes igwd/edge igwd/command igwd/session igwd/call igwd/catalog igwd/event igwd/auth igwd/http igwd/core rt lib generated"
+    [igwd]="igwd/routes igwd/ops igwd/edge igwd/command igwd/session igwd/call igwd/catalog igwd/event igwd/auth igwd/http igwd/core rt lib generated"
     [igwctl]="rt lib generated"
     [mqttauth]="rt lib generated"
     [vcam]="rt lib"
@@ -53,12 +59,17 @@ resolve() { # FILE INCLUDE -> path or ""
 
 bad=0
 declare -A edges=()
+declare -A fadj=() # file node -> the nodes it depends on (" a b ...")
 while IFS= read -r f; do
     from=$(room_of_file "$f")
     [ -n "$from" ] || continue
     while IFS= read -r inc; do
         path=$(resolve "$f" "$inc")
         [ -n "$path" ] || continue
+        fn=${f%.[ch]} tn=${path%.[ch]}
+        if [ "$fn" != "$tn" ] && [[ " ${fadj[$fn]-} " != *" $tn "* ]]; then
+            fadj[$fn]+=" $tn"
+        fi
         to=$(room_of_file "$path")
         [ -n "$to" ] && [ "$to" != "$from" ] || continue
         edges["$from $to"]=1
@@ -92,7 +103,35 @@ for e in "${!edges[@]}"; do
     fi
 done
 
-if [ $bad = 0 ]; then
-    echo "layers: ${#edges[@]} room dependencies, all one way"
-fi
+# Circles between files: a depth-first search over the file nodes, each
+# edge back to a node on the path closing one circle (shown from there).
+declare -A fstate=() fpos=()
+fpath=()
+file_circle() { # NODE: the path from NODE's place on it, back to NODE
+    local i=${fpos[$1]} shown=""
+    for ((; i < ${#fpath[@]}; i++)); do
+        shown+="${fpath[i]} -> "
+    done
+    echo "layers: circle between files: $shown$1"
+    bad=1
+}
+fvisit() {
+    local n=$1 m
+    fstate[$n]=1
+    fpos[$n]=${#fpath[@]}
+    fpath+=("$n")
+    for m in ${fadj[$n]-}; do
+        case ${fstate[$m]-0} in
+        0) fvisit "$m" ;;
+        1) file_circle "$m" ;;
+        esac
+    done
+    unset 'fpath[${#fpath[@]}-1]'
+    fstate[$n]=2
+}
+while IFS= read -r n; do
+    [ "${fstate[$n]-0}" = 0 ] && fvisit "$n"
+done < <(printf '%s\n' "${!fadj[@]}" | sort)
+
+[ $bad = 0 ] && echo "layers: ${#edges[@]} room dependencies, all one way; no circle between files"
 exit $bad

@@ -18,6 +18,9 @@
 #include "core/log.h"
 #include "core/ready.h"
 #include "command/results.h"
+#include "ops/console.h"
+#include "ops/download.h"
+#include "ops/ops.h"
 #include "routes/routes.h"
 #include "session/node.h"
 #include "topic.h"
@@ -213,6 +216,10 @@ int igw_app_start_engine(igw_app *app, igw_server *srv, char *err, size_t errlen
     return 0;
 }
 
+/* /metrics and /readyz from the live connections (below). */
+static void app_metrics(void *arg, FILE *f);
+static unsigned app_ready(void *arg, unsigned *known);
+
 int igw_app_init(igw_app *app, const igw_config *cfg, char *err, size_t errlen)
 {
     memset(app, 0, sizeof *app);
@@ -267,6 +274,17 @@ int igw_app_init(igw_app *app, const igw_config *cfg, char *err, size_t errlen)
     }
     if (!(app->pending = igw_pending_create(PENDING_MAX))) {
         snprintf(err, errlen, "out of memory");
+        igw_app_free(app);
+        return -1;
+    }
+    igw_ops_hooks oh = {.metrics = app_metrics, .ready = app_ready, .arg = app};
+    if (!(app->ops = igw_ops_create(&app->cfg, &oh)) ||
+        !(app->download = igw_download_create(app->storage_fd, app->url_key, sizeof app->url_key))) {
+        snprintf(err, errlen, "out of memory");
+        igw_app_free(app);
+        return -1;
+    }
+    if (cfg->console_dir[0] && !(app->console = igw_console_create(cfg->console_dir, err, errlen))) {
         igw_app_free(app);
         return -1;
     }
@@ -391,7 +409,8 @@ static void *worker_start(void *arg, unsigned index, uint16_t port, struct st_h2
         }
         if (!(w->listen_db = db_open(app, loop, err, errlen)))
             goto fail;
-        if (!(w->push = igw_push_create(loop, w->listen_db))) { /* LISTENs: right after the create */
+        if (!(w->push = igw_push_create(w->listen_db)) || /* LISTENs: right after the create */
+            !(w->wspush = igw_wspush_create(loop, w->push))) {
             snprintf(err, errlen, "out of memory");
             goto fail;
         }
@@ -445,6 +464,7 @@ static void *worker_start(void *arg, unsigned index, uint16_t port, struct st_h2
                                     .engine = &app->engine, .back = {.post = back_to_worker, .ctx = w}};
     return w;
 fail:
+    igw_wspush_destroy(w->wspush); /* before the push: its connections end their subscribers */
     igw_push_destroy(w->push);
     igw_node_stop(w->node);
     chores_stop(w->chores);
@@ -464,7 +484,7 @@ static bool worker_idle(void *arg, void *state)
 {
     (void)arg;
     igw_worker *w = state;
-    bool ws_done = !w->push || igw_push_drained(w->push); /* closes the WebSockets (1001) first */
+    bool ws_done = !w->wspush || igw_wspush_drained(w->wspush); /* closes the WebSockets (1001) first */
     return ws_done && atomic_load(&w->tasks) == 0 && (!w->edge || igw_edge_idle(w->edge)) &&
            igw_presence_idle(w->presence);
 }
@@ -476,6 +496,7 @@ static void worker_stop(void *arg, void *state)
     app->workers[w->index] = NULL;
     igw_node_stop(w->node); /* before the database: they use it */
     chores_stop(w->chores);
+    igw_wspush_destroy(w->wspush); /* before the push: its connections end their subscribers */
     igw_push_destroy(w->push);
     if (w->edge)
         igw_edge_close(w->edge);
@@ -641,16 +662,21 @@ static unsigned app_ready(void *arg, unsigned *known)
 
 igw_http_app igw_app_http_hooks(igw_app *app)
 {
+    /* Offered in this order before the strict stage; their slots in
+     * /metrics follow it, then the console's. */
+    unsigned n = 0;
+    app->routes[n++] = (igw_http_route){"healthz", igw_ops_healthz, app->ops};
+    app->routes[n++] = (igw_http_route){"readyz", igw_ops_readyz, app->ops};
+    app->routes[n++] = (igw_http_route){"metrics", igw_ops_metrics, app->ops};
+    app->routes[n++] = (igw_http_route){"device_download", igw_download_serve, app->download};
+    app->routes[n++] = (igw_http_route){"bench_bare", igw_routes_bench, app};
     return (igw_http_app){.handle = igw_routes_handle,
-                          .raw = igw_routes_raw,
-                          .files_fd = app->storage_fd,
-                          .files_key = app->url_key,
-                          .files_key_len = sizeof app->url_key,
+                          .routes = app->routes,
+                          .nroutes = n,
+                          .files = app->console ? igw_console_files(app->console) : NULL,
                           .start = worker_start,
                           .stop = worker_stop,
                           .idle = worker_idle,
-                          .metrics = app_metrics,
-                          .ready = app_ready,
                           .arg = app};
 }
 
@@ -794,4 +820,10 @@ void igw_app_free(igw_app *app)
     app->storage_fd = -1;
     igw_pending_destroy(app->pending);
     app->pending = NULL;
+    igw_console_destroy(app->console);
+    igw_download_destroy(app->download);
+    igw_ops_destroy(app->ops);
+    app->console = NULL;
+    app->download = NULL;
+    app->ops = NULL;
 }

@@ -1,6 +1,8 @@
-/* core.h - internals of the media core shared by media.c (threads, registry,
- * events, the public calls) and forward.c (sources, viewers, the packet path).
- * Not installed; nothing outside src/media includes it. */
+/* core.h - the media core's internal types, shared by media.c (threads, the
+ * public calls), registry.c (the peers by id, the event queue) and forward.c
+ * (sources, viewers, the packet path). Types only: each of those files
+ * declares its functions in its own header. Not installed; nothing outside
+ * src/media includes it. */
 #ifndef IGW_MEDIA_CORE_H
 #define IGW_MEDIA_CORE_H
 
@@ -9,7 +11,7 @@
 
 #include "dtls.h"
 #include "machines.h"
-#include "media.h"
+#include "mediatypes.h"
 #include "peer.h"
 #include "rtp.h"
 #include "sdp.h"
@@ -35,7 +37,7 @@ struct igw_media {
     igw_mthread     *threads;
     unsigned         nthreads;
     unsigned         next_thread;
-    GMutex           lock;         /* registry and event queue */
+    GMutex           lock;         /* registry, event queue (registry.c) and next_thread */
     GHashTable      *registry;     /* id -> igw_node*, freed only on its thread */
     GQueue           events;
     uint64_t         events_dropped;
@@ -125,44 +127,5 @@ typedef struct igw_node {
     view_pub         pub;
     bool             offered;        /* we made the offer, waiting for the answer */
 } igw_node;
-
-/* ---- media.c services for forward.c ---- */
-
-/* Queues an event for node n. Any thread. */
-void igw_media_emit(igw_media *m, igw_media_event_kind kind, const igw_node *n, const char *reason);
-
-/* Enters n under its id; false if the id is taken. */
-bool igw_media_register(igw_media *m, igw_node *n);
-
-/* Removes n from the registry (before it is freed). */
-void igw_media_unregister(igw_media *m, igw_node *n);
-
-/* On media thread t: the node registered under id if it lives on t (valid
- * until t frees it), else NULL; *elsewhere (optional) tells whether the id
- * is registered on another thread. */
-igw_node *igw_media_here(igw_mthread *t, const char *id, bool *elsewhere);
-
-/* ---- forward.c ---- */
-
-/* Each runs on the node's media thread. rc and err as the public calls. */
-igw_media_rc igw_fwd_source_offer(igw_mthread *t, const char *id, uint32_t rev, const igw_sdp *offer, char *answer,
-                                  size_t cap, char *err, size_t errlen);
-igw_media_rc igw_fwd_source_rtp(igw_mthread *t, const char *id, const char *addr, uint16_t port, uint8_t video_pt,
-                                const char *profile, uint8_t audio_pt, uint16_t *bound, char *err, size_t errlen);
-igw_media_rc igw_fwd_viewer_offer(igw_node *source, const char *id, uint32_t rev, bool paused, const igw_sdp *offer,
-                                  char *answer, size_t cap, char *err, size_t errlen);
-igw_media_rc igw_fwd_viewer_make_offer(igw_node *source, const char *id, uint32_t rev, bool paused, char *offer,
-                                       size_t cap, char *err, size_t errlen);
-igw_media_rc igw_fwd_viewer_answer(igw_node *viewer, const igw_sdp *answer, char *err, size_t errlen);
-igw_media_rc igw_fwd_viewer_track(igw_node *viewer, igw_media_kinds kinds, int trigger, int *state, char *err,
-                                  size_t errlen);
-igw_media_rc igw_fwd_viewer_publish(igw_node *viewer, bool allowed);
-void         igw_fwd_stats(const igw_node *n, igw_media_stats *out);
-
-/* Closes a node now (viewers of a source too), queues "closed" with reason. */
-void igw_fwd_close(igw_node *n, const char *reason);
-
-/* Every ~100 ms on each thread. */
-void igw_fwd_tick(igw_mthread *t, uint64_t now_us);
 
 #endif

@@ -15,6 +15,8 @@
  * is open and it holds the floor, is renumbered onto the source's talkback
  * (one continuous stream toward the camera's speaker) and sent to the camera
  * inside the viewer's receive callback. */
+#include "forward.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -22,6 +24,7 @@
 
 #include "clock.h"
 #include "core.h"
+#include "registry.h"
 
 #define HISTORY_SLOTS 512
 #define SR_INTERVAL_US 1000000
@@ -87,7 +90,7 @@ static igw_node *node_new(igw_mthread *t, const char *id, uint32_t rev, bool is_
 /* Makes a fully built node visible; false (node untouched) if the id is taken. */
 static bool node_enter(igw_node *n)
 {
-    if (!igw_media_register(n->m, n))
+    if (!igw_registry_add(n->m, n))
         return false;
     g_queue_push_tail_link(&n->t->nodes, &n->link);
     return true;
@@ -98,7 +101,7 @@ static bool node_enter(igw_node *n)
 static igw_media_rc node_commit(igw_node *n, char *err, size_t errlen)
 {
     bool elsewhere = false;
-    igw_node *old = igw_media_here(n->t, n->id, &elsewhere);
+    igw_node *old = igw_registry_here(n->t, n->id, &elsewhere);
     if (old && old->is_source != n->is_source) {
         snprintf(err, errlen, "id %s names a %s", n->id, old->is_source ? "source" : "viewer");
         return IGW_MEDIA_EINVAL;
@@ -135,9 +138,9 @@ void igw_fwd_close(igw_node *n, const char *reason)
         igw_fwd_close(n->viewers[n->nviewers - 1], "source closed");
     if (n->source)
         source_detach_viewer(n->source, n);
-    igw_media_unregister(n->m, n);
+    igw_registry_remove(n->m, n);
     g_queue_unlink(&n->t->nodes, &n->link);
-    igw_media_emit(n->m, IGW_MEDIA_EV_CLOSED, n, reason);
+    igw_registry_emit(n->m, IGW_MEDIA_EV_CLOSED, n, reason);
     node_free(n);
 }
 
@@ -215,7 +218,7 @@ static void viewer_forward(igw_node *v, int k, const src_track *tr, const uint8_
             return;
         }
         vt->waiting_keyframe = false;
-        igw_media_emit(v->m, IGW_MEDIA_EV_KEYFRAME, v, kind_name[k]);
+        igw_registry_emit(v->m, IGW_MEDIA_EV_KEYFRAME, v, kind_name[k]);
     }
     uint8_t out[IGW_PEER_BUF];
     memcpy(out, pkt, len);
@@ -239,7 +242,7 @@ static void viewer_forward(igw_node *v, int k, const src_track *tr, const uint8_
     v->st.bytes_out += len;
     if (!v->first_packet) {
         v->first_packet = true;
-        igw_media_emit(v->m, IGW_MEDIA_EV_FIRST_PACKET, v, kind_name[k]);
+        igw_registry_emit(v->m, IGW_MEDIA_EV_FIRST_PACKET, v, kind_name[k]);
     }
 }
 
@@ -264,7 +267,7 @@ static void source_rtp(igw_node *s, uint8_t *pkt, size_t len)
     s->st.bytes_in += len;
     if (!s->first_packet) {
         s->first_packet = true;
-        igw_media_emit(s->m, IGW_MEDIA_EV_FIRST_PACKET, s, kind_name[k]);
+        igw_registry_emit(s->m, IGW_MEDIA_EV_FIRST_PACKET, s, kind_name[k]);
     }
     if (!tr->have_ssrc || tr->ssrc != h.ssrc) {
         if (tr->have_ssrc)
@@ -304,7 +307,7 @@ static void source_rtp(igw_node *s, uint8_t *pkt, size_t len)
             tr->pli_pending = false;
             if (tr->keyframe_wanted || s->st.keyframes_in == 1) {
                 tr->keyframe_wanted = false;
-                igw_media_emit(s->m, IGW_MEDIA_EV_KEYFRAME, s, "video");
+                igw_registry_emit(s->m, IGW_MEDIA_EV_KEYFRAME, s, "video");
             }
         }
         igw_rtp_history_put(tr->history, h.seq, pkt, len);
@@ -452,7 +455,7 @@ static void node_on_rtcp(void *ud, uint8_t *buf, size_t len)
 static void node_on_event(void *ud, igw_media_event_kind kind, const char *reason)
 {
     igw_node *n = ud;
-    igw_media_emit(n->m, kind, n, reason);
+    igw_registry_emit(n->m, kind, n, reason);
     if (kind == IGW_MEDIA_EV_DTLS_CONNECTED) {
         n->st.connected = true;
         if (!n->is_source && n->source && n->view[TRACK_VIDEO].present &&
@@ -464,7 +467,7 @@ static void node_on_event(void *ud, igw_media_event_kind kind, const char *reaso
 static void node_on_failed(void *ud, igw_media_event_kind kind, const char *reason)
 {
     igw_node *n = ud;
-    igw_media_emit(n->m, kind, n, reason);
+    igw_registry_emit(n->m, kind, n, reason);
     close_later(n, reason);
 }
 

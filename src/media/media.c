@@ -1,7 +1,7 @@
-/* media.c - the media core's engine: media threads, the peer registry, the
- * event queue and the public calls, each of which runs its work on the owning
- * media thread (g_main_context_invoke) and waits for it. */
-#include <errno.h>
+/* media.c - the media core's engine: media threads and the public calls,
+ * each of which runs its work on the owning media thread
+ * (g_main_context_invoke) and waits for it. The peers by id and the event
+ * queue are registry.c's; sources and viewers are forward.c's. */
 #include <stdio.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -9,8 +9,10 @@
 
 #include "clock.h"
 #include "core.h"
+#include "forward.h"
+#include "media.h"
+#include "registry.h"
 
-#define EVENTS_MAX 65536
 #define TICK_MS 100
 
 /* ---- events ---- */
@@ -29,28 +31,6 @@ const char *igw_media_event_name(igw_media_event_kind kind)
     return "unknown";
 }
 
-void igw_media_emit(igw_media *m, igw_media_event_kind kind, const igw_node *n, const char *reason)
-{
-    igw_media_event *ev = g_new0(igw_media_event, 1);
-    ev->kind = kind;
-    g_strlcpy(ev->id, n->id, sizeof ev->id);
-    ev->revision = n->revision;
-    ev->is_source = n->is_source;
-    g_strlcpy(ev->reason, reason ? reason : "", sizeof ev->reason);
-    ev->at_us = igw_clock_us();
-    g_mutex_lock(&m->lock);
-    if (m->events.length >= EVENTS_MAX) {
-        g_free(g_queue_pop_head(&m->events));
-        m->events_dropped++;
-    }
-    g_queue_push_tail(&m->events, ev);
-    uint64_t one = 1;
-    /* Written under the lock so a reader that empties the queue cannot miss it. */
-    if (write(m->efd, &one, sizeof one) < 0 && errno != EAGAIN)
-        g_warning("igw-media: event fd write failed");
-    g_mutex_unlock(&m->lock);
-}
-
 int igw_media_event_fd(igw_media *m)
 {
     return m->efd;
@@ -58,71 +38,12 @@ int igw_media_event_fd(igw_media *m)
 
 bool igw_media_event_next(igw_media *m, igw_media_event *out)
 {
-    g_mutex_lock(&m->lock);
-    igw_media_event *ev = g_queue_pop_head(&m->events);
-    if (m->events.length == 0) {
-        uint64_t v;
-        (void)!read(m->efd, &v, sizeof v); /* EAGAIN when already drained */
-    }
-    g_mutex_unlock(&m->lock);
-    if (!ev)
-        return false;
-    *out = *ev;
-    g_free(ev);
-    return true;
-}
-
-/* ---- registry ---- */
-
-bool igw_media_register(igw_media *m, igw_node *n)
-{
-    g_mutex_lock(&m->lock);
-    bool free_id = !g_hash_table_contains(m->registry, n->id);
-    if (free_id)
-        g_hash_table_insert(m->registry, n->id, n);
-    g_mutex_unlock(&m->lock);
-    return free_id;
-}
-
-void igw_media_unregister(igw_media *m, igw_node *n)
-{
-    g_mutex_lock(&m->lock);
-    if (g_hash_table_lookup(m->registry, n->id) == n)
-        g_hash_table_remove(m->registry, n->id);
-    g_mutex_unlock(&m->lock);
-}
-
-/* The thread and revision of a registered id; NULL if unknown. */
-static igw_mthread *lookup(igw_media *m, const char *id, uint32_t *rev, bool *is_source)
-{
-    g_mutex_lock(&m->lock);
-    igw_node *n = g_hash_table_lookup(m->registry, id);
-    igw_mthread *t = n ? n->t : NULL;
-    if (n && rev)
-        *rev = n->revision;
-    if (n && is_source)
-        *is_source = n->is_source;
-    g_mutex_unlock(&m->lock);
-    return t;
-}
-
-igw_node *igw_media_here(igw_mthread *t, const char *id, bool *elsewhere)
-{
-    igw_media *m = t->m;
-    g_mutex_lock(&m->lock);
-    igw_node *n = g_hash_table_lookup(m->registry, id);
-    /* n->t is read under the lock: a node of another thread may be freed
-     * the moment the lock is released. */
-    bool here = n && n->t == t;
-    g_mutex_unlock(&m->lock);
-    if (elsewhere)
-        *elsewhere = n && !here;
-    return here ? n : NULL;
+    return igw_registry_take(m, out);
 }
 
 static igw_node *node_here(igw_mthread *t, const char *id)
 {
-    return igw_media_here(t, id, NULL);
+    return igw_registry_here(t, id, NULL);
 }
 
 /* ---- calls onto a media thread ---- */
@@ -237,7 +158,7 @@ static igw_media_rc precheck(igw_media *m, const char *id, uint32_t rev, bool wa
 {
     uint32_t have;
     bool is_source;
-    if (!lookup(m, id, &have, &is_source))
+    if (!igw_registry_lookup(m, id, &have, &is_source))
         return IGW_MEDIA_OK;
     if (is_source != want_source) {
         snprintf(err, errlen, "id %s names a %s", id, is_source ? "source" : "viewer");
@@ -270,7 +191,7 @@ igw_media_rc igw_media_source_offer(igw_media *m, const char *source_id, uint32_
     igw_media_rc rc = precheck(m, source_id, revision, true, err, errlen);
     if (rc == IGW_MEDIA_OK) {
         /* A new generation goes where the old one is, so that it replaces it in one turn. */
-        igw_mthread *t = lookup(m, source_id, NULL, NULL);
+        igw_mthread *t = igw_registry_lookup(m, source_id, NULL, NULL);
         g_mutex_lock(&m->lock);
         if (!t)
             t = &m->threads[m->next_thread++ % m->nthreads];
@@ -299,7 +220,7 @@ igw_media_rc igw_media_source_rtp(igw_media *m, const char *source_id, const cha
         snprintf(err, errlen, "profile-level-id must be 6 hex digits");
         return IGW_MEDIA_EINVAL;
     }
-    if (lookup(m, source_id, NULL, NULL)) {
+    if (igw_registry_lookup(m, source_id, NULL, NULL)) {
         snprintf(err, errlen, "id %s is in use", source_id);
         return IGW_MEDIA_ESTALE;
     }
@@ -349,7 +270,7 @@ static igw_media_rc viewer_start(igw_media *m, call *c, const char *source_id, c
     if (rc != IGW_MEDIA_OK)
         return rc;
     bool is_source = false;
-    igw_mthread *t = lookup(m, source_id, NULL, &is_source);
+    igw_mthread *t = igw_registry_lookup(m, source_id, NULL, &is_source);
     if (!t || !is_source) {
         snprintf(c->err, c->errlen, "no source %s", source_id);
         return IGW_MEDIA_ENOENT;
@@ -357,7 +278,7 @@ static igw_media_rc viewer_start(igw_media *m, call *c, const char *source_id, c
     /* An older generation watching a source on another thread is closed
      * first (the rare case: moving a viewer between sources). */
     uint32_t have;
-    igw_mthread *old = lookup(m, viewer_id, &have, NULL);
+    igw_mthread *old = igw_registry_lookup(m, viewer_id, &have, NULL);
     if (old && old != t) {
         call cl = {.fn = op_close, .id = viewer_id, .reason = "superseded by a newer mediaRevision",
                    .check_rev = true, .revision = have};
@@ -398,7 +319,7 @@ static igw_media_rc viewer_op(igw_media *m, const char *viewer_id, uint32_t rev,
         return IGW_MEDIA_EINVAL;
     c->id = viewer_id;
     c->revision = rev;
-    igw_mthread *t = lookup(m, viewer_id, NULL, NULL);
+    igw_mthread *t = igw_registry_lookup(m, viewer_id, NULL, NULL);
     if (!t) {
         snprintf(c->err, c->errlen, "no viewer %s", viewer_id);
         return IGW_MEDIA_ENOENT;
@@ -483,7 +404,7 @@ igw_media_rc igw_media_close(igw_media *m, const char *id, const char *reason)
 {
     if (!id)
         return IGW_MEDIA_EINVAL;
-    igw_mthread *t = lookup(m, id, NULL, NULL);
+    igw_mthread *t = igw_registry_lookup(m, id, NULL, NULL);
     if (!t)
         return IGW_MEDIA_ENOENT;
     call c = {.fn = op_close, .id = id, .reason = reason ? reason : "closed"};
@@ -501,7 +422,7 @@ static igw_media_rc op_stats(igw_mthread *t, call *c)
 
 igw_media_rc igw_media_get_stats(igw_media *m, const char *id, igw_media_stats *out)
 {
-    igw_mthread *t = id ? lookup(m, id, NULL, NULL) : NULL;
+    igw_mthread *t = id ? igw_registry_lookup(m, id, NULL, NULL) : NULL;
     if (!t)
         return IGW_MEDIA_ENOENT;
     call c = {.fn = op_stats, .id = id, .stats = out};

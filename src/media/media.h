@@ -24,23 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define IGW_MEDIA_ID_MAX     63
-#define IGW_MEDIA_SDP_MAX    16384 /* longest description written */
-#define IGW_MEDIA_MAX_ADDRS  8
-
-typedef struct igw_media igw_media;
-
-typedef struct igw_media_config {
-    unsigned    threads;                 /* media threads (1..16) */
-    const char *addresses[IGW_MEDIA_MAX_ADDRS]; /* local addresses to gather on */
-    unsigned    naddresses;              /* 0 = 127.0.0.1 */
-    const char *announced_address;       /* written in candidates instead (1:1 NAT), NULL = none */
-    uint16_t    port_min, port_max;      /* UDP port range, 0/0 = any */
-    bool        ice_full;                /* full ICE instead of ICE-lite */
-    unsigned    consent_timeout_ms;      /* silence after which a connected peer fails */
-    unsigned    connect_timeout_ms;      /* ICE + DTLS must complete within this */
-    unsigned    keyframe_min_interval_ms; /* PLI/FIR toward a source at most this often */
-} igw_media_config;
+#include "mediatypes.h" /* the types the calls take and return: ids, config, results, stats, events */
 
 /* The defaults: 1 thread, loopback, ICE-lite, consent 10 s, connect 20 s, PLI 1 s. */
 void igw_media_config_defaults(igw_media_config *c);
@@ -54,17 +38,6 @@ void igw_media_free(igw_media *m);
 
 /* SHA-256 fingerprint of the process certificate, SDP form. */
 const char *igw_media_fingerprint(const igw_media *m);
-
-/* ---- results ---- */
-
-typedef enum igw_media_rc {
-    IGW_MEDIA_OK = 0,
-    IGW_MEDIA_EINVAL = -1,   /* bad argument or unusable SDP (err says why) */
-    IGW_MEDIA_ESTALE = -2,   /* mediaRevision older than (or equal to, for offers) the peer's */
-    IGW_MEDIA_ENOENT = -3,   /* no such peer */
-    IGW_MEDIA_ECONFLICT = -4, /* refused by the track-subscription machine */
-    IGW_MEDIA_EFAIL = -5,    /* internal failure (sockets, crypto) */
-} igw_media_rc;
 
 /* ---- sources ---- */
 
@@ -99,8 +72,6 @@ igw_media_rc igw_media_viewer_make_offer(igw_media *m, const char *source_id, co
 igw_media_rc igw_media_viewer_answer(igw_media *m, const char *viewer_id, uint32_t revision, const char *answer,
                                      size_t len, char *err, size_t errlen);
 
-typedef enum { IGW_MEDIA_AUDIO = 1, IGW_MEDIA_VIDEO = 2, IGW_MEDIA_BOTH = 3 } igw_media_kinds;
-
 /* Fires a track-subscription trigger (generated machine `track`: pause,
  * resume, unsubscribe, subscribe) on the viewer's tracks of the given kinds.
  * All named tracks move or none does. Subscribe and resume ask the source for
@@ -130,50 +101,7 @@ igw_media_rc igw_media_close(igw_media *m, const char *id, const char *reason);
 
 /* ---- observation ---- */
 
-typedef struct igw_media_stats {
-    bool     is_source;
-    bool     connected;          /* DTLS connected (or an RTP source bound) */
-    int      audio_state, video_state; /* igw_track_state of a viewer's tracks, 0 = none */
-    uint64_t rtp_in, rtp_out;    /* RTP packets received / sent */
-    uint64_t bytes_in, bytes_out;
-    uint64_t keyframes_in;       /* source: keyframes seen */
-    uint64_t pli_in, pli_out;    /* keyframe requests received / sent */
-    uint64_t nack_in, rtx_out;   /* NACKed packets / retransmissions sent */
-    uint64_t video_out;          /* viewer: video RTP packets sent, retransmissions included */
-    uint64_t sr_out;             /* sender reports sent */
-    uint64_t dropped;            /* packets not forwarded (paused, waiting keyframe, send errors) */
-    uint64_t rtp_expected;       /* source: packets the senders' sequence numbers span (RFC 3550 A.3) */
-    uint32_t viewers;            /* source: viewers attached */
-    /* talk */
-    bool     publish_allowed;    /* viewer: its gate (igw_media_viewer_publish) */
-    uint64_t talk_in;            /* viewer: audio packets received from it (its Opus payload type) */
-    uint64_t talk_forwarded;     /* viewer: of those, sent to the source's talkback */
-    uint64_t talk_gated;         /* viewer: of those, dropped because its gate was closed */
-    uint64_t talk_no_floor;      /* viewer: of those, dropped: another held the floor, or silence on a free one */
-    uint64_t talk_last_us;       /* viewer: monotonic clock (µs) of its last forwarded packet, 0 = none */
-    uint64_t talkback_out;       /* source: packets sent on its talkback (also in rtp_out) */
-} igw_media_stats;
-
 igw_media_rc igw_media_get_stats(igw_media *m, const char *id, igw_media_stats *out);
-
-typedef enum igw_media_event_kind {
-    IGW_MEDIA_EV_ICE_CONNECTED,
-    IGW_MEDIA_EV_ICE_FAILED,
-    IGW_MEDIA_EV_DTLS_CONNECTED,
-    IGW_MEDIA_EV_DTLS_FAILED,
-    IGW_MEDIA_EV_FIRST_PACKET, /* source: first RTP in; viewer: first RTP out */
-    IGW_MEDIA_EV_KEYFRAME,     /* source: keyframe in; viewer: video (re)started at a keyframe */
-    IGW_MEDIA_EV_CLOSED,       /* the peer is gone; reason says why */
-} igw_media_event_kind;
-
-typedef struct igw_media_event {
-    igw_media_event_kind kind;
-    char     id[IGW_MEDIA_ID_MAX + 1];
-    uint32_t revision;
-    bool     is_source;
-    char     reason[96];
-    uint64_t at_us;              /* monotonic clock */
-} igw_media_event;
 
 /* Readable (an eventfd) while events are queued: wrap it in the caller's loop. */
 int igw_media_event_fd(igw_media *m);

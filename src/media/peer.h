@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "dtls.h"
-#include "media.h"
+#include "mediatypes.h"
 #include "sdp.h"
 
 typedef struct igw_peer igw_peer;

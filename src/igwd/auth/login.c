@@ -5,12 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <time.h>
 
 #include <openssl/crypto.h>
 
-#include "api.h"
 #include "clock.h"
 #include "core/log.h"
 #include "jwt.h"
@@ -122,49 +120,45 @@ void igw_login_destroy(igw_login *l)
     free(l);
 }
 
-/* A request waiting for its user record. */
-typedef struct pending {
-    igw_login *l;
-    igw_exchange *ex;
-    igw_request *req;
-    igw_login_next next;
-    igw_principal who;
-} pending;
-
 /* The token's claims against the user's record. */
-static void decide(igw_exchange *ex, const igw_request *req, igw_login_next next, const igw_principal *who,
-                   const user *u)
+static igw_login_status decide(const igw_principal *who, const user *u, const char *request_id)
 {
-    if (!u || u->enterprise_id != who->enterprise_id || !u->active) {
-        igw_log(IGW_LOG_DEBUG, igw_http_request_id(ex), "login: user %lld refused: %s", (long long)who->user_id,
-                !u || !u->enterprise_id ? "no such user" : !u->active ? "user or enterprise inactive"
-                                                                        : "another enterprise");
-        igw_http_reply_error(ex, IGW_ERR_PERMISSION, "the enterprise context is not valid for this user", "");
-        return;
+    if (u->enterprise_id != who->enterprise_id || !u->active) {
+        igw_log(IGW_LOG_DEBUG, request_id, "login: user %lld refused: %s", (long long)who->user_id,
+                !u->enterprise_id ? "no such user" : !u->active ? "user or enterprise inactive" : "another enterprise");
+        return IGW_LOGIN_REFUSED;
     }
-    next(ex, req, who);
+    return IGW_LOGIN_OK;
+}
+
+igw_login_status igw_login_cached(igw_login *l, const igw_principal *who, const char *request_id)
+{
+    const user *u = cache_get(l, who->user_id);
+    return u ? decide(who, u, request_id) : IGW_LOGIN_UNKNOWN;
 }
 
 static void on_user(void *arg, const PGresult *res, const char *err)
 {
-    pending *p = arg;
-    const user *u = NULL;
+    igw_login_fetch_req *r = arg;
     if (!res) {
-        igw_log(IGW_LOG_ERROR, igw_http_request_id(p->ex), "login: user lookup failed: %s", err);
-        igw_http_reply_error(p->ex, IGW_ERR_UNAVAILABLE, "try again later", "");
-    } else if (igw_http_cancelled(p->ex)) {
-        igw_http_reply_error(p->ex, IGW_ERR_UNAVAILABLE, "client went away", ""); /* only releases it */
-    } else {
-        bool found = PQntuples(res) == 1;
-        int64_t ent = found ? strtoll(PQgetvalue(res, 0, USER_C_ENTERPRISE), NULL, 10) : 0;
-        bool active = found && PQgetvalue(res, 0, USER_C_ACTIVE)[0] == 't';
-        u = cache_put(p->l, p->who.user_id, ent, active);
-        if (!u)
-            igw_http_reply_error(p->ex, IGW_ERR_INTERNAL, "out of memory", "");
-        else
-            decide(p->ex, p->req, p->next, &p->who, u);
+        igw_log(IGW_LOG_ERROR, r->request_id, "login: user lookup failed: %s", err);
+        r->cb(r->arg, IGW_LOGIN_FAILED);
+        return;
     }
-    free(p);
+    bool found = PQntuples(res) == 1;
+    int64_t ent = found ? strtoll(PQgetvalue(res, 0, USER_C_ENTERPRISE), NULL, 10) : 0;
+    bool active = found && PQgetvalue(res, 0, USER_C_ACTIVE)[0] == 't';
+    const user *u = cache_put(r->l, r->who.user_id, ent, active);
+    r->cb(r->arg, u ? decide(&r->who, u, r->request_id) : IGW_LOGIN_NOMEM);
+}
+
+int igw_login_fetch(igw_login *l, igw_login_fetch_req *r)
+{
+    r->l = l;
+    char id[24];
+    snprintf(id, sizeof id, "%lld", (long long)r->who.user_id);
+    const char *values[USER_NP] = {[USER_P_ID] = id};
+    return igw_db_exec(l->db, &stmt_user, values, NULL, NULL, on_user, r) ? -1 : 0;
 }
 
 /* Why a token was refused, for the debug log (never the token). */
@@ -180,97 +174,14 @@ static const char *jwt_reason(int rc)
     }
 }
 
-/* The login with the token `tok` (len bytes; NULL: none was sent), wherever
- * it came from: every source answers the same. */
-static void run_token(igw_login *l, igw_exchange *ex, const igw_request *req, igw_login_next next, const char *tok,
-                      size_t len)
+int igw_login_token(igw_login *l, const char *tok, size_t len, const char *request_id, igw_principal *who)
 {
     igw_jwt_claims c;
     int rc = tok ? igw_jwt_verify(tok, len, l->key, l->keylen, (int64_t)time(NULL), &c) : IGW_JWT_EFORMAT;
     if (rc != IGW_JWT_OK) {
-        igw_log(IGW_LOG_DEBUG, igw_http_request_id(ex), "login: token refused: %s", tok ? jwt_reason(rc) : "none sent");
-        igw_http_reply_error(ex, IGW_ERR_UNAUTHENTICATED, "a valid login token is required", "");
-        return;
+        igw_log(IGW_LOG_DEBUG, request_id, "login: token refused: %s", tok ? jwt_reason(rc) : "none sent");
+        return -1;
     }
-    igw_principal who = {.enterprise_id = c.enterprise_id, .user_id = c.user_id};
-    igw_exchange *held = igw_http_hold(ex);
-    igw_request *copy = held ? igw_arena_alloc(igw_http_arena(held), sizeof *copy) : NULL;
-    if (!copy) {
-        if (held)
-            igw_http_reply_error(held, IGW_ERR_INTERNAL, "out of memory", "");
-        else
-            igw_http_reply_error(ex, IGW_ERR_INTERNAL, "out of memory", "");
-        return;
-    }
-    *copy = *req;
-    const user *u = cache_get(l, who.user_id);
-    if (u) {
-        decide(held, copy, next, &who, u);
-        return;
-    }
-    pending *p = malloc(sizeof *p);
-    if (!p) {
-        igw_http_reply_error(held, IGW_ERR_INTERNAL, "out of memory", "");
-        return;
-    }
-    *p = (pending){.l = l, .ex = held, .req = copy, .next = next, .who = who};
-    char id[24];
-    snprintf(id, sizeof id, "%lld", (long long)who.user_id);
-    const char *values[USER_NP] = {[USER_P_ID] = id};
-    if (igw_db_exec(l->db, &stmt_user, values, NULL, NULL, on_user, p)) {
-        free(p);
-        igw_http_reply_error(held, IGW_ERR_UNAVAILABLE, "busy, retry later", "");
-    }
-}
-
-void igw_login_run(igw_login *l, igw_exchange *ex, const igw_request *req, igw_login_next next)
-{
-    igw_str h = igw_http_header_value(ex, "authorization");
-    if (!h.ptr || h.len < 8 || strncasecmp(h.ptr, "Bearer ", 7) != 0)
-        run_token(l, ex, req, next, NULL, 0);
-    else
-        run_token(l, ex, req, next, h.ptr + 7, h.len - 7);
-}
-
-static bool str_is(igw_str s, const char *lit, size_t n)
-{
-    return s.len == n && memcmp(s.ptr, lit, n) == 0;
-}
-
-void igw_login_run_ws(igw_login *l, igw_exchange *ex, const igw_request *req, igw_login_next next)
-{
-    static const char v1[] = IGW_LOGIN_WS_PROTOCOL, prefix[] = IGW_LOGIN_WS_BEARER;
-    igw_http_list it = {0};
-    igw_str e, bearer = {NULL, 0};
-    bool has_v1 = false;
-    unsigned bearers = 0;
-    /* Subprotocol names compare exactly (RFC 6455 4.1: tokens, case-sensitive). */
-    while ((e = igw_http_list_next(ex, "sec-websocket-protocol", &it)).ptr) {
-        if (str_is(e, v1, sizeof v1 - 1)) {
-            has_v1 = true;
-        } else if (e.len >= sizeof prefix - 1 && memcmp(e.ptr, prefix, sizeof prefix - 1) == 0) {
-            if (bearers++ == 0)
-                bearer = (igw_str){e.ptr + sizeof prefix - 1, e.len - (sizeof prefix - 1)};
-        }
-    }
-    if (bearers == 0) {
-        igw_login_run(l, ex, req, next);
-        return;
-    }
-    /* The reasons name the rule, never the offered value: it holds a token. */
-    if (bearers > 1) {
-        igw_http_reply_error(ex, IGW_ERR_PARAMETER, "offer one igw.bearer.<token> subprotocol, not several", "");
-        return;
-    }
-    if (igw_http_header_value(ex, "authorization").ptr) {
-        igw_http_reply_error(ex, IGW_ERR_PARAMETER,
-                             "send the login token in Authorization or in the igw.bearer subprotocol, not both", "");
-        return;
-    }
-    if (!has_v1) {
-        igw_http_reply_error(ex, IGW_ERR_PARAMETER, "the igw.bearer subprotocol must be offered along with igw.v1",
-                             "");
-        return;
-    }
-    run_token(l, ex, req, next, bearer.ptr, bearer.len);
+    *who = (igw_principal){.enterprise_id = c.enterprise_id, .user_id = c.user_id};
+    return 0;
 }

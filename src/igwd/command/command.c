@@ -11,6 +11,7 @@
 #include "clock.h"
 #include "command/device.h"
 #include "command/ledger.h"
+#include "command/method.h"
 #include "core/log.h"
 #include "paths.h"
 

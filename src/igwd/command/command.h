@@ -7,7 +7,7 @@
  * (ledger.h: replay or conflict), then for a first acceptance what the
  * method's traits ask: for a `device` command the caller's rights on the
  * target and the product's thing model, checked by the method's handler
- * (device.h); then the acceptance commits, and a device command's downlink
+ * (device.h, given the call of method.h); then the acceptance commits, and a device command's downlink
  * is published after it. Every accepted device command gets exactly one
  * interaction.result, from the device's reply or the deadline (results.h).
  * A `session` command goes to the session engine (session/engine.h) once
@@ -40,10 +40,8 @@
 #include "command/pending.h"
 #include "core/db.h"
 #include "core/mqtt.h"
-#include "igwd/methods.h"
 #include "json.h"
 #include "session/engine.h"
-#include "thingmodel.h"
 
 /* What a worker lends the domain: not owned, valid while the worker runs. */
 typedef struct igw_command_env {
@@ -77,24 +75,5 @@ typedef void (*igw_command_done)(void *arg, const igw_command_result *r);
 /* Carries out one command; done is called exactly once, possibly before
  * this returns. */
 void igw_command_submit(const igw_command_env *env, const igw_command_in *in, igw_command_done done, void *arg);
-
-/* What a method's handler gets (generated/igwd/methods.h: one function per
- * method, named in schema/commands.igw). A `device` method's handler checks
- * `command` against `model` and says the downlink: 0; -1, refused (err's
- * reason and path say why, reasons allocated in arena); -2, out of memory. */
-struct igw_CommandMethod_call {
-    const igw_Command *command;
-    const igw_thingmodel *model; /* device: the product's thing model */
-    igw_arena *arena;
-    igw_json *err;               /* initialized; set on -1 */
-    /* device: the method's downlink (schema: `downlink MESSAGE`, a `down`
-     * row of the device protocol) and the msgToken the platform gave it;
-     * the handler sets `message` to a struct of the downlink's message type
-     * (in arena), its `method` the row's and its `msgToken` device_token. */
-    const igw_proto_down *down;
-    igw_str device_token;
-    const void *message;
-};
-typedef struct igw_CommandMethod_call igw_command_call;
 
 #endif

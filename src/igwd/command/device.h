@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #include "arena.h"
-#include "command/command.h"
+#include "command/method.h"
 #include "command/modelcache.h"
 #include "command/pending.h"
 #include "core/mqtt.h"

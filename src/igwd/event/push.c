@@ -11,7 +11,6 @@
 #include "jw.h"
 #include "core/log.h"
 #include "event/outbox.h"
-#include "http/ws.h"
 
 #define PUSH_BATCH 256    /* pending deliveries read per query (by watermark) */
 #define PUSH_SLACK 100000 /* watermarks below the highest sent that are read again: a delivery whose
@@ -35,10 +34,15 @@ static const igw_db_stmt stmt_pending = {
     "ORDER BY d.watermark LIMIT 256",
     4};
 
-typedef struct sub {
-    struct sub *next, **pprev; /* its chain in the endpoint table; pprev NULL while not in it */
+typedef struct igw_push_sub sub;
+
+struct igw_push_sub {
+    struct igw_push_sub *next, **pprev; /* its chain in the endpoint table; pprev NULL while not in it */
     igw_push *p;
-    igw_ws *ws; /* NULL once closed */
+    bool open;          /* streaming: started and not ended */
+    igw_push_sink sink; /* where its frames go, once started */
+    void (*checked)(void *arg, int found, const char *err); /* igw_push_sub_check's */
+    void *checked_arg;
     char endpoint[72], ent[24], user[24];
     bool reading, again;
     /* Watermarks sent (unique per delivery), ascending, those within
@@ -46,16 +50,15 @@ typedef struct sub {
     int64_t *sent;
     size_t nsent, capsent;
     int64_t from; /* the next read: watermarks above this one */
-} sub;
+};
 
-/* The worker's open sockets by endpoint id: a notification finds its
- * endpoint's sockets in one chain (several sockets may serve one endpoint). */
+/* The worker's streaming subscribers by endpoint id: a notification finds
+ * its endpoint's subscribers in one chain (several connections may serve
+ * one endpoint). */
 struct igw_push {
     igw_db *db;
-    igw_ws_hub *hub;
     sub **buckets; /* nbuckets chains, a power of two */
     size_t nbuckets, nsubs;
-    bool stopping;
 };
 
 static size_t hash_of(const char *id, size_t len)
@@ -75,7 +78,7 @@ static void chain_push(sub **head, sub *s)
     *head = s;
 }
 
-/* Doubles the table while sockets outnumber buckets (up to PUSH_BUCKETS_MAX);
+/* Doubles the table while subscribers outnumber buckets (up to PUSH_BUCKETS_MAX);
  * out of memory, it stays as it is: longer chains, same answers. */
 static void table_grow(igw_push *p)
 {
@@ -155,8 +158,8 @@ static int mark_sent(sub *s, int64_t wm)
 /* Sends the delivery (watermark wm) as an interaction.event frame unless it
  * went already, encoding into jw. Marked sent only once the frame is built:
  * a delivery not sent for want of memory is left for a read. 0 (sent, or
- * sent before), 1 (out of memory), -1 (the send failed: closed, on_close
- * cleans up). */
+ * sent before), 1 (out of memory), -1 (the send failed: closed, the
+ * connection's end ends the subscriber). */
 static int send_delivery(sub *s, igw_jw *jw, int64_t wm, igw_str id, igw_str event)
 {
     if (was_sent(s, wm))
@@ -169,7 +172,7 @@ static int send_delivery(sub *s, igw_jw *jw, int64_t wm, igw_str id, igw_str eve
     igw_encode_PushFrame(jw, &f);
     if (igw_jw_status(jw) || mark_sent(s, wm) != 0)
         return 1;
-    return igw_ws_send_text(s->ws, jw->buf, jw->len) != 0 ? -1 : 0;
+    return s->sink.send(s->sink.arg, jw->buf, jw->len) != 0 ? -1 : 0;
 }
 
 static void unlink_sub(sub *s)
@@ -190,7 +193,7 @@ static void on_pending(void *arg, const PGresult *res, const char *err)
 {
     sub *s = arg;
     s->reading = false;
-    if (!s->ws) { /* closed meanwhile */
+    if (!s->open) { /* ended meanwhile */
         sub_free(s);
         return;
     }
@@ -208,7 +211,7 @@ static void on_pending(void *arg, const PGresult *res, const char *err)
         last = wm;
         igw_str id_s = {id, strlen(id)}, ev = {PQgetvalue(res, i, 1), (size_t)PQgetlength(res, i, 1)};
         if (send_delivery(s, &jw, wm, id_s, ev) != 0)
-            break; /* out of memory, or closed (slow consumer, peer gone): on_close cleans up */
+            break; /* out of memory, or closed (slow consumer, peer gone): its end cleans up */
     }
     igw_jw_free(&jw);
     /* A full batch: more is waiting, read on from its end. Otherwise the
@@ -220,7 +223,7 @@ static void on_pending(void *arg, const PGresult *res, const char *err)
         int64_t high = s->nsent ? s->sent[s->nsent - 1] : 0;
         s->from = high > PUSH_SLACK ? high - PUSH_SLACK : 0;
     }
-    if (s->again && s->ws) {
+    if (s->again && s->open) {
         s->again = false;
         read_pending(s);
     }
@@ -254,21 +257,21 @@ static int send_notified(sub *s, const char *d)
     if (idlen == 0 || idlen > IGW_OUTBOX_ID_MAX || id[idlen] != '\n')
         return -1;
     const char *body = id + idlen + 1;
-    if (!s->ws)
+    if (!s->open)
         return 0;
     igw_jw jw;
     igw_jw_init(&jw);
     int rc = send_delivery(s, &jw, wm, (igw_str){id, idlen}, (igw_str){body, strlen(body)});
     igw_jw_free(&jw);
-    return rc > 0 ? -1 : 0; /* not sent for want of memory: the read sends it; closed: on_close cleans up */
+    return rc > 0 ? -1 : 0; /* not sent for want of memory: the read sends it; closed: its end cleans up */
 }
 
-/* Neither read_pending nor a send closes a socket from inside (ws.h): the
- * chains do not change under these loops. */
+/* Neither read_pending nor a send ends a subscriber from inside (the sink's
+ * contract): the chains do not change under these loops. */
 static void on_notify(void *arg, const char *channel, const char *payload)
 {
     igw_push *p = arg;
-    if (!channel) { /* notifications may have been lost: every socket catches up */
+    if (!channel) { /* notifications may have been lost: every subscriber catches up */
         for (size_t i = 0; i < p->nbuckets; i++)
             for (sub *s = p->buckets[i]; s; s = s->next)
                 read_pending(s);
@@ -287,100 +290,57 @@ static void on_notify(void *arg, const char *channel, const char *payload)
     }
 }
 
-static void on_ws_close(void *arg, igw_ws *ws, uint16_t code, const char *why)
+igw_push_sub *igw_push_sub_new(igw_push *p, igw_str endpoint, int64_t enterprise_id, int64_t user_id)
 {
-    (void)ws;
-    (void)code;
-    (void)why;
+    sub *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    s->p = p;
+    snprintf(s->endpoint, sizeof s->endpoint, "%.*s", (int)endpoint.len, endpoint.ptr);
+    snprintf(s->ent, sizeof s->ent, "%lld", (long long)enterprise_id);
+    snprintf(s->user, sizeof s->user, "%lld", (long long)user_id);
+    return s;
+}
+
+static void on_checked(void *arg, const PGresult *res, const char *err)
+{
     sub *s = arg;
+    s->checked(s->checked_arg, !res ? -1 : PQntuples(res) == 1, err);
+}
+
+int igw_push_sub_check(igw_push_sub *s, void (*cb)(void *arg, int found, const char *err), void *arg)
+{
+    s->checked = cb;
+    s->checked_arg = arg;
+    const char *values[3] = {s->endpoint, s->ent, s->user};
+    return igw_db_exec(s->p->db, &stmt_endpoint, values, NULL, NULL, on_checked, s) ? -1 : 0;
+}
+
+void igw_push_sub_start(igw_push_sub *s, const igw_push_sink *sink)
+{
+    s->sink = *sink;
+    s->open = true;
+    table_add(s->p, s);
+    read_pending(s); /* what is pending already */
+}
+
+void igw_push_sub_end(igw_push_sub *s)
+{
     unlink_sub(s);
-    s->ws = NULL;
+    s->open = false;
     if (!s->reading)
         sub_free(s);
 }
 
-typedef struct attach {
-    igw_push *p;
-    igw_exchange *ex;
-    sub *s;
-    bool v1; /* the client offered subprotocol igw.v1: the upgrade selects it */
-} attach;
-
-static bool offers_v1(igw_exchange *ex)
-{
-    static const char v1[] = IGW_LOGIN_WS_PROTOCOL;
-    igw_http_list it = {0};
-    igw_str e;
-    while ((e = igw_http_list_next(ex, "sec-websocket-protocol", &it)).ptr)
-        if (e.len == sizeof v1 - 1 && memcmp(e.ptr, v1, sizeof v1 - 1) == 0)
-            return true;
-    return false;
-}
-
-static void on_endpoint(void *arg, const PGresult *res, const char *err)
-{
-    attach *a = arg;
-    sub *s = a->s;
-    if (!res || PQntuples(res) != 1 || igw_http_cancelled(a->ex)) {
-        if (!res)
-            igw_log(IGW_LOG_ERROR, igw_http_request_id(a->ex), "push: %s", err);
-        igw_http_reply_error(a->ex, res ? IGW_ERR_NOT_FOUND : IGW_ERR_UNAVAILABLE,
-                             res ? "unknown or expired endpoint" : "try again later", res ? "/endpointId" : "");
-        sub_free(s);
-        free(a);
-        return;
-    }
-    /* Never the client's whole offer: it may carry the login token. */
-    igw_ws_handlers h = {.on_close = on_ws_close, .arg = s, .protocol = a->v1 ? IGW_LOGIN_WS_PROTOCOL : NULL};
-    if (a->p->stopping || !(s->ws = igw_http_upgrade_ws(a->ex, a->p->hub, &h))) {
-        igw_http_reply_error(a->ex, IGW_ERR_UNAVAILABLE, "cannot open the WebSocket now", "");
-        sub_free(s);
-        free(a);
-        return;
-    }
-    table_add(a->p, s);
-    free(a);
-    read_pending(s); /* what is pending already */
-}
-
-void igw_push_attach(igw_push *p, igw_exchange *ex, const igw_request *req, const igw_principal *who)
-{
-    if (!igw_http_is_ws_handshake(ex)) {
-        igw_http_reply_error(ex, IGW_ERR_PARAMETER, "a WebSocket handshake (Upgrade: websocket) is required", "");
-        return;
-    }
-    attach *a = calloc(1, sizeof *a);
-    sub *s = calloc(1, sizeof *s);
-    if (!a || !s) {
-        free(a);
-        free(s);
-        igw_http_reply_error(ex, IGW_ERR_INTERNAL, "out of memory", "");
-        return;
-    }
-    s->p = p;
-    snprintf(s->endpoint, sizeof s->endpoint, "%.*s", (int)req->params[IGW_EVENTS_PUSH_P_endpointId].len,
-             req->params[IGW_EVENTS_PUSH_P_endpointId].ptr);
-    snprintf(s->ent, sizeof s->ent, "%lld", (long long)who->enterprise_id);
-    snprintf(s->user, sizeof s->user, "%lld", (long long)who->user_id);
-    *a = (attach){.p = p, .ex = ex, .s = s, .v1 = offers_v1(ex)};
-    const char *values[3] = {s->endpoint, s->ent, s->user};
-    if (igw_db_exec(p->db, &stmt_endpoint, values, NULL, NULL, on_endpoint, a)) {
-        free(a);
-        sub_free(s);
-        igw_http_reply_error(ex, IGW_ERR_UNAVAILABLE, "busy, retry later", "");
-    }
-}
-
-igw_push *igw_push_create(struct st_h2o_evloop_t *loop, igw_db *db)
+igw_push *igw_push_create(igw_db *db)
 {
     igw_push *p = calloc(1, sizeof *p);
     if (!p)
         return NULL;
     p->db = db;
     p->nbuckets = PUSH_BUCKETS_MIN;
-    if (!(p->buckets = calloc(p->nbuckets, sizeof *p->buckets)) || !(p->hub = igw_ws_hub_create(loop, NULL)) ||
+    if (!(p->buckets = calloc(p->nbuckets, sizeof *p->buckets)) ||
         igw_db_listen(db, IGW_OUTBOX_CHANNEL, on_notify, p) != 0) {
-        igw_ws_hub_destroy(p->hub);
         free(p->buckets);
         free(p);
         return NULL;
@@ -388,20 +348,10 @@ igw_push *igw_push_create(struct st_h2o_evloop_t *loop, igw_db *db)
     return p;
 }
 
-bool igw_push_drained(igw_push *p)
-{
-    if (!p->stopping) {
-        p->stopping = true;
-        igw_ws_hub_close_all(p->hub, 1001, "going away");
-    }
-    return igw_ws_hub_sockets(p->hub) == 0;
-}
-
 void igw_push_destroy(igw_push *p)
 {
     if (!p)
         return;
-    igw_ws_hub_destroy(p->hub); /* on_close of each: subs unlinked and freed (or when their read ends) */
     free(p->buckets);
     free(p);
 }

@@ -14,7 +14,6 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -25,12 +24,10 @@
 #include "arena.h"
 #include "clock.h"
 #include "lock.h"
-#include "http/download.h"
 #include "http/ws.h"
 #include "jw.h"
 #include "http/metrics.h"
 #include "core/log.h"
-#include "core/ready.h"
 #include "request.h"
 
 #define LISTEN_BACKLOG 1024
@@ -70,7 +67,7 @@ typedef struct worker {
     igw_jw data;          /* a success reply's data (igw_http_data), reused */
     igw_metrics_shard *metrics;
     uint64_t id_seed, id_counter;
-    struct timespec console_start; /* the console request being answered (see on_console_req) */
+    struct timespec files_start; /* the app's files request being answered (see on_files_req) */
     void *app_state;
 } worker;
 
@@ -79,6 +76,10 @@ struct igw_server {
     h2o_globalconf_t globalconf;
     igw_metrics *metrics;
     igw_http_app app;
+    igw_http_route routes[IGW_HTTP_ROUTES_MAX]; /* app.routes points here */
+    igw_http_files files;                       /* app.files points here when set */
+    const char *files_index[2];                 /* h2o's index list of them: files.index, NULL */
+    unsigned files_slot, none_slot;             /* metrics slots */
     worker *workers;
     unsigned nworkers;
     uint16_t port;
@@ -259,7 +260,7 @@ static igw_accesslog_entry log_entry(igw_exchange *ex, int status, int cls, size
         .id = ex->id,
         .method = {req->input.method.base, req->input.method.len},
         .path = ex->path,
-        .route = igw_metrics_route_name(ex->route),
+        .route = igw_metrics_route_name(ex->w->server->metrics, ex->route),
         .status = status,
         .code = igw_error_classes[cls].code,
         .bytes_in = bytes_in,
@@ -385,13 +386,27 @@ void igw_http_reply_error(igw_exchange *ex, int cls, const char *reason, const c
     send_json(ex, cls);
 }
 
-void igw_http_reply_ok(igw_exchange *ex, const char *data, size_t len)
+void igw_http_reply_envelope(igw_exchange *ex, int cls, const char *data, size_t len)
 {
+    if (cls < 0 || cls >= IGW_ERR__COUNT)
+        cls = IGW_ERR_INTERNAL;
+    if (cls != IGW_ERR_OK)
+        check_contract(ex, cls);
     igw_jw *jw = &ex->w->body;
-    envelope_begin(jw, IGW_ERR_OK);
+    envelope_begin(jw, cls);
     igw_jw_raw(jw, data, len);
     igw_jw_object_end(jw);
-    send_json(ex, IGW_ERR_OK);
+    send_json(ex, cls);
+}
+
+void igw_http_reply_ok(igw_exchange *ex, const char *data, size_t len)
+{
+    igw_http_reply_envelope(ex, IGW_ERR_OK, data, len);
+}
+
+void igw_http_reply_body(igw_exchange *ex, int cls, const char *content_type, const char *body, size_t len)
+{
+    send_reply(ex, cls, content_type, body, len);
 }
 
 /* ---- files ----------------------------------------------------------------- */
@@ -531,57 +546,14 @@ void igw_http_reply_data(igw_exchange *ex)
         igw_http_reply_ok(ex, d->buf, d->len);
 }
 
-/* ---- ops routes ------------------------------------------------------------ */
+/* ---- what the app's routes read ------------------------------------------- */
 
-static void serve_readyz(igw_exchange *ex)
+int igw_http_metrics(igw_exchange *ex, void (*extra)(void *arg, FILE *f), void *arg, char **out, size_t *len)
 {
-    igw_server *s = ex->w->server;
-    unsigned known = 0, down = s->app.ready ? s->app.ready(s->app.arg, &known) : 0;
-    down = (down & known) | igw_ready_check(&s->cfg, known);
-    if (!down) {
-        igw_http_reply_ok(ex, "{\"status\":\"ready\"}", 18);
-        return;
-    }
-    igw_jw *jw = &ex->w->body;
-    envelope_begin(jw, IGW_ERR_UNAVAILABLE);
-    igw_jw_object_begin(jw);
-    igw_jw_key(jw, "reason", 6);
-    igw_jw_string(jw, "dependencies unreachable", 24);
-    igw_jw_key(jw, "path", 4);
-    igw_jw_string(jw, "", 0);
-    igw_jw_key(jw, "down", 4);
-    igw_jw_array_begin(jw);
-    for (unsigned bit = 1; bit & IGW_READY__ALL; bit <<= 1)
-        if (down & bit)
-            igw_jw_string(jw, igw_ready_name(bit), strlen(igw_ready_name(bit)));
-    igw_jw_array_end(jw);
-    igw_jw_object_end(jw);
-    igw_jw_object_end(jw);
-    send_json(ex, IGW_ERR_UNAVAILABLE);
+    return igw_metrics_render_with(ex->w->server->metrics, extra, arg, out, len);
 }
 
-static void serve_metrics(igw_exchange *ex)
-{
-    char *text = NULL;
-    size_t len = 0;
-    igw_server *s = ex->w->server;
-    if (igw_metrics_render_with(s->metrics, s->app.metrics, s->app.arg, &text, &len)) {
-        igw_http_reply_error(ex, IGW_ERR_INTERNAL, "out of memory", "");
-        return;
-    }
-    send_reply(ex, IGW_ERR_OK, "text/plain; version=0.0.4; charset=utf-8", text, len);
-    free(text); /* h2o_send_inline copied it */
-}
-
-static bool str_is(igw_str s, const char *lit)
-{
-    size_t n = strlen(lit);
-    return s.len == n && memcmp(s.ptr, lit, n) == 0;
-}
-
-/* Serves /healthz, /readyz, /metrics; false when the path is none of them. */
-/* The connection's peer is on this host (127.0.0.0/8, ::1, or ::ffff:127.x). */
-static bool peer_is_loopback(igw_exchange *ex)
+bool igw_http_peer_loopback(igw_exchange *ex)
 {
     struct sockaddr_storage ss;
     if (!ex->req || !ex->req->conn->callbacks->get_peername ||
@@ -596,35 +568,6 @@ static bool peer_is_loopback(igw_exchange *ex)
     return false;
 }
 
-static bool serve_ops(igw_exchange *ex, igw_str method)
-{
-    unsigned route;
-    if (str_is(ex->path, "/healthz"))
-        route = IGW_METRICS_ROUTE_HEALTHZ;
-    else if (str_is(ex->path, "/readyz"))
-        route = IGW_METRICS_ROUTE_READYZ;
-    else if (str_is(ex->path, "/metrics"))
-        route = IGW_METRICS_ROUTE_METRICS;
-    else
-        return false;
-    if (!str_is(method, "GET") && !str_is(method, "HEAD")) {
-        igw_http_reply_error(ex, IGW_ERR_METHOD, "method not allowed on this route", "");
-        return true;
-    }
-    ex->route = route;
-    if (route == IGW_METRICS_ROUTE_METRICS && !ex->w->server->cfg.metrics_public && !peer_is_loopback(ex)) {
-        igw_http_reply_error(ex, IGW_ERR_NOT_FOUND, "no such route", "");
-        return true;
-    }
-    if (route == IGW_METRICS_ROUTE_HEALTHZ)
-        igw_http_reply_ok(ex, "{\"status\":\"alive\"}", 18);
-    else if (route == IGW_METRICS_ROUTE_READYZ)
-        serve_readyz(ex);
-    else
-        serve_metrics(ex);
-    return true;
-}
-
 /* ---- framing ------------------------------------------------------------------ */
 
 /* Header fields a request may carry once. h2o 2.2.5 resolves a repeat
@@ -634,7 +577,7 @@ static bool serve_ops(igw_exchange *ex, igw_str method)
  * or Content-Type), and a proxy in front may resolve it another way: the
  * classic request smuggling. So a repeat, a Content-Length beside a
  * Transfer-Encoding, or an HTTP/1.1 request without Host (RFC 9112 §3.2) is
- * refused, for every request, before the ops routes and the strict stage. */
+ * refused, for every request, before any route and the strict stage. */
 enum { F_HOST, F_CONTENT_LENGTH, F_TRANSFER_ENCODING, F_AUTHORIZATION, F_CONTENT_TYPE, F__COUNT };
 static const struct {
     const char *name;
@@ -827,15 +770,16 @@ static h2o_ostream_t **add_refusal(h2o_req_t *req, h2o_ostream_t **slot, int cls
 static void on_refusal_setup(h2o_filter_t *self, h2o_req_t *req, h2o_ostream_t **slot)
 {
     (void)self;
+    worker *w = H2O_STRUCT_FROM_MEMBER(worker, ctx, req->conn->ctx);
     int cls = req->res.status >= 400 ? class_of_status(req->res.status) : -1;
     if (cls >= 0)
-        slot = add_refusal(req, slot, cls, IGW_METRICS_ROUTE_NONE);
+        slot = add_refusal(req, slot, cls, w->server->none_slot);
     h2o_setup_next_ostream(req, slot);
 }
 
 static void exchange_init(igw_exchange *ex, worker *w, h2o_req_t *req)
 {
-    *ex = (igw_exchange){.w = w, .req = req, .route = IGW_METRICS_ROUTE_NONE};
+    *ex = (igw_exchange){.w = w, .req = req, .route = w->server->none_slot};
     clock_gettime(CLOCK_MONOTONIC, &ex->start);
     make_request_id(w, ex->id);
     size_t plen = req->input.query_at != SIZE_MAX ? req->input.query_at : req->input.path.len;
@@ -859,24 +803,14 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
         igw_http_reply_error(&ex, IGW_ERR_PARAMETER, bad, "");
         return 0;
     }
-    if (serve_ops(&ex, method))
-        return 0;
-    const igw_http_app *app = &w->server->app;
-    if (app->raw && app->raw(app->arg, &ex)) {
-        if (!ex.replied && !ex.held)
-            igw_http_reply_error(&ex, IGW_ERR_INTERNAL, "handler did not reply", "");
-        return 0;
-    }
-    if (igw_http_download_match(ex.path)) {
-        ex.route = IGW_METRICS_ROUTE_DOWNLOAD;
-        if (!str_is(method, "GET") && !str_is(method, "HEAD")) {
-            igw_http_reply_error(&ex, IGW_ERR_METHOD, "a download URL is read with GET or HEAD", "");
+    const igw_server *s = w->server;
+    for (unsigned i = 0; i < s->app.nroutes; i++) {
+        const igw_http_route *rt = &s->routes[i];
+        if (rt->serve(rt->arg, &ex, IGW_ROUTE__COUNT + i)) {
+            if (!ex.replied && !ex.held)
+                igw_http_reply_error(&ex, IGW_ERR_INTERNAL, "handler did not reply", "");
             return 0;
         }
-        igw_http_download(&ex, app);
-        if (!ex.replied)
-            igw_http_reply_error(&ex, IGW_ERR_INTERNAL, "handler did not reply", "");
-        return 0;
     }
 
     igw_http_request in = {.method = method, .path = ex.path};
@@ -909,167 +843,121 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     ex.route = (unsigned)r.route->id;
     /* The schema's `gate signaling`: after the strict stage (bad input is
      * refused first, as everywhere), before any handler or authentication. */
-    if (r.route->gate_signaling && !w->server->cfg.signaling_enabled) {
+    if (r.route->gate_signaling && !s->cfg.signaling_enabled) {
         igw_http_reply_error(&ex, IGW_ERR_FOR_GATE, "signaling is disabled", "");
         return 0;
     }
-    if (!app->handle) {
+    if (!s->app.handle) {
         igw_http_reply_error(&ex, IGW_ERR_NOT_IMPLEMENTED, "handler not implemented yet", "");
         return 0;
     }
     ex.contract = true;
-    app->handle(app->arg, &ex, &r);
+    s->app.handle(s->app.arg, &ex, &r);
     if (!ex.replied && !ex.held)
         igw_http_reply_error(&ex, IGW_ERR_INTERNAL, "handler did not reply", "");
     return 0;
 }
 
-/* ---- the browser console (console_dir) ------------------------------------------ */
+/* ---- the app's files (igw_http_files) ------------------------------------------ */
 
-/* console_dir is served under /console/ by h2o's file handler, on a path of
- * its own registered ahead of "/", so no other path changes its routing.
- * Only a plain file name directly in the directory is served: the raw path
- * (not h2o's normalized one) must be /console/ (index.html) or
- * /console/NAME, NAME made of [A-Za-z0-9_-] then [A-Za-z0-9._-] without
- * "..": no dotfile, no subdirectory, no escape, nothing percent-encoded,
- * and h2o lists no directory. Any other path h2o's normalization brought
- * here (/console/x/../y, /api/../console/z) goes to on_req, which routes it
- * by its raw path as before. Every answer is counted and logged under the
- * route "console" with a request id; a missing file is the not_found
- * envelope. */
-#define CONSOLE_PATH "/console/"
-#define CONSOLE_NAME_MAX 128
-
-/* Same origin only; the page's fetch and WebSocket go to its own origin
- * (CSP 3: 'self' covers ws: and wss: of it). */
-static const char console_csp[] =
-    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; media-src 'self'; "
-    "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
-
-static bool console_char(char c, bool first)
+static bool str_is(igw_str s, const char *lit)
 {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
-           (!first && c == '.');
+    size_t n = strlen(lit);
+    return s.len == n && memcmp(s.ptr, lit, n) == 0;
 }
 
-static bool console_path_ok(igw_str path)
-{
-    size_t n = sizeof CONSOLE_PATH - 1;
-    if (path.len < n || memcmp(path.ptr, CONSOLE_PATH, n) != 0)
-        return false;
-    const char *name = path.ptr + n;
-    size_t len = path.len - n;
-    if (len > CONSOLE_NAME_MAX)
-        return false;
-    for (size_t i = 0; i < len; i++)
-        if (!console_char(name[i], i == 0) || (name[i] == '.' && i + 1 < len && name[i + 1] == '.'))
-            return false;
-    return true;
-}
-
-/* First handler of /console/: refuses what is not a console file read,
- * then lets h2o's file handler (next) serve it. h2o calls that handler as
- * soon as this one returns, and it opens the file and starts its response
- * (on_console_setup) before returning in turn: the worker can keep the
- * request's start time for them. */
-static int on_console_req(h2o_handler_t *self, h2o_req_t *req)
+/* First handler of the files' path: refuses what is not a read of one of
+ * its files, then lets h2o's file handler (next) serve it. h2o calls that
+ * handler as soon as this one returns, and it opens the file and starts
+ * its response (on_files_setup) before returning in turn: the worker can
+ * keep the request's start time for them. */
+static int on_files_req(h2o_handler_t *self, h2o_req_t *req)
 {
     worker *w = H2O_STRUCT_FROM_MEMBER(worker, ctx, req->conn->ctx);
+    const igw_server *s = w->server;
     size_t plen = req->input.query_at != SIZE_MAX ? req->input.query_at : req->input.path.len;
-    if (framing_error(req) || !console_path_ok((igw_str){req->input.path.base, plen}))
+    if (framing_error(req) || !s->files.serves((igw_str){req->input.path.base, plen}))
         return on_req(self, req);
     igw_str method = {req->input.method.base, req->input.method.len};
     if (!str_is(method, "GET") && !str_is(method, "HEAD")) {
         igw_exchange ex;
         exchange_init(&ex, w, req);
-        ex.route = IGW_METRICS_ROUTE_CONSOLE;
-        igw_http_reply_error(&ex, IGW_ERR_METHOD, "the console is read with GET or HEAD", "");
+        ex.route = s->files_slot;
+        igw_http_reply_error(&ex, IGW_ERR_METHOD, s->files.refused, "");
         return 0;
     }
-    clock_gettime(CLOCK_MONOTONIC, &w->console_start);
+    clock_gettime(CLOCK_MONOTONIC, &w->files_start);
     return -1;
 }
 
-/* Last handler of /console/: the file handler found no such file. */
-static int on_console_missing(h2o_handler_t *self, h2o_req_t *req)
+/* Last handler of the files' path: the file handler found no such file. */
+static int on_files_missing(h2o_handler_t *self, h2o_req_t *req)
 {
     (void)self;
     worker *w = H2O_STRUCT_FROM_MEMBER(worker, ctx, req->conn->ctx);
     igw_exchange ex;
     exchange_init(&ex, w, req);
-    ex.route = IGW_METRICS_ROUTE_CONSOLE;
-    ex.start = w->console_start;
-    igw_http_reply_error(&ex, IGW_ERR_NOT_FOUND, "no such file", "");
+    ex.route = w->server->files_slot;
+    ex.start = w->files_start;
+    igw_http_reply_error(&ex, IGW_ERR_NOT_FOUND, w->server->files.missing, "");
     return 0;
 }
 
-static void add_console_headers(h2o_req_t *req)
-{
-    h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CACHE_CONTROL, NULL, H2O_STRLIT("no-store"));
-    h2o_add_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("content-security-policy"), 0, NULL, console_csp,
-                          sizeof console_csp - 1);
-    h2o_add_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("x-content-type-options"), 0, NULL,
-                          H2O_STRLIT("nosniff"));
-    h2o_add_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("referrer-policy"), 0, NULL,
-                          H2O_STRLIT("no-referrer"));
-}
-
-/* The filter of /console/: h2o's own answers there (the file, 304, a
- * redirect, its 403/503 refusals) get a request id, the console's headers,
+/* The filter of the files' path: h2o's own answers there (the file, 304, a
+ * redirect, its 403/503 refusals) get a request id, the app's headers,
  * and are counted and logged; an error with a class becomes its envelope.
  * igw's envelopes (they carry their id already) pass as they are. */
-static void on_console_setup(h2o_filter_t *self, h2o_req_t *req, h2o_ostream_t **slot)
+static void on_files_setup(h2o_filter_t *self, h2o_req_t *req, h2o_ostream_t **slot)
 {
     (void)self;
     if (h2o_find_header_by_str(&req->res.headers, H2O_STRLIT("x-request-id"), -1) >= 0) {
         h2o_setup_next_ostream(req, slot);
         return;
     }
+    worker *w = H2O_STRUCT_FROM_MEMBER(worker, ctx, req->conn->ctx);
+    const igw_server *s = w->server;
     int status = req->res.status, cls = IGW_ERR_OK;
     if (status >= 400) {
         cls = class_of_status(status);
         if (cls >= 0) {
-            h2o_setup_next_ostream(req, add_refusal(req, slot, cls, IGW_METRICS_ROUTE_CONSOLE));
+            h2o_setup_next_ostream(req, add_refusal(req, slot, cls, s->files_slot));
             return;
         }
         cls = status < 500 ? IGW_ERR_PARAMETER : IGW_ERR_INTERNAL; /* 416: as h2o wrote it, counted */
     }
-    worker *w = H2O_STRUCT_FROM_MEMBER(worker, ctx, req->conn->ctx);
     igw_exchange ex;
     exchange_init(&ex, w, req);
-    ex.route = IGW_METRICS_ROUTE_CONSOLE;
-    ex.start = w->console_start;
+    ex.route = s->files_slot;
+    ex.start = w->files_start;
     add_request_id(&ex);
-    add_console_headers(req);
+    for (const char *const *h = s->files.headers; h && h[0]; h += 2)
+        h2o_add_header_by_str(&req->pool, &req->res.headers, h[0], strlen(h[0]), 1, NULL, h[1], strlen(h[1]));
     size_t out = req->res.content_length != SIZE_MAX ? req->res.content_length : 0;
     igw_accesslog_entry e = log_entry(&ex, status, cls, 0, out);
     account(&ex, cls, &e);
     h2o_setup_next_ostream(req, slot);
 }
 
-/* Registers /console/ on host, ahead of any other path: the guard, h2o's
- * file handler over `dir` (absolute) with a mime map of the console's
- * types only, and the not-found handler. */
-static void console_register(h2o_hostconf_t *host, const char *dir)
+/* Registers the files' path on host, ahead of any other path: the guard,
+ * h2o's file handler over their directory with a mime map of their types
+ * only, and the not-found handler. */
+static void files_register(igw_server *s, h2o_hostconf_t *host)
 {
-    h2o_pathconf_t *path = h2o_config_register_path(host, CONSOLE_PATH, 0);
-    h2o_create_handler(path, sizeof(h2o_handler_t))->on_req = on_console_req;
+    const igw_http_files *f = &s->files;
+    h2o_pathconf_t *path = h2o_config_register_path(host, f->path, 0);
+    h2o_create_handler(path, sizeof(h2o_handler_t))->on_req = on_files_req;
     h2o_mimemap_t *types = h2o_mimemap_create();
     h2o_mimemap_clear_types(types);
     h2o_mimemap_set_default_type(types, "application/octet-stream", NULL);
-    h2o_mimemap_define_mimetype(types, "html", "text/html; charset=utf-8", NULL);
-    h2o_mimemap_define_mimetype(types, "js", "text/javascript; charset=utf-8", NULL);
-    h2o_mimemap_define_mimetype(types, "css", "text/css; charset=utf-8", NULL);
-    h2o_mimemap_define_mimetype(types, "svg", "image/svg+xml", NULL);
-    h2o_mimemap_define_mimetype(types, "png", "image/png", NULL);
-    h2o_mimemap_define_mimetype(types, "ico", "image/x-icon", NULL);
-    h2o_mimemap_define_mimetype(types, "md", "text/plain; charset=utf-8", NULL);
-    static const char *index_files[] = {"index.html", NULL};
-    /* No ETag: with no-store nothing revalidates; no listing flag. */
-    h2o_file_register(path, dir, index_files, types, H2O_FILE_FLAG_NO_ETAG);
+    for (const char *const *t = f->types; t && t[0]; t += 2)
+        h2o_mimemap_define_mimetype(types, t[0], t[1], NULL);
+    s->files_index[0] = f->index; /* kept with the server: h2o may keep the list */
+    s->files_index[1] = NULL;
+    /* No ETag (caching is what the app's headers say); no listing flag. */
+    h2o_file_register(path, f->dir, s->files_index, types, H2O_FILE_FLAG_NO_ETAG);
     h2o_mem_release_shared(types); /* the handler holds its reference */
-    h2o_create_handler(path, sizeof(h2o_handler_t))->on_req = on_console_missing;
-    h2o_create_filter(path, sizeof(h2o_filter_t))->on_setup_ostream = on_console_setup;
+    h2o_create_handler(path, sizeof(h2o_handler_t))->on_req = on_files_missing;
+    h2o_create_filter(path, sizeof(h2o_filter_t))->on_setup_ostream = on_files_setup;
 }
 
 /* ---- workers ---------------------------------------------------------------- */
@@ -1291,42 +1179,42 @@ igw_server *igw_http_create(const igw_config *cfg, const igw_http_app *app, char
         snprintf(err, errlen, "configuration not resolved");
         return NULL;
     }
-    char *console = NULL; /* console_dir, absolute */
-    struct stat st;
-    if (cfg->console_dir[0]) {
-        if (!(console = realpath(cfg->console_dir, NULL))) {
-            snprintf(err, errlen, "console_dir %s: %s", cfg->console_dir, strerror(errno));
-            return NULL;
-        }
-        if (stat(console, &st) != 0 || !S_ISDIR(st.st_mode)) {
-            snprintf(err, errlen, "console_dir %s: not a directory", cfg->console_dir);
-            free(console);
-            return NULL;
-        }
+    unsigned nroutes = app ? app->nroutes : 0, nfiles = app && app->files ? 1 : 0;
+    if (nroutes + nfiles > IGW_HTTP_ROUTES_MAX) {
+        snprintf(err, errlen, "more than %d routes outside the schema", IGW_HTTP_ROUTES_MAX);
+        return NULL;
     }
     igw_server *s = calloc(1, sizeof *s);
     if (!s) {
         snprintf(err, errlen, "out of memory");
-        free(console);
         return NULL;
     }
     s->cfg = *cfg;
-    if (app)
+    /* Slots: the generated routes, the app's routes, its files, "none". */
+    const char *names[IGW_HTTP_ROUTES_MAX];
+    if (app) {
         s->app = *app;
-    else
-        s->app.files_fd = -1;
+        for (unsigned i = 0; i < nroutes; i++)
+            names[i] = (s->routes[i] = app->routes[i]).name;
+        s->app.routes = s->routes;
+        if (nfiles) {
+            s->files = *app->files;
+            s->app.files = &s->files;
+            names[nroutes] = s->files.name;
+        }
+    }
+    s->files_slot = IGW_ROUTE__COUNT + nroutes;
+    s->none_slot = IGW_ROUTE__COUNT + nroutes + nfiles;
     atomic_init(&s->stopping, false);
     if (pthread_mutex_init(&s->mu, NULL) != 0) {
         snprintf(err, errlen, "cannot make a mutex");
         free(s);
-        free(console);
         return NULL;
     }
     if (pthread_cond_init(&s->cv, NULL) != 0) {
         snprintf(err, errlen, "cannot make a condition variable");
         pthread_mutex_destroy(&s->mu);
         free(s);
-        free(console);
         return NULL;
     }
     s->sync_ready = true;
@@ -1334,17 +1222,16 @@ igw_server *igw_http_create(const igw_config *cfg, const igw_http_app *app, char
     s->globalconf.max_request_entity_size = cfg->max_body;
     s->globalconf.server_name = h2o_iovec_init(H2O_STRLIT("igwd"));
     h2o_hostconf_t *host = h2o_config_register_host(&s->globalconf, h2o_iovec_init(H2O_STRLIT("default")), 65535);
-    if (console) { /* first: h2o takes the first path that matches */
-        console_register(host, console);
-        free(console); /* copied by the file handler */
-    }
+    if (s->app.files) /* first: h2o takes the first path that matches */
+        files_register(s, host);
     h2o_pathconf_t *path = h2o_config_register_path(host, "/", 0);
     h2o_handler_t *handler = h2o_create_handler(path, sizeof *handler);
     handler->on_req = on_req;
     h2o_filter_t *refusals = h2o_create_filter(&host->fallback_path, sizeof *refusals);
     refusals->on_setup_ostream = on_refusal_setup;
 
-    s->metrics = igw_metrics_create(cfg->threads);
+    s->metrics = igw_metrics_create(cfg->threads, names, nroutes + nfiles);
+    _Static_assert(IGW_HTTP_ROUTES_MAX <= IGW_METRICS_EXTRA_MAX, "a metrics slot per route outside the schema");
     s->workers = calloc(cfg->threads, sizeof *s->workers);
     if (!s->metrics || !s->workers) {
         snprintf(err, errlen, "out of memory");

@@ -2,20 +2,20 @@
  *
  * N worker threads, each with its own h2o event loop and its own listening
  * socket on the same address (SO_REUSEPORT: the kernel spreads
- * connections). One catch-all handler per request: the ops routes
- * (GET /healthz, /readyz, /metrics), else the strict stage
- * (igw_request_decode) then igw_handlers[route]. Every reply is JSON
- * (/metrics excepted) with Content-Length and an x-request-id header, and
- * is counted in the metrics and written to the access log. Before all of
- * it, a request with ambiguous framing (two Content-Length, Content-Length
- * with Transfer-Encoding, no Host in HTTP/1.1, a repeated singleton header)
- * is refused 400 and its connection closed; h2o's own refusals (an
- * unreadable Content-Length, a body over max_body) get the envelope too
+ * connections). One catch-all handler per request: the app's routes
+ * outside the schema (igw_http_route, in the order given), else the strict
+ * stage (igw_request_decode) then the app's `handle`. The transport knows
+ * no route of its own. Every reply is JSON (igw_http_reply_body, a file
+ * and the app's files excepted) with Content-Length and an x-request-id
+ * header, and is counted in the metrics and written to the access log. Before all of it, a request with
+ * ambiguous framing (two Content-Length, Content-Length with
+ * Transfer-Encoding, no Host in HTTP/1.1, a repeated singleton header) is
+ * refused 400 and its connection closed; h2o's own refusals (an unreadable
+ * Content-Length, a body over max_body) get the envelope too
  * (docs/configuration.md, "Request framing").
- * With cfg.console_dir set, GET/HEAD /console/NAME serve that directory's
- * files read-only with h2o's file handler, ahead of the catch-all; any
- * other path under /console/ is routed as before (docs/configuration.md,
- * "The browser console").
+ * An app's directory of files (igw_http_files) is served read-only with
+ * h2o's file handler under its path, ahead of the catch-all; any other
+ * path under it is routed as before.
  *
  * h2o's headers are included by http.c only. */
 #ifndef IGW_HTTP_H
@@ -40,41 +40,72 @@ struct st_h2o_evloop_t;
 
 struct igw_request;
 
-/* The application's routes and per-worker state (database connection,
- * caches, ...). The transport knows no route of its own beyond the ops
- * routes and signed downloads: `handle` answers every request that passed
- * the strict stage (igw_request_decode against the generated table) and its
- * route's gate; `raw`, when set, is offered each request before the strict
- * stage and returns true when it took it (routes outside the schema, such as
- * the benchmark's reference). Both run on the worker's thread and must
- * answer the exchange, now or later (igw_http_hold).
+/* A route outside the schema (ops pages, signed downloads, a benchmark's
+ * reference), offered each request before the strict stage, in the order
+ * the app lists them. `serve` returns false when the request is not its
+ * own; else it answers it (now, or later: igw_http_hold) and returns true.
+ * `slot` is its slot in /metrics and the access log, labelled `name`: it
+ * gives the request that slot (igw_http_set_route) once it counts as its
+ * own. Runs on the worker's thread; `name` and `arg` outlive the server. */
+typedef struct igw_http_route {
+    const char *name;
+    bool (*serve)(void *arg, igw_exchange *ex, unsigned slot);
+    void *arg;
+} igw_http_route;
+
+/* A directory served read-only under `path` by h2o's file handler, on a
+ * path of its own registered ahead of "/" (so no other path changes its
+ * routing). GET and HEAD of a path `serves` accepts (the raw path without
+ * its query: it must refuse anything that is not a plain file directly in
+ * the directory) answer the file, or `index` for `path` itself, with the
+ * media type of its extension (`types`, else application/octet-stream),
+ * no ETag and no listing; another method is the method_not_allowed
+ * envelope with data.reason `refused`, a missing file the not_found one
+ * with `missing`. Every answer of h2o's own (the file, 304, a redirect,
+ * its refusals, which become the envelope of their class when one has
+ * their status) gets a request id and `headers`; all are counted and
+ * logged under `name`. Any other path under `path` (one h2o's normalization
+ * brought here, or one `serves` refuses) goes to the usual routing by its
+ * raw path. Everything but `dir` (copied) must outlive the server. */
+typedef struct igw_http_files {
+    const char *name;
+    const char *path;            /* the mount point, ending in '/' */
+    const char *dir;             /* absolute */
+    const char *index;           /* the file that answers `path` itself */
+    bool (*serves)(igw_str path);
+    const char *const *types;    /* "extension", "media type" pairs, then NULL */
+    const char *const *headers;  /* "name" (lower case), "value" pairs, then NULL */
+    const char *refused, *missing;
+} igw_http_files;
+
+#define IGW_HTTP_ROUTES_MAX 8 /* routes outside the schema, a directory of files included */
+
+/* The application: its routes and per-worker state (database connection,
+ * caches, ...). `handle` answers every request that passed the strict
+ * stage (igw_request_decode against the generated table) and its route's
+ * gate; `routes` (nroutes of them, copied) are offered each request before
+ * the strict stage, and `files` (NULL: none; copied) is served under its
+ * path; their slots follow the generated routes' in /metrics, in that
+ * order. `handle` runs on the worker's thread and must answer the
+ * exchange, now or later (igw_http_hold).
  * start runs once per worker, on that worker's own thread (during
  * igw_http_create, one worker at a time), before the worker serves (so it
  * may register sockets with the loop), with the bound listening port (the
  * one chosen when the configured port is 0); stop runs on the same thread
  * during igw_http_destroy, after the worker drained and ran the tasks
  * posted to it. Everything made on a worker's loop lives and dies on its
- * thread. Either hook may be NULL. */
+ * thread. Any hook may be NULL. */
 typedef struct igw_http_app {
     void (*handle)(void *arg, igw_exchange *ex, const struct igw_request *req);
-    bool (*raw)(void *arg, igw_exchange *ex);
+    const igw_http_route *routes;
+    unsigned nroutes;
+    const igw_http_files *files;
     void *(*start)(void *arg, unsigned worker, uint16_t port, struct st_h2o_evloop_t *loop, char *err,
                    size_t errlen);
     void (*stop)(void *arg, void *state);
     /* During a stop: true when the worker's state has nothing in flight
      * (the drain waits for it, like for open connections). */
     bool (*idle)(void *arg, void *state);
-    /* Appends the app's metric families to /metrics (any worker thread). */
-    void (*metrics)(void *arg, FILE *f);
-    /* /readyz: the IGW_READY_* bits the app judges from its live
-     * connections (*known) and which of those are down (returned); the
-     * others are probed. Any worker thread. */
-    unsigned (*ready)(void *arg, unsigned *known);
-    /* Signed download URLs (IGW_SIGNEDURL_PREFIX...) of files under the
-     * directory `files_fd` (-1: none), verified with the key (download.c). */
-    int files_fd;
-    const unsigned char *files_key;
-    size_t files_key_len;
     void *arg;
 } igw_http_app;
 
@@ -82,7 +113,8 @@ typedef struct igw_http_app {
  * socket, one thread with its loop and one app state per worker (so an
  * address in use or an app failure fails here); the workers wait for
  * igw_http_start. The config is copied and must be resolved (threads,
- * max_body set); app may be NULL. NULL with err. */
+ * max_body set); app may be NULL (nroutes plus its files at most
+ * IGW_HTTP_ROUTES_MAX). NULL with err. */
 igw_server *igw_http_create(const igw_config *cfg, const igw_http_app *app, char *err, size_t errlen);
 
 /* The number of workers. */
@@ -166,8 +198,8 @@ igw_str igw_http_query(igw_exchange *ex);
 /* The request id (16 hex characters), for logs. */
 const char *igw_http_request_id(const igw_exchange *ex);
 
-/* The route slot of the request in /metrics and the access log (the
- * generated route ids, then IGW_METRICS_ROUTE_*), for raw routes. */
+/* The route slot of the request in /metrics and the access log: for a
+ * route outside the schema, the slot its igw_http_route was given. */
 void igw_http_set_route(igw_exchange *ex, unsigned route);
 
 /* The port actually listened on (differs from the config when it said 0). */
@@ -204,5 +236,25 @@ void igw_http_reply_unbound(igw_exchange *ex);
 /* Answers 200 with {"code":200,"msg":"success","data":<data>}; `data` must
  * be one valid JSON value. */
 void igw_http_reply_ok(igw_exchange *ex, const char *data, size_t len);
+
+/* Answers with class `cls`'s status and {"code","msg","data":<data>}: an
+ * error whose data says more than reason and path (checked against the
+ * route's contract like igw_http_reply_error). `data` must be one valid
+ * JSON value. */
+void igw_http_reply_envelope(igw_exchange *ex, int cls, const char *data, size_t len);
+
+/* Answers with class `cls`'s status and the `len` bytes of `body` (copied)
+ * as `content_type`: a reply that is not JSON. */
+void igw_http_reply_body(igw_exchange *ex, int cls, const char *content_type, const char *body, size_t len);
+
+/* True when the connection's peer is on this host (127.0.0.0/8, ::1, or
+ * ::ffff:127.x). */
+bool igw_http_peer_loopback(igw_exchange *ex);
+
+/* The Prometheus text (version 0.0.4) of the requests the server answering
+ * `ex` counted (http/metrics.h), then the families extra(arg, f) appends
+ * (extra may be NULL), in a malloc'd buffer: *out and *len set, 0, or -1
+ * when out of memory. free() it. */
+int igw_http_metrics(igw_exchange *ex, void (*extra)(void *arg, FILE *f), void *arg, char **out, size_t *len);
 
 #endif

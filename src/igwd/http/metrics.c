@@ -15,23 +15,32 @@ static const char *const bucket_le[] = {"0.0001", "0.00025", "0.0005", "0.001", 
                                         "1",      "2.5",     "5",      "10"};
 #define NBUCKETS (sizeof bucket_us / sizeof bucket_us[0])
 
+#define SLOTS_MAX (IGW_ROUTE__COUNT + IGW_METRICS_EXTRA_MAX + 1)
+
 struct igw_metrics_shard {
-    _Alignas(64) atomic_uint_fast64_t requests[IGW_METRICS_ROUTE__COUNT][IGW_ERR__COUNT];
-    atomic_uint_fast64_t buckets[IGW_METRICS_ROUTE__COUNT][NBUCKETS + 1]; /* last: over the largest bound */
-    atomic_uint_fast64_t sum_us[IGW_METRICS_ROUTE__COUNT];
+    _Alignas(64) atomic_uint_fast64_t requests[SLOTS_MAX][IGW_ERR__COUNT];
+    atomic_uint_fast64_t buckets[SLOTS_MAX][NBUCKETS + 1]; /* last: over the largest bound */
+    atomic_uint_fast64_t sum_us[SLOTS_MAX];
 };
 
 struct igw_metrics {
     unsigned nshards;
     igw_metrics_shard *shards;
+    const char *extra[IGW_METRICS_EXTRA_MAX];
+    unsigned nslots; /* the generated routes, the extra ones, "none" */
     double start_time; /* Unix seconds */
 };
 
-igw_metrics *igw_metrics_create(unsigned nshards)
+igw_metrics *igw_metrics_create(unsigned nshards, const char *const *extra, unsigned nextra)
 {
+    if (nextra > IGW_METRICS_EXTRA_MAX)
+        return NULL;
     igw_metrics *m = calloc(1, sizeof *m);
     if (!m)
         return NULL;
+    for (unsigned i = 0; i < nextra; i++)
+        m->extra[i] = extra[i];
+    m->nslots = IGW_ROUTE__COUNT + nextra + 1;
     size_t size = sizeof(igw_metrics_shard) * (nshards ? nshards : 1);
     size = (size + 63) / 64 * 64;
     m->shards = aligned_alloc(64, size);
@@ -68,7 +77,7 @@ static inline void bump(atomic_uint_fast64_t *a, uint64_t by)
 
 void igw_metrics_observe(igw_metrics_shard *s, unsigned route, unsigned cls, uint64_t duration_us)
 {
-    if (!s || route >= IGW_METRICS_ROUTE__COUNT || cls >= IGW_ERR__COUNT)
+    if (!s || route >= SLOTS_MAX || cls >= IGW_ERR__COUNT)
         return;
     bump(&s->requests[route][cls], 1);
     size_t b = 0;
@@ -78,19 +87,18 @@ void igw_metrics_observe(igw_metrics_shard *s, unsigned route, unsigned cls, uin
     bump(&s->sum_us[route], duration_us);
 }
 
-const char *igw_metrics_route_name(unsigned route)
+unsigned igw_metrics_none(const igw_metrics *m)
+{
+    return m->nslots - 1;
+}
+
+const char *igw_metrics_route_name(const igw_metrics *m, unsigned route)
 {
     if (route < IGW_ROUTE__COUNT)
         return igw_routes[route].name;
-    switch (route) {
-    case IGW_METRICS_ROUTE_HEALTHZ: return "healthz";
-    case IGW_METRICS_ROUTE_READYZ: return "readyz";
-    case IGW_METRICS_ROUTE_METRICS: return "metrics";
-    case IGW_METRICS_ROUTE_DOWNLOAD: return "device_download";
-    case IGW_METRICS_ROUTE_BENCH: return "bench_bare";
-    case IGW_METRICS_ROUTE_CONSOLE: return "console";
-    default: return "none";
-    }
+    if (route < m->nslots - 1)
+        return m->extra[route - IGW_ROUTE__COUNT];
+    return "none";
 }
 
 static uint64_t load(const atomic_uint_fast64_t *a)
@@ -112,18 +120,18 @@ int igw_metrics_render_with(igw_metrics *m, void (*extra)(void *arg, FILE *f), v
         return -1;
     fprintf(f, "# HELP igw_requests_total Requests answered, by route and envelope code.\n"
                "# TYPE igw_requests_total counter\n");
-    for (unsigned r = 0; r < IGW_METRICS_ROUTE__COUNT; r++)
+    for (unsigned r = 0; r < m->nslots; r++)
         for (unsigned c = 0; c < IGW_ERR__COUNT; c++) {
             uint64_t n = 0;
             for (unsigned s = 0; s < m->nshards; s++)
                 n += load(&m->shards[s].requests[r][c]);
             if (n)
-                fprintf(f, "igw_requests_total{route=\"%s\",code=\"%lld\"} %llu\n", igw_metrics_route_name(r),
+                fprintf(f, "igw_requests_total{route=\"%s\",code=\"%lld\"} %llu\n", igw_metrics_route_name(m, r),
                         (long long)igw_error_classes[c].code, (unsigned long long)n);
         }
     fprintf(f, "# HELP igw_request_duration_seconds Time from the complete request to the reply, by route.\n"
                "# TYPE igw_request_duration_seconds histogram\n");
-    for (unsigned r = 0; r < IGW_METRICS_ROUTE__COUNT; r++) {
+    for (unsigned r = 0; r < m->nslots; r++) {
         uint64_t b[NBUCKETS + 1] = {0}, sum = 0, count = 0;
         for (unsigned s = 0; s < m->nshards; s++) {
             for (size_t k = 0; k <= NBUCKETS; k++)
@@ -134,7 +142,7 @@ int igw_metrics_render_with(igw_metrics *m, void (*extra)(void *arg, FILE *f), v
             count += b[k];
         if (!count)
             continue;
-        const char *name = igw_metrics_route_name(r);
+        const char *name = igw_metrics_route_name(m, r);
         uint64_t cum = 0;
         for (size_t k = 0; k < NBUCKETS; k++) {
             cum += b[k];

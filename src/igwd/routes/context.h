@@ -24,6 +24,7 @@
 #include "edge/presence.h"
 #include "event/push.h"
 #include "http/http.h"
+#include "routes/wspush.h"
 #include "session/engine.h"
 #include "session/node.h"
 
@@ -43,6 +44,12 @@ typedef struct igw_app {
     char node_id[IGW_NODE_ID_MAX + 1]; /* set by worker 0's start (igw_http_create), before the engine starts */
     igw_engine *engine;  /* the session engine and its media core; stopped after the workers */
     igw_presence_stats presence; /* device presence facts (the workers' igw_presence write it; metrics read it) */
+    /* The routes outside the schema (ops/), listed for the transport by
+     * igw_app_http_hooks into `routes`. */
+    struct igw_ops *ops;           /* /healthz, /readyz, /metrics */
+    struct igw_download *download; /* signed download URLs */
+    struct igw_console *console;   /* the browser console's files; NULL without console_dir */
+    igw_http_route routes[IGW_HTTP_ROUTES_MAX];
 } igw_app;
 
 /* One worker's state (igw_http_state). */
@@ -61,7 +68,8 @@ typedef struct igw_worker {
     igw_login *login; /* NULL without a database or a login key */
     struct igw_chores *chores; /* worker 0: command deadlines and the outbox sweep */
     igw_node *node;   /* worker 0: the nodes row, heartbeat and session sweep, on chore_db */
-    igw_push *push;   /* events_push: WebSockets woken by LISTEN/NOTIFY; NULL without a database */
+    igw_push *push;   /* events_push's deliveries, woken by LISTEN/NOTIFY; NULL without a database */
+    igw_wspush *wspush; /* events_push's WebSockets, streaming push's deliveries; NULL without a database */
     igw_edge *edge;  /* NULL without a database */
     igw_presence *presence; /* device presence facts, on db[0]; NULL without a database */
     igw_modelcache *models; /* /commands: parsed thing models by product */

@@ -13,10 +13,10 @@
 #include "core/log.h"
 #include "event/endpoint.h"
 #include "event/outbox.h"
-#include "event/push.h"
 #include "paths.h"
 #include "routes/context.h"
 #include "routes/routes.h"
+#include "routes/wspush.h"
 
 /* ---- /endpoints/register (event/endpoint.h) ------------------------------------------ */
 
@@ -148,12 +148,12 @@ void igw_route_events_ack(igw_exchange *ex, const igw_request *req, const igw_pr
         igw_http_reply_error(ex, IGW_ERR_UNAVAILABLE, "busy, retry later", "");
 }
 
-/* ---- events_push: the endpoint's WebSocket (event/push.c) --------------------------- */
+/* ---- events_push: the endpoint's WebSocket (wspush.c) -------------------------------- */
 
 void igw_route_events_push(igw_exchange *ex, const igw_request *req, const igw_principal *who)
 {
     igw_worker *w = igw_http_state(ex);
-    igw_push_attach(w->push, ex, req, who);
+    igw_wspush_attach(w->wspush, ex, req, who);
 }
 
 /* ---- /talk/audio-access (call/call.h) ------------------------------------------------ */

@@ -4,10 +4,13 @@
  *
  * igw_routes_handle is the transport's `handle` hook (http.h): it runs once
  * the request passed the strict stage and its gate. Routes with `auth user`
- * in the schema get the login first (auth/login.h), then their handler with
- * the caller; the device routes authenticate devices themselves and get
- * who == NULL. A handler answers through igw_http_reply_* (now, or later on
- * a held exchange); a route without a handler answers not_implemented.
+ * in the schema get the login first (routes.c reads the token from
+ * Authorization, or for `auth user subprotocol` from the WebSocket
+ * subprotocol, and answers refusals; auth/login.h checks it), then their
+ * handler with the caller; the device routes authenticate devices
+ * themselves and get who == NULL. A handler answers through
+ * igw_http_reply_* (now, or later on a held exchange); a route without a
+ * handler answers not_implemented.
  * Routes read the decoded request, call their domain (edge/, command/,
  * event/, auth/) and encode the reply: no SQL and no rule the schema can
  * say lives here. */
@@ -19,14 +22,14 @@
 #include "api.h"
 #include "auth/login.h"
 #include "http/http.h"
-#include "igwd/handlers.h" /* igw_route_fn, the one handler signature (the same as igw_login_next) */
+#include "igwd/handlers.h" /* igw_route_fn, the one handler signature */
 #include "request.h"
 
-/* The transport's hooks (arg: the igw_app). */
+/* The transport's hooks (arg: the igw_app): `handle`, and the route
+ * outside the schema POST /bench/bare when the setting bench_routes is on
+ * (an igw_http_route). */
 void igw_routes_handle(void *arg, igw_exchange *ex, const igw_request *req);
-/* Routes outside the schema, before the strict stage: POST /bench/bare
- * when the setting bench_routes is on. */
-bool igw_routes_raw(void *arg, igw_exchange *ex);
+bool igw_routes_bench(void *arg, igw_exchange *ex, unsigned slot);
 
 /* The handlers the schema binds are declared in generated/igwd/handlers.h:
  * device.c has device_send and device_upload; interaction.c the

@@ -72,7 +72,7 @@ static void sql_json_string(igw_out *o, const char *s)
 
 static void object_expr(ctx *c, igw_out *o, const igw_type *t, const char *prefix);
 
-/* The SQL expression of a value of type ft, from `col` (NULL: a constant). */
+/* The SQL expression of field f's value, from `col` (NULL: its constant). */
 static void value_expr(ctx *c, igw_out *o, const igw_field *f, const char *path, const char *col)
 {
     const igw_type *r = igw_type_resolve(f->type);
@@ -117,6 +117,11 @@ static void object_expr(ctx *c, igw_out *o, const igw_type *t, const char *prefi
     igw_out_puts(o, trim ? "'{' || ltrim(''" : "'{'");
     FOR(t->fields, igw_field, f) {
         const char *path = prefix ? igw_sprintf("%s.%s", prefix, f->name) : f->name;
+        if (f->sw) {
+            igw_diag_error(f->loc, "%s: field %s: a discriminated field is not built in SQL", STATE_EVENT, path);
+            c->errors++;
+            continue;
+        }
         const igw_type *r = igw_type_resolve(f->type);
         bool constant = r->kind == IGW_T_ENUM && r->values.n == 1 && !f->optional;
         const char *col = column_of(c, path);
@@ -126,8 +131,8 @@ static void object_expr(ctx *c, igw_out *o, const igw_type *t, const char *prefi
             c->errors++;
             continue;
         }
-        if (f->sw || (r->kind == IGW_T_OBJECT && f->optional)) {
-            igw_diag_error(f->loc, "%s: field %s: an optional or discriminated object is not built in SQL",
+        if (r->kind == IGW_T_OBJECT && f->optional) {
+            igw_diag_error(f->loc, "%s: field %s: an optional object is not built in SQL",
                            STATE_EVENT, path);
             c->errors++;
             continue;

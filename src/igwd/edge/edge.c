@@ -31,6 +31,7 @@
 #include "catalog/recordings.h"
 #include "command/results.h"
 #include "core/log.h"
+#include "edge/decide.h"
 #include "thingmodel.h"
 
 #define NAME_CAP (IGW_DEVAUTH_NAME_MAX + 1)
@@ -41,7 +42,6 @@
 #define MODEL_ARENA (4u << 20)   /* bytes a parsed model may take */
 #define JOB_ARENA (1u << 20)     /* bytes a job's decoding and checks may take */
 #define PENDING_MAX 16384        /* uplinks waiting for a batch, per worker: beyond, "busy" */
-#define RETRIES_MAX 3            /* a batch that lost a deadlock or serialization race */
 
 /* ---- statements ------------------------------------------------------------ */
 
@@ -145,10 +145,7 @@ struct igw_edge {
     bool closing; /* destroy began: nothing new reaches the database */
     unsigned njobs; /* uplinks not yet answered */
     atomic_uint_fast64_t refused_mqtt; /* MQTT uplinks the strict decoder refused (single writer) */
-    struct {
-        uint64_t device; /* igw_edge_device_hash; 0: free */
-        int64_t at_ms;   /* monotonic */
-    } refused_log[REFUSED_LOG_SLOTS];
+    igw_edge_logslot refused_log[REFUSED_LOG_SLOTS];
 };
 
 /* ---- jobs ------------------------------------------------------------------- */
@@ -285,14 +282,6 @@ static void job_free(job *j)
     free(j);
 }
 
-/* The reply method: the row's, else the request's own (no reply message). */
-static igw_str reply_method(const job *j)
-{
-    if (j->row && j->row->reply)
-        return (igw_str){j->row->reply, strlen(j->row->reply)};
-    return j->msg->method;
-}
-
 /* Answers and frees the job. data: raw JSON for the reply's data, or NULL. */
 static void finish(job *j, int cls, const char *reason, const char *path, const char *data, size_t dlen)
 {
@@ -301,7 +290,7 @@ static void finish(job *j, int cls, const char *reason, const char *path, const 
         .cls = cls,
         .reason = reason ? reason : "",
         .path = path ? path : "",
-        .reply_topic = j->row && j->row->reply,
+        .reply_topic = igw_edge_reply_topic(j->row),
         .handle = j->handle,
         .type = j->type,
         .product_id = j->pid,
@@ -311,7 +300,7 @@ static void finish(job *j, int cls, const char *reason, const char *path, const 
         igw_DeviceReply rep = {0};
         rep.has = IGW_DeviceReply_code | IGW_DeviceReply_method | IGW_DeviceReply_msgToken;
         rep.code = igw_error_classes[cls].code;
-        rep.method = reply_method(j);
+        rep.method = igw_edge_reply_method(j->row, j->msg->method);
         rep.msgToken = j->msg->msgToken;
         if (cls != IGW_ERR_OK) {
             rep.has |= IGW_DeviceReply_msg;
@@ -350,10 +339,7 @@ static void fail_db(job *j, const char *what, const char *err, bool write)
     }
     if (!igw_db_not_sent(err))
         igw_log(IGW_LOG_WARN, j->log_id, "edge: %s: %s", what, err);
-    finish(j, cls,
-           cls == IGW_ERR_UNKNOWN_OUTCOME ? "the database did not answer: the message may or may not be stored"
-                                          : "busy, retry later",
-           "", NULL, 0);
+    finish(j, cls, igw_edge_db_reason(cls), "", NULL, 0);
 }
 
 /* ---- the batch (group commit) ------------------------------------------------ */
@@ -431,7 +417,8 @@ static void to_engine(job *j)
 /* A failed batch is rolled back as a whole. One bad value (SQLSTATE class
  * 22 data exception, 23 constraint) must not fail the other devices'
  * messages: each is retried alone. A lost deadlock or serialization race
- * (class 40) is retried as it was. Anything else fails the batch. */
+ * (class 40) is retried as it was. Anything else fails the batch
+ * (igw_edge_decide_batch). */
 static void on_batch(void *arg, const PGresult *res, const char *err)
 {
     batch *b = arg;
@@ -439,23 +426,26 @@ static void on_batch(void *arg, const PGresult *res, const char *err)
     job *jobs = b->jobs;
     e->busy[b->slot] = false;
     free(b);
-    bool value = !res && igw_db_value_error(err);
-    bool race = !res && igw_db_lost_race(err);
-    if (!e->closing && ((value && jobs->next) || (race && jobs->retries < RETRIES_MAX))) {
+    igw_edge_batch_facts f = {.committed = res != NULL, .value = !res && igw_db_value_error(err),
+                              .race = !res && igw_db_lost_race(err), .several = jobs->next != NULL,
+                              .retries = jobs->retries, .closing = e->closing};
+    igw_edge_batch next = igw_edge_decide_batch(&f);
+    if (next == IGW_EDGE_BATCH_RETRY_ALONE || next == IGW_EDGE_BATCH_RETRY) {
         for (job *j = jobs; j; j = j->next) {
-            j->solo = j->solo || value;
+            j->solo = j->solo || next == IGW_EDGE_BATCH_RETRY_ALONE;
             j->retries++;
         }
-        igw_log(IGW_LOG_WARN, NULL, "edge: batch failed (%s), retrying %s", err, value ? "each message alone" : "it");
+        igw_log(IGW_LOG_WARN, NULL, "edge: batch failed (%s), retrying %s", err,
+                next == IGW_EDGE_BATCH_RETRY_ALONE ? "each message alone" : "it");
         requeue(e, jobs);
     } else {
         for (job *j = jobs, *n; j; j = n) {
             n = j->next;
-            if (res && j->row && j->row->check == IGW_PROTO_CHECK_SESSION)
+            if (next == IGW_EDGE_BATCH_STORED && j->row && j->row->check == IGW_PROTO_CHECK_SESSION)
                 to_engine(j);
-            else if (res)
+            else if (next == IGW_EDGE_BATCH_STORED)
                 finish(j, IGW_ERR_OK, NULL, NULL, NULL, 0);
-            else if (value)
+            else if (next == IGW_EDGE_BATCH_BAD_VALUE)
                 finish(j, IGW_ERR_PARAMETER, "the message cannot be stored", "", NULL, 0);
             else
                 fail_db(j, "batch commit failed", err, true);
@@ -557,35 +547,39 @@ static void enqueue(job *j);
 static void on_settled(void *arg, int status, const char *err)
 {
     job *j = arg;
-    if (status == IGW_RESULTS_STORED)
+    switch (igw_edge_decide_settled(status, status == IGW_RESULTS_FAILED && igw_db_value_error(err))) {
+    case IGW_EDGE_SETTLED_OK:
         finish(j, IGW_ERR_OK, NULL, NULL, NULL, 0);
-    else if (status == IGW_RESULTS_NOTHING)
+        break;
+    case IGW_EDGE_SETTLED_UPLINK:
         enqueue(j); /* stored as any uplink */
-    else if (igw_db_value_error(err))
-        enqueue(j); /* a value the result's statement refused: the reply alone, as any uplink */
-    else
+        break;
+    case IGW_EDGE_SETTLED_FAILED:
         fail_db(j, "reply and result commit failed", err, true);
+        break;
+    }
 }
 
 static void enqueue(job *j)
 {
     igw_edge *e = j->e;
-    if (e->closing) {
-        finish(j, IGW_ERR_UNAVAILABLE, "shutting down", "", NULL, 0);
+    igw_edge_queue_facts f = {.closing = e->closing, .npending = e->npending, .pending_max = PENDING_MAX,
+                              .dry_run = j->dry_run, .command_reply = is_command_reply(j),
+                              .props = j->props.ptr != NULL, .settling = j->settling};
+    igw_edge_refusal r;
+    igw_edge_queue q = igw_edge_decide_queue(&f, &r);
+    if (q == IGW_EDGE_QUEUE_REFUSED) {
+        finish(j, r.cls, r.reason, r.path, NULL, 0);
         return;
     }
-    if (e->npending >= PENDING_MAX) { /* the database is not keeping up */
-        finish(j, IGW_ERR_UNAVAILABLE, "busy, retry later", "", NULL, 0);
-        return;
-    }
-    if (j->dry_run) {
+    if (q == IGW_EDGE_QUEUE_DRY_RUN) {
         finish(j, IGW_ERR_OK, NULL, NULL, NULL, 0);
         return;
     }
     /* A reply to a pending command is stored with the command's result,
      * in one commit (results.c); otherwise, or once it settles nothing, it
      * joins the batch like any uplink. */
-    if (is_command_reply(j) && !j->props.ptr && !j->settling) {
+    if (q == IGW_EDGE_QUEUE_SETTLE) {
         j->settling = true;
         igw_results_reply_in in = {
             .product_id = j->pid, .device_name = j->dn, .device_token = j->msg->msgToken, .code = j->msg->code,
@@ -741,10 +735,9 @@ static void on_subdevices(void *arg, const PGresult *res, const char *err)
         return;
     }
     if (PQntuples(res) == 1) {
-        long i = strtol(PQgetvalue(res, 0, SUB_C_ITEM), NULL, 10);
-        char path[48];
-        snprintf(path, sizeof path, IGW_PATH_params_devices_ITEM, (unsigned)(i - 1));
-        finish(j, IGW_ERR_PERMISSION, "not a sub-device bound to this gateway", path, NULL, 0);
+        igw_edge_refusal r;
+        igw_edge_subdevice_refusal(strtol(PQgetvalue(res, 0, SUB_C_ITEM), NULL, 10), &r);
+        finish(j, r.cls, r.reason, r.path, NULL, 0);
         return;
     }
     enqueue(j);
@@ -758,12 +751,9 @@ static void on_catalog(void *arg, const igw_recordings_report_result *r)
         fail_db(j, "catalog report", r->err, true);
         return;
     }
-    if (r->status == IGW_RECORDINGS_REPORT_UNKNOWN_CAMERA) {
-        char *path = igw_arena_alloc(&j->arena, 64);
-        if (path)
-            snprintf(path, 64, IGW_PATH_params_recordings_ITEM_cameraId, r->bad);
-        finish(j, IGW_ERR_PARAMETER, "not a camera of this device: nothing of the report was stored",
-               path ? path : "", NULL, 0);
+    igw_edge_refusal no;
+    if (igw_edge_catalog_refuses(r, &no)) {
+        finish(j, no.cls, no.reason, no.path, NULL, 0);
         return;
     }
     igw_RecordingReportData d = {.has = IGW_RecordingReportData__REQUIRED,
@@ -789,9 +779,9 @@ static void process(job *j, const device *target)
     igw_DeviceMessage *m = j->msg;
     igw_proto_status st = igw_proto_find(&igw_proto_device, j->handle, strlen(j->handle), j->type,
                                          strlen(j->type), m->method.ptr, m->method.len, &j->row);
-    if (st != IGW_PROTO_FOUND) {
-        finish(j, IGW_ERR_PARAMETER, igw_proto_status_text(st), st == IGW_PROTO_NO_METHOD ? IGW_PATH_method : "", NULL,
-               0);
+    igw_edge_refusal no;
+    if (igw_edge_row_refuses(st, &no)) {
+        finish(j, no.cls, no.reason, no.path, NULL, 0);
         return;
     }
     igw_json err;
@@ -799,8 +789,7 @@ static void process(job *j, const device *target)
     const igw_thingmodel *model = target->model;
     bool has_params = m->has & IGW_DeviceMessage_params;
     int rc = j->row->params.decode ? decode_params(j, &err) : 0;
-    if (j->row->check != IGW_PROTO_CHECK_NONE && j->row->check != IGW_PROTO_CHECK_SUBDEVICES &&
-        j->row->check != IGW_PROTO_CHECK_SESSION && j->row->check != IGW_PROTO_CHECK_RECORDINGS && !model) {
+    if (igw_edge_needs_model(j->row->check) && !model) {
         finish(j, IGW_ERR_INTERNAL, "the product's thing model is not usable", "", NULL, 0);
         return;
     }
@@ -857,60 +846,41 @@ static void process(job *j, const device *target)
     }
     const char *values[SUB_NP] = {[SUB_P_PID] = j->pid, [SUB_P_DN] = j->dn, [SUB_P_PIDS] = j->sub_p.ptr,
                                   [SUB_P_DNS] = j->sub_d.ptr}; /* the device queries take the first two */
-    const igw_db_stmt *q = j->row->returns == IGW_PROTO_RETURNS_PROPERTIES ? &stmt_properties
-                         : j->row->returns == IGW_PROTO_RETURNS_CONFIG     ? &stmt_config
-                                                                           : NULL;
-    if (q) {
-        if (igw_db_exec(query_db(j->e), q, values, NULL, NULL, on_query_data, j))
-            finish(j, IGW_ERR_UNAVAILABLE, "busy, retry later", "", NULL, 0);
+    int sent = 0;
+    switch (igw_edge_decide_store(j->row, target->is_gateway, &no)) {
+    case IGW_EDGE_STORE_PROPERTIES:
+        sent = igw_db_exec(query_db(j->e), &stmt_properties, values, NULL, NULL, on_query_data, j);
+        break;
+    case IGW_EDGE_STORE_CONFIG:
+        sent = igw_db_exec(query_db(j->e), &stmt_config, values, NULL, NULL, on_query_data, j);
+        break;
+    case IGW_EDGE_STORE_CATALOG: /* written or refused as a whole */
+        sent = igw_recordings_report(query_db(j->e), j->pid, j->dn, j->params, m->params, on_catalog, j);
+        break;
+    case IGW_EDGE_STORE_SUBDEVICES:
+        sent = igw_db_exec(query_db(j->e), &stmt_subdevices, values, NULL, NULL, on_subdevices, j);
+        break;
+    case IGW_EDGE_STORE_REFUSED:
+        finish(j, no.cls, no.reason, no.path, NULL, 0);
+        return;
+    case IGW_EDGE_STORE_BATCH:
+        enqueue(j);
         return;
     }
-    if (j->row->check == IGW_PROTO_CHECK_RECORDINGS) {
-        /* The catalog is the message's store: written or refused as a whole. */
-        if (igw_recordings_report(query_db(j->e), j->pid, j->dn, j->params, m->params, on_catalog, j))
-            finish(j, IGW_ERR_UNAVAILABLE, "busy, retry later", "", NULL, 0);
-        return;
-    }
-    if (j->row->check == IGW_PROTO_CHECK_SUBDEVICES) {
-        if (!target->is_gateway) {
-            finish(j, IGW_ERR_PERMISSION, "only a gateway reports sub-devices", "", NULL, 0);
-            return;
-        }
-        if (igw_db_exec(query_db(j->e), &stmt_subdevices, values, NULL, NULL, on_subdevices, j))
-            finish(j, IGW_ERR_UNAVAILABLE, "busy, retry later", "", NULL, 0);
-        return;
-    }
-    enqueue(j);
+    if (sent)
+        finish(j, IGW_ERR_UNAVAILABLE, "busy, retry later", "", NULL, 0);
 }
 
 static void lookup(job *j, const char *pid, const char *dn, void (*next)(job *j, const device *d));
 
 static void step_target(job *j, const device *d)
 {
-    if (!d->found) {
-        finish(j, j->http ? IGW_ERR_PERMISSION : IGW_ERR_NOT_FOUND,
-               j->http ? "not a sub-device bound to this gateway" : "unknown device", "", NULL, 0);
-        return;
-    }
-    if (j->http && (strcmp(d->gw_pid, j->auth_pid) || strcmp(d->gw_dn, j->auth_dn))) {
-        finish(j, IGW_ERR_PERMISSION, "not a sub-device bound to this gateway", "", NULL, 0);
+    igw_edge_refusal no;
+    if (igw_edge_bound_refuses(d->found, d->gw_pid, d->gw_dn, j->http ? j->auth_pid : NULL, j->auth_dn, &no)) {
+        finish(j, no.cls, no.reason, no.path, NULL, 0);
         return;
     }
     process(j, d);
-}
-
-/* Why igw_devauth_verify refused, for the debug log (never the values). */
-static const char *devauth_reason(int rc)
-{
-    switch (rc) {
-    case IGW_DEVAUTH_EUSERNAME: return "malformed username";
-    case IGW_DEVAUTH_EPASSWORD: return "malformed password";
-    case IGW_DEVAUTH_ESECRET: return "unusable secret";
-    case IGW_DEVAUTH_EUNKNOWN: return "unknown device";
-    case IGW_DEVAUTH_EMISMATCH: return "signature does not match";
-    case IGW_DEVAUTH_EEXPIRED: return "expired";
-    default: return "internal error";
-    }
 }
 
 static void step_auth(job *j, const device *d)
@@ -919,22 +889,24 @@ static void step_auth(job *j, const device *d)
      * same answer: nothing tells which part failed. */
     int rc = igw_devauth_verify(j->username, j->password, d->found ? d->secret : NULL,
                                 d->found ? d->secret_len : 0, (int64_t)time(NULL), NULL);
-    if (rc != IGW_DEVAUTH_OK || !d->found || !d->secret_len) {
-        /* The operator may learn which part failed; the device may not. */
+    igw_edge_refusal no;
+    if (igw_edge_credentials_refuse(rc, d->found, d->secret_len, &no)) {
         igw_log(IGW_LOG_DEBUG, j->log_id, "edge: device %s/%s: credentials refused: %s", j->auth_pid, j->auth_dn,
-                !d->found ? "unknown device" : !d->secret_len ? "unusable secret" : devauth_reason(rc));
-        finish(j, IGW_ERR_UNAUTHENTICATED, "invalid device credentials", "", NULL, 0);
+                no.log);
+        finish(j, no.cls, no.reason, no.path, NULL, 0);
         return;
     }
-    if (strcmp(j->pid, j->auth_pid) == 0 && strcmp(j->dn, j->auth_dn) == 0) {
+    switch (igw_edge_decide_actor(j->auth_pid, j->auth_dn, j->pid, j->dn, d->is_gateway, &no)) {
+    case IGW_EDGE_ACTOR_SELF:
         process(j, d);
         return;
-    }
-    if (!d->is_gateway) {
-        finish(j, IGW_ERR_PERMISSION, "only a gateway may act for another device", "", NULL, 0);
+    case IGW_EDGE_ACTOR_REFUSED:
+        finish(j, no.cls, no.reason, no.path, NULL, 0);
+        return;
+    case IGW_EDGE_ACTOR_SUBDEVICE:
+        lookup(j, j->pid, j->dn, step_target);
         return;
     }
-    lookup(j, j->pid, j->dn, step_target);
 }
 
 typedef struct lookup_ctx {
@@ -988,15 +960,6 @@ static void lookup(job *j, const char *pid, const char *dn, void (*next)(job *j,
 
 /* ---- the public side ----------------------------------------------------------- */
 
-static bool copy_name(char *dst, size_t cap, igw_str s)
-{
-    if (!s.ptr || s.len == 0 || s.len >= cap || memchr(s.ptr, '\0', s.len))
-        return false;
-    memcpy(dst, s.ptr, s.len);
-    dst[s.len] = '\0';
-    return true;
-}
-
 static void start(job *j, const igw_uplink *u);
 
 static char *dup_str(igw_str s)
@@ -1009,31 +972,12 @@ static char *dup_str(igw_str s)
     return p;
 }
 
-/* The top-level "method" and "msgToken" of a payload the strict decoder
- * refused, when both are strings that pass their own rules (DeviceMessage):
- * enough to answer the device on its reply topic. NULL otherwise. The scan
- * stops at the first malformed byte, as the decoder did. */
+/* A message of the refused payload's method and msgToken
+ * (igw_edge_recover_identity), or NULL. */
 static igw_DeviceMessage *recover_identity(job *j)
 {
-    igw_json s;
-    igw_json_init(&s, j->payload, j->len, &j->arena, 16);
-    igw_str k, method = {NULL, 0}, token = {NULL, 0}, skip;
-    int more;
-    if (igw_json_object_begin(&s))
-        return NULL;
-    while ((more = igw_json_object_next(&s, &k)) == 1) {
-        igw_str *want = k.len == 6 && !memcmp(k.ptr, "method", 6)     ? &method
-                      : k.len == 8 && !memcmp(k.ptr, "msgToken", 8)   ? &token
-                                                                       : NULL;
-        if (want && !want->ptr) {
-            if (igw_json_peek(&s) != '"' || igw_json_string(&s, want))
-                return NULL;
-        } else if (igw_json_value(&s, IGW_JSON_RFC8259, 16, SIZE_MAX, &skip)) {
-            break; /* what came before may still name the message */
-        }
-    }
-    if (!method.ptr || !token.ptr || method.len > IGW_DeviceMessage_method_MAX || token.len > IGW_Token_MAX ||
-        !igw_format_identifier(method.ptr, method.len) || !igw_format_identifier(token.ptr, token.len))
+    igw_str method, token;
+    if (!igw_edge_recover_identity(j->payload, j->len, &j->arena, &method, &token))
         return NULL;
     igw_DeviceMessage *m = igw_arena_alloc(&j->arena, sizeof *m);
     if (!m)
@@ -1055,17 +999,12 @@ static void refused_mqtt(job *j, const igw_uplink *u, const igw_decode_error *de
     atomic_store_explicit(&e->refused_mqtt, atomic_load_explicit(&e->refused_mqtt, memory_order_relaxed) + 1,
                           memory_order_relaxed);
     char pid[NAME_CAP] = "?", dn[NAME_CAP] = "?"; /* the MQTT client checked the topic's names: they fit */
-    (void)(copy_name(pid, sizeof pid, u->product_id) && copy_name(dn, sizeof dn, u->device_name));
-    uint64_t h = igw_edge_device_hash(pid, dn) | 1; /* never 0, the free mark */
-    int64_t now = igw_clock_ms();
-    unsigned slot = (unsigned)(h % REFUSED_LOG_SLOTS);
-    if (e->refused_log[slot].device != h || now - e->refused_log[slot].at_ms >= REFUSED_LOG_MS) {
-        e->refused_log[slot].device = h;
-        e->refused_log[slot].at_ms = now;
+    (void)(igw_edge_name_copy(pid, sizeof pid, u->product_id) && igw_edge_name_copy(dn, sizeof dn, u->device_name));
+    if (igw_edge_log_due(e->refused_log, REFUSED_LOG_SLOTS, igw_edge_device_hash(pid, dn), igw_clock_ms(),
+                         REFUSED_LOG_MS))
         igw_log(IGW_LOG_WARN, NULL, "edge: mqtt uplink from %s/%s on %s/%s refused: %s%s%s (its next refusals within a "
                 "minute are counted, not logged)", pid, dn, j->handle, j->type, derr->reason, derr->path[0] ? " at " : "",
                 derr->path);
-    }
     igw_DeviceMessage *m = recover_identity(j);
     if (!m)
         return;
@@ -1092,22 +1031,15 @@ void igw_edge_submit(igw_edge *e, const igw_uplink *u, igw_edge_done done, void 
     j->http = u->username.ptr != NULL;
     j->dry_run = u->dry_run;
     snprintf(j->log_id, sizeof j->log_id, "%s", u->log_id ? u->log_id : "");
-    igw_str handle = u->handle;
-    if (handle.len && handle.ptr[0] == '$') {
-        handle.ptr++;
-        handle.len--;
-    }
     j->payload = dup_str(u->payload);
     j->len = u->payload.len;
     if (!j->payload || (j->http && (!(j->username = dup_str(u->username)) || !(j->password = dup_str(u->password))))) {
         fail_internal(j, "submit", "out of memory");
         return;
     }
-    /* The route's parameter rules already bound these; an MQTT topic level
-     * that does not fit is simply an unknown handle or type. */
-    if (!copy_name(j->handle, sizeof j->handle, handle) || !copy_name(j->type, sizeof j->type, u->type) ||
-        j->handle[0] == '$') { /* one '$' is tolerated, as by igw_proto_find */
-        finish(j, IGW_ERR_PARAMETER, "unknown handle or message type", "", NULL, 0);
+    igw_edge_refusal no;
+    if (igw_edge_topic_refuses(u->handle, u->type, j->handle, sizeof j->handle, j->type, sizeof j->type, &no)) {
+        finish(j, no.cls, no.reason, no.path, NULL, 0);
         return;
     }
 
@@ -1138,23 +1070,18 @@ static void start(job *j, const igw_uplink *u)
         }
         memcpy(j->auth_pid, un.product_id, sizeof j->auth_pid);
         memcpy(j->auth_dn, un.device_name, sizeof j->auth_dn);
-        if (u->product_id.ptr) {
-            if (!copy_name(j->pid, sizeof j->pid, u->product_id) || !copy_name(j->dn, sizeof j->dn, u->device_name)) {
-                finish(j, IGW_ERR_PARAMETER, "productID and deviceName go together", "", NULL, 0);
-                return;
-            }
-        } else {
-            memcpy(j->pid, j->auth_pid, sizeof j->pid);
-            memcpy(j->dn, j->auth_dn, sizeof j->dn);
-        }
+    }
+    _Static_assert(sizeof j->pid == sizeof j->dn, "one name bound");
+    igw_edge_refusal no;
+    if (igw_edge_target_refuses(u->product_id, u->device_name, j->http ? j->auth_pid : NULL, j->auth_dn, j->pid,
+                                j->dn, sizeof j->pid, &no)) {
+        finish(j, no.cls, no.reason, no.path, NULL, 0);
+        return;
+    }
+    if (j->http)
         lookup(j, j->auth_pid, j->auth_dn, step_auth);
-        return;
-    }
-    if (!copy_name(j->pid, sizeof j->pid, u->product_id) || !copy_name(j->dn, sizeof j->dn, u->device_name)) {
-        finish(j, IGW_ERR_PARAMETER, "unknown device", "", NULL, 0);
-        return;
-    }
-    lookup(j, j->pid, j->dn, step_target);
+    else
+        lookup(j, j->pid, j->dn, step_target);
 }
 
 void igw_edge_authorize(igw_edge *e, const igw_uplink *u, igw_edge_done done, void *arg)

@@ -5,13 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "arena.h"
 #include "core/log.h"
-#include "json.h"
+#include "edge/decide.h"
 
 #define LOG_EVERY 1000 /* malformed facts and failures: the first and every 1000th are logged */
-
-static const char *const state_names[IGW_PRESENCE__STATES] = {"online", "offline", "boot"};
 
 /* The fact applies only when newer than the stored one ((boot, seq), NULL:
  * none yet); the primary key bounds it to one row, and a device that does
@@ -55,60 +52,6 @@ struct igw_presence {
     igw_engine *const *engine; /* told of devices gone offline (NULL: none) */
 };
 
-/* ---- the payload -------------------------------------------------------------------- */
-
-int igw_presence_parse(const char *payload, size_t len, igw_presence_fact *out)
-{
-    igw_arena a;
-    igw_json j;
-    igw_str k, v;
-    unsigned seen = 0;
-    int rc = -1, more;
-
-    if (!payload || !out || len > IGW_PRESENCE_PAYLOAD_MAX)
-        return -1;
-    igw_arena_init(&a, 4096);
-    igw_json_init(&j, payload, len, &a, 4);
-    if (igw_json_object_begin(&j) != 0)
-        goto done;
-    while ((more = igw_json_object_next(&j, &k)) == 1) {
-        unsigned bit;
-        int r;
-        if (k.len == 5 && memcmp(k.ptr, "state", 5) == 0) {
-            bit = 1;
-            r = igw_json_string(&j, &v);
-            if (r == 0) {
-                r = -1;
-                for (int s = 0; s < IGW_PRESENCE__STATES; s++)
-                    if (v.len == strlen(state_names[s]) && memcmp(v.ptr, state_names[s], v.len) == 0) {
-                        out->state = (igw_presence_state)s;
-                        r = 0;
-                    }
-            }
-        } else if (k.len == 4 && memcmp(k.ptr, "boot", 4) == 0) {
-            bit = 2;
-            r = igw_json_int(&j, &out->boot, 1, IGW_JSON_SAFE_MAX);
-        } else if (k.len == 3 && memcmp(k.ptr, "seq", 3) == 0) {
-            bit = 4;
-            r = igw_json_int(&j, &out->seq, 0, IGW_JSON_SAFE_MAX);
-        } else if (k.len == 2 && memcmp(k.ptr, "at", 2) == 0) {
-            bit = 8;
-            r = igw_json_int(&j, &out->at_ms, 0, IGW_JSON_SAFE_MAX);
-        } else {
-            bit = 0;
-            r = igw_json_value(&j, IGW_JSON_STRICT, 2, IGW_PRESENCE_PAYLOAD_MAX, &v);
-        }
-        if (r != 0 || (seen & bit))
-            goto done;
-        seen |= bit;
-    }
-    if (more == 0 && seen == 15 && igw_json_finish(&j) == 0)
-        rc = 0;
-done:
-    igw_arena_free(&a);
-    return rc;
-}
-
 /* ---- statements ------------------------------------------------------------------------ */
 
 static void count_log(atomic_uint_fast64_t *c, const char *fmt, const char *a, const char *b)
@@ -146,7 +89,7 @@ static void on_swept(void *arg, const PGresult *res, const char *err)
               online = strtoll(PQgetvalue(res, 0, SWEEP_C_ONLINE), NULL, 10);
     if (online > 0)
         atomic_fetch_add(&p->stats->swept, (uint64_t)online);
-    if (n >= IGW_PRESENCE_SWEEP_BATCH || p->sweep_boot != p->sweep_sent) {
+    if (igw_presence_sweep_more(n, IGW_PRESENCE_SWEEP_BATCH, p->sweep_boot, p->sweep_sent)) {
         sweep_next(p); /* more behind, or a newer boot arrived meanwhile: at once */
         return;
     }
@@ -173,15 +116,8 @@ static void sweep_next(igw_presence *p)
 /* A boot newer than any this process saw: this worker sweeps for it. */
 static void boot_seen(igw_presence *p, int64_t boot)
 {
-    int64_t cur = atomic_load(&p->stats->boot);
-    while (boot > cur)
-        if (atomic_compare_exchange_weak(&p->stats->boot, &cur, boot)) {
-            bool running = p->sweep_boot != 0;
-            p->sweep_boot = boot; /* a running sweep goes on with the newer boot */
-            if (!running)
-                sweep_next(p);
-            return;
-        }
+    if (igw_presence_boot_claim(&p->stats->boot, boot) && igw_presence_sweep_begin(&p->sweep_boot, boot))
+        sweep_next(p);
 }
 
 /* ---- API ------------------------------------------------------------------------------- */
@@ -190,9 +126,9 @@ void igw_presence_submit(igw_presence *p, const char *product_id, const char *de
                          size_t len)
 {
     igw_presence_fact f;
+    igw_presence_plan plan;
     bool broker = !product_id[0] && !device_name[0];
-    if (igw_presence_parse(payload, len, &f) != 0 || (!product_id[0] != !device_name[0]) ||
-        (broker != (f.state == IGW_PRESENCE_BOOT))) {
+    if (igw_presence_parse(payload, len, &f) != 0 || igw_presence_plan_of(product_id, device_name, &f, &plan) != 0) {
         count_log(&p->stats->malformed, "presence: not a fact, from %s/%s, dropped (%llu such so far)",
                   broker ? "the broker" : product_id, broker ? "" : device_name);
         return;
@@ -201,12 +137,10 @@ void igw_presence_submit(igw_presence *p, const char *product_id, const char *de
     /* Before the device's own statement, on the same connection: the
      * sweep's first batch runs first. */
     boot_seen(p, f.boot);
-    if (broker)
+    if (!plan.device)
         return;
-    /* The broker saw the device's current connection end (a takeover's
-     * old connection says nothing): its camera legs cannot go on. */
     igw_engine *en = p->engine ? *p->engine : NULL;
-    if (f.state == IGW_PRESENCE_OFFLINE && en && igw_engine_device_offline(en, product_id, device_name) != 0)
+    if (plan.end_legs && en && igw_engine_device_offline(en, product_id, device_name) != 0)
         igw_log(IGW_LOG_WARN, NULL, "presence: %s/%s offline not handed to the session engine", product_id,
                 device_name);
     char boot[24], seq[24], at[24];
@@ -214,7 +148,7 @@ void igw_presence_submit(igw_presence *p, const char *product_id, const char *de
     snprintf(seq, sizeof seq, "%" PRId64, f.seq);
     snprintf(at, sizeof at, "%" PRId64, f.at_ms);
     const char *v[APPLY_NP] = {[APPLY_P_PID] = product_id, [APPLY_P_DN] = device_name,
-                               [APPLY_P_ONLINE] = f.state == IGW_PRESENCE_ONLINE ? "t" : "f", [APPLY_P_BOOT] = boot,
+                               [APPLY_P_ONLINE] = plan.online ? "t" : "f", [APPLY_P_BOOT] = boot,
                                [APPLY_P_SEQ] = seq, [APPLY_P_AT] = at};
     if (igw_db_exec(p->db, &st_apply, v, NULL, NULL, on_applied, p) != 0) {
         count_log(&p->stats->failed, "presence: a fact of %s/%s not sent (%llu such so far)", product_id, device_name);

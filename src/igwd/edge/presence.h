@@ -34,19 +34,12 @@
 #include <stdio.h>
 
 #include "core/db.h"
+#include "edge/decide.h" /* the fact (igw_presence_fact), its parser and what it does */
 #include "session/engine.h"
 
 #define IGW_PRESENCE_SWEEP_BATCH 1000 /* devices set offline per statement of a sweep */
-#define IGW_PRESENCE_PAYLOAD_MAX 512  /* a fact's JSON at most */
 
 typedef struct igw_presence igw_presence;
-
-typedef enum igw_presence_state {
-    IGW_PRESENCE_ONLINE,
-    IGW_PRESENCE_OFFLINE,
-    IGW_PRESENCE_BOOT,
-    IGW_PRESENCE__STATES
-} igw_presence_state;
 
 /* Counters of the process (zero-initialised by the owner; atomics). */
 typedef struct igw_presence_stats {
@@ -58,18 +51,6 @@ typedef struct igw_presence_stats {
     atomic_uint_fast64_t swept;     /* devices set offline because their broker restarted */
     _Atomic int64_t boot;           /* the newest broker boot seen (0: none yet) */
 } igw_presence_stats;
-
-/* A fact's payload, parsed. */
-typedef struct igw_presence_fact {
-    igw_presence_state state;
-    int64_t boot, seq, at_ms;
-} igw_presence_fact;
-
-/* Parses a fact's JSON (len bytes, at most IGW_PRESENCE_PAYLOAD_MAX): an
- * object with the members state, boot (>= 1), seq (>= 0) and at (>= 0),
- * each exactly once, integers within 2^53; other members are skipped (a
- * newer plugin may add some). 0, or -1. Pure, any thread. */
-int igw_presence_parse(const char *payload, size_t len, igw_presence_fact *out);
 
 /* The presence of one worker, on db's loop (db not owned, must outlive it;
  * destroy the database first: its failed callbacks still reach it).

@@ -18,19 +18,10 @@
 #include "api.h"
 #include "base64.h"
 #include "call/call.h"
+#include "call/decide.h"
 #include "call_lua.h" /* IGW_CALL_LUA: call.lua as a C string (Makefile) */
 #include "core/log.h"
 #include "event/outbox.h"
-#include "paths.h"
-
-#define ARGS_MAX 12
-#define ARG_MAX 140 /* a key ("igw:{call:" + a callId + "}:meta"), an id, a number */
-_Static_assert(ARG_MAX > sizeof "igw:{call:}:meta" - 1 + IGW_CALL_ID_MAX, "a call's keys fit an argument");
-
-enum op_kind { OP_GROUP, OP_START, OP_JOIN, OP_HEARTBEAT, OP_HANGUP, OP_ROSTER, OP_READ, OP_SET, OP_LEAVE,
-               OP_RECEIPT };
-/* Where an operation is: peeking, checking the group, acting. */
-enum op_step { STEP_PEEK, STEP_GROUP, STEP_ACT };
 
 typedef struct standin {
     igw_call base;
@@ -41,16 +32,16 @@ typedef struct standin {
 
 typedef struct op {
     standin *s;
-    enum op_kind kind;
-    enum op_step step;
+    igw_call_op kind;
+    igw_call_step step;
     int64_t ent, user, target;
     int64_t expected; /* set: the target's join instance (peeked); leave: expectedMemberEpoch */
     int64_t revision; /* set: expectedRevision */
     bool allowed, retried; /* retried: NOSCRIPT answered, sent again as EVAL */
     char call_id[IGW_CALL_ID_MAX + 1], group_id[IGW_CALL_GROUP_ID_MAX + 1];
-    char key[ARG_MAX];
+    char key[IGW_CALL_ARG_MAX];
     int argc;
-    char argv[ARGS_MAX][ARG_MAX];
+    char argv[IGW_CALL_ARGS_MAX][IGW_CALL_ARG_MAX];
     igw_call_cb cb;
     void *arg;
 } op;
@@ -63,11 +54,6 @@ static void sha_once(void)
     unsigned char d[SHA_DIGEST_LENGTH];
     SHA1((const unsigned char *)IGW_CALL_LUA, strlen(IGW_CALL_LUA), d);
     igw_hex_encode(d, sizeof d, script_sha);
-}
-
-static bool writes(enum op_kind k)
-{
-    return k == OP_START || k == OP_JOIN || k == OP_HANGUP || k == OP_SET || k == OP_LEAVE || k == OP_GROUP;
 }
 
 static void finish(op *o, const igw_call_result *r)
@@ -86,48 +72,18 @@ static void fail(op *o, int cls, const char *reason, const char *path)
 static void fail_dep(op *o, const char *what, const char *err, bool sent)
 {
     igw_log(IGW_LOG_WARN, NULL, "call: %s: %s", what, err);
-    if (sent && writes(o->kind) && o->step == STEP_ACT)
-        fail(o, IGW_ERR_UNKNOWN_OUTCOME, "the conference runtime did not answer; read before retrying", "");
-    else
-        fail(o, IGW_ERR_UNAVAILABLE, "the conference runtime is unavailable; try again later", "");
-}
-
-static const char *target_path(const op *o)
-{
-    /* leave's are the runtime's own words: no route's body has them */
-    return o->kind == OP_LEAVE ? "/participantId" : IGW_PATH_targetUserID;
+    igw_call_refusal r;
+    igw_call_dep_refusal(o->kind, o->step, sent, &r);
+    fail(o, r.cls, r.reason, r.path);
 }
 
 /* A refusal word of call.lua as the public answer. */
 static void refuse(op *o, const char *w)
 {
-    if (!strcmp(w, "NO_CALL"))
-        fail(o, IGW_ERR_NOT_FOUND, "no such live call", IGW_PATH_callId);
-    else if (!strcmp(w, "ENDED"))
-        fail(o, IGW_ERR_NOT_FOUND, "the call has ended", IGW_PATH_callId);
-    else if (!strcmp(w, "NOT_LIVE"))
-        fail(o, IGW_ERR_PERMISSION, "you are not a live member of the call", "");
-    else if (!strcmp(w, "TARGET_NOT_LIVE"))
-        fail(o, IGW_ERR_NOT_FOUND, "the member is not live in the call", target_path(o));
-    else if (!strcmp(w, "NOT_INITIATOR"))
-        fail(o, IGW_ERR_PERMISSION, "only the call's original initiator may do this", "");
-    else if (!strcmp(w, "EPOCH"))
-        fail(o, IGW_ERR_PARAMETER,
-             o->kind == OP_LEAVE ? "stale expectedMemberEpoch: the member re-entered the call"
-                                 : "the member re-entered the call since it was read; read again",
-             o->kind == OP_LEAVE ? "/expectedMemberEpoch" : target_path(o));
-    else if (!strcmp(w, "REVISION"))
-        fail(o, IGW_ERR_PARAMETER, "stale expectedRevision; read the record again", IGW_PATH_expectedRevision);
-    else if (!strcmp(w, "FULL"))
-        fail(o, IGW_ERR_CAPACITY, "the call's leave receipts are full", "");
-    else if (!strcmp(w, "CALL_FULL"))
-        fail(o, IGW_ERR_CAPACITY, "the call has as many live members as it may (256)", "");
-    else if (!strcmp(w, "NONE"))
-        fail(o, IGW_ERR_NOT_FOUND, "no receipt", "");
-    else {
+    igw_call_refusal r;
+    if (!igw_call_refusal_of(w, o->kind, &r))
         igw_log(IGW_LOG_ERROR, NULL, "call: unexpected answer %s", w);
-        fail(o, IGW_ERR_INTERNAL, "the conference runtime failed", "");
-    }
+    fail(o, r.cls, r.reason, r.path);
 }
 
 /* ---- the script ---------------------------------------------------------------------- */
@@ -136,16 +92,15 @@ static void on_script(void *arg, const redisReply *rep, const char *err);
 
 static int send_script(op *o, bool eval)
 {
-    const char *argv[ARGS_MAX + 7];
+    const char *argv[IGW_CALL_ARGS_MAX + 7];
     int n = 0;
-    char keys[4][ARG_MAX];
-    static const char *const suffix[4] = {"meta", "live", "mem", "rcpt"};
-    for (int i = 0; i < 4; i++)
-        snprintf(keys[i], sizeof keys[i], "igw:{call:%s}:%s", o->call_id, suffix[i]);
+    char keys[IGW_CALL_KEYS][IGW_CALL_ARG_MAX];
+    for (int i = 0; i < IGW_CALL_KEYS; i++)
+        igw_call_key(keys[i], o->call_id, (igw_call_key_kind)i);
     argv[n++] = eval ? "EVAL" : "EVALSHA";
     argv[n++] = eval ? IGW_CALL_LUA : script_sha;
     argv[n++] = "4";
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < IGW_CALL_KEYS; i++)
         argv[n++] = keys[i];
     for (int i = 0; i < o->argc; i++)
         argv[n++] = o->argv[i];
@@ -158,7 +113,7 @@ static int send_script(op *o, bool eval)
  * fit makes send_args refuse (-1). */
 static void arg_str(op *o, const char *v)
 {
-    if (o->argc < 0 || o->argc >= ARGS_MAX || strlen(v) >= ARG_MAX) {
+    if (o->argc < 0 || o->argc >= IGW_CALL_ARGS_MAX || strlen(v) >= IGW_CALL_ARG_MAX) {
         o->argc = -1;
         return;
     }
@@ -205,34 +160,18 @@ static const char *str_at(const redisReply *r, size_t i)
     return e->type == REDIS_REPLY_STRING || e->type == REDIS_REPLY_STATUS ? e->str : "";
 }
 
-static int cmp_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
 /* A leave receipt "<epoch> <ended> <uid,uid,...>" (call.lua) as the result. */
 static void answer_receipt(op *o, const char *text, bool replay)
 {
-    int64_t rest[IGW_CALL_MEMBERS_MAX];
+    int64_t rest[IGW_CALL_MEMBERS_MAX], epoch;
     size_t n = 0;
-    long long epoch = 0;
-    int ended = 0, used = 0;
-    if (sscanf(text, "%lld %d %n", &epoch, &ended, &used) < 2 || epoch <= 0) {
+    bool ended;
+    if (igw_call_receipt_parse(text, &epoch, &ended, rest, IGW_CALL_MEMBERS_MAX, &n) != 0) {
         igw_log(IGW_LOG_ERROR, NULL, "call: unreadable receipt");
         fail(o, IGW_ERR_INTERNAL, "the conference runtime failed", "");
         return;
     }
-    for (const char *p = text + used; *p && n < IGW_CALL_MEMBERS_MAX;) {
-        char *end;
-        long long v = strtoll(p, &end, 10);
-        if (end == p)
-            break;
-        rest[n++] = v;
-        p = *end == ',' ? end + 1 : end;
-    }
-    qsort(rest, n, sizeof rest[0], cmp_i64);
-    igw_call_result r = {.cls = IGW_ERR_OK, .call_id = o->call_id, .epoch = epoch, .ended = ended == 1,
+    igw_call_result r = {.cls = IGW_ERR_OK, .call_id = o->call_id, .epoch = epoch, .ended = ended,
                          .replay = replay, .remaining = rest, .nremaining = n};
     finish(o, &r);
 }
@@ -250,40 +189,40 @@ static void answer(op *o, const redisReply *rep)
         refuse(o, w);
         return;
     }
-    if (o->step == STEP_PEEK) { /* OK group initiator epoch live */
+    if (o->step == IGW_CALL_STEP_PEEK) { /* OK group initiator epoch live */
         snprintf(o->group_id, sizeof o->group_id, "%s", str_at(rep, 1));
-        if (o->kind == OP_SET) {
+        if (o->kind == IGW_CALL_OP_SET)
             o->expected = int_at(rep, 3); /* the target's current join instance */
-            if (!int_at(rep, 4)) {
-                refuse(o, "TARGET_NOT_LIVE");
-                return;
-            }
+        igw_call_refusal no;
+        if (igw_call_peek_refuses(o->kind, int_at(rep, 4) != 0, &no)) {
+            fail(o, no.cls, no.reason, no.path);
+            return;
         }
-        o->step = STEP_GROUP;
+        o->step = IGW_CALL_STEP_GROUP;
         act(o);
         return;
     }
     igw_call_result r = {.cls = IGW_ERR_OK, .call_id = o->call_id, .group_id = o->group_id};
     switch (o->kind) {
-    case OP_START:
-    case OP_JOIN:
-    case OP_HEARTBEAT:
+    case IGW_CALL_OP_START:
+    case IGW_CALL_OP_JOIN:
+    case IGW_CALL_OP_HEARTBEAT:
         r.epoch = int_at(rep, 1);
         r.deadline_ms = int_at(rep, 2);
-        r.fresh = o->kind == OP_START || int_at(rep, 3) == 1;
+        r.fresh = o->kind == IGW_CALL_OP_START || int_at(rep, 3) == 1;
         break;
-    case OP_HANGUP:
+    case IGW_CALL_OP_HANGUP:
         r.epoch = int_at(rep, 1);
         r.ended = int_at(rep, 2) == 1;
         break;
-    case OP_READ:
-    case OP_SET:
+    case IGW_CALL_OP_READ:
+    case IGW_CALL_OP_SET:
         r.allowed = int_at(rep, 1) == 1;
         r.revision = int_at(rep, 2);
         r.epoch = int_at(rep, 3);
         r.expires_ms = int_at(rep, 4);
         break;
-    case OP_ROSTER: {
+    case IGW_CALL_OP_ROSTER: {
         igw_call_member m[IGW_CALL_MEMBERS_MAX];
         size_t n = 0;
         r.initiator = strtoll(str_at(rep, 1), NULL, 10);
@@ -301,11 +240,11 @@ static void answer(op *o, const redisReply *rep)
         finish(o, &r);
         return;
     }
-    case OP_LEAVE:
-    case OP_RECEIPT:
-        answer_receipt(o, str_at(rep, 1), o->kind == OP_RECEIPT);
+    case IGW_CALL_OP_LEAVE:
+    case IGW_CALL_OP_RECEIPT:
+        answer_receipt(o, str_at(rep, 1), o->kind == IGW_CALL_OP_RECEIPT);
         return;
-    case OP_GROUP:
+    case IGW_CALL_OP_GROUP:
         break;
     }
     finish(o, &r);
@@ -372,11 +311,12 @@ static void on_member(void *arg, const PGresult *res, const char *err)
         fail_dep(o, "postgres", err, false);
         return;
     }
-    if (PQntuples(res) != 1) {
-        fail(o, IGW_ERR_PERMISSION, "you are not a member of the call's group", "");
+    igw_call_refusal no;
+    if (PQntuples(res) != 1 && igw_call_check_refusal(o->kind, o->step, &no)) {
+        fail(o, no.cls, no.reason, no.path);
         return;
     }
-    o->step = STEP_ACT;
+    o->step = IGW_CALL_STEP_ACT;
     act(o);
 }
 
@@ -387,9 +327,10 @@ static void on_group(void *arg, const PGresult *res, const char *err)
         fail_dep(o, "postgres", err, true);
         return;
     }
-    if (PQntuples(res) != 1 || strcmp(PQgetvalue(res, 0, GROUP_C_CREATED), "1") != 0) {
-        fail(o, IGW_ERR_PARAMETER, "every member must be an active user of your enterprise",
-             IGW_PATH_members);
+    igw_call_refusal no;
+    if ((PQntuples(res) != 1 || strcmp(PQgetvalue(res, 0, GROUP_C_CREATED), "1") != 0) &&
+        igw_call_check_refusal(o->kind, o->step, &no)) {
+        fail(o, no.cls, no.reason, no.path);
         return;
     }
     igw_call_result r = {.cls = IGW_ERR_OK, .group_id = o->group_id};
@@ -409,39 +350,39 @@ static int check_member(op *o)
 static int send_step(op *o)
 {
     standin *s = o->s;
-    if (o->step == STEP_GROUP)
+    if (o->step == IGW_CALL_STEP_GROUP)
         return check_member(o);
-    if (o->step == STEP_PEEK) {
+    if (o->step == IGW_CALL_STEP_PEEK) {
         args_begin(o, "peek");
-        arg_i64(o, o->kind == OP_SET || o->kind == OP_READ ? o->target : o->user);
+        arg_i64(o, igw_call_peek_user(o->kind, o->user, o->target));
         return send_args(o);
     }
     switch (o->kind) {
-    case OP_START:
+    case IGW_CALL_OP_START:
         args_begin(o, "start");
         arg_str(o, o->group_id);
         arg_i64(o, o->user);
         arg_i64(o, s->hb_ms);
         break;
-    case OP_JOIN:
-    case OP_HEARTBEAT:
-        args_begin(o, o->kind == OP_JOIN ? "join" : "heartbeat");
+    case IGW_CALL_OP_JOIN:
+    case IGW_CALL_OP_HEARTBEAT:
+        args_begin(o, o->kind == IGW_CALL_OP_JOIN ? "join" : "heartbeat");
         arg_i64(o, o->user);
         arg_i64(o, s->hb_ms);
         break;
-    case OP_HANGUP:
+    case IGW_CALL_OP_HANGUP:
         args_begin(o, "hangup");
         arg_i64(o, o->user);
         break;
-    case OP_ROSTER:
+    case IGW_CALL_OP_ROSTER:
         args_begin(o, "roster");
         break;
-    case OP_READ:
+    case IGW_CALL_OP_READ:
         args_begin(o, "audio_read");
         arg_i64(o, o->user);
         arg_i64(o, o->target);
         break;
-    case OP_SET:
+    case IGW_CALL_OP_SET:
         args_begin(o, "audio_set");
         arg_i64(o, o->user);
         arg_i64(o, o->target);
@@ -449,7 +390,7 @@ static int send_step(op *o)
         arg_i64(o, o->revision);
         arg_i64(o, o->expected);
         break;
-    case OP_LEAVE:
+    case IGW_CALL_OP_LEAVE:
         args_begin(o, "leave");
         arg_i64(o, o->user);
         arg_i64(o, o->target);
@@ -457,11 +398,11 @@ static int send_step(op *o)
         arg_str(o, o->key);
         arg_i64(o, s->hb_ms);
         break;
-    case OP_RECEIPT:
+    case IGW_CALL_OP_RECEIPT:
         args_begin(o, "receipt");
         arg_str(o, o->key);
         break;
-    case OP_GROUP: /* PostgreSQL only: no script */
+    case IGW_CALL_OP_GROUP: /* PostgreSQL only: no script */
         return -1;
     }
     return send_args(o);
@@ -471,16 +412,16 @@ static int send_step(op *o)
 static void act(op *o)
 {
     if (send_step(o) != 0)
-        fail_dep(o, o->step == STEP_GROUP ? "postgres" : "redis", "not accepted", false);
+        fail_dep(o, o->step == IGW_CALL_STEP_GROUP ? "postgres" : "redis", "not accepted", false);
 }
 
 
 /* ---- the operations ------------------------------------------------------------------ */
 
-static op *op_new(igw_call *c, enum op_kind kind, int64_t ent, int64_t user, const char *call_id,
+static op *op_new(igw_call *c, igw_call_op kind, int64_t ent, int64_t user, const char *call_id,
                   igw_call_cb cb, void *arg)
 {
-    if (call_id && strlen(call_id) > IGW_CALL_ID_MAX)
+    if (!igw_call_ids_fit(call_id, NULL, NULL))
         return NULL;
     op *o = calloc(1, sizeof *o);
     if (!o)
@@ -496,10 +437,11 @@ static op *op_new(igw_call *c, enum op_kind kind, int64_t ent, int64_t user, con
     return o;
 }
 
-/* Sends o's first step; -1 (o freed, cb never runs) when it cannot. */
-static int begin(op *o, enum op_step step)
+/* Sends o's first step (igw_call_first_step); -1 (o freed, cb never runs)
+ * when it cannot. */
+static int begin(op *o)
 {
-    o->step = step;
+    o->step = igw_call_first_step(o->kind);
     if (send_step(o) != 0) {
         free(o);
         return -1;
@@ -512,7 +454,7 @@ static int s_group_create(igw_call *c, int64_t ent, int64_t creator, const char 
 {
     if (n > IGW_CALL_MEMBERS_MAX)
         return -1;
-    op *o = op_new(c, OP_GROUP, ent, creator, NULL, cb, arg);
+    op *o = op_new(c, IGW_CALL_OP_GROUP, ent, creator, NULL, cb, arg);
     if (!o)
         return -1;
     char id[40];
@@ -523,32 +465,18 @@ static int s_group_create(igw_call *c, int64_t ent, int64_t creator, const char 
     snprintf(o->group_id, sizeof o->group_id, "g-%s", id);
     /* {creator,members...} deduplicated: the array's cardinality is the
      * number of distinct active users the statement must find. */
-    int64_t ids[IGW_CALL_MEMBERS_MAX + 1];
-    size_t k = 0;
-    ids[k++] = creator;
-    for (size_t i = 0; i < n; i++)
-        ids[k++] = members[i];
-    qsort(ids, k, sizeof ids[0], cmp_i64);
-    char *arr = malloc(k * 22 + 3);
-    if (!arr) {
+    char *arr = malloc(IGW_CALL_LITERAL_CAP(n));
+    if (!arr || !igw_call_members_literal(creator, members, n, arr, IGW_CALL_LITERAL_CAP(n))) {
+        free(arr);
         free(o);
         return -1;
     }
-    size_t len = 0;
-    arr[len++] = '{';
-    for (size_t i = 0; i < k; i++) {
-        if (i && ids[i] == ids[i - 1])
-            continue;
-        len += (size_t)sprintf(arr + len, "%s%" PRId64, len > 1 ? "," : "", ids[i]);
-    }
-    arr[len++] = '}';
-    arr[len] = '\0';
     char e[24], u[24];
     snprintf(e, sizeof e, "%" PRId64, ent);
     snprintf(u, sizeof u, "%" PRId64, creator);
     const char *v[GROUP_NP] = {[GROUP_P_ID] = o->group_id, [GROUP_P_ENTERPRISE] = e, [GROUP_P_NAME] = name,
                                [GROUP_P_OWNER] = u, [GROUP_P_MEMBERS] = arr};
-    o->step = STEP_ACT;
+    o->step = IGW_CALL_STEP_ACT;
     int rc = igw_db_exec(o->s->db, &q_group, v, NULL, NULL, on_group, o);
     free(arr);
     if (rc != 0)
@@ -558,8 +486,8 @@ static int s_group_create(igw_call *c, int64_t ent, int64_t creator, const char 
 
 static int s_start(igw_call *c, int64_t ent, int64_t user, const char *group_id, igw_call_cb cb, void *arg)
 {
-    op *o = op_new(c, OP_START, ent, user, NULL, cb, arg);
-    if (!o || strlen(group_id) > IGW_CALL_GROUP_ID_MAX) {
+    op *o = op_new(c, IGW_CALL_OP_START, ent, user, NULL, cb, arg);
+    if (!o || !igw_call_ids_fit(NULL, group_id, NULL)) {
         free(o);
         return -1;
     }
@@ -570,79 +498,79 @@ static int s_start(igw_call *c, int64_t ent, int64_t user, const char *group_id,
     }
     snprintf(o->call_id, sizeof o->call_id, "c-%s", id);
     snprintf(o->group_id, sizeof o->group_id, "%s", group_id);
-    return begin(o, STEP_GROUP);
+    return begin(o);
 }
 
 static int s_join(igw_call *c, int64_t ent, int64_t user, const char *call_id, igw_call_cb cb, void *arg)
 {
-    op *o = op_new(c, OP_JOIN, ent, user, call_id, cb, arg);
-    return o ? begin(o, STEP_PEEK) : -1;
+    op *o = op_new(c, IGW_CALL_OP_JOIN, ent, user, call_id, cb, arg);
+    return o ? begin(o) : -1;
 }
 
 static int s_heartbeat(igw_call *c, int64_t ent, int64_t user, const char *call_id, igw_call_cb cb, void *arg)
 {
-    op *o = op_new(c, OP_HEARTBEAT, ent, user, call_id, cb, arg);
-    return o ? begin(o, STEP_ACT) : -1;
+    op *o = op_new(c, IGW_CALL_OP_HEARTBEAT, ent, user, call_id, cb, arg);
+    return o ? begin(o) : -1;
 }
 
 static int s_hangup(igw_call *c, int64_t ent, int64_t user, const char *call_id, igw_call_cb cb, void *arg)
 {
-    op *o = op_new(c, OP_HANGUP, ent, user, call_id, cb, arg);
-    return o ? begin(o, STEP_ACT) : -1;
+    op *o = op_new(c, IGW_CALL_OP_HANGUP, ent, user, call_id, cb, arg);
+    return o ? begin(o) : -1;
 }
 
 static int s_roster(igw_call *c, int64_t ent, int64_t user, const char *call_id, igw_call_cb cb, void *arg)
 {
-    op *o = op_new(c, OP_ROSTER, ent, user, call_id, cb, arg);
-    return o ? begin(o, STEP_PEEK) : -1;
+    op *o = op_new(c, IGW_CALL_OP_ROSTER, ent, user, call_id, cb, arg);
+    return o ? begin(o) : -1;
 }
 
 static int s_audio_read(igw_call *c, int64_t ent, int64_t user, const char *call_id, int64_t target,
                         igw_call_cb cb, void *arg)
 {
-    op *o = op_new(c, OP_READ, ent, user, call_id, cb, arg);
+    op *o = op_new(c, IGW_CALL_OP_READ, ent, user, call_id, cb, arg);
     if (!o)
         return -1;
     o->target = target;
-    return begin(o, STEP_PEEK);
+    return begin(o);
 }
 
 static int s_audio_set(igw_call *c, int64_t ent, int64_t user, const char *call_id, int64_t target, bool allowed,
                        int64_t expected_revision, igw_call_cb cb, void *arg)
 {
-    op *o = op_new(c, OP_SET, ent, user, call_id, cb, arg);
+    op *o = op_new(c, IGW_CALL_OP_SET, ent, user, call_id, cb, arg);
     if (!o)
         return -1;
     o->target = target;
     o->allowed = allowed;
     o->revision = expected_revision;
-    return begin(o, STEP_PEEK);
+    return begin(o);
 }
 
 static int s_leave(igw_call *c, int64_t ent, int64_t actor, const char *call_id, int64_t target,
                    int64_t expected_epoch, const char *receipt_key, igw_call_cb cb, void *arg)
 {
-    if (strlen(receipt_key) >= ARG_MAX)
+    if (!igw_call_ids_fit(NULL, NULL, receipt_key))
         return -1;
-    op *o = op_new(c, OP_LEAVE, ent, actor, call_id, cb, arg);
+    op *o = op_new(c, IGW_CALL_OP_LEAVE, ent, actor, call_id, cb, arg);
     if (!o)
         return -1;
     o->target = target;
     o->expected = expected_epoch;
     snprintf(o->key, sizeof o->key, "%s", receipt_key);
-    return begin(o, STEP_ACT);
+    return begin(o);
 }
 
 static int s_receipt(igw_call *c, int64_t ent, const char *call_id, const char *receipt_key, igw_call_cb cb,
                      void *arg)
 {
-    if (strlen(receipt_key) >= ARG_MAX)
+    if (!igw_call_ids_fit(NULL, NULL, receipt_key))
         return -1;
-    op *o = op_new(c, OP_RECEIPT, ent, 0, call_id, cb, arg);
+    op *o = op_new(c, IGW_CALL_OP_RECEIPT, ent, 0, call_id, cb, arg);
     if (!o)
         return -1;
     snprintf(o->key, sizeof o->key, "%s", receipt_key);
-    return begin(o, STEP_ACT);
+    return begin(o);
 }
 
 static void s_destroy(igw_call *c)

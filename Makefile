@@ -167,7 +167,7 @@ link = @mkdir -p $(@D) && echo "  LINK $@" && $(CC) $1 -o $@ $(filter %.o,$^) $(
         test-igwd test-framing test-conn test-loop test-pending test-log test-db test-outbox test-ws test-redis test-mqtt test-edge test-app test-nodes \
         test-nodes-own test-presence test-live test-talk test-recordings test-sql test-console \
         test-ops test-mqttauth test-openapi test-media-unit fuzz-smoke fuzz \
-        test-catalog-decide test-edge-decide test-call-decide \
+        test-catalog-decide test-edge-decide test-call-decide test-routes-decide \
         bench-decode bench-edge bench-app bench-media bench-srtp bench-live bench-talk bench-recordings \
         bench-smoke
 
@@ -280,6 +280,7 @@ $(eval $(call test_bin,edge_decide_test,tests/igwd/edge_decide_test.c,igwd_edge 
 $(BUILD)/tobj/tests/igwd/call_decide_test.o: $(BUILD)/gen/call_lua.h
 $(BUILD)/tobj/tests/igwd/call_decide_test.o: XCFLAGS = $(IGWD_CFLAGS) -I$(BUILD)/gen
 $(eval $(call test_bin,call_decide_test,tests/igwd/call_decide_test.c,igwd_call gen lib rt,$$(RT_LIBS)))
+$(eval $(call test_bin,routes_decide_test,tests/igwd/routes_decide_test.c,igwd_routes igwd_core gen lib rt,$$(IGWD_LIBS)))
 # The interaction.state text PostgreSQL builds (generated/igwd/state_sql.h) against the C encoder's.
 $(eval $(call test_bin,state_sql_test,tests/igwd/state_sql_test.c,gen rt,$$(PQ_LIBS) $$(RT_LIBS)))
 $(eval $(call test_bin,sdp_test,tests/media/sdp_test.c,media,))
@@ -388,6 +389,11 @@ test-edge-decide: $(T)/edge_decide_test
 # The conference runtime's decisions against call.lua's words and bounds, and its routes' contracts (no services).
 test-call-decide: $(T)/call_decide_test
 	$(T)/call_decide_test
+
+# The routes' answers to the domains' results and their requests' translations, against each route's
+# declared error classes (no services).
+test-routes-decide: $(T)/routes_decide_test
+	$(T)/routes_decide_test
 
 # Media building blocks, each alone (pure functions or in-memory peers).
 test-media-unit: $(T)/sdp_test $(T)/rtp_test $(T)/dtls_test
@@ -511,7 +517,7 @@ test-live: $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-mqtt-auth.so $(BUILD)/igw-vcam
 # seconds per decoder plus its clang builds, runs in `make test` beside them).
 test-unit: check-gen test-layers test-codegen test-json test-conformance test-devauth test-topic test-jwt test-thingmodel \
            test-upload test-conn test-loop test-pending test-decide test-log test-media-unit test-openapi \
-           test-catalog-decide test-edge-decide test-call-decide
+           test-catalog-decide test-edge-decide test-call-decide test-routes-decide
 test-services: test-igwctl test-igwd test-framing test-deadline test-db test-outbox test-ws test-redis test-mqtt test-edge test-app test-nodes \
                test-nodes-own test-presence test-talk test-recordings test-console test-sql test-ops test-mqttauth
 

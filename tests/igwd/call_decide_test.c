@@ -101,7 +101,7 @@ static long lua_const(const char *name)
 /* Each word's class, reason and path, as an operation other than leave hears it. */
 static void test_refusal_words(void)
 {
-    igw_call_refusal r;
+    igw_call_refusal r = {0};
     CHECK(igw_call_refusal_of("NO_CALL", IGW_CALL_OP_JOIN, &r) &&
           refusal_is(&r, IGW_ERR_NOT_FOUND, "no such live call", "/callId"));
     CHECK(igw_call_refusal_of("ENDED", IGW_CALL_OP_JOIN, &r) &&
@@ -124,7 +124,7 @@ static void test_refusal_words(void)
 /* Leave's target words point at its own fields, not a route's body. */
 static void test_refusal_leave(void)
 {
-    igw_call_refusal r;
+    igw_call_refusal r = {0};
     CHECK(igw_call_refusal_of("TARGET_NOT_LIVE", IGW_CALL_OP_LEAVE, &r) && same(r.path, "/participantId"));
     CHECK(igw_call_refusal_of("EPOCH", IGW_CALL_OP_LEAVE, &r) &&
           refusal_is(&r, IGW_ERR_PARAMETER, "stale expectedMemberEpoch: the member re-entered the call",
@@ -136,7 +136,7 @@ static void test_refusal_leave(void)
 /* A word the runtime does not know is internal, never a client's fault. */
 static void test_refusal_unknown(void)
 {
-    igw_call_refusal r;
+    igw_call_refusal r = {0};
     static const char *const odd[] = {"EXISTS", "BAD_OP", "", "no_call", "NO_CALL ", "OK"};
     for (size_t i = 0; i < sizeof odd / sizeof odd[0]; i++) {
         CHECK(!igw_call_refusal_of(odd[i], IGW_CALL_OP_JOIN, &r), "%s", odd[i]);
@@ -152,7 +152,7 @@ static void test_script_words_mapped(void)
     words_in(IGW_CALL_LUA, IGW_CALL_LUA + strlen(IGW_CALL_LUA), &all);
     CHECK(all.n >= 12, "%d words found in call.lua", all.n);
     for (int i = 0; i < all.n; i++) {
-        igw_call_refusal r;
+        igw_call_refusal r = {0};
         bool internal = same(all.w[i], "EXISTS") || same(all.w[i], "BAD_OP");
         CHECK(igw_call_refusal_of(all.w[i], IGW_CALL_OP_LEAVE, &r) == !internal, "%s", all.w[i]);
         CHECK(igw_call_refusal_of(all.w[i], IGW_CALL_OP_SET, &r) == !internal, "%s", all.w[i]);
@@ -165,7 +165,7 @@ static void test_script_bounds(void)
     CHECK(lua_const("RCPT_MAX") == IGW_CALL_RECEIPTS_MAX, "%ld", lua_const("RCPT_MAX"));
     CHECK(lua_const("LIVE_MAX") == IGW_CALL_MEMBERS_MAX, "%ld", lua_const("LIVE_MAX"));
     CHECK(lua_const("GRANT_MS") == IGW_CALL_GRANT_MS, "%ld", lua_const("GRANT_MS"));
-    igw_call_refusal r;
+    igw_call_refusal r = {0};
     char bound[16];
     snprintf(bound, sizeof bound, "(%d)", IGW_CALL_MEMBERS_MAX);
     CHECK(igw_call_refusal_of("CALL_FULL", IGW_CALL_OP_JOIN, &r) && strstr(r.reason, bound), "%s", r.reason);
@@ -195,7 +195,7 @@ static bool declared(igw_route_id route, int cls)
  * dependency failing before or after sending. */
 static void check_contract(igw_route_id route, igw_call_op op, const char *script_op)
 {
-    igw_call_refusal r;
+    igw_call_refusal r = {0};
     const char *name = igw_routes[route].name;
     for (int step = igw_call_first_step(op); step <= IGW_CALL_STEP_ACT; step++) {
         for (int sent = 0; sent < 2; sent++) {
@@ -275,7 +275,7 @@ static void test_first_step(void)
  * whose target is not live stops at the peek. */
 static void test_peek(void)
 {
-    igw_call_refusal r;
+    igw_call_refusal r = {0};
     CHECK(igw_call_peek_user(IGW_CALL_OP_SET, 7, 9) == 9 && igw_call_peek_user(IGW_CALL_OP_READ, 7, 9) == 9);
     CHECK(igw_call_peek_user(IGW_CALL_OP_JOIN, 7, 9) == 7 && igw_call_peek_user(IGW_CALL_OP_ROSTER, 7, 0) == 7);
     CHECK(igw_call_peek_refuses(IGW_CALL_OP_SET, false, &r) &&
@@ -288,7 +288,7 @@ static void test_peek(void)
 /* The group check refuses permission; a new group's statement, /members. */
 static void test_checks(void)
 {
-    igw_call_refusal r;
+    igw_call_refusal r = {0};
     CHECK(igw_call_check_refusal(IGW_CALL_OP_JOIN, IGW_CALL_STEP_GROUP, &r) &&
           refusal_is(&r, IGW_ERR_PERMISSION, "you are not a member of the call's group", ""));
     CHECK(igw_call_check_refusal(IGW_CALL_OP_GROUP, IGW_CALL_STEP_ACT, &r) &&
@@ -300,7 +300,7 @@ static void test_checks(void)
 /* A sent write's act may have happened; anything else is unavailable. */
 static void test_dep_refusal(void)
 {
-    igw_call_refusal r;
+    igw_call_refusal r = {0};
     igw_call_dep_refusal(IGW_CALL_OP_SET, IGW_CALL_STEP_ACT, true, &r);
     CHECK(refusal_is(&r, IGW_ERR_UNKNOWN_OUTCOME, "the conference runtime did not answer; read before retrying", ""));
     igw_call_dep_refusal(IGW_CALL_OP_SET, IGW_CALL_STEP_ACT, false, &r);

@@ -60,7 +60,7 @@ static void test_name_copy(void)
 static void test_topic(void)
 {
     char h[16], t[16];
-    igw_edge_refusal r;
+    igw_edge_refusal r = {0};
     CHECK(!igw_edge_topic_refuses(S("$thing"), S("property"), h, sizeof h, t, sizeof t, &r));
     CHECK(strcmp(h, "thing") == 0 && strcmp(t, "property") == 0, "%s %s", h, t);
     CHECK(!igw_edge_topic_refuses(S("thing"), S("event"), h, sizeof h, t, sizeof t, &r) && strcmp(h, "thing") == 0);
@@ -75,7 +75,7 @@ static void test_topic(void)
 static void test_target_http_self(void)
 {
     char pid[32], dn[32];
-    igw_edge_refusal r;
+    igw_edge_refusal r = {0};
     CHECK(!igw_edge_target_refuses(NONE, NONE, "gwP", "gw1", pid, dn, sizeof pid, &r));
     CHECK(strcmp(pid, "gwP") == 0 && strcmp(dn, "gw1") == 0, "%s/%s", pid, dn);
 }
@@ -84,7 +84,7 @@ static void test_target_http_self(void)
 static void test_target_http_headers(void)
 {
     char pid[32], dn[32];
-    igw_edge_refusal r;
+    igw_edge_refusal r = {0};
     CHECK(!igw_edge_target_refuses(S("subP"), S("s7"), "gwP", "gw1", pid, dn, sizeof pid, &r));
     CHECK(strcmp(pid, "subP") == 0 && strcmp(dn, "s7") == 0, "%s/%s", pid, dn);
 }
@@ -94,7 +94,7 @@ static void test_target_http_headers(void)
 static void test_target_http_half(void)
 {
     char pid[32], dn[32];
-    igw_edge_refusal r;
+    igw_edge_refusal r = {0};
     CHECK(igw_edge_target_refuses(S("subP"), NONE, "gwP", "gw1", pid, dn, sizeof pid, &r));
     CHECK(refusal_is(&r, IGW_ERR_PARAMETER, "productID and deviceName go together", ""), "%s", r.reason);
     CHECK(igw_edge_target_refuses(S("subP"), S(""), "gwP", "gw1", pid, dn, sizeof pid, &r));
@@ -107,7 +107,7 @@ static void test_target_http_half(void)
 static void test_target_mqtt(void)
 {
     char pid[32], dn[32];
-    igw_edge_refusal r;
+    igw_edge_refusal r = {0};
     CHECK(!igw_edge_target_refuses(S("camP"), S("cam1"), NULL, NULL, pid, dn, sizeof pid, &r));
     CHECK(strcmp(pid, "camP") == 0 && strcmp(dn, "cam1") == 0, "%s/%s", pid, dn);
     CHECK(igw_edge_target_refuses(S("camP"), NONE, NULL, NULL, pid, dn, sizeof pid, &r));
@@ -118,7 +118,7 @@ static void test_target_mqtt(void)
 /* Every credential failure gets one class and reason; only the log tells which. */
 static void test_credentials(void)
 {
-    igw_edge_refusal r;
+    igw_edge_refusal r = {0};
     CHECK(!igw_edge_credentials_refuse(IGW_DEVAUTH_OK, true, 20, &r));
     static const int codes[] = {IGW_DEVAUTH_EUSERNAME, IGW_DEVAUTH_EPASSWORD, IGW_DEVAUTH_ESECRET,
                                 IGW_DEVAUTH_EUNKNOWN,  IGW_DEVAUTH_EMISMATCH, IGW_DEVAUTH_EEXPIRED,
@@ -154,7 +154,7 @@ static void test_devauth_reasons(void)
 /* The gateway rule: one's own message always; another's only for a gateway. */
 static void test_actor(void)
 {
-    igw_edge_refusal r;
+    igw_edge_refusal r = {0};
     CHECK(igw_edge_decide_actor("P", "d1", "P", "d1", false, &r) == IGW_EDGE_ACTOR_SELF);
     CHECK(igw_edge_decide_actor("P", "d1", "P", "d1", true, &r) == IGW_EDGE_ACTOR_SELF);
     CHECK(igw_edge_decide_actor("P", "d1", "P", "d2", true, &r) == IGW_EDGE_ACTOR_SUBDEVICE);
@@ -167,7 +167,7 @@ static void test_actor(void)
 /* HTTP: a sub-device bound to this gateway only; unknown looks like bound elsewhere. */
 static void test_bound_http(void)
 {
-    igw_edge_refusal r, unknown;
+    igw_edge_refusal r = {0}, unknown = {0};
     CHECK(!igw_edge_bound_refuses(true, "gwP", "gw1", "gwP", "gw1", &r));
     CHECK(igw_edge_bound_refuses(false, "", "", "gwP", "gw1", &unknown));
     CHECK(refusal_is(&unknown, IGW_ERR_PERMISSION, "not a sub-device bound to this gateway", ""), "%s",
@@ -181,7 +181,7 @@ static void test_bound_http(void)
 /* MQTT: the broker's ACL bound the topic; only an unknown device is refused. */
 static void test_bound_mqtt(void)
 {
-    igw_edge_refusal r;
+    igw_edge_refusal r = {0};
     CHECK(!igw_edge_bound_refuses(true, "", "", NULL, NULL, &r));
     CHECK(!igw_edge_bound_refuses(true, "gwP", "gw1", NULL, NULL, &r));
     CHECK(igw_edge_bound_refuses(false, "", "", NULL, NULL, &r));
@@ -193,7 +193,7 @@ static void test_bound_mqtt(void)
 /* Only an unknown method points at /method; unknown handle or type at nothing. */
 static void test_row_refusal(void)
 {
-    igw_edge_refusal r;
+    igw_edge_refusal r = {0};
     CHECK(!igw_edge_row_refuses(IGW_PROTO_FOUND, &r));
     static const igw_proto_status sts[] = {IGW_PROTO_NO_HANDLE, IGW_PROTO_NO_TYPE, IGW_PROTO_NO_METHOD};
     for (size_t i = 0; i < 3; i++) {
@@ -233,7 +233,7 @@ static void test_needs_model(void)
  * sub-devices' check, or the batch. */
 static void test_store_rows(void)
 {
-    igw_edge_refusal r;
+    igw_edge_refusal r = {0};
     CHECK(igw_edge_decide_store(row_of("thing", "property", "getStatus"), false, &r) == IGW_EDGE_STORE_PROPERTIES);
     CHECK(igw_edge_decide_store(row_of("thing", "service", "getStatus"), false, &r) == IGW_EDGE_STORE_PROPERTIES);
     CHECK(igw_edge_decide_store(row_of("config", "get", "get"), false, &r) == IGW_EDGE_STORE_CONFIG);
@@ -247,7 +247,7 @@ static void test_store_rows(void)
 /* Sub-devices from a device that is no gateway: refused before any query. */
 static void test_store_not_gateway(void)
 {
-    igw_edge_refusal r;
+    igw_edge_refusal r = {0};
     static const char *const methods[] = {"topo", "online", "offline"};
     for (int i = 0; i < 3; i++) {
         CHECK(igw_edge_decide_store(row_of("gateway", "operation", methods[i]), false, &r) == IGW_EDGE_STORE_REFUSED);
@@ -259,7 +259,7 @@ static void test_store_not_gateway(void)
  * non-gateway, an answer from the database only for rows that return data. */
 static void test_store_every_row(void)
 {
-    igw_edge_refusal r;
+    igw_edge_refusal r = {0};
     for (size_t i = 0; i < igw_proto_device.nrows; i++) {
         const igw_proto_row *row = &igw_proto_device.rows[i];
         igw_edge_store gw = igw_edge_decide_store(row, true, &r), dev = igw_edge_decide_store(row, false, &r);
@@ -274,7 +274,7 @@ static void test_store_every_row(void)
 /* The database's 1-based item names /params/devices/<item - 1>. */
 static void test_subdevice_refusal(void)
 {
-    igw_edge_refusal r;
+    igw_edge_refusal r = {0};
     igw_edge_subdevice_refusal(1, &r);
     CHECK(refusal_is(&r, IGW_ERR_PERMISSION, "not a sub-device bound to this gateway", "/params/devices/0"), "%s",
           r.path);
@@ -285,7 +285,7 @@ static void test_subdevice_refusal(void)
 /* The catalog's unknown camera names its entry's cameraId; OK and FAILED are no refusal here. */
 static void test_catalog_refusal(void)
 {
-    igw_edge_refusal r;
+    igw_edge_refusal r = {0};
     igw_recordings_report_result res = {.status = IGW_RECORDINGS_REPORT_UNKNOWN_CAMERA, .bad = 3};
     CHECK(igw_edge_catalog_refuses(&res, &r));
     CHECK(refusal_is(&r, IGW_ERR_PARAMETER, "not a camera of this device: nothing of the report was stored",
@@ -309,7 +309,7 @@ static void test_db_reason(void)
 /* Closing first, then the pending bound, the bench, a command's reply, the batch. */
 static void test_queue(void)
 {
-    igw_edge_refusal r;
+    igw_edge_refusal r = {0};
     igw_edge_queue_facts f = {.closing = true, .npending = 100, .pending_max = 100, .dry_run = true,
                               .command_reply = true};
     CHECK(igw_edge_decide_queue(&f, &r) == IGW_EDGE_QUEUE_REFUSED);
@@ -328,7 +328,7 @@ static void test_queue(void)
 /* A command's reply settles its command once, and not when it reports properties. */
 static void test_queue_settle(void)
 {
-    igw_edge_refusal r;
+    igw_edge_refusal r = {0};
     igw_edge_queue_facts f = {.pending_max = 10, .command_reply = true};
     CHECK(igw_edge_decide_queue(&f, &r) == IGW_EDGE_QUEUE_SETTLE);
     f.settling = true; /* results.c gave it back: stored as any uplink */

@@ -17,6 +17,7 @@
 #include "api.h"
 #include "base64.h"
 #include "routes/context.h"
+#include "routes/decide.h"
 #include "devauth.h"
 #include "filename.h"
 #include "routes/routes.h"
@@ -54,10 +55,11 @@ static void target_headers(const igw_request *req, igw_str *pid, igw_str *dn)
 static void on_send_done(void *arg, const igw_edge_result *r)
 {
     igw_exchange *ex = arg;
-    if (r->cls == IGW_ERR_OK && r->reply)
-        igw_http_reply_ok(ex, r->reply, r->reply_len);
+    igw_routes_error e;
+    if (igw_routes_uplink_error(r, true, &e))
+        igw_http_reply_error(ex, e.cls, e.reason, e.path);
     else
-        igw_http_reply_error(ex, r->cls == IGW_ERR_OK ? IGW_ERR_INTERNAL : r->cls, r->reason, r->path);
+        igw_http_reply_ok(ex, r->reply, r->reply_len);
 }
 
 /* The send route, or (dry_run) the bench's reference: the same work and
@@ -135,16 +137,13 @@ static int up_fail(upload *u, int cls, const char *reason, const char *path)
 static int up_part_begin(void *ctx, const igw_multipart_part *p)
 {
     upload *u = ctx;
-    if (strcmp(p->name, "file") != 0)
-        return 0; /* other parts are ignored (schema: others ignored) */
-    if (u->have_file)
-        return up_fail(u, IGW_ERR_PARAMETER, "the part file appears twice", "file");
+    igw_routes_error e;
+    igw_routes_part part = igw_routes_upload_part(p, u->have_file, &e);
+    if (part == IGW_ROUTES_PART_SKIP)
+        return 0;
     u->have_file = true;
-    const char *why = NULL;
-    if (!p->has_filename || p->filename_len == 0)
-        return up_fail(u, IGW_ERR_PARAMETER, "the part file needs a filename", "file");
-    if (igw_filename_check(p->filename, p->filename_len, &why))
-        return up_fail(u, IGW_ERR_PARAMETER, why, "file");
+    if (part == IGW_ROUTES_PART_REFUSED)
+        return up_fail(u, e.cls, e.reason, e.path);
     igw_storage_edge dirs;
     if (igw_storage_edge_dirs(&dirs, u->pid, u->dn, time(NULL)) ||
         igw_storage_open(u->w->app->storage_fd, dirs.dirs, 5, p->filename, &u->fd, u->relpath,
@@ -164,8 +163,9 @@ static int up_part_data(void *ctx, const char *data, size_t len)
     if (!u->in_file)
         return 0;
     u->size += len;
-    if (u->size > u->w->app->cfg.upload_max)
-        return up_fail(u, IGW_ERR_TOO_LARGE, "the file exceeds the upload cap", "file");
+    igw_routes_error e;
+    if (igw_routes_upload_too_large(u->size, u->w->app->cfg.upload_max, &e))
+        return up_fail(u, e.cls, e.reason, e.path);
     if (EVP_DigestUpdate(u->sha, data, len) != 1)
         return up_fail(u, IGW_ERR_INTERNAL, "digest failed", "");
     while (len) {
@@ -254,8 +254,9 @@ static void on_file_row(void *arg, const PGresult *res, const char *err)
 static void on_upload_authorized(void *arg, const igw_edge_result *r)
 {
     upload *u = arg;
-    if (r->cls != IGW_ERR_OK || igw_http_cancelled(u->ex)) {
-        igw_http_reply_error(u->ex, r->cls == IGW_ERR_OK ? IGW_ERR_INTERNAL : r->cls, r->reason, r->path);
+    igw_routes_error e;
+    if (igw_routes_uplink_error(r, false, &e) || igw_http_cancelled(u->ex)) {
+        igw_http_reply_error(u->ex, e.cls, e.reason, e.path);
         upload_free(u, false);
         return;
     }
@@ -279,12 +280,9 @@ static void on_upload_authorized(void *arg, const igw_edge_result *r)
     }
     if (rc == 0)
         rc = igw_multipart_finish(&mp);
-    if (rc == 0 && !u->have_file)
-        up_fail(u, IGW_ERR_PARAMETER, "the part file is required", "file");
-    if (rc != 0 || u->cls != IGW_ERR_OK) {
-        if (u->cls == IGW_ERR_OK)
-            up_fail(u, IGW_ERR_PARAMETER, igw_multipart_error(&mp) ? igw_multipart_error(&mp) : "invalid multipart body",
-                    "");
+    if (igw_routes_upload_end_error(rc, u->have_file, igw_multipart_error(&mp), &e))
+        up_fail(u, e.cls, e.reason, e.path); /* a callback's refusal, if any, stays first */
+    if (u->cls != IGW_ERR_OK) {
         igw_http_reply_error(u->ex, u->cls, u->reason, u->path);
         upload_free(u, true);
         return;

@@ -15,6 +15,7 @@
 #include "event/outbox.h"
 #include "paths.h"
 #include "routes/context.h"
+#include "routes/decide.h"
 #include "routes/routes.h"
 #include "routes/wspush.h"
 
@@ -23,13 +24,10 @@
 static void on_registered(void *arg, const igw_endpoint_result *r)
 {
     igw_exchange *ex = arg;
-    if (r->err) {
-        /* An endpoint that may have been created unseen is harmless (it
-         * expires unused): a lost answer is simply unavailable. */
-        igw_err cls = igw_db_error_class(r->err, false);
-        igw_log(cls == IGW_ERR_INTERNAL ? IGW_LOG_ERROR : IGW_LOG_WARN, igw_http_request_id(ex), "register: %s", r->err);
-        igw_http_reply_error(ex, cls, cls == IGW_ERR_INTERNAL ? "could not register the endpoint" : "try again later",
-                             "");
+    igw_routes_error e;
+    if (igw_routes_register_error(r->err, &e)) {
+        igw_log(e.cls == IGW_ERR_INTERNAL ? IGW_LOG_ERROR : IGW_LOG_WARN, igw_http_request_id(ex), "register: %s", r->err);
+        igw_http_reply_error(ex, e.cls, e.reason, e.path);
         return;
     }
     igw_RegisterData d = {.endpointId = {r->id, strlen(r->id)}, .expiresAt = r->expires_at_ms};
@@ -73,13 +71,11 @@ void igw_route_commands(igw_exchange *ex, const igw_request *req, const igw_prin
 static void on_pull(void *arg, const igw_outbox_result *r)
 {
     igw_exchange *ex = arg;
-    if (r->status == IGW_OUTBOX_UNKNOWN_ENDPOINT || r->status == IGW_OUTBOX_ENDPOINT_EXPIRED) {
-        igw_http_reply_error(ex, IGW_ERR_NOT_FOUND, "unknown or expired endpoint", IGW_PATH_endpointId);
-        return;
-    }
-    if (r->status != IGW_OUTBOX_OK) {
-        igw_log(IGW_LOG_ERROR, igw_http_request_id(ex), "events: %s", r->err ? r->err : "pull failed");
-        igw_http_reply_error(ex, IGW_ERR_UNAVAILABLE, "try again later", "");
+    igw_routes_error e;
+    if (igw_routes_outbox_error(r, false, &e)) {
+        if (e.cls == IGW_ERR_UNAVAILABLE)
+            igw_log(IGW_LOG_ERROR, igw_http_request_id(ex), "events: %s", r->err ? r->err : "pull failed");
+        igw_http_reply_error(ex, e.cls, e.reason, e.path);
         return;
     }
     igw_EventItem items[IGW_EventsData_list_MAX_ITEMS];
@@ -106,22 +102,11 @@ void igw_route_events_pull(igw_exchange *ex, const igw_request *req, const igw_p
 static void on_ack(void *arg, const igw_outbox_result *r)
 {
     igw_exchange *ex = arg;
-    if (r->status == IGW_OUTBOX_UNKNOWN_ENDPOINT || r->status == IGW_OUTBOX_ENDPOINT_EXPIRED) {
-        igw_http_reply_error(ex, IGW_ERR_NOT_FOUND, "unknown or expired endpoint", IGW_PATH_endpointId);
-        return;
-    }
-    if (r->status == IGW_OUTBOX_REFUSED) {
-        /* One reason for every kind (foreign, device, unknown, expired): a
-         * caller learns nothing about deliveries that are not its own. */
-        char path[48];
-        snprintf(path, sizeof path, IGW_PATH_deliveryIds_ITEM, (unsigned)r->refused_index);
-        igw_http_reply_error(ex, IGW_ERR_NOT_FOUND, "unknown, foreign or expired delivery; nothing was acknowledged",
-                             path);
-        return;
-    }
-    if (r->status != IGW_OUTBOX_OK) {
-        igw_log(IGW_LOG_ERROR, igw_http_request_id(ex), "events/ack: %s", r->err ? r->err : "ack failed");
-        igw_http_reply_error(ex, IGW_ERR_UNAVAILABLE, "try again later", "");
+    igw_routes_error e;
+    if (igw_routes_outbox_error(r, true, &e)) {
+        if (e.cls == IGW_ERR_UNAVAILABLE)
+            igw_log(IGW_LOG_ERROR, igw_http_request_id(ex), "events/ack: %s", r->err ? r->err : "ack failed");
+        igw_http_reply_error(ex, e.cls, e.reason, e.path);
         return;
     }
     igw_AckData d = {.has = IGW_AckData_acknowledged, .acknowledged = r->acknowledged};
@@ -196,7 +181,7 @@ void igw_route_talk_audio_access(igw_exchange *ex, const igw_request *req, const
     }
     a->ex = ex;
     snprintf(a->target, sizeof a->target, "%.*s", (int)rq->targetUserID.len, rq->targetUserID.ptr);
-    int64_t target = strtoll(a->target, NULL, 10); /* canonical_id: the decoder checked it */
+    int64_t target = igw_routes_id_of(rq->targetUserID); /* canonical_id: the decoder checked it */
     int rc = rq->operation == IGW_AudioOperation_set
                  ? igw_call_audio_set(w->call, who->enterprise_id, who->user_id, call_id, target, rq->allowed,
                                       rq->expectedRevision, on_audio, a)
@@ -210,22 +195,12 @@ void igw_route_talk_audio_access(igw_exchange *ex, const igw_request *req, const
 static void on_recordings(void *arg, const igw_recordings_result *r)
 {
     igw_exchange *ex = arg;
-    switch (r->status) {
-    case IGW_RECORDINGS_UNKNOWN_ENDPOINT:
-        igw_http_reply_error(ex, IGW_ERR_NOT_FOUND, "unknown or expired endpoint", IGW_PATH_endpointId);
+    igw_routes_error e;
+    if (igw_routes_recordings_error(r, &e)) {
+        if (r->status == IGW_RECORDINGS_FAILED)
+            igw_log(IGW_LOG_ERROR, igw_http_request_id(ex), "recordings: %s", r->err);
+        igw_http_reply_error(ex, e.cls, e.reason, e.path);
         return;
-    case IGW_RECORDINGS_NO_RIGHTS: /* an unknown device looks the same: no existence leak */
-        igw_http_reply_error(ex, IGW_ERR_PERMISSION, "no rights on the target device", IGW_PATH_target);
-        return;
-    case IGW_RECORDINGS_UNKNOWN_CAMERA:
-        igw_http_reply_error(ex, IGW_ERR_NOT_FOUND, "unknown camera of the target device", IGW_PATH_cameraId);
-        return;
-    case IGW_RECORDINGS_FAILED:
-        igw_log(IGW_LOG_ERROR, igw_http_request_id(ex), "recordings: %s", r->err);
-        igw_http_reply_error(ex, igw_db_error_class(r->err, false), "try again later", "");
-        return;
-    case IGW_RECORDINGS_OK:
-        break;
     }
     igw_RecordingEntry items[IGW_RecordingsData_list_MAX_ITEMS];
     for (unsigned i = 0; i < r->n; i++) {
@@ -251,15 +226,8 @@ static void on_recordings(void *arg, const igw_recordings_result *r)
 void igw_route_recordings_query(igw_exchange *ex, const igw_request *req, const igw_principal *who)
 {
     igw_worker *w = igw_http_state(ex);
-    const igw_RecordingsQuery *rq = req->body;
-    igw_arena *a = igw_http_arena(ex);
-    igw_recordings_query q = {.enterprise_id = who->enterprise_id, .user_id = who->user_id,
-                              .endpoint_id = igw_arena_strndup(a, rq->endpointId.ptr, rq->endpointId.len),
-                              .product_id = igw_arena_strndup(a, rq->target.productID.ptr, rq->target.productID.len),
-                              .device_name = igw_arena_strndup(a, rq->target.deviceName.ptr, rq->target.deviceName.len),
-                              .camera_id = igw_arena_strndup(a, rq->cameraId.ptr, rq->cameraId.len),
-                              .start_ms = rq->startTimeMs, .end_ms = rq->endTimeMs, .limit = (unsigned)rq->limit};
-    if (!q.endpoint_id || !q.product_id || !q.device_name || !q.camera_id) {
+    igw_recordings_query q;
+    if (igw_routes_recordings_query(req->body, who->enterprise_id, who->user_id, igw_http_arena(ex), &q)) {
         igw_http_reply_error(ex, IGW_ERR_INTERNAL, "out of memory", "");
         return;
     }

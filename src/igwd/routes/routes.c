@@ -9,6 +9,7 @@
 #include "decode.h"
 #include "igwd/handlers.h"
 #include "routes/context.h"
+#include "routes/decide.h"
 
 /* ---- the login of `auth user` routes (auth/login.h) ------------------------------- */
 
@@ -156,21 +157,21 @@ void igw_routes_handle(void *arg, igw_exchange *ex, const igw_request *req)
      * whether the login token may come as the WebSocket subprotocol. */
     const igw_route_binding *h = &igw_route_bindings[req->route->id];
     igw_route_fn fn = h->fn ? h->fn : not_implemented;
-    if (req->route->auth != IGW_AUTH_KIND_USER) {
+    igw_worker *w = req->route->auth == IGW_AUTH_KIND_USER ? igw_http_state(ex) : NULL;
+    switch (igw_routes_decide_way(req->route->auth, h->auth_subprotocol, w && w->login)) {
+    case IGW_ROUTES_DIRECT:
         fn(ex, req, NULL);
         return;
-    }
-    /* The schema's `auth user`: the login comes first, for every such
-     * route, implemented or not. */
-    igw_worker *w = igw_http_state(ex);
-    if (!w || !w->login) {
+    case IGW_ROUTES_NO_LOGIN:
         igw_http_reply_error(ex, IGW_ERR_UNAVAILABLE, "login is not configured", "");
         return;
-    }
-    if (h->auth_subprotocol)
+    case IGW_ROUTES_LOGIN_WS:
         login_run_ws(w->login, ex, req, fn);
-    else
+        return;
+    case IGW_ROUTES_LOGIN:
         login_run(w->login, ex, req, fn);
+        return;
+    }
 }
 
 bool igw_routes_bench(void *arg, igw_exchange *ex, unsigned slot)

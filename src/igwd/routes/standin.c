@@ -10,6 +10,7 @@
 #include "api.h"
 #include "call/call.h"
 #include "routes/context.h"
+#include "routes/decide.h"
 #include "routes/routes.h"
 
 #define UID_LEN 24
@@ -62,9 +63,7 @@ void igw_route_standin_group_create(igw_exchange *ex, const igw_request *req, co
         return;
     const igw_GroupCreate *rq = req->body;
     int64_t members[IGW_GroupCreate_members_MAX_ITEMS];
-    uint32_t n = rq->members.n < IGW_GroupCreate_members_MAX_ITEMS ? rq->members.n : IGW_GroupCreate_members_MAX_ITEMS;
-    for (uint32_t i = 0; i < n; i++)
-        members[i] = strtoll(rq->members.v[i].ptr, NULL, 10); /* canonical_id: digits, in range */
+    uint32_t n = igw_routes_group_members(rq, members); /* canonical_id: digits, in range */
     char *name = igw_arena_strndup(igw_http_arena(ex), rq->name.ptr, rq->name.len);
     if (!name) {
         igw_http_reply_error(ex, IGW_ERR_INTERNAL, "out of memory", "");

@@ -1,0 +1,140 @@
+/* decide.c - see decide.h. */
+#include "routes/decide.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "core/db.h"
+#include "filename.h"
+#include "paths.h"
+
+static bool error(igw_routes_error *e, int cls, const char *reason, const char *path)
+{
+    e->cls = cls;
+    e->reason = reason ? reason : "";
+    e->path = path ? path : "";
+    return true;
+}
+
+/* ---- dispatch ---- */
+
+igw_routes_way igw_routes_decide_way(igw_auth_kind auth, bool auth_subprotocol, bool login_configured)
+{
+    if (auth != IGW_AUTH_KIND_USER)
+        return IGW_ROUTES_DIRECT;
+    /* The schema's `auth user`: the login comes first, for every such
+     * route, implemented or not. */
+    if (!login_configured)
+        return IGW_ROUTES_NO_LOGIN;
+    return auth_subprotocol ? IGW_ROUTES_LOGIN_WS : IGW_ROUTES_LOGIN;
+}
+
+/* ---- results as replies ---- */
+
+bool igw_routes_register_error(const char *err, igw_routes_error *e)
+{
+    if (!err)
+        return false;
+    igw_err cls = igw_db_error_class(err, false);
+    return error(e, cls, cls == IGW_ERR_INTERNAL ? "could not register the endpoint" : "try again later", "");
+}
+
+bool igw_routes_outbox_error(const igw_outbox_result *r, bool ack, igw_routes_error *e)
+{
+    if (r->status == IGW_OUTBOX_UNKNOWN_ENDPOINT || r->status == IGW_OUTBOX_ENDPOINT_EXPIRED)
+        return error(e, IGW_ERR_NOT_FOUND, "unknown or expired endpoint", IGW_PATH_endpointId);
+    if (ack && r->status == IGW_OUTBOX_REFUSED) {
+        snprintf(e->path_buf, sizeof e->path_buf, IGW_PATH_deliveryIds_ITEM, (unsigned)r->refused_index);
+        return error(e, IGW_ERR_NOT_FOUND, "unknown, foreign or expired delivery; nothing was acknowledged",
+                     e->path_buf);
+    }
+    if (r->status != IGW_OUTBOX_OK)
+        return error(e, IGW_ERR_UNAVAILABLE, "try again later", "");
+    return false;
+}
+
+bool igw_routes_recordings_error(const igw_recordings_result *r, igw_routes_error *e)
+{
+    switch (r->status) {
+    case IGW_RECORDINGS_UNKNOWN_ENDPOINT:
+        return error(e, IGW_ERR_NOT_FOUND, "unknown or expired endpoint", IGW_PATH_endpointId);
+    case IGW_RECORDINGS_NO_RIGHTS: /* an unknown device looks the same: no existence leak */
+        return error(e, IGW_ERR_PERMISSION, "no rights on the target device", IGW_PATH_target);
+    case IGW_RECORDINGS_UNKNOWN_CAMERA:
+        return error(e, IGW_ERR_NOT_FOUND, "unknown camera of the target device", IGW_PATH_cameraId);
+    case IGW_RECORDINGS_FAILED:
+        return error(e, igw_db_error_class(r->err, false), "try again later", "");
+    case IGW_RECORDINGS_OK:
+        break;
+    }
+    return false;
+}
+
+bool igw_routes_uplink_error(const igw_edge_result *r, bool need_reply, igw_routes_error *e)
+{
+    error(e, r->cls == IGW_ERR_OK ? IGW_ERR_INTERNAL : r->cls, r->reason, r->path);
+    return r->cls != IGW_ERR_OK || (need_reply && !r->reply);
+}
+
+/* ---- upload-file ---- */
+
+igw_routes_part igw_routes_upload_part(const igw_multipart_part *p, bool have_file, igw_routes_error *e)
+{
+    if (strcmp(p->name, "file") != 0)
+        return IGW_ROUTES_PART_SKIP;
+    const char *why = NULL;
+    if (have_file)
+        error(e, IGW_ERR_PARAMETER, "the part file appears twice", "file");
+    else if (!p->has_filename || p->filename_len == 0)
+        error(e, IGW_ERR_PARAMETER, "the part file needs a filename", "file");
+    else if (igw_filename_check(p->filename, p->filename_len, &why))
+        error(e, IGW_ERR_PARAMETER, why, "file");
+    else
+        return IGW_ROUTES_PART_FILE;
+    return IGW_ROUTES_PART_REFUSED;
+}
+
+bool igw_routes_upload_too_large(uint64_t size, uint64_t max, igw_routes_error *e)
+{
+    return size > max && error(e, IGW_ERR_TOO_LARGE, "the file exceeds the upload cap", "file");
+}
+
+bool igw_routes_upload_end_error(int rc, bool have_file, const char *mp_error, igw_routes_error *e)
+{
+    if (rc != 0)
+        return error(e, IGW_ERR_PARAMETER, mp_error ? mp_error : "invalid multipart body", "");
+    if (!have_file)
+        return error(e, IGW_ERR_PARAMETER, "the part file is required", "file");
+    return false;
+}
+
+/* ---- requests into domain inputs ---- */
+
+int64_t igw_routes_id_of(igw_str s)
+{
+    int64_t v = 0;
+    for (size_t i = 0; i < s.len && s.ptr[i] >= '0' && s.ptr[i] <= '9'; i++)
+        v = v * 10 + (s.ptr[i] - '0');
+    return v;
+}
+
+int igw_routes_recordings_query(const igw_RecordingsQuery *rq, int64_t enterprise_id, int64_t user_id, igw_arena *a,
+                                igw_recordings_query *q)
+{
+    *q = (igw_recordings_query){
+        .enterprise_id = enterprise_id, .user_id = user_id,
+        .endpoint_id = igw_arena_strndup(a, rq->endpointId.ptr, rq->endpointId.len),
+        .product_id = igw_arena_strndup(a, rq->target.productID.ptr, rq->target.productID.len),
+        .device_name = igw_arena_strndup(a, rq->target.deviceName.ptr, rq->target.deviceName.len),
+        .camera_id = igw_arena_strndup(a, rq->cameraId.ptr, rq->cameraId.len),
+        .start_ms = rq->startTimeMs, .end_ms = rq->endTimeMs, .limit = (unsigned)rq->limit};
+    return q->endpoint_id && q->product_id && q->device_name && q->camera_id ? 0 : -1;
+}
+
+uint32_t igw_routes_group_members(const igw_GroupCreate *rq, int64_t *out)
+{
+    uint32_t n = rq->members.n < IGW_GroupCreate_members_MAX_ITEMS ? rq->members.n : IGW_GroupCreate_members_MAX_ITEMS;
+    for (uint32_t i = 0; i < n; i++)
+        out[i] = igw_routes_id_of(rq->members.v[i]);
+    return n;
+}

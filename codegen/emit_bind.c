@@ -107,12 +107,17 @@ static void trait_const(igw_out *o, const char *trait)
         igw_out_printf(o, "%c", toupper((unsigned char)*trait));
 }
 
-static bool in_traits(const igw_method_bind *b, const char *trait)
+static bool in_vec(const igw_vec *v, const char *x)
 {
-    FOR(b->traits, const char, t)
-        if (strcmp(t, trait) == 0)
+    for (int i = 0; i < v->n; i++)
+        if (strcmp(IGW_VEC_AT(*v, const char, i), x) == 0)
             return true;
     return false;
+}
+
+static bool in_traits(const igw_method_bind *b, const char *trait)
+{
+    return in_vec(&b->traits, trait);
 }
 
 static int emit_methods(const igw_schema *s, const char *gen_dir)
@@ -241,14 +246,6 @@ static void guard_bits(igw_out *o, const char *when)
         igw_out_puts(o, "0");
     else
         igw_out_printf(o, "IGW_PURPOSE_IF_%s", igw_c_upper(when));
-}
-
-static bool in_vec(const igw_vec *v, const char *x)
-{
-    for (int i = 0; i < v->n; i++)
-        if (strcmp(IGW_VEC_AT(*v, const char, i), x) == 0)
-            return true;
-    return false;
 }
 
 static int emit_purposes(const igw_schema *s, const char *gen_dir)

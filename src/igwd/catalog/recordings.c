@@ -10,7 +10,6 @@
 #include "event/rights.h"
 #include "paths.h"
 
-#define NOW_MS "floor(extract(epoch FROM now()) * 1000)::bigint"
 
 /* The checks, then (only when they hold) the window's recordings through the
  * index (product_id, device_name, camera_id, start_time_ms): at most limit
@@ -28,7 +27,7 @@ enum {
 static const igw_db_stmt st_query = {
     "igw_recordings_query",
     "WITH f AS MATERIALIZED (SELECT "
-    IGW_SQL_ENDPOINT_LIVE("$3::text", "$1::bigint", "$2::bigint", NOW_MS) " AS ep, "
+    IGW_SQL_ENDPOINT_LIVE("$3::text", "$1::bigint", "$2::bigint", IGW_SQL_NOW_MS) " AS ep, "
     IGW_SQL_DEVICE_RIGHTS("$4::text", "$5::text", "$1::bigint", "$2::bigint") " AS rt, "
     "    EXISTS (SELECT 1 FROM cameras c WHERE c.product_id = $4::text AND c.device_name = $5::text "
     "            AND c.camera_id = $6::text) AS cam), "

@@ -9,6 +9,7 @@
 #include <sys/random.h>
 
 #include "base64.h"
+#include "event/rights.h"
 
 /* The delivery states the SQL below names: states of igw_sm_delivery (the
  * delivery_state domain of deliveries.state); igw_outbox_check_states()
@@ -21,7 +22,6 @@
 static const char *const used_states[] = {ST_PENDING, ST_ACKNOWLEDGED, ST_REDELIVERED, ST_EXPIRED};
 
 /* Unix milliseconds of the transaction's start (one statement: its start). */
-#define NOW_MS "floor(extract(epoch FROM now()) * 1000)::bigint"
 
 /* Parameters and columns by name: *_P_X is $(X + 1) in the statement's
  * SQL and X in its values array, *_C_X the result column X. A parameter
@@ -44,7 +44,7 @@ enum {
 };
 static const igw_db_stmt st_emit = {
     "igw_outbox_emit",
-    "WITH t AS (SELECT " NOW_MS " AS now_ms), "
+    "WITH t AS (SELECT " IGW_SQL_NOW_MS " AS now_ms), "
     "p AS (SELECT p.endpoint_id, p.expires_at_ms, p.expires_at_ms > t.now_ms AS live FROM endpoints p, t "
     "      WHERE p.endpoint_id = $1::text), "
     "b AS (SELECT x.j, jsonb_typeof(x.j) = 'object' AND x.j->>'msgToken' IS NOT DISTINCT FROM $2::text "
@@ -91,7 +91,7 @@ enum {
 enum { RESULT_C_KNOWN, RESULT_C_LIVE, RESULT_C_DUP, RESULT_C_BODY_OK, RESULT_C_DELIVERY, RESULT_C_NOTIFIED, RESULT_C_SETTLED };
 static const igw_db_stmt st_emit_result = {
     "igw_outbox_emit_result",
-    "WITH t AS (SELECT " NOW_MS " AS now_ms), "
+    "WITH t AS (SELECT " IGW_SQL_NOW_MS " AS now_ms), "
     "i AS MATERIALIZED (SELECT u.*, b.j, p.endpoint_id IS NOT NULL AS known, p.expires_at_ms > t.now_ms AS live, "
     "      p.expires_at_ms AS exp, "
     "      jsonb_typeof(b.j) = 'object' AND b.j->>'msgToken' IS NOT DISTINCT FROM u.token "
@@ -135,7 +135,7 @@ enum { PULL_P_LIMIT = EP_P_ENDPOINT + 1, PULL_NP };
 enum { PULL_C_LIVE, PULL_C_DELIVERY, PULL_C_BODY };
 static const igw_db_stmt st_pull = {
     "igw_outbox_pull",
-    "WITH t AS (SELECT " NOW_MS " AS now_ms), " EP_CTE " "
+    "WITH t AS (SELECT " IGW_SQL_NOW_MS " AS now_ms), " EP_CTE " "
     "SELECT ep.live, x.delivery_id, x.body_text "
     "FROM (SELECT 1) one LEFT JOIN ep ON true "
     "LEFT JOIN LATERAL ("
@@ -155,7 +155,7 @@ enum { ACK_P_IDS = EP_P_ENDPOINT + 1, ACK_NP };
 enum { ACK_C_LIVE, ACK_C_REFUSAL, ACK_C_POS, ACK_C_ID, ACK_C_ACKNOWLEDGED };
 static const igw_db_stmt st_ack = {
     "igw_outbox_ack",
-    "WITH t AS (SELECT " NOW_MS " AS now_ms), " EP_CTE ", "
+    "WITH t AS (SELECT " IGW_SQL_NOW_MS " AS now_ms), " EP_CTE ", "
     "req AS (SELECT r.id, r.pos FROM unnest($4::text[]) WITH ORDINALITY AS r(id, pos)), "
     "chk AS (SELECT r.id, r.pos, CASE "
     "          WHEN d.delivery_id IS NULL THEN 'unknown' "
@@ -191,7 +191,7 @@ enum {
 };
 static const igw_db_stmt st_replay = {
     "igw_outbox_replay",
-    "WITH t AS (SELECT " NOW_MS " AS now_ms), " EP_CTE ", "
+    "WITH t AS (SELECT " IGW_SQL_NOW_MS " AS now_ms), " EP_CTE ", "
     "cmd AS (SELECT c.msg_token FROM commands c JOIN ep ON ep.live "
     "        WHERE c.enterprise_id = $1::bigint AND c.endpoint_id = $3::text AND c.msg_token = $6::text "
     "          AND c.user_id = $2::bigint AND c.method = $5::text "

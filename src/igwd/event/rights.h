@@ -1,12 +1,21 @@
 /* rights.h - who may act, as SQL: the rules every statement that accepts
  * a command checks in its own transaction, written once so that the ledger
- * (command/ledger.c) and the session engine (session/session.c) cannot
+ * (command/ledger.c) and the session engine (session/commands.c, op.c) cannot
  * drift apart. Each macro is a string literal built from the SQL
  * expressions it is given (column references or parameters). Here, beside
  * the endpoints' life (endpoint.h), because both rooms that accept commands
  * stand on this one. */
 #ifndef IGW_EVENT_RIGHTS_H
 #define IGW_EVENT_RIGHTS_H
+
+/* The database's now in Unix milliseconds, the unit of every expires_at_ms. */
+#define IGW_SQL_NOW_MS "floor(extract(epoch FROM now()) * 1000)::bigint"
+
+/* The fingerprint (hex) of an earlier acceptance of the key (ent, ep,
+ * token) in the ledger, or NULL: a replay or a conflict. */
+#define IGW_SQL_PRIOR_FP(ent, ep, token)                                                                             \
+    "(SELECT encode(k.fingerprint, 'hex') FROM commands k WHERE k.enterprise_id = " ent " AND k.endpoint_id = " ep    \
+    " AND k.msg_token = " token ")"
 
 /* True when `usr` may command the device row `d` (an alias of devices): its
  * owner, or a user granted it. The caller also matches d's enterprise. */

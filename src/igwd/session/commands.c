@@ -20,11 +20,7 @@
 #include "session/hooks.h"
 #include "session/session.h"
 
-#define NOW_MS "floor(extract(epoch FROM now()) * 1000)::bigint"
-#define ENDPOINT_LIVE(ep, ent, usr) IGW_SQL_ENDPOINT_LIVE(ep, ent, usr, NOW_MS)
-#define PRIOR_FP(ent, ep, token)                                                                                      \
-    "(SELECT encode(k.fingerprint, 'hex') FROM commands k WHERE k.enterprise_id = " ent " AND k.endpoint_id = " ep    \
-    " AND k.msg_token = " token ")"
+#define ENDPOINT_LIVE(ep, ent, usr) IGW_SQL_ENDPOINT_LIVE(ep, ent, usr, IGW_SQL_NOW_MS)
 #define CAPABILITY_ARENA (64u << 10) /* a decoded capability report (the edge bounds it) */
 
 /* The one read of an open (the command room reads nothing before it: the
@@ -36,7 +32,7 @@ enum { OR_COL_LIVE, OR_COL_PRIOR, OR_COL_RIGHTS, OR_COL_CAMERA, OR_COL_ONLINE, O
 static const igw_db_stmt st_open_read = {
     "igw_session_open_read",
     "SELECT " ENDPOINT_LIVE("$3::text", "$1::bigint", "$2::bigint") ", "
-    PRIOR_FP("$1::bigint", "$3::text", "$4::text") ", "
+    IGW_SQL_PRIOR_FP("$1::bigint", "$3::text", "$4::text") ", "
     IGW_SQL_DEVICE_RIGHTS("$5::text", "$6::text", "$1::bigint", "$2::bigint") ", "
     "EXISTS (SELECT 1 FROM cameras c WHERE c.product_id = $5::text AND c.device_name = $6::text "
     "        AND c.camera_id = $7::text), "
@@ -60,7 +56,7 @@ static const igw_db_stmt st_open_write = {
     "igw_session_open_write",
     "WITH ok AS MATERIALIZED (SELECT p.expires_at_ms AS exp FROM endpoints p "
     "    WHERE p.endpoint_id = $3::text AND p.enterprise_id = $1::bigint AND p.user_id = $2::bigint "
-    "      AND p.expires_at_ms > " NOW_MS " AND " IGW_SQL_DEVICE_RIGHTS("$5::text", "$6::text", "$1::bigint", "$2::bigint")
+    "      AND p.expires_at_ms > " IGW_SQL_NOW_MS " AND " IGW_SQL_DEVICE_RIGHTS("$5::text", "$6::text", "$1::bigint", "$2::bigint")
     "      AND EXISTS (SELECT 1 FROM nodes n WHERE n.node_id = $12::text AND n.epoch = $13::bigint)), "
     "cm AS (INSERT INTO commands (enterprise_id, endpoint_id, msg_token, user_id, method, session_id, fingerprint, "
     "                             command) "
@@ -86,7 +82,7 @@ static const igw_db_stmt st_open_write = {
     IGW_SQL_DEVICE_RIGHTS("$5::text", "$6::text", "$1::bigint", "$2::bigint") ", "
     "EXISTS (SELECT 1 FROM nodes n WHERE n.node_id = $12::text AND n.epoch = $13::bigint), "
     "(SELECT count(*) FROM cm), (SELECT count(*) FROM s), (SELECT count(*) FROM dl), (SELECT count(*) FROM ntf), "
-    PRIOR_FP("$1::bigint", "$3::text", "$4::text"),
+    IGW_SQL_PRIOR_FP("$1::bigint", "$3::text", "$4::text"),
     OW__N};
 
 static bool is_subscribe(const live_op *o)

@@ -11,10 +11,6 @@
 #include "paths.h"
 #include "session/session.h"
 
-#define NOW_MS "floor(extract(epoch FROM now()) * 1000)::bigint"
-#define PRIOR_FP(ent, ep, token)                                                                                      \
-    "(SELECT encode(k.fingerprint, 'hex') FROM commands k WHERE k.enterprise_id = " ent " AND k.endpoint_id = " ep    \
-    " AND k.msg_token = " token ")"
 
 /* The acceptance of a command on an existing session. */
 enum { AC_ENT, AC_USER, AC_EP, AC_TOKEN, AC_METHOD, AC_SID, AC_FP, AC_CANON, AC__N };
@@ -24,10 +20,10 @@ static const igw_db_stmt st_accept = {
     "WITH cm AS (INSERT INTO commands (enterprise_id, endpoint_id, msg_token, user_id, method, session_id, "
     "                                  fingerprint, command) "
     "            SELECT $1::bigint, $3::text, $4::text, $2::bigint, $5::text, $6::text, decode($7::text, 'hex'), "
-    "                   $8::jsonb WHERE " IGW_SQL_ENDPOINT_LIVE("$3::text", "$1::bigint", "$2::bigint", NOW_MS)
+    "                   $8::jsonb WHERE " IGW_SQL_ENDPOINT_LIVE("$3::text", "$1::bigint", "$2::bigint", IGW_SQL_NOW_MS)
     "            ON CONFLICT (enterprise_id, endpoint_id, msg_token) DO NOTHING RETURNING 1) "
-    "SELECT " IGW_SQL_ENDPOINT_LIVE("$3::text", "$1::bigint", "$2::bigint", NOW_MS) ", (SELECT count(*) FROM cm), "
-    PRIOR_FP("$1::bigint", "$3::text", "$4::text"),
+    "SELECT " IGW_SQL_ENDPOINT_LIVE("$3::text", "$1::bigint", "$2::bigint", IGW_SQL_NOW_MS) ", (SELECT count(*) FROM cm), "
+    IGW_SQL_PRIOR_FP("$1::bigint", "$3::text", "$4::text"),
     AC__N};
 
 /* A session this node does not hold: whose it is, and whether it lives. */

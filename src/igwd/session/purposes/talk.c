@@ -29,13 +29,10 @@
 #include "clock.h"
 #include "core/log.h"
 #include "decode.h"
+#include "event/rights.h"
 #include "paths.h"
 #include "session/commands.h"
 
-#define NOW_MS "floor(extract(epoch FROM now()) * 1000)::bigint"
-#define PRIOR_FP(ent, ep, token)                                                                                      \
-    "(SELECT encode(k.fingerprint, 'hex') FROM commands k WHERE k.enterprise_id = " ent " AND k.endpoint_id = " ep    \
-    " AND k.msg_token = " token ")"
 
 /* A talk session's own state. */
 typedef struct talk_session {
@@ -465,7 +462,7 @@ enum { PL_COL_LIVE };
 static const igw_db_stmt st_participant_live = {
     "igw_session_participant_live",
     "SELECT EXISTS (SELECT 1 FROM endpoints p JOIN users u ON u.user_id = p.user_id AND u.active "
-    "               WHERE p.user_id = $2::bigint AND p.enterprise_id = $1::bigint AND p.expires_at_ms > " NOW_MS ")",
+    "               WHERE p.user_id = $2::bigint AND p.enterprise_id = $1::bigint AND p.expires_at_ms > " IGW_SQL_NOW_MS ")",
     PL__N};
 
 /* join and leave: an earlier acceptance of the key, and whether its result exists. */
@@ -473,7 +470,7 @@ enum { TP_ENT, TP_EP, TP_TOKEN, TP_SID, TP__N };
 enum { TP_COL_PRIOR, TP_COL_RESULT };
 static const igw_db_stmt st_talk_prior = {
     "igw_session_talk_prior",
-    "SELECT " PRIOR_FP("$1::bigint", "$2::text", "$3::text") ", "
+    "SELECT " IGW_SQL_PRIOR_FP("$1::bigint", "$2::text", "$3::text") ", "
     "EXISTS (SELECT 1 FROM events ev WHERE ev.session_id = $4::text AND ev.msg_token = $3::text "
     "        AND ev.event_seq IS NULL)",
     TP__N};

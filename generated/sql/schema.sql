@@ -80,6 +80,21 @@ CREATE TABLE enterprises (
     created_at    timestamptz NOT NULL DEFAULT now(),
     CONSTRAINT enterprises_pkey PRIMARY KEY (enterprise_id)
 );
+-- Every session whose holder may lose the device ends (session/rights.c): an enterprise deactivated.
+-- NOTIFY igw_rights with the primary key of each row inserted, deleted or updated in (active) or its key.
+CREATE FUNCTION enterprises_notify_igw_rights() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP <> 'INSERT' THEN
+        PERFORM pg_notify('igw_rights', OLD.enterprise_id::text);
+    END IF;
+    IF TG_OP <> 'DELETE' THEN
+        PERFORM pg_notify('igw_rights', NEW.enterprise_id::text);
+    END IF;
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER enterprises_notify_igw_rights AFTER INSERT OR DELETE OR UPDATE OF active, enterprise_id ON enterprises
+    FOR EACH ROW EXECUTE FUNCTION enterprises_notify_igw_rights();
 
 -- Users of an enterprise; id is the canonical positive integer.
 CREATE TABLE users (
@@ -91,6 +106,21 @@ CREATE TABLE users (
     CONSTRAINT users_pkey PRIMARY KEY (user_id)
 );
 CREATE INDEX users_enterprise_id_idx ON users (enterprise_id);
+-- Every session whose holder may lose the device ends (session/rights.c): a user deactivated or moved.
+-- NOTIFY igw_rights with the primary key of each row inserted, deleted or updated in (active, enterprise_id) or its key.
+CREATE FUNCTION users_notify_igw_rights() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP <> 'INSERT' THEN
+        PERFORM pg_notify('igw_rights', OLD.user_id::text);
+    END IF;
+    IF TG_OP <> 'DELETE' THEN
+        PERFORM pg_notify('igw_rights', NEW.user_id::text);
+    END IF;
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER users_notify_igw_rights AFTER INSERT OR DELETE OR UPDATE OF active, enterprise_id, user_id ON users
+    FOR EACH ROW EXECUTE FUNCTION users_notify_igw_rights();
 
 -- Products and their thing models.
 CREATE TABLE products (
@@ -140,6 +170,21 @@ END
 $$;
 CREATE TRIGGER devices_notify_igw_device_secret AFTER INSERT OR DELETE OR UPDATE OF secret, product_id, device_name ON devices
     FOR EACH ROW EXECUTE FUNCTION devices_notify_igw_device_secret();
+-- Every session whose holder may lose the device ends (session/rights.c): a device given to another owner or enterprise, or deleted.
+-- NOTIFY igw_rights with the primary key of each row inserted, deleted or updated in (owner_user_id, enterprise_id) or its key.
+CREATE FUNCTION devices_notify_igw_rights() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP <> 'INSERT' THEN
+        PERFORM pg_notify('igw_rights', OLD.product_id || '&' || OLD.device_name);
+    END IF;
+    IF TG_OP <> 'DELETE' THEN
+        PERFORM pg_notify('igw_rights', NEW.product_id || '&' || NEW.device_name);
+    END IF;
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER devices_notify_igw_rights AFTER INSERT OR DELETE OR UPDATE OF owner_user_id, enterprise_id, product_id, device_name ON devices
+    FOR EACH ROW EXECUTE FUNCTION devices_notify_igw_rights();
 
 -- Users granted rights on a device they do not own.
 CREATE TABLE device_grants (
@@ -150,6 +195,21 @@ CREATE TABLE device_grants (
     CONSTRAINT device_grants_pkey PRIMARY KEY (product_id, device_name, user_id)
 );
 CREATE INDEX device_grants_user_id_idx ON device_grants (user_id);
+-- Every session whose holder may lose the device ends (session/rights.c): a grant deleted.
+-- NOTIFY igw_rights with the primary key of each row inserted, deleted or updated in (user_id) or its key.
+CREATE FUNCTION device_grants_notify_igw_rights() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP <> 'INSERT' THEN
+        PERFORM pg_notify('igw_rights', OLD.product_id || '&' || OLD.device_name || '&' || OLD.user_id::text);
+    END IF;
+    IF TG_OP <> 'DELETE' THEN
+        PERFORM pg_notify('igw_rights', NEW.product_id || '&' || NEW.device_name || '&' || NEW.user_id::text);
+    END IF;
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER device_grants_notify_igw_rights AFTER INSERT OR DELETE OR UPDATE OF user_id, product_id, device_name ON device_grants
+    FOR EACH ROW EXECUTE FUNCTION device_grants_notify_igw_rights();
 
 -- Uplinks from devices, durable before the reply.
 CREATE TABLE device_messages (

@@ -200,6 +200,9 @@ int igw_app_start_engine(igw_app *app, igw_server *srv, char *err, size_t errlen
                             .check_timeout_ms = c->check_timeout_ms, .node_id = app->node_id, .node = &app->node,
                             .mqtt = &app->mqtt, .invite_timeout_ms = c->invite_timeout_ms,
                             .establish_timeout_ms = c->establish_timeout_ms, .max_sessions = c->max_sessions,
+                            .max_sessions_per_enterprise = c->max_sessions_per_enterprise,
+                            .max_sessions_per_user = c->max_sessions_per_user,
+                            .rights_recheck_ms = c->rights_recheck_ms,
                             .redis_host = c->redis_host, .redis_port = c->redis_port, .im_standin = c->im_standin,
                             .im_heartbeat_ms = c->im_heartbeat_ms, .talk_enabled = c->talk_enabled,
                             .talk_members = c->talk_members};

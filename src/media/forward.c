@@ -746,8 +746,8 @@ igw_media_rc igw_fwd_source_rtp(igw_mthread *t, const char *id, const char *addr
 
 /* ---- viewers ---- */
 
-igw_media_rc igw_fwd_viewer_offer(igw_node *s, const char *id, uint32_t rev, bool paused, const igw_sdp *offer,
-                                  char *answer, size_t cap, char *err, size_t errlen)
+igw_media_rc igw_fwd_viewer_offer(igw_node *s, const char *id, uint32_t rev, bool paused, bool publish,
+                                  const igw_sdp *offer, char *answer, size_t cap, char *err, size_t errlen)
 {
     igw_node *v = node_new(s->t, id, rev, false);
     v->source = s;
@@ -765,6 +765,10 @@ igw_media_rc igw_fwd_viewer_offer(igw_node *s, const char *id, uint32_t rev, boo
         /* The viewer receives, and (audio) may publish: its talk. */
         bool v_recv = om->dir == IGW_SDP_RECVONLY || om->dir == IGW_SDP_SENDRECV;
         bool v_send = k == TRACK_AUDIO && (om->dir == IGW_SDP_SENDONLY || om->dir == IGW_SDP_SENDRECV);
+        if (v_send && om->port != 0 && !publish) { /* the caller's rule, whatever the source could take */
+            snprintf(err, errlen, "section %.32s sends audio: this viewer may only receive (recvonly expected)", om->mid);
+            goto out;
+        }
         bool wanted = k >= 0 && om->port != 0 && !v->view[k].present && !(k == TRACK_AUDIO && v->pub.present) &&
                       (v_recv || v_send);
         if (wanted) {

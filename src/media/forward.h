@@ -15,8 +15,8 @@ igw_media_rc igw_fwd_source_offer(igw_mthread *t, const char *id, uint32_t rev, 
                                   size_t cap, char *err, size_t errlen);
 igw_media_rc igw_fwd_source_rtp(igw_mthread *t, const char *id, const char *addr, uint16_t port, uint8_t video_pt,
                                 const char *profile, uint8_t audio_pt, uint16_t *bound, char *err, size_t errlen);
-igw_media_rc igw_fwd_viewer_offer(igw_node *source, const char *id, uint32_t rev, bool paused, const igw_sdp *offer,
-                                  char *answer, size_t cap, char *err, size_t errlen);
+igw_media_rc igw_fwd_viewer_offer(igw_node *source, const char *id, uint32_t rev, bool paused, bool publish,
+                                  const igw_sdp *offer, char *answer, size_t cap, char *err, size_t errlen);
 igw_media_rc igw_fwd_viewer_make_offer(igw_node *source, const char *id, uint32_t rev, bool paused, char *offer,
                                        size_t cap, char *err, size_t errlen);
 igw_media_rc igw_fwd_viewer_answer(igw_node *viewer, const igw_sdp *answer, char *err, size_t errlen);

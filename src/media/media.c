@@ -61,7 +61,7 @@ struct call {
     const char  *id, *source_id, *reason, *addr, *profile;
     uint32_t     revision;
     bool         check_rev; /* close: only this revision */
-    bool         paused, allowed;
+    bool         paused, allowed, publish;
     const igw_sdp *sdp;
     char        *out;
     size_t       cap;
@@ -249,7 +249,8 @@ static igw_media_rc op_viewer_offer(igw_mthread *t, call *c)
     igw_node *s;
     igw_media_rc rc = source_here(t, c, &s);
     if (rc == IGW_MEDIA_OK)
-        rc = igw_fwd_viewer_offer(s, c->id, c->revision, c->paused, c->sdp, c->out, c->cap, c->err, c->errlen);
+        rc = igw_fwd_viewer_offer(s, c->id, c->revision, c->paused, c->publish, c->sdp, c->out, c->cap, c->err,
+                                  c->errlen);
     return rc;
 }
 
@@ -290,13 +291,14 @@ static igw_media_rc viewer_start(igw_media *m, call *c, const char *source_id, c
 }
 
 igw_media_rc igw_media_viewer_offer(igw_media *m, const char *source_id, const char *viewer_id, uint32_t revision,
-                                    bool start_paused, const char *offer, size_t len, char *answer, size_t cap,
+                                    unsigned flags, const char *offer, size_t len, char *answer, size_t cap,
                                     char *err, size_t errlen)
 {
     igw_sdp *sdp = parse_remote(offer, len, err, errlen);
     if (!sdp)
         return IGW_MEDIA_EINVAL;
-    call c = {.fn = op_viewer_offer, .revision = revision, .paused = start_paused, .sdp = sdp, .out = answer,
+    call c = {.fn = op_viewer_offer, .revision = revision, .paused = (flags & IGW_MEDIA_VIEWER_PAUSED) != 0,
+              .publish = (flags & IGW_MEDIA_VIEWER_PUBLISH) != 0, .sdp = sdp, .out = answer,
               .cap = cap, .err = err, .errlen = errlen};
     igw_media_rc rc = viewer_start(m, &c, source_id, viewer_id);
     g_free(sdp);

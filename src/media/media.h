@@ -57,11 +57,21 @@ igw_media_rc igw_media_source_rtp(igw_media *m, const char *source_id, const cha
 
 /* ---- viewers ---- */
 
-/* A viewer of source_id from the viewer's offer (recvonly audio/video). Every
- * offered track the source can serve starts `active` (machine trigger start),
- * or `paused` when start_paused (trigger startVision). Writes the answer. */
+/* What a viewer may do (igw_media_viewer_offer's flags). */
+enum {
+    IGW_MEDIA_VIEWER_PAUSED = 1u << 0,  /* its tracks start paused (trigger startVision) */
+    IGW_MEDIA_VIEWER_PUBLISH = 1u << 1, /* it may send audio (talk: igw_media_viewer_publish) */
+};
+
+/* A viewer of source_id from the viewer's offer (recvonly audio/video; with
+ * IGW_MEDIA_VIEWER_PUBLISH its audio may send too). An offer that sends
+ * audio without that flag is refused (EINVAL), whatever the source carries:
+ * what a viewer may send is its caller's decision, never the source's.
+ * Every offered track the source can serve starts `active` (machine
+ * trigger start), or `paused` with IGW_MEDIA_VIEWER_PAUSED. Writes the
+ * answer. */
 igw_media_rc igw_media_viewer_offer(igw_media *m, const char *source_id, const char *viewer_id, uint32_t revision,
-                                    bool start_paused, const char *offer, size_t len, char *answer, size_t cap,
+                                    unsigned flags, const char *offer, size_t len, char *answer, size_t cap,
                                     char *err, size_t errlen);
 
 /* The platform offers first: writes an offer (sendonly tracks of the source)

@@ -197,6 +197,50 @@ static void test_playback_machine(void)
     CHECK(igw_playback_next(IGW_PLAYBACK_PLAYING, IGW_PLAYBACK_ON_SEEK, 0, NULL) == IGW_PLAYBACK_PLAYING);
 }
 
+/* Only a set with a track the camera plays lets the viewer send audio:
+ * talk's; a live view never, whatever leg it rides. */
+static void test_may_publish(void)
+{
+    CHECK(live_may_publish(row(IGW_Purpose_ipcTalk), 0));
+    CHECK(!live_may_publish(row(IGW_Purpose_ipcLiveView), 0));
+    CHECK(!live_may_publish(row(IGW_Purpose_ipcLiveView), IGW_PURPOSE_IF_LISTENAUDIO));
+    CHECK(!live_may_publish(row(IGW_Purpose_recordPlayback), IGW_PURPOSE_IF_RECORDINGAUDIO));
+    CHECK(strstr(live_offer_refusal(row(IGW_Purpose_ipcLiveView), 0), "only receives") != NULL);
+    CHECK(strstr(live_offer_refusal(row(IGW_Purpose_ipcTalk), 0), "Opus sendrecv") != NULL);
+}
+
+/* Rights: an inactive holder loses everything; a grantee keeps a purpose
+ * that accepts grants, the owner one that accepts owners. */
+static void test_rights_hold(void)
+{
+    unsigned both = IGW_PURPOSE_ACCESS_OWNER | IGW_PURPOSE_ACCESS_GRANT;
+    CHECK(live_rights_hold(both, &(live_holder_facts){.active = true, .owner = true}));
+    CHECK(live_rights_hold(both, &(live_holder_facts){.active = true, .granted = true}));
+    CHECK(!live_rights_hold(both, &(live_holder_facts){.active = true}));
+    CHECK(!live_rights_hold(both, &(live_holder_facts){.active = false, .owner = true, .granted = true}));
+    CHECK(!live_rights_hold(IGW_PURPOSE_ACCESS_OWNER, &(live_holder_facts){.active = true, .granted = true}));
+    CHECK(live_rights_hold(IGW_PURPOSE_ACCESS_GRANT, &(live_holder_facts){.active = true, .owner = true}));
+    CHECK(!live_rights_hold(IGW_PURPOSE_ACCESS_CALLMEMBER, &(live_holder_facts){.active = true, .owner = true}));
+    for (int p = 0; p < IGW_Purpose__COUNT; p++) /* every purpose today: owner and grantee alike */
+        CHECK(live_rights_hold(igw_purposes[p].access, &(live_holder_facts){.active = true, .granted = true}), "%s",
+              igw_Purpose_names[p].ptr);
+}
+
+/* Caps: the first one reached refuses, naming its setting; 0 is none. */
+static void test_capacity(void)
+{
+    live_refusal r;
+    live_seats caps = {.node = 16, .enterprise = 8, .user = 4};
+    CHECK(!live_capacity_refuses(&caps, &(live_seats){15, 7, 3}, &r));
+    CHECK(live_capacity_refuses(&caps, &(live_seats){16, 0, 0}, &r) && r.cls == IGW_ERR_CAPACITY &&
+          strstr(r.reason, "max_sessions 16") && !strstr(r.reason, "per_"), "%s", r.reason);
+    CHECK(live_capacity_refuses(&caps, &(live_seats){9, 8, 1}, &r) && strstr(r.reason, "max_sessions_per_enterprise 8"),
+          "%s", r.reason);
+    CHECK(live_capacity_refuses(&caps, &(live_seats){9, 5, 4}, &r) && strstr(r.reason, "max_sessions_per_user 4") &&
+          *r.path == '\0', "%s", r.reason);
+    CHECK(!live_capacity_refuses(&(live_seats){0, 0, 0}, &(live_seats){100000, 100000, 100000}, &r));
+}
+
 /* Every purpose of the enum is described, and its hooks are linked. */
 static void test_every_purpose(void)
 {
@@ -214,6 +258,7 @@ int main(void)
         CHECK_CASE(test_open_refusals),   CHECK_CASE(test_leg_fits),        CHECK_CASE(test_viewer_guards),
         CHECK_CASE(test_negotiated),      CHECK_CASE(test_session_machine), CHECK_CASE(test_track_machine),
         CHECK_CASE(test_playback_machine), CHECK_CASE(test_every_purpose),
+        CHECK_CASE(test_may_publish),     CHECK_CASE(test_rights_hold),     CHECK_CASE(test_capacity),
     };
     CHECK_RUN_ALL(cases);
     return check_summary("decide_test");

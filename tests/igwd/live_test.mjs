@@ -7,45 +7,13 @@
 // env: IGW_BASE (igwd's URL), IGW_VCAM (the camera binary), IGW_DEMO (the
 // demo tenant's JSON), IGW_NETNS_ADDR (the address every peer uses).
 import { launch, newViewer, sleep, Checker } from '../media/lib.mjs';
-import { DEMO, target, camera, app, accepted, startCamera } from './live_lib.mjs';
+import { DEMO, target, camera, app, accepted, startCamera, openLiveView } from './live_lib.mjs';
 
 const VCAM = process.env.IGW_VCAM;
 const c = new Checker();
 let seq = 0;
 const token = (p) => `${p}-${process.pid}-${++seq}`;
-
-/** Opens a live view for application a with a Chromium viewer; returns the
- * session, with its open and mediaOffer commands (for replays). */
-async function openView(a, browser, name) {
-    const t = token('open');
-    const cmd = { msgToken: t, method: 'interaction.open', target, params: { purpose: 'ipcLiveView', cameraId: camera } };
-    // The first open waits for the camera: offline (503) until the broker's
-    // presence fact of its connection is stored.
-    let r;
-    for (let i = 0; i < 150; i++) {
-        r = await a.command(cmd);
-        if (!(r.status === 503 && r.body.data.reason === 'the camera is offline')) break;
-        await sleep(100);
-    }
-    c.check(r.status === 200 && r.body.data.accepted === true, `${name}: open accepted (${JSON.stringify(r.body)})`);
-    const res = await a.result(t);
-    c.check(res && res.code === 200 && res.data.state === 'invited' && res.data.sessionId && res.sessionId === res.data.sessionId,
-        `${name}: interaction.result invited with the sessionId (${JSON.stringify(res)})`);
-    const sid = res && res.data.sessionId;
-    const v = await newViewer(browser);
-    const offer = await v.offerRecvOnly();
-    const to = token('offer');
-    const offerCmd = { msgToken: to, method: 'interaction.mediaOffer', sessionId: sid,
-        params: { mediaRevision: 1, webrtc: { iceMode: 'full', sdp: offer } } };
-    await accepted(c, a, offerCmd, `${name}: mediaOffer`);
-    const ans = await a.result(to, 15000);
-    c.check(ans && ans.code === 200 && ans.data.webrtc && typeof ans.data.webrtc.sdp === 'string' && ans.data.mediaRevision === 1,
-        `${name}: the mediaOffer result carries the answer (${JSON.stringify(ans && ans.data && { ...ans.data, webrtc: !!ans.data.webrtc })})`);
-    await v.setAnswer(ans.data.webrtc.sdp).catch((e) => {
-        throw new Error(`${name}: the answer was refused: ${e.message}\n--- offer\n${offer}\n--- answer\n${ans.data.webrtc.sdp}`);
-    });
-    return { a, sid, v, name, openCmd: cmd, offerCmd };
-}
+const openView = (a, browser, name) => openLiveView(c, a, browser, name, token);
 
 async function report(s, state) {
     const t = token('state');

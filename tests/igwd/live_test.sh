@@ -8,7 +8,9 @@
 # of its own (tests/media/lib.sh: Chromium gathers no candidates on
 # loopback), with its own PostgreSQL, Redis and Mosquitto. Afterwards the
 # database is checked: every session ended, each with its reason, nothing
-# owned by a live session left.
+# owned by a live session left. Then rights taken away while a session
+# lives (tests/igwd/revoke_test.mjs, and here the periodic recheck and a
+# device's owner changed) and the session caps, exact under racing opens.
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 if [ "${1:-}" != --inside ]; then
@@ -31,11 +33,13 @@ igw_services_test live 25402 63802 18902
 KEY=$IGW_VAR/jwt.key
 "$IGWCTL" grant --db "$IGW_PG_DSN" --user "$(j .otherUser.userId)" --product "$(j .device.productID)" \
     --device "$(j .device.deviceName)" >/dev/null || fail "igwctl grant"
+# The periodic rights recheck far away: only the igw_rights notification can
+# end a session in time (revoke_test.mjs); a restart below sets it short.
 start_igwd() {
-    igw_start IGW_THREADS=2 IGW_PG_DSN="$IGW_PG_DSN" IGW_JWT_KEY_FILE="$KEY" IGW_NODE_ID=live-node \
+    igw_start IGW_RIGHTS_RECHECK_MS=600000 IGW_THREADS=2 IGW_PG_DSN="$IGW_PG_DSN" IGW_JWT_KEY_FILE="$KEY" IGW_NODE_ID=live-node \
         IGW_MQTT_HOST=127.0.0.1 IGW_MQTT_PORT="$IGW_MQTT_PORT" IGW_MQTT_PASSWORD_FILE="$IGW_MQTT_PASSWORD_FILE" \
         IGW_MQTT_CLIENT_ID=igwd-live-test IGW_MEDIA_ADDRESS="$IGW_NETNS_ADDR" IGW_LOG_LEVEL=${LIVE_LOG_LEVEL:-info} \
-        IGW_INVITE_TIMEOUT_MS=3000
+        IGW_INVITE_TIMEOUT_MS=3000 "$@"
 }
 start_igwd
 
@@ -53,15 +57,20 @@ if ! (unset LSAN_OPTIONS && . "$ROOT/tests/media/lib.sh" && media_sanitizers "$T
     grep -A60 -m1 'ERROR: AddressSanitizer\|runtime error' "$TMP/igwd.err" >&2
     fail "live_gst.mjs"
 fi
+if ! IGW_BASE=http://127.0.0.1:$PORT IGW_VCAM=$VCAM IGW_DEMO=$DEMO IGW_PG_DSN=$IGW_PG_DSN \
+    node "$ROOT/tests/igwd/revoke_test.mjs"; then
+    grep -A60 -m1 'ERROR: AddressSanitizer\|runtime error' "$TMP/igwd.err" >&2
+    fail "revoke_test.mjs"
+fi
 CASE="database: no session is left live"
 [ "$(psql_q "SELECT count(*) FROM sessions WHERE state <> 'ended'")" = 0 ] ||
     fail "$CASE: $(psql_q "SELECT session_id, state FROM sessions")"; ok
 CASE="database: every session ended with its reason"
-[ "$(psql_q "SELECT string_agg(reason, ',' ORDER BY reason) FROM sessions")" = "cameraOffline,userHangup,userHangup,userStopped,viewerFailed" ] ||
+[ "$(psql_q "SELECT string_agg(reason, ',' ORDER BY reason) FROM sessions")" = "cameraOffline,rightsRevoked,rightsRevoked,userHangup,userHangup,userStopped,viewerFailed" ] ||
     fail "$CASE: $(psql_q "SELECT session_id, state, reason FROM sessions")"; ok
-CASE="metrics: five sessions opened and ended, none live, no leg"
+CASE="metrics: seven sessions opened and ended (two revoked), none live, no leg"
 curl -s "http://127.0.0.1:$PORT/metrics" >"$TMP/metrics"
-for m in 'igw_sessions_opened_total 5' 'igw_sessions_ended_total 5' 'igw_sessions{state="invited"} 0' \
+for m in 'igw_sessions_opened_total 7' 'igw_sessions_ended_total 7' 'igw_sessions_revoked_total 2' 'igw_sessions{state="invited"} 0' \
     'igw_sessions{state="established"} 0' 'igw_legs 0'; do
     grep -qxF "$m" "$TMP/metrics" || fail "$CASE: want $m: $(grep -E '^igw_(sessions|legs)' "$TMP/metrics")"
 done; ok
@@ -126,6 +135,71 @@ api "http://127.0.0.1:$PORT/api/v1/im/interaction/events" -d "{\"endpointId\":\"
 jq -e '[.data.list[].event | select(.msgToken == "restart-3o")] | length == 1 and .[0].code == 100409 and
     (.[0].data.reason | test("inviteTimeout"))' "$TMP/ev" >/dev/null || fail "$CASE: $(cat "$TMP/ev")"; ok
 kill -CONT "$SUBPID"
+
+# ---- rights: the periodic recheck, the safety net of a missed notification -----------------------
+OTOKEN=$(j .otherUser.token) OUSER=$(j .otherUser.userId)
+oapi() { curl -s -X POST -H "Authorization: Bearer $OTOKEN" -H 'content-type: application/json' "$@"; }
+igw_stop
+start_igwd IGW_RIGHTS_RECHECK_MS=1000
+EP=$(api "http://127.0.0.1:$PORT/api/v1/im/interaction/endpoints/register" | jq -r .data.endpointId)
+OEP=$(oapi "http://127.0.0.1:$PORT/api/v1/im/interaction/endpoints/register" | jq -r .data.endpointId)
+open_json() { # ENDPOINT TOKEN
+    echo "{\"endpointId\":\"$1\",\"command\":{\"msgToken\":\"$2\",\"method\":\"interaction.open\",\"target\":{\"productID\":\"$P\",\"deviceName\":\"$D\"},\"params\":{\"purpose\":\"ipcLiveView\",\"cameraId\":\"$CAM\"}}}"
+}
+live_of() { psql_q "SELECT session_id FROM sessions WHERE state <> 'ended' AND user_id = $1"; }
+reason_is() { [ "$(psql_q "SELECT state || ' ' || coalesce(reason, '') FROM sessions WHERE session_id = '$1'")" = "ended $2" ]; }
+CASE="rights: a grant deleted without its notification still ends the session (the periodic recheck)"
+[ "$(oapi "http://127.0.0.1:$PORT/api/v1/im/interaction/commands" -d "$(open_json "$OEP" net-1)" | jq -r .data.accepted)" = true ] ||
+    fail "$CASE: open"
+wait_for 10 [ -n "$(live_of "$OUSER")" ] || fail "$CASE: no session"
+SIDN=$(live_of "$OUSER")
+psql_q "ALTER TABLE device_grants DISABLE TRIGGER device_grants_notify_igw_rights;
+        DELETE FROM device_grants WHERE product_id = '$P' AND device_name = '$D' AND user_id = $OUSER;
+        ALTER TABLE device_grants ENABLE TRIGGER device_grants_notify_igw_rights" >/dev/null
+wait_for 5 reason_is "$SIDN" rightsRevoked || fail "$CASE: $(psql_q "SELECT state, reason FROM sessions WHERE session_id = '$SIDN'")"; ok
+psql_q "INSERT INTO device_grants (product_id, device_name, user_id) VALUES ('$P', '$D', $OUSER)" >/dev/null
+CASE="rights: the device given to another owner ends its former owner's session, not the grantee's"
+[ "$(api "http://127.0.0.1:$PORT/api/v1/im/interaction/commands" -d "$(open_json "$EP" own-1)" | jq -r .data.accepted)" = true ] &&
+    [ "$(oapi "http://127.0.0.1:$PORT/api/v1/im/interaction/commands" -d "$(open_json "$OEP" own-2)" | jq -r .data.accepted)" = true ] ||
+    fail "$CASE: opens"
+OWNER=$(j .user.userId)
+wait_for 10 [ -n "$(live_of "$OWNER")" ] || fail "$CASE: no session"
+SIDO=$(live_of "$OWNER") SIDG=$(live_of "$OUSER")
+psql_q "UPDATE devices SET owner_user_id = NULL WHERE product_id = '$P' AND device_name = '$D'" >/dev/null
+wait_for 5 reason_is "$SIDO" rightsRevoked || fail "$CASE: $(psql_q "SELECT state, reason FROM sessions WHERE session_id = '$SIDO'")"
+[ "$(psql_q "SELECT state FROM sessions WHERE session_id = '$SIDG'")" != ended ] || fail "$CASE: the grantee's ended too"; ok
+psql_q "UPDATE devices SET owner_user_id = $OWNER WHERE product_id = '$P' AND device_name = '$D'" >/dev/null
+
+# ---- caps: exact under racing opens, per node, per user, per enterprise ---------------------------
+# opens N TOKEN ENDPOINT PREFIX: N opens at once; their HTTP statuses, sorted and counted.
+opens() {
+    local n=$1 tok=$2 ep=$3 pre=$4
+    seq "$n" | xargs -P "$n" -I{} sh -c 'curl -s -o "$1/cap.$2.$3" -w "%{http_code}\n" -X POST \
+        -H "Authorization: Bearer $4" -H "content-type: application/json" "$5" -d "$6"' sh "$TMP" "$pre" {} "$tok" \
+        "http://127.0.0.1:$PORT/api/v1/im/interaction/commands" "$(open_json "$ep" "$pre-{}")" | sort | uniq -c | awk '{print $2 "x" $1}' | paste -sd' '
+}
+igw_stop
+start_igwd IGW_MAX_SESSIONS=16 IGW_MAX_SESSIONS_PER_USER=0
+CASE="caps: 64 opens at once against max_sessions 16: exactly 16 accepted"
+got=$(opens 64 "$TOKEN" "$EP" node)
+[ "$got" = "200x16 429x48" ] || fail "$CASE: $got"
+# This igwd's epoch only: the restart's sweep of the earlier ones may still run.
+mine="SELECT count(*) FROM sessions s JOIN nodes n ON n.node_id = s.owner_node AND n.epoch = s.owner_epoch WHERE s.state <> 'ended'"
+[ "$(psql_q "$mine")" = 16 ] || fail "$CASE: $(psql_q "$mine") live sessions"
+grep -l '"code":100429' "$TMP"/cap.node.* | head -1 | xargs jq -e '.data.reason | test("max_sessions 16")' >/dev/null ||
+    fail "$CASE: the refusal does not name the cap: $(grep -h 100429 "$TMP"/cap.node.* | head -1)"; ok
+igw_stop
+start_igwd IGW_MAX_SESSIONS_PER_USER=4 IGW_MAX_SESSIONS_PER_ENTERPRISE=5
+CASE="caps: 20 opens of one user against max_sessions_per_user 4: exactly 4"
+got=$(opens 20 "$TOKEN" "$EP" user)
+[ "$got" = "200x4 429x16" ] || fail "$CASE: $got"
+grep -h '"code":100429' "$TMP"/cap.user.* | head -1 | jq -e '.data.reason | test("max_sessions_per_user 4")' >/dev/null ||
+    fail "$CASE: $(grep -h 100429 "$TMP"/cap.user.* | head -1)"; ok
+CASE="caps: another user of the enterprise gets what is left of max_sessions_per_enterprise 5: 1"
+got=$(opens 8 "$OTOKEN" "$OEP" ent)
+[ "$got" = "200x1 429x7" ] || fail "$CASE: $got"
+grep -h '"code":100429' "$TMP"/cap.ent.* | head -1 | jq -e '.data.reason | test("max_sessions_per_enterprise 5")' >/dev/null ||
+    fail "$CASE: $(grep -h 100429 "$TMP"/cap.ent.* | head -1)"; ok
 kill -TERM "$SUBPID"; wait "$SUBPID"; rc=$?; SUBPID=
 [ $rc = 0 ] || fail "igw-vcam exit $rc after SIGTERM"; ok
 igw_stop

@@ -170,8 +170,10 @@ static void handle(igw_media *m, const req *r, igw_jw *w)
         rc = igw_media_source_rtp(m, r->id, "127.0.0.1", (uint16_t)r->port, (uint8_t)r->video_pt, NULL,
                                   (uint8_t)r->audio_pt, &bound, err, sizeof err);
     } else if (strcmp(r->op, "viewer") == 0) {
-        rc = igw_media_viewer_offer(m, r->source, r->id, (uint32_t)r->rev, r->paused, sdp, r->sdp_len, out,
-                                    sizeof out, err, sizeof err);
+        /* The host's viewers may talk: tests/media/talk_test.sh's publish to the camera. */
+        rc = igw_media_viewer_offer(m, r->source, r->id, (uint32_t)r->rev,
+                                    IGW_MEDIA_VIEWER_PUBLISH | (r->paused ? IGW_MEDIA_VIEWER_PAUSED : 0u), sdp,
+                                    r->sdp_len, out, sizeof out, err, sizeof err);
         with_sdp = true;
     } else if (strcmp(r->op, "viewer_offer") == 0) {
         rc = igw_media_viewer_make_offer(m, r->source, r->id, (uint32_t)r->rev, r->paused, out, sizeof out, err,

@@ -118,6 +118,15 @@ static const setting settings[] = {
      "a session not established this long after its open ends (establishTimeout), milliseconds"},
     {"max_sessions", KIND_UINT, OFF(max_sessions), 0, 1, 100000, "1024",
      "live sessions this node holds at most; beyond, interaction.open is refused (capacity)"},
+    {"max_sessions_per_enterprise", KIND_UINT, OFF(max_sessions_per_enterprise), 0, 0, 100000, "0",
+     "live sessions of one enterprise this node holds at most (0: no cap but max_sessions); beyond, its "
+     "opens are refused (capacity)"},
+    {"max_sessions_per_user", KIND_UINT, OFF(max_sessions_per_user), 0, 0, 100000, "64",
+     "live sessions of one user this node holds at most (0: no cap); beyond, its opens are refused (capacity), "
+     "so one user cannot fill the node for everyone"},
+    {"rights_recheck_ms", KIND_UINT, OFF(rights_recheck_ms), 0, 1000, 3600000, "10000",
+     "every live session's holder rights are read again this often, the safety net of the igw_rights "
+     "notifications that end a session at once when its user loses the device (rightsRevoked), milliseconds"},
     {"im_standin", KIND_BOOL, OFF(im_standin), 0, 0, 0, "true",
      "wire igw's stand-in IM back end (groups in PostgreSQL, live calls in Redis) as the conference runtime; "
      "false, or no Redis: none is wired and the routes that need one answer unavailable"},

@@ -66,6 +66,8 @@ typedef struct igw_config {
     unsigned invite_timeout_ms;  /* a leg's camera must offer within this */
     unsigned establish_timeout_ms; /* a session must be established within this of its open */
     unsigned max_sessions;       /* live sessions held by this node */
+    unsigned max_sessions_per_enterprise, max_sessions_per_user; /* of one enterprise, one user (0: none) */
+    unsigned rights_recheck_ms;  /* the periodic check of every live session's rights */
     bool im_standin;             /* the stand-in IM back end is the conference runtime (with Redis) */
     unsigned im_heartbeat_ms;    /* a call membership lapses without a heartbeat this long */
     bool talk_enabled;           /* ipcTalk is open */

@@ -17,11 +17,28 @@
     "(SELECT encode(k.fingerprint, 'hex') FROM commands k WHERE k.enterprise_id = " ent " AND k.endpoint_id = " ep    \
     " AND k.msg_token = " token ")"
 
-/* True when `usr` may command the device row `d` (an alias of devices): its
- * owner, or a user granted it. The caller also matches d's enterprise. */
-#define IGW_SQL_USER_MAY(d, usr)                                                                                     \
-    "(" d ".owner_user_id = " usr " OR EXISTS (SELECT 1 FROM device_grants g WHERE g.product_id = " d                \
-    ".product_id AND g.device_name = " d ".device_name AND g.user_id = " usr "))"
+/* True when `usr` owns the device row `d` (an alias of devices). */
+#define IGW_SQL_USER_OWNS(d, usr) "(" d ".owner_user_id = " usr ")"
+
+/* True when the device row `d` is granted to `usr`. */
+#define IGW_SQL_USER_GRANTED(d, usr)                                                                                 \
+    "EXISTS (SELECT 1 FROM device_grants g WHERE g.product_id = " d ".product_id AND g.device_name = " d             \
+    ".device_name AND g.user_id = " usr ")"
+
+/* True when `usr` may command the device row `d`: its owner, or a user
+ * granted it. The caller also matches d's enterprise. */
+#define IGW_SQL_USER_MAY(d, usr) "(" IGW_SQL_USER_OWNS(d, usr) " OR " IGW_SQL_USER_GRANTED(d, usr) ")"
+
+/* True when user `usr` is active, still of enterprise `ent`, and that
+ * enterprise is active (what a login checks, session/rights.c again for
+ * every live session). */
+#define IGW_SQL_HOLDER_ACTIVE(ent, usr)                                                                              \
+    "EXISTS (SELECT 1 FROM users u JOIN enterprises x ON x.enterprise_id = u.enterprise_id WHERE u.user_id = " usr   \
+    " AND u.enterprise_id = " ent " AND u.active AND x.active)"
+
+/* The channel every change of the above sends on at commit (the `notify
+ * igw_rights` clauses of schema/tables.igw): live sessions are checked again. */
+#define IGW_RIGHTS_CHANNEL "igw_rights"
 
 /* True when `usr` of enterprise `ent` may command device (pid, dn); an
  * unknown device is false, like one without rights. */

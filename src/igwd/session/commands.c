@@ -279,10 +279,8 @@ void igw_session_open(live_op *o)
         live_op_refuse(o, IGW_ERR_UNAVAILABLE, "this node serves no media sessions", "");
         return;
     }
-    if (e->nsessions >= e->cfg.max_sessions) {
-        live_op_refuse(o, IGW_ERR_CAPACITY, "this node holds as many sessions as it may", "");
+    if (!live_op_seat(o))
         return;
-    }
     const igw_Target *t = &o->k->target;
     snprintf(o->pid, sizeof o->pid, "%.*s", (int)t->productID.len, t->productID.ptr);
     snprintf(o->dn, sizeof o->dn, "%.*s", (int)t->deviceName.len, t->deviceName.ptr);
@@ -317,10 +315,8 @@ void igw_session_subscribe(live_op *o)
         live_op_refuse(o, IGW_ERR_NOT_FOUND, "unknown track of this session", IGW_PATH_command_params_trackId);
         return;
     }
-    if (e->nsessions >= e->cfg.max_sessions) {
-        live_op_refuse(o, IGW_ERR_CAPACITY, "this node holds as many sessions as it may", "");
+    if (!live_op_seat(o))
         return;
-    }
     snprintf(o->only_track, sizeof o->only_track, "%.*s", (int)p->trackId.len, p->trackId.ptr);
     snprintf(o->parent, sizeof o->parent, "%s", s->id);
     snprintf(o->pid, sizeof o->pid, "%s", s->leg->product_id);

@@ -115,6 +115,51 @@ bool live_open_refuses(const live_open_facts *f, live_refusal *r)
     return true;
 }
 
+bool live_may_publish(const igw_purpose *def, uint32_t guards)
+{
+    for (size_t i = 0; i < def->ntracks; i++) {
+        const igw_purpose_track *t = &def->tracks[i];
+        if (held(t->when, guards) && t->kind == IGW_TrackKind_audio && t->direction == IGW_PURPOSE_RECVONLY)
+            return true;
+    }
+    return false;
+}
+
+const char *live_offer_refusal(const igw_purpose *def, uint32_t guards)
+{
+    return live_may_publish(def, guards) ? "the offer cannot be used (H264 recvonly and Opus sendrecv expected)"
+                                         : "the offer cannot be used: this session only receives (recvonly H264/Opus "
+                                           "expected)";
+}
+
+bool live_rights_hold(unsigned access, const live_holder_facts *f)
+{
+    if (!f->active)
+        return false;
+    if ((access & IGW_PURPOSE_ACCESS_OWNER) && f->owner)
+        return true;
+    return (access & IGW_PURPOSE_ACCESS_GRANT) && (f->owner || f->granted);
+}
+
+bool live_capacity_refuses(const live_seats *caps, const live_seats *held, live_refusal *r)
+{
+    const char *who, *setting;
+    unsigned cap;
+    if (caps->node && held->node >= caps->node)
+        who = "this node holds", setting = "max_sessions", cap = caps->node;
+    else if (caps->enterprise && held->enterprise >= caps->enterprise)
+        who = "the enterprise holds", setting = "max_sessions_per_enterprise", cap = caps->enterprise;
+    else if (caps->user && held->user >= caps->user)
+        who = "the user holds", setting = "max_sessions_per_user", cap = caps->user;
+    else
+        return false;
+    snprintf(r->buf, sizeof r->buf, "%s as many sessions on this node as it may (%s %u)", who, setting, cap);
+    r->cls = IGW_ERR_CAPACITY; /* not a compound literal: it would clear buf */
+    r->reason = r->buf;
+    r->path = "";
+    return true;
+}
+
 bool live_negotiated(const live_media_facts *f, bool flowing)
 {
     bool transports = f->leg_connected && f->viewer_dtls && f->app_connected && f->purpose_ready;

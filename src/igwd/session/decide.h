@@ -64,6 +64,40 @@ typedef struct live_open_facts {
  * when they all hold. */
 bool live_open_refuses(const live_open_facts *f, live_refusal *r);
 
+/* Whether a viewer of (def, guards) may send audio: the set has a track
+ * the camera plays (recvonly audio, talk's speaker). Any other viewer's
+ * offer must only receive, whatever the leg it rides carries. */
+bool live_may_publish(const igw_purpose *def, uint32_t guards);
+
+/* The reason of a viewer's offer the media core cannot use, by what its
+ * purpose lets it send. A static string. */
+const char *live_offer_refusal(const igw_purpose *def, uint32_t guards);
+
+/* What the database says of a live session's holder now (session/rights.c). */
+typedef struct live_holder_facts {
+    bool active;  /* the user and its enterprise are active, the user still of that enterprise */
+    bool owner;   /* the user owns the device, the device still of that enterprise */
+    bool granted; /* the device, still of that enterprise, is granted to the user */
+} live_holder_facts;
+
+/* Whether the holder keeps a session of a purpose whose `access` is
+ * IGW_PURPOSE_ACCESS_*: an active holder with one of the device rights the
+ * purpose accepts (grant: the owner or a grantee). callMember adds the
+ * call's own condition, which the purpose's hooks enforce on the call's
+ * facts; it never stands for device rights. */
+bool live_rights_hold(unsigned access, const live_holder_facts *f);
+
+/* Live sessions on this node now, of the whole node, of the opener's
+ * enterprise and of the opener (claims in flight included), and the caps
+ * (0: none). */
+typedef struct live_seats {
+    unsigned node, enterprise, user;
+} live_seats;
+
+/* A new session's refusal when a cap is reached: capacity, with a reason
+ * naming the cap and its setting. false: a seat is free. */
+bool live_capacity_refuses(const live_seats *caps, const live_seats *held, live_refusal *r);
+
 /* The facts of `established` (the session machine's `negotiated` guard). */
 typedef struct live_media_facts {
     bool leg_connected; /* the camera's DTLS is up */

@@ -14,6 +14,7 @@
 #include "session/leg.h"
 #include "session/live.h"
 #include "session/op.h"
+#include "session/rights.h"
 #include "session/hooks.h"
 #include "session/session.h"
 
@@ -53,6 +54,7 @@ static void on_tick(h2o_timeout_entry_t *entry)
     igw_engine *e = H2O_STRUCT_FROM_MEMBER(igw_engine, tick_entry, entry);
     int64_t now = igw_clock_ms();
     live_tick(e, now);
+    live_rights_tick(e, now);
     h2o_timeout_link(e->evloop, &e->tick, &e->tick_entry);
 }
 
@@ -119,6 +121,13 @@ static int engine_init(void *arg, struct st_h2o_evloop_t *loop)
         snprintf(e->fingerprint, sizeof e->fingerprint, "%s", igw_media_fingerprint(e->media));
     }
     if (e->pg_dsn[0] && !(e->db = igw_db_create(loop, e->pg_dsn, e->start_err, sizeof e->start_err))) {
+        media_stop(e);
+        return -1;
+    }
+    if (e->db && live_rights_listen(e) != 0) { /* right after the create */
+        snprintf(e->start_err, sizeof e->start_err, "out of memory");
+        igw_db_destroy(e->db);
+        e->db = NULL;
         media_stop(e);
         return -1;
     }
@@ -410,6 +419,7 @@ void igw_engine_stats_get(const igw_engine *e, igw_engine_stats *out)
     out->legs = atomic_load_explicit(&e->n_legs, memory_order_relaxed);
     out->opened = atomic_load_explicit(&e->n_opened, memory_order_relaxed);
     out->ended = atomic_load_explicit(&e->n_ended, memory_order_relaxed);
+    out->revoked = atomic_load_explicit(&e->n_revoked, memory_order_relaxed);
 }
 
 void igw_engine_metrics_write(FILE *f, const igw_engine_stats *s)
@@ -432,9 +442,11 @@ void igw_engine_metrics_write(FILE *f, const igw_engine_stats *s)
             "# HELP igw_sessions_opened_total Sessions this process opened (open, subscribe).\n"
             "# TYPE igw_sessions_opened_total counter\nigw_sessions_opened_total %llu\n"
             "# HELP igw_sessions_ended_total Sessions this process ended.\n"
-            "# TYPE igw_sessions_ended_total counter\nigw_sessions_ended_total %llu\n",
+            "# TYPE igw_sessions_ended_total counter\nigw_sessions_ended_total %llu\n"
+            "# HELP igw_sessions_revoked_total Sessions this process ended because their user lost the device.\n"
+            "# TYPE igw_sessions_revoked_total counter\nigw_sessions_revoked_total %llu\n",
             (unsigned long long)s->invited, (unsigned long long)s->established, (unsigned long long)s->legs,
-            (unsigned long long)s->opened, (unsigned long long)s->ended);
+            (unsigned long long)s->opened, (unsigned long long)s->ended, (unsigned long long)s->revoked);
 }
 
 void igw_engine_stop(igw_engine *e)

@@ -31,6 +31,7 @@
 
 typedef struct live_leg live_leg;
 typedef struct live_session live_session;
+typedef struct igw_CommandMethod_op live_op;
 
 /* Where a camera leg is (facts of the media core and the camera). */
 typedef enum leg_phase {
@@ -91,7 +92,7 @@ struct igw_engine {
     char start_err[256];      /* the loop's init failure, for the caller */
     _Atomic uint64_t counts[IGW_ENGINE_EVENT_KINDS];
     /* gauges and counters for /metrics (written on the loop only) */
-    _Atomic uint64_t n_invited, n_established, n_legs, n_opened, n_ended;
+    _Atomic uint64_t n_invited, n_established, n_legs, n_opened, n_ended, n_revoked;
     /* sessions */
     igw_engine_config cfg;    /* its strings point into the copies below */
     char node_id[IGW_NODE_ID_MAX + 1];
@@ -103,6 +104,10 @@ struct igw_engine {
     igw_redis *notices;       /* the runtime's change notices (a subscriber on IGW_CALL_CHANNEL) */
     live_session *sessions;
     unsigned nsessions;
+    live_op *seated;          /* opens and subscribes holding a seat until their session exists (op.h) */
+    unsigned nseated;
+    bool rights_busy, rights_again; /* a rights check in flight; another one asked meanwhile (rights.h) */
+    int64_t rights_next_ms;   /* the periodic one (monotonic) */
     live_leg *legs;
     void *pstate[IGW_Purpose__COUNT]; /* each purpose's engine-wide state (its hooks own it) */
     h2o_timeout_t tick;       /* deadlines, checked every LIVE_TICK_MS */

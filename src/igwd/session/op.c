@@ -45,8 +45,53 @@ void live_op_answer(live_op *o, int cls, const char *reason, const char *path, c
     o->k = NULL;
 }
 
+static void seats_count(const igw_engine *e, int64_t ent, int64_t user, live_seats *n)
+{
+    *n = (live_seats){.node = e->nsessions + e->nseated};
+    for (const live_session *s = e->sessions; s; s = s->next) {
+        n->enterprise += s->enterprise_id == ent;
+        n->user += s->enterprise_id == ent && s->user_id == user;
+    }
+    for (const live_op *o = e->seated; o; o = o->seat_next) {
+        n->enterprise += o->enterprise_id == ent;
+        n->user += o->enterprise_id == ent && o->user_id == user;
+    }
+}
+
+bool live_op_seat(live_op *o)
+{
+    igw_engine *e = o->e;
+    live_seats caps = {.node = e->cfg.max_sessions, .enterprise = e->cfg.max_sessions_per_enterprise,
+                       .user = e->cfg.max_sessions_per_user},
+               held;
+    live_refusal r;
+    seats_count(e, o->enterprise_id, o->user_id, &held);
+    if (live_capacity_refuses(&caps, &held, &r)) {
+        live_op_refuse_with(o, &r);
+        return false;
+    }
+    o->seated = true;
+    o->seat_prev = NULL;
+    o->seat_next = e->seated;
+    if (e->seated)
+        e->seated->seat_prev = o;
+    e->seated = o;
+    e->nseated++;
+    return true;
+}
+
 void live_op_free(live_op *o)
 {
+    if (o->seated) {
+        igw_engine *e = o->e;
+        if (o->seat_prev)
+            o->seat_prev->seat_next = o->seat_next;
+        else
+            e->seated = o->seat_next;
+        if (o->seat_next)
+            o->seat_next->seat_prev = o->seat_prev;
+        e->nseated--;
+    }
     free(o->offer);
     free(o->capability);
     if (o->pdata)

@@ -52,6 +52,8 @@ struct igw_CommandMethod_op {
     char parent[LIVE_ID_MAX + 1];   /* subscribe: the session it was asked on */
     char only_track[LIVE_ID_MAX + 1]; /* subscribe: the viewer's one track */
     char playback_token[32];        /* subscribe: the viewer's own */
+    bool seated;              /* open, subscribe: holds a seat (live_op_seat) until freed */
+    live_op *seat_prev, *seat_next;
     /* The method's own, kept past the answer for its effect */
     char *offer;               /* mediaOffer: the SDP (owned) */
     int64_t arg1, arg2;        /* a method's numbers (what each handler says) */
@@ -78,6 +80,13 @@ void live_op_refuse_db(live_op *o, const char *err, bool write);
  * answered and freed). */
 bool live_op_row(live_op *o, const PGresult *res, const char *err, bool write);
 void live_op_free(live_op *o);
+
+/* A new session's seat, taken before anything asynchronous so that the
+ * caps (max_sessions, per enterprise, per user) are exact however many
+ * opens race: the live sessions and the seats held count. true: seated
+ * (given back by live_op_free; the session made meanwhile counts itself);
+ * false: refused (capacity, naming the cap) and freed. */
+bool live_op_seat(live_op *o);
 
 /* The mediaRevision of a command against its session's: false when stale
  * (refused). */

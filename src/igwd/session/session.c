@@ -449,7 +449,10 @@ void live_session_offer(igw_engine *e, live_session *s)
 {
     char *answer = malloc(ANSWER_MAX);
     char err[160] = "";
-    igw_media_rc rc = answer ? igw_media_viewer_offer(e->media, s->leg->id, s->id, s->revision, false, s->offer,
+    /* What the viewer may send is its purpose's (a live view never talks,
+     * even on a leg that carries a talk), never the leg's. */
+    unsigned flags = live_may_publish(s->def, s->guards) ? IGW_MEDIA_VIEWER_PUBLISH : 0;
+    igw_media_rc rc = answer ? igw_media_viewer_offer(e->media, s->leg->id, s->id, s->revision, flags, s->offer,
                                                       strlen(s->offer), answer, ANSWER_MAX, err, sizeof err)
                              : IGW_MEDIA_EFAIL;
     free(s->offer);
@@ -460,8 +463,7 @@ void live_session_offer(igw_engine *e, live_session *s)
         igw_log(IGW_LOG_INFO, NULL, "session %s: the application's offer refused: %s", s->id, err);
         live_session_result(e, s->id, s->endpoint, s->offer_token, IGW_CommandMethod_interaction_mediaOffer,
                             rc == IGW_MEDIA_EINVAL ? IGW_ERR_PARAMETER : IGW_ERR_INTERNAL,
-                            rc == IGW_MEDIA_EINVAL ? "the offer cannot be used (recvonly H264/Opus expected)"
-                                                   : "the media core failed",
+                            rc == IGW_MEDIA_EINVAL ? live_offer_refusal(s->def, s->guards) : "the media core failed",
                             &d);
         return;
     }

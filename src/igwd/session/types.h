@@ -29,6 +29,7 @@ typedef struct igw_engine_stats {
     uint64_t invited, established; /* live sessions by state */
     uint64_t legs;                 /* camera legs open */
     uint64_t opened, ended;        /* sessions this process opened (open, subscribe) and ended */
+    uint64_t revoked;              /* of those ended, because the user lost the device (rightsRevoked) */
 } igw_engine_stats;
 
 /* How the engine answers on a caller's thread: post(ctx, fn, arg) runs
@@ -70,6 +71,8 @@ typedef struct igw_engine_config {
     const igw_node_stats *node;    /* its epoch (0 until claimed) and whether it was fenced */
     _Atomic(igw_mqtt *) *mqtt;     /* the broker's client (NULL inside while there is none) */
     unsigned invite_timeout_ms, establish_timeout_ms, max_sessions;
+    unsigned max_sessions_per_enterprise, max_sessions_per_user; /* 0: none */
+    unsigned rights_recheck_ms; /* the safety net of the rights notifications (session/rights.h); 0: none */
     /* Talk (docs/talk.md): the conference runtime on the engine's own Redis
      * connection (redis_host "" or NULL, or im_standin false: none, and
      * ipcTalk is refused as unavailable). */

@@ -11,16 +11,23 @@
 //     (an offer does not depend on the session): the interval is igwd, the
 //     camera, the network and Chromium's decoder, not page creation. Then
 //     WARM_OPENS more while another viewer holds the leg up (warm leg).
-//   part 2, VIEWERS viewers on the one camera: igw-live-viewers (the media
+//   part 2, rights taken away (issue 24): REVOKES rounds of a live session
+//     whose user stops owning the camera (devices.owner_user_id cleared by
+//     psql, then restored); from the change's commit to the session's ended
+//     event (rightsRevoked) at the application, pushed. The reference in the
+//     same run: the same session ended by the application's interaction.end,
+//     from its HTTP acceptance to the same event.
+//   part 3, VIEWERS viewers on the one camera: igw-live-viewers (the media
 //     library's peer as the client, full ICE), each its own session opened
 //     through the API (open, mediaOffer, mediaState connected); igwd's CPU
 //     (/proc/<pid>/stat) over MEASURE_SECONDS divided by the packets the
 //     viewers received in that window; loss from their sequence numbers.
 //
 // env: IGW_BASE, IGW_VCAM, IGW_DEMO, IGW_NETNS_ADDR, IGWD_PID, LIVE_VIEWERS
-// (the client binary), WS_NODE_DIR, OPENS (50), WARM_OPENS (20, 0 = none), VIEWERS (100),
-// MEASURE_SECONDS (10).
+// (the client binary), WS_NODE_DIR, IGW_PG_DSN, OPENS (50), WARM_OPENS (20, 0 = none),
+// REVOKES (20), VIEWERS (100), MEASURE_SECONDS (10).
 // Prints `LIVE key=value ...` lines that bench_live.sh reads.
+import { execFileSync } from 'node:child_process';
 import { launch, newViewer, sleep, spawnLines } from '../media/lib.mjs';
 import { DEMO, target, camera, token, app, result, accepted, mediaOffer, end, pct, firstFrameAt } from './api.mjs';
 import { cpuUs } from './proc.mjs';
@@ -32,6 +39,8 @@ const VIEWERS = Number(process.env.VIEWERS || 100);
 const MEASURE_S = Number(process.env.MEASURE_SECONDS || 10);
 const WARM_OPENS = Number(process.env.WARM_OPENS ?? 20);
 const WARMUP_S = Number(process.env.WARMUP_SECONDS || 3); // viewers receiving before the window
+const REVOKES = Number(process.env.REVOKES || 20);
+const psql = (sql) => execFileSync('psql', [process.env.IGW_PG_DSN, '-qAtc', sql], { encoding: 'utf8' }).trim();
 
 /** interaction.open until accepted (the camera is offline until its
  * presence is stored); resolves to {sid, t0} with t0 the acceptance. */
@@ -124,6 +133,33 @@ function viewersClient() {
     };
 }
 
+/** Part 2: revoke_to_end (the owner loses the camera) against end_to_end
+ * (the application hangs up), each from its cause to the pushed ended event. */
+async function revokes(a) {
+    const dev = `product_id = '${target.productID}' AND device_name = '${target.deviceName}'`;
+    const owner = psql(`SELECT owner_user_id FROM devices WHERE ${dev}`);
+    const ended = (sid) => a.wait((e) => e.method === 'interaction.state' && e.sessionId === sid && e.data.state === 'ended',
+        15000, `end of ${sid}`);
+    const rev = [], hang = [];
+    for (let i = 0; i < REVOKES; i++) {
+        let { sid } = await open(a);
+        psql(`UPDATE devices SET owner_user_id = NULL WHERE ${dev}`); // returns after the commit
+        const t0 = Date.now();
+        const { event, at } = await ended(sid);
+        psql(`UPDATE devices SET owner_user_id = ${owner} WHERE ${dev}`);
+        if (event.data.reason !== 'rightsRevoked') throw new Error(`${sid} ended ${JSON.stringify(event.data)}`);
+        rev.push(at - t0);
+        ({ sid } = await open(a));
+        const t1 = await accepted(a, { msgToken: token('end'), method: 'interaction.end', sessionId: sid, params: { reason: 'userHangup' } });
+        hang.push((await ended(sid)).at - t1);
+    }
+    rev.sort((x, y) => x - y);
+    hang.sort((x, y) => x - y);
+    console.log(`rights: ${REVOKES} revocations, commit to ended event p50 ${pct(rev, 50)} ms, p99 ${pct(rev, 99)} ms;` +
+        ` reference interaction.end, acceptance to ended event p50 ${pct(hang, 50)} ms, p99 ${pct(hang, 99)} ms`);
+    console.log(`LIVE revoke_to_end_p50_ms=${pct(rev, 50)} revoke_to_end_p99_ms=${pct(rev, 99)} hangup_to_end_p99_ms=${pct(hang, 99)}`);
+}
+
 async function manyViewers(a, client) {
     const sids = [];
     for (let i = 0; i < VIEWERS; i++) sids.push(await attach(a, client, `v${i}`));
@@ -167,6 +203,7 @@ async function main() {
     } finally {
         await browser.close();
     }
+    await revokes(a);
     try {
         await manyViewers(a, client);
     } finally {

@@ -124,6 +124,25 @@ async function main() {
     }
     c.check(rx > -40, `the camera's microphone tone reaches the owner (received level ${rx.toFixed(1)} dBFS)`);
 
+    // ---- a live view on the leg that carries the talk only receives (issue 24, item 6) ------------
+    const tl = token('open');
+    await accepted(c, owner, { msgToken: tl, method: 'interaction.open', target,
+        params: { purpose: 'ipcLiveView', cameraId: camera, listenAudio: true } }, 'live view beside the talk: open');
+    const lres = await owner.result(tl);
+    const lsid = lres && lres.data.sessionId;
+    c.check(lres && lres.code === 200 && lsid, `live view beside the talk: a session (${JSON.stringify(lres)})`);
+    const lv = await newViewer(browser);
+    const lto = token('offer');
+    await accepted(c, owner, { msgToken: lto, method: 'interaction.mediaOffer', sessionId: lsid,
+        params: { mediaRevision: 1, webrtc: { iceMode: 'full', sdp: await lv.offerPublish(660) } } },
+    'live view beside the talk: a sendrecv offer');
+    const lans = await owner.result(lto, 15000);
+    c.check(lans && lans.code === 100400 && /only receives/.test(lans.data.reason),
+        `live view beside the talk: its offer sending audio is refused by its purpose (${JSON.stringify(lans)})`);
+    await lv.close();
+    await accepted(c, owner, { msgToken: token('end'), method: 'interaction.end', sessionId: lsid, params: { reason: 'userHangup' } },
+        'live view beside the talk: end');
+
     // ---- a second member: joined by the owner (members on), then talks ------------------------------
     let t = token('join');
     await accepted(c, owner, { msgToken: t, method: 'interaction.join', sessionId: s1.sid, params: { participantId: '1002' } },

@@ -169,6 +169,16 @@ psql_q "UPDATE devices SET owner_user_id = NULL WHERE product_id = '$P' AND devi
 wait_for 5 reason_is "$SIDO" rightsRevoked || fail "$CASE: $(psql_q "SELECT state, reason FROM sessions WHERE session_id = '$SIDO'")"
 [ "$(psql_q "SELECT state FROM sessions WHERE session_id = '$SIDG'")" != ended ] || fail "$CASE: the grantee's ended too"; ok
 psql_q "UPDATE devices SET owner_user_id = $OWNER WHERE product_id = '$P' AND device_name = '$D'" >/dev/null
+CASE="rights: the enterprise deactivated ends its users' sessions"
+wait_for 10 [ -z "$(live_of "$OWNER")" ] || fail "$CASE: the owner's session is still live"
+[ "$(api "http://127.0.0.1:$PORT/api/v1/im/interaction/commands" -d "$(open_json "$EP" ent-1)" | jq -r .data.accepted)" = true ] ||
+    fail "$CASE: open"
+wait_for 10 [ -n "$(live_of "$OWNER")" ] || fail "$CASE: no session"
+SIDE=$(live_of "$OWNER")
+psql_q "UPDATE enterprises SET active = false WHERE enterprise_id = $(j .user.enterpriseId)" >/dev/null
+wait_for 5 reason_is "$SIDE" rightsRevoked && wait_for 5 reason_is "$SIDG" rightsRevoked ||
+    fail "$CASE: $(psql_q "SELECT session_id, state, reason FROM sessions WHERE session_id IN ('$SIDE', '$SIDG')")"; ok
+psql_q "UPDATE enterprises SET active = true WHERE enterprise_id = $(j .user.enterpriseId)" >/dev/null
 
 # ---- caps: exact under racing opens, per node, per user, per enterprise ---------------------------
 # opens N TOKEN ENDPOINT PREFIX: N opens at once; their HTTP statuses, sorted and counted.

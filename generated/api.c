@@ -8798,12 +8798,12 @@ static const int errors_events_push[] = {IGW_ERR_PARAMETER, IGW_ERR_UNAUTHENTICA
 static int route_decode_standin_group_create(igw_json *j, void *out) { return igw_decode_GroupCreate(j, out); }
 static void route_encode_standin_group_create(igw_jw *w, const void *in) { igw_encode_GroupCreate(w, in); }
 
-static const int errors_standin_group_create[] = {IGW_ERR_PARAMETER, IGW_ERR_UNAUTHENTICATED, IGW_ERR_PERMISSION, IGW_ERR_TOO_LARGE, IGW_ERR_MEDIA_TYPE, IGW_ERR_UNAVAILABLE, IGW_ERR_UNKNOWN_OUTCOME, IGW_ERR_INTERNAL};
+static const int errors_standin_group_create[] = {IGW_ERR_PARAMETER, IGW_ERR_UNAUTHENTICATED, IGW_ERR_PERMISSION, IGW_ERR_TOO_LARGE, IGW_ERR_MEDIA_TYPE, IGW_ERR_CAPACITY, IGW_ERR_UNAVAILABLE, IGW_ERR_UNKNOWN_OUTCOME, IGW_ERR_INTERNAL};
 
 static int route_decode_standin_call_start(igw_json *j, void *out) { return igw_decode_CallStart(j, out); }
 static void route_encode_standin_call_start(igw_jw *w, const void *in) { igw_encode_CallStart(w, in); }
 
-static const int errors_standin_call_start[] = {IGW_ERR_PARAMETER, IGW_ERR_UNAUTHENTICATED, IGW_ERR_PERMISSION, IGW_ERR_NOT_FOUND, IGW_ERR_TOO_LARGE, IGW_ERR_MEDIA_TYPE, IGW_ERR_UNAVAILABLE, IGW_ERR_UNKNOWN_OUTCOME, IGW_ERR_INTERNAL};
+static const int errors_standin_call_start[] = {IGW_ERR_PARAMETER, IGW_ERR_UNAUTHENTICATED, IGW_ERR_PERMISSION, IGW_ERR_NOT_FOUND, IGW_ERR_TOO_LARGE, IGW_ERR_MEDIA_TYPE, IGW_ERR_CAPACITY, IGW_ERR_UNAVAILABLE, IGW_ERR_UNKNOWN_OUTCOME, IGW_ERR_INTERNAL};
 
 static int route_decode_standin_call_join(igw_json *j, void *out) { return igw_decode_CallRef(j, out); }
 static void route_encode_standin_call_join(igw_jw *w, const void *in) { igw_encode_CallRef(w, in); }
@@ -9036,7 +9036,7 @@ const igw_route_def igw_routes[IGW_ROUTE__COUNT] = {
         .decode = route_decode_standin_group_create,
         .encode = route_encode_standin_group_create,
         .errors = errors_standin_group_create,
-        .nerrors = 8,
+        .nerrors = 9,
     },
     [IGW_ROUTE_STANDIN_CALL_START] = {
         .id = IGW_ROUTE_STANDIN_CALL_START,
@@ -9051,7 +9051,7 @@ const igw_route_def igw_routes[IGW_ROUTE__COUNT] = {
         .decode = route_decode_standin_call_start,
         .encode = route_encode_standin_call_start,
         .errors = errors_standin_call_start,
-        .nerrors = 9,
+        .nerrors = 10,
     },
     [IGW_ROUTE_STANDIN_CALL_JOIN] = {
         .id = IGW_ROUTE_STANDIN_CALL_JOIN,

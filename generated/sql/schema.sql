@@ -418,3 +418,10 @@ CREATE TABLE im_group_members (
     CONSTRAINT im_group_members_pkey PRIMARY KEY (group_id, user_id)
 );
 CREATE INDEX im_group_members_user_id_idx ON im_group_members (user_id);
+
+-- Groups each user created in the stand-in IM: im_max_groups_per_user bounds them (src/igwd/call/standin.c).
+CREATE TABLE im_group_quotas (
+    user_id bigint NOT NULL CONSTRAINT im_group_quotas_user_id_fkey REFERENCES users (user_id),
+    groups  bigint NOT NULL DEFAULT 0, -- Groups this user created.
+    CONSTRAINT im_group_quotas_pkey PRIMARY KEY (user_id)
+);

@@ -204,7 +204,7 @@ int igw_app_start_engine(igw_app *app, igw_server *srv, char *err, size_t errlen
                             .max_sessions_per_user = c->max_sessions_per_user,
                             .rights_recheck_ms = c->rights_recheck_ms,
                             .redis_host = c->redis_host, .redis_port = c->redis_port, .im_standin = c->im_standin,
-                            .im_heartbeat_ms = c->im_heartbeat_ms, .talk_enabled = c->talk_enabled,
+                            .standin = app->standin, .talk_enabled = c->talk_enabled,
                             .talk_members = c->talk_members};
     if (!(app->engine = igw_engine_start(&ec, why, sizeof why))) {
         snprintf(err, errlen, "session engine: %s", why);
@@ -227,6 +227,10 @@ int igw_app_init(igw_app *app, const igw_config *cfg, char *err, size_t errlen)
 {
     memset(app, 0, sizeof *app);
     app->cfg = *cfg;
+    app->standin = (igw_call_standin_config){.heartbeat_ms = cfg->im_heartbeat_ms,
+                                             .max_groups_per_user = cfg->im_max_groups_per_user,
+                                             .max_calls_per_user = cfg->im_max_calls_per_user,
+                                             .max_calls_per_group = cfg->im_max_calls_per_group};
     app->storage_fd = -1;
     /* A live node must not look lapsed between two of its heartbeats. */
     if (cfg->node_lapse_ms < 2 * cfg->node_heartbeat_ms) {
@@ -457,7 +461,7 @@ static void *worker_start(void *arg, unsigned index, uint16_t port, struct st_h2
     /* The conference runtime: the stand-in IM on this worker's connections
      * (none without both: its routes then answer unavailable). */
     if (app->cfg.im_standin && w->ndb && w->redis &&
-        !(w->call = igw_call_standin_create(w->db[0], w->redis, app->cfg.im_heartbeat_ms))) {
+        !(w->call = igw_call_standin_create(w->db[0], w->redis, &app->standin))) {
         snprintf(err, errlen, "out of memory");
         goto fail;
     }

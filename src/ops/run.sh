@@ -54,5 +54,5 @@ exec env -i PATH="$PATH" HOME="${HOME:-/root}" \
     IGW_MQTT_USERNAME="$IGW_MQTT_USER" IGW_MQTT_PASSWORD_FILE="$IGW_MQTT_PASSWORD_FILE" \
     IGW_STORAGE_ROOT="$var/storage" IGW_URL_KEY_FILE="$var/url.key" IGW_PUBLIC_URL="$base" \
     IGW_JWT_KEY_FILE="$var/jwt.key" IGW_MEDIA_ADDRESS="$media" IGW_CONSOLE_DIR="$root/console" \
-    IGW_TALK_ENABLED=true IGW_TALK_MEMBERS=true \
+    IGW_TALK_ENABLED=true IGW_TALK_MEMBERS=true IGW_IM_STANDIN=true \
     "$root/build/igwd"

@@ -71,7 +71,7 @@ igw_start IGW_THREADS=2 IGW_PG_DSN="$IGW_PG_DSN" IGW_JWT_KEY_FILE="$IGW_VAR/jwt.
     IGW_MQTT_HOST=127.0.0.1 IGW_MQTT_PORT="$IGW_MQTT_PORT" IGW_MQTT_PASSWORD_FILE="$IGW_MQTT_PASSWORD_FILE" \
     IGW_MQTT_CLIENT_ID=igwd-console-test IGW_COMMAND_TIMEOUT_MS=1000 IGW_CONSOLE_DIR="$DIR" \
     IGW_MEDIA_ADDRESS="$IGW_NETNS_ADDR" IGW_REDIS_HOST=127.0.0.1 IGW_REDIS_PORT="$IGW_REDIS_PORT" \
-    IGW_TALK_ENABLED=true IGW_TALK_MEMBERS=true
+    IGW_TALK_ENABLED=true IGW_TALK_MEMBERS=true IGW_IM_STANDIN=true
 CSP="default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; media-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 for f in /console/:index.html:"text/html; charset=utf-8" /console/index.html:index.html:"text/html; charset=utf-8" \
     /console/console.js:console.js:"text/javascript; charset=utf-8" /console/console.css:console.css:"text/css; charset=utf-8" \

@@ -202,14 +202,20 @@ static void check_contract(igw_route_id route, igw_call_op op, const char *scrip
             igw_call_dep_refusal(op, (igw_call_step)step, sent, &r);
             CHECK(declared(route, r.cls), "%s: %s at step %d", name, igw_error_classes[r.cls].name, step);
         }
-        if (igw_call_check_refusal(op, (igw_call_step)step, &r))
-            CHECK(declared(route, r.cls), "%s: check at step %d: %s", name, step, igw_error_classes[r.cls].name);
+        for (int ok = 0; ok < 2; ok++)
+            if (igw_call_check_refusal(op, (igw_call_step)step, ok, &r))
+                CHECK(declared(route, r.cls), "%s: check at step %d: %s", name, step, igw_error_classes[r.cls].name);
     }
     words ws = {.n = 0};
     if (igw_call_first_step(op) == IGW_CALL_STEP_PEEK) {
         ws = op_words("peek");
         if (igw_call_peek_refuses(op, false, &r))
             CHECK(declared(route, r.cls), "%s: peek: %s", name, igw_error_classes[r.cls].name);
+    }
+    if (igw_call_after_group(op) == IGW_CALL_STEP_RESERVE) { /* its place under the bounds first */
+        words res = op_words("reserve");
+        for (int i = 0; i < res.n; i++)
+            words_add(&ws, res.w[i], strlen(res.w[i]));
     }
     if (script_op) {
         words act = op_words(script_op);
@@ -289,12 +295,31 @@ static void test_peek(void)
 static void test_checks(void)
 {
     igw_call_refusal r = {0};
-    CHECK(igw_call_check_refusal(IGW_CALL_OP_JOIN, IGW_CALL_STEP_GROUP, &r) &&
+    CHECK(igw_call_check_refusal(IGW_CALL_OP_JOIN, IGW_CALL_STEP_GROUP, false, &r) &&
           refusal_is(&r, IGW_ERR_PERMISSION, "you are not a member of the call's group", ""));
-    CHECK(igw_call_check_refusal(IGW_CALL_OP_GROUP, IGW_CALL_STEP_ACT, &r) &&
+    CHECK(igw_call_check_refusal(IGW_CALL_OP_GROUP, IGW_CALL_STEP_ACT, false, &r) &&
           refusal_is(&r, IGW_ERR_PARAMETER, "every member must be an active user of your enterprise", "/members"));
-    CHECK(!igw_call_check_refusal(IGW_CALL_OP_JOIN, IGW_CALL_STEP_ACT, &r));
-    CHECK(!igw_call_check_refusal(IGW_CALL_OP_SET, IGW_CALL_STEP_PEEK, &r));
+    CHECK(igw_call_check_refusal(IGW_CALL_OP_GROUP, IGW_CALL_STEP_ACT, true, &r) &&
+          refusal_is(&r, IGW_ERR_CAPACITY, "you have created as many groups as you may (im_max_groups_per_user)", ""));
+    CHECK(!igw_call_check_refusal(IGW_CALL_OP_JOIN, IGW_CALL_STEP_ACT, false, &r));
+    CHECK(!igw_call_check_refusal(IGW_CALL_OP_SET, IGW_CALL_STEP_PEEK, false, &r));
+}
+
+/* A start reserves its place under the bounds after the group check; the
+ * bounds' words name the setting. */
+static void test_bounds(void)
+{
+    igw_call_refusal r = {0};
+    CHECK(igw_call_after_group(IGW_CALL_OP_START) == IGW_CALL_STEP_RESERVE);
+    CHECK(igw_call_after_group(IGW_CALL_OP_JOIN) == IGW_CALL_STEP_ACT);
+    CHECK(igw_call_refusal_of("USER_CALLS", IGW_CALL_OP_START, &r) && r.cls == IGW_ERR_CAPACITY &&
+          strstr(r.reason, "im_max_calls_per_user"));
+    CHECK(igw_call_refusal_of("GROUP_CALLS", IGW_CALL_OP_START, &r) && r.cls == IGW_ERR_CAPACITY &&
+          strstr(r.reason, "im_max_calls_per_group") && !strcmp(r.path, "/groupId"));
+    char g[IGW_CALL_ARG_MAX], u[IGW_CALL_ARG_MAX];
+    igw_call_registry_key(g, IGW_CALL_REG_GROUP, "g-1");
+    igw_call_registry_key(u, IGW_CALL_REG_USER, "1001");
+    CHECK(!strcmp(g, "igw:{im}:calls:g:g-1") && !strcmp(u, "igw:{im}:calls:u:1001")); /* one slot: {im} */
 }
 
 /* A sent write's act may have happened; anything else is unavailable. */
@@ -424,7 +449,7 @@ int main(void)
         CHECK_CASE(test_script_bounds),       CHECK_CASE(test_standin_contracts),
         CHECK_CASE(test_audio_contract),      CHECK_CASE(test_writes),
         CHECK_CASE(test_first_step),          CHECK_CASE(test_peek),
-        CHECK_CASE(test_checks),              CHECK_CASE(test_dep_refusal),
+        CHECK_CASE(test_checks),              CHECK_CASE(test_dep_refusal),         CHECK_CASE(test_bounds),
         CHECK_CASE(test_ids_fit),             CHECK_CASE(test_keys),
         CHECK_CASE(test_members_literal),     CHECK_CASE(test_members_literal_bounds),
         CHECK_CASE(test_receipt_parse),       CHECK_CASE(test_receipt_parse_limits),

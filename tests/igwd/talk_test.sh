@@ -19,7 +19,8 @@ igw_services_test talk "${TALK_PG_PORT:-25406}" "${TALK_REDIS_PORT:-63806}" "${T
 KEY=$IGW_VAR/jwt.key
 start() {
     igw_start IGW_THREADS=2 IGW_PG_DSN="$IGW_PG_DSN" IGW_JWT_KEY_FILE="$KEY" IGW_REDIS_HOST=127.0.0.1 \
-        IGW_REDIS_PORT="$IGW_REDIS_PORT" IGW_CHECK_TIMEOUT_MS=500 IGW_DB_TIMEOUT_MS=1000 IGW_MEDIA_THREADS=0 "$@"
+        IGW_REDIS_PORT="$IGW_REDIS_PORT" IGW_CHECK_TIMEOUT_MS=500 IGW_DB_TIMEOUT_MS=1000 IGW_MEDIA_THREADS=0 IGW_IM_STANDIN=true \
+        IGW_IM_MAX_CALLS_PER_GROUP=8 IGW_IM_MAX_CALLS_PER_USER=8 "$@"
     BASE=http://127.0.0.1:$PORT
 }
 start
@@ -278,6 +279,47 @@ im "$C" calls/heartbeat "{\"callId\":\"$CALL\"}"; expect 403 100403
 CASE="heartbeat: when lapses leave fewer than two, the call ends"
 sleep 1.2
 im "$A" calls/heartbeat "{\"callId\":\"$CALL\"}"; expect 404 100404 /callId
+igw_stop
+
+# ---- the stand-in's bounds: exact under racing requests -------------------------------------------------
+# race N TOKEN PATH BODY: N requests at once; their HTTP statuses, counted ("200x3 429x9").
+race() {
+    seq "$1" | xargs -P "$1" -I{} curl -s -o /dev/null -w '%{http_code}\n' -X POST -H "Authorization: Bearer $2" \
+        -H 'content-type: application/json' --data-binary "$4" "$BASE/api/v1/im-standin/$3" |
+        sort | uniq -c | awk '{print $2 "x" $1}' | paste -sd' '
+}
+start IGW_IM_MAX_GROUPS_PER_USER=3 IGW_IM_MAX_CALLS_PER_USER=2 IGW_IM_MAX_CALLS_PER_GROUP=1 IGW_IM_HEARTBEAT_MS=2000
+CASE="bounds: 12 group creates at once against im_max_groups_per_user 3: exactly 3"
+got=$(race 12 "$C" groups/create '{"name":"many","members":["1002"]}')
+[ "$got" = "200x3 429x9" ] || fail "$CASE: $got"
+[ "$(psql_q "SELECT count(*) FROM im_groups WHERE owner_user_id = 1003")" = 3 ] || fail "$CASE: groups in the database"; ok
+CASE="bounds: the refusal names the setting, nothing made"
+im "$C" groups/create '{"name":"one more","members":["1002"]}'; expect 429 100429
+grep -q im_max_groups_per_user "$TMP/r" || fail "$CASE: $(cat "$TMP/r")"
+[ "$(psql_q "SELECT count(*) FROM im_groups WHERE owner_user_id = 1003")" = 3 ] || fail "$CASE"; ok
+mapfile -t CG < <(psql_q "SELECT group_id FROM im_groups WHERE owner_user_id = 1003 ORDER BY group_id")
+CASE="bounds: 8 starts at once in one group against im_max_calls_per_group 1: exactly 1"
+got=$(race 8 "$C" calls/start "{\"groupId\":\"${CG[0]}\"}")
+[ "$got" = "200x1 429x7" ] || fail "$CASE: $got"
+im "$C" calls/start "{\"groupId\":\"${CG[0]}\"}"; expect 429 100429 /groupId
+grep -q im_max_calls_per_group "$TMP/r" || fail "$CASE: $(cat "$TMP/r")"; ok
+CASE="bounds: a second group's call is the user's second; a third is refused (im_max_calls_per_user 2)"
+im "$C" calls/start "{\"groupId\":\"${CG[1]}\"}"; expect 200 200
+CALL2=$(r .data.callId)
+im "$C" calls/start "{\"groupId\":\"${CG[2]}\"}"; expect 429 100429
+grep -q im_max_calls_per_user "$TMP/r" || fail "$CASE: $(cat "$TMP/r")"; ok
+CASE="bounds: the refused starts left no call in Redis"
+[ "$(rcli --scan --pattern 'igw:{call:*}:meta' | while read -r k; do rcli hget "$k" initiator; done | grep -c '^1003$')" = 2 ] ||
+    fail "$CASE: $(rcli --scan --pattern 'igw:{call:*}:meta')"; ok
+CASE="bounds: a call hung up gives its place back at once"
+im "$C" calls/hangup "{\"callId\":\"$CALL2\"}"; expect 200 200
+[ "$(r .data.ended)" = true ] || fail "$CASE: $(cat "$TMP/r")"
+im "$C" calls/start "{\"groupId\":\"${CG[2]}\"}"; expect 200 200; ok
+CASE="bounds: a call nobody heartbeats gives its place back after its lease (im_heartbeat_ms)"
+sleep 2.5
+im "$C" calls/start "{\"groupId\":\"${CG[0]}\"}"; expect 200 200; ok
+CASE="bounds: another member's start is its own (the user's bound is per user)"
+im "$B" calls/start "{\"groupId\":\"${CG[1]}\"}"; expect 200 200; ok
 igw_stop
 
 # ---- no runtime wired ---------------------------------------------------------------------------------

@@ -97,10 +97,18 @@ struct igw_call {
     const igw_call_ops *ops;
 };
 
+/* The stand-in's settings: the life a join or heartbeat gives a
+ * membership, and its bounds (each at least 1): groups a user may create,
+ * live calls a user may have started, live calls of one group. */
+typedef struct igw_call_standin_config {
+    unsigned heartbeat_ms;
+    unsigned max_groups_per_user, max_calls_per_user, max_calls_per_group;
+} igw_call_standin_config;
+
 /* The stand-in (standin.c) on one loop: db for the persistent groups, r for
- * the live calls (both borrowed, outliving it), heartbeat_ms the life a
- * join or heartbeat gives a membership. NULL when out of memory. */
-igw_call *igw_call_standin_create(igw_db *db, igw_redis *r, unsigned heartbeat_ms);
+ * the live calls (both borrowed, outliving it), cfg copied. NULL when out
+ * of memory. */
+igw_call *igw_call_standin_create(igw_db *db, igw_redis *r, const igw_call_standin_config *cfg);
 
 /* Creates a persistent group of `members` (user ids of the enterprise, the
  * creator included or added) owned by `creator`. */

@@ -16,6 +16,14 @@
 -- forever: each write keeps every key alive for the heartbeat plus KEEP_MS,
 -- and an ended call's keys (its receipts) for KEEP_MS.
 -- Answers: {'OK', ...} or {word} where word names the refusal (call.c).
+--
+-- The stand-in's bounds on live calls (reserve, lease, release) are the
+-- one exception to the four keys: KEYS[1] is the live calls of a group,
+-- KEYS[2] those a user started, ZSETs callId -> lease (Unix ms), both under
+-- the hash tag {im} (one slot). A start reserves its place before the call
+-- exists (a call's keys are in another slot); each join or heartbeat
+-- leases it until its new deadline, a call's end releases it, and a lease
+-- that runs out (no member heartbeats any more) frees it too.
 local meta, live, mem, rcpt = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local op, ent = ARGV[1], ARGV[2]
 local t = redis.call('TIME')
@@ -103,7 +111,7 @@ elseif op == 'join' then -- ent uid hb_ms callId
   redis.call('ZADD', live, now + hb, uid)
   keep(hb + KEEP_MS)
   if fresh == 1 then notice('join', uid) end
-  return {'OK', e, now + hb, fresh}
+  return {'OK', e, now + hb, fresh, m[4], m[3]}
 
 elseif op == 'heartbeat' then -- ent uid hb_ms callId
   local uid, hb = ARGV[3], tonumber(ARGV[4])
@@ -112,7 +120,7 @@ elseif op == 'heartbeat' then -- ent uid hb_ms callId
   if not deadline(uid) then return {'NOT_LIVE'} end
   redis.call('ZADD', live, 'XX', now + hb, uid)
   keep(hb + KEEP_MS)
-  return {'OK', (member(uid)), now + hb}
+  return {'OK', (member(uid)), now + hb, 0, m[4], m[3]}
 
 elseif op == 'hangup' then -- ent uid callId: the IM's own exit, no receipt
   local uid = ARGV[3]
@@ -125,7 +133,7 @@ elseif op == 'hangup' then -- ent uid callId: the IM's own exit, no receipt
   local rest = redis.call('ZRANGE', live, 0, -1)
   local ended = 0
   if #rest < 2 then end_call(); ended = 1 end
-  return {'OK', e, ended}
+  return {'OK', e, ended, m[4], m[3]}
 
 elseif op == 'roster' then -- ent callId: initiator, group, receipts held, then the live members,
   -- each {uid, epoch, allowed, revision, deadline}
@@ -194,7 +202,30 @@ elseif op == 'leave' then -- ent actor target expectedEpoch receiptKey hb_ms cal
   local body = e .. ' ' .. (ended and '1' or '0') .. ' ' .. table.concat(rest, ',')
   redis.call('HSET', rcpt, key, body)
   if ended then end_call() else keep(hb + KEEP_MS) end
-  return {'OK', body}
+  return {'OK', body, m[4], m[3]}
+
+elseif op == 'reserve' then -- ent maxGroup maxUser lease_ms callId (KEYS: the registry)
+  local mg, mu, lease = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+  for i = 1, 2 do redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', '(' .. now) end
+  if redis.call('ZCARD', KEYS[2]) >= mu then return {'USER_CALLS'} end
+  if redis.call('ZCARD', KEYS[1]) >= mg then return {'GROUP_CALLS'} end
+  for i = 1, 2 do
+    redis.call('ZADD', KEYS[i], now + lease, ARGV[#ARGV])
+    redis.call('PEXPIRE', KEYS[i], lease + KEEP_MS)
+  end
+  return {'OK', now}
+
+elseif op == 'lease' then -- ent until callId: a live call's place, kept while members heartbeat
+  local upto = tonumber(ARGV[3])
+  for i = 1, 2 do
+    redis.call('ZADD', KEYS[i], 'XX', 'GT', upto, ARGV[#ARGV]) -- never revives a released one
+    if redis.call('PTTL', KEYS[i]) < upto - now + KEEP_MS then redis.call('PEXPIRE', KEYS[i], upto - now + KEEP_MS) end
+  end
+  return {'OK', now}
+
+elseif op == 'release' then -- ent callId: the call ended
+  for i = 1, 2 do redis.call('ZREM', KEYS[i], ARGV[#ARGV]) end
+  return {'OK', now}
 
 elseif op == 'receipt' then -- ent receiptKey callId: a leave's result, if it ran
   local done = redis.call('HGET', rcpt, ARGV[3])

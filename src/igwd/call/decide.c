@@ -29,6 +29,11 @@ igw_call_step igw_call_first_step(igw_call_op op)
     }
 }
 
+igw_call_step igw_call_after_group(igw_call_op op)
+{
+    return op == IGW_CALL_OP_START ? IGW_CALL_STEP_RESERVE : IGW_CALL_STEP_ACT;
+}
+
 int64_t igw_call_peek_user(igw_call_op op, int64_t user, int64_t target)
 {
     return op == IGW_CALL_OP_SET || op == IGW_CALL_OP_READ ? target : user;
@@ -66,6 +71,11 @@ bool igw_call_refusal_of(const char *w, igw_call_op op, igw_call_refusal *r)
         return set(r, IGW_ERR_CAPACITY, "the call's leave receipts are full", "");
     if (!strcmp(w, "CALL_FULL"))
         return set(r, IGW_ERR_CAPACITY, "the call has as many live members as it may (256)", "");
+    if (!strcmp(w, "USER_CALLS"))
+        return set(r, IGW_ERR_CAPACITY, "you have started as many live calls as you may (im_max_calls_per_user)", "");
+    if (!strcmp(w, "GROUP_CALLS"))
+        return set(r, IGW_ERR_CAPACITY, "the group has as many live calls as it may (im_max_calls_per_group)",
+                   IGW_PATH_groupId);
     if (!strcmp(w, "NONE"))
         return set(r, IGW_ERR_NOT_FOUND, "no receipt", "");
     set(r, IGW_ERR_INTERNAL, "the conference runtime failed", "");
@@ -77,10 +87,12 @@ bool igw_call_peek_refuses(igw_call_op op, bool target_live, igw_call_refusal *r
     return op == IGW_CALL_OP_SET && !target_live && igw_call_refusal_of("TARGET_NOT_LIVE", op, r);
 }
 
-bool igw_call_check_refusal(igw_call_op op, igw_call_step step, igw_call_refusal *r)
+bool igw_call_check_refusal(igw_call_op op, igw_call_step step, bool members_ok, igw_call_refusal *r)
 {
     if (step == IGW_CALL_STEP_GROUP)
         return set(r, IGW_ERR_PERMISSION, "you are not a member of the call's group", "");
+    if (op == IGW_CALL_OP_GROUP && step == IGW_CALL_STEP_ACT && members_ok)
+        return set(r, IGW_ERR_CAPACITY, "you have created as many groups as you may (im_max_groups_per_user)", "");
     if (op == IGW_CALL_OP_GROUP && step == IGW_CALL_STEP_ACT)
         return set(r, IGW_ERR_PARAMETER, "every member must be an active user of your enterprise", IGW_PATH_members);
     return false;
@@ -104,6 +116,11 @@ void igw_call_key(char out[IGW_CALL_ARG_MAX], const char *call_id, igw_call_key_
 {
     static const char *const suffix[IGW_CALL_KEYS] = {"meta", "live", "mem", "rcpt"};
     snprintf(out, IGW_CALL_ARG_MAX, "igw:{call:%s}:%s", call_id, suffix[k]);
+}
+
+void igw_call_registry_key(char out[IGW_CALL_ARG_MAX], igw_call_registry_kind k, const char *id)
+{
+    snprintf(out, IGW_CALL_ARG_MAX, "igw:{im}:calls:%s:%s", k == IGW_CALL_REG_GROUP ? "g" : "u", id);
 }
 
 static int cmp_i64(const void *a, const void *b)

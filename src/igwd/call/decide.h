@@ -30,9 +30,15 @@ typedef enum igw_call_op {
 #define IGW_CALL_OPS (IGW_CALL_OP_RECEIPT + 1)
 
 /* Where an operation is: peeking at the call (call.lua peek), checking
- * the caller's group in PostgreSQL, acting (the script's own run, or the
- * group's statement). */
-typedef enum igw_call_step { IGW_CALL_STEP_PEEK, IGW_CALL_STEP_GROUP, IGW_CALL_STEP_ACT } igw_call_step;
+ * the caller's group in PostgreSQL, reserving a new call's place under the
+ * bounds (call.lua reserve, on the registry's keys), acting (the script's
+ * own run, or the group's statement). */
+typedef enum igw_call_step {
+    IGW_CALL_STEP_PEEK, IGW_CALL_STEP_GROUP, IGW_CALL_STEP_RESERVE, IGW_CALL_STEP_ACT
+} igw_call_step;
+
+/* The step after the group check: start reserves its place first. */
+igw_call_step igw_call_after_group(igw_call_op op);
 
 /* A refusal: the public class (igw_err), a reason safe to send and the
  * JSON pointer of the request field it is about ("" when none). Static
@@ -69,8 +75,10 @@ bool igw_call_peek_refuses(igw_call_op op, bool target_live, igw_call_refusal *r
 /* The refusal of a step's check outside the script: the group check
  * (the caller is no member of the call's group: permission) and a new
  * group's statement (a member is no active user of the enterprise:
- * parameter at /members). false for a step without such a check. */
-bool igw_call_check_refusal(igw_call_op op, igw_call_step step, igw_call_refusal *r);
+ * parameter at /members; members_ok but nothing made: the creator's
+ * groups are at im_max_groups_per_user, capacity). false for a step
+ * without such a check. */
+bool igw_call_check_refusal(igw_call_op op, igw_call_step step, bool members_ok, igw_call_refusal *r);
 
 /* A dependency (Redis, PostgreSQL) failed at op's step: the public class
  * only (the cause is logged). sent: the request went out; a write whose
@@ -91,6 +99,13 @@ typedef enum igw_call_key_kind { IGW_CALL_KEY_META, IGW_CALL_KEY_LIVE, IGW_CALL_
 /* Writes key k of call_id (at most IGW_CALL_ID_MAX bytes) into out
  * (IGW_CALL_ARG_MAX bytes). */
 void igw_call_key(char out[IGW_CALL_ARG_MAX], const char *call_id, igw_call_key_kind k);
+
+/* The bounds' registry (call.lua reserve, lease, release): the live calls
+ * of a group (its groupId) or those a user started (its decimal id), both
+ * under the hash tag {im}. */
+typedef enum igw_call_registry_kind { IGW_CALL_REG_GROUP, IGW_CALL_REG_USER } igw_call_registry_kind;
+#define IGW_CALL_REG_KEYS 2
+void igw_call_registry_key(char out[IGW_CALL_ARG_MAX], igw_call_registry_kind k, const char *id);
 
 /* Bytes igw_call_members_literal may write for n members at most. */
 #define IGW_CALL_LITERAL_CAP(n) (((n) + 1) * 22 + 3)

@@ -6,7 +6,10 @@
  * peeks at the call (its group; for set, the target's current join
  * instance), then checks the caller's persistent membership in
  * PostgreSQL, then runs the script that acts, which checks everything
- * again atomically. */
+ * again atomically. A start reserves its place under the bounds on live
+ * calls before it acts (call.lua reserve, on the bounds' own keys), each
+ * join or heartbeat leases that place until its new deadline and a call's
+ * end releases it: one more script run, sent without waiting for it. */
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -27,7 +30,7 @@ typedef struct standin {
     igw_call base;
     igw_db *db;
     igw_redis *r;
-    unsigned hb_ms;
+    igw_call_standin_config cfg;
 } standin;
 
 typedef struct op {
@@ -38,6 +41,7 @@ typedef struct op {
     int64_t expected; /* set: the target's join instance (peeked); leave: expectedMemberEpoch */
     int64_t revision; /* set: expectedRevision */
     bool allowed, retried; /* retried: NOSCRIPT answered, sent again as EVAL */
+    bool reserved;         /* start: its place under the bounds is held (released if it fails) */
     char call_id[IGW_CALL_ID_MAX + 1], group_id[IGW_CALL_GROUP_ID_MAX + 1];
     char key[IGW_CALL_ARG_MAX];
     int argc;
@@ -56,8 +60,18 @@ static void sha_once(void)
     igw_hex_encode(d, sizeof d, script_sha);
 }
 
+static void registry_send(standin *s, const char *what, int64_t ent, const char *group, const char *user, int64_t until,
+                          const char *call_id);
+
 static void finish(op *o, const igw_call_result *r)
 {
+    /* A start that did not make its call gives its place back; one whose
+     * outcome is unknown keeps it until its lease runs out. */
+    if (o->reserved && r->cls != IGW_ERR_OK && r->cls != IGW_ERR_UNKNOWN_OUTCOME) {
+        char user[24];
+        snprintf(user, sizeof user, "%" PRId64, o->user);
+        registry_send(o->s, "release", o->ent, o->group_id, user, 0, o->call_id);
+    }
     o->cb(o->arg, r);
     free(o);
 }
@@ -93,14 +107,22 @@ static void on_script(void *arg, const redisReply *rep, const char *err);
 static int send_script(op *o, bool eval)
 {
     const char *argv[IGW_CALL_ARGS_MAX + 7];
-    int n = 0;
+    int n = 0, nkeys = IGW_CALL_KEYS;
     char keys[IGW_CALL_KEYS][IGW_CALL_ARG_MAX];
-    for (int i = 0; i < IGW_CALL_KEYS; i++)
-        igw_call_key(keys[i], o->call_id, (igw_call_key_kind)i);
+    if (o->step == IGW_CALL_STEP_RESERVE) { /* the bounds' keys, not the call's */
+        char user[24];
+        snprintf(user, sizeof user, "%" PRId64, o->user);
+        igw_call_registry_key(keys[0], IGW_CALL_REG_GROUP, o->group_id);
+        igw_call_registry_key(keys[1], IGW_CALL_REG_USER, user);
+        nkeys = IGW_CALL_REG_KEYS;
+    } else {
+        for (int i = 0; i < IGW_CALL_KEYS; i++)
+            igw_call_key(keys[i], o->call_id, (igw_call_key_kind)i);
+    }
     argv[n++] = eval ? "EVAL" : "EVALSHA";
     argv[n++] = eval ? IGW_CALL_LUA : script_sha;
-    argv[n++] = "4";
-    for (int i = 0; i < IGW_CALL_KEYS; i++)
+    argv[n++] = nkeys == IGW_CALL_KEYS ? "4" : "2";
+    for (int i = 0; i < nkeys; i++)
         argv[n++] = keys[i];
     for (int i = 0; i < o->argc; i++)
         argv[n++] = o->argv[i];
@@ -160,8 +182,40 @@ static const char *str_at(const redisReply *r, size_t i)
     return e->type == REDIS_REPLY_STRING || e->type == REDIS_REPLY_STATUS ? e->str : "";
 }
 
-/* A leave receipt "<epoch> <ended> <uid,uid,...>" (call.lua) as the result. */
-static void answer_receipt(op *o, const char *text, bool replay)
+/* The bounds' registry, without waiting: a call's place leased until
+ * `until` (lease) or given back (release, until unused). A failure costs
+ * at most the lease's remaining life (logged). */
+static void on_registry(void *arg, const redisReply *rep, const char *err)
+{
+    (void)arg;
+    if (!rep)
+        igw_log(IGW_LOG_WARN, NULL, "call: bounds not updated: %s", err);
+    else if (rep->type == REDIS_REPLY_ERROR)
+        igw_log(IGW_LOG_WARN, NULL, "call: bounds not updated: %s", rep->str);
+}
+
+static void registry_send(standin *s, const char *what, int64_t ent, const char *group, const char *user, int64_t until,
+                          const char *call_id)
+{
+    if (!group[0] || !user[0] || strlen(group) > IGW_CALL_GROUP_ID_MAX || strlen(user) > 20)
+        return; /* not the script's answer: nothing to touch */
+    char keys[IGW_CALL_REG_KEYS][IGW_CALL_ARG_MAX], e[24], u[24];
+    igw_call_registry_key(keys[0], IGW_CALL_REG_GROUP, group);
+    igw_call_registry_key(keys[1], IGW_CALL_REG_USER, user);
+    snprintf(e, sizeof e, "%" PRId64, ent);
+    snprintf(u, sizeof u, "%" PRId64, until);
+    const char *argv[9] = {"EVALSHA", script_sha, "2", keys[0], keys[1], what, e};
+    int n = 7;
+    if (until)
+        argv[n++] = u;
+    argv[n++] = call_id;
+    if (igw_redis_command(s->r, on_registry, NULL, n, argv, NULL) != 0)
+        igw_log(IGW_LOG_WARN, NULL, "call: bounds not updated: redis busy");
+}
+
+/* A leave receipt "<epoch> <ended> <uid,uid,...>" (call.lua) as the result;
+ * rep's elements after it are the call's group and initiator. */
+static void answer_receipt(op *o, const redisReply *rep, const char *text, bool replay)
 {
     int64_t rest[IGW_CALL_MEMBERS_MAX], epoch;
     size_t n = 0;
@@ -173,6 +227,8 @@ static void answer_receipt(op *o, const char *text, bool replay)
     }
     igw_call_result r = {.cls = IGW_ERR_OK, .call_id = o->call_id, .epoch = epoch, .ended = ended,
                          .replay = replay, .remaining = rest, .nremaining = n};
+    if (ended && !replay && o->kind == IGW_CALL_OP_LEAVE) /* the leave ended the call: its place is free */
+        registry_send(o->s, "release", o->ent, str_at(rep, 2), str_at(rep, 3), 0, o->call_id);
     finish(o, &r);
 }
 
@@ -182,11 +238,17 @@ static void answer(op *o, const redisReply *rep)
 {
     const char *w = str_at(rep, 0);
     if (!strcmp(w, "REPLAY")) {
-        answer_receipt(o, str_at(rep, 1), true);
+        answer_receipt(o, rep, str_at(rep, 1), true);
         return;
     }
     if (strcmp(w, "OK") != 0) {
         refuse(o, w);
+        return;
+    }
+    if (o->step == IGW_CALL_STEP_RESERVE) { /* the start's place is held: now the call */
+        o->reserved = true;
+        o->step = IGW_CALL_STEP_ACT;
+        act(o);
         return;
     }
     if (o->step == IGW_CALL_STEP_PEEK) { /* OK group initiator epoch live */
@@ -210,10 +272,14 @@ static void answer(op *o, const redisReply *rep)
         r.epoch = int_at(rep, 1);
         r.deadline_ms = int_at(rep, 2);
         r.fresh = o->kind == IGW_CALL_OP_START || int_at(rep, 3) == 1;
+        if (o->kind != IGW_CALL_OP_START) /* OK epoch deadline fresh group initiator: the call's place lives on */
+            registry_send(o->s, "lease", o->ent, str_at(rep, 4), str_at(rep, 5), r.deadline_ms, o->call_id);
         break;
-    case IGW_CALL_OP_HANGUP:
+    case IGW_CALL_OP_HANGUP: /* OK epoch ended group initiator */
         r.epoch = int_at(rep, 1);
         r.ended = int_at(rep, 2) == 1;
+        if (r.ended)
+            registry_send(o->s, "release", o->ent, str_at(rep, 3), str_at(rep, 4), 0, o->call_id);
         break;
     case IGW_CALL_OP_READ:
     case IGW_CALL_OP_SET:
@@ -242,7 +308,7 @@ static void answer(op *o, const redisReply *rep)
     }
     case IGW_CALL_OP_LEAVE:
     case IGW_CALL_OP_RECEIPT:
-        answer_receipt(o, str_at(rep, 1), o->kind == IGW_CALL_OP_RECEIPT);
+        answer_receipt(o, rep, str_at(rep, 1), o->kind == IGW_CALL_OP_RECEIPT);
         return;
     case IGW_CALL_OP_GROUP:
         break;
@@ -290,18 +356,23 @@ static const igw_db_stmt q_member = {
     MEMBER_NP};
 
 /* Creates the group only when every member is an active user of the
- * enterprise (the creator among them): one statement, all or nothing. */
-enum { GROUP_P_ID, GROUP_P_ENTERPRISE, GROUP_P_NAME, GROUP_P_OWNER, GROUP_P_MEMBERS, GROUP_NP };
-enum { GROUP_C_CREATED, GROUP_C_MEMBERS };
+ * enterprise (the creator among them) and the creator is under
+ * im_max_groups_per_user ($6): one statement, all or nothing. The count
+ * is raised only while under the bound, on the newest row under its lock
+ * (ON CONFLICT DO UPDATE ... WHERE), so racing creates cannot pass it. */
+enum { GROUP_P_ID, GROUP_P_ENTERPRISE, GROUP_P_NAME, GROUP_P_OWNER, GROUP_P_MEMBERS, GROUP_P_MAX, GROUP_NP };
+enum { GROUP_C_CREATED, GROUP_C_MEMBERS, GROUP_C_MEMBERS_OK };
 static const igw_db_stmt q_group = {
     "call_group_create",
     "WITH ok AS (SELECT count(*) = cardinality($5::bigint[]) AS ok FROM users "
     "            WHERE user_id = ANY($5::bigint[]) AND enterprise_id = $2::bigint AND active), "
+    "q AS (INSERT INTO im_group_quotas AS q (user_id, groups) SELECT $4::bigint, 1 FROM ok WHERE ok.ok "
+    "      ON CONFLICT (user_id) DO UPDATE SET groups = q.groups + 1 WHERE q.groups < $6::bigint RETURNING 1), "
     "g AS (INSERT INTO im_groups (group_id, enterprise_id, name, owner_user_id) "
-    "      SELECT $1, $2::bigint, $3, $4::bigint FROM ok WHERE ok.ok RETURNING group_id), "
+    "      SELECT $1, $2::bigint, $3, $4::bigint FROM q RETURNING group_id), "
     "m AS (INSERT INTO im_group_members (group_id, user_id) "
     "      SELECT g.group_id, u FROM g, unnest($5::bigint[]) AS u RETURNING user_id) "
-    "SELECT (SELECT count(*) FROM g), (SELECT count(*) FROM m)",
+    "SELECT (SELECT count(*) FROM g), (SELECT count(*) FROM m), (SELECT ok FROM ok)",
     GROUP_NP};
 
 static void on_member(void *arg, const PGresult *res, const char *err)
@@ -312,11 +383,11 @@ static void on_member(void *arg, const PGresult *res, const char *err)
         return;
     }
     igw_call_refusal no;
-    if (PQntuples(res) != 1 && igw_call_check_refusal(o->kind, o->step, &no)) {
+    if (PQntuples(res) != 1 && igw_call_check_refusal(o->kind, o->step, false, &no)) {
         fail(o, no.cls, no.reason, no.path);
         return;
     }
-    o->step = IGW_CALL_STEP_ACT;
+    o->step = igw_call_after_group(o->kind);
     act(o);
 }
 
@@ -328,8 +399,9 @@ static void on_group(void *arg, const PGresult *res, const char *err)
         return;
     }
     igw_call_refusal no;
+    bool members_ok = PQntuples(res) == 1 && !strcmp(PQgetvalue(res, 0, GROUP_C_MEMBERS_OK), "t");
     if ((PQntuples(res) != 1 || strcmp(PQgetvalue(res, 0, GROUP_C_CREATED), "1") != 0) &&
-        igw_call_check_refusal(o->kind, o->step, &no)) {
+        igw_call_check_refusal(o->kind, o->step, members_ok, &no)) {
         fail(o, no.cls, no.reason, no.path);
         return;
     }
@@ -357,18 +429,25 @@ static int send_step(op *o)
         arg_i64(o, igw_call_peek_user(o->kind, o->user, o->target));
         return send_args(o);
     }
+    if (o->step == IGW_CALL_STEP_RESERVE) { /* a start's place: leased until its first heartbeat is due */
+        args_begin(o, "reserve");
+        arg_i64(o, s->cfg.max_calls_per_group);
+        arg_i64(o, s->cfg.max_calls_per_user);
+        arg_i64(o, s->cfg.heartbeat_ms);
+        return send_args(o);
+    }
     switch (o->kind) {
     case IGW_CALL_OP_START:
         args_begin(o, "start");
         arg_str(o, o->group_id);
         arg_i64(o, o->user);
-        arg_i64(o, s->hb_ms);
+        arg_i64(o, s->cfg.heartbeat_ms);
         break;
     case IGW_CALL_OP_JOIN:
     case IGW_CALL_OP_HEARTBEAT:
         args_begin(o, o->kind == IGW_CALL_OP_JOIN ? "join" : "heartbeat");
         arg_i64(o, o->user);
-        arg_i64(o, s->hb_ms);
+        arg_i64(o, s->cfg.heartbeat_ms);
         break;
     case IGW_CALL_OP_HANGUP:
         args_begin(o, "hangup");
@@ -396,7 +475,7 @@ static int send_step(op *o)
         arg_i64(o, o->target);
         arg_i64(o, o->expected);
         arg_str(o, o->key);
-        arg_i64(o, s->hb_ms);
+        arg_i64(o, s->cfg.heartbeat_ms);
         break;
     case IGW_CALL_OP_RECEIPT:
         args_begin(o, "receipt");
@@ -471,11 +550,12 @@ static int s_group_create(igw_call *c, int64_t ent, int64_t creator, const char 
         free(o);
         return -1;
     }
-    char e[24], u[24];
+    char e[24], u[24], max[24];
     snprintf(e, sizeof e, "%" PRId64, ent);
     snprintf(u, sizeof u, "%" PRId64, creator);
+    snprintf(max, sizeof max, "%u", o->s->cfg.max_groups_per_user);
     const char *v[GROUP_NP] = {[GROUP_P_ID] = o->group_id, [GROUP_P_ENTERPRISE] = e, [GROUP_P_NAME] = name,
-                               [GROUP_P_OWNER] = u, [GROUP_P_MEMBERS] = arr};
+                               [GROUP_P_OWNER] = u, [GROUP_P_MEMBERS] = arr, [GROUP_P_MAX] = max};
     o->step = IGW_CALL_STEP_ACT;
     int rc = igw_db_exec(o->s->db, &q_group, v, NULL, NULL, on_group, o);
     free(arr);
@@ -592,7 +672,7 @@ static const igw_call_ops standin_ops = {
     .destroy = s_destroy,
 };
 
-igw_call *igw_call_standin_create(igw_db *db, igw_redis *r, unsigned heartbeat_ms)
+igw_call *igw_call_standin_create(igw_db *db, igw_redis *r, const igw_call_standin_config *cfg)
 {
     standin *s = calloc(1, sizeof *s);
     if (!s)
@@ -601,6 +681,6 @@ igw_call *igw_call_standin_create(igw_db *db, igw_redis *r, unsigned heartbeat_m
     s->base.ops = &standin_ops;
     s->db = db;
     s->r = r;
-    s->hb_ms = heartbeat_ms;
+    s->cfg = *cfg;
     return &s->base;
 }

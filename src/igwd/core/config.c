@@ -127,9 +127,16 @@ static const setting settings[] = {
     {"rights_recheck_ms", KIND_UINT, OFF(rights_recheck_ms), 0, 1000, 3600000, "10000",
      "every live session's holder rights are read again this often, the safety net of the igw_rights "
      "notifications that end a session at once when its user loses the device (rightsRevoked), milliseconds"},
-    {"im_standin", KIND_BOOL, OFF(im_standin), 0, 0, 0, "true",
-     "wire igw's stand-in IM back end (groups in PostgreSQL, live calls in Redis) as the conference runtime; "
-     "false, or no Redis: none is wired and the routes that need one answer unavailable"},
+    {"im_standin", KIND_BOOL, OFF(im_standin), 0, 0, 0, "false",
+     "wire igw's stand-in IM back end (groups in PostgreSQL, live calls in Redis) as the conference runtime, "
+     "for demos and tests (make run turns it on); false, or no Redis: none is wired and the routes that need "
+     "one answer unavailable"},
+    {"im_max_groups_per_user", KIND_UINT, OFF(im_max_groups_per_user), 0, 1, 100000, "16",
+     "stand-in IM: groups one user may create; beyond, groups/create is refused (capacity)"},
+    {"im_max_calls_per_user", KIND_UINT, OFF(im_max_calls_per_user), 0, 1, 1000, "2",
+     "stand-in IM: live calls one user may have started at once; beyond, calls/start is refused (capacity)"},
+    {"im_max_calls_per_group", KIND_UINT, OFF(im_max_calls_per_group), 0, 1, 1000, "1",
+     "stand-in IM: live calls of one group at once; beyond, calls/start is refused (capacity)"},
     {"im_heartbeat_ms", KIND_UINT, OFF(im_heartbeat_ms), 0, 1000, 600000, "30000",
      "a live call member without a join or heartbeat for this long is no longer live, milliseconds"},
     {"talk_enabled", KIND_BOOL, OFF(talk_enabled), 0, 0, 0, "false",

@@ -69,6 +69,7 @@ typedef struct igw_config {
     unsigned max_sessions_per_enterprise, max_sessions_per_user; /* of one enterprise, one user (0: none) */
     unsigned rights_recheck_ms;  /* the periodic check of every live session's rights */
     bool im_standin;             /* the stand-in IM back end is the conference runtime (with Redis) */
+    unsigned im_max_groups_per_user, im_max_calls_per_user, im_max_calls_per_group; /* its bounds */
     unsigned im_heartbeat_ms;    /* a call membership lapses without a heartbeat this long */
     bool talk_enabled;           /* ipcTalk is open */
     bool talk_members;           /* Signaling.IPC.Talk.Members: interaction.join is open */

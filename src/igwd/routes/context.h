@@ -32,6 +32,7 @@
 
 typedef struct igw_app {
     igw_config cfg;
+    igw_call_standin_config standin; /* cfg's stand-in IM settings, as the runtime takes them */
     igw_server *srv;   /* set by igw_app_start_mqtt */
     _Atomic(igw_mqtt *) mqtt; /* NULL when no broker is configured; read by workers */
     struct igw_worker *workers[IGW_CONFIG_MAX_THREADS]; /* set before the workers run */

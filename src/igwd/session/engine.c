@@ -147,7 +147,7 @@ static int engine_init(void *arg, struct st_h2o_evloop_t *loop)
                               : NULL;
         if (e->notices) /* a frozen server is noticed only by probes */
             igw_redis_set_probe(e->notices, e->cfg.probe_interval_ms ? e->cfg.probe_interval_ms : 1000);
-        if (!e->notices || !(e->call = igw_call_standin_create(e->db, e->redis, e->cfg.im_heartbeat_ms))) {
+        if (!e->notices || !(e->call = igw_call_standin_create(e->db, e->redis, &e->cfg.standin))) {
             igw_redis_destroy(e->notices);
             e->notices = NULL;
             if (!e->start_err[0])

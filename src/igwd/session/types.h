@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "api.h"
+#include "call/call.h"
 #include "core/mqtt.h"
 #include "json.h"
 #include "media.h"
@@ -79,7 +80,7 @@ typedef struct igw_engine_config {
     const char *redis_host;
     unsigned redis_port;
     bool im_standin;
-    unsigned im_heartbeat_ms;
+    igw_call_standin_config standin; /* its settings (copied with the config) */
     bool talk_enabled, talk_members;
     unsigned talk_recheck_ms; /* each talk session's member state read again at least this often */
 } igw_engine_config;

@@ -485,6 +485,11 @@ test-nodes-own: $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-mqtt-auth.so
 test-presence: $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-mqtt-auth.so
 	tests/igwd/presence_test.sh $(T)/igwd $(BUILD)/igwctl
 
+# A camera's capability report whoever was subscribed when it went: igw-vcam
+# before igwd, a broker restart, a camera asked for it (issue 24, item 3).
+test-report: $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-mqtt-auth.so $(BUILD)/igw-vcam
+	tests/igwd/report_test.sh $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-vcam
+
 # The browser console (console/) served by igwd, in headless Chromium against real services.
 test-console: $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-mqtt-auth.so $(BUILD)/igw-vcam
 	tests/console/console_test.sh $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-vcam
@@ -519,7 +524,7 @@ test-unit: check-gen test-layers test-codegen test-json test-conformance test-de
            test-upload test-conn test-loop test-pending test-decide test-log test-media-unit test-openapi \
            test-catalog-decide test-edge-decide test-call-decide test-routes-decide
 test-services: test-igwctl test-igwd test-framing test-deadline test-db test-outbox test-ws test-redis test-mqtt test-edge test-app test-nodes \
-               test-nodes-own test-presence test-talk test-recordings test-console test-sql test-ops test-mqttauth
+               test-nodes-own test-presence test-report test-talk test-recordings test-console test-sql test-ops test-mqttauth
 
 # Every test, then every benchmark in a tiny configuration (bench-smoke, in a
 # make of its own: never beside the tests, whatever -j says); non-zero on any

@@ -5007,6 +5007,70 @@ int igw_decode_RecordingReport(igw_json *j, igw_RecordingReport *o)
     return 0;
 }
 
+/* Field index of a key of MediaCapabilityGet, or -1: length first, then memcmp. */
+static int key_MediaCapabilityGet(const char *k, size_t n)
+{
+    switch (n) {
+    case 6:
+        if (memcmp(k, "method", 6) == 0)
+            return IGW_MediaCapabilityGet_F_method;
+        break;
+    case 8:
+        if (memcmp(k, "msgToken", 8) == 0)
+            return IGW_MediaCapabilityGet_F_msgToken;
+        break;
+    default:
+        break;
+    }
+    return -1;
+}
+
+int igw_decode_MediaCapabilityGet(igw_json *j, igw_MediaCapabilityGet *o)
+{
+    igw_str k;
+    int more;
+    memset(o, 0, sizeof *o);
+    if (igw_json_object_begin(j))
+        return -1;
+    while ((more = igw_json_object_next(j, &k)) == 1) {
+        int f = key_MediaCapabilityGet(k.ptr, k.len);
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        o->has |= UINT64_C(1) << f;
+        switch (f) {
+        case IGW_MediaCapabilityGet_F_method:
+            if (igw_json_string(j, &o->method) || igw_decode_string_rules(j, o->method, 1, 64, IGW_FORMAT_IDENTIFIER))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        case IGW_MediaCapabilityGet_F_msgToken:
+            if (igw_json_string(j, &o->msgToken) || igw_decode_string_rules(j, o->msgToken, 1, 128, IGW_FORMAT_IDENTIFIER))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        default:
+            break;
+        }
+    }
+    if (more < 0)
+        return -1;
+    if ((o->has & IGW_MediaCapabilityGet__REQUIRED) != IGW_MediaCapabilityGet__REQUIRED) {
+        if (!(o->has & IGW_MediaCapabilityGet_method)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "method", 6);
+        }
+        if (!(o->has & IGW_MediaCapabilityGet_msgToken)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "msgToken", 8);
+        }
+    }
+    return 0;
+}
+
 /* Field index of a key of MediaBye, or -1: length first, then memcmp. */
 static int key_MediaBye(const char *k, size_t n)
 {
@@ -8188,6 +8252,16 @@ void igw_encode_RecordingReport(igw_jw *w, const igw_RecordingReport *o)
         }
         igw_jw_array_end(w);
     }
+    igw_jw_object_end(w);
+}
+
+void igw_encode_MediaCapabilityGet(igw_jw *w, const igw_MediaCapabilityGet *o)
+{
+    igw_jw_object_begin(w);
+    igw_jw_key(w, "method", 6);
+    igw_jw_string(w, o->method.ptr, o->method.len);
+    igw_jw_key(w, "msgToken", 8);
+    igw_jw_string(w, o->msgToken.ptr, o->msgToken.len);
     igw_jw_object_end(w);
 }
 

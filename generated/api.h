@@ -1495,6 +1495,25 @@ typedef struct igw_RecordingReport_list {
     uint32_t n;
 } igw_RecordingReport_list;
 
+/* What a camera receives when the platform has none of its capability reports: it reports (media capability report). */
+typedef struct igw_MediaCapabilityGet {
+    uint64_t has; /* IGW_MediaCapabilityGet_<field> bits of the fields present */
+    igw_str method;
+    igw_str msgToken;
+} igw_MediaCapabilityGet;
+enum igw_MediaCapabilityGet_field {
+    IGW_MediaCapabilityGet_F_method = 0,
+    IGW_MediaCapabilityGet_F_msgToken = 1,
+    IGW_MediaCapabilityGet__NFIELDS
+};
+#define IGW_MediaCapabilityGet_method (UINT64_C(1) << IGW_MediaCapabilityGet_F_method)
+#define IGW_MediaCapabilityGet_msgToken (UINT64_C(1) << IGW_MediaCapabilityGet_F_msgToken)
+#define IGW_MediaCapabilityGet__REQUIRED (IGW_MediaCapabilityGet_method | IGW_MediaCapabilityGet_msgToken)
+typedef struct igw_MediaCapabilityGet_list {
+    igw_MediaCapabilityGet *v;
+    uint32_t n;
+} igw_MediaCapabilityGet_list;
+
 /* What a camera receives when the platform ends a leg; answered by byeReply. */
 typedef struct igw_MediaBye {
     uint64_t has; /* IGW_MediaBye_<field> bits of the fields present */
@@ -2264,6 +2283,8 @@ typedef struct igw_RosterData_list {
 #define IGW_RecordingReport_recordings_MAX_ITEMS 64
 #define IGW_RecordingReport_removed_MIN_ITEMS 1
 #define IGW_RecordingReport_removed_MAX_ITEMS 64
+#define IGW_MediaCapabilityGet_method_MIN 1
+#define IGW_MediaCapabilityGet_method_MAX 64
 #define IGW_MediaBye_method_MIN 1
 #define IGW_MediaBye_method_MAX 64
 #define IGW_UploadResult_filePath_MIN 1
@@ -2426,6 +2447,8 @@ int igw_decode_RecordingReportData(igw_json *j, igw_RecordingReportData *out);
 void igw_encode_RecordingReportData(igw_jw *w, const igw_RecordingReportData *in);
 int igw_decode_RecordingReport(igw_json *j, igw_RecordingReport *out);
 void igw_encode_RecordingReport(igw_jw *w, const igw_RecordingReport *in);
+int igw_decode_MediaCapabilityGet(igw_json *j, igw_MediaCapabilityGet *out);
+void igw_encode_MediaCapabilityGet(igw_jw *w, const igw_MediaCapabilityGet *in);
 int igw_decode_MediaBye(igw_json *j, igw_MediaBye *out);
 void igw_encode_MediaBye(igw_jw *w, const igw_MediaBye *in);
 int igw_decode_UploadResult(igw_json *j, igw_UploadResult *out);

@@ -252,6 +252,7 @@ static void down_MediaInvite(igw_jw *w, const void *in) { igw_encode_MediaInvite
 static void down_MediaTrackControl(igw_jw *w, const void *in) { igw_encode_MediaTrackControl(w, in); }
 static void down_MediaBye(igw_jw *w, const void *in) { igw_encode_MediaBye(w, in); }
 static void down_MediaPlaybackControl(igw_jw *w, const void *in) { igw_encode_MediaPlaybackControl(w, in); }
+static void down_MediaCapabilityGet(igw_jw *w, const void *in) { igw_encode_MediaCapabilityGet(w, in); }
 
 static const igw_proto_row device_rows[] = {
     {.handle = "thing", .type = "property", .method = "report", .reply = "reportReply",
@@ -346,7 +347,7 @@ static const igw_proto_row device_rows[] = {
      .check = IGW_PROTO_CHECK_NONE, .returns = IGW_PROTO_RETURNS_NONE},
 };
 
-const igw_proto_down igw_proto_device_downs[6] = {
+const igw_proto_down igw_proto_device_downs[7] = {
     {.handle = "thing", .type = "action", .method = "action",
      .method_id = IGW_PROTO_M_action, .type_id = IGW_PROTO_T_action,
      .encode = down_ActionDownlink, .size = sizeof(igw_ActionDownlink), .message = "ActionDownlink"},
@@ -365,6 +366,9 @@ const igw_proto_down igw_proto_device_downs[6] = {
     {.handle = "media", .type = "session", .method = "playbackControl",
      .method_id = IGW_PROTO_M_playbackControl, .type_id = IGW_PROTO_T_session,
      .encode = down_MediaPlaybackControl, .size = sizeof(igw_MediaPlaybackControl), .message = "MediaPlaybackControl"},
+    {.handle = "media", .type = "capability", .method = "get",
+     .method_id = IGW_PROTO_M_get, .type_id = IGW_PROTO_T_capability,
+     .encode = down_MediaCapabilityGet, .size = sizeof(igw_MediaCapabilityGet), .message = "MediaCapabilityGet"},
 };
 
 const igw_proto_down *igw_proto_device_down_of(igw_proto_method m)
@@ -382,6 +386,8 @@ const igw_proto_down *igw_proto_device_down_of(igw_proto_method m)
         return &igw_proto_device_downs[IGW_PROTO_DEVICE_DOWN_media_session_bye];
     case IGW_PROTO_M_playbackControl:
         return &igw_proto_device_downs[IGW_PROTO_DEVICE_DOWN_media_session_playbackControl];
+    case IGW_PROTO_M_get:
+        return &igw_proto_device_downs[IGW_PROTO_DEVICE_DOWN_media_capability_get];
     default:
         return NULL;
     }
@@ -392,7 +398,7 @@ const igw_protocol igw_proto_device = {
     .rows = device_rows,
     .nrows = sizeof device_rows / sizeof device_rows[0],
     .downs = igw_proto_device_downs,
-    .ndowns = 6,
+    .ndowns = 7,
 };
 
 const char *const igw_proto_check_names[] = {"none", "properties", "pack", "event", "action", "subdevices", "session", "recordings"};

@@ -116,7 +116,7 @@ extern const igw_protocol igw_proto_device;
 /* Its downlinks (also igw_proto_device.downs), for tables that name one, and
  * their places in it by handle, type and method:
  *     &igw_proto_device_downs[IGW_PROTO_DEVICE_DOWN_thing_action_action] */
-extern const igw_proto_down igw_proto_device_downs[6];
+extern const igw_proto_down igw_proto_device_downs[7];
 enum igw_proto_device_down {
     IGW_PROTO_DEVICE_DOWN_thing_action_action,
     IGW_PROTO_DEVICE_DOWN_thing_property_control,
@@ -124,6 +124,7 @@ enum igw_proto_device_down {
     IGW_PROTO_DEVICE_DOWN_media_session_trackControl,
     IGW_PROTO_DEVICE_DOWN_media_session_bye,
     IGW_PROTO_DEVICE_DOWN_media_session_playbackControl,
+    IGW_PROTO_DEVICE_DOWN_media_capability_get,
 };
 /* Its downlink of method m (the first declared), or NULL:
  *     igw_proto_device_down_of(IGW_PROTO_M_action) */

@@ -425,7 +425,7 @@ static void *worker_start(void *arg, unsigned index, uint16_t port, struct st_h2
                                 .pending = app->pending, .engine = &app->engine,
                                 .back = {.post = back_to_worker, .ctx = w}};
         w->edge = igw_edge_create(loop, w->db, w->ndb, &es);
-        w->presence = igw_presence_create(w->db[0], &app->presence, &app->engine);
+        w->presence = igw_presence_create(w->db[0], &app->presence, &app->engine, &app->mqtt);
         if (!w->edge || !w->presence) {
             snprintf(err, errlen, "out of memory");
             goto fail;

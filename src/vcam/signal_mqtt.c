@@ -38,6 +38,10 @@
 /* Offers waiting for their mediaOfferReply: one per leg, a live leg and the
  * playback legs beside it (the oldest is forgotten when full). */
 #define OFFERS_MAX 8
+/* The capability report is sent again until its reportReply: igwd may not
+ * have been subscribed when it went (a fresh start, a broker restart). */
+#define CAP_RETRY_FIRST_MS 1000
+#define CAP_RETRY_MAX_MS 30000
 
 typedef struct item {
     enum { IT_CONNECT, IT_DISCONNECT, IT_MESSAGE } kind;
@@ -70,6 +74,9 @@ typedef struct mqtt_signal {
         unsigned seq;
     } offers[OFFERS_MAX];
     unsigned offer_seq;
+    guint cap_timer;       /* the capability report's next resend (0: none) */
+    unsigned cap_delay_ms; /* the wait before it, doubling up to CAP_RETRY_MAX_MS */
+    int cap_answered;      /* its reportReply came (accepted or refused): no resend */
     igw_arena arena;
     igw_jw w;
 } mqtt_signal;
@@ -442,6 +449,37 @@ static void report_capability(mqtt_signal *s)
              s->c.speaker ? "yes" : "no");
 }
 
+static void cap_stop(mqtt_signal *s)
+{
+    if (s->cap_timer)
+        g_source_remove(s->cap_timer);
+    s->cap_timer = 0;
+}
+
+static gboolean on_cap_timer(gpointer data)
+{
+    mqtt_signal *s = data;
+    s->cap_timer = 0;
+    if (!s->connected || s->cap_answered)
+        return G_SOURCE_REMOVE;
+    mlog("capability report unanswered after %u ms: sent again", s->cap_delay_ms);
+    report_capability(s);
+    s->cap_delay_ms = s->cap_delay_ms * 2 > CAP_RETRY_MAX_MS ? CAP_RETRY_MAX_MS : s->cap_delay_ms * 2;
+    s->cap_timer = g_timeout_add(s->cap_delay_ms, on_cap_timer, s);
+    return G_SOURCE_REMOVE;
+}
+
+/* The capability report, then again with backoff until its reportReply
+ * (at every connection, and when the platform asks for it). */
+static void report_capability_until_answered(mqtt_signal *s)
+{
+    cap_stop(s);
+    s->cap_answered = 0;
+    s->cap_delay_ms = CAP_RETRY_FIRST_MS;
+    report_capability(s);
+    s->cap_timer = g_timeout_add(s->cap_delay_ms, on_cap_timer, s);
+}
+
 /* {"code":code,"method":method,"msgToken":token[,"sessionId":leg][,"msg":msg]} on the session topic. */
 static void reply(mqtt_signal *s, int code, const char *method, const char *token, const char *leg,
                   const char *msg)
@@ -798,13 +836,20 @@ static bool str_is(igw_str v, const char *s)
     return v.len == strlen(s) && v.len > 0 && memcmp(v.ptr, s, v.len) == 0;
 }
 
-static void on_capability(const down *d)
+static void on_capability(mqtt_signal *s, const down *d)
 {
+    if (str_is(d->method, "get")) { /* the platform has no capability of ours stored */
+        mlog("capability asked for (%.*s)", (int)(d->token.len > 64 ? 64 : d->token.len), d->token.ptr ? d->token.ptr : "");
+        report_capability_until_answered(s);
+        return;
+    }
     if (!str_is(d->method, "reportReply")) {
         mlog("unexpected \"%.*s\" on the capability topic, dropped", (int)(d->method.len > 64 ? 64 : d->method.len),
              d->method.ptr ? d->method.ptr : "");
         return;
     }
+    s->cap_answered = 1; /* a refusal too: sending it again would be refused again */
+    cap_stop(s);
     if (!d->has_code || d->code != 200)
         mlog("capability report refused: code %lld", d->has_code ? (long long)d->code : -1LL);
     else
@@ -1022,7 +1067,7 @@ static void handle_message(mqtt_signal *s, const item *it)
     else if (session == 2)
         on_recording_down(s, &d);
     else
-        on_capability(&d);
+        on_capability(s, &d);
 }
 
 static void handle_item(mqtt_signal *s, const item *it)
@@ -1042,12 +1087,13 @@ static void handle_item(mqtt_signal *s, const item *it)
             if (rc != MOSQ_ERR_SUCCESS)
                 mlog("error: subscribe %s: %s", t, mosquitto_strerror(rc));
         }
-        report_capability(s);
+        report_capability_until_answered(s);
         if (s->base.cbs.on_connected)
             s->base.cbs.on_connected(s->base.user);
         break;
     case IT_DISCONNECT:
         s->connected = 0;
+        cap_stop(s); /* the next CONNACK reports again */
         if (it->rc != 0)
             mlog("connection lost (%s), reconnecting", mosquitto_strerror(it->rc));
         break;
@@ -1093,6 +1139,7 @@ static void mqtt_destroy(igw_vcam_signal *sig)
     }
     if (s->watch)
         g_source_remove(s->watch);
+    cap_stop(s);
     if (s->q) {
         while ((it = g_async_queue_try_pop(s->q)))
             item_free(it);

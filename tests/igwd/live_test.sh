@@ -123,7 +123,8 @@ kill -STOP "$SUBPID"
 CASE="a stalled camera: open accepted, the offer waits"
 [ "$(api "http://127.0.0.1:$PORT/api/v1/im/interaction/commands" -d "${OPEN/restart-1/restart-3}" | jq -r .data.accepted)" = true ] ||
     fail "$CASE"
-wait_for 10 [ -n "$(psql_q "SELECT session_id FROM sessions WHERE state = 'invited'")" ] || fail "$CASE: no session"
+invited() { [ -n "$(psql_q "SELECT session_id FROM sessions WHERE state = 'invited'")" ]; } # read at each try
+wait_for 10 invited || fail "$CASE: no session"
 SID3=$(psql_q "SELECT session_id FROM sessions WHERE state = 'invited'")
 [ "$(cmd "{\"msgToken\":\"restart-3o\",\"method\":\"interaction.mediaOffer\",\"sessionId\":\"$SID3\",\"params\":{\"mediaRevision\":1,\"webrtc\":{\"iceMode\":\"full\",\"sdp\":\"v=0\"}}}" |
     jq -r .data.accepted)" = true ] || fail "$CASE: mediaOffer"; ok
@@ -147,11 +148,13 @@ open_json() { # ENDPOINT TOKEN
     echo "{\"endpointId\":\"$1\",\"command\":{\"msgToken\":\"$2\",\"method\":\"interaction.open\",\"target\":{\"productID\":\"$P\",\"deviceName\":\"$D\"},\"params\":{\"purpose\":\"ipcLiveView\",\"cameraId\":\"$CAM\"}}}"
 }
 live_of() { psql_q "SELECT session_id FROM sessions WHERE state <> 'ended' AND user_id = $1"; }
+has_live() { [ -n "$(live_of "$1")" ]; } # for wait_for: read at each try
+no_live() { [ -z "$(live_of "$1")" ]; }
 reason_is() { [ "$(psql_q "SELECT state || ' ' || coalesce(reason, '') FROM sessions WHERE session_id = '$1'")" = "ended $2" ]; }
 CASE="rights: a grant deleted without its notification still ends the session (the periodic recheck)"
 [ "$(oapi "http://127.0.0.1:$PORT/api/v1/im/interaction/commands" -d "$(open_json "$OEP" net-1)" | jq -r .data.accepted)" = true ] ||
     fail "$CASE: open"
-wait_for 10 [ -n "$(live_of "$OUSER")" ] || fail "$CASE: no session"
+wait_for 10 has_live "$OUSER" || fail "$CASE: no session"
 SIDN=$(live_of "$OUSER")
 psql_q "ALTER TABLE device_grants DISABLE TRIGGER device_grants_notify_igw_rights;
         DELETE FROM device_grants WHERE product_id = '$P' AND device_name = '$D' AND user_id = $OUSER;
@@ -163,17 +166,17 @@ CASE="rights: the device given to another owner ends its former owner's session,
     [ "$(oapi "http://127.0.0.1:$PORT/api/v1/im/interaction/commands" -d "$(open_json "$OEP" own-2)" | jq -r .data.accepted)" = true ] ||
     fail "$CASE: opens"
 OWNER=$(j .user.userId)
-wait_for 10 [ -n "$(live_of "$OWNER")" ] || fail "$CASE: no session"
+wait_for 10 has_live "$OWNER" || fail "$CASE: no session"
 SIDO=$(live_of "$OWNER") SIDG=$(live_of "$OUSER")
 psql_q "UPDATE devices SET owner_user_id = NULL WHERE product_id = '$P' AND device_name = '$D'" >/dev/null
 wait_for 5 reason_is "$SIDO" rightsRevoked || fail "$CASE: $(psql_q "SELECT state, reason FROM sessions WHERE session_id = '$SIDO'")"
 [ "$(psql_q "SELECT state FROM sessions WHERE session_id = '$SIDG'")" != ended ] || fail "$CASE: the grantee's ended too"; ok
 psql_q "UPDATE devices SET owner_user_id = $OWNER WHERE product_id = '$P' AND device_name = '$D'" >/dev/null
 CASE="rights: the enterprise deactivated ends its users' sessions"
-wait_for 10 [ -z "$(live_of "$OWNER")" ] || fail "$CASE: the owner's session is still live"
+wait_for 10 no_live "$OWNER" || fail "$CASE: the owner's session is still live"
 [ "$(api "http://127.0.0.1:$PORT/api/v1/im/interaction/commands" -d "$(open_json "$EP" ent-1)" | jq -r .data.accepted)" = true ] ||
     fail "$CASE: open"
-wait_for 10 [ -n "$(live_of "$OWNER")" ] || fail "$CASE: no session"
+wait_for 10 has_live "$OWNER" || fail "$CASE: no session"
 SIDE=$(live_of "$OWNER")
 psql_q "UPDATE enterprises SET active = false WHERE enterprise_id = $(j .user.enterpriseId)" >/dev/null
 wait_for 5 reason_is "$SIDE" rightsRevoked && wait_for 5 reason_is "$SIDG" rightsRevoked ||

@@ -5,21 +5,34 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api.h"
 #include "core/log.h"
 #include "edge/decide.h"
+#include "event/outbox.h"
+#include "jw.h"
+#include "protocol.h"
+#include "topic.h"
 
 #define LOG_EVERY 1000 /* malformed facts and failures: the first and every 1000th are logged */
 
 /* The fact applies only when newer than the stored one ((boot, seq), NULL:
  * none yet); the primary key bounds it to one row, and a device that does
- * not exist matches none. Parameters by name: *_P_X is $(X + 1). */
+ * not exist matches none. A camera that came online without any capability
+ * report stored (it reported while no platform listened) is asked for one
+ * (the `get` downlink): its reports must not depend on who was subscribed.
+ * Parameters by name: *_P_X is $(X + 1). */
 enum { APPLY_P_PID, APPLY_P_DN, APPLY_P_ONLINE, APPLY_P_BOOT, APPLY_P_SEQ, APPLY_P_AT, APPLY_NP };
+enum { APPLY_C_PID, APPLY_C_DN, APPLY_C_ASK };
 static const igw_db_stmt st_apply = {
     "presence_apply",
-    "UPDATE devices SET online = $3::boolean, presence_at = to_timestamp($6::double precision / 1000),"
+    "UPDATE devices d SET online = $3::boolean, presence_at = to_timestamp($6::double precision / 1000),"
     " presence_boot = $4::bigint, presence_seq = $5::bigint"
     " WHERE product_id = $1 AND device_name = $2"
-    " AND (presence_boot IS NULL OR (presence_boot, presence_seq) < ($4::bigint, $5::bigint))",
+    " AND (presence_boot IS NULL OR (presence_boot, presence_seq) < ($4::bigint, $5::bigint))"
+    " RETURNING d.product_id, d.device_name, d.online"
+    " AND EXISTS (SELECT 1 FROM cameras c WHERE c.product_id = d.product_id AND c.device_name = d.device_name)"
+    " AND NOT EXISTS (SELECT 1 FROM device_messages m WHERE m.product_id = d.product_id"
+    "   AND m.device_name = d.device_name AND m.handle = 'media' AND m.msg_type = 'capability' AND m.method = 'report')",
     APPLY_NP,
 };
 
@@ -50,6 +63,7 @@ struct igw_presence {
     int64_t sweep_boot;  /* the boot being swept for (0: no sweep) */
     int64_t sweep_sent;  /* the boot of the batch in flight */
     igw_engine *const *engine; /* told of devices gone offline (NULL: none) */
+    _Atomic(igw_mqtt *) *mqtt; /* asks cameras for their capability (NULL: none) */
 };
 
 /* ---- statements ------------------------------------------------------------------------ */
@@ -59,6 +73,28 @@ static void count_log(atomic_uint_fast64_t *c, const char *fmt, const char *a, c
     uint64_t n = atomic_fetch_add(c, 1) + 1;
     if (n == 1 || n % LOG_EVERY == 0)
         igw_log(IGW_LOG_WARN, NULL, fmt, a, b, (unsigned long long)n);
+}
+
+/* The protocol's `media capability get` downlink to a camera. */
+static void ask_capability(igw_presence *p, const char *product_id, const char *device_name)
+{
+    const igw_proto_down *d = &igw_proto_device_downs[IGW_PROTO_DEVICE_DOWN_media_capability_get];
+    igw_mqtt *m = p->mqtt ? atomic_load(p->mqtt) : NULL;
+    char topic[IGW_TOPIC_MAX + 1], token[32];
+    if (!m || igw_outbox_new_id(token, sizeof token) != 0 ||
+        igw_topic_build(topic, sizeof topic, 0, IGW_TOPIC_DOWN, d->handle, d->type, product_id, device_name) < 0)
+        return;
+    igw_jw w;
+    igw_jw_init(&w);
+    igw_MediaCapabilityGet g = {.has = IGW_MediaCapabilityGet__REQUIRED, .method = igw_str_of(d->method),
+                                .msgToken = igw_str_of(token)};
+    igw_encode_MediaCapabilityGet(&w, &g);
+    if (igw_jw_status(&w) || igw_mqtt_publish(m, topic, w.buf, w.len, 1) != 0)
+        igw_log(IGW_LOG_WARN, NULL, "presence: %s/%s: capability not asked for", product_id, device_name);
+    else
+        igw_log(IGW_LOG_INFO, NULL, "presence: %s/%s online without a capability report: asked for one", product_id,
+                device_name);
+    igw_jw_free(&w);
 }
 
 static void on_applied(void *arg, const PGresult *res, const char *err)
@@ -71,6 +107,8 @@ static void on_applied(void *arg, const PGresult *res, const char *err)
     }
     const char *n = PQcmdTuples((PGresult *)res);
     atomic_fetch_add(n && strcmp(n, "1") == 0 ? &p->stats->applied : &p->stats->ignored, 1);
+    if (PQntuples(res) == 1 && PQgetvalue(res, 0, APPLY_C_ASK)[0] == 't')
+        ask_capability(p, PQgetvalue(res, 0, APPLY_C_PID), PQgetvalue(res, 0, APPLY_C_DN));
 }
 
 static void sweep_next(igw_presence *p);
@@ -157,7 +195,8 @@ void igw_presence_submit(igw_presence *p, const char *product_id, const char *de
     p->inflight++;
 }
 
-igw_presence *igw_presence_create(igw_db *db, igw_presence_stats *stats, igw_engine *const *engine)
+igw_presence *igw_presence_create(igw_db *db, igw_presence_stats *stats, igw_engine *const *engine,
+                                  _Atomic(igw_mqtt *) *mqtt)
 {
     igw_presence *p;
     if (!db || !stats || !(p = calloc(1, sizeof *p)))
@@ -165,6 +204,7 @@ igw_presence *igw_presence_create(igw_db *db, igw_presence_stats *stats, igw_eng
     p->db = db;
     p->stats = stats;
     p->engine = engine;
+    p->mqtt = mqtt;
     return p;
 }
 

@@ -34,6 +34,7 @@
 #include <stdio.h>
 
 #include "core/db.h"
+#include "core/mqtt.h"
 #include "edge/decide.h" /* the fact (igw_presence_fact), its parser and what it does */
 #include "session/engine.h"
 
@@ -55,9 +56,12 @@ typedef struct igw_presence_stats {
 /* The presence of one worker, on db's loop (db not owned, must outlive it;
  * destroy the database first: its failed callbacks still reach it).
  * engine (may be NULL; read at each fact): the node's session engine, told
- * of every device that went offline, whose legs end at once. NULL when out
- * of memory. */
-igw_presence *igw_presence_create(igw_db *db, igw_presence_stats *stats, igw_engine *const *engine);
+ * of every device that went offline, whose legs end at once. mqtt (may be
+ * NULL; read at each fact): the broker's client, by which a camera online
+ * without a stored capability report is asked for one. NULL when out of
+ * memory. */
+igw_presence *igw_presence_create(igw_db *db, igw_presence_stats *stats, igw_engine *const *engine,
+                                  _Atomic(igw_mqtt *) *mqtt);
 
 /* Handles one fact from the broker: product_id and device_name "" for the
  * broker's fact (igw/presence/broker), else the device's (from the topic).

@@ -497,8 +497,11 @@ test-console: $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-mqtt-auth.so $(BUILD)/igw-v
 test-sql:
 	tests/sql/drift.sh
 
-test-ops:
+# services.sh alone; then run.sh as `make run` runs it (the -O2 build): the
+# camera's lifetime, one camera per run, provisioning (tests/ops/run_test.sh).
+test-ops: $(BUILD)/igwd $(BUILD)/igwctl $(BUILD)/igw-vcam $(BUILD)/igw-mqtt-auth.so
 	tests/ops/services_test.sh
+	tests/ops/run_test.sh
 
 test-mqttauth: $(BUILD)/igw-mqtt-auth.so
 	tests/mqttauth/plugin_test.sh $(BUILD)/igw-mqtt-auth.so

@@ -35,7 +35,9 @@
 
 const char igw_admin_usage[] =
     "  enterprise add --id N --name S\n"
+    "  enterprise activate|deactivate --id N\n"
     "  user add --id N --enterprise N --name S\n"
+    "  user activate|deactivate --id N   (a deactivated user's live sessions end: rightsRevoked)\n"
     "  product add --id P --enterprise N --name S --model FILE\n"
     "  device add --product P --device D [--owner USER] [--gateway] [--expiry UNIX_S]\n"
     "  device sign --product P --device D --secret S [--expiry UNIX_S] [--sha1]   (offline)\n"
@@ -414,6 +416,55 @@ static int enterprise_add(void)
     }
     print_added(created, "enterpriseId", id, "name", name, NULL);
     return 0;
+}
+
+/* Sets an enterprise's or a user's `active` (the igw_rights notification
+ * reaches every node: their live sessions of a deactivated one end).
+ * Prints {"<key>": id, "active": b, "changed": b}; an unknown id fails. */
+static int set_active(const char *sql, const char *key, const char *what, bool active)
+{
+    const char *id = id_arg("id", true);
+    db_connect();
+    opts_done();
+    PGresult *r = Q(sql, id, active ? "t" : "f");
+    if (PQntuples(r) != 1)
+        die("%s %s not found", what, id);
+    bool changed = strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+    PQclear(r);
+    igw_jw w;
+    igw_jw_init(&w);
+    igw_jw_object_begin(&w);
+    jstr(&w, key, id);
+    jbool(&w, "active", active);
+    jbool(&w, "changed", changed);
+    igw_jw_object_end(&w);
+    put_json(stdout, &w);
+    return 0;
+}
+
+/* changed: the row's active differed (the old row, read under the update's lock). */
+#define SET_ACTIVE_SQL(table, key)                                                                                   \
+    "UPDATE " table " t SET active = $2::boolean FROM (SELECT " key ", active FROM " table " WHERE " key            \
+    " = $1::bigint FOR UPDATE) o WHERE t." key " = o." key " RETURNING o.active <> $2::boolean"
+
+static int enterprise_activate(void)
+{
+    return set_active(SET_ACTIVE_SQL("enterprises", "enterprise_id"), "enterpriseId", "enterprise", true);
+}
+
+static int enterprise_deactivate(void)
+{
+    return set_active(SET_ACTIVE_SQL("enterprises", "enterprise_id"), "enterpriseId", "enterprise", false);
+}
+
+static int user_activate(void)
+{
+    return set_active(SET_ACTIVE_SQL("users", "user_id"), "userId", "user", true);
+}
+
+static int user_deactivate(void)
+{
+    return set_active(SET_ACTIVE_SQL("users", "user_id"), "userId", "user", false);
 }
 
 /* A persistent group of the stand-in IM back end (src/igwd/call/): the
@@ -1040,6 +1091,8 @@ typedef struct command {
 
 static const command commands[] = {
     {"enterprise", "add", enterprise_add}, {"user", "add", user_add},
+    {"enterprise", "activate", enterprise_activate}, {"enterprise", "deactivate", enterprise_deactivate},
+    {"user", "activate", user_activate},   {"user", "deactivate", user_deactivate},
     {"product", "add", product_add},       {"device", "add", device_add},
     {"device", "sign", device_sign},
     {"gateway", "bind", gateway_bind},     {"camera", "add", camera_add},

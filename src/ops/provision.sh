@@ -19,7 +19,10 @@
 # demo-sub-1 (sub-device of the gateway) and demo-unbound-1 (no owner, no
 # grant, no gateway); product demogw01 with gateway demo-gw-1.
 # A second run changes no row: same ids and secrets; the token and the
-# username/password (random connid, expiry) are issued afresh.
+# username/password (random connid, expiry) are issued afresh. A demo user
+# or enterprise found deactivated (say, to try rightsRevoked) is the demo
+# tenant's own: it is activated again, with a warning, before its token is
+# issued.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -69,6 +72,14 @@ run user add --id 1001 --enterprise 1 --name 'Demo user' >/dev/null
 run user add --id 1002 --enterprise 1 --name 'Demo user without rights' >/dev/null
 run user add --id 1003 --enterprise 1 --name 'Demo talk member' >/dev/null
 run user add --id 2001 --enterprise 2 --name 'Other enterprise user' >/dev/null
+for e in 1 2; do
+    [ "$(run enterprise activate --id "$e" | jq -r .changed)" = false ] ||
+        echo "$prog: warning: demo enterprise $e was inactive: activated again" >&2
+done
+for u in 1001 1002 1003 2001; do
+    [ "$(run user activate --id "$u" | jq -r .changed)" = false ] ||
+        echo "$prog: warning: demo user $u was inactive: activated again" >&2
+done
 product=$(run product add --id camlamp01 --enterprise 1 --name 'Demo camera lamp' --model "$model")
 run product add --id demogw01 --enterprise 1 --name 'Demo gateway' --model "$tmp/gateway-model.json" >/dev/null
 device=$(run device add --product camlamp01 --device demo-cam-1 --owner 1001)

@@ -25,10 +25,27 @@ media=${IGW_MEDIA_ADDRESS:-$(ip -4 route get 1.1.1.1 2>/dev/null | sed -n 's/.* 
 media=${media:-127.0.0.1}
 # The demo camera: a real device on the broker (its log in var/log/vcam.log),
 # recording one-minute segments under var/recordings for an hour
-# (docs/recordings.md).
+# (docs/recordings.md). It never outlives this run: --die-with-parent ends
+# it when igwd (this shell, exec'd below) dies, however it dies; and a
+# camera of an earlier run still alive (var/vcam.pid, its command line) is
+# stopped first: two cameras with one client id would take the device's
+# session from each other.
 mkdir -p "$var/log" "$var/recordings"
-"$root/build/igw-vcam" --device-file "$var/demo.json" --address "$media" --record-dir "$var/recordings" \
-    >>"$var/log/vcam.log" 2>&1 &
+pidfile=$var/vcam.pid
+if [ -s "$pidfile" ]; then
+    old=$(cat "$pidfile")
+    # This var's camera only (its command line: a rebuilt binary's /proc exe reads "(deleted)").
+    cmd=$([[ $old =~ ^[0-9]+$ ]] && tr '\0' ' ' <"/proc/$old/cmdline" 2>/dev/null || true)
+    if [[ $cmd == *igw-vcam*" --device-file $var/demo.json "* ]]; then
+        echo "run.sh: stopping the demo camera of an earlier run (pid $old)" >&2
+        kill -TERM "$old" 2>/dev/null || true
+        for _ in $(seq 50); do kill -0 "$old" 2>/dev/null || break; sleep 0.1; done
+        kill -KILL "$old" 2>/dev/null || true
+    fi
+fi
+"$root/build/igw-vcam" --die-with-parent --device-file "$var/demo.json" --address "$media" \
+    --record-dir "$var/recordings" >>"$var/log/vcam.log" 2>&1 &
+echo $! >"$pidfile"
 # The browser console with the demo login and camera in the URL fragment
 # (never sent to the server; console/README.md).
 console=$(jq -r '"#token=\(.user.token|@uri)&product=\(.device.productID|@uri)&device=\(.device.deviceName|@uri)&camera=\(.camera.cameraId|@uri)"' \

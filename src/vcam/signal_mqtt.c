@@ -19,6 +19,7 @@
 #include <glib-unix.h>
 #include <glib.h>
 #include <mosquitto.h>
+#include <mqtt_protocol.h> /* MQTT_RC_SESSION_TAKEN_OVER */
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -42,6 +43,12 @@
  * have been subscribed when it went (a fresh start, a broker restart). */
 #define CAP_RETRY_FIRST_MS 1000
 #define CAP_RETRY_MAX_MS 30000
+/* A client-id takeover loop (two cameras with one identity): this many
+ * connections in a row, each lost within TAKEOVER_QUICK_MS of its CONNACK.
+ * Mosquitto 2.0 closes the older connection without the MQTT 5 reason
+ * (session taken over) reaching it, so the pattern is what tells. */
+#define TAKEOVER_DROPS 3
+#define TAKEOVER_QUICK_MS 5000
 
 typedef struct item {
     enum { IT_CONNECT, IT_DISCONNECT, IT_MESSAGE } kind;
@@ -61,6 +68,8 @@ typedef struct mqtt_signal {
     guint watch;
     gint inflight; /* QoS 1 publishes not yet acknowledged (atomic) */
     int connected; /* the main loop's view */
+    gint64 connected_at_us; /* the last CONNACK (monotonic) */
+    unsigned quick_drops;   /* connections in a row lost within TAKEOVER_QUICK_MS */
     char up_session[TOPIC_MAX], up_capability[TOPIC_MAX], up_recording[TOPIC_MAX];
     char down_session[TOPIC_MAX], down_capability[TOPIC_MAX], down_recording[TOPIC_MAX];
     char token_prefix[16];
@@ -306,11 +315,14 @@ static void net_connect(struct mosquitto *m, void *obj, int rc)
     post_kind(obj, IT_CONNECT, rc);
 }
 
-static void net_disconnect(struct mosquitto *m, void *obj, int rc)
+/* MQTT 5: rc is the broker's DISCONNECT reason when it sent one (session
+ * taken over), else a libmosquitto error (0: our own disconnect). */
+static void net_disconnect(struct mosquitto *m, void *obj, int rc, const mosquitto_property *props)
 {
     mqtt_signal *s = obj;
 
     (void)m;
+    (void)props;
     /* This thread reconnects next: sign afresh so that a long-running camera
      * never presents an expired username. */
     if (rc != 0)
@@ -1075,10 +1087,11 @@ static void handle_item(mqtt_signal *s, const item *it)
     switch (it->kind) {
     case IT_CONNECT:
         if (it->rc != 0) {
-            mlog("connection refused: %s", mosquitto_connack_string(it->rc));
+            mlog("connection refused: %s", mosquitto_reason_string(it->rc));
             return;
         }
         s->connected = 1;
+        s->connected_at_us = g_get_monotonic_time();
         mlog("connected to %s:%d as %s&%s", s->c.host, s->c.port, s->c.product, s->c.device);
         /* Clean session: subscriptions are made again on every CONNACK. */
         for (int i = 0; i < (s->c.recordings ? 3 : 2); i++) {
@@ -1094,6 +1107,24 @@ static void handle_item(mqtt_signal *s, const item *it)
     case IT_DISCONNECT:
         s->connected = 0;
         cap_stop(s); /* the next CONNACK reports again */
+        if (it->rc != 0 && s->connected_at_us &&
+            g_get_monotonic_time() - s->connected_at_us < (gint64)TAKEOVER_QUICK_MS * 1000)
+            s->quick_drops++;
+        else
+            s->quick_drops = 0;
+        if (it->rc == MQTT_RC_SESSION_TAKEN_OVER || s->quick_drops >= TAKEOVER_DROPS) {
+            /* Another client holds our client id (a second igw-vcam for this
+             * device): reconnecting would take it back, and so on, each
+             * dropping the other's legs. The newer one keeps it. */
+            mlog("another client connected as %s&%s and the broker gave it this device's session (%s): stopping "
+                 "instead of taking it back (is another igw-vcam running for this device?)", s->c.product,
+                 s->c.device, it->rc == MQTT_RC_SESSION_TAKEN_OVER ? "session taken over"
+                                                                    : "each connection lost within seconds");
+            mosquitto_disconnect(s->m); /* no reconnection */
+            if (s->base.cbs.on_close)
+                s->base.cbs.on_close(s->base.user, EADDRINUSE);
+            break;
+        }
         if (it->rc != 0)
             mlog("connection lost (%s), reconnecting", mosquitto_strerror(it->rc));
         break;
@@ -1207,9 +1238,11 @@ igw_vcam_signal *igw_vcam_signal_mqtt_new(const igw_vcam_mqtt_config *c, const i
         mlog("error: mosquitto_new: %s", strerror(errno));
         goto fail;
     }
-    mosquitto_int_option(s->m, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V311);
+    /* MQTT 5: a broker that gives our client id to another connection says
+     * so (DISCONNECT, session taken over) instead of just dropping us. */
+    mosquitto_int_option(s->m, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V5);
     mosquitto_connect_callback_set(s->m, net_connect);
-    mosquitto_disconnect_callback_set(s->m, net_disconnect);
+    mosquitto_disconnect_v5_callback_set(s->m, net_disconnect);
     mosquitto_message_callback_set(s->m, net_message);
     mosquitto_publish_callback_set(s->m, net_publish);
     mosquitto_subscribe_callback_set(s->m, net_subscribe);

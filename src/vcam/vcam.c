@@ -44,6 +44,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
 
 #define GATHER_TIMEOUT_S 10
 /* Playback legs at once, beside the one live leg: the capability's
@@ -62,6 +64,7 @@ typedef struct vcam_opts {
     const char *speaker_log; /* --speaker-log: one JSON line per level message */
     const char *record_dir;  /* --record-dir: record, report, play back */
     int segment_ms, retain_s;
+    int die_with_parent; /* --die-with-parent: SIGTERM when the parent process dies */
     igw_vcam_mqtt_config mqtt;
 } vcam_opts;
 
@@ -1785,6 +1788,9 @@ static void usage(FILE *f)
             "                     provisioning writes it); options given win\n"
             "  --camera-id ID     the camera's id in the capability (default cam-1)\n"
             "  --no-mic           no microphone: invites with a mic track are declined\n"
+            "  --die-with-parent  stop (SIGTERM) when the process that started this one\n"
+            "                     dies, even by SIGKILL: the camera never outlives it\n"
+            "                     (make run: igwd)\n"
             "  --no-speaker       no speaker (capability speaker: false): invites with a\n"
             "                     speaker track are declined\n"
             "  --record-dir DIR   record for the whole run into DIR (320x240@15 H264 + Opus,\n"
@@ -1857,7 +1863,7 @@ static int parse_opts(int argc, char **argv, vcam_opts *o)
     enum {
         O_WIDTH = 256, O_HEIGHT, O_FPS, O_BITRATE, O_KEYINT, O_ADDRESS, O_PATTERN, O_SIGNAL,
         O_MQTT, O_PRODUCT, O_DEVICE, O_SECRET, O_DEVFILE, O_CAMERA, O_NOMIC, O_NOSPEAKER, O_SPEAKER,
-        O_SPEAKER_LOG, O_RECDIR, O_SEGMENT, O_RETAIN
+        O_SPEAKER_LOG, O_RECDIR, O_SEGMENT, O_RETAIN, O_DIE_WITH_PARENT
     };
     static const struct option longopts[] = {
         {"width", required_argument, NULL, O_WIDTH},
@@ -1881,6 +1887,7 @@ static int parse_opts(int argc, char **argv, vcam_opts *o)
         {"record-dir", required_argument, NULL, O_RECDIR},
         {"segment-ms", required_argument, NULL, O_SEGMENT},
         {"retain-s", required_argument, NULL, O_RETAIN},
+        {"die-with-parent", no_argument, NULL, O_DIE_WITH_PARENT},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -1912,6 +1919,7 @@ static int parse_opts(int argc, char **argv, vcam_opts *o)
         case O_CAMERA: device_opts = 1; rc |= opt_copy("camera-id", optarg, mc->camera_id, sizeof mc->camera_id); break;
         case O_NOMIC: device_opts = 1; mc->microphone = 0; break;
         case O_NOSPEAKER: device_opts = 1; mc->speaker = 0; break;
+        case O_DIE_WITH_PARENT: o->die_with_parent = 1; break;
         case O_SPEAKER: o->speaker = 1; break;
         case O_SPEAKER_LOG: o->speaker_log = optarg; break;
         case O_RECDIR: device_opts = 1; o->record_dir = optarg; break;
@@ -2007,8 +2015,16 @@ int main(int argc, char **argv)
     v.removals = g_array_new(FALSE, FALSE, sizeof(removal));
     guint sig_term = 0, sig_int = 0;
 
+    /* The parent's pid before anything: if it is gone by the time the
+     * death signal is armed, the signal will never come. */
+    pid_t parent = getppid();
     if (parse_opts(argc, argv, &v.o) < 0)
         return 2;
+    if (v.o.die_with_parent && (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != parent)) {
+        fprintf(stderr, "vcam: error: --die-with-parent: %s\n",
+                getppid() != parent ? "the parent is gone already" : g_strerror(errno));
+        return 1;
+    }
     /* A reader that went away must not kill us silently: writes fail instead. */
     signal(SIGPIPE, SIG_IGN);
     gst_init(NULL, NULL);

@@ -347,8 +347,14 @@ def run(broker, plat, host, cams):
           f"capability: cameras cam-1, H264, opus ({prm.get('cameras')})")
     check(prm.get("microphone") is True and prm.get("speaker") is True and prm.get("maxUpstreams") == 1 and
           prm.get("confirmPolicy") == "auto", f"capability: microphone, speaker, maxUpstreams, confirmPolicy ({prm})")
+    # Unanswered, it comes again (after 1 s); answered, it stops.
+    again = plat.wait(lambda t, m: t == UP_C, 3)
+    check(again is not None and again.get("msgToken") != cap.get("msgToken") and again.get("params") == prm,
+          f"capability: unanswered, sent again with a fresh msgToken ({again})")
+    cap = again or cap
     plat.send({"code": 200, "method": "reportReply", "msgToken": cap.get("msgToken")}, DOWN_C)
     plat.send({"code": 100400, "method": "reportReply", "msgToken": "unknown"}, DOWN_C)
+    check(plat.wait(lambda t, m: t == UP_C, 2.5) is None, "capability: once answered, not sent again")
 
     # ---- invite (video only) -> mediaOffer -> answer -> media ----
     invite(plat, "L1", 1, [VIDEO])
@@ -520,6 +526,8 @@ def run(broker, plat, host, cams):
     check(cap2 is not None and cap2.get("msgToken") != cap.get("msgToken") and
           cap2.get("params", {}).get("cameras", [{}])[0].get("cameraId") == "cam-1",
           f"after a broker restart the camera reports its capability again within 10 s ({time.time() - t0:.1f} s)")
+    if cap2:  # answered: the camera stops sending it
+        plat.send({"code": 200, "method": "reportReply", "msgToken": cap2.get("msgToken")}, DOWN_C)
 
     # ---- after the restart: a leg works; SIGTERM says bye and exits 0 ----
     invite(plat, "L7", 1, [VIDEO])
@@ -549,6 +557,8 @@ def run(broker, plat, host, cams):
     p3 = (cap3 or {}).get("params", {})
     check(p3.get("microphone") is False and p3.get("cameras", [{}])[0].get("cameraId") == "cam-7",
           f"--device-file --no-mic: camera cam-7 from the file, microphone false ({p3})")
+    if cap3:
+        plat.send({"code": 200, "method": "reportReply", "msgToken": cap3.get("msgToken")}, DOWN_C)
     invite(plat, "L8", 1, [VIDEO, MIC], camera="cam-7")
     b = plat.session("bye", "L8", 5)
     check(b and b.get("params", {}).get("reason") == "cameraDeclined", f"--no-mic: a mic track is declined ({b})")
@@ -660,6 +670,8 @@ def run_recordings(broker, plat, host, cams):
                         "--record-dir", recdir, "--camera-id", "a/b"], capture_output=True, text=True, timeout=10)
     check(r.returncode == 2 and "vcam: error: " in r.stderr, f"--record-dir with a camera id unfit for files: exit 2 ({r.returncode})")
 
+    while plat.wait(lambda t, m: t == UP_C, 0):  # earlier cameras' reports: not this one's
+        pass
     cam = Camera(["--mqtt", f"127.0.0.1:{PORT}", "--product", P, "--device", D, "--secret", SECRET,
                   "--record-dir", recdir, "--segment-ms", "2000", "--retain-s", "6"], "cam3")
     cams.append(cam)
@@ -678,21 +690,23 @@ def run_recordings(broker, plat, host, cams):
         report_reply(plat, first, 100400, "impossible entry")  # not retried, even after a reconnection
 
     # ---- closed segments are reported at once, well-formed ----
-    seen, removed, unanswered_removal = {}, [], None
+    seen, removed, unanswered_removal, resent_removal = {}, [], None, False
     refused_rec = None
     deadline = time.time() + 20
-    while time.time() < deadline and (len(seen) < 3 or not removed):
+    while time.time() < deadline and (len(seen) < 3 or not removed or not resent_removal):
         rep = report(plat, max(0.1, deadline - time.time()))
         if not rep:
             break
         prm = rep.get("params", {})
         for e in prm.get("recordings", []):
-            check(e["recordingId"] not in seen, f"each recording is reported once while connected ({e['recordingId']})")
-            seen[e["recordingId"]] = e
+            seen[e["recordingId"]] = e  # again when the whole catalog goes again
         if prm.get("removed"):
             removed += prm["removed"]
             if unanswered_removal is None:
-                unanswered_removal = prm["removed"]  # left unanswered: resent after a reconnection
+                unanswered_removal = prm["removed"]  # never answered: sent again while connected and after
+                continue
+            if set(unanswered_removal) <= set(prm["removed"]):
+                resent_removal = True
                 continue
         if refused_rec is None and prm.get("recordings"):
             refused_rec = rep
@@ -700,6 +714,7 @@ def run_recordings(broker, plat, host, cams):
         else:
             report_reply(plat, rep)
     check(len(seen) >= 3, f"closed segments reported ({len(seen)})")
+    check(resent_removal, f"an unanswered report goes again while connected, the whole catalog with it ({unanswered_removal})")
     ok = True
     for rid, e in seen.items():
         ok &= check(e.get("cameraId") == "cam-1" and rid == f"rec-cam-1-{e.get('startTimeMs')}" and len(rid) <= 64 and

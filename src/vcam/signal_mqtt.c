@@ -11,6 +11,8 @@
  */
 #include "signal.h"
 
+#include "await.h"
+
 #include "arena.h"
 #include "json.h"
 #include "jw.h"
@@ -39,10 +41,6 @@
 /* Offers waiting for their mediaOfferReply: one per leg, a live leg and the
  * playback legs beside it (the oldest is forgotten when full). */
 #define OFFERS_MAX 8
-/* The capability report is sent again until its reportReply: igwd may not
- * have been subscribed when it went (a fresh start, a broker restart). */
-#define CAP_RETRY_FIRST_MS 1000
-#define CAP_RETRY_MAX_MS 30000
 /* A client-id takeover loop (two cameras with one identity): this many
  * connections in a row, each lost within TAKEOVER_QUICK_MS of its CONNACK.
  * Mosquitto 2.0 closes the older connection without the MQTT 5 reason
@@ -83,9 +81,9 @@ typedef struct mqtt_signal {
         unsigned seq;
     } offers[OFFERS_MAX];
     unsigned offer_seq;
-    guint cap_timer;       /* the capability report's next resend (0: none) */
-    unsigned cap_delay_ms; /* the wait before it, doubling up to CAP_RETRY_MAX_MS */
-    int cap_answered;      /* its reportReply came (accepted or refused): no resend */
+    /* The capability report, sent again until a reportReply answers one
+     * (igwd may not have been subscribed when it went). */
+    igw_vcam_await cap;
     igw_arena arena;
     igw_jw w;
 } mqtt_signal;
@@ -456,40 +454,28 @@ static void report_capability(mqtt_signal *s)
     kv_str(w, "confirmPolicy", "auto");
     igw_jw_object_end(w);
     igw_jw_object_end(w);
-    if (publish(s, s->up_capability, "capability report") == 0)
+    if (publish(s, s->up_capability, "capability report") == 0) {
         mlog("capability reported (%s, microphone %s, speaker %s)", tok, s->c.microphone ? "yes" : "no",
              s->c.speaker ? "yes" : "no");
+        igw_vcam_await_sent(&s->cap, tok);
+    }
 }
 
-static void cap_stop(mqtt_signal *s)
+static void cap_resend(void *user, unsigned after_ms)
 {
-    if (s->cap_timer)
-        g_source_remove(s->cap_timer);
-    s->cap_timer = 0;
-}
-
-static gboolean on_cap_timer(gpointer data)
-{
-    mqtt_signal *s = data;
-    s->cap_timer = 0;
-    if (!s->connected || s->cap_answered)
-        return G_SOURCE_REMOVE;
-    mlog("capability report unanswered after %u ms: sent again", s->cap_delay_ms);
+    mqtt_signal *s = user;
+    if (!s->connected) /* the next CONNACK reports again */
+        return;
+    mlog("capability report unanswered after %u ms: sent again", after_ms);
     report_capability(s);
-    s->cap_delay_ms = s->cap_delay_ms * 2 > CAP_RETRY_MAX_MS ? CAP_RETRY_MAX_MS : s->cap_delay_ms * 2;
-    s->cap_timer = g_timeout_add(s->cap_delay_ms, on_cap_timer, s);
-    return G_SOURCE_REMOVE;
 }
 
-/* The capability report, then again with backoff until its reportReply
- * (at every connection, and when the platform asks for it). */
+/* The capability report, then again with backoff until a reportReply
+ * answers one (at every connection, and when the platform asks for it). */
 static void report_capability_until_answered(mqtt_signal *s)
 {
-    cap_stop(s);
-    s->cap_answered = 0;
-    s->cap_delay_ms = CAP_RETRY_FIRST_MS;
+    igw_vcam_await_reset(&s->cap);
     report_capability(s);
-    s->cap_timer = g_timeout_add(s->cap_delay_ms, on_cap_timer, s);
 }
 
 /* {"code":code,"method":method,"msgToken":token[,"sessionId":leg][,"msg":msg]} on the session topic. */
@@ -860,8 +846,13 @@ static void on_capability(mqtt_signal *s, const down *d)
              d->method.ptr ? d->method.ptr : "");
         return;
     }
-    s->cap_answered = 1; /* a refusal too: sending it again would be refused again */
-    cap_stop(s);
+    char token[IGW_VCAM_TOKEN_MAX + 1];
+    if (cstr(token, sizeof token, d->token) != 0 || !igw_vcam_await_answered(&s->cap, token)) {
+        mlog("capability reportReply answers no report of ours (%.*s), dropped",
+             (int)(d->token.len > 64 ? 64 : d->token.len), d->token.ptr ? d->token.ptr : "");
+        return;
+    }
+    /* answered, a refusal too: sending it again would be refused again */
     if (!d->has_code || d->code != 200)
         mlog("capability report refused: code %lld", d->has_code ? (long long)d->code : -1LL);
     else
@@ -1106,7 +1097,7 @@ static void handle_item(mqtt_signal *s, const item *it)
         break;
     case IT_DISCONNECT:
         s->connected = 0;
-        cap_stop(s); /* the next CONNACK reports again */
+        igw_vcam_await_reset(&s->cap); /* the next CONNACK reports again */
         if (it->rc != 0 && s->connected_at_us &&
             g_get_monotonic_time() - s->connected_at_us < (gint64)TAKEOVER_QUICK_MS * 1000)
             s->quick_drops++;
@@ -1170,7 +1161,7 @@ static void mqtt_destroy(igw_vcam_signal *sig)
     }
     if (s->watch)
         g_source_remove(s->watch);
-    cap_stop(s);
+    igw_vcam_await_reset(&s->cap);
     if (s->q) {
         while ((it = g_async_queue_try_pop(s->q)))
             item_free(it);
@@ -1215,6 +1206,7 @@ igw_vcam_signal *igw_vcam_signal_mqtt_new(const igw_vcam_mqtt_config *c, const i
     s->base.user = user;
     s->c = *c;
     s->efd = -1;
+    igw_vcam_await_init(&s->cap, IGW_VCAM_AWAIT_ANY, cap_resend, s);
     igw_arena_init(&s->arena, 4 * PAYLOAD_MAX);
     igw_jw_init(&s->w);
     snprintf(s->token_prefix, sizeof s->token_prefix, "vc%08x", g_random_int());

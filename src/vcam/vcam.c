@@ -27,6 +27,7 @@
 /* webrtcbin's library is "unstable API" in 1.22; we accept that knowingly. */
 #define GST_USE_UNSTABLE_API 1
 
+#include "await.h"
 #include "player.h"
 #include "recorder.h"
 #include "signal.h"
@@ -118,9 +119,6 @@ typedef struct peer {
     int gates_open; /* played once */
 } peer;
 
-/* Catalog reports remembered while unanswered (more: the catalog goes again). */
-#define CAT_PENDING_MAX 32
-
 /* A removal not yet acknowledged, and the report it went in last. */
 typedef struct removal {
     char id[IGW_VCAM_RECORDING_ID_MAX + 1];
@@ -138,11 +136,7 @@ struct vcam {
     /* The catalog reports without their reply: while any is, the whole
      * catalog goes again with backoff (igwd may not have listened when
      * they went: a fresh start, a broker restart). */
-    char cat_pending[CAT_PENDING_MAX][64];
-    unsigned ncat_pending;
-    int cat_overflow;       /* more were pending than remembered: send again anyway */
-    guint cat_timer;
-    unsigned cat_delay_ms;
+    igw_vcam_await cat;
     unsigned serials;
     FILE *spk_log;      /* --speaker-log, or NULL */
     int spk_log_failed; /* a write failed: logged once, nothing written after */
@@ -1577,11 +1571,6 @@ static int on_playback(void *user, const char *leg, uint32_t revision, igw_vcam_
 
 /* ---- the recording catalog, reported (device mode with --record-dir) ---- */
 
-#define CAT_RETRY_FIRST_MS 1000
-#define CAT_RETRY_MAX_MS 30000
-
-static void cat_sent(vcam *v, const char *tok);
-
 /* Sends the removals not sent since the last connection, in reports of at
  * most IGW_VCAM_REPORT_MAX; they stay queued until answered. */
 static void removals_flush(vcam *v)
@@ -1609,7 +1598,7 @@ static void removals_flush(vcam *v)
         for (unsigned k = 0; k < n; k++)
             g_strlcpy(g_array_index(v->removals, removal, idx[k]).token, tok, sizeof tok);
         vlog("recording report %s sent: 0 recording(s), %u removed", tok, n);
-        cat_sent(v, tok);
+        igw_vcam_await_sent(&v->cat, tok);
     }
 }
 
@@ -1620,7 +1609,7 @@ static void rec_on_closed(void *user, const igw_vcam_recording *r)
 
     if (v->sig->ops->send_recordings(v->sig, r, 1, NULL, 0, tok, sizeof tok) == 0) {
         vlog("recording report %s sent: 1 recording(s) (%s), 0 removed", tok, r->id);
-        cat_sent(v, tok);
+        igw_vcam_await_sent(&v->cat, tok);
     } else
         vlog("recording %s not reported now (offline): it goes with the list at the next connection", r->id);
 }
@@ -1661,7 +1650,7 @@ static int catalog_send(vcam *v)
         }
         vlog("recording report %s sent: %u recording(s), 0 removed (the list, %u..%u of %u)", tok, k, i + 1, i + k,
              n);
-        cat_sent(v, tok);
+        igw_vcam_await_sent(&v->cat, tok);
     }
     for (guint i = 0; i < v->removals->len; i++)
         g_array_index(v->removals, removal, i).token[0] = '\0';
@@ -1669,44 +1658,12 @@ static int catalog_send(vcam *v)
     return 1;
 }
 
-static void cat_forget(vcam *v)
+/* The await's resend: the whole catalog stands for every unanswered report. */
+static void cat_resend(void *user, unsigned after_ms)
 {
-    v->ncat_pending = 0;
-    v->cat_overflow = 0;
-}
-
-static gboolean on_cat_timer(gpointer data)
-{
-    vcam *v = data;
-    v->cat_timer = 0;
-    if (!v->ncat_pending && !v->cat_overflow)
-        return G_SOURCE_REMOVE;
-    vlog("%u recording report(s) unanswered after %u ms (%s...): the catalog goes again",
-         v->ncat_pending + (unsigned)v->cat_overflow, v->cat_delay_ms, v->ncat_pending ? v->cat_pending[0] : "");
-    v->cat_delay_ms = v->cat_delay_ms * 2 > CAT_RETRY_MAX_MS ? CAT_RETRY_MAX_MS : v->cat_delay_ms * 2;
-    cat_forget(v); /* the whole catalog stands for them all */
+    vcam *v = user;
+    vlog("recording report(s) unanswered after %u ms: the catalog goes again", after_ms);
     (void)catalog_send(v);
-    return G_SOURCE_REMOVE;
-}
-
-static void cat_sent(vcam *v, const char *tok)
-{
-    if (v->ncat_pending < CAT_PENDING_MAX)
-        g_strlcpy(v->cat_pending[v->ncat_pending++], tok, sizeof v->cat_pending[0]);
-    else
-        v->cat_overflow = 1;
-    if (!v->cat_timer) {
-        if (!v->cat_delay_ms)
-            v->cat_delay_ms = CAT_RETRY_FIRST_MS;
-        v->cat_timer = g_timeout_add(v->cat_delay_ms, on_cat_timer, v);
-    }
-}
-
-static void cat_stop(vcam *v)
-{
-    if (v->cat_timer)
-        g_source_remove(v->cat_timer);
-    v->cat_timer = 0;
 }
 
 static void on_connected(void *user)
@@ -1715,9 +1672,7 @@ static void on_connected(void *user)
 
     if (!v->rec)
         return;
-    cat_stop(v);
-    v->cat_delay_ms = CAT_RETRY_FIRST_MS;
-    cat_forget(v);
+    igw_vcam_await_reset(&v->cat);
     (void)catalog_send(v);
 }
 
@@ -1726,16 +1681,7 @@ static void on_recording_reply(void *user, const char *token, int64_t code, cons
     vcam *v = user;
     guint acked = 0;
 
-    for (unsigned i = 0; i < v->ncat_pending; i++)
-        if (strcmp(v->cat_pending[i], token) == 0) { /* answered: forgotten */
-            memmove(v->cat_pending[i], v->cat_pending[i + 1], (v->ncat_pending - i - 1) * sizeof v->cat_pending[0]);
-            v->ncat_pending--;
-            break;
-        }
-    if (!v->ncat_pending && !v->cat_overflow) { /* every report arrived: no resend */
-        v->cat_delay_ms = CAT_RETRY_FIRST_MS;
-        cat_stop(v);
-    }
+    (void)igw_vcam_await_answered(&v->cat, token); /* every report answered: no resend */
     /* 200: its removals are acknowledged. Anything else: logged, and that
      * report is not retried (its removals go too). */
     for (guint i = v->removals->len; i-- > 0;)
@@ -2013,6 +1959,7 @@ int main(int argc, char **argv)
     vcam v = {.exit_code = 0};
 
     v.removals = g_array_new(FALSE, FALSE, sizeof(removal));
+    igw_vcam_await_init(&v.cat, IGW_VCAM_AWAIT_ALL, cat_resend, &v);
     guint sig_term = 0, sig_int = 0;
 
     /* The parent's pid before anything: if it is gone by the time the
@@ -2104,9 +2051,9 @@ out:
     }
     /* The segment being written is closed and reported while the transport
      * is still there. */
-    cat_stop(&v);
     igw_vcam_recorder_free(v.rec);
     v.rec = NULL;
+    igw_vcam_await_reset(&v.cat); /* after the last segment's report: nothing goes again */
     if (v.sig)
         v.sig->ops->destroy(v.sig);
     /* Idle callbacks queued by late notifications point at v: drop them. */

@@ -60,7 +60,9 @@ sleep 5
 cameras_are 1 && online || fail "$CASE: after 5 s: $(cameras) cameras"
 ! grep -q "another client connected" "$IGW_VAR/log/vcam.log" || fail "$CASE: a takeover: $(tail -5 "$IGW_VAR/log/vcam.log")"; ok
 CASE="make run again: a live view in Chromium decodes frames"
-IGW_BASE=http://$LISTEN IGW_DEMO=$DEMO node "$ROOT/tests/ops/run_view.mjs" || fail "$CASE"; ok
+IGW_BASE=http://$LISTEN IGW_DEMO=$DEMO node "$ROOT/tests/ops/run_view.mjs" || fail "$CASE"
+# ... offered by make run's own camera (its log), not by some other client of the device.
+grep -q "offer for leg .* sent" "$IGW_VAR/log/vcam.log" || fail "$CASE: no offer in vcam.log: $(tail -5 "$IGW_VAR/log/vcam.log")"; ok
 
 # ---- a second camera with the same client id: one stops instead of fighting -----------------------------
 CASE="a second camera for the device: one of the two says so and stops, the other stays connected"

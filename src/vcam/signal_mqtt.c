@@ -313,8 +313,8 @@ static void net_connect(struct mosquitto *m, void *obj, int rc)
     post_kind(obj, IT_CONNECT, rc);
 }
 
-/* MQTT 5: rc is the broker's DISCONNECT reason when it sent one (session
- * taken over), else a libmosquitto error (0: our own disconnect). */
+/* rc: a libmosquitto error (0: our own disconnect); under MQTT 5 it would be
+ * the broker's DISCONNECT reason when it sent one (session taken over). */
 static void net_disconnect(struct mosquitto *m, void *obj, int rc, const mosquitto_property *props)
 {
     mqtt_signal *s = obj;
@@ -1078,7 +1078,11 @@ static void handle_item(mqtt_signal *s, const item *it)
     switch (it->kind) {
     case IT_CONNECT:
         if (it->rc != 0) {
-            mlog("connection refused: %s", mosquitto_reason_string(it->rc));
+            mlog("connection refused: %s", mosquitto_connack_string(it->rc));
+            /* A refusal is no takeover and breaks the row: the disconnect that
+             * follows must not count as a connection lost within seconds. */
+            s->connected_at_us = 0;
+            s->quick_drops = 0;
             return;
         }
         s->connected = 1;
@@ -1103,6 +1107,8 @@ static void handle_item(mqtt_signal *s, const item *it)
             s->quick_drops++;
         else
             s->quick_drops = 0;
+        s->connected_at_us = 0; /* only a disconnect that ends an accepted connection counts */
+        /* MQTT_RC_SESSION_TAKEN_OVER comes only under MQTT 5 (not spoken now: see mosquitto_new below). */
         if (it->rc == MQTT_RC_SESSION_TAKEN_OVER || s->quick_drops >= TAKEOVER_DROPS) {
             /* Another client holds our client id (a second igw-vcam for this
              * device): reconnecting would take it back, and so on, each
@@ -1230,9 +1236,12 @@ igw_vcam_signal *igw_vcam_signal_mqtt_new(const igw_vcam_mqtt_config *c, const i
         mlog("error: mosquitto_new: %s", strerror(errno));
         goto fail;
     }
-    /* MQTT 5: a broker that gives our client id to another connection says
-     * so (DISCONNECT, session taken over) instead of just dropping us. */
-    mosquitto_int_option(s->m, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V5);
+    /* MQTT 3.1.1, not 5: libmosquitto 2.0.11 treats an MQTT 5 refusal
+     * (CONNACK reason >= 0x80) as a protocol error and its network thread
+     * stops for good: a refused camera would never connect again. 3.1.1
+     * refusals are retried. (Mosquitto 2.0.11 does not deliver the MQTT 5
+     * "session taken over" either: the takeover pattern decides.) */
+    mosquitto_int_option(s->m, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V311);
     mosquitto_connect_callback_set(s->m, net_connect);
     mosquitto_disconnect_v5_callback_set(s->m, net_disconnect);
     mosquitto_message_callback_set(s->m, net_message);

@@ -6,7 +6,8 @@
 # ends it), a second run leaves exactly one camera whose live view decodes
 # frames in Chromium, a camera left by an earlier run is replaced, a second
 # camera with the same client id makes the older one stop instead of
-# fighting, and provisioning restores a deactivated demo user.
+# fighting (and refusals after a lost connection are no takeover), and
+# provisioning restores a deactivated demo user.
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 if [ "${1:-}" != --inside ]; then
@@ -23,9 +24,10 @@ VCAM=$(realpath "$ROOT/build/igw-vcam")
 export IGWCTL=$ROOT/build/igwctl # provision.sh runs it too
 igw_services_test run "${RUN_PG_PORT:-25480}" "${RUN_REDIS_PORT:-63880}" "${RUN_MQTT_PORT:-18980}"
 LISTEN=127.0.0.1:${RUN_HTTP_PORT:-18981}
-RUNPID= EXTRA=
+RUNPID= EXTRA= BROKER=
 stop_all() {
     [ -n "$RUNPID" ] && kill -KILL "$RUNPID" 2>/dev/null
+    [ -n "$BROKER" ] && kill -KILL "$BROKER" 2>/dev/null
     [ -n "$EXTRA" ] && kill -KILL "$EXTRA" 2>/dev/null
     pkill -KILL -f -- "--device-file $IGW_VAR/demo.json" 2>/dev/null
     igw_services_test_down
@@ -58,7 +60,9 @@ sleep 5
 cameras_are 1 && online || fail "$CASE: after 5 s: $(cameras) cameras"
 ! grep -q "another client connected" "$IGW_VAR/log/vcam.log" || fail "$CASE: a takeover: $(tail -5 "$IGW_VAR/log/vcam.log")"; ok
 CASE="make run again: a live view in Chromium decodes frames"
-IGW_BASE=http://$LISTEN IGW_DEMO=$DEMO node "$ROOT/tests/ops/run_view.mjs" || fail "$CASE"; ok
+IGW_BASE=http://$LISTEN IGW_DEMO=$DEMO node "$ROOT/tests/ops/run_view.mjs" || fail "$CASE"
+# ... offered by make run's own camera (its log), not by some other client of the device.
+grep -q "offer for leg .* sent" "$IGW_VAR/log/vcam.log" || fail "$CASE: no offer in vcam.log: $(tail -5 "$IGW_VAR/log/vcam.log")"; ok
 
 # ---- a second camera with the same client id: one stops instead of fighting -----------------------------
 CASE="a second camera for the device: one of the two says so and stops, the other stays connected"
@@ -103,6 +107,22 @@ grep -q "demo user 1003 was inactive: activated again" "$TMP/prov.log" &&
 CASE="provisioning again: nothing to restore, no warning"
 IGW_BASE_URL=http://$LISTEN "$ROOT/src/ops/provision.sh" >"$TMP/prov2.log" 2>&1 || fail "$CASE: $(cat "$TMP/prov2.log")"
 ! grep -q "warning" "$TMP/prov2.log" || fail "$CASE: $(cat "$TMP/prov2.log")"; ok
+
+# ---- refused after a lost connection: no takeover, the camera keeps trying ------------------------------
+CASE="a camera refused after a lost connection keeps reconnecting and claims no takeover"
+python3 "$ROOT/tests/ops/refusing_broker.py" 18932 12 >"$TMP/refusing.out" 2>&1 &
+BROKER=$!
+wait_for 5 bash -c 'exec 3<>/dev/tcp/127.0.0.1/18932' 2>/dev/null || fail "$CASE: the refusing broker did not listen"
+"$VCAM" --mqtt 127.0.0.1:18932 --product "$P" --device "$D" --secret "$(j .device.secret)" \
+    --address "$IGW_NETNS_ADDR" >"$TMP/refused.log" 2>&1 &
+EXTRA=$!
+wait "$BROKER" || fail "$CASE: the refusing broker failed: $(cat "$TMP/refusing.out")"
+BROKER=
+alive "$EXTRA" || fail "$CASE: the camera exited: $(tail -3 "$TMP/refused.log")"
+! grep -q "another client connected" "$TMP/refused.log" || fail "$CASE: $(tail -3 "$TMP/refused.log")"
+# One accepted connection, then refusals: a camera that stopped trying after a refusal shows 2.
+[ "$(cat "$TMP/refusing.out")" -ge 3 ] 2>/dev/null || fail "$CASE: connections: $(cat "$TMP/refusing.out"): $(tail -3 "$TMP/refused.log")"
+kill -TERM "$EXTRA"; wait "$EXTRA" 2>/dev/null; EXTRA=; ok
 
 CASE="igwd stopped (SIGTERM): its camera stops too"
 kill -TERM "$RUNPID"; wait "$RUNPID" 2>/dev/null; RUNPID=

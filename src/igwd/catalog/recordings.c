@@ -47,11 +47,6 @@ typedef struct rq {
     unsigned limit;
 } rq;
 
-static bool t(const PGresult *res, int c)
-{
-    return !PQgetisnull(res, 0, c) && PQgetvalue(res, 0, c)[0] == 't';
-}
-
 static int64_t i64(const PGresult *res, int row, int c)
 {
     return strtoll(PQgetvalue(res, row, c), NULL, 10);
@@ -65,11 +60,11 @@ static void on_query(void *arg, const PGresult *res, const char *err)
     if (!res || PQntuples(res) < 1) {
         r.status = IGW_RECORDINGS_FAILED;
         r.err = err ? err : "no result row";
-    } else if (!t(res, QUERY_C_ENDPOINT_LIVE)) {
+    } else if (!igw_db_true(res, 0, QUERY_C_ENDPOINT_LIVE)) {
         r.status = IGW_RECORDINGS_UNKNOWN_ENDPOINT;
-    } else if (!t(res, QUERY_C_RIGHTS)) {
+    } else if (!igw_db_true(res, 0, QUERY_C_RIGHTS)) {
         r.status = IGW_RECORDINGS_NO_RIGHTS;
-    } else if (!t(res, QUERY_C_CAMERA_KNOWN)) {
+    } else if (!igw_db_true(res, 0, QUERY_C_CAMERA_KNOWN)) {
         r.status = IGW_RECORDINGS_UNKNOWN_CAMERA;
     } else {
         int rows = PQntuples(res);

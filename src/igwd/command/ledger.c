@@ -131,11 +131,6 @@ static ledger_call *call_new(void *arg)
     return lc;
 }
 
-static bool is_true(const PGresult *res, int row, int col)
-{
-    return PQgetvalue(res, row, col)[0] == 't';
-}
-
 static const char *text_or_null(const PGresult *res, int row, int col)
 {
     return PQgetisnull(res, row, col) ? NULL : PQgetvalue(res, row, col);
@@ -147,7 +142,7 @@ static void on_read(void *arg, const PGresult *res, int row, const char *err)
     free(arg);
     igw_ledger_read_row r = {.ok = res != NULL, .err = err};
     if (res) {
-        r.endpoint_live = is_true(res, row, READ_C_LIVE);
+        r.endpoint_live = igw_db_true(res, row, READ_C_LIVE);
         r.prior_fp = text_or_null(res, row, READ_C_PRIOR_FP);
         r.rights = !PQgetisnull(res, row, READ_C_RIGHTS);
         if (r.rights) {
@@ -189,11 +184,11 @@ static void on_write(void *arg, const PGresult *res, int row, const char *err)
         else
             r.status = IGW_LEDGER_FAILED;
     } else {
-        r.endpoint_live = is_true(res, row, WRITE_C_LIVE);
-        r.rights = is_true(res, row, WRITE_C_RIGHTS);
-        r.accepted = is_true(res, row, WRITE_C_ACCEPTED);
+        r.endpoint_live = igw_db_true(res, row, WRITE_C_LIVE);
+        r.rights = igw_db_true(res, row, WRITE_C_RIGHTS);
+        r.accepted = igw_db_true(res, row, WRITE_C_ACCEPTED);
         r.prior_fp = text_or_null(res, row, WRITE_C_PRIOR_FP);
-        r.model_current = is_true(res, row, WRITE_C_MODEL_CURRENT);
+        r.model_current = igw_db_true(res, row, WRITE_C_MODEL_CURRENT);
     }
     lc.cb.write(lc.arg, &r);
 }

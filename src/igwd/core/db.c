@@ -1133,6 +1133,11 @@ bool igw_db_value_error(const char *err)
     return err && (!strncmp(err, "22", 2) || !strncmp(err, "23", 2));
 }
 
+bool igw_db_true(const PGresult *res, int row, int col)
+{
+    return !PQgetisnull(res, row, col) && PQgetvalue(res, row, col)[0] == 't';
+}
+
 bool igw_db_lost_race(const char *err)
 {
     return err && !strncmp(err, "40", 2);

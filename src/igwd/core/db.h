@@ -132,6 +132,9 @@ bool igw_db_not_sent(const char *err);
  * 23 integrity constraint): that row fails again however often it is sent. */
 bool igw_db_value_error(const char *err);
 
+/* Column col of row `row` of res is a true boolean (NULL is false). */
+bool igw_db_true(const PGresult *res, int row, int col);
+
 /* err is a lost deadlock or serialization race (SQLSTATE class 40): the
  * same statement may well succeed when sent again. */
 bool igw_db_lost_race(const char *err);

@@ -107,7 +107,7 @@ static void on_applied(void *arg, const PGresult *res, const char *err)
     }
     const char *n = PQcmdTuples((PGresult *)res);
     atomic_fetch_add(n && strcmp(n, "1") == 0 ? &p->stats->applied : &p->stats->ignored, 1);
-    if (PQntuples(res) == 1 && PQgetvalue(res, 0, APPLY_C_ASK)[0] == 't')
+    if (PQntuples(res) == 1 && igw_db_true(res, 0, APPLY_C_ASK))
         ask_capability(p, PQgetvalue(res, 0, APPLY_C_PID), PQgetvalue(res, 0, APPLY_C_DN));
 }
 

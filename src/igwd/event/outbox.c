@@ -307,12 +307,6 @@ static const char *val(const PGresult *res, int row, int col)
     return PQgetisnull(res, row, col) ? NULL : PQgetvalue(res, row, col);
 }
 
-static bool is_true(const PGresult *res, int row, int col)
-{
-    const char *v = val(res, row, col);
-    return v && v[0] == 't';
-}
-
 static int64_t num(const PGresult *res, int row, int col)
 {
     const char *v = val(res, row, col);
@@ -340,12 +334,12 @@ static void done_emit(ctx *c, igw_outbox_result *r, const PGresult *res)
 {
     if (!endpoint_live(r, res, EMIT_C_LIVE))
         return;
-    if (is_true(res, 0, EMIT_C_DUP)) {
+    if (igw_db_true(res, 0, EMIT_C_DUP)) {
         r->status = IGW_OUTBOX_DUPLICATE;
         r->delivery_id = c->delivery_id;
         return;
     }
-    if (!is_true(res, 0, EMIT_C_BODY_OK)) {
+    if (!igw_db_true(res, 0, EMIT_C_BODY_OK)) {
         r->status = IGW_OUTBOX_BAD_EVENT;
         return;
     }
@@ -363,11 +357,11 @@ static void done_emit_result(ctx *c, igw_outbox_result *r, const PGresult *res, 
 {
     if (!val(res, row, RESULT_C_KNOWN))
         r->status = IGW_OUTBOX_UNKNOWN_ENDPOINT;
-    else if (!is_true(res, row, RESULT_C_LIVE))
+    else if (!igw_db_true(res, row, RESULT_C_LIVE))
         r->status = IGW_OUTBOX_ENDPOINT_EXPIRED;
-    else if (is_true(res, row, RESULT_C_DUP))
+    else if (igw_db_true(res, row, RESULT_C_DUP))
         r->status = IGW_OUTBOX_DUPLICATE;
-    else if (!is_true(res, row, RESULT_C_BODY_OK))
+    else if (!igw_db_true(res, row, RESULT_C_BODY_OK))
         r->status = IGW_OUTBOX_BAD_EVENT;
     else if (!val(res, row, RESULT_C_DELIVERY))
         fail(r, "emit: no delivery inserted");
@@ -444,7 +438,7 @@ static void done_replay(ctx *c, igw_outbox_result *r, const PGresult *res)
      * one; a head expired by time but not yet marked counts as expired. */
     igw_err err = IGW_ERR_OK;
     igw_delivery_state next = r->head_state;
-    bool expired = is_true(res, 0, REPLAY_C_HEAD_EXPIRED);
+    bool expired = igw_db_true(res, 0, REPLAY_C_HEAD_EXPIRED);
     if (!expired)
         next = igw_delivery_next(r->head_state, IGW_DELIVERY_ON_REPLAY, 0, &err);
     if (expired || err != IGW_ERR_OK) {

@@ -103,15 +103,15 @@ static void on_open_write(void *arg, const PGresult *res, const char *err)
         live_op_free(o);
         return;
     }
-    if (!live_col_true(res, OW_COL_LIVE)) {
+    if (!igw_db_true(res, 0, OW_COL_LIVE)) {
         live_op_refuse(o, IGW_ERR_NOT_FOUND, "unknown or expired endpoint", IGW_PATH_endpointId);
         return;
     }
-    if (!live_col_true(res, OW_COL_RIGHTS)) {
+    if (!igw_db_true(res, 0, OW_COL_RIGHTS)) {
         live_op_refuse(o, IGW_ERR_PERMISSION, "no rights on the target device", IGW_PATH_command_target);
         return;
     }
-    if (!live_col_true(res, OW_COL_NODE) || strcmp(PQgetvalue(res, 0, OW_COL_SESSION), "1") != 0) {
+    if (!igw_db_true(res, 0, OW_COL_NODE) || strcmp(PQgetvalue(res, 0, OW_COL_SESSION), "1") != 0) {
         live_op_refuse(o, IGW_ERR_UNAVAILABLE, "this node is not serving sessions now, retry", "");
         return;
     }
@@ -231,9 +231,9 @@ static void on_open_read(void *arg, const PGresult *res, const char *err)
     if (!live_op_row(o, res, err, false))
         return;
     live_refusal r;
-    live_open_facts f = {.endpoint_live = live_col_true(res, OR_COL_LIVE),
-                         .rights = live_col_true(res, OR_COL_RIGHTS),
-                         .camera = live_col_true(res, OR_COL_CAMERA)};
+    live_open_facts f = {.endpoint_live = igw_db_true(res, 0, OR_COL_LIVE),
+                         .rights = igw_db_true(res, 0, OR_COL_RIGHTS),
+                         .camera = igw_db_true(res, 0, OR_COL_CAMERA)};
     if (!f.endpoint_live) {
         live_open_refuses(&f, &r);
         live_op_refuse_with(o, &r);
@@ -248,7 +248,7 @@ static void on_open_read(void *arg, const PGresult *res, const char *err)
         live_op_refuse_with(o, &r);
         return;
     }
-    o->online = live_col_true(res, OR_COL_ONLINE);
+    o->online = igw_db_true(res, 0, OR_COL_ONLINE);
     if (!PQgetisnull(res, 0, OR_COL_CAPABILITY) &&
         !(o->capability = strdup(PQgetvalue(res, 0, OR_COL_CAPABILITY)))) {
         live_op_refuse(o, IGW_ERR_INTERNAL, "out of memory", "");

@@ -135,10 +135,6 @@ bool live_op_row(live_op *o, const PGresult *res, const char *err, bool write)
     return true;
 }
 
-bool live_col_true(const PGresult *res, int c)
-{
-    return !PQgetisnull(res, 0, c) && PQgetvalue(res, 0, c)[0] == 't';
-}
 
 int64_t live_node_epoch(const igw_engine *e)
 {

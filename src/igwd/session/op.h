@@ -98,8 +98,6 @@ bool live_op_revision(live_op *o, const live_session *s, int64_t revision);
  * after. A twin's earlier acceptance is answered as the replay. */
 void live_op_accept(live_op *o, live_op_then then);
 
-/* True when column c of row 0 is a true boolean. */
-bool live_col_true(const PGresult *res, int c);
 
 /* This node's epoch, 0 while it has none or was fenced. */
 int64_t live_node_epoch(const igw_engine *e);

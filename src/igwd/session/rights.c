@@ -39,11 +39,6 @@ int live_rights_listen(igw_engine *e)
     return igw_db_listen(e->db, IGW_RIGHTS_CHANNEL, on_notify, e);
 }
 
-static bool col_true(const PGresult *res, int row, int col)
-{
-    return !PQgetisnull(res, row, col) && PQgetvalue(res, row, col)[0] == 't';
-}
-
 static void on_recheck(void *arg, const PGresult *res, const char *err)
 {
     igw_engine *e = arg;
@@ -54,9 +49,9 @@ static void on_recheck(void *arg, const PGresult *res, const char *err)
         unsigned ended = 0;
         for (int i = 0, n = PQntuples(res); i < n; i++) {
             live_session *s = live_session_find(e, PQgetvalue(res, i, RC_COL_SESSION));
-            live_holder_facts f = {.active = col_true(res, i, RC_COL_ACTIVE),
-                                   .owner = col_true(res, i, RC_COL_OWNER),
-                                   .granted = col_true(res, i, RC_COL_GRANTED)};
+            live_holder_facts f = {.active = igw_db_true(res, i, RC_COL_ACTIVE),
+                                   .owner = igw_db_true(res, i, RC_COL_OWNER),
+                                   .granted = igw_db_true(res, i, RC_COL_GRANTED)};
             if (!s || live_rights_hold(s->def->access, &f))
                 continue;
             igw_log(IGW_LOG_INFO, NULL, "session %s: user %" PRId64 " lost the device (%s)", s->id, s->user_id,

@@ -94,7 +94,7 @@ static void on_recording(void *arg, const PGresult *res, const char *err)
         live_op_refuse(o, IGW_ERR_NOT_FOUND, "unknown recording of this camera", IGW_PATH_command_params_recordingId);
         return;
     }
-    if (!live_col_true(res, RC_COL_AVAILABLE)) {
+    if (!igw_db_true(res, 0, RC_COL_AVAILABLE)) {
         live_op_refuse(o, IGW_ERR_CONFLICT, "the catalog says the recording is not available",
                        IGW_PATH_command_params_recordingId);
         return;
@@ -113,7 +113,7 @@ static void on_recording(void *arg, const PGresult *res, const char *err)
     p->state = IGW_PLAYBACK_NONE; /* until the camera loads it */
     snprintf(l->recording_id, sizeof l->recording_id, "%s", p->recording_id);
     l->version = p->version;
-    if (live_col_true(res, RC_COL_AUDIO))
+    if (igw_db_true(res, 0, RC_COL_AUDIO))
         o->guards |= IGW_PURPOSE_IF_RECORDINGAUDIO;
     snprintf(o->cols.recording_version, sizeof o->cols.recording_version, "%" PRId64, p->version);
     o->pdata = p;

@@ -480,7 +480,7 @@ static void on_participant_live(void *arg, const PGresult *res, const char *err)
     live_op *o = arg;
     if (!live_op_row(o, res, err, false))
         return;
-    if (!live_col_true(res, PL_COL_LIVE)) {
+    if (!igw_db_true(res, 0, PL_COL_LIVE)) {
         live_op_refuse(o, IGW_ERR_PERMISSION, "the participant is not logged in (no live endpoint)",
                        IGW_PATH_command_params_participantId);
         return;
@@ -564,7 +564,7 @@ static void on_talk_prior(void *arg, const PGresult *res, const char *err)
         return;
     }
     const char *prior = PQgetvalue(res, 0, TP_COL_PRIOR);
-    if (o->method == IGW_CommandMethod_interaction_leave && !live_col_true(res, TP_COL_RESULT) &&
+    if (o->method == IGW_CommandMethod_interaction_leave && !igw_db_true(res, 0, TP_COL_RESULT) &&
         strcmp(prior, o->c->fingerprint_hex) == 0 && !cmd_in_flight(e, o->endpoint, o->token)) {
         /* The same leave, pending without a result: its receipt answers. */
         talk_cmd *t = cmd_new(o, s ? talk_of(s)->call_id : "");

@@ -8,6 +8,7 @@
 #include "api.h"
 #include "core/log.h"
 #include "edge/decide.h"
+#include "event/devicemsg.h"
 #include "event/outbox.h"
 #include "jw.h"
 #include "protocol.h"
@@ -31,8 +32,7 @@ static const igw_db_stmt st_apply = {
     " AND (presence_boot IS NULL OR (presence_boot, presence_seq) < ($4::bigint, $5::bigint))"
     " RETURNING d.product_id, d.device_name, d.online"
     " AND EXISTS (SELECT 1 FROM cameras c WHERE c.product_id = d.product_id AND c.device_name = d.device_name)"
-    " AND NOT EXISTS (SELECT 1 FROM device_messages m WHERE m.product_id = d.product_id"
-    "   AND m.device_name = d.device_name AND m.handle = 'media' AND m.msg_type = 'capability' AND m.method = 'report')",
+    " AND NOT EXISTS (SELECT 1 FROM " IGW_SQL_CAPABILITY_REPORTS("m", "d.product_id", "d.device_name") ")",
     APPLY_NP,
 };
 

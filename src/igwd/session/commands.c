@@ -12,6 +12,7 @@
 #include "arena.h"
 #include "clock.h"
 #include "core/log.h"
+#include "event/devicemsg.h"
 #include "event/outbox.h"
 #include "event/rights.h"
 #include "paths.h"
@@ -37,8 +38,7 @@ static const igw_db_stmt st_open_read = {
     "EXISTS (SELECT 1 FROM cameras c WHERE c.product_id = $5::text AND c.device_name = $6::text "
     "        AND c.camera_id = $7::text), "
     "COALESCE((SELECT d.online FROM devices d WHERE d.product_id = $5::text AND d.device_name = $6::text), false), "
-    "(SELECT (m.body->'params')::text FROM device_messages m WHERE m.product_id = $5::text "
-    "  AND m.device_name = $6::text AND m.handle = 'media' AND m.msg_type = 'capability' AND m.method = 'report' "
+    "(SELECT (m.body->'params')::text FROM " IGW_SQL_CAPABILITY_REPORTS("m", "$5::text", "$6::text")
     "  ORDER BY m.received_at DESC, m.message_id DESC LIMIT 1)",
     OR__N};
 

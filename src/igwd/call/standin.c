@@ -63,6 +63,14 @@ static void sha_once(void)
 static void registry_send(standin *s, const char *what, int64_t ent, const char *group, const char *user, int64_t until,
                           const char *call_id);
 
+/* The bounds' keys in call.lua's order (reserve, lease, release): the
+ * group's live calls, then the user's. */
+static void registry_keys(char keys[IGW_CALL_REG_KEYS][IGW_CALL_ARG_MAX], const char *group, const char *user)
+{
+    igw_call_registry_key(keys[0], IGW_CALL_REG_GROUP, group);
+    igw_call_registry_key(keys[1], IGW_CALL_REG_USER, user);
+}
+
 static void finish(op *o, const igw_call_result *r)
 {
     /* A start that did not make its call gives its place back; one whose
@@ -112,8 +120,7 @@ static int send_script(op *o, bool eval)
     if (o->step == IGW_CALL_STEP_RESERVE) { /* the bounds' keys, not the call's */
         char user[24];
         snprintf(user, sizeof user, "%" PRId64, o->user);
-        igw_call_registry_key(keys[0], IGW_CALL_REG_GROUP, o->group_id);
-        igw_call_registry_key(keys[1], IGW_CALL_REG_USER, user);
+        registry_keys(keys, o->group_id, user);
         nkeys = IGW_CALL_REG_KEYS;
     } else {
         for (int i = 0; i < IGW_CALL_KEYS; i++)
@@ -200,8 +207,7 @@ static void registry_send(standin *s, const char *what, int64_t ent, const char 
     if (!group[0] || !user[0] || strlen(group) > IGW_CALL_GROUP_ID_MAX || strlen(user) > 20)
         return; /* not the script's answer: nothing to touch */
     char keys[IGW_CALL_REG_KEYS][IGW_CALL_ARG_MAX], e[24], u[24];
-    igw_call_registry_key(keys[0], IGW_CALL_REG_GROUP, group);
-    igw_call_registry_key(keys[1], IGW_CALL_REG_USER, user);
+    registry_keys(keys, group, user);
     snprintf(e, sizeof e, "%" PRId64, ent);
     snprintf(u, sizeof u, "%" PRId64, until);
     const char *argv[9] = {"EVALSHA", script_sha, "2", keys[0], keys[1], what, e};

@@ -21,7 +21,6 @@
 #include <glib-unix.h>
 #include <glib.h>
 #include <mosquitto.h>
-#include <mqtt_protocol.h> /* MQTT_RC_SESSION_TAKEN_OVER */
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -313,14 +312,11 @@ static void net_connect(struct mosquitto *m, void *obj, int rc)
     post_kind(obj, IT_CONNECT, rc);
 }
 
-/* rc: a libmosquitto error (0: our own disconnect); under MQTT 5 it would be
- * the broker's DISCONNECT reason when it sent one (session taken over). */
-static void net_disconnect(struct mosquitto *m, void *obj, int rc, const mosquitto_property *props)
+static void net_disconnect(struct mosquitto *m, void *obj, int rc)
 {
     mqtt_signal *s = obj;
 
     (void)m;
-    (void)props;
     /* This thread reconnects next: sign afresh so that a long-running camera
      * never presents an expired username. */
     if (rc != 0)
@@ -1108,15 +1104,13 @@ static void handle_item(mqtt_signal *s, const item *it)
         else
             s->quick_drops = 0;
         s->connected_at_us = 0; /* only a disconnect that ends an accepted connection counts */
-        /* MQTT_RC_SESSION_TAKEN_OVER comes only under MQTT 5 (not spoken now: see mosquitto_new below). */
-        if (it->rc == MQTT_RC_SESSION_TAKEN_OVER || s->quick_drops >= TAKEOVER_DROPS) {
+        if (s->quick_drops >= TAKEOVER_DROPS) {
             /* Another client holds our client id (a second igw-vcam for this
              * device): reconnecting would take it back, and so on, each
              * dropping the other's legs. The newer one keeps it. */
-            mlog("another client connected as %s&%s and the broker gave it this device's session (%s): stopping "
-                 "instead of taking it back (is another igw-vcam running for this device?)", s->c.product,
-                 s->c.device, it->rc == MQTT_RC_SESSION_TAKEN_OVER ? "session taken over"
-                                                                    : "each connection lost within seconds");
+            mlog("another client connected as %s&%s and the broker gave it this device's session (each connection "
+                 "lost within seconds): stopping instead of taking it back (is another igw-vcam running for this "
+                 "device?)", s->c.product, s->c.device);
             mosquitto_disconnect(s->m); /* no reconnection */
             if (s->base.cbs.on_close)
                 s->base.cbs.on_close(s->base.user, EADDRINUSE);
@@ -1243,7 +1237,7 @@ igw_vcam_signal *igw_vcam_signal_mqtt_new(const igw_vcam_mqtt_config *c, const i
      * "session taken over" either: the takeover pattern decides.) */
     mosquitto_int_option(s->m, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V311);
     mosquitto_connect_callback_set(s->m, net_connect);
-    mosquitto_disconnect_v5_callback_set(s->m, net_disconnect);
+    mosquitto_disconnect_callback_set(s->m, net_disconnect);
     mosquitto_message_callback_set(s->m, net_message);
     mosquitto_publish_callback_set(s->m, net_publish);
     mosquitto_subscribe_callback_set(s->m, net_subscribe);

@@ -86,6 +86,26 @@ fail() {
 
 ok() { checks=$((checks + 1)); }
 
+# igw_race N TOKEN URL BODY [OUT]: N POSTs of BODY (its {} is each one's
+# index, 1..N) at once as TOKEN's bearer; each reply saved as OUT.<index>
+# when OUT is given. Prints their HTTP statuses counted, ascending
+# ("200x16 429x48"): what a cap let through, exactly.
+igw_race() {
+    local out=${5:-}
+    seq "$1" | xargs -P "$1" -I{} sh -c 'o=/dev/null; [ -z "$1" ] || o=$1.$2; curl -s -o "$o" -w "%{http_code}\n" -X POST \
+        -H "Authorization: Bearer $3" -H "content-type: application/json" --data-binary "$5" "$4"' \
+        sh "$out" {} "$2" "$3" "$4" | sort | uniq -c | awk '{print $2 "x" $1}' | paste -sd' '
+}
+
+# wait_for SECONDS COMMAND...: until COMMAND succeeds (tried every 0.1 s; a
+# function reads its state afresh at each try), or 1 after SECONDS.
+wait_for() {
+    local n=$(($1 * 10))
+    shift
+    for _ in $(seq "$n"); do "$@" && return 0; sleep 0.1; done
+    return 1
+}
+
 # j FILTER: a value of the demo tenant ($DEMO); psql_q SQL: one query on the
 # test's PostgreSQL, unaligned and quiet.
 j() { jq -r "$1" "$DEMO"; }

@@ -85,7 +85,6 @@ api() { curl -s -X POST -H "Authorization: Bearer $TOKEN" -H 'content-type: appl
     --address "$IGW_NETNS_ADDR" 2>"$TMP/vcam.err" &
 SUBPID=$!
 online() { [ "$(psql_q "SELECT online FROM devices WHERE product_id = '$P' AND device_name = '$D'")" = t ]; }
-wait_for() { local n=$(($1 * 10)); shift; for _ in $(seq "$n"); do "$@" && return 0; sleep 0.1; done; return 1; }
 wait_for 10 online || fail "the camera is not online"
 EP=$(api "http://127.0.0.1:$PORT/api/v1/im/interaction/endpoints/register" | jq -r .data.endpointId)
 OPEN="{\"endpointId\":\"$EP\",\"command\":{\"msgToken\":\"restart-1\",\"method\":\"interaction.open\",\"target\":{\"productID\":\"$P\",\"deviceName\":\"$D\"},\"params\":{\"purpose\":\"ipcLiveView\",\"cameraId\":\"$CAM\"}}}"
@@ -184,12 +183,9 @@ wait_for 5 reason_is "$SIDE" rightsRevoked && wait_for 5 reason_is "$SIDG" right
 psql_q "UPDATE enterprises SET active = true WHERE enterprise_id = $(j .user.enterpriseId)" >/dev/null
 
 # ---- caps: exact under racing opens, per node, per user, per enterprise ---------------------------
-# opens N TOKEN ENDPOINT PREFIX: N opens at once; their HTTP statuses, sorted and counted.
+# opens N TOKEN ENDPOINT PREFIX: N opens at once (replies in $TMP/cap.PREFIX.<i>); their statuses counted.
 opens() {
-    local n=$1 tok=$2 ep=$3 pre=$4
-    seq "$n" | xargs -P "$n" -I{} sh -c 'curl -s -o "$1/cap.$2.$3" -w "%{http_code}\n" -X POST \
-        -H "Authorization: Bearer $4" -H "content-type: application/json" "$5" -d "$6"' sh "$TMP" "$pre" {} "$tok" \
-        "http://127.0.0.1:$PORT/api/v1/im/interaction/commands" "$(open_json "$ep" "$pre-{}")" | sort | uniq -c | awk '{print $2 "x" $1}' | paste -sd' '
+    igw_race "$1" "$2" "http://127.0.0.1:$PORT/api/v1/im/interaction/commands" "$(open_json "$3" "$4-{}")" "$TMP/cap.$4"
 }
 igw_stop
 start_igwd IGW_MAX_SESSIONS=16 IGW_MAX_SESSIONS_PER_USER=0

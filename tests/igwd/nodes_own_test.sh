@@ -39,12 +39,6 @@ metric() { # NAME_AND_LABELS: its value on /metrics
 metric_is() { # NAME VALUE: the metric has that value now (for wait_for: read again each time)
     [ "$(metric "$1")" = "$2" ]
 }
-wait_for() { # SECONDS COMMAND...: until the command succeeds
-    local n=$(($1 * 10))
-    shift
-    for _ in $(seq "$n"); do "$@" && return 0; sleep 0.1; done
-    return 1
-}
 epoch_is() { [ "$(psql_q "SELECT epoch FROM nodes WHERE node_id = '$1'")" = "$2" ]; }
 session() { psql_q "SELECT state || '/' || coalesce(reason, '-') || '/' || event_seq FROM sessions WHERE session_id = '$1'"; }
 session_is() { [ "$(session "$1")" = "$2" ]; }

@@ -47,12 +47,6 @@ admin_pub() { # TOPIC PAYLOAD: as igwd's privileged user
 }
 online() { psql_q "SELECT online FROM devices WHERE product_id = '$P' AND device_name = '$1'"; }
 is() { [ "$(online "$1")" = "$2" ]; }
-wait_for() { # SECONDS COMMAND...: until the command succeeds
-    local n=$(($1 * 10))
-    shift
-    for _ in $(seq "$n"); do "$@" && return 0; sleep 0.1; done
-    return 1
-}
 metric() { curl -s "http://127.0.0.1:$PORT/metrics" | awk -v m="$1" '$1 == m { print $2 }'; }
 metric_is() { [ "$(metric "$1")" = "$2" ]; } # NAME VALUE: read at each call (for wait_for)
 metric_gt() { local v; v=$(metric "$1"); [ -n "$v" ] && [ "$v" -gt "$2" ]; }

@@ -24,7 +24,6 @@ start_igwd() {
         IGW_MQTT_HOST=127.0.0.1 IGW_MQTT_PORT="$IGW_MQTT_PORT" IGW_MQTT_PASSWORD_FILE="$IGW_MQTT_PASSWORD_FILE" \
         IGW_MQTT_CLIENT_ID=igwd-report-test IGW_MEDIA_ADDRESS=127.0.0.1
 }
-wait_for() { local n=$(($1 * 10)); shift; for _ in $(seq "$n"); do "$@" && return 0; sleep 0.1; done; return 1; }
 reports() { psql_q "SELECT count(*) FROM device_messages WHERE product_id = '$P' AND device_name = '$1'
                     AND handle = 'media' AND msg_type = 'capability' AND method = 'report'"; }
 stored() { [ "$(reports "$1")" -gt 0 ]; }

@@ -282,12 +282,8 @@ im "$A" calls/heartbeat "{\"callId\":\"$CALL\"}"; expect 404 100404 /callId
 igw_stop
 
 # ---- the stand-in's bounds: exact under racing requests -------------------------------------------------
-# race N TOKEN PATH BODY: N requests at once; their HTTP statuses, counted ("200x3 429x9").
-race() {
-    seq "$1" | xargs -P "$1" -I{} curl -s -o /dev/null -w '%{http_code}\n' -X POST -H "Authorization: Bearer $2" \
-        -H 'content-type: application/json' --data-binary "$4" "$BASE/api/v1/im-standin/$3" |
-        sort | uniq -c | awk '{print $2 "x" $1}' | paste -sd' '
-}
+# race N TOKEN PATH BODY: N stand-in requests at once; their HTTP statuses, counted ("200x3 429x9").
+race() { igw_race "$1" "$2" "$BASE/api/v1/im-standin/$3" "$4"; }
 start IGW_IM_MAX_GROUPS_PER_USER=3 IGW_IM_MAX_CALLS_PER_USER=2 IGW_IM_MAX_CALLS_PER_GROUP=1 IGW_IM_HEARTBEAT_MS=2000
 CASE="bounds: 12 group creates at once against im_max_groups_per_user 3: exactly 3"
 got=$(race 12 "$C" groups/create '{"name":"many","members":["1002"]}')

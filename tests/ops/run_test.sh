@@ -33,7 +33,6 @@ stop_all() {
     igw_services_test_down
 }
 trap stop_all EXIT
-wait_for() { local n=$(($1 * 10)); shift; for _ in $(seq "$n"); do "$@" && return 0; sleep 0.1; done; return 1; }
 cameras() { pgrep -f -- "igw-vcam.* --device-file $IGW_VAR/demo.json" | wc -l; }
 cameras_are() { [ "$(cameras)" = "$1" ]; }
 ready() { curl -sf "http://$LISTEN/readyz" >/dev/null; }

@@ -8,7 +8,6 @@
 #include "clock.h"
 #include "jw.h"
 #include "paths.h"
-#include "topic.h"
 
 int igw_device_action(igw_command_call *call)
 {
@@ -103,11 +102,5 @@ int igw_device_publish(igw_pending *pending, igw_mqtt *m, const igw_device_accep
                               .deadline_ms = a->deadline_ms};
         (void)igw_pending_put(pending, &pc, igw_wall_ms());
     }
-    char topic[IGW_TOPIC_MAX + 1];
-    if (igw_topic_build(topic, sizeof topic, 0, IGW_TOPIC_DOWN, a->down->handle, a->down->type, a->product_id,
-                        a->device_name) < 0)
-        return -1;
-    if (!m || igw_mqtt_publish(m, topic, a->payload, a->len, 1) != 0)
-        return -1;
-    return 0;
+    return igw_mqtt_publish_down(m, a->down, a->product_id, a->device_name, a->payload, a->len) != 0 ? -1 : 0;
 }

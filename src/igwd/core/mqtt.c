@@ -29,6 +29,7 @@
 #include "clock.h"
 #include "core/log.h"
 #include "lock.h"
+#include "proto.h"
 #include "topic.h"
 
 _Static_assert(IGW_MQTT_NAME_MAX == IGW_TOPIC_NAME_MAX && IGW_MQTT_TYPE_MAX == IGW_TOPIC_TYPE_MAX &&
@@ -605,6 +606,16 @@ int igw_mqtt_publish(igw_mqtt *m, const char *topic, const void *payload, size_t
     inc(&m->out);
     wake(m);
     return 0;
+}
+
+int igw_mqtt_publish_down(igw_mqtt *m, const igw_proto_down *d, const char *product_id, const char *device_name,
+                          const void *payload, size_t len)
+{
+    char topic[IGW_TOPIC_MAX + 1];
+    if (!m || !d ||
+        igw_topic_build(topic, sizeof topic, 0, IGW_TOPIC_DOWN, d->handle, d->type, product_id, device_name) < 0)
+        return -1;
+    return igw_mqtt_publish(m, topic, payload, len, 1);
 }
 
 bool igw_mqtt_connected(const igw_mqtt *m)

@@ -127,6 +127,14 @@ igw_mqtt *igw_mqtt_start(const igw_mqtt_config *cfg, igw_mqtt_uplink_fn fn, void
  * IGW_MQTT_PAYLOAD_MAX) or when libmosquitto fails. */
 int igw_mqtt_publish(igw_mqtt *m, const char *topic, const void *payload, size_t len, int qos);
 
+struct igw_proto_down;
+
+/* Publishes payload as the protocol downlink d (its topic
+ * $<handle>/down/<type>/{product_id}/{device_name}) with QoS 1; as
+ * igw_mqtt_publish, and -1 too when m is NULL or the names make no topic. */
+int igw_mqtt_publish_down(igw_mqtt *m, const struct igw_proto_down *d, const char *product_id,
+                          const char *device_name, const void *payload, size_t len);
+
 /* True while connected with every uplink subscription granted at QoS 1. */
 bool igw_mqtt_connected(const igw_mqtt *m);
 

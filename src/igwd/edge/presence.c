@@ -12,7 +12,6 @@
 #include "event/outbox.h"
 #include "jw.h"
 #include "protocol.h"
-#include "topic.h"
 
 #define LOG_EVERY 1000 /* malformed facts and failures: the first and every 1000th are logged */
 
@@ -80,16 +79,15 @@ static void ask_capability(igw_presence *p, const char *product_id, const char *
 {
     const igw_proto_down *d = &igw_proto_device_downs[IGW_PROTO_DEVICE_DOWN_media_capability_get];
     igw_mqtt *m = p->mqtt ? atomic_load(p->mqtt) : NULL;
-    char topic[IGW_TOPIC_MAX + 1], token[32];
-    if (!m || igw_outbox_new_id(token, sizeof token) != 0 ||
-        igw_topic_build(topic, sizeof topic, 0, IGW_TOPIC_DOWN, d->handle, d->type, product_id, device_name) < 0)
+    char token[32];
+    if (!m || igw_outbox_new_id(token, sizeof token) != 0)
         return;
     igw_jw w;
     igw_jw_init(&w);
     igw_MediaCapabilityGet g = {.has = IGW_MediaCapabilityGet__REQUIRED, .method = igw_str_of(d->method),
                                 .msgToken = igw_str_of(token)};
     igw_encode_MediaCapabilityGet(&w, &g);
-    if (igw_jw_status(&w) || igw_mqtt_publish(m, topic, w.buf, w.len, 1) != 0)
+    if (igw_jw_status(&w) || igw_mqtt_publish_down(m, d, product_id, device_name, w.buf, w.len) != 0)
         igw_log(IGW_LOG_WARN, NULL, "presence: %s/%s: capability not asked for", product_id, device_name);
     else
         igw_log(IGW_LOG_INFO, NULL, "presence: %s/%s online without a capability report: asked for one", product_id,

@@ -12,7 +12,6 @@
 #include "core/log.h"
 #include "protocol.h"
 #include "session/hooks.h"
-#include "topic.h"
 
 #define ANSWER_MAX (64 * 1024)
 #define PARAMS_ARENA (256u << 10) /* a leg message's decoded params (the edge bounds them to 48 KiB) */
@@ -42,13 +41,10 @@ live_leg *live_leg_of_camera(igw_engine *e, const char *pid, const char *dn, con
 
 int live_leg_publish(igw_engine *e, const live_leg *l, const igw_proto_down *d)
 {
-    char topic[IGW_TOPIC_MAX + 1];
     igw_mqtt *m = e->cfg.mqtt ? atomic_load(e->cfg.mqtt) : NULL;
-    if (!d || igw_jw_status(&e->jw) ||
-        igw_topic_build(topic, sizeof topic, 0, IGW_TOPIC_DOWN, d->handle, d->type, l->product_id,
-                        l->device_name) < 0)
+    if (igw_jw_status(&e->jw))
         return -1;
-    return m ? igw_mqtt_publish(m, topic, e->jw.buf, e->jw.len, 1) : -1;
+    return igw_mqtt_publish_down(m, d, l->product_id, l->device_name, e->jw.buf, e->jw.len);
 }
 
 int live_leg_invite(igw_engine *e, live_leg *l)

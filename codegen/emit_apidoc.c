@@ -949,6 +949,8 @@ static void tables(doc *d)
             igw_out_puts(o, ")");
             if (ix->where_not_state)
                 igw_out_printf(o, " where %s not %s", ix->where, ix->where_not_state);
+            else if (ix->where_state)
+                igw_out_printf(o, " where %s = %s", ix->where, ix->where_state);
             else if (ix->where)
                 igw_out_printf(o, " where %s %snull", ix->where, ix->where_not_null ? "not " : "");
         }

@@ -599,8 +599,8 @@ static bool emit_table(igw_out *o, const igw_table *t, const domains *ds, namese
     /* Table constraints, in a fixed order: primary key, unique keys. */
     igw_vec lines = {0}; /* char*, without the separating comma */
     FOR(t->indexes, igw_index, ix) {
-        if (!ix->unique)
-            continue;
+        if (!ix->unique || ix->where)
+            continue; /* a partial unique index is an index (below), not a constraint */
         char *name = ix->primary ? igw_xprintf("%s_pkey", t->name) : index_name(t, ix, "key");
         /* A key constraint is also an index, a relation of the schema. */
         ok &= nameset_add(&constraints, ix->loc, name) && nameset_add(relations, ix->loc, name);
@@ -660,15 +660,17 @@ static bool emit_table(igw_out *o, const igw_table *t, const domains *ds, namese
     igw_out_puts(o, ");\n");
 
     FOR(t->indexes, igw_index, ix) {
-        if (ix->unique)
+        if (ix->unique && !ix->where)
             continue;
-        char *name = index_name(t, ix, "idx");
+        char *name = index_name(t, ix, ix->unique ? "key" : "idx");
         ok &= nameset_add(relations, ix->loc, name);
-        igw_out_printf(o, "CREATE INDEX %s ON %s (", name, t->name);
+        igw_out_printf(o, "CREATE %sINDEX %s ON %s (", ix->unique ? "UNIQUE " : "", name, t->name);
         column_list(o, &ix->columns);
         igw_out_puts(o, ")");
         if (ix->where_not_state) /* state names are identifiers: no quoting needed */
             igw_out_printf(o, " WHERE %s <> '%s'", ix->where, ix->where_not_state);
+        else if (ix->where_state)
+            igw_out_printf(o, " WHERE %s = '%s'", ix->where, ix->where_state);
         else if (ix->where)
             igw_out_printf(o, " WHERE %s IS %sNULL", ix->where, ix->where_not_null ? "NOT " : "");
         igw_out_puts(o, ";\n");

@@ -33,7 +33,8 @@ static const struct {
 } field_map[] = {
     {"msgToken", "go.token"},         {"sessionId", "go.sid"},         {"eventSeq", "go.seq"},
     {"data.state", "go.state"},       {"data.playback", "go.playback"}, {"data.positionMs", "go.pos"},
-    {"data.reason", "go.reason"},
+    {"data.reason", "go.reason"},     {"data.inviteToken", "go.invite"}, {"data.cameraId", "go.camera"},
+    {"data.target.productID", "go.pid"}, {"data.target.deviceName", "go.dn"},
 };
 #define NMAP (sizeof field_map / sizeof field_map[0])
 
@@ -131,16 +132,29 @@ static void object_expr(ctx *c, igw_out *o, const igw_type *t, const char *prefi
             c->errors++;
             continue;
         }
+        /* An optional object is present when its first required field's
+         * column is not NULL. */
+        const char *present = col;
         if (r->kind == IGW_T_OBJECT && f->optional) {
-            igw_diag_error(f->loc, "%s: field %s: an optional object is not built in SQL",
-                           STATE_EVENT, path);
-            c->errors++;
-            continue;
+            present = NULL;
+            FOR(r->fields, igw_field, sub)
+                if (!present && !sub->optional) {
+                    const char *sp = igw_sprintf("%s.%s", path, sub->name);
+                    for (size_t i = 0; i < NMAP; i++)
+                        if (!strcmp(field_map[i].path, sp))
+                            present = field_map[i].column;
+                }
+            if (!present) {
+                igw_diag_error(f->loc, "%s: field %s: an optional object needs a required field with a column",
+                               STATE_EVENT, path);
+                c->errors++;
+                continue;
+            }
         }
         bool comma = f_i > 0 || trim;
         igw_out_puts(o, "\n        || ");
         if (f->optional)
-            igw_out_printf(o, "CASE WHEN %s IS NULL THEN '' ELSE ", col);
+            igw_out_printf(o, "CASE WHEN %s IS NULL THEN '' ELSE ", present);
         igw_out_printf(o, "'%s", comma ? "," : "");
         sql_json_string(o, f->name);
         igw_out_puts(o, ":' || ");
@@ -235,8 +249,12 @@ int igw_emit_state_sql(const igw_schema *s, const char *gen_dir)
      * the caller's (macro argument, event/outbox.h). */
     igw_out sql;
     igw_out_init(&sql);
-    igw_out_puts(&sql,
-        "go AS MATERIALIZED (SELECT u.sid, u.ep, u.seq, u.state, u.playback, u.pos, u.reason, p.expires_at_ms AS exp, \n"
+    /* go: upd's columns the map names (token is derived below). */
+    igw_out_puts(&sql, "go AS MATERIALIZED (SELECT u.ep");
+    for (size_t i = 0; i < NMAP; i++)
+        if (strcmp(field_map[i].column, "go.token"))
+            igw_out_printf(&sql, ", u.%s", field_map[i].column + 3);
+    igw_out_puts(&sql, ", p.expires_at_ms AS exp, \n"
         "        nextval(pg_get_serial_sequence('events', 'event_id')) AS event_id, u.sid || '.' || u.seq AS token, \n"
         "        `DID` AS did \n"
         "    FROM upd u JOIN endpoints p ON p.endpoint_id = u.ep \n"
@@ -266,8 +284,9 @@ int igw_emit_state_sql(const igw_schema *s, const char *gen_dir)
         " *\n"
         " * IGW_SQL_STATE_EVENTS(DID) follows a CTE `upd` returning, per changed\n"
         " * session, sid (text), ep (its endpoint), seq (its new event_seq, bigint),\n"
-        " * state, playback and pos (a playback's phase and position; NULL: none)\n"
-        " * and reason (NULL: none). For those whose endpoint is live it inserts the\n"
+        " * state, playback and pos (a playback's phase and position; NULL: none),\n"
+        " * reason (NULL: none), and invite, camera, pid and dn (a ringing event's\n"
+        " * inviteToken, cameraId and target; NULL: none). For those whose endpoint is live it inserts the\n"
         " * event, msgToken \"<sid>.<seq>\", and its delivery with deliveryId DID (an\n"
         " * SQL expression, text), and notifies the endpoints; CTEs go, b (b.body:\n"
         " * the event's text), ev, dl and ntf can be counted after. Event ids are\n"

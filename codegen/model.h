@@ -295,10 +295,13 @@ typedef struct igw_index {
     /* A partial index: only rows where column `where` IS NULL (IS NOT NULL
      * when where_not_null), or, with where_not_state, where the machine
      * column `where` is not in that state (`where state not ended`: the live
-     * rows); NULL when the index covers every row. */
+     * rows), or, with where_state, where it is in that state (`where state
+     * = ringing`; a unique index may be partial this way only); NULL when
+     * the index covers every row. */
     const char *where;
     bool where_not_null;
     const char *where_not_state;
+    const char *where_state;
     igw_loc loc;
 } igw_index;
 
@@ -336,7 +339,7 @@ typedef struct igw_event {
 
 /* The checks and returns a protocol row may name: a closed set, because the
  * handler implements each one (an enum in generated/api.h). */
-#define IGW_PROTO_CHECKS "properties", "pack", "event", "action", "subdevices", "session", "recordings"
+#define IGW_PROTO_CHECKS "properties", "pack", "event", "action", "subdevices", "session", "recordings", "ring"
 #define IGW_PROTO_RETURNS "properties", "config"
 
 /* `HANDLE TYPE METHOD [-> REPLY] [check KIND] [returns WHAT] ["doc"];`

@@ -803,7 +803,11 @@ static void table_decl(parser *p)
                 igw_vec_push(&ix->columns, (void *)ident(p, "column name"));
             while (accept(p, TOK_COMMA));
             expect(p, TOK_RPAREN);
-            if (!ix->unique && accept_kw(p, "where")) {
+            if (ix->unique && !ix->primary && accept_kw(p, "where")) { /* where <machine column> = <state> */
+                ix->where = ident(p, "column name");
+                expect(p, TOK_EQ);
+                ix->where_state = ident(p, "state name");
+            } else if (!ix->unique && accept_kw(p, "where")) {
                 ix->where = ident(p, "column name");
                 ix->where_not_null = accept_kw(p, "not");
                 if (ix->where_not_null && !is_kw(p, "null")) { /* where <machine column> not <state> */

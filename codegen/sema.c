@@ -955,17 +955,18 @@ static void check_table(igw_schema *s, igw_table *t)
             const igw_column *w = table_column(t, ix->where);
             if (!w)
                 igw_diag_error(ix->loc, "unknown column '%s' in %s", ix->where, t->name);
-            else if (ix->where_not_state) {
+            else if (ix->where_not_state || ix->where_state) {
+                const char *state = ix->where_not_state ? ix->where_not_state : ix->where_state;
                 bool known = false;
                 if (!w->machine_ref)
                     igw_diag_error(ix->loc, "partial index on %s: column '%s' is not a machine state column",
                                    t->name, ix->where);
                 else
                     FOR(w->machine_ref->states, igw_state, st)
-                        known |= strcmp(st->name, ix->where_not_state) == 0;
+                        known |= strcmp(st->name, state) == 0;
                 if (w->machine_ref && !known)
                     igw_diag_error(ix->loc, "partial index on %s: '%s' is no state of machine %s", t->name,
-                                   ix->where_not_state, w->machine_ref->name);
+                                   state, w->machine_ref->name);
             } else if (!w->nullable)
                 igw_diag_error(ix->loc, "partial index on %s: column '%s' is never null", t->name, ix->where);
         }
@@ -1033,7 +1034,7 @@ static void check_protocol(igw_schema *s, igw_protocol *pr)
         igw_diag_error(pr->loc, "protocol '%s' has no rows", pr->name);
     FOR(pr->rows, igw_proto_row, r) {
         if (r->check && !in_set(r->check, checks, sizeof checks / sizeof checks[0]))
-            igw_diag_error(r->loc, "unknown check '%s' (properties, pack, event, action, subdevices, session)", r->check);
+            igw_diag_error(r->loc, "unknown check '%s' (properties, pack, event, action, subdevices, session, recordings, ring)", r->check);
         if (r->returns && !in_set(r->returns, returns, sizeof returns / sizeof returns[0]))
             igw_diag_error(r->loc, "unknown returns '%s' (properties, config)", r->returns);
         /* A device's answer to a command's downlink ends the exchange: it

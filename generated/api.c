@@ -127,6 +127,7 @@ const igw_str igw_Purpose_names[IGW_Purpose__COUNT] = {
     {"ipcLiveView", 11},
     {"ipcTalk", 7},
     {"recordPlayback", 14},
+    {"doorbell", 8},
 };
 
 int igw_Purpose_of(igw_str s)
@@ -135,6 +136,10 @@ int igw_Purpose_of(igw_str s)
     case 7:
         if (memcmp(s.ptr, "ipcTalk", 7) == 0)
             return IGW_Purpose_ipcTalk;
+        break;
+    case 8:
+        if (memcmp(s.ptr, "doorbell", 8) == 0)
+            return IGW_Purpose_doorbell;
         break;
     case 11:
         if (memcmp(s.ptr, "ipcLiveView", 11) == 0)
@@ -160,7 +165,7 @@ static int __attribute__((unused)) enum_Purpose(igw_json *j, igw_Purpose *out)
         *out = (igw_Purpose)v;
         return 0;
     }
-    return igw_json_fail(j, IGW_JERR_ENUM, "value is not one of: ipcLiveView ipcTalk recordPlayback");
+    return igw_json_fail(j, IGW_JERR_ENUM, "value is not one of: ipcLiveView ipcTalk recordPlayback doorbell");
 }
 
 static void __attribute__((unused)) enc_Purpose(igw_jw *w, igw_Purpose v)
@@ -775,11 +780,18 @@ const igw_str igw_ByeReason_names[IGW_ByeReason__COUNT] = {
     {"recordingEnded", 14},
     {"recordingUnavailable", 20},
     {"recordingChanged", 16},
+    {"declined", 8},
+    {"noAnswer", 8},
+    {"hungUp", 6},
 };
 
 int igw_ByeReason_of(igw_str s)
 {
     switch (s.len) {
+    case 6:
+        if (memcmp(s.ptr, "hungUp", 6) == 0)
+            return IGW_ByeReason_hungUp;
+        break;
     case 7:
         if (memcmp(s.ptr, "timeout", 7) == 0)
             return IGW_ByeReason_timeout;
@@ -789,6 +801,10 @@ int igw_ByeReason_of(igw_str s)
             return IGW_ByeReason_replaced;
         if (memcmp(s.ptr, "shutdown", 8) == 0)
             return IGW_ByeReason_shutdown;
+        if (memcmp(s.ptr, "declined", 8) == 0)
+            return IGW_ByeReason_declined;
+        if (memcmp(s.ptr, "noAnswer", 8) == 0)
+            return IGW_ByeReason_noAnswer;
         break;
     case 9:
         if (memcmp(s.ptr, "noViewers", 9) == 0)
@@ -834,7 +850,7 @@ static int __attribute__((unused)) enum_ByeReason(igw_json *j, igw_ByeReason *ou
         *out = (igw_ByeReason)v;
         return 0;
     }
-    return igw_json_fail(j, IGW_JERR_ENUM, "value is not one of: cameraDeclined cameraBusy cameraError cameraShutdown noViewers replaced timeout shutdown recordingEnded recordingUnavailable recordingChanged");
+    return igw_json_fail(j, IGW_JERR_ENUM, "value is not one of: cameraDeclined cameraBusy cameraError cameraShutdown noViewers replaced timeout shutdown recordingEnded recordingUnavailable recordingChanged declined noAnswer hungUp");
 }
 
 static void __attribute__((unused)) enc_ByeReason(igw_jw *w, igw_ByeReason v)
@@ -922,6 +938,7 @@ static void __attribute__((unused)) enc_StateMethod(igw_jw *w, igw_StateMethod v
 }
 
 const igw_str igw_SessionState_names[IGW_SessionState__COUNT] = {
+    {"ringing", 7},
     {"invited", 7},
     {"established", 11},
     {"ended", 5},
@@ -935,6 +952,8 @@ int igw_SessionState_of(igw_str s)
             return IGW_SessionState_ended;
         break;
     case 7:
+        if (memcmp(s.ptr, "ringing", 7) == 0)
+            return IGW_SessionState_ringing;
         if (memcmp(s.ptr, "invited", 7) == 0)
             return IGW_SessionState_invited;
         break;
@@ -958,7 +977,7 @@ static int __attribute__((unused)) enum_SessionState(igw_json *j, igw_SessionSta
         *out = (igw_SessionState)v;
         return 0;
     }
-    return igw_json_fail(j, IGW_JERR_ENUM, "value is not one of: invited established ended");
+    return igw_json_fail(j, IGW_JERR_ENUM, "value is not one of: ringing invited established ended");
 }
 
 static void __attribute__((unused)) enc_SessionState(igw_jw *w, igw_SessionState v)
@@ -2448,10 +2467,39 @@ static int key_ControlParams(const char *k, size_t n)
     return -1;
 }
 
+/* ControlParams.args: the case selected by operation. */
+static int switch_ControlParams_args(igw_json *j, void *arg)
+{
+    igw_ControlParams *o = arg;
+    switch (o->operation) {
+    case IGW_ControlOperation_accept:
+        if (igw_decode_DecisionArgs(j, &o->args.accept))
+            return -1;
+        return 0;
+    case IGW_ControlOperation_decline:
+        if (igw_decode_DecisionArgs(j, &o->args.decline))
+            return -1;
+        return 0;
+    case IGW_ControlOperation_handover:
+        if (igw_decode_HandoverArgs(j, &o->args.handover))
+            return -1;
+        return 0;
+    case IGW_ControlOperation_endpointControl:
+        if (igw_decode_EndpointControlArgs(j, &o->args.endpointControl))
+            return -1;
+        return 0;
+    default:
+        break;
+    }
+    return igw_json_fail(j, IGW_JERR_ENUM, "unknown operation");
+}
+
 int igw_decode_ControlParams(igw_json *j, igw_ControlParams *o)
 {
     igw_str k;
     int more;
+    igw_str held = {NULL, 0};
+    unsigned held_depth = 0;
     memset(o, 0, sizeof *o);
     if (igw_json_object_begin(j))
         return -1;
@@ -2472,8 +2520,15 @@ int igw_decode_ControlParams(igw_json *j, igw_ControlParams *o)
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_ControlParams_F_args:
-            if (igw_decode_free(j, true, 8, 16384, &o->args))
-                return igw_json_prefix_key(j, k.ptr, k.len);
+            if (o->has & IGW_ControlParams_operation) {
+                if (switch_ControlParams_args(j, o))
+                    return igw_json_prefix_key(j, k.ptr, k.len);
+            } else {
+                /* Discriminator not seen yet: hold the bytes, decode at the end. */
+                held_depth = j->depth;
+                if (igw_decode_hold(j, &held))
+                    return igw_json_prefix_key(j, k.ptr, k.len);
+            }
             break;
         default:
             break;
@@ -2486,6 +2541,176 @@ int igw_decode_ControlParams(igw_json *j, igw_ControlParams *o)
             igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
             return igw_json_prefix_key(j, "operation", 9);
         }
+    }
+    if (held.ptr && igw_decode_held(j, held, "args", 4, held_depth, switch_ControlParams_args, o))
+        return -1;
+    if (!(o->has & IGW_ControlParams_args) && ((o->has & IGW_ControlParams_operation) && (o->operation == IGW_ControlOperation_accept))) {
+        igw_json_fail(j, IGW_JERR_MISSING, "field is required when operation = accept");
+        return igw_json_prefix_key(j, "args", 4);
+    }
+    if (!(o->has & IGW_ControlParams_args) && ((o->has & IGW_ControlParams_operation) && (o->operation == IGW_ControlOperation_decline))) {
+        igw_json_fail(j, IGW_JERR_MISSING, "field is required when operation = decline");
+        return igw_json_prefix_key(j, "args", 4);
+    }
+    if (!(o->has & IGW_ControlParams_args) && ((o->has & IGW_ControlParams_operation) && (o->operation == IGW_ControlOperation_handover))) {
+        igw_json_fail(j, IGW_JERR_MISSING, "field is required when operation = handover");
+        return igw_json_prefix_key(j, "args", 4);
+    }
+    return 0;
+}
+
+/* Field index of a key of EndpointControlArgs, or -1: length first, then memcmp. */
+static int key_EndpointControlArgs(const char *k, size_t n)
+{
+    switch (n) {
+    case 4:
+        if (memcmp(k, "note", 4) == 0)
+            return IGW_EndpointControlArgs_F_note;
+        break;
+    default:
+        break;
+    }
+    return -1;
+}
+
+int igw_decode_EndpointControlArgs(igw_json *j, igw_EndpointControlArgs *o)
+{
+    igw_str k;
+    int more;
+    memset(o, 0, sizeof *o);
+    if (igw_json_object_begin(j))
+        return -1;
+    while ((more = igw_json_object_next(j, &k)) == 1) {
+        int f = key_EndpointControlArgs(k.ptr, k.len);
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        o->has |= UINT64_C(1) << f;
+        switch (f) {
+        case IGW_EndpointControlArgs_F_note:
+            if (igw_json_string(j, &o->note) || igw_decode_string_rules(j, o->note, 1, 64, IGW_FORMAT_NONE))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        default:
+            break;
+        }
+    }
+    if (more < 0)
+        return -1;
+    return 0;
+}
+
+/* Field index of a key of DecisionArgs, or -1: length first, then memcmp. */
+static int key_DecisionArgs(const char *k, size_t n)
+{
+    switch (n) {
+    case 11:
+        if (memcmp(k, "inviteToken", 11) == 0)
+            return IGW_DecisionArgs_F_inviteToken;
+        break;
+    default:
+        break;
+    }
+    return -1;
+}
+
+int igw_decode_DecisionArgs(igw_json *j, igw_DecisionArgs *o)
+{
+    igw_str k;
+    int more;
+    memset(o, 0, sizeof *o);
+    if (igw_json_object_begin(j))
+        return -1;
+    while ((more = igw_json_object_next(j, &k)) == 1) {
+        int f = key_DecisionArgs(k.ptr, k.len);
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        o->has |= UINT64_C(1) << f;
+        switch (f) {
+        case IGW_DecisionArgs_F_inviteToken:
+            if (igw_json_string(j, &o->inviteToken) || igw_decode_string_rules(j, o->inviteToken, 1, 64, IGW_FORMAT_IDENTIFIER))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        default:
+            break;
+        }
+    }
+    if (more < 0)
+        return -1;
+    if ((o->has & IGW_DecisionArgs__REQUIRED) != IGW_DecisionArgs__REQUIRED) {
+        if (!(o->has & IGW_DecisionArgs_inviteToken)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "inviteToken", 11);
+        }
+    }
+    return 0;
+}
+
+/* Field index of a key of HandoverArgs, or -1: length first, then memcmp. */
+static int key_HandoverArgs(const char *k, size_t n)
+{
+    switch (n) {
+    case 6:
+        if (memcmp(k, "userId", 6) == 0)
+            return IGW_HandoverArgs_F_userId;
+        break;
+    case 10:
+        if (memcmp(k, "endpointId", 10) == 0)
+            return IGW_HandoverArgs_F_endpointId;
+        break;
+    default:
+        break;
+    }
+    return -1;
+}
+
+int igw_decode_HandoverArgs(igw_json *j, igw_HandoverArgs *o)
+{
+    igw_str k;
+    int more;
+    memset(o, 0, sizeof *o);
+    if (igw_json_object_begin(j))
+        return -1;
+    while ((more = igw_json_object_next(j, &k)) == 1) {
+        int f = key_HandoverArgs(k.ptr, k.len);
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        o->has |= UINT64_C(1) << f;
+        switch (f) {
+        case IGW_HandoverArgs_F_userId:
+            if (igw_json_string(j, &o->userId) || igw_decode_string_rules(j, o->userId, 1, 16, IGW_FORMAT_CANONICAL_ID))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        case IGW_HandoverArgs_F_endpointId:
+            if (igw_json_string(j, &o->endpointId) || igw_decode_string_rules(j, o->endpointId, 1, 64, IGW_FORMAT_IDENTIFIER))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        default:
+            break;
+        }
+    }
+    if (more < 0)
+        return -1;
+    if (!(o->has & IGW_HandoverArgs_userId) && !(o->has & IGW_HandoverArgs_endpointId)) {
+        igw_json_fail(j, IGW_JERR_MISSING, "field is required when not endpointId present");
+        return igw_json_prefix_key(j, "userId", 6);
     }
     return 0;
 }
@@ -3391,6 +3616,10 @@ int igw_decode_DeviceMessage(igw_json *j, igw_DeviceMessage *o)
         igw_json_fail(j, IGW_JERR_MISSING, "field is required when method in (mediaOffer, mediaState, bye, trackControlReply, byeReply, playbackControlReply)");
         return igw_json_prefix_key(j, "sessionId", 9);
     }
+    if ((o->has & IGW_DeviceMessage_sessionId) && ((o->has & IGW_DeviceMessage_method) && (igw_str_eq(o->method, "ring", 4)))) {
+        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method = ring");
+        return igw_json_prefix_key(j, "sessionId", 9);
+    }
     if ((o->has & IGW_DeviceMessage_eventID) && !((o->has & IGW_DeviceMessage_method) && (igw_str_eq(o->method, "eventPost", 9)))) {
         igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method != eventPost");
         return igw_json_prefix_key(j, "eventID", 7);
@@ -4014,6 +4243,10 @@ static int key_MediaCapability(const char *k, size_t n)
         if (memcmp(k, "speaker", 7) == 0)
             return IGW_MediaCapability_F_speaker;
         break;
+    case 8:
+        if (memcmp(k, "doorbell", 8) == 0)
+            return IGW_MediaCapability_F_doorbell;
+        break;
     case 10:
         if (memcmp(k, "microphone", 10) == 0)
             return IGW_MediaCapability_F_microphone;
@@ -4094,6 +4327,10 @@ int igw_decode_MediaCapability(igw_json *j, igw_MediaCapability *o)
             if (enum_ConfirmPolicy(j, &o->confirmPolicy))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
+        case IGW_MediaCapability_F_doorbell:
+            if (igw_json_bool(j, &o->doorbell))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
         default:
             break;
         }
@@ -4120,6 +4357,122 @@ int igw_decode_MediaCapability(igw_json *j, igw_MediaCapability *o)
         if (!(o->has & IGW_MediaCapability_confirmPolicy)) {
             igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
             return igw_json_prefix_key(j, "confirmPolicy", 13);
+        }
+    }
+    return 0;
+}
+
+/* Field index of a key of DoorbellRing, or -1: length first, then memcmp. */
+static int key_DoorbellRing(const char *k, size_t n)
+{
+    switch (n) {
+    case 8:
+        if (memcmp(k, "cameraId", 8) == 0)
+            return IGW_DoorbellRing_F_cameraId;
+        break;
+    default:
+        break;
+    }
+    return -1;
+}
+
+int igw_decode_DoorbellRing(igw_json *j, igw_DoorbellRing *o)
+{
+    igw_str k;
+    int more;
+    memset(o, 0, sizeof *o);
+    if (igw_json_object_begin(j))
+        return -1;
+    while ((more = igw_json_object_next(j, &k)) == 1) {
+        int f = key_DoorbellRing(k.ptr, k.len);
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        o->has |= UINT64_C(1) << f;
+        switch (f) {
+        case IGW_DoorbellRing_F_cameraId:
+            if (igw_json_string(j, &o->cameraId) || igw_decode_string_rules(j, o->cameraId, 1, 64, IGW_FORMAT_IDENTIFIER))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        default:
+            break;
+        }
+    }
+    if (more < 0)
+        return -1;
+    if ((o->has & IGW_DoorbellRing__REQUIRED) != IGW_DoorbellRing__REQUIRED) {
+        if (!(o->has & IGW_DoorbellRing_cameraId)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "cameraId", 8);
+        }
+    }
+    return 0;
+}
+
+/* Field index of a key of RingReplyData, or -1: length first, then memcmp. */
+static int key_RingReplyData(const char *k, size_t n)
+{
+    switch (n) {
+    case 6:
+        if (memcmp(k, "joined", 6) == 0)
+            return IGW_RingReplyData_F_joined;
+        break;
+    case 9:
+        if (memcmp(k, "sessionId", 9) == 0)
+            return IGW_RingReplyData_F_sessionId;
+        break;
+    default:
+        break;
+    }
+    return -1;
+}
+
+int igw_decode_RingReplyData(igw_json *j, igw_RingReplyData *o)
+{
+    igw_str k;
+    int more;
+    memset(o, 0, sizeof *o);
+    if (igw_json_object_begin(j))
+        return -1;
+    while ((more = igw_json_object_next(j, &k)) == 1) {
+        int f = key_RingReplyData(k.ptr, k.len);
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        o->has |= UINT64_C(1) << f;
+        switch (f) {
+        case IGW_RingReplyData_F_sessionId:
+            if (igw_json_string(j, &o->sessionId) || igw_decode_string_rules(j, o->sessionId, 1, 64, IGW_FORMAT_IDENTIFIER))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        case IGW_RingReplyData_F_joined:
+            if (igw_json_bool(j, &o->joined))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        default:
+            break;
+        }
+    }
+    if (more < 0)
+        return -1;
+    if ((o->has & IGW_RingReplyData__REQUIRED) != IGW_RingReplyData__REQUIRED) {
+        if (!(o->has & IGW_RingReplyData_sessionId)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "sessionId", 9);
+        }
+        if (!(o->has & IGW_RingReplyData_joined)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "joined", 6);
         }
     }
     return 0;
@@ -5577,16 +5930,24 @@ static int key_StateData(const char *k, size_t n)
             return IGW_StateData_F_state;
         break;
     case 6:
+        if (memcmp(k, "target", 6) == 0)
+            return IGW_StateData_F_target;
         if (memcmp(k, "reason", 6) == 0)
             return IGW_StateData_F_reason;
         break;
     case 8:
+        if (memcmp(k, "cameraId", 8) == 0)
+            return IGW_StateData_F_cameraId;
         if (memcmp(k, "playback", 8) == 0)
             return IGW_StateData_F_playback;
         break;
     case 10:
         if (memcmp(k, "positionMs", 10) == 0)
             return IGW_StateData_F_positionMs;
+        break;
+    case 11:
+        if (memcmp(k, "inviteToken", 11) == 0)
+            return IGW_StateData_F_inviteToken;
         break;
     default:
         break;
@@ -5615,6 +5976,18 @@ int igw_decode_StateData(igw_json *j, igw_StateData *o)
         switch (f) {
         case IGW_StateData_F_state:
             if (enum_SessionState(j, &o->state))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        case IGW_StateData_F_inviteToken:
+            if (igw_json_string(j, &o->inviteToken) || igw_decode_string_rules(j, o->inviteToken, 1, 64, IGW_FORMAT_IDENTIFIER))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        case IGW_StateData_F_cameraId:
+            if (igw_json_string(j, &o->cameraId) || igw_decode_string_rules(j, o->cameraId, 1, 64, IGW_FORMAT_IDENTIFIER))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        case IGW_StateData_F_target:
+            if (igw_decode_Target(j, &o->target))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_StateData_F_playback:
@@ -5656,6 +6029,30 @@ int igw_decode_StateData(igw_json *j, igw_StateData *o)
     if ((o->has & IGW_StateData_reason) && !((o->has & IGW_StateData_state) && (o->state == IGW_SessionState_ended))) {
         igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when state != ended");
         return igw_json_prefix_key(j, "reason", 6);
+    }
+    if (!(o->has & IGW_StateData_inviteToken) && ((o->has & IGW_StateData_state) && (o->state == IGW_SessionState_ringing))) {
+        igw_json_fail(j, IGW_JERR_MISSING, "field is required when state = ringing");
+        return igw_json_prefix_key(j, "inviteToken", 11);
+    }
+    if (!(o->has & IGW_StateData_cameraId) && ((o->has & IGW_StateData_state) && (o->state == IGW_SessionState_ringing))) {
+        igw_json_fail(j, IGW_JERR_MISSING, "field is required when state = ringing");
+        return igw_json_prefix_key(j, "cameraId", 8);
+    }
+    if (!(o->has & IGW_StateData_target) && ((o->has & IGW_StateData_state) && (o->state == IGW_SessionState_ringing))) {
+        igw_json_fail(j, IGW_JERR_MISSING, "field is required when state = ringing");
+        return igw_json_prefix_key(j, "target", 6);
+    }
+    if ((o->has & IGW_StateData_inviteToken) && !((o->has & IGW_StateData_state) && (o->state == IGW_SessionState_ringing))) {
+        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when state != ringing");
+        return igw_json_prefix_key(j, "inviteToken", 11);
+    }
+    if ((o->has & IGW_StateData_cameraId) && !((o->has & IGW_StateData_state) && (o->state == IGW_SessionState_ringing))) {
+        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when state != ringing");
+        return igw_json_prefix_key(j, "cameraId", 8);
+    }
+    if ((o->has & IGW_StateData_target) && !((o->has & IGW_StateData_state) && (o->state == IGW_SessionState_ringing))) {
+        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when state != ringing");
+        return igw_json_prefix_key(j, "target", 6);
     }
     return 0;
 }
@@ -7781,8 +8178,55 @@ void igw_encode_ControlParams(igw_jw *w, const igw_ControlParams *o)
     enc_ControlOperation(w, o->operation);
     if (o->has & IGW_ControlParams_args) {
         igw_jw_key(w, "args", 4);
-        if (igw_jw_canonical(w, o->args.ptr, o->args.len) != 0)
-            w->oom = true; /* not valid JSON: mark the output unusable */
+        switch (o->operation) {
+        case IGW_ControlOperation_accept:
+            igw_encode_DecisionArgs(w, &o->args.accept);
+            break;
+        case IGW_ControlOperation_decline:
+            igw_encode_DecisionArgs(w, &o->args.decline);
+            break;
+        case IGW_ControlOperation_handover:
+            igw_encode_HandoverArgs(w, &o->args.handover);
+            break;
+        case IGW_ControlOperation_endpointControl:
+            igw_encode_EndpointControlArgs(w, &o->args.endpointControl);
+            break;
+        default:
+            igw_jw_null(w); /* unreachable for a decoded value */
+            break;
+        }
+    }
+    igw_jw_object_end(w);
+}
+
+void igw_encode_EndpointControlArgs(igw_jw *w, const igw_EndpointControlArgs *o)
+{
+    igw_jw_object_begin(w);
+    if (o->has & IGW_EndpointControlArgs_note) {
+        igw_jw_key(w, "note", 4);
+        igw_jw_string(w, o->note.ptr, o->note.len);
+    }
+    igw_jw_object_end(w);
+}
+
+void igw_encode_DecisionArgs(igw_jw *w, const igw_DecisionArgs *o)
+{
+    igw_jw_object_begin(w);
+    igw_jw_key(w, "inviteToken", 11);
+    igw_jw_string(w, o->inviteToken.ptr, o->inviteToken.len);
+    igw_jw_object_end(w);
+}
+
+void igw_encode_HandoverArgs(igw_jw *w, const igw_HandoverArgs *o)
+{
+    igw_jw_object_begin(w);
+    if (o->has & IGW_HandoverArgs_userId) {
+        igw_jw_key(w, "userId", 6);
+        igw_jw_string(w, o->userId.ptr, o->userId.len);
+    }
+    if (o->has & IGW_HandoverArgs_endpointId) {
+        igw_jw_key(w, "endpointId", 10);
+        igw_jw_string(w, o->endpointId.ptr, o->endpointId.len);
     }
     igw_jw_object_end(w);
 }
@@ -8104,6 +8548,28 @@ void igw_encode_MediaCapability(igw_jw *w, const igw_MediaCapability *o)
     igw_jw_int(w, o->maxUpstreams);
     igw_jw_key(w, "confirmPolicy", 13);
     enc_ConfirmPolicy(w, o->confirmPolicy);
+    if (o->has & IGW_MediaCapability_doorbell) {
+        igw_jw_key(w, "doorbell", 8);
+        igw_jw_bool(w, o->doorbell);
+    }
+    igw_jw_object_end(w);
+}
+
+void igw_encode_DoorbellRing(igw_jw *w, const igw_DoorbellRing *o)
+{
+    igw_jw_object_begin(w);
+    igw_jw_key(w, "cameraId", 8);
+    igw_jw_string(w, o->cameraId.ptr, o->cameraId.len);
+    igw_jw_object_end(w);
+}
+
+void igw_encode_RingReplyData(igw_jw *w, const igw_RingReplyData *o)
+{
+    igw_jw_object_begin(w);
+    igw_jw_key(w, "sessionId", 9);
+    igw_jw_string(w, o->sessionId.ptr, o->sessionId.len);
+    igw_jw_key(w, "joined", 6);
+    igw_jw_bool(w, o->joined);
     igw_jw_object_end(w);
 }
 
@@ -8399,6 +8865,18 @@ void igw_encode_StateData(igw_jw *w, const igw_StateData *o)
     igw_jw_object_begin(w);
     igw_jw_key(w, "state", 5);
     enc_SessionState(w, o->state);
+    if (o->has & IGW_StateData_inviteToken) {
+        igw_jw_key(w, "inviteToken", 11);
+        igw_jw_string(w, o->inviteToken.ptr, o->inviteToken.len);
+    }
+    if (o->has & IGW_StateData_cameraId) {
+        igw_jw_key(w, "cameraId", 8);
+        igw_jw_string(w, o->cameraId.ptr, o->cameraId.len);
+    }
+    if (o->has & IGW_StateData_target) {
+        igw_jw_key(w, "target", 6);
+        igw_encode_Target(w, &o->target);
+    }
     if (o->has & IGW_StateData_playback) {
         igw_jw_key(w, "playback", 8);
         enc_PlaybackState(w, o->playback);

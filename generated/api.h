@@ -86,6 +86,7 @@ typedef enum igw_Purpose {
     IGW_Purpose_ipcLiveView,
     IGW_Purpose_ipcTalk,
     IGW_Purpose_recordPlayback,
+    IGW_Purpose_doorbell,
     IGW_Purpose__COUNT
 } igw_Purpose;
 typedef struct igw_Purpose_list {
@@ -300,6 +301,9 @@ typedef enum igw_ByeReason {
     IGW_ByeReason_recordingEnded,
     IGW_ByeReason_recordingUnavailable,
     IGW_ByeReason_recordingChanged,
+    IGW_ByeReason_declined,
+    IGW_ByeReason_noAnswer,
+    IGW_ByeReason_hungUp,
     IGW_ByeReason__COUNT
 } igw_ByeReason;
 typedef struct igw_ByeReason_list {
@@ -338,6 +342,7 @@ extern const igw_str igw_StateMethod_names[IGW_StateMethod__COUNT];
 int igw_StateMethod_of(igw_str s);
 
 typedef enum igw_SessionState {
+    IGW_SessionState_ringing,
     IGW_SessionState_invited,
     IGW_SessionState_established,
     IGW_SessionState_ended,
@@ -715,11 +720,67 @@ typedef struct igw_ProcessorControlParams_list {
     uint32_t n;
 } igw_ProcessorControlParams_list;
 
+/* interaction.control args of accept and decline: the ringing event's token. */
+typedef struct igw_DecisionArgs {
+    uint64_t has; /* IGW_DecisionArgs_<field> bits of the fields present */
+    igw_str inviteToken;
+} igw_DecisionArgs;
+enum igw_DecisionArgs_field {
+    IGW_DecisionArgs_F_inviteToken = 0,
+    IGW_DecisionArgs__NFIELDS
+};
+#define IGW_DecisionArgs_inviteToken (UINT64_C(1) << IGW_DecisionArgs_F_inviteToken)
+#define IGW_DecisionArgs__REQUIRED (IGW_DecisionArgs_inviteToken)
+typedef struct igw_DecisionArgs_list {
+    igw_DecisionArgs *v;
+    uint32_t n;
+} igw_DecisionArgs_list;
+
+/* interaction.control args of handover (docs/decisions.md): the target, another endpoint of yours or another user with rights on the device. */
+typedef struct igw_HandoverArgs {
+    uint64_t has; /* IGW_HandoverArgs_<field> bits of the fields present */
+    igw_str userId;
+    igw_str endpointId;
+} igw_HandoverArgs;
+enum igw_HandoverArgs_field {
+    IGW_HandoverArgs_F_userId = 0,
+    IGW_HandoverArgs_F_endpointId = 1,
+    IGW_HandoverArgs__NFIELDS
+};
+#define IGW_HandoverArgs_userId (UINT64_C(1) << IGW_HandoverArgs_F_userId)
+#define IGW_HandoverArgs_endpointId (UINT64_C(1) << IGW_HandoverArgs_F_endpointId)
+#define IGW_HandoverArgs__REQUIRED (UINT64_C(0))
+typedef struct igw_HandoverArgs_list {
+    igw_HandoverArgs *v;
+    uint32_t n;
+} igw_HandoverArgs_list;
+
+/* interaction.control args of endpointControl (not open: docs/decisions.md). */
+typedef struct igw_EndpointControlArgs {
+    uint64_t has; /* IGW_EndpointControlArgs_<field> bits of the fields present */
+    igw_str note;
+} igw_EndpointControlArgs;
+enum igw_EndpointControlArgs_field {
+    IGW_EndpointControlArgs_F_note = 0,
+    IGW_EndpointControlArgs__NFIELDS
+};
+#define IGW_EndpointControlArgs_note (UINT64_C(1) << IGW_EndpointControlArgs_F_note)
+#define IGW_EndpointControlArgs__REQUIRED (UINT64_C(0))
+typedef struct igw_EndpointControlArgs_list {
+    igw_EndpointControlArgs *v;
+    uint32_t n;
+} igw_EndpointControlArgs_list;
+
 /* interaction.control: door-bell decision and endpoint control. */
 typedef struct igw_ControlParams {
     uint64_t has; /* IGW_ControlParams_<field> bits of the fields present */
     igw_ControlOperation operation;
-    igw_str args;
+    union {
+        igw_DecisionArgs accept;
+        igw_DecisionArgs decline;
+        igw_HandoverArgs handover;
+        igw_EndpointControlArgs endpointControl;
+    } args; /* selected by operation */
 } igw_ControlParams;
 enum igw_ControlParams_field {
     IGW_ControlParams_F_operation = 0,
@@ -1196,6 +1257,7 @@ typedef struct igw_MediaCapability {
     bool speaker;
     int64_t maxUpstreams;
     igw_ConfirmPolicy confirmPolicy;
+    bool doorbell;
 } igw_MediaCapability;
 enum igw_MediaCapability_field {
     IGW_MediaCapability_F_cameras = 0,
@@ -1203,6 +1265,7 @@ enum igw_MediaCapability_field {
     IGW_MediaCapability_F_speaker = 2,
     IGW_MediaCapability_F_maxUpstreams = 3,
     IGW_MediaCapability_F_confirmPolicy = 4,
+    IGW_MediaCapability_F_doorbell = 5,
     IGW_MediaCapability__NFIELDS
 };
 #define IGW_MediaCapability_cameras (UINT64_C(1) << IGW_MediaCapability_F_cameras)
@@ -1210,11 +1273,47 @@ enum igw_MediaCapability_field {
 #define IGW_MediaCapability_speaker (UINT64_C(1) << IGW_MediaCapability_F_speaker)
 #define IGW_MediaCapability_maxUpstreams (UINT64_C(1) << IGW_MediaCapability_F_maxUpstreams)
 #define IGW_MediaCapability_confirmPolicy (UINT64_C(1) << IGW_MediaCapability_F_confirmPolicy)
+#define IGW_MediaCapability_doorbell (UINT64_C(1) << IGW_MediaCapability_F_doorbell)
 #define IGW_MediaCapability__REQUIRED (IGW_MediaCapability_cameras | IGW_MediaCapability_microphone | IGW_MediaCapability_speaker | IGW_MediaCapability_maxUpstreams | IGW_MediaCapability_confirmPolicy)
 typedef struct igw_MediaCapability_list {
     igw_MediaCapability *v;
     uint32_t n;
 } igw_MediaCapability_list;
+
+/* params of a camera's ring (media doorbell ring). */
+typedef struct igw_DoorbellRing {
+    uint64_t has; /* IGW_DoorbellRing_<field> bits of the fields present */
+    igw_str cameraId;
+} igw_DoorbellRing;
+enum igw_DoorbellRing_field {
+    IGW_DoorbellRing_F_cameraId = 0,
+    IGW_DoorbellRing__NFIELDS
+};
+#define IGW_DoorbellRing_cameraId (UINT64_C(1) << IGW_DoorbellRing_F_cameraId)
+#define IGW_DoorbellRing__REQUIRED (IGW_DoorbellRing_cameraId)
+typedef struct igw_DoorbellRing_list {
+    igw_DoorbellRing *v;
+    uint32_t n;
+} igw_DoorbellRing_list;
+
+/* data of a ringReply: the ring's session. */
+typedef struct igw_RingReplyData {
+    uint64_t has; /* IGW_RingReplyData_<field> bits of the fields present */
+    igw_str sessionId;
+    bool joined;
+} igw_RingReplyData;
+enum igw_RingReplyData_field {
+    IGW_RingReplyData_F_sessionId = 0,
+    IGW_RingReplyData_F_joined = 1,
+    IGW_RingReplyData__NFIELDS
+};
+#define IGW_RingReplyData_sessionId (UINT64_C(1) << IGW_RingReplyData_F_sessionId)
+#define IGW_RingReplyData_joined (UINT64_C(1) << IGW_RingReplyData_F_joined)
+#define IGW_RingReplyData__REQUIRED (IGW_RingReplyData_sessionId | IGW_RingReplyData_joined)
+typedef struct igw_RingReplyData_list {
+    igw_RingReplyData *v;
+    uint32_t n;
+} igw_RingReplyData_list;
 
 /* A track the platform asks the camera to send. */
 typedef struct igw_MediaTrack {
@@ -1660,18 +1759,27 @@ typedef struct igw_ResultEvent_list {
 typedef struct igw_StateData {
     uint64_t has; /* IGW_StateData_<field> bits of the fields present */
     igw_SessionState state;
+    igw_str inviteToken;
+    igw_str cameraId;
+    igw_Target target;
     igw_PlaybackState playback;
     int64_t positionMs;
     igw_str reason;
 } igw_StateData;
 enum igw_StateData_field {
     IGW_StateData_F_state = 0,
-    IGW_StateData_F_playback = 1,
-    IGW_StateData_F_positionMs = 2,
-    IGW_StateData_F_reason = 3,
+    IGW_StateData_F_inviteToken = 1,
+    IGW_StateData_F_cameraId = 2,
+    IGW_StateData_F_target = 3,
+    IGW_StateData_F_playback = 4,
+    IGW_StateData_F_positionMs = 5,
+    IGW_StateData_F_reason = 6,
     IGW_StateData__NFIELDS
 };
 #define IGW_StateData_state (UINT64_C(1) << IGW_StateData_F_state)
+#define IGW_StateData_inviteToken (UINT64_C(1) << IGW_StateData_F_inviteToken)
+#define IGW_StateData_cameraId (UINT64_C(1) << IGW_StateData_F_cameraId)
+#define IGW_StateData_target (UINT64_C(1) << IGW_StateData_F_target)
 #define IGW_StateData_playback (UINT64_C(1) << IGW_StateData_F_playback)
 #define IGW_StateData_positionMs (UINT64_C(1) << IGW_StateData_F_positionMs)
 #define IGW_StateData_reason (UINT64_C(1) << IGW_StateData_F_reason)
@@ -2182,8 +2290,8 @@ typedef struct igw_RosterData_list {
 #define IGW_ProcessorControlParams_consentIds_MIN_ITEMS 1
 #define IGW_ProcessorControlParams_consentIds_MAX_ITEMS 8
 #define IGW_ControlOperation_NAME_MAX 15
-#define IGW_ControlParams_args_MAX_BYTES 16384
-#define IGW_ControlParams_args_MAX_DEPTH 8
+#define IGW_EndpointControlArgs_note_MIN 1
+#define IGW_EndpointControlArgs_note_MAX 64
 #define IGW_MessageKind_NAME_MAX 12
 #define IGW_DeviceActionParams_input_MAX_BYTES 16384
 #define IGW_DeviceActionParams_input_MAX_DEPTH 8
@@ -2387,6 +2495,12 @@ int igw_decode_ProcessorControlParams(igw_json *j, igw_ProcessorControlParams *o
 void igw_encode_ProcessorControlParams(igw_jw *w, const igw_ProcessorControlParams *in);
 int igw_decode_ControlParams(igw_json *j, igw_ControlParams *out);
 void igw_encode_ControlParams(igw_jw *w, const igw_ControlParams *in);
+int igw_decode_EndpointControlArgs(igw_json *j, igw_EndpointControlArgs *out);
+void igw_encode_EndpointControlArgs(igw_jw *w, const igw_EndpointControlArgs *in);
+int igw_decode_DecisionArgs(igw_json *j, igw_DecisionArgs *out);
+void igw_encode_DecisionArgs(igw_jw *w, const igw_DecisionArgs *in);
+int igw_decode_HandoverArgs(igw_json *j, igw_HandoverArgs *out);
+void igw_encode_HandoverArgs(igw_jw *w, const igw_HandoverArgs *in);
 int igw_decode_MessageSendParams(igw_json *j, igw_MessageSendParams *out);
 void igw_encode_MessageSendParams(igw_jw *w, const igw_MessageSendParams *in);
 int igw_decode_DeviceActionParams(igw_json *j, igw_DeviceActionParams *out);
@@ -2425,6 +2539,10 @@ int igw_decode_MediaCamera(igw_json *j, igw_MediaCamera *out);
 void igw_encode_MediaCamera(igw_jw *w, const igw_MediaCamera *in);
 int igw_decode_MediaCapability(igw_json *j, igw_MediaCapability *out);
 void igw_encode_MediaCapability(igw_jw *w, const igw_MediaCapability *in);
+int igw_decode_DoorbellRing(igw_json *j, igw_DoorbellRing *out);
+void igw_encode_DoorbellRing(igw_jw *w, const igw_DoorbellRing *in);
+int igw_decode_RingReplyData(igw_json *j, igw_RingReplyData *out);
+void igw_encode_RingReplyData(igw_jw *w, const igw_RingReplyData *in);
 int igw_decode_MediaTrack(igw_json *j, igw_MediaTrack *out);
 void igw_encode_MediaTrack(igw_jw *w, const igw_MediaTrack *in);
 int igw_decode_PlaybackSource(igw_json *j, igw_PlaybackSource *out);

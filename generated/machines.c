@@ -2,17 +2,27 @@
 /* machines.c - see machines.h: tables only. */
 #include "machines.h"
 
-static const char *const session_states[] = {"none", "invited", "established", "ended"};
-static const bool session_terminal[] = {false, false, false, true};
-static const char *const session_triggers[] = {"open", "establish", "end", "fail", "handover"};
-static const char *const session_guards[] = {"negotiated", "mayEnd"};
+static const char *const session_states[] = {"none", "ringing", "invited", "established", "ended"};
+static const bool session_terminal[] = {false, false, false, false, true};
+static const char *const session_triggers[] = {"open", "ring", "accept", "decline", "establish", "end", "fail", "handover"};
+static const char *const session_guards[] = {"negotiated", "mayEnd", "firstAccept"};
 static const igw_sm_row session_rows[] = {
     {.from = IGW_SESSION_NONE, .trigger = IGW_SESSION_ON_OPEN, .guard = IGW_SM_NO_GUARD, .to = IGW_SESSION_INVITED},
+    {.from = IGW_SESSION_NONE, .trigger = IGW_SESSION_ON_RING, .guard = IGW_SM_NO_GUARD, .to = IGW_SESSION_RINGING},
+    {.from = IGW_SESSION_RINGING, .trigger = IGW_SESSION_ON_ACCEPT, .guard = IGW_SESSION_GUARD_FIRSTACCEPT, .to = IGW_SESSION_INVITED},
+    {.from = IGW_SESSION_INVITED, .trigger = IGW_SESSION_ON_ACCEPT, .guard = IGW_SM_NO_GUARD, .to = IGW_SM_REFUSE,
+     .err = IGW_ERR_CONFLICT, .reason = "this session is not ringing"},
+    {.from = IGW_SESSION_ESTABLISHED, .trigger = IGW_SESSION_ON_ACCEPT, .guard = IGW_SM_NO_GUARD, .to = IGW_SM_REFUSE,
+     .err = IGW_ERR_CONFLICT, .reason = "this session is not ringing"},
+    {.from = IGW_SESSION_RINGING, .trigger = IGW_SESSION_ON_DECLINE, .guard = IGW_SM_NO_GUARD, .to = IGW_SESSION_ENDED},
     {.from = IGW_SESSION_INVITED, .trigger = IGW_SESSION_ON_ESTABLISH, .guard = IGW_SESSION_GUARD_NEGOTIATED, .to = IGW_SESSION_ESTABLISHED},
+    {.from = IGW_SESSION_RINGING, .trigger = IGW_SESSION_ON_END, .guard = IGW_SESSION_GUARD_MAYEND, .to = IGW_SESSION_ENDED},
     {.from = IGW_SESSION_INVITED, .trigger = IGW_SESSION_ON_END, .guard = IGW_SESSION_GUARD_MAYEND, .to = IGW_SESSION_ENDED},
     {.from = IGW_SESSION_ESTABLISHED, .trigger = IGW_SESSION_ON_END, .guard = IGW_SESSION_GUARD_MAYEND, .to = IGW_SESSION_ENDED},
+    {.from = IGW_SESSION_RINGING, .trigger = IGW_SESSION_ON_FAIL, .guard = IGW_SM_NO_GUARD, .to = IGW_SESSION_ENDED},
     {.from = IGW_SESSION_INVITED, .trigger = IGW_SESSION_ON_FAIL, .guard = IGW_SM_NO_GUARD, .to = IGW_SESSION_ENDED},
     {.from = IGW_SESSION_ESTABLISHED, .trigger = IGW_SESSION_ON_FAIL, .guard = IGW_SM_NO_GUARD, .to = IGW_SESSION_ENDED},
+    {.from = IGW_SESSION_RINGING, .trigger = IGW_SESSION_ON_HANDOVER, .guard = IGW_SM_NO_GUARD, .to = IGW_SESSION_ENDED},
     {.from = IGW_SESSION_INVITED, .trigger = IGW_SESSION_ON_HANDOVER, .guard = IGW_SM_NO_GUARD, .to = IGW_SESSION_ENDED},
     {.from = IGW_SESSION_ESTABLISHED, .trigger = IGW_SESSION_ON_HANDOVER, .guard = IGW_SM_NO_GUARD, .to = IGW_SESSION_ENDED},
 };
@@ -27,6 +37,32 @@ const igw_sm igw_sm_session = {
     .nguards = IGW_SESSION__GUARDS,
     .nrows = sizeof session_rows / sizeof session_rows[0],
     .rows = session_rows,
+    .illegal = IGW_ERR_CONFLICT,
+};
+
+static const char *const ring_states[] = {"none", "ringing", "established", "ended"};
+static const bool ring_terminal[] = {false, false, false, true};
+static const char *const ring_triggers[] = {"ring", "join", "accept", "handover", "end"};
+static const char *const ring_guards[] = {"firstAccept"};
+static const igw_sm_row ring_rows[] = {
+    {.from = IGW_RING_NONE, .trigger = IGW_RING_ON_RING, .guard = IGW_SM_NO_GUARD, .to = IGW_RING_RINGING},
+    {.from = IGW_RING_RINGING, .trigger = IGW_RING_ON_JOIN, .guard = IGW_SM_NO_GUARD, .to = IGW_RING_RINGING},
+    {.from = IGW_RING_RINGING, .trigger = IGW_RING_ON_ACCEPT, .guard = IGW_RING_GUARD_FIRSTACCEPT, .to = IGW_RING_ESTABLISHED},
+    {.from = IGW_RING_ESTABLISHED, .trigger = IGW_RING_ON_HANDOVER, .guard = IGW_SM_NO_GUARD, .to = IGW_RING_ESTABLISHED},
+    {.from = IGW_RING_RINGING, .trigger = IGW_RING_ON_END, .guard = IGW_SM_NO_GUARD, .to = IGW_RING_ENDED},
+    {.from = IGW_RING_ESTABLISHED, .trigger = IGW_RING_ON_END, .guard = IGW_SM_NO_GUARD, .to = IGW_RING_ENDED},
+};
+const igw_sm igw_sm_ring = {
+    .name = "ring",
+    .states = ring_states,
+    .triggers = ring_triggers,
+    .guards = ring_guards,
+    .terminal = ring_terminal,
+    .nstates = IGW_RING__STATES,
+    .ntriggers = IGW_RING__TRIGGERS,
+    .nguards = IGW_RING__GUARDS,
+    .nrows = sizeof ring_rows / sizeof ring_rows[0],
+    .rows = ring_rows,
     .illegal = IGW_ERR_CONFLICT,
 };
 
@@ -164,4 +200,4 @@ const igw_sm igw_sm_delivery = {
     .illegal = IGW_ERR_CONFLICT,
 };
 
-const igw_sm *const igw_sm_all[IGW_SM_COUNT] = {&igw_sm_session, &igw_sm_track, &igw_sm_playback, &igw_sm_consent, &igw_sm_delivery};
+const igw_sm *const igw_sm_all[IGW_SM_COUNT] = {&igw_sm_session, &igw_sm_ring, &igw_sm_track, &igw_sm_playback, &igw_sm_consent, &igw_sm_delivery};

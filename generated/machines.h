@@ -15,6 +15,7 @@
 
 typedef enum igw_session_state {
     IGW_SESSION_NONE,
+    IGW_SESSION_RINGING,
     IGW_SESSION_INVITED,
     IGW_SESSION_ESTABLISHED,
     IGW_SESSION_ENDED,
@@ -23,6 +24,9 @@ typedef enum igw_session_state {
 
 typedef enum igw_session_trigger {
     IGW_SESSION_ON_OPEN,
+    IGW_SESSION_ON_RING,
+    IGW_SESSION_ON_ACCEPT,
+    IGW_SESSION_ON_DECLINE,
     IGW_SESSION_ON_ESTABLISH,
     IGW_SESSION_ON_END,
     IGW_SESSION_ON_FAIL,
@@ -33,10 +37,12 @@ typedef enum igw_session_trigger {
 enum igw_session_guard {
     IGW_SESSION_GUARD_NEGOTIATED = 0, /* Real negotiation, both sides' reports and server connectivity. */
     IGW_SESSION_GUARD_MAYEND = 1, /* The participant may end this session. */
+    IGW_SESSION_GUARD_FIRSTACCEPT = 2, /* The ring's row names no winner yet: one database row decides, whatever the worker or node. */
     IGW_SESSION__GUARDS
 };
 #define IGW_SESSION_IF_NEGOTIATED (UINT32_C(1) << IGW_SESSION_GUARD_NEGOTIATED)
 #define IGW_SESSION_IF_MAYEND (UINT32_C(1) << IGW_SESSION_GUARD_MAYEND)
+#define IGW_SESSION_IF_FIRSTACCEPT (UINT32_C(1) << IGW_SESSION_GUARD_FIRSTACCEPT)
 
 extern const igw_sm igw_sm_session;
 
@@ -54,6 +60,49 @@ static inline igw_session_state igw_session_next(igw_session_state state, igw_se
     if (!r.ok && err)
         *err = (igw_err)r.err;
     return (igw_session_state)r.next;
+}
+
+/* ---- ring: A door-bell ring: the device anchor session (purposes/doorbell.c). ---- */
+
+typedef enum igw_ring_state {
+    IGW_RING_NONE,
+    IGW_RING_RINGING,
+    IGW_RING_ESTABLISHED,
+    IGW_RING_ENDED,
+    IGW_RING__STATES
+} igw_ring_state;
+
+typedef enum igw_ring_trigger {
+    IGW_RING_ON_RING,
+    IGW_RING_ON_JOIN,
+    IGW_RING_ON_ACCEPT,
+    IGW_RING_ON_HANDOVER,
+    IGW_RING_ON_END,
+    IGW_RING__TRIGGERS
+} igw_ring_trigger;
+
+enum igw_ring_guard {
+    IGW_RING_GUARD_FIRSTACCEPT = 0, /* No accept committed before (the row's state is still ringing). */
+    IGW_RING__GUARDS
+};
+#define IGW_RING_IF_FIRSTACCEPT (UINT32_C(1) << IGW_RING_GUARD_FIRSTACCEPT)
+
+extern const igw_sm igw_sm_ring;
+
+/* True when `trigger` may fire in `state` given the holding guards. */
+static inline bool igw_ring_can_fire(igw_ring_state state, igw_ring_trigger trigger, uint32_t guards)
+{
+    return igw_sm_fire(&igw_sm_ring, (int)state, (int)trigger, guards).ok;
+}
+
+/* The state after `trigger`, or the same state with *err set when refused. */
+static inline igw_ring_state igw_ring_next(igw_ring_state state, igw_ring_trigger trigger, uint32_t guards,
+                                       igw_err *err)
+{
+    igw_sm_result r = igw_sm_fire(&igw_sm_ring, (int)state, (int)trigger, guards);
+    if (!r.ok && err)
+        *err = (igw_err)r.err;
+    return (igw_ring_state)r.next;
 }
 
 /* ---- track: Track subscription of an IPC viewer (platform forwarding state). ---- */
@@ -224,7 +273,7 @@ static inline igw_delivery_state igw_delivery_next(igw_delivery_state state, igw
 
 /* Every machine of the schema, in schema order (what a conformance runner
  * looks a vector's machine up in). */
-#define IGW_SM_COUNT 5
+#define IGW_SM_COUNT 6
 extern const igw_sm *const igw_sm_all[IGW_SM_COUNT];
 
 #endif

@@ -47,6 +47,8 @@ const igw_str igw_proto_method_names[IGW_PROTO_M__COUNT] = {
     {"byeReply", 8},
     {"trackControlReply", 17},
     {"playbackControlReply", 20},
+    {"ring", 4},
+    {"ringReply", 9},
     {"invite", 6},
     {"trackControl", 12},
     {"playbackControl", 15},
@@ -64,6 +66,8 @@ igw_proto_method igw_proto_method_of(igw_str s)
     case 4:
         if (memcmp(s.ptr, "topo", 4) == 0)
             return IGW_PROTO_M_topo;
+        if (memcmp(s.ptr, "ring", 4) == 0)
+            return IGW_PROTO_M_ring;
         break;
     case 6:
         if (memcmp(s.ptr, "report", 6) == 0)
@@ -102,6 +106,8 @@ igw_proto_method igw_proto_method_of(igw_str s)
             return IGW_PROTO_M_operation;
         if (memcmp(s.ptr, "topoReply", 9) == 0)
             return IGW_PROTO_M_topoReply;
+        if (memcmp(s.ptr, "ringReply", 9) == 0)
+            return IGW_PROTO_M_ringReply;
         break;
     case 10:
         if (memcmp(s.ptr, "reportInfo", 10) == 0)
@@ -187,6 +193,7 @@ const igw_str igw_proto_type_names[IGW_PROTO_T__COUNT] = {
     {"status", 6},
     {"capability", 10},
     {"session", 7},
+    {"doorbell", 8},
     {"recording", 9},
 };
 
@@ -222,6 +229,8 @@ igw_proto_type igw_proto_type_of(igw_str s)
             return IGW_PROTO_T_property;
         if (memcmp(s.ptr, "progress", 8) == 0)
             return IGW_PROTO_T_progress;
+        if (memcmp(s.ptr, "doorbell", 8) == 0)
+            return IGW_PROTO_T_doorbell;
         break;
     case 9:
         if (memcmp(s.ptr, "operation", 9) == 0)
@@ -245,6 +254,7 @@ static int params_MediaCapability(igw_json *j, void *out) { return igw_decode_Me
 static int params_MediaOfferParams(igw_json *j, void *out) { return igw_decode_MediaOfferParams(j, out); }
 static int params_MediaStateParams(igw_json *j, void *out) { return igw_decode_MediaStateParams(j, out); }
 static int params_ByeParams(igw_json *j, void *out) { return igw_decode_ByeParams(j, out); }
+static int params_DoorbellRing(igw_json *j, void *out) { return igw_decode_DoorbellRing(j, out); }
 static int params_RecordingReport(igw_json *j, void *out) { return igw_decode_RecordingReport(j, out); }
 static void down_ActionDownlink(igw_jw *w, const void *in) { igw_encode_ActionDownlink(w, in); }
 static void down_ControlDownlink(igw_jw *w, const void *in) { igw_encode_ControlDownlink(w, in); }
@@ -338,6 +348,10 @@ static const igw_proto_row device_rows[] = {
     {.handle = "media", .type = "session", .method = "playbackControlReply",
      .method_id = IGW_PROTO_M_playbackControlReply, .type_id = IGW_PROTO_T_session,
      .check = IGW_PROTO_CHECK_SESSION, .returns = IGW_PROTO_RETURNS_NONE},
+    {.handle = "media", .type = "doorbell", .method = "ring", .reply = "ringReply",
+     .method_id = IGW_PROTO_M_ring, .type_id = IGW_PROTO_T_doorbell, .reply_id = IGW_PROTO_M_ringReply,
+     .check = IGW_PROTO_CHECK_RING, .returns = IGW_PROTO_RETURNS_NONE,
+     .params = {.decode = params_DoorbellRing, .size = sizeof(igw_DoorbellRing), .type = "DoorbellRing"}},
     {.handle = "media", .type = "recording", .method = "report", .reply = "reportReply",
      .method_id = IGW_PROTO_M_report, .type_id = IGW_PROTO_T_recording, .reply_id = IGW_PROTO_M_reportReply,
      .check = IGW_PROTO_CHECK_RECORDINGS, .returns = IGW_PROTO_RETURNS_NONE,
@@ -401,6 +415,6 @@ const igw_protocol igw_proto_device = {
     .ndowns = 7,
 };
 
-const char *const igw_proto_check_names[] = {"none", "properties", "pack", "event", "action", "subdevices", "session", "recordings"};
+const char *const igw_proto_check_names[] = {"none", "properties", "pack", "event", "action", "subdevices", "session", "recordings", "ring"};
 const char *const igw_proto_returns_names[] = {"none", "properties", "config"};
 

@@ -21,6 +21,7 @@ typedef enum igw_proto_check {
     IGW_PROTO_CHECK_SUBDEVICES,
     IGW_PROTO_CHECK_SESSION,
     IGW_PROTO_CHECK_RECORDINGS,
+    IGW_PROTO_CHECK_RING,
 } igw_proto_check;
 
 /* What the reply's data carries (schema: `returns`). */
@@ -78,6 +79,8 @@ typedef enum igw_proto_method {
     IGW_PROTO_M_byeReply,
     IGW_PROTO_M_trackControlReply,
     IGW_PROTO_M_playbackControlReply,
+    IGW_PROTO_M_ring,
+    IGW_PROTO_M_ringReply,
     IGW_PROTO_M_invite,
     IGW_PROTO_M_trackControl,
     IGW_PROTO_M_playbackControl,
@@ -102,6 +105,7 @@ typedef enum igw_proto_type {
     IGW_PROTO_T_status,
     IGW_PROTO_T_capability,
     IGW_PROTO_T_session,
+    IGW_PROTO_T_doorbell,
     IGW_PROTO_T_recording,
     IGW_PROTO_T__COUNT
 } igw_proto_type;

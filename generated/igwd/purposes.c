@@ -25,6 +25,18 @@ static const igw_purpose_preflight ipcTalk_preflights[] = {
     {{"speaker", 7}, offsetof(igw_MediaCapability, speaker), IGW_MediaCapability_speaker, 0},
 };
 
+/* doorbell */
+static const igw_purpose_track doorbell_tracks[] = {
+    {{"video-1", 7}, IGW_TrackKind_video, IGW_PURPOSE_SENDONLY, {"H264", 4}, 0},
+    {{"mic", 3}, IGW_TrackKind_audio, IGW_PURPOSE_SENDONLY, {"opus", 4}, 0},
+    {{"speaker", 7}, IGW_TrackKind_audio, IGW_PURPOSE_RECVONLY, {"opus", 4}, 0},
+};
+static const igw_purpose_preflight doorbell_preflights[] = {
+    {{"microphone", 10}, offsetof(igw_MediaCapability, microphone), IGW_MediaCapability_microphone, 0},
+    {{"speaker", 7}, offsetof(igw_MediaCapability, speaker), IGW_MediaCapability_speaker, 0},
+    {{"doorbell", 8}, offsetof(igw_MediaCapability, doorbell), IGW_MediaCapability_doorbell, 0},
+};
+
 /* recordPlayback */
 static const igw_purpose_track recordPlayback_tracks[] = {
     {{"video-1", 7}, IGW_TrackKind_video, IGW_PURPOSE_SENDONLY, {"H264", 4}, 0},
@@ -54,6 +66,15 @@ const igw_purpose igw_purposes[IGW_Purpose__COUNT] = {
         .ntracks = 3,
         .preflights = ipcTalk_preflights,
         .npreflights = 2,
+    },
+    [IGW_Purpose_doorbell] = {
+        .hooks = &igw_purpose_doorbell,
+        .shared_leg = false,
+        .access = IGW_PURPOSE_ACCESS_OWNER | IGW_PURPOSE_ACCESS_GRANT,
+        .tracks = doorbell_tracks,
+        .ntracks = 3,
+        .preflights = doorbell_preflights,
+        .npreflights = 3,
     },
     [IGW_Purpose_recordPlayback] = {
         .hooks = &igw_purpose_playback,

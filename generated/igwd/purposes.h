@@ -80,6 +80,7 @@ extern const igw_purpose igw_purposes[IGW_Purpose__COUNT];
 /* The hooks the rows name. */
 extern const struct igw_purpose_hooks igw_purpose_live;
 extern const struct igw_purpose_hooks igw_purpose_talk;
+extern const struct igw_purpose_hooks igw_purpose_doorbell;
 extern const struct igw_purpose_hooks igw_purpose_playback;
 
 #endif

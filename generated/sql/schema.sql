@@ -43,9 +43,9 @@ CREATE DOMAIN command_method AS text CONSTRAINT command_method_check CHECK (
             'interaction.processorControl', 'interaction.control', 'messageSend',
             'device.action', 'device.propertyControl', 'interaction.playbackControl')
 );
-CREATE DOMAIN session_state AS text CONSTRAINT session_state_check CHECK (VALUE IN ('invited', 'established', 'ended'));
+CREATE DOMAIN session_state AS text CONSTRAINT session_state_check CHECK (VALUE IN ('ringing', 'invited', 'established', 'ended'));
 CREATE DOMAIN sessions_reason AS text CONSTRAINT sessions_reason_check CHECK (octet_length(VALUE) BETWEEN 1 AND 256);
-CREATE DOMAIN purpose AS text CONSTRAINT purpose_check CHECK (VALUE IN ('ipcLiveView', 'ipcTalk', 'recordPlayback'));
+CREATE DOMAIN purpose AS text CONSTRAINT purpose_check CHECK (VALUE IN ('ipcLiveView', 'ipcTalk', 'recordPlayback', 'doorbell'));
 -- Original IM live group-call id (not a device sessionId).
 CREATE DOMAIN call_id AS text CONSTRAINT call_id_check CHECK (
     octet_length(VALUE) BETWEEN 1 AND 96
@@ -56,6 +56,8 @@ CREATE DOMAIN call_id AS text CONSTRAINT call_id_check CHECK (
 CREATE DOMAIN revision AS bigint CONSTRAINT revision_check CHECK (VALUE BETWEEN 1 AND 9007199254740991);
 CREATE DOMAIN playback_state AS text CONSTRAINT playback_state_check CHECK (VALUE IN ('loaded', 'ready', 'playing', 'paused'));
 CREATE DOMAIN sessions_position_ms AS bigint CONSTRAINT sessions_position_ms_check CHECK (VALUE BETWEEN 0 AND 9007199254740991);
+CREATE DOMAIN ring_state AS text CONSTRAINT ring_state_check CHECK (VALUE IN ('ringing', 'established', 'ended'));
+CREATE DOMAIN rings_reason AS text CONSTRAINT rings_reason_check CHECK (octet_length(VALUE) BETWEEN 1 AND 256);
 CREATE DOMAIN delivery_state AS text CONSTRAINT delivery_state_check CHECK (VALUE IN ('pending', 'acknowledged', 'redelivered', 'expired'));
 CREATE DOMAIN consent_scope AS text CONSTRAINT consent_scope_check CHECK (VALUE IN ('cameraAI'));
 CREATE DOMAIN consent_state AS text CONSTRAINT consent_state_check CHECK (VALUE IN ('granted', 'revoked'));
@@ -315,11 +317,38 @@ CREATE TABLE sessions (
     recording_version revision, -- recordPlayback: the catalog's version at the open; another one ends the session.
     playback          playback_state, -- recordPlayback: what the camera's player does.
     position_ms       sessions_position_ms, -- recordPlayback: the camera's last reported position.
+    ring_id           ident, -- doorbell: the ring (rings.ring_id) this endpoint's session answers.
+    invite_token      ident, -- doorbell: the token of its ringing event; its accept or decline must carry it.
     CONSTRAINT sessions_pkey PRIMARY KEY (session_id)
 );
 CREATE INDEX sessions_endpoint_id_idx ON sessions (endpoint_id);
 CREATE INDEX sessions_call_id_idx ON sessions (call_id) WHERE state <> 'ended';
 CREATE INDEX sessions_owner_node_owner_epoch_idx ON sessions (owner_node, owner_epoch) WHERE state <> 'ended';
+CREATE INDEX sessions_ring_id_idx ON sessions (ring_id) WHERE state <> 'ended';
+
+-- Door-bell rings: each one's device anchor session (src/igwd/session/purposes/doorbell.c). The first accept is decided here, by this row, whatever the worker or node.
+CREATE TABLE rings (
+    ring_id       ident        NOT NULL, -- The anchor's id; also its camera leg's (the invite and the bye name it).
+    enterprise_id bigint       NOT NULL, -- The device's enterprise when it rang.
+    product_id    ident        NOT NULL,
+    device_name   ident        NOT NULL,
+    camera_id     ident        NOT NULL,
+    msg_token     token        NOT NULL, -- The device's ring (the first; joined rings are its device_messages).
+    state         ring_state   NOT NULL,
+    reason        rings_reason, -- Why it ended.
+    controller    ident, -- The session that controls the call: the accept's winner, then a handover's target.
+    owner_node    text         NOT NULL, -- The node that holds the anchor and its camera leg.
+    owner_epoch   bigint       NOT NULL, -- That node's epoch when the ring came.
+    deadline_ms   bigint, -- ringing: it ends noAnswer at this time (Unix ms).
+    endpoints     bigint       NOT NULL DEFAULT 0, -- Endpoints it rang.
+    declined      bigint       NOT NULL DEFAULT 0, -- Of those, the ones that declined: all of them ends it (declined).
+    created_at    timestamptz  NOT NULL DEFAULT now(),
+    answered_at   timestamptz,
+    ended_at      timestamptz,
+    CONSTRAINT rings_pkey PRIMARY KEY (ring_id)
+);
+CREATE UNIQUE INDEX rings_product_id_device_name_camera_id_key ON rings (product_id, device_name, camera_id) WHERE state = 'ringing';
+CREATE INDEX rings_owner_node_owner_epoch_idx ON rings (owner_node, owner_epoch) WHERE state <> 'ended';
 
 -- Event bodies, stored once.
 CREATE TABLE events (

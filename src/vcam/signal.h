@@ -142,6 +142,11 @@ typedef struct igw_vcam_signal_ops {
      * NULL for stdio. 0, or -1 when not sent (not connected, too big). */
     int (*send_recordings)(igw_vcam_signal *sig, const igw_vcam_recording *recs, unsigned n,
                            const char *const *removed, unsigned nremoved, char *token, size_t cap);
+    /* The door-bell button: {method ring, params {cameraId}} on
+     * $media/up/doorbell/P/D; its ringReply is logged (the ring's
+     * sessionId, or the refusal). The fresh msgToken goes to token (cap
+     * bytes). NULL for stdio. 0, or -1 when not sent (not connected). */
+    int (*send_ring)(igw_vcam_signal *sig, char *token, size_t cap);
     /* Stops delivering callbacks and frees the transport (MQTT: waits up to
      * a second for what was sent to be acknowledged, then disconnects). */
     void (*destroy)(igw_vcam_signal *sig);
@@ -175,6 +180,7 @@ typedef struct igw_vcam_mqtt_config {
     int microphone; /* the capability's microphone; also: "mic" tracks are offered */
     int speaker;    /* the capability's speaker; also: "speaker" tracks are played */
     int max_upstreams; /* the capability's maxUpstreams (0: 1) */
+    int doorbell;      /* the capability's doorbell: it rings (send_ring) */
     int recordings;    /* the camera records: $media/down/recording is subscribed too */
     int keepalive_s;
 } igw_vcam_mqtt_config;

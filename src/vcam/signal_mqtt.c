@@ -67,8 +67,8 @@ typedef struct mqtt_signal {
     int connected; /* the main loop's view */
     gint64 connected_at_us; /* the last CONNACK (monotonic) */
     unsigned quick_drops;   /* connections in a row lost within TAKEOVER_QUICK_MS */
-    char up_session[TOPIC_MAX], up_capability[TOPIC_MAX], up_recording[TOPIC_MAX];
-    char down_session[TOPIC_MAX], down_capability[TOPIC_MAX], down_recording[TOPIC_MAX];
+    char up_session[TOPIC_MAX], up_capability[TOPIC_MAX], up_recording[TOPIC_MAX], up_doorbell[TOPIC_MAX];
+    char down_session[TOPIC_MAX], down_capability[TOPIC_MAX], down_recording[TOPIC_MAX], down_doorbell[TOPIC_MAX];
     char token_prefix[16];
     unsigned token_seq;
     /* The offers waiting for their mediaOfferReply, the newest of each leg
@@ -448,6 +448,8 @@ static void report_capability(mqtt_signal *s)
     igw_jw_bool(w, s->c.speaker != 0);
     kv_int(w, "maxUpstreams", s->c.max_upstreams > 0 ? s->c.max_upstreams : 1);
     kv_str(w, "confirmPolicy", "auto");
+    igw_jw_key(w, "doorbell", 8);
+    igw_jw_bool(w, s->c.doorbell != 0);
     igw_jw_object_end(w);
     igw_jw_object_end(w);
     if (publish(s, s->up_capability, "capability report") == 0) {
@@ -584,6 +586,25 @@ static int mqtt_send_bye(igw_vcam_signal *sig, const char *leg, const char *reas
     igw_jw_object_end(w);
     offer_forget(s, leg);
     return publish(s, s->up_session, "bye");
+}
+
+static int mqtt_send_ring(igw_vcam_signal *sig, char *token, size_t cap)
+{
+    mqtt_signal *s = (mqtt_signal *)sig;
+    igw_jw *w = &s->w;
+
+    if (!s->connected || !s->c.doorbell)
+        return -1;
+    snprintf(token, cap, "%s-%u", s->token_prefix, ++s->token_seq);
+    igw_jw_object_begin(w);
+    kv_str(w, "method", "ring");
+    kv_str(w, "msgToken", token);
+    igw_jw_key(w, "params", 6);
+    igw_jw_object_begin(w);
+    kv_str(w, "cameraId", s->c.camera_id);
+    igw_jw_object_end(w);
+    igw_jw_object_end(w);
+    return publish(s, s->up_doorbell, "ring");
 }
 
 static void recording_entry(mqtt_signal *s, const igw_vcam_recording *r)
@@ -855,6 +876,27 @@ static void on_capability(mqtt_signal *s, const down *d)
         mlog("capability accepted (%.*s)", (int)(d->token.len > 64 ? 64 : d->token.len), d->token.ptr ? d->token.ptr : "");
 }
 
+/* The ringReply: the ring's session (every endpoint that may answer
+ * rings; its leg's invite follows with that id), or why not. */
+static void on_doorbell(mqtt_signal *s, const down *d)
+{
+    (void)s;
+    int tl = (int)(d->token.len > 64 ? 64 : d->token.len);
+    if (!str_is(d->method, "ringReply")) {
+        mlog("unexpected \"%.*s\" on the doorbell topic, dropped", (int)(d->method.len > 64 ? 64 : d->method.len),
+             d->method.ptr ? d->method.ptr : "");
+        return;
+    }
+    if (!d->has_code || d->code != 200)
+        mlog("ring %.*s refused: code %lld (%.*s)", tl, d->token.ptr ? d->token.ptr : "",
+             d->has_code ? (long long)d->code : -1LL, (int)(d->msg.len > 200 ? 200 : d->msg.len),
+             d->msg.ptr ? d->msg.ptr : "");
+    else
+        mlog("ring %.*s answered: session %.*s", tl, d->token.ptr ? d->token.ptr : "",
+             (int)(d->data_session.len > 64 ? 64 : d->data_session.len),
+             d->data_session.ptr ? d->data_session.ptr : "?");
+}
+
 static void on_invite(mqtt_signal *s, const down *d, const char *token, const char *leg)
 {
     char cam[IGW_VCAM_ID_MAX + 1], ids[IGW_VCAM_TRACKS_MAX][3][IGW_VCAM_ID_MAX + 1];
@@ -1045,7 +1087,9 @@ static void handle_message(mqtt_signal *s, const item *it)
     down d;
     int session;
 
-    if (strcmp(it->topic, s->down_session) == 0)
+    if (strcmp(it->topic, s->down_doorbell) == 0)
+        session = 3;
+    else if (strcmp(it->topic, s->down_session) == 0)
         session = 1;
     else if (strcmp(it->topic, s->down_capability) == 0)
         session = 0;
@@ -1063,6 +1107,8 @@ static void handle_message(mqtt_signal *s, const item *it)
     }
     if (session == 1)
         on_session(s, &d);
+    else if (session == 3)
+        on_doorbell(s, &d);
     else if (session == 2)
         on_recording_down(s, &d);
     else
@@ -1085,8 +1131,11 @@ static void handle_item(mqtt_signal *s, const item *it)
         s->connected_at_us = g_get_monotonic_time();
         mlog("connected to %s:%d as %s&%s", s->c.host, s->c.port, s->c.product, s->c.device);
         /* Clean session: subscriptions are made again on every CONNACK. */
-        for (int i = 0; i < (s->c.recordings ? 3 : 2); i++) {
-            const char *t = i == 0 ? s->down_session : i == 1 ? s->down_capability : s->down_recording;
+        for (int i = 0; i < 4; i++) {
+            const char *t = i == 0 ? s->down_session : i == 1 ? s->down_capability : i == 2 ? s->down_doorbell
+                                                                                           : s->down_recording;
+            if ((i == 2 && !s->c.doorbell) || (i == 3 && !s->c.recordings))
+                continue;
             int rc = mosquitto_subscribe(s->m, NULL, t, 1);
             if (rc != MOSQ_ERR_SUCCESS)
                 mlog("error: subscribe %s: %s", t, mosquitto_strerror(rc));
@@ -1183,6 +1232,7 @@ static const igw_vcam_signal_ops mqtt_ops = {
     .send_state = mqtt_send_state,
     .send_bye = mqtt_send_bye,
     .send_recordings = mqtt_send_recordings,
+    .send_ring = mqtt_send_ring,
     .destroy = mqtt_destroy,
 };
 
@@ -1216,6 +1266,8 @@ igw_vcam_signal *igw_vcam_signal_mqtt_new(const igw_vcam_mqtt_config *c, const i
     snprintf(s->down_capability, sizeof s->down_capability, "$media/down/capability/%s/%s", c->product, c->device);
     snprintf(s->up_recording, sizeof s->up_recording, "$media/up/recording/%s/%s", c->product, c->device);
     snprintf(s->down_recording, sizeof s->down_recording, "$media/down/recording/%s/%s", c->product, c->device);
+    snprintf(s->up_doorbell, sizeof s->up_doorbell, "$media/up/doorbell/%s/%s", c->product, c->device);
+    snprintf(s->down_doorbell, sizeof s->down_doorbell, "$media/down/doorbell/%s/%s", c->product, c->device);
     snprintf(client_id, sizeof client_id, "%s&%s", c->product, c->device);
     mosquitto_lib_init();
     s->q = g_async_queue_new();

@@ -66,6 +66,7 @@ typedef struct vcam_opts {
     const char *record_dir;  /* --record-dir: record, report, play back */
     int segment_ms, retain_s;
     int die_with_parent; /* --die-with-parent: SIGTERM when the parent process dies */
+    int ring_every_s;    /* --ring-every: the door-bell rings this often (0: on SIGUSR1 only) */
     igw_vcam_mqtt_config mqtt;
 } vcam_opts;
 
@@ -952,6 +953,22 @@ static gboolean on_unix_signal(gpointer data)
     return G_SOURCE_CONTINUE;
 }
 
+/* The door-bell button (SIGUSR1, --ring-every): a ring goes up; the
+ * platform's ringReply and its leg's invite follow. */
+static gboolean on_ring(gpointer data)
+{
+    vcam *v = data;
+    char tok[64];
+
+    if (v->stopping)
+        return G_SOURCE_CONTINUE;
+    if (!v->sig->ops->send_ring || v->sig->ops->send_ring(v->sig, tok, sizeof tok) < 0)
+        vlog("ring: not sent (not connected, or no door-bell)");
+    else
+        vlog("ring %s sent (camera %s)", tok, v->o.mqtt.camera_id);
+    return G_SOURCE_CONTINUE;
+}
+
 /* ---- setup ---- */
 
 /* Every element the pipeline (and webrtcbin inside) needs, with where it
@@ -1739,6 +1756,10 @@ static void usage(FILE *f)
             "                     (make run: igwd)\n"
             "  --no-speaker       no speaker (capability speaker: false): invites with a\n"
             "                     speaker track are declined\n"
+            "  --no-doorbell      no door-bell button (capability doorbell: false)\n"
+            "  --ring-every S     the door-bell rings every S seconds (demos); it also\n"
+            "                     rings on SIGUSR1 (kill -USR1 PID): every endpoint of a\n"
+            "                     user who may answer the camera rings (docs/doorbell.md)\n"
             "  --record-dir DIR   record for the whole run into DIR (320x240@15 H264 + Opus,\n"
             "                     Matroska segments, <id>.mkv + <id>.json each), report the\n"
             "                     recordings on $media/up/recording/P/D and play them back\n"
@@ -1809,7 +1830,7 @@ static int parse_opts(int argc, char **argv, vcam_opts *o)
     enum {
         O_WIDTH = 256, O_HEIGHT, O_FPS, O_BITRATE, O_KEYINT, O_ADDRESS, O_PATTERN, O_SIGNAL,
         O_MQTT, O_PRODUCT, O_DEVICE, O_SECRET, O_DEVFILE, O_CAMERA, O_NOMIC, O_NOSPEAKER, O_SPEAKER,
-        O_SPEAKER_LOG, O_RECDIR, O_SEGMENT, O_RETAIN, O_DIE_WITH_PARENT
+        O_SPEAKER_LOG, O_RECDIR, O_SEGMENT, O_RETAIN, O_DIE_WITH_PARENT, O_RING_EVERY, O_NODOORBELL
     };
     static const struct option longopts[] = {
         {"width", required_argument, NULL, O_WIDTH},
@@ -1834,6 +1855,8 @@ static int parse_opts(int argc, char **argv, vcam_opts *o)
         {"segment-ms", required_argument, NULL, O_SEGMENT},
         {"retain-s", required_argument, NULL, O_RETAIN},
         {"die-with-parent", no_argument, NULL, O_DIE_WITH_PARENT},
+        {"ring-every", required_argument, NULL, O_RING_EVERY},
+        {"no-doorbell", no_argument, NULL, O_NODOORBELL},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -1846,7 +1869,7 @@ static int parse_opts(int argc, char **argv, vcam_opts *o)
     *o = (vcam_opts){.width = 640, .height = 360, .fps = 30, .bitrate_kbps = 1000, .key_int_s = 10,
                      .address = "127.0.0.1", .pattern = "smpte", .signal = "stdio",
                      .segment_ms = 60000, .retain_s = 3600,
-                     .mqtt = {.microphone = 1, .speaker = 1}};
+                     .mqtt = {.microphone = 1, .speaker = 1, .doorbell = 1}};
     opterr = 0;
     while ((c = getopt_long(argc, argv, "vh", longopts, NULL)) != -1) {
         switch (c) {
@@ -1866,6 +1889,8 @@ static int parse_opts(int argc, char **argv, vcam_opts *o)
         case O_NOMIC: device_opts = 1; mc->microphone = 0; break;
         case O_NOSPEAKER: device_opts = 1; mc->speaker = 0; break;
         case O_DIE_WITH_PARENT: o->die_with_parent = 1; break;
+        case O_RING_EVERY: device_opts = 1; rc |= parse_int("ring-every", optarg, 1, 86400, &o->ring_every_s); break;
+        case O_NODOORBELL: device_opts = 1; mc->doorbell = 0; break;
         case O_SPEAKER: o->speaker = 1; break;
         case O_SPEAKER_LOG: o->speaker_log = optarg; break;
         case O_RECDIR: device_opts = 1; o->record_dir = optarg; break;
@@ -1913,7 +1938,8 @@ static int parse_opts(int argc, char **argv, vcam_opts *o)
     if (!o->device) {
         if (device_opts) {
             fprintf(stderr, "vcam: error: --product, --device, --secret, --camera-id, --no-mic, "
-                            "--no-speaker, --record-dir, --segment-ms and --retain-s need --mqtt or --device-file\n");
+                            "--no-speaker, --no-doorbell, --ring-every, --record-dir, --segment-ms and --retain-s "
+                            "need --mqtt or --device-file\n");
             return -1;
         }
         return 0;
@@ -1928,6 +1954,10 @@ static int parse_opts(int argc, char **argv, vcam_opts *o)
     }
     if (!mc->camera_id[0])
         g_strlcpy(mc->camera_id, "cam-1", sizeof mc->camera_id);
+    if (o->ring_every_s && !mc->doorbell) {
+        fprintf(stderr, "vcam: error: --ring-every needs the door-bell (drop --no-doorbell)\n");
+        return -1;
+    }
     o->speaker = mc->speaker;
     if (igw_vcam_mqtt_config_check(mc, err, sizeof err) < 0) {
         fprintf(stderr, "vcam: error: %s\n", err);
@@ -2029,9 +2059,15 @@ int main(int argc, char **argv)
     }
     sig_term = g_unix_signal_add(SIGTERM, on_unix_signal, &v);
     sig_int = g_unix_signal_add(SIGINT, on_unix_signal, &v);
+    guint sig_usr1 = v.o.device ? g_unix_signal_add(SIGUSR1, on_ring, &v) : 0;
+    guint ring_timer = v.o.ring_every_s ? g_timeout_add_seconds((guint)v.o.ring_every_s, on_ring, &v) : 0;
     g_main_loop_run(v.loop);
     g_source_remove(sig_term);
     g_source_remove(sig_int);
+    if (sig_usr1)
+        g_source_remove(sig_usr1);
+    if (ring_timer)
+        g_source_remove(ring_timer);
     vlog("keyframes: %d requested, %d encoded", g_atomic_int_get(&v.keyframes_requested),
          g_atomic_int_get(&v.keyframes_encoded));
     /* A device says goodbye for its legs; the transport's destroy waits a

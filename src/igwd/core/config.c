@@ -127,6 +127,11 @@ static const setting settings[] = {
     {"rights_recheck_ms", KIND_UINT, OFF(rights_recheck_ms), 0, 1000, 3600000, "10000",
      "every live session's holder rights are read again this often, the safety net of the igw_rights "
      "notifications that end a session at once when its user loses the device (rightsRevoked), milliseconds"},
+    {"doorbell_ring_timeout_ms", KIND_UINT, OFF(doorbell_ring_timeout_ms), 0, 1000, 300000, "30000",
+     "a door-bell ring nobody accepted by then ends (noAnswer) and the camera gets a bye, milliseconds"},
+    {"doorbell_retention_ms", KIND_UINT, OFF(doorbell_retention_ms), 0, 10000, 86400000, "600000",
+     "a door-bell decision (interaction.control accept or decline) retried with its token within this window "
+     "returns its original result; after it, the retry is refused (replay rule 1), milliseconds"},
     {"im_standin", KIND_BOOL, OFF(im_standin), 0, 0, 0, "false",
      "wire igw's stand-in IM back end (groups in PostgreSQL, live calls in Redis) as the conference runtime, "
      "for demos and tests (make run turns it on); false, or no Redis: none is wired and the routes that need "

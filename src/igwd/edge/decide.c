@@ -131,7 +131,7 @@ bool igw_edge_reply_topic(const igw_proto_row *row)
 bool igw_edge_needs_model(int check)
 {
     return check != IGW_PROTO_CHECK_NONE && check != IGW_PROTO_CHECK_SUBDEVICES && check != IGW_PROTO_CHECK_SESSION &&
-           check != IGW_PROTO_CHECK_RECORDINGS;
+           check != IGW_PROTO_CHECK_RING && check != IGW_PROTO_CHECK_RECORDINGS;
 }
 
 igw_edge_store igw_edge_decide_store(const igw_proto_row *row, bool is_gateway, igw_edge_refusal *r)

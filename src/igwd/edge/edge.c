@@ -441,7 +441,8 @@ static void on_batch(void *arg, const PGresult *res, const char *err)
     } else {
         for (job *j = jobs, *n; j; j = n) {
             n = j->next;
-            if (next == IGW_EDGE_BATCH_STORED && j->row && j->row->check == IGW_PROTO_CHECK_SESSION)
+            if (next == IGW_EDGE_BATCH_STORED && j->row &&
+                (j->row->check == IGW_PROTO_CHECK_SESSION || j->row->check == IGW_PROTO_CHECK_RING))
                 to_engine(j);
             else if (next == IGW_EDGE_BATCH_STORED)
                 finish(j, IGW_ERR_OK, NULL, NULL, NULL, 0);
@@ -826,6 +827,7 @@ static void process(job *j, const device *target)
         rc = read_subdevices(j, &err);
         break;
     case IGW_PROTO_CHECK_SESSION: /* the leg's engine checks it, once stored (to_engine) */
+    case IGW_PROTO_CHECK_RING:    /* the door-bell's engine, likewise */
         break;
     case IGW_PROTO_CHECK_RECORDINGS: { /* the row's params type: RecordingReport */
         char *path = igw_arena_alloc(&j->arena, 96);

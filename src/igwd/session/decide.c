@@ -100,6 +100,24 @@ bool live_preflight_refuses(const igw_purpose *def, uint32_t guards, const igw_M
     return false;
 }
 
+bool live_ring_refuses(const igw_purpose *def, const igw_MediaCapability *cap, igw_str camera_id, live_refusal *r)
+{
+    bool listed = false;
+    for (uint32_t i = 0; cap && i < cap->cameras.n && !listed; i++)
+        listed = igw_str_eq(cap->cameras.v[i].cameraId, camera_id.ptr, camera_id.len);
+    if (!listed) {
+        *r = (live_refusal){.cls = IGW_ERR_NOT_FOUND,
+                            .reason = cap ? "the capability report lists no such camera"
+                                          : "the device has reported no media capability",
+                            .path = "/params/cameraId"};
+        return true;
+    }
+    if (!live_preflight_refuses(def, 0, cap, r))
+        return false;
+    r->path = "/params/cameraId"; /* the ring's, not an open's */
+    return true;
+}
+
 bool live_open_refuses(const live_open_facts *f, live_refusal *r)
 {
     if (!f->endpoint_live)

@@ -55,6 +55,13 @@ uint32_t live_viewer_guards(const igw_purpose *def, const igw_purpose *leg_def, 
 bool live_preflight_refuses(const igw_purpose *def, uint32_t guards, const igw_MediaCapability *cap,
                             live_refusal *r);
 
+/* A camera's ring (media doorbell ring) against its device's capability
+ * report (cap NULL: none reported, or unusable): refused when the report
+ * does not list the camera (not_found) or a preflight of the door-bell's
+ * row `def` fails (parameter: no door-bell, microphone or speaker). false,
+ * or true with *r filled (path: the ring's params/cameraId). */
+bool live_ring_refuses(const igw_purpose *def, const igw_MediaCapability *cap, igw_str camera_id, live_refusal *r);
+
 /* What the one read of an open found, in its order of checks. */
 typedef struct live_open_facts {
     bool endpoint_live, rights, camera;

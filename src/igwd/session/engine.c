@@ -196,6 +196,7 @@ typedef struct uplink_msg {
     igw_engine_uplink u; /* its strings point into buf */
     igw_engine_answer answer;
     char *data; /* the answer's data (owned), or NULL */
+    char reason[256]; /* a later answer's reason (device_done) */
     char buf[];
 } uplink_msg;
 
@@ -223,7 +224,25 @@ static void uplink_answer(uplink_msg *m, int cls, const char *reason)
     }
 }
 
-/* On the loop: the leg it names answers. */
+/* A purpose's answer to a device message that names no leg (a ring),
+ * now or later; data copied. */
+static void device_done(void *ctx, int cls, const char *reason, const char *data, size_t len)
+{
+    uplink_msg *m = ctx;
+    snprintf(m->reason, sizeof m->reason, "%s", reason ? reason : "");
+    if (data && !(m->data = malloc(len + 1))) {
+        cls = IGW_ERR_INTERNAL;
+        snprintf(m->reason, sizeof m->reason, "out of memory");
+    } else if (data) {
+        memcpy(m->data, data, len);
+        m->data[len] = '\0';
+        m->answer.data_len = len;
+    }
+    uplink_answer(m, cls, m->reason);
+}
+
+/* On the loop: the leg it names answers, or the purpose that takes a
+ * message naming no leg. */
 static void on_uplink(void *arg)
 {
     uplink_msg *m = arg;
@@ -231,6 +250,8 @@ static void on_uplink(void *arg)
     size_t len = 0;
     live_leg *ready = NULL;
     igw_engine *e = m->e;
+    if (!m->u.session_id.len && live_device_uplink(e, &m->u, device_done, m))
+        return;
     int cls = live_uplink(e, &m->u, &reason, &data, &len, &ready);
     if (data && !(m->data = malloc(len + 1))) {
         cls = IGW_ERR_INTERNAL;
@@ -420,6 +441,12 @@ void igw_engine_stats_get(const igw_engine *e, igw_engine_stats *out)
     out->opened = atomic_load_explicit(&e->n_opened, memory_order_relaxed);
     out->ended = atomic_load_explicit(&e->n_ended, memory_order_relaxed);
     out->revoked = atomic_load_explicit(&e->n_revoked, memory_order_relaxed);
+    out->ringing = atomic_load_explicit(&e->n_ringing, memory_order_relaxed);
+    out->rings = atomic_load_explicit(&e->n_rings, memory_order_relaxed);
+    out->rings_answered = atomic_load_explicit(&e->n_rings_answered, memory_order_relaxed);
+    out->rings_declined = atomic_load_explicit(&e->n_rings_declined, memory_order_relaxed);
+    out->rings_unanswered = atomic_load_explicit(&e->n_rings_unanswered, memory_order_relaxed);
+    out->answer_ms_sum = atomic_load_explicit(&e->answer_ms_sum, memory_order_relaxed);
 }
 
 void igw_engine_metrics_write(FILE *f, const igw_engine_stats *s)
@@ -437,7 +464,8 @@ void igw_engine_metrics_write(FILE *f, const igw_engine_stats *s)
                 (unsigned long long)s->events[k]);
     fprintf(f,
             "# HELP igw_sessions Live sessions held by this node, by state.\n"
-            "# TYPE igw_sessions gauge\nigw_sessions{state=\"invited\"} %llu\nigw_sessions{state=\"established\"} %llu\n"
+            "# TYPE igw_sessions gauge\nigw_sessions{state=\"ringing\"} %llu\nigw_sessions{state=\"invited\"} %llu\n"
+            "igw_sessions{state=\"established\"} %llu\n"
             "# HELP igw_legs Camera legs (upstreams) open on this node.\n# TYPE igw_legs gauge\nigw_legs %llu\n"
             "# HELP igw_sessions_opened_total Sessions this process opened (open, subscribe).\n"
             "# TYPE igw_sessions_opened_total counter\nigw_sessions_opened_total %llu\n"
@@ -445,8 +473,23 @@ void igw_engine_metrics_write(FILE *f, const igw_engine_stats *s)
             "# TYPE igw_sessions_ended_total counter\nigw_sessions_ended_total %llu\n"
             "# HELP igw_sessions_revoked_total Sessions this process ended because their user lost the device.\n"
             "# TYPE igw_sessions_revoked_total counter\nigw_sessions_revoked_total %llu\n",
-            (unsigned long long)s->invited, (unsigned long long)s->established, (unsigned long long)s->legs,
-            (unsigned long long)s->opened, (unsigned long long)s->ended, (unsigned long long)s->revoked);
+            (unsigned long long)s->ringing, (unsigned long long)s->invited, (unsigned long long)s->established,
+            (unsigned long long)s->legs, (unsigned long long)s->opened, (unsigned long long)s->ended,
+            (unsigned long long)s->revoked);
+    fprintf(f,
+            "# HELP igw_doorbell_rings_total Door-bell rings this process fanned out (a joined ring is not one).\n"
+            "# TYPE igw_doorbell_rings_total counter\nigw_doorbell_rings_total %llu\n"
+            "# HELP igw_doorbell_rings_ended_total Rings by how their ringing ended.\n"
+            "# TYPE igw_doorbell_rings_ended_total counter\n"
+            "igw_doorbell_rings_ended_total{outcome=\"answered\"} %llu\n"
+            "igw_doorbell_rings_ended_total{outcome=\"declined\"} %llu\n"
+            "igw_doorbell_rings_ended_total{outcome=\"unanswered\"} %llu\n"
+            "# HELP igw_doorbell_answer_seconds Ring to winning accept of the answered rings.\n"
+            "# TYPE igw_doorbell_answer_seconds summary\n"
+            "igw_doorbell_answer_seconds_sum %.3f\nigw_doorbell_answer_seconds_count %llu\n",
+            (unsigned long long)s->rings, (unsigned long long)s->rings_answered,
+            (unsigned long long)s->rings_declined, (unsigned long long)s->rings_unanswered,
+            (double)s->answer_ms_sum / 1000.0, (unsigned long long)s->rings_answered);
 }
 
 void igw_engine_stop(igw_engine *e)

@@ -57,6 +57,10 @@ struct igw_purpose_hooks {
     /* The session ends (its state is written already): work of the purpose
      * still pending for it fails. pdata is freed with the session after. */
     void (*end)(igw_engine *e, live_session *s, const char *reason);
+    /* A device's message that names no leg (a protocol row `check ring`):
+     * false when it is not the purpose's; else it answers through done
+     * exactly once, now or later (live_device_uplink). */
+    bool (*device)(igw_engine *e, const igw_engine_uplink *u, live_device_done done, void *ctx);
     /* The engine stops: its engine-wide state (e->pstate) goes. */
     void (*stop)(igw_engine *e);
 };

@@ -94,11 +94,13 @@ void live_leg_bye(igw_engine *e, live_leg *l, igw_ByeReason reason)
         igw_log(IGW_LOG_WARN, NULL, "session: leg %s: bye not published (broker unreachable)", l->id);
 }
 
-live_leg *live_leg_open(igw_engine *e, const char *pid, const char *dn, const char *cam, const igw_purpose *def,
-                        uint32_t guards, void *ldata, const char **reason)
+live_leg *live_leg_open(igw_engine *e, const char *id, const char *pid, const char *dn, const char *cam,
+                        const igw_purpose *def, uint32_t guards, void *ldata, const char **reason)
 {
     live_leg *l = calloc(1, sizeof *l);
-    if (!l || live_new_id(l->id, sizeof l->id)) {
+    if (l && id)
+        snprintf(l->id, sizeof l->id, "%s", id);
+    if (!l || (!id && live_new_id(l->id, sizeof l->id))) {
         free(l);
         free(ldata);
         *reason = "out of memory";

@@ -16,9 +16,11 @@ live_leg *live_leg_of_camera(igw_engine *e, const char *product_id, const char *
 
 /* A new leg for (product, device, camera) asking the tracks of (def,
  * guards), ldata (owned by the leg from here on, even on failure) what the
- * purpose adds to the invite; the camera is invited. NULL with *reason. */
-live_leg *live_leg_open(igw_engine *e, const char *product_id, const char *device_name, const char *camera_id,
-                        const igw_purpose *def, uint32_t guards, void *ldata, const char **reason);
+ * purpose adds to the invite; the camera is invited. id: the leg's id
+ * (a door-bell's is its ring's), or NULL for a new one. NULL with *reason. */
+live_leg *live_leg_open(igw_engine *e, const char *id, const char *product_id, const char *device_name,
+                        const char *camera_id, const igw_purpose *def, uint32_t guards, void *ldata,
+                        const char **reason);
 
 /* The invite again (same token) while the camera has not offered. 0, or -1. */
 int live_leg_invite(igw_engine *e, live_leg *l);

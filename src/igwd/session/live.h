@@ -77,6 +77,12 @@ struct live_leg {
     uint32_t guards;
     void *ldata;              /* what the purpose adds to the invite (owned, free()d), or NULL */
     live_session *viewers;
+    /* Held besides its viewers (a door-bell's anchor: the leg outlives a
+     * handover's gap without viewers): it stays until its holder lets it
+     * go (live_leg_end); when it ends otherwise (bye, failure, offline,
+     * timeout), gone() tells the holder, after its viewers ended. */
+    void *holder;
+    void (*gone)(igw_engine *e, live_leg *l, const char *reason);
     int64_t deadline_ms;      /* invite deadline while LEG_INVITED (monotonic) */
     char invite_token[32];    /* the invite's msgToken: sent again with it until the offer */
     int64_t resend_ms;        /* when it is sent again (monotonic) */
@@ -92,7 +98,9 @@ struct igw_engine {
     char start_err[256];      /* the loop's init failure, for the caller */
     _Atomic uint64_t counts[IGW_ENGINE_EVENT_KINDS];
     /* gauges and counters for /metrics (written on the loop only) */
-    _Atomic uint64_t n_invited, n_established, n_legs, n_opened, n_ended, n_revoked;
+    _Atomic uint64_t n_ringing, n_invited, n_established, n_legs, n_opened, n_ended, n_revoked;
+    /* door-bells: rings, and how each ended; the answers' latency (ms) summed */
+    _Atomic uint64_t n_rings, n_rings_answered, n_rings_declined, n_rings_unanswered, answer_ms_sum;
     /* sessions */
     igw_engine_config cfg;    /* its strings point into the copies below */
     char node_id[IGW_NODE_ID_MAX + 1];
@@ -116,6 +124,10 @@ struct igw_engine {
 };
 
 #define LIVE_TICK_MS 250
+
+/* How a purpose answers a device's message that names no leg (hooks.h
+ * `device`): the reply's class, reason and data (a JSON object, or NULL). */
+typedef void (*live_device_done)(void *ctx, int cls, const char *reason, const char *data, size_t len);
 
 /* A gauge or counter of the engine: one writer (the loop). */
 static inline void live_add(_Atomic uint64_t *a, int64_t d)

@@ -28,10 +28,10 @@ static const igw_db_stmt st_accept = {
 
 /* A session this node does not hold: whose it is, and whether it lives. */
 enum { SR_SID, SR_ENT, SR_USER, SR_EP, SR__N };
-enum { SR_COL_STATE, SR_COL_NODE };
+enum { SR_COL_STATE, SR_COL_NODE, SR_COL_EPOCH, SR_COL_REASON };
 static const igw_db_stmt st_session_row = {
     "igw_session_row",
-    "SELECT s.state, COALESCE(s.owner_node, ''), COALESCE(s.owner_epoch, 0) FROM sessions s "
+    "SELECT s.state, COALESCE(s.owner_node, ''), COALESCE(s.owner_epoch, 0), COALESCE(s.reason, '') FROM sessions s "
     "WHERE s.session_id = $1::text AND s.enterprise_id = $2::bigint AND s.user_id = $3::bigint "
     "  AND s.endpoint_id = $4::text",
     SR__N};
@@ -151,6 +151,20 @@ bool live_op_revision(live_op *o, const live_session *s, int64_t revision)
 
 /* ---- the acceptance ---------------------------------------------------------------- */
 
+/* The session ended while the acceptance was written: the result says why
+ * (its row's reason: answeredElsewhere, declined...). */
+static void on_ended_row(void *arg, const PGresult *res, const char *err)
+{
+    live_op *o = arg;
+    (void)err;
+    char why[96];
+    const char *reason = res && PQntuples(res) == 1 ? PQgetvalue(res, 0, SR_COL_REASON) : "";
+    snprintf(why, sizeof why, "the session has ended%s%s%s", reason[0] ? " (" : "", reason, reason[0] ? ")" : "");
+    igw_ResultData d = {0};
+    live_session_result(o->e, o->sid, o->endpoint, o->token, o->method, IGW_ERR_CONFLICT, why, &d);
+    live_op_free(o);
+}
+
 static void on_accept(void *arg, const PGresult *res, const char *err)
 {
     live_op *o = arg;
@@ -167,13 +181,13 @@ static void on_accept(void *arg, const PGresult *res, const char *err)
     }
     live_op_answer(o, IGW_ERR_OK, NULL, NULL, NULL);
     live_session *s = live_session_find(o->e, o->sid);
-    if (!s) { /* ended while the acceptance was written */
-        igw_ResultData d = {0};
-        live_session_result(o->e, o->sid, o->endpoint, o->token, o->method, IGW_ERR_CONFLICT,
-                            "the session has ended", &d);
-    } else {
-        o->then(o, s);
+    if (!s) { /* ended while the acceptance was written: its row says why */
+        const char *v[SR__N] = {[SR_SID] = o->sid, [SR_ENT] = o->ent, [SR_USER] = o->user, [SR_EP] = o->endpoint};
+        if (igw_db_exec(o->e->db, &st_session_row, v, NULL, NULL, on_ended_row, o) != 0)
+            on_ended_row(o, NULL, "the database queue is full");
+        return;
     }
+    o->then(o, s);
     live_op_free(o);
 }
 
@@ -203,8 +217,12 @@ static void on_session_row(void *arg, const PGresult *res, const char *err)
     }
     if (strcmp(PQgetvalue(res, 0, SR_COL_STATE), igw_sm_session.states[IGW_SESSION_ENDED]) == 0 ||
         strcmp(PQgetvalue(res, 0, SR_COL_NODE), o->e->node_id) == 0) {
-        /* Ended, or this node's from an earlier epoch (its sweep ends it). */
-        live_op_refuse(o, IGW_ERR_CONFLICT, "the session has ended", IGW_PATH_command_sessionId);
+        /* Ended (its reason said: answeredElsewhere...), or this node's
+         * from an earlier epoch (its sweep ends it). */
+        char why[96];
+        const char *reason = PQgetvalue(res, 0, SR_COL_REASON);
+        snprintf(why, sizeof why, "the session has ended%s%s%s", reason[0] ? " (" : "", reason, reason[0] ? ")" : "");
+        live_op_refuse(o, IGW_ERR_CONFLICT, why, IGW_PATH_command_sessionId);
         return;
     }
     /* The seam of several nodes: forwarding to the owner comes here. */
@@ -255,6 +273,13 @@ void live_command(igw_engine *e, const igw_engine_cmd *c, void (*ans)(void *ctx,
     }
     if (s->enterprise_id != o->enterprise_id || s->user_id != o->user_id || strcmp(s->endpoint, o->endpoint)) {
         live_op_refuse(o, IGW_ERR_NOT_FOUND, "unknown session", IGW_PATH_command_sessionId); /* someone else's */
+        return;
+    }
+    if (s->state == IGW_SESSION_RINGING && o->method != IGW_CommandMethod_interaction_control &&
+        o->method != IGW_CommandMethod_interaction_end) {
+        /* Nothing of it exists but its ring: the decision comes first. */
+        live_op_refuse(o, IGW_ERR_CONFLICT, "the session is ringing: accept it first (interaction.control)",
+                       IGW_PATH_command_sessionId);
         return;
     }
     handler(o);

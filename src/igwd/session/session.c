@@ -36,7 +36,8 @@ static const igw_db_stmt st_transition = {
     "          AND s.owner_epoch = $6::bigint AND EXISTS (SELECT 1 FROM me) "
     "        RETURNING s.session_id AS sid, s.endpoint_id AS ep, s.event_seq AS seq, s.state AS state, "
     "                  CASE WHEN s.state <> 'ended' THEN s.playback END AS playback, "
-    "                  CASE WHEN s.state <> 'ended' THEN s.position_ms END AS pos, s.reason AS reason), "
+    "                  CASE WHEN s.state <> 'ended' THEN s.position_ms END AS pos, s.reason AS reason, "
+    "                  NULL::text AS invite, NULL::text AS camera, NULL::text AS pid, NULL::text AS dn), "
     IGW_SQL_STATE_EVENTS("$7::text")
     "SELECT (SELECT count(*) FROM upd), (SELECT count(*) FROM dl), (SELECT count(*) FROM ntf), "
     "       (SELECT count(*) FROM ev)",
@@ -71,16 +72,26 @@ live_session *live_session_new(igw_engine *e, const live_session_init *in)
     s->guards = in->guards;
     s->pdata = in->pdata;
     s->revision = 1;
-    s->state = IGW_SESSION_INVITED;
+    s->state = in->ringing ? IGW_SESSION_RINGING : IGW_SESSION_INVITED;
     if (in->only_track)
         snprintf(s->only_track, sizeof s->only_track, "%s", in->only_track);
     s->deadline_ms = igw_clock_ms() + e->cfg.establish_timeout_ms;
     s->next = e->sessions;
     e->sessions = s;
     e->nsessions++;
-    live_add(&e->n_invited, 1);
+    live_add(in->ringing ? &e->n_ringing : &e->n_invited, 1);
     live_add(&e->n_opened, 1);
     return s;
+}
+
+void live_session_count(igw_engine *e, igw_session_state st, int d)
+{
+    if (st == IGW_SESSION_RINGING)
+        live_add(&e->n_ringing, d);
+    else if (st == IGW_SESSION_INVITED)
+        live_add(&e->n_invited, d);
+    else if (st == IGW_SESSION_ESTABLISHED)
+        live_add(&e->n_established, d);
 }
 
 static void session_unlink(igw_engine *e, live_session *s)
@@ -201,7 +212,7 @@ void live_session_result(igw_engine *e, const char *sid, const char *endpoint, c
 static void leg_release(igw_engine *e, live_session *s)
 {
     live_leg *leg = s->leg;
-    if (!leg || live_leg_detach(leg, s))
+    if (!leg || live_leg_detach(leg, s) || leg->holder)
         return;
     igw_log(IGW_LOG_INFO, NULL, "session: leg %s: no viewer left, bye", leg->id);
     live_leg_bye(e, leg, IGW_ByeReason_noViewers);
@@ -216,10 +227,12 @@ void live_session_end(igw_engine *e, live_session *s, const char *reason)
     igw_session_state next = igw_session_next(s->state, IGW_SESSION_ON_FAIL, 0, &err);
     if (next != IGW_SESSION_ENDED)
         return; /* the machine forbids it: never happens for `fail` */
-    live_add(s->state == IGW_SESSION_INVITED ? &e->n_invited : &e->n_established, -1);
+    live_session_count(e, s->state, -1);
     live_add(&e->n_ended, 1);
     s->state = next;
-    live_session_write(e, s, IGW_SESSION_ENDED, LIVE_FROM(IGW_SESSION_INVITED) | LIVE_FROM(IGW_SESSION_ESTABLISHED),
+    live_session_write(e, s, IGW_SESSION_ENDED,
+                       LIVE_FROM(IGW_SESSION_RINGING) | LIVE_FROM(IGW_SESSION_INVITED) |
+                           LIVE_FROM(IGW_SESSION_ESTABLISHED),
                        reason);
     if (s->offer) { /* an accepted mediaOffer still waiting for the camera: its result, a failure */
         char why[96];
@@ -313,7 +326,7 @@ void live_session_join_leg(igw_engine *e, live_session *s, const char *pid, cons
             live_session_end(e, s, "cameraUnreachable");
             return;
         }
-    } else if (!(leg = live_leg_open(e, pid, dn, cam, s->def, s->guards, ldata, &why))) {
+    } else if (!(leg = live_leg_open(e, NULL, pid, dn, cam, s->def, s->guards, ldata, &why))) {
         igw_log(IGW_LOG_INFO, NULL, "session %s: no leg: %s", s->id, why);
         live_session_end(e, s, "cameraUnreachable");
         return;
@@ -324,7 +337,7 @@ void live_session_join_leg(igw_engine *e, live_session *s, const char *pid, cons
 /* The leg is gone (the camera's bye, a failure, a timeout): every session
  * on it ends with `reason`; then the leg goes (one bye at most: a noViewers
  * bye must not follow). */
-static void leg_end(igw_engine *e, live_leg *leg, const char *reason, bool say_bye, igw_ByeReason bye)
+void live_leg_end(igw_engine *e, live_leg *leg, const char *reason, bool say_bye, igw_ByeReason bye)
 {
     igw_log(IGW_LOG_INFO, NULL, "session: leg %s ends: %s", leg->id, reason);
     if (say_bye)
@@ -336,7 +349,18 @@ static void leg_end(igw_engine *e, live_leg *leg, const char *reason, bool say_b
         (void)live_leg_detach(leg, s);
         live_session_end(e, s, reason);
     }
+    if (leg->gone)
+        leg->gone(e, leg, reason);
     live_leg_free(e, leg, true);
+}
+
+bool live_device_uplink(igw_engine *e, const igw_engine_uplink *u, live_device_done done, void *ctx)
+{
+    for (int p = 0; p < IGW_Purpose__COUNT; p++)
+        if (igw_purposes[p].hooks && igw_purposes[p].hooks->device &&
+            igw_purposes[p].hooks->device(e, u, done, ctx))
+            return true;
+    return false;
 }
 
 void live_leg_media_event(igw_engine *e, live_leg *leg, const igw_media_event *ev)
@@ -346,10 +370,10 @@ void live_leg_media_event(igw_engine *e, live_leg *leg, const igw_media_event *e
         leg_check(e, leg);
         break;
     case LIVE_LEG_FAILED:
-        leg_end(e, leg, "cameraGone", true, IGW_ByeReason_cameraError);
+        live_leg_end(e, leg, "cameraGone", true, IGW_ByeReason_cameraError);
         break;
     case LIVE_LEG_CLOSED:
-        leg_end(e, leg, "cameraGone", false, IGW_ByeReason_cameraError);
+        live_leg_end(e, leg, "cameraGone", false, IGW_ByeReason_cameraError);
         break;
     case LIVE_LEG_SAME:
         break;
@@ -387,7 +411,7 @@ static void on_bye(igw_engine *e, live_leg *l, igw_str params)
             why = igw_ByeReason_names[p.reason].ptr; /* a player's own reason about its recording */
     }
     igw_arena_free(&arena);
-    leg_end(e, l, why, false, IGW_ByeReason_cameraShutdown);
+    live_leg_end(e, l, why, false, IGW_ByeReason_cameraShutdown);
 }
 
 int live_uplink(igw_engine *e, const igw_engine_uplink *u, const char **reason, const char **data, size_t *data_len,
@@ -439,7 +463,7 @@ void live_legs_offline(igw_engine *e, const char *pid, const char *dn)
     for (live_leg *l = e->legs, *n; l; l = n) {
         n = l->next;
         if (!strcmp(l->product_id, pid) && !strcmp(l->device_name, dn))
-            leg_end(e, l, "cameraOffline", false, IGW_ByeReason_shutdown);
+            live_leg_end(e, l, "cameraOffline", false, IGW_ByeReason_shutdown);
     }
 }
 
@@ -516,7 +540,7 @@ void live_tick(igw_engine *e, int64_t now_ms)
     for (live_leg *l = e->legs, *n; l; l = n) {
         n = l->next;
         if (l->phase == LEG_INVITED && now_ms >= l->deadline_ms)
-            leg_end(e, l, "inviteTimeout", true, IGW_ByeReason_timeout);
+            live_leg_end(e, l, "inviteTimeout", true, IGW_ByeReason_timeout);
         else if (l->phase == LEG_INVITED && now_ms >= l->resend_ms && live_leg_invite(e, l) != 0)
             igw_log(IGW_LOG_WARN, NULL, "session: leg %s: invite not published again (broker unreachable)", l->id);
     }

@@ -23,9 +23,11 @@ typedef struct live_session_init {
     uint32_t guards;
     void *pdata;               /* the purpose's state, owned by the session from here on */
     const char *only_track;    /* subscribe's viewer: its one track, or NULL */
+    bool ringing;              /* a door-bell's: ringing (its ring's deadline is its own), else invited */
 } live_session_init;
 
-/* A new invited session, linked and counted. NULL: out of memory (pdata freed). */
+/* A new invited (or ringing) session, linked and counted. NULL: out of
+ * memory (pdata freed). */
 live_session *live_session_new(igw_engine *e, const live_session_init *in);
 
 /* The session joins the camera's shared leg, or a new leg (its own, or the
@@ -33,6 +35,9 @@ live_session *live_session_new(igw_engine *e, const live_session_init *in);
  * session that cannot have one ends (cameraUnreachable). */
 void live_session_join_leg(igw_engine *e, live_session *s, const char *product_id, const char *device_name,
                            const char *camera_id, void *ldata);
+
+/* The engine's gauge of sessions in state st moves by d. */
+void live_session_count(igw_engine *e, igw_session_state st, int d);
 
 /* Ends the session: its state event with the reason, the purpose's end,
  * the viewer closed, the leg released (the last viewer out says bye). */
@@ -62,6 +67,16 @@ void live_session_offer(igw_engine *e, live_session *s);
 void live_session_media(igw_engine *e, live_session *s, const igw_media_event *ev);
 /* a source's media event */
 void live_leg_media_event(igw_engine *e, live_leg *leg, const igw_media_event *ev);
+
+/* The leg ends: every session on it ends with `reason`, the camera gets a
+ * bye (when say_bye), the source closes, the leg goes; its holder's gone()
+ * runs unless the holder cleared it first (the holder ending it itself). */
+void live_leg_end(igw_engine *e, live_leg *leg, const char *reason, bool say_bye, igw_ByeReason bye);
+
+/* A device's message that names no leg (a protocol row `check ring`): the
+ * purposes' `device` hooks are asked in turn; the one that takes it
+ * answers through done exactly once, now or later. false: none took it. */
+bool live_device_uplink(igw_engine *e, const igw_engine_uplink *u, live_device_done done, void *ctx);
 /* a device's message on a leg: the reply's class, reason and data (in
  * e->jw, data_len set); *ready: a leg whose source now exists, for
  * live_legs_source_ready once the caller took the data */

@@ -31,6 +31,9 @@ typedef struct igw_engine_stats {
     uint64_t legs;                 /* camera legs open */
     uint64_t opened, ended;        /* sessions this process opened (open, subscribe) and ended */
     uint64_t revoked;              /* of those ended, because the user lost the device (rightsRevoked) */
+    uint64_t ringing;              /* live door-bell sessions still ringing */
+    uint64_t rings, rings_answered, rings_declined, rings_unanswered; /* door-bell rings; how their ringing ended */
+    uint64_t answer_ms_sum;        /* ring to winning accept, summed over the answered rings (ms) */
 } igw_engine_stats;
 
 /* How the engine answers on a caller's thread: post(ctx, fn, arg) runs
@@ -74,6 +77,7 @@ typedef struct igw_engine_config {
     unsigned invite_timeout_ms, establish_timeout_ms, max_sessions;
     unsigned max_sessions_per_enterprise, max_sessions_per_user; /* 0: none */
     unsigned rights_recheck_ms; /* the safety net of the rights notifications (session/rights.h); 0: none */
+    unsigned doorbell_ring_timeout_ms; /* a ring nobody accepted ends noAnswer (purposes/doorbell.c) */
     /* Talk (docs/talk.md): the conference runtime on the engine's own Redis
      * connection (redis_host "" or NULL, or im_standin false: none, and
      * ipcTalk is refused as unavailable). */

@@ -154,6 +154,8 @@ static int emit_methods(const igw_schema *s, const char *gen_dir)
             igw_out_puts(&h, " /* a session command: carried out by the session engine that owns the session */");
         else if (strcmp(traits[i], "receipt") == 0)
             igw_out_puts(&h, " /* its replays go to the engine too: a pending one is answered from the runtime's receipt */");
+        else if (strcmp(traits[i], "retained") == 0)
+            igw_out_puts(&h, " /* a replay past the retention window (doorbell_retention_ms) is refused: expired */");
         else if (strcmp(traits[i], "reads") == 0)
             igw_out_puts(&h, " /* the engine reads the endpoint, an earlier acceptance and the rights itself: no read before */");
         igw_out_puts(&h, "\n");

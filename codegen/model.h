@@ -378,7 +378,7 @@ typedef struct igw_protocol {
 
 /* The traits a method binding may carry: a closed set, because the room
  * that walks the table implements each one (flags in generated/igwd/methods.h). */
-#define IGW_METHOD_TRAITS "device", "session", "receipt", "reads"
+#define IGW_METHOD_TRAITS "device", "session", "receipt", "reads", "retained"
 
 /* `VALUE: handler NAME [TRAIT ...] ["doc"];` */
 typedef struct igw_method_bind {

@@ -1165,7 +1165,7 @@ static void check_methods(igw_schema *s, igw_methods *m)
             }
         FOR(b->traits, const char, tr) {
             if (!in_set(tr, traits, sizeof traits / sizeof traits[0]))
-                igw_diag_error(b->loc, "unknown trait '%s' (device, session, receipt, reads)", tr);
+                igw_diag_error(b->loc, "unknown trait '%s' (device, session, receipt, reads, retained)", tr);
             for (int j = 0; j < tr_i; j++)
                 if (strcmp(IGW_VEC_AT(b->traits, const char, j), tr) == 0) {
                     igw_diag_error(b->loc, "trait '%s' given twice", tr);

@@ -14,6 +14,7 @@ const igw_error_class igw_error_classes[IGW_ERR__COUNT] = {
     [IGW_ERR_NOT_FOUND] = {"not_found", 100404, 404, "not found"},
     [IGW_ERR_METHOD] = {"method", 100405, 405, "method not allowed"},
     [IGW_ERR_CONFLICT] = {"conflict", 100409, 409, "conflict"},
+    [IGW_ERR_EXPIRED] = {"expired", 100410, 410, "expired"},
     [IGW_ERR_TOO_LARGE] = {"too_large", 100413, 413, "request too large"},
     [IGW_ERR_MEDIA_TYPE] = {"media_type", 100415, 415, "unsupported media type"},
     [IGW_ERR_CAPACITY] = {"capacity", 100429, 429, "capacity exhausted"},
@@ -9322,7 +9323,7 @@ static const int errors_events_ack[] = {IGW_ERR_PARAMETER, IGW_ERR_UNAUTHENTICAT
 static int route_decode_commands(igw_json *j, void *out) { return igw_decode_CommandsRequest(j, out); }
 static void route_encode_commands(igw_jw *w, const void *in) { igw_encode_CommandsRequest(w, in); }
 
-static const int errors_commands[] = {IGW_ERR_PARAMETER, IGW_ERR_UNAUTHENTICATED, IGW_ERR_PERMISSION, IGW_ERR_NOT_FOUND, IGW_ERR_CONFLICT, IGW_ERR_TOO_LARGE, IGW_ERR_MEDIA_TYPE, IGW_ERR_CAPACITY, IGW_ERR_NOT_IMPLEMENTED, IGW_ERR_UNAVAILABLE, IGW_ERR_UNKNOWN_OUTCOME, IGW_ERR_INTERNAL};
+static const int errors_commands[] = {IGW_ERR_PARAMETER, IGW_ERR_UNAUTHENTICATED, IGW_ERR_PERMISSION, IGW_ERR_NOT_FOUND, IGW_ERR_CONFLICT, IGW_ERR_EXPIRED, IGW_ERR_TOO_LARGE, IGW_ERR_MEDIA_TYPE, IGW_ERR_CAPACITY, IGW_ERR_NOT_IMPLEMENTED, IGW_ERR_UNAVAILABLE, IGW_ERR_UNKNOWN_OUTCOME, IGW_ERR_INTERNAL};
 
 static int route_decode_recordings_query(igw_json *j, void *out) { return igw_decode_RecordingsQuery(j, out); }
 static void route_encode_recordings_query(igw_jw *w, const void *in) { igw_encode_RecordingsQuery(w, in); }
@@ -9527,7 +9528,7 @@ const igw_route_def igw_routes[IGW_ROUTE__COUNT] = {
         .decode = route_decode_commands,
         .encode = route_encode_commands,
         .errors = errors_commands,
-        .nerrors = 12,
+        .nerrors = 13,
     },
     [IGW_ROUTE_RECORDINGS_QUERY] = {
         .id = IGW_ROUTE_RECORDINGS_QUERY,

@@ -19,6 +19,7 @@ enum {
     IGW_METHOD_SESSION = 1u << 1, /* a session command: carried out by the session engine that owns the session */
     IGW_METHOD_RECEIPT = 1u << 2, /* its replays go to the engine too: a pending one is answered from the runtime's receipt */
     IGW_METHOD_READS = 1u << 3, /* the engine reads the endpoint, an earlier acceptance and the rights itself: no read before */
+    IGW_METHOD_RETAINED = 1u << 4, /* a replay past the retention window (doorbell_retention_ms) is refused: expired */
 };
 
 /* The handlers of /commands' methods. */

@@ -469,6 +469,7 @@ static void *worker_start(void *arg, unsigned index, uint16_t port, struct st_h2
     /* /commands' domain; no database, no login: the route is never reached. */
     w->commands = (igw_command_env){.db = w->ndb ? w->db[0] : NULL, .models = w->models, .pending = app->pending,
                                     .mqtt = &app->mqtt, .timeout_ms = app->cfg.command_timeout_ms,
+                                    .retention_ms = app->cfg.doorbell_retention_ms,
                                     .engine = &app->engine, .back = {.post = back_to_worker, .ctx = w}};
     return w;
 fail:

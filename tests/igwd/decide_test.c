@@ -99,6 +99,52 @@ static void test_preflight_talk(void)
     CHECK(live_preflight_refuses(row(IGW_Purpose_ipcTalk), 0, &c, &r));
 }
 
+/* A ring: the capability must list its camera (not_found), then the
+ * door-bell's preflights (parameter: the door-bell, microphone, speaker). */
+static void test_ring_refusals(void)
+{
+    live_refusal r = {0};
+    igw_MediaCamera cam = {.has = IGW_MediaCamera__REQUIRED, .cameraId = igw_str_of("cam-1")};
+    igw_MediaCapability c = cap(true, true);
+    c.has |= IGW_MediaCapability_cameras;
+    c.cameras = (igw_MediaCamera_list){&cam, 1};
+    const igw_purpose *d = row(IGW_Purpose_doorbell);
+    CHECK(live_ring_refuses(d, NULL, igw_str_of("cam-1"), &r) && r.cls == IGW_ERR_NOT_FOUND, "%s", r.reason);
+    CHECK(live_ring_refuses(d, &c, igw_str_of("cam-2"), &r) && r.cls == IGW_ERR_NOT_FOUND &&
+              strcmp(r.path, "/params/cameraId") == 0, "%s %s", r.reason, r.path);
+    CHECK(live_ring_refuses(d, &c, igw_str_of("cam-1"), &r) && r.cls == IGW_ERR_PARAMETER &&
+              strstr(r.reason, "doorbell") != NULL && strcmp(r.path, "/params/cameraId") == 0,
+          "%s %s", r.reason, r.path); /* no door-bell reported: absent is not true */
+    c.has |= IGW_MediaCapability_doorbell;
+    c.doorbell = true;
+    CHECK(!live_ring_refuses(d, &c, igw_str_of("cam-1"), &r));
+    c.speaker = false;
+    CHECK(live_ring_refuses(d, &c, igw_str_of("cam-1"), &r) && strstr(r.reason, "speaker") != NULL, "%s", r.reason);
+}
+
+/* The door-bell's session: ringing only from none; accept needs the first
+ * accept's guard; an accept on a session past ringing is refused. */
+static void test_ringing_machine(void)
+{
+    igw_err err = IGW_ERR_OK;
+    CHECK(igw_session_next(IGW_SESSION_NONE, IGW_SESSION_ON_RING, 0, &err) == IGW_SESSION_RINGING);
+    CHECK(igw_session_next(IGW_SESSION_RINGING, IGW_SESSION_ON_ACCEPT, IGW_SESSION_IF_FIRSTACCEPT, &err) ==
+          IGW_SESSION_INVITED);
+    err = IGW_ERR_OK;
+    CHECK(igw_session_next(IGW_SESSION_RINGING, IGW_SESSION_ON_ACCEPT, 0, &err) == IGW_SESSION_RINGING);
+    CHECK(err == IGW_ERR_CONFLICT);
+    CHECK(igw_session_next(IGW_SESSION_RINGING, IGW_SESSION_ON_DECLINE, 0, &err) == IGW_SESSION_ENDED);
+    err = IGW_ERR_OK;
+    igw_sm_result m = igw_sm_fire(&igw_sm_session, IGW_SESSION_ESTABLISHED, IGW_SESSION_ON_ACCEPT,
+                                  IGW_SESSION_IF_FIRSTACCEPT);
+    CHECK(!m.ok && m.err == IGW_ERR_CONFLICT && m.reason && strstr(m.reason, "not ringing") != NULL);
+    CHECK(igw_ring_next(IGW_RING_RINGING, IGW_RING_ON_ACCEPT, IGW_RING_IF_FIRSTACCEPT, &err) == IGW_RING_ESTABLISHED);
+    err = IGW_ERR_OK;
+    CHECK(igw_ring_next(IGW_RING_ESTABLISHED, IGW_RING_ON_ACCEPT, IGW_RING_IF_FIRSTACCEPT, &err) ==
+          IGW_RING_ESTABLISHED);
+    CHECK(err == IGW_ERR_CONFLICT); /* answered: no second winner */
+}
+
 /* The read's refusals in their order: endpoint, rights, camera. */
 static void test_open_refusals(void)
 {
@@ -259,6 +305,7 @@ int main(void)
         CHECK_CASE(test_negotiated),      CHECK_CASE(test_session_machine), CHECK_CASE(test_track_machine),
         CHECK_CASE(test_playback_machine), CHECK_CASE(test_every_purpose),
         CHECK_CASE(test_may_publish),     CHECK_CASE(test_rights_hold),     CHECK_CASE(test_capacity),
+        CHECK_CASE(test_ring_refusals),   CHECK_CASE(test_ringing_machine),
     };
     CHECK_RUN_ALL(cases);
     return check_summary("decide_test");

@@ -6,7 +6,8 @@
 # (the camera's picture and microphone down, a WebAudio tone up to the
 # camera's speaker, whose levels igw-vcam logs), the others answered
 # elsewhere; declines, no answer, a ring joining the one ringing, the
-# refusals; then the race (tests/igwd/doorbell_race.mjs): rings each
+# refusals; every clause of the replay rules (tests/igwd/doorbell_replay.mjs);
+# then the race (tests/igwd/doorbell_race.mjs): rings each
 # answered by three endpoints at once, exactly one winner every time. In
 # network and PID namespaces of its own (tests/media/lib.sh), with its own
 # PostgreSQL, Redis and Mosquitto. Afterwards the database: every ring and
@@ -33,15 +34,21 @@ KEY=$IGW_VAR/jwt.key
 # The second user may answer the camera too: a grant.
 "$IGWCTL" grant --db "$IGW_PG_DSN" --user "$(j .otherUser.userId)" --product "$(j .device.productID)" \
     --device "$(j .device.deviceName)" >/dev/null || fail "igwctl grant"
-# A ring nobody answers ends after 4 s here (30 s by default).
+# A ring nobody answers ends after 4 s here (30 s by default); a decision's
+# retry after 3 s is refused (10 minutes by default).
 igw_start IGW_THREADS=2 IGW_PG_DSN="$IGW_PG_DSN" IGW_JWT_KEY_FILE="$KEY" IGW_NODE_ID=doorbell-node \
     IGW_MQTT_HOST=127.0.0.1 IGW_MQTT_PORT="$IGW_MQTT_PORT" IGW_MQTT_PASSWORD_FILE="$IGW_MQTT_PASSWORD_FILE" \
     IGW_MQTT_CLIENT_ID=igwd-doorbell-test IGW_MEDIA_ADDRESS="$IGW_NETNS_ADDR" IGW_LOG_LEVEL=${DOORBELL_LOG_LEVEL:-info} \
-    IGW_DOORBELL_RING_TIMEOUT_MS=4000 IGW_MAX_SESSIONS_PER_USER=0
+    IGW_DOORBELL_RING_TIMEOUT_MS=4000 IGW_DOORBELL_RETENTION_MS=3000 IGW_INVITE_TIMEOUT_MS=10000 IGW_MAX_SESSIONS_PER_USER=0
 if ! IGW_BASE=http://127.0.0.1:$PORT IGW_VCAM=$VCAM IGW_DEMO=$DEMO IGW_SPEAKER_LOG=$TMP/speaker.jsonl \
     IGW_PG_DSN=$IGW_PG_DSN node "$ROOT/tests/igwd/doorbell_test.mjs"; then
     grep -A60 -m1 'ERROR: AddressSanitizer\|runtime error' "$TMP/igwd.err" >&2
     fail "doorbell_test.mjs"
+fi
+if ! IGW_BASE=http://127.0.0.1:$PORT IGW_DEMO=$DEMO IGW_PG_DSN=$IGW_PG_DSN IGW_RETENTION_MS=3000 \
+    node "$ROOT/tests/igwd/doorbell_replay.mjs"; then
+    grep -A60 -m1 'ERROR: AddressSanitizer\|runtime error' "$TMP/igwd.err" >&2
+    fail "doorbell_replay.mjs"
 fi
 if ! IGW_BASE=http://127.0.0.1:$PORT IGW_DEMO=$DEMO IGW_RACES=${DOORBELL_RACES:-200} \
     node "$ROOT/tests/igwd/doorbell_race.mjs"; then

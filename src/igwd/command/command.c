@@ -90,9 +90,14 @@ static void ledger_cmd(const cmd *c, igw_ledger_cmd *lc)
                            .known = c->known[0] ? c->known : NULL, .version = c->ver};
 }
 
-static void on_replayed(void *arg, const char *err)
+static void on_replayed(void *arg, const char *err, bool window_passed)
 {
     cmd *c = arg;
+    if (window_passed) { /* replay rule 1: a door-bell decision's retry after its window */
+        finish(c, IGW_ERR_EXPIRED, "the retry came after the retention window (doorbell_retention_ms): nothing redelivered",
+               IGW_PATH_command_msgToken);
+        return;
+    }
     if (err)
         igw_log(IGW_LOG_WARN, c->rid, "commands: replay: %s", err);
     /* The answer is the acceptance only; the result comes as an event (the
@@ -106,6 +111,8 @@ static void again(cmd *c, const char *stored_fp)
 {
     igw_ledger_cmd lc;
     ledger_cmd(c, &lc);
+    if (c->m && (c->m->traits & IGW_METHOD_RETAINED))
+        lc.window_ms = c->env.retention_ms;
     int rc = igw_ledger_repeat(c->env.db, &lc, stored_fp, on_replayed, c);
     if (rc == IGW_LEDGER_REPLAY)
         return;

@@ -50,6 +50,7 @@ typedef struct igw_command_env {
     igw_pending *pending;      /* the process's published device commands (NULL: replies are looked up) */
     _Atomic(igw_mqtt *) *mqtt; /* the broker's client, NULL inside while there is none */
     unsigned timeout_ms;       /* a device command's deadline from its acceptance */
+    unsigned retention_ms;     /* a `retained` method's replay window (doorbell_retention_ms) */
     igw_engine *const *engine; /* session commands: the node's engine, read at each use (NULL inside: none) */
     igw_engine_back back;      /* how its answers come back to this worker */
 } igw_command_env;

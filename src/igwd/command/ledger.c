@@ -217,7 +217,8 @@ static void on_replayed(void *arg, const igw_outbox_result *r)
 {
     ledger_call lc = *(ledger_call *)arg;
     free(arg);
-    lc.cb.replay(lc.arg, r->status == IGW_OUTBOX_OK ? NULL : r->err ? r->err : "no such command");
+    lc.cb.replay(lc.arg, r->status == IGW_OUTBOX_OK ? NULL : r->err ? r->err : "no such command",
+                 r->status == IGW_OUTBOX_WINDOW_PASSED);
 }
 
 int igw_ledger_repeat(igw_db *db, const igw_ledger_cmd *c, const char *stored_fp, igw_ledger_replay_cb cb, void *arg)
@@ -226,7 +227,8 @@ int igw_ledger_repeat(igw_db *db, const igw_ledger_cmd *c, const char *stored_fp
         return IGW_LEDGER_CONFLICT;
     igw_outbox_command oc = {.enterprise_id = c->enterprise_id, .user_id = c->user_id, .endpoint_id = c->endpoint,
                              .session_id = c->session_id, .method = c->method, .msg_token = c->msg_token,
-                             .fingerprint = c->fp->md, .fingerprint_len = sizeof c->fp->md};
+                             .fingerprint = c->fp->md, .fingerprint_len = sizeof c->fp->md,
+                             .window_ms = c->window_ms};
     ledger_call *lc = call_new(arg);
     if (!lc)
         return -2;

@@ -57,6 +57,7 @@ typedef struct igw_ledger_cmd {
     const char *now;                         /* wall clock, ms */
     const char *known;   /* read: the model version the caller has parsed; NULL: none */
     const char *version; /* write: the model version the command was checked against */
+    int64_t window_ms;   /* repeat: a replay this long after the acceptance is refused (0: never) */
 } igw_ledger_cmd;
 
 /* The read's answer. `ok` false: it failed (err says why), nothing else holds. */
@@ -107,10 +108,12 @@ typedef enum igw_ledger_again {
     IGW_LEDGER_CONFLICT, /* a different command under a used msgToken */
 } igw_ledger_again;
 
-/* Called once a replay was handed to the outbox (spec replay rule 2); err
- * non-NULL when that failed (the acceptance stands: the result comes as an
- * event, the same delivery, a new one after an ack, or none once expired). */
-typedef void (*igw_ledger_replay_cb)(void *arg, const char *err);
+/* Called once a replay was handed to the outbox (spec replay rules 1 and
+ * 2); err non-NULL when that failed (the acceptance stands: the result
+ * comes as an event, the same delivery, a new one after an ack, or none
+ * once expired); window_passed: refused, the command's window_ms passed
+ * (replay rule 1: nothing redelivered). */
+typedef void (*igw_ledger_replay_cb)(void *arg, const char *err, bool window_passed);
 
 /* CONFLICT (nothing started, cb not called) when stored_fp is not c's;
  * else REPLAY and the replay is queued (cb called once), or, cb not

@@ -129,7 +129,7 @@ static const setting settings[] = {
      "notifications that end a session at once when its user loses the device (rightsRevoked), milliseconds"},
     {"doorbell_ring_timeout_ms", KIND_UINT, OFF(doorbell_ring_timeout_ms), 0, 1000, 300000, "30000",
      "a door-bell ring nobody accepted by then ends (noAnswer) and the camera gets a bye, milliseconds"},
-    {"doorbell_retention_ms", KIND_UINT, OFF(doorbell_retention_ms), 0, 10000, 86400000, "600000",
+    {"doorbell_retention_ms", KIND_UINT, OFF(doorbell_retention_ms), 0, 1000, 86400000, "600000",
      "a door-bell decision (interaction.control accept or decline) retried with its token within this window "
      "returns its original result; after it, the retry is refused (replay rule 1), milliseconds"},
     {"im_standin", KIND_BOOL, OFF(im_standin), 0, 0, 0, "false",

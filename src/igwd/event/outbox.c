@@ -184,20 +184,24 @@ static const igw_db_stmt st_ack = {
  * $6 msgToken, $7 fingerprint (bytea, binary), $8 the new deliveryId. The
  * head: the newest delivery to this endpoint, not redelivered, of the
  * earliest interaction.result event carrying the command's token. */
-enum { REPLAY_P_SESSION = EP_P_ENDPOINT + 1, REPLAY_P_METHOD, REPLAY_P_TOKEN, REPLAY_P_FP, REPLAY_P_DELIVERY, REPLAY_NP };
+enum {
+    REPLAY_P_SESSION = EP_P_ENDPOINT + 1, REPLAY_P_METHOD, REPLAY_P_TOKEN, REPLAY_P_FP, REPLAY_P_DELIVERY, REPLAY_P_WINDOW,
+    REPLAY_NP
+};
 enum {
     REPLAY_C_LIVE, REPLAY_C_COMMANDS, REPLAY_C_HEAD, REPLAY_C_HEAD_STATE, REPLAY_C_HEAD_EXPIRED, REPLAY_C_EVENT,
-    REPLAY_C_WATERMARK, REPLAY_C_EXPIRES, REPLAY_C_NEW, REPLAY_C_NEW_WATERMARK, REPLAY_C_NOTIFIED
+    REPLAY_C_WATERMARK, REPLAY_C_EXPIRES, REPLAY_C_NEW, REPLAY_C_NEW_WATERMARK, REPLAY_C_NOTIFIED, REPLAY_C_FRESH
 };
 static const igw_db_stmt st_replay = {
     "igw_outbox_replay",
     "WITH t AS (SELECT " IGW_SQL_NOW_MS " AS now_ms), " EP_CTE ", "
-    "cmd AS (SELECT c.msg_token FROM commands c JOIN ep ON ep.live "
+    "cmd AS (SELECT c.msg_token, ($9::bigint = 0 OR c.accepted_at > now() - $9::bigint * interval '1 millisecond') "
+    "               AS fresh FROM commands c JOIN ep ON ep.live "
     "        WHERE c.enterprise_id = $1::bigint AND c.endpoint_id = $3::text AND c.msg_token = $6::text "
     "          AND c.user_id = $2::bigint AND c.method = $5::text "
     "          AND c.session_id IS NOT DISTINCT FROM NULLIF($4::text, '') AND c.fingerprint = $7::bytea), "
     "head AS (SELECT d.delivery_id, d.event_id, d.state, d.watermark, d.expires_at_ms "
-    "         FROM cmd JOIN deliveries d ON d.endpoint_id = $3::text "
+    "         FROM cmd JOIN deliveries d ON d.endpoint_id = $3::text AND cmd.fresh "
     "         JOIN events e ON e.event_id = d.event_id AND e.msg_token = cmd.msg_token "
     "         WHERE e.body->>'method' = 'interaction.result' AND d.state <> '" ST_REDELIVERED "' "
     "         ORDER BY d.event_id, d.watermark DESC LIMIT 1), "
@@ -214,7 +218,7 @@ static const igw_db_stmt st_replay = {
     "ntf AS (SELECT pg_notify('" IGW_OUTBOX_CHANNEL "', ins.endpoint_id) FROM ins) "
     "SELECT ep.live, (SELECT count(*) FROM cmd), head.delivery_id, head.state, head.expires_at_ms <= t.now_ms, "
     "       head.event_id, head.watermark, head.expires_at_ms, ins.delivery_id, ins.watermark, "
-    "       (SELECT count(*) FROM ntf) "
+    "       (SELECT count(*) FROM ntf), (SELECT count(*) FROM cmd WHERE fresh) "
     "FROM t LEFT JOIN ep ON true LEFT JOIN head ON true LEFT JOIN ins ON true",
     REPLAY_NP};
 
@@ -417,6 +421,10 @@ static void done_replay(ctx *c, igw_outbox_result *r, const PGresult *res)
         return;
     if (num(res, 0, REPLAY_C_COMMANDS) == 0) {
         r->status = IGW_OUTBOX_NO_COMMAND;
+        return;
+    }
+    if (num(res, 0, REPLAY_C_FRESH) == 0) {
+        r->status = IGW_OUTBOX_WINDOW_PASSED;
         return;
     }
     const char *head = val(res, 0, REPLAY_C_HEAD);
@@ -685,10 +693,12 @@ int igw_outbox_replay(igw_db *db, const igw_outbox_command *cmd, igw_outbox_cb c
         free(c);
         return -1;
     }
-    char ent[24], usr[24];
+    char ent[24], usr[24], win[24];
     snprintf(ent, sizeof ent, "%" PRId64, cmd->enterprise_id);
     snprintf(usr, sizeof usr, "%" PRId64, cmd->user_id);
-    const char *v[REPLAY_NP] = {[EP_P_ENTERPRISE] = ent,
+    snprintf(win, sizeof win, "%" PRId64, cmd->window_ms > 0 ? cmd->window_ms : 0);
+    const char *v[REPLAY_NP] = {[REPLAY_P_WINDOW] = win,
+                                [EP_P_ENTERPRISE] = ent,
                                 [EP_P_USER] = usr,
                                 [EP_P_ENDPOINT] = cmd->endpoint_id,
                                 [REPLAY_P_SESSION] = cmd->session_id ? cmd->session_id : "",

@@ -73,6 +73,7 @@ typedef enum igw_outbox_status {
     IGW_OUTBOX_BAD_EVENT,        /* emit: body not a JSON object, or its msgToken/sessionId/eventSeq differ */
     IGW_OUTBOX_DUPLICATE,        /* emit: a delivery with the given delivery_id exists (a retry that had committed) */
     IGW_OUTBOX_NO_COMMAND,       /* replay: no command with exactly this identity */
+    IGW_OUTBOX_WINDOW_PASSED,    /* replay: its window_ms passed since the acceptance; nothing redelivered */
     IGW_OUTBOX_ERROR             /* database failure; err says why (logs only) */
 } igw_outbox_status;
 
@@ -121,6 +122,7 @@ typedef struct igw_outbox_command {
     const char *msg_token;
     const unsigned char *fingerprint; /* SHA-256 of the canonical command */
     size_t fingerprint_len;
+    int64_t window_ms; /* replay: refused (WINDOW_PASSED) this long after the acceptance; 0: never */
 } igw_outbox_command;
 
 typedef struct igw_outbox_result {

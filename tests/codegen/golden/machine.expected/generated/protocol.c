@@ -32,6 +32,6 @@ igw_proto_type igw_proto_type_of(igw_str s)
     return IGW_PROTO_T__NONE;
 }
 
-const char *const igw_proto_check_names[] = {"none", "properties", "pack", "event", "action", "subdevices", "session", "recordings"};
+const char *const igw_proto_check_names[] = {"none", "properties", "pack", "event", "action", "subdevices", "session", "recordings", "ring"};
 const char *const igw_proto_returns_names[] = {"none", "properties", "config"};
 

@@ -158,6 +158,6 @@ const igw_protocol igw_proto_dev = {
     .nrows = sizeof dev_rows / sizeof dev_rows[0],
 };
 
-const char *const igw_proto_check_names[] = {"none", "properties", "pack", "event", "action", "subdevices", "session", "recordings"};
+const char *const igw_proto_check_names[] = {"none", "properties", "pack", "event", "action", "subdevices", "session", "recordings", "ring"};
 const char *const igw_proto_returns_names[] = {"none", "properties", "config"};
 

@@ -21,6 +21,7 @@ typedef enum igw_proto_check {
     IGW_PROTO_CHECK_SUBDEVICES,
     IGW_PROTO_CHECK_SESSION,
     IGW_PROTO_CHECK_RECORDINGS,
+    IGW_PROTO_CHECK_RING,
 } igw_proto_check;
 
 /* What the reply's data carries (schema: `returns`). */

@@ -135,6 +135,70 @@ static void __attribute__((unused)) enc_StateData_playback(igw_jw *w, igw_StateD
         w->oom = true; /* not a value of the enum: output unusable */
 }
 
+/* Field index of a key of Target, or -1: length first, then memcmp. */
+static int key_Target(const char *k, size_t n)
+{
+    switch (n) {
+    case 9:
+        if (memcmp(k, "productID", 9) == 0)
+            return IGW_Target_F_productID;
+        break;
+    case 10:
+        if (memcmp(k, "deviceName", 10) == 0)
+            return IGW_Target_F_deviceName;
+        break;
+    default:
+        break;
+    }
+    return -1;
+}
+
+int igw_decode_Target(igw_json *j, igw_Target *o)
+{
+    igw_str k;
+    int more;
+    memset(o, 0, sizeof *o);
+    if (igw_json_object_begin(j))
+        return -1;
+    while ((more = igw_json_object_next(j, &k)) == 1) {
+        int f = key_Target(k.ptr, k.len);
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        o->has |= UINT64_C(1) << f;
+        switch (f) {
+        case IGW_Target_F_productID:
+            if (igw_json_string(j, &o->productID) || igw_decode_string_rules(j, o->productID, 1, 64, IGW_FORMAT_IDENTIFIER))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        case IGW_Target_F_deviceName:
+            if (igw_json_string(j, &o->deviceName) || igw_decode_string_rules(j, o->deviceName, 1, 64, IGW_FORMAT_IDENTIFIER))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        default:
+            break;
+        }
+    }
+    if (more < 0)
+        return -1;
+    if ((o->has & IGW_Target__REQUIRED) != IGW_Target__REQUIRED) {
+        if (!(o->has & IGW_Target_productID)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "productID", 9);
+        }
+        if (!(o->has & IGW_Target_deviceName)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "deviceName", 10);
+        }
+    }
+    return 0;
+}
+
 /* Field index of a key of StateData, or -1: length first, then memcmp. */
 static int key_StateData(const char *k, size_t n)
 {
@@ -144,16 +208,24 @@ static int key_StateData(const char *k, size_t n)
             return IGW_StateData_F_state;
         break;
     case 6:
+        if (memcmp(k, "target", 6) == 0)
+            return IGW_StateData_F_target;
         if (memcmp(k, "reason", 6) == 0)
             return IGW_StateData_F_reason;
         break;
     case 8:
         if (memcmp(k, "playback", 8) == 0)
             return IGW_StateData_F_playback;
+        if (memcmp(k, "cameraId", 8) == 0)
+            return IGW_StateData_F_cameraId;
         break;
     case 10:
         if (memcmp(k, "positionMs", 10) == 0)
             return IGW_StateData_F_positionMs;
+        break;
+    case 11:
+        if (memcmp(k, "inviteToken", 11) == 0)
+            return IGW_StateData_F_inviteToken;
         break;
     default:
         break;
@@ -186,6 +258,18 @@ int igw_decode_StateData(igw_json *j, igw_StateData *o)
             break;
         case IGW_StateData_F_state:
             if (enum_SessionState(j, &o->state))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        case IGW_StateData_F_inviteToken:
+            if (igw_json_string(j, &o->inviteToken) || igw_decode_string_rules(j, o->inviteToken, 1, 64, IGW_FORMAT_IDENTIFIER))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        case IGW_StateData_F_cameraId:
+            if (igw_json_string(j, &o->cameraId) || igw_decode_string_rules(j, o->cameraId, 1, 64, IGW_FORMAT_IDENTIFIER))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        case IGW_StateData_F_target:
+            if (igw_decode_Target(j, &o->target))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         case IGW_StateData_F_positionMs:
@@ -309,6 +393,16 @@ int igw_decode_StateEvent(igw_json *j, igw_StateEvent *o)
     return 0;
 }
 
+void igw_encode_Target(igw_jw *w, const igw_Target *o)
+{
+    igw_jw_object_begin(w);
+    igw_jw_key(w, "productID", 9);
+    igw_jw_string(w, o->productID.ptr, o->productID.len);
+    igw_jw_key(w, "deviceName", 10);
+    igw_jw_string(w, o->deviceName.ptr, o->deviceName.len);
+    igw_jw_object_end(w);
+}
+
 void igw_encode_StateData(igw_jw *w, const igw_StateData *o)
 {
     igw_jw_object_begin(w);
@@ -318,6 +412,18 @@ void igw_encode_StateData(igw_jw *w, const igw_StateData *o)
     }
     igw_jw_key(w, "state", 5);
     enc_SessionState(w, o->state);
+    if (o->has & IGW_StateData_inviteToken) {
+        igw_jw_key(w, "inviteToken", 11);
+        igw_jw_string(w, o->inviteToken.ptr, o->inviteToken.len);
+    }
+    if (o->has & IGW_StateData_cameraId) {
+        igw_jw_key(w, "cameraId", 8);
+        igw_jw_string(w, o->cameraId.ptr, o->cameraId.len);
+    }
+    if (o->has & IGW_StateData_target) {
+        igw_jw_key(w, "target", 6);
+        igw_encode_Target(w, &o->target);
+    }
     if (o->has & IGW_StateData_positionMs) {
         igw_jw_key(w, "positionMs", 10);
         igw_jw_int(w, o->positionMs);

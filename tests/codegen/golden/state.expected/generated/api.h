@@ -98,23 +98,51 @@ typedef struct igw_bool_list {
     uint32_t n;
 } igw_bool_list;
 
+/* Target */
+typedef struct igw_Target {
+    uint64_t has; /* IGW_Target_<field> bits of the fields present */
+    igw_str productID;
+    igw_str deviceName;
+} igw_Target;
+enum igw_Target_field {
+    IGW_Target_F_productID = 0,
+    IGW_Target_F_deviceName = 1,
+    IGW_Target__NFIELDS
+};
+#define IGW_Target_productID (UINT64_C(1) << IGW_Target_F_productID)
+#define IGW_Target_deviceName (UINT64_C(1) << IGW_Target_F_deviceName)
+#define IGW_Target__REQUIRED (IGW_Target_productID | IGW_Target_deviceName)
+typedef struct igw_Target_list {
+    igw_Target *v;
+    uint32_t n;
+} igw_Target_list;
+
 /* StateData */
 typedef struct igw_StateData {
     uint64_t has; /* IGW_StateData_<field> bits of the fields present */
     igw_StateData_playback playback;
     igw_SessionState state;
+    igw_str inviteToken;
+    igw_str cameraId;
+    igw_Target target;
     int64_t positionMs;
     igw_str reason;
 } igw_StateData;
 enum igw_StateData_field {
     IGW_StateData_F_playback = 0,
     IGW_StateData_F_state = 1,
-    IGW_StateData_F_positionMs = 2,
-    IGW_StateData_F_reason = 3,
+    IGW_StateData_F_inviteToken = 2,
+    IGW_StateData_F_cameraId = 3,
+    IGW_StateData_F_target = 4,
+    IGW_StateData_F_positionMs = 5,
+    IGW_StateData_F_reason = 6,
     IGW_StateData__NFIELDS
 };
 #define IGW_StateData_playback (UINT64_C(1) << IGW_StateData_F_playback)
 #define IGW_StateData_state (UINT64_C(1) << IGW_StateData_F_state)
+#define IGW_StateData_inviteToken (UINT64_C(1) << IGW_StateData_F_inviteToken)
+#define IGW_StateData_cameraId (UINT64_C(1) << IGW_StateData_F_cameraId)
+#define IGW_StateData_target (UINT64_C(1) << IGW_StateData_F_target)
 #define IGW_StateData_positionMs (UINT64_C(1) << IGW_StateData_F_positionMs)
 #define IGW_StateData_reason (UINT64_C(1) << IGW_StateData_F_reason)
 #define IGW_StateData__REQUIRED (IGW_StateData_state)
@@ -180,6 +208,8 @@ typedef struct igw_StateEvent_list {
 /* Each decoder reads one object of its type at the scanner's position, strictly
  * (see docs/schema-language.md); 0 or -1 with the failure in the scanner.
  * Each encoder writes the object with fields in schema order. */
+int igw_decode_Target(igw_json *j, igw_Target *out);
+void igw_encode_Target(igw_jw *w, const igw_Target *in);
 int igw_decode_StateData(igw_json *j, igw_StateData *out);
 void igw_encode_StateData(igw_jw *w, const igw_StateData *in);
 int igw_decode_StateEvent(igw_json *j, igw_StateEvent *out);

@@ -6,8 +6,9 @@
  *
  * IGW_SQL_STATE_EVENTS(DID) follows a CTE `upd` returning, per changed
  * session, sid (text), ep (its endpoint), seq (its new event_seq, bigint),
- * state, playback and pos (a playback's phase and position; NULL: none)
- * and reason (NULL: none). For those whose endpoint is live it inserts the
+ * state, playback and pos (a playback's phase and position; NULL: none),
+ * reason (NULL: none), and invite, camera, pid and dn (a ringing event's
+ * inviteToken, cameraId and target; NULL: none). For those whose endpoint is live it inserts the
  * event, msgToken "<sid>.<seq>", and its delivery with deliveryId DID (an
  * SQL expression, text), and notifies the endpoints; CTEs go, b (b.body:
  * the event's text), ev, dl and ntf can be counted after. Event ids are
@@ -17,7 +18,7 @@
 #define IGW_GENERATED_STATE_SQL_H
 
 #define IGW_SQL_STATE_EVENTS(DID) \
-    "go AS MATERIALIZED (SELECT u.sid, u.ep, u.seq, u.state, u.playback, u.pos, u.reason, p.expires_at_ms AS exp, " \
+    "go AS MATERIALIZED (SELECT u.ep, u.sid, u.seq, u.state, u.playback, u.pos, u.reason, u.invite, u.camera, u.pid, u.dn, p.expires_at_ms AS exp, " \
     "        nextval(pg_get_serial_sequence('events', 'event_id')) AS event_id, u.sid || '.' || u.seq AS token, " \
     "        " DID " AS did " \
     "    FROM upd u JOIN endpoints p ON p.endpoint_id = u.ep " \
@@ -30,6 +31,11 @@
     "        || ',\"data\":' || '{' || ltrim(''" \
     "        || CASE WHEN go.playback IS NULL THEN '' ELSE ',\"playback\":' || to_json(go.playback::text)::text END" \
     "        || ',\"state\":' || to_json(go.state::text)::text" \
+    "        || CASE WHEN go.invite IS NULL THEN '' ELSE ',\"inviteToken\":' || to_json(go.invite::text)::text END" \
+    "        || CASE WHEN go.camera IS NULL THEN '' ELSE ',\"cameraId\":' || to_json(go.camera::text)::text END" \
+    "        || CASE WHEN go.pid IS NULL THEN '' ELSE ',\"target\":' || '{'" \
+    "        || '\"productID\":' || to_json(go.pid::text)::text" \
+    "        || ',\"deviceName\":' || to_json(go.dn::text)::text || '}' END" \
     "        || CASE WHEN go.pos IS NULL THEN '' ELSE ',\"positionMs\":' || go.pos::bigint::text END" \
     "        || CASE WHEN go.reason IS NULL THEN '' ELSE ',\"reason\":' || to_json(go.reason::text)::text END, ',') || '}' || '}' " \
     "        AS body FROM go), " \

@@ -62,6 +62,7 @@ CREATE INDEX samples_color_count_idx ON samples (color, count);
 CREATE INDEX samples_seen_at_idx ON samples (seen_at) WHERE lang IS NULL;
 CREATE INDEX samples_name_idx ON samples (name) WHERE parent_id IS NOT NULL;
 CREATE INDEX samples_lamp_seen_at_idx ON samples (lamp, seen_at) WHERE lamp <> 'on';
+CREATE UNIQUE INDEX samples_name_seen_at_key ON samples (name, seen_at) WHERE lamp = 'on';
 -- Listeners drop their copy of the sample.
 -- NOTIFY sample_named with the primary key of each row inserted, deleted or updated in (name, color) or its key.
 CREATE FUNCTION samples_notify_sample_named() RETURNS trigger LANGUAGE plpgsql AS $$

@@ -172,18 +172,79 @@ async function main() {
     const est = await wa.state(ws, 'established');
     c.check(est, 'winner: established');
 
-    // ---- the winner hangs up: the ring ends, the camera gets its bye ---------------------------------
+    // ---- handover: the call moves to another user's endpoint, the camera never stops ----------------
+    // The target: the granted user's endpoint, or the owner's other one when the granted user won.
+    const target2 = w === 2 ? owner1 : other;
+    const hargs = w === 2 ? { endpointId: owner1.ep, userId: String(DEMO.user.userId) } : { userId: String(DEMO.otherUser.userId) };
+    r = await wa.command({ msgToken: token('h'), method: 'interaction.control', sessionId: ws,
+        params: { operation: 'handover', args: { endpointId: wa.ep } } });
+    c.check(r.status === 400 && !r.body.data.accepted, `a handover to its own endpoint is refused (${JSON.stringify(r.body)})`);
+    // A user without rights on the camera: nobody rings, a failure result, nothing changed.
+    const third = await app(DEMO.thirdUser);
+    const tn = token('h');
+    await accepted(c, wa, { msgToken: tn, method: 'interaction.control', sessionId: ws,
+        params: { operation: 'handover', args: { userId: String(DEMO.thirdUser.userId) } } }, 'handover to a user without rights');
+    const tnr = await wa.result(tn);
+    c.check(tnr && tnr.code === 100404, `a handover to a user without rights fails (${JSON.stringify(tnr)})`);
+    c.check(!(await third.wait((e) => e.data && e.data.state === 'ringing', 300)), 'a user without rights never rings');
+    const hoFrom = cam.stderr().length;
+    const levelFrom = Date.now();
+    await target2.pull();
+    const tmark = target2.events.length;
+    const th = token('handover');
+    await accepted(c, wa, { msgToken: th, method: 'interaction.control', sessionId: ws, params: { operation: 'handover', args: hargs } },
+        'handover');
+    const hres = await wa.result(th);
+    c.check(hres && hres.code === 200 && hres.data.result && hres.data.result.operation === 'handover',
+        `the handover's result (${JSON.stringify(hres)})`);
+    const hring = await ringing(target2, 5000, tmark);
+    c.check(hring && hring.data.inviteToken && hring.sessionId !== ws, `the target rings with a session of its own (${JSON.stringify(hring)})`);
+    const ta = await control(target2, hring.sessionId, 'accept', hring.data.inviteToken);
+    const tres = await target2.result(ta.t);
+    c.check(tres && tres.code === 200 && tres.data.state === 'invited', `the target accepts (${JSON.stringify(tres)})`);
+    r = await wa.command({ msgToken: token('x'), method: 'interaction.mediaState', sessionId: ws, params: { mediaRevision: 1, state: 'connected' } });
+    c.check(r.status === 200, 'the old controller keeps its call until the target is established');
+    const v2 = await newViewer(browser);
+    const offer2 = await v2.offerPublish(660);
+    const to2 = token('offer');
+    await accepted(c, target2, { msgToken: to2, method: 'interaction.mediaOffer', sessionId: hring.sessionId,
+        params: { mediaRevision: 1, webrtc: { iceMode: 'full', sdp: offer2 } } }, 'target: mediaOffer');
+    const ans2 = await target2.result(to2, 15000);
+    c.check(ans2 && ans2.code === 200 && ans2.data.webrtc, 'target: answered');
+    await v2.setAnswer(ans2.data.webrtc.sdp);
+    const st2 = await v2.waitFor((x) => x.framesDecoded > 0 && x.audioPackets > 0, 15000).catch((e) => e.stats);
+    c.check(st2 && st2.framesDecoded > 0, `target: sees the camera (${JSON.stringify(st2)})`);
+    await accepted(c, target2, { msgToken: token('state'), method: 'interaction.mediaState', sessionId: hring.sessionId,
+        params: { mediaRevision: 1, state: 'connected' } }, 'target: mediaState connected');
+    c.check(await target2.state(hring.sessionId, 'established'), 'target: established');
+    const oldEnded = await endedOf(wa, ws, 1500);
+    c.check(oldEnded.length === 1 && oldEnded[0].data.reason === 'handedOver',
+        `the old controller: exactly one ended, handedOver (${JSON.stringify(oldEnded)})`);
+    r = await wa.command({ msgToken: token('x'), method: 'interaction.control', sessionId: ws, params: { operation: 'handover', args: hargs } });
+    c.check(r.status === 409 && /handedOver/.test(r.body.data.reason) && !r.body.data.accepted,
+        `the old session controls nothing any more (${JSON.stringify(r.body)})`);
+    c.check(sql(`SELECT state || ',' || controller FROM rings WHERE ring_id = '${rr.session}'`) === `established,${hring.sessionId}`,
+        'the anchor stays established, the target controls it');
+    c.check(!/bye/.test(cam.stderr().slice(hoFrom)), 'the camera got no bye during the handover');
+    // The camera's speaker heard the call throughout: no gap in its level lines.
+    const lv = levels(levelFrom);
+    let gap = 0;
+    for (let i = 1; i < lv.length; i++) gap = Math.max(gap, lv[i].at_ms - lv[i - 1].at_ms);
+    c.check(lv.length > 10 && gap < 1000, `the camera's audio level is continuous through the handover (${lv.length} lines, largest gap ${gap} ms)`);
+    await v.close().catch(() => {});
+
+    // ---- the controller hangs up: the ring ends, the camera gets its bye --------------------------------
     const byeFrom = cam.stderr().length;
-    await accepted(c, wa, { msgToken: token('end'), method: 'interaction.end', sessionId: ws, params: { reason: 'userHangup' } },
-        'winner: end');
-    const end = await wa.state(ws, 'ended');
-    c.check(end && end.data.reason === 'userHangup', `winner: ended userHangup (${JSON.stringify(end)})`);
+    await accepted(c, target2, { msgToken: token('end'), method: 'interaction.end', sessionId: hring.sessionId,
+        params: { reason: 'userHangup' } }, 'controller: end');
+    const end = await target2.state(hring.sessionId, 'ended');
+    c.check(end && end.data.reason === 'userHangup', `controller: ended userHangup (${JSON.stringify(end)})`);
     for (let i = 0; i < 50 && !/bye/.test(cam.stderr().slice(byeFrom)); i++) await sleep(100);
     c.check(/bye/.test(cam.stderr().slice(byeFrom)), 'the camera got its bye');
     for (let i = 0; i < 50 && sql(`SELECT state FROM rings WHERE ring_id = '${rr.session}'`) !== 'ended'; i++) await sleep(100);
     c.check(sql(`SELECT state || ',' || reason FROM rings WHERE ring_id = '${rr.session}'`) === 'ended,userHangup',
         'the ring\'s row: ended with its controller\'s reason');
-    await v.close().catch(() => {});
+    await v2.close().catch(() => {});
 
     // ---- everybody declines: the ring ends declined --------------------------------------------------
     for (const a of apps) await a.pull();

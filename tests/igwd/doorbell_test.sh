@@ -61,9 +61,9 @@ wait_for 10 eval '[ "$(psql_q "SELECT count(*) FROM rings WHERE state <> '"'"'en
 CASE="database: no session is left live"
 wait_for 10 eval '[ "$(psql_q "SELECT count(*) FROM sessions WHERE state <> '"'"'ended'"'"'")" = 0 ]' ||
     fail "$CASE: $(psql_q "SELECT session_id, state FROM sessions WHERE state <> 'ended'")"; ok
-CASE="database: an answered ring has exactly one winner, its controller, and every other session answered elsewhere"
+CASE="database: an answered ring has exactly one controller at its end, every other session answered elsewhere, declined or handed over"
 [ "$(psql_q "SELECT count(*) FROM rings r WHERE r.answered_at IS NOT NULL AND (r.controller IS NULL OR
-       (SELECT count(*) FROM sessions s WHERE s.ring_id = r.ring_id AND s.reason NOT IN ('answeredElsewhere', 'declined')) <> 1
+       (SELECT count(*) FROM sessions s WHERE s.ring_id = r.ring_id AND s.reason NOT IN ('answeredElsewhere', 'declined', 'handedOver')) <> 1
        OR NOT EXISTS (SELECT 1 FROM sessions s WHERE s.session_id = r.controller AND s.ring_id = r.ring_id))")" = 0 ] ||
     fail "$CASE: $(psql_q "SELECT r.ring_id, r.controller, string_agg(s.reason, ',') FROM rings r JOIN sessions s ON s.ring_id = r.ring_id GROUP BY 1, 2 LIMIT 5")"; ok
 CASE="metrics: rings counted by how their ringing ended"

@@ -57,6 +57,10 @@ struct ring {
     bool declined;        /* one of them declined */
     bool ending;
     char controller[LIVE_ID_MAX + 1]; /* the session in control once answered */
+    /* A handover: the controller that asked (it keeps the call until its
+     * target's session is established), and when its targets stop ringing. */
+    char handing[LIVE_ID_MAX + 1];
+    int64_t handover_deadline_ms; /* monotonic; 0: no target rings */
     live_leg *leg;        /* the camera's leg it holds, or NULL */
 };
 
@@ -115,11 +119,11 @@ static const igw_db_stmt st_ring_end = {
     "  AND EXISTS (SELECT 1 FROM nodes n WHERE n.node_id = $3::text AND n.epoch = $4::bigint)",
     RE__N};
 
-static void on_ring_end(void *arg, const PGresult *res, const char *err)
+static void on_ring_write(void *arg, const PGresult *res, const char *err)
 {
     char *id = arg;
     if (!res)
-        igw_log(IGW_LOG_ERROR, NULL, "doorbell: ring %s: its end not stored: %s", id, err);
+        igw_log(IGW_LOG_ERROR, NULL, "doorbell: ring %s: its row not stored: %s", id, err);
     free(id);
 }
 
@@ -142,7 +146,7 @@ static void ring_end(igw_engine *e, ring *r, const char *reason, igw_ByeReason b
     epoch_text(e, epoch, sizeof epoch);
     char *id = strdup(r->id);
     const char *v[RE__N] = {[RE_RING] = r->id, [RE_REASON] = reason, [RE_NODE] = e->node_id, [RE_EPOCH] = epoch};
-    if (!id || igw_db_exec(e->db, &st_ring_end, v, NULL, NULL, on_ring_end, id) != 0) {
+    if (!id || igw_db_exec(e->db, &st_ring_end, v, NULL, NULL, on_ring_write, id) != 0) {
         igw_log(IGW_LOG_ERROR, NULL, "doorbell: ring %s: its end not stored (queue full)", r->id);
         free(id);
     }
@@ -234,39 +238,70 @@ static const igw_db_stmt st_ring_read = {
  * form). $1 pid, $2 dn, $3 camera, $4 ring id, $5 the device's msgToken,
  * $6 node, $7 epoch, $8 deadline (Unix ms), $9 establish deadline. */
 #define NEW_ID "rtrim(translate(encode(uuid_send(gen_random_uuid()), 'base64'), '+/', '-_'), '=')"
+/* The live endpoints that may answer device ($1, $2): of an active user of
+ * the device's active enterprise, its owner or granted it (the purpose's
+ * access: owner, grant), narrowed by EXTRA; the oldest first, bounded. */
+#define RING_CANDIDATES(EXTRA)                                                                                      \
+    "dev AS (SELECT d.enterprise_id, d.owner_user_id FROM devices d "                                               \
+    "        JOIN enterprises x ON x.enterprise_id = d.enterprise_id AND x.active "                                 \
+    "        WHERE d.product_id = $1::text AND d.device_name = $2::text), "                                         \
+    "cand AS (SELECT p.endpoint_id, p.user_id, p.enterprise_id FROM dev "                                           \
+    "         JOIN endpoints p ON p.enterprise_id = dev.enterprise_id "                                             \
+    "         JOIN users u ON u.user_id = p.user_id AND u.enterprise_id = dev.enterprise_id AND u.active "         \
+    "         WHERE p.expires_at_ms > " IGW_SQL_NOW_MS " " EXTRA                                                    \
+    "           AND (p.user_id = dev.owner_user_id OR EXISTS (SELECT 1 FROM device_grants g "                      \
+    "                WHERE g.product_id = $1::text AND g.device_name = $2::text AND g.user_id = p.user_id)) "     \
+    "         ORDER BY p.created_at, p.endpoint_id LIMIT " RING_ENDPOINTS_MAX "), "
+/* Its ringing sessions on ring r (a CTE with ring_id) with $1 pid, $2 dn,
+ * $3 camera, node NODE, epoch EPOCH, deadline DEADLINE, and their events;
+ * then the rows of the new sessions (FO_COL_*). */
+#define RING_SESSIONS(NODE, EPOCH, DEADLINE)                                                                        \
+    "upd AS (INSERT INTO sessions (session_id, enterprise_id, user_id, endpoint_id, state, event_seq, media_revision, " \
+    "                              product_id, device_name, purpose, camera_id, owner_node, owner_epoch, "          \
+    "                              deadline_ms, ring_id, invite_token) "                                           \
+    "        SELECT " NEW_ID ", c.enterprise_id, c.user_id, c.endpoint_id, 'ringing', 1, 1, $1::text, $2::text, "   \
+    "               'doorbell', $3::text, " NODE ", " EPOCH ", " DEADLINE ", r.ring_id, " NEW_ID " FROM cand c, r "  \
+    "        RETURNING session_id AS sid, endpoint_id AS ep, event_seq AS seq, state, NULL::text AS playback, "     \
+    "                  NULL::bigint AS pos, NULL::text AS reason, invite_token AS invite, camera_id AS camera, "   \
+    "                  product_id AS pid, device_name AS dn, enterprise_id AS ent, user_id AS usr), "             \
+    IGW_SQL_STATE_EVENTS(NEW_ID)                                                                                   \
+    "SELECT (SELECT count(*) FROM r), (SELECT count(*) FROM me), u.sid, u.ep, u.ent, u.usr, u.invite, "             \
+    "       (SELECT count(*) FROM dl) "                                                                             \
+    "FROM (SELECT 1) one LEFT JOIN upd u ON true"
 enum { FO_PID, FO_DN, FO_CAM, FO_RING, FO_TOKEN, FO_NODE, FO_EPOCH, FO_DEADLINE, FO__N };
 enum { FO_COL_RING, FO_COL_ME, FO_COL_SID, FO_COL_EP, FO_COL_ENT, FO_COL_USER, FO_COL_INVITE };
 static const igw_db_stmt st_fan_out = {
     "igw_doorbell_fan_out",
     "WITH me AS (SELECT 1 FROM nodes n WHERE n.node_id = $6::text AND n.epoch = $7::bigint FOR SHARE), "
-    "dev AS (SELECT d.enterprise_id, d.owner_user_id FROM devices d "
-    "        JOIN enterprises x ON x.enterprise_id = d.enterprise_id AND x.active "
-    "        WHERE d.product_id = $1::text AND d.device_name = $2::text), "
-    "cand AS (SELECT p.endpoint_id, p.user_id, p.enterprise_id FROM dev "
-    "         JOIN endpoints p ON p.enterprise_id = dev.enterprise_id "
-    "         JOIN users u ON u.user_id = p.user_id AND u.enterprise_id = dev.enterprise_id AND u.active "
-    "         WHERE p.expires_at_ms > " IGW_SQL_NOW_MS
-    "           AND (p.user_id = dev.owner_user_id OR EXISTS (SELECT 1 FROM device_grants g "
-    "                WHERE g.product_id = $1::text AND g.device_name = $2::text AND g.user_id = p.user_id)) "
-    "         ORDER BY p.created_at, p.endpoint_id LIMIT " RING_ENDPOINTS_MAX "), "
+    RING_CANDIDATES("")
     "r AS (INSERT INTO rings (ring_id, enterprise_id, product_id, device_name, camera_id, msg_token, state, "
     "                         owner_node, owner_epoch, deadline_ms, endpoints) "
     "      SELECT $4::text, dev.enterprise_id, $1::text, $2::text, $3::text, $5::text, 'ringing', $6::text, "
     "             $7::bigint, $8::bigint, (SELECT count(*) FROM cand) FROM dev WHERE EXISTS (SELECT 1 FROM me) "
     "      ON CONFLICT (product_id, device_name, camera_id) WHERE state = 'ringing' DO NOTHING RETURNING ring_id), "
-    "upd AS (INSERT INTO sessions (session_id, enterprise_id, user_id, endpoint_id, state, event_seq, media_revision, "
-    "                              product_id, device_name, purpose, camera_id, owner_node, owner_epoch, "
-    "                              deadline_ms, ring_id, invite_token) "
-    "        SELECT " NEW_ID ", c.enterprise_id, c.user_id, c.endpoint_id, 'ringing', 1, 1, $1::text, $2::text, "
-    "               'doorbell', $3::text, $6::text, $7::bigint, $8::bigint, r.ring_id, " NEW_ID " FROM cand c, r "
-    "        RETURNING session_id AS sid, endpoint_id AS ep, event_seq AS seq, state, NULL::text AS playback, "
-    "                  NULL::bigint AS pos, NULL::text AS reason, invite_token AS invite, camera_id AS camera, "
-    "                  product_id AS pid, device_name AS dn, enterprise_id AS ent, user_id AS usr), "
-    IGW_SQL_STATE_EVENTS(NEW_ID)
-    "SELECT (SELECT count(*) FROM r), (SELECT count(*) FROM me), u.sid, u.ep, u.ent, u.usr, u.invite, "
-    "       (SELECT count(*) FROM dl) "
-    "FROM (SELECT 1) one LEFT JOIN upd u ON true",
+    RING_SESSIONS("$6::text", "$7::bigint", "$8::bigint"),
     FO__N};
+
+/* The ringing sessions of a statement's rows (FO_COL_*) on ring r. */
+static void ring_sessions_add(igw_engine *e, ring *r, const PGresult *res)
+{
+    for (int i = 0; i < PQntuples(res); i++) {
+        if (PQgetisnull(res, i, FO_COL_SID))
+            continue; /* nobody may answer */
+        bell *b = calloc(1, sizeof *b);
+        if (!b)
+            continue; /* its row: the ring's end or the restart sweep ends it */
+        snprintf(b->ring, sizeof b->ring, "%s", r->id);
+        snprintf(b->invite, sizeof b->invite, "%s", PQgetvalue(res, i, FO_COL_INVITE));
+        b->ringing = true;
+        live_session_init in = {.id = PQgetvalue(res, i, FO_COL_SID), .endpoint = PQgetvalue(res, i, FO_COL_EP),
+                                .enterprise_id = strtoll(PQgetvalue(res, i, FO_COL_ENT), NULL, 10),
+                                .user_id = strtoll(PQgetvalue(res, i, FO_COL_USER), NULL, 10),
+                                .purpose = IGW_Purpose_doorbell, .pdata = b, .ringing = true};
+        if (live_session_new(e, &in))
+            r->ringing++;
+    }
+}
 
 static void ring_read(ring_req *q);
 
@@ -310,22 +345,7 @@ static void on_fan_out(void *arg, const PGresult *res, const char *err)
     r->next = be->rings;
     be->rings = r;
     live_add(&e->n_rings, 1);
-    for (int i = 0; i < PQntuples(res); i++) {
-        if (PQgetisnull(res, i, FO_COL_SID))
-            continue; /* nobody may answer */
-        bell *b = calloc(1, sizeof *b);
-        if (!b)
-            continue; /* its row: the ring's end or the restart sweep ends it */
-        snprintf(b->ring, sizeof b->ring, "%s", r->id);
-        snprintf(b->invite, sizeof b->invite, "%s", PQgetvalue(res, i, FO_COL_INVITE));
-        b->ringing = true;
-        live_session_init in = {.id = PQgetvalue(res, i, FO_COL_SID), .endpoint = PQgetvalue(res, i, FO_COL_EP),
-                                .enterprise_id = strtoll(PQgetvalue(res, i, FO_COL_ENT), NULL, 10),
-                                .user_id = strtoll(PQgetvalue(res, i, FO_COL_USER), NULL, 10),
-                                .purpose = IGW_Purpose_doorbell, .pdata = b, .ringing = true};
-        if (live_session_new(e, &in))
-            r->ringing++;
-    }
+    ring_sessions_add(e, r, res);
     igw_log(IGW_LOG_INFO, NULL, "doorbell: ring %s: %s/%s camera %s rings %u endpoints", r->id, r->pid, r->dn, r->cam,
             r->ringing);
     ring_answer(q, IGW_ERR_OK, NULL, r->id, false);
@@ -455,19 +475,48 @@ static bool bell_device(igw_engine *e, const igw_engine_uplink *u, live_device_d
     return true;
 }
 
+/* ---- the controller's row ---------------------------------------------------------------- */
+
+/* $1 ring, $2 controller, $3 node, $4 epoch. */
+enum { RC_RING, RC_CONTROLLER, RC_NODE, RC_EPOCH, RC__N };
+static const igw_db_stmt st_ring_controller = {
+    "igw_doorbell_ring_controller",
+    "UPDATE rings r SET controller = $2::text WHERE r.ring_id = $1::text AND r.state = 'established' "
+    "  AND r.owner_node = $3::text AND r.owner_epoch = $4::bigint "
+    "  AND EXISTS (SELECT 1 FROM nodes n WHERE n.node_id = $3::text AND n.epoch = $4::bigint)",
+    RC__N};
+
+static void ring_controller_write(igw_engine *e, ring *r)
+{
+    char epoch[24];
+    epoch_text(e, epoch, sizeof epoch);
+    char *id = strdup(r->id);
+    const char *v[RC__N] = {[RC_RING] = r->id, [RC_CONTROLLER] = r->controller, [RC_NODE] = e->node_id,
+                            [RC_EPOCH] = epoch};
+    if (!id || igw_db_exec(e->db, &st_ring_controller, v, NULL, NULL, on_ring_write, id) != 0) {
+        igw_log(IGW_LOG_ERROR, NULL, "doorbell: ring %s: its controller not stored (queue full)", r->id);
+        free(id);
+    }
+}
+
 /* ---- interaction.control: accept, decline ---------------------------------------------- */
 
 /* The decision: the ring's row moves to established only from ringing (the
- * first accept, whatever the worker or node), and with it the winner's
- * session from ringing to invited with its state event. $1 ring, $2
- * session, $3 node, $4 epoch, $5 deliveryId. */
-enum { DC_RING, DC_SID, DC_NODE, DC_EPOCH, DC_DID, DC__N };
+ * first accept, whatever the worker or node), or, for a handover's target,
+ * changes its controller only from the one that handed over (the first
+ * target's accept); with it the winner's session from ringing to invited
+ * with its state event. $1 ring, $2 session, $3 node, $4 epoch, $5
+ * deliveryId, $6 the controller handing over ('' for a ring). */
+enum { DC_RING, DC_SID, DC_NODE, DC_EPOCH, DC_DID, DC_HANDING, DC__N };
 enum { DC_COL_WON, DC_COL_MOVED };
 static const igw_db_stmt st_decide = {
     "igw_doorbell_decide",
     "WITH me AS (SELECT 1 FROM nodes n WHERE n.node_id = $3::text AND n.epoch = $4::bigint FOR SHARE), "
-    "r AS (UPDATE rings r SET state = 'established', controller = $2::text, answered_at = now(), deadline_ms = NULL "
-    "      WHERE r.ring_id = $1::text AND r.state = 'ringing' AND EXISTS (SELECT 1 FROM me) RETURNING r.ring_id), "
+    "r AS (UPDATE rings r SET state = 'established', controller = $2::text, "
+    "             answered_at = COALESCE(r.answered_at, now()), deadline_ms = NULL "
+    "      WHERE r.ring_id = $1::text AND EXISTS (SELECT 1 FROM me) "
+    "        AND (r.state = 'ringing' OR ($6::text <> '' AND r.state = 'established' AND r.controller = $6::text)) "
+    "      RETURNING r.ring_id), "
     "upd AS (UPDATE sessions s SET state = 'invited', event_seq = s.event_seq + 1, updated_at = now() "
     "        WHERE s.session_id = $2::text AND s.ring_id = $1::text AND s.state = 'ringing' "
     "          AND s.owner_node = $3::text AND s.owner_epoch = $4::bigint AND EXISTS (SELECT 1 FROM r) "
@@ -557,11 +606,17 @@ static void on_decide(void *arg, const PGresult *res, const char *err)
     s->deadline_ms = igw_clock_ms() + e->cfg.establish_timeout_ms;
     if (r) {
         r->ringing--;
+        if (r->state == IGW_RING_RINGING) {
+            live_add(&e->n_rings_answered, 1);
+            live_add(&e->answer_ms_sum, igw_clock_ms() - r->rang_ms);
+            igw_log(IGW_LOG_INFO, NULL, "doorbell: ring %s answered by session %s (%s)", r->id, s->id, x->token);
+        } else { /* a handover's target: the old controller keeps the call until this one is established */
+            r->handover_deadline_ms = 0;
+            igw_log(IGW_LOG_INFO, NULL, "doorbell: ring %s handed over from session %s to %s (%s)", r->id, r->handing,
+                    s->id, x->token);
+        }
         r->state = IGW_RING_ESTABLISHED;
         snprintf(r->controller, sizeof r->controller, "%s", s->id);
-        live_add(&e->n_rings_answered, 1);
-        live_add(&e->answer_ms_sum, igw_clock_ms() - r->rang_ms);
-        igw_log(IGW_LOG_INFO, NULL, "doorbell: ring %s answered by session %s (%s)", r->id, s->id, x->token);
     }
     control_result(e, s, x->token, IGW_ERR_OK, NULL, "accept", x->ring,
                    igw_sm_session.states[IGW_SESSION_INVITED]);
@@ -604,8 +659,9 @@ static void accept_done(live_op *o, live_session *s)
     snprintf(x->token, sizeof x->token, "%s", o->token);
     snprintf(x->endpoint, sizeof x->endpoint, "%s", s->endpoint);
     epoch_text(e, epoch, sizeof epoch);
-    const char *v[DC__N] = {[DC_RING] = b->ring, [DC_SID] = s->id, [DC_NODE] = e->node_id, [DC_EPOCH] = epoch,
-                            [DC_DID] = did};
+    ring *r = ring_find(e, b->ring);
+    const char *v[DC__N] = {[DC_RING] = b->ring, [DC_SID] = s->id,  [DC_NODE] = e->node_id, [DC_EPOCH] = epoch,
+                            [DC_DID] = did,      [DC_HANDING] = r ? r->handing : ""};
     b->deciding = true;
     if (igw_db_exec(e->db, &st_decide, v, NULL, NULL, on_decide, x) != 0) {
         b->deciding = false;
@@ -627,6 +683,131 @@ static void decline_done(live_op *o, live_session *s)
     live_session_end(o->e, s, "declined");
 }
 
+/* ---- interaction.control: handover ------------------------------------------------------- */
+
+/* The handover's targets ring: their sessions on the ring, while its row
+ * is established and still controlled by the caller. $1 pid, $2 dn, $3
+ * camera, $4 ring, $5 node, $6 epoch, $7 deadline (Unix ms), $8 the
+ * caller's session, $9 the target user, $10 one endpoint of theirs or '',
+ * $11 the caller's endpoint (never a target). */
+enum { HO_PID, HO_DN, HO_CAM, HO_RING, HO_NODE, HO_EPOCH, HO_DEADLINE, HO_CALLER, HO_USER, HO_EP, HO_SELF, HO__N };
+static const igw_db_stmt st_handover = {
+    "igw_doorbell_handover",
+    "WITH me AS (SELECT 1 FROM nodes n WHERE n.node_id = $5::text AND n.epoch = $6::bigint FOR SHARE), "
+    RING_CANDIDATES("AND p.user_id = $9::bigint AND ($10::text = '' OR p.endpoint_id = $10::text) "
+                    "AND p.endpoint_id <> $11::text")
+    "r AS (SELECT r.ring_id FROM rings r WHERE r.ring_id = $4::text AND r.state = 'established' "
+    "      AND r.controller = $8::text AND EXISTS (SELECT 1 FROM me) FOR UPDATE), "
+    RING_SESSIONS("$5::text", "$6::bigint", "$7::bigint"),
+    HO__N};
+
+typedef struct handover_ctx {
+    igw_engine *e;
+    char sid[LIVE_ID_MAX + 1], ring[LIVE_ID_MAX + 1], token[LIVE_TOKEN_MAX + 1], endpoint[LIVE_ID_MAX + 1];
+} handover_ctx;
+
+static void on_handover(void *arg, const PGresult *res, const char *err)
+{
+    handover_ctx *x = arg;
+    igw_engine *e = x->e;
+    live_session *s = live_session_find(e, x->sid);
+    ring *r = ring_find(e, x->ring);
+    int cls = IGW_ERR_OK;
+    const char *why = NULL;
+    if (!res) {
+        igw_log(IGW_LOG_WARN, NULL, "doorbell: session %s: the handover failed: %s", x->sid, err);
+        cls = IGW_ERR_UNAVAILABLE;
+        why = "the handover could not be stored: hand over again";
+    } else if (PQntuples(res) < 1 || strcmp(PQgetvalue(res, 0, FO_COL_RING), "1") != 0 || !s || !r ||
+               strcmp(r->controller, x->sid) != 0) {
+        cls = IGW_ERR_CONFLICT;
+        why = "this session no longer controls the call";
+    } else if (PQgetisnull(res, 0, FO_COL_SID)) {
+        cls = IGW_ERR_NOT_FOUND;
+        why = "no live endpoint of the target may answer the camera";
+    }
+    if (cls != IGW_ERR_OK) {
+        if (r && !strcmp(r->handing, x->sid) && !r->ringing)
+            r->handing[0] = '\0';
+        igw_ResultData d = {0};
+        live_session_result(e, x->sid, x->endpoint, x->token, IGW_CommandMethod_interaction_control, cls, why, &d);
+        free(x);
+        return;
+    }
+    ring_sessions_add(e, r, res);
+    r->handover_deadline_ms = igw_clock_ms() + e->cfg.doorbell_ring_timeout_ms;
+    igw_log(IGW_LOG_INFO, NULL, "doorbell: ring %s: session %s hands over, %u endpoint(s) ring", r->id, s->id, r->ringing);
+    control_result(e, s, x->token, IGW_ERR_OK, NULL, "handover", r->id, igw_sm_session.states[s->state]);
+    free(x);
+}
+
+static void handover_done(live_op *o, live_session *s)
+{
+    igw_engine *e = o->e;
+    bell *b = bell_of(s);
+    ring *r = ring_find(e, b->ring);
+    if (!r || strcmp(r->controller, s->id) != 0 || r->handing[0]) {
+        control_result(e, s, o->token, IGW_ERR_CONFLICT,
+                       r && r->handing[0] ? "a handover of this call is ringing already"
+                                          : "only the session that controls the call hands it over",
+                       "handover", b->ring, NULL);
+        return;
+    }
+    handover_ctx *x = calloc(1, sizeof *x);
+    char epoch[24], deadline[24], user[24];
+    if (!x) {
+        control_result(e, s, o->token, IGW_ERR_INTERNAL, "out of memory", "handover", b->ring, NULL);
+        return;
+    }
+    *x = (handover_ctx){.e = e};
+    snprintf(x->sid, sizeof x->sid, "%s", s->id);
+    snprintf(x->ring, sizeof x->ring, "%s", r->id);
+    snprintf(x->token, sizeof x->token, "%s", o->token);
+    snprintf(x->endpoint, sizeof x->endpoint, "%s", s->endpoint);
+    epoch_text(e, epoch, sizeof epoch);
+    snprintf(deadline, sizeof deadline, "%" PRId64, igw_wall_ms() + (int64_t)e->cfg.doorbell_ring_timeout_ms);
+    snprintf(user, sizeof user, "%" PRId64, o->arg1);
+    const char *v[HO__N] = {[HO_PID] = r->pid,       [HO_DN] = r->dn,        [HO_CAM] = r->cam,
+                            [HO_RING] = r->id,       [HO_NODE] = e->node_id, [HO_EPOCH] = epoch,
+                            [HO_DEADLINE] = deadline, [HO_CALLER] = s->id,   [HO_USER] = user,
+                            [HO_EP] = o->text,       [HO_SELF] = s->endpoint};
+    snprintf(r->handing, sizeof r->handing, "%s", s->id); /* no second handover meanwhile */
+    if (igw_db_exec(e->db, &st_handover, v, NULL, NULL, on_handover, x) != 0) {
+        r->handing[0] = '\0';
+        free(x);
+        control_result(e, s, o->token, IGW_ERR_UNAVAILABLE, "busy: hand over again", "handover", b->ring, NULL);
+    }
+}
+
+/* args: userId (another user with rights on the device: every live
+ * endpoint of theirs rings) and/or endpointId (one endpoint: the caller's
+ * own user's unless userId names another); never the caller's endpoint. */
+static void handover(live_op *o, live_session *s, const igw_HandoverArgs *a)
+{
+    bell *b = bell_of(s);
+    ring *r = ring_find(o->e, b->ring);
+    if (s->state == IGW_SESSION_RINGING || !r || strcmp(r->controller, s->id) != 0) {
+        live_op_refuse(o, IGW_ERR_CONFLICT, "only the session that controls the call hands it over",
+                       IGW_PATH_command_params_operation);
+        return;
+    }
+    o->arg1 = o->user_id;
+    if (a->has & IGW_HandoverArgs_userId) {
+        char buf[24];
+        snprintf(buf, sizeof buf, "%.*s", (int)a->userId.len, a->userId.ptr);
+        o->arg1 = strtoll(buf, NULL, 10); /* UserId: a canonical safe integer (the decoder's) */
+    }
+    o->text[0] = '\0';
+    if (a->has & IGW_HandoverArgs_endpointId)
+        snprintf(o->text, sizeof o->text, "%.*s", (int)a->endpointId.len, a->endpointId.ptr);
+    if (o->arg1 == o->user_id && (!o->text[0] || !strcmp(o->text, s->endpoint))) {
+        live_op_refuse(o, IGW_ERR_PARAMETER, "the target is this endpoint: name another endpoint or another user",
+                       o->text[0] ? IGW_PATH_command_params_args_endpointId : IGW_PATH_command_params_args_userId);
+        return;
+    }
+    live_op_accept(o, handover_done);
+}
+
 void igw_doorbell_control(live_op *o)
 {
     live_session *s = live_session_find(o->e, o->sid);
@@ -643,7 +824,7 @@ void igw_doorbell_control(live_op *o)
         return;
     }
     if (p->operation == IGW_ControlOperation_handover) {
-        live_op_refuse(o, IGW_ERR_NOT_IMPLEMENTED, "handover is not implemented yet", IGW_PATH_command_params_operation);
+        handover(o, s, &p->args.handover);
         return;
     }
     bool accept = p->operation == IGW_ControlOperation_accept;
@@ -684,6 +865,20 @@ static void bell_answered(igw_engine *e, live_session *s)
         igw_log(IGW_LOG_WARN, NULL, "doorbell: session %s: its microphone not opened: %s", s->id, err);
 }
 
+/* A handover's target is established: the old controller's session ends,
+ * once (handedOver); the anchor and its leg go on untouched. */
+static void bell_established(igw_engine *e, live_session *s)
+{
+    bell *b = bell_of(s);
+    ring *r = b ? ring_find(e, b->ring) : NULL;
+    if (!r || !r->handing[0] || strcmp(r->controller, s->id) != 0)
+        return;
+    live_session *old = live_session_find(e, r->handing);
+    r->handing[0] = '\0';
+    if (old)
+        live_session_end(e, old, "handedOver");
+}
+
 static void bell_end(igw_engine *e, live_session *s, const char *reason)
 {
     bell *b = bell_of(s);
@@ -697,10 +892,29 @@ static void bell_end(igw_engine *e, live_session *s, const char *reason)
         if (r->state == IGW_RING_RINGING && !r->ringing)
             ring_end(e, r, r->declined ? "declined" : "noAnswer",
                      r->declined ? IGW_ByeReason_declined : IGW_ByeReason_noAnswer);
+        else if (r->state == IGW_RING_ESTABLISHED && !r->ringing && !strcmp(r->controller, r->handing))
+            r->handing[0] = '\0'; /* nobody took the handover: the controller keeps the call */
         return;
     }
-    if (!strcmp(r->controller, s->id)) /* the call's controller left: the call ends */
-        ring_end(e, r, reason, IGW_ByeReason_hungUp);
+    if (r->handing[0] && !strcmp(r->handing, s->id)) {
+        /* The controller that handed over left: its target's session has
+         * the call already, or nobody took it and the call ends. */
+        r->handing[0] = '\0';
+        if (!strcmp(r->controller, s->id))
+            ring_end(e, r, reason, IGW_ByeReason_hungUp);
+        return;
+    }
+    if (strcmp(r->controller, s->id) != 0)
+        return;
+    if (r->handing[0] && live_session_find(e, r->handing)) {
+        /* A handover's target failed before it was established: the old
+         * controller keeps the call (the row says so again). */
+        snprintf(r->controller, sizeof r->controller, "%s", r->handing);
+        r->handing[0] = '\0';
+        ring_controller_write(e, r);
+        return;
+    }
+    ring_end(e, r, reason, IGW_ByeReason_hungUp); /* the call's controller left: the call ends */
 }
 
 static void bell_tick(igw_engine *e, int64_t now_ms)
@@ -708,8 +922,18 @@ static void bell_tick(igw_engine *e, int64_t now_ms)
     bell_engine *b = e->pstate[IGW_Purpose_doorbell];
     for (ring *r = b ? b->rings : NULL, *n; r; r = n) {
         n = r->next;
-        if (r->state == IGW_RING_RINGING && now_ms >= r->deadline_ms)
+        if (r->state == IGW_RING_RINGING && now_ms >= r->deadline_ms) {
             ring_end(e, r, "noAnswer", IGW_ByeReason_noAnswer);
+        } else if (r->handover_deadline_ms && now_ms >= r->handover_deadline_ms) {
+            /* Nobody took the handover: its targets stop ringing. */
+            r->handover_deadline_ms = 0;
+            for (live_session *s = e->sessions, *sn; s; s = sn) {
+                sn = s->next;
+                bell *sb = bell_of(s);
+                if (sb && sb->ringing && !strcmp(sb->ring, r->id))
+                    live_session_end(e, s, "noAnswer");
+            }
+        }
     }
 }
 
@@ -729,6 +953,7 @@ const struct igw_purpose_hooks igw_purpose_doorbell = {
     .check = bell_check,
     .establish_on_flow = true,
     .answered = bell_answered,
+    .established = bell_established,
     .end = bell_end,
     .tick = bell_tick,
     .device = bell_device,

@@ -60,6 +60,7 @@ igw is starting at $base (Ctrl-C stops it; make stop stops the services)
   decoder:  curl -s -X POST -H 'content-type: application/json' -d '{"endpointId":"e","limit":99}' $base/api/v1/im/interaction/events
   metrics:  curl -s $base/metrics
   camera:   the demo camera $(jq -r .camera.cameraId "$var/demo.json") runs as build/igw-vcam (var/log/vcam.log), recording into $var/recordings; media on $media
+  ring:     kill -USR1 \$(cat $pidfile)   (the demo camera's door-bell: the console rings, Accept or Decline; docs/doorbell.md)
 Services: PostgreSQL $IGW_PG_DSN, Redis $IGW_REDIS_HOST:$IGW_REDIS_PORT, MQTT $IGW_MQTT_HOST:$IGW_MQTT_PORT
 Demo tenant, login token and device credentials: $var/demo.json
 

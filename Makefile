@@ -168,7 +168,7 @@ link = @mkdir -p $(@D) && echo "  LINK $@" && $(CC) $1 -o $@ $(filter %.o,$^) $(
         test-nodes-own test-presence test-live test-talk test-doorbell test-recordings test-sql test-console \
         test-ops test-mqttauth test-openapi test-media-unit fuzz-smoke fuzz \
         test-catalog-decide test-edge-decide test-call-decide test-routes-decide \
-        bench-decode bench-edge bench-app bench-media bench-srtp bench-live bench-talk bench-recordings \
+        bench-decode bench-edge bench-app bench-media bench-srtp bench-live bench-talk bench-recordings bench-doorbell \
         bench-smoke
 
 all: $(BUILD)/igw-gen $(BUILD)/igwctl $(BUILD)/igwd $(BUILD)/igw-mqtt-auth.so $(BUILD)/igw-vcam
@@ -623,6 +623,11 @@ bench-media: deps-bench $(BENCH)/igw-media-host
 bench-live: deps-bench all $(BENCH)/igwd $(BENCH)/igw-media-host $(BENCH)/igw-live-viewers
 	tests/bench/bench_live.sh $(BENCH)/igwd $(BUILD)/igwctl $(BUILD)/igw-vcam $(BENCH)/igw-media-host \
 	    $(BENCH)/igw-live-viewers
+
+# The door-bell (issue 25): ring to the ringing event at 10 endpoints, accept
+# to the first frame in Chromium, 200 rings raced by three accepts each.
+bench-doorbell: deps-bench all $(BENCH)/igwd
+	tests/bench/bench_doorbell.sh $(BENCH)/igwd $(BUILD)/igwctl $(BUILD)/igw-vcam
 
 # The conference audio permission (issue 16): /talk/audio-access set and read at
 # 1000/s on a live call, beside call.lua's bare EVALSHA at the same rate; then

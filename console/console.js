@@ -49,6 +49,7 @@ const state = {
         gen: 0,           // raised at every query: an older answer is dropped
     },
     pb: null,             // the playback: {sessionId, mediaRevision, pc, rec, phase, ...}
+    bell: null,           // the door-bell: {sessionId, inviteToken, state, pc, mic, mediaRevision}
 };
 
 // ---- HTTP -----------------------------------------------------------------
@@ -270,7 +271,9 @@ function onSessionState(ev) {
     const d = ev.data || {};
     const shown = `${d.state}${d.reason ? ' (' + d.reason + ')' : ''} eventSeq ${ev.eventSeq}`;
     const talk = state.talk.session;
-    if (state.pb && ev.sessionId === state.pb.sessionId) {
+    if (d.state === 'ringing' || (state.bell && ev.sessionId === state.bell.sessionId)) {
+        onBellState(ev);
+    } else if (state.pb && ev.sessionId === state.pb.sessionId) {
         onPlaybackState(ev);
     } else if (state.live && ev.sessionId === state.live.sessionId) {
         $('session-state').textContent = shown;
@@ -707,6 +710,142 @@ async function openTalk() {
     }
 }
 
+// ---- door-bell ------------------------------------------------------------------
+//
+// A ring arrives as interaction.state ringing on a session of our own, with
+// its inviteToken; Accept sends interaction.control accept with it (the
+// first accept wins; the others end answeredElsewhere), then the peer: the
+// camera's video received, our microphone on one sendrecv audio m-line to
+// its speaker (docs/doorbell.md).
+
+function bellStatus(text, refused) {
+    $('bell-status').textContent = text;
+    $('bell-status').className = refused ? 'failed' : '';
+}
+
+function bellButtons() {
+    const b = state.bell;
+    const st = b ? b.state : '';
+    $('bell-accept').disabled = st !== 'ringing';
+    $('bell-decline').disabled = st !== 'ringing';
+    $('bell-hangup').disabled = st !== 'invited' && st !== 'established';
+    $('bell-handover').disabled = st !== 'invited' && st !== 'established';
+}
+
+function onBellState(ev) {
+    const d = ev.data || {};
+    if (d.state === 'ringing') {
+        if (state.bell && state.bell.pc) return; // in a call: another ring shows in the log only
+        state.bell = { sessionId: ev.sessionId, inviteToken: d.inviteToken, state: 'ringing', pc: null, mic: null,
+                       mediaRevision: 1 };
+        const t = d.target || {};
+        $('bell-who').textContent = `${t.productID}/${t.deviceName} camera ${d.cameraId}`;
+        $('bell-session-id').textContent = ev.sessionId;
+        bellStatus('ringing: accept or decline');
+    } else {
+        state.bell.state = d.state;
+        if (d.state === 'ended') {
+            stopBellPeer();
+            bellStatus(`ended: ${d.reason}`, d.reason !== 'userHangup');
+        }
+    }
+    $('bell-state').textContent = `${d.state}${d.reason ? ' (' + d.reason + ')' : ''} eventSeq ${ev.eventSeq}`;
+    bellButtons();
+}
+
+function stopBellPeer() {
+    const b = state.bell;
+    if (b && b.pc) {
+        b.pc.close();
+        b.pc = null;
+        $('bell-peer-state').textContent = 'closed';
+    }
+    if (b && b.mic) {
+        for (const track of b.mic.getTracks()) track.stop();
+        b.mic = null;
+        $('bell-mic').textContent = 'off';
+    }
+}
+
+// The microphone, or a silent track when the page has none (the call is
+// two-way all the same: the camera then hears silence).
+async function bellMic() {
+    if (navigator.mediaDevices && navigator.mediaDevices.getUserMedia) {
+        try {
+            return await navigator.mediaDevices.getUserMedia({ audio: true, video: false });
+        } catch (err) {
+            showError('microphone', err);
+        }
+    }
+    const ctx = new AudioContext();
+    return ctx.createMediaStreamDestination().stream;
+}
+
+async function bellDecide(operation) {
+    const b = state.bell;
+    try {
+        if (!b || b.state !== 'ringing') throw new Error('nothing rings');
+        const sessionId = b.sessionId;
+        if (operation === 'decline') {
+            const c = await command('interaction.control', { sessionId }, { operation, args: { inviteToken: b.inviteToken } });
+            expectOk('decline', await c.result);
+            return;
+        }
+        b.mic = await bellMic();
+        $('bell-mic').textContent = b.mic.getAudioTracks()[0].label || 'on';
+        const c = await command('interaction.control', { sessionId }, { operation, args: { inviteToken: b.inviteToken } });
+        const data = expectOk('accept', await c.result);
+        b.state = data.state || 'invited';
+        bellButtons();
+        bellStatus('answered: connecting');
+        const pc = new RTCPeerConnection({ bundlePolicy: 'max-bundle', rtcpMuxPolicy: 'require' });
+        b.pc = pc;
+        pc.addTransceiver('video', { direction: 'recvonly' });
+        pc.addTransceiver(b.mic.getAudioTracks()[0], { direction: 'sendrecv', streams: [b.mic] });
+        const picture = new MediaStream();
+        pc.ontrack = (e) => {
+            if (e.track.kind === 'audio') {
+                $('bell-audio').srcObject = new MediaStream([e.track]);
+            } else {
+                picture.addTrack(e.track);
+                $('bell-video').srcObject = picture;
+            }
+        };
+        await negotiate(b, pc, 'bell-peer-state', (r) => (b.mediaRevision = r));
+    } catch (err) {
+        showError(`door-bell ${operation}`, err);
+        bellStatus(`${operation} refused: ${reasonOf(err)}`, true);
+        if (operation === 'accept') stopBellPeer();
+    }
+}
+
+async function bellHandover() {
+    const b = state.bell;
+    try {
+        if (!b) throw new Error('no call');
+        const args = {};
+        if ($('bell-to-user').value.trim()) args.userId = $('bell-to-user').value.trim();
+        if ($('bell-to-endpoint').value.trim()) args.endpointId = $('bell-to-endpoint').value.trim();
+        const c = await command('interaction.control', { sessionId: b.sessionId }, { operation: 'handover', args });
+        expectOk('handover', await c.result);
+        bellStatus('handing over: the target rings; this call goes on until it answers');
+    } catch (err) {
+        showError('handover', err);
+        bellStatus(`handover refused: ${reasonOf(err)}`, true);
+    }
+}
+
+async function bellHangup() {
+    const b = state.bell;
+    try {
+        if (!b) throw new Error('no call');
+        const c = await command('interaction.end', { sessionId: b.sessionId }, { reason: 'userHangup' });
+        expectOk('interaction.end', await c.result);
+    } catch (err) {
+        showError('hang up', err);
+    }
+}
+
 // ---- recordings -----------------------------------------------------------------
 //
 // The camera's catalog: /recordings/query with a window of at most 24 h
@@ -1020,6 +1159,10 @@ $('live-open').addEventListener('click', openLiveView);
 $('live-pause').addEventListener('click', () => trackControl('pause'));
 $('live-resume').addEventListener('click', () => trackControl('resume'));
 $('live-end').addEventListener('click', endLiveView);
+$('bell-accept').addEventListener('click', () => bellDecide('accept'));
+$('bell-decline').addEventListener('click', () => bellDecide('decline'));
+$('bell-hangup').addEventListener('click', bellHangup);
+$('bell-handover').addEventListener('click', bellHandover);
 $('talk-start').addEventListener('click', startCall);
 $('talk-join').addEventListener('click', joinCall);
 $('talk-open').addEventListener('click', openTalk);

@@ -250,6 +250,15 @@ void *igw_decode_grow(igw_json *j, void *v, uint32_t n, uint32_t *cap, uint32_t 
 
 int igw_decode_hold(igw_json *j, igw_str *raw)
 {
+    if (igw_json_peek(j) != '{') {
+        igw_json probe = *j; /* the object's own refusal, without moving j */
+        (void)igw_json_object_begin(&probe);
+        j->err = probe.err;
+        j->reason = probe.reason;
+        j->err_offset = probe.err_offset;
+        memcpy(j->path, probe.path, sizeof j->path);
+        return -1;
+    }
     size_t left = (size_t)(j->end - j->p);
     unsigned depth = j->max_depth > j->depth ? j->max_depth - j->depth : 0;
     return igw_json_value(j, IGW_JSON_RFC8259, depth, left, raw);

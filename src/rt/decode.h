@@ -60,8 +60,10 @@ int igw_decode_free(igw_json *j, bool object, unsigned max_depth, size_t max_byt
  * or NULL after recording NOMEM. */
 void *igw_decode_grow(igw_json *j, void *v, uint32_t n, uint32_t *cap, uint32_t max, size_t size);
 
-/* Skips any value, validating only its grammar, and returns its bytes; used
- * to hold a discriminated value until its discriminator is known. */
+/* Skips an object, validating only its grammar, and returns its bytes; used
+ * to hold a discriminated value (every case is an object: the schema's
+ * rule) until its discriminator is known. Anything but an object fails here,
+ * in document order (null: NULL, another value: TYPE), as its decode would. */
 int igw_decode_hold(igw_json *j, igw_str *raw);
 
 /* Decodes a held value with `fn` as if it were met at the current position:

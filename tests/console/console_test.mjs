@@ -100,6 +100,28 @@ async function liveViewTest(page) {
     chk.check((await text(page, '#peer-state')) === 'closed', 'live view: the peer closed at the end');
 }
 
+// The door-bell (--live, IGW_VCAM_PID the camera): the camera rings
+// (SIGUSR1), the page shows who rang with Accept and Decline, accepts (its
+// microphone: Chromium's fake one), plays the camera's video, reaches
+// established, hangs up: ended (userHangup).
+async function doorbellTest(page) {
+    process.kill(Number(process.env.IGW_VCAM_PID), 'SIGUSR1');
+    await page.waitForFunction(() => !document.getElementById('bell-accept').disabled, null, WAIT);
+    chk.check(new RegExp(`^${product}/${device} camera ${camera}$`).test(await text(page, '#bell-who')) &&
+        /^ringing eventSeq 1$/.test(await text(page, '#bell-state')), 'door-bell: the page shows who rang, ringing');
+    await page.click('#bell-accept');
+    await page.waitForFunction(() => /^established/.test(document.getElementById('bell-state').textContent), null, WAIT);
+    await page.waitForFunction(() => {
+        const v = document.getElementById('bell-video');
+        return v.videoWidth > 0 && v.currentTime > 0.5 && !v.paused;
+    }, null, WAIT);
+    chk.check((await text(page, '#bell-peer-state')) === 'connected', 'door-bell: answered, the camera\'s video plays');
+    chk.check(!(await page.$eval('#bell-handover', (e) => e.disabled)), 'door-bell: handover offered during the call');
+    await page.click('#bell-hangup');
+    await page.waitForFunction(() => /^ended \(userHangup\)/.test(document.getElementById('bell-state').textContent), null, WAIT);
+    chk.check((await text(page, '#bell-peer-state')) === 'closed', 'door-bell: the peer closed at the end');
+}
+
 // Talk (--talk; igw-vcam as CAMERA's device with --speaker-log, igwd with
 // Redis and talk_enabled): as user 1001 the page starts a call of
 // demo-group, shows the roster, talks: Chromium's fake microphone (its
@@ -501,6 +523,7 @@ if (live) {
         await page.click('#connect');
         await page.waitForFunction(() => document.getElementById('ws-status').textContent === 'open', null, WAIT);
         await liveViewTest(page);
+        await doorbellTest(page);
         chk.check(problems.length === 0, `live view: no script error or CSP violation: ${problems.join(' | ')}`);
         await close();
     } catch (e) {

@@ -139,11 +139,12 @@ CASE="every delivery acknowledged"
     --address "$IGW_NETNS_ADDR" --speaker-log "$TMP/speaker.jsonl" 2>"$TMP/vcam.err" &
 SUBPID=$!
 for _ in $(seq 100); do [ "$(psql_q "SELECT online FROM devices WHERE product_id = '$P' AND device_name = '$D'")" = t ] && break; sleep 0.1; done
-node "$HERE/console_test.mjs" --live "http://127.0.0.1:$PORT" "$TOKEN" "$P" "$D" "$CAM" ||
+IGW_VCAM_PID=$SUBPID node "$HERE/console_test.mjs" --live "http://127.0.0.1:$PORT" "$TOKEN" "$P" "$D" "$CAM" ||
     { tail -20 "$TMP/vcam.err" >&2; fail "console_test.mjs --live"; }
 ok
-CASE="the live view's session ended, by the page"
-[ "$(psql_q "SELECT state || ' ' || reason FROM sessions")" = "ended userHangup" ] ||
+CASE="the live view's and the door-bell's sessions ended, by the page"
+[ "$(psql_q "SELECT string_agg(purpose || ' ' || state || ' ' || reason, ',' ORDER BY purpose) FROM sessions")" = \
+    "doorbell ended userHangup,ipcLiveView ended userHangup" ] ||
     fail "$CASE: $(psql_q "SELECT session_id, state, reason FROM sessions")"; ok
 # ---- talk: user 1001 calls demo-group and talks; 1002 and 1003 join; hang up ----------------------
 # 1002 talks too: rights on the camera.

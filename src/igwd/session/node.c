@@ -66,7 +66,12 @@ static const igw_db_stmt st_sweep_restarted = {
     "WITH " ME_CTE ", "
     "pick AS MATERIALIZED (SELECT s.session_id FROM sessions s JOIN me ON s.owner_node = me.node_id "
     "        WHERE s.owner_epoch < $2::bigint AND s.state <> '" ST_ENDED "' "
-    "        LIMIT $3::int FOR UPDATE OF s SKIP LOCKED), " SWEEP_TAIL(REASON_RESTARTED),
+    "        LIMIT $3::int FOR UPDATE OF s SKIP LOCKED), "
+    /* its door-bell rings (their anchors) with them: a dead epoch's ringing
+     * row would hold its camera's one ringing place */
+    "rg AS (UPDATE rings r SET state = '" ST_ENDED "', reason = '" REASON_RESTARTED "', ended_at = now(), "
+    "       deadline_ms = NULL FROM me WHERE r.owner_node = me.node_id AND r.owner_epoch < $2::bigint "
+    "         AND r.state <> '" ST_ENDED "'), " SWEEP_TAIL(REASON_RESTARTED),
     SW_LAPSE}; /* the first three */
 
 /* The live sessions of the other nodes whose heartbeat is older than the lapse (the nodes table is
@@ -78,7 +83,11 @@ static const igw_db_stmt st_sweep_lost = {
     "pick AS MATERIALIZED (SELECT s.session_id FROM me, nodes n JOIN sessions s ON s.owner_node = n.node_id "
     "        WHERE n.node_id <> me.node_id AND n.heartbeat_at < now() - $4::bigint * interval '1 millisecond' "
     "          AND s.state <> '" ST_ENDED "' "
-    "        LIMIT $3::int FOR UPDATE OF s SKIP LOCKED), " SWEEP_TAIL(REASON_LOST),
+    "        LIMIT $3::int FOR UPDATE OF s SKIP LOCKED), "
+    "rg AS (UPDATE rings r SET state = '" ST_ENDED "', reason = '" REASON_LOST "', ended_at = now(), "
+    "       deadline_ms = NULL FROM me, nodes n WHERE r.owner_node = n.node_id AND n.node_id <> me.node_id "
+    "         AND n.heartbeat_at < now() - $4::bigint * interval '1 millisecond' AND r.state <> '" ST_ENDED "'), "
+    SWEEP_TAIL(REASON_LOST),
     SW__N};
 
 typedef enum phase { CLAIMING, LIVE, FENCED } phase;
@@ -121,6 +130,10 @@ const char *igw_node_check_states(void)
     }
     if (igw_sm_state(&igw_sm_delivery, ST_PENDING) <= 0)
         return ST_PENDING;
+    /* The rings' sweep ends them too: the ring machine's terminal state. */
+    int rended = igw_sm_state(&igw_sm_ring, ST_ENDED);
+    if (rended <= 0 || !igw_sm_ring.terminal[rended])
+        return ST_ENDED;
     return NULL;
 }
 

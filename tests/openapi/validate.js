@@ -283,7 +283,7 @@ const methods = [
 		"command methods without a handler are marked not-implemented",
 		unbound.every((c) => c["x-igw-status"] === STATUS && /not implemented/.test(c.description ?? "")) &&
 			JSON.stringify(unbound.map((c) => c.if.properties.method.const)) ===
-				JSON.stringify(["interaction.configure", "interaction.processorControl", "interaction.control", "messageSend"]),
+				JSON.stringify(["interaction.configure", "interaction.processorControl", "messageSend"]),
 		unbound.map((c) => c.if.properties.method.const).join(", "),
 	);
 }

@@ -523,7 +523,12 @@ if (live) {
         await page.click('#connect');
         await page.waitForFunction(() => document.getElementById('ws-status').textContent === 'open', null, WAIT);
         await liveViewTest(page);
-        await doorbellTest(page);
+        await doorbellTest(page).catch(async (e) => {
+            const show = async (sel) => `${sel}=${await text(page, sel).catch(() => '?')}`;
+            const ev = await page.$$eval('#events li .head', (l) => l.slice(0, 6).map((x) => x.textContent)).catch(() => []);
+            throw new Error(`${e.message}; ${(await Promise.all(['#bell-who', '#bell-state', '#bell-status', '#bell-peer-state',
+                '#error', '#ws-status'].map(show))).join(' ')}; problems: ${problems.join(' | ')}; events: ${ev.join(' / ')}`);
+        });
         chk.check(problems.length === 0, `live view: no script error or CSP violation: ${problems.join(' | ')}`);
         await close();
     } catch (e) {

@@ -306,9 +306,25 @@ async function main() {
         microphone: true, speaker: true, maxUpstreams: 1, confirmPolicy: 'auto', doorbell: true } });
     c.check(r.body.code === 200, 'the door-bell reported again');
 
+    // ---- the camera dies during an answered call: the call and the ring end with it ------------------
+    for (const a of apps) await a.pull();
+    const marks4 = apps.map((a) => a.events.length);
+    rr = await ring(cam, 'ring 4');
+    const e4 = await ringing(owner1, 5000, marks4[0]);
+    const a4 = await control(owner1, e4.sessionId, 'accept', e4.data.inviteToken);
+    const r4 = await owner1.result(a4.t);
+    c.check(r4 && r4.code === 200, `ring 4 answered (${JSON.stringify(r4)})`);
+    await sleep(500); // the camera's leg up
+    cam.kill('SIGKILL');
+    const gone = await owner1.state(e4.sessionId, 'ended', 10000);
+    c.check(gone && (gone.data.reason === 'cameraOffline' || gone.data.reason === 'cameraGone'),
+        `the camera killed during the call: the call ends with it (${JSON.stringify(gone)})`);
+    for (let i = 0; i < 50 && sql(`SELECT state FROM rings WHERE ring_id = '${rr.session}'`) !== 'ended'; i++) await sleep(100);
+    c.check(/^ended,camera(Offline|Gone)$/.test(sql(`SELECT state || ',' || reason FROM rings WHERE ring_id = '${rr.session}'`)),
+        'the ring ended with its camera');
+
     await browser.close();
-    cam.kill('SIGTERM');
-    await sleep(500);
+    await sleep(300);
     c.done('doorbell');
 }
 

@@ -347,10 +347,10 @@ static long long pending_or_acked(fixture *f, const char *id)
 }
 
 /* The stored commands the replays name (rows inserted by test_replay_pending_same). */
-static const igw_outbox_command c1 = {1, 11, "epA", NULL, "interaction.open", "t1", FP1, sizeof FP1};
-static const igw_outbox_command c4 = {1, 11, "epA", "s1", "interaction.end", "t4", FP1, sizeof FP1};
-static const igw_outbox_command c10 = {1, 11, "epA", "s1", "interaction.end", "t10", FP1, sizeof FP1};
-static const igw_outbox_command c11 = {1, 11, "epA", "s1", "interaction.end", "t11", FP1, sizeof FP1};
+static const igw_outbox_command c1 = {1, 11, "epA", NULL, "interaction.open", "t1", FP1, sizeof FP1, 0};
+static const igw_outbox_command c4 = {1, 11, "epA", "s1", "interaction.end", "t4", FP1, sizeof FP1, 0};
+static const igw_outbox_command c10 = {1, 11, "epA", "s1", "interaction.end", "t10", FP1, sizeof FP1, 0};
+static const igw_outbox_command c11 = {1, 11, "epA", "s1", "interaction.end", "t11", FP1, sizeof FP1, 0};
 
 /* every delivery state is the schema's; new ids: base64url of IGW_OUTBOX_ID_LEN, distinct; a small buffer refused */
 static void test_ids_and_states(fixture *f)
@@ -886,7 +886,7 @@ static void test_replay_race_one_redelivery(fixture *f)
 static void test_replay_no_result(fixture *f)
 {
     /* no result yet: nothing */
-    igw_outbox_command c9 = {1, 11, "epA", "s1", "interaction.end", "t9", FP1, sizeof FP1};
+    igw_outbox_command c9 = {1, 11, "epA", "s1", "interaction.end", "t9", FP1, sizeof FP1, 0};
     long long before = admin_ll(f, "SELECT count(*) FROM deliveries");
     got g = g_replay(f, &c9);
     CHECK(g.calls == 1 && g.r.status == IGW_OUTBOX_OK && g.r.replay == IGW_OUTBOX_REPLAY_NONE &&
@@ -901,6 +901,24 @@ static void test_replay_no_result(fixture *f)
     CHECK(g.r.status == IGW_OUTBOX_OK && g.r.replay == IGW_OUTBOX_REPLAY_NONE);
     CHECK(admin_ll(f, "SELECT count(*) FROM deliveries") == before + 1);
     (void)collect_notes(f, 1, 1000);
+}
+
+/* a window (replay rule 1): within it the replay goes as always; once it
+ * passed since the acceptance, WINDOW_PASSED and nothing redelivered. */
+/* Needs test_replay_late_ack_and_chain (c4 accepted, its result delivered). */
+static void test_replay_window(fixture *f)
+{
+    igw_outbox_command w = c4;
+    w.window_ms = 3600000;
+    got g = g_replay(f, &w);
+    CHECK(g.calls == 1 && g.r.status == IGW_OUTBOX_OK, "status %d", (int)g.r.status);
+    long long before = admin_ll(f, "SELECT count(*) FROM deliveries");
+    CHECK(admin_exec(f, "UPDATE commands SET accepted_at = now() - interval '2 seconds' WHERE msg_token = 't4'"));
+    w.window_ms = 1000;
+    g = g_replay(f, &w);
+    CHECK(g.calls == 1 && g.r.status == IGW_OUTBOX_WINDOW_PASSED, "status %d", (int)g.r.status);
+    CHECK(admin_ll(f, "SELECT count(*) FROM deliveries") == before);
+    (void)collect_notes(f, 0, 200);
 }
 
 /* an emit's expiry cap shortens, never extends; an acknowledged, expired result: no redelivery, ack refused */
@@ -1116,6 +1134,7 @@ static const struct {
     CHECK_CASE(test_replay_late_ack_and_chain),
     CHECK_CASE(test_replay_race_one_redelivery),
     CHECK_CASE(test_replay_no_result),
+    CHECK_CASE(test_replay_window),
     CHECK_CASE(test_emit_expiry_cap_and_replay_expired),
     CHECK_CASE(test_sweep_marks_and_deletes),
     CHECK_CASE(test_after_sweep),

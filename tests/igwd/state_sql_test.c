@@ -2,7 +2,8 @@
  * (IGW_SQL_STATE_EVENTS, generated/igwd/state_sql.h) is the bytes the
  * generated C encoder writes for the same values: strings with quotes,
  * backslashes, control characters and non-ASCII, the optional fields absent
- * and present, integers at their bounds; an expired endpoint gets none.
+ * and present (a ringing event's inviteToken, cameraId and target object),
+ * integers at their bounds; an expired endpoint gets none.
  *
  * usage: state_sql_test DSN (a throwaway server with the migrations
  * applied: outbox_test.sh). A plain blocking connection; every statement
@@ -24,7 +25,8 @@ static PGconn *pg;
 
 static const char *const stmt =
     "WITH upd AS (SELECT $1::text AS sid, $2::text AS ep, $3::bigint AS seq, $4::text AS state, "
-    "                    $5::text AS playback, $6::bigint AS pos, $7::text AS reason), "
+    "                    $5::text AS playback, $6::bigint AS pos, $7::text AS reason, $9::text AS invite, "
+    "                    $10::text AS camera, $11::text AS pid, $12::text AS dn), "
     IGW_SQL_STATE_EVENTS("$8::text")
     "SELECT b.body, (SELECT count(*) FROM ev), (SELECT count(*) FROM dl), "
     "       (SELECT count(*) FROM ntf) FROM b";
@@ -36,6 +38,7 @@ typedef struct state {
     bool has_pos;
     int64_t pos;
     const char *reason; /* NULL: none */
+    const char *invite, *camera, *pid, *dn; /* ringing; NULL: none */
 } state;
 
 /* What the generated encoder writes for s. */
@@ -65,6 +68,19 @@ static char *encoded(const state *s, size_t *len)
         ev.data.has |= IGW_StateData_reason;
         ev.data.reason = igw_str_of(s->reason);
     }
+    if (s->invite) {
+        ev.data.has |= IGW_StateData_inviteToken;
+        ev.data.inviteToken = igw_str_of(s->invite);
+    }
+    if (s->camera) {
+        ev.data.has |= IGW_StateData_cameraId;
+        ev.data.cameraId = igw_str_of(s->camera);
+    }
+    if (s->pid) {
+        ev.data.has |= IGW_StateData_target;
+        ev.data.target = (igw_Target){.has = IGW_Target__REQUIRED, .productID = igw_str_of(s->pid),
+                                      .deviceName = igw_str_of(s->dn)};
+    }
     igw_jw w;
     igw_jw_init(&w);
     igw_encode_StateEvent(&w, &ev);
@@ -84,8 +100,9 @@ static char *built(const state *s, int n[3])
     snprintf(seq, sizeof seq, "%" PRId64, s->seq);
     snprintf(pos, sizeof pos, "%" PRId64, s->pos);
     snprintf(did, sizeof did, "did-%u", ++did_n);
-    const char *v[8] = {s->sid, s->ep, seq, s->state, s->playback, s->has_pos ? pos : NULL, s->reason, did};
-    PGresult *r = PQexecParams(pg, stmt, 8, NULL, v, NULL, NULL, 0);
+    const char *v[12] = {s->sid,    s->ep, seq,       s->state, s->playback, s->has_pos ? pos : NULL,
+                         s->reason, did,   s->invite, s->camera, s->pid,     s->dn};
+    PGresult *r = PQexecParams(pg, stmt, 12, NULL, v, NULL, NULL, 0);
     char *body = NULL;
     n[0] = n[1] = n[2] = -1;
     if (!CHECK(PQresultStatus(r) == PGRES_TUPLES_OK, "%s", PQerrorMessage(pg))) {
@@ -179,6 +196,10 @@ int main(int argc, char **argv)
         {.sid = odd_sid, .ep = "ep1", .seq = 8, .state = "ended", .reason = odd_reason},
         {.sid = odd_sid, .ep = "ep1", .seq = 9, .state = "established", .playback = "ready", .has_pos = true,
          .pos = 1},
+        {.sid = "s4", .ep = "ep1", .seq = 1, .state = "ringing", .invite = "tok-1", .camera = "cam-1",
+         .pid = "camlamp01", .dn = "demo-cam-1"},
+        {.sid = odd_sid, .ep = "ep1", .seq = 10, .state = "ringing", .invite = odd_sid, .camera = odd_sid,
+         .pid = odd_sid, .dn = odd_sid},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char what[32];

@@ -80,7 +80,7 @@ struct live_leg {
     /* Held besides its viewers (a door-bell's anchor: the leg outlives a
      * handover's gap without viewers): it stays until its holder lets it
      * go (live_leg_end); when it ends otherwise (bye, failure, offline,
-     * timeout), gone() tells the holder, after its viewers ended. */
+     * timeout), gone() tells the holder, before its viewers end. */
     void *holder;
     void (*gone)(igw_engine *e, live_leg *l, const char *reason);
     int64_t deadline_ms;      /* invite deadline while LEG_INVITED (monotonic) */

@@ -344,13 +344,18 @@ void live_leg_end(igw_engine *e, live_leg *leg, const char *reason, bool say_bye
         live_leg_bye(e, leg, bye);
     if (leg->phase != LEG_INVITED && e->media)
         (void)igw_media_close(e->media, leg->id, reason);
+    /* The holder first, and once: it lets go of the leg before its viewers'
+     * ends reach it (a viewer's end must not end this leg again). */
+    void (*gone)(igw_engine *, live_leg *, const char *) = leg->gone;
+    leg->gone = NULL;
+    if (gone)
+        gone(e, leg, reason);
+    leg->holder = NULL;
     while (leg->viewers) {
         live_session *s = leg->viewers;
         (void)live_leg_detach(leg, s);
         live_session_end(e, s, reason);
     }
-    if (leg->gone)
-        leg->gone(e, leg, reason);
     live_leg_free(e, leg, true);
 }
 

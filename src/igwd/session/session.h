@@ -68,9 +68,10 @@ void live_session_media(igw_engine *e, live_session *s, const igw_media_event *e
 /* a source's media event */
 void live_leg_media_event(igw_engine *e, live_leg *leg, const igw_media_event *ev);
 
-/* The leg ends: every session on it ends with `reason`, the camera gets a
- * bye (when say_bye), the source closes, the leg goes; its holder's gone()
- * runs unless the holder cleared it first (the holder ending it itself). */
+/* The leg ends: the camera gets a bye (when say_bye), the source closes, its
+ * holder's gone() runs first (unless the holder cleared it: the holder
+ * ending it itself), then every session on it ends with `reason`, and the
+ * leg goes. */
 void live_leg_end(igw_engine *e, live_leg *leg, const char *reason, bool say_bye, igw_ByeReason bye);
 
 /* A device's message that names no leg (a protocol row `check ring`): the

@@ -31,7 +31,7 @@
 #include "igwd/state_sql.h"
 #include "paths.h"
 
-#define RING_ENDPOINTS_MAX "64"    /* endpoints one ring reaches at most (oldest first) */
+#define RING_ENDPOINTS_MAX "64"    /* endpoints one ring reaches at most (the newest: the apps in use) */
 #define CAPABILITY_ARENA (64u << 10) /* a decoded capability report (the edge bounds it) */
 #define RING_STALE_MS "2000"       /* a ringing row this far past its deadline is a dead node's (ms) */
 
@@ -240,7 +240,7 @@ static const igw_db_stmt st_ring_read = {
 #define NEW_ID "rtrim(translate(encode(uuid_send(gen_random_uuid()), 'base64'), '+/', '-_'), '=')"
 /* The live endpoints that may answer device ($1, $2): of an active user of
  * the device's active enterprise, its owner or granted it (the purpose's
- * access: owner, grant), narrowed by EXTRA; the oldest first, bounded. */
+ * access: owner, grant), narrowed by EXTRA; the newest first (the apps in use), bounded. */
 #define RING_CANDIDATES(EXTRA)                                                                                      \
     "dev AS (SELECT d.enterprise_id, d.owner_user_id FROM devices d "                                               \
     "        JOIN enterprises x ON x.enterprise_id = d.enterprise_id AND x.active "                                 \
@@ -251,7 +251,7 @@ static const igw_db_stmt st_ring_read = {
     "         WHERE p.expires_at_ms > " IGW_SQL_NOW_MS " " EXTRA                                                    \
     "           AND (p.user_id = dev.owner_user_id OR EXISTS (SELECT 1 FROM device_grants g "                      \
     "                WHERE g.product_id = $1::text AND g.device_name = $2::text AND g.user_id = p.user_id)) "     \
-    "         ORDER BY p.created_at, p.endpoint_id LIMIT " RING_ENDPOINTS_MAX "), "
+    "         ORDER BY p.created_at DESC, p.endpoint_id LIMIT " RING_ENDPOINTS_MAX "), "
 /* Its ringing sessions on ring r (a CTE with ring_id) with $1 pid, $2 dn,
  * $3 camera, node NODE, epoch EPOCH, deadline DEADLINE, and their events;
  * then the rows of the new sessions (FO_COL_*). */
@@ -266,7 +266,7 @@ static const igw_db_stmt st_ring_read = {
     "                  product_id AS pid, device_name AS dn, enterprise_id AS ent, user_id AS usr), "             \
     IGW_SQL_STATE_EVENTS(NEW_ID)                                                                                   \
     "SELECT (SELECT count(*) FROM r), (SELECT count(*) FROM me), u.sid, u.ep, u.ent, u.usr, u.invite, "             \
-    "       (SELECT count(*) FROM dl) "                                                                             \
+    "       (SELECT count(*) FROM ntf) " /* ntf is no data-modifying CTE: it runs only when read */                 \
     "FROM (SELECT 1) one LEFT JOIN upd u ON true"
 enum { FO_PID, FO_DN, FO_CAM, FO_RING, FO_TOKEN, FO_NODE, FO_EPOCH, FO_DEADLINE, FO__N };
 enum { FO_COL_RING, FO_COL_ME, FO_COL_SID, FO_COL_EP, FO_COL_ENT, FO_COL_USER, FO_COL_INVITE };
@@ -524,7 +524,7 @@ static const igw_db_stmt st_decide = {
     "                  NULL::text AS playback, NULL::bigint AS pos, NULL::text AS reason, NULL::text AS invite, "
     "                  NULL::text AS camera, NULL::text AS pid, NULL::text AS dn), "
     IGW_SQL_STATE_EVENTS("$5::text")
-    "SELECT (SELECT count(*) FROM r), (SELECT count(*) FROM upd)",
+    "SELECT (SELECT count(*) FROM r), (SELECT count(*) FROM upd), (SELECT count(*) FROM ntf)",
     DC__N};
 
 /* The control's result: its `result` object says what the decision did to

@@ -11,7 +11,9 @@
  * inviteToken, cameraId and target; NULL: none). For those whose endpoint is live it inserts the
  * event, msgToken "<sid>.<seq>", and its delivery with deliveryId DID (an
  * SQL expression, text), and notifies the endpoints; CTEs go, b (b.body:
- * the event's text), ev, dl and ntf can be counted after. Event ids are
+ * the event's text), ev, dl and ntf can be counted after, and ntf must
+ * be: it modifies nothing, so PostgreSQL runs it only when the statement
+ * reads it (unread, no endpoint hears of its events). Event ids are
  * drawn first so each delivery knows its event and watermark. The includer
  * provides IGW_OUTBOX_CHANNEL (event/outbox.h). */
 #ifndef IGW_GENERATED_STATE_SQL_H

@@ -507,7 +507,7 @@ static int p_open(ctx *c, json_t *o)
     static const char *const keys[] = {"purpose", "cameraId", "callId",   "listenAudio",
                                        "recordingId", "clip", "callType", "sourceLanguage",
                                        "targetLanguage", NULL};
-    static const char *const purposes[] = {"ipcLiveView", "ipcTalk", "recordPlayback", NULL};
+    static const char *const purposes[] = {"ipcLiveView", "ipcTalk", "recordPlayback", "doorbell", NULL};
     TRY(only_keys(c, o, keys));
     /* listed by the spec but not open in this version */
     if (json_object_get(o, "callType") != NULL)
@@ -696,15 +696,40 @@ static int p_processor_control(ctx *c, json_t *o)
     return 0;
 }
 
-/* ControlParams */
+/* ControlParams: args by operation (DecisionArgs, HandoverArgs, EndpointControlArgs) */
 static int p_control(ctx *c, json_t *o)
 {
     static const char *const keys[] = {"operation", "args", NULL};
     static const char *const ops[] = {"accept", "decline", "handover", "endpointControl", NULL};
+    static const char *const decision[] = {"inviteToken", NULL};
+    static const char *const handover[] = {"userId", "endpointId", NULL};
+    static const char *const endpoint[] = {"note", NULL};
     int op;
+    json_t *a = NULL;
     TRY(only_keys(c, o, keys));
     TRY(get_enum(c, o, "operation", true, ops, &op));
-    TRY(get_free(c, o, "args", false, true, 8, 16 * 1024));
+    int have = get_object(c, o, "args", op != 3, &a);
+    if (have < 0)
+        return -1;
+    if (!have)
+        return 0;
+    if (op <= 1) {
+        TRY(only_keys(c, a, decision));
+        TRY(get_ident(c, a, "inviteToken", true));
+    } else if (op == 2) {
+        TRY(only_keys(c, a, handover));
+        int u = get_string(c, a, "userId", false, 0, SIZE_MAX, F_CANON, NULL, NULL);
+        if (u < 0)
+            return -1;
+        int e = get_ident(c, a, "endpointId", false);
+        if (e < 0)
+            return -1;
+        if (!u && !e)
+            return fail(c, "userId", "required when endpointId is absent");
+    } else {
+        TRY(only_keys(c, a, endpoint));
+        TRY(get_string(c, a, "note", false, 1, 64, F_NONE, NULL, NULL));
+    }
     return 0;
 }
 

@@ -9,18 +9,15 @@
 //
 // env: IGW_BASE, IGW_DEMO, IGW_RACES (default 200).
 import { sleep, Checker } from '../media/lib.mjs';
-import { DEMO, camera, app } from './live_lib.mjs';
+import { DEMO, camera, app, deviceSend } from './live_lib.mjs';
 
-const BASE = process.env.IGW_BASE;
 const RACES = Number(process.env.IGW_RACES || 200);
 const c = new Checker();
 let seq = 0;
 const token = (p) => `${p}-${process.pid}-${++seq}`;
 
-const ring = () => fetch(`${BASE}/api/v1/things/device/edge/send/media/doorbell`, {
-    method: 'POST', headers: { authorization: DEMO.device.authorization, 'content-type': 'application/json' },
-    body: JSON.stringify({ method: 'ring', msgToken: token('ring'), params: { cameraId: camera } }) })
-    .then((x) => x.json());
+const ring = () => deviceSend('media/doorbell', { method: 'ring', msgToken: token('ring'), params: { cameraId: camera } })
+    .then((x) => x.body);
 
 /** Pulls a (every 10 ms, for up to 5 s) until its events since `from`
  * hold one pred accepts. */

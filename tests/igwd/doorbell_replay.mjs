@@ -9,9 +9,8 @@
 import { spawnSync } from 'node:child_process';
 import { isDeepStrictEqual } from 'node:util';
 import { sleep, Checker } from '../media/lib.mjs';
-import { DEMO, camera, call } from './live_lib.mjs';
+import { DEMO, camera, call, deviceSend } from './live_lib.mjs';
 
-const BASE = process.env.IGW_BASE;
 const RETENTION = Number(process.env.IGW_RETENTION_MS);
 const c = new Checker();
 let seq = 0;
@@ -41,10 +40,8 @@ async function endpoint(user) {
     return e;
 }
 
-const ring = () => fetch(`${BASE}/api/v1/things/device/edge/send/media/doorbell`, {
-    method: 'POST', headers: { authorization: DEMO.device.authorization, 'content-type': 'application/json' },
-    body: JSON.stringify({ method: 'ring', msgToken: token('ring'), params: { cameraId: camera } }) })
-    .then((x) => x.json()).then((x) => x.data && x.data.data && x.data.data.sessionId);
+const ring = () => deviceSend('media/doorbell', { method: 'ring', msgToken: token('ring'), params: { cameraId: camera } })
+    .then((x) => x.body.data && x.body.data.data && x.body.data.data.sessionId);
 
 const isResult = (t) => (ev) => ev.method === 'interaction.result' && ev.msgToken === t;
 const acceptCmd = (t, sid, inviteToken, operation = 'accept') =>

@@ -12,11 +12,10 @@
 import { readFileSync, existsSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { launch, newViewer, sleep, Checker, AUTOPLAY_ARGS } from '../media/lib.mjs';
-import { DEMO, target, camera, app, accepted, startCamera } from './live_lib.mjs';
+import { DEMO, target, camera, app, accepted, startCamera, deviceSend } from './live_lib.mjs';
 
 const VCAM = process.env.IGW_VCAM;
 const LEVELS = process.env.IGW_SPEAKER_LOG;
-const BASE = process.env.IGW_BASE;
 const c = new Checker();
 let seq = 0;
 const token = (p) => `${p}-${process.pid}-${++seq}`;
@@ -285,9 +284,7 @@ async function main() {
         'the ring ended noAnswer');
 
     // ---- refusals of the device: an unknown camera; a camera without a door-bell ---------------------
-    const send = (type, body) => fetch(`${BASE}/api/v1/things/device/edge/send/media/${type}`, {
-        method: 'POST', headers: { authorization: DEMO.device.authorization, 'content-type': 'application/json' },
-        body: JSON.stringify(body) }).then(async (x) => ({ status: x.status, body: await x.json() }));
+    const send = (type, body) => deviceSend(`media/${type}`, body);
     r = await send('doorbell', { method: 'ring', msgToken: token('ring'), params: { cameraId: 'no-such-camera' } });
     c.check(r.body.code === 100404 && /lists no such camera/.test(r.body.msg + JSON.stringify(r.body.data)),
         `a ring of a camera the capability does not list: 404 (${JSON.stringify(r.body)})`);

@@ -23,6 +23,18 @@ export async function call(user, path, body) {
     return { status: r.status, body: await r.json() };
 }
 
+/** A message of the demo device over the HTTP send route (its own
+ * credentials), as it would publish it on MQTT: {status, body} (body: the
+ * route's envelope, data the device's reply). */
+export async function deviceSend(handleType, message) {
+    const r = await fetch(`${BASE}/api/v1/things/device/edge/send/${handleType}`, {
+        method: 'POST',
+        headers: { authorization: DEMO.device.authorization, 'content-type': 'application/json' },
+        body: JSON.stringify(message),
+    });
+    return { status: r.status, body: await r.json() };
+}
+
 /** An application of `user`: its endpoint, its commands, its events
  * (pulled and acknowledged into a.events); wait/result/state find an event,
  * pulling until ms. */

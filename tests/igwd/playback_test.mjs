@@ -10,7 +10,7 @@
 // env: IGW_BASE, IGW_VCAM, IGW_DEMO, IGW_NETNS_ADDR (as live_lib.mjs),
 // IGW_REC_DIR (the camera's recordings), IGW_IGWD_LOG (igwd's stderr).
 import { launch, newViewer, sleep, Checker } from '../media/lib.mjs';
-import { DEMO, target, camera, app, accepted, startCamera, call } from './live_lib.mjs';
+import { DEMO, target, camera, app, accepted, startCamera, call, deviceSend } from './live_lib.mjs';
 
 const VCAM = process.env.IGW_VCAM;
 const c = new Checker();
@@ -24,14 +24,7 @@ function query(user, ep, startTimeMs, endTimeMs, limit, cameraId = camera) {
 }
 
 /** The camera's catalog report, as the camera would send it (its own credentials). */
-async function report(params) {
-    const r = await fetch(`${process.env.IGW_BASE}/api/v1/things/device/edge/send/media/recording`, {
-        method: 'POST',
-        headers: { authorization: DEMO.device.authorization, 'content-type': 'application/json' },
-        body: JSON.stringify({ method: 'report', msgToken: token('rep'), params }),
-    });
-    return { status: r.status, body: await r.json() };
-}
+const report = (params) => deviceSend('media/recording', { method: 'report', msgToken: token('rep'), params });
 
 const pbEvent = (a, sid, playback, from = 0, ms = 15000) =>
     a.wait((e) => e.method === 'interaction.state' && e.sessionId === sid && e.data.playback === playback, ms, from);

@@ -22,7 +22,6 @@
 #include "session/session.h"
 
 #define ENDPOINT_LIVE(ep, ent, usr) IGW_SQL_ENDPOINT_LIVE(ep, ent, usr, IGW_SQL_NOW_MS)
-#define CAPABILITY_ARENA (64u << 10) /* a decoded capability report (the edge bounds it) */
 
 /* The one read of an open (the command room reads nothing before it: the
  * method's `reads` trait): the endpoint, an earlier acceptance of the key,
@@ -191,15 +190,9 @@ static void open_write(live_op *o)
 static bool open_preflight(live_op *o, live_refusal *r)
 {
     igw_arena a;
-    igw_arena_init(&a, CAPABILITY_ARENA);
-    igw_json j;
+    igw_arena_init(&a, LIVE_CAPABILITY_ARENA);
     igw_MediaCapability cap;
-    bool have = false;
-    if (o->capability) {
-        igw_json_init(&j, o->capability, strlen(o->capability), &a, 8);
-        have = igw_decode_MediaCapability(&j, &cap) == 0;
-    }
-    bool refused = live_preflight_refuses(o->def, o->guards, have ? &cap : NULL, r);
+    bool refused = live_preflight_refuses(o->def, o->guards, live_capability_decode(o->capability, &a, &cap), r);
     igw_arena_free(&a);
     return refused;
 }

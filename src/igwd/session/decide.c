@@ -81,6 +81,15 @@ uint32_t live_viewer_guards(const igw_purpose *def, const igw_purpose *leg_def, 
     return all & ~missing;
 }
 
+const igw_MediaCapability *live_capability_decode(const char *text, igw_arena *a, igw_MediaCapability *cap)
+{
+    if (!text)
+        return NULL;
+    igw_json j;
+    igw_json_init(&j, text, strlen(text), a, 8);
+    return igw_decode_MediaCapability(&j, cap) == 0 ? cap : NULL;
+}
+
 bool live_preflight_refuses(const igw_purpose *def, uint32_t guards, const igw_MediaCapability *cap,
                             live_refusal *r)
 {

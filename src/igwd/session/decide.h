@@ -48,6 +48,15 @@ bool live_leg_refuses(const igw_purpose *leg_def, uint32_t leg_guards, const igw
  * is on the leg. */
 uint32_t live_viewer_guards(const igw_purpose *def, const igw_purpose *leg_def, uint32_t leg_guards);
 
+/* What a decoded capability report needs of an arena (the edge bounds the
+ * report it stores). */
+#define LIVE_CAPABILITY_ARENA (64u << 10)
+
+/* A stored capability report's params (text; NULL: none reported) decoded
+ * into *cap with arena a: cap, or NULL when there is none or it cannot be
+ * used (the preflights then refuse as for none). */
+const igw_MediaCapability *live_capability_decode(const char *text, igw_arena *a, igw_MediaCapability *cap);
+
 /* The preflights of (def, guards) against the camera's capability report
  * (cap NULL: none reported, or unusable): false, or true with *r filled
  * (parameter: the camera lacks it; path the guard's open param when a

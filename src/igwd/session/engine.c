@@ -224,19 +224,29 @@ static void uplink_answer(uplink_msg *m, int cls, const char *reason)
     }
 }
 
+/* Keeps a copy of the answer's data (the engine's buffer is reused): 0, or
+ * -1 out of memory. */
+static int uplink_keep(uplink_msg *m, const char *data, size_t len)
+{
+    if (!data)
+        return 0;
+    if (!(m->data = malloc(len + 1)))
+        return -1;
+    memcpy(m->data, data, len);
+    m->data[len] = '\0';
+    m->answer.data_len = len;
+    return 0;
+}
+
 /* A purpose's answer to a device message that names no leg (a ring),
- * now or later; data copied. */
+ * now or later. */
 static void device_done(void *ctx, int cls, const char *reason, const char *data, size_t len)
 {
     uplink_msg *m = ctx;
     snprintf(m->reason, sizeof m->reason, "%s", reason ? reason : "");
-    if (data && !(m->data = malloc(len + 1))) {
+    if (uplink_keep(m, data, len) != 0) {
         cls = IGW_ERR_INTERNAL;
         snprintf(m->reason, sizeof m->reason, "out of memory");
-    } else if (data) {
-        memcpy(m->data, data, len);
-        m->data[len] = '\0';
-        m->answer.data_len = len;
     }
     uplink_answer(m, cls, m->reason);
 }
@@ -253,13 +263,9 @@ static void on_uplink(void *arg)
     if (!m->u.session_id.len && live_device_uplink(e, &m->u, device_done, m))
         return;
     int cls = live_uplink(e, &m->u, &reason, &data, &len, &ready);
-    if (data && !(m->data = malloc(len + 1))) {
+    if (uplink_keep(m, data, len) != 0) {
         cls = IGW_ERR_INTERNAL;
         reason = "out of memory";
-    } else if (data) {
-        memcpy(m->data, data, len);
-        m->data[len] = '\0';
-        m->answer.data_len = len;
     }
     uplink_answer(m, cls, reason);
     if (ready)

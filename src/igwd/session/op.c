@@ -151,15 +151,21 @@ bool live_op_revision(live_op *o, const live_session *s, int64_t revision)
 
 /* ---- the acceptance ---------------------------------------------------------------- */
 
-/* The session ended while the acceptance was written: the result says why
- * (its row's reason: answeredElsewhere, declined...). */
+/* "the session has ended", with its row's reason (answeredElsewhere,
+ * declined...) when it has one. */
+static const char *ended_why(char *buf, size_t n, const char *reason)
+{
+    snprintf(buf, n, "the session has ended%s%s%s", reason[0] ? " (" : "", reason, reason[0] ? ")" : "");
+    return buf;
+}
+
+/* The session ended while the acceptance was written: the result says why. */
 static void on_ended_row(void *arg, const PGresult *res, const char *err)
 {
     live_op *o = arg;
     (void)err;
     char why[96];
-    const char *reason = res && PQntuples(res) == 1 ? PQgetvalue(res, 0, SR_COL_REASON) : "";
-    snprintf(why, sizeof why, "the session has ended%s%s%s", reason[0] ? " (" : "", reason, reason[0] ? ")" : "");
+    ended_why(why, sizeof why, res && PQntuples(res) == 1 ? PQgetvalue(res, 0, SR_COL_REASON) : "");
     igw_ResultData d = {0};
     live_session_result(o->e, o->sid, o->endpoint, o->token, o->method, IGW_ERR_CONFLICT, why, &d);
     live_op_free(o);
@@ -220,9 +226,8 @@ static void on_session_row(void *arg, const PGresult *res, const char *err)
         /* Ended (its reason said: answeredElsewhere...), or this node's
          * from an earlier epoch (its sweep ends it). */
         char why[96];
-        const char *reason = PQgetvalue(res, 0, SR_COL_REASON);
-        snprintf(why, sizeof why, "the session has ended%s%s%s", reason[0] ? " (" : "", reason, reason[0] ? ")" : "");
-        live_op_refuse(o, IGW_ERR_CONFLICT, why, IGW_PATH_command_sessionId);
+        live_op_refuse(o, IGW_ERR_CONFLICT, ended_why(why, sizeof why, PQgetvalue(res, 0, SR_COL_REASON)),
+                       IGW_PATH_command_sessionId);
         return;
     }
     /* The seam of several nodes: forwarding to the owner comes here. */

@@ -32,7 +32,6 @@
 #include "paths.h"
 
 #define RING_ENDPOINTS_MAX "64"    /* endpoints one ring reaches at most (the newest: the apps in use) */
-#define CAPABILITY_ARENA (64u << 10) /* a decoded capability report (the edge bounds it) */
 #define RING_STALE_MS "2000"       /* a ringing row this far past its deadline is a dead node's (ms) */
 
 typedef struct ring ring;
@@ -236,21 +235,20 @@ static const igw_db_stmt st_ring_read = {
  * target) and delivery: one statement, fenced by the node's epoch. Ids and
  * tokens: base64url of a random UUID (122 random bits, the outbox's own
  * form). $1 pid, $2 dn, $3 camera, $4 ring id, $5 the device's msgToken,
- * $6 node, $7 epoch, $8 deadline (Unix ms), $9 establish deadline. */
+ * $6 node, $7 epoch, $8 deadline (Unix ms). */
 #define NEW_ID "rtrim(translate(encode(uuid_send(gen_random_uuid()), 'base64'), '+/', '-_'), '=')"
 /* The live endpoints that may answer device ($1, $2): of an active user of
  * the device's active enterprise, its owner or granted it (the purpose's
- * access: owner, grant), narrowed by EXTRA; the newest first (the apps in use), bounded. */
+ * access: owner, grant; the rules of event/rights.h), narrowed by EXTRA;
+ * the newest first (the apps in use), bounded. */
 #define RING_CANDIDATES(EXTRA)                                                                                      \
-    "dev AS (SELECT d.enterprise_id, d.owner_user_id FROM devices d "                                               \
-    "        JOIN enterprises x ON x.enterprise_id = d.enterprise_id AND x.active "                                 \
+    "dev AS (SELECT d.product_id, d.device_name, d.enterprise_id, d.owner_user_id FROM devices d "                 \
     "        WHERE d.product_id = $1::text AND d.device_name = $2::text), "                                         \
     "cand AS (SELECT p.endpoint_id, p.user_id, p.enterprise_id FROM dev "                                           \
     "         JOIN endpoints p ON p.enterprise_id = dev.enterprise_id "                                             \
-    "         JOIN users u ON u.user_id = p.user_id AND u.enterprise_id = dev.enterprise_id AND u.active "         \
     "         WHERE p.expires_at_ms > " IGW_SQL_NOW_MS " " EXTRA                                                    \
-    "           AND (p.user_id = dev.owner_user_id OR EXISTS (SELECT 1 FROM device_grants g "                      \
-    "                WHERE g.product_id = $1::text AND g.device_name = $2::text AND g.user_id = p.user_id)) "     \
+    "           AND " IGW_SQL_HOLDER_ACTIVE("dev.enterprise_id", "p.user_id")                                       \
+    "           AND " IGW_SQL_USER_MAY("dev", "p.user_id")                                                          \
     "         ORDER BY p.created_at DESC, p.endpoint_id LIMIT " RING_ENDPOINTS_MAX "), "
 /* Its ringing sessions on ring r (a CTE with ring_id) with $1 pid, $2 dn,
  * $3 camera, node NODE, epoch EPOCH, deadline DEADLINE, and their events;
@@ -412,17 +410,12 @@ static void on_ring_read(void *arg, const PGresult *res, const char *err)
         return;
     }
     igw_arena a;
-    igw_arena_init(&a, CAPABILITY_ARENA);
-    igw_json j;
+    igw_arena_init(&a, LIVE_CAPABILITY_ARENA);
     igw_MediaCapability cap;
-    bool have = false;
-    if (!PQgetisnull(res, 0, RR_COL_CAPABILITY)) {
-        const char *c = PQgetvalue(res, 0, RR_COL_CAPABILITY);
-        igw_json_init(&j, c, strlen(c), &a, 8);
-        have = igw_decode_MediaCapability(&j, &cap) == 0;
-    }
+    const char *report = PQgetisnull(res, 0, RR_COL_CAPABILITY) ? NULL : PQgetvalue(res, 0, RR_COL_CAPABILITY);
     live_refusal rf;
-    bool refused = live_ring_refuses(&igw_purposes[IGW_Purpose_doorbell], have ? &cap : NULL, igw_str_of(q->cam), &rf);
+    bool refused = live_ring_refuses(&igw_purposes[IGW_Purpose_doorbell], live_capability_decode(report, &a, &cap),
+                                     igw_str_of(q->cam), &rf);
     igw_arena_free(&a);
     if (refused) {
         igw_log(IGW_LOG_INFO, NULL, "doorbell: %s/%s camera %s: ring refused: %s", q->pid, q->dn, q->cam, rf.reason);
@@ -555,15 +548,29 @@ static void control_result(igw_engine *e, live_session *s, const char *token, in
     igw_jw_free(&w);
 }
 
-/* A decision in flight. */
-typedef struct decide_ctx {
+/* A decision or a handover in flight: its command and session. */
+typedef struct bell_cmd {
     igw_engine *e;
     char sid[LIVE_ID_MAX + 1], ring[LIVE_ID_MAX + 1], token[LIVE_TOKEN_MAX + 1], endpoint[LIVE_ID_MAX + 1];
-} decide_ctx;
+} bell_cmd;
+
+/* The command of op o on session s of ring `ring`, or NULL (out of memory). */
+static bell_cmd *bell_cmd_new(live_op *o, const live_session *s, const char *ring)
+{
+    bell_cmd *x = calloc(1, sizeof *x);
+    if (!x)
+        return NULL;
+    x->e = o->e;
+    snprintf(x->sid, sizeof x->sid, "%s", s->id);
+    snprintf(x->ring, sizeof x->ring, "%s", ring);
+    snprintf(x->token, sizeof x->token, "%s", o->token);
+    snprintf(x->endpoint, sizeof x->endpoint, "%s", s->endpoint);
+    return x;
+}
 
 static void on_decide(void *arg, const PGresult *res, const char *err)
 {
-    decide_ctx *x = arg;
+    bell_cmd *x = arg;
     igw_engine *e = x->e;
     live_session *s = live_session_find(e, x->sid);
     bell *b = s ? bell_of(s) : NULL;
@@ -646,18 +653,13 @@ static void accept_done(live_op *o, live_session *s)
                        "accept", b->ring, NULL);
         return;
     }
-    decide_ctx *x = calloc(1, sizeof *x);
+    bell_cmd *x = bell_cmd_new(o, s, b->ring);
     char epoch[24], did[32];
     if (!x || live_new_id(did, sizeof did)) {
         free(x);
         control_result(e, s, o->token, IGW_ERR_INTERNAL, "out of memory", "accept", b->ring, NULL);
         return;
     }
-    x->e = e;
-    snprintf(x->sid, sizeof x->sid, "%s", s->id);
-    snprintf(x->ring, sizeof x->ring, "%s", b->ring);
-    snprintf(x->token, sizeof x->token, "%s", o->token);
-    snprintf(x->endpoint, sizeof x->endpoint, "%s", s->endpoint);
     epoch_text(e, epoch, sizeof epoch);
     ring *r = ring_find(e, b->ring);
     const char *v[DC__N] = {[DC_RING] = b->ring, [DC_SID] = s->id,  [DC_NODE] = e->node_id, [DC_EPOCH] = epoch,
@@ -701,14 +703,9 @@ static const igw_db_stmt st_handover = {
     RING_SESSIONS("$5::text", "$6::bigint", "$7::bigint"),
     HO__N};
 
-typedef struct handover_ctx {
-    igw_engine *e;
-    char sid[LIVE_ID_MAX + 1], ring[LIVE_ID_MAX + 1], token[LIVE_TOKEN_MAX + 1], endpoint[LIVE_ID_MAX + 1];
-} handover_ctx;
-
 static void on_handover(void *arg, const PGresult *res, const char *err)
 {
-    handover_ctx *x = arg;
+    bell_cmd *x = arg;
     igw_engine *e = x->e;
     live_session *s = live_session_find(e, x->sid);
     ring *r = ring_find(e, x->ring);
@@ -753,17 +750,12 @@ static void handover_done(live_op *o, live_session *s)
                        "handover", b->ring, NULL);
         return;
     }
-    handover_ctx *x = calloc(1, sizeof *x);
+    bell_cmd *x = bell_cmd_new(o, s, r->id);
     char epoch[24], deadline[24], user[24];
     if (!x) {
         control_result(e, s, o->token, IGW_ERR_INTERNAL, "out of memory", "handover", b->ring, NULL);
         return;
     }
-    *x = (handover_ctx){.e = e};
-    snprintf(x->sid, sizeof x->sid, "%s", s->id);
-    snprintf(x->ring, sizeof x->ring, "%s", r->id);
-    snprintf(x->token, sizeof x->token, "%s", o->token);
-    snprintf(x->endpoint, sizeof x->endpoint, "%s", s->endpoint);
     epoch_text(e, epoch, sizeof epoch);
     snprintf(deadline, sizeof deadline, "%" PRId64, igw_wall_ms() + (int64_t)e->cfg.doorbell_ring_timeout_ms);
     snprintf(user, sizeof user, "%" PRId64, o->arg1);

@@ -50,7 +50,7 @@ DEB_PACKAGES := re2c clang libclang-rt-14-dev libssl-dev libsimdjson-dev libjans
                 libnice-dev libsrtp2-dev libglib2.0-dev libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev \
                 libgstreamer-plugins-bad1.0-dev gstreamer1.0-nice gstreamer1.0-plugins-base \
                 gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-plugins-ugly chromium nftables \
-                iproute2 python3
+                iproute2 python3 python3-aiortc
 DEB_NODE     := nodejs npm
 # What only the benchmarks need (`make deps-bench`, run by every bench-* target
 # and by `make test`, whose bench-smoke runs them all): wrk (bench-edge), janus

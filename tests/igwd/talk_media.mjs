@@ -11,7 +11,7 @@
 import { readFileSync, existsSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { launch, newViewer, sleep, Checker, AUTOPLAY_ARGS } from '../media/lib.mjs';
+import { launch, newViewer, sleep, Checker, AUTOPLAY_ARGS, aiortcTalker } from '../media/lib.mjs';
 import { DEMO, target, camera, app, accepted, startCamera, call } from './live_lib.mjs';
 
 const VCAM = process.env.IGW_VCAM;
@@ -49,6 +49,39 @@ const silent = (db) => db < -60;
 /** Opens an ipcTalk session on the call for application a, with a Chromium
  * member publishing a tone of hz; waits for its established state. */
 async function openTalk(a, browser, callId, hz, name) {
+    const v = await newViewer(browser);
+    const s = await openTalkPeer(a, callId, name, {
+        offer: () => v.offerPublish(hz),
+        setAnswer: (sdp) => v.setAnswer(sdp),
+        flowing: async () => {
+            const st = await v.waitFor((x) => x.framesDecoded > 0 && x.audioPackets > 0, 15000).catch((e) => e.stats);
+            return { ok: st && st.framesDecoded > 0 && st.audioPackets > 0, st };
+        },
+    });
+    return { ...s, v };
+}
+
+/** The same with aiortc (a non-browser member, tests/media/aiortc_talker.py). */
+async function openTalkAiortc(a, callId, hz, name) {
+    const p = await aiortcTalker(hz, `[aiortc ${name}] `);
+    const s = await openTalkPeer(a, callId, name, {
+        offer: async () => p.offer,
+        setAnswer: (sdp) => p.setAnswer(sdp),
+        flowing: async () => {
+            let st;
+            for (let i = 0; i < 150; i++, await sleep(100)) {
+                st = await p.stats();
+                if (st.recvVideo > 0 && st.recvAudio > 0) break;
+            }
+            return { ok: st.recvVideo > 0 && st.recvAudio > 0, st };
+        },
+    });
+    return { ...s, p };
+}
+
+/** Opens an ipcTalk session for application a with peer (offer, setAnswer,
+ * flowing); waits for its established state. */
+async function openTalkPeer(a, callId, name, peer) {
     const t = token('open');
     const cmd = { msgToken: t, method: 'interaction.open', target, params: { purpose: 'ipcTalk', cameraId: camera, callId } };
     let r;
@@ -61,8 +94,7 @@ async function openTalk(a, browser, callId, hz, name) {
     const res = await a.result(t);
     const sid = res && res.data.sessionId;
     c.check(res && res.code === 200 && sid, `${name}: the open's result has the session (${JSON.stringify(res)})`);
-    const v = await newViewer(browser);
-    const offer = await v.offerPublish(hz);
+    const offer = await peer.offer();
     const to = token('offer');
     await accepted(c, a, { msgToken: to, method: 'interaction.mediaOffer', sessionId: sid,
         params: { mediaRevision: 1, webrtc: { iceMode: 'full', sdp: offer } } }, `${name}: mediaOffer`);
@@ -70,16 +102,15 @@ async function openTalk(a, browser, callId, hz, name) {
     c.check(ans && ans.code === 200 && ans.data.webrtc, `${name}: answered (${JSON.stringify(ans && ans.data && ans.data.reason)})`);
     const audio = ans.data.webrtc.sdp.split(/\r?\nm=/).find((m) => m.startsWith('audio')) || '';
     c.check(/a=sendrecv/.test(audio), `${name}: the answer's audio is two-way (sendrecv)`);
-    await v.setAnswer(ans.data.webrtc.sdp);
-    const st = await v.waitFor((x) => x.framesDecoded > 0 && x.audioPackets > 0, 15000).catch((e) => e.stats);
-    c.check(st && st.framesDecoded > 0 && st.audioPackets > 0,
-        `${name}: receives the camera's picture and its microphone (${JSON.stringify(st)})`);
+    await peer.setAnswer(ans.data.webrtc.sdp);
+    const fl = await peer.flowing();
+    c.check(fl.ok, `${name}: receives the camera's picture and its microphone (${JSON.stringify(fl.st)})`);
     const ts = token('state');
     await accepted(c, a, { msgToken: ts, method: 'interaction.mediaState', sessionId: sid, params: { mediaRevision: 1, state: 'connected' } },
         `${name}: mediaState connected`);
     const est = await a.state(sid, 'established');
     c.check(est, `${name}: established`);
-    return { a, sid, v, name };
+    return { a, sid, name };
 }
 
 const setTone = (s, gain) => s.v.page.evaluate((g) => { window.__tone.gain.gain.value = g; }, gain);
@@ -259,6 +290,30 @@ async function main() {
     c.check(l.r.status === 429 && !l.r.body.data.accepted, `receipts full: the leave is refused, not accepted (${JSON.stringify(l.r.body)})`);
     c.check(Number(rcli('HLEN', rkey)) === 256, 'receipts full: nothing evicted');
     rcli('HDEL', rkey, ...fill.filter((_, i) => i % 2 === 0));
+
+    // ---- a non-browser member (aiortc) as the only talker: gated, then heard again (issue 26) -------------
+    // The owner's tone is at gain 0 (Chromium's level extension says silence):
+    // 1003's aiortc tone, with aiortc's own RTP clock and level extension, is
+    // the only activity on the floor.
+    const third = await app(DEMO.thirdUser);
+    const s3 = await openTalkAiortc(third, callId, 440, 'member 1003 (aiortc)');
+    const lastLevels = () => JSON.stringify(levels(Date.now() - 300).map((x) => x.rms_db));
+    c.check(await levelUntil(loud, 10000) > 0, `1003's aiortc tone reaches the camera (${lastLevels()})`);
+    r = await access(DEMO.user, { operation: 'read', callId, targetUserID: '1003' });
+    const rev3 = r.body.data.audioRevision;
+    r = await access(DEMO.user, { operation: 'set', callId, targetUserID: '1003', allowed: false, expectedRevision: rev3 });
+    c.check(r.status === 200 && r.body.data.publishAllowed === false, `the initiator sets 1003 allowed=false (${JSON.stringify(r.body)})`);
+    c.check(await levelUntil(silent, 5000) > 0, `1003's aiortc audio stops reaching the camera (${lastLevels()})`);
+    await sleep(3000); // well past the camera's "no packets for 1 s"
+    r = await access(DEMO.user, { operation: 'set', callId, targetUserID: '1003', allowed: true, expectedRevision: rev3 });
+    c.check(r.status === 400 && r.body.data.path === '/expectedRevision', `a stale revision changes nothing (${JSON.stringify(r.body)})`);
+    r = await access(DEMO.user, { operation: 'set', callId, targetUserID: '1003', allowed: true, expectedRevision: rev3 + 1 });
+    c.check(r.status === 200 && r.body.data.publishAllowed === true, `1003 allowed again (${JSON.stringify(r.body)})`);
+    c.check(await levelUntil(loud, 5000) > 0,
+        `1003's aiortc tone is heard again after the gate reopened (${lastLevels()}, ${JSON.stringify(await s3.p.stats())})`);
+    await accepted(c, third, { msgToken: token('end'), method: 'interaction.end', sessionId: s3.sid, params: { reason: 'userHangup' } },
+        '1003: end');
+    await s3.p.close();
 
     // ---- self exit: with one member left the call ends ---------------------------------------------------
     l = await leave(owner, s1.sid, callId, '1001', 1);

@@ -24,8 +24,10 @@ IGWD=$2 IGWCTL=$3 VCAM=$4
 export IGWCTL
 igw_services_test talk-media 25408 63808 18908
 KEY=$IGW_VAR/jwt.key
-# The second member talks to the camera too: rights on the device.
+# The second and third members talk to the camera too: rights on the device.
 "$IGWCTL" grant --db "$IGW_PG_DSN" --user "$(j .otherUser.userId)" --product "$(j .device.productID)" \
+    --device "$(j .device.deviceName)" >/dev/null || fail "igwctl grant"
+"$IGWCTL" grant --db "$IGW_PG_DSN" --user "$(j .thirdUser.userId)" --product "$(j .device.productID)" \
     --device "$(j .device.deviceName)" >/dev/null || fail "igwctl grant"
 igw_start IGW_THREADS=2 IGW_PG_DSN="$IGW_PG_DSN" IGW_JWT_KEY_FILE="$KEY" IGW_NODE_ID=talk-node \
     IGW_REDIS_HOST=127.0.0.1 IGW_REDIS_PORT="$IGW_REDIS_PORT" \

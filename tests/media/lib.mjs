@@ -442,6 +442,31 @@ export function spawnLines(cmd, args = [], opts = {}) {
     };
 }
 
+/** A non-browser WebRTC talk member: tests/media/aiortc_talker.py (aiortc,
+ * Debian python3-aiortc) sending a continuous tone of hz on a sendrecv audio
+ * track, video recvonly. Resolves once its offer is gathered:
+ *   offer            its offer SDP
+ *   setAnswer(sdp)   applies the answer
+ *   tone(on)         the tone, or digital silence (its packets go on)
+ *   stats()          {sent (RTP packets), recvAudio, recvVideo (frames), state}
+ *   close()          closes the connection and waits for the process */
+export async function aiortcTalker(hz, prefix = '[aiortc] ') {
+    const path = new URL('./aiortc_talker.py', import.meta.url).pathname;
+    const p = spawnLines('/usr/bin/python3', [path, '--hz', String(hz)], { prefix });
+    const offer = (await p.next('offer', 30000)).sdp;
+    const ask = async (obj, type = 'ok') => (p.send(obj), p.next(type, 10000));
+    return {
+        offer,
+        setAnswer: (sdp) => ask({ answer: sdp }),
+        tone: (on) => ask({ tone: on }),
+        stats: () => ask({ stats: true }, 'stats'),
+        async close() {
+            p.send({ close: true });
+            await p.waitExit(10000).catch(() => p.kill('SIGKILL'));
+        },
+    };
+}
+
 /** igw-media-host (tests/media/host.c) started as `bin args`: its replies
  * and its events come on one stream. call(req, ms) sends a request and
  * resolves to its reply; waitEvent(pred, ms) resolves to the first event

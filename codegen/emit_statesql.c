@@ -34,7 +34,7 @@ static const struct {
     {"msgToken", "go.token"},         {"sessionId", "go.sid"},         {"eventSeq", "go.seq"},
     {"data.state", "go.state"},       {"data.playback", "go.playback"}, {"data.positionMs", "go.pos"},
     {"data.reason", "go.reason"},     {"data.inviteToken", "go.invite"}, {"data.cameraId", "go.camera"},
-    {"data.target.productID", "go.pid"}, {"data.target.deviceName", "go.dn"},
+    {"data.target.productID", "go.pid"}, {"data.target.deviceName", "go.dn"}, {"data.mediaRevision", "go.rev"},
 };
 #define NMAP (sizeof field_map / sizeof field_map[0])
 
@@ -286,7 +286,8 @@ int igw_emit_state_sql(const igw_schema *s, const char *gen_dir)
         " * session, sid (text), ep (its endpoint), seq (its new event_seq, bigint),\n"
         " * state, playback and pos (a playback's phase and position; NULL: none),\n"
         " * reason (NULL: none), and invite, camera, pid and dn (a ringing event's\n"
-        " * inviteToken, cameraId and target; NULL: none). For those whose endpoint is live it inserts the\n"
+        " * inviteToken, cameraId and target; NULL: none), and rev (an established\n"
+        " * event's mediaRevision, bigint; NULL: none). For those whose endpoint is live it inserts the\n"
         " * event, msgToken \"<sid>.<seq>\", and its delivery with deliveryId DID (an\n"
         " * SQL expression, text), and notifies the endpoints; CTEs go, b (b.body:\n"
         " * the event's text), ev, dl and ntf can be counted after, and ntf must\n"

@@ -5950,6 +5950,10 @@ static int key_StateData(const char *k, size_t n)
         if (memcmp(k, "inviteToken", 11) == 0)
             return IGW_StateData_F_inviteToken;
         break;
+    case 13:
+        if (memcmp(k, "mediaRevision", 13) == 0)
+            return IGW_StateData_F_mediaRevision;
+        break;
     default:
         break;
     }
@@ -6003,6 +6007,10 @@ int igw_decode_StateData(igw_json *j, igw_StateData *o)
             if (igw_json_string(j, &o->reason) || igw_decode_string_rules(j, o->reason, 1, 256, IGW_FORMAT_NONE))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
+        case IGW_StateData_F_mediaRevision:
+            if (igw_json_int(j, &o->mediaRevision, INT64_C(1), INT64_C(9007199254740991)))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
         default:
             break;
         }
@@ -6022,6 +6030,10 @@ int igw_decode_StateData(igw_json *j, igw_StateData *o)
     if ((o->has & IGW_StateData_positionMs) && ((o->has & IGW_StateData_state) && (o->state == IGW_SessionState_ended))) {
         igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when state = ended");
         return igw_json_prefix_key(j, "positionMs", 10);
+    }
+    if ((o->has & IGW_StateData_mediaRevision) && !((o->has & IGW_StateData_state) && (o->state == IGW_SessionState_established))) {
+        igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when state != established");
+        return igw_json_prefix_key(j, "mediaRevision", 13);
     }
     if (!(o->has & IGW_StateData_reason) && ((o->has & IGW_StateData_state) && (o->state == IGW_SessionState_ended))) {
         igw_json_fail(j, IGW_JERR_MISSING, "field is required when state = ended");
@@ -8889,6 +8901,10 @@ void igw_encode_StateData(igw_jw *w, const igw_StateData *o)
     if (o->has & IGW_StateData_reason) {
         igw_jw_key(w, "reason", 6);
         igw_jw_string(w, o->reason.ptr, o->reason.len);
+    }
+    if (o->has & IGW_StateData_mediaRevision) {
+        igw_jw_key(w, "mediaRevision", 13);
+        igw_jw_int(w, o->mediaRevision);
     }
     igw_jw_object_end(w);
 }

@@ -621,7 +621,7 @@ typedef struct igw_MediaStateParams_list {
     uint32_t n;
 } igw_MediaStateParams_list;
 
-/* interaction.trackControl (publish and stop are refused in this scope). */
+/* interaction.trackControl: subscribe, unsubscribe, pause and resume a camera track (machine track); stop and publish the application's own uplink track (machine uplink). */
 typedef struct igw_TrackControlParams {
     uint64_t has; /* IGW_TrackControlParams_<field> bits of the fields present */
     igw_str trackId;
@@ -1766,6 +1766,7 @@ typedef struct igw_StateData {
     igw_PlaybackState playback;
     int64_t positionMs;
     igw_str reason;
+    int64_t mediaRevision;
 } igw_StateData;
 enum igw_StateData_field {
     IGW_StateData_F_state = 0,
@@ -1775,6 +1776,7 @@ enum igw_StateData_field {
     IGW_StateData_F_playback = 4,
     IGW_StateData_F_positionMs = 5,
     IGW_StateData_F_reason = 6,
+    IGW_StateData_F_mediaRevision = 7,
     IGW_StateData__NFIELDS
 };
 #define IGW_StateData_state (UINT64_C(1) << IGW_StateData_F_state)
@@ -1784,6 +1786,7 @@ enum igw_StateData_field {
 #define IGW_StateData_playback (UINT64_C(1) << IGW_StateData_F_playback)
 #define IGW_StateData_positionMs (UINT64_C(1) << IGW_StateData_F_positionMs)
 #define IGW_StateData_reason (UINT64_C(1) << IGW_StateData_F_reason)
+#define IGW_StateData_mediaRevision (UINT64_C(1) << IGW_StateData_F_mediaRevision)
 #define IGW_StateData__REQUIRED (IGW_StateData_state)
 typedef struct igw_StateData_list {
     igw_StateData *v;

@@ -4,7 +4,7 @@
 
 static const char *const session_states[] = {"none", "ringing", "invited", "established", "ended"};
 static const bool session_terminal[] = {false, false, false, false, true};
-static const char *const session_triggers[] = {"open", "ring", "accept", "decline", "establish", "end", "fail", "handover"};
+static const char *const session_triggers[] = {"open", "ring", "accept", "decline", "establish", "renegotiate", "end", "fail", "handover"};
 static const char *const session_guards[] = {"negotiated", "mayEnd", "firstAccept"};
 static const igw_sm_row session_rows[] = {
     {.from = IGW_SESSION_NONE, .trigger = IGW_SESSION_ON_OPEN, .guard = IGW_SM_NO_GUARD, .to = IGW_SESSION_INVITED},
@@ -16,6 +16,7 @@ static const igw_sm_row session_rows[] = {
      .err = IGW_ERR_CONFLICT, .reason = "this session is not ringing"},
     {.from = IGW_SESSION_RINGING, .trigger = IGW_SESSION_ON_DECLINE, .guard = IGW_SM_NO_GUARD, .to = IGW_SESSION_ENDED},
     {.from = IGW_SESSION_INVITED, .trigger = IGW_SESSION_ON_ESTABLISH, .guard = IGW_SESSION_GUARD_NEGOTIATED, .to = IGW_SESSION_ESTABLISHED},
+    {.from = IGW_SESSION_ESTABLISHED, .trigger = IGW_SESSION_ON_RENEGOTIATE, .guard = IGW_SM_NO_GUARD, .to = IGW_SESSION_ESTABLISHED},
     {.from = IGW_SESSION_RINGING, .trigger = IGW_SESSION_ON_END, .guard = IGW_SESSION_GUARD_MAYEND, .to = IGW_SESSION_ENDED},
     {.from = IGW_SESSION_INVITED, .trigger = IGW_SESSION_ON_END, .guard = IGW_SESSION_GUARD_MAYEND, .to = IGW_SESSION_ENDED},
     {.from = IGW_SESSION_ESTABLISHED, .trigger = IGW_SESSION_ON_END, .guard = IGW_SESSION_GUARD_MAYEND, .to = IGW_SESSION_ENDED},
@@ -83,17 +84,17 @@ static const igw_sm_row track_rows[] = {
     {.from = IGW_TRACK_STOPPED, .trigger = IGW_TRACK_ON_RESUME, .guard = IGW_SM_NO_GUARD, .to = IGW_SM_REFUSE,
      .err = IGW_ERR_CONFLICT, .reason = "subscription stopped: subscribe first"},
     {.from = IGW_TRACK_ACTIVE, .trigger = IGW_TRACK_ON_PUBLISH, .guard = IGW_SM_NO_GUARD, .to = IGW_SM_REFUSE,
-     .err = IGW_ERR_NOT_IMPLEMENTED, .reason = "publish is not open in this scope"},
+     .err = IGW_ERR_PARAMETER, .reason = "publish and stop apply to the application's own uplink track; a camera track is paused or unsubscribed"},
     {.from = IGW_TRACK_PAUSED, .trigger = IGW_TRACK_ON_PUBLISH, .guard = IGW_SM_NO_GUARD, .to = IGW_SM_REFUSE,
-     .err = IGW_ERR_NOT_IMPLEMENTED, .reason = "publish is not open in this scope"},
+     .err = IGW_ERR_PARAMETER, .reason = "publish and stop apply to the application's own uplink track; a camera track is paused or unsubscribed"},
     {.from = IGW_TRACK_STOPPED, .trigger = IGW_TRACK_ON_PUBLISH, .guard = IGW_SM_NO_GUARD, .to = IGW_SM_REFUSE,
-     .err = IGW_ERR_NOT_IMPLEMENTED, .reason = "publish is not open in this scope"},
+     .err = IGW_ERR_PARAMETER, .reason = "publish and stop apply to the application's own uplink track; a camera track is paused or unsubscribed"},
     {.from = IGW_TRACK_ACTIVE, .trigger = IGW_TRACK_ON_STOP, .guard = IGW_SM_NO_GUARD, .to = IGW_SM_REFUSE,
-     .err = IGW_ERR_NOT_IMPLEMENTED, .reason = "stop is not open in this scope"},
+     .err = IGW_ERR_PARAMETER, .reason = "publish and stop apply to the application's own uplink track; a camera track is paused or unsubscribed"},
     {.from = IGW_TRACK_PAUSED, .trigger = IGW_TRACK_ON_STOP, .guard = IGW_SM_NO_GUARD, .to = IGW_SM_REFUSE,
-     .err = IGW_ERR_NOT_IMPLEMENTED, .reason = "stop is not open in this scope"},
+     .err = IGW_ERR_PARAMETER, .reason = "publish and stop apply to the application's own uplink track; a camera track is paused or unsubscribed"},
     {.from = IGW_TRACK_STOPPED, .trigger = IGW_TRACK_ON_STOP, .guard = IGW_SM_NO_GUARD, .to = IGW_SM_REFUSE,
-     .err = IGW_ERR_NOT_IMPLEMENTED, .reason = "stop is not open in this scope"},
+     .err = IGW_ERR_PARAMETER, .reason = "publish and stop apply to the application's own uplink track; a camera track is paused or unsubscribed"},
 };
 const igw_sm igw_sm_track = {
     .name = "track",
@@ -106,6 +107,46 @@ const igw_sm igw_sm_track = {
     .nguards = IGW_TRACK__GUARDS,
     .nrows = sizeof track_rows / sizeof track_rows[0],
     .rows = track_rows,
+    .illegal = IGW_ERR_CONFLICT,
+};
+
+static const char *const uplink_states[] = {"none", "active", "stopped"};
+static const bool uplink_terminal[] = {false, false, false};
+static const char *const uplink_triggers[] = {"start", "stop", "publish", "pause", "resume", "subscribe", "unsubscribe"};
+static const igw_sm_row uplink_rows[] = {
+    {.from = IGW_UPLINK_NONE, .trigger = IGW_UPLINK_ON_START, .guard = IGW_SM_NO_GUARD, .to = IGW_UPLINK_ACTIVE},
+    {.from = IGW_UPLINK_ACTIVE, .trigger = IGW_UPLINK_ON_STOP, .guard = IGW_SM_NO_GUARD, .to = IGW_UPLINK_STOPPED},
+    {.from = IGW_UPLINK_STOPPED, .trigger = IGW_UPLINK_ON_STOP, .guard = IGW_SM_NO_GUARD, .to = IGW_UPLINK_STOPPED},
+    {.from = IGW_UPLINK_STOPPED, .trigger = IGW_UPLINK_ON_PUBLISH, .guard = IGW_SM_NO_GUARD, .to = IGW_UPLINK_ACTIVE},
+    {.from = IGW_UPLINK_ACTIVE, .trigger = IGW_UPLINK_ON_PUBLISH, .guard = IGW_SM_NO_GUARD, .to = IGW_UPLINK_ACTIVE},
+    {.from = IGW_UPLINK_ACTIVE, .trigger = IGW_UPLINK_ON_PAUSE, .guard = IGW_SM_NO_GUARD, .to = IGW_SM_REFUSE,
+     .err = IGW_ERR_PARAMETER, .reason = "pause, resume, subscribe and unsubscribe apply to camera tracks; the application's uplink is stopped or published"},
+    {.from = IGW_UPLINK_STOPPED, .trigger = IGW_UPLINK_ON_PAUSE, .guard = IGW_SM_NO_GUARD, .to = IGW_SM_REFUSE,
+     .err = IGW_ERR_PARAMETER, .reason = "pause, resume, subscribe and unsubscribe apply to camera tracks; the application's uplink is stopped or published"},
+    {.from = IGW_UPLINK_ACTIVE, .trigger = IGW_UPLINK_ON_RESUME, .guard = IGW_SM_NO_GUARD, .to = IGW_SM_REFUSE,
+     .err = IGW_ERR_PARAMETER, .reason = "pause, resume, subscribe and unsubscribe apply to camera tracks; the application's uplink is stopped or published"},
+    {.from = IGW_UPLINK_STOPPED, .trigger = IGW_UPLINK_ON_RESUME, .guard = IGW_SM_NO_GUARD, .to = IGW_SM_REFUSE,
+     .err = IGW_ERR_PARAMETER, .reason = "pause, resume, subscribe and unsubscribe apply to camera tracks; the application's uplink is stopped or published"},
+    {.from = IGW_UPLINK_ACTIVE, .trigger = IGW_UPLINK_ON_SUBSCRIBE, .guard = IGW_SM_NO_GUARD, .to = IGW_SM_REFUSE,
+     .err = IGW_ERR_PARAMETER, .reason = "pause, resume, subscribe and unsubscribe apply to camera tracks; the application's uplink is stopped or published"},
+    {.from = IGW_UPLINK_STOPPED, .trigger = IGW_UPLINK_ON_SUBSCRIBE, .guard = IGW_SM_NO_GUARD, .to = IGW_SM_REFUSE,
+     .err = IGW_ERR_PARAMETER, .reason = "pause, resume, subscribe and unsubscribe apply to camera tracks; the application's uplink is stopped or published"},
+    {.from = IGW_UPLINK_ACTIVE, .trigger = IGW_UPLINK_ON_UNSUBSCRIBE, .guard = IGW_SM_NO_GUARD, .to = IGW_SM_REFUSE,
+     .err = IGW_ERR_PARAMETER, .reason = "pause, resume, subscribe and unsubscribe apply to camera tracks; the application's uplink is stopped or published"},
+    {.from = IGW_UPLINK_STOPPED, .trigger = IGW_UPLINK_ON_UNSUBSCRIBE, .guard = IGW_SM_NO_GUARD, .to = IGW_SM_REFUSE,
+     .err = IGW_ERR_PARAMETER, .reason = "pause, resume, subscribe and unsubscribe apply to camera tracks; the application's uplink is stopped or published"},
+};
+const igw_sm igw_sm_uplink = {
+    .name = "uplink",
+    .states = uplink_states,
+    .triggers = uplink_triggers,
+    .guards = NULL,
+    .terminal = uplink_terminal,
+    .nstates = IGW_UPLINK__STATES,
+    .ntriggers = IGW_UPLINK__TRIGGERS,
+    .nguards = 0,
+    .nrows = sizeof uplink_rows / sizeof uplink_rows[0],
+    .rows = uplink_rows,
     .illegal = IGW_ERR_CONFLICT,
 };
 
@@ -200,4 +241,4 @@ const igw_sm igw_sm_delivery = {
     .illegal = IGW_ERR_CONFLICT,
 };
 
-const igw_sm *const igw_sm_all[IGW_SM_COUNT] = {&igw_sm_session, &igw_sm_ring, &igw_sm_track, &igw_sm_playback, &igw_sm_consent, &igw_sm_delivery};
+const igw_sm *const igw_sm_all[IGW_SM_COUNT] = {&igw_sm_session, &igw_sm_ring, &igw_sm_track, &igw_sm_uplink, &igw_sm_playback, &igw_sm_consent, &igw_sm_delivery};

@@ -28,6 +28,7 @@ typedef enum igw_session_trigger {
     IGW_SESSION_ON_ACCEPT,
     IGW_SESSION_ON_DECLINE,
     IGW_SESSION_ON_ESTABLISH,
+    IGW_SESSION_ON_RENEGOTIATE,
     IGW_SESSION_ON_END,
     IGW_SESSION_ON_FAIL,
     IGW_SESSION_ON_HANDOVER,
@@ -149,6 +150,45 @@ static inline igw_track_state igw_track_next(igw_track_state state, igw_track_tr
     if (!r.ok && err)
         *err = (igw_err)r.err;
     return (igw_track_state)r.next;
+}
+
+/* ---- uplink: The application's own uplink track (its microphone toward the camera's speaker: talk, the door-bell call): stopped and published again by the application without hanging up. What reaches the camera is also its purpose's permission (talk: the call's audio access). ---- */
+
+typedef enum igw_uplink_state {
+    IGW_UPLINK_NONE,
+    IGW_UPLINK_ACTIVE,
+    IGW_UPLINK_STOPPED,
+    IGW_UPLINK__STATES
+} igw_uplink_state;
+
+typedef enum igw_uplink_trigger {
+    IGW_UPLINK_ON_START,
+    IGW_UPLINK_ON_STOP,
+    IGW_UPLINK_ON_PUBLISH,
+    IGW_UPLINK_ON_PAUSE,
+    IGW_UPLINK_ON_RESUME,
+    IGW_UPLINK_ON_SUBSCRIBE,
+    IGW_UPLINK_ON_UNSUBSCRIBE,
+    IGW_UPLINK__TRIGGERS
+} igw_uplink_trigger;
+
+
+extern const igw_sm igw_sm_uplink;
+
+/* True when `trigger` may fire in `state` given the holding guards. */
+static inline bool igw_uplink_can_fire(igw_uplink_state state, igw_uplink_trigger trigger, uint32_t guards)
+{
+    return igw_sm_fire(&igw_sm_uplink, (int)state, (int)trigger, guards).ok;
+}
+
+/* The state after `trigger`, or the same state with *err set when refused. */
+static inline igw_uplink_state igw_uplink_next(igw_uplink_state state, igw_uplink_trigger trigger, uint32_t guards,
+                                       igw_err *err)
+{
+    igw_sm_result r = igw_sm_fire(&igw_sm_uplink, (int)state, (int)trigger, guards);
+    if (!r.ok && err)
+        *err = (igw_err)r.err;
+    return (igw_uplink_state)r.next;
 }
 
 /* ---- playback: recordPlayback: what the camera's player does (interaction.state data.playback). ---- */
@@ -273,7 +313,7 @@ static inline igw_delivery_state igw_delivery_next(igw_delivery_state state, igw
 
 /* Every machine of the schema, in schema order (what a conformance runner
  * looks a vector's machine up in). */
-#define IGW_SM_COUNT 6
+#define IGW_SM_COUNT 7
 extern const igw_sm *const igw_sm_all[IGW_SM_COUNT];
 
 #endif

@@ -8,7 +8,8 @@
  * session, sid (text), ep (its endpoint), seq (its new event_seq, bigint),
  * state, playback and pos (a playback's phase and position; NULL: none),
  * reason (NULL: none), and invite, camera, pid and dn (a ringing event's
- * inviteToken, cameraId and target; NULL: none). For those whose endpoint is live it inserts the
+ * inviteToken, cameraId and target; NULL: none), and rev (an established
+ * event's mediaRevision, bigint; NULL: none). For those whose endpoint is live it inserts the
  * event, msgToken "<sid>.<seq>", and its delivery with deliveryId DID (an
  * SQL expression, text), and notifies the endpoints; CTEs go, b (b.body:
  * the event's text), ev, dl and ntf can be counted after, and ntf must
@@ -20,7 +21,7 @@
 #define IGW_GENERATED_STATE_SQL_H
 
 #define IGW_SQL_STATE_EVENTS(DID) \
-    "go AS MATERIALIZED (SELECT u.ep, u.sid, u.seq, u.state, u.playback, u.pos, u.reason, u.invite, u.camera, u.pid, u.dn, p.expires_at_ms AS exp, " \
+    "go AS MATERIALIZED (SELECT u.ep, u.sid, u.seq, u.state, u.playback, u.pos, u.reason, u.invite, u.camera, u.pid, u.dn, u.rev, p.expires_at_ms AS exp, " \
     "        nextval(pg_get_serial_sequence('events', 'event_id')) AS event_id, u.sid || '.' || u.seq AS token, " \
     "        " DID " AS did " \
     "    FROM upd u JOIN endpoints p ON p.endpoint_id = u.ep " \
@@ -39,7 +40,8 @@
     "        || ',\"deviceName\":' || to_json(go.dn::text)::text || '}' END" \
     "        || CASE WHEN go.playback IS NULL THEN '' ELSE ',\"playback\":' || to_json(go.playback::text)::text END" \
     "        || CASE WHEN go.pos IS NULL THEN '' ELSE ',\"positionMs\":' || go.pos::bigint::text END" \
-    "        || CASE WHEN go.reason IS NULL THEN '' ELSE ',\"reason\":' || to_json(go.reason::text)::text END || '}' || '}' " \
+    "        || CASE WHEN go.reason IS NULL THEN '' ELSE ',\"reason\":' || to_json(go.reason::text)::text END" \
+    "        || CASE WHEN go.rev IS NULL THEN '' ELSE ',\"mediaRevision\":' || go.rev::bigint::text END || '}' || '}' " \
     "        AS body FROM go), " \
     "ev AS (INSERT INTO events (event_id, session_id, msg_token, event_seq, body, body_text) OVERRIDING SYSTEM VALUE " \
     "       SELECT b.event_id, b.sid, b.token, b.seq, b.body::jsonb, b.body FROM b RETURNING 1), " \

@@ -438,6 +438,12 @@ static void read_step(igw_dtls *d)
     }
 }
 
+void igw_dtls_set_send(igw_dtls *d, igw_dtls_send_fn send, void *ud)
+{
+    d->send = send;
+    d->ud = ud;
+}
+
 igw_dtls *igw_dtls_new(igw_dtls_cert *cert, igw_dtls_role role, const uint8_t peer_fp[32],
                        igw_dtls_send_fn send, void *ud, char *err, size_t errlen)
 {

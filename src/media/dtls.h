@@ -52,6 +52,10 @@ igw_dtls *igw_dtls_new(igw_dtls_cert *cert, igw_dtls_role role, const uint8_t pe
                        igw_dtls_send_fn send, void *ud, char *err, size_t errlen);
 void igw_dtls_free(igw_dtls *d);
 
+/* Where its records go from now on (a transport handed to a new ICE path:
+ * igw_peer_continue). */
+void igw_dtls_set_send(igw_dtls *d, igw_dtls_send_fn send, void *ud);
+
 /* Starts the handshake (a client sends its ClientHello; a server waits) and
  * its 30-second limit. */
 igw_dtls_state igw_dtls_start(igw_dtls *d);

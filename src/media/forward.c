@@ -556,19 +556,37 @@ static void local_sender(igw_sdp_media *lm, uint32_t ssrc, const char *track)
  * ICE/DTLS side of our description l (its transport in section `first`),
  * the remote offer applied when we answer (remote NULL: we offer), l
  * written into out, the node committed. The caller frees n on failure. */
-static igw_media_rc node_start(igw_node *n, igw_sdp *l, size_t first, const igw_sdp *remote, char *out, size_t cap,
-                               char *err, size_t errlen)
+/* prev (or NULL): the generation n replaces. When its remote continues
+ * (igw_peer_continuable: an ICE restart) n takes prev's transport over,
+ * restarted, and gives it back if n does not start. */
+static igw_media_rc node_start(igw_node *n, igw_node *prev, igw_sdp *l, size_t first, const igw_sdp *remote,
+                               char *out, size_t cap, char *err, size_t errlen)
 {
-    if (!(n->peer = node_peer(n, err, errlen)))
-        return IGW_MEDIA_EFAIL;
-    igw_peer_describe(n->peer, l, first, remote != NULL, remote ? remote->setup : IGW_SDP_SETUP_NONE);
-    if (remote && igw_peer_set_remote(n->peer, remote, err, errlen) != 0)
-        return IGW_MEDIA_EINVAL;
-    if (igw_sdp_write(l, out, cap) == 0) {
-        snprintf(err, errlen, "description does not fit in %zu bytes", cap);
+    bool taken = prev && prev->peer && remote && igw_peer_continuable(prev->peer, remote);
+    if (taken) {
+        if (igw_peer_restart(prev->peer, n, err, errlen) != 0)
+            return IGW_MEDIA_EFAIL;
+        n->peer = prev->peer;
+        prev->peer = NULL;
+    } else if (!(n->peer = node_peer(n, err, errlen))) {
         return IGW_MEDIA_EFAIL;
     }
-    return node_commit(n, err, errlen);
+    igw_media_rc rc = IGW_MEDIA_OK;
+    igw_peer_describe(n->peer, l, first, remote != NULL, remote ? remote->setup : IGW_SDP_SETUP_NONE);
+    if (remote && igw_peer_set_remote(n->peer, remote, err, errlen) != 0) {
+        rc = IGW_MEDIA_EINVAL;
+    } else if (igw_sdp_write(l, out, cap) == 0) {
+        snprintf(err, errlen, "description does not fit in %zu bytes", cap);
+        rc = IGW_MEDIA_EFAIL;
+    } else {
+        rc = node_commit(n, err, errlen);
+    }
+    if (rc != IGW_MEDIA_OK && taken) { /* prev goes on with it */
+        igw_peer_return(n->peer, prev);
+        prev->peer = n->peer;
+        n->peer = NULL;
+    }
+    return rc;
 }
 
 static void view_track_start(igw_node *v, int k, uint32_t clock, bool paused)
@@ -580,6 +598,21 @@ static void view_track_start(igw_node *v, int k, uint32_t clock, bool paused)
     igw_rtp_rewriter_init(&vt->rw, clock, (uint16_t)g_random_int(), g_random_int());
     vt->epoch = v->source->src[k].epoch;
     vt->waiting_keyframe = k == TRACK_VIDEO;
+}
+
+/* The next generation's track after prev's: its state, and on the same DTLS
+ * association the same stream. */
+static void view_track_continue(view_track *vt, const view_track *prev, bool same_stream)
+{
+    vt->state = prev->state;
+    if (!same_stream)
+        return;
+    vt->ssrc = prev->ssrc;
+    vt->rw = prev->rw; /* the same mapping: the source's next packet follows on */
+    vt->epoch = prev->epoch;
+    vt->waiting_keyframe = prev->waiting_keyframe;
+    vt->packets = prev->packets;
+    vt->octets = prev->octets;
 }
 
 static void source_attach_viewer(igw_node *s, igw_node *v)
@@ -654,7 +687,7 @@ igw_media_rc igw_fwd_source_offer(igw_mthread *t, const char *id, uint32_t rev, 
         snprintf(err, errlen, "no common codec: need a sending H264 (packetization-mode=1) or opus/48000/2 section");
         goto out;
     }
-    if ((rc = node_start(n, l, (size_t)first, offer, answer, cap, err, errlen)) != IGW_MEDIA_OK)
+    if ((rc = node_start(n, NULL, l, (size_t)first, offer, answer, cap, err, errlen)) != IGW_MEDIA_OK)
         goto out;
     n = NULL;
 out:
@@ -749,6 +782,15 @@ igw_media_rc igw_fwd_source_rtp(igw_mthread *t, const char *id, const char *addr
 igw_media_rc igw_fwd_viewer_offer(igw_node *s, const char *id, uint32_t rev, bool paused, bool publish,
                                   const igw_sdp *offer, char *answer, size_t cap, char *err, size_t errlen)
 {
+    /* A new generation of this viewer: its tracks' states carry over (a
+     * paused or stopped track stays so); an ICE restart of the same remote
+     * goes on with its DTLS association and, on it, with the same streams
+     * (SSRC, sequence and timestamps continue: the remote's decoders too). */
+    bool elsewhere = false;
+    igw_node *prev = igw_registry_here(s->t, id, &elsewhere);
+    if (prev && (prev->is_source || prev->revision >= rev || prev->source != s))
+        prev = NULL; /* refused by node_commit, or another camera's stream */
+    bool same = prev && prev->peer && igw_peer_continuable(prev->peer, offer);
     igw_node *v = node_new(s->t, id, rev, false);
     v->source = s;
     igw_sdp *l = local_new();
@@ -806,6 +848,8 @@ igw_media_rc igw_fwd_viewer_offer(igw_node *s, const char *id, uint32_t rev, boo
         if (k == TRACK_VIDEO && s->src[k].fmtp[0]) /* we send the source's stream */
             g_strlcpy(lm->codecs[0].fmtp, s->src[k].fmtp, sizeof lm->codecs[0].fmtp);
         view_track_start(v, k, s->src[k].clock, paused);
+        if (prev && prev->view[k].present)
+            view_track_continue(&v->view[k], &prev->view[k], same);
         v->view[k].pt = om->codecs[ci].pt;
         g_strlcpy(v->view[k].mid, om->mid, sizeof v->view[k].mid);
         local_sender(lm, v->view[k].ssrc, kind_name[k]);
@@ -815,7 +859,7 @@ igw_media_rc igw_fwd_viewer_offer(igw_node *s, const char *id, uint32_t rev, boo
                  s->src[0].present && s->src[1].present ? " and " : "", s->src[TRACK_AUDIO].present ? "opus" : "");
         goto out;
     }
-    if ((rc = node_start(v, l, (size_t)first, offer, answer, cap, err, errlen)) != IGW_MEDIA_OK)
+    if ((rc = node_start(v, prev, l, (size_t)first, offer, answer, cap, err, errlen)) != IGW_MEDIA_OK)
         goto out;
     source_attach_viewer(s, v);
     v = NULL;
@@ -859,7 +903,7 @@ igw_media_rc igw_fwd_viewer_make_offer(igw_node *s, const char *id, uint32_t rev
         rc = IGW_MEDIA_EINVAL;
         goto out;
     }
-    if ((rc = node_start(v, l, 0, NULL, offer, cap, err, errlen)) != IGW_MEDIA_OK)
+    if ((rc = node_start(v, NULL, l, 0, NULL, offer, cap, err, errlen)) != IGW_MEDIA_OK)
         goto out;
     source_attach_viewer(s, v);
     v = NULL;

@@ -362,10 +362,22 @@ igw_media_rc igw_media_viewer_answer(igw_media *m, const char *viewer_id, uint32
     return rc;
 }
 
+/* The injected failure of a barrier (igw_media_config.fault_barrier). */
+static igw_media_rc fault(igw_mthread *t, call *c)
+{
+    if (!t->m->cfg.fault_barrier)
+        return IGW_MEDIA_OK;
+    if (c->err && c->errlen)
+        snprintf(c->err, c->errlen, "fault injected (fault_barrier)");
+    return IGW_MEDIA_EFAIL;
+}
+
 static igw_media_rc op_viewer_track(igw_mthread *t, call *c)
 {
     igw_node *v;
     igw_media_rc rc = viewer_here(t, c, &v);
+    if (rc == IGW_MEDIA_OK)
+        rc = fault(t, c);
     return rc == IGW_MEDIA_OK ? igw_fwd_viewer_track(v, c->kinds, c->trigger, c->state, c->err, c->errlen) : rc;
 }
 
@@ -381,6 +393,8 @@ static igw_media_rc op_viewer_publish(igw_mthread *t, call *c)
 {
     igw_node *v;
     igw_media_rc rc = viewer_here(t, c, &v);
+    if (rc == IGW_MEDIA_OK)
+        rc = fault(t, c);
     return rc == IGW_MEDIA_OK ? igw_fwd_viewer_publish(v, c->allowed) : rc;
 }
 

@@ -27,6 +27,7 @@ typedef struct igw_media_config {
     unsigned    consent_timeout_ms;      /* silence after which a connected peer fails */
     unsigned    connect_timeout_ms;      /* ICE + DTLS must complete within this */
     unsigned    keyframe_min_interval_ms; /* PLI/FIR toward a source at most this often */
+    bool        fault_barrier;           /* tests: every viewer track change and gate fails (EFAIL) */
 } igw_media_config;
 
 /* What every call onto a media thread answers. */

@@ -25,6 +25,8 @@ struct igw_peer {
     bool                    remote_set;
     bool                    answering;     /* our description is the answer */
     bool                    failed;
+    bool                    restarting;    /* ICE restarted (igw_peer_restart): no new pair selected yet */
+    uint8_t                 remote_fp[32]; /* the remote certificate's SHA-256 (set_remote) */
     igw_dtls               *dtls;
     igw_srtp               *srtp;
     /* The selected pair's socket and peer address: media is sent with one
@@ -97,6 +99,18 @@ static void dtls_after(igw_peer *p, igw_dtls_state before, igw_dtls_state now)
     }
 }
 
+/* A restarted peer's new generation is connected once the remote's media
+ * (its SRTP, on the association that went on) or a newly selected pair
+ * shows its path works: ICE and DTLS connected again, to the new owner. */
+static void restarted(igw_peer *p)
+{
+    if (!p->restarting || !p->remote_set)
+        return;
+    p->restarting = false;
+    p->ops->on_event(p->ud, IGW_MEDIA_EV_ICE_CONNECTED, "restarted");
+    p->ops->on_event(p->ud, IGW_MEDIA_EV_DTLS_CONNECTED, "continued");
+}
+
 static void on_recv(NiceAgent *agent, guint stream, guint component, guint len, gchar *data, gpointer ud)
 {
     (void)agent, (void)stream, (void)component;
@@ -114,12 +128,16 @@ static void on_recv(NiceAgent *agent, guint stream, guint component, guint len, 
         }
         break;
     case IGW_PKT_RTP:
-        if (p->srtp && igw_srtp_unprotect(p->srtp, p->buf, &n) == 0)
+        if (p->srtp && igw_srtp_unprotect(p->srtp, p->buf, &n) == 0) {
+            restarted(p);
             p->ops->on_rtp(p->ud, p->buf, n);
+        }
         break;
     case IGW_PKT_RTCP:
-        if (p->srtp && igw_srtp_unprotect_rtcp(p->srtp, p->buf, &n) == 0)
+        if (p->srtp && igw_srtp_unprotect_rtcp(p->srtp, p->buf, &n) == 0) {
+            restarted(p);
             p->ops->on_rtcp(p->ud, p->buf, n);
+        }
         break;
     default:
         break;
@@ -138,6 +156,8 @@ static void on_pair(NiceAgent *agent, guint stream, guint component, NiceCandida
     nice_address_copy_to_sockaddr(&remote->addr, (struct sockaddr *)&p->remote);
     p->remote_len = remote->addr.s.addr.sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
     held_flush(p);
+    if (p->srtp)
+        restarted(p);
 }
 
 static void on_state(NiceAgent *agent, guint stream, guint component, guint state, gpointer ud)
@@ -262,9 +282,13 @@ int igw_peer_set_remote(igw_peer *p, const igw_sdp *remote, char *err, size_t er
         snprintf(err, errlen, "ICE credentials refused");
         return -1;
     }
+    if (p->restarting && p->lite) { /* its checks reach us; the DTLS association goes on */
+        p->remote_set = true;
+        return 0;
+    }
     /* Full mode: the offerer controls, unless the other side is lite (RFC
      * 8445 6.1.1); set before the candidates so pair priorities use it. */
-    if (!p->lite)
+    if (!p->lite && !p->restarting)
         g_object_set(p->agent, "controlling-mode", (gboolean)(remote->ice_lite || !p->answering), NULL);
     /* The first BUNDLE member carries the transport; in ICE-lite the peer's
      * checks reach us anyway, in full mode we need its candidates. */
@@ -291,7 +315,12 @@ int igw_peer_set_remote(igw_peer *p, const igw_sdp *remote, char *err, size_t er
         (void)nice_agent_set_remote_candidates(p->agent, p->stream, 1, list);
         g_slist_free_full(list, (GDestroyNotify)nice_candidate_free);
     }
+    if (p->restarting) { /* the DTLS association goes on (igw_peer_restart) */
+        p->remote_set = true;
+        return 0;
+    }
     p->dtls_client = remote->setup == IGW_SDP_SETUP_PASSIVE;
+    memcpy(p->remote_fp, remote->fp, sizeof p->remote_fp);
     char derr[128];
     p->dtls = igw_dtls_new(p->cert, p->dtls_client ? IGW_DTLS_CLIENT : IGW_DTLS_SERVER, remote->fp, dtls_send, p,
                            derr, sizeof derr);
@@ -305,6 +334,32 @@ int igw_peer_set_remote(igw_peer *p, const igw_sdp *remote, char *err, size_t er
         dtls_after(p, before, igw_dtls_start(p->dtls));
     }
     return 0;
+}
+
+bool igw_peer_continuable(const igw_peer *old, const igw_sdp *remote)
+{
+    return old->remote_set && old->srtp && !old->failed && old->dtls &&
+           igw_dtls_state_get(old->dtls) == IGW_DTLS_CONNECTED && remote->fp_len == sizeof old->remote_fp &&
+           memcmp(old->remote_fp, remote->fp, sizeof old->remote_fp) == 0 &&
+           old->dtls_client == (remote->setup == IGW_SDP_SETUP_PASSIVE);
+}
+
+int igw_peer_restart(igw_peer *p, void *ud, char *err, size_t errlen)
+{
+    (void)err, (void)errlen;
+    /* Our credentials stay (docs/decisions.md): the remote's new generation
+     * checks against them at once, and its old one stays valid until it
+     * switches, so media never waits for a handshake of ours. */
+    p->ud = ud;
+    p->restarting = true;
+    p->remote_set = false; /* the new remote credentials and candidates come next */
+    return 0;
+}
+
+void igw_peer_return(igw_peer *p, void *ud)
+{
+    p->ud = ud;
+    p->remote_set = true;
 }
 
 static int peer_send(igw_peer *p, uint8_t *buf, size_t len, bool rtcp)

@@ -46,6 +46,25 @@ void igw_peer_describe(igw_peer *p, igw_sdp *local, size_t media_index, bool ans
  * the DTLS role (we are the DTLS client when we said active). 0 or -1 + err. */
 int igw_peer_set_remote(igw_peer *p, const igw_sdp *remote, char *err, size_t errlen);
 
+/* Whether a new description from old's remote (its offer) continues its
+ * DTLS association (an ICE restart: old connected, the same remote
+ * certificate, the same DTLS role). */
+bool igw_peer_continuable(const igw_peer *old, const igw_sdp *remote);
+
+/* An ICE restart of a continuable peer (igw_peer_continuable) for the next
+ * media generation: its sockets, candidates and local ICE credentials stay,
+ * its DTLS association and SRTP keys go on, and media keeps flowing over the
+ * selected pair until the remote's checks select another; it reports to ud
+ * from now on, ICE and DTLS connected again at the remote's first media or
+ * a newly selected pair. Then igw_peer_describe and igw_peer_set_remote as
+ * for a new peer (set_remote takes the remote's new credentials only, and
+ * its candidates in full mode). 0, or -1 + err (nothing changed). */
+int igw_peer_restart(igw_peer *p, void *ud, char *err, size_t errlen);
+
+/* Gives a restarted peer back to its earlier owner (the new generation
+ * failed to start): it reports to ud again. */
+void igw_peer_return(igw_peer *p, void *ud);
+
 /* Protects an RTP/RTCP packet in place (buf has IGW_PEER_BUF bytes) and sends
  * it. 0, or -1 when not connected yet or the send failed. */
 int igw_peer_send_rtp(igw_peer *p, uint8_t *buf, size_t len);

@@ -215,20 +215,43 @@ static void test_session_machine(void)
     CHECK(strcmp(igw_sm_session.states[IGW_SESSION_ENDED], "ended") == 0);
 }
 
-/* The track machine: publish and stop refused everywhere; pause needs a subscription. */
+/* The track machine (a camera track): publish and stop are the uplink's,
+ * refused everywhere; pause needs a subscription. */
 static void test_track_machine(void)
 {
     igw_sm_result r = igw_sm_fire(&igw_sm_track, IGW_TRACK_ACTIVE, IGW_TRACK_ON_PUBLISH, 0);
-    CHECK(!r.ok && r.err == IGW_ERR_NOT_IMPLEMENTED);
+    CHECK(!r.ok && r.err == IGW_ERR_PARAMETER);
     r = igw_sm_fire(&igw_sm_track, IGW_TRACK_STOPPED, IGW_TRACK_ON_PAUSE, 0);
     CHECK(!r.ok && r.err == IGW_ERR_CONFLICT && r.reason && strstr(r.reason, "subscribe first"));
-    CHECK(live_sm_refused_everywhere(&igw_sm_track, IGW_TRACK_ON_STOP, &r) && r.err == IGW_ERR_NOT_IMPLEMENTED);
-    CHECK(r.reason && strstr(r.reason, "stop"), "%s", r.reason ? r.reason : "");
+    CHECK(live_sm_refused_everywhere(&igw_sm_track, IGW_TRACK_ON_STOP, &r) && r.err == IGW_ERR_PARAMETER);
+    CHECK(r.reason && strstr(r.reason, "uplink"), "%s", r.reason ? r.reason : "");
     CHECK(!live_sm_refused_everywhere(&igw_sm_track, IGW_TRACK_ON_RESUME, &r)); /* from paused */
     CHECK(!live_sm_refused_everywhere(&igw_sm_track, IGW_TRACK_ON_SUBSCRIBE, &r)); /* from stopped, same track */
     CHECK(strcmp(live_track_state_name(IGW_TRACK_PAUSED).ptr, "paused") == 0);
     CHECK(strcmp(live_track_state_name(IGW_TRACK_ACTIVE).ptr, "active") == 0);
     CHECK(strcmp(live_track_state_name(-1).ptr, "stopped") == 0);
+}
+
+/* The uplink machine (the application's own track): stop and publish,
+ * each idempotent; the subscription operations refused everywhere. */
+static void test_uplink_machine(void)
+{
+    igw_sm_result r = igw_sm_fire(&igw_sm_uplink, IGW_UPLINK_NONE, IGW_UPLINK_ON_START, 0);
+    CHECK(r.ok && r.next == IGW_UPLINK_ACTIVE);
+    r = igw_sm_fire(&igw_sm_uplink, IGW_UPLINK_ACTIVE, IGW_UPLINK_ON_STOP, 0);
+    CHECK(r.ok && r.next == IGW_UPLINK_STOPPED);
+    r = igw_sm_fire(&igw_sm_uplink, IGW_UPLINK_STOPPED, IGW_UPLINK_ON_STOP, 0);
+    CHECK(r.ok && r.next == IGW_UPLINK_STOPPED);
+    r = igw_sm_fire(&igw_sm_uplink, IGW_UPLINK_STOPPED, IGW_UPLINK_ON_PUBLISH, 0);
+    CHECK(r.ok && r.next == IGW_UPLINK_ACTIVE);
+    r = igw_sm_fire(&igw_sm_uplink, IGW_UPLINK_ACTIVE, IGW_UPLINK_ON_PUBLISH, 0);
+    CHECK(r.ok && r.next == IGW_UPLINK_ACTIVE);
+    r = igw_sm_fire(&igw_sm_uplink, IGW_UPLINK_NONE, IGW_UPLINK_ON_STOP, 0);
+    CHECK(!r.ok, "no uplink before the answer");
+    CHECK(live_sm_refused_everywhere(&igw_sm_uplink, IGW_UPLINK_ON_PAUSE, &r) && r.err == IGW_ERR_PARAMETER);
+    CHECK(live_sm_refused_everywhere(&igw_sm_uplink, IGW_UPLINK_ON_SUBSCRIBE, &r) && r.err == IGW_ERR_PARAMETER);
+    CHECK(r.reason && strstr(r.reason, "camera tracks"), "%s", r.reason ? r.reason : "");
+    CHECK(!live_sm_refused_everywhere(&igw_sm_uplink, IGW_UPLINK_ON_STOP, &r));
 }
 
 /* The playback machine: nothing plays before ready; pause keeps paused. */
@@ -303,6 +326,7 @@ int main(void)
         CHECK_CASE(test_track_ids_exact), CHECK_CASE(test_preflight_listen), CHECK_CASE(test_preflight_talk),
         CHECK_CASE(test_open_refusals),   CHECK_CASE(test_leg_fits),        CHECK_CASE(test_viewer_guards),
         CHECK_CASE(test_negotiated),      CHECK_CASE(test_session_machine), CHECK_CASE(test_track_machine),
+        CHECK_CASE(test_uplink_machine),
         CHECK_CASE(test_playback_machine), CHECK_CASE(test_every_purpose),
         CHECK_CASE(test_may_publish),     CHECK_CASE(test_rights_hold),     CHECK_CASE(test_capacity),
         CHECK_CASE(test_ring_refusals),   CHECK_CASE(test_ringing_machine),

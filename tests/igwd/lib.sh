@@ -80,6 +80,8 @@ igw_services_test_down() {
 
 fail() {
     echo "$IGW_TEST_NAME test: FAIL: $*" >&2
+    # IGW_KEEP_ERR=FILE keeps igwd's whole stderr of a failed test.
+    [ -n "${IGW_KEEP_ERR:-}" ] && [ -s "$TMP/igwd.err" ] && cp "$TMP/igwd.err" "$IGW_KEEP_ERR" && cp "$TMP/igwd.out" "$IGW_KEEP_ERR.out"
     [ -s "$TMP/igwd.err" ] && { echo "--- igwd stderr (last lines):" >&2; grep -v '^{"ts"' "$TMP/igwd.err" | tail -n 15 >&2; }
     exit 1
 }

@@ -23,10 +23,10 @@ async function report(s, state) {
     c.check(r && r.code === 200 && r.data.state === state, `${s.name}: mediaState result (${JSON.stringify(r)})`);
 }
 
-async function track(s, operation) {
+async function track(s, operation, mediaRevision = 1) {
     const t = token('track');
     await accepted(c, s.a, { msgToken: t, method: 'interaction.trackControl', sessionId: s.sid,
-        params: { trackId: 'video-1', operation, mediaRevision: 1 } }, `${s.name}: trackControl ${operation}`);
+        params: { trackId: 'video-1', operation, mediaRevision } }, `${s.name}: trackControl ${operation}`);
     const r = await s.a.result(t);
     return r;
 }
@@ -140,17 +140,78 @@ async function main() {
     c.check(st && st.framesDecoded > f2 + 5, `viewer 1: frames again after resume (${JSON.stringify(st && st.framesDecoded)})`);
     r = await s1.a.command({ msgToken: token('x'), method: 'interaction.trackControl', sessionId: s1.sid,
         params: { trackId: 'video-1', operation: 'publish', mediaRevision: 1 } });
-    c.check(r.status === 501, `publish refused before the claim (${JSON.stringify(r.body)})`);
+    c.check(r.status === 400 && r.body.data.path === '/command/params/operation' && /uplink/.test(r.body.data.reason),
+        `publish on a camera track refused before the claim (${JSON.stringify(r.body)})`);
     r = await s1.a.command({ msgToken: token('x'), method: 'interaction.trackControl', sessionId: s1.sid,
         params: { trackId: 'video-1', operation: 'pause', mediaRevision: 2 } });
     c.check(r.status === 409 && r.body.data.path === '/command/params/mediaRevision', `stale mediaRevision refused (${JSON.stringify(r.body)})`);
+
+    // ---- renegotiation: an ICE restart mid-stream is a new media generation (issue 26) ----------
+    /** Viewer 1 restarts ICE and offers it as mediaRevision rev; resolves when
+     * the answer is applied, with the offer's msgToken. */
+    const renegotiate = async (rev) => {
+        const sdp = await s1.v.restartIce();
+        const t = token('offer');
+        await accepted(c, owner, { msgToken: t, method: 'interaction.mediaOffer', sessionId: s1.sid,
+            params: { mediaRevision: rev, webrtc: { iceMode: 'full', sdp } } }, `viewer 1: renegotiation to ${rev}`);
+        const ans = await owner.result(t, 15000);
+        c.check(ans && ans.code === 200 && ans.data.mediaRevision === rev && ans.data.webrtc,
+            `viewer 1: generation ${rev} answered (${JSON.stringify(ans && { code: ans.code, rev: ans.data.mediaRevision, reason: ans.data.reason })})`);
+        await s1.v.setAnswer(ans.data.webrtc.sdp);
+        return sdp;
+    };
+    const reoffer = await s1.v.restartIce();
+    r = await owner.command({ msgToken: token('x'), method: 'interaction.mediaOffer', sessionId: s1.sid,
+        params: { mediaRevision: 3, webrtc: { iceMode: 'full', sdp: reoffer } } });
+    c.check(r.status === 409 && r.body.data.path === '/command/params/mediaRevision' && /skips ahead/.test(r.body.data.reason),
+        `a renegotiation that skips ahead is refused (${JSON.stringify(r.body)})`);
+    r = await owner.command({ msgToken: token('x'), method: 'interaction.mediaOffer', sessionId: s1.sid,
+        params: { mediaRevision: 1, webrtc: { iceMode: 'full', sdp: reoffer } } });
+    c.check(r.status === 409 && r.body.data.path === '/command/params/mediaRevision', `a repeated revision is refused (${JSON.stringify(r.body)})`);
+    const ga = await frames(s2);
+    const gaAt = Date.now();
+    const fa = await frames(s1);
+    await renegotiate(2);
+    const answeredAt = Date.now();
+    st = await s1.v.waitFor((x) => x.framesDecoded > fa + 10, 5000).catch((e) => e.stats);
+    c.check(st && st.framesDecoded > fa + 10, `viewer 1: frames go on after the ICE restart (${fa} -> ${JSON.stringify(st && st.framesDecoded)})`);
+    const resumedMs = Date.now() - answeredAt;
+    c.check(resumedMs < 1000 + 700, `viewer 1: frames within a second of the answer (${resumedMs} ms, polled)`);
+    console.log(`live: renegotiation: answer applied to 10 more frames in ${resumedMs} ms`);
+    const est2 = await owner.wait((e) => e.method === 'interaction.state' && e.sessionId === s1.sid &&
+        e.data.state === 'established' && e.data.mediaRevision === 2, 5000);
+    c.check(est2 && est2.eventSeq === 2, `viewer 1: established again with mediaRevision 2 once its media flows (${JSON.stringify(est2)})`);
+    c.check(st && st.connectionState === 'connected', `viewer 1: its connection went on (${st && st.connectionState})`);
+    const gb = await frames(s2);
+    const fps2 = (gb - ga) / ((Date.now() - gaAt) / 1000);
+    c.check(fps2 > 15, `viewer 2: no gap while viewer 1 renegotiated (${fps2.toFixed(1)} frames/s)`);
+    r = await owner.command({ msgToken: token('x'), method: 'interaction.trackControl', sessionId: s1.sid,
+        params: { trackId: 'video-1', operation: 'pause', mediaRevision: 1 } });
+    c.check(r.status === 409 && r.body.data.path === '/command/params/mediaRevision',
+        `the old generation's commands are refused (${JSON.stringify(r.body)})`);
+    // A paused track stays paused in the next generation.
+    const p2 = await track(s1, 'pause', 2);
+    c.check(p2 && p2.code === 200 && p2.data.state === 'paused' && p2.data.mediaRevision === 2, `viewer 1: paused at 2 (${JSON.stringify(p2)})`);
+    await renegotiate(3);
+    await sleep(1000);
+    const fp1 = await frames(s1);
+    await sleep(1500);
+    const fp2 = await frames(s1);
+    c.check(fp2 - fp1 <= 2, `viewer 1: still paused in generation 3 (${fp1} -> ${fp2})`);
+    const q3 = await track(s1, 'resume', 3);
+    c.check(q3 && q3.code === 200 && q3.data.state === 'active', `viewer 1: resumed at 3 (${JSON.stringify(q3)})`);
+    st = await s1.v.waitFor((x) => x.framesDecoded > fp2 + 5, 3000).catch((e) => e.stats);
+    c.check(st && st.framesDecoded > fp2 + 5, `viewer 1: frames again in generation 3 (${JSON.stringify(st && st.framesDecoded)})`);
+    const est3 = await owner.wait((e) => e.method === 'interaction.state' && e.sessionId === s1.sid &&
+        e.data.state === 'established' && e.data.mediaRevision === 3, 5000);
+    c.check(est3 && est3.eventSeq === 3, `viewer 1: established with mediaRevision 3 (${JSON.stringify(est3)})`);
 
     // ---- a replay is the same acceptance and no new viewing ---------------------------------
     const te = token('end');
     const endCmd = { msgToken: te, method: 'interaction.end', sessionId: s1.sid, params: { reason: 'userHangup' } };
     await accepted(c, owner, endCmd, 'viewer 1: end');
     const ended = await owner.state(s1.sid, 'ended');
-    c.check(ended && ended.data.reason === 'userHangup' && ended.eventSeq === 2, `viewer 1: ended userHangup, eventSeq 2 (${JSON.stringify(ended)})`);
+    c.check(ended && ended.data.reason === 'userHangup' && ended.eventSeq === 4, `viewer 1: ended userHangup, eventSeq 4 (${JSON.stringify(ended)})`);
     r = await owner.command(endCmd);
     c.check(r.status === 200 && r.body.data.replay === true, `viewer 1: end replayed (${JSON.stringify(r.body)})`);
     r = await owner.command({ msgToken: token('x'), method: 'interaction.mediaState', sessionId: s1.sid, params: { mediaRevision: 1, state: 'connected' } });

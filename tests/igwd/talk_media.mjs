@@ -311,6 +311,33 @@ async function main() {
     c.check(r.status === 200 && r.body.data.publishAllowed === true, `1003 allowed again (${JSON.stringify(r.body)})`);
     c.check(await levelUntil(loud, 5000) > 0,
         `1003's aiortc tone is heard again after the gate reopened (${lastLevels()}, ${JSON.stringify(await s3.p.stats())})`);
+
+    // ---- 1003 mutes its own microphone: trackControl stop / publish on its uplink, no hang-up ----------------
+    let tct;
+    const tc = (operation, trackId) => third.command({ msgToken: (tct = token('tc')), method: 'interaction.trackControl',
+        sessionId: s3.sid, params: { trackId, operation, mediaRevision: 1 } });
+    r = await tc('stop', 'video-1');
+    c.check(r.status === 400 && r.body.data.path === '/command/params/operation',
+        `stop on the camera's video is refused: it is not the application's uplink (${JSON.stringify(r.body)})`);
+    r = await tc('pause', 'speaker');
+    c.check(r.status === 400 && r.body.data.path === '/command/params/operation',
+        `pause on the uplink is refused: the uplink is stopped or published (${JSON.stringify(r.body)})`);
+    r = await tc('stop', 'speaker');
+    c.check(r.status === 200 && r.body.data.accepted === true, `1003 stops its uplink (${JSON.stringify(r.body)})`);
+    res = await third.result(tct);
+    c.check(res && res.code === 200 && res.data.state === 'stopped' && res.data.trackId === 'speaker' && res.data.mediaRevision === 1,
+        `the stop's result: speaker stopped (${JSON.stringify(res)})`);
+    c.check(await levelUntil(silent, 5000) > 0, `1003's own mute: silence at the camera (${lastLevels()})`);
+    const sentBefore = (await s3.p.stats()).sent;
+    await sleep(1500);
+    c.check((await s3.p.stats()).sent > sentBefore + 40, '1003 still sends while muted (the platform stops it, not the app)');
+    c.check(!third.events.some((e) => e.method === 'interaction.state' && e.sessionId === s3.sid && e.data.state === 'ended'),
+        '1003\'s session is not ended by its mute');
+    r = await tc('publish', 'speaker');
+    c.check(r.status === 200, `1003 publishes its uplink again (${JSON.stringify(r.body)})`);
+    res = await third.result(tct);
+    c.check(res && res.code === 200 && res.data.state === 'active', `the publish's result: speaker active (${JSON.stringify(res)})`);
+    c.check(await levelUntil(loud, 5000) > 0, `1003's own unmute: heard again (${lastLevels()})`);
     await accepted(c, third, { msgToken: token('end'), method: 'interaction.end', sessionId: s3.sid, params: { reason: 'userHangup' } },
         '1003: end');
     await s3.p.close();
@@ -324,6 +351,20 @@ async function main() {
     const end1 = await owner.state(s1.sid, 'ended', 10000);
     c.check(end1 && (end1.data.reason === 'memberLeft' || end1.data.reason === 'callEnded'),
         `the owner's talk session ends with the call (${JSON.stringify(end1)})`);
+    // The leave's replay after it ended the leaver's own session: the replay
+    // rule, and its original result again (issue 26, item 4).
+    const fromReplay = owner.events.length;
+    r = await owner.command({ msgToken: l.t, method: 'interaction.leave', sessionId: s1.sid,
+        params: { callId, participantId: '1001', expectedMemberEpoch: 1 } });
+    c.check(r.status === 200 && r.body.data.accepted === true && r.body.data.replay === true,
+        `the self exit's replay after its session ended: accepted, replay (${JSON.stringify(r.body)})`);
+    const again = await owner.wait((e) => e.method === 'interaction.result' && e.msgToken === l.t, 5000, fromReplay);
+    c.check(again && again.code === 200 && again.data.participantId === '1001' && again.data.ended === true,
+        `the replay redelivers the original result (${JSON.stringify(again)})`);
+    r = await owner.command({ msgToken: l.t, method: 'interaction.leave', sessionId: s1.sid,
+        params: { callId, participantId: '1003', expectedMemberEpoch: 1 } });
+    c.check(r.status === 409 && r.body.data.path === '/command/msgToken',
+        `the same token with another body after the end: conflict (${JSON.stringify(r.body)})`);
     let over = false; // no sound in the last half second (the leg is gone: no lines at all, or silence)
     for (let i = 0; i < 50 && !over; i++, await sleep(100))
         over = levels(Date.now() - 500).every((x) => silent(x.rms_db));

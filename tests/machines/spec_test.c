@@ -56,11 +56,18 @@ static void track(void)
     for (int s = IGW_TRACK_ACTIVE; s <= IGW_TRACK_STOPPED; s++) {
         err = IGW_ERR_OK;
         igw_track_next((igw_track_state)s, IGW_TRACK_ON_PUBLISH, UINT32_MAX, &err);
-        EXPECT(err == IGW_ERR_NOT_IMPLEMENTED, "publish is rejected in this scope");
+        EXPECT(err == IGW_ERR_PARAMETER, "publish is rejected on an IPC viewer's track");
         err = IGW_ERR_OK;
         igw_track_next((igw_track_state)s, IGW_TRACK_ON_STOP, UINT32_MAX, &err);
-        EXPECT(err == IGW_ERR_NOT_IMPLEMENTED, "stop is rejected in this scope");
+        EXPECT(err == IGW_ERR_PARAMETER, "stop is rejected on an IPC viewer's track");
     }
+    /* "Mute stops a microphone track ... without hanging up the call": the
+     * application's own uplink. */
+    err = IGW_ERR_OK;
+    EXPECT(igw_uplink_next(IGW_UPLINK_ACTIVE, IGW_UPLINK_ON_STOP, 0, &err) == IGW_UPLINK_STOPPED, "mute stops the uplink");
+    EXPECT(igw_uplink_next(IGW_UPLINK_STOPPED, IGW_UPLINK_ON_PUBLISH, 0, &err) == IGW_UPLINK_ACTIVE, "unmute publishes it");
+    igw_uplink_next(IGW_UPLINK_ACTIVE, IGW_UPLINK_ON_PAUSE, 0, &err);
+    EXPECT(err == IGW_ERR_PARAMETER, "the uplink is not paused");
 }
 
 static void consent(void)

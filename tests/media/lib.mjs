@@ -132,6 +132,22 @@ function pageSetup() {
                 kfWorker.postMessage({ id });
             });
         },
+        // Renegotiation: restartIce() and a new offer on the same
+        // connection (new ICE credentials and candidates, the same DTLS
+        // association), complete once the new gathering is.
+        async restartIce(ms) {
+            const ufrag = (s) => (/a=ice-ufrag:(\S+)/.exec(s || '') || [])[1];
+            const before = ufrag(pc.localDescription && pc.localDescription.sdp);
+            pc.restartIce();
+            await pc.setLocalDescription(await pc.createOffer());
+            const deadline = Date.now() + ms;
+            for (;;) {
+                const sdp = pc.localDescription.sdp;
+                if (ufrag(sdp) !== before && pc.iceGatheringState === 'complete' && /a=candidate/.test(sdp)) return sdp;
+                if (Date.now() > deadline) throw new Error(`the restarted ICE gathering is not complete after ${ms} ms`);
+                await new Promise((r) => setTimeout(r, 20));
+            }
+        },
         async offerRecvOnly(ms) {
             pc.addTransceiver('audio', { direction: 'recvonly' });
             pc.addTransceiver('video', { direction: 'recvonly' });
@@ -262,6 +278,8 @@ function pageSetup() {
  *                    transceiver, recvonly video: talk; resolves to the offer
  *   answer(sdp)      answers a remote offer, resolves to the complete answer
  *   setAnswer(sdp)   applies the remote answer to our offer
+ *   restartIce()     restartIce() and a new offer on the same connection;
+ *                    resolves to it once its new candidates are gathered
  *   answerTalking(sdp) answers with the audio transceiver sendrecv, sending a
  *                    440 Hz WebAudio tone (full scale); resolves to {sdp, context}
  *                    (the AudioContext's state: "running" unless autoplay is
@@ -288,6 +306,7 @@ export async function newViewer(browser, opts = {}) {
     const viewer = {
         page,
         offerRecvOnly: () => page.evaluate((ms) => window.__igw.offerRecvOnly(ms), gatherMs),
+        restartIce: () => page.evaluate((ms) => window.__igw.restartIce(ms), gatherMs),
         recvLevel: () => page.evaluate(() => window.__igw.recvLevel()),
         offerPublish: (hz) => page.evaluate(([ms, f]) => window.__igw.offerPublish(ms, f), [gatherMs, hz]),
         answer: (sdp) => page.evaluate(([s, ms]) => window.__igw.answer(s, ms), [sdp, gatherMs]),

@@ -96,6 +96,9 @@ static const setting settings[] = {
     {"media_port_max", KIND_UINT, OFF(media_port_max), 0, 0, 65535, "0", "highest UDP port of media (0: any)"},
     {"media_keyframe_interval_ms", KIND_UINT, OFF(media_keyframe_interval_ms), 0, 50, 10000, "250",
      "a camera is asked for a keyframe (PLI) at most this often, whichever viewers need one, milliseconds"},
+    {"media_fault_barrier", KIND_BOOL, OFF(media_fault_barrier), 0, 0, 0, "false",
+     "tests only: every track change and uplink gate the media core is asked to apply fails, as a failed media "
+     "barrier (that viewer's session ends mediaFailed); never set in production"},
     {"shutdown_timeout_ms", KIND_UINT, OFF(shutdown_timeout_ms), 0, 0, 600000, "5000",
      "on SIGTERM/SIGINT, how long in-flight requests may take to finish, milliseconds"},
     {"access_log", KIND_BOOL, OFF(access_log), 0, 0, 0, "true", "one JSON line per request on stderr (true/false)"},

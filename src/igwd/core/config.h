@@ -57,6 +57,7 @@ typedef struct igw_config {
     char media_announced_address[IGW_CONFIG_HOST_MAX]; /* "" = media_address */
     unsigned media_port_min, media_port_max;           /* 0/0 = any */
     unsigned media_keyframe_interval_ms;               /* PLI toward a camera at most this often */
+    bool media_fault_barrier;                          /* tests: the core's track changes fail */
     bool access_log;             /* JSON lines on stderr */
     igw_log_level log_level;     /* diagnostics at this level and more severe */
     igw_log_format log_format;   /* diagnostics as text or JSON lines */

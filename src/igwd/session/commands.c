@@ -322,6 +322,12 @@ void igw_session_subscribe(live_op *o)
 
 static void media_offer_done(live_op *o, live_session *s)
 {
+    if (o->iarg) { /* a new generation: the old one's commands and events are stale from now */
+        s->prior_revision = s->revision;
+        s->revision = (uint32_t)o->iarg;
+        s->viewer_dtls = s->viewer_flowing = false;
+        s->renegotiated = false;
+    }
     s->offer = o->offer;
     o->offer = NULL;
     snprintf(s->offer_token, sizeof s->offer_token, "%s", o->token);
@@ -334,12 +340,29 @@ void igw_session_media_offer(live_op *o)
 {
     live_session *s = live_session_find(o->e, o->sid);
     const igw_MediaOfferParams *p = &o->k->params.interaction_mediaOffer;
-    if (p->mediaRevision == (int64_t)s->revision && (s->offered || s->offer)) {
+    bool has_media = s->offered || s->offer;
+    if (has_media && p->mediaRevision == (int64_t)s->revision + 1) {
+        /* Renegotiation: a new media generation of the application's leg
+         * (an ICE restart, a new network); the camera leg and the other
+         * viewers are not touched, the track states carry over. */
+        if (s->offer || s->prior_revision) {
+            live_op_refuse(o, IGW_ERR_CONFLICT, "the previous offer is not answered yet",
+                           IGW_PATH_command_params_mediaRevision);
+            return;
+        }
+        o->iarg = p->mediaRevision;
+    } else if (p->mediaRevision == (int64_t)s->revision && has_media) {
         live_op_refuse(o, IGW_ERR_CONFLICT, "this mediaRevision has its offer already", IGW_PATH_command_params_mediaRevision);
         return;
-    }
-    if (!live_op_revision(o, s, p->mediaRevision))
+    } else if (p->mediaRevision > (int64_t)s->revision) {
+        live_op_refuse(o, IGW_ERR_CONFLICT,
+                       has_media ? "mediaRevision skips ahead: a renegotiation names the current one + 1"
+                                 : "the first offer names the session's mediaRevision",
+                       IGW_PATH_command_params_mediaRevision);
         return;
+    } else if (!live_op_revision(o, s, p->mediaRevision)) {
+        return;
+    }
     if (!(o->offer = strndup(p->webrtc.sdp.ptr, p->webrtc.sdp.len))) {
         live_op_refuse(o, IGW_ERR_INTERNAL, "out of memory", "");
         return;
@@ -372,31 +395,79 @@ void igw_session_media_state(live_op *o)
 
 /* ---- interaction.trackControl --------------------------------------------------------- */
 
+/* A track of the session is the camera's (machine track: the viewer's
+ * subscription of it) or the application's own uplink, a track the camera
+ * receives (machine uplink: stopped and published again). */
 static const int track_triggers[] = {[IGW_TrackOperation_subscribe] = IGW_TRACK_ON_SUBSCRIBE,
                                      [IGW_TrackOperation_unsubscribe] = IGW_TRACK_ON_UNSUBSCRIBE,
                                      [IGW_TrackOperation_pause] = IGW_TRACK_ON_PAUSE,
                                      [IGW_TrackOperation_resume] = IGW_TRACK_ON_RESUME,
                                      [IGW_TrackOperation_publish] = IGW_TRACK_ON_PUBLISH,
                                      [IGW_TrackOperation_stop] = IGW_TRACK_ON_STOP};
+static const int uplink_triggers[] = {[IGW_TrackOperation_subscribe] = IGW_UPLINK_ON_SUBSCRIBE,
+                                      [IGW_TrackOperation_unsubscribe] = IGW_UPLINK_ON_UNSUBSCRIBE,
+                                      [IGW_TrackOperation_pause] = IGW_UPLINK_ON_PAUSE,
+                                      [IGW_TrackOperation_resume] = IGW_UPLINK_ON_RESUME,
+                                      [IGW_TrackOperation_publish] = IGW_UPLINK_ON_PUBLISH,
+                                      [IGW_TrackOperation_stop] = IGW_UPLINK_ON_STOP};
+
+static bool is_uplink(const igw_purpose_track *t)
+{
+    return t->direction != IGW_PURPOSE_SENDONLY;
+}
+
+/* The core could not carry the change out: that viewer's session ends
+ * (mediaFailed), its media released; no success; the others untouched. */
+static void barrier_failed(live_op *o, live_session *s, const char *err)
+{
+    igw_ResultData d = {0};
+    igw_log(IGW_LOG_WARN, NULL, "session %s: track change failed in the media core (%s): the session ends", s->id, err);
+    live_session_result(o->e, s->id, s->endpoint, o->token, o->method, IGW_ERR_INTERNAL,
+                        "the media core could not apply the change: the session ends", &d);
+    live_session_end(o->e, s, "mediaFailed");
+}
 
 static void track_control_done(live_op *o, live_session *s)
 {
     igw_engine *e = o->e;
     igw_ResultData d = {0};
     const igw_purpose_track *t = live_track_find(s->def, s->guards, igw_str_of(o->text));
-    igw_media_kinds kinds = t && t->kind == IGW_TrackKind_audio ? IGW_MEDIA_AUDIO : IGW_MEDIA_VIDEO;
-    int state = 0;
     char err[160] = "";
-    igw_media_rc rc = igw_media_viewer_track(e->media, s->id, s->revision, kinds, track_triggers[o->iarg], &state, err,
-                                             sizeof err);
-    if (rc != IGW_MEDIA_OK) {
-        live_session_result(e, s->id, s->endpoint, o->token, o->method,
-                            rc == IGW_MEDIA_ECONFLICT ? IGW_ERR_CONFLICT : IGW_ERR_INTERNAL,
-                            rc == IGW_MEDIA_ECONFLICT ? err : "the media core failed", &d);
-        return;
+    igw_str state;
+    if (t && is_uplink(t)) {
+        igw_sm_result r = igw_sm_fire(&igw_sm_uplink, s->uplink, uplink_triggers[o->iarg], 0);
+        if (!r.ok) {
+            live_session_result(e, s->id, s->endpoint, o->token, o->method, r.err, r.reason, &d);
+            return;
+        }
+        igw_uplink_state before = s->uplink;
+        s->uplink = (igw_uplink_state)r.next;
+        if (!live_session_gate(e, s, err, sizeof err)) {
+            s->uplink = before;
+            barrier_failed(o, s, err);
+            return;
+        }
+        if (s->uplink != before)
+            igw_log(IGW_LOG_INFO, NULL, "session %s: its uplink %s by the application (%s)", s->id,
+                    s->uplink == IGW_UPLINK_STOPPED ? "stopped" : "published", o->token);
+        state = igw_str_of(igw_sm_uplink.states[s->uplink]);
+    } else {
+        igw_media_kinds kinds = t && t->kind == IGW_TrackKind_audio ? IGW_MEDIA_AUDIO : IGW_MEDIA_VIDEO;
+        int st = 0;
+        igw_media_rc rc = igw_media_viewer_track(e->media, s->id, s->revision, kinds, track_triggers[o->iarg], &st, err,
+                                                 sizeof err);
+        if (rc == IGW_MEDIA_ECONFLICT) { /* the machine's refusal: nothing changed */
+            live_session_result(e, s->id, s->endpoint, o->token, o->method, IGW_ERR_CONFLICT, err, &d);
+            return;
+        }
+        if (rc != IGW_MEDIA_OK) {
+            barrier_failed(o, s, err);
+            return;
+        }
+        state = live_track_state_name(st);
     }
     d.has = IGW_ResultData_state | IGW_ResultData_mediaRevision | IGW_ResultData_trackId;
-    d.state = live_track_state_name(state);
+    d.state = state;
     d.trackId = igw_str_of(o->text);
     d.mediaRevision = s->revision;
     live_session_result(e, s->id, s->endpoint, o->token, o->method, IGW_ERR_OK, NULL, &d);
@@ -406,14 +477,16 @@ void igw_session_track_control(live_op *o)
 {
     live_session *s = live_session_find(o->e, o->sid);
     const igw_TrackControlParams *p = &o->k->params.interaction_trackControl;
-    igw_sm_result r;
-    if (live_sm_refused_everywhere(&igw_sm_track, track_triggers[p->operation], &r)) {
-        /* the machine's own refusal (schema: reject publish, stop) */
-        live_op_refuse(o, r.err, r.reason, IGW_PATH_command_params_operation);
+    const igw_purpose_track *t = live_track_find(s->def, s->guards, p->trackId);
+    if (!t) {
+        live_op_refuse(o, IGW_ERR_NOT_FOUND, "unknown track of this session", IGW_PATH_command_params_trackId);
         return;
     }
-    if (!live_track_viewable(s->def, s->guards, p->trackId)) {
-        live_op_refuse(o, IGW_ERR_NOT_FOUND, "unknown track of this session", IGW_PATH_command_params_trackId);
+    igw_sm_result r;
+    if (is_uplink(t) ? live_sm_refused_everywhere(&igw_sm_uplink, uplink_triggers[p->operation], &r)
+                     : live_sm_refused_everywhere(&igw_sm_track, track_triggers[p->operation], &r)) {
+        /* the machine's own refusal (schema: publish and stop are the uplink's) */
+        live_op_refuse(o, r.err, r.reason, IGW_PATH_command_params_operation);
         return;
     }
     if (!s->offered) {

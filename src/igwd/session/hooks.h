@@ -45,8 +45,11 @@ struct igw_purpose_hooks {
     void (*loaded)(igw_engine *e, live_session *s);
     /* The session moved to established (before its state is written). */
     void (*established)(igw_engine *e, live_session *s);
-    /* The viewer's offer was answered (its peer exists in the core). */
-    void (*answered)(igw_engine *e, live_session *s);
+    /* Whether the purpose lets the viewer's uplink reach the camera now
+     * (talk: the call's audio access). NULL: always, for a purpose that may
+     * publish. The engine's gate also needs the uplink not stopped by the
+     * application (machine uplink): live_session_gate. */
+    bool (*permitted)(const live_session *s);
     /* A device message on the session's leg the engine does not take itself
      * (a reply to the purpose's own downlinks). */
     void (*uplink)(igw_engine *e, live_session *s, const igw_engine_uplink *u);

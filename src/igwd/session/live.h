@@ -53,13 +53,17 @@ struct live_session {
     char id[LIVE_ID_MAX + 1]; /* also the viewer's id in the media core */
     char endpoint[LIVE_ID_MAX + 1];
     int64_t enterprise_id, user_id;
-    uint32_t revision;        /* mediaRevision */
+    uint32_t revision;        /* mediaRevision: its media generation */
+    uint32_t prior_revision;  /* while a renegotiation's offer is not answered: the generation it replaces, else 0 */
+    bool renegotiated;        /* a new generation answered: established again once its media flows */
     igw_session_state state;
     char only_track[LIVE_ID_MAX + 1]; /* subscribe: the one track it receives ("" : every track) */
     bool offered;             /* the application's offer reached the core */
     char *offer;              /* an offer waiting for the camera's source (owned), or NULL */
     char offer_token[LIVE_TOKEN_MAX + 1]; /* its command's msgToken */
     bool viewer_dtls, viewer_flowing, app_connected; /* the facts of `established` */
+    igw_uplink_state uplink;  /* its own uplink (machine uplink): NONE when its purpose does not publish */
+    bool gate_open;           /* what the core's gate on its uplink was last set to */
     int64_t deadline_ms;      /* establish deadline while invited (monotonic) */
 };
 

@@ -50,7 +50,8 @@ static const igw_db_stmt st_beat = {
     "        updated_at = now() FROM pick WHERE s.session_id = pick.session_id AND s.state <> '" ST_ENDED "' "        \
     "        RETURNING s.session_id::text AS sid, s.endpoint_id::text AS ep, s.event_seq AS seq, s.state AS state, " \
     "                  s.reason AS reason, NULL::text AS playback, NULL::bigint AS pos, NULL::text AS invite, "     \
-    "                  NULL::text AS camera, NULL::text AS pid, NULL::text AS dn), "                                 \
+    "                  NULL::text AS camera, NULL::text AS pid, NULL::text AS dn, "    \
+    "                  NULL::bigint AS rev), "                                 \
     IGW_SQL_STATE_EVENTS("rtrim(translate(encode(uuid_send(gen_random_uuid()), 'base64'), '+/', '-_'), '=')")       \
     "SELECT (SELECT count(*) FROM me), (SELECT count(*) FROM pick), (SELECT count(*) FROM upd), "                  \
     "       (SELECT count(*) FROM dl), (SELECT count(*) FROM ntf), (SELECT count(*) FROM ev)"

@@ -26,12 +26,14 @@ static const igw_db_stmt st_accept = {
     IGW_SQL_PRIOR_FP("$1::bigint", "$3::text", "$4::text"),
     AC__N};
 
-/* A session this node does not hold: whose it is, and whether it lives. */
-enum { SR_SID, SR_ENT, SR_USER, SR_EP, SR__N };
-enum { SR_COL_STATE, SR_COL_NODE, SR_COL_EPOCH, SR_COL_REASON };
+/* A session this node does not hold: whose it is, whether it lives, and
+ * this command's earlier acceptance (its key's fingerprint), if any. */
+enum { SR_SID, SR_ENT, SR_USER, SR_EP, SR_TOKEN, SR__N };
+enum { SR_COL_STATE, SR_COL_NODE, SR_COL_EPOCH, SR_COL_REASON, SR_COL_PRIOR };
 static const igw_db_stmt st_session_row = {
     "igw_session_row",
-    "SELECT s.state, COALESCE(s.owner_node, ''), COALESCE(s.owner_epoch, 0), COALESCE(s.reason, '') FROM sessions s "
+    "SELECT s.state, COALESCE(s.owner_node, ''), COALESCE(s.owner_epoch, 0), COALESCE(s.reason, ''), "
+    IGW_SQL_PRIOR_FP("$2::bigint", "$4::text", "$5::text") " FROM sessions s "
     "WHERE s.session_id = $1::text AND s.enterprise_id = $2::bigint AND s.user_id = $3::bigint "
     "  AND s.endpoint_id = $4::text",
     SR__N};
@@ -188,7 +190,8 @@ static void on_accept(void *arg, const PGresult *res, const char *err)
     live_op_answer(o, IGW_ERR_OK, NULL, NULL, NULL);
     live_session *s = live_session_find(o->e, o->sid);
     if (!s) { /* ended while the acceptance was written: its row says why */
-        const char *v[SR__N] = {[SR_SID] = o->sid, [SR_ENT] = o->ent, [SR_USER] = o->user, [SR_EP] = o->endpoint};
+        const char *v[SR__N] = {[SR_SID] = o->sid, [SR_ENT] = o->ent, [SR_USER] = o->user, [SR_EP] = o->endpoint,
+                                [SR_TOKEN] = o->token};
         if (igw_db_exec(o->e->db, &st_session_row, v, NULL, NULL, on_ended_row, o) != 0)
             on_ended_row(o, NULL, "the database queue is full");
         return;
@@ -221,8 +224,17 @@ static void on_session_row(void *arg, const PGresult *res, const char *err)
         live_op_refuse(o, IGW_ERR_NOT_FOUND, "unknown session", IGW_PATH_command_sessionId);
         return;
     }
-    if (strcmp(PQgetvalue(res, 0, SR_COL_STATE), igw_sm_session.states[IGW_SESSION_ENDED]) == 0 ||
-        strcmp(PQgetvalue(res, 0, SR_COL_NODE), o->e->node_id) == 0) {
+    bool ended = strcmp(PQgetvalue(res, 0, SR_COL_STATE), igw_sm_session.states[IGW_SESSION_ENDED]) == 0;
+    if (ended && !PQgetisnull(res, 0, SR_COL_PRIOR)) {
+        /* Accepted before the session ended (a receipt method's replay, a
+         * leave that ended the leaver's own session): the replay rule holds
+         * whatever the session became; the command room answers the replay
+         * (its result redelivered when there is one) or the conflict. */
+        live_op_answer(o, IGW_ERR_OK, NULL, NULL, PQgetvalue(res, 0, SR_COL_PRIOR));
+        live_op_free(o);
+        return;
+    }
+    if (ended || strcmp(PQgetvalue(res, 0, SR_COL_NODE), o->e->node_id) == 0) {
         /* Ended (its reason said: answeredElsewhere...), or this node's
          * from an earlier epoch (its sweep ends it). */
         char why[96];
@@ -271,7 +283,8 @@ void live_command(igw_engine *e, const igw_engine_cmd *c, void (*ans)(void *ctx,
     snprintf(o->sid, sizeof o->sid, "%.*s", (int)o->k->sessionId.len, o->k->sessionId.ptr);
     live_session *s = live_session_find(e, o->sid);
     if (!s) { /* not held here: the row says why */
-        const char *v[SR__N] = {[SR_SID] = o->sid, [SR_ENT] = o->ent, [SR_USER] = o->user, [SR_EP] = o->endpoint};
+        const char *v[SR__N] = {[SR_SID] = o->sid, [SR_ENT] = o->ent, [SR_USER] = o->user, [SR_EP] = o->endpoint,
+                                [SR_TOKEN] = o->token};
         if (igw_db_exec(e->db, &st_session_row, v, NULL, NULL, on_session_row, o) != 0)
             live_op_refuse(o, IGW_ERR_UNAVAILABLE, "busy, retry later", "");
         return;

@@ -21,23 +21,26 @@
 
 /* A state change ($2: the state, $3: the states it may come from, $4: the
  * reason or ''; $8: a phase of the purpose's machine and $9: a position, ''
- * to keep them) with event_seq + 1 and its interaction.state event {msgToken
+ * to keep them; $10: the media generation of an established event, or '')
+ * with event_seq + 1 and its interaction.state event {msgToken
  * "<sessionId>.<eventSeq>", method, sessionId, eventSeq, data} delivered to
  * the session's endpoint (none when it expired: the session still changes),
  * fenced by this node's epoch. An ended session's event has no phase. */
-enum { TR_SID, TR_TO, TR_FROM, TR_REASON, TR_NODE, TR_EPOCH, TR_DID, TR_PHASE, TR_POS, TR__N };
+enum { TR_SID, TR_TO, TR_FROM, TR_REASON, TR_NODE, TR_EPOCH, TR_DID, TR_PHASE, TR_POS, TR_REV, TR__N };
 static const igw_db_stmt st_transition = {
     "igw_session_transition",
     "WITH me AS (SELECT 1 FROM nodes WHERE node_id = $5::text AND epoch = $6::bigint FOR SHARE), "
     "upd AS (UPDATE sessions s SET state = $2::text, reason = NULLIF($4::text, ''), event_seq = s.event_seq + 1, "
     "        updated_at = now(), deadline_ms = NULL, playback = COALESCE(NULLIF($8::text, ''), s.playback), "
-    "        position_ms = COALESCE(NULLIF($9::text, '')::bigint, s.position_ms) "
+    "        position_ms = COALESCE(NULLIF($9::text, '')::bigint, s.position_ms), "
+    "        media_revision = COALESCE(NULLIF($10::text, '')::bigint, s.media_revision) "
     "        WHERE s.session_id = $1::text AND s.state = ANY ($3::text[]) AND s.owner_node = $5::text "
     "          AND s.owner_epoch = $6::bigint AND EXISTS (SELECT 1 FROM me) "
     "        RETURNING s.session_id AS sid, s.endpoint_id AS ep, s.event_seq AS seq, s.state AS state, "
     "                  CASE WHEN s.state <> 'ended' THEN s.playback END AS playback, "
     "                  CASE WHEN s.state <> 'ended' THEN s.position_ms END AS pos, s.reason AS reason, "
-    "                  NULL::text AS invite, NULL::text AS camera, NULL::text AS pid, NULL::text AS dn), "
+    "                  NULL::text AS invite, NULL::text AS camera, NULL::text AS pid, NULL::text AS dn, "
+    "                  NULLIF($10::text, '')::bigint AS rev), "
     IGW_SQL_STATE_EVENTS("$7::text")
     "SELECT (SELECT count(*) FROM upd), (SELECT count(*) FROM dl), (SELECT count(*) FROM ntf), "
     "       (SELECT count(*) FROM ev)",
@@ -126,7 +129,7 @@ void live_session_write(igw_engine *e, const live_session *s, igw_session_state 
                         const char *reason)
 {
     write_ctx *w = calloc(1, sizeof *w);
-    char did[32], epoch[24], pos[24] = "", states[64] = "{";
+    char did[32], epoch[24], pos[24] = "", rev[24] = "", states[64] = "{";
     const char *to_name = igw_sm_session.states[to];
     if (!w || live_new_id(did, sizeof did)) {
         free(w);
@@ -148,9 +151,11 @@ void live_session_write(igw_engine *e, const live_session *s, igw_session_state 
     snprintf(epoch, sizeof epoch, "%" PRId64, atomic_load(&e->cfg.node->epoch));
     if (position_ms >= 0)
         snprintf(pos, sizeof pos, "%" PRId64, position_ms);
+    if (to == IGW_SESSION_ESTABLISHED)
+        snprintf(rev, sizeof rev, "%" PRIu32, s->revision);
     const char *v[TR__N] = {[TR_SID] = s->id, [TR_TO] = to_name, [TR_FROM] = states,
                             [TR_REASON] = reason ? reason : "", [TR_NODE] = e->node_id, [TR_EPOCH] = epoch,
-                            [TR_DID] = did, [TR_PHASE] = phase ? phase : "", [TR_POS] = pos};
+                            [TR_DID] = did, [TR_PHASE] = phase ? phase : "", [TR_POS] = pos, [TR_REV] = rev};
     if (igw_db_exec(e->db, &st_transition, v, NULL, NULL, on_transition, w) != 0) {
         igw_log(IGW_LOG_ERROR, NULL, "session %s: %s not stored: the database queue is full", s->id, to_name);
         free(w);
@@ -255,6 +260,15 @@ void live_session_end(igw_engine *e, live_session *s, const char *reason)
 
 void live_session_check(igw_engine *e, live_session *s)
 {
+    if (s->state == IGW_SESSION_ESTABLISHED && s->renegotiated && s->viewer_dtls && s->viewer_flowing) {
+        /* The new generation's media flows: established again, with it. */
+        s->renegotiated = false;
+        if (igw_session_next(s->state, IGW_SESSION_ON_RENEGOTIATE, 0, NULL) == IGW_SESSION_ESTABLISHED) {
+            live_session_write(e, s, IGW_SESSION_ESTABLISHED, LIVE_FROM(IGW_SESSION_ESTABLISHED), NULL);
+            igw_log(IGW_LOG_INFO, NULL, "session %s: media generation %" PRIu32 " flows", s->id, s->revision);
+        }
+        return;
+    }
     if (s->state != IGW_SESSION_INVITED || !s->leg)
         return;
     const struct igw_purpose_hooks *h = hooks_of(s);
@@ -303,6 +317,8 @@ void live_session_media(igw_engine *e, live_session *s, const igw_media_event *e
     case IGW_MEDIA_EV_ICE_FAILED:
     case IGW_MEDIA_EV_DTLS_FAILED:
     case IGW_MEDIA_EV_CLOSED:
+        igw_log(IGW_LOG_INFO, NULL, "session %s: its peer (generation %" PRIu32 ") failed: %s", s->id, ev->revision,
+                ev->reason);
         live_session_end(e, s, "viewerFailed");
         break;
     case IGW_MEDIA_EV_ICE_CONNECTED:
@@ -474,6 +490,19 @@ void live_legs_offline(igw_engine *e, const char *pid, const char *dn)
 
 /* ---- the viewer's offer ------------------------------------------------------------ */
 
+bool live_session_gate(igw_engine *e, live_session *s, char *err, size_t errlen)
+{
+    if (!s->offered || !e->media || s->uplink == IGW_UPLINK_NONE)
+        return true; /* the offer's answer sets it */
+    bool open = s->uplink == IGW_UPLINK_ACTIVE && (!hooks_of(s)->permitted || hooks_of(s)->permitted(s));
+    if (open == s->gate_open)
+        return true;
+    if (igw_media_viewer_publish(e->media, s->id, s->revision, open, err, errlen) != IGW_MEDIA_OK)
+        return false;
+    s->gate_open = open;
+    return true;
+}
+
 void live_session_offer(igw_engine *e, live_session *s)
 {
     char *answer = malloc(ANSWER_MAX);
@@ -490,6 +519,10 @@ void live_session_offer(igw_engine *e, live_session *s)
     if (rc != IGW_MEDIA_OK) {
         free(answer);
         igw_log(IGW_LOG_INFO, NULL, "session %s: the application's offer refused: %s", s->id, err);
+        if (s->prior_revision) { /* the generation it meant to replace goes on */
+            s->revision = s->prior_revision;
+            s->prior_revision = 0;
+        }
         live_session_result(e, s->id, s->endpoint, s->offer_token, IGW_CommandMethod_interaction_mediaOffer,
                             rc == IGW_MEDIA_EINVAL ? IGW_ERR_PARAMETER : IGW_ERR_INTERNAL,
                             rc == IGW_MEDIA_EINVAL ? live_offer_refusal(s->def, s->guards) : "the media core failed",
@@ -497,8 +530,16 @@ void live_session_offer(igw_engine *e, live_session *s)
         return;
     }
     s->offered = true;
-    if (hooks_of(s)->answered)
-        hooks_of(s)->answered(e, s);
+    if (s->prior_revision) {
+        s->prior_revision = 0;
+        s->renegotiated = true;
+        igw_log(IGW_LOG_INFO, NULL, "session %s: media generation %" PRIu32 " answered", s->id, s->revision);
+    }
+    if (s->uplink == IGW_UPLINK_NONE && live_may_publish(s->def, s->guards))
+        s->uplink = (igw_uplink_state)igw_sm_fire(&igw_sm_uplink, IGW_UPLINK_NONE, IGW_UPLINK_ON_START, 0).next;
+    s->gate_open = false; /* a new peer's gate starts closed */
+    if (!live_session_gate(e, s, err, sizeof err))
+        igw_log(IGW_LOG_WARN, NULL, "session %s: its uplink's gate not set: %s", s->id, err);
     if (s->only_track[0]) {
         /* A subscribe's viewer receives its one track: the other kind's
          * subscription stops (the track machine's unsubscribe). */

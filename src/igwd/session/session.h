@@ -58,6 +58,13 @@ void live_session_result(igw_engine *e, const char *sid, const char *endpoint, c
 /* The session holds every fact of `established` now: it moves there. */
 void live_session_check(igw_engine *e, live_session *s);
 
+/* Sets the core's gate on the viewer's uplink: open when its purpose may
+ * publish, the purpose permits it (hook permitted) and the application has
+ * not stopped it (s->uplink). Once its offer is answered; a no-op before.
+ * When the call returns, no packet of a closed gate is forwarded any more.
+ * false: the core could not set it (err says why). */
+bool live_session_gate(igw_engine *e, live_session *s, char *err, size_t errlen);
+
 /* The application's offer (s->offer, token offer_token) to the core; the
  * result carries the answer. Needs the leg's source. */
 void live_session_offer(igw_engine *e, live_session *s);

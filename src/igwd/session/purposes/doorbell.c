@@ -261,7 +261,7 @@ static const igw_db_stmt st_ring_read = {
     "               'doorbell', $3::text, " NODE ", " EPOCH ", " DEADLINE ", r.ring_id, " NEW_ID " FROM cand c, r "  \
     "        RETURNING session_id AS sid, endpoint_id AS ep, event_seq AS seq, state, NULL::text AS playback, "     \
     "                  NULL::bigint AS pos, NULL::text AS reason, invite_token AS invite, camera_id AS camera, "   \
-    "                  product_id AS pid, device_name AS dn, enterprise_id AS ent, user_id AS usr), "             \
+    "                  product_id AS pid, device_name AS dn, NULL::bigint AS rev, enterprise_id AS ent, user_id AS usr), "             \
     IGW_SQL_STATE_EVENTS(NEW_ID)                                                                                   \
     "SELECT (SELECT count(*) FROM r), (SELECT count(*) FROM me), u.sid, u.ep, u.ent, u.usr, u.invite, "             \
     "       (SELECT count(*) FROM ntf) " /* ntf is no data-modifying CTE: it runs only when read */                 \
@@ -515,7 +515,7 @@ static const igw_db_stmt st_decide = {
     "          AND s.owner_node = $3::text AND s.owner_epoch = $4::bigint AND EXISTS (SELECT 1 FROM r) "
     "        RETURNING s.session_id AS sid, s.endpoint_id AS ep, s.event_seq AS seq, s.state AS state, "
     "                  NULL::text AS playback, NULL::bigint AS pos, NULL::text AS reason, NULL::text AS invite, "
-    "                  NULL::text AS camera, NULL::text AS pid, NULL::text AS dn), "
+    "                  NULL::text AS camera, NULL::text AS pid, NULL::text AS dn, NULL::bigint AS rev), "
     IGW_SQL_STATE_EVENTS("$5::text")
     "SELECT (SELECT count(*) FROM r), (SELECT count(*) FROM upd), (SELECT count(*) FROM ntf)",
     DC__N};
@@ -849,14 +849,6 @@ static bool bell_check(igw_engine *e, const igw_OpenParams *p, uint32_t *guards,
     return true;
 }
 
-/* The winner's offer is answered: its microphone reaches the camera's speaker. */
-static void bell_answered(igw_engine *e, live_session *s)
-{
-    char err[160] = "";
-    if (igw_media_viewer_publish(e->media, s->id, s->revision, true, err, sizeof err) != IGW_MEDIA_OK)
-        igw_log(IGW_LOG_WARN, NULL, "doorbell: session %s: its microphone not opened: %s", s->id, err);
-}
-
 /* A handover's target is established: the old controller's session ends,
  * once (handedOver); the anchor and its leg go on untouched. */
 static void bell_established(igw_engine *e, live_session *s)
@@ -944,7 +936,6 @@ static void bell_stop(igw_engine *e)
 const struct igw_purpose_hooks igw_purpose_doorbell = {
     .check = bell_check,
     .establish_on_flow = true,
-    .answered = bell_answered,
     .established = bell_established,
     .end = bell_end,
     .tick = bell_tick,

@@ -155,16 +155,12 @@ static void talk_admit(live_op *o)
 
 /* ---- the media room ------------------------------------------------------------------ */
 
-/* The session's gate as its permission says (once its peer exists). */
-static void apply_gate(igw_engine *e, live_session *s)
+/* The call's permission: the engine's gate (live_session_gate) opens only
+ * while it holds, and while the application has not stopped its uplink. */
+static bool talk_permitted(const live_session *s)
 {
-    talk_session *t = talk_of(s);
-    if (!t || !s->offered || !e->media)
-        return; /* the offer's answer applies it */
-    char err[160] = "";
-    igw_media_rc rc = igw_media_viewer_publish(e->media, s->id, s->revision, t->publish_allowed, err, sizeof err);
-    if (rc != IGW_MEDIA_OK)
-        igw_log(IGW_LOG_WARN, NULL, "session %s: gate not set: %s", s->id, err);
+    const talk_session *t = talk_of(s);
+    return t && t->publish_allowed;
 }
 
 static void set_gate(igw_engine *e, live_session *s, bool allowed)
@@ -173,7 +169,9 @@ static void set_gate(igw_engine *e, live_session *s, bool allowed)
     if (t->publish_allowed == allowed)
         return;
     t->publish_allowed = allowed;
-    apply_gate(e, s);
+    char err[160] = "";
+    if (!live_session_gate(e, s, err, sizeof err))
+        igw_log(IGW_LOG_WARN, NULL, "session %s: gate not set: %s", s->id, err);
     /* Muted: no packet of it is forwarded after the gate call returned;
      * when was its last one (Unix ms; make bench-talk reads it) */
     igw_media_stats st;
@@ -311,7 +309,7 @@ const struct igw_purpose_hooks igw_purpose_talk = {
     .check = talk_check,
     .admit = talk_admit,
     .establish_on_flow = true,
-    .answered = apply_gate,
+    .permitted = talk_permitted,
     .fact = talk_fact,
     .tick = talk_tick,
     .stop = talk_stop,

@@ -227,6 +227,10 @@ static int key_StateData(const char *k, size_t n)
         if (memcmp(k, "inviteToken", 11) == 0)
             return IGW_StateData_F_inviteToken;
         break;
+    case 13:
+        if (memcmp(k, "mediaRevision", 13) == 0)
+            return IGW_StateData_F_mediaRevision;
+        break;
     default:
         break;
     }
@@ -278,6 +282,10 @@ int igw_decode_StateData(igw_json *j, igw_StateData *o)
             break;
         case IGW_StateData_F_reason:
             if (igw_json_string(j, &o->reason) || igw_decode_string_rules(j, o->reason, 1, 256, IGW_FORMAT_NONE))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        case IGW_StateData_F_mediaRevision:
+            if (igw_json_int(j, &o->mediaRevision, INT64_C(1), INT64_C(9007199254740991)))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         default:
@@ -431,6 +439,10 @@ void igw_encode_StateData(igw_jw *w, const igw_StateData *o)
     if (o->has & IGW_StateData_reason) {
         igw_jw_key(w, "reason", 6);
         igw_jw_string(w, o->reason.ptr, o->reason.len);
+    }
+    if (o->has & IGW_StateData_mediaRevision) {
+        igw_jw_key(w, "mediaRevision", 13);
+        igw_jw_int(w, o->mediaRevision);
     }
     igw_jw_object_end(w);
 }

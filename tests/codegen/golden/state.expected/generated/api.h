@@ -127,6 +127,7 @@ typedef struct igw_StateData {
     igw_Target target;
     int64_t positionMs;
     igw_str reason;
+    int64_t mediaRevision;
 } igw_StateData;
 enum igw_StateData_field {
     IGW_StateData_F_playback = 0,
@@ -136,6 +137,7 @@ enum igw_StateData_field {
     IGW_StateData_F_target = 4,
     IGW_StateData_F_positionMs = 5,
     IGW_StateData_F_reason = 6,
+    IGW_StateData_F_mediaRevision = 7,
     IGW_StateData__NFIELDS
 };
 #define IGW_StateData_playback (UINT64_C(1) << IGW_StateData_F_playback)
@@ -145,6 +147,7 @@ enum igw_StateData_field {
 #define IGW_StateData_target (UINT64_C(1) << IGW_StateData_F_target)
 #define IGW_StateData_positionMs (UINT64_C(1) << IGW_StateData_F_positionMs)
 #define IGW_StateData_reason (UINT64_C(1) << IGW_StateData_F_reason)
+#define IGW_StateData_mediaRevision (UINT64_C(1) << IGW_StateData_F_mediaRevision)
 #define IGW_StateData__REQUIRED (IGW_StateData_state)
 typedef struct igw_StateData_list {
     igw_StateData *v;
@@ -199,6 +202,8 @@ typedef struct igw_StateEvent_list {
 #define IGW_StateData_positionMs_MAX INT64_C(9007199254740991)
 #define IGW_StateData_reason_MIN 1
 #define IGW_StateData_reason_MAX 256
+#define IGW_StateData_mediaRevision_MIN 1
+#define IGW_StateData_mediaRevision_MAX INT64_C(9007199254740991)
 #define IGW_StateData_playback_NAME_MAX 7
 #define IGW_StateEvent_eventSeq_MIN 1
 #define IGW_StateEvent_eventSeq_MAX INT64_C(9007199254740991)

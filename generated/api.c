@@ -2557,6 +2557,10 @@ int igw_decode_ControlParams(igw_json *j, igw_ControlParams *o)
         igw_json_fail(j, IGW_JERR_MISSING, "field is required when operation = handover");
         return igw_json_prefix_key(j, "args", 4);
     }
+    if (!(o->has & IGW_ControlParams_args) && ((o->has & IGW_ControlParams_operation) && (o->operation == IGW_ControlOperation_endpointControl))) {
+        igw_json_fail(j, IGW_JERR_MISSING, "field is required when operation = endpointControl");
+        return igw_json_prefix_key(j, "args", 4);
+    }
     return 0;
 }
 
@@ -2564,9 +2568,9 @@ int igw_decode_ControlParams(igw_json *j, igw_ControlParams *o)
 static int key_EndpointControlArgs(const char *k, size_t n)
 {
     switch (n) {
-    case 4:
-        if (memcmp(k, "note", 4) == 0)
-            return IGW_EndpointControlArgs_F_note;
+    case 12:
+        if (memcmp(k, "transferFrom", 12) == 0)
+            return IGW_EndpointControlArgs_F_transferFrom;
         break;
     default:
         break;
@@ -2593,8 +2597,8 @@ int igw_decode_EndpointControlArgs(igw_json *j, igw_EndpointControlArgs *o)
         }
         o->has |= UINT64_C(1) << f;
         switch (f) {
-        case IGW_EndpointControlArgs_F_note:
-            if (igw_json_string(j, &o->note) || igw_decode_string_rules(j, o->note, 1, 64, IGW_FORMAT_NONE))
+        case IGW_EndpointControlArgs_F_transferFrom:
+            if (igw_json_string(j, &o->transferFrom) || igw_decode_string_rules(j, o->transferFrom, 1, 64, IGW_FORMAT_IDENTIFIER))
                 return igw_json_prefix_key(j, k.ptr, k.len);
             break;
         default:
@@ -2603,6 +2607,12 @@ int igw_decode_EndpointControlArgs(igw_json *j, igw_EndpointControlArgs *o)
     }
     if (more < 0)
         return -1;
+    if ((o->has & IGW_EndpointControlArgs__REQUIRED) != IGW_EndpointControlArgs__REQUIRED) {
+        if (!(o->has & IGW_EndpointControlArgs_transferFrom)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "transferFrom", 12);
+        }
+    }
     return 0;
 }
 
@@ -8215,10 +8225,8 @@ void igw_encode_ControlParams(igw_jw *w, const igw_ControlParams *o)
 void igw_encode_EndpointControlArgs(igw_jw *w, const igw_EndpointControlArgs *o)
 {
     igw_jw_object_begin(w);
-    if (o->has & IGW_EndpointControlArgs_note) {
-        igw_jw_key(w, "note", 4);
-        igw_jw_string(w, o->note.ptr, o->note.len);
-    }
+    igw_jw_key(w, "transferFrom", 12);
+    igw_jw_string(w, o->transferFrom.ptr, o->transferFrom.len);
     igw_jw_object_end(w);
 }
 

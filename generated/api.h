@@ -756,17 +756,17 @@ typedef struct igw_HandoverArgs_list {
     uint32_t n;
 } igw_HandoverArgs_list;
 
-/* interaction.control args of endpointControl (not open: docs/decisions.md). */
+/* interaction.control args of endpointControl: the session moves to the endpoint that sends the command (docs/sessions.md). */
 typedef struct igw_EndpointControlArgs {
     uint64_t has; /* IGW_EndpointControlArgs_<field> bits of the fields present */
-    igw_str note;
+    igw_str transferFrom;
 } igw_EndpointControlArgs;
 enum igw_EndpointControlArgs_field {
-    IGW_EndpointControlArgs_F_note = 0,
+    IGW_EndpointControlArgs_F_transferFrom = 0,
     IGW_EndpointControlArgs__NFIELDS
 };
-#define IGW_EndpointControlArgs_note (UINT64_C(1) << IGW_EndpointControlArgs_F_note)
-#define IGW_EndpointControlArgs__REQUIRED (UINT64_C(0))
+#define IGW_EndpointControlArgs_transferFrom (UINT64_C(1) << IGW_EndpointControlArgs_F_transferFrom)
+#define IGW_EndpointControlArgs__REQUIRED (IGW_EndpointControlArgs_transferFrom)
 typedef struct igw_EndpointControlArgs_list {
     igw_EndpointControlArgs *v;
     uint32_t n;
@@ -2294,8 +2294,6 @@ typedef struct igw_RosterData_list {
 #define IGW_ProcessorControlParams_consentIds_MIN_ITEMS 1
 #define IGW_ProcessorControlParams_consentIds_MAX_ITEMS 8
 #define IGW_ControlOperation_NAME_MAX 15
-#define IGW_EndpointControlArgs_note_MIN 1
-#define IGW_EndpointControlArgs_note_MAX 64
 #define IGW_MessageKind_NAME_MAX 12
 #define IGW_DeviceActionParams_input_MAX_BYTES 16384
 #define IGW_DeviceActionParams_input_MAX_DEPTH 8

@@ -78,7 +78,7 @@
 #define IGW_PATH_command_params_args_inviteToken "/command/params/args/inviteToken"
 #define IGW_PATH_command_params_args_userId "/command/params/args/userId"
 #define IGW_PATH_command_params_args_endpointId "/command/params/args/endpointId"
-#define IGW_PATH_command_params_args_note "/command/params/args/note"
+#define IGW_PATH_command_params_args_transferFrom "/command/params/args/transferFrom"
 #define IGW_PATH_command_params_deliveryId "/command/params/deliveryId"
 #define IGW_PATH_command_params_kind "/command/params/kind"
 #define IGW_PATH_command_params_expiresAt "/command/params/expiresAt"

@@ -50,6 +50,6 @@ void igw_session_subscribe(struct igw_CommandMethod_op *op);
 void igw_talk_join(struct igw_CommandMethod_op *op);
 void igw_talk_leave(struct igw_CommandMethod_op *op);
 void igw_playback_control(struct igw_CommandMethod_op *op);
-void igw_doorbell_control(struct igw_CommandMethod_op *op);
+void igw_session_control(struct igw_CommandMethod_op *op);
 
 #endif

@@ -11,5 +11,5 @@ const igw_CommandMethod_session_fn igw_CommandMethod_sessions[IGW_CommandMethod_
     [IGW_CommandMethod_interaction_join] = igw_talk_join,
     [IGW_CommandMethod_interaction_leave] = igw_talk_leave,
     [IGW_CommandMethod_interaction_playbackControl] = igw_playback_control,
-    [IGW_CommandMethod_interaction_control] = igw_doorbell_control,
+    [IGW_CommandMethod_interaction_control] = igw_session_control,
 };

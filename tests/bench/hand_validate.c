@@ -703,12 +703,12 @@ static int p_control(ctx *c, json_t *o)
     static const char *const ops[] = {"accept", "decline", "handover", "endpointControl", NULL};
     static const char *const decision[] = {"inviteToken", NULL};
     static const char *const handover[] = {"userId", "endpointId", NULL};
-    static const char *const endpoint[] = {"note", NULL};
+    static const char *const endpoint[] = {"transferFrom", NULL};
     int op;
     json_t *a = NULL;
     TRY(only_keys(c, o, keys));
     TRY(get_enum(c, o, "operation", true, ops, &op));
-    int have = get_object(c, o, "args", op != 3, &a);
+    int have = get_object(c, o, "args", true, &a);
     if (have < 0)
         return -1;
     if (!have)
@@ -728,7 +728,7 @@ static int p_control(ctx *c, json_t *o)
             return fail(c, "userId", "required when endpointId is absent");
     } else {
         TRY(only_keys(c, a, endpoint));
-        TRY(get_string(c, a, "note", false, 1, 64, F_NONE, NULL, NULL));
+        TRY(get_ident(c, a, "transferFrom", true));
     }
     return 0;
 }

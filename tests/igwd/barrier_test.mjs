@@ -54,7 +54,7 @@ async function main() {
         'viewer 2: end');
     await browser.close();
     cam.kill('SIGTERM');
-    await sleep(500);
+    await cam.waitExit(10000).catch(() => cam.kill('SIGKILL')); // the next test's camera takes its client id
     c.done('barrier');
 }
 

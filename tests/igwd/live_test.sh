@@ -78,6 +78,30 @@ CASE="database: each state change is one event in order"
 [ "$(psql_q "SELECT string_agg(event_seq::text, ',' ORDER BY session_id, event_seq) FROM events WHERE event_seq IS NOT NULL")" != "" ] ||
     fail "$CASE"; ok
 
+# A failed media barrier ends that viewer only (issue 26, item 3).
+igw_stop
+start_igwd IGW_MEDIA_FAULT_BARRIER=true
+if ! IGW_BASE=http://127.0.0.1:$PORT IGW_VCAM=$VCAM IGW_DEMO=$DEMO node "$ROOT/tests/igwd/barrier_test.mjs"; then
+    grep -A60 -m1 'ERROR: AddressSanitizer\|runtime error' "$TMP/igwd.err" >&2
+    fail "barrier_test.mjs"
+fi
+CASE="database: the failed barrier's session ended mediaFailed, nothing left live"
+[ "$(psql_q "SELECT count(*) FROM sessions WHERE reason = 'mediaFailed'")" = 1 ] &&
+    [ "$(psql_q "SELECT count(*) FROM sessions WHERE state <> 'ended'")" = 0 ] ||
+    fail "$CASE: $(psql_q "SELECT session_id, state, reason FROM sessions")"; ok
+# Sessions that outlive their endpoint, shortened clocks (issue 26, items 5 and 6).
+igw_stop
+start_igwd IGW_ENDPOINT_TTL_MS=6000 IGW_ENDPOINT_GRACE_MS=2000 IGW_RIGHTS_RECHECK_MS=1000
+if ! IGW_BASE=http://127.0.0.1:$PORT IGW_VCAM=$VCAM IGW_DEMO=$DEMO node "$ROOT/tests/igwd/transfer_test.mjs"; then
+    grep -A60 -m1 'ERROR: AddressSanitizer\|runtime error' "$TMP/igwd.err" >&2
+    fail "transfer_test.mjs"
+fi
+CASE="database: the unrenewed live view ended endpointExpired, on the last endpoint it was moved to"
+[ "$(psql_q "SELECT count(*) FROM sessions WHERE reason = 'endpointExpired'")" = 1 ] ||
+    fail "$CASE: $(psql_q "SELECT session_id, state, reason, endpoint_id FROM sessions WHERE state <> 'ended' OR reason = 'endpointExpired'")"; ok
+igw_stop
+start_igwd
+
 # ---- igwd killed and restarted: its sessions end (nodeRestarted), nothing is lost ----------------
 P=$(j .device.productID) D=$(j .device.deviceName) CAM=$(j .camera.cameraId) TOKEN=$(j .user.token)
 api() { curl -s -X POST -H "Authorization: Bearer $TOKEN" -H 'content-type: application/json' "$@"; }
@@ -183,17 +207,6 @@ wait_for 5 reason_is "$SIDE" rightsRevoked && wait_for 5 reason_is "$SIDG" right
 psql_q "UPDATE enterprises SET active = true WHERE enterprise_id = $(j .user.enterpriseId)" >/dev/null
 
 # ---- caps: exact under racing opens, per node, per user, per enterprise ---------------------------
-# A failed media barrier ends that viewer only (issue 26, item 3).
-igw_stop
-start_igwd IGW_MEDIA_FAULT_BARRIER=true
-if ! IGW_BASE=http://127.0.0.1:$PORT IGW_VCAM=$VCAM IGW_DEMO=$DEMO node "$ROOT/tests/igwd/barrier_test.mjs"; then
-    grep -A60 -m1 'ERROR: AddressSanitizer\|runtime error' "$TMP/igwd.err" >&2
-    fail "barrier_test.mjs"
-fi
-CASE="database: the failed barrier's session ended mediaFailed, nothing left live"
-[ "$(psql_q "SELECT count(*) FROM sessions WHERE reason = 'mediaFailed'")" = 1 ] &&
-    [ "$(psql_q "SELECT count(*) FROM sessions WHERE state <> 'ended'")" = 0 ] ||
-    fail "$CASE: $(psql_q "SELECT session_id, state, reason FROM sessions")"; ok
 # opens N TOKEN ENDPOINT PREFIX: N opens at once (replies in $TMP/cap.PREFIX.<i>); their statuses counted.
 opens() {
     igw_race "$1" "$2" "http://127.0.0.1:$PORT/api/v1/im/interaction/commands" "$(open_json "$3" "$4-{}")" "$TMP/cap.$4"

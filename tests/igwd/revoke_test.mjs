@@ -87,6 +87,7 @@ async function main() {
     await s2.v.close();
     await browser.close();
     cam.kill('SIGTERM');
+    await cam.waitExit(10000).catch(() => cam.kill('SIGKILL')); // the next test's camera takes its client id
     c.done('revoke test');
 }
 

@@ -26,7 +26,7 @@ static PGconn *pg;
 static const char *const stmt =
     "WITH upd AS (SELECT $1::text AS sid, $2::text AS ep, $3::bigint AS seq, $4::text AS state, "
     "                    $5::text AS playback, $6::bigint AS pos, $7::text AS reason, $9::text AS invite, "
-    "                    $10::text AS camera, $11::text AS pid, $12::text AS dn), "
+    "                    $10::text AS camera, $11::text AS pid, $12::text AS dn, $13::bigint AS rev), "
     IGW_SQL_STATE_EVENTS("$8::text")
     "SELECT b.body, (SELECT count(*) FROM ev), (SELECT count(*) FROM dl), "
     "       (SELECT count(*) FROM ntf) FROM b";
@@ -39,6 +39,7 @@ typedef struct state {
     int64_t pos;
     const char *reason; /* NULL: none */
     const char *invite, *camera, *pid, *dn; /* ringing; NULL: none */
+    int64_t rev;                            /* established: the media generation; 0: none */
 } state;
 
 /* What the generated encoder writes for s. */
@@ -76,6 +77,10 @@ static char *encoded(const state *s, size_t *len)
         ev.data.has |= IGW_StateData_cameraId;
         ev.data.cameraId = igw_str_of(s->camera);
     }
+    if (s->rev) {
+        ev.data.has |= IGW_StateData_mediaRevision;
+        ev.data.mediaRevision = s->rev;
+    }
     if (s->pid) {
         ev.data.has |= IGW_StateData_target;
         ev.data.target = (igw_Target){.has = IGW_Target__REQUIRED, .productID = igw_str_of(s->pid),
@@ -96,13 +101,14 @@ static char *encoded(const state *s, size_t *len)
 static char *built(const state *s, int n[3])
 {
     static unsigned did_n;
-    char seq[24], pos[24], did[32];
+    char seq[24], pos[24], did[32], rev[24];
     snprintf(seq, sizeof seq, "%" PRId64, s->seq);
     snprintf(pos, sizeof pos, "%" PRId64, s->pos);
     snprintf(did, sizeof did, "did-%u", ++did_n);
-    const char *v[12] = {s->sid,    s->ep, seq,       s->state, s->playback, s->has_pos ? pos : NULL,
-                         s->reason, did,   s->invite, s->camera, s->pid,     s->dn};
-    PGresult *r = PQexecParams(pg, stmt, 12, NULL, v, NULL, NULL, 0);
+    snprintf(rev, sizeof rev, "%" PRId64, s->rev);
+    const char *v[13] = {s->sid,    s->ep, seq,       s->state, s->playback, s->has_pos ? pos : NULL,
+                         s->reason, did,   s->invite, s->camera, s->pid,     s->dn, s->rev ? rev : NULL};
+    PGresult *r = PQexecParams(pg, stmt, 13, NULL, v, NULL, NULL, 0);
     char *body = NULL;
     n[0] = n[1] = n[2] = -1;
     if (!CHECK(PQresultStatus(r) == PGRES_TUPLES_OK, "%s", PQerrorMessage(pg))) {
@@ -185,7 +191,8 @@ int main(int argc, char **argv)
     const char *odd_reason = "a \"quoted\" \\ reason/\b\f\n\r\t\x01\x1f\x7f \xc3\xa9 \xe2\x80\xa8 \xf0\x9f\x98\x80";
     state cases[] = {
         {.sid = "s1", .ep = "ep1", .seq = 1, .state = "invited"},
-        {.sid = "s1", .ep = "ep1", .seq = 2, .state = "established"},
+        {.sid = "s1", .ep = "ep1", .seq = 2, .state = "established", .rev = 1},
+        {.sid = "s1", .ep = "ep1", .seq = 3, .state = "established", .rev = INT64_C(9007199254740991)},
         {.sid = "s2", .ep = "ep1", .seq = 3, .state = "established", .playback = "loaded"},
         {.sid = "s2", .ep = "ep1", .seq = 4, .state = "established", .playback = "playing", .has_pos = true, .pos = 0},
         {.sid = "s2", .ep = "ep1", .seq = 5, .state = "established", .playback = "paused", .has_pos = true,

@@ -373,7 +373,7 @@ async function main() {
     clearInterval(beat);
     await browser.close();
     cam.kill('SIGTERM');
-    await sleep(500);
+    await cam.waitExit(10000).catch(() => cam.kill('SIGKILL')); // the next test's camera takes its client id
     c.done('talk media');
 }
 

@@ -130,6 +130,11 @@ static const setting settings[] = {
     {"rights_recheck_ms", KIND_UINT, OFF(rights_recheck_ms), 0, 1000, 3600000, "10000",
      "every live session's holder rights are read again this often, the safety net of the igw_rights "
      "notifications that end a session at once when its user loses the device (rightsRevoked), milliseconds"},
+    {"endpoint_ttl_ms", KIND_UINT, OFF(endpoint_ttl_ms), 0, 1000, 86400000, "3600000",
+     "an application endpoint's life from its registration, milliseconds (the spec's one hour)"},
+    {"endpoint_grace_ms", KIND_UINT, OFF(endpoint_grace_ms), 0, 1000, 86400000, "300000",
+     "after its endpoint expired, how long a live session may still be transferred (interaction.control "
+     "endpointControl) before it ends endpointExpired, milliseconds"},
     {"doorbell_ring_timeout_ms", KIND_UINT, OFF(doorbell_ring_timeout_ms), 0, 1000, 300000, "30000",
      "a door-bell ring nobody accepted by then ends (noAnswer) and the camera gets a bye, milliseconds"},
     {"doorbell_retention_ms", KIND_UINT, OFF(doorbell_retention_ms), 0, 1000, 86400000, "600000",

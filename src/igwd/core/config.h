@@ -70,6 +70,8 @@ typedef struct igw_config {
     unsigned max_sessions_per_enterprise, max_sessions_per_user; /* of one enterprise, one user (0: none) */
     unsigned rights_recheck_ms;  /* the periodic check of every live session's rights */
     unsigned doorbell_ring_timeout_ms; /* a ring nobody accepted ends (noAnswer) */
+    unsigned endpoint_ttl_ms;          /* an endpoint's life from its registration */
+    unsigned endpoint_grace_ms;        /* transfer and orphan window after its expiry */
     unsigned doorbell_retention_ms;    /* a door-bell decision's retry returns its result within it */
     bool im_standin;             /* the stand-in IM back end is the conference runtime (with Redis) */
     unsigned im_max_groups_per_user, im_max_calls_per_user, im_max_calls_per_group; /* its bounds */

@@ -33,7 +33,8 @@ static void on_row(void *arg, const PGresult *res, const char *err)
     free(r);
 }
 
-int igw_endpoint_register(igw_db *db, int64_t enterprise_id, int64_t user_id, igw_endpoint_cb cb, void *arg)
+int igw_endpoint_register(igw_db *db, int64_t enterprise_id, int64_t user_id, int64_t ttl_ms, igw_endpoint_cb cb,
+                          void *arg)
 {
     registration *r = calloc(1, sizeof *r);
     unsigned char raw[ENDPOINT_ID_BYTES];
@@ -44,7 +45,7 @@ int igw_endpoint_register(igw_db *db, int64_t enterprise_id, int64_t user_id, ig
     }
     r->cb = cb;
     r->arg = arg;
-    r->expires_at = igw_wall_ms() + IGW_ENDPOINT_TTL_MS;
+    r->expires_at = igw_wall_ms() + ttl_ms;
     char ent[24], user[24], exp[24];
     snprintf(ent, sizeof ent, "%lld", (long long)enterprise_id);
     snprintf(user, sizeof user, "%lld", (long long)user_id);

@@ -12,7 +12,6 @@
 
 #include "core/db.h"
 
-#define IGW_ENDPOINT_TTL_MS INT64_C(3600000) /* one hour, fixed */
 #define IGW_ENDPOINT_ID_MAX 40               /* buffer for an id, with its NUL */
 
 /* The outcome: `id` and `expires_at_ms` when registered (err NULL), else
@@ -25,9 +24,11 @@ typedef struct igw_endpoint_result {
 
 typedef void (*igw_endpoint_cb)(void *arg, const igw_endpoint_result *r);
 
-/* Registers a new endpoint for (enterprise_id, user_id), durably: cb once
- * the row committed (or failed). 0, or -1 when nothing was sent (out of
- * memory, no randomness, the connection's queue full): cb is not called. */
-int igw_endpoint_register(igw_db *db, int64_t enterprise_id, int64_t user_id, igw_endpoint_cb cb, void *arg);
+/* Registers a new endpoint for (enterprise_id, user_id) living ttl_ms
+ * (endpoint_ttl_ms), durably: cb once the row committed (or failed). 0, or
+ * -1 when nothing was sent (out of memory, no randomness, the connection's
+ * queue full): cb is not called. */
+int igw_endpoint_register(igw_db *db, int64_t enterprise_id, int64_t user_id, int64_t ttl_ms, igw_endpoint_cb cb,
+                          void *arg);
 
 #endif

@@ -39,7 +39,7 @@ void igw_route_endpoints_register(igw_exchange *ex, const igw_request *req, cons
 {
     (void)req;
     igw_worker *w = igw_http_state(ex);
-    if (igw_endpoint_register(w->db[0], who->enterprise_id, who->user_id, on_registered, ex))
+    if (igw_endpoint_register(w->db[0], who->enterprise_id, who->user_id, w->app->cfg.endpoint_ttl_ms, on_registered, ex))
         igw_http_reply_error(ex, IGW_ERR_UNAVAILABLE, "busy, retry later", "");
 }
 

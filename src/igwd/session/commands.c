@@ -20,6 +20,7 @@
 #include "session/leg.h"
 #include "session/hooks.h"
 #include "session/session.h"
+#include "session/transfer.h"
 
 #define ENDPOINT_LIVE(ep, ent, usr) IGW_SQL_ENDPOINT_LIVE(ep, ent, usr, IGW_SQL_NOW_MS)
 
@@ -498,6 +499,24 @@ void igw_session_track_control(live_op *o)
     o->iarg = p->operation;
     snprintf(o->text, sizeof o->text, "%.*s", (int)p->trackId.len, p->trackId.ptr);
     live_op_accept(o, track_control_done);
+}
+
+/* ---- interaction.control ---------------------------------------------------------------- */
+
+void igw_session_control(live_op *o)
+{
+    live_session *s = live_session_find(o->e, o->sid);
+    const igw_ControlParams *p = &o->k->params.interaction_control;
+    if (p->operation == IGW_ControlOperation_endpointControl) {
+        live_transfer(o, s); /* live_command let it through: it names s's endpoint */
+        return;
+    }
+    const struct igw_purpose_hooks *h = s->def->hooks;
+    if (!h || !h->control) {
+        live_op_refuse(o, IGW_ERR_CONFLICT, "this session has no door-bell to control", IGW_PATH_command_sessionId);
+        return;
+    }
+    h->control(o, s);
 }
 
 /* ---- interaction.end ------------------------------------------------------------------ */

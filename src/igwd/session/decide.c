@@ -204,6 +204,17 @@ bool live_sm_refused_everywhere(const igw_sm *m, int trigger, igw_sm_result *r)
     return true;
 }
 
+bool live_transfer_names(const igw_Command *k, int64_t enterprise_id, int64_t user_id, int64_t s_enterprise,
+                         int64_t s_user, const char *s_endpoint)
+{
+    if (k->method != IGW_CommandMethod_interaction_control)
+        return false;
+    const igw_ControlParams *p = &k->params.interaction_control;
+    return p->operation == IGW_ControlOperation_endpointControl && (p->has & IGW_ControlParams_args) &&
+           s_enterprise == enterprise_id && s_user == user_id &&
+           igw_str_eq(p->args.endpointControl.transferFrom, s_endpoint, strlen(s_endpoint));
+}
+
 igw_str live_track_state_name(int state)
 {
     return igw_str_of(state >= 0 && state < igw_sm_track.nstates ? igw_sm_track.states[state] : "stopped");

@@ -85,6 +85,14 @@ bool live_open_refuses(const live_open_facts *f, live_refusal *r);
  * offer must only receive, whatever the leg it rides carries. */
 bool live_may_publish(const igw_purpose *def, uint32_t guards);
 
+/* Whether command k of (enterprise_id, user_id) names a transfer of a
+ * session of (s_enterprise, s_user) on endpoint s_endpoint to the caller's
+ * endpoint (interaction.control endpointControl, transferFrom the session's
+ * endpoint): the one command another endpoint of the same user may send on
+ * a session (session/transfer.h). */
+bool live_transfer_names(const igw_Command *k, int64_t enterprise_id, int64_t user_id, int64_t s_enterprise,
+                         int64_t s_user, const char *s_endpoint);
+
 /* The reason of a viewer's offer the media core cannot use, by what its
  * purpose lets it send. A static string. */
 const char *live_offer_refusal(const igw_purpose *def, uint32_t guards);

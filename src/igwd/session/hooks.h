@@ -50,6 +50,10 @@ struct igw_purpose_hooks {
      * publish. The engine's gate also needs the uplink not stopped by the
      * application (machine uplink): live_session_gate. */
     bool (*permitted)(const live_session *s);
+    /* interaction.control's operations of the purpose (the door-bell's
+     * accept, decline, handover) on s; endpointControl is the engine's. The
+     * hook answers o (live_op_accept or a refusal). NULL: refused. */
+    void (*control)(live_op *o, live_session *s);
     /* A device message on the session's leg the engine does not take itself
      * (a reply to the purpose's own downlinks). */
     void (*uplink)(igw_engine *e, live_session *s, const igw_engine_uplink *u);

@@ -12,11 +12,8 @@
 #include "machines.h"
 #include "igwd/state_sql.h" /* IGW_SQL_STATE_EVENTS: from the schema's StateEvent */
 
-/* The state names the SQL below uses: igw_node_check_states() proves them
- * against the generated machines (session: the terminal state `fail`
- * reaches from every live state; delivery: a new delivery's state). */
-#define ST_ENDED "ended"
-#define ST_PENDING "pending"
+#define ST_ENDED IGW_SQL_ST_ENDED
+#define ST_PENDING IGW_SQL_ST_PENDING
 
 #define REASON_RESTARTED "nodeRestarted"
 #define REASON_LOST "nodeLost"

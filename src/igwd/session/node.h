@@ -47,6 +47,13 @@ struct st_h2o_evloop_t;
 typedef struct igw_node igw_node;
 
 #define IGW_NODE_ID_MAX 128       /* bytes of a node id */
+
+/* The state names the engine's SQL uses: igw_node_check_states() proves
+ * them against the generated machines at start (session: the terminal
+ * state `fail` reaches from every live state; delivery: a new delivery's
+ * state). */
+#define IGW_SQL_ST_ENDED "ended"
+#define IGW_SQL_ST_PENDING "pending"
 #define IGW_NODE_SWEEP_BATCH 256  /* sessions ended per statement at most */
 #define IGW_NODE_LOST_EVERY 3     /* heartbeats between two sweeps of lapsed nodes */
 

@@ -289,7 +289,8 @@ void live_command(igw_engine *e, const igw_engine_cmd *c, void (*ans)(void *ctx,
             live_op_refuse(o, IGW_ERR_UNAVAILABLE, "busy, retry later", "");
         return;
     }
-    if (s->enterprise_id != o->enterprise_id || s->user_id != o->user_id || strcmp(s->endpoint, o->endpoint)) {
+    if ((s->enterprise_id != o->enterprise_id || s->user_id != o->user_id || strcmp(s->endpoint, o->endpoint)) &&
+        !live_transfer_names(o->k, o->enterprise_id, o->user_id, s->enterprise_id, s->user_id, s->endpoint)) {
         live_op_refuse(o, IGW_ERR_NOT_FOUND, "unknown session", IGW_PATH_command_sessionId); /* someone else's */
         return;
     }

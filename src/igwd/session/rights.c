@@ -11,15 +11,19 @@
 #include "session/op.h"
 #include "session/session.h"
 
-/* For each live session of this node's epoch: its holder's facts now. The
- * partial index of live sessions by owner serves it (never the history). */
-enum { RC_NODE, RC_EPOCH, RC__N };
-enum { RC_COL_SESSION, RC_COL_ACTIVE, RC_COL_OWNER, RC_COL_GRANTED };
+/* For each live session of this node's epoch: its holder's facts now, and
+ * whether its endpoint expired more than the grace ago (nobody moved it to
+ * a new one: docs/sessions.md). The partial index of live sessions by
+ * owner serves it (never the history). */
+enum { RC_NODE, RC_EPOCH, RC_GRACE, RC__N };
+enum { RC_COL_SESSION, RC_COL_ACTIVE, RC_COL_OWNER, RC_COL_GRANTED, RC_COL_LAPSED };
 static const igw_db_stmt st_recheck = {
     "igw_session_rights",
     "SELECT s.session_id, " IGW_SQL_HOLDER_ACTIVE("s.enterprise_id", "s.user_id") ", "
     "       COALESCE(" IGW_SQL_USER_OWNS("d", "s.user_id") ", false), "
-    "       d.product_id IS NOT NULL AND " IGW_SQL_USER_GRANTED("d", "s.user_id") " "
+    "       d.product_id IS NOT NULL AND " IGW_SQL_USER_GRANTED("d", "s.user_id") ", "
+    "       COALESCE((SELECT p.expires_at_ms + $3::bigint <= " IGW_SQL_NOW_MS " FROM endpoints p "
+    "                 WHERE p.endpoint_id = s.endpoint_id), true) "
     "FROM sessions s LEFT JOIN devices d ON d.product_id = s.product_id AND d.device_name = s.device_name "
     "                                   AND d.enterprise_id = s.enterprise_id "
     "WHERE s.owner_node = $1::text AND s.owner_epoch = $2::bigint AND s.state <> 'ended'",
@@ -52,7 +56,15 @@ static void on_recheck(void *arg, const PGresult *res, const char *err)
             live_holder_facts f = {.active = igw_db_true(res, i, RC_COL_ACTIVE),
                                    .owner = igw_db_true(res, i, RC_COL_OWNER),
                                    .granted = igw_db_true(res, i, RC_COL_GRANTED)};
-            if (!s || live_rights_hold(s->def->access, &f))
+            if (!s)
+                continue;
+            if (igw_db_true(res, i, RC_COL_LAPSED)) {
+                igw_log(IGW_LOG_INFO, NULL, "session %s: its endpoint %s expired, not renewed within endpoint_grace_ms",
+                        s->id, s->endpoint);
+                live_session_end(e, s, LIVE_ENDPOINT_EXPIRED);
+                continue;
+            }
+            if (live_rights_hold(s->def->access, &f))
                 continue;
             igw_log(IGW_LOG_INFO, NULL, "session %s: user %" PRId64 " lost the device (%s)", s->id, s->user_id,
                     !f.active ? "user or enterprise inactive" : "no ownership or grant");
@@ -73,9 +85,10 @@ static void recheck(igw_engine *e)
     int64_t epoch = live_node_epoch(e);
     if (!e->db || !e->sessions || !epoch) /* nothing live here to check */
         return;
-    char ep[24];
+    char ep[24], grace[24];
     snprintf(ep, sizeof ep, "%" PRId64, epoch);
-    const char *v[RC__N] = {[RC_NODE] = e->node_id, [RC_EPOCH] = ep};
+    snprintf(grace, sizeof grace, "%u", e->cfg.endpoint_grace_ms);
+    const char *v[RC__N] = {[RC_NODE] = e->node_id, [RC_EPOCH] = ep, [RC_GRACE] = grace};
     if (igw_db_exec(e->db, &st_recheck, v, NULL, NULL, on_recheck, e) != 0) {
         e->rights_again = true; /* busy: the next tick tries */
         return;

@@ -7,7 +7,10 @@
  * session whose purpose's access (decide.h, live_rights_hold) no longer
  * holds ends `rightsRevoked`, its media closed at once. The same check runs
  * every rights_recheck_ms as the safety net for a notification missed
- * while the connection was down, and whenever it (re)connects.
+ * while the connection was down, and whenever it (re)connects. The
+ * periodic check also ends, `endpointExpired`, a session whose endpoint
+ * expired more than endpoint_grace_ms ago: nobody moved it to a new one
+ * (session/transfer.h), and its media is not kept for nobody.
  *
  * Checks never overlap: a notification during one asks for one more after
  * it, however many arrive. On the engine's loop. */
@@ -20,6 +23,8 @@
 
 /* The reason of a session ended by a lost right. */
 #define LIVE_RIGHTS_REVOKED "rightsRevoked"
+/* The reason of a session whose endpoint expired and was not renewed. */
+#define LIVE_ENDPOINT_EXPIRED "endpointExpired"
 
 /* Listens on the engine's database (call right after igw_db_create). 0, or -1. */
 int live_rights_listen(igw_engine *e);

@@ -800,19 +800,13 @@ static void handover(live_op *o, live_session *s, const igw_HandoverArgs *a)
     live_op_accept(o, handover_done);
 }
 
-void igw_doorbell_control(live_op *o)
+/* interaction.control's door-bell operations (the hook `control`). */
+static void bell_control(live_op *o, live_session *s)
 {
-    live_session *s = live_session_find(o->e, o->sid);
     const igw_ControlParams *p = &o->k->params.interaction_control;
     bell *b = bell_of(s);
     if (!b) {
         live_op_refuse(o, IGW_ERR_CONFLICT, "this session has no door-bell to control", IGW_PATH_command_sessionId);
-        return;
-    }
-    if (p->operation == IGW_ControlOperation_endpointControl) {
-        live_op_refuse(o, IGW_ERR_NOT_IMPLEMENTED,
-                       "endpointControl is not an operation: session commands replay by their msgToken",
-                       IGW_PATH_command_params_operation);
         return;
     }
     if (p->operation == IGW_ControlOperation_handover) {
@@ -935,6 +929,7 @@ static void bell_stop(igw_engine *e)
 
 const struct igw_purpose_hooks igw_purpose_doorbell = {
     .check = bell_check,
+    .control = bell_control,
     .establish_on_flow = true,
     .established = bell_established,
     .end = bell_end,

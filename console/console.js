@@ -50,6 +50,7 @@ const state = {
     },
     pb: null,             // the playback: {sessionId, mediaRevision, pc, rec, phase, ...}
     bell: null,           // the door-bell: {sessionId, inviteToken, state, pc, mic, mediaRevision}
+    renewTimer: 0,        // registers the next endpoint and moves the sessions a minute before expiry
 };
 
 // ---- HTTP -----------------------------------------------------------------
@@ -243,18 +244,45 @@ function tokenUser(token) {
     }
 }
 
+// The live sessions this page holds: live view, talk, door-bell, playback.
+function liveSessions() {
+    return [state.live, state.talk.session, state.bell, state.pb].filter((s) => s && s.sessionId && s.pc);
+}
+
+// Registers an endpoint (its hour starts now) and moves every live session
+// of the previous one to it: interaction.control endpointControl sent on
+// the new endpoint, one per session (docs/sessions.md). The media goes on
+// untouched; what the old endpoint had not acknowledged comes on the new
+// one. Done again a minute before each endpoint expires, so a view can stay
+// open for hours.
 async function connect() {
     state.token = $('token').value.trim();
     state.user = tokenUser(state.token);
     $('talk-me').textContent = state.user || 'unknown';
     $('error').textContent = '';
+    const old = state.endpointId;
     try {
         const data = await post('/endpoints/register');
         state.endpointId = data.endpointId;
         $('endpoint').textContent = data.endpointId;
         openPush();
+        clearTimeout(state.renewTimer);
+        state.renewTimer = setTimeout(connect, Math.max(5000, data.expiresAt - Date.now() - 60000));
     } catch (err) {
         showError('register', err);
+        return;
+    }
+    if (!old || old === state.endpointId) return;
+    for (const s of liveSessions()) {
+        try {
+            const c = await command('interaction.control', { sessionId: s.sessionId },
+                { operation: 'endpointControl', args: { transferFrom: old } });
+            const r = expectOk('endpointControl', await c.result).result || {};
+            $('transfer-note').textContent = `${new Date().toLocaleTimeString()} session ${s.sessionId} moved from endpoint ` +
+                `${old} to ${state.endpointId} (${r.redelivered || 0} unacknowledged events redelivered here)`;
+        } catch (err) {
+            showError(`moving session ${s.sessionId}`, err);
+        }
     }
 }
 
@@ -370,6 +398,32 @@ async function openLiveView() {
     } catch (err) {
         showError('live view', err);
         stopPeer();
+    }
+}
+
+// A new media generation of a session's peer: restartIce() (a new network
+// path), the offer as mediaRevision + 1, its answer; the session goes on.
+async function restartIce(s, peerId, onRevision) {
+    try {
+        if (!s || !s.pc) throw new Error('no peer to renegotiate');
+        const pc = s.pc;
+        pc.restartIce();
+        await pc.setLocalDescription(await pc.createOffer());
+        await gathered(pc, 10000);
+        const next = s.mediaRevision + 1;
+        const offer = await command('interaction.mediaOffer', { sessionId: s.sessionId }, {
+            mediaRevision: next,
+            webrtc: { iceMode: 'full', sdp: pc.localDescription.sdp },
+        });
+        const answer = expectOk('interaction.mediaOffer', await offer.result);
+        const sdp = answer.webrtc && answer.webrtc.sdp;
+        if (!sdp) throw new Error('interaction.mediaOffer: the result carries no answer (data.webrtc)');
+        await pc.setRemoteDescription({ type: 'answer', sdp });
+        s.mediaRevision = answer.mediaRevision || next;
+        onRevision(s.mediaRevision);
+        $(peerId).textContent = `${pc.connectionState} (ICE restarted, generation ${s.mediaRevision})`;
+    } catch (err) {
+        showError('restart ICE', err);
     }
 }
 
@@ -668,6 +722,23 @@ function setTalk(fields) {
 // The microphone first (a refusal leaves nothing open on the server), then
 // interaction.open with purpose ipcTalk on the call, then the peer: the
 // microphone on a sendrecv audio transceiver, the camera's video received.
+// Mutes or unmutes my own microphone on the camera's speaker without
+// hanging up: trackControl stop / publish on the session's uplink track
+// (`speaker`, what the camera plays); the call's permission still applies.
+async function talkMic(operation) {
+    try {
+        const s = state.talk.session;
+        if (!s) throw new Error('no talk session');
+        const c = await command('interaction.trackControl', { sessionId: s.sessionId },
+            { trackId: 'speaker', operation, mediaRevision: s.mediaRevision });
+        const d = expectOk(`trackControl ${operation}`, await c.result);
+        $('talk-mic').textContent = d.state === 'stopped' ? 'muted (stopped at the platform)' : 'on';
+        talkStatus(`microphone ${d.state === 'stopped' ? 'muted' : 'on'} (trackControl ${operation})`);
+    } catch (err) {
+        talkStatus(`trackControl ${operation} refused: ${reasonOf(err)}`, true);
+    }
+}
+
 async function openTalk() {
     const t = state.talk;
     try {
@@ -1159,6 +1230,9 @@ $('live-open').addEventListener('click', openLiveView);
 $('live-pause').addEventListener('click', () => trackControl('pause'));
 $('live-resume').addEventListener('click', () => trackControl('resume'));
 $('live-end').addEventListener('click', endLiveView);
+$('live-restart').addEventListener('click', () => restartIce(state.live, 'peer-state', (r) => setLive({ mediaRevision: r })));
+$('talk-mute').addEventListener('click', () => talkMic('stop'));
+$('talk-unmute').addEventListener('click', () => talkMic('publish'));
 $('bell-accept').addEventListener('click', () => bellDecide('accept'));
 $('bell-decline').addEventListener('click', () => bellDecide('decline'));
 $('bell-hangup').addEventListener('click', bellHangup);

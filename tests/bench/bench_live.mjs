@@ -17,6 +17,16 @@
 //     event (rightsRevoked) at the application, pushed. The reference in the
 //     same run: the same session ended by the application's interaction.end,
 //     from its HTTP acceptance to the same event.
+//   part 4, renegotiation (issue 26): RENEGOTIATIONS rounds on one Chromium
+//     live view: restartIce() and interaction.mediaOffer with mediaRevision
+//     + 1; from the offer's HTTP acceptance to the first frame the page
+//     decodes after applying the answer. Its reference: part 1's cold open.
+//   part 5, muting one's own microphone (issue 26): an ipcTalk session whose
+//     Chromium member publishes a tone; MUTES rounds of trackControl stop on
+//     its uplink (`speaker`), from just before the stop was sent to its last
+//     packet forwarded to the camera (igwd's log line "its uplink stopped
+//     ... its last packet forwarded at T", the media core's clock), then
+//     publish again.
 //   part 3, VIEWERS viewers on the one camera: igw-live-viewers (the media
 //     library's peer as the client, full ICE), each its own session opened
 //     through the API (open, mediaOffer, mediaState connected); igwd's CPU
@@ -24,12 +34,14 @@
 //     viewers received in that window; loss from their sequence numbers.
 //
 // env: IGW_BASE, IGW_VCAM, IGW_DEMO, IGW_NETNS_ADDR, IGWD_PID, LIVE_VIEWERS
-// (the client binary), WS_NODE_DIR, IGW_PG_DSN, OPENS (50), WARM_OPENS (20, 0 = none),
-// REVOKES (20), VIEWERS (100), MEASURE_SECONDS (10).
+// (the client binary), WS_NODE_DIR, IGW_PG_DSN, IGW_IGWD_LOG (igwd's stderr), OPENS (50),
+// WARM_OPENS (20, 0 = none), REVOKES (20), RENEGOTIATIONS (20), MUTES (20), VIEWERS (100),
+// MEASURE_SECONDS (10).
 // Prints `LIVE key=value ...` lines that bench_live.sh reads.
 import { execFileSync } from 'node:child_process';
-import { launch, newViewer, sleep, spawnLines } from '../media/lib.mjs';
-import { DEMO, target, camera, token, app, result, accepted, mediaOffer, end, pct, firstFrameAt } from './api.mjs';
+import { readFileSync } from 'node:fs';
+import { launch, newViewer, sleep, spawnLines, AUTOPLAY_ARGS } from '../media/lib.mjs';
+import { DEMO, target, camera, token, app, result, accepted, mediaOffer, end, pct, firstFrameAt, call } from './api.mjs';
 import { cpuUs } from './proc.mjs';
 
 const ADDR = process.env.IGW_NETNS_ADDR || '127.0.0.1';
@@ -40,6 +52,8 @@ const MEASURE_S = Number(process.env.MEASURE_SECONDS || 10);
 const WARM_OPENS = Number(process.env.WARM_OPENS ?? 20);
 const WARMUP_S = Number(process.env.WARMUP_SECONDS || 3); // viewers receiving before the window
 const REVOKES = Number(process.env.REVOKES || 20);
+const RENEGOTIATIONS = Number(process.env.RENEGOTIATIONS || 20);
+const MUTES = Number(process.env.MUTES || 20);
 const psql = (sql) => execFileSync('psql', [process.env.IGW_PG_DSN, '-qAtc', sql], { encoding: 'utf8' }).trim();
 
 /** interaction.open until accepted (the camera is offline until its
@@ -86,6 +100,92 @@ async function openToFrame(a, browser, n, label) {
         ` p99 ${pct(s, 99)} ms, min ${s[0]}, max ${s[s.length - 1]}; mean phases: accepted -> invited ${mean('invited').toFixed(0)} ms,` +
         ` invited -> answer ${mean('answered').toFixed(0)} ms, answer -> first frame ${mean('frame').toFixed(0)} ms`);
     return { p50: pct(s, 50), p99: pct(s, 99) };
+}
+
+/** The page's wall clock (ms) once viewer v has decoded more than n frames; -1 after ms. */
+function frameAfterAt(v, n, ms) {
+    return v.page.evaluate(async ([count, limit]) => {
+        const end = Date.now() + limit;
+        while (Date.now() < end) {
+            const st = await window.__igw.stats();
+            if (st.framesDecoded > count) return Date.now();
+            await new Promise((r) => setTimeout(r, 5));
+        }
+        return -1;
+    }, [n, ms]);
+}
+
+/** Part 4: renegotiations of one live view (restartIce, mediaRevision + 1). */
+async function renegotiations(a, browser) {
+    const v = await newViewer(browser);
+    const offer = await v.offerRecvOnly();
+    const { sid } = await open(a);
+    await v.setAnswer(await mediaOffer(a, sid, offer));
+    if (await firstFrameAt(v, 15000) < 0) throw new Error('renegotiation: no first frame');
+    const times = [];
+    for (let rev = 2; rev <= RENEGOTIATIONS + 1; rev++) {
+        const sdp = await v.restartIce();
+        const t = token('offer');
+        const t0 = await accepted(a, { msgToken: t, method: 'interaction.mediaOffer', sessionId: sid,
+            params: { mediaRevision: rev, webrtc: { iceMode: 'full', sdp } } });
+        const res = await result(a, t, 15000);
+        if (res.data.mediaRevision !== rev) throw new Error(`renegotiation: ${JSON.stringify(res.data)}`);
+        await v.setAnswer(res.data.webrtc.sdp);
+        const n = (await v.stats()).framesDecoded;
+        const at = await frameAfterAt(v, n, 5000);
+        if (at < 0) throw new Error(`renegotiation ${rev}: no frame within 5 s of the answer`);
+        times.push(at - t0);
+        await sleep(200);
+    }
+    await end(a, sid, 'userHangup');
+    await v.close();
+    const s = [...times].sort((x, y) => x - y);
+    console.log(`renegotiation: ${times.length} rounds (restartIce, mediaRevision + 1), offer accepted to the next decoded frame:` +
+        ` p50 ${pct(s, 50)} ms, p99 ${pct(s, 99)} ms, max ${s[s.length - 1]}`);
+    console.log(`LIVE renegotiate_to_frame_p50_ms=${pct(s, 50)} renegotiate_to_frame_p99_ms=${pct(s, 99)}`);
+}
+
+/** Part 5: an ipcTalk member stops its own uplink (trackControl stop). */
+async function mutes(a, browser) {
+    let r = await call('/api/v1/im-standin/calls/start', { groupId: DEMO.group.groupId });
+    if (r.status !== 200) throw new Error(`calls/start: ${JSON.stringify(r.body)}`);
+    const callId = r.body.data.callId;
+    const beat = setInterval(() => call('/api/v1/im-standin/calls/heartbeat', { callId }).catch(() => {}), 5000);
+    const t = token('open');
+    await accepted(a, { msgToken: t, method: 'interaction.open', target, params: { purpose: 'ipcTalk', cameraId: camera, callId } });
+    const sid = (await result(a, t, 15000)).data.sessionId;
+    const v = await newViewer(browser);
+    await v.setAnswer(await mediaOffer(a, sid, await v.offerPublish(440)));
+    await v.waitFor((x) => x.audioSent > 50, 15000);
+    const lines = () => readFileSync(process.env.IGW_IGWD_LOG, 'utf8').split('\n')
+        .filter((l) => l.includes(`session ${sid}: its uplink stopped by the application`));
+    const control = async (operation) => {
+        const tc = token('tc');
+        const sent = Date.now();
+        await accepted(a, { msgToken: tc, method: 'interaction.trackControl', sessionId: sid,
+            params: { trackId: 'speaker', operation, mediaRevision: 1 } });
+        await result(a, tc, 10000);
+        return sent;
+    };
+    const out = [];
+    for (let i = 0; i < MUTES; i++) {
+        if (i > 0) await control('publish');
+        await sleep(800); // the gate open again and the floor back: packets flowing
+        const before = lines().length;
+        const sent = await control('stop');
+        let l = [];
+        for (let k = 0; k < 50 && (l = lines()).length === before; k++) await sleep(20);
+        const m = l.length > before && l[l.length - 1].match(/last packet forwarded at (\d+)/);
+        if (!m || Number(m[1]) === 0) throw new Error(`mute ${i}: no stop line with a forwarded packet`);
+        out.push(Math.max(0, Number(m[1]) - sent));
+    }
+    clearInterval(beat);
+    await end(a, sid, 'userHangup');
+    await v.close();
+    const s = [...out].sort((x, y) => x - y);
+    console.log(`mute: ${out.length} stops of the member's own uplink, stop sent to its last packet at the camera:` +
+        ` p50 ${pct(s, 50)} ms, p99 ${pct(s, 99)} ms, max ${s[s.length - 1]}`);
+    console.log(`LIVE mute_to_silence_p50_ms=${pct(s, 50)} mute_to_silence_p99_ms=${pct(s, 99)}`);
 }
 
 /** One session whose viewer is `id` in the client, up to mediaState connected. */
@@ -200,8 +300,15 @@ async function main() {
         }
         console.log(`LIVE open_to_frame_p50_ms=${cold.p50} open_to_frame_p99_ms=${cold.p99}` +
             ` warm_open_to_frame_p50_ms=${warm.p50} warm_open_to_frame_p99_ms=${warm.p99}`);
+        await renegotiations(a, browser);
     } finally {
         await browser.close();
+    }
+    const talker = await launch({ args: AUTOPLAY_ARGS });
+    try {
+        await mutes(a, talker);
+    } finally {
+        await talker.close();
     }
     await revokes(a);
     try {

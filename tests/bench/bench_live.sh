@@ -12,6 +12,7 @@
 # leg up, printed beside; 0 = none), VIEWERS (100), MEASURE_SECONDS (10),
 # WARMUP_SECONDS (3: every viewer receiving before the window). The last line is
 #   RESULT open_to_frame_p50_ms=<n> open_to_frame_p99_ms=<n> viewers=<n> loss_pct=<n> cpu_vs_library=<ratio> revoke_to_end_ms=<n> revoke_vs_hangup=<ratio>
+#          renegotiate_to_frame_p50_ms=<n> renegotiate_vs_open=<ratio> mute_to_silence_ms=<p99>
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 if [ "${1:-}" != --inside ]; then
@@ -36,14 +37,17 @@ IGWD=$2 IGWCTL=$3 VCAM=$4 HOST=$5 LIVE_VIEWERS=$6
 . "$ROOT/tests/igwd/lib.sh"
 export IGWCTL
 igw_services_test bench-live 25404 63804 18904
+# One application holds every viewer; part 5 talks (the stand-in IM on
+# Redis) and reads igwd's info lines (a gate's last packet forwarded).
 igw_start IGW_THREADS=2 IGW_PG_DSN="$IGW_PG_DSN" IGW_JWT_KEY_FILE="$IGW_VAR/jwt.key" \
     IGW_MQTT_HOST=127.0.0.1 IGW_MQTT_PORT="$IGW_MQTT_PORT" IGW_MQTT_PASSWORD_FILE="$IGW_MQTT_PASSWORD_FILE" \
-    IGW_MQTT_CLIENT_ID=igwd-bench-live IGW_MEDIA_ADDRESS="$IGW_NETNS_ADDR" IGW_LOG_LEVEL=warn \
-    IGW_MAX_SESSIONS_PER_USER=0 # one application holds every viewer
+    IGW_MQTT_CLIENT_ID=igwd-bench-live IGW_MEDIA_ADDRESS="$IGW_NETNS_ADDR" IGW_LOG_LEVEL=info \
+    IGW_MAX_SESSIONS_PER_USER=0 IGW_TALK_ENABLED=true IGW_IM_STANDIN=true IGW_REDIS_HOST=127.0.0.1 IGW_REDIS_PORT="$IGW_REDIS_PORT"
 
 echo "bench-live: igwd (-O2, no sanitizers), 2 workers, 1 media thread; OPENS=${OPENS:-50} WARM_OPENS=${WARM_OPENS:-20} VIEWERS=${VIEWERS:-100}" \
     "MEASURE_SECONDS=${MEASURE_SECONDS:-10}; the camera: igw-vcam on the broker"
 IGW_BASE=http://127.0.0.1:$PORT IGW_VCAM=$VCAM IGW_DEMO=$DEMO IGWD_PID=$PID LIVE_VIEWERS=$LIVE_VIEWERS IGW_PG_DSN=$IGW_PG_DSN \
+    IGW_IGWD_LOG=$TMP/igwd.err \
     node "$ROOT/tests/bench/bench_live.mjs" | tee "$TMP/live.out"
 [ "${PIPESTATUS[0]}" = 0 ] || fail "bench_live.mjs"
 igw_stop
@@ -63,8 +67,10 @@ igwd_us=$(field "$TMP/live.out" LIVE cpu_us_per_pkt)
 lib_us=$(field "$TMP/lib.out" RESULT cpu_us_per_pkt)
 revoke=$(field "$TMP/live.out" LIVE revoke_to_end_p99_ms)
 hangup=$(field "$TMP/live.out" LIVE hangup_to_end_p99_ms)
+reneg=$(field "$TMP/live.out" LIVE renegotiate_to_frame_p50_ms)
+mute99=$(field "$TMP/live.out" LIVE mute_to_silence_p99_ms)
 [ -n "$p50" ] && [ -n "$p99" ] && [ -n "$viewers" ] && [ -n "$loss" ] && [ -n "$igwd_us" ] && [ -n "$lib_us" ] &&
-    [ -n "$revoke" ] && [ -n "$hangup" ] ||
+    [ -n "$revoke" ] && [ -n "$hangup" ] && [ -n "$reneg" ] && [ -n "$mute99" ] ||
     fail "a figure is missing"
 echo "open to frame, warm leg (WARM_OPENS, another viewer holds the camera up; -1 = not run):" \
     "p50 $(field "$TMP/live.out" LIVE warm_open_to_frame_p50_ms) ms, p99 $(field "$TMP/live.out" LIVE warm_open_to_frame_p99_ms) ms"
@@ -74,5 +80,9 @@ echo "cpu_vs_library = igwd CPU per packet / library CPU per packet = $igwd_us /
 revoke_ratio=$(awk -v a="$revoke" -v b="$hangup" 'BEGIN { printf "%.2f", (b > 0 ? a / b : -1) }')
 echo "revoke_to_end_ms: p99 $revoke ms from the change's commit to the ended event (target < 2000 ms);" \
     "revoke_vs_hangup = $revoke / $hangup = $revoke_ratio (the application's own interaction.end as the reference)"
+reneg_ratio=$(awk -v a="$reneg" -v b="$p50" 'BEGIN { printf "%.2f", (b > 0 ? a / b : -1) }')
+echo "renegotiate_to_frame_ms: p50 $reneg ms from the new generation's acceptance to the next decoded frame (target < 300);" \
+    "renegotiate_vs_open = $reneg / $p50 = $reneg_ratio (a cold open as the reference); mute_to_silence_ms p99 $mute99 (target < 100)"
 echo "RESULT open_to_frame_p50_ms=$p50 open_to_frame_p99_ms=$p99 viewers=$viewers loss_pct=$loss cpu_vs_library=$ratio" \
-    "revoke_to_end_ms=$revoke revoke_vs_hangup=$revoke_ratio"
+    "revoke_to_end_ms=$revoke revoke_vs_hangup=$revoke_ratio renegotiate_to_frame_p50_ms=$reneg renegotiate_vs_open=$reneg_ratio" \
+    "mute_to_silence_ms=$mute99"

@@ -94,6 +94,23 @@ async function liveViewTest(page) {
             (await results(page)).some((r) => r.event.data && r.event.data.operation === 'interaction.trackControl' &&
                 r.event.code === 200 && r.event.data.state === (op === 'pause' ? 'paused' : 'active')));
     }
+    // Restart ICE: a new media generation, the video goes on.
+    await page.click('#live-restart');
+    await page.waitForFunction(() => document.getElementById('media-revision').textContent === '2', null, WAIT);
+    const t0 = await page.$eval('#video', (v) => v.currentTime);
+    await eventually('live view: the video plays on after Restart ICE', async () =>
+        (await page.$eval('#video', (v) => v.currentTime)) > t0 + 0.5);
+    // Connect again: a new endpoint, the live view moved to it, noted.
+    const before = await text(page, '#endpoint');
+    await page.click('#connect');
+    await page.waitForFunction(() => /moved from endpoint/.test(document.getElementById('transfer-note').textContent),
+        null, WAIT);
+    const after = await text(page, '#endpoint');
+    chk.check(after !== before && (await text(page, '#transfer-note')).includes(`to ${after}`),
+        `live view: moved to the new endpoint (${await text(page, '#transfer-note')})`);
+    const t1 = await page.$eval('#video', (v) => v.currentTime);
+    await eventually('live view: the video plays on after the move', async () =>
+        (await page.$eval('#video', (v) => v.currentTime)) > t1 + 0.5);
     await page.click('#live-end');
     await page.waitForFunction(() => /^ended \(userHangup\)/.test(document.getElementById('session-state').textContent),
         null, WAIT);
@@ -183,6 +200,12 @@ async function talkTest(browser) {
         return v.videoWidth > 0 && v.currentTime > 0.5 && s && s.getAudioTracks().some((t) => t.readyState === 'live');
     }, null, WAIT);
     chk.check(true, 'talk: the camera\'s picture plays and its microphone is received');
+    // Mute my own microphone, then unmute: the session stays.
+    await pa.click('#talk-mute');
+    await pa.waitForFunction(() => /^muted/.test(document.getElementById('talk-mic').textContent), null, WAIT);
+    chk.check(/^established/.test(await text(pa, '#talk-session-state')), 'talk: muted without hanging up');
+    await pa.click('#talk-unmute');
+    await pa.waitForFunction(() => document.getElementById('talk-mic').textContent === 'on', null, WAIT);
 
     // A second window: 1002 joins the call by id; it is no initiator.
     const j3 = await fetch(`${base}/api/v1/im-standin/calls/join`, {

@@ -448,9 +448,11 @@ static void track_control_done(live_op *o, live_session *s)
             barrier_failed(o, s, err);
             return;
         }
-        if (s->uplink != before)
-            igw_log(IGW_LOG_INFO, NULL, "session %s: its uplink %s by the application (%s)", s->id,
-                    s->uplink == IGW_UPLINK_STOPPED ? "stopped" : "published", o->token);
+        if (s->uplink != before && s->uplink == IGW_UPLINK_STOPPED)
+            igw_log(IGW_LOG_INFO, NULL, "session %s: its uplink stopped by the application (%s; its last packet forwarded at %" PRId64 ")",
+                    s->id, o->token, live_session_last_uplink_ms(e, s));
+        else if (s->uplink != before)
+            igw_log(IGW_LOG_INFO, NULL, "session %s: its uplink published by the application (%s)", s->id, o->token);
         state = igw_str_of(igw_sm_uplink.states[s->uplink]);
     } else {
         igw_media_kinds kinds = t && t->kind == IGW_TrackKind_audio ? IGW_MEDIA_AUDIO : IGW_MEDIA_VIDEO;

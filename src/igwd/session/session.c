@@ -490,6 +490,14 @@ void live_legs_offline(igw_engine *e, const char *pid, const char *dn)
 
 /* ---- the viewer's offer ------------------------------------------------------------ */
 
+int64_t live_session_last_uplink_ms(igw_engine *e, const live_session *s)
+{
+    igw_media_stats st;
+    if (!s->offered || !e->media || igw_media_get_stats(e->media, s->id, &st) != IGW_MEDIA_OK || !st.talk_last_us)
+        return 0;
+    return igw_wall_ms() - (int64_t)((igw_clock_us() - st.talk_last_us) / 1000);
+}
+
 bool live_session_gate(igw_engine *e, live_session *s, char *err, size_t errlen)
 {
     if (!s->offered || !e->media || s->uplink == IGW_UPLINK_NONE)

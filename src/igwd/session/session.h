@@ -65,6 +65,11 @@ void live_session_check(igw_engine *e, live_session *s);
  * false: the core could not set it (err says why). */
 bool live_session_gate(igw_engine *e, live_session *s, char *err, size_t errlen);
 
+/* When the viewer's last uplink packet was forwarded to the camera (Unix
+ * ms, the media core's clock), 0 when none was: what a closed gate's log
+ * line says (make bench-talk and bench-live read it). */
+int64_t live_session_last_uplink_ms(igw_engine *e, const live_session *s);
+
 /* The application's offer (s->offer, token offer_token) to the core; the
  * result carries the answer. Needs the leg's source. */
 void live_session_offer(igw_engine *e, live_session *s);

@@ -173,12 +173,8 @@ static void set_gate(igw_engine *e, live_session *s, bool allowed)
     if (!live_session_gate(e, s, err, sizeof err))
         igw_log(IGW_LOG_WARN, NULL, "session %s: gate not set: %s", s->id, err);
     /* Muted: no packet of it is forwarded after the gate call returned;
-     * when was its last one (Unix ms; make bench-talk reads it) */
-    igw_media_stats st;
-    int64_t last = 0;
-    if (!allowed && s->offered && e->media && igw_media_get_stats(e->media, s->id, &st) == IGW_MEDIA_OK &&
-        st.talk_last_us)
-        last = igw_wall_ms() - (int64_t)((igw_clock_us() - st.talk_last_us) / 1000);
+     * when was its last one (make bench-talk reads it) */
+    int64_t last = allowed ? 0 : live_session_last_uplink_ms(e, s);
     if (allowed)
         igw_log(IGW_LOG_INFO, NULL, "session %s: publish allowed (call %s)", s->id, t->call_id);
     else

@@ -572,6 +572,7 @@ static igw_media_rc node_start(igw_node *n, igw_node *prev, igw_sdp *l, size_t f
         return IGW_MEDIA_EFAIL;
     }
     igw_media_rc rc = IGW_MEDIA_OK;
+    bool committed = false;
     igw_peer_describe(n->peer, l, first, remote != NULL, remote ? remote->setup : IGW_SDP_SETUP_NONE);
     if (remote && igw_peer_set_remote(n->peer, remote, err, errlen) != 0) {
         rc = IGW_MEDIA_EINVAL;
@@ -579,9 +580,10 @@ static igw_media_rc node_start(igw_node *n, igw_node *prev, igw_sdp *l, size_t f
         snprintf(err, errlen, "description does not fit in %zu bytes", cap);
         rc = IGW_MEDIA_EFAIL;
     } else {
+        committed = true; /* from here prev may be closed: a failure frees the transport with n */
         rc = node_commit(n, err, errlen);
     }
-    if (rc != IGW_MEDIA_OK && taken) { /* prev goes on with it */
+    if (rc != IGW_MEDIA_OK && taken && !committed) { /* prev goes on with it */
         igw_peer_return(n->peer, prev);
         prev->peer = n->peer;
         n->peer = NULL;

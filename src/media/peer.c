@@ -360,6 +360,7 @@ void igw_peer_return(igw_peer *p, void *ud)
 {
     p->ud = ud;
     p->remote_set = true;
+    p->restarting = false;
 }
 
 static int peer_send(igw_peer *p, uint8_t *buf, size_t len, bool rtcp)

@@ -132,7 +132,7 @@ static const setting settings[] = {
      "notifications that end a session at once when its user loses the device (rightsRevoked), milliseconds"},
     {"endpoint_ttl_ms", KIND_UINT, OFF(endpoint_ttl_ms), 0, 1000, 86400000, "3600000",
      "an application endpoint's life from its registration, milliseconds (the spec's one hour)"},
-    {"endpoint_grace_ms", KIND_UINT, OFF(endpoint_grace_ms), 0, 1000, 86400000, "300000",
+    {"endpoint_grace_ms", KIND_UINT, OFF(endpoint_grace_ms), 0, 1000, 3600000, "300000",
      "after its endpoint expired, how long a live session may still be transferred (interaction.control "
      "endpointControl) before it ends endpointExpired, milliseconds"},
     {"doorbell_ring_timeout_ms", KIND_UINT, OFF(doorbell_ring_timeout_ms), 0, 1000, 300000, "30000",

@@ -323,11 +323,19 @@ void igw_session_subscribe(live_op *o)
 
 static void media_offer_done(live_op *o, live_session *s)
 {
+    /* Checked again: another offer may have been accepted meanwhile. */
+    bool busy = s->offer || s->prior_revision;
+    if (o->iarg ? busy || (int64_t)o->iarg != (int64_t)s->revision + 1 : busy || s->offered) {
+        igw_ResultData d = {0};
+        live_session_result(o->e, s->id, s->endpoint, o->token, o->method, IGW_ERR_CONFLICT,
+                            busy ? "the previous offer is not answered yet" : "this mediaRevision has its offer already", &d);
+        free(o->offer);
+        o->offer = NULL;
+        return;
+    }
     if (o->iarg) { /* a new generation: the old one's commands and events are stale from now */
         s->prior_revision = s->revision;
         s->revision = (uint32_t)o->iarg;
-        s->viewer_dtls = s->viewer_flowing = false;
-        s->renegotiated = false;
     }
     s->offer = o->offer;
     o->offer = NULL;

@@ -16,14 +16,14 @@
  * a new one: docs/sessions.md). The partial index of live sessions by
  * owner serves it (never the history). */
 enum { RC_NODE, RC_EPOCH, RC_GRACE, RC__N };
-enum { RC_COL_SESSION, RC_COL_ACTIVE, RC_COL_OWNER, RC_COL_GRANTED, RC_COL_LAPSED };
+enum { RC_COL_SESSION, RC_COL_ACTIVE, RC_COL_OWNER, RC_COL_GRANTED, RC_COL_LAPSED, RC_COL_ENDPOINT };
 static const igw_db_stmt st_recheck = {
     "igw_session_rights",
     "SELECT s.session_id, " IGW_SQL_HOLDER_ACTIVE("s.enterprise_id", "s.user_id") ", "
     "       COALESCE(" IGW_SQL_USER_OWNS("d", "s.user_id") ", false), "
     "       d.product_id IS NOT NULL AND " IGW_SQL_USER_GRANTED("d", "s.user_id") ", "
     "       COALESCE((SELECT p.expires_at_ms + $3::bigint <= " IGW_SQL_NOW_MS " FROM endpoints p "
-    "                 WHERE p.endpoint_id = s.endpoint_id), true) "
+    "                 WHERE p.endpoint_id = s.endpoint_id), true), s.endpoint_id "
     "FROM sessions s LEFT JOIN devices d ON d.product_id = s.product_id AND d.device_name = s.device_name "
     "                                   AND d.enterprise_id = s.enterprise_id "
     "WHERE s.owner_node = $1::text AND s.owner_epoch = $2::bigint AND s.state <> 'ended'",
@@ -58,7 +58,8 @@ static void on_recheck(void *arg, const PGresult *res, const char *err)
                                    .granted = igw_db_true(res, i, RC_COL_GRANTED)};
             if (!s)
                 continue;
-            if (igw_db_true(res, i, RC_COL_LAPSED)) {
+            /* (a session moved since the row was read is judged by its next check) */
+            if (igw_db_true(res, i, RC_COL_LAPSED) && strcmp(PQgetvalue(res, i, RC_COL_ENDPOINT), s->endpoint) == 0) {
                 igw_log(IGW_LOG_INFO, NULL, "session %s: its endpoint %s expired, not renewed within endpoint_grace_ms",
                         s->id, s->endpoint);
                 live_session_end(e, s, LIVE_ENDPOINT_EXPIRED);

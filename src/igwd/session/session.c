@@ -538,9 +538,10 @@ void live_session_offer(igw_engine *e, live_session *s)
         return;
     }
     s->offered = true;
-    if (s->prior_revision) {
+    if (s->prior_revision) { /* the new generation's facts start now (its core events come after) */
         s->prior_revision = 0;
-        s->renegotiated = true;
+        s->viewer_dtls = s->viewer_flowing = false;
+        s->renegotiated = s->state == IGW_SESSION_ESTABLISHED; /* invited: establishing announces it */
         igw_log(IGW_LOG_INFO, NULL, "session %s: media generation %" PRIu32 " answered", s->id, s->revision);
     }
     if (s->uplink == IGW_UPLINK_NONE && live_may_publish(s->def, s->guards))

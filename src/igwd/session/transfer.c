@@ -29,6 +29,12 @@ static const igw_db_stmt st_window = {
  * one's (their expiry the new endpoint's), and the new one hears of them. */
 enum { TM_SID, TM_OLD, TM_NEW, TM_NODE, TM_EPOCH, TM__N };
 enum { TM_COL_MOVED, TM_COL_REDELIVERED, TM_COL_NOTIFIED };
+
+/* After a move whose outcome is unknown (the statement failed, its commit
+ * may have happened): the endpoint the row names. */
+enum { TW_SID, TW__N };
+static const igw_db_stmt st_where = {
+    "igw_session_transfer_where", "SELECT endpoint_id FROM sessions WHERE session_id = $1::text", TW__N};
 static const igw_db_stmt st_move = {
     "igw_session_transfer",
     "WITH me AS (SELECT 1 FROM nodes WHERE node_id = $4::text AND epoch = $5::bigint FOR SHARE), "
@@ -79,20 +85,45 @@ static void result(igw_engine *e, live_session *s, const move *m, int cls, const
     igw_jw_free(&w);
 }
 
+/* The row after an unknown outcome: the session's results follow it. */
+static void on_where(void *arg, const PGresult *res, const char *err)
+{
+    move *m = arg;
+    live_session *s = live_session_find(m->e, m->sid);
+    bool known = res && PQntuples(res) == 1;
+    if (s && known && strcmp(s->endpoint, m->to) == 0) /* no later move since */
+        snprintf(s->endpoint, sizeof s->endpoint, "%s", PQgetvalue(res, 0, 0));
+    if (s)
+        result(m->e, s, m, known && strcmp(PQgetvalue(res, 0, 0), m->to) == 0 ? IGW_ERR_OK : IGW_ERR_UNKNOWN_OUTCOME,
+               "the transfer's outcome is unknown; the session's endpoint was read again", 0);
+    else
+        igw_log(IGW_LOG_WARN, NULL, "session %s: transfer to %s: %s", m->sid, m->to, err ? err : "ended meanwhile");
+    free(m);
+}
+
 static void on_moved(void *arg, const PGresult *res, const char *err)
 {
     move *m = arg;
     live_session *s = live_session_find(m->e, m->sid);
     bool moved = res && PQntuples(res) == 1 && strcmp(PQgetvalue(res, 0, TM_COL_MOVED), "1") == 0;
-    if (!s) {
-        igw_log(IGW_LOG_INFO, NULL, "session %s: ended while moving to endpoint %s", m->sid, m->to);
+    if (!res && s) { /* failed: committed or not, the row says */
+        igw_log(IGW_LOG_WARN, NULL, "session %s: transfer to %s: %s", m->sid, m->to, err);
+        const char *v[TW__N] = {[TW_SID] = m->sid};
+        if (igw_db_exec(m->e->db, &st_where, v, NULL, NULL, on_where, m) != 0)
+            on_where(m, NULL, "the database queue is full");
+        return;
+    }
+    if (!s) { /* ended meanwhile: the accepted command still gets its result */
+        igw_ResultData d = {0};
+        live_session_result(m->e, m->sid, m->to, m->token, IGW_CommandMethod_interaction_control, IGW_ERR_CONFLICT,
+                            "the session ended while it was being moved", &d);
     } else if (!moved) {
         /* Ended meanwhile, or this node's epoch is over: it stays where it was. */
-        igw_log(IGW_LOG_WARN, NULL, "session %s: not moved to endpoint %s: %s", m->sid, m->to,
-                err ? err : "the row is not this node's live session any more");
-        snprintf(s->endpoint, sizeof s->endpoint, "%s", m->from);
-        result(m->e, s, m, err ? IGW_ERR_UNAVAILABLE : IGW_ERR_CONFLICT,
-               err ? "the transfer could not be stored; retry" : "the session could not be moved", 0);
+        igw_log(IGW_LOG_WARN, NULL, "session %s: not moved to endpoint %s: the row is not this node's live session any more",
+                m->sid, m->to);
+        if (strcmp(s->endpoint, m->to) == 0) /* no later move since */
+            snprintf(s->endpoint, sizeof s->endpoint, "%s", m->from);
+        result(m->e, s, m, IGW_ERR_CONFLICT, "the session could not be moved", 0);
     } else {
         long redelivered = strtol(PQgetvalue(res, 0, TM_COL_REDELIVERED), NULL, 10);
         igw_log(IGW_LOG_INFO, NULL, "session %s: moved from endpoint %s to %s (%ld deliveries)", s->id, m->from, m->to,
@@ -104,6 +135,12 @@ static void on_moved(void *arg, const PGresult *res, const char *err)
 
 static void transfer_done(live_op *o, live_session *s)
 {
+    if (strcmp(s->endpoint, o->text) != 0) { /* another transfer moved it meanwhile */
+        igw_ResultData d = {0};
+        live_session_result(o->e, s->id, o->endpoint, o->token, o->method, IGW_ERR_CONFLICT,
+                            "the session moved to another endpoint meanwhile", &d);
+        return;
+    }
     char epoch[24];
     snprintf(epoch, sizeof epoch, "%" PRId64, live_node_epoch(o->e));
     move *m = calloc(1, sizeof *m);
@@ -152,6 +189,7 @@ void live_transfer(live_op *o, live_session *s)
                        IGW_PATH_command_params_args_transferFrom);
         return;
     }
+    snprintf(o->text, sizeof o->text, "%s", s->endpoint); /* what transferFrom named: checked again when accepted */
     char grace[24];
     snprintf(grace, sizeof grace, "%u", o->e->cfg.endpoint_grace_ms);
     const char *v[TC__N] = {[TC_ENT] = o->ent, [TC_USER] = o->user, [TC_OLD] = s->endpoint, [TC_GRACE] = grace};

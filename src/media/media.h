@@ -69,7 +69,13 @@ enum {
  * what a viewer may send is its caller's decision, never the source's.
  * Every offered track the source can serve starts `active` (machine
  * trigger start), or `paused` with IGW_MEDIA_VIEWER_PAUSED. Writes the
- * answer. */
+ * answer. A newer revision of an existing viewer of the same source is its
+ * next generation: each of its tracks keeps the earlier one's state; from
+ * the same remote peer connection (its o= session id, certificate and DTLS
+ * role: an ICE restart) it takes the earlier transport over, DTLS and SRTP
+ * going on, our ICE credentials kept, and the same outgoing streams (SSRC,
+ * sequence, timestamps); otherwise it has its own. The publish gate starts
+ * closed either way. */
 igw_media_rc igw_media_viewer_offer(igw_media *m, const char *source_id, const char *viewer_id, uint32_t revision,
                                     unsigned flags, const char *offer, size_t len, char *answer, size_t cap,
                                     char *err, size_t errlen);

@@ -27,6 +27,7 @@ struct igw_peer {
     bool                    failed;
     bool                    restarting;    /* ICE restarted (igw_peer_restart): no new pair selected yet */
     uint8_t                 remote_fp[32]; /* the remote certificate's SHA-256 (set_remote) */
+    uint64_t                remote_sess_id; /* the remote description's o= session id: its peer connection */
     igw_dtls               *dtls;
     igw_srtp               *srtp;
     /* The selected pair's socket and peer address: media is sent with one
@@ -321,6 +322,7 @@ int igw_peer_set_remote(igw_peer *p, const igw_sdp *remote, char *err, size_t er
     }
     p->dtls_client = remote->setup == IGW_SDP_SETUP_PASSIVE;
     memcpy(p->remote_fp, remote->fp, sizeof p->remote_fp);
+    p->remote_sess_id = remote->sess_id;
     char derr[128];
     p->dtls = igw_dtls_new(p->cert, p->dtls_client ? IGW_DTLS_CLIENT : IGW_DTLS_SERVER, remote->fp, dtls_send, p,
                            derr, sizeof derr);
@@ -338,7 +340,10 @@ int igw_peer_set_remote(igw_peer *p, const igw_sdp *remote, char *err, size_t er
 
 bool igw_peer_continuable(const igw_peer *old, const igw_sdp *remote)
 {
-    return old->remote_set && old->srtp && !old->failed && old->dtls &&
+    /* The same peer connection (RFC 8829: its later offers keep the o= session
+     * id), not merely the same certificate: a browser may share one between
+     * its connections. */
+    return old->remote_set && old->srtp && !old->failed && old->dtls && remote->sess_id == old->remote_sess_id &&
            igw_dtls_state_get(old->dtls) == IGW_DTLS_CONNECTED && remote->fp_len == sizeof old->remote_fp &&
            memcmp(old->remote_fp, remote->fp, sizeof old->remote_fp) == 0 &&
            old->dtls_client == (remote->setup == IGW_SDP_SETUP_PASSIVE);

@@ -47,8 +47,9 @@ void igw_peer_describe(igw_peer *p, igw_sdp *local, size_t media_index, bool ans
 int igw_peer_set_remote(igw_peer *p, const igw_sdp *remote, char *err, size_t errlen);
 
 /* Whether a new description from old's remote (its offer) continues its
- * DTLS association (an ICE restart: old connected, the same remote
- * certificate, the same DTLS role). */
+ * DTLS association (an ICE restart: old connected, the same remote peer
+ * connection by its o= session id, the same certificate, the same DTLS
+ * role). */
 bool igw_peer_continuable(const igw_peer *old, const igw_sdp *remote);
 
 /* An ICE restart of a continuable peer (igw_peer_continuable) for the next

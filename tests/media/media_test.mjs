@@ -185,10 +185,19 @@ async function main() {
         c.check(s1.framesDecoded - s0.framesDecoded >= 45, `vB: plays on under loss (${s0.framesDecoded} -> ${s1.framesDecoded})`);
     }
 
-    // ---- a new generation replaces the peer ----
+    // ---- a new generation replaces the peer; its tracks keep their states ----
+    // (vA unsubscribed both above: the new connection starts stopped, and
+    // subscribes on its own revision.)
     const a3 = await connectViewer(browser, 'vA', 2);
+    await sleep(1500);
+    r = await call({ op: 'stats', id: 'vA' });
+    c.check(r.ok && r.video === 'stopped' && r.audio === 'stopped', `vA revision 2: the track states carried over (${r.video}/${r.audio})`);
+    const q3 = await a3.stats();
+    c.check(q3.videoPackets === 0 && q3.audioPackets === 0, `vA revision 2: nothing sent while stopped (${q3.videoPackets}/${q3.audioPackets})`);
+    r = await call({ op: 'track', id: 'vA', rev: 2, kinds: 'both', trigger: 'subscribe' });
+    c.check(r.ok && r.state === 'active', `vA revision 2: subscribed again (${JSON.stringify(r)})`);
     const sa3 = await a3.waitFor(playing, 5000).catch((e) => e.stats);
-    c.check(sa3 && playing(sa3), 'vA revision 2 plays');
+    c.check(sa3 && playing(sa3), `vA revision 2 plays (${JSON.stringify(sa3)})`);
     c.check(!!(await waitEvent((e) => e.id === 'vA' && e.rev === 1 && e.event === 'closed' && /superseded/.test(e.reason), 1000)),
         'vA revision 1 closed as superseded');
 

@@ -407,18 +407,16 @@ void igw_session_media_state(live_op *o)
 /* A track of the session is the camera's (machine track: the viewer's
  * subscription of it) or the application's own uplink, a track the camera
  * receives (machine uplink: stopped and published again). */
-static const int track_triggers[] = {[IGW_TrackOperation_subscribe] = IGW_TRACK_ON_SUBSCRIBE,
-                                     [IGW_TrackOperation_unsubscribe] = IGW_TRACK_ON_UNSUBSCRIBE,
-                                     [IGW_TrackOperation_pause] = IGW_TRACK_ON_PAUSE,
-                                     [IGW_TrackOperation_resume] = IGW_TRACK_ON_RESUME,
-                                     [IGW_TrackOperation_publish] = IGW_TRACK_ON_PUBLISH,
-                                     [IGW_TrackOperation_stop] = IGW_TRACK_ON_STOP};
-static const int uplink_triggers[] = {[IGW_TrackOperation_subscribe] = IGW_UPLINK_ON_SUBSCRIBE,
-                                      [IGW_TrackOperation_unsubscribe] = IGW_UPLINK_ON_UNSUBSCRIBE,
-                                      [IGW_TrackOperation_pause] = IGW_UPLINK_ON_PAUSE,
-                                      [IGW_TrackOperation_resume] = IGW_UPLINK_ON_RESUME,
-                                      [IGW_TrackOperation_publish] = IGW_UPLINK_ON_PUBLISH,
-                                      [IGW_TrackOperation_stop] = IGW_UPLINK_ON_STOP};
+static const struct {
+    int track, uplink; /* the operation's trigger of each machine */
+} triggers[] = {
+    [IGW_TrackOperation_subscribe] = {IGW_TRACK_ON_SUBSCRIBE, IGW_UPLINK_ON_SUBSCRIBE},
+    [IGW_TrackOperation_unsubscribe] = {IGW_TRACK_ON_UNSUBSCRIBE, IGW_UPLINK_ON_UNSUBSCRIBE},
+    [IGW_TrackOperation_pause] = {IGW_TRACK_ON_PAUSE, IGW_UPLINK_ON_PAUSE},
+    [IGW_TrackOperation_resume] = {IGW_TRACK_ON_RESUME, IGW_UPLINK_ON_RESUME},
+    [IGW_TrackOperation_publish] = {IGW_TRACK_ON_PUBLISH, IGW_UPLINK_ON_PUBLISH},
+    [IGW_TrackOperation_stop] = {IGW_TRACK_ON_STOP, IGW_UPLINK_ON_STOP},
+};
 
 static bool is_uplink(const igw_purpose_track *t)
 {
@@ -444,7 +442,7 @@ static void track_control_done(live_op *o, live_session *s)
     char err[160] = "";
     igw_str state;
     if (t && is_uplink(t)) {
-        igw_sm_result r = igw_sm_fire(&igw_sm_uplink, s->uplink, uplink_triggers[o->iarg], 0);
+        igw_sm_result r = igw_sm_fire(&igw_sm_uplink, s->uplink, triggers[o->iarg].uplink, 0);
         if (!r.ok) {
             live_session_result(e, s->id, s->endpoint, o->token, o->method, r.err, r.reason, &d);
             return;
@@ -465,7 +463,7 @@ static void track_control_done(live_op *o, live_session *s)
     } else {
         igw_media_kinds kinds = t && t->kind == IGW_TrackKind_audio ? IGW_MEDIA_AUDIO : IGW_MEDIA_VIDEO;
         int st = 0;
-        igw_media_rc rc = igw_media_viewer_track(e->media, s->id, s->revision, kinds, track_triggers[o->iarg], &st, err,
+        igw_media_rc rc = igw_media_viewer_track(e->media, s->id, s->revision, kinds, triggers[o->iarg].track, &st, err,
                                                  sizeof err);
         if (rc == IGW_MEDIA_ECONFLICT) { /* the machine's refusal: nothing changed */
             live_session_result(e, s->id, s->endpoint, o->token, o->method, IGW_ERR_CONFLICT, err, &d);
@@ -494,8 +492,8 @@ void igw_session_track_control(live_op *o)
         return;
     }
     igw_sm_result r;
-    if (is_uplink(t) ? live_sm_refused_everywhere(&igw_sm_uplink, uplink_triggers[p->operation], &r)
-                     : live_sm_refused_everywhere(&igw_sm_track, track_triggers[p->operation], &r)) {
+    if (is_uplink(t) ? live_sm_refused_everywhere(&igw_sm_uplink, triggers[p->operation].uplink, &r)
+                     : live_sm_refused_everywhere(&igw_sm_track, triggers[p->operation].track, &r)) {
         /* the machine's own refusal (schema: publish and stop are the uplink's) */
         live_op_refuse(o, r.err, r.reason, IGW_PATH_command_params_operation);
         return;

@@ -12,8 +12,6 @@
 #include "machines.h"
 #include "igwd/state_sql.h" /* IGW_SQL_STATE_EVENTS: from the schema's StateEvent */
 
-#define ST_ENDED IGW_SQL_ST_ENDED
-#define ST_PENDING IGW_SQL_ST_PENDING
 
 #define REASON_RESTARTED "nodeRestarted"
 #define REASON_LOST "nodeLost"
@@ -42,15 +40,15 @@ static const igw_db_stmt st_beat = {
  * event_seq, and their interaction.state events (generated/igwd/state_sql.h).
  * A deliveryId: base64url of a random UUID (122 random bits), 22
  * characters as the outbox's own. */
-#define SWEEP_TAIL(REASON)                                                                                          \
-    "upd AS (UPDATE sessions s SET state = '" ST_ENDED "', reason = '" REASON "', event_seq = s.event_seq + 1, "     \
-    "        updated_at = now() FROM pick WHERE s.session_id = pick.session_id AND s.state <> '" ST_ENDED "' "        \
-    "        RETURNING s.session_id::text AS sid, s.endpoint_id::text AS ep, s.event_seq AS seq, s.state AS state, " \
-    "                  s.reason AS reason, NULL::text AS playback, NULL::bigint AS pos, NULL::text AS invite, "     \
-    "                  NULL::text AS camera, NULL::text AS pid, NULL::text AS dn, "    \
-    "                  NULL::bigint AS rev), "                                 \
-    IGW_SQL_STATE_EVENTS("rtrim(translate(encode(uuid_send(gen_random_uuid()), 'base64'), '+/', '-_'), '=')")       \
-    "SELECT (SELECT count(*) FROM me), (SELECT count(*) FROM pick), (SELECT count(*) FROM upd), "                  \
+#define SWEEP_TAIL(REASON)                                                                                               \
+    "upd AS (UPDATE sessions s SET state = '" IGW_SQL_ST_ENDED "', reason = '" REASON "', event_seq = s.event_seq + 1, " \
+    "        updated_at = now() FROM pick WHERE s.session_id = pick.session_id AND s.state <> '" IGW_SQL_ST_ENDED "' "   \
+    "        RETURNING s.session_id::text AS sid, s.endpoint_id::text AS ep, s.event_seq AS seq, s.state AS state, "     \
+    "                  s.reason AS reason, NULL::text AS playback, NULL::bigint AS pos, NULL::text AS invite, "          \
+    "                  NULL::text AS camera, NULL::text AS pid, NULL::text AS dn, "                                      \
+    "                  NULL::bigint AS rev), "                                                                           \
+    IGW_SQL_STATE_EVENTS("rtrim(translate(encode(uuid_send(gen_random_uuid()), 'base64'), '+/', '-_'), '=')")            \
+    "SELECT (SELECT count(*) FROM me), (SELECT count(*) FROM pick), (SELECT count(*) FROM upd), "                        \
     "       (SELECT count(*) FROM dl), (SELECT count(*) FROM ntf), (SELECT count(*) FROM ev)"
 
 /* The sweeps' parameters ($1 node id, $2 epoch, $3 batch, $4 lapse in ms)
@@ -63,13 +61,13 @@ static const igw_db_stmt st_sweep_restarted = {
     "igw_node_sweep_restarted",
     "WITH " ME_CTE ", "
     "pick AS MATERIALIZED (SELECT s.session_id FROM sessions s JOIN me ON s.owner_node = me.node_id "
-    "        WHERE s.owner_epoch < $2::bigint AND s.state <> '" ST_ENDED "' "
+    "        WHERE s.owner_epoch < $2::bigint AND s.state <> '" IGW_SQL_ST_ENDED "' "
     "        LIMIT $3::int FOR UPDATE OF s SKIP LOCKED), "
     /* its door-bell rings (their anchors) with them: a dead epoch's ringing
      * row would hold its camera's one ringing place */
-    "rg AS (UPDATE rings r SET state = '" ST_ENDED "', reason = '" REASON_RESTARTED "', ended_at = now(), "
+    "rg AS (UPDATE rings r SET state = '" IGW_SQL_ST_ENDED "', reason = '" REASON_RESTARTED "', ended_at = now(), "
     "       deadline_ms = NULL FROM me WHERE r.owner_node = me.node_id AND r.owner_epoch < $2::bigint "
-    "         AND r.state <> '" ST_ENDED "'), " SWEEP_TAIL(REASON_RESTARTED),
+    "         AND r.state <> '" IGW_SQL_ST_ENDED "'), " SWEEP_TAIL(REASON_RESTARTED),
     SW_LAPSE}; /* the first three */
 
 /* The live sessions of the other nodes whose heartbeat is older than the lapse (the nodes table is
@@ -80,11 +78,11 @@ static const igw_db_stmt st_sweep_lost = {
     "WITH " ME_CTE ", "
     "pick AS MATERIALIZED (SELECT s.session_id FROM me, nodes n JOIN sessions s ON s.owner_node = n.node_id "
     "        WHERE n.node_id <> me.node_id AND n.heartbeat_at < now() - $4::bigint * interval '1 millisecond' "
-    "          AND s.state <> '" ST_ENDED "' "
+    "          AND s.state <> '" IGW_SQL_ST_ENDED "' "
     "        LIMIT $3::int FOR UPDATE OF s SKIP LOCKED), "
-    "rg AS (UPDATE rings r SET state = '" ST_ENDED "', reason = '" REASON_LOST "', ended_at = now(), "
+    "rg AS (UPDATE rings r SET state = '" IGW_SQL_ST_ENDED "', reason = '" REASON_LOST "', ended_at = now(), "
     "       deadline_ms = NULL FROM me, nodes n WHERE r.owner_node = n.node_id AND n.node_id <> me.node_id "
-    "         AND n.heartbeat_at < now() - $4::bigint * interval '1 millisecond' AND r.state <> '" ST_ENDED "'), "
+    "         AND n.heartbeat_at < now() - $4::bigint * interval '1 millisecond' AND r.state <> '" IGW_SQL_ST_ENDED "'), "
     SWEEP_TAIL(REASON_LOST),
     SW__N};
 
@@ -114,9 +112,9 @@ const char *igw_node_reason_name(igw_node_reason r)
 
 const char *igw_node_check_states(void)
 {
-    int ended = igw_sm_state(&igw_sm_session, ST_ENDED);
+    int ended = igw_sm_state(&igw_sm_session, IGW_SQL_ST_ENDED);
     if (ended <= 0 || !igw_sm_session.terminal[ended])
-        return ST_ENDED;
+        return IGW_SQL_ST_ENDED;
     /* The sweep's UPDATE takes every state but "ended" to "ended": the
      * machine's `fail`, unguarded, from each of them. */
     for (int s = 1; s < (int)igw_sm_session.nstates; s++) {
@@ -126,12 +124,12 @@ const char *igw_node_check_states(void)
         if (!r.ok || r.next != ended)
             return igw_sm_session.states[s];
     }
-    if (igw_sm_state(&igw_sm_delivery, ST_PENDING) <= 0)
-        return ST_PENDING;
+    if (igw_sm_state(&igw_sm_delivery, IGW_SQL_ST_PENDING) <= 0)
+        return IGW_SQL_ST_PENDING;
     /* The rings' sweep ends them too: the ring machine's terminal state. */
-    int rended = igw_sm_state(&igw_sm_ring, ST_ENDED);
+    int rended = igw_sm_state(&igw_sm_ring, IGW_SQL_ST_ENDED);
     if (rended <= 0 || !igw_sm_ring.terminal[rended])
-        return ST_ENDED;
+        return IGW_SQL_ST_ENDED;
     return NULL;
 }
 

@@ -327,6 +327,23 @@ void live_session_media(igw_engine *e, live_session *s, const igw_media_event *e
     }
 }
 
+void live_session_control_result(igw_engine *e, const live_session *s, const char *endpoint, const char *token,
+                                 int cls, const char *reason, const char *state, const igw_jw *w)
+{
+    igw_ResultData d = {0};
+    if (cls == IGW_ERR_OK && !igw_jw_status(w)) {
+        d.has = IGW_ResultData_state | IGW_ResultData_result | IGW_ResultData_sessionId | IGW_ResultData_mediaRevision;
+        d.state = igw_str_of(state);
+        d.result = (igw_str){w->buf, w->len};
+        d.sessionId = igw_str_of(s->id);
+        d.mediaRevision = s->revision;
+    } else if (cls == IGW_ERR_OK) {
+        cls = IGW_ERR_INTERNAL;
+        reason = "out of memory";
+    }
+    live_session_result(e, s->id, endpoint, token, IGW_CommandMethod_interaction_control, cls, reason, &d);
+}
+
 /* ---- legs ------------------------------------------------------------------------ */
 
 void live_session_join_leg(igw_engine *e, live_session *s, const char *pid, const char *dn, const char *cam,

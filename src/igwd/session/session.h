@@ -55,6 +55,12 @@ void live_session_write(igw_engine *e, const live_session *s, igw_session_state 
 void live_session_result(igw_engine *e, const char *sid, const char *endpoint, const char *token,
                          igw_CommandMethod op, int cls, const char *reason, igw_ResultData *d);
 
+/* interaction.control's result on s to endpoint: on success data state
+ * (its name), result (the object written in w: what the operation did),
+ * sessionId and mediaRevision; w failed to build is an internal error. */
+void live_session_control_result(igw_engine *e, const live_session *s, const char *endpoint, const char *token,
+                                 int cls, const char *reason, const char *state, const igw_jw *w);
+
 /* The session holds every fact of `established` now: it moves there. */
 void live_session_check(igw_engine *e, live_session *s);
 

@@ -70,18 +70,7 @@ static void result(igw_engine *e, live_session *s, const move *m, int cls, const
     igw_jw_key(&w, "redelivered", 11);
     igw_jw_int(&w, redelivered);
     igw_jw_object_end(&w);
-    igw_ResultData d = {0};
-    if (cls == IGW_ERR_OK && !igw_jw_status(&w)) {
-        d.has = IGW_ResultData_state | IGW_ResultData_result | IGW_ResultData_sessionId | IGW_ResultData_mediaRevision;
-        d.state = igw_str_of(igw_sm_session.states[s->state]);
-        d.result = (igw_str){w.buf, w.len};
-        d.sessionId = igw_str_of(s->id);
-        d.mediaRevision = s->revision;
-    } else if (cls == IGW_ERR_OK) {
-        cls = IGW_ERR_INTERNAL;
-        reason = "out of memory";
-    }
-    live_session_result(e, s->id, m->to, m->token, IGW_CommandMethod_interaction_control, cls, reason, &d);
+    live_session_control_result(e, s, m->to, m->token, cls, reason, igw_sm_session.states[s->state], &w);
     igw_jw_free(&w);
 }
 

@@ -253,18 +253,18 @@ static const igw_db_stmt st_ring_read = {
 /* Its ringing sessions on ring r (a CTE with ring_id) with $1 pid, $2 dn,
  * $3 camera, node NODE, epoch EPOCH, deadline DEADLINE, and their events;
  * then the rows of the new sessions (FO_COL_*). */
-#define RING_SESSIONS(NODE, EPOCH, DEADLINE)                                                                        \
-    "upd AS (INSERT INTO sessions (session_id, enterprise_id, user_id, endpoint_id, state, event_seq, media_revision, " \
-    "                              product_id, device_name, purpose, camera_id, owner_node, owner_epoch, "          \
-    "                              deadline_ms, ring_id, invite_token) "                                           \
-    "        SELECT " NEW_ID ", c.enterprise_id, c.user_id, c.endpoint_id, 'ringing', 1, 1, $1::text, $2::text, "   \
-    "               'doorbell', $3::text, " NODE ", " EPOCH ", " DEADLINE ", r.ring_id, " NEW_ID " FROM cand c, r "  \
-    "        RETURNING session_id AS sid, endpoint_id AS ep, event_seq AS seq, state, NULL::text AS playback, "     \
-    "                  NULL::bigint AS pos, NULL::text AS reason, invite_token AS invite, camera_id AS camera, "   \
-    "                  product_id AS pid, device_name AS dn, NULL::bigint AS rev, enterprise_id AS ent, user_id AS usr), "             \
-    IGW_SQL_STATE_EVENTS(NEW_ID)                                                                                   \
-    "SELECT (SELECT count(*) FROM r), (SELECT count(*) FROM me), u.sid, u.ep, u.ent, u.usr, u.invite, "             \
-    "       (SELECT count(*) FROM ntf) " /* ntf is no data-modifying CTE: it runs only when read */                 \
+#define RING_SESSIONS(NODE, EPOCH, DEADLINE)                                                                               \
+    "upd AS (INSERT INTO sessions (session_id, enterprise_id, user_id, endpoint_id, state, event_seq, media_revision, "    \
+    "                              product_id, device_name, purpose, camera_id, owner_node, owner_epoch, "                 \
+    "                              deadline_ms, ring_id, invite_token) "                                                   \
+    "        SELECT " NEW_ID ", c.enterprise_id, c.user_id, c.endpoint_id, 'ringing', 1, 1, $1::text, $2::text, "          \
+    "               'doorbell', $3::text, " NODE ", " EPOCH ", " DEADLINE ", r.ring_id, " NEW_ID " FROM cand c, r "        \
+    "        RETURNING session_id AS sid, endpoint_id AS ep, event_seq AS seq, state, NULL::text AS playback, "            \
+    "                  NULL::bigint AS pos, NULL::text AS reason, invite_token AS invite, camera_id AS camera, "           \
+    "                  product_id AS pid, device_name AS dn, NULL::bigint AS rev, enterprise_id AS ent, user_id AS usr), " \
+    IGW_SQL_STATE_EVENTS(NEW_ID)                                                                                           \
+    "SELECT (SELECT count(*) FROM r), (SELECT count(*) FROM me), u.sid, u.ep, u.ent, u.usr, u.invite, "                    \
+    "       (SELECT count(*) FROM ntf) " /* ntf is no data-modifying CTE: it runs only when read */                        \
     "FROM (SELECT 1) one LEFT JOIN upd u ON true"
 enum { FO_PID, FO_DN, FO_CAM, FO_RING, FO_TOKEN, FO_NODE, FO_EPOCH, FO_DEADLINE, FO__N };
 enum { FO_COL_RING, FO_COL_ME, FO_COL_SID, FO_COL_EP, FO_COL_ENT, FO_COL_USER, FO_COL_INVITE };
@@ -533,18 +533,7 @@ static void control_result(igw_engine *e, live_session *s, const char *token, in
     igw_jw_key(&w, "ringId", 6);
     igw_jw_string(&w, ring_id, strlen(ring_id));
     igw_jw_object_end(&w);
-    igw_ResultData d = {0};
-    if (cls == IGW_ERR_OK && !igw_jw_status(&w)) {
-        d.has = IGW_ResultData_state | IGW_ResultData_result | IGW_ResultData_sessionId | IGW_ResultData_mediaRevision;
-        d.state = igw_str_of(state);
-        d.result = (igw_str){w.buf, w.len};
-        d.sessionId = igw_str_of(s->id);
-        d.mediaRevision = s->revision;
-    } else if (cls == IGW_ERR_OK) {
-        cls = IGW_ERR_INTERNAL;
-        reason = "out of memory";
-    }
-    live_session_result(e, s->id, s->endpoint, token, IGW_CommandMethod_interaction_control, cls, reason, &d);
+    live_session_control_result(e, s, s->endpoint, token, cls, reason, state, &w);
     igw_jw_free(&w);
 }
 

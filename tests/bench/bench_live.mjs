@@ -39,10 +39,10 @@
 // MEASURE_SECONDS (10).
 // Prints `LIVE key=value ...` lines that bench_live.sh reads.
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { launch, newViewer, sleep, spawnLines, AUTOPLAY_ARGS } from '../media/lib.mjs';
 import { DEMO, target, camera, token, app, result, accepted, mediaOffer, end, pct, firstFrameAt, call } from './api.mjs';
 import { cpuUs } from './proc.mjs';
+import { muteToSilence } from './mute.mjs';
 
 const ADDR = process.env.IGW_NETNS_ADDR || '127.0.0.1';
 const IGWD_PID = Number(process.env.IGWD_PID);
@@ -157,8 +157,6 @@ async function mutes(a, browser) {
     const v = await newViewer(browser);
     await v.setAnswer(await mediaOffer(a, sid, await v.offerPublish(440)));
     await v.waitFor((x) => x.audioSent > 50, 15000);
-    const lines = () => readFileSync(process.env.IGW_IGWD_LOG, 'utf8').split('\n')
-        .filter((l) => l.includes(`session ${sid}: its uplink stopped by the application`));
     const control = async (operation) => {
         const tc = token('tc');
         const sent = Date.now();
@@ -167,18 +165,9 @@ async function mutes(a, browser) {
         await result(a, tc, 10000);
         return sent;
     };
-    const out = [];
-    for (let i = 0; i < MUTES; i++) {
-        if (i > 0) await control('publish');
-        await sleep(800); // the gate open again and the floor back: packets flowing
-        const before = lines().length;
-        const sent = await control('stop');
-        let l = [];
-        for (let k = 0; k < 50 && (l = lines()).length === before; k++) await sleep(20);
-        const m = l.length > before && l[l.length - 1].match(/last packet forwarded at (\d+)/);
-        if (!m || Number(m[1]) === 0) throw new Error(`mute ${i}: no stop line with a forwarded packet`);
-        out.push(Math.max(0, Number(m[1]) - sent));
-    }
+    const out = await muteToSilence({ cycles: MUTES, logPath: process.env.IGW_IGWD_LOG,
+        marker: `session ${sid}: its uplink stopped by the application`,
+        mute: () => control('stop'), unmute: () => control('publish') });
     clearInterval(beat);
     await end(a, sid, 'userHangup');
     await v.close();

@@ -4,9 +4,9 @@
 // sent to the member's last packet forwarded to the camera (igwd's log line
 // "publish muted (...; its last packet forwarded at T)", the media core's
 // clock). Prints the MUTE line.
-import { readFileSync } from 'node:fs';
 import { launch, newViewer, sleep, AUTOPLAY_ARGS } from '../media/lib.mjs';
 import { DEMO, target, camera, app, startCamera, call } from '../igwd/live_lib.mjs';
+import { muteToSilence } from './mute.mjs';
 
 const CYCLES = Number(process.env.CYCLES || 20);
 let seq = 0;
@@ -38,29 +38,19 @@ async function main() {
     await v.setAnswer(ans.data.webrtc.sdp);
     await v.waitFor((x) => x.audioSent > 50, 15000).catch((e) => die(`no audio sent: ${JSON.stringify(e.stats)}`));
     const access = (body) => call(DEMO.user, '/api/v1/im/interaction/talk/audio-access', { callId, targetUserID: '1001', ...body });
-    const lines = () => readFileSync(process.env.IGW_IGWD_LOG, 'utf8').split('\n')
-        .filter((l) => l.includes(`session ${sid}: publish muted`));
-    const out = [];
     r = await access({ operation: 'read' });
     let rev = r.body.data.audioRevision;
-    for (let i = 0; i < CYCLES; i++) {
-        if (!r.body.data.publishAllowed || i > 0) {
-            r = await access({ operation: 'set', allowed: true, expectedRevision: rev });
-            if (r.status !== 200) die(`unmute: ${JSON.stringify(r.body)}`);
-            rev = r.body.data.audioRevision;
-        }
-        await sleep(800); // the gate open again and the floor back: packets flowing
-        const before = lines().length;
+    const set = async (allowed) => {
         const sent = Date.now();
-        r = await access({ operation: 'set', allowed: false, expectedRevision: rev });
-        if (r.status !== 200) die(`mute: ${JSON.stringify(r.body)}`);
+        r = await access({ operation: 'set', allowed, expectedRevision: rev });
+        if (r.status !== 200) die(`${allowed ? 'unmute' : 'mute'}: ${JSON.stringify(r.body)}`);
         rev = r.body.data.audioRevision;
-        let l = [];
-        for (let k = 0; k < 50 && (l = lines()).length === before; k++) await sleep(20);
-        const m = l.length > before && l[l.length - 1].match(/last packet forwarded at (\d+)/);
-        if (!m || Number(m[1]) === 0) die(`no mute line with a forwarded packet (cycle ${i})`);
-        out.push(Math.max(0, Number(m[1]) - sent));
-    }
+        return sent;
+    };
+    if (!r.body.data.publishAllowed)
+        await set(true);
+    const out = await muteToSilence({ cycles: CYCLES, logPath: process.env.IGW_IGWD_LOG,
+        marker: `session ${sid}: publish muted`, mute: () => set(false), unmute: () => set(true) }).catch((e) => die(e.message));
     clearInterval(beat);
     out.sort((a, b) => a - b);
     const q = (p) => out[Math.min(out.length - 1, Math.floor(p * out.length))];

@@ -165,7 +165,7 @@ link = @mkdir -p $(@D) && echo "  LINK $@" && $(CC) $1 -o $@ $(filter %.o,$^) $(
         test test-unit test-services test-media test-layers \
         test-codegen test-json test-conformance test-devauth test-topic test-jwt test-thingmodel test-upload test-igwctl \
         test-igwd test-framing test-conn test-loop test-pending test-log test-db test-outbox test-ws test-redis test-mqtt test-edge test-app test-nodes \
-        test-nodes-own test-presence test-live test-talk test-doorbell test-recordings test-sql test-console \
+        test-nodes-own test-presence test-live test-talk test-doorbell test-message test-recordings test-sql test-console \
         test-ops test-mqttauth test-openapi test-media-unit fuzz-smoke fuzz \
         test-catalog-decide test-edge-decide test-call-decide test-routes-decide \
         bench-decode bench-edge bench-app bench-media bench-srtp bench-live bench-talk bench-recordings bench-doorbell \
@@ -466,6 +466,11 @@ test-talk: $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-mqtt-auth.so $(BUILD)/igw-vcam
 # are answered elsewhere; the first-accept race (issue 25).
 test-doorbell: $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-mqtt-auth.so $(BUILD)/igw-vcam
 	tests/igwd/doorbell_test.sh $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-vcam
+
+# messageSend end to end: audio uploads, igw-vcam fetching and playing a
+# voice message, expiry, the offline camera's get.
+test-message: $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-mqtt-auth.so $(BUILD)/igw-vcam
+	tests/igwd/message_test.sh $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-vcam
 
 # PostgreSQL and Redis frozen under a running igwd: answers within the
 # deadline, /readyz down by the probes, recovery after they resume.

@@ -340,7 +340,7 @@ typedef struct igw_event {
 /* The checks and returns a protocol row may name: a closed set, because the
  * handler implements each one (an enum in generated/api.h). */
 #define IGW_PROTO_CHECKS "properties", "pack", "event", "action", "subdevices", "session", "recordings", "ring"
-#define IGW_PROTO_RETURNS "properties", "config"
+#define IGW_PROTO_RETURNS "properties", "config", "messages"
 
 /* `HANDLE TYPE METHOD [-> REPLY] [check KIND] [returns WHAT] ["doc"];`
  * TYPE and METHOD may be `*` (any identifier). */

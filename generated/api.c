@@ -1083,6 +1083,52 @@ static void __attribute__((unused)) enc_AudioOperation(igw_jw *w, igw_AudioOpera
         w->oom = true; /* not a value of the enum: output unusable */
 }
 
+const igw_str igw_AudioType_names[IGW_AudioType__COUNT] = {
+    {"audio/ogg", 9},
+    {"audio/wav", 9},
+    {"audio/mpeg", 10},
+};
+
+int igw_AudioType_of(igw_str s)
+{
+    switch (s.len) {
+    case 9:
+        if (memcmp(s.ptr, "audio/ogg", 9) == 0)
+            return IGW_AudioType_audio_ogg;
+        if (memcmp(s.ptr, "audio/wav", 9) == 0)
+            return IGW_AudioType_audio_wav;
+        break;
+    case 10:
+        if (memcmp(s.ptr, "audio/mpeg", 10) == 0)
+            return IGW_AudioType_audio_mpeg;
+        break;
+    default:
+        break;
+    }
+    return -1;
+}
+
+static int __attribute__((unused)) enum_AudioType(igw_json *j, igw_AudioType *out)
+{
+    igw_str s;
+    if (igw_json_string(j, &s))
+        return -1;
+    int v = igw_AudioType_of(s);
+    if (v >= 0) {
+        *out = (igw_AudioType)v;
+        return 0;
+    }
+    return igw_json_fail(j, IGW_JERR_ENUM, "value is not one of: audio/ogg audio/wav audio/mpeg");
+}
+
+static void __attribute__((unused)) enc_AudioType(igw_jw *w, igw_AudioType v)
+{
+    if ((unsigned)v < IGW_AudioType__COUNT)
+        igw_jw_string(w, igw_AudioType_names[v].ptr, igw_AudioType_names[v].len);
+    else
+        w->oom = true; /* not a value of the enum: output unusable */
+}
+
 const igw_str igw_PushMethod_names[IGW_PushMethod__COUNT] = {
     {"interaction.event", 17},
 };
@@ -4025,6 +4071,168 @@ int igw_decode_ControlDownlink(igw_json *j, igw_ControlDownlink *o)
             return igw_json_prefix_key(j, "msgToken", 8);
         }
         if (!(o->has & IGW_ControlDownlink_params)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "params", 6);
+        }
+    }
+    return 0;
+}
+
+/* Field index of a key of MessagePlayParams, or -1: length first, then memcmp. */
+static int key_MessagePlayParams(const char *k, size_t n)
+{
+    switch (n) {
+    case 3:
+        if (memcmp(k, "url", 3) == 0)
+            return IGW_MessagePlayParams_F_url;
+        break;
+    case 4:
+        if (memcmp(k, "kind", 4) == 0)
+            return IGW_MessagePlayParams_F_kind;
+        break;
+    case 9:
+        if (memcmp(k, "expiresAt", 9) == 0)
+            return IGW_MessagePlayParams_F_expiresAt;
+        break;
+    case 10:
+        if (memcmp(k, "deliveryId", 10) == 0)
+            return IGW_MessagePlayParams_F_deliveryId;
+        break;
+    default:
+        break;
+    }
+    return -1;
+}
+
+int igw_decode_MessagePlayParams(igw_json *j, igw_MessagePlayParams *o)
+{
+    igw_str k;
+    int more;
+    memset(o, 0, sizeof *o);
+    if (igw_json_object_begin(j))
+        return -1;
+    while ((more = igw_json_object_next(j, &k)) == 1) {
+        int f = key_MessagePlayParams(k.ptr, k.len);
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        o->has |= UINT64_C(1) << f;
+        switch (f) {
+        case IGW_MessagePlayParams_F_deliveryId:
+            if (igw_json_string(j, &o->deliveryId) || igw_decode_string_rules(j, o->deliveryId, 1, 64, IGW_FORMAT_IDENTIFIER))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        case IGW_MessagePlayParams_F_kind:
+            if (enum_MessageKind(j, &o->kind))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        case IGW_MessagePlayParams_F_expiresAt:
+            if (igw_json_int(j, &o->expiresAt, INT64_C(0), INT64_C(9007199254740991)))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        case IGW_MessagePlayParams_F_url:
+            if (igw_json_string(j, &o->url) || igw_decode_string_rules(j, o->url, 1, 4096, IGW_FORMAT_NONE))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        default:
+            break;
+        }
+    }
+    if (more < 0)
+        return -1;
+    if ((o->has & IGW_MessagePlayParams__REQUIRED) != IGW_MessagePlayParams__REQUIRED) {
+        if (!(o->has & IGW_MessagePlayParams_deliveryId)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "deliveryId", 10);
+        }
+        if (!(o->has & IGW_MessagePlayParams_kind)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "kind", 4);
+        }
+        if (!(o->has & IGW_MessagePlayParams_expiresAt)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "expiresAt", 9);
+        }
+        if (!(o->has & IGW_MessagePlayParams_url)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "url", 3);
+        }
+    }
+    return 0;
+}
+
+/* Field index of a key of MessagePlay, or -1: length first, then memcmp. */
+static int key_MessagePlay(const char *k, size_t n)
+{
+    switch (n) {
+    case 6:
+        if (memcmp(k, "method", 6) == 0)
+            return IGW_MessagePlay_F_method;
+        if (memcmp(k, "params", 6) == 0)
+            return IGW_MessagePlay_F_params;
+        break;
+    case 8:
+        if (memcmp(k, "msgToken", 8) == 0)
+            return IGW_MessagePlay_F_msgToken;
+        break;
+    default:
+        break;
+    }
+    return -1;
+}
+
+int igw_decode_MessagePlay(igw_json *j, igw_MessagePlay *o)
+{
+    igw_str k;
+    int more;
+    memset(o, 0, sizeof *o);
+    if (igw_json_object_begin(j))
+        return -1;
+    while ((more = igw_json_object_next(j, &k)) == 1) {
+        int f = key_MessagePlay(k.ptr, k.len);
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        o->has |= UINT64_C(1) << f;
+        switch (f) {
+        case IGW_MessagePlay_F_method:
+            if (igw_json_string(j, &o->method) || igw_decode_string_rules(j, o->method, 1, 64, IGW_FORMAT_IDENTIFIER))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        case IGW_MessagePlay_F_msgToken:
+            if (igw_json_string(j, &o->msgToken) || igw_decode_string_rules(j, o->msgToken, 1, 128, IGW_FORMAT_IDENTIFIER))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        case IGW_MessagePlay_F_params:
+            if (igw_decode_MessagePlayParams(j, &o->params))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        default:
+            break;
+        }
+    }
+    if (more < 0)
+        return -1;
+    if ((o->has & IGW_MessagePlay__REQUIRED) != IGW_MessagePlay__REQUIRED) {
+        if (!(o->has & IGW_MessagePlay_method)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "method", 6);
+        }
+        if (!(o->has & IGW_MessagePlay_msgToken)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "msgToken", 8);
+        }
+        if (!(o->has & IGW_MessagePlay_params)) {
             igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
             return igw_json_prefix_key(j, "params", 6);
         }
@@ -7282,6 +7490,82 @@ int igw_decode_AudioAccessRecord(igw_json *j, igw_AudioAccessRecord *o)
     return 0;
 }
 
+/* Field index of a key of AppUploadResult, or -1: length first, then memcmp. */
+static int key_AppUploadResult(const char *k, size_t n)
+{
+    switch (n) {
+    case 4:
+        if (memcmp(k, "size", 4) == 0)
+            return IGW_AppUploadResult_F_size;
+        break;
+    case 10:
+        if (memcmp(k, "contentRef", 10) == 0)
+            return IGW_AppUploadResult_F_contentRef;
+        break;
+    case 11:
+        if (memcmp(k, "contentType", 11) == 0)
+            return IGW_AppUploadResult_F_contentType;
+        break;
+    default:
+        break;
+    }
+    return -1;
+}
+
+int igw_decode_AppUploadResult(igw_json *j, igw_AppUploadResult *o)
+{
+    igw_str k;
+    int more;
+    memset(o, 0, sizeof *o);
+    if (igw_json_object_begin(j))
+        return -1;
+    while ((more = igw_json_object_next(j, &k)) == 1) {
+        int f = key_AppUploadResult(k.ptr, k.len);
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        o->has |= UINT64_C(1) << f;
+        switch (f) {
+        case IGW_AppUploadResult_F_contentRef:
+            if (igw_json_string(j, &o->contentRef) || igw_decode_string_rules(j, o->contentRef, 1, 64, IGW_FORMAT_IDENTIFIER))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        case IGW_AppUploadResult_F_contentType:
+            if (enum_AudioType(j, &o->contentType))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        case IGW_AppUploadResult_F_size:
+            if (igw_json_int(j, &o->size, INT64_C(1), INT64_C(9007199254740991)))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        default:
+            break;
+        }
+    }
+    if (more < 0)
+        return -1;
+    if ((o->has & IGW_AppUploadResult__REQUIRED) != IGW_AppUploadResult__REQUIRED) {
+        if (!(o->has & IGW_AppUploadResult_contentRef)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "contentRef", 10);
+        }
+        if (!(o->has & IGW_AppUploadResult_contentType)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "contentType", 11);
+        }
+        if (!(o->has & IGW_AppUploadResult_size)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "size", 4);
+        }
+    }
+    return 0;
+}
+
 /* Field index of a key of PushFrame, or -1: length first, then memcmp. */
 static int key_PushFrame(const char *k, size_t n)
 {
@@ -8509,6 +8793,32 @@ void igw_encode_ControlDownlink(igw_jw *w, const igw_ControlDownlink *o)
     igw_jw_object_end(w);
 }
 
+void igw_encode_MessagePlayParams(igw_jw *w, const igw_MessagePlayParams *o)
+{
+    igw_jw_object_begin(w);
+    igw_jw_key(w, "deliveryId", 10);
+    igw_jw_string(w, o->deliveryId.ptr, o->deliveryId.len);
+    igw_jw_key(w, "kind", 4);
+    enc_MessageKind(w, o->kind);
+    igw_jw_key(w, "expiresAt", 9);
+    igw_jw_int(w, o->expiresAt);
+    igw_jw_key(w, "url", 3);
+    igw_jw_string(w, o->url.ptr, o->url.len);
+    igw_jw_object_end(w);
+}
+
+void igw_encode_MessagePlay(igw_jw *w, const igw_MessagePlay *o)
+{
+    igw_jw_object_begin(w);
+    igw_jw_key(w, "method", 6);
+    igw_jw_string(w, o->method.ptr, o->method.len);
+    igw_jw_key(w, "msgToken", 8);
+    igw_jw_string(w, o->msgToken.ptr, o->msgToken.len);
+    igw_jw_key(w, "params", 6);
+    igw_encode_MessagePlayParams(w, &o->params);
+    igw_jw_object_end(w);
+}
+
 void igw_encode_DeviceReply(igw_jw *w, const igw_DeviceReply *o)
 {
     igw_jw_object_begin(w);
@@ -9116,6 +9426,18 @@ void igw_encode_AudioAccessRecord(igw_jw *w, const igw_AudioAccessRecord *o)
     igw_jw_object_end(w);
 }
 
+void igw_encode_AppUploadResult(igw_jw *w, const igw_AppUploadResult *o)
+{
+    igw_jw_object_begin(w);
+    igw_jw_key(w, "contentRef", 10);
+    igw_jw_string(w, o->contentRef.ptr, o->contentRef.len);
+    igw_jw_key(w, "contentType", 11);
+    enc_AudioType(w, o->contentType);
+    igw_jw_key(w, "size", 4);
+    igw_jw_int(w, o->size);
+    igw_jw_object_end(w);
+}
+
 void igw_encode_PushFrame(igw_jw *w, const igw_PushFrame *o)
 {
     igw_jw_object_begin(w);
@@ -9354,6 +9676,9 @@ static void route_encode_recordings_query(igw_jw *w, const void *in) { igw_encod
 
 static const int errors_recordings_query[] = {IGW_ERR_PARAMETER, IGW_ERR_UNAUTHENTICATED, IGW_ERR_PERMISSION, IGW_ERR_NOT_FOUND, IGW_ERR_TOO_LARGE, IGW_ERR_MEDIA_TYPE, IGW_ERR_UNAVAILABLE, IGW_ERR_INTERNAL};
 
+static const char *const parts_app_upload[] = {"file"};
+static const int errors_app_upload[] = {IGW_ERR_PARAMETER, IGW_ERR_UNAUTHENTICATED, IGW_ERR_PERMISSION, IGW_ERR_TOO_LARGE, IGW_ERR_MEDIA_TYPE, IGW_ERR_UNAVAILABLE, IGW_ERR_INTERNAL};
+
 static int route_decode_talk_audio_access(igw_json *j, void *out) { return igw_decode_AudioAccessRequest(j, out); }
 static void route_encode_talk_audio_access(igw_jw *w, const void *in) { igw_encode_AudioAccessRequest(w, in); }
 
@@ -9569,6 +9894,22 @@ const igw_route_def igw_routes[IGW_ROUTE__COUNT] = {
         .errors = errors_recordings_query,
         .nerrors = 8,
     },
+    [IGW_ROUTE_APP_UPLOAD] = {
+        .id = IGW_ROUTE_APP_UPLOAD,
+        .name = "app_upload",
+        .method = "POST",
+        .path = "/api/v1/im/interaction/uploads",
+        .auth = IGW_AUTH_KIND_USER,
+        .gate_signaling = true,
+        .body = IGW_BODY_KIND_MULTIPART,
+        .body_limit = 16777216,
+        .parts = parts_app_upload,
+        .nparts = 1,
+        .nrequired_parts = 1,
+        .reject_other_parts = false,
+        .errors = errors_app_upload,
+        .nerrors = 7,
+    },
     [IGW_ROUTE_TALK_AUDIO_ACCESS] = {
         .id = IGW_ROUTE_TALK_AUDIO_ACCESS,
         .name = "talk_audio_access",
@@ -9743,6 +10084,8 @@ static const igw_route_def *route_match(const char *path, size_t plen,
             id = IGW_ROUTE_STANDIN_CALL_JOIN;
         break;
     case 30:
+        if (memcmp(path, "/api/v1/im/interaction/uploads", 30) == 0)
+            id = IGW_ROUTE_APP_UPLOAD;
         if (memcmp(path, "/api/v1/im-standin/calls/start", 30) == 0)
             id = IGW_ROUTE_STANDIN_CALL_START;
         break;

@@ -388,6 +388,21 @@ extern const igw_str igw_AudioOperation_names[IGW_AudioOperation__COUNT];
 /* The value a wire name names (length, then memcmp), or -1. */
 int igw_AudioOperation_of(igw_str s);
 
+typedef enum igw_AudioType {
+    IGW_AudioType_audio_ogg,
+    IGW_AudioType_audio_wav,
+    IGW_AudioType_audio_mpeg,
+    IGW_AudioType__COUNT
+} igw_AudioType;
+typedef struct igw_AudioType_list {
+    igw_AudioType *v;
+    uint32_t n;
+} igw_AudioType_list;
+/* Wire names, indexed by igw_AudioType. */
+extern const igw_str igw_AudioType_names[IGW_AudioType__COUNT];
+/* The value a wire name names (length, then memcmp), or -1. */
+int igw_AudioType_of(igw_str s);
+
 typedef enum igw_PushMethod {
     IGW_PushMethod_interaction_event,
     IGW_PushMethod__COUNT
@@ -796,7 +811,7 @@ typedef struct igw_ControlParams_list {
     uint32_t n;
 } igw_ControlParams_list;
 
-/* messageSend: standalone message, not a real-time session. */
+/* messageSend: standalone message, not a real-time session (docs/messages.md). */
 typedef struct igw_MessageSendParams {
     uint64_t has; /* IGW_MessageSendParams_<field> bits of the fields present */
     igw_str deliveryId;
@@ -1199,6 +1214,53 @@ typedef struct igw_ControlDownlink_list {
     igw_ControlDownlink *v;
     uint32_t n;
 } igw_ControlDownlink_list;
+
+/* MessagePlayParams */
+typedef struct igw_MessagePlayParams {
+    uint64_t has; /* IGW_MessagePlayParams_<field> bits of the fields present */
+    igw_str deliveryId;
+    igw_MessageKind kind;
+    int64_t expiresAt;
+    igw_str url;
+} igw_MessagePlayParams;
+enum igw_MessagePlayParams_field {
+    IGW_MessagePlayParams_F_deliveryId = 0,
+    IGW_MessagePlayParams_F_kind = 1,
+    IGW_MessagePlayParams_F_expiresAt = 2,
+    IGW_MessagePlayParams_F_url = 3,
+    IGW_MessagePlayParams__NFIELDS
+};
+#define IGW_MessagePlayParams_deliveryId (UINT64_C(1) << IGW_MessagePlayParams_F_deliveryId)
+#define IGW_MessagePlayParams_kind (UINT64_C(1) << IGW_MessagePlayParams_F_kind)
+#define IGW_MessagePlayParams_expiresAt (UINT64_C(1) << IGW_MessagePlayParams_F_expiresAt)
+#define IGW_MessagePlayParams_url (UINT64_C(1) << IGW_MessagePlayParams_F_url)
+#define IGW_MessagePlayParams__REQUIRED (IGW_MessagePlayParams_deliveryId | IGW_MessagePlayParams_kind | IGW_MessagePlayParams_expiresAt | IGW_MessagePlayParams_url)
+typedef struct igw_MessagePlayParams_list {
+    igw_MessagePlayParams *v;
+    uint32_t n;
+} igw_MessagePlayParams_list;
+
+/* What a device receives for an application's messageSend; answered by playReply (200 played, 410 expired, other codes failed). */
+typedef struct igw_MessagePlay {
+    uint64_t has; /* IGW_MessagePlay_<field> bits of the fields present */
+    igw_str method;
+    igw_str msgToken;
+    igw_MessagePlayParams params;
+} igw_MessagePlay;
+enum igw_MessagePlay_field {
+    IGW_MessagePlay_F_method = 0,
+    IGW_MessagePlay_F_msgToken = 1,
+    IGW_MessagePlay_F_params = 2,
+    IGW_MessagePlay__NFIELDS
+};
+#define IGW_MessagePlay_method (UINT64_C(1) << IGW_MessagePlay_F_method)
+#define IGW_MessagePlay_msgToken (UINT64_C(1) << IGW_MessagePlay_F_msgToken)
+#define IGW_MessagePlay_params (UINT64_C(1) << IGW_MessagePlay_F_params)
+#define IGW_MessagePlay__REQUIRED (IGW_MessagePlay_method | IGW_MessagePlay_msgToken | IGW_MessagePlay_params)
+typedef struct igw_MessagePlay_list {
+    igw_MessagePlay *v;
+    uint32_t n;
+} igw_MessagePlay_list;
 
 /* What the device would receive on the MQTT reply topic. */
 typedef struct igw_DeviceReply {
@@ -2079,6 +2141,28 @@ typedef struct igw_AudioAccessRecord_list {
     uint32_t n;
 } igw_AudioAccessRecord_list;
 
+/* An application's uploaded file (docs/messages.md). */
+typedef struct igw_AppUploadResult {
+    uint64_t has; /* IGW_AppUploadResult_<field> bits of the fields present */
+    igw_str contentRef;
+    igw_AudioType contentType;
+    int64_t size;
+} igw_AppUploadResult;
+enum igw_AppUploadResult_field {
+    IGW_AppUploadResult_F_contentRef = 0,
+    IGW_AppUploadResult_F_contentType = 1,
+    IGW_AppUploadResult_F_size = 2,
+    IGW_AppUploadResult__NFIELDS
+};
+#define IGW_AppUploadResult_contentRef (UINT64_C(1) << IGW_AppUploadResult_F_contentRef)
+#define IGW_AppUploadResult_contentType (UINT64_C(1) << IGW_AppUploadResult_F_contentType)
+#define IGW_AppUploadResult_size (UINT64_C(1) << IGW_AppUploadResult_F_size)
+#define IGW_AppUploadResult__REQUIRED (IGW_AppUploadResult_contentRef | IGW_AppUploadResult_contentType | IGW_AppUploadResult_size)
+typedef struct igw_AppUploadResult_list {
+    igw_AppUploadResult *v;
+    uint32_t n;
+} igw_AppUploadResult_list;
+
 /* One WebSocket text frame of events_push: a delivery, exactly as /events lists it. */
 typedef struct igw_PushFrame {
     uint64_t has; /* IGW_PushFrame_<field> bits of the fields present */
@@ -2352,6 +2436,10 @@ typedef struct igw_RosterData_list {
 #define IGW_ControlDownlink_method_MAX 64
 #define IGW_ControlDownlink_params_MAX_BYTES 49152
 #define IGW_ControlDownlink_params_MAX_DEPTH 8
+#define IGW_MessagePlayParams_url_MIN 1
+#define IGW_MessagePlayParams_url_MAX 4096
+#define IGW_MessagePlay_method_MIN 1
+#define IGW_MessagePlay_method_MAX 64
 #define IGW_DeviceReply_code_MIN INT64_C(-9007199254740991)
 #define IGW_DeviceReply_code_MAX INT64_C(9007199254740991)
 #define IGW_DeviceReply_method_MIN 1
@@ -2452,6 +2540,9 @@ typedef struct igw_RosterData_list {
 #define IGW_RecordingsData_list_MIN_ITEMS 0
 #define IGW_RecordingsData_list_MAX_ITEMS 32
 #define IGW_AudioOperation_NAME_MAX 4
+#define IGW_AudioType_NAME_MAX 10
+#define IGW_AppUploadResult_size_MIN 1
+#define IGW_AppUploadResult_size_MAX INT64_C(9007199254740991)
 #define IGW_PushMethod_NAME_MAX 17
 #define IGW_PushFrame_event_MAX_BYTES 65536
 #define IGW_PushFrame_event_MAX_DEPTH 16
@@ -2535,6 +2626,10 @@ int igw_decode_ActionDownlink(igw_json *j, igw_ActionDownlink *out);
 void igw_encode_ActionDownlink(igw_jw *w, const igw_ActionDownlink *in);
 int igw_decode_ControlDownlink(igw_json *j, igw_ControlDownlink *out);
 void igw_encode_ControlDownlink(igw_jw *w, const igw_ControlDownlink *in);
+int igw_decode_MessagePlayParams(igw_json *j, igw_MessagePlayParams *out);
+void igw_encode_MessagePlayParams(igw_jw *w, const igw_MessagePlayParams *in);
+int igw_decode_MessagePlay(igw_json *j, igw_MessagePlay *out);
+void igw_encode_MessagePlay(igw_jw *w, const igw_MessagePlay *in);
 int igw_decode_DeviceReply(igw_json *j, igw_DeviceReply *out);
 void igw_encode_DeviceReply(igw_jw *w, const igw_DeviceReply *in);
 int igw_decode_MediaCamera(igw_json *j, igw_MediaCamera *out);
@@ -2607,6 +2702,8 @@ int igw_decode_AudioAccessRequest(igw_json *j, igw_AudioAccessRequest *out);
 void igw_encode_AudioAccessRequest(igw_jw *w, const igw_AudioAccessRequest *in);
 int igw_decode_AudioAccessRecord(igw_json *j, igw_AudioAccessRecord *out);
 void igw_encode_AudioAccessRecord(igw_jw *w, const igw_AudioAccessRecord *in);
+int igw_decode_AppUploadResult(igw_json *j, igw_AppUploadResult *out);
+void igw_encode_AppUploadResult(igw_jw *w, const igw_AppUploadResult *in);
 int igw_decode_PushFrame(igw_json *j, igw_PushFrame *out);
 void igw_encode_PushFrame(igw_jw *w, const igw_PushFrame *in);
 int igw_decode_GroupCreate(igw_json *j, igw_GroupCreate *out);
@@ -2639,6 +2736,7 @@ typedef enum igw_route_id {
     IGW_ROUTE_EVENTS_ACK,
     IGW_ROUTE_COMMANDS,
     IGW_ROUTE_RECORDINGS_QUERY,
+    IGW_ROUTE_APP_UPLOAD,
     IGW_ROUTE_TALK_AUDIO_ACCESS,
     IGW_ROUTE_EVENTS_PUSH,
     IGW_ROUTE_STANDIN_GROUP_CREATE,

@@ -49,6 +49,8 @@ const igw_str igw_proto_method_names[IGW_PROTO_M__COUNT] = {
     {"playbackControlReply", 20},
     {"ring", 4},
     {"ringReply", 9},
+    {"playReply", 9},
+    {"play", 4},
     {"invite", 6},
     {"trackControl", 12},
     {"playbackControl", 15},
@@ -68,6 +70,8 @@ igw_proto_method igw_proto_method_of(igw_str s)
             return IGW_PROTO_M_topo;
         if (memcmp(s.ptr, "ring", 4) == 0)
             return IGW_PROTO_M_ring;
+        if (memcmp(s.ptr, "play", 4) == 0)
+            return IGW_PROTO_M_play;
         break;
     case 6:
         if (memcmp(s.ptr, "report", 6) == 0)
@@ -108,6 +112,8 @@ igw_proto_method igw_proto_method_of(igw_str s)
             return IGW_PROTO_M_topoReply;
         if (memcmp(s.ptr, "ringReply", 9) == 0)
             return IGW_PROTO_M_ringReply;
+        if (memcmp(s.ptr, "playReply", 9) == 0)
+            return IGW_PROTO_M_playReply;
         break;
     case 10:
         if (memcmp(s.ptr, "reportInfo", 10) == 0)
@@ -194,6 +200,7 @@ const igw_str igw_proto_type_names[IGW_PROTO_T__COUNT] = {
     {"capability", 10},
     {"session", 7},
     {"doorbell", 8},
+    {"message", 7},
     {"recording", 9},
 };
 
@@ -223,6 +230,8 @@ igw_proto_type igw_proto_type_of(igw_str s)
             return IGW_PROTO_T_service;
         if (memcmp(s.ptr, "session", 7) == 0)
             return IGW_PROTO_T_session;
+        if (memcmp(s.ptr, "message", 7) == 0)
+            return IGW_PROTO_T_message;
         break;
     case 8:
         if (memcmp(s.ptr, "property", 8) == 0)
@@ -262,6 +271,7 @@ static void down_MediaInvite(igw_jw *w, const void *in) { igw_encode_MediaInvite
 static void down_MediaTrackControl(igw_jw *w, const void *in) { igw_encode_MediaTrackControl(w, in); }
 static void down_MediaBye(igw_jw *w, const void *in) { igw_encode_MediaBye(w, in); }
 static void down_MediaPlaybackControl(igw_jw *w, const void *in) { igw_encode_MediaPlaybackControl(w, in); }
+static void down_MessagePlay(igw_jw *w, const void *in) { igw_encode_MessagePlay(w, in); }
 static void down_MediaCapabilityGet(igw_jw *w, const void *in) { igw_encode_MediaCapabilityGet(w, in); }
 
 static const igw_proto_row device_rows[] = {
@@ -352,6 +362,12 @@ static const igw_proto_row device_rows[] = {
      .method_id = IGW_PROTO_M_ring, .type_id = IGW_PROTO_T_doorbell, .reply_id = IGW_PROTO_M_ringReply,
      .check = IGW_PROTO_CHECK_RING, .returns = IGW_PROTO_RETURNS_NONE,
      .params = {.decode = params_DoorbellRing, .size = sizeof(igw_DoorbellRing), .type = "DoorbellRing"}},
+    {.handle = "media", .type = "message", .method = "get", .reply = "getReply",
+     .method_id = IGW_PROTO_M_get, .type_id = IGW_PROTO_T_message, .reply_id = IGW_PROTO_M_getReply,
+     .check = IGW_PROTO_CHECK_NONE, .returns = IGW_PROTO_RETURNS_MESSAGES},
+    {.handle = "media", .type = "message", .method = "playReply", .answers = "play",
+     .method_id = IGW_PROTO_M_playReply, .type_id = IGW_PROTO_T_message,
+     .check = IGW_PROTO_CHECK_NONE, .returns = IGW_PROTO_RETURNS_NONE},
     {.handle = "media", .type = "recording", .method = "report", .reply = "reportReply",
      .method_id = IGW_PROTO_M_report, .type_id = IGW_PROTO_T_recording, .reply_id = IGW_PROTO_M_reportReply,
      .check = IGW_PROTO_CHECK_RECORDINGS, .returns = IGW_PROTO_RETURNS_NONE,
@@ -361,7 +377,7 @@ static const igw_proto_row device_rows[] = {
      .check = IGW_PROTO_CHECK_NONE, .returns = IGW_PROTO_RETURNS_NONE},
 };
 
-const igw_proto_down igw_proto_device_downs[7] = {
+const igw_proto_down igw_proto_device_downs[8] = {
     {.handle = "thing", .type = "action", .method = "action",
      .method_id = IGW_PROTO_M_action, .type_id = IGW_PROTO_T_action,
      .encode = down_ActionDownlink, .size = sizeof(igw_ActionDownlink), .message = "ActionDownlink"},
@@ -380,6 +396,9 @@ const igw_proto_down igw_proto_device_downs[7] = {
     {.handle = "media", .type = "session", .method = "playbackControl",
      .method_id = IGW_PROTO_M_playbackControl, .type_id = IGW_PROTO_T_session,
      .encode = down_MediaPlaybackControl, .size = sizeof(igw_MediaPlaybackControl), .message = "MediaPlaybackControl"},
+    {.handle = "media", .type = "message", .method = "play",
+     .method_id = IGW_PROTO_M_play, .type_id = IGW_PROTO_T_message,
+     .encode = down_MessagePlay, .size = sizeof(igw_MessagePlay), .message = "MessagePlay"},
     {.handle = "media", .type = "capability", .method = "get",
      .method_id = IGW_PROTO_M_get, .type_id = IGW_PROTO_T_capability,
      .encode = down_MediaCapabilityGet, .size = sizeof(igw_MediaCapabilityGet), .message = "MediaCapabilityGet"},
@@ -400,6 +419,8 @@ const igw_proto_down *igw_proto_device_down_of(igw_proto_method m)
         return &igw_proto_device_downs[IGW_PROTO_DEVICE_DOWN_media_session_bye];
     case IGW_PROTO_M_playbackControl:
         return &igw_proto_device_downs[IGW_PROTO_DEVICE_DOWN_media_session_playbackControl];
+    case IGW_PROTO_M_play:
+        return &igw_proto_device_downs[IGW_PROTO_DEVICE_DOWN_media_message_play];
     case IGW_PROTO_M_get:
         return &igw_proto_device_downs[IGW_PROTO_DEVICE_DOWN_media_capability_get];
     default:
@@ -412,9 +433,9 @@ const igw_protocol igw_proto_device = {
     .rows = device_rows,
     .nrows = sizeof device_rows / sizeof device_rows[0],
     .downs = igw_proto_device_downs,
-    .ndowns = 7,
+    .ndowns = 8,
 };
 
 const char *const igw_proto_check_names[] = {"none", "properties", "pack", "event", "action", "subdevices", "session", "recordings", "ring"};
-const char *const igw_proto_returns_names[] = {"none", "properties", "config"};
+const char *const igw_proto_returns_names[] = {"none", "properties", "config", "messages"};
 

@@ -29,6 +29,7 @@ typedef enum igw_proto_returns {
     IGW_PROTO_RETURNS_NONE,
     IGW_PROTO_RETURNS_PROPERTIES,
     IGW_PROTO_RETURNS_CONFIG,
+    IGW_PROTO_RETURNS_MESSAGES,
 } igw_proto_returns;
 
 /* Every method name the protocols write (an uplink's, its reply's, a
@@ -81,6 +82,8 @@ typedef enum igw_proto_method {
     IGW_PROTO_M_playbackControlReply,
     IGW_PROTO_M_ring,
     IGW_PROTO_M_ringReply,
+    IGW_PROTO_M_playReply,
+    IGW_PROTO_M_play,
     IGW_PROTO_M_invite,
     IGW_PROTO_M_trackControl,
     IGW_PROTO_M_playbackControl,
@@ -106,6 +109,7 @@ typedef enum igw_proto_type {
     IGW_PROTO_T_capability,
     IGW_PROTO_T_session,
     IGW_PROTO_T_doorbell,
+    IGW_PROTO_T_message,
     IGW_PROTO_T_recording,
     IGW_PROTO_T__COUNT
 } igw_proto_type;
@@ -120,7 +124,7 @@ extern const igw_protocol igw_proto_device;
 /* Its downlinks (also igw_proto_device.downs), for tables that name one, and
  * their places in it by handle, type and method:
  *     &igw_proto_device_downs[IGW_PROTO_DEVICE_DOWN_thing_action_action] */
-extern const igw_proto_down igw_proto_device_downs[7];
+extern const igw_proto_down igw_proto_device_downs[8];
 enum igw_proto_device_down {
     IGW_PROTO_DEVICE_DOWN_thing_action_action,
     IGW_PROTO_DEVICE_DOWN_thing_property_control,
@@ -128,6 +132,7 @@ enum igw_proto_device_down {
     IGW_PROTO_DEVICE_DOWN_media_session_trackControl,
     IGW_PROTO_DEVICE_DOWN_media_session_bye,
     IGW_PROTO_DEVICE_DOWN_media_session_playbackControl,
+    IGW_PROTO_DEVICE_DOWN_media_message_play,
     IGW_PROTO_DEVICE_DOWN_media_capability_get,
 };
 /* Its downlink of method m (the first declared), or NULL:

@@ -9,6 +9,7 @@ const igw_route_binding igw_route_bindings[IGW_ROUTE__COUNT] = {
     [IGW_ROUTE_EVENTS_ACK] = {.fn = igw_route_events_ack},
     [IGW_ROUTE_COMMANDS] = {.fn = igw_route_commands},
     [IGW_ROUTE_RECORDINGS_QUERY] = {.fn = igw_route_recordings_query},
+    [IGW_ROUTE_APP_UPLOAD] = {.fn = igw_route_app_upload},
     [IGW_ROUTE_TALK_AUDIO_ACCESS] = {.fn = igw_route_talk_audio_access},
     [IGW_ROUTE_EVENTS_PUSH] = {.fn = igw_route_events_push, .auth_subprotocol = true},
     [IGW_ROUTE_STANDIN_GROUP_CREATE] = {.fn = igw_route_standin_group_create},

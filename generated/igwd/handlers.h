@@ -35,6 +35,7 @@ void igw_route_events_pull(struct igw_exchange *ex, const igw_request *req, cons
 void igw_route_events_ack(struct igw_exchange *ex, const igw_request *req, const struct igw_principal *who);
 void igw_route_commands(struct igw_exchange *ex, const igw_request *req, const struct igw_principal *who);
 void igw_route_recordings_query(struct igw_exchange *ex, const igw_request *req, const struct igw_principal *who);
+void igw_route_app_upload(struct igw_exchange *ex, const igw_request *req, const struct igw_principal *who);
 void igw_route_talk_audio_access(struct igw_exchange *ex, const igw_request *req, const struct igw_principal *who);
 void igw_route_events_push(struct igw_exchange *ex, const igw_request *req, const struct igw_principal *who);
 void igw_route_standin_group_create(struct igw_exchange *ex, const igw_request *req, const struct igw_principal *who);

@@ -4,6 +4,7 @@
 const igw_CommandMethod_method igw_CommandMethod_methods[IGW_CommandMethod__COUNT] = {
     [IGW_CommandMethod_device_action] = {igw_device_action, IGW_METHOD_DEVICE, &igw_proto_device_downs[0]},
     [IGW_CommandMethod_device_propertyControl] = {igw_device_property_control, IGW_METHOD_DEVICE, &igw_proto_device_downs[1]},
+    [IGW_CommandMethod_messageSend] = {igw_message_send, IGW_METHOD_DEVICE, &igw_proto_device_downs[6]},
     [IGW_CommandMethod_interaction_open] = {NULL, IGW_METHOD_SESSION | IGW_METHOD_READS},
     [IGW_CommandMethod_interaction_mediaOffer] = {NULL, IGW_METHOD_SESSION},
     [IGW_CommandMethod_interaction_mediaState] = {NULL, IGW_METHOD_SESSION},

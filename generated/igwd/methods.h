@@ -41,6 +41,7 @@ extern const igw_CommandMethod_method igw_CommandMethod_methods[IGW_CommandMetho
 extern const igw_CommandMethod_session_fn igw_CommandMethod_sessions[IGW_CommandMethod__COUNT];
 int igw_device_action(struct igw_CommandMethod_call *call);
 int igw_device_property_control(struct igw_CommandMethod_call *call);
+int igw_message_send(struct igw_CommandMethod_call *call);
 void igw_session_open(struct igw_CommandMethod_op *op);
 void igw_session_media_offer(struct igw_CommandMethod_op *op);
 void igw_session_media_state(struct igw_CommandMethod_op *op);

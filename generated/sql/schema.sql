@@ -34,6 +34,7 @@ CREATE DOMAIN token AS text CONSTRAINT token_check CHECK (
     AND VALUE !~ '^[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]|[\u0009-\u000d \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]$'
 );
 CREATE DOMAIN files_file_path AS text CONSTRAINT files_file_path_check CHECK (octet_length(VALUE) BETWEEN 1 AND 512);
+CREATE DOMAIN audio_type AS text CONSTRAINT audio_type_check CHECK (VALUE IN ('audio/ogg', 'audio/wav', 'audio/mpeg'));
 -- UTC Unix time in milliseconds.
 CREATE DOMAIN time_ms AS bigint CONSTRAINT time_ms_check CHECK (VALUE BETWEEN 0 AND 9007199254740991);
 CREATE DOMAIN command_method AS text CONSTRAINT command_method_check CHECK (
@@ -237,6 +238,35 @@ CREATE TABLE files (
     sha256      bytea           NOT NULL,
     created_at  timestamptz     NOT NULL DEFAULT now(),
     CONSTRAINT files_pkey PRIMARY KEY (file_path)
+);
+
+-- Files applications uploaded (POST /api/v1/im/interaction/uploads): messageSend's contentRef. Only the uploader may send one (docs/messages.md).
+CREATE TABLE app_files (
+    file_id       ident       NOT NULL, -- Random; the file is stored at app/<its first two characters>/<it>.
+    enterprise_id bigint      NOT NULL CONSTRAINT app_files_enterprise_id_fkey REFERENCES enterprises (enterprise_id),
+    user_id       bigint      NOT NULL CONSTRAINT app_files_user_id_fkey REFERENCES users (user_id),
+    content_type  audio_type  NOT NULL,
+    size_bytes    bigint      NOT NULL,
+    sha256        bytea       NOT NULL,
+    created_at    timestamptz NOT NULL DEFAULT now(),
+    CONSTRAINT app_files_pkey PRIMARY KEY (file_id)
+);
+CREATE INDEX app_files_enterprise_id_user_id_idx ON app_files (enterprise_id, user_id);
+
+-- messageSend's messages (docs/messages.md): one per deliveryId of a user, carried by its device command (device_commands: the same device token), which settles it.
+CREATE TABLE messages (
+    enterprise_id bigint      NOT NULL,
+    user_id       bigint      NOT NULL,
+    delivery_id   ident       NOT NULL,
+    product_id    ident       NOT NULL,
+    device_name   ident       NOT NULL,
+    device_token  token       NOT NULL, -- The play downlink's token (device_commands.device_token).
+    file_id       ident       NOT NULL,
+    expires_at_ms time_ms     NOT NULL,
+    downlink      jsonb       NOT NULL, -- The play downlink, as published: what the device's `media message get` returns while the message waits.
+    created_at    timestamptz NOT NULL DEFAULT now(),
+    CONSTRAINT messages_pkey PRIMARY KEY (enterprise_id, user_id, delivery_id),
+    CONSTRAINT messages_product_id_device_name_device_token_key UNIQUE (product_id, device_name, device_token)
 );
 
 -- Application endpoints, one hour each.

@@ -258,6 +258,8 @@ int igw_app_init(igw_app *app, const igw_config *cfg, char *err, size_t errlen)
         snprintf(err, errlen, "getrandom: %s", strerror(errno));
         return -1;
     }
+    app->site = (igw_command_site){.url_key = app->url_key, .url_keylen = sizeof app->url_key,
+                                   .public_url = cfg->public_url, .message_ttl_max_ms = cfg->message_ttl_max_ms};
     if (cfg->jwt_key_file[0]) {
         char buf[sizeof app->jwt_key + 2];
         size_t n;
@@ -472,7 +474,8 @@ static void *worker_start(void *arg, unsigned index, uint16_t port, struct st_h2
     w->commands = (igw_command_env){.db = w->ndb ? w->db[0] : NULL, .models = w->models, .pending = app->pending,
                                     .mqtt = &app->mqtt, .timeout_ms = app->cfg.command_timeout_ms,
                                     .retention_ms = app->cfg.doorbell_retention_ms,
-                                    .engine = &app->engine, .back = {.post = back_to_worker, .ctx = w}};
+                                    .engine = &app->engine, .back = {.post = back_to_worker, .ctx = w},
+                                    .site = &app->site};
     return w;
 fail:
     igw_wspush_destroy(w->wspush); /* before the push: its connections end their subscribers */

@@ -266,8 +266,11 @@ static void test_store_every_row(void)
         CHECK(gw != IGW_EDGE_STORE_REFUSED, "%s/%s/%s", row->handle, row->type, row->method);
         CHECK((dev == IGW_EDGE_STORE_REFUSED) == (row->check == IGW_PROTO_CHECK_SUBDEVICES), "%s/%s/%s",
               row->handle, row->type, row->method);
-        CHECK((gw == IGW_EDGE_STORE_PROPERTIES || gw == IGW_EDGE_STORE_CONFIG) == (row->returns != IGW_PROTO_RETURNS_NONE),
+        CHECK((gw == IGW_EDGE_STORE_PROPERTIES || gw == IGW_EDGE_STORE_CONFIG || gw == IGW_EDGE_STORE_MESSAGES) ==
+                  (row->returns != IGW_PROTO_RETURNS_NONE),
               "%s/%s/%s", row->handle, row->type, row->method);
+        CHECK((gw == IGW_EDGE_STORE_MESSAGES) == (row->returns == IGW_PROTO_RETURNS_MESSAGES), "%s/%s/%s",
+              row->handle, row->type, row->method);
     }
 }
 

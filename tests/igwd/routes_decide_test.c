@@ -236,6 +236,32 @@ static void test_upload_end(void)
     CHECK_DECLARED(IGW_ROUTE_DEVICE_UPLOAD, e);
 }
 
+/* An audio upload's type by its first bytes, whatever its name. */
+static void test_audio_type(void)
+{
+    igw_routes_error e = {0};
+    static const unsigned char ogg[] = "OggS\0\2\0\0\0\0\0\0", wav[] = "RIFF\x24\0\0\0WAVE",
+                               id3[] = "ID3\4\0\0\0\0\0\0\0\0", frame[] = {0xFF, 0xFB, 0x90, 0x64},
+                               mp2[] = {0xFF, 0xFD, 0x90, 0x64}, /* layer II: not MP3 */
+                               badrate[] = {0xFF, 0xFB, 0xF0, 0x64}, riffavi[] = "RIFF\x24\0\0\0AVI ",
+                               text[] = "hello, world";
+    CHECK(igw_routes_audio_type(ogg, 12, &e) == IGW_AudioType_audio_ogg);
+    CHECK(igw_routes_audio_type(ogg, 4, &e) == IGW_AudioType_audio_ogg); /* a file of 4 bytes */
+    CHECK(igw_routes_audio_type(wav, 12, &e) == IGW_AudioType_audio_wav);
+    CHECK(igw_routes_audio_type(id3, 12, &e) == IGW_AudioType_audio_mpeg);
+    CHECK(igw_routes_audio_type(frame, 4, &e) == IGW_AudioType_audio_mpeg);
+    CHECK(igw_routes_audio_type(mp2, 4, &e) < 0);
+    CHECK(igw_routes_audio_type(badrate, 4, &e) < 0);
+    CHECK(igw_routes_audio_type(riffavi, 12, &e) < 0);
+    CHECK(igw_routes_audio_type(wav, 11, &e) < 0); /* "WAVE" cut short */
+    CHECK(igw_routes_audio_type(ogg, 3, &e) < 0);
+    CHECK(igw_routes_audio_type(text, 12, &e) < 0 &&
+          error_is(&e, IGW_ERR_MEDIA_TYPE, "the file is not Ogg, WAV or MP3 audio (told by its first bytes, not its name)",
+                   "file"));
+    CHECK(igw_routes_audio_type(text, 0, &e) < 0);
+    CHECK_DECLARED(IGW_ROUTE_APP_UPLOAD, e);
+}
+
 /* ---- requests into domain inputs ---- */
 
 /* A canonical id read from its bytes alone, up to 2^53 - 1. */
@@ -298,7 +324,7 @@ int main(void)
         CHECK_CASE(test_pull_error),       CHECK_CASE(test_ack_error),        CHECK_CASE(test_recordings_error),
         CHECK_CASE(test_uplink_error),     CHECK_CASE(test_upload_part),      CHECK_CASE(test_upload_filename),
         CHECK_CASE(test_upload_size),      CHECK_CASE(test_upload_end),       CHECK_CASE(test_id_of),
-        CHECK_CASE(test_recordings_query), CHECK_CASE(test_group_members),
+        CHECK_CASE(test_recordings_query), CHECK_CASE(test_group_members),    CHECK_CASE(test_audio_type),
     };
     CHECK_RUN_ALL(cases);
     return check_summary("routes_decide_test");

@@ -151,13 +151,16 @@ for (const [path, item] of Object.entries(paths))
 	for (const [method, op] of Object.entries(item)) ops.push({ path, method, op });
 
 // igw adds one route the spec lists as not implemented: the WebSocket push (GET),
+// the applications' audio upload for messageSend's contentRef (docs/messages.md),
 // and the stand-in IM back end's own API under its own prefix (docs/talk.md).
 const pushRoute = `${API}/im/interaction/events/ws/{endpointId}`;
+const appUpload = `${API}/im/interaction/uploads`;
 const standin = ["groups/create", "calls/start", "calls/join", "calls/heartbeat", "calls/hangup", "calls/roster"]
 	.map((r) => `${API}/im-standin/${r}`);
 check(
-	"exactly the 11 routes of the spec, each a POST, the WebSocket push, a GET, and the stand-in IM's 6 POSTs",
-	ops.length === expectedRoutes.length + 1 + standin.length &&
+	"exactly the 11 routes of the spec, each a POST, the WebSocket push, a GET, the app upload and the stand-in IM's 6 POSTs",
+	ops.length === expectedRoutes.length + 2 + standin.length &&
+		paths[appUpload]?.post && Object.keys(paths[appUpload]).length === 1 &&
 		expectedRoutes.every((p) => paths[p]?.post && Object.keys(paths[p]).length === 1) &&
 		standin.every((p) => paths[p]?.post && Object.keys(paths[p]).length === 1) &&
 		paths[pushRoute]?.get && Object.keys(paths[pushRoute]).length === 1,
@@ -203,6 +206,8 @@ check("register takes no body", post("/im/interaction/endpoints/register").reque
 {
 	const mp = post("/things/device/edge/upload-file").requestBody?.content?.["multipart/form-data"]?.schema;
 	check("upload-file: multipart with a required binary part `file`", mp?.required?.includes("file") && mp?.properties?.file?.format === "binary");
+	const amp = post("/im/interaction/uploads").requestBody?.content?.["multipart/form-data"]?.schema;
+	check("uploads: multipart with a required binary part `file`", amp?.required?.includes("file") && amp?.properties?.file?.format === "binary");
 	const send = post("/things/device/edge/send/{handle}/{type}");
 	check("send: path parameters handle and type, optional gateway headers productID and deviceName",
 		(send.parameters ?? []).map((p) => `${p.in}:${p.name}:${p.required}`).join() ===
@@ -283,7 +288,7 @@ const methods = [
 		"command methods without a handler are marked not-implemented",
 		unbound.every((c) => c["x-igw-status"] === STATUS && /not implemented/.test(c.description ?? "")) &&
 			JSON.stringify(unbound.map((c) => c.if.properties.method.const)) ===
-				JSON.stringify(["interaction.configure", "interaction.processorControl", "messageSend"]),
+				JSON.stringify(["interaction.configure", "interaction.processorControl"]),
 		unbound.map((c) => c.if.properties.method.const).join(", "),
 	);
 }

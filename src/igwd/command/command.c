@@ -40,6 +40,8 @@ typedef struct cmd {
     char deadline[24]; /* the same, as the write's parameter */
     char *downlink;    /* the MQTT payload */
     size_t downlink_len;
+    /* A message's row (the handler's: method.h), NUL-terminated; dlv[0] '\0': none. */
+    char dlv[IGW_DeliveryId_MAX + 1], file[IGW_Ident_MAX + 1], expires[24];
     unsigned retries, stale, rereads;
     char known[IGW_LEDGER_VERSION_MAX + 1]; /* the cached version sent with the read; "" none */
     char ver[IGW_LEDGER_VERSION_MAX + 1];   /* the version the write expects */
@@ -87,7 +89,10 @@ static void ledger_cmd(const cmd *c, igw_ledger_cmd *lc)
                            .method = c->method, .session_id = c->session, .fp = &c->fp, .canon = c->canon,
                            .product_id = target ? c->pid : NULL, .device_name = target ? c->dn : NULL,
                            .device_token = c->token, .deadline = c->deadline, .now = c->now,
-                           .known = c->known[0] ? c->known : NULL, .version = c->ver};
+                           .known = c->known[0] ? c->known : NULL, .version = c->ver,
+                           .delivery_id = c->dlv[0] ? c->dlv : NULL, .file_id = c->dlv[0] ? c->file : NULL,
+                           .expires_at = c->dlv[0] ? c->expires : NULL,
+                           .kept_downlink = c->dlv[0] ? c->downlink : NULL};
 }
 
 static void on_replayed(void *arg, const char *err, bool window_passed)
@@ -147,8 +152,10 @@ static void publish(cmd *c)
                              .endpoint_id = c->endpoint, .msg_token = c->msg_token, .method = c->method,
                              .enterprise_id = c->ent, .deadline_ms = c->deadline_ms, .down = c->m->downlink,
                              .payload = c->downlink, .len = c->downlink_len};
-    /* Not published (broker away): the deadline turns it into a failure result. */
-    if (igw_device_publish(c->env.pending, atomic_load(c->env.mqtt), &a) != 0)
+    /* Not published (broker away): the deadline turns it into a failure
+     * result. A message waits for days, not seconds: its reply is looked
+     * up instead of filling the map of pending commands. */
+    if (igw_device_publish(c->dlv[0] ? NULL : c->env.pending, atomic_load(c->env.mqtt), &a) != 0)
         igw_log(IGW_LOG_WARN, c->rid, "commands: downlink not published (broker unreachable)");
 }
 
@@ -169,6 +176,11 @@ static void on_write(void *arg, const igw_ledger_write_row *r)
         again(c, r->prior_fp); /* a twin came first */
     } else if (!r->rights) { /* revoked since the read (or none: fast path) */
         finish(c, IGW_ERR_PERMISSION, "no rights on the target device", IGW_PATH_command_target);
+    } else if (!r->content_ok) { /* another user's, another tenant's, or none: all the same */
+        finish(c, IGW_ERR_PERMISSION, "contentRef names no upload of yours", IGW_PATH_command_params_contentRef);
+    } else if (r->key_taken) {
+        finish(c, IGW_ERR_CONFLICT, "this deliveryId was used by another of your commands",
+               IGW_PATH_command_params_deliveryId);
     } else if (!r->model_current) { /* the model changed since it was checked */
         if (c->stale++ < CMD_STALE_RETRIES)
             (void)slow_path(c);
@@ -200,18 +212,27 @@ static int check_and_build(cmd *c, const igw_thingmodel *model, igw_json *e)
     free(c->downlink); /* from an earlier check whose model went stale */
     c->downlink = NULL;
     igw_json_init(e, "", 0, NULL, 1);
+    int64_t now = igw_wall_ms();
     igw_command_call call = {.command = &c->rq->command,
                              .model = model,
                              .arena = &c->arena,
                              .err = e,
                              .down = c->m->downlink,
-                             .device_token = {c->token, strlen(c->token)}};
+                             .device_token = {c->token, strlen(c->token)},
+                             .now_ms = now,
+                             .site = c->env.site};
     int rc = c->m->fn(&call);
     if (rc)
         return rc == -2 ? -2 : -1;
     if (!call.message || igw_device_downlink(&call, &c->downlink, &c->downlink_len))
         return -2;
-    c->deadline_ms = igw_wall_ms() + (int64_t)c->env.timeout_ms;
+    c->dlv[0] = '\0';
+    if (call.delivery_id.len) {
+        snprintf(c->dlv, sizeof c->dlv, "%.*s", (int)call.delivery_id.len, call.delivery_id.ptr);
+        snprintf(c->file, sizeof c->file, "%.*s", (int)call.file_id.len, call.file_id.ptr);
+        snprintf(c->expires, sizeof c->expires, "%lld", (long long)call.expires_at_ms);
+    }
+    c->deadline_ms = call.deadline_ms ? call.deadline_ms : now + (int64_t)c->env.timeout_ms;
     snprintf(c->deadline, sizeof c->deadline, "%lld", (long long)c->deadline_ms);
     return 0;
 }

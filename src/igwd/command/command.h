@@ -53,6 +53,7 @@ typedef struct igw_command_env {
     unsigned retention_ms;     /* a `retained` method's replay window (doorbell_retention_ms) */
     igw_engine *const *engine; /* session commands: the node's engine, read at each use (NULL inside: none) */
     igw_engine_back back;      /* how its answers come back to this worker */
+    const struct igw_command_site *site; /* lent to the methods' handlers (method.h) */
 } igw_command_env;
 
 /* One /commands request. */

@@ -58,11 +58,12 @@ int igw_device_downlink(const igw_command_call *call, char **out, size_t *len)
     igw_jw_init(&jw);
     call->down->encode(&jw, call->message);
     *out = NULL;
-    if (igw_jw_status(&jw) || !(*out = malloc(jw.len))) {
+    if (igw_jw_status(&jw) || !(*out = malloc(jw.len + 1))) {
         igw_jw_free(&jw);
         return -1;
     }
     memcpy(*out, jw.buf, jw.len);
+    (*out)[jw.len] = '\0'; /* a message's is also a statement's parameter */
     *len = jw.len;
     igw_jw_free(&jw);
     return 0;

@@ -27,7 +27,8 @@ int igw_device_action(igw_command_call *call);
 int igw_device_property_control(igw_command_call *call);
 
 /* The downlink message of a call its handler accepted, written by its
- * type's generated encoder into *out (malloc'd, the caller frees) and *len.
+ * type's generated encoder into *out (malloc'd, NUL-terminated, the caller
+ * frees) and *len.
  * 0, or -1 when out of memory. */
 int igw_device_downlink(const igw_command_call *call, char **out, size_t *len);
 

@@ -65,20 +65,29 @@ static const igw_db_stmt stmt_cmd_read = {
 /* $1 endpoint, $2 enterprise, $3 user, $4 msgToken, $5 method, $6
  * fingerprint (hex), $7 command, $8 productID, $9 deviceName, $10 device
  * token, $11 deadline (ms), $12 now (ms), $13 the version of the model the
- * command was checked against. Of the rows that pass (endpoint live, no
- * stored command, rights, the product's model still at that version), the
- * first of each key in the batch inserts (ON CONFLICT DO NOTHING: a
- * concurrent twin elsewhere wins or loses on the unique key); a later row
- * of the same key sees the winner's fingerprint as if it had come after it.
- * Per row: endpoint live, rights, accepted, fingerprint stored before it
- * (NULL: none), model current. Accepted false with the rest passing: a twin
- * in another transaction won, not yet visible to this snapshot; the caller
- * asks again. */
+ * command was checked against, and a message's row (NULL: none): $14
+ * deliveryId, $15 its upload, $16 expiresAt, $17 its downlink. Of the rows
+ * that pass (endpoint live, no stored command, rights, the product's model
+ * still at that version; a message's upload the caller's and its
+ * deliveryId new for the caller), the first of each key in the batch
+ * inserts (ON CONFLICT DO NOTHING: a concurrent twin elsewhere wins or
+ * loses on the unique key); a later row of the same key sees the winner's
+ * fingerprint as if it had come after it. A message's row goes first, and
+ * its command only with it: of two concurrent commands with one
+ * deliveryId, the one whose row lost is not accepted. Per row: endpoint
+ * live, rights, accepted, fingerprint stored before it (NULL: none), model
+ * current, content ok, deliveryId taken. Accepted false with the rest
+ * passing: a twin in another transaction won, not yet visible to this
+ * snapshot; the caller asks again. */
 enum {
     WRITE_P_ENDPOINT, WRITE_P_ENTERPRISE, WRITE_P_USER, WRITE_P_TOKEN, WRITE_P_METHOD, WRITE_P_FP, WRITE_P_COMMAND,
-    WRITE_P_PID, WRITE_P_DN, WRITE_P_DEVICE_TOKEN, WRITE_P_DEADLINE, WRITE_P_NOW, WRITE_P_VERSION, WRITE_NP
+    WRITE_P_PID, WRITE_P_DN, WRITE_P_DEVICE_TOKEN, WRITE_P_DEADLINE, WRITE_P_NOW, WRITE_P_VERSION,
+    WRITE_P_DELIVERY, WRITE_P_FILE, WRITE_P_EXPIRES, WRITE_P_DOWNLINK, WRITE_NP
 };
-enum { WRITE_C_LIVE, WRITE_C_RIGHTS, WRITE_C_ACCEPTED, WRITE_C_PRIOR_FP, WRITE_C_MODEL_CURRENT };
+enum {
+    WRITE_C_LIVE, WRITE_C_RIGHTS, WRITE_C_ACCEPTED, WRITE_C_PRIOR_FP, WRITE_C_MODEL_CURRENT, WRITE_C_CONTENT_OK,
+    WRITE_C_KEY_TAKEN
+};
 static const igw_db_stmt stmt_cmd_write = {
     "igw_cmd_write",
     "WITH c AS MATERIALIZED (SELECT i.*, "
@@ -86,17 +95,31 @@ static const igw_db_stmt stmt_cmd_write = {
     "    (SELECT encode(k.fingerprint, 'hex') FROM commands k "
     "     WHERE k.enterprise_id = i.ent AND k.endpoint_id = i.ep AND k.msg_token = i.token) AS prior, "
     "    " IGW_SQL_DEVICE_RIGHTS("i.pid", "i.dn", "i.ent", "i.usr") " AS rights, "
-    "    EXISTS (SELECT 1 FROM products pr WHERE pr.product_id = i.pid AND " MODEL_VERSION " = i.ver) AS model_ok "
+    "    EXISTS (SELECT 1 FROM products pr WHERE pr.product_id = i.pid AND " MODEL_VERSION " = i.ver) AS model_ok, "
+    "    (i.dlv IS NULL OR EXISTS (SELECT 1 FROM app_files f WHERE f.file_id = i.file AND f.enterprise_id = i.ent "
+    "                              AND f.user_id = i.usr)) AS content_ok, "
+    "    (i.dlv IS NOT NULL AND EXISTS (SELECT 1 FROM messages m WHERE m.enterprise_id = i.ent "
+    "                                   AND m.user_id = i.usr AND m.delivery_id = i.dlv)) AS key_taken "
     "  FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::jsonb[], "
-    "              $8::text[], $9::text[], $10::text[], $11::bigint[], $12::bigint[], $13::text[]) "
+    "              $8::text[], $9::text[], $10::text[], $11::bigint[], $12::bigint[], $13::text[], $14::text[], "
+    "              $15::text[], $16::bigint[], $17::jsonb[]) "
     "       WITH ORDINALITY AS i(ep, ent, usr, token, method, fp, command, pid, dn, dtoken, deadline, now_ms, ver, "
-    "                            ord)), "
-    "w AS (SELECT DISTINCT ON (ent, ep, token) ord FROM c WHERE ep_ok AND prior IS NULL AND rights AND model_ok "
+    "                            dlv, file, expires, down, ord)), "
+    "w AS (SELECT DISTINCT ON (ent, ep, token) ord FROM c "
+    "      WHERE ep_ok AND prior IS NULL AND rights AND model_ok AND content_ok AND NOT key_taken "
     "      ORDER BY ent, ep, token, ord), "
+    "msg AS (INSERT INTO messages (enterprise_id, user_id, delivery_id, product_id, device_name, device_token, "
+    "                              file_id, expires_at_ms, downlink) "
+    "        SELECT c.ent, c.usr, c.dlv, c.pid, c.dn, c.dtoken, c.file, c.expires, c.down "
+    "        FROM c JOIN w USING (ord) WHERE c.dlv IS NOT NULL ORDER BY c.ent, c.usr, c.dlv "
+    "        ON CONFLICT DO NOTHING RETURNING product_id, device_name, device_token), "
     "ins AS (INSERT INTO commands (enterprise_id, endpoint_id, msg_token, user_id, method, session_id, "
     "                              fingerprint, command) "
     "        SELECT c.ent, c.ep, c.token, c.usr, c.method, NULL, decode(c.fp, 'hex'), c.command "
-    "        FROM c JOIN w USING (ord) ORDER BY c.ent, c.ep, c.token "
+    "        FROM c JOIN w USING (ord) "
+    "        WHERE c.dlv IS NULL OR EXISTS (SELECT 1 FROM msg WHERE msg.product_id = c.pid "
+    "                                       AND msg.device_name = c.dn AND msg.device_token = c.dtoken) "
+    "        ORDER BY c.ent, c.ep, c.token "
     "        ON CONFLICT (enterprise_id, endpoint_id, msg_token) DO NOTHING "
     "        RETURNING enterprise_id, endpoint_id, msg_token), "
     "dc AS (INSERT INTO device_commands (product_id, device_name, device_token, enterprise_id, endpoint_id, "
@@ -110,7 +133,7 @@ static const igw_db_stmt stmt_cmd_write = {
     "SELECT c.ep_ok, c.rights, a.ord IS NOT NULL, "
     "       COALESCE(c.prior, (SELECT x.fp FROM acc x WHERE x.ent = c.ent AND x.ep = c.ep AND x.token = c.token "
     "                          AND x.ord < c.ord)), "
-    "       c.model_ok "
+    "       c.model_ok, c.content_ok, c.key_taken "
     "FROM c LEFT JOIN acc a ON a.ord = c.ord ORDER BY c.ord",
     WRITE_NP};
 
@@ -189,6 +212,8 @@ static void on_write(void *arg, const PGresult *res, int row, const char *err)
         r.accepted = igw_db_true(res, row, WRITE_C_ACCEPTED);
         r.prior_fp = text_or_null(res, row, WRITE_C_PRIOR_FP);
         r.model_current = igw_db_true(res, row, WRITE_C_MODEL_CURRENT);
+        r.content_ok = igw_db_true(res, row, WRITE_C_CONTENT_OK);
+        r.key_taken = igw_db_true(res, row, WRITE_C_KEY_TAKEN);
     }
     lc.cb.write(lc.arg, &r);
 }
@@ -205,7 +230,9 @@ int igw_ledger_write(igw_db *db, const igw_ledger_cmd *c, igw_ledger_write_cb cb
                                     [WRITE_P_COMMAND] = c->canon,       [WRITE_P_PID] = c->product_id,
                                     [WRITE_P_DN] = c->device_name,      [WRITE_P_DEVICE_TOKEN] = c->device_token,
                                     [WRITE_P_DEADLINE] = c->deadline,   [WRITE_P_NOW] = c->now,
-                                    [WRITE_P_VERSION] = c->version};
+                                    [WRITE_P_VERSION] = c->version,     [WRITE_P_DELIVERY] = c->delivery_id,
+                                    [WRITE_P_FILE] = c->file_id,        [WRITE_P_EXPIRES] = c->expires_at,
+                                    [WRITE_P_DOWNLINK] = c->kept_downlink};
     if (igw_db_exec_row(db, &stmt_cmd_write, values, on_write, lc)) {
         free(lc);
         return -1;

@@ -58,6 +58,11 @@ typedef struct igw_ledger_cmd {
     const char *known;   /* read: the model version the caller has parsed; NULL: none */
     const char *version; /* write: the model version the command was checked against */
     int64_t window_ms;   /* repeat: a replay this long after the acceptance is refused (0: never) */
+    /* write, a message (method.h; delivery_id NULL: none): its row, written
+     * with the acceptance when file_id is the caller's upload and
+     * delivery_id not the caller's yet; expires_at decimal ms,
+     * kept_downlink the published payload (JSON). */
+    const char *delivery_id, *file_id, *expires_at, *kept_downlink;
 } igw_ledger_cmd;
 
 /* The read's answer. `ok` false: it failed (err says why), nothing else holds. */
@@ -94,6 +99,8 @@ typedef struct igw_ledger_write_row {
     igw_ledger_status status;
     const char *err; /* status other than ANSWERED */
     bool endpoint_live, rights, accepted, model_current;
+    bool content_ok; /* no message, or its file_id is an upload of the caller */
+    bool key_taken;  /* a message whose delivery_id the caller has used before */
     const char *prior_fp;
 } igw_ledger_write_row;
 typedef void (*igw_ledger_write_cb)(void *arg, const igw_ledger_write_row *r);

@@ -25,8 +25,12 @@
  * lookup (pending.h). */
 
 /* Parameters and columns by name: *_P_X is $(X + 1), *_C_X column X. The
- * command's columns come first in both, in emit()'s order of cmd[]. */
-enum { CMD_C_ENDPOINT, CMD_C_TOKEN, CMD_C_METHOD, CMD_C_ENTERPRISE, CMD_NC };
+ * command's columns come first in both, in emit()'s order of cmd[]; the
+ * message's deliveryId last of them ("": the command carries none). */
+enum { CMD_C_ENDPOINT, CMD_C_TOKEN, CMD_C_METHOD, CMD_C_ENTERPRISE, CMD_C_DELIVERY, CMD_NC };
+#define MESSAGE_JOIN                                                                                             \
+    "LEFT JOIN messages m ON m.product_id = c.product_id AND m.device_name = c.device_name "                      \
+    "AND m.device_token = c.device_token "
 
 /* Batched: $1 productID, $2 deviceName, $3 device token; the command of
  * each row and its outcome (NULL: still waiting), or NULLs. Matched on the
@@ -37,10 +41,10 @@ enum { FIND_P_PID, FIND_P_DN, FIND_P_TOKEN, FIND_NP };
 enum { FIND_C_OUTCOME = CMD_NC };
 static const igw_db_stmt stmt_find = {
     "igw_results_find",
-    "SELECT c.endpoint_id, c.msg_token, c.method, c.enterprise_id::text, c.outcome "
+    "SELECT c.endpoint_id, c.msg_token, c.method, c.enterprise_id::text, coalesce(m.delivery_id, ''), c.outcome "
     "FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS i(pid, dn, tok, ord) "
     "LEFT JOIN device_commands c ON c.product_id = i.pid AND c.device_name = i.dn AND c.device_token = i.tok "
-    "ORDER BY i.ord",
+    MESSAGE_JOIN "ORDER BY i.ord",
     FIND_NP};
 
 #define STR_(x) #x
@@ -50,10 +54,11 @@ enum { OVERDUE_P_NOW, OVERDUE_P_FROM, OVERDUE_NP };
 enum { OVERDUE_C_PID = CMD_NC, OVERDUE_C_DN, OVERDUE_C_DEVICE_TOKEN, OVERDUE_C_DEADLINE };
 static const igw_db_stmt stmt_overdue = {
     "igw_results_overdue",
-    "SELECT endpoint_id, msg_token, method, enterprise_id::text, product_id, device_name, device_token, "
-    "       deadline_ms "
-    "FROM device_commands WHERE outcome IS NULL AND deadline_ms < $1::bigint AND deadline_ms >= $2::bigint "
-    "ORDER BY deadline_ms LIMIT " STR(IGW_RESULTS_PASS_MAX),
+    "SELECT c.endpoint_id, c.msg_token, c.method, c.enterprise_id::text, coalesce(m.delivery_id, ''), "
+    "       c.product_id, c.device_name, c.device_token, c.deadline_ms "
+    "FROM device_commands c " MESSAGE_JOIN
+    "WHERE c.outcome IS NULL AND c.deadline_ms < $1::bigint AND c.deadline_ms >= $2::bigint "
+    "ORDER BY c.deadline_ms LIMIT " STR(IGW_RESULTS_PASS_MAX),
     OVERDUE_NP};
 
 /* An overdue pass: done once its last emit has answered. */
@@ -148,17 +153,24 @@ static int result_id(const char *ent, const char *endpoint, const char *msg_toke
 static int emit(const outcome *o, const char *const cmd[CMD_NC], const char *const key[3])
 {
     const char *endpoint = cmd[CMD_C_ENDPOINT], *msg_token = cmd[CMD_C_TOKEN], *method = cmd[CMD_C_METHOD],
-               *ent = cmd[CMD_C_ENTERPRISE];
+               *ent = cmd[CMD_C_ENTERPRISE], *delivery = cmd[CMD_C_DELIVERY];
+    int cls = o->cls;
+    const char *reason = o->reason, *outcome = cls == IGW_ERR_UNKNOWN_OUTCOME ? "timeout" : "replied";
+    if (delivery && delivery[0] && o->pass) { /* a message's deadline is its expiry */
+        cls = IGW_ERR_EXPIRED;
+        reason = "the message expired before the device played it";
+        outcome = "expired";
+    }
     igw_ResultEvent ev = {0};
     ev.has = IGW_ResultEvent_msgToken | IGW_ResultEvent_method | IGW_ResultEvent_code | IGW_ResultEvent_data;
     ev.msgToken = (igw_str){msg_token, strlen(msg_token)};
     ev.method = IGW_ResultMethod_interaction_result;
-    ev.code = igw_error_classes[o->cls].code;
+    ev.code = igw_error_classes[cls].code;
     ev.data.has = IGW_ResultData_operation;
     int m = igw_CommandMethod_of(igw_str_of(method)); /* the ledger stored its wire name */
     if (m >= 0)
         ev.data.operation = (igw_CommandMethod)m;
-    if (o->cls == IGW_ERR_OK) {
+    if (cls == IGW_ERR_OK) {
         ev.data.has |= IGW_ResultData_state;
         ev.data.state = (igw_str){"succeeded", 9};
         if (o->response) { /* only an actionReply carries one (schema: DeviceMessage) */
@@ -167,7 +179,13 @@ static int emit(const outcome *o, const char *const cmd[CMD_NC], const char *con
         }
     } else {
         ev.data.has |= IGW_ResultData_reason;
-        ev.data.reason = (igw_str){o->reason, strlen(o->reason)};
+        ev.data.reason = (igw_str){reason, strlen(reason)};
+    }
+    if (delivery && delivery[0]) { /* a message: which one, and what the device did with it */
+        const char *st = cls == IGW_ERR_OK ? "played" : cls == IGW_ERR_EXPIRED ? "expired" : "failed";
+        ev.data.has |= IGW_ResultData_deliveryId | IGW_ResultData_state;
+        ev.data.deliveryId = igw_str_of(delivery);
+        ev.data.state = igw_str_of(st);
     }
     igw_jw jw;
     igw_jw_init(&jw);
@@ -186,7 +204,7 @@ static int emit(const outcome *o, const char *const cmd[CMD_NC], const char *con
         igw_outbox_result_event oe = {.endpoint_id = endpoint, .msg_token = msg_token, .body = jw.buf,
                                       .delivery_id = id, .product_id = key[0], .device_name = key[1],
                                       .device_token = key[2],
-                                      .outcome = o->cls == IGW_ERR_UNKNOWN_OUTCOME ? "timeout" : "replied",
+                                      .outcome = outcome,
                                       .reply_handle = o->reply_handle, .reply_type = o->reply_type,
                                       .reply_method = o->reply_method,
                                       .reply_token = o->reply_body ? key[2] : NULL, .reply_body = o->reply_body};
@@ -284,8 +302,9 @@ int igw_results_reply(igw_db *db, const igw_results_reply_in *in, igw_results_re
         o->response_len = in->response.len;
     } else {
         /* The device refused or failed: its own words when it gave some,
-         * cut to fit the result's reason (ResultData.reason). */
-        o->cls = IGW_ERR_UNAVAILABLE;
+         * cut to fit the result's reason (ResultData.reason). 410: what it
+         * was asked for had expired (a message: never played). */
+        o->cls = in->code == 410 ? IGW_ERR_EXPIRED : IGW_ERR_UNAVAILABLE;
         enum { DEVICE_MSG_MAX = 240 };
         _Static_assert(sizeof "device: " - 1 + DEVICE_MSG_MAX <= IGW_ResultData_reason_MAX, "fits a reason");
         char buf[300];
@@ -301,8 +320,10 @@ int igw_results_reply(igw_db *db, const igw_results_reply_in *in, igw_results_re
                                                              in->device_token.ptr, in->device_token.len, igw_wall_ms())
                                          : NULL;
     if (known) { /* published by this process: no need to read it back */
+        /* (no message is in the map: command.c) */
         const char *cmd[CMD_NC] = {[CMD_C_ENDPOINT] = known->endpoint_id, [CMD_C_TOKEN] = known->msg_token,
-                                   [CMD_C_METHOD] = known->method, [CMD_C_ENTERPRISE] = known->enterprise_id};
+                                   [CMD_C_METHOD] = known->method, [CMD_C_ENTERPRISE] = known->enterprise_id,
+                                   [CMD_C_DELIVERY] = ""};
         int rc = emit(o, cmd, (const char *const *)o->key);
         igw_pending_release(known);
         outcome_free(o);

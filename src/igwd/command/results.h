@@ -1,5 +1,6 @@
 /* results.h - the interaction.result of device commands (device.action,
- * device.propertyControl): from the device's actionReply / controlReply,
+ * device.propertyControl, messageSend): from the device's actionReply /
+ * controlReply / playReply,
  * whichever way it arrives (MQTT or the HTTP edge: both end in edge.c), or
  * from the deadline. Exactly one per accepted command: the event's
  * deliveryId is derived from the command, and its device_commands row is

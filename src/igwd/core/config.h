@@ -72,6 +72,7 @@ typedef struct igw_config {
     unsigned doorbell_ring_timeout_ms; /* a ring nobody accepted ends (noAnswer) */
     unsigned endpoint_ttl_ms;          /* an endpoint's life from its registration */
     unsigned endpoint_grace_ms;        /* transfer and orphan window after its expiry */
+    unsigned message_ttl_max_ms;       /* messageSend: expiresAt at most this far ahead */
     unsigned doorbell_retention_ms;    /* a door-bell decision's retry returns its result within it */
     bool im_standin;             /* the stand-in IM back end is the conference runtime (with Redis) */
     unsigned im_max_groups_per_user, im_max_calls_per_user, im_max_calls_per_group; /* its bounds */

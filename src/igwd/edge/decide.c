@@ -140,6 +140,8 @@ igw_edge_store igw_edge_decide_store(const igw_proto_row *row, bool is_gateway, 
         return IGW_EDGE_STORE_PROPERTIES;
     if (row->returns == IGW_PROTO_RETURNS_CONFIG)
         return IGW_EDGE_STORE_CONFIG;
+    if (row->returns == IGW_PROTO_RETURNS_MESSAGES)
+        return IGW_EDGE_STORE_MESSAGES;
     if (row->check == IGW_PROTO_CHECK_RECORDINGS)
         return IGW_EDGE_STORE_CATALOG; /* the catalog is the message's store */
     if (row->check == IGW_PROTO_CHECK_SUBDEVICES) {

@@ -104,6 +104,7 @@ typedef enum igw_edge_store {
     IGW_EDGE_STORE_BATCH,      /* made durable with the next batch (group commit) */
     IGW_EDGE_STORE_PROPERTIES, /* answered with the device's stored properties */
     IGW_EDGE_STORE_CONFIG,     /* answered with its latest config report */
+    IGW_EDGE_STORE_MESSAGES,   /* the reply's data: the device's waiting messages (a `get` returns messages) */
     IGW_EDGE_STORE_CATALOG,    /* written to the recordings catalog, all or nothing */
     IGW_EDGE_STORE_SUBDEVICES, /* its sub-devices' binding checked, then the batch */
     IGW_EDGE_STORE_REFUSED     /* *r: sub-devices reported by a device that is no gateway */

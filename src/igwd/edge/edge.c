@@ -72,6 +72,26 @@ static const igw_db_stmt stmt_config = {
     "LIMIT 1), '{}'::jsonb)::text",
     DEV_NP};
 
+/* The messages waiting for the device (docs/messages.md): their play
+ * downlinks as published, oldest first, while unsettled and unexpired; at
+ * most MESSAGES_GET_MAX, so that the reply's data stays in its bound (a
+ * device that got that many asks again once it answered them). */
+#define MESSAGES_GET_MAX 8
+#define STR_(x) #x
+#define STR(x) STR_(x)
+static const igw_db_stmt stmt_messages = {
+    "igw_edge_messages",
+    "SELECT jsonb_build_object('messages', coalesce(jsonb_agg(w.downlink ORDER BY w.created_at, w.device_token), "
+    "'[]'::jsonb))::text FROM (SELECT m.downlink, m.created_at, m.device_token FROM messages m "
+    "JOIN device_commands c ON c.product_id = m.product_id AND c.device_name = m.device_name "
+    "AND c.device_token = m.device_token "
+    "WHERE m.product_id = $1 AND m.device_name = $2 AND c.outcome IS NULL "
+    "AND m.expires_at_ms > (extract(epoch FROM clock_timestamp()) * 1000)::bigint "
+    "ORDER BY m.created_at, m.device_token LIMIT " STR(MESSAGES_GET_MAX) ") w",
+    DEV_NP};
+_Static_assert(MESSAGES_GET_MAX * (IGW_MessagePlayParams_url_MAX + 512) <= IGW_DeviceReply_data_MAX_BYTES,
+               "the longest downlinks fit the reply's data");
+
 /* The first item (1-based) of the list that is not bound to the gateway, or
  * no row: the gateway ($1, $2), the sub-devices as two text arrays. */
 enum { SUB_P_PID = DEV_P_PID, SUB_P_DN = DEV_P_DN, SUB_P_PIDS, SUB_P_DNS, SUB_NP };
@@ -855,6 +875,9 @@ static void process(job *j, const device *target)
         break;
     case IGW_EDGE_STORE_CONFIG:
         sent = igw_db_exec(query_db(j->e), &stmt_config, values, NULL, NULL, on_query_data, j);
+        break;
+    case IGW_EDGE_STORE_MESSAGES:
+        sent = igw_db_exec(query_db(j->e), &stmt_messages, values, NULL, NULL, on_query_data, j);
         break;
     case IGW_EDGE_STORE_CATALOG: /* written or refused as a whole */
         sent = igw_recordings_report(query_db(j->e), j->pid, j->dn, j->params, m->params, on_catalog, j);

@@ -22,6 +22,7 @@
 #include "core/redis.h"
 #include "edge/edge.h"
 #include "edge/presence.h"
+#include "command/method.h"
 #include "event/push.h"
 #include "http/http.h"
 #include "routes/wspush.h"
@@ -51,6 +52,7 @@ typedef struct igw_app {
     struct igw_download *download; /* signed download URLs */
     struct igw_console *console;   /* the browser console's files; NULL without console_dir */
     igw_http_route routes[IGW_HTTP_ROUTES_MAX];
+    igw_command_site site; /* what the command handlers are lent: cfg's and url_key */
 } igw_app;
 
 /* One worker's state (igw_http_state). */

@@ -108,6 +108,25 @@ bool igw_routes_upload_end_error(int rc, bool have_file, const char *mp_error, i
     return false;
 }
 
+int igw_routes_audio_type(const unsigned char *h, size_t n, igw_routes_error *e)
+{
+    if (n >= 4 && memcmp(h, "OggS", 4) == 0)
+        return IGW_AudioType_audio_ogg;
+    if (n >= 12 && memcmp(h, "RIFF", 4) == 0 && memcmp(h + 8, "WAVE", 4) == 0)
+        return IGW_AudioType_audio_wav;
+    if (n >= 3 && memcmp(h, "ID3", 3) == 0)
+        return IGW_AudioType_audio_mpeg;
+    /* An MPEG audio frame: 11 sync bits, a version that is not the
+     * reserved 01, layer III (01), then a bitrate index that is neither
+     * "free" (0000) nor the invalid 1111, and a known sample rate. */
+    if (n >= 3 && h[0] == 0xFF && (h[1] & 0xE0) == 0xE0 && ((h[1] >> 3) & 3) != 1 && ((h[1] >> 1) & 3) == 1 &&
+        (h[2] >> 4) != 0 && (h[2] >> 4) != 15 && ((h[2] >> 2) & 3) != 3)
+        return IGW_AudioType_audio_mpeg;
+    error(e, IGW_ERR_MEDIA_TYPE, "the file is not Ogg, WAV or MP3 audio (told by its first bytes, not its name)",
+          "file");
+    return -1;
+}
+
 /* ---- requests into domain inputs ---- */
 
 int64_t igw_routes_id_of(igw_str s)

@@ -70,7 +70,7 @@ bool igw_routes_recordings_error(const igw_recordings_result *r, igw_routes_erro
  * exchange gone). */
 bool igw_routes_uplink_error(const igw_edge_result *r, bool need_reply, igw_routes_error *e);
 
-/* ---- upload-file's multipart body (device.c) ---- */
+/* ---- the upload routes' multipart body (upload.c) ---- */
 
 typedef enum igw_routes_part {
     IGW_ROUTES_PART_SKIP,   /* another part: ignored (the schema: others ignored) */
@@ -89,6 +89,14 @@ bool igw_routes_upload_too_large(uint64_t size, uint64_t max, igw_routes_error *
  * parameter error. false when the file is there. Callers keep a refusal
  * their callbacks made before this one. */
 bool igw_routes_upload_end_error(int rc, bool have_file, const char *mp_error, igw_routes_error *e);
+
+/* The audio upload's type from the first bytes of the file (at most
+ * IGW_ROUTES_AUDIO_HEAD; fewer when the file is shorter): an igw_AudioType
+ * (Ogg "OggS"; WAV "RIFF" size "WAVE"; MP3 an ID3v2 tag or an MPEG audio
+ * layer III frame header), or -1 with *e (media_type at `file`) for
+ * anything else. The name says nothing: it is never trusted. */
+#define IGW_ROUTES_AUDIO_HEAD 12
+int igw_routes_audio_type(const unsigned char *head, size_t len, igw_routes_error *e);
 
 /* ---- requests into domain inputs ---- */
 

@@ -21,9 +21,9 @@
 #include "devauth.h"
 #include "filename.h"
 #include "routes/routes.h"
+#include "routes/upload.h"
 #include "core/log.h"
 #include "http/http.h"
-#include "multipart.h"
 #include "signedurl.h"
 #include "storage.h"
 
@@ -103,114 +103,19 @@ void igw_route_bench_bare(igw_exchange *ex, const igw_request *req, const igw_pr
 }
 
 /* ---- upload-file ---------------------------------------------------------------
- * h2o 2.2.5 hands over the body once it is complete (bounded by the route's
- * cap); the multipart parser then streams it, in slices, straight into the
- * file: no second copy of the content. The file is fsync'ed and its
- * metadata row committed before the reply. */
-
-#define UPLOAD_SLICE 65536
+ * The body streamed into the file (upload.h), then its metadata row
+ * committed before the reply. */
 
 typedef struct upload {
     igw_exchange *ex;
     igw_worker *w;
     char pid[IGW_DEVAUTH_NAME_MAX + 1], dn[IGW_DEVAUTH_NAME_MAX + 1];
-    int fd;
-    bool in_file, have_file;
-    uint64_t size;
-    EVP_MD_CTX *sha;
-    char relpath[IGW_STORAGE_PATH_MAX + 1];
-    int cls;            /* the first failure, IGW_ERR_OK while none */
-    const char *reason;
-    const char *path;
+    igw_upload file;
 } upload;
-
-static int up_fail(upload *u, int cls, const char *reason, const char *path)
-{
-    if (u->cls == IGW_ERR_OK) {
-        u->cls = cls;
-        u->reason = reason;
-        u->path = path;
-    }
-    return -1;
-}
-
-static int up_part_begin(void *ctx, const igw_multipart_part *p)
-{
-    upload *u = ctx;
-    igw_routes_error e;
-    igw_routes_part part = igw_routes_upload_part(p, u->have_file, &e);
-    if (part == IGW_ROUTES_PART_SKIP)
-        return 0;
-    u->have_file = true;
-    if (part == IGW_ROUTES_PART_REFUSED)
-        return up_fail(u, e.cls, e.reason, e.path);
-    igw_storage_edge dirs;
-    if (igw_storage_edge_dirs(&dirs, u->pid, u->dn, time(NULL)) ||
-        igw_storage_open(u->w->app->storage_fd, dirs.dirs, 5, p->filename, &u->fd, u->relpath,
-                         sizeof u->relpath)) {
-        igw_log(IGW_LOG_ERROR, igw_http_request_id(u->ex), "upload: cannot create the file: %s", strerror(errno));
-        return up_fail(u, IGW_ERR_INTERNAL, "cannot store the file", "");
-    }
-    u->in_file = true;
-    if (!(u->sha = EVP_MD_CTX_new()) || EVP_DigestInit_ex(u->sha, EVP_sha256(), NULL) != 1)
-        return up_fail(u, IGW_ERR_INTERNAL, "out of memory", "");
-    return 0;
-}
-
-static int up_part_data(void *ctx, const char *data, size_t len)
-{
-    upload *u = ctx;
-    if (!u->in_file)
-        return 0;
-    u->size += len;
-    igw_routes_error e;
-    if (igw_routes_upload_too_large(u->size, u->w->app->cfg.upload_max, &e))
-        return up_fail(u, e.cls, e.reason, e.path);
-    if (EVP_DigestUpdate(u->sha, data, len) != 1)
-        return up_fail(u, IGW_ERR_INTERNAL, "digest failed", "");
-    while (len) {
-        ssize_t n = write(u->fd, data, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            igw_log(IGW_LOG_ERROR, igw_http_request_id(u->ex), "upload: write: %s", strerror(errno));
-            return up_fail(u, IGW_ERR_INTERNAL, "cannot store the file", "");
-        }
-        data += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
-static int up_part_end(void *ctx)
-{
-    upload *u = ctx;
-    if (!u->in_file)
-        return 0;
-    u->in_file = false;
-    /* Durable before the reply: the content, then the new directory entries. */
-    if (fsync(u->fd) != 0 || igw_storage_sync_dirs(u->w->app->storage_fd, u->relpath) != 0) {
-        igw_log(IGW_LOG_ERROR, igw_http_request_id(u->ex), "upload: fsync: %s", strerror(errno));
-        return up_fail(u, IGW_ERR_INTERNAL, "cannot store the file", "");
-    }
-    return 0;
-}
-
-static int up_done(void *ctx)
-{
-    (void)ctx;
-    return 0;
-}
-
-static const igw_multipart_callbacks up_callbacks = {up_part_begin, up_part_data, up_part_end, up_done};
 
 static void upload_free(upload *u, bool remove_file)
 {
-    if (u->fd >= 0)
-        close(u->fd);
-    if (remove_file && u->relpath[0] && igw_storage_remove(u->w->app->storage_fd, u->relpath) != 0)
-        igw_log(IGW_LOG_WARN, NULL, "upload: cannot remove %s: %s", u->relpath, strerror(errno));
-    EVP_MD_CTX_free(u->sha);
+    igw_upload_release(&u->file, remove_file);
     free(u);
 }
 
@@ -237,14 +142,14 @@ static void on_file_row(void *arg, const PGresult *res, const char *err)
     char uri[IGW_CONFIG_PATH_MAX + IGW_SIGNEDURL_MAX + 1];
     size_t base = strlen(app->cfg.public_url);
     memcpy(uri, app->cfg.public_url, base);
-    long n = igw_signedurl_make(app->url_key, sizeof app->url_key, u->relpath, strlen(u->relpath),
+    long n = igw_signedurl_make(app->url_key, sizeof app->url_key, u->file.relpath, strlen(u->file.relpath),
                                 (int64_t)time(NULL) + app->cfg.url_ttl_s, uri + base, sizeof uri - base);
     if (n < 0) {
         igw_http_reply_error(u->ex, IGW_ERR_INTERNAL, "cannot sign the file URL", "");
         upload_free(u, false); /* stored and recorded: keep it */
         return;
     }
-    igw_UploadResult r = {.filePath = {u->relpath, strlen(u->relpath)}, .fileUri = {uri, base + (size_t)n}};
+    igw_UploadResult r = {.filePath = {u->file.relpath, strlen(u->file.relpath)}, .fileUri = {uri, base + (size_t)n}};
     igw_encode_UploadResult(igw_http_data(u->ex), &r);
     igw_http_reply_data(u->ex);
     upload_free(u, false);
@@ -262,43 +167,24 @@ static void on_upload_authorized(void *arg, const igw_edge_result *r)
     }
     snprintf(u->pid, sizeof u->pid, "%s", r->product_id);
     snprintf(u->dn, sizeof u->dn, "%s", r->device_name);
-    igw_str ct = igw_http_header_value(u->ex, "content-type");
-    char boundary[IGW_MULTIPART_BOUNDARY_MAX + 1];
-    const char *why = NULL;
-    igw_multipart mp;
-    int blen = igw_multipart_boundary(ct.ptr, ct.len, boundary, sizeof boundary, &why);
-    if (blen < 0 || igw_multipart_init(&mp, boundary, (size_t)blen, &up_callbacks, u)) {
-        igw_http_reply_error(u->ex, IGW_ERR_MEDIA_TYPE, why ? why : "invalid multipart boundary", "");
+    igw_storage_edge dirs;
+    if (igw_storage_edge_dirs(&dirs, u->pid, u->dn, time(NULL))) {
+        igw_http_reply_error(u->ex, IGW_ERR_INTERNAL, "cannot store the file", "");
         upload_free(u, false);
         return;
     }
-    igw_str body = igw_http_body(u->ex);
-    int rc = 0;
-    for (size_t off = 0; rc == 0 && off < body.len; off += UPLOAD_SLICE) {
-        size_t n = body.len - off < UPLOAD_SLICE ? body.len - off : UPLOAD_SLICE;
-        rc = igw_multipart_feed(&mp, body.ptr + off, n);
-    }
-    if (rc == 0)
-        rc = igw_multipart_finish(&mp);
-    if (igw_routes_upload_end_error(rc, u->have_file, igw_multipart_error(&mp), &e))
-        up_fail(u, e.cls, e.reason, e.path); /* a callback's refusal, if any, stays first */
-    if (u->cls != IGW_ERR_OK) {
-        igw_http_reply_error(u->ex, u->cls, u->reason, u->path);
+    for (size_t i = 0; i < 5; i++)
+        u->file.dirs[i] = dirs.dirs[i];
+    u->file.ndirs = 5;
+    if (igw_upload_store(&u->file)) {
+        igw_http_reply_error(u->ex, u->file.err.cls, u->file.err.reason, u->file.err.path);
         upload_free(u, true);
         return;
     }
-    unsigned char md[32];
-    unsigned mdlen = 0;
-    char hex[65], size[24];
-    if (EVP_DigestFinal_ex(u->sha, md, &mdlen) != 1 || mdlen != 32) {
-        igw_http_reply_error(u->ex, IGW_ERR_INTERNAL, "digest failed", "");
-        upload_free(u, true);
-        return;
-    }
-    igw_hex_encode(md, 32, hex);
-    snprintf(size, sizeof size, "%llu", (unsigned long long)u->size);
-    const char *values[FILE_NP] = {[FILE_P_PATH] = u->relpath, [FILE_P_PID] = u->pid, [FILE_P_DN] = u->dn,
-                                   [FILE_P_SIZE] = size, [FILE_P_SHA256] = hex};
+    char size[24];
+    snprintf(size, sizeof size, "%llu", (unsigned long long)u->file.size);
+    const char *values[FILE_NP] = {[FILE_P_PATH] = u->file.relpath, [FILE_P_PID] = u->pid, [FILE_P_DN] = u->dn,
+                                   [FILE_P_SIZE] = size, [FILE_P_SHA256] = u->file.sha256_hex};
     if (igw_db_exec(u->w->db[0], &stmt_file, values, NULL, NULL, on_file_row, u)) {
         igw_http_reply_error(u->ex, IGW_ERR_UNAVAILABLE, "busy, retry later", "");
         upload_free(u, true);
@@ -330,7 +216,6 @@ void igw_route_device_upload(igw_exchange *ex, const igw_request *req, const igw
     }
     u->ex = held;
     u->w = w;
-    u->fd = -1;
-    u->cls = IGW_ERR_OK;
+    igw_upload_init(&u->file, held, w->app->storage_fd, w->app->cfg.upload_max);
     igw_edge_authorize(w->edge, &up, on_upload_authorized, u);
 }

@@ -1,5 +1,5 @@
 /* interaction.c - the application transport routes (area B):
- * endpoints, commands, events. Rules are in schema/interaction.igw and were
+ * endpoints, commands, events, uploads. Rules are in schema/interaction.igw and were
  * applied by the strict stage; the caller is known (login.h). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +9,7 @@
 #include "call/call.h"
 #include "catalog/recordings.h"
 #include "command/command.h"
+#include "command/message.h"
 #include "core/db.h"
 #include "core/log.h"
 #include "event/endpoint.h"
@@ -17,6 +18,7 @@
 #include "routes/context.h"
 #include "routes/decide.h"
 #include "routes/routes.h"
+#include "routes/upload.h"
 #include "routes/wspush.h"
 
 /* ---- /endpoints/register (event/endpoint.h) ------------------------------------------ */
@@ -233,4 +235,93 @@ void igw_route_recordings_query(igw_exchange *ex, const igw_request *req, const 
     }
     if (!w->ndb || igw_recordings_read(w->db[0], &q, on_recordings, ex))
         igw_http_reply_error(ex, IGW_ERR_UNAVAILABLE, "busy, retry later", "");
+}
+
+/* ---- /uploads: an application's audio file (docs/messages.md) ------------------------ */
+
+/* The file's row, committed before the reply: its uploader is the only
+ * one who may send it (messageSend's contentRef). */
+enum { AFILE_P_ID, AFILE_P_ENTERPRISE, AFILE_P_USER, AFILE_P_TYPE, AFILE_P_SIZE, AFILE_P_SHA256, AFILE_NP };
+static const igw_db_stmt stmt_app_file = {
+    "igw_app_file",
+    "INSERT INTO app_files (file_id, enterprise_id, user_id, content_type, size_bytes, sha256) "
+    "VALUES ($1, $2::bigint, $3::bigint, $4, $5::bigint, decode($6, 'hex'))",
+    AFILE_NP};
+
+typedef struct app_upload {
+    igw_exchange *ex;
+    char id[IGW_OUTBOX_ID_MAX + 1];
+    char shard[3];
+    igw_upload file;
+} app_upload;
+
+static void app_upload_free(app_upload *u, bool remove_file)
+{
+    igw_upload_release(&u->file, remove_file);
+    free(u);
+}
+
+static void on_app_file(void *arg, const PGresult *res, const char *err)
+{
+    app_upload *u = arg;
+    if (!res) {
+        igw_log(IGW_LOG_ERROR, igw_http_request_id(u->ex), "uploads: row not written: %s", err);
+        igw_http_reply_error(u->ex, igw_db_error_class(err, true), "cannot store the file", "");
+        /* A server-reported error rolled the row back; a lost answer may
+         * have committed it: keep the file then. */
+        app_upload_free(u, !igw_db_outcome_unknown(err));
+        return;
+    }
+    igw_AppUploadResult r = {.has = IGW_AppUploadResult__REQUIRED,
+                             .contentRef = {u->id, strlen(u->id)},
+                             .contentType = (igw_AudioType)u->file.audio_type,
+                             .size = (int64_t)u->file.size};
+    igw_encode_AppUploadResult(igw_http_data(u->ex), &r);
+    igw_http_reply_data(u->ex);
+    app_upload_free(u, false);
+}
+
+void igw_route_app_upload(igw_exchange *ex, const igw_request *req, const igw_principal *who)
+{
+    (void)req;
+    igw_worker *w = igw_http_state(ex);
+    if (!w || w->app->storage_fd < 0) {
+        igw_http_reply_error(ex, IGW_ERR_UNAVAILABLE, "uploads are not configured", "");
+        return;
+    }
+    app_upload *u = calloc(1, sizeof *u);
+    igw_exchange *held = u && igw_outbox_new_id(u->id, sizeof u->id) == 0 ? igw_http_hold(ex) : NULL;
+    if (!held) {
+        free(u);
+        igw_http_reply_error(ex, IGW_ERR_INTERNAL, "out of memory", "");
+        return;
+    }
+    u->ex = ex = held;
+    /* Random ids spread over 64 * 64 directories: none grows without bound. */
+    memcpy(u->shard, u->id, 2);
+    igw_upload_init(&u->file, ex, w->app->storage_fd, w->app->cfg.upload_max);
+    u->file.dirs[0] = IGW_MESSAGE_FILE_DIR;
+    u->file.dirs[1] = u->shard;
+    u->file.ndirs = 2;
+    u->file.name = u->id;
+    u->file.audio = true;
+    if (igw_upload_store(&u->file)) {
+        igw_http_reply_error(ex, u->file.err.cls, u->file.err.reason, u->file.err.path);
+        app_upload_free(u, true);
+        return;
+    }
+    char ent[24], usr[24], size[24];
+    snprintf(ent, sizeof ent, "%lld", (long long)who->enterprise_id);
+    snprintf(usr, sizeof usr, "%lld", (long long)who->user_id);
+    snprintf(size, sizeof size, "%llu", (unsigned long long)u->file.size);
+    const igw_str *type = &igw_AudioType_names[u->file.audio_type];
+    char tname[32];
+    snprintf(tname, sizeof tname, "%.*s", (int)type->len, type->ptr);
+    const char *values[AFILE_NP] = {[AFILE_P_ID] = u->id, [AFILE_P_ENTERPRISE] = ent, [AFILE_P_USER] = usr,
+                                    [AFILE_P_TYPE] = tname, [AFILE_P_SIZE] = size,
+                                    [AFILE_P_SHA256] = u->file.sha256_hex};
+    if (igw_db_exec(w->db[0], &stmt_app_file, values, NULL, NULL, on_app_file, u)) {
+        igw_http_reply_error(ex, IGW_ERR_UNAVAILABLE, "busy, retry later", "");
+        app_upload_free(u, true);
+    }
 }

@@ -85,5 +85,5 @@ const igw_protocol igw_proto_dev = {
 };
 
 const char *const igw_proto_check_names[] = {"none", "properties", "pack", "event", "action", "subdevices", "session", "recordings", "ring"};
-const char *const igw_proto_returns_names[] = {"none", "properties", "config"};
+const char *const igw_proto_returns_names[] = {"none", "properties", "config", "messages"};
 

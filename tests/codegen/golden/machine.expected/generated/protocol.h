@@ -29,6 +29,7 @@ typedef enum igw_proto_returns {
     IGW_PROTO_RETURNS_NONE,
     IGW_PROTO_RETURNS_PROPERTIES,
     IGW_PROTO_RETURNS_CONFIG,
+    IGW_PROTO_RETURNS_MESSAGES,
 } igw_proto_returns;
 
 /* Every method name the protocols write (an uplink's, its reply's, a

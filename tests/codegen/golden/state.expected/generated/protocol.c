@@ -33,5 +33,5 @@ igw_proto_type igw_proto_type_of(igw_str s)
 }
 
 const char *const igw_proto_check_names[] = {"none", "properties", "pack", "event", "action", "subdevices", "session", "recordings", "ring"};
-const char *const igw_proto_returns_names[] = {"none", "properties", "config"};
+const char *const igw_proto_returns_names[] = {"none", "properties", "config", "messages"};
 

@@ -50,12 +50,13 @@ DEB_PACKAGES := re2c clang libclang-rt-14-dev libssl-dev libsimdjson-dev libjans
                 libnice-dev libsrtp2-dev libglib2.0-dev libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev \
                 libgstreamer-plugins-bad1.0-dev gstreamer1.0-nice gstreamer1.0-plugins-base \
                 gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-plugins-ugly chromium nftables \
-                iproute2 python3 python3-aiortc
+                iproute2 python3 python3-aiortc gstreamer1.0-tools
 DEB_NODE     := nodejs npm
 # What only the benchmarks need (`make deps-bench`, run by every bench-* target
-# and by `make test`, whose bench-smoke runs them all): wrk (bench-edge), janus
-# and gst-launch-1.0 (bench-media).
-BENCH_DEB_PACKAGES := wrk janus gstreamer1.0-tools
+# and by `make test`, whose bench-smoke runs them all): wrk (bench-edge) and
+# janus (bench-media; its gst-launch-1.0, gstreamer1.0-tools, is in
+# DEB_PACKAGES: test-message makes its sounds with it too).
+BENCH_DEB_PACKAGES := wrk janus
 
 # ---- packages ------------------------------------------------------------------
 PKG_IGWD  := libh2o-evloop libpq hiredis libmosquitto
@@ -537,7 +538,7 @@ test-unit: check-gen test-layers test-codegen test-json test-conformance test-de
            test-upload test-conn test-loop test-pending test-decide test-log test-media-unit test-openapi \
            test-catalog-decide test-edge-decide test-call-decide test-routes-decide
 test-services: test-igwctl test-igwd test-framing test-deadline test-db test-outbox test-ws test-redis test-mqtt test-edge test-app test-nodes \
-               test-nodes-own test-presence test-report test-talk test-doorbell test-recordings test-console test-sql test-ops \
+               test-nodes-own test-presence test-report test-talk test-doorbell test-message test-recordings test-console test-sql test-ops \
                test-mqttauth
 
 # Every test, then every benchmark in a tiny configuration (bench-smoke, in a

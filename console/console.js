@@ -50,6 +50,7 @@ const state = {
     },
     pb: null,             // the playback: {sessionId, mediaRevision, pc, rec, phase, ...}
     bell: null,           // the door-bell: {sessionId, inviteToken, state, pc, mic, mediaRevision}
+    msg: { audio: null, url: '', rec: null }, // the voice message: its audio, its preview, a recording
     renewTimer: 0,        // registers the next endpoint and moves the sessions a minute before expiry
 };
 
@@ -120,14 +121,15 @@ function newToken() {
 
 // Sends one command; resolves to {msgToken, result}, result a promise of its
 // interaction.result event. Only "accepted" comes back from HTTP.
-async function command(method, address, params) {
+// waitMs: how long its result may take (a message waits for its camera).
+async function command(method, address, params, waitMs = RESULT_WAIT_MS) {
     if (!state.endpointId) throw new Error('register an endpoint first');
     const msgToken = newToken();
     const result = new Promise((resolve, reject) => {
         const t = setTimeout(() => {
             state.waiting.delete(msgToken);
-            reject(new Error(`no interaction.result for ${method} ${msgToken} within ${RESULT_WAIT_MS} ms`));
-        }, RESULT_WAIT_MS);
+            reject(new Error(`no interaction.result for ${method} ${msgToken} within ${waitMs} ms`));
+        }, waitMs);
         state.waiting.set(msgToken, (ev) => (clearTimeout(t), resolve(ev)));
     });
     result.catch(() => {}); // a caller that does not wait must not see an unhandled rejection
@@ -1206,6 +1208,115 @@ async function sendDevice(method, params) {
     }
 }
 
+// ---- voice message: upload, messageSend, its outcome -------------------------
+// docs/messages.md: POST /uploads (multipart, part `file`) gives a
+// contentRef; messageSend names it with a deliveryId of ours and an
+// expiry; the camera fetches it, plays it and answers; the result carries
+// the deliveryId and played / expired / failed. Recording captures the
+// microphone as 16-bit PCM and writes a WAV: MediaRecorder gives WebM in
+// Chromium, which the upload refuses (Ogg, WAV or MP3 only).
+
+const MSG_RECORD_MAX_S = 30;
+
+function msgShow(fields) {
+    for (const [k, v] of Object.entries(fields)) $(`msg-${k}`).textContent = v;
+}
+
+// The recorded or chosen audio: {blob, name}.
+function msgSetAudio(blob, name, what) {
+    state.msg.audio = { blob, name };
+    if (state.msg.url) URL.revokeObjectURL(state.msg.url);
+    state.msg.url = URL.createObjectURL(blob);
+    $('msg-preview').src = state.msg.url;
+    msgShow({ audio: `${what} (${blob.size} bytes)`, 'content-ref': 'none', 'delivery-id': 'none', outcome: 'none' });
+}
+
+// Mono 16-bit PCM at the context's rate as a WAV file.
+function wavOf(chunks, rate) {
+    const n = chunks.reduce((a, c) => a + c.length, 0);
+    const buf = new DataView(new ArrayBuffer(44 + 2 * n));
+    const str = (off, s) => [...s].forEach((ch, i) => buf.setUint8(off + i, ch.charCodeAt(0)));
+    str(0, 'RIFF'); buf.setUint32(4, 36 + 2 * n, true); str(8, 'WAVE');
+    str(12, 'fmt '); buf.setUint32(16, 16, true); buf.setUint16(20, 1, true); buf.setUint16(22, 1, true);
+    buf.setUint32(24, rate, true); buf.setUint32(28, 2 * rate, true); buf.setUint16(32, 2, true); buf.setUint16(34, 16, true);
+    str(36, 'data'); buf.setUint32(40, 2 * n, true);
+    let off = 44;
+    for (const c of chunks)
+        for (const x of c) {
+            buf.setInt16(off, Math.max(-1, Math.min(1, x)) * 0x7fff, true);
+            off += 2;
+        }
+    return new Blob([buf], { type: 'audio/wav' });
+}
+
+async function msgRecord() {
+    try {
+        if (!navigator.mediaDevices || !navigator.mediaDevices.getUserMedia)
+            throw new Error('no microphone here: getUserMedia needs a secure context (https, or http on 127.0.0.1 or localhost)');
+        const stream = await navigator.mediaDevices.getUserMedia({ audio: true, video: false });
+        const ctx = new AudioContext();
+        const src = ctx.createMediaStreamSource(stream);
+        // ScriptProcessor: no module file to serve (an AudioWorklet needs one).
+        const node = ctx.createScriptProcessor(4096, 1, 1);
+        const chunks = [];
+        node.onaudioprocess = (e) => chunks.push(new Float32Array(e.inputBuffer.getChannelData(0)));
+        src.connect(node);
+        node.connect(ctx.destination);
+        const rec = { stream, ctx, node, chunks, timer: setTimeout(msgRecordStop, MSG_RECORD_MAX_S * 1000) };
+        state.msg.rec = rec;
+        $('msg-record').disabled = true;
+        $('msg-record-stop').disabled = false;
+        msgShow({ audio: 'recording…' });
+    } catch (err) {
+        showError('record', err);
+    }
+}
+
+function msgRecordStop() {
+    const rec = state.msg.rec;
+    if (!rec) return;
+    state.msg.rec = null;
+    clearTimeout(rec.timer);
+    rec.node.disconnect();
+    rec.stream.getTracks().forEach((t) => t.stop());
+    const rate = rec.ctx.sampleRate;
+    rec.ctx.close();
+    $('msg-record').disabled = false;
+    $('msg-record-stop').disabled = true;
+    const samples = rec.chunks.reduce((a, c) => a + c.length, 0);
+    msgSetAudio(wavOf(rec.chunks, rate), 'recording.wav', `recorded ${(samples / rate).toFixed(1)} s, WAV`);
+}
+
+async function msgSend() {
+    try {
+        if (!state.msg.audio) throw new Error('record or choose an audio file first');
+        if (!state.endpointId) throw new Error('register an endpoint first');
+        const ttl = Number($('msg-ttl').value);
+        if (!(ttl >= 1)) throw new Error('expires in: at least one second');
+        const form = new FormData();
+        form.append('file', state.msg.audio.blob, state.msg.audio.name);
+        const res = await fetch(API + '/uploads', {
+            method: 'POST', headers: { authorization: `Bearer ${state.token}` }, body: form,
+            cache: 'no-store', credentials: 'omit',
+        });
+        const env = await res.json();
+        if (env.code !== 200) throw new ApiError(res.status, env);
+        const deliveryId = newToken();
+        msgShow({ 'content-ref': `${env.data.contentRef} (${env.data.contentType})`, 'delivery-id': deliveryId,
+                  outcome: 'sent…' });
+        // Its result may take as long as the message may wait for its camera.
+        const c = await command('messageSend', target(), {
+            deliveryId, kind: $('msg-kind').value, expiresAt: Date.now() + ttl * 1000, contentRef: env.data.contentRef,
+        }, ttl * 1000 + RESULT_WAIT_MS);
+        msgShow({ outcome: 'accepted, waiting for the camera' });
+        const ev = await c.result;
+        msgShow({ outcome: `${ev.data.state}${ev.data.reason ? ' (' + ev.data.reason + ')' : ''}` });
+    } catch (err) {
+        msgShow({ outcome: 'refused' });
+        showError('messageSend', err);
+    }
+}
+
 // ---- wiring -----------------------------------------------------------------
 
 function fromFragment() {
@@ -1268,6 +1379,13 @@ $('pb-pause').addEventListener('click', () => playbackControl('pause'));
 $('pb-stop').addEventListener('click', stopPlayback);
 $('pb-seek').addEventListener('input', () => ($('pb-seek-to').textContent = `${$('pb-seek').value} ms`));
 $('pb-seek').addEventListener('change', () => playbackControl('seek', Number($('pb-seek').value)));
+$('msg-file').addEventListener('change', () => {
+    const f = $('msg-file').files[0];
+    if (f) msgSetAudio(f, f.name, `${f.name}, chosen`);
+});
+$('msg-record').addEventListener('click', msgRecord);
+$('msg-record-stop').addEventListener('click', msgRecordStop);
+$('msg-send').addEventListener('click', msgSend);
 $('action-form').addEventListener('submit', (e) => {
     e.preventDefault();
     sendDevice('device.action', () => ({ actionID: $('action-id').value.trim(), input: parseJson('action-input') }));

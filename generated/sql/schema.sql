@@ -306,7 +306,7 @@ CREATE TABLE device_commands (
     msg_token     token          NOT NULL, -- The original command's token.
     method        command_method NOT NULL,
     deadline_ms   bigint         NOT NULL, -- No reply by then: a failure result.
-    outcome       text, -- Set once: replied, timeout, offline; exactly one result per command.
+    outcome       text, -- Set once: replied, timeout, expired (its endpoint had), messageExpired (a message's expiresAt passed unanswered); exactly one result per command.
     created_at    timestamptz    NOT NULL DEFAULT now(),
     CONSTRAINT device_commands_pkey PRIMARY KEY (product_id, device_name, device_token),
     CONSTRAINT device_commands_enterprise_id_endpoint_id_msg_token_key UNIQUE (enterprise_id, endpoint_id, msg_token)

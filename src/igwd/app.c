@@ -259,7 +259,7 @@ int igw_app_init(igw_app *app, const igw_config *cfg, char *err, size_t errlen)
         return -1;
     }
     app->site = (igw_command_site){.url_key = app->url_key, .url_keylen = sizeof app->url_key,
-                                   .public_url = cfg->public_url, .message_ttl_max_ms = cfg->message_ttl_max_ms};
+                                   .public_url = app->cfg.public_url, .message_ttl_max_ms = cfg->message_ttl_max_ms};
     if (cfg->jwt_key_file[0]) {
         char buf[sizeof app->jwt_key + 2];
         size_t n;

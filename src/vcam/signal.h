@@ -63,6 +63,18 @@ typedef struct igw_vcam_recording {
     int audio; /* has an Opus track */
 } igw_vcam_recording;
 
+/* A voice message to play (an application's messageSend, the `play`
+ * downlink or an element of a getReply's data.messages;
+ * docs/messages.md). Strings are valid during the callback only. */
+#define IGW_VCAM_URL_MAX 4096
+typedef struct igw_vcam_play {
+    const char *token;       /* the downlink's msgToken: what playReply echoes, what dedupes */
+    const char *delivery_id; /* the application's id of the message */
+    const char *kind;        /* "voiceMessage" or "broadcast" */
+    int64_t expires_at_ms;   /* not played after it (answered 410) */
+    const char *url;         /* the signed download link */
+} igw_vcam_play;
+
 /* playbackControl operations. */
 typedef enum igw_vcam_playback_op { IGW_VCAM_PLAY, IGW_VCAM_PAUSE, IGW_VCAM_SEEK } igw_vcam_playback_op;
 
@@ -122,6 +134,11 @@ typedef struct igw_vcam_signal_cbs {
     /* The reply to the recording report sent with token: code (200 or the
      * platform's refusal, msg then set or ""). May be NULL. */
     void (*on_recording_reply)(void *user, const char *token, int64_t code, const char *msg);
+    /* A voice message to play, as often as the platform sends it (its
+     * publish, then the `get` of a later connection): the camera dedupes by
+     * token and answers with send_play_reply. May be NULL (messages are
+     * then answered 501). */
+    void (*on_play)(void *user, const igw_vcam_play *play);
 } igw_vcam_signal_cbs;
 
 typedef struct igw_vcam_signal igw_vcam_signal;
@@ -147,6 +164,10 @@ typedef struct igw_vcam_signal_ops {
      * sessionId, or the refusal). The fresh msgToken goes to token (cap
      * bytes). NULL for stdio. 0, or -1 when not sent (not connected). */
     int (*send_ring)(igw_vcam_signal *sig, char *token, size_t cap);
+    /* A play's answer: {method playReply, msgToken token, code[, msg]} on
+     * $media/up/message/P/D (200 played, 410 expired, another code
+     * failed; msg NULL or "" for none). NULL for stdio. 0 or -1. */
+    int (*send_play_reply)(igw_vcam_signal *sig, const char *token, int code, const char *msg);
     /* Stops delivering callbacks and frees the transport (MQTT: waits up to
      * a second for what was sent to be acknowledged, then disconnects). */
     void (*destroy)(igw_vcam_signal *sig);
@@ -200,9 +221,10 @@ int igw_vcam_mqtt_config_check(const igw_vcam_mqtt_config *c, char *err, size_t 
  * connect, disconnect and message is handed to the default main context and
  * handled there. Connects (clientID {P}&{D}, a fresh signed username and
  * password before every connection attempt) and keeps reconnecting with
- * backoff; on every CONNACK subscribes $media/down/{session,capability}/P/D
+ * backoff; on every CONNACK subscribes $media/down/{session,capability,message}/P/D
  * (QoS 1; with c->recordings $media/down/recording/P/D too), reports the
- * capability and calls on_connected. Messages over IGW_VCAM_SIGNAL_MAX + 4
+ * capability, asks for the messages waiting for it (`get`, sent again
+ * until answered) and calls on_connected. Messages over IGW_VCAM_SIGNAL_MAX + 4
  * KiB, malformed JSON and unknown methods are logged and dropped. c is
  * copied. Returns NULL (logged) when libmosquitto cannot be set up; an
  * unreachable broker is not an error (it is retried). */

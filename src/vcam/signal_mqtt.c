@@ -46,6 +46,9 @@
  * (session taken over) reaching it, so the pattern is what tells. */
 #define TAKEOVER_DROPS 3
 #define TAKEOVER_QUICK_MS 5000
+/* The most plays a getReply carries (igwd's edge.c sends at most 8): a
+ * full reply means more may wait, asked for once these are answered. */
+#define GET_MESSAGES_MAX 8
 
 typedef struct item {
     enum { IT_CONNECT, IT_DISCONNECT, IT_MESSAGE } kind;
@@ -69,6 +72,7 @@ typedef struct mqtt_signal {
     unsigned quick_drops;   /* connections in a row lost within TAKEOVER_QUICK_MS */
     char up_session[TOPIC_MAX], up_capability[TOPIC_MAX], up_recording[TOPIC_MAX], up_doorbell[TOPIC_MAX];
     char down_session[TOPIC_MAX], down_capability[TOPIC_MAX], down_recording[TOPIC_MAX], down_doorbell[TOPIC_MAX];
+    char up_message[TOPIC_MAX], down_message[TOPIC_MAX];
     char token_prefix[16];
     unsigned token_seq;
     /* The offers waiting for their mediaOfferReply, the newest of each leg
@@ -83,6 +87,12 @@ typedef struct mqtt_signal {
     /* The capability report, sent again until a reportReply answers one
      * (igwd may not have been subscribed when it went). */
     igw_vcam_await cap;
+    /* The `get` of the messages waiting for the camera, likewise; the plays
+     * of a full getReply still unanswered (asked again once none is). */
+    igw_vcam_await get;
+    char more[GET_MESSAGES_MAX][IGW_VCAM_TOKEN_MAX + 1];
+    unsigned nmore;
+    bool delivering; /* handing a getReply's plays over: no get in between */
     igw_arena arena;
     igw_jw w;
 } mqtt_signal;
@@ -476,6 +486,66 @@ static void report_capability_until_answered(mqtt_signal *s)
     report_capability(s);
 }
 
+/* ---- voice messages (docs/messages.md) ---- */
+
+/* {"method":"get","msgToken"} on the message topic: igwd answers with the
+ * plays waiting for this camera. Sent after the subscriptions of a
+ * connection (the broker handles them first), so the answer finds one. */
+static void ask_messages(mqtt_signal *s)
+{
+    char tok[64];
+    igw_jw *w = &s->w;
+
+    igw_jw_object_begin(w);
+    kv_str(w, "method", "get");
+    kv_str(w, "msgToken", fresh_token(s, tok, sizeof tok));
+    igw_jw_object_end(w);
+    if (publish(s, s->up_message, "message get") == 0)
+        igw_vcam_await_sent(&s->get, tok);
+}
+
+static void get_resend(void *user, unsigned after_ms)
+{
+    mqtt_signal *s = user;
+    if (!s->connected)
+        return;
+    mlog("message get unanswered after %u ms: sent again", after_ms);
+    ask_messages(s);
+}
+
+static void ask_messages_until_answered(mqtt_signal *s)
+{
+    igw_vcam_await_reset(&s->get);
+    s->nmore = 0;
+    ask_messages(s);
+}
+
+static int mqtt_send_play_reply(igw_vcam_signal *sig, const char *token, int code, const char *msg)
+{
+    mqtt_signal *s = (mqtt_signal *)sig;
+    igw_jw *w = &s->w;
+
+    if (!s->connected)
+        return -1;
+    igw_jw_object_begin(w);
+    kv_str(w, "method", "playReply");
+    kv_str(w, "msgToken", token);
+    kv_int(w, "code", code);
+    if (msg && msg[0])
+        kv_str(w, "msg", msg);
+    igw_jw_object_end(w);
+    int rc = publish(s, s->up_message, "playReply");
+    /* The last answer to a full getReply: more may wait. */
+    for (unsigned i = 0; i < s->nmore; i++)
+        if (strcmp(s->more[i], token) == 0) {
+            memmove(&s->more[i], &s->more[i + 1], (s->nmore - i - 1) * sizeof s->more[0]);
+            if (--s->nmore == 0 && rc == 0 && !s->delivering)
+                ask_messages_until_answered(s);
+            break;
+        }
+    return rc;
+}
+
 /* {"code":code,"method":method,"msgToken":token[,"sessionId":leg][,"msg":msg]} on the session topic. */
 static void reply(mqtt_signal *s, int code, const char *method, const char *token, const char *leg,
                   const char *msg)
@@ -840,6 +910,117 @@ static int parse_down(const char *buf, size_t len, igw_arena *a, down *d, igw_js
     return 0;
 }
 
+/* A play downlink as read (the `play` message, or an element of a
+ * getReply's data.messages): strings point into the payload or the arena. */
+typedef struct playmsg {
+    igw_str method, token, delivery, kind, url;
+    int64_t expires;
+    bool has_expires;
+} playmsg;
+
+/* A downlink of the message topic. */
+typedef struct msgdown {
+    igw_str method, token, msg;
+    int64_t code;
+    bool has_code;
+    playmsg play;                      /* a play's own fields */
+    playmsg list[GET_MESSAGES_MAX];    /* a getReply's data.messages */
+    unsigned n;
+} msgdown;
+
+static int parse_play_params(igw_json *j, playmsg *p)
+{
+    unsigned seen = 0;
+    int dup = 0, more, rc;
+    igw_str key;
+
+    if (igw_json_object_begin(j) != 0)
+        return -1;
+    while ((more = igw_json_object_next(j, &key)) > 0) {
+        if (key_is(key, "deliveryId", 0, &seen, &dup))
+            rc = igw_json_string(j, &p->delivery);
+        else if (key_is(key, "kind", 1, &seen, &dup))
+            rc = igw_json_string(j, &p->kind);
+        else if (key_is(key, "url", 2, &seen, &dup))
+            rc = igw_json_string(j, &p->url);
+        else if (key_is(key, "expiresAt", 3, &seen, &dup)) {
+            rc = igw_json_int(j, &p->expires, 0, IGW_JSON_SAFE_MAX);
+            p->has_expires = true;
+        } else
+            rc = skip_value(j);
+        if (dup)
+            return igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+        if (rc != 0)
+            return -1;
+    }
+    return more;
+}
+
+/* One object: a play ({method, msgToken, params}) or, top, the envelope of
+ * a getReply ({method, msgToken, code, msg, data: {messages: [plays]}}). */
+static int parse_msg_object(igw_json *j, msgdown *d, playmsg *p, bool top)
+{
+    unsigned seen = 0;
+    int dup = 0, more, rc;
+    igw_str key;
+
+    if (igw_json_object_begin(j) != 0)
+        return -1;
+    while ((more = igw_json_object_next(j, &key)) > 0) {
+        if (key_is(key, "method", 0, &seen, &dup))
+            rc = igw_json_string(j, &p->method);
+        else if (key_is(key, "msgToken", 1, &seen, &dup))
+            rc = igw_json_string(j, &p->token);
+        else if (key_is(key, "params", 2, &seen, &dup))
+            rc = parse_play_params(j, p);
+        else if (top && key_is(key, "code", 3, &seen, &dup)) {
+            rc = igw_json_int(j, &d->code, INT32_MIN, INT32_MAX);
+            d->has_code = true;
+        } else if (top && key_is(key, "msg", 4, &seen, &dup))
+            rc = igw_json_string(j, &d->msg);
+        else if (top && key_is(key, "data", 5, &seen, &dup)) {
+            unsigned dseen = 0;
+            int ddup = 0, dmore;
+            igw_str dkey;
+            if (igw_json_object_begin(j) != 0)
+                return -1;
+            while ((dmore = igw_json_object_next(j, &dkey)) > 0) {
+                if (key_is(dkey, "messages", 0, &dseen, &ddup)) {
+                    rc = igw_json_array_begin(j);
+                    while (rc == 0 && (rc = igw_json_array_next(j)) > 0) {
+                        if (d->n == GET_MESSAGES_MAX)
+                            return igw_json_fail(j, IGW_JERR_LENGTH, "too many messages");
+                        rc = parse_msg_object(j, d, &d->list[d->n++], false);
+                    }
+                } else
+                    rc = skip_value(j);
+                if (ddup)
+                    return igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+                if (rc != 0)
+                    return -1;
+            }
+            rc = dmore;
+        } else
+            rc = skip_value(j);
+        if (dup)
+            return igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+        if (rc != 0)
+            return -1;
+    }
+    return more;
+}
+
+static int parse_msg_down(const char *buf, size_t len, igw_arena *a, msgdown *d, igw_json *j)
+{
+    memset(d, 0, sizeof *d);
+    igw_json_init(j, buf, len, a, JSON_DEPTH);
+    if (parse_msg_object(j, d, &d->play, true) != 0 || igw_json_finish(j) != 0)
+        return -1;
+    d->method = d->play.method;
+    d->token = d->play.token;
+    return 0;
+}
+
 /* A bounded NUL-terminated copy of v; -1 when empty or longer than cap - 1. */
 static int cstr(char *dst, size_t cap, igw_str v)
 {
@@ -1081,12 +1262,86 @@ static void on_session(mqtt_signal *s, const down *d)
     }
 }
 
+/* One play to the camera: checked, copied, handed over; a malformed one
+ * is logged and dropped (no token to answer), one the camera cannot play
+ * is answered. */
+static void deliver_play(mqtt_signal *s, const playmsg *p, bool track)
+{
+    char token[IGW_VCAM_TOKEN_MAX + 1], delivery[IGW_VCAM_ID_MAX * 2 + 1], kind[32], url[IGW_VCAM_URL_MAX + 1];
+
+    if (!str_is(p->method, "play") || cstr(token, sizeof token, p->token) != 0) {
+        mlog("a message that is no play with a msgToken, dropped");
+        return;
+    }
+    if (cstr(delivery, sizeof delivery, p->delivery) != 0 || cstr(kind, sizeof kind, p->kind) != 0 ||
+        cstr(url, sizeof url, p->url) != 0 || !p->has_expires) {
+        mlog("play %s lacks deliveryId, kind, url or expiresAt: answered 400", token);
+        (void)mqtt_send_play_reply(&s->base, token, 400, "malformed play");
+        return;
+    }
+    if (!s->base.cbs.on_play) {
+        (void)mqtt_send_play_reply(&s->base, token, 501, "this camera plays no messages");
+        return;
+    }
+    if (track && s->nmore < GET_MESSAGES_MAX) /* of a full getReply: its answer counts down */
+        memcpy(s->more[s->nmore++], token, sizeof token);
+    igw_vcam_play play = {.token = token, .delivery_id = delivery, .kind = kind, .expires_at_ms = p->expires,
+                          .url = url};
+    s->base.cbs.on_play(s->base.user, &play);
+}
+
+static void on_message_down(mqtt_signal *s, const item *it)
+{
+    igw_json j;
+    msgdown *d = igw_arena_alloc(&s->arena, sizeof *d);
+    char token[IGW_VCAM_TOKEN_MAX + 1];
+
+    if (!d) {
+        mlog("error: out of memory, a message downlink is lost");
+        return;
+    }
+    if (parse_msg_down(it->payload, it->len, &s->arena, d, &j) != 0) {
+        mlog("malformed message on %s (%zu bytes: %s at %s), dropped", it->topic, it->len,
+             j.reason ? j.reason : igw_json_errkind_name(j.err), j.path[0] ? j.path : "/");
+        return;
+    }
+    if (str_is(d->method, "play")) {
+        deliver_play(s, &d->play, false);
+        return;
+    }
+    if (!str_is(d->method, "getReply") || cstr(token, sizeof token, d->token) != 0 ||
+        !igw_vcam_await_answered(&s->get, token)) {
+        mlog("unexpected \"%.*s\" on the message topic (or a getReply of no get of ours), dropped",
+             (int)(d->method.len > 64 ? 64 : d->method.len), d->method.ptr ? d->method.ptr : "");
+        return;
+    }
+    if (!d->has_code || d->code != 200) {
+        mlog("message get refused: code %lld (%.*s)", d->has_code ? (long long)d->code : -1LL,
+             (int)(d->msg.len > 200 ? 200 : d->msg.len), d->msg.ptr ? d->msg.ptr : "");
+        return;
+    }
+    mlog("message get answered: %u waiting", d->n);
+    s->nmore = 0;
+    bool full = d->n == GET_MESSAGES_MAX;
+    s->delivering = true;
+    for (unsigned i = 0; i < d->n; i++)
+        deliver_play(s, &d->list[i], full);
+    s->delivering = false;
+    if (full && s->nmore == 0) /* all answered at once (played before, expired): ask on */
+        ask_messages_until_answered(s);
+}
+
 static void handle_message(mqtt_signal *s, const item *it)
 {
     igw_json j;
     down d;
     int session;
 
+    if (strcmp(it->topic, s->down_message) == 0) {
+        igw_arena_reset(&s->arena);
+        on_message_down(s, it);
+        return;
+    }
     if (strcmp(it->topic, s->down_doorbell) == 0)
         session = 3;
     else if (strcmp(it->topic, s->down_session) == 0)
@@ -1131,9 +1386,9 @@ static void handle_item(mqtt_signal *s, const item *it)
         s->connected_at_us = g_get_monotonic_time();
         mlog("connected to %s:%d as %s&%s", s->c.host, s->c.port, s->c.product, s->c.device);
         /* Clean session: subscriptions are made again on every CONNACK. */
-        for (int i = 0; i < 4; i++) {
+        for (int i = 0; i < 5; i++) {
             const char *t = i == 0 ? s->down_session : i == 1 ? s->down_capability : i == 2 ? s->down_doorbell
-                                                                                           : s->down_recording;
+                          : i == 3 ? s->down_recording : s->down_message;
             if ((i == 2 && !s->c.doorbell) || (i == 3 && !s->c.recordings))
                 continue;
             int rc = mosquitto_subscribe(s->m, NULL, t, 1);
@@ -1141,12 +1396,14 @@ static void handle_item(mqtt_signal *s, const item *it)
                 mlog("error: subscribe %s: %s", t, mosquitto_strerror(rc));
         }
         report_capability_until_answered(s);
+        ask_messages_until_answered(s);
         if (s->base.cbs.on_connected)
             s->base.cbs.on_connected(s->base.user);
         break;
     case IT_DISCONNECT:
         s->connected = 0;
         igw_vcam_await_reset(&s->cap); /* the next CONNACK reports again */
+        igw_vcam_await_reset(&s->get); /* and asks again */
         if (it->rc != 0 && s->connected_at_us &&
             g_get_monotonic_time() - s->connected_at_us < (gint64)TAKEOVER_QUICK_MS * 1000)
             s->quick_drops++;
@@ -1211,6 +1468,7 @@ static void mqtt_destroy(igw_vcam_signal *sig)
     if (s->watch)
         g_source_remove(s->watch);
     igw_vcam_await_reset(&s->cap);
+    igw_vcam_await_reset(&s->get);
     if (s->q) {
         while ((it = g_async_queue_try_pop(s->q)))
             item_free(it);
@@ -1233,6 +1491,7 @@ static const igw_vcam_signal_ops mqtt_ops = {
     .send_bye = mqtt_send_bye,
     .send_recordings = mqtt_send_recordings,
     .send_ring = mqtt_send_ring,
+    .send_play_reply = mqtt_send_play_reply,
     .destroy = mqtt_destroy,
 };
 
@@ -1257,6 +1516,7 @@ igw_vcam_signal *igw_vcam_signal_mqtt_new(const igw_vcam_mqtt_config *c, const i
     s->c = *c;
     s->efd = -1;
     igw_vcam_await_init(&s->cap, IGW_VCAM_AWAIT_ANY, cap_resend, s);
+    igw_vcam_await_init(&s->get, IGW_VCAM_AWAIT_ANY, get_resend, s);
     igw_arena_init(&s->arena, 4 * PAYLOAD_MAX);
     igw_jw_init(&s->w);
     snprintf(s->token_prefix, sizeof s->token_prefix, "vc%08x", g_random_int());
@@ -1268,6 +1528,8 @@ igw_vcam_signal *igw_vcam_signal_mqtt_new(const igw_vcam_mqtt_config *c, const i
     snprintf(s->down_recording, sizeof s->down_recording, "$media/down/recording/%s/%s", c->product, c->device);
     snprintf(s->up_doorbell, sizeof s->up_doorbell, "$media/up/doorbell/%s/%s", c->product, c->device);
     snprintf(s->down_doorbell, sizeof s->down_doorbell, "$media/down/doorbell/%s/%s", c->product, c->device);
+    snprintf(s->up_message, sizeof s->up_message, "$media/up/message/%s/%s", c->product, c->device);
+    snprintf(s->down_message, sizeof s->down_message, "$media/down/message/%s/%s", c->product, c->device);
     snprintf(client_id, sizeof client_id, "%s&%s", c->product, c->device);
     mosquitto_lib_init();
     s->q = g_async_queue_new();

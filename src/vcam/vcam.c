@@ -28,6 +28,7 @@
 #define GST_USE_UNSTABLE_API 1
 
 #include "await.h"
+#include "message.h"
 #include "player.h"
 #include "recorder.h"
 #include "signal.h"
@@ -141,6 +142,7 @@ struct vcam {
     unsigned serials;
     FILE *spk_log;      /* --speaker-log, or NULL */
     int spk_log_failed; /* a write failed: logged once, nothing written after */
+    igw_vcam_messages *msgs; /* device mode: the voice messages it plays */
     int exit_code;
     int stopping;
     gint keyframes_requested, keyframes_encoded; /* atomics: streaming threads count */
@@ -504,6 +506,22 @@ static double level_db(const GstStructure *st, const char *field)
     return best > 0.0 ? 0.0 : best;
 }
 
+/* One line of --speaker-log, flushed (a test tails the file); message:
+ * the voice message that played it (NULL: what a leg's speaker played). */
+static void speaker_log_line(vcam *v, gint64 now_us, double rms, double peak, const char *message)
+{
+    if (!v->spk_log || v->spk_log_failed)
+        return;
+    gchar *m = message ? g_strescape(message, NULL) : NULL;
+    if (fprintf(v->spk_log, "{\"at_ms\":%lld,\"rms_db\":%.2f,\"peak_db\":%.2f%s%s%s}\n", (long long)(now_us / 1000),
+                rms, peak, m ? ",\"message\":\"" : "", m ? m : "", m ? "\"" : "") < 0 ||
+        fflush(v->spk_log) != 0) {
+        vlog("error: --speaker-log: %s; nothing more is written", g_strerror(errno));
+        v->spk_log_failed = 1;
+    }
+    g_free(m);
+}
+
 /* Main loop: one level message of the speaker's branch. */
 static void speaker_level(peer *p, const GstStructure *st)
 {
@@ -511,15 +529,7 @@ static void speaker_level(peer *p, const GstStructure *st)
     double rms = level_db(st, "rms"), peak = level_db(st, "peak");
     gint64 now = g_get_real_time();
 
-    if (v->spk_log && !v->spk_log_failed) {
-        /* One line, flushed: a test tails the file. */
-        if (fprintf(v->spk_log, "{\"at_ms\":%lld,\"rms_db\":%.2f,\"peak_db\":%.2f}\n", (long long)(now / 1000),
-                    rms, peak) < 0 ||
-            fflush(v->spk_log) != 0) {
-            vlog("error: --speaker-log: %s; nothing more is written", g_strerror(errno));
-            v->spk_log_failed = 1;
-        }
-    }
+    speaker_log_line(v, now, rms, peak, NULL);
     if (now - p->spk_dbg_us >= G_USEC_PER_SEC) {
         p->spk_dbg_us = now;
         DBG("speaker: rms %.1f dB, peak %.1f dB", rms, peak);
@@ -1683,6 +1693,31 @@ static void cat_resend(void *user, unsigned after_ms)
     (void)catalog_send(v);
 }
 
+/* ---- voice messages (message.h) ---- */
+
+static void on_play(void *user, const igw_vcam_play *p)
+{
+    vcam *v = user;
+    if (!v->msgs) {
+        (void)v->sig->ops->send_play_reply(v->sig, p->token, 503, "out of memory");
+        return;
+    }
+    igw_vcam_messages_play(v->msgs, p);
+}
+
+static void on_message_reply(void *user, const char *token, int code, const char *msg)
+{
+    vcam *v = user;
+    if (v->sig && v->sig->ops->send_play_reply && v->sig->ops->send_play_reply(v->sig, token, code, msg) != 0)
+        vlog("message: the answer to %s (%d) was not sent (the next connection's get brings it again)", token, code);
+}
+
+static void on_message_level(void *user, const char *delivery_id, const GstStructure *st)
+{
+    vcam *v = user;
+    speaker_log_line(v, g_get_real_time(), level_db(st, "rms"), level_db(st, "peak"), delivery_id);
+}
+
 static void on_connected(void *user)
 {
     vcam *v = user;
@@ -1985,7 +2020,9 @@ int main(int argc, char **argv)
         .on_connected = on_connected,
         .on_playback = on_playback,
         .on_recording_reply = on_recording_reply,
+        .on_play = on_play,
     };
+    static const igw_vcam_messages_cbs msg_cbs = {.on_reply = on_message_reply, .on_level = on_message_level};
     vcam v = {.exit_code = 0};
 
     v.removals = g_array_new(FALSE, FALSE, sizeof(removal));
@@ -2017,6 +2054,9 @@ int main(int argc, char **argv)
     }
     v.loop = g_main_loop_new(NULL, FALSE);
     if (v.o.device) {
+        /* Before the transport: a play may come with the first connection. */
+        if (!(v.msgs = igw_vcam_messages_new(&msg_cbs, &v)))
+            vlog("error: out of memory: voice messages are refused");
         v.sig = igw_vcam_signal_mqtt_new(&v.o.mqtt, &cbs, &v);
         if (!v.sig) {
             v.exit_code = 1;
@@ -2090,6 +2130,8 @@ out:
     igw_vcam_recorder_free(v.rec);
     v.rec = NULL;
     igw_vcam_await_reset(&v.cat); /* after the last segment's report: nothing goes again */
+    igw_vcam_messages_free(v.msgs); /* what plays stays unanswered: the next connection's get brings it again */
+    v.msgs = NULL;
     if (v.sig)
         v.sig->ops->destroy(v.sig);
     /* Idle callbacks queued by late notifications point at v: drop them. */

@@ -117,6 +117,26 @@ async function liveViewTest(page) {
     chk.check((await text(page, '#peer-state')) === 'closed', 'live view: the peer closed at the end');
 }
 
+// A voice message (--live; igw-vcam plays it): a file that is no audio is
+// refused with the upload's 415 shown; then the page records Chromium's
+// fake microphone as WAV, uploads it and sends it; the camera plays it and
+// the outcome shows played.
+async function messageTest(page) {
+    await page.setInputFiles('#msg-file', { name: 'notes.ogg', mimeType: 'audio/ogg', buffer: Buffer.from('not audio at all') });
+    await page.click('#msg-send');
+    await page.waitForFunction(() => document.getElementById('msg-outcome').textContent === 'refused', null, WAIT);
+    chk.check(/HTTP 415[\s\S]*data\.path file/.test(await text(page, '#error')), `message: a file that is no audio: 415 shown (${await text(page, '#error')})`);
+    await page.click('#msg-record');
+    await page.waitForFunction(() => !document.getElementById('msg-record-stop').disabled, null, WAIT);
+    await new Promise((r) => setTimeout(r, 1500));
+    await page.click('#msg-record-stop');
+    chk.check(/^recorded \d+\.\d s, WAV/.test(await text(page, '#msg-audio')), `message: recorded (${await text(page, '#msg-audio')})`);
+    await page.click('#msg-send');
+    await page.waitForFunction(() => /^(played|expired|failed)/.test(document.getElementById('msg-outcome').textContent), null, WAIT);
+    chk.check((await text(page, '#msg-outcome')) === 'played' && /\(audio\/wav\)$/.test(await text(page, '#msg-content-ref')),
+        `message: the camera played the recording (${await text(page, '#msg-outcome')}, ${await text(page, '#msg-content-ref')})`);
+}
+
 // The door-bell (--live, IGW_VCAM_PID the camera): the camera rings
 // (SIGUSR1), the page shows who rang with Accept and Decline, accepts (its
 // microphone: Chromium's fake one), plays the camera's video, reaches
@@ -546,6 +566,7 @@ if (live) {
         await page.click('#connect');
         await page.waitForFunction(() => document.getElementById('ws-status').textContent === 'open', null, WAIT);
         await liveViewTest(page);
+        await messageTest(page);
         await doorbellTest(page).catch(async (e) => {
             const show = async (sel) => `${sel}=${await text(page, sel).catch(() => '?')}`;
             const ev = await page.$$eval('#events li .head', (l) => l.slice(0, 6).map((x) => x.textContent)).catch(() => []);

@@ -10,7 +10,7 @@
 //
 // env: IGW_BASE, IGW_VCAM, IGW_DEMO, IGW_SPEAKER_LOG, IGW_PG_DSN,
 // IGW_SOUNDS (tone.ogg, tone.wav), IGW_STORAGE (igwd's storage root).
-import { readFileSync, existsSync } from 'node:fs';
+import { readFileSync, existsSync, readdirSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
 import { sleep, Checker } from '../media/lib.mjs';
@@ -25,6 +25,9 @@ let seq = 0;
 const token = (p) => `${p}-${process.pid}-${++seq}`;
 const sql = (q) => spawnSync('psql', [process.env.IGW_PG_DSN, '-XAtq', '-c', q], { encoding: 'utf8' }).stdout.trim();
 const count = (q) => Number(sql(q));
+/** Every file under the storage root's app/ (the uploads). */
+const stored = () => existsSync(`${process.env.IGW_STORAGE}/app`)
+    ? readdirSync(`${process.env.IGW_STORAGE}/app`, { recursive: true }).filter((f) => /\/./.test(f)).length : 0;
 
 /** POST /uploads as user with one part `file` (name, bytes): {status, body}. */
 async function upload(user, name, bytes, opts = {}) {
@@ -68,7 +71,8 @@ async function main() {
     const mp3 = Buffer.concat([Buffer.from('ID3\x04\x00\x00\x00\x00\x00\x00', 'latin1'), Buffer.alloc(64, 0xff)]);
     r = await upload(DEMO.user, 'song.mp3', mp3);
     c.check(r.status === 200 && r.body.data?.contentType === 'audio/mpeg', `upload MP3 (ID3): audio/mpeg (${r.status})`);
-    const files0 = count('SELECT count(*) FROM app_files');
+    const files0 = count('SELECT count(*) FROM app_files'), disk0 = stored();
+    c.check(disk0 === files0, `one file on disk per upload row (${disk0} files, ${files0} rows)`);
     r = await upload(DEMO.user, 'note.ogg', Buffer.from('this is text, not audio\n'));
     c.check(r.status === 415 && r.body.code === 100415 && r.body.data?.path === 'file',
         `upload text named .ogg: 415 at file (${JSON.stringify(r.body)})`);
@@ -82,7 +86,8 @@ async function main() {
     c.check(r.status === 401, `upload without a login: 401 (${r.status})`);
     r = await upload(DEMO.user, 'big.ogg', Buffer.concat([Buffer.from('OggS'), Buffer.alloc(1100000)]));
     c.check(r.status === 413, `upload over upload_max: 413 (${r.status})`);
-    c.check(count('SELECT count(*) FROM app_files') === files0, 'refused uploads wrote no row');
+    c.check(count('SELECT count(*) FROM app_files') === files0 && stored() === disk0,
+        `refused uploads wrote no row and left no file (${stored()} files)`);
     const foreign = (await upload(DEMO.otherUser, 'f.ogg', ogg)).body.data?.contentRef;
     const otherTenant = (await upload(DEMO.otherEnterpriseUser, 't.ogg', ogg)).body.data?.contentRef;
     c.check(foreign && otherTenant, 'the other user and the other tenant uploaded theirs');
@@ -90,11 +95,16 @@ async function main() {
     // ---- refusals: nothing accepted, nothing written -------------------------------------------------
     const now = Date.now();
     const msgs0 = count('SELECT count(*) FROM messages');
-    const base = { kind: 'voiceMessage', expiresAt: now + 60000, contentRef: oggRef };
+    // expiresAt a minute from the send (each send computes its own).
+    const msg = (fields = {}) => ({ kind: 'voiceMessage', expiresAt: Date.now() + 60000, contentRef: oggRef, ...fields });
+    const base = msg();
     r = await send(user, { ...base, deliveryId: token('d'), expiresAt: now - 1 });
     c.check(r.status === 400 && r.body.data?.path === '/command/params/expiresAt', `expiresAt passed: 400 (${JSON.stringify(r.body)})`);
-    r = await send(user, { ...base, deliveryId: token('d'), expiresAt: now + 7200000 });
+    r = await send(user, { ...base, deliveryId: token('d'), expiresAt: now + 7300000 });
     c.check(r.status === 400 && r.body.data?.path === '/command/params/expiresAt', `expiresAt beyond message_ttl_max_ms: 400 (${r.status})`);
+    r = await send(user, { ...base, deliveryId: token('d'), expiresAt: now + 3650000 });
+    c.check(r.status === 400 && r.body.data?.path === '/command/params/expiresAt' && /endpoint expires/.test(r.body.data.reason),
+        `expiresAt after the sending endpoint expires: 400 (${JSON.stringify(r.body)})`);
     r = await send(user, { ...base, deliveryId: token('d'), contentRef: foreign });
     c.check(r.status === 403 && r.body.data?.path === '/command/params/contentRef', `another user's upload: 403 (${JSON.stringify(r.body)})`);
     r = await send(user, { ...base, deliveryId: token('d'), contentRef: otherTenant });
@@ -112,7 +122,7 @@ async function main() {
     const cam = startCamera(VCAM, '[vcam] ', ['--speaker-log', LEVELS]);
     c.check(await camReady(cam), 'the camera is on the broker (capability accepted)');
     const d1 = token('voice');
-    const m1 = { ...base, deliveryId: d1 };
+    const m1 = msg({ deliveryId: d1 });
     r = await send(user, m1);
     c.check(r.status === 200 && r.body.data?.accepted === true && r.body.data.replay === false, `messageSend accepted (${JSON.stringify(r.body)})`);
     let res = await user.result(r.t, 20000);
@@ -142,6 +152,14 @@ async function main() {
     const got = await fetch(row);
     const body = Buffer.from(await got.arrayBuffer());
     c.check(got.status === 200 && body.equals(ogg), `the signed link serves the uploaded bytes (${got.status}, ${body.length} bytes)`);
+    const part = await fetch(row, { headers: { range: 'bytes=0-3' } });
+    const tail = await fetch(row, { headers: { range: 'bytes=-5' } });
+    c.check(part.status === 206 && Buffer.from(await part.arrayBuffer()).toString('latin1') === 'OggS' &&
+        part.headers.get('content-range') === `bytes 0-3/${ogg.length}`, `a range of the link: 206, its bytes (${part.status})`);
+    c.check(tail.status === 206 && Buffer.from(await tail.arrayBuffer()).equals(ogg.subarray(ogg.length - 5)),
+        `a suffix range: 206, the last bytes (${tail.status})`);
+    const many = await fetch(row, { headers: { range: 'bytes=0-1,4-5' } });
+    c.check(many.status === 200 && Buffer.from(await many.arrayBuffer()).equals(ogg), `several ranges: the whole file, 200 (${many.status})`);
     const forged = await fetch(row.replace(/sig=[^&]+/, 'sig=' + 'A'.repeat(43)));
     c.check(forged.status === 404, `a forged signature: 404 (${forged.status})`);
 
@@ -150,7 +168,8 @@ async function main() {
     await cam.waitExit(10000).catch(() => {});
     await sleep(500);
     const d2 = token('late');
-    r = await send(user, { ...base, deliveryId: d2, expiresAt: Date.now() + 2500 });
+    const exp2 = Date.now() + 2500;
+    r = await send(user, msg({ deliveryId: d2, expiresAt: exp2 }));
     c.check(r.status === 200, `a message to the offline camera, 2.5 s to live: accepted (${r.status})`);
     res = await user.result(r.t, 15000);
     c.check(res && res.code === 100410 && res.data.state === 'expired' && res.data.deliveryId === d2,
@@ -160,14 +179,16 @@ async function main() {
         !late.body.data.data.messages.some((m) => m.params.deliveryId === d2),
         `the device's get no longer lists it (${JSON.stringify(late.body).slice(0, 200)})`);
     const lateUrl = sql(`SELECT downlink->'params'->>'url' FROM messages WHERE delivery_id = '${d2}'`);
+    await sleep(Math.max(0, Math.ceil(exp2 / 1000) * 1000 + 200 - Date.now())); // past the second it expires in
     const lateGot = await fetch(lateUrl);
     c.check(lateGot.status === 404, `its link no longer works (${lateGot.status})`);
 
     // ---- an offline camera gets it when it comes back ------------------------------------------------
     const d3 = token('waiting');
-    r = await send(user, { ...base, deliveryId: d3, contentRef: (await upload(DEMO.user, 'w.wav', wav)).body.data.contentRef });
+    r = await send(user, msg({ deliveryId: d3, contentRef: (await upload(DEMO.user, 'w.wav', wav)).body.data.contentRef }));
     c.check(r.status === 200, `a message to the offline camera: accepted (${r.status})`);
     await sleep(1500);
+    await user.pull();
     c.check(!user.events.some((e) => e.msgToken === r.t), 'no result while the camera is away');
     const w = await deviceSend('media/message', { method: 'get', msgToken: token('get') });
     c.check(w.status === 200 && w.body.data?.data?.messages?.some((m) => m.method === 'play' && m.params.deliveryId === d3),
@@ -183,7 +204,7 @@ async function main() {
     await cam2.waitExit(10000).catch(() => {});
     await sleep(500);
     const d4 = token('fail');
-    r = await send(user, { ...base, deliveryId: d4 });
+    r = await send(user, msg({ deliveryId: d4 }));
     const dtok = sql(`SELECT device_token FROM messages WHERE delivery_id = '${d4}'`);
     const rep = await deviceSend('media/message', { method: 'playReply', msgToken: dtok, code: 500, msg: 'speaker broken' });
     c.check(rep.status === 200, `the device's playReply over HTTP: 200 (${JSON.stringify(rep.body)})`);

@@ -241,17 +241,17 @@ static void test_audio_type(void)
 {
     igw_routes_error e = {0};
     static const unsigned char ogg[] = "OggS\0\2\0\0\0\0\0\0", wav[] = "RIFF\x24\0\0\0WAVE",
-                               id3[] = "ID3\4\0\0\0\0\0\0\0\0", frame[] = {0xFF, 0xFB, 0x90, 0x64},
-                               mp2[] = {0xFF, 0xFD, 0x90, 0x64}, /* layer II: not MP3 */
-                               badrate[] = {0xFF, 0xFB, 0xF0, 0x64}, riffavi[] = "RIFF\x24\0\0\0AVI ",
+                               id3[] = "ID3\4\0\0\0\0\0\0\0\0", frame[12] = {0xFF, 0xFB, 0x90, 0x64},
+                               mp2[12] = {0xFF, 0xFD, 0x90, 0x64}, /* layer II: not MP3 */
+                               badrate[12] = {0xFF, 0xFB, 0xF0, 0x64}, riffavi[] = "RIFF\x24\0\0\0AVI ",
                                text[] = "hello, world";
     CHECK(igw_routes_audio_type(ogg, 12, &e) == IGW_AudioType_audio_ogg);
-    CHECK(igw_routes_audio_type(ogg, 4, &e) == IGW_AudioType_audio_ogg); /* a file of 4 bytes */
+    CHECK(igw_routes_audio_type(ogg, 4, &e) < 0); /* a file of 4 bytes: too short to be audio */
     CHECK(igw_routes_audio_type(wav, 12, &e) == IGW_AudioType_audio_wav);
     CHECK(igw_routes_audio_type(id3, 12, &e) == IGW_AudioType_audio_mpeg);
-    CHECK(igw_routes_audio_type(frame, 4, &e) == IGW_AudioType_audio_mpeg);
-    CHECK(igw_routes_audio_type(mp2, 4, &e) < 0);
-    CHECK(igw_routes_audio_type(badrate, 4, &e) < 0);
+    CHECK(igw_routes_audio_type(frame, 12, &e) == IGW_AudioType_audio_mpeg);
+    CHECK(igw_routes_audio_type(mp2, 12, &e) < 0);
+    CHECK(igw_routes_audio_type(badrate, 12, &e) < 0);
     CHECK(igw_routes_audio_type(riffavi, 12, &e) < 0);
     CHECK(igw_routes_audio_type(wav, 11, &e) < 0); /* "WAVE" cut short */
     CHECK(igw_routes_audio_type(ogg, 3, &e) < 0);

@@ -181,6 +181,9 @@ static void on_write(void *arg, const igw_ledger_write_row *r)
     } else if (r->key_taken) {
         finish(c, IGW_ERR_CONFLICT, "this deliveryId was used by another of your commands",
                IGW_PATH_command_params_deliveryId);
+    } else if (!r->within_endpoint) { /* the message's result could reach nobody */
+        finish(c, IGW_ERR_PARAMETER, "expiresAt is after this endpoint expires: send it from a newer endpoint",
+               IGW_PATH_command_params_expiresAt);
     } else if (!r->model_current) { /* the model changed since it was checked */
         if (c->stale++ < CMD_STALE_RETRIES)
             (void)slow_path(c);

@@ -76,7 +76,8 @@ static const igw_db_stmt stmt_cmd_read = {
  * its command only with it: of two concurrent commands with one
  * deliveryId, the one whose row lost is not accepted. Per row: endpoint
  * live, rights, accepted, fingerprint stored before it (NULL: none), model
- * current, content ok, deliveryId taken. Accepted false with the rest
+ * current, content ok, deliveryId taken, expiresAt within the endpoint's
+ * life (its result must reach the endpoint). Accepted false with the rest
  * passing: a twin in another transaction won, not yet visible to this
  * snapshot; the caller asks again. */
 enum {
@@ -86,7 +87,7 @@ enum {
 };
 enum {
     WRITE_C_LIVE, WRITE_C_RIGHTS, WRITE_C_ACCEPTED, WRITE_C_PRIOR_FP, WRITE_C_MODEL_CURRENT, WRITE_C_CONTENT_OK,
-    WRITE_C_KEY_TAKEN
+    WRITE_C_KEY_TAKEN, WRITE_C_WITHIN
 };
 static const igw_db_stmt stmt_cmd_write = {
     "igw_cmd_write",
@@ -99,14 +100,16 @@ static const igw_db_stmt stmt_cmd_write = {
     "    (i.dlv IS NULL OR EXISTS (SELECT 1 FROM app_files f WHERE f.file_id = i.file AND f.enterprise_id = i.ent "
     "                              AND f.user_id = i.usr)) AS content_ok, "
     "    (i.dlv IS NOT NULL AND EXISTS (SELECT 1 FROM messages m WHERE m.enterprise_id = i.ent "
-    "                                   AND m.user_id = i.usr AND m.delivery_id = i.dlv)) AS key_taken "
+    "                                   AND m.user_id = i.usr AND m.delivery_id = i.dlv)) AS key_taken, "
+    "    (i.dlv IS NULL OR i.expires <= (SELECT p.expires_at_ms FROM endpoints p WHERE p.endpoint_id = i.ep)) "
+    "      AS within "
     "  FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::jsonb[], "
     "              $8::text[], $9::text[], $10::text[], $11::bigint[], $12::bigint[], $13::text[], $14::text[], "
     "              $15::text[], $16::bigint[], $17::jsonb[]) "
     "       WITH ORDINALITY AS i(ep, ent, usr, token, method, fp, command, pid, dn, dtoken, deadline, now_ms, ver, "
     "                            dlv, file, expires, down, ord)), "
     "w AS (SELECT DISTINCT ON (ent, ep, token) ord FROM c "
-    "      WHERE ep_ok AND prior IS NULL AND rights AND model_ok AND content_ok AND NOT key_taken "
+    "      WHERE ep_ok AND prior IS NULL AND rights AND model_ok AND content_ok AND NOT key_taken AND within "
     "      ORDER BY ent, ep, token, ord), "
     "msg AS (INSERT INTO messages (enterprise_id, user_id, delivery_id, product_id, device_name, device_token, "
     "                              file_id, expires_at_ms, downlink) "
@@ -133,7 +136,7 @@ static const igw_db_stmt stmt_cmd_write = {
     "SELECT c.ep_ok, c.rights, a.ord IS NOT NULL, "
     "       COALESCE(c.prior, (SELECT x.fp FROM acc x WHERE x.ent = c.ent AND x.ep = c.ep AND x.token = c.token "
     "                          AND x.ord < c.ord)), "
-    "       c.model_ok, c.content_ok, c.key_taken "
+    "       c.model_ok, c.content_ok, c.key_taken, c.within IS TRUE "
     "FROM c LEFT JOIN acc a ON a.ord = c.ord ORDER BY c.ord",
     WRITE_NP};
 
@@ -214,6 +217,7 @@ static void on_write(void *arg, const PGresult *res, int row, const char *err)
         r.model_current = igw_db_true(res, row, WRITE_C_MODEL_CURRENT);
         r.content_ok = igw_db_true(res, row, WRITE_C_CONTENT_OK);
         r.key_taken = igw_db_true(res, row, WRITE_C_KEY_TAKEN);
+        r.within_endpoint = igw_db_true(res, row, WRITE_C_WITHIN);
     }
     lc.cb.write(lc.arg, &r);
 }

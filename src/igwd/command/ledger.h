@@ -101,6 +101,7 @@ typedef struct igw_ledger_write_row {
     bool endpoint_live, rights, accepted, model_current;
     bool content_ok; /* no message, or its file_id is an upload of the caller */
     bool key_taken;  /* a message whose delivery_id the caller has used before */
+    bool within_endpoint; /* no message, or its expires_at no later than the endpoint's expiry */
     const char *prior_fp;
 } igw_ledger_write_row;
 typedef void (*igw_ledger_write_cb)(void *arg, const igw_ledger_write_row *r);

@@ -34,6 +34,8 @@ int igw_message_send(igw_command_call *call)
 {
     const igw_MessageSendParams *p = &call->command->params.messageSend;
     const igw_command_site *site = call->site;
+    if (!site)
+        return -2; /* the walk lends one always (app.c) */
     if (p->expiresAt <= call->now_ms)
         return refuse(call->err, "expiresAt has passed", IGW_PATH_command_params_expiresAt);
     if ((uint64_t)(p->expiresAt - call->now_ms) > site->message_ttl_max_ms)
@@ -42,8 +44,9 @@ int igw_message_send(igw_command_call *call)
     if (igw_message_file_path(p->contentRef.ptr, p->contentRef.len, path, sizeof path))
         return refuse(call->err, "contentRef is no upload's id (POST /api/v1/im/interaction/uploads gives one)",
                       IGW_PATH_command_params_contentRef);
-    /* The link stops working when the message expires: a device that
-     * fetches it later cannot play it. */
+    /* The link stops working in the second after the message expires (the
+     * device checks expiresAt itself first): a device that fetches it later
+     * cannot play it. */
     size_t base = strlen(site->public_url);
     size_t cap = base + IGW_SIGNEDURL_MAX + 1;
     char *url = igw_arena_alloc(call->arena, cap);
@@ -51,7 +54,7 @@ int igw_message_send(igw_command_call *call)
     if (!url || !d)
         return -2;
     memcpy(url, site->public_url, base);
-    long n = igw_signedurl_make(site->url_key, site->url_keylen, path, strlen(path), p->expiresAt / 1000,
+    long n = igw_signedurl_make(site->url_key, site->url_keylen, path, strlen(path), (p->expiresAt + 999) / 1000,
                                 url + base, cap - base);
     if (n < 0)
         return -2;

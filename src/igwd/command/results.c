@@ -159,7 +159,7 @@ static int emit(const outcome *o, const char *const cmd[CMD_NC], const char *con
     if (delivery && delivery[0] && o->pass) { /* a message's deadline is its expiry */
         cls = IGW_ERR_EXPIRED;
         reason = "the message expired before the device played it";
-        outcome = "expired";
+        outcome = "messageExpired"; /* not "expired": that one says the endpoint had */
     }
     igw_ResultEvent ev = {0};
     ev.has = IGW_ResultEvent_msgToken | IGW_ResultEvent_method | IGW_ResultEvent_code | IGW_ResultEvent_data;

@@ -135,9 +135,9 @@ static const setting settings[] = {
     {"endpoint_grace_ms", KIND_UINT, OFF(endpoint_grace_ms), 0, 1000, 3600000, "300000",
      "after its endpoint expired, how long a live session may still be transferred (interaction.control "
      "endpointControl) before it ends endpointExpired, milliseconds"},
-    {"message_ttl_max_ms", KIND_UINT, OFF(message_ttl_max_ms), 0, 1000, 2592000000u, "604800000",
+    {"message_ttl_max_ms", KIND_UINT, OFF(message_ttl_max_ms), 0, 1000, 2592000000u, "86400000",
      "messageSend: how far ahead its expiresAt may be, milliseconds (a message waits for an offline device "
-     "until then)"},
+     "until then; the sending endpoint's expiry bounds it too)"},
     {"doorbell_ring_timeout_ms", KIND_UINT, OFF(doorbell_ring_timeout_ms), 0, 1000, 300000, "30000",
      "a door-bell ring nobody accepted by then ends (noAnswer) and the camera gets a bye, milliseconds"},
     {"doorbell_retention_ms", KIND_UINT, OFF(doorbell_retention_ms), 0, 1000, 86400000, "600000",

@@ -461,20 +461,71 @@ static void file_gen_stop(h2o_generator_t *self, h2o_req_t *req)
     file_gen_close((file_gen *)self);
 }
 
+/* One byte range of a file of `size` bytes (RFC 9110 14.1.2): "bytes=F-L",
+ * "bytes=F-" or "bytes=-N", F within the file; sets [*first, *last]. false
+ * for anything else (several ranges, a malformed or unsatisfiable one):
+ * the whole file then, as the RFC allows (a player seeking in an Ogg file
+ * asks for one range at a time). */
+static bool one_range(const char *h, size_t len, uint64_t size, uint64_t *first, uint64_t *last)
+{
+    static const char unit[] = "bytes=";
+    if (len <= sizeof unit - 1 || memcmp(h, unit, sizeof unit - 1) != 0 || size == 0)
+        return false;
+    size_t i = sizeof unit - 1;
+    uint64_t a = 0, b = 0;
+    bool has_a = false, has_b = false;
+    for (; i < len && h[i] >= '0' && h[i] <= '9'; i++, has_a = true)
+        if (a > (UINT64_MAX - 9) / 10 || (a = a * 10 + (uint64_t)(h[i] - '0')) > size * 2)
+            return false;
+    if (i == len || h[i++] != '-')
+        return false;
+    for (; i < len && h[i] >= '0' && h[i] <= '9'; i++, has_b = true)
+        if (b > (UINT64_MAX - 9) / 10 || (b = b * 10 + (uint64_t)(h[i] - '0')) > UINT64_MAX / 4)
+            return false;
+    if (i != len || (!has_a && !has_b))
+        return false;
+    if (!has_a) { /* the last b bytes */
+        if (b == 0)
+            return false;
+        *first = b >= size ? 0 : size - b;
+        *last = size - 1;
+        return true;
+    }
+    if (a >= size || (has_b && b < a))
+        return false;
+    *first = a;
+    *last = has_b && b < size ? b : size - 1;
+    return true;
+}
+
 void igw_http_reply_file(igw_exchange *ex, int fd, uint64_t size, const char *name)
 {
     h2o_req_t *req = ex->req;
+    ssize_t ri = h2o_find_header(&req->headers, H2O_TOKEN_RANGE, -1);
+    uint64_t first = 0, last = 0;
+    bool partial = ri >= 0 && one_range(req->headers.entries[ri].value.base, req->headers.entries[ri].value.len, size,
+                                        &first, &last);
     file_gen *g = h2o_mem_alloc_shared(&req->pool, sizeof *g, file_gen_dispose);
+    uint64_t total = size;
     g->fd = fd;
-    g->off = 0;
-    g->size = size;
+    g->off = partial ? first : 0;
+    g->size = partial ? last + 1 : size;
+    size = g->size - g->off; /* what is sent */
     g->buf = h2o_mem_alloc_pool(&req->pool, FILE_SLICE);
     g->super.proceed = file_gen_proceed;
     g->super.stop = file_gen_stop;
     ex->replied = true;
-    req->res.status = 200;
-    req->res.reason = "OK";
+    req->res.status = partial ? 206 : 200;
+    req->res.reason = partial ? "Partial Content" : "OK";
     req->res.content_length = size;
+    h2o_add_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("accept-ranges"), 0, NULL, H2O_STRLIT("bytes"));
+    if (partial) {
+        char cr[80];
+        int n = snprintf(cr, sizeof cr, "bytes %llu-%llu/%llu", (unsigned long long)first, (unsigned long long)last,
+                         (unsigned long long)total);
+        h2o_iovec_t v = h2o_strdup(&req->pool, cr, (size_t)n);
+        h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_RANGE, NULL, v.base, v.len);
+    }
     h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, NULL, H2O_STRLIT("application/octet-stream"));
     h2o_add_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("x-content-type-options"), 0, NULL,
                           H2O_STRLIT("nosniff"));
@@ -483,7 +534,7 @@ void igw_http_reply_file(igw_exchange *ex, int fd, uint64_t size, const char *na
                                   h2o_iovec_init(name, strlen(name)), h2o_iovec_init(H2O_STRLIT("\"")));
     h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_DISPOSITION, NULL, disp.base, disp.len);
     add_request_id(ex);
-    igw_accesslog_entry e = log_entry(ex, 200, IGW_ERR_OK, 0, (size_t)size);
+    igw_accesslog_entry e = log_entry(ex, partial ? 206 : 200, IGW_ERR_OK, 0, (size_t)size);
     account(ex, IGW_ERR_OK, &e);
     bool heap = ex->heap;
     h2o_start_response(req, &g->super);

@@ -171,7 +171,9 @@ igw_str igw_http_body(igw_exchange *ex);
 
 /* Answers 200 with the `size` bytes of the open regular file `fd` (taken
  * over: closed when done) as an attachment named `name`, streamed in
- * slices; HEAD gets the headers only. */
+ * slices; HEAD gets the headers only. A request for one satisfiable byte
+ * range (Range: bytes=F-L, F-, -N) gets 206 with that range (players seek
+ * in Ogg files); any other Range header, the whole file. */
 void igw_http_reply_file(igw_exchange *ex, int fd, uint64_t size, const char *name);
 
 struct igw_ws;

@@ -17,9 +17,10 @@ struct igw_console {
 };
 
 /* Same origin only; the page's fetch and WebSocket go to its own origin
- * (CSP 3: 'self' covers ws: and wss: of it). */
+ * (CSP 3: 'self' covers ws: and wss: of it). blob: media: the voice
+ * message's preview plays the recording or file the page holds. */
 static const char console_csp[] =
-    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; media-src 'self'; "
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; media-src 'self' blob:; "
     "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 /* The console's types only: anything else is served as application/octet-stream. */

@@ -110,6 +110,8 @@ bool igw_routes_upload_end_error(int rc, bool have_file, const char *mp_error, i
 
 int igw_routes_audio_type(const unsigned char *h, size_t n, igw_routes_error *e)
 {
+    if (n < IGW_ROUTES_AUDIO_HEAD) /* shorter than any header: no audio */
+        n = 0;
     if (n >= 4 && memcmp(h, "OggS", 4) == 0)
         return IGW_AudioType_audio_ogg;
     if (n >= 12 && memcmp(h, "RIFF", 4) == 0 && memcmp(h + 8, "WAVE", 4) == 0)

@@ -90,8 +90,8 @@ bool igw_routes_upload_too_large(uint64_t size, uint64_t max, igw_routes_error *
  * their callbacks made before this one. */
 bool igw_routes_upload_end_error(int rc, bool have_file, const char *mp_error, igw_routes_error *e);
 
-/* The audio upload's type from the first bytes of the file (at most
- * IGW_ROUTES_AUDIO_HEAD; fewer when the file is shorter): an igw_AudioType
+/* The audio upload's type from the first IGW_ROUTES_AUDIO_HEAD bytes of
+ * the file (a shorter file is no audio file): an igw_AudioType
  * (Ogg "OggS"; WAV "RIFF" size "WAVE"; MP3 an ID3v2 tag or an MPEG audio
  * layer III frame header), or -1 with *e (media_type at `file`) for
  * anything else. The name says nothing: it is never trusted. */

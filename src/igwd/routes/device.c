@@ -176,7 +176,9 @@ static void on_upload_authorized(void *arg, const igw_edge_result *r)
     for (size_t i = 0; i < 5; i++)
         u->file.dirs[i] = dirs.dirs[i];
     u->file.ndirs = 5;
-    if (igw_upload_store(&u->file)) {
+    int stored = igw_upload_store(&u->file);
+    u->file.ndirs = 0; /* they point into `dirs`, gone on return */
+    if (stored) {
         igw_http_reply_error(u->ex, u->file.err.cls, u->file.err.reason, u->file.err.path);
         upload_free(u, true);
         return;

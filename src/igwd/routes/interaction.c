@@ -248,6 +248,8 @@ static const igw_db_stmt stmt_app_file = {
     "VALUES ($1, $2::bigint, $3::bigint, $4, $5::bigint, decode($6, 'hex'))",
     AFILE_NP};
 
+_Static_assert(IGW_OUTBOX_ID_LEN == IGW_MESSAGE_FILE_ID_LEN, "an upload's id is a fresh outbox id");
+
 typedef struct app_upload {
     igw_exchange *ex;
     char id[IGW_OUTBOX_ID_MAX + 1];
@@ -266,7 +268,7 @@ static void on_app_file(void *arg, const PGresult *res, const char *err)
     app_upload *u = arg;
     if (!res) {
         igw_log(IGW_LOG_ERROR, igw_http_request_id(u->ex), "uploads: row not written: %s", err);
-        igw_http_reply_error(u->ex, igw_db_error_class(err, true), "cannot store the file", "");
+        igw_http_reply_error(u->ex, IGW_ERR_INTERNAL, "cannot store the file", "");
         /* A server-reported error rolled the row back; a lost answer may
          * have committed it: keep the file then. */
         app_upload_free(u, !igw_db_outcome_unknown(err));
@@ -289,14 +291,15 @@ void igw_route_app_upload(igw_exchange *ex, const igw_request *req, const igw_pr
         igw_http_reply_error(ex, IGW_ERR_UNAVAILABLE, "uploads are not configured", "");
         return;
     }
+    /* (The login held the exchange already: answered later, as every
+     * `auth user` route's.) */
     app_upload *u = calloc(1, sizeof *u);
-    igw_exchange *held = u && igw_outbox_new_id(u->id, sizeof u->id) == 0 ? igw_http_hold(ex) : NULL;
-    if (!held) {
+    if (!u || igw_outbox_new_id(u->id, sizeof u->id) != 0) {
         free(u);
         igw_http_reply_error(ex, IGW_ERR_INTERNAL, "out of memory", "");
         return;
     }
-    u->ex = ex = held;
+    u->ex = ex;
     /* Random ids spread over 64 * 64 directories: none grows without bound. */
     memcpy(u->shard, u->id, 2);
     igw_upload_init(&u->file, ex, w->app->storage_fd, w->app->cfg.upload_max);
@@ -305,8 +308,18 @@ void igw_route_app_upload(igw_exchange *ex, const igw_request *req, const igw_pr
     u->file.ndirs = 2;
     u->file.name = u->id;
     u->file.audio = true;
+    char want[sizeof IGW_MESSAGE_FILE_DIR + 4 + IGW_MESSAGE_FILE_ID_LEN];
     if (igw_upload_store(&u->file)) {
         igw_http_reply_error(ex, u->file.err.cls, u->file.err.reason, u->file.err.path);
+        app_upload_free(u, true);
+        return;
+    }
+    /* The name is the id: a file already there (kept after a lost answer)
+     * made storage pick another name, which the id would not find. */
+    if (igw_message_file_path(u->id, strlen(u->id), want, sizeof want) || strcmp(want, u->file.relpath) != 0 ||
+        u->file.audio_type < 0) {
+        igw_log(IGW_LOG_ERROR, igw_http_request_id(ex), "uploads: stored as %s, not at its id", u->file.relpath);
+        igw_http_reply_error(ex, IGW_ERR_INTERNAL, "cannot store the file", "");
         app_upload_free(u, true);
         return;
     }

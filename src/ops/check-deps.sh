@@ -424,7 +424,8 @@ while IFS=' ' read -r mod file; do
         fi
     fi
 done < <(for f in $mjs_files; do
-             grep -oE "(from|import|require)[[:space:]]*\(?[[:space:]]*['\"][^'\"./][^'\"]*['\"]" "$f" |
+             # Not a method of the same name (Buffer.from('...')): a word of its own.
+             grep -oE "(^|[^.[:alnum:]_\$])(from|import|require)[[:space:]]*\(?[[:space:]]*['\"][^'\"./][^'\"]*['\"]" "$f" |
                  sed -E "s/.*['\"]([^'\"]+)['\"]/\1/" | grep -v '^node:' | sed "s|\$| $f|"
          done | sort -u)
 note "$nm npm imports checked"

@@ -24,6 +24,7 @@ struct igw_vcam_messages {
     msg cur;           /* the one playing (pipe non-NULL) */
     GstElement *pipe;
     guint bus_watch;
+    guint limit;       /* IGW_VCAM_MESSAGE_MAX_S of cur (0: none) */
     unsigned levels;   /* level messages of cur */
     double peak;       /* the loudest peak of cur, dB */
     /* Answered tokens and their codes, the oldest overwritten. */
@@ -84,6 +85,9 @@ static void stop_pipe(igw_vcam_messages *m)
     if (m->bus_watch)
         g_source_remove(m->bus_watch);
     m->bus_watch = 0;
+    if (m->limit)
+        g_source_remove(m->limit);
+    m->limit = 0;
     gst_element_set_state(m->pipe, GST_STATE_NULL);
     gst_object_unref(m->pipe);
     m->pipe = NULL;
@@ -177,6 +181,14 @@ static void on_pad(GstElement *dec, GstPad *pad, gpointer data)
         gst_object_unref(sink);
 }
 
+static gboolean on_limit(gpointer data)
+{
+    igw_vcam_messages *m = data;
+    m->limit = 0; /* this source ends here */
+    finish(m, 500, "longer than the camera plays a message: stopped");
+    return G_SOURCE_REMOVE;
+}
+
 static int start(igw_vcam_messages *m)
 {
     GstElement *pipe = gst_pipeline_new("message");
@@ -213,6 +225,7 @@ static int start(igw_vcam_messages *m)
         stop_pipe(m);
         return -1;
     }
+    m->limit = g_timeout_add_seconds(IGW_VCAM_MESSAGE_MAX_S, on_limit, m);
     mlog("message %s: playing", m->cur.delivery);
     return 0;
 }

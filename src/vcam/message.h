@@ -7,7 +7,8 @@
  * speaker log's lines). Each play is answered once through on_reply: 200
  * at its end, 410 when it expired before it started (never fetched then)
  * or its link was refused (404/403/410 from the server: the link expired),
- * 500 on any other failure, 503 when the queue is full. A play whose
+ * 500 on any other failure or after IGW_VCAM_MESSAGE_MAX_S, 503 when the
+ * queue is full. A play whose
  * token came before is not played again: answered again with the same code
  * when it is done, ignored while it waits or plays.
  *
@@ -24,6 +25,9 @@
 /* Plays waiting behind the one playing, and the answered tokens kept. */
 #define IGW_VCAM_MESSAGES_QUEUE 16
 #define IGW_VCAM_MESSAGES_SEEN 64
+/* The longest a message plays (the upload's 16 MiB of Opus would last
+ * hours): stopped and answered 500 after it. */
+#define IGW_VCAM_MESSAGE_MAX_S 600
 
 typedef struct igw_vcam_messages igw_vcam_messages;
 

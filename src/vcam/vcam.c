@@ -1698,6 +1698,10 @@ static void cat_resend(void *user, unsigned after_ms)
 static void on_play(void *user, const igw_vcam_play *p)
 {
     vcam *v = user;
+    if (!v->o.mqtt.speaker) { /* --no-speaker: nothing to play it on */
+        (void)v->sig->ops->send_play_reply(v->sig, p->token, 500, "the camera has no speaker");
+        return;
+    }
     if (!v->msgs) {
         (void)v->sig->ops->send_play_reply(v->sig, p->token, 503, "out of memory");
         return;

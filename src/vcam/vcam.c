@@ -512,7 +512,13 @@ static void speaker_log_line(vcam *v, gint64 now_us, double rms, double peak, co
 {
     if (!v->spk_log || v->spk_log_failed)
         return;
-    gchar *m = message ? g_strescape(message, NULL) : NULL;
+    /* JSON: quotes and backslashes escaped, UTF-8 kept as it is (g_strescape
+     * would write bytes >= 0x80 as octal, which JSON has not). */
+    static char utf8[129];
+    if (!utf8[0])
+        for (int i = 0; i < 128; i++)
+            utf8[i] = (char)(0x80 + i);
+    gchar *m = message ? g_strescape(message, utf8) : NULL;
     if (fprintf(v->spk_log, "{\"at_ms\":%lld,\"rms_db\":%.2f,\"peak_db\":%.2f%s%s%s}\n", (long long)(now_us / 1000),
                 rms, peak, m ? ",\"message\":\"" : "", m ? m : "", m ? "\"" : "") < 0 ||
         fflush(v->spk_log) != 0) {

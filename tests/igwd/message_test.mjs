@@ -25,6 +25,7 @@ let seq = 0;
 const token = (p) => `${p}-${process.pid}-${++seq}`;
 const sql = (q) => spawnSync('psql', [process.env.IGW_PG_DSN, '-XAtq', '-c', q], { encoding: 'utf8' }).stdout.trim();
 const count = (q) => Number(sql(q));
+const reEscape = (t) => t.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 /** Every file under the storage root's app/ (the uploads). */
 const stored = () => existsSync(`${process.env.IGW_STORAGE}/app`)
     ? readdirSync(`${process.env.IGW_STORAGE}/app`, { recursive: true }).filter((f) => /\/./.test(f)).length : 0;
@@ -121,7 +122,7 @@ async function main() {
     // ---- played by the camera ------------------------------------------------------------------------
     const cam = startCamera(VCAM, '[vcam] ', ['--speaker-log', LEVELS]);
     c.check(await camReady(cam), 'the camera is on the broker (capability accepted)');
-    const d1 = token('voice');
+    const d1 = token('vöice"\\'); // UTF-8, a quote and a backslash: the level log stays JSON
     const m1 = msg({ deliveryId: d1 });
     r = await send(user, m1);
     c.check(r.status === 200 && r.body.data?.accepted === true && r.body.data.replay === false, `messageSend accepted (${JSON.stringify(r.body)})`);
@@ -133,7 +134,8 @@ async function main() {
     c.check(lv.length >= 10 && peak > -30, `the camera's level meter heard the message (${lv.length} lines, peak ${peak} dB)`);
     c.check(/message \S+: played/.test(cam.stderr()), 'the camera logs the message played');
     // The same command again: a replay, not a second playback.
-    const plays = (cam.stderr().match(new RegExp(`message ${d1}: playing`, 'g')) || []).length;
+    const plays = (cam.stderr().match(new RegExp(`message ${reEscape(d1)}: playing`, 'g')) || []).length;
+    c.check(plays === 1, `the camera played it once (${plays})`);
     const again = await send(user, m1, r.t);
     c.check(again.status === 200 && again.body.data?.replay === true, `same msgToken and body: replay (${JSON.stringify(again.body)})`);
     r = await send(user, { ...m1, kind: 'broadcast' }, r.t);
@@ -144,7 +146,7 @@ async function main() {
     r = await send(user, m1);
     c.check(r.status === 409 && r.body.data?.path === '/command/params/deliveryId', `the same message under a new msgToken: 409 (${r.status})`);
     await sleep(1000);
-    c.check((cam.stderr().match(new RegExp(`message ${d1}: playing`, 'g')) || []).length === plays,
+    c.check((cam.stderr().match(new RegExp(`message ${reEscape(d1)}: playing`, 'g')) || []).length === plays,
         'neither the replay nor the refusals played it again');
 
     // ---- the link: the file's bytes until the message expires ----------------------------------------

@@ -50,7 +50,7 @@ const state = {
     },
     pb: null,             // the playback: {sessionId, mediaRevision, pc, rec, phase, ...}
     bell: null,           // the door-bell: {sessionId, inviteToken, state, pc, mic, mediaRevision}
-    msg: { audio: null, url: '', rec: null }, // the voice message: its audio, its preview, a recording
+    msg: { audio: null, url: '', rec: null, starting: false, sending: false }, // the voice message
     renewTimer: 0,        // registers the next endpoint and moves the sessions a minute before expiry
 };
 
@@ -1250,11 +1250,15 @@ function wavOf(chunks, rate) {
 }
 
 async function msgRecord() {
+    if (state.msg.rec || state.msg.starting) return; // one recording at a time
+    state.msg.starting = true;
+    $('msg-record').disabled = true;
+    let stream = null, ctx = null;
     try {
         if (!navigator.mediaDevices || !navigator.mediaDevices.getUserMedia)
             throw new Error('no microphone here: getUserMedia needs a secure context (https, or http on 127.0.0.1 or localhost)');
-        const stream = await navigator.mediaDevices.getUserMedia({ audio: true, video: false });
-        const ctx = new AudioContext();
+        stream = await navigator.mediaDevices.getUserMedia({ audio: true, video: false });
+        ctx = new AudioContext();
         const src = ctx.createMediaStreamSource(stream);
         // ScriptProcessor: no module file to serve (an AudioWorklet needs one).
         const node = ctx.createScriptProcessor(4096, 1, 1);
@@ -1264,11 +1268,16 @@ async function msgRecord() {
         node.connect(ctx.destination);
         const rec = { stream, ctx, node, chunks, timer: setTimeout(msgRecordStop, MSG_RECORD_MAX_S * 1000) };
         state.msg.rec = rec;
-        $('msg-record').disabled = true;
         $('msg-record-stop').disabled = false;
         msgShow({ audio: 'recording…' });
     } catch (err) {
+        // The microphone off again whatever failed after it was granted.
+        if (stream) stream.getTracks().forEach((t) => t.stop());
+        if (ctx) ctx.close();
+        $('msg-record').disabled = false;
         showError('record', err);
+    } finally {
+        state.msg.starting = false;
     }
 }
 
@@ -1288,11 +1297,16 @@ function msgRecordStop() {
 }
 
 async function msgSend() {
+    if (state.msg.sending) return; // a double click sends once
+    state.msg.sending = true;
+    $('msg-send').disabled = true;
     try {
         if (!state.msg.audio) throw new Error('record or choose an audio file first');
         if (!state.endpointId) throw new Error('register an endpoint first');
-        const ttl = Number($('msg-ttl').value);
+        const ttl = Math.round(Number($('msg-ttl').value));
         if (!(ttl >= 1)) throw new Error('expires in: at least one second');
+        // The result goes to this endpoint: the message may not outlive it (400).
+        if (ttl > 86400) throw new Error('expires in: at most a day (message_ttl_max_ms)');
         const form = new FormData();
         form.append('file', state.msg.audio.blob, state.msg.audio.name);
         const res = await fetch(API + '/uploads', {
@@ -1312,8 +1326,11 @@ async function msgSend() {
         const ev = await c.result;
         msgShow({ outcome: `${ev.data.state}${ev.data.reason ? ' (' + ev.data.reason + ')' : ''}` });
     } catch (err) {
-        msgShow({ outcome: 'refused' });
-        showError('messageSend', err);
+        msgShow({ outcome: err instanceof ApiError ? 'refused' : 'failed' });
+        showError('voice message', err);
+    } finally {
+        state.msg.sending = false;
+        $('msg-send').disabled = false;
     }
 }
 

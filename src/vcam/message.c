@@ -33,6 +33,7 @@ struct igw_vcam_messages {
         int code;
     } seen[IGW_VCAM_MESSAGES_SEEN];
     unsigned nseen, seen_next;
+    bool overflow; /* a play was left unqueued: ask again when idle */
 };
 
 static void mlog(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
@@ -106,13 +107,17 @@ static void finish(igw_vcam_messages *m, int code, const char *why)
     next(m);
 }
 
-/* A refused link is an expired one: the platform signs it until expiresAt. */
-static bool link_refused(const GError *err, const char *dbg)
+/* A link the server refused (HTTP 403, 404, 410: souphttpsrc's error
+ * details) is an expired one: the platform signs it until expiresAt. Any
+ * other failure (a refused connection, a 500, DNS) is no proof of expiry. */
+static bool link_refused(GstMessage *msg)
 {
-    if (err && err->domain == GST_RESOURCE_ERROR &&
-        (err->code == GST_RESOURCE_ERROR_NOT_FOUND || err->code == GST_RESOURCE_ERROR_NOT_AUTHORIZED))
-        return true;
-    return dbg && (strstr(dbg, "404") || strstr(dbg, "403") || strstr(dbg, "410"));
+    const GstStructure *d = NULL;
+    guint status = 0;
+    gst_message_parse_error_details(msg, &d);
+    if (!d || !gst_structure_get_uint(d, "http-status-code", &status))
+        return false;
+    return status == 403 || status == 404 || status == 410;
 }
 
 static gboolean on_bus(GstBus *bus, GstMessage *msg, gpointer data)
@@ -148,7 +153,7 @@ static gboolean on_bus(GstBus *bus, GstMessage *msg, gpointer data)
         GError *err = NULL;
         gchar *dbg = NULL;
         gst_message_parse_error(msg, &err, &dbg);
-        bool refused = link_refused(err, dbg);
+        bool refused = link_refused(msg);
         char why[200];
         snprintf(why, sizeof why, "%s", refused ? "the link was refused (expired)"
                                                 : err && err->message ? err->message : "playback failed");
@@ -247,6 +252,11 @@ static void next(igw_vcam_messages *m)
             continue;
         }
     }
+    if (!m->pipe && !m->n && m->overflow) {
+        m->overflow = false;
+        if (m->cbs.on_drained)
+            m->cbs.on_drained(m->user);
+    }
 }
 
 igw_vcam_messages *igw_vcam_messages_new(const igw_vcam_messages_cbs *cbs, void *user)
@@ -274,7 +284,10 @@ void igw_vcam_messages_play(igw_vcam_messages *m, const igw_vcam_play *p)
         return;
     }
     if (m->n == IGW_VCAM_MESSAGES_QUEUE) {
-        m->cbs.on_reply(m->user, p->token, 503, "busy: too many messages waiting");
+        /* Not answered: a 503 would settle it as failed. The platform still
+         * holds it; asked for again once the queue drained. */
+        mlog("message %s: %d waiting already, left for a later get", p->delivery_id, m->n);
+        m->overflow = true;
         return;
     }
     msg *q = &m->queue[(m->head + m->n) % IGW_VCAM_MESSAGES_QUEUE];

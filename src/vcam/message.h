@@ -7,8 +7,10 @@
  * speaker log's lines). Each play is answered once through on_reply: 200
  * at its end, 410 when it expired before it started (never fetched then)
  * or its link was refused (404/403/410 from the server: the link expired),
- * 500 on any other failure or after IGW_VCAM_MESSAGE_MAX_S, 503 when the
- * queue is full. A play whose
+ * 500 on any other failure or after IGW_VCAM_MESSAGE_MAX_S. A play that
+ * finds the queue full is not answered (an answer would settle it):
+ * on_drained asks for the waiting messages again once all are played. A
+ * play whose
  * token came before is not played again: answered again with the same code
  * when it is done, ignored while it waits or plays.
  *
@@ -36,6 +38,9 @@ typedef struct igw_vcam_messages_cbs {
     void (*on_reply)(void *user, const char *token, int code, const char *msg);
     /* One level message (GstStructure "level") while delivery_id plays. */
     void (*on_level)(void *user, const char *delivery_id, const GstStructure *level);
+    /* The queue is empty after plays were left unqueued: ask the platform
+     * for the waiting messages again. May be NULL. */
+    void (*on_drained)(void *user);
 } igw_vcam_messages_cbs;
 
 /* An idle player; NULL when out of memory. cbs is copied. */

@@ -168,6 +168,9 @@ typedef struct igw_vcam_signal_ops {
      * $media/up/message/P/D (200 played, 410 expired, another code
      * failed; msg NULL or "" for none). NULL for stdio. 0 or -1. */
     int (*send_play_reply)(igw_vcam_signal *sig, const char *token, int code, const char *msg);
+    /* Asks for the messages waiting for the camera (`get`, sent again
+     * until answered), e.g. after it left plays unqueued. NULL for stdio. */
+    void (*ask_messages)(igw_vcam_signal *sig);
     /* Stops delivering callbacks and frees the transport (MQTT: waits up to
      * a second for what was sent to be acknowledged, then disconnects). */
     void (*destroy)(igw_vcam_signal *sig);

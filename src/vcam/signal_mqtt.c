@@ -520,6 +520,13 @@ static void ask_messages_until_answered(mqtt_signal *s)
     ask_messages(s);
 }
 
+static void mqtt_ask_messages(igw_vcam_signal *sig)
+{
+    mqtt_signal *s = (mqtt_signal *)sig;
+    if (s->connected) /* else the next CONNACK asks */
+        ask_messages_until_answered(s);
+}
+
 static int mqtt_send_play_reply(igw_vcam_signal *sig, const char *token, int code, const char *msg)
 {
     mqtt_signal *s = (mqtt_signal *)sig;
@@ -1492,6 +1499,7 @@ static const igw_vcam_signal_ops mqtt_ops = {
     .send_recordings = mqtt_send_recordings,
     .send_ring = mqtt_send_ring,
     .send_play_reply = mqtt_send_play_reply,
+    .ask_messages = mqtt_ask_messages,
     .destroy = mqtt_destroy,
 };
 

@@ -506,19 +506,29 @@ static double level_db(const GstStructure *st, const char *field)
     return best > 0.0 ? 0.0 : best;
 }
 
+/* s as the inside of a JSON string: quotes, backslashes and control
+ * characters escaped (\u00XX), UTF-8 kept. g_free it. */
+static gchar *json_escape(const char *s)
+{
+    GString *o = g_string_sized_new(strlen(s) + 8);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            g_string_append_printf(o, "\\%c", *p);
+        else if (*p < 0x20 || *p == 0x7f)
+            g_string_append_printf(o, "\\u%04x", *p);
+        else
+            g_string_append_c(o, (gchar)*p);
+    }
+    return g_string_free(o, FALSE);
+}
+
 /* One line of --speaker-log, flushed (a test tails the file); message:
  * the voice message that played it (NULL: what a leg's speaker played). */
 static void speaker_log_line(vcam *v, gint64 now_us, double rms, double peak, const char *message)
 {
     if (!v->spk_log || v->spk_log_failed)
         return;
-    /* JSON: quotes and backslashes escaped, UTF-8 kept as it is (g_strescape
-     * would write bytes >= 0x80 as octal, which JSON has not). */
-    static char utf8[129];
-    if (!utf8[0])
-        for (int i = 0; i < 128; i++)
-            utf8[i] = (char)(0x80 + i);
-    gchar *m = message ? g_strescape(message, utf8) : NULL;
+    gchar *m = message ? json_escape(message) : NULL;
     if (fprintf(v->spk_log, "{\"at_ms\":%lld,\"rms_db\":%.2f,\"peak_db\":%.2f%s%s%s}\n", (long long)(now_us / 1000),
                 rms, peak, m ? ",\"message\":\"" : "", m ? m : "", m ? "\"" : "") < 0 ||
         fflush(v->spk_log) != 0) {
@@ -1722,6 +1732,13 @@ static void on_message_reply(void *user, const char *token, int code, const char
         vlog("message: the answer to %s (%d) was not sent (the next connection's get brings it again)", token, code);
 }
 
+static void on_messages_drained(void *user)
+{
+    vcam *v = user;
+    if (v->sig && v->sig->ops->ask_messages)
+        v->sig->ops->ask_messages(v->sig);
+}
+
 static void on_message_level(void *user, const char *delivery_id, const GstStructure *st)
 {
     vcam *v = user;
@@ -2032,7 +2049,8 @@ int main(int argc, char **argv)
         .on_recording_reply = on_recording_reply,
         .on_play = on_play,
     };
-    static const igw_vcam_messages_cbs msg_cbs = {.on_reply = on_message_reply, .on_level = on_message_level};
+    static const igw_vcam_messages_cbs msg_cbs = {.on_reply = on_message_reply, .on_level = on_message_level,
+                                                  .on_drained = on_messages_drained};
     vcam v = {.exit_code = 0};
 
     v.removals = g_array_new(FALSE, FALSE, sizeof(removal));

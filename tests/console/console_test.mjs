@@ -130,11 +130,12 @@ async function messageTest(page) {
     await page.waitForFunction(() => !document.getElementById('msg-record-stop').disabled, null, WAIT);
     await new Promise((r) => setTimeout(r, 1500));
     await page.click('#msg-record-stop');
-    chk.check(/^recorded \d+\.\d s, WAV/.test(await text(page, '#msg-audio')), `message: recorded (${await text(page, '#msg-audio')})`);
+    const rec = /^recorded (\d+\.\d) s, WAV \((\d+) bytes\)/.exec(await text(page, '#msg-audio'));
+    chk.check(rec && Number(rec[1]) >= 1.0 && Number(rec[2]) > 44, `message: recorded a second or more (${await text(page, '#msg-audio')})`);
     await page.click('#msg-send');
-    await page.waitForFunction(() => /^(played|expired|failed)/.test(document.getElementById('msg-outcome').textContent), null, WAIT);
+    await page.waitForFunction(() => /^(played|expired|failed|refused)/.test(document.getElementById('msg-outcome').textContent), null, WAIT);
     chk.check((await text(page, '#msg-outcome')) === 'played' && /\(audio\/wav\)$/.test(await text(page, '#msg-content-ref')),
-        `message: the camera played the recording (${await text(page, '#msg-outcome')}, ${await text(page, '#msg-content-ref')})`);
+        `message: the camera played the recording (${await text(page, '#msg-outcome')}, ${await text(page, '#msg-content-ref')}, ${await text(page, '#error')})`);
 }
 
 // The door-bell (--live, IGW_VCAM_PID the camera): the camera rings

@@ -102,7 +102,8 @@ async function main() {
     r = await send(user, { ...base, deliveryId: token('d'), expiresAt: now - 1 });
     c.check(r.status === 400 && r.body.data?.path === '/command/params/expiresAt', `expiresAt passed: 400 (${JSON.stringify(r.body)})`);
     r = await send(user, { ...base, deliveryId: token('d'), expiresAt: now + 7300000 });
-    c.check(r.status === 400 && r.body.data?.path === '/command/params/expiresAt', `expiresAt beyond message_ttl_max_ms: 400 (${r.status})`);
+    c.check(r.status === 400 && r.body.data?.path === '/command/params/expiresAt' && /message_ttl_max_ms/.test(r.body.data.reason),
+        `expiresAt beyond message_ttl_max_ms: 400, saying so (${JSON.stringify(r.body)})`);
     r = await send(user, { ...base, deliveryId: token('d'), expiresAt: now + 3650000 });
     c.check(r.status === 400 && r.body.data?.path === '/command/params/expiresAt' && /endpoint expires/.test(r.body.data.reason),
         `expiresAt after the sending endpoint expires: 400 (${JSON.stringify(r.body)})`);

@@ -76,8 +76,8 @@ static const igw_db_stmt stmt_cmd_read = {
  * its command only with it: of two concurrent commands with one
  * deliveryId, the one whose row lost is not accepted. Per row: endpoint
  * live, rights, accepted, fingerprint stored before it (NULL: none), model
- * current, content ok, deliveryId taken, expiresAt within the endpoint's
- * life (its result must reach the endpoint). Accepted false with the rest
+ * current, content ok, deliveryId taken, expiresAt before the endpoint
+ * expires (its result must reach the endpoint). Accepted false with the rest
  * passing: a twin in another transaction won, not yet visible to this
  * snapshot; the caller asks again. */
 enum {
@@ -101,7 +101,7 @@ static const igw_db_stmt stmt_cmd_write = {
     "                              AND f.user_id = i.usr)) AS content_ok, "
     "    (i.dlv IS NOT NULL AND EXISTS (SELECT 1 FROM messages m WHERE m.enterprise_id = i.ent "
     "                                   AND m.user_id = i.usr AND m.delivery_id = i.dlv)) AS key_taken, "
-    "    (i.dlv IS NULL OR i.expires <= (SELECT p.expires_at_ms FROM endpoints p WHERE p.endpoint_id = i.ep)) "
+    "    (i.dlv IS NULL OR i.expires < (SELECT p.expires_at_ms FROM endpoints p WHERE p.endpoint_id = i.ep)) "
     "      AS within "
     "  FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::jsonb[], "
     "              $8::text[], $9::text[], $10::text[], $11::bigint[], $12::bigint[], $13::text[], $14::text[], "

@@ -501,7 +501,12 @@ static bool one_range(const char *h, size_t len, uint64_t size, uint64_t *first,
 void igw_http_reply_file(igw_exchange *ex, int fd, uint64_t size, const char *name)
 {
     h2o_req_t *req = ex->req;
-    ssize_t ri = h2o_find_header(&req->headers, H2O_TOKEN_RANGE, -1);
+    /* Range is for GET only (RFC 9110 14.2); no validators are sent, so an
+     * If-Range never matches: the whole file. */
+    bool get = h2o_memis(req->input.method.base, req->input.method.len, H2O_STRLIT("GET"));
+    ssize_t ri = get && h2o_find_header(&req->headers, H2O_TOKEN_IF_RANGE, -1) < 0
+                     ? h2o_find_header(&req->headers, H2O_TOKEN_RANGE, -1)
+                     : -1;
     uint64_t first = 0, last = 0;
     bool partial = ri >= 0 && one_range(req->headers.entries[ri].value.base, req->headers.entries[ri].value.len, size,
                                         &first, &last);

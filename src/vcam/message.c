@@ -2,8 +2,8 @@
  * message.c - see message.h.
  */
 #include "message.h"
+#include "log.h"
 
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,17 +36,7 @@ struct igw_vcam_messages {
     bool overflow; /* a play was left unqueued: ask again when idle */
 };
 
-static void mlog(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
-static void mlog(const char *fmt, ...)
-{
-    char line[1024];
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "vcam: %s\n", line);
-}
+#define mlog(...) igw_vcam_log("", __VA_ARGS__)
 
 static void next(igw_vcam_messages *m);
 
@@ -130,19 +120,9 @@ static gboolean on_bus(GstBus *bus, GstMessage *msg, gpointer data)
         const GstStructure *st = gst_message_get_structure(msg);
         if (st && gst_structure_has_name(st, "level")) {
             m->levels++;
-            const GValue *v = gst_structure_get_value(st, "peak");
-            G_GNUC_BEGIN_IGNORE_DEPRECATIONS
-            if (v && G_VALUE_HOLDS_BOXED(v) && strcmp(G_VALUE_TYPE_NAME(v), "GValueArray") == 0) {
-                const GValueArray *a = g_value_get_boxed(v);
-                for (guint i = 0; a && i < a->n_values && i < 64; i++) {
-                    const GValue *c = &a->values[i];
-                    double db = G_VALUE_HOLDS_DOUBLE(c) ? g_value_get_double(c) : -200.0;
-                    if (db == db && db > m->peak) /* not NaN */
-                        m->peak = db;
-                }
-            }
-            G_GNUC_END_IGNORE_DEPRECATIONS
-            m->cbs.on_level(m->user, m->cur.delivery, st);
+            double peak = m->cbs.on_level(m->user, m->cur.delivery, st);
+            if (peak > m->peak)
+                m->peak = peak;
         }
         break;
     }

@@ -36,8 +36,9 @@ typedef struct igw_vcam_messages igw_vcam_messages;
 typedef struct igw_vcam_messages_cbs {
     /* The play of token is answered: code, msg (NULL: none). */
     void (*on_reply)(void *user, const char *token, int code, const char *msg);
-    /* One level message (GstStructure "level") while delivery_id plays. */
-    void (*on_level)(void *user, const char *delivery_id, const GstStructure *level);
+    /* One level message (GstStructure "level") while delivery_id plays;
+     * returns its peak in dB (the camera reads levels in one place). */
+    double (*on_level)(void *user, const char *delivery_id, const GstStructure *level);
     /* The queue is empty after plays were left unqueued: ask the platform
      * for the waiting messages again. May be NULL. */
     void (*on_drained)(void *user);

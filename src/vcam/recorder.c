@@ -14,6 +14,7 @@
  * start plus the media duration, rounded up, so durationMs <= end - start.
  */
 #include "recorder.h"
+#include "log.h"
 
 #include "arena.h"
 #include "json.h"
@@ -52,17 +53,7 @@ struct igw_vcam_recorder {
     } open[OPEN_MAX]; /* the fragments' opening running times, by file */
 };
 
-static void rlog(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
-static void rlog(const char *fmt, ...)
-{
-    char line[1024];
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "vcam: recorder: %s\n", line);
-}
+#define rlog(...) igw_vcam_log("recorder: ", __VA_ARGS__)
 
 int igw_vcam_recorder_id_ok(const char *camera_id, char *err, size_t errlen)
 {

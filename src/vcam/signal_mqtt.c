@@ -10,6 +10,7 @@
  * while the network thread runs.
  */
 #include "signal.h"
+#include "log.h"
 
 #include "await.h"
 
@@ -97,17 +98,7 @@ typedef struct mqtt_signal {
     igw_jw w;
 } mqtt_signal;
 
-static void mlog(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
-static void mlog(const char *fmt, ...)
-{
-    char line[1024];
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "vcam: mqtt: %s\n", line); /* one call: the network thread logs too */
-}
+#define mlog(...) igw_vcam_log("mqtt: ", __VA_ARGS__)
 
 /* ---- configuration ---- */
 

@@ -28,6 +28,7 @@
 #define GST_USE_UNSTABLE_API 1
 
 #include "await.h"
+#include "log.h"
 #include "message.h"
 #include "player.h"
 #include "recorder.h"
@@ -156,18 +157,7 @@ typedef struct peer_tag {
 
 static int verbose;
 
-static void vlog(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
-static void vlog(const char *fmt, ...)
-{
-    char line[1024];
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    /* One call per line: streaming threads log too. */
-    fprintf(stderr, "vcam: %s\n", line);
-}
+#define vlog(...) igw_vcam_log("", __VA_ARGS__)
 
 #define DBG(...)                                                                                   \
     do {                                                                                           \
@@ -1739,10 +1729,12 @@ static void on_messages_drained(void *user)
         v->sig->ops->ask_messages(v->sig);
 }
 
-static void on_message_level(void *user, const char *delivery_id, const GstStructure *st)
+static double on_message_level(void *user, const char *delivery_id, const GstStructure *st)
 {
     vcam *v = user;
-    speaker_log_line(v, g_get_real_time(), level_db(st, "rms"), level_db(st, "peak"), delivery_id);
+    double peak = level_db(st, "peak");
+    speaker_log_line(v, g_get_real_time(), level_db(st, "rms"), peak, delivery_id);
+    return peak;
 }
 
 static void on_connected(void *user)

@@ -86,7 +86,7 @@ MEDIA_SRC   := $(sort $(wildcard src/media/*.c))
 VCAM_SRC    := $(sort $(wildcard src/vcam/*.c))
 CTL_SRC     := $(sort $(wildcard src/igwctl/*.c))
 # igwd's rooms in link order: each may use those after it, never one before.
-IGWD_ROOMS  := routes ops edge command session call catalog event auth http core
+IGWD_ROOMS  := routes ops edge command consent session call catalog event auth http core
 IGWD_TOP    := src/igwd/main.c src/igwd/app.c
 
 # Per-source flags, by where the source lives (GNU make pattern-specific values).
@@ -166,7 +166,7 @@ link = @mkdir -p $(@D) && echo "  LINK $@" && $(CC) $1 -o $@ $(filter %.o,$^) $(
         test test-unit test-services test-media test-layers \
         test-codegen test-json test-conformance test-devauth test-topic test-jwt test-thingmodel test-upload test-igwctl \
         test-igwd test-framing test-conn test-loop test-pending test-log test-db test-outbox test-ws test-redis test-mqtt test-edge test-app test-nodes \
-        test-nodes-own test-presence test-live test-talk test-doorbell test-message test-recordings test-sql test-console \
+        test-nodes-own test-presence test-live test-talk test-doorbell test-message test-ai test-recordings test-sql test-console \
         test-ops test-mqttauth test-openapi test-media-unit fuzz-smoke fuzz \
         test-catalog-decide test-edge-decide test-call-decide test-routes-decide \
         bench-decode bench-edge bench-app bench-media bench-srtp bench-live bench-talk bench-recordings bench-doorbell \
@@ -281,7 +281,7 @@ $(eval $(call test_bin,edge_decide_test,tests/igwd/edge_decide_test.c,igwd_edge 
 $(BUILD)/tobj/tests/igwd/call_decide_test.o: $(BUILD)/gen/call_lua.h
 $(BUILD)/tobj/tests/igwd/call_decide_test.o: XCFLAGS = $(IGWD_CFLAGS) -I$(BUILD)/gen
 $(eval $(call test_bin,call_decide_test,tests/igwd/call_decide_test.c,igwd_call gen lib rt,$$(RT_LIBS)))
-$(eval $(call test_bin,routes_decide_test,tests/igwd/routes_decide_test.c,igwd_routes igwd_core gen lib rt,$$(IGWD_LIBS)))
+$(eval $(call test_bin,routes_decide_test,tests/igwd/routes_decide_test.c,igwd_routes igwd_consent igwd_core gen lib rt,$$(IGWD_LIBS)))
 # The interaction.state text PostgreSQL builds (generated/igwd/state_sql.h) against the C encoder's.
 $(eval $(call test_bin,state_sql_test,tests/igwd/state_sql_test.c,gen rt,$$(PQ_LIBS) $$(RT_LIBS)))
 $(eval $(call test_bin,sdp_test,tests/media/sdp_test.c,media,))
@@ -473,6 +473,10 @@ test-doorbell: $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-mqtt-auth.so $(BUILD)/igw-
 test-message: $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-mqtt-auth.so $(BUILD)/igw-vcam
 	tests/igwd/message_test.sh $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-vcam
 
+# AI sessions and vision consents (issue 27; docs/ai.md).
+test-ai: $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-mqtt-auth.so $(BUILD)/igw-vcam
+	tests/igwd/ai_test.sh $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-vcam
+
 # PostgreSQL and Redis frozen under a running igwd: answers within the
 # deadline, /readyz down by the probes, recovery after they resume.
 test-deadline: $(T)/igwd
@@ -538,7 +542,7 @@ test-unit: check-gen test-layers test-codegen test-json test-conformance test-de
            test-upload test-conn test-loop test-pending test-decide test-log test-media-unit test-openapi \
            test-catalog-decide test-edge-decide test-call-decide test-routes-decide
 test-services: test-igwctl test-igwd test-framing test-deadline test-db test-outbox test-ws test-redis test-mqtt test-edge test-app test-nodes \
-               test-nodes-own test-presence test-report test-talk test-doorbell test-message test-recordings test-console test-sql test-ops \
+               test-nodes-own test-presence test-report test-talk test-doorbell test-message test-ai test-recordings test-console test-sql test-ops \
                test-mqttauth
 
 # Every test, then every benchmark in a tiny configuration (bench-smoke, in a

@@ -9553,12 +9553,12 @@ static const int errors_consent_create[] = {IGW_ERR_PARAMETER, IGW_ERR_UNAUTHENT
 static int route_decode_consent_get_one(igw_json *j, void *out) { return igw_decode_ConsentGetOne(j, out); }
 static void route_encode_consent_get_one(igw_jw *w, const void *in) { igw_encode_ConsentGetOne(w, in); }
 
-static const int errors_consent_get_one[] = {IGW_ERR_PARAMETER, IGW_ERR_UNAUTHENTICATED, IGW_ERR_NOT_FOUND, IGW_ERR_TOO_LARGE, IGW_ERR_MEDIA_TYPE, IGW_ERR_UNAVAILABLE, IGW_ERR_INTERNAL};
+static const int errors_consent_get_one[] = {IGW_ERR_PARAMETER, IGW_ERR_UNAUTHENTICATED, IGW_ERR_PERMISSION, IGW_ERR_NOT_FOUND, IGW_ERR_TOO_LARGE, IGW_ERR_MEDIA_TYPE, IGW_ERR_UNAVAILABLE, IGW_ERR_INTERNAL};
 
 static int route_decode_consent_revoke(igw_json *j, void *out) { return igw_decode_ConsentRevoke(j, out); }
 static void route_encode_consent_revoke(igw_jw *w, const void *in) { igw_encode_ConsentRevoke(w, in); }
 
-static const int errors_consent_revoke[] = {IGW_ERR_PARAMETER, IGW_ERR_UNAUTHENTICATED, IGW_ERR_NOT_FOUND, IGW_ERR_CONFLICT, IGW_ERR_TOO_LARGE, IGW_ERR_MEDIA_TYPE, IGW_ERR_UNAVAILABLE, IGW_ERR_INTERNAL};
+static const int errors_consent_revoke[] = {IGW_ERR_PARAMETER, IGW_ERR_UNAUTHENTICATED, IGW_ERR_PERMISSION, IGW_ERR_NOT_FOUND, IGW_ERR_CONFLICT, IGW_ERR_TOO_LARGE, IGW_ERR_MEDIA_TYPE, IGW_ERR_UNAVAILABLE, IGW_ERR_INTERNAL};
 
 static int route_decode_device_send(igw_json *j, void *out) { return igw_decode_DeviceMessage(j, out); }
 static void route_encode_device_send(igw_jw *w, const void *in) { igw_encode_DeviceMessage(w, in); }
@@ -9756,7 +9756,7 @@ const igw_route_def igw_routes[IGW_ROUTE__COUNT] = {
         .decode = route_decode_consent_get_one,
         .encode = route_encode_consent_get_one,
         .errors = errors_consent_get_one,
-        .nerrors = 7,
+        .nerrors = 8,
     },
     [IGW_ROUTE_CONSENT_REVOKE] = {
         .id = IGW_ROUTE_CONSENT_REVOKE,
@@ -9771,7 +9771,7 @@ const igw_route_def igw_routes[IGW_ROUTE__COUNT] = {
         .decode = route_decode_consent_revoke,
         .encode = route_encode_consent_revoke,
         .errors = errors_consent_revoke,
-        .nerrors = 8,
+        .nerrors = 9,
     },
     [IGW_ROUTE_DEVICE_SEND] = {
         .id = IGW_ROUTE_DEVICE_SEND,

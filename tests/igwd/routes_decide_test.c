@@ -152,6 +152,30 @@ static void test_recordings_error(void)
     CHECK(igw_routes_recordings_error(&r, &e) && e.cls == IGW_ERR_INTERNAL);
 }
 
+/* consents: unknown and another user's read the same; a stale revision
+ * is a conflict at expectedRevision; a failed statement never says why. */
+static void test_consent_error(void)
+{
+    igw_routes_error e = {0};
+    igw_consent_result r = {.status = IGW_CONSENT_OK};
+    CHECK(!igw_routes_consent_error(&r, &e));
+    r.status = IGW_CONSENT_NOT_FOUND;
+    CHECK(igw_routes_consent_error(&r, &e) && error_is(&e, IGW_ERR_NOT_FOUND, "unknown consent", "/consentId"));
+    CHECK_DECLARED(IGW_ROUTE_CONSENT_GET_ONE, e);
+    CHECK_DECLARED(IGW_ROUTE_CONSENT_REVOKE, e);
+    r.status = IGW_CONSENT_CONFLICT;
+    CHECK(igw_routes_consent_error(&r, &e) && e.cls == IGW_ERR_CONFLICT && strcmp(e.path, "/expectedRevision") == 0);
+    CHECK_DECLARED(IGW_ROUTE_CONSENT_REVOKE, e);
+    r = (igw_consent_result){.status = IGW_CONSENT_FAILED, .err = LOST_ERR};
+    CHECK(igw_routes_consent_error(&r, &e) && error_is(&e, IGW_ERR_UNAVAILABLE, "try again later", ""));
+    CHECK_DECLARED(IGW_ROUTE_CONSENT_GET_ONE, e);
+    r.err = SQLSTATE_ERR;
+    CHECK(igw_routes_consent_error(&r, &e) && e.cls == IGW_ERR_INTERNAL && !strstr(e.reason, "SQL"));
+    CHECK_DECLARED(IGW_ROUTE_CONSENT_REVOKE, e);
+    /* The ledger's SQL names only the consent machine's states. */
+    CHECK(igw_consent_check_states() == NULL);
+}
+
 /* send: a success answers its DeviceReply; one without is internal; a refusal is the edge's. */
 static void test_uplink_error(void)
 {
@@ -321,7 +345,7 @@ int main(void)
 {
     static const check_case cases[] = {
         CHECK_CASE(test_way),              CHECK_CASE(test_way_schema),       CHECK_CASE(test_register_error),
-        CHECK_CASE(test_pull_error),       CHECK_CASE(test_ack_error),        CHECK_CASE(test_recordings_error),
+        CHECK_CASE(test_pull_error),       CHECK_CASE(test_ack_error),        CHECK_CASE(test_recordings_error), CHECK_CASE(test_consent_error),
         CHECK_CASE(test_uplink_error),     CHECK_CASE(test_upload_part),      CHECK_CASE(test_upload_filename),
         CHECK_CASE(test_upload_size),      CHECK_CASE(test_upload_end),       CHECK_CASE(test_id_of),
         CHECK_CASE(test_recordings_query), CHECK_CASE(test_group_members),    CHECK_CASE(test_audio_type),

@@ -70,6 +70,22 @@ bool igw_routes_recordings_error(const igw_recordings_result *r, igw_routes_erro
     return false;
 }
 
+bool igw_routes_consent_error(const igw_consent_result *r, igw_routes_error *e)
+{
+    switch (r->status) {
+    case IGW_CONSENT_NOT_FOUND: /* another user's or enterprise's looks the same: no existence leak */
+        return error(e, IGW_ERR_NOT_FOUND, "unknown consent", IGW_PATH_consentId);
+    case IGW_CONSENT_CONFLICT:
+        return error(e, IGW_ERR_CONFLICT, "expectedRevision is not the consent's revision: read it again",
+                     IGW_PATH_expectedRevision);
+    case IGW_CONSENT_FAILED:
+        return error(e, igw_db_error_class(r->err, false), "try again later", "");
+    case IGW_CONSENT_OK:
+        break;
+    }
+    return false;
+}
+
 bool igw_routes_uplink_error(const igw_edge_result *r, bool need_reply, igw_routes_error *e)
 {
     error(e, r->cls == IGW_ERR_OK ? IGW_ERR_INTERNAL : r->cls, r->reason, r->path);

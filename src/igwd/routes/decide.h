@@ -15,6 +15,7 @@
 #include "api.h"
 #include "arena.h"
 #include "catalog/recordings.h"
+#include "consent/ledger.h"
 #include "edge/edge.h"
 #include "event/outbox.h"
 #include "multipart.h"
@@ -56,6 +57,11 @@ bool igw_routes_register_error(const char *err, igw_routes_error *e);
  * caller learns nothing of others' deliveries); anything else is
  * unavailable, its cause logged. false when OK. */
 bool igw_routes_outbox_error(const igw_outbox_result *r, bool ack, igw_routes_error *e);
+
+/* The answer to a consent ledger's refusal (consent/ledger.h): true with
+ * *e when r is one, false for OK. A failed read or revoke is unavailable
+ * or internal, never the database's words. */
+bool igw_routes_consent_error(const igw_consent_result *r, igw_routes_error *e);
 
 /* /recordings/query: in the statement's order of checks, the endpoint
  * (not_found), the rights (permission at /target; an unknown device looks

@@ -1,0 +1,143 @@
+// ai_test.mjs - AI sessions and vision consents (issue 27) through the
+// public API. Run by ai_test.sh, one part per igwd it starts (IGW_PART):
+//   ledger: Signaling disabled, no session: get-one and revoke on consents
+//           written straight into the ledger; who may reach them.
+//
+// env: IGW_PART, IGW_BASE, IGW_VCAM, IGW_DEMO, IGW_PG_DSN, IGW_JWT_KEY_FILE.
+import { readFileSync } from 'node:fs';
+import { createHmac } from 'node:crypto';
+import { spawnSync } from 'node:child_process';
+import { Checker } from '../media/lib.mjs';
+import { DEMO, call } from './live_lib.mjs';
+
+const BASE = process.env.IGW_BASE;
+const c = new Checker();
+const sql = (q) => {
+    const r = spawnSync('psql', [process.env.IGW_PG_DSN, '-XAtq', '-v', 'ON_ERROR_STOP=1', '-c', q], { encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`psql: ${r.stderr}`);
+    return r.stdout.trim();
+};
+const V = '/api/v1/im/vision-consents';
+const CONSENT_KEYS = ['consentId', 'scope', 'sourceSessionId', 'cameraId', 'trackId', 'mediaRevision', 'expiresAt',
+    'grantedAt', 'revision', 'revokedAt'];
+
+/** A consent of user u written straight into the ledger (the create route
+ * needs a live AI session; the ledger's reads and revokes do not). */
+function ledgerRow(u, id, { revision = 1, revokedAt = 0, expiresAt = Date.now() + 600000 } = {}) {
+    sql(`INSERT INTO consents (consent_id, enterprise_id, user_id, msg_token, scope, source_session_id, camera_id,
+            track_id, media_revision, expires_at_ms, granted_at_ms, revision, revoked_at_ms, state)
+         VALUES ('${id}', ${u.enterpriseId}, ${u.userId}, 'tok-${id}', 'cameraAI', 'src-${id}', 'cam-1', 'video-1', 1,
+                 ${expiresAt}, ${Date.now()}, ${revision}, ${revokedAt}, '${revokedAt ? 'revoked' : 'granted'}')`);
+}
+const rowOf = (id) => sql(`SELECT revision || '/' || revoked_at_ms || '/' || state FROM consents WHERE consent_id = '${id}'`);
+
+/** POST with raw headers (no login helper): {status, body}. */
+async function raw(path, headers, body) {
+    const r = await fetch(BASE + path, { method: 'POST', headers: { 'content-type': 'application/json', ...headers },
+        body: JSON.stringify(body) });
+    return { status: r.status, body: await r.json() };
+}
+
+/** A login token signed with igwd's own key but with claims chosen here. */
+function forged(claims) {
+    const key = readFileSync(process.env.IGW_JWT_KEY_FILE, 'utf8').replace(/\n$/, '');
+    const b64 = (o) => Buffer.from(JSON.stringify(o)).toString('base64url');
+    const head = `${b64({ alg: 'HS256', typ: 'JWT' })}.${b64(claims)}`;
+    return `${head}.${createHmac('sha256', key).update(head).digest('base64url')}`;
+}
+
+async function ledger() {
+    const me = DEMO.user, other = DEMO.otherUser, far = DEMO.otherEnterpriseUser;
+    const id = `c-${process.pid}`;
+    const exp = Date.now() + 600000;
+    ledgerRow(me, id, { expiresAt: exp });
+
+    // ---- get-one: Signaling off, no session, no owner: the ledger answers.
+    let r = await call(me, `${V}/get-one`, { consentId: id });
+    const k = r.body.data?.consent;
+    c.check(r.status === 200 && r.body.code === 200 && k && JSON.stringify(Object.keys(k)) === JSON.stringify(CONSENT_KEYS),
+        `get-one with Signaling disabled: 200, the Consent's fields exactly (${JSON.stringify(r.body)})`);
+    c.check(k && k.consentId === id && k.scope === 'cameraAI' && k.sourceSessionId === `src-${id}` && k.cameraId === 'cam-1' &&
+        k.trackId === 'video-1' && k.mediaRevision === 1 && k.expiresAt === exp && k.revision === 1 && k.revokedAt === 0,
+        'get-one: the row as signed, granted (revokedAt 0)');
+    r = await call(me, `${V}/get-one`, { consentId: `${id}-none` });
+    const unknown = JSON.stringify(r.body);
+    c.check(r.status === 404 && r.body.code === 100404 && r.body.data?.path === '/consentId',
+        `get-one of an unknown id: 404 at /consentId (${unknown})`);
+    r = await call(other, `${V}/get-one`, { consentId: id });
+    c.check(r.status === 404 && JSON.stringify(r.body) === unknown,
+        `get-one by another user of the enterprise (an administrator's token is a user's): the same 404 as unknown (${JSON.stringify(r.body)})`);
+    r = await call(far, `${V}/get-one`, { consentId: id });
+    c.check(r.status === 404 && JSON.stringify(r.body) === unknown, `get-one by another enterprise's user: the same 404 (${JSON.stringify(r.body)})`);
+    r = await raw(`${V}/get-one`, { authorization: DEMO.device.authorization }, { consentId: id });
+    c.check(r.status === 401 && r.body.code === 100401, `get-one with the device's credentials: 401 (${JSON.stringify(r.body)})`);
+    const now = Math.floor(Date.now() / 1000);
+    r = await raw(`${V}/get-one`, { authorization: `Bearer ${forged({ sub: String(me.userId), ent: '*', iat: now, exp: now + 600 })}` },
+        { consentId: id });
+    c.check(r.status === 401 && r.body.code === 100401, `get-one with a wildcard enterprise, well signed: 401 (${JSON.stringify(r.body)})`);
+    r = await raw(`${V}/get-one`, { authorization: `Bearer ${forged({ sub: String(me.userId), ent: String(far.enterpriseId), iat: now, exp: now + 600 })}` },
+        { consentId: id });
+    c.check(r.status === 403 && r.body.code === 100403 && !r.body.data?.consent,
+        `get-one as the user in an enterprise not its own, well signed: 403, the login's refusal (${JSON.stringify(r.body)})`);
+    r = await raw(`${V}/get-one`, { authorization: `Bearer ${me.token}`, 'x-terminal-id': 'mobile-7f3a', 'x-device-id': 'phone-1' },
+        { consentId: id });
+    c.check(r.status === 200 && r.body.data?.consent?.consentId === id,
+        `a mobile terminal id beside the login is not refused (${r.status})`);
+    r = await call(me, `${V}/get-one`, { consentId: id, userId: String(other.userId) });
+    c.check(r.status === 400 && r.body.data?.path === '/userId', `get-one naming a user in the body: 400 at /userId (${JSON.stringify(r.body)})`);
+
+    // ---- revoke: a compare-and-set on the revision.
+    r = await call(me, `${V}/revoke`, { consentId: id, expectedRevision: 2 });
+    c.check(r.status === 409 && r.body.code === 100409 && r.body.data?.path === '/expectedRevision',
+        `revoke with a revision it does not have: 409 at /expectedRevision (${JSON.stringify(r.body)})`);
+    c.check(rowOf(id) === '1/0/granted', `the refused revoke changed nothing (${rowOf(id)})`);
+    r = await call(other, `${V}/revoke`, { consentId: id, expectedRevision: 1 });
+    c.check(r.status === 404 && r.body.data?.path === '/consentId', `revoke by another user: 404 (${JSON.stringify(r.body)})`);
+    r = await call(far, `${V}/revoke`, { consentId: id, expectedRevision: 1 });
+    c.check(r.status === 404, `revoke by another enterprise's user: 404 (${r.status})`);
+    c.check(rowOf(id) === '1/0/granted', `nobody else revoked it (${rowOf(id)})`);
+    const t0 = Date.now();
+    r = await call(me, `${V}/revoke`, { consentId: id, expectedRevision: 1 });
+    const first = r.body.data?.consent;
+    c.check(r.status === 200 && first && first.revision === 2 && first.revokedAt >= t0 - 1000 && first.revokedAt <= Date.now() + 1000 &&
+        first.expiresAt === exp && JSON.stringify(Object.keys(first)) === JSON.stringify(CONSENT_KEYS),
+        `revoke at revision 1: 200, revision 2, revokedAt now (${JSON.stringify(r.body)})`);
+    await new Promise((res) => setTimeout(res, 20));
+    r = await call(me, `${V}/revoke`, { consentId: id, expectedRevision: 1 });
+    c.check(r.status === 200 && JSON.stringify(r.body.data?.consent) === JSON.stringify(first),
+        `revoke again with the same expectedRevision: the first result, byte for byte (${JSON.stringify(r.body)})`);
+    c.check(rowOf(id) === `2/${first?.revokedAt}/revoked`, `the repeat refreshed nothing: revision 2, the first revokedAt (${rowOf(id)})`);
+    r = await call(me, `${V}/revoke`, { consentId: id, expectedRevision: 2 });
+    c.check(r.status === 409 && r.body.data?.path === '/expectedRevision',
+        `revoke of a revoked consent at its new revision: 409 (revoked is terminal) (${JSON.stringify(r.body)})`);
+    r = await call(me, `${V}/get-one`, { consentId: id });
+    c.check(r.status === 200 && JSON.stringify(r.body.data?.consent) === JSON.stringify(first), 'get-one after: the revoked consent as revoked');
+    r = await call(me, `${V}/revoke`, { consentId: id, expectedRevision: 9007199254740991 });
+    c.check(r.status === 400 && r.body.data?.path === '/expectedRevision', `expectedRevision 2^53-1: 400 (it must stay below) (${r.status})`);
+
+    // An expired consent is still readable and revocable (machine: expire keeps it granted).
+    const old = `${id}-old`;
+    ledgerRow(me, old, { expiresAt: Date.now() - 1000 });
+    r = await call(me, `${V}/get-one`, { consentId: old });
+    c.check(r.status === 200 && r.body.data?.consent?.revokedAt === 0, `an expired consent is still readable (${r.status})`);
+    r = await call(me, `${V}/revoke`, { consentId: old, expectedRevision: 1 });
+    c.check(r.status === 200 && r.body.data?.consent?.revision === 2, `and revocable (${JSON.stringify(r.body)})`);
+
+    // Concurrent revokes at one revision: every one answers the same first result; one revision step.
+    const race = `${id}-race`;
+    ledgerRow(me, race);
+    const all = await Promise.all(Array.from({ length: 8 }, () => call(me, `${V}/revoke`, { consentId: race, expectedRevision: 1 })));
+    const bodies = new Set(all.map((x) => JSON.stringify(x.body.data?.consent)));
+    c.check(all.every((x) => x.status === 200) && bodies.size === 1 && rowOf(race).startsWith('2/'),
+        `8 concurrent revokes at revision 1: all 200 with one result, revision 2 (${all.map((x) => x.status)} ${rowOf(race)})`);
+}
+
+const parts = { ledger };
+const part = parts[process.env.IGW_PART];
+if (!part) throw new Error(`unknown IGW_PART ${process.env.IGW_PART}`);
+part().then(() => {
+    c.done(`ai ${process.env.IGW_PART}`);
+}, (e) => {
+    console.error(e);
+    process.exit(1);
+});

@@ -319,6 +319,10 @@ static int emit_purposes(const igw_schema *s, const char *gen_dir)
                      "    const struct igw_purpose_hooks *hooks; /* NULL: not described (not implemented) */\n"
                      "    bool shared_leg;  /* one leg per camera for every viewer (else the session's own) */\n"
                      "    bool has_viewers; /* interaction.subscribe on it opens a viewer of purpose `viewers` */\n"
+                     "    bool vision;      /* its camera video is an AI's vision source: the viewer's video starts\n"
+                     "                       * paused (track trigger startVision), advanced by the owner only */\n"
+                     "    bool side;        /* the application's audio is a side conversation with a processor\n"
+                     "                       * (its microphone to it, its voice back), never the camera's */\n"
                      "    int viewers;      /* an igw_%s */\n"
                      "    unsigned access;  /* IGW_PURPOSE_ACCESS_* */\n"
                      "    const igw_sm *const *machines; /* what it runs besides the session machine */\n"
@@ -385,6 +389,10 @@ static int emit_purposes(const igw_schema *s, const char *gen_dir)
         igw_out_puts(&c, ",\n");
         if (r->viewers)
             igw_out_printf(&c, "        .has_viewers = true,\n        .viewers = IGW_%s_%s,\n", e, igw_c_ident(r->viewers));
+        if (r->vision)
+            igw_out_puts(&c, "        .vision = true,\n");
+        if (r->side)
+            igw_out_puts(&c, "        .side = true,\n");
         if (r->machines.n)
             igw_out_printf(&c, "        .machines = %s_machines,\n        .nmachines = %d,\n", v, r->machines.n);
         igw_out_printf(&c, "        .tracks = %s_tracks,\n        .ntracks = %d,\n", v, r->tracks.n);

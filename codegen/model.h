@@ -435,6 +435,8 @@ typedef struct igw_purpose_row {
     igw_vec machines;    /* const char*: machines it runs besides the session's */
     igw_vec tracks;      /* igw_purpose_track* */
     igw_vec preflights;  /* igw_purpose_preflight* */
+    bool vision;         /* `vision`: its camera video is an AI's vision source (starts paused) */
+    bool side;           /* `side`: the application's audio is a side conversation with a processor */
     const char *doc;
     igw_loc loc;
 } igw_purpose_row;

@@ -1052,6 +1052,10 @@ static void purposes_decl(parser *p)
                 if (accept_kw(p, "when"))
                     t->when = ident(p, "guard name");
                 igw_vec_push(&r->tracks, t);
+            } else if (accept_kw(p, "vision")) {
+                r->vision = true;
+            } else if (accept_kw(p, "side")) {
+                r->side = true;
             } else if (accept_kw(p, "preflight")) {
                 igw_purpose_preflight *f = igw_xcalloc(1, sizeof *f);
                 f->loc = at;

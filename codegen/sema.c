@@ -1292,6 +1292,18 @@ static void check_purposes(igw_schema *s, igw_purposes *ps)
                     igw_diag_error(tr->loc, "track '%s' is listed twice", tr->id);
             check_purpose_when(ps, tr->when, tr->loc);
         }
+        /* A vision source is the camera's video; a side conversation's
+         * audio is the application's and a processor's, so the camera plays
+         * nothing of it. */
+        bool video_sent = false, audio_played = false;
+        FOR(r->tracks, igw_purpose_track, tr) {
+            video_sent = video_sent || (strcmp(tr->kind, "video") == 0 && strcmp(tr->direction, "sendonly") == 0);
+            audio_played = audio_played || (strcmp(tr->kind, "audio") == 0 && strcmp(tr->direction, "recvonly") == 0);
+        }
+        if (r->vision && !video_sent)
+            igw_diag_error(r->loc, "purpose '%s' is a vision source without a video track the camera sends", r->value);
+        if (r->side && audio_played)
+            igw_diag_error(r->loc, "purpose '%s' has a side conversation and an audio track the camera plays", r->value);
         FOR(r->preflights, igw_purpose_preflight, f) {
             f->fref = igw_object_field(ct, f->field);
             igw_type *ft = f->fref && f->fref->type ? igw_type_resolve(f->fref->type) : NULL;

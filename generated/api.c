@@ -129,6 +129,7 @@ const igw_str igw_Purpose_names[IGW_Purpose__COUNT] = {
     {"ipcTalk", 7},
     {"recordPlayback", 14},
     {"doorbell", 8},
+    {"aiVision", 8},
 };
 
 int igw_Purpose_of(igw_str s)
@@ -141,6 +142,8 @@ int igw_Purpose_of(igw_str s)
     case 8:
         if (memcmp(s.ptr, "doorbell", 8) == 0)
             return IGW_Purpose_doorbell;
+        if (memcmp(s.ptr, "aiVision", 8) == 0)
+            return IGW_Purpose_aiVision;
         break;
     case 11:
         if (memcmp(s.ptr, "ipcLiveView", 11) == 0)
@@ -166,7 +169,7 @@ static int __attribute__((unused)) enum_Purpose(igw_json *j, igw_Purpose *out)
         *out = (igw_Purpose)v;
         return 0;
     }
-    return igw_json_fail(j, IGW_JERR_ENUM, "value is not one of: ipcLiveView ipcTalk recordPlayback doorbell");
+    return igw_json_fail(j, IGW_JERR_ENUM, "value is not one of: ipcLiveView ipcTalk recordPlayback doorbell aiVision");
 }
 
 static void __attribute__((unused)) enc_Purpose(igw_jw *w, igw_Purpose v)

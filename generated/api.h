@@ -88,6 +88,7 @@ typedef enum igw_Purpose {
     IGW_Purpose_ipcTalk,
     IGW_Purpose_recordPlayback,
     IGW_Purpose_doorbell,
+    IGW_Purpose_aiVision,
     IGW_Purpose__COUNT
 } igw_Purpose;
 typedef struct igw_Purpose_list {

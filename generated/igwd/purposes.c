@@ -37,6 +37,11 @@ static const igw_purpose_preflight doorbell_preflights[] = {
     {{"doorbell", 8}, offsetof(igw_MediaCapability, doorbell), IGW_MediaCapability_doorbell, 0},
 };
 
+/* aiVision */
+static const igw_purpose_track aiVision_tracks[] = {
+    {{"video-1", 7}, IGW_TrackKind_video, IGW_PURPOSE_SENDONLY, {"H264", 4}, 0},
+};
+
 /* recordPlayback */
 static const igw_purpose_track recordPlayback_tracks[] = {
     {{"video-1", 7}, IGW_TrackKind_video, IGW_PURPOSE_SENDONLY, {"H264", 4}, 0},
@@ -75,6 +80,15 @@ const igw_purpose igw_purposes[IGW_Purpose__COUNT] = {
         .ntracks = 3,
         .preflights = doorbell_preflights,
         .npreflights = 3,
+    },
+    [IGW_Purpose_aiVision] = {
+        .hooks = &igw_purpose_ai,
+        .shared_leg = true,
+        .access = IGW_PURPOSE_ACCESS_OWNER | IGW_PURPOSE_ACCESS_GRANT,
+        .vision = true,
+        .side = true,
+        .tracks = aiVision_tracks,
+        .ntracks = 1,
     },
     [IGW_Purpose_recordPlayback] = {
         .hooks = &igw_purpose_playback,

@@ -64,6 +64,10 @@ typedef struct igw_purpose {
     const struct igw_purpose_hooks *hooks; /* NULL: not described (not implemented) */
     bool shared_leg;  /* one leg per camera for every viewer (else the session's own) */
     bool has_viewers; /* interaction.subscribe on it opens a viewer of purpose `viewers` */
+    bool vision;      /* its camera video is an AI's vision source: the viewer's video starts
+                       * paused (track trigger startVision), advanced by the owner only */
+    bool side;        /* the application's audio is a side conversation with a processor
+                       * (its microphone to it, its voice back), never the camera's */
     int viewers;      /* an igw_Purpose */
     unsigned access;  /* IGW_PURPOSE_ACCESS_* */
     const igw_sm *const *machines; /* what it runs besides the session machine */
@@ -81,6 +85,7 @@ extern const igw_purpose igw_purposes[IGW_Purpose__COUNT];
 extern const struct igw_purpose_hooks igw_purpose_live;
 extern const struct igw_purpose_hooks igw_purpose_talk;
 extern const struct igw_purpose_hooks igw_purpose_doorbell;
+extern const struct igw_purpose_hooks igw_purpose_ai;
 extern const struct igw_purpose_hooks igw_purpose_playback;
 
 #endif

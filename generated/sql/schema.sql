@@ -46,7 +46,7 @@ CREATE DOMAIN command_method AS text CONSTRAINT command_method_check CHECK (
 );
 CREATE DOMAIN session_state AS text CONSTRAINT session_state_check CHECK (VALUE IN ('ringing', 'invited', 'established', 'ended'));
 CREATE DOMAIN sessions_reason AS text CONSTRAINT sessions_reason_check CHECK (octet_length(VALUE) BETWEEN 1 AND 256);
-CREATE DOMAIN purpose AS text CONSTRAINT purpose_check CHECK (VALUE IN ('ipcLiveView', 'ipcTalk', 'recordPlayback', 'doorbell'));
+CREATE DOMAIN purpose AS text CONSTRAINT purpose_check CHECK (VALUE IN ('ipcLiveView', 'ipcTalk', 'recordPlayback', 'doorbell', 'aiVision'));
 -- Original IM live group-call id (not a device sessionId).
 CREATE DOMAIN call_id AS text CONSTRAINT call_id_check CHECK (
     octet_length(VALUE) BETWEEN 1 AND 96
@@ -409,6 +409,25 @@ CREATE INDEX deliveries_endpoint_id_session_id_watermark_delivery_id_idx ON deli
 CREATE INDEX deliveries_endpoint_id_idx ON deliveries (endpoint_id);
 CREATE INDEX deliveries_event_id_idx ON deliveries (event_id);
 CREATE INDEX deliveries_expires_at_ms_idx ON deliveries (expires_at_ms);
+
+-- The vision source of a live aiVision session (docs/ai.md): what its consents are signed against. Written by the session's owner; locked by each consent's creation.
+CREATE TABLE vision_sources (
+    session_id          ident       NOT NULL,
+    enterprise_id       bigint      NOT NULL,
+    user_id             bigint      NOT NULL,
+    owner_node          text        NOT NULL, -- The node (nodes.node_id) holding the session.
+    owner_epoch         bigint      NOT NULL, -- That node's epoch when it took the session.
+    connection_epoch    bigint      NOT NULL, -- The application's peer connection: one more at each new DTLS association of the session.
+    model_resource      text        NOT NULL, -- The assistant serving the session (its processor instance).
+    deadline_ms         bigint      NOT NULL, -- The session's deadline (Unix ms): no consent outlives it.
+    camera_id           ident       NOT NULL,
+    track_id            ident       NOT NULL,
+    capability_revision bigint      NOT NULL, -- The camera's capability report the track was selected from (its device_messages id).
+    media_revision      revision    NOT NULL,
+    live                boolean     NOT NULL, -- False once the session ended: no consent is signed against it.
+    updated_at          timestamptz NOT NULL DEFAULT now(),
+    CONSTRAINT vision_sources_pkey PRIMARY KEY (session_id)
+);
 
 -- Vision consents.
 CREATE TABLE consents (

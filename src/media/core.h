@@ -98,6 +98,19 @@ typedef struct view_pub {
     uint8_t          level_ext;      /* its audio-level extension id, 0 = not negotiated */
 } view_pub;
 
+/* Viewer: its side conversation (IGW_MEDIA_VIEWER_SIDE: the AI session's
+ * assistant). The audio it publishes goes to the tap while its gate is
+ * open; the audio it receives is the feed's. Both are plain RTP on one
+ * loopback socket of its own, handed to its next generation. */
+typedef struct view_side {
+    bool             present;
+    GSocket         *sock;           /* bound on 127.0.0.1: the feed arrives, the tap leaves */
+    GSource         *sock_src;
+    uint16_t         port;           /* its bound port (the feed's destination) */
+    GSocketAddress  *tap;            /* NULL: the published audio goes nowhere */
+    src_track        feed;           /* the feed's stream (Opus): SSRC and epoch */
+} view_side;
+
 typedef struct igw_node {
     char             id[IGW_MEDIA_ID_MAX + 1];
     uint32_t         revision;
@@ -125,6 +138,7 @@ typedef struct igw_node {
     struct igw_node *source;
     view_track       view[TRACK_KINDS];
     view_pub         pub;
+    view_side        side;
     bool             offered;        /* we made the offer, waiting for the answer */
 } igw_node;
 

@@ -51,6 +51,28 @@ static uint32_t random_ssrc(void)
 
 /* ---- node lifetime ---- */
 
+/* Stops watching a side socket (its node goes or hands it over). */
+static void side_unwatch(view_side *sd)
+{
+    if (sd->sock_src) {
+        g_source_destroy(sd->sock_src);
+        g_source_unref(sd->sock_src);
+        sd->sock_src = NULL;
+    }
+}
+
+static void side_release(view_side *sd)
+{
+    side_unwatch(sd);
+    if (sd->sock) {
+        (void)g_socket_close(sd->sock, NULL);
+        g_object_unref(sd->sock);
+    }
+    if (sd->tap)
+        g_object_unref(sd->tap);
+    memset(sd, 0, sizeof *sd);
+}
+
 static void node_free(igw_node *n)
 {
     if (n->close_src) {
@@ -69,6 +91,7 @@ static void node_free(igw_node *n)
     }
     for (int k = 0; k < TRACK_KINDS; k++)
         igw_rtp_history_free(n->src[k].history);
+    side_release(&n->side);
     g_free(n->viewers);
     g_free(n);
 }
@@ -360,6 +383,128 @@ static void viewer_talk(igw_node *v, const uint8_t *pkt, size_t len)
     s->st.bytes_out += n;
 }
 
+/* One RTP packet from a viewer with a side conversation: its published
+ * audio, sent to the tap while its gate is open, stripped of CSRCs and
+ * extensions (their ids are the viewer's); its own SSRC and numbering
+ * stay (the tap hears one speaker). */
+static void viewer_tap(igw_node *v, const uint8_t *pkt, size_t len)
+{
+    igw_rtp_hdr h;
+    if (!v->pub.present || !igw_rtp_parse(pkt, len, &h) || h.pt != v->pub.pt)
+        return;
+    v->st.talk_in++;
+    if (!v->pub.allowed || !v->side.tap) {
+        v->st.talk_gated++;
+        return;
+    }
+    uint8_t out[IGW_PEER_BUF];
+    size_t n = igw_rtp_strip(pkt, &h, out, IGW_RTP_MTU);
+    if (n == 0 || g_socket_send_to(v->side.sock, v->side.tap, (const gchar *)out, n, NULL, NULL) != (gssize)n) {
+        v->st.dropped++;
+        return;
+    }
+    v->st.talk_forwarded++;
+    v->st.talk_last_us = igw_clock_us();
+}
+
+/* One RTP packet on a viewer's side socket: its feed, onto the viewer's
+ * audio stream. Only Opus-sized RTP from loopback reaches here (the socket
+ * is bound there); a new SSRC continues our numbering. */
+static void viewer_feed(igw_node *v, const uint8_t *pkt, size_t len)
+{
+    igw_rtp_hdr h;
+    src_track *tr = &v->side.feed;
+    if (!igw_rtp_parse(pkt, len, &h)) {
+        v->st.dropped++;
+        return;
+    }
+    v->st.feed_in++;
+    if (!tr->have_ssrc || tr->ssrc != h.ssrc) {
+        if (tr->have_ssrc)
+            tr->epoch++;
+        tr->ssrc = h.ssrc;
+        tr->have_ssrc = true;
+    }
+    viewer_forward(v, TRACK_AUDIO, tr, pkt, len, &h, false, igw_clock_us());
+}
+
+static gboolean side_feed_cb(GSocket *sock, GIOCondition cond, gpointer ud)
+{
+    (void)cond;
+    igw_node *v = ud;
+    uint8_t buf[IGW_PEER_BUF];
+    int fd = g_socket_get_fd(sock);
+    for (int i = 0; i < RTP_BURST; i++) {
+        ssize_t r = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+        if (r < 0)
+            break;
+        if (r > 0 && (size_t)r <= IGW_RTP_MTU)
+            viewer_feed(v, buf, (size_t)r);
+    }
+    return G_SOURCE_CONTINUE;
+}
+
+/* Watches v's side socket on its thread (a new one, or the one its
+ * previous generation handed over). */
+static void side_watch(igw_node *v)
+{
+    v->side.sock_src = g_socket_create_source(v->side.sock, G_IO_IN, NULL);
+    g_source_set_callback(v->side.sock_src, (GSourceFunc)(void (*)(void))side_feed_cb, v, NULL);
+    g_source_attach(v->side.sock_src, v->t->ctx);
+}
+
+/* A new side socket on 127.0.0.1 (any port). */
+static bool side_open(view_side *sd, char *err, size_t errlen)
+{
+    GError *ge = NULL;
+    GInetAddress *ia = g_inet_address_new_loopback(G_SOCKET_FAMILY_IPV4);
+    GSocketAddress *sa = g_inet_socket_address_new(ia, 0);
+    g_object_unref(ia);
+    sd->sock = g_socket_new(G_SOCKET_FAMILY_IPV4, G_SOCKET_TYPE_DATAGRAM, G_SOCKET_PROTOCOL_UDP, &ge);
+    bool ok = sd->sock && g_socket_bind(sd->sock, sa, FALSE, &ge);
+    g_object_unref(sa);
+    g_clear_error(&ge);
+    if (!ok) {
+        snprintf(err, errlen, "cannot bind the side port");
+        return false;
+    }
+    g_socket_set_blocking(sd->sock, FALSE);
+    GSocketAddress *local = g_socket_get_local_address(sd->sock, NULL);
+    sd->port = local ? g_inet_socket_address_get_port(G_INET_SOCKET_ADDRESS(local)) : 0;
+    if (local)
+        g_object_unref(local);
+    sd->feed.present = true;
+    sd->feed.clock = 48000;
+    sd->present = sd->port != 0;
+    if (!sd->present)
+        snprintf(err, errlen, "cannot read the side port");
+    return sd->present;
+}
+
+igw_media_rc igw_fwd_viewer_tap(igw_node *v, const char *addr, uint16_t port, char *err, size_t errlen)
+{
+    if (!v->side.present) {
+        snprintf(err, errlen, "this viewer has no side conversation");
+        return IGW_MEDIA_EINVAL;
+    }
+    GSocketAddress *tap = NULL;
+    if (addr) {
+        GInetAddress *ia = g_inet_address_new_from_string(addr);
+        if (!ia || port == 0) {
+            if (ia)
+                g_object_unref(ia);
+            snprintf(err, errlen, "bad tap address");
+            return IGW_MEDIA_EINVAL;
+        }
+        tap = g_inet_socket_address_new(ia, port);
+        g_object_unref(ia);
+    }
+    if (v->side.tap)
+        g_object_unref(v->side.tap);
+    v->side.tap = tap;
+    return IGW_MEDIA_OK;
+}
+
 typedef struct rtcp_ctx {
     igw_node *v;
 } rtcp_ctx;
@@ -428,7 +573,10 @@ static void node_on_rtp(void *ud, uint8_t *buf, size_t len)
         source_rtp(n, buf, len);
     } else {
         n->st.rtp_in++;
-        viewer_talk(n, buf, len);
+        if (n->side.present)
+            viewer_tap(n, buf, len);
+        else
+            viewer_talk(n, buf, len);
     }
 }
 
@@ -781,9 +929,11 @@ igw_media_rc igw_fwd_source_rtp(igw_mthread *t, const char *id, const char *addr
 
 /* ---- viewers ---- */
 
-igw_media_rc igw_fwd_viewer_offer(igw_node *s, const char *id, uint32_t rev, bool paused, bool publish,
-                                  const igw_sdp *offer, char *answer, size_t cap, char *err, size_t errlen)
+igw_media_rc igw_fwd_viewer_offer(igw_node *s, const char *id, uint32_t rev, unsigned flags, const igw_sdp *offer,
+                                  char *answer, size_t cap, char *err, size_t errlen)
 {
+    bool paused = flags & IGW_MEDIA_VIEWER_PAUSED, side = flags & IGW_MEDIA_VIEWER_SIDE;
+    bool publish = side || (flags & IGW_MEDIA_VIEWER_PUBLISH);
     /* A new generation of this viewer: its tracks' states carry over (a
      * paused or stopped track stays so); an ICE restart of the same remote
      * goes on with its DTLS association and, on it, with the same streams
@@ -799,6 +949,17 @@ igw_media_rc igw_fwd_viewer_offer(igw_node *s, const char *id, uint32_t rev, boo
     igw_media_rc rc = IGW_MEDIA_EINVAL;
     int first = -1;
     bool served = false;
+    /* The side socket: the previous generation's (taken now, given back
+     * if this one fails while that one lives), or a new one. */
+    bool handed = side && prev && prev->side.present;
+    if (handed) {
+        v->side = prev->side;
+        memset(&prev->side, 0, sizeof prev->side);
+        side_unwatch(&v->side); /* it named prev */
+    } else if (side && !side_open(&v->side, err, errlen)) {
+        rc = IGW_MEDIA_EFAIL;
+        goto out;
+    }
     for (size_t i = 0; i < offer->nmedia; i++) {
         const igw_sdp_media *om = &offer->media[i];
         int k = track_of(om->kind), ci = -1;
@@ -813,8 +974,12 @@ igw_media_rc igw_fwd_viewer_offer(igw_node *s, const char *id, uint32_t rev, boo
             snprintf(err, errlen, "section %.32s sends audio: this viewer may only receive (recvonly expected)", om->mid);
             goto out;
         }
-        bool wanted = k >= 0 && om->port != 0 && !v->view[k].present && !(k == TRACK_AUDIO && v->pub.present) &&
-                      (v_recv || v_send);
+        /* A section takes the roles it offers that no earlier one took:
+         * one stream toward the viewer per kind and (audio) one from it.
+         * Without a side conversation both audio roles are one section's. */
+        bool take_recv = v_recv && !v->view[k].present && !(k == TRACK_AUDIO && !side && v->pub.present);
+        bool take_send = v_send && !v->pub.present && !(!side && v->view[k].present);
+        bool wanted = k >= 0 && om->port != 0 && (take_recv || take_send);
         if (wanted) {
             if (k == TRACK_AUDIO)
                 ci = igw_sdp_pick_opus(om);
@@ -831,8 +996,8 @@ igw_media_rc igw_fwd_viewer_offer(igw_node *s, const char *id, uint32_t rev, boo
          * speaker): inactive, but kept in the bundle. Refusing it (port 0)
          * would take the offer's BUNDLE-tag section out of the group, which
          * Chrome cannot apply ("Failed to setup RTCP mux"). */
-        bool we_send = s->src[k].present && v_recv;
-        bool we_recv = v_send && s->talk.present;
+        bool we_send = take_recv && (s->src[k].present || (k == TRACK_AUDIO && side));
+        bool we_recv = take_send && (s->talk.present || side);
         igw_sdp_dir dir = igw_sdp_answer_dir(om->dir, we_send, we_recv);
         igw_sdp_media *lm = local_answer(l, om, &om->codecs[ci], k, dir);
         if (first < 0)
@@ -849,7 +1014,10 @@ igw_media_rc igw_fwd_viewer_offer(igw_node *s, const char *id, uint32_t rev, boo
             continue;
         if (k == TRACK_VIDEO && s->src[k].fmtp[0]) /* we send the source's stream */
             g_strlcpy(lm->codecs[0].fmtp, s->src[k].fmtp, sizeof lm->codecs[0].fmtp);
-        view_track_start(v, k, s->src[k].clock, paused);
+        bool fed = k == TRACK_AUDIO && side; /* the side's feed, not the source */
+        view_track_start(v, k, fed ? v->side.feed.clock : s->src[k].clock, fed ? false : paused);
+        if (fed)
+            v->view[k].epoch = v->side.feed.epoch;
         if (prev && prev->view[k].present)
             view_track_continue(&v->view[k], &prev->view[k], same);
         v->view[k].pt = om->codecs[ci].pt;
@@ -861,13 +1029,27 @@ igw_media_rc igw_fwd_viewer_offer(igw_node *s, const char *id, uint32_t rev, boo
                  s->src[0].present && s->src[1].present ? " and " : "", s->src[TRACK_AUDIO].present ? "opus" : "");
         goto out;
     }
+    if (side && !v->pub.present) {
+        snprintf(err, errlen, "a side conversation needs an audio section the viewer sends on");
+        goto out;
+    }
     if ((rc = node_start(v, prev, l, (size_t)first, offer, answer, cap, err, errlen)) != IGW_MEDIA_OK)
         goto out;
     source_attach_viewer(s, v);
+    if (v->side.present)
+        side_watch(v);
     v = NULL;
 out:
-    if (v)
+    if (v) {
+        /* prev lives unless this attempt's commit closed it (pointer
+         * compared, never read): then the socket goes with v. */
+        if (handed && igw_registry_here(v->t, id, NULL) == prev) {
+            prev->side = v->side;
+            memset(&v->side, 0, sizeof v->side);
+            side_watch(prev);
+        }
         node_free(v);
+    }
     g_free(l);
     return rc;
 }
@@ -1020,6 +1202,7 @@ void igw_fwd_stats(const igw_node *n, igw_media_stats *out)
     out->publish_allowed = !n->is_source && n->pub.allowed;
     out->audio_state = n->view[TRACK_AUDIO].present ? n->view[TRACK_AUDIO].state : 0;
     out->video_state = n->view[TRACK_VIDEO].present ? n->view[TRACK_VIDEO].state : 0;
+    out->side_port = n->side.present ? n->side.port : 0;
 }
 
 /* ---- the tick ---- */

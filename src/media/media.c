@@ -61,7 +61,8 @@ struct call {
     const char  *id, *source_id, *reason, *addr, *profile;
     uint32_t     revision;
     bool         check_rev; /* close: only this revision */
-    bool         paused, allowed, publish;
+    bool         paused, allowed;
+    unsigned     flags;              /* viewer offer: IGW_MEDIA_VIEWER_* */
     const igw_sdp *sdp;
     char        *out;
     size_t       cap;
@@ -249,8 +250,7 @@ static igw_media_rc op_viewer_offer(igw_mthread *t, call *c)
     igw_node *s;
     igw_media_rc rc = source_here(t, c, &s);
     if (rc == IGW_MEDIA_OK)
-        rc = igw_fwd_viewer_offer(s, c->id, c->revision, c->paused, c->publish, c->sdp, c->out, c->cap, c->err,
-                                  c->errlen);
+        rc = igw_fwd_viewer_offer(s, c->id, c->revision, c->flags, c->sdp, c->out, c->cap, c->err, c->errlen);
     return rc;
 }
 
@@ -297,9 +297,8 @@ igw_media_rc igw_media_viewer_offer(igw_media *m, const char *source_id, const c
     igw_sdp *sdp = parse_remote(offer, len, err, errlen);
     if (!sdp)
         return IGW_MEDIA_EINVAL;
-    call c = {.fn = op_viewer_offer, .revision = revision, .paused = (flags & IGW_MEDIA_VIEWER_PAUSED) != 0,
-              .publish = (flags & IGW_MEDIA_VIEWER_PUBLISH) != 0, .sdp = sdp, .out = answer,
-              .cap = cap, .err = err, .errlen = errlen};
+    call c = {.fn = op_viewer_offer, .revision = revision, .flags = flags, .sdp = sdp, .out = answer, .cap = cap,
+              .err = err, .errlen = errlen};
     igw_media_rc rc = viewer_start(m, &c, source_id, viewer_id);
     g_free(sdp);
     return rc;
@@ -402,6 +401,20 @@ igw_media_rc igw_media_viewer_publish(igw_media *m, const char *viewer_id, uint3
                                       size_t errlen)
 {
     call c = {.fn = op_viewer_publish, .allowed = allowed, .err = err, .errlen = errlen};
+    return viewer_op(m, viewer_id, revision, &c);
+}
+
+static igw_media_rc op_viewer_tap(igw_mthread *t, call *c)
+{
+    igw_node *v;
+    igw_media_rc rc = viewer_here(t, c, &v);
+    return rc == IGW_MEDIA_OK ? igw_fwd_viewer_tap(v, c->addr, c->port, c->err, c->errlen) : rc;
+}
+
+igw_media_rc igw_media_viewer_tap(igw_media *m, const char *viewer_id, uint32_t revision, const char *addr,
+                                  uint16_t port, char *err, size_t errlen)
+{
+    call c = {.fn = op_viewer_tap, .addr = addr, .port = port, .err = err, .errlen = errlen};
     return viewer_op(m, viewer_id, revision, &c);
 }
 

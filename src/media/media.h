@@ -57,11 +57,7 @@ igw_media_rc igw_media_source_rtp(igw_media *m, const char *source_id, const cha
 
 /* ---- viewers ---- */
 
-/* What a viewer may do (igw_media_viewer_offer's flags). */
-enum {
-    IGW_MEDIA_VIEWER_PAUSED = 1u << 0,  /* its tracks start paused (trigger startVision) */
-    IGW_MEDIA_VIEWER_PUBLISH = 1u << 1, /* it may send audio (talk: igw_media_viewer_publish) */
-};
+/* What a viewer may do: igw_media_viewer_offer's flags (IGW_MEDIA_VIEWER_*, mediatypes.h). */
 
 /* A viewer of source_id from the viewer's offer (recvonly audio/video; with
  * IGW_MEDIA_VIEWER_PUBLISH its audio may send too). An offer that sends
@@ -111,6 +107,23 @@ igw_media_rc igw_media_viewer_track(igw_media *m, const char *viewer_id, uint32_
  * revision must be the viewer's current one. */
 igw_media_rc igw_media_viewer_publish(igw_media *m, const char *viewer_id, uint32_t revision, bool allowed, char *err,
                                       size_t errlen);
+
+/* The side conversation of a viewer offered with IGW_MEDIA_VIEWER_SIDE (the
+ * AI session: the user talks with an assistant, not with the camera). Its
+ * audio does not touch the source: an audio section it sends on (at most
+ * one) is taken whatever the source has, and what arrives there goes, as
+ * plain RTP stripped of extensions, to the tap while the publish gate is
+ * open (igw_media_viewer_publish; closed at first); an audio section it
+ * receives on (at most one, it may be the same sendrecv section) is fed
+ * from the viewer's own loopback UDP port (igw_media_stats.side_port):
+ * plain Opus RTP arriving there is renumbered onto the viewer's stream.
+ * Video comes from the source as for any viewer. The port and the tap
+ * carry over to the viewer's next generation.
+ *
+ * Sets the tap: where its published audio goes (addr NULL: nowhere, the
+ * packets counted as gated). revision must be the viewer's current one. */
+igw_media_rc igw_media_viewer_tap(igw_media *m, const char *viewer_id, uint32_t revision, const char *addr,
+                                  uint16_t port, char *err, size_t errlen);
 
 /* Closes a source (and its viewers) or a viewer. */
 igw_media_rc igw_media_close(igw_media *m, const char *id, const char *reason);

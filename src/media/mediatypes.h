@@ -40,6 +40,13 @@ typedef enum igw_media_rc {
     IGW_MEDIA_EFAIL = -5,    /* internal failure (sockets, crypto) */
 } igw_media_rc;
 
+/* What a viewer may do (igw_media_viewer_offer's flags). */
+enum {
+    IGW_MEDIA_VIEWER_PAUSED = 1u << 0,  /* its tracks start paused (trigger startVision) */
+    IGW_MEDIA_VIEWER_PUBLISH = 1u << 1, /* it may send audio (talk: igw_media_viewer_publish) */
+    IGW_MEDIA_VIEWER_SIDE = 1u << 2,    /* its audio is a side conversation (igw_media_viewer_tap) */
+};
+
 /* The kinds of a viewer's tracks a track operation names. */
 typedef enum { IGW_MEDIA_AUDIO = 1, IGW_MEDIA_VIDEO = 2, IGW_MEDIA_BOTH = 3 } igw_media_kinds;
 
@@ -66,6 +73,10 @@ typedef struct igw_media_stats {
     uint64_t talk_no_floor;      /* viewer: of those, dropped: another held the floor, or silence on a free one */
     uint64_t talk_last_us;       /* viewer: monotonic clock (µs) of its last forwarded packet, 0 = none */
     uint64_t talkback_out;       /* source: packets sent on its talkback (also in rtp_out) */
+    /* side conversation (IGW_MEDIA_VIEWER_SIDE): its published audio is
+     * counted in talk_in / talk_gated / talk_forwarded (sent to the tap) */
+    uint16_t side_port;          /* viewer: the loopback UDP port its feed is sent to, 0 = none */
+    uint64_t feed_in;            /* viewer: feed packets received */
 } igw_media_stats;
 
 /* What happened to a peer, later than the call that made it. */

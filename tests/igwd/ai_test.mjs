@@ -1,14 +1,18 @@
 // ai_test.mjs - AI sessions and vision consents (issue 27) through the
 // public API. Run by ai_test.sh, one part per igwd it starts (IGW_PART):
-//   ledger: Signaling disabled, no session: get-one and revoke on consents
-//           written straight into the ledger; who may reach them.
+//   ledger:  Signaling disabled, no session: get-one and revoke on consents
+//            written straight into the ledger; who may reach them.
+//   session: the AI session (purpose aiVision) with igw-vcam as the camera
+//            and Chromium as the application: its three sections, its
+//            source row, its camera track paused until a consent covers it
+//            and paused again at once when none does.
 //
 // env: IGW_PART, IGW_BASE, IGW_VCAM, IGW_DEMO, IGW_PG_DSN, IGW_JWT_KEY_FILE.
 import { readFileSync } from 'node:fs';
 import { createHmac } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
-import { Checker } from '../media/lib.mjs';
-import { DEMO, call } from './live_lib.mjs';
+import { Checker, launch, newViewer, sleep, AUTOPLAY_ARGS } from '../media/lib.mjs';
+import { DEMO, call, app, target, camera, accepted, startCamera } from './live_lib.mjs';
 
 const BASE = process.env.IGW_BASE;
 const c = new Checker();
@@ -23,11 +27,13 @@ const CONSENT_KEYS = ['consentId', 'scope', 'sourceSessionId', 'cameraId', 'trac
 
 /** A consent of user u written straight into the ledger (the create route
  * needs a live AI session; the ledger's reads and revokes do not). */
-function ledgerRow(u, id, { revision = 1, revokedAt = 0, expiresAt = Date.now() + 600000 } = {}) {
+function ledgerRow(u, id, { revision = 1, revokedAt = 0, expiresAt = Date.now() + 600000, source = `src-${id}`,
+    cam = 'cam-1', track = 'video-1', mediaRevision = 1 } = {}) {
     sql(`INSERT INTO consents (consent_id, enterprise_id, user_id, msg_token, scope, source_session_id, camera_id,
             track_id, media_revision, expires_at_ms, granted_at_ms, revision, revoked_at_ms, state)
-         VALUES ('${id}', ${u.enterpriseId}, ${u.userId}, 'tok-${id}', 'cameraAI', 'src-${id}', 'cam-1', 'video-1', 1,
-                 ${expiresAt}, ${Date.now()}, ${revision}, ${revokedAt}, '${revokedAt ? 'revoked' : 'granted'}')`);
+         VALUES ('${id}', ${u.enterpriseId}, ${u.userId}, 'tok-${id}', 'cameraAI', '${source}', '${cam}', '${track}',
+                 ${mediaRevision}, ${expiresAt}, ${Date.now()}, ${revision}, ${revokedAt},
+                 '${revokedAt ? 'revoked' : 'granted'}')`);
 }
 const rowOf = (id) => sql(`SELECT revision || '/' || revoked_at_ms || '/' || state FROM consents WHERE consent_id = '${id}'`);
 
@@ -132,7 +138,118 @@ async function ledger() {
         `8 concurrent revokes at revision 1: all 200 with one result, revision 2 (${all.map((x) => x.status)} ${rowOf(race)})`);
 }
 
-const parts = { ledger };
+let seq = 0;
+const tok = (p) => `${p}-${process.pid}-${++seq}`;
+
+/** The sections of an SDP: [{kind, dir}] in order. */
+function sections(sdp) {
+    return sdp.split(/\r?\n(?=m=)/).slice(1).map((m) => ({
+        kind: /^m=(\w+)/.exec(m)[1],
+        dir: (/a=(sendrecv|sendonly|recvonly|inactive)/.exec(m) || [])[1],
+    }));
+}
+
+/** Opens an AI session of application a with a Chromium page whose
+ * microphone is a tone of hz: {sid, v, answer}. */
+async function openAi(a, browser, hz) {
+    const t = tok('open');
+    const cmd = { msgToken: t, method: 'interaction.open', target, params: { purpose: 'aiVision', cameraId: camera } };
+    let r;
+    for (let i = 0; i < 150; i++) {
+        r = await a.command(cmd);
+        if (!(r.status === 503 && r.body.data.reason === 'the camera is offline')) break;
+        await sleep(100);
+    }
+    c.check(r.status === 200 && r.body.data.accepted === true, `open aiVision: accepted (${JSON.stringify(r.body)})`);
+    const res = await a.result(t);
+    c.check(res && res.code === 200 && res.data.state === 'invited', `open aiVision: invited (${JSON.stringify(res)})`);
+    const sid = res && res.data.sessionId;
+    const v = await newViewer(browser);
+    const offer = await v.offerAssistant(hz);
+    c.check(JSON.stringify(sections(offer)) === JSON.stringify([{ kind: 'audio', dir: 'sendonly' },
+        { kind: 'audio', dir: 'recvonly' }, { kind: 'video', dir: 'recvonly' }]),
+        `the application's offer: audio sendonly, audio recvonly, video recvonly (${JSON.stringify(sections(offer))})`);
+    const to = tok('offer');
+    await accepted(c, a, { msgToken: to, method: 'interaction.mediaOffer', sessionId: sid,
+        params: { mediaRevision: 1, webrtc: { iceMode: 'full', sdp: offer } } }, 'aiVision mediaOffer');
+    const ans = await a.result(to, 15000);
+    const answer = ans && ans.data && ans.data.webrtc && ans.data.webrtc.sdp;
+    c.check(ans && ans.code === 200 && answer, `aiVision mediaOffer: answered (${JSON.stringify(ans && { ...ans, data: { ...ans.data, webrtc: !!answer } })})`);
+    await v.setAnswer(answer);
+    const st = await v.waitFor((x) => x.connectionState === 'connected', 10000).catch((x) => x);
+    c.check(st.connectionState === 'connected', `the application's peer connects (${st.connectionState})`);
+    const tm = tok('state');
+    await accepted(c, a, { msgToken: tm, method: 'interaction.mediaState', sessionId: sid,
+        params: { mediaRevision: 1, state: 'connected' } }, 'mediaState connected');
+    return { sid, v, answer };
+}
+
+async function session() {
+    const me = DEMO.user;
+    const a = await app(me);
+    const cam = startCamera(process.env.IGW_VCAM, '[cam] ');
+    const browser = await launch({ args: AUTOPLAY_ARGS });
+    try {
+        for (let i = 0; i < 100 && !/capability accepted/.test(cam.stderr()); i++) await sleep(100);
+        const { sid, v, answer } = await openAi(a, browser, 330);
+        c.check(JSON.stringify(sections(answer)) === JSON.stringify([{ kind: 'audio', dir: 'recvonly' },
+            { kind: 'audio', dir: 'sendonly' }, { kind: 'video', dir: 'sendonly' }]),
+            `the answer: it hears the microphone, speaks on the second, sends the camera (${JSON.stringify(sections(answer))})`);
+        const est = await a.state(sid, 'established', 20000);
+        c.check(est, 'the AI session is established (transports up, the camera\'s media flowing)');
+        await sleep(300);
+        const row = sql(`SELECT owner_node || '|' || camera_id || '|' || track_id || '|' || media_revision || '|' || live || '|' ||
+            (capability_revision = (SELECT max(message_id) FROM device_messages WHERE handle = 'media' AND msg_type = 'capability'
+                                    AND method = 'report')) || '|' || (deadline_ms > ${Date.now()}) || '|' || connection_epoch
+            FROM vision_sources WHERE session_id = '${sid}' AND user_id = ${me.userId}`);
+        c.check(row === `ai-node|${camera}|video-1|1|true|true|true|1`,
+            `its source row: owner node, the selection (camera, track, the latest capability report), generation 1, live, a deadline ahead, connection 1 (${row})`);
+        await sleep(2000);
+        let st = await v.stats();
+        c.check(st.framesDecoded === 0 && st.videoPackets === 0,
+            `no consent: the camera track stays paused, nothing reaches the application (${st.videoPackets} video packets)`);
+
+        // A consent covering this generation (written straight into the
+        // ledger; its NOTIFY as the ledger's writes send it): the owner
+        // resumes the track.
+        const cid = `c-${process.pid}-s`;
+        ledgerRow(me, cid, { source: sid, cam: camera, mediaRevision: 1, expiresAt: Date.now() + 120000 });
+        sql(`SELECT pg_notify('igw_vision', '${sid}')`);
+        st = await v.waitFor((x) => x.framesDecoded > 0, 10000).catch((x) => x);
+        c.check(st.framesDecoded > 0, `a consent covers it: the owner resumes the camera track, frames decode (${st.framesDecoded})`);
+
+        // Revoked through the API: paused again at once.
+        const t0 = Date.now();
+        const r = await call(me, `${V}/revoke`, { consentId: cid, expectedRevision: 1 });
+        c.check(r.status === 200, `revoke: 200 (${JSON.stringify(r.body)})`);
+        await sleep(500);
+        const f1 = (await v.stats()).videoPackets;
+        await sleep(1500);
+        const f2 = (await v.stats()).videoPackets;
+        c.check(f2 === f1, `revoked: no video packet after the revoke (+${f2 - f1} in 1.5 s, ${Date.now() - t0} ms after it)`);
+
+        // A consent of another generation or camera does not cover it.
+        ledgerRow(me, `${cid}-g2`, { source: sid, cam: camera, mediaRevision: 2 });
+        ledgerRow(me, `${cid}-other`, { source: sid, cam: 'cam-9', mediaRevision: 1 });
+        sql(`SELECT pg_notify('igw_vision', '${sid}')`);
+        await sleep(1500);
+        const f3 = (await v.stats()).videoPackets;
+        c.check(f3 === f2, `consents of another generation or camera do not resume it (+${f3 - f2})`);
+
+        // The end: the source row is no longer live.
+        const te = tok('end');
+        await accepted(c, a, { msgToken: te, method: 'interaction.end', sessionId: sid, params: { reason: 'userHangup' } }, 'end');
+        await a.state(sid, 'ended', 10000);
+        await sleep(300);
+        c.check(sql(`SELECT live FROM vision_sources WHERE session_id = '${sid}'`) === 'f', 'ended: its source row is no longer live');
+        await v.close();
+    } finally {
+        await browser.close().catch(() => {});
+        cam.kill('SIGTERM');
+    }
+}
+
+const parts = { ledger, session };
 const part = parts[process.env.IGW_PART];
 if (!part) throw new Error(`unknown IGW_PART ${process.env.IGW_PART}`);
 part().then(() => {

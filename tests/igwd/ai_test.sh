@@ -3,20 +3,31 @@
 # tests/igwd/ai_test.mjs) against real PostgreSQL, Redis and Mosquitto on
 # loopback. First with Signaling disabled and no session at all: the
 # consent ledger's get-one and revoke (they need no Signaling, no live
-# owner and no model); only the signed-in user reaches its rows.
+# owner and no model); only the signed-in user reaches its rows. Then with
+# igw-vcam as the demo camera on the broker and Chromium as the
+# application: the AI session (purpose aiVision).
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-IGWD=$(realpath "${1:?usage: ai_test.sh IGWD IGWCTL VCAM}")
-IGWCTL=$(realpath "${2:?usage: ai_test.sh IGWD IGWCTL VCAM}")
-VCAM=$(realpath "${3:?usage: ai_test.sh IGWD IGWCTL VCAM}")
-command -v node >/dev/null || { echo "ai_test.sh: node is required" >&2; exit 1; }
+if [ "${1:-}" != --inside ]; then
+    IGWD=$(realpath "${1:?usage: ai_test.sh IGWD IGWCTL VCAM}")
+    IGWCTL=$(realpath "${2:?usage: ai_test.sh IGWD IGWCTL VCAM}")
+    VCAM=$(realpath "${3:?usage: ai_test.sh IGWD IGWCTL VCAM}")
+    command -v node >/dev/null || { echo "ai_test.sh: node is required" >&2; exit 1; }
+    # shellcheck source=../media/lib.sh
+    . "$ROOT/tests/media/lib.sh"
+    media_playwright "${IGW_PW_DIR:-$(dirname "$IGWD")/pw-node}" || { echo "ai_test.sh: playwright-core" >&2; exit 1; }
+    # In a network namespace of its own: Chromium's WebRTC sees only it.
+    exec timeout -k 5 600 bash -c '. "$1/tests/media/lib.sh"; media_netns bash "$1/tests/igwd/ai_test.sh" --inside "$2" "$3" "$4"' \
+        sh "$ROOT" "$IGWD" "$IGWCTL" "$VCAM"
+fi
+IGWD=$2 IGWCTL=$3 VCAM=$4
 # shellcheck source=lib.sh
 . "$ROOT/tests/igwd/lib.sh"
 export IGWCTL
 igw_services_test ai "${AI_PG_PORT:-25520}" "${AI_REDIS_PORT:-63920}" "${AI_MQTT_PORT:-19020}"
 
 run_part() { # PART: ai_test.mjs's part against the igwd running now
-    if ! IGW_PART=$1 IGW_BASE=http://127.0.0.1:$PORT IGW_VCAM=$VCAM IGW_DEMO=$DEMO IGW_PG_DSN=$IGW_PG_DSN \
+    if ! IGW_PART=$1 IGW_BASE=http://127.0.0.1:$PORT IGW_VCAM=$VCAM IGW_DEMO=$DEMO IGW_PG_DSN=$IGW_PG_DSN IGW_NETNS_ADDR=$IGW_NETNS_ADDR \
         IGW_JWT_KEY_FILE=$IGW_VAR/jwt.key node "$ROOT/tests/igwd/ai_test.mjs"; then
         grep -A60 -m1 'ERROR: AddressSanitizer\|runtime error' "$TMP/igwd.err" >&2
         fail "ai_test.mjs $1"
@@ -26,6 +37,11 @@ run_part() { # PART: ai_test.mjs's part against the igwd running now
 igw_start IGW_THREADS=2 IGW_PG_DSN="$IGW_PG_DSN" IGW_JWT_KEY_FILE="$IGW_VAR/jwt.key" IGW_NODE_ID=ai-node \
     IGW_SIGNALING_ENABLED=false IGW_LOG_LEVEL=${AI_LOG_LEVEL:-info}
 run_part ledger
+igw_stop
+igw_start IGW_THREADS=2 IGW_PG_DSN="$IGW_PG_DSN" IGW_JWT_KEY_FILE="$IGW_VAR/jwt.key" IGW_NODE_ID=ai-node \
+    IGW_MQTT_HOST=127.0.0.1 IGW_MQTT_PORT="$IGW_MQTT_PORT" IGW_MQTT_PASSWORD_FILE="$IGW_MQTT_PASSWORD_FILE" \
+    IGW_MQTT_CLIENT_ID=igwd-ai-test IGW_MEDIA_ADDRESS="$IGW_NETNS_ADDR" IGW_LOG_LEVEL=${AI_LOG_LEVEL:-info}
+run_part session
 igw_stop
 if grep -q 'ERROR: AddressSanitizer\|runtime error' "$TMP/igwd.err"; then
     grep -A40 -m1 'ERROR: AddressSanitizer\|runtime error' "$TMP/igwd.err" >&2; fail "sanitizer report"

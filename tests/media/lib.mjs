@@ -174,6 +174,32 @@ function pageSetup() {
             await gathered(ms);
             return pc.localDescription.sdp;
         },
+        // The AI session's offer (docs/ai.md): audio sendonly (the user's
+        // microphone: a constant tone of freq Hz from WebAudio, or with freq
+        // 0 the (fake) microphone of getUserMedia), audio recvonly (the
+        // assistant's voice), video recvonly (the camera), in that order.
+        async offerAssistant(ms, freq) {
+            let track;
+            if (freq) {
+                const ac = new AudioContext();
+                await ac.resume();
+                const osc = ac.createOscillator();
+                osc.frequency.value = freq;
+                const dst = ac.createMediaStreamDestination();
+                osc.connect(dst);
+                osc.start();
+                window.__tone = { ac, osc };
+                track = dst.stream.getAudioTracks()[0];
+            } else {
+                track = (await navigator.mediaDevices.getUserMedia({ audio: true })).getAudioTracks()[0];
+            }
+            pc.addTransceiver(track, { direction: 'sendonly' });
+            pc.addTransceiver('audio', { direction: 'recvonly' });
+            pc.addTransceiver('video', { direction: 'recvonly' });
+            await pc.setLocalDescription(await pc.createOffer());
+            await gathered(ms);
+            return pc.localDescription.sdp;
+        },
         async answer(sdp, ms) {
             await pc.setRemoteDescription({ type: 'offer', sdp });
             await pc.setLocalDescription(await pc.createAnswer());
@@ -276,6 +302,9 @@ function pageSetup() {
  *   offerRecvOnly()  recvonly audio+video, resolves to the complete offer SDP
  *   offerPublish(hz) a constant tone of hz (WebAudio) on a sendrecv audio
  *                    transceiver, recvonly video: talk; resolves to the offer
+ *   offerAssistant(hz) the AI session's three sections: audio sendonly (a tone
+ *                    of hz, or with 0 the fake microphone), audio recvonly,
+ *                    video recvonly; resolves to the offer
  *   answer(sdp)      answers a remote offer, resolves to the complete answer
  *   setAnswer(sdp)   applies the remote answer to our offer
  *   restartIce()     restartIce() and a new offer on the same connection;
@@ -309,6 +338,7 @@ export async function newViewer(browser, opts = {}) {
         restartIce: () => page.evaluate((ms) => window.__igw.restartIce(ms), gatherMs),
         recvLevel: () => page.evaluate(() => window.__igw.recvLevel()),
         offerPublish: (hz) => page.evaluate(([ms, f]) => window.__igw.offerPublish(ms, f), [gatherMs, hz]),
+        offerAssistant: (hz) => page.evaluate(([ms, f]) => window.__igw.offerAssistant(ms, f), [gatherMs, hz]),
         answer: (sdp) => page.evaluate(([s, ms]) => window.__igw.answer(s, ms), [sdp, gatherMs]),
         setAnswer: (sdp) => page.evaluate((s) => window.__igw.setAnswer(s), sdp),
         answerTalking: (sdp) => page.evaluate(([s, ms]) => window.__igw.answerTalking(s, ms), [sdp, gatherMs]),

@@ -8,6 +8,7 @@
 
 #include "event/rights.h"
 #include "machines.h"
+#include "session/vision.h"
 
 /* The consent states the SQL below names: states of igw_sm_consent (the
  * consent_state domain of consents.state); igw_consent_check_states()
@@ -41,9 +42,10 @@ static const igw_db_stmt st_get = {
     GET_NP};
 
 /* The row locked, then moved by revoke only when it is granted at the
- * expected revision (the machine's revisionMatches); the prior state and
- * revision come first so the machine decides what the answer is, and the
- * row as it is now (updated, or as it was) after them. */
+ * expected revision (the machine's revisionMatches), its source's owner
+ * notified in the same transaction; the prior state and revision come
+ * first so the machine decides what the answer is, and the row as it is
+ * now (updated, or as it was) after them. */
 enum { REV_P_ENTERPRISE, REV_P_USER, REV_P_ID, REV_P_EXPECTED, REV_NP };
 enum { REV_C_STATE, REV_C_REVISION, REV_C_UPDATED, REV_C__FIRST };
 static const igw_db_stmt st_revoke = {
@@ -53,8 +55,10 @@ static const igw_db_stmt st_revoke = {
     "u AS (UPDATE consents x SET state = '" ST_REVOKED "', revision = c.revision + 1, "
     "          revoked_at_ms = " IGW_SQL_NOW_MS " "
     "      FROM c WHERE x.consent_id = c.consent_id AND c.state = '" ST_GRANTED "' AND c.revision = $4::bigint "
-    "      RETURNING x.*) "
-    "SELECT c.state, c.revision, (SELECT count(*) FROM u), " CONSENT_COLS("r") " "
+    "      RETURNING x.*), "
+    /* The source's owner stops sharing at once (session/vision.h). */
+    "ntf AS (SELECT pg_notify('" IGW_VISION_CHANNEL "', u.source_session_id) FROM u) "
+    "SELECT c.state, c.revision, (SELECT count(*) FROM u) + 0 * (SELECT count(*) FROM ntf), " CONSENT_COLS("r") " "
     "FROM c, LATERAL (SELECT * FROM u UNION ALL SELECT * FROM c WHERE NOT EXISTS (SELECT 1 FROM u)) r",
     REV_NP};
 

@@ -143,6 +143,9 @@ static const setting settings[] = {
     {"doorbell_retention_ms", KIND_UINT, OFF(doorbell_retention_ms), 0, 1000, 86400000, "600000",
      "a door-bell decision (interaction.control accept or decline) retried with its token within this window "
      "returns its original result; after it, the retry is refused (replay rule 1), milliseconds"},
+    {"ai_session_max_ms", KIND_UINT, OFF(ai_session_max_ms), 0, 60000, 86400000, "3600000",
+     "an AI session (purpose aiVision) ends at this deadline after its open (reason deadline); no vision "
+     "consent outlives it, milliseconds"},
     {"im_standin", KIND_BOOL, OFF(im_standin), 0, 0, 0, "false",
      "wire igw's stand-in IM back end (groups in PostgreSQL, live calls in Redis) as the conference runtime, "
      "for demos and tests (make run turns it on); false, or no Redis: none is wired and the routes that need "

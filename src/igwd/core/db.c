@@ -119,10 +119,15 @@ struct igw_db {
     uint64_t deadline_us; /* igw_db_set_deadline; 0: none */
     char errbuf[256];   /* err handed to callbacks */
     char lostbuf[320];  /* "connection lost: ..." while failing in-flight queries */
-    char *listen_sql; /* "LISTEN <channel>", part of every session's setup */
+    /* The channels every session LISTENs on as part of its setup. */
+    struct {
+        char *sql;     /* "LISTEN <channel>" */
+        char channel[64];
+        void (*cb)(void *arg, const char *channel, const char *payload);
+        void *arg;
+    } listens[IGW_DB_LISTEN_MAX];
+    unsigned nlistens;
     unsigned setup_left;
-    void (*on_notify)(void *arg, const char *channel, const char *payload);
-    void *notify_arg;
     bqueue bq[IGW_DB_BATCH_STMTS];
     unsigned nbq;
     size_t nrows; /* batched rows waiting (not yet in a query) */
@@ -480,9 +485,9 @@ static void setup_done(igw_db *db, req *r)
     if ((db->queued.head || db->nrows) && !h2o_timeout_is_linked(&db->kick))
         h2o_timeout_link(db->loop, &db->t_zero, &db->kick);
     /* Notifications sent while this session did not listen are lost: the
-     * listener catches up (channel NULL). */
-    if (db->on_notify)
-        db->on_notify(db->notify_arg, NULL, NULL);
+     * listeners catch up (channel NULL). */
+    for (unsigned i = 0; i < db->nlistens; i++)
+        db->listens[i].cb(db->listens[i].arg, NULL, NULL);
 }
 
 /* Connected: pipeline on, then the session settings as the first entry. */
@@ -508,20 +513,20 @@ static void connected(igw_db *db)
         drop(db, "send failed");
         return;
     }
-    if (db->listen_sql) {
+    for (unsigned i = 0; i < db->nlistens; i++) {
         req *l = calloc(1, sizeof *l);
         if (!l) {
             drop(db, "out of memory");
             return;
         }
-        l->sql = db->listen_sql;
+        l->sql = db->listens[i].sql;
         if ((rc = send_one(db, l)) == 1)
             free(l);
         if (rc != 0) {
             drop(db, "send failed");
             return;
         }
-        db->setup_left = 2;
+        db->setup_left++;
     }
     gauges(db);
     flush(db);
@@ -646,8 +651,9 @@ static void on_sock_read(h2o_socket_t *sock, const char *err)
     unsigned gen = db->gen;
     PGnotify *n;
     while ((n = PQnotifies(db->conn)) != NULL) {
-        if (db->on_notify)
-            db->on_notify(db->notify_arg, n->relname, n->extra);
+        for (unsigned i = 0; i < db->nlistens; i++)
+            if (strcmp(db->listens[i].channel, n->relname) == 0)
+                db->listens[i].cb(db->listens[i].arg, n->relname, n->extra);
         PQfreemem(n);
         if (gen != db->gen || db->closing)
             return;
@@ -1124,7 +1130,8 @@ void igw_db_destroy(igw_db *db)
     free(db->prepared);
     free(db->bbuf);
     free(db->dsn);
-    free(db->listen_sql);
+    for (unsigned i = 0; i < db->nlistens; i++)
+        free(db->listens[i].sql);
     free(db);
 }
 
@@ -1173,15 +1180,23 @@ int igw_db_listen(igw_db *db, const char *channel, void (*cb)(void *arg, const c
                   void *arg)
 {
     size_t n = strlen(channel);
-    if (n == 0 || n > 63 || db->listen_sql || db->state == ST_SETUP || db->state == ST_READY)
+    if (n == 0 || n > 63 || !cb || db->nlistens == IGW_DB_LISTEN_MAX || db->state == ST_SETUP ||
+        db->state == ST_READY)
         return -1;
     for (size_t i = 0; i < n; i++)
         if (!((channel[i] >= 'a' && channel[i] <= 'z') || channel[i] == '_'))
             return -1;
-    if (!(db->listen_sql = malloc(n + 8)))
+    for (unsigned i = 0; i < db->nlistens; i++)
+        if (strcmp(db->listens[i].channel, channel) == 0)
+            return -1;
+    char *sql = malloc(n + 8);
+    if (!sql)
         return -1;
-    snprintf(db->listen_sql, n + 8, "LISTEN %s", channel);
-    db->on_notify = cb;
-    db->notify_arg = arg;
+    snprintf(sql, n + 8, "LISTEN %s", channel);
+    db->listens[db->nlistens].sql = sql;
+    memcpy(db->listens[db->nlistens].channel, channel, n + 1);
+    db->listens[db->nlistens].cb = cb;
+    db->listens[db->nlistens].arg = arg;
+    db->nlistens++;
     return 0;
 }

@@ -140,10 +140,13 @@ bool igw_db_true(const PGresult *res, int row, int col);
 bool igw_db_lost_race(const char *err);
 
 /* Makes every session of db LISTEN on `channel` ([a-z_]{1,63}) as part of
- * its setup; cb gets each notification (channel, payload) on the loop
- * thread, and (NULL, NULL) whenever a session became ready, since
- * notifications sent while none listened are lost. Call right after
- * igw_db_create. 0, or -1 (bad channel, already listening, too late). */
+ * its setup; cb gets each notification on that channel (channel, payload)
+ * on the loop thread, and (NULL, NULL) whenever a session became ready,
+ * since notifications sent while none listened are lost. At most
+ * IGW_DB_LISTEN_MAX channels, each with its own callback. Call right after
+ * igw_db_create. 0, or -1 (bad channel, already listened on, too many, too
+ * late). */
+#define IGW_DB_LISTEN_MAX 4
 int igw_db_listen(igw_db *db, const char *channel, void (*cb)(void *arg, const char *channel, const char *payload),
                   void *arg);
 

@@ -15,6 +15,7 @@
 #include "session/live.h"
 #include "session/op.h"
 #include "session/rights.h"
+#include "session/vision.h"
 #include "session/hooks.h"
 #include "session/session.h"
 
@@ -124,7 +125,7 @@ static int engine_init(void *arg, struct st_h2o_evloop_t *loop)
         media_stop(e);
         return -1;
     }
-    if (e->db && live_rights_listen(e) != 0) { /* right after the create */
+    if (e->db && (live_rights_listen(e) != 0 || live_vision_listen(e) != 0)) { /* right after the create */
         snprintf(e->start_err, sizeof e->start_err, "out of memory");
         igw_db_destroy(e->db);
         e->db = NULL;

@@ -31,6 +31,7 @@
 
 typedef struct live_leg live_leg;
 typedef struct live_session live_session;
+typedef struct live_vision live_vision; /* a vision source's state (vision.c) */
 typedef struct igw_CommandMethod_op live_op;
 
 /* Where a camera leg is (facts of the media core and the camera). */
@@ -65,6 +66,7 @@ struct live_session {
     igw_uplink_state uplink;  /* its own uplink (machine uplink): NONE when its purpose does not publish */
     bool gate_open;           /* what the core's gate on its uplink was last set to */
     int64_t deadline_ms;      /* establish deadline while invited (monotonic) */
+    live_vision *vision;      /* its purpose says `vision`: the source's state (vision.h), else NULL */
 };
 
 /* One camera's upstream into the media core: shared by every viewer of the

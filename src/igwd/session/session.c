@@ -16,6 +16,7 @@
 #include "igwd/state_sql.h"
 #include "protocol.h"
 #include "session/hooks.h"
+#include "session/vision.h"
 
 #define ANSWER_MAX (64 * 1024)
 
@@ -79,6 +80,11 @@ live_session *live_session_new(igw_engine *e, const live_session_init *in)
     if (in->only_track)
         snprintf(s->only_track, sizeof s->only_track, "%s", in->only_track);
     s->deadline_ms = igw_clock_ms() + e->cfg.establish_timeout_ms;
+    if (s->def->vision && !(s->vision = live_vision_new(e))) {
+        free(in->pdata);
+        free(s);
+        return NULL;
+    }
     s->next = e->sessions;
     e->sessions = s;
     e->nsessions++;
@@ -248,6 +254,7 @@ void live_session_end(igw_engine *e, live_session *s, const char *reason)
     }
     if (hooks_of(s)->end)
         hooks_of(s)->end(e, s, reason);
+    live_vision_ended(e, s);
     igw_log(IGW_LOG_INFO, NULL, "session %s ended: %s", s->id, reason);
     if (s->offered && e->media)
         (void)igw_media_close(e->media, s->id, reason);
@@ -255,15 +262,20 @@ void live_session_end(igw_engine *e, live_session *s, const char *reason)
     leg_release(e, s);
     free(s->offer);
     free(s->pdata);
+    free(s->vision);
     free(s);
 }
 
 void live_session_check(igw_engine *e, live_session *s)
 {
-    if (s->state == IGW_SESSION_ESTABLISHED && s->renegotiated && s->viewer_dtls && s->viewer_flowing) {
-        /* The new generation's media flows: established again, with it. */
+    live_vision_flowing(e, s); /* the vision track follows the camera's media */
+    if (s->state == IGW_SESSION_ESTABLISHED && s->renegotiated && s->viewer_dtls &&
+        (s->viewer_flowing || !hooks_of(s)->establish_on_flow)) {
+        /* The new generation's media flows (or, for a purpose that sends
+         * nothing until asked, its transport is up): established again. */
         s->renegotiated = false;
         if (igw_session_next(s->state, IGW_SESSION_ON_RENEGOTIATE, 0, NULL) == IGW_SESSION_ESTABLISHED) {
+            live_vision_established(e, s);
             live_session_write(e, s, IGW_SESSION_ESTABLISHED, LIVE_FROM(IGW_SESSION_ESTABLISHED), NULL);
             igw_log(IGW_LOG_INFO, NULL, "session %s: media generation %" PRIu32 " flows", s->id, s->revision);
         }
@@ -289,6 +301,7 @@ void live_session_check(igw_engine *e, live_session *s)
     live_add(&e->n_established, 1);
     if (h->established)
         h->established(e, s);
+    live_vision_established(e, s);
     live_session_write(e, s, IGW_SESSION_ESTABLISHED, LIVE_FROM(IGW_SESSION_INVITED), NULL);
     igw_log(IGW_LOG_INFO, NULL, "session %s established", s->id);
 }
@@ -308,6 +321,7 @@ void live_session_media(igw_engine *e, live_session *s, const igw_media_event *e
     switch (ev->kind) {
     case IGW_MEDIA_EV_DTLS_CONNECTED:
         s->viewer_dtls = true;
+        live_vision_connected(s);
         live_session_check(e, s);
         break;
     case IGW_MEDIA_EV_FIRST_PACKET:
@@ -535,6 +549,10 @@ void live_session_offer(igw_engine *e, live_session *s)
     /* What the viewer may send is its purpose's (a live view never talks,
      * even on a leg that carries a talk), never the leg's. */
     unsigned flags = live_may_publish(s->def, s->guards) ? IGW_MEDIA_VIEWER_PUBLISH : 0;
+    if (s->def->side) /* its audio is the processor's conversation, never the camera's */
+        flags |= IGW_MEDIA_VIEWER_SIDE;
+    if (s->def->vision) /* its video starts paused: only a consent and the owner advance it */
+        flags |= IGW_MEDIA_VIEWER_PAUSED;
     igw_media_rc rc = answer ? igw_media_viewer_offer(e->media, s->leg->id, s->id, s->revision, flags, s->offer,
                                                       strlen(s->offer), answer, ANSWER_MAX, err, sizeof err)
                              : IGW_MEDIA_EFAIL;
@@ -623,7 +641,10 @@ void live_tick(igw_engine *e, int64_t now_ms)
         n = s->next;
         if (s->state == IGW_SESSION_INVITED && now_ms >= s->deadline_ms)
             live_session_end(e, s, "establishTimeout");
+        else if (live_vision_overdue(s, igw_wall_ms()))
+            live_session_end(e, s, LIVE_VISION_DEADLINE);
     }
+    live_vision_tick(e, igw_wall_ms());
 }
 
 void live_free_all(igw_engine *e)
@@ -633,6 +654,7 @@ void live_free_all(igw_engine *e)
         e->sessions = s->next;
         free(s->offer);
         free(s->pdata);
+        free(s->vision);
         free(s);
     }
     e->nsessions = 0;

@@ -63,11 +63,16 @@ const igw_str igw_Purpose_names[IGW_Purpose__COUNT] = {
     {"speak", 5},
     {"replay", 6},
     {"later", 5},
+    {"look", 4},
 };
 
 int igw_Purpose_of(igw_str s)
 {
     switch (s.len) {
+    case 4:
+        if (memcmp(s.ptr, "look", 4) == 0)
+            return IGW_Purpose_look;
+        break;
     case 5:
         if (memcmp(s.ptr, "watch", 5) == 0)
             return IGW_Purpose_watch;
@@ -96,7 +101,7 @@ static int __attribute__((unused)) enum_Purpose(igw_json *j, igw_Purpose *out)
         *out = (igw_Purpose)v;
         return 0;
     }
-    return igw_json_fail(j, IGW_JERR_ENUM, "value is not one of: watch speak replay later");
+    return igw_json_fail(j, IGW_JERR_ENUM, "value is not one of: watch speak replay later look");
 }
 
 static void __attribute__((unused)) enc_Purpose(igw_jw *w, igw_Purpose v)

@@ -67,6 +67,7 @@ typedef enum igw_Purpose {
     IGW_Purpose_speak,
     IGW_Purpose_replay,
     IGW_Purpose_later,
+    IGW_Purpose_look,
     IGW_Purpose__COUNT
 } igw_Purpose;
 typedef struct igw_Purpose_list {

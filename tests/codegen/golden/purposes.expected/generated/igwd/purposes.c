@@ -29,6 +29,11 @@ static const igw_purpose_track replay_tracks[] = {
 };
 static const igw_sm *const replay_machines[] = {&igw_sm_player};
 
+/* look */
+static const igw_purpose_track look_tracks[] = {
+    {{"video-1", 7}, IGW_TrackKind_video, IGW_PURPOSE_SENDONLY, {"H264", 4}, 0},
+};
+
 const igw_purpose igw_purposes[IGW_Purpose__COUNT] = {
     [IGW_Purpose_watch] = {
         .hooks = &hooks_watch,
@@ -59,6 +64,15 @@ const igw_purpose igw_purposes[IGW_Purpose__COUNT] = {
         .machines = replay_machines,
         .nmachines = 1,
         .tracks = replay_tracks,
+        .ntracks = 1,
+    },
+    [IGW_Purpose_look] = {
+        .hooks = &hooks_look,
+        .shared_leg = true,
+        .access = IGW_PURPOSE_ACCESS_OWNER,
+        .vision = true,
+        .side = true,
+        .tracks = look_tracks,
         .ntracks = 1,
     },
 };

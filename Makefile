@@ -281,7 +281,7 @@ $(eval $(call test_bin,edge_decide_test,tests/igwd/edge_decide_test.c,igwd_edge 
 $(BUILD)/tobj/tests/igwd/call_decide_test.o: $(BUILD)/gen/call_lua.h
 $(BUILD)/tobj/tests/igwd/call_decide_test.o: XCFLAGS = $(IGWD_CFLAGS) -I$(BUILD)/gen
 $(eval $(call test_bin,call_decide_test,tests/igwd/call_decide_test.c,igwd_call gen lib rt,$$(RT_LIBS)))
-$(eval $(call test_bin,routes_decide_test,tests/igwd/routes_decide_test.c,igwd_routes igwd_consent igwd_core gen lib rt,$$(IGWD_LIBS)))
+$(eval $(call test_bin,routes_decide_test,tests/igwd/routes_decide_test.c,$(IGWD_LINK),$$(IGWD_LIBS)))
 # The interaction.state text PostgreSQL builds (generated/igwd/state_sql.h) against the C encoder's.
 $(eval $(call test_bin,state_sql_test,tests/igwd/state_sql_test.c,gen rt,$$(PQ_LIBS) $$(RT_LIBS)))
 $(eval $(call test_bin,sdp_test,tests/media/sdp_test.c,media,))

@@ -2,6 +2,7 @@
 #include "handlers.h"
 
 const igw_route_binding igw_route_bindings[IGW_ROUTE__COUNT] = {
+    [IGW_ROUTE_CONSENT_CREATE] = {.fn = igw_route_consent_create},
     [IGW_ROUTE_CONSENT_GET_ONE] = {.fn = igw_route_consent_get_one},
     [IGW_ROUTE_CONSENT_REVOKE] = {.fn = igw_route_consent_revoke},
     [IGW_ROUTE_DEVICE_SEND] = {.fn = igw_route_device_send},

@@ -28,6 +28,7 @@ typedef struct igw_route_binding {
 extern const igw_route_binding igw_route_bindings[IGW_ROUTE__COUNT];
 
 /* The handlers the schema names. */
+void igw_route_consent_create(struct igw_exchange *ex, const igw_request *req, const struct igw_principal *who);
 void igw_route_consent_get_one(struct igw_exchange *ex, const igw_request *req, const struct igw_principal *who);
 void igw_route_consent_revoke(struct igw_exchange *ex, const igw_request *req, const struct igw_principal *who);
 void igw_route_device_send(struct igw_exchange *ex, const igw_request *req, const struct igw_principal *who);

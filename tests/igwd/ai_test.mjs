@@ -209,18 +209,78 @@ async function session() {
         c.check(st.framesDecoded === 0 && st.videoPackets === 0,
             `no consent: the camera track stays paused, nothing reaches the application (${st.videoPackets} video packets)`);
 
-        // A consent covering this generation (written straight into the
-        // ledger; its NOTIFY as the ledger's writes send it): the owner
-        // resumes the track.
-        const cid = `c-${process.pid}-s`;
-        ledgerRow(me, cid, { source: sid, cam: camera, mediaRevision: 1, expiresAt: Date.now() + 120000 });
-        sql(`SELECT pg_notify('igw_vision', '${sid}')`);
+        // ---- create: the rules before anything is signed.
+        const base = { sourceSessionId: sid, cameraId: camera, trackId: 'video-1', expectedMediaRevision: 1 };
+        const create = (u, body) => call(u, `${V}/create`, body);
+        const refused = async (what, body, status, path, u = me) => {
+            const r = await create(u, body);
+            c.check(r.status === status && r.body.data?.path === path && !r.body.data?.consent,
+                `create ${what}: ${status} at ${path} (${JSON.stringify(r.body)})`);
+            return r;
+        };
+        const nConsents = () => Number(sql(`SELECT count(*) FROM consents WHERE source_session_id = '${sid}'`));
+        await refused('with expiresAt in seconds', { ...base, msgToken: tok('k'), expiresAt: Math.floor(Date.now() / 1000) + 600 },
+            400, '/expiresAt');
+        await refused('with expiresAt in the past', { ...base, msgToken: tok('k'), expiresAt: Date.now() - 1000 }, 400, '/expiresAt');
+        await refused('beyond the session deadline', { ...base, msgToken: tok('k'), expiresAt: Date.now() + 2 * 3600 * 1000 },
+            400, '/expiresAt');
+        await refused('naming another track', { ...base, trackId: 'mic', msgToken: tok('k'), expiresAt: Date.now() + 60000 },
+            409, '/trackId');
+        await refused('naming another camera', { ...base, cameraId: 'cam-9', msgToken: tok('k'), expiresAt: Date.now() + 60000 },
+            409, '/trackId');
+        await refused('for another media generation', { ...base, expectedMediaRevision: 2, msgToken: tok('k'),
+            expiresAt: Date.now() + 60000 }, 409, '/expectedMediaRevision');
+        await refused('for an unknown session', { ...base, sourceSessionId: 'no-such-session', msgToken: tok('k'),
+            expiresAt: Date.now() + 60000 }, 404, '/sourceSessionId');
+        await refused('by another user of the enterprise, on this session', { ...base, msgToken: tok('k'),
+            expiresAt: Date.now() + 60000 }, 404, '/sourceSessionId', DEMO.otherUser);
+        await refused('with a field naming the user', { ...base, msgToken: tok('k'), expiresAt: Date.now() + 60000,
+            userId: String(me.userId) }, 400, '/userId');
+        c.check(nConsents() === 0, `nothing was signed by the refusals (${nConsents()})`);
+        st = await v.stats();
+        c.check(st.videoPackets === 0, `and the track stayed paused (${st.videoPackets})`);
+
+        // ---- create: signed; the owner advances the track.
+        const ct = tok('consent');
+        const exp = Date.now() + 120000;
+        const t1 = Date.now();
+        let r = await create(me, { ...base, msgToken: ct, expiresAt: exp });
+        const k = r.body.data?.consent;
+        c.check(r.status === 200 && r.body.data.replay === false && k && k.scope === 'cameraAI' && k.sourceSessionId === sid &&
+            k.cameraId === camera && k.trackId === 'video-1' && k.mediaRevision === 1 && k.expiresAt === exp &&
+            k.revision === 1 && k.revokedAt === 0 && k.grantedAt >= t1 - 1000 && k.grantedAt <= Date.now() + 1000 &&
+            JSON.stringify(Object.keys(k)) === JSON.stringify(CONSENT_KEYS),
+            `create: 200, replay false, the consent as signed (${JSON.stringify(r.body)}, ${Date.now() - t1} ms)`);
+        const cid = k && k.consentId;
         st = await v.waitFor((x) => x.framesDecoded > 0, 10000).catch((x) => x);
-        c.check(st.framesDecoded > 0, `a consent covers it: the owner resumes the camera track, frames decode (${st.framesDecoded})`);
+        c.check(st.framesDecoded > 0, `signed: the owner resumes the camera track, frames decode (${st.framesDecoded})`);
+        r = await create(me, { ...base, msgToken: ct, expiresAt: exp });
+        c.check(r.status === 200 && r.body.data.replay === true && JSON.stringify(r.body.data.consent) === JSON.stringify(k),
+            `the same token and body again: replay true, the first consent (${JSON.stringify(r.body)})`);
+        await refused('with the token and another expiry', { ...base, msgToken: ct, expiresAt: exp + 1000 }, 409, '/msgToken');
+        await refused('with the token and another camera', { ...base, cameraId: 'cam-9', msgToken: ct, expiresAt: exp },
+            409, '/msgToken');
+        c.check(nConsents() === 1, `one consent for the token (${nConsents()})`);
+        const race = tok('race');
+        const all = await Promise.all(Array.from({ length: 6 }, () => create(me, { ...base, msgToken: race, expiresAt: exp })));
+        const ids = new Set(all.map((x) => x.body.data?.consent?.consentId));
+        c.check(all.every((x) => x.status === 200) && ids.size === 1 && all.filter((x) => x.body.data.replay === false).length >= 1 &&
+            Number(sql(`SELECT count(*) FROM consents WHERE msg_token = '${race}'`)) === 1,
+            `6 concurrent creates with one token: one consent, every answer names it (${all.map((x) => x.status)} ${ids.size})`);
+        r = await call(DEMO.otherUser, `${V}/get-one`, { consentId: cid });
+        c.check(r.status === 404, `another user cannot read it (${r.status})`);
+        // Revoke the race's consent so only ct's covers the track.
+        r = await call(me, `${V}/revoke`, { consentId: [...ids][0], expectedRevision: 1 });
+        c.check(r.status === 200, `revoke the race's consent (${r.status})`);
+        await sleep(300);
+        st = await v.stats();
+        const g1 = st.framesDecoded;
+        await sleep(800);
+        c.check((await v.stats()).framesDecoded > g1, 'another consent still covers it: frames go on');
 
         // Revoked through the API: paused again at once.
         const t0 = Date.now();
-        const r = await call(me, `${V}/revoke`, { consentId: cid, expectedRevision: 1 });
+        r = await call(me, `${V}/revoke`, { consentId: cid, expectedRevision: 1 });
         c.check(r.status === 200, `revoke: 200 (${JSON.stringify(r.body)})`);
         await sleep(500);
         const f1 = (await v.stats()).videoPackets;

@@ -156,12 +156,6 @@ call "$TOKEN" /commands "{\"endpointId\":\"$EP\",\"command\":{\"msgToken\":\"c6b
 expect 503 100503 /command/target
 [ "$(psql_q "SELECT count(*) FROM commands WHERE msg_token = 'c6b'")" = 0 ] && [ "$(psql_q "SELECT count(*) FROM sessions")" = 0 ] ||
     fail "$CASE: something was claimed"; ok
-# A schema route without a `handler` (generated/igwd/handlers.c): the login first, then not_implemented.
-CONSENT='{"msgToken":"t-1","sourceSessionId":"s-1","cameraId":"cam-1","trackId":"video-1","expectedMediaRevision":1,"expiresAt":4102444800000}'
-B0=$BASE BASE=${BASE%/interaction}
-CASE="a route bound to no handler, no token"; call "" /vision-consents/create "$CONSENT"; expect 401 100401
-CASE="a route bound to no handler"; call "$TOKEN" /vision-consents/create "$CONSENT"; expect 501 100501
-BASE=$B0
 psql_q "UPDATE endpoints SET expires_at_ms = 0 WHERE endpoint_id = '$EP_OTHER'" >/dev/null
 CASE="expired endpoint"; call "$OTHER" /commands "$(action c7 ptz '{"direction":1,"speed":5}' "$EP_OTHER")"; expect 404 100404 /endpointId
 

@@ -172,6 +172,23 @@ static void test_consent_error(void)
     r.err = SQLSTATE_ERR;
     CHECK(igw_routes_consent_error(&r, &e) && e.cls == IGW_ERR_INTERNAL && !strstr(e.reason, "SQL"));
     CHECK_DECLARED(IGW_ROUTE_CONSENT_REVOKE, e);
+    /* create's refusals: each a class its route declares, never a word of
+     * the database or the owner. */
+    for (int st = IGW_CONSENT_SECONDS; st <= IGW_CONSENT_NO_OWNER; st++) {
+        r = (igw_consent_result){.status = (igw_consent_status)st};
+        CHECK(igw_routes_consent_error(&r, &e) && e.cls != IGW_ERR_OK && e.reason[0]);
+        CHECK_DECLARED(IGW_ROUTE_CONSENT_CREATE, e);
+    }
+    r = (igw_consent_result){.status = IGW_CONSENT_SECONDS};
+    CHECK(igw_routes_consent_error(&r, &e) && e.cls == IGW_ERR_PARAMETER && strcmp(e.path, "/expiresAt") == 0);
+    r.status = IGW_CONSENT_TOKEN_TAKEN;
+    CHECK(igw_routes_consent_error(&r, &e) && e.cls == IGW_ERR_CONFLICT && strcmp(e.path, "/msgToken") == 0);
+    r.status = IGW_CONSENT_NO_SOURCE;
+    CHECK(igw_routes_consent_error(&r, &e) && e.cls == IGW_ERR_NOT_FOUND && strcmp(e.path, "/sourceSessionId") == 0);
+    r.status = IGW_CONSENT_NO_OWNER;
+    CHECK(igw_routes_consent_error(&r, &e) && e.cls == IGW_ERR_UNAVAILABLE);
+    r.status = IGW_CONSENT_PRIVACY;
+    CHECK(igw_routes_consent_error(&r, &e) && e.cls == IGW_ERR_PERMISSION);
     /* The ledger's SQL names only the consent machine's states. */
     CHECK(igw_consent_check_states() == NULL);
 }

@@ -80,6 +80,37 @@ bool igw_routes_consent_error(const igw_consent_result *r, igw_routes_error *e)
                      IGW_PATH_expectedRevision);
     case IGW_CONSENT_FAILED:
         return error(e, igw_db_error_class(r->err, false), "try again later", "");
+    case IGW_CONSENT_SECONDS:
+        return error(e, IGW_ERR_PARAMETER, "expiresAt looks like Unix seconds: it is Unix milliseconds, never converted",
+                     IGW_PATH_expiresAt);
+    case IGW_CONSENT_PAST:
+        return error(e, IGW_ERR_PARAMETER, "expiresAt must be later than now", IGW_PATH_expiresAt);
+    case IGW_CONSENT_BEYOND:
+        return error(e, IGW_ERR_PARAMETER, "expiresAt is beyond the session's deadline", IGW_PATH_expiresAt);
+    case IGW_CONSENT_TOKEN_TAKEN:
+        return error(e, IGW_ERR_CONFLICT, "msgToken signed another source or expiry: a new consent needs a new token",
+                     IGW_PATH_msgToken);
+    case IGW_CONSENT_NO_SOURCE: /* another user's session looks the same */
+        return error(e, IGW_ERR_NOT_FOUND, "no live session of yours with that id", IGW_PATH_sourceSessionId);
+    case IGW_CONSENT_NOT_VISION:
+        return error(e, IGW_ERR_CONFLICT, "the session has no vision source (open purpose aiVision)",
+                     IGW_PATH_sourceSessionId);
+    case IGW_CONSENT_NOT_LIVE:
+        return error(e, IGW_ERR_CONFLICT, "the session's media is not live: wait for established",
+                     IGW_PATH_sourceSessionId);
+    case IGW_CONSENT_SELECTION:
+        return error(e, IGW_ERR_CONFLICT, "cameraId and trackId must be the session's vision selection",
+                     IGW_PATH_trackId);
+    case IGW_CONSENT_GENERATION:
+        return error(e, IGW_ERR_CONFLICT, "the session's media generation is not expectedMediaRevision (or changed)",
+                     IGW_PATH_expectedMediaRevision);
+    case IGW_CONSENT_CAPABILITY:
+        return error(e, IGW_ERR_CONFLICT, "the camera no longer reports the selected camera", IGW_PATH_cameraId);
+    case IGW_CONSENT_PRIVACY:
+        return error(e, IGW_ERR_PERMISSION, "the camera is in privacy mode", IGW_PATH_cameraId);
+    case IGW_CONSENT_NO_OWNER:
+        return error(e, IGW_ERR_UNAVAILABLE, "the session's owner did not vouch for it in time: retry with the same token",
+                     "");
     case IGW_CONSENT_OK:
         break;
     }

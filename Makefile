@@ -50,7 +50,9 @@ DEB_PACKAGES := re2c clang libclang-rt-14-dev libssl-dev libsimdjson-dev libjans
                 libnice-dev libsrtp2-dev libglib2.0-dev libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev \
                 libgstreamer-plugins-bad1.0-dev gstreamer1.0-nice gstreamer1.0-plugins-base \
                 gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-plugins-ugly chromium nftables \
-                iproute2 python3 python3-aiortc gstreamer1.0-tools
+                iproute2 python3 python3-aiortc gstreamer1.0-tools \
+                pocketsphinx pocketsphinx-en-us libpocketsphinx-dev libsphinxbase-dev apertium apertium-en-es \
+                espeak-ng libespeak-ng-dev gstreamer1.0-opencv opencv-data sox
 DEB_NODE     := nodejs npm
 # What only the benchmarks need (`make deps-bench`, run by every bench-* target
 # and by `make test`, whose bench-smoke runs them all): wrk (bench-edge) and
@@ -62,6 +64,7 @@ BENCH_DEB_PACKAGES := wrk janus
 PKG_IGWD  := libh2o-evloop libpq hiredis libmosquitto
 PKG_MEDIA := nice libsrtp2 gio-2.0 glib-2.0 openssl
 PKG_VCAM  := gstreamer-1.0 gstreamer-app-1.0 gstreamer-webrtc-1.0 gstreamer-sdp-1.0 nice libmosquitto
+PKG_PROC  := gstreamer-1.0 gstreamer-app-1.0 gstreamer-rtp-1.0 gio-unix-2.0 pocketsphinx espeak-ng
 # Evaluated once, when first used (pkg-config may be missing before `make deps`).
 pkg_cflags = $(or $(PKGC_$1),$(eval PKGC_$1 := $(shell pkg-config --cflags $($1)))$(PKGC_$1))
 pkg_libs   = $(or $(PKGL_$1),$(eval PKGL_$1 := $(shell pkg-config --libs $($1)))$(PKGL_$1))
@@ -71,6 +74,8 @@ MEDIA_CFLAGS = -Isrc/media $(call pkg_cflags,PKG_MEDIA)
 MEDIA_LIBS   = $(call pkg_libs,PKG_MEDIA) -lpthread -lm
 VCAM_CFLAGS  = $(call pkg_cflags,PKG_VCAM)
 VCAM_LIBS    = $(call pkg_libs,PKG_VCAM)
+PROC_CFLAGS  = $(call pkg_cflags,PKG_PROC)
+PROC_LIBS    = $(call pkg_libs,PKG_PROC)
 PQ_CFLAGS    = $(shell pkg-config --cflags libpq)
 PQ_LIBS      = $(shell pkg-config --libs libpq)
 RT_LIBS     := -lcrypto -lm
@@ -84,6 +89,7 @@ LIB_SRC     := $(sort $(wildcard src/lib/*.c))
 GENERATED_C := $(sort $(wildcard generated/*.c))
 MEDIA_SRC   := $(sort $(wildcard src/media/*.c))
 VCAM_SRC    := $(sort $(wildcard src/vcam/*.c))
+PROC_SRC    := $(sort $(wildcard src/proc/*.c))
 CTL_SRC     := $(sort $(wildcard src/igwctl/*.c))
 # igwd's rooms in link order: each may use those after it, never one before.
 IGWD_ROOMS  := routes ops edge command consent session call catalog event auth http core
@@ -97,6 +103,7 @@ $(BUILD)/obj/src/igwctl/%.o $(BUILD)/tobj/src/igwctl/%.o: XCFLAGS = $(PQ_CFLAGS)
 $(BUILD)/obj/src/media/%.o $(BUILD)/tobj/src/media/%.o $(BUILD)/bobj/src/media/%.o: XCFLAGS = $(MEDIA_CFLAGS)
 $(BUILD)/tobj/tests/media/%.o $(BUILD)/bobj/tests/media/%.o: XCFLAGS = $(MEDIA_CFLAGS)
 $(BUILD)/obj/src/vcam/%.o: XCFLAGS = $(VCAM_CFLAGS)
+$(BUILD)/obj/src/proc/%.o: XCFLAGS = $(PROC_CFLAGS)
 $(BUILD)/obj/codegen/%.o: XCFLAGS = -Icodegen
 $(BUILD)/pic/src/mqttauth/%.o: XCFLAGS = $(PQ_CFLAGS)
 $(BUILD)/bobj/tests/bench/%.o: XCFLAGS = -Itests/bench
@@ -172,7 +179,7 @@ link = @mkdir -p $(@D) && echo "  LINK $@" && $(CC) $1 -o $@ $(filter %.o,$^) $(
         bench-decode bench-edge bench-app bench-media bench-srtp bench-live bench-talk bench-recordings bench-doorbell \
         bench-smoke
 
-all: $(BUILD)/igw-gen $(BUILD)/igwctl $(BUILD)/igwd $(BUILD)/igw-mqtt-auth.so $(BUILD)/igw-vcam
+all: $(BUILD)/igw-gen $(BUILD)/igwctl $(BUILD)/igwd $(BUILD)/igw-mqtt-auth.so $(BUILD)/igw-vcam $(BUILD)/igw-proc
 
 # deb_install PACKAGES[,EXTRA-SHELL]: apt-get install those not installed yet.
 deb_install = @missing=$$(for p in $(1); do \
@@ -241,6 +248,11 @@ $(BUILD)/igwd: $(patsubst %.c,$(BUILD)/obj/%.o,$(IGWD_TOP)) $(call libs,obj,$(IG
 MQTTAUTH_SRC := $(sort $(wildcard src/mqttauth/*.c)) src/lib/devauth.c src/lib/topic.c src/rt/base64.c
 $(BUILD)/igw-mqtt-auth.so: $(patsubst %.c,$(BUILD)/pic/%.o,$(MQTTAUTH_SRC))
 	$(call link,-shared $(filter-out $(SANFLAGS),$(LDFLAGS)),$(PQ_LIBS) -lcrypto)
+
+# igw-proc, the reference processor (docs/ai.md): the processor protocol's
+# lines by src/lib/procline.c, written with src/rt's JSON writer.
+$(BUILD)/igw-proc: $(patsubst %.c,$(BUILD)/obj/%.o,$(PROC_SRC)) $(call libs,obj,lib rt)
+	$(call link,$(LDFLAGS),$(PROC_LIBS) $(RT_LIBS))
 
 # igw-vcam signs its device credentials with src/lib/devauth.c.
 $(BUILD)/igw-vcam: $(patsubst %.c,$(BUILD)/obj/%.o,$(VCAM_SRC)) $(call libs,obj,lib rt)

@@ -37,6 +37,7 @@ declare -A allow=(
     [igwctl]="rt lib generated"
     [mqttauth]="rt lib generated"
     [vcam]="rt lib"
+    [proc]="rt lib"
 )
 
 room_of_file() { # PATH -> room

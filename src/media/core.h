@@ -107,7 +107,7 @@ typedef struct view_side {
     GSocket         *sock;           /* bound on 127.0.0.1: the feed arrives, the tap leaves */
     GSource         *sock_src;
     uint16_t         port;           /* its bound port (the feed's destination) */
-    GSocketAddress  *tap;            /* NULL: the published audio goes nowhere */
+    GSocketAddress  *taps[IGW_MEDIA_TAPS_MAX]; /* where the published audio goes (NULL slots: none) */
     src_track        feed;           /* the feed's stream (Opus): SSRC and epoch */
 } view_side;
 
@@ -140,6 +140,9 @@ typedef struct igw_node {
     view_pub         pub;
     view_side        side;
     bool             offered;        /* we made the offer, waiting for the answer */
+    /* plain-RTP viewer (igw_media_viewer_rtp): no peer, its video to dest */
+    GSocketAddress  *dest;
+    bool             take;           /* a frame take waits for its keyframe's frame */
 } igw_node;
 
 #endif

@@ -68,8 +68,9 @@ static void side_release(view_side *sd)
         (void)g_socket_close(sd->sock, NULL);
         g_object_unref(sd->sock);
     }
-    if (sd->tap)
-        g_object_unref(sd->tap);
+    for (int i = 0; i < IGW_MEDIA_TAPS_MAX; i++)
+        if (sd->taps[i])
+            g_object_unref(sd->taps[i]);
     memset(sd, 0, sizeof *sd);
 }
 
@@ -92,6 +93,8 @@ static void node_free(igw_node *n)
     for (int k = 0; k < TRACK_KINDS; k++)
         igw_rtp_history_free(n->src[k].history);
     side_release(&n->side);
+    if (n->dest)
+        g_object_unref(n->dest);
     g_free(n->viewers);
     g_free(n);
 }
@@ -225,7 +228,7 @@ static void viewer_forward(igw_node *v, int k, const src_track *tr, const uint8_
                            const igw_rtp_hdr *h, bool keyframe, uint64_t now_us)
 {
     view_track *vt = &v->view[k];
-    if (!vt->present || vt->state != IGW_TRACK_ACTIVE || !igw_peer_ready(v->peer))
+    if (!vt->present || vt->state != IGW_TRACK_ACTIVE || (v->peer ? !igw_peer_ready(v->peer) : !v->dest))
         return;
     if (vt->epoch != tr->epoch) { /* the source changed SSRC: continue our numbering */
         vt->epoch = tr->epoch;
@@ -253,9 +256,17 @@ static void viewer_forward(igw_node *v, int k, const src_track *tr, const uint8_
         return;
     }
     igw_rtp_rewrite(out, vt->pt, seq, ts, vt->ssrc);
-    if (igw_peer_send_rtp(v->peer, out, len) != 0) {
+    if (v->peer ? igw_peer_send_rtp(v->peer, out, len) != 0
+                : g_socket_send_to(v->sock, v->dest, (const gchar *)out, len, NULL, NULL) != (gssize)len) {
         v->st.dropped++;
         return;
+    }
+    if (v->take && k == TRACK_VIDEO && h->marker) {
+        /* The take's frame is complete: paused again before another packet. */
+        v->take = false;
+        vt->state = igw_sm_fire(&igw_sm_track, vt->state, IGW_TRACK_ON_PAUSE, 0).next;
+        v->st.frames_taken++;
+        igw_registry_emit_ts(v->m, IGW_MEDIA_EV_FRAME, v, "video", ts);
     }
     vt->packets++;
     vt->octets += (uint32_t)h->payload_len;
@@ -393,16 +404,23 @@ static void viewer_tap(igw_node *v, const uint8_t *pkt, size_t len)
     if (!v->pub.present || !igw_rtp_parse(pkt, len, &h) || h.pt != v->pub.pt)
         return;
     v->st.talk_in++;
-    if (!v->pub.allowed || !v->side.tap) {
+    bool any = false;
+    for (int i = 0; i < IGW_MEDIA_TAPS_MAX; i++)
+        any = any || v->side.taps[i];
+    if (!v->pub.allowed || !any) {
         v->st.talk_gated++;
         return;
     }
     uint8_t out[IGW_PEER_BUF];
     size_t n = igw_rtp_strip(pkt, &h, out, IGW_RTP_MTU);
-    if (n == 0 || g_socket_send_to(v->side.sock, v->side.tap, (const gchar *)out, n, NULL, NULL) != (gssize)n) {
+    if (n == 0) {
         v->st.dropped++;
         return;
     }
+    for (int i = 0; i < IGW_MEDIA_TAPS_MAX; i++)
+        if (v->side.taps[i] &&
+            g_socket_send_to(v->side.sock, v->side.taps[i], (const gchar *)out, n, NULL, NULL) != (gssize)n)
+            v->st.dropped++; /* that processor's socket is full or gone: the others still hear */
     v->st.talk_forwarded++;
     v->st.talk_last_us = igw_clock_us();
 }
@@ -481,7 +499,7 @@ static bool side_open(view_side *sd, char *err, size_t errlen)
     return sd->present;
 }
 
-igw_media_rc igw_fwd_viewer_tap(igw_node *v, const char *addr, uint16_t port, char *err, size_t errlen)
+igw_media_rc igw_fwd_viewer_tap(igw_node *v, const char *addr, uint16_t port, bool on, char *err, size_t errlen)
 {
     if (!v->side.present) {
         snprintf(err, errlen, "this viewer has no side conversation");
@@ -499,10 +517,40 @@ igw_media_rc igw_fwd_viewer_tap(igw_node *v, const char *addr, uint16_t port, ch
         tap = g_inet_socket_address_new(ia, port);
         g_object_unref(ia);
     }
-    if (v->side.tap)
-        g_object_unref(v->side.tap);
-    v->side.tap = tap;
-    return IGW_MEDIA_OK;
+    int found = -1, free_slot = -1;
+    for (int i = 0; i < IGW_MEDIA_TAPS_MAX; i++) {
+        GSocketAddress *t = v->side.taps[i];
+        if (!t) {
+            if (free_slot < 0)
+                free_slot = i;
+            continue;
+        }
+        if (!tap) { /* off without an address: every tap */
+            g_object_unref(t);
+            v->side.taps[i] = NULL;
+            continue;
+        }
+        GInetSocketAddress *a = G_INET_SOCKET_ADDRESS(t), *b = G_INET_SOCKET_ADDRESS(tap);
+        if (g_inet_socket_address_get_port(a) == g_inet_socket_address_get_port(b) &&
+            g_inet_address_equal(g_inet_socket_address_get_address(a), g_inet_socket_address_get_address(b)))
+            found = i;
+    }
+    igw_media_rc rc = IGW_MEDIA_OK;
+    if (tap && on && found < 0) {
+        if (free_slot < 0) {
+            snprintf(err, errlen, "at most %d taps", IGW_MEDIA_TAPS_MAX);
+            rc = IGW_MEDIA_EINVAL;
+        } else {
+            v->side.taps[free_slot] = tap;
+            tap = NULL;
+        }
+    } else if (tap && !on && found >= 0) {
+        g_object_unref(v->side.taps[found]);
+        v->side.taps[found] = NULL;
+    }
+    if (tap)
+        g_object_unref(tap);
+    return rc;
 }
 
 typedef struct rtcp_ctx {
@@ -1054,6 +1102,70 @@ out:
     return rc;
 }
 
+/* ---- plain-RTP viewers (a processor's frames) ---- */
+
+igw_media_rc igw_fwd_viewer_rtp(igw_node *s, const char *id, const char *addr, uint16_t port, char *err,
+                                size_t errlen)
+{
+    if (!s->src[TRACK_VIDEO].present) {
+        snprintf(err, errlen, "the source sends no video");
+        return IGW_MEDIA_EINVAL;
+    }
+    GInetAddress *ia = g_inet_address_new_from_string(addr);
+    if (!ia || port == 0) {
+        if (ia)
+            g_object_unref(ia);
+        snprintf(err, errlen, "bad address");
+        return IGW_MEDIA_EINVAL;
+    }
+    igw_node *v = node_new(s->t, id, 1, false);
+    v->source = s;
+    v->dest = g_inet_socket_address_new(ia, port);
+    g_object_unref(ia);
+    GError *ge = NULL;
+    v->sock = g_socket_new(g_socket_address_get_family(v->dest), G_SOCKET_TYPE_DATAGRAM, G_SOCKET_PROTOCOL_UDP, &ge);
+    g_clear_error(&ge);
+    if (!v->sock) {
+        snprintf(err, errlen, "cannot open a socket");
+        node_free(v);
+        return IGW_MEDIA_EFAIL;
+    }
+    g_socket_set_blocking(v->sock, FALSE);
+    /* Video only, paused: nothing flows but a take's frame. */
+    view_track_start(v, TRACK_VIDEO, s->src[TRACK_VIDEO].clock, true);
+    v->view[TRACK_VIDEO].pt = s->src[TRACK_VIDEO].pt;
+    igw_media_rc rc = node_commit(v, err, errlen);
+    if (rc != IGW_MEDIA_OK) {
+        node_free(v);
+        return rc;
+    }
+    source_attach_viewer(s, v);
+    return IGW_MEDIA_OK;
+}
+
+igw_media_rc igw_fwd_viewer_take(igw_node *v, char *err, size_t errlen)
+{
+    view_track *vt = &v->view[TRACK_VIDEO];
+    if (v->peer || !v->dest || !vt->present) {
+        snprintf(err, errlen, "not a plain-RTP viewer");
+        return IGW_MEDIA_EINVAL;
+    }
+    if (vt->state == IGW_TRACK_PAUSED) {
+        igw_sm_result r = igw_sm_fire(&igw_sm_track, vt->state, IGW_TRACK_ON_RESUME, 0);
+        if (!r.ok) {
+            snprintf(err, errlen, "the track cannot resume");
+            return IGW_MEDIA_ECONFLICT;
+        }
+        vt->state = r.next;
+        igw_rtp_rewriter_rebase(&vt->rw);
+    }
+    vt->waiting_keyframe = true;
+    v->take = true;
+    if (v->source)
+        source_want_keyframe(v->source);
+    return IGW_MEDIA_OK;
+}
+
 igw_media_rc igw_fwd_viewer_make_offer(igw_node *s, const char *id, uint32_t rev, bool paused, char *offer,
                                        size_t cap, char *err, size_t errlen)
 {
@@ -1175,6 +1287,8 @@ igw_media_rc igw_fwd_viewer_track(igw_node *v, igw_media_kinds kinds, int trigge
             continue;
         bool starts = next[k] == IGW_TRACK_ACTIVE && vt->state != IGW_TRACK_ACTIVE;
         vt->state = next[k];
+        if (k == TRACK_VIDEO && next[k] != IGW_TRACK_ACTIVE)
+            v->take = false; /* a take waiting for its frame is over */
         if (starts) {
             igw_rtp_rewriter_rebase(&vt->rw);
             if (k == TRACK_VIDEO) {
@@ -1209,7 +1323,7 @@ void igw_fwd_stats(const igw_node *n, igw_media_stats *out)
 
 static void viewer_reports(igw_node *v, uint64_t now_us)
 {
-    if (!igw_peer_ready(v->peer) || now_us - v->last_sr_us < SR_INTERVAL_US)
+    if (!v->peer || !igw_peer_ready(v->peer) || now_us - v->last_sr_us < SR_INTERVAL_US)
         return;
     v->last_sr_us = now_us;
     uint64_t ntp = igw_rtp_ntp_from_unix_us((uint64_t)g_get_real_time());
@@ -1266,7 +1380,8 @@ static bool source_starving(const igw_node *s)
     for (size_t i = 0; i < s->nviewers; i++) {
         const igw_node *v = s->viewers[i];
         const view_track *vt = &v->view[TRACK_VIDEO];
-        if (vt->present && vt->state == IGW_TRACK_ACTIVE && vt->waiting_keyframe && igw_peer_ready(v->peer))
+        if (vt->present && vt->state == IGW_TRACK_ACTIVE && vt->waiting_keyframe &&
+            (v->peer ? igw_peer_ready(v->peer) : v->dest != NULL))
             return true;
     }
     return false;

@@ -23,7 +23,11 @@ igw_media_rc igw_fwd_viewer_answer(igw_node *viewer, const igw_sdp *answer, char
 igw_media_rc igw_fwd_viewer_track(igw_node *viewer, igw_media_kinds kinds, int trigger, int *state, char *err,
                                   size_t errlen);
 igw_media_rc igw_fwd_viewer_publish(igw_node *viewer, bool allowed);
-igw_media_rc igw_fwd_viewer_tap(igw_node *viewer, const char *addr, uint16_t port, char *err, size_t errlen);
+igw_media_rc igw_fwd_viewer_tap(igw_node *viewer, const char *addr, uint16_t port, bool on, char *err,
+                                size_t errlen);
+igw_media_rc igw_fwd_viewer_rtp(igw_node *source, const char *id, const char *addr, uint16_t port, char *err,
+                                size_t errlen);
+igw_media_rc igw_fwd_viewer_take(igw_node *viewer, char *err, size_t errlen);
 void         igw_fwd_stats(const igw_node *n, igw_media_stats *out);
 
 /* Closes a node now (viewers of a source too), queues "closed" with reason. */

@@ -27,6 +27,7 @@ const char *igw_media_event_name(igw_media_event_kind kind)
     case IGW_MEDIA_EV_FIRST_PACKET: return "first-packet";
     case IGW_MEDIA_EV_KEYFRAME: return "keyframe";
     case IGW_MEDIA_EV_CLOSED: return "closed";
+    case IGW_MEDIA_EV_FRAME: return "frame";
     }
     return "unknown";
 }
@@ -408,14 +409,45 @@ static igw_media_rc op_viewer_tap(igw_mthread *t, call *c)
 {
     igw_node *v;
     igw_media_rc rc = viewer_here(t, c, &v);
-    return rc == IGW_MEDIA_OK ? igw_fwd_viewer_tap(v, c->addr, c->port, c->err, c->errlen) : rc;
+    return rc == IGW_MEDIA_OK ? igw_fwd_viewer_tap(v, c->addr, c->port, c->allowed, c->err, c->errlen) : rc;
 }
 
 igw_media_rc igw_media_viewer_tap(igw_media *m, const char *viewer_id, uint32_t revision, const char *addr,
+                                  uint16_t port, bool on, char *err, size_t errlen)
+{
+    call c = {.fn = op_viewer_tap, .addr = addr, .port = port, .allowed = on, .err = err, .errlen = errlen};
+    return viewer_op(m, viewer_id, revision, &c);
+}
+
+static igw_media_rc op_viewer_rtp(igw_mthread *t, call *c)
+{
+    igw_node *s;
+    igw_media_rc rc = source_here(t, c, &s);
+    return rc == IGW_MEDIA_OK ? igw_fwd_viewer_rtp(s, c->id, c->addr, c->port, c->err, c->errlen) : rc;
+}
+
+igw_media_rc igw_media_viewer_rtp(igw_media *m, const char *source_id, const char *viewer_id, const char *addr,
                                   uint16_t port, char *err, size_t errlen)
 {
-    call c = {.fn = op_viewer_tap, .addr = addr, .port = port, .err = err, .errlen = errlen};
-    return viewer_op(m, viewer_id, revision, &c);
+    if (!addr) {
+        snprintf(err, errlen, "no address");
+        return IGW_MEDIA_EINVAL;
+    }
+    call c = {.fn = op_viewer_rtp, .revision = 1, .addr = addr, .port = port, .err = err, .errlen = errlen};
+    return viewer_start(m, &c, source_id, viewer_id);
+}
+
+static igw_media_rc op_viewer_take(igw_mthread *t, call *c)
+{
+    igw_node *v;
+    igw_media_rc rc = viewer_here(t, c, &v);
+    return rc == IGW_MEDIA_OK ? igw_fwd_viewer_take(v, c->err, c->errlen) : rc;
+}
+
+igw_media_rc igw_media_viewer_take(igw_media *m, const char *viewer_id, char *err, size_t errlen)
+{
+    call c = {.fn = op_viewer_take, .err = err, .errlen = errlen};
+    return viewer_op(m, viewer_id, 1, &c);
 }
 
 /* ---- close and stats ---- */

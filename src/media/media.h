@@ -120,10 +120,25 @@ igw_media_rc igw_media_viewer_publish(igw_media *m, const char *viewer_id, uint3
  * Video comes from the source as for any viewer. The port and the tap
  * carry over to the viewer's next generation.
  *
- * Sets the tap: where its published audio goes (addr NULL: nowhere, the
- * packets counted as gated). revision must be the viewer's current one. */
+ * Adds (on) or removes (!on) a tap: where its published audio goes, at most
+ * IGW_MEDIA_TAPS_MAX (each gets every packet); addr NULL with !on removes
+ * every tap. Without a tap the packets are counted as gated. revision must
+ * be the viewer's current one. */
 igw_media_rc igw_media_viewer_tap(igw_media *m, const char *viewer_id, uint32_t revision, const char *addr,
+                                  uint16_t port, bool on, char *err, size_t errlen);
+
+/* A plain-RTP viewer of source_id's video (a processor's eyes): no ICE,
+ * DTLS or SRTP; its packets go from a socket of its own to addr:port. Its
+ * video starts paused and stays so but for its takes. Revision 1. */
+igw_media_rc igw_media_viewer_rtp(igw_media *m, const char *source_id, const char *viewer_id, const char *addr,
                                   uint16_t port, char *err, size_t errlen);
+
+/* A frame take of a plain-RTP viewer: its video resumes at the source's
+ * next keyframe (asked for now) and is paused again right after that
+ * frame's last packet (the marker bit), so exactly one frame goes out;
+ * then IGW_MEDIA_EV_FRAME with its RTP timestamp. A pause (trackControl)
+ * before it cancels the take. */
+igw_media_rc igw_media_viewer_take(igw_media *m, const char *viewer_id, char *err, size_t errlen);
 
 /* Closes a source (and its viewers) or a viewer. */
 igw_media_rc igw_media_close(igw_media *m, const char *id, const char *reason);

@@ -13,6 +13,7 @@
 #define IGW_MEDIA_ID_MAX     63
 #define IGW_MEDIA_SDP_MAX    16384 /* longest description written */
 #define IGW_MEDIA_MAX_ADDRS  8
+#define IGW_MEDIA_TAPS_MAX   4     /* destinations of one viewer's side audio */
 
 typedef struct igw_media igw_media; /* one media core: its threads, peers and events */
 
@@ -77,6 +78,7 @@ typedef struct igw_media_stats {
      * counted in talk_in / talk_gated / talk_forwarded (sent to the tap) */
     uint16_t side_port;          /* viewer: the loopback UDP port its feed is sent to, 0 = none */
     uint64_t feed_in;            /* viewer: feed packets received */
+    uint64_t frames_taken;       /* plain-RTP viewer: frames its takes delivered */
 } igw_media_stats;
 
 /* What happened to a peer, later than the call that made it. */
@@ -88,6 +90,7 @@ typedef enum igw_media_event_kind {
     IGW_MEDIA_EV_FIRST_PACKET, /* source: first RTP in; viewer: first RTP out */
     IGW_MEDIA_EV_KEYFRAME,     /* source: keyframe in; viewer: video (re)started at a keyframe */
     IGW_MEDIA_EV_CLOSED,       /* the peer is gone; reason says why */
+    IGW_MEDIA_EV_FRAME,        /* a plain-RTP viewer's frame take delivered its frame (rtp_ts) */
 } igw_media_event_kind;
 
 /* One queued event (igw_media_event_next). */
@@ -98,6 +101,7 @@ typedef struct igw_media_event {
     bool     is_source;
     char     reason[96];
     uint64_t at_us;              /* monotonic clock */
+    uint32_t rtp_ts;             /* FRAME: the frame's RTP timestamp as the viewer received it */
 } igw_media_event;
 
 #endif

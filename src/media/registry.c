@@ -12,7 +12,14 @@
 
 void igw_registry_emit(igw_media *m, igw_media_event_kind kind, const igw_node *n, const char *reason)
 {
+    igw_registry_emit_ts(m, kind, n, reason, 0);
+}
+
+void igw_registry_emit_ts(igw_media *m, igw_media_event_kind kind, const igw_node *n, const char *reason,
+                          uint32_t rtp_ts)
+{
     igw_media_event *ev = g_new0(igw_media_event, 1);
+    ev->rtp_ts = rtp_ts;
     ev->kind = kind;
     g_strlcpy(ev->id, n->id, sizeof ev->id);
     ev->revision = n->revision;

@@ -15,6 +15,9 @@
 /* Queues an event for node n (at most 65536 are kept: beyond, the oldest is
  * dropped and counted) and makes the event fd readable. */
 void igw_registry_emit(igw_media *m, igw_media_event_kind kind, const igw_node *n, const char *reason);
+/* The same, with an RTP timestamp (FRAME). */
+void igw_registry_emit_ts(igw_media *m, igw_media_event_kind kind, const igw_node *n, const char *reason,
+                          uint32_t rtp_ts);
 
 /* Takes the oldest event into *ev; false when none. The event fd stays
  * readable while events remain. */

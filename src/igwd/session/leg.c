@@ -246,6 +246,7 @@ live_leg_fact live_leg_media(live_leg *l, const igw_media_event *ev)
         return LIVE_LEG_CLOSED;
     case IGW_MEDIA_EV_ICE_CONNECTED:
     case IGW_MEDIA_EV_KEYFRAME:
+    case IGW_MEDIA_EV_FRAME:
         break;
     }
     return LIVE_LEG_SAME;

@@ -337,6 +337,7 @@ void live_session_media(igw_engine *e, live_session *s, const igw_media_event *e
         break;
     case IGW_MEDIA_EV_ICE_CONNECTED:
     case IGW_MEDIA_EV_KEYFRAME:
+    case IGW_MEDIA_EV_FRAME:
         break;
     }
 }

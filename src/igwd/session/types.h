@@ -22,7 +22,7 @@ typedef struct igw_engine igw_engine;
 
 /* Media events seen, by kind (igw_media_event_kind), and how many the
  * core's queue dropped before the engine read them. */
-#define IGW_ENGINE_EVENT_KINDS (IGW_MEDIA_EV_CLOSED + 1)
+#define IGW_ENGINE_EVENT_KINDS (IGW_MEDIA_EV_FRAME + 1)
 
 typedef struct igw_engine_stats {
     unsigned media_threads; /* 0: no media core */

@@ -485,9 +485,18 @@ test-doorbell: $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-mqtt-auth.so $(BUILD)/igw-
 test-message: $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-mqtt-auth.so $(BUILD)/igw-vcam
 	tests/igwd/message_test.sh $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-vcam
 
-# AI sessions and vision consents (issue 27; docs/ai.md).
-test-ai: $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-mqtt-auth.so $(BUILD)/igw-vcam
-	tests/igwd/ai_test.sh $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-vcam
+# AI sessions and vision consents (issue 27; docs/ai.md): the reference
+# processor looks at a real picture with faces, scikit-image's astronaut
+# (the file alone, out of Debian's python3-skimage package).
+test-ai: $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-mqtt-auth.so $(BUILD)/igw-vcam $(BUILD)/igw-proc $(BUILD)/testdata/astronaut.png
+	tests/igwd/ai_test.sh $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-vcam $(BUILD)/igw-proc $(BUILD)/testdata/astronaut.png
+
+$(BUILD)/testdata/astronaut.png:
+	@mkdir -p $(@D)/deb
+	@cd $(@D)/deb && { apt-get download python3-skimage >/dev/null 2>&1 || \
+	    { apt-get update -qq && apt-get download python3-skimage >/dev/null; }; } && \
+	    dpkg-deb -x python3-skimage_*.deb x && cp x/usr/lib/python3/dist-packages/skimage/data/astronaut.png ../ && \
+	    cd .. && rm -rf deb
 
 # PostgreSQL and Redis frozen under a running igwd: answers within the
 # deadline, /readyz down by the probes, recovery after they resume.

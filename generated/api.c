@@ -1043,6 +1043,103 @@ static void __attribute__((unused)) enc_PlaybackState(igw_jw *w, igw_PlaybackSta
         w->oom = true; /* not a value of the enum: output unusable */
 }
 
+const igw_str igw_ProcessorMethod_names[IGW_ProcessorMethod__COUNT] = {
+    {"interaction.processor", 21},
+};
+
+int igw_ProcessorMethod_of(igw_str s)
+{
+    switch (s.len) {
+    case 21:
+        if (memcmp(s.ptr, "interaction.processor", 21) == 0)
+            return IGW_ProcessorMethod_interaction_processor;
+        break;
+    default:
+        break;
+    }
+    return -1;
+}
+
+static int __attribute__((unused)) enum_ProcessorMethod(igw_json *j, igw_ProcessorMethod *out)
+{
+    igw_str s;
+    if (igw_json_string(j, &s))
+        return -1;
+    int v = igw_ProcessorMethod_of(s);
+    if (v >= 0) {
+        *out = (igw_ProcessorMethod)v;
+        return 0;
+    }
+    return igw_json_fail(j, IGW_JERR_ENUM, "value is not one of: interaction.processor");
+}
+
+static void __attribute__((unused)) enc_ProcessorMethod(igw_jw *w, igw_ProcessorMethod v)
+{
+    if ((unsigned)v < IGW_ProcessorMethod__COUNT)
+        igw_jw_string(w, igw_ProcessorMethod_names[v].ptr, igw_ProcessorMethod_names[v].len);
+    else
+        w->oom = true; /* not a value of the enum: output unusable */
+}
+
+const igw_str igw_ProcessorEventKind_names[IGW_ProcessorEventKind__COUNT] = {
+    {"ready", 5},
+    {"heard", 5},
+    {"caption", 7},
+    {"answer", 6},
+    {"failed", 6},
+    {"detached", 8},
+};
+
+int igw_ProcessorEventKind_of(igw_str s)
+{
+    switch (s.len) {
+    case 5:
+        if (memcmp(s.ptr, "ready", 5) == 0)
+            return IGW_ProcessorEventKind_ready;
+        if (memcmp(s.ptr, "heard", 5) == 0)
+            return IGW_ProcessorEventKind_heard;
+        break;
+    case 6:
+        if (memcmp(s.ptr, "answer", 6) == 0)
+            return IGW_ProcessorEventKind_answer;
+        if (memcmp(s.ptr, "failed", 6) == 0)
+            return IGW_ProcessorEventKind_failed;
+        break;
+    case 7:
+        if (memcmp(s.ptr, "caption", 7) == 0)
+            return IGW_ProcessorEventKind_caption;
+        break;
+    case 8:
+        if (memcmp(s.ptr, "detached", 8) == 0)
+            return IGW_ProcessorEventKind_detached;
+        break;
+    default:
+        break;
+    }
+    return -1;
+}
+
+static int __attribute__((unused)) enum_ProcessorEventKind(igw_json *j, igw_ProcessorEventKind *out)
+{
+    igw_str s;
+    if (igw_json_string(j, &s))
+        return -1;
+    int v = igw_ProcessorEventKind_of(s);
+    if (v >= 0) {
+        *out = (igw_ProcessorEventKind)v;
+        return 0;
+    }
+    return igw_json_fail(j, IGW_JERR_ENUM, "value is not one of: ready heard caption answer failed detached");
+}
+
+static void __attribute__((unused)) enc_ProcessorEventKind(igw_jw *w, igw_ProcessorEventKind v)
+{
+    if ((unsigned)v < IGW_ProcessorEventKind__COUNT)
+        igw_jw_string(w, igw_ProcessorEventKind_names[v].ptr, igw_ProcessorEventKind_names[v].len);
+    else
+        w->oom = true; /* not a value of the enum: output unusable */
+}
+
 const igw_str igw_AudioOperation_names[IGW_AudioOperation__COUNT] = {
     {"read", 4},
     {"set", 3},
@@ -6389,6 +6486,228 @@ int igw_decode_StateEvent(igw_json *j, igw_StateEvent *o)
     return 0;
 }
 
+/* Field index of a key of ProcessorData, or -1: length first, then memcmp. */
+static int key_ProcessorData(const char *k, size_t n)
+{
+    switch (n) {
+    case 4:
+        if (memcmp(k, "kind", 4) == 0)
+            return IGW_ProcessorData_F_kind;
+        if (memcmp(k, "text", 4) == 0)
+            return IGW_ProcessorData_F_text;
+        break;
+    case 5:
+        if (memcmp(k, "faces", 5) == 0)
+            return IGW_ProcessorData_F_faces;
+        break;
+    case 6:
+        if (memcmp(k, "reason", 6) == 0)
+            return IGW_ProcessorData_F_reason;
+        break;
+    case 8:
+        if (memcmp(k, "question", 8) == 0)
+            return IGW_ProcessorData_F_question;
+        break;
+    case 9:
+        if (memcmp(k, "processor", 9) == 0)
+            return IGW_ProcessorData_F_processor;
+        break;
+    case 10:
+        if (memcmp(k, "translated", 10) == 0)
+            return IGW_ProcessorData_F_translated;
+        if (memcmp(k, "brightness", 10) == 0)
+            return IGW_ProcessorData_F_brightness;
+        break;
+    case 11:
+        if (memcmp(k, "processorId", 11) == 0)
+            return IGW_ProcessorData_F_processorId;
+        break;
+    case 14:
+        if (memcmp(k, "targetLanguage", 14) == 0)
+            return IGW_ProcessorData_F_targetLanguage;
+        if (memcmp(k, "configRevision", 14) == 0)
+            return IGW_ProcessorData_F_configRevision;
+        break;
+    default:
+        break;
+    }
+    return -1;
+}
+
+int igw_decode_ProcessorData(igw_json *j, igw_ProcessorData *o)
+{
+    igw_str k;
+    int more;
+    memset(o, 0, sizeof *o);
+    if (igw_json_object_begin(j))
+        return -1;
+    while ((more = igw_json_object_next(j, &k)) == 1) {
+        int f = key_ProcessorData(k.ptr, k.len);
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        o->has |= UINT64_C(1) << f;
+        switch (f) {
+        case IGW_ProcessorData_F_processorId:
+            if (igw_json_string(j, &o->processorId) || igw_decode_string_rules(j, o->processorId, 1, 64, IGW_FORMAT_IDENTIFIER))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        case IGW_ProcessorData_F_processor:
+            if (enum_Processor(j, &o->processor))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        case IGW_ProcessorData_F_kind:
+            if (enum_ProcessorEventKind(j, &o->kind))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        case IGW_ProcessorData_F_text:
+            if (igw_json_string(j, &o->text) || igw_decode_string_rules(j, o->text, 1, 1024, IGW_FORMAT_NONE))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        case IGW_ProcessorData_F_translated:
+            if (igw_json_string(j, &o->translated) || igw_decode_string_rules(j, o->translated, 1, 1024, IGW_FORMAT_NONE))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        case IGW_ProcessorData_F_targetLanguage:
+            if (igw_json_string(j, &o->targetLanguage) || igw_decode_string_rules(j, o->targetLanguage, 2, 35, IGW_FORMAT_BCP47))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        case IGW_ProcessorData_F_configRevision:
+            if (igw_json_int(j, &o->configRevision, INT64_C(1), INT64_C(9007199254740991)))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        case IGW_ProcessorData_F_question:
+            if (igw_json_string(j, &o->question) || igw_decode_string_rules(j, o->question, 1, 256, IGW_FORMAT_NONE))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        case IGW_ProcessorData_F_faces:
+            if (igw_json_int(j, &o->faces, INT64_C(0), INT64_C(10000)))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        case IGW_ProcessorData_F_brightness:
+            if (igw_json_int(j, &o->brightness, INT64_C(0), INT64_C(255)))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        case IGW_ProcessorData_F_reason:
+            if (igw_json_string(j, &o->reason) || igw_decode_string_rules(j, o->reason, 1, 256, IGW_FORMAT_NONE))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        default:
+            break;
+        }
+    }
+    if (more < 0)
+        return -1;
+    if ((o->has & IGW_ProcessorData__REQUIRED) != IGW_ProcessorData__REQUIRED) {
+        if (!(o->has & IGW_ProcessorData_processorId)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "processorId", 11);
+        }
+        if (!(o->has & IGW_ProcessorData_processor)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "processor", 9);
+        }
+        if (!(o->has & IGW_ProcessorData_kind)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "kind", 4);
+        }
+    }
+    return 0;
+}
+
+/* Field index of a key of ProcessorEvent, or -1: length first, then memcmp. */
+static int key_ProcessorEvent(const char *k, size_t n)
+{
+    switch (n) {
+    case 4:
+        if (memcmp(k, "data", 4) == 0)
+            return IGW_ProcessorEvent_F_data;
+        break;
+    case 6:
+        if (memcmp(k, "method", 6) == 0)
+            return IGW_ProcessorEvent_F_method;
+        break;
+    case 8:
+        if (memcmp(k, "msgToken", 8) == 0)
+            return IGW_ProcessorEvent_F_msgToken;
+        break;
+    case 9:
+        if (memcmp(k, "sessionId", 9) == 0)
+            return IGW_ProcessorEvent_F_sessionId;
+        break;
+    default:
+        break;
+    }
+    return -1;
+}
+
+int igw_decode_ProcessorEvent(igw_json *j, igw_ProcessorEvent *o)
+{
+    igw_str k;
+    int more;
+    memset(o, 0, sizeof *o);
+    if (igw_json_object_begin(j))
+        return -1;
+    while ((more = igw_json_object_next(j, &k)) == 1) {
+        int f = key_ProcessorEvent(k.ptr, k.len);
+        if (f < 0) {
+            igw_json_fail(j, IGW_JERR_UNKNOWN, "unknown field");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        if (o->has & (UINT64_C(1) << f)) {
+            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate key");
+            return igw_json_prefix_key(j, k.ptr, k.len);
+        }
+        o->has |= UINT64_C(1) << f;
+        switch (f) {
+        case IGW_ProcessorEvent_F_msgToken:
+            if (igw_json_string(j, &o->msgToken) || igw_decode_string_rules(j, o->msgToken, 1, 128, IGW_FORMAT_IDENTIFIER))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        case IGW_ProcessorEvent_F_method:
+            if (enum_ProcessorMethod(j, &o->method))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        case IGW_ProcessorEvent_F_sessionId:
+            if (igw_json_string(j, &o->sessionId) || igw_decode_string_rules(j, o->sessionId, 1, 64, IGW_FORMAT_IDENTIFIER))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        case IGW_ProcessorEvent_F_data:
+            if (igw_decode_ProcessorData(j, &o->data))
+                return igw_json_prefix_key(j, k.ptr, k.len);
+            break;
+        default:
+            break;
+        }
+    }
+    if (more < 0)
+        return -1;
+    if ((o->has & IGW_ProcessorEvent__REQUIRED) != IGW_ProcessorEvent__REQUIRED) {
+        if (!(o->has & IGW_ProcessorEvent_msgToken)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "msgToken", 8);
+        }
+        if (!(o->has & IGW_ProcessorEvent_method)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "method", 6);
+        }
+        if (!(o->has & IGW_ProcessorEvent_sessionId)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "sessionId", 9);
+        }
+        if (!(o->has & IGW_ProcessorEvent_data)) {
+            igw_json_fail(j, IGW_JERR_MISSING, "required field is missing");
+            return igw_json_prefix_key(j, "data", 4);
+        }
+    }
+    return 0;
+}
+
 /* Field index of a key of RegisterData, or -1: length first, then memcmp. */
 static int key_RegisterData(const char *k, size_t n)
 {
@@ -9243,6 +9562,64 @@ void igw_encode_StateEvent(igw_jw *w, const igw_StateEvent *o)
     igw_jw_int(w, o->eventSeq);
     igw_jw_key(w, "data", 4);
     igw_encode_StateData(w, &o->data);
+    igw_jw_object_end(w);
+}
+
+void igw_encode_ProcessorData(igw_jw *w, const igw_ProcessorData *o)
+{
+    igw_jw_object_begin(w);
+    igw_jw_key(w, "processorId", 11);
+    igw_jw_string(w, o->processorId.ptr, o->processorId.len);
+    igw_jw_key(w, "processor", 9);
+    enc_Processor(w, o->processor);
+    igw_jw_key(w, "kind", 4);
+    enc_ProcessorEventKind(w, o->kind);
+    if (o->has & IGW_ProcessorData_text) {
+        igw_jw_key(w, "text", 4);
+        igw_jw_string(w, o->text.ptr, o->text.len);
+    }
+    if (o->has & IGW_ProcessorData_translated) {
+        igw_jw_key(w, "translated", 10);
+        igw_jw_string(w, o->translated.ptr, o->translated.len);
+    }
+    if (o->has & IGW_ProcessorData_targetLanguage) {
+        igw_jw_key(w, "targetLanguage", 14);
+        igw_jw_string(w, o->targetLanguage.ptr, o->targetLanguage.len);
+    }
+    if (o->has & IGW_ProcessorData_configRevision) {
+        igw_jw_key(w, "configRevision", 14);
+        igw_jw_int(w, o->configRevision);
+    }
+    if (o->has & IGW_ProcessorData_question) {
+        igw_jw_key(w, "question", 8);
+        igw_jw_string(w, o->question.ptr, o->question.len);
+    }
+    if (o->has & IGW_ProcessorData_faces) {
+        igw_jw_key(w, "faces", 5);
+        igw_jw_int(w, o->faces);
+    }
+    if (o->has & IGW_ProcessorData_brightness) {
+        igw_jw_key(w, "brightness", 10);
+        igw_jw_int(w, o->brightness);
+    }
+    if (o->has & IGW_ProcessorData_reason) {
+        igw_jw_key(w, "reason", 6);
+        igw_jw_string(w, o->reason.ptr, o->reason.len);
+    }
+    igw_jw_object_end(w);
+}
+
+void igw_encode_ProcessorEvent(igw_jw *w, const igw_ProcessorEvent *o)
+{
+    igw_jw_object_begin(w);
+    igw_jw_key(w, "msgToken", 8);
+    igw_jw_string(w, o->msgToken.ptr, o->msgToken.len);
+    igw_jw_key(w, "method", 6);
+    enc_ProcessorMethod(w, o->method);
+    igw_jw_key(w, "sessionId", 9);
+    igw_jw_string(w, o->sessionId.ptr, o->sessionId.len);
+    igw_jw_key(w, "data", 4);
+    igw_encode_ProcessorData(w, &o->data);
     igw_jw_object_end(w);
 }
 

@@ -375,6 +375,37 @@ extern const igw_str igw_PlaybackState_names[IGW_PlaybackState__COUNT];
 /* The value a wire name names (length, then memcmp), or -1. */
 int igw_PlaybackState_of(igw_str s);
 
+typedef enum igw_ProcessorMethod {
+    IGW_ProcessorMethod_interaction_processor,
+    IGW_ProcessorMethod__COUNT
+} igw_ProcessorMethod;
+typedef struct igw_ProcessorMethod_list {
+    igw_ProcessorMethod *v;
+    uint32_t n;
+} igw_ProcessorMethod_list;
+/* Wire names, indexed by igw_ProcessorMethod. */
+extern const igw_str igw_ProcessorMethod_names[IGW_ProcessorMethod__COUNT];
+/* The value a wire name names (length, then memcmp), or -1. */
+int igw_ProcessorMethod_of(igw_str s);
+
+typedef enum igw_ProcessorEventKind {
+    IGW_ProcessorEventKind_ready,
+    IGW_ProcessorEventKind_heard,
+    IGW_ProcessorEventKind_caption,
+    IGW_ProcessorEventKind_answer,
+    IGW_ProcessorEventKind_failed,
+    IGW_ProcessorEventKind_detached,
+    IGW_ProcessorEventKind__COUNT
+} igw_ProcessorEventKind;
+typedef struct igw_ProcessorEventKind_list {
+    igw_ProcessorEventKind *v;
+    uint32_t n;
+} igw_ProcessorEventKind_list;
+/* Wire names, indexed by igw_ProcessorEventKind. */
+extern const igw_str igw_ProcessorEventKind_names[IGW_ProcessorEventKind__COUNT];
+/* The value a wire name names (length, then memcmp), or -1. */
+int igw_ProcessorEventKind_of(igw_str s);
+
 typedef enum igw_AudioOperation {
     IGW_AudioOperation_read,
     IGW_AudioOperation_set,
@@ -1884,6 +1915,77 @@ typedef struct igw_StateEvent_list {
     uint32_t n;
 } igw_StateEvent_list;
 
+/* data of interaction.processor: what a session's processor says (docs/ai.md). */
+typedef struct igw_ProcessorData {
+    uint64_t has; /* IGW_ProcessorData_<field> bits of the fields present */
+    igw_str processorId;
+    igw_Processor processor;
+    igw_ProcessorEventKind kind;
+    igw_str text;
+    igw_str translated;
+    igw_str targetLanguage;
+    int64_t configRevision;
+    igw_str question;
+    int64_t faces;
+    int64_t brightness;
+    igw_str reason;
+} igw_ProcessorData;
+enum igw_ProcessorData_field {
+    IGW_ProcessorData_F_processorId = 0,
+    IGW_ProcessorData_F_processor = 1,
+    IGW_ProcessorData_F_kind = 2,
+    IGW_ProcessorData_F_text = 3,
+    IGW_ProcessorData_F_translated = 4,
+    IGW_ProcessorData_F_targetLanguage = 5,
+    IGW_ProcessorData_F_configRevision = 6,
+    IGW_ProcessorData_F_question = 7,
+    IGW_ProcessorData_F_faces = 8,
+    IGW_ProcessorData_F_brightness = 9,
+    IGW_ProcessorData_F_reason = 10,
+    IGW_ProcessorData__NFIELDS
+};
+#define IGW_ProcessorData_processorId (UINT64_C(1) << IGW_ProcessorData_F_processorId)
+#define IGW_ProcessorData_processor (UINT64_C(1) << IGW_ProcessorData_F_processor)
+#define IGW_ProcessorData_kind (UINT64_C(1) << IGW_ProcessorData_F_kind)
+#define IGW_ProcessorData_text (UINT64_C(1) << IGW_ProcessorData_F_text)
+#define IGW_ProcessorData_translated (UINT64_C(1) << IGW_ProcessorData_F_translated)
+#define IGW_ProcessorData_targetLanguage (UINT64_C(1) << IGW_ProcessorData_F_targetLanguage)
+#define IGW_ProcessorData_configRevision (UINT64_C(1) << IGW_ProcessorData_F_configRevision)
+#define IGW_ProcessorData_question (UINT64_C(1) << IGW_ProcessorData_F_question)
+#define IGW_ProcessorData_faces (UINT64_C(1) << IGW_ProcessorData_F_faces)
+#define IGW_ProcessorData_brightness (UINT64_C(1) << IGW_ProcessorData_F_brightness)
+#define IGW_ProcessorData_reason (UINT64_C(1) << IGW_ProcessorData_F_reason)
+#define IGW_ProcessorData__REQUIRED (IGW_ProcessorData_processorId | IGW_ProcessorData_processor | IGW_ProcessorData_kind)
+typedef struct igw_ProcessorData_list {
+    igw_ProcessorData *v;
+    uint32_t n;
+} igw_ProcessorData_list;
+
+/* interaction.processor: a processor's output, to the session's endpoint. */
+typedef struct igw_ProcessorEvent {
+    uint64_t has; /* IGW_ProcessorEvent_<field> bits of the fields present */
+    igw_str msgToken;
+    igw_ProcessorMethod method;
+    igw_str sessionId;
+    igw_ProcessorData data;
+} igw_ProcessorEvent;
+enum igw_ProcessorEvent_field {
+    IGW_ProcessorEvent_F_msgToken = 0,
+    IGW_ProcessorEvent_F_method = 1,
+    IGW_ProcessorEvent_F_sessionId = 2,
+    IGW_ProcessorEvent_F_data = 3,
+    IGW_ProcessorEvent__NFIELDS
+};
+#define IGW_ProcessorEvent_msgToken (UINT64_C(1) << IGW_ProcessorEvent_F_msgToken)
+#define IGW_ProcessorEvent_method (UINT64_C(1) << IGW_ProcessorEvent_F_method)
+#define IGW_ProcessorEvent_sessionId (UINT64_C(1) << IGW_ProcessorEvent_F_sessionId)
+#define IGW_ProcessorEvent_data (UINT64_C(1) << IGW_ProcessorEvent_F_data)
+#define IGW_ProcessorEvent__REQUIRED (IGW_ProcessorEvent_msgToken | IGW_ProcessorEvent_method | IGW_ProcessorEvent_sessionId | IGW_ProcessorEvent_data)
+typedef struct igw_ProcessorEvent_list {
+    igw_ProcessorEvent *v;
+    uint32_t n;
+} igw_ProcessorEvent_list;
+
 /* RegisterData */
 typedef struct igw_RegisterData {
     uint64_t has; /* IGW_RegisterData_<field> bits of the fields present */
@@ -2514,6 +2616,20 @@ typedef struct igw_RosterData_list {
 #define IGW_StateData_positionMs_MAX INT64_C(9007199254740991)
 #define IGW_StateData_reason_MIN 1
 #define IGW_StateData_reason_MAX 256
+#define IGW_ProcessorMethod_NAME_MAX 21
+#define IGW_ProcessorEventKind_NAME_MAX 8
+#define IGW_ProcessorData_text_MIN 1
+#define IGW_ProcessorData_text_MAX 1024
+#define IGW_ProcessorData_translated_MIN 1
+#define IGW_ProcessorData_translated_MAX 1024
+#define IGW_ProcessorData_question_MIN 1
+#define IGW_ProcessorData_question_MAX 256
+#define IGW_ProcessorData_faces_MIN 0
+#define IGW_ProcessorData_faces_MAX 10000
+#define IGW_ProcessorData_brightness_MIN 0
+#define IGW_ProcessorData_brightness_MAX 255
+#define IGW_ProcessorData_reason_MIN 1
+#define IGW_ProcessorData_reason_MAX 256
 #define IGW_EndpointId_MIN IGW_Ident_MIN
 #define IGW_EndpointId_MAX IGW_Ident_MAX
 #define IGW_SessionId_MIN IGW_Ident_MIN
@@ -2677,6 +2793,10 @@ int igw_decode_StateData(igw_json *j, igw_StateData *out);
 void igw_encode_StateData(igw_jw *w, const igw_StateData *in);
 int igw_decode_StateEvent(igw_json *j, igw_StateEvent *out);
 void igw_encode_StateEvent(igw_jw *w, const igw_StateEvent *in);
+int igw_decode_ProcessorData(igw_json *j, igw_ProcessorData *out);
+void igw_encode_ProcessorData(igw_jw *w, const igw_ProcessorData *in);
+int igw_decode_ProcessorEvent(igw_json *j, igw_ProcessorEvent *out);
+void igw_encode_ProcessorEvent(igw_jw *w, const igw_ProcessorEvent *in);
 int igw_decode_RegisterData(igw_json *j, igw_RegisterData *out);
 void igw_encode_RegisterData(igw_jw *w, const igw_RegisterData *in);
 int igw_decode_EventsRequest(igw_json *j, igw_EventsRequest *out);

@@ -15,4 +15,6 @@ const igw_CommandMethod_method igw_CommandMethod_methods[IGW_CommandMethod__COUN
     [IGW_CommandMethod_interaction_leave] = {NULL, IGW_METHOD_SESSION | IGW_METHOD_RECEIPT},
     [IGW_CommandMethod_interaction_playbackControl] = {NULL, IGW_METHOD_SESSION},
     [IGW_CommandMethod_interaction_control] = {NULL, IGW_METHOD_SESSION | IGW_METHOD_RETAINED},
+    [IGW_CommandMethod_interaction_processorControl] = {NULL, IGW_METHOD_SESSION},
+    [IGW_CommandMethod_interaction_configure] = {NULL, IGW_METHOD_SESSION},
 };

@@ -206,6 +206,7 @@ int igw_app_start_engine(igw_app *app, igw_server *srv, char *err, size_t errlen
                             .rights_recheck_ms = c->rights_recheck_ms,
                             .doorbell_ring_timeout_ms = c->doorbell_ring_timeout_ms,
                             .endpoint_grace_ms = c->endpoint_grace_ms, .ai_session_max_ms = c->ai_session_max_ms,
+                            .processor_bin = c->processor_bin, .translation_grammar = c->translation_grammar,
                             .redis_host = c->redis_host, .redis_port = c->redis_port, .im_standin = c->im_standin,
                             .standin = app->standin, .talk_enabled = c->talk_enabled,
                             .talk_members = c->talk_members};

@@ -95,13 +95,19 @@ igw_eyes *igw_eyes_start(const char *cascade, igw_eyes_frame frame, void *arg, c
         igw_eyes_stop(e);
         return NULL;
     }
-    char desc[768];
+    /* The element insists on feature cascades too (its defaults are not in
+     * opencv-data): the eye and smile ones beside the face cascade, named
+     * at creation so it never tries its own. Only the faces are read. */
+    char *dir = g_path_get_dirname(cascade);
+    char desc[2048];
     snprintf(desc, sizeof desc,
              "appsrc name=src format=time "
-             "! videoconvert ! facedetect name=fd display=false updates=every_frame profile=%s "
-             "min-size-width=24 min-size-height=24 "
+             "! videoconvert ! facedetect name=fd display=false updates=every_frame profile=\"%s\" "
+             "eyes-profile=\"%s/haarcascade_eye.xml\" nose-profile=\"%s/haarcascade_eye.xml\" "
+             "mouth-profile=\"%s/haarcascade_smile.xml\" min-size-width=24 min-size-height=24 "
              "! videoconvert ! video/x-raw,format=GRAY8 ! appsink name=sink sync=false",
-             cascade);
+             cascade, dir, dir, dir);
+    g_free(dir);
     e->model = gst_parse_launch(desc, &ge);
     if (!e->model) {
         snprintf(err, errlen, "eyes: %s (gstreamer1.0-opencv?)", ge ? ge->message : "no detector");
@@ -109,18 +115,6 @@ igw_eyes *igw_eyes_start(const char *cascade, igw_eyes_frame frame, void *arg, c
         igw_eyes_stop(e);
         return NULL;
     }
-    GstElement *fd = gst_bin_get_by_name(GST_BIN(e->model), "fd");
-    /* The element insists on feature cascades too (its defaults are not in
-     * opencv-data): the eye and smile ones beside the face cascade. Only
-     * the faces are read. */
-    char *dir = g_path_get_dirname(cascade);
-    char *eyes = g_build_filename(dir, "haarcascade_eye.xml", NULL);
-    char *smile = g_build_filename(dir, "haarcascade_smile.xml", NULL);
-    g_object_set(fd, "nose-profile", eyes, "mouth-profile", smile, "eyes-profile", eyes, NULL);
-    g_free(dir);
-    g_free(eyes);
-    g_free(smile);
-    gst_object_unref(fd);
     e->model_src = gst_bin_get_by_name(GST_BIN(e->model), "src");
     e->model_sink = gst_bin_get_by_name(GST_BIN(e->model), "sink");
     GstBus *bus = gst_element_get_bus(e->model);

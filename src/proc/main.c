@@ -432,6 +432,9 @@ int main(int argc, char **argv)
         return 2;
     }
     signal(SIGPIPE, SIG_IGN); /* a write to a gone igwd fails; it does not kill */
+    /* facedetect loads its default feature cascades (not in opencv-data)
+     * before ours are set: OpenCV's complaints about those are noise. */
+    setenv("OPENCV_LOG_LEVEL", "FATAL", 0);
     gst_init(&argc, &argv);
     P.kind = strcmp(kind, "aiAssist") == 0 ? KIND_ASSIST : KIND_TRANSLATION;
     snprintf(P.target, sizeof P.target, "es");

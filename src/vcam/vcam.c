@@ -61,6 +61,7 @@ typedef struct vcam_opts {
     int width, height, fps, bitrate_kbps, key_int_s;
     const char *address;
     const char *pattern;
+    const char *image;        /* --image: a still picture instead of the pattern (NULL: the pattern) */
     const char *signal;
     int device; /* --mqtt or --device-file given */
     int speaker; /* stdio: --speaker; device: mqtt.speaker (--no-speaker clears it) */
@@ -1173,6 +1174,26 @@ static int build_pipeline(peer *p)
                                   "! capsfilter name=acaps "
                                   "caps=\"application/x-rtp,media=audio,encoding-name=OPUS,payload=111\" "
                                   "! webrtc. ");
+    } else if (p->video && o->image) {
+        /* A still picture (what an AI looks at in the tests): no clock over
+         * it, so nothing covers a face; the running time stays in a corner. */
+        gchar *loc = g_strescape(o->image, NULL);
+        g_string_append_printf(
+            desc,
+            "filesrc location=\"%s\" ! decodebin ! videoconvert ! videoscale ! imagefreeze is-live=true "
+            "! video/x-raw,width=%d,height=%d,framerate=%d/1 "
+            "! timeoverlay halignment=right valignment=bottom font-desc=\"Sans 10\" "
+            "! videoconvert ! queue max-size-buffers=2 max-size-bytes=0 max-size-time=0 "
+            "! x264enc name=venc tune=zerolatency speed-preset=ultrafast bitrate=%d key-int-max=%d "
+            "sliced-threads=false threads=1 "
+            "! video/x-h264,profile=constrained-baseline "
+            "! valve name=vvalve drop=false drop-mode=forward-sticky-events "
+            "! rtph264pay config-interval=-1 aggregate-mode=zero-latency pt=96 "
+            "! application/x-rtp,media=video,encoding-name=H264,payload=96,"
+            "rtcp-fb-nack-pli=(boolean)true,rtcp-fb-ccm-fir=(boolean)true "
+            "! webrtc. ",
+            loc, o->width, o->height, o->fps, o->bitrate_kbps, o->key_int_s * o->fps);
+        g_free(loc);
     } else if (p->video)
         g_string_append_printf(
             desc,
@@ -1784,6 +1805,8 @@ static void usage(FILE *f)
             "  --key-int S        seconds between unrequested keyframes (default 10)\n"
             "  --address IP       the only local address ICE uses (default 127.0.0.1)\n"
             "  --pattern P        videotestsrc pattern: smpte or ball (default smpte)\n"
+            "  --image FILE       live legs show this still picture (PNG, JPEG) instead of the\n"
+            "                     pattern, scaled, without the clock over it\n"
             "  --signal stdio     signaling: JSON lines on stdin/stdout (the default)\n"
             "  --speaker          stdio: the audio is sendrecv and what the peer sends is\n"
             "                     played (a device has a speaker unless --no-speaker)\n"
@@ -1884,7 +1907,7 @@ static int parse_opts(int argc, char **argv, vcam_opts *o)
     enum {
         O_WIDTH = 256, O_HEIGHT, O_FPS, O_BITRATE, O_KEYINT, O_ADDRESS, O_PATTERN, O_SIGNAL,
         O_MQTT, O_PRODUCT, O_DEVICE, O_SECRET, O_DEVFILE, O_CAMERA, O_NOMIC, O_NOSPEAKER, O_SPEAKER,
-        O_SPEAKER_LOG, O_RECDIR, O_SEGMENT, O_RETAIN, O_DIE_WITH_PARENT, O_RING_EVERY, O_NODOORBELL
+        O_SPEAKER_LOG, O_RECDIR, O_SEGMENT, O_RETAIN, O_DIE_WITH_PARENT, O_RING_EVERY, O_NODOORBELL, O_IMAGE
     };
     static const struct option longopts[] = {
         {"width", required_argument, NULL, O_WIDTH},
@@ -1894,6 +1917,7 @@ static int parse_opts(int argc, char **argv, vcam_opts *o)
         {"key-int", required_argument, NULL, O_KEYINT},
         {"address", required_argument, NULL, O_ADDRESS},
         {"pattern", required_argument, NULL, O_PATTERN},
+        {"image", required_argument, NULL, O_IMAGE},
         {"signal", required_argument, NULL, O_SIGNAL},
         {"mqtt", required_argument, NULL, O_MQTT},
         {"product", required_argument, NULL, O_PRODUCT},
@@ -1934,6 +1958,7 @@ static int parse_opts(int argc, char **argv, vcam_opts *o)
         case O_KEYINT: rc |= parse_int("key-int", optarg, 1, 3600, &o->key_int_s); break;
         case O_ADDRESS: o->address = optarg; break;
         case O_PATTERN: o->pattern = optarg; break;
+        case O_IMAGE: o->image = optarg; break;
         case O_SIGNAL: o->signal = optarg; break;
         case O_MQTT: o->device = 1; rc |= parse_hostport(optarg, mc); break;
         case O_PRODUCT: device_opts = 1; rc |= opt_copy("product", optarg, mc->product, sizeof mc->product); break;

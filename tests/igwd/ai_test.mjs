@@ -5,9 +5,18 @@
 //   session: the AI session (purpose aiVision) with igw-vcam as the camera
 //            and Chromium as the application: its three sections, its
 //            source row, its camera track paused until a consent covers it
-//            and paused again at once when none does.
+//            and paused again at once when none does; create's rules.
+//   assist:  the reference assistant (igw-proc aiAssist) on a camera
+//            showing two faces: Chromium's microphone asks "how many people
+//            are there" (espeak-ng), the answer counts them and is heard;
+//            after the revoke it cannot see; killed, the call goes on.
+//   pattern: the same question on the test pattern: nobody.
+//   translate: igw-proc translation: "hello, the house is big" spoken into
+//            the microphone comes back as a Spanish caption and voice;
+//            configure's rules.
 //
-// env: IGW_PART, IGW_BASE, IGW_VCAM, IGW_DEMO, IGW_PG_DSN, IGW_JWT_KEY_FILE.
+// env: IGW_PART, IGW_BASE, IGW_VCAM, IGW_DEMO, IGW_PG_DSN, IGW_JWT_KEY_FILE,
+// IGW_SOUNDS (count.wav, sentence.wav), IGW_PICTURE (two faces).
 import { readFileSync } from 'node:fs';
 import { createHmac } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
@@ -164,7 +173,7 @@ async function openAi(a, browser, hz) {
     const res = await a.result(t);
     c.check(res && res.code === 200 && res.data.state === 'invited', `open aiVision: invited (${JSON.stringify(res)})`);
     const sid = res && res.data.sessionId;
-    const v = await newViewer(browser);
+    const v = await newViewer(browser, hz ? {} : { url: `${BASE}/healthz` }); // the microphone needs a secure page
     const offer = await v.offerAssistant(hz);
     c.check(JSON.stringify(sections(offer)) === JSON.stringify([{ kind: 'audio', dir: 'sendonly' },
         { kind: 'audio', dir: 'recvonly' }, { kind: 'video', dir: 'recvonly' }]),
@@ -306,10 +315,171 @@ async function session() {
     } finally {
         await browser.close().catch(() => {});
         cam.kill('SIGTERM');
+        await cam.exited; // gone before the next part's camera takes its client id
     }
 }
 
-const parts = { ledger, session };
+const SOUNDS = process.env.IGW_SOUNDS;
+
+/** The processor events of application a since index from that pred accepts. */
+const processorEvent = (a, pred, ms, from = 0) =>
+    a.wait((e) => e.method === 'interaction.processor' && pred(e.data), ms, from);
+
+/** processorControl: {r (HTTP), res (its result event)}. */
+async function control(a, sid, params) {
+    const t = tok('proc');
+    const r = await a.command({ msgToken: t, method: 'interaction.processorControl', sessionId: sid, params });
+    const res = r.status === 200 ? await a.result(t, 25000) : null;
+    return { r, res };
+}
+
+/** An AI session with a consent, its camera showing `image` (or the
+ * pattern) and Chromium's microphone saying `wav` over and over. */
+async function aiWithConsent(wav, image) {
+    const me = DEMO.user;
+    const a = await app(me);
+    const cam = startCamera(process.env.IGW_VCAM, '[cam] ', image ? ['--image', image] : []);
+    const browser = await launch({ args: [...AUTOPLAY_ARGS, `--use-file-for-fake-audio-capture=${wav}`] });
+    for (let i = 0; i < 100 && !/capability accepted/.test(cam.stderr()); i++) await sleep(100);
+    const { sid, v } = await openAi(a, browser, 0);
+    c.check(await a.state(sid, 'established', 20000), 'established');
+    const r = await call(me, `${V}/create`, { msgToken: tok('k'), sourceSessionId: sid, cameraId: camera, trackId: 'video-1',
+        expectedMediaRevision: 1, expiresAt: Date.now() + 300000 });
+    c.check(r.status === 200, `consent signed (${JSON.stringify(r.body)})`);
+    return { me, a, cam, browser, sid, v, cid: r.body.data?.consent?.consentId };
+}
+
+const pgrep = (pattern) => spawnSync('pgrep', ['-f', pattern], { encoding: 'utf8' }).stdout.trim().split('\n').filter(Boolean);
+
+async function assist() {
+    const { me, a, cam, browser, sid, v, cid } = await aiWithConsent(`${SOUNDS}/count.wav`, process.env.IGW_PICTURE);
+    try {
+        let { r } = await control(a, sid, { processorId: 'eye', processor: 'aiAssist', operation: 'attach',
+            sourceTrackIds: ['video-1', 'mic'], consentIds: ['no-such-consent'] });
+        c.check(r.status === 403 && r.body.data?.path === '/command/params/consentIds/0',
+            `attach naming a consent that is not yours: 403 at it (${JSON.stringify(r.body)})`);
+        ({ r } = await control(a, sid, { processorId: 'eye', processor: 'aiAssist', operation: 'attach',
+            sourceTrackIds: ['mic'], consentIds: [cid] }));
+        c.check(r.status === 400 && r.body.data?.path === '/command/params/sourceTrackIds',
+            `attach aiAssist without the camera's track: 400 (${JSON.stringify(r.body)})`);
+        c.check(pgrep('igw-proc --kind aiAssist').length === 0, 'no processor started by the refusals');
+        const from = a.events.length;
+        let res;
+        ({ r, res } = await control(a, sid, { processorId: 'eye', processor: 'aiAssist', operation: 'attach',
+            sourceTrackIds: ['video-1', 'mic'], consentIds: [cid] }));
+        c.check(r.status === 200 && res && res.code === 200 && res.data.state === 'attached' && res.data.processorId === 'eye',
+            `attach aiAssist: accepted, its result attached (${JSON.stringify(res)})`);
+        c.check(await processorEvent(a, (d) => d.kind === 'ready' && d.processorId === 'eye', 5000, from),
+            'interaction.processor ready');
+        const ans = await processorEvent(a, (d) => d.kind === 'answer' && typeof d.faces === 'number', 40000, from);
+        c.check(ans && ans.data.faces === 2 && /\b2 people\b/.test(ans.data.text) && /how many people/.test(ans.data.question),
+            `"how many people are there": the assistant counts the two faces of the picture (${JSON.stringify(ans && ans.data)})`);
+        const heard = a.events.slice(from).find((e) => e.method === 'interaction.processor' && e.data.kind === 'heard');
+        c.check(heard && /how many people/.test(heard.data.text), `it heard the question (${JSON.stringify(heard && heard.data)})`);
+        let st = await v.waitFor((x) => x.audioPackets > 25, 10000).catch((x) => x);
+        c.check(st.audioPackets > 25, `its spoken answer reaches the application (${st.audioPackets} audio packets)`);
+
+        // Revoked: it looks no more; its next answer says it cannot see.
+        const r2 = await call(me, `${V}/revoke`, { consentId: cid, expectedRevision: 1 });
+        c.check(r2.status === 200, 'revoke');
+        const after = a.events.length;
+        const blind = await processorEvent(a, (d) => d.kind === 'answer', 30000, after);
+        c.check(blind && blind.data.faces === undefined && /cannot see/.test(blind.data.text),
+            `after the revoke the assistant cannot see (${JSON.stringify(blind && blind.data)})`);
+        c.check(!a.events.slice(after).some((e) => e.method === 'interaction.processor' && typeof e.data.faces === 'number'),
+            'no answer after the revoke carries what a frame showed');
+
+        // Killed: the processor's failure, the call goes on.
+        const pids = pgrep('igw-proc --kind aiAssist');
+        c.check(pids.length === 1, `one assistant process (${pids})`);
+        const k0 = a.events.length;
+        spawnSync('kill', ['-9', ...pids]);
+        const failed = await processorEvent(a, (d) => d.kind === 'failed' && d.processorId === 'eye', 10000, k0);
+        c.check(failed && failed.data.reason, `killed: interaction.processor failed (${JSON.stringify(failed && failed.data)})`);
+        await sleep(1000);
+        c.check(!a.events.some((e) => e.method === 'interaction.state' && e.sessionId === sid && e.data.state === 'ended'),
+            'the AI session goes on (no ended)');
+        st = await v.stats();
+        c.check(st.connectionState === 'connected', `its peer still connected (${st.connectionState})`);
+        const t = tok('state');
+        r = await a.command({ msgToken: t, method: 'interaction.mediaState', sessionId: sid, params: { mediaRevision: 1, state: 'connected' } });
+        c.check(r.status === 200, `and it still takes commands (${r.status})`);
+        await accepted(c, a, { msgToken: tok('end'), method: 'interaction.end', sessionId: sid, params: { reason: 'userHangup' } }, 'end');
+        await a.state(sid, 'ended', 10000);
+        await sleep(1500);
+        c.check(pgrep('igw-proc --kind').length === 0, 'no processor outlives its session');
+    } finally {
+        await browser.close().catch(() => {});
+        cam.kill('SIGTERM');
+        await cam.exited; // gone before the next part's camera takes its client id
+    }
+}
+
+async function pattern() {
+    const { a, cam, browser, sid, cid } = await aiWithConsent(`${SOUNDS}/count.wav`, null);
+    try {
+        const from = a.events.length;
+        const { res } = await control(a, sid, { processorId: 'eye2', processor: 'aiAssist', operation: 'attach',
+            sourceTrackIds: ['video-1'], consentIds: [cid] });
+        c.check(res && res.code === 200, `attach (${JSON.stringify(res)})`);
+        const ans = await processorEvent(a, (d) => d.kind === 'answer' && typeof d.faces === 'number', 40000, from);
+        c.check(ans && ans.data.faces === 0 && /\b0 people\b/.test(ans.data.text),
+            `on the test pattern the assistant finds nobody (${JSON.stringify(ans && ans.data)})`);
+        const { res: det } = await control(a, sid, { processorId: 'eye2', processor: 'aiAssist', operation: 'detach',
+            sourceTrackIds: ['video-1'] });
+        c.check(det && det.code === 200 && det.data.state === 'detached', `detach: detached (${JSON.stringify(det)})`);
+        await sleep(1500);
+        c.check(pgrep('igw-proc --kind').length === 0, 'detached: its process is gone');
+        await accepted(c, a, { msgToken: tok('end'), method: 'interaction.end', sessionId: sid, params: { reason: 'userHangup' } }, 'end');
+    } finally {
+        await browser.close().catch(() => {});
+        cam.kill('SIGTERM');
+        await cam.exited; // gone before the next part's camera takes its client id
+    }
+}
+
+async function translate() {
+    const { a, cam, browser, sid, v, cid } = await aiWithConsent(`${SOUNDS}/sentence.wav`, null);
+    try {
+        const configure = async (params) => {
+            const t = tok('cfg');
+            const r = await a.command({ msgToken: t, method: 'interaction.configure', sessionId: sid, params });
+            return { r, res: r.status === 200 ? await a.result(t, 10000) : null };
+        };
+        let { r, res } = await configure({ sourceLanguage: 'en-US', targetLanguage: 'es-ES', speakerId: 'me', configRevision: 1 });
+        c.check(res && res.code === 200 && res.data.configRevision === 1 && res.data.state === 'configured',
+            `configure en-US to es-ES at revision 1: its result carries it (${JSON.stringify(res)})`);
+        ({ r } = await configure({ sourceLanguage: 'en-US', targetLanguage: 'es-ES', speakerId: 'me', configRevision: 1 }));
+        c.check(r.status === 409 && r.body.data?.path === '/command/params/configRevision',
+            `configure at the same revision: 409 (${JSON.stringify(r.body)})`);
+        ({ r } = await configure({ sourceLanguage: 'es-ES', targetLanguage: 'en-US', speakerId: 'me', configRevision: 2 }));
+        c.check(r.status === 400 && /en to es/.test(r.body.data?.reason),
+            `configure es to en: 400 naming the supported pair (${JSON.stringify(r.body)})`);
+        ({ r } = await control(a, sid, { processorId: 'tr', processor: 'translation', operation: 'attach',
+            sourceTrackIds: ['mic'], consentIds: [cid], targetLanguage: 'fr-FR' }));
+        c.check(r.status === 400 && r.body.data?.path === '/command/params/targetLanguage',
+            `attach translation to French: 400 (${JSON.stringify(r.body)})`);
+        const from = a.events.length;
+        ({ r, res } = await control(a, sid, { processorId: 'tr', processor: 'translation', operation: 'attach',
+            sourceTrackIds: ['mic'], consentIds: [cid], targetLanguage: 'es-ES' }));
+        c.check(res && res.code === 200 && res.data.state === 'attached', `attach translation (${JSON.stringify(res)})`);
+        const cap = await processorEvent(a, (d) => d.kind === 'caption', 40000, from);
+        c.check(cap && /house is big/.test(cap.data.text) && /casa/i.test(cap.data.translated) && /grande/i.test(cap.data.translated) &&
+            /^es/.test(cap.data.targetLanguage) && cap.data.configRevision === 1,
+            `the Spanish caption of "hello, the house is big" (${JSON.stringify(cap && cap.data)})`);
+        const st = await v.waitFor((x) => x.audioPackets > 25, 10000).catch((x) => x);
+        c.check(st.audioPackets > 25, `the translated voice reaches the application (${st.audioPackets} audio packets)`);
+        const lvl = await v.recvLevel();
+        c.check(lvl > -80, `and it is sound, not silence (${lvl.toFixed(1)} dBFS now)`);
+        await accepted(c, a, { msgToken: tok('end'), method: 'interaction.end', sessionId: sid, params: { reason: 'userHangup' } }, 'end');
+    } finally {
+        await browser.close().catch(() => {});
+        cam.kill('SIGTERM');
+        await cam.exited; // gone before the next part's camera takes its client id
+    }
+}
+
+const parts = { ledger, session, assist, pattern, translate };
 const part = parts[process.env.IGW_PART];
 if (!part) throw new Error(`unknown IGW_PART ${process.env.IGW_PART}`);
 part().then(() => {

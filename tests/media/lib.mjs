@@ -191,7 +191,10 @@ function pageSetup() {
                 window.__tone = { ac, osc };
                 track = dst.stream.getAudioTracks()[0];
             } else {
-                track = (await navigator.mediaDevices.getUserMedia({ audio: true })).getAudioTracks()[0];
+                // The microphone as it is: no echo cancellation, noise
+                // suppression or gain control reshaping the speech.
+                track = (await navigator.mediaDevices.getUserMedia({ audio: { echoCancellation: false,
+                    noiseSuppression: false, autoGainControl: false } })).getAudioTracks()[0];
             }
             pc.addTransceiver(track, { direction: 'sendonly' });
             pc.addTransceiver('audio', { direction: 'recvonly' });
@@ -324,12 +327,15 @@ function pageSetup() {
  *   waitFor(pred, ms) polls stats() until pred(stats) holds; resolves to those
  *                     stats, rejects (with the last stats) after ms
  *   close()
- * The page is about:blank: RTCPeerConnection needs no secure origin.
+ * The page is about:blank: RTCPeerConnection needs no secure origin; with
+ * opts.url (a loopback http URL: a secure context) it is that page, where
+ * getUserMedia exists (offerAssistant(0)).
  */
 export async function newViewer(browser, opts = {}) {
     const gatherMs = opts.gatherMs || 5000;
     const context = await browser.newContext();
     const page = await context.newPage();
+    if (opts.url) await page.goto(opts.url);
     const kind = await page.evaluate(pageSetup);
     if (kind !== 'function') throw new Error('no RTCPeerConnection in the page');
     const viewer = {

@@ -146,6 +146,12 @@ static const setting settings[] = {
     {"ai_session_max_ms", KIND_UINT, OFF(ai_session_max_ms), 0, 60000, 86400000, "3600000",
      "an AI session (purpose aiVision) ends at this deadline after its open (reason deadline); no vision "
      "consent outlives it, milliseconds"},
+    {"processor_bin", KIND_STRING, OFF(processor_bin), IGW_CONFIG_PATH_MAX, 0, 0, "",
+     "the processor program AI sessions run (docs/ai.md, the processor protocol); empty: igw-proc beside igwd's "
+     "own executable"},
+    {"translation_grammar", KIND_STRING, OFF(translation_grammar), IGW_CONFIG_PATH_MAX, 0, 0, "",
+     "a JSGF grammar the translation processor's recognizer is limited to (empty: pocketsphinx's general "
+     "English model, best effort)"},
     {"im_standin", KIND_BOOL, OFF(im_standin), 0, 0, 0, "false",
      "wire igw's stand-in IM back end (groups in PostgreSQL, live calls in Redis) as the conference runtime, "
      "for demos and tests (make run turns it on); false, or no Redis: none is wired and the routes that need "

@@ -75,6 +75,8 @@ typedef struct igw_config {
     unsigned message_ttl_max_ms;       /* messageSend: expiresAt at most this far ahead */
     unsigned doorbell_retention_ms;    /* a door-bell decision's retry returns its result within it */
     unsigned ai_session_max_ms;        /* an AI session's deadline after its open */
+    char processor_bin[IGW_CONFIG_PATH_MAX];       /* the processor program ("": igw-proc beside igwd) */
+    char translation_grammar[IGW_CONFIG_PATH_MAX]; /* its recognizer's JSGF for translation ("": none) */
     bool im_standin;             /* the stand-in IM back end is the conference runtime (with Redis) */
     unsigned im_max_groups_per_user, im_max_calls_per_user, im_max_calls_per_group; /* its bounds */
     unsigned im_heartbeat_ms;    /* a call membership lapses without a heartbeat this long */

@@ -144,6 +144,8 @@ bool live_open_refuses(const live_open_facts *f, live_refusal *r)
 
 bool live_may_publish(const igw_purpose *def, uint32_t guards)
 {
+    if (def->side) /* the user's microphone, to the session's processors */
+        return true;
     for (size_t i = 0; i < def->ntracks; i++) {
         const igw_purpose_track *t = &def->tracks[i];
         if (held(t->when, guards) && t->kind == IGW_TrackKind_audio && t->direction == IGW_PURPOSE_RECVONLY)

@@ -46,6 +46,11 @@ static void on_media_events(h2o_socket_t *sock, const char *err)
             live_session *s = live_session_find(e, ev.id);
             if (s)
                 live_session_media(e, s, &ev);
+            else /* a peer a purpose made itself (a processor's eyes) */
+                for (int p = 0; p < IGW_Purpose__COUNT; p++)
+                    if (igw_purposes[p].hooks && igw_purposes[p].hooks->media &&
+                        igw_purposes[p].hooks->media(e, &ev))
+                        break;
         }
     }
 }
@@ -413,6 +418,22 @@ igw_engine *igw_engine_start(const igw_engine_config *cfg, char *err, size_t err
     e->cfg.node_id = e->node_id;
     e->cfg.pg_dsn = e->pg_dsn;
     e->cfg.redis_host = e->redis_host;
+    /* The processor program: the setting, or igw-proc beside igwd. */
+    if (cfg->processor_bin && cfg->processor_bin[0]) {
+        snprintf(e->processor_bin, sizeof e->processor_bin, "%s", cfg->processor_bin);
+    } else {
+        char self[IGW_CONFIG_PATH_MAX - 16];
+        ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+        self[n > 0 ? n : 0] = '\0';
+        char *slash = strrchr(self, '/');
+        if (slash)
+            *slash = '\0';
+        snprintf(e->processor_bin, sizeof e->processor_bin, "%s/igw-proc", n > 0 ? self : ".");
+    }
+    snprintf(e->translation_grammar, sizeof e->translation_grammar, "%s",
+             cfg->translation_grammar ? cfg->translation_grammar : "");
+    e->cfg.processor_bin = e->processor_bin;
+    e->cfg.translation_grammar = e->translation_grammar;
     if (!e->cfg.talk_recheck_ms)
         e->cfg.talk_recheck_ms = 1000;
     if (!e->cfg.max_sessions)

@@ -113,6 +113,8 @@ struct igw_engine {
     char pg_dsn[IGW_CONFIG_DSN_MAX];
     igw_db *db;               /* on the loop; NULL: no database */
     char redis_host[IGW_CONFIG_HOST_MAX];
+    char processor_bin[IGW_CONFIG_PATH_MAX];       /* the processor program, resolved (purposes/ai.c) */
+    char translation_grammar[IGW_CONFIG_PATH_MAX];
     igw_redis *redis;         /* on the loop; NULL: no Redis */
     igw_call *call;           /* the conference runtime on db and redis; NULL: none wired */
     igw_redis *notices;       /* the runtime's change notices (a subscriber on IGW_CALL_CHANNEL) */
@@ -123,6 +125,7 @@ struct igw_engine {
     bool rights_busy, rights_again; /* a rights check in flight; another one asked meanwhile (rights.h) */
     int64_t rights_next_ms;   /* the periodic one (monotonic) */
     live_leg *legs;
+    struct live_proc *procs;  /* processor processes, running and dying (processor.h) */
     void *pstate[IGW_Purpose__COUNT]; /* each purpose's engine-wide state (its hooks own it) */
     h2o_timeout_t tick;       /* deadlines, checked every LIVE_TICK_MS */
     h2o_timeout_entry_t tick_entry;

@@ -16,6 +16,7 @@
 #include "igwd/state_sql.h"
 #include "protocol.h"
 #include "session/hooks.h"
+#include "session/processor.h"
 #include "session/vision.h"
 
 #define ANSWER_MAX (64 * 1024)
@@ -646,10 +647,12 @@ void live_tick(igw_engine *e, int64_t now_ms)
             live_session_end(e, s, LIVE_VISION_DEADLINE);
     }
     live_vision_tick(e, igw_wall_ms());
+    live_proc_tick(e);
 }
 
 void live_free_all(igw_engine *e)
 {
+    live_proc_stop_all(e);
     while (e->sessions) {
         live_session *s = e->sessions;
         e->sessions = s->next;

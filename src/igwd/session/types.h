@@ -80,6 +80,8 @@ typedef struct igw_engine_config {
     unsigned doorbell_ring_timeout_ms; /* a ring nobody accepted ends noAnswer (purposes/doorbell.c) */
     unsigned endpoint_grace_ms; /* a session's endpoint expired this long ago: no transfer, it ends endpointExpired */
     unsigned ai_session_max_ms; /* an AI session's deadline after its open (purposes/ai.c) */
+    const char *processor_bin;  /* the processor program (copied; "" : igw-proc beside igwd) */
+    const char *translation_grammar; /* its JSGF for translation (copied; "" : none) */
     /* Talk (docs/talk.md): the conference runtime on the engine's own Redis
      * connection (redis_host "" or NULL, or im_standin false: none, and
      * ipcTalk is refused as unavailable). */

@@ -12,6 +12,7 @@
 #include "event/outbox.h"
 #include "event/rights.h"
 #include "media.h"
+#include "session/hooks.h"
 
 /* The consent state the gate's read names: a state of igw_sm_consent,
  * proven when the engine starts listening. */
@@ -26,6 +27,7 @@ struct live_vision {
     bool consented;               /* a consent of this generation covers the track now */
     int64_t consent_until_ms;     /* wall clock: the latest expiry of those */
     bool active;                  /* what the gate last set the viewer's video to */
+    uint64_t consent_gen;         /* notifications of its consents so far: a ticket holds one */
     bool reading, read_again;     /* a consent read in flight; another asked meanwhile */
 };
 
@@ -70,6 +72,23 @@ void live_vision_connected(live_session *s)
 {
     if (s->vision)
         s->vision->connection_epoch++;
+}
+
+bool live_vision_sharing(const live_session *s)
+{
+    const live_vision *v = s->vision;
+    return v && v->consented && v->row_live && s->state == IGW_SESSION_ESTABLISHED && s->viewer_dtls && s->leg &&
+           s->leg->phase == LEG_FLOWING;
+}
+
+uint64_t live_vision_consent_gen(const live_session *s)
+{
+    return s->vision ? s->vision->consent_gen : 0;
+}
+
+int64_t live_vision_deadline_ms(const live_session *s)
+{
+    return s->vision ? s->vision->deadline_ms : 0;
 }
 
 bool live_vision_overdue(const live_session *s, int64_t now_ms)
@@ -120,6 +139,17 @@ typedef struct consent_read {
 
 static void read_consents(igw_engine *e, live_session *s);
 
+/* Whether a consent covers the session; losing it stops every processor's
+ * sharing at once (the purpose's vision_lost), before the gate. */
+static void set_consented(igw_engine *e, live_session *s, bool yes)
+{
+    live_vision *v = s->vision;
+    bool lost = v->consented && !yes;
+    v->consented = yes;
+    if (lost && s->def->hooks && s->def->hooks->vision_lost)
+        s->def->hooks->vision_lost(e, s);
+}
+
 static live_session *find(igw_engine *e, const char *sid)
 {
     for (live_session *s = e->sessions; s; s = s->next)
@@ -138,9 +168,9 @@ static void on_consents(void *arg, const PGresult *res, const char *err)
         if (!res) {
             /* Unknown is never active: the gate closes until a read says. */
             igw_log(IGW_LOG_WARN, NULL, "session %s: its consents not read: %s", s->id, err);
-            v->consented = false;
+            set_consented(q->e, s, false);
         } else if (q->revision == s->revision) {
-            v->consented = !PQgetisnull(res, 0, 0);
+            set_consented(q->e, s, !PQgetisnull(res, 0, 0));
             v->consent_until_ms = v->consented ? strtoll(PQgetvalue(res, 0, 0), NULL, 10) : 0;
         }
         gate(q->e, s);
@@ -163,7 +193,7 @@ static void read_consents(igw_engine *e, live_session *s)
     char ent[24], user[24], rev[16], track[LIVE_ID_MAX + 1];
     if (!q || !e->db || !s->leg) {
         free(q);
-        v->consented = false;
+        set_consented(e, s, false);
         gate(e, s);
         return;
     }
@@ -178,7 +208,7 @@ static void read_consents(igw_engine *e, live_session *s)
                             [CR_TRACK] = track, [CR_REV] = rev};
     if (igw_db_exec(e->db, &st_consents, p, NULL, NULL, on_consents, q) != 0) {
         free(q);
-        v->consented = false; /* busy: closed until the next notification or tick */
+        set_consented(e, s, false); /* busy: closed until the next notification or tick */
         v->read_again = true;
         gate(e, s);
         return;
@@ -191,8 +221,10 @@ static void on_notify(void *arg, const char *channel, const char *payload)
     igw_engine *e = arg;
     for (live_session *s = e->sessions; s; s = s->next) {
         /* (NULL, NULL): the connection came back: every vision session reads */
-        if (s->vision && (!channel || strcmp(s->id, payload) == 0))
+        if (s->vision && (!channel || strcmp(s->id, payload) == 0)) {
+            s->vision->consent_gen++; /* a ticket issued before this one is void */
             read_consents(e, s);
+        }
     }
 }
 
@@ -213,7 +245,10 @@ void live_vision_tick(igw_engine *e, int64_t now_ms)
             continue;
         if ((v->consented && now_ms >= v->consent_until_ms) || (v->read_again && !v->reading)) {
             v->read_again = false;
-            v->consented = v->consented && now_ms < v->consent_until_ms; /* expired: closed before the read */
+            if (v->consented && now_ms >= v->consent_until_ms) {
+                v->consent_gen++;
+                set_consented(e, s, false); /* expired: closed before the read */
+            }
             gate(e, s);
             read_consents(e, s);
         }
@@ -308,7 +343,8 @@ void live_vision_established(igw_engine *e, live_session *s)
         free(w);
     }
     /* A new generation: what covered the old one does not cover it. */
-    v->consented = false;
+    v->consent_gen++;
+    set_consented(e, s, false);
     gate(e, s);
     read_consents(e, s);
 }
@@ -325,7 +361,8 @@ void live_vision_ended(igw_engine *e, live_session *s)
 {
     if (!s->vision || !e->db)
         return;
-    s->vision->consented = false;
+    s->vision->consent_gen++;
+    set_consented(e, s, false);
     char *sid = strdup(s->id);
     const char *p[1] = {s->id};
     if (!sid || igw_db_exec(e->db, &st_source_end, p, NULL, NULL, on_source_end, sid) != 0) {

@@ -101,6 +101,18 @@ void live_vision_flowing(igw_engine *e, live_session *s);
 /* The session ended: its source row no longer live. */
 void live_vision_ended(igw_engine *e, live_session *s);
 
+/* Whether the owner may share the source now: a consent of this generation
+ * covers it, its row is live, the session is established on a connected
+ * peer and the camera's media flows (a frame take re-reads this). */
+bool live_vision_sharing(const live_session *s);
+
+/* The count of consent notifications of the session so far: a frame
+ * ticket issued under one is void once it moved. */
+uint64_t live_vision_consent_gen(const live_session *s);
+
+/* The session's deadline (wall clock, Unix ms); 0 without vision. */
+int64_t live_vision_deadline_ms(const live_session *s);
+
 /* Whether the session's deadline passed (wall clock now_ms). */
 bool live_vision_overdue(const live_session *s, int64_t now_ms);
 

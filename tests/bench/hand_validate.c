@@ -507,7 +507,7 @@ static int p_open(ctx *c, json_t *o)
     static const char *const keys[] = {"purpose", "cameraId", "callId",   "listenAudio",
                                        "recordingId", "clip", "callType", "sourceLanguage",
                                        "targetLanguage", NULL};
-    static const char *const purposes[] = {"ipcLiveView", "ipcTalk", "recordPlayback", "doorbell", NULL};
+    static const char *const purposes[] = {"ipcLiveView", "ipcTalk", "recordPlayback", "doorbell", "aiVision", NULL};
     TRY(only_keys(c, o, keys));
     /* listed by the spec but not open in this version */
     if (json_object_get(o, "callType") != NULL)

@@ -245,6 +245,13 @@ async function session() {
             expiresAt: Date.now() + 60000 }, 404, '/sourceSessionId', DEMO.otherUser);
         await refused('with a field naming the user', { ...base, msgToken: tok('k'), expiresAt: Date.now() + 60000,
             userId: String(me.userId) }, 400, '/userId');
+        // The device in privacy mode (its reported property): the owner refuses.
+        sql(`UPDATE devices SET properties = properties || '{"privacy": true}' WHERE product_id = '${target.productID}'
+             AND device_name = '${target.deviceName}'`);
+        await refused('while the camera reports privacy on', { ...base, msgToken: tok('k'), expiresAt: Date.now() + 60000 },
+            403, '/cameraId');
+        sql(`UPDATE devices SET properties = properties - 'privacy' WHERE product_id = '${target.productID}'
+             AND device_name = '${target.deviceName}'`);
         c.check(nConsents() === 0, `nothing was signed by the refusals (${nConsents()})`);
         st = await v.stats();
         c.check(st.videoPackets === 0, `and the track stayed paused (${st.videoPackets})`);

@@ -144,9 +144,9 @@ expect 400 100400 /command/userId
 CASE="a principal declared beside the command"
 call "$TOKEN" /commands "{\"endpointId\":\"$EP\",\"enterpriseId\":\"2\",\"command\":{\"msgToken\":\"c5\",\"method\":\"device.action\",\"target\":{\"productID\":\"$PID_\",\"deviceName\":\"$DEV\"},\"params\":{\"actionID\":\"ptz\",\"input\":{}}}}"
 expect 400 100400 /enterpriseId
-CASE="unimplemented method"
+CASE="interaction.configure on a session that is not the caller's"
 call "$TOKEN" /commands "{\"endpointId\":\"$EP\",\"command\":{\"msgToken\":\"c6\",\"method\":\"interaction.configure\",\"sessionId\":\"s1\",\"params\":{\"sourceLanguage\":\"en\",\"targetLanguage\":\"fr\",\"speakerId\":\"sp\",\"configRevision\":1}}}"
-expect 501 100501 /command/method
+expect 404 100404 /command/sessionId
 CASE="interaction.join on a session that is not the caller's"
 call "$TOKEN" /commands "{\"endpointId\":\"$EP\",\"command\":{\"msgToken\":\"c6j\",\"method\":\"interaction.join\",\"sessionId\":\"s1\",\"params\":{\"participantId\":\"1001\"}}}"
 expect 404 100404 /command/sessionId

@@ -176,7 +176,7 @@ link = @mkdir -p $(@D) && echo "  LINK $@" && $(CC) $1 -o $@ $(filter %.o,$^) $(
         test-nodes-own test-presence test-live test-talk test-doorbell test-message test-ai test-recordings test-sql test-console \
         test-ops test-mqttauth test-openapi test-media-unit fuzz-smoke fuzz \
         test-catalog-decide test-edge-decide test-call-decide test-routes-decide \
-        bench-decode bench-edge bench-app bench-media bench-srtp bench-live bench-talk bench-recordings bench-doorbell \
+        bench-decode bench-edge bench-app bench-media bench-srtp bench-live bench-talk bench-recordings bench-doorbell bench-ai \
         bench-smoke
 
 all: $(BUILD)/igw-gen $(BUILD)/igwctl $(BUILD)/igwd $(BUILD)/igw-mqtt-auth.so $(BUILD)/igw-vcam $(BUILD)/igw-proc
@@ -659,6 +659,11 @@ bench-live: deps-bench all $(BENCH)/igwd $(BENCH)/igw-media-host $(BENCH)/igw-li
 # to the first frame in Chromium, 200 rings raced by three accepts each.
 bench-doorbell: deps-bench all $(BENCH)/igwd
 	tests/bench/bench_doorbell.sh $(BENCH)/igwd $(BUILD)/igwctl $(BUILD)/igw-vcam
+
+# AI sessions (issue 27): a vision consent's creation, the revoke to the last
+# frame, a processor's frame take, speech to translated caption (bench_ai.sh).
+bench-ai: deps-bench all $(BENCH)/igwd
+	tests/bench/bench_ai.sh $(BENCH)/igwd $(BUILD)/igwctl $(BUILD)/igw-vcam $(BUILD)/igw-proc
 
 # The conference audio permission (issue 16): /talk/audio-access set and read at
 # 1000/s on a live call, beside call.lua's bare EVALSHA at the same rate; then

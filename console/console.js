@@ -51,6 +51,7 @@ const state = {
     pb: null,             // the playback: {sessionId, mediaRevision, pc, rec, phase, ...}
     bell: null,           // the door-bell: {sessionId, inviteToken, state, pc, mic, mediaRevision}
     msg: { audio: null, url: '', rec: null, starting: false, sending: false }, // the voice message
+    ai: null,             // the AI session: {sessionId, mediaRevision, pc, mic, consent, procs: Map id -> kind}
     renewTimer: 0,        // registers the next endpoint and moves the sessions a minute before expiry
 };
 
@@ -180,6 +181,8 @@ async function onDelivery(deliveryId, ev) {
             resolve(ev);
         } else if (ev.method === 'interaction.state') {
             onSessionState(ev);
+        } else if (ev.method === 'interaction.processor') {
+            onProcessor(ev);
         }
     }
     try {
@@ -301,7 +304,10 @@ function onSessionState(ev) {
     const d = ev.data || {};
     const shown = `${d.state}${d.reason ? ' (' + d.reason + ')' : ''} eventSeq ${ev.eventSeq}`;
     const talk = state.talk.session;
-    if (d.state === 'ringing' || (state.bell && ev.sessionId === state.bell.sessionId)) {
+    if (state.ai && ev.sessionId === state.ai.sessionId) {
+        $('ai-state').textContent = shown;
+        if (d.state === 'ended') stopAi();
+    } else if (d.state === 'ringing' || (state.bell && ev.sessionId === state.bell.sessionId)) {
         onBellState(ev);
     } else if (state.pb && ev.sessionId === state.pb.sessionId) {
         onPlaybackState(ev);
@@ -1334,6 +1340,156 @@ async function msgSend() {
     }
 }
 
+// ---- AI assistant: the session, consents, processors (docs/ai.md) -------------
+
+const CONSENTS = '/api/v1/im/vision-consents';
+
+function aiShowProcs() {
+    const a = state.ai;
+    $('ai-procs').textContent = a && a.procs.size ? [...a.procs].map(([id, k]) => `${id} (${k})`).join(', ') : 'none';
+}
+
+function stopAi() {
+    const a = state.ai;
+    if (!a) return;
+    if (a.pc) a.pc.close();
+    if (a.mic) a.mic.getTracks().forEach((t) => t.stop());
+    a.pc = null;
+    a.mic = null;
+    a.procs.clear();
+    aiShowProcs();
+    $('ai-peer').textContent = 'closed';
+}
+
+// interaction.open aiVision -> the offer: the microphone (audio sendonly), the
+// assistant's voice (audio recvonly), the camera (video recvonly: paused
+// until a consent covers it).
+async function openAi() {
+    try {
+        if (state.ai && state.ai.pc) throw new Error('an AI session is open: end it first');
+        const mic = await navigator.mediaDevices.getUserMedia({ audio: true });
+        const open = await command('interaction.open', target(), { purpose: 'aiVision', cameraId: $('camera').value.trim() });
+        const ev = await open.result;
+        const data = expectOk('interaction.open', ev);
+        const sessionId = data.sessionId || ev.sessionId;
+        if (!sessionId) throw new Error('interaction.open: the result carries no sessionId');
+        state.ai = { sessionId, mediaRevision: 1, pc: null, mic, consent: null, procs: new Map() };
+        $('ai-session').textContent = sessionId;
+        $('ai-state').textContent = data.state || 'invited';
+        const pc = new RTCPeerConnection({ bundlePolicy: 'max-bundle', rtcpMuxPolicy: 'require' });
+        state.ai.pc = pc;
+        pc.addTransceiver(mic.getAudioTracks()[0], { direction: 'sendonly' });
+        pc.addTransceiver('audio', { direction: 'recvonly' });
+        pc.addTransceiver('video', { direction: 'recvonly' });
+        pc.ontrack = (e) => {
+            const el = e.track.kind === 'video' ? $('ai-video') : $('ai-voice');
+            el.srcObject = new MediaStream([e.track]);
+        };
+        await negotiate(state.ai, pc, 'ai-peer', (r) => (state.ai.mediaRevision = r));
+    } catch (err) {
+        showError('AI session', err);
+        stopAi();
+    }
+}
+
+async function endAi() {
+    try {
+        if (!state.ai) throw new Error('no AI session');
+        const c = await command('interaction.end', { sessionId: state.ai.sessionId }, { reason: 'userHangup' });
+        expectOk('interaction.end', await c.result);
+    } catch (err) {
+        showError('interaction.end', err);
+    } finally {
+        stopAi();
+    }
+}
+
+function aiShowConsent() {
+    const k = state.ai && state.ai.consent;
+    $('ai-consent-id').textContent = k
+        ? `${k.consentId} revision ${k.revision}${k.revokedAt ? ', revoked' : `, until ${new Date(k.expiresAt).toLocaleTimeString()}`}`
+        : 'none';
+}
+
+// The consent: this session's camera track, until the expiry (explicit Unix ms).
+async function aiConsent() {
+    try {
+        if (!state.ai) throw new Error('open an AI session first');
+        const ttl = Math.round(Number($('ai-ttl').value));
+        if (!(ttl >= 1)) throw new Error('the expiry is a whole number of seconds, at least 1');
+        const data = await postTo(`${CONSENTS}/create`, {
+            msgToken: newToken(), sourceSessionId: state.ai.sessionId, cameraId: $('camera').value.trim(),
+            trackId: 'video-1', expectedMediaRevision: state.ai.mediaRevision, expiresAt: Date.now() + ttl * 1000,
+        }, 10000);
+        state.ai.consent = data.consent;
+        aiShowConsent();
+    } catch (err) {
+        showError('consent', err);
+    }
+}
+
+async function aiRevoke() {
+    try {
+        const k = state.ai && state.ai.consent;
+        if (!k) throw new Error('no consent signed here');
+        const data = await postTo(`${CONSENTS}/revoke`, { consentId: k.consentId, expectedRevision: k.revision }, 10000);
+        state.ai.consent = data.consent;
+        aiShowConsent();
+    } catch (err) {
+        showError('revoke', err);
+    }
+}
+
+async function aiAttach(processor) {
+    try {
+        const a = state.ai;
+        if (!a) throw new Error('open an AI session first');
+        if (!a.consent) throw new Error('sign a consent first');
+        const processorId = `${processor}-${a.procs.size + 1}`;
+        const params = { processorId, processor, operation: 'attach', consentIds: [a.consent.consentId],
+            sourceTrackIds: processor === 'aiAssist' ? ['video-1', 'mic'] : ['mic'] };
+        if (processor === 'translation') params.targetLanguage = 'es-ES';
+        const c = await command('interaction.processorControl', { sessionId: a.sessionId }, params);
+        expectOk('processorControl attach', await c.result);
+        a.procs.set(processorId, processor);
+        aiShowProcs();
+    } catch (err) {
+        showError('attach', err);
+    }
+}
+
+async function aiDetach() {
+    try {
+        const a = state.ai;
+        if (!a || !a.procs.size) throw new Error('no processor attached');
+        for (const [processorId, processor] of [...a.procs]) {
+            const c = await command('interaction.processorControl', { sessionId: a.sessionId },
+                { processorId, processor, operation: 'detach', sourceTrackIds: processor === 'aiAssist' ? ['video-1'] : ['mic'] });
+            expectOk('processorControl detach', await c.result);
+            a.procs.delete(processorId);
+        }
+        aiShowProcs();
+    } catch (err) {
+        showError('detach', err);
+    }
+}
+
+// interaction.processor: what the processors heard, answered, translated.
+function onProcessor(ev) {
+    const a = state.ai;
+    const d = ev.data || {};
+    if (!a || ev.sessionId !== a.sessionId) return;
+    if (d.kind === 'heard') $('ai-heard').textContent = d.text;
+    else if (d.kind === 'answer')
+        $('ai-answer').textContent = d.faces === undefined ? d.text : `${d.text} (faces ${d.faces}, brightness ${d.brightness})`;
+    else if (d.kind === 'caption') $('ai-caption').textContent = `${d.text} → ${d.translated}`;
+    else if (d.kind === 'failed' || d.kind === 'detached') {
+        a.procs.delete(d.processorId);
+        aiShowProcs();
+        if (d.kind === 'failed') showError('processor', new Error(`${d.processorId} failed: ${d.reason}`));
+    }
+}
+
 // ---- wiring -----------------------------------------------------------------
 
 function fromFragment() {
@@ -1403,6 +1559,13 @@ $('msg-file').addEventListener('change', () => {
 $('msg-record').addEventListener('click', msgRecord);
 $('msg-record-stop').addEventListener('click', msgRecordStop);
 $('msg-send').addEventListener('click', msgSend);
+$('ai-open').addEventListener('click', openAi);
+$('ai-end').addEventListener('click', endAi);
+$('ai-consent').addEventListener('click', aiConsent);
+$('ai-revoke').addEventListener('click', aiRevoke);
+$('ai-assist').addEventListener('click', () => aiAttach('aiAssist'));
+$('ai-translate').addEventListener('click', () => aiAttach('translation'));
+$('ai-detach').addEventListener('click', aiDetach);
 $('action-form').addEventListener('submit', (e) => {
     e.preventDefault();
     sendDevice('device.action', () => ({ actionID: $('action-id').value.trim(), input: parseJson('action-input') }));

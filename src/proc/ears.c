@@ -27,6 +27,7 @@ struct igw_ears {
     int16_t frame[FRAME];  /* a partial 20 ms frame */
     size_t nframe;
     int quiet, loud;       /* frames since the last loud one; loud frames in the utterance */
+    int64_t last_loud_ms;  /* wall clock of the last loud frame: where the speech ended */
 };
 
 static int64_t wall_ms(void)
@@ -44,7 +45,7 @@ static void recognize(igw_ears *e)
         int32 score;
         const char *hyp = ps_get_hyp(e->ps, &score);
         if (hyp && hyp[0])
-            e->heard(e->arg, hyp, wall_ms());
+            e->heard(e->arg, hyp, e->last_loud_ms);
     }
     e->n = 0;
     e->loud = 0;
@@ -67,6 +68,7 @@ static void step(igw_ears *e, const int16_t *f)
     if (loud) {
         e->loud++;
         e->quiet = 0;
+        e->last_loud_ms = wall_ms();
     } else {
         e->quiet++;
     }

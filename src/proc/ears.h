@@ -13,7 +13,9 @@
 typedef struct igw_ears igw_ears;
 
 /* heard(arg, text, end_ms): an utterance's words (UTF-8), the wall clock
- * (Unix ms) when its speech ended. Called on the streaming thread. */
+ * (Unix ms) when its speech ended (its last loud 20 ms, as it arrived;
+ * the utterance is cut 500 ms of quiet later). Called on the streaming
+ * thread. */
 typedef void (*igw_ears_heard)(void *arg, const char *text, int64_t end_ms);
 
 /* Starts listening on 127.0.0.1 (any port): model_dir holds the acoustic

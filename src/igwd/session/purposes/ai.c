@@ -370,6 +370,17 @@ static void on_take_locked(void *arg, const PGresult *res, const char *err)
             p->ticket_revision = s->revision;
             p->ticket_gen = t->gen;
             p->have_frame = false;
+            /* Granted: its frame follows (the camera's next keyframe). */
+            igw_jw_reset(&e->jw);
+            igw_jw_object_begin(&e->jw);
+            igw_jw_key(&e->jw, "op", 2);
+            igw_jw_string(&e->jw, "granted", 7);
+            igw_jw_key(&e->jw, "ticket", 6);
+            igw_jw_string(&e->jw, p->ticket, strlen(p->ticket));
+            igw_jw_key(&e->jw, "deadlineMs", 10);
+            igw_jw_int(&e->jw, p->ticket_deadline_ms);
+            igw_jw_object_end(&e->jw);
+            send_line(p, &e->jw);
         }
     }
     free(t);

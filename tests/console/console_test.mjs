@@ -138,6 +138,39 @@ async function messageTest(page) {
         `message: the camera played the recording (${await text(page, '#msg-outcome')}, ${await text(page, '#msg-content-ref')}, ${await text(page, '#error')})`);
 }
 
+// The AI assistant panel (--live): the AI session with Chromium's fake
+// microphone, its camera track paused until the consent signed on the page,
+// the picture playing under it, paused again after the revoke; the end.
+async function aiTest(page) {
+    await page.click('#ai-open');
+    await page.waitForFunction(() => /^established/.test(document.getElementById('ai-state').textContent), null, WAIT);
+    chk.check((await text(page, '#ai-peer')) === 'connected', 'AI: the session established, its peer connected');
+    await new Promise((r) => setTimeout(r, 1500));
+    chk.check(await page.$eval('#ai-video', (v) => v.videoWidth === 0 || v.currentTime === 0),
+        'AI: no consent, no picture (the vision track is paused)');
+    await page.fill('#ai-ttl', '120');
+    await page.click('#ai-consent');
+    await page.waitForFunction(() => /revision 1, until/.test(document.getElementById('ai-consent-id').textContent), null, WAIT);
+    await page.waitForFunction(() => {
+        const v = document.getElementById('ai-video');
+        return v.videoWidth > 0 && v.currentTime > 0.5;
+    }, null, WAIT);
+    chk.check(true, `AI: the consent signed (${await text(page, '#ai-consent-id')}), the camera's picture plays`);
+    await page.click('#ai-revoke');
+    await page.waitForFunction(() => /revision 2, revoked/.test(document.getElementById('ai-consent-id').textContent), null, WAIT);
+    await new Promise((r) => setTimeout(r, 800));
+    const t0 = await page.$eval('#ai-video', (v) => v.currentTime);
+    await new Promise((r) => setTimeout(r, 1500));
+    const t1 = await page.$eval('#ai-video', (v) => v.currentTime);
+    const frames = await page.$eval('#ai-video', (v) => v.getVideoPlaybackQuality().totalVideoFrames);
+    await new Promise((r) => setTimeout(r, 1000));
+    const frames2 = await page.$eval('#ai-video', (v) => v.getVideoPlaybackQuality().totalVideoFrames);
+    chk.check(frames2 === frames, `AI: revoked, the picture stops (${frames} then ${frames2} frames; time ${t0} ${t1})`);
+    await page.click('#ai-end');
+    await page.waitForFunction(() => /^ended \(userHangup\)/.test(document.getElementById('ai-state').textContent), null, WAIT);
+    chk.check((await text(page, '#ai-peer')) === 'closed', 'AI: ended, the peer closed');
+}
+
 // The door-bell (--live, IGW_VCAM_PID the camera): the camera rings
 // (SIGUSR1), the page shows who rang with Accept and Decline, accepts (its
 // microphone: Chromium's fake one), plays the camera's video, reaches
@@ -573,6 +606,11 @@ if (live) {
             const ev = await page.$$eval('#events li .head', (l) => l.slice(0, 6).map((x) => x.textContent)).catch(() => []);
             throw new Error(`${e.message}; ${(await Promise.all(['#bell-who', '#bell-state', '#bell-status', '#bell-peer-state',
                 '#error', '#ws-status'].map(show))).join(' ')}; problems: ${problems.join(' | ')}; events: ${ev.join(' / ')}`);
+        });
+        await aiTest(page).catch(async (e) => {
+            const show = async (sel) => `${sel}=${await text(page, sel).catch(() => '?')}`;
+            throw new Error(`${e.message}; ${(await Promise.all(['#ai-session', '#ai-state', '#ai-peer', '#ai-consent-id',
+                '#error'].map(show))).join(' ')}; problems: ${problems.join(' | ')}`);
         });
         chk.check(problems.length === 0, `live view: no script error or CSP violation: ${problems.join(' | ')}`);
         await close();

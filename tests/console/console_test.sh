@@ -145,10 +145,10 @@ for _ in $(seq 100); do [ "$(psql_q "SELECT online FROM devices WHERE product_id
 IGW_VCAM_PID=$SUBPID node "$HERE/console_test.mjs" --live "http://127.0.0.1:$PORT" "$TOKEN" "$P" "$D" "$CAM" ||
     { tail -20 "$TMP/vcam.err" >&2; fail "console_test.mjs --live"; }
 ok
-CASE="the live view's and the door-bell's sessions ended, by the page (the ring's others answered elsewhere)"
+CASE="the live view's, the door-bell's and the AI session ended, by the page (the ring's others answered elsewhere)"
 [ "$(psql_q "SELECT string_agg(purpose || ' ' || state || ' ' || reason, ',' ORDER BY purpose)
              FROM sessions WHERE reason IS DISTINCT FROM 'answeredElsewhere'")" = \
-    "doorbell ended userHangup,ipcLiveView ended userHangup" ] ||
+    "aiVision ended userHangup,doorbell ended userHangup,ipcLiveView ended userHangup" ] ||
     fail "$CASE: $(psql_q "SELECT session_id, state, reason FROM sessions")"; ok
 # ---- talk: user 1001 calls demo-group and talks; 1002 and 1003 join; hang up ----------------------
 # 1002 talks too: rights on the camera.

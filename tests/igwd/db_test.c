@@ -119,6 +119,7 @@ static const igw_db_stmt st_nprep = {"t_nprep", "SELECT count(*) FROM pg_prepare
 static const igw_db_stmt st_sleep = {"t_sleep", "SELECT pg_sleep($1::float8)", 1};
 static const igw_db_stmt st_plus1 = {"t_plus1", "SELECT $1::int4 + 1", 1};
 static const igw_db_stmt st_isnull = {"t_isnull", "SELECT $1::text IS NULL", 1};
+static const igw_db_stmt st_array = {"t_array", "SELECT array_length($1::text[], 1) || '|' || ($1::text[])[2]", 1};
 
 static int exec_ins(igw_db *db, const igw_db_stmt *st, int id, outcome *o)
 {
@@ -297,6 +298,22 @@ static void test_binary_null_params_and_chain(fixture *f)
     CHECK(o_bin.ok && strcmp(o_bin.val, "42") == 0, "'%s' '%s'", o_bin.val, o_bin.err);
     CHECK(o_null.ok && strcmp(o_null.val, "t") == 0, "'%s' '%s'", o_null.val, o_null.err);
     CHECK(ch.left == 0 && ch.ok == 3, "chain left %d ok %d", ch.left, ch.ok);
+}
+
+/* igw_db_text_array: PostgreSQL reads back every element as written,
+ * quotes, backslashes, commas and braces included; too small a buffer
+ * writes nothing usable. */
+static void test_text_array(fixture *f)
+{
+    const char *items[3] = {"a", "b\"c\\d,{e}", "x y"};
+    char lit[64];
+    CHECK(igw_db_text_array(lit, sizeof lit, items, 3) == strlen(lit));
+    CHECK(igw_db_text_array(lit, 10, items, 3) == 0);
+    CHECK(igw_db_text_array(lit, sizeof lit, items, 3) > 0);
+    outcome o = {0};
+    CHECK(exec1(f->db, &st_array, lit, &o) == 0);
+    CHECK(run_until_called(f, &o, 1, 5000));
+    CHECK(o.ok && strcmp(o.val, "3|b\"c\\d,{e}") == 0, "'%s' '%s' from %s", o.val, o.err, lit);
 }
 
 /* more than the socket buffers hold: libpq pushes back, sending resumes */
@@ -550,6 +567,7 @@ static const struct {
     CHECK_CASE(test_prepared_once),
     CHECK_CASE(test_failing_statement_fails_alone),
     CHECK_CASE(test_binary_null_params_and_chain),
+    CHECK_CASE(test_text_array),
     CHECK_CASE(test_large_values_push_back),
     CHECK_CASE(test_backend_terminated),
     CHECK_CASE(test_server_stop_queues),

@@ -955,6 +955,28 @@ static int put(igw_db *db, size_t *len, const char *s, size_t n)
     return 0;
 }
 
+size_t igw_db_text_array(char *out, size_t cap, const char *const *items, size_t n)
+{
+    size_t at = 0;
+#define OUT(c) do { if (at + 1 >= cap) return 0; out[at++] = (c); } while (0)
+    OUT('{');
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            OUT(',');
+        OUT('"');
+        for (const char *p = items[i]; *p; p++) {
+            if (*p == '"' || *p == '\\')
+                OUT('\\');
+            OUT(*p);
+        }
+        OUT('"');
+    }
+    OUT('}');
+#undef OUT
+    out[at] = '\0';
+    return at;
+}
+
 static int put_elem(igw_db *db, size_t *len, const char *v)
 {
     if (!v)

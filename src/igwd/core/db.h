@@ -132,6 +132,12 @@ bool igw_db_not_sent(const char *err);
  * 23 integrity constraint): that row fails again however often it is sent. */
 bool igw_db_value_error(const char *err);
 
+/* Writes the n strings as a PostgreSQL text[] literal (`{"a","b\"c"}`:
+ * each element quoted, `"` and `\` escaped) into out, NUL-terminated, for
+ * a parameter cast `::text[]`. Returns its length, or 0 when it does not
+ * fit cap (out then holds nothing usable). */
+size_t igw_db_text_array(char *out, size_t cap, const char *const *items, size_t n);
+
 /* Column col of row `row` of res is a true boolean (NULL is false). */
 bool igw_db_true(const PGresult *res, int row, int col);
 

@@ -33,6 +33,7 @@
 #define AI_READY_MS 15000      /* a processor not ready by then failed */
 #define AI_SIDE_MIC "mic"      /* the side conversation's uplink: the user's microphone */
 #define AI_SOURCE_LANG "en"    /* what the recognizer hears (its model) */
+#define AI_CONSENTS IGW_ProcessorControlParams_consentIds_MAX_ITEMS /* consents one attach names */
 
 typedef struct ai_proc {
     bool used;
@@ -46,7 +47,7 @@ typedef struct ai_proc {
     char token[LIVE_TOKEN_MAX + 1];  /* its attach, until its result went */
     int64_t ready_deadline_ms;       /* monotonic */
     char eyes[LIVE_ID_MAX + 1];      /* aiAssist: its plain-RTP viewer in the media core ("": none) */
-    char consents[8][LIVE_ID_MAX + 1];
+    char consents[AI_CONSENTS][LIVE_ID_MAX + 1];
     unsigned nconsents;
     char target[40];                 /* translation: its target language */
     /* the frame take in flight */
@@ -402,7 +403,7 @@ static void proc_take(igw_engine *e, live_session *s, ai_proc *p)
         return;
     }
     take_ctx *t = calloc(1, sizeof *t);
-    char ent[24], user[24], epoch[24], rev[16], ids[8 * (LIVE_ID_MAX + 4) + 4];
+    char ent[24], user[24], epoch[24], rev[16], ids[AI_CONSENTS * (2 * LIVE_ID_MAX + 3) + 3];
     if (!t) {
         send_simple(e, p, "refused", "reason", "busy");
         return;
@@ -414,12 +415,14 @@ static void proc_take(igw_engine *e, live_session *s, ai_proc *p)
     snprintf(user, sizeof user, "%" PRId64, s->user_id);
     snprintf(epoch, sizeof epoch, "%" PRId64, live_node_epoch(e));
     snprintf(rev, sizeof rev, "%" PRIu32, s->revision);
-    /* The consent ids as a text[] literal (ids are safe: the schema's Ident). */
-    size_t at = 0;
-    ids[at++] = '{';
+    const char *list[AI_CONSENTS];
     for (unsigned i = 0; i < p->nconsents; i++)
-        at += (size_t)snprintf(ids + at, sizeof ids - at, "%s\"%s\"", i ? "," : "", p->consents[i]);
-    snprintf(ids + at, sizeof ids - at, "}");
+        list[i] = p->consents[i];
+    if (!igw_db_text_array(ids, sizeof ids, list, p->nconsents)) {
+        free(t);
+        send_simple(e, p, "refused", "reason", "busy");
+        return;
+    }
     const char *v[TK__N] = {[TK_SID] = s->id,   [TK_ENT] = ent,  [TK_USER] = user,
                             [TK_NODE] = e->node_id, [TK_EPOCH] = epoch, [TK_REV] = rev,
                             [TK_CAM] = s->leg ? s->leg->camera_id : "", [TK_IDS] = ids};
@@ -627,13 +630,13 @@ static int stash_attach(live_op *o, const igw_ProcessorControlParams *pp)
 {
     bool has_target = pp->has & IGW_ProcessorControlParams_targetLanguage;
     size_t n = (has_target ? pp->targetLanguage.len : 0) + 1;
-    for (uint32_t i = 0; i < pp->consentIds.n && i < 8; i++)
+    for (uint32_t i = 0; i < pp->consentIds.n && i < AI_CONSENTS; i++)
         n += pp->consentIds.v[i].len + 1;
     if (!(o->offer = malloc(n)))
         return -1;
     size_t at = (size_t)snprintf(o->offer, n, "%.*s", has_target ? (int)pp->targetLanguage.len : 0,
                                  has_target ? pp->targetLanguage.ptr : "");
-    for (uint32_t i = 0; i < pp->consentIds.n && i < 8; i++)
+    for (uint32_t i = 0; i < pp->consentIds.n && i < AI_CONSENTS; i++)
         at += (size_t)snprintf(o->offer + at, n - at, "\n%.*s", (int)pp->consentIds.v[i].len, pp->consentIds.v[i].ptr);
     o->iarg = pp->processor;
     return 0;
@@ -660,7 +663,7 @@ static void attach_accepted(live_op *o, live_session *s)
         snprintf(p->target, sizeof p->target, "%s", line);
         line = strtok_r(NULL, "\n", &save);
     }
-    for (; line && p->nconsents < 8; line = strtok_r(NULL, "\n", &save))
+    for (; line && p->nconsents < AI_CONSENTS; line = strtok_r(NULL, "\n", &save))
         snprintf(p->consents[p->nconsents++], sizeof p->consents[0], "%s", line);
     char kind[32];
     snprintf(kind, sizeof kind, "%.*s", (int)igw_Processor_names[p->kind].len, igw_Processor_names[p->kind].ptr);
@@ -815,16 +818,20 @@ void igw_ai_processor_control(live_op *o)
         }
     }
     /* The consents, in the database (no processor is started before). */
-    char ent[24], user[24], rev[16], ids[8 * (LIVE_ID_MAX + 4) + 4];
+    char ent[24], user[24], rev[16], ids[AI_CONSENTS * (2 * LIVE_ID_MAX + 3) + 3], one[AI_CONSENTS][LIVE_ID_MAX + 1];
+    const char *list[AI_CONSENTS];
     snprintf(ent, sizeof ent, "%" PRId64, o->enterprise_id);
     snprintf(user, sizeof user, "%" PRId64, o->user_id);
     snprintf(rev, sizeof rev, "%" PRIu32, s->revision);
-    size_t at = 0;
-    ids[at++] = '{';
-    for (uint32_t i = 0; i < pp->consentIds.n && i < 8; i++)
-        at += (size_t)snprintf(ids + at, sizeof ids - at, "%s\"%.*s\"", i ? "," : "", (int)pp->consentIds.v[i].len,
-                               pp->consentIds.v[i].ptr);
-    snprintf(ids + at, sizeof ids - at, "}");
+    size_t n = pp->consentIds.n < AI_CONSENTS ? pp->consentIds.n : AI_CONSENTS;
+    for (size_t i = 0; i < n; i++) {
+        snprintf(one[i], sizeof one[i], "%.*s", (int)pp->consentIds.v[i].len, pp->consentIds.v[i].ptr);
+        list[i] = one[i];
+    }
+    if (!igw_db_text_array(ids, sizeof ids, list, n)) {
+        live_op_refuse(o, IGW_ERR_INTERNAL, "the consent ids do not fit", "");
+        return;
+    }
     const char *v[CC__N] = {[CC_ENT] = ent, [CC_USER] = user, [CC_IDS] = ids, [CC_SID] = s->id,
                             [CC_CAM] = s->leg ? s->leg->camera_id : "", [CC_REV] = rev};
     if (igw_db_exec(o->e->db, &st_consents, v, NULL, NULL, on_attach_consents, o) != 0)

@@ -104,9 +104,24 @@ live_proc *live_proc_start(igw_engine *e, char *const argv[], const live_proc_op
     posix_spawn_file_actions_adddup2(&fa, to[0], STDIN_FILENO);
     posix_spawn_file_actions_adddup2(&fa, from[1], STDOUT_FILENO);
     posix_spawn_file_actions_addclosefrom_np(&fa, STDERR_FILENO + 1); /* none of igwd's sockets */
+    /* igwd blocks SIGTERM and SIGINT in every thread (main.c takes them by
+     * sigwait) and ignores SIGPIPE: the child starts with neither, or it
+     * could not be stopped gently. */
+    posix_spawnattr_t at;
+    posix_spawnattr_init(&at);
+    sigset_t none, deflt;
+    sigemptyset(&none);
+    sigemptyset(&deflt);
+    sigaddset(&deflt, SIGTERM);
+    sigaddset(&deflt, SIGINT);
+    sigaddset(&deflt, SIGPIPE);
+    posix_spawnattr_setsigmask(&at, &none);
+    posix_spawnattr_setsigdefault(&at, &deflt);
+    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
     pid_t pid;
-    int rc = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
+    int rc = posix_spawn(&pid, argv[0], &fa, &at, argv, environ);
     posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&at);
     if (rc != 0) {
         snprintf(err, errlen, "cannot start %s: %s", argv[0], strerror(rc));
         goto fail;

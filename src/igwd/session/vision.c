@@ -14,9 +14,7 @@
 #include "media.h"
 #include "session/hooks.h"
 
-/* The consent state the gate's read names: a state of igw_sm_consent,
- * proven when the engine starts listening. */
-#define ST_GRANTED "granted"
+#define ST_GRANTED LIVE_CONSENT_GRANTED
 
 struct live_vision {
     int64_t deadline_ms;          /* wall clock: the session ends then */

@@ -38,6 +38,9 @@
 #define IGW_VISION_AUTHORITY_MS 2000
 /* The ledger's writes notify it (payload: the source session's id). */
 #define IGW_VISION_CHANNEL "igw_vision"
+/* The consent state the engine's SQL names (vision.c, purposes/ai.c): a
+ * state of igw_sm_consent, proven by live_vision_listen at start. */
+#define LIVE_CONSENT_GRANTED "granted"
 /* The reason of a session ended at its deadline. */
 #define LIVE_VISION_DEADLINE "deadline"
 

@@ -308,7 +308,7 @@ static const igw_db_stmt st_take = {
     "    AND v.enterprise_id = $2::bigint AND v.user_id = $3::bigint AND v.live AND v.owner_node = $4::text "
     "    AND v.owner_epoch = $5::bigint AND v.media_revision = $6::bigint FOR SHARE), "
     "c AS MATERIALIZED (SELECT x.consent_id FROM consents x WHERE x.consent_id = ANY($8::text[]) "
-    "    AND x.enterprise_id = $2::bigint AND x.user_id = $3::bigint AND x.state = 'granted' "
+    "    AND x.enterprise_id = $2::bigint AND x.user_id = $3::bigint AND x.state = '" LIVE_CONSENT_GRANTED "' "
     "    AND x.expires_at_ms > " IGW_SQL_NOW_MS " AND x.source_session_id = $1::text AND x.camera_id = $7::text "
     "    AND x.media_revision = $6::bigint FOR SHARE) "
     "SELECT (SELECT count(*) FROM src), (SELECT count(*) FROM c)",
@@ -616,7 +616,7 @@ enum { CC_ENT, CC_USER, CC_IDS, CC_SID, CC_CAM, CC_REV, CC__N };
 enum { CC_COL_ID, CC_COL_MINE, CC_COL_GRANTED, CC_COL_UNEXPIRED, CC_COL_COVERS };
 static const igw_db_stmt st_consents = {
     "igw_ai_attach_consents",
-    "SELECT u.id, c.consent_id IS NOT NULL, c.state = 'granted', c.expires_at_ms > " IGW_SQL_NOW_MS ", "
+    "SELECT u.id, c.consent_id IS NOT NULL, c.state = '" LIVE_CONSENT_GRANTED "', c.expires_at_ms > " IGW_SQL_NOW_MS ", "
     "       c.source_session_id = $4::text AND c.camera_id = $5::text AND c.media_revision = $6::bigint "
     "FROM unnest($3::text[]) WITH ORDINALITY AS u(id, i) "
     "LEFT JOIN consents c ON c.consent_id = u.id AND c.enterprise_id = $1::bigint AND c.user_id = $2::bigint "

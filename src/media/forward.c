@@ -428,7 +428,7 @@ static void viewer_tap(igw_node *v, const uint8_t *pkt, size_t len)
 /* One RTP packet on a viewer's side socket: its feed, onto the viewer's
  * audio stream. Only Opus-sized RTP from loopback reaches here (the socket
  * is bound there); a new SSRC continues our numbering. */
-static void viewer_feed(igw_node *v, const uint8_t *pkt, size_t len)
+static void viewer_feed(igw_node *v, uint8_t *pkt, size_t len)
 {
     igw_rtp_hdr h;
     src_track *tr = &v->side.feed;
@@ -446,19 +446,25 @@ static void viewer_feed(igw_node *v, const uint8_t *pkt, size_t len)
     viewer_forward(v, TRACK_AUDIO, tr, pkt, len, &h, false, igw_clock_us());
 }
 
-static gboolean side_feed_cb(GSocket *sock, GIOCondition cond, gpointer ud)
+/* Reads up to RTP_BURST datagrams of a plain RTP socket and hands each of
+ * RTP size to fn: the feeds of plain sources and of side conversations. */
+static void drain_rtp(GSocket *sock, void (*fn)(igw_node *n, uint8_t *pkt, size_t len), igw_node *n)
 {
-    (void)cond;
-    igw_node *v = ud;
     uint8_t buf[IGW_PEER_BUF];
     int fd = g_socket_get_fd(sock);
     for (int i = 0; i < RTP_BURST; i++) {
         ssize_t r = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
         if (r < 0)
-            break;
+            break; /* EAGAIN, or an ICMP error queued by an earlier send: try next wakeup */
         if (r > 0 && (size_t)r <= IGW_RTP_MTU)
-            viewer_feed(v, buf, (size_t)r);
+            fn(n, buf, (size_t)r);
     }
+}
+
+static gboolean side_feed_cb(GSocket *sock, GIOCondition cond, gpointer ud)
+{
+    (void)cond;
+    drain_rtp(sock, viewer_feed, ud);
     return G_SOURCE_CONTINUE;
 }
 
@@ -898,16 +904,7 @@ out:
 static gboolean rtp_feed_cb(GSocket *sock, GIOCondition cond, gpointer ud)
 {
     (void)cond;
-    igw_node *n = ud;
-    uint8_t buf[IGW_PEER_BUF];
-    int fd = g_socket_get_fd(sock);
-    for (int i = 0; i < RTP_BURST; i++) {
-        ssize_t r = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
-        if (r < 0)
-            break; /* EAGAIN, or an ICMP error queued by an earlier send: try next wakeup */
-        if (r > 0 && (size_t)r <= IGW_RTP_MTU)
-            source_rtp(n, buf, (size_t)r);
-    }
+    drain_rtp(sock, source_rtp, ud);
     return G_SOURCE_CONTINUE;
 }
 

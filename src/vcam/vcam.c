@@ -1174,15 +1174,29 @@ static int build_pipeline(peer *p)
                                   "! capsfilter name=acaps "
                                   "caps=\"application/x-rtp,media=audio,encoding-name=OPUS,payload=111\" "
                                   "! webrtc. ");
-    } else if (p->video && o->image) {
-        /* A still picture (what an AI looks at in the tests): no clock over
-         * it, so nothing covers a face; the running time stays in a corner. */
-        gchar *loc = g_strescape(o->image, NULL);
+    } else if (p->video) {
+        /* The picture: a still one (what an AI looks at in the tests: no
+         * clock over it, so nothing covers a face; the running time stays
+         * in a corner), or the pattern with the clocks. */
+        if (o->image) {
+            gchar *loc = g_strescape(o->image, NULL);
+            g_string_append_printf(desc,
+                                   "filesrc location=\"%s\" ! decodebin ! videoconvert ! videoscale "
+                                   "! imagefreeze is-live=true ! video/x-raw,width=%d,height=%d,framerate=%d/1 "
+                                   "! timeoverlay halignment=right valignment=bottom font-desc=\"Sans 10\" ",
+                                   loc, o->width, o->height, o->fps);
+            g_free(loc);
+        } else {
+            g_string_append_printf(desc,
+                                   "videotestsrc is-live=true pattern=%s "
+                                   "! video/x-raw,width=%d,height=%d,framerate=%d/1 "
+                                   "! clockoverlay time-format=\"%%H:%%M:%%S\" halignment=left valignment=top "
+                                   "font-desc=\"Sans 28\" shaded-background=true "
+                                   "! timeoverlay halignment=right valignment=bottom font-desc=\"Sans 16\" ",
+                                   o->pattern, o->width, o->height, o->fps);
+        }
         g_string_append_printf(
             desc,
-            "filesrc location=\"%s\" ! decodebin ! videoconvert ! videoscale ! imagefreeze is-live=true "
-            "! video/x-raw,width=%d,height=%d,framerate=%d/1 "
-            "! timeoverlay halignment=right valignment=bottom font-desc=\"Sans 10\" "
             "! videoconvert ! queue max-size-buffers=2 max-size-bytes=0 max-size-time=0 "
             "! x264enc name=venc tune=zerolatency speed-preset=ultrafast bitrate=%d key-int-max=%d "
             "sliced-threads=false threads=1 "
@@ -1192,26 +1206,8 @@ static int build_pipeline(peer *p)
             "! application/x-rtp,media=video,encoding-name=H264,payload=96,"
             "rtcp-fb-nack-pli=(boolean)true,rtcp-fb-ccm-fir=(boolean)true "
             "! webrtc. ",
-            loc, o->width, o->height, o->fps, o->bitrate_kbps, o->key_int_s * o->fps);
-        g_free(loc);
-    } else if (p->video)
-        g_string_append_printf(
-            desc,
-            "videotestsrc is-live=true pattern=%s "
-            "! video/x-raw,width=%d,height=%d,framerate=%d/1 "
-            "! clockoverlay time-format=\"%%H:%%M:%%S\" halignment=left valignment=top "
-            "font-desc=\"Sans 28\" shaded-background=true "
-            "! timeoverlay halignment=right valignment=bottom font-desc=\"Sans 16\" "
-            "! videoconvert ! queue max-size-buffers=2 max-size-bytes=0 max-size-time=0 "
-            "! x264enc name=venc tune=zerolatency speed-preset=ultrafast bitrate=%d key-int-max=%d "
-            "sliced-threads=false threads=1 "
-            "! video/x-h264,profile=constrained-baseline "
-            "! valve name=vvalve drop=false drop-mode=forward-sticky-events "
-            "! rtph264pay config-interval=-1 aggregate-mode=zero-latency pt=96 "
-            "! application/x-rtp,media=video,encoding-name=H264,payload=96,"
-            "rtcp-fb-nack-pli=(boolean)true,rtcp-fb-ccm-fir=(boolean)true "
-            "! webrtc. ",
-            o->pattern, o->width, o->height, o->fps, o->bitrate_kbps, o->key_int_s * o->fps);
+            o->bitrate_kbps, o->key_int_s * o->fps);
+    }
     if (p->audio && !p->playback)
         g_string_append(desc, "audiotestsrc is-live=true wave=sine freq=440 volume=0.3 "
                               "! audioconvert ! audioresample ! queue max-size-time=100000000 "

@@ -323,6 +323,7 @@ static int emit_purposes(const igw_schema *s, const char *gen_dir)
                      "                       * paused (track trigger startVision), advanced by the owner only */\n"
                      "    bool side;        /* the application's audio is a side conversation with a processor\n"
                      "                       * (its microphone to it, its voice back), never the camera's */\n"
+                     "    unsigned processors; /* 1u << each value of the processors enum its sessions run (0: none) */\n"
                      "    int viewers;      /* an igw_%s */\n"
                      "    unsigned access;  /* IGW_PURPOSE_ACCESS_* */\n"
                      "    const igw_sm *const *machines; /* what it runs besides the session machine */\n"
@@ -393,6 +394,12 @@ static int emit_purposes(const igw_schema *s, const char *gen_dir)
             igw_out_puts(&c, "        .vision = true,\n");
         if (r->side)
             igw_out_puts(&c, "        .side = true,\n");
+        if (r->processors.n) {
+            igw_out_puts(&c, "        .processors = ");
+            FOR(r->processors, const char, pr)
+                igw_out_printf(&c, "%s(1u << IGW_%s_%s)", pr_i ? " | " : "", ps->processor, igw_c_ident(pr));
+            igw_out_puts(&c, ",\n");
+        }
         if (r->machines.n)
             igw_out_printf(&c, "        .machines = %s_machines,\n        .nmachines = %d,\n", v, r->machines.n);
         igw_out_printf(&c, "        .tracks = %s_tracks,\n        .ntracks = %d,\n", v, r->tracks.n);

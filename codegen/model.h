@@ -437,6 +437,7 @@ typedef struct igw_purpose_row {
     igw_vec preflights;  /* igw_purpose_preflight* */
     bool vision;         /* `vision`: its camera video is an AI's vision source (starts paused) */
     bool side;           /* `side`: the application's audio is a side conversation with a processor */
+    igw_vec processors;  /* const char*: `processors P...`: values of the block's processor enum a session runs */
     const char *doc;
     igw_loc loc;
 } igw_purpose_row;
@@ -448,6 +449,8 @@ typedef struct igw_purposes {
     igw_type *enum_t;        /* resolved */
     const char *capability;  /* the object whose bool fields preflights name */
     igw_type *cap_t;         /* resolved */
+    const char *processor;   /* `processors ENUM`: the enum rows' `processors` name values of, or NULL */
+    igw_type *proc_t;        /* resolved */
     const char *doc;
     igw_vec guards;          /* igw_guard* */
     igw_vec rows;            /* igw_purpose_row* */

@@ -1004,6 +1004,8 @@ static void purposes_decl(parser *p)
     ps->on = ident(p, "enum name");
     expect_kw(p, "capability");
     ps->capability = ident(p, "capability object name");
+    if (accept_kw(p, "processors"))
+        ps->processor = ident(p, "processor enum name");
     ps->doc = opt_doc(p);
     expect(p, TOK_LBRACE);
     while (!accept(p, TOK_RBRACE)) {
@@ -1056,6 +1058,10 @@ static void purposes_decl(parser *p)
                 r->vision = true;
             } else if (accept_kw(p, "side")) {
                 r->side = true;
+            } else if (accept_kw(p, "processors")) {
+                do
+                    igw_vec_push(&r->processors, (void *)ident(p, "processor"));
+                while (accept(p, TOK_COMMA));
             } else if (accept_kw(p, "preflight")) {
                 igw_purpose_preflight *f = igw_xcalloc(1, sizeof *f);
                 f->loc = at;

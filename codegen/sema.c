@@ -1248,6 +1248,13 @@ static void check_purposes(igw_schema *s, igw_purposes *ps)
         return;
     }
     ps->cap_t = ct;
+    if (ps->processor) {
+        igw_type *pn = igw_schema_type(s, ps->processor), *pt = pn ? igw_type_resolve(pn) : NULL;
+        if (!pt || pt->kind != IGW_T_ENUM)
+            igw_diag_error(ps->loc, "processors '%s' is not an enum type", ps->processor);
+        else
+            ps->proc_t = pt, pn->used = pt->used = true;
+    }
     igw_type *kinds = igw_type_resolve(igw_schema_type(s, "TrackKind"));
     FOR(ps->guards, igw_guard, g) {
         if (c_reserved(g->name))
@@ -1304,6 +1311,20 @@ static void check_purposes(igw_schema *s, igw_purposes *ps)
             igw_diag_error(r->loc, "purpose '%s' is a vision source without a video track the camera sends", r->value);
         if (r->side && audio_played)
             igw_diag_error(r->loc, "purpose '%s' has a side conversation and an audio track the camera plays", r->value);
+        /* A processor hears the application's voice: its side conversation
+         * or what it sends the camera's speaker. */
+        if (r->processors.n && !ps->processor)
+            igw_diag_error(r->loc, "purpose '%s' lists processors but the block names no `processors ENUM`", r->value);
+        if (r->processors.n && !r->side && !audio_played)
+            igw_diag_error(r->loc, "purpose '%s' runs processors but the application sends it no audio (side, or a track the camera plays)",
+                           r->value);
+        FOR(r->processors, const char, pr) {
+            if (ps->proc_t && !in_list(&ps->proc_t->values, pr))
+                igw_diag_error(r->loc, "unknown processor '%s': not a value of enum '%s'", pr, ps->processor);
+            for (int j = 0; j < pr_i; j++)
+                if (strcmp(IGW_VEC_AT(r->processors, const char, j), pr) == 0)
+                    igw_diag_error(r->loc, "processor '%s' is listed twice", pr);
+        }
         FOR(r->preflights, igw_purpose_preflight, f) {
             f->fref = igw_object_field(ct, f->field);
             igw_type *ft = f->fref && f->fref->type ? igw_type_resolve(f->fref->type) : NULL;

@@ -52,7 +52,7 @@ void igw_talk_join(struct igw_CommandMethod_op *op);
 void igw_talk_leave(struct igw_CommandMethod_op *op);
 void igw_playback_control(struct igw_CommandMethod_op *op);
 void igw_session_control(struct igw_CommandMethod_op *op);
-void igw_ai_processor_control(struct igw_CommandMethod_op *op);
-void igw_ai_configure(struct igw_CommandMethod_op *op);
+void igw_processor_control(struct igw_CommandMethod_op *op);
+void igw_processor_configure(struct igw_CommandMethod_op *op);
 
 #endif

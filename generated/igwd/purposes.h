@@ -68,6 +68,7 @@ typedef struct igw_purpose {
                        * paused (track trigger startVision), advanced by the owner only */
     bool side;        /* the application's audio is a side conversation with a processor
                        * (its microphone to it, its voice back), never the camera's */
+    unsigned processors; /* 1u << each value of the processors enum its sessions run (0: none) */
     int viewers;      /* an igw_Purpose */
     unsigned access;  /* IGW_PURPOSE_ACCESS_* */
     const igw_sm *const *machines; /* what it runs besides the session machine */

@@ -12,6 +12,6 @@ const igw_CommandMethod_session_fn igw_CommandMethod_sessions[IGW_CommandMethod_
     [IGW_CommandMethod_interaction_leave] = igw_talk_leave,
     [IGW_CommandMethod_interaction_playbackControl] = igw_playback_control,
     [IGW_CommandMethod_interaction_control] = igw_session_control,
-    [IGW_CommandMethod_interaction_processorControl] = igw_ai_processor_control,
-    [IGW_CommandMethod_interaction_configure] = igw_ai_configure,
+    [IGW_CommandMethod_interaction_processorControl] = igw_processor_control,
+    [IGW_CommandMethod_interaction_configure] = igw_processor_configure,
 };

@@ -100,10 +100,14 @@ typedef struct view_pub {
 
 /* Viewer: its side conversation (IGW_MEDIA_VIEWER_SIDE: the AI session's
  * assistant). The audio it publishes goes to the tap while its gate is
- * open; the audio it receives is the feed's. Both are plain RTP on one
+ * open; the audio it receives is the feed's. Or a publishing viewer's
+ * interpreter (`interpret`, opened by its first tap): while a tap is set
+ * its published audio goes to the taps instead of the talkback, and the
+ * feed goes to the talkback in its place. Both are plain RTP on one
  * loopback socket of its own, handed to its next generation. */
 typedef struct view_side {
     bool             present;
+    bool             interpret;      /* an interpreter of its talk, not a side conversation */
     GSocket         *sock;           /* bound on 127.0.0.1: the feed arrives, the tap leaves */
     GSource         *sock_src;
     uint16_t         port;           /* its bound port (the feed's destination) */

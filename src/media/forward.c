@@ -351,38 +351,27 @@ static void source_rtp(igw_node *s, uint8_t *pkt, size_t len)
         viewer_forward(s->viewers[i], k, tr, pkt, len, &h, keyframe, now);
 }
 
-/* One RTP packet from a viewer: its talk when it publishes. Counted, and sent
- * to the source's talkback while its gate is open and it holds the floor:
- * stripped of CSRCs and extensions (their ids are the viewer's), renumbered
- * onto the talkback's SSRC, sequence, timestamps and payload type. */
-static void viewer_talk(igw_node *v, const uint8_t *pkt, size_t len)
+/* Puts one packet of viewer v's talk (from `who`: its voice, or its
+ * interpreter's) on the source's talkback while v's gate is open and who
+ * holds the floor: stripped of CSRCs and extensions (their ids are the
+ * viewer's), renumbered onto the talkback's SSRC, sequence, timestamps and
+ * payload type. */
+static void talk_send(igw_node *v, uintptr_t who, const uint8_t *pkt, const igw_rtp_hdr *h, bool active)
 {
     igw_node *s = v->source;
-    igw_rtp_hdr h;
-    if (!v->pub.present || !s || !s->talk.present || !igw_rtp_parse(pkt, len, &h) || h.pt != v->pub.pt)
-        return;
-    v->st.talk_in++;
     if (!v->pub.allowed) {
         v->st.talk_gated++;
         return;
     }
-    /* Without the level every packet is activity: the holder keeps the
-     * floor for as long as it sends. */
-    bool active = true;
-    if (v->pub.level_ext) {
-        int level = igw_rtp_audio_level(pkt, len, &h, v->pub.level_ext);
-        active = level >= 0 && level < TALK_ACTIVE_LEVEL;
-    }
     uint64_t now = igw_clock_us();
     uint16_t seq;
     uint32_t ts;
-    if (!igw_peer_ready(s->peer) ||
-        igw_rtp_floor_map(&s->talk.floor, (uintptr_t)v, active, &h, now, &seq, &ts) != IGW_FLOOR_FORWARD) {
+    if (!igw_peer_ready(s->peer) || igw_rtp_floor_map(&s->talk.floor, who, active, h, now, &seq, &ts) != IGW_FLOOR_FORWARD) {
         v->st.talk_no_floor++;
         return;
     }
     uint8_t out[IGW_PEER_BUF];
-    size_t n = igw_rtp_strip(pkt, &h, out, IGW_RTP_MTU);
+    size_t n = igw_rtp_strip(pkt, h, out, IGW_RTP_MTU);
     if (n == 0 || (igw_rtp_rewrite(out, s->talk.pt, seq, ts, s->talk.ssrc), igw_peer_send_rtp(s->peer, out, n)) != 0) {
         s->st.dropped++;
         return;
@@ -394,20 +383,44 @@ static void viewer_talk(igw_node *v, const uint8_t *pkt, size_t len)
     s->st.bytes_out += n;
 }
 
-/* One RTP packet from a viewer with a side conversation: its published
- * audio, sent to the tap while its gate is open, stripped of CSRCs and
- * extensions (their ids are the viewer's); its own SSRC and numbering
- * stay (the tap hears one speaker). */
+/* One RTP packet from a viewer: its talk when it publishes. Counted, and
+ * sent to the source's talkback (talk_send). */
+static void viewer_talk(igw_node *v, const uint8_t *pkt, size_t len)
+{
+    igw_node *s = v->source;
+    igw_rtp_hdr h;
+    if (!v->pub.present || !s || !s->talk.present || !igw_rtp_parse(pkt, len, &h) || h.pt != v->pub.pt)
+        return;
+    v->st.talk_in++;
+    /* Without the level every packet is activity: the holder keeps the
+     * floor for as long as it sends. */
+    bool active = true;
+    if (v->pub.level_ext) {
+        int level = igw_rtp_audio_level(pkt, len, &h, v->pub.level_ext);
+        active = level >= 0 && level < TALK_ACTIVE_LEVEL;
+    }
+    talk_send(v, (uintptr_t)v, pkt, &h, active);
+}
+
+static bool side_tapped(const view_side *sd)
+{
+    for (int i = 0; i < IGW_MEDIA_TAPS_MAX; i++)
+        if (sd->taps[i])
+            return true;
+    return false;
+}
+
+/* One RTP packet from a viewer with a side conversation or a tapped
+ * interpreter: its published audio, sent to the taps while its gate is
+ * open, stripped of CSRCs and extensions (their ids are the viewer's); its
+ * own SSRC and numbering stay (the tap hears one speaker). */
 static void viewer_tap(igw_node *v, const uint8_t *pkt, size_t len)
 {
     igw_rtp_hdr h;
     if (!v->pub.present || !igw_rtp_parse(pkt, len, &h) || h.pt != v->pub.pt)
         return;
     v->st.talk_in++;
-    bool any = false;
-    for (int i = 0; i < IGW_MEDIA_TAPS_MAX; i++)
-        any = any || v->side.taps[i];
-    if (!v->pub.allowed || !any) {
+    if (!v->pub.allowed || !side_tapped(&v->side)) {
         v->st.talk_gated++;
         return;
     }
@@ -426,8 +439,10 @@ static void viewer_tap(igw_node *v, const uint8_t *pkt, size_t len)
 }
 
 /* One RTP packet on a viewer's side socket: its feed, onto the viewer's
- * audio stream. Only Opus-sized RTP from loopback reaches here (the socket
- * is bound there); a new SSRC continues our numbering. */
+ * audio stream (a side conversation) or onto the source's talkback in the
+ * viewer's place (an interpreter: every packet is speech). Only RTP-sized
+ * datagrams from loopback reach here (the socket is bound there); a new
+ * SSRC continues our numbering. */
 static void viewer_feed(igw_node *v, uint8_t *pkt, size_t len)
 {
     igw_rtp_hdr h;
@@ -437,6 +452,11 @@ static void viewer_feed(igw_node *v, uint8_t *pkt, size_t len)
         return;
     }
     v->st.feed_in++;
+    if (v->side.interpret) {
+        if (v->pub.present && v->source && v->source->talk.present && side_tapped(&v->side))
+            talk_send(v, (uintptr_t)&v->side, pkt, &h, true);
+        return;
+    }
     if (!tr->have_ssrc || tr->ssrc != h.ssrc) {
         if (tr->have_ssrc)
             tr->epoch++;
@@ -507,9 +527,17 @@ static bool side_open(view_side *sd, char *err, size_t errlen)
 
 igw_media_rc igw_fwd_viewer_tap(igw_node *v, const char *addr, uint16_t port, bool on, char *err, size_t errlen)
 {
-    if (!v->side.present) {
-        snprintf(err, errlen, "this viewer has no side conversation");
-        return IGW_MEDIA_EINVAL;
+    if (!v->side.present) { /* a publishing viewer's first tap opens its interpreter */
+        if (!v->pub.present) {
+            snprintf(err, errlen, "this viewer sends no audio to tap");
+            return IGW_MEDIA_EINVAL;
+        }
+        if (!on)
+            return IGW_MEDIA_OK; /* nothing is tapped */
+        if (!side_open(&v->side, err, errlen))
+            return IGW_MEDIA_EFAIL;
+        v->side.interpret = true;
+        side_watch(v);
     }
     GSocketAddress *tap = NULL;
     if (addr) {
@@ -627,7 +655,7 @@ static void node_on_rtp(void *ud, uint8_t *buf, size_t len)
         source_rtp(n, buf, len);
     } else {
         n->st.rtp_in++;
-        if (n->side.present)
+        if (n->side.present && (!n->side.interpret || side_tapped(&n->side)))
             viewer_tap(n, buf, len);
         else
             viewer_talk(n, buf, len);
@@ -996,7 +1024,7 @@ igw_media_rc igw_fwd_viewer_offer(igw_node *s, const char *id, uint32_t rev, uns
     bool served = false;
     /* The side socket: the previous generation's (taken now, given back
      * if this one fails while that one lives), or a new one. */
-    bool handed = side && prev && prev->side.present;
+    bool handed = prev && prev->side.present;
     if (handed) {
         v->side = prev->side;
         memset(&prev->side, 0, sizeof prev->side);

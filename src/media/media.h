@@ -120,10 +120,18 @@ igw_media_rc igw_media_viewer_publish(igw_media *m, const char *viewer_id, uint3
  * Video comes from the source as for any viewer. The port and the tap
  * carry over to the viewer's next generation.
  *
+ * Or the interpreter of a viewer that publishes to the source's talkback
+ * (talk): its first tap opens its loopback port; while it has a tap, what
+ * it publishes goes to the taps instead of the talkback, and the plain Opus
+ * RTP arriving on the port goes to the talkback in its place (the viewer's
+ * gate and the talk floor as for its own voice). Without a tap its own
+ * voice goes to the talkback again.
+ *
  * Adds (on) or removes (!on) a tap: where its published audio goes, at most
  * IGW_MEDIA_TAPS_MAX (each gets every packet); addr NULL with !on removes
- * every tap. Without a tap the packets are counted as gated. revision must
- * be the viewer's current one. */
+ * every tap. A side conversation without a tap counts its packets as gated.
+ * EINVAL for a viewer with neither. revision must be the viewer's current
+ * one. */
 igw_media_rc igw_media_viewer_tap(igw_media *m, const char *viewer_id, uint32_t revision, const char *addr,
                                   uint16_t port, bool on, char *err, size_t errlen);
 

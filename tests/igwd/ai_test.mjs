@@ -14,10 +14,13 @@
 //   translate: igw-proc translation: "hello, the house is big" spoken into
 //            the microphone comes back as a Spanish caption and voice;
 //            configure's rules.
+//   talk:    the same translation in an IM talk call (purpose ipcTalk): the
+//            member's voice goes to the translator and its Spanish voice to
+//            the camera's speaker (igw-vcam's --speaker-log), until detached.
 //
 // env: IGW_PART, IGW_BASE, IGW_VCAM, IGW_DEMO, IGW_PG_DSN, IGW_JWT_KEY_FILE,
 // IGW_SOUNDS (count.wav, sentence.wav), IGW_PICTURE (two faces).
-import { readFileSync } from 'node:fs';
+import { readFileSync, existsSync } from 'node:fs';
 import { createHmac } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
 import { Checker, launch, newViewer, sleep, AUTOPLAY_ARGS } from '../media/lib.mjs';
@@ -342,10 +345,10 @@ async function control(a, sid, params) {
 
 /** An AI session with a consent, its camera showing `image` (or the
  * pattern) and Chromium's microphone saying `wav` over and over. */
-async function aiWithConsent(wav, image) {
+async function aiWithConsent(wav, image, camArgs = []) {
     const me = DEMO.user;
     const a = await app(me);
-    const cam = startCamera(process.env.IGW_VCAM, '[cam] ', image ? ['--image', image] : []);
+    const cam = startCamera(process.env.IGW_VCAM, '[cam] ', [...(image ? ['--image', image] : []), ...camArgs]);
     const browser = await launch({ args: [...AUTOPLAY_ARGS, `--use-file-for-fake-audio-capture=${wav}`] });
     for (let i = 0; i < 100 && !/capability accepted/.test(cam.stderr()); i++) await sleep(100);
     const { sid, v } = await openAi(a, browser, 0);
@@ -486,7 +489,102 @@ async function translate() {
     }
 }
 
-const parts = { ledger, session, assist, pattern, translate };
+/** The camera's speaker levels since `since` (Unix ms): [{at_ms, rms_db}]. */
+function levels(file, since) {
+    if (!existsSync(file)) return [];
+    return readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)).filter((x) => x.at_ms >= since);
+}
+/** Waits until the camera played something loud (> -35 dB) after since; true if it did within ms. */
+async function playedLoud(file, since, ms) {
+    const deadline = Date.now() + ms;
+    for (; Date.now() < deadline; await sleep(100))
+        if (levels(file, since).some((x) => x.rms_db > -35)) return true;
+    return false;
+}
+/** The page's microphone off (replaceTrack(null): nothing sent) or back. */
+const mic = (v, on) => v.page.evaluate(async (on) => {
+    const sender = window.__igw.pc.getTransceivers()[0].sender;
+    if (!on) (window.__mic = sender.track, await sender.replaceTrack(null));
+    else await sender.replaceTrack(window.__mic);
+}, on);
+
+// Translation in an IM talk call: the member's English goes to the
+// translator instead of the camera's speaker, and the Spanish voice goes
+// there in its place. The consent it names is one the user signed in an
+// AI session (docs/decisions.md).
+async function talk() {
+    const spk = `${SOUNDS}/speaker.jsonl`;
+    const { a, cam, browser, sid: aiSid, cid } = await aiWithConsent(`${SOUNDS}/sentence.wav`, null, ['--speaker-log', spk]);
+    const im = (path, body) => call(DEMO.user, `/api/v1/im-standin/${path}`, body);
+    let beat;
+    try {
+        await accepted(c, a, { msgToken: tok('end'), method: 'interaction.end', sessionId: aiSid, params: { reason: 'userHangup' } }, 'the AI session ends');
+        await a.state(aiSid, 'ended', 10000);
+        let r = await im('calls/start', { groupId: DEMO.group.groupId });
+        c.check(r.status === 200, `a call of the demo group (${JSON.stringify(r.body)})`);
+        const callId = r.body.data.callId;
+        beat = setInterval(() => im('calls/heartbeat', { callId }).catch(() => {}), 3000);
+        const t = tok('open');
+        r = await a.command({ msgToken: t, method: 'interaction.open', target, params: { purpose: 'ipcTalk', cameraId: camera, callId } });
+        c.check(r.status === 200, `talk open accepted (${JSON.stringify(r.body)})`);
+        const sid = (await a.result(t))?.data?.sessionId;
+        const v = await newViewer(browser, { url: `${BASE}/healthz` }); // the microphone needs a secure page
+        const offer = await v.offerPublish(0);
+        const to = tok('offer');
+        await accepted(c, a, { msgToken: to, method: 'interaction.mediaOffer', sessionId: sid,
+            params: { mediaRevision: 1, webrtc: { iceMode: 'full', sdp: offer } } }, 'talk mediaOffer');
+        const ans = await a.result(to, 15000);
+        await v.setAnswer(ans?.data?.webrtc?.sdp);
+        await accepted(c, a, { msgToken: tok('state'), method: 'interaction.mediaState', sessionId: sid,
+            params: { mediaRevision: 1, state: 'connected' } }, 'talk mediaState connected');
+        c.check(await a.state(sid, 'established', 20000), 'the talk session is established');
+        c.check(await playedLoud(spk, Date.now(), 10000), 'before any processor the member\'s own voice reaches the camera\'s speaker');
+
+        let res;
+        ({ r } = await control(a, sid, { processorId: 'eye', processor: 'aiAssist', operation: 'attach',
+            sourceTrackIds: ['video-1'], consentIds: [cid] }));
+        c.check(r.status === 400 && r.body.data?.path === '/command/params/processor' && /run translation/.test(r.body.data?.reason),
+            `aiAssist in a talk call: 400 naming what talk runs (${JSON.stringify(r.body)})`);
+        ({ r } = await control(a, sid, { processorId: 'tr', processor: 'translation', operation: 'attach',
+            sourceTrackIds: ['mic'], consentIds: [cid], targetLanguage: 'es-ES' }));
+        c.check(r.status === 400 && r.body.data?.path === '/command/params/sourceTrackIds/0' && /\(speaker\)/.test(r.body.data?.reason),
+            `translation of the camera's microphone: 400, it hears the member's voice (speaker) (${JSON.stringify(r.body)})`);
+        const cfg = tok('cfg');
+        r = await a.command({ msgToken: cfg, method: 'interaction.configure', sessionId: sid,
+            params: { sourceLanguage: 'en-US', targetLanguage: 'es-ES', speakerId: 'me', configRevision: 1 } });
+        res = r.status === 200 ? await a.result(cfg, 10000) : null;
+        c.check(res && res.code === 200 && res.data.configRevision === 1, `configure in a talk call (${JSON.stringify(res || r.body)})`);
+        const from = a.events.length;
+        ({ r, res } = await control(a, sid, { processorId: 'tr', processor: 'translation', operation: 'attach',
+            sourceTrackIds: ['speaker'], consentIds: [cid], targetLanguage: 'es-ES' }));
+        c.check(res && res.code === 200 && res.data.state === 'attached', `attach translation to the member's voice (${JSON.stringify(res || r.body)})`);
+        const cap = await processorEvent(a, (d) => d.kind === 'caption', 40000, from);
+        c.check(cap && /house is big/.test(cap.data.text) && /casa/i.test(cap.data.translated) && /grande/i.test(cap.data.translated),
+            `the Spanish caption of the member's "hello, the house is big" (${JSON.stringify(cap && cap.data)})`);
+        // The member falls silent (nothing sent): what the camera plays now
+        // is the translator's voice.
+        await mic(v, false);
+        await sleep(300);
+        const quiet = Date.now();
+        c.check(await playedLoud(spk, quiet, 8000),
+            `the translated voice reaches the camera's speaker (${JSON.stringify(levels(spk, quiet).slice(-5))})`);
+        ({ res } = await control(a, sid, { processorId: 'tr', processor: 'translation', operation: 'detach', sourceTrackIds: ['speaker'] }));
+        c.check(res && res.code === 200 && res.data.state === 'detached', `detach (${JSON.stringify(res)})`);
+        await mic(v, true);
+        c.check(await playedLoud(spk, Date.now(), 10000), 'detached: the member\'s own voice reaches the camera again');
+        await accepted(c, a, { msgToken: tok('end'), method: 'interaction.end', sessionId: sid, params: { reason: 'userHangup' } }, 'end');
+        await a.state(sid, 'ended', 10000);
+        await sleep(1500);
+        c.check(pgrep('igw-proc --kind').length === 0, 'no processor outlives the talk session');
+    } finally {
+        clearInterval(beat);
+        await browser.close().catch(() => {});
+        cam.kill('SIGTERM');
+        await cam.exited;
+    }
+}
+
+const parts = { ledger, session, assist, pattern, translate, talk };
 const part = parts[process.env.IGW_PART];
 if (!part) throw new Error(`unknown IGW_PART ${process.env.IGW_PART}`);
 part().then(() => {

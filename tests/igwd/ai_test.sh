@@ -5,7 +5,8 @@
 # consent ledger's get-one and revoke (they need no Signaling, no live
 # owner and no model); only the signed-in user reaches its rows. Then with
 # igw-vcam as the demo camera on the broker and Chromium as the
-# application: the AI session (purpose aiVision).
+# application: the AI session (purpose aiVision), and translation in an IM
+# talk call (the stand-in IM's call).
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 if [ "${1:-}" != --inside ]; then
@@ -52,11 +53,13 @@ igw_stop
 igw_start IGW_THREADS=2 IGW_PG_DSN="$IGW_PG_DSN" IGW_JWT_KEY_FILE="$IGW_VAR/jwt.key" IGW_NODE_ID=ai-node \
     IGW_MQTT_HOST=127.0.0.1 IGW_MQTT_PORT="$IGW_MQTT_PORT" IGW_MQTT_PASSWORD_FILE="$IGW_MQTT_PASSWORD_FILE" \
     IGW_MQTT_CLIENT_ID=igwd-ai-test IGW_MEDIA_ADDRESS="$IGW_NETNS_ADDR" IGW_LOG_LEVEL=${AI_LOG_LEVEL:-info} \
-    IGW_PROCESSOR_BIN="$PROC" IGW_TRANSLATION_GRAMMAR="$TMP/t.gram"
+    IGW_PROCESSOR_BIN="$PROC" IGW_TRANSLATION_GRAMMAR="$TMP/t.gram" \
+    IGW_REDIS_HOST=127.0.0.1 IGW_REDIS_PORT="$IGW_REDIS_PORT" IGW_TALK_ENABLED=true IGW_IM_STANDIN=true
 run_part session
 run_part assist
 run_part pattern
 run_part translate
+run_part talk
 igw_stop
 if grep -q 'ERROR: AddressSanitizer\|runtime error' "$TMP/igwd.err"; then
     grep -A40 -m1 'ERROR: AddressSanitizer\|runtime error' "$TMP/igwd.err" >&2; fail "sanitizer report"

@@ -155,9 +155,14 @@ function pageSetup() {
             await gathered(ms);
             return pc.localDescription.sdp;
         },
-        // Talk: a constant tone (WebAudio oscillator) published on a sendrecv
-        // audio transceiver, video received.
-        async offerPublish(ms, freq) {
+        // What the viewer says: a constant tone of freq Hz (WebAudio, gain
+        // 0.5: window.__tone), or with freq 0 the (fake) microphone of
+        // getUserMedia as it is: no echo cancellation, noise suppression or
+        // gain control reshaping the speech.
+        async voice(freq) {
+            if (!freq)
+                return (await navigator.mediaDevices.getUserMedia({ audio: { echoCancellation: false,
+                    noiseSuppression: false, autoGainControl: false } })).getAudioTracks()[0];
             const ac = new AudioContext();
             await ac.resume();
             const osc = ac.createOscillator();
@@ -168,34 +173,23 @@ function pageSetup() {
             osc.connect(gain).connect(dst);
             osc.start();
             window.__tone = { ac, osc, gain };
-            pc.addTransceiver(dst.stream.getAudioTracks()[0], { direction: 'sendrecv', streams: [dst.stream] });
+            return dst.stream.getAudioTracks()[0];
+        },
+        // Talk: the voice published on a sendrecv audio transceiver, video
+        // received.
+        async offerPublish(ms, freq) {
+            const track = await this.voice(freq);
+            pc.addTransceiver(track, { direction: 'sendrecv', streams: [new MediaStream([track])] });
             pc.addTransceiver('video', { direction: 'recvonly' });
             await pc.setLocalDescription(await pc.createOffer());
             await gathered(ms);
             return pc.localDescription.sdp;
         },
         // The AI session's offer (docs/ai.md): audio sendonly (the user's
-        // microphone: a constant tone of freq Hz from WebAudio, or with freq
-        // 0 the (fake) microphone of getUserMedia), audio recvonly (the
-        // assistant's voice), video recvonly (the camera), in that order.
+        // voice), audio recvonly (the assistant's voice), video recvonly
+        // (the camera), in that order.
         async offerAssistant(ms, freq) {
-            let track;
-            if (freq) {
-                const ac = new AudioContext();
-                await ac.resume();
-                const osc = ac.createOscillator();
-                osc.frequency.value = freq;
-                const dst = ac.createMediaStreamDestination();
-                osc.connect(dst);
-                osc.start();
-                window.__tone = { ac, osc };
-                track = dst.stream.getAudioTracks()[0];
-            } else {
-                // The microphone as it is: no echo cancellation, noise
-                // suppression or gain control reshaping the speech.
-                track = (await navigator.mediaDevices.getUserMedia({ audio: { echoCancellation: false,
-                    noiseSuppression: false, autoGainControl: false } })).getAudioTracks()[0];
-            }
+            const track = await this.voice(freq);
             pc.addTransceiver(track, { direction: 'sendonly' });
             pc.addTransceiver('audio', { direction: 'recvonly' });
             pc.addTransceiver('video', { direction: 'recvonly' });
@@ -303,8 +297,9 @@ function pageSetup() {
 /**
  * A viewer: a page holding one RTCPeerConnection.
  *   offerRecvOnly()  recvonly audio+video, resolves to the complete offer SDP
- *   offerPublish(hz) a constant tone of hz (WebAudio) on a sendrecv audio
- *                    transceiver, recvonly video: talk; resolves to the offer
+ *   offerPublish(hz) a constant tone of hz (WebAudio; 0: the fake microphone)
+ *                    on a sendrecv audio transceiver, recvonly video: talk;
+ *                    resolves to the offer
  *   offerAssistant(hz) the AI session's three sections: audio sendonly (a tone
  *                    of hz, or with 0 the fake microphone), audio recvonly,
  *                    video recvonly; resolves to the offer
@@ -329,7 +324,7 @@ function pageSetup() {
  *   close()
  * The page is about:blank: RTCPeerConnection needs no secure origin; with
  * opts.url (a loopback http URL: a secure context) it is that page, where
- * getUserMedia exists (offerAssistant(0)).
+ * getUserMedia exists (offerPublish(0), offerAssistant(0)).
  */
 export async function newViewer(browser, opts = {}) {
     const gatherMs = opts.gatherMs || 5000;

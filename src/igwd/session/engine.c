@@ -14,6 +14,7 @@
 #include "session/leg.h"
 #include "session/live.h"
 #include "session/op.h"
+#include "session/processor.h"
 #include "session/rights.h"
 #include "session/vision.h"
 #include "session/hooks.h"
@@ -46,11 +47,8 @@ static void on_media_events(h2o_socket_t *sock, const char *err)
             live_session *s = live_session_find(e, ev.id);
             if (s)
                 live_session_media(e, s, &ev);
-            else /* a peer a purpose made itself (a processor's eyes) */
-                for (int p = 0; p < IGW_Purpose__COUNT; p++)
-                    if (igw_purposes[p].hooks && igw_purposes[p].hooks->media &&
-                        igw_purposes[p].hooks->media(e, &ev))
-                        break;
+            else /* a processor's own viewer (its eyes), or a peer gone */
+                (void)live_processor_media(e, &ev);
         }
     }
 }
@@ -61,6 +59,7 @@ static void on_tick(h2o_timeout_entry_t *entry)
     int64_t now = igw_clock_ms();
     live_tick(e, now);
     live_rights_tick(e, now);
+    live_processor_tick(e, now);
     h2o_timeout_link(e->evloop, &e->tick, &e->tick_entry);
 }
 

@@ -68,13 +68,6 @@ struct igw_purpose_hooks {
      * false when it is not the purpose's; else it answers through done
      * exactly once, now or later (live_device_uplink). */
     bool (*device)(igw_engine *e, const igw_engine_uplink *u, live_device_done done, void *ctx);
-    /* A vision session lost its last covering consent (revoked, expired,
-     * another generation): whatever the purpose lets look through the
-     * camera stops now. */
-    void (*vision_lost)(igw_engine *e, live_session *s);
-    /* A media event of a peer the purpose made itself (not a session's
-     * viewer, not a leg's source): true when it was the purpose's. */
-    bool (*media)(igw_engine *e, const igw_media_event *ev);
     /* The engine stops: its engine-wide state (e->pstate) goes. */
     void (*stop)(igw_engine *e);
 };

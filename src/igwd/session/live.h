@@ -34,6 +34,16 @@ typedef struct live_session live_session;
 typedef struct live_vision live_vision; /* a vision source's state (vision.c) */
 typedef struct igw_CommandMethod_op live_op;
 
+/* What a file above the engine's core hangs on a session (its processors,
+ * processor.h), reached from below through these: the session ends (it
+ * releases what it holds, frees itself and clears the pointer); its vision
+ * source lost its last covering consent (what looks through the camera
+ * stops now). */
+typedef struct live_attached {
+    void (*end)(igw_engine *e, live_session *s);
+    void (*vision_lost)(igw_engine *e, live_session *s);
+} live_attached;
+
 /* Where a camera leg is (facts of the media core and the camera). */
 typedef enum leg_phase {
     LEG_INVITED,   /* invite published, no offer yet */
@@ -67,6 +77,7 @@ struct live_session {
     bool gate_open;           /* what the core's gate on its uplink was last set to */
     int64_t deadline_ms;      /* establish deadline while invited (monotonic) */
     live_vision *vision;      /* its purpose says `vision`: the source's state (vision.h), else NULL */
+    live_attached *processors; /* its processors (processor.h), or NULL */
 };
 
 /* One camera's upstream into the media core: shared by every viewer of the
@@ -113,7 +124,7 @@ struct igw_engine {
     char pg_dsn[IGW_CONFIG_DSN_MAX];
     igw_db *db;               /* on the loop; NULL: no database */
     char redis_host[IGW_CONFIG_HOST_MAX];
-    char processor_bin[IGW_CONFIG_PATH_MAX];       /* the processor program, resolved (purposes/ai.c) */
+    char processor_bin[IGW_CONFIG_PATH_MAX];       /* the processor program, resolved (processor.c) */
     char translation_grammar[IGW_CONFIG_PATH_MAX];
     igw_redis *redis;         /* on the loop; NULL: no Redis */
     igw_call *call;           /* the conference runtime on db and redis; NULL: none wired */
@@ -125,7 +136,7 @@ struct igw_engine {
     bool rights_busy, rights_again; /* a rights check in flight; another one asked meanwhile (rights.h) */
     int64_t rights_next_ms;   /* the periodic one (monotonic) */
     live_leg *legs;
-    struct live_proc *procs;  /* processor processes, running and dying (processor.h) */
+    struct live_proc *procs;  /* processor processes, running and dying (child.h) */
     void *pstate[IGW_Purpose__COUNT]; /* each purpose's engine-wide state (its hooks own it) */
     h2o_timeout_t tick;       /* deadlines, checked every LIVE_TICK_MS */
     h2o_timeout_entry_t tick_entry;

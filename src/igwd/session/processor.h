@@ -1,55 +1,37 @@
-/* processor.h - processor processes (docs/ai.md, "The processor
- * protocol"): a session's processor runs as a process of its own, spoken
- * to by lines of JSON on its stdin and heard on its stdout; its media is
- * plain RTP on loopback. A crash, a stall or a garbled line costs that
- * processor only: the engine's loop never waits on it (its stdout is read
- * when readable; a line to it that its pipe cannot take at once means it
- * stalled), and the media threads never see it.
+/* processor.h - a session's processors (docs/ai.md, "Processors"):
+ * interaction.processorControl attaches them, interaction.configure sets
+ * their translation, and what they say reaches the application as
+ * interaction.processor events. Which processors a session runs is its
+ * purpose's row (`processors`, igw_purpose.processors); each runs as a
+ * process of its own (child.h) that hears the application's voice through
+ * a tap of the media core: its side conversation (an AI session) or what it
+ * sends the camera's speaker (talk: the translator's voice then goes to the
+ * speaker in its place). An aiAssist sees a vision source's camera only by
+ * frame takes bound to the consents (vision.h).
  *
- * Everything here runs on the engine's loop. */
+ * The set hangs on the session (live_session.processors) from the first
+ * processorControl or configure on it; the session's end and the loss of
+ * its vision's consents reach it through that pointer. Everything here runs
+ * on the engine's loop. */
 #ifndef IGW_SESSION_PROCESSOR_H
 #define IGW_SESSION_PROCESSOR_H
 
 #include <stdbool.h>
-#include <stddef.h>
-#include <sys/types.h>
+#include <stdint.h>
 
+#include "media.h"
 #include "session/live.h"
 
-typedef struct live_proc live_proc;
+/* interaction.processorControl and interaction.configure (the schema's
+ * methods table names them): each answers o. */
+void igw_processor_control(live_op *o);
+void igw_processor_configure(live_op *o);
 
-typedef struct live_proc_ops {
-    /* One line of its stdout (without the newline; at most
-     * IGW_PROCLINE_MAX bytes: a longer one ends the process). */
-    void (*line)(void *ctx, live_proc *p, const char *line, size_t len);
-    /* It is gone on its own (exited, crashed, its stdout closed, stalled,
-     * garbled): why says which. p is freed right after: the caller drops
-     * every pointer to it. Never called after live_proc_stop. */
-    void (*gone)(void *ctx, live_proc *p, const char *why);
-} live_proc_ops;
+/* A media event of a processor's own viewer (an aiAssist's eyes): true when
+ * it was one (the engine offers it every viewer event no session claims). */
+bool live_processor_media(igw_engine *e, const igw_media_event *ev);
 
-/* Starts argv[0] (a path) with argv, its stdin and stdout pipes of ours,
- * stderr igwd's, no other descriptor. NULL with err (spawn failed). */
-live_proc *live_proc_start(igw_engine *e, char *const argv[], const live_proc_ops *ops, void *ctx, char *err,
-                           size_t errlen);
-
-/* Writes line and a newline to its stdin without waiting: -1 (and the
- * process is stopped, gone called later never) when the pipe cannot take
- * it all now: a processor that does not read is stalled. */
-int live_proc_send(live_proc *p, const char *line, size_t len);
-
-/* Ends it: stdin closed and SIGTERM now, SIGKILL after LIVE_PROC_KILL_MS if
- * it lingers, reaped by the tick. No callback after. */
-#define LIVE_PROC_KILL_MS 1000
-void live_proc_stop(live_proc *p);
-
-/* Its process id (tests, logs). */
-pid_t live_proc_pid(const live_proc *p);
-
-/* Reaps ended processes, kills lingering ones (every engine tick). */
-void live_proc_tick(igw_engine *e);
-
-/* The engine stops: every process killed and reaped. */
-void live_proc_stop_all(igw_engine *e);
+/* Every engine tick: a processor not ready in time, or stalled, failed. */
+void live_processor_tick(igw_engine *e, int64_t now_ms);
 
 #endif

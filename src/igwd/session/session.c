@@ -16,7 +16,7 @@
 #include "igwd/state_sql.h"
 #include "protocol.h"
 #include "session/hooks.h"
-#include "session/processor.h"
+#include "session/child.h"
 #include "session/vision.h"
 
 #define ANSWER_MAX (64 * 1024)
@@ -255,6 +255,8 @@ void live_session_end(igw_engine *e, live_session *s, const char *reason)
     }
     if (hooks_of(s)->end)
         hooks_of(s)->end(e, s, reason);
+    if (s->processors)
+        s->processors->end(e, s);
     live_vision_ended(e, s);
     igw_log(IGW_LOG_INFO, NULL, "session %s ended: %s", s->id, reason);
     if (s->offered && e->media)

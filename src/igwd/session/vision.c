@@ -138,14 +138,14 @@ typedef struct consent_read {
 static void read_consents(igw_engine *e, live_session *s);
 
 /* Whether a consent covers the session; losing it stops every processor's
- * sharing at once (the purpose's vision_lost), before the gate. */
+ * sharing at once (its processors' vision_lost), before the gate. */
 static void set_consented(igw_engine *e, live_session *s, bool yes)
 {
     live_vision *v = s->vision;
     bool lost = v->consented && !yes;
     v->consented = yes;
-    if (lost && s->def->hooks && s->def->hooks->vision_lost)
-        s->def->hooks->vision_lost(e, s);
+    if (lost && s->processors)
+        s->processors->vision_lost(e, s);
 }
 
 static live_session *find(igw_engine *e, const char *sid)

@@ -112,6 +112,49 @@ static void __attribute__((unused)) enc_Purpose(igw_jw *w, igw_Purpose v)
         w->oom = true; /* not a value of the enum: output unusable */
 }
 
+const igw_str igw_Helper_names[IGW_Helper__COUNT] = {
+    {"interpreter", 11},
+    {"seer", 4},
+};
+
+int igw_Helper_of(igw_str s)
+{
+    switch (s.len) {
+    case 4:
+        if (memcmp(s.ptr, "seer", 4) == 0)
+            return IGW_Helper_seer;
+        break;
+    case 11:
+        if (memcmp(s.ptr, "interpreter", 11) == 0)
+            return IGW_Helper_interpreter;
+        break;
+    default:
+        break;
+    }
+    return -1;
+}
+
+static int __attribute__((unused)) enum_Helper(igw_json *j, igw_Helper *out)
+{
+    igw_str s;
+    if (igw_json_string(j, &s))
+        return -1;
+    int v = igw_Helper_of(s);
+    if (v >= 0) {
+        *out = (igw_Helper)v;
+        return 0;
+    }
+    return igw_json_fail(j, IGW_JERR_ENUM, "value is not one of: interpreter seer");
+}
+
+static void __attribute__((unused)) enc_Helper(igw_jw *w, igw_Helper v)
+{
+    if ((unsigned)v < IGW_Helper__COUNT)
+        igw_jw_string(w, igw_Helper_names[v].ptr, igw_Helper_names[v].len);
+    else
+        w->oom = true; /* not a value of the enum: output unusable */
+}
+
 /* Field index of a key of Capability, or -1: length first, then memcmp. */
 static int key_Capability(const char *k, size_t n)
 {

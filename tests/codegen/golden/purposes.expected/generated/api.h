@@ -79,6 +79,20 @@ extern const igw_str igw_Purpose_names[IGW_Purpose__COUNT];
 /* The value a wire name names (length, then memcmp), or -1. */
 int igw_Purpose_of(igw_str s);
 
+typedef enum igw_Helper {
+    IGW_Helper_interpreter,
+    IGW_Helper_seer,
+    IGW_Helper__COUNT
+} igw_Helper;
+typedef struct igw_Helper_list {
+    igw_Helper *v;
+    uint32_t n;
+} igw_Helper_list;
+/* Wire names, indexed by igw_Helper. */
+extern const igw_str igw_Helper_names[IGW_Helper__COUNT];
+/* The value a wire name names (length, then memcmp), or -1. */
+int igw_Helper_of(igw_str s);
+
 /* ---- objects ---- */
 
 typedef struct igw_str_list {
@@ -149,6 +163,7 @@ typedef struct igw_Req_list {
  * A NUL-terminated copy of an Ident: char id[IGW_Ident_MAX + 1]. */
 #define IGW_TrackKind_NAME_MAX 5
 #define IGW_Purpose_NAME_MAX 6
+#define IGW_Helper_NAME_MAX 11
 
 /* ---- decoders and encoders ---- */
 

@@ -1474,10 +1474,41 @@ async function aiDetach() {
     }
 }
 
+// Translation of my voice in the talk call (docs/ai.md): the camera hears
+// the translator instead of me; its consent is the one signed in the AI
+// panel.
+const TALK_TRANSLATOR = 'talk-translation';
+
+async function talkTranslate(on) {
+    try {
+        const s = state.talk.session;
+        if (!s || !s.sessionId) throw new Error('talk on the camera first');
+        const params = { processorId: TALK_TRANSLATOR, processor: 'translation', operation: on ? 'attach' : 'detach',
+            sourceTrackIds: ['speaker'] };
+        if (on) {
+            const k = state.ai && state.ai.consent;
+            if (!k || k.revokedAt) throw new Error('sign a consent in the AI assistant panel first');
+            params.consentIds = [k.consentId];
+            params.targetLanguage = 'es-ES';
+        }
+        const c = await command('interaction.processorControl', { sessionId: s.sessionId }, params);
+        expectOk(`processorControl ${params.operation}`, await c.result);
+        $('talk-translation').textContent = on ? 'English to Spanish' : 'off';
+    } catch (err) {
+        showError('translation', err);
+    }
+}
+
 // interaction.processor: what the processors heard, answered, translated.
 function onProcessor(ev) {
     const a = state.ai;
     const d = ev.data || {};
+    const talk = state.talk.session;
+    if (talk && ev.sessionId === talk.sessionId) {
+        if (d.kind === 'caption') $('talk-caption').textContent = `${d.text} → ${d.translated}`;
+        else if (d.kind === 'failed' || d.kind === 'detached') $('talk-translation').textContent = d.kind === 'failed' ? `failed: ${d.reason}` : 'off';
+        return;
+    }
     if (!a || ev.sessionId !== a.sessionId) return;
     if (d.kind === 'heard') $('ai-heard').textContent = d.text;
     else if (d.kind === 'answer')
@@ -1517,6 +1548,8 @@ $('live-end').addEventListener('click', endLiveView);
 $('live-restart').addEventListener('click', () => restartIce(state.live, 'peer-state', (r) => setLive({ mediaRevision: r })));
 $('talk-mute').addEventListener('click', () => talkMic('stop'));
 $('talk-unmute').addEventListener('click', () => talkMic('publish'));
+$('talk-translate').addEventListener('click', () => talkTranslate(true));
+$('talk-untranslate').addEventListener('click', () => talkTranslate(false));
 $('bell-accept').addEventListener('click', () => bellDecide('accept'));
 $('bell-decline').addEventListener('click', () => bellDecide('decline'));
 $('bell-hangup').addEventListener('click', bellHangup);

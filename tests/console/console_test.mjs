@@ -260,6 +260,11 @@ async function talkTest(browser) {
     chk.check(/^established/.test(await text(pa, '#talk-session-state')), 'talk: muted without hanging up');
     await pa.click('#talk-unmute');
     await pa.waitForFunction(() => document.getElementById('talk-mic').textContent === 'on', null, WAIT);
+    // Translation asks for the consent of the AI panel first (signed there;
+    // the translation itself: test-ai's talk part).
+    await pa.click('#talk-translate');
+    await pa.waitForFunction(() => /^translation: sign a consent/.test(document.getElementById('error').textContent), null, WAIT);
+    chk.check((await text(pa, '#talk-translation')) === 'off', 'talk: no translation without a consent, the page says why');
 
     // A second window: 1002 joins the call by id; it is no initiator.
     const j3 = await fetch(`${base}/api/v1/im-standin/calls/join`, {

@@ -13,8 +13,8 @@
 // env: IGW_BASE, IGW_VCAM, IGW_DEMO, IGW_SOUNDS, BENCH_TAP_LOG; CREATES (200),
 // REVOKES (20), TAKES (10), CAPTIONS (5).
 import { readFileSync, existsSync } from 'node:fs';
-import { launch, newViewer, sleep, AUTOPLAY_ARGS } from '../media/lib.mjs';
-import { DEMO, call, app, target, camera, startCamera } from '../igwd/live_lib.mjs';
+import { launch, sleep, AUTOPLAY_ARGS } from '../media/lib.mjs';
+import { DEMO, call, app, camera, startCamera, openSession } from '../igwd/live_lib.mjs';
 
 const BASE = process.env.IGW_BASE;
 const SOUNDS = process.env.IGW_SOUNDS;
@@ -34,24 +34,8 @@ const must = (cond, what) => {
 };
 
 async function openAi(a, browser) {
-    const t = tok('open');
-    const cmd = { msgToken: t, method: 'interaction.open', target, params: { purpose: 'aiVision', cameraId: camera } };
-    let r;
-    for (let i = 0; i < 150; i++) {
-        r = await a.command(cmd);
-        if (!(r.status === 503 && r.body.data.reason === 'the camera is offline')) break;
-        await sleep(100);
-    }
-    must(r.status === 200, `open: ${JSON.stringify(r.body)}`);
-    const sid = (await a.result(t)).data.sessionId;
-    const v = await newViewer(browser, { url: `${BASE}/healthz` });
-    const offer = await v.offerAssistant(0);
-    const to = tok('offer');
-    r = await a.command({ msgToken: to, method: 'interaction.mediaOffer', sessionId: sid,
-        params: { mediaRevision: 1, webrtc: { iceMode: 'full', sdp: offer } } });
-    must(r.status === 200, `mediaOffer: ${JSON.stringify(r.body)}`);
-    const ans = await a.result(to, 15000);
-    await v.setAnswer(ans.data.webrtc.sdp);
+    const { sid, v } = await openSession({ check: must }, a, browser, 'aiVision', tok,
+        { purpose: 'aiVision', url: `${BASE}/healthz`, offer: (x) => x.offerAssistant(0) });
     await v.waitFor((x) => x.connectionState === 'connected', 10000);
     await a.command({ msgToken: tok('st'), method: 'interaction.mediaState', sessionId: sid,
         params: { mediaRevision: 1, state: 'connected' } });

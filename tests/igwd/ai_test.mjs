@@ -17,14 +17,16 @@
 //   talk:    the same translation in an IM talk call (purpose ipcTalk): the
 //            member's voice goes to the translator and its Spanish voice to
 //            the camera's speaker (igw-vcam's --speaker-log), until detached.
+//   ticket:  a revoke while a frame's ticket is outstanding refuses its
+//            consumption (tests/igwd/ticket_proc.mjs as the processor).
 //
 // env: IGW_PART, IGW_BASE, IGW_VCAM, IGW_DEMO, IGW_PG_DSN, IGW_JWT_KEY_FILE,
 // IGW_SOUNDS (count.wav, sentence.wav), IGW_PICTURE (two faces).
-import { readFileSync, existsSync } from 'node:fs';
+import { readFileSync, existsSync, writeFileSync } from 'node:fs';
 import { createHmac } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
-import { Checker, launch, newViewer, sleep, AUTOPLAY_ARGS } from '../media/lib.mjs';
-import { DEMO, call, app, target, camera, accepted, startCamera } from './live_lib.mjs';
+import { Checker, launch, sleep, AUTOPLAY_ARGS } from '../media/lib.mjs';
+import { DEMO, call, app, target, camera, accepted, startCamera, openSession } from './live_lib.mjs';
 
 const BASE = process.env.IGW_BASE;
 const c = new Checker();
@@ -162,36 +164,16 @@ function sections(sdp) {
 }
 
 /** Opens an AI session of application a with a Chromium page whose
- * microphone is a tone of hz: {sid, v, answer}. */
+ * microphone is a tone of hz (0: the fake microphone): {sid, v, answer}. */
 async function openAi(a, browser, hz) {
-    const t = tok('open');
-    const cmd = { msgToken: t, method: 'interaction.open', target, params: { purpose: 'aiVision', cameraId: camera } };
-    let r;
-    for (let i = 0; i < 150; i++) {
-        r = await a.command(cmd);
-        if (!(r.status === 503 && r.body.data.reason === 'the camera is offline')) break;
-        await sleep(100);
-    }
-    c.check(r.status === 200 && r.body.data.accepted === true, `open aiVision: accepted (${JSON.stringify(r.body)})`);
-    const res = await a.result(t);
-    c.check(res && res.code === 200 && res.data.state === 'invited', `open aiVision: invited (${JSON.stringify(res)})`);
-    const sid = res && res.data.sessionId;
-    const v = await newViewer(browser, hz ? {} : { url: `${BASE}/healthz` }); // the microphone needs a secure page
-    const offer = await v.offerAssistant(hz);
+    const { sid, v, offer, answer } = await openSession(c, a, browser, 'aiVision', tok,
+        { purpose: 'aiVision', url: hz ? undefined : `${BASE}/healthz`, offer: (x) => x.offerAssistant(hz) });
     c.check(JSON.stringify(sections(offer)) === JSON.stringify([{ kind: 'audio', dir: 'sendonly' },
         { kind: 'audio', dir: 'recvonly' }, { kind: 'video', dir: 'recvonly' }]),
         `the application's offer: audio sendonly, audio recvonly, video recvonly (${JSON.stringify(sections(offer))})`);
-    const to = tok('offer');
-    await accepted(c, a, { msgToken: to, method: 'interaction.mediaOffer', sessionId: sid,
-        params: { mediaRevision: 1, webrtc: { iceMode: 'full', sdp: offer } } }, 'aiVision mediaOffer');
-    const ans = await a.result(to, 15000);
-    const answer = ans && ans.data && ans.data.webrtc && ans.data.webrtc.sdp;
-    c.check(ans && ans.code === 200 && answer, `aiVision mediaOffer: answered (${JSON.stringify(ans && { ...ans, data: { ...ans.data, webrtc: !!answer } })})`);
-    await v.setAnswer(answer);
     const st = await v.waitFor((x) => x.connectionState === 'connected', 10000).catch((x) => x);
     c.check(st.connectionState === 'connected', `the application's peer connects (${st.connectionState})`);
-    const tm = tok('state');
-    await accepted(c, a, { msgToken: tm, method: 'interaction.mediaState', sessionId: sid,
+    await accepted(c, a, { msgToken: tok('state'), method: 'interaction.mediaState', sessionId: sid,
         params: { mediaRevision: 1, state: 'connected' } }, 'mediaState connected');
     return { sid, v, answer };
 }
@@ -524,17 +506,8 @@ async function talk() {
         c.check(r.status === 200, `a call of the demo group (${JSON.stringify(r.body)})`);
         const callId = r.body.data.callId;
         beat = setInterval(() => im('calls/heartbeat', { callId }).catch(() => {}), 3000);
-        const t = tok('open');
-        r = await a.command({ msgToken: t, method: 'interaction.open', target, params: { purpose: 'ipcTalk', cameraId: camera, callId } });
-        c.check(r.status === 200, `talk open accepted (${JSON.stringify(r.body)})`);
-        const sid = (await a.result(t))?.data?.sessionId;
-        const v = await newViewer(browser, { url: `${BASE}/healthz` }); // the microphone needs a secure page
-        const offer = await v.offerPublish(0);
-        const to = tok('offer');
-        await accepted(c, a, { msgToken: to, method: 'interaction.mediaOffer', sessionId: sid,
-            params: { mediaRevision: 1, webrtc: { iceMode: 'full', sdp: offer } } }, 'talk mediaOffer');
-        const ans = await a.result(to, 15000);
-        await v.setAnswer(ans?.data?.webrtc?.sdp);
+        const { sid, v } = await openSession(c, a, browser, 'talk', tok,
+            { purpose: 'ipcTalk', params: { callId }, url: `${BASE}/healthz`, offer: (x) => x.offerPublish(0) });
         await accepted(c, a, { msgToken: tok('state'), method: 'interaction.mediaState', sessionId: sid,
             params: { mediaRevision: 1, state: 'connected' } }, 'talk mediaState connected');
         c.check(await a.state(sid, 'established', 20000), 'the talk session is established');
@@ -584,7 +557,54 @@ async function talk() {
     }
 }
 
-const parts = { ledger, session, assist, pattern, translate, talk };
+// A revoke while a frame's ticket is outstanding: tests/igwd/ticket_proc.mjs
+// (the processor igwd runs for this part) holds each ticket until told.
+async function ticket() {
+    const dir = process.env.TICKET_DIR;
+    const waitFile = async (f, ms) => {
+        for (const end = Date.now() + ms; Date.now() < end; await sleep(50)) if (existsSync(f)) return true;
+        return false;
+    };
+    const lines = () => (existsSync(`${dir}/lines.jsonl`)
+        ? readFileSync(`${dir}/lines.jsonl`, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)) : []);
+    const consumed = async (tk) => {
+        for (let i = 0; i < 100; i++, await sleep(50)) {
+            const l = lines().find((x) => x.op === 'consumed' && x.ticket === tk);
+            if (l) return l;
+        }
+        return null;
+    };
+    const { me, a, cam, browser, sid, cid } = await aiWithConsent(`${SOUNDS}/count.wav`, null);
+    try {
+        const { res } = await control(a, sid, { processorId: 'holder', processor: 'aiAssist', operation: 'attach',
+            sourceTrackIds: ['video-1'], consentIds: [cid] });
+        c.check(res && res.code === 200 && res.data.state === 'attached', `attach the ticket-holding processor (${JSON.stringify(res)})`);
+        c.check(await waitFile(`${dir}/ticket.1`, 15000), 'its first take is granted a ticket for a frame');
+        const t1 = JSON.parse(readFileSync(`${dir}/ticket.1`, 'utf8'));
+        writeFileSync(`${dir}/go.1`, '');
+        const r1 = await consumed(t1.ticket);
+        c.check(r1 && r1.ok === true, `consumed in time, the consent standing: ok (${JSON.stringify(r1)})`);
+        c.check(await waitFile(`${dir}/ticket.2`, 15000), 'its second take is granted a ticket');
+        const t2 = JSON.parse(readFileSync(`${dir}/ticket.2`, 'utf8'));
+        const rv = await call(me, `${V}/revoke`, { consentId: cid, expectedRevision: 1 });
+        c.check(rv.status === 200, `revoked while that ticket is outstanding (${JSON.stringify(rv.body)})`);
+        for (let i = 0; i < 40 && !lines().some((x) => x.op === 'revoked'); i++) await sleep(50);
+        c.check(lines().some((x) => x.op === 'revoked'), 'the processor is told revoked');
+        const goAt = Date.now();
+        writeFileSync(`${dir}/go.2`, '');
+        const r2 = await consumed(t2.ticket);
+        c.check(r2 && r2.ok === false && /revoked|no such ticket/.test(r2.reason),
+            `the outstanding ticket's consumption is refused (${JSON.stringify(r2)})`);
+        c.check(goAt < t2.deadlineMs, `refused for the revoke, before its deadline (${t2.deadlineMs - goAt} ms left)`);
+        await accepted(c, a, { msgToken: tok('end'), method: 'interaction.end', sessionId: sid, params: { reason: 'userHangup' } }, 'end');
+    } finally {
+        await browser.close().catch(() => {});
+        cam.kill('SIGTERM');
+        await cam.exited;
+    }
+}
+
+const parts = { ledger, session, assist, pattern, translate, talk, ticket };
 const part = parts[process.env.IGW_PART];
 if (!part) throw new Error(`unknown IGW_PART ${process.env.IGW_PART}`);
 part().then(() => {

@@ -61,6 +61,15 @@ run_part pattern
 run_part translate
 run_part talk
 igw_stop
+# A processor that holds its tickets until told (the protocol's client).
+export TICKET_DIR=$TMP/tickets
+mkdir -p "$TICKET_DIR" || fail "mkdir"
+igw_start IGW_THREADS=2 IGW_PG_DSN="$IGW_PG_DSN" IGW_JWT_KEY_FILE="$IGW_VAR/jwt.key" IGW_NODE_ID=ai-node \
+    IGW_MQTT_HOST=127.0.0.1 IGW_MQTT_PORT="$IGW_MQTT_PORT" IGW_MQTT_PASSWORD_FILE="$IGW_MQTT_PASSWORD_FILE" \
+    IGW_MQTT_CLIENT_ID=igwd-ai-test IGW_MEDIA_ADDRESS="$IGW_NETNS_ADDR" IGW_LOG_LEVEL=${AI_LOG_LEVEL:-info} \
+    IGW_PROCESSOR_BIN="$ROOT/tests/igwd/ticket_proc.mjs" TICKET_DIR="$TICKET_DIR"
+run_part ticket
+igw_stop
 if grep -q 'ERROR: AddressSanitizer\|runtime error' "$TMP/igwd.err"; then
     grep -A40 -m1 'ERROR: AddressSanitizer\|runtime error' "$TMP/igwd.err" >&2; fail "sanitizer report"
 fi

@@ -71,12 +71,17 @@ export async function app(user) {
     return a;
 }
 
-/** Opens a live view for application a with a Chromium viewer (browser,
- * media/lib.mjs's launch), checked by checker c, msgTokens from token(prefix);
- * returns the session, with its open and mediaOffer commands (for replays). */
-export async function openLiveView(c, a, browser, name, token) {
+/** Opens a session for application a with a Chromium viewer (browser,
+ * media/lib.mjs's launch), checked by checker c ({check(ok, what)}),
+ * msgTokens from token(prefix): opts.purpose (ipcLiveView) with opts.params
+ * besides the camera, the viewer's page opts.url (a secure page for the
+ * microphone), its offer opts.offer(v) (recvonly audio and video). Returns
+ * the session, with its open and mediaOffer commands (for replays), the
+ * offer and the answer applied. */
+export async function openSession(c, a, browser, name, token, opts = {}) {
     const t = token('open');
-    const cmd = { msgToken: t, method: 'interaction.open', target, params: { purpose: 'ipcLiveView', cameraId: camera } };
+    const cmd = { msgToken: t, method: 'interaction.open', target,
+        params: { purpose: opts.purpose || 'ipcLiveView', cameraId: camera, ...opts.params } };
     // The first open waits for the camera: offline (503) until the broker's
     // presence fact of its connection is stored.
     let r;
@@ -90,8 +95,8 @@ export async function openLiveView(c, a, browser, name, token) {
     c.check(res && res.code === 200 && res.data.state === 'invited' && res.data.sessionId && res.sessionId === res.data.sessionId,
         `${name}: interaction.result invited with the sessionId (${JSON.stringify(res)})`);
     const sid = res && res.data.sessionId;
-    const v = await newViewer(browser);
-    const offer = await v.offerRecvOnly();
+    const v = await newViewer(browser, opts.url ? { url: opts.url } : {});
+    const offer = await (opts.offer ? opts.offer(v) : v.offerRecvOnly());
     const to = token('offer');
     const offerCmd = { msgToken: to, method: 'interaction.mediaOffer', sessionId: sid,
         params: { mediaRevision: 1, webrtc: { iceMode: 'full', sdp: offer } } };
@@ -102,8 +107,11 @@ export async function openLiveView(c, a, browser, name, token) {
     await v.setAnswer(ans.data.webrtc.sdp).catch((e) => {
         throw new Error(`${name}: the answer was refused: ${e.message}\n--- offer\n${offer}\n--- answer\n${ans.data.webrtc.sdp}`);
     });
-    return { a, sid, v, name, openCmd: cmd, offerCmd };
+    return { a, sid, v, name, openCmd: cmd, offerCmd, offer, answer: ans.data.webrtc.sdp };
 }
+
+/** A live view (openSession's defaults). */
+export const openLiveView = (c, a, browser, name, token) => openSession(c, a, browser, name, token);
 
 /** `a` sends `command`; checker c checks it was accepted. */
 export async function accepted(c, a, command, what) {

@@ -10,16 +10,24 @@
 #include "routes/decide.h"
 #include "routes/routes.h"
 
+/* A refused or failed result answered (its fixed class; the failure's text
+ * only in the log): true when it was one. */
+static bool reply_refusal(igw_exchange *ex, const igw_consent_result *r)
+{
+    igw_routes_error e;
+    if (!igw_routes_consent_error(r, &e))
+        return false;
+    if (r->status == IGW_CONSENT_FAILED)
+        igw_log(IGW_LOG_ERROR, igw_http_request_id(ex), "consents: %s", r->err);
+    igw_http_reply_error(ex, e.cls, e.reason, e.path);
+    return true;
+}
+
 static void on_consent(void *arg, const igw_consent_result *r)
 {
     igw_exchange *ex = arg;
-    igw_routes_error e;
-    if (igw_routes_consent_error(r, &e)) {
-        if (r->status == IGW_CONSENT_FAILED)
-            igw_log(IGW_LOG_ERROR, igw_http_request_id(ex), "consents: %s", r->err);
-        igw_http_reply_error(ex, e.cls, e.reason, e.path);
+    if (reply_refusal(ex, r))
         return;
-    }
     igw_ConsentData d = {.has = IGW_ConsentData__REQUIRED};
     igw_consent_to_api(&r->consent, &d.consent);
     igw_encode_ConsentData(igw_http_data(ex), &d);
@@ -35,13 +43,8 @@ static const char *consent_id(igw_exchange *ex, igw_str id)
 static void on_created(void *arg, const igw_consent_result *r)
 {
     igw_exchange *ex = arg;
-    igw_routes_error e;
-    if (igw_routes_consent_error(r, &e)) {
-        if (r->status == IGW_CONSENT_FAILED)
-            igw_log(IGW_LOG_ERROR, igw_http_request_id(ex), "consents: %s", r->err);
-        igw_http_reply_error(ex, e.cls, e.reason, e.path);
+    if (reply_refusal(ex, r))
         return;
-    }
     igw_ConsentCreateData d = {.has = IGW_ConsentCreateData__REQUIRED, .replay = r->replay};
     igw_consent_to_api(&r->consent, &d.consent);
     igw_encode_ConsentCreateData(igw_http_data(ex), &d);

@@ -363,10 +363,14 @@ async function assist() {
             `attach aiAssist: accepted, its result attached (${JSON.stringify(res)})`);
         c.check(await processorEvent(a, (d) => d.kind === 'ready' && d.processorId === 'eye', 5000, from),
             'interaction.processor ready');
-        const ans = await processorEvent(a, (d) => d.kind === 'answer' && typeof d.faces === 'number', 40000, from);
-        c.check(ans && ans.data.faces === 2 && /\b2 people\b/.test(ans.data.text) && /how many people/.test(ans.data.question),
+        // The microphone asks again and again: an utterance misheard (under
+        // load) is answered as what was heard, and the next one is asked.
+        const ans = await processorEvent(a, (d) => d.kind === 'answer' && typeof d.faces === 'number' &&
+            /how many people/.test(d.question), 60000, from);
+        c.check(ans && ans.data.faces === 2 && /\b2 people\b/.test(ans.data.text),
             `"how many people are there": the assistant counts the two faces of the picture (${JSON.stringify(ans && ans.data)})`);
-        const heard = a.events.slice(from).find((e) => e.method === 'interaction.processor' && e.data.kind === 'heard');
+        const heard = a.events.slice(from).find((e) => e.method === 'interaction.processor' && e.data.kind === 'heard' &&
+            /how many people/.test(e.data.text));
         c.check(heard && /how many people/.test(heard.data.text), `it heard the question (${JSON.stringify(heard && heard.data)})`);
         let st = await v.waitFor((x) => x.audioPackets > 25, 10000).catch((x) => x);
         c.check(st.audioPackets > 25, `its spoken answer reaches the application (${st.audioPackets} audio packets)`);
@@ -414,7 +418,7 @@ async function pattern() {
         const { res } = await control(a, sid, { processorId: 'eye2', processor: 'aiAssist', operation: 'attach',
             sourceTrackIds: ['video-1'], consentIds: [cid] });
         c.check(res && res.code === 200, `attach (${JSON.stringify(res)})`);
-        const ans = await processorEvent(a, (d) => d.kind === 'answer' && typeof d.faces === 'number', 40000, from);
+        const ans = await processorEvent(a, (d) => d.kind === 'answer' && typeof d.faces === 'number' && /people/.test(d.text), 60000, from);
         c.check(ans && ans.data.faces === 0 && /\b0 people\b/.test(ans.data.text),
             `on the test pattern the assistant finds nobody (${JSON.stringify(ans && ans.data)})`);
         const { res: det } = await control(a, sid, { processorId: 'eye2', processor: 'aiAssist', operation: 'detach',

@@ -792,7 +792,11 @@ void igw_processor_control(live_op *o)
 {
     live_session *s = live_session_find(o->e, o->sid);
     const igw_ProcessorControlParams *pp = &o->k->params.interaction_processorControl;
-    if (!s || !runs(o, s, pp->processor, IGW_PATH_command_params_processor))
+    if (!s) { /* op.c found it: never, but an op is always answered */
+        live_op_refuse(o, IGW_ERR_CONFLICT, "the session ended", IGW_PATH_command_sessionId);
+        return;
+    }
+    if (!runs(o, s, pp->processor, IGW_PATH_command_params_processor))
         return;
     processors *a = set_get(s);
     if (!a) {
@@ -915,7 +919,11 @@ void igw_processor_configure(live_op *o)
 {
     live_session *s = live_session_find(o->e, o->sid);
     const igw_ConfigureParams *cp = &o->k->params.interaction_configure;
-    if (!s || !runs(o, s, IGW_Processor_translation, IGW_PATH_command_sessionId))
+    if (!s) {
+        live_op_refuse(o, IGW_ERR_CONFLICT, "the session ended", IGW_PATH_command_sessionId);
+        return;
+    }
+    if (!runs(o, s, IGW_Processor_translation, IGW_PATH_command_sessionId))
         return;
     processors *a = set_get(s);
     if (!a) {

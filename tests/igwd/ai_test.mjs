@@ -26,7 +26,7 @@ import { readFileSync, existsSync, writeFileSync } from 'node:fs';
 import { createHmac } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
 import { Checker, launch, sleep, AUTOPLAY_ARGS } from '../media/lib.mjs';
-import { DEMO, call, app, target, camera, accepted, startCamera, openSession } from './live_lib.mjs';
+import { DEMO, call, app, target, camera, accepted, startCamera, openSession, speakerLevels } from './live_lib.mjs';
 
 const BASE = process.env.IGW_BASE;
 const c = new Checker();
@@ -475,16 +475,11 @@ async function translate() {
     }
 }
 
-/** The camera's speaker levels since `since` (Unix ms): [{at_ms, rms_db}]. */
-function levels(file, since) {
-    if (!existsSync(file)) return [];
-    return readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)).filter((x) => x.at_ms >= since);
-}
 /** Waits until the camera played something loud (> -35 dB) after since; true if it did within ms. */
 async function playedLoud(file, since, ms) {
     const deadline = Date.now() + ms;
     for (; Date.now() < deadline; await sleep(100))
-        if (levels(file, since).some((x) => x.rms_db > -35)) return true;
+        if (speakerLevels(file, since).some((x) => x.rms_db > -35)) return true;
     return false;
 }
 /** The page's microphone off (replaceTrack(null): nothing sent) or back. */
@@ -544,7 +539,7 @@ async function talk() {
         await sleep(300);
         const quiet = Date.now();
         c.check(await playedLoud(spk, quiet, 8000),
-            `the translated voice reaches the camera's speaker (${JSON.stringify(levels(spk, quiet).slice(-5))})`);
+            `the translated voice reaches the camera's speaker (${JSON.stringify(speakerLevels(spk, quiet).slice(-5))})`);
         ({ res } = await control(a, sid, { processorId: 'tr', processor: 'translation', operation: 'detach', sourceTrackIds: ['speaker'] }));
         c.check(res && res.code === 200 && res.data.state === 'detached', `detach (${JSON.stringify(res)})`);
         await mic(v, true);

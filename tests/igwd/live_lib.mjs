@@ -5,7 +5,7 @@
 //
 // env: IGW_BASE (igwd's URL), IGW_VCAM (the camera binary), IGW_DEMO (the
 // demo tenant's JSON), IGW_NETNS_ADDR (the address every peer uses).
-import { readFileSync } from 'node:fs';
+import { readFileSync, existsSync } from 'node:fs';
 import { newViewer, sleep, spawnLines } from '../media/lib.mjs';
 
 const BASE = process.env.IGW_BASE;
@@ -112,6 +112,13 @@ export async function openSession(c, a, browser, name, token, opts = {}) {
 
 /** A live view (openSession's defaults). */
 export const openLiveView = (c, a, browser, name, token) => openSession(c, a, browser, name, token);
+
+/** What igw-vcam's speaker played (its --speaker-log file) since `since`
+ * (Unix ms): [{at_ms, rms_db, peak_db}]; [] before the file exists. */
+export function speakerLevels(file, since) {
+    if (!existsSync(file)) return [];
+    return readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)).filter((x) => x.at_ms >= since);
+}
 
 /** `a` sends `command`; checker c checks it was accepted. */
 export async function accepted(c, a, command, what) {

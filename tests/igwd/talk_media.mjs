@@ -8,11 +8,11 @@
 //
 // env: IGW_BASE, IGW_VCAM, IGW_DEMO, IGW_NETNS_ADDR (as live_lib.mjs),
 // IGW_SPEAKER_LOG (the camera's level log), IGW_IGWD_LOG (igwd's stderr).
-import { readFileSync, existsSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { launch, newViewer, sleep, Checker, AUTOPLAY_ARGS, aiortcTalker } from '../media/lib.mjs';
-import { DEMO, target, camera, app, accepted, startCamera, call } from './live_lib.mjs';
+import { DEMO, target, camera, app, accepted, startCamera, call, speakerLevels } from './live_lib.mjs';
 
 const VCAM = process.env.IGW_VCAM;
 const LEVELS = process.env.IGW_SPEAKER_LOG;
@@ -23,11 +23,7 @@ const im = (user, path, body) => call(user, `/api/v1/im-standin/${path}`, body);
 const access = (user, body) => call(user, '/api/v1/im/interaction/talk/audio-access', body);
 
 /** The camera's speaker levels since `since` (Unix ms): [{at_ms, rms_db}]. */
-function levels(since) {
-    if (!existsSync(LEVELS)) return [];
-    return readFileSync(LEVELS, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l))
-        .filter((x) => x.at_ms >= since);
-}
+const levels = (since) => speakerLevels(LEVELS, since);
 /** Waits until the camera's level over the last 200 ms satisfies pred; the
  * Unix ms it did, or 0 after ms. Silence is also nothing played at all:
  * the camera's level meter reports only what arrives, so when no talker's

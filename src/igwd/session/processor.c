@@ -90,23 +90,17 @@ static processors *set_get(live_session *s)
     return set_of(s);
 }
 
-/* What a processor of the session hears: the application's voice, the
- * track id its sourceTrackIds name (a side conversation's "mic", else the
- * audio track the camera plays: talk's "speaker"); NULL: none. */
-static const igw_purpose_track *voice_track(const live_session *s)
-{
-    for (size_t i = 0; i < s->def->ntracks; i++) {
-        const igw_purpose_track *t = &s->def->tracks[i];
-        if (t->kind == IGW_TrackKind_audio && t->direction == IGW_PURPOSE_RECVONLY && (t->when & ~s->guards) == 0)
-            return t;
-    }
-    return NULL;
-}
-
+/* What a processor of the session hears, by the track id its
+ * sourceTrackIds name: the application's voice (the audio track the camera
+ * plays: talk's "speaker"; a side conversation's "mic"). */
 static igw_str voice_id(const live_session *s)
 {
-    const igw_purpose_track *t = s->def->side ? NULL : voice_track(s);
-    return t ? t->id : (igw_str){SIDE_MIC, sizeof SIDE_MIC - 1};
+    for (size_t i = 0; !s->def->side && i < s->def->ntracks; i++) {
+        const igw_purpose_track *t = &s->def->tracks[i];
+        if (t->kind == IGW_TrackKind_audio && t->direction == IGW_PURPOSE_RECVONLY && (t->when & ~s->guards) == 0)
+            return t->id;
+    }
+    return (igw_str){SIDE_MIC, sizeof SIDE_MIC - 1};
 }
 
 /* ---- events to the application ---------------------------------------------------- */

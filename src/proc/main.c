@@ -207,6 +207,15 @@ static ask_kind classify(const char *text)
 static gboolean heard_main(gpointer ud)
 {
     heard_msg *m = ud;
+    /* A question about the picture asks for its frame first, before the
+     * heard line: the frame nearest the question is the one to answer from,
+     * and the heard line's event would otherwise go to igwd's database
+     * just ahead of the take's lock. */
+    ask_kind k = !m->translated && P.kind == KIND_ASSIST && !strstr(m->text, "stop looking") ? classify(m->text)
+                                                                                              : ASK_NONE;
+    bool take = k != ASK_NONE && P.pending == ASK_NONE && !P.stopped_looking;
+    if (take)
+        emit_simple("take", NULL, NULL);
     igw_jw w;
     igw_jw_init(&w);
     igw_jw_object_begin(&w);
@@ -233,7 +242,6 @@ static gboolean heard_main(gpointer ud)
     if (m->translated) {
         say(P.target, m->translated);
     } else if (P.kind == KIND_ASSIST) {
-        ask_kind k = classify(m->text);
         if (strstr(m->text, "stop looking")) {
             snprintf(P.question, sizeof P.question, "%s", m->text);
             P.stopped_looking = true;
@@ -243,10 +251,8 @@ static gboolean heard_main(gpointer ud)
         } else if (k != ASK_NONE && P.pending == ASK_NONE) {
             snprintf(P.question, sizeof P.question, "%s", m->text);
             P.pending = k;
-            if (P.stopped_looking)
+            if (!take)
                 cannot_see("you asked me to stop looking");
-            else
-                emit_simple("take", NULL, NULL);
         }
     }
     g_free(m->text);

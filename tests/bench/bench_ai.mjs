@@ -11,7 +11,7 @@
 //   speech_to_caption_p50_ms: the end of an utterance's speech to its
 //       translated caption, CAPTIONS captions, from the tap's log.
 // env: IGW_BASE, IGW_VCAM, IGW_DEMO, IGW_SOUNDS, BENCH_TAP_LOG; CREATES (200),
-// REVOKES (20), TAKES (10), CAPTIONS (5).
+// REVOKES (20), TAKES (30), CAPTIONS (5).
 import { readFileSync, existsSync } from 'node:fs';
 import { launch, sleep, AUTOPLAY_ARGS } from '../media/lib.mjs';
 import { DEMO, call, app, camera, startCamera, openSession } from '../igwd/live_lib.mjs';
@@ -20,7 +20,7 @@ const BASE = process.env.IGW_BASE;
 const SOUNDS = process.env.IGW_SOUNDS;
 const CREATES = Number(process.env.CREATES || 200);
 const REVOKES = Number(process.env.REVOKES || 20);
-const TAKES = Number(process.env.TAKES || 10);
+const TAKES = Number(process.env.TAKES || 30);
 const CAPTIONS = Number(process.env.CAPTIONS || 5);
 const V = '/api/v1/im/vision-consents';
 let seq = 0;

@@ -6,7 +6,7 @@
 # times the protocol's lines). Network and PID namespaces of its own, its
 # own PostgreSQL (25497), Redis (63897) and Mosquitto (18997). A benchmark,
 # not a test: it fails only when something does not work, never on speed.
-# Settings: CREATES (200), REVOKES (20), TAKES (10), CAPTIONS (5).
+# Settings: CREATES (200), REVOKES (20), TAKES (30), CAPTIONS (5).
 # The last line is
 #   RESULT consent_create_p99_ms=<n> revoke_to_last_frame_ms=<p99> speech_to_caption_p50_ms=<n> frame_take_p99_ms=<n>
 set -u
@@ -38,7 +38,7 @@ igw_start IGW_THREADS=2 IGW_PG_DSN="$IGW_PG_DSN" IGW_JWT_KEY_FILE="$IGW_VAR/jwt.
     BENCH_PROC_REAL="$PROC" BENCH_TAP_LOG="$TMP/tap.jsonl" IGW_MAX_SESSIONS_PER_USER=0
 
 echo "bench-ai: igwd (-O2, no sanitizers), 2 workers, 1 media thread; CREATES=${CREATES:-200} REVOKES=${REVOKES:-20}" \
-    "TAKES=${TAKES:-10} CAPTIONS=${CAPTIONS:-5}; igw-vcam on the broker, Chromium, igw-proc"
+    "TAKES=${TAKES:-30} CAPTIONS=${CAPTIONS:-5}; igw-vcam on the broker, Chromium, igw-proc"
 IGW_BASE=http://127.0.0.1:$PORT IGW_VCAM=$VCAM IGW_DEMO=$DEMO IGW_SOUNDS=$TMP IGW_NETNS_ADDR=$IGW_NETNS_ADDR \
     node "$ROOT/tests/bench/bench_ai.mjs" | tee "$TMP/ai.out"
 [ "${PIPESTATUS[0]}" = 0 ] || fail "bench_ai.mjs"

@@ -179,6 +179,8 @@ static void engine_fini(void *arg)
     if (h2o_timeout_is_linked(&e->tick_entry))
         h2o_timeout_unlink(&e->tick_entry);
     h2o_timeout_dispose(e->evloop, &e->tick);
+    igw_db_destroy(e->takes);
+    e->takes = NULL;
     igw_db_destroy(e->db);
     e->db = NULL;
     igw_redis_destroy(e->notices);

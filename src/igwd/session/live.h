@@ -123,6 +123,7 @@ struct igw_engine {
     char node_id[IGW_NODE_ID_MAX + 1];
     char pg_dsn[IGW_CONFIG_DSN_MAX];
     igw_db *db;               /* on the loop; NULL: no database */
+    igw_db *takes;            /* frame takes' locks (processor.c), opened on first need; NULL: none yet */
     char redis_host[IGW_CONFIG_HOST_MAX];
     char processor_bin[IGW_CONFIG_PATH_MAX];       /* the processor program, resolved (processor.c) */
     char translation_grammar[IGW_CONFIG_PATH_MAX];

@@ -310,7 +310,14 @@ static void proc_ready(igw_engine *e, live_session *s, processor *p, line_fields
 /* The frame take's lock: the session's source row as the owner holds it
  * and at least one of the processor's consents still granted, unexpired
  * and covering this generation, both locked FOR SHARE so that a revoke
- * (FOR UPDATE) waits for the check or the check sees it. */
+ * (FOR UPDATE) waits for the check or the check sees it. The row locks
+ * are the only thing it writes and they die with the statement, so its
+ * commit does not wait for the WAL flush (synchronous_commit off for this
+ * transaction only): a take costs no WAL flush of its own. It runs on a
+ * connection of its own (takes_db): on the engine's, its answer would wait
+ * behind the commit of whatever was queued before it (the processor's
+ * "heard" event, sent just before its take, is one). A source change the
+ * engine has queued there and not yet committed can only make it refuse. */
 enum { TK_SID, TK_ENT, TK_USER, TK_NODE, TK_EPOCH, TK_REV, TK_CAM, TK_IDS, TK__N };
 static const igw_db_stmt st_take = {
     "igw_processor_frame_take",
@@ -321,8 +328,25 @@ static const igw_db_stmt st_take = {
     "    AND x.enterprise_id = $2::bigint AND x.user_id = $3::bigint AND x.state = '" LIVE_CONSENT_GRANTED "' "
     "    AND x.expires_at_ms > " IGW_SQL_NOW_MS " AND x.source_session_id = $1::text AND x.camera_id = $7::text "
     "    AND x.media_revision = $6::bigint FOR SHARE) "
-    "SELECT (SELECT count(*) FROM src), (SELECT count(*) FROM c)",
+    "SELECT (SELECT count(*) FROM src), (SELECT count(*) FROM c), "
+    "    set_config('synchronous_commit', 'off', true)",
     TK__N};
+
+/* The takes' connection, opened by the first processor with eyes (a node
+ * that never runs one holds no extra connection); by its first take it is
+ * up, the processor's model takes longer to load. NULL: no database. */
+static igw_db *takes_db(igw_engine *e)
+{
+    if (!e->takes && e->db) {
+        char err[160];
+        if (!(e->takes = igw_db_create(e->evloop, e->pg_dsn, err, sizeof err))) {
+            igw_log(IGW_LOG_WARN, NULL, "frame takes: no connection of their own (%s): they share the engine's", err);
+            return e->db;
+        }
+        igw_db_set_deadline(e->takes, e->cfg.db_timeout_ms);
+    }
+    return e->takes ? e->takes : e->db;
+}
 
 typedef struct take_ctx {
     igw_engine *e;
@@ -436,7 +460,7 @@ static void proc_take(igw_engine *e, live_session *s, processor *p)
     const char *v[TK__N] = {[TK_SID] = s->id,   [TK_ENT] = ent,  [TK_USER] = user,
                             [TK_NODE] = e->node_id, [TK_EPOCH] = epoch, [TK_REV] = rev,
                             [TK_CAM] = s->leg ? s->leg->camera_id : "", [TK_IDS] = ids};
-    if (igw_db_exec(e->db, &st_take, v, NULL, NULL, on_take_locked, t) != 0) {
+    if (igw_db_exec(takes_db(e), &st_take, v, NULL, NULL, on_take_locked, t) != 0) {
         free(t);
         send_simple(e, p, "refused", "reason", "busy");
         return;
@@ -683,6 +707,8 @@ static void attach_accepted(live_op *o, live_session *s)
         argv[3] = "--grammar";
         argv[4] = e->translation_grammar;
     }
+    if (p->kind == IGW_Processor_aiAssist)
+        (void)takes_db(e); /* connecting while the processor loads */
     char err[200];
     if (!(p->proc = live_proc_start(e, argv, &proc_ops, p, err, sizeof err))) {
         igw_log(IGW_LOG_WARN, NULL, "session %s: processor %s not started: %s", s->id, p->id, err);

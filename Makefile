@@ -173,7 +173,7 @@ link = @mkdir -p $(@D) && echo "  LINK $@" && $(CC) $1 -o $@ $(filter %.o,$^) $(
         test test-unit test-services test-media test-layers \
         test-codegen test-json test-conformance test-devauth test-topic test-jwt test-thingmodel test-upload test-igwctl \
         test-igwd test-framing test-conn test-loop test-pending test-log test-db test-outbox test-ws test-redis test-mqtt test-edge test-app test-nodes \
-        test-nodes-own test-presence test-live test-talk test-doorbell test-message test-ai test-recordings test-sql test-console \
+        test-nodes-own test-presence test-live test-forward test-talk test-doorbell test-message test-ai test-recordings test-sql test-console \
         test-ops test-mqttauth test-openapi test-media-unit fuzz-smoke fuzz \
         test-catalog-decide test-edge-decide test-call-decide test-routes-decide \
         bench-decode bench-edge bench-app bench-media bench-srtp bench-live bench-talk bench-recordings bench-doorbell bench-ai \
@@ -557,6 +557,11 @@ test-media: $(T)/igw-media-host $(BUILD)/igw-vcam $(T)/gst_talkcam
 test-live: $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-mqtt-auth.so $(BUILD)/igw-vcam $(T)/gst_viewer
 	tests/igwd/live_test.sh $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-vcam $(T)/gst_viewer
 
+# Two nodes on one PostgreSQL (issue 28): a live view opened on node A and
+# driven through node B, which forwards every command to A.
+test-forward: $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-mqtt-auth.so $(BUILD)/igw-vcam
+	tests/igwd/forward_test.sh $(T)/igwd $(BUILD)/igwctl $(BUILD)/igw-vcam
+
 # The tiers: no services, real services, real media peers (fuzz-smoke, a few
 # seconds per decoder plus its clang builds, runs in `make test` beside them).
 test-unit: check-gen test-layers test-codegen test-json test-conformance test-devauth test-topic test-jwt test-thingmodel \
@@ -576,7 +581,7 @@ test test-% fuzz-smoke bench-%: export IGW_PG_NOSYNC = 1
 
 test: deps-bench
 	$(MAKE) --no-print-directory check-deps
-	$(MAKE) --no-print-directory all test-unit fuzz-smoke test-services test-media test-live
+	$(MAKE) --no-print-directory all test-unit fuzz-smoke test-services test-media test-live test-forward
 	$(MAKE) --no-print-directory bench-smoke
 	@echo "make test: all passed"
 

@@ -296,6 +296,20 @@ CREATE TABLE commands (
     CONSTRAINT commands_pkey PRIMARY KEY (enterprise_id, endpoint_id, msg_token)
 );
 
+-- A session command that reached a node which does not hold the session: the owner's inbox (docs/decisions.md, issue 28). Written with the command's acceptance, claimed (deleted) by the owner, answered by the sweep when the owner's epoch lapsed.
+CREATE TABLE forwards (
+    forward_id    bigint      NOT NULL GENERATED ALWAYS AS IDENTITY, -- Arrival order.
+    owner_node    text        NOT NULL, -- The node (nodes.node_id) holding the session.
+    owner_epoch   bigint      NOT NULL, -- That node's epoch: no other epoch claims it.
+    enterprise_id bigint      NOT NULL,
+    endpoint_id   ident       NOT NULL,
+    msg_token     token       NOT NULL,
+    session_id    ident       NOT NULL,
+    created_at    timestamptz NOT NULL DEFAULT now(),
+    CONSTRAINT forwards_pkey PRIMARY KEY (forward_id)
+);
+CREATE INDEX forwards_owner_node_owner_epoch_forward_id_idx ON forwards (owner_node, owner_epoch, forward_id);
+
 -- Downlinks of accepted device commands, found again by the device-side token.
 CREATE TABLE device_commands (
     product_id    ident          NOT NULL,

@@ -14,8 +14,8 @@ export const ADDR = process.env.IGW_NETNS_ADDR || '127.0.0.1';
 export const target = { productID: DEMO.device.productID, deviceName: DEMO.device.deviceName };
 export const camera = DEMO.camera.cameraId;
 
-export async function call(user, path, body) {
-    const r = await fetch(BASE + path, {
+export async function call(user, path, body, base = BASE) {
+    const r = await fetch(base + path, {
         method: 'POST',
         headers: { authorization: `Bearer ${user.token}`, 'content-type': 'application/json' },
         body: body === undefined ? undefined : JSON.stringify(body),
@@ -41,8 +41,10 @@ export async function deviceSend(handleType, message) {
 export async function app(user) {
     const r = await call(user, '/api/v1/im/interaction/endpoints/register');
     if (r.status !== 200) throw new Error(`register: ${JSON.stringify(r.body)}`);
-    const a = { user, ep: r.body.data.endpointId, events: [] };
-    a.command = (command) => call(user, '/api/v1/im/interaction/commands', { endpointId: a.ep, command });
+    // a.base: the node its commands go to (IGW_BASE; another node's URL
+    // behind a balancer).
+    const a = { user, ep: r.body.data.endpointId, events: [], base: BASE };
+    a.command = (command) => call(user, '/api/v1/im/interaction/commands', { endpointId: a.ep, command }, a.base);
     a.pull = async () => {
         const p = await call(user, '/api/v1/im/interaction/events', { endpointId: a.ep, limit: 32 });
         if (p.status !== 200) throw new Error(`events: ${JSON.stringify(p.body)}`);

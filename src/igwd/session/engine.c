@@ -11,6 +11,7 @@
 #include "clock.h"
 #include "core/log.h"
 #include "core/loop.h"
+#include "session/forward.h"
 #include "session/leg.h"
 #include "session/live.h"
 #include "session/op.h"
@@ -60,6 +61,7 @@ static void on_tick(h2o_timeout_entry_t *entry)
     live_tick(e, now);
     live_rights_tick(e, now);
     live_processor_tick(e, now);
+    live_forward_tick(e, now);
     h2o_timeout_link(e->evloop, &e->tick, &e->tick_entry);
 }
 
@@ -129,7 +131,8 @@ static int engine_init(void *arg, struct st_h2o_evloop_t *loop)
         media_stop(e);
         return -1;
     }
-    if (e->db && (live_rights_listen(e) != 0 || live_vision_listen(e) != 0)) { /* right after the create */
+    if (e->db && (live_rights_listen(e) != 0 || live_vision_listen(e) != 0 || live_forward_listen(e) != 0)) {
+        /* (right after the create) */
         snprintf(e->start_err, sizeof e->start_err, "out of memory");
         igw_db_destroy(e->db);
         e->db = NULL;

@@ -28,6 +28,10 @@
 /* Bytes of the ids the engine keeps (the schema's bounds). */
 #define LIVE_ID_MAX IGW_Ident_MAX    /* a session or leg id, productID, deviceName, cameraId */
 #define LIVE_TOKEN_MAX IGW_Token_MAX /* a command's msgToken */
+/* The wake-up of a node's forwarded commands (forward.h), one channel for
+ * every node, the payload the owner's node id (a node id is not a channel
+ * name; a node ignores the others'). */
+#define LIVE_FORWARD_CHANNEL "igw_forwards"
 
 typedef struct live_leg live_leg;
 typedef struct live_session live_session;
@@ -135,6 +139,8 @@ struct igw_engine {
     live_op *seated;          /* opens and subscribes holding a seat until their session exists (op.h) */
     unsigned nseated;
     bool rights_busy, rights_again; /* a rights check in flight; another one asked meanwhile (rights.h) */
+    bool fwd_busy, fwd_again;       /* a claim of forwards in flight; another one asked meanwhile (forward.h) */
+    int64_t fwd_claimed_ms;         /* the last claim sent (igw_clock_ms) */
     int64_t rights_next_ms;   /* the periodic one (monotonic) */
     live_leg *legs;
     struct live_proc *procs;  /* processor processes, running and dying (child.h) */

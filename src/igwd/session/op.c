@@ -29,11 +29,13 @@ static const igw_db_stmt st_accept = {
 /* A session this node does not hold: whose it is, whether it lives, and
  * this command's earlier acceptance (its key's fingerprint), if any. */
 enum { SR_SID, SR_ENT, SR_USER, SR_EP, SR_TOKEN, SR__N };
-enum { SR_COL_STATE, SR_COL_NODE, SR_COL_EPOCH, SR_COL_REASON, SR_COL_PRIOR };
+enum { SR_COL_STATE, SR_COL_NODE, SR_COL_EPOCH, SR_COL_REASON, SR_COL_PRIOR, SR_COL_OWNER_UP };
 static const igw_db_stmt st_session_row = {
     "igw_session_row",
     "SELECT s.state, COALESCE(s.owner_node, ''), COALESCE(s.owner_epoch, 0), COALESCE(s.reason, ''), "
-    IGW_SQL_PRIOR_FP("$2::bigint", "$4::text", "$5::text") " FROM sessions s "
+    IGW_SQL_PRIOR_FP("$2::bigint", "$4::text", "$5::text") ", "
+    "       EXISTS (SELECT 1 FROM nodes n WHERE n.node_id = s.owner_node AND n.epoch = s.owner_epoch) "
+    "FROM sessions s "
     "WHERE s.session_id = $1::text AND s.enterprise_id = $2::bigint AND s.user_id = $3::bigint "
     "  AND s.endpoint_id = $4::text",
     SR__N};
@@ -173,6 +175,8 @@ static void on_ended_row(void *arg, const PGresult *res, const char *err)
     live_op_free(o);
 }
 
+static void run_accepted(live_op *o);
+
 static void on_accept(void *arg, const PGresult *res, const char *err)
 {
     live_op *o = arg;
@@ -187,6 +191,12 @@ static void on_accept(void *arg, const PGresult *res, const char *err)
         }
         return;
     }
+    run_accepted(o);
+}
+
+/* Accepted: answered so, then its effect on the session (still live). */
+static void run_accepted(live_op *o)
+{
     live_op_answer(o, IGW_ERR_OK, NULL, NULL, NULL);
     live_session *s = live_session_find(o->e, o->sid);
     if (!s) { /* ended while the acceptance was written: its row says why */
@@ -203,11 +213,74 @@ static void on_accept(void *arg, const PGresult *res, const char *err)
 void live_op_accept(live_op *o, live_op_then then)
 {
     o->then = then;
+    if (o->c->accepted) { /* on the node that received it (forward.h) */
+        run_accepted(o);
+        return;
+    }
     const char *v[AC__N] = {[AC_ENT] = o->ent,     [AC_USER] = o->user,           [AC_EP] = o->endpoint,
                             [AC_TOKEN] = o->token, [AC_METHOD] = o->c->method,    [AC_SID] = o->sid,
                             [AC_FP] = o->c->fingerprint_hex, [AC_CANON] = o->c->canon};
     if (igw_db_exec(o->e->db, &st_accept, v, NULL, NULL, on_accept, o) != 0)
         live_op_refuse(o, IGW_ERR_UNAVAILABLE, "busy, retry later", "");
+}
+
+/* ---- to the owner ---------------------------------------------------------------------- */
+
+/* The acceptance (as st_accept), the owner's inbox row and its wake-up, in
+ * one statement: all three commit together or none does. */
+enum { FW_ENT, FW_USER, FW_EP, FW_TOKEN, FW_METHOD, FW_SID, FW_FP, FW_CANON, FW_NODE, FW_EPOCH, FW__N };
+enum { FW_COL_LIVE, FW_COL_CLAIMED, FW_COL_PRIOR };
+static const igw_db_stmt st_forward = {
+    "igw_session_forward",
+    "WITH cm AS (INSERT INTO commands (enterprise_id, endpoint_id, msg_token, user_id, method, session_id, "
+    "                                  fingerprint, command) "
+    "            SELECT $1::bigint, $3::text, $4::text, $2::bigint, $5::text, $6::text, decode($7::text, 'hex'), "
+    "                   $8::jsonb WHERE " IGW_SQL_ENDPOINT_LIVE("$3::text", "$1::bigint", "$2::bigint", IGW_SQL_NOW_MS)
+    "            ON CONFLICT (enterprise_id, endpoint_id, msg_token) DO NOTHING RETURNING 1), "
+    "fw AS (INSERT INTO forwards (owner_node, owner_epoch, enterprise_id, endpoint_id, msg_token, session_id) "
+    "       SELECT $9::text, $10::bigint, $1::bigint, $3::text, $4::text, $6::text FROM cm RETURNING 1), "
+    "wake AS (SELECT pg_notify('" LIVE_FORWARD_CHANNEL "', $9::text) FROM fw) "
+    "SELECT " IGW_SQL_ENDPOINT_LIVE("$3::text", "$1::bigint", "$2::bigint", IGW_SQL_NOW_MS) ", "
+    "       (SELECT count(*) FROM cm) + 0 * (SELECT count(*) FROM wake), "
+    IGW_SQL_PRIOR_FP("$1::bigint", "$3::text", "$4::text"),
+    FW__N};
+
+static void on_forwarded(void *arg, const PGresult *res, const char *err)
+{
+    live_op *o = arg;
+    if (!live_op_row(o, res, err, true))
+        return;
+    if (strcmp(PQgetvalue(res, 0, FW_COL_CLAIMED), "1") == 0) {
+        live_op_answer(o, IGW_ERR_OK, NULL, NULL, NULL); /* accepted: the owner's result follows */
+        live_op_free(o);
+    } else if (!PQgetisnull(res, 0, FW_COL_PRIOR)) {
+        live_op_answer(o, IGW_ERR_OK, NULL, NULL, PQgetvalue(res, 0, FW_COL_PRIOR)); /* the command room's replay */
+        live_op_free(o);
+    } else
+        live_op_refuse(o, IGW_ERR_NOT_FOUND, "unknown or expired endpoint", IGW_PATH_endpointId);
+}
+
+/* o (not yet accepted) for a session another node holds at its current
+ * epoch: accepted here and handed to that node (forward.h). */
+static void forward(live_op *o, const char *owner_node, int64_t owner_epoch)
+{
+    char epoch[24];
+    snprintf(epoch, sizeof epoch, "%" PRId64, owner_epoch);
+    const char *v[FW__N] = {[FW_ENT] = o->ent,     [FW_USER] = o->user,
+                            [FW_EP] = o->endpoint, [FW_TOKEN] = o->token,
+                            [FW_METHOD] = o->c->method, [FW_SID] = o->sid,
+                            [FW_FP] = o->c->fingerprint_hex, [FW_CANON] = o->c->canon,
+                            [FW_NODE] = owner_node, [FW_EPOCH] = epoch};
+    if (igw_db_exec(o->e->db, &st_forward, v, NULL, NULL, on_forwarded, o) != 0)
+        live_op_refuse(o, IGW_ERR_UNAVAILABLE, "busy, retry later", "");
+}
+
+/* Methods whose handler runs on an accepted command (live_op_accept): all
+ * but subscribe, whose acceptance is written with its new session's row
+ * (commands.c). */
+static bool forwardable(igw_CommandMethod m)
+{
+    return m != IGW_CommandMethod_interaction_subscribe;
 }
 
 /* ---- dispatch ------------------------------------------------------------------------ */
@@ -225,6 +298,16 @@ static void on_session_row(void *arg, const PGresult *res, const char *err)
         return;
     }
     bool ended = strcmp(PQgetvalue(res, 0, SR_COL_STATE), igw_sm_session.states[IGW_SESSION_ENDED]) == 0;
+    const char *owner = PQgetvalue(res, 0, SR_COL_NODE);
+    char why[96];
+    if (o->c->accepted) { /* forwarded here and not held here (any more): never forwarded again */
+        if (ended)
+            live_op_refuse(o, IGW_ERR_CONFLICT, ended_why(why, sizeof why, PQgetvalue(res, 0, SR_COL_REASON)),
+                           IGW_PATH_command_sessionId);
+        else
+            live_op_refuse(o, IGW_ERR_UNAVAILABLE, "the session is held by another node", IGW_PATH_command_sessionId);
+        return;
+    }
     if (ended && !PQgetisnull(res, 0, SR_COL_PRIOR)) {
         /* Accepted before the session ended (a receipt method's replay, a
          * leave that ended the leaver's own session): the replay rule holds
@@ -234,16 +317,20 @@ static void on_session_row(void *arg, const PGresult *res, const char *err)
         live_op_free(o);
         return;
     }
-    if (ended || strcmp(PQgetvalue(res, 0, SR_COL_NODE), o->e->node_id) == 0) {
+    if (ended || strcmp(owner, o->e->node_id) == 0) {
         /* Ended (its reason said: answeredElsewhere...), or this node's
          * from an earlier epoch (its sweep ends it). */
-        char why[96];
         live_op_refuse(o, IGW_ERR_CONFLICT, ended_why(why, sizeof why, PQgetvalue(res, 0, SR_COL_REASON)),
                        IGW_PATH_command_sessionId);
         return;
     }
-    /* The seam of several nodes: forwarding to the owner comes here. */
-    live_op_refuse(o, IGW_ERR_UNAVAILABLE, "the session is held by another node", IGW_PATH_command_sessionId);
+    if (!igw_db_true(res, 0, SR_COL_OWNER_UP) || !forwardable(o->method)) {
+        /* Its node restarted since (the sweep ends it), or a method not
+         * forwarded yet. */
+        live_op_refuse(o, IGW_ERR_UNAVAILABLE, "the session is held by another node", IGW_PATH_command_sessionId);
+        return;
+    }
+    forward(o, owner, strtoll(PQgetvalue(res, 0, SR_COL_EPOCH), NULL, 10));
 }
 
 void live_command(igw_engine *e, const igw_engine_cmd *c, void (*ans)(void *ctx, const igw_engine_cmd_answer *a),

@@ -105,6 +105,8 @@ typedef struct igw_engine_cmd {
     const char *fingerprint_hex;     /* the ledger's fingerprint of the canonical command */
     const char *canon;               /* the canonical command (stored as the acceptance) */
     const char *request_id;          /* for logs */
+    bool accepted;                   /* accepted already (on another node, forward.h): run it; a refusal
+                                        becomes its result event */
 } igw_engine_cmd;
 
 /* The engine's answer to a command: cls IGW_ERR_OK when accepted (durably:

@@ -548,7 +548,8 @@ static void on_talk_prior(void *arg, const PGresult *res, const char *err)
     if (!live_op_row(o, res, err, false))
         return;
     live_session *s = live_session_find(e, o->sid);
-    if (PQgetisnull(res, 0, TP_COL_PRIOR)) { /* first time: the checks, then the claim */
+    if (PQgetisnull(res, 0, TP_COL_PRIOR) || o->c->accepted) {
+        /* first time (a forwarded one is: its acceptance is the prior): the checks, then the claim */
         if (!s) {
             live_op_refuse(o, IGW_ERR_CONFLICT, "the session has ended", IGW_PATH_command_sessionId);
             return;

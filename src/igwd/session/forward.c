@@ -1,0 +1,172 @@
+/* forward.c - see forward.h: session commands between nodes. */
+#include "session/forward.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arena.h"
+#include "clock.h"
+#include "core/log.h"
+#include "json.h"
+#include "session/op.h"
+#include "session/session.h"
+
+/* Rows one claim takes at most (the statement's LIMIT): a longer inbox is
+ * claimed again at once. */
+#define CLAIM_MAX 64
+#define CLAIM_MAX_SQL "64"
+/* The tick's claim, for a notification lost with a connection. */
+#define CLAIM_EVERY_MS 1000
+/* An acceptance's canonical command is bounded by the request's. */
+#define ARENA_LIMIT (1u << 20)
+
+/* ---- the owner ------------------------------------------------------------------------- */
+
+/* This node's epoch's rows, oldest first, deleted as they are read: each
+ * runs once. Its commit skips the WAL flush: lost in a crash, the claim
+ * dies with this epoch, whose rows nobody claims again. */
+enum { CL_NODE, CL_EPOCH, CL__N };
+enum { CL_COL_ENT, CL_COL_USER, CL_COL_EP, CL_COL_TOKEN, CL_COL_METHOD, CL_COL_FP, CL_COL_COMMAND, CL_COL_SID };
+static const igw_db_stmt st_claim = {
+    "igw_session_forwards_claim",
+    "WITH f AS (DELETE FROM forwards WHERE forward_id IN ("
+    "             SELECT forward_id FROM forwards WHERE owner_node = $1::text AND owner_epoch = $2::bigint "
+    "             ORDER BY forward_id LIMIT " CLAIM_MAX_SQL " FOR UPDATE SKIP LOCKED) "
+    "           RETURNING forward_id, enterprise_id, endpoint_id, msg_token, session_id) "
+    "SELECT c.enterprise_id, c.user_id, c.endpoint_id, c.msg_token, c.method, encode(c.fingerprint, 'hex'), "
+    "       c.command::text, f.session_id, set_config('synchronous_commit', 'off', true) "
+    "FROM f JOIN commands c USING (enterprise_id, endpoint_id, msg_token) ORDER BY f.forward_id",
+    CL__N};
+
+/* One claimed command while it runs: its decoded form and strings. */
+typedef struct fwd_msg {
+    igw_engine *e;
+    igw_arena arena;
+    igw_Command k;
+    igw_engine_cmd c;
+    char ent_endpoint[LIVE_ID_MAX + 1], token[LIVE_TOKEN_MAX + 1], method[64], sid[LIVE_ID_MAX + 1];
+    char fp[80];
+} fwd_msg;
+
+static void fwd_free(fwd_msg *m)
+{
+    igw_arena_free(&m->arena);
+    free(m);
+}
+
+/* The owner's answer: accepted, it ran; refused, the refusal is the
+ * command's result (the receiving node said accepted long ago). */
+static void fwd_answer(void *ctx, const igw_engine_cmd_answer *a)
+{
+    fwd_msg *m = ctx;
+    if (a->prior_fp)
+        igw_log(IGW_LOG_WARN, NULL, "session %s: forwarded command %s seen as a replay: not run", m->sid, m->token);
+    else if (a->cls != IGW_ERR_OK) {
+        igw_ResultData d = {0};
+        live_session_result(m->e, m->sid, m->ent_endpoint, m->token, m->k.method, a->cls, a->reason, &d);
+    }
+    fwd_free(m);
+}
+
+static void run_one(igw_engine *e, const PGresult *res, int i)
+{
+    fwd_msg *m = calloc(1, sizeof *m);
+    if (!m) {
+        igw_log(IGW_LOG_ERROR, NULL, "session: forwarded command %s dropped: out of memory",
+                PQgetvalue(res, i, CL_COL_TOKEN));
+        return;
+    }
+    m->e = e;
+    igw_arena_init(&m->arena, ARENA_LIMIT);
+    snprintf(m->ent_endpoint, sizeof m->ent_endpoint, "%s", PQgetvalue(res, i, CL_COL_EP));
+    snprintf(m->token, sizeof m->token, "%s", PQgetvalue(res, i, CL_COL_TOKEN));
+    snprintf(m->method, sizeof m->method, "%s", PQgetvalue(res, i, CL_COL_METHOD));
+    snprintf(m->sid, sizeof m->sid, "%s", PQgetvalue(res, i, CL_COL_SID));
+    snprintf(m->fp, sizeof m->fp, "%s", PQgetvalue(res, i, CL_COL_FP));
+    /* The acceptance as the receiving node's strict decoder passed it:
+     * decoded again, it cannot fail but for memory. */
+    const char *text = PQgetvalue(res, i, CL_COL_COMMAND);
+    igw_json j;
+    igw_json_init(&j, text, strlen(text), &m->arena, IGW_JSON_MAX_DEPTH);
+    if (igw_decode_Command(&j, &m->k) != 0 || igw_json_finish(&j) != 0) {
+        igw_log(IGW_LOG_ERROR, NULL, "session %s: forwarded command %s does not decode (%s at %s)", m->sid, m->token,
+                j.reason ? j.reason : "?", j.path);
+        int op = igw_CommandMethod_of((igw_str){m->method, strlen(m->method)});
+        igw_ResultData d = {0};
+        if (op >= 0)
+            live_session_result(e, m->sid, m->ent_endpoint, m->token, (igw_CommandMethod)op, IGW_ERR_INTERNAL,
+                                "internal error", &d);
+        fwd_free(m);
+        return;
+    }
+    m->c = (igw_engine_cmd){.command = &m->k,
+                            .enterprise_id = strtoll(PQgetvalue(res, i, CL_COL_ENT), NULL, 10),
+                            .user_id = strtoll(PQgetvalue(res, i, CL_COL_USER), NULL, 10),
+                            .endpoint_id = m->ent_endpoint,
+                            .msg_token = m->token,
+                            .method = m->method,
+                            .fingerprint_hex = m->fp,
+                            .canon = text, /* not kept: an accepted command is not accepted again */
+                            .request_id = m->token,
+                            .accepted = true};
+    live_command(e, &m->c, fwd_answer, m);
+}
+
+static void claim(igw_engine *e);
+
+static void on_claimed(void *arg, const PGresult *res, const char *err)
+{
+    igw_engine *e = arg;
+    e->fwd_busy = false;
+    if (!res) { /* still in the table: the next wake-up or tick claims them */
+        igw_log(IGW_LOG_WARN, NULL, "session: forwards not claimed: %s", err);
+        return;
+    }
+    int n = PQntuples(res);
+    for (int i = 0; i < n; i++)
+        run_one(e, res, i);
+    if (n == CLAIM_MAX || e->fwd_again)
+        claim(e);
+}
+
+static void claim(igw_engine *e)
+{
+    int64_t epoch = live_node_epoch(e);
+    if (!e->db || epoch <= 0) /* no epoch (yet, or fenced): nothing of ours to run */
+        return;
+    if (e->fwd_busy) {
+        e->fwd_again = true;
+        return;
+    }
+    char ep[24];
+    snprintf(ep, sizeof ep, "%" PRId64, epoch);
+    const char *v[CL__N] = {[CL_NODE] = e->node_id, [CL_EPOCH] = ep};
+    e->fwd_again = false;
+    if (igw_db_exec(e->db, &st_claim, v, NULL, NULL, on_claimed, e) == 0) {
+        e->fwd_busy = true;
+        e->fwd_claimed_ms = igw_clock_ms();
+    }
+}
+
+static void on_notify(void *arg, const char *channel, const char *payload)
+{
+    igw_engine *e = arg;
+    /* NULL: the connection became ready, notifications may have been
+     * missed; else only ours. */
+    if (!channel || (payload && strcmp(payload, e->node_id) == 0))
+        claim(e);
+}
+
+int live_forward_listen(igw_engine *e)
+{
+    return igw_db_listen(e->db, LIVE_FORWARD_CHANNEL, on_notify, e);
+}
+
+void live_forward_tick(igw_engine *e, int64_t now_ms)
+{
+    (void)now_ms;
+    if (igw_clock_ms() - e->fwd_claimed_ms >= CLAIM_EVERY_MS)
+        claim(e);
+}

@@ -1,0 +1,112 @@
+// forward_test.mjs - session commands on a node that does not hold the
+// session (issue 28, docs/decisions.md "Several nodes: the channel to the
+// owner"): the live view is opened on node A (IGW_BASE), which invites the
+// camera and owns the session; every later command goes to node B
+// (IGW_BASE_B), which accepts it and hands it to A through PostgreSQL.
+// What A answers comes back as events, refusals included. Run by
+// forward_test.sh inside a network namespace, with both nodes up.
+//
+// env: IGW_BASE, IGW_BASE_B, IGW_VCAM, IGW_DEMO, IGW_NETNS_ADDR.
+import { launch, sleep, Checker } from '../media/lib.mjs';
+import { DEMO, app, call, accepted, startCamera, openLiveView } from './live_lib.mjs';
+
+const A = process.env.IGW_BASE;
+const B = process.env.IGW_BASE_B;
+const c = new Checker();
+let seq = 0;
+const token = (p) => `${p}-${process.pid}-${++seq}`;
+const COMMANDS = '/api/v1/im/interaction/commands';
+
+const frames = async (s) => (await s.v.stats()).framesDecoded;
+
+/** Frames decoded over `ms`. */
+async function growth(s, ms) {
+    const f0 = await frames(s);
+    await sleep(ms);
+    return (await frames(s)) - f0;
+}
+
+async function main() {
+    const cam = startCamera(process.env.IGW_VCAM, '[vcam] ');
+    const a = await app(DEMO.user);
+    // The open on A (its camera is A's), everything after on B.
+    a.command = (command) => call(a.user, COMMANDS, { endpointId: a.ep, command },
+        command.method === 'interaction.open' ? A : B);
+    const browser = await launch();
+    try {
+        const s = await openLiveView(c, a, browser, 'via B', token); // its mediaOffer went to B
+        let st = await s.v.waitFor((x) => x.framesDecoded > 0, 15000).catch((e) => e.stats);
+        c.check(st && st.framesDecoded > 0, `the answer forwarded from A: frames decoded (${JSON.stringify(st)})`);
+
+        let t = token('state');
+        await accepted(c, a, { msgToken: t, method: 'interaction.mediaState', sessionId: s.sid,
+            params: { mediaRevision: 1, state: 'connected' } }, 'mediaState on B');
+        let r = await a.result(t);
+        c.check(r && r.code === 200 && r.data.state === 'connected', `mediaState: A's result (${JSON.stringify(r)})`);
+        c.check(!!(await a.state(s.sid, 'established')), 'established by the forwarded mediaState');
+
+        const pause = { msgToken: token('pause'), method: 'interaction.trackControl', sessionId: s.sid,
+            params: { trackId: 'video-1', operation: 'pause', mediaRevision: 1 } };
+        await accepted(c, a, pause, 'pause on B');
+        r = await a.result(pause.msgToken);
+        c.check(r && r.code === 200, `pause: A's result (${JSON.stringify(r)})`);
+        await sleep(1000);
+        const paused = await growth(s, 1500);
+        c.check(paused === 0, `paused through B: no frame decoded in 1.5 s (${paused})`);
+
+        t = token('resume');
+        await accepted(c, a, { msgToken: t, method: 'interaction.trackControl', sessionId: s.sid,
+            params: { trackId: 'video-1', operation: 'resume', mediaRevision: 1 } }, 'resume on B');
+        r = await a.result(t);
+        c.check(r && r.code === 200, `resume: A's result (${JSON.stringify(r)})`);
+        st = await s.v.waitFor((x) => x.framesDecoded > paused, 10000).catch((e) => e.stats);
+        const resumed = await growth(s, 1500);
+        c.check(resumed > 0, `resumed through B: frames again (${resumed} in 1.5 s)`);
+
+        // What the owner refuses after B accepted it: the result says so.
+        t = token('stale');
+        await accepted(c, a, { msgToken: t, method: 'interaction.trackControl', sessionId: s.sid,
+            params: { trackId: 'video-1', operation: 'pause', mediaRevision: 7 } }, 'a stale mediaRevision on B');
+        r = await a.result(t);
+        c.check(r && r.code === 100409 && r.data.reason === 'stale mediaRevision' &&
+            r.data.operation === 'interaction.trackControl',
+            `stale mediaRevision: A's refusal as the result, 100409 (${JSON.stringify(r)})`);
+        const more = await growth(s, 1000);
+        c.check(more > 0, `the refused pause changed nothing: frames still (${more})`);
+
+        // The replay of a forwarded command, on A this time: answered as a
+        // replay, not run again.
+        const before = a.events.filter((e) => e.method === 'interaction.result' && e.msgToken === pause.msgToken).length;
+        const rp = await call(a.user, COMMANDS, { endpointId: a.ep, command: pause }, A);
+        c.check(rp.status === 200 && rp.body.data.accepted === true, `the pause replayed on A: 200 (${JSON.stringify(rp.body)})`);
+        const still = await growth(s, 1500);
+        c.check(still > 0, `the replay paused nothing (${still} frames in 1.5 s)`);
+        await a.pull();
+        const after = a.events.filter((e) => e.method === 'interaction.result' && e.msgToken === pause.msgToken).length;
+        c.check(after >= before, `the replay's result is the first one (${before} -> ${after})`);
+
+        t = token('end');
+        await accepted(c, a, { msgToken: t, method: 'interaction.end', sessionId: s.sid, params: { reason: 'userHangup' } },
+            'end on B');
+        r = await a.result(t);
+        c.check(r && r.code === 200, `end: A's result (${JSON.stringify(r)})`);
+        c.check(!!(await a.state(s.sid, 'ended')), 'ended by the forwarded end');
+
+        // Ended: B answers itself from the row, nothing forwarded.
+        const late = await a.command({ msgToken: token('late'), method: 'interaction.mediaState', sessionId: s.sid,
+            params: { mediaRevision: 1, state: 'connected' } });
+        c.check(late.status === 409 && late.body.data.path === '/command/sessionId',
+            `after the end, B refuses at once: 409 (${JSON.stringify(late.body)})`);
+        console.log(`SID ${s.sid}`);
+    } finally {
+        await browser.close().catch(() => {});
+        cam.kill('SIGTERM');
+        await cam.exited;
+    }
+    c.done('forward test');
+}
+
+main().catch((e) => {
+    console.error(e);
+    process.exit(1);
+});

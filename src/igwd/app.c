@@ -199,6 +199,7 @@ int igw_app_start_engine(igw_app *app, igw_server *srv, char *err, size_t errlen
     igw_engine_config ec = {.media = c->media_threads ? &mc : NULL, .pg_dsn = c->pg_dsn,
                             .db_timeout_ms = c->db_timeout_ms, .probe_interval_ms = c->probe_interval_ms,
                             .check_timeout_ms = c->check_timeout_ms, .node_id = app->node_id, .node = &app->node,
+                            .node_lapse_ms = c->node_lapse_ms,
                             .mqtt = &app->mqtt, .invite_timeout_ms = c->invite_timeout_ms,
                             .establish_timeout_ms = c->establish_timeout_ms, .max_sessions = c->max_sessions,
                             .max_sessions_per_enterprise = c->max_sessions_per_enterprise,

@@ -141,6 +141,28 @@ CASE="the expired endpoint's session: no event, no delivery"
 CASE="one event row per ended session"
 [ "$(psql_q "SELECT count(*) FROM events WHERE body->>'method' = 'interaction.state'")" = 3 ] || fail "$CASE"; ok
 
+# ---- forwards nobody will claim (issue 28, session/forward.c) ---------------------------------
+# A command another node accepted for s-lost, whose owner lapsed and whose
+# sweep ended it: this node answers it with the session's end; one for
+# s-live (its owner alive) stays for its owner.
+psql_q "INSERT INTO commands (enterprise_id, endpoint_id, msg_token, user_id, method, session_id, fingerprint, command)
+        VALUES (1, '$EP', 'fw-lost', 1001, 'interaction.end', 's-lost', sha256('a'), '{}'),
+               (1, '$EP', 'fw-live', 1001, 'interaction.end', 's-live', sha256('b'), '{}');
+        INSERT INTO forwards (owner_node, owner_epoch, enterprise_id, endpoint_id, msg_token, session_id)
+        VALUES ('other-dead', 3, 1, '$EP', 'fw-lost', 's-lost'), ('other-live', 1, 1, '$EP', 'fw-live', 's-live')" >/dev/null ||
+    fail "insert forwards"
+forwards_left() { [ "$(psql_q "SELECT string_agg(msg_token, ',') FROM forwards")" = "$1" ]; }
+CASE="the lapsed owner's forward answered, the live owner's left"
+wait_for 5 forwards_left fw-live || fail "$CASE: $(psql_q "SELECT * FROM forwards")"; ok
+call /events "{\"endpointId\":\"$EP\",\"limit\":32}"
+CASE="its result: the session ended (nodeLost)"
+jq -e '[.data.list[].event | select(.msgToken == "fw-lost")] == [{"code":100409,"method":"interaction.result","msgToken":"fw-lost",
+        "sessionId":"s-lost","data":{"operation":"interaction.end","reason":"the session has ended (nodeLost)"}}]' "$TMP/r" >/dev/null ||
+    fail "$CASE: $(cat "$TMP/r")"; ok
+CASE="no result for the live owner's"
+jq -e '[.data.list[].event | select(.msgToken == "fw-live")] == []' "$TMP/r" >/dev/null || fail "$CASE: $(cat "$TMP/r")"; ok
+psql_q "DELETE FROM forwards" >/dev/null
+
 # ---- fenced: another process took this node id's epoch ---------------------------------------
 psql_q "UPDATE nodes SET epoch = epoch + 1 WHERE node_id = '$NODE'" >/dev/null
 fenced_line() { grep -q "node $NODE: epoch 2 was taken over by another process" "$TMP/igwd.err"; }

@@ -150,6 +150,60 @@ static void claim(igw_engine *e)
     }
 }
 
+/* ---- the dead's ---------------------------------------------------------------------- */
+
+/* Forwards nobody will claim: their session has ended (its owner's epoch
+ * was swept: nodeRestarted, nodeLost) and that epoch is not a live node's.
+ * Any node answers them, each once (deleted as read), so a command accepted
+ * for a session whose owner died gets its result, never hangs. */
+enum { OR_LAPSE, OR__N };
+enum { OR_COL_SID, OR_COL_EP, OR_COL_TOKEN, OR_COL_METHOD, OR_COL_REASON };
+static const igw_db_stmt st_orphans = {
+    "igw_session_forwards_orphans",
+    "WITH f AS (DELETE FROM forwards WHERE forward_id IN ("
+    "             SELECT f.forward_id FROM forwards f JOIN sessions s ON s.session_id = f.session_id "
+    "             WHERE s.state = '" IGW_SQL_ST_ENDED "' AND NOT EXISTS (SELECT 1 FROM nodes n "
+    "                 WHERE n.node_id = f.owner_node AND n.epoch = f.owner_epoch "
+    "                   AND n.heartbeat_at >= now() - $1::bigint * interval '1 millisecond') "
+    "             ORDER BY f.forward_id LIMIT " CLAIM_MAX_SQL " FOR UPDATE OF f SKIP LOCKED) "
+    "           RETURNING forward_id, enterprise_id, endpoint_id, msg_token, session_id) "
+    "SELECT f.session_id, f.endpoint_id, f.msg_token, c.method, COALESCE(s.reason, '') "
+    "FROM f JOIN commands c USING (enterprise_id, endpoint_id, msg_token) "
+    "       JOIN sessions s ON s.session_id = f.session_id ORDER BY f.forward_id",
+    OR__N};
+
+static void on_orphans(void *arg, const PGresult *res, const char *err)
+{
+    igw_engine *e = arg;
+    e->fwd_orphans_busy = false;
+    if (!res) {
+        igw_log(IGW_LOG_WARN, NULL, "session: orphaned forwards not answered: %s", err);
+        return;
+    }
+    for (int i = 0, n = PQntuples(res); i < n; i++) {
+        const char *method = PQgetvalue(res, i, OR_COL_METHOD), *reason = PQgetvalue(res, i, OR_COL_REASON);
+        int op = igw_CommandMethod_of((igw_str){method, strlen(method)});
+        char why[96];
+        snprintf(why, sizeof why, "the session has ended%s%s%s", reason[0] ? " (" : "", reason, reason[0] ? ")" : "");
+        igw_ResultData d = {0};
+        if (op >= 0)
+            live_session_result(e, PQgetvalue(res, i, OR_COL_SID), PQgetvalue(res, i, OR_COL_EP),
+                                PQgetvalue(res, i, OR_COL_TOKEN), (igw_CommandMethod)op, IGW_ERR_CONFLICT, why, &d);
+    }
+}
+
+static void answer_orphans(igw_engine *e)
+{
+    if (!e->db || e->fwd_orphans_busy || live_node_epoch(e) <= 0)
+        return;
+    char lapse[16];
+    snprintf(lapse, sizeof lapse, "%u", e->cfg.node_lapse_ms);
+    const char *v[OR__N] = {[OR_LAPSE] = lapse};
+    e->fwd_orphans_busy = igw_db_exec(e->db, &st_orphans, v, NULL, NULL, on_orphans, e) == 0;
+}
+
+/* ---- wake-ups ------------------------------------------------------------------------ */
+
 static void on_notify(void *arg, const char *channel, const char *payload)
 {
     igw_engine *e = arg;
@@ -167,6 +221,8 @@ int live_forward_listen(igw_engine *e)
 void live_forward_tick(igw_engine *e, int64_t now_ms)
 {
     (void)now_ms;
-    if (igw_clock_ms() - e->fwd_claimed_ms >= CLAIM_EVERY_MS)
+    if (igw_clock_ms() - e->fwd_claimed_ms >= CLAIM_EVERY_MS) {
         claim(e);
+        answer_orphans(e);
+    }
 }

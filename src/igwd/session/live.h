@@ -140,6 +140,7 @@ struct igw_engine {
     unsigned nseated;
     bool rights_busy, rights_again; /* a rights check in flight; another one asked meanwhile (rights.h) */
     bool fwd_busy, fwd_again;       /* a claim of forwards in flight; another one asked meanwhile (forward.h) */
+    bool fwd_orphans_busy;          /* the dead's forwards being answered (forward.h) */
     int64_t fwd_claimed_ms;         /* the last claim sent (igw_clock_ms) */
     int64_t rights_next_ms;   /* the periodic one (monotonic) */
     live_leg *legs;

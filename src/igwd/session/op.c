@@ -301,7 +301,7 @@ static void on_session_row(void *arg, const PGresult *res, const char *err)
     const char *owner = PQgetvalue(res, 0, SR_COL_NODE);
     char why[96];
     if (o->c->accepted) { /* forwarded here and not held here (any more): never forwarded again */
-        if (ended)
+        if (ended || strcmp(owner, o->e->node_id) == 0)
             live_op_refuse(o, IGW_ERR_CONFLICT, ended_why(why, sizeof why, PQgetvalue(res, 0, SR_COL_REASON)),
                            IGW_PATH_command_sessionId);
         else

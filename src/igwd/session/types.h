@@ -73,6 +73,7 @@ typedef struct igw_engine_config {
     unsigned db_timeout_ms, probe_interval_ms, check_timeout_ms;
     const char *node_id;           /* this node's id (copied) */
     const igw_node_stats *node;    /* its epoch (0 until claimed) and whether it was fenced */
+    unsigned node_lapse_ms;        /* another node's heartbeat older than this: it is lost (forward.h) */
     _Atomic(igw_mqtt *) *mqtt;     /* the broker's client (NULL inside while there is none) */
     unsigned invite_timeout_ms, establish_timeout_ms, max_sessions;
     unsigned max_sessions_per_enterprise, max_sessions_per_user; /* 0: none */

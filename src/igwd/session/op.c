@@ -12,19 +12,22 @@
 #include "session/session.h"
 
 
-/* The acceptance of a command on an existing session. */
+/* The acceptance of a command on an existing session: cm, its row when the
+ * key is new and the endpoint live; the answer's columns: the endpoint
+ * live, claimed (1 when cm wrote, plus `extra`), the key's earlier
+ * fingerprint. */
 enum { AC_ENT, AC_USER, AC_EP, AC_TOKEN, AC_METHOD, AC_SID, AC_FP, AC_CANON, AC__N };
 enum { AC_COL_LIVE, AC_COL_CLAIMED, AC_COL_PRIOR };
-static const igw_db_stmt st_accept = {
-    "igw_session_accept",
-    "WITH cm AS (INSERT INTO commands (enterprise_id, endpoint_id, msg_token, user_id, method, session_id, "
-    "                                  fingerprint, command) "
-    "            SELECT $1::bigint, $3::text, $4::text, $2::bigint, $5::text, $6::text, decode($7::text, 'hex'), "
-    "                   $8::jsonb WHERE " IGW_SQL_ENDPOINT_LIVE("$3::text", "$1::bigint", "$2::bigint", IGW_SQL_NOW_MS)
-    "            ON CONFLICT (enterprise_id, endpoint_id, msg_token) DO NOTHING RETURNING 1) "
-    "SELECT " IGW_SQL_ENDPOINT_LIVE("$3::text", "$1::bigint", "$2::bigint", IGW_SQL_NOW_MS) ", (SELECT count(*) FROM cm), "
-    IGW_SQL_PRIOR_FP("$1::bigint", "$3::text", "$4::text"),
-    AC__N};
+#define ACCEPT_CM                                                                                                    \
+    "cm AS (INSERT INTO commands (enterprise_id, endpoint_id, msg_token, user_id, method, session_id, "               \
+    "                             fingerprint, command) "                                                            \
+    "       SELECT $1::bigint, $3::text, $4::text, $2::bigint, $5::text, $6::text, decode($7::text, 'hex'), "         \
+    "              $8::jsonb WHERE " IGW_SQL_ENDPOINT_LIVE("$3::text", "$1::bigint", "$2::bigint", IGW_SQL_NOW_MS)    \
+    "       ON CONFLICT (enterprise_id, endpoint_id, msg_token) DO NOTHING RETURNING 1) "
+#define ACCEPT_ANSWER(extra)                                                                                         \
+    "SELECT " IGW_SQL_ENDPOINT_LIVE("$3::text", "$1::bigint", "$2::bigint", IGW_SQL_NOW_MS) ", "                     \
+    "       (SELECT count(*) FROM cm)" extra ", " IGW_SQL_PRIOR_FP("$1::bigint", "$3::text", "$4::text")
+static const igw_db_stmt st_accept = {"igw_session_accept", "WITH " ACCEPT_CM ACCEPT_ANSWER(""), AC__N};
 
 /* A session this node does not hold: whose it is, whether it lives, and
  * this command's earlier acceptance (its key's fingerprint), if any. */
@@ -228,21 +231,14 @@ void live_op_accept(live_op *o, live_op_then then)
 
 /* The acceptance (as st_accept), the owner's inbox row and its wake-up, in
  * one statement: all three commit together or none does. */
-enum { FW_ENT, FW_USER, FW_EP, FW_TOKEN, FW_METHOD, FW_SID, FW_FP, FW_CANON, FW_NODE, FW_EPOCH, FW__N };
-enum { FW_COL_LIVE, FW_COL_CLAIMED, FW_COL_PRIOR };
+enum { FW_NODE = AC__N, FW_EPOCH, FW__N };
 static const igw_db_stmt st_forward = {
     "igw_session_forward",
-    "WITH cm AS (INSERT INTO commands (enterprise_id, endpoint_id, msg_token, user_id, method, session_id, "
-    "                                  fingerprint, command) "
-    "            SELECT $1::bigint, $3::text, $4::text, $2::bigint, $5::text, $6::text, decode($7::text, 'hex'), "
-    "                   $8::jsonb WHERE " IGW_SQL_ENDPOINT_LIVE("$3::text", "$1::bigint", "$2::bigint", IGW_SQL_NOW_MS)
-    "            ON CONFLICT (enterprise_id, endpoint_id, msg_token) DO NOTHING RETURNING 1), "
+    "WITH " ACCEPT_CM ", "
     "fw AS (INSERT INTO forwards (owner_node, owner_epoch, enterprise_id, endpoint_id, msg_token, session_id) "
     "       SELECT $9::text, $10::bigint, $1::bigint, $3::text, $4::text, $6::text FROM cm RETURNING 1), "
     "wake AS (SELECT pg_notify('" LIVE_FORWARD_CHANNEL "', $9::text) FROM fw) "
-    "SELECT " IGW_SQL_ENDPOINT_LIVE("$3::text", "$1::bigint", "$2::bigint", IGW_SQL_NOW_MS) ", "
-    "       (SELECT count(*) FROM cm) + 0 * (SELECT count(*) FROM wake), "
-    IGW_SQL_PRIOR_FP("$1::bigint", "$3::text", "$4::text"),
+    ACCEPT_ANSWER(" + 0 * (SELECT count(*) FROM wake)"),
     FW__N};
 
 static void on_forwarded(void *arg, const PGresult *res, const char *err)
@@ -250,11 +246,11 @@ static void on_forwarded(void *arg, const PGresult *res, const char *err)
     live_op *o = arg;
     if (!live_op_row(o, res, err, true))
         return;
-    if (strcmp(PQgetvalue(res, 0, FW_COL_CLAIMED), "1") == 0) {
+    if (strcmp(PQgetvalue(res, 0, AC_COL_CLAIMED), "1") == 0) {
         live_op_answer(o, IGW_ERR_OK, NULL, NULL, NULL); /* accepted: the owner's result follows */
         live_op_free(o);
-    } else if (!PQgetisnull(res, 0, FW_COL_PRIOR)) {
-        live_op_answer(o, IGW_ERR_OK, NULL, NULL, PQgetvalue(res, 0, FW_COL_PRIOR)); /* the command room's replay */
+    } else if (!PQgetisnull(res, 0, AC_COL_PRIOR)) {
+        live_op_answer(o, IGW_ERR_OK, NULL, NULL, PQgetvalue(res, 0, AC_COL_PRIOR)); /* the command room's replay */
         live_op_free(o);
     } else
         live_op_refuse(o, IGW_ERR_NOT_FOUND, "unknown or expired endpoint", IGW_PATH_endpointId);
@@ -266,10 +262,10 @@ static void forward(live_op *o, const char *owner_node, int64_t owner_epoch)
 {
     char epoch[24];
     snprintf(epoch, sizeof epoch, "%" PRId64, owner_epoch);
-    const char *v[FW__N] = {[FW_ENT] = o->ent,     [FW_USER] = o->user,
-                            [FW_EP] = o->endpoint, [FW_TOKEN] = o->token,
-                            [FW_METHOD] = o->c->method, [FW_SID] = o->sid,
-                            [FW_FP] = o->c->fingerprint_hex, [FW_CANON] = o->c->canon,
+    const char *v[FW__N] = {[AC_ENT] = o->ent,     [AC_USER] = o->user,
+                            [AC_EP] = o->endpoint, [AC_TOKEN] = o->token,
+                            [AC_METHOD] = o->c->method, [AC_SID] = o->sid,
+                            [AC_FP] = o->c->fingerprint_hex, [AC_CANON] = o->c->canon,
                             [FW_NODE] = owner_node, [FW_EPOCH] = epoch};
     if (igw_db_exec(o->e->db, &st_forward, v, NULL, NULL, on_forwarded, o) != 0)
         live_op_refuse(o, IGW_ERR_UNAVAILABLE, "busy, retry later", "");

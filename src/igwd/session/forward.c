@@ -86,13 +86,18 @@ static void run_one(igw_engine *e, const PGresult *res, int i)
     snprintf(m->sid, sizeof m->sid, "%s", PQgetvalue(res, i, CL_COL_SID));
     snprintf(m->fp, sizeof m->fp, "%s", PQgetvalue(res, i, CL_COL_FP));
     /* The acceptance as the receiving node's strict decoder passed it:
-     * decoded again, it cannot fail but for memory. */
-    const char *text = PQgetvalue(res, i, CL_COL_COMMAND);
+     * decoded again, it cannot fail but for memory. Copied first: the
+     * decoded strings point into it, and a handler may read them after
+     * this result is gone (an asynchronous check before its acceptance). */
+    const char *got = PQgetvalue(res, i, CL_COL_COMMAND);
+    size_t len = strlen(got);
+    char *text = igw_arena_strndup(&m->arena, got, len);
     igw_json j;
-    igw_json_init(&j, text, strlen(text), &m->arena, IGW_JSON_MAX_DEPTH);
-    if (igw_decode_Command(&j, &m->k) != 0 || igw_json_finish(&j) != 0) {
+    if (text)
+        igw_json_init(&j, text, len, &m->arena, IGW_JSON_MAX_DEPTH);
+    if (!text || igw_decode_Command(&j, &m->k) != 0 || igw_json_finish(&j) != 0) {
         igw_log(IGW_LOG_ERROR, NULL, "session %s: forwarded command %s does not decode (%s at %s)", m->sid, m->token,
-                j.reason ? j.reason : "?", j.path);
+                !text ? "out of memory" : j.reason ? j.reason : "?", text ? j.path : "");
         int op = igw_CommandMethod_of((igw_str){m->method, strlen(m->method)});
         igw_ResultData d = {0};
         if (op >= 0)
@@ -108,7 +113,7 @@ static void run_one(igw_engine *e, const PGresult *res, int i)
                             .msg_token = m->token,
                             .method = m->method,
                             .fingerprint_hex = m->fp,
-                            .canon = text, /* not kept: an accepted command is not accepted again */
+                            .canon = text, /* never written again: it is accepted */
                             .request_id = m->token,
                             .accepted = true};
     live_command(e, &m->c, fwd_answer, m);

@@ -2,12 +2,14 @@
 // session (issue 28, docs/decisions.md "Several nodes: the channel to the
 // owner"): the live view is opened on node A (IGW_BASE), which invites the
 // camera and owns the session; every later command goes to node B
-// (IGW_BASE_B), which accepts it and hands it to A through PostgreSQL.
+// (IGW_BASE_B), which accepts it and hands it to A through PostgreSQL: the
+// offer, mediaState, pause and resume, a subscribe (a second viewing of
+// A's camera leg) and its offer, end.
 // What A answers comes back as events, refusals included. Run by
 // forward_test.sh inside a network namespace, with both nodes up.
 //
 // env: IGW_BASE, IGW_BASE_B, IGW_VCAM, IGW_DEMO, IGW_NETNS_ADDR.
-import { launch, sleep, Checker } from '../media/lib.mjs';
+import { launch, newViewer, sleep, Checker } from '../media/lib.mjs';
 import { DEMO, app, call, accepted, startCamera, openLiveView } from './live_lib.mjs';
 
 const A = process.env.IGW_BASE;
@@ -84,6 +86,31 @@ async function main() {
         await a.pull();
         const after = a.events.filter((e) => e.method === 'interaction.result' && e.msgToken === pause.msgToken).length;
         c.check(after >= before, `the replay's result is the first one (${before} -> ${after})`);
+
+        // subscribe on B: the new viewing is A's (it rides A's camera leg),
+        // its mediaOffer on B too.
+        const ts = token('sub');
+        await accepted(c, a, { msgToken: ts, method: 'interaction.subscribe', sessionId: s.sid,
+            params: { trackId: 'video-1' } }, 'subscribe on B');
+        const sr = await a.result(ts);
+        c.check(sr && sr.code === 200 && sr.data.state === 'invited' && sr.data.sessionId && sr.data.sessionId !== s.sid,
+            `subscribe: A's new session (${JSON.stringify(sr)})`);
+        const sub = { sid: sr && sr.data.sessionId, v: await newViewer(browser) };
+        const so = await sub.v.offerRecvOnly();
+        t = token('suboffer');
+        await accepted(c, a, { msgToken: t, method: 'interaction.mediaOffer', sessionId: sub.sid,
+            params: { mediaRevision: 1, webrtc: { iceMode: 'full', sdp: so } } }, 'subscriber: mediaOffer on B');
+        r = await a.result(t, 15000);
+        c.check(r && r.code === 200 && r.data.webrtc, `subscriber: A's answer (${r && r.code})`);
+        if (r && r.data.webrtc) await sub.v.setAnswer(r.data.webrtc.sdp);
+        st = await sub.v.waitFor((x) => x.framesDecoded > 0, 15000).catch((e) => e.stats);
+        c.check(st && st.framesDecoded > 0, `subscriber: frames decoded (${JSON.stringify(st)})`);
+        t = token('subend');
+        await accepted(c, a, { msgToken: t, method: 'interaction.end', sessionId: sub.sid, params: { reason: 'userStopped' } },
+            'subscriber: end on B');
+        const se = await a.state(sub.sid, 'ended');
+        c.check(se && se.data.reason === 'userStopped', `subscriber: ended userStopped (${JSON.stringify(se)})`);
+        await sub.v.close();
 
         t = token('end');
         await accepted(c, a, { msgToken: t, method: 'interaction.end', sessionId: s.sid, params: { reason: 'userHangup' } },

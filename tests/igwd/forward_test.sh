@@ -46,8 +46,9 @@ if ! IGW_BASE=http://127.0.0.1:$PORT IGW_BASE_B=http://127.0.0.1:$PORT_B IGW_VCA
 fi
 cat "$TMP/fwd.out"
 SID=$(sed -n 's/^SID //p' "$TMP/fwd.out")
-CASE="database: the session is node A's"
-[ "$(psql_q "SELECT owner_node || ' ' || state FROM sessions WHERE session_id = '$SID'")" = "fwd-a ended" ] ||
+CASE="database: the session and its subscriber are node A's, ended"
+[ "$(psql_q "SELECT string_agg(owner_node || ' ' || state, ',') FROM sessions")" = "fwd-a ended,fwd-a ended" ] &&
+    [ "$(psql_q "SELECT owner_node FROM sessions WHERE session_id = '$SID'")" = fwd-a ] ||
     fail "$CASE: $(psql_q "SELECT session_id, owner_node, state FROM sessions")"; ok
 CASE="database: no forward left unclaimed"
 [ "$(psql_q "SELECT count(*) FROM forwards")" = 0 ] || fail "$CASE: $(psql_q "SELECT * FROM forwards")"; ok

@@ -42,14 +42,16 @@ static const igw_db_stmt st_open_read = {
     "  ORDER BY m.received_at DESC, m.message_id DESC LIMIT 1)",
     OR__N};
 
-/* A new session's acceptance (open's, or subscribe's on its parent), the
+/* A new session's acceptance (open's, or subscribe's on its parent; a
+ * command accepted on another node already: that acceptance), the
  * session (invited, owned by this node's epoch) and its interaction.result
  * with the delivery and the NOTIFY: one statement, which claims nothing
  * unless the endpoint is live, the rights hold and the epoch is still this
  * node's. */
 enum {
     OW_ENT, OW_USER, OW_EP, OW_TOKEN, OW_PID, OW_DN, OW_CAM, OW_PURPOSE, OW_FP, OW_CANON, OW_SID, OW_NODE, OW_EPOCH,
-    OW_DEADLINE, OW_BODY, OW_DID, OW_METHOD, OW_PARENT, OW_CALL, OW_MEMBER, OW_RECORDING, OW_VERSION, OW__N
+    OW_DEADLINE, OW_BODY, OW_DID, OW_METHOD, OW_PARENT, OW_CALL, OW_MEMBER, OW_RECORDING, OW_VERSION, OW_ACCEPTED,
+    OW__N
 };
 enum { OW_COL_LIVE, OW_COL_RIGHTS, OW_COL_NODE, OW_COL_CLAIMED, OW_COL_SESSION, OW_COL_DL, OW_COL_NTF, OW_COL_PRIOR };
 static const igw_db_stmt st_open_write = {
@@ -58,11 +60,15 @@ static const igw_db_stmt st_open_write = {
     "    WHERE p.endpoint_id = $3::text AND p.enterprise_id = $1::bigint AND p.user_id = $2::bigint "
     "      AND p.expires_at_ms > " IGW_SQL_NOW_MS " AND " IGW_SQL_DEVICE_RIGHTS("$5::text", "$6::text", "$1::bigint", "$2::bigint")
     "      AND EXISTS (SELECT 1 FROM nodes n WHERE n.node_id = $12::text AND n.epoch = $13::bigint)), "
-    "cm AS (INSERT INTO commands (enterprise_id, endpoint_id, msg_token, user_id, method, session_id, fingerprint, "
-    "                             command) "
-    "       SELECT $1::bigint, $3::text, $4::text, $2::bigint, $17::text, NULLIF($18::text, ''), "
-    "              decode($9::text, 'hex'), $10::jsonb FROM ok "
-    "       ON CONFLICT (enterprise_id, endpoint_id, msg_token) DO NOTHING RETURNING 1), "
+    "cm0 AS (INSERT INTO commands (enterprise_id, endpoint_id, msg_token, user_id, method, session_id, fingerprint, "
+    "                              command) "
+    "        SELECT $1::bigint, $3::text, $4::text, $2::bigint, $17::text, NULLIF($18::text, ''), "
+    "               decode($9::text, 'hex'), $10::jsonb FROM ok WHERE NOT $23::boolean "
+    "        ON CONFLICT (enterprise_id, endpoint_id, msg_token) DO NOTHING RETURNING 1), "
+    /* a command accepted on another node (forward.h): its own acceptance stands for it */
+    "cm AS (SELECT 1 FROM cm0 UNION ALL "
+    "       SELECT 1 FROM ok, commands c WHERE $23::boolean AND c.enterprise_id = $1::bigint "
+    "         AND c.endpoint_id = $3::text AND c.msg_token = $4::text AND c.fingerprint = decode($9::text, 'hex')), "
     "s AS (INSERT INTO sessions (session_id, enterprise_id, user_id, endpoint_id, state, event_seq, media_revision, "
     "                            product_id, device_name, purpose, camera_id, owner_node, owner_epoch, deadline_ms, "
     "                            call_id, member_epoch, recording_id, recording_version) "
@@ -98,7 +104,7 @@ static void on_open_write(void *arg, const PGresult *res, const char *err)
     igw_engine *e = o->e;
     if (!live_op_row(o, res, err, true))
         return;
-    if (!PQgetisnull(res, 0, OW_COL_PRIOR) && strcmp(PQgetvalue(res, 0, OW_COL_CLAIMED), "1") != 0) {
+    if (!o->c->accepted && !PQgetisnull(res, 0, OW_COL_PRIOR) && strcmp(PQgetvalue(res, 0, OW_COL_CLAIMED), "1") != 0) {
         live_op_answer(o, IGW_ERR_OK, NULL, NULL, PQgetvalue(res, 0, OW_COL_PRIOR)); /* a twin came first */
         live_op_free(o);
         return;
@@ -180,7 +186,7 @@ static void open_write(live_op *o)
         [OW_EPOCH] = ep, [OW_DEADLINE] = deadline, [OW_BODY] = e->jw.buf, [OW_DID] = did,
         [OW_METHOD] = o->c->method, [OW_PARENT] = o->parent, [OW_CALL] = o->cols.call_id,
         [OW_MEMBER] = o->cols.member_epoch, [OW_RECORDING] = o->cols.recording_id,
-        [OW_VERSION] = o->cols.recording_version};
+        [OW_VERSION] = o->cols.recording_version, [OW_ACCEPTED] = o->c->accepted ? "t" : "f"};
     if (igw_db_exec(e->db, &st_open_write, v, NULL, NULL, on_open_write, o) != 0)
         live_op_refuse(o, IGW_ERR_UNAVAILABLE, "busy, retry later", "");
 }

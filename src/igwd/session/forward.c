@@ -61,10 +61,12 @@ static void fwd_free(fwd_msg *m)
 static void fwd_answer(void *ctx, const igw_engine_cmd_answer *a)
 {
     fwd_msg *m = ctx;
-    if (a->prior_fp)
-        igw_log(IGW_LOG_WARN, NULL, "session %s: forwarded command %s seen as a replay: not run", m->sid, m->token);
-    else if (a->cls != IGW_ERR_OK) {
-        igw_ResultData d = {0};
+    igw_ResultData d = {0};
+    if (a->prior_fp) { /* a handler took its own acceptance for a replay: a bug, yet answered */
+        igw_log(IGW_LOG_ERROR, NULL, "session %s: forwarded command %s seen as a replay: not run", m->sid, m->token);
+        live_session_result(m->e, m->sid, m->ent_endpoint, m->token, m->k.method, IGW_ERR_INTERNAL, "internal error",
+                            &d);
+    } else if (a->cls != IGW_ERR_OK) {
         live_session_result(m->e, m->sid, m->ent_endpoint, m->token, m->k.method, a->cls, a->reason, &d);
     }
     fwd_free(m);

@@ -271,14 +271,6 @@ static void forward(live_op *o, const char *owner_node, int64_t owner_epoch)
         live_op_refuse(o, IGW_ERR_UNAVAILABLE, "busy, retry later", "");
 }
 
-/* Methods whose handler runs on an accepted command (live_op_accept): all
- * but subscribe, whose acceptance is written with its new session's row
- * (commands.c). */
-static bool forwardable(igw_CommandMethod m)
-{
-    return m != IGW_CommandMethod_interaction_subscribe;
-}
-
 /* ---- dispatch ------------------------------------------------------------------------ */
 
 /* The session is not held here: the row says why. */
@@ -320,9 +312,7 @@ static void on_session_row(void *arg, const PGresult *res, const char *err)
                        IGW_PATH_command_sessionId);
         return;
     }
-    if (!igw_db_true(res, 0, SR_COL_OWNER_UP) || !forwardable(o->method)) {
-        /* Its node restarted since (the sweep ends it), or a method not
-         * forwarded yet. */
+    if (!igw_db_true(res, 0, SR_COL_OWNER_UP)) { /* its node restarted since: the sweep ends it */
         live_op_refuse(o, IGW_ERR_UNAVAILABLE, "the session is held by another node", IGW_PATH_command_sessionId);
         return;
     }

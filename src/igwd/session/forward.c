@@ -191,11 +191,11 @@ static void on_orphans(void *arg, const PGresult *res, const char *err)
         const char *method = PQgetvalue(res, i, OR_COL_METHOD), *reason = PQgetvalue(res, i, OR_COL_REASON);
         int op = igw_CommandMethod_of((igw_str){method, strlen(method)});
         char why[96];
-        snprintf(why, sizeof why, "the session has ended%s%s%s", reason[0] ? " (" : "", reason, reason[0] ? ")" : "");
         igw_ResultData d = {0};
         if (op >= 0)
             live_session_result(e, PQgetvalue(res, i, OR_COL_SID), PQgetvalue(res, i, OR_COL_EP),
-                                PQgetvalue(res, i, OR_COL_TOKEN), (igw_CommandMethod)op, IGW_ERR_CONFLICT, why, &d);
+                                PQgetvalue(res, i, OR_COL_TOKEN), (igw_CommandMethod)op, IGW_ERR_CONFLICT,
+                                live_op_ended_why(why, sizeof why, reason), &d);
     }
 }
 

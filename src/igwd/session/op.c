@@ -158,9 +158,7 @@ bool live_op_revision(live_op *o, const live_session *s, int64_t revision)
 
 /* ---- the acceptance ---------------------------------------------------------------- */
 
-/* "the session has ended", with its row's reason (answeredElsewhere,
- * declined...) when it has one. */
-static const char *ended_why(char *buf, size_t n, const char *reason)
+const char *live_op_ended_why(char *buf, size_t n, const char *reason)
 {
     snprintf(buf, n, "the session has ended%s%s%s", reason[0] ? " (" : "", reason, reason[0] ? ")" : "");
     return buf;
@@ -172,7 +170,7 @@ static void on_ended_row(void *arg, const PGresult *res, const char *err)
     live_op *o = arg;
     (void)err;
     char why[96];
-    ended_why(why, sizeof why, res && PQntuples(res) == 1 ? PQgetvalue(res, 0, SR_COL_REASON) : "");
+    live_op_ended_why(why, sizeof why, res && PQntuples(res) == 1 ? PQgetvalue(res, 0, SR_COL_REASON) : "");
     igw_ResultData d = {0};
     live_session_result(o->e, o->sid, o->endpoint, o->token, o->method, IGW_ERR_CONFLICT, why, &d);
     live_op_free(o);
@@ -290,7 +288,7 @@ static void on_session_row(void *arg, const PGresult *res, const char *err)
     char why[96];
     if (o->c->accepted) { /* forwarded here and not held here (any more): never forwarded again */
         if (ended || strcmp(owner, o->e->node_id) == 0)
-            live_op_refuse(o, IGW_ERR_CONFLICT, ended_why(why, sizeof why, PQgetvalue(res, 0, SR_COL_REASON)),
+            live_op_refuse(o, IGW_ERR_CONFLICT, live_op_ended_why(why, sizeof why, PQgetvalue(res, 0, SR_COL_REASON)),
                            IGW_PATH_command_sessionId);
         else
             live_op_refuse(o, IGW_ERR_UNAVAILABLE, "the session is held by another node", IGW_PATH_command_sessionId);
@@ -308,7 +306,7 @@ static void on_session_row(void *arg, const PGresult *res, const char *err)
     if (ended || strcmp(owner, o->e->node_id) == 0) {
         /* Ended (its reason said: answeredElsewhere...), or this node's
          * from an earlier epoch (its sweep ends it). */
-        live_op_refuse(o, IGW_ERR_CONFLICT, ended_why(why, sizeof why, PQgetvalue(res, 0, SR_COL_REASON)),
+        live_op_refuse(o, IGW_ERR_CONFLICT, live_op_ended_why(why, sizeof why, PQgetvalue(res, 0, SR_COL_REASON)),
                        IGW_PATH_command_sessionId);
         return;
     }

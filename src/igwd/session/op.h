@@ -74,6 +74,9 @@ void live_op_answer(live_op *o, int cls, const char *reason, const char *path, c
 /* Answers a refusal and frees the op. */
 void live_op_refuse(live_op *o, int cls, const char *reason, const char *path);
 void live_op_refuse_with(live_op *o, const live_refusal *r);
+/* "the session has ended", with its row's reason (answeredElsewhere,
+ * nodeLost...) when it has one, written into buf (n bytes); returns buf. */
+const char *live_op_ended_why(char *buf, size_t n, const char *reason);
 /* Refuses by a statement's failure (its class: busy, unknown outcome, internal). */
 void live_op_refuse_db(live_op *o, const char *err, bool write);
 /* A statement's one result row, or the op refused by its failure (false:

@@ -224,12 +224,23 @@ static void send_line(processor *p, igw_jw *w)
         p->proc = NULL; /* stalled: stopped by the send; its end is ours to say */
 }
 
-static void send_simple(igw_engine *e, processor *p, const char *op, const char *key, const char *value)
+/* Starts a line to a processor in e->jw: {"op":op[,"ticket":ticket]...;
+ * the caller adds its fields, ends the object and sends it. */
+static void line_begin(igw_engine *e, const char *op, const char *ticket)
 {
     igw_jw_reset(&e->jw);
     igw_jw_object_begin(&e->jw);
     igw_jw_key(&e->jw, "op", 2);
     igw_jw_string(&e->jw, op, strlen(op));
+    if (ticket) {
+        igw_jw_key(&e->jw, "ticket", 6);
+        igw_jw_string(&e->jw, ticket, strlen(ticket));
+    }
+}
+
+static void send_simple(igw_engine *e, processor *p, const char *op, const char *key, const char *value)
+{
+    line_begin(e, op, NULL);
     if (key) {
         igw_jw_key(&e->jw, key, strlen(key));
         igw_jw_string(&e->jw, value, strlen(value));
@@ -243,10 +254,7 @@ static void configure_proc(igw_engine *e, live_session *s, processor *p)
     igw_media_stats st;
     int feed = s->offered && igw_media_get_stats(e->media, s->id, &st) == IGW_MEDIA_OK ? st.side_port : 0;
     processors *a = set_of(s);
-    igw_jw_reset(&e->jw);
-    igw_jw_object_begin(&e->jw);
-    igw_jw_key(&e->jw, "op", 2);
-    igw_jw_string(&e->jw, "configure", 9);
+    line_begin(e, "configure", NULL);
     igw_jw_key(&e->jw, "feedPort", 8);
     igw_jw_int(&e->jw, feed);
     igw_jw_key(&e->jw, "sourceLanguage", 14);
@@ -406,12 +414,7 @@ static void on_take_locked(void *arg, const PGresult *res, const char *err)
             p->ticket_gen = t->gen;
             p->have_frame = false;
             /* Granted: its frame follows (the camera's next keyframe). */
-            igw_jw_reset(&e->jw);
-            igw_jw_object_begin(&e->jw);
-            igw_jw_key(&e->jw, "op", 2);
-            igw_jw_string(&e->jw, "granted", 7);
-            igw_jw_key(&e->jw, "ticket", 6);
-            igw_jw_string(&e->jw, p->ticket, strlen(p->ticket));
+            line_begin(e, "granted", p->ticket);
             igw_jw_key(&e->jw, "deadlineMs", 10);
             igw_jw_int(&e->jw, p->ticket_deadline_ms);
             igw_jw_object_end(&e->jw);
@@ -488,12 +491,7 @@ bool live_processor_media(igw_engine *e, const igw_media_event *ev)
                 return true;
             p->frame = ev->rtp_ts;
             p->have_frame = true;
-            igw_jw_reset(&e->jw);
-            igw_jw_object_begin(&e->jw);
-            igw_jw_key(&e->jw, "op", 2);
-            igw_jw_string(&e->jw, "ticket", 6);
-            igw_jw_key(&e->jw, "ticket", 6);
-            igw_jw_string(&e->jw, p->ticket, strlen(p->ticket));
+            line_begin(e, "ticket", p->ticket);
             igw_jw_key(&e->jw, "frame", 5);
             igw_jw_int(&e->jw, p->frame);
             igw_jw_key(&e->jw, "deadlineMs", 10);
@@ -525,12 +523,7 @@ static void proc_consume(igw_engine *e, live_session *s, processor *p, line_fiel
         why = "the consent was revoked or changed";
     else if (p->ticket_revision != s->revision)
         why = "the media generation changed";
-    igw_jw_reset(&e->jw);
-    igw_jw_object_begin(&e->jw);
-    igw_jw_key(&e->jw, "op", 2);
-    igw_jw_string(&e->jw, "consumed", 8);
-    igw_jw_key(&e->jw, "ticket", 6);
-    igw_jw_string(&e->jw, L->ticket, strlen(L->ticket));
+    line_begin(e, "consumed", L->ticket);
     igw_jw_key(&e->jw, "ok", 2);
     igw_jw_bool(&e->jw, why == NULL);
     if (why) {

@@ -52,7 +52,7 @@ DEB_PACKAGES := re2c clang libclang-rt-14-dev libssl-dev libsimdjson-dev libjans
                 gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-plugins-ugly chromium nftables \
                 iproute2 python3 python3-aiortc gstreamer1.0-tools \
                 pocketsphinx pocketsphinx-en-us libpocketsphinx-dev libsphinxbase-dev apertium apertium-en-es \
-                espeak-ng libespeak-ng-dev gstreamer1.0-opencv opencv-data sox
+                espeak-ng libespeak-ng-dev gstreamer1.0-opencv opencv-data sox haproxy
 DEB_NODE     := nodejs npm
 # What only the benchmarks need (`make deps-bench`, run by every bench-* target
 # and by `make test`, whose bench-smoke runs them all): wrk (bench-edge) and
@@ -197,9 +197,10 @@ deps-bench: deps
 	$(call deb_install,$(BENCH_DEB_PACKAGES))
 
 # Builds everything, starts PostgreSQL, Redis and Mosquitto under var/ and
-# runs igwd in the foreground (src/ops/run.sh). Ctrl-C stops igwd.
+# runs igwd in the foreground (src/ops/run.sh). Ctrl-C stops igwd. NODES=N:
+# N igwd nodes behind HAProxy on the same URL.
 run: deps all
-	src/ops/run.sh
+	NODES=$(or $(NODES),1) src/ops/run.sh
 
 # Stops the local services (data under var/ is kept for the next run).
 stop:

@@ -9995,7 +9995,7 @@ static int header_rules_device_send(const igw_str *h, const char **reason, const
     return 0;
 }
 
-static const int errors_device_send[] = {IGW_ERR_PARAMETER, IGW_ERR_UNAUTHENTICATED, IGW_ERR_PERMISSION, IGW_ERR_NOT_FOUND, IGW_ERR_TOO_LARGE, IGW_ERR_MEDIA_TYPE, IGW_ERR_UNAVAILABLE, IGW_ERR_UNKNOWN_OUTCOME, IGW_ERR_INTERNAL};
+static const int errors_device_send[] = {IGW_ERR_PARAMETER, IGW_ERR_UNAUTHENTICATED, IGW_ERR_PERMISSION, IGW_ERR_NOT_FOUND, IGW_ERR_CONFLICT, IGW_ERR_TOO_LARGE, IGW_ERR_MEDIA_TYPE, IGW_ERR_UNAVAILABLE, IGW_ERR_UNKNOWN_OUTCOME, IGW_ERR_INTERNAL};
 
 static int text_device_upload_header_0(igw_json *j, igw_str v)
 {
@@ -10177,7 +10177,7 @@ const igw_route_def igw_routes[IGW_ROUTE__COUNT] = {
         .required_headers = UINT64_C(0),
         .header_rules = header_rules_device_send,
         .errors = errors_device_send,
-        .nerrors = 9,
+        .nerrors = 10,
     },
     [IGW_ROUTE_DEVICE_UPLOAD] = {
         .id = IGW_ROUTE_DEVICE_UPLOAD,

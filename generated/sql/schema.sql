@@ -296,19 +296,43 @@ CREATE TABLE commands (
     CONSTRAINT commands_pkey PRIMARY KEY (enterprise_id, endpoint_id, msg_token)
 );
 
--- A session command that reached a node which does not hold the session: the owner's inbox (docs/decisions.md, issue 28). Written with the command's acceptance, claimed (deleted) by the owner, answered by the sweep when the owner's epoch lapsed.
+-- A node's inbox (docs/decisions.md "Several nodes", issue 28): a session command that reached a node which does not hold the session (kind command: written with its acceptance), a camera's message on a leg another node holds (kind uplink), and the holder's answer to it (kind answer, in the receiving node's inbox). Claimed (deleted) by the node it names; answered or dropped by any node when that node's epoch lapsed.
 CREATE TABLE forwards (
     forward_id    bigint      NOT NULL GENERATED ALWAYS AS IDENTITY, -- Arrival order.
-    owner_node    text        NOT NULL, -- The node (nodes.node_id) holding the session.
+    owner_node    text        NOT NULL, -- The node (nodes.node_id) whose inbox it is: the session's or leg's holder; an answer's, the node the camera's message reached.
     owner_epoch   bigint      NOT NULL, -- That node's epoch: no other epoch claims it.
-    enterprise_id bigint      NOT NULL,
-    endpoint_id   ident       NOT NULL,
-    msg_token     token       NOT NULL,
-    session_id    ident       NOT NULL,
+    enterprise_id bigint, -- command: its key (the commands row).
+    endpoint_id   ident,
+    msg_token     token,
+    session_id    ident, -- command: its session (none for an open); uplink: the leg.
     created_at    timestamptz NOT NULL DEFAULT now(),
+    kind          text        NOT NULL DEFAULT 'command', -- command, uplink or answer.
+    origin_node   text, -- uplink: the node that received it and waits for the answer.
+    origin_epoch  bigint,
+    product_id    ident, -- uplink: the camera.
+    device_name   ident,
+    body          text, -- uplink: the device's message (its JSON); answer: the reply's data (JSON), if any.
+    reply_to      bigint, -- answer: the uplink's forward_id.
+    code          bigint, -- answer: the reply's error class (igw_err).
+    reason        text, -- answer: the reply's reason.
     CONSTRAINT forwards_pkey PRIMARY KEY (forward_id)
 );
 CREATE INDEX forwards_owner_node_owner_epoch_forward_id_idx ON forwards (owner_node, owner_epoch, forward_id);
+
+-- Camera legs and the node that holds each (issue 28): a camera's message on a leg reaching another node is forwarded to the holder; an open of a camera whose shared leg another live node holds goes there. Written before the invite is published, deleted with the leg; a dead epoch's rows go with its sessions (the node sweeps).
+CREATE TABLE legs (
+    leg_id      ident       NOT NULL, -- The leg's id: the invite's and the camera's messages' sessionId.
+    product_id  ident       NOT NULL,
+    device_name ident       NOT NULL,
+    camera_id   ident       NOT NULL,
+    shared      boolean     NOT NULL, -- Shared by every viewer of the camera (a purpose with `leg shared`).
+    owner_node  text        NOT NULL, -- The node (nodes.node_id) holding it.
+    owner_epoch bigint      NOT NULL, -- That node's epoch.
+    created_at  timestamptz NOT NULL DEFAULT now(),
+    CONSTRAINT legs_pkey PRIMARY KEY (leg_id)
+);
+CREATE INDEX legs_product_id_device_name_camera_id_idx ON legs (product_id, device_name, camera_id);
+CREATE INDEX legs_owner_node_owner_epoch_idx ON legs (owner_node, owner_epoch);
 
 -- Downlinks of accepted device commands, found again by the device-side token.
 CREATE TABLE device_commands (

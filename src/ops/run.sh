@@ -4,6 +4,11 @@
 # then igwd in the foreground; Ctrl-C stops igwd and the camera, `make stop`
 # stops the services.
 #
+# NODES=N (make run NODES=3): N igwd nodes (node-1..N on the ports after
+# IGW_LISTEN's, their logs in var/log/node-K.log) behind HAProxy on
+# IGW_LISTEN (services.sh balancer-up): one URL, as one service. Ctrl-C
+# stops the nodes and the balancer.
+#
 # igwd refuses IGW_* variables that name none of its settings (so a typo
 # never leaves a default in place), while these scripts read their own
 # IGW_VAR / IGW_*_PORT; igwd therefore starts with a clean environment that
@@ -12,6 +17,8 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 var=${IGW_VAR:-$root/var}
 listen=${IGW_LISTEN:-127.0.0.1:8080}
+nodes=${NODES:-1}
+[[ $nodes =~ ^[1-9]$ ]] || { echo "run.sh: NODES must be 1..9 (got '$nodes')" >&2; exit 2; }
 
 "$root/src/ops/services.sh" up
 # shellcheck disable=SC1091 # written by services.sh up
@@ -65,12 +72,40 @@ Services: PostgreSQL $IGW_PG_DSN, Redis $IGW_REDIS_HOST:$IGW_REDIS_PORT, MQTT $I
 Demo tenant, login token and device credentials: $var/demo.json
 
 MSG
-exec env -i PATH="$PATH" HOME="${HOME:-/root}" \
-    IGW_LISTEN="$listen" IGW_PG_DSN="$IGW_PG_DSN" \
-    IGW_REDIS_HOST="$IGW_REDIS_HOST" IGW_REDIS_PORT="$IGW_REDIS_PORT" \
-    IGW_MQTT_HOST="$IGW_MQTT_HOST" IGW_MQTT_PORT="$IGW_MQTT_PORT" \
-    IGW_MQTT_USERNAME="$IGW_MQTT_USER" IGW_MQTT_PASSWORD_FILE="$IGW_MQTT_PASSWORD_FILE" \
-    IGW_STORAGE_ROOT="$var/storage" IGW_URL_KEY_FILE="$var/url.key" IGW_PUBLIC_URL="$base" \
-    IGW_JWT_KEY_FILE="$var/jwt.key" IGW_MEDIA_ADDRESS="$media" IGW_CONSOLE_DIR="$root/console" \
-    IGW_TALK_ENABLED=true IGW_TALK_MEMBERS=true IGW_IM_STANDIN=true \
-    "$root/build/igwd"
+# igwd's settings, the same for every node.
+igwd_env=(env -i PATH="$PATH" HOME="${HOME:-/root}" IGW_PG_DSN="$IGW_PG_DSN"
+    IGW_REDIS_HOST="$IGW_REDIS_HOST" IGW_REDIS_PORT="$IGW_REDIS_PORT"
+    IGW_MQTT_HOST="$IGW_MQTT_HOST" IGW_MQTT_PORT="$IGW_MQTT_PORT"
+    IGW_MQTT_USERNAME="$IGW_MQTT_USER" IGW_MQTT_PASSWORD_FILE="$IGW_MQTT_PASSWORD_FILE"
+    IGW_STORAGE_ROOT="$var/storage" IGW_URL_KEY_FILE="$var/url.key" IGW_PUBLIC_URL="$base"
+    IGW_JWT_KEY_FILE="$var/jwt.key" IGW_MEDIA_ADDRESS="$media" IGW_CONSOLE_DIR="$root/console"
+    IGW_TALK_ENABLED=true IGW_TALK_MEMBERS=true IGW_IM_STANDIN=true)
+if [ "$nodes" = 1 ]; then
+    "$root/src/ops/services.sh" balancer-down >/dev/null # one of an earlier NODES=N run would hold the port
+    exec "${igwd_env[@]}" IGW_LISTEN="$listen" "$root/build/igwd"
+fi
+
+# Several nodes: each its own port, node id and broker client id (the
+# broker shares the uplinks between them), the balancer in front.
+host=${listen%:*} port=${listen##*:}
+pids=() ports=()
+stop_nodes() {
+    trap - INT TERM EXIT
+    [ ${#pids[@]} -gt 0 ] && kill -TERM "${pids[@]}" 2>/dev/null
+    wait "${pids[@]}" 2>/dev/null
+    "$root/src/ops/services.sh" balancer-down >/dev/null
+}
+trap stop_nodes EXIT
+trap 'exit 130' INT TERM
+for k in $(seq "$nodes"); do
+    p=$((port + k))
+    ports+=("$p")
+    "${igwd_env[@]}" IGW_LISTEN="$host:$p" IGW_NODE_ID="node-$k" IGW_MQTT_CLIENT_ID="igwd-node-$k" \
+        "$root/build/igwd" >>"$var/log/node-$k.log" 2>&1 &
+    pids+=($!)
+    echo "run.sh: node-$k (pid $!) on $host:$p, its log $var/log/node-$k.log"
+done
+"$root/src/ops/services.sh" balancer-up "$listen" "${ports[@]}"
+echo "run.sh: $nodes nodes behind $base (Ctrl-C stops them; kill -9 one to see the others take over)"
+# Until every node has gone (one killed, the others serve on).
+wait "${pids[@]}" || true

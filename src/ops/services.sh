@@ -4,6 +4,7 @@
 # unix sockets only.
 #
 #   src/ops/services.sh up|down|status|migrate|psql [PSQL_ARGS...]
+#   src/ops/services.sh balancer-up LISTEN PORT... | balancer-down
 #
 # up       start what is not running (initdb on first use), create the
 #          database, apply migrations, write $IGW_VAR/env; idempotent
@@ -11,6 +12,11 @@
 # status   one line per service; exit 0 when all run, 3 otherwise
 # migrate  apply migrations/NNNN_*.sql not yet in schema_migrations
 # psql     psql on the database (extra arguments are passed on)
+# balancer-up    HAProxy on LISTEN (host:port) in front of igwd nodes on
+#          127.0.0.1:PORT...: round robin per request, each node checked on
+#          /readyz every second, WebSocket upgrades passed through (several
+#          nodes: docs/scaling.md); replaces a balancer already running
+# balancer-down  stop it (down stops it too)
 #
 # Settings (environment): IGW_VAR (var/ under the repo root), IGW_PG_PORT
 # (54320), IGW_REDIS_PORT (63790), IGW_MQTT_PORT (18830), IGW_DB (igw),
@@ -48,6 +54,9 @@ set_paths() {
     mqtt_passwd=$mqtt_dir/passwd
     mqtt_secret=$mqtt_dir/igwd.secret
     mqtt_plugin_copy=$mqtt_dir/igw-mqtt-auth.so
+    lb_dir=$IGW_VAR/haproxy
+    lb_conf=$lb_dir/haproxy.cfg
+    lb_pid=$lb_dir/haproxy.pid
     fallback_sockdir=/tmp/igw-$(printf %s "$IGW_VAR" | sha256sum | cut -c1-12)
 }
 set_paths
@@ -466,9 +475,63 @@ cmd_migrate() {
     [ "$n" -gt 0 ] || say "migrate: nothing to apply (${#files[@]} file(s) already applied)"
 }
 
+# ---- the balancer ----------------------------------------------------------------
+
+cmd_balancer_up() {
+    local listen=${1:-} port n=0 pid
+    shift || true
+    [[ $listen =~ ^[0-9.]+:[0-9]+$ ]] && [ $# -ge 1 ] || die "usage: $0 balancer-up HOST:PORT PORT..."
+    command -v haproxy >/dev/null || die "haproxy not found (install haproxy)"
+    cmd_balancer_down >/dev/null
+    port_open "${listen##*:}" && die "port ${listen##*:} is in use by another process (set IGW_LISTEN)"
+    mkdir -p "$lb_dir" "$logdir"
+    # Each request is balanced on its own (HTTP mode); an upgraded
+    # WebSocket is a tunnel for as long as it lives (timeout tunnel; the
+    # server's pings keep it busy). A node fails its check when /readyz
+    # says a dependency is down, or when it is gone.
+    {
+        echo "global"
+        echo "    daemon"
+        echo "    maxconn 4096"
+        echo "defaults"
+        echo "    mode http"
+        echo "    option forwardfor"
+        echo "    timeout connect 2s"
+        echo "    timeout client 60s"
+        echo "    timeout server 60s"
+        echo "    timeout tunnel 1h"
+        echo "    retries 2"
+        echo "    option redispatch"
+        echo "frontend igw"
+        echo "    bind $listen"
+        echo "    default_backend igwd"
+        echo "backend igwd"
+        echo "    balance roundrobin"
+        echo "    option httpchk"
+        echo "    http-check send meth GET uri /readyz"
+        echo "    http-check expect status 200"
+        for port in "$@"; do
+            [[ $port =~ ^[0-9]+$ ]] || die "not a port: $port"
+            n=$((n + 1))
+            echo "    server node-$n 127.0.0.1:$port check inter 1s fall 2 rise 1"
+        done
+    } >"$lb_conf"
+    haproxy -c -q -f "$lb_conf" || die "haproxy refused $lb_conf"
+    haproxy -f "$lb_conf" -p "$lb_pid" >>"$logdir/haproxy.log" 2>&1 || { log_tail "$logdir/haproxy.log"; die "haproxy did not start"; }
+    for _ in $(seq $((IGW_WAIT * 10))); do port_open "${listen##*:}" && break; sleep 0.1; done
+    port_open "${listen##*:}" || die "haproxy does not listen on $listen"
+    pid=$(head -n 1 "$lb_pid")
+    say "balancer: haproxy (pid $pid) on $listen in front of $n node(s)"
+}
+
+cmd_balancer_down() {
+    stop_pid haproxy "$lb_pid" haproxy
+}
+
 # ---- down, status, psql ------------------------------------------------------
 
 cmd_down() {
+    cmd_balancer_down
     stop_pid mosquitto "$mqtt_pid" mosquitto
     local pid port
     # Redis acts on SIGTERM only at its next cron tick (up to ~2 s when
@@ -503,6 +566,9 @@ cmd_status() {
     else
         echo "mosquitto  stopped"; all=3
     fi
+    if pid=$(pid_alive "$lb_pid" haproxy); then # only while several nodes run (make run NODES=N)
+        echo "haproxy    running  pid $pid  $(sed -n 's/^    bind //p' "$lb_conf")"
+    fi
     return "$all"
 }
 
@@ -525,6 +591,8 @@ case $cmd in
     status) cmd_status ;;
     migrate) cmd_migrate ;;
     psql) cmd_psql "$@" ;;
+    balancer-up) cmd_balancer_up "$@" ;;
+    balancer-down) cmd_balancer_down ;;
     -h | --help | help) usage ;;
     *) echo "$prog: unknown command '$cmd'" >&2; usage ;;
 esac

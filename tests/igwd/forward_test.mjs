@@ -5,12 +5,17 @@
 // (IGW_BASE_B), which accepts it and hands it to A through PostgreSQL: the
 // offer, mediaState, pause and resume, a subscribe (a second viewing of
 // A's camera leg) and its offer, end.
-// What A answers comes back as events, refusals included. Run by
-// forward_test.sh inside a network namespace, with both nodes up.
+// What A answers comes back as events, refusals included. Both nodes are on
+// the broker, whose shared subscription hands each camera message to
+// either: those on A's leg that reach B are handed to A, whose answer B
+// replies (checked on B's HTTP send route, where the node is chosen). An
+// open on B of the camera whose shared leg A holds goes to A: one leg.
+// Run by forward_test.sh inside a network namespace, with both nodes up.
 //
-// env: IGW_BASE, IGW_BASE_B, IGW_VCAM, IGW_DEMO, IGW_NETNS_ADDR.
+// env: IGW_BASE, IGW_BASE_B, IGW_VCAM, IGW_DEMO, IGW_NETNS_ADDR, IGW_PG_DSN.
+import { execFileSync } from 'node:child_process';
 import { launch, newViewer, sleep, Checker } from '../media/lib.mjs';
-import { DEMO, app, call, accepted, startCamera, openLiveView } from './live_lib.mjs';
+import { DEMO, app, call, accepted, deviceSend, startCamera, openLiveView } from './live_lib.mjs';
 
 const A = process.env.IGW_BASE;
 const B = process.env.IGW_BASE_B;
@@ -20,6 +25,7 @@ const token = (p) => `${p}-${process.pid}-${++seq}`;
 const COMMANDS = '/api/v1/im/interaction/commands';
 
 const frames = async (s) => (await s.v.stats()).framesDecoded;
+const psql = (sql) => execFileSync('psql', ['-XAtq', '-d', process.env.IGW_PG_DSN, '-c', sql], { encoding: 'utf8' }).trim();
 
 /** Frames decoded over `ms`. */
 async function growth(s, ms) {
@@ -112,6 +118,40 @@ async function main() {
         c.check(se && se.data.reason === 'userStopped', `subscriber: ended userStopped (${JSON.stringify(se)})`);
         await sub.v.close();
 
+        // The camera's messages on A's leg reaching B: B hands them to A and
+        // replies A's answer (unknown here, B would say 404).
+        const legs = psql(`SELECT leg_id || ' ' || owner_node FROM legs`).split('\n');
+        c.check(legs.length === 1 && / fwd-a$/.test(legs[0]), `one camera leg, A's (${legs})`);
+        const leg = legs[0].split(' ')[0];
+        let d = await deviceSend('media/session', { method: 'mediaOffer', msgToken: token('dup'), sessionId: leg,
+            params: { mediaRevision: 1, webrtc: { iceMode: 'full', sdp: 'v=0\r\n' } } }, B);
+        c.check(d.status === 409 && d.body.code === 100409 && /already has the camera's offer/.test(d.body.data.reason),
+            `a second offer on A's leg sent to B: A's refusal as B's reply (${JSON.stringify(d.body)})`);
+        d = await deviceSend('media/session', { method: 'mediaState', msgToken: token('cst'), sessionId: leg,
+            params: { mediaRevision: 1, state: 'connected' } }, B);
+        c.check(d.status === 200 && d.body.code === 200, `the camera's mediaState sent to B: A's answer (${JSON.stringify(d.body)})`);
+        d = await deviceSend('media/session', { method: 'mediaState', msgToken: token('cst'), sessionId: 'noSuchLeg',
+            params: { mediaRevision: 1, state: 'connected' } }, B);
+        c.check(d.body.code === 100404 && /unknown session/.test(d.body.data.reason),
+            `a leg no node holds: B's own 404 (${JSON.stringify(d.body)})`);
+
+        // A second viewer opened on B: A holds the camera's shared leg, so
+        // the open goes there; the camera still has one leg.
+        const b = await app(DEMO.user);
+        b.command = (command) => call(b.user, COMMANDS, { endpointId: b.ep, command }, B);
+        const s2 = await openLiveView(c, b, browser, 'second viewer on B', token);
+        st = await s2.v.waitFor((x) => x.framesDecoded > 0, 15000).catch((e) => e.stats);
+        c.check(st && st.framesDecoded > 0, `second viewer on B: frames decoded (${JSON.stringify(st)})`);
+        const owners = psql(`SELECT owner_node FROM sessions WHERE session_id = '${s2.sid}'`);
+        c.check(owners === 'fwd-a', `second viewer on B: its session is A's (${owners})`);
+        const legs2 = psql(`SELECT count(*) FROM legs`);
+        c.check(legs2 === '1', `two viewers on two nodes, one camera leg (${legs2})`);
+        t = token('end2');
+        await accepted(c, b, { msgToken: t, method: 'interaction.end', sessionId: s2.sid, params: { reason: 'userHangup' } },
+            'second viewer: end on B');
+        c.check(!!(await b.state(s2.sid, 'ended')), 'second viewer: ended');
+        await s2.v.close();
+
         t = token('end');
         await accepted(c, a, { msgToken: t, method: 'interaction.end', sessionId: s.sid, params: { reason: 'userHangup' } },
             'end on B');
@@ -125,6 +165,25 @@ async function main() {
         c.check(late.status === 409 && late.body.data.path === '/command/sessionId',
             `after the end, B refuses at once: 409 (${JSON.stringify(late.body)})`);
         console.log(`SID ${s.sid}`);
+
+        // No leg anywhere: an open on B is B's, and the camera's messages
+        // on B's leg that reach A are handed to B.
+        await sleep(500); // the ended leg's row goes with it
+        const s3 = await openLiveView(c, b, browser, 'cold open on B', token);
+        st = await s3.v.waitFor((x) => x.framesDecoded > 0, 15000).catch((e) => e.stats);
+        c.check(st && st.framesDecoded > 0, `cold open on B: frames decoded (${JSON.stringify(st)})`);
+        const legs3 = psql(`SELECT leg_id || ' ' || owner_node FROM legs`).split('\n');
+        c.check(legs3.length === 1 && / fwd-b$/.test(legs3[0]), `cold open on B: its leg is B's (${legs3})`);
+        d = await deviceSend('media/session', { method: 'mediaOffer', msgToken: token('dup'), sessionId: legs3[0].split(' ')[0],
+            params: { mediaRevision: 1, webrtc: { iceMode: 'full', sdp: 'v=0\r\n' } } }, A);
+        c.check(d.status === 409 && d.body.code === 100409 && /already has the camera's offer/.test(d.body.data.reason),
+            `a second offer on B's leg sent to A: B's refusal as A's reply (${JSON.stringify(d.body)})`);
+        t = token('end3');
+        await accepted(c, b, { msgToken: t, method: 'interaction.end', sessionId: s3.sid, params: { reason: 'userHangup' } },
+            'cold open on B: end');
+        c.check(!!(await b.state(s3.sid, 'ended')), 'cold open on B: ended');
+        await s3.v.close();
+        console.log(`SID3 ${s3.sid}`);
     } finally {
         await browser.close().catch(() => {});
         cam.kill('SIGTERM');

@@ -24,10 +24,10 @@ export async function call(user, path, body, base = BASE) {
 }
 
 /** A message of the demo device over the HTTP send route (its own
- * credentials), as it would publish it on MQTT: {status, body} (body: the
- * route's envelope, data the device's reply). */
-export async function deviceSend(handleType, message) {
-    const r = await fetch(`${BASE}/api/v1/things/device/edge/send/${handleType}`, {
+ * credentials) of the node at `base`, as it would publish it on MQTT:
+ * {status, body} (body: the device's reply). */
+export async function deviceSend(handleType, message, base = BASE) {
+    const r = await fetch(`${base}/api/v1/things/device/edge/send/${handleType}`, {
         method: 'POST',
         headers: { authorization: DEMO.device.authorization, 'content-type': 'application/json' },
         body: JSON.stringify(message),

@@ -26,10 +26,14 @@
 
 /* The one read of an open (the command room reads nothing before it: the
  * method's `reads` trait): the endpoint, an earlier acceptance of the key,
- * the rights, the camera, whether it is online and its latest capability
- * report's params. */
-enum { OR_ENT, OR_USER, OR_EP, OR_TOKEN, OR_PID, OR_DN, OR_CAM, OR__N };
-enum { OR_COL_LIVE, OR_COL_PRIOR, OR_COL_RIGHTS, OR_COL_CAMERA, OR_COL_ONLINE, OR_COL_CAPABILITY };
+ * the rights, the camera, whether it is online, its latest capability
+ * report's params, and the node holding the camera's oldest shared leg
+ * when it is another live node (docs/decisions.md "Several nodes"). */
+enum { OR_ENT, OR_USER, OR_EP, OR_TOKEN, OR_PID, OR_DN, OR_CAM, OR_NODE, OR_LAPSE, OR__N };
+enum {
+    OR_COL_LIVE, OR_COL_PRIOR, OR_COL_RIGHTS, OR_COL_CAMERA, OR_COL_ONLINE, OR_COL_CAPABILITY, OR_COL_HOLDER,
+    OR_COL_HOLDER_EPOCH
+};
 static const igw_db_stmt st_open_read = {
     "igw_session_open_read",
     "SELECT " ENDPOINT_LIVE("$3::text", "$1::bigint", "$2::bigint") ", "
@@ -39,7 +43,13 @@ static const igw_db_stmt st_open_read = {
     "        AND c.camera_id = $7::text), "
     "COALESCE((SELECT d.online FROM devices d WHERE d.product_id = $5::text AND d.device_name = $6::text), false), "
     "(SELECT (m.body->'params')::text FROM " IGW_SQL_CAPABILITY_REPORTS("m", "$5::text", "$6::text")
-    "  ORDER BY m.received_at DESC, m.message_id DESC LIMIT 1)",
+    "  ORDER BY m.received_at DESC, m.message_id DESC LIMIT 1), "
+    "h.owner_node, h.owner_epoch "
+    "FROM (SELECT 1) one LEFT JOIN LATERAL ("
+    "  SELECT l.owner_node, l.owner_epoch FROM legs l JOIN nodes n ON n.node_id = l.owner_node "
+    "         AND n.epoch = l.owner_epoch AND n.heartbeat_at >= now() - $9::bigint * interval '1 millisecond' "
+    "  WHERE l.product_id = $5::text AND l.device_name = $6::text AND l.camera_id = $7::text AND l.shared "
+    "    AND l.owner_node <> $8::text ORDER BY l.created_at, l.leg_id LIMIT 1) h ON true",
     OR__N};
 
 /* A new session's acceptance (open's, or subscribe's on its parent; a
@@ -239,13 +249,22 @@ static void on_open_read(void *arg, const PGresult *res, const char *err)
         live_op_refuse_with(o, &r);
         return;
     }
-    if (!PQgetisnull(res, 0, OR_COL_PRIOR)) { /* the key was accepted before: replay or conflict */
+    if (!o->c->accepted && !PQgetisnull(res, 0, OR_COL_PRIOR)) { /* the key was accepted before: replay or conflict */
         live_op_answer(o, IGW_ERR_OK, NULL, NULL, PQgetvalue(res, 0, OR_COL_PRIOR));
         live_op_free(o);
         return;
     }
     if (live_open_refuses(&f, &r)) {
         live_op_refuse_with(o, &r);
+        return;
+    }
+    /* The camera's shared leg is another live node's: the open joins it
+     * there (one upstream per camera across the nodes), unless this node
+     * has one too (two opens raced to make one each). A forwarded open is
+     * never forwarded again: its owner makes the leg. */
+    if (o->def->shared_leg && !o->c->accepted && !PQgetisnull(res, 0, OR_COL_HOLDER) &&
+        !live_leg_of_camera(o->e, o->pid, o->dn, o->cam)) {
+        live_op_forward(o, PQgetvalue(res, 0, OR_COL_HOLDER), strtoll(PQgetvalue(res, 0, OR_COL_HOLDER_EPOCH), NULL, 10));
         return;
     }
     o->online = igw_db_true(res, 0, OR_COL_ONLINE);
@@ -285,8 +304,11 @@ void igw_session_open(live_op *o)
     snprintf(o->pid, sizeof o->pid, "%.*s", (int)t->productID.len, t->productID.ptr);
     snprintf(o->dn, sizeof o->dn, "%.*s", (int)t->deviceName.len, t->deviceName.ptr);
     snprintf(o->cam, sizeof o->cam, "%.*s", (int)p->cameraId.len, p->cameraId.ptr);
+    char lapse[16];
+    snprintf(lapse, sizeof lapse, "%u", e->cfg.node_lapse_ms);
     const char *v[OR__N] = {[OR_ENT] = o->ent, [OR_USER] = o->user, [OR_EP] = o->endpoint, [OR_TOKEN] = o->token,
-                            [OR_PID] = o->pid, [OR_DN] = o->dn,     [OR_CAM] = o->cam};
+                            [OR_PID] = o->pid, [OR_DN] = o->dn,     [OR_CAM] = o->cam,     [OR_NODE] = e->node_id,
+                            [OR_LAPSE] = lapse};
     if (igw_db_exec(e->db, &st_open_read, v, NULL, NULL, on_open_read, o) != 0)
         live_op_refuse(o, IGW_ERR_UNAVAILABLE, "busy, retry later", "");
 }

@@ -186,6 +186,7 @@ static void engine_fini(void *arg)
     e->takes = NULL;
     igw_db_destroy(e->db);
     e->db = NULL;
+    live_forward_stop(e); /* after the database's last answers: none waits any more */
     igw_redis_destroy(e->notices);
     e->notices = NULL;
     igw_redis_destroy(e->redis);
@@ -272,6 +273,10 @@ static void on_uplink(void *arg)
     igw_engine *e = m->e;
     if (!m->u.session_id.len && live_device_uplink(e, &m->u, device_done, m))
         return;
+    if (m->u.session_id.len && !live_uplink_here(e, &m->u)) {
+        live_forward_uplink(e, &m->u, device_done, m); /* the node holding its leg answers */
+        return;
+    }
     int cls = live_uplink(e, &m->u, &reason, &data, &len, &ready);
     if (uplink_keep(m, data, len) != 0) {
         cls = IGW_ERR_INTERNAL;

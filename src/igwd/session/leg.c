@@ -2,6 +2,7 @@
  * core answers; the core's facts move the leg. */
 #include "session/leg.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,32 @@
  * missed the first one, and takes a redelivery it already has as nothing
  * (docs/device-protocol.md). */
 #define INVITE_RESEND_MS 2000
+
+/* Not invited yet: its row is being written (resend_ms while so). */
+#define NOT_INVITED INT64_MAX
+
+/* The leg's row (legs), written before its invite: the camera's answer,
+ * which the broker may hand to any node, finds its holder there
+ * (forward.h). Rows only say where a live leg is: their commits skip the
+ * WAL flush, and a crash's lost row dies with the epoch that held it. */
+enum { LR_LEG, LR_PID, LR_DN, LR_CAM, LR_SHARED, LR_NODE, LR_EPOCH, LR__N };
+static const igw_db_stmt st_leg_row = {
+    "igw_session_leg_row",
+    "INSERT INTO legs (leg_id, product_id, device_name, camera_id, shared, owner_node, owner_epoch) "
+    "SELECT $1::text, $2::text, $3::text, $4::text, $5::boolean, $6::text, $7::bigint "
+    "WHERE set_config('synchronous_commit', 'off', true) IS NOT NULL "
+    "ON CONFLICT (leg_id) DO UPDATE SET owner_node = EXCLUDED.owner_node, owner_epoch = EXCLUDED.owner_epoch",
+    LR__N};
+static const igw_db_stmt st_leg_gone = {
+    "igw_session_leg_gone",
+    "DELETE FROM legs WHERE leg_id = $1::text AND owner_node = $2::text "
+    "  AND set_config('synchronous_commit', 'off', true) IS NOT NULL",
+    2};
+
+typedef struct leg_ref {
+    igw_engine *e;
+    char id[LIVE_ID_MAX + 1];
+} leg_ref;
 
 live_leg *live_leg_find(igw_engine *e, const char *id)
 {
@@ -94,6 +121,50 @@ void live_leg_bye(igw_engine *e, live_leg *l, igw_ByeReason reason)
         igw_log(IGW_LOG_WARN, NULL, "session: leg %s: bye not published (broker unreachable)", l->id);
 }
 
+/* The row is written (or could not be: one node still serves the leg):
+ * the camera is invited, unless the leg went meanwhile (its row's DELETE
+ * follows this INSERT on the same connection). */
+static void on_leg_row(void *arg, const PGresult *res, const char *err)
+{
+    leg_ref *x = arg;
+    live_leg *l = live_leg_find(x->e, x->id);
+    if (!res)
+        igw_log(IGW_LOG_WARN, NULL, "session: leg %s: its row not written (%s): only this node answers its camera",
+                x->id, err);
+    if (l && l->phase == LEG_INVITED && l->resend_ms == NOT_INVITED && live_leg_invite(x->e, l) != 0)
+        igw_log(IGW_LOG_WARN, NULL, "session: leg %s: invite not published (broker unreachable), retrying", l->id);
+    free(x);
+}
+
+static void on_leg_gone(void *arg, const PGresult *res, const char *err)
+{
+    leg_ref *x = arg;
+    if (!res)
+        igw_log(IGW_LOG_WARN, NULL, "session: leg %s: its row not deleted (%s)", x->id, err);
+    free(x);
+}
+
+/* Writes the leg's row; its answer invites. -1: not sent. */
+static int leg_row(igw_engine *e, const live_leg *l)
+{
+    int64_t epoch = live_node_epoch(e);
+    leg_ref *x = e->db && epoch > 0 ? malloc(sizeof *x) : NULL;
+    if (!x)
+        return -1;
+    x->e = e;
+    snprintf(x->id, sizeof x->id, "%s", l->id);
+    char ep[24];
+    snprintf(ep, sizeof ep, "%" PRId64, epoch);
+    const char *v[LR__N] = {[LR_LEG] = l->id,       [LR_PID] = l->product_id, [LR_DN] = l->device_name,
+                            [LR_CAM] = l->camera_id, [LR_SHARED] = l->shared ? "t" : "f",
+                            [LR_NODE] = e->node_id, [LR_EPOCH] = ep};
+    if (igw_db_exec(e->db, &st_leg_row, v, NULL, NULL, on_leg_row, x) != 0) {
+        free(x);
+        return -1;
+    }
+    return 0;
+}
+
 live_leg *live_leg_open(igw_engine *e, const char *id, const char *pid, const char *dn, const char *cam,
                         const igw_purpose *def, uint32_t guards, void *ldata, const char **reason)
 {
@@ -116,7 +187,9 @@ live_leg *live_leg_open(igw_engine *e, const char *id, const char *pid, const ch
     l->ldata = ldata;
     l->phase = LEG_INVITED;
     l->deadline_ms = igw_clock_ms() + e->cfg.invite_timeout_ms;
-    if (live_leg_invite(e, l) != 0) {
+    l->resend_ms = NOT_INVITED;
+    igw_mqtt *m = e->cfg.mqtt ? atomic_load(e->cfg.mqtt) : NULL;
+    if (!m || (leg_row(e, l) != 0 && live_leg_invite(e, l) != 0)) {
         free(l->ldata);
         free(l);
         *reason = "the camera cannot be reached (the broker is unreachable)";
@@ -158,6 +231,16 @@ void live_leg_free(igw_engine *e, live_leg *leg, bool closed)
         }
     if (!closed && leg->phase != LEG_INVITED && e->media)
         (void)igw_media_close(e->media, leg->id, "leg closed");
+    leg_ref *x = e->db ? malloc(sizeof *x) : NULL;
+    if (x) {
+        x->e = e;
+        snprintf(x->id, sizeof x->id, "%s", leg->id);
+        const char *v[2] = {leg->id, e->node_id};
+        if (igw_db_exec(e->db, &st_leg_gone, v, NULL, NULL, on_leg_gone, x) != 0) {
+            igw_log(IGW_LOG_WARN, NULL, "session: leg %s: its row not deleted (queue full)", leg->id);
+            free(x); /* a dead epoch's rows go with it (the node sweeps) */
+        }
+    }
     live_add(&e->n_legs, -1);
     free(leg->ldata);
     free(leg);

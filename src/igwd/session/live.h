@@ -141,6 +141,7 @@ struct igw_engine {
     bool rights_busy, rights_again; /* a rights check in flight; another one asked meanwhile (rights.h) */
     bool fwd_busy, fwd_again;       /* a claim of forwards in flight; another one asked meanwhile (forward.h) */
     bool fwd_orphans_busy;          /* the dead's forwards being answered (forward.h) */
+    struct live_fwd_wait *fwd_waits; /* camera messages handed to their leg's node, waiting for its answer */
     int64_t fwd_claimed_ms;         /* the last claim sent (igw_clock_ms) */
     int64_t rights_next_ms;   /* the periodic one (monotonic) */
     live_leg *legs;
@@ -161,6 +162,12 @@ typedef void (*live_device_done)(void *ctx, int cls, const char *reason, const c
 static inline void live_add(_Atomic uint64_t *a, int64_t d)
 {
     atomic_store_explicit(a, atomic_load_explicit(a, memory_order_relaxed) + (uint64_t)d, memory_order_relaxed);
+}
+
+/* This node's epoch, 0 while it has none or was fenced. */
+static inline int64_t live_node_epoch(const igw_engine *e)
+{
+    return atomic_load(&e->cfg.node->fenced) ? 0 : atomic_load(&e->cfg.node->epoch);
 }
 
 /* A fresh random id (base64url, 22 bytes). 0, or -1. */

@@ -21,7 +21,7 @@ enum { AC_COL_LIVE, AC_COL_CLAIMED, AC_COL_PRIOR };
 #define ACCEPT_CM                                                                                                    \
     "cm AS (INSERT INTO commands (enterprise_id, endpoint_id, msg_token, user_id, method, session_id, "               \
     "                             fingerprint, command) "                                                            \
-    "       SELECT $1::bigint, $3::text, $4::text, $2::bigint, $5::text, $6::text, decode($7::text, 'hex'), "         \
+    "       SELECT $1::bigint, $3::text, $4::text, $2::bigint, $5::text, NULLIF($6::text, ''), decode($7::text, 'hex'), "         \
     "              $8::jsonb WHERE " IGW_SQL_ENDPOINT_LIVE("$3::text", "$1::bigint", "$2::bigint", IGW_SQL_NOW_MS)    \
     "       ON CONFLICT (enterprise_id, endpoint_id, msg_token) DO NOTHING RETURNING 1) "
 #define ACCEPT_ANSWER(extra)                                                                                         \
@@ -143,11 +143,6 @@ bool live_op_row(live_op *o, const PGresult *res, const char *err, bool write)
 }
 
 
-int64_t live_node_epoch(const igw_engine *e)
-{
-    return atomic_load(&e->cfg.node->fenced) ? 0 : atomic_load(&e->cfg.node->epoch);
-}
-
 bool live_op_revision(live_op *o, const live_session *s, int64_t revision)
 {
     if (revision == (int64_t)s->revision)
@@ -234,7 +229,7 @@ static const igw_db_stmt st_forward = {
     "igw_session_forward",
     "WITH " ACCEPT_CM ", "
     "fw AS (INSERT INTO forwards (owner_node, owner_epoch, enterprise_id, endpoint_id, msg_token, session_id) "
-    "       SELECT $9::text, $10::bigint, $1::bigint, $3::text, $4::text, $6::text FROM cm RETURNING 1), "
+    "       SELECT $9::text, $10::bigint, $1::bigint, $3::text, $4::text, NULLIF($6::text, '') FROM cm RETURNING 1), "
     "wake AS (SELECT pg_notify('" LIVE_FORWARD_CHANNEL "', $9::text) FROM fw) "
     ACCEPT_ANSWER(" + 0 * (SELECT count(*) FROM wake)"),
     FW__N};
@@ -254,9 +249,7 @@ static void on_forwarded(void *arg, const PGresult *res, const char *err)
         live_op_refuse(o, IGW_ERR_NOT_FOUND, "unknown or expired endpoint", IGW_PATH_endpointId);
 }
 
-/* o (not yet accepted) for a session another node holds at its current
- * epoch: accepted here and handed to that node (forward.h). */
-static void forward(live_op *o, const char *owner_node, int64_t owner_epoch)
+void live_op_forward(live_op *o, const char *owner_node, int64_t owner_epoch)
 {
     char epoch[24];
     snprintf(epoch, sizeof epoch, "%" PRId64, owner_epoch);
@@ -314,7 +307,7 @@ static void on_session_row(void *arg, const PGresult *res, const char *err)
         live_op_refuse(o, IGW_ERR_UNAVAILABLE, "the session is held by another node", IGW_PATH_command_sessionId);
         return;
     }
-    forward(o, owner, strtoll(PQgetvalue(res, 0, SR_COL_EPOCH), NULL, 10));
+    live_op_forward(o, owner, strtoll(PQgetvalue(res, 0, SR_COL_EPOCH), NULL, 10));
 }
 
 void live_command(igw_engine *e, const igw_engine_cmd *c, void (*ans)(void *ctx, const igw_engine_cmd_answer *a),

@@ -101,8 +101,11 @@ bool live_op_revision(live_op *o, const live_session *s, int64_t revision);
  * after. A twin's earlier acceptance is answered as the replay. */
 void live_op_accept(live_op *o, live_op_then then);
 
-
-/* This node's epoch, 0 while it has none or was fenced. */
-int64_t live_node_epoch(const igw_engine *e);
+/* o (not accepted yet) belongs to another live node at owner_epoch: the
+ * session it names is held there, or (an open) the camera's shared leg is.
+ * Its acceptance, that node's forwards row and wake-up are written in one
+ * statement; o is answered (accepted, a replay, or refused) and freed. The
+ * owner's result follows as an event (forward.h). */
+void live_op_forward(live_op *o, const char *owner_node, int64_t owner_epoch);
 
 #endif

@@ -187,7 +187,9 @@ static void on_emitted(void *arg, const igw_outbox_result *r)
 void live_session_result(igw_engine *e, const char *sid, const char *endpoint, const char *token,
                          igw_CommandMethod op, int cls, const char *reason, igw_ResultData *d)
 {
-    igw_ResultEvent ev = {.has = IGW_ResultEvent__REQUIRED | IGW_ResultEvent_sessionId,
+    /* sid "": an open refused after its acceptance (on the node it was
+     * forwarded to) has no session */
+    igw_ResultEvent ev = {.has = IGW_ResultEvent__REQUIRED | (sid[0] ? IGW_ResultEvent_sessionId : 0),
                           .msgToken = igw_str_of(token),
                           .method = IGW_ResultMethod_interaction_result,
                           .sessionId = igw_str_of(sid),
@@ -470,14 +472,26 @@ static void on_bye(igw_engine *e, live_leg *l, igw_str params)
     live_leg_end(e, l, why, false, IGW_ByeReason_cameraShutdown);
 }
 
+/* The camera's answers to our downlinks that need nothing of the leg: a
+ * byeReply comes after the leg is gone. Stored, acknowledged. */
+static bool needs_no_leg(igw_proto_method m)
+{
+    return m == IGW_PROTO_M_byeReply || m == IGW_PROTO_M_trackControlReply;
+}
+
+bool live_uplink_here(igw_engine *e, const igw_engine_uplink *u)
+{
+    char id[LIVE_ID_MAX + 1];
+    snprintf(id, sizeof id, "%.*s", (int)u->session_id.len, u->session_id.ptr);
+    return needs_no_leg(igw_proto_method_of(u->method)) || live_leg_find(e, id);
+}
+
 int live_uplink(igw_engine *e, const igw_engine_uplink *u, const char **reason, const char **data, size_t *data_len,
                 live_leg **ready)
 {
     *ready = NULL;
     igw_proto_method m = igw_proto_method_of(u->method);
-    /* The camera's answers to our downlinks need nothing of the leg: a
-     * byeReply comes after the leg is gone. Stored, acknowledged. */
-    if (m == IGW_PROTO_M_byeReply || m == IGW_PROTO_M_trackControlReply)
+    if (needs_no_leg(m))
         return IGW_ERR_OK;
     bool ours = m == IGW_PROTO_M_mediaOffer || m == IGW_PROTO_M_bye || m == IGW_PROTO_M_mediaState;
     char id[LIVE_ID_MAX + 1];

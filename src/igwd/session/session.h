@@ -51,7 +51,8 @@ void live_session_write(igw_engine *e, const live_session *s, igw_session_state 
 
 /* An interaction.result for the command `token` of session sid, to its
  * endpoint: success (cls IGW_ERR_OK, data filled by the caller in *d) or
- * failure (reason). The session need not be live any more. */
+ * failure (reason). The session need not be live any more; sid "": an
+ * open's, which has none. */
 void live_session_result(igw_engine *e, const char *sid, const char *endpoint, const char *token,
                          igw_CommandMethod op, int cls, const char *reason, igw_ResultData *d);
 
@@ -96,6 +97,10 @@ void live_leg_end(igw_engine *e, live_leg *leg, const char *reason, bool say_bye
  * purposes' `device` hooks are asked in turn; the one that takes it
  * answers through done exactly once, now or later. false: none took it. */
 bool live_device_uplink(igw_engine *e, const igw_engine_uplink *u, live_device_done done, void *ctx);
+/* Whether a device's message naming a leg (u->session_id) is this
+ * node's to answer: the leg is here, or the method needs none (a byeReply,
+ * a trackControlReply). false: another node may hold it (forward.h). */
+bool live_uplink_here(igw_engine *e, const igw_engine_uplink *u);
 /* a device's message on a leg: the reply's class, reason and data (in
  * e->jw, data_len set); *ready: a leg whose source now exists, for
  * live_legs_source_ready once the caller took the data */

@@ -319,7 +319,7 @@ CREATE TABLE forwards (
 );
 CREATE INDEX forwards_owner_node_owner_epoch_forward_id_idx ON forwards (owner_node, owner_epoch, forward_id);
 
--- Camera legs and the node that holds each (issue 28): a camera's message on a leg reaching another node is forwarded to the holder; an open of a camera whose shared leg another live node holds goes there. Written before the invite is published, deleted with the leg; a dead epoch's rows go with its sessions (the node sweeps).
+-- Camera legs and the node that holds each (issue 28): a camera's message on a leg reaching another node is forwarded to the holder; an open of a camera whose shared leg another live node holds goes there. Written before the invite is published, deleted with the leg; a dead epoch's rows are deleted by any node, which tells their cameras bye (session/forward.c).
 CREATE TABLE legs (
     leg_id      ident       NOT NULL, -- The leg's id: the invite's and the camera's messages' sessionId.
     product_id  ident       NOT NULL,

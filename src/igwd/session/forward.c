@@ -10,6 +10,7 @@
 #include "clock.h"
 #include "core/log.h"
 #include "json.h"
+#include "session/leg.h"
 #include "session/op.h"
 #include "session/session.h"
 
@@ -502,6 +503,51 @@ static void answer_orphans(igw_engine *e)
     e->fwd_orphans_busy = igw_db_exec(e->db, &st_orphans, v, NULL, NULL, on_orphans, e) == 0;
 }
 
+/* The legs of an epoch that is not a live node's (lapsed, or this node
+ * restarted), but this node's own: their rows deleted, each camera told
+ * bye (the process that held the leg cannot), so it lets its peer go and
+ * offers afresh to whichever node invites it next. Deleted as read: one
+ * bye per leg, whichever node runs it. */
+enum { OL_LAPSE, OL_NODE, OL_EPOCH, OL__N };
+enum { OL_COL_LEG, OL_COL_PID, OL_COL_DN, OL_COL_OWNER };
+static const igw_db_stmt st_orphan_legs = {
+    "igw_session_legs_orphans",
+    "DELETE FROM legs l WHERE NOT EXISTS (SELECT 1 FROM nodes n "
+    "    WHERE n.node_id = l.owner_node AND n.epoch = l.owner_epoch "
+    "      AND n.heartbeat_at >= now() - $1::bigint * interval '1 millisecond') "
+    "  AND NOT (l.owner_node = $2::text AND l.owner_epoch = $3::bigint) "
+    "RETURNING l.leg_id, l.product_id, l.device_name, l.owner_node",
+    OL__N};
+
+static void on_orphan_legs(void *arg, const PGresult *res, const char *err)
+{
+    igw_engine *e = arg;
+    e->fwd_legs_busy = false;
+    if (!res) {
+        igw_log(IGW_LOG_WARN, NULL, "session: the legs of lost nodes not let go: %s", err);
+        return;
+    }
+    for (int i = 0, n = PQntuples(res); i < n; i++) {
+        const char *leg = PQgetvalue(res, i, OL_COL_LEG);
+        int rc = live_leg_bye_to(e, leg, PQgetvalue(res, i, OL_COL_PID), PQgetvalue(res, i, OL_COL_DN),
+                                 IGW_ByeReason_shutdown);
+        igw_log(rc == 0 ? IGW_LOG_INFO : IGW_LOG_WARN, NULL, "session: leg %s of lost node %s: bye %s", leg,
+                PQgetvalue(res, i, OL_COL_OWNER), rc == 0 ? "sent" : "not published (broker unreachable)");
+    }
+}
+
+static void let_go_legs(igw_engine *e)
+{
+    int64_t epoch = live_node_epoch(e);
+    if (!e->db || e->fwd_legs_busy || epoch <= 0)
+        return;
+    char lapse[16], ep[24];
+    snprintf(lapse, sizeof lapse, "%u", e->cfg.node_lapse_ms);
+    snprintf(ep, sizeof ep, "%" PRId64, epoch);
+    const char *v[OL__N] = {[OL_LAPSE] = lapse, [OL_NODE] = e->node_id, [OL_EPOCH] = ep};
+    e->fwd_legs_busy = igw_db_exec(e->db, &st_orphan_legs, v, NULL, NULL, on_orphan_legs, e) == 0;
+}
+
 /* ---- wake-ups ------------------------------------------------------------------------ */
 
 static void on_notify(void *arg, const char *channel, const char *payload)
@@ -524,5 +570,6 @@ void live_forward_tick(igw_engine *e, int64_t now_ms)
     if (igw_clock_ms() - e->fwd_claimed_ms >= CLAIM_EVERY_MS) {
         claim(e);
         answer_orphans(e);
+        let_go_legs(e);
     }
 }

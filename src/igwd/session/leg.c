@@ -30,7 +30,9 @@
 /* The leg's row (legs), written before its invite: the camera's answer,
  * which the broker may hand to any node, finds its holder there
  * (forward.h). Rows only say where a live leg is: their commits skip the
- * WAL flush, and a crash's lost row dies with the epoch that held it. */
+ * WAL flush, and a crash's lost row dies with the epoch that held it. A
+ * dead epoch's rows are deleted, and their cameras told bye, by any node
+ * (forward.h). */
 enum { LR_LEG, LR_PID, LR_DN, LR_CAM, LR_SHARED, LR_NODE, LR_EPOCH, LR__N };
 static const igw_db_stmt st_leg_row = {
     "igw_session_leg_row",
@@ -105,19 +107,28 @@ int live_leg_invite(igw_engine *e, live_leg *l)
     return live_leg_publish(e, l, &igw_proto_device_downs[IGW_PROTO_DEVICE_DOWN_media_session_invite]);
 }
 
-void live_leg_bye(igw_engine *e, live_leg *l, igw_ByeReason reason)
+int live_leg_bye_to(igw_engine *e, const char *id, const char *pid, const char *dn, igw_ByeReason reason)
 {
     char token[32];
     if (live_new_id(token, sizeof token))
-        return;
+        return -1;
     igw_MediaBye bye = {.has = IGW_MediaBye__REQUIRED,
                         .method = igw_str_of(igw_proto_device_downs[IGW_PROTO_DEVICE_DOWN_media_session_bye].method),
                         .msgToken = igw_str_of(token),
-                        .sessionId = igw_str_of(l->id),
+                        .sessionId = igw_str_of(id),
                         .params = {.has = IGW_ByeParams__REQUIRED, .reason = reason}};
+    igw_mqtt *m = e->cfg.mqtt ? atomic_load(e->cfg.mqtt) : NULL;
     igw_jw_reset(&e->jw);
     igw_encode_MediaBye(&e->jw, &bye);
-    if (live_leg_publish(e, l, &igw_proto_device_downs[IGW_PROTO_DEVICE_DOWN_media_session_bye]) != 0)
+    if (igw_jw_status(&e->jw))
+        return -1;
+    return igw_mqtt_publish_down(m, &igw_proto_device_downs[IGW_PROTO_DEVICE_DOWN_media_session_bye], pid, dn,
+                                 e->jw.buf, e->jw.len);
+}
+
+void live_leg_bye(igw_engine *e, live_leg *l, igw_ByeReason reason)
+{
+    if (live_leg_bye_to(e, l->id, l->product_id, l->device_name, reason) != 0)
         igw_log(IGW_LOG_WARN, NULL, "session: leg %s: bye not published (broker unreachable)", l->id);
 }
 

@@ -32,6 +32,10 @@ int live_leg_publish(igw_engine *e, const live_leg *l, const igw_proto_down *d);
 /* Says bye to the camera. */
 void live_leg_bye(igw_engine *e, live_leg *l, igw_ByeReason reason);
 
+/* Says bye for leg `id` to camera (pid, dn), a leg this process may not
+ * hold (another node's that died). 0, or -1 (no broker, out of memory). */
+int live_leg_bye_to(igw_engine *e, const char *id, const char *pid, const char *dn, igw_ByeReason reason);
+
 /* The camera's mediaOffer: the core's answer as the reply's data (in e->jw,
  * *data and *data_len set) and the leg OFFERED; or the class with *reason
  * (the leg stays invited: the camera may offer again). */

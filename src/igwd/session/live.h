@@ -141,6 +141,7 @@ struct igw_engine {
     bool rights_busy, rights_again; /* a rights check in flight; another one asked meanwhile (rights.h) */
     bool fwd_busy, fwd_again;       /* a claim of forwards in flight; another one asked meanwhile (forward.h) */
     bool fwd_orphans_busy;          /* the dead's forwards being answered (forward.h) */
+    bool fwd_legs_busy;             /* the dead's legs being let go (forward.h) */
     struct live_fwd_wait *fwd_waits; /* camera messages handed to their leg's node, waiting for its answer */
     int64_t fwd_claimed_ms;         /* the last claim sent (igw_clock_ms) */
     int64_t rights_next_ms;   /* the periodic one (monotonic) */

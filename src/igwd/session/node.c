@@ -67,10 +67,7 @@ static const igw_db_stmt st_sweep_restarted = {
      * row would hold its camera's one ringing place */
     "rg AS (UPDATE rings r SET state = '" IGW_SQL_ST_ENDED "', reason = '" REASON_RESTARTED "', ended_at = now(), "
     "       deadline_ms = NULL FROM me WHERE r.owner_node = me.node_id AND r.owner_epoch < $2::bigint "
-    "         AND r.state <> '" IGW_SQL_ST_ENDED "'), "
-    /* and its camera legs' rows: nobody holds them now */
-    "lg AS (DELETE FROM legs l USING me WHERE l.owner_node = me.node_id AND l.owner_epoch < $2::bigint), "
-    SWEEP_TAIL(REASON_RESTARTED),
+    "         AND r.state <> '" IGW_SQL_ST_ENDED "'), " SWEEP_TAIL(REASON_RESTARTED),
     SW_LAPSE}; /* the first three */
 
 /* The live sessions of the other nodes whose heartbeat is older than the lapse (the nodes table is
@@ -86,8 +83,6 @@ static const igw_db_stmt st_sweep_lost = {
     "rg AS (UPDATE rings r SET state = '" IGW_SQL_ST_ENDED "', reason = '" REASON_LOST "', ended_at = now(), "
     "       deadline_ms = NULL FROM me, nodes n WHERE r.owner_node = n.node_id AND n.node_id <> me.node_id "
     "         AND n.heartbeat_at < now() - $4::bigint * interval '1 millisecond' AND r.state <> '" IGW_SQL_ST_ENDED "'), "
-    "lg AS (DELETE FROM legs l USING me, nodes n WHERE l.owner_node = n.node_id AND n.node_id <> me.node_id "
-    "         AND n.heartbeat_at < now() - $4::bigint * interval '1 millisecond'), "
     SWEEP_TAIL(REASON_LOST),
     SW__N};
 

@@ -176,7 +176,7 @@ link = @mkdir -p $(@D) && echo "  LINK $@" && $(CC) $1 -o $@ $(filter %.o,$^) $(
         test-nodes-own test-presence test-live test-forward test-cluster test-talk test-doorbell test-message test-ai test-recordings test-sql test-console \
         test-ops test-mqttauth test-openapi test-media-unit fuzz-smoke fuzz \
         test-catalog-decide test-edge-decide test-call-decide test-routes-decide \
-        bench-decode bench-edge bench-app bench-media bench-srtp bench-live bench-talk bench-recordings bench-doorbell bench-ai \
+        bench-decode bench-edge bench-app bench-media bench-srtp bench-live bench-talk bench-recordings bench-doorbell bench-ai bench-nodes \
         bench-smoke
 
 all: $(BUILD)/igw-gen $(BUILD)/igwctl $(BUILD)/igwd $(BUILD)/igw-mqtt-auth.so $(BUILD)/igw-vcam $(BUILD)/igw-proc
@@ -666,6 +666,13 @@ bench-media: deps-bench $(BENCH)/igw-media-host
 bench-live: deps-bench all $(BENCH)/igwd $(BENCH)/igw-media-host $(BENCH)/igw-live-viewers
 	tests/bench/bench_live.sh $(BENCH)/igwd $(BUILD)/igwctl $(BUILD)/igw-vcam $(BENCH)/igw-media-host \
 	    $(BENCH)/igw-live-viewers
+
+# Several nodes (issue 28): a command on a node that does not hold its
+# session against the same command on its owner, kill -9 of a live view's
+# node to a new view's first frame, what is lost meanwhile, commands per
+# second over 1, 2, 3 nodes (tests/bench/bench_nodes.sh).
+bench-nodes: deps-bench all $(BENCH)/igwd
+	tests/bench/bench_nodes.sh $(BENCH)/igwd $(BUILD)/igwctl $(BUILD)/igw-vcam
 
 # The door-bell (issue 25): ring to the ringing event at 10 endpoints, accept
 # to the first frame in Chromium, 200 rings raced by three accepts each.

@@ -353,10 +353,12 @@ CREATE INDEX device_commands_deadline_ms_idx ON device_commands (deadline_ms) WH
 
 -- igwd processes: a node id and its epoch, raised by each process that starts with that id (session/node.c).
 CREATE TABLE nodes (
-    node_id      text        NOT NULL, -- Configured, or the host name and the listening port.
-    epoch        bigint      NOT NULL, -- 1 at the first start, then one more per start.
-    started_at   timestamptz NOT NULL DEFAULT now(),
-    heartbeat_at timestamptz NOT NULL DEFAULT now(), -- Raised every node_heartbeat_ms while the epoch is the current one.
+    node_id        text        NOT NULL, -- Configured, or the host name and the listening port.
+    epoch          bigint      NOT NULL, -- 1 at the first start, then one more per start.
+    started_at     timestamptz NOT NULL DEFAULT now(),
+    heartbeat_at   timestamptz NOT NULL DEFAULT now(), -- Raised every node_heartbeat_ms while the epoch is the current one.
+    mqtt_client_id text, -- Its broker client id: the session whose share of the uplinks the broker queues while the node is away.
+    drained_epoch  bigint, -- The epoch whose broker session a live node drained once the node lapsed (session/node.c).
     CONSTRAINT nodes_pkey PRIMARY KEY (node_id)
 );
 

@@ -231,6 +231,7 @@ static unsigned app_ready(void *arg, unsigned *known);
 int igw_app_init(igw_app *app, const igw_config *cfg, char *err, size_t errlen)
 {
     memset(app, 0, sizeof *app);
+    pthread_mutex_init(&app->drains_mu, NULL);
     app->cfg = *cfg;
     app->standin = (igw_call_standin_config){.heartbeat_ms = cfg->im_heartbeat_ms,
                                              .max_groups_per_user = cfg->im_max_groups_per_user,
@@ -399,6 +400,8 @@ static int back_to_worker(void *ctx, void (*fn)(void *arg), void *arg)
     return 0;
 }
 
+static void drain_node(void *arg, const char *node_id, const char *client_id);
+
 static void *worker_start(void *arg, unsigned index, uint16_t port, struct st_h2o_evloop_t *loop, char *err,
                           size_t errlen)
 {
@@ -451,6 +454,10 @@ static void *worker_start(void *arg, unsigned index, uint16_t port, struct st_h2
         snprintf(app->node_id, sizeof app->node_id, "%s", id);
         igw_node_config nc = {.node_id = id, .heartbeat_ms = app->cfg.node_heartbeat_ms,
                               .lapse_ms = app->cfg.node_lapse_ms, .stats = &app->node};
+        if (app->cfg.mqtt_host[0]) /* its broker session, and those of lapsed nodes to drain */
+            nc = (igw_node_config){.node_id = id, .heartbeat_ms = app->cfg.node_heartbeat_ms,
+                                   .lapse_ms = app->cfg.node_lapse_ms, .stats = &app->node,
+                                   .mqtt_client_id = app->cfg.mqtt_client_id, .drain = drain_node, .drain_arg = app};
         if (!(w->node = igw_node_start(loop, w->chore_db, &nc, err, errlen)))
             goto fail;
     }
@@ -787,6 +794,56 @@ static void on_uplink(void *arg, igw_mqtt_uplink *u)
     }
 }
 
+/* ---- drains of lapsed nodes' broker sessions ------------------------------------ */
+
+typedef struct igw_app_drain {
+    struct igw_app_drain *next;
+    igw_mqtt *m;
+} igw_app_drain;
+
+/* Frees the drains that are over (all with `all`). Under drains_mu. */
+static void drains_reap(igw_app *app, bool all)
+{
+    for (igw_app_drain **p = &app->drains; *p;) {
+        igw_app_drain *d = *p;
+        if (!all && !igw_mqtt_done(d->m)) {
+            p = &d->next;
+            continue;
+        }
+        *p = d->next;
+        igw_mqtt_stop(d->m);
+        free(d);
+    }
+}
+
+/* Worker 0's node found a lapsed node whose broker session nobody drained:
+ * a client with its id receives what the broker queued for it (through the
+ * same path as this node's uplinks) and takes it out of the groups. */
+static void drain_node(void *arg, const char *node_id, const char *client_id)
+{
+    igw_app *app = arg;
+    char err[256];
+    pthread_mutex_lock(&app->drains_mu);
+    drains_reap(app, false);
+    igw_app_drain *d = NULL;
+    if (app->drains_closed || !atomic_load(&app->mqtt) || !(d = calloc(1, sizeof *d))) {
+        igw_log(IGW_LOG_WARN, NULL, "mqtt: lost node %s's broker session (%s) not drained: %s", node_id, client_id,
+                d || app->drains_closed || !atomic_load(&app->mqtt) ? "no broker client now" : "out of memory");
+    } else {
+        igw_mqtt_config mc = {.host = app->cfg.mqtt_host, .port = app->cfg.mqtt_port,
+                              .username = app->cfg.mqtt_username, .password = app->mqtt_password,
+                              .client_id = client_id, .presence = app->cfg.pg_dsn[0] != 0, .drain = true};
+        if (!(d->m = igw_mqtt_start(&mc, on_uplink, app, err, sizeof err))) {
+            igw_log(IGW_LOG_WARN, NULL, "mqtt: lost node %s's broker session not drained: %s", node_id, err);
+            free(d);
+        } else {
+            d->next = app->drains;
+            app->drains = d;
+        }
+    }
+    pthread_mutex_unlock(&app->drains_mu);
+}
+
 int igw_app_start_mqtt(igw_app *app, igw_server *srv, char *err, size_t errlen)
 {
     app->srv = srv;
@@ -806,6 +863,7 @@ int igw_app_start_mqtt(igw_app *app, igw_server *srv, char *err, size_t errlen)
         .presence = app->cfg.pg_dsn[0] != 0, /* stored in the database: nothing to do without one */
     };
     igw_mqtt *m = igw_mqtt_start(&mc, on_uplink, app, err, errlen);
+    snprintf(app->mqtt_password, sizeof app->mqtt_password, "%s", password);
     memset(password, 0, sizeof password);
     atomic_store(&app->mqtt, m); /* an uplink may already run: on_mqtt_done loads it */
     return m ? 0 : -1;
@@ -814,12 +872,21 @@ int igw_app_start_mqtt(igw_app *app, igw_server *srv, char *err, size_t errlen)
 void igw_app_pause_mqtt(igw_app *app)
 {
     igw_mqtt_pause(atomic_load(&app->mqtt));
+    pthread_mutex_lock(&app->drains_mu);
+    for (igw_app_drain *d = app->drains; d; d = d->next)
+        igw_mqtt_pause(d->m);
+    pthread_mutex_unlock(&app->drains_mu);
 }
 
 void igw_app_stop_mqtt(igw_app *app)
 {
+    pthread_mutex_lock(&app->drains_mu);
+    app->drains_closed = true;
+    drains_reap(app, true); /* a drain cut here leaves the rest queued in that session */
+    pthread_mutex_unlock(&app->drains_mu);
     igw_mqtt *m = atomic_exchange(&app->mqtt, NULL);
     igw_mqtt_stop(m);
+    memset(app->mqtt_password, 0, sizeof app->mqtt_password);
 }
 
 void igw_app_stop_engine(igw_app *app)

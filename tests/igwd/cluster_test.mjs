@@ -6,17 +6,25 @@
 //      1.5 s), resumed, ended; each result as the session's owner gave it
 //   2. a live view opened; its owner node killed (SIGKILL, its pid from
 //      IGW_NODE_PIDS); the session ends nodeLost (the survivors' sweep); a
-//      new live view through the balancer decodes frames
+//      new live view through the balancer decodes frames. Beside it a
+//      second application whose WebSocket is on the doomed node (its
+//      session rides the same camera leg, so it is that node's too): cut by
+//      the kill, it reconnects through the balancer and misses no event of
+//      its session (each eventSeq once, up to ended nodeLost)
 //
 // Prints "KILLED <node>", "LOST_MS <kill to nodeLost event>", "FAILOVER_MS
 // <kill to the new view's first frame>". Run by cluster_test.sh inside a
 // network namespace.
 //
 // env: IGW_BASE, IGW_VCAM, IGW_DEMO, IGW_NETNS_ADDR, IGW_PG_DSN,
-// IGW_NODE_PIDS ("node=pid ..."), IGW_LAPSE_MS.
+// IGW_NODE_PIDS ("node=pid ..."), IGW_NODE_URLS ("node=URL ..."),
+// IGW_LAPSE_MS, WS_NODE_DIR.
 import { execFileSync } from 'node:child_process';
+import { createRequire } from 'node:module';
 import { launch, sleep, Checker } from '../media/lib.mjs';
-import { DEMO, app, accepted, startCamera, openLiveView } from './live_lib.mjs';
+import { DEMO, app, call, accepted, startCamera, openLiveView, target, camera } from './live_lib.mjs';
+
+const WebSocket = createRequire(process.env.WS_NODE_DIR + '/package.json')('ws');
 
 const c = new Checker();
 let seq = 0;
@@ -88,14 +96,68 @@ async function flow(browser) {
     await s.v.close();
 }
 
+/** An application whose events come over the WebSocket of the node at
+ * url, reconnecting through the balancer when it is cut; every frame's
+ * event kept once (by deliveryId) and acknowledged. */
+async function wsApp(url) {
+    const r = await call(DEMO.user, '/api/v1/im/interaction/endpoints/register');
+    if (r.status !== 200) throw new Error(`register: ${JSON.stringify(r.body)}`);
+    const w = { ep: r.body.data.endpointId, events: [], seen: new Set(), cuts: 0, open: false };
+    const connect = (base) => new Promise((resolve) => {
+        const ws = new WebSocket(`${base.replace(/^http/, 'ws')}/api/v1/im/interaction/events/ws/${w.ep}`,
+            { headers: { authorization: `Bearer ${DEMO.user.token}` } });
+        ws.on('open', () => ((w.open = true), resolve(true)));
+        ws.on('error', () => resolve(false));
+        ws.on('message', (data) => {
+            const f = JSON.parse(data.toString());
+            if (f.method !== 'interaction.event' || w.seen.has(f.deliveryId)) return;
+            w.seen.add(f.deliveryId);
+            w.events.push(f.event);
+            call(DEMO.user, '/api/v1/im/interaction/events/ack', { endpointId: w.ep, deliveryIds: [f.deliveryId] })
+                .catch(() => {}); // unacknowledged: pushed again, kept once
+        });
+        ws.on('close', async () => {
+            if (!w.open || w.closing) return;
+            w.open = false;
+            w.cuts++;
+            while (!w.closing && !(await connect(process.env.IGW_BASE))) await sleep(200);
+        });
+        w.ws = ws;
+    });
+    if (!(await connect(url))) throw new Error(`WebSocket to ${url} refused`);
+    w.wait = async (pred, ms) => {
+        const end = Date.now() + ms;
+        for (;;) {
+            const e = w.events.find(pred);
+            if (e || Date.now() > end) return e || null;
+            await sleep(50);
+        }
+    };
+    w.close = () => ((w.closing = true), w.ws.close());
+    return w;
+}
+
 async function kill(browser) {
     const pids = Object.fromEntries(process.env.IGW_NODE_PIDS.trim().split(/\s+/).map((x) => x.split('=')));
+    const urls = Object.fromEntries(process.env.IGW_NODE_URLS.trim().split(/\s+/).map((x) => x.split(/=(.*)/s).slice(0, 2)));
     const a = await clusterApp();
     const s = await openLiveView(c, a, browser, 'live view to lose', token);
     const st = await s.v.waitFor((x) => x.framesDecoded > 0, 15000).catch((e) => e.stats);
     c.check(st && st.framesDecoded > 0, `frames decoded (${JSON.stringify(st)})`);
     const owner = psql(`SELECT owner_node FROM sessions WHERE session_id = '${s.sid}'`);
     c.check(!!pids[owner], `its owner is one of the nodes (${owner})`);
+    // The second application: its WebSocket on the doomed node, its open
+    // through the balancer (joining the camera's leg there).
+    const w = await wsApp(urls[owner]);
+    const wt = token('wopen');
+    const wo = await call(DEMO.user, '/api/v1/im/interaction/commands', { endpointId: w.ep,
+        command: { msgToken: wt, method: 'interaction.open', target, params: { purpose: 'ipcLiveView', cameraId: camera } } });
+    c.check(wo.status === 200 && wo.body.data.accepted === true, `WebSocket app: open accepted (${JSON.stringify(wo.body)})`);
+    const wr = await w.wait((e) => e.method === 'interaction.result' && e.msgToken === wt, 10000);
+    const wsid = wr && wr.data.sessionId;
+    c.check(wr && wr.code === 200 && wsid, `WebSocket app: its result pushed (${JSON.stringify(wr)})`);
+    const wowner = psql(`SELECT owner_node FROM sessions WHERE session_id = '${wsid}'`);
+    c.check(wowner === owner, `WebSocket app: its session is the doomed node's too (${wowner})`);
     const t0 = Date.now();
     process.kill(Number(pids[owner]), 'SIGKILL');
     console.log(`KILLED ${owner}`);
@@ -106,6 +168,14 @@ async function kill(browser) {
     // event's way (a pull every 100 ms); the sanitized build's slowness
     c.check(lost <= lapse + 3000, `nodeLost within the lapse (${lost} ms, lapse ${lapse} ms)`);
     console.log(`LOST_MS ${lost}`);
+    const we = await w.wait((e) => e.method === 'interaction.state' && e.sessionId === wsid && e.data.state === 'ended', 10000);
+    c.check(w.cuts >= 1 && we && we.data.reason === 'nodeLost',
+        `WebSocket app: cut by the kill (${w.cuts}), reconnected through the balancer, its ended nodeLost pushed (${JSON.stringify(we)})`);
+    const seqs = w.events.filter((e) => e.method === 'interaction.state' && e.sessionId === wsid).map((e) => e.eventSeq);
+    const rows = Number(psql(`SELECT event_seq FROM sessions WHERE session_id = '${wsid}'`));
+    c.check(seqs.length === rows && seqs.every((q, i) => q === i + 1),
+        `WebSocket app: every state event of its session once, in order (${seqs} of ${rows})`);
+    w.close();
     await s.v.close();
     const s2 = await openLiveView(c, a, browser, 'new live view after the kill', token);
     const st2 = await s2.v.waitFor((x) => x.framesDecoded > 0, 15000).catch((x) => x.stats);

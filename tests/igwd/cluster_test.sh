@@ -6,12 +6,12 @@
 # robin), then kill -9 of the node holding a second live view
 # (tests/igwd/cluster_test.mjs), all under a steady load of device uplinks
 # (HTTP through the balancer, MQTT through the broker's shared subscription)
-# and application commands through the balancer. Then: the killed node
-# comes back with its id (a new epoch) and drains its share queued in the
-# broker; every acknowledged uplink and command is stored exactly once; the
-# lost node's sessions ended nodeLost and its camera leg was let go (a
-# survivor's bye); every node took commands. Own services, inside a network
-# namespace.
+# and application commands through the balancer. Then: every acknowledged
+# uplink and command is stored exactly once, the killed node's share of the
+# MQTT uplinks too (a survivor drained its broker session); the lost node's
+# sessions ended nodeLost and its camera leg was let go (a survivor's bye);
+# every node took commands; the killed node comes back with its id (a new
+# epoch) and takes uplinks again. Own services, inside a network namespace.
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 if [ "${1:-}" != --inside ]; then
@@ -22,6 +22,12 @@ if [ "${1:-}" != --inside ]; then
     # shellcheck source=../media/lib.sh
     . "$ROOT/tests/media/lib.sh"
     media_playwright "${IGW_PW_DIR:-$(dirname "$IGWD")/pw-node}" || { echo "cluster_test.sh: playwright-core" >&2; exit 1; }
+    WS_NODE_DIR=${WS_NODE_DIR:-$(dirname "$IGWD")/ws-node}
+    if [ ! -d "$WS_NODE_DIR/node_modules/ws" ]; then
+        npm install --no-save --no-audit --no-fund --silent --prefer-offline --prefix "$WS_NODE_DIR" ws@8.18.3 >&2 ||
+            { echo "cluster_test.sh: npm install ws" >&2; exit 1; }
+    fi
+    export WS_NODE_DIR
     exec timeout -k 5 300 bash -c '. "$1/tests/media/lib.sh"; media_netns bash "$1/tests/igwd/cluster_test.sh" --inside "$2" "$3" "$4"' \
         sh "$ROOT" "$IGWD" "$IGWCTL" "$VCAM"
 fi
@@ -107,7 +113,9 @@ mqtt_load & LOADS="$LOADS $!"
 
 # ---- the sessions ------------------------------------------------------------------
 PIDS="c1=${NPID[c1]} c2=${NPID[c2]} c3=${NPID[c3]}"
-if ! IGW_BASE=http://$LB IGW_VCAM=$VCAM IGW_DEMO=$DEMO IGW_PG_DSN=$IGW_PG_DSN IGW_NODE_PIDS=$PIDS IGW_LAPSE_MS=$LAPSE \
+URLS="c1=http://127.0.0.1:${NPORT[c1]} c2=http://127.0.0.1:${NPORT[c2]} c3=http://127.0.0.1:${NPORT[c3]}"
+if ! IGW_BASE=http://$LB IGW_VCAM=$VCAM IGW_DEMO=$DEMO IGW_PG_DSN=$IGW_PG_DSN IGW_NODE_PIDS=$PIDS IGW_NODE_URLS=$URLS \
+    IGW_LAPSE_MS=$LAPSE \
     node "$ROOT/tests/igwd/cluster_test.mjs" >"$TMP/cluster.out" 2>"$TMP/cluster.err"; then
     cat "$TMP/cluster.out"
     tail -n 20 "$TMP/cluster.err"
@@ -119,15 +127,10 @@ KILLED=$(sed -n 's/^KILLED //p' "$TMP/cluster.out")
 wait "${NPID[$KILLED]}" 2>/dev/null
 NPID[$KILLED]=
 
-# The killed node comes back with its id: a new epoch; its queued share drains.
 sleep 1
 touch "$TMP/stop"
 wait $LOADS 2>/dev/null
 LOADS=
-start_node "$KILLED"
-CASE="the killed node comes back with a new epoch"
-for _ in $(seq 50); do grep -q "node $KILLED: epoch 2" "$TMP/$KILLED.err" && break; sleep 0.1; done
-grep -q "node $KILLED: epoch 2" "$TMP/$KILLED.err" || fail "$CASE: $(grep "node $KILLED" "$TMP/$KILLED.err")"; ok
 
 # once_each FILE SQL-TABLE-COUNT: every token of FILE in exactly one row.
 stored_once() { # FILE SELECT-of-token-counts
@@ -148,16 +151,33 @@ C=$(wc -l <"$TMP/cmd.acked")
 [ "$C" -gt 10 ] || fail "$CASE: only $C accepted"
 R=$(stored_once "$TMP/cmd.acked" "SELECT count(*) FROM commands c WHERE c.endpoint_id = '$EP' AND c.msg_token = t.tok")
 [ "$R" = "$C $C|0|0" ] || fail "$CASE: accepted, once|twice+|never: $R"; ok
-CASE="uplinks over MQTT: every one published stored, once (the killed node's share after it came back)"
+CASE="a survivor drained the killed node's broker session"
+grep -q "draining lost node $KILLED's broker session" "$TMP"/c?.err &&
+    grep -q "drain of igwd-$KILLED: .* its subscriptions left" "$TMP"/c?.err || fail "$CASE: $(grep -h drain "$TMP"/c?.err)"; ok
+CASE="uplinks over MQTT: every one published stored once, the killed node's share too (drained, the node still away)"
 M=$(wc -l <"$TMP/mqtt.sent")
 [ "$M" -gt 20 ] || fail "$CASE: only $M published"
-for _ in $(seq 150); do
+for _ in $(seq 100); do
     R=$(stored_once "$TMP/mqtt.sent" "SELECT count(*) FROM device_messages m WHERE m.product_id = '$GP' AND m.msg_token = t.tok")
     [ "${R##*|}" = 0 ] && break
-    sleep 0.2
+    sleep 0.1
 done
 echo "mqtt: published, once|twice+|never: $R"
 [ "${R##*|}" = 0 ] || fail "$CASE: published, once|twice+|never: $R"; ok
+
+# The killed node comes back with its id: a new epoch, back in the groups.
+start_node "$KILLED"
+CASE="the killed node comes back with a new epoch"
+for _ in $(seq 50); do grep -q "node $KILLED: epoch 2" "$TMP/$KILLED.err" && break; sleep 0.1; done
+grep -q "node $KILLED: epoch 2" "$TMP/$KILLED.err" || fail "$CASE: $(grep "node $KILLED" "$TMP/$KILLED.err")"; ok
+CASE="uplinks reach the returned node again (its shared subscription renewed)"
+for i in $(seq 30); do printf '{"method":"report","msgToken":"cr%d","params":{"online":true}}\n' "$i"; done |
+    mosquitto_pub -h 127.0.0.1 -p "$IGW_MQTT_PORT" -i "$GP&$GD" -u "$GU" -P "$GW" -q 1 -l -t "\$thing/up/property/$GP/$GD" ||
+    fail "$CASE: mosquitto_pub"
+for _ in $(seq 100); do [ "$(psql_q "SELECT count(*) FROM device_messages WHERE msg_token LIKE 'cr%'")" = 30 ] && break; sleep 0.1; done
+[ "$(psql_q "SELECT count(*) FROM device_messages WHERE msg_token LIKE 'cr%'")" = 30 ] || fail "$CASE: not all 30 stored"
+IN=$(curl -s "http://127.0.0.1:${NPORT[$KILLED]}/metrics" | sed -n 's/^igw_mqtt_messages_total{direction="in"} \([0-9]*\)$/\1/p')
+[ "${IN:-0}" -gt 0 ] || fail "$CASE: the returned node got none of 30"; ok
 
 CASE="the killed node's sessions ended nodeLost, none live"
 [ "$(psql_q "SELECT count(*) FROM sessions WHERE owner_node = '$KILLED' AND owner_epoch = 1 AND state <> 'ended'")" = 0 ] &&

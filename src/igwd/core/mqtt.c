@@ -10,6 +10,7 @@
 #include "core/mqtt.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
@@ -48,6 +49,8 @@ _Static_assert(IGW_MQTT_PAYLOAD_MAX <= INT_MAX, "libmosquitto lengths are int");
 #define ERR_LOG_REPEAT_MS 30000
 #define STOP_DRAIN_MS 1000  /* bound on sending DISCONNECT at stop */
 #define POLL_MS 1000        /* keepalive checks at least this often */
+#define DRAIN_IDLE_MS 500   /* drain: nothing received this long after the subscriptions: the queue is empty */
+#define DRAIN_CONNECT_MS 10000 /* drain: not connected within this: given up */
 /* Shared subscriptions (topic.h): one node of the group gets each relayed
  * uplink, and each presence fact when presence is on (the second). */
 static char *const sub_topics[] = {IGW_TOPIC_RELAY_SUB, IGW_TOPIC_PRESENCE_SUB};
@@ -59,6 +62,7 @@ struct igw_mqtt {
     uint16_t port;
     int keepalive;
     int nsubs; /* of sub_topics: 1, or 2 with presence */
+    bool drain; /* igw_mqtt_config.drain */
     igw_mqtt_uplink_fn fn;
     void *fn_arg;
     int wake_fd; /* eventfd: publishers and stop wake the network thread */
@@ -70,10 +74,13 @@ struct igw_mqtt {
     atomic_bool paused;  /* igw_mqtt_pause: nothing more is read */
     atomic_bool link_up; /* CONNACK accepted, not yet disconnected */
     atomic_bool ready;   /* link_up and every subscription granted at QoS 1 */
+    atomic_bool done;    /* drain: the session left its groups (or the drain ended otherwise) */
     atomic_uint_fast64_t in, presence, syncs, out, out_failed, dropped, d_topic, d_size, d_retained, connects, reconnects;
 
     /* network thread only */
-    int sub_mid;
+    int sub_mid, unsub_mid;
+    int64_t last_in_ms;   /* drain: the start, the UNSUBACK or the last message */
+    bool unsubscribed;
     int64_t up_since_ms;
     unsigned backoff_ms;
     char last_err[160];
@@ -230,6 +237,7 @@ static void on_message(struct mosquitto *mosq, void *obj, const struct mosquitto
         return;
     }
     memcpy(u, &hdr, sizeof hdr);
+    m->last_in_ms = igw_clock_ms();
     u->len = len;
     if (len)
         memcpy(u->payload, msg->payload, len);
@@ -255,6 +263,15 @@ static void on_connect(struct mosquitto *mosq, void *obj, int rc, int flags)
     igw_log(IGW_LOG_INFO, NULL, PFX "connected to %s:%u as %s (session %s)", m->host, (unsigned)m->port,
             m->client_id, (flags & 1) ? "resumed" : "new");
     m->last_err[0] = 0;
+    if (m->drain) { /* out of the groups first: what the session holds already comes all the same */
+        m->last_in_ms = igw_clock_ms();
+        src = mosquitto_unsubscribe_multiple(mosq, &m->unsub_mid, m->nsubs, sub_topics, NULL);
+        if (src != MOSQ_ERR_SUCCESS) {
+            conn_error_rc(m, "drain: unsubscribe", src);
+            mosquitto_disconnect(mosq); /* and the drain ends */
+        }
+        return;
+    }
     /* Every time: a session the broker lost (restart, takeover) has none. */
     src = mosquitto_subscribe_multiple(mosq, &m->sub_mid, m->nsubs, sub_topics, 1, 0, NULL);
     if (src != MOSQ_ERR_SUCCESS) {
@@ -288,6 +305,16 @@ static void on_subscribe(struct mosquitto *mosq, void *obj, int mid, int n, cons
             conn_error_rc(m, "presence sync", prc);
     }
     set_ready(m, true);
+}
+
+static void on_unsubscribe(struct mosquitto *mosq, void *obj, int mid)
+{
+    igw_mqtt *m = obj;
+    (void)mosq;
+    if (mid == m->unsub_mid) {
+        m->unsubscribed = true;
+        m->last_in_ms = igw_clock_ms();
+    }
 }
 
 static void on_disconnect(struct mosquitto *mosq, void *obj, int rc)
@@ -404,6 +431,27 @@ static void disconnect_cleanly(igw_mqtt *m)
     close(keep);
 }
 
+/* A drain's progress, before each round: true when it is over. Its
+ * session left the shared subscriptions as soon as it connected (the
+ * broker hands their messages to the live members only from then on); what
+ * the broker had queued for it keeps coming, and once nothing came for
+ * DRAIN_IDLE_MS after the UNSUBACK it has all come. */
+static bool drain_step(igw_mqtt *m)
+{
+    int64_t now = igw_clock_ms();
+    if (m->unsubscribed && now - m->last_in_ms >= DRAIN_IDLE_MS) {
+        igw_log(IGW_LOG_INFO, NULL, PFX "drain of %s: %" PRIu64 " message(s) received, its subscriptions left",
+                m->client_id, ld(&m->in) + ld(&m->presence));
+        return true;
+    }
+    if (!atomic_load(&m->link_up) && now - m->last_in_ms > DRAIN_CONNECT_MS) {
+        igw_log(IGW_LOG_WARN, NULL, PFX "drain of %s: not connected in %d ms: given up", m->client_id,
+                DRAIN_CONNECT_MS);
+        return true;
+    }
+    return false;
+}
+
 static void *net_main(void *arg)
 {
     igw_mqtt *m = arg;
@@ -416,6 +464,8 @@ static void *net_main(void *arg)
 
     while (!atomic_load(&m->stop)) {
         int fd = mosquitto_socket(m->mosq), rc;
+        if (m->drain && drain_step(m))
+            break;
         if (fd < 0) {
             if (tried && pause_ms(m, m->backoff_ms))
                 break;
@@ -432,13 +482,17 @@ static void *net_main(void *arg)
             continue;
         }
         bool was_up = atomic_load(&m->link_up);
-        rc = io_round(m, fd, POLL_MS);
+        rc = io_round(m, fd, m->drain ? 100 : POLL_MS);
         if (rc != MOSQ_ERR_SUCCESS || mosquitto_socket(m->mosq) < 0) {
             /* libmosquitto closed the socket and called on_disconnect, which
              * logged the loss of an established link; refusals are logged
              * by on_connect. */
             if (rc != MOSQ_ERR_SUCCESS && rc != MOSQ_ERR_CONN_REFUSED && !was_up && !atomic_load(&m->stop))
                 conn_error_rc(m, "connection", rc);
+            if (m->drain && was_up) { /* taken over (the node is back) or cut: never again */
+                igw_log(IGW_LOG_INFO, NULL, PFX "drain of %s: the connection ended before the drain did", m->client_id);
+                break;
+            }
             backoff_next(m);
         }
     }
@@ -447,6 +501,7 @@ static void *net_main(void *arg)
         disconnect_cleanly(m);
     atomic_store(&m->link_up, false);
     set_ready(m, false);
+    atomic_store(&m->done, true);
     return NULL;
 }
 
@@ -544,6 +599,8 @@ igw_mqtt *igw_mqtt_start(const igw_mqtt_config *cfg, igw_mqtt_uplink_fn fn, void
     m->port = cfg->port;
     m->keepalive = cfg->keepalive_s ? (int)cfg->keepalive_s : KEEPALIVE_DEFAULT;
     m->nsubs = cfg->presence ? (int)NSUBS_ALL : 1;
+    m->drain = cfg->drain;
+    m->last_in_ms = igw_clock_ms(); /* a drain's connect deadline counts from here */
     m->host = strdup(cfg->host);
     m->username = strdup(cfg->username);
     m->password = strdup(cfg->password);
@@ -577,6 +634,7 @@ igw_mqtt *igw_mqtt_start(const igw_mqtt_config *cfg, igw_mqtt_uplink_fn fn, void
     mosquitto_connect_with_flags_callback_set(m->mosq, on_connect);
     mosquitto_disconnect_callback_set(m->mosq, on_disconnect);
     mosquitto_subscribe_callback_set(m->mosq, on_subscribe);
+    mosquitto_unsubscribe_callback_set(m->mosq, on_unsubscribe);
     mosquitto_message_callback_set(m->mosq, on_message);
     if ((e = pthread_create(&m->thread, NULL, net_main, m)) != 0) {
         errf(err, errlen, "mqtt: pthread_create: %s", strerror(e));
@@ -659,6 +717,11 @@ void igw_mqtt_stats_get(const igw_mqtt *m, igw_mqtt_stats *out)
     out->dropped_retained = ld(&m->d_retained);
     out->dropped = ld(&m->dropped);
     out->reconnects = ld(&m->reconnects);
+}
+
+bool igw_mqtt_done(const igw_mqtt *m)
+{
+    return m && atomic_load(&m->done);
 }
 
 void igw_mqtt_uplink_free(igw_mqtt_uplink *u)

@@ -15,8 +15,9 @@
  * robin. The broker keeps the subscription and queues a node's share while
  * that node is away (in memory with the local broker's `persistence
  * false`, at most its max_queued_messages): the group includes members
- * that are offline, so a stopped node's share waits for it; a node taken
- * away for good must have its session ended (docs/decisions.md). Consecutive
+ * that are offline, so a stopped node's share waits for it; once a node
+ * lapsed, a live node drains its session (igw_mqtt_config.drain; docs/
+ * decisions.md "a lapsed node's broker session is drained"). Consecutive
  * uplinks of one device may reach different nodes.
  *
  * Presence (igw_mqtt_config.presence): the client also subscribes to
@@ -72,6 +73,15 @@ typedef struct igw_mqtt_config {
     const char *client_id; /* stable per igwd node, e.g. "igwd-<node>" (required, 1..128 bytes) */
     unsigned keepalive_s;  /* 0: 30; at least 5 */
     bool presence;         /* also the presence facts, and a sync at each connection (above) */
+    /* A drain of another node's broker session (client_id: that node's, which
+     * is gone): on connecting the session leaves its shared subscriptions
+     * (the broker hands their messages to the live members only from then
+     * on), the queue the broker kept for it is received, and once nothing
+     * more comes the connection ends (igw_mqtt_done). It never reconnects
+     * once connected (the node came back and took its session over) and
+     * gives up when not connected within 10 s. The node, back, subscribes
+     * again on its connection. */
+    bool drain;
 } igw_mqtt_config;
 
 typedef enum igw_mqtt_kind {
@@ -144,6 +154,10 @@ int igw_mqtt_wait_connected(igw_mqtt *m, unsigned timeout_ms);
 
 /* Copies the counters into *out. */
 void igw_mqtt_stats_get(const igw_mqtt *m, igw_mqtt_stats *out);
+
+/* A drain (igw_mqtt_config.drain) is over: igw_mqtt_stop frees it. Any
+ * thread. */
+bool igw_mqtt_done(const igw_mqtt *m);
 
 /* Frees an uplink (NULL is fine). */
 void igw_mqtt_uplink_free(igw_mqtt_uplink *u);

@@ -8,7 +8,9 @@
 #ifndef IGW_ROUTES_CONTEXT_H
 #define IGW_ROUTES_CONTEXT_H
 
+#include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "auth/login.h"
@@ -36,6 +38,12 @@ typedef struct igw_app {
     igw_call_standin_config standin; /* cfg's stand-in IM settings, as the runtime takes them */
     igw_server *srv;   /* set by igw_app_start_mqtt */
     _Atomic(igw_mqtt *) mqtt; /* NULL when no broker is configured; read by workers */
+    /* Drains of lapsed nodes' broker sessions (node.h, mqtt.h), started by
+     * worker 0's node, stopped with the broker client; under drains_mu. */
+    pthread_mutex_t drains_mu;
+    struct igw_app_drain *drains;
+    bool drains_closed;                /* igw_app_stop_mqtt came: no new one */
+    char mqtt_password[256];           /* the broker password, for the drains */
     struct igw_worker *workers[IGW_CONFIG_MAX_THREADS]; /* set before the workers run */
     unsigned char url_key[IGW_APP_URL_KEY_LEN]; /* signs download URLs */
     unsigned char jwt_key[1024];                /* verifies login tokens */

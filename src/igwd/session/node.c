@@ -19,10 +19,11 @@
 /* $1 node id. The first start gets epoch 1; every later one, one more. */
 static const igw_db_stmt st_claim = {
     "igw_node_claim",
-    "INSERT INTO nodes (node_id, epoch) VALUES ($1::text, 1) "
-    "ON CONFLICT (node_id) DO UPDATE SET epoch = nodes.epoch + 1, started_at = now(), heartbeat_at = now() "
+    "INSERT INTO nodes (node_id, epoch, mqtt_client_id) VALUES ($1::text, 1, NULLIF($2::text, '')) "
+    "ON CONFLICT (node_id) DO UPDATE SET epoch = nodes.epoch + 1, started_at = now(), heartbeat_at = now(), "
+    "                                    mqtt_client_id = EXCLUDED.mqtt_client_id "
     "RETURNING epoch",
-    1};
+    2};
 
 /* $1 node id, $2 epoch: one row while the epoch is still ours. */
 static const igw_db_stmt st_beat = {
@@ -86,6 +87,20 @@ static const igw_db_stmt st_sweep_lost = {
     SWEEP_TAIL(REASON_LOST),
     SW__N};
 
+/* The broker sessions of lapsed nodes to drain, each epoch's once: the row
+ * taken by one live node (the UPDATE's row lock; a second sweeper finds
+ * it drained), while this node's epoch is still its own. */
+enum { DR_NODE, DR_EPOCH, DR_LAPSE, DR__N };
+enum { DR_COL_NODE, DR_COL_CLIENT };
+static const igw_db_stmt st_drain = {
+    "igw_node_drain",
+    "WITH " ME_CTE " "
+    "UPDATE nodes d SET drained_epoch = d.epoch FROM me "
+    "WHERE d.node_id <> me.node_id AND d.heartbeat_at < now() - $3::bigint * interval '1 millisecond' "
+    "  AND d.mqtt_client_id IS NOT NULL AND d.drained_epoch IS DISTINCT FROM d.epoch "
+    "RETURNING d.node_id, d.mqtt_client_id",
+    DR__N};
+
 typedef enum phase { CLAIMING, LIVE, FENCED } phase;
 
 struct igw_node {
@@ -100,7 +115,10 @@ struct igw_node {
     int64_t epoch;
     unsigned beats;       /* heartbeats sent */
     unsigned inflight;    /* queries not answered yet */
-    bool claiming, beating, sweeping;
+    bool claiming, beating, sweeping, draining;
+    char mqtt_client_id[IGW_NODE_CLIENT_ID_MAX + 1];
+    void (*drain)(void *arg, const char *node_id, const char *client_id);
+    void *drain_arg;
     bool restarted_done;  /* the older epochs are swept completely */
     bool stopping;        /* igw_node_stop came: free with the last answer */
 };
@@ -198,6 +216,35 @@ static void on_swept(void *arg, const PGresult *res, const char *err, igw_node_r
     release(n);
 }
 
+static void on_drain(void *arg, const PGresult *res, const char *err)
+{
+    igw_node *n = arg;
+    n->draining = false;
+    if (!n->stopping) {
+        if (!shaped(res, err, 2))
+            igw_log(IGW_LOG_WARN, NULL, "node %s: drain claim failed: %s", n->id, err ? err : "unexpected result shape");
+        else
+            for (int i = 0, k = PQntuples(res); i < k; i++) {
+                igw_log(IGW_LOG_INFO, NULL, "node %s: draining lost node %s's broker session (%s)", n->id,
+                        PQgetvalue(res, i, DR_COL_NODE), PQgetvalue(res, i, DR_COL_CLIENT));
+                n->drain(n->drain_arg, PQgetvalue(res, i, DR_COL_NODE), PQgetvalue(res, i, DR_COL_CLIENT));
+            }
+    }
+    release(n);
+}
+
+/* After a sweep of lapsed nodes: their broker sessions, when someone drains them. */
+static void drain_lost(igw_node *n)
+{
+    if (!n->drain || n->draining || n->phase != LIVE)
+        return;
+    char epoch[24], lapse[24];
+    snprintf(epoch, sizeof epoch, "%" PRId64, n->epoch);
+    snprintf(lapse, sizeof lapse, "%u", n->lapse_ms);
+    const char *v[DR__N] = {[DR_NODE] = n->id, [DR_EPOCH] = epoch, [DR_LAPSE] = lapse};
+    n->draining = submit(n, &st_drain, v, on_drain) == 0;
+}
+
 static void on_swept_restarted(void *arg, const PGresult *res, const char *err)
 {
     on_swept(arg, res, err, IGW_NODE_RESTARTED);
@@ -205,6 +252,9 @@ static void on_swept_restarted(void *arg, const PGresult *res, const char *err)
 
 static void on_swept_lost(void *arg, const PGresult *res, const char *err)
 {
+    igw_node *n = arg;
+    if (!n->stopping)
+        drain_lost(n); /* before the release: n lives while a query is in flight */
     on_swept(arg, res, err, IGW_NODE_LOST);
 }
 
@@ -258,7 +308,7 @@ static void on_beat(void *arg, const PGresult *res, const char *err)
 
 static void claim(igw_node *n)
 {
-    const char *v[1] = {n->id};
+    const char *v[2] = {n->id, n->mqtt_client_id};
     n->claiming = submit(n, &st_claim, v, on_claimed) == 0;
 }
 
@@ -317,6 +367,9 @@ igw_node *igw_node_start(struct st_h2o_evloop_t *loop, igw_db *db, const igw_nod
     n->stats = cfg->stats;
     memcpy(n->id, cfg->node_id, len);
     n->lapse_ms = cfg->lapse_ms;
+    snprintf(n->mqtt_client_id, sizeof n->mqtt_client_id, "%s", cfg->mqtt_client_id ? cfg->mqtt_client_id : "");
+    n->drain = cfg->drain;
+    n->drain_arg = cfg->drain_arg;
     h2o_timeout_init(loop, &n->timeout, cfg->heartbeat_ms);
     n->entry.cb = on_tick;
     claim(n); /* sent at the end of this loop turn; a refusal is retried by the tick */

@@ -72,11 +72,22 @@ typedef struct igw_node_stats {
     _Atomic uint64_t swept[IGW_NODE__REASONS];  /* sessions this process ended, by reason */
 } igw_node_stats;
 
+#define IGW_NODE_CLIENT_ID_MAX 128 /* bytes of a broker client id */
+
 typedef struct igw_node_config {
     const char *node_id;   /* 1..IGW_NODE_ID_MAX bytes; copied */
     unsigned heartbeat_ms; /* >= 1 */
     unsigned lapse_ms;     /* another node's heartbeat older than this: its sessions are lost */
     igw_node_stats *stats; /* required; must outlive the node */
+    /* This node's broker client id, kept in its row (copied; NULL or "":
+     * no broker). After each sweep of lapsed nodes, drain(drain_arg, its
+     * node id, its client id) is called on this loop for each lapsed node
+     * whose current epoch's broker session no live node drained yet: the
+     * caller receives what the broker queued for it and takes it out of the
+     * shared subscriptions (mqtt.h, drain). NULL: this node drains none. */
+    const char *mqtt_client_id;
+    void (*drain)(void *arg, const char *node_id, const char *client_id);
+    void *drain_arg;
 } igw_node_config;
 
 /* The SQL's state names against the generated machines: NULL when "ended"

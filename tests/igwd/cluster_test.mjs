@@ -3,7 +3,11 @@
 // round robin spreads a live view's commands over the nodes.
 //
 //   1. a Chromium live view opened, established, paused (no frame for
-//      1.5 s), resumed, ended; each result as the session's owner gave it
+//      1.5 s), resumed, ended; each result as the session's owner gave it;
+//      a recording the camera made played, paused and ended (the camera's
+//      replies to the leg's node whichever node the broker gives them to);
+//      a talk of the demo group's call: the member's tone on the camera's
+//      speaker, a second member joined
 //   2. a live view opened; its owner node killed (SIGKILL, its pid from
 //      IGW_NODE_PIDS); the session ends nodeLost (the survivors' sweep); a
 //      new live view through the balancer decodes frames. Beside it a
@@ -18,11 +22,12 @@
 //
 // env: IGW_BASE, IGW_VCAM, IGW_DEMO, IGW_NETNS_ADDR, IGW_PG_DSN,
 // IGW_NODE_PIDS ("node=pid ..."), IGW_NODE_URLS ("node=URL ..."),
-// IGW_LAPSE_MS, WS_NODE_DIR.
+// IGW_LAPSE_MS, WS_NODE_DIR, IGW_REC_DIR (the camera's recordings),
+// IGW_SPEAKER_LOG (its speaker's levels).
 import { execFileSync } from 'node:child_process';
 import { createRequire } from 'node:module';
-import { launch, sleep, Checker } from '../media/lib.mjs';
-import { DEMO, app, call, accepted, startCamera, openLiveView, target, camera } from './live_lib.mjs';
+import { launch, newViewer, sleep, Checker, AUTOPLAY_ARGS } from '../media/lib.mjs';
+import { DEMO, app, call, accepted, startCamera, openLiveView, target, camera, speakerLevels } from './live_lib.mjs';
 
 const WebSocket = createRequire(process.env.WS_NODE_DIR + '/package.json')('ws');
 
@@ -137,6 +142,100 @@ async function wsApp(url) {
     return w;
 }
 
+/** A state event of sid with data.playback. */
+const pbEvent = (a, sid, playback, ms = 15000) =>
+    a.wait((e) => e.method === 'interaction.state' && e.sessionId === sid && e.data.playback === playback, ms);
+
+async function command(a, params, what, sid) {
+    const t = token('c');
+    await accepted(c, a, { msgToken: t, ...(sid ? { sessionId: sid } : {}), ...params }, what);
+    const r = await a.result(t, 15000);
+    c.check(r && r.code === 200, `${what}: result (${JSON.stringify(r)})`);
+    return r ? r.data : {};
+}
+
+async function playback(browser) {
+    const a = await clusterApp();
+    let list = [];
+    for (let i = 0; i < 200 && list.length < 1; i++) {
+        const r = await call(DEMO.user, '/api/v1/im/interaction/recordings/query',
+            { endpointId: a.ep, target, cameraId: camera, startTimeMs: Date.now() - 600000, endTimeMs: Date.now() + 60000, limit: 8 })
+            .catch(() => ({ status: 0 }));
+        if (r.status === 200) list = r.body.data.list.filter((x) => x.available && x.durationMs >= 2000);
+        if (!list.length) await sleep(250);
+    }
+    c.check(list.length >= 1, `playback: the camera's segments in the catalog (${list.length})`);
+    const d0 = await command(a, { method: 'interaction.open', target,
+        params: { purpose: 'recordPlayback', cameraId: camera, recordingId: list[0].recordingId } }, 'playback: open');
+    const sid = d0.sessionId;
+    const v = await newViewer(browser);
+    await command(a, { method: 'interaction.mediaOffer',
+        params: { mediaRevision: 1, webrtc: { iceMode: 'full', sdp: await v.offerRecvOnly() } } }, 'playback: mediaOffer', sid)
+        .then((d) => d.webrtc && v.setAnswer(d.webrtc.sdp));
+    await v.waitFor((x) => x.connectionState === 'connected', 15000).catch(() => {});
+    await command(a, { method: 'interaction.mediaState', params: { mediaRevision: 1, state: 'connected' } },
+        'playback: mediaState', sid);
+    const ready = await pbEvent(a, sid, 'ready');
+    c.check(ready && ready.data.state === 'established', `playback: ready (${JSON.stringify(ready)})`);
+    let d = await command(a, { method: 'interaction.playbackControl', params: { operation: 'play', mediaRevision: 1 } },
+        'playback: play', sid);
+    c.check(d.state === 'playing', `playback: the camera says playing (${JSON.stringify(d)})`);
+    const st = await v.waitFor((x) => x.framesDecoded > 0, 8000).catch((e) => e.stats);
+    c.check(st && st.framesDecoded > 0, `playback: frames decoded (${JSON.stringify(st)})`);
+    d = await command(a, { method: 'interaction.playbackControl', params: { operation: 'pause', mediaRevision: 1 } },
+        'playback: pause', sid);
+    c.check(d.state === 'paused', `playback: the camera says paused (${JSON.stringify(d)})`);
+    await sleep(400);
+    const f1 = (await v.stats()).framesDecoded;
+    await sleep(1200);
+    const f2 = (await v.stats()).framesDecoded;
+    c.check(f2 === f1, `playback: no frame while paused (${f1} -> ${f2})`);
+    await command(a, { method: 'interaction.end', params: { reason: 'userHangup' } }, 'playback: end', sid);
+    const e = await a.state(sid, 'ended');
+    c.check(e && e.data.reason === 'userHangup', `playback: ended (${JSON.stringify(e)})`);
+    await v.close();
+}
+
+const loudNow = () => {
+    const l = speakerLevels(process.env.IGW_SPEAKER_LOG, Date.now() - 200);
+    return l.length >= 2 && l.every((x) => x.rms_db > -30);
+};
+
+async function talk(browser) {
+    const im = (user, path, body) => call(user, `/api/v1/im-standin/${path}`, body).catch(() => ({ status: 0, body: {} }));
+    const owner = await clusterApp();
+    let r = await im(DEMO.user, 'calls/start', { groupId: DEMO.group.groupId });
+    c.check(r.status === 200, `talk: the call started (${JSON.stringify(r.body)})`);
+    const callId = r.body.data && r.body.data.callId;
+    const beat = setInterval(() => im(DEMO.user, 'calls/heartbeat', { callId }), 3000);
+    try {
+        const d0 = await command(owner, { method: 'interaction.open', target,
+            params: { purpose: 'ipcTalk', cameraId: camera, callId } }, 'talk: open');
+        const sid = d0.sessionId;
+        const v = await newViewer(browser);
+        await command(owner, { method: 'interaction.mediaOffer',
+            params: { mediaRevision: 1, webrtc: { iceMode: 'full', sdp: await v.offerPublish(440) } } }, 'talk: mediaOffer', sid)
+            .then((d) => d.webrtc && v.setAnswer(d.webrtc.sdp));
+        const st = await v.waitFor((x) => x.framesDecoded > 0 && x.audioPackets > 0, 15000).catch((e) => e.stats);
+        c.check(st && st.framesDecoded > 0 && st.audioPackets > 0, `talk: the camera's picture and microphone (${JSON.stringify(st)})`);
+        await command(owner, { method: 'interaction.mediaState', params: { mediaRevision: 1, state: 'connected' } },
+            'talk: mediaState', sid);
+        let heard = false;
+        for (let i = 0; i < 200 && !heard; i++) (heard = loudNow()) || (await sleep(50));
+        c.check(heard, 'talk: the member\'s tone on the camera\'s speaker');
+        await app(DEMO.otherUser); // 1002 logged in: a live endpoint of its own
+        const dj = await command(owner, { method: 'interaction.join', params: { participantId: '1002' } }, 'talk: join 1002', sid);
+        c.check(dj.state === 'joined', `talk: 1002 joined (${JSON.stringify(dj)})`);
+        await command(owner, { method: 'interaction.end', params: { reason: 'userHangup' } }, 'talk: end', sid);
+        const e = await owner.state(sid, 'ended');
+        c.check(e && e.data.reason === 'userHangup', `talk: ended (${JSON.stringify(e)})`);
+        await v.close();
+    } finally {
+        clearInterval(beat);
+        await im(DEMO.user, 'calls/hangup', { callId });
+    }
+}
+
 async function kill(browser) {
     const pids = Object.fromEntries(process.env.IGW_NODE_PIDS.trim().split(/\s+/).map((x) => x.split('=')));
     const urls = Object.fromEntries(process.env.IGW_NODE_URLS.trim().split(/\s+/).map((x) => x.split(/=(.*)/s).slice(0, 2)));
@@ -192,10 +291,13 @@ async function kill(browser) {
 }
 
 async function main() {
-    const cam = startCamera(process.env.IGW_VCAM, '[vcam] ');
-    const browser = await launch();
+    const cam = startCamera(process.env.IGW_VCAM, '[vcam] ', ['--record-dir', process.env.IGW_REC_DIR,
+        '--segment-ms', '2500', '--retain-s', '600', '--speaker-log', process.env.IGW_SPEAKER_LOG]);
+    const browser = await launch({ args: AUTOPLAY_ARGS });
     try {
         await flow(browser);
+        await playback(browser);
+        await talk(browser);
         await kill(browser);
     } finally {
         await browser.close().catch(() => {});

@@ -46,6 +46,7 @@ start_node() {
     env -i PATH="$PATH" LSAN_OPTIONS="${LSAN_OPTIONS:-}" ASAN_OPTIONS="${ASAN_OPTIONS:-}" IGW_LISTEN=127.0.0.1:0 \
         IGW_THREADS=2 IGW_PG_DSN="$IGW_PG_DSN" IGW_JWT_KEY_FILE="$KEY" IGW_NODE_ID="$1" \
         IGW_NODE_HEARTBEAT_MS=500 IGW_NODE_LAPSE_MS=$LAPSE IGW_REDIS_HOST=127.0.0.1 IGW_REDIS_PORT="$IGW_REDIS_PORT" \
+        IGW_TALK_ENABLED=true IGW_TALK_MEMBERS=true IGW_IM_STANDIN=true \
         IGW_MQTT_HOST=127.0.0.1 IGW_MQTT_PORT="$IGW_MQTT_PORT" IGW_MQTT_PASSWORD_FILE="$IGW_MQTT_PASSWORD_FILE" \
         IGW_MQTT_CLIENT_ID="igwd-$1" IGW_MEDIA_ADDRESS="$IGW_NETNS_ADDR" IGW_LOG_LEVEL=info \
         "$IGWD" >"$TMP/$1.out" 2>>"$TMP/$1.err" &
@@ -58,6 +59,9 @@ stop_nodes() {
     igw_services_test_down
 }
 trap stop_nodes EXIT
+"$IGWCTL" grant --db "$IGW_PG_DSN" --user "$(j .otherUser.userId)" --product "$(j .device.productID)" \
+    --device "$(j .device.deviceName)" >/dev/null || fail "grant 1002 the camera (a talk member)"
+mkdir -p "$TMP/rec"
 for n in c1 c2 c3; do start_node $n; done
 "$ROOT/src/ops/services.sh" balancer-up "$LB" "${NPORT[c1]}" "${NPORT[c2]}" "${NPORT[c3]}" >"$TMP/lb.log" 2>&1 ||
     fail "balancer-up: $(cat "$TMP/lb.log")"
@@ -115,10 +119,10 @@ mqtt_load & LOADS="$LOADS $!"
 PIDS="c1=${NPID[c1]} c2=${NPID[c2]} c3=${NPID[c3]}"
 URLS="c1=http://127.0.0.1:${NPORT[c1]} c2=http://127.0.0.1:${NPORT[c2]} c3=http://127.0.0.1:${NPORT[c3]}"
 if ! IGW_BASE=http://$LB IGW_VCAM=$VCAM IGW_DEMO=$DEMO IGW_PG_DSN=$IGW_PG_DSN IGW_NODE_PIDS=$PIDS IGW_NODE_URLS=$URLS \
-    IGW_LAPSE_MS=$LAPSE \
+    IGW_LAPSE_MS=$LAPSE IGW_REC_DIR=$TMP/rec IGW_SPEAKER_LOG=$TMP/speaker.jsonl \
     node "$ROOT/tests/igwd/cluster_test.mjs" >"$TMP/cluster.out" 2>"$TMP/cluster.err"; then
     cat "$TMP/cluster.out"
-    tail -n 20 "$TMP/cluster.err"
+    grep -a "FAIL" "$TMP/cluster.err"; tail -n 20 "$TMP/cluster.err"
     for n in c1 c2 c3; do grep -A40 -m1 'ERROR: AddressSanitizer\|runtime error' "$TMP/$n.err" >&2; done
     fail "cluster_test.mjs"
 fi

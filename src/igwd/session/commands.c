@@ -46,10 +46,10 @@ static const igw_db_stmt st_open_read = {
     "  ORDER BY m.received_at DESC, m.message_id DESC LIMIT 1), "
     "h.owner_node, h.owner_epoch "
     "FROM (SELECT 1) one LEFT JOIN LATERAL ("
-    "  SELECT l.owner_node, l.owner_epoch FROM legs l JOIN nodes n ON n.node_id = l.owner_node "
-    "         AND n.epoch = l.owner_epoch AND n.heartbeat_at >= now() - $9::bigint * interval '1 millisecond' "
+    "  SELECT l.owner_node, l.owner_epoch FROM legs l "
     "  WHERE l.product_id = $5::text AND l.device_name = $6::text AND l.camera_id = $7::text AND l.shared "
-    "    AND l.owner_node <> $8::text ORDER BY l.created_at, l.leg_id LIMIT 1) h ON true",
+    "    AND l.owner_node <> $8::text AND " LIVE_SQL_NODE_UP("l.owner_node", "l.owner_epoch", "$9")
+    "  ORDER BY l.created_at, l.leg_id LIMIT 1) h ON true",
     OR__N};
 
 /* A new session's acceptance (open's, or subscribe's on its parent; a

@@ -372,37 +372,17 @@ int igw_engine_command_submit(igw_engine *e, const igw_engine_cmd *c, const igw_
     return 0;
 }
 
-static char *put(char **at, igw_str s)
-{
-    char *p = *at;
-    if (s.len)
-        memcpy(p, s.ptr, s.len);
-    p[s.len] = '\0';
-    *at += s.len + 1;
-    return p;
-}
-
 int igw_engine_uplink_submit(igw_engine *e, const igw_engine_uplink *u, const igw_engine_back *back,
                              igw_engine_answer_cb done, void *arg)
 {
-    size_t pl = strlen(u->product_id), dl = strlen(u->device_name);
-    size_t need = pl + dl + u->method.len + u->msg_token.len + u->session_id.len + u->params.len + u->data.len + 7;
-    uplink_msg *m = calloc(1, sizeof *m + need);
+    uplink_msg *m = calloc(1, sizeof *m + live_uplink_size(u));
     if (!m)
         return -1;
     m->e = e;
     m->back = *back;
     m->done = done;
     m->arg = arg;
-    char *at = m->buf;
-    m->u.product_id = put(&at, (igw_str){u->product_id, pl});
-    m->u.device_name = put(&at, (igw_str){u->device_name, dl});
-    m->u.method = (igw_str){put(&at, u->method), u->method.len};
-    m->u.msg_token = (igw_str){put(&at, u->msg_token), u->msg_token.len};
-    m->u.session_id = (igw_str){put(&at, u->session_id), u->session_id.len};
-    m->u.params = u->params.ptr ? (igw_str){put(&at, u->params), u->params.len} : (igw_str){NULL, 0};
-    m->u.data = u->data.ptr ? (igw_str){put(&at, u->data), u->data.len} : (igw_str){NULL, 0};
-    m->u.code = u->code;
+    live_uplink_copy(&m->u, m->buf, u);
     if (igw_loop_post(e->loop, on_uplink, m) != 0) {
         free(m);
         return -1;

@@ -225,16 +225,6 @@ static void on_uplink_sent(void *arg, const PGresult *res, const char *err)
     free(x);
 }
 
-static char *put(char **at, igw_str s)
-{
-    char *p = *at;
-    if (s.len)
-        memcpy(p, s.ptr, s.len);
-    p[s.len] = '\0';
-    *at += s.len + 1;
-    return p;
-}
-
 void live_forward_uplink(igw_engine *e, const igw_engine_uplink *u, live_device_done done, void *ctx)
 {
     int64_t epoch = live_node_epoch(e);
@@ -242,23 +232,13 @@ void live_forward_uplink(igw_engine *e, const igw_engine_uplink *u, live_device_
         run_here(e, u, done, ctx);
         return;
     }
-    size_t pl = strlen(u->product_id), dl = strlen(u->device_name);
-    size_t need = pl + dl + u->method.len + u->msg_token.len + u->session_id.len + u->params.len + u->data.len + 7;
-    uplink_out *x = malloc(sizeof *x + need);
+    uplink_out *x = malloc(sizeof *x + live_uplink_size(u));
     if (!x) {
         done(ctx, IGW_ERR_INTERNAL, "out of memory", NULL, 0);
         return;
     }
-    char *at = x->buf;
     *x = (uplink_out){.e = e, .done = done, .ctx = ctx};
-    x->u.product_id = put(&at, (igw_str){u->product_id, pl});
-    x->u.device_name = put(&at, (igw_str){u->device_name, dl});
-    x->u.method = (igw_str){put(&at, u->method), u->method.len};
-    x->u.msg_token = (igw_str){put(&at, u->msg_token), u->msg_token.len};
-    x->u.session_id = (igw_str){put(&at, u->session_id), u->session_id.len};
-    x->u.params = u->params.ptr ? (igw_str){put(&at, u->params), u->params.len} : (igw_str){NULL, 0};
-    x->u.data = u->data.ptr ? (igw_str){put(&at, u->data), u->data.len} : (igw_str){NULL, 0};
-    x->u.code = u->code;
+    live_uplink_copy(&x->u, x->buf, u);
     /* The message as the device sent it (the edge's strict decoder passed
      * it): the holder decodes it again. */
     igw_DeviceMessage dm = {.has = IGW_DeviceMessage__REQUIRED | IGW_DeviceMessage_sessionId,
@@ -453,9 +433,7 @@ static const igw_db_stmt st_orphans = {
     "igw_session_forwards_orphans",
     "WITH f AS (DELETE FROM forwards WHERE forward_id IN ("
     "             SELECT f.forward_id FROM forwards f LEFT JOIN sessions s ON s.session_id = f.session_id "
-    "             WHERE NOT EXISTS (SELECT 1 FROM nodes n "
-    "                 WHERE n.node_id = f.owner_node AND n.epoch = f.owner_epoch "
-    "                   AND n.heartbeat_at >= now() - $1::bigint * interval '1 millisecond') "
+    "             WHERE NOT " LIVE_SQL_NODE_UP("f.owner_node", "f.owner_epoch", "$1") " "
     "               AND (f.kind <> '" KIND_COMMAND "' OR f.session_id IS NULL "
     "                    OR s.state = '" IGW_SQL_ST_ENDED "') "
     "             ORDER BY f.forward_id LIMIT " CLAIM_MAX_SQL " FOR UPDATE OF f SKIP LOCKED) "
@@ -512,9 +490,7 @@ enum { OL_LAPSE, OL_NODE, OL_EPOCH, OL__N };
 enum { OL_COL_LEG, OL_COL_PID, OL_COL_DN, OL_COL_OWNER };
 static const igw_db_stmt st_orphan_legs = {
     "igw_session_legs_orphans",
-    "DELETE FROM legs l WHERE NOT EXISTS (SELECT 1 FROM nodes n "
-    "    WHERE n.node_id = l.owner_node AND n.epoch = l.owner_epoch "
-    "      AND n.heartbeat_at >= now() - $1::bigint * interval '1 millisecond') "
+    "DELETE FROM legs l WHERE NOT " LIVE_SQL_NODE_UP("l.owner_node", "l.owner_epoch", "$1") " "
     "  AND NOT (l.owner_node = $2::text AND l.owner_epoch = $3::bigint) "
     "RETURNING l.leg_id, l.product_id, l.device_name, l.owner_node",
     OL__N};

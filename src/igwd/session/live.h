@@ -32,6 +32,11 @@
  * every node, the payload the owner's node id (a node id is not a channel
  * name; a node ignores the others'). */
 #define LIVE_FORWARD_CHANNEL "igw_forwards"
+/* SQL: node `node` at epoch `epoch` is alive: that epoch is its current one
+ * and its heartbeat is younger than `lapse` ms (node_lapse_ms). */
+#define LIVE_SQL_NODE_UP(node, epoch, lapse)                                                                         \
+    "EXISTS (SELECT 1 FROM nodes n WHERE n.node_id = " node " AND n.epoch = " epoch                                  \
+    " AND n.heartbeat_at >= now() - " lapse "::bigint * interval '1 millisecond')"
 
 typedef struct live_leg live_leg;
 typedef struct live_session live_session;

@@ -472,6 +472,35 @@ static void on_bye(igw_engine *e, live_leg *l, igw_str params)
     live_leg_end(e, l, why, false, IGW_ByeReason_cameraShutdown);
 }
 
+size_t live_uplink_size(const igw_engine_uplink *u)
+{
+    return strlen(u->product_id) + strlen(u->device_name) + u->method.len + u->msg_token.len + u->session_id.len +
+           u->params.len + u->data.len + 7;
+}
+
+static char *put(char **at, const char *s, size_t n)
+{
+    char *p = *at;
+    if (n)
+        memcpy(p, s, n);
+    p[n] = '\0';
+    *at += n + 1;
+    return p;
+}
+
+void live_uplink_copy(igw_engine_uplink *dst, char *buf, const igw_engine_uplink *u)
+{
+    char *at = buf;
+    dst->product_id = put(&at, u->product_id, strlen(u->product_id));
+    dst->device_name = put(&at, u->device_name, strlen(u->device_name));
+    dst->method = (igw_str){put(&at, u->method.ptr, u->method.len), u->method.len};
+    dst->msg_token = (igw_str){put(&at, u->msg_token.ptr, u->msg_token.len), u->msg_token.len};
+    dst->session_id = (igw_str){put(&at, u->session_id.ptr, u->session_id.len), u->session_id.len};
+    dst->params = u->params.ptr ? (igw_str){put(&at, u->params.ptr, u->params.len), u->params.len} : (igw_str){NULL, 0};
+    dst->data = u->data.ptr ? (igw_str){put(&at, u->data.ptr, u->data.len), u->data.len} : (igw_str){NULL, 0};
+    dst->code = u->code;
+}
+
 /* The camera's answers to our downlinks that need nothing of the leg: a
  * byeReply comes after the leg is gone. Stored, acknowledged. */
 static bool needs_no_leg(igw_proto_method m)

@@ -97,6 +97,13 @@ void live_leg_end(igw_engine *e, live_leg *leg, const char *reason, bool say_bye
  * purposes' `device` hooks are asked in turn; the one that takes it
  * answers through done exactly once, now or later. false: none took it. */
 bool live_device_uplink(igw_engine *e, const igw_engine_uplink *u, live_device_done done, void *ctx);
+/* Bytes a copy of u's strings takes (live_uplink_copy's buf), NULs
+ * included. */
+size_t live_uplink_size(const igw_engine_uplink *u);
+/* *dst: u with its strings copied into buf (live_uplink_size(u) bytes),
+ * each NUL-terminated; a NULL params or data stays NULL. */
+void live_uplink_copy(igw_engine_uplink *dst, char *buf, const igw_engine_uplink *u);
+
 /* Whether a device's message naming a leg (u->session_id) is this
  * node's to answer: the leg is here, or the method needs none (a byeReply,
  * a trackControlReply). false: another node may hold it (forward.h). */

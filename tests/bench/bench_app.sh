@@ -13,7 +13,11 @@
 # (tests/bench/bench_app.mjs). See tests/bench/README.md.
 # Own PostgreSQL, Redis and Mosquitto; demo tenant; everything torn down.
 # The last line is
-#   RESULT accept_p99_ms=<n> accepted_per_s=<n> push_p99_ms=<n> pull_ack_per_s=<n>
+#   RESULT accept_p99_ms=<n> accepted_per_s=<n> push_p99_ms=<n> pull_ack_per_s=<n> accept_vs_floor=<ratio>
+#          pg_cpu_us_per_cmd=<n>
+# (accept_vs_floor: the acceptance p99 / the floor's p99, medians of the
+# rounds; pg_cpu_us_per_cmd: PostgreSQL's CPU time while accepting / the
+# commands accepted, median of the rounds: the disk's stalls move neither)
 # Settings: RATE (1000), BENCH_SECONDS (5), CONNS (32), ROUNDS (3), IGWD_THREADS (2),
 # PUSH_RATE (500) and PUSH_SECONDS (4) of each push round, BARE_MAX_SECONDS (3:
 # the no-database reply's closed loop), BENCH_TMP (/tmp: where the services'
@@ -82,6 +86,10 @@ cpu_report() { # BEFORE AFTER SECONDS
         END { for (k in c) if (c[k] * 100 / hz / s >= 1) printf "%s %.0f%%\n", k, c[k] * 100 / hz / s }' "$1" "$2" |
         sort -k2 -rn | head -6 | tr '\n' ' '
 }
+pg_us() { # BEFORE AFTER: the CPU time of the postgres processes between two cpu_snaps, microseconds
+    awk -v hz="$(getconf CLK_TCK)" 'NR == FNR { t[$1 " " $2] = $3; next }
+        ($1 " " $2) in t && $2 == "postgres" { c += $3 - t[$1 " " $2] } END { printf "%.0f", c * 1000000 / hz }' "$1" "$2"
+}
 line() { # NAME JSON: one line of a loadgen result
     printf '%-44s p50 %7.2f ms  p99 %7.2f ms  max %7.2f ms  %8.0f ok/s  errors %s\n' "$1" \
         "$(J .p50_ms "$2")" "$(J .p99_ms "$2")" "$(J .max_ms "$2")" "$(J .per_s "$2")" "$(J .errors "$2")"
@@ -141,7 +149,7 @@ psql "$IGW_PG_DSN" -qc 'VACUUM ANALYZE'
 EP=$(register)
 echo "area B at $RATE/s, $ROUNDS rounds of ${SECS} s (open loop: latency from each request's due time), after a warm-up of $((RATE * SECS)) commands"
 line "no-database reply (reference)" "$bare_rate"
-acc_p99=() floor_p99=()
+acc_p99=() floor_p99=() pg_per_cmd=()
 for r in $(seq "$ROUNDS"); do
     fl=$(floor "$r")
     profile reset
@@ -151,10 +159,13 @@ for r in $(seq "$ROUNDS"); do
     line "round $r: one-row INSERT + COMMIT (floor)" "$fl"
     line "round $r: /commands accepted (durable)" "$acc"
     echo "  CPU (% of one core of $(nproc)) while accepting: $(cpu_report "$TMP/cpu0" "$TMP/cpu1" "$SECS")"
+    pg_per_cmd+=("$(awk -v us="$(pg_us "$TMP/cpu0" "$TMP/cpu1")" -v n="$(J .per_s "$acc")" -v s="$SECS" \
+        'BEGIN { printf "%.0f", (n > 0 ? us / (n * s) : -1) }')")
+    echo "  PostgreSQL CPU per accepted command: ${pg_per_cmd[-1]} us"
     profile report
     acc_p99+=("$(J .p99_ms "$acc")") floor_p99+=("$(J .p99_ms "$fl")")
 done
-ACC_P99=$(median "${acc_p99[@]}") FLOOR_P99=$(median "${floor_p99[@]}")
+ACC_P99=$(median "${acc_p99[@]}") FLOOR_P99=$(median "${floor_p99[@]}") PG_PER_CMD=$(median "${pg_per_cmd[@]}")
 acc_max=$(cmd t -r 0 -s "$SECS" -c "$CONNS")
 echo "throughput: /commands $(J .per_s "$acc_max" | xargs printf '%.0f') accepted/s ($CONNS connections), no-database reply $(J .per_s "$bare_max" | xargs printf '%.0f')/s (64)"
 awk -v a="$ACC_P99" -v f="$FLOOR_P99" -v b="$(J .p99_ms "$bare_rate")" \
@@ -187,5 +198,6 @@ exec 7>&-
 
 pull=$(BASE=$BASE TOKEN=$TOKEN EP=$EP_ACC node "$ROOT/tests/bench/bench_app.mjs" | sed -n 's/^JSON //p')
 echo "pull-and-ack: $(J .pull_ack_per_s "$pull" | xargs printf '%.0f') deliveries/s over $(J .n "$pull")"
-printf 'RESULT accept_p99_ms=%.2f accepted_per_s=%.0f push_p99_ms=%.2f pull_ack_per_s=%.0f\n' \
-    "$ACC_P99" "$(J .per_s "$acc_max")" "$PUSH_P99" "$(J .pull_ack_per_s "$pull")"
+printf 'RESULT accept_p99_ms=%.2f accepted_per_s=%.0f push_p99_ms=%.2f pull_ack_per_s=%.0f accept_vs_floor=%.2f pg_cpu_us_per_cmd=%.0f\n' \
+    "$ACC_P99" "$(J .per_s "$acc_max")" "$PUSH_P99" "$(J .pull_ack_per_s "$pull")" \
+    "$(awk -v a="$ACC_P99" -v f="$FLOOR_P99" 'BEGIN { printf "%.2f", (f > 0 ? a / f : -1) }')" "$PG_PER_CMD"

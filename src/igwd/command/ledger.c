@@ -89,56 +89,77 @@ enum {
     WRITE_C_LIVE, WRITE_C_RIGHTS, WRITE_C_ACCEPTED, WRITE_C_PRIOR_FP, WRITE_C_MODEL_CURRENT, WRITE_C_CONTENT_OK,
     WRITE_C_KEY_TAKEN, WRITE_C_WITHIN
 };
+/* The pieces of both statements: every command's checks (c), the keys that
+ * pass (w), its commands and device_commands rows (ins, dc), the accepted
+ * (acc) and the answer; a message's parts only in the statement for
+ * messageSend's rows: a batch without one plans and starts none of them. */
+#define WRITE_CHECKS                                                                                                 \
+    "    " IGW_SQL_ENDPOINT_LIVE("i.ep", "i.ent", "i.usr", "i.now_ms") " AS ep_ok, "                                  \
+    "    (SELECT encode(k.fingerprint, 'hex') FROM commands k "                                                     \
+    "     WHERE k.enterprise_id = i.ent AND k.endpoint_id = i.ep AND k.msg_token = i.token) AS prior, "             \
+    "    " IGW_SQL_DEVICE_RIGHTS("i.pid", "i.dn", "i.ent", "i.usr") " AS rights, "                                   \
+    "    EXISTS (SELECT 1 FROM products pr WHERE pr.product_id = i.pid AND " MODEL_VERSION " = i.ver) AS model_ok"
+#define WRITE_ARRAYS                                                                                                 \
+    "$1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::jsonb[], $8::text[], "          \
+    "$9::text[], $10::text[], $11::bigint[], $12::bigint[], $13::text[]"
+#define WRITE_NAMES "ep, ent, usr, token, method, fp, command, pid, dn, dtoken, deadline, now_ms, ver"
+#define WRITE_PASS "ep_ok AND prior IS NULL AND rights AND model_ok"
+#define WRITE_INS(only)                                                                                              \
+    "ins AS (INSERT INTO commands (enterprise_id, endpoint_id, msg_token, user_id, method, session_id, "              \
+    "                              fingerprint, command) "                                                           \
+    "        SELECT c.ent, c.ep, c.token, c.usr, c.method, NULL, decode(c.fp, 'hex'), c.command "                    \
+    "        FROM c JOIN w USING (ord) " only                                                                        \
+    "        ORDER BY c.ent, c.ep, c.token "                                                                         \
+    "        ON CONFLICT (enterprise_id, endpoint_id, msg_token) DO NOTHING "                                         \
+    "        RETURNING enterprise_id, endpoint_id, msg_token), "                                                     \
+    "dc AS (INSERT INTO device_commands (product_id, device_name, device_token, enterprise_id, endpoint_id, "         \
+    "                                    msg_token, method, deadline_ms) "                                           \
+    "       SELECT c.pid, c.dn, c.dtoken, c.ent, c.ep, c.token, c.method, c.deadline "                               \
+    "       FROM c JOIN w USING (ord) "                                                                              \
+    "       JOIN ins ON ins.enterprise_id = c.ent AND ins.endpoint_id = c.ep AND ins.msg_token = c.token "           \
+    "       RETURNING enterprise_id, endpoint_id, msg_token), "                                                      \
+    "acc AS (SELECT c.ord, c.ent, c.ep, c.token, c.fp FROM c JOIN w USING (ord) "                                    \
+    "        JOIN dc ON dc.enterprise_id = c.ent AND dc.endpoint_id = c.ep AND dc.msg_token = c.token) "
+#define WRITE_ANSWER(message_cols)                                                                                   \
+    "SELECT c.ep_ok, c.rights, a.ord IS NOT NULL, "                                                                  \
+    "       COALESCE(c.prior, (SELECT x.fp FROM acc x WHERE x.ent = c.ent AND x.ep = c.ep AND x.token = c.token "     \
+    "                          AND x.ord < c.ord)), "                                                               \
+    "       c.model_ok, " message_cols " "                                                                           \
+    "FROM c LEFT JOIN acc a ON a.ord = c.ord ORDER BY c.ord"
+
 static const igw_db_stmt stmt_cmd_write = {
     "igw_cmd_write",
-    "WITH c AS MATERIALIZED (SELECT i.*, "
-    "    " IGW_SQL_ENDPOINT_LIVE("i.ep", "i.ent", "i.usr", "i.now_ms") " AS ep_ok, "
-    "    (SELECT encode(k.fingerprint, 'hex') FROM commands k "
-    "     WHERE k.enterprise_id = i.ent AND k.endpoint_id = i.ep AND k.msg_token = i.token) AS prior, "
-    "    " IGW_SQL_DEVICE_RIGHTS("i.pid", "i.dn", "i.ent", "i.usr") " AS rights, "
-    "    EXISTS (SELECT 1 FROM products pr WHERE pr.product_id = i.pid AND " MODEL_VERSION " = i.ver) AS model_ok, "
+    "WITH c AS MATERIALIZED (SELECT i.*, " WRITE_CHECKS ", "
     "    (i.dlv IS NULL OR EXISTS (SELECT 1 FROM app_files f WHERE f.file_id = i.file AND f.enterprise_id = i.ent "
     "                              AND f.user_id = i.usr)) AS content_ok, "
     "    (i.dlv IS NOT NULL AND EXISTS (SELECT 1 FROM messages m WHERE m.enterprise_id = i.ent "
     "                                   AND m.user_id = i.usr AND m.delivery_id = i.dlv)) AS key_taken, "
     "    (i.dlv IS NULL OR i.expires < (SELECT p.expires_at_ms FROM endpoints p WHERE p.endpoint_id = i.ep)) "
     "      AS within "
-    "  FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::jsonb[], "
-    "              $8::text[], $9::text[], $10::text[], $11::bigint[], $12::bigint[], $13::text[], $14::text[], "
-    "              $15::text[], $16::bigint[], $17::jsonb[]) "
-    "       WITH ORDINALITY AS i(ep, ent, usr, token, method, fp, command, pid, dn, dtoken, deadline, now_ms, ver, "
-    "                            dlv, file, expires, down, ord)), "
+    "  FROM unnest(" WRITE_ARRAYS ", $14::text[], $15::text[], $16::bigint[], $17::jsonb[]) "
+    "       WITH ORDINALITY AS i(" WRITE_NAMES ", dlv, file, expires, down, ord)), "
     "w AS (SELECT DISTINCT ON (ent, ep, token) ord FROM c "
-    "      WHERE ep_ok AND prior IS NULL AND rights AND model_ok AND content_ok AND NOT key_taken AND within "
+    "      WHERE " WRITE_PASS " AND content_ok AND NOT key_taken AND within "
     "      ORDER BY ent, ep, token, ord), "
     "msg AS (INSERT INTO messages (enterprise_id, user_id, delivery_id, product_id, device_name, device_token, "
     "                              file_id, expires_at_ms, downlink) "
     "        SELECT c.ent, c.usr, c.dlv, c.pid, c.dn, c.dtoken, c.file, c.expires, c.down "
     "        FROM c JOIN w USING (ord) WHERE c.dlv IS NOT NULL ORDER BY c.ent, c.usr, c.dlv "
     "        ON CONFLICT DO NOTHING RETURNING product_id, device_name, device_token), "
-    "ins AS (INSERT INTO commands (enterprise_id, endpoint_id, msg_token, user_id, method, session_id, "
-    "                              fingerprint, command) "
-    "        SELECT c.ent, c.ep, c.token, c.usr, c.method, NULL, decode(c.fp, 'hex'), c.command "
-    "        FROM c JOIN w USING (ord) "
-    "        WHERE c.dlv IS NULL OR EXISTS (SELECT 1 FROM msg WHERE msg.product_id = c.pid "
-    "                                       AND msg.device_name = c.dn AND msg.device_token = c.dtoken) "
-    "        ORDER BY c.ent, c.ep, c.token "
-    "        ON CONFLICT (enterprise_id, endpoint_id, msg_token) DO NOTHING "
-    "        RETURNING enterprise_id, endpoint_id, msg_token), "
-    "dc AS (INSERT INTO device_commands (product_id, device_name, device_token, enterprise_id, endpoint_id, "
-    "                                    msg_token, method, deadline_ms) "
-    "       SELECT c.pid, c.dn, c.dtoken, c.ent, c.ep, c.token, c.method, c.deadline "
-    "       FROM c JOIN w USING (ord) "
-    "       JOIN ins ON ins.enterprise_id = c.ent AND ins.endpoint_id = c.ep AND ins.msg_token = c.token "
-    "       RETURNING enterprise_id, endpoint_id, msg_token), "
-    "acc AS (SELECT c.ord, c.ent, c.ep, c.token, c.fp FROM c JOIN w USING (ord) "
-    "        JOIN dc ON dc.enterprise_id = c.ent AND dc.endpoint_id = c.ep AND dc.msg_token = c.token) "
-    "SELECT c.ep_ok, c.rights, a.ord IS NOT NULL, "
-    "       COALESCE(c.prior, (SELECT x.fp FROM acc x WHERE x.ent = c.ent AND x.ep = c.ep AND x.token = c.token "
-    "                          AND x.ord < c.ord)), "
-    "       c.model_ok, c.content_ok, c.key_taken, c.within IS TRUE "
-    "FROM c LEFT JOIN acc a ON a.ord = c.ord ORDER BY c.ord",
+    WRITE_INS("WHERE c.dlv IS NULL OR EXISTS (SELECT 1 FROM msg WHERE msg.product_id = c.pid "
+              "                                AND msg.device_name = c.dn AND msg.device_token = c.dtoken) ")
+    WRITE_ANSWER("c.content_ok, c.key_taken, c.within IS TRUE"),
     WRITE_NP};
+
+/* The same for rows without a message ($1..$13 only). */
+static const igw_db_stmt stmt_cmd_write_plain = {
+    "igw_cmd_write_plain",
+    "WITH c AS MATERIALIZED (SELECT i.*, " WRITE_CHECKS " "
+    "  FROM unnest(" WRITE_ARRAYS ") WITH ORDINALITY AS i(" WRITE_NAMES ", ord)), "
+    "w AS (SELECT DISTINCT ON (ent, ep, token) ord FROM c WHERE " WRITE_PASS " ORDER BY ent, ep, token, ord), "
+    WRITE_INS("")
+    WRITE_ANSWER("true, false, true"),
+    WRITE_P_DELIVERY}; /* the first thirteen: no message's columns */
 
 typedef struct ledger_call {
     union {
@@ -237,7 +258,7 @@ int igw_ledger_write(igw_db *db, const igw_ledger_cmd *c, igw_ledger_write_cb cb
                                     [WRITE_P_VERSION] = c->version,     [WRITE_P_DELIVERY] = c->delivery_id,
                                     [WRITE_P_FILE] = c->file_id,        [WRITE_P_EXPIRES] = c->expires_at,
                                     [WRITE_P_DOWNLINK] = c->kept_downlink};
-    if (igw_db_exec_row(db, &stmt_cmd_write, values, on_write, lc)) {
+    if (igw_db_exec_row(db, c->delivery_id ? &stmt_cmd_write : &stmt_cmd_write_plain, values, on_write, lc)) {
         free(lc);
         return -1;
     }

@@ -201,6 +201,7 @@ int igw_app_start_engine(igw_app *app, igw_server *srv, char *err, size_t errlen
                             .check_timeout_ms = c->check_timeout_ms, .node_id = app->node_id, .node = &app->node,
                             .node_lapse_ms = c->node_lapse_ms,
                             .mqtt = &app->mqtt, .invite_timeout_ms = c->invite_timeout_ms,
+                            .leg_linger_ms = c->leg_linger_ms,
                             .establish_timeout_ms = c->establish_timeout_ms, .max_sessions = c->max_sessions,
                             .max_sessions_per_enterprise = c->max_sessions_per_enterprise,
                             .max_sessions_per_user = c->max_sessions_per_user,

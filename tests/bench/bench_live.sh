@@ -39,7 +39,9 @@ export IGWCTL
 igw_services_test bench-live 25404 63804 18904
 # One application holds every viewer; part 5 talks (the stand-in IM on
 # Redis) and reads igwd's info lines (a gate's last packet forwarded).
-igw_start IGW_THREADS=2 IGW_PG_DSN="$IGW_PG_DSN" IGW_JWT_KEY_FILE="$IGW_VAR/jwt.key" \
+# Every open cold (the camera invited anew), as before the legs lingered:
+# an open within leg_linger_ms of the last viewer is the warm figure.
+igw_start IGW_LEG_LINGER_MS=0 IGW_THREADS=2 IGW_PG_DSN="$IGW_PG_DSN" IGW_JWT_KEY_FILE="$IGW_VAR/jwt.key" \
     IGW_MQTT_HOST=127.0.0.1 IGW_MQTT_PORT="$IGW_MQTT_PORT" IGW_MQTT_PASSWORD_FILE="$IGW_MQTT_PASSWORD_FILE" \
     IGW_MQTT_CLIENT_ID=igwd-bench-live IGW_MEDIA_ADDRESS="$IGW_NETNS_ADDR" IGW_LOG_LEVEL=info \
     IGW_MAX_SESSIONS_PER_USER=0 IGW_TALK_ENABLED=true IGW_IM_STANDIN=true IGW_REDIS_HOST=127.0.0.1 IGW_REDIS_PORT="$IGW_REDIS_PORT"

@@ -38,7 +38,9 @@ IGWD=$2 IGWCTL=$3 VCAM=$4
 . "$ROOT/tests/igwd/lib.sh"
 export IGWCTL
 igw_services_test bench-playback 25420 63820 18920
-igw_start IGW_THREADS=2 IGW_PG_DSN="$IGW_PG_DSN" IGW_JWT_KEY_FILE="$IGW_VAR/jwt.key" IGW_NODE_ID=bench-playback \
+# Every open cold (the camera invited anew), as before the legs lingered:
+# an open within leg_linger_ms of the last viewer is the warm figure.
+igw_start IGW_LEG_LINGER_MS=0 IGW_THREADS=2 IGW_PG_DSN="$IGW_PG_DSN" IGW_JWT_KEY_FILE="$IGW_VAR/jwt.key" IGW_NODE_ID=bench-playback \
     IGW_REDIS_HOST=127.0.0.1 IGW_REDIS_PORT="$IGW_REDIS_PORT" \
     IGW_MQTT_HOST=127.0.0.1 IGW_MQTT_PORT="$IGW_MQTT_PORT" IGW_MQTT_PASSWORD_FILE="$IGW_MQTT_PASSWORD_FILE" \
     IGW_MQTT_CLIENT_ID=igwd-bench-playback IGW_MEDIA_ADDRESS="$IGW_NETNS_ADDR" IGW_LOG_LEVEL=warn

@@ -99,6 +99,22 @@ async function flow(browser) {
     const e = await a.state(s.sid, 'ended');
     c.check(e && e.data.reason === 'userHangup', `ended userHangup (${JSON.stringify(e)})`);
     await s.v.close();
+    // Its leg lingers (leg_linger_ms 3000): an open now, through any node,
+    // joins it warm; the camera is not invited again.
+    const leg = psql('SELECT leg_id FROM legs WHERE shared');
+    c.check(/^[A-Za-z0-9_-]+$/.test(leg), `the leg lingers without viewers (${leg})`);
+    const s2 = await openLiveView(c, a, browser, 'live view within the linger', token);
+    const st2 = await s2.v.waitFor((x) => x.framesDecoded > 0, 15000).catch((x) => x.stats);
+    c.check(st2 && st2.framesDecoded > 0, `within the linger: frames decoded (${JSON.stringify(st2)})`);
+    const legs = psql('SELECT string_agg(leg_id, \',\') FROM legs WHERE shared');
+    c.check(legs === leg, `within the linger: the same leg, no new invite (${leg} -> ${legs})`);
+    await accepted(c, a, { msgToken: token('end'), method: 'interaction.end', sessionId: s2.sid, params: { reason: 'userHangup' } },
+        'within the linger: end');
+    c.check(!!(await a.state(s2.sid, 'ended')), 'within the linger: ended');
+    await s2.v.close();
+    let left = '1';
+    for (let i = 0; i < 80 && left !== '0'; i++) (left = psql('SELECT count(*) FROM legs')) === '0' || (await sleep(100));
+    c.check(left === '0', `the linger passed with nobody: the leg ended (${left} left)`);
 }
 
 /** An application whose events come over the WebSocket of the node at

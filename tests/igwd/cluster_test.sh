@@ -187,8 +187,9 @@ CASE="the killed node's sessions ended nodeLost, none live"
 [ "$(psql_q "SELECT count(*) FROM sessions WHERE owner_node = '$KILLED' AND owner_epoch = 1 AND state <> 'ended'")" = 0 ] &&
     [ "$(psql_q "SELECT count(*) FROM sessions WHERE owner_node = '$KILLED' AND owner_epoch = 1 AND reason = 'nodeLost'")" -ge 1 ] ||
     fail "$CASE: $(psql_q "SELECT session_id, owner_node, owner_epoch, state, reason FROM sessions")"; ok
-CASE="its camera leg let go by a survivor (bye), no leg row left"
+CASE="its camera leg let go by a survivor (bye); the survivors' legs gone after their linger (leg_linger_ms 3000)"
 grep -q "of lost node $KILLED: bye sent" "$TMP"/c?.err || fail "$CASE: no survivor said bye"
+for _ in $(seq 80); do [ "$(psql_q "SELECT count(*) FROM legs")" = 0 ] && break; sleep 0.1; done
 [ "$(psql_q "SELECT count(*) FROM legs")" = 0 ] || fail "$CASE: $(psql_q "SELECT * FROM legs")"; ok
 CASE="every node took application commands through the balancer"
 for n in c1 c2 c3; do

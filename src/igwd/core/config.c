@@ -117,6 +117,9 @@ static const setting settings[] = {
     {"invite_timeout_ms", KIND_UINT, OFF(invite_timeout_ms), 0, 1000, 120000, "10000",
      "a camera invited to a leg that has not offered by then is given up: its sessions end (inviteTimeout), "
      "milliseconds"},
+    {"leg_linger_ms", KIND_UINT, OFF(leg_linger_ms), 0, 0, 60000, "3000",
+     "a shared camera leg whose last viewer left stays up this long: the next open of that camera joins it "
+     "warm (no new invite), milliseconds; 0: it ends at once"},
     {"establish_timeout_ms", KIND_UINT, OFF(establish_timeout_ms), 0, 1000, 300000, "30000",
      "a session not established this long after its open ends (establishTimeout), milliseconds"},
     {"max_sessions", KIND_UINT, OFF(max_sessions), 0, 1, 100000, "1024",

@@ -65,6 +65,7 @@ typedef struct igw_config {
     unsigned node_heartbeat_ms;  /* the nodes row's heartbeat */
     unsigned node_lapse_ms;      /* another node's heartbeat older than this: its sessions end */
     unsigned invite_timeout_ms;  /* a leg's camera must offer within this */
+    unsigned leg_linger_ms;      /* a shared leg without viewers stays up this long (0: ends at once) */
     unsigned establish_timeout_ms; /* a session must be established within this of its open */
     unsigned max_sessions;       /* live sessions held by this node */
     unsigned max_sessions_per_enterprise, max_sessions_per_user; /* of one enterprise, one user (0: none) */

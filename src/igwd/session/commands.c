@@ -229,8 +229,13 @@ void live_op_admitted(live_op *o)
     }
     live_leg *leg = o->def->shared_leg ? live_leg_of_camera(e, o->pid, o->dn, o->cam) : NULL;
     if (leg && live_leg_refuses(leg->def, leg->guards, o->def, o->guards, &r)) {
-        live_op_refuse_with(o, &r);
-        return;
+        if (leg->viewers || leg->holder) {
+            live_op_refuse_with(o, &r);
+            return;
+        }
+        /* Lingering without viewers, and not what this open needs: it goes,
+         * the open invites the camera anew. */
+        live_leg_end(e, leg, "replaced", true, IGW_ByeReason_replaced);
     }
     open_write(o);
 }

@@ -216,6 +216,7 @@ live_leg *live_leg_open(igw_engine *e, const char *id, const char *pid, const ch
 
 void live_leg_attach(live_leg *leg, live_session *s)
 {
+    leg->linger_until_ms = 0;
     s->leg = leg;
     s->leg_next = leg->viewers;
     leg->viewers = s;

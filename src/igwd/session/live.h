@@ -110,6 +110,7 @@ struct live_leg {
     void *holder;
     void (*gone)(igw_engine *e, live_leg *l, const char *reason);
     int64_t deadline_ms;      /* invite deadline while LEG_INVITED (monotonic) */
+    int64_t linger_until_ms;  /* no viewer left: it ends then unless one joins (monotonic); 0: not lingering */
     char invite_token[32];    /* the invite's msgToken: sent again with it until the offer */
     int64_t resend_ms;        /* when it is sent again (monotonic) */
 };

@@ -228,6 +228,11 @@ static void leg_release(igw_engine *e, live_session *s)
     live_leg *leg = s->leg;
     if (!leg || live_leg_detach(leg, s) || leg->holder)
         return;
+    if (leg->shared && e->cfg.leg_linger_ms) { /* up a while for the next open of the camera: it joins warm */
+        leg->linger_until_ms = igw_clock_ms() + e->cfg.leg_linger_ms;
+        igw_log(IGW_LOG_INFO, NULL, "session: leg %s: no viewer left, lingering %u ms", leg->id, e->cfg.leg_linger_ms);
+        return;
+    }
     igw_log(IGW_LOG_INFO, NULL, "session: leg %s: no viewer left, bye", leg->id);
     live_leg_bye(e, leg, IGW_ByeReason_noViewers);
     live_leg_free(e, leg, false);
@@ -678,6 +683,8 @@ void live_tick(igw_engine *e, int64_t now_ms)
         n = l->next;
         if (l->phase == LEG_INVITED && now_ms >= l->deadline_ms)
             live_leg_end(e, l, "inviteTimeout", true, IGW_ByeReason_timeout);
+        else if (l->linger_until_ms && !l->viewers && !l->holder && now_ms >= l->linger_until_ms)
+            live_leg_end(e, l, "noViewers", true, IGW_ByeReason_noViewers); /* its linger passed, nobody came */
         else if (l->phase == LEG_INVITED && now_ms >= l->resend_ms && live_leg_invite(e, l) != 0)
             igw_log(IGW_LOG_WARN, NULL, "session: leg %s: invite not published again (broker unreachable)", l->id);
     }

@@ -76,6 +76,7 @@ typedef struct igw_engine_config {
     unsigned node_lapse_ms;        /* another node's heartbeat older than this: it is lost (forward.h) */
     _Atomic(igw_mqtt *) *mqtt;     /* the broker's client (NULL inside while there is none) */
     unsigned invite_timeout_ms, establish_timeout_ms, max_sessions;
+    unsigned leg_linger_ms; /* a shared leg whose last viewer left stays up this long for the next open (0: none) */
     unsigned max_sessions_per_enterprise, max_sessions_per_user; /* 0: none */
     unsigned rights_recheck_ms; /* the safety net of the rights notifications (session/rights.h); 0: none */
     unsigned doorbell_ring_timeout_ms; /* a ring nobody accepted ends noAnswer (purposes/doorbell.c) */

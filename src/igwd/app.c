@@ -455,10 +455,11 @@ static void *worker_start(void *arg, unsigned index, uint16_t port, struct st_h2
         snprintf(app->node_id, sizeof app->node_id, "%s", id);
         igw_node_config nc = {.node_id = id, .heartbeat_ms = app->cfg.node_heartbeat_ms,
                               .lapse_ms = app->cfg.node_lapse_ms, .stats = &app->node};
-        if (app->cfg.mqtt_host[0]) /* its broker session, and those of lapsed nodes to drain */
-            nc = (igw_node_config){.node_id = id, .heartbeat_ms = app->cfg.node_heartbeat_ms,
-                                   .lapse_ms = app->cfg.node_lapse_ms, .stats = &app->node,
-                                   .mqtt_client_id = app->cfg.mqtt_client_id, .drain = drain_node, .drain_arg = app};
+        if (app->cfg.mqtt_host[0]) { /* its broker session, and those of lapsed nodes to drain */
+            nc.mqtt_client_id = app->cfg.mqtt_client_id;
+            nc.drain = drain_node;
+            nc.drain_arg = app;
+        }
         if (!(w->node = igw_node_start(loop, w->chore_db, &nc, err, errlen)))
             goto fail;
     }
@@ -795,6 +796,22 @@ static void on_uplink(void *arg, igw_mqtt_uplink *u)
     }
 }
 
+/* A broker client with this node's settings under client_id: this node's
+ * own, or (drain) a lapsed node's (mqtt.h). */
+static igw_mqtt *mqtt_client(igw_app *app, const char *client_id, bool drain, char *err, size_t errlen)
+{
+    igw_mqtt_config mc = {
+        .host = app->cfg.mqtt_host,
+        .port = app->cfg.mqtt_port,
+        .username = app->cfg.mqtt_username,
+        .password = app->mqtt_password,
+        .client_id = client_id,
+        .presence = app->cfg.pg_dsn[0] != 0, /* stored in the database: nothing to do without one */
+        .drain = drain,
+    };
+    return igw_mqtt_start(&mc, on_uplink, app, err, errlen);
+}
+
 /* ---- drains of lapsed nodes' broker sessions ------------------------------------ */
 
 typedef struct igw_app_drain {
@@ -827,22 +844,20 @@ static void drain_node(void *arg, const char *node_id, const char *client_id)
     pthread_mutex_lock(&app->drains_mu);
     drains_reap(app, false);
     igw_app_drain *d = NULL;
-    if (app->drains_closed || !atomic_load(&app->mqtt) || !(d = calloc(1, sizeof *d))) {
-        igw_log(IGW_LOG_WARN, NULL, "mqtt: lost node %s's broker session (%s) not drained: %s", node_id, client_id,
-                d || app->drains_closed || !atomic_load(&app->mqtt) ? "no broker client now" : "out of memory");
+    if (app->drains_closed || !atomic_load(&app->mqtt))
+        snprintf(err, sizeof err, "no broker client now");
+    else if (!(d = calloc(1, sizeof *d)))
+        snprintf(err, sizeof err, "out of memory");
+    else if (!(d->m = mqtt_client(app, client_id, true, err, sizeof err))) {
+        free(d);
+        d = NULL;
     } else {
-        igw_mqtt_config mc = {.host = app->cfg.mqtt_host, .port = app->cfg.mqtt_port,
-                              .username = app->cfg.mqtt_username, .password = app->mqtt_password,
-                              .client_id = client_id, .presence = app->cfg.pg_dsn[0] != 0, .drain = true};
-        if (!(d->m = igw_mqtt_start(&mc, on_uplink, app, err, sizeof err))) {
-            igw_log(IGW_LOG_WARN, NULL, "mqtt: lost node %s's broker session not drained: %s", node_id, err);
-            free(d);
-        } else {
-            d->next = app->drains;
-            app->drains = d;
-        }
+        d->next = app->drains;
+        app->drains = d;
     }
     pthread_mutex_unlock(&app->drains_mu);
+    if (!d)
+        igw_log(IGW_LOG_WARN, NULL, "mqtt: lost node %s's broker session (%s) not drained: %s", node_id, client_id, err);
 }
 
 int igw_app_start_mqtt(igw_app *app, igw_server *srv, char *err, size_t errlen)
@@ -850,22 +865,12 @@ int igw_app_start_mqtt(igw_app *app, igw_server *srv, char *err, size_t errlen)
     app->srv = srv;
     if (!app->cfg.mqtt_host[0])
         return 0;
-    char password[256] = "";
     size_t n = 0;
+    /* kept (until igw_app_stop_mqtt) for the drains of lapsed nodes' sessions */
     if (app->cfg.mqtt_password_file[0] &&
-        read_secret(app->cfg.mqtt_password_file, password, sizeof password, &n, err, errlen))
+        read_secret(app->cfg.mqtt_password_file, app->mqtt_password, sizeof app->mqtt_password, &n, err, errlen))
         return -1;
-    igw_mqtt_config mc = {
-        .host = app->cfg.mqtt_host,
-        .port = app->cfg.mqtt_port,
-        .username = app->cfg.mqtt_username,
-        .password = password,
-        .client_id = app->cfg.mqtt_client_id,
-        .presence = app->cfg.pg_dsn[0] != 0, /* stored in the database: nothing to do without one */
-    };
-    igw_mqtt *m = igw_mqtt_start(&mc, on_uplink, app, err, errlen);
-    snprintf(app->mqtt_password, sizeof app->mqtt_password, "%s", password);
-    memset(password, 0, sizeof password);
+    igw_mqtt *m = mqtt_client(app, app->cfg.mqtt_client_id, false, err, errlen);
     atomic_store(&app->mqtt, m); /* an uplink may already run: on_mqtt_done loads it */
     return m ? 0 : -1;
 }

@@ -237,7 +237,8 @@ static void on_message(struct mosquitto *mosq, void *obj, const struct mosquitto
         return;
     }
     memcpy(u, &hdr, sizeof hdr);
-    m->last_in_ms = igw_clock_ms();
+    if (m->drain) /* its queue still coming */
+        m->last_in_ms = igw_clock_ms();
     u->len = len;
     if (len)
         memcpy(u->payload, msg->payload, len);

@@ -47,10 +47,21 @@ static const igw_db_stmt st_leg_gone = {
     "  AND set_config('synchronous_commit', 'off', true) IS NOT NULL",
     2};
 
+/* A statement's context: the leg by its id (it may be gone by the answer). */
 typedef struct leg_ref {
     igw_engine *e;
     char id[LIVE_ID_MAX + 1];
 } leg_ref;
+
+static leg_ref *leg_ref_new(igw_engine *e, const live_leg *l)
+{
+    leg_ref *x = malloc(sizeof *x);
+    if (x) {
+        x->e = e;
+        snprintf(x->id, sizeof x->id, "%s", l->id);
+    }
+    return x;
+}
 
 live_leg *live_leg_find(igw_engine *e, const char *id)
 {
@@ -68,12 +79,18 @@ live_leg *live_leg_of_camera(igw_engine *e, const char *pid, const char *dn, con
     return NULL;
 }
 
-int live_leg_publish(igw_engine *e, const live_leg *l, const igw_proto_down *d)
+/* Publishes e->jw to camera (pid, dn) as the down row d. 0, or -1. */
+static int publish_to(igw_engine *e, const char *pid, const char *dn, const igw_proto_down *d)
 {
     igw_mqtt *m = e->cfg.mqtt ? atomic_load(e->cfg.mqtt) : NULL;
     if (igw_jw_status(&e->jw))
         return -1;
-    return igw_mqtt_publish_down(m, d, l->product_id, l->device_name, e->jw.buf, e->jw.len);
+    return igw_mqtt_publish_down(m, d, pid, dn, e->jw.buf, e->jw.len);
+}
+
+int live_leg_publish(igw_engine *e, const live_leg *l, const igw_proto_down *d)
+{
+    return publish_to(e, l->product_id, l->device_name, d);
 }
 
 int live_leg_invite(igw_engine *e, live_leg *l)
@@ -117,13 +134,9 @@ int live_leg_bye_to(igw_engine *e, const char *id, const char *pid, const char *
                         .msgToken = igw_str_of(token),
                         .sessionId = igw_str_of(id),
                         .params = {.has = IGW_ByeParams__REQUIRED, .reason = reason}};
-    igw_mqtt *m = e->cfg.mqtt ? atomic_load(e->cfg.mqtt) : NULL;
     igw_jw_reset(&e->jw);
     igw_encode_MediaBye(&e->jw, &bye);
-    if (igw_jw_status(&e->jw))
-        return -1;
-    return igw_mqtt_publish_down(m, &igw_proto_device_downs[IGW_PROTO_DEVICE_DOWN_media_session_bye], pid, dn,
-                                 e->jw.buf, e->jw.len);
+    return publish_to(e, pid, dn, &igw_proto_device_downs[IGW_PROTO_DEVICE_DOWN_media_session_bye]);
 }
 
 void live_leg_bye(igw_engine *e, live_leg *l, igw_ByeReason reason)
@@ -159,11 +172,9 @@ static void on_leg_gone(void *arg, const PGresult *res, const char *err)
 static int leg_row(igw_engine *e, const live_leg *l)
 {
     int64_t epoch = live_node_epoch(e);
-    leg_ref *x = e->db && epoch > 0 ? malloc(sizeof *x) : NULL;
+    leg_ref *x = e->db && epoch > 0 ? leg_ref_new(e, l) : NULL;
     if (!x)
         return -1;
-    x->e = e;
-    snprintf(x->id, sizeof x->id, "%s", l->id);
     char ep[24];
     snprintf(ep, sizeof ep, "%" PRId64, epoch);
     const char *v[LR__N] = {[LR_LEG] = l->id,       [LR_PID] = l->product_id, [LR_DN] = l->device_name,
@@ -243,10 +254,8 @@ void live_leg_free(igw_engine *e, live_leg *leg, bool closed)
         }
     if (!closed && leg->phase != LEG_INVITED && e->media)
         (void)igw_media_close(e->media, leg->id, "leg closed");
-    leg_ref *x = e->db ? malloc(sizeof *x) : NULL;
+    leg_ref *x = e->db ? leg_ref_new(e, leg) : NULL;
     if (x) {
-        x->e = e;
-        snprintf(x->id, sizeof x->id, "%s", leg->id);
         const char *v[2] = {leg->id, e->node_id};
         if (igw_db_exec(e->db, &st_leg_gone, v, NULL, NULL, on_leg_gone, x) != 0) {
             igw_log(IGW_LOG_WARN, NULL, "session: leg %s: its row not deleted (queue full)", leg->id);

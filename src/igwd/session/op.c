@@ -21,8 +21,8 @@ enum { AC_COL_LIVE, AC_COL_CLAIMED, AC_COL_PRIOR };
 #define ACCEPT_CM                                                                                                    \
     "cm AS (INSERT INTO commands (enterprise_id, endpoint_id, msg_token, user_id, method, session_id, "               \
     "                             fingerprint, command) "                                                            \
-    "       SELECT $1::bigint, $3::text, $4::text, $2::bigint, $5::text, NULLIF($6::text, ''), decode($7::text, 'hex'), "         \
-    "              $8::jsonb WHERE " IGW_SQL_ENDPOINT_LIVE("$3::text", "$1::bigint", "$2::bigint", IGW_SQL_NOW_MS)    \
+    "       SELECT $1::bigint, $3::text, $4::text, $2::bigint, $5::text, NULLIF($6::text, ''), "                    \
+    "              decode($7::text, 'hex'), $8::jsonb WHERE " IGW_SQL_ENDPOINT_LIVE("$3::text", "$1::bigint", "$2::bigint", IGW_SQL_NOW_MS)    \
     "       ON CONFLICT (enterprise_id, endpoint_id, msg_token) DO NOTHING RETURNING 1) "
 #define ACCEPT_ANSWER(extra)                                                                                         \
     "SELECT " IGW_SQL_ENDPOINT_LIVE("$3::text", "$1::bigint", "$2::bigint", IGW_SQL_NOW_MS) ", "                     \

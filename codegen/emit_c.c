@@ -309,6 +309,10 @@ static void emit_read(igw_out *o, igw_type *t, const char *lv, int in, const cha
         emit_fail(o, in + 1, NULL, fail);
         indent(o, in + 1);
         igw_out_printf(o, "uint32_t cap%d = 0;\n", k);
+        if (r->unique && it->kind == IGW_T_STRING) {
+            indent(o, in + 1);
+            igw_out_printf(o, "igw_decode_set set%d = {0};\n", k);
+        }
         indent(o, in + 1);
         igw_out_printf(o, "%s.n = 0;\n", lv);
         indent(o, in + 1);
@@ -326,14 +330,16 @@ static void emit_read(igw_out *o, igw_type *t, const char *lv, int in, const cha
         emit_fail(o, in + 2, NULL, ifail);
         char *item = igw_xprintf("%s.v[%s.n]", lv, lv);
         emit_read(o, r->item, item, in + 2, ifail);
-        if (r->unique) {
+        if (r->unique && it->kind == IGW_T_STRING) {
+            /* A hash set past a few items: a long unique array stays linear. */
+            indent(o, in + 2);
+            igw_out_printf(o, "if (igw_decode_unique_str(j, &set%d, %s.v, %s.n))", k, lv, lv);
+            emit_fail(o, in + 2, NULL, ifail);
+        } else if (r->unique) {
             indent(o, in + 2);
             igw_out_printf(o, "for (uint32_t u = 0; u < %s.n; u++)\n", lv);
             indent(o, in + 3);
-            if (it->kind == IGW_T_STRING)
-                igw_out_printf(o, "if (igw_str_eq(%s.v[u], %s.ptr, %s.len))", lv, item, item);
-            else
-                igw_out_printf(o, "if (%s.v[u] == %s)", lv, item);
+            igw_out_printf(o, "if (%s.v[u] == %s)", lv, item);
             emit_fail(o, in + 3, "igw_json_fail(j, IGW_JERR_DUPLICATE, \"duplicate item\")", ifail);
         }
         free(item);

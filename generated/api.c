@@ -2491,6 +2491,7 @@ int igw_decode_ProcessorControlParams(igw_json *j, igw_ProcessorControlParams *o
                 if (igw_json_array_begin(j))
                     return igw_json_prefix_key(j, k.ptr, k.len);
                 uint32_t cap0 = 0;
+                igw_decode_set set0 = {0};
                 o->sourceTrackIds.n = 0;
                 o->sourceTrackIds.v = NULL;
                 while ((more0 = igw_json_array_next(j)) == 1) {
@@ -2502,11 +2503,8 @@ int igw_decode_ProcessorControlParams(igw_json *j, igw_ProcessorControlParams *o
                         return (igw_json_prefix_index(j, o->sourceTrackIds.n), igw_json_prefix_key(j, k.ptr, k.len));
                     if (igw_json_string(j, &o->sourceTrackIds.v[o->sourceTrackIds.n]) || igw_decode_string_rules(j, o->sourceTrackIds.v[o->sourceTrackIds.n], 1, 64, IGW_FORMAT_IDENTIFIER))
                         return (igw_json_prefix_index(j, o->sourceTrackIds.n), igw_json_prefix_key(j, k.ptr, k.len));
-                    for (uint32_t u = 0; u < o->sourceTrackIds.n; u++)
-                        if (igw_str_eq(o->sourceTrackIds.v[u], o->sourceTrackIds.v[o->sourceTrackIds.n].ptr, o->sourceTrackIds.v[o->sourceTrackIds.n].len)) {
-                            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate item");
-                            return (igw_json_prefix_index(j, o->sourceTrackIds.n), igw_json_prefix_key(j, k.ptr, k.len));
-                        }
+                    if (igw_decode_unique_str(j, &set0, o->sourceTrackIds.v, o->sourceTrackIds.n))
+                        return (igw_json_prefix_index(j, o->sourceTrackIds.n), igw_json_prefix_key(j, k.ptr, k.len));
                     o->sourceTrackIds.n++;
                 }
                 if (more0 < 0)
@@ -2523,6 +2521,7 @@ int igw_decode_ProcessorControlParams(igw_json *j, igw_ProcessorControlParams *o
                 if (igw_json_array_begin(j))
                     return igw_json_prefix_key(j, k.ptr, k.len);
                 uint32_t cap1 = 0;
+                igw_decode_set set1 = {0};
                 o->consentIds.n = 0;
                 o->consentIds.v = NULL;
                 while ((more1 = igw_json_array_next(j)) == 1) {
@@ -2534,11 +2533,8 @@ int igw_decode_ProcessorControlParams(igw_json *j, igw_ProcessorControlParams *o
                         return (igw_json_prefix_index(j, o->consentIds.n), igw_json_prefix_key(j, k.ptr, k.len));
                     if (igw_json_string(j, &o->consentIds.v[o->consentIds.n]) || igw_decode_string_rules(j, o->consentIds.v[o->consentIds.n], 1, 64, IGW_FORMAT_IDENTIFIER))
                         return (igw_json_prefix_index(j, o->consentIds.n), igw_json_prefix_key(j, k.ptr, k.len));
-                    for (uint32_t u = 0; u < o->consentIds.n; u++)
-                        if (igw_str_eq(o->consentIds.v[u], o->consentIds.v[o->consentIds.n].ptr, o->consentIds.v[o->consentIds.n].len)) {
-                            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate item");
-                            return (igw_json_prefix_index(j, o->consentIds.n), igw_json_prefix_key(j, k.ptr, k.len));
-                        }
+                    if (igw_decode_unique_str(j, &set1, o->consentIds.v, o->consentIds.n))
+                        return (igw_json_prefix_index(j, o->consentIds.n), igw_json_prefix_key(j, k.ptr, k.len));
                     o->consentIds.n++;
                 }
                 if (more1 < 0)
@@ -4479,6 +4475,7 @@ int igw_decode_MediaCamera(igw_json *j, igw_MediaCamera *o)
                 if (igw_json_array_begin(j))
                     return igw_json_prefix_key(j, k.ptr, k.len);
                 uint32_t cap4 = 0;
+                igw_decode_set set4 = {0};
                 o->video.n = 0;
                 o->video.v = NULL;
                 while ((more4 = igw_json_array_next(j)) == 1) {
@@ -4490,11 +4487,8 @@ int igw_decode_MediaCamera(igw_json *j, igw_MediaCamera *o)
                         return (igw_json_prefix_index(j, o->video.n), igw_json_prefix_key(j, k.ptr, k.len));
                     if (igw_json_string(j, &o->video.v[o->video.n]) || igw_decode_string_rules(j, o->video.v[o->video.n], 1, 32, IGW_FORMAT_IDENTIFIER))
                         return (igw_json_prefix_index(j, o->video.n), igw_json_prefix_key(j, k.ptr, k.len));
-                    for (uint32_t u = 0; u < o->video.n; u++)
-                        if (igw_str_eq(o->video.v[u], o->video.v[o->video.n].ptr, o->video.v[o->video.n].len)) {
-                            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate item");
-                            return (igw_json_prefix_index(j, o->video.n), igw_json_prefix_key(j, k.ptr, k.len));
-                        }
+                    if (igw_decode_unique_str(j, &set4, o->video.v, o->video.n))
+                        return (igw_json_prefix_index(j, o->video.n), igw_json_prefix_key(j, k.ptr, k.len));
                     o->video.n++;
                 }
                 if (more4 < 0)
@@ -4511,6 +4505,7 @@ int igw_decode_MediaCamera(igw_json *j, igw_MediaCamera *o)
                 if (igw_json_array_begin(j))
                     return igw_json_prefix_key(j, k.ptr, k.len);
                 uint32_t cap5 = 0;
+                igw_decode_set set5 = {0};
                 o->audio.n = 0;
                 o->audio.v = NULL;
                 while ((more5 = igw_json_array_next(j)) == 1) {
@@ -4522,11 +4517,8 @@ int igw_decode_MediaCamera(igw_json *j, igw_MediaCamera *o)
                         return (igw_json_prefix_index(j, o->audio.n), igw_json_prefix_key(j, k.ptr, k.len));
                     if (igw_json_string(j, &o->audio.v[o->audio.n]) || igw_decode_string_rules(j, o->audio.v[o->audio.n], 1, 32, IGW_FORMAT_IDENTIFIER))
                         return (igw_json_prefix_index(j, o->audio.n), igw_json_prefix_key(j, k.ptr, k.len));
-                    for (uint32_t u = 0; u < o->audio.n; u++)
-                        if (igw_str_eq(o->audio.v[u], o->audio.v[o->audio.n].ptr, o->audio.v[o->audio.n].len)) {
-                            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate item");
-                            return (igw_json_prefix_index(j, o->audio.n), igw_json_prefix_key(j, k.ptr, k.len));
-                        }
+                    if (igw_decode_unique_str(j, &set5, o->audio.v, o->audio.n))
+                        return (igw_json_prefix_index(j, o->audio.n), igw_json_prefix_key(j, k.ptr, k.len));
                     o->audio.n++;
                 }
                 if (more5 < 0)
@@ -5640,6 +5632,7 @@ int igw_decode_RecordingReport(igw_json *j, igw_RecordingReport *o)
                 if (igw_json_array_begin(j))
                     return igw_json_prefix_key(j, k.ptr, k.len);
                 uint32_t cap9 = 0;
+                igw_decode_set set9 = {0};
                 o->removed.n = 0;
                 o->removed.v = NULL;
                 while ((more9 = igw_json_array_next(j)) == 1) {
@@ -5651,11 +5644,8 @@ int igw_decode_RecordingReport(igw_json *j, igw_RecordingReport *o)
                         return (igw_json_prefix_index(j, o->removed.n), igw_json_prefix_key(j, k.ptr, k.len));
                     if (igw_json_string(j, &o->removed.v[o->removed.n]) || igw_decode_string_rules(j, o->removed.v[o->removed.n], 1, 64, IGW_FORMAT_IDENTIFIER))
                         return (igw_json_prefix_index(j, o->removed.n), igw_json_prefix_key(j, k.ptr, k.len));
-                    for (uint32_t u = 0; u < o->removed.n; u++)
-                        if (igw_str_eq(o->removed.v[u], o->removed.v[o->removed.n].ptr, o->removed.v[o->removed.n].len)) {
-                            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate item");
-                            return (igw_json_prefix_index(j, o->removed.n), igw_json_prefix_key(j, k.ptr, k.len));
-                        }
+                    if (igw_decode_unique_str(j, &set9, o->removed.v, o->removed.n))
+                        return (igw_json_prefix_index(j, o->removed.n), igw_json_prefix_key(j, k.ptr, k.len));
                     o->removed.n++;
                 }
                 if (more9 < 0)
@@ -7018,6 +7008,7 @@ int igw_decode_AckRequest(igw_json *j, igw_AckRequest *o)
                 if (igw_json_array_begin(j))
                     return igw_json_prefix_key(j, k.ptr, k.len);
                 uint32_t cap12 = 0;
+                igw_decode_set set12 = {0};
                 o->deliveryIds.n = 0;
                 o->deliveryIds.v = NULL;
                 while ((more12 = igw_json_array_next(j)) == 1) {
@@ -7029,11 +7020,8 @@ int igw_decode_AckRequest(igw_json *j, igw_AckRequest *o)
                         return (igw_json_prefix_index(j, o->deliveryIds.n), igw_json_prefix_key(j, k.ptr, k.len));
                     if (igw_json_string(j, &o->deliveryIds.v[o->deliveryIds.n]) || igw_decode_string_rules(j, o->deliveryIds.v[o->deliveryIds.n], 1, 64, IGW_FORMAT_IDENTIFIER))
                         return (igw_json_prefix_index(j, o->deliveryIds.n), igw_json_prefix_key(j, k.ptr, k.len));
-                    for (uint32_t u = 0; u < o->deliveryIds.n; u++)
-                        if (igw_str_eq(o->deliveryIds.v[u], o->deliveryIds.v[o->deliveryIds.n].ptr, o->deliveryIds.v[o->deliveryIds.n].len)) {
-                            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate item");
-                            return (igw_json_prefix_index(j, o->deliveryIds.n), igw_json_prefix_key(j, k.ptr, k.len));
-                        }
+                    if (igw_decode_unique_str(j, &set12, o->deliveryIds.v, o->deliveryIds.n))
+                        return (igw_json_prefix_index(j, o->deliveryIds.n), igw_json_prefix_key(j, k.ptr, k.len));
                     o->deliveryIds.n++;
                 }
                 if (more12 < 0)
@@ -8011,6 +7999,7 @@ int igw_decode_GroupCreate(igw_json *j, igw_GroupCreate *o)
                 if (igw_json_array_begin(j))
                     return igw_json_prefix_key(j, k.ptr, k.len);
                 uint32_t cap14 = 0;
+                igw_decode_set set14 = {0};
                 o->members.n = 0;
                 o->members.v = NULL;
                 while ((more14 = igw_json_array_next(j)) == 1) {
@@ -8022,11 +8011,8 @@ int igw_decode_GroupCreate(igw_json *j, igw_GroupCreate *o)
                         return (igw_json_prefix_index(j, o->members.n), igw_json_prefix_key(j, k.ptr, k.len));
                     if (igw_json_string(j, &o->members.v[o->members.n]) || igw_decode_string_rules(j, o->members.v[o->members.n], 1, 16, IGW_FORMAT_CANONICAL_ID))
                         return (igw_json_prefix_index(j, o->members.n), igw_json_prefix_key(j, k.ptr, k.len));
-                    for (uint32_t u = 0; u < o->members.n; u++)
-                        if (igw_str_eq(o->members.v[u], o->members.v[o->members.n].ptr, o->members.v[o->members.n].len)) {
-                            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate item");
-                            return (igw_json_prefix_index(j, o->members.n), igw_json_prefix_key(j, k.ptr, k.len));
-                        }
+                    if (igw_decode_unique_str(j, &set14, o->members.v, o->members.n))
+                        return (igw_json_prefix_index(j, o->members.n), igw_json_prefix_key(j, k.ptr, k.len));
                     o->members.n++;
                 }
                 if (more14 < 0)

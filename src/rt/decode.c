@@ -248,6 +248,86 @@ void *igw_decode_grow(igw_json *j, void *v, uint32_t n, uint32_t *cap, uint32_t 
     return nv;
 }
 
+static uint32_t str_hash(igw_str s)
+{
+    /* Multiply-xor over 8-byte words: the items are short ids, not
+     * adversarial keys of a long-lived table (a flood of collisions costs
+     * at most the pairwise compares of one bounded array). */
+    uint64_t h = 0x9e3779b97f4a7c15u ^ s.len;
+    size_t i = 0;
+    for (; i + 8 <= s.len; i += 8) {
+        uint64_t w;
+        memcpy(&w, s.ptr + i, 8);
+        h = (h ^ w) * 0xbf58476d1ce4e5b9u;
+        h ^= h >> 31;
+    }
+    if (i < s.len) {
+        uint64_t w = 0;
+        memcpy(&w, s.ptr + i, s.len - i);
+        h = (h ^ w) * 0xbf58476d1ce4e5b9u;
+        h ^= h >> 31;
+    }
+    h ^= h >> 33; /* the last word's high bytes reach the low bits (the mask) */
+    h *= 0xff51afd7ed558ccdu;
+    h ^= h >> 33;
+    return (uint32_t)h;
+}
+
+/* Finds v[i] in the set: true when an equal item is there; else *at is
+ * its empty slot. */
+static bool set_find(const igw_decode_set *set, const igw_str *v, uint32_t i, uint32_t *at)
+{
+    for (uint32_t k = str_hash(v[i]) & set->mask;; k = (k + 1) & set->mask) {
+        uint32_t s = set->slot[k];
+        if (!s) {
+            *at = k;
+            return false;
+        }
+        if (igw_str_eq(v[s - 1], v[i].ptr, v[i].len))
+            return true;
+    }
+}
+
+/* Makes room for at least `want` items (load at most 1/2): a new table,
+ * the earlier items re-added (they are known distinct). */
+static int set_grow(igw_json *j, igw_decode_set *set, const igw_str *v, uint32_t want)
+{
+    uint32_t slots = 32;
+    while (slots < 2 * want)
+        slots *= 2;
+    uint32_t *t = igw_arena_alloc(j->arena, (size_t)slots * sizeof *t);
+    if (!t)
+        return igw_json_fail(j, IGW_JERR_NOMEM, "out of memory");
+    memset(t, 0, (size_t)slots * sizeof *t);
+    set->slot = t;
+    set->mask = slots - 1;
+    for (uint32_t i = 0; i < set->n; i++) {
+        uint32_t at;
+        (void)set_find(set, v, i, &at);
+        t[at] = i + 1;
+    }
+    return 0;
+}
+
+int igw_decode_unique_str(igw_json *j, igw_decode_set *set, const igw_str *v, uint32_t n)
+{
+    if (n < IGW_DECODE_SET_MIN) {
+        for (uint32_t u = 0; u < n; u++)
+            if (igw_str_eq(v[u], v[n].ptr, v[n].len))
+                return igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate item");
+        set->n = n + 1;
+        return 0;
+    }
+    if (2 * (n + 1) > set->mask + 1 && set_grow(j, set, v, n + 1))
+        return -1;
+    uint32_t at;
+    if (set_find(set, v, n, &at))
+        return igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate item");
+    set->slot[at] = n + 1;
+    set->n = n + 1;
+    return 0;
+}
+
 int igw_decode_hold(igw_json *j, igw_str *raw)
 {
     if (igw_json_peek(j) != '{') {

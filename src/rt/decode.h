@@ -60,6 +60,22 @@ int igw_decode_free(igw_json *j, bool object, unsigned max_depth, size_t max_byt
  * or NULL after recording NOMEM. */
 void *igw_decode_grow(igw_json *j, void *v, uint32_t n, uint32_t *cap, uint32_t max, size_t size);
 
+/* The items of a `unique` string array seen so far: pairwise compares
+ * while the array is short, a hash set of item indices from the arena once
+ * it reaches IGW_DECODE_SET_MIN items (a 255-item array pairwise is 32 000
+ * compares). Zero-initialize one per array; nothing to free (arena). */
+#define IGW_DECODE_SET_MIN 8
+typedef struct {
+    uint32_t *slot; /* 0: empty; else item index + 1 */
+    uint32_t  mask; /* slots - 1; 0 while pairwise */
+    uint32_t  n;    /* items in the set */
+} igw_decode_set;
+
+/* Checks that item v[n] differs from v[0..n-1] (every earlier item was
+ * checked by the same call, in order) and adds it. Returns 0, or -1 after
+ * recording DUPLICATE ("duplicate item") or NOMEM at the current path. */
+int igw_decode_unique_str(igw_json *j, igw_decode_set *set, const igw_str *v, uint32_t n);
+
 /* Skips an object, validating only its grammar, and returns its bytes; used
  * to hold a discriminated value (every case is an object: the schema's
  * rule) until its discriminator is known. Anything but an object fails here,

@@ -1539,6 +1539,53 @@ static void test_dup_sort(void)
     CHECK(bad == 0);
 }
 
+/* igw_decode_unique_str against pairwise compares: arrays of 1..300 items
+ * from small alphabets (repeats often late, past the switch to the hash
+ * set), and ids that differ only in their last bytes (a weak hash puts
+ * them all in one slot chain: found equal or not, never wrongly). */
+static void test_unique_items(void)
+{
+    static igw_str v[300];
+    static char text[300][24];
+    uint32_t seed = 777;
+    unsigned bad = 0;
+    for (int round = 0; round < 400; round++) {
+        seed = seed * 1103515245u + 12345u;
+        uint32_t n = 1 + (seed >> 8) % 300;
+        for (uint32_t i = 0; i < n; i++) {
+            seed = seed * 1103515245u + 12345u;
+            if (round % 2)
+                snprintf(text[i], sizeof text[i], "90071992547%05u", (seed >> 8) % (n * 4));
+            else
+                for (size_t c = 0, kl = (seed >> 10) % 5; c <= kl; c++) {
+                    seed = seed * 1103515245u + 12345u;
+                    text[i][c] = (char)('a' + (seed >> 16) % 3);
+                    text[i][c + 1] = '\0';
+                }
+            v[i] = (igw_str){text[i], strlen(text[i])};
+        }
+        uint32_t want = n; /* the first item equal to an earlier one */
+        for (uint32_t b = 1; b < n && want == n; b++)
+            for (uint32_t a = 0; a < b; a++)
+                if (strcmp(text[a], text[b]) == 0) {
+                    want = b;
+                    break;
+                }
+        igw_json j;
+        start(&j, "[]", 4);
+        igw_decode_set set = {0};
+        uint32_t got = n;
+        for (uint32_t i = 0; i < n && got == n; i++)
+            if (igw_decode_unique_str(&j, &set, v, i))
+                got = i;
+        bool ok = got == want && (got == n ? j.err == IGW_JERR_NONE : j.err == IGW_JERR_DUPLICATE);
+        if (!ok && bad++ < 5)
+            printf("  round %d (%u items): duplicate at %u, want %u (%s)\n", round, n, got, want,
+                   igw_json_errkind_name(j.err));
+    }
+    CHECK(bad == 0);
+}
+
 static void test_arena(void)
 {
     igw_arena a;
@@ -1602,6 +1649,7 @@ static const check_case cases[] = {
     CHECK_CASE(test_member_layouts),
     CHECK_CASE(test_int_edges),
     CHECK_CASE(test_dup_sort),
+    CHECK_CASE(test_unique_items),
     CHECK_CASE(test_arena),
 };
 

@@ -78,6 +78,7 @@ int igw_decode_Hello(igw_json *j, igw_Hello *o)
                 if (igw_json_array_begin(j))
                     return igw_json_prefix_key(j, k.ptr, k.len);
                 uint32_t cap0 = 0;
+                igw_decode_set set0 = {0};
                 o->tags.n = 0;
                 o->tags.v = NULL;
                 while ((more0 = igw_json_array_next(j)) == 1) {
@@ -89,11 +90,8 @@ int igw_decode_Hello(igw_json *j, igw_Hello *o)
                         return (igw_json_prefix_index(j, o->tags.n), igw_json_prefix_key(j, k.ptr, k.len));
                     if (igw_json_string(j, &o->tags.v[o->tags.n]) || igw_decode_string_rules(j, o->tags.v[o->tags.n], 1, 8, IGW_FORMAT_IDENTIFIER))
                         return (igw_json_prefix_index(j, o->tags.n), igw_json_prefix_key(j, k.ptr, k.len));
-                    for (uint32_t u = 0; u < o->tags.n; u++)
-                        if (igw_str_eq(o->tags.v[u], o->tags.v[o->tags.n].ptr, o->tags.v[o->tags.n].len)) {
-                            igw_json_fail(j, IGW_JERR_DUPLICATE, "duplicate item");
-                            return (igw_json_prefix_index(j, o->tags.n), igw_json_prefix_key(j, k.ptr, k.len));
-                        }
+                    if (igw_decode_unique_str(j, &set0, o->tags.v, o->tags.n))
+                        return (igw_json_prefix_index(j, o->tags.n), igw_json_prefix_key(j, k.ptr, k.len));
                     o->tags.n++;
                 }
                 if (more0 < 0)

@@ -50,6 +50,10 @@ int igw_webrtcbin_restrict_ice(GstElement *webrtc, const char *address, char *er
         snprintf(err, errlen, "libnice refused local address %s", address);
         goto out;
     }
+    /* No UPnP: with it libnice holds gathering open for its upnp-timeout
+     * (200 ms) waiting for a gateway that a host on a LAN or loopback never
+     * has, and a camera's offer (sent once gathered) waits with it. */
+    g_object_set(agent, "upnp", FALSE, NULL);
     /* UDP only: a WebRTC media server offers no ICE-TCP worth pairing with. */
     if (g_object_class_find_property(G_OBJECT_GET_CLASS(ice), "ice-tcp"))
         g_object_set(ice, "ice-tcp", FALSE, NULL);

@@ -17,8 +17,9 @@
  * need[i][1])". 0, or -1 when any is missing. */
 int igw_webrtcbin_check_elements(const char *prog, const char *const need[][2], size_t n);
 
-/* Confines webrtcbin's libnice agent to `address` (an IP literal), UDP only:
- * without it libnice gathers on every non-loopback interface. Call before
+/* Confines webrtcbin's libnice agent to `address` (an IP literal), UDP only,
+ * no UPnP: without it libnice gathers on every non-loopback interface and
+ * waits 200 ms for a UPnP gateway before gathering completes. Call before
  * the first offer starts gathering. 0, or -1 with err. */
 int igw_webrtcbin_restrict_ice(GstElement *webrtc, const char *address, char *err, size_t errlen);
 

@@ -18,7 +18,7 @@
 # (accept_vs_floor: the acceptance p99 / the floor's p99, medians of the
 # rounds; pg_cpu_us_per_cmd: PostgreSQL's CPU time while accepting / the
 # commands accepted, median of the rounds: the disk's stalls move neither)
-# Settings: RATE (1000), BENCH_SECONDS (5), CONNS (32), ROUNDS (3), IGWD_THREADS (2),
+# Settings: RATE (1000), BENCH_SECONDS (5), CONNS (32), ROUNDS (3), IGWD_THREADS (2), IGWD_DB_CONNECTIONS (1),
 # PUSH_RATE (500) and PUSH_SECONDS (4) of each push round, BARE_MAX_SECONDS (3:
 # the no-database reply's closed loop), BENCH_TMP (/tmp: where the services'
 # files go; /dev/shm makes every fsync free - not durable, a diagnostic of
@@ -63,7 +63,7 @@ profile() { # reset | report: the statements since the reset, by time
         FROM pg_stat_statements WHERE calls > 1 ORDER BY total_exec_time DESC LIMIT 5"
 }
 IGW_BASE_URL=http://127.0.0.1:0 "$ROOT/src/ops/provision.sh" >/dev/null
-env -i PATH="$PATH" IGW_LISTEN=127.0.0.1:0 IGW_THREADS="${IGWD_THREADS:-2}" IGW_PG_DSN="$IGW_PG_DSN" \
+env -i PATH="$PATH" IGW_LISTEN=127.0.0.1:0 IGW_THREADS="${IGWD_THREADS:-2}" IGW_DB_CONNECTIONS="${IGWD_DB_CONNECTIONS:-1}" IGW_PG_DSN="$IGW_PG_DSN" \
     IGW_ACCESS_LOG=false IGW_BENCH_ROUTES=true IGW_JWT_KEY_FILE="$IGW_VAR/jwt.key" IGW_COMMAND_TIMEOUT_MS=1000 \
     IGW_MQTT_HOST=127.0.0.1 IGW_MQTT_PORT="$IGW_MQTT_PORT" IGW_MQTT_PASSWORD_FILE="$IGW_MQTT_PASSWORD_FILE" \
     IGW_MQTT_CLIENT_ID=igwd-bench-app "$IGWD" >"$TMP/out" 2>"$TMP/err" &

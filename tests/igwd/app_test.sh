@@ -380,8 +380,8 @@ psql_q "DO \$\$ BEGIN EXECUTE format('ALTER DATABASE %I SET log_statement = ''al
 start_igwd IGW_THREADS=1
 call "$TOKEN" /endpoints/register; EPM=$(jq -r .data.endpointId "$TMP/r")
 mark() { LOGPOS=$(stat -c %s "$PGLOG"); }
-# execs KIND: executions of igw_cmd_KIND (or its _plain form) since the mark.
-execs() { tail -c +$((LOGPOS + 1)) "$PGLOG" | grep -cE "execute igw_cmd_$1(_plain)?:"; } # a write without a message: _plain
+# execs KIND: executions of igw_cmd_KIND (or its _plain or _one form) since the mark.
+execs() { tail -c +$((LOGPOS + 1)) "$PGLOG" | grep -cE "execute igw_cmd_$1(_plain|_one)?:"; } # a write without a message: _plain, alone _one
 cmodel() { # TOKEN_OF_MSG BRIGHTNESS: a control on EPM
     printf '{"endpointId":"%s","command":{"msgToken":"%s","method":"device.propertyControl","target":{"productID":"%s","deviceName":"%s"},"params":{"properties":{"brightness":%s}}}}' \
         "$EPM" "$1" "$PID_" "$DEV" "$2"

@@ -343,6 +343,46 @@ static void test_large_values_push_back(fixture *f)
     }
 }
 
+/* A batched statement with a twin: a batch of one row runs the twin (its
+ * values as scalars), a batch of several the array form; a statement keeps
+ * the twin it was first queued with. */
+static const igw_db_stmt st_rows = {
+    "t_rows", "SELECT 'many:' || v FROM unnest($1::text[]) WITH ORDINALITY AS u(v, ord) ORDER BY ord", 1};
+static const igw_db_stmt st_rows_one = {"t_rows_one", "SELECT 'one:' || $1::text", 1};
+static const igw_db_stmt st_rows_two = {"t_rows_two", "SELECT $1::text, $2::text", 2};
+
+static void record_row(void *arg, const PGresult *res, int row, const char *err)
+{
+    outcome *o = arg;
+    o->calls++;
+    o->ok = res != NULL && err == NULL;
+    snprintf(o->err, sizeof o->err, "%s", err ? err : "");
+    if (o->ok)
+        snprintf(o->val, sizeof o->val, "%s", PQgetvalue(res, row, 0));
+}
+
+static void test_row_twin(fixture *f)
+{
+    outcome alone = {0}, three[3] = {{0}};
+    const char *a[1] = {"a"};
+    CHECK(igw_db_exec_row(f->db, &st_rows, &st_rows_one, a, record_row, &alone) == 0);
+    CHECK(run_until_called(f, &alone, 1, 5000) && alone.ok, "%s", alone.err);
+    CHECK(strcmp(alone.val, "one:a") == 0, "a batch of one: %s", alone.val);
+    const char *v[3][1] = {{"x"}, {"y\"q\""}, {NULL}};
+    for (int i = 0; i < 3; i++)
+        CHECK(igw_db_exec_row(f->db, &st_rows, &st_rows_one, v[i], record_row, &three[i]) == 0);
+    CHECK(run_until_called(f, three, 3, 5000));
+    CHECK(three[0].ok && strcmp(three[0].val, "many:x") == 0, "%s %s", three[0].val, three[0].err);
+    CHECK(three[1].ok && strcmp(three[1].val, "many:y\"q\"") == 0, "%s %s", three[1].val, three[1].err);
+    CHECK(three[2].ok && strcmp(three[2].val, "") == 0, "NULL row: '%s' %s", three[2].val, three[2].err);
+    outcome refused = {0};
+    CHECK(igw_db_exec_row(f->db, &st_rows, NULL, a, record_row, &refused) == -1);           /* another twin */
+    CHECK(igw_db_exec_row(f->db, &st_sleep, &st_rows_two, a, record_row, &refused) == -1); /* its arity */
+    run_for(f, 50);
+    CHECK(refused.calls == 0);
+}
+
+
 /* the backend is terminated: in-flight queries fail, are not retried; a new backend */
 /* Needs test_queued_before_connected (the backend's pid), one connect so far. */
 static void test_backend_terminated(fixture *f)
@@ -569,6 +609,7 @@ static const struct {
     CHECK_CASE(test_binary_null_params_and_chain),
     CHECK_CASE(test_text_array),
     CHECK_CASE(test_large_values_push_back),
+    CHECK_CASE(test_row_twin),
     CHECK_CASE(test_backend_terminated),
     CHECK_CASE(test_server_stop_queues),
     CHECK_CASE(test_frozen_server_deadline),

@@ -161,6 +161,20 @@ static const igw_db_stmt stmt_cmd_write_plain = {
     WRITE_ANSWER("true, false, true"),
     WRITE_P_DELIVERY}; /* the first thirteen: no message's columns */
 
+/* igw_cmd_write_plain's twin for a batch of one command (db.h): the same
+ * thirteen parameters as scalars, nothing to unnest or deduplicate. */
+#define WRITE_SCALARS                                                                                                \
+    "$1::text, $2::bigint, $3::bigint, $4::text, $5::text, $6::text, $7::jsonb, $8::text, "                          \
+    "$9::text, $10::text, $11::bigint, $12::bigint, $13::text"
+static const igw_db_stmt stmt_cmd_write_one = {
+    "igw_cmd_write_one",
+    "WITH c AS MATERIALIZED (SELECT i.*, " WRITE_CHECKS " "
+    "  FROM (SELECT " WRITE_SCALARS ", 1::bigint) AS i(" WRITE_NAMES ", ord)), "
+    "w AS (SELECT ord FROM c WHERE " WRITE_PASS "), "
+    WRITE_INS("")
+    WRITE_ANSWER("true, false, true"),
+    WRITE_P_DELIVERY};
+
 typedef struct ledger_call {
     union {
         igw_ledger_read_cb read;
@@ -211,7 +225,7 @@ int igw_ledger_read(igw_db *db, const igw_ledger_cmd *c, igw_ledger_read_cb cb, 
                                    [READ_P_USER] = c->user,         [READ_P_TOKEN] = c->msg_token,
                                    [READ_P_PID] = c->product_id,    [READ_P_DN] = c->device_name,
                                    [READ_P_NOW] = c->now,           [READ_P_KNOWN] = c->known};
-    if (igw_db_exec_row(db, &stmt_cmd_read, values, on_read, lc)) {
+    if (igw_db_exec_row(db, &stmt_cmd_read, NULL, values, on_read, lc)) {
         free(lc);
         return -1;
     }
@@ -258,7 +272,8 @@ int igw_ledger_write(igw_db *db, const igw_ledger_cmd *c, igw_ledger_write_cb cb
                                     [WRITE_P_VERSION] = c->version,     [WRITE_P_DELIVERY] = c->delivery_id,
                                     [WRITE_P_FILE] = c->file_id,        [WRITE_P_EXPIRES] = c->expires_at,
                                     [WRITE_P_DOWNLINK] = c->kept_downlink};
-    if (igw_db_exec_row(db, c->delivery_id ? &stmt_cmd_write : &stmt_cmd_write_plain, values, on_write, lc)) {
+    if (c->delivery_id ? igw_db_exec_row(db, &stmt_cmd_write, NULL, values, on_write, lc)
+                       : igw_db_exec_row(db, &stmt_cmd_write_plain, &stmt_cmd_write_one, values, on_write, lc)) {
         free(lc);
         return -1;
     }

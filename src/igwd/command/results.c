@@ -330,7 +330,7 @@ int igw_results_reply(igw_db *db, const igw_results_reply_in *in, igw_results_re
         return rc;
     }
     const char *values[FIND_NP] = {[FIND_P_PID] = o->key[0], [FIND_P_DN] = o->key[1], [FIND_P_TOKEN] = o->key[2]};
-    if (igw_db_exec_row(db, &stmt_find, values, on_found, o) == 0)
+    if (igw_db_exec_row(db, &stmt_find, NULL, values, on_found, o) == 0)
         return 0;
 fail:
     if (o)

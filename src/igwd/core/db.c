@@ -84,6 +84,7 @@ typedef struct brow {
  * them is in flight (the next one gathers meanwhile). */
 typedef struct bqueue {
     const igw_db_stmt *stmt;
+    const igw_db_stmt *one; /* its twin for a batch of one row, or NULL */
     brow *head, *tail;
     size_t n;
     bool busy;
@@ -1020,6 +1021,13 @@ static void form_batch(igw_db *db, bqueue *q)
     db->nrows -= n;
     q->busy = true;
 
+    /* A batch of one row: its twin, if it has one, takes the row's values
+     * as they are (no array literals to build or parse, no unnest). */
+    if (n == 1 && q->one) {
+        if (igw_db_exec(db, q->one, b->rows->values, NULL, NULL, on_batch, b) != 0)
+            on_batch(b, NULL, IGW_DB_NOT_SENT "database queue full");
+        return;
+    }
     /* The columns' array literals, one after the other, NUL-separated. */
     size_t np = (size_t)q->stmt->nparams, len = 0, start[IGW_DB_BATCH_COLS];
     int rc = 0;
@@ -1044,10 +1052,11 @@ static void form_batches(igw_db *db)
             form_batch(db, &db->bq[i]);
 }
 
-int igw_db_exec_row(igw_db *db, const igw_db_stmt *stmt, const char *const *values, igw_db_row_cb cb, void *arg)
+int igw_db_exec_row(igw_db *db, const igw_db_stmt *stmt, const igw_db_stmt *one, const char *const *values,
+                    igw_db_row_cb cb, void *arg)
 {
     if (db->closing || !stmt || !cb || stmt->nparams < 1 || stmt->nparams > IGW_DB_BATCH_COLS || !values ||
-        db->queued.n + db->inflight.n + db->nrows >= IGW_DB_QUEUE_MAX)
+        (one && one->nparams != stmt->nparams) || db->queued.n + db->inflight.n + db->nrows >= IGW_DB_QUEUE_MAX)
         goto reject;
     bqueue *q = NULL;
     for (unsigned i = 0; i < db->nbq && !q; i++)
@@ -1057,7 +1066,9 @@ int igw_db_exec_row(igw_db *db, const igw_db_stmt *stmt, const char *const *valu
         if (db->nbq == IGW_DB_BATCH_STMTS)
             goto reject;
         q = &db->bq[db->nbq++];
-        *q = (bqueue){.stmt = stmt};
+        *q = (bqueue){.stmt = stmt, .one = one};
+    } else if (q->one != one) {
+        goto reject; /* a statement has one twin (or none) */
     }
     size_t n = (size_t)stmt->nparams, data = 0;
     for (size_t i = 0; i < n; i++)

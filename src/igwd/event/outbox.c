@@ -601,7 +601,7 @@ int igw_outbox_emit_result(igw_db *db, const igw_outbox_result_event *ev, igw_ou
                                 [RESULT_P_REPLY_METHOD] = ev->reply_method,
                                 [RESULT_P_REPLY_TOKEN] = ev->reply_token,
                                 [RESULT_P_REPLY_BODY] = ev->reply_body};
-    if (igw_db_exec_row(db, &st_emit_result, v, on_result_row, c) != 0) {
+    if (igw_db_exec_row(db, &st_emit_result, NULL, v, on_result_row, c) != 0) {
         free(c);
         return -1;
     }

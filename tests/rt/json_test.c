@@ -1492,6 +1492,18 @@ static void test_int_edges(void)
 
 /* The sorted duplicate check against a pairwise reference, on objects with
  * random keys (many alike) and repeats in random places. */
+/* Reference for duplicate checks: the index of the first of the n strings
+ * (stride bytes apart) equal to an earlier one, by pairwise compares; n
+ * when all differ. */
+static size_t first_repeat(const char *items, size_t stride, size_t n)
+{
+    for (size_t b = 1; b < n; b++)
+        for (size_t a = 0; a < b; a++)
+            if (strcmp(items + a * stride, items + b * stride) == 0)
+                return b;
+    return n;
+}
+
 static void test_dup_sort(void)
 {
     static char doc[1 << 16];
@@ -1521,13 +1533,8 @@ static void test_dup_sort(void)
         }
         doc[len++] = '}';
         /* reference: the earliest key equal to an earlier one */
-        size_t want = SIZE_MAX;
-        for (size_t b = 1; b < nkeys && want == SIZE_MAX; b++)
-            for (size_t a = 0; a < b; a++)
-                if (strcmp(keys[a], keys[b]) == 0) {
-                    want = b;
-                    break;
-                }
+        size_t want = first_repeat(keys[0], sizeof keys[0], nkeys);
+        want = want == nkeys ? SIZE_MAX : want;
         igw_json j;
         int r = (start_exact(&j, doc, len, 4), igw_json_value(&j, IGW_JSON_STRICT, 4, SIZE_MAX, NULL));
         bool ok = want == SIZE_MAX ? r == 0
@@ -1564,13 +1571,7 @@ static void test_unique_items(void)
                 }
             v[i] = (igw_str){text[i], strlen(text[i])};
         }
-        uint32_t want = n; /* the first item equal to an earlier one */
-        for (uint32_t b = 1; b < n && want == n; b++)
-            for (uint32_t a = 0; a < b; a++)
-                if (strcmp(text[a], text[b]) == 0) {
-                    want = b;
-                    break;
-                }
+        uint32_t want = (uint32_t)first_repeat(text[0], sizeof text[0], n);
         igw_json j;
         start(&j, "[]", 4);
         igw_decode_set set = {0};

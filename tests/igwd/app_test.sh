@@ -403,6 +403,9 @@ mark
 for t in m2 m3 m4; do CASE="model cache: $t"; call "$TOKEN" /commands "$(cmodel $t 80)"; accepted false; done
 CASE="model cache: one round trip per command"
 [ "$(execs read),$(execs write)" = 0,3 ] || fail "$CASE: $(execs read) reads, $(execs write) writes"; ok
+CASE="model cache: a lone command's write is the single-row twin (db.h)"
+n=$(tail -c +$((LOGPOS + 1)) "$PGLOG" | grep -c "execute igw_cmd_write_one:")
+[ "$n" = 3 ] || fail "$CASE: $n of 3 writes by igw_cmd_write_one"; ok
 bmax 60
 mark
 CASE="model narrowed: what the old model accepted is refused"; call "$TOKEN" /commands "$(cmodel m5 70)"

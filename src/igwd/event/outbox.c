@@ -89,42 +89,57 @@ enum {
     RESULT_P_REPLY_TOKEN, RESULT_P_REPLY_BODY, RESULT_NP
 };
 enum { RESULT_C_KNOWN, RESULT_C_LIVE, RESULT_C_DUP, RESULT_C_BODY_OK, RESULT_C_DELIVERY, RESULT_C_NOTIFIED, RESULT_C_SETTLED };
+#define RESULT_NAMES "ep, token, body, did, pid, dn, dtoken, outcome, rh, rt, rm, rtok, rbody"
+#define RESULT_SQL(RESULT_ROWS_, RESULT_FIRST_)                                                                      \
+    "WITH t AS (SELECT " IGW_SQL_NOW_MS " AS now_ms), "                                                              \
+    "i AS MATERIALIZED (SELECT u.*, b.j, p.endpoint_id IS NOT NULL AS known, p.expires_at_ms > t.now_ms AS live, "   \
+    "      p.expires_at_ms AS exp, "                                                                                 \
+    "      jsonb_typeof(b.j) = 'object' AND b.j->>'msgToken' IS NOT DISTINCT FROM u.token "                          \
+    "        AND b.j->'sessionId' IS NULL AND b.j->'eventSeq' IS NULL AS ok, "                                       \
+    "      EXISTS (SELECT 1 FROM deliveries d WHERE d.delivery_id = u.did) AS dup, "                                 \
+    RESULT_FIRST_                                                                                                    \
+    RESULT_ROWS_                                                                                                     \
+    "    CROSS JOIN LATERAL (SELECT u.body::jsonb AS j) b "                                                          \
+    "    CROSS JOIN t LEFT JOIN endpoints p ON p.endpoint_id = u.ep), "                                              \
+    "dm AS (INSERT INTO device_messages (product_id, device_name, handle, msg_type, method, msg_token, body) "       \
+    "       SELECT i.pid, i.dn, i.rh, i.rt, i.rm, i.rtok, i.rbody::jsonb FROM i WHERE i.rbody IS NOT NULL "          \
+    "       ORDER BY i.ord RETURNING 1), "                                                                           \
+    "go AS MATERIALIZED (SELECT i.*, nextval(pg_get_serial_sequence('events', 'event_id')) AS event_id "             \
+    "    FROM i WHERE i.live AND i.ok AND NOT i.dup AND i.first), "                                                  \
+    "ev AS (INSERT INTO events (event_id, session_id, msg_token, event_seq, body, body_text) OVERRIDING SYSTEM VALUE " \
+    "       SELECT go.event_id, NULL, go.token, NULL, go.j, go.body FROM go RETURNING event_id), "                   \
+    "dl AS (INSERT INTO deliveries (delivery_id, event_id, endpoint_id, session_id, watermark, state, expires_at_ms) " \
+    "       SELECT go.did, go.event_id, go.ep, '', go.event_id, '" ST_PENDING "', go.exp FROM go "                   \
+    "       RETURNING delivery_id, endpoint_id, watermark), "                                                        \
+    "ntf AS (SELECT pg_notify('" IGW_OUTBOX_CHANNEL "', CASE WHEN octet_length(go.body) <= " NOTIFY_BODY_MAX " "     \
+    "        THEN go.ep || E'\\n' || go.event_id || E'\\n' || go.did || E'\\n' || go.body "                          \
+    "        ELSE go.ep END) FROM go), "                                                                             \
+    "st AS (UPDATE device_commands c SET outcome = COALESCE(c.outcome, s.outcome) "                                  \
+    "       FROM (SELECT DISTINCT ON (i.pid, i.dn, i.dtoken) i.pid, i.dn, i.dtoken, "                                \
+    "                    CASE WHEN i.live AND i.ok THEN i.outcome "                                              \
+    "                         WHEN i.live IS NOT TRUE THEN 'expired' END AS outcome "                                 \
+    "             FROM i WHERE i.first ORDER BY i.pid, i.dn, i.dtoken, i.ord) s "                                    \
+    "       WHERE c.product_id = s.pid AND c.device_name = s.dn AND c.device_token = s.dtoken "                      \
+    "         AND s.outcome IS NOT NULL RETURNING 1) "                                                               \
+    "SELECT i.known, i.live, i.dup OR NOT i.first, i.ok, dl.delivery_id, (SELECT count(*) FROM ntf), "               \
+    "       (SELECT count(*) FROM st) "                                                                              \
+    "FROM i LEFT JOIN dl ON dl.delivery_id = i.did AND i.first ORDER BY i.ord"
 static const igw_db_stmt st_emit_result = {
     "igw_outbox_emit_result",
-    "WITH t AS (SELECT " IGW_SQL_NOW_MS " AS now_ms), "
-    "i AS MATERIALIZED (SELECT u.*, b.j, p.endpoint_id IS NOT NULL AS known, p.expires_at_ms > t.now_ms AS live, "
-    "      p.expires_at_ms AS exp, "
-    "      jsonb_typeof(b.j) = 'object' AND b.j->>'msgToken' IS NOT DISTINCT FROM u.token "
-    "        AND b.j->'sessionId' IS NULL AND b.j->'eventSeq' IS NULL AS ok, "
-    "      EXISTS (SELECT 1 FROM deliveries d WHERE d.delivery_id = u.did) AS dup, "
-    "      u.ord = min(u.ord) OVER (PARTITION BY u.did) AS first "
-    "    FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], "
-    "                $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[]) "
-    "         WITH ORDINALITY AS u(ep, token, body, did, pid, dn, dtoken, outcome, rh, rt, rm, rtok, rbody, ord) "
-    "    CROSS JOIN LATERAL (SELECT u.body::jsonb AS j) b "
-    "    CROSS JOIN t LEFT JOIN endpoints p ON p.endpoint_id = u.ep), "
-    "dm AS (INSERT INTO device_messages (product_id, device_name, handle, msg_type, method, msg_token, body) "
-    "       SELECT i.pid, i.dn, i.rh, i.rt, i.rm, i.rtok, i.rbody::jsonb FROM i WHERE i.rbody IS NOT NULL "
-    "       ORDER BY i.ord RETURNING 1), "
-    "go AS MATERIALIZED (SELECT i.*, nextval(pg_get_serial_sequence('events', 'event_id')) AS event_id "
-    "    FROM i WHERE i.live AND i.ok AND NOT i.dup AND i.first), "
-    "ev AS (INSERT INTO events (event_id, session_id, msg_token, event_seq, body, body_text) OVERRIDING SYSTEM VALUE "
-    "       SELECT go.event_id, NULL, go.token, NULL, go.j, go.body FROM go RETURNING event_id), "
-    "dl AS (INSERT INTO deliveries (delivery_id, event_id, endpoint_id, session_id, watermark, state, expires_at_ms) "
-    "       SELECT go.did, go.event_id, go.ep, '', go.event_id, '" ST_PENDING "', go.exp FROM go "
-    "       RETURNING delivery_id, endpoint_id, watermark), "
-    "ntf AS (SELECT pg_notify('" IGW_OUTBOX_CHANNEL "', CASE WHEN octet_length(go.body) <= " NOTIFY_BODY_MAX " "
-    "        THEN go.ep || E'\\n' || go.event_id || E'\\n' || go.did || E'\\n' || go.body "
-    "        ELSE go.ep END) FROM go), "
-    "st AS (UPDATE device_commands c SET outcome = COALESCE(c.outcome, s.outcome) "
-    "       FROM (SELECT DISTINCT ON (i.pid, i.dn, i.dtoken) i.pid, i.dn, i.dtoken, "
-    "                    CASE WHEN i.live AND i.ok THEN i.outcome WHEN i.live IS NOT TRUE THEN 'expired' END AS outcome "
-    "             FROM i WHERE i.first ORDER BY i.pid, i.dn, i.dtoken, i.ord) s "
-    "       WHERE c.product_id = s.pid AND c.device_name = s.dn AND c.device_token = s.dtoken "
-    "         AND s.outcome IS NOT NULL RETURNING 1) "
-    "SELECT i.known, i.live, i.dup OR NOT i.first, i.ok, dl.delivery_id, (SELECT count(*) FROM ntf), "
-    "       (SELECT count(*) FROM st) "
-    "FROM i LEFT JOIN dl ON dl.delivery_id = i.did AND i.first ORDER BY i.ord",
+    RESULT_SQL("    FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], "
+               "                $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[]) "
+               "         WITH ORDINALITY AS u(" RESULT_NAMES ", ord) ",
+               "      u.ord = min(u.ord) OVER (PARTITION BY u.did) AS first "),
+    RESULT_NP};
+
+/* Its twin for a batch of one result (db.h): the thirteen values as
+ * scalars, the row its deliveryId's first. */
+static const igw_db_stmt st_emit_result_one = {
+    "igw_outbox_emit_result_one",
+    RESULT_SQL("    FROM (SELECT $1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text, $8::text, "
+               "                 $9::text, $10::text, $11::text, $12::text, $13::text, 1::bigint) "
+               "         AS u(" RESULT_NAMES ", ord) ",
+               "      true AS first "),
     RESULT_NP};
 
 /* $1 enterprise, $2 user, $3 endpoint, $4 limit. Ordered in the database's
@@ -601,7 +616,7 @@ int igw_outbox_emit_result(igw_db *db, const igw_outbox_result_event *ev, igw_ou
                                 [RESULT_P_REPLY_METHOD] = ev->reply_method,
                                 [RESULT_P_REPLY_TOKEN] = ev->reply_token,
                                 [RESULT_P_REPLY_BODY] = ev->reply_body};
-    if (igw_db_exec_row(db, &st_emit_result, NULL, v, on_result_row, c) != 0) {
+    if (igw_db_exec_row(db, &st_emit_result, &st_emit_result_one, v, on_result_row, c) != 0) {
         free(c);
         return -1;
     }

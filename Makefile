@@ -300,6 +300,7 @@ $(eval $(call test_bin,state_sql_test,tests/igwd/state_sql_test.c,gen rt,$$(PQ_L
 $(eval $(call test_bin,sdp_test,tests/media/sdp_test.c,media,))
 $(eval $(call test_bin,rtp_test,tests/media/rtp_test.c,media,))
 $(eval $(call test_bin,dtls_test,tests/media/dtls_test.c,media,$$(MEDIA_LIBS)))
+$(eval $(call test_bin,stun_test,tests/media/stun_test.c,media,$$(MEDIA_LIBS)))
 # The media core behind a JSON-lines interface: the real-peer tests' host.
 $(eval $(call test_bin,igw-media-host,tests/media/host.c,media gen rt,$$(MEDIA_LIBS)))
 # A non-browser WebRTC viewer (GStreamer webrtcbin, JSON lines) for the live
@@ -410,10 +411,11 @@ test-routes-decide: $(T)/routes_decide_test
 	$(T)/routes_decide_test
 
 # Media building blocks, each alone (pure functions or in-memory peers).
-test-media-unit: $(T)/sdp_test $(T)/rtp_test $(T)/dtls_test
+test-media-unit: $(T)/sdp_test $(T)/rtp_test $(T)/dtls_test $(T)/stun_test
 	$(T)/sdp_test
 	$(T)/rtp_test
 	$(T)/dtls_test
+	$(T)/stun_test
 
 fuzz-smoke: $(T)/conformance-run
 	CLANG=$(CLANG) tests/fuzz/run.sh --seconds $(FUZZ_SECONDS)

@@ -8,8 +8,8 @@
 #                    measured table to build/fuzz-long/table.md
 #
 # Targets: one per route decoder (seeded from its conformance vectors), json
-# (JSONTestSuite), multipart, sdp (tests/media/sdp_corpus), thingmodel and
-# devauth (tests/fuzz/seeds/<target>). A crash, leak, UB or broken
+# (JSONTestSuite), multipart, sdp (tests/media/sdp_corpus), stun, thingmodel
+# and devauth (tests/fuzz/seeds/<target>). A crash, leak, UB or broken
 # invariant is a finding: its input is left in build/fuzz*/findings/<target>/
 # and the run fails after the other targets had their turn. Fix it and keep
 # the input in tests/fuzz/regress/<target>/ so that fuzz-smoke replays it.
@@ -39,7 +39,7 @@ for r in $routes; do
     # multipart routes are parsed by the server, not a decoder
     [ -f generated/conformance/$lower.jsonl ] && decoders+=("$lower")
 done
-all=("${decoders[@]}" json multipart sdp thingmodel devauth)
+all=("${decoders[@]}" json multipart sdp stun thingmodel devauth)
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=("${all[@]}")
 
@@ -49,6 +49,7 @@ build() {
     case "$t" in
     json|multipart|devauth) srcs=(tests/fuzz/fuzz_$t.c "${lib_srcs[@]}"); deps=(tests/fuzz src/rt src/lib) ;;
     sdp) srcs=(tests/fuzz/fuzz_sdp.c src/media/sdp.c); deps=(tests/fuzz src/media/sdp.c src/media/sdp.h); extra=(-Isrc/media) ;;
+    stun) srcs=(tests/fuzz/fuzz_stun.c src/media/stun.c); deps=(tests/fuzz src/media/stun.c src/media/stun.h); extra=(-Isrc/media) ;;
     thingmodel)
         # an input starting with NUL checks documents against the demo model
         srcs=(tests/fuzz/fuzz_thingmodel.c "${lib_srcs[@]}"); deps=(tests/fuzz src/rt src/lib)
@@ -67,14 +68,14 @@ seed() {
     case "$t" in
     json) [ -d tests/rt/JSONTestSuite/test_parsing ] && cp tests/rt/JSONTestSuite/test_parsing/*.json "$dir"/ ;;
     sdp) cp tests/media/sdp_corpus/*.sdp "$dir"/ ;;
-    multipart|thingmodel|devauth) [ -d tests/fuzz/seeds/$t ] && cp tests/fuzz/seeds/$t/* "$dir"/ ;;
+    multipart|stun|thingmodel|devauth) [ -d tests/fuzz/seeds/$t ] && cp tests/fuzz/seeds/$t/* "$dir"/ ;;
     *) "$runner" --seeds "$dir" generated/conformance/$t.jsonl >/dev/null ;;
     esac
     return 0
 }
 
 max_len() {
-    case "$1" in multipart) echo 8192 ;; devauth) echo 4096 ;; *) echo 70000 ;; esac
+    case "$1" in multipart) echo 8192 ;; devauth) echo 4096 ;; stun) echo 1500 ;; *) echo 70000 ;; esac
 }
 
 table=$out/table.md

@@ -284,3 +284,21 @@ size_t igw_stun_error(uint8_t *out, size_t cap, const uint8_t tid[IGW_STUN_TID],
         return 0;
     return seal(out, cap, at, pwd, pwd_len);
 }
+
+size_t igw_stun_request_write(uint8_t *out, size_t cap, const uint8_t tid[IGW_STUN_TID], const char *username,
+                              uint32_t priority, bool controlling, uint64_t tiebreaker, bool nominate, const char *pwd,
+                              size_t pwd_len)
+{
+    uint8_t pr[4], tb[8];
+    put32(pr, priority);
+    put32(tb, (uint32_t)(tiebreaker >> 32));
+    put32(tb + 4, (uint32_t)tiebreaker);
+    size_t at = IGW_STUN_HEADER;
+    if (!header(out, cap, BINDING_REQUEST, tid) ||
+        !put_attr(out, cap, &at, A_USERNAME, username, strlen(username)) ||
+        !put_attr(out, cap, &at, A_PRIORITY, pr, sizeof pr) ||
+        !put_attr(out, cap, &at, controlling ? A_ICE_CONTROLLING : A_ICE_CONTROLLED, tb, sizeof tb) ||
+        (nominate && !put_attr(out, cap, &at, A_USE_CANDIDATE, NULL, 0)))
+        return 0;
+    return seal(out, cap, at, pwd, pwd_len);
+}

@@ -75,6 +75,15 @@ bool igw_stun_check_integrity(const uint8_t *p, size_t n, const char *pwd, size_
 size_t igw_stun_success(uint8_t *out, size_t cap, const uint8_t tid[IGW_STUN_TID], const struct sockaddr *from,
                         const char *software, const char *pwd, size_t pwd_len);
 
+/* Writes a Binding request (what a full agent sends; igw's tests and a
+ * consent check use it): USERNAME, PRIORITY, ICE-CONTROLLING with
+ * `tiebreaker` when `controlling` (else ICE-CONTROLLED), USE-CANDIDATE when
+ * `nominate`, MESSAGE-INTEGRITY keyed with `pwd`, FINGERPRINT. Returns its
+ * length, or 0 when it does not fit `cap`. */
+size_t igw_stun_request_write(uint8_t *out, size_t cap, const uint8_t tid[IGW_STUN_TID], const char *username,
+                              uint32_t priority, bool controlling, uint64_t tiebreaker, bool nominate, const char *pwd,
+                              size_t pwd_len);
+
 /* Writes a Binding error response (ERROR-CODE `code` 300..699 with
  * `reason`, at most 128 bytes of it kept; MESSAGE-INTEGRITY when `pwd` is
  * not NULL; FINGERPRINT). Returns its length, or 0 as above. */

@@ -164,7 +164,23 @@ static void test_refusals(void)
     CHECK(!igw_stun_maybe(rtp, sizeof rtp) && igw_stun_parse_request(rtp, sizeof rtp, &r) == IGW_STUN_NOT_STUN);
 }
 
+/* A request igw writes parses back to what it was written with. */
+static void test_request_round_trip(void)
+{
+    uint8_t out[IGW_STUN_REPLY_MAX], tid[IGW_STUN_TID] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+    igw_stun_request r;
+    size_t n = igw_stun_request_write(out, sizeof out, tid, "abcd:wxyz", 0x6e0001ff, true, 42, true, PWD, strlen(PWD));
+    CHECK(n > 0 && igw_stun_parse_request(out, n, &r) == IGW_STUN_OK);
+    CHECK(r.username_len == 9 && memcmp(r.username, "abcd:wxyz", 9) == 0 && r.priority == 0x6e0001ff);
+    CHECK(r.controlling && !r.controlled && r.use_candidate && memcmp(r.tid, tid, sizeof tid) == 0);
+    CHECK(igw_stun_check_integrity(out, n, PWD, strlen(PWD)) && igw_stun_check_fingerprint(out, n));
+    n = igw_stun_request_write(out, sizeof out, tid, "abcd:wxyz", 1, false, 0, false, PWD, strlen(PWD));
+    CHECK(n > 0 && igw_stun_parse_request(out, n, &r) == IGW_STUN_OK && r.controlled && !r.use_candidate);
+    CHECK(igw_stun_request_write(out, 48, tid, "abcd:wxyz", 1, false, 0, false, PWD, strlen(PWD)) == 0);
+}
+
 static const check_case cases[] = {
+    CHECK_CASE(test_request_round_trip),
     CHECK_CASE(test_rfc5769_request), CHECK_CASE(test_rfc5769_responses), CHECK_CASE(test_success),
     CHECK_CASE(test_error), CHECK_CASE(test_refusals),
 };

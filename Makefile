@@ -301,6 +301,7 @@ $(eval $(call test_bin,sdp_test,tests/media/sdp_test.c,media,))
 $(eval $(call test_bin,rtp_test,tests/media/rtp_test.c,media,))
 $(eval $(call test_bin,dtls_test,tests/media/dtls_test.c,media,$$(MEDIA_LIBS)))
 $(eval $(call test_bin,stun_test,tests/media/stun_test.c,media,$$(MEDIA_LIBS)))
+$(eval $(call test_bin,mux_test,tests/media/mux_test.c,media,$$(MEDIA_LIBS)))
 # The media core behind a JSON-lines interface: the real-peer tests' host.
 $(eval $(call test_bin,igw-media-host,tests/media/host.c,media gen rt,$$(MEDIA_LIBS)))
 # A non-browser WebRTC viewer (GStreamer webrtcbin, JSON lines) for the live
@@ -411,11 +412,12 @@ test-routes-decide: $(T)/routes_decide_test
 	$(T)/routes_decide_test
 
 # Media building blocks, each alone (pure functions or in-memory peers).
-test-media-unit: $(T)/sdp_test $(T)/rtp_test $(T)/dtls_test $(T)/stun_test
+test-media-unit: $(T)/sdp_test $(T)/rtp_test $(T)/dtls_test $(T)/stun_test $(T)/mux_test
 	$(T)/sdp_test
 	$(T)/rtp_test
 	$(T)/dtls_test
 	$(T)/stun_test
+	$(T)/mux_test
 
 fuzz-smoke: $(T)/conformance-run
 	CLANG=$(CLANG) tests/fuzz/run.sh --seconds $(FUZZ_SECONDS)

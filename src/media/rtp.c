@@ -5,33 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "wire.h"
+
 #define RTCP_MAX_ITEMS 256
-
-/* ---- big-endian access ------------------------------------------------------- */
-
-static uint16_t rd16(const uint8_t *p)
-{
-    return (uint16_t)(p[0] << 8 | p[1]);
-}
-
-static uint32_t rd32(const uint8_t *p)
-{
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-static void wr16(uint8_t *p, uint16_t v)
-{
-    p[0] = (uint8_t)(v >> 8);
-    p[1] = (uint8_t)v;
-}
-
-static void wr32(uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)(v >> 24);
-    p[1] = (uint8_t)(v >> 16);
-    p[2] = (uint8_t)(v >> 8);
-    p[3] = (uint8_t)v;
-}
 
 /* RFC 1982 on 16 bits: a is after b. */
 static bool seq_after(uint16_t a, uint16_t b)
@@ -74,7 +50,7 @@ bool igw_rtp_parse(const uint8_t *p, size_t n, igw_rtp_hdr *h)
     if (p[0] & 0x10) { /* extension: 16-bit profile, 16-bit length in words */
         if (len + 4 > n)
             return false;
-        len += 4 + 4 * (size_t)rd16(p + len + 2);
+        len += 4 + 4 * (size_t)igw_rd16(p + len + 2);
         if (len > n)
             return false;
     }
@@ -86,9 +62,9 @@ bool igw_rtp_parse(const uint8_t *p, size_t n, igw_rtp_hdr *h)
     }
     h->pt = p[1] & 0x7f;
     h->marker = (p[1] & 0x80) != 0;
-    h->seq = rd16(p + 2);
-    h->ts = rd32(p + 4);
-    h->ssrc = rd32(p + 8);
+    h->seq = igw_rd16(p + 2);
+    h->ts = igw_rd32(p + 4);
+    h->ssrc = igw_rd32(p + 8);
     h->hdr_len = len;
     h->payload_len = n - len - pad;
     return true;
@@ -97,9 +73,9 @@ bool igw_rtp_parse(const uint8_t *p, size_t n, igw_rtp_hdr *h)
 void igw_rtp_rewrite(uint8_t *p, uint8_t pt, uint16_t seq, uint32_t ts, uint32_t ssrc)
 {
     p[1] = (uint8_t)((p[1] & 0x80) | (pt & 0x7f));
-    wr16(p + 2, seq);
-    wr32(p + 4, ts);
-    wr32(p + 8, ssrc);
+    igw_wr16(p + 2, seq);
+    igw_wr32(p + 4, ts);
+    igw_wr32(p + 8, ssrc);
 }
 
 int igw_rtp_audio_level(const uint8_t *p, size_t n, const igw_rtp_hdr *h, uint8_t id)
@@ -109,8 +85,8 @@ int igw_rtp_audio_level(const uint8_t *p, size_t n, const igw_rtp_hdr *h, uint8_
     size_t off = 12 + 4 * (size_t)(p[0] & 0x0f);
     if (off + 4 > h->hdr_len || h->hdr_len > n)
         return -1;
-    uint16_t profile = rd16(p + off);
-    size_t end = off + 4 + 4 * (size_t)rd16(p + off + 2);
+    uint16_t profile = igw_rd16(p + off);
+    size_t end = off + 4 + 4 * (size_t)igw_rd16(p + off + 2);
     if (end != h->hdr_len)
         return -1;
     bool one = profile == 0xBEDE, two = (profile & 0xfff0) == 0x1000;
@@ -170,7 +146,7 @@ bool igw_rtp_h264_keyframe(const uint8_t *payload, size_t n)
     if (type == 24) { /* STAP-A: (16-bit size, NAL)* after the STAP header */
         size_t off = 1;
         while (off + 2 <= n) {
-            size_t sz = rd16(payload + off);
+            size_t sz = igw_rd16(payload + off);
             off += 2;
             if (sz == 0 || sz > n - off)
                 return false; /* malformed: trust nothing in it */
@@ -212,17 +188,17 @@ static int walk_one(walker *w, const uint8_t *p, size_t len)
     igw_rtcp_item it;
     memset(&it, 0, sizeof it);
     if (len >= 8) /* every type but an empty SDES or BYE starts with an SSRC */
-        it.sender_ssrc = rd32(p + 4);
+        it.sender_ssrc = igw_rd32(p + 4);
 
     switch (pt) {
     case 200: /* SR: ssrc, ntp, rtp ts, packets, octets, then report blocks */
         if (len < 28 || (len - 28) / 24 < count)
             return -1;
         it.kind = IGW_RTCP_SR;
-        it.ntp = (uint64_t)rd32(p + 8) << 32 | rd32(p + 12);
-        it.rtp_ts = rd32(p + 16);
-        it.packets = rd32(p + 20);
-        it.octets = rd32(p + 24);
+        it.ntp = (uint64_t)igw_rd32(p + 8) << 32 | igw_rd32(p + 12);
+        it.rtp_ts = igw_rd32(p + 16);
+        it.packets = igw_rd32(p + 20);
+        it.octets = igw_rd32(p + 24);
         return emit(w, &it) ? 1 : 0;
     case 201: /* RR: ssrc then report blocks */
         if (len < 8 || (len - 8) / 24 < count)
@@ -241,7 +217,7 @@ static int walk_one(walker *w, const uint8_t *p, size_t len)
             return -1;
         it.kind = IGW_RTCP_BYE;
         for (size_t i = 0; i < count; i++) {
-            it.sender_ssrc = rd32(p + 4 + 4 * i);
+            it.sender_ssrc = igw_rd32(p + 4 + 4 * i);
             if (!emit(w, &it))
                 return 0;
         }
@@ -250,7 +226,7 @@ static int walk_one(walker *w, const uint8_t *p, size_t len)
     case 206: { /* PSFB */
         if (len < 12)
             return -1;
-        it.media_ssrc = rd32(p + 8);
+        it.media_ssrc = igw_rd32(p + 8);
         const uint8_t *fci = p + 12;
         size_t nfci = len - 12;
         if (pt == 205 && count == 1) { /* generic NACK: (pid, blp)* */
@@ -258,7 +234,7 @@ static int walk_one(walker *w, const uint8_t *p, size_t len)
                 return -1;
             it.kind = IGW_RTCP_NACK;
             for (size_t off = 0; off < nfci; off += 4) {
-                uint16_t pid = rd16(fci + off), blp = rd16(fci + off + 2);
+                uint16_t pid = igw_rd16(fci + off), blp = igw_rd16(fci + off + 2);
                 it.seq = pid;
                 if (!emit(w, &it))
                     return 0;
@@ -281,7 +257,7 @@ static int walk_one(walker *w, const uint8_t *p, size_t len)
                 return -1;
             it.kind = IGW_RTCP_FIR;
             for (size_t off = 0; off < nfci; off += 8) {
-                it.media_ssrc = rd32(fci + off);
+                it.media_ssrc = igw_rd32(fci + off);
                 it.fir_seq = fci[off + 4];
                 if (!emit(w, &it))
                     return 0;
@@ -293,7 +269,7 @@ static int walk_one(walker *w, const uint8_t *p, size_t len)
             if (nfci < 8 || (nfci - 8) / 4 < fci[4])
                 return -1;
             it.kind = IGW_RTCP_REMB;
-            it.media_ssrc = fci[4] ? rd32(fci + 8) : 0;
+            it.media_ssrc = fci[4] ? igw_rd32(fci + 8) : 0;
             return emit(w, &it) ? 1 : 0;
         }
         it.kind = IGW_RTCP_OTHER;
@@ -316,7 +292,7 @@ int igw_rtcp_walk(const uint8_t *p, size_t n, igw_rtcp_visit_fn visit, void *ud)
             return -1;
         /* The length counts 32-bit words minus one, so every packet takes at
          * least 4 bytes and the loop always advances. */
-        size_t len = 4 * ((size_t)rd16(p + off + 2) + 1);
+        size_t len = 4 * ((size_t)igw_rd16(p + off + 2) + 1);
         if (len > n - off)
             return -1;
         size_t body = len;
@@ -343,7 +319,7 @@ static void rtcp_hdr(uint8_t *buf, uint8_t count_fmt, uint8_t pt, size_t len)
 {
     buf[0] = (uint8_t)(0x80 | (count_fmt & 0x1f));
     buf[1] = pt;
-    wr16(buf + 2, (uint16_t)(len / 4 - 1));
+    igw_wr16(buf + 2, (uint16_t)(len / 4 - 1));
 }
 
 size_t igw_rtcp_write_pli(uint8_t *buf, size_t cap, uint32_t sender_ssrc, uint32_t media_ssrc)
@@ -351,8 +327,8 @@ size_t igw_rtcp_write_pli(uint8_t *buf, size_t cap, uint32_t sender_ssrc, uint32
     if (cap < 12)
         return 0;
     rtcp_hdr(buf, 1, 206, 12);
-    wr32(buf + 4, sender_ssrc);
-    wr32(buf + 8, media_ssrc);
+    igw_wr32(buf + 4, sender_ssrc);
+    igw_wr32(buf + 8, media_ssrc);
     return 12;
 }
 
@@ -362,9 +338,9 @@ size_t igw_rtcp_write_fir(uint8_t *buf, size_t cap, uint32_t sender_ssrc, uint32
     if (cap < 20)
         return 0;
     rtcp_hdr(buf, 4, 206, 20);
-    wr32(buf + 4, sender_ssrc);
-    wr32(buf + 8, 0); /* RFC 5104 4.3.1.2: the target SSRC goes in the FCI */
-    wr32(buf + 12, media_ssrc);
+    igw_wr32(buf + 4, sender_ssrc);
+    igw_wr32(buf + 8, 0); /* RFC 5104 4.3.1.2: the target SSRC goes in the FCI */
+    igw_wr32(buf + 12, media_ssrc);
     buf[16] = fir_seq;
     buf[17] = buf[18] = buf[19] = 0;
     return 20;
@@ -376,12 +352,12 @@ size_t igw_rtcp_write_sr(uint8_t *buf, size_t cap, uint32_t ssrc, uint64_t ntp, 
     if (cap < 28)
         return 0;
     rtcp_hdr(buf, 0, 200, 28);
-    wr32(buf + 4, ssrc);
-    wr32(buf + 8, (uint32_t)(ntp >> 32));
-    wr32(buf + 12, (uint32_t)ntp);
-    wr32(buf + 16, rtp_ts);
-    wr32(buf + 20, packets);
-    wr32(buf + 24, octets);
+    igw_wr32(buf + 4, ssrc);
+    igw_wr32(buf + 8, (uint32_t)(ntp >> 32));
+    igw_wr32(buf + 12, (uint32_t)ntp);
+    igw_wr32(buf + 16, rtp_ts);
+    igw_wr32(buf + 20, packets);
+    igw_wr32(buf + 24, octets);
     return 28;
 }
 
@@ -391,18 +367,18 @@ size_t igw_rtcp_write_rr(uint8_t *buf, size_t cap, uint32_t ssrc, const igw_rtcp
     if (nblocks > 31 || cap < len || (nblocks && !blocks))
         return 0;
     rtcp_hdr(buf, (uint8_t)nblocks, 201, len);
-    wr32(buf + 4, ssrc);
+    igw_wr32(buf + 4, ssrc);
     for (size_t i = 0; i < nblocks; i++) {
         const igw_rtcp_report *r = &blocks[i];
         uint8_t *b = buf + 8 + 24 * i;
         int32_t lost = r->cumulative_lost > 0x7fffff ? 0x7fffff : r->cumulative_lost < -0x800000 ? -0x800000
                                                                                                  : r->cumulative_lost;
-        wr32(b, r->ssrc);
-        wr32(b + 4, ((uint32_t)r->fraction_lost << 24) | ((uint32_t)lost & 0xffffff));
-        wr32(b + 8, r->ext_highest_seq);
-        wr32(b + 12, r->jitter);
-        wr32(b + 16, r->lsr);
-        wr32(b + 20, r->dlsr);
+        igw_wr32(b, r->ssrc);
+        igw_wr32(b + 4, ((uint32_t)r->fraction_lost << 24) | ((uint32_t)lost & 0xffffff));
+        igw_wr32(b + 8, r->ext_highest_seq);
+        igw_wr32(b + 12, r->jitter);
+        igw_wr32(b + 16, r->lsr);
+        igw_wr32(b + 20, r->dlsr);
     }
     return len;
 }
@@ -444,15 +420,15 @@ size_t igw_rtcp_write_nack(uint8_t *buf, size_t cap, uint32_t sender_ssrc, uint3
                 blp |= (uint16_t)(1u << (k - pid - 1));
         }
         uint8_t *f = buf + 12 + 4 * nfci;
-        wr16(f, (uint16_t)(ref + (uint16_t)pid));
-        wr16(f + 2, blp);
+        igw_wr16(f, (uint16_t)(ref + (uint16_t)pid));
+        igw_wr16(f + 2, blp);
         nfci++;
         done = pid + 16;
     }
     size_t len = 12 + 4 * nfci;
     rtcp_hdr(buf, 1, 205, len);
-    wr32(buf + 4, sender_ssrc);
-    wr32(buf + 8, media_ssrc);
+    igw_wr32(buf + 4, sender_ssrc);
+    igw_wr32(buf + 8, media_ssrc);
     return len;
 }
 

@@ -9,6 +9,8 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
+#include "wire.h"
+
 #define COOKIE 0x2112A442u
 #define BINDING_REQUEST 0x0001
 #define BINDING_SUCCESS 0x0101
@@ -33,28 +35,6 @@ enum {
  * is far shorter (Chrome's are about 100 bytes). */
 #define INTEGRITY_SPAN_MAX 1500
 
-static uint16_t get16(const uint8_t *p)
-{
-    return (uint16_t)(p[0] << 8 | p[1]);
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-static void put16(uint8_t *p, uint16_t v)
-{
-    p[0] = (uint8_t)(v >> 8);
-    p[1] = (uint8_t)v;
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-    put16(p, (uint16_t)(v >> 16));
-    put16(p + 2, (uint16_t)v);
-}
-
 /* CRC-32 (ISO-HDLC, zlib's) bit by bit: a check is ~100 bytes and arrives
  * every few seconds per peer, not worth a table. */
 static uint32_t crc32_of(const uint8_t *p, size_t n)
@@ -72,8 +52,8 @@ static uint32_t crc32_of(const uint8_t *p, size_t n)
  * that is a multiple of 4 and covers exactly the rest of n. */
 static bool header_ok(const uint8_t *p, size_t n)
 {
-    return n >= IGW_STUN_HEADER && (p[0] & 0xC0) == 0 && get32(p + 4) == COOKIE && (get16(p + 2) & 3) == 0 &&
-           (size_t)get16(p + 2) + IGW_STUN_HEADER == n;
+    return n >= IGW_STUN_HEADER && (p[0] & 0xC0) == 0 && igw_rd32(p + 4) == COOKIE && (igw_rd16(p + 2) & 3) == 0 &&
+           (size_t)igw_rd16(p + 2) + IGW_STUN_HEADER == n;
 }
 
 /* Where MESSAGE-INTEGRITY and FINGERPRINT start (0: absent), after checking
@@ -85,7 +65,7 @@ static bool locate(const uint8_t *p, size_t n, size_t *mi, size_t *fp)
     for (size_t at = IGW_STUN_HEADER; at < n;) {
         if (n - at < 4)
             return false;
-        uint16_t type = get16(p + at), len = get16(p + at + 2);
+        uint16_t type = igw_rd16(p + at), len = igw_rd16(p + at + 2);
         size_t next = at + 4 + (((size_t)len + 3) & ~(size_t)3);
         if (next > n)
             return false;
@@ -110,7 +90,7 @@ bool igw_stun_check_fingerprint(const uint8_t *p, size_t n)
     size_t mi, fp;
     if (!header_ok(p, n) || !locate(p, n, &mi, &fp) || !fp)
         return false;
-    return (crc32_of(p, fp) ^ FP_XOR) == get32(p + fp + 4);
+    return (crc32_of(p, fp) ^ FP_XOR) == igw_rd32(p + fp + 4);
 }
 
 igw_stun_status igw_stun_parse_request(const uint8_t *p, size_t n, igw_stun_request *out)
@@ -120,9 +100,9 @@ igw_stun_status igw_stun_parse_request(const uint8_t *p, size_t n, igw_stun_requ
     size_t mi, fp;
     if (!locate(p, n, &mi, &fp))
         return IGW_STUN_MALFORMED;
-    if (fp && (crc32_of(p, fp) ^ FP_XOR) != get32(p + fp + 4))
+    if (fp && (crc32_of(p, fp) ^ FP_XOR) != igw_rd32(p + fp + 4))
         return IGW_STUN_BAD_FINGERPRINT;
-    if (get16(p) != BINDING_REQUEST)
+    if (igw_rd16(p) != BINDING_REQUEST)
         return IGW_STUN_NOT_REQUEST;
     memset(out, 0, sizeof *out);
     memcpy(out->tid, p + 8, IGW_STUN_TID);
@@ -131,7 +111,7 @@ igw_stun_status igw_stun_parse_request(const uint8_t *p, size_t n, igw_stun_requ
      * (RFC 8489 14.5): they are not covered by it. */
     size_t end = mi ? mi : (fp ? fp : n);
     for (size_t at = IGW_STUN_HEADER; at < end;) {
-        uint16_t type = get16(p + at), len = get16(p + at + 2);
+        uint16_t type = igw_rd16(p + at), len = igw_rd16(p + at + 2);
         const uint8_t *v = p + at + 4;
         switch (type) {
         case A_USERNAME:
@@ -143,7 +123,7 @@ igw_stun_status igw_stun_parse_request(const uint8_t *p, size_t n, igw_stun_requ
         case A_PRIORITY:
             if (len != 4)
                 return IGW_STUN_MALFORMED;
-            out->priority = get32(v);
+            out->priority = igw_rd32(v);
             break;
         case A_USE_CANDIDATE:
             out->use_candidate = true;
@@ -176,7 +156,7 @@ static bool integrity_of(const uint8_t *p, size_t mi, const char *pwd, size_t pw
     if (mi > sizeof span || pwd_len > INT32_MAX)
         return false;
     memcpy(span, p, mi);
-    put16(span + 2, (uint16_t)(mi + 4 + MI_LEN - IGW_STUN_HEADER));
+    igw_wr16(span + 2, (uint16_t)(mi + 4 + MI_LEN - IGW_STUN_HEADER));
     unsigned len = 0;
     return HMAC(EVP_sha1(), pwd, (int)pwd_len, span, mi, md, &len) != NULL && len == MI_LEN;
 }
@@ -196,8 +176,8 @@ static bool put_attr(uint8_t *out, size_t cap, size_t *at, uint16_t type, const 
     size_t padded = (len + 3) & ~(size_t)3;
     if (len > 0xFFFF || *at + 4 + padded > cap)
         return false;
-    put16(out + *at, type);
-    put16(out + *at + 2, (uint16_t)len);
+    igw_wr16(out + *at, type);
+    igw_wr16(out + *at + 2, (uint16_t)len);
     if (len)
         memcpy(out + *at + 4, v, len);
     memset(out + *at + 4 + len, 0, padded - len);
@@ -218,8 +198,8 @@ static size_t seal(uint8_t *out, size_t cap, size_t at, const char *pwd, size_t 
     size_t fp = at;
     if (!put_attr(out, cap, &at, A_FINGERPRINT, crc, sizeof crc))
         return 0;
-    put16(out + 2, (uint16_t)(at - IGW_STUN_HEADER));
-    put32(out + fp + 4, crc32_of(out, fp) ^ FP_XOR);
+    igw_wr16(out + 2, (uint16_t)(at - IGW_STUN_HEADER));
+    igw_wr32(out + fp + 4, crc32_of(out, fp) ^ FP_XOR);
     return at;
 }
 
@@ -227,9 +207,9 @@ static bool header(uint8_t *out, size_t cap, uint16_t type, const uint8_t tid[IG
 {
     if (cap < IGW_STUN_HEADER)
         return false;
-    put16(out, type);
-    put16(out + 2, 0);
-    put32(out + 4, COOKIE);
+    igw_wr16(out, type);
+    igw_wr16(out + 2, 0);
+    igw_wr32(out + 4, COOKIE);
     memcpy(out + 8, tid, IGW_STUN_TID);
     return true;
 }
@@ -243,16 +223,16 @@ size_t igw_stun_success(uint8_t *out, size_t cap, const uint8_t tid[IGW_STUN_TID
     if (from->sa_family == AF_INET) {
         const struct sockaddr_in *a = (const struct sockaddr_in *)from;
         xa[1] = 1;
-        put16(xa + 2, (uint16_t)(ntohs(a->sin_port) ^ (COOKIE >> 16)));
-        put32(xa + 4, ntohl(a->sin_addr.s_addr) ^ COOKIE);
+        igw_wr16(xa + 2, (uint16_t)(ntohs(a->sin_port) ^ (COOKIE >> 16)));
+        igw_wr32(xa + 4, ntohl(a->sin_addr.s_addr) ^ COOKIE);
         xlen = 8;
     } else if (from->sa_family == AF_INET6) {
         const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)from;
         uint8_t mask[16];
-        put32(mask, COOKIE);
+        igw_wr32(mask, COOKIE);
         memcpy(mask + 4, tid, IGW_STUN_TID);
         xa[1] = 2;
-        put16(xa + 2, (uint16_t)(ntohs(a->sin6_port) ^ (COOKIE >> 16)));
+        igw_wr16(xa + 2, (uint16_t)(ntohs(a->sin6_port) ^ (COOKIE >> 16)));
         for (int i = 0; i < 16; i++)
             xa[4 + i] = a->sin6_addr.s6_addr[i] ^ mask[i];
         xlen = 20;
@@ -290,9 +270,9 @@ size_t igw_stun_request_write(uint8_t *out, size_t cap, const uint8_t tid[IGW_ST
                               size_t pwd_len)
 {
     uint8_t pr[4], tb[8];
-    put32(pr, priority);
-    put32(tb, (uint32_t)(tiebreaker >> 32));
-    put32(tb + 4, (uint32_t)tiebreaker);
+    igw_wr32(pr, priority);
+    igw_wr32(tb, (uint32_t)(tiebreaker >> 32));
+    igw_wr32(tb + 4, (uint32_t)tiebreaker);
     size_t at = IGW_STUN_HEADER;
     if (!header(out, cap, BINDING_REQUEST, tid) ||
         !put_attr(out, cap, &at, A_USERNAME, username, strlen(username)) ||

@@ -1,0 +1,265 @@
+/* mux.c - see mux.h. */
+#define _GNU_SOURCE /* recvmmsg */
+#include "mux.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <glib-unix.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "stun.h"
+
+#define RECV_BATCH 16 /* datagrams read per wake-up */
+
+struct igw_mux_peer {
+    igw_mux *m;
+    char ufrag[IGW_MUX_UFRAG_MAX + 1], pwd[IGW_MUX_PWD_MAX + 1];
+    const igw_mux_ops *ops;
+    void *ud;
+    bool selected;
+    struct sockaddr_storage remote;
+    socklen_t remote_len;
+};
+
+struct igw_mux {
+    int fd;
+    GSource *src;
+    GHashTable *by_ufrag; /* char * (the peer's own) -> peer */
+    GHashTable *by_addr;  /* the peer's remote (its own storage) -> peer */
+    igw_mux_stats st;
+    uint8_t bufs[RECV_BATCH][IGW_MUX_BUF];
+};
+
+/* The address part of a sockaddr that identifies a 5-tuple on this socket. */
+static guint addr_hash(gconstpointer k)
+{
+    const struct sockaddr_storage *s = k;
+    if (s->ss_family == AF_INET) {
+        const struct sockaddr_in *a = (const struct sockaddr_in *)s;
+        return (guint)a->sin_addr.s_addr * 2654435761u ^ a->sin_port;
+    }
+    const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)s;
+    guint h = a->sin6_port;
+    for (int i = 0; i < 16; i++)
+        h = h * 31u + a->sin6_addr.s6_addr[i];
+    return h;
+}
+
+static gboolean addr_equal(gconstpointer x, gconstpointer y)
+{
+    const struct sockaddr_storage *a = x, *b = y;
+    if (a->ss_family != b->ss_family)
+        return FALSE;
+    if (a->ss_family == AF_INET) {
+        const struct sockaddr_in *p = (const struct sockaddr_in *)a, *q = (const struct sockaddr_in *)b;
+        return p->sin_port == q->sin_port && p->sin_addr.s_addr == q->sin_addr.s_addr;
+    }
+    const struct sockaddr_in6 *p = (const struct sockaddr_in6 *)a, *q = (const struct sockaddr_in6 *)b;
+    return p->sin6_port == q->sin6_port && memcmp(&p->sin6_addr, &q->sin6_addr, sizeof p->sin6_addr) == 0;
+}
+
+/* Answers a check for the peer its USERNAME names; returns that peer when
+ * the check passed. */
+static igw_mux_peer *check(igw_mux *m, const uint8_t *buf, size_t n, const igw_stun_request *rq,
+                           const struct sockaddr_storage *from, socklen_t from_len)
+{
+    const uint8_t *colon = memchr(rq->username, ':', rq->username_len);
+    char ufrag[IGW_MUX_UFRAG_MAX + 1];
+    size_t ulen = colon ? (size_t)(colon - rq->username) : 0;
+    if (!colon || ulen == 0 || ulen > IGW_MUX_UFRAG_MAX)
+        return NULL;
+    memcpy(ufrag, rq->username, ulen);
+    ufrag[ulen] = '\0';
+    igw_mux_peer *p = g_hash_table_lookup(m->by_ufrag, ufrag);
+    uint8_t out[IGW_STUN_REPLY_MAX];
+    size_t len;
+    if (!p)
+        return NULL; /* not ours: silence, as for any stray datagram */
+    if (!igw_stun_check_integrity(buf, n, p->pwd, strlen(p->pwd))) {
+        len = igw_stun_error(out, sizeof out, rq->tid, 401, "Unauthorized", NULL, 0);
+        p = NULL;
+    } else {
+        len = igw_stun_success(out, sizeof out, rq->tid, (const struct sockaddr *)from, NULL, p->pwd, strlen(p->pwd));
+    }
+    if (len)
+        (void)sendto(m->fd, out, len, MSG_DONTWAIT | MSG_NOSIGNAL, (const struct sockaddr *)from, from_len);
+    return p;
+}
+
+static void select_remote(igw_mux_peer *p, const struct sockaddr_storage *from, socklen_t len)
+{
+    igw_mux *m = p->m;
+    if (p->selected && addr_equal(&p->remote, from))
+        return;
+    if (p->selected)
+        g_hash_table_remove(m->by_addr, &p->remote);
+    /* Another peer nominated from this address before: the newer wins. */
+    igw_mux_peer *old = g_hash_table_lookup(m->by_addr, from);
+    if (old) {
+        g_hash_table_remove(m->by_addr, from);
+        old->selected = false;
+    }
+    memcpy(&p->remote, from, len);
+    p->remote_len = len;
+    p->selected = true;
+    g_hash_table_insert(m->by_addr, &p->remote, p);
+}
+
+static void datagram(igw_mux *m, uint8_t *buf, size_t n, const struct sockaddr_storage *from, socklen_t from_len)
+{
+    igw_stun_request rq;
+    if (igw_stun_maybe(buf, n) && igw_stun_parse_request(buf, n, &rq) == IGW_STUN_OK) {
+        m->st.checks++;
+        igw_mux_peer *p = check(m, buf, n, &rq, from, from_len);
+        if (!p) {
+            m->st.checks_refused++;
+            return;
+        }
+        if (rq.use_candidate)
+            select_remote(p, from, from_len);
+        p->ops->on_check(p->ud, (const struct sockaddr *)from, from_len, rq.use_candidate);
+        return;
+    }
+    igw_mux_peer *p = g_hash_table_lookup(m->by_addr, from);
+    if (!p) {
+        m->st.data_unknown++;
+        return;
+    }
+    m->st.data++;
+    p->ops->on_data(p->ud, buf, n);
+}
+
+static gboolean on_readable(gint fd, GIOCondition cond, gpointer ud)
+{
+    (void)fd, (void)cond;
+    igw_mux *m = ud;
+    struct mmsghdr msgs[RECV_BATCH];
+    struct iovec iov[RECV_BATCH];
+    struct sockaddr_storage from[RECV_BATCH];
+    memset(msgs, 0, sizeof msgs);
+    for (int i = 0; i < RECV_BATCH; i++) {
+        iov[i] = (struct iovec){m->bufs[i], IGW_MUX_BUF};
+        msgs[i].msg_hdr = (struct msghdr){.msg_name = &from[i], .msg_namelen = sizeof from[i], .msg_iov = &iov[i],
+                                          .msg_iovlen = 1};
+    }
+    int got = recvmmsg(m->fd, msgs, RECV_BATCH, MSG_DONTWAIT, NULL);
+    for (int i = 0; i < got; i++)
+        if (!(msgs[i].msg_hdr.msg_flags & MSG_TRUNC))
+            datagram(m, m->bufs[i], msgs[i].msg_len, &from[i], msgs[i].msg_hdr.msg_namelen);
+    return G_SOURCE_CONTINUE;
+}
+
+igw_mux *igw_mux_new(GMainContext *ctx, const char *address, uint16_t port, char *err, size_t errlen)
+{
+    struct sockaddr_storage ss = {0};
+    socklen_t len;
+    struct sockaddr_in *a4 = (struct sockaddr_in *)&ss;
+    struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&ss;
+    if (inet_pton(AF_INET, address, &a4->sin_addr) == 1) {
+        a4->sin_family = AF_INET;
+        a4->sin_port = htons(port);
+        len = sizeof *a4;
+    } else if (inet_pton(AF_INET6, address, &a6->sin6_addr) == 1) {
+        a6->sin6_family = AF_INET6;
+        a6->sin6_port = htons(port);
+        len = sizeof *a6;
+    } else {
+        snprintf(err, errlen, "%.40s is not an IP address", address);
+        return NULL;
+    }
+    igw_mux *m = g_new0(igw_mux, 1);
+    m->fd = socket(ss.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (m->fd < 0 || bind(m->fd, (struct sockaddr *)&ss, len) != 0) {
+        snprintf(err, errlen, "cannot bind %.40s port %u: %s", address, port, strerror(errno));
+        if (m->fd >= 0)
+            close(m->fd);
+        g_free(m);
+        return NULL;
+    }
+    m->by_ufrag = g_hash_table_new(g_str_hash, g_str_equal);
+    m->by_addr = g_hash_table_new(addr_hash, addr_equal);
+    m->src = g_unix_fd_source_new(m->fd, G_IO_IN);
+    g_source_set_callback(m->src, G_SOURCE_FUNC(on_readable), m, NULL);
+    g_source_attach(m->src, ctx);
+    return m;
+}
+
+void igw_mux_free(igw_mux *m)
+{
+    if (!m)
+        return;
+    g_source_destroy(m->src);
+    g_source_unref(m->src);
+    g_hash_table_destroy(m->by_ufrag);
+    g_hash_table_destroy(m->by_addr);
+    close(m->fd);
+    g_free(m);
+}
+
+uint16_t igw_mux_port(const igw_mux *m)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof ss;
+    if (getsockname(m->fd, (struct sockaddr *)&ss, &len) != 0)
+        return 0;
+    return ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
+                                         : ((struct sockaddr_in6 *)&ss)->sin6_port);
+}
+
+static bool creds_ok(igw_mux *m, const char *ufrag, const char *pwd, const igw_mux_peer *self)
+{
+    igw_mux_peer *other = g_hash_table_lookup(m->by_ufrag, ufrag);
+    return ufrag[0] && strlen(ufrag) <= IGW_MUX_UFRAG_MAX && strlen(pwd) <= IGW_MUX_PWD_MAX &&
+           (!other || other == self);
+}
+
+igw_mux_peer *igw_mux_add(igw_mux *m, const char *ufrag, const char *pwd, const igw_mux_ops *ops, void *ud)
+{
+    if (!creds_ok(m, ufrag, pwd, NULL))
+        return NULL;
+    igw_mux_peer *p = g_new0(igw_mux_peer, 1);
+    p->m = m;
+    p->ops = ops;
+    p->ud = ud;
+    g_strlcpy(p->ufrag, ufrag, sizeof p->ufrag);
+    g_strlcpy(p->pwd, pwd, sizeof p->pwd);
+    g_hash_table_insert(m->by_ufrag, p->ufrag, p);
+    return p;
+}
+
+int igw_mux_set_credentials(igw_mux_peer *p, const char *ufrag, const char *pwd)
+{
+    if (!creds_ok(p->m, ufrag, pwd, p))
+        return -1;
+    g_hash_table_remove(p->m->by_ufrag, p->ufrag);
+    g_strlcpy(p->ufrag, ufrag, sizeof p->ufrag);
+    g_strlcpy(p->pwd, pwd, sizeof p->pwd);
+    g_hash_table_insert(p->m->by_ufrag, p->ufrag, p);
+    return 0;
+}
+
+void igw_mux_remove(igw_mux_peer *p)
+{
+    if (!p)
+        return;
+    g_hash_table_remove(p->m->by_ufrag, p->ufrag);
+    if (p->selected && g_hash_table_lookup(p->m->by_addr, &p->remote) == p)
+        g_hash_table_remove(p->m->by_addr, &p->remote);
+    g_free(p);
+}
+
+int igw_mux_send(igw_mux_peer *p, const uint8_t *buf, size_t len)
+{
+    if (!p->selected)
+        return -1;
+    ssize_t n = sendto(p->m->fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&p->remote, p->remote_len);
+    return n == (ssize_t)len ? 0 : -1;
+}
+
+void igw_mux_stats_get(const igw_mux *m, igw_mux_stats *out)
+{
+    *out = m->st;
+}

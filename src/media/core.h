@@ -27,6 +27,8 @@ typedef struct igw_mthread {
     GThread      *thread;
     GSource      *tick;
     GQueue        nodes; /* every node on this thread, for the tick */
+    struct igw_mux *mux[IGW_MEDIA_MAX_ADDRS]; /* cfg.shared_socket: one per address */
+    unsigned      nmux;
 } igw_mthread;
 
 struct igw_media {

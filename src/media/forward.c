@@ -705,7 +705,7 @@ static const igw_peer_ops node_ops = {node_on_rtp, node_on_rtcp, node_on_event, 
 
 static igw_peer *node_peer(igw_node *n, char *err, size_t errlen)
 {
-    igw_peer_config pc = {n->t->ctx, n->m->cert, &n->m->cfg};
+    igw_peer_config pc = {n->t->ctx, n->m->cert, &n->m->cfg, n->t->mux, n->t->nmux};
     return igw_peer_new(&pc, &node_ops, n, err, errlen);
 }
 

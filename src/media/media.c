@@ -11,6 +11,7 @@
 #include "core.h"
 #include "forward.h"
 #include "media.h"
+#include "mux.h"
 #include "registry.h"
 
 #define TICK_MS 100
@@ -541,6 +542,23 @@ void igw_media_config_defaults(igw_media_config *c)
     c->keyframe_min_interval_ms = 1000;
 }
 
+/* The thread's shared sockets, one per address, on a port of the range
+ * (the first free one) or any. */
+static int thread_muxes(igw_media *m, igw_mthread *t, char *err, size_t errlen)
+{
+    unsigned naddr = m->cfg.naddresses ? m->cfg.naddresses : 1;
+    for (unsigned i = 0; i < naddr; i++) {
+        const char *addr = m->cfg.naddresses ? m->cfg.addresses[i] : "127.0.0.1";
+        unsigned lo = m->cfg.port_min, hi = m->cfg.port_min ? m->cfg.port_max : 0;
+        for (unsigned port = lo; !t->mux[i] && port <= hi; port++)
+            t->mux[i] = igw_mux_new(t->ctx, addr, (uint16_t)port, err, errlen);
+        if (!t->mux[i])
+            return -1;
+        t->nmux = i + 1;
+    }
+    return 0;
+}
+
 igw_media *igw_media_new(const igw_media_config *cfg, char *err, size_t errlen)
 {
     if (cfg->threads < 1 || cfg->threads > 16 || cfg->naddresses > IGW_MEDIA_MAX_ADDRS ||
@@ -587,6 +605,14 @@ igw_media *igw_media_new(const igw_media_config *cfg, char *err, size_t errlen)
         t->ctx = g_main_context_new();
         t->loop = g_main_loop_new(t->ctx, FALSE);
         g_queue_init(&t->nodes);
+        if (cfg->shared_socket && !cfg->ice_full && thread_muxes(m, t, err, errlen) != 0) {
+            for (unsigned k = 0; k < t->nmux; k++)
+                igw_mux_free(t->mux[k]);
+            g_main_loop_unref(t->loop);
+            g_main_context_unref(t->ctx);
+            igw_media_free(m);
+            return NULL;
+        }
         t->tick = g_timeout_source_new(TICK_MS);
         g_source_set_callback(t->tick, tick_cb, t, NULL);
         g_source_attach(t->tick, t->ctx);
@@ -612,6 +638,8 @@ void igw_media_free(igw_media *m)
         g_thread_join(t->thread);
         g_source_destroy(t->tick);
         g_source_unref(t->tick);
+        for (unsigned k = 0; k < t->nmux; k++)
+            igw_mux_free(t->mux[k]);
         g_main_loop_unref(t->loop);
         g_main_context_unref(t->ctx);
     }

@@ -19,13 +19,14 @@ struct igw_mux_peer {
     char ufrag[IGW_MUX_UFRAG_MAX + 1], pwd[IGW_MUX_PWD_MAX + 1];
     const igw_mux_ops *ops;
     void *ud;
-    bool selected;
+    bool selected, nominated;
     struct sockaddr_storage remote;
     socklen_t remote_len;
 };
 
 struct igw_mux {
     int fd;
+    char address[INET6_ADDRSTRLEN];
     GSource *src;
     GHashTable *by_ufrag; /* char * (the peer's own) -> peer */
     GHashTable *by_addr;  /* the peer's remote (its own storage) -> peer */
@@ -81,6 +82,11 @@ static igw_mux_peer *check(igw_mux *m, const uint8_t *buf, size_t n, const igw_s
     if (!igw_stun_check_integrity(buf, n, p->pwd, strlen(p->pwd))) {
         len = igw_stun_error(out, sizeof out, rq->tid, 401, "Unauthorized", NULL, 0);
         p = NULL;
+    } else if (rq->controlled) {
+        /* Both sides controlled: a lite agent stays so (RFC 8445 6.1.1),
+         * the full one switches on a 487 and checks again, controlling. */
+        len = igw_stun_error(out, sizeof out, rq->tid, 487, "Role Conflict", p->pwd, strlen(p->pwd));
+        p = NULL;
     } else {
         len = igw_stun_success(out, sizeof out, rq->tid, (const struct sockaddr *)from, NULL, p->pwd, strlen(p->pwd));
     }
@@ -100,7 +106,7 @@ static void select_remote(igw_mux_peer *p, const struct sockaddr_storage *from, 
     igw_mux_peer *old = g_hash_table_lookup(m->by_addr, from);
     if (old) {
         g_hash_table_remove(m->by_addr, from);
-        old->selected = false;
+        old->selected = old->nominated = false;
     }
     memcpy(&p->remote, from, len);
     p->remote_len = len;
@@ -118,9 +124,14 @@ static void datagram(igw_mux *m, uint8_t *buf, size_t n, const struct sockaddr_s
             m->st.checks_refused++;
             return;
         }
-        if (rq.use_candidate)
+        /* A passed check makes its address a valid pair: media may come on
+         * it before any nomination (RFC 8445 12.1), so it is selected until
+         * one is nominated; a nominated address stays until another is. */
+        bool selected = rq.use_candidate || !p->nominated;
+        if (selected)
             select_remote(p, from, from_len);
-        p->ops->on_check(p->ud, (const struct sockaddr *)from, from_len, rq.use_candidate);
+        p->nominated = p->nominated || rq.use_candidate;
+        p->ops->on_check(p->ud, p, (const struct sockaddr *)from, from_len, selected);
         return;
     }
     igw_mux_peer *p = g_hash_table_lookup(m->by_addr, from);
@@ -189,6 +200,7 @@ igw_mux *igw_mux_new(GMainContext *ctx, const char *address, uint16_t port, char
         g_free(m);
         return NULL;
     }
+    g_strlcpy(m->address, address, sizeof m->address);
     m->by_ufrag = g_hash_table_new(g_str_hash, g_str_equal);
     m->by_addr = g_hash_table_new(addr_hash, addr_equal);
     m->src = g_unix_fd_source_new(m->fd, G_IO_IN);
@@ -217,6 +229,11 @@ uint16_t igw_mux_port(const igw_mux *m)
         return 0;
     return ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
                                          : ((struct sockaddr_in6 *)&ss)->sin6_port);
+}
+
+const char *igw_mux_address(const igw_mux *m)
+{
+    return m->address;
 }
 
 static bool creds_ok(igw_mux *m, const char *ufrag, const char *pwd, const igw_mux_peer *self)

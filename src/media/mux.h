@@ -1,9 +1,8 @@
 /* mux.h - one UDP socket for every ICE-lite peer of a media thread: STUN
  * checks answered here (stun.h) and sorted by the USERNAME's first half
- * (the peer's ufrag), everything else by the source address its last
- * nominating check came from (RFC 7983 demultiplexing, RFC 8445 2.5: a lite
- * agent answers checks and selects the pair the controlling side
- * nominates).
+ * (the peer's ufrag), everything else by the peer's selected address
+ * (RFC 7983 demultiplexing, RFC 8445 2.5: a lite agent answers checks and
+ * keeps the pair the controlling side nominates).
  *
  * Lives on one media thread: created on its GMainContext, driven and freed
  * there; callbacks run on it. Not wired into peer.c yet (issue 29: one
@@ -24,10 +23,11 @@ typedef struct igw_mux_peer igw_mux_peer;
 /* A peer's callbacks. buf is writable, IGW_MUX_BUF bytes long (a packet is
  * decrypted in place). A callback may not free the peer or the mux. */
 typedef struct igw_mux_ops {
-    /* A check that passed (our ufrag, integrity with our pwd), answered;
-     * `nominated` when it carried USE-CANDIDATE: `from` is now the peer's
-     * selected address (a later nomination moves it). */
-    void (*on_check)(void *ud, const struct sockaddr *from, socklen_t len, bool nominated);
+    /* A check that passed (our ufrag, integrity with our pwd), answered.
+     * `selected`: `from` is now the address media goes to and is taken
+     * from: any passed check's until one carries USE-CANDIDATE, then the
+     * nominated one's until another nomination. */
+    void (*on_check)(void *ud, igw_mux_peer *mp, const struct sockaddr *from, socklen_t len, bool selected);
     /* A datagram that is not a check, from the selected address. */
     void (*on_data)(void *ud, uint8_t *buf, size_t len);
 } igw_mux_ops;
@@ -41,8 +41,9 @@ typedef struct igw_mux_ops {
 igw_mux *igw_mux_new(GMainContext *ctx, const char *address, uint16_t port, char *err, size_t errlen);
 /* Detaches and closes; every peer must have been removed. */
 void igw_mux_free(igw_mux *m);
-/* The bound port (host order). */
+/* The bound port (host order), and the address as given. */
 uint16_t igw_mux_port(const igw_mux *m);
+const char *igw_mux_address(const igw_mux *m);
 
 /* A peer known by our `ufrag` (unique on the mux) and `pwd`. NULL when the
  * ufrag is taken or too long, or the pwd too long. */

@@ -1,12 +1,15 @@
-/* peer.c - one WebRTC transport: libnice agent + DTLS-SRTP + demultiplexing. */
+/* peer.c - one WebRTC transport: a libnice agent or the thread's shared
+ * sockets (mux.h), DTLS-SRTP, demultiplexing. */
 #include "peer.h"
 
 #include <nice/agent.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 
 #include "clock.h"
+#include "mux.h"
 #include "rtp.h"
 
 #define PEER_HELD_MAX 8 /* a DTLS flight's records (a certificate flight is a few) */
@@ -37,6 +40,14 @@ struct igw_peer {
     struct sockaddr_storage remote;
     socklen_t               remote_len;
     uint64_t                created_us, last_rx_us;
+    /* On the thread's shared sockets (igw_peer_config.mux): known there by
+     * our ufrag, one mux peer per local address; sel, the one whose address
+     * the remote nominated. */
+    igw_mux_peer           *mp[IGW_MEDIA_MAX_ADDRS];
+    unsigned                nmp;
+    igw_mux_peer           *sel;
+    struct igw_mux *const  *mux;
+    char                    ufrag[9], pwd[25];
     uint8_t                 buf[IGW_PEER_BUF];
     /* DTLS records written before ICE had a pair (the remote's handshake
      * can arrive first: a controlling agent starts DTLS once its check
@@ -57,10 +68,18 @@ static void peer_fail(igw_peer *p, igw_media_event_kind kind, const char *reason
     p->ops->on_failed(p->ud, kind, reason);
 }
 
+/* One datagram on the selected path: 0, or -1 (none yet, or it failed). */
+static int path_send(igw_peer *p, const uint8_t *data, size_t n)
+{
+    if (p->nmp)
+        return p->sel ? igw_mux_send(p->sel, data, n) : -1;
+    return nice_agent_send(p->agent, p->stream, 1, (guint)n, (const gchar *)data) == (gint)n ? 0 : -1;
+}
+
 static void dtls_send(void *ud, const uint8_t *data, size_t n)
 {
     igw_peer *p = ud;
-    if (nice_agent_send(p->agent, p->stream, 1, (guint)n, (const gchar *)data) == (gint)n)
+    if (path_send(p, data, n) == 0)
         return;
     /* No pair yet: held for it (beyond the bound, DTLS retransmits). */
     if (p->nheld < PEER_HELD_MAX && (p->held[p->nheld].data = g_memdup2(data, n))) {
@@ -73,7 +92,7 @@ static void dtls_send(void *ud, const uint8_t *data, size_t n)
 static void held_flush(igw_peer *p)
 {
     for (unsigned i = 0; i < p->nheld; i++) {
-        (void)nice_agent_send(p->agent, p->stream, 1, (guint)p->held[i].len, (const gchar *)p->held[i].data);
+        (void)path_send(p, p->held[i].data, p->held[i].len);
         g_free(p->held[i].data);
     }
     p->nheld = 0;
@@ -112,10 +131,17 @@ static void restarted(igw_peer *p)
     p->ops->on_event(p->ud, IGW_MEDIA_EV_DTLS_CONNECTED, "continued");
 }
 
+static void peer_input(igw_peer *p, const uint8_t *data, size_t len);
+
 static void on_recv(NiceAgent *agent, guint stream, guint component, guint len, gchar *data, gpointer ud)
 {
     (void)agent, (void)stream, (void)component;
-    igw_peer *p = ud;
+    peer_input(ud, (const uint8_t *)data, len);
+}
+
+/* A datagram from the selected path (RFC 7983: DTLS, SRTP or SRTCP). */
+static void peer_input(igw_peer *p, const uint8_t *data, size_t len)
+{
     if (p->failed || len == 0 || len > IGW_RTP_MTU)
         return;
     p->last_rx_us = igw_clock_us();
@@ -161,6 +187,64 @@ static void on_pair(NiceAgent *agent, guint stream, guint component, NiceCandida
         restarted(p);
 }
 
+/* ICE is up: said once; a DTLS client starts its handshake. */
+static void ice_connected(igw_peer *p)
+{
+    p->ice_connected = true;
+    p->ops->on_event(p->ud, IGW_MEDIA_EV_ICE_CONNECTED, "");
+    if (p->dtls && p->dtls_client && igw_dtls_state_get(p->dtls) == IGW_DTLS_NEW) {
+        igw_dtls_state before = igw_dtls_state_get(p->dtls);
+        dtls_after(p, before, igw_dtls_start(p->dtls));
+    }
+}
+
+/* A check on a shared socket passed (mux.h): it proves the peer alive; a
+ * selected address is the path, as libnice's selected pair is. */
+static void mux_check(void *ud, igw_mux_peer *mp, const struct sockaddr *from, socklen_t len, bool selected)
+{
+    (void)from, (void)len;
+    igw_peer *p = ud;
+    if (p->failed)
+        return;
+    p->last_rx_us = igw_clock_us();
+    if (!selected)
+        return;
+    bool moved = p->sel != mp;
+    p->sel = mp;
+    if (moved)
+        held_flush(p);
+    if (!p->ice_connected)
+        ice_connected(p);
+    else if (p->srtp)
+        restarted(p);
+}
+
+static void mux_data(void *ud, uint8_t *buf, size_t len)
+{
+    peer_input(ud, buf, len);
+}
+
+static const igw_mux_ops mux_ops = {.on_check = mux_check, .on_data = mux_data};
+
+/* ICE-lite credentials of our own (RFC 8839 ice-chars): 8 and 24 of them,
+ * 48 and 144 random bits. */
+static int make_credentials(igw_peer *p)
+{
+    static const char ice_chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    uint8_t r[sizeof p->ufrag - 1 + sizeof p->pwd - 1];
+    if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
+        return -1;
+    for (size_t i = 0; i < sizeof r; i++) {
+        char c = ice_chars[r[i] & 63];
+        if (i < sizeof p->ufrag - 1)
+            p->ufrag[i] = c;
+        else
+            p->pwd[i - (sizeof p->ufrag - 1)] = c;
+    }
+    p->ufrag[sizeof p->ufrag - 1] = p->pwd[sizeof p->pwd - 1] = '\0';
+    return 0;
+}
+
 static void on_state(NiceAgent *agent, guint stream, guint component, guint state, gpointer ud)
 {
     (void)agent, (void)stream, (void)component;
@@ -168,12 +252,7 @@ static void on_state(NiceAgent *agent, guint stream, guint component, guint stat
     if (p->failed)
         return;
     if ((state == NICE_COMPONENT_STATE_CONNECTED || state == NICE_COMPONENT_STATE_READY) && !p->ice_connected) {
-        p->ice_connected = true;
-        p->ops->on_event(p->ud, IGW_MEDIA_EV_ICE_CONNECTED, "");
-        if (p->dtls && p->dtls_client && igw_dtls_state_get(p->dtls) == IGW_DTLS_NEW) {
-            igw_dtls_state before = igw_dtls_state_get(p->dtls);
-            dtls_after(p, before, igw_dtls_start(p->dtls));
-        }
+        ice_connected(p);
     } else if (state == NICE_COMPONENT_STATE_FAILED && p->lite) {
         /* Full mode: checks toward unreachable candidates fail before a
          * peer-reflexive pair succeeds; connect_timeout_ms decides there. */
@@ -192,6 +271,28 @@ igw_peer *igw_peer_new(const igw_peer_config *cfg, const igw_peer_ops *ops, void
     p->lite = !cfg->media->ice_full;
     p->created_us = igw_clock_us();
     p->fd = -1;
+    if (cfg->nmux && p->lite) {
+        p->mux = cfg->mux;
+        for (int attempt = 0; attempt < 3 && p->nmp == 0; attempt++) {
+            if (make_credentials(p) != 0)
+                break;
+            for (unsigned i = 0; i < cfg->nmux; i++) {
+                if (!(p->mp[i] = igw_mux_add(cfg->mux[i], p->ufrag, p->pwd, &mux_ops, p))) {
+                    for (unsigned k = 0; k < i; k++)
+                        igw_mux_remove(p->mp[k]);
+                    break;
+                }
+                if (i + 1 == cfg->nmux)
+                    p->nmp = cfg->nmux; /* a ufrag taken on one socket: new credentials */
+            }
+        }
+        if (p->nmp == 0) {
+            snprintf(err, errlen, "ICE credentials could not be made");
+            g_free(p);
+            return NULL;
+        }
+        return p;
+    }
     p->agent = nice_agent_new_full(p->ctx, NICE_COMPATIBILITY_RFC5245,
                                    p->lite ? NICE_AGENT_OPTION_LITE_MODE : NICE_AGENT_OPTION_NONE);
     if (!p->agent) {
@@ -236,7 +337,10 @@ fail:
 void igw_peer_describe(igw_peer *p, igw_sdp *local, size_t media_index, bool answering, igw_sdp_setup remote_setup)
 {
     gchar *ufrag = NULL, *pwd = NULL;
-    if (nice_agent_get_local_credentials(p->agent, p->stream, &ufrag, &pwd)) {
+    if (p->nmp) {
+        g_strlcpy(local->ice_ufrag, p->ufrag, sizeof local->ice_ufrag);
+        g_strlcpy(local->ice_pwd, p->pwd, sizeof local->ice_pwd);
+    } else if (nice_agent_get_local_credentials(p->agent, p->stream, &ufrag, &pwd)) {
         g_strlcpy(local->ice_ufrag, ufrag, sizeof local->ice_ufrag);
         g_strlcpy(local->ice_pwd, pwd, sizeof local->ice_pwd);
     }
@@ -254,6 +358,15 @@ void igw_peer_describe(igw_peer *p, igw_sdp *local, size_t media_index, bool ans
 
     igw_sdp_media *m = &local->media[media_index];
     m->ncands = 0;
+    if (p->nmp) { /* one host candidate per shared socket */
+        for (unsigned i = 0; i < p->nmp && m->ncands < IGW_SDP_MAX_CANDS; i++) {
+            const char *shown = p->cfg->announced_address ? p->cfg->announced_address : igw_mux_address(p->mux[i]);
+            snprintf(m->cands[m->ncands++], sizeof m->cands[0], "candidate:%u 1 udp %u %s %u typ host", i + 1,
+                     2130706431u - i, shown, igw_mux_port(p->mux[i]));
+        }
+        m->end_of_candidates = true;
+        return;
+    }
     GSList *cands = nice_agent_get_local_candidates(p->agent, p->stream, 1);
     for (GSList *it = cands; it && m->ncands < IGW_SDP_MAX_CANDS; it = it->next) {
         NiceCandidate *c = it->data;
@@ -279,7 +392,10 @@ int igw_peer_set_remote(igw_peer *p, const igw_sdp *remote, char *err, size_t er
         snprintf(err, errlen, "no sha-256 fingerprint");
         return -1;
     }
-    if (!nice_agent_set_remote_credentials(p->agent, p->stream, remote->ice_ufrag, remote->ice_pwd)) {
+    if (p->nmp) {
+        /* ICE-lite on a shared socket: the remote's checks, authenticated
+         * with our password, are all it needs; the DTLS part as below. */
+    } else if (!nice_agent_set_remote_credentials(p->agent, p->stream, remote->ice_ufrag, remote->ice_pwd)) {
         snprintf(err, errlen, "ICE credentials refused");
         return -1;
     }
@@ -294,7 +410,7 @@ int igw_peer_set_remote(igw_peer *p, const igw_sdp *remote, char *err, size_t er
     /* The first BUNDLE member carries the transport; in ICE-lite the peer's
      * checks reach us anyway, in full mode we need its candidates. */
     GSList *list = NULL;
-    for (size_t i = 0; i < remote->nmedia; i++) {
+    for (size_t i = 0; i < remote->nmedia && !p->nmp; i++) {
         const igw_sdp_media *m = &remote->media[i];
         if (m->port == 0)
             continue;
@@ -380,7 +496,7 @@ static int peer_send(igw_peer *p, uint8_t *buf, size_t len, bool rtcp)
         ssize_t n = sendto(p->fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&p->remote, p->remote_len);
         return n == (ssize_t)len ? 0 : -1; /* EAGAIN: a full socket buffer drops, as UDP would */
     }
-    return nice_agent_send(p->agent, p->stream, 1, (guint)len, (const gchar *)buf) == (gint)len ? 0 : -1;
+    return path_send(p, buf, len);
 }
 
 int igw_peer_send_rtp(igw_peer *p, uint8_t *buf, size_t len)
@@ -436,6 +552,8 @@ void igw_peer_free(igw_peer *p)
         g_free(p->held[i].data);
     if (p->srtp)
         igw_srtp_free(p->srtp);
+    for (unsigned i = 0; i < p->nmp; i++)
+        igw_mux_remove(p->mp[i]);
     if (p->agent) {
         if (p->stream) {
             (void)nice_agent_attach_recv(p->agent, p->stream, 1, p->ctx, NULL, NULL);

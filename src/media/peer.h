@@ -27,10 +27,17 @@ typedef struct igw_peer_ops {
 
 #define IGW_PEER_BUF 1600 /* an MTU-sized packet plus the SRTP trailer */
 
+struct igw_mux;
+
 typedef struct igw_peer_config {
     GMainContext         *ctx;
     igw_dtls_cert        *cert;
     const igw_media_config *media;
+    /* The thread's shared sockets (media->shared_socket, ICE-lite): the
+     * peer is known on them by its ufrag instead of having an ICE agent and
+     * sockets of its own. nmux 0: its own libnice agent. */
+    struct igw_mux *const *mux;
+    unsigned nmux;
 } igw_peer_config;
 
 /* A new transport with its local ICE credentials and host candidates gathered.

@@ -17,8 +17,9 @@
  * Events are written as they come:
  *   {"type":"event","event":"ice-connected","id":..,"rev":n,"source":b,"reason":..}.
  * Options: --threads N --consent-ms N --connect-ms N --address A (repeatable)
- *          --announce A --ports MIN-MAX --ice-full. Exits on stdin EOF. */
+ *          --announce A --ports MIN-MAX --ice-full --shared-socket. Exits on stdin EOF. */
 #include <errno.h>
+#include <glib.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -270,10 +271,15 @@ int main(int argc, char **argv)
 {
     igw_media_config cfg;
     igw_media_config_defaults(&cfg);
+    g_log_writer_default_set_use_stderr(TRUE); /* stdout is the JSON-lines channel, even with G_MESSAGES_DEBUG */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "--ice-full") == 0) {
             cfg.ice_full = true;
+            continue;
+        }
+        if (strcmp(a, "--shared-socket") == 0) {
+            cfg.shared_socket = true;
             continue;
         }
         if (!v) {

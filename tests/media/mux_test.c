@@ -14,16 +14,16 @@
 #include "../check.h"
 
 typedef struct seen {
-    int checks, nominations, data;
+    int checks, selected, data;
     char last[64];
 } seen;
 
-static void on_check(void *ud, const struct sockaddr *from, socklen_t len, bool nominated)
+static void on_check(void *ud, igw_mux_peer *mp, const struct sockaddr *from, socklen_t len, bool selected)
 {
     seen *s = ud;
-    (void)from, (void)len;
+    (void)mp, (void)from, (void)len;
     s->checks++;
-    s->nominations += nominated;
+    s->selected += selected;
 }
 
 static void on_data(void *ud, uint8_t *buf, size_t len)
@@ -58,12 +58,19 @@ static void pump(fixture *f, int ms)
             g_usleep(1000);
 }
 
-static void send_check(fixture *f, int fd, const char *username, const char *pwd, bool nominate)
+/* A check as a controlling full agent sends it (controlled when `role` is
+ * false). */
+static void send_check_as(fixture *f, int fd, const char *username, const char *pwd, bool nominate, bool role)
 {
     uint8_t out[IGW_STUN_REPLY_MAX], tid[IGW_STUN_TID] = {7, 7, 7};
-    size_t n = igw_stun_request_write(out, sizeof out, tid, username, 100, true, 1, nominate, pwd, strlen(pwd));
+    size_t n = igw_stun_request_write(out, sizeof out, tid, username, 100, role, 1, nominate, pwd, strlen(pwd));
     if (n == 0 || sendto(fd, out, n, 0, (struct sockaddr *)&f->to, sizeof f->to) != (ssize_t)n)
         abort();
+}
+
+static void send_check(fixture *f, int fd, const char *username, const char *pwd, bool nominate)
+{
+    send_check_as(f, fd, username, pwd, nominate, true);
 }
 
 static void send_data(fixture *f, int fd, const char *text)
@@ -91,9 +98,9 @@ static seen a, b;
 static igw_mux_peer *pa, *pb;
 static int ca, cb;
 
-/* Checks are answered for the peer their ufrag names, and media waits for
- * a nomination. */
-static void test_nomination_selects(void)
+/* Checks are answered for the peer their ufrag names; media waits for a
+ * passed check, whose address is then the path. */
+static void test_checks_select(void)
 {
     uint8_t buf[IGW_MUX_BUF];
     ca = client(), cb = client();
@@ -104,52 +111,64 @@ static void test_nomination_selects(void)
 
     send_data(&F, ca, "early");
     pump(&F, 30);
-    CHECK(a.data == 0, "media before any nomination goes nowhere");
+    CHECK(a.data == 0, "media before any check goes nowhere");
     CHECK(igw_mux_send(pa, (const uint8_t *)"x", 1) == -1, "nothing selected to send to");
 
     send_check(&F, ca, "ufraga:cli", PA, false);
     size_t n = reply(&F, ca, buf, sizeof buf, 500);
     igw_stun_request r;
     CHECK(n > 0 && igw_stun_check_integrity(buf, n, PA, strlen(PA)), "a success sealed with A's password");
-    CHECK(igw_stun_parse_request(buf, n, &r) == IGW_STUN_NOT_REQUEST);
-    CHECK(a.checks == 1 && a.nominations == 0 && b.checks == 0);
-    send_data(&F, ca, "not yet");
-    pump(&F, 30);
-    CHECK(a.data == 0, "a check without USE-CANDIDATE selects nothing");
-
-    send_check(&F, ca, "ufraga:cli", PA, true);
-    CHECK(reply(&F, ca, buf, sizeof buf, 500) > 0 && a.nominations == 1);
+    CHECK(igw_stun_parse_request(buf, n, &r) == IGW_STUN_NOT_REQUEST && buf[1] == 0x01);
+    CHECK(a.checks == 1 && a.selected == 1 && b.checks == 0, "a passed check selects until a nomination");
     send_data(&F, ca, "rtcp from a");
     pump(&F, 30);
     CHECK(a.data == 1 && strcmp(a.last, "rtcp from a") == 0 && b.data == 0);
+
+    send_check(&F, ca, "ufraga:cli", PA, true);
+    CHECK(reply(&F, ca, buf, sizeof buf, 500) > 0 && a.selected == 2);
     CHECK(igw_mux_send(pa, (const uint8_t *)"media to a", 10) == 0);
     n = reply(&F, ca, buf, sizeof buf, 500);
     CHECK(n == 10 && memcmp(buf, "media to a", 10) == 0);
 }
 
-/* A wrong password gets a 401 without integrity, nobody's ufrag silence.
- * Needs test_nomination_selects. */
+/* A wrong password gets a 401 without integrity, a controlled full agent a
+ * 487 (it switches and checks again), nobody's ufrag silence. Needs
+ * test_checks_select. */
 static void test_refusals(void)
 {
     uint8_t buf[IGW_MUX_BUF];
     send_check(&F, cb, "ufraga:cli", PB, true);
     size_t n = reply(&F, cb, buf, sizeof buf, 500);
-    CHECK(n > 0 && buf[0] == 0x01 && buf[1] == 0x11 && igw_stun_check_fingerprint(buf, n));
-    CHECK(a.checks == 2 && a.nominations == 1);
+    CHECK(n > 0 && buf[0] == 0x01 && buf[1] == 0x11 && buf[26] == 4 && buf[27] == 1);
+    CHECK(igw_stun_check_fingerprint(buf, n) && !igw_stun_check_integrity(buf, n, PB, strlen(PB)));
+    send_check_as(&F, cb, "ufragb:cli", PB, true, false);
+    n = reply(&F, cb, buf, sizeof buf, 500);
+    CHECK(n > 0 && buf[1] == 0x11 && buf[26] == 4 && buf[27] == 87 && igw_stun_check_integrity(buf, n, PB, strlen(PB)),
+          "487 Role Conflict, sealed");
+    CHECK(a.checks == 1 + 1 && a.selected == 2 && b.checks == 0, "refused checks reach no peer");
     send_check(&F, cb, "nobody:cli", PB, true);
     CHECK(reply(&F, cb, buf, sizeof buf, 100) == 0);
 }
 
-/* Two peers on one socket each get their own media. Needs the above. */
+/* Two peers on one socket each get their own media; a passed check from
+ * elsewhere does not move a nominated path. Needs the above. */
 static void test_two_peers(void)
 {
     uint8_t buf[IGW_MUX_BUF];
     send_check(&F, cb, "ufragb:cli", PB, true);
-    CHECK(reply(&F, cb, buf, sizeof buf, 500) > 0 && b.nominations == 1);
+    CHECK(reply(&F, cb, buf, sizeof buf, 500) > 0 && b.selected == 1);
     send_data(&F, cb, "from b");
     send_data(&F, ca, "from a");
     pump(&F, 30);
     CHECK(b.data == 1 && strcmp(b.last, "from b") == 0 && a.data == 2 && strcmp(a.last, "from a") == 0);
+    int other = client();
+    send_check(&F, other, "ufraga:cli", PA, false);
+    CHECK(reply(&F, other, buf, sizeof buf, 500) > 0 && a.checks == 3 && a.selected == 2);
+    send_data(&F, other, "elsewhere");
+    send_data(&F, ca, "still from a");
+    pump(&F, 30);
+    CHECK(a.data == 3 && strcmp(a.last, "still from a") == 0);
+    close(other);
 }
 
 /* An ICE restart: new credentials; the old ones are nobody's, the selected
@@ -161,20 +180,20 @@ static void test_restart_and_remove(void)
     CHECK(igw_mux_set_credentials(pa, "ufragb", PA) == -1, "B's ufrag");
     CHECK(igw_mux_set_credentials(pa, "ufragc", "new-pwd-of-a-0123456789") == 0);
     send_check(&F, ca, "ufraga:cli", PA, true);
-    CHECK(reply(&F, ca, buf, sizeof buf, 100) == 0 && a.checks == 2, "the old ufrag is nobody's");
+    CHECK(reply(&F, ca, buf, sizeof buf, 100) == 0 && a.checks == 3, "the old ufrag is nobody's");
     send_data(&F, ca, "still a");
     pump(&F, 30);
-    CHECK(a.data == 3 && strcmp(a.last, "still a") == 0);
+    CHECK(a.data == 4 && strcmp(a.last, "still a") == 0);
     send_check(&F, ca, "ufragc:cli", "new-pwd-of-a-0123456789", true);
-    CHECK(reply(&F, ca, buf, sizeof buf, 500) > 0 && a.nominations == 2);
+    CHECK(reply(&F, ca, buf, sizeof buf, 500) > 0 && a.selected == 3);
 
     igw_mux_remove(pa);
     send_data(&F, ca, "after");
     pump(&F, 30);
-    CHECK(a.data == 3, "a removed peer's address delivers nothing");
+    CHECK(a.data == 4, "a removed peer's address delivers nothing");
     igw_mux_stats st;
     igw_mux_stats_get(F.m, &st);
-    CHECK(st.checks == 7 && st.checks_refused == 3 && st.data == 4 && st.data_unknown == 3,
+    CHECK(st.checks == 9 && st.checks_refused == 4 && st.data == 5 && st.data_unknown == 3,
           "checks %llu refused %llu data %llu unknown %llu", (unsigned long long)st.checks,
           (unsigned long long)st.checks_refused, (unsigned long long)st.data, (unsigned long long)st.data_unknown);
     igw_mux_remove(pb);
@@ -183,7 +202,7 @@ static void test_restart_and_remove(void)
 }
 
 static const check_case cases[] = {
-    CHECK_CASE(test_nomination_selects),
+    CHECK_CASE(test_checks_select),
     CHECK_CASE(test_refusals),
     CHECK_CASE(test_two_peers),
     CHECK_CASE(test_restart_and_remove),

@@ -190,6 +190,7 @@ int igw_app_start_engine(igw_app *app, igw_server *srv, char *err, size_t errlen
     mc.port_min = (uint16_t)c->media_port_min;
     mc.port_max = (uint16_t)c->media_port_max;
     mc.keyframe_min_interval_ms = c->media_keyframe_interval_ms;
+    mc.shared_socket = c->media_shared_socket;
     mc.fault_barrier = c->media_fault_barrier;
     if ((mc.port_min == 0) != (mc.port_max == 0) || mc.port_min > mc.port_max) {
         snprintf(err, errlen, "media_port_min and media_port_max: both 0, or a range min <= max");

@@ -540,6 +540,7 @@ void igw_media_config_defaults(igw_media_config *c)
     c->consent_timeout_ms = 10000;
     c->connect_timeout_ms = 20000;
     c->keyframe_min_interval_ms = 1000;
+    c->shared_socket = true;
 }
 
 /* The thread's shared sockets, one per address, on a port of the range

@@ -25,7 +25,7 @@ typedef struct igw_media_config {
     const char *announced_address;       /* written in candidates instead (1:1 NAT), NULL = none */
     uint16_t    port_min, port_max;      /* UDP port range, 0/0 = any */
     bool        ice_full;                /* full ICE instead of ICE-lite */
-    bool        shared_socket;           /* ICE-lite peers share one UDP socket per thread and address (mux.h) */
+    bool        shared_socket;           /* ICE-lite peers share one UDP socket per thread and address (mux.h); default on */
     unsigned    consent_timeout_ms;      /* silence after which a connected peer fails */
     unsigned    connect_timeout_ms;      /* ICE + DTLS must complete within this */
     unsigned    keyframe_min_interval_ms; /* PLI/FIR toward a source at most this often */

@@ -109,8 +109,8 @@ async function measure(name, pid, client, attach) {
 
 async function main() {
     const ADDR = process.env.IGW_NETNS_ADDR || '127.0.0.1'; // every peer on the one address Janus uses
-    // IGW_SHARED_SOCKET=1: the ICE-lite peers on one socket per media thread (mux.h).
-    const server = host(['--address', ADDR, ...(process.env.IGW_SHARED_SOCKET === '1' ? ['--shared-socket'] : [])], 'igw');
+    // IGW_SHARED_SOCKET=0: a libnice agent and socket per ICE-lite peer instead of the thread's shared socket (mux.h).
+    const server = host(['--address', ADDR, ...(process.env.IGW_SHARED_SOCKET === '0' ? ['--agent-per-peer'] : [])], 'igw');
     const feed = await server.call({ op: 'source_rtp', id: 'feed', port: 0, video_pt: 96, audio_pt: 111 });
     const dir = IGW_ONLY ? null : mkdtempSync(path.join(tmpdir(), 'igw-bench-janus-'));
     const janusPid = IGW_ONLY ? 0 : Number(execSync(`bash ${HERE}/janus/start.sh ${dir} ${JANUS_HTTP} ${JANUS_VIDEO} ${JANUS_AUDIO}`)

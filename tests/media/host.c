@@ -17,7 +17,7 @@
  * Events are written as they come:
  *   {"type":"event","event":"ice-connected","id":..,"rev":n,"source":b,"reason":..}.
  * Options: --threads N --consent-ms N --connect-ms N --address A (repeatable)
- *          --announce A --ports MIN-MAX --ice-full --shared-socket. Exits on stdin EOF. */
+ *          --announce A --ports MIN-MAX --ice-full --agent-per-peer. Exits on stdin EOF. */
 #include <errno.h>
 #include <glib.h>
 #include <poll.h>
@@ -278,8 +278,8 @@ int main(int argc, char **argv)
             cfg.ice_full = true;
             continue;
         }
-        if (strcmp(a, "--shared-socket") == 0) {
-            cfg.shared_socket = true;
+        if (strcmp(a, "--agent-per-peer") == 0) { /* ICE-lite on a libnice agent per peer, not the shared socket */
+            cfg.shared_socket = false;
             continue;
         }
         if (!v) {

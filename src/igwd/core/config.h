@@ -56,6 +56,7 @@ typedef struct igw_config {
     char media_address[IGW_CONFIG_HOST_MAX];
     char media_announced_address[IGW_CONFIG_HOST_MAX]; /* "" = media_address */
     unsigned media_port_min, media_port_max;           /* 0/0 = any */
+    bool     media_shared_socket;                      /* ICE-lite peers on one socket per media thread */
     unsigned media_keyframe_interval_ms;               /* PLI toward a camera at most this often */
     bool media_fault_barrier;                          /* tests: the core's track changes fail */
     bool access_log;             /* JSON lines on stderr */

@@ -5,9 +5,8 @@
  * keeps the pair the controlling side nominates).
  *
  * Lives on one media thread: created on its GMainContext, driven and freed
- * there; callbacks run on it. Not wired into peer.c yet (issue 29: one
- * socket per media thread instead of a libnice agent and socket per
- * peer). */
+ * there; callbacks run on it. peer.c puts every ICE-lite peer on its
+ * thread's muxes (docs/decisions.md "One socket per media thread"). */
 #ifndef IGW_MUX_H
 #define IGW_MUX_H
 

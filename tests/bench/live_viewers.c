@@ -209,7 +209,7 @@ static int op_offer(const char *id, char *out, size_t cap, char *err, size_t err
     viewer *v = g_new0(viewer, 1);
     g_strlcpy(v->id, id, sizeof v->id);
     v->ssrc = g_random_int() | 1;
-    igw_peer_config pc = {g_main_context_default(), g_cert, &g_cfg};
+    igw_peer_config pc = {g_main_context_default(), g_cert, &g_cfg, NULL, 0}; /* full ICE: its own agent */
     if (!(v->peer = igw_peer_new(&pc, &viewer_ops, v, err, errlen))) {
         g_free(v);
         return -1;

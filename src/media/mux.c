@@ -26,6 +26,7 @@ struct igw_mux_peer {
 
 struct igw_mux {
     int fd;
+    uint16_t port; /* bound, host order */
     char address[INET6_ADDRSTRLEN];
     GSource *src;
     GHashTable *by_ufrag; /* char * (the peer's own) -> peer */
@@ -183,22 +184,20 @@ igw_mux *igw_mux_new(GMainContext *ctx, const char *address, uint16_t port, char
     }
     igw_mux *m = g_new0(igw_mux, 1);
     m->fd = socket(ss.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (m->fd < 0 || bind(m->fd, (struct sockaddr *)&ss, len) != 0) {
+    socklen_t got = sizeof ss;
+    if (m->fd < 0 || bind(m->fd, (struct sockaddr *)&ss, len) != 0 ||
+        getsockname(m->fd, (struct sockaddr *)&ss, &got) != 0) {
         snprintf(err, errlen, "cannot bind %.40s port %u: %s", address, port, strerror(errno));
-        if (m->fd >= 0)
-            close(m->fd);
-        g_free(m);
-        return NULL;
+        goto fail;
     }
+    m->port = ntohs(ss.ss_family == AF_INET ? a4->sin_port : a6->sin6_port);
     /* DF on IPv4: WebRTC keeps its packets under the path MTU (1200-byte
      * RTP), and an unfragmentable datagram spares the kernel a hashed IP
      * id per packet (3 % of the forwarding thread, bench README). */
     int df = IP_PMTUDISC_PROBE;
     if (ss.ss_family == AF_INET && setsockopt(m->fd, IPPROTO_IP, IP_MTU_DISCOVER, &df, sizeof df) != 0) {
         snprintf(err, errlen, "cannot set DF on %.40s: %s", address, strerror(errno));
-        close(m->fd);
-        g_free(m);
-        return NULL;
+        goto fail;
     }
     g_strlcpy(m->address, address, sizeof m->address);
     m->by_ufrag = g_hash_table_new(g_str_hash, g_str_equal);
@@ -207,6 +206,11 @@ igw_mux *igw_mux_new(GMainContext *ctx, const char *address, uint16_t port, char
     g_source_set_callback(m->src, G_SOURCE_FUNC(on_readable), m, NULL);
     g_source_attach(m->src, ctx);
     return m;
+fail:
+    if (m->fd >= 0)
+        close(m->fd);
+    g_free(m);
+    return NULL;
 }
 
 void igw_mux_free(igw_mux *m)
@@ -223,12 +227,7 @@ void igw_mux_free(igw_mux *m)
 
 uint16_t igw_mux_port(const igw_mux *m)
 {
-    struct sockaddr_storage ss;
-    socklen_t len = sizeof ss;
-    if (getsockname(m->fd, (struct sockaddr *)&ss, &len) != 0)
-        return 0;
-    return ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
-                                         : ((struct sockaddr_in6 *)&ss)->sin6_port);
+    return m->port;
 }
 
 const char *igw_mux_address(const igw_mux *m)

@@ -245,6 +245,21 @@ static int make_credentials(igw_peer *p)
     return 0;
 }
 
+/* Known by our credentials on each of the n shared sockets: 0, or -1 with
+ * none joined (a ufrag taken on one of them). */
+static int mux_join(igw_peer *p, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++) {
+        if (!(p->mp[i] = igw_mux_add(p->mux[i], p->ufrag, p->pwd, &mux_ops, p))) {
+            while (i-- > 0)
+                igw_mux_remove(p->mp[i]);
+            return -1;
+        }
+    }
+    p->nmp = n;
+    return 0;
+}
+
 static void on_state(NiceAgent *agent, guint stream, guint component, guint state, gpointer ud)
 {
     (void)agent, (void)stream, (void)component;
@@ -273,19 +288,10 @@ igw_peer *igw_peer_new(const igw_peer_config *cfg, const igw_peer_ops *ops, void
     p->fd = -1;
     if (cfg->nmux && p->lite) {
         p->mux = cfg->mux;
-        for (int attempt = 0; attempt < 3 && p->nmp == 0; attempt++) {
-            if (make_credentials(p) != 0)
-                break;
-            for (unsigned i = 0; i < cfg->nmux; i++) {
-                if (!(p->mp[i] = igw_mux_add(cfg->mux[i], p->ufrag, p->pwd, &mux_ops, p))) {
-                    for (unsigned k = 0; k < i; k++)
-                        igw_mux_remove(p->mp[k]);
-                    break;
-                }
-                if (i + 1 == cfg->nmux)
-                    p->nmp = cfg->nmux; /* a ufrag taken on one socket: new credentials */
-            }
-        }
+        /* A ufrag already taken on a socket: new credentials. */
+        for (int attempt = 0; attempt < 3 && p->nmp == 0; attempt++)
+            if (make_credentials(p) != 0 || mux_join(p, cfg->nmux) != 0)
+                p->nmp = 0;
         if (p->nmp == 0) {
             snprintf(err, errlen, "ICE credentials could not be made");
             g_free(p);
@@ -361,8 +367,10 @@ void igw_peer_describe(igw_peer *p, igw_sdp *local, size_t media_index, bool ans
     if (p->nmp) { /* one host candidate per shared socket */
         for (unsigned i = 0; i < p->nmp && m->ncands < IGW_SDP_MAX_CANDS; i++) {
             const char *shown = p->cfg->announced_address ? p->cfg->announced_address : igw_mux_address(p->mux[i]);
+            /* RFC 8445 5.1.2.1: host type preference 126, local preference by
+             * order, component 1. */
             snprintf(m->cands[m->ncands++], sizeof m->cands[0], "candidate:%u 1 udp %u %s %u typ host", i + 1,
-                     2130706431u - i, shown, igw_mux_port(p->mux[i]));
+                     (126u << 24) | ((65535u - i) << 8) | 255u, shown, igw_mux_port(p->mux[i]));
         }
         m->end_of_candidates = true;
         return;

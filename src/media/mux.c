@@ -13,6 +13,7 @@
 #include "stun.h"
 
 #define RECV_BATCH 16 /* datagrams read per wake-up */
+#define SEND_BATCH 32 /* datagrams per sendmmsg */
 
 struct igw_mux_peer {
     igw_mux *m;
@@ -33,7 +34,22 @@ struct igw_mux {
     GHashTable *by_addr;  /* the peer's remote (its own storage) -> peer */
     igw_mux_stats st;
     uint8_t bufs[RECV_BATCH][IGW_MUX_BUF];
+    /* Media sent during one turn of the thread's loop (one packet's
+     * fan-out, a batch of received ones') leaves in one sendmmsg before
+     * the thread polls again, or when the queue is full. */
+    GSource *flush_src;
+    unsigned nq;
+    struct mmsghdr q[SEND_BATCH];
+    struct iovec qiov[SEND_BATCH];
+    struct sockaddr_storage qto[SEND_BATCH];
+    uint8_t qbuf[SEND_BATCH][IGW_MUX_BUF];
 };
+
+/* The flush source: its prepare runs before every poll of the context. */
+typedef struct flush_source {
+    GSource base;
+    igw_mux *m;
+} flush_source;
 
 /* The address part of a sockaddr that identifies a 5-tuple on this socket. */
 static guint addr_hash(gconstpointer k)
@@ -164,6 +180,46 @@ static gboolean on_readable(gint fd, GIOCondition cond, gpointer ud)
     return G_SOURCE_CONTINUE;
 }
 
+static void flush(igw_mux *m)
+{
+    unsigned i = 0;
+    while (i < m->nq) {
+        int n = sendmmsg(m->fd, m->q + i, m->nq - i, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            m->st.send_dropped += m->nq - i; /* a full socket buffer drops, as UDP would */
+            break;
+        }
+        if (n < 0) { /* this datagram's own error (its address): the rest go on */
+            m->st.send_dropped++;
+            i++;
+            continue;
+        }
+        m->st.sent += (unsigned)n;
+        i += (unsigned)n;
+    }
+    m->st.send_batches++;
+    m->nq = 0;
+}
+
+static gboolean flush_prepare(GSource *src, gint *timeout)
+{
+    igw_mux *m = ((flush_source *)src)->m;
+    if (m->nq)
+        flush(m);
+    *timeout = -1;
+    return FALSE;
+}
+
+static gboolean flush_dispatch(GSource *src, GSourceFunc cb, gpointer ud)
+{
+    (void)src, (void)cb, (void)ud;
+    return G_SOURCE_CONTINUE; /* never ready: prepare does the work */
+}
+
+static GSourceFuncs flush_funcs = {.prepare = flush_prepare, .dispatch = flush_dispatch};
+
 igw_mux *igw_mux_new(GMainContext *ctx, const char *address, uint16_t port, char *err, size_t errlen)
 {
     struct sockaddr_storage ss = {0};
@@ -205,6 +261,13 @@ igw_mux *igw_mux_new(GMainContext *ctx, const char *address, uint16_t port, char
     m->src = g_unix_fd_source_new(m->fd, G_IO_IN);
     g_source_set_callback(m->src, G_SOURCE_FUNC(on_readable), m, NULL);
     g_source_attach(m->src, ctx);
+    for (int i = 0; i < SEND_BATCH; i++)
+        m->q[i].msg_hdr = (struct msghdr){.msg_name = &m->qto[i], .msg_iov = &m->qiov[i], .msg_iovlen = 1};
+    m->flush_src = g_source_new(&flush_funcs, sizeof(flush_source));
+    ((flush_source *)m->flush_src)->m = m;
+    /* First in every turn's prepare phase, whatever else is ready. */
+    g_source_set_priority(m->flush_src, G_PRIORITY_HIGH);
+    g_source_attach(m->flush_src, ctx);
     return m;
 fail:
     if (m->fd >= 0)
@@ -217,6 +280,10 @@ void igw_mux_free(igw_mux *m)
 {
     if (!m)
         return;
+    if (m->nq)
+        flush(m);
+    g_source_destroy(m->flush_src);
+    g_source_unref(m->flush_src);
     g_source_destroy(m->src);
     g_source_unref(m->src);
     g_hash_table_destroy(m->by_ufrag);
@@ -279,10 +346,17 @@ void igw_mux_remove(igw_mux_peer *p)
 
 int igw_mux_send(igw_mux_peer *p, const uint8_t *buf, size_t len)
 {
-    if (!p->selected)
+    igw_mux *m = p->m;
+    if (!p->selected || len > IGW_MUX_BUF)
         return -1;
-    ssize_t n = sendto(p->m->fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&p->remote, p->remote_len);
-    return n == (ssize_t)len ? 0 : -1;
+    if (m->nq == SEND_BATCH)
+        flush(m);
+    unsigned i = m->nq++;
+    memcpy(m->qbuf[i], buf, len);
+    m->qiov[i] = (struct iovec){m->qbuf[i], len};
+    memcpy(&m->qto[i], &p->remote, p->remote_len); /* the peer may go before the flush */
+    m->q[i].msg_hdr.msg_namelen = p->remote_len;
+    return 0;
 }
 
 void igw_mux_stats_get(const igw_mux *m, igw_mux_stats *out)

@@ -52,13 +52,17 @@ igw_mux_peer *igw_mux_add(igw_mux *m, const char *ufrag, const char *pwd, const 
 int igw_mux_set_credentials(igw_mux_peer *p, const char *ufrag, const char *pwd);
 /* Forgets the peer; nothing is delivered to it afterwards. */
 void igw_mux_remove(igw_mux_peer *p);
-/* Sends to the peer's selected address: 0, or -1 (none selected yet, or the
- * send failed: a full socket buffer drops, as UDP would). */
+/* Queues buf (copied) for the peer's selected address: 0, or -1 (none
+ * selected yet, or longer than IGW_MUX_BUF). The queue leaves in one
+ * sendmmsg when full or before the thread's loop polls again (it never
+ * outlives the loop's turn); a full socket buffer drops, as UDP would,
+ * counted in send_dropped. */
 int igw_mux_send(igw_mux_peer *p, const uint8_t *buf, size_t len);
 
 /* Counters since creation. */
 typedef struct igw_mux_stats {
     uint64_t checks, checks_refused, data, data_unknown;
+    uint64_t sent, send_batches, send_dropped; /* datagrams of igw_mux_send, sendmmsg rounds */
 } igw_mux_stats;
 void igw_mux_stats_get(const igw_mux *m, igw_mux_stats *out);
 

@@ -171,6 +171,38 @@ static void test_two_peers(void)
     close(other);
 }
 
+/* Media leaves in batches: what is queued in one turn of the loop goes in
+ * one sendmmsg (a full queue goes at once), in order. Needs B selected. */
+static void test_sends_batched(void)
+{
+    igw_mux_stats st0, st1;
+    igw_mux_stats_get(F.m, &st0);
+    char text[16];
+    for (int i = 0; i < 40; i++) {
+        snprintf(text, sizeof text, "pkt %02d", i);
+        CHECK(igw_mux_send(pb, (const uint8_t *)text, strlen(text)) == 0);
+    }
+    uint8_t buf[IGW_MUX_BUF];
+    int got = 0;
+    while (recv(cb, buf, sizeof buf, 0) > 0)
+        got++;
+    CHECK(got == 32, "a full queue left at once, the rest waits for the loop (%d)", got);
+    pump(&F, 5);
+    bool order = true;
+    for (int i = 32; i < 40; i++) {
+        ssize_t n = recv(cb, buf, sizeof buf - 1, 0);
+        snprintf(text, sizeof text, "pkt %02d", i);
+        order = order && n == (ssize_t)strlen(text) && memcmp(buf, text, (size_t)n) == 0;
+    }
+    CHECK(order, "the rest before the loop polled again, in order");
+    igw_mux_stats_get(F.m, &st1);
+    CHECK(st1.sent - st0.sent == 40 && st1.send_batches - st0.send_batches == 2 && st1.send_dropped == 0,
+          "sent %llu in %llu batches", (unsigned long long)(st1.sent - st0.sent),
+          (unsigned long long)(st1.send_batches - st0.send_batches));
+    uint8_t big[IGW_MUX_BUF + 1] = {0};
+    CHECK(igw_mux_send(pb, big, sizeof big) == -1, "longer than a datagram of ours");
+}
+
 /* An ICE restart: new credentials; the old ones are nobody's, the selected
  * address carries media until a new nomination. Then removal. Needs the
  * above. */
@@ -205,6 +237,7 @@ static const check_case cases[] = {
     CHECK_CASE(test_checks_select),
     CHECK_CASE(test_refusals),
     CHECK_CASE(test_two_peers),
+    CHECK_CASE(test_sends_batched),
     CHECK_CASE(test_restart_and_remove),
 };
 

@@ -351,13 +351,18 @@ function expectOk(what, ev) {
 // element peerId and reported with interaction.mediaState, the offer once
 // ICE gathering is complete -> interaction.mediaOffer -> its result's answer
 // -> setRemoteDescription. onRevision(r) when the answer names a revision.
+// The reports go one at a time, each once the previous one is accepted:
+// two commands in flight together are applied in either order, and a
+// `connecting` applied after `connected` would leave the session waiting.
 async function negotiate(s, pc, peerId, onRevision) {
     const sessionId = s.sessionId;
+    let reports = Promise.resolve();
     pc.onconnectionstatechange = () => {
         const st = pc.connectionState;
         $(peerId).textContent = st;
         if (st === 'new' || s.pc !== pc) return; // 'new' is no MediaPeerState
-        command('interaction.mediaState', { sessionId }, { mediaRevision: s.mediaRevision, state: st })
+        const params = { mediaRevision: s.mediaRevision, state: st };
+        reports = reports.then(() => command('interaction.mediaState', { sessionId }, params))
             .catch((err) => showError('interaction.mediaState', err));
     };
     await pc.setLocalDescription(await pc.createOffer());

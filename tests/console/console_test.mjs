@@ -88,6 +88,11 @@ async function liveViewTest(page) {
     const mediaStates = async () =>
         (await results(page)).filter((r) => r.event.data && r.event.data.operation === 'interaction.mediaState').length;
     chk.check((await mediaStates()) >= 1, 'live view: mediaState reported (connecting, connected)');
+    // The reports go one at a time, so the last one applied is the page's
+    // latest state (the list shows the newest first).
+    const lastState = (await results(page)).find((r) => r.event.data && r.event.data.operation === 'interaction.mediaState');
+    chk.check(lastState && lastState.event.data.state === 'connected',
+        `live view: the last mediaState applied is connected (${JSON.stringify(lastState && lastState.event.data)})`);
     for (const op of ['pause', 'resume']) {
         await page.click(`#live-${op}`);
         await eventually(`trackControl ${op} result`, async () =>
@@ -517,8 +522,10 @@ async function recordingsTest(page, catT0, play) {
         });
         return el.w > 0 && !el.paused && el.t > 0.2 && el.shown > 0;
     }, 5000);
-    chk.check(/^\d+ ms \(play result: playing\)$/.test(await text(page, '#pb-position')),
-        `playback: playing, the video plays (${JSON.stringify(el)}), the position from the result (${await text(page, '#pb-position')})`);
+    chk.check(el.w > 0 && !el.paused && el.t > 0.2 && el.shown > 0, `playback: playing, the video plays (${JSON.stringify(el)})`);
+    // The result comes over the events, the picture over the media: either may be first.
+    await eventually('playback: the position from the play result',
+        async () => /^\d+ ms \(play result: playing\)$/.test(await text(page, '#pb-position')), 5000);
 
     // Pause: frames stop (once the last ones in flight are decoded).
     await sleep(800);

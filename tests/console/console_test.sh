@@ -74,7 +74,7 @@ igw_start IGW_THREADS=2 IGW_PG_DSN="$IGW_PG_DSN" IGW_JWT_KEY_FILE="$IGW_VAR/jwt.
     IGW_MEDIA_ADDRESS="$IGW_NETNS_ADDR" IGW_REDIS_HOST=127.0.0.1 IGW_REDIS_PORT="$IGW_REDIS_PORT" \
     IGW_TALK_ENABLED=true IGW_TALK_MEMBERS=true IGW_IM_STANDIN=true \
     IGW_LISTEN=127.0.0.1:18480 IGW_PUBLIC_URL=http://127.0.0.1:18480 IGW_STORAGE_ROOT="$TMP/storage" \
-    IGW_URL_KEY_FILE="$IGW_VAR/url.key"
+    IGW_URL_KEY_FILE="$IGW_VAR/url.key" IGW_LOG_LEVEL=debug
 CSP="default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; media-src 'self' blob:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 for f in /console/:index.html:"text/html; charset=utf-8" /console/index.html:index.html:"text/html; charset=utf-8" \
     /console/console.js:console.js:"text/javascript; charset=utf-8" /console/console.css:console.css:"text/css; charset=utf-8" \

@@ -82,7 +82,7 @@ fail() {
     echo "$IGW_TEST_NAME test: FAIL: $*" >&2
     # IGW_KEEP_ERR=FILE keeps igwd's whole stderr of a failed test.
     [ -n "${IGW_KEEP_ERR:-}" ] && [ -s "$TMP/igwd.err" ] && cp "$TMP/igwd.err" "$IGW_KEEP_ERR" && cp "$TMP/igwd.out" "$IGW_KEEP_ERR.out"
-    [ -s "$TMP/igwd.err" ] && { echo "--- igwd stderr (last lines):" >&2; grep -v '^{"ts"' "$TMP/igwd.err" | tail -n 15 >&2; }
+    [ -s "$TMP/igwd.err" ] && { echo "--- igwd stderr (last lines):" >&2; grep -v '^{"ts"' "$TMP/igwd.err" | tail -n 60 >&2; }
     exit 1
 }
 

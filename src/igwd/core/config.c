@@ -94,7 +94,7 @@ static const setting settings[] = {
      "address written in candidates instead of media_address (a 1:1 NAT); empty: media_address"},
     {"media_port_min", KIND_UINT, OFF(media_port_min), 0, 0, 65535, "0", "lowest UDP port of media (0: any)"},
     {"media_port_max", KIND_UINT, OFF(media_port_max), 0, 0, 65535, "0", "highest UDP port of media (0: any)"},
-    {"media_shared_socket", KIND_BOOL, OFF(media_shared_socket), 0, 0, 0, "false",
+    {"media_shared_socket", KIND_BOOL, OFF(media_shared_socket), 0, 0, 0, "true",
      "ICE-lite peers share one UDP socket per media thread (false: a libnice agent and socket per peer)"},
     {"media_keyframe_interval_ms", KIND_UINT, OFF(media_keyframe_interval_ms), 0, 50, 10000, "250",
      "a camera is asked for a keyframe (PLI) at most this often, whichever viewers need one, milliseconds"},

@@ -337,10 +337,13 @@ live_leg_fact live_leg_media(live_leg *l, const igw_media_event *ev)
         return LIVE_LEG_SAME; /* an older source's */
     switch (ev->kind) {
     case IGW_MEDIA_EV_DTLS_CONNECTED:
+        igw_log(IGW_LOG_DEBUG, NULL, "session: leg %s: connected", l->id);
         if (l->phase < LEG_CONNECTED)
             l->phase = LEG_CONNECTED;
         return LIVE_LEG_CHANGED; /* a player is ready without media */
     case IGW_MEDIA_EV_FIRST_PACKET:
+        if (l->phase != LEG_FLOWING)
+            igw_log(IGW_LOG_DEBUG, NULL, "session: leg %s: its first packet (%s)", l->id, ev->reason);
         l->phase = LEG_FLOWING;
         return LIVE_LEG_CHANGED;
     case IGW_MEDIA_EV_ICE_FAILED:

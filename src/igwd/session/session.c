@@ -330,11 +330,13 @@ void live_session_media(igw_engine *e, live_session *s, const igw_media_event *e
         return;
     switch (ev->kind) {
     case IGW_MEDIA_EV_DTLS_CONNECTED:
+        igw_log(IGW_LOG_DEBUG, NULL, "session %s: its peer (generation %" PRIu32 ") connected", s->id, ev->revision);
         s->viewer_dtls = true;
         live_vision_connected(s);
         live_session_check(e, s);
         break;
     case IGW_MEDIA_EV_FIRST_PACKET:
+        igw_log(IGW_LOG_DEBUG, NULL, "session %s: its first packet sent (%s)", s->id, ev->reason);
         s->viewer_flowing = true;
         live_session_check(e, s);
         break;

@@ -14,7 +14,6 @@
 
 #define RECV_BATCH 16 /* datagrams read per wake-up */
 #define SEND_BATCH 32 /* datagrams per sendmmsg */
-#define MUX_SOCKET_BUF (4 << 20) /* bytes asked for each way */
 
 struct igw_mux_peer {
     igw_mux *m;
@@ -254,15 +253,6 @@ igw_mux *igw_mux_new(GMainContext *ctx, const char *address, uint16_t port, char
     int df = IP_PMTUDISC_PROBE;
     if (ss.ss_family == AF_INET && setsockopt(m->fd, IPPROTO_IP, IP_MTU_DISCOVER, &df, sizeof df) != 0) {
         snprintf(err, errlen, "cannot set DF on %.40s: %s", address, strerror(errno));
-        goto fail;
-    }
-    /* Every peer of the thread shares these buffers (a fan-out of 100
-     * viewers is ~120 KB at once): ask for more than a socket's default;
-     * net.core.wmem_max / rmem_max cap it (docs/configuration.md). */
-    int buf = MUX_SOCKET_BUF;
-    if (setsockopt(m->fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof buf) != 0 ||
-        setsockopt(m->fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof buf) != 0) {
-        snprintf(err, errlen, "cannot size the buffers of %.40s: %s", address, strerror(errno));
         goto fail;
     }
     g_strlcpy(m->address, address, sizeof m->address);

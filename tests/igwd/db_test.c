@@ -38,6 +38,7 @@ typedef struct fixture {
     PGconn *admin;                    /* blocking: checks the table, terminates backends */
     const char *stop_cmd, *start_cmd; /* IGW_DBTEST_STOP / _START */
     const char *freeze, *thaw;        /* IGW_DBTEST_FREEZE / _THAW */
+    const char *dsn;
     igw_db *db;                       /* most cases' connection, until test_destroy_in_flight */
     outcome o_pid;                    /* its first backend's pid (test_queued_before_connected) */
 } fixture;
@@ -118,6 +119,7 @@ static const igw_db_stmt st_plans = {"t_plans", "SELECT current_setting('plan_ca
 static const igw_db_stmt st_nprep = {"t_nprep", "SELECT count(*) FROM pg_prepared_statements", 0};
 static const igw_db_stmt st_sleep = {"t_sleep", "SELECT pg_sleep($1::float8)", 1};
 static const igw_db_stmt st_plus1 = {"t_plus1", "SELECT $1::int4 + 1", 1};
+static const igw_db_stmt st_notify = {"t_notify", "SELECT pg_notify('dbtest_chan', $1)", 1};
 static const igw_db_stmt st_isnull = {"t_isnull", "SELECT $1::text IS NULL", 1};
 static const igw_db_stmt st_array = {"t_array", "SELECT array_length($1::text[], 1) || '|' || ($1::text[])[2]", 1};
 
@@ -525,6 +527,56 @@ static void test_destroy_in_flight(fixture *f)
     f->db = NULL;
 }
 
+/* What a LISTEN callback got. */
+typedef struct heard {
+    int ready, n;
+    char last[32];
+} heard;
+
+static void on_heard(void *arg, const char *channel, const char *payload)
+{
+    heard *h = arg;
+    if (!channel) {
+        h->ready++;
+        return;
+    }
+    h->n++;
+    snprintf(h->last, sizeof h->last, "%s", payload);
+}
+
+/* A notification that arrives behind a query's result (the backend sends
+ * its own session's after ReadyForQuery) is handed over at once, not at
+ * the socket's next read: 200 in a row, each awaited with nothing else on
+ * the connection. Needs nothing (a connection of its own). */
+static void test_notify_behind_result(fixture *f)
+{
+    char err[256] = "";
+    heard h = {0};
+    igw_db *db = igw_db_create(f->loop, f->dsn, err, sizeof err);
+    CHECK(db != NULL, "%s", err);
+    if (!db)
+        return;
+    CHECK(igw_db_listen(db, "dbtest_chan", on_heard, &h) == 0);
+    CHECK(run_until_connected(f, db, true, 5000));
+    int late = 0;
+    for (int i = 0; i < 200; i++) {
+        char payload[16];
+        snprintf(payload, sizeof payload, "n%d", i);
+        outcome o = {0};
+        CHECK(exec1(db, &st_notify, payload, &o) == 0);
+        CHECK(run_until_called(f, &o, 1, 2000) && o.ok, "%s", o.err);
+        int64_t end = igw_clock_ms() + 500;
+        while (h.n < i + 1 && igw_clock_ms() < end)
+            h2o_evloop_run(f->loop, 10);
+        late += h.n < i + 1 || strcmp(h.last, payload) != 0;
+        h.n = i + 1; /* a late one counts once */
+    }
+    CHECK(late == 0, "%d of 200 notifications not handed over within 500 ms of their query's result", late);
+    CHECK(h.ready == 1, "ready %d", h.ready);
+    igw_db_destroy(db);
+    run_for(f, 20);
+}
+
 /* the queue is bounded; nothing listening: backoff, then shutdown */
 static void test_queue_bounded_nothing_listening(fixture *f)
 {
@@ -614,6 +666,7 @@ static const struct {
     CHECK_CASE(test_server_stop_queues),
     CHECK_CASE(test_frozen_server_deadline),
     CHECK_CASE(test_destroy_in_flight),
+    CHECK_CASE(test_notify_behind_result),
     CHECK_CASE(test_queue_bounded_nothing_listening),
     CHECK_CASE(test_connect_timeout_silent_server),
 };
@@ -626,6 +679,7 @@ int main(int argc, char **argv)
         return 2;
     }
     const char *dsn = argv[1];
+    f.dsn = dsn;
     f.stop_cmd = getenv("IGW_DBTEST_STOP"), f.start_cmd = getenv("IGW_DBTEST_START");
     f.freeze = getenv("IGW_DBTEST_FREEZE"), f.thaw = getenv("IGW_DBTEST_THAW");
     f.loop = h2o_evloop_create();

@@ -638,6 +638,22 @@ static void process(igw_db *db)
         drop(db, "connection lost");
 }
 
+/* Hands every notification libpq has parsed to its channel's callback:
+ * true, or false when a callback dropped or closed the connection. */
+static bool notifies(igw_db *db, unsigned gen)
+{
+    PGnotify *n;
+    while ((n = PQnotifies(db->conn)) != NULL) {
+        for (unsigned i = 0; i < db->nlistens; i++)
+            if (strcmp(db->listens[i].channel, n->relname) == 0)
+                db->listens[i].cb(db->listens[i].arg, n->relname, n->extra);
+        PQfreemem(n);
+        if (gen != db->gen || db->closing)
+            return false;
+    }
+    return true;
+}
+
 static void on_sock_read(h2o_socket_t *sock, const char *err)
 {
     igw_db *db = sock->data;
@@ -650,17 +666,16 @@ static void on_sock_read(h2o_socket_t *sock, const char *err)
         return;
     }
     unsigned gen = db->gen;
-    PGnotify *n;
-    while ((n = PQnotifies(db->conn)) != NULL) {
-        for (unsigned i = 0; i < db->nlistens; i++)
-            if (strcmp(db->listens[i].channel, n->relname) == 0)
-                db->listens[i].cb(db->listens[i].arg, n->relname, n->extra);
-        PQfreemem(n);
-        if (gen != db->gen || db->closing)
-            return;
-    }
+    /* libpq parses a notification only when it reaches it: one behind a
+     * result (the backend sends its own after ReadyForQuery) is parsed
+     * while process() takes the results, after the first drain. Drained
+     * again after them, or it waits for the socket's next read. */
+    if (!notifies(db, gen))
+        return;
     process(db);
-    if (gen == db->gen && db->need_flush && flush(db) == 0) /* libpq: after reading, flush again */
+    if (gen != db->gen || !notifies(db, gen))
+        return;
+    if (db->need_flush && flush(db) == 0) /* libpq: after reading, flush again */
         send_queued(db);
 }
 

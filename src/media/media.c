@@ -491,6 +491,23 @@ igw_media_rc igw_media_get_stats(igw_media *m, const char *id, igw_media_stats *
     return call_on(t, &c);
 }
 
+void igw_media_socket_stats_get(igw_media *m, igw_media_socket_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    for (unsigned i = 0; i < m->nthreads; i++)
+        for (unsigned k = 0; k < m->threads[i].nmux; k++) {
+            igw_mux_stats st;
+            igw_mux_stats_get(m->threads[i].mux[k], &st);
+            out->checks += st.checks;
+            out->checks_refused += st.checks_refused;
+            out->data += st.data;
+            out->data_unknown += st.data_unknown;
+            out->sent += st.sent;
+            out->send_batches += st.send_batches;
+            out->send_dropped += st.send_dropped;
+        }
+}
+
 /* ---- threads ---- */
 
 static gboolean tick_cb(gpointer ud)

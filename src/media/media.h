@@ -155,6 +155,11 @@ igw_media_rc igw_media_close(igw_media *m, const char *id, const char *reason);
 
 igw_media_rc igw_media_get_stats(igw_media *m, const char *id, igw_media_stats *out);
 
+/* The shared sockets' counters, summed over the threads (all zero without
+ * them). Any thread, between igw_media_new and igw_media_free; never
+ * waits for a media thread. */
+void igw_media_socket_stats_get(igw_media *m, igw_media_socket_stats *out);
+
 /* Readable (an eventfd) while events are queued: wrap it in the caller's loop. */
 int igw_media_event_fd(igw_media *m);
 

@@ -82,6 +82,14 @@ typedef struct igw_media_stats {
     uint64_t frames_taken;       /* plain-RTP viewer: frames its takes delivered */
 } igw_media_stats;
 
+/* The shared sockets of every media thread (media_shared_socket), summed. */
+typedef struct igw_media_socket_stats {
+    uint64_t checks, checks_refused; /* ICE checks received; of those, refused (wrong password, role) */
+    uint64_t data, data_unknown;     /* other datagrams: a peer's, or from no peer's address */
+    uint64_t sent, send_batches;     /* datagrams sent, in so many sendmmsg rounds */
+    uint64_t send_dropped;           /* not sent: a full socket buffer, an unreachable address */
+} igw_media_socket_stats;
+
 /* What happened to a peer, later than the call that made it. */
 typedef enum igw_media_event_kind {
     IGW_MEDIA_EV_ICE_CONNECTED,

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <glib-unix.h>
 #include <netinet/in.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -32,7 +33,12 @@ struct igw_mux {
     GSource *src;
     GHashTable *by_ufrag; /* char * (the peer's own) -> peer */
     GHashTable *by_addr;  /* the peer's remote (its own storage) -> peer */
-    igw_mux_stats st;
+    /* The counters: written by the mux's thread only, read from any
+     * (igw_mux_stats_get), hence relaxed atomics bumped by a plain load
+     * and store (no locked instruction on the packet path). */
+    struct {
+        _Atomic uint64_t checks, checks_refused, data, data_unknown, sent, send_batches, send_dropped;
+    } st;
     uint8_t bufs[RECV_BATCH][IGW_MUX_BUF];
     /* Media sent during one turn of the thread's loop (one packet's
      * fan-out, a batch of received ones') leaves in one sendmmsg before
@@ -44,6 +50,11 @@ struct igw_mux {
     struct sockaddr_storage qto[SEND_BATCH];
     uint8_t qbuf[SEND_BATCH][IGW_MUX_BUF];
 };
+
+static void bump(_Atomic uint64_t *c, uint64_t n)
+{
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n, memory_order_relaxed);
+}
 
 /* The flush source: its prepare runs before every poll of the context. */
 typedef struct flush_source {
@@ -135,10 +146,10 @@ static void datagram(igw_mux *m, uint8_t *buf, size_t n, const struct sockaddr_s
 {
     igw_stun_request rq;
     if (igw_stun_maybe(buf, n) && igw_stun_parse_request(buf, n, &rq) == IGW_STUN_OK) {
-        m->st.checks++;
+        bump(&m->st.checks, 1);
         igw_mux_peer *p = check(m, buf, n, &rq, from, from_len);
         if (!p) {
-            m->st.checks_refused++;
+            bump(&m->st.checks_refused, 1);
             return;
         }
         /* A passed check makes its address a valid pair: media may come on
@@ -153,10 +164,10 @@ static void datagram(igw_mux *m, uint8_t *buf, size_t n, const struct sockaddr_s
     }
     igw_mux_peer *p = g_hash_table_lookup(m->by_addr, from);
     if (!p) {
-        m->st.data_unknown++;
+        bump(&m->st.data_unknown, 1);
         return;
     }
-    m->st.data++;
+    bump(&m->st.data, 1);
     p->ops->on_data(p->ud, buf, n);
 }
 
@@ -188,18 +199,18 @@ static void flush(igw_mux *m)
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            m->st.send_dropped += m->nq - i; /* a full socket buffer drops, as UDP would */
+            bump(&m->st.send_dropped, m->nq - i); /* a full socket buffer drops, as UDP would */
             break;
         }
         if (n < 0) { /* this datagram's own error (its address): the rest go on */
-            m->st.send_dropped++;
+            bump(&m->st.send_dropped, 1);
             i++;
             continue;
         }
-        m->st.sent += (unsigned)n;
+        bump(&m->st.sent, (unsigned)n);
         i += (unsigned)n;
     }
-    m->st.send_batches++;
+    bump(&m->st.send_batches, 1);
     m->nq = 0;
 }
 
@@ -361,5 +372,13 @@ int igw_mux_send(igw_mux_peer *p, const uint8_t *buf, size_t len)
 
 void igw_mux_stats_get(const igw_mux *m, igw_mux_stats *out)
 {
-    *out = m->st;
+    *out = (igw_mux_stats){
+        .checks = atomic_load_explicit(&m->st.checks, memory_order_relaxed),
+        .checks_refused = atomic_load_explicit(&m->st.checks_refused, memory_order_relaxed),
+        .data = atomic_load_explicit(&m->st.data, memory_order_relaxed),
+        .data_unknown = atomic_load_explicit(&m->st.data_unknown, memory_order_relaxed),
+        .sent = atomic_load_explicit(&m->st.sent, memory_order_relaxed),
+        .send_batches = atomic_load_explicit(&m->st.send_batches, memory_order_relaxed),
+        .send_dropped = atomic_load_explicit(&m->st.send_dropped, memory_order_relaxed),
+    };
 }

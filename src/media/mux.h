@@ -59,7 +59,7 @@ void igw_mux_remove(igw_mux_peer *p);
  * counted in send_dropped. */
 int igw_mux_send(igw_mux_peer *p, const uint8_t *buf, size_t len);
 
-/* Counters since creation. */
+/* Counters since creation; any thread (each a relaxed snapshot). */
 typedef struct igw_mux_stats {
     uint64_t checks, checks_refused, data, data_unknown;
     uint64_t sent, send_batches, send_dropped; /* datagrams of igw_mux_send, sendmmsg rounds */

@@ -74,6 +74,12 @@ for m in 'igw_sessions_opened_total 7' 'igw_sessions_ended_total 7' 'igw_session
     'igw_sessions{state="established"} 0' 'igw_legs 0'; do
     grep -qxF "$m" "$TMP/metrics" || fail "$CASE: want $m: $(grep -E '^igw_(sessions|legs)' "$TMP/metrics")"
 done; ok
+CASE="metrics: the shared socket answered checks and carried the media, dropping none"
+metric() { sed -n "s/^$1 //p" "$TMP/metrics"; }
+answered=$(metric 'igw_media_socket_checks_total{outcome="answered"}') sent=$(metric igw_media_socket_sent_total)
+batches=$(metric igw_media_socket_send_batches_total) dropped=$(metric igw_media_socket_send_dropped_total)
+[ "${answered:-0}" -gt 0 ] && [ "${sent:-0}" -gt 0 ] && [ "${batches:-0}" -gt 0 ] && [ "$batches" -le "$sent" ] &&
+    [ "$dropped" = 0 ] || fail "$CASE: $(grep '^igw_media_socket' "$TMP/metrics")"; ok
 CASE="database: each state change is one event in order"
 [ "$(psql_q "SELECT string_agg(event_seq::text, ',' ORDER BY session_id, event_seq) FROM events WHERE event_seq IS NOT NULL")" != "" ] ||
     fail "$CASE"; ok

@@ -139,7 +139,9 @@ grep -q '^igw_request_duration_seconds_bucket{route="events_pull",le="+Inf"}' "$
 grep -q '^process_start_time_seconds ' "$TMP/metrics.json" || fail "metrics: no process_start_time_seconds"
 # The session engine's media core runs (media_threads 1 by default), no peer yet.
 grep -qx 'igw_media_up 1' "$TMP/metrics.json" && grep -qx 'igw_media_threads 1' "$TMP/metrics.json" &&
-    grep -qx 'igw_media_events_total{kind="closed"} 0' "$TMP/metrics.json" || fail "metrics: the media core is not up"
+    grep -qx 'igw_media_events_total{kind="closed"} 0' "$TMP/metrics.json" &&
+    grep -qx 'igw_media_socket_sent_total 0' "$TMP/metrics.json" &&
+    grep -qx 'igw_media_socket_send_dropped_total 0' "$TMP/metrics.json" || fail "metrics: the media core is not up"
 grep -q ' info session: media core up: 1 thread on 127.0.0.1, certificate [0-9A-F:]\{95\}$' "$TMP/err" ||
     fail "no media core start line with its certificate fingerprint"
 

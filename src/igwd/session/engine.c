@@ -464,6 +464,8 @@ void igw_engine_stats_get(const igw_engine *e, igw_engine_stats *out)
     out->rings_declined = atomic_load_explicit(&e->n_rings_declined, memory_order_relaxed);
     out->rings_unanswered = atomic_load_explicit(&e->n_rings_unanswered, memory_order_relaxed);
     out->answer_ms_sum = atomic_load_explicit(&e->answer_ms_sum, memory_order_relaxed);
+    if (e->media) /* set before the workers serve, cleared after they drained */
+        igw_media_socket_stats_get(e->media, &out->sockets);
 }
 
 void igw_engine_metrics_write(FILE *f, const igw_engine_stats *s)
@@ -479,6 +481,27 @@ void igw_engine_metrics_write(FILE *f, const igw_engine_stats *s)
     for (unsigned k = 0; k < IGW_ENGINE_EVENT_KINDS; k++)
         fprintf(f, "igw_media_events_total{kind=\"%s\"} %llu\n", igw_media_event_name((igw_media_event_kind)k),
                 (unsigned long long)s->events[k]);
+    const igw_media_socket_stats *k = &s->sockets;
+    fprintf(f,
+            "# HELP igw_media_socket_checks_total ICE checks on the media threads' shared sockets, by outcome.\n"
+            "# TYPE igw_media_socket_checks_total counter\n"
+            "igw_media_socket_checks_total{outcome=\"answered\"} %llu\n"
+            "igw_media_socket_checks_total{outcome=\"refused\"} %llu\n"
+            "# HELP igw_media_socket_received_total Other datagrams on the shared sockets: a peer's, or from no "
+            "peer's address.\n"
+            "# TYPE igw_media_socket_received_total counter\n"
+            "igw_media_socket_received_total{from=\"peer\"} %llu\n"
+            "igw_media_socket_received_total{from=\"unknown\"} %llu\n"
+            "# HELP igw_media_socket_sent_total Datagrams sent on the shared sockets.\n"
+            "# TYPE igw_media_socket_sent_total counter\nigw_media_socket_sent_total %llu\n"
+            "# HELP igw_media_socket_send_batches_total sendmmsg rounds of the shared sockets.\n"
+            "# TYPE igw_media_socket_send_batches_total counter\nigw_media_socket_send_batches_total %llu\n"
+            "# HELP igw_media_socket_send_dropped_total Datagrams the shared sockets did not send (a full socket "
+            "buffer, an unreachable address).\n"
+            "# TYPE igw_media_socket_send_dropped_total counter\nigw_media_socket_send_dropped_total %llu\n",
+            (unsigned long long)(k->checks - k->checks_refused), (unsigned long long)k->checks_refused,
+            (unsigned long long)k->data, (unsigned long long)k->data_unknown, (unsigned long long)k->sent,
+            (unsigned long long)k->send_batches, (unsigned long long)k->send_dropped);
     fprintf(f,
             "# HELP igw_sessions Live sessions held by this node, by state.\n"
             "# TYPE igw_sessions gauge\nigw_sessions{state=\"ringing\"} %llu\nigw_sessions{state=\"invited\"} %llu\n"

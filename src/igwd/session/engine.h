@@ -61,8 +61,8 @@ int igw_engine_post(igw_engine *e, void (*fn)(void *arg), void *arg);
 
 void igw_engine_stats_get(const igw_engine *e, igw_engine_stats *out);
 
-/* The Prometheus families igw_media_up, igw_media_threads and
- * igw_media_events_total{kind} of `s`. */
+/* The Prometheus families igw_media_up, igw_media_threads,
+ * igw_media_events_total{kind} and igw_media_socket_* of `s`. */
 void igw_engine_metrics_write(FILE *f, const igw_engine_stats *s);
 
 /* Stops the media core (every peer closed, its events discarded) and the

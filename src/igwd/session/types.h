@@ -34,6 +34,7 @@ typedef struct igw_engine_stats {
     uint64_t ringing;              /* live door-bell sessions still ringing */
     uint64_t rings, rings_answered, rings_declined, rings_unanswered; /* door-bell rings; how their ringing ended */
     uint64_t answer_ms_sum;        /* ring to winning accept, summed over the answered rings (ms) */
+    igw_media_socket_stats sockets; /* the media threads' shared sockets */
 } igw_engine_stats;
 
 /* How the engine answers on a caller's thread: post(ctx, fn, arg) runs

@@ -39,6 +39,8 @@
 #include <openssl/x509.h>
 #include <srtp2/srtp.h>
 
+#include "wire.h"
+
 #define FP_LEN 32
 #define DTLS_MTU 1200
 #define DTLS_RECORD_HEADER 13 /* type, version, epoch + sequence, length at 11 */
@@ -329,7 +331,7 @@ static void flush_out(igw_dtls *d)
     while (off < len) {
         size_t rec = len - off;
         if (rec >= DTLS_RECORD_HEADER) {
-            size_t body = (size_t)p[off + 11] << 8 | p[off + 12];
+            size_t body = igw_rd16(p + off + 11);
             if (DTLS_RECORD_HEADER + body < rec)
                 rec = DTLS_RECORD_HEADER + body;
         }
@@ -881,13 +883,12 @@ int igw_srtp_protect(igw_srtp *s, uint8_t *buf, size_t *len, size_t cap)
     if (buf[0] & 0x10) {
         if (hlen + 4 > n)
             return -1;
-        hlen += 4 + 4 * ((size_t)buf[hlen + 2] << 8 | buf[hlen + 3]);
+        hlen += 4 + 4 * (size_t)igw_rd16(buf + hlen + 2);
     }
     if (hlen > n)
         return -1;
-    uint32_t ssrc =
-        (uint32_t)buf[8] << 24 | (uint32_t)buf[9] << 16 | (uint32_t)buf[10] << 8 | buf[11];
-    uint16_t seq = (uint16_t)(buf[2] << 8 | buf[3]);
+    uint32_t ssrc = igw_rd32(buf + 8);
+    uint16_t seq = igw_rd16(buf + 2);
     out_stream *st = out_stream_of(s, ssrc);
     if (!st)
         return -1;

@@ -16,6 +16,8 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "mediatypes.h"
+
 typedef struct igw_mux igw_mux;
 typedef struct igw_mux_peer igw_mux_peer;
 
@@ -59,11 +61,9 @@ void igw_mux_remove(igw_mux_peer *p);
  * counted in send_dropped. */
 int igw_mux_send(igw_mux_peer *p, const uint8_t *buf, size_t len);
 
-/* Counters since creation; any thread (each a relaxed snapshot). */
-typedef struct igw_mux_stats {
-    uint64_t checks, checks_refused, data, data_unknown;
-    uint64_t sent, send_batches, send_dropped; /* datagrams of igw_mux_send, sendmmsg rounds */
-} igw_mux_stats;
+/* Counters since creation (the fields of igw_media_socket_stats, which
+ * sums them over the threads); any thread (each a relaxed snapshot). */
+typedef igw_media_socket_stats igw_mux_stats;
 void igw_mux_stats_get(const igw_mux *m, igw_mux_stats *out);
 
 #endif

@@ -290,8 +290,8 @@ igw_peer *igw_peer_new(const igw_peer_config *cfg, const igw_peer_ops *ops, void
         p->mux = cfg->mux;
         /* A ufrag already taken on a socket: new credentials. */
         for (int attempt = 0; attempt < 3 && p->nmp == 0; attempt++)
-            if (make_credentials(p) != 0 || mux_join(p, cfg->nmux) != 0)
-                p->nmp = 0;
+            if (make_credentials(p) == 0)
+                (void)mux_join(p, cfg->nmux); /* sets nmp only when joined */
         if (p->nmp == 0) {
             snprintf(err, errlen, "ICE credentials could not be made");
             g_free(p);

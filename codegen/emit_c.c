@@ -4,7 +4,8 @@
  * Decoders follow flatcc's generated JSON parsers in spirit: no DOM, one pass
  * over the bytes; each object keeps a `has` bitmask that serves both for
  * duplicate detection and required/conditional rules; keys are matched by
- * length first, then memcmp (h2o's token table idea). */
+ * length first, then one compare (h2o's token table idea; igw_bytes_eq,
+ * which unrolls where the C library's memcmp would be a call). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -469,7 +470,7 @@ static void emit_rule(igw_out *o, const igw_type *obj, const igw_rule *r)
 
 static void emit_key_matcher(igw_out *o, const igw_type *t)
 {
-    igw_out_printf(o, "/* Field index of a key of %s, or -1: length first, then memcmp. */\n", t->name);
+    igw_out_printf(o, "/* Field index of a key of %s, or -1: length first, then one compare. */\n", t->name);
     igw_out_printf(o, "static int key_%s(const char *k, size_t n)\n{\n    switch (n) {\n", t->name);
     size_t maxlen = 0;
     FOR(t->fields, igw_field, f)
@@ -483,7 +484,7 @@ static void emit_key_matcher(igw_out *o, const igw_type *t)
             if (!any)
                 igw_out_printf(o, "    case %zu:\n", len);
             any = true;
-            igw_out_printf(o, "        if (memcmp(k, \"%s\", %zu) == 0)\n            return %s;\n", f->name, len,
+            igw_out_printf(o, "        if (igw_bytes_eq(k, \"%s\", %zu))\n            return %s;\n", f->name, len,
                            field_const(t, f));
         }
         if (any)
@@ -686,7 +687,7 @@ static void emit_enum(igw_out *o, const igw_type *t)
         igw_out_printf(o, ", %zu},\n", strlen(v));
     }
     igw_out_puts(o, "};\n\n");
-    /* Lookup like the key matcher: length first, then memcmp. It also
+    /* Lookup like the key matcher: length first, then one compare. It also
      * serves path parameters and headers of enum type. */
     igw_out_printf(o, "int igw_%s_of(igw_str s)\n{\n    switch (s.len) {\n", t->name);
     size_t maxlen = 0;
@@ -701,9 +702,9 @@ static void emit_enum(igw_out *o, const igw_type *t)
             if (!any)
                 igw_out_printf(o, "    case %zu:\n", len);
             any = true;
-            igw_out_printf(o, "        if (memcmp(s.ptr, ");
+            igw_out_printf(o, "        if (igw_bytes_eq(s.ptr, ");
             igw_out_c_string(o, v);
-            igw_out_printf(o, ", %zu) == 0)\n            return %s;\n", len, enum_const(t, v));
+            igw_out_printf(o, ", %zu))\n            return %s;\n", len, enum_const(t, v));
         }
         if (any)
             igw_out_puts(o, "        break;\n");
@@ -914,8 +915,9 @@ static void emit_routes(const igw_schema *s, igw_out *o)
     emit_matcher(s, o);
 }
 
-/* Route lookup: fixed paths by length then one memcmp (h2o's token table
- * idea); paths with parameters by literal pieces and '/'-free segments. */
+/* Route lookup: fixed paths by length then one compare (h2o's token table
+ * idea), the first match returned; paths with parameters by literal pieces
+ * and '/'-free segments. */
 static void emit_matcher(const igw_schema *s, igw_out *o)
 {
     FOR(s->routes, igw_route, r) {
@@ -934,16 +936,16 @@ static void emit_matcher(const igw_schema *s, igw_out *o)
                 continue;
             }
             size_t n = strcspn(p, "{");
-            igw_out_printf(o, "    if (plen - at < %zu || memcmp(path + at, ", n);
+            igw_out_printf(o, "    if (plen - at < %zu || !igw_bytes_eq(path + at, ", n);
             igw_out_c_bytes(o, p, n);
-            igw_out_printf(o, ", %zu) != 0)\n        return false;\n    at += %zu;\n", n, n);
+            igw_out_printf(o, ", %zu))\n        return false;\n    at += %zu;\n", n, n);
             p += n;
         }
         igw_out_puts(o, "    return at == plen;\n}\n\n");
     }
     igw_out_puts(o, "static const igw_route_def *route_match(const char *path, size_t plen,\n"
                     "                                        igw_str params[IGW_MAX_PATH_PARAMS])\n{\n"
-                    "    int id = -1;\n    switch (plen) {\n");
+                    "    switch (plen) {\n");
     size_t maxlen = 0;
     FOR(s->routes, igw_route, r)
         if (!r->params.n && strlen(r->path) > maxlen)
@@ -956,9 +958,9 @@ static void emit_matcher(const igw_schema *s, igw_out *o)
             if (!any)
                 igw_out_printf(o, "    case %zu:\n", len);
             any = true;
-            igw_out_puts(o, "        if (memcmp(path, ");
+            igw_out_puts(o, "        if (igw_bytes_eq(path, ");
             igw_out_c_string(o, r->path);
-            igw_out_printf(o, ", %zu) == 0)\n            id = IGW_ROUTE_%s;\n", len, igw_c_upper(r->name));
+            igw_out_printf(o, ", %zu))\n            return &igw_routes[IGW_ROUTE_%s];\n", len, igw_c_upper(r->name));
         }
         if (any)
             igw_out_puts(o, "        break;\n");
@@ -966,10 +968,10 @@ static void emit_matcher(const igw_schema *s, igw_out *o)
     igw_out_puts(o, "    default:\n        break;\n    }\n");
     FOR(s->routes, igw_route, r)
         if (r->params.n)
-            igw_out_printf(o, "    if (id < 0 && match_%s(path, plen, params))\n        id = IGW_ROUTE_%s;\n", r->name,
+            igw_out_printf(o, "    if (match_%s(path, plen, params))\n        return &igw_routes[IGW_ROUTE_%s];\n", r->name,
                            igw_c_upper(r->name));
     igw_out_puts(o, "    (void)params; /* unused when no route has path parameters */\n    (void)path;\n"
-                    "    return id < 0 ? NULL : &igw_routes[id];\n}\n\n");
+                    "    return NULL;\n}\n\n");
     igw_error *role[7] = {
         igw_schema_error_role(s, IGW_ROLE_DECODE), igw_schema_error_role(s, IGW_ROLE_RESERVED),
         igw_schema_error_role(s, IGW_ROLE_BODY_CAP), igw_schema_error_role(s, IGW_ROLE_NO_ROUTE),
@@ -995,7 +997,7 @@ int igw_emit_c(const igw_schema *s, const char *gen_dir)
 
     igw_out_banner(&c, s, "//");
     igw_out_puts(&c, "/* api.c - see api.h. */\n#include \"api.h\"\n\n#include <string.h>\n\n"
-                     "#include \"decode.h\"\n\n");
+                     "#include \"bytes.h\"\n#include \"decode.h\"\n\n");
     igw_out_puts(&c, "const igw_error_class igw_error_classes[IGW_ERR__COUNT] = {\n");
     FOR(s->errors, igw_error, e) {
         igw_out_printf(&c, "    [IGW_ERR_%s] = {\"%s\", %lld, %d, ", igw_c_upper(e->name), e->name, (long long)e->code,

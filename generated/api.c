@@ -4,6 +4,7 @@
 
 #include <string.h>
 
+#include "bytes.h"
 #include "decode.h"
 
 const igw_error_class igw_error_classes[IGW_ERR__COUNT] = {
@@ -46,55 +47,55 @@ int igw_CommandMethod_of(igw_str s)
 {
     switch (s.len) {
     case 11:
-        if (memcmp(s.ptr, "messageSend", 11) == 0)
+        if (igw_bytes_eq(s.ptr, "messageSend", 11))
             return IGW_CommandMethod_messageSend;
         break;
     case 13:
-        if (memcmp(s.ptr, "device.action", 13) == 0)
+        if (igw_bytes_eq(s.ptr, "device.action", 13))
             return IGW_CommandMethod_device_action;
         break;
     case 15:
-        if (memcmp(s.ptr, "interaction.end", 15) == 0)
+        if (igw_bytes_eq(s.ptr, "interaction.end", 15))
             return IGW_CommandMethod_interaction_end;
         break;
     case 16:
-        if (memcmp(s.ptr, "interaction.open", 16) == 0)
+        if (igw_bytes_eq(s.ptr, "interaction.open", 16))
             return IGW_CommandMethod_interaction_open;
-        if (memcmp(s.ptr, "interaction.join", 16) == 0)
+        if (igw_bytes_eq(s.ptr, "interaction.join", 16))
             return IGW_CommandMethod_interaction_join;
         break;
     case 17:
-        if (memcmp(s.ptr, "interaction.leave", 17) == 0)
+        if (igw_bytes_eq(s.ptr, "interaction.leave", 17))
             return IGW_CommandMethod_interaction_leave;
         break;
     case 19:
-        if (memcmp(s.ptr, "interaction.control", 19) == 0)
+        if (igw_bytes_eq(s.ptr, "interaction.control", 19))
             return IGW_CommandMethod_interaction_control;
         break;
     case 21:
-        if (memcmp(s.ptr, "interaction.subscribe", 21) == 0)
+        if (igw_bytes_eq(s.ptr, "interaction.subscribe", 21))
             return IGW_CommandMethod_interaction_subscribe;
-        if (memcmp(s.ptr, "interaction.configure", 21) == 0)
+        if (igw_bytes_eq(s.ptr, "interaction.configure", 21))
             return IGW_CommandMethod_interaction_configure;
         break;
     case 22:
-        if (memcmp(s.ptr, "interaction.mediaOffer", 22) == 0)
+        if (igw_bytes_eq(s.ptr, "interaction.mediaOffer", 22))
             return IGW_CommandMethod_interaction_mediaOffer;
-        if (memcmp(s.ptr, "interaction.mediaState", 22) == 0)
+        if (igw_bytes_eq(s.ptr, "interaction.mediaState", 22))
             return IGW_CommandMethod_interaction_mediaState;
-        if (memcmp(s.ptr, "device.propertyControl", 22) == 0)
+        if (igw_bytes_eq(s.ptr, "device.propertyControl", 22))
             return IGW_CommandMethod_device_propertyControl;
         break;
     case 24:
-        if (memcmp(s.ptr, "interaction.trackControl", 24) == 0)
+        if (igw_bytes_eq(s.ptr, "interaction.trackControl", 24))
             return IGW_CommandMethod_interaction_trackControl;
         break;
     case 27:
-        if (memcmp(s.ptr, "interaction.playbackControl", 27) == 0)
+        if (igw_bytes_eq(s.ptr, "interaction.playbackControl", 27))
             return IGW_CommandMethod_interaction_playbackControl;
         break;
     case 28:
-        if (memcmp(s.ptr, "interaction.processorControl", 28) == 0)
+        if (igw_bytes_eq(s.ptr, "interaction.processorControl", 28))
             return IGW_CommandMethod_interaction_processorControl;
         break;
     default:
@@ -136,21 +137,21 @@ int igw_Purpose_of(igw_str s)
 {
     switch (s.len) {
     case 7:
-        if (memcmp(s.ptr, "ipcTalk", 7) == 0)
+        if (igw_bytes_eq(s.ptr, "ipcTalk", 7))
             return IGW_Purpose_ipcTalk;
         break;
     case 8:
-        if (memcmp(s.ptr, "doorbell", 8) == 0)
+        if (igw_bytes_eq(s.ptr, "doorbell", 8))
             return IGW_Purpose_doorbell;
-        if (memcmp(s.ptr, "aiVision", 8) == 0)
+        if (igw_bytes_eq(s.ptr, "aiVision", 8))
             return IGW_Purpose_aiVision;
         break;
     case 11:
-        if (memcmp(s.ptr, "ipcLiveView", 11) == 0)
+        if (igw_bytes_eq(s.ptr, "ipcLiveView", 11))
             return IGW_Purpose_ipcLiveView;
         break;
     case 14:
-        if (memcmp(s.ptr, "recordPlayback", 14) == 0)
+        if (igw_bytes_eq(s.ptr, "recordPlayback", 14))
             return IGW_Purpose_recordPlayback;
         break;
     default:
@@ -189,9 +190,9 @@ int igw_CallType_of(igw_str s)
 {
     switch (s.len) {
     case 5:
-        if (memcmp(s.ptr, "voice", 5) == 0)
+        if (igw_bytes_eq(s.ptr, "voice", 5))
             return IGW_CallType_voice;
-        if (memcmp(s.ptr, "video", 5) == 0)
+        if (igw_bytes_eq(s.ptr, "video", 5))
             return IGW_CallType_video;
         break;
     default:
@@ -230,11 +231,11 @@ int igw_EndReason_of(igw_str s)
 {
     switch (s.len) {
     case 10:
-        if (memcmp(s.ptr, "userHangup", 10) == 0)
+        if (igw_bytes_eq(s.ptr, "userHangup", 10))
             return IGW_EndReason_userHangup;
         break;
     case 11:
-        if (memcmp(s.ptr, "userStopped", 11) == 0)
+        if (igw_bytes_eq(s.ptr, "userStopped", 11))
             return IGW_EndReason_userStopped;
         break;
     default:
@@ -273,9 +274,9 @@ int igw_IceMode_of(igw_str s)
 {
     switch (s.len) {
     case 4:
-        if (memcmp(s.ptr, "full", 4) == 0)
+        if (igw_bytes_eq(s.ptr, "full", 4))
             return IGW_IceMode_full;
-        if (memcmp(s.ptr, "lite", 4) == 0)
+        if (igw_bytes_eq(s.ptr, "lite", 4))
             return IGW_IceMode_lite;
         break;
     default:
@@ -317,21 +318,21 @@ int igw_MediaPeerState_of(igw_str s)
 {
     switch (s.len) {
     case 6:
-        if (memcmp(s.ptr, "failed", 6) == 0)
+        if (igw_bytes_eq(s.ptr, "failed", 6))
             return IGW_MediaPeerState_failed;
-        if (memcmp(s.ptr, "closed", 6) == 0)
+        if (igw_bytes_eq(s.ptr, "closed", 6))
             return IGW_MediaPeerState_closed;
         break;
     case 9:
-        if (memcmp(s.ptr, "connected", 9) == 0)
+        if (igw_bytes_eq(s.ptr, "connected", 9))
             return IGW_MediaPeerState_connected;
         break;
     case 10:
-        if (memcmp(s.ptr, "connecting", 10) == 0)
+        if (igw_bytes_eq(s.ptr, "connecting", 10))
             return IGW_MediaPeerState_connecting;
         break;
     case 12:
-        if (memcmp(s.ptr, "disconnected", 12) == 0)
+        if (igw_bytes_eq(s.ptr, "disconnected", 12))
             return IGW_MediaPeerState_disconnected;
         break;
     default:
@@ -374,27 +375,27 @@ int igw_TrackOperation_of(igw_str s)
 {
     switch (s.len) {
     case 4:
-        if (memcmp(s.ptr, "stop", 4) == 0)
+        if (igw_bytes_eq(s.ptr, "stop", 4))
             return IGW_TrackOperation_stop;
         break;
     case 5:
-        if (memcmp(s.ptr, "pause", 5) == 0)
+        if (igw_bytes_eq(s.ptr, "pause", 5))
             return IGW_TrackOperation_pause;
         break;
     case 6:
-        if (memcmp(s.ptr, "resume", 6) == 0)
+        if (igw_bytes_eq(s.ptr, "resume", 6))
             return IGW_TrackOperation_resume;
         break;
     case 7:
-        if (memcmp(s.ptr, "publish", 7) == 0)
+        if (igw_bytes_eq(s.ptr, "publish", 7))
             return IGW_TrackOperation_publish;
         break;
     case 9:
-        if (memcmp(s.ptr, "subscribe", 9) == 0)
+        if (igw_bytes_eq(s.ptr, "subscribe", 9))
             return IGW_TrackOperation_subscribe;
         break;
     case 11:
-        if (memcmp(s.ptr, "unsubscribe", 11) == 0)
+        if (igw_bytes_eq(s.ptr, "unsubscribe", 11))
             return IGW_TrackOperation_unsubscribe;
         break;
     default:
@@ -434,13 +435,13 @@ int igw_PlaybackOperation_of(igw_str s)
 {
     switch (s.len) {
     case 4:
-        if (memcmp(s.ptr, "play", 4) == 0)
+        if (igw_bytes_eq(s.ptr, "play", 4))
             return IGW_PlaybackOperation_play;
-        if (memcmp(s.ptr, "seek", 4) == 0)
+        if (igw_bytes_eq(s.ptr, "seek", 4))
             return IGW_PlaybackOperation_seek;
         break;
     case 5:
-        if (memcmp(s.ptr, "pause", 5) == 0)
+        if (igw_bytes_eq(s.ptr, "pause", 5))
             return IGW_PlaybackOperation_pause;
         break;
     default:
@@ -479,11 +480,11 @@ int igw_Processor_of(igw_str s)
 {
     switch (s.len) {
     case 8:
-        if (memcmp(s.ptr, "aiAssist", 8) == 0)
+        if (igw_bytes_eq(s.ptr, "aiAssist", 8))
             return IGW_Processor_aiAssist;
         break;
     case 11:
-        if (memcmp(s.ptr, "translation", 11) == 0)
+        if (igw_bytes_eq(s.ptr, "translation", 11))
             return IGW_Processor_translation;
         break;
     default:
@@ -522,9 +523,9 @@ int igw_ProcessorOperation_of(igw_str s)
 {
     switch (s.len) {
     case 6:
-        if (memcmp(s.ptr, "attach", 6) == 0)
+        if (igw_bytes_eq(s.ptr, "attach", 6))
             return IGW_ProcessorOperation_attach;
-        if (memcmp(s.ptr, "detach", 6) == 0)
+        if (igw_bytes_eq(s.ptr, "detach", 6))
             return IGW_ProcessorOperation_detach;
         break;
     default:
@@ -565,19 +566,19 @@ int igw_ControlOperation_of(igw_str s)
 {
     switch (s.len) {
     case 6:
-        if (memcmp(s.ptr, "accept", 6) == 0)
+        if (igw_bytes_eq(s.ptr, "accept", 6))
             return IGW_ControlOperation_accept;
         break;
     case 7:
-        if (memcmp(s.ptr, "decline", 7) == 0)
+        if (igw_bytes_eq(s.ptr, "decline", 7))
             return IGW_ControlOperation_decline;
         break;
     case 8:
-        if (memcmp(s.ptr, "handover", 8) == 0)
+        if (igw_bytes_eq(s.ptr, "handover", 8))
             return IGW_ControlOperation_handover;
         break;
     case 15:
-        if (memcmp(s.ptr, "endpointControl", 15) == 0)
+        if (igw_bytes_eq(s.ptr, "endpointControl", 15))
             return IGW_ControlOperation_endpointControl;
         break;
     default:
@@ -616,11 +617,11 @@ int igw_MessageKind_of(igw_str s)
 {
     switch (s.len) {
     case 9:
-        if (memcmp(s.ptr, "broadcast", 9) == 0)
+        if (igw_bytes_eq(s.ptr, "broadcast", 9))
             return IGW_MessageKind_broadcast;
         break;
     case 12:
-        if (memcmp(s.ptr, "voiceMessage", 12) == 0)
+        if (igw_bytes_eq(s.ptr, "voiceMessage", 12))
             return IGW_MessageKind_voiceMessage;
         break;
     default:
@@ -658,7 +659,7 @@ int igw_ConsentScope_of(igw_str s)
 {
     switch (s.len) {
     case 8:
-        if (memcmp(s.ptr, "cameraAI", 8) == 0)
+        if (igw_bytes_eq(s.ptr, "cameraAI", 8))
             return IGW_ConsentScope_cameraAI;
         break;
     default:
@@ -697,11 +698,11 @@ int igw_ConfirmPolicy_of(igw_str s)
 {
     switch (s.len) {
     case 4:
-        if (memcmp(s.ptr, "auto", 4) == 0)
+        if (igw_bytes_eq(s.ptr, "auto", 4))
             return IGW_ConfirmPolicy_auto;
         break;
     case 7:
-        if (memcmp(s.ptr, "confirm", 7) == 0)
+        if (igw_bytes_eq(s.ptr, "confirm", 7))
             return IGW_ConfirmPolicy_confirm;
         break;
     default:
@@ -740,9 +741,9 @@ int igw_TrackKind_of(igw_str s)
 {
     switch (s.len) {
     case 5:
-        if (memcmp(s.ptr, "video", 5) == 0)
+        if (igw_bytes_eq(s.ptr, "video", 5))
             return IGW_TrackKind_video;
-        if (memcmp(s.ptr, "audio", 5) == 0)
+        if (igw_bytes_eq(s.ptr, "audio", 5))
             return IGW_TrackKind_audio;
         break;
     default:
@@ -793,49 +794,49 @@ int igw_ByeReason_of(igw_str s)
 {
     switch (s.len) {
     case 6:
-        if (memcmp(s.ptr, "hungUp", 6) == 0)
+        if (igw_bytes_eq(s.ptr, "hungUp", 6))
             return IGW_ByeReason_hungUp;
         break;
     case 7:
-        if (memcmp(s.ptr, "timeout", 7) == 0)
+        if (igw_bytes_eq(s.ptr, "timeout", 7))
             return IGW_ByeReason_timeout;
         break;
     case 8:
-        if (memcmp(s.ptr, "replaced", 8) == 0)
+        if (igw_bytes_eq(s.ptr, "replaced", 8))
             return IGW_ByeReason_replaced;
-        if (memcmp(s.ptr, "shutdown", 8) == 0)
+        if (igw_bytes_eq(s.ptr, "shutdown", 8))
             return IGW_ByeReason_shutdown;
-        if (memcmp(s.ptr, "declined", 8) == 0)
+        if (igw_bytes_eq(s.ptr, "declined", 8))
             return IGW_ByeReason_declined;
-        if (memcmp(s.ptr, "noAnswer", 8) == 0)
+        if (igw_bytes_eq(s.ptr, "noAnswer", 8))
             return IGW_ByeReason_noAnswer;
         break;
     case 9:
-        if (memcmp(s.ptr, "noViewers", 9) == 0)
+        if (igw_bytes_eq(s.ptr, "noViewers", 9))
             return IGW_ByeReason_noViewers;
         break;
     case 10:
-        if (memcmp(s.ptr, "cameraBusy", 10) == 0)
+        if (igw_bytes_eq(s.ptr, "cameraBusy", 10))
             return IGW_ByeReason_cameraBusy;
         break;
     case 11:
-        if (memcmp(s.ptr, "cameraError", 11) == 0)
+        if (igw_bytes_eq(s.ptr, "cameraError", 11))
             return IGW_ByeReason_cameraError;
         break;
     case 14:
-        if (memcmp(s.ptr, "cameraDeclined", 14) == 0)
+        if (igw_bytes_eq(s.ptr, "cameraDeclined", 14))
             return IGW_ByeReason_cameraDeclined;
-        if (memcmp(s.ptr, "cameraShutdown", 14) == 0)
+        if (igw_bytes_eq(s.ptr, "cameraShutdown", 14))
             return IGW_ByeReason_cameraShutdown;
-        if (memcmp(s.ptr, "recordingEnded", 14) == 0)
+        if (igw_bytes_eq(s.ptr, "recordingEnded", 14))
             return IGW_ByeReason_recordingEnded;
         break;
     case 16:
-        if (memcmp(s.ptr, "recordingChanged", 16) == 0)
+        if (igw_bytes_eq(s.ptr, "recordingChanged", 16))
             return IGW_ByeReason_recordingChanged;
         break;
     case 20:
-        if (memcmp(s.ptr, "recordingUnavailable", 20) == 0)
+        if (igw_bytes_eq(s.ptr, "recordingUnavailable", 20))
             return IGW_ByeReason_recordingUnavailable;
         break;
     default:
@@ -873,7 +874,7 @@ int igw_ResultMethod_of(igw_str s)
 {
     switch (s.len) {
     case 18:
-        if (memcmp(s.ptr, "interaction.result", 18) == 0)
+        if (igw_bytes_eq(s.ptr, "interaction.result", 18))
             return IGW_ResultMethod_interaction_result;
         break;
     default:
@@ -911,7 +912,7 @@ int igw_StateMethod_of(igw_str s)
 {
     switch (s.len) {
     case 17:
-        if (memcmp(s.ptr, "interaction.state", 17) == 0)
+        if (igw_bytes_eq(s.ptr, "interaction.state", 17))
             return IGW_StateMethod_interaction_state;
         break;
     default:
@@ -952,17 +953,17 @@ int igw_SessionState_of(igw_str s)
 {
     switch (s.len) {
     case 5:
-        if (memcmp(s.ptr, "ended", 5) == 0)
+        if (igw_bytes_eq(s.ptr, "ended", 5))
             return IGW_SessionState_ended;
         break;
     case 7:
-        if (memcmp(s.ptr, "ringing", 7) == 0)
+        if (igw_bytes_eq(s.ptr, "ringing", 7))
             return IGW_SessionState_ringing;
-        if (memcmp(s.ptr, "invited", 7) == 0)
+        if (igw_bytes_eq(s.ptr, "invited", 7))
             return IGW_SessionState_invited;
         break;
     case 11:
-        if (memcmp(s.ptr, "established", 11) == 0)
+        if (igw_bytes_eq(s.ptr, "established", 11))
             return IGW_SessionState_established;
         break;
     default:
@@ -1003,17 +1004,17 @@ int igw_PlaybackState_of(igw_str s)
 {
     switch (s.len) {
     case 5:
-        if (memcmp(s.ptr, "ready", 5) == 0)
+        if (igw_bytes_eq(s.ptr, "ready", 5))
             return IGW_PlaybackState_ready;
         break;
     case 6:
-        if (memcmp(s.ptr, "loaded", 6) == 0)
+        if (igw_bytes_eq(s.ptr, "loaded", 6))
             return IGW_PlaybackState_loaded;
-        if (memcmp(s.ptr, "paused", 6) == 0)
+        if (igw_bytes_eq(s.ptr, "paused", 6))
             return IGW_PlaybackState_paused;
         break;
     case 7:
-        if (memcmp(s.ptr, "playing", 7) == 0)
+        if (igw_bytes_eq(s.ptr, "playing", 7))
             return IGW_PlaybackState_playing;
         break;
     default:
@@ -1051,7 +1052,7 @@ int igw_ProcessorMethod_of(igw_str s)
 {
     switch (s.len) {
     case 21:
-        if (memcmp(s.ptr, "interaction.processor", 21) == 0)
+        if (igw_bytes_eq(s.ptr, "interaction.processor", 21))
             return IGW_ProcessorMethod_interaction_processor;
         break;
     default:
@@ -1094,23 +1095,23 @@ int igw_ProcessorEventKind_of(igw_str s)
 {
     switch (s.len) {
     case 5:
-        if (memcmp(s.ptr, "ready", 5) == 0)
+        if (igw_bytes_eq(s.ptr, "ready", 5))
             return IGW_ProcessorEventKind_ready;
-        if (memcmp(s.ptr, "heard", 5) == 0)
+        if (igw_bytes_eq(s.ptr, "heard", 5))
             return IGW_ProcessorEventKind_heard;
         break;
     case 6:
-        if (memcmp(s.ptr, "answer", 6) == 0)
+        if (igw_bytes_eq(s.ptr, "answer", 6))
             return IGW_ProcessorEventKind_answer;
-        if (memcmp(s.ptr, "failed", 6) == 0)
+        if (igw_bytes_eq(s.ptr, "failed", 6))
             return IGW_ProcessorEventKind_failed;
         break;
     case 7:
-        if (memcmp(s.ptr, "caption", 7) == 0)
+        if (igw_bytes_eq(s.ptr, "caption", 7))
             return IGW_ProcessorEventKind_caption;
         break;
     case 8:
-        if (memcmp(s.ptr, "detached", 8) == 0)
+        if (igw_bytes_eq(s.ptr, "detached", 8))
             return IGW_ProcessorEventKind_detached;
         break;
     default:
@@ -1149,11 +1150,11 @@ int igw_AudioOperation_of(igw_str s)
 {
     switch (s.len) {
     case 3:
-        if (memcmp(s.ptr, "set", 3) == 0)
+        if (igw_bytes_eq(s.ptr, "set", 3))
             return IGW_AudioOperation_set;
         break;
     case 4:
-        if (memcmp(s.ptr, "read", 4) == 0)
+        if (igw_bytes_eq(s.ptr, "read", 4))
             return IGW_AudioOperation_read;
         break;
     default:
@@ -1193,13 +1194,13 @@ int igw_AudioType_of(igw_str s)
 {
     switch (s.len) {
     case 9:
-        if (memcmp(s.ptr, "audio/ogg", 9) == 0)
+        if (igw_bytes_eq(s.ptr, "audio/ogg", 9))
             return IGW_AudioType_audio_ogg;
-        if (memcmp(s.ptr, "audio/wav", 9) == 0)
+        if (igw_bytes_eq(s.ptr, "audio/wav", 9))
             return IGW_AudioType_audio_wav;
         break;
     case 10:
-        if (memcmp(s.ptr, "audio/mpeg", 10) == 0)
+        if (igw_bytes_eq(s.ptr, "audio/mpeg", 10))
             return IGW_AudioType_audio_mpeg;
         break;
     default:
@@ -1237,7 +1238,7 @@ int igw_PushMethod_of(igw_str s)
 {
     switch (s.len) {
     case 17:
-        if (memcmp(s.ptr, "interaction.event", 17) == 0)
+        if (igw_bytes_eq(s.ptr, "interaction.event", 17))
             return IGW_PushMethod_interaction_event;
         break;
     default:
@@ -1267,24 +1268,24 @@ static void __attribute__((unused)) enc_PushMethod(igw_jw *w, igw_PushMethod v)
         w->oom = true; /* not a value of the enum: output unusable */
 }
 
-/* Field index of a key of Command, or -1: length first, then memcmp. */
+/* Field index of a key of Command, or -1: length first, then one compare. */
 static int key_Command(const char *k, size_t n)
 {
     switch (n) {
     case 6:
-        if (memcmp(k, "method", 6) == 0)
+        if (igw_bytes_eq(k, "method", 6))
             return IGW_Command_F_method;
-        if (memcmp(k, "target", 6) == 0)
+        if (igw_bytes_eq(k, "target", 6))
             return IGW_Command_F_target;
-        if (memcmp(k, "params", 6) == 0)
+        if (igw_bytes_eq(k, "params", 6))
             return IGW_Command_F_params;
         break;
     case 8:
-        if (memcmp(k, "msgToken", 8) == 0)
+        if (igw_bytes_eq(k, "msgToken", 8))
             return IGW_Command_F_msgToken;
         break;
     case 9:
-        if (memcmp(k, "sessionId", 9) == 0)
+        if (igw_bytes_eq(k, "sessionId", 9))
             return IGW_Command_F_sessionId;
         break;
     default:
@@ -1557,38 +1558,38 @@ int igw_decode_Command(igw_json *j, igw_Command *o)
     return 0;
 }
 
-/* Field index of a key of OpenParams, or -1: length first, then memcmp. */
+/* Field index of a key of OpenParams, or -1: length first, then one compare. */
 static int key_OpenParams(const char *k, size_t n)
 {
     switch (n) {
     case 4:
-        if (memcmp(k, "clip", 4) == 0)
+        if (igw_bytes_eq(k, "clip", 4))
             return IGW_OpenParams_F_clip;
         break;
     case 6:
-        if (memcmp(k, "callId", 6) == 0)
+        if (igw_bytes_eq(k, "callId", 6))
             return IGW_OpenParams_F_callId;
         break;
     case 7:
-        if (memcmp(k, "purpose", 7) == 0)
+        if (igw_bytes_eq(k, "purpose", 7))
             return IGW_OpenParams_F_purpose;
         break;
     case 8:
-        if (memcmp(k, "cameraId", 8) == 0)
+        if (igw_bytes_eq(k, "cameraId", 8))
             return IGW_OpenParams_F_cameraId;
-        if (memcmp(k, "callType", 8) == 0)
+        if (igw_bytes_eq(k, "callType", 8))
             return IGW_OpenParams_F_callType;
         break;
     case 11:
-        if (memcmp(k, "listenAudio", 11) == 0)
+        if (igw_bytes_eq(k, "listenAudio", 11))
             return IGW_OpenParams_F_listenAudio;
-        if (memcmp(k, "recordingId", 11) == 0)
+        if (igw_bytes_eq(k, "recordingId", 11))
             return IGW_OpenParams_F_recordingId;
         break;
     case 14:
-        if (memcmp(k, "sourceLanguage", 14) == 0)
+        if (igw_bytes_eq(k, "sourceLanguage", 14))
             return IGW_OpenParams_F_sourceLanguage;
-        if (memcmp(k, "targetLanguage", 14) == 0)
+        if (igw_bytes_eq(k, "targetLanguage", 14))
             return IGW_OpenParams_F_targetLanguage;
         break;
     default:
@@ -1692,16 +1693,16 @@ int igw_decode_OpenParams(igw_json *j, igw_OpenParams *o)
     return 0;
 }
 
-/* Field index of a key of OpenParams_clip, or -1: length first, then memcmp. */
+/* Field index of a key of OpenParams_clip, or -1: length first, then one compare. */
 static int key_OpenParams_clip(const char *k, size_t n)
 {
     switch (n) {
     case 5:
-        if (memcmp(k, "endMs", 5) == 0)
+        if (igw_bytes_eq(k, "endMs", 5))
             return IGW_OpenParams_clip_F_endMs;
         break;
     case 7:
-        if (memcmp(k, "startMs", 7) == 0)
+        if (igw_bytes_eq(k, "startMs", 7))
             return IGW_OpenParams_clip_F_startMs;
         break;
     default:
@@ -1760,12 +1761,12 @@ int igw_decode_OpenParams_clip(igw_json *j, igw_OpenParams_clip *o)
     return 0;
 }
 
-/* Field index of a key of EndParams, or -1: length first, then memcmp. */
+/* Field index of a key of EndParams, or -1: length first, then one compare. */
 static int key_EndParams(const char *k, size_t n)
 {
     switch (n) {
     case 6:
-        if (memcmp(k, "reason", 6) == 0)
+        if (igw_bytes_eq(k, "reason", 6))
             return IGW_EndParams_F_reason;
         break;
     default:
@@ -1812,12 +1813,12 @@ int igw_decode_EndParams(igw_json *j, igw_EndParams *o)
     return 0;
 }
 
-/* Field index of a key of JoinParams, or -1: length first, then memcmp. */
+/* Field index of a key of JoinParams, or -1: length first, then one compare. */
 static int key_JoinParams(const char *k, size_t n)
 {
     switch (n) {
     case 13:
-        if (memcmp(k, "participantId", 13) == 0)
+        if (igw_bytes_eq(k, "participantId", 13))
             return IGW_JoinParams_F_participantId;
         break;
     default:
@@ -1864,20 +1865,20 @@ int igw_decode_JoinParams(igw_json *j, igw_JoinParams *o)
     return 0;
 }
 
-/* Field index of a key of LeaveParams, or -1: length first, then memcmp. */
+/* Field index of a key of LeaveParams, or -1: length first, then one compare. */
 static int key_LeaveParams(const char *k, size_t n)
 {
     switch (n) {
     case 6:
-        if (memcmp(k, "callId", 6) == 0)
+        if (igw_bytes_eq(k, "callId", 6))
             return IGW_LeaveParams_F_callId;
         break;
     case 13:
-        if (memcmp(k, "participantId", 13) == 0)
+        if (igw_bytes_eq(k, "participantId", 13))
             return IGW_LeaveParams_F_participantId;
         break;
     case 19:
-        if (memcmp(k, "expectedMemberEpoch", 19) == 0)
+        if (igw_bytes_eq(k, "expectedMemberEpoch", 19))
             return IGW_LeaveParams_F_expectedMemberEpoch;
         break;
     default:
@@ -1940,12 +1941,12 @@ int igw_decode_LeaveParams(igw_json *j, igw_LeaveParams *o)
     return 0;
 }
 
-/* Field index of a key of SubscribeParams, or -1: length first, then memcmp. */
+/* Field index of a key of SubscribeParams, or -1: length first, then one compare. */
 static int key_SubscribeParams(const char *k, size_t n)
 {
     switch (n) {
     case 7:
-        if (memcmp(k, "trackId", 7) == 0)
+        if (igw_bytes_eq(k, "trackId", 7))
             return IGW_SubscribeParams_F_trackId;
         break;
     default:
@@ -1992,16 +1993,16 @@ int igw_decode_SubscribeParams(igw_json *j, igw_SubscribeParams *o)
     return 0;
 }
 
-/* Field index of a key of WebrtcOffer, or -1: length first, then memcmp. */
+/* Field index of a key of WebrtcOffer, or -1: length first, then one compare. */
 static int key_WebrtcOffer(const char *k, size_t n)
 {
     switch (n) {
     case 3:
-        if (memcmp(k, "sdp", 3) == 0)
+        if (igw_bytes_eq(k, "sdp", 3))
             return IGW_WebrtcOffer_F_sdp;
         break;
     case 7:
-        if (memcmp(k, "iceMode", 7) == 0)
+        if (igw_bytes_eq(k, "iceMode", 7))
             return IGW_WebrtcOffer_F_iceMode;
         break;
     default:
@@ -2056,16 +2057,16 @@ int igw_decode_WebrtcOffer(igw_json *j, igw_WebrtcOffer *o)
     return 0;
 }
 
-/* Field index of a key of MediaOfferParams, or -1: length first, then memcmp. */
+/* Field index of a key of MediaOfferParams, or -1: length first, then one compare. */
 static int key_MediaOfferParams(const char *k, size_t n)
 {
     switch (n) {
     case 6:
-        if (memcmp(k, "webrtc", 6) == 0)
+        if (igw_bytes_eq(k, "webrtc", 6))
             return IGW_MediaOfferParams_F_webrtc;
         break;
     case 13:
-        if (memcmp(k, "mediaRevision", 13) == 0)
+        if (igw_bytes_eq(k, "mediaRevision", 13))
             return IGW_MediaOfferParams_F_mediaRevision;
         break;
     default:
@@ -2120,16 +2121,16 @@ int igw_decode_MediaOfferParams(igw_json *j, igw_MediaOfferParams *o)
     return 0;
 }
 
-/* Field index of a key of MediaStateParams, or -1: length first, then memcmp. */
+/* Field index of a key of MediaStateParams, or -1: length first, then one compare. */
 static int key_MediaStateParams(const char *k, size_t n)
 {
     switch (n) {
     case 5:
-        if (memcmp(k, "state", 5) == 0)
+        if (igw_bytes_eq(k, "state", 5))
             return IGW_MediaStateParams_F_state;
         break;
     case 13:
-        if (memcmp(k, "mediaRevision", 13) == 0)
+        if (igw_bytes_eq(k, "mediaRevision", 13))
             return IGW_MediaStateParams_F_mediaRevision;
         break;
     default:
@@ -2184,20 +2185,20 @@ int igw_decode_MediaStateParams(igw_json *j, igw_MediaStateParams *o)
     return 0;
 }
 
-/* Field index of a key of TrackControlParams, or -1: length first, then memcmp. */
+/* Field index of a key of TrackControlParams, or -1: length first, then one compare. */
 static int key_TrackControlParams(const char *k, size_t n)
 {
     switch (n) {
     case 7:
-        if (memcmp(k, "trackId", 7) == 0)
+        if (igw_bytes_eq(k, "trackId", 7))
             return IGW_TrackControlParams_F_trackId;
         break;
     case 9:
-        if (memcmp(k, "operation", 9) == 0)
+        if (igw_bytes_eq(k, "operation", 9))
             return IGW_TrackControlParams_F_operation;
         break;
     case 13:
-        if (memcmp(k, "mediaRevision", 13) == 0)
+        if (igw_bytes_eq(k, "mediaRevision", 13))
             return IGW_TrackControlParams_F_mediaRevision;
         break;
     default:
@@ -2260,20 +2261,20 @@ int igw_decode_TrackControlParams(igw_json *j, igw_TrackControlParams *o)
     return 0;
 }
 
-/* Field index of a key of PlaybackControlParams, or -1: length first, then memcmp. */
+/* Field index of a key of PlaybackControlParams, or -1: length first, then one compare. */
 static int key_PlaybackControlParams(const char *k, size_t n)
 {
     switch (n) {
     case 9:
-        if (memcmp(k, "operation", 9) == 0)
+        if (igw_bytes_eq(k, "operation", 9))
             return IGW_PlaybackControlParams_F_operation;
         break;
     case 10:
-        if (memcmp(k, "positionMs", 10) == 0)
+        if (igw_bytes_eq(k, "positionMs", 10))
             return IGW_PlaybackControlParams_F_positionMs;
         break;
     case 13:
-        if (memcmp(k, "mediaRevision", 13) == 0)
+        if (igw_bytes_eq(k, "mediaRevision", 13))
             return IGW_PlaybackControlParams_F_mediaRevision;
         break;
     default:
@@ -2340,20 +2341,20 @@ int igw_decode_PlaybackControlParams(igw_json *j, igw_PlaybackControlParams *o)
     return 0;
 }
 
-/* Field index of a key of ConfigureParams, or -1: length first, then memcmp. */
+/* Field index of a key of ConfigureParams, or -1: length first, then one compare. */
 static int key_ConfigureParams(const char *k, size_t n)
 {
     switch (n) {
     case 9:
-        if (memcmp(k, "speakerId", 9) == 0)
+        if (igw_bytes_eq(k, "speakerId", 9))
             return IGW_ConfigureParams_F_speakerId;
         break;
     case 14:
-        if (memcmp(k, "sourceLanguage", 14) == 0)
+        if (igw_bytes_eq(k, "sourceLanguage", 14))
             return IGW_ConfigureParams_F_sourceLanguage;
-        if (memcmp(k, "targetLanguage", 14) == 0)
+        if (igw_bytes_eq(k, "targetLanguage", 14))
             return IGW_ConfigureParams_F_targetLanguage;
-        if (memcmp(k, "configRevision", 14) == 0)
+        if (igw_bytes_eq(k, "configRevision", 14))
             return IGW_ConfigureParams_F_configRevision;
         break;
     default:
@@ -2424,28 +2425,28 @@ int igw_decode_ConfigureParams(igw_json *j, igw_ConfigureParams *o)
     return 0;
 }
 
-/* Field index of a key of ProcessorControlParams, or -1: length first, then memcmp. */
+/* Field index of a key of ProcessorControlParams, or -1: length first, then one compare. */
 static int key_ProcessorControlParams(const char *k, size_t n)
 {
     switch (n) {
     case 9:
-        if (memcmp(k, "processor", 9) == 0)
+        if (igw_bytes_eq(k, "processor", 9))
             return IGW_ProcessorControlParams_F_processor;
-        if (memcmp(k, "operation", 9) == 0)
+        if (igw_bytes_eq(k, "operation", 9))
             return IGW_ProcessorControlParams_F_operation;
         break;
     case 10:
-        if (memcmp(k, "consentIds", 10) == 0)
+        if (igw_bytes_eq(k, "consentIds", 10))
             return IGW_ProcessorControlParams_F_consentIds;
         break;
     case 11:
-        if (memcmp(k, "processorId", 11) == 0)
+        if (igw_bytes_eq(k, "processorId", 11))
             return IGW_ProcessorControlParams_F_processorId;
         break;
     case 14:
-        if (memcmp(k, "sourceTrackIds", 14) == 0)
+        if (igw_bytes_eq(k, "sourceTrackIds", 14))
             return IGW_ProcessorControlParams_F_sourceTrackIds;
-        if (memcmp(k, "targetLanguage", 14) == 0)
+        if (igw_bytes_eq(k, "targetLanguage", 14))
             return IGW_ProcessorControlParams_F_targetLanguage;
         break;
     default:
@@ -2592,16 +2593,16 @@ int igw_decode_ProcessorControlParams(igw_json *j, igw_ProcessorControlParams *o
     return 0;
 }
 
-/* Field index of a key of ControlParams, or -1: length first, then memcmp. */
+/* Field index of a key of ControlParams, or -1: length first, then one compare. */
 static int key_ControlParams(const char *k, size_t n)
 {
     switch (n) {
     case 4:
-        if (memcmp(k, "args", 4) == 0)
+        if (igw_bytes_eq(k, "args", 4))
             return IGW_ControlParams_F_args;
         break;
     case 9:
-        if (memcmp(k, "operation", 9) == 0)
+        if (igw_bytes_eq(k, "operation", 9))
             return IGW_ControlParams_F_operation;
         break;
     default:
@@ -2706,12 +2707,12 @@ int igw_decode_ControlParams(igw_json *j, igw_ControlParams *o)
     return 0;
 }
 
-/* Field index of a key of EndpointControlArgs, or -1: length first, then memcmp. */
+/* Field index of a key of EndpointControlArgs, or -1: length first, then one compare. */
 static int key_EndpointControlArgs(const char *k, size_t n)
 {
     switch (n) {
     case 12:
-        if (memcmp(k, "transferFrom", 12) == 0)
+        if (igw_bytes_eq(k, "transferFrom", 12))
             return IGW_EndpointControlArgs_F_transferFrom;
         break;
     default:
@@ -2758,12 +2759,12 @@ int igw_decode_EndpointControlArgs(igw_json *j, igw_EndpointControlArgs *o)
     return 0;
 }
 
-/* Field index of a key of DecisionArgs, or -1: length first, then memcmp. */
+/* Field index of a key of DecisionArgs, or -1: length first, then one compare. */
 static int key_DecisionArgs(const char *k, size_t n)
 {
     switch (n) {
     case 11:
-        if (memcmp(k, "inviteToken", 11) == 0)
+        if (igw_bytes_eq(k, "inviteToken", 11))
             return IGW_DecisionArgs_F_inviteToken;
         break;
     default:
@@ -2810,16 +2811,16 @@ int igw_decode_DecisionArgs(igw_json *j, igw_DecisionArgs *o)
     return 0;
 }
 
-/* Field index of a key of HandoverArgs, or -1: length first, then memcmp. */
+/* Field index of a key of HandoverArgs, or -1: length first, then one compare. */
 static int key_HandoverArgs(const char *k, size_t n)
 {
     switch (n) {
     case 6:
-        if (memcmp(k, "userId", 6) == 0)
+        if (igw_bytes_eq(k, "userId", 6))
             return IGW_HandoverArgs_F_userId;
         break;
     case 10:
-        if (memcmp(k, "endpointId", 10) == 0)
+        if (igw_bytes_eq(k, "endpointId", 10))
             return IGW_HandoverArgs_F_endpointId;
         break;
     default:
@@ -2868,22 +2869,22 @@ int igw_decode_HandoverArgs(igw_json *j, igw_HandoverArgs *o)
     return 0;
 }
 
-/* Field index of a key of MessageSendParams, or -1: length first, then memcmp. */
+/* Field index of a key of MessageSendParams, or -1: length first, then one compare. */
 static int key_MessageSendParams(const char *k, size_t n)
 {
     switch (n) {
     case 4:
-        if (memcmp(k, "kind", 4) == 0)
+        if (igw_bytes_eq(k, "kind", 4))
             return IGW_MessageSendParams_F_kind;
         break;
     case 9:
-        if (memcmp(k, "expiresAt", 9) == 0)
+        if (igw_bytes_eq(k, "expiresAt", 9))
             return IGW_MessageSendParams_F_expiresAt;
         break;
     case 10:
-        if (memcmp(k, "deliveryId", 10) == 0)
+        if (igw_bytes_eq(k, "deliveryId", 10))
             return IGW_MessageSendParams_F_deliveryId;
-        if (memcmp(k, "contentRef", 10) == 0)
+        if (igw_bytes_eq(k, "contentRef", 10))
             return IGW_MessageSendParams_F_contentRef;
         break;
     default:
@@ -2954,16 +2955,16 @@ int igw_decode_MessageSendParams(igw_json *j, igw_MessageSendParams *o)
     return 0;
 }
 
-/* Field index of a key of DeviceActionParams, or -1: length first, then memcmp. */
+/* Field index of a key of DeviceActionParams, or -1: length first, then one compare. */
 static int key_DeviceActionParams(const char *k, size_t n)
 {
     switch (n) {
     case 5:
-        if (memcmp(k, "input", 5) == 0)
+        if (igw_bytes_eq(k, "input", 5))
             return IGW_DeviceActionParams_F_input;
         break;
     case 8:
-        if (memcmp(k, "actionID", 8) == 0)
+        if (igw_bytes_eq(k, "actionID", 8))
             return IGW_DeviceActionParams_F_actionID;
         break;
     default:
@@ -3018,12 +3019,12 @@ int igw_decode_DeviceActionParams(igw_json *j, igw_DeviceActionParams *o)
     return 0;
 }
 
-/* Field index of a key of PropertyControlParams, or -1: length first, then memcmp. */
+/* Field index of a key of PropertyControlParams, or -1: length first, then one compare. */
 static int key_PropertyControlParams(const char *k, size_t n)
 {
     switch (n) {
     case 10:
-        if (memcmp(k, "properties", 10) == 0)
+        if (igw_bytes_eq(k, "properties", 10))
             return IGW_PropertyControlParams_F_properties;
         break;
     default:
@@ -3070,16 +3071,16 @@ int igw_decode_PropertyControlParams(igw_json *j, igw_PropertyControlParams *o)
     return 0;
 }
 
-/* Field index of a key of Target, or -1: length first, then memcmp. */
+/* Field index of a key of Target, or -1: length first, then one compare. */
 static int key_Target(const char *k, size_t n)
 {
     switch (n) {
     case 9:
-        if (memcmp(k, "productID", 9) == 0)
+        if (igw_bytes_eq(k, "productID", 9))
             return IGW_Target_F_productID;
         break;
     case 10:
-        if (memcmp(k, "deviceName", 10) == 0)
+        if (igw_bytes_eq(k, "deviceName", 10))
             return IGW_Target_F_deviceName;
         break;
     default:
@@ -3134,30 +3135,30 @@ int igw_decode_Target(igw_json *j, igw_Target *o)
     return 0;
 }
 
-/* Field index of a key of ConsentCreate, or -1: length first, then memcmp. */
+/* Field index of a key of ConsentCreate, or -1: length first, then one compare. */
 static int key_ConsentCreate(const char *k, size_t n)
 {
     switch (n) {
     case 7:
-        if (memcmp(k, "trackId", 7) == 0)
+        if (igw_bytes_eq(k, "trackId", 7))
             return IGW_ConsentCreate_F_trackId;
         break;
     case 8:
-        if (memcmp(k, "msgToken", 8) == 0)
+        if (igw_bytes_eq(k, "msgToken", 8))
             return IGW_ConsentCreate_F_msgToken;
-        if (memcmp(k, "cameraId", 8) == 0)
+        if (igw_bytes_eq(k, "cameraId", 8))
             return IGW_ConsentCreate_F_cameraId;
         break;
     case 9:
-        if (memcmp(k, "expiresAt", 9) == 0)
+        if (igw_bytes_eq(k, "expiresAt", 9))
             return IGW_ConsentCreate_F_expiresAt;
         break;
     case 15:
-        if (memcmp(k, "sourceSessionId", 15) == 0)
+        if (igw_bytes_eq(k, "sourceSessionId", 15))
             return IGW_ConsentCreate_F_sourceSessionId;
         break;
     case 21:
-        if (memcmp(k, "expectedMediaRevision", 21) == 0)
+        if (igw_bytes_eq(k, "expectedMediaRevision", 21))
             return IGW_ConsentCreate_F_expectedMediaRevision;
         break;
     default:
@@ -3244,12 +3245,12 @@ int igw_decode_ConsentCreate(igw_json *j, igw_ConsentCreate *o)
     return 0;
 }
 
-/* Field index of a key of ConsentGetOne, or -1: length first, then memcmp. */
+/* Field index of a key of ConsentGetOne, or -1: length first, then one compare. */
 static int key_ConsentGetOne(const char *k, size_t n)
 {
     switch (n) {
     case 9:
-        if (memcmp(k, "consentId", 9) == 0)
+        if (igw_bytes_eq(k, "consentId", 9))
             return IGW_ConsentGetOne_F_consentId;
         break;
     default:
@@ -3296,16 +3297,16 @@ int igw_decode_ConsentGetOne(igw_json *j, igw_ConsentGetOne *o)
     return 0;
 }
 
-/* Field index of a key of ConsentRevoke, or -1: length first, then memcmp. */
+/* Field index of a key of ConsentRevoke, or -1: length first, then one compare. */
 static int key_ConsentRevoke(const char *k, size_t n)
 {
     switch (n) {
     case 9:
-        if (memcmp(k, "consentId", 9) == 0)
+        if (igw_bytes_eq(k, "consentId", 9))
             return IGW_ConsentRevoke_F_consentId;
         break;
     case 16:
-        if (memcmp(k, "expectedRevision", 16) == 0)
+        if (igw_bytes_eq(k, "expectedRevision", 16))
             return IGW_ConsentRevoke_F_expectedRevision;
         break;
     default:
@@ -3360,40 +3361,40 @@ int igw_decode_ConsentRevoke(igw_json *j, igw_ConsentRevoke *o)
     return 0;
 }
 
-/* Field index of a key of Consent, or -1: length first, then memcmp. */
+/* Field index of a key of Consent, or -1: length first, then one compare. */
 static int key_Consent(const char *k, size_t n)
 {
     switch (n) {
     case 5:
-        if (memcmp(k, "scope", 5) == 0)
+        if (igw_bytes_eq(k, "scope", 5))
             return IGW_Consent_F_scope;
         break;
     case 7:
-        if (memcmp(k, "trackId", 7) == 0)
+        if (igw_bytes_eq(k, "trackId", 7))
             return IGW_Consent_F_trackId;
         break;
     case 8:
-        if (memcmp(k, "cameraId", 8) == 0)
+        if (igw_bytes_eq(k, "cameraId", 8))
             return IGW_Consent_F_cameraId;
-        if (memcmp(k, "revision", 8) == 0)
+        if (igw_bytes_eq(k, "revision", 8))
             return IGW_Consent_F_revision;
         break;
     case 9:
-        if (memcmp(k, "consentId", 9) == 0)
+        if (igw_bytes_eq(k, "consentId", 9))
             return IGW_Consent_F_consentId;
-        if (memcmp(k, "expiresAt", 9) == 0)
+        if (igw_bytes_eq(k, "expiresAt", 9))
             return IGW_Consent_F_expiresAt;
-        if (memcmp(k, "grantedAt", 9) == 0)
+        if (igw_bytes_eq(k, "grantedAt", 9))
             return IGW_Consent_F_grantedAt;
-        if (memcmp(k, "revokedAt", 9) == 0)
+        if (igw_bytes_eq(k, "revokedAt", 9))
             return IGW_Consent_F_revokedAt;
         break;
     case 13:
-        if (memcmp(k, "mediaRevision", 13) == 0)
+        if (igw_bytes_eq(k, "mediaRevision", 13))
             return IGW_Consent_F_mediaRevision;
         break;
     case 15:
-        if (memcmp(k, "sourceSessionId", 15) == 0)
+        if (igw_bytes_eq(k, "sourceSessionId", 15))
             return IGW_Consent_F_sourceSessionId;
         break;
     default:
@@ -3512,16 +3513,16 @@ int igw_decode_Consent(igw_json *j, igw_Consent *o)
     return 0;
 }
 
-/* Field index of a key of ConsentCreateData, or -1: length first, then memcmp. */
+/* Field index of a key of ConsentCreateData, or -1: length first, then one compare. */
 static int key_ConsentCreateData(const char *k, size_t n)
 {
     switch (n) {
     case 6:
-        if (memcmp(k, "replay", 6) == 0)
+        if (igw_bytes_eq(k, "replay", 6))
             return IGW_ConsentCreateData_F_replay;
         break;
     case 7:
-        if (memcmp(k, "consent", 7) == 0)
+        if (igw_bytes_eq(k, "consent", 7))
             return IGW_ConsentCreateData_F_consent;
         break;
     default:
@@ -3576,12 +3577,12 @@ int igw_decode_ConsentCreateData(igw_json *j, igw_ConsentCreateData *o)
     return 0;
 }
 
-/* Field index of a key of ConsentData, or -1: length first, then memcmp. */
+/* Field index of a key of ConsentData, or -1: length first, then one compare. */
 static int key_ConsentData(const char *k, size_t n)
 {
     switch (n) {
     case 7:
-        if (memcmp(k, "consent", 7) == 0)
+        if (igw_bytes_eq(k, "consent", 7))
             return IGW_ConsentData_F_consent;
         break;
     default:
@@ -3628,44 +3629,44 @@ int igw_decode_ConsentData(igw_json *j, igw_ConsentData *o)
     return 0;
 }
 
-/* Field index of a key of DeviceMessage, or -1: length first, then memcmp. */
+/* Field index of a key of DeviceMessage, or -1: length first, then one compare. */
 static int key_DeviceMessage(const char *k, size_t n)
 {
     switch (n) {
     case 3:
-        if (memcmp(k, "msg", 3) == 0)
+        if (igw_bytes_eq(k, "msg", 3))
             return IGW_DeviceMessage_F_msg;
         break;
     case 4:
-        if (memcmp(k, "type", 4) == 0)
+        if (igw_bytes_eq(k, "type", 4))
             return IGW_DeviceMessage_F_type;
-        if (memcmp(k, "code", 4) == 0)
+        if (igw_bytes_eq(k, "code", 4))
             return IGW_DeviceMessage_F_code;
-        if (memcmp(k, "data", 4) == 0)
+        if (igw_bytes_eq(k, "data", 4))
             return IGW_DeviceMessage_F_data;
         break;
     case 6:
-        if (memcmp(k, "method", 6) == 0)
+        if (igw_bytes_eq(k, "method", 6))
             return IGW_DeviceMessage_F_method;
-        if (memcmp(k, "params", 6) == 0)
+        if (igw_bytes_eq(k, "params", 6))
             return IGW_DeviceMessage_F_params;
         break;
     case 7:
-        if (memcmp(k, "eventID", 7) == 0)
+        if (igw_bytes_eq(k, "eventID", 7))
             return IGW_DeviceMessage_F_eventID;
         break;
     case 8:
-        if (memcmp(k, "msgToken", 8) == 0)
+        if (igw_bytes_eq(k, "msgToken", 8))
             return IGW_DeviceMessage_F_msgToken;
-        if (memcmp(k, "actionID", 8) == 0)
+        if (igw_bytes_eq(k, "actionID", 8))
             return IGW_DeviceMessage_F_actionID;
-        if (memcmp(k, "response", 8) == 0)
+        if (igw_bytes_eq(k, "response", 8))
             return IGW_DeviceMessage_F_response;
         break;
     case 9:
-        if (memcmp(k, "timestamp", 9) == 0)
+        if (igw_bytes_eq(k, "timestamp", 9))
             return IGW_DeviceMessage_F_timestamp;
-        if (memcmp(k, "sessionId", 9) == 0)
+        if (igw_bytes_eq(k, "sessionId", 9))
             return IGW_DeviceMessage_F_sessionId;
         break;
     default:
@@ -3792,24 +3793,24 @@ int igw_decode_DeviceMessage(igw_json *j, igw_DeviceMessage *o)
     return 0;
 }
 
-/* Field index of a key of PackEvent, or -1: length first, then memcmp. */
+/* Field index of a key of PackEvent, or -1: length first, then one compare. */
 static int key_PackEvent(const char *k, size_t n)
 {
     switch (n) {
     case 4:
-        if (memcmp(k, "type", 4) == 0)
+        if (igw_bytes_eq(k, "type", 4))
             return IGW_PackEvent_F_type;
         break;
     case 6:
-        if (memcmp(k, "params", 6) == 0)
+        if (igw_bytes_eq(k, "params", 6))
             return IGW_PackEvent_F_params;
         break;
     case 7:
-        if (memcmp(k, "eventID", 7) == 0)
+        if (igw_bytes_eq(k, "eventID", 7))
             return IGW_PackEvent_F_eventID;
         break;
     case 9:
-        if (memcmp(k, "timestamp", 9) == 0)
+        if (igw_bytes_eq(k, "timestamp", 9))
             return IGW_PackEvent_F_timestamp;
         break;
     default:
@@ -3868,16 +3869,16 @@ int igw_decode_PackEvent(igw_json *j, igw_PackEvent *o)
     return 0;
 }
 
-/* Field index of a key of PackReportParams, or -1: length first, then memcmp. */
+/* Field index of a key of PackReportParams, or -1: length first, then one compare. */
 static int key_PackReportParams(const char *k, size_t n)
 {
     switch (n) {
     case 6:
-        if (memcmp(k, "events", 6) == 0)
+        if (igw_bytes_eq(k, "events", 6))
             return IGW_PackReportParams_F_events;
         break;
     case 10:
-        if (memcmp(k, "properties", 10) == 0)
+        if (igw_bytes_eq(k, "properties", 10))
             return IGW_PackReportParams_F_properties;
         break;
     default:
@@ -3941,12 +3942,12 @@ int igw_decode_PackReportParams(igw_json *j, igw_PackReportParams *o)
     return 0;
 }
 
-/* Field index of a key of TopologyParams, or -1: length first, then memcmp. */
+/* Field index of a key of TopologyParams, or -1: length first, then one compare. */
 static int key_TopologyParams(const char *k, size_t n)
 {
     switch (n) {
     case 7:
-        if (memcmp(k, "devices", 7) == 0)
+        if (igw_bytes_eq(k, "devices", 7))
             return IGW_TopologyParams_F_devices;
         break;
     default:
@@ -4016,20 +4017,20 @@ int igw_decode_TopologyParams(igw_json *j, igw_TopologyParams *o)
     return 0;
 }
 
-/* Field index of a key of ActionDownlink, or -1: length first, then memcmp. */
+/* Field index of a key of ActionDownlink, or -1: length first, then one compare. */
 static int key_ActionDownlink(const char *k, size_t n)
 {
     switch (n) {
     case 6:
-        if (memcmp(k, "method", 6) == 0)
+        if (igw_bytes_eq(k, "method", 6))
             return IGW_ActionDownlink_F_method;
-        if (memcmp(k, "params", 6) == 0)
+        if (igw_bytes_eq(k, "params", 6))
             return IGW_ActionDownlink_F_params;
         break;
     case 8:
-        if (memcmp(k, "msgToken", 8) == 0)
+        if (igw_bytes_eq(k, "msgToken", 8))
             return IGW_ActionDownlink_F_msgToken;
-        if (memcmp(k, "actionID", 8) == 0)
+        if (igw_bytes_eq(k, "actionID", 8))
             return IGW_ActionDownlink_F_actionID;
         break;
     default:
@@ -4100,18 +4101,18 @@ int igw_decode_ActionDownlink(igw_json *j, igw_ActionDownlink *o)
     return 0;
 }
 
-/* Field index of a key of ControlDownlink, or -1: length first, then memcmp. */
+/* Field index of a key of ControlDownlink, or -1: length first, then one compare. */
 static int key_ControlDownlink(const char *k, size_t n)
 {
     switch (n) {
     case 6:
-        if (memcmp(k, "method", 6) == 0)
+        if (igw_bytes_eq(k, "method", 6))
             return IGW_ControlDownlink_F_method;
-        if (memcmp(k, "params", 6) == 0)
+        if (igw_bytes_eq(k, "params", 6))
             return IGW_ControlDownlink_F_params;
         break;
     case 8:
-        if (memcmp(k, "msgToken", 8) == 0)
+        if (igw_bytes_eq(k, "msgToken", 8))
             return IGW_ControlDownlink_F_msgToken;
         break;
     default:
@@ -4174,24 +4175,24 @@ int igw_decode_ControlDownlink(igw_json *j, igw_ControlDownlink *o)
     return 0;
 }
 
-/* Field index of a key of MessagePlayParams, or -1: length first, then memcmp. */
+/* Field index of a key of MessagePlayParams, or -1: length first, then one compare. */
 static int key_MessagePlayParams(const char *k, size_t n)
 {
     switch (n) {
     case 3:
-        if (memcmp(k, "url", 3) == 0)
+        if (igw_bytes_eq(k, "url", 3))
             return IGW_MessagePlayParams_F_url;
         break;
     case 4:
-        if (memcmp(k, "kind", 4) == 0)
+        if (igw_bytes_eq(k, "kind", 4))
             return IGW_MessagePlayParams_F_kind;
         break;
     case 9:
-        if (memcmp(k, "expiresAt", 9) == 0)
+        if (igw_bytes_eq(k, "expiresAt", 9))
             return IGW_MessagePlayParams_F_expiresAt;
         break;
     case 10:
-        if (memcmp(k, "deliveryId", 10) == 0)
+        if (igw_bytes_eq(k, "deliveryId", 10))
             return IGW_MessagePlayParams_F_deliveryId;
         break;
     default:
@@ -4262,18 +4263,18 @@ int igw_decode_MessagePlayParams(igw_json *j, igw_MessagePlayParams *o)
     return 0;
 }
 
-/* Field index of a key of MessagePlay, or -1: length first, then memcmp. */
+/* Field index of a key of MessagePlay, or -1: length first, then one compare. */
 static int key_MessagePlay(const char *k, size_t n)
 {
     switch (n) {
     case 6:
-        if (memcmp(k, "method", 6) == 0)
+        if (igw_bytes_eq(k, "method", 6))
             return IGW_MessagePlay_F_method;
-        if (memcmp(k, "params", 6) == 0)
+        if (igw_bytes_eq(k, "params", 6))
             return IGW_MessagePlay_F_params;
         break;
     case 8:
-        if (memcmp(k, "msgToken", 8) == 0)
+        if (igw_bytes_eq(k, "msgToken", 8))
             return IGW_MessagePlay_F_msgToken;
         break;
     default:
@@ -4336,26 +4337,26 @@ int igw_decode_MessagePlay(igw_json *j, igw_MessagePlay *o)
     return 0;
 }
 
-/* Field index of a key of DeviceReply, or -1: length first, then memcmp. */
+/* Field index of a key of DeviceReply, or -1: length first, then one compare. */
 static int key_DeviceReply(const char *k, size_t n)
 {
     switch (n) {
     case 3:
-        if (memcmp(k, "msg", 3) == 0)
+        if (igw_bytes_eq(k, "msg", 3))
             return IGW_DeviceReply_F_msg;
         break;
     case 4:
-        if (memcmp(k, "code", 4) == 0)
+        if (igw_bytes_eq(k, "code", 4))
             return IGW_DeviceReply_F_code;
-        if (memcmp(k, "data", 4) == 0)
+        if (igw_bytes_eq(k, "data", 4))
             return IGW_DeviceReply_F_data;
         break;
     case 6:
-        if (memcmp(k, "method", 6) == 0)
+        if (igw_bytes_eq(k, "method", 6))
             return IGW_DeviceReply_F_method;
         break;
     case 8:
-        if (memcmp(k, "msgToken", 8) == 0)
+        if (igw_bytes_eq(k, "msgToken", 8))
             return IGW_DeviceReply_F_msgToken;
         break;
     default:
@@ -4426,18 +4427,18 @@ int igw_decode_DeviceReply(igw_json *j, igw_DeviceReply *o)
     return 0;
 }
 
-/* Field index of a key of MediaCamera, or -1: length first, then memcmp. */
+/* Field index of a key of MediaCamera, or -1: length first, then one compare. */
 static int key_MediaCamera(const char *k, size_t n)
 {
     switch (n) {
     case 5:
-        if (memcmp(k, "video", 5) == 0)
+        if (igw_bytes_eq(k, "video", 5))
             return IGW_MediaCamera_F_video;
-        if (memcmp(k, "audio", 5) == 0)
+        if (igw_bytes_eq(k, "audio", 5))
             return IGW_MediaCamera_F_audio;
         break;
     case 8:
-        if (memcmp(k, "cameraId", 8) == 0)
+        if (igw_bytes_eq(k, "cameraId", 8))
             return IGW_MediaCamera_F_cameraId;
         break;
     default:
@@ -4544,30 +4545,30 @@ int igw_decode_MediaCamera(igw_json *j, igw_MediaCamera *o)
     return 0;
 }
 
-/* Field index of a key of MediaCapability, or -1: length first, then memcmp. */
+/* Field index of a key of MediaCapability, or -1: length first, then one compare. */
 static int key_MediaCapability(const char *k, size_t n)
 {
     switch (n) {
     case 7:
-        if (memcmp(k, "cameras", 7) == 0)
+        if (igw_bytes_eq(k, "cameras", 7))
             return IGW_MediaCapability_F_cameras;
-        if (memcmp(k, "speaker", 7) == 0)
+        if (igw_bytes_eq(k, "speaker", 7))
             return IGW_MediaCapability_F_speaker;
         break;
     case 8:
-        if (memcmp(k, "doorbell", 8) == 0)
+        if (igw_bytes_eq(k, "doorbell", 8))
             return IGW_MediaCapability_F_doorbell;
         break;
     case 10:
-        if (memcmp(k, "microphone", 10) == 0)
+        if (igw_bytes_eq(k, "microphone", 10))
             return IGW_MediaCapability_F_microphone;
         break;
     case 12:
-        if (memcmp(k, "maxUpstreams", 12) == 0)
+        if (igw_bytes_eq(k, "maxUpstreams", 12))
             return IGW_MediaCapability_F_maxUpstreams;
         break;
     case 13:
-        if (memcmp(k, "confirmPolicy", 13) == 0)
+        if (igw_bytes_eq(k, "confirmPolicy", 13))
             return IGW_MediaCapability_F_confirmPolicy;
         break;
     default:
@@ -4673,12 +4674,12 @@ int igw_decode_MediaCapability(igw_json *j, igw_MediaCapability *o)
     return 0;
 }
 
-/* Field index of a key of DoorbellRing, or -1: length first, then memcmp. */
+/* Field index of a key of DoorbellRing, or -1: length first, then one compare. */
 static int key_DoorbellRing(const char *k, size_t n)
 {
     switch (n) {
     case 8:
-        if (memcmp(k, "cameraId", 8) == 0)
+        if (igw_bytes_eq(k, "cameraId", 8))
             return IGW_DoorbellRing_F_cameraId;
         break;
     default:
@@ -4725,16 +4726,16 @@ int igw_decode_DoorbellRing(igw_json *j, igw_DoorbellRing *o)
     return 0;
 }
 
-/* Field index of a key of RingReplyData, or -1: length first, then memcmp. */
+/* Field index of a key of RingReplyData, or -1: length first, then one compare. */
 static int key_RingReplyData(const char *k, size_t n)
 {
     switch (n) {
     case 6:
-        if (memcmp(k, "joined", 6) == 0)
+        if (igw_bytes_eq(k, "joined", 6))
             return IGW_RingReplyData_F_joined;
         break;
     case 9:
-        if (memcmp(k, "sessionId", 9) == 0)
+        if (igw_bytes_eq(k, "sessionId", 9))
             return IGW_RingReplyData_F_sessionId;
         break;
     default:
@@ -4789,20 +4790,20 @@ int igw_decode_RingReplyData(igw_json *j, igw_RingReplyData *o)
     return 0;
 }
 
-/* Field index of a key of MediaTrack, or -1: length first, then memcmp. */
+/* Field index of a key of MediaTrack, or -1: length first, then one compare. */
 static int key_MediaTrack(const char *k, size_t n)
 {
     switch (n) {
     case 4:
-        if (memcmp(k, "kind", 4) == 0)
+        if (igw_bytes_eq(k, "kind", 4))
             return IGW_MediaTrack_F_kind;
         break;
     case 5:
-        if (memcmp(k, "codec", 5) == 0)
+        if (igw_bytes_eq(k, "codec", 5))
             return IGW_MediaTrack_F_codec;
         break;
     case 7:
-        if (memcmp(k, "trackId", 7) == 0)
+        if (igw_bytes_eq(k, "trackId", 7))
             return IGW_MediaTrack_F_trackId;
         break;
     default:
@@ -4865,16 +4866,16 @@ int igw_decode_MediaTrack(igw_json *j, igw_MediaTrack *o)
     return 0;
 }
 
-/* Field index of a key of PlaybackSource, or -1: length first, then memcmp. */
+/* Field index of a key of PlaybackSource, or -1: length first, then one compare. */
 static int key_PlaybackSource(const char *k, size_t n)
 {
     switch (n) {
     case 11:
-        if (memcmp(k, "recordingId", 11) == 0)
+        if (igw_bytes_eq(k, "recordingId", 11))
             return IGW_PlaybackSource_F_recordingId;
         break;
     case 16:
-        if (memcmp(k, "recordingVersion", 16) == 0)
+        if (igw_bytes_eq(k, "recordingVersion", 16))
             return IGW_PlaybackSource_F_recordingVersion;
         break;
     default:
@@ -4929,24 +4930,24 @@ int igw_decode_PlaybackSource(igw_json *j, igw_PlaybackSource *o)
     return 0;
 }
 
-/* Field index of a key of MediaInviteParams, or -1: length first, then memcmp. */
+/* Field index of a key of MediaInviteParams, or -1: length first, then one compare. */
 static int key_MediaInviteParams(const char *k, size_t n)
 {
     switch (n) {
     case 6:
-        if (memcmp(k, "tracks", 6) == 0)
+        if (igw_bytes_eq(k, "tracks", 6))
             return IGW_MediaInviteParams_F_tracks;
         break;
     case 8:
-        if (memcmp(k, "cameraId", 8) == 0)
+        if (igw_bytes_eq(k, "cameraId", 8))
             return IGW_MediaInviteParams_F_cameraId;
         break;
     case 9:
-        if (memcmp(k, "recording", 9) == 0)
+        if (igw_bytes_eq(k, "recording", 9))
             return IGW_MediaInviteParams_F_recording;
         break;
     case 13:
-        if (memcmp(k, "mediaRevision", 13) == 0)
+        if (igw_bytes_eq(k, "mediaRevision", 13))
             return IGW_MediaInviteParams_F_mediaRevision;
         break;
     default:
@@ -5036,22 +5037,22 @@ int igw_decode_MediaInviteParams(igw_json *j, igw_MediaInviteParams *o)
     return 0;
 }
 
-/* Field index of a key of MediaInvite, or -1: length first, then memcmp. */
+/* Field index of a key of MediaInvite, or -1: length first, then one compare. */
 static int key_MediaInvite(const char *k, size_t n)
 {
     switch (n) {
     case 6:
-        if (memcmp(k, "method", 6) == 0)
+        if (igw_bytes_eq(k, "method", 6))
             return IGW_MediaInvite_F_method;
-        if (memcmp(k, "params", 6) == 0)
+        if (igw_bytes_eq(k, "params", 6))
             return IGW_MediaInvite_F_params;
         break;
     case 8:
-        if (memcmp(k, "msgToken", 8) == 0)
+        if (igw_bytes_eq(k, "msgToken", 8))
             return IGW_MediaInvite_F_msgToken;
         break;
     case 9:
-        if (memcmp(k, "sessionId", 9) == 0)
+        if (igw_bytes_eq(k, "sessionId", 9))
             return IGW_MediaInvite_F_sessionId;
         break;
     default:
@@ -5122,16 +5123,16 @@ int igw_decode_MediaInvite(igw_json *j, igw_MediaInvite *o)
     return 0;
 }
 
-/* Field index of a key of WebrtcAnswer, or -1: length first, then memcmp. */
+/* Field index of a key of WebrtcAnswer, or -1: length first, then one compare. */
 static int key_WebrtcAnswer(const char *k, size_t n)
 {
     switch (n) {
     case 3:
-        if (memcmp(k, "sdp", 3) == 0)
+        if (igw_bytes_eq(k, "sdp", 3))
             return IGW_WebrtcAnswer_F_sdp;
         break;
     case 7:
-        if (memcmp(k, "iceMode", 7) == 0)
+        if (igw_bytes_eq(k, "iceMode", 7))
             return IGW_WebrtcAnswer_F_iceMode;
         break;
     default:
@@ -5186,20 +5187,20 @@ int igw_decode_WebrtcAnswer(igw_json *j, igw_WebrtcAnswer *o)
     return 0;
 }
 
-/* Field index of a key of MediaAnswer, or -1: length first, then memcmp. */
+/* Field index of a key of MediaAnswer, or -1: length first, then one compare. */
 static int key_MediaAnswer(const char *k, size_t n)
 {
     switch (n) {
     case 6:
-        if (memcmp(k, "webrtc", 6) == 0)
+        if (igw_bytes_eq(k, "webrtc", 6))
             return IGW_MediaAnswer_F_webrtc;
         break;
     case 9:
-        if (memcmp(k, "sessionId", 9) == 0)
+        if (igw_bytes_eq(k, "sessionId", 9))
             return IGW_MediaAnswer_F_sessionId;
         break;
     case 13:
-        if (memcmp(k, "mediaRevision", 13) == 0)
+        if (igw_bytes_eq(k, "mediaRevision", 13))
             return IGW_MediaAnswer_F_mediaRevision;
         break;
     default:
@@ -5262,12 +5263,12 @@ int igw_decode_MediaAnswer(igw_json *j, igw_MediaAnswer *o)
     return 0;
 }
 
-/* Field index of a key of ByeParams, or -1: length first, then memcmp. */
+/* Field index of a key of ByeParams, or -1: length first, then one compare. */
 static int key_ByeParams(const char *k, size_t n)
 {
     switch (n) {
     case 6:
-        if (memcmp(k, "reason", 6) == 0)
+        if (igw_bytes_eq(k, "reason", 6))
             return IGW_ByeParams_F_reason;
         break;
     default:
@@ -5314,22 +5315,22 @@ int igw_decode_ByeParams(igw_json *j, igw_ByeParams *o)
     return 0;
 }
 
-/* Field index of a key of MediaTrackControl, or -1: length first, then memcmp. */
+/* Field index of a key of MediaTrackControl, or -1: length first, then one compare. */
 static int key_MediaTrackControl(const char *k, size_t n)
 {
     switch (n) {
     case 6:
-        if (memcmp(k, "method", 6) == 0)
+        if (igw_bytes_eq(k, "method", 6))
             return IGW_MediaTrackControl_F_method;
-        if (memcmp(k, "params", 6) == 0)
+        if (igw_bytes_eq(k, "params", 6))
             return IGW_MediaTrackControl_F_params;
         break;
     case 8:
-        if (memcmp(k, "msgToken", 8) == 0)
+        if (igw_bytes_eq(k, "msgToken", 8))
             return IGW_MediaTrackControl_F_msgToken;
         break;
     case 9:
-        if (memcmp(k, "sessionId", 9) == 0)
+        if (igw_bytes_eq(k, "sessionId", 9))
             return IGW_MediaTrackControl_F_sessionId;
         break;
     default:
@@ -5400,22 +5401,22 @@ int igw_decode_MediaTrackControl(igw_json *j, igw_MediaTrackControl *o)
     return 0;
 }
 
-/* Field index of a key of MediaPlaybackControl, or -1: length first, then memcmp. */
+/* Field index of a key of MediaPlaybackControl, or -1: length first, then one compare. */
 static int key_MediaPlaybackControl(const char *k, size_t n)
 {
     switch (n) {
     case 6:
-        if (memcmp(k, "method", 6) == 0)
+        if (igw_bytes_eq(k, "method", 6))
             return IGW_MediaPlaybackControl_F_method;
-        if (memcmp(k, "params", 6) == 0)
+        if (igw_bytes_eq(k, "params", 6))
             return IGW_MediaPlaybackControl_F_params;
         break;
     case 8:
-        if (memcmp(k, "msgToken", 8) == 0)
+        if (igw_bytes_eq(k, "msgToken", 8))
             return IGW_MediaPlaybackControl_F_msgToken;
         break;
     case 9:
-        if (memcmp(k, "sessionId", 9) == 0)
+        if (igw_bytes_eq(k, "sessionId", 9))
             return IGW_MediaPlaybackControl_F_sessionId;
         break;
     default:
@@ -5486,20 +5487,20 @@ int igw_decode_MediaPlaybackControl(igw_json *j, igw_MediaPlaybackControl *o)
     return 0;
 }
 
-/* Field index of a key of RecordingReportData, or -1: length first, then memcmp. */
+/* Field index of a key of RecordingReportData, or -1: length first, then one compare. */
 static int key_RecordingReportData(const char *k, size_t n)
 {
     switch (n) {
     case 5:
-        if (memcmp(k, "stale", 5) == 0)
+        if (igw_bytes_eq(k, "stale", 5))
             return IGW_RecordingReportData_F_stale;
         break;
     case 6:
-        if (memcmp(k, "stored", 6) == 0)
+        if (igw_bytes_eq(k, "stored", 6))
             return IGW_RecordingReportData_F_stored;
         break;
     case 7:
-        if (memcmp(k, "removed", 7) == 0)
+        if (igw_bytes_eq(k, "removed", 7))
             return IGW_RecordingReportData_F_removed;
         break;
     default:
@@ -5562,16 +5563,16 @@ int igw_decode_RecordingReportData(igw_json *j, igw_RecordingReportData *o)
     return 0;
 }
 
-/* Field index of a key of RecordingReport, or -1: length first, then memcmp. */
+/* Field index of a key of RecordingReport, or -1: length first, then one compare. */
 static int key_RecordingReport(const char *k, size_t n)
 {
     switch (n) {
     case 7:
-        if (memcmp(k, "removed", 7) == 0)
+        if (igw_bytes_eq(k, "removed", 7))
             return IGW_RecordingReport_F_removed;
         break;
     case 10:
-        if (memcmp(k, "recordings", 10) == 0)
+        if (igw_bytes_eq(k, "recordings", 10))
             return IGW_RecordingReport_F_recordings;
         break;
     default:
@@ -5669,16 +5670,16 @@ int igw_decode_RecordingReport(igw_json *j, igw_RecordingReport *o)
     return 0;
 }
 
-/* Field index of a key of MediaCapabilityGet, or -1: length first, then memcmp. */
+/* Field index of a key of MediaCapabilityGet, or -1: length first, then one compare. */
 static int key_MediaCapabilityGet(const char *k, size_t n)
 {
     switch (n) {
     case 6:
-        if (memcmp(k, "method", 6) == 0)
+        if (igw_bytes_eq(k, "method", 6))
             return IGW_MediaCapabilityGet_F_method;
         break;
     case 8:
-        if (memcmp(k, "msgToken", 8) == 0)
+        if (igw_bytes_eq(k, "msgToken", 8))
             return IGW_MediaCapabilityGet_F_msgToken;
         break;
     default:
@@ -5733,22 +5734,22 @@ int igw_decode_MediaCapabilityGet(igw_json *j, igw_MediaCapabilityGet *o)
     return 0;
 }
 
-/* Field index of a key of MediaBye, or -1: length first, then memcmp. */
+/* Field index of a key of MediaBye, or -1: length first, then one compare. */
 static int key_MediaBye(const char *k, size_t n)
 {
     switch (n) {
     case 6:
-        if (memcmp(k, "method", 6) == 0)
+        if (igw_bytes_eq(k, "method", 6))
             return IGW_MediaBye_F_method;
-        if (memcmp(k, "params", 6) == 0)
+        if (igw_bytes_eq(k, "params", 6))
             return IGW_MediaBye_F_params;
         break;
     case 8:
-        if (memcmp(k, "msgToken", 8) == 0)
+        if (igw_bytes_eq(k, "msgToken", 8))
             return IGW_MediaBye_F_msgToken;
         break;
     case 9:
-        if (memcmp(k, "sessionId", 9) == 0)
+        if (igw_bytes_eq(k, "sessionId", 9))
             return IGW_MediaBye_F_sessionId;
         break;
     default:
@@ -5819,16 +5820,16 @@ int igw_decode_MediaBye(igw_json *j, igw_MediaBye *o)
     return 0;
 }
 
-/* Field index of a key of UploadResult, or -1: length first, then memcmp. */
+/* Field index of a key of UploadResult, or -1: length first, then one compare. */
 static int key_UploadResult(const char *k, size_t n)
 {
     switch (n) {
     case 7:
-        if (memcmp(k, "fileUri", 7) == 0)
+        if (igw_bytes_eq(k, "fileUri", 7))
             return IGW_UploadResult_F_fileUri;
         break;
     case 8:
-        if (memcmp(k, "filePath", 8) == 0)
+        if (igw_bytes_eq(k, "filePath", 8))
             return IGW_UploadResult_F_filePath;
         break;
     default:
@@ -5883,62 +5884,62 @@ int igw_decode_UploadResult(igw_json *j, igw_UploadResult *o)
     return 0;
 }
 
-/* Field index of a key of ResultData, or -1: length first, then memcmp. */
+/* Field index of a key of ResultData, or -1: length first, then one compare. */
 static int key_ResultData(const char *k, size_t n)
 {
     switch (n) {
     case 5:
-        if (memcmp(k, "state", 5) == 0)
+        if (igw_bytes_eq(k, "state", 5))
             return IGW_ResultData_F_state;
-        if (memcmp(k, "ended", 5) == 0)
+        if (igw_bytes_eq(k, "ended", 5))
             return IGW_ResultData_F_ended;
         break;
     case 6:
-        if (memcmp(k, "result", 6) == 0)
+        if (igw_bytes_eq(k, "result", 6))
             return IGW_ResultData_F_result;
-        if (memcmp(k, "callId", 6) == 0)
+        if (igw_bytes_eq(k, "callId", 6))
             return IGW_ResultData_F_callId;
-        if (memcmp(k, "reason", 6) == 0)
+        if (igw_bytes_eq(k, "reason", 6))
             return IGW_ResultData_F_reason;
-        if (memcmp(k, "webrtc", 6) == 0)
+        if (igw_bytes_eq(k, "webrtc", 6))
             return IGW_ResultData_F_webrtc;
-        if (memcmp(k, "output", 6) == 0)
+        if (igw_bytes_eq(k, "output", 6))
             return IGW_ResultData_F_output;
         break;
     case 7:
-        if (memcmp(k, "trackId", 7) == 0)
+        if (igw_bytes_eq(k, "trackId", 7))
             return IGW_ResultData_F_trackId;
         break;
     case 9:
-        if (memcmp(k, "operation", 9) == 0)
+        if (igw_bytes_eq(k, "operation", 9))
             return IGW_ResultData_F_operation;
-        if (memcmp(k, "remaining", 9) == 0)
+        if (igw_bytes_eq(k, "remaining", 9))
             return IGW_ResultData_F_remaining;
-        if (memcmp(k, "sessionId", 9) == 0)
+        if (igw_bytes_eq(k, "sessionId", 9))
             return IGW_ResultData_F_sessionId;
         break;
     case 10:
-        if (memcmp(k, "deliveryId", 10) == 0)
+        if (igw_bytes_eq(k, "deliveryId", 10))
             return IGW_ResultData_F_deliveryId;
-        if (memcmp(k, "positionMs", 10) == 0)
+        if (igw_bytes_eq(k, "positionMs", 10))
             return IGW_ResultData_F_positionMs;
         break;
     case 11:
-        if (memcmp(k, "memberEpoch", 11) == 0)
+        if (igw_bytes_eq(k, "memberEpoch", 11))
             return IGW_ResultData_F_memberEpoch;
-        if (memcmp(k, "processorId", 11) == 0)
+        if (igw_bytes_eq(k, "processorId", 11))
             return IGW_ResultData_F_processorId;
         break;
     case 13:
-        if (memcmp(k, "participantId", 13) == 0)
+        if (igw_bytes_eq(k, "participantId", 13))
             return IGW_ResultData_F_participantId;
-        if (memcmp(k, "mediaRevision", 13) == 0)
+        if (igw_bytes_eq(k, "mediaRevision", 13))
             return IGW_ResultData_F_mediaRevision;
-        if (memcmp(k, "playbackToken", 13) == 0)
+        if (igw_bytes_eq(k, "playbackToken", 13))
             return IGW_ResultData_F_playbackToken;
         break;
     case 14:
-        if (memcmp(k, "configRevision", 14) == 0)
+        if (igw_bytes_eq(k, "configRevision", 14))
             return IGW_ResultData_F_configRevision;
         break;
     default:
@@ -6136,26 +6137,26 @@ int igw_decode_ResultData(igw_json *j, igw_ResultData *o)
     return 0;
 }
 
-/* Field index of a key of ResultEvent, or -1: length first, then memcmp. */
+/* Field index of a key of ResultEvent, or -1: length first, then one compare. */
 static int key_ResultEvent(const char *k, size_t n)
 {
     switch (n) {
     case 4:
-        if (memcmp(k, "code", 4) == 0)
+        if (igw_bytes_eq(k, "code", 4))
             return IGW_ResultEvent_F_code;
-        if (memcmp(k, "data", 4) == 0)
+        if (igw_bytes_eq(k, "data", 4))
             return IGW_ResultEvent_F_data;
         break;
     case 6:
-        if (memcmp(k, "method", 6) == 0)
+        if (igw_bytes_eq(k, "method", 6))
             return IGW_ResultEvent_F_method;
         break;
     case 8:
-        if (memcmp(k, "msgToken", 8) == 0)
+        if (igw_bytes_eq(k, "msgToken", 8))
             return IGW_ResultEvent_F_msgToken;
         break;
     case 9:
-        if (memcmp(k, "sessionId", 9) == 0)
+        if (igw_bytes_eq(k, "sessionId", 9))
             return IGW_ResultEvent_F_sessionId;
         break;
     default:
@@ -6230,36 +6231,36 @@ int igw_decode_ResultEvent(igw_json *j, igw_ResultEvent *o)
     return 0;
 }
 
-/* Field index of a key of StateData, or -1: length first, then memcmp. */
+/* Field index of a key of StateData, or -1: length first, then one compare. */
 static int key_StateData(const char *k, size_t n)
 {
     switch (n) {
     case 5:
-        if (memcmp(k, "state", 5) == 0)
+        if (igw_bytes_eq(k, "state", 5))
             return IGW_StateData_F_state;
         break;
     case 6:
-        if (memcmp(k, "target", 6) == 0)
+        if (igw_bytes_eq(k, "target", 6))
             return IGW_StateData_F_target;
-        if (memcmp(k, "reason", 6) == 0)
+        if (igw_bytes_eq(k, "reason", 6))
             return IGW_StateData_F_reason;
         break;
     case 8:
-        if (memcmp(k, "cameraId", 8) == 0)
+        if (igw_bytes_eq(k, "cameraId", 8))
             return IGW_StateData_F_cameraId;
-        if (memcmp(k, "playback", 8) == 0)
+        if (igw_bytes_eq(k, "playback", 8))
             return IGW_StateData_F_playback;
         break;
     case 10:
-        if (memcmp(k, "positionMs", 10) == 0)
+        if (igw_bytes_eq(k, "positionMs", 10))
             return IGW_StateData_F_positionMs;
         break;
     case 11:
-        if (memcmp(k, "inviteToken", 11) == 0)
+        if (igw_bytes_eq(k, "inviteToken", 11))
             return IGW_StateData_F_inviteToken;
         break;
     case 13:
-        if (memcmp(k, "mediaRevision", 13) == 0)
+        if (igw_bytes_eq(k, "mediaRevision", 13))
             return IGW_StateData_F_mediaRevision;
         break;
     default:
@@ -6378,26 +6379,26 @@ int igw_decode_StateData(igw_json *j, igw_StateData *o)
     return 0;
 }
 
-/* Field index of a key of StateEvent, or -1: length first, then memcmp. */
+/* Field index of a key of StateEvent, or -1: length first, then one compare. */
 static int key_StateEvent(const char *k, size_t n)
 {
     switch (n) {
     case 4:
-        if (memcmp(k, "data", 4) == 0)
+        if (igw_bytes_eq(k, "data", 4))
             return IGW_StateEvent_F_data;
         break;
     case 6:
-        if (memcmp(k, "method", 6) == 0)
+        if (igw_bytes_eq(k, "method", 6))
             return IGW_StateEvent_F_method;
         break;
     case 8:
-        if (memcmp(k, "msgToken", 8) == 0)
+        if (igw_bytes_eq(k, "msgToken", 8))
             return IGW_StateEvent_F_msgToken;
-        if (memcmp(k, "eventSeq", 8) == 0)
+        if (igw_bytes_eq(k, "eventSeq", 8))
             return IGW_StateEvent_F_eventSeq;
         break;
     case 9:
-        if (memcmp(k, "sessionId", 9) == 0)
+        if (igw_bytes_eq(k, "sessionId", 9))
             return IGW_StateEvent_F_sessionId;
         break;
     default:
@@ -6476,46 +6477,46 @@ int igw_decode_StateEvent(igw_json *j, igw_StateEvent *o)
     return 0;
 }
 
-/* Field index of a key of ProcessorData, or -1: length first, then memcmp. */
+/* Field index of a key of ProcessorData, or -1: length first, then one compare. */
 static int key_ProcessorData(const char *k, size_t n)
 {
     switch (n) {
     case 4:
-        if (memcmp(k, "kind", 4) == 0)
+        if (igw_bytes_eq(k, "kind", 4))
             return IGW_ProcessorData_F_kind;
-        if (memcmp(k, "text", 4) == 0)
+        if (igw_bytes_eq(k, "text", 4))
             return IGW_ProcessorData_F_text;
         break;
     case 5:
-        if (memcmp(k, "faces", 5) == 0)
+        if (igw_bytes_eq(k, "faces", 5))
             return IGW_ProcessorData_F_faces;
         break;
     case 6:
-        if (memcmp(k, "reason", 6) == 0)
+        if (igw_bytes_eq(k, "reason", 6))
             return IGW_ProcessorData_F_reason;
         break;
     case 8:
-        if (memcmp(k, "question", 8) == 0)
+        if (igw_bytes_eq(k, "question", 8))
             return IGW_ProcessorData_F_question;
         break;
     case 9:
-        if (memcmp(k, "processor", 9) == 0)
+        if (igw_bytes_eq(k, "processor", 9))
             return IGW_ProcessorData_F_processor;
         break;
     case 10:
-        if (memcmp(k, "translated", 10) == 0)
+        if (igw_bytes_eq(k, "translated", 10))
             return IGW_ProcessorData_F_translated;
-        if (memcmp(k, "brightness", 10) == 0)
+        if (igw_bytes_eq(k, "brightness", 10))
             return IGW_ProcessorData_F_brightness;
         break;
     case 11:
-        if (memcmp(k, "processorId", 11) == 0)
+        if (igw_bytes_eq(k, "processorId", 11))
             return IGW_ProcessorData_F_processorId;
         break;
     case 14:
-        if (memcmp(k, "targetLanguage", 14) == 0)
+        if (igw_bytes_eq(k, "targetLanguage", 14))
             return IGW_ProcessorData_F_targetLanguage;
-        if (memcmp(k, "configRevision", 14) == 0)
+        if (igw_bytes_eq(k, "configRevision", 14))
             return IGW_ProcessorData_F_configRevision;
         break;
     default:
@@ -6610,24 +6611,24 @@ int igw_decode_ProcessorData(igw_json *j, igw_ProcessorData *o)
     return 0;
 }
 
-/* Field index of a key of ProcessorEvent, or -1: length first, then memcmp. */
+/* Field index of a key of ProcessorEvent, or -1: length first, then one compare. */
 static int key_ProcessorEvent(const char *k, size_t n)
 {
     switch (n) {
     case 4:
-        if (memcmp(k, "data", 4) == 0)
+        if (igw_bytes_eq(k, "data", 4))
             return IGW_ProcessorEvent_F_data;
         break;
     case 6:
-        if (memcmp(k, "method", 6) == 0)
+        if (igw_bytes_eq(k, "method", 6))
             return IGW_ProcessorEvent_F_method;
         break;
     case 8:
-        if (memcmp(k, "msgToken", 8) == 0)
+        if (igw_bytes_eq(k, "msgToken", 8))
             return IGW_ProcessorEvent_F_msgToken;
         break;
     case 9:
-        if (memcmp(k, "sessionId", 9) == 0)
+        if (igw_bytes_eq(k, "sessionId", 9))
             return IGW_ProcessorEvent_F_sessionId;
         break;
     default:
@@ -6698,16 +6699,16 @@ int igw_decode_ProcessorEvent(igw_json *j, igw_ProcessorEvent *o)
     return 0;
 }
 
-/* Field index of a key of RegisterData, or -1: length first, then memcmp. */
+/* Field index of a key of RegisterData, or -1: length first, then one compare. */
 static int key_RegisterData(const char *k, size_t n)
 {
     switch (n) {
     case 9:
-        if (memcmp(k, "expiresAt", 9) == 0)
+        if (igw_bytes_eq(k, "expiresAt", 9))
             return IGW_RegisterData_F_expiresAt;
         break;
     case 10:
-        if (memcmp(k, "endpointId", 10) == 0)
+        if (igw_bytes_eq(k, "endpointId", 10))
             return IGW_RegisterData_F_endpointId;
         break;
     default:
@@ -6762,16 +6763,16 @@ int igw_decode_RegisterData(igw_json *j, igw_RegisterData *o)
     return 0;
 }
 
-/* Field index of a key of EventsRequest, or -1: length first, then memcmp. */
+/* Field index of a key of EventsRequest, or -1: length first, then one compare. */
 static int key_EventsRequest(const char *k, size_t n)
 {
     switch (n) {
     case 5:
-        if (memcmp(k, "limit", 5) == 0)
+        if (igw_bytes_eq(k, "limit", 5))
             return IGW_EventsRequest_F_limit;
         break;
     case 10:
-        if (memcmp(k, "endpointId", 10) == 0)
+        if (igw_bytes_eq(k, "endpointId", 10))
             return IGW_EventsRequest_F_endpointId;
         break;
     default:
@@ -6826,16 +6827,16 @@ int igw_decode_EventsRequest(igw_json *j, igw_EventsRequest *o)
     return 0;
 }
 
-/* Field index of a key of EventItem, or -1: length first, then memcmp. */
+/* Field index of a key of EventItem, or -1: length first, then one compare. */
 static int key_EventItem(const char *k, size_t n)
 {
     switch (n) {
     case 5:
-        if (memcmp(k, "event", 5) == 0)
+        if (igw_bytes_eq(k, "event", 5))
             return IGW_EventItem_F_event;
         break;
     case 10:
-        if (memcmp(k, "deliveryId", 10) == 0)
+        if (igw_bytes_eq(k, "deliveryId", 10))
             return IGW_EventItem_F_deliveryId;
         break;
     default:
@@ -6890,12 +6891,12 @@ int igw_decode_EventItem(igw_json *j, igw_EventItem *o)
     return 0;
 }
 
-/* Field index of a key of EventsData, or -1: length first, then memcmp. */
+/* Field index of a key of EventsData, or -1: length first, then one compare. */
 static int key_EventsData(const char *k, size_t n)
 {
     switch (n) {
     case 4:
-        if (memcmp(k, "list", 4) == 0)
+        if (igw_bytes_eq(k, "list", 4))
             return IGW_EventsData_F_list;
         break;
     default:
@@ -6961,16 +6962,16 @@ int igw_decode_EventsData(igw_json *j, igw_EventsData *o)
     return 0;
 }
 
-/* Field index of a key of AckRequest, or -1: length first, then memcmp. */
+/* Field index of a key of AckRequest, or -1: length first, then one compare. */
 static int key_AckRequest(const char *k, size_t n)
 {
     switch (n) {
     case 10:
-        if (memcmp(k, "endpointId", 10) == 0)
+        if (igw_bytes_eq(k, "endpointId", 10))
             return IGW_AckRequest_F_endpointId;
         break;
     case 11:
-        if (memcmp(k, "deliveryIds", 11) == 0)
+        if (igw_bytes_eq(k, "deliveryIds", 11))
             return IGW_AckRequest_F_deliveryIds;
         break;
     default:
@@ -7051,12 +7052,12 @@ int igw_decode_AckRequest(igw_json *j, igw_AckRequest *o)
     return 0;
 }
 
-/* Field index of a key of AckData, or -1: length first, then memcmp. */
+/* Field index of a key of AckData, or -1: length first, then one compare. */
 static int key_AckData(const char *k, size_t n)
 {
     switch (n) {
     case 12:
-        if (memcmp(k, "acknowledged", 12) == 0)
+        if (igw_bytes_eq(k, "acknowledged", 12))
             return IGW_AckData_F_acknowledged;
         break;
     default:
@@ -7103,16 +7104,16 @@ int igw_decode_AckData(igw_json *j, igw_AckData *o)
     return 0;
 }
 
-/* Field index of a key of CommandsRequest, or -1: length first, then memcmp. */
+/* Field index of a key of CommandsRequest, or -1: length first, then one compare. */
 static int key_CommandsRequest(const char *k, size_t n)
 {
     switch (n) {
     case 7:
-        if (memcmp(k, "command", 7) == 0)
+        if (igw_bytes_eq(k, "command", 7))
             return IGW_CommandsRequest_F_command;
         break;
     case 10:
-        if (memcmp(k, "endpointId", 10) == 0)
+        if (igw_bytes_eq(k, "endpointId", 10))
             return IGW_CommandsRequest_F_endpointId;
         break;
     default:
@@ -7167,18 +7168,18 @@ int igw_decode_CommandsRequest(igw_json *j, igw_CommandsRequest *o)
     return 0;
 }
 
-/* Field index of a key of CommandsData, or -1: length first, then memcmp. */
+/* Field index of a key of CommandsData, or -1: length first, then one compare. */
 static int key_CommandsData(const char *k, size_t n)
 {
     switch (n) {
     case 6:
-        if (memcmp(k, "replay", 6) == 0)
+        if (igw_bytes_eq(k, "replay", 6))
             return IGW_CommandsData_F_replay;
         break;
     case 8:
-        if (memcmp(k, "accepted", 8) == 0)
+        if (igw_bytes_eq(k, "accepted", 8))
             return IGW_CommandsData_F_accepted;
-        if (memcmp(k, "msgToken", 8) == 0)
+        if (igw_bytes_eq(k, "msgToken", 8))
             return IGW_CommandsData_F_msgToken;
         break;
     default:
@@ -7241,32 +7242,32 @@ int igw_decode_CommandsData(igw_json *j, igw_CommandsData *o)
     return 0;
 }
 
-/* Field index of a key of RecordingsQuery, or -1: length first, then memcmp. */
+/* Field index of a key of RecordingsQuery, or -1: length first, then one compare. */
 static int key_RecordingsQuery(const char *k, size_t n)
 {
     switch (n) {
     case 5:
-        if (memcmp(k, "limit", 5) == 0)
+        if (igw_bytes_eq(k, "limit", 5))
             return IGW_RecordingsQuery_F_limit;
         break;
     case 6:
-        if (memcmp(k, "target", 6) == 0)
+        if (igw_bytes_eq(k, "target", 6))
             return IGW_RecordingsQuery_F_target;
         break;
     case 8:
-        if (memcmp(k, "cameraId", 8) == 0)
+        if (igw_bytes_eq(k, "cameraId", 8))
             return IGW_RecordingsQuery_F_cameraId;
         break;
     case 9:
-        if (memcmp(k, "endTimeMs", 9) == 0)
+        if (igw_bytes_eq(k, "endTimeMs", 9))
             return IGW_RecordingsQuery_F_endTimeMs;
         break;
     case 10:
-        if (memcmp(k, "endpointId", 10) == 0)
+        if (igw_bytes_eq(k, "endpointId", 10))
             return IGW_RecordingsQuery_F_endpointId;
         break;
     case 11:
-        if (memcmp(k, "startTimeMs", 11) == 0)
+        if (igw_bytes_eq(k, "startTimeMs", 11))
             return IGW_RecordingsQuery_F_startTimeMs;
         break;
     default:
@@ -7361,36 +7362,36 @@ int igw_decode_RecordingsQuery(igw_json *j, igw_RecordingsQuery *o)
     return 0;
 }
 
-/* Field index of a key of RecordingEntry, or -1: length first, then memcmp. */
+/* Field index of a key of RecordingEntry, or -1: length first, then one compare. */
 static int key_RecordingEntry(const char *k, size_t n)
 {
     switch (n) {
     case 8:
-        if (memcmp(k, "cameraId", 8) == 0)
+        if (igw_bytes_eq(k, "cameraId", 8))
             return IGW_RecordingEntry_F_cameraId;
         break;
     case 9:
-        if (memcmp(k, "endTimeMs", 9) == 0)
+        if (igw_bytes_eq(k, "endTimeMs", 9))
             return IGW_RecordingEntry_F_endTimeMs;
-        if (memcmp(k, "available", 9) == 0)
+        if (igw_bytes_eq(k, "available", 9))
             return IGW_RecordingEntry_F_available;
         break;
     case 10:
-        if (memcmp(k, "durationMs", 10) == 0)
+        if (igw_bytes_eq(k, "durationMs", 10))
             return IGW_RecordingEntry_F_durationMs;
-        if (memcmp(k, "videoCodec", 10) == 0)
+        if (igw_bytes_eq(k, "videoCodec", 10))
             return IGW_RecordingEntry_F_videoCodec;
-        if (memcmp(k, "audioCodec", 10) == 0)
+        if (igw_bytes_eq(k, "audioCodec", 10))
             return IGW_RecordingEntry_F_audioCodec;
         break;
     case 11:
-        if (memcmp(k, "recordingId", 11) == 0)
+        if (igw_bytes_eq(k, "recordingId", 11))
             return IGW_RecordingEntry_F_recordingId;
-        if (memcmp(k, "startTimeMs", 11) == 0)
+        if (igw_bytes_eq(k, "startTimeMs", 11))
             return IGW_RecordingEntry_F_startTimeMs;
         break;
     case 16:
-        if (memcmp(k, "recordingVersion", 16) == 0)
+        if (igw_bytes_eq(k, "recordingVersion", 16))
             return IGW_RecordingEntry_F_recordingVersion;
         break;
     default:
@@ -7497,16 +7498,16 @@ int igw_decode_RecordingEntry(igw_json *j, igw_RecordingEntry *o)
     return 0;
 }
 
-/* Field index of a key of RecordingsData, or -1: length first, then memcmp. */
+/* Field index of a key of RecordingsData, or -1: length first, then one compare. */
 static int key_RecordingsData(const char *k, size_t n)
 {
     switch (n) {
     case 4:
-        if (memcmp(k, "list", 4) == 0)
+        if (igw_bytes_eq(k, "list", 4))
             return IGW_RecordingsData_F_list;
         break;
     case 7:
-        if (memcmp(k, "hasMore", 7) == 0)
+        if (igw_bytes_eq(k, "hasMore", 7))
             return IGW_RecordingsData_F_hasMore;
         break;
     default:
@@ -7580,28 +7581,28 @@ int igw_decode_RecordingsData(igw_json *j, igw_RecordingsData *o)
     return 0;
 }
 
-/* Field index of a key of AudioAccessRequest, or -1: length first, then memcmp. */
+/* Field index of a key of AudioAccessRequest, or -1: length first, then one compare. */
 static int key_AudioAccessRequest(const char *k, size_t n)
 {
     switch (n) {
     case 6:
-        if (memcmp(k, "callId", 6) == 0)
+        if (igw_bytes_eq(k, "callId", 6))
             return IGW_AudioAccessRequest_F_callId;
         break;
     case 7:
-        if (memcmp(k, "allowed", 7) == 0)
+        if (igw_bytes_eq(k, "allowed", 7))
             return IGW_AudioAccessRequest_F_allowed;
         break;
     case 9:
-        if (memcmp(k, "operation", 9) == 0)
+        if (igw_bytes_eq(k, "operation", 9))
             return IGW_AudioAccessRequest_F_operation;
         break;
     case 12:
-        if (memcmp(k, "targetUserID", 12) == 0)
+        if (igw_bytes_eq(k, "targetUserID", 12))
             return IGW_AudioAccessRequest_F_targetUserID;
         break;
     case 16:
-        if (memcmp(k, "expectedRevision", 16) == 0)
+        if (igw_bytes_eq(k, "expectedRevision", 16))
             return IGW_AudioAccessRequest_F_expectedRevision;
         break;
     default:
@@ -7688,32 +7689,32 @@ int igw_decode_AudioAccessRequest(igw_json *j, igw_AudioAccessRequest *o)
     return 0;
 }
 
-/* Field index of a key of AudioAccessRecord, or -1: length first, then memcmp. */
+/* Field index of a key of AudioAccessRecord, or -1: length first, then one compare. */
 static int key_AudioAccessRecord(const char *k, size_t n)
 {
     switch (n) {
     case 6:
-        if (memcmp(k, "callId", 6) == 0)
+        if (igw_bytes_eq(k, "callId", 6))
             return IGW_AudioAccessRecord_F_callId;
         break;
     case 9:
-        if (memcmp(k, "expiresAt", 9) == 0)
+        if (igw_bytes_eq(k, "expiresAt", 9))
             return IGW_AudioAccessRecord_F_expiresAt;
         break;
     case 11:
-        if (memcmp(k, "memberEpoch", 11) == 0)
+        if (igw_bytes_eq(k, "memberEpoch", 11))
             return IGW_AudioAccessRecord_F_memberEpoch;
         break;
     case 12:
-        if (memcmp(k, "targetUserID", 12) == 0)
+        if (igw_bytes_eq(k, "targetUserID", 12))
             return IGW_AudioAccessRecord_F_targetUserID;
         break;
     case 13:
-        if (memcmp(k, "audioRevision", 13) == 0)
+        if (igw_bytes_eq(k, "audioRevision", 13))
             return IGW_AudioAccessRecord_F_audioRevision;
         break;
     case 14:
-        if (memcmp(k, "publishAllowed", 14) == 0)
+        if (igw_bytes_eq(k, "publishAllowed", 14))
             return IGW_AudioAccessRecord_F_publishAllowed;
         break;
     default:
@@ -7800,20 +7801,20 @@ int igw_decode_AudioAccessRecord(igw_json *j, igw_AudioAccessRecord *o)
     return 0;
 }
 
-/* Field index of a key of AppUploadResult, or -1: length first, then memcmp. */
+/* Field index of a key of AppUploadResult, or -1: length first, then one compare. */
 static int key_AppUploadResult(const char *k, size_t n)
 {
     switch (n) {
     case 4:
-        if (memcmp(k, "size", 4) == 0)
+        if (igw_bytes_eq(k, "size", 4))
             return IGW_AppUploadResult_F_size;
         break;
     case 10:
-        if (memcmp(k, "contentRef", 10) == 0)
+        if (igw_bytes_eq(k, "contentRef", 10))
             return IGW_AppUploadResult_F_contentRef;
         break;
     case 11:
-        if (memcmp(k, "contentType", 11) == 0)
+        if (igw_bytes_eq(k, "contentType", 11))
             return IGW_AppUploadResult_F_contentType;
         break;
     default:
@@ -7876,20 +7877,20 @@ int igw_decode_AppUploadResult(igw_json *j, igw_AppUploadResult *o)
     return 0;
 }
 
-/* Field index of a key of PushFrame, or -1: length first, then memcmp. */
+/* Field index of a key of PushFrame, or -1: length first, then one compare. */
 static int key_PushFrame(const char *k, size_t n)
 {
     switch (n) {
     case 5:
-        if (memcmp(k, "event", 5) == 0)
+        if (igw_bytes_eq(k, "event", 5))
             return IGW_PushFrame_F_event;
         break;
     case 6:
-        if (memcmp(k, "method", 6) == 0)
+        if (igw_bytes_eq(k, "method", 6))
             return IGW_PushFrame_F_method;
         break;
     case 10:
-        if (memcmp(k, "deliveryId", 10) == 0)
+        if (igw_bytes_eq(k, "deliveryId", 10))
             return IGW_PushFrame_F_deliveryId;
         break;
     default:
@@ -7952,16 +7953,16 @@ int igw_decode_PushFrame(igw_json *j, igw_PushFrame *o)
     return 0;
 }
 
-/* Field index of a key of GroupCreate, or -1: length first, then memcmp. */
+/* Field index of a key of GroupCreate, or -1: length first, then one compare. */
 static int key_GroupCreate(const char *k, size_t n)
 {
     switch (n) {
     case 4:
-        if (memcmp(k, "name", 4) == 0)
+        if (igw_bytes_eq(k, "name", 4))
             return IGW_GroupCreate_F_name;
         break;
     case 7:
-        if (memcmp(k, "members", 7) == 0)
+        if (igw_bytes_eq(k, "members", 7))
             return IGW_GroupCreate_F_members;
         break;
     default:
@@ -8042,12 +8043,12 @@ int igw_decode_GroupCreate(igw_json *j, igw_GroupCreate *o)
     return 0;
 }
 
-/* Field index of a key of GroupData, or -1: length first, then memcmp. */
+/* Field index of a key of GroupData, or -1: length first, then one compare. */
 static int key_GroupData(const char *k, size_t n)
 {
     switch (n) {
     case 7:
-        if (memcmp(k, "groupId", 7) == 0)
+        if (igw_bytes_eq(k, "groupId", 7))
             return IGW_GroupData_F_groupId;
         break;
     default:
@@ -8094,12 +8095,12 @@ int igw_decode_GroupData(igw_json *j, igw_GroupData *o)
     return 0;
 }
 
-/* Field index of a key of CallStart, or -1: length first, then memcmp. */
+/* Field index of a key of CallStart, or -1: length first, then one compare. */
 static int key_CallStart(const char *k, size_t n)
 {
     switch (n) {
     case 7:
-        if (memcmp(k, "groupId", 7) == 0)
+        if (igw_bytes_eq(k, "groupId", 7))
             return IGW_CallStart_F_groupId;
         break;
     default:
@@ -8146,12 +8147,12 @@ int igw_decode_CallStart(igw_json *j, igw_CallStart *o)
     return 0;
 }
 
-/* Field index of a key of CallRef, or -1: length first, then memcmp. */
+/* Field index of a key of CallRef, or -1: length first, then one compare. */
 static int key_CallRef(const char *k, size_t n)
 {
     switch (n) {
     case 6:
-        if (memcmp(k, "callId", 6) == 0)
+        if (igw_bytes_eq(k, "callId", 6))
             return IGW_CallRef_F_callId;
         break;
     default:
@@ -8198,20 +8199,20 @@ int igw_decode_CallRef(igw_json *j, igw_CallRef *o)
     return 0;
 }
 
-/* Field index of a key of CallMember, or -1: length first, then memcmp. */
+/* Field index of a key of CallMember, or -1: length first, then one compare. */
 static int key_CallMember(const char *k, size_t n)
 {
     switch (n) {
     case 6:
-        if (memcmp(k, "callId", 6) == 0)
+        if (igw_bytes_eq(k, "callId", 6))
             return IGW_CallMember_F_callId;
         break;
     case 10:
-        if (memcmp(k, "deadlineAt", 10) == 0)
+        if (igw_bytes_eq(k, "deadlineAt", 10))
             return IGW_CallMember_F_deadlineAt;
         break;
     case 11:
-        if (memcmp(k, "memberEpoch", 11) == 0)
+        if (igw_bytes_eq(k, "memberEpoch", 11))
             return IGW_CallMember_F_memberEpoch;
         break;
     default:
@@ -8274,16 +8275,16 @@ int igw_decode_CallMember(igw_json *j, igw_CallMember *o)
     return 0;
 }
 
-/* Field index of a key of CallLeft, or -1: length first, then memcmp. */
+/* Field index of a key of CallLeft, or -1: length first, then one compare. */
 static int key_CallLeft(const char *k, size_t n)
 {
     switch (n) {
     case 5:
-        if (memcmp(k, "ended", 5) == 0)
+        if (igw_bytes_eq(k, "ended", 5))
             return IGW_CallLeft_F_ended;
         break;
     case 6:
-        if (memcmp(k, "callId", 6) == 0)
+        if (igw_bytes_eq(k, "callId", 6))
             return IGW_CallLeft_F_callId;
         break;
     default:
@@ -8338,28 +8339,28 @@ int igw_decode_CallLeft(igw_json *j, igw_CallLeft *o)
     return 0;
 }
 
-/* Field index of a key of RosterMember, or -1: length first, then memcmp. */
+/* Field index of a key of RosterMember, or -1: length first, then one compare. */
 static int key_RosterMember(const char *k, size_t n)
 {
     switch (n) {
     case 6:
-        if (memcmp(k, "userId", 6) == 0)
+        if (igw_bytes_eq(k, "userId", 6))
             return IGW_RosterMember_F_userId;
         break;
     case 10:
-        if (memcmp(k, "deadlineAt", 10) == 0)
+        if (igw_bytes_eq(k, "deadlineAt", 10))
             return IGW_RosterMember_F_deadlineAt;
         break;
     case 11:
-        if (memcmp(k, "memberEpoch", 11) == 0)
+        if (igw_bytes_eq(k, "memberEpoch", 11))
             return IGW_RosterMember_F_memberEpoch;
         break;
     case 13:
-        if (memcmp(k, "audioRevision", 13) == 0)
+        if (igw_bytes_eq(k, "audioRevision", 13))
             return IGW_RosterMember_F_audioRevision;
         break;
     case 14:
-        if (memcmp(k, "publishAllowed", 14) == 0)
+        if (igw_bytes_eq(k, "publishAllowed", 14))
             return IGW_RosterMember_F_publishAllowed;
         break;
     default:
@@ -8438,20 +8439,20 @@ int igw_decode_RosterMember(igw_json *j, igw_RosterMember *o)
     return 0;
 }
 
-/* Field index of a key of RosterData, or -1: length first, then memcmp. */
+/* Field index of a key of RosterData, or -1: length first, then one compare. */
 static int key_RosterData(const char *k, size_t n)
 {
     switch (n) {
     case 6:
-        if (memcmp(k, "callId", 6) == 0)
+        if (igw_bytes_eq(k, "callId", 6))
             return IGW_RosterData_F_callId;
         break;
     case 7:
-        if (memcmp(k, "members", 7) == 0)
+        if (igw_bytes_eq(k, "members", 7))
             return IGW_RosterData_F_members;
         break;
     case 9:
-        if (memcmp(k, "initiator", 9) == 0)
+        if (igw_bytes_eq(k, "initiator", 9))
             return IGW_RosterData_F_initiator;
         break;
     default:
@@ -10402,7 +10403,7 @@ const igw_route_def igw_routes[IGW_ROUTE__COUNT] = {
 static bool match_device_send(const char *path, size_t plen, igw_str *params)
 {
     size_t at = 0, start;
-    if (plen - at < 32 || memcmp(path + at, "/api/v1/things/device/edge/send/", 32) != 0)
+    if (plen - at < 32 || !igw_bytes_eq(path + at, "/api/v1/things/device/edge/send/", 32))
         return false;
     at += 32;
     start = at;
@@ -10411,7 +10412,7 @@ static bool match_device_send(const char *path, size_t plen, igw_str *params)
     if (at == start)
         return false;
     params[0] = (igw_str){path + start, at - start};
-    if (plen - at < 1 || memcmp(path + at, "/", 1) != 0)
+    if (plen - at < 1 || !igw_bytes_eq(path + at, "/", 1))
         return false;
     at += 1;
     start = at;
@@ -10426,7 +10427,7 @@ static bool match_device_send(const char *path, size_t plen, igw_str *params)
 static bool match_events_push(const char *path, size_t plen, igw_str *params)
 {
     size_t at = 0, start;
-    if (plen - at < 33 || memcmp(path + at, "/api/v1/im/interaction/events/ws/", 33) != 0)
+    if (plen - at < 33 || !igw_bytes_eq(path + at, "/api/v1/im/interaction/events/ws/", 33))
         return false;
     at += 33;
     start = at;
@@ -10441,72 +10442,71 @@ static bool match_events_push(const char *path, size_t plen, igw_str *params)
 static const igw_route_def *route_match(const char *path, size_t plen,
                                         igw_str params[IGW_MAX_PATH_PARAMS])
 {
-    int id = -1;
     switch (plen) {
     case 29:
-        if (memcmp(path, "/api/v1/im/interaction/events", 29) == 0)
-            id = IGW_ROUTE_EVENTS_PULL;
-        if (memcmp(path, "/api/v1/im-standin/calls/join", 29) == 0)
-            id = IGW_ROUTE_STANDIN_CALL_JOIN;
+        if (igw_bytes_eq(path, "/api/v1/im/interaction/events", 29))
+            return &igw_routes[IGW_ROUTE_EVENTS_PULL];
+        if (igw_bytes_eq(path, "/api/v1/im-standin/calls/join", 29))
+            return &igw_routes[IGW_ROUTE_STANDIN_CALL_JOIN];
         break;
     case 30:
-        if (memcmp(path, "/api/v1/im/interaction/uploads", 30) == 0)
-            id = IGW_ROUTE_APP_UPLOAD;
-        if (memcmp(path, "/api/v1/im-standin/calls/start", 30) == 0)
-            id = IGW_ROUTE_STANDIN_CALL_START;
+        if (igw_bytes_eq(path, "/api/v1/im/interaction/uploads", 30))
+            return &igw_routes[IGW_ROUTE_APP_UPLOAD];
+        if (igw_bytes_eq(path, "/api/v1/im-standin/calls/start", 30))
+            return &igw_routes[IGW_ROUTE_STANDIN_CALL_START];
         break;
     case 31:
-        if (memcmp(path, "/api/v1/im/interaction/commands", 31) == 0)
-            id = IGW_ROUTE_COMMANDS;
-        if (memcmp(path, "/api/v1/im-standin/calls/hangup", 31) == 0)
-            id = IGW_ROUTE_STANDIN_CALL_HANGUP;
-        if (memcmp(path, "/api/v1/im-standin/calls/roster", 31) == 0)
-            id = IGW_ROUTE_STANDIN_CALL_ROSTER;
+        if (igw_bytes_eq(path, "/api/v1/im/interaction/commands", 31))
+            return &igw_routes[IGW_ROUTE_COMMANDS];
+        if (igw_bytes_eq(path, "/api/v1/im-standin/calls/hangup", 31))
+            return &igw_routes[IGW_ROUTE_STANDIN_CALL_HANGUP];
+        if (igw_bytes_eq(path, "/api/v1/im-standin/calls/roster", 31))
+            return &igw_routes[IGW_ROUTE_STANDIN_CALL_ROSTER];
         break;
     case 32:
-        if (memcmp(path, "/api/v1/im-standin/groups/create", 32) == 0)
-            id = IGW_ROUTE_STANDIN_GROUP_CREATE;
+        if (igw_bytes_eq(path, "/api/v1/im-standin/groups/create", 32))
+            return &igw_routes[IGW_ROUTE_STANDIN_GROUP_CREATE];
         break;
     case 33:
-        if (memcmp(path, "/api/v1/im/vision-consents/create", 33) == 0)
-            id = IGW_ROUTE_CONSENT_CREATE;
-        if (memcmp(path, "/api/v1/im/vision-consents/revoke", 33) == 0)
-            id = IGW_ROUTE_CONSENT_REVOKE;
-        if (memcmp(path, "/api/v1/im/interaction/events/ack", 33) == 0)
-            id = IGW_ROUTE_EVENTS_ACK;
+        if (igw_bytes_eq(path, "/api/v1/im/vision-consents/create", 33))
+            return &igw_routes[IGW_ROUTE_CONSENT_CREATE];
+        if (igw_bytes_eq(path, "/api/v1/im/vision-consents/revoke", 33))
+            return &igw_routes[IGW_ROUTE_CONSENT_REVOKE];
+        if (igw_bytes_eq(path, "/api/v1/im/interaction/events/ack", 33))
+            return &igw_routes[IGW_ROUTE_EVENTS_ACK];
         break;
     case 34:
-        if (memcmp(path, "/api/v1/im/vision-consents/get-one", 34) == 0)
-            id = IGW_ROUTE_CONSENT_GET_ONE;
-        if (memcmp(path, "/api/v1/im-standin/calls/heartbeat", 34) == 0)
-            id = IGW_ROUTE_STANDIN_CALL_HEARTBEAT;
+        if (igw_bytes_eq(path, "/api/v1/im/vision-consents/get-one", 34))
+            return &igw_routes[IGW_ROUTE_CONSENT_GET_ONE];
+        if (igw_bytes_eq(path, "/api/v1/im-standin/calls/heartbeat", 34))
+            return &igw_routes[IGW_ROUTE_STANDIN_CALL_HEARTBEAT];
         break;
     case 38:
-        if (memcmp(path, "/api/v1/things/device/edge/upload-file", 38) == 0)
-            id = IGW_ROUTE_DEVICE_UPLOAD;
+        if (igw_bytes_eq(path, "/api/v1/things/device/edge/upload-file", 38))
+            return &igw_routes[IGW_ROUTE_DEVICE_UPLOAD];
         break;
     case 39:
-        if (memcmp(path, "/api/v1/im/interaction/recordings/query", 39) == 0)
-            id = IGW_ROUTE_RECORDINGS_QUERY;
+        if (igw_bytes_eq(path, "/api/v1/im/interaction/recordings/query", 39))
+            return &igw_routes[IGW_ROUTE_RECORDINGS_QUERY];
         break;
     case 40:
-        if (memcmp(path, "/api/v1/im/interaction/talk/audio-access", 40) == 0)
-            id = IGW_ROUTE_TALK_AUDIO_ACCESS;
+        if (igw_bytes_eq(path, "/api/v1/im/interaction/talk/audio-access", 40))
+            return &igw_routes[IGW_ROUTE_TALK_AUDIO_ACCESS];
         break;
     case 41:
-        if (memcmp(path, "/api/v1/im/interaction/endpoints/register", 41) == 0)
-            id = IGW_ROUTE_ENDPOINTS_REGISTER;
+        if (igw_bytes_eq(path, "/api/v1/im/interaction/endpoints/register", 41))
+            return &igw_routes[IGW_ROUTE_ENDPOINTS_REGISTER];
         break;
     default:
         break;
     }
-    if (id < 0 && match_device_send(path, plen, params))
-        id = IGW_ROUTE_DEVICE_SEND;
-    if (id < 0 && match_events_push(path, plen, params))
-        id = IGW_ROUTE_EVENTS_PUSH;
+    if (match_device_send(path, plen, params))
+        return &igw_routes[IGW_ROUTE_DEVICE_SEND];
+    if (match_events_push(path, plen, params))
+        return &igw_routes[IGW_ROUTE_EVENTS_PUSH];
     (void)params; /* unused when no route has path parameters */
     (void)path;
-    return id < 0 ? NULL : &igw_routes[id];
+    return NULL;
 }
 
 const igw_api igw_gen_api = {

@@ -1,6 +1,7 @@
 /* request.c - see request.h. */
 #include "request.h"
 
+#include "bytes.h"
 #include "field.h"
 
 #include <string.h>
@@ -24,22 +25,33 @@ igw_str igw_http_header(const igw_http_request *in, const char *name, size_t len
         igw_str n = in->headers[i].name;
         /* Transports usually hand names over lower-cased (h2o does): try the
          * exact bytes before the case-insensitive compare. */
-        if (n.len == len && (memcmp(n.ptr, name, len) == 0 || strncasecmp(n.ptr, name, len) == 0))
+        if (n.len == len && (igw_bytes_eq(n.ptr, name, len) || strncasecmp(n.ptr, name, len) == 0))
             return in->headers[i].value;
     }
     return (igw_str){NULL, 0};
 }
 
 /* RFC 9110 media type: type/subtype (case-insensitive), then optional
- * whitespace and either the end or ';' parameters (see charset_ok). */
-static bool media_is(igw_str ct, const char *want)
+ * whitespace and either the end or ';' parameters (see charset_ok). The
+ * exact lower-case bytes, what clients send, are tried before the
+ * case-insensitive compare. */
+static bool media_is(igw_str ct, const char *want, size_t w)
 {
-    size_t w = strlen(want);
-    if (ct.len < w || strncasecmp(ct.ptr, want, w) != 0)
+    if (ct.len < w || !(igw_bytes_eq(ct.ptr, want, w) || strncasecmp(ct.ptr, want, w) == 0))
         return false;
     while (w < ct.len && (ct.ptr[w] == ' ' || ct.ptr[w] == '\t'))
         w++;
     return w == ct.len || ct.ptr[w] == ';';
+}
+
+/* The request's method is the route's (a NUL-terminated token): no strlen
+ * and no call for four bytes. */
+static bool method_is(const char *want, igw_str got)
+{
+    for (size_t i = 0; i < got.len; i++)
+        if (want[i] == '\0' || want[i] != got.ptr[i])
+            return false;
+    return want[got.len] == '\0';
 }
 
 /* The media type's parameters (igw_field_param_next): false when a charset
@@ -127,7 +139,7 @@ int igw_request_decode(const igw_api *api, igw_request *req, const igw_http_requ
         set_error(err, api->cls_no_route, IGW_JERR_NONE, "no such route", "");
         return -1;
     }
-    if (strlen(r->method) != in->method.len || memcmp(r->method, in->method.ptr, in->method.len) != 0) {
+    if (!method_is(r->method, in->method)) {
         set_error(err, api->cls_method, IGW_JERR_NONE, "method not allowed on this route", "");
         return -1;
     }
@@ -144,13 +156,13 @@ int igw_request_decode(const igw_api *api, igw_request *req, const igw_http_requ
     if (r->body != IGW_BODY_KIND_NONE) {
         bool json = r->body == IGW_BODY_KIND_JSON;
         igw_str ct = igw_http_header(in, "content-type", 12);
-        if (!ct.ptr || !media_is(ct, json ? "application/json" : "multipart/form-data")) {
+        if (!ct.ptr || !(json ? media_is(ct, "application/json", 16) : media_is(ct, "multipart/form-data", 19))) {
             set_error(err, api->cls_media_type, IGW_JERR_NONE,
                       json ? "expected Content-Type application/json" : "expected Content-Type multipart/form-data",
                       "");
             return -1;
         }
-        if (json && !charset_ok(ct)) {
+        if (json && ct.len > 16 && !charset_ok(ct)) { /* parameters follow the type */
             set_error(err, api->cls_media_type, IGW_JERR_NONE,
                       "a JSON body is UTF-8: charset, when given, must be utf-8", "");
             return -1;

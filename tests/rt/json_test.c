@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "arena.h"
+#include "bytes.h"
 #include "decode.h"
 #include "json.h"
 
@@ -1626,6 +1627,40 @@ static void test_arena(void)
     igw_arena_free(&a);
 }
 
+/* igw_bytes_eq (bytes.h), which the generated route, key and enum matchers
+ * use: every length up to past five words, at every alignment, one bit
+ * changed at every position (the overlapping last word included), and the
+ * constant-length form the matchers compile. */
+static void test_bytes_eq(void)
+{
+    unsigned char a[96], b[96];
+    for (size_t i = 0; i < sizeof a; i++)
+        a[i] = (unsigned char)(i * 37 + 11);
+    for (size_t off = 0; off < 8; off++) {
+        for (size_t n = 0; n + off <= 80; n++) {
+            memcpy(b, a, sizeof b);
+            CHECK(igw_bytes_eq(a + off, b + off, n));
+            for (size_t i = 0; i < n; i++) {
+                b[off + i] ^= (unsigned char)(1u << (i % 8));
+                CHECK(!igw_bytes_eq(a + off, b + off, n));
+                b[off + i] = a[off + i];
+            }
+            /* bytes outside [0, n) do not count */
+            b[off + n] ^= 0xFF;
+            if (off > 0)
+                b[off - 1] ^= 0xFF;
+            CHECK(igw_bytes_eq(a + off, b + off, n));
+        }
+    }
+    char path[] = "/api/v1/im/interaction/commands";
+    CHECK(igw_bytes_eq(path, "/api/v1/im/interaction/commands", 31));
+    path[30] = 'S';
+    CHECK(!igw_bytes_eq(path, "/api/v1/im/interaction/commands", 31));
+    path[30] = 's';
+    path[0] = '.';
+    CHECK(!igw_bytes_eq(path, "/api/v1/im/interaction/commands", 31));
+}
+
 /* In this order (the arena is shared). */
 static const check_case cases[] = {
     CHECK_CASE(test_decoder),
@@ -1652,6 +1687,7 @@ static const check_case cases[] = {
     CHECK_CASE(test_dup_sort),
     CHECK_CASE(test_unique_items),
     CHECK_CASE(test_arena),
+    CHECK_CASE(test_bytes_eq),
 };
 
 int main(void)

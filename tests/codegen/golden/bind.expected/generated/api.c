@@ -4,6 +4,7 @@
 
 #include <string.h>
 
+#include "bytes.h"
 #include "decode.h"
 
 const igw_error_class igw_error_classes[IGW_ERR__COUNT] = {
@@ -28,15 +29,15 @@ int igw_Op_of(igw_str s)
 {
     switch (s.len) {
     case 4:
-        if (memcmp(s.ptr, "four", 4) == 0)
+        if (igw_bytes_eq(s.ptr, "four", 4))
             return IGW_Op_four;
         break;
     case 5:
-        if (memcmp(s.ptr, "a.one", 5) == 0)
+        if (igw_bytes_eq(s.ptr, "a.one", 5))
             return IGW_Op_a_one;
-        if (memcmp(s.ptr, "a.two", 5) == 0)
+        if (igw_bytes_eq(s.ptr, "a.two", 5))
             return IGW_Op_a_two;
-        if (memcmp(s.ptr, "three", 5) == 0)
+        if (igw_bytes_eq(s.ptr, "three", 5))
             return IGW_Op_three;
         break;
     default:
@@ -75,11 +76,11 @@ int igw_Sop_of(igw_str s)
 {
     switch (s.len) {
     case 4:
-        if (memcmp(s.ptr, "open", 4) == 0)
+        if (igw_bytes_eq(s.ptr, "open", 4))
             return IGW_Sop_open;
         break;
     case 5:
-        if (memcmp(s.ptr, "close", 5) == 0)
+        if (igw_bytes_eq(s.ptr, "close", 5))
             return IGW_Sop_close;
         break;
     default:
@@ -109,12 +110,12 @@ static void __attribute__((unused)) enc_Sop(igw_jw *w, igw_Sop v)
         w->oom = true; /* not a value of the enum: output unusable */
 }
 
-/* Field index of a key of Args, or -1: length first, then memcmp. */
+/* Field index of a key of Args, or -1: length first, then one compare. */
 static int key_Args(const char *k, size_t n)
 {
     switch (n) {
     case 1:
-        if (memcmp(k, "n", 1) == 0)
+        if (igw_bytes_eq(k, "n", 1))
             return IGW_Args_F_n;
         break;
     default:
@@ -155,16 +156,16 @@ int igw_decode_Args(igw_json *j, igw_Args *o)
     return 0;
 }
 
-/* Field index of a key of Req, or -1: length first, then memcmp. */
+/* Field index of a key of Req, or -1: length first, then one compare. */
 static int key_Req(const char *k, size_t n)
 {
     switch (n) {
     case 2:
-        if (memcmp(k, "op", 2) == 0)
+        if (igw_bytes_eq(k, "op", 2))
             return IGW_Req_F_op;
         break;
     case 4:
-        if (memcmp(k, "args", 4) == 0)
+        if (igw_bytes_eq(k, "args", 4))
             return IGW_Req_F_args;
         break;
     default:
@@ -257,20 +258,20 @@ int igw_decode_Req(igw_json *j, igw_Req *o)
     return 0;
 }
 
-/* Field index of a key of OneDown, or -1: length first, then memcmp. */
+/* Field index of a key of OneDown, or -1: length first, then one compare. */
 static int key_OneDown(const char *k, size_t n)
 {
     switch (n) {
     case 1:
-        if (memcmp(k, "n", 1) == 0)
+        if (igw_bytes_eq(k, "n", 1))
             return IGW_OneDown_F_n;
         break;
     case 6:
-        if (memcmp(k, "method", 6) == 0)
+        if (igw_bytes_eq(k, "method", 6))
             return IGW_OneDown_F_method;
         break;
     case 8:
-        if (memcmp(k, "msgToken", 8) == 0)
+        if (igw_bytes_eq(k, "msgToken", 8))
             return IGW_OneDown_F_msgToken;
         break;
     default:
@@ -452,7 +453,7 @@ const igw_route_def igw_routes[IGW_ROUTE__COUNT] = {
 static bool match_watch(const char *path, size_t plen, igw_str *params)
 {
     size_t at = 0, start;
-    if (plen - at < 7 || memcmp(path + at, "/watch/", 7) != 0)
+    if (plen - at < 7 || !igw_bytes_eq(path + at, "/watch/", 7))
         return false;
     at += 7;
     start = at;
@@ -467,24 +468,23 @@ static bool match_watch(const char *path, size_t plen, igw_str *params)
 static const igw_route_def *route_match(const char *path, size_t plen,
                                         igw_str params[IGW_MAX_PATH_PARAMS])
 {
-    int id = -1;
     switch (plen) {
     case 5:
-        if (memcmp(path, "/send", 5) == 0)
-            id = IGW_ROUTE_SEND;
+        if (igw_bytes_eq(path, "/send", 5))
+            return &igw_routes[IGW_ROUTE_SEND];
         break;
     case 6:
-        if (memcmp(path, "/later", 6) == 0)
-            id = IGW_ROUTE_LATER;
+        if (igw_bytes_eq(path, "/later", 6))
+            return &igw_routes[IGW_ROUTE_LATER];
         break;
     default:
         break;
     }
-    if (id < 0 && match_watch(path, plen, params))
-        id = IGW_ROUTE_WATCH;
+    if (match_watch(path, plen, params))
+        return &igw_routes[IGW_ROUTE_WATCH];
     (void)params; /* unused when no route has path parameters */
     (void)path;
-    return id < 0 ? NULL : &igw_routes[id];
+    return NULL;
 }
 
 const igw_api igw_gen_api = {

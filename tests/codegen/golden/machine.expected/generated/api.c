@@ -4,6 +4,7 @@
 
 #include <string.h>
 
+#include "bytes.h"
 #include "decode.h"
 
 const igw_error_class igw_error_classes[IGW_ERR__COUNT] = {
@@ -19,14 +20,13 @@ const igw_route_def igw_routes[IGW_ROUTE__COUNT] = {
 static const igw_route_def *route_match(const char *path, size_t plen,
                                         igw_str params[IGW_MAX_PATH_PARAMS])
 {
-    int id = -1;
     switch (plen) {
     default:
         break;
     }
     (void)params; /* unused when no route has path parameters */
     (void)path;
-    return id < 0 ? NULL : &igw_routes[id];
+    return NULL;
 }
 
 const igw_api igw_gen_api = {

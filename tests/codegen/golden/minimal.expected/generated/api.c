@@ -4,6 +4,7 @@
 
 #include <string.h>
 
+#include "bytes.h"
 #include "decode.h"
 
 const igw_error_class igw_error_classes[IGW_ERR__COUNT] = {
@@ -17,22 +18,22 @@ const igw_error_class igw_error_classes[IGW_ERR__COUNT] = {
     [IGW_ERR_OOPS] = {"oops", 500, 500, "internal error"},
 };
 
-/* Field index of a key of Hello, or -1: length first, then memcmp. */
+/* Field index of a key of Hello, or -1: length first, then one compare. */
 static int key_Hello(const char *k, size_t n)
 {
     switch (n) {
     case 4:
-        if (memcmp(k, "name", 4) == 0)
+        if (igw_bytes_eq(k, "name", 4))
             return IGW_Hello_F_name;
-        if (memcmp(k, "loud", 4) == 0)
+        if (igw_bytes_eq(k, "loud", 4))
             return IGW_Hello_F_loud;
-        if (memcmp(k, "tags", 4) == 0)
+        if (igw_bytes_eq(k, "tags", 4))
             return IGW_Hello_F_tags;
         break;
     case 5:
-        if (memcmp(k, "times", 5) == 0)
+        if (igw_bytes_eq(k, "times", 5))
             return IGW_Hello_F_times;
-        if (memcmp(k, "extra", 5) == 0)
+        if (igw_bytes_eq(k, "extra", 5))
             return IGW_Hello_F_extra;
         break;
     default:
@@ -121,12 +122,12 @@ int igw_decode_Hello(igw_json *j, igw_Hello *o)
     return 0;
 }
 
-/* Field index of a key of Reply, or -1: length first, then memcmp. */
+/* Field index of a key of Reply, or -1: length first, then one compare. */
 static int key_Reply(const char *k, size_t n)
 {
     switch (n) {
     case 4:
-        if (memcmp(k, "text", 4) == 0)
+        if (igw_bytes_eq(k, "text", 4))
             return IGW_Reply_F_text;
         break;
     default:
@@ -308,7 +309,7 @@ const igw_route_def igw_routes[IGW_ROUTE__COUNT] = {
 static bool match_hello(const char *path, size_t plen, igw_str *params)
 {
     size_t at = 0, start;
-    if (plen - at < 10 || memcmp(path + at, "/v1/hello/", 10) != 0)
+    if (plen - at < 10 || !igw_bytes_eq(path + at, "/v1/hello/", 10))
         return false;
     at += 10;
     start = at;
@@ -323,16 +324,15 @@ static bool match_hello(const char *path, size_t plen, igw_str *params)
 static const igw_route_def *route_match(const char *path, size_t plen,
                                         igw_str params[IGW_MAX_PATH_PARAMS])
 {
-    int id = -1;
     switch (plen) {
     default:
         break;
     }
-    if (id < 0 && match_hello(path, plen, params))
-        id = IGW_ROUTE_HELLO;
+    if (match_hello(path, plen, params))
+        return &igw_routes[IGW_ROUTE_HELLO];
     (void)params; /* unused when no route has path parameters */
     (void)path;
-    return id < 0 ? NULL : &igw_routes[id];
+    return NULL;
 }
 
 const igw_api igw_gen_api = {

@@ -4,6 +4,7 @@
 
 #include <string.h>
 
+#include "bytes.h"
 #include "decode.h"
 
 const igw_error_class igw_error_classes[IGW_ERR__COUNT] = {
@@ -17,12 +18,12 @@ const igw_error_class igw_error_classes[IGW_ERR__COUNT] = {
     [IGW_ERR_OOPS] = {"oops", 500, 500, "internal error"},
 };
 
-/* Field index of a key of Child, or -1: length first, then memcmp. */
+/* Field index of a key of Child, or -1: length first, then one compare. */
 static int key_Child(const char *k, size_t n)
 {
     switch (n) {
     case 2:
-        if (memcmp(k, "id", 2) == 0)
+        if (igw_bytes_eq(k, "id", 2))
             return IGW_Child_F_id;
         break;
     default:
@@ -69,12 +70,12 @@ int igw_decode_Child(igw_json *j, igw_Child *o)
     return 0;
 }
 
-/* Field index of a key of Children, or -1: length first, then memcmp. */
+/* Field index of a key of Children, or -1: length first, then one compare. */
 static int key_Children(const char *k, size_t n)
 {
     switch (n) {
     case 4:
-        if (memcmp(k, "list", 4) == 0)
+        if (igw_bytes_eq(k, "list", 4))
             return IGW_Children_F_list;
         break;
     default:
@@ -144,12 +145,12 @@ int igw_decode_Children(igw_json *j, igw_Children *o)
     return 0;
 }
 
-/* Field index of a key of Answer, or -1: length first, then memcmp. */
+/* Field index of a key of Answer, or -1: length first, then one compare. */
 static int key_Answer(const char *k, size_t n)
 {
     switch (n) {
     case 3:
-        if (memcmp(k, "sdp", 3) == 0)
+        if (igw_bytes_eq(k, "sdp", 3))
             return IGW_Answer_F_sdp;
         break;
     default:
@@ -232,14 +233,13 @@ const igw_route_def igw_routes[IGW_ROUTE__COUNT] = {
 static const igw_route_def *route_match(const char *path, size_t plen,
                                         igw_str params[IGW_MAX_PATH_PARAMS])
 {
-    int id = -1;
     switch (plen) {
     default:
         break;
     }
     (void)params; /* unused when no route has path parameters */
     (void)path;
-    return id < 0 ? NULL : &igw_routes[id];
+    return NULL;
 }
 
 const igw_api igw_gen_api = {

@@ -4,6 +4,7 @@
 
 #include <string.h>
 
+#include "bytes.h"
 #include "decode.h"
 
 const igw_error_class igw_error_classes[IGW_ERR__COUNT] = {
@@ -26,9 +27,9 @@ int igw_TrackKind_of(igw_str s)
 {
     switch (s.len) {
     case 5:
-        if (memcmp(s.ptr, "video", 5) == 0)
+        if (igw_bytes_eq(s.ptr, "video", 5))
             return IGW_TrackKind_video;
-        if (memcmp(s.ptr, "audio", 5) == 0)
+        if (igw_bytes_eq(s.ptr, "audio", 5))
             return IGW_TrackKind_audio;
         break;
     default:
@@ -70,19 +71,19 @@ int igw_Purpose_of(igw_str s)
 {
     switch (s.len) {
     case 4:
-        if (memcmp(s.ptr, "look", 4) == 0)
+        if (igw_bytes_eq(s.ptr, "look", 4))
             return IGW_Purpose_look;
         break;
     case 5:
-        if (memcmp(s.ptr, "watch", 5) == 0)
+        if (igw_bytes_eq(s.ptr, "watch", 5))
             return IGW_Purpose_watch;
-        if (memcmp(s.ptr, "speak", 5) == 0)
+        if (igw_bytes_eq(s.ptr, "speak", 5))
             return IGW_Purpose_speak;
-        if (memcmp(s.ptr, "later", 5) == 0)
+        if (igw_bytes_eq(s.ptr, "later", 5))
             return IGW_Purpose_later;
         break;
     case 6:
-        if (memcmp(s.ptr, "replay", 6) == 0)
+        if (igw_bytes_eq(s.ptr, "replay", 6))
             return IGW_Purpose_replay;
         break;
     default:
@@ -121,11 +122,11 @@ int igw_Helper_of(igw_str s)
 {
     switch (s.len) {
     case 4:
-        if (memcmp(s.ptr, "seer", 4) == 0)
+        if (igw_bytes_eq(s.ptr, "seer", 4))
             return IGW_Helper_seer;
         break;
     case 11:
-        if (memcmp(s.ptr, "interpreter", 11) == 0)
+        if (igw_bytes_eq(s.ptr, "interpreter", 11))
             return IGW_Helper_interpreter;
         break;
     default:
@@ -155,16 +156,16 @@ static void __attribute__((unused)) enc_Helper(igw_jw *w, igw_Helper v)
         w->oom = true; /* not a value of the enum: output unusable */
 }
 
-/* Field index of a key of Capability, or -1: length first, then memcmp. */
+/* Field index of a key of Capability, or -1: length first, then one compare. */
 static int key_Capability(const char *k, size_t n)
 {
     switch (n) {
     case 3:
-        if (memcmp(k, "mic", 3) == 0)
+        if (igw_bytes_eq(k, "mic", 3))
             return IGW_Capability_F_mic;
         break;
     case 7:
-        if (memcmp(k, "speaker", 7) == 0)
+        if (igw_bytes_eq(k, "speaker", 7))
             return IGW_Capability_F_speaker;
         break;
     default:
@@ -219,20 +220,20 @@ int igw_decode_Capability(igw_json *j, igw_Capability *o)
     return 0;
 }
 
-/* Field index of a key of Req, or -1: length first, then memcmp. */
+/* Field index of a key of Req, or -1: length first, then one compare. */
 static int key_Req(const char *k, size_t n)
 {
     switch (n) {
     case 3:
-        if (memcmp(k, "cap", 3) == 0)
+        if (igw_bytes_eq(k, "cap", 3))
             return IGW_Req_F_cap;
         break;
     case 4:
-        if (memcmp(k, "kind", 4) == 0)
+        if (igw_bytes_eq(k, "kind", 4))
             return IGW_Req_F_kind;
         break;
     case 7:
-        if (memcmp(k, "purpose", 7) == 0)
+        if (igw_bytes_eq(k, "purpose", 7))
             return IGW_Req_F_purpose;
         break;
     default:
@@ -345,18 +346,17 @@ const igw_route_def igw_routes[IGW_ROUTE__COUNT] = {
 static const igw_route_def *route_match(const char *path, size_t plen,
                                         igw_str params[IGW_MAX_PATH_PARAMS])
 {
-    int id = -1;
     switch (plen) {
     case 5:
-        if (memcmp(path, "/send", 5) == 0)
-            id = IGW_ROUTE_SEND;
+        if (igw_bytes_eq(path, "/send", 5))
+            return &igw_routes[IGW_ROUTE_SEND];
         break;
     default:
         break;
     }
     (void)params; /* unused when no route has path parameters */
     (void)path;
-    return id < 0 ? NULL : &igw_routes[id];
+    return NULL;
 }
 
 const igw_api igw_gen_api = {

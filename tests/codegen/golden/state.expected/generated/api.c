@@ -4,6 +4,7 @@
 
 #include <string.h>
 
+#include "bytes.h"
 #include "decode.h"
 
 const igw_error_class igw_error_classes[IGW_ERR__COUNT] = {
@@ -19,7 +20,7 @@ int igw_StateMethod_of(igw_str s)
 {
     switch (s.len) {
     case 17:
-        if (memcmp(s.ptr, "interaction.state", 17) == 0)
+        if (igw_bytes_eq(s.ptr, "interaction.state", 17))
             return IGW_StateMethod_interaction_state;
         break;
     default:
@@ -58,11 +59,11 @@ int igw_SessionState_of(igw_str s)
 {
     switch (s.len) {
     case 5:
-        if (memcmp(s.ptr, "ended", 5) == 0)
+        if (igw_bytes_eq(s.ptr, "ended", 5))
             return IGW_SessionState_ended;
         break;
     case 7:
-        if (memcmp(s.ptr, "invited", 7) == 0)
+        if (igw_bytes_eq(s.ptr, "invited", 7))
             return IGW_SessionState_invited;
         break;
     default:
@@ -101,11 +102,11 @@ int igw_StateData_playback_of(igw_str s)
 {
     switch (s.len) {
     case 6:
-        if (memcmp(s.ptr, "paused", 6) == 0)
+        if (igw_bytes_eq(s.ptr, "paused", 6))
             return IGW_StateData_playback_paused;
         break;
     case 7:
-        if (memcmp(s.ptr, "playing", 7) == 0)
+        if (igw_bytes_eq(s.ptr, "playing", 7))
             return IGW_StateData_playback_playing;
         break;
     default:
@@ -135,16 +136,16 @@ static void __attribute__((unused)) enc_StateData_playback(igw_jw *w, igw_StateD
         w->oom = true; /* not a value of the enum: output unusable */
 }
 
-/* Field index of a key of Target, or -1: length first, then memcmp. */
+/* Field index of a key of Target, or -1: length first, then one compare. */
 static int key_Target(const char *k, size_t n)
 {
     switch (n) {
     case 9:
-        if (memcmp(k, "productID", 9) == 0)
+        if (igw_bytes_eq(k, "productID", 9))
             return IGW_Target_F_productID;
         break;
     case 10:
-        if (memcmp(k, "deviceName", 10) == 0)
+        if (igw_bytes_eq(k, "deviceName", 10))
             return IGW_Target_F_deviceName;
         break;
     default:
@@ -199,36 +200,36 @@ int igw_decode_Target(igw_json *j, igw_Target *o)
     return 0;
 }
 
-/* Field index of a key of StateData, or -1: length first, then memcmp. */
+/* Field index of a key of StateData, or -1: length first, then one compare. */
 static int key_StateData(const char *k, size_t n)
 {
     switch (n) {
     case 5:
-        if (memcmp(k, "state", 5) == 0)
+        if (igw_bytes_eq(k, "state", 5))
             return IGW_StateData_F_state;
         break;
     case 6:
-        if (memcmp(k, "target", 6) == 0)
+        if (igw_bytes_eq(k, "target", 6))
             return IGW_StateData_F_target;
-        if (memcmp(k, "reason", 6) == 0)
+        if (igw_bytes_eq(k, "reason", 6))
             return IGW_StateData_F_reason;
         break;
     case 8:
-        if (memcmp(k, "playback", 8) == 0)
+        if (igw_bytes_eq(k, "playback", 8))
             return IGW_StateData_F_playback;
-        if (memcmp(k, "cameraId", 8) == 0)
+        if (igw_bytes_eq(k, "cameraId", 8))
             return IGW_StateData_F_cameraId;
         break;
     case 10:
-        if (memcmp(k, "positionMs", 10) == 0)
+        if (igw_bytes_eq(k, "positionMs", 10))
             return IGW_StateData_F_positionMs;
         break;
     case 11:
-        if (memcmp(k, "inviteToken", 11) == 0)
+        if (igw_bytes_eq(k, "inviteToken", 11))
             return IGW_StateData_F_inviteToken;
         break;
     case 13:
-        if (memcmp(k, "mediaRevision", 13) == 0)
+        if (igw_bytes_eq(k, "mediaRevision", 13))
             return IGW_StateData_F_mediaRevision;
         break;
     default:
@@ -303,26 +304,26 @@ int igw_decode_StateData(igw_json *j, igw_StateData *o)
     return 0;
 }
 
-/* Field index of a key of StateEvent, or -1: length first, then memcmp. */
+/* Field index of a key of StateEvent, or -1: length first, then one compare. */
 static int key_StateEvent(const char *k, size_t n)
 {
     switch (n) {
     case 4:
-        if (memcmp(k, "data", 4) == 0)
+        if (igw_bytes_eq(k, "data", 4))
             return IGW_StateEvent_F_data;
         break;
     case 6:
-        if (memcmp(k, "method", 6) == 0)
+        if (igw_bytes_eq(k, "method", 6))
             return IGW_StateEvent_F_method;
         break;
     case 8:
-        if (memcmp(k, "msgToken", 8) == 0)
+        if (igw_bytes_eq(k, "msgToken", 8))
             return IGW_StateEvent_F_msgToken;
-        if (memcmp(k, "eventSeq", 8) == 0)
+        if (igw_bytes_eq(k, "eventSeq", 8))
             return IGW_StateEvent_F_eventSeq;
         break;
     case 9:
-        if (memcmp(k, "sessionId", 9) == 0)
+        if (igw_bytes_eq(k, "sessionId", 9))
             return IGW_StateEvent_F_sessionId;
         break;
     default:
@@ -471,14 +472,13 @@ const igw_route_def igw_routes[IGW_ROUTE__COUNT] = {
 static const igw_route_def *route_match(const char *path, size_t plen,
                                         igw_str params[IGW_MAX_PATH_PARAMS])
 {
-    int id = -1;
     switch (plen) {
     default:
         break;
     }
     (void)params; /* unused when no route has path parameters */
     (void)path;
-    return id < 0 ? NULL : &igw_routes[id];
+    return NULL;
 }
 
 const igw_api igw_gen_api = {

@@ -4,6 +4,7 @@
 
 #include <string.h>
 
+#include "bytes.h"
 #include "decode.h"
 
 const igw_error_class igw_error_classes[IGW_ERR__COUNT] = {
@@ -26,11 +27,11 @@ int igw_Kind_of(igw_str s)
 {
     switch (s.len) {
     case 9:
-        if (memcmp(s.ptr, "shape.box", 9) == 0)
+        if (igw_bytes_eq(s.ptr, "shape.box", 9))
             return IGW_Kind_shape_box;
         break;
     case 12:
-        if (memcmp(s.ptr, "shape.circle", 12) == 0)
+        if (igw_bytes_eq(s.ptr, "shape.circle", 12))
             return IGW_Kind_shape_circle;
         break;
     default:
@@ -69,11 +70,11 @@ int igw_Unit_of(igw_str s)
 {
     switch (s.len) {
     case 2:
-        if (memcmp(s.ptr, "mm", 2) == 0)
+        if (igw_bytes_eq(s.ptr, "mm", 2))
             return IGW_Unit_mm;
         break;
     case 4:
-        if (memcmp(s.ptr, "inch", 4) == 0)
+        if (igw_bytes_eq(s.ptr, "inch", 4))
             return IGW_Unit_inch;
         break;
     default:
@@ -112,9 +113,9 @@ int igw_Mode_of(igw_str s)
 {
     switch (s.len) {
     case 1:
-        if (memcmp(s.ptr, "a", 1) == 0)
+        if (igw_bytes_eq(s.ptr, "a", 1))
             return IGW_Mode_a;
-        if (memcmp(s.ptr, "b", 1) == 0)
+        if (igw_bytes_eq(s.ptr, "b", 1))
             return IGW_Mode_b;
         break;
     default:
@@ -144,12 +145,12 @@ static void __attribute__((unused)) enc_Mode(igw_jw *w, igw_Mode v)
         w->oom = true; /* not a value of the enum: output unusable */
 }
 
-/* Field index of a key of Circle, or -1: length first, then memcmp. */
+/* Field index of a key of Circle, or -1: length first, then one compare. */
 static int key_Circle(const char *k, size_t n)
 {
     switch (n) {
     case 1:
-        if (memcmp(k, "r", 1) == 0)
+        if (igw_bytes_eq(k, "r", 1))
             return IGW_Circle_F_r;
         break;
     default:
@@ -196,26 +197,26 @@ int igw_decode_Circle(igw_json *j, igw_Circle *o)
     return 0;
 }
 
-/* Field index of a key of Box, or -1: length first, then memcmp. */
+/* Field index of a key of Box, or -1: length first, then one compare. */
 static int key_Box(const char *k, size_t n)
 {
     switch (n) {
     case 1:
-        if (memcmp(k, "w", 1) == 0)
+        if (igw_bytes_eq(k, "w", 1))
             return IGW_Box_F_w;
-        if (memcmp(k, "h", 1) == 0)
+        if (igw_bytes_eq(k, "h", 1))
             return IGW_Box_F_h;
         break;
     case 4:
-        if (memcmp(k, "unit", 4) == 0)
+        if (igw_bytes_eq(k, "unit", 4))
             return IGW_Box_F_unit;
         break;
     case 5:
-        if (memcmp(k, "scale", 5) == 0)
+        if (igw_bytes_eq(k, "scale", 5))
             return IGW_Box_F_scale;
         break;
     case 6:
-        if (memcmp(k, "legacy", 6) == 0)
+        if (igw_bytes_eq(k, "legacy", 6))
             return IGW_Box_F_legacy;
         break;
     default:
@@ -297,18 +298,18 @@ int igw_decode_Box(igw_json *j, igw_Box *o)
     return 0;
 }
 
-/* Field index of a key of Shape, or -1: length first, then memcmp. */
+/* Field index of a key of Shape, or -1: length first, then one compare. */
 static int key_Shape(const char *k, size_t n)
 {
     switch (n) {
     case 4:
-        if (memcmp(k, "kind", 4) == 0)
+        if (igw_bytes_eq(k, "kind", 4))
             return IGW_Shape_F_kind;
-        if (memcmp(k, "body", 4) == 0)
+        if (igw_bytes_eq(k, "body", 4))
             return IGW_Shape_F_body;
         break;
     case 5:
-        if (memcmp(k, "label", 5) == 0)
+        if (igw_bytes_eq(k, "label", 5))
             return IGW_Shape_F_label;
         break;
     default:
@@ -405,16 +406,16 @@ int igw_decode_Shape(igw_json *j, igw_Shape *o)
     return 0;
 }
 
-/* Field index of a key of Presence, or -1: length first, then memcmp. */
+/* Field index of a key of Presence, or -1: length first, then one compare. */
 static int key_Presence(const char *k, size_t n)
 {
     switch (n) {
     case 1:
-        if (memcmp(k, "m", 1) == 0)
+        if (igw_bytes_eq(k, "m", 1))
             return IGW_Presence_F_m;
-        if (memcmp(k, "y", 1) == 0)
+        if (igw_bytes_eq(k, "y", 1))
             return IGW_Presence_F_y;
-        if (memcmp(k, "x", 1) == 0)
+        if (igw_bytes_eq(k, "x", 1))
             return IGW_Presence_F_x;
         break;
     default:
@@ -599,22 +600,21 @@ const igw_route_def igw_routes[IGW_ROUTE__COUNT] = {
 static const igw_route_def *route_match(const char *path, size_t plen,
                                         igw_str params[IGW_MAX_PATH_PARAMS])
 {
-    int id = -1;
     switch (plen) {
     case 6:
-        if (memcmp(path, "/shape", 6) == 0)
-            id = IGW_ROUTE_SHAPE;
+        if (igw_bytes_eq(path, "/shape", 6))
+            return &igw_routes[IGW_ROUTE_SHAPE];
         break;
     case 9:
-        if (memcmp(path, "/presence", 9) == 0)
-            id = IGW_ROUTE_PRESENCE;
+        if (igw_bytes_eq(path, "/presence", 9))
+            return &igw_routes[IGW_ROUTE_PRESENCE];
         break;
     default:
         break;
     }
     (void)params; /* unused when no route has path parameters */
     (void)path;
-    return id < 0 ? NULL : &igw_routes[id];
+    return NULL;
 }
 
 const igw_api igw_gen_api = {

@@ -4,6 +4,7 @@
 
 #include <string.h>
 
+#include "bytes.h"
 #include "decode.h"
 
 const igw_error_class igw_error_classes[IGW_ERR__COUNT] = {
@@ -27,11 +28,11 @@ int igw_Color_of(igw_str s)
 {
     switch (s.len) {
     case 3:
-        if (memcmp(s.ptr, "red", 3) == 0)
+        if (igw_bytes_eq(s.ptr, "red", 3))
             return IGW_Color_red;
         break;
     case 4:
-        if (memcmp(s.ptr, "it's", 4) == 0)
+        if (igw_bytes_eq(s.ptr, "it's", 4))
             return IGW_Color_it_s;
         break;
     default:
@@ -61,30 +62,30 @@ static void __attribute__((unused)) enc_Color(igw_jw *w, igw_Color v)
         w->oom = true; /* not a value of the enum: output unusable */
 }
 
-/* Field index of a key of Sample, or -1: length first, then memcmp. */
+/* Field index of a key of Sample, or -1: length first, then one compare. */
 static int key_Sample(const char *k, size_t n)
 {
     switch (n) {
     case 2:
-        if (memcmp(k, "id", 2) == 0)
+        if (igw_bytes_eq(k, "id", 2))
             return IGW_Sample_F_id;
         break;
     case 4:
-        if (memcmp(k, "name", 4) == 0)
+        if (igw_bytes_eq(k, "name", 4))
             return IGW_Sample_F_name;
-        if (memcmp(k, "lang", 4) == 0)
+        if (igw_bytes_eq(k, "lang", 4))
             return IGW_Sample_F_lang;
-        if (memcmp(k, "note", 4) == 0)
+        if (igw_bytes_eq(k, "note", 4))
             return IGW_Sample_F_note;
-        if (memcmp(k, "flag", 4) == 0)
+        if (igw_bytes_eq(k, "flag", 4))
             return IGW_Sample_F_flag;
         break;
     case 5:
-        if (memcmp(k, "count", 5) == 0)
+        if (igw_bytes_eq(k, "count", 5))
             return IGW_Sample_F_count;
-        if (memcmp(k, "color", 5) == 0)
+        if (igw_bytes_eq(k, "color", 5))
             return IGW_Sample_F_color;
-        if (memcmp(k, "extra", 5) == 0)
+        if (igw_bytes_eq(k, "extra", 5))
             return IGW_Sample_F_extra;
         break;
     default:
@@ -218,14 +219,13 @@ const igw_route_def igw_routes[IGW_ROUTE__COUNT] = {
 static const igw_route_def *route_match(const char *path, size_t plen,
                                         igw_str params[IGW_MAX_PATH_PARAMS])
 {
-    int id = -1;
     switch (plen) {
     default:
         break;
     }
     (void)params; /* unused when no route has path parameters */
     (void)path;
-    return id < 0 ? NULL : &igw_routes[id];
+    return NULL;
 }
 
 const igw_api igw_gen_api = {

@@ -834,8 +834,11 @@ static int protect_gcm(igw_srtp *s, uint8_t *buf, size_t hlen, size_t n, uint32_
     if (plen > 0 &&
         (EVP_EncryptUpdate(s->enc, buf + hlen, &out, buf + hlen, plen) != 1 || out != plen))
         return -1;
-    if (EVP_EncryptFinal_ex(s->enc, buf + n, &out) != 1 || out != 0 ||
-        EVP_CIPHER_CTX_ctrl(s->enc, EVP_CTRL_AEAD_GET_TAG, SRTP_GCM_TAG, buf + n) != 1)
+    /* The tag by the parameter itself: EVP_CIPHER_CTX_ctrl would build the
+     * same OSSL_PARAM array on every packet (~15 ns of ~350). */
+    OSSL_PARAM tag[2] = {OSSL_PARAM_construct_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG, buf + n, SRTP_GCM_TAG),
+                         OSSL_PARAM_construct_end()};
+    if (EVP_EncryptFinal_ex(s->enc, buf + n, &out) != 1 || out != 0 || EVP_CIPHER_CTX_get_params(s->enc, tag) != 1)
         return -1;
     return SRTP_GCM_TAG;
 }

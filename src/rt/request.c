@@ -84,18 +84,31 @@ static bool charset_ok(igw_str ct)
     return true;
 }
 
+/* The header name `got` is `want` (NUL-terminated, lower case, as the
+ * generated tables hold it) in any case; no strlen per request. */
+static bool name_is(const char *want, igw_str got)
+{
+    for (size_t i = 0; i < got.len; i++) {
+        unsigned char c = (unsigned char)got.ptr[i];
+        if (want[i] == '\0' || (c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c) != (unsigned char)want[i])
+            return false;
+    }
+    return want[got.len] == '\0';
+}
+
 /* Collects the route's headers into req->headers and checks them: each
- * declared header at most once, required ones present, values by rule. */
-static int check_headers(const igw_api *api, igw_request *req, const igw_http_request *in, igw_decode_error *err)
+ * declared header at most once, required ones present, values by rule
+ * (checked with j, fresh: a check writes to it only when it fails). */
+static int check_headers(const igw_api *api, igw_request *req, const igw_http_request *in, igw_json *j,
+                         igw_decode_error *err)
 {
     const igw_route_def *r = req->route;
     for (uint32_t i = 0; i < r->nheaders; i++)
         req->headers[i] = (igw_str){NULL, 0};
     for (uint32_t i = 0; i < r->nheaders; i++) {
-        size_t len = strlen(r->headers[i]);
         for (size_t k = 0; k < in->nheaders; k++) {
             const igw_header *h = &in->headers[k];
-            if (h->name.len != len || strncasecmp(h->name.ptr, r->headers[i], len) != 0)
+            if (!name_is(r->headers[i], h->name))
                 continue;
             if (req->headers[i].ptr) {
                 set_error(err, api->cls_decode, IGW_JERR_DUPLICATE, r->header_reasons[i], "");
@@ -111,10 +124,8 @@ static int check_headers(const igw_api *api, igw_request *req, const igw_http_re
             }
             continue;
         }
-        igw_json j;
-        igw_json_init(&j, "", 0, NULL, 1);
-        if (r->header_checks[i](&j, req->headers[i])) {
-            set_error(err, api->cls_decode, j.err, r->header_reasons[i], "");
+        if (r->header_checks[i](j, req->headers[i])) {
+            set_error(err, api->cls_decode, j->err, r->header_reasons[i], "");
             return -1;
         }
     }
@@ -168,15 +179,18 @@ int igw_request_decode(const igw_api *api, igw_request *req, const igw_http_requ
             return -1;
         }
     }
+    /* One scanner state for every text check: a check writes to it only
+     * when it fails, and the first failure ends the request. */
     igw_json j;
-    for (uint32_t i = 0; i < r->nparams; i++) {
+    if (r->nparams || r->nheaders)
         igw_json_init(&j, "", 0, NULL, 1);
+    for (uint32_t i = 0; i < r->nparams; i++) {
         if (r->param_checks[i](&j, req->params[i])) {
             set_error(err, api->cls_decode, j.err, r->param_reasons[i], "");
             return -1;
         }
     }
-    if (check_headers(api, req, in, err))
+    if (r->nheaders && check_headers(api, req, in, &j, err))
         return -1;
     if (r->body != IGW_BODY_KIND_JSON)
         return 0; /* no body, or multipart, which the handler streams */

@@ -23,7 +23,8 @@
 typedef enum igw_auth_kind { IGW_AUTH_KIND_NONE, IGW_AUTH_KIND_DEVICE, IGW_AUTH_KIND_USER } igw_auth_kind;
 typedef enum igw_body_kind { IGW_BODY_KIND_NONE, IGW_BODY_KIND_JSON, IGW_BODY_KIND_MULTIPART } igw_body_kind;
 
-/* Checks one path parameter or header value; 0, or -1 with the scanner's error. */
+/* Checks one path parameter or header value; 0, or -1 with the scanner's
+ * error. Writes to j only when it fails (the strict stage reuses one j). */
 typedef int (*igw_text_check_fn)(igw_json *j, igw_str value);
 
 /* One route, as generated from the schema. */

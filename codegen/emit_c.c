@@ -418,6 +418,120 @@ static void operand_expr(igw_out *o, const igw_operand *op)
         igw_out_printf(o, "o->%s", op->a);
 }
 
+/* ---- require/forbid rules on one enum field, as tables ----------------------
+ * `require x when method = a` and `forbid y when purpose != b`: a condition
+ * that reads one enum field alone has a value known here for each of the
+ * field's values and for its absence. Such rules are summed into two tables
+ * by that value (the fields required, the fields forbidden), so a valid
+ * object pays one lookup for all of them instead of a test each; only when
+ * the lookup finds a broken rule do the rules run one by one, in the
+ * schema's order, to report the first as before. */
+
+/* The enum field `c` reads alone, or NULL. */
+static igw_field *cond_enum_field(const igw_cond *c)
+{
+    switch (c->op) {
+    case IGW_C_AND:
+    case IGW_C_OR: {
+        igw_field *a = cond_enum_field(c->a), *b = cond_enum_field(c->b);
+        return a == b ? a : NULL;
+    }
+    case IGW_C_NOT:
+        return cond_enum_field(c->a);
+    default:
+        return igw_type_resolve(c->fref->type)->kind == IGW_T_ENUM ? c->fref : NULL;
+    }
+}
+
+/* `c` (over cond_enum_field(c) alone) when that field holds value v of enum
+ * e, or is absent (v == e->values.n): as emit_cond's expression evaluates. */
+static bool cond_at(const igw_cond *c, const igw_type *e, int v)
+{
+    switch (c->op) {
+    case IGW_C_AND:
+        return cond_at(c->a, e, v) && cond_at(c->b, e, v);
+    case IGW_C_OR:
+        return cond_at(c->a, e, v) || cond_at(c->b, e, v);
+    case IGW_C_NOT:
+        return !cond_at(c->a, e, v);
+    case IGW_C_PRESENT:
+        return v < e->values.n;
+    default:
+        break;
+    }
+    bool eq = false;
+    for (int i = 0; v < e->values.n && i < c->values.n; i++)
+        eq = eq || strcmp(IGW_VEC_AT(c->values, char, i), IGW_VEC_AT(e->values, char, v)) == 0;
+    return c->op == IGW_C_NE ? !eq : eq;
+}
+
+/* The enum field r's condition reads alone, when r is a require/forbid rule
+ * that can go in the tables; else NULL. */
+static igw_field *table_rule_field(const igw_rule *r)
+{
+    if ((r->kind != IGW_R_REQUIRE && r->kind != IGW_R_FORBID) || !r->when)
+        return NULL;
+    return cond_enum_field(r->when);
+}
+
+/* Fields with at least two table rules in t: a table pays from two up. */
+static bool table_field(const igw_type *t, const igw_field *f)
+{
+    int n = 0;
+    FOR(t->rules, igw_rule, r)
+        n += table_rule_field(r) == f;
+    return n >= 2;
+}
+
+/* The two tables of each such field, before the decoder. */
+static void emit_rule_tables(igw_out *o, const igw_type *t)
+{
+    FOR(t->fields, igw_field, f) {
+        if (!table_field(t, f))
+            continue;
+        const igw_type *e = igw_type_resolve(f->type);
+        for (int req = 1; req >= 0; req--) {
+            igw_out_printf(o, "/* The fields %s's `%s ... when %s ...` rules %s, by %s (the last row: %s absent). */\n"
+                              "static const uint64_t %s_%s_%s[IGW_%s__COUNT + 1] = {\n",
+                           t->name, req ? "require" : "forbid", f->name, req ? "require" : "forbid", f->name,
+                           f->name, req ? "need" : "ban", t->name, f->name, e->name);
+            for (int v = 0; v <= e->values.n; v++) {
+                igw_out t2;
+                igw_out_init(&t2);
+                FOR(t->rules, igw_rule, r) {
+                    if (table_rule_field(r) != f || (r->kind == IGW_R_REQUIRE) != req || !cond_at(r->when, e, v))
+                        continue;
+                    FOR(r->frefs, igw_field, x)
+                        igw_out_printf(&t2, "%s%s", t2.len ? " | " : "", bit(t, x));
+                }
+                if (v < e->values.n)
+                    igw_out_printf(o, "    [%s] = %s,\n", enum_const(e, IGW_VEC_AT(e->values, char, v)),
+                                   t2.len ? t2.buf : "0");
+                else
+                    igw_out_printf(o, "    [IGW_%s__COUNT] = %s,\n", e->name, t2.len ? t2.buf : "0");
+                igw_out_free(&t2);
+            }
+            igw_out_puts(o, "};\n");
+        }
+        igw_out_puts(o, "\n");
+    }
+}
+
+/* In the decoder, before the rules: whether a table rule on f is broken. */
+static void emit_rule_lookup(igw_out *o, const igw_type *t)
+{
+    FOR(t->fields, igw_field, f) {
+        if (!table_field(t, f))
+            continue;
+        const igw_type *e = igw_type_resolve(f->type);
+        igw_out_printf(o, "    unsigned at_%s = (o->has & %s) ? (unsigned)o->%s : IGW_%s__COUNT;\n"
+                          "    bool broken_%s = (o->has & need_%s_%s[at_%s]) != need_%s_%s[at_%s] ||\n"
+                          "        (o->has & ban_%s_%s[at_%s]) != 0;\n",
+                       f->name, bit(t, f), f->name, e->name, f->name, t->name, f->name, f->name, t->name, f->name,
+                       f->name, t->name, f->name, f->name);
+    }
+}
+
 static void emit_rule(igw_out *o, const igw_type *obj, const igw_rule *r)
 {
     static const char *const cmp[] = {"<", "<=", ">", ">="};
@@ -452,9 +566,12 @@ static void emit_rule(igw_out *o, const igw_type *obj, const igw_rule *r)
         igw_out_puts(&t, " when ");
         igw_cond_text(&t, r->when);
     }
+    igw_field *tf = table_rule_field(r);
+    bool tabled = tf && table_field(obj, tf);
     for (int k = 0; k < r->frefs.n; k++) {
         igw_field *f = IGW_VEC_AT(r->frefs, igw_field, k);
-        igw_out_printf(o, "    if (%s(o->has & %s)", req ? "!" : "", bit(obj, f));
+        igw_out_printf(o, "    if (%s%s%s%s(o->has & %s)", tabled ? "broken_" : "", tabled ? tf->name : "",
+                       tabled ? " && " : "", req ? "!" : "", bit(obj, f));
         if (r->when) {
             igw_out_puts(o, " && ");
             emit_cond(o, obj, r->when);
@@ -513,6 +630,7 @@ static void emit_switch_decoder(igw_out *o, const igw_type *t, const igw_field *
 static void emit_decoder(igw_out *o, const igw_type *t)
 {
     emit_key_matcher(o, t);
+    emit_rule_tables(o, t);
     const igw_field *sw = NULL;
     FOR(t->fields, igw_field, f)
         if (f->sw) {
@@ -580,6 +698,7 @@ static void emit_decoder(igw_out *o, const igw_type *t)
         igw_out_printf(o, "    if (held.ptr && igw_decode_held(j, held, \"%s\", %zu, held_depth, switch_%s_%s, o))\n"
                           "        return -1;\n",
                        sw->name, strlen(sw->name), t->name, sw->name);
+    emit_rule_lookup(o, t);
     FOR(t->rules, igw_rule, r)
         emit_rule(o, t, r);
     igw_out_puts(o, "    return 0;\n}\n\n");

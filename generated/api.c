@@ -1294,6 +1294,45 @@ static int key_Command(const char *k, size_t n)
     return -1;
 }
 
+/* The fields Command's `require ... when method ...` rules require, by method (the last row: method absent). */
+static const uint64_t need_Command_method[IGW_CommandMethod__COUNT + 1] = {
+    [IGW_CommandMethod_interaction_open] = IGW_Command_target,
+    [IGW_CommandMethod_interaction_end] = IGW_Command_sessionId,
+    [IGW_CommandMethod_interaction_join] = IGW_Command_sessionId,
+    [IGW_CommandMethod_interaction_leave] = IGW_Command_sessionId,
+    [IGW_CommandMethod_interaction_subscribe] = IGW_Command_sessionId,
+    [IGW_CommandMethod_interaction_mediaOffer] = IGW_Command_sessionId,
+    [IGW_CommandMethod_interaction_mediaState] = IGW_Command_sessionId,
+    [IGW_CommandMethod_interaction_trackControl] = IGW_Command_sessionId,
+    [IGW_CommandMethod_interaction_configure] = IGW_Command_sessionId,
+    [IGW_CommandMethod_interaction_processorControl] = IGW_Command_sessionId,
+    [IGW_CommandMethod_interaction_control] = IGW_Command_sessionId,
+    [IGW_CommandMethod_messageSend] = IGW_Command_target,
+    [IGW_CommandMethod_device_action] = IGW_Command_target,
+    [IGW_CommandMethod_device_propertyControl] = IGW_Command_target,
+    [IGW_CommandMethod_interaction_playbackControl] = IGW_Command_sessionId,
+    [IGW_CommandMethod__COUNT] = 0,
+};
+/* The fields Command's `forbid ... when method ...` rules forbid, by method (the last row: method absent). */
+static const uint64_t ban_Command_method[IGW_CommandMethod__COUNT + 1] = {
+    [IGW_CommandMethod_interaction_open] = IGW_Command_sessionId,
+    [IGW_CommandMethod_interaction_end] = IGW_Command_target,
+    [IGW_CommandMethod_interaction_join] = IGW_Command_target,
+    [IGW_CommandMethod_interaction_leave] = IGW_Command_target,
+    [IGW_CommandMethod_interaction_subscribe] = IGW_Command_target,
+    [IGW_CommandMethod_interaction_mediaOffer] = IGW_Command_target,
+    [IGW_CommandMethod_interaction_mediaState] = IGW_Command_target,
+    [IGW_CommandMethod_interaction_trackControl] = IGW_Command_target,
+    [IGW_CommandMethod_interaction_configure] = IGW_Command_target,
+    [IGW_CommandMethod_interaction_processorControl] = IGW_Command_target,
+    [IGW_CommandMethod_interaction_control] = IGW_Command_target,
+    [IGW_CommandMethod_messageSend] = IGW_Command_sessionId,
+    [IGW_CommandMethod_device_action] = IGW_Command_sessionId,
+    [IGW_CommandMethod_device_propertyControl] = IGW_Command_sessionId,
+    [IGW_CommandMethod_interaction_playbackControl] = IGW_Command_target,
+    [IGW_CommandMethod__COUNT] = 0,
+};
+
 /* Command.params: the case selected by method. */
 static int switch_Command_params(igw_json *j, void *arg)
 {
@@ -1435,123 +1474,126 @@ int igw_decode_Command(igw_json *j, igw_Command *o)
     }
     if (held.ptr && igw_decode_held(j, held, "params", 6, held_depth, switch_Command_params, o))
         return -1;
-    if (!(o->has & IGW_Command_target) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_open))) {
+    unsigned at_method = (o->has & IGW_Command_method) ? (unsigned)o->method : IGW_CommandMethod__COUNT;
+    bool broken_method = (o->has & need_Command_method[at_method]) != need_Command_method[at_method] ||
+        (o->has & ban_Command_method[at_method]) != 0;
+    if (broken_method && !(o->has & IGW_Command_target) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_open))) {
         igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = \"interaction.open\"");
         return igw_json_prefix_key(j, "target", 6);
     }
-    if ((o->has & IGW_Command_sessionId) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_open))) {
+    if (broken_method && (o->has & IGW_Command_sessionId) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_open))) {
         igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method = \"interaction.open\"");
         return igw_json_prefix_key(j, "sessionId", 9);
     }
-    if (!(o->has & IGW_Command_sessionId) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_end))) {
+    if (broken_method && !(o->has & IGW_Command_sessionId) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_end))) {
         igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = \"interaction.end\"");
         return igw_json_prefix_key(j, "sessionId", 9);
     }
-    if ((o->has & IGW_Command_target) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_end))) {
+    if (broken_method && (o->has & IGW_Command_target) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_end))) {
         igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method = \"interaction.end\"");
         return igw_json_prefix_key(j, "target", 6);
     }
-    if (!(o->has & IGW_Command_sessionId) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_join))) {
+    if (broken_method && !(o->has & IGW_Command_sessionId) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_join))) {
         igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = \"interaction.join\"");
         return igw_json_prefix_key(j, "sessionId", 9);
     }
-    if ((o->has & IGW_Command_target) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_join))) {
+    if (broken_method && (o->has & IGW_Command_target) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_join))) {
         igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method = \"interaction.join\"");
         return igw_json_prefix_key(j, "target", 6);
     }
-    if (!(o->has & IGW_Command_sessionId) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_leave))) {
+    if (broken_method && !(o->has & IGW_Command_sessionId) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_leave))) {
         igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = \"interaction.leave\"");
         return igw_json_prefix_key(j, "sessionId", 9);
     }
-    if ((o->has & IGW_Command_target) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_leave))) {
+    if (broken_method && (o->has & IGW_Command_target) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_leave))) {
         igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method = \"interaction.leave\"");
         return igw_json_prefix_key(j, "target", 6);
     }
-    if (!(o->has & IGW_Command_sessionId) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_subscribe))) {
+    if (broken_method && !(o->has & IGW_Command_sessionId) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_subscribe))) {
         igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = \"interaction.subscribe\"");
         return igw_json_prefix_key(j, "sessionId", 9);
     }
-    if ((o->has & IGW_Command_target) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_subscribe))) {
+    if (broken_method && (o->has & IGW_Command_target) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_subscribe))) {
         igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method = \"interaction.subscribe\"");
         return igw_json_prefix_key(j, "target", 6);
     }
-    if (!(o->has & IGW_Command_sessionId) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_mediaOffer))) {
+    if (broken_method && !(o->has & IGW_Command_sessionId) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_mediaOffer))) {
         igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = \"interaction.mediaOffer\"");
         return igw_json_prefix_key(j, "sessionId", 9);
     }
-    if ((o->has & IGW_Command_target) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_mediaOffer))) {
+    if (broken_method && (o->has & IGW_Command_target) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_mediaOffer))) {
         igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method = \"interaction.mediaOffer\"");
         return igw_json_prefix_key(j, "target", 6);
     }
-    if (!(o->has & IGW_Command_sessionId) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_mediaState))) {
+    if (broken_method && !(o->has & IGW_Command_sessionId) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_mediaState))) {
         igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = \"interaction.mediaState\"");
         return igw_json_prefix_key(j, "sessionId", 9);
     }
-    if ((o->has & IGW_Command_target) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_mediaState))) {
+    if (broken_method && (o->has & IGW_Command_target) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_mediaState))) {
         igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method = \"interaction.mediaState\"");
         return igw_json_prefix_key(j, "target", 6);
     }
-    if (!(o->has & IGW_Command_sessionId) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_trackControl))) {
+    if (broken_method && !(o->has & IGW_Command_sessionId) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_trackControl))) {
         igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = \"interaction.trackControl\"");
         return igw_json_prefix_key(j, "sessionId", 9);
     }
-    if ((o->has & IGW_Command_target) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_trackControl))) {
+    if (broken_method && (o->has & IGW_Command_target) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_trackControl))) {
         igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method = \"interaction.trackControl\"");
         return igw_json_prefix_key(j, "target", 6);
     }
-    if (!(o->has & IGW_Command_sessionId) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_playbackControl))) {
+    if (broken_method && !(o->has & IGW_Command_sessionId) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_playbackControl))) {
         igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = \"interaction.playbackControl\"");
         return igw_json_prefix_key(j, "sessionId", 9);
     }
-    if ((o->has & IGW_Command_target) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_playbackControl))) {
+    if (broken_method && (o->has & IGW_Command_target) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_playbackControl))) {
         igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method = \"interaction.playbackControl\"");
         return igw_json_prefix_key(j, "target", 6);
     }
-    if (!(o->has & IGW_Command_sessionId) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_configure))) {
+    if (broken_method && !(o->has & IGW_Command_sessionId) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_configure))) {
         igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = \"interaction.configure\"");
         return igw_json_prefix_key(j, "sessionId", 9);
     }
-    if ((o->has & IGW_Command_target) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_configure))) {
+    if (broken_method && (o->has & IGW_Command_target) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_configure))) {
         igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method = \"interaction.configure\"");
         return igw_json_prefix_key(j, "target", 6);
     }
-    if (!(o->has & IGW_Command_sessionId) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_processorControl))) {
+    if (broken_method && !(o->has & IGW_Command_sessionId) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_processorControl))) {
         igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = \"interaction.processorControl\"");
         return igw_json_prefix_key(j, "sessionId", 9);
     }
-    if ((o->has & IGW_Command_target) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_processorControl))) {
+    if (broken_method && (o->has & IGW_Command_target) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_processorControl))) {
         igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method = \"interaction.processorControl\"");
         return igw_json_prefix_key(j, "target", 6);
     }
-    if (!(o->has & IGW_Command_sessionId) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_control))) {
+    if (broken_method && !(o->has & IGW_Command_sessionId) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_control))) {
         igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = \"interaction.control\"");
         return igw_json_prefix_key(j, "sessionId", 9);
     }
-    if ((o->has & IGW_Command_target) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_control))) {
+    if (broken_method && (o->has & IGW_Command_target) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_interaction_control))) {
         igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method = \"interaction.control\"");
         return igw_json_prefix_key(j, "target", 6);
     }
-    if (!(o->has & IGW_Command_target) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_messageSend))) {
+    if (broken_method && !(o->has & IGW_Command_target) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_messageSend))) {
         igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = messageSend");
         return igw_json_prefix_key(j, "target", 6);
     }
-    if ((o->has & IGW_Command_sessionId) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_messageSend))) {
+    if (broken_method && (o->has & IGW_Command_sessionId) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_messageSend))) {
         igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method = messageSend");
         return igw_json_prefix_key(j, "sessionId", 9);
     }
-    if (!(o->has & IGW_Command_target) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_device_action))) {
+    if (broken_method && !(o->has & IGW_Command_target) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_device_action))) {
         igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = \"device.action\"");
         return igw_json_prefix_key(j, "target", 6);
     }
-    if ((o->has & IGW_Command_sessionId) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_device_action))) {
+    if (broken_method && (o->has & IGW_Command_sessionId) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_device_action))) {
         igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method = \"device.action\"");
         return igw_json_prefix_key(j, "sessionId", 9);
     }
-    if (!(o->has & IGW_Command_target) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_device_propertyControl))) {
+    if (broken_method && !(o->has & IGW_Command_target) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_device_propertyControl))) {
         igw_json_fail(j, IGW_JERR_MISSING, "field is required when method = \"device.propertyControl\"");
         return igw_json_prefix_key(j, "target", 6);
     }
-    if ((o->has & IGW_Command_sessionId) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_device_propertyControl))) {
+    if (broken_method && (o->has & IGW_Command_sessionId) && ((o->has & IGW_Command_method) && (o->method == IGW_CommandMethod_device_propertyControl))) {
         igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when method = \"device.propertyControl\"");
         return igw_json_prefix_key(j, "sessionId", 9);
     }
@@ -1597,6 +1639,25 @@ static int key_OpenParams(const char *k, size_t n)
     }
     return -1;
 }
+
+/* The fields OpenParams's `require ... when purpose ...` rules require, by purpose (the last row: purpose absent). */
+static const uint64_t need_OpenParams_purpose[IGW_Purpose__COUNT + 1] = {
+    [IGW_Purpose_ipcLiveView] = 0,
+    [IGW_Purpose_ipcTalk] = IGW_OpenParams_callId,
+    [IGW_Purpose_recordPlayback] = IGW_OpenParams_recordingId,
+    [IGW_Purpose_doorbell] = 0,
+    [IGW_Purpose_aiVision] = 0,
+    [IGW_Purpose__COUNT] = 0,
+};
+/* The fields OpenParams's `forbid ... when purpose ...` rules forbid, by purpose (the last row: purpose absent). */
+static const uint64_t ban_OpenParams_purpose[IGW_Purpose__COUNT + 1] = {
+    [IGW_Purpose_ipcLiveView] = IGW_OpenParams_callId | IGW_OpenParams_recordingId | IGW_OpenParams_clip,
+    [IGW_Purpose_ipcTalk] = IGW_OpenParams_listenAudio | IGW_OpenParams_recordingId | IGW_OpenParams_clip,
+    [IGW_Purpose_recordPlayback] = IGW_OpenParams_callId | IGW_OpenParams_listenAudio,
+    [IGW_Purpose_doorbell] = IGW_OpenParams_callId | IGW_OpenParams_listenAudio | IGW_OpenParams_recordingId | IGW_OpenParams_clip,
+    [IGW_Purpose_aiVision] = IGW_OpenParams_callId | IGW_OpenParams_listenAudio | IGW_OpenParams_recordingId | IGW_OpenParams_clip,
+    [IGW_Purpose__COUNT] = IGW_OpenParams_callId | IGW_OpenParams_listenAudio | IGW_OpenParams_recordingId | IGW_OpenParams_clip,
+};
 
 int igw_decode_OpenParams(igw_json *j, igw_OpenParams *o)
 {
@@ -1666,27 +1727,30 @@ int igw_decode_OpenParams(igw_json *j, igw_OpenParams *o)
             return igw_json_prefix_key(j, "cameraId", 8);
         }
     }
-    if (!(o->has & IGW_OpenParams_callId) && ((o->has & IGW_OpenParams_purpose) && (o->purpose == IGW_Purpose_ipcTalk))) {
+    unsigned at_purpose = (o->has & IGW_OpenParams_purpose) ? (unsigned)o->purpose : IGW_Purpose__COUNT;
+    bool broken_purpose = (o->has & need_OpenParams_purpose[at_purpose]) != need_OpenParams_purpose[at_purpose] ||
+        (o->has & ban_OpenParams_purpose[at_purpose]) != 0;
+    if (broken_purpose && !(o->has & IGW_OpenParams_callId) && ((o->has & IGW_OpenParams_purpose) && (o->purpose == IGW_Purpose_ipcTalk))) {
         igw_json_fail(j, IGW_JERR_MISSING, "field is required when purpose = ipcTalk");
         return igw_json_prefix_key(j, "callId", 6);
     }
-    if ((o->has & IGW_OpenParams_callId) && !((o->has & IGW_OpenParams_purpose) && (o->purpose == IGW_Purpose_ipcTalk))) {
+    if (broken_purpose && (o->has & IGW_OpenParams_callId) && !((o->has & IGW_OpenParams_purpose) && (o->purpose == IGW_Purpose_ipcTalk))) {
         igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when purpose != ipcTalk");
         return igw_json_prefix_key(j, "callId", 6);
     }
-    if ((o->has & IGW_OpenParams_listenAudio) && !((o->has & IGW_OpenParams_purpose) && (o->purpose == IGW_Purpose_ipcLiveView))) {
+    if (broken_purpose && (o->has & IGW_OpenParams_listenAudio) && !((o->has & IGW_OpenParams_purpose) && (o->purpose == IGW_Purpose_ipcLiveView))) {
         igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when purpose != ipcLiveView");
         return igw_json_prefix_key(j, "listenAudio", 11);
     }
-    if (!(o->has & IGW_OpenParams_recordingId) && ((o->has & IGW_OpenParams_purpose) && (o->purpose == IGW_Purpose_recordPlayback))) {
+    if (broken_purpose && !(o->has & IGW_OpenParams_recordingId) && ((o->has & IGW_OpenParams_purpose) && (o->purpose == IGW_Purpose_recordPlayback))) {
         igw_json_fail(j, IGW_JERR_MISSING, "field is required when purpose = recordPlayback");
         return igw_json_prefix_key(j, "recordingId", 11);
     }
-    if ((o->has & IGW_OpenParams_recordingId) && !((o->has & IGW_OpenParams_purpose) && (o->purpose == IGW_Purpose_recordPlayback))) {
+    if (broken_purpose && (o->has & IGW_OpenParams_recordingId) && !((o->has & IGW_OpenParams_purpose) && (o->purpose == IGW_Purpose_recordPlayback))) {
         igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when purpose != recordPlayback");
         return igw_json_prefix_key(j, "recordingId", 11);
     }
-    if ((o->has & IGW_OpenParams_clip) && !((o->has & IGW_OpenParams_purpose) && (o->purpose == IGW_Purpose_recordPlayback))) {
+    if (broken_purpose && (o->has & IGW_OpenParams_clip) && !((o->has & IGW_OpenParams_purpose) && (o->purpose == IGW_Purpose_recordPlayback))) {
         igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when purpose != recordPlayback");
         return igw_json_prefix_key(j, "clip", 4);
     }
@@ -2283,6 +2347,21 @@ static int key_PlaybackControlParams(const char *k, size_t n)
     return -1;
 }
 
+/* The fields PlaybackControlParams's `require ... when operation ...` rules require, by operation (the last row: operation absent). */
+static const uint64_t need_PlaybackControlParams_operation[IGW_PlaybackOperation__COUNT + 1] = {
+    [IGW_PlaybackOperation_play] = 0,
+    [IGW_PlaybackOperation_pause] = 0,
+    [IGW_PlaybackOperation_seek] = IGW_PlaybackControlParams_positionMs,
+    [IGW_PlaybackOperation__COUNT] = 0,
+};
+/* The fields PlaybackControlParams's `forbid ... when operation ...` rules forbid, by operation (the last row: operation absent). */
+static const uint64_t ban_PlaybackControlParams_operation[IGW_PlaybackOperation__COUNT + 1] = {
+    [IGW_PlaybackOperation_play] = IGW_PlaybackControlParams_positionMs,
+    [IGW_PlaybackOperation_pause] = IGW_PlaybackControlParams_positionMs,
+    [IGW_PlaybackOperation_seek] = 0,
+    [IGW_PlaybackOperation__COUNT] = IGW_PlaybackControlParams_positionMs,
+};
+
 int igw_decode_PlaybackControlParams(igw_json *j, igw_PlaybackControlParams *o)
 {
     igw_str k;
@@ -2330,11 +2409,14 @@ int igw_decode_PlaybackControlParams(igw_json *j, igw_PlaybackControlParams *o)
             return igw_json_prefix_key(j, "mediaRevision", 13);
         }
     }
-    if (!(o->has & IGW_PlaybackControlParams_positionMs) && ((o->has & IGW_PlaybackControlParams_operation) && (o->operation == IGW_PlaybackOperation_seek))) {
+    unsigned at_operation = (o->has & IGW_PlaybackControlParams_operation) ? (unsigned)o->operation : IGW_PlaybackOperation__COUNT;
+    bool broken_operation = (o->has & need_PlaybackControlParams_operation[at_operation]) != need_PlaybackControlParams_operation[at_operation] ||
+        (o->has & ban_PlaybackControlParams_operation[at_operation]) != 0;
+    if (broken_operation && !(o->has & IGW_PlaybackControlParams_positionMs) && ((o->has & IGW_PlaybackControlParams_operation) && (o->operation == IGW_PlaybackOperation_seek))) {
         igw_json_fail(j, IGW_JERR_MISSING, "field is required when operation = seek");
         return igw_json_prefix_key(j, "positionMs", 10);
     }
-    if ((o->has & IGW_PlaybackControlParams_positionMs) && !((o->has & IGW_PlaybackControlParams_operation) && (o->operation == IGW_PlaybackOperation_seek))) {
+    if (broken_operation && (o->has & IGW_PlaybackControlParams_positionMs) && !((o->has & IGW_PlaybackControlParams_operation) && (o->operation == IGW_PlaybackOperation_seek))) {
         igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when operation != seek");
         return igw_json_prefix_key(j, "positionMs", 10);
     }
@@ -2455,6 +2537,19 @@ static int key_ProcessorControlParams(const char *k, size_t n)
     return -1;
 }
 
+/* The fields ProcessorControlParams's `require ... when operation ...` rules require, by operation (the last row: operation absent). */
+static const uint64_t need_ProcessorControlParams_operation[IGW_ProcessorOperation__COUNT + 1] = {
+    [IGW_ProcessorOperation_attach] = IGW_ProcessorControlParams_consentIds,
+    [IGW_ProcessorOperation_detach] = 0,
+    [IGW_ProcessorOperation__COUNT] = 0,
+};
+/* The fields ProcessorControlParams's `forbid ... when operation ...` rules forbid, by operation (the last row: operation absent). */
+static const uint64_t ban_ProcessorControlParams_operation[IGW_ProcessorOperation__COUNT + 1] = {
+    [IGW_ProcessorOperation_attach] = 0,
+    [IGW_ProcessorOperation_detach] = IGW_ProcessorControlParams_consentIds,
+    [IGW_ProcessorOperation__COUNT] = 0,
+};
+
 int igw_decode_ProcessorControlParams(igw_json *j, igw_ProcessorControlParams *o)
 {
     igw_str k;
@@ -2574,11 +2669,14 @@ int igw_decode_ProcessorControlParams(igw_json *j, igw_ProcessorControlParams *o
             return igw_json_prefix_key(j, "sourceTrackIds", 14);
         }
     }
-    if (!(o->has & IGW_ProcessorControlParams_consentIds) && ((o->has & IGW_ProcessorControlParams_operation) && (o->operation == IGW_ProcessorOperation_attach))) {
+    unsigned at_operation = (o->has & IGW_ProcessorControlParams_operation) ? (unsigned)o->operation : IGW_ProcessorOperation__COUNT;
+    bool broken_operation = (o->has & need_ProcessorControlParams_operation[at_operation]) != need_ProcessorControlParams_operation[at_operation] ||
+        (o->has & ban_ProcessorControlParams_operation[at_operation]) != 0;
+    if (broken_operation && !(o->has & IGW_ProcessorControlParams_consentIds) && ((o->has & IGW_ProcessorControlParams_operation) && (o->operation == IGW_ProcessorOperation_attach))) {
         igw_json_fail(j, IGW_JERR_MISSING, "field is required when operation = attach");
         return igw_json_prefix_key(j, "consentIds", 10);
     }
-    if ((o->has & IGW_ProcessorControlParams_consentIds) && ((o->has & IGW_ProcessorControlParams_operation) && (o->operation == IGW_ProcessorOperation_detach))) {
+    if (broken_operation && (o->has & IGW_ProcessorControlParams_consentIds) && ((o->has & IGW_ProcessorControlParams_operation) && (o->operation == IGW_ProcessorOperation_detach))) {
         igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when operation = detach");
         return igw_json_prefix_key(j, "consentIds", 10);
     }
@@ -2610,6 +2708,23 @@ static int key_ControlParams(const char *k, size_t n)
     }
     return -1;
 }
+
+/* The fields ControlParams's `require ... when operation ...` rules require, by operation (the last row: operation absent). */
+static const uint64_t need_ControlParams_operation[IGW_ControlOperation__COUNT + 1] = {
+    [IGW_ControlOperation_accept] = IGW_ControlParams_args,
+    [IGW_ControlOperation_decline] = IGW_ControlParams_args,
+    [IGW_ControlOperation_handover] = IGW_ControlParams_args,
+    [IGW_ControlOperation_endpointControl] = IGW_ControlParams_args,
+    [IGW_ControlOperation__COUNT] = 0,
+};
+/* The fields ControlParams's `forbid ... when operation ...` rules forbid, by operation (the last row: operation absent). */
+static const uint64_t ban_ControlParams_operation[IGW_ControlOperation__COUNT + 1] = {
+    [IGW_ControlOperation_accept] = 0,
+    [IGW_ControlOperation_decline] = 0,
+    [IGW_ControlOperation_handover] = 0,
+    [IGW_ControlOperation_endpointControl] = 0,
+    [IGW_ControlOperation__COUNT] = 0,
+};
 
 /* ControlParams.args: the case selected by operation. */
 static int switch_ControlParams_args(igw_json *j, void *arg)
@@ -2688,19 +2803,22 @@ int igw_decode_ControlParams(igw_json *j, igw_ControlParams *o)
     }
     if (held.ptr && igw_decode_held(j, held, "args", 4, held_depth, switch_ControlParams_args, o))
         return -1;
-    if (!(o->has & IGW_ControlParams_args) && ((o->has & IGW_ControlParams_operation) && (o->operation == IGW_ControlOperation_accept))) {
+    unsigned at_operation = (o->has & IGW_ControlParams_operation) ? (unsigned)o->operation : IGW_ControlOperation__COUNT;
+    bool broken_operation = (o->has & need_ControlParams_operation[at_operation]) != need_ControlParams_operation[at_operation] ||
+        (o->has & ban_ControlParams_operation[at_operation]) != 0;
+    if (broken_operation && !(o->has & IGW_ControlParams_args) && ((o->has & IGW_ControlParams_operation) && (o->operation == IGW_ControlOperation_accept))) {
         igw_json_fail(j, IGW_JERR_MISSING, "field is required when operation = accept");
         return igw_json_prefix_key(j, "args", 4);
     }
-    if (!(o->has & IGW_ControlParams_args) && ((o->has & IGW_ControlParams_operation) && (o->operation == IGW_ControlOperation_decline))) {
+    if (broken_operation && !(o->has & IGW_ControlParams_args) && ((o->has & IGW_ControlParams_operation) && (o->operation == IGW_ControlOperation_decline))) {
         igw_json_fail(j, IGW_JERR_MISSING, "field is required when operation = decline");
         return igw_json_prefix_key(j, "args", 4);
     }
-    if (!(o->has & IGW_ControlParams_args) && ((o->has & IGW_ControlParams_operation) && (o->operation == IGW_ControlOperation_handover))) {
+    if (broken_operation && !(o->has & IGW_ControlParams_args) && ((o->has & IGW_ControlParams_operation) && (o->operation == IGW_ControlOperation_handover))) {
         igw_json_fail(j, IGW_JERR_MISSING, "field is required when operation = handover");
         return igw_json_prefix_key(j, "args", 4);
     }
-    if (!(o->has & IGW_ControlParams_args) && ((o->has & IGW_ControlParams_operation) && (o->operation == IGW_ControlOperation_endpointControl))) {
+    if (broken_operation && !(o->has & IGW_ControlParams_args) && ((o->has & IGW_ControlParams_operation) && (o->operation == IGW_ControlOperation_endpointControl))) {
         igw_json_fail(j, IGW_JERR_MISSING, "field is required when operation = endpointControl");
         return igw_json_prefix_key(j, "args", 4);
     }
@@ -5948,6 +6066,45 @@ static int key_ResultData(const char *k, size_t n)
     return -1;
 }
 
+/* The fields ResultData's `require ... when operation ...` rules require, by operation (the last row: operation absent). */
+static const uint64_t need_ResultData_operation[IGW_CommandMethod__COUNT + 1] = {
+    [IGW_CommandMethod_interaction_open] = 0,
+    [IGW_CommandMethod_interaction_end] = 0,
+    [IGW_CommandMethod_interaction_join] = 0,
+    [IGW_CommandMethod_interaction_leave] = 0,
+    [IGW_CommandMethod_interaction_subscribe] = 0,
+    [IGW_CommandMethod_interaction_mediaOffer] = 0,
+    [IGW_CommandMethod_interaction_mediaState] = 0,
+    [IGW_CommandMethod_interaction_trackControl] = 0,
+    [IGW_CommandMethod_interaction_configure] = 0,
+    [IGW_CommandMethod_interaction_processorControl] = 0,
+    [IGW_CommandMethod_interaction_control] = 0,
+    [IGW_CommandMethod_messageSend] = 0,
+    [IGW_CommandMethod_device_action] = 0,
+    [IGW_CommandMethod_device_propertyControl] = 0,
+    [IGW_CommandMethod_interaction_playbackControl] = 0,
+    [IGW_CommandMethod__COUNT] = 0,
+};
+/* The fields ResultData's `forbid ... when operation ...` rules forbid, by operation (the last row: operation absent). */
+static const uint64_t ban_ResultData_operation[IGW_CommandMethod__COUNT + 1] = {
+    [IGW_CommandMethod_interaction_open] = IGW_ResultData_callId | IGW_ResultData_participantId | IGW_ResultData_memberEpoch | IGW_ResultData_remaining | IGW_ResultData_ended | IGW_ResultData_result | IGW_ResultData_output,
+    [IGW_CommandMethod_interaction_end] = IGW_ResultData_callId | IGW_ResultData_participantId | IGW_ResultData_memberEpoch | IGW_ResultData_remaining | IGW_ResultData_ended | IGW_ResultData_result | IGW_ResultData_output,
+    [IGW_CommandMethod_interaction_join] = IGW_ResultData_callId | IGW_ResultData_participantId | IGW_ResultData_memberEpoch | IGW_ResultData_remaining | IGW_ResultData_ended | IGW_ResultData_result | IGW_ResultData_output,
+    [IGW_CommandMethod_interaction_leave] = IGW_ResultData_state | IGW_ResultData_result | IGW_ResultData_output,
+    [IGW_CommandMethod_interaction_subscribe] = IGW_ResultData_callId | IGW_ResultData_participantId | IGW_ResultData_memberEpoch | IGW_ResultData_remaining | IGW_ResultData_ended | IGW_ResultData_result | IGW_ResultData_output,
+    [IGW_CommandMethod_interaction_mediaOffer] = IGW_ResultData_callId | IGW_ResultData_participantId | IGW_ResultData_memberEpoch | IGW_ResultData_remaining | IGW_ResultData_ended | IGW_ResultData_result | IGW_ResultData_output,
+    [IGW_CommandMethod_interaction_mediaState] = IGW_ResultData_callId | IGW_ResultData_participantId | IGW_ResultData_memberEpoch | IGW_ResultData_remaining | IGW_ResultData_ended | IGW_ResultData_result | IGW_ResultData_output,
+    [IGW_CommandMethod_interaction_trackControl] = IGW_ResultData_callId | IGW_ResultData_participantId | IGW_ResultData_memberEpoch | IGW_ResultData_remaining | IGW_ResultData_ended | IGW_ResultData_result | IGW_ResultData_output,
+    [IGW_CommandMethod_interaction_configure] = IGW_ResultData_callId | IGW_ResultData_participantId | IGW_ResultData_memberEpoch | IGW_ResultData_remaining | IGW_ResultData_ended | IGW_ResultData_result | IGW_ResultData_output,
+    [IGW_CommandMethod_interaction_processorControl] = IGW_ResultData_callId | IGW_ResultData_participantId | IGW_ResultData_memberEpoch | IGW_ResultData_remaining | IGW_ResultData_ended | IGW_ResultData_result | IGW_ResultData_output,
+    [IGW_CommandMethod_interaction_control] = IGW_ResultData_callId | IGW_ResultData_participantId | IGW_ResultData_memberEpoch | IGW_ResultData_remaining | IGW_ResultData_ended | IGW_ResultData_output,
+    [IGW_CommandMethod_messageSend] = IGW_ResultData_callId | IGW_ResultData_participantId | IGW_ResultData_memberEpoch | IGW_ResultData_remaining | IGW_ResultData_ended | IGW_ResultData_result | IGW_ResultData_output,
+    [IGW_CommandMethod_device_action] = IGW_ResultData_callId | IGW_ResultData_participantId | IGW_ResultData_memberEpoch | IGW_ResultData_remaining | IGW_ResultData_ended | IGW_ResultData_result,
+    [IGW_CommandMethod_device_propertyControl] = IGW_ResultData_callId | IGW_ResultData_participantId | IGW_ResultData_memberEpoch | IGW_ResultData_remaining | IGW_ResultData_ended | IGW_ResultData_result | IGW_ResultData_output,
+    [IGW_CommandMethod_interaction_playbackControl] = IGW_ResultData_callId | IGW_ResultData_participantId | IGW_ResultData_memberEpoch | IGW_ResultData_remaining | IGW_ResultData_ended | IGW_ResultData_result | IGW_ResultData_output,
+    [IGW_CommandMethod__COUNT] = IGW_ResultData_callId | IGW_ResultData_participantId | IGW_ResultData_memberEpoch | IGW_ResultData_remaining | IGW_ResultData_ended | IGW_ResultData_result | IGW_ResultData_output,
+};
+
 int igw_decode_ResultData(igw_json *j, igw_ResultData *o)
 {
     igw_str k;
@@ -6074,11 +6231,14 @@ int igw_decode_ResultData(igw_json *j, igw_ResultData *o)
             return igw_json_prefix_key(j, "operation", 9);
         }
     }
+    unsigned at_operation = (o->has & IGW_ResultData_operation) ? (unsigned)o->operation : IGW_CommandMethod__COUNT;
+    bool broken_operation = (o->has & need_ResultData_operation[at_operation]) != need_ResultData_operation[at_operation] ||
+        (o->has & ban_ResultData_operation[at_operation]) != 0;
     if (!(o->has & IGW_ResultData_state) && (!((o->has & IGW_ResultData_operation) && (o->operation == IGW_CommandMethod_interaction_leave)) && !(o->has & IGW_ResultData_reason))) {
         igw_json_fail(j, IGW_JERR_MISSING, "field is required when operation != \"interaction.leave\" and not reason present");
         return igw_json_prefix_key(j, "state", 5);
     }
-    if ((o->has & IGW_ResultData_state) && ((o->has & IGW_ResultData_operation) && (o->operation == IGW_CommandMethod_interaction_leave))) {
+    if (broken_operation && (o->has & IGW_ResultData_state) && ((o->has & IGW_ResultData_operation) && (o->operation == IGW_CommandMethod_interaction_leave))) {
         igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when operation = \"interaction.leave\"");
         return igw_json_prefix_key(j, "state", 5);
     }
@@ -6102,23 +6262,23 @@ int igw_decode_ResultData(igw_json *j, igw_ResultData *o)
         igw_json_fail(j, IGW_JERR_MISSING, "field is required when operation = \"interaction.leave\" and not reason present");
         return igw_json_prefix_key(j, "ended", 5);
     }
-    if ((o->has & IGW_ResultData_callId) && !((o->has & IGW_ResultData_operation) && (o->operation == IGW_CommandMethod_interaction_leave))) {
+    if (broken_operation && (o->has & IGW_ResultData_callId) && !((o->has & IGW_ResultData_operation) && (o->operation == IGW_CommandMethod_interaction_leave))) {
         igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when operation != \"interaction.leave\"");
         return igw_json_prefix_key(j, "callId", 6);
     }
-    if ((o->has & IGW_ResultData_participantId) && !((o->has & IGW_ResultData_operation) && (o->operation == IGW_CommandMethod_interaction_leave))) {
+    if (broken_operation && (o->has & IGW_ResultData_participantId) && !((o->has & IGW_ResultData_operation) && (o->operation == IGW_CommandMethod_interaction_leave))) {
         igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when operation != \"interaction.leave\"");
         return igw_json_prefix_key(j, "participantId", 13);
     }
-    if ((o->has & IGW_ResultData_memberEpoch) && !((o->has & IGW_ResultData_operation) && (o->operation == IGW_CommandMethod_interaction_leave))) {
+    if (broken_operation && (o->has & IGW_ResultData_memberEpoch) && !((o->has & IGW_ResultData_operation) && (o->operation == IGW_CommandMethod_interaction_leave))) {
         igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when operation != \"interaction.leave\"");
         return igw_json_prefix_key(j, "memberEpoch", 11);
     }
-    if ((o->has & IGW_ResultData_remaining) && !((o->has & IGW_ResultData_operation) && (o->operation == IGW_CommandMethod_interaction_leave))) {
+    if (broken_operation && (o->has & IGW_ResultData_remaining) && !((o->has & IGW_ResultData_operation) && (o->operation == IGW_CommandMethod_interaction_leave))) {
         igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when operation != \"interaction.leave\"");
         return igw_json_prefix_key(j, "remaining", 9);
     }
-    if ((o->has & IGW_ResultData_ended) && !((o->has & IGW_ResultData_operation) && (o->operation == IGW_CommandMethod_interaction_leave))) {
+    if (broken_operation && (o->has & IGW_ResultData_ended) && !((o->has & IGW_ResultData_operation) && (o->operation == IGW_CommandMethod_interaction_leave))) {
         igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when operation != \"interaction.leave\"");
         return igw_json_prefix_key(j, "ended", 5);
     }
@@ -6126,11 +6286,11 @@ int igw_decode_ResultData(igw_json *j, igw_ResultData *o)
         igw_json_fail(j, IGW_JERR_MISSING, "field is required when operation = \"interaction.control\" and not reason present");
         return igw_json_prefix_key(j, "result", 6);
     }
-    if ((o->has & IGW_ResultData_result) && !((o->has & IGW_ResultData_operation) && (o->operation == IGW_CommandMethod_interaction_control))) {
+    if (broken_operation && (o->has & IGW_ResultData_result) && !((o->has & IGW_ResultData_operation) && (o->operation == IGW_CommandMethod_interaction_control))) {
         igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when operation != \"interaction.control\"");
         return igw_json_prefix_key(j, "result", 6);
     }
-    if ((o->has & IGW_ResultData_output) && !((o->has & IGW_ResultData_operation) && (o->operation == IGW_CommandMethod_device_action))) {
+    if (broken_operation && (o->has & IGW_ResultData_output) && !((o->has & IGW_ResultData_operation) && (o->operation == IGW_CommandMethod_device_action))) {
         igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when operation != \"device.action\"");
         return igw_json_prefix_key(j, "output", 6);
     }
@@ -6269,6 +6429,23 @@ static int key_StateData(const char *k, size_t n)
     return -1;
 }
 
+/* The fields StateData's `require ... when state ...` rules require, by state (the last row: state absent). */
+static const uint64_t need_StateData_state[IGW_SessionState__COUNT + 1] = {
+    [IGW_SessionState_ringing] = IGW_StateData_inviteToken | IGW_StateData_cameraId | IGW_StateData_target,
+    [IGW_SessionState_invited] = 0,
+    [IGW_SessionState_established] = 0,
+    [IGW_SessionState_ended] = IGW_StateData_reason,
+    [IGW_SessionState__COUNT] = 0,
+};
+/* The fields StateData's `forbid ... when state ...` rules forbid, by state (the last row: state absent). */
+static const uint64_t ban_StateData_state[IGW_SessionState__COUNT + 1] = {
+    [IGW_SessionState_ringing] = IGW_StateData_mediaRevision | IGW_StateData_reason,
+    [IGW_SessionState_invited] = IGW_StateData_mediaRevision | IGW_StateData_reason | IGW_StateData_inviteToken | IGW_StateData_cameraId | IGW_StateData_target,
+    [IGW_SessionState_established] = IGW_StateData_reason | IGW_StateData_inviteToken | IGW_StateData_cameraId | IGW_StateData_target,
+    [IGW_SessionState_ended] = IGW_StateData_playback | IGW_StateData_positionMs | IGW_StateData_mediaRevision | IGW_StateData_inviteToken | IGW_StateData_cameraId | IGW_StateData_target,
+    [IGW_SessionState__COUNT] = IGW_StateData_mediaRevision | IGW_StateData_reason | IGW_StateData_inviteToken | IGW_StateData_cameraId | IGW_StateData_target,
+};
+
 int igw_decode_StateData(igw_json *j, igw_StateData *o)
 {
     igw_str k;
@@ -6332,47 +6509,50 @@ int igw_decode_StateData(igw_json *j, igw_StateData *o)
             return igw_json_prefix_key(j, "state", 5);
         }
     }
-    if ((o->has & IGW_StateData_playback) && ((o->has & IGW_StateData_state) && (o->state == IGW_SessionState_ended))) {
+    unsigned at_state = (o->has & IGW_StateData_state) ? (unsigned)o->state : IGW_SessionState__COUNT;
+    bool broken_state = (o->has & need_StateData_state[at_state]) != need_StateData_state[at_state] ||
+        (o->has & ban_StateData_state[at_state]) != 0;
+    if (broken_state && (o->has & IGW_StateData_playback) && ((o->has & IGW_StateData_state) && (o->state == IGW_SessionState_ended))) {
         igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when state = ended");
         return igw_json_prefix_key(j, "playback", 8);
     }
-    if ((o->has & IGW_StateData_positionMs) && ((o->has & IGW_StateData_state) && (o->state == IGW_SessionState_ended))) {
+    if (broken_state && (o->has & IGW_StateData_positionMs) && ((o->has & IGW_StateData_state) && (o->state == IGW_SessionState_ended))) {
         igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when state = ended");
         return igw_json_prefix_key(j, "positionMs", 10);
     }
-    if ((o->has & IGW_StateData_mediaRevision) && !((o->has & IGW_StateData_state) && (o->state == IGW_SessionState_established))) {
+    if (broken_state && (o->has & IGW_StateData_mediaRevision) && !((o->has & IGW_StateData_state) && (o->state == IGW_SessionState_established))) {
         igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when state != established");
         return igw_json_prefix_key(j, "mediaRevision", 13);
     }
-    if (!(o->has & IGW_StateData_reason) && ((o->has & IGW_StateData_state) && (o->state == IGW_SessionState_ended))) {
+    if (broken_state && !(o->has & IGW_StateData_reason) && ((o->has & IGW_StateData_state) && (o->state == IGW_SessionState_ended))) {
         igw_json_fail(j, IGW_JERR_MISSING, "field is required when state = ended");
         return igw_json_prefix_key(j, "reason", 6);
     }
-    if ((o->has & IGW_StateData_reason) && !((o->has & IGW_StateData_state) && (o->state == IGW_SessionState_ended))) {
+    if (broken_state && (o->has & IGW_StateData_reason) && !((o->has & IGW_StateData_state) && (o->state == IGW_SessionState_ended))) {
         igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when state != ended");
         return igw_json_prefix_key(j, "reason", 6);
     }
-    if (!(o->has & IGW_StateData_inviteToken) && ((o->has & IGW_StateData_state) && (o->state == IGW_SessionState_ringing))) {
+    if (broken_state && !(o->has & IGW_StateData_inviteToken) && ((o->has & IGW_StateData_state) && (o->state == IGW_SessionState_ringing))) {
         igw_json_fail(j, IGW_JERR_MISSING, "field is required when state = ringing");
         return igw_json_prefix_key(j, "inviteToken", 11);
     }
-    if (!(o->has & IGW_StateData_cameraId) && ((o->has & IGW_StateData_state) && (o->state == IGW_SessionState_ringing))) {
+    if (broken_state && !(o->has & IGW_StateData_cameraId) && ((o->has & IGW_StateData_state) && (o->state == IGW_SessionState_ringing))) {
         igw_json_fail(j, IGW_JERR_MISSING, "field is required when state = ringing");
         return igw_json_prefix_key(j, "cameraId", 8);
     }
-    if (!(o->has & IGW_StateData_target) && ((o->has & IGW_StateData_state) && (o->state == IGW_SessionState_ringing))) {
+    if (broken_state && !(o->has & IGW_StateData_target) && ((o->has & IGW_StateData_state) && (o->state == IGW_SessionState_ringing))) {
         igw_json_fail(j, IGW_JERR_MISSING, "field is required when state = ringing");
         return igw_json_prefix_key(j, "target", 6);
     }
-    if ((o->has & IGW_StateData_inviteToken) && !((o->has & IGW_StateData_state) && (o->state == IGW_SessionState_ringing))) {
+    if (broken_state && (o->has & IGW_StateData_inviteToken) && !((o->has & IGW_StateData_state) && (o->state == IGW_SessionState_ringing))) {
         igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when state != ringing");
         return igw_json_prefix_key(j, "inviteToken", 11);
     }
-    if ((o->has & IGW_StateData_cameraId) && !((o->has & IGW_StateData_state) && (o->state == IGW_SessionState_ringing))) {
+    if (broken_state && (o->has & IGW_StateData_cameraId) && !((o->has & IGW_StateData_state) && (o->state == IGW_SessionState_ringing))) {
         igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when state != ringing");
         return igw_json_prefix_key(j, "cameraId", 8);
     }
-    if ((o->has & IGW_StateData_target) && !((o->has & IGW_StateData_state) && (o->state == IGW_SessionState_ringing))) {
+    if (broken_state && (o->has & IGW_StateData_target) && !((o->has & IGW_StateData_state) && (o->state == IGW_SessionState_ringing))) {
         igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when state != ringing");
         return igw_json_prefix_key(j, "target", 6);
     }
@@ -7611,6 +7791,19 @@ static int key_AudioAccessRequest(const char *k, size_t n)
     return -1;
 }
 
+/* The fields AudioAccessRequest's `require ... when operation ...` rules require, by operation (the last row: operation absent). */
+static const uint64_t need_AudioAccessRequest_operation[IGW_AudioOperation__COUNT + 1] = {
+    [IGW_AudioOperation_read] = 0,
+    [IGW_AudioOperation_set] = IGW_AudioAccessRequest_allowed | IGW_AudioAccessRequest_expectedRevision,
+    [IGW_AudioOperation__COUNT] = 0,
+};
+/* The fields AudioAccessRequest's `forbid ... when operation ...` rules forbid, by operation (the last row: operation absent). */
+static const uint64_t ban_AudioAccessRequest_operation[IGW_AudioOperation__COUNT + 1] = {
+    [IGW_AudioOperation_read] = IGW_AudioAccessRequest_allowed | IGW_AudioAccessRequest_expectedRevision,
+    [IGW_AudioOperation_set] = 0,
+    [IGW_AudioOperation__COUNT] = 0,
+};
+
 int igw_decode_AudioAccessRequest(igw_json *j, igw_AudioAccessRequest *o)
 {
     igw_str k;
@@ -7670,19 +7863,22 @@ int igw_decode_AudioAccessRequest(igw_json *j, igw_AudioAccessRequest *o)
             return igw_json_prefix_key(j, "targetUserID", 12);
         }
     }
-    if (!(o->has & IGW_AudioAccessRequest_allowed) && ((o->has & IGW_AudioAccessRequest_operation) && (o->operation == IGW_AudioOperation_set))) {
+    unsigned at_operation = (o->has & IGW_AudioAccessRequest_operation) ? (unsigned)o->operation : IGW_AudioOperation__COUNT;
+    bool broken_operation = (o->has & need_AudioAccessRequest_operation[at_operation]) != need_AudioAccessRequest_operation[at_operation] ||
+        (o->has & ban_AudioAccessRequest_operation[at_operation]) != 0;
+    if (broken_operation && !(o->has & IGW_AudioAccessRequest_allowed) && ((o->has & IGW_AudioAccessRequest_operation) && (o->operation == IGW_AudioOperation_set))) {
         igw_json_fail(j, IGW_JERR_MISSING, "field is required when operation = set");
         return igw_json_prefix_key(j, "allowed", 7);
     }
-    if (!(o->has & IGW_AudioAccessRequest_expectedRevision) && ((o->has & IGW_AudioAccessRequest_operation) && (o->operation == IGW_AudioOperation_set))) {
+    if (broken_operation && !(o->has & IGW_AudioAccessRequest_expectedRevision) && ((o->has & IGW_AudioAccessRequest_operation) && (o->operation == IGW_AudioOperation_set))) {
         igw_json_fail(j, IGW_JERR_MISSING, "field is required when operation = set");
         return igw_json_prefix_key(j, "expectedRevision", 16);
     }
-    if ((o->has & IGW_AudioAccessRequest_allowed) && ((o->has & IGW_AudioAccessRequest_operation) && (o->operation == IGW_AudioOperation_read))) {
+    if (broken_operation && (o->has & IGW_AudioAccessRequest_allowed) && ((o->has & IGW_AudioAccessRequest_operation) && (o->operation == IGW_AudioOperation_read))) {
         igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when operation = read");
         return igw_json_prefix_key(j, "allowed", 7);
     }
-    if ((o->has & IGW_AudioAccessRequest_expectedRevision) && ((o->has & IGW_AudioAccessRequest_operation) && (o->operation == IGW_AudioOperation_read))) {
+    if (broken_operation && (o->has & IGW_AudioAccessRequest_expectedRevision) && ((o->has & IGW_AudioAccessRequest_operation) && (o->operation == IGW_AudioOperation_read))) {
         igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when operation = read");
         return igw_json_prefix_key(j, "expectedRevision", 16);
     }

@@ -225,6 +225,19 @@ static int key_Box(const char *k, size_t n)
     return -1;
 }
 
+/* The fields Box's `require ... when unit ...` rules require, by unit (the last row: unit absent). */
+static const uint64_t need_Box_unit[IGW_Unit__COUNT + 1] = {
+    [IGW_Unit_mm] = 0,
+    [IGW_Unit_inch] = IGW_Box_scale,
+    [IGW_Unit__COUNT] = 0,
+};
+/* The fields Box's `forbid ... when unit ...` rules forbid, by unit (the last row: unit absent). */
+static const uint64_t ban_Box_unit[IGW_Unit__COUNT + 1] = {
+    [IGW_Unit_mm] = IGW_Box_scale,
+    [IGW_Unit_inch] = 0,
+    [IGW_Unit__COUNT] = IGW_Box_scale,
+};
+
 int igw_decode_Box(igw_json *j, igw_Box *o)
 {
     igw_str k;
@@ -279,11 +292,14 @@ int igw_decode_Box(igw_json *j, igw_Box *o)
             return igw_json_prefix_key(j, "h", 1);
         }
     }
-    if (!(o->has & IGW_Box_scale) && ((o->has & IGW_Box_unit) && (o->unit == IGW_Unit_inch))) {
+    unsigned at_unit = (o->has & IGW_Box_unit) ? (unsigned)o->unit : IGW_Unit__COUNT;
+    bool broken_unit = (o->has & need_Box_unit[at_unit]) != need_Box_unit[at_unit] ||
+        (o->has & ban_Box_unit[at_unit]) != 0;
+    if (broken_unit && !(o->has & IGW_Box_scale) && ((o->has & IGW_Box_unit) && (o->unit == IGW_Unit_inch))) {
         igw_json_fail(j, IGW_JERR_MISSING, "field is required when unit = inch");
         return igw_json_prefix_key(j, "scale", 5);
     }
-    if ((o->has & IGW_Box_scale) && !((o->has & IGW_Box_unit) && (o->unit == IGW_Unit_inch))) {
+    if (broken_unit && (o->has & IGW_Box_scale) && !((o->has & IGW_Box_unit) && (o->unit == IGW_Unit_inch))) {
         igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when unit != inch");
         return igw_json_prefix_key(j, "scale", 5);
     }
@@ -317,6 +333,19 @@ static int key_Shape(const char *k, size_t n)
     }
     return -1;
 }
+
+/* The fields Shape's `require ... when kind ...` rules require, by kind (the last row: kind absent). */
+static const uint64_t need_Shape_kind[IGW_Kind__COUNT + 1] = {
+    [IGW_Kind_shape_circle] = 0,
+    [IGW_Kind_shape_box] = IGW_Shape_label,
+    [IGW_Kind__COUNT] = 0,
+};
+/* The fields Shape's `forbid ... when kind ...` rules forbid, by kind (the last row: kind absent). */
+static const uint64_t ban_Shape_kind[IGW_Kind__COUNT + 1] = {
+    [IGW_Kind_shape_circle] = IGW_Shape_label,
+    [IGW_Kind_shape_box] = 0,
+    [IGW_Kind__COUNT] = 0,
+};
 
 /* Shape.body: the case selected by kind. */
 static int switch_Shape_body(igw_json *j, void *arg)
@@ -395,11 +424,14 @@ int igw_decode_Shape(igw_json *j, igw_Shape *o)
     }
     if (held.ptr && igw_decode_held(j, held, "body", 4, held_depth, switch_Shape_body, o))
         return -1;
-    if ((o->has & IGW_Shape_label) && ((o->has & IGW_Shape_kind) && (o->kind == IGW_Kind_shape_circle))) {
+    unsigned at_kind = (o->has & IGW_Shape_kind) ? (unsigned)o->kind : IGW_Kind__COUNT;
+    bool broken_kind = (o->has & need_Shape_kind[at_kind]) != need_Shape_kind[at_kind] ||
+        (o->has & ban_Shape_kind[at_kind]) != 0;
+    if (broken_kind && (o->has & IGW_Shape_label) && ((o->has & IGW_Shape_kind) && (o->kind == IGW_Kind_shape_circle))) {
         igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when kind = \"shape.circle\"");
         return igw_json_prefix_key(j, "label", 5);
     }
-    if (!(o->has & IGW_Shape_label) && ((o->has & IGW_Shape_kind) && (o->kind == IGW_Kind_shape_box))) {
+    if (broken_kind && !(o->has & IGW_Shape_label) && ((o->has & IGW_Shape_kind) && (o->kind == IGW_Kind_shape_box))) {
         igw_json_fail(j, IGW_JERR_MISSING, "field is required when kind = \"shape.box\"");
         return igw_json_prefix_key(j, "label", 5);
     }
@@ -423,6 +455,19 @@ static int key_Presence(const char *k, size_t n)
     }
     return -1;
 }
+
+/* The fields Presence's `require ... when m ...` rules require, by m (the last row: m absent). */
+static const uint64_t need_Presence_m[IGW_Mode__COUNT + 1] = {
+    [IGW_Mode_a] = 0,
+    [IGW_Mode_b] = 0,
+    [IGW_Mode__COUNT] = 0,
+};
+/* The fields Presence's `forbid ... when m ...` rules forbid, by m (the last row: m absent). */
+static const uint64_t ban_Presence_m[IGW_Mode__COUNT + 1] = {
+    [IGW_Mode_a] = IGW_Presence_x | IGW_Presence_y,
+    [IGW_Mode_b] = 0,
+    [IGW_Mode__COUNT] = 0,
+};
 
 int igw_decode_Presence(igw_json *j, igw_Presence *o)
 {
@@ -467,15 +512,18 @@ int igw_decode_Presence(igw_json *j, igw_Presence *o)
             return igw_json_prefix_key(j, "m", 1);
         }
     }
+    unsigned at_m = (o->has & IGW_Presence_m) ? (unsigned)o->m : IGW_Mode__COUNT;
+    bool broken_m = (o->has & need_Presence_m[at_m]) != need_Presence_m[at_m] ||
+        (o->has & ban_Presence_m[at_m]) != 0;
     if (!(o->has & IGW_Presence_x) && (o->has & IGW_Presence_y)) {
         igw_json_fail(j, IGW_JERR_MISSING, "field is required when y present");
         return igw_json_prefix_key(j, "x", 1);
     }
-    if ((o->has & IGW_Presence_x) && ((o->has & IGW_Presence_m) && (o->m == IGW_Mode_a))) {
+    if (broken_m && (o->has & IGW_Presence_x) && ((o->has & IGW_Presence_m) && (o->m == IGW_Mode_a))) {
         igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when m = a");
         return igw_json_prefix_key(j, "x", 1);
     }
-    if ((o->has & IGW_Presence_y) && ((o->has & IGW_Presence_m) && (o->m == IGW_Mode_a))) {
+    if (broken_m && (o->has & IGW_Presence_y) && ((o->has & IGW_Presence_m) && (o->m == IGW_Mode_a))) {
         igw_json_fail(j, IGW_JERR_FORBIDDEN, "field is not allowed when m = a");
         return igw_json_prefix_key(j, "y", 1);
     }

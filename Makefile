@@ -177,7 +177,7 @@ link = @mkdir -p $(@D) && echo "  LINK $@" && $(CC) $1 -o $@ $(filter %.o,$^) $(
         test-ops test-mqttauth test-openapi test-media-unit fuzz-smoke fuzz \
         test-catalog-decide test-edge-decide test-call-decide test-routes-decide \
         bench-decode bench-edge bench-app bench-media bench-srtp bench-live bench-talk bench-recordings bench-doorbell bench-ai bench-nodes \
-        bench-smoke
+        bench-smoke test-build
 
 all: $(BUILD)/igw-gen $(BUILD)/igwctl $(BUILD)/igwd $(BUILD)/igw-mqtt-auth.so $(BUILD)/igw-vcam $(BUILD)/igw-proc
 
@@ -264,6 +264,7 @@ $(BUILD)/igw-vcam: $(patsubst %.c,$(BUILD)/obj/%.o,$(VCAM_SRC)) $(call libs,obj,
 # point of them is to catch what a plain build would let through.
 # $(call test_bin,NAME,SOURCES,ROOMS,LDLIBS): $(T)/NAME from SOURCES' objects and the rooms' libraries.
 define test_bin
+TEST_BINS += $$(T)/$1
 $$(T)/$1: $$(patsubst %.c,$$(BUILD)/tobj/%.o,$2) $$(call libs,tobj,$3)
 	$$(call link,$$(TFLAGS),$4)
 endef
@@ -590,8 +591,18 @@ test-services: test-igwctl test-igwd test-framing test-deadline test-db test-out
 # The tests' and benchmarks' databases are thrown away: initdb need not sync them.
 test test-% fuzz-smoke bench-%: export IGW_PG_NOSYNC = 1
 
+# What the tests run, built first with a job per core: a fresh clone
+# compiles for minutes, three flavours of most sources (the tests' sanitized
+# build, the programs, the benchmarks'); the tests themselves then run one at
+# a time. A binary missing from the list is only built later, serially.
+TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
+test-build: all $(TEST_BINS) $(T)/loop_test_tsan $(T)/pending_test_tsan \
+            $(addprefix $(BENCH)/,bench_decode bench_srtp igwd igw-media-host igw-live-viewers igw-loadgen \
+                                  igw-benchdevice igw-talkload igw-recload igw-recordings-sql)
+
 test: deps-bench
 	$(MAKE) --no-print-directory check-deps
+	$(MAKE) --no-print-directory -j$(TEST_JOBS) test-build
 	$(MAKE) --no-print-directory all test-unit fuzz-smoke test-services test-media test-live test-forward test-cluster
 	$(MAKE) --no-print-directory bench-smoke
 	@echo "make test: all passed"

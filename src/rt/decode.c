@@ -187,7 +187,7 @@ int igw_decode_text(igw_json *j, igw_str v)
         return 0;
     if (!igw_json_utf8_valid(v.ptr, v.len))
         return igw_json_fail(j, IGW_JERR_UTF8, "not valid UTF-8");
-    for (size_t i = 0; i < v.len; i++) {
+    for (i = 0; i < v.len; i++) {
         unsigned char c = (unsigned char)v.ptr[i];
         if (c < 0x20 || c == 0x7f)
             return igw_json_fail(j, IGW_JERR_FORMAT, "control character");

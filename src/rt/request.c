@@ -31,6 +31,9 @@ igw_str igw_http_header(const igw_http_request *in, const char *name, size_t len
     return (igw_str){NULL, 0};
 }
 
+#define MEDIA_JSON "application/json"
+#define MEDIA_MULTIPART "multipart/form-data"
+
 /* RFC 9110 media type: type/subtype (case-insensitive), then optional
  * whitespace and either the end or ';' parameters (see charset_ok). The
  * exact lower-case bytes, what clients send, are tried before the
@@ -167,13 +170,14 @@ int igw_request_decode(const igw_api *api, igw_request *req, const igw_http_requ
     if (r->body != IGW_BODY_KIND_NONE) {
         bool json = r->body == IGW_BODY_KIND_JSON;
         igw_str ct = igw_http_header(in, "content-type", 12);
-        if (!ct.ptr || !(json ? media_is(ct, "application/json", 16) : media_is(ct, "multipart/form-data", 19))) {
+        if (!ct.ptr || !(json ? media_is(ct, MEDIA_JSON, sizeof MEDIA_JSON - 1)
+                              : media_is(ct, MEDIA_MULTIPART, sizeof MEDIA_MULTIPART - 1))) {
             set_error(err, api->cls_media_type, IGW_JERR_NONE,
                       json ? "expected Content-Type application/json" : "expected Content-Type multipart/form-data",
                       "");
             return -1;
         }
-        if (json && ct.len > 16 && !charset_ok(ct)) { /* parameters follow the type */
+        if (json && ct.len > sizeof MEDIA_JSON - 1 && !charset_ok(ct)) { /* parameters follow the type */
             set_error(err, api->cls_media_type, IGW_JERR_NONE,
                       "a JSON body is UTF-8: charset, when given, must be utf-8", "");
             return -1;

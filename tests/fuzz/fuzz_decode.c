@@ -1,6 +1,8 @@
 /* fuzz_decode.c - libFuzzer harness of one route's strict stage.
  *
- * Built once per route with -DIGW_FUZZ_ROUTE=<igw_route_id>. The input is
+ * One binary for every route: IGW_FUZZ_ROUTE in the environment names the
+ * route under test (its name in the route table, "commands"); run.sh sets
+ * it per target, so the routes share one build. The input is
  * the body; when the route has path parameters or reads headers, an input
  * starting with 0xFF instead carries their values: 0xFF, then NUL-separated
  * values for each parameter and header in turn, then the body. So the same
@@ -34,9 +36,28 @@ static igw_str take(const uint8_t **p, const uint8_t *end)
     return (igw_str){(const char *)start, (size_t)((nul ? nul : end) - start)};
 }
 
+static const igw_route_def *route;
+
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    (void)argc;
+    (void)argv;
+    const char *name = getenv("IGW_FUZZ_ROUTE");
+    for (uint32_t i = 0; name && i < IGW_ROUTE__COUNT; i++)
+        if (strcmp(igw_routes[i].name, name) == 0)
+            route = &igw_routes[i];
+    if (!route) {
+        fprintf(stderr, "fuzz_decode: IGW_FUZZ_ROUTE=%s names no route\n", name ? name : "(unset)");
+        exit(2);
+    }
+    return 0;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    const igw_route_def *r = &igw_routes[IGW_FUZZ_ROUTE];
+    const igw_route_def *r = route;
     const uint8_t *p = data, *end = data + size;
     igw_str values[IGW_MAX_PATH_PARAMS + IGW_MAX_ROUTE_HEADERS];
     uint32_t nvalues = r->nparams + r->nheaders;

@@ -54,8 +54,7 @@ build() {
         # an input starting with NUL checks documents against the demo model
         srcs=(tests/fuzz/fuzz_thingmodel.c "${lib_srcs[@]}"); deps=(tests/fuzz src/rt src/lib)
         extra=(-DIGW_FUZZ_MODEL="\"$PWD/tests/lib/demo-model.json\"") ;;
-    *) srcs=(tests/fuzz/fuzz_decode.c generated/api.c "${lib_srcs[@]}"); deps=(tests/fuzz generated/api.c generated/api.h src/rt src/lib)
-       extra=(-DIGW_FUZZ_ROUTE="IGW_ROUTE_$(echo "$t" | tr 'a-z' 'A-Z')") ;;
+    *) srcs=(tests/fuzz/fuzz_decode.c generated/api.c "${lib_srcs[@]}"); deps=(tests/fuzz generated/api.c generated/api.h src/rt src/lib) ;;
     esac
     if [ ! -x "$bin" ] || [ -n "$(find "${deps[@]}" -newer "$bin" -type f | head -1)" ]; then
         "$clang" "${flags[@]}" "${extra[@]}" -o "$bin" "${srcs[@]}" -lcrypto -lm
@@ -86,6 +85,10 @@ fi
 failed=()
 for t in "${targets[@]}"; do
     bin=$out/fuzz_$t
+    route=
+    case " ${decoders[*]} " in
+    *" $t "*) bin=$out/fuzz_decode route=$t ;; # one build for every route, chosen by IGW_FUZZ_ROUTE
+    esac
     build "$t" "$bin"
     corpus=$out/corpus/$t
     regress=tests/fuzz/regress/$t
@@ -98,8 +101,8 @@ for t in "${targets[@]}"; do
     echo "fuzz: $t, $mode $value ($seeds seeds, $(ls "$regress" | wc -l) regression inputs)"
     start=$(date +%s)
     rc=0
-    "$bin" "${limit[@]}" -max_len="$(max_len "$t")" -print_final_stats=1 -artifact_prefix="$findings/" \
-        "$corpus" "$regress" 2>"$out/$t.log" || rc=$?
+    IGW_FUZZ_ROUTE=$route "$bin" "${limit[@]}" -max_len="$(max_len "$t")" -print_final_stats=1 \
+        -artifact_prefix="$findings/" "$corpus" "$regress" 2>"$out/$t.log" || rc=$?
     secs=$(( $(date +%s) - start ))
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$out/$t.log" | tail -1)
     cov=$(grep -o 'cov: [0-9]* ft: [0-9]*' "$out/$t.log" | tail -1 | sed 's/cov: \([0-9]*\) ft: \([0-9]*\)/\1\/\2/')

@@ -87,18 +87,6 @@ static bool charset_ok(igw_str ct)
     return true;
 }
 
-/* The header name `got` is `want` (NUL-terminated, lower case, as the
- * generated tables hold it) in any case; no strlen per request. */
-static bool name_is(const char *want, igw_str got)
-{
-    for (size_t i = 0; i < got.len; i++) {
-        unsigned char c = (unsigned char)got.ptr[i];
-        if (want[i] == '\0' || (c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c) != (unsigned char)want[i])
-            return false;
-    }
-    return want[got.len] == '\0';
-}
-
 /* Collects the route's headers into req->headers and checks them: each
  * declared header at most once, required ones present, values by rule
  * (checked with j, fresh: a check writes to it only when it fails). */
@@ -111,7 +99,7 @@ static int check_headers(const igw_api *api, igw_request *req, const igw_http_re
     for (uint32_t i = 0; i < r->nheaders; i++) {
         for (size_t k = 0; k < in->nheaders; k++) {
             const igw_header *h = &in->headers[k];
-            if (!name_is(r->headers[i], h->name))
+            if (!igw_field_ieq(h->name.ptr, h->name.len, r->headers[i])) /* the table's names are lower case */
                 continue;
             if (req->headers[i].ptr) {
                 set_error(err, api->cls_decode, IGW_JERR_DUPLICATE, r->header_reasons[i], "");

@@ -23,6 +23,10 @@ const MEASURE_S = Number(process.env.MEASURE_SECONDS || 10);
 const WARMUP_S = Number(process.env.WARMUP_SECONDS || 3); // viewers receiving before the window
 const JANUS_HTTP = 8088, JANUS_VIDEO = 5004, JANUS_AUDIO = 5006;
 const IGW_ONLY = process.env.IGW_ONLY === '1';
+// The feed's picture (videotestsrc pattern): `ball` (the RESULT's reference: a
+// frame is a few small slices) or e.g. `smpte` (a frame is 1200-byte fragments
+// and a shorter tail, as a camera's are at 1 Mbit/s).
+const PATTERN = /^[a-z0-9-]+$/.test(process.env.VIDEO_PATTERN || '') ? process.env.VIDEO_PATTERN : 'ball';
 
 // ---- a JSON-lines igw-media-host ----
 function host(args, name) {
@@ -119,7 +123,7 @@ async function main() {
     const udp = (port) => IGW_ONLY && port !== feed.port ? 'fakesink sync=false async=false'
         : `queue ! udpsink host=127.0.0.1 port=${port} sync=false async=false`;
     const gst = spawn('gst-launch-1.0', ['-q', ...(
-        `videotestsrc is-live=true pattern=ball ! video/x-raw,width=640,height=360,framerate=30/1 ! ` +
+        `videotestsrc is-live=true pattern=${PATTERN} ! video/x-raw,width=640,height=360,framerate=30/1 ! ` +
         `x264enc tune=zerolatency speed-preset=ultrafast key-int-max=30 bitrate=1000 ! ` +
         `video/x-h264,profile=constrained-baseline ! rtph264pay pt=96 config-interval=-1 mtu=1200 ! ` +
         `tee name=tv ! ${udp(feed.port)} tv. ! ${udp(JANUS_VIDEO)} ` +
@@ -134,6 +138,9 @@ async function main() {
             await server.call({ op: 'viewer_answer', id: `v${i}`, rev: 1, sdp: a.sdp });
             return `c${i}`;
         });
+        const k = await server.call({ op: 'sockets' }).catch(() => null); // a host before the op: no line
+        if (k) console.log(`igw sockets: ${k.sent} datagrams sent, ${(k.sent / Math.max(1, k.send_batches)).toFixed(1)} per sendmmsg,` +
+            ` ${k.send_dropped} dropped`);
         if (IGW_ONLY) {
             console.log(`RESULT cpu_us_per_pkt=${igw.cpu_us_per_pkt.toFixed(2)} kb_per_viewer=${igw.kb_per_viewer.toFixed(1)}` +
                 ` loss_pct=${igw.loss_pct.toFixed(3)}`);

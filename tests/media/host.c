@@ -13,6 +13,7 @@
  *       (the talk gate; t0/t1: the media core's monotonic clock around the call,
  *       comparable with the stats' talk_last_us)
  *   {"op":"close","id":..}   {"op":"stats","id":..}   {"op":"fingerprint"}
+ *   {"op":"sockets"} -> {..,"sent":n,"send_batches":n,"send_dropped":n} (the shared sockets')
  * A failure is {"type":"reply","re":op,"ok":false,"rc":"ESTALE","error":"..."}.
  * Events are written as they come:
  *   {"type":"event","event":"ice-connected","id":..,"rev":n,"source":b,"reason":..}.
@@ -162,6 +163,7 @@ static void handle(igw_media *m, const req *r, igw_jw *w)
     int state = 0;
     uint64_t before_us = 0, after_us = 0;
     igw_media_stats st;
+    igw_media_socket_stats sock;
     memset(&st, 0, sizeof st);
     const char *sdp = r->sdp ? r->sdp : "";
     if (strcmp(r->op, "source") == 0) {
@@ -201,6 +203,9 @@ static void handle(igw_media *m, const req *r, igw_jw *w)
             snprintf(err, sizeof err, "no peer %s", r->id);
     } else if (strcmp(r->op, "fingerprint") == 0) {
         rc = IGW_MEDIA_OK;
+    } else if (strcmp(r->op, "sockets") == 0) {
+        igw_media_socket_stats_get(m, &sock);
+        rc = IGW_MEDIA_OK;
     } else {
         snprintf(err, sizeof err, "unknown op");
     }
@@ -224,6 +229,10 @@ static void handle(igw_media *m, const req *r, igw_jw *w)
     } else if (strcmp(r->op, "publish") == 0) {
         kv_int(w, "before_us", (int64_t)before_us);
         kv_int(w, "after_us", (int64_t)after_us);
+    } else if (strcmp(r->op, "sockets") == 0) {
+        kv_int(w, "sent", (int64_t)sock.sent);
+        kv_int(w, "send_batches", (int64_t)sock.send_batches);
+        kv_int(w, "send_dropped", (int64_t)sock.send_dropped);
     } else if (strcmp(r->op, "stats") == 0) {
         igw_jw_key(w, "connected", 9);
         igw_jw_bool(w, st.connected);

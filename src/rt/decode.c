@@ -179,7 +179,8 @@ bool igw_format_identifier(const char *str, size_t n)
 int igw_decode_text(igw_json *j, igw_str v)
 {
     /* Printable ASCII, what path segments and these headers carry, in one
-     * pass; anything else takes the two checks below. */
+     * pass; anything else takes the two checks below, the control check
+     * from the first byte that was not printable. */
     size_t i = 0;
     while (i < v.len && (unsigned char)v.ptr[i] - 0x20u < 0x5Fu) /* 0x20..0x7E */
         i++;
@@ -187,7 +188,7 @@ int igw_decode_text(igw_json *j, igw_str v)
         return 0;
     if (!igw_json_utf8_valid(v.ptr, v.len))
         return igw_json_fail(j, IGW_JERR_UTF8, "not valid UTF-8");
-    for (i = 0; i < v.len; i++) {
+    for (; i < v.len; i++) {
         unsigned char c = (unsigned char)v.ptr[i];
         if (c < 0x20 || c == 0x7f)
             return igw_json_fail(j, IGW_JERR_FORMAT, "control character");

@@ -19,13 +19,20 @@ static void set_error(igw_decode_error *err, int cls, igw_json_errkind kind, con
     err->path[n] = '\0';
 }
 
+/* s[0..n) equals the lower-case w[0..n), ASCII case ignored. Clients and
+ * transports mostly send the lower-case bytes (h2o lower-cases header
+ * names): the exact bytes are tried before the case-insensitive compare.
+ * Inline, so that a constant n unrolls igw_bytes_eq. */
+static inline bool lower_eq(const char *s, const char *w, size_t n)
+{
+    return igw_bytes_eq(s, w, n) || strncasecmp(s, w, n) == 0;
+}
+
 igw_str igw_http_header(const igw_http_request *in, const char *name, size_t len)
 {
     for (size_t i = 0; i < in->nheaders; i++) {
         igw_str n = in->headers[i].name;
-        /* Transports usually hand names over lower-cased (h2o does): try the
-         * exact bytes before the case-insensitive compare. */
-        if (n.len == len && (igw_bytes_eq(n.ptr, name, len) || strncasecmp(n.ptr, name, len) == 0))
+        if (n.len == len && lower_eq(n.ptr, name, len))
             return in->headers[i].value;
     }
     return (igw_str){NULL, 0};
@@ -35,12 +42,10 @@ igw_str igw_http_header(const igw_http_request *in, const char *name, size_t len
 #define MEDIA_MULTIPART "multipart/form-data"
 
 /* RFC 9110 media type: type/subtype (case-insensitive), then optional
- * whitespace and either the end or ';' parameters (see charset_ok). The
- * exact lower-case bytes, what clients send, are tried before the
- * case-insensitive compare. */
+ * whitespace and either the end or ';' parameters (see charset_ok). */
 static bool media_is(igw_str ct, const char *want, size_t w)
 {
-    if (ct.len < w || !(igw_bytes_eq(ct.ptr, want, w) || strncasecmp(ct.ptr, want, w) == 0))
+    if (ct.len < w || !lower_eq(ct.ptr, want, w))
         return false;
     while (w < ct.len && (ct.ptr[w] == ' ' || ct.ptr[w] == '\t'))
         w++;
@@ -81,7 +86,7 @@ static bool charset_ok(igw_str ct)
             s = memchr(s + 1, ';', (size_t)(end - s - 1));
             continue;
         }
-        if (igw_field_ieq(name, nlen, "charset") && !(vlen == 5 && strncasecmp(val, "utf-8", 5) == 0))
+        if (igw_field_ieq(name, nlen, "charset") && !igw_field_ieq(val, vlen, "utf-8"))
             return false;
     }
     return true;
